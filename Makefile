@@ -1,0 +1,67 @@
+# limbo's build. The README's two commands are `make run` and `make test`.
+SHELL := /usr/bin/env bash
+.SHELLFLAGS := -euo pipefail -c
+.DEFAULT_GOAL := build
+
+BIN            := $(CURDIR)/bin
+GO             ?= go
+CONTROLLER_GEN := $(BIN)/controller-gen
+GOTEST_FLAGS   ?= -race -count=1
+# The integration tests start one control plane per package; run packages one at a
+# time so that two API servers never compete for the machine's two cores.
+IT_FLAGS       ?= -p 1 -timeout 30m
+
+export LIMBO_BIN_DIR := $(BIN)
+
+.PHONY: build
+build: ## Build limbo and kubectl-limbo into bin/.
+	$(GO) build -o $(BIN)/ ./cmd/...
+
+.PHONY: cluster-bins
+cluster-bins: ## Build etcd, kube-apiserver, kube-controller-manager and kubectl from pinned modules (idempotent).
+	build/cluster-bins.sh
+
+$(CONTROLLER_GEN): build/tools/go.mod build/tools/go.sum
+	cd build/tools && $(GO) build -o $(CONTROLLER_GEN) sigs.k8s.io/controller-tools/cmd/controller-gen
+
+.PHONY: generate
+generate: $(CONTROLLER_GEN) ## Generate deepcopy code and the CRDs in crds/.
+	$(CONTROLLER_GEN) object paths=./pkg/apis/... crd:crdVersions=v1 output:crd:artifacts:config=crds
+
+.PHONY: verify
+verify: ## Fail when generated files are stale, code is unformatted or go vet complains.
+	@snapshot=$$(mktemp -d); trap 'rm -rf "$$snapshot"' EXIT; \
+	  cp -r crds "$$snapshot/crds"; find pkg/apis -name 'zz_generated*.go' -exec cp --parents {} "$$snapshot/" \; ; \
+	  $(MAKE) --no-print-directory generate; \
+	  if ! diff -r "$$snapshot/crds" crds >/dev/null || ! (cd "$$snapshot" && find pkg -name 'zz_generated*.go' | while read f; do cmp -s "$$f" "$(CURDIR)/$$f" || exit 1; done); then \
+	    echo "verify: generated files were stale; they are regenerated now: commit them"; exit 1; fi
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	  if [ -n "$$unformatted" ]; then echo "verify: not gofmt-formatted:"; echo "$$unformatted"; exit 1; fi
+	$(GO) vet ./...
+	@echo "verify: ok"
+
+.PHONY: test
+test: verify cluster-bins ## Everything CI runs: verify, unit tests and integration tests, with -race.
+	$(GO) test $(GOTEST_FLAGS) ./cmd/... ./pkg/...
+	$(GO) test $(GOTEST_FLAGS) $(IT_FLAGS) ./it/...
+
+.PHONY: unit
+unit: ## Unit tests only.
+	$(GO) test $(GOTEST_FLAGS) ./cmd/... ./pkg/...
+
+.PHONY: it
+it: cluster-bins ## Integration tests only.
+	$(GO) test $(GOTEST_FLAGS) $(IT_FLAGS) ./it/...
+
+.PHONY: run
+run: cluster-bins build ## Start a local control plane with limbo's CRDs and the controller; Ctrl-C stops it.
+	@echo "make run: kubectl is in bin/: export PATH=$(BIN):\$$PATH"
+	$(BIN)/limbo dev $(RUN_ARGS)
+
+.PHONY: bench
+bench: cluster-bins ## Benchmarks.
+	$(GO) test -run '^$$' -bench . -benchmem ./pkg/...
+
+.PHONY: help
+help:
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'

@@ -1,0 +1,53 @@
+package main
+
+import (
+	"flag"
+
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/limbo-dev/limbo/pkg/controller"
+)
+
+// loggingFlags binds zap's flags (--zap-log-level, --zap-encoder, ...) and returns a
+// function that installs the configured logger.
+func loggingFlags(cmd *cobra.Command) func() {
+	opts := zap.Options{Development: false}
+	goFlags := flag.NewFlagSet("zap", flag.ContinueOnError)
+	opts.BindFlags(goFlags)
+	cmd.Flags().AddGoFlagSet(goFlags)
+	return func() { ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts))) }
+}
+
+// restConfig loads --kubeconfig, or the in-cluster configuration, or $KUBECONFIG.
+func restConfig(kubeconfig string) (*rest.Config, error) {
+	if kubeconfig != "" {
+		return clientcmd.BuildConfigFromFlags("", kubeconfig)
+	}
+	return ctrl.GetConfig()
+}
+
+func newControllerCommand() *cobra.Command {
+	opts := controller.DefaultOptions()
+	var kubeconfig string
+	cmd := &cobra.Command{
+		Use:   "controller",
+		Short: "Run the limbo controller (in cluster, or against --kubeconfig)",
+		Args:  cobra.NoArgs,
+	}
+	setupLogging := loggingFlags(cmd)
+	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "Path to a kubeconfig; empty uses the in-cluster configuration or $KUBECONFIG.")
+	opts.BindFlags(cmd.Flags())
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		setupLogging()
+		cfg, err := restConfig(kubeconfig)
+		if err != nil {
+			return err
+		}
+		return controller.Run(ctrl.SetupSignalHandler(), cfg, opts)
+	}
+	return cmd
+}

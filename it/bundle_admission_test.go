@@ -1,0 +1,73 @@
+package it
+
+import (
+	"strings"
+	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/limbo-dev/limbo/it/testenv"
+	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+)
+
+// Mistakes the schema can see are rejected at admission, with a message that says
+// what is wrong, before the controller ever sees the Bundle.
+func TestBundleAdmissionRejectsInvalid(t *testing.T) {
+	ns := env.Namespace(t)
+	configMap := func(name string) map[string]any {
+		return map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": name}}
+	}
+	cases := []struct {
+		name      string
+		resources []limbov1alpha1.Resource
+		want      string
+	}{
+		{
+			name:      "both object and plugin",
+			resources: []limbov1alpha1.Resource{{Name: "a", Object: rawObject(t, configMap("a")), Plugin: &limbov1alpha1.PluginResource{Name: "namespace-gc"}}},
+			want:      "a resource must have exactly one of object and plugin",
+		},
+		{
+			name:      "neither object nor plugin",
+			resources: []limbov1alpha1.Resource{{Name: "a"}},
+			want:      "a resource must have exactly one of object and plugin",
+		},
+		{
+			name:      "resource name not a DNS-1123 label",
+			resources: []limbov1alpha1.Resource{{Name: "Not_A_Label", Object: rawObject(t, configMap("a"))}},
+			want:      `spec.resources[0].name: Invalid value: "Not_A_Label"`,
+		},
+		{
+			name:      "duplicate resource names",
+			resources: []limbov1alpha1.Resource{{Name: "a", Object: rawObject(t, configMap("a"))}, {Name: "a", Object: rawObject(t, configMap("b"))}},
+			want:      `spec.resources[1]: Duplicate value: {"name":"a"}`,
+		},
+		{
+			name:      "object without kind",
+			resources: []limbov1alpha1.Resource{{Name: "a", Object: rawObject(t, map[string]any{"apiVersion": "v1", "metadata": map[string]any{"name": "a"}})}},
+			want:      "spec.resources[0].object.kind: Required value",
+		},
+		{
+			name:      "reference without resource",
+			resources: []limbov1alpha1.Resource{{Name: "a", References: []limbov1alpha1.Reference{{Name: "x"}}, Object: rawObject(t, configMap("a"))}},
+			want:      "spec.resources[0].references[0].resource: Invalid value",
+		},
+	}
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := testenv.Context(t, testenv.DefaultTimeout)
+			b := &limbov1alpha1.Bundle{
+				ObjectMeta: metav1.ObjectMeta{Name: "invalid-" + string(rune('a'+i)), Namespace: ns},
+				Spec:       limbov1alpha1.BundleSpec{Resources: tc.resources},
+			}
+			err := env.Client.Create(ctx, b)
+			if !apierrors.IsInvalid(err) {
+				t.Fatalf("want an Invalid error, got %v", err)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %q does not say %q", err, tc.want)
+			}
+		})
+	}
+}

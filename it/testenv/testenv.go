@@ -1,0 +1,175 @@
+// Package testenv is the harness of limbo's integration tests: one real control
+// plane per test package (etcd, kube-apiserver, kube-controller-manager from
+// pkg/localcluster), the limbo controller running in-process against it, and a
+// fresh namespace for every test.
+package testenv
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/zap/zapcore"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/limbo-dev/limbo/pkg/controller"
+	"github.com/limbo-dev/limbo/pkg/localcluster"
+)
+
+// Env is the environment shared by the tests of one package.
+type Env struct {
+	Cluster   *localcluster.Cluster
+	Config    *rest.Config
+	Client    client.Client
+	Clientset kubernetes.Interface
+	// RepoRoot is the repository's root directory.
+	RepoRoot string
+
+	cancelController context.CancelFunc
+	controllerDone   chan error
+}
+
+// Options say what a test package needs.
+type Options struct {
+	// NoController starts only the control plane; the package runs controllers itself.
+	NoController bool
+	// Controller overrides the controller options; nil uses test defaults.
+	Controller *controller.Options
+}
+
+// Run starts the environment, runs the package's tests, stops everything and
+// returns the exit code. Use it from TestMain:
+//
+//	var env *testenv.Env
+//	func TestMain(m *testing.M) { os.Exit(testenv.Run(m, testenv.Options{}, &env)) }
+func Run(m *testing.M, opts Options, out **Env) int {
+	env, err := start(opts)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "testenv:", err)
+		return 1
+	}
+	*out = env
+	code := m.Run()
+	if err := env.stop(); err != nil {
+		fmt.Fprintln(os.Stderr, "testenv:", err)
+		if code == 0 {
+			code = 1
+		}
+	}
+	return code
+}
+
+func repoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+}
+
+func start(opts Options) (*Env, error) {
+	root := repoRoot()
+	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.Level(zapLevel()))))
+	ctx := context.Background()
+	cluster, err := localcluster.Start(ctx, localcluster.Config{
+		BinDir:   filepath.Join(root, "bin"),
+		CRDPaths: []string{filepath.Join(root, "crds"), filepath.Join(root, "it", "testdata", "crds")},
+	})
+	if err != nil {
+		return nil, err
+	}
+	env := &Env{Cluster: cluster, Config: cluster.RESTConfig(), RepoRoot: root}
+	if env.Client, err = client.New(env.Config, client.Options{Scheme: controller.NewScheme()}); err != nil {
+		_ = cluster.Stop()
+		return nil, err
+	}
+	if env.Clientset, err = kubernetes.NewForConfig(env.Config); err != nil {
+		_ = cluster.Stop()
+		return nil, err
+	}
+	if !opts.NoController {
+		copts := controller.DefaultOptions()
+		if opts.Controller != nil {
+			copts = *opts.Controller
+		}
+		copts.MetricsAddr, copts.ProbeAddr = "0", "0"
+		if err := env.StartController(copts); err != nil {
+			_ = cluster.Stop()
+			return nil, err
+		}
+	}
+	return env, nil
+}
+
+// StartController runs the limbo controller in-process until StopController.
+func (e *Env) StartController(opts controller.Options) error {
+	mgr, err := controller.NewManager(e.Config, opts)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	e.cancelController = cancel
+	e.controllerDone = make(chan error, 1)
+	go func() { e.controllerDone <- mgr.Start(ctx) }()
+	return nil
+}
+
+// StopController stops the in-process controller and waits for it to return.
+func (e *Env) StopController() error {
+	if e.cancelController == nil {
+		return nil
+	}
+	e.cancelController()
+	e.cancelController = nil
+	return <-e.controllerDone
+}
+
+func (e *Env) stop() error {
+	if err := e.StopController(); err != nil {
+		fmt.Fprintln(os.Stderr, "testenv: controller:", err)
+	}
+	return e.Cluster.Stop()
+}
+
+func zapLevel() int8 {
+	if os.Getenv("LIMBO_TEST_VERBOSE") != "" {
+		return -2
+	}
+	return 2 // errors only: keep CI output readable
+}
+
+// Namespace creates a fresh namespace for t and deletes it when t ends.
+func (e *Env) Namespace(t testing.TB) string {
+	t.Helper()
+	name := strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name()))
+	if len(name) > 40 {
+		name = name[:40]
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: strings.TrimRight(name, "-") + "-"}}
+	ctx := context.Background()
+	if err := e.Client.Create(ctx, ns); err != nil {
+		t.Fatalf("create namespace: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := e.Client.Delete(context.Background(), ns); err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("delete namespace %s: %v", ns.Name, err)
+		}
+	})
+	return ns.Name
+}
+
+// Context returns a context that ends with t, bounded by timeout.
+func Context(t testing.TB, timeout time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	t.Cleanup(cancel)
+	return ctx
+}

@@ -1,0 +1,203 @@
+package v1alpha1
+
+import (
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// Bundle lists the objects an application needs and the dependencies between them.
+// limbo creates them in dependency order, waits for each to be ready, keeps them as
+// declared and removes, through the soft-delete engine, what leaves the Bundle.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=bdl,categories=limbo
+// +kubebuilder:printcolumn:name="READY",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="RESOURCES",type=string,JSONPath=`.status.resourcesReady`,description="Ready resources of all resources"
+// +kubebuilder:printcolumn:name="PENDING",type=integer,JSONPath=`.status.pendingDeletionCount`,description="Objects and external items waiting in limbo"
+// +kubebuilder:printcolumn:name="NEXT-DELETION",type=string,JSONPath=`.status.nextDeletion`,description="When the soonest pending deletion is due"
+// +kubebuilder:printcolumn:name="AGE",type=date,JSONPath=`.metadata.creationTimestamp`
+type Bundle struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   BundleSpec   `json:"spec,omitempty"`
+	Status BundleStatus `json:"status,omitempty"`
+}
+
+// BundleSpec is what the Bundle declares.
+type BundleSpec struct {
+	// Resources are the objects and plugins of the Bundle. Names are unique.
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	Resources []Resource `json:"resources,omitempty"`
+}
+
+// Resource is one entry of a Bundle: exactly one of an object or a plugin.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.object) != has(self.plugin)",message="a resource must have exactly one of object and plugin"
+type Resource struct {
+	// Name identifies the resource in the Bundle and in references: a DNS-1123 label.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Name string `json:"name"`
+
+	// References are this resource's dependencies, and the values it takes from them.
+	// +optional
+	// +listType=atomic
+	References []Reference `json:"references,omitempty"`
+
+	// Object is a complete Kubernetes object. Its namespace defaults to the Bundle's.
+	// +optional
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:EmbeddedResource
+	Object *runtime.RawExtension `json:"object,omitempty"`
+
+	// Plugin is a compiled-in plugin that generates objects and finds orphans.
+	// +optional
+	Plugin *PluginResource `json:"plugin,omitempty"`
+}
+
+// Reference is a dependency on another resource of the same Bundle, optionally
+// naming a value taken from that resource's live object.
+type Reference struct {
+	// Name makes !{name} usable in this resource. A reference without a name only
+	// orders.
+	// +optional
+	// +kubebuilder:validation:Pattern=`^[a-zA-Z0-9_-]+$`
+	Name string `json:"name,omitempty"`
+
+	// Resource is the resource of this Bundle that is depended on.
+	// +kubebuilder:validation:MinLength=1
+	Resource string `json:"resource"`
+
+	// Path is a JSONPath without braces into the referenced resource's live object,
+	// for example data.host.
+	// +optional
+	Path string `json:"path,omitempty"`
+
+	// Example stands in for the value before it exists, so that the resource can be
+	// validated early.
+	// +optional
+	Example *apiextensionsv1.JSON `json:"example,omitempty"`
+}
+
+// PluginResource invokes a compiled-in plugin.
+type PluginResource struct {
+	// Name is the registered name of the plugin, for example namespace-gc.
+	// +kubebuilder:validation:MinLength=1
+	Name string `json:"name"`
+
+	// DeletionDelay is stamped on every orphan this plugin finds: a Go duration ≥ 0.
+	// +optional
+	DeletionDelay string `json:"deletionDelay,omitempty"`
+
+	// Spec is the plugin's input, validated against the plugin's schema.
+	// +optional
+	Spec *apiextensionsv1.JSON `json:"spec,omitempty"`
+}
+
+// BundleStatus is what the controller observed and did.
+type BundleStatus struct {
+	// ObservedGeneration is the generation of the spec this status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// Conditions are Ready, Reconciling and Stalled (kstatus-compatible) and, while
+	// the Bundle is being deleted, ContentRemaining and DeletionFailure.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// Resources is the state of each resource, in dependency order.
+	// +optional
+	// +listType=atomic
+	Resources []ResourceStatus `json:"resources,omitempty"`
+
+	// PendingDeletions is everything this Bundle has in limbo, soonest first. An entry
+	// stays until the object is really gone.
+	// +optional
+	// +listType=atomic
+	PendingDeletions []PendingDeletion `json:"pendingDeletions,omitempty"`
+
+	// ResourcesReady is "ready/total", for the RESOURCES column.
+	// +optional
+	ResourcesReady string `json:"resourcesReady,omitempty"`
+
+	// PendingDeletionCount is the length of PendingDeletions, for the PENDING column.
+	// +optional
+	PendingDeletionCount int32 `json:"pendingDeletionCount,omitempty"`
+
+	// NextDeletion is when the soonest pending deletion is due, for the
+	// NEXT-DELETION column.
+	// +optional
+	NextDeletion *metav1.Time `json:"nextDeletion,omitempty"`
+}
+
+// ResourceState is the state of one resource of a Bundle.
+// +kubebuilder:validation:Enum=Ready;InProgress;Blocked;Error;Deleting
+type ResourceState string
+
+// The states of a resource.
+const (
+	ResourceReady      ResourceState = "Ready"
+	ResourceInProgress ResourceState = "InProgress"
+	ResourceBlocked    ResourceState = "Blocked"
+	ResourceError      ResourceState = "Error"
+	ResourceDeleting   ResourceState = "Deleting"
+)
+
+// ResourceStatus is the state of one resource of a Bundle.
+type ResourceStatus struct {
+	Name  string        `json:"name"`
+	State ResourceState `json:"state"`
+	// +optional
+	Reason string `json:"reason,omitempty"`
+	// +optional
+	Message string `json:"message,omitempty"`
+	// Object is the live object of an object resource.
+	// +optional
+	Object *ObjectReference `json:"object,omitempty"`
+}
+
+// ObjectReference names one object, down to its UID.
+type ObjectReference struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+	Name      string `json:"name"`
+	// +optional
+	UID string `json:"uid,omitempty"`
+}
+
+// PendingDeletion is one object or external item waiting in limbo, or one whose
+// deletion cannot proceed (Message says why).
+type PendingDeletion struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+	Name      string `json:"name"`
+	// DeletionTimestamp is when the countdown started.
+	// +optional
+	DeletionTimestamp *metav1.Time `json:"deletionTimestamp,omitempty"`
+	// DeleteAfter is the deadline: DeletionTimestamp plus the deletion delay.
+	// +optional
+	DeleteAfter *metav1.Time `json:"deleteAfter,omitempty"`
+	// +optional
+	Message string `json:"message,omitempty"`
+}
+
+// BundleList is a list of Bundles.
+//
+// +kubebuilder:object:root=true
+type BundleList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []Bundle `json:"items"`
+}

@@ -1,0 +1,71 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Tombstone stands in for an external item (a StorageOS namespace, a Neutron route)
+// that is pending deletion. The engine creates it in the Bundle's namespace, owned by
+// the Bundle; its finalizer performs the external delete at the deadline, or at once
+// on `kubectl delete tombstone`.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:categories=limbo
+// +kubebuilder:printcolumn:name="PLUGIN",type=string,JSONPath=`.spec.plugin`
+// +kubebuilder:printcolumn:name="KIND",type=string,JSONPath=`.spec.item.kind`
+// +kubebuilder:printcolumn:name="ITEM",type=string,JSONPath=`.spec.item.name`
+// +kubebuilder:printcolumn:name="DELETE-AFTER",type=string,JSONPath=`.status.deleteAfter`
+// +kubebuilder:printcolumn:name="ATTEMPTS",type=integer,JSONPath=`.status.attempts`
+// +kubebuilder:printcolumn:name="AGE",type=date,JSONPath=`.metadata.creationTimestamp`
+type Tombstone struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   TombstoneSpec   `json:"spec,omitempty"`
+	Status TombstoneStatus `json:"status,omitempty"`
+}
+
+// TombstoneSpec names the plugin, the Bundle resource and the external item.
+// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="a Tombstone's spec is immutable"
+type TombstoneSpec struct {
+	// Plugin is the plugin that found the orphan.
+	Plugin string `json:"plugin"`
+	// Resource is the Bundle resource that invoked the plugin.
+	Resource string `json:"resource"`
+	// Item is the external item pending deletion.
+	Item ExternalItem `json:"item"`
+}
+
+// ExternalItem identifies an item outside Kubernetes.
+type ExternalItem struct {
+	// Kind is the plugin's kind of item, for example StorageOSNamespace.
+	Kind string `json:"kind"`
+	// ID is the item's identity in the external system.
+	ID string `json:"id"`
+	// Name is a human-readable name of the item.
+	// +optional
+	Name string `json:"name,omitempty"`
+}
+
+// TombstoneStatus records the countdown and the delete attempts.
+type TombstoneStatus struct {
+	// DeleteAfter is the deadline of the countdown.
+	// +optional
+	DeleteAfter *metav1.Time `json:"deleteAfter,omitempty"`
+	// Attempts counts the failed external deletes.
+	// +optional
+	Attempts int32 `json:"attempts,omitempty"`
+	// LastError is the error of the last failed external delete.
+	// +optional
+	LastError string `json:"lastError,omitempty"`
+}
+
+// TombstoneList is a list of Tombstones.
+//
+// +kubebuilder:object:root=true
+type TombstoneList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []Tombstone `json:"items"`
+}

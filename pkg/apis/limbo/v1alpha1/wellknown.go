@@ -1,0 +1,33 @@
+package v1alpha1
+
+// The annotations, labels and finalizers of DESIGN.md §2.
+const (
+	// AnnotationDeletionDelay opts an object into soft delete: a Go duration ≥ 0
+	// that the object waits in limbo after it leaves its Bundle.
+	AnnotationDeletionDelay = "limbo.dev/deletionDelay"
+	// AnnotationDeletionTimestamp is the RFC 3339 UTC time a countdown started.
+	// Only the controller sets it; a template that sets it is a spec error.
+	AnnotationDeletionTimestamp = "limbo.dev/deletionTimestamp"
+	// AnnotationAdopt set to "true" on a template adopts an existing object that has
+	// no controller.
+	AnnotationAdopt = "limbo.dev/adopt"
+	// AnnotationReadyWhenFieldPath and AnnotationReadyWhenFieldValue, on a
+	// CustomResourceDefinition, state the readiness rule of its objects: the JSONPath
+	// must yield the value.
+	AnnotationReadyWhenFieldPath  = "limbo.dev/readyWhenFieldPath"
+	AnnotationReadyWhenFieldValue = "limbo.dev/readyWhenFieldValue"
+
+	// LabelBundle names the Bundle that manages, or last managed, an object.
+	LabelBundle = "limbo.dev/bundle"
+	// LabelPendingDeletion is "true" while a countdown runs, so the reaper can find
+	// objects in limbo across kinds.
+	LabelPendingDeletion = "limbo.dev/pending-deletion"
+
+	// FinalizerTeardown holds a Bundle while its content is removed in order.
+	FinalizerTeardown = "limbo.dev/teardown"
+	// FinalizerHardDelete holds a Tombstone until its external item is deleted.
+	FinalizerHardDelete = "limbo.dev/hard-delete"
+
+	// FieldManager is the server-side apply field manager of every write limbo makes.
+	FieldManager = "limbo"
+)

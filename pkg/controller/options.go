@@ -1,0 +1,52 @@
+package controller
+
+import (
+	"time"
+
+	"github.com/spf13/pflag"
+)
+
+// Options are the controller's tunables; every field has a flag.
+type Options struct {
+	MetricsAddr             string
+	ProbeAddr               string
+	PprofAddr               string
+	LeaderElect             bool
+	LeaderElectionNamespace string
+	LeaderElectionID        string
+	QPS                     float32
+	Burst                   int
+	Workers                 int
+	ResyncPeriod            time.Duration
+	// Namespaces restricts the watched namespaces; empty watches all.
+	Namespaces []string
+}
+
+// DefaultOptions are the flags' defaults.
+func DefaultOptions() Options {
+	return Options{
+		MetricsAddr:             ":8080",
+		ProbeAddr:               ":8081",
+		LeaderElectionNamespace: "limbo-system",
+		LeaderElectionID:        "limbo-controller",
+		QPS:                     50,
+		Burst:                   100,
+		Workers:                 4,
+		ResyncPeriod:            30 * time.Minute,
+	}
+}
+
+// BindFlags registers the options as flags with their current values as defaults.
+func (o *Options) BindFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", o.MetricsAddr, "Address of the Prometheus /metrics endpoint; 0 disables it.")
+	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", o.ProbeAddr, "Address of /healthz and /readyz; 0 disables them.")
+	fs.StringVar(&o.PprofAddr, "pprof-bind-address", o.PprofAddr, "Address of /debug/pprof; empty disables it.")
+	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "Elect a leader through a Lease so that only one replica reconciles.")
+	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", o.LeaderElectionNamespace, "Namespace of the leader election Lease.")
+	fs.StringVar(&o.LeaderElectionID, "leader-election-id", o.LeaderElectionID, "Name of the leader election Lease.")
+	fs.Float32Var(&o.QPS, "kube-api-qps", o.QPS, "Client-side requests per second to the API server.")
+	fs.IntVar(&o.Burst, "kube-api-burst", o.Burst, "Client-side burst of requests to the API server.")
+	fs.IntVar(&o.Workers, "workers", o.Workers, "Bundles reconciled in parallel.")
+	fs.DurationVar(&o.ResyncPeriod, "resync-period", o.ResyncPeriod, "Periodic full resync, a safety net: reconciles are event-driven and countdowns requeue at their deadline.")
+	fs.StringSliceVar(&o.Namespaces, "namespaces", o.Namespaces, "Namespaces to watch (comma-separated); empty watches all.")
+}

@@ -1,0 +1,408 @@
+package localcluster
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/hex"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+)
+
+// Binaries of the control plane, as `make cluster-bins` names them.
+const (
+	EtcdBinary                  = "etcd"
+	APIServerBinary             = "kube-apiserver"
+	ControllerManagerBinary     = "kube-controller-manager"
+	defaultStartTimeout         = 2 * time.Minute
+	stopGrace                   = 15 * time.Second
+	defaultControllerManagerSet = "garbagecollector,namespace,serviceaccount,serviceaccount-token"
+)
+
+// Config says where the binaries are and where the cluster keeps its state.
+type Config struct {
+	// BinDir holds etcd, kube-apiserver and kube-controller-manager. Empty means
+	// DefaultBinDir().
+	BinDir string
+	// DataDir keeps the cluster's state (etcd data, keys, kubeconfig, logs) across
+	// restarts. Empty means a temporary directory that Stop removes.
+	DataDir string
+	// CRDPaths are files or directories of CustomResourceDefinitions installed before
+	// kube-controller-manager starts, so that its garbage collector knows them at once.
+	CRDPaths []string
+	// Controllers is kube-controller-manager's --controllers. Empty means the garbage
+	// collector, the namespace controller and the service account controllers.
+	Controllers string
+	// StartTimeout bounds the wait for every component to be healthy.
+	StartTimeout time.Duration
+}
+
+// Cluster is a running control plane.
+type Cluster struct {
+	// KubeconfigPath is an admin kubeconfig for this cluster.
+	KubeconfigPath string
+	// DataDir is where the cluster keeps its state and logs.
+	DataDir string
+
+	restConfig *rest.Config
+	removeData bool
+	procs      []*process // in start order
+}
+
+// DefaultBinDir is $LIMBO_BIN_DIR, else the nearest bin/ above the working directory
+// that holds kube-apiserver, else "bin".
+func DefaultBinDir() string {
+	if dir := os.Getenv("LIMBO_BIN_DIR"); dir != "" {
+		return dir
+	}
+	dir, err := os.Getwd()
+	for err == nil {
+		candidate := filepath.Join(dir, "bin")
+		if _, statErr := os.Stat(filepath.Join(candidate, APIServerBinary)); statErr == nil {
+			return candidate
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			break
+		}
+		dir = parent
+	}
+	return "bin"
+}
+
+// RESTConfig returns a copy of the admin client configuration.
+func (c *Cluster) RESTConfig() *rest.Config { return rest.CopyConfig(c.restConfig) }
+
+// Start runs etcd, kube-apiserver and kube-controller-manager on free loopback ports
+// and returns once all three are healthy and the CRDs are established. On error,
+// whatever was started is stopped again.
+func Start(ctx context.Context, cfg Config) (cluster *Cluster, err error) {
+	if cfg.BinDir == "" {
+		cfg.BinDir = DefaultBinDir()
+	}
+	if cfg.Controllers == "" {
+		cfg.Controllers = defaultControllerManagerSet
+	}
+	if cfg.StartTimeout == 0 {
+		cfg.StartTimeout = defaultStartTimeout
+	}
+	for _, bin := range []string{EtcdBinary, APIServerBinary, ControllerManagerBinary} {
+		if _, err := os.Stat(filepath.Join(cfg.BinDir, bin)); err != nil {
+			return nil, fmt.Errorf("%s not found in %s: run `make cluster-bins` first", bin, cfg.BinDir)
+		}
+	}
+	c := &Cluster{DataDir: cfg.DataDir}
+	if c.DataDir == "" {
+		sweepAbandonedTempDirs()
+		if c.DataDir, err = os.MkdirTemp("", tempDirPrefix); err != nil {
+			return nil, err
+		}
+		c.removeData = true
+		if err := os.WriteFile(filepath.Join(c.DataDir, ownerPIDFile), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
+			return nil, err
+		}
+	} else if c.DataDir, err = filepath.Abs(c.DataDir); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			_ = c.Stop()
+		}
+	}()
+	ctx, cancel := context.WithTimeout(ctx, cfg.StartTimeout)
+	defer cancel()
+
+	pki := filepath.Join(c.DataDir, "pki")
+	if err := os.MkdirAll(pki, 0o700); err != nil {
+		return nil, err
+	}
+	saKey, err := ensureServiceAccountKey(pki)
+	if err != nil {
+		return nil, err
+	}
+	adminToken, kcmToken, tokenFile, err := ensureTokens(pki)
+	if err != nil {
+		return nil, err
+	}
+	ports, err := freePorts(4)
+	if err != nil {
+		return nil, err
+	}
+	etcdClient, etcdPeer, apiPort, kcmPort := ports[0], ports[1], ports[2], ports[3]
+	logs := filepath.Join(c.DataDir, "logs")
+
+	etcdURL := "http://127.0.0.1:" + strconv.Itoa(etcdClient)
+	peerURL := "http://127.0.0.1:" + strconv.Itoa(etcdPeer)
+	etcdArgs := []string{
+		"--data-dir=" + filepath.Join(c.DataDir, "etcd"),
+		"--listen-client-urls=" + etcdURL, "--advertise-client-urls=" + etcdURL,
+		"--listen-peer-urls=" + peerURL, "--initial-advertise-peer-urls=" + peerURL,
+		"--initial-cluster=default=" + peerURL,
+		"--log-level=warn",
+	}
+	if c.removeData {
+		// A throwaway cluster does not need durable writes; this makes tests faster.
+		etcdArgs = append(etcdArgs, "--unsafe-no-fsync=true")
+	}
+	if err := c.start("etcd", filepath.Join(cfg.BinDir, EtcdBinary), etcdArgs, logs); err != nil {
+		return nil, err
+	}
+
+	apiArgs := []string{
+		"--etcd-servers=" + etcdURL,
+		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
+		"--secure-port=" + strconv.Itoa(apiPort),
+		"--cert-dir=" + filepath.Join(pki, "apiserver"),
+		"--token-auth-file=" + tokenFile,
+		"--authorization-mode=RBAC",
+		"--service-account-issuer=https://kubernetes.default.svc",
+		"--service-account-key-file=" + saKey,
+		"--service-account-signing-key-file=" + saKey,
+		"--service-cluster-ip-range=10.0.0.0/24",
+		"--allow-privileged=true",
+		"--v=0",
+	}
+	if err := c.start("kube-apiserver", filepath.Join(cfg.BinDir, APIServerBinary), apiArgs, logs); err != nil {
+		return nil, err
+	}
+	server := "https://127.0.0.1:" + strconv.Itoa(apiPort)
+	caFile := filepath.Join(pki, "apiserver", "apiserver.crt")
+	c.KubeconfigPath = filepath.Join(c.DataDir, "kubeconfig")
+	if err := c.waitForAPIServer(ctx, server, caFile, adminToken); err != nil {
+		return nil, err
+	}
+	if err := writeKubeconfig(c.KubeconfigPath, server, caFile, "admin", adminToken); err != nil {
+		return nil, err
+	}
+	if len(cfg.CRDPaths) > 0 {
+		if err := InstallCRDs(ctx, c.restConfig, cfg.CRDPaths...); err != nil {
+			return nil, err
+		}
+	}
+
+	kcmKubeconfig := filepath.Join(pki, "kube-controller-manager.kubeconfig")
+	if err := writeKubeconfig(kcmKubeconfig, server, caFile, "kube-controller-manager", kcmToken); err != nil {
+		return nil, err
+	}
+	kcmArgs := []string{
+		"--kubeconfig=" + kcmKubeconfig,
+		"--controllers=" + cfg.Controllers,
+		"--leader-elect=false",
+		"--bind-address=127.0.0.1",
+		"--secure-port=" + strconv.Itoa(kcmPort),
+		"--cert-dir=" + filepath.Join(pki, "kube-controller-manager"),
+		"--service-account-private-key-file=" + saKey,
+		"--root-ca-file=" + caFile,
+		"--use-service-account-credentials=false",
+		"--v=0",
+	}
+	if err := c.start("kube-controller-manager", filepath.Join(cfg.BinDir, ControllerManagerBinary), kcmArgs, logs); err != nil {
+		return nil, err
+	}
+	if err := c.waitHealthy(ctx, "kube-controller-manager", "https://127.0.0.1:"+strconv.Itoa(kcmPort)+"/healthz"); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *Cluster) start(name, bin string, args []string, logDir string) error {
+	p, err := startProcess(name, bin, args, filepath.Join(logDir, name+".log"))
+	if err != nil {
+		return err
+	}
+	c.procs = append(c.procs, p)
+	return nil
+}
+
+// Stop stops the components in reverse order and removes a temporary data directory.
+func (c *Cluster) Stop() error {
+	var errs []error
+	for i := len(c.procs) - 1; i >= 0; i-- {
+		errs = append(errs, c.procs[i].stop(stopGrace))
+	}
+	c.procs = nil
+	if c.removeData {
+		errs = append(errs, os.RemoveAll(c.DataDir))
+	}
+	return errors.Join(errs...)
+}
+
+// checkAlive fails when any started component has exited.
+func (c *Cluster) checkAlive() error {
+	for _, p := range c.procs {
+		if ok, err := p.exited(); ok {
+			return err
+		}
+	}
+	return nil
+}
+
+func (c *Cluster) waitForAPIServer(ctx context.Context, server, caFile, token string) error {
+	c.restConfig = &rest.Config{
+		Host:            server,
+		BearerToken:     token,
+		TLSClientConfig: rest.TLSClientConfig{CAFile: caFile},
+		QPS:             200,
+		Burst:           400,
+	}
+	return c.poll(ctx, "kube-apiserver", func() error {
+		if _, err := os.Stat(caFile); err != nil {
+			return err
+		}
+		clientset, err := kubernetes.NewForConfig(c.restConfig)
+		if err != nil {
+			return err
+		}
+		body, err := clientset.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+		if err != nil {
+			return fmt.Errorf("%v: %s", err, body)
+		}
+		return nil
+	})
+}
+
+func (c *Cluster) waitHealthy(ctx context.Context, name, url string) error {
+	// kube-controller-manager serves a self-signed certificate of its own; /healthz
+	// is readable without credentials.
+	client := &http.Client{
+		Timeout:   5 * time.Second,
+		Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, //nolint:gosec // loopback health probe
+	}
+	return c.poll(ctx, name, func() error {
+		resp, err := client.Get(url)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("%s: %s", url, resp.Status)
+		}
+		return nil
+	})
+}
+
+// poll calls check until it succeeds, a component dies, or ctx ends.
+func (c *Cluster) poll(ctx context.Context, name string, check func() error) error {
+	ticker := time.NewTicker(100 * time.Millisecond)
+	defer ticker.Stop()
+	var last error
+	for {
+		if err := c.checkAlive(); err != nil {
+			return err
+		}
+		if last = check(); last == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s not healthy: %w (last error: %v; logs in %s)", name, ctx.Err(), last, filepath.Join(c.DataDir, "logs"))
+		case <-ticker.C:
+		}
+	}
+}
+
+const (
+	tempDirPrefix = "limbo-cluster-"
+	ownerPIDFile  = "owner.pid"
+)
+
+// sweepAbandonedTempDirs removes the temporary data directories of earlier clusters
+// whose owner died without cleaning up (SIGKILL leaves no chance to). Their
+// processes are already gone: they die with their parent.
+func sweepAbandonedTempDirs() {
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), tempDirPrefix+"*"))
+	for _, dir := range dirs {
+		data, err := os.ReadFile(filepath.Join(dir, ownerPIDFile))
+		if err != nil {
+			continue
+		}
+		pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+		if err != nil || pid <= 0 {
+			continue
+		}
+		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+			_ = os.RemoveAll(dir)
+		}
+	}
+}
+
+// ensureServiceAccountKey returns the path of the service account signing key,
+// creating it on first start so that tokens stay valid across restarts.
+func ensureServiceAccountKey(pki string) (string, error) {
+	path := filepath.Join(pki, "service-account.key")
+	if _, err := os.Stat(path); err == nil {
+		return path, nil
+	}
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		return "", err
+	}
+	block := &pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)}
+	return path, os.WriteFile(path, pem.EncodeToMemory(block), 0o600)
+}
+
+// ensureTokens returns the admin and controller-manager bearer tokens and the
+// API server's static token file, creating them on first start.
+func ensureTokens(pki string) (admin, kcm, file string, err error) {
+	file = filepath.Join(pki, "tokens.csv")
+	if data, readErr := os.ReadFile(file); readErr == nil {
+		lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+		if len(lines) == 2 {
+			return strings.SplitN(lines[0], ",", 2)[0], strings.SplitN(lines[1], ",", 2)[0], file, nil
+		}
+	}
+	admin, kcm = randomToken(), randomToken()
+	content := fmt.Sprintf("%s,admin,admin,\"system:masters\"\n%s,system:kube-controller-manager,kube-controller-manager,\"system:masters\"\n", admin, kcm)
+	return admin, kcm, file, os.WriteFile(file, []byte(content), 0o600)
+}
+
+func randomToken() string {
+	b := make([]byte, 24)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+func writeKubeconfig(path, server, caFile, user, token string) error {
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["limbo-dev"] = &clientcmdapi.Cluster{Server: server, CertificateAuthority: caFile}
+	cfg.AuthInfos[user] = &clientcmdapi.AuthInfo{Token: token}
+	cfg.Contexts["limbo-dev"] = &clientcmdapi.Context{Cluster: "limbo-dev", AuthInfo: user}
+	cfg.CurrentContext = "limbo-dev"
+	return clientcmd.WriteToFile(*cfg, path)
+}
+
+// freePorts returns n distinct free loopback ports.
+func freePorts(n int) ([]int, error) {
+	var ports []int
+	var listeners []net.Listener
+	defer func() {
+		for _, l := range listeners {
+			l.Close()
+		}
+	}()
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		listeners = append(listeners, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}

@@ -1,0 +1,109 @@
+package localcluster
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// InstallCRDs server-side applies the CustomResourceDefinitions found in paths (YAML
+// files, or directories of them) and waits until every one is established.
+func InstallCRDs(ctx context.Context, cfg *rest.Config, paths ...string) error {
+	scheme := runtime.NewScheme()
+	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
+		return err
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return err
+	}
+	crds, err := readCRDs(paths)
+	if err != nil {
+		return err
+	}
+	for _, crd := range crds {
+		crd.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"))
+		if err := c.Patch(ctx, crd, client.Apply, client.FieldOwner("limbo-dev"), client.ForceOwnership); err != nil { //nolint:staticcheck // typed CRD apply
+			return fmt.Errorf("install CRD %s: %w", crd.Name, err)
+		}
+	}
+	for _, crd := range crds {
+		err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+			var live apiextensionsv1.CustomResourceDefinition
+			if err := c.Get(ctx, client.ObjectKeyFromObject(crd), &live); err != nil {
+				return false, nil
+			}
+			for _, cond := range live.Status.Conditions {
+				if cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue {
+					return true, nil
+				}
+			}
+			return false, nil
+		})
+		if err != nil {
+			return fmt.Errorf("CRD %s not established: %w", crd.Name, err)
+		}
+	}
+	return nil
+}
+
+func readCRDs(paths []string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
+	var files []string
+	for _, p := range paths {
+		info, err := os.Stat(p)
+		if err != nil {
+			return nil, err
+		}
+		if !info.IsDir() {
+			files = append(files, p)
+			continue
+		}
+		entries, err := os.ReadDir(p)
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range entries {
+			if !e.IsDir() && (strings.HasSuffix(e.Name(), ".yaml") || strings.HasSuffix(e.Name(), ".yml")) {
+				files = append(files, filepath.Join(p, e.Name()))
+			}
+		}
+	}
+	var crds []*apiextensionsv1.CustomResourceDefinition
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		decoder := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+		for {
+			crd := &apiextensionsv1.CustomResourceDefinition{}
+			if err := decoder.Decode(crd); err != nil {
+				if errors.Is(err, io.EOF) {
+					break
+				}
+				return nil, fmt.Errorf("%s: %w", f, err)
+			}
+			if crd.Kind != "CustomResourceDefinition" {
+				continue
+			}
+			crds = append(crds, crd)
+		}
+	}
+	if len(crds) == 0 {
+		return nil, fmt.Errorf("no CustomResourceDefinitions in %v", paths)
+	}
+	return crds, nil
+}

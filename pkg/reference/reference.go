@@ -1,0 +1,375 @@
+package reference
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+
+	utiljson "k8s.io/apimachinery/pkg/util/json"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/client-go/util/jsonpath"
+
+	"github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+)
+
+// ErrNotAvailable is wrapped by the error of a reference whose source object is
+// not available and that has no example to stand in for it.
+var ErrNotAvailable = errors.New("value not available yet")
+
+// Error is the error of one reference. It unwraps to its cause, so
+// errors.Is(err, ErrNotAvailable) tells a dependency that does not exist yet from
+// a broken reference.
+type Error struct {
+	// Reference is the name of the reference.
+	Reference string
+	// Resource is the referenced resource.
+	Resource string
+	// Path is the reference's path, if it has one.
+	Path string
+	// Err is the cause.
+	Err error
+}
+
+func (e *Error) Error() string {
+	if e.Path == "" {
+		return fmt.Sprintf("reference %q to resource %q: %v", e.Reference, e.Resource, e.Err)
+	}
+	return fmt.Sprintf("reference %q: path %q in resource %q: %v", e.Reference, e.Path, e.Resource, e.Err)
+}
+
+func (e *Error) Unwrap() error {
+	return e.Err
+}
+
+// Source is a resource of the Bundle as the references to it see it.
+type Source struct {
+	// Object is the content of the resource's live object, or nil while it is not
+	// available.
+	Object map[string]interface{}
+	// Secret reports that the resource is a Secret. Callers set it from the
+	// declared object, which is known before the live object exists, so that the
+	// Secret rule holds for examples too. A live object that is a Secret counts as
+	// one either way.
+	Secret bool
+}
+
+// Value is the resolved value of one reference.
+type Value struct {
+	// Data is the value as unstructured content: string, int64, float64, bool,
+	// nil, map[string]interface{} or []interface{}.
+	Data interface{}
+	// FromSecret reports that Data was read from a Secret, or stands in for a value
+	// that will be, and so may only be injected into a Secret.
+	FromSecret bool
+}
+
+// Values maps the names of references to their resolved values.
+type Values map[string]Value
+
+// IsSecret reports whether obj, an object's unstructured content, is a core v1
+// Secret.
+func IsSecret(obj map[string]interface{}) bool {
+	apiVersion, _ := obj["apiVersion"].(string)
+	kind, _ := obj["kind"].(string)
+	return apiVersion == "v1" && kind == "Secret"
+}
+
+// Resolve returns the values of the named references in refs, reading them from
+// sources, keyed by resource name. A resource missing from sources is treated as
+// not available. If useExamples is set, the example of a reference stands in for
+// a value that is not available; otherwise, or without an example, such a
+// reference yields an *Error wrapping ErrNotAvailable.
+//
+// References are resolved in order and the first failure is returned as an
+// *Error. The values do not share memory with sources.
+func Resolve(refs []v1alpha1.Reference, sources map[string]Source, useExamples bool) (Values, error) {
+	values := make(Values, len(refs))
+	for _, ref := range refs {
+		if ref.Name == "" {
+			continue
+		}
+		if _, ok := values[ref.Name]; ok {
+			return nil, fmt.Errorf("reference %q is declared more than once", ref.Name)
+		}
+		value, err := resolve(ref, sources[ref.Resource], useExamples)
+		if err != nil {
+			return nil, &Error{Reference: ref.Name, Resource: ref.Resource, Path: ref.Path, Err: err}
+		}
+		values[ref.Name] = value
+	}
+	return values, nil
+}
+
+func resolve(ref v1alpha1.Reference, source Source, useExamples bool) (Value, error) {
+	fromSecret := source.Secret || IsSecret(source.Object)
+
+	// The path is parsed even when it cannot be evaluated yet, so that a typo is
+	// reported when the Bundle is validated rather than once the dependency exists.
+	path, err := parsePath(ref.Path)
+	if err != nil {
+		return Value{}, err
+	}
+
+	if source.Object == nil {
+		if !useExamples || ref.Example == nil {
+			return Value{}, ErrNotAvailable
+		}
+		var example interface{}
+		// utiljson keeps integers as int64, as in unstructured content.
+		if err := utiljson.Unmarshal(ref.Example.Raw, &example); err != nil {
+			return Value{}, fmt.Errorf("invalid example: %w", err)
+		}
+		return Value{Data: example, FromSecret: fromSecret}, nil
+	}
+
+	results, err := path.FindResults(source.Object)
+	if err != nil {
+		return Value{}, err
+	}
+	// The template is a single {…} expression, so there is at most one list.
+	var found []interface{}
+	for _, result := range results {
+		for _, value := range result {
+			found = append(found, value.Interface())
+		}
+	}
+	switch len(found) {
+	case 0:
+		return Value{}, errors.New("no value found")
+	case 1:
+		return Value{Data: deepCopy(found[0]), FromSecret: fromSecret}, nil
+	default:
+		return Value{}, fmt.Errorf("%d values found, exactly one is required", len(found))
+	}
+}
+
+// parsePath parses a path without braces, such as data.host or ['data'].host,
+// into a JSONPath. A leading "$" or "." is rejected rather than tolerated:
+// {$..data} would be a recursive descent that may find a value anywhere in the
+// object.
+func parsePath(path string) (*jsonpath.JSONPath, error) {
+	if path == "" {
+		return nil, errors.New("a named reference needs a path")
+	}
+	if strings.HasPrefix(path, "$") || strings.HasPrefix(path, ".") || strings.HasPrefix(path, "{") {
+		return nil, errors.New(`write the path without braces and without a leading "$" or "."`)
+	}
+	template := "{$." + path + "}"
+	if strings.HasPrefix(path, "[") {
+		// {$.['data']} does not parse as intended; {$['data']} does.
+		template = "{$" + path + "}"
+	}
+	// A stray brace would turn the template into several expressions or add text
+	// to it, such as "data.host}" giving the value and "}"; only a template that
+	// is one expression is a path.
+	parser, err := jsonpath.Parse("path", template)
+	if err != nil {
+		return nil, fmt.Errorf("invalid JSONPath: %w", err)
+	}
+	if len(parser.Root.Nodes) != 1 || parser.Root.Nodes[0].Type() != jsonpath.NodeList {
+		return nil, errors.New("invalid JSONPath: braces are not allowed")
+	}
+	parsed := jsonpath.New("path").AllowMissingKeys(false)
+	if err := parsed.Parse(template); err != nil {
+		return nil, fmt.Errorf("invalid JSONPath: %w", err)
+	}
+	return parsed, nil
+}
+
+var (
+	// wholeMarker matches a string that is nothing but a marker, which is replaced
+	// by the value with its type.
+	wholeMarker = regexp.MustCompile(`^!\{([^{}]+)\}$`)
+	// marker matches the markers anywhere in a string.
+	marker = regexp.MustCompile(`!\{([^{}]+)\}`)
+)
+
+// Markers returns the distinct names used in the !{name} markers of obj's string
+// values, sorted. Map keys are not looked at, as Substitute does not replace
+// them.
+func Markers(obj map[string]interface{}) []string {
+	seen := map[string]bool{}
+	var walk func(value interface{})
+	walk = func(value interface{}) {
+		switch value := value.(type) {
+		case map[string]interface{}:
+			for _, v := range value {
+				walk(v)
+			}
+		case []interface{}:
+			for _, v := range value {
+				walk(v)
+			}
+		case string:
+			for _, match := range marker.FindAllStringSubmatch(value, -1) {
+				seen[match[1]] = true
+			}
+		}
+	}
+	walk(obj)
+
+	names := make([]string, 0, len(seen))
+	for name := range seen {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Substitute returns a deep copy of obj, an object's unstructured content, with
+// the markers of its string values replaced by values; obj is not modified.
+//
+// Whether obj is a Secret, and so may take values read from Secrets, is decided
+// on obj as given, before substitution. Maps are walked in key order, so that
+// the error returned, for the first offending field, is always the same.
+func Substitute(obj map[string]interface{}, values Values) (map[string]interface{}, error) {
+	s := substituter{values: values, targetIsSecret: IsSecret(obj)}
+	out, err := s.walk(nil, obj)
+	if err != nil {
+		return nil, err
+	}
+	substituted, _ := out.(map[string]interface{})
+	return substituted, nil
+}
+
+type substituter struct {
+	values         Values
+	targetIsSecret bool
+}
+
+func (s substituter) walk(path *field.Path, value interface{}) (interface{}, error) {
+	switch value := value.(type) {
+	case map[string]interface{}:
+		if value == nil {
+			return value, nil
+		}
+		out := make(map[string]interface{}, len(value))
+		for _, key := range slices.Sorted(maps.Keys(value)) {
+			v, err := s.walk(child(path, key), value[key])
+			if err != nil {
+				return nil, err
+			}
+			out[key] = v
+		}
+		return out, nil
+	case []interface{}:
+		if value == nil {
+			return value, nil
+		}
+		out := make([]interface{}, len(value))
+		for i, item := range value {
+			v, err := s.walk(path.Index(i), item)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = v
+		}
+		return out, nil
+	case string:
+		return s.string(path, value)
+	default:
+		return value, nil
+	}
+}
+
+func (s substituter) string(path *field.Path, str string) (interface{}, error) {
+	if match := wholeMarker.FindStringSubmatch(str); match != nil {
+		value, err := s.lookup(path, match[1])
+		if err != nil {
+			return nil, err
+		}
+		// Each use gets its own copy, so that the result shares no memory with
+		// values or with another field.
+		return deepCopy(value.Data), nil
+	}
+
+	var out strings.Builder
+	last := 0
+	for _, match := range marker.FindAllStringSubmatchIndex(str, -1) {
+		value, err := s.lookup(path, str[match[2]:match[3]])
+		if err != nil {
+			return nil, err
+		}
+		text, err := toText(value.Data)
+		if err != nil {
+			return nil, fmt.Errorf("%s: reference %q: %w", path, str[match[2]:match[3]], err)
+		}
+		out.WriteString(str[last:match[0]])
+		out.WriteString(text)
+		last = match[1]
+	}
+	if last == 0 {
+		return str, nil
+	}
+	out.WriteString(str[last:])
+	return out.String(), nil
+}
+
+func (s substituter) lookup(path *field.Path, name string) (Value, error) {
+	value, ok := s.values[name]
+	if !ok {
+		return Value{}, fmt.Errorf("%s: !{%s} refers to undeclared reference %q", path, name, name)
+	}
+	if value.FromSecret && !s.targetIsSecret {
+		return Value{}, fmt.Errorf("%s: reference %q is read from a Secret and may only be injected into a Secret", path, name)
+	}
+	return value, nil
+}
+
+// toText formats a value interpolated into a longer string: a string as it is,
+// anything else as compact JSON.
+func toText(value interface{}) (string, error) {
+	if str, ok := value.(string); ok {
+		return str, nil
+	}
+	var buf bytes.Buffer
+	encoder := json.NewEncoder(&buf)
+	// The text lands in a string, not in HTML: keep <, > and & as they are.
+	encoder.SetEscapeHTML(false)
+	if err := encoder.Encode(value); err != nil {
+		return "", err
+	}
+	return strings.TrimSuffix(buf.String(), "\n"), nil
+}
+
+// deepCopy copies the maps and lists of unstructured content; other values are
+// immutable and returned as they are.
+func deepCopy(value interface{}) interface{} {
+	switch value := value.(type) {
+	case map[string]interface{}:
+		if value == nil {
+			return value
+		}
+		out := make(map[string]interface{}, len(value))
+		for k, v := range value {
+			out[k] = deepCopy(v)
+		}
+		return out
+	case []interface{}:
+		if value == nil {
+			return value
+		}
+		out := make([]interface{}, len(value))
+		for i, v := range value {
+			out[i] = deepCopy(v)
+		}
+		return out
+	default:
+		return value
+	}
+}
+
+// child returns the path of a map entry; the object itself, a map, is the nil
+// root, so that lists are always under a field.
+func child(path *field.Path, key string) *field.Path {
+	if path == nil {
+		return field.NewPath(key)
+	}
+	return path.Child(key)
+}

@@ -1,0 +1,672 @@
+package reference
+
+import (
+	"errors"
+	"reflect"
+	"testing"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+
+	"github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+)
+
+// config is the live object of the "db-config" resource of the tests.
+func config() map[string]interface{} {
+	return map[string]interface{}{
+		"apiVersion": "v1",
+		"kind":       "ConfigMap",
+		"metadata":   map[string]interface{}{"name": "db-config"},
+		"data":       map[string]interface{}{"host": "db.internal"},
+		"spec": map[string]interface{}{
+			"replicas": int64(3),
+			"ratio":    0.5,
+			"enabled":  true,
+			"nothing":  nil,
+			"labels":   map[string]interface{}{"app": "db"},
+			"zones":    []interface{}{"a", "b"},
+			"ports": []interface{}{
+				map[string]interface{}{"name": "http", "port": int64(80)},
+				map[string]interface{}{"name": "https", "port": int64(443)},
+			},
+		},
+		"status": map[string]interface{}{
+			"conditions": []interface{}{
+				map[string]interface{}{"type": "Ready", "status": "True"},
+			},
+		},
+	}
+}
+
+// secret is the live object of the "db-secret" resource of the tests.
+func secret() map[string]interface{} {
+	return map[string]interface{}{
+		"apiVersion": "v1",
+		"kind":       "Secret",
+		"metadata":   map[string]interface{}{"name": "db-secret"},
+		"data":       map[string]interface{}{"password": "aHVudGVyMg=="},
+	}
+}
+
+func example(raw string) *apiextensionsv1.JSON {
+	return &apiextensionsv1.JSON{Raw: []byte(raw)}
+}
+
+// checkError fails the test unless err's message is want, or err is nil when
+// want is empty.
+func checkError(t *testing.T, err error, want string) {
+	t.Helper()
+	switch {
+	case want == "" && err != nil:
+		t.Fatalf("error = %q, want none", err)
+	case want != "" && err == nil:
+		t.Fatalf("error = nil, want %q", want)
+	case want != "" && err.Error() != want:
+		t.Fatalf("error = %q, want %q", err, want)
+	}
+}
+
+func TestResolve(t *testing.T) {
+	live := map[string]Source{
+		"db-config": {Object: config()},
+		"db-secret": {Object: secret(), Secret: true},
+	}
+	tests := []struct {
+		name        string
+		refs        []v1alpha1.Reference
+		sources     map[string]Source
+		useExamples bool
+		want        Values
+		wantErr     string
+		// wantNotAvailable says that the error wraps ErrNotAvailable.
+		wantNotAvailable bool
+	}{
+		{
+			name: "string",
+			refs: []v1alpha1.Reference{{Name: "host", Resource: "db-config", Path: "data.host"}},
+			want: Values{"host": {Data: "db.internal"}},
+		},
+		{
+			name: "int64 keeps its type",
+			refs: []v1alpha1.Reference{{Name: "replicas", Resource: "db-config", Path: "spec.replicas"}},
+			want: Values{"replicas": {Data: int64(3)}},
+		},
+		{
+			name: "float64 keeps its type",
+			refs: []v1alpha1.Reference{{Name: "ratio", Resource: "db-config", Path: "spec.ratio"}},
+			want: Values{"ratio": {Data: 0.5}},
+		},
+		{
+			name: "bool keeps its type",
+			refs: []v1alpha1.Reference{{Name: "enabled", Resource: "db-config", Path: "spec.enabled"}},
+			want: Values{"enabled": {Data: true}},
+		},
+		{
+			name: "null",
+			refs: []v1alpha1.Reference{{Name: "nothing", Resource: "db-config", Path: "spec.nothing"}},
+			want: Values{"nothing": {Data: nil}},
+		},
+		{
+			name: "map keeps its type",
+			refs: []v1alpha1.Reference{{Name: "labels", Resource: "db-config", Path: "spec.labels"}},
+			want: Values{"labels": {Data: map[string]interface{}{"app": "db"}}},
+		},
+		{
+			name: "slice keeps its type",
+			refs: []v1alpha1.Reference{{Name: "zones", Resource: "db-config", Path: "spec.zones"}},
+			want: Values{"zones": {Data: []interface{}{"a", "b"}}},
+		},
+		{
+			name: "index",
+			refs: []v1alpha1.Reference{{Name: "type", Resource: "db-config", Path: "status.conditions[0].type"}},
+			want: Values{"type": {Data: "Ready"}},
+		},
+		{
+			name: "filter expression",
+			refs: []v1alpha1.Reference{{Name: "port", Resource: "db-config", Path: `spec.ports[?(@.name=="https")].port`}},
+			want: Values{"port": {Data: int64(443)}},
+		},
+		{
+			name: "path starting with a bracket",
+			refs: []v1alpha1.Reference{{Name: "host", Resource: "db-config", Path: "['data'].host"}},
+			want: Values{"host": {Data: "db.internal"}},
+		},
+		{
+			name: "several references",
+			refs: []v1alpha1.Reference{
+				{Name: "host", Resource: "db-config", Path: "data.host"},
+				{Name: "port", Resource: "db-config", Path: "spec.ports[0].port"},
+			},
+			want: Values{"host": {Data: "db.internal"}, "port": {Data: int64(80)}},
+		},
+		{
+			name: "unnamed reference is ignored",
+			refs: []v1alpha1.Reference{
+				{Resource: "not-there", Path: "data.nope["},
+				{Name: "host", Resource: "db-config", Path: "data.host"},
+			},
+			want: Values{"host": {Data: "db.internal"}},
+		},
+		{
+			name: "no references",
+			want: Values{},
+		},
+		{
+			name:    "missing key",
+			refs:    []v1alpha1.Reference{{Name: "dbhost", Resource: "db-config", Path: "data.nope"}},
+			wantErr: `reference "dbhost": path "data.nope" in resource "db-config": nope is not found`,
+		},
+		{
+			name:    "index out of range",
+			refs:    []v1alpha1.Reference{{Name: "type", Resource: "db-config", Path: "status.conditions[1].type"}},
+			wantErr: `reference "type": path "status.conditions[1].type" in resource "db-config": array index out of bounds: index 1, length 1`,
+		},
+		{
+			name:    "filter without a match",
+			refs:    []v1alpha1.Reference{{Name: "port", Resource: "db-config", Path: `spec.ports[?(@.name=="grpc")].port`}},
+			wantErr: `reference "port": path "spec.ports[?(@.name==\"grpc\")].port" in resource "db-config": no value found`,
+		},
+		{
+			name:    "multiple results",
+			refs:    []v1alpha1.Reference{{Name: "port", Resource: "db-config", Path: "spec.ports[*].port"}},
+			wantErr: `reference "port": path "spec.ports[*].port" in resource "db-config": 2 values found, exactly one is required`,
+		},
+		{
+			// The JSONPath of client-go reports the missing key of an element
+			// instead of skipping the element.
+			name: "filter over an element without the key",
+			refs: []v1alpha1.Reference{{Name: "port", Resource: "svc", Path: `spec.ports[?(@.name=="http")].port`}},
+			sources: map[string]Source{"svc": {Object: map[string]interface{}{
+				"spec": map[string]interface{}{"ports": []interface{}{
+					map[string]interface{}{"port": int64(8080)},
+					map[string]interface{}{"name": "http", "port": int64(80)},
+				}},
+			}}},
+			wantErr: `reference "port": path "spec.ports[?(@.name==\"http\")].port" in resource "svc": name is not found`,
+		},
+		{
+			name:    "invalid JSONPath",
+			refs:    []v1alpha1.Reference{{Name: "host", Resource: "db-config", Path: "data["}},
+			wantErr: `reference "host": path "data[" in resource "db-config": invalid JSONPath: unterminated array`,
+		},
+		{
+			name:    "leading dot",
+			refs:    []v1alpha1.Reference{{Name: "host", Resource: "db-config", Path: ".data.host"}},
+			wantErr: `reference "host": path ".data.host" in resource "db-config": write the path without braces and without a leading "$" or "."`,
+		},
+		{
+			name:    "braces",
+			refs:    []v1alpha1.Reference{{Name: "host", Resource: "db-config", Path: "{.data.host}"}},
+			wantErr: `reference "host": path "{.data.host}" in resource "db-config": write the path without braces and without a leading "$" or "."`,
+		},
+		{
+			name:    "stray brace",
+			refs:    []v1alpha1.Reference{{Name: "host", Resource: "db-config", Path: "data.host}"}},
+			wantErr: `reference "host": path "data.host}" in resource "db-config": invalid JSONPath: braces are not allowed`,
+		},
+		{
+			name:    "named reference without a path",
+			refs:    []v1alpha1.Reference{{Name: "host", Resource: "db-config"}},
+			wantErr: `reference "host" to resource "db-config": a named reference needs a path`,
+		},
+		{
+			name: "duplicate name",
+			refs: []v1alpha1.Reference{
+				{Name: "host", Resource: "db-config", Path: "data.host"},
+				{Name: "host", Resource: "db-config", Path: "spec.replicas"},
+			},
+			wantErr: `reference "host" is declared more than once`,
+		},
+		{
+			name: "read from a Secret",
+			refs: []v1alpha1.Reference{{Name: "password", Resource: "db-secret", Path: "data.password"}},
+			want: Values{"password": {Data: "aHVudGVyMg==", FromSecret: true}},
+		},
+		{
+			name:    "read from a live Secret not declared as one",
+			refs:    []v1alpha1.Reference{{Name: "password", Resource: "s", Path: "data.password"}},
+			sources: map[string]Source{"s": {Object: secret()}},
+			want:    Values{"password": {Data: "aHVudGVyMg==", FromSecret: true}},
+		},
+		{
+			name:        "example when the object is not available",
+			refs:        []v1alpha1.Reference{{Name: "port", Resource: "db", Path: "spec.port", Example: example(`5432`)}},
+			sources:     map[string]Source{"db": {}},
+			useExamples: true,
+			want:        Values{"port": {Data: int64(5432)}},
+		},
+		{
+			name:        "example of a resource missing from sources",
+			refs:        []v1alpha1.Reference{{Name: "labels", Resource: "db", Path: "spec.labels", Example: example(`{"app":"db","weight":1.5}`)}},
+			useExamples: true,
+			want:        Values{"labels": {Data: map[string]interface{}{"app": "db", "weight": 1.5}}},
+		},
+		{
+			name:        "example standing in for a Secret value",
+			refs:        []v1alpha1.Reference{{Name: "password", Resource: "s", Path: "data.password", Example: example(`"c2VjcmV0"`)}},
+			sources:     map[string]Source{"s": {Secret: true}},
+			useExamples: true,
+			want:        Values{"password": {Data: "c2VjcmV0", FromSecret: true}},
+		},
+		{
+			name:        "live object preferred over example",
+			refs:        []v1alpha1.Reference{{Name: "host", Resource: "db-config", Path: "data.host", Example: example(`"example"`)}},
+			useExamples: true,
+			want:        Values{"host": {Data: "db.internal"}},
+		},
+		{
+			name:        "invalid example",
+			refs:        []v1alpha1.Reference{{Name: "host", Resource: "db", Path: "data.host", Example: example(`{`)}},
+			useExamples: true,
+			wantErr:     `reference "host": path "data.host" in resource "db": invalid example: unexpected end of JSON input`,
+		},
+		{
+			name:        "path checked before the object is available",
+			refs:        []v1alpha1.Reference{{Name: "host", Resource: "db", Path: "data[", Example: example(`"h"`)}},
+			useExamples: true,
+			wantErr:     `reference "host": path "data[" in resource "db": invalid JSONPath: unterminated array`,
+		},
+		{
+			name:             "not available without example",
+			refs:             []v1alpha1.Reference{{Name: "host", Resource: "db", Path: "data.host"}},
+			sources:          map[string]Source{"db": {}},
+			useExamples:      true,
+			wantErr:          `reference "host": path "data.host" in resource "db": value not available yet`,
+			wantNotAvailable: true,
+		},
+		{
+			name:             "example not used unless asked",
+			refs:             []v1alpha1.Reference{{Name: "host", Resource: "db", Path: "data.host", Example: example(`"h"`)}},
+			wantErr:          `reference "host": path "data.host" in resource "db": value not available yet`,
+			wantNotAvailable: true,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			sources := tt.sources
+			if sources == nil {
+				sources = live
+			}
+			got, err := Resolve(tt.refs, sources, tt.useExamples)
+			checkError(t, err, tt.wantErr)
+			if tt.wantErr != "" {
+				if got := errors.Is(err, ErrNotAvailable); got != tt.wantNotAvailable {
+					t.Errorf("errors.Is(err, ErrNotAvailable) = %v, want %v", got, tt.wantNotAvailable)
+				}
+				return
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("Resolve() = %#v, want %#v", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestResolveError checks that callers can tell which reference failed, and why.
+func TestResolveError(t *testing.T) {
+	_, err := Resolve(
+		[]v1alpha1.Reference{{Name: "host", Resource: "db", Path: "data.host"}},
+		map[string]Source{},
+		true,
+	)
+	var referenceErr *Error
+	if !errors.As(err, &referenceErr) {
+		t.Fatalf("error %#v is not an *Error", err)
+	}
+	want := &Error{Reference: "host", Resource: "db", Path: "data.host", Err: ErrNotAvailable}
+	if !reflect.DeepEqual(referenceErr, want) {
+		t.Errorf("error = %#v, want %#v", referenceErr, want)
+	}
+}
+
+// TestResolveDoesNotShareSource guards live objects, which may come from a
+// shared informer cache, against changes to the values.
+func TestResolveDoesNotShareSource(t *testing.T) {
+	object := config()
+	values, err := Resolve(
+		[]v1alpha1.Reference{{Name: "labels", Resource: "db-config", Path: "spec.labels"}},
+		map[string]Source{"db-config": {Object: object}},
+		false,
+	)
+	if err != nil {
+		t.Fatalf("Resolve() error = %v", err)
+	}
+	values["labels"].Data.(map[string]interface{})["app"] = "changed"
+	if !reflect.DeepEqual(object, config()) {
+		t.Errorf("changing a value changed the source: %v", object)
+	}
+}
+
+func TestSubstitute(t *testing.T) {
+	values := Values{
+		"host":     {Data: "db.internal"},
+		"replicas": {Data: int64(3)},
+		"ratio":    {Data: 0.5},
+		"enabled":  {Data: true},
+		"nothing":  {Data: nil},
+		"labels":   {Data: map[string]interface{}{"b": int64(2), "a": "<&>"}},
+		"zones":    {Data: []interface{}{"a", int64(1)}},
+		"password": {Data: "aHVudGVyMg==", FromSecret: true},
+	}
+	configMap := func(data map[string]interface{}) map[string]interface{} {
+		return map[string]interface{}{"apiVersion": "v1", "kind": "ConfigMap", "data": data}
+	}
+	secretWith := func(data map[string]interface{}) map[string]interface{} {
+		return map[string]interface{}{"apiVersion": "v1", "kind": "Secret", "data": data}
+	}
+	tests := []struct {
+		name    string
+		obj     map[string]interface{}
+		want    map[string]interface{}
+		wantErr string
+	}{
+		{
+			name: "whole string keeps the type",
+			obj: configMap(map[string]interface{}{
+				"host":     "!{host}",
+				"replicas": "!{replicas}",
+				"ratio":    "!{ratio}",
+				"enabled":  "!{enabled}",
+				"nothing":  "!{nothing}",
+				"labels":   "!{labels}",
+				"zones":    "!{zones}",
+			}),
+			want: configMap(map[string]interface{}{
+				"host":     "db.internal",
+				"replicas": int64(3),
+				"ratio":    0.5,
+				"enabled":  true,
+				"nothing":  nil,
+				"labels":   map[string]interface{}{"b": int64(2), "a": "<&>"},
+				"zones":    []interface{}{"a", int64(1)},
+			}),
+		},
+		{
+			name: "interpolation in a longer string",
+			obj: configMap(map[string]interface{}{
+				"host":     "postgres://!{host}/db",
+				"replicas": "replicas=!{replicas}",
+				"ratio":    "ratio=!{ratio}",
+				"enabled":  "enabled=!{enabled}",
+				"nothing":  "nothing=!{nothing}",
+				"labels":   "labels=!{labels}",
+				"zones":    "zones=!{zones}",
+				"several":  "!{host}:!{replicas}/!{host}",
+				"padded":   " !{host}",
+			}),
+			want: configMap(map[string]interface{}{
+				"host":     "postgres://db.internal/db",
+				"replicas": "replicas=3",
+				"ratio":    "ratio=0.5",
+				"enabled":  "enabled=true",
+				"nothing":  "nothing=null",
+				"labels":   `labels={"a":"<&>","b":2}`,
+				"zones":    `zones=["a",1]`,
+				"several":  "db.internal:3/db.internal",
+				"padded":   " db.internal",
+			}),
+		},
+		{
+			name: "nested maps and slices",
+			obj: map[string]interface{}{
+				"spec": map[string]interface{}{
+					"replicas": "!{replicas}",
+					"template": map[string]interface{}{
+						"containers": []interface{}{
+							map[string]interface{}{
+								"args": []interface{}{"--host", "!{host}", []interface{}{"!{enabled}"}},
+								"env": []interface{}{
+									map[string]interface{}{"name": "ZONES", "value": "!{zones}"},
+								},
+							},
+						},
+					},
+				},
+			},
+			want: map[string]interface{}{
+				"spec": map[string]interface{}{
+					"replicas": int64(3),
+					"template": map[string]interface{}{
+						"containers": []interface{}{
+							map[string]interface{}{
+								"args": []interface{}{"--host", "db.internal", []interface{}{true}},
+								"env": []interface{}{
+									map[string]interface{}{"name": "ZONES", "value": []interface{}{"a", int64(1)}},
+								},
+							},
+						},
+					},
+				},
+			},
+		},
+		{
+			name: "keys and other values are left alone",
+			obj: configMap(map[string]interface{}{
+				"!{host}":  "plain",
+				"number":   int64(7),
+				"empty":    "!{}",
+				"open":     "!{host",
+				"no-bang":  "{host}",
+				"nested":   "!{a{b}}",
+				"emptyMap": map[string]interface{}{},
+				"list":     []interface{}{},
+			}),
+			want: configMap(map[string]interface{}{
+				"!{host}":  "plain",
+				"number":   int64(7),
+				"empty":    "!{}",
+				"open":     "!{host",
+				"no-bang":  "{host}",
+				"nested":   "!{a{b}}",
+				"emptyMap": map[string]interface{}{},
+				"list":     []interface{}{},
+			}),
+		},
+		{
+			name: "nil object",
+		},
+		{
+			name: "undeclared marker",
+			obj: map[string]interface{}{
+				"spec": map[string]interface{}{
+					"containers": []interface{}{
+						map[string]interface{}{"image": "registry/app:!{tag}"},
+					},
+				},
+			},
+			wantErr: `spec.containers[0].image: !{tag} refers to undeclared reference "tag"`,
+		},
+		{
+			name:    "undeclared whole marker",
+			obj:     configMap(map[string]interface{}{"tag": "!{tag}"}),
+			wantErr: `data.tag: !{tag} refers to undeclared reference "tag"`,
+		},
+		{
+			name:    "first offending field in key order",
+			obj:     configMap(map[string]interface{}{"b": "!{y}", "a": "!{x}"}),
+			wantErr: `data.a: !{x} refers to undeclared reference "x"`,
+		},
+		{
+			name: "Secret into a Secret",
+			obj:  secretWith(map[string]interface{}{"password": "!{password}", "host": "!{host}"}),
+			want: secretWith(map[string]interface{}{"password": "aHVudGVyMg==", "host": "db.internal"}),
+		},
+		{
+			name:    "Secret into a ConfigMap",
+			obj:     configMap(map[string]interface{}{"password": "!{password}"}),
+			wantErr: `data.password: reference "password" is read from a Secret and may only be injected into a Secret`,
+		},
+		{
+			name:    "Secret interpolated into a ConfigMap",
+			obj:     configMap(map[string]interface{}{"url": "postgres://app:!{password}@db"}),
+			wantErr: `data.url: reference "password" is read from a Secret and may only be injected into a Secret`,
+		},
+		{
+			name: "Secret into an object of another group",
+			obj: map[string]interface{}{
+				"apiVersion": "example.com/v1", "kind": "Secret",
+				"spec": map[string]interface{}{"password": "!{password}"},
+			},
+			wantErr: `spec.password: reference "password" is read from a Secret and may only be injected into a Secret`,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := Substitute(tt.obj, values)
+			checkError(t, err, tt.wantErr)
+			if tt.wantErr == "" && !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("Substitute() = %#v, want %#v", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestSubstituteIsDeterministic guards against reporting whichever offending
+// field map iteration meets first.
+func TestSubstituteIsDeterministic(t *testing.T) {
+	obj := map[string]interface{}{}
+	for _, key := range []string{"e", "d", "c", "b", "a", "f", "g", "h"} {
+		obj[key] = "!{" + key + "}"
+	}
+	for i := 0; i < 100; i++ {
+		_, err := Substitute(obj, Values{})
+		checkError(t, err, `a: !{a} refers to undeclared reference "a"`)
+	}
+}
+
+// TestSubstituteDoesNotShareMemory checks that the input object and the values
+// are left untouched and that the result shares nothing with them.
+func TestSubstituteDoesNotShareMemory(t *testing.T) {
+	newObj := func() map[string]interface{} {
+		return map[string]interface{}{
+			"data": map[string]interface{}{
+				"labels": "!{labels}",
+				"copy":   "!{labels}",
+				"list":   []interface{}{"!{host}", map[string]interface{}{"k": "v"}},
+			},
+		}
+	}
+	newValues := func() Values {
+		return Values{
+			"host":   {Data: "db.internal"},
+			"labels": {Data: map[string]interface{}{"app": "db"}},
+		}
+	}
+	obj, values := newObj(), newValues()
+
+	got, err := Substitute(obj, values)
+	if err != nil {
+		t.Fatalf("Substitute() error = %v", err)
+	}
+	if !reflect.DeepEqual(obj, newObj()) {
+		t.Errorf("Substitute() changed its input: %v", obj)
+	}
+
+	data := got["data"].(map[string]interface{})
+	data["labels"].(map[string]interface{})["app"] = "changed"
+	data["list"].([]interface{})[1].(map[string]interface{})["k"] = "changed"
+	if !reflect.DeepEqual(obj, newObj()) {
+		t.Errorf("changing the result changed the input: %v", obj)
+	}
+	if !reflect.DeepEqual(values, newValues()) {
+		t.Errorf("changing the result changed the values: %v", values)
+	}
+	if app := data["copy"].(map[string]interface{})["app"]; app != "db" {
+		t.Errorf("two uses of a value share memory: copy.app = %v", app)
+	}
+}
+
+func TestMarkers(t *testing.T) {
+	tests := []struct {
+		name string
+		obj  map[string]interface{}
+		want []string
+	}{
+		{
+			name: "none",
+			obj:  map[string]interface{}{"data": map[string]interface{}{"a": "plain", "b": int64(1)}},
+			want: []string{},
+		},
+		{
+			name: "nil",
+			want: []string{},
+		},
+		{
+			name: "sorted and distinct, nested, keys ignored",
+			obj: map[string]interface{}{
+				"!{key}": "!{zeta}",
+				"spec": map[string]interface{}{
+					"a": "!{alpha}:!{zeta}",
+					"b": []interface{}{"x", []interface{}{"!{beta}"}, map[string]interface{}{"c": "-!{alpha}-"}},
+					"d": "!{} !{open {x}",
+				},
+			},
+			want: []string{"alpha", "beta", "zeta"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Markers(tt.obj); !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("Markers() = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestIsSecret(t *testing.T) {
+	tests := []struct {
+		name string
+		obj  map[string]interface{}
+		want bool
+	}{
+		{name: "Secret", obj: map[string]interface{}{"apiVersion": "v1", "kind": "Secret"}, want: true},
+		{name: "ConfigMap", obj: map[string]interface{}{"apiVersion": "v1", "kind": "ConfigMap"}},
+		{name: "Secret of another group", obj: map[string]interface{}{"apiVersion": "example.com/v1", "kind": "Secret"}},
+		{name: "no type", obj: map[string]interface{}{}},
+		{name: "nil"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := IsSecret(tt.obj); got != tt.want {
+				t.Errorf("IsSecret() = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestResolveAndSubstitute copies a Secret's data, still base64, into another
+// Secret, as a controller would.
+func TestResolveAndSubstitute(t *testing.T) {
+	refs := []v1alpha1.Reference{
+		{Name: "password", Resource: "db-secret", Path: "data.password"},
+		{Name: "host", Resource: "db-config", Path: "data.host"},
+		{Resource: "db-config"},
+	}
+	values, err := Resolve(refs, map[string]Source{
+		"db-secret": {Object: secret(), Secret: true},
+		"db-config": {Object: config()},
+	}, false)
+	if err != nil {
+		t.Fatalf("Resolve() error = %v", err)
+	}
+	obj := map[string]interface{}{
+		"apiVersion": "v1",
+		"kind":       "Secret",
+		"metadata":   map[string]interface{}{"name": "app"},
+		"data":       map[string]interface{}{"DB_PASSWORD": "!{password}"},
+		"stringData": map[string]interface{}{"DB_HOST": "!{host}"},
+	}
+	got, err := Substitute(obj, values)
+	if err != nil {
+		t.Fatalf("Substitute() error = %v", err)
+	}
+	want := map[string]interface{}{
+		"apiVersion": "v1",
+		"kind":       "Secret",
+		"metadata":   map[string]interface{}{"name": "app"},
+		"data":       map[string]interface{}{"DB_PASSWORD": "aHVudGVyMg=="},
+		"stringData": map[string]interface{}{"DB_HOST": "db.internal"},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("Substitute() = %#v, want %#v", got, want)
+	}
+}

@@ -1,0 +1,174 @@
+package softdelete
+
+import (
+	"fmt"
+	"time"
+
+	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+)
+
+// Action is what the caller must do with an item, as decided by Decide.
+type Action string
+
+const (
+	// ActionNone: the item is desired and not in limbo; nothing to do.
+	ActionNone Action = "None"
+	// ActionCancel: the item is desired again but carries a stamp or the
+	// pending-deletion label; remove both.
+	ActionCancel Action = "Cancel"
+	// ActionStamp: the orphan has a valid delay and no stamp; start the countdown
+	// by writing Decision.Stamp (see FormatStamp) and the pending-deletion label,
+	// then come back after Decision.RequeueAfter.
+	ActionStamp Action = "Stamp"
+	// ActionRestamp: the orphan's stamp is unparsable; restart the countdown
+	// exactly as for ActionStamp, and report Decision.Err as a warning.
+	ActionRestamp Action = "Restamp"
+	// ActionWait: the countdown is running; come back after Decision.RequeueAfter.
+	ActionWait Action = "Wait"
+	// ActionDelete: delete the orphan now. Deleting with a UID precondition, so
+	// that a re-created object of the same name survives, is the caller's job.
+	ActionDelete Action = "Delete"
+	// ActionInvalid: the orphan's delay is invalid; never delete it, and report
+	// Decision.Err.
+	ActionInvalid Action = "Invalid"
+)
+
+// State is what Decide reads of an item: a live object, or the Tombstone that
+// stands in for an external item.
+type State struct {
+	// Desired is whether the item is still wanted, for example still in its
+	// Bundle. An item that is not desired is an orphan.
+	Desired bool
+	// Annotations are the item's annotations; Decide reads
+	// limbo.dev/deletionDelay and limbo.dev/deletionTimestamp. Nil is fine.
+	Annotations map[string]string
+	// PendingLabel is whether the item carries the limbo.dev/pending-deletion
+	// label.
+	PendingLabel bool
+}
+
+// Decision is the outcome of Decide. Delay, Stamp and Deadline are set only for
+// orphans whose countdown they describe; they are zero for None, Cancel, Invalid
+// and for a Delete of an orphan without a delay.
+type Decision struct {
+	Action Action
+	// Delay is the parsed limbo.dev/deletionDelay.
+	Delay time.Duration
+	// Stamp is the start of the countdown: the parsed stamp for Wait and Delete,
+	// the new stamp to write for Stamp and Restamp.
+	Stamp time.Time
+	// Deadline is Stamp + Delay, the time the orphan is deleted.
+	Deadline time.Time
+	// RequeueAfter is how long from now the caller must come back, for Stamp,
+	// Restamp and Wait: Deadline - now, but never negative. It is always > 0 for
+	// Wait; for Stamp and Restamp it is 0 when the deadline has already come (a
+	// zero delay), which means "come back at once" — with controller-runtime,
+	// RequeueAfter: 0 alone does not requeue, so the caller must ask for it.
+	RequeueAfter time.Duration
+	// Err is why the delay is invalid (Invalid) or a warning describing the
+	// unparsable stamp (Restamp); nil otherwise.
+	Err error
+}
+
+// Decide returns what to do with an item at time now. It is the contract of
+// DESIGN.md §4:
+//
+//	desired, with a stamp or the pending label   Cancel
+//	desired, otherwise                           None
+//	orphan without limbo.dev/deletionDelay       Delete
+//	orphan with an invalid delay                 Invalid (never deleted)
+//	orphan with delay D and no stamp             Stamp: stamp = now, to the second
+//	orphan with an unparsable stamp              Restamp: as Stamp, with a warning
+//	orphan with stamp T, now < T+D               Wait until T+D
+//	orphan with stamp T, now ≥ T+D               Delete
+//
+// A desired item is never Invalid: its delay is not read. A zero delay still
+// records a stamp, as an audit trail; the orphan is deleted on the pass that
+// follows. A stamp in the future is valid: the orphan waits until T+D.
+func Decide(now time.Time, s State) Decision {
+	stampValue, stamped := s.Annotations[limbov1alpha1.AnnotationDeletionTimestamp]
+	if s.Desired {
+		if stamped || s.PendingLabel {
+			return Decision{Action: ActionCancel}
+		}
+		return Decision{Action: ActionNone}
+	}
+
+	delayValue, ok := s.Annotations[limbov1alpha1.AnnotationDeletionDelay]
+	if !ok {
+		return Decision{Action: ActionDelete}
+	}
+	delay, err := ParseDelay(delayValue)
+	if err != nil {
+		return Decision{Action: ActionInvalid, Err: err}
+	}
+
+	if !stamped {
+		return startCountdown(ActionStamp, now, delay, nil)
+	}
+	stamp, err := time.Parse(time.RFC3339, stampValue)
+	if err != nil {
+		return startCountdown(ActionRestamp, now, delay, fmt.Errorf(
+			"invalid %s %q: not an RFC 3339 time; the countdown restarts",
+			limbov1alpha1.AnnotationDeletionTimestamp, stampValue))
+	}
+
+	d := Decision{Delay: delay, Stamp: stamp.UTC(), Deadline: stamp.UTC().Add(delay)}
+	if now.Before(d.Deadline) {
+		d.Action = ActionWait
+		d.RequeueAfter = d.Deadline.Sub(now)
+		return d
+	}
+	d.Action = ActionDelete
+	return d
+}
+
+// startCountdown is the Decision of Stamp and Restamp: a new stamp at now.
+func startCountdown(action Action, now time.Time, delay time.Duration, warning error) Decision {
+	stamp := truncateStamp(now)
+	deadline := stamp.Add(delay)
+	return Decision{
+		Action:       action,
+		Delay:        delay,
+		Stamp:        stamp,
+		Deadline:     deadline,
+		RequeueAfter: max(deadline.Sub(now), 0),
+		Err:          warning,
+	}
+}
+
+// ParseDelay parses a limbo.dev/deletionDelay value: a Go duration (see
+// time.ParseDuration) that is not negative. The empty string is invalid. Spec
+// validation uses it too, so that both report the same error text, for example
+//
+//	invalid limbo.dev/deletionDelay "abc": time: invalid duration "abc"
+//	invalid limbo.dev/deletionDelay "-5m": must not be negative
+func ParseDelay(value string) (time.Duration, error) {
+	delay, err := time.ParseDuration(value)
+	if err != nil {
+		return 0, fmt.Errorf("invalid %s %q: %w", limbov1alpha1.AnnotationDeletionDelay, value, err)
+	}
+	if delay < 0 {
+		return 0, fmt.Errorf("invalid %s %q: must not be negative", limbov1alpha1.AnnotationDeletionDelay, value)
+	}
+	return delay, nil
+}
+
+// FormatStamp formats t as a limbo.dev/deletionTimestamp value: RFC 3339 in
+// UTC, truncated to the second, for example 2006-01-02T15:04:05Z.
+func FormatStamp(t time.Time) string {
+	return truncateStamp(t).Format(time.RFC3339)
+}
+
+// ExpediteStamp returns the limbo.dev/deletionTimestamp value that makes the
+// deadline of an orphan with the given delay come now (at the latest): now -
+// delay, formatted by FormatStamp. Decide at now then returns Delete.
+func ExpediteStamp(now time.Time, delay time.Duration) string {
+	return FormatStamp(now.Add(-delay))
+}
+
+// truncateStamp is t as a stamp holds it: UTC, to the second, without a
+// monotonic clock reading.
+func truncateStamp(t time.Time) time.Time {
+	return t.UTC().Truncate(time.Second)
+}
