@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -19,6 +20,7 @@ import (
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 	"github.com/limbo-dev/limbo/pkg/controller/bundle"
+	"github.com/limbo-dev/limbo/pkg/softdelete"
 )
 
 // NewScheme returns the scheme limbo's clients use: the built-in kinds, CRDs and
@@ -47,6 +49,8 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 		ByObject: map[client.Object]cache.ByObject{
 			&limbov1alpha1.Bundle{}:    {Label: everything()},
 			&limbov1alpha1.Tombstone{}: {Label: everything()},
+			// Readiness rules are stated on CRDs.
+			&apiextensionsv1.CustomResourceDefinition{}: {Label: everything()},
 		},
 	}
 	if len(opts.Namespaces) > 0 {
@@ -83,7 +87,13 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 	}); err != nil {
 		return nil, err
 	}
-	if err := bundle.SetupWithManager(mgr, bundle.Options{Workers: opts.Workers}); err != nil {
+	engine := &softdelete.Engine{
+		Client:   mgr.GetClient(),
+		Recorder: mgr.GetEventRecorderFor("limbo"), //nolint:staticcheck // core/v1 events keep kubectl describe readable
+		Clock:    clock.RealClock{},
+		Metrics:  softdelete.DefaultMetrics,
+	}
+	if _, err := bundle.SetupWithManager(mgr, bundle.Options{Workers: opts.Workers, Engine: engine}); err != nil {
 		return nil, err
 	}
 	return mgr, nil

@@ -32,7 +32,7 @@ const (
 	ControllerManagerBinary     = "kube-controller-manager"
 	defaultStartTimeout         = 2 * time.Minute
 	stopGrace                   = 15 * time.Second
-	defaultControllerManagerSet = "garbagecollector,namespace,serviceaccount,serviceaccount-token"
+	defaultControllerManagerSet = "garbagecollector,namespace,serviceaccount,serviceaccount-token,deployment,replicaset"
 )
 
 // Config says where the binaries are and where the cluster keeps its state.
@@ -47,7 +47,8 @@ type Config struct {
 	// kube-controller-manager starts, so that its garbage collector knows them at once.
 	CRDPaths []string
 	// Controllers is kube-controller-manager's --controllers. Empty means the garbage
-	// collector, the namespace controller and the service account controllers.
+	// collector, the namespace controller, the service account controllers, and the
+	// deployment and replica set controllers (so Deployments report readiness).
 	Controllers string
 	// StartTimeout bounds the wait for every component to be healthy.
 	StartTimeout time.Duration

@@ -2,30 +2,88 @@ package bundle
 
 import (
 	"context"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+	"github.com/limbo-dev/limbo/pkg/bundlespec"
+	"github.com/limbo-dev/limbo/pkg/softdelete"
 )
 
-// Reconciler reconciles Bundles.
+// Requeue intervals for what no watch event announces.
+const (
+	// retryInterval paces retries of failed API calls.
+	retryInterval = 5 * time.Second
+	// conflictRecheckInterval re-checks resources blocked by an object limbo does
+	// not own: that object is not labelled, so no watch tells us it went away.
+	conflictRecheckInterval = 30 * time.Second
+	// teardownInterval paces teardown waves between watch events.
+	teardownInterval = 2 * time.Second
+)
+
+// Reconciler reconciles Bundles. One Reconcile is one pass over one Bundle (see
+// pass); the reconciler holds what outlives a pass.
 type Reconciler struct {
+	// Client reads from the cache (labelled objects only) and writes.
 	Client client.Client
+	// APIReader reads from the API server, for objects the cache cannot hold: an
+	// existing object that limbo does not manage yet.
+	APIReader client.Reader
+	Mapper    meta.RESTMapper
+	Recorder  record.EventRecorder
+	Engine    *softdelete.Engine
+	Plugins   bundlespec.PluginCatalog
+	Clock     clock.PassiveClock
+	Metrics   *Metrics
+
+	watcher *watcher
+	applied appliedCache
 }
 
-// Reconcile records the observed generation.
+// Reconcile runs one pass over a Bundle, or one step of its teardown.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	var b limbov1alpha1.Bundle
 	if err := r.Client.Get(ctx, req.NamespacedName, &b); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+		if apierrors.IsNotFound(err) {
+			r.Metrics.forget(req.String())
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, err
 	}
-	status := b.Status.DeepCopy()
-	status.ObservedGeneration = b.Generation
-	if equality.Semantic.DeepEqual(status, &b.Status) {
-		return ctrl.Result{}, nil
+	if !b.DeletionTimestamp.IsZero() {
+		return r.teardown(ctx, &b)
 	}
-	b.Status = *status
-	return ctrl.Result{}, r.Client.Status().Update(ctx, &b)
+	if !controllerutil.ContainsFinalizer(&b, limbov1alpha1.FinalizerTeardown) {
+		orig := b.DeepCopy()
+		controllerutil.AddFinalizer(&b, limbov1alpha1.FinalizerTeardown)
+		if err := r.Client.Patch(ctx, &b, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+			return ctrl.Result{}, client.IgnoreNotFound(err)
+		}
+	}
+	p := newPass(r, &b)
+	p.run(ctx)
+	status := p.status()
+	r.Metrics.record(req.String(), status)
+	if err := r.writeStatus(ctx, &b, status); err != nil {
+		return ctrl.Result{}, err
+	}
+	return p.result(), nil
+}
+
+// writeStatus writes status when it differs from what the Bundle has.
+func (r *Reconciler) writeStatus(ctx context.Context, b *limbov1alpha1.Bundle, status limbov1alpha1.BundleStatus) error {
+	if equality.Semantic.DeepEqual(b.Status, status) {
+		return nil
+	}
+	orig := b.DeepCopy()
+	b.Status = status
+	return client.IgnoreNotFound(r.Client.Status().Patch(ctx, b, client.MergeFrom(orig)))
 }

@@ -2,18 +2,29 @@ package bundle
 
 import (
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+	"github.com/limbo-dev/limbo/pkg/bundlespec"
+	"github.com/limbo-dev/limbo/pkg/softdelete"
 )
 
 // Options tune the reconciler.
 type Options struct {
 	Workers int
+	Plugins bundlespec.PluginCatalog
+	Engine  *softdelete.Engine
+	// OnManagedObjectEvent is told of every event on a managed object (the reaper
+	// listens for objects released to limbo).
+	OnManagedObjectEvent func(client.Object)
 }
 
 // ManagedSelector selects the objects a Bundle manages or last managed.
@@ -25,12 +36,41 @@ func ManagedSelector() labels.Selector {
 	return labels.NewSelector().Add(*req)
 }
 
-// SetupWithManager registers the Bundle reconciler.
-func SetupWithManager(mgr ctrl.Manager, opts Options) error {
-	r := &Reconciler{Client: mgr.GetClient()}
-	return ctrl.NewControllerManagedBy(mgr).
-		Named("bundle").
-		For(&limbov1alpha1.Bundle{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		WithOptions(controller.Options{MaxConcurrentReconciles: opts.Workers}).
-		Complete(r)
+// bundleChanged passes Bundle events that need a pass: a new spec, a deletion, or
+// changed finalizers. It drops limbo's own status writes.
+var bundleChanged = predicate.Funcs{
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		o, n := e.ObjectOld, e.ObjectNew
+		return o.GetGeneration() != n.GetGeneration() ||
+			!o.GetDeletionTimestamp().Equal(n.GetDeletionTimestamp()) ||
+			len(o.GetFinalizers()) != len(n.GetFinalizers())
+	},
 }
+
+// SetupWithManager registers the Bundle reconciler and returns it.
+func SetupWithManager(mgr ctrl.Manager, opts Options) (*Reconciler, error) {
+	r := &Reconciler{
+		Client:    mgr.GetClient(),
+		APIReader: mgr.GetAPIReader(),
+		Mapper:    mgr.GetRESTMapper(),
+		Recorder:  mgr.GetEventRecorderFor("limbo"), //nolint:staticcheck // core/v1 events keep kubectl describe readable
+		Engine:    opts.Engine,
+		Plugins:   opts.Plugins,
+		Clock:     clock.RealClock{},
+		Metrics:   DefaultMetrics,
+	}
+	c, err := ctrl.NewControllerManagedBy(mgr).
+		Named("bundle").
+		For(&limbov1alpha1.Bundle{}, builder.WithPredicates(bundleChanged)).
+		WithOptions(controller.Options{MaxConcurrentReconciles: opts.Workers}).
+		Build(r)
+	if err != nil {
+		return nil, err
+	}
+	r.watcher = &watcher{cache: mgr.GetCache(), controller: c, onEvent: opts.OnManagedObjectEvent, watched: map[schema.GroupVersionKind]bool{}}
+	return r, nil
+}
+
+// EnsureWatch makes the reconciler watch objects of gvk (the reaper uses it for
+// kinds it finds in limbo after a restart).
+func (r *Reconciler) EnsureWatch(gvk schema.GroupVersionKind) error { return r.watcher.ensure(gvk) }

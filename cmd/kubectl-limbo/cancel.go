@@ -1,0 +1,199 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+)
+
+const cancelExample = `  # Keep the ConfigMap db-config, which its Bundle no longer declares
+  kubectl limbo cancel configmap/db-config
+
+  # Bring it back under the Bundle later: declare it again in the Bundle with
+  #   metadata.annotations: {limbo.dev/adopt: "true"}`
+
+func newCancelCommand(o *options) *cobra.Command {
+	return &cobra.Command{
+		Use:   "cancel KIND/NAME",
+		Short: "Keep an object that is in limbo, as an unmanaged object",
+		Long: `Keep an object that is in limbo. Its Bundle would stamp it again while it
+controls the object and no longer declares it, so cancel takes the object out of
+the Bundle's hands: it removes the Bundle's controller owner reference, the
+limbo.dev/deletionTimestamp annotation and the limbo.dev/pending-deletion and
+limbo.dev/bundle labels. Other owner references, labels and annotations
+(limbo.dev/deletionDelay included) are kept.
+
+The object is then an ordinary object that no Bundle manages. To bring it back
+under a Bundle, declare it in the Bundle with the annotation
+limbo.dev/adopt: "true".
+
+A Tombstone cannot be cancelled: the plugin that found its external item would
+find it again. Exclude the item in the plugin's spec, or re-create what makes it
+desired (for namespace-gc, the Kubernetes Namespace).`,
+		Example: cancelExample,
+		Args:    cobra.RangeArgs(1, 2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			t, c, err := o.resolve(args)
+			if err != nil {
+				return err
+			}
+			result, err := cancelDeletion(cmd.Context(), c, t)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(o.Out, "%s: deletion cancelled; removed %s.\n", t, strings.Join(result.Removed, ", "))
+			fmt.Fprintf(o.Out, "No Bundle manages it now; to bring it back under a Bundle, declare it there with the annotation %s: \"true\".\n",
+				limbov1alpha1.AnnotationAdopt)
+			return nil
+		},
+	}
+}
+
+// cancelResult is what cancelDeletion removed.
+type cancelResult struct {
+	// Removed describes each thing removed, for example
+	// `owner reference to Bundle "shop"`, `annotation limbo.dev/deletionTimestamp`.
+	Removed []string
+}
+
+// cancelDeletion takes t out of limbo and out of its Bundle's hands: it
+// removes the controller owner reference to a limbo.dev Bundle, the annotation
+// limbo.dev/deletionTimestamp and the labels limbo.dev/pending-deletion and
+// limbo.dev/bundle, and keeps everything else. It refuses an object that is not
+// in limbo (neither stamped nor labelled pending) and Tombstones.
+//
+// ownerReferences is a list, which a JSON merge patch replaces as a whole, so
+// the patch carries the resourceVersion that was read: if anything changed in
+// between, the API server answers Conflict, and the object is read, checked
+// and patched again (retry.RetryOnConflict). The list written is therefore
+// exactly the one read, minus the Bundle's reference.
+func cancelDeletion(ctx context.Context, c client.Client, t target) (cancelResult, error) {
+	if isTombstone(t.mapping.GroupVersionKind.GroupKind()) {
+		return cancelResult{}, tombstoneCancelError(ctx, c, t)
+	}
+	var result cancelResult
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		obj, err := getMetadata(ctx, c, t)
+		if err != nil {
+			return err
+		}
+		patch, removed, err := cancelPatch(obj)
+		if err != nil {
+			return fmt.Errorf("%s %w", t, err)
+		}
+		if err := c.Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch)); err != nil {
+			return err
+		}
+		result = cancelResult{Removed: removed}
+		return nil
+	})
+	if err != nil {
+		return cancelResult{}, err
+	}
+	return result, nil
+}
+
+// cancelPatch is the JSON merge patch that cancels the deletion of obj, and a
+// description of what it removes.
+func cancelPatch(obj *metav1.PartialObjectMetadata) ([]byte, []string, error) {
+	annotations, labels := obj.GetAnnotations(), obj.GetLabels()
+	_, stamped := annotations[limbov1alpha1.AnnotationDeletionTimestamp]
+	_, pending := labels[limbov1alpha1.LabelPendingDeletion]
+	if !stamped && !pending {
+		return nil, nil, fmt.Errorf("is not in limbo: it has neither the %s annotation nor the %s label, so there is no deletion to cancel",
+			limbov1alpha1.AnnotationDeletionTimestamp, limbov1alpha1.LabelPendingDeletion)
+	}
+
+	var removed []string
+	metadata := map[string]any{"resourceVersion": obj.GetResourceVersion()}
+
+	owners := obj.GetOwnerReferences()
+	kept := make([]metav1.OwnerReference, 0, len(owners))
+	for _, ref := range owners {
+		if isBundleController(ref) {
+			removed = append(removed, fmt.Sprintf("owner reference to Bundle %q", ref.Name))
+			continue
+		}
+		kept = append(kept, ref)
+	}
+	if len(kept) != len(owners) {
+		if len(kept) == 0 {
+			metadata["ownerReferences"] = nil
+		} else {
+			metadata["ownerReferences"] = kept
+		}
+	}
+
+	if stamped {
+		metadata["annotations"] = map[string]any{limbov1alpha1.AnnotationDeletionTimestamp: nil}
+		removed = append(removed, "annotation "+limbov1alpha1.AnnotationDeletionTimestamp)
+	}
+	removeLabels := map[string]any{}
+	for _, key := range []string{limbov1alpha1.LabelPendingDeletion, limbov1alpha1.LabelBundle} {
+		if value, ok := labels[key]; ok {
+			removeLabels[key] = nil
+			removed = append(removed, fmt.Sprintf("label %s=%s", key, value))
+		}
+	}
+	if len(removeLabels) > 0 {
+		metadata["labels"] = removeLabels
+	}
+
+	patch, err := json.Marshal(map[string]any{"metadata": metadata})
+	return patch, removed, err
+}
+
+// isBundleController tells whether ref is the controller reference to a
+// limbo.dev Bundle.
+func isBundleController(ref metav1.OwnerReference) bool {
+	if ref.Controller == nil || !*ref.Controller {
+		return false
+	}
+	gv, err := schema.ParseGroupVersion(ref.APIVersion)
+	return err == nil && gv.Group == limbov1alpha1.GroupVersion.Group && ref.Kind == limbov1alpha1.BundleGVK.Kind
+}
+
+// tombstoneCancelError explains why a Tombstone is not cancelled, and what to
+// do instead.
+func tombstoneCancelError(ctx context.Context, c client.Client, t target) error {
+	var tomb limbov1alpha1.Tombstone
+	if err := c.Get(ctx, t.key(), &tomb); err != nil {
+		return err
+	}
+	bundle := tomb.Labels[limbov1alpha1.LabelBundle]
+	if bundle == "" {
+		bundle = "its Bundle"
+	} else {
+		bundle = fmt.Sprintf("Bundle %s/%s", tomb.Namespace, bundle)
+	}
+	resource := tomb.Spec.Resource
+	if resource == "" {
+		resource = "the plugin's resource"
+	} else {
+		resource = fmt.Sprintf("resource %q", resource)
+	}
+	msg := fmt.Sprintf("cannot cancel %s: a Tombstone stands for an external item (%s), and the plugin would find that item again and put it back in limbo. "+
+		"To keep the item, add it to the plugin's exclude list (spec.exclude of %s in %s), or re-create what makes it desired",
+		t, describeExternalItem(&tomb), resource, bundle)
+	switch tomb.Spec.Plugin {
+	case "namespace-gc":
+		name := tomb.Spec.Item.Name
+		if name == "" {
+			name = tomb.Spec.Item.ID
+		}
+		msg += fmt.Sprintf(" (for namespace-gc: the Kubernetes Namespace %q)", name)
+	case "route-gc":
+		msg += " (for route-gc: a server of the project with the route's next hop as its address)"
+	}
+	return fmt.Errorf("%s. Deleting the Tombstone would delete the item now", msg)
+}

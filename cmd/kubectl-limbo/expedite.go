@@ -1,0 +1,139 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+	"github.com/limbo-dev/limbo/pkg/softdelete"
+)
+
+const expediteExample = `  # Delete the ConfigMap db-config now rather than when its delay expires
+  kubectl limbo expedite configmap/db-config
+
+  # The same for a Deployment, and for the Tombstone of an external item
+  kubectl limbo expedite deployments.apps/app -n team-a
+  kubectl limbo expedite tombstone/storage-ns-gc-4f7c`
+
+func newExpediteCommand(o *options) *cobra.Command {
+	return &cobra.Command{
+		Use:   "expedite KIND/NAME",
+		Short: "Make the deadline of an object in limbo now",
+		Long: `Make the deadline of an object in limbo (or of a Tombstone) now: its
+limbo.dev/deletionTimestamp is set back by its limbo.dev/deletionDelay, so the
+controller, which watches it, deletes it at once. kubectl delete has the same
+effect without going through the controller.
+
+The object must be in limbo (stamped with limbo.dev/deletionTimestamp) and have a
+valid delay.`,
+		Example: expediteExample,
+		Args:    cobra.RangeArgs(1, 2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			t, c, err := o.resolve(args)
+			if err != nil {
+				return err
+			}
+			result, err := expedite(cmd.Context(), c, t, o.now)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(o.Out, "%s expedited: %s set to %s (delay %s), deadline %s: the controller deletes it now\n",
+				t, limbov1alpha1.AnnotationDeletionTimestamp, result.Stamp, result.Delay, result.Deadline.Format(time.RFC3339))
+			return nil
+		},
+	}
+}
+
+// resolve resolves the KIND/NAME arguments and returns the client.
+func (o *options) resolve(args []string) (target, client.Client, error) {
+	mapper, err := o.clients.RESTMapper()
+	if err != nil {
+		return target{}, nil, err
+	}
+	namespace, err := o.clients.Namespace()
+	if err != nil {
+		return target{}, nil, err
+	}
+	t, err := resolveTarget(mapper, args, namespace)
+	if err != nil {
+		return target{}, nil, err
+	}
+	c, err := o.clients.Client()
+	if err != nil {
+		return target{}, nil, err
+	}
+	return t, c, nil
+}
+
+// expediteResult is what expedite wrote.
+type expediteResult struct {
+	// Stamp is the new limbo.dev/deletionTimestamp.
+	Stamp string
+	// Delay is the object's limbo.dev/deletionDelay.
+	Delay time.Duration
+	// Deadline is Stamp + Delay: now, to the second.
+	Deadline time.Time
+}
+
+// expedite sets the limbo.dev/deletionTimestamp of t to
+// softdelete.ExpediteStamp(now, delay), so that its deadline is now. It refuses
+// an object that is not in limbo (no stamp) and one whose delay is missing or
+// invalid. The JSON merge patch carries the resourceVersion that was read, so a
+// concurrent change (a cancel, say) makes it fail with a Conflict; it is then
+// read and checked again.
+func expedite(ctx context.Context, c client.Client, t target, now func() time.Time) (expediteResult, error) {
+	var result expediteResult
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		obj, err := getMetadata(ctx, c, t)
+		if err != nil {
+			return err
+		}
+		annotations := obj.GetAnnotations()
+		if _, ok := annotations[limbov1alpha1.AnnotationDeletionTimestamp]; !ok {
+			return fmt.Errorf("%s is not in limbo: it has no %s annotation, so no deletion is scheduled",
+				t, limbov1alpha1.AnnotationDeletionTimestamp)
+		}
+		value, ok := annotations[limbov1alpha1.AnnotationDeletionDelay]
+		if !ok {
+			return fmt.Errorf("cannot expedite %s: it has no %s annotation, so it is deleted without delay as soon as the controller sees it",
+				t, limbov1alpha1.AnnotationDeletionDelay)
+		}
+		delay, err := softdelete.ParseDelay(value)
+		if err != nil {
+			return fmt.Errorf("cannot expedite %s: %w; an object with an invalid delay is never deleted by the controller: fix the annotation, or kubectl delete it",
+				t, err)
+		}
+
+		at := now()
+		stamp := softdelete.ExpediteStamp(at, delay)
+		patch, err := json.Marshal(map[string]any{
+			"metadata": map[string]any{
+				"resourceVersion": obj.GetResourceVersion(),
+				"annotations":     map[string]any{limbov1alpha1.AnnotationDeletionTimestamp: stamp},
+			},
+		})
+		if err != nil {
+			return err
+		}
+		if err := c.Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch)); err != nil {
+			return err
+		}
+		parsed, err := time.Parse(time.RFC3339, stamp)
+		if err != nil {
+			return err
+		}
+		result = expediteResult{Stamp: stamp, Delay: delay, Deadline: parsed.Add(delay)}
+		return nil
+	})
+	if err != nil {
+		return expediteResult{}, err
+	}
+	return result, nil
+}

@@ -1,0 +1,267 @@
+package bundlespec
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+	"github.com/limbo-dev/limbo/pkg/graph"
+	"github.com/limbo-dev/limbo/pkg/reference"
+	"github.com/limbo-dev/limbo/pkg/softdelete"
+)
+
+// Reasons of spec errors, as they appear in resource statuses.
+const (
+	ReasonInvalidResource      = "InvalidResource"
+	ReasonDuplicateName        = "DuplicateName"
+	ReasonDuplicateObject      = "DuplicateObject"
+	ReasonMissingReference     = "MissingReference"
+	ReasonDependencyCycle      = "DependencyCycle"
+	ReasonUndeclaredReference  = "UndeclaredReference"
+	ReasonInvalidObject        = "InvalidObject"
+	ReasonUnknownKind          = "UnknownKind"
+	ReasonClusterScoped        = "ClusterScoped"
+	ReasonWrongNamespace       = "WrongNamespace"
+	ReasonProhibitedAnnotation = "ProhibitedAnnotation"
+	ReasonInvalidDeletionDelay = "InvalidDeletionDelay"
+	ReasonUnknownPlugin        = "UnknownPlugin"
+	ReasonInvalidPluginSpec    = "InvalidPluginSpec"
+)
+
+// ErrUnknownPlugin is returned (wrapped) by a PluginCatalog for a name it lacks.
+var ErrUnknownPlugin = errors.New("unknown plugin")
+
+// PluginCatalog validates plugin resources against the compiled-in plugins.
+type PluginCatalog interface {
+	// ValidateSpec returns an error wrapping ErrUnknownPlugin for an unknown name,
+	// or the schema violations of spec.
+	ValidateSpec(name string, spec *apiextensionsv1.JSON) error
+}
+
+// Error is one thing wrong with a Bundle's spec.
+type Error struct {
+	// Resource is the offending resource's name.
+	Resource string
+	// Reason is a CamelCase reason, one of the Reason constants.
+	Reason string
+	// Message says what is wrong.
+	Message string
+}
+
+func (e Error) Error() string { return fmt.Sprintf("resource %q: %s", e.Resource, e.Message) }
+
+// Errors is a Bundle's spec errors, in declaration order of the resources.
+type Errors []Error
+
+func (es Errors) Error() string {
+	msgs := make([]string, len(es))
+	for i, e := range es {
+		msgs[i] = e.Error()
+	}
+	return strings.Join(msgs, "; ")
+}
+
+// Resource is one validated resource.
+type Resource struct {
+	limbov1alpha1.Resource
+	// Template is the declared object with its namespace defaulted (object resources).
+	Template *unstructured.Unstructured
+	// GVK is the template's kind.
+	GVK schema.GroupVersionKind
+	// Adopt reports limbo.dev/adopt: "true" on the template.
+	Adopt bool
+}
+
+// Plan is a validated Bundle spec.
+type Plan struct {
+	// Order lists resource names, dependencies first; ties keep declaration order.
+	Order []string
+	// Graph holds the dependencies between resources.
+	Graph *graph.Graph
+	// Resources by name.
+	Resources map[string]*Resource
+}
+
+// Parse validates b's spec and returns its plan, or every error found.
+func Parse(b *limbov1alpha1.Bundle, mapper meta.RESTMapper, plugins PluginCatalog) (*Plan, Errors) {
+	plan := &Plan{Resources: map[string]*Resource{}}
+	var errs Errors
+	add := func(resource, reason, format string, args ...any) {
+		errs = append(errs, Error{Resource: resource, Reason: reason, Message: fmt.Sprintf(format, args...)})
+	}
+	objects := map[string]string{} // "group/Kind/name" -> resource that declares it
+	for _, r := range b.Spec.Resources {
+		if _, dup := plan.Resources[r.Name]; dup {
+			add(r.Name, ReasonDuplicateName, "resource name %q is used more than once", r.Name)
+			continue
+		}
+		res := &Resource{Resource: r}
+		plan.Resources[r.Name] = res
+		if msgs := validation.IsDNS1123Label(r.Name); len(msgs) > 0 {
+			add(r.Name, ReasonInvalidResource, "name: %s", strings.Join(msgs, "; "))
+		}
+		switch {
+		case (r.Object == nil) == (r.Plugin == nil):
+			add(r.Name, ReasonInvalidResource, "a resource must have exactly one of object and plugin")
+		case r.Object != nil:
+			for _, e := range parseObject(b.Namespace, res, mapper) {
+				add(r.Name, e.Reason, "%s", e.Message)
+			}
+			if res.Template != nil {
+				key := res.GVK.Group + "/" + res.GVK.Kind + "/" + res.Template.GetName()
+				if other, dup := objects[key]; dup {
+					add(r.Name, ReasonDuplicateObject, "declares the same object as resource %q: %s %q", other, res.GVK.Kind, res.Template.GetName())
+				} else {
+					objects[key] = r.Name
+				}
+			}
+		default:
+			if _, err := softdelete.ParseDelay(r.Plugin.DeletionDelay); r.Plugin.DeletionDelay != "" && err != nil {
+				add(r.Name, ReasonInvalidDeletionDelay, "plugin.deletionDelay: %v", err)
+			}
+			switch err := validatePlugin(plugins, r.Plugin); {
+			case errors.Is(err, ErrUnknownPlugin):
+				add(r.Name, ReasonUnknownPlugin, "unknown plugin %q", r.Plugin.Name)
+			case err != nil:
+				add(r.Name, ReasonInvalidPluginSpec, "plugin %q: %v", r.Plugin.Name, err)
+			}
+		}
+	}
+	for _, r := range b.Spec.Resources {
+		for _, ref := range r.References {
+			if _, ok := plan.Resources[ref.Resource]; !ok {
+				add(r.Name, ReasonMissingReference, "references missing resource %q", ref.Resource)
+			}
+		}
+		if err := checkMarkers(r); err != nil {
+			add(r.Name, ReasonUndeclaredReference, "%v", err)
+		}
+	}
+	plan.Graph = graph.ForResources(b.Spec.Resources)
+	order, err := plan.Graph.TopologicalSort()
+	var cycle *graph.CycleError
+	switch {
+	case errors.As(err, &cycle):
+		add(cycle.Path[0], ReasonDependencyCycle, "%v", err)
+	case err != nil && len(errs) == 0: // a missing vertex is reported above
+		add("", ReasonMissingReference, "%v", err)
+	}
+	if len(errs) > 0 {
+		sortErrors(b, errs)
+		return nil, errs
+	}
+	plan.Order = order
+	return plan, nil
+}
+
+func parseObject(namespace string, res *Resource, mapper meta.RESTMapper) Errors {
+	var errs Errors
+	fail := func(reason, format string, args ...any) Errors {
+		return append(errs, Error{Reason: reason, Message: fmt.Sprintf(format, args...)})
+	}
+	u := &unstructured.Unstructured{}
+	if err := u.UnmarshalJSON(res.Object.Raw); err != nil {
+		return fail(ReasonInvalidObject, "object: %v", err)
+	}
+	gvk := u.GroupVersionKind()
+	if gvk.Kind == "" || gvk.Version == "" {
+		return fail(ReasonInvalidObject, "object: apiVersion and kind are required")
+	}
+	if u.GetName() == "" {
+		errs = fail(ReasonInvalidObject, "object: metadata.name is required")
+	}
+	if gvk == limbov1alpha1.BundleGVK || gvk == limbov1alpha1.TombstoneGVK {
+		errs = fail(ReasonInvalidObject, "object: a Bundle cannot hold a %s", gvk.Kind)
+	}
+	switch ns := u.GetNamespace(); {
+	case ns == "":
+		u.SetNamespace(namespace)
+	case ns != namespace:
+		errs = fail(ReasonWrongNamespace, "object: namespace %q is not the Bundle's namespace %q", ns, namespace)
+	}
+	annotations := u.GetAnnotations()
+	if _, set := annotations[limbov1alpha1.AnnotationDeletionTimestamp]; set {
+		errs = fail(ReasonProhibitedAnnotation, "object: annotation %q is set by the controller only", limbov1alpha1.AnnotationDeletionTimestamp)
+	}
+	if delay, set := annotations[limbov1alpha1.AnnotationDeletionDelay]; set {
+		if _, err := softdelete.ParseDelay(delay); err != nil {
+			errs = fail(ReasonInvalidDeletionDelay, "object: %v", err)
+		}
+	}
+	if _, set := u.GetLabels()[limbov1alpha1.LabelPendingDeletion]; set {
+		errs = fail(ReasonProhibitedAnnotation, "object: label %q is set by the controller only", limbov1alpha1.LabelPendingDeletion)
+	}
+	if mapper != nil {
+		mapping, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		switch {
+		case err != nil:
+			errs = fail(ReasonUnknownKind, "object: %v", err)
+		case mapping.Scope.Name() != meta.RESTScopeNameNamespace:
+			errs = fail(ReasonClusterScoped, "object: %s is cluster-scoped; a Bundle holds namespaced objects only", gvk.Kind)
+		}
+	}
+	res.Template, res.GVK = u, gvk
+	res.Adopt = annotations[limbov1alpha1.AnnotationAdopt] == "true"
+	return errs
+}
+
+func validatePlugin(plugins PluginCatalog, p *limbov1alpha1.PluginResource) error {
+	if plugins == nil {
+		return ErrUnknownPlugin
+	}
+	return plugins.ValidateSpec(p.Name, p.Spec)
+}
+
+// checkMarkers reports !{name} markers that no reference of r declares.
+func checkMarkers(r limbov1alpha1.Resource) error {
+	declared := map[string]bool{}
+	for _, ref := range r.References {
+		if ref.Name != "" {
+			declared[ref.Name] = true
+		}
+	}
+	var content map[string]any
+	var raw []byte
+	switch {
+	case r.Object != nil:
+		raw = r.Object.Raw
+	case r.Plugin != nil && r.Plugin.Spec != nil:
+		raw = r.Plugin.Spec.Raw
+	}
+	var decoded any
+	if err := json.Unmarshal(raw, &decoded); len(raw) > 0 && err != nil {
+		return nil // reported as an invalid object or plugin spec
+	}
+	// Markers walks objects; a plugin spec may be any JSON value.
+	content = map[string]any{"value": decoded}
+	var undeclared []string
+	for _, name := range reference.Markers(content) {
+		if !declared[name] {
+			undeclared = append(undeclared, name)
+		}
+	}
+	if len(undeclared) > 0 {
+		return fmt.Errorf("uses undeclared references: !{%s}", strings.Join(undeclared, "}, !{"))
+	}
+	return nil
+}
+
+// sortErrors orders errors by the declaration order of their resources, stably.
+func sortErrors(b *limbov1alpha1.Bundle, errs Errors) {
+	index := map[string]int{}
+	for i, r := range b.Spec.Resources {
+		if _, ok := index[r.Name]; !ok {
+			index[r.Name] = i
+		}
+	}
+	sort.SliceStable(errs, func(i, j int) bool { return index[errs[i].Resource] < index[errs[j].Resource] })
+}

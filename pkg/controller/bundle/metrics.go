@@ -1,0 +1,64 @@
+package bundle
+
+import (
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+)
+
+// Metrics are the Bundle reconciler's metrics, beyond controller-runtime's own.
+type Metrics struct {
+	resources *prometheus.GaugeVec
+
+	mu       sync.Mutex
+	byBundle map[string]map[limbov1alpha1.ResourceState]int
+}
+
+// DefaultMetrics are served on the manager's /metrics.
+var DefaultMetrics = NewMetrics(ctrlmetrics.Registry)
+
+// NewMetrics creates the metrics and registers them with reg.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		resources: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "limbo_bundle_resources",
+			Help: "Resources of all Bundles, by state.",
+		}, []string{"state"}),
+		byBundle: map[string]map[limbov1alpha1.ResourceState]int{},
+	}
+	reg.MustRegister(m.resources)
+	return m
+}
+
+func (m *Metrics) record(bundle string, st limbov1alpha1.BundleStatus) {
+	counts := map[limbov1alpha1.ResourceState]int{}
+	for _, r := range st.Resources {
+		counts[r.State]++
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.byBundle[bundle] = counts
+	m.publish()
+}
+
+func (m *Metrics) forget(bundle string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.byBundle, bundle)
+	m.publish()
+}
+
+func (m *Metrics) publish() {
+	totals := map[limbov1alpha1.ResourceState]int{}
+	for _, counts := range m.byBundle {
+		for s, n := range counts {
+			totals[s] += n
+		}
+	}
+	for _, s := range []limbov1alpha1.ResourceState{limbov1alpha1.ResourceReady, limbov1alpha1.ResourceInProgress, limbov1alpha1.ResourceBlocked, limbov1alpha1.ResourceError, limbov1alpha1.ResourceDeleting} {
+		m.resources.WithLabelValues(string(s)).Set(float64(totals[s]))
+	}
+}

@@ -1,0 +1,476 @@
+package bundle
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+	"github.com/limbo-dev/limbo/pkg/bundlespec"
+	"github.com/limbo-dev/limbo/pkg/readiness"
+	"github.com/limbo-dev/limbo/pkg/reference"
+)
+
+// Reasons of resource states and events.
+const (
+	ReasonDependenciesNotReady = "DependenciesNotReady"
+	ReasonNotOwned             = "NotOwned"
+	ReasonControlledByOther    = "ControlledByOther"
+	ReasonReferenceError       = "ReferenceError"
+	ReasonApplyFailed          = "ApplyFailed"
+	ReasonReadFailed           = "ReadFailed"
+	ReasonBeingDeleted         = "BeingDeleted"
+	ReasonInvalidSpec          = "InvalidSpec"
+	ReasonFailed               = "Failed"
+
+	EventCreated = "Created"
+	EventUpdated = "Updated"
+	EventAdopted = "Adopted"
+)
+
+// pass is one reconcile of one Bundle: it validates the spec, processes every
+// resource in dependency order and hands orphans to the soft-delete engine. Its
+// outputs are the resource states, the pending deletions and when to come back.
+type pass struct {
+	// Inputs.
+	r      *Reconciler
+	bundle *limbov1alpha1.Bundle
+
+	// Intermediate state.
+	plan     *bundlespec.Plan
+	specErrs bundlespec.Errors
+	live     map[string]*unstructured.Unstructured // by resource name, after apply
+
+	// Outputs.
+	resources []limbov1alpha1.ResourceStatus
+	states    map[string]limbov1alpha1.ResourceState
+	pending   []limbov1alpha1.PendingDeletion
+	requeue   time.Duration // 0: none
+}
+
+func newPass(r *Reconciler, b *limbov1alpha1.Bundle) *pass {
+	return &pass{r: r, bundle: b, live: map[string]*unstructured.Unstructured{}, states: map[string]limbov1alpha1.ResourceState{}}
+}
+
+// after asks to come back within d (the earliest request wins).
+func (p *pass) after(d time.Duration) {
+	if d <= 0 {
+		d = time.Millisecond // at once: RequeueAfter 0 would mean "never"
+	}
+	if p.requeue == 0 || d < p.requeue {
+		p.requeue = d
+	}
+}
+
+func (p *pass) result() ctrl.Result { return ctrl.Result{RequeueAfter: p.requeue} }
+
+func (p *pass) run(ctx context.Context) {
+	p.plan, p.specErrs = bundlespec.Parse(p.bundle, p.r.Mapper, p.r.Plugins)
+	if len(p.specErrs) > 0 {
+		p.reportSpecErrors()
+		return
+	}
+	for _, name := range p.plan.Order {
+		res := p.plan.Resources[name]
+		var st limbov1alpha1.ResourceStatus
+		if res.Object != nil {
+			st = p.syncObject(ctx, res)
+		} else {
+			st = p.syncPlugin(ctx, res)
+		}
+		p.resources = append(p.resources, st)
+		p.states[name] = st.State
+	}
+	p.emitResourceEvents()
+	p.processOrphans(ctx)
+}
+
+// reportSpecErrors marks every resource: the offending ones Error, the others not
+// processed. Nothing is written and nothing is deleted.
+func (p *pass) reportSpecErrors() {
+	byResource := map[string][]string{}
+	reason := map[string]string{}
+	for _, e := range p.specErrs {
+		byResource[e.Resource] = append(byResource[e.Resource], e.Message)
+		if reason[e.Resource] == "" {
+			reason[e.Resource] = e.Reason
+		}
+	}
+	seen := map[string]bool{}
+	for _, r := range p.bundle.Spec.Resources {
+		if seen[r.Name] {
+			continue
+		}
+		seen[r.Name] = true
+		st := limbov1alpha1.ResourceStatus{Name: r.Name, State: limbov1alpha1.ResourceBlocked, Reason: ReasonInvalidSpec, Message: "not processed: the Bundle's spec is invalid"}
+		if msgs := byResource[r.Name]; len(msgs) > 0 {
+			st = limbov1alpha1.ResourceStatus{Name: r.Name, State: limbov1alpha1.ResourceError, Reason: reason[r.Name], Message: strings.Join(msgs, "; ")}
+		}
+		p.resources = append(p.resources, st)
+	}
+	if msg := p.specErrs.Error(); !p.sameAsBefore(ReasonInvalidSpec, msg) {
+		p.r.Recorder.Event(p.bundle, corev1.EventTypeWarning, ReasonInvalidSpec, msg)
+	}
+	// Keep what is already in limbo visible while the spec is broken.
+	p.pending = p.bundle.Status.PendingDeletions
+}
+
+// sameAsBefore reports whether the Bundle's Stalled condition already says msg.
+func (p *pass) sameAsBefore(reason, msg string) bool {
+	for _, c := range p.bundle.Status.Conditions {
+		if c.Type == ConditionStalled && c.Reason == reason && c.Message == msg {
+			return true
+		}
+	}
+	return false
+}
+
+func (p *pass) syncObject(ctx context.Context, res *bundlespec.Resource) limbov1alpha1.ResourceStatus {
+	tmpl := res.Template
+	st := limbov1alpha1.ResourceStatus{Name: res.Name, Object: &limbov1alpha1.ObjectReference{
+		APIVersion: res.GVK.GroupVersion().String(), Kind: res.GVK.Kind, Namespace: tmpl.GetNamespace(), Name: tmpl.GetName(),
+	}}
+	fail := func(state limbov1alpha1.ResourceState, reason, format string, args ...any) limbov1alpha1.ResourceStatus {
+		st.State, st.Reason, st.Message = state, reason, fmt.Sprintf(format, args...)
+		return st
+	}
+	if err := p.r.watcher.ensure(res.GVK); err != nil {
+		p.after(retryInterval)
+		return fail(limbov1alpha1.ResourceError, ReasonReadFailed, "watch %s: %v", res.GVK.Kind, err)
+	}
+	live, err := p.r.getLive(ctx, res.GVK, tmpl.GetNamespace(), tmpl.GetName())
+	if err != nil {
+		p.after(retryInterval)
+		return fail(limbov1alpha1.ResourceError, ReasonReadFailed, "%v", err)
+	}
+	adopting := false
+	if live != nil {
+		st.Object.UID = string(live.GetUID())
+		switch owner := metav1.GetControllerOf(live); {
+		case owner != nil && owner.UID == p.bundle.UID:
+		case owner != nil:
+			p.after(conflictRecheckInterval)
+			return fail(limbov1alpha1.ResourceError, ReasonControlledByOther, "%s %q exists and is controlled by %s %q", res.GVK.Kind, tmpl.GetName(), owner.Kind, owner.Name)
+		case live.GetLabels()[limbov1alpha1.LabelBundle] == p.bundle.Name, res.Adopt:
+			adopting = true
+		default:
+			p.after(conflictRecheckInterval)
+			return fail(limbov1alpha1.ResourceError, ReasonNotOwned,
+				"%s %q exists and is not managed by this Bundle; annotate the template with %s: \"true\" to adopt it", res.GVK.Kind, tmpl.GetName(), limbov1alpha1.AnnotationAdopt)
+		}
+		if live.GetDeletionTimestamp() != nil {
+			p.after(teardownInterval)
+			return fail(limbov1alpha1.ResourceDeleting, ReasonBeingDeleted, "%s %q is being deleted; it is re-created once it is gone", res.GVK.Kind, tmpl.GetName())
+		}
+		// Desired again: a countdown in progress is cancelled, even while the
+		// resource waits for its dependencies (cancelling is always safe).
+		if _, err := p.r.Engine.Desired(ctx, p.bundle, live); err != nil {
+			p.after(retryInterval)
+			return fail(limbov1alpha1.ResourceError, ReasonApplyFailed, "%v", err)
+		}
+	}
+	if waiting := p.unreadyDependencies(res.Name); len(waiting) > 0 {
+		return fail(limbov1alpha1.ResourceBlocked, ReasonDependenciesNotReady, "waiting for %s", strings.Join(quoteAll(waiting), ", "))
+	}
+	desired, err := p.desiredObject(res)
+	if err != nil {
+		return fail(limbov1alpha1.ResourceError, ReasonReferenceError, "%v", err)
+	}
+	hash := hashOf(desired)
+	if live == nil || adopting || !p.r.applied.upToDate(live, desired, hash) {
+		event, verb := EventUpdated, "updated"
+		switch {
+		case adopting:
+			event, verb = EventAdopted, "adopted"
+		case live == nil:
+			event, verb = EventCreated, "created"
+		}
+		if err := p.r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(desired), client.FieldOwner(limbov1alpha1.FieldManager), client.ForceOwnership); err != nil {
+			p.after(retryInterval)
+			return fail(limbov1alpha1.ResourceError, ReasonApplyFailed, "apply %s %q: %v", res.GVK.Kind, tmpl.GetName(), err)
+		}
+		p.r.applied.record(desired.GetUID(), hash)
+		p.r.Recorder.Eventf(p.bundle, corev1.EventTypeNormal, event, "resource %q: %s %s", res.Name, res.GVK.Kind, verb+" "+tmpl.GetName())
+		live = desired
+		st.Object.UID = string(live.GetUID())
+	}
+	p.live[res.Name] = live
+	rule, err := p.r.readinessRule(ctx, res.GVK)
+	if err != nil {
+		return fail(limbov1alpha1.ResourceError, ReasonFailed, "readiness rule of %s: %v", res.GVK.Kind, err)
+	}
+	ready := readiness.Compute(live, rule)
+	switch ready.State {
+	case readiness.Ready:
+		st.State = limbov1alpha1.ResourceReady
+	case readiness.Failed:
+		st.State, st.Reason = limbov1alpha1.ResourceError, orDefault(ready.Reason, ReasonFailed)
+	default:
+		st.State, st.Reason = limbov1alpha1.ResourceInProgress, ready.Reason
+	}
+	st.Message = ready.Message
+	return st
+}
+
+// desiredObject is the template with references resolved, and with limbo's label
+// and controller owner reference.
+func (p *pass) desiredObject(res *bundlespec.Resource) (*unstructured.Unstructured, error) {
+	sources := map[string]reference.Source{}
+	for _, ref := range res.References {
+		dep := p.plan.Resources[ref.Resource]
+		src := reference.Source{}
+		if live := p.live[ref.Resource]; live != nil {
+			src.Object = live.Object
+		}
+		if dep.Template != nil {
+			src.Secret = reference.IsSecret(dep.Template.Object)
+		}
+		sources[ref.Resource] = src
+	}
+	values, err := reference.Resolve(res.References, sources, false)
+	if err != nil {
+		return nil, err
+	}
+	content, err := reference.Substitute(res.Template.Object, values)
+	if err != nil {
+		return nil, err
+	}
+	desired := &unstructured.Unstructured{Object: content}
+	labels := desired.GetLabels()
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels[limbov1alpha1.LabelBundle] = p.bundle.Name
+	desired.SetLabels(labels)
+	owners := desired.GetOwnerReferences()
+	for _, o := range owners {
+		if o.Controller != nil && *o.Controller {
+			return nil, fmt.Errorf("the template sets a controller owner reference (%s %q); limbo is the controller of the objects it manages", o.Kind, o.Name)
+		}
+	}
+	desired.SetOwnerReferences(append(owners, metav1.OwnerReference{
+		APIVersion: limbov1alpha1.GroupVersion.String(), Kind: limbov1alpha1.BundleGVK.Kind,
+		Name: p.bundle.Name, UID: p.bundle.UID, Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
+	}))
+	return desired, nil
+}
+
+func (p *pass) syncPlugin(_ context.Context, res *bundlespec.Resource) limbov1alpha1.ResourceStatus {
+	// Plugins are validated by the catalog; without one, validation rejects them.
+	return limbov1alpha1.ResourceStatus{Name: res.Name, State: limbov1alpha1.ResourceError, Reason: bundlespec.ReasonUnknownPlugin, Message: fmt.Sprintf("plugin %q is not available", res.Plugin.Name)}
+}
+
+func (p *pass) unreadyDependencies(name string) []string {
+	var waiting []string
+	for _, dep := range p.plan.Graph.Dependencies(name) {
+		if p.states[dep] != limbov1alpha1.ResourceReady {
+			waiting = append(waiting, dep)
+		}
+	}
+	return waiting
+}
+
+// allReady reports whether every resource is Ready: the gate for deletions.
+func (p *pass) allReady() bool {
+	if len(p.specErrs) > 0 {
+		return false
+	}
+	for _, st := range p.resources {
+		if st.State != limbov1alpha1.ResourceReady {
+			return false
+		}
+	}
+	return true
+}
+
+// emitResourceEvents emits a Warning for every resource that newly went into Error.
+func (p *pass) emitResourceEvents() {
+	before := map[string]limbov1alpha1.ResourceStatus{}
+	for _, st := range p.bundle.Status.Resources {
+		before[st.Name] = st
+	}
+	for _, st := range p.resources {
+		prev := before[st.Name]
+		if st.State == limbov1alpha1.ResourceError && (prev.State != st.State || prev.Reason != st.Reason || prev.Message != st.Message) {
+			p.r.Recorder.Eventf(p.bundle, corev1.EventTypeWarning, st.Reason, "resource %q: %s", st.Name, st.Message)
+		}
+	}
+}
+
+// processOrphans finds the objects this Bundle controls that left its spec and,
+// once every resource is Ready, hands them to the soft-delete engine.
+func (p *pass) processOrphans(ctx context.Context) {
+	orphans, err := p.r.orphans(ctx, p.bundle, p.plan)
+	if err != nil {
+		log.FromContext(ctx).Error(err, "listing orphans")
+		p.after(retryInterval)
+		p.pending = p.bundle.Status.PendingDeletions
+		return
+	}
+	ready := p.allReady()
+	for _, o := range orphans {
+		if !ready {
+			p.pending = append(p.pending, *p.r.Engine.Pending(o, "waiting for every resource of the Bundle to be Ready"))
+			continue
+		}
+		out := p.r.Engine.Orphan(ctx, p.bundle, o)
+		if out.Gone {
+			p.r.applied.forget(o.GetUID())
+		}
+		if out.Pending != nil {
+			p.pending = append(p.pending, *out.Pending)
+		}
+		if out.Requeue {
+			p.after(out.RequeueAfter)
+		}
+		if out.Err != nil {
+			p.after(retryInterval)
+		}
+	}
+}
+
+// getLive returns the live object, or nil if there is none: from the cache when
+// limbo manages it, else from the API server (an object limbo may adopt, or that
+// blocks a resource).
+func (r *Reconciler) getLive(ctx context.Context, gvk schema.GroupVersionKind, namespace, name string) (*unstructured.Unstructured, error) {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(gvk)
+	key := client.ObjectKey{Namespace: namespace, Name: name}
+	err := r.Client.Get(ctx, key, u)
+	if apierrors.IsNotFound(err) {
+		err = r.APIReader.Get(ctx, key, u)
+	}
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("read %s %q: %w", gvk.Kind, name, err)
+	}
+	return u, nil
+}
+
+// kindsOf is every kind b uses or used: its plan's, and those its previous status
+// remembers (a resource removed from the spec may have been the last of its kind).
+func kindsOf(b *limbov1alpha1.Bundle, plan *bundlespec.Plan) []schema.GroupVersionKind {
+	kinds := map[schema.GroupVersionKind]bool{}
+	if plan != nil {
+		for _, res := range plan.Resources {
+			if res.Template != nil {
+				kinds[res.GVK] = true
+			}
+		}
+	}
+	for _, st := range b.Status.Resources {
+		if st.Object != nil {
+			kinds[schema.FromAPIVersionAndKind(st.Object.APIVersion, st.Object.Kind)] = true
+		}
+	}
+	for _, pd := range b.Status.PendingDeletions {
+		kinds[schema.FromAPIVersionAndKind(pd.APIVersion, pd.Kind)] = true
+	}
+	out := make([]schema.GroupVersionKind, 0, len(kinds))
+	for k := range kinds {
+		out = append(out, k)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
+	return out
+}
+
+// controlled lists the objects b controls, across kinds, sorted by kind and name.
+func (r *Reconciler) controlled(ctx context.Context, b *limbov1alpha1.Bundle, kinds []schema.GroupVersionKind) ([]*unstructured.Unstructured, error) {
+	var out []*unstructured.Unstructured
+	for _, gvk := range kinds {
+		if err := r.watcher.ensure(gvk); err != nil {
+			return nil, err
+		}
+		list := &unstructured.UnstructuredList{}
+		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+		if err := r.Client.List(ctx, list, client.InNamespace(b.Namespace), client.MatchingLabels{limbov1alpha1.LabelBundle: b.Name}); err != nil {
+			if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
+				continue // the kind is gone from the API server: so are its objects
+			}
+			return nil, fmt.Errorf("list %s: %w", gvk.Kind, err)
+		}
+		for i := range list.Items {
+			if owner := metav1.GetControllerOf(&list.Items[i]); owner != nil && owner.UID == b.UID {
+				out = append(out, &list.Items[i])
+			}
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].GetKind() != out[j].GetKind() {
+			return out[i].GetKind() < out[j].GetKind()
+		}
+		return out[i].GetName() < out[j].GetName()
+	})
+	return out, nil
+}
+
+// objectKey identifies an object of a Bundle across versions of its kind.
+func objectKey(gk schema.GroupKind, name string) string { return gk.String() + "/" + name }
+
+// orphans lists the objects b controls that its plan no longer declares.
+func (r *Reconciler) orphans(ctx context.Context, b *limbov1alpha1.Bundle, plan *bundlespec.Plan) ([]*unstructured.Unstructured, error) {
+	all, err := r.controlled(ctx, b, kindsOf(b, plan))
+	if err != nil {
+		return nil, err
+	}
+	declared := map[string]bool{}
+	for _, res := range plan.Resources {
+		if res.Template != nil {
+			declared[objectKey(res.GVK.GroupKind(), res.Template.GetName())] = true
+		}
+	}
+	var out []*unstructured.Unstructured
+	for _, o := range all {
+		if !declared[objectKey(o.GroupVersionKind().GroupKind(), o.GetName())] {
+			out = append(out, o)
+		}
+	}
+	return out, nil
+}
+
+// readinessRule returns the rule a CRD states for its objects, or nil.
+func (r *Reconciler) readinessRule(ctx context.Context, gvk schema.GroupVersionKind) (*readiness.Rule, error) {
+	if !strings.Contains(gvk.Group, ".") {
+		return nil, nil // built-in kinds have no CRD
+	}
+	mapping, err := r.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		return nil, err
+	}
+	var crd apiextensionsv1.CustomResourceDefinition
+	if err := r.Client.Get(ctx, client.ObjectKey{Name: mapping.Resource.Resource + "." + gvk.Group}, &crd); err != nil {
+		return nil, client.IgnoreNotFound(err) // an aggregated API, not a CRD
+	}
+	return readiness.RuleFromAnnotations(crd.Annotations)
+}
+
+func quoteAll(names []string) []string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = fmt.Sprintf("%q", n)
+	}
+	return out
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}

@@ -1,0 +1,126 @@
+package bundle
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+	"github.com/limbo-dev/limbo/pkg/bundlespec"
+)
+
+// teardown removes a deleted Bundle's content before its finalizer goes, modelled
+// on the namespace controller: each pass deletes what it can, reports what remains
+// and comes back.
+//
+//   - --cascade=orphan (finalizer orphan) and --cascade=foreground (finalizer
+//     foregroundDeletion): the garbage collector orphans or deletes the dependents;
+//     limbo deletes nothing and lets the Bundle go.
+//   - background (kubectl's default): objects go in reverse dependency order, each
+//     wave once the previous one is gone. Objects with a deletion delay are released
+//     to the reaper instead of deleted.
+func (r *Reconciler) teardown(ctx context.Context, b *limbov1alpha1.Bundle) (ctrl.Result, error) {
+	if !controllerutil.ContainsFinalizer(b, limbov1alpha1.FinalizerTeardown) {
+		return ctrl.Result{}, nil
+	}
+	if controllerutil.ContainsFinalizer(b, metav1.FinalizerOrphanDependents) || controllerutil.ContainsFinalizer(b, metav1.FinalizerDeleteDependents) {
+		return ctrl.Result{}, r.removeFinalizer(ctx, b)
+	}
+	plan, _ := bundlespec.Parse(b, r.Mapper, r.Plugins) // an invalid spec is torn down in one wave
+	objects, err := r.controlled(ctx, b, kindsOf(b, plan))
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	for _, wave := range teardownWaves(plan, objects) {
+		if len(wave) == 0 {
+			continue
+		}
+		var failures []string
+		for _, o := range wave {
+			if o.GetDeletionTimestamp() != nil {
+				continue // on its way out
+			}
+			if _, delayed := o.GetAnnotations()[limbov1alpha1.AnnotationDeletionDelay]; delayed {
+				err = r.Engine.Release(ctx, b, o, b)
+			} else {
+				err = r.Engine.Orphan(ctx, b, o).Err
+			}
+			if err != nil {
+				failures = append(failures, err.Error())
+			}
+			r.applied.forget(o.GetUID())
+		}
+		if err := r.teardownStatus(ctx, b, wave, failures); err != nil {
+			return ctrl.Result{}, err
+		}
+		return ctrl.Result{RequeueAfter: teardownInterval}, nil
+	}
+	return ctrl.Result{}, r.removeFinalizer(ctx, b)
+}
+
+// teardownWaves groups objects for deletion: objects no resource declares first,
+// then the resources' objects in reverse dependency order.
+func teardownWaves(plan *bundlespec.Plan, objects []*unstructured.Unstructured) [][]*unstructured.Unstructured {
+	if plan == nil {
+		return [][]*unstructured.Unstructured{objects}
+	}
+	byKey := map[string]*unstructured.Unstructured{}
+	for _, o := range objects {
+		byKey[objectKey(o.GroupVersionKind().GroupKind(), o.GetName())] = o
+	}
+	waves := [][]*unstructured.Unstructured{nil}
+	resourceWaves, err := plan.Graph.ReverseWaves()
+	if err != nil {
+		return [][]*unstructured.Unstructured{objects}
+	}
+	for _, names := range resourceWaves {
+		var wave []*unstructured.Unstructured
+		for _, name := range names {
+			res := plan.Resources[name]
+			if res.Template == nil {
+				continue
+			}
+			key := objectKey(res.GVK.GroupKind(), res.Template.GetName())
+			if o, ok := byKey[key]; ok {
+				wave = append(wave, o)
+				delete(byKey, key)
+			}
+		}
+		waves = append(waves, wave)
+	}
+	for _, o := range objects { // undeclared objects, in sorted order
+		if _, ok := byKey[objectKey(o.GroupVersionKind().GroupKind(), o.GetName())]; ok {
+			waves[0] = append(waves[0], o)
+		}
+	}
+	return waves
+}
+
+func (r *Reconciler) teardownStatus(ctx context.Context, b *limbov1alpha1.Bundle, remaining []*unstructured.Unstructured, failures []string) error {
+	st := *b.Status.DeepCopy()
+	names := make([]string, len(remaining))
+	for i, o := range remaining {
+		names[i] = fmt.Sprintf("%s %s", o.GetKind(), o.GetName())
+	}
+	meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: ConditionContentRemaining, Status: metav1.ConditionTrue,
+		Reason: "SomeResourcesRemain", Message: "waiting for " + strings.Join(names, ", ") + " to be deleted", ObservedGeneration: b.Generation})
+	failure := metav1.Condition{Type: ConditionDeletionFailure, Status: metav1.ConditionFalse, Reason: ReasonAsExpected, ObservedGeneration: b.Generation}
+	if len(failures) > 0 {
+		failure.Status, failure.Reason, failure.Message = metav1.ConditionTrue, "DeleteFailed", strings.Join(failures, "; ")
+	}
+	meta.SetStatusCondition(&st.Conditions, failure)
+	return r.writeStatus(ctx, b, st)
+}
+
+func (r *Reconciler) removeFinalizer(ctx context.Context, b *limbov1alpha1.Bundle) error {
+	orig := b.DeepCopy()
+	controllerutil.RemoveFinalizer(b, limbov1alpha1.FinalizerTeardown)
+	return client.IgnoreNotFound(r.Client.Patch(ctx, b, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})))
+}

@@ -1,0 +1,86 @@
+// Package readiness decides whether a live Kubernetes object is Ready, the
+// question the Bundle reconciler asks before it lets a dependent resource go
+// ahead (DESIGN.md §3 step 5).
+//
+// Compute answers with a Result: a State (Ready, InProgress or Failed), a
+// one-word Reason and a human message. It never panics, whatever the shape of the
+// object: a status that is not a map, conditions that are not a list, fields of
+// the wrong type and so on give Failed (or InProgress) with a message.
+//
+// # kstatus
+//
+// Without a Rule, readiness is computed with kstatus
+// (github.com/fluxcd/cli-utils/pkg/kstatus/status), so Deployments,
+// StatefulSets, DaemonSets, ReplicaSets, Jobs, PVCs, Services, Pods, PDBs and
+// any custom resource with standard conditions work without per-kind code here:
+//
+//	kstatus      readiness
+//	Current      Ready
+//	InProgress   InProgress
+//	Failed       Failed
+//	Terminating  InProgress (reason Terminating)
+//	NotFound     InProgress
+//	Unknown      InProgress
+//
+// kstatus's message is kept. The Reason is the reason of the Reconciling or
+// Stalled condition kstatus reports with its verdict when there is one (such as
+// LessReplicas or JobFailed), else the kstatus status itself (Current,
+// InProgress, Failed). An error from kstatus, which it returns for malformed
+// content such as conditions that are not a list, is Failed with reason
+// InvalidStatus.
+//
+// # Stricter than kstatus
+//
+// limbo adds two checks on top of kstatus's verdict; they only ever make an
+// object less ready, and they are skipped for an object being deleted, which
+// is InProgress/Terminating whatever its status says.
+//
+// Observed generation: an object whose status.observedGeneration is present is
+// Ready only while it equals metadata.generation. Otherwise it is InProgress,
+// reason LatestGenerationNotObserved, with the message
+//
+//	status.observedGeneration 3 is behind generation 4
+//
+// ("is ahead of" in the odd case of a larger observedGeneration).
+// kstatus makes the same check (for every kind), with its own message, which
+// this one replaces.
+//
+// Ready condition: an object of a kind that kstatus has no specific rules for
+// (in practice a custom resource) and that has a condition of type Ready in
+// status.conditions is Ready only while that condition's status is "True".
+// Otherwise it is InProgress, with the condition's reason (NotReady when it has
+// none) and the message "<reason>: <message>" (only the one that is set when the
+// other is empty; `Ready condition is "<status>"` when both are). If kstatus said
+// Failed, for instance because Stalled is True, the object stays Failed: a
+// Ready condition that is False is usually transient, Stalled is not.
+//
+// The Ready check is not applied to the kinds kstatus has specific rules for
+// (Pod, Deployment, Job, ...): their verdict is kstatus's. This matters for
+// Pods, the one such kind with a Ready condition: a Pod that has run to
+// completion has Ready=False for good, yet kstatus rightly calls it Current.
+//
+// # Rules
+//
+// A CustomResourceDefinition can state the readiness rule of its objects with
+// the annotations limbo.dev/readyWhenFieldPath and limbo.dev/readyWhenFieldValue
+// (RuleFromAnnotations). The path is a JSONPath without braces and without a
+// leading "$" or ".", written as for the references of a Bundle (package
+// reference): status.phase, status.conditions[?(@.type=="Synced")].status or
+// ['status'].phase. It is evaluated as {$.<path>} ({$<path>} when it starts
+// with a bracket) by k8s.io/client-go/util/jsonpath, with missing keys allowed.
+//
+// With a Rule, kstatus and the checks above are not used: the object is Ready
+// exactly when the path yields one value whose text equals FieldValue. The text
+// of a string is the string itself; of anything else it is compact JSON, which
+// for numbers and booleans is what fmt.Sprint gives (3, 2.5, true), and for maps
+// and lists is their JSON. Otherwise the object is InProgress:
+//
+//	status.phase is "Pending", waiting for "Running"   (reason FieldValueMismatch)
+//	status.phase is not set                            (reason FieldNotSet)
+//
+// A null value counts as not set. A path that yields more than one value, or
+// whose evaluation fails (for instance it indexes into something that is not a
+// list), gives Failed. The one exception to "the rule decides" is deletion: an
+// object with a deletionTimestamp is InProgress, reason Terminating, as without
+// a rule.
+package readiness

@@ -1,0 +1,431 @@
+package readiness
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/fluxcd/cli-utils/pkg/kstatus/status"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/util/jsonpath"
+
+	"github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+)
+
+// State is the readiness of an object.
+type State string
+
+// The states of an object.
+const (
+	// Ready: the object is what it was asked to be; its dependents may go ahead.
+	Ready State = "Ready"
+	// InProgress: the object is getting there, or waiting for something.
+	InProgress State = "InProgress"
+	// Failed: the object, or the way its status reads, is broken and will not
+	// become Ready without help.
+	Failed State = "Failed"
+)
+
+// Reasons that this package sets itself. Other reasons come from kstatus or
+// from the object's Ready condition.
+const (
+	// ReasonTerminating: the object has a deletionTimestamp.
+	ReasonTerminating = "Terminating"
+	// ReasonLatestGenerationNotObserved: status.observedGeneration differs from
+	// metadata.generation.
+	ReasonLatestGenerationNotObserved = "LatestGenerationNotObserved"
+	// ReasonNotReady: the Ready condition is not True and has no reason.
+	ReasonNotReady = "NotReady"
+	// ReasonInvalidStatus: the object's content could not be read, for
+	// instance status.conditions is not a list.
+	ReasonInvalidStatus = "InvalidStatus"
+	// ReasonFieldValueMatches: the Rule's field has the Rule's value.
+	ReasonFieldValueMatches = "FieldValueMatches"
+	// ReasonFieldValueMismatch: the Rule's field has another value.
+	ReasonFieldValueMismatch = "FieldValueMismatch"
+	// ReasonFieldNotSet: the Rule's path yields nothing, or null.
+	ReasonFieldNotSet = "FieldNotSet"
+	// ReasonInvalidRule: the Rule cannot be evaluated on the object.
+	ReasonInvalidRule = "InvalidRule"
+)
+
+// Result is the readiness of an object: a State, a one-word CamelCase Reason and
+// a human Message.
+type Result struct {
+	State   State
+	Reason  string
+	Message string
+}
+
+// Rule is a readiness rule stated on a CRD by the annotations
+// limbo.dev/readyWhenFieldPath (JSONPath without braces, e.g. status.phase) and
+// limbo.dev/readyWhenFieldValue: an object is Ready when the path yields the
+// value.
+type Rule struct {
+	FieldPath, FieldValue string
+}
+
+// RuleFromAnnotations returns the Rule stated by the annotations of a
+// CustomResourceDefinition: nil and no error when neither annotation is set, an
+// error when only one of them is set or when the path is not a valid JSONPath.
+// An empty value is a value (the field must be the empty string); an empty path
+// is an error.
+func RuleFromAnnotations(annotations map[string]string) (*Rule, error) {
+	path, hasPath := annotations[v1alpha1.AnnotationReadyWhenFieldPath]
+	value, hasValue := annotations[v1alpha1.AnnotationReadyWhenFieldValue]
+	switch {
+	case !hasPath && !hasValue:
+		return nil, nil
+	case !hasValue:
+		return nil, fmt.Errorf("annotation %s is set but %s is not: set both or neither",
+			v1alpha1.AnnotationReadyWhenFieldPath, v1alpha1.AnnotationReadyWhenFieldValue)
+	case !hasPath:
+		return nil, fmt.Errorf("annotation %s is set but %s is not: set both or neither",
+			v1alpha1.AnnotationReadyWhenFieldValue, v1alpha1.AnnotationReadyWhenFieldPath)
+	}
+	if _, err := parsePath(path); err != nil {
+		return nil, fmt.Errorf("annotation %s: %w", v1alpha1.AnnotationReadyWhenFieldPath, err)
+	}
+	return &Rule{FieldPath: path, FieldValue: value}, nil
+}
+
+// Compute returns the readiness of obj, by rule when rule is not nil, else by
+// kstatus and limbo's stricter checks (see the package documentation). It never
+// panics.
+func Compute(obj *unstructured.Unstructured, rule *Rule) (result Result) {
+	defer func() {
+		if r := recover(); r != nil {
+			result = Result{
+				State:   Failed,
+				Reason:  ReasonInvalidStatus,
+				Message: fmt.Sprintf("cannot compute readiness: %v", r),
+			}
+		}
+	}()
+	if obj == nil || obj.Object == nil {
+		return Result{State: Failed, Reason: ReasonInvalidStatus, Message: "no object"}
+	}
+	if rule != nil {
+		if isTerminating(obj) {
+			return Result{State: InProgress, Reason: ReasonTerminating, Message: "Resource scheduled for deletion"}
+		}
+		return computeRule(obj, rule)
+	}
+	return computeStatus(obj)
+}
+
+// computeStatus computes readiness with kstatus and adds limbo's checks.
+func computeStatus(obj *unstructured.Unstructured) Result {
+	if err := checkShape(obj.Object); err != nil {
+		return Result{State: Failed, Reason: ReasonInvalidStatus, Message: err.Error()}
+	}
+	ks, err := kstatusCompute(obj)
+	if err != nil {
+		return Result{State: Failed, Reason: ReasonInvalidStatus, Message: err.Error()}
+	}
+	result := fromKstatus(ks)
+	if ks.Status == status.TerminatingStatus {
+		return result
+	}
+
+	if message, behind := generationBehind(obj); behind {
+		return Result{State: InProgress, Reason: ReasonLatestGenerationNotObserved, Message: message}
+	}
+
+	if result.State == Failed || status.GetLegacyConditionsFn(obj) != nil {
+		return result
+	}
+	cond, found := readyCondition(obj)
+	if !found || cond.status == "True" {
+		return result
+	}
+	reason := cond.reason
+	if reason == "" {
+		reason = ReasonNotReady
+	}
+	var message string
+	switch {
+	case cond.reason != "" && cond.message != "":
+		message = cond.reason + ": " + cond.message
+	case cond.reason != "":
+		message = cond.reason
+	case cond.message != "":
+		message = cond.message
+	default:
+		message = fmt.Sprintf("Ready condition is %q", cond.status)
+	}
+	return Result{State: InProgress, Reason: reason, Message: message}
+}
+
+// checkShape checks the fields kstatus decodes into typed conditions, so that a
+// malformed status is reported in plain words rather than by the decoder
+// ("cannot restore slice from string").
+func checkShape(obj map[string]interface{}) error {
+	st, found := obj["status"]
+	if !found || st == nil {
+		return nil
+	}
+	stMap, ok := st.(map[string]interface{})
+	if !ok {
+		return fmt.Errorf("status is %s, not an object", describe(st))
+	}
+	conds, found := stMap["conditions"]
+	if !found || conds == nil {
+		return nil
+	}
+	list, ok := conds.([]interface{})
+	if !ok {
+		return fmt.Errorf("status.conditions is %s, not a list", describe(conds))
+	}
+	for i, c := range list {
+		m, ok := c.(map[string]interface{})
+		if !ok {
+			return fmt.Errorf("status.conditions[%d] is %s, not an object", i, describe(c))
+		}
+		for _, field := range []string{"type", "status", "reason", "message"} {
+			if v, found := m[field]; found && v != nil {
+				if _, ok := v.(string); !ok {
+					return fmt.Errorf("status.conditions[%d].%s is %s, not a string", i, field, describe(v))
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// describe names the JSON type of a value of unstructured content.
+func describe(v interface{}) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case string:
+		return "a string"
+	case bool:
+		return "a boolean"
+	case int, int32, int64, float32, float64:
+		return "a number"
+	case []interface{}:
+		return "a list"
+	case map[string]interface{}:
+		return "an object"
+	default:
+		return fmt.Sprintf("a %T", v)
+	}
+}
+
+// kstatusCompute calls kstatus, turning a panic (kstatus asserts the types of
+// some fields of Pods) into an error.
+func kstatusCompute(obj *unstructured.Unstructured) (res *status.Result, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			res, err = nil, fmt.Errorf("cannot compute status: %v", r)
+		}
+	}()
+	res, err = status.Compute(obj)
+	if err != nil {
+		return nil, fmt.Errorf("cannot compute status: %w", err)
+	}
+	if res == nil {
+		err = errors.New("cannot compute status: no result")
+	}
+	return res, err
+}
+
+// fromKstatus maps a kstatus result to a Result.
+func fromKstatus(ks *status.Result) Result {
+	result := Result{Reason: string(ks.Status), Message: ks.Message}
+	for _, c := range ks.Conditions {
+		if c.Reason != "" {
+			result.Reason = c.Reason
+			break
+		}
+	}
+	switch ks.Status {
+	case status.CurrentStatus:
+		result.State = Ready
+	case status.FailedStatus:
+		result.State = Failed
+	case status.TerminatingStatus:
+		result.State = InProgress
+		result.Reason = ReasonTerminating
+	default: // InProgress, NotFound, Unknown, and anything a later kstatus adds
+		result.State = InProgress
+	}
+	if result.Message == "" {
+		result.Message = "kstatus: " + string(ks.Status)
+	}
+	return result
+}
+
+// isTerminating tells whether obj has a deletionTimestamp, as kstatus does.
+func isTerminating(obj *unstructured.Unstructured) bool {
+	ts, found, err := unstructured.NestedString(obj.Object, "metadata", "deletionTimestamp")
+	return err == nil && found && ts != ""
+}
+
+// generationBehind tells whether status.observedGeneration is present and
+// differs from metadata.generation, with the message to report.
+func generationBehind(obj *unstructured.Unstructured) (string, bool) {
+	generation, ok := nestedInt(obj.Object, "metadata", "generation")
+	if !ok {
+		return "", false
+	}
+	observed, ok := nestedInt(obj.Object, "status", "observedGeneration")
+	if !ok || observed == generation {
+		return "", false
+	}
+	if observed > generation {
+		return fmt.Sprintf("status.observedGeneration %d is ahead of generation %d", observed, generation), true
+	}
+	return fmt.Sprintf("status.observedGeneration %d is behind generation %d", observed, generation), true
+}
+
+// nestedInt reads an integer field, tolerating the numeric types unstructured
+// content may hold.
+func nestedInt(obj map[string]interface{}, fields ...string) (int64, bool) {
+	v, found, err := unstructured.NestedFieldNoCopy(obj, fields...)
+	if err != nil || !found {
+		return 0, false
+	}
+	switch v := v.(type) {
+	case int64:
+		return v, true
+	case int:
+		return int64(v), true
+	case int32:
+		return int64(v), true
+	case float64:
+		if v == float64(int64(v)) {
+			return int64(v), true
+		}
+	}
+	return 0, false
+}
+
+type condition struct {
+	status, reason, message string
+}
+
+// readyCondition returns the first condition of type Ready in
+// status.conditions, skipping entries that are not maps.
+func readyCondition(obj *unstructured.Unstructured) (condition, bool) {
+	st, ok := obj.Object["status"].(map[string]interface{})
+	if !ok {
+		return condition{}, false
+	}
+	conds, ok := st["conditions"].([]interface{})
+	if !ok {
+		return condition{}, false
+	}
+	for _, c := range conds {
+		m, ok := c.(map[string]interface{})
+		if !ok {
+			continue
+		}
+		if t, _ := m["type"].(string); t != "Ready" {
+			continue
+		}
+		s, _ := m["status"].(string)
+		r, _ := m["reason"].(string)
+		msg, _ := m["message"].(string)
+		return condition{status: s, reason: r, message: msg}, true
+	}
+	return condition{}, false
+}
+
+// computeRule evaluates rule on obj.
+func computeRule(obj *unstructured.Unstructured, rule *Rule) Result {
+	jp, err := parsePath(rule.FieldPath)
+	if err != nil {
+		return Result{State: Failed, Reason: ReasonInvalidRule,
+			Message: fmt.Sprintf("readiness rule path %q: %v", rule.FieldPath, err)}
+	}
+	sets, err := jp.FindResults(obj.Object)
+	if err != nil {
+		return Result{State: Failed, Reason: ReasonInvalidRule,
+			Message: fmt.Sprintf("evaluating %s: %v", rule.FieldPath, err)}
+	}
+	var values []interface{}
+	for _, set := range sets {
+		for _, v := range set {
+			if !v.IsValid() || !v.CanInterface() {
+				continue
+			}
+			values = append(values, v.Interface())
+		}
+	}
+	switch len(values) {
+	case 0:
+		return notSet(rule)
+	case 1:
+	default:
+		return Result{State: Failed, Reason: ReasonInvalidRule,
+			Message: fmt.Sprintf("%s yields %d values, the readiness rule needs exactly one", rule.FieldPath, len(values))}
+	}
+	if values[0] == nil {
+		return notSet(rule)
+	}
+	text, err := formatValue(values[0])
+	if err != nil {
+		return Result{State: Failed, Reason: ReasonInvalidRule,
+			Message: fmt.Sprintf("evaluating %s: %v", rule.FieldPath, err)}
+	}
+	if text != rule.FieldValue {
+		return Result{State: InProgress, Reason: ReasonFieldValueMismatch,
+			Message: fmt.Sprintf("%s is %q, waiting for %q", rule.FieldPath, text, rule.FieldValue)}
+	}
+	return Result{State: Ready, Reason: ReasonFieldValueMatches,
+		Message: fmt.Sprintf("%s is %q", rule.FieldPath, text)}
+}
+
+func notSet(rule *Rule) Result {
+	return Result{State: InProgress, Reason: ReasonFieldNotSet,
+		Message: fmt.Sprintf("%s is not set", rule.FieldPath)}
+}
+
+// formatValue returns the text of a value: a string as it is, anything else as
+// compact JSON.
+func formatValue(v interface{}) (string, error) {
+	if s, ok := v.(string); ok {
+		return s, nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return "", err
+	}
+	return string(b), nil
+}
+
+// parsePath parses a path without braces, such as status.phase or
+// ['status'].phase, into a JSONPath that allows missing keys. It accepts the
+// same paths as the references of a Bundle (package reference): a leading "$"
+// or "." is rejected rather than tolerated, since {$..phase} would be a
+// recursive descent that finds a value anywhere in the object.
+func parsePath(path string) (*jsonpath.JSONPath, error) {
+	if path == "" {
+		return nil, errors.New("the path is empty")
+	}
+	if strings.HasPrefix(path, "$") || strings.HasPrefix(path, ".") || strings.HasPrefix(path, "{") {
+		return nil, errors.New(`write the path without braces and without a leading "$" or "."`)
+	}
+	template := "{$." + path + "}"
+	if strings.HasPrefix(path, "[") {
+		// {$.['status']} does not parse as intended; {$['status']} does.
+		template = "{$" + path + "}"
+	}
+	// A stray brace would turn the template into several expressions or add
+	// text to it; only a template that is one expression is a path.
+	parser, err := jsonpath.Parse("readiness", template)
+	if err != nil {
+		return nil, fmt.Errorf("invalid JSONPath: %w", err)
+	}
+	if len(parser.Root.Nodes) != 1 || parser.Root.Nodes[0].Type() != jsonpath.NodeList {
+		return nil, errors.New("invalid JSONPath: braces are not allowed")
+	}
+	jp := jsonpath.New("readiness").AllowMissingKeys(true)
+	if err := jp.Parse(template); err != nil {
+		return nil, fmt.Errorf("invalid JSONPath: %w", err)
+	}
+	return jp, nil
+}
