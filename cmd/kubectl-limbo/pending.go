@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -441,7 +442,7 @@ func setCountdown(item *pendingItem, annotations map[string]string, now time.Tim
 		item.countdown = countdownRunning
 	case softdelete.ActionInvalid:
 		item.countdown = countdownNever
-		item.addMessage(d.Err.Error() + ": never deleted")
+		item.addMessage(d.Err.Error())
 	case softdelete.ActionStamp:
 		item.countdown = countdownUnknown
 		item.addMessage(fmt.Sprintf("no %s yet: the countdown of %s starts when the controller stamps it",
@@ -545,7 +546,8 @@ func formatTimeLeft(d time.Duration) string {
 // printPendingTable prints items as a table; with allNamespaces, the first
 // column is NAMESPACE.
 func printPendingTable(out io.Writer, items []pendingItem, now time.Time, allNamespaces bool) error {
-	w := printers.GetNewTabWriter(out)
+	var buf bytes.Buffer
+	w := printers.GetNewTabWriter(&buf)
 	header := []string{"KIND", "NAME", "BUNDLE", "DELETE-AFTER", "TIME-LEFT", "MESSAGE"}
 	if allNamespaces {
 		header = append([]string{"NAMESPACE"}, header...)
@@ -563,7 +565,19 @@ func printPendingTable(out io.Writer, items []pendingItem, now time.Time, allNam
 		}
 		fmt.Fprintln(w, strings.Join(row, "\t"))
 	}
-	return w.Flush()
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	// An empty MESSAGE leaves the padding of TIME-LEFT at the end of the line.
+	lines := strings.SplitAfter(buf.String(), "\n")
+	for i, line := range lines {
+		lines[i] = strings.TrimRight(line, " \n")
+		if strings.HasSuffix(line, "\n") {
+			lines[i] += "\n"
+		}
+	}
+	_, err := io.WriteString(out, strings.Join(lines, ""))
+	return err
 }
 
 // kindColumn is the KIND column: Kind, or Kind.group for the kinds of API
