@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -179,4 +180,173 @@ func setWidgetReady(t testing.TB, ns, name string, ready bool) {
 		}
 		return env.Client.Status().Update(context.Background(), u)
 	})
+}
+
+var gadgetGVK = schema.GroupVersionKind{Group: "test.limbo.dev", Version: "v1", Kind: "Gadget"}
+
+// gadget is a Gadget template: Ready when status.phase is Running (its CRD says so).
+func gadget(name string) map[string]any {
+	return map[string]any{"apiVersion": "test.limbo.dev/v1", "kind": "Gadget", "metadata": map[string]any{"name": name}, "spec": map[string]any{"size": int64(1)}}
+}
+
+// withAnnotations returns the template with annotations added to its metadata.
+func withAnnotations(obj map[string]any, annotations map[string]any) map[string]any {
+	md := obj["metadata"].(map[string]any)
+	all, _ := md["annotations"].(map[string]any)
+	if all == nil {
+		all = map[string]any{}
+	}
+	for k, v := range annotations {
+		all[k] = v
+	}
+	md["annotations"] = all
+	return obj
+}
+
+// setGadgetPhase writes a Gadget's status.phase the way its operator would.
+func setGadgetPhase(t testing.TB, ns, name, phase string) {
+	t.Helper()
+	testenv.Eventually(t, testenv.DefaultTimeout, func() error {
+		u := getObject(t, gadgetGVK, ns, name)
+		if u == nil {
+			return fmt.Errorf("gadget %s does not exist", name)
+		}
+		u.Object["status"] = map[string]any{"phase": phase}
+		return env.Client.Status().Update(context.Background(), u)
+	})
+}
+
+// createObject creates obj (unstructured content) as the test client, outside any
+// Bundle, and returns it as created.
+func createObject(t testing.TB, ns string, obj map[string]any) *unstructured.Unstructured {
+	t.Helper()
+	u := &unstructured.Unstructured{Object: obj}
+	u.SetNamespace(ns)
+	if err := env.Client.Create(context.Background(), u); err != nil {
+		t.Fatalf("create %s %s: %v", u.GetKind(), u.GetName(), err)
+	}
+	return u
+}
+
+// createWidget creates a Widget outside any Bundle with a Ready condition of the
+// given status, as if its operator had reported on it already.
+func createWidget(t testing.TB, ns, name string, ready bool, annotations map[string]any) {
+	t.Helper()
+	obj := widget(name)
+	if annotations != nil {
+		withAnnotations(obj, annotations)
+	}
+	createObject(t, ns, obj)
+	setWidgetReady(t, ns, name, ready)
+}
+
+// events lists the events whose involved object is the Bundle b.
+func events(t testing.TB, b *limbov1alpha1.Bundle) []corev1.Event {
+	t.Helper()
+	var list corev1.EventList
+	if err := env.Client.List(context.Background(), &list, client.InNamespace(b.Namespace)); err != nil {
+		t.Fatalf("list events: %v", err)
+	}
+	var out []corev1.Event
+	for _, e := range list.Items {
+		if e.InvolvedObject.Kind == "Bundle" && e.InvolvedObject.Name == b.Name {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// waitEvent waits for an event on the Bundle with the type, reason and message.
+func waitEvent(t testing.TB, b *limbov1alpha1.Bundle, typ, reason, message string) {
+	t.Helper()
+	testenv.Eventually(t, testenv.DefaultTimeout, func() error {
+		var seen []string
+		for _, e := range events(t, b) {
+			if e.Type == typ && e.Reason == reason && e.Message == message {
+				return nil
+			}
+			seen = append(seen, fmt.Sprintf("%s/%s: %s", e.Type, e.Reason, e.Message))
+		}
+		return fmt.Errorf("no %s event %s %q; events: %q", typ, reason, message, seen)
+	})
+}
+
+// resourceMessageIs checks a resource's state, reason and message exactly.
+func resourceMessageIs(b *limbov1alpha1.Bundle, name string, state limbov1alpha1.ResourceState, reason, message string) error {
+	if err := resourceIs(b, name, state, reason); err != nil {
+		return err
+	}
+	if st := resourceStatus(b, name); st.Reason != reason || st.Message != message {
+		return fmt.Errorf("resource %q is %s/%s with message %q, want reason %q and message %q", name, st.State, st.Reason, st.Message, reason, message)
+	}
+	return nil
+}
+
+// conditionMessageIs checks a condition's status, reason and message exactly.
+func conditionMessageIs(b *limbov1alpha1.Bundle, typ string, status metav1.ConditionStatus, reason, message string) error {
+	if err := conditionIs(b, typ, status, reason); err != nil {
+		return err
+	}
+	if c := meta.FindStatusCondition(b.Status.Conditions, typ); c.Message != message {
+		return fmt.Errorf("%s is %s/%s with message %q, want message %q", typ, c.Status, c.Reason, c.Message, message)
+	}
+	return nil
+}
+
+// stringField reads a string field of an object.
+func stringField(u *unstructured.Unstructured, fields ...string) string {
+	s, _, _ := unstructured.NestedString(u.Object, fields...)
+	return s
+}
+
+// noObject fails when the object exists.
+func noObject(gvk schema.GroupVersionKind, ns, name string) func() error {
+	return func() error {
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(gvk)
+		err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, u)
+		switch {
+		case err == nil:
+			return fmt.Errorf("%s %s/%s exists", gvk.Kind, ns, name)
+		case client.IgnoreNotFound(err) != nil:
+			return err
+		}
+		return nil
+	}
+}
+
+// isControlledBy reports whether u has a controller reference to b with
+// blockOwnerDeletion.
+func isControlledBy(u *unstructured.Unstructured, b *limbov1alpha1.Bundle) error {
+	owner := metav1.GetControllerOf(u)
+	if owner == nil || owner.UID != b.UID || owner.Kind != "Bundle" || owner.BlockOwnerDeletion == nil || !*owner.BlockOwnerDeletion {
+		return fmt.Errorf("%s %s: owner references %+v, want a controller reference to Bundle %s (uid %s) with blockOwnerDeletion", u.GetKind(), u.GetName(), u.GetOwnerReferences(), b.Name, b.UID)
+	}
+	if got := u.GetLabels()[limbov1alpha1.LabelBundle]; got != b.Name {
+		return fmt.Errorf("%s %s: label %s=%q, want %q", u.GetKind(), u.GetName(), limbov1alpha1.LabelBundle, got, b.Name)
+	}
+	return nil
+}
+
+var deploymentGVK = schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}
+
+// deployment is a Deployment template. The local control plane runs the
+// deployment controller but no scheduler or kubelet: with 0 replicas it becomes
+// Ready (kstatus Current) once the deployment controller has observed it.
+func deployment(name string, replicas int64) map[string]any {
+	labels := map[string]any{"app": name}
+	return map[string]any{
+		"apiVersion": "apps/v1", "kind": "Deployment",
+		"metadata": map[string]any{"name": name},
+		"spec": map[string]any{
+			"replicas": replicas,
+			"selector": map[string]any{"matchLabels": labels},
+			"template": map[string]any{
+				"metadata": map[string]any{"labels": labels},
+				"spec": map[string]any{"containers": []any{map[string]any{
+					"name": "main", "image": "registry.k8s.io/pause:3.10",
+				}}},
+			},
+		},
+	}
 }

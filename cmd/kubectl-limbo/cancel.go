@@ -183,7 +183,7 @@ func tombstoneCancelError(ctx context.Context, c client.Client, t target) error 
 		resource = fmt.Sprintf("resource %q", resource)
 	}
 	msg := fmt.Sprintf("cannot cancel %s: a Tombstone stands for an external item (%s), and the plugin would find that item again and put it back in limbo. "+
-		"To keep the item, add it to the plugin's exclude list (spec.exclude of %s in %s), or re-create what makes it desired",
+		"To keep the item, add it to the plugin's exclude list (plugin.spec.exclude of %s in %s), or re-create what makes it desired",
 		t, describeExternalItem(&tomb), resource, bundle)
 	switch tomb.Spec.Plugin {
 	case "namespace-gc":

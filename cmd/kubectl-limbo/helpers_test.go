@@ -84,10 +84,10 @@ func (f *testClients) Namespace() (string, error) {
 	}
 	return "default", nil
 }
-func (f *testClients) Client() (client.Client, error)         { return f.client, nil }
-func (f *testClients) Metadata() (metadata.Interface, error)  { return f.metadata, nil }
-func (f *testClients) Discovery() (resourceDiscovery, error)  { return f.discovery, nil }
-func (f *testClients) RESTMapper() (meta.RESTMapper, error)   { return f.mapper, nil }
+func (f *testClients) Client() (client.Client, error)        { return f.client, nil }
+func (f *testClients) Metadata() (metadata.Interface, error) { return f.metadata, nil }
+func (f *testClients) Discovery() (resourceDiscovery, error) { return f.discovery, nil }
+func (f *testClients) RESTMapper() (meta.RESTMapper, error)  { return f.mapper, nil }
 
 // fixture holds fake clients over the same objects.
 type fixture struct {

@@ -103,6 +103,9 @@ func (f *kubeconfigFactory) Metadata() (metadata.Interface, error) {
 	if err != nil {
 		return nil, err
 	}
+	// `pending` lists every resource type; the deprecation warnings of the
+	// old ones (v1 Endpoints, ...) are noise there.
+	cfg.WarningHandler = rest.NoWarnings{}
 	return metadata.NewForConfig(cfg)
 }
 

@@ -417,10 +417,10 @@ func describeExternalItem(t *limbov1alpha1.Tombstone) string {
 		fmt.Fprintf(&b, "%q (id %s)", item.Name, item.ID)
 	case item.Name != "":
 		fmt.Fprintf(&b, "%q", item.Name)
-	default:
+	case item.ID != "":
 		fmt.Fprintf(&b, "id %s", item.ID)
 	}
-	return b.String()
+	return strings.TrimSpace(b.String())
 }
 
 // setCountdown reads the deadline of an item in limbo from its annotations,

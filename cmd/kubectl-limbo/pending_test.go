@@ -1,12 +1,19 @@
 package main
 
 import (
+	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+	clienttesting "k8s.io/client-go/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
@@ -59,11 +66,155 @@ func TestPendingTableNamespace(t *testing.T) {
 	if code != 0 || errOut != "" {
 		t.Fatalf("exit %d, stderr %q", code, errOut)
 	}
-	want := `KIND         NAME                 BUNDLE   DELETE-AFTER           TIME-LEFT   MESSAGE
-Secret       nodelay              <none>   <none>                 due         no limbo.dev/deletionDelay: deleted without delay
-Deployment.apps   app             shop     2026-03-01T11:10:00Z   due
+	want := `KIND              NAME                 BUNDLE   DELETE-AFTER           TIME-LEFT   MESSAGE
+Secret            nodelay              <none>   <none>                 due         no limbo.dev/deletionDelay: deleted without delay
+Deployment.apps   app                  shop     2026-03-01T11:10:00Z   due
+Tombstone         storage-ns-gc-4f7c   shop     2026-03-01T12:05:00Z   5m0s        namespace-gc: StorageOSNamespace "old-team" (id 4f7c); last error (attempt 2): 409: namespace still has volumes
+ConfigMap         db-config            shop     2026-03-02T11:59:00Z   23h59m      delete failed: etcd timeout
+ConfigMap         cache                shop     <unknown>              <unknown>   invalid limbo.dev/deletionTimestamp "yesterday": not an RFC 3339 time; the countdown restarts
+ConfigMap         legacy               shop     <none>                 never       invalid limbo.dev/deletionDelay "forever": time: invalid duration "forever"
+ConfigMap         negative             shop     <none>                 never       invalid limbo.dev/deletionDelay "-5m": must not be negative
 `
 	if out != want {
 		t.Errorf("got\n%s\nwant\n%s", out, want)
+	}
+}
+
+func TestPendingTableAllNamespaces(t *testing.T) {
+	f := newFixture(t, nil, pendingObjects()...)
+	code, out, errOut := f.run("pending", "-A")
+	if code != 0 || errOut != "" {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+	want := `NAMESPACE   KIND              NAME                 BUNDLE   DELETE-AFTER           TIME-LEFT   MESSAGE
+team-a      Secret            nodelay              <none>   <none>                 due         no limbo.dev/deletionDelay: deleted without delay
+team-a      Deployment.apps   app                  shop     2026-03-01T11:10:00Z   due
+team-a      Tombstone         storage-ns-gc-4f7c   shop     2026-03-01T12:05:00Z   5m0s        namespace-gc: StorageOSNamespace "old-team" (id 4f7c); last error (attempt 2): 409: namespace still has volumes
+team-a      ConfigMap         db-config            shop     2026-03-02T11:59:00Z   23h59m      delete failed: etcd timeout
+team-b      ConfigMap         other                web      2026-03-04T10:00:00Z   2d22h
+team-a      ConfigMap         cache                shop     <unknown>              <unknown>   invalid limbo.dev/deletionTimestamp "yesterday": not an RFC 3339 time; the countdown restarts
+team-a      ConfigMap         legacy               shop     <none>                 never       invalid limbo.dev/deletionDelay "forever": time: invalid duration "forever"
+team-a      ConfigMap         negative             shop     <none>                 never       invalid limbo.dev/deletionDelay "-5m": must not be negative
+`
+	if out != want {
+		t.Errorf("got\n%s\nwant\n%s", out, want)
+	}
+	// The same output, run after run.
+	for range 5 {
+		if _, again, _ := f.run("pending", "-A"); again != out {
+			t.Fatalf("output changed between runs:\n%s", again)
+		}
+	}
+}
+
+func TestPendingDefaultNamespaceAndEmpty(t *testing.T) {
+	f := newFixture(t, nil, pendingObjects()...)
+	code, out, errOut := f.run("pending")
+	if code != 0 || out != "" || errOut != "Nothing in limbo in namespace default.\n" {
+		t.Errorf("exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+}
+
+func TestPendingSkipsUnlistableTypes(t *testing.T) {
+	f := newFixture(t, nil, pendingObjects()...)
+	f.metadata.PrependReactor("list", "secrets", func(clienttesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "secrets"}, "", nil)
+	})
+	f.metadata.PrependReactor("list", "deployments", func(clienttesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewMethodNotSupported(schema.GroupResource{Group: "apps", Resource: "deployments"}, "list")
+	})
+	code, out, errOut := f.run("pending", "-n", "team-a")
+	if code != 0 {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+	if want := "Warning: not allowed to list secrets; objects of these types in limbo are not shown\n"; errOut != want {
+		t.Errorf("stderr %q, want %q", errOut, want)
+	}
+	if strings.Contains(out, "nodelay") || strings.Contains(out, "Deployment") || !strings.Contains(out, "db-config") {
+		t.Errorf("unexpected rows:\n%s", out)
+	}
+
+	// Any other error fails the command.
+	f.metadata.PrependReactor("list", "configmaps", func(clienttesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewServiceUnavailable("try later")
+	})
+	code, out, errOut = f.run("pending", "-n", "team-a")
+	if code != 1 || out != "" || !strings.HasPrefix(errOut, "error: listing configmaps: try later") {
+		t.Errorf("exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+}
+
+func TestPendingDiscoveryPartialFailure(t *testing.T) {
+	f := newFixture(t, nil, pendingObjects()...)
+	d := defaultDiscovery()
+	d.err = &discovery.ErrGroupDiscoveryFailed{Groups: map[schema.GroupVersion]error{
+		{Group: "metrics.k8s.io", Version: "v1beta1"}: apierrors.NewServiceUnavailable("down"),
+	}}
+	f.clients.discovery = d
+	code, out, errOut := f.run("pending", "-n", "team-a")
+	if code != 0 || !strings.Contains(out, "db-config") {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	if want := "Warning: could not discover metrics.k8s.io/v1beta1; objects of these API groups in limbo are not shown\n"; errOut != want {
+		t.Errorf("stderr %q, want %q", errOut, want)
+	}
+}
+
+func TestPendingJSON(t *testing.T) {
+	f := newFixture(t, nil, pendingObjects()...)
+	code, out, errOut := f.run("pending", "-n", "team-a", "-o", "json")
+	if code != 0 || errOut != "" {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+	var list pendingList
+	if err := json.Unmarshal([]byte(out), &list); err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Items) != 7 {
+		t.Fatalf("%d items, want 7:\n%s", len(list.Items), out)
+	}
+	db := list.Items[3]
+	if db.Name != "db-config" || db.APIVersion != "v1" || db.Kind != "ConfigMap" || db.TimeLeft != "23h59m" ||
+		db.DeletionDelay != "24h" || db.DeletionTimestamp != "2026-03-01T11:59:00Z" ||
+		db.DeleteAfter == nil || !db.DeleteAfter.Equal(time.Date(2026, 3, 2, 11, 59, 0, 0, time.UTC)) {
+		t.Errorf("db-config item: %+v", db)
+	}
+
+	code, out, _ = f.run("pending", "-n", "team-a", "-o", "yaml")
+	if code != 0 || !strings.Contains(out, "timeLeft: 23h59m") {
+		t.Errorf("yaml: exit %d\n%s", code, out)
+	}
+	code, _, errOut = f.run("pending", "-o", "wide")
+	if code != 1 || !strings.Contains(errOut, `error: unsupported output format "wide"`) {
+		t.Errorf("-o wide: exit %d, stderr %q", code, errOut)
+	}
+}
+
+func TestFormatTimeLeft(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		time.Millisecond:                  "1s",
+		45 * time.Second:                  "45s",
+		59*time.Second + time.Millisecond: "1m0s",
+		9*time.Minute + 30*time.Second:    "9m30s",
+		time.Hour:                         "1h0m",
+		23*time.Hour + 59*time.Minute:     "23h59m",
+		47*time.Hour + 59*time.Minute:     "47h59m",
+		48 * time.Hour:                    "2d0h",
+		76 * time.Hour:                    "3d4h",
+	} {
+		if got := formatTimeLeft(d); got != want {
+			t.Errorf("formatTimeLeft(%v) = %q, want %q", d, got, want)
+		}
+	}
+}
+
+func TestTimeLeftDueAtDeadline(t *testing.T) {
+	deadline := testNow.Truncate(time.Second)
+	p := pendingItem{DeleteAfter: &deadline, countdown: countdownRunning}
+	if got := timeLeftColumn(&p, deadline); got != "due" {
+		t.Errorf("at the deadline: %q, want due", got)
+	}
+	if got := timeLeftColumn(&p, deadline.Add(-time.Second)); got != "1s" {
+		t.Errorf("a second before: %q, want 1s", got)
 	}
 }

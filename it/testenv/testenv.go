@@ -39,6 +39,8 @@ type Env struct {
 
 	cancelController context.CancelFunc
 	controllerDone   chan error
+	// requests records every request the in-process controller sends.
+	requests requestLog
 }
 
 // Options say what a test package needs.
@@ -111,8 +113,11 @@ func start(opts Options) (*Env, error) {
 }
 
 // StartController runs the limbo controller in-process until StopController.
+// Its requests are recorded: see ControllerRequests.
 func (e *Env) StartController(opts controller.Options) error {
-	mgr, err := controller.NewManager(e.Config, opts)
+	cfg := rest.CopyConfig(e.Config)
+	cfg.Wrap(e.requests.wrap)
+	mgr, err := controller.NewManager(cfg, opts)
 	if err != nil {
 		return err
 	}
@@ -150,11 +155,7 @@ func zapLevel() int8 {
 // Namespace creates a fresh namespace for t and deletes it when t ends.
 func (e *Env) Namespace(t testing.TB) string {
 	t.Helper()
-	name := strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name()))
-	if len(name) > 40 {
-		name = name[:40]
-	}
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: strings.TrimRight(name, "-") + "-"}}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: namespacePrefix(t.Name())}}
 	ctx := context.Background()
 	if err := e.Client.Create(ctx, ns); err != nil {
 		t.Fatalf("create namespace: %v", err)
@@ -165,6 +166,32 @@ func (e *Env) Namespace(t testing.TB) string {
 		}
 	})
 	return ns.Name
+}
+
+// namespacePrefix turns a test's name into a namespace's generateName: lower
+// case, every run of characters other than letters and digits made one "-", at
+// most 40 characters before the final "-".
+func namespacePrefix(testName string) string {
+	var b strings.Builder
+	dash := false
+	for _, r := range strings.ToLower(testName) {
+		if (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9') {
+			b.WriteRune(r)
+			dash = false
+		} else if !dash && b.Len() > 0 {
+			b.WriteByte('-')
+			dash = true
+		}
+	}
+	name := b.String()
+	if len(name) > 40 {
+		name = name[:40]
+	}
+	name = strings.TrimRight(name, "-")
+	if name == "" {
+		name = "test"
+	}
+	return name + "-"
 }
 
 // Context returns a context that ends with t, bounded by timeout.

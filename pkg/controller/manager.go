@@ -8,6 +8,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/discovery"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
@@ -20,6 +21,9 @@ import (
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 	"github.com/limbo-dev/limbo/pkg/controller/bundle"
+	"github.com/limbo-dev/limbo/pkg/controller/reaper"
+	"github.com/limbo-dev/limbo/pkg/controller/tombstone"
+	"github.com/limbo-dev/limbo/pkg/plugins"
 	"github.com/limbo-dev/limbo/pkg/softdelete"
 )
 
@@ -59,6 +63,19 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 			cacheOpts.DefaultNamespaces[ns] = cache.Config{}
 		}
 	}
+	registry := opts.Plugins
+	if registry == nil {
+		var err error
+		if registry, err = plugins.NewRegistry(plugins.Options{
+			NamespaceGCInterval: opts.NamespaceGCInterval,
+			NamespaceGCDelay:    opts.NamespaceGCDelay,
+		}); err != nil {
+			return nil, err
+		}
+	}
+	for _, w := range registry.Watches() {
+		cacheOpts.ByObject[w.Object] = cache.ByObject{Label: everything()}
+	}
 	mgrOpts := manager.Options{
 		Scheme:                        scheme,
 		Cache:                         cacheOpts,
@@ -93,7 +110,21 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 		Clock:    clock.RealClock{},
 		Metrics:  softdelete.DefaultMetrics,
 	}
-	if _, err := bundle.SetupWithManager(mgr, bundle.Options{Workers: opts.Workers, Engine: engine}); err != nil {
+	disco, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	reap := reaper.New(mgr.GetClient(), disco, engine, opts.ResyncPeriod)
+	reap.Namespaces = opts.Namespaces
+	bundles, err := bundle.SetupWithManager(mgr, bundle.Options{Workers: opts.Workers, Engine: engine, Plugins: registry, OnManagedObjectEvent: reap.Observe})
+	if err != nil {
+		return nil, err
+	}
+	if err := tombstone.SetupWithManager(mgr, registry, engine, opts.Workers); err != nil {
+		return nil, err
+	}
+	reap.OnKind = bundles.EnsureWatch
+	if err := mgr.Add(reap); err != nil {
 		return nil, err
 	}
 	return mgr, nil

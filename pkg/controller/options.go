@@ -4,6 +4,8 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+
+	"github.com/limbo-dev/limbo/pkg/plugin"
 )
 
 // Options are the controller's tunables; every field has a flag.
@@ -20,6 +22,12 @@ type Options struct {
 	ResyncPeriod            time.Duration
 	// Namespaces restricts the watched namespaces; empty watches all.
 	Namespaces []string
+	// NamespaceGCInterval and NamespaceGCDelay are namespace-gc's defaults for
+	// gcInterval and gcDelay.
+	NamespaceGCInterval time.Duration
+	NamespaceGCDelay    time.Duration
+	// Plugins replaces the compiled-in plugin registry (tests add plugins).
+	Plugins *plugin.Registry
 }
 
 // DefaultOptions are the flags' defaults.
@@ -33,6 +41,8 @@ func DefaultOptions() Options {
 		Burst:                   100,
 		Workers:                 4,
 		ResyncPeriod:            30 * time.Minute,
+		NamespaceGCInterval:     time.Hour,
+		NamespaceGCDelay:        20 * time.Second,
 	}
 }
 
@@ -48,5 +58,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.Burst, "kube-api-burst", o.Burst, "Client-side burst of requests to the API server.")
 	fs.IntVar(&o.Workers, "workers", o.Workers, "Bundles reconciled in parallel.")
 	fs.DurationVar(&o.ResyncPeriod, "resync-period", o.ResyncPeriod, "Periodic full resync, a safety net: reconciles are event-driven and countdowns requeue at their deadline.")
+	fs.DurationVar(&o.NamespaceGCInterval, "namespace-delete-gc-interval", o.NamespaceGCInterval, "namespace-gc: default period of the full garbage collection (gcInterval); 0s disables it.")
+	fs.DurationVar(&o.NamespaceGCDelay, "namespace-delete-gc-delay", o.NamespaceGCDelay, "namespace-gc: default delay before the first full garbage collection (gcDelay).")
 	fs.StringSliceVar(&o.Namespaces, "namespaces", o.Namespaces, "Namespaces to watch (comma-separated); empty watches all.")
 }

@@ -54,6 +54,8 @@ type pass struct {
 	plan     *bundlespec.Plan
 	specErrs bundlespec.Errors
 	live     map[string]*unstructured.Unstructured // by resource name, after apply
+	declared map[string]bool                       // objectKey of every object the spec declares or a plugin generated
+	plugins  []pluginOutcome                       // plugin inventories, processed with the orphans
 
 	// Outputs.
 	resources []limbov1alpha1.ResourceStatus
@@ -63,7 +65,7 @@ type pass struct {
 }
 
 func newPass(r *Reconciler, b *limbov1alpha1.Bundle) *pass {
-	return &pass{r: r, bundle: b, live: map[string]*unstructured.Unstructured{}, states: map[string]limbov1alpha1.ResourceState{}}
+	return &pass{r: r, bundle: b, live: map[string]*unstructured.Unstructured{}, declared: map[string]bool{}, states: map[string]limbov1alpha1.ResourceState{}}
 }
 
 // after asks to come back within d (the earliest request wins).
@@ -140,19 +142,39 @@ func (p *pass) sameAsBefore(reason, msg string) bool {
 }
 
 func (p *pass) syncObject(ctx context.Context, res *bundlespec.Resource) limbov1alpha1.ResourceStatus {
-	tmpl := res.Template
-	st := limbov1alpha1.ResourceStatus{Name: res.Name, Object: &limbov1alpha1.ObjectReference{
-		APIVersion: res.GVK.GroupVersion().String(), Kind: res.GVK.Kind, Namespace: tmpl.GetNamespace(), Name: tmpl.GetName(),
+	st, live := p.syncOne(ctx, res.Name, res.Template, res.Adopt, p.unreadyDependencies(res.Name), func() (*unstructured.Unstructured, error) {
+		content, err := p.resolve(res.References, res.Template.Object)
+		if err != nil {
+			return nil, err
+		}
+		return p.own(&unstructured.Unstructured{Object: content})
+	})
+	if live != nil {
+		p.live[res.Name] = live
+	}
+	return st
+}
+
+// syncOne brings one object to its desired state: it checks who owns the live
+// object, cancels a countdown, waits for dependencies (waiting), applies what build
+// returns unless the live object already holds it, and reports readiness. It also
+// returns the live object.
+func (p *pass) syncOne(ctx context.Context, name string, tmpl *unstructured.Unstructured, adopt bool, waiting []string,
+	build func() (*unstructured.Unstructured, error)) (limbov1alpha1.ResourceStatus, *unstructured.Unstructured) {
+	gvk := tmpl.GroupVersionKind()
+	st := limbov1alpha1.ResourceStatus{Name: name, Object: &limbov1alpha1.ObjectReference{
+		APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind, Namespace: tmpl.GetNamespace(), Name: tmpl.GetName(),
 	}}
-	fail := func(state limbov1alpha1.ResourceState, reason, format string, args ...any) limbov1alpha1.ResourceStatus {
+	fail := func(state limbov1alpha1.ResourceState, reason, format string, args ...any) (limbov1alpha1.ResourceStatus, *unstructured.Unstructured) {
 		st.State, st.Reason, st.Message = state, reason, fmt.Sprintf(format, args...)
-		return st
+		return st, nil
 	}
-	if err := p.r.watcher.ensure(res.GVK); err != nil {
+	p.declared[objectKey(gvk.GroupKind(), tmpl.GetName())] = true
+	if err := p.r.watcher.ensure(gvk); err != nil {
 		p.after(retryInterval)
-		return fail(limbov1alpha1.ResourceError, ReasonReadFailed, "watch %s: %v", res.GVK.Kind, err)
+		return fail(limbov1alpha1.ResourceError, ReasonReadFailed, "watch %s: %v", gvk.Kind, err)
 	}
-	live, err := p.r.getLive(ctx, res.GVK, tmpl.GetNamespace(), tmpl.GetName())
+	live, err := p.r.getLive(ctx, gvk, tmpl.GetNamespace(), tmpl.GetName())
 	if err != nil {
 		p.after(retryInterval)
 		return fail(limbov1alpha1.ResourceError, ReasonReadFailed, "%v", err)
@@ -164,17 +186,17 @@ func (p *pass) syncObject(ctx context.Context, res *bundlespec.Resource) limbov1
 		case owner != nil && owner.UID == p.bundle.UID:
 		case owner != nil:
 			p.after(conflictRecheckInterval)
-			return fail(limbov1alpha1.ResourceError, ReasonControlledByOther, "%s %q exists and is controlled by %s %q", res.GVK.Kind, tmpl.GetName(), owner.Kind, owner.Name)
-		case live.GetLabels()[limbov1alpha1.LabelBundle] == p.bundle.Name, res.Adopt:
+			return fail(limbov1alpha1.ResourceError, ReasonControlledByOther, "%s %q exists and is controlled by %s %q", gvk.Kind, tmpl.GetName(), owner.Kind, owner.Name)
+		case live.GetLabels()[limbov1alpha1.LabelBundle] == p.bundle.Name, adopt:
 			adopting = true
 		default:
 			p.after(conflictRecheckInterval)
 			return fail(limbov1alpha1.ResourceError, ReasonNotOwned,
-				"%s %q exists and is not managed by this Bundle; annotate the template with %s: \"true\" to adopt it", res.GVK.Kind, tmpl.GetName(), limbov1alpha1.AnnotationAdopt)
+				"%s %q exists and is not managed by this Bundle; annotate the template with %s: \"true\" to adopt it", gvk.Kind, tmpl.GetName(), limbov1alpha1.AnnotationAdopt)
 		}
 		if live.GetDeletionTimestamp() != nil {
 			p.after(teardownInterval)
-			return fail(limbov1alpha1.ResourceDeleting, ReasonBeingDeleted, "%s %q is being deleted; it is re-created once it is gone", res.GVK.Kind, tmpl.GetName())
+			return fail(limbov1alpha1.ResourceDeleting, ReasonBeingDeleted, "%s %q is being deleted; it is re-created once it is gone", gvk.Kind, tmpl.GetName())
 		}
 		// Desired again: a countdown in progress is cancelled, even while the
 		// resource waits for its dependencies (cancelling is always safe).
@@ -183,10 +205,10 @@ func (p *pass) syncObject(ctx context.Context, res *bundlespec.Resource) limbov1
 			return fail(limbov1alpha1.ResourceError, ReasonApplyFailed, "%v", err)
 		}
 	}
-	if waiting := p.unreadyDependencies(res.Name); len(waiting) > 0 {
+	if len(waiting) > 0 {
 		return fail(limbov1alpha1.ResourceBlocked, ReasonDependenciesNotReady, "waiting for %s", strings.Join(quoteAll(waiting), ", "))
 	}
-	desired, err := p.desiredObject(res)
+	desired, err := build()
 	if err != nil {
 		return fail(limbov1alpha1.ResourceError, ReasonReferenceError, "%v", err)
 	}
@@ -201,17 +223,16 @@ func (p *pass) syncObject(ctx context.Context, res *bundlespec.Resource) limbov1
 		}
 		if err := p.r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(desired), client.FieldOwner(limbov1alpha1.FieldManager), client.ForceOwnership); err != nil {
 			p.after(retryInterval)
-			return fail(limbov1alpha1.ResourceError, ReasonApplyFailed, "apply %s %q: %v", res.GVK.Kind, tmpl.GetName(), err)
+			return fail(limbov1alpha1.ResourceError, ReasonApplyFailed, "apply %s %q: %v", gvk.Kind, tmpl.GetName(), err)
 		}
 		p.r.applied.record(desired.GetUID(), hash)
-		p.r.Recorder.Eventf(p.bundle, corev1.EventTypeNormal, event, "resource %q: %s %s", res.Name, res.GVK.Kind, verb+" "+tmpl.GetName())
+		p.r.Recorder.Eventf(p.bundle, corev1.EventTypeNormal, event, "resource %q: %s %s %s", name, gvk.Kind, tmpl.GetName(), verb)
 		live = desired
 		st.Object.UID = string(live.GetUID())
 	}
-	p.live[res.Name] = live
-	rule, err := p.r.readinessRule(ctx, res.GVK)
+	rule, err := p.r.readinessRule(ctx, gvk)
 	if err != nil {
-		return fail(limbov1alpha1.ResourceError, ReasonFailed, "readiness rule of %s: %v", res.GVK.Kind, err)
+		return fail(limbov1alpha1.ResourceError, ReasonFailed, "readiness rule of %s: %v", gvk.Kind, err)
 	}
 	ready := readiness.Compute(live, rule)
 	switch ready.State {
@@ -223,14 +244,13 @@ func (p *pass) syncObject(ctx context.Context, res *bundlespec.Resource) limbov1
 		st.State, st.Reason = limbov1alpha1.ResourceInProgress, ready.Reason
 	}
 	st.Message = ready.Message
-	return st
+	return st, live
 }
 
-// desiredObject is the template with references resolved, and with limbo's label
-// and controller owner reference.
-func (p *pass) desiredObject(res *bundlespec.Resource) (*unstructured.Unstructured, error) {
+// resolve returns content with the values of refs substituted.
+func (p *pass) resolve(refs []limbov1alpha1.Reference, content map[string]any) (map[string]any, error) {
 	sources := map[string]reference.Source{}
-	for _, ref := range res.References {
+	for _, ref := range refs {
 		dep := p.plan.Resources[ref.Resource]
 		src := reference.Source{}
 		if live := p.live[ref.Resource]; live != nil {
@@ -241,15 +261,15 @@ func (p *pass) desiredObject(res *bundlespec.Resource) (*unstructured.Unstructur
 		}
 		sources[ref.Resource] = src
 	}
-	values, err := reference.Resolve(res.References, sources, false)
+	values, err := reference.Resolve(refs, sources, false)
 	if err != nil {
 		return nil, err
 	}
-	content, err := reference.Substitute(res.Template.Object, values)
-	if err != nil {
-		return nil, err
-	}
-	desired := &unstructured.Unstructured{Object: content}
+	return reference.Substitute(content, values)
+}
+
+// own adds limbo's label and controller owner reference to desired.
+func (p *pass) own(desired *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 	labels := desired.GetLabels()
 	if labels == nil {
 		labels = map[string]string{}
@@ -267,11 +287,6 @@ func (p *pass) desiredObject(res *bundlespec.Resource) (*unstructured.Unstructur
 		Name: p.bundle.Name, UID: p.bundle.UID, Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
 	}))
 	return desired, nil
-}
-
-func (p *pass) syncPlugin(_ context.Context, res *bundlespec.Resource) limbov1alpha1.ResourceStatus {
-	// Plugins are validated by the catalog; without one, validation rejects them.
-	return limbov1alpha1.ResourceStatus{Name: res.Name, State: limbov1alpha1.ResourceError, Reason: bundlespec.ReasonUnknownPlugin, Message: fmt.Sprintf("plugin %q is not available", res.Plugin.Name)}
 }
 
 func (p *pass) unreadyDependencies(name string) []string {
@@ -314,7 +329,7 @@ func (p *pass) emitResourceEvents() {
 // processOrphans finds the objects this Bundle controls that left its spec and,
 // once every resource is Ready, hands them to the soft-delete engine.
 func (p *pass) processOrphans(ctx context.Context) {
-	orphans, err := p.r.orphans(ctx, p.bundle, p.plan)
+	orphans, err := p.r.orphans(ctx, p.bundle, p.plan, p.declared)
 	if err != nil {
 		log.FromContext(ctx).Error(err, "listing orphans")
 		p.after(retryInterval)
@@ -331,36 +346,9 @@ func (p *pass) processOrphans(ctx context.Context) {
 		if out.Gone {
 			p.r.applied.forget(o.GetUID())
 		}
-		if out.Pending != nil {
-			p.pending = append(p.pending, *out.Pending)
-		}
-		if out.Requeue {
-			p.after(out.RequeueAfter)
-		}
-		if out.Err != nil {
-			p.after(retryInterval)
-		}
+		p.collect(out.Pending, out.Requeue, out.RequeueAfter, out.Err)
 	}
-}
-
-// getLive returns the live object, or nil if there is none: from the cache when
-// limbo manages it, else from the API server (an object limbo may adopt, or that
-// blocks a resource).
-func (r *Reconciler) getLive(ctx context.Context, gvk schema.GroupVersionKind, namespace, name string) (*unstructured.Unstructured, error) {
-	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(gvk)
-	key := client.ObjectKey{Namespace: namespace, Name: name}
-	err := r.Client.Get(ctx, key, u)
-	if apierrors.IsNotFound(err) {
-		err = r.APIReader.Get(ctx, key, u)
-	}
-	switch {
-	case apierrors.IsNotFound(err):
-		return nil, nil
-	case err != nil:
-		return nil, fmt.Errorf("read %s %q: %w", gvk.Kind, name, err)
-	}
-	return u, nil
+	p.processPlugins(ctx, ready)
 }
 
 // kindsOf is every kind b uses or used: its plan's, and those its previous status
@@ -424,7 +412,7 @@ func (r *Reconciler) controlled(ctx context.Context, b *limbov1alpha1.Bundle, ki
 func objectKey(gk schema.GroupKind, name string) string { return gk.String() + "/" + name }
 
 // orphans lists the objects b controls that its plan no longer declares.
-func (r *Reconciler) orphans(ctx context.Context, b *limbov1alpha1.Bundle, plan *bundlespec.Plan) ([]*unstructured.Unstructured, error) {
+func (r *Reconciler) orphans(ctx context.Context, b *limbov1alpha1.Bundle, plan *bundlespec.Plan, generated map[string]bool) ([]*unstructured.Unstructured, error) {
 	all, err := r.controlled(ctx, b, kindsOf(b, plan))
 	if err != nil {
 		return nil, err
@@ -437,7 +425,7 @@ func (r *Reconciler) orphans(ctx context.Context, b *limbov1alpha1.Bundle, plan 
 	}
 	var out []*unstructured.Unstructured
 	for _, o := range all {
-		if !declared[objectKey(o.GroupVersionKind().GroupKind(), o.GetName())] {
+		if key := objectKey(o.GroupVersionKind().GroupKind(), o.GetName()); !declared[key] && !generated[key] {
 			out = append(out, o)
 		}
 	}
@@ -473,4 +461,24 @@ func orDefault(s, def string) string {
 		return def
 	}
 	return s
+}
+
+// getLive returns the live object, or nil if there is none: from the cache when
+// limbo manages it, else from the API server (an object limbo may adopt, or that
+// blocks a resource).
+func (r *Reconciler) getLive(ctx context.Context, gvk schema.GroupVersionKind, namespace, name string) (*unstructured.Unstructured, error) {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(gvk)
+	key := client.ObjectKey{Namespace: namespace, Name: name}
+	err := r.Client.Get(ctx, key, u)
+	if apierrors.IsNotFound(err) {
+		err = r.APIReader.Get(ctx, key, u)
+	}
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("read %s %q: %w", gvk.Kind, name, err)
+	}
+	return u, nil
 }

@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
-	"github.com/limbo-dev/limbo/pkg/bundlespec"
+	"github.com/limbo-dev/limbo/pkg/plugin"
 	"github.com/limbo-dev/limbo/pkg/softdelete"
 )
 
@@ -40,7 +40,7 @@ type Reconciler struct {
 	Mapper    meta.RESTMapper
 	Recorder  record.EventRecorder
 	Engine    *softdelete.Engine
-	Plugins   bundlespec.PluginCatalog
+	Plugins   *plugin.Registry
 	Clock     clock.PassiveClock
 	Metrics   *Metrics
 

@@ -1,6 +1,8 @@
 package bundle
 
 import (
+	"context"
+
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/selection"
@@ -10,17 +12,20 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
-	"github.com/limbo-dev/limbo/pkg/bundlespec"
+	"github.com/limbo-dev/limbo/pkg/plugin"
 	"github.com/limbo-dev/limbo/pkg/softdelete"
 )
 
 // Options tune the reconciler.
 type Options struct {
 	Workers int
-	Plugins bundlespec.PluginCatalog
+	Plugins *plugin.Registry
 	Engine  *softdelete.Engine
 	// OnManagedObjectEvent is told of every event on a managed object (the reaper
 	// listens for objects released to limbo).
@@ -68,9 +73,40 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) (*Reconciler, error) {
 		return nil, err
 	}
 	r.watcher = &watcher{cache: mgr.GetCache(), controller: c, onEvent: opts.OnManagedObjectEvent, watched: map[schema.GroupVersionKind]bool{}}
+	if opts.Plugins != nil {
+		for _, w := range opts.Plugins.Watches() {
+			if err := c.Watch(source.Kind[client.Object](mgr.GetCache(), w.Object, handler.EnqueueRequestsFromMapFunc(r.bundlesUsing(w.Plugins)))); err != nil {
+				return nil, err
+			}
+		}
+	}
 	return r, nil
 }
 
 // EnsureWatch makes the reconciler watch objects of gvk (the reaper uses it for
 // kinds it finds in limbo after a restart).
 func (r *Reconciler) EnsureWatch(gvk schema.GroupVersionKind) error { return r.watcher.ensure(gvk) }
+
+// bundlesUsing maps any event to the Bundles that hold a resource of one of plugins.
+func (r *Reconciler) bundlesUsing(plugins []string) handler.MapFunc {
+	wanted := map[string]bool{}
+	for _, p := range plugins {
+		wanted[p] = true
+	}
+	return func(ctx context.Context, _ client.Object) []reconcile.Request {
+		var bundles limbov1alpha1.BundleList
+		if err := r.Client.List(ctx, &bundles); err != nil {
+			return nil
+		}
+		var out []reconcile.Request
+		for _, b := range bundles.Items {
+			for _, res := range b.Spec.Resources {
+				if res.Plugin != nil && wanted[res.Plugin.Name] {
+					out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&b)})
+					break
+				}
+			}
+		}
+		return out
+	}
+}

@@ -14,6 +14,7 @@ import (
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 	"github.com/limbo-dev/limbo/pkg/bundlespec"
+	"github.com/limbo-dev/limbo/pkg/plugin"
 )
 
 // teardown removes a deleted Bundle's content before its finalizer goes, modelled
@@ -30,10 +31,28 @@ func (r *Reconciler) teardown(ctx context.Context, b *limbov1alpha1.Bundle) (ctr
 	if !controllerutil.ContainsFinalizer(b, limbov1alpha1.FinalizerTeardown) {
 		return ctrl.Result{}, nil
 	}
+	// Removing a cleanup job stops its deletions: pending Tombstones are cancelled,
+	// never executed, whatever the cascade mode (the items stay).
+	if err := r.cancelTombstones(ctx, b); err != nil {
+		return ctrl.Result{}, err
+	}
 	if controllerutil.ContainsFinalizer(b, metav1.FinalizerOrphanDependents) || controllerutil.ContainsFinalizer(b, metav1.FinalizerDeleteDependents) {
 		return ctrl.Result{}, r.removeFinalizer(ctx, b)
 	}
 	plan, _ := bundlespec.Parse(b, r.Mapper, r.Plugins) // an invalid spec is torn down in one wave
+	if plan != nil {
+		// Plugin teardowns run first: deorbit needs the objects still there.
+		if remaining, err := r.teardownPlugins(ctx, b, plan); err != nil || len(remaining) > 0 {
+			var failures []string
+			if err != nil {
+				failures = append(failures, err.Error())
+			}
+			if err := r.teardownStatus(ctx, b, remaining, failures); err != nil {
+				return ctrl.Result{}, err
+			}
+			return ctrl.Result{RequeueAfter: teardownInterval}, nil
+		}
+	}
 	objects, err := r.controlled(ctx, b, kindsOf(b, plan))
 	if err != nil {
 		return ctrl.Result{}, err
@@ -57,7 +76,7 @@ func (r *Reconciler) teardown(ctx context.Context, b *limbov1alpha1.Bundle) (ctr
 			}
 			r.applied.forget(o.GetUID())
 		}
-		if err := r.teardownStatus(ctx, b, wave, failures); err != nil {
+		if err := r.teardownStatus(ctx, b, describeObjects(wave), failures); err != nil {
 			return ctrl.Result{}, err
 		}
 		return ctrl.Result{RequeueAfter: teardownInterval}, nil
@@ -103,12 +122,67 @@ func teardownWaves(plan *bundlespec.Plan, objects []*unstructured.Unstructured) 
 	return waves
 }
 
-func (r *Reconciler) teardownStatus(ctx context.Context, b *limbov1alpha1.Bundle, remaining []*unstructured.Unstructured, failures []string) error {
-	st := *b.Status.DeepCopy()
-	names := make([]string, len(remaining))
-	for i, o := range remaining {
+// cancelTombstones removes b's Tombstones without deleting their items.
+func (r *Reconciler) cancelTombstones(ctx context.Context, b *limbov1alpha1.Bundle) error {
+	var tombstones limbov1alpha1.TombstoneList
+	if err := r.Client.List(ctx, &tombstones, client.InNamespace(b.Namespace), client.MatchingLabels{limbov1alpha1.LabelBundle: b.Name}); err != nil {
+		return err
+	}
+	for i := range tombstones.Items {
+		if err := r.Engine.CancelTombstone(ctx, b, &tombstones.Items[i], "the Bundle is being deleted"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// teardownPlugins runs the teardown of every plugin resource that has one, and
+// returns what is still in progress.
+func (r *Reconciler) teardownPlugins(ctx context.Context, b *limbov1alpha1.Bundle, plan *bundlespec.Plan) ([]string, error) {
+	var remaining []string
+	for _, name := range plan.Order {
+		res := plan.Resources[name]
+		if res.Plugin == nil {
+			continue
+		}
+		p, ok := r.Plugins.Get(res.Plugin.Name)
+		tearDowner, has := p.(plugin.TearDowner)
+		if !ok || !has {
+			continue
+		}
+		spec := []byte("{}")
+		if res.Plugin.Spec != nil {
+			spec = res.Plugin.Spec.Raw
+		}
+		req := plugin.Request{Bundle: b, Resource: name, Spec: spec, Client: r.Client, Reader: r.APIReader, Now: r.Clock.Now()}
+		type outcome struct {
+			done bool
+			msg  string
+		}
+		out, err := plugin.WithTimeout(ctx, func(ctx context.Context) (outcome, error) {
+			done, msg, err := tearDowner.Teardown(ctx, req)
+			return outcome{done, msg}, err
+		})
+		if err != nil {
+			return append(remaining, fmt.Sprintf("plugin resource %s", name)), fmt.Errorf("plugin resource %q teardown: %w", name, err)
+		}
+		if !out.done {
+			remaining = append(remaining, fmt.Sprintf("plugin resource %s (%s)", name, out.msg))
+		}
+	}
+	return remaining, nil
+}
+
+func describeObjects(objects []*unstructured.Unstructured) []string {
+	names := make([]string, len(objects))
+	for i, o := range objects {
 		names[i] = fmt.Sprintf("%s %s", o.GetKind(), o.GetName())
 	}
+	return names
+}
+
+func (r *Reconciler) teardownStatus(ctx context.Context, b *limbov1alpha1.Bundle, names []string, failures []string) error {
+	st := *b.Status.DeepCopy()
 	meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: ConditionContentRemaining, Status: metav1.ConditionTrue,
 		Reason: "SomeResourcesRemain", Message: "waiting for " + strings.Join(names, ", ") + " to be deleted", ObservedGeneration: b.Generation})
 	failure := metav1.Condition{Type: ConditionDeletionFailure, Status: metav1.ConditionFalse, Reason: ReasonAsExpected, ObservedGeneration: b.Generation}

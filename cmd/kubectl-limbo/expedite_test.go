@@ -1,0 +1,151 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+	"github.com/limbo-dev/limbo/pkg/softdelete"
+)
+
+func TestExpedite(t *testing.T) {
+	cm := &corev1.ConfigMap{ObjectMeta: inLimbo("team-a", "db-config", "shop", "24h", stampAgo(time.Hour))}
+	f := newFixture(t, nil, cm)
+
+	code, out, errOut := f.run("expedite", "configmap/db-config", "-n", "team-a")
+	if code != 0 || errOut != "" {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+	// now - 24h, to the second.
+	const stamp = "2026-02-28T12:00:00Z"
+	if want := "configmap/db-config expedited: limbo.dev/deletionTimestamp set to " + stamp +
+		" (delay 24h0m0s), deadline 2026-03-01T12:00:00Z: the controller deletes it now\n"; out != want {
+		t.Errorf("stdout %q, want %q", out, want)
+	}
+	if stamp != softdelete.ExpediteStamp(testNow, 24*time.Hour) {
+		t.Fatalf("test stamp differs from softdelete.ExpediteStamp")
+	}
+
+	var got corev1.ConfigMap
+	if err := f.client.Get(context.Background(), client.ObjectKeyFromObject(cm), &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Annotations[limbov1alpha1.AnnotationDeletionTimestamp] != stamp {
+		t.Errorf("stamp %q, want %q", got.Annotations[limbov1alpha1.AnnotationDeletionTimestamp], stamp)
+	}
+	if got.Annotations[limbov1alpha1.AnnotationDeletionDelay] != "24h" || got.Labels[limbov1alpha1.LabelPendingDeletion] != "true" {
+		t.Errorf("other metadata changed: %v %v", got.Annotations, got.Labels)
+	}
+	// The engine now deletes it.
+	if d := softdelete.Decide(testNow, softdelete.State{Annotations: got.Annotations, PendingLabel: true}); d.Action != softdelete.ActionDelete {
+		t.Errorf("Decide after expedite: %s, want Delete", d.Action)
+	}
+}
+
+func TestExpediteKinds(t *testing.T) {
+	tomb := &limbov1alpha1.Tombstone{ObjectMeta: inLimbo("team-a", "storage-ns-gc-4f7c", "shop", "10m", stampAgo(time.Minute))}
+	deploy := &appsv1.Deployment{ObjectMeta: inLimbo("team-a", "app", "shop", "90s", stampAgo(time.Second))}
+	f := newFixture(t, nil, tomb, deploy)
+
+	for _, tc := range []struct {
+		args  []string
+		obj   client.Object
+		ref   string
+		stamp string
+	}{
+		{[]string{"tombstone/storage-ns-gc-4f7c"}, tomb, "tombstone.limbo.dev/storage-ns-gc-4f7c", "2026-03-01T11:50:00Z"},
+		{[]string{"deployments.apps/app"}, deploy, "deployment.apps/app", "2026-03-01T11:58:30Z"},
+		{[]string{"Deployment.apps", "app"}, deploy, "deployment.apps/app", "2026-03-01T11:58:30Z"},
+	} {
+		args := append([]string{"expedite", "-n", "team-a"}, tc.args...)
+		code, out, errOut := f.run(args...)
+		if code != 0 || !strings.HasPrefix(out, tc.ref+" expedited: limbo.dev/deletionTimestamp set to "+tc.stamp) {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q", tc.args, code, out, errOut)
+			continue
+		}
+		obj := tc.obj.DeepCopyObject().(client.Object)
+		if err := f.client.Get(context.Background(), client.ObjectKeyFromObject(tc.obj), obj); err != nil {
+			t.Fatal(err)
+		}
+		if got := obj.GetAnnotations()[limbov1alpha1.AnnotationDeletionTimestamp]; got != tc.stamp {
+			t.Errorf("%v: stamp %q, want %q", tc.args, got, tc.stamp)
+		}
+	}
+}
+
+func TestExpediteRefuses(t *testing.T) {
+	notInLimbo := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "kept",
+		Annotations: map[string]string{limbov1alpha1.AnnotationDeletionDelay: "24h"}}}
+	invalid := &corev1.ConfigMap{ObjectMeta: inLimbo("team-a", "invalid", "shop", "soon", stampAgo(time.Hour))}
+	noDelay := &corev1.ConfigMap{ObjectMeta: inLimbo("team-a", "nodelay", "shop", "", stampAgo(time.Hour))}
+	f := newFixture(t, nil, notInLimbo, invalid, noDelay)
+
+	for name, want := range map[string]string{
+		"configmap/kept":    "error: configmap/kept is not in limbo: it has no limbo.dev/deletionTimestamp annotation, so no deletion is scheduled\n",
+		"configmap/invalid": `error: cannot expedite configmap/invalid: invalid limbo.dev/deletionDelay "soon": time: invalid duration "soon"; an object with an invalid delay is never deleted by the controller: fix the annotation, or kubectl delete it` + "\n",
+		"configmap/nodelay": "error: cannot expedite configmap/nodelay: it has no limbo.dev/deletionDelay annotation, so it is deleted without delay as soon as the controller sees it\n",
+		"configmap/missing": "error: configmaps \"missing\" not found\n",
+		"gizmo/x":           "error: the server doesn't have a resource type \"gizmo\"\n",
+		"configmap":         "error: expected KIND/NAME (for example configmap/db-config), got \"configmap\"\n",
+	} {
+		code, out, errOut := f.run("expedite", "-n", "team-a", name)
+		if code != 1 || out != "" || errOut != want {
+			t.Errorf("%s: exit %d, stdout %q, stderr\n%s\nwant\n%s", name, code, out, errOut, want)
+		}
+	}
+
+	// Nothing was written.
+	for _, obj := range []client.Object{notInLimbo, invalid, noDelay} {
+		var got corev1.ConfigMap
+		if err := f.client.Get(context.Background(), client.ObjectKeyFromObject(obj), &got); err != nil {
+			t.Fatal(err)
+		}
+		if got.ResourceVersion != "999" {
+			t.Errorf("%s was written: resourceVersion %s", obj.GetName(), got.ResourceVersion)
+		}
+	}
+}
+
+// TestExpediteConflict checks that a change between read and patch is not
+// overwritten: the patch carries the resourceVersion read, fails, and is redone
+// after a fresh read.
+func TestExpediteConflict(t *testing.T) {
+	cm := &corev1.ConfigMap{ObjectMeta: inLimbo("team-a", "db-config", "shop", "24h", stampAgo(time.Hour))}
+	patches := 0
+	funcs := &interceptor.Funcs{Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+		patches++
+		if patches == 1 {
+			// Someone changes the delay after our read.
+			var live corev1.ConfigMap
+			if err := c.Get(ctx, client.ObjectKeyFromObject(obj), &live); err != nil {
+				return err
+			}
+			live.Annotations[limbov1alpha1.AnnotationDeletionDelay] = "1h"
+			if err := c.Update(ctx, &live); err != nil {
+				return err
+			}
+		}
+		return c.Patch(ctx, obj, patch, opts...)
+	}}
+	f := newFixture(t, funcs, cm)
+	code, out, errOut := f.run("expedite", "-n", "team-a", "configmap/db-config")
+	if code != 0 || patches != 2 {
+		t.Fatalf("exit %d, %d patches, stdout %q, stderr %q", code, patches, out, errOut)
+	}
+	var got corev1.ConfigMap
+	if err := f.client.Get(context.Background(), client.ObjectKeyFromObject(cm), &got); err != nil {
+		t.Fatal(err)
+	}
+	// The new delay (1h) was used.
+	if want := "2026-03-01T11:00:00Z"; got.Annotations[limbov1alpha1.AnnotationDeletionTimestamp] != want {
+		t.Errorf("stamp %q, want %q", got.Annotations[limbov1alpha1.AnnotationDeletionTimestamp], want)
+	}
+}

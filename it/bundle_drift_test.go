@@ -1,0 +1,96 @@
+package it
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/limbo-dev/limbo/it/testenv"
+	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+)
+
+// driftDeadline bounds how long a drift may last: the object's change is a watch
+// event that triggers its Bundle, so correction is a matter of a second, far from
+// any resync (30 minutes) or recheck interval (30 seconds).
+const driftDeadline = 10 * time.Second
+
+// An external edit of what limbo set (kubectl edit, a PUT by another client) is
+// reverted promptly, event-driven; what limbo does not set is left alone.
+func TestDriftCorrected(t *testing.T) {
+	ns := env.Namespace(t)
+	b := createBundle(t, ns, "drift",
+		objectResource(t, "settings", configMap("settings", map[string]any{"mode": "safe", "level": "1"}, map[string]any{"team": "a"})))
+	waitReady(t, b)
+	original := getObject(t, configMapGVK, ns, "settings")
+
+	edit := func(t *testing.T, change func(u *unstructured.Unstructured)) {
+		t.Helper()
+		testenv.Eventually(t, testenv.DefaultTimeout, func() error {
+			u := getObject(t, configMapGVK, ns, "settings")
+			change(u)
+			return env.Client.Update(context.Background(), u)
+		})
+	}
+	corrected := func(t *testing.T, check func(u *unstructured.Unstructured) error) {
+		t.Helper()
+		testenv.Eventually(t, driftDeadline, func() error { return check(getObject(t, configMapGVK, ns, "settings")) })
+	}
+	wantData := func(u *unstructured.Unstructured) error {
+		data, _, _ := unstructured.NestedStringMap(u.Object, "data")
+		if data["mode"] != "safe" || data["level"] != "1" {
+			return fmt.Errorf("data = %v, want mode=safe level=1 restored", data)
+		}
+		return nil
+	}
+
+	t.Run("changed value", func(t *testing.T) {
+		edit(t, func(u *unstructured.Unstructured) {
+			_ = unstructured.SetNestedField(u.Object, "unsafe", "data", "mode")
+		})
+		corrected(t, wantData)
+	})
+	t.Run("removed field", func(t *testing.T) {
+		edit(t, func(u *unstructured.Unstructured) { unstructured.RemoveNestedField(u.Object, "data", "level") })
+		corrected(t, wantData)
+	})
+	t.Run("removed annotation", func(t *testing.T) {
+		edit(t, func(u *unstructured.Unstructured) { u.SetAnnotations(nil) })
+		corrected(t, func(u *unstructured.Unstructured) error {
+			if u.GetAnnotations()["team"] != "a" {
+				return fmt.Errorf("annotations = %v, want team=a restored", u.GetAnnotations())
+			}
+			return nil
+		})
+	})
+	t.Run("removed label", func(t *testing.T) {
+		// The object falls out of limbo's label-selected cache: the watch sees that
+		// as a deletion, which still maps to the Bundle; the object is still
+		// controlled by the Bundle, so limbo manages it and labels it again.
+		edit(t, func(u *unstructured.Unstructured) {
+			labels := u.GetLabels()
+			delete(labels, limbov1alpha1.LabelBundle)
+			u.SetLabels(labels)
+		})
+		bundle := getBundle(t, b)
+		corrected(t, func(u *unstructured.Unstructured) error { return isControlledBy(u, bundle) })
+	})
+	t.Run("removed owner reference", func(t *testing.T) {
+		// Still labelled with the Bundle's name and without a controller: limbo
+		// takes it back.
+		edit(t, func(u *unstructured.Unstructured) { u.SetOwnerReferences(nil) })
+		bundle := getBundle(t, b)
+		corrected(t, func(u *unstructured.Unstructured) error { return isControlledBy(u, bundle) })
+	})
+
+	final := getObject(t, configMapGVK, ns, "settings")
+	if err := wantData(final); err != nil {
+		t.Error(err)
+	}
+	if final.GetUID() != original.GetUID() {
+		t.Errorf("the object was re-created (uid %s, was %s): drift is corrected in place", final.GetUID(), original.GetUID())
+	}
+	waitReady(t, b)
+}

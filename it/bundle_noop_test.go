@@ -1,0 +1,183 @@
+package it
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/limbo-dev/limbo/it/testenv"
+	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+)
+
+// A reconcile with nothing to change writes nothing: no apply, no status write,
+// no event. The test counts the controller's own requests (the test client's
+// are not counted). Each pass is triggered by a change the controller watches
+// but that changes nothing limbo owns: an unrelated label on a managed object.
+// A control run then proves that the counting sees the controller's writes: a
+// drifted object costs exactly one PATCH, to that object, in the very reconcile
+// that also saw the unrelated label.
+func TestNoOpReconcileMakesZeroWrites(t *testing.T) {
+	ns := env.Namespace(t)
+	b := createBundle(t, ns, "noop",
+		objectResource(t, "config", configMap("config", map[string]any{"mode": "safe"}, map[string]any{"team": "a"})),
+		objectResource(t, "widget", widget("widget"), limbov1alpha1.Reference{Resource: "config"}),
+		objectResource(t, "web", deployment("web", 0), limbov1alpha1.Reference{Resource: "config"}),
+		objectResource(t, "app", configMap("app", map[string]any{"mode": "!{mode}", "url": "http://web/?mode=!{mode}"}, nil),
+			limbov1alpha1.Reference{Name: "mode", Resource: "config", Path: "data.mode"},
+			limbov1alpha1.Reference{Resource: "web"}, limbov1alpha1.Reference{Resource: "widget"}),
+	)
+	waitReady(t, b)
+	quiesce(t, ns)
+
+	managed := []struct {
+		gvk  schema.GroupVersionKind
+		name string
+	}{{configMapGVK, "config"}, {widgetGVK, "widget"}, {deploymentGVK, "web"}, {configMapGVK, "app"}}
+	for i, o := range managed {
+		t.Run("label on "+o.gvk.Kind+" "+o.name, func(t *testing.T) {
+			env.ResetControllerRequests()
+			before := reconciles(t)
+			addLabel(t, o.gvk, ns, o.name, "test.limbo.dev/poke", fmt.Sprint(i))
+			// The label event triggers a reconcile of the Bundle (this one, as no
+			// other Bundle is busy; at worst another's, which only weakens the
+			// wait, not the assertion below).
+			testenv.Eventually(t, 10*time.Second, func() error {
+				if n := reconciles(t); n <= before {
+					return fmt.Errorf("no reconcile since the label was added (%v)", n)
+				}
+				return nil
+			})
+			testenv.Consistently(t, 2*time.Second, func() error {
+				if writes := env.ControllerRequests(testenv.Writes, testenv.InNamespace(ns)); len(writes) > 0 {
+					return fmt.Errorf("a no-op reconcile wrote:%s", testenv.FormatRequests(writes))
+				}
+				return nil
+			})
+		})
+	}
+
+	t.Run("control: one drifted object costs one PATCH", func(t *testing.T) {
+		env.ResetControllerRequests()
+		addLabel(t, configMapGVK, ns, "config", "test.limbo.dev/poke", "control")
+		// Same informer, later event: the reconcile that corrects app has seen
+		// the label on config.
+		patch := []byte(`{"data":{"mode":"drifted"}}`)
+		app := &unstructured.Unstructured{}
+		app.SetGroupVersionKind(configMapGVK)
+		app.SetNamespace(ns)
+		app.SetName("app")
+		if err := env.Client.Patch(context.Background(), app, client.RawPatch(types.MergePatchType, patch)); err != nil {
+			t.Fatal(err)
+		}
+		waitObject(t, configMapGVK, ns, "app", func(u *unstructured.Unstructured) error {
+			if got := stringField(u, "data", "mode"); got != "safe" {
+				return fmt.Errorf("app data.mode = %q, want safe restored", got)
+			}
+			return nil
+		})
+		want := "PATCH /api/v1/namespaces/" + ns + "/configmaps/app"
+		// Nothing more follows: the correction is not repeated, nothing else moves.
+		testenv.Consistently(t, 2*time.Second, func() error {
+			writes := env.ControllerRequests(testenv.Writes, testenv.InNamespace(ns), testenv.NotResource("events"))
+			if len(writes) != 1 || writes[0].String() != want {
+				return fmt.Errorf("writes = %s, want exactly one: %s", testenv.FormatRequests(writes), want)
+			}
+			return nil
+		})
+	})
+}
+
+// Values the API server normalizes (a CPU quantity of 0.5 is stored as 500m,
+// defaults are filled in) must not make every reconcile re-apply.
+func TestNoOpReconcileWithServerNormalizedValues(t *testing.T) {
+	ns := env.Namespace(t)
+	web := deployment("web", 0)
+	container := web["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)["containers"].([]any)[0].(map[string]any)
+	container["resources"] = map[string]any{"requests": map[string]any{"cpu": "0.5", "memory": "0.5Gi"}}
+	container["ports"] = []any{map[string]any{"containerPort": int64(8080)}} // protocol defaulted to TCP
+	b := createBundle(t, ns, "normalized", objectResource(t, "web", web))
+	waitReady(t, b)
+	quiesce(t, ns)
+
+	env.ResetControllerRequests()
+	before := reconciles(t)
+	addLabel(t, deploymentGVK, ns, "web", "test.limbo.dev/poke", "1")
+	testenv.Eventually(t, 10*time.Second, func() error {
+		if n := reconciles(t); n <= before {
+			return fmt.Errorf("no reconcile since the label was added (%v)", n)
+		}
+		return nil
+	})
+	testenv.Consistently(t, 2*time.Second, func() error {
+		if writes := env.ControllerRequests(testenv.Writes, testenv.InNamespace(ns)); len(writes) > 0 {
+			return fmt.Errorf("a no-op reconcile wrote:%s", testenv.FormatRequests(writes))
+		}
+		return nil
+	})
+}
+
+// quiesce waits until the controller has written nothing in ns for a while: the
+// events and status writes of the Bundle's creation are behind us.
+func quiesce(t testing.TB, ns string) {
+	t.Helper()
+	testenv.Eventually(t, 30*time.Second, func() error {
+		env.ResetControllerRequests()
+		deadline := time.Now().Add(1500 * time.Millisecond)
+		for time.Now().Before(deadline) {
+			if writes := env.ControllerRequests(testenv.Writes, testenv.InNamespace(ns)); len(writes) > 0 {
+				return fmt.Errorf("the controller is still writing:%s", testenv.FormatRequests(writes))
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		return nil
+	})
+}
+
+// addLabel labels an object as the test client: a change limbo watches, to a
+// field limbo does not own.
+func addLabel(t testing.TB, gvk schema.GroupVersionKind, ns, name, key, value string) {
+	t.Helper()
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(gvk)
+	u.SetNamespace(ns)
+	u.SetName(name)
+	patch := fmt.Sprintf(`{"metadata":{"labels":{%q:%q}}}`, key, value)
+	if err := env.Client.Patch(context.Background(), u, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
+		t.Fatalf("label %s %s: %v", gvk.Kind, name, err)
+	}
+}
+
+// reconciles is how many reconciles the Bundle controller has finished.
+func reconciles(t testing.TB) float64 {
+	t.Helper()
+	families, err := ctrlmetrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n float64
+	found := false
+	for _, f := range families {
+		if f.GetName() != "controller_runtime_reconcile_total" {
+			continue
+		}
+		found = true
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "controller" && l.GetValue() == "bundle" {
+					n += m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	if !found {
+		t.Fatal("no controller_runtime_reconcile_total metric: is the controller in-process?")
+	}
+	return n
+}

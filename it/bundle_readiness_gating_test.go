@@ -1,0 +1,97 @@
+package it
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/limbo-dev/limbo/it/testenv"
+	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+)
+
+// A CRD can state the readiness rule of its objects (Gadget: Ready when
+// status.phase is Running). Its dependents wait until the rule holds; a
+// value read from the dependency's live object flows into the dependent.
+func TestReadinessGatingByCRDRule(t *testing.T) {
+	ns := env.Namespace(t)
+	b := createBundle(t, ns, "gadgets",
+		objectResource(t, "engine", gadget("engine")),
+		objectResource(t, "dash", configMap("dash", map[string]any{"engine": "phase=!{phase}"}, nil),
+			limbov1alpha1.Reference{Name: "phase", Resource: "engine", Path: "status.phase"}),
+	)
+	waitBundle(t, b, func(cur *limbov1alpha1.Bundle) error {
+		if err := resourceMessageIs(cur, "engine", limbov1alpha1.ResourceInProgress, "FieldNotSet", "status.phase is not set"); err != nil {
+			return err
+		}
+		return resourceMessageIs(cur, "dash", limbov1alpha1.ResourceBlocked, "DependenciesNotReady", `waiting for "engine"`)
+	})
+
+	setGadgetPhase(t, ns, "engine", "Pending")
+	pending := func(cur *limbov1alpha1.Bundle) error {
+		if err := resourceMessageIs(cur, "engine", limbov1alpha1.ResourceInProgress, "FieldValueMismatch", `status.phase is "Pending", waiting for "Running"`); err != nil {
+			return err
+		}
+		if err := resourceMessageIs(cur, "dash", limbov1alpha1.ResourceBlocked, "DependenciesNotReady", `waiting for "engine"`); err != nil {
+			return err
+		}
+		return conditionIs(cur, "Ready", metav1.ConditionFalse, "Progressing")
+	}
+	waitBundle(t, b, pending)
+	testenv.Consistently(t, 2*time.Second, func() error {
+		if err := noObject(configMapGVK, ns, "dash")(); err != nil {
+			return err
+		}
+		return pending(getBundle(t, b))
+	})
+
+	setGadgetPhase(t, ns, "engine", "Running")
+	testenv.Eventually(t, 10*time.Second, func() error {
+		if getObject(t, configMapGVK, ns, "dash") == nil {
+			return fmt.Errorf("ConfigMap dash not created after engine turned Running")
+		}
+		return nil
+	})
+	ready := waitReady(t, b)
+	if err := resourceMessageIs(ready, "engine", limbov1alpha1.ResourceReady, "", `status.phase is "Running"`); err != nil {
+		t.Error(err)
+	}
+	if got := stringField(getObject(t, configMapGVK, ns, "dash"), "data", "engine"); got != "phase=Running" {
+		t.Errorf("dash data.engine = %q, want phase=Running (read from the live Gadget)", got)
+	}
+
+	// Readiness is live: the Gadget leaving Running makes the Bundle not Ready.
+	setGadgetPhase(t, ns, "engine", "Degraded")
+	waitBundle(t, b, func(cur *limbov1alpha1.Bundle) error {
+		if err := resourceMessageIs(cur, "engine", limbov1alpha1.ResourceInProgress, "FieldValueMismatch", `status.phase is "Degraded", waiting for "Running"`); err != nil {
+			return err
+		}
+		return conditionIs(cur, "Ready", metav1.ConditionFalse, "Progressing")
+	})
+}
+
+// Built-in kinds are read with kstatus: a Deployment (0 replicas: there is no
+// scheduler or kubelet) is Ready once the deployment controller has observed it,
+// and only then does its dependent go ahead.
+func TestReadinessGatingByKstatus(t *testing.T) {
+	ns := env.Namespace(t)
+	b := createBundle(t, ns, "deploy",
+		objectResource(t, "web", deployment("web", 0)),
+		objectResource(t, "after", configMap("after", map[string]any{"observed": "generation !{gen}"}, nil),
+			limbov1alpha1.Reference{Name: "gen", Resource: "web", Path: "status.observedGeneration"}),
+	)
+	ready := waitReady(t, b)
+	if err := resourceIs(ready, "web", limbov1alpha1.ResourceReady, ""); err != nil {
+		t.Error(err)
+	}
+	web := getObject(t, deploymentGVK, ns, "web")
+	if og, _, _ := unstructured.NestedInt64(web.Object, "status", "observedGeneration"); og != web.GetGeneration() {
+		t.Errorf("Deployment status.observedGeneration = %d, generation %d: Ready before the deployment controller observed it", og, web.GetGeneration())
+	}
+	want := fmt.Sprintf("generation %d", web.GetGeneration())
+	if got := stringField(getObject(t, configMapGVK, ns, "after"), "data", "observed"); got != want {
+		t.Errorf("after data.observed = %q, want %q", got, want)
+	}
+}

@@ -1,0 +1,88 @@
+package it
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+)
+
+// Changing a template updates the live object in place (same UID). limbo applies
+// with server-side apply, so a field removed from the template is removed from
+// the live object, while a field someone else owns is left alone.
+func TestUpdateChangesLiveObject(t *testing.T) {
+	ns := env.Namespace(t)
+	settings := func(data map[string]any, labels map[string]any) map[string]any {
+		cm := configMap("settings", data, map[string]any{"team": "a"})
+		if labels != nil {
+			cm["metadata"].(map[string]any)["labels"] = labels
+		}
+		return cm
+	}
+	b := createBundle(t, ns, "update",
+		objectResource(t, "settings", settings(map[string]any{"mode": "safe", "level": "1"}, map[string]any{"tier": "gold"})))
+	waitReady(t, b)
+	before := getObject(t, configMapGVK, ns, "settings")
+
+	// Someone else adds a field of their own: server-side apply keeps it, since
+	// limbo never owned it.
+	patch := []byte(`{"data":{"theirs":"kept"}}`)
+	if err := env.Client.Patch(context.Background(), before.DeepCopy(), client.RawPatch(types.MergePatchType, patch), client.FieldOwner("someone-else")); err != nil {
+		t.Fatal(err)
+	}
+
+	updateBundle(t, b,
+		objectResource(t, "settings", settings(map[string]any{"mode": "fast"}, nil)))
+	waitReady(t, b)
+	after := waitObject(t, configMapGVK, ns, "settings", func(u *unstructured.Unstructured) error {
+		data, _, _ := unstructured.NestedStringMap(u.Object, "data")
+		if fmt.Sprint(data) != fmt.Sprint(map[string]string{"mode": "fast", "theirs": "kept"}) {
+			return fmt.Errorf("data = %v, want mode=fast (changed), no level (removed from the template), theirs=kept (not limbo's)", data)
+		}
+		if _, ok := u.GetLabels()["tier"]; ok {
+			return fmt.Errorf("labels = %v: label tier was removed from the template but is still there", u.GetLabels())
+		}
+		return nil
+	})
+	if after.GetUID() != before.GetUID() {
+		t.Errorf("the object was re-created (uid %s, was %s), want an update in place", after.GetUID(), before.GetUID())
+	}
+	if after.GetAnnotations()["team"] != "a" {
+		t.Errorf("annotations = %v, want team=a kept", after.GetAnnotations())
+	}
+	if err := isControlledBy(after, getBundle(t, b)); err != nil {
+		t.Error(err)
+	}
+	waitEvent(t, b, "Normal", "Updated", `resource "settings": ConfigMap updated settings`)
+}
+
+// A value that a dependent reads from its dependency follows the dependency:
+// changing the dependency's template updates the dependent.
+func TestUpdatePropagatesThroughReferences(t *testing.T) {
+	ns := env.Namespace(t)
+	resources := func(host string) []limbov1alpha1.Resource {
+		return []limbov1alpha1.Resource{
+			objectResource(t, "db", configMap("db", map[string]any{"host": host}, nil)),
+			objectResource(t, "app", configMap("app", map[string]any{"url": "postgres://!{host}/"}, nil),
+				limbov1alpha1.Reference{Name: "host", Resource: "db", Path: "data.host"}),
+		}
+	}
+	b := createBundle(t, ns, "propagate", resources("db-1.internal")...)
+	waitReady(t, b)
+	if got := stringField(getObject(t, configMapGVK, ns, "app"), "data", "url"); got != "postgres://db-1.internal/" {
+		t.Fatalf("app data.url = %q, want postgres://db-1.internal/", got)
+	}
+	updateBundle(t, b, resources("db-2.internal")...)
+	waitObject(t, configMapGVK, ns, "app", func(u *unstructured.Unstructured) error {
+		if got := stringField(u, "data", "url"); got != "postgres://db-2.internal/" {
+			return fmt.Errorf("app data.url = %q, want postgres://db-2.internal/", got)
+		}
+		return nil
+	})
+	waitReady(t, b)
+}

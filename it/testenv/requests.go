@@ -1,0 +1,147 @@
+package testenv
+
+import (
+	"fmt"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+)
+
+// Request is one HTTP request the in-process controller sent to the API server.
+type Request struct {
+	Method string
+	// Path is the URL path, such as /api/v1/namespaces/ns/configmaps/name.
+	Path string
+}
+
+func (r Request) String() string { return r.Method + " " + r.Path }
+
+// IsWrite reports whether the request changes something: POST, PUT, PATCH or DELETE.
+func (r Request) IsWrite() bool {
+	switch r.Method {
+	case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
+		return true
+	}
+	return false
+}
+
+// InNamespace reports whether the request addresses an object (or a collection)
+// of namespace ns.
+func (r Request) InNamespace(ns string) bool {
+	return strings.Contains(r.Path+"/", "/namespaces/"+ns+"/")
+}
+
+// Resource is the resource (plural) the request addresses, such as configmaps or
+// events; "" when the path names none.
+func (r Request) Resource() string {
+	parts := strings.Split(strings.Trim(r.Path, "/"), "/")
+	for i, p := range parts {
+		if p == "namespaces" && i+2 < len(parts) {
+			return parts[i+2]
+		}
+	}
+	return ""
+}
+
+// requestLog records the controller's requests; the controller's rest.Config is
+// wrapped with it.
+type requestLog struct {
+	mu   sync.Mutex
+	reqs []Request
+}
+
+func (l *requestLog) wrap(rt http.RoundTripper) http.RoundTripper {
+	return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
+		l.mu.Lock()
+		l.reqs = append(l.reqs, Request{Method: req.Method, Path: req.URL.Path})
+		l.mu.Unlock()
+		return rt.RoundTrip(req)
+	})
+}
+
+type roundTripperFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripperFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
+
+// ControllerRequests returns the requests the in-process controller sent since
+// the last ResetControllerRequests (or its start), oldest first, that keep
+// passes; no filter keeps them all. Watches are requests too: a watch that the
+// controller starts is recorded when it starts.
+func (e *Env) ControllerRequests(keep ...func(Request) bool) []Request {
+	e.requests.mu.Lock()
+	defer e.requests.mu.Unlock()
+	var out []Request
+next:
+	for _, r := range e.requests.reqs {
+		for _, k := range keep {
+			if !k(r) {
+				continue next
+			}
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// ControllerRequestCounts counts ControllerRequests(keep...) by HTTP method.
+func (e *Env) ControllerRequestCounts(keep ...func(Request) bool) map[string]int {
+	counts := map[string]int{}
+	for _, r := range e.ControllerRequests(keep...) {
+		counts[r.Method]++
+	}
+	return counts
+}
+
+// ResetControllerRequests forgets the requests recorded so far.
+func (e *Env) ResetControllerRequests() {
+	e.requests.mu.Lock()
+	defer e.requests.mu.Unlock()
+	e.requests.reqs = nil
+}
+
+// Writes keeps the requests that change something.
+func Writes(r Request) bool { return r.IsWrite() }
+
+// InNamespace keeps the requests addressed to namespace ns.
+func InNamespace(ns string) func(Request) bool {
+	return func(r Request) bool { return r.InNamespace(ns) }
+}
+
+// NotResource keeps the requests that do not address any of the resources.
+func NotResource(resources ...string) func(Request) bool {
+	return func(r Request) bool {
+		for _, res := range resources {
+			if r.Resource() == res {
+				return false
+			}
+		}
+		return true
+	}
+}
+
+// FormatRequests lists requests one a line, for failure messages.
+func FormatRequests(reqs []Request) string {
+	if len(reqs) == 0 {
+		return "(none)"
+	}
+	lines := make([]string, len(reqs))
+	for i, r := range reqs {
+		lines[i] = "  " + r.String()
+	}
+	return "\n" + strings.Join(lines, "\n")
+}
+
+// FormatCounts formats counts by method deterministically.
+func FormatCounts(counts map[string]int) string {
+	keys := make([]string, 0, len(counts))
+	for k := range counts {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s=%d", k, counts[k])
+	}
+	return "{" + strings.Join(parts, " ") + "}"
+}

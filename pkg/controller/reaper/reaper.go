@@ -1,0 +1,226 @@
+// Package reaper runs the soft-delete engine for objects that no Bundle controls any
+// more but that are still in limbo: objects a Bundle's teardown released with their
+// deletion delay. It finds them across kinds by the limbo.dev/pending-deletion label
+// and deletes each at its deadline, to the second.
+package reaper
+
+import (
+	"context"
+	"errors"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+	"github.com/limbo-dev/limbo/pkg/softdelete"
+)
+
+// Reaper is a leader-elected runnable: one loop that lists what is in limbo,
+// processes it, and sleeps until the soonest deadline, a poke, or the next full scan.
+type Reaper struct {
+	Client    client.Client
+	Discovery discovery.DiscoveryInterface
+	Engine    *softdelete.Engine
+	Clock     clock.PassiveClock
+	// FullScanInterval is how often every kind is scanned; between full scans only
+	// kinds known to hold objects in limbo are listed.
+	FullScanInterval time.Duration
+	// Namespaces restricts the scan; empty scans all.
+	Namespaces []string
+	// OnKind is told of every kind found in limbo, so that its objects are watched
+	// (an event then pokes the reaper: an expedite is honoured at once).
+	OnKind func(schema.GroupVersionKind) error
+
+	poke chan struct{}
+
+	mu    sync.Mutex
+	kinds map[schema.GroupVersionKind]bool
+}
+
+// New returns a Reaper.
+func New(c client.Client, d discovery.DiscoveryInterface, engine *softdelete.Engine, fullScan time.Duration) *Reaper {
+	return &Reaper{Client: c, Discovery: d, Engine: engine, Clock: clock.RealClock{}, FullScanInterval: fullScan,
+		poke: make(chan struct{}, 1), kinds: map[schema.GroupVersionKind]bool{}}
+}
+
+// NeedLeaderElection makes the reaper run on the leader only.
+func (r *Reaper) NeedLeaderElection() bool { return true }
+
+// Observe is called with every managed object event; an object in limbo that no
+// Bundle controls pokes the reaper.
+func (r *Reaper) Observe(obj client.Object) {
+	if obj.GetLabels()[limbov1alpha1.LabelPendingDeletion] != "true" || controlledByBundle(obj) {
+		return
+	}
+	if gvk := obj.GetObjectKind().GroupVersionKind(); !gvk.Empty() {
+		r.mu.Lock()
+		r.kinds[gvk] = true
+		r.mu.Unlock()
+	}
+	r.Poke()
+}
+
+// Poke makes the reaper run a pass soon.
+func (r *Reaper) Poke() {
+	select {
+	case r.poke <- struct{}{}:
+	default:
+	}
+}
+
+// Start runs the loop until ctx ends.
+func (r *Reaper) Start(ctx context.Context) error {
+	logger := log.FromContext(ctx).WithName("reaper")
+	nextFull := r.Clock.Now()
+	for {
+		full := !r.Clock.Now().Before(nextFull)
+		if full {
+			nextFull = r.Clock.Now().Add(r.FullScanInterval)
+		}
+		wait, err := r.pass(ctx, full)
+		if err != nil {
+			logger.Error(err, "reaper pass")
+			wait = min(wait, 5*time.Second)
+		}
+		wait = min(wait, nextFull.Sub(r.Clock.Now()))
+		timer := time.NewTimer(max(wait, time.Millisecond))
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return nil
+		case <-r.poke:
+			timer.Stop()
+		case <-timer.C:
+		}
+	}
+}
+
+// pass processes everything in limbo that no Bundle controls and returns how long
+// until the soonest deadline.
+func (r *Reaper) pass(ctx context.Context, full bool) (time.Duration, error) {
+	kinds, err := r.kindsToScan(full)
+	if err != nil {
+		return time.Hour, err
+	}
+	wait := time.Duration(1<<63 - 1)
+	var errs []error
+	for _, gvk := range kinds {
+		items, err := r.list(ctx, gvk)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if len(items) == 0 {
+			continue
+		}
+		r.mu.Lock()
+		r.kinds[gvk] = true
+		r.mu.Unlock()
+		if r.OnKind != nil {
+			if err := r.OnKind(gvk); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		for i := range items {
+			obj := &items[i]
+			out := r.Engine.Orphan(ctx, obj, obj)
+			if out.Err != nil {
+				errs = append(errs, out.Err)
+				wait = min(wait, 5*time.Second)
+			}
+			if out.Requeue {
+				wait = min(wait, out.RequeueAfter)
+			}
+		}
+	}
+	return wait, errors.Join(errs...)
+}
+
+// list returns gvk's objects in limbo that no Bundle controls.
+func (r *Reaper) list(ctx context.Context, gvk schema.GroupVersionKind) ([]metav1.PartialObjectMetadata, error) {
+	namespaces := r.Namespaces
+	if len(namespaces) == 0 {
+		namespaces = []string{metav1.NamespaceAll}
+	}
+	var out []metav1.PartialObjectMetadata
+	for _, ns := range namespaces {
+		list := &metav1.PartialObjectMetadataList{}
+		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+		if err := r.Client.List(ctx, list, client.InNamespace(ns), client.MatchingLabels{limbov1alpha1.LabelPendingDeletion: "true"}); err != nil {
+			return nil, err
+		}
+		for _, item := range list.Items {
+			if !controlledByBundle(&item) {
+				item.SetGroupVersionKind(gvk)
+				out = append(out, item)
+			}
+		}
+	}
+	return out, nil
+}
+
+// kindsToScan is every namespaced kind that can be listed and deleted (full scan),
+// or the kinds known to hold objects in limbo.
+func (r *Reaper) kindsToScan(full bool) ([]schema.GroupVersionKind, error) {
+	if !full {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return sortedKinds(r.kinds), nil
+	}
+	lists, err := r.Discovery.ServerPreferredNamespacedResources()
+	if err != nil && len(lists) == 0 {
+		return nil, err // a partial discovery failure still scans what it found
+	}
+	kinds := map[schema.GroupVersionKind]bool{}
+	for _, list := range lists {
+		gv, parseErr := schema.ParseGroupVersion(list.GroupVersion)
+		if parseErr != nil {
+			continue
+		}
+		for _, res := range list.APIResources {
+			if strings.Contains(res.Name, "/") || !hasVerbs(res.Verbs, "list", "delete", "patch") {
+				continue
+			}
+			kinds[gv.WithKind(res.Kind)] = true
+		}
+	}
+	return sortedKinds(kinds), nil
+}
+
+func controlledByBundle(obj metav1.Object) bool {
+	owner := metav1.GetControllerOf(obj)
+	return owner != nil && owner.Kind == limbov1alpha1.BundleGVK.Kind && strings.HasPrefix(owner.APIVersion, limbov1alpha1.GroupVersion.Group+"/")
+}
+
+func hasVerbs(verbs metav1.Verbs, want ...string) bool {
+	for _, w := range want {
+		found := false
+		for _, v := range verbs {
+			if v == w {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
+
+func sortedKinds(set map[schema.GroupVersionKind]bool) []schema.GroupVersionKind {
+	out := make([]schema.GroupVersionKind, 0, len(set))
+	for k := range set {
+		out = append(out, k)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
+	return out
+}

@@ -1,0 +1,168 @@
+package plugin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+)
+
+// Description is what a plugin says of itself.
+type Description struct {
+	// Name is the registered name, used in `plugin.name`: a DNS-1123 label.
+	Name string
+	// Schema validates the plugin's spec before anything runs.
+	Schema *apiextensionsv1.JSONSchemaProps
+	// Watches are prototypes of the kinds whose changes re-run the plugin's
+	// Bundles, for example &corev1.Namespace{}. They are cached whole.
+	Watches []client.Object
+	// DefaultPollInterval re-runs the plugin when nothing else does (external
+	// systems); zero means only on events.
+	DefaultPollInterval time.Duration
+}
+
+// Plugin is a compiled-in plugin.
+type Plugin interface {
+	Describe() Description
+	// Plan computes the plugin's objects and inventory. An error makes the resource
+	// Error and computes no orphans.
+	Plan(ctx context.Context, req Request) (*Result, error)
+}
+
+// ExternalDeleter is implemented by plugins whose inventory holds external items:
+// it deletes one item. An item that is already gone is success (return nil).
+type ExternalDeleter interface {
+	DeleteExternal(ctx context.Context, req Request, item limbov1alpha1.ExternalItem) error
+}
+
+// TearDowner is implemented by plugins with work to do when their Bundle is torn
+// down, before any other content goes (deorbit). Done reports that it finished.
+type TearDowner interface {
+	Teardown(ctx context.Context, req Request) (done bool, message string, err error)
+}
+
+// Request is the input of a plugin call.
+type Request struct {
+	// Bundle is the Bundle that holds the plugin resource.
+	Bundle *limbov1alpha1.Bundle
+	// Resource is the plugin resource's name.
+	Resource string
+	// Spec is the plugin's spec with references resolved, as JSON.
+	Spec []byte
+	// Client reads through the controller's cache and writes; Reader reads from the
+	// API server directly (for kinds not cached).
+	Client client.Client
+	Reader client.Reader
+	// Now is the time of the call.
+	Now time.Time
+}
+
+// Result is a plugin's plan.
+type Result struct {
+	// Objects are generated objects to apply, treated like `object` resources.
+	Objects []*unstructured.Unstructured
+	// Inventory lists the items of the plugin's domain; nil when it has none.
+	Inventory *Inventory
+	// Ready and Message are the resource's readiness.
+	Ready   bool
+	Message string
+	// PollAfter asks for the next run; zero uses the description's default.
+	PollAfter time.Duration
+}
+
+// Inventory is what exists in a plugin's domain and whether it should.
+type Inventory struct {
+	// Objects are Kubernetes objects of the domain.
+	Objects []ObjectItem
+	// External are items outside Kubernetes.
+	External []ExternalItem
+	// EmptyDesiredIsValid says that "nothing should exist" is a real answer (deorbit
+	// deletes everything). Otherwise an inventory with existing items and no desired
+	// one is refused: an empty listing more likely means a broken listing.
+	EmptyDesiredIsValid bool
+}
+
+// ObjectItem is a Kubernetes object of a plugin's domain.
+type ObjectItem struct {
+	Object  client.Object
+	Desired bool
+}
+
+// ExternalItem is an item outside Kubernetes.
+type ExternalItem struct {
+	limbov1alpha1.ExternalItem
+	Desired bool
+}
+
+// ErrEmptyDesired is returned by Orphans when the desired side is empty.
+var ErrEmptyDesired = errors.New("refusing to compute orphans: no item is desired, which more likely means the desired side could not be listed")
+
+// Orphans returns the existing items that should not exist, enforcing the safety
+// rule on the desired side.
+func (inv *Inventory) Orphans() ([]ObjectItem, []ExternalItem, error) {
+	if inv == nil {
+		return nil, nil, nil
+	}
+	desired, existing := 0, len(inv.Objects)+len(inv.External)
+	var objects []ObjectItem
+	var external []ExternalItem
+	for _, o := range inv.Objects {
+		if o.Desired {
+			desired++
+		} else {
+			objects = append(objects, o)
+		}
+	}
+	for _, e := range inv.External {
+		if e.Desired {
+			desired++
+		} else {
+			external = append(external, e)
+		}
+	}
+	if existing > 0 && desired == 0 && !inv.EmptyDesiredIsValid {
+		return nil, nil, ErrEmptyDesired
+	}
+	return objects, external, nil
+}
+
+// Desired returns the items that should exist (to cancel their countdowns).
+func (inv *Inventory) Desired() ([]ObjectItem, []ExternalItem) {
+	if inv == nil {
+		return nil, nil
+	}
+	var objects []ObjectItem
+	var external []ExternalItem
+	for _, o := range inv.Objects {
+		if o.Desired {
+			objects = append(objects, o)
+		}
+	}
+	for _, e := range inv.External {
+		if e.Desired {
+			external = append(external, e)
+		}
+	}
+	return objects, external
+}
+
+// CallTimeout bounds one Plan, DeleteExternal or Teardown call, so that a hung
+// external system never blocks a worker.
+const CallTimeout = 30 * time.Second
+
+// WithTimeout runs f under CallTimeout.
+func WithTimeout[T any](ctx context.Context, f func(context.Context) (T, error)) (T, error) {
+	ctx, cancel := context.WithTimeout(ctx, CallTimeout)
+	defer cancel()
+	v, err := f(ctx)
+	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return v, fmt.Errorf("timed out after %v: %w", CallTimeout, err)
+	}
+	return v, err
+}

@@ -1,0 +1,82 @@
+// Package configmap is the smallest useful plugin, and the example of how to write
+// one (docs/plugins/writing-a-plugin.md): a Smith-style generator that turns its
+// spec into one ConfigMap, which limbo then treats exactly like an `object`
+// resource (applied, owned, watched, deleted when it leaves the Bundle).
+//
+//   - name: settings
+//     plugin:
+//     name: configmap
+//     spec: {name: app-settings, data: {LOG_LEVEL: info}, prefix: APP_}
+package configmap
+
+import (
+	"context"
+	"encoding/json"
+	"sort"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
+
+	"github.com/limbo-dev/limbo/pkg/plugin"
+)
+
+// Name is the plugin's registered name.
+const Name = "configmap"
+
+// Spec is the plugin's input.
+type Spec struct {
+	// Name of the generated ConfigMap.
+	Name string `json:"name"`
+	// Data are the ConfigMap's entries.
+	Data map[string]string `json:"data,omitempty"`
+	// Prefix is prepended to every key.
+	Prefix string `json:"prefix,omitempty"`
+}
+
+// Plugin generates a ConfigMap.
+type Plugin struct{}
+
+// New returns the plugin.
+func New() *Plugin { return &Plugin{} }
+
+// Describe names the plugin and its schema.
+func (*Plugin) Describe() plugin.Description {
+	str := apiextensionsv1.JSONSchemaProps{Type: "string"}
+	return plugin.Description{
+		Name: Name,
+		Schema: &apiextensionsv1.JSONSchemaProps{
+			Type:     "object",
+			Required: []string{"name"},
+			Properties: map[string]apiextensionsv1.JSONSchemaProps{
+				"name":   {Type: "string", MinLength: ptr.To(int64(1))},
+				"data":   {Type: "object", AdditionalProperties: &apiextensionsv1.JSONSchemaPropsOrBool{Allows: true, Schema: &str}},
+				"prefix": str,
+			},
+			AdditionalProperties: &apiextensionsv1.JSONSchemaPropsOrBool{Allows: false},
+		},
+	}
+}
+
+// Plan returns the ConfigMap. It is pure and deterministic: keys are sorted.
+func (*Plugin) Plan(_ context.Context, req plugin.Request) (*plugin.Result, error) {
+	var spec Spec
+	if err := json.Unmarshal(req.Spec, &spec); err != nil {
+		return nil, err
+	}
+	keys := make([]string, 0, len(spec.Data))
+	for k := range spec.Data {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	data := map[string]any{}
+	for _, k := range keys {
+		data[spec.Prefix+k] = spec.Data[k]
+	}
+	cm := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": map[string]any{"name": spec.Name},
+		"data":     data,
+	}}
+	return &plugin.Result{Objects: []*unstructured.Unstructured{cm}, Ready: true}, nil
+}

@@ -1,0 +1,309 @@
+// Package namespacegc is the namespace-gc plugin: it deletes StorageOS namespaces
+// whose Kubernetes Namespace is gone, through limbo's soft-delete engine (each
+// orphan is a Tombstone with the resource's deletionDelay).
+//
+// Like the StorageOS api-manager controller it is modelled on, it has two triggers:
+//   - Namespace deletions: a backend namespace whose Kubernetes Namespace this
+//     plugin saw disappear (or start terminating) is an orphan;
+//   - a periodic full garbage collection every gcInterval (first run gcDelay after
+//     the plugin first sees its resource; 0s disables it): every backend namespace
+//     without a Kubernetes Namespace is an orphan, including ones that never had one.
+//
+// Backend namespaces listed in exclude (default: default) are never touched. A
+// backend namespace that still holds volumes (409) is retried with backoff by its
+// Tombstone until it is empty.
+package namespacegc
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+	"github.com/limbo-dev/limbo/pkg/plugin"
+	"github.com/limbo-dev/limbo/pkg/storageos"
+)
+
+// Name is the plugin's registered name; ItemKind the kind of its external items.
+const (
+	Name     = "namespace-gc"
+	ItemKind = "StorageOSNamespace"
+)
+
+// Options are the controller-wide defaults (flags --namespace-delete-gc-interval
+// and --namespace-delete-gc-delay).
+type Options struct {
+	DefaultInterval time.Duration
+	DefaultDelay    time.Duration
+}
+
+// Spec is the plugin's input.
+type Spec struct {
+	StorageOS struct {
+		Endpoint             string `json:"endpoint"`
+		CredentialsSecretRef struct {
+			Name string `json:"name"`
+		} `json:"credentialsSecretRef"`
+	} `json:"storageos"`
+	GCInterval *string  `json:"gcInterval,omitempty"`
+	GCDelay    *string  `json:"gcDelay,omitempty"`
+	Exclude    []string `json:"exclude,omitempty"`
+}
+
+// Plugin is the namespace-gc plugin. It remembers, per Bundle resource, the
+// Kubernetes Namespaces it saw, to tell a deletion from a namespace that never was.
+type Plugin struct {
+	opts    Options
+	metrics *storageos.Metrics
+
+	mu      sync.Mutex
+	state   map[string]*resourceState
+	clients map[string]*storageos.Client
+}
+
+type resourceState struct {
+	seen   map[string]bool // Kubernetes Namespaces at the last plan
+	gone   map[string]bool // backend namespaces orphaned by a deletion or a GC run
+	nextGC time.Time
+}
+
+// New returns the plugin.
+func New(opts Options) *Plugin {
+	return &Plugin{opts: opts, metrics: storageos.NewMetrics(ctrlmetrics.Registry),
+		state: map[string]*resourceState{}, clients: map[string]*storageos.Client{}}
+}
+
+const durationPattern = `^(0|([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+)$`
+
+// Describe names the plugin, its schema and its trigger: Namespaces.
+func (p *Plugin) Describe() plugin.Description {
+	str := apiextensionsv1.JSONSchemaProps{Type: "string"}
+	duration := apiextensionsv1.JSONSchemaProps{Type: "string", Pattern: durationPattern}
+	return plugin.Description{
+		Name: Name,
+		Schema: &apiextensionsv1.JSONSchemaProps{
+			Type:     "object",
+			Required: []string{"storageos"},
+			Properties: map[string]apiextensionsv1.JSONSchemaProps{
+				"storageos": {
+					Type:     "object",
+					Required: []string{"endpoint", "credentialsSecretRef"},
+					Properties: map[string]apiextensionsv1.JSONSchemaProps{
+						"endpoint": {Type: "string", MinLength: ptr.To(int64(1))},
+						"credentialsSecretRef": {Type: "object", Required: []string{"name"},
+							Properties: map[string]apiextensionsv1.JSONSchemaProps{"name": {Type: "string", MinLength: ptr.To(int64(1))}}},
+					},
+				},
+				"gcInterval": duration,
+				"gcDelay":    duration,
+				"exclude":    {Type: "array", Items: &apiextensionsv1.JSONSchemaPropsOrArray{Schema: &str}},
+			},
+			AdditionalProperties: &apiextensionsv1.JSONSchemaPropsOrBool{Allows: false},
+		},
+		Watches: []client.Object{&corev1.Namespace{}},
+	}
+}
+
+// Plan computes the inventory: the backend's namespaces, desired while a
+// Kubernetes Namespace of the same name exists (or excluded).
+func (p *Plugin) Plan(ctx context.Context, req plugin.Request) (*plugin.Result, error) {
+	spec, interval, delay, err := p.parse(req.Spec)
+	if err != nil {
+		return nil, err
+	}
+	api, err := p.client(ctx, req, spec)
+	if err != nil {
+		return nil, err
+	}
+	var k8s corev1.NamespaceList
+	if err := req.Client.List(ctx, &k8s); err != nil {
+		return nil, fmt.Errorf("list Kubernetes Namespaces: %w", err)
+	}
+	present := map[string]bool{}
+	for _, ns := range k8s.Items {
+		if ns.DeletionTimestamp.IsZero() && ns.Status.Phase != corev1.NamespaceTerminating {
+			present[ns.Name] = true // a terminating Namespace counts as going
+		}
+	}
+	if len(present) == 0 {
+		return nil, errors.New("no Kubernetes Namespace listed: refusing to compute orphans")
+	}
+	backend, err := api.ListNamespaces(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list StorageOS namespaces: %w", err)
+	}
+
+	st := p.stateOf(req)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for name := range st.seen {
+		if !present[name] {
+			st.gone[name] = true
+		}
+	}
+	st.seen = present
+	gcRun := false
+	if interval > 0 {
+		if st.nextGC.IsZero() {
+			st.nextGC = req.Now.Add(delay)
+		}
+		if !req.Now.Before(st.nextGC) {
+			gcRun, st.nextGC = true, req.Now.Add(interval)
+		}
+	}
+	exclude := map[string]bool{}
+	for _, name := range spec.Exclude {
+		exclude[name] = true
+	}
+	inv := &plugin.Inventory{}
+	inBackend := map[string]bool{}
+	orphans := 0
+	for _, ns := range backend {
+		inBackend[ns.Name] = true
+		item := plugin.ExternalItem{ExternalItem: limbov1alpha1.ExternalItem{Kind: ItemKind, ID: ns.ID, Name: ns.Name}}
+		switch {
+		case exclude[ns.Name] || present[ns.Name]:
+			item.Desired = true
+			delete(st.gone, ns.Name)
+		case gcRun || st.gone[ns.Name]:
+			st.gone[ns.Name] = true
+			orphans++
+		default:
+			continue // not judged in this run: no deletion observed, no GC yet
+		}
+		inv.External = append(inv.External, item)
+	}
+	for name := range st.gone {
+		if !inBackend[name] {
+			delete(st.gone, name)
+		}
+	}
+	res := &plugin.Result{Inventory: inv, Ready: true,
+		Message: fmt.Sprintf("%d StorageOS namespaces, %d orphaned", len(backend), orphans)}
+	if interval > 0 {
+		res.PollAfter = st.nextGC.Sub(req.Now)
+	}
+	return res, nil
+}
+
+// DeleteExternal deletes one StorageOS namespace. Gone is success; a stale version
+// is re-listed and retried; a namespace that still holds volumes is an error (the
+// Tombstone retries with backoff); a Kubernetes Namespace of the same name that
+// exists again stops the delete.
+func (p *Plugin) DeleteExternal(ctx context.Context, req plugin.Request, item limbov1alpha1.ExternalItem) error {
+	spec, _, _, err := p.parse(req.Spec)
+	if err != nil {
+		return err
+	}
+	var ns corev1.Namespace
+	switch err := req.Reader.Get(ctx, client.ObjectKey{Name: item.Name}, &ns); {
+	case err == nil && ns.DeletionTimestamp.IsZero():
+		return fmt.Errorf("the Kubernetes Namespace %q exists again: not deleting its StorageOS namespace", item.Name)
+	case err != nil && !apierrors.IsNotFound(err):
+		return fmt.Errorf("check Kubernetes Namespace %q: %w", item.Name, err)
+	}
+	api, err := p.client(ctx, req, spec)
+	if err != nil {
+		return err
+	}
+	for attempt := 0; attempt < 3; attempt++ {
+		list, err := api.ListNamespaces(ctx)
+		if err != nil {
+			return err
+		}
+		var current *storageos.Namespace
+		for i := range list {
+			if list[i].ID == item.ID {
+				current = &list[i]
+			}
+		}
+		if current == nil {
+			return nil // already gone
+		}
+		err = api.DeleteNamespace(ctx, current.ID, current.Version)
+		switch {
+		case err == nil, errors.Is(err, storageos.ErrNotFound):
+			return nil
+		case errors.Is(err, storageos.ErrStaleVersion):
+			continue // changed since we listed it: list again
+		case errors.Is(err, storageos.ErrNamespaceNotEmpty):
+			return fmt.Errorf("StorageOS namespace %q still holds volumes: %w", item.Name, err)
+		default:
+			return err
+		}
+	}
+	return fmt.Errorf("StorageOS namespace %q kept changing: %w", item.Name, storageos.ErrStaleVersion)
+}
+
+func (p *Plugin) parse(raw []byte) (Spec, time.Duration, time.Duration, error) {
+	var spec Spec
+	if err := json.Unmarshal(raw, &spec); err != nil {
+		return spec, 0, 0, err
+	}
+	if spec.Exclude == nil {
+		spec.Exclude = []string{"default"}
+	}
+	interval, delay := p.opts.DefaultInterval, p.opts.DefaultDelay
+	for _, d := range []struct {
+		in  *string
+		out *time.Duration
+	}{{spec.GCInterval, &interval}, {spec.GCDelay, &delay}} {
+		if d.in == nil {
+			continue
+		}
+		v, err := time.ParseDuration(*d.in)
+		if err != nil || v < 0 {
+			return spec, 0, 0, fmt.Errorf("invalid duration %q", *d.in)
+		}
+		*d.out = v
+	}
+	return spec, interval, delay, nil
+}
+
+// client returns a StorageOS client for the spec's endpoint and credentials, reused
+// across calls so that its login session is too.
+func (p *Plugin) client(ctx context.Context, req plugin.Request, spec Spec) (*storageos.Client, error) {
+	var secret corev1.Secret
+	key := client.ObjectKey{Namespace: req.Bundle.Namespace, Name: spec.StorageOS.CredentialsSecretRef.Name}
+	if err := req.Reader.Get(ctx, key, &secret); err != nil {
+		return nil, fmt.Errorf("credentials Secret %q: %w", key.Name, err)
+	}
+	user, pass := string(secret.Data["username"]), string(secret.Data["password"])
+	if user == "" || pass == "" {
+		return nil, fmt.Errorf("credentials Secret %q needs the keys username and password", key.Name)
+	}
+	id := spec.StorageOS.Endpoint + "\x00" + user + "\x00" + pass
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if c, ok := p.clients[id]; ok {
+		return c, nil
+	}
+	c, err := storageos.New(storageos.Config{Endpoint: spec.StorageOS.Endpoint, Username: user, Password: pass, Metrics: p.metrics})
+	if err != nil {
+		return nil, err
+	}
+	p.clients[id] = c
+	return c, nil
+}
+
+func (p *Plugin) stateOf(req plugin.Request) *resourceState {
+	key := string(req.Bundle.UID) + "/" + req.Resource
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	st, ok := p.state[key]
+	if !ok {
+		st = &resourceState{seen: map[string]bool{}, gone: map[string]bool{}}
+		p.state[key] = st
+	}
+	return st
+}

@@ -1,0 +1,103 @@
+package softdelete
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+)
+
+// TombstoneName is the deterministic name of the Tombstone of item, found by
+// resource of a Bundle: the same orphan always maps to the same Tombstone.
+func TombstoneName(resource string, item limbov1alpha1.ExternalItem) string {
+	sum := sha256.Sum256([]byte(item.Kind + "/" + item.ID))
+	return resource + "-" + hex.EncodeToString(sum[:])[:10]
+}
+
+// OrphanExternal represents an orphaned external item by a Tombstone in the
+// Bundle's namespace, owned by the Bundle, stamped now with delay. The Tombstone
+// controller deletes the item at the deadline. It is idempotent.
+func (e *Engine) OrphanExternal(ctx context.Context, b *limbov1alpha1.Bundle, plugin, resource, delay string, item limbov1alpha1.ExternalItem) error {
+	now := e.Clock.Now()
+	ts := &limbov1alpha1.Tombstone{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        TombstoneName(resource, item),
+			Namespace:   b.Namespace,
+			Labels:      map[string]string{limbov1alpha1.LabelBundle: b.Name, limbov1alpha1.LabelPendingDeletion: "true"},
+			Annotations: map[string]string{limbov1alpha1.AnnotationDeletionTimestamp: FormatStamp(now)},
+			Finalizers:  []string{limbov1alpha1.FinalizerHardDelete},
+			OwnerReferences: []metav1.OwnerReference{{
+				APIVersion: limbov1alpha1.GroupVersion.String(), Kind: limbov1alpha1.BundleGVK.Kind,
+				Name: b.Name, UID: b.UID, Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
+			}},
+		},
+		Spec: limbov1alpha1.TombstoneSpec{Plugin: plugin, Resource: resource, Item: item},
+	}
+	if delay != "" {
+		ts.Annotations[limbov1alpha1.AnnotationDeletionDelay] = delay
+	}
+	err := e.Client.Create(ctx, ts)
+	switch {
+	case apierrors.IsAlreadyExists(err):
+		return nil
+	case err != nil:
+		return fmt.Errorf("create Tombstone for %s %q: %w", item.Kind, item.Name, err)
+	}
+	d := Decide(now, stateOf(ts, false))
+	msg := fmt.Sprintf("%s %q is in limbo (Tombstone %s)", item.Kind, itemName(item), ts.Name)
+	if !d.Deadline.IsZero() {
+		msg += fmt.Sprintf(" for %v: deleted at %s", d.Delay, d.Deadline.UTC().Format(time.RFC3339))
+	}
+	e.Recorder.Event(b, corev1.EventTypeNormal, EventDeletionScheduled, msg)
+	return nil
+}
+
+// CancelTombstone removes a Tombstone without touching its item: the finalizer goes
+// first, so the Tombstone controller never deletes the item.
+func (e *Engine) CancelTombstone(ctx context.Context, eventTarget runtime.Object, ts *limbov1alpha1.Tombstone, why string) error {
+	if controllerutil.ContainsFinalizer(ts, limbov1alpha1.FinalizerHardDelete) {
+		orig := ts.DeepCopy()
+		controllerutil.RemoveFinalizer(ts, limbov1alpha1.FinalizerHardDelete)
+		if err := e.Client.Patch(ctx, ts, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+			return client.IgnoreNotFound(err)
+		}
+	}
+	if err := e.Client.Delete(ctx, ts); client.IgnoreNotFound(err) != nil {
+		return err
+	}
+	e.Recorder.Eventf(eventTarget, corev1.EventTypeNormal, EventDeletionCancelled, "%s %q: deletion cancelled (%s)", ts.Spec.Item.Kind, itemName(ts.Spec.Item), why)
+	return nil
+}
+
+// TombstonePending is a Tombstone's pendingDeletions entry.
+func (e *Engine) TombstonePending(ts *limbov1alpha1.Tombstone) limbov1alpha1.PendingDeletion {
+	d := Decide(e.Clock.Now(), stateOf(ts, false))
+	ts.SetGroupVersionKind(limbov1alpha1.TombstoneGVK)
+	p := pendingEntry(ts, d, nil)
+	p.Message = fmt.Sprintf("%s %q", ts.Spec.Item.Kind, itemName(ts.Spec.Item))
+	switch {
+	case d.Action == ActionInvalid:
+		p.Message += ": " + d.Err.Error() + "; never deleted until fixed"
+	case ts.Status.LastError != "":
+		p.Message += fmt.Sprintf(": attempt %d failed: %s", ts.Status.Attempts, ts.Status.LastError)
+	}
+	return *p
+}
+
+func itemName(item limbov1alpha1.ExternalItem) string {
+	if item.Name != "" {
+		return item.Name
+	}
+	return item.ID
+}
