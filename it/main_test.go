@@ -8,10 +8,23 @@ import (
 	"testing"
 
 	"github.com/limbo-dev/limbo/it/testenv"
+	"github.com/limbo-dev/limbo/it/testplugin"
+	"github.com/limbo-dev/limbo/pkg/controller"
+	"github.com/limbo-dev/limbo/pkg/plugins"
 )
 
-var env *testenv.Env
+var (
+	env *testenv.Env
+	// external is the test plugin's registry entry: tests drive its items.
+	external = testplugin.New()
+)
 
 func TestMain(m *testing.M) {
-	os.Exit(testenv.Run(m, testenv.Options{}, &env))
+	opts := controller.DefaultOptions()
+	registry, err := plugins.NewRegistry(plugins.Options{NamespaceGCInterval: opts.NamespaceGCInterval, NamespaceGCDelay: opts.NamespaceGCDelay}, external)
+	if err != nil {
+		panic(err)
+	}
+	opts.Plugins = registry
+	os.Exit(testenv.Run(m, testenv.Options{Controller: &opts}, &env))
 }

@@ -1,0 +1,153 @@
+// Package testplugin is a plugin for the integration tests: its domain is an
+// in-memory set of external items that tests create, mark desired or not, and make
+// fail, so that the Tombstone path (schedule, force, cancel, retry) is exercised
+// without a real external system.
+package testplugin
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+
+	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+	"github.com/limbo-dev/limbo/pkg/plugin"
+)
+
+// Name is the plugin's registered name; ItemKind its items' kind.
+const (
+	Name     = "test-external"
+	ItemKind = "TestItem"
+)
+
+// Plugin keeps items per domain; a Bundle resource names its domain in its spec
+// ({"domain": "..."}) so that tests do not see each other's items.
+type Plugin struct {
+	mu      sync.Mutex
+	domains map[string]*Domain
+}
+
+// Domain is one test's set of items.
+type Domain struct {
+	mu      sync.Mutex
+	items   map[string]bool // id -> desired
+	deletes map[string]int  // id -> delete calls
+	failing error           // returned by deletes while set
+	planErr error           // returned by Plan while set
+}
+
+// New returns the plugin.
+func New() *Plugin { return &Plugin{domains: map[string]*Domain{}} }
+
+// Domain returns the domain called name, creating it.
+func (p *Plugin) Domain(name string) *Domain {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	d, ok := p.domains[name]
+	if !ok {
+		d = &Domain{items: map[string]bool{}, deletes: map[string]int{}}
+		p.domains[name] = d
+	}
+	return d
+}
+
+// Set creates or updates an item.
+func (d *Domain) Set(id string, desired bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.items[id] = desired
+}
+
+// Exists reports whether the item still exists.
+func (d *Domain) Exists(id string) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	_, ok := d.items[id]
+	return ok
+}
+
+// Deletes counts the delete calls for an item.
+func (d *Domain) Deletes(id string) int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.deletes[id]
+}
+
+// FailDeletes makes deletes fail with err (nil: succeed).
+func (d *Domain) FailDeletes(err error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.failing = err
+}
+
+// FailPlan makes Plan fail with err (nil: succeed), like an outage of the domain.
+func (d *Domain) FailPlan(err error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.planErr = err
+}
+
+// Describe names the plugin.
+func (p *Plugin) Describe() plugin.Description {
+	return plugin.Description{Name: Name, Schema: &apiextensionsv1.JSONSchemaProps{
+		Type: "object", Required: []string{"domain"},
+		Properties: map[string]apiextensionsv1.JSONSchemaProps{"domain": {Type: "string"}},
+	}}
+}
+
+func (p *Plugin) domainOf(spec []byte) (*Domain, error) {
+	var s struct {
+		Domain string `json:"domain"`
+	}
+	if err := json.Unmarshal(spec, &s); err != nil || s.Domain == "" {
+		return nil, fmt.Errorf("spec.domain: %v", err)
+	}
+	return p.Domain(s.Domain), nil
+}
+
+// Plan lists the domain's items.
+func (p *Plugin) Plan(_ context.Context, req plugin.Request) (*plugin.Result, error) {
+	d, err := p.domainOf(req.Spec)
+	if err != nil {
+		return nil, err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.planErr != nil {
+		return nil, d.planErr
+	}
+	ids := make([]string, 0, len(d.items))
+	for id := range d.items {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	inv := &plugin.Inventory{EmptyDesiredIsValid: true}
+	for _, id := range ids {
+		inv.External = append(inv.External, plugin.ExternalItem{
+			ExternalItem: limbov1alpha1.ExternalItem{Kind: ItemKind, ID: id, Name: id}, Desired: d.items[id]})
+	}
+	return &plugin.Result{Inventory: inv, Ready: true, Message: fmt.Sprintf("%d items", len(ids))}, nil
+}
+
+// DeleteExternal deletes an item; a missing item is success.
+func (p *Plugin) DeleteExternal(_ context.Context, req plugin.Request, item limbov1alpha1.ExternalItem) error {
+	d, err := p.domainOf(req.Spec)
+	if err != nil {
+		return err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.deletes[item.ID]++
+	if d.failing != nil {
+		return d.failing
+	}
+	delete(d.items, item.ID)
+	return nil
+}
+
+// ErrInjected is a convenient failure for tests.
+var ErrInjected = errors.New("injected failure")
