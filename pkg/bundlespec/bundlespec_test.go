@@ -1,0 +1,220 @@
+package bundlespec
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"testing"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+)
+
+// catalog knows one plugin, "gc", whose spec must not have "bad".
+type catalog struct{}
+
+func (catalog) ValidateSpec(name string, spec *apiextensionsv1.JSON) error {
+	if name != "gc" {
+		return fmt.Errorf("%w %q", ErrUnknownPlugin, name)
+	}
+	if spec != nil && string(spec.Raw) == `{"bad":true}` {
+		return errors.New("spec.bad: Forbidden")
+	}
+	return nil
+}
+
+func mapper() meta.RESTMapper {
+	m := meta.NewDefaultRESTMapper(nil)
+	m.Add(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, meta.RESTScopeNamespace)
+	m.Add(schema.GroupVersionKind{Version: "v1", Kind: "Namespace"}, meta.RESTScopeRoot)
+	return m
+}
+
+func obj(t *testing.T, v map[string]any) *runtime.RawExtension {
+	t.Helper()
+	data, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &runtime.RawExtension{Raw: data}
+}
+
+func cm(name string, extra map[string]any) map[string]any {
+	md := map[string]any{"name": name}
+	for k, v := range extra {
+		md[k] = v
+	}
+	return map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": md}
+}
+
+func TestParse(t *testing.T) {
+	plugin := func(name, delay, spec string) *limbov1alpha1.PluginResource {
+		p := &limbov1alpha1.PluginResource{Name: name, DeletionDelay: delay}
+		if spec != "" {
+			p.Spec = &apiextensionsv1.JSON{Raw: []byte(spec)}
+		}
+		return p
+	}
+	ref := func(names ...string) []limbov1alpha1.Reference {
+		var refs []limbov1alpha1.Reference
+		for _, n := range names {
+			refs = append(refs, limbov1alpha1.Reference{Resource: n})
+		}
+		return refs
+	}
+	cases := []struct {
+		name      string
+		resources func(t *testing.T) []limbov1alpha1.Resource
+		wantOrder []string
+		wantErrs  []Error
+	}{
+		{
+			name: "valid chain is ordered dependencies first",
+			resources: func(t *testing.T) []limbov1alpha1.Resource {
+				return []limbov1alpha1.Resource{
+					{Name: "app", References: ref("db"), Object: obj(t, cm("app", nil))},
+					{Name: "db", Object: obj(t, cm("db", nil))},
+					{Name: "gc", References: ref("db"), Plugin: plugin("gc", "10m", `{}`)},
+				}
+			},
+			wantOrder: []string{"db", "app", "gc"},
+		},
+		{
+			name:      "empty bundle",
+			resources: func(*testing.T) []limbov1alpha1.Resource { return nil },
+			wantOrder: nil,
+		},
+		{
+			name: "duplicate name",
+			resources: func(t *testing.T) []limbov1alpha1.Resource {
+				return []limbov1alpha1.Resource{{Name: "a", Object: obj(t, cm("a", nil))}, {Name: "a", Object: obj(t, cm("b", nil))}}
+			},
+			wantErrs: []Error{{"a", ReasonDuplicateName, `resource name "a" is used more than once`}},
+		},
+		{
+			name: "both object and plugin, and neither",
+			resources: func(t *testing.T) []limbov1alpha1.Resource {
+				return []limbov1alpha1.Resource{{Name: "a", Object: obj(t, cm("a", nil)), Plugin: plugin("gc", "", "")}, {Name: "b"}}
+			},
+			wantErrs: []Error{
+				{"a", ReasonInvalidResource, "a resource must have exactly one of object and plugin"},
+				{"b", ReasonInvalidResource, "a resource must have exactly one of object and plugin"},
+			},
+		},
+		{
+			name: "missing reference",
+			resources: func(t *testing.T) []limbov1alpha1.Resource {
+				return []limbov1alpha1.Resource{{Name: "a", References: ref("nope"), Object: obj(t, cm("a", nil))}}
+			},
+			wantErrs: []Error{{"a", ReasonMissingReference, `references missing resource "nope"`}},
+		},
+		{
+			name: "cycle",
+			resources: func(t *testing.T) []limbov1alpha1.Resource {
+				return []limbov1alpha1.Resource{
+					{Name: "a", References: ref("b"), Object: obj(t, cm("a", nil))},
+					{Name: "b", References: ref("a"), Object: obj(t, cm("b", nil))},
+				}
+			},
+			wantErrs: []Error{{"a", ReasonDependencyCycle, "dependency cycle: a -> b -> a"}},
+		},
+		{
+			name: "cluster-scoped kind",
+			resources: func(t *testing.T) []limbov1alpha1.Resource {
+				return []limbov1alpha1.Resource{{Name: "ns", Object: obj(t, map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "x"}})}}
+			},
+			wantErrs: []Error{{"ns", ReasonClusterScoped, "object: Namespace is cluster-scoped; a Bundle holds namespaced objects only"}},
+		},
+		{
+			name: "unknown kind",
+			resources: func(t *testing.T) []limbov1alpha1.Resource {
+				return []limbov1alpha1.Resource{{Name: "w", Object: obj(t, map[string]any{"apiVersion": "example.com/v1", "kind": "Widget", "metadata": map[string]any{"name": "x"}})}}
+			},
+			wantErrs: []Error{{"w", ReasonUnknownKind, `object: no matches for kind "Widget" in version "example.com/v1"`}},
+		},
+		{
+			name: "another namespace",
+			resources: func(t *testing.T) []limbov1alpha1.Resource {
+				return []limbov1alpha1.Resource{{Name: "a", Object: obj(t, cm("a", map[string]any{"namespace": "other"}))}}
+			},
+			wantErrs: []Error{{"a", ReasonWrongNamespace, `object: namespace "other" is not the Bundle's namespace "team-a"`}},
+		},
+		{
+			name: "prohibited annotation and invalid delay",
+			resources: func(t *testing.T) []limbov1alpha1.Resource {
+				return []limbov1alpha1.Resource{{Name: "a", Object: obj(t, cm("a", map[string]any{"annotations": map[string]any{
+					limbov1alpha1.AnnotationDeletionTimestamp: "2026-01-01T00:00:00Z",
+					limbov1alpha1.AnnotationDeletionDelay:     "tomorrow",
+				}}))}}
+			},
+			wantErrs: []Error{
+				{"a", ReasonProhibitedAnnotation, `object: annotation "limbo.dev/deletionTimestamp" is set by the controller only`},
+				{"a", ReasonInvalidDeletionDelay, `object: invalid limbo.dev/deletionDelay "tomorrow": time: invalid duration "tomorrow"`},
+			},
+		},
+		{
+			name: "missing name",
+			resources: func(t *testing.T) []limbov1alpha1.Resource {
+				return []limbov1alpha1.Resource{{Name: "a", Object: obj(t, map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{}})}}
+			},
+			wantErrs: []Error{{"a", ReasonInvalidObject, "object: metadata.name is required"}},
+		},
+		{
+			name: "same object twice",
+			resources: func(t *testing.T) []limbov1alpha1.Resource {
+				return []limbov1alpha1.Resource{{Name: "a", Object: obj(t, cm("x", nil))}, {Name: "b", Object: obj(t, cm("x", nil))}}
+			},
+			wantErrs: []Error{{"b", ReasonDuplicateObject, `declares the same object as resource "a": ConfigMap "x"`}},
+		},
+		{
+			name: "undeclared reference marker",
+			resources: func(t *testing.T) []limbov1alpha1.Resource {
+				return []limbov1alpha1.Resource{{Name: "a", Object: obj(t, map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "a"}, "data": map[string]any{"x": "!{host}"}})}}
+			},
+			wantErrs: []Error{{"a", ReasonUndeclaredReference, "uses undeclared references: !{host}"}},
+		},
+		{
+			name: "unknown plugin, invalid plugin spec, invalid plugin delay",
+			resources: func(*testing.T) []limbov1alpha1.Resource {
+				return []limbov1alpha1.Resource{
+					{Name: "a", Plugin: plugin("nope", "", "")},
+					{Name: "b", Plugin: plugin("gc", "", `{"bad":true}`)},
+					{Name: "c", Plugin: plugin("gc", "-1h", "")},
+				}
+			},
+			wantErrs: []Error{
+				{"a", ReasonUnknownPlugin, `unknown plugin "nope"`},
+				{"b", ReasonInvalidPluginSpec, `plugin "gc": spec.bad: Forbidden`},
+				{"c", ReasonInvalidDeletionDelay, `plugin.deletionDelay: invalid limbo.dev/deletionDelay "-1h": must not be negative`},
+			},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			b := &limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Name: "shop", Namespace: "team-a"}, Spec: limbov1alpha1.BundleSpec{Resources: tc.resources(t)}}
+			plan, errs := Parse(b, mapper(), catalog{})
+			if fmt.Sprint([]Error(errs)) != fmt.Sprint(tc.wantErrs) {
+				t.Fatalf("errors:\n got %v\nwant %v", []Error(errs), tc.wantErrs)
+			}
+			if len(tc.wantErrs) > 0 {
+				if plan != nil {
+					t.Errorf("an invalid spec must yield no plan")
+				}
+				return
+			}
+			if fmt.Sprint(plan.Order) != fmt.Sprint(tc.wantOrder) {
+				t.Errorf("order = %v, want %v", plan.Order, tc.wantOrder)
+			}
+			for _, res := range plan.Resources {
+				if res.Template != nil && res.Template.GetNamespace() != "team-a" {
+					t.Errorf("resource %s: namespace not defaulted to the Bundle's: %q", res.Name, res.Template.GetNamespace())
+				}
+			}
+		})
+	}
+}
