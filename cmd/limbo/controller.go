@@ -13,9 +13,10 @@ import (
 )
 
 // loggingFlags binds zap's flags (--zap-log-level, --zap-encoder, ...) and returns a
-// function that installs the configured logger.
-func loggingFlags(cmd *cobra.Command) func() {
-	opts := zap.Options{Development: false}
+// function that installs the configured logger. Development logging is for people
+// at a terminal (console encoding); production logging is JSON.
+func loggingFlags(cmd *cobra.Command, development bool) func() {
+	opts := zap.Options{Development: development}
 	goFlags := flag.NewFlagSet("zap", flag.ContinueOnError)
 	opts.BindFlags(goFlags)
 	cmd.Flags().AddGoFlagSet(goFlags)
@@ -38,7 +39,7 @@ func newControllerCommand() *cobra.Command {
 		Short: "Run the limbo controller (in cluster, or against --kubeconfig)",
 		Args:  cobra.NoArgs,
 	}
-	setupLogging := loggingFlags(cmd)
+	setupLogging := loggingFlags(cmd, false)
 	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "Path to a kubeconfig; empty uses the in-cluster configuration or $KUBECONFIG.")
 	opts.BindFlags(cmd.Flags())
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {

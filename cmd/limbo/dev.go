@@ -30,7 +30,7 @@ make cluster-bins), installs limbo's CRDs, runs the controller in-process and pr
 the kubeconfig to use. It runs until Ctrl-C, and then stops everything it started.`,
 		Args: cobra.NoArgs,
 	}
-	setupLogging := loggingFlags(cmd)
+	setupLogging := loggingFlags(cmd, true)
 	cmd.Flags().StringVar(&dataDir, "data-dir", "", "Keep the cluster's state here across restarts; empty uses a temporary directory removed on exit.")
 	cmd.Flags().StringVar(&binDir, "bin-dir", "", "Directory of etcd, kube-apiserver and kube-controller-manager; empty finds bin/ (or $LIMBO_BIN_DIR).")
 	cmd.Flags().StringVar(&crdDir, "crds", "crds", "Directory of the CRDs to install.")

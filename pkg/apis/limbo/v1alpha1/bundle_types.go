@@ -130,7 +130,7 @@ type BundleStatus struct {
 
 	// PendingDeletionCount is the length of PendingDeletions, for the PENDING column.
 	// +optional
-	PendingDeletionCount int32 `json:"pendingDeletionCount,omitempty"`
+	PendingDeletionCount int32 `json:"pendingDeletionCount"`
 
 	// NextDeletion is when the soonest pending deletion is due, for the
 	// NEXT-DELETION column.
