@@ -114,7 +114,7 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 	if err != nil {
 		return nil, err
 	}
-	reap := reaper.New(mgr.GetClient(), disco, engine, opts.ResyncPeriod)
+	reap := reaper.New(mgr.GetClient(), mgr.GetAPIReader(), disco, engine, opts.ResyncPeriod)
 	reap.Namespaces = opts.Namespaces
 	bundles, err := bundle.SetupWithManager(mgr, bundle.Options{Workers: opts.Workers, Engine: engine, Plugins: registry, OnManagedObjectEvent: reap.Observe})
 	if err != nil {

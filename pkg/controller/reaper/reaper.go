@@ -26,7 +26,10 @@ import (
 // Reaper is a leader-elected runnable: one loop that lists what is in limbo,
 // processes it, and sleeps until the soonest deadline, a poke, or the next full scan.
 type Reaper struct {
+	// Client writes (stamps, deletes); Reader lists straight from the API server, so
+	// that scanning every kind starts no informer.
 	Client    client.Client
+	Reader    client.Reader
 	Discovery discovery.DiscoveryInterface
 	Engine    *softdelete.Engine
 	Clock     clock.PassiveClock
@@ -46,8 +49,8 @@ type Reaper struct {
 }
 
 // New returns a Reaper.
-func New(c client.Client, d discovery.DiscoveryInterface, engine *softdelete.Engine, fullScan time.Duration) *Reaper {
-	return &Reaper{Client: c, Discovery: d, Engine: engine, Clock: clock.RealClock{}, FullScanInterval: fullScan,
+func New(c client.Client, reader client.Reader, d discovery.DiscoveryInterface, engine *softdelete.Engine, fullScan time.Duration) *Reaper {
+	return &Reaper{Client: c, Reader: reader, Discovery: d, Engine: engine, Clock: clock.RealClock{}, FullScanInterval: fullScan,
 		poke: make(chan struct{}, 1), kinds: map[schema.GroupVersionKind]bool{}}
 }
 
@@ -154,7 +157,7 @@ func (r *Reaper) list(ctx context.Context, gvk schema.GroupVersionKind) ([]metav
 	for _, ns := range namespaces {
 		list := &metav1.PartialObjectMetadataList{}
 		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-		if err := r.Client.List(ctx, list, client.InNamespace(ns), client.MatchingLabels{limbov1alpha1.LabelPendingDeletion: "true"}); err != nil {
+		if err := r.Reader.List(ctx, list, client.InNamespace(ns), client.MatchingLabels{limbov1alpha1.LabelPendingDeletion: "true"}); err != nil {
 			return nil, err
 		}
 		for _, item := range list.Items {
