@@ -14,7 +14,6 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/discovery"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -30,7 +29,7 @@ type Reaper struct {
 	// that scanning every kind starts no informer.
 	Client    client.Client
 	Reader    client.Reader
-	Discovery discovery.DiscoveryInterface
+	Discovery Discovery
 	Engine    *softdelete.Engine
 	Clock     clock.PassiveClock
 	// FullScanInterval is how often every kind is scanned; between full scans only
@@ -48,8 +47,14 @@ type Reaper struct {
 	kinds map[schema.GroupVersionKind]bool
 }
 
+// Discovery is what the reaper needs of discovery: the kinds it may find in limbo.
+// *discovery.DiscoveryClient implements it.
+type Discovery interface {
+	ServerPreferredNamespacedResources() ([]*metav1.APIResourceList, error)
+}
+
 // New returns a Reaper.
-func New(c client.Client, reader client.Reader, d discovery.DiscoveryInterface, engine *softdelete.Engine, fullScan time.Duration) *Reaper {
+func New(c client.Client, reader client.Reader, d Discovery, engine *softdelete.Engine, fullScan time.Duration) *Reaper {
 	return &Reaper{Client: c, Reader: reader, Discovery: d, Engine: engine, Clock: clock.RealClock{}, FullScanInterval: fullScan,
 		poke: make(chan struct{}, 1), kinds: map[schema.GroupVersionKind]bool{}}
 }

@@ -1,0 +1,94 @@
+package reaper
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+	"github.com/limbo-dev/limbo/pkg/softdelete"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+var now = time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+
+func inLimbo(name, stamp, delay string, controlled bool) *corev1.ConfigMap {
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
+		Name: name, Namespace: "ns", UID: types.UID("uid-" + name),
+		Labels:      map[string]string{limbov1alpha1.LabelBundle: "shop", limbov1alpha1.LabelPendingDeletion: "true"},
+		Annotations: map[string]string{limbov1alpha1.AnnotationDeletionTimestamp: stamp, limbov1alpha1.AnnotationDeletionDelay: delay},
+	}}
+	if controlled {
+		cm.OwnerReferences = []metav1.OwnerReference{{APIVersion: "limbo.dev/v1alpha1", Kind: "Bundle", Name: "shop", UID: "b", Controller: ptr.To(true)}}
+	}
+	return cm
+}
+
+// A pass deletes released objects whose deadline passed, leaves the others, never
+// touches objects a Bundle still controls, and returns the time to the next deadline.
+func TestPass(t *testing.T) {
+	objects := []client.Object{
+		inLimbo("due", "2026-11-22T09:00:00Z", "1h", false),      // deadline == now
+		inLimbo("waiting", "2026-11-22T09:59:50Z", "30s", false), // deadline in 20s
+		inLimbo("controlled", "2026-11-22T08:00:00Z", "1h", true),
+	}
+	scheme := runtime.NewScheme()
+	if err := corev1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objects...).Build()
+	disco := fakeDiscovery{{
+		GroupVersion: "v1",
+		APIResources: []metav1.APIResource{
+			{Name: "configmaps", Kind: "ConfigMap", Namespaced: true, Verbs: metav1.Verbs{"list", "delete", "patch", "watch"}},
+			{Name: "configmaps/status", Kind: "ConfigMap", Namespaced: true, Verbs: metav1.Verbs{"get"}},
+			{Name: "bindings", Kind: "Binding", Namespaced: true, Verbs: metav1.Verbs{"create"}},
+		},
+	}}
+	engine := &softdelete.Engine{Client: c, Recorder: record.NewFakeRecorder(10), Clock: clocktesting.NewFakePassiveClock(now), Metrics: softdelete.NewMetrics(prometheus.NewRegistry())}
+	r := New(c, c, disco, engine, time.Hour)
+	r.Clock = engine.Clock
+	var watched []schema.GroupVersionKind
+	r.OnKind = func(gvk schema.GroupVersionKind) error { watched = append(watched, gvk); return nil }
+
+	wait, err := r.pass(context.Background(), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if wait != 20*time.Second {
+		t.Errorf("wait = %v, want 20s (the next deadline)", wait)
+	}
+	exists := func(name string) bool {
+		return c.Get(context.Background(), client.ObjectKey{Namespace: "ns", Name: name}, &corev1.ConfigMap{}) == nil
+	}
+	for name, want := range map[string]bool{"due": false, "waiting": true, "controlled": true} {
+		if exists(name) != want {
+			t.Errorf("%s exists = %v, want %v", name, !want, want)
+		}
+	}
+	if fmt.Sprint(watched) != "[/v1, Kind=ConfigMap]" {
+		t.Errorf("kinds handed to OnKind = %v, want only ConfigMap (bindings cannot be listed)", watched)
+	}
+	kinds, _ := r.kindsToScan(false)
+	if len(kinds) != 1 {
+		t.Errorf("known kinds after a full scan = %v, want [ConfigMap]", kinds)
+	}
+}
+
+type fakeDiscovery []*metav1.APIResourceList
+
+func (f fakeDiscovery) ServerPreferredNamespacedResources() ([]*metav1.APIResourceList, error) {
+	return f, nil
+}
