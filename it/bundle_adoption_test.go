@@ -65,7 +65,7 @@ func TestAdoption(t *testing.T) {
 		if st := resourceStatus(ready, "taken"); st == nil || st.Object == nil || st.Object.UID != string(before.GetUID()) {
 			t.Errorf("resource status %+v, want the adopted object's uid %s", st, before.GetUID())
 		}
-		waitEvent(t, b, corev1.EventTypeNormal, "Adopted", `resource "taken": ConfigMap adopted taken`)
+		waitEvent(t, b, corev1.EventTypeNormal, "Adopted", `resource "taken": ConfigMap taken adopted`)
 		return after
 	}
 

@@ -19,7 +19,7 @@ func TestBlockedUntilDependencyReady(t *testing.T) {
 	ns := env.Namespace(t)
 	// A Widget without status is Ready (kstatus: Current), so the test starts from
 	// one whose operator already reported Ready=False; the Bundle adopts it.
-	createWidget(t, ns, "db", false, nil)
+	createWidget(t, ns, "db", false)
 	b := createBundle(t, ns, "blocking",
 		objectResource(t, "app", configMap("app", map[string]any{"k": "v"}, nil),
 			limbov1alpha1.Reference{Resource: "db"}),
@@ -72,7 +72,7 @@ func TestBlockedUntilDependencyReady(t *testing.T) {
 // only, and a resource waiting on a Blocked one is Blocked too.
 func TestBlockedTransitively(t *testing.T) {
 	ns := env.Namespace(t)
-	createWidget(t, ns, "root", false, nil)
+	createWidget(t, ns, "root", false)
 	b := createBundle(t, ns, "chain",
 		objectResource(t, "root", withAnnotations(widget("root"), map[string]any{limbov1alpha1.AnnotationAdopt: "true"})),
 		objectResource(t, "mid", configMap("mid", map[string]any{"k": "v"}, nil), limbov1alpha1.Reference{Resource: "root"}),
@@ -106,5 +106,40 @@ func TestBlockedTransitively(t *testing.T) {
 	ready := waitReady(t, b)
 	if ready.Status.ResourcesReady != "4/4" {
 		t.Errorf("resourcesReady = %q, want 4/4", ready.Status.ResourcesReady)
+	}
+}
+
+// A Blocked resource gets no write even when its object exists: a template
+// change waits until the dependency is Ready again.
+func TestBlockedResourceIsNotUpdated(t *testing.T) {
+	ns := env.Namespace(t)
+	db := objectResource(t, "db", widget("db"))
+	app := func(v string) limbov1alpha1.Resource {
+		return objectResource(t, "app", configMap("app", map[string]any{"v": v}, nil), limbov1alpha1.Reference{Resource: "db"})
+	}
+	b := createBundle(t, ns, "blocked-update", db, app("1"))
+	waitReady(t, b)
+	setWidgetReady(t, ns, "db", false)
+	waitBundle(t, b, func(cur *limbov1alpha1.Bundle) error {
+		return resourceIs(cur, "app", limbov1alpha1.ResourceBlocked, "DependenciesNotReady")
+	})
+	before := getObject(t, configMapGVK, ns, "app")
+
+	updateBundle(t, b, db, app("2"))
+	waitBundle(t, b, func(cur *limbov1alpha1.Bundle) error {
+		return resourceMessageIs(cur, "app", limbov1alpha1.ResourceBlocked, "DependenciesNotReady", `waiting for "db"`)
+	})
+	testenv.Consistently(t, 2*time.Second, func() error {
+		now := getObject(t, configMapGVK, ns, "app")
+		if now == nil || now.GetResourceVersion() != before.GetResourceVersion() {
+			return fmt.Errorf("a Blocked resource's object was written: %v", now)
+		}
+		return nil
+	})
+
+	setWidgetReady(t, ns, "db", true)
+	waitReady(t, b)
+	if got := stringField(getObject(t, configMapGVK, ns, "app"), "data", "v"); got != "2" {
+		t.Errorf("app data.v = %q, want 2 once db is Ready", got)
 	}
 }

@@ -94,3 +94,26 @@ func TestDriftCorrected(t *testing.T) {
 	}
 	waitReady(t, b)
 }
+
+// A managed object deleted behind limbo's back (kubectl delete) is re-created
+// promptly: its deletion is a watch event of its Bundle.
+func TestDeletedObjectRecreated(t *testing.T) {
+	ns := env.Namespace(t)
+	b := createBundle(t, ns, "recreate",
+		objectResource(t, "settings", configMap("settings", map[string]any{"mode": "safe"}, nil)))
+	waitReady(t, b)
+	old := getObject(t, configMapGVK, ns, "settings")
+	deleteObject(t, old)
+	bundle := getBundle(t, b)
+	testenv.Eventually(t, driftDeadline, func() error {
+		u := getObject(t, configMapGVK, ns, "settings")
+		if u == nil || u.GetUID() == old.GetUID() {
+			return fmt.Errorf("ConfigMap settings not re-created yet")
+		}
+		if got := stringField(u, "data", "mode"); got != "safe" {
+			return fmt.Errorf("data.mode = %q, want safe", got)
+		}
+		return isControlledBy(u, bundle)
+	})
+	waitReady(t, b)
+}

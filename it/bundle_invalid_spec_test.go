@@ -2,6 +2,7 @@ package it
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -28,9 +29,10 @@ func TestInvalidSpec(t *testing.T) {
 	cases := []struct {
 		name string
 		// bad returns the offending resources; other is a second namespace.
-		bad     func(t *testing.T, ns, other string) []limbov1alpha1.Resource
-		blame   string // the resource in Error
-		reason  string
+		bad    func(t *testing.T, ns, other string) []limbov1alpha1.Resource
+		blame  string // the resource in Error
+		reason string
+		// message is the resource's message; several errors go one a line.
 		message func(ns, other string) string
 		// absent are objects the invalid resources name, which must not exist.
 		absent func(ns, other string) []objectKey
@@ -121,7 +123,7 @@ func TestInvalidSpec(t *testing.T) {
 			},
 			blame: "bad", reason: "InvalidDeletionDelay",
 			message: func(string, string) string {
-				return `plugin.deletionDelay: invalid limbo.dev/deletionDelay "tomorrow": time: invalid duration "tomorrow"; unknown plugin "no-such-plugin"`
+				return `plugin.deletionDelay: invalid limbo.dev/deletionDelay "tomorrow": time: invalid duration "tomorrow"` + "\n" + `unknown plugin "no-such-plugin"`
 			},
 		},
 		{
@@ -190,8 +192,15 @@ func TestInvalidSpec(t *testing.T) {
 			ns, other := env.Namespace(t), env.Namespace(t)
 			good := objectResource(t, "good", configMap("good", map[string]any{"k": "v"}, nil))
 			b := createBundle(t, ns, "invalid", append([]limbov1alpha1.Resource{good}, tc.bad(t, ns, other)...)...)
-			wantMsg := tc.message(ns, other)
-			specMsg := fmt.Sprintf("invalid spec: resource %q: %s", tc.blame, wantMsg)
+			// The resource's message joins its errors with "; "; the Bundle's names
+			// the resource in each.
+			errs := strings.Split(tc.message(ns, other), "\n")
+			wantMsg := strings.Join(errs, "; ")
+			named := make([]string, len(errs))
+			for i, e := range errs {
+				named[i] = fmt.Sprintf("resource %q: %s", tc.blame, e)
+			}
+			specMsg := "invalid spec: " + strings.Join(named, "; ")
 			check := func(cur *limbov1alpha1.Bundle) error {
 				if err := resourceMessageIs(cur, tc.blame, limbov1alpha1.ResourceError, tc.reason, wantMsg); err != nil {
 					return err
@@ -220,7 +229,7 @@ func TestInvalidSpec(t *testing.T) {
 				}
 				return check(getBundle(t, b))
 			})
-			waitEvent(t, b, corev1.EventTypeWarning, "InvalidSpec", fmt.Sprintf("resource %q: %s", tc.blame, wantMsg))
+			waitEvent(t, b, corev1.EventTypeWarning, "InvalidSpec", strings.Join(named, "; "))
 		})
 	}
 }

@@ -1,15 +1,12 @@
 package it
 
 import (
-	"context"
 	"fmt"
 	"testing"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/limbo-dev/limbo/it/testenv"
@@ -68,14 +65,7 @@ func TestNoOpReconcileMakesZeroWrites(t *testing.T) {
 		addLabel(t, configMapGVK, ns, "config", "test.limbo.dev/poke", "control")
 		// Same informer, later event: the reconcile that corrects app has seen
 		// the label on config.
-		patch := []byte(`{"data":{"mode":"drifted"}}`)
-		app := &unstructured.Unstructured{}
-		app.SetGroupVersionKind(configMapGVK)
-		app.SetNamespace(ns)
-		app.SetName("app")
-		if err := env.Client.Patch(context.Background(), app, client.RawPatch(types.MergePatchType, patch)); err != nil {
-			t.Fatal(err)
-		}
+		patchObject(t, configMapGVK, ns, "app", `{"data":{"mode":"drifted"}}`)
 		waitObject(t, configMapGVK, ns, "app", func(u *unstructured.Unstructured) error {
 			if got := stringField(u, "data", "mode"); got != "safe" {
 				return fmt.Errorf("app data.mode = %q, want safe restored", got)
@@ -94,33 +84,56 @@ func TestNoOpReconcileMakesZeroWrites(t *testing.T) {
 	})
 }
 
-// Values the API server normalizes (a CPU quantity of 0.5 is stored as 500m,
-// defaults are filled in) must not make every reconcile re-apply.
+// Values the API server normalizes or that never appear in the live object must
+// not make every reconcile re-apply: a CPU quantity of 0.5 is stored as 500m, a
+// container port gets its default protocol, a Secret's stringData is stored as
+// data.
 func TestNoOpReconcileWithServerNormalizedValues(t *testing.T) {
-	ns := env.Namespace(t)
-	web := deployment("web", 0)
-	container := web["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)["containers"].([]any)[0].(map[string]any)
-	container["resources"] = map[string]any{"requests": map[string]any{"cpu": "0.5", "memory": "0.5Gi"}}
-	container["ports"] = []any{map[string]any{"containerPort": int64(8080)}} // protocol defaulted to TCP
-	b := createBundle(t, ns, "normalized", objectResource(t, "web", web))
-	waitReady(t, b)
-	quiesce(t, ns)
+	withContainer := func(change func(c map[string]any)) map[string]any {
+		web := deployment("web", 0)
+		change(web["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)["containers"].([]any)[0].(map[string]any))
+		return web
+	}
+	cases := []struct {
+		name string
+		gvk  schema.GroupVersionKind
+		obj  map[string]any
+	}{
+		{"defaulted fields", deploymentGVK, withContainer(func(c map[string]any) {
+			c["ports"] = []any{map[string]any{"containerPort": int64(8080)}}
+		})},
+		{"canonicalized quantity", deploymentGVK, withContainer(func(c map[string]any) {
+			c["resources"] = map[string]any{"requests": map[string]any{"cpu": "0.5"}}
+		})},
+		{"Secret stringData", schema.GroupVersionKind{Version: "v1", Kind: "Secret"}, map[string]any{
+			"apiVersion": "v1", "kind": "Secret", "metadata": map[string]any{"name": "web"},
+			"stringData": map[string]any{"password": "example"},
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ns := env.Namespace(t)
+			b := createBundle(t, ns, "normalized", objectResource(t, "web", tc.obj))
+			waitReady(t, b)
+			quiesce(t, ns)
 
-	env.ResetControllerRequests()
-	before := reconciles(t)
-	addLabel(t, deploymentGVK, ns, "web", "test.limbo.dev/poke", "1")
-	testenv.Eventually(t, 10*time.Second, func() error {
-		if n := reconciles(t); n <= before {
-			return fmt.Errorf("no reconcile since the label was added (%v)", n)
-		}
-		return nil
-	})
-	testenv.Consistently(t, 2*time.Second, func() error {
-		if writes := env.ControllerRequests(testenv.Writes, testenv.InNamespace(ns)); len(writes) > 0 {
-			return fmt.Errorf("a no-op reconcile wrote:%s", testenv.FormatRequests(writes))
-		}
-		return nil
-	})
+			env.ResetControllerRequests()
+			before := reconciles(t)
+			addLabel(t, tc.gvk, ns, "web", "test.limbo.dev/poke", "1")
+			testenv.Eventually(t, 10*time.Second, func() error {
+				if n := reconciles(t); n <= before {
+					return fmt.Errorf("no reconcile since the label was added (%v)", n)
+				}
+				return nil
+			})
+			testenv.Consistently(t, 2*time.Second, func() error {
+				if writes := env.ControllerRequests(testenv.Writes, testenv.InNamespace(ns)); len(writes) > 0 {
+					return fmt.Errorf("a no-op reconcile wrote:%s", testenv.FormatRequests(writes))
+				}
+				return nil
+			})
+		})
+	}
 }
 
 // quiesce waits until the controller has written nothing in ns for a while: the
@@ -144,14 +157,7 @@ func quiesce(t testing.TB, ns string) {
 // field limbo does not own.
 func addLabel(t testing.TB, gvk schema.GroupVersionKind, ns, name, key, value string) {
 	t.Helper()
-	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(gvk)
-	u.SetNamespace(ns)
-	u.SetName(name)
-	patch := fmt.Sprintf(`{"metadata":{"labels":{%q:%q}}}`, key, value)
-	if err := env.Client.Patch(context.Background(), u, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
-		t.Fatalf("label %s %s: %v", gvk.Kind, name, err)
-	}
+	patchObject(t, gvk, ns, name, fmt.Sprintf(`{"metadata":{"labels":{%q:%q}}}`, key, value))
 }
 
 // reconciles is how many reconciles the Bundle controller has finished.

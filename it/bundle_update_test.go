@@ -58,7 +58,7 @@ func TestUpdateChangesLiveObject(t *testing.T) {
 	if err := isControlledBy(after, getBundle(t, b)); err != nil {
 		t.Error(err)
 	}
-	waitEvent(t, b, "Normal", "Updated", `resource "settings": ConfigMap updated settings`)
+	waitEvent(t, b, "Normal", "Updated", `resource "settings": ConfigMap settings updated`)
 }
 
 // A value that a dependent reads from its dependency follows the dependency:

@@ -230,13 +230,9 @@ func createObject(t testing.TB, ns string, obj map[string]any) *unstructured.Uns
 
 // createWidget creates a Widget outside any Bundle with a Ready condition of the
 // given status, as if its operator had reported on it already.
-func createWidget(t testing.TB, ns, name string, ready bool, annotations map[string]any) {
+func createWidget(t testing.TB, ns, name string, ready bool) {
 	t.Helper()
-	obj := widget(name)
-	if annotations != nil {
-		withAnnotations(obj, annotations)
-	}
-	createObject(t, ns, obj)
+	createObject(t, ns, widget(name))
 	setWidgetReady(t, ns, name, ready)
 }
 

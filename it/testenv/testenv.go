@@ -23,6 +23,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/limbo-dev/limbo/pkg/controller"
 	"github.com/limbo-dev/limbo/pkg/localcluster"
@@ -39,6 +40,8 @@ type Env struct {
 
 	cancelController context.CancelFunc
 	controllerDone   chan error
+	// controllerOptions are the options the controller was last started with.
+	controllerOptions controller.Options
 	// requests records every request the in-process controller sends.
 	requests requestLog
 }
@@ -121,10 +124,45 @@ func (e *Env) StartController(opts controller.Options) error {
 	if err != nil {
 		return err
 	}
+	e.run(mgr, opts)
+	return nil
+}
+
+// run starts a built manager in the background.
+func (e *Env) run(mgr manager.Manager, opts controller.Options) {
 	ctx, cancel := context.WithCancel(context.Background())
 	e.cancelController = cancel
+	e.controllerOptions = opts
 	e.controllerDone = make(chan error, 1)
 	go func() { e.controllerDone <- mgr.Start(ctx) }()
+}
+
+// RestartController restarts the in-process controller with the options it was
+// started with, as a crash and restart of the controller's Pod would: it builds
+// the new controller first, then stops the running one, calls whileStopped, and
+// starts the new one. The new controller is started even if whileStopped fails
+// the test (t.Fatal), so that later tests find a controller running. If the new
+// controller cannot be built, the running one is left alone and the error is
+// returned.
+func (e *Env) RestartController(whileStopped func()) error {
+	if e.cancelController == nil {
+		return fmt.Errorf("no controller is running")
+	}
+	opts := e.controllerOptions
+	cfg := rest.CopyConfig(e.Config)
+	cfg.Wrap(e.requests.wrap)
+	mgr, err := controller.NewManager(cfg, opts)
+	if err != nil {
+		return fmt.Errorf("build a second controller in this process: %w", err)
+	}
+	if err := e.StopController(); err != nil {
+		e.run(mgr, opts)
+		return fmt.Errorf("stop the controller: %w", err)
+	}
+	defer e.run(mgr, opts)
+	if whileStopped != nil {
+		whileStopped()
+	}
 	return nil
 }
 

@@ -3,24 +3,33 @@ package bundle
 import (
 	"crypto/sha256"
 	"encoding/json"
-	"reflect"
 	"sync"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+
+	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 )
 
-// appliedCache remembers, per object UID, a hash of what limbo last applied, so a
-// pass can tell "nothing to do" from "apply" without a write. Together with the
-// subset check below it makes a no-op reconcile write nothing:
-//   - the desired object changed (including a field removed from the template):
-//     the hash differs;
-//   - someone changed a field limbo sets: the live object no longer contains the
-//     desired one.
+// appliedCache remembers, per object UID, what limbo last applied: a hash of the
+// desired object and the set of fields limbo owned right after (its managedFields
+// entry). A pass applies only when one of them no longer matches:
+//   - the desired object changed (including a field removed from the template,
+//     which server-side apply then removes): the hash differs;
+//   - someone else changed or removed a field limbo set: that field moves to the
+//     other manager (or goes), so limbo's field set differs.
 //
-// It lives in memory: after a restart every object is applied once (the API server
-// turns an unchanged apply into a no-op), which re-learns the hashes.
+// Values are never compared, so a value the API server normalises (cpu "0.5"
+// stored as "500m") or a write-only field (a Secret's stringData) is not mistaken
+// for drift. The cache lives in memory: after a restart every object is applied
+// once, which the API server turns into a no-op, and the cache is learnt again.
 type appliedCache struct{ m sync.Map }
+
+type applied struct {
+	hash   string
+	fields string
+}
 
 func hashOf(obj *unstructured.Unstructured) string {
 	data, _ := json.Marshal(obj.Object) // unstructured content always marshals
@@ -28,65 +37,31 @@ func hashOf(obj *unstructured.Unstructured) string {
 	return string(sum[:])
 }
 
-func (c *appliedCache) record(uid types.UID, hash string) { c.m.Store(uid, hash) }
+// ownedFields is limbo's apply field set of obj, as the API server records it.
+func ownedFields(obj metav1.Object) string {
+	for _, mf := range obj.GetManagedFields() {
+		if mf.Manager == limbov1alpha1.FieldManager && mf.Operation == metav1.ManagedFieldsOperationApply && mf.Subresource == "" && mf.FieldsV1 != nil {
+			return string(mf.FieldsV1.Raw)
+		}
+	}
+	return ""
+}
+
+// record remembers an apply of the desired object whose hash is hash; obj is the
+// API server's response.
+func (c *appliedCache) record(obj *unstructured.Unstructured, hash string) {
+	c.m.Store(obj.GetUID(), applied{hash: hash, fields: ownedFields(obj)})
+}
 
 func (c *appliedCache) forget(uid types.UID) { c.m.Delete(uid) }
 
-// upToDate reports whether live already holds desired, whose hash is hash.
-func (c *appliedCache) upToDate(live *unstructured.Unstructured, desired *unstructured.Unstructured, hash string) bool {
-	last, ok := c.m.Load(live.GetUID())
-	return ok && last == hash && contains(live.Object, desired.Object)
-}
-
-// contains reports whether have holds every field of want with an equal value.
-// Lists must have the same length and hold the wanted elements in order; fields
-// the API server or others added to maps are ignored.
-func contains(have, want any) bool {
-	switch w := want.(type) {
-	case map[string]any:
-		h, ok := have.(map[string]any)
-		if !ok {
-			return len(w) == 0 && have == nil
-		}
-		for k, wv := range w {
-			hv, present := h[k]
-			if !present {
-				if wv == nil {
-					continue
-				}
-				return false
-			}
-			if !contains(hv, wv) {
-				return false
-			}
-		}
-		return true
-	case []any:
-		h, ok := have.([]any)
-		if !ok || len(h) != len(w) {
-			return len(w) == 0 && have == nil
-		}
-		for i := range w {
-			if !contains(h[i], w[i]) {
-				return false
-			}
-		}
-		return true
-	case int64:
-		return numberEqual(float64(w), have)
-	case float64:
-		return numberEqual(w, have)
-	default:
-		return reflect.DeepEqual(want, have)
+// upToDate reports whether live still holds what limbo applied, and what limbo
+// applied was the desired object whose hash is hash.
+func (c *appliedCache) upToDate(live *unstructured.Unstructured, hash string) bool {
+	v, ok := c.m.Load(live.GetUID())
+	if !ok {
+		return false
 	}
-}
-
-func numberEqual(w float64, have any) bool {
-	switch h := have.(type) {
-	case int64:
-		return float64(h) == w
-	case float64:
-		return h == w
-	}
-	return false
+	last := v.(applied)
+	return last.hash == hash && last.fields != "" && ownedFields(live) == last.fields
 }

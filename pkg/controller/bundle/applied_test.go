@@ -3,64 +3,59 @@ package bundle
 import (
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 )
 
-func TestContains(t *testing.T) {
-	cases := []struct {
-		name       string
-		have, want any
-		ok         bool
-	}{
-		{"equal maps", map[string]any{"a": "b"}, map[string]any{"a": "b"}, true},
-		{"extra fields in have are ignored", map[string]any{"a": "b", "c": int64(1)}, map[string]any{"a": "b"}, true},
-		{"missing field", map[string]any{}, map[string]any{"a": "b"}, false},
-		{"changed value", map[string]any{"a": "x"}, map[string]any{"a": "b"}, false},
-		{"explicit null wanted, field absent", map[string]any{}, map[string]any{"a": nil}, true},
-		{"int64 equals float64", map[string]any{"n": float64(3)}, map[string]any{"n": int64(3)}, true},
-		{"int64 differs", map[string]any{"n": int64(4)}, map[string]any{"n": int64(3)}, false},
-		{"lists element-wise with server defaults", []any{map[string]any{"port": int64(80), "protocol": "TCP"}}, []any{map[string]any{"port": int64(80)}}, true},
-		{"list longer in have", []any{"a", "b"}, []any{"a"}, false},
-		{"list order matters", []any{"b", "a"}, []any{"a", "b"}, false},
-		{"empty wanted map matches absent", nil, map[string]any{}, true},
-		{"type mismatch", "x", map[string]any{"a": "b"}, false},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := contains(tc.have, tc.want); got != tc.ok {
-				t.Errorf("contains(%v, %v) = %v, want %v", tc.have, tc.want, got, tc.ok)
-			}
-		})
-	}
+func withManagedFields(u *unstructured.Unstructured, entries ...metav1.ManagedFieldsEntry) *unstructured.Unstructured {
+	u = u.DeepCopy()
+	u.SetManagedFields(entries)
+	return u
+}
+
+func entry(manager string, op metav1.ManagedFieldsOperationType, fields string) metav1.ManagedFieldsEntry {
+	return metav1.ManagedFieldsEntry{Manager: manager, Operation: op, FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(fields)}}
 }
 
 func TestAppliedCacheUpToDate(t *testing.T) {
-	desired := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "a"}, "data": map[string]any{"k": "v"}}}
-	live := desired.DeepCopy()
-	live.SetUID(types.UID("u1"))
-	live.SetResourceVersion("7")
-	var c appliedCache
+	desired := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "a"}, "data": map[string]any{"k": "v", "j": "w"}}}
 	hash := hashOf(desired)
-	if c.upToDate(live, desired, hash) {
-		t.Fatal("an object never applied by this process is not known to be up to date")
+	ours := `{"f:data":{"f:j":{},"f:k":{}}}`
+	response := withManagedFields(desired, entry("limbo", metav1.ManagedFieldsOperationApply, ours))
+	response.SetUID(types.UID("u1"))
+
+	var c appliedCache
+	if c.upToDate(response, hash) {
+		t.Fatal("an object this process never applied is not known to be up to date")
 	}
-	c.record("u1", hash)
-	if !c.upToDate(live, desired, hash) {
-		t.Error("applied and unchanged: up to date")
+	c.record(response, hash)
+	cases := []struct {
+		name string
+		live *unstructured.Unstructured
+		hash string
+		want bool
+	}{
+		{"unchanged", response, hash, true},
+		{"others added fields and managers", withManagedFields(response,
+			entry("limbo", metav1.ManagedFieldsOperationApply, ours),
+			entry("kubectl-edit", metav1.ManagedFieldsOperationUpdate, `{"f:data":{"f:extra":{}}}`),
+			entry("limbo", metav1.ManagedFieldsOperationUpdate, `{"f:metadata":{"f:annotations":{"f:limbo.dev/deletionTimestamp":{}}}}`)), hash, true},
+		{"someone changed a field limbo set (it moved to them)", withManagedFields(response,
+			entry("limbo", metav1.ManagedFieldsOperationApply, `{"f:data":{"f:j":{}}}`),
+			entry("kubectl-edit", metav1.ManagedFieldsOperationUpdate, `{"f:data":{"f:k":{}}}`)), hash, false},
+		{"limbo's entry is gone", withManagedFields(response), hash, false},
+		{"the template changed", response, "other", false},
 	}
-	drifted := live.DeepCopy()
-	_ = unstructured.SetNestedField(drifted.Object, "edited", "data", "k")
-	if c.upToDate(drifted, desired, hash) {
-		t.Error("a field limbo sets was changed: not up to date")
-	}
-	smaller := desired.DeepCopy()
-	unstructured.RemoveNestedField(smaller.Object, "data")
-	if c.upToDate(live, smaller, hashOf(smaller)) {
-		t.Error("a field was removed from the template: not up to date (apply removes it)")
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := c.upToDate(tc.live, tc.hash); got != tc.want {
+				t.Errorf("upToDate = %v, want %v", got, tc.want)
+			}
+		})
 	}
 	c.forget("u1")
-	if c.upToDate(live, desired, hash) {
+	if c.upToDate(response, hash) {
 		t.Error("forgotten: not up to date")
 	}
 }

@@ -213,7 +213,7 @@ func (p *pass) syncOne(ctx context.Context, name string, tmpl *unstructured.Unst
 		return fail(limbov1alpha1.ResourceError, ReasonReferenceError, "%v", err)
 	}
 	hash := hashOf(desired)
-	if live == nil || adopting || !p.r.applied.upToDate(live, desired, hash) {
+	if live == nil || adopting || !p.r.applied.upToDate(live, hash) {
 		event, verb := EventUpdated, "updated"
 		switch {
 		case adopting:
@@ -225,7 +225,7 @@ func (p *pass) syncOne(ctx context.Context, name string, tmpl *unstructured.Unst
 			p.after(retryInterval)
 			return fail(limbov1alpha1.ResourceError, ReasonApplyFailed, "apply %s %q: %v", gvk.Kind, tmpl.GetName(), err)
 		}
-		p.r.applied.record(desired.GetUID(), hash)
+		p.r.applied.record(desired, hash)
 		p.r.Recorder.Eventf(p.bundle, corev1.EventTypeNormal, event, "resource %q: %s %s %s", name, gvk.Kind, tmpl.GetName(), verb)
 		live = desired
 		st.Object.UID = string(live.GetUID())

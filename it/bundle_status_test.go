@@ -1,0 +1,149 @@
+package it
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/limbo-dev/limbo/it/testenv"
+	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+)
+
+// A Bundle's status follows kstatus: Reconciling while resources are on their
+// way, Ready once all are, Stalled when one is in error; status.resourcesReady
+// counts. kubectl reads it: `kubectl wait --for=condition=...` and the printer
+// columns of `kubectl get bundles`.
+func TestStatusConditions(t *testing.T) {
+	ns := env.Namespace(t)
+	engine := objectResource(t, "engine", gadget("engine"))
+	dash := objectResource(t, "dash", configMap("dash", map[string]any{"k": "v"}, nil), limbov1alpha1.Reference{Resource: "engine"})
+	b := createBundle(t, ns, "status", engine, dash)
+
+	// In progress: Reconciling, not Ready, not Stalled.
+	progressing := `waiting for engine (InProgress), dash (Blocked)`
+	waitBundle(t, b, func(cur *limbov1alpha1.Bundle) error {
+		if err := conditionMessageIs(cur, "Reconciling", metav1.ConditionTrue, "Progressing", progressing); err != nil {
+			return err
+		}
+		if err := conditionMessageIs(cur, "Ready", metav1.ConditionFalse, "Progressing", progressing); err != nil {
+			return err
+		}
+		if err := conditionIs(cur, "Stalled", metav1.ConditionFalse, "Progressing"); err != nil {
+			return err
+		}
+		if cur.Status.ResourcesReady != "0/2" {
+			return fmt.Errorf("resourcesReady = %q, want 0/2", cur.Status.ResourcesReady)
+		}
+		return nil
+	})
+	kubectlWait(t, ns, "status", "Reconciling")
+	getBundles(t, ns, "status", "False", "0/2")
+
+	// Ready.
+	setGadgetPhase(t, ns, "engine", "Running")
+	kubectlWait(t, ns, "status", "Ready")
+	ready := waitBundle(t, b, func(cur *limbov1alpha1.Bundle) error {
+		if err := conditionMessageIs(cur, "Ready", metav1.ConditionTrue, "Ready", "2 resources ready"); err != nil {
+			return err
+		}
+		if err := conditionIs(cur, "Reconciling", metav1.ConditionFalse, "Ready"); err != nil {
+			return err
+		}
+		return conditionIs(cur, "Stalled", metav1.ConditionFalse, "Ready")
+	})
+	if ready.Status.ResourcesReady != "2/2" {
+		t.Errorf("resourcesReady = %q, want 2/2", ready.Status.ResourcesReady)
+	}
+	for _, c := range ready.Status.Conditions {
+		if c.ObservedGeneration != ready.Generation {
+			t.Errorf("condition %s observes generation %d, not %d", c.Type, c.ObservedGeneration, ready.Generation)
+		}
+	}
+	getBundles(t, ns, "status", "True", "2/2")
+
+	// A resource in error: Stalled, not Ready, not Reconciling.
+	createObject(t, ns, configMap("taken", map[string]any{"k": "theirs"}, nil))
+	updateBundle(t, b, engine, dash, objectResource(t, "taken", configMap("taken", map[string]any{"k": "v"}, nil)))
+	stalled := waitBundle(t, b, func(cur *limbov1alpha1.Bundle) error {
+		msg := `resource "taken": ` + notOwnedMessage
+		if err := conditionMessageIs(cur, "Stalled", metav1.ConditionTrue, "ResourceError", msg); err != nil {
+			return err
+		}
+		if err := conditionMessageIs(cur, "Ready", metav1.ConditionFalse, "ResourceError", msg); err != nil {
+			return err
+		}
+		return conditionIs(cur, "Reconciling", metav1.ConditionFalse, "ResourceError")
+	})
+	if stalled.Status.ResourcesReady != "2/3" {
+		t.Errorf("resourcesReady = %q, want 2/3", stalled.Status.ResourcesReady)
+	}
+	if stalled.Status.ObservedGeneration != stalled.Generation {
+		t.Errorf("observedGeneration = %d, want %d", stalled.Status.ObservedGeneration, stalled.Generation)
+	}
+	kubectlWait(t, ns, "status", "Stalled")
+	getBundles(t, ns, "status", "False", "2/3")
+
+	// Each condition is there exactly once, with a reason (kstatus reads them).
+	seen := map[string]bool{}
+	for _, c := range stalled.Status.Conditions {
+		if seen[c.Type] {
+			t.Errorf("condition %s appears twice", c.Type)
+		}
+		seen[c.Type] = true
+		if c.Reason == "" || c.LastTransitionTime.IsZero() {
+			t.Errorf("condition %+v lacks a reason or a transition time", c)
+		}
+	}
+	if meta.FindStatusCondition(stalled.Status.Conditions, "Ready") == nil {
+		t.Error("no Ready condition")
+	}
+}
+
+// kubectlWait runs `kubectl wait --for=condition=<cond> bundle/<name>`.
+func kubectlWait(t testing.TB, ns, name, cond string) {
+	t.Helper()
+	out, err := kubectl(t, "wait", "-n", ns, "--for=condition="+cond, "--timeout=30s", "bundle/"+name)
+	if err != nil {
+		t.Fatalf("kubectl wait --for=condition=%s: %v\n%s", cond, err, out)
+	}
+	if want := fmt.Sprintf("bundle.limbo.dev/%s condition met", name); !strings.Contains(out, want) {
+		t.Errorf("kubectl wait said %q, want %q", out, want)
+	}
+}
+
+// getBundles checks the READY and RESOURCES columns of `kubectl get bundles`.
+func getBundles(t testing.TB, ns, name, ready, resources string) {
+	t.Helper()
+	testenv.Eventually(t, 30*time.Second, func() error {
+		out, err := kubectl(t, "get", "bundles", "-n", ns, "--no-headers")
+		if err != nil {
+			return fmt.Errorf("kubectl get bundles: %v: %s", err, out)
+		}
+		for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+			fields := strings.Fields(line)
+			if len(fields) >= 3 && fields[0] == name {
+				if fields[1] != ready || fields[2] != resources {
+					return fmt.Errorf("kubectl get bundles: %q, want READY %s and RESOURCES %s", line, ready, resources)
+				}
+				return nil
+			}
+		}
+		return fmt.Errorf("kubectl get bundles does not list %s: %q", name, out)
+	})
+}
+
+func kubectl(t testing.TB, args ...string) (string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	args = append([]string{"--kubeconfig", env.Cluster.KubeconfigPath}, args...)
+	out, err := exec.CommandContext(ctx, filepath.Join(env.RepoRoot, "bin", "kubectl"), args...).CombinedOutput()
+	return string(out), err
+}
