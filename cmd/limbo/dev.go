@@ -12,6 +12,14 @@ import (
 
 	"github.com/limbo-dev/limbo/pkg/controller"
 	"github.com/limbo-dev/limbo/pkg/localcluster"
+	"github.com/limbo-dev/limbo/pkg/storageos/storageossim"
+)
+
+// Credentials of the StorageOS simulator that `limbo dev --simulators` starts
+// (examples/namespace-gc/secret.yaml holds them).
+const (
+	simStorageOSUsername = "storageos"
+	simStorageOSPassword = "storageos"
 )
 
 func newDevCommand() *cobra.Command {
@@ -21,13 +29,20 @@ func newDevCommand() *cobra.Command {
 	var (
 		dataDir, binDir, crdDir string
 		runController           bool
+		simulators              bool
+		storageOSSimAddr        string
 	)
 	cmd := &cobra.Command{
 		Use:   "dev",
 		Short: "Start a local control plane (etcd, kube-apiserver, kube-controller-manager) with limbo's CRDs and the controller",
 		Long: `dev starts a real local control plane built from pinned Go modules (see
 make cluster-bins), installs limbo's CRDs, runs the controller in-process and prints
-the kubeconfig to use. It runs until Ctrl-C, and then stops everything it started.`,
+the kubeconfig to use. It runs until Ctrl-C, and then stops everything it started.
+
+With --simulators it also starts simulators of the external APIs that plugins talk
+to, the same ones the integration tests use, so that the plugin examples work
+locally: a StorageOS v2 API (namespace-gc) on --storageos-sim-addr, with the
+credentials storageos/storageos (see examples/namespace-gc).`,
 		Args: cobra.NoArgs,
 	}
 	setupLogging := loggingFlags(cmd, true)
@@ -35,11 +50,29 @@ the kubeconfig to use. It runs until Ctrl-C, and then stops everything it starte
 	cmd.Flags().StringVar(&binDir, "bin-dir", "", "Directory of etcd, kube-apiserver and kube-controller-manager; empty finds bin/ (or $LIMBO_BIN_DIR).")
 	cmd.Flags().StringVar(&crdDir, "crds", "crds", "Directory of the CRDs to install.")
 	cmd.Flags().BoolVar(&runController, "controller", true, "Run the limbo controller in-process; --controller=false starts only the control plane.")
+	cmd.Flags().BoolVar(&simulators, "simulators", false, "Also start simulators of the external APIs the plugins use (StorageOS), for the plugin examples.")
+	cmd.Flags().StringVar(&storageOSSimAddr, "storageos-sim-addr", "127.0.0.1:5705", "Listen address of the StorageOS simulator started by --simulators; port 0 picks a free port.")
 	opts.BindFlags(cmd.Flags())
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		setupLogging()
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
+
+		if simulators {
+			// Started first: a busy port fails before the control plane starts.
+			sim := storageossim.New(storageossim.Config{Username: simStorageOSUsername, Password: simStorageOSPassword})
+			url, stopSim, err := sim.Start(storageOSSimAddr)
+			if err != nil {
+				return fmt.Errorf("StorageOS simulator: %w (choose another address with --storageos-sim-addr)", err)
+			}
+			defer func() {
+				fmt.Fprintln(os.Stderr, "limbo dev: stopping the StorageOS simulator ...")
+				if err := stopSim(); err != nil {
+					fmt.Fprintln(os.Stderr, "limbo dev: StorageOS simulator:", err)
+				}
+			}()
+			fmt.Printf("limbo dev: StorageOS simulator at %s (username %s, password %s); see examples/namespace-gc\n", url, simStorageOSUsername, simStorageOSPassword)
+		}
 
 		fmt.Fprintln(os.Stderr, "limbo dev: starting etcd, kube-apiserver and kube-controller-manager ...")
 		cluster, err := localcluster.Start(ctx, localcluster.Config{BinDir: binDir, DataDir: dataDir, CRDPaths: []string{crdDir}})

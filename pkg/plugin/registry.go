@@ -3,6 +3,7 @@ package plugin
 import (
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"sort"
 	"strings"
 
@@ -44,6 +45,9 @@ func (r *Registry) Register(p Plugin) error {
 		return fmt.Errorf("plugin %q registered twice", d.Name)
 	}
 	if d.Schema != nil {
+		if err := checkSchema(field.NewPath("spec"), d.Schema); err != nil {
+			return fmt.Errorf("plugin %q schema: %w", d.Name, err)
+		}
 		internal := &apiextensions.JSONSchemaProps{}
 		if err := apiextensionsv1.Convert_v1_JSONSchemaProps_To_apiextensions_JSONSchemaProps(d.Schema, internal, nil); err != nil {
 			return fmt.Errorf("plugin %q schema: %w", d.Name, err)
@@ -121,4 +125,51 @@ func (r *Registry) Watches() []Watch {
 type Watch struct {
 	Object  client.Object
 	Plugins []string
+}
+
+// checkSchema rejects what the validator would only notice on a user's spec: a
+// pattern that is no regular expression, and CEL rules, which plugin specs do not
+// evaluate.
+func checkSchema(path *field.Path, s *apiextensionsv1.JSONSchemaProps) error {
+	if s == nil {
+		return nil
+	}
+	if s.Pattern != "" {
+		if _, err := regexp.Compile(s.Pattern); err != nil {
+			return fmt.Errorf("%s.pattern: %w", path, err)
+		}
+	}
+	if len(s.XValidations) > 0 {
+		return fmt.Errorf("%s.x-kubernetes-validations: CEL rules are not evaluated for plugin specs", path)
+	}
+	children := map[string]*apiextensionsv1.JSONSchemaProps{}
+	for name, p := range s.Properties {
+		children["properties["+name+"]"] = &p
+	}
+	if s.Items != nil {
+		children["items"] = s.Items.Schema
+	}
+	if s.AdditionalProperties != nil {
+		children["additionalProperties"] = s.AdditionalProperties.Schema
+	}
+	for i := range s.AllOf {
+		children[fmt.Sprintf("allOf[%d]", i)] = &s.AllOf[i]
+	}
+	for i := range s.AnyOf {
+		children[fmt.Sprintf("anyOf[%d]", i)] = &s.AnyOf[i]
+	}
+	for i := range s.OneOf {
+		children[fmt.Sprintf("oneOf[%d]", i)] = &s.OneOf[i]
+	}
+	names := make([]string, 0, len(children))
+	for n := range children {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		if err := checkSchema(path.Child(n), children[n]); err != nil {
+			return err
+		}
+	}
+	return nil
 }

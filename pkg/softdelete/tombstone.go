@@ -27,8 +27,9 @@ func TombstoneName(resource string, item limbov1alpha1.ExternalItem) string {
 
 // OrphanExternal represents an orphaned external item by a Tombstone in the
 // Bundle's namespace, owned by the Bundle, stamped now with delay. The Tombstone
-// controller deletes the item at the deadline. It is idempotent.
-func (e *Engine) OrphanExternal(ctx context.Context, b *limbov1alpha1.Bundle, plugin, resource, delay string, item limbov1alpha1.ExternalItem) error {
+// controller deletes the item at the deadline. It is idempotent, and returns the
+// Tombstone (as created, or as it already was).
+func (e *Engine) OrphanExternal(ctx context.Context, b *limbov1alpha1.Bundle, plugin, resource, delay string, item limbov1alpha1.ExternalItem) (*limbov1alpha1.Tombstone, error) {
 	now := e.Clock.Now()
 	ts := &limbov1alpha1.Tombstone{
 		ObjectMeta: metav1.ObjectMeta{
@@ -50,9 +51,9 @@ func (e *Engine) OrphanExternal(ctx context.Context, b *limbov1alpha1.Bundle, pl
 	err := e.Client.Create(ctx, ts)
 	switch {
 	case apierrors.IsAlreadyExists(err):
-		return nil
+		return ts, e.Client.Get(ctx, client.ObjectKeyFromObject(ts), ts)
 	case err != nil:
-		return fmt.Errorf("create Tombstone for %s %q: %w", item.Kind, item.Name, err)
+		return nil, fmt.Errorf("create Tombstone for %s %q: %w", item.Kind, item.Name, err)
 	}
 	d := Decide(now, stateOf(ts, false))
 	msg := fmt.Sprintf("%s %q is in limbo (Tombstone %s)", item.Kind, itemName(item), ts.Name)
@@ -60,7 +61,7 @@ func (e *Engine) OrphanExternal(ctx context.Context, b *limbov1alpha1.Bundle, pl
 		msg += fmt.Sprintf(" for %v: deleted at %s", d.Delay, d.Deadline.UTC().Format(time.RFC3339))
 	}
 	e.Recorder.Event(b, corev1.EventTypeNormal, EventDeletionScheduled, msg)
-	return nil
+	return ts, nil
 }
 
 // CancelTombstone removes a Tombstone without touching its item: the finalizer goes

@@ -370,6 +370,9 @@ func kindsOf(b *limbov1alpha1.Bundle, plan *bundlespec.Plan) []schema.GroupVersi
 	for _, pd := range b.Status.PendingDeletions {
 		kinds[schema.FromAPIVersionAndKind(pd.APIVersion, pd.Kind)] = true
 	}
+	// Tombstones are in pendingDeletions too, but they are the engine's own
+	// records, handled by processPlugins: never orphans to delete.
+	delete(kinds, limbov1alpha1.TombstoneGVK)
 	out := make([]schema.GroupVersionKind, 0, len(kinds))
 	for k := range kinds {
 		out = append(out, k)

@@ -15,6 +15,7 @@ import (
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 	"github.com/limbo-dev/limbo/pkg/bundlespec"
 	"github.com/limbo-dev/limbo/pkg/plugin"
+	"github.com/limbo-dev/limbo/pkg/reference"
 	"github.com/limbo-dev/limbo/pkg/softdelete"
 )
 
@@ -161,10 +162,13 @@ func (p *pass) processPlugins(ctx context.Context, ready bool) {
 			if _, ok := existing[softdelete.TombstoneName(out.res.Name, item.ExternalItem)]; ok {
 				continue
 			}
-			if err := p.r.Engine.OrphanExternal(ctx, p.bundle, out.res.Plugin.Name, out.res.Name, out.res.Plugin.DeletionDelay, item.ExternalItem); err != nil {
+			ts, err := p.r.Engine.OrphanExternal(ctx, p.bundle, out.res.Plugin.Name, out.res.Name, out.res.Plugin.DeletionDelay, item.ExternalItem)
+			if err != nil {
 				p.r.Recorder.Eventf(p.bundle, corev1.EventTypeWarning, ReasonPluginFailed, "%v", err)
 				p.after(retryInterval)
+				continue
 			}
+			p.pending = append(p.pending, p.r.Engine.TombstonePending(ts))
 		}
 	}
 	names := make([]string, 0, len(existing))
@@ -204,4 +208,54 @@ func (p *pass) collect(pending *limbov1alpha1.PendingDeletion, requeue bool, aft
 	if err != nil && !errors.Is(err, context.Canceled) {
 		p.after(retryInterval)
 	}
+}
+
+// ResolvePluginSpec returns the spec of b's plugin resource named resource with its
+// references resolved, outside a pass: from the live objects that b's status
+// records for the referenced resources. The Tombstone controller and the teardown
+// call plugins with it, so that they see the spec the plan saw.
+func ResolvePluginSpec(ctx context.Context, c client.Reader, b *limbov1alpha1.Bundle, resource string) ([]byte, error) {
+	var res *limbov1alpha1.Resource
+	for i := range b.Spec.Resources {
+		if b.Spec.Resources[i].Name == resource && b.Spec.Resources[i].Plugin != nil {
+			res = &b.Spec.Resources[i]
+		}
+	}
+	if res == nil {
+		return nil, fmt.Errorf("the Bundle has no plugin resource %q", resource)
+	}
+	if res.Plugin.Spec == nil || len(res.Plugin.Spec.Raw) == 0 {
+		return []byte("{}"), nil
+	}
+	if len(res.References) == 0 {
+		return res.Plugin.Spec.Raw, nil
+	}
+	sources := map[string]reference.Source{}
+	for _, ref := range res.References {
+		for _, st := range b.Status.Resources {
+			if st.Name != ref.Resource || st.Object == nil {
+				continue
+			}
+			u := &unstructured.Unstructured{}
+			u.SetAPIVersion(st.Object.APIVersion)
+			u.SetKind(st.Object.Kind)
+			if err := c.Get(ctx, client.ObjectKey{Namespace: st.Object.Namespace, Name: st.Object.Name}, u); err != nil {
+				return nil, fmt.Errorf("resource %q: %w", ref.Resource, err)
+			}
+			sources[ref.Resource] = reference.Source{Object: u.Object}
+		}
+	}
+	var value any
+	if err := json.Unmarshal(res.Plugin.Spec.Raw, &value); err != nil {
+		return nil, err
+	}
+	values, err := reference.Resolve(res.References, sources, false)
+	if err != nil {
+		return nil, err
+	}
+	content, err := reference.Substitute(map[string]any{"spec": value}, values)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(content["spec"])
 }

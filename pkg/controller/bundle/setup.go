@@ -67,6 +67,8 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) (*Reconciler, error) {
 	c, err := ctrl.NewControllerManagedBy(mgr).
 		Named("bundle").
 		For(&limbov1alpha1.Bundle{}, builder.WithPredicates(bundleChanged)).
+		// A Tombstone's progress (attempts, lastError, gone) shows in pendingDeletions.
+		Owns(&limbov1alpha1.Tombstone{}).
 		WithOptions(controller.Options{MaxConcurrentReconciles: opts.Workers}).
 		Build(r)
 	if err != nil {

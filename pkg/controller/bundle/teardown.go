@@ -150,9 +150,9 @@ func (r *Reconciler) teardownPlugins(ctx context.Context, b *limbov1alpha1.Bundl
 		if !ok || !has {
 			continue
 		}
-		spec := []byte("{}")
-		if res.Plugin.Spec != nil {
-			spec = res.Plugin.Spec.Raw
+		spec, err := ResolvePluginSpec(ctx, r.APIReader, b, name)
+		if err != nil {
+			return append(remaining, fmt.Sprintf("plugin resource %s", name)), fmt.Errorf("plugin resource %q spec: %w", name, err)
 		}
 		req := plugin.Request{Bundle: b, Resource: name, Spec: spec, Client: r.Client, Reader: r.APIReader, Now: r.Clock.Now()}
 		type outcome struct {

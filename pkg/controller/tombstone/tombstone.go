@@ -16,11 +16,15 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+	"github.com/limbo-dev/limbo/pkg/controller/bundle"
 	"github.com/limbo-dev/limbo/pkg/plugin"
 	"github.com/limbo-dev/limbo/pkg/softdelete"
 )
@@ -45,8 +49,21 @@ type Reconciler struct {
 func SetupWithManager(mgr ctrl.Manager, plugins *plugin.Registry, engine *softdelete.Engine, workers int) error {
 	r := &Reconciler{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Plugins: plugins, Engine: engine,
 		Recorder: mgr.GetEventRecorderFor("limbo"), Clock: engine.Clock} //nolint:staticcheck // core/v1 events
-	return ctrl.NewControllerManagedBy(mgr).Named("tombstone").For(&limbov1alpha1.Tombstone{}).
+	return ctrl.NewControllerManagedBy(mgr).Named("tombstone").For(&limbov1alpha1.Tombstone{}, builder.WithPredicates(notStatusOnly)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).Complete(r)
+}
+
+// notStatusOnly drops the controller's own status writes (attempts, lastError):
+// reacting to them would retry at once and defeat the backoff. Annotations count
+// (kubectl limbo expedite moves the stamp), as do finalizers and deletion.
+var notStatusOnly = predicate.Funcs{
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		o, n := e.ObjectOld, e.ObjectNew
+		return o.GetGeneration() != n.GetGeneration() ||
+			!o.GetDeletionTimestamp().Equal(n.GetDeletionTimestamp()) ||
+			!equality.Semantic.DeepEqual(o.GetAnnotations(), n.GetAnnotations()) ||
+			!equality.Semantic.DeepEqual(o.GetFinalizers(), n.GetFinalizers())
+	},
 }
 
 // Reconcile runs the state machine for one Tombstone.
@@ -116,14 +133,12 @@ func (r *Reconciler) deleteItem(ctx context.Context, ts *limbov1alpha1.Tombstone
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: ts.Namespace, Name: ts.Labels[limbov1alpha1.LabelBundle]}, &b); err != nil {
 		return fmt.Errorf("Bundle %q holds the plugin's configuration: %w", ts.Labels[limbov1alpha1.LabelBundle], err)
 	}
-	spec := []byte("{}")
-	for _, res := range b.Spec.Resources {
-		if res.Name == ts.Spec.Resource && res.Plugin != nil && res.Plugin.Spec != nil {
-			spec = res.Plugin.Spec.Raw
-		}
+	spec, err := bundle.ResolvePluginSpec(ctx, r.Reader, &b, ts.Spec.Resource)
+	if err != nil {
+		return fmt.Errorf("plugin spec: %w", err)
 	}
 	req := plugin.Request{Bundle: &b, Resource: ts.Spec.Resource, Spec: spec, Client: r.Client, Reader: r.Reader, Now: r.Clock.Now()}
-	_, err := plugin.WithTimeout(ctx, func(ctx context.Context) (struct{}, error) {
+	_, err = plugin.WithTimeout(ctx, func(ctx context.Context) (struct{}, error) {
 		return struct{}{}, deleter.DeleteExternal(ctx, req, ts.Spec.Item)
 	})
 	return err

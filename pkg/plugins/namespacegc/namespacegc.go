@@ -66,9 +66,10 @@ type Plugin struct {
 	opts    Options
 	metrics *storageos.Metrics
 
-	mu      sync.Mutex
-	state   map[string]*resourceState
-	clients map[string]*storageos.Client
+	mu        sync.Mutex
+	state     map[string]*resourceState
+	clients   map[string]*storageos.Client // by endpoint and user
+	passwords map[string]string
 }
 
 type resourceState struct {
@@ -80,7 +81,7 @@ type resourceState struct {
 // New returns the plugin.
 func New(opts Options) *Plugin {
 	return &Plugin{opts: opts, metrics: storageos.NewMetrics(ctrlmetrics.Registry),
-		state: map[string]*resourceState{}, clients: map[string]*storageos.Client{}}
+		state: map[string]*resourceState{}, clients: map[string]*storageos.Client{}, passwords: map[string]string{}}
 }
 
 const durationPattern = `^(0|([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+)$`
@@ -129,10 +130,12 @@ func (p *Plugin) Plan(ctx context.Context, req plugin.Request) (*plugin.Result, 
 	if err := req.Client.List(ctx, &k8s); err != nil {
 		return nil, fmt.Errorf("list Kubernetes Namespaces: %w", err)
 	}
-	present := map[string]bool{}
+	present, terminating := map[string]bool{}, map[string]bool{}
 	for _, ns := range k8s.Items {
 		if ns.DeletionTimestamp.IsZero() && ns.Status.Phase != corev1.NamespaceTerminating {
-			present[ns.Name] = true // a terminating Namespace counts as going
+			present[ns.Name] = true
+		} else {
+			terminating[ns.Name] = true // a terminating Namespace counts as going: a deletion
 		}
 	}
 	if len(present) == 0 {
@@ -150,6 +153,9 @@ func (p *Plugin) Plan(ctx context.Context, req plugin.Request) (*plugin.Result, 
 		if !present[name] {
 			st.gone[name] = true
 		}
+	}
+	for name := range terminating {
+		st.gone[name] = true // even when this is the first time we see it
 	}
 	st.seen = present
 	gcRun := false
@@ -204,6 +210,11 @@ func (p *Plugin) DeleteExternal(ctx context.Context, req plugin.Request, item li
 	spec, _, _, err := p.parse(req.Spec)
 	if err != nil {
 		return err
+	}
+	for _, excluded := range spec.Exclude {
+		if item.Name == excluded {
+			return fmt.Errorf("StorageOS namespace %q is excluded: never deleted", item.Name)
+		}
 	}
 	var ns corev1.Namespace
 	switch err := req.Reader.Get(ctx, client.ObjectKey{Name: item.Name}, &ns); {
@@ -282,17 +293,17 @@ func (p *Plugin) client(ctx context.Context, req plugin.Request, spec Spec) (*st
 	if user == "" || pass == "" {
 		return nil, fmt.Errorf("credentials Secret %q needs the keys username and password", key.Name)
 	}
-	id := spec.StorageOS.Endpoint + "\x00" + user + "\x00" + pass
+	id := spec.StorageOS.Endpoint + "\x00" + user
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if c, ok := p.clients[id]; ok {
+	if c, ok := p.clients[id]; ok && p.passwords[id] == pass {
 		return c, nil
 	}
 	c, err := storageos.New(storageos.Config{Endpoint: spec.StorageOS.Endpoint, Username: user, Password: pass, Metrics: p.metrics})
 	if err != nil {
 		return nil, err
 	}
-	p.clients[id] = c
+	p.clients[id], p.passwords[id] = c, pass // a rotated password replaces the client
 	return c, nil
 }
 

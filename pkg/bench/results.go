@@ -1,0 +1,231 @@
+package bench
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// Goals the figures are compared with (docs/performance.md).
+const (
+	GoalConvergeRatio = 1.3   // controller time / floor time
+	GoalNoOpWrites    = 0.0   // writes per Bundle
+	GoalLatenessP99   = 1.0   // seconds
+	GoalMemoryMiB     = 150.0 // RSS at goalMemoryObjects managed objects
+	goalMemoryObjects = 10000
+
+	mib                = 1 << 20
+	percentileP50      = 0.50
+	percentileP99      = 0.99
+	noOpBackgroundNote = "API server counts leave out the control plane's housekeeping: Leases, Endpoints, EndpointSlices and discovery (the controller runs without leader election here)"
+)
+
+// Results are the benchmark's figures; bench-results.json holds them.
+type Results struct {
+	Started  time.Time `json:"started"`
+	Host     Host      `json:"host"`
+	Settings Settings  `json:"settings"`
+	Converge Converge  `json:"converge"`
+	NoOp     *NoOp     `json:"noOp,omitempty"`
+	Lateness *Lateness `json:"deletionLateness,omitempty"`
+	Memory   *Memory   `json:"memory,omitempty"`
+	// PhaseSeconds is the wall time of each phase, setup included.
+	PhaseSeconds map[string]float64 `json:"phaseSeconds"`
+	TotalSeconds float64            `json:"totalSeconds"`
+}
+
+// Host describes the machine, and how busy it was.
+type Host struct {
+	CPUs        int    `json:"cpus"`
+	GoVersion   string `json:"goVersion"`
+	LoadAtStart string `json:"loadAverageAtStart"`
+	LoadAtEnd   string `json:"loadAverageAtEnd"`
+}
+
+// Settings are the parameters of the run.
+type Settings struct {
+	Bundles          int     `json:"bundles"`
+	ObjectsPerBundle int     `json:"objectsPerBundle"`
+	QPS              float32 `json:"qps"`
+	Burst            int     `json:"burst"`
+	Workers          int     `json:"workers"`
+	Deletions        int     `json:"deletions"`
+	MinDelay         string  `json:"minDelay"`
+	MaxDelay         string  `json:"maxDelay"`
+	MemoryBundles    int     `json:"memoryBundles,omitempty"`
+}
+
+// Converge compares the controller's convergence with the raw-apply floor.
+type Converge struct {
+	Objects           int     `json:"objects"`
+	FloorSeconds      float64 `json:"floorSeconds"`
+	ControllerSeconds float64 `json:"controllerSeconds"`
+	Ratio             float64 `json:"ratio"`
+	Goal              float64 `json:"goal"`
+	Met               bool    `json:"met"`
+	// Requests the controller sent while converging, by HTTP method (its client's
+	// own count), and the CPU it used.
+	ControllerRequests   map[string]float64 `json:"controllerRequests"`
+	ControllerCPUSeconds float64            `json:"controllerCPUSeconds"`
+	// HeapMiB and RSSMiB are the controller's memory once converged.
+	HeapMiB float64 `json:"heapMiB"`
+	RSSMiB  float64 `json:"rssMiB"`
+}
+
+// NoOp is the API server's cost of reconciling every Bundle with nothing to do.
+type NoOp struct {
+	Bundles         int     `json:"bundles"`
+	Reconciles      float64 `json:"reconciles"`
+	WindowSeconds   float64 `json:"windowSeconds"`
+	Writes          float64 `json:"writes"`
+	Reads           float64 `json:"reads"`
+	Watches         float64 `json:"watches"`
+	WritesPerBundle float64 `json:"writesPerBundle"`
+	ReadsPerBundle  float64 `json:"readsPerBundle"`
+	Goal            float64 `json:"goalWritesPerBundle"`
+	Met             bool    `json:"met"`
+	// ByRequest is the API server's count during the window by "VERB resource",
+	// the trigger's own writes taken out.
+	ByRequest map[string]float64 `json:"byRequest"`
+	// TriggerWrites are the benchmark's own writes in the window (taken out).
+	TriggerWrites int `json:"triggerWrites"`
+	// Background is what the API server served in an idle window of the same
+	// filter just before (should be empty).
+	Background map[string]float64 `json:"background"`
+	// ControllerRequests is the controller client's own count, by method.
+	ControllerRequests map[string]float64 `json:"controllerRequests"`
+	Note               string             `json:"note"`
+}
+
+// Lateness is actual deletion time (the watch event) minus deadline.
+type Lateness struct {
+	Objects    int     `json:"objects"`
+	P50        float64 `json:"p50Seconds"`
+	P99        float64 `json:"p99Seconds"`
+	Max        float64 `json:"maxSeconds"`
+	Min        float64 `json:"minSeconds"`
+	Goal       float64 `json:"goalP99Seconds"`
+	Met        bool    `json:"met"`
+	Unobserved int     `json:"unobservedDeadlines"`
+	// ControllerMean is the mean of limbo_deletion_lateness_seconds over the
+	// phase: the controller's own view (delete call returned minus deadline).
+	ControllerMean float64 `json:"controllerMeanSeconds"`
+}
+
+// Memory is the controller's memory after converging the memory workload.
+type Memory struct {
+	Bundles        int     `json:"bundles"`
+	Objects        int     `json:"objects"`
+	HeapMiB        float64 `json:"heapMiB"`
+	HeapInuseMiB   float64 `json:"heapInuseMiB"`
+	RSSMiB         float64 `json:"rssMiB"`
+	PeakRSSMiB     float64 `json:"peakRSSMiB"`
+	Goal           float64 `json:"goalMiB"`
+	Met            bool    `json:"met"`
+	ConvergeSecond float64 `json:"convergeSeconds"`
+	Skipped        string  `json:"skipped,omitempty"`
+}
+
+// WriteJSON writes the results to path.
+func (r *Results) WriteJSON(path string) error {
+	data, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(data, '\n'), 0o644)
+}
+
+// Print writes the results as a table.
+func (r *Results) Print(w io.Writer) {
+	s := r.Settings
+	fmt.Fprintf(w, "\nlimbo benchmark — %d CPUs, %s, load average %s at start, %s at end\n", r.Host.CPUs, r.Host.GoVersion, r.Host.LoadAtStart, r.Host.LoadAtEnd)
+	fmt.Fprintf(w, "controller and floor client: --kube-api-qps=%g --kube-api-burst=%d --workers=%d\n\n", s.QPS, s.Burst, s.Workers)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "FIGURE\tVALUE\tGOAL\tMET")
+	c := r.Converge
+	fmt.Fprintf(tw, "converge %d×%d (%d objects): floor\t%.1fs\t\t\n", s.Bundles, s.ObjectsPerBundle, c.Objects, c.FloorSeconds)
+	fmt.Fprintf(tw, "converge: limbo\t%.1fs\t\t\n", c.ControllerSeconds)
+	fmt.Fprintf(tw, "converge: ratio limbo/floor\t%.2f×\t≤ %.1f×\t%s\n", c.Ratio, c.Goal, yes(c.Met))
+	if n := r.NoOp; n != nil {
+		fmt.Fprintf(tw, "no-op reconcile: writes per Bundle\t%.2f\t%g\t%s\n", n.WritesPerBundle, n.Goal, yes(n.Met))
+		fmt.Fprintf(tw, "no-op reconcile: reads per Bundle\t%.2f\t\t\n", n.ReadsPerBundle)
+	}
+	if l := r.Lateness; l != nil {
+		fmt.Fprintf(tw, "deletion lateness (%d objects): p50\t%.3fs\t\t\n", l.Objects, l.P50)
+		fmt.Fprintf(tw, "deletion lateness: p99\t%.3fs\t< %gs\t%s\n", l.P99, l.Goal, yes(l.Met))
+		fmt.Fprintf(tw, "deletion lateness: max\t%.3fs\t\t\n", l.Max)
+	}
+	if m := r.Memory; m != nil && m.Skipped == "" {
+		fmt.Fprintf(tw, "memory at %d objects: heap (live, after GC)\t%.1f MiB\t\t\n", m.Objects, m.HeapMiB)
+		fmt.Fprintf(tw, "memory: RSS\t%.1f MiB\t≤ %g MiB\t%s\n", m.RSSMiB, m.Goal, yes(m.Met))
+		fmt.Fprintf(tw, "memory: peak RSS\t%.1f MiB\t\t\n", m.PeakRSSMiB)
+	} else if m != nil {
+		fmt.Fprintf(tw, "memory\tskipped: %s\t\t\n", m.Skipped)
+	}
+	tw.Flush()
+
+	fmt.Fprintf(w, "\ndetails:\n")
+	fmt.Fprintf(w, "  converge: controller sent %s, used %.1fs CPU; heap %.1f MiB, RSS %.1f MiB at %d objects\n",
+		formatCounts(c.ControllerRequests), c.ControllerCPUSeconds, c.HeapMiB, c.RSSMiB, c.Objects)
+	if n := r.NoOp; n != nil {
+		fmt.Fprintf(w, "  no-op: %d Bundles, %.0f reconciles in %.1fs; API server saw %s (trigger's %d PATCHes taken out)\n",
+			n.Bundles, n.Reconciles, n.WindowSeconds, formatCounts(n.ByRequest), n.TriggerWrites)
+		fmt.Fprintf(w, "  no-op: controller client sent %s; background in an idle window: %s\n", formatCounts(n.ControllerRequests), formatCounts(n.Background))
+	}
+	if l := r.Lateness; l != nil {
+		fmt.Fprintf(w, "  deletion: min %.3fs; controller's own limbo_deletion_lateness_seconds mean %.3fs; deadlines not seen: %d\n", l.Min, l.ControllerMean, l.Unobserved)
+	}
+	if m := r.Memory; m != nil && m.Skipped == "" {
+		fmt.Fprintf(w, "  memory: %d Bundles converged in %.1fs; heap in use %.1f MiB\n", m.Bundles, m.ConvergeSecond, m.HeapInuseMiB)
+	}
+	var phases []string
+	for _, k := range phaseOrder {
+		if v, ok := r.PhaseSeconds[k]; ok {
+			phases = append(phases, fmt.Sprintf("%s %.0fs", k, v))
+		}
+	}
+	fmt.Fprintf(w, "  time: %s; total %.0fs\n", strings.Join(phases, ", "), r.TotalSeconds)
+}
+
+var phaseOrder = []string{"setup", "warmup", "floor", "converge", "noop", "deletion", "memory"}
+
+func yes(ok bool) string {
+	if ok {
+		return "yes"
+	}
+	return "NO"
+}
+
+func formatCounts(m map[string]float64) string {
+	if len(m) == 0 {
+		return "{}"
+	}
+	parts := make([]string, 0, len(m))
+	for _, k := range sortedKeys(m) {
+		parts = append(parts, fmt.Sprintf("%s=%g", k, m[k]))
+	}
+	return "{" + strings.Join(parts, ", ") + "}"
+}
+
+// percentile is the nearest-rank percentile q (0 < q ≤ 1) of sorted values.
+func percentile(sorted []float64, q float64) float64 {
+	if len(sorted) == 0 {
+		return math.NaN()
+	}
+	rank := int(math.Ceil(q*float64(len(sorted)))) - 1
+	return sorted[min(max(rank, 0), len(sorted)-1)]
+}
+
+func sortedCopy(v []float64) []float64 {
+	out := append([]float64(nil), v...)
+	sort.Float64s(out)
+	return out
+}
+
+func round3(v float64) float64 { return math.Round(v*1000) / 1000 }

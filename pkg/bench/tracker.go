@@ -1,0 +1,241 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+	"github.com/limbo-dev/limbo/pkg/controller"
+	"github.com/limbo-dev/limbo/pkg/softdelete"
+)
+
+// tracker watches, for the benchmark, the Bundles (when each becomes Ready at a
+// generation) and the ConfigMaps in limbo (their deadlines and when they go).
+// Times are taken when the watch event arrives.
+type tracker struct {
+	mu sync.Mutex
+	// ready is, by namespace/name, the latest generation a Bundle was seen Ready
+	// at, and when.
+	ready map[string]mark
+	// deadline and deleted are by namespace/name of ConfigMaps in limbo.
+	deadline map[string]time.Time
+	deleted  map[string]time.Time
+	notify   chan struct{}
+}
+
+type mark struct {
+	generation int64
+	at         time.Time
+}
+
+// startTracker starts the informers in namespaces and returns once they are synced.
+func startTracker(ctx context.Context, cfg *rest.Config, namespaces []string) (*tracker, error) {
+	pending := labels.SelectorFromSet(labels.Set{limbov1alpha1.LabelPendingDeletion: "true"})
+	opts := cache.Options{
+		Scheme:            controller.NewScheme(),
+		DefaultNamespaces: map[string]cache.Config{},
+		ByObject:          map[client.Object]cache.ByObject{&corev1.ConfigMap{}: {Label: pending}},
+	}
+	for _, ns := range namespaces {
+		opts.DefaultNamespaces[ns] = cache.Config{}
+	}
+	c, err := cache.New(cfg, opts)
+	if err != nil {
+		return nil, err
+	}
+	t := &tracker{ready: map[string]mark{}, deadline: map[string]time.Time{}, deleted: map[string]time.Time{}, notify: make(chan struct{}, 1)}
+	bundles, err := c.GetInformer(ctx, &limbov1alpha1.Bundle{})
+	if err != nil {
+		return nil, err
+	}
+	if _, err := bundles.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { t.observeBundle(obj) },
+		UpdateFunc: func(_, obj any) { t.observeBundle(obj) },
+	}); err != nil {
+		return nil, err
+	}
+	cms, err := c.GetInformer(ctx, &corev1.ConfigMap{})
+	if err != nil {
+		return nil, err
+	}
+	if _, err := cms.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { t.observeInLimbo(obj) },
+		UpdateFunc: func(_, obj any) { t.observeInLimbo(obj) },
+		DeleteFunc: t.observeDeleted,
+	}); err != nil {
+		return nil, err
+	}
+	go func() { _ = c.Start(ctx) }()
+	if !c.WaitForCacheSync(ctx) {
+		return nil, fmt.Errorf("the benchmark's informers did not sync")
+	}
+	return t, nil
+}
+
+func (t *tracker) poke() {
+	select {
+	case t.notify <- struct{}{}:
+	default:
+	}
+}
+
+func (t *tracker) observeBundle(obj any) {
+	now := time.Now()
+	b, ok := obj.(*limbov1alpha1.Bundle)
+	if !ok || b.Status.ObservedGeneration != b.Generation {
+		return
+	}
+	cond := meta.FindStatusCondition(b.Status.Conditions, "Ready")
+	if cond == nil || cond.Status != "True" || cond.ObservedGeneration != b.Generation {
+		return
+	}
+	key := b.Namespace + "/" + b.Name
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if cur, seen := t.ready[key]; !seen || cur.generation < b.Generation {
+		t.ready[key] = mark{generation: b.Generation, at: now}
+		t.poke()
+	}
+}
+
+// observeInLimbo records the deadline of a ConfigMap in limbo: its stamp plus its
+// delay, read from the object before it goes.
+func (t *tracker) observeInLimbo(obj any) {
+	cm, ok := obj.(*corev1.ConfigMap)
+	if !ok {
+		return
+	}
+	deadline, ok := deadlineOf(cm)
+	if !ok {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.deadline[cm.Namespace+"/"+cm.Name] = deadline
+}
+
+func (t *tracker) observeDeleted(obj any) {
+	now := time.Now()
+	if tomb, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	cm, ok := obj.(*corev1.ConfigMap)
+	if !ok {
+		return
+	}
+	key := cm.Namespace + "/" + cm.Name
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if _, known := t.deadline[key]; !known {
+		if deadline, ok := deadlineOf(cm); ok {
+			t.deadline[key] = deadline
+		}
+	}
+	t.deleted[key] = now
+	t.poke()
+}
+
+func deadlineOf(cm *corev1.ConfigMap) (time.Time, bool) {
+	stamp, err := time.Parse(time.RFC3339, cm.Annotations[limbov1alpha1.AnnotationDeletionTimestamp])
+	if err != nil {
+		return time.Time{}, false
+	}
+	delay, err := softdelete.ParseDelay(cm.Annotations[limbov1alpha1.AnnotationDeletionDelay])
+	if err != nil {
+		return time.Time{}, false
+	}
+	return stamp.Add(delay), true
+}
+
+// waitReady waits until every Bundle of want (namespace/name → generation) has
+// been seen Ready at that generation or a later one, and returns when the last
+// of them became Ready. check is called about every second (to fail early, for
+// example when the controller died); progress is reported every 15 seconds.
+func (t *tracker) waitReady(ctx context.Context, want map[string]int64, what string, progress io.Writer, check func() error) (time.Time, error) {
+	started := time.Now()
+	lastReport := started
+	ticker := time.NewTicker(time.Second)
+	defer ticker.Stop()
+	for {
+		t.mu.Lock()
+		var last time.Time
+		done := 0
+		for key, gen := range want {
+			if m, ok := t.ready[key]; ok && m.generation >= gen {
+				done++
+				if m.at.After(last) {
+					last = m.at
+				}
+			}
+		}
+		t.mu.Unlock()
+		if done == len(want) {
+			return last, nil
+		}
+		if time.Since(lastReport) >= 15*time.Second {
+			lastReport = time.Now()
+			fmt.Fprintf(progress, "  %s: %d/%d Bundles Ready after %s\n", what, done, len(want), time.Since(started).Round(time.Second))
+		}
+		select {
+		case <-ctx.Done():
+			return time.Time{}, fmt.Errorf("%s: %d/%d Bundles Ready: %w", what, done, len(want), ctx.Err())
+		case <-t.notify:
+		case <-ticker.C:
+			if err := check(); err != nil {
+				return time.Time{}, err
+			}
+		}
+	}
+}
+
+// waitDeleted waits until every ConfigMap of keys (namespace/name) is gone and
+// returns, by key, its deadline and when it went (a zero deadline: its stamp was
+// never seen).
+func (t *tracker) waitDeleted(ctx context.Context, keys []string, progress io.Writer, check func() error) (map[string][2]time.Time, error) {
+	started := time.Now()
+	lastReport := started
+	ticker := time.NewTicker(time.Second)
+	defer ticker.Stop()
+	for {
+		t.mu.Lock()
+		done := 0
+		for _, k := range keys {
+			if _, ok := t.deleted[k]; ok {
+				done++
+			}
+		}
+		if done == len(keys) {
+			out := map[string][2]time.Time{}
+			for _, k := range keys {
+				out[k] = [2]time.Time{t.deadline[k], t.deleted[k]}
+			}
+			t.mu.Unlock()
+			return out, nil
+		}
+		t.mu.Unlock()
+		if time.Since(lastReport) >= 15*time.Second {
+			lastReport = time.Now()
+			fmt.Fprintf(progress, "  deletion: %d/%d objects gone after %s\n", done, len(keys), time.Since(started).Round(time.Second))
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("deletion: %d/%d objects gone: %w", done, len(keys), ctx.Err())
+		case <-t.notify:
+		case <-ticker.C:
+			if err := check(); err != nil {
+				return nil, err
+			}
+		}
+	}
+}

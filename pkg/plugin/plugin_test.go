@@ -1,0 +1,234 @@
+package plugin_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+	"github.com/limbo-dev/limbo/pkg/plugin"
+)
+
+func cm(name string) *corev1.ConfigMap {
+	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns"}}
+}
+
+func ext(id string, desired bool) plugin.ExternalItem {
+	return plugin.ExternalItem{ExternalItem: limbov1alpha1.ExternalItem{Kind: "Thing", ID: id, Name: "name-" + id}, Desired: desired}
+}
+
+func objNames(items []plugin.ObjectItem) []string {
+	var out []string
+	for _, o := range items {
+		out = append(out, o.Object.GetName())
+	}
+	return out
+}
+
+func extIDs(items []plugin.ExternalItem) []string {
+	var out []string
+	for _, e := range items {
+		out = append(out, e.ID)
+	}
+	return out
+}
+
+// Orphans = existing − desired, in inventory order, for objects and external
+// items alike; the safety rule refuses an inventory whose desired side is empty
+// unless the plugin says that "nothing should exist" is a real answer.
+func TestInventoryOrphans(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		inv         *plugin.Inventory
+		wantObjects []string
+		wantExt     []string
+		wantErr     error
+	}{
+		{name: "nil inventory has no orphans", inv: nil},
+		{name: "empty inventory has no orphans", inv: &plugin.Inventory{}},
+		{
+			name: "everything desired",
+			inv: &plugin.Inventory{
+				Objects:  []plugin.ObjectItem{{Object: cm("a"), Desired: true}},
+				External: []plugin.ExternalItem{ext("x", true)},
+			},
+		},
+		{
+			name: "objects: existing minus desired, in order",
+			inv: &plugin.Inventory{Objects: []plugin.ObjectItem{
+				{Object: cm("c"), Desired: false}, {Object: cm("a"), Desired: true}, {Object: cm("b"), Desired: false},
+			}},
+			wantObjects: []string{"c", "b"},
+		},
+		{
+			name: "external: existing minus desired, in order",
+			inv: &plugin.Inventory{External: []plugin.ExternalItem{
+				ext("1", true), ext("3", false), ext("2", false),
+			}},
+			wantExt: []string{"3", "2"},
+		},
+		{
+			name: "a desired object makes external orphans safe",
+			inv: &plugin.Inventory{
+				Objects:  []plugin.ObjectItem{{Object: cm("keep"), Desired: true}},
+				External: []plugin.ExternalItem{ext("x", false)},
+			},
+			wantExt: []string{"x"},
+		},
+		{
+			name: "a desired external item makes object orphans safe",
+			inv: &plugin.Inventory{
+				Objects:  []plugin.ObjectItem{{Object: cm("gone"), Desired: false}},
+				External: []plugin.ExternalItem{ext("keep", true)},
+			},
+			wantObjects: []string{"gone"},
+		},
+		{
+			name:    "safety: objects with nothing desired are refused",
+			inv:     &plugin.Inventory{Objects: []plugin.ObjectItem{{Object: cm("a")}, {Object: cm("b")}}},
+			wantErr: plugin.ErrEmptyDesired,
+		},
+		{
+			name:    "safety: external items with nothing desired are refused",
+			inv:     &plugin.Inventory{External: []plugin.ExternalItem{ext("x", false)}},
+			wantErr: plugin.ErrEmptyDesired,
+		},
+		{
+			name: "EmptyDesiredIsValid: everything is an orphan",
+			inv: &plugin.Inventory{
+				Objects:             []plugin.ObjectItem{{Object: cm("a")}},
+				External:            []plugin.ExternalItem{ext("x", false), ext("y", false)},
+				EmptyDesiredIsValid: true,
+			},
+			wantObjects: []string{"a"},
+			wantExt:     []string{"x", "y"},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			objects, external, err := tc.inv.Orphans()
+			if !errors.Is(err, tc.wantErr) {
+				t.Fatalf("err = %v, want %v", err, tc.wantErr)
+			}
+			if err != nil && (objects != nil || external != nil) {
+				t.Errorf("refused inventory returned orphans: %v %v", objNames(objects), extIDs(external))
+			}
+			if got := objNames(objects); !reflect.DeepEqual(got, tc.wantObjects) {
+				t.Errorf("object orphans = %q, want %q", got, tc.wantObjects)
+			}
+			if got := extIDs(external); !reflect.DeepEqual(got, tc.wantExt) {
+				t.Errorf("external orphans = %q, want %q", got, tc.wantExt)
+			}
+		})
+	}
+}
+
+func TestErrEmptyDesiredMessage(t *testing.T) {
+	_, _, err := (&plugin.Inventory{External: []plugin.ExternalItem{ext("x", false)}}).Orphans()
+	const want = "refusing to compute orphans: no item is desired, which more likely means the desired side could not be listed"
+	if err == nil || err.Error() != want {
+		t.Errorf("err = %v, want %q", err, want)
+	}
+}
+
+// Desired lists what should exist (to cancel countdowns), and is not subject to
+// the safety rule: an empty desired side is simply empty.
+func TestInventoryDesired(t *testing.T) {
+	inv := &plugin.Inventory{
+		Objects:  []plugin.ObjectItem{{Object: cm("a"), Desired: true}, {Object: cm("b")}, {Object: cm("c"), Desired: true}},
+		External: []plugin.ExternalItem{ext("1", false), ext("2", true)},
+	}
+	objects, external := inv.Desired()
+	if got := objNames(objects); !reflect.DeepEqual(got, []string{"a", "c"}) {
+		t.Errorf("desired objects = %q", got)
+	}
+	if got := extIDs(external); !reflect.DeepEqual(got, []string{"2"}) {
+		t.Errorf("desired external = %q", got)
+	}
+	if objects, external := (*plugin.Inventory)(nil).Desired(); objects != nil || external != nil {
+		t.Errorf("nil inventory desired = %v %v", objects, external)
+	}
+	if objects, external := (&plugin.Inventory{External: []plugin.ExternalItem{ext("x", false)}}).Desired(); objects != nil || external != nil {
+		t.Errorf("nothing desired = %v %v", objects, external)
+	}
+}
+
+// WithTimeout bounds every plugin call by CallTimeout, passes results and errors
+// through, and names a timeout as such.
+func TestWithTimeout(t *testing.T) {
+	if plugin.CallTimeout != 30*time.Second {
+		t.Errorf("CallTimeout = %v, want 30s", plugin.CallTimeout)
+	}
+
+	t.Run("the call runs under a deadline of at most CallTimeout", func(t *testing.T) {
+		var inner context.Context
+		v, err := plugin.WithTimeout(context.Background(), func(ctx context.Context) (int, error) {
+			inner = ctx
+			deadline, ok := ctx.Deadline()
+			if !ok {
+				return 0, errors.New("no deadline")
+			}
+			if d := time.Until(deadline); d <= 0 || d > plugin.CallTimeout {
+				return 0, fmt.Errorf("deadline in %v, want within (0, %v]", d, plugin.CallTimeout)
+			}
+			return 42, nil
+		})
+		if err != nil || v != 42 {
+			t.Fatalf("WithTimeout = %v, %v; want 42, nil", v, err)
+		}
+		if inner.Err() == nil {
+			t.Error("the call's context is still live after WithTimeout returned")
+		}
+	})
+
+	t.Run("a shorter parent deadline is kept", func(t *testing.T) {
+		parent, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		want, _ := parent.Deadline()
+		_, _ = plugin.WithTimeout(parent, func(ctx context.Context) (struct{}, error) {
+			if got, _ := ctx.Deadline(); !got.Equal(want) {
+				t.Errorf("deadline = %v, want the parent's %v", got, want)
+			}
+			return struct{}{}, nil
+		})
+	})
+
+	t.Run("errors pass through unchanged", func(t *testing.T) {
+		boom := errors.New("boom")
+		v, err := plugin.WithTimeout(context.Background(), func(context.Context) (string, error) { return "partial", boom })
+		if err != boom || v != "partial" {
+			t.Errorf("WithTimeout = %q, %v; want \"partial\", boom unwrapped", v, err)
+		}
+	})
+
+	t.Run("a timeout is named", func(t *testing.T) {
+		parent, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+		defer cancel()
+		_, err := plugin.WithTimeout(parent, func(ctx context.Context) (int, error) {
+			<-ctx.Done()
+			return 0, fmt.Errorf("list things: %w", ctx.Err())
+		})
+		const want = "timed out after 30s: list things: context deadline exceeded"
+		if err == nil || err.Error() != want {
+			t.Fatalf("err = %v, want %q", err, want)
+		}
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("err %v does not wrap context.DeadlineExceeded", err)
+		}
+	})
+
+	t.Run("a cancel is not a timeout", func(t *testing.T) {
+		parent, cancel := context.WithCancel(context.Background())
+		cancel()
+		_, err := plugin.WithTimeout(parent, func(ctx context.Context) (int, error) { return 0, ctx.Err() })
+		if !errors.Is(err, context.Canceled) || strings.Contains(err.Error(), "timed out") {
+			t.Errorf("err = %v, want context.Canceled, not named a timeout", err)
+		}
+	})
+}

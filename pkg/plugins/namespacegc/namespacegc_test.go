@@ -1,0 +1,863 @@
+package namespacegc_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"reflect"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+	"github.com/limbo-dev/limbo/pkg/plugin"
+	"github.com/limbo-dev/limbo/pkg/plugins/namespacegc"
+	"github.com/limbo-dev/limbo/pkg/storageos"
+	"github.com/limbo-dev/limbo/pkg/storageos/storageossim"
+)
+
+const secretName = "storageos-api"
+
+var t0 = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+
+// fixture is one plugin against a StorageOS simulator (over HTTP) and a fake
+// Kubernetes API holding Namespaces and the credentials Secret.
+type fixture struct {
+	t      *testing.T
+	sim    *storageossim.Server
+	url    string
+	k8s    client.WithWatch
+	plugin *namespacegc.Plugin
+	bundle *limbov1alpha1.Bundle
+
+	mu sync.Mutex
+	// beforeDelete, when set, runs before the simulator answers a
+	// DELETE /v2/namespaces/{id}: it makes races happen on cue.
+	beforeDelete func(r *http.Request)
+}
+
+func newFixture(t *testing.T, opts namespacegc.Options, k8sNamespaces ...string) *fixture {
+	t.Helper()
+	f := &fixture{t: t, sim: storageossim.New(storageossim.Config{Username: "admin", Password: "s3cret"}), plugin: namespacegc.New(opts)}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		f.mu.Lock()
+		hook := f.beforeDelete
+		f.mu.Unlock()
+		if hook != nil && r.Method == http.MethodDelete {
+			hook(r)
+		}
+		f.sim.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	f.url = srv.URL
+	objs := []client.Object{&corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: secretName, Namespace: "team"},
+		Data:       map[string][]byte{"username": []byte("admin"), "password": []byte("s3cret")},
+	}}
+	for _, name := range k8sNamespaces {
+		objs = append(objs, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
+	}
+	f.k8s = fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).WithObjects(objs...).Build()
+	f.bundle = &limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Name: "storage", Namespace: "team", UID: types.UID("uid-" + t.Name())}}
+	return f
+}
+
+// spec is the plugin spec pointing at the simulator; extra holds further fields.
+func (f *fixture) spec(extra string) []byte {
+	s := fmt.Sprintf(`{"storageos":{"endpoint":%q,"credentialsSecretRef":{"name":%q}}`, f.url, secretName)
+	if extra != "" {
+		s += "," + extra
+	}
+	return []byte(s + "}")
+}
+
+func (f *fixture) request(spec []byte, now time.Time) plugin.Request {
+	return plugin.Request{Bundle: f.bundle, Resource: "storage-ns-gc", Spec: spec, Client: f.k8s, Reader: f.k8s, Now: now}
+}
+
+func (f *fixture) plan(spec []byte, now time.Time) (*plugin.Result, error) {
+	return f.plugin.Plan(context.Background(), f.request(spec, now))
+}
+
+func (f *fixture) mustPlan(spec []byte, now time.Time) *plugin.Result {
+	f.t.Helper()
+	res, err := f.plan(spec, now)
+	if err != nil {
+		f.t.Fatalf("Plan at %v: %v", now.Sub(t0), err)
+	}
+	return res
+}
+
+func (f *fixture) deleteExternal(spec []byte, name string) error {
+	f.t.Helper()
+	ns, ok := f.sim.Namespace(name)
+	if !ok {
+		f.t.Fatalf("no backend namespace %q", name)
+	}
+	return f.deleteItem(spec, limbov1alpha1.ExternalItem{Kind: namespacegc.ItemKind, ID: ns.ID, Name: name})
+}
+
+func (f *fixture) deleteItem(spec []byte, item limbov1alpha1.ExternalItem) error {
+	return f.plugin.DeleteExternal(context.Background(), f.request(spec, t0), item)
+}
+
+func (f *fixture) onDelete(hook func(r *http.Request)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.beforeDelete = hook
+}
+
+func (f *fixture) createNamespace(name string) {
+	f.t.Helper()
+	if err := f.k8s.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+func (f *fixture) deleteNamespace(name string) {
+	f.t.Helper()
+	if err := f.k8s.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+// terminate makes the Kubernetes Namespace name Terminating: deleted, held by a
+// finalizer, as the namespace controller is still emptying it.
+func (f *fixture) terminate(name string) {
+	f.t.Helper()
+	ctx := context.Background()
+	var ns corev1.Namespace
+	if err := f.k8s.Get(ctx, client.ObjectKey{Name: name}, &ns); err != nil {
+		f.t.Fatal(err)
+	}
+	ns.Finalizers = []string{"limbo.dev/test-hold"}
+	if err := f.k8s.Update(ctx, &ns); err != nil {
+		f.t.Fatal(err)
+	}
+	f.deleteNamespace(name)
+	if err := f.k8s.Get(ctx, client.ObjectKey{Name: name}, &ns); err != nil || ns.DeletionTimestamp.IsZero() {
+		f.t.Fatalf("namespace %s not terminating: %v %+v", name, err, ns.ObjectMeta)
+	}
+}
+
+// judged returns the inventory as name → desired, checking each item's kind and
+// id against the simulator.
+func (f *fixture) judged(res *plugin.Result) map[string]bool {
+	f.t.Helper()
+	out := map[string]bool{}
+	if res.Inventory == nil {
+		f.t.Fatal("no inventory")
+	}
+	if len(res.Inventory.Objects) != 0 || res.Inventory.EmptyDesiredIsValid {
+		f.t.Errorf("inventory = %+v, want external items only and the empty-desired safety rule on", res.Inventory)
+	}
+	for _, item := range res.Inventory.External {
+		ns, ok := f.sim.Namespace(item.Name)
+		if !ok || item.ID != ns.ID || item.Kind != namespacegc.ItemKind {
+			f.t.Errorf("item %+v does not match the backend namespace %+v", item, ns)
+		}
+		if _, dup := out[item.Name]; dup {
+			f.t.Errorf("item %q listed twice", item.Name)
+		}
+		out[item.Name] = item.Desired
+	}
+	return out
+}
+
+// orphans returns the sorted names the framework would orphan.
+func orphans(t *testing.T, res *plugin.Result) []string {
+	t.Helper()
+	_, ext, err := res.Inventory.Orphans()
+	if err != nil {
+		t.Fatalf("Orphans: %v", err)
+	}
+	var names []string
+	for _, e := range ext {
+		names = append(names, e.Name)
+	}
+	sort.Strings(names)
+	return names
+}
+
+func expectJudged(t *testing.T, got map[string]bool, want map[string]bool) {
+	t.Helper()
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("inventory (name → desired) = %v, want %v", got, want)
+	}
+}
+
+// noGC keeps the periodic GC out of the way of deletion-driven tests.
+const noGC = `"gcInterval":"0s"`
+
+func TestDescribe(t *testing.T) {
+	d := namespacegc.New(namespacegc.Options{}).Describe()
+	if d.Name != "namespace-gc" || namespacegc.ItemKind != "StorageOSNamespace" {
+		t.Errorf("Name = %q, ItemKind = %q", d.Name, namespacegc.ItemKind)
+	}
+	if len(d.Watches) != 1 || reflect.TypeOf(d.Watches[0]) != reflect.TypeOf(&corev1.Namespace{}) {
+		t.Errorf("Watches = %v, want Namespaces (the deletion trigger)", d.Watches)
+	}
+	var p plugin.Plugin = namespacegc.New(namespacegc.Options{})
+	if _, ok := p.(plugin.ExternalDeleter); !ok {
+		t.Error("namespace-gc must delete external items")
+	}
+}
+
+func TestSchema(t *testing.T) {
+	r, err := plugin.NewRegistry(namespacegc.New(namespacegc.Options{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const base = `"storageos":{"endpoint":"http://storageos:5705","credentialsSecretRef":{"name":"api"}}`
+	const durationRe = `'^(0|([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+)$'`
+	for _, tc := range []struct{ spec, want string }{
+		{`{` + base + `}`, ""},
+		{`{` + base + `,"gcInterval":"1h","gcDelay":"20s","exclude":["default","kube-system"]}`, ""},
+		{`{` + base + `,"gcInterval":"0s","gcDelay":"0"}`, ""},
+		{`{` + base + `,"gcInterval":"1h30m","gcDelay":"1.5s","exclude":[]}`, ""},
+		{`{}`, `spec.storageos: Required value`},
+		{`{"storageos":{}}`, `[spec.storageos.endpoint: Required value, spec.storageos.credentialsSecretRef: Required value]`},
+		{`{"storageos":{"endpoint":"","credentialsSecretRef":{"name":"api"}}}`,
+			`spec.storageos.endpoint: Invalid value: "": storageos.endpoint in body should be at least 1 chars long`},
+		{`{"storageos":{"endpoint":"x","credentialsSecretRef":{}}}`, `spec.storageos.credentialsSecretRef.name: Required value`},
+		{`{` + base + `,"gcInterval":"1 hour"}`, `spec.gcInterval: Invalid value: "1 hour": gcInterval in body should match ` + durationRe},
+		{`{` + base + `,"gcDelay":"-1s"}`, `spec.gcDelay: Invalid value: "-1s": gcDelay in body should match ` + durationRe},
+		{`{` + base + `,"gcInterval":3600}`, `spec.gcInterval: Invalid value: "number": gcInterval in body must be of type string: "number"`},
+		{`{` + base + `,"exclude":"default"}`, `spec.exclude: Invalid value: "string": exclude in body must be of type array: "string"`},
+		{`{` + base + `,"gcinterval":"1h"}`, `spec: Invalid value: "gcinterval": .gcinterval in body is a forbidden property`},
+	} {
+		err := r.ValidateSpec(namespacegc.Name, &apiextensionsv1.JSON{Raw: []byte(tc.spec)})
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%s: %v, want valid", tc.spec, err)
+		case tc.want != "" && (err == nil || err.Error() != tc.want):
+			t.Errorf("%s:\n got %v\nwant %s", tc.spec, err, tc.want)
+		}
+	}
+}
+
+// A backend namespace whose Kubernetes Namespace the plugin saw disappear is an
+// orphan from the next plan on, and stays one until the Namespace comes back or
+// the backend namespace goes.
+func TestPlanDeletionDrivenOrphan(t *testing.T) {
+	f := newFixture(t, namespacegc.Options{}, "default", "a", "b")
+	f.sim.AddNamespace("a")
+	f.sim.AddNamespace("b")
+	spec := f.spec(noGC)
+
+	res := f.mustPlan(spec, t0)
+	expectJudged(t, f.judged(res), map[string]bool{"default": true, "a": true, "b": true})
+	if !res.Ready || res.Message != "3 StorageOS namespaces, 0 orphaned" || res.PollAfter != 0 || len(res.Objects) != 0 {
+		t.Errorf("result = %+v, want Ready, \"3 StorageOS namespaces, 0 orphaned\", no poll (GC off), no objects", res)
+	}
+
+	f.deleteNamespace("a")
+	res = f.mustPlan(spec, t0.Add(time.Second))
+	expectJudged(t, f.judged(res), map[string]bool{"default": true, "a": false, "b": true})
+	if got := orphans(t, res); !reflect.DeepEqual(got, []string{"a"}) {
+		t.Errorf("orphans = %q, want [a]", got)
+	}
+	if res.Message != "3 StorageOS namespaces, 1 orphaned" {
+		t.Errorf("message = %q", res.Message)
+	}
+
+	// Remembered: later plans (no further event) still call it an orphan.
+	res = f.mustPlan(spec, t0.Add(2*time.Second))
+	expectJudged(t, f.judged(res), map[string]bool{"default": true, "a": false, "b": true})
+
+	// The Namespace comes back: desired again (the engine cancels the Tombstone).
+	f.createNamespace("a")
+	res = f.mustPlan(spec, t0.Add(3*time.Second))
+	expectJudged(t, f.judged(res), map[string]bool{"default": true, "a": true, "b": true})
+
+	// Deleted again, then the backend namespace goes (the Tombstone deleted it):
+	// it leaves the inventory, and a later backend namespace of that name, never
+	// seen with a Kubernetes Namespace, waits for the GC.
+	f.deleteNamespace("a")
+	expectJudged(t, f.judged(f.mustPlan(spec, t0.Add(4*time.Second))), map[string]bool{"default": true, "a": false, "b": true})
+	removeBackendNamespace(t, f.sim, "a")
+	res = f.mustPlan(spec, t0.Add(5*time.Second))
+	expectJudged(t, f.judged(res), map[string]bool{"default": true, "b": true})
+	if res.Message != "2 StorageOS namespaces, 0 orphaned" {
+		t.Errorf("message = %q", res.Message)
+	}
+	f.sim.AddNamespace("a")
+	expectJudged(t, f.judged(f.mustPlan(spec, t0.Add(6*time.Second))), map[string]bool{"default": true, "b": true})
+}
+
+// A backend namespace that never had a Kubernetes Namespace (while the plugin
+// watched) is judged only by the periodic GC: first gcDelay after the plugin
+// first runs, then every gcInterval. The plan asks to run again at the next GC.
+func TestPlanGCRun(t *testing.T) {
+	f := newFixture(t, namespacegc.Options{}, "default", "a")
+	f.sim.AddNamespace("a")
+	f.sim.AddNamespace("stray")
+	spec := f.spec(`"gcInterval":"10m","gcDelay":"1m"`)
+
+	for _, step := range []struct {
+		at        time.Duration
+		addStray2 bool
+		want      map[string]bool
+		pollAfter time.Duration
+		message   string
+	}{
+		{at: 0, want: map[string]bool{"default": true, "a": true}, pollAfter: time.Minute, message: "3 StorageOS namespaces, 0 orphaned"},
+		{at: 30 * time.Second, want: map[string]bool{"default": true, "a": true}, pollAfter: 30 * time.Second},
+		{at: 59 * time.Second, want: map[string]bool{"default": true, "a": true}, pollAfter: time.Second},
+		// First GC run, gcDelay after the first plan.
+		{at: time.Minute, want: map[string]bool{"default": true, "a": true, "stray": false}, pollAfter: 10 * time.Minute, message: "3 StorageOS namespaces, 1 orphaned"},
+		// Between runs: the GC's orphans stay orphans; a new stray waits.
+		{at: 2 * time.Minute, addStray2: true, want: map[string]bool{"default": true, "a": true, "stray": false}, pollAfter: 9 * time.Minute, message: "4 StorageOS namespaces, 1 orphaned"},
+		{at: 10*time.Minute + 59*time.Second, want: map[string]bool{"default": true, "a": true, "stray": false}, pollAfter: time.Second},
+		// Second run, gcInterval after the first.
+		{at: 11 * time.Minute, want: map[string]bool{"default": true, "a": true, "stray": false, "stray2": false}, pollAfter: 10 * time.Minute, message: "4 StorageOS namespaces, 2 orphaned"},
+	} {
+		if step.addStray2 {
+			f.sim.AddNamespace("stray2")
+		}
+		res := f.mustPlan(spec, t0.Add(step.at))
+		expectJudged(t, f.judged(res), step.want)
+		if res.PollAfter != step.pollAfter {
+			t.Errorf("at %v: PollAfter = %v, want %v", step.at, res.PollAfter, step.pollAfter)
+		}
+		if step.message != "" && res.Message != step.message {
+			t.Errorf("at %v: message = %q, want %q", step.at, res.Message, step.message)
+		}
+	}
+}
+
+// A late plan (the controller was busy, or down) runs the GC once and schedules
+// the next run gcInterval after it, not at the missed ticks.
+func TestPlanGCRunLate(t *testing.T) {
+	f := newFixture(t, namespacegc.Options{}, "default")
+	f.sim.AddNamespace("stray")
+	spec := f.spec(`"gcInterval":"10m","gcDelay":"1m"`)
+	f.mustPlan(spec, t0)
+	res := f.mustPlan(spec, t0.Add(time.Hour))
+	expectJudged(t, f.judged(res), map[string]bool{"default": true, "stray": false})
+	if res.PollAfter != 10*time.Minute {
+		t.Errorf("PollAfter = %v, want 10m", res.PollAfter)
+	}
+}
+
+// gcDelay 0s: the first plan is a GC run.
+func TestPlanGCDelayZero(t *testing.T) {
+	f := newFixture(t, namespacegc.Options{}, "default")
+	f.sim.AddNamespace("stray")
+	res := f.mustPlan(f.spec(`"gcInterval":"1h","gcDelay":"0s"`), t0)
+	expectJudged(t, f.judged(res), map[string]bool{"default": true, "stray": false})
+	if res.PollAfter != time.Hour {
+		t.Errorf("PollAfter = %v, want 1h", res.PollAfter)
+	}
+}
+
+// gcInterval 0s disables the GC: a namespace that never had a Kubernetes
+// Namespace is never judged, and nothing asks for a poll. Deletion-driven orphans
+// still work.
+func TestPlanGCDisabled(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts namespacegc.Options
+		spec string
+	}{
+		{name: "by the spec", opts: namespacegc.Options{DefaultInterval: time.Hour, DefaultDelay: time.Second}, spec: `"gcInterval":"0s","gcDelay":"0s"`},
+		{name: "by the spec, bare 0", opts: namespacegc.Options{DefaultInterval: time.Hour}, spec: `"gcInterval":"0"`},
+		{name: "by the controller default", opts: namespacegc.Options{DefaultInterval: 0, DefaultDelay: time.Second}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, tc.opts, "default", "a")
+			f.sim.AddNamespace("a")
+			f.sim.AddNamespace("stray")
+			spec := f.spec(tc.spec)
+			for _, at := range []time.Duration{0, time.Second, time.Hour, 1000 * time.Hour} {
+				res := f.mustPlan(spec, t0.Add(at))
+				expectJudged(t, f.judged(res), map[string]bool{"default": true, "a": true})
+				if res.PollAfter != 0 {
+					t.Errorf("at %v: PollAfter = %v, want 0 (GC disabled)", at, res.PollAfter)
+				}
+			}
+			f.deleteNamespace("a")
+			expectJudged(t, f.judged(f.mustPlan(spec, t0.Add(1001*time.Hour))), map[string]bool{"default": true, "a": false})
+		})
+	}
+}
+
+// Without gcInterval/gcDelay in the spec, the controller's defaults (flags
+// --namespace-delete-gc-interval, --namespace-delete-gc-delay) apply; the spec
+// overrides them.
+func TestPlanGCDefaults(t *testing.T) {
+	opts := namespacegc.Options{DefaultInterval: time.Hour, DefaultDelay: 20 * time.Second}
+	t.Run("defaults", func(t *testing.T) {
+		f := newFixture(t, opts, "default")
+		f.sim.AddNamespace("stray")
+		spec := f.spec("")
+		if res := f.mustPlan(spec, t0); res.PollAfter != 20*time.Second {
+			t.Errorf("PollAfter = %v, want 20s", res.PollAfter)
+		}
+		expectJudged(t, f.judged(f.mustPlan(spec, t0.Add(19*time.Second))), map[string]bool{"default": true})
+		res := f.mustPlan(spec, t0.Add(20*time.Second))
+		expectJudged(t, f.judged(res), map[string]bool{"default": true, "stray": false})
+		if res.PollAfter != time.Hour {
+			t.Errorf("PollAfter = %v, want 1h", res.PollAfter)
+		}
+	})
+	t.Run("spec overrides", func(t *testing.T) {
+		f := newFixture(t, opts, "default")
+		f.sim.AddNamespace("stray")
+		spec := f.spec(`"gcInterval":"2m","gcDelay":"5s"`)
+		if res := f.mustPlan(spec, t0); res.PollAfter != 5*time.Second {
+			t.Errorf("PollAfter = %v, want 5s", res.PollAfter)
+		}
+		res := f.mustPlan(spec, t0.Add(5*time.Second))
+		expectJudged(t, f.judged(res), map[string]bool{"default": true, "stray": false})
+		if res.PollAfter != 2*time.Minute {
+			t.Errorf("PollAfter = %v, want 2m", res.PollAfter)
+		}
+	})
+}
+
+// exclude lists backend namespaces that are never orphans; without it, the
+// list is [default]. A given list replaces the default one.
+func TestPlanExclude(t *testing.T) {
+	for _, tc := range []struct {
+		name, exclude string
+		want          map[string]bool
+	}{
+		{name: "default", want: map[string]bool{"default": true, "a": true, "keep": false, "stray": false}},
+		{name: "explicit", exclude: `"exclude":["default","keep"]`, want: map[string]bool{"default": true, "a": true, "keep": true, "stray": false}},
+		{name: "replaces the default", exclude: `"exclude":["keep"]`, want: map[string]bool{"default": false, "a": true, "keep": true, "stray": false}},
+		{name: "empty", exclude: `"exclude":[]`, want: map[string]bool{"default": false, "a": true, "keep": false, "stray": false}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			// No Kubernetes Namespace "default" here: only exclude protects it.
+			f := newFixture(t, namespacegc.Options{}, "a")
+			f.sim.AddNamespace("a")
+			f.sim.AddNamespace("keep")
+			f.sim.AddNamespace("stray")
+			extra := `"gcInterval":"1h","gcDelay":"0s"`
+			if tc.exclude != "" {
+				extra += "," + tc.exclude
+			}
+			expectJudged(t, f.judged(f.mustPlan(f.spec(extra), t0)), tc.want)
+		})
+	}
+}
+
+// An excluded namespace is desired even after its Kubernetes Namespace was seen
+// to go: a deletion never overrides exclude.
+func TestPlanExcludeWinsOverDeletion(t *testing.T) {
+	f := newFixture(t, namespacegc.Options{}, "default", "a")
+	f.sim.AddNamespace("a")
+	spec := f.spec(noGC)
+	f.mustPlan(spec, t0)
+	f.deleteNamespace("default")
+	expectJudged(t, f.judged(f.mustPlan(spec, t0.Add(time.Second))), map[string]bool{"default": true, "a": true})
+}
+
+// A Terminating Namespace counts as gone: its deletion has begun, and the
+// namespace controller is emptying it.
+func TestPlanTerminatingNamespaceCountsAsGone(t *testing.T) {
+	t.Run("deletionTimestamp", func(t *testing.T) {
+		f := newFixture(t, namespacegc.Options{}, "default", "a")
+		f.sim.AddNamespace("a")
+		spec := f.spec(noGC)
+		expectJudged(t, f.judged(f.mustPlan(spec, t0)), map[string]bool{"default": true, "a": true})
+		f.terminate("a")
+		expectJudged(t, f.judged(f.mustPlan(spec, t0.Add(time.Second))), map[string]bool{"default": true, "a": false})
+	})
+	t.Run("phase Terminating", func(t *testing.T) {
+		f := newFixture(t, namespacegc.Options{}, "default", "a")
+		f.sim.AddNamespace("a")
+		spec := f.spec(noGC)
+		f.mustPlan(spec, t0)
+		var ns corev1.Namespace
+		if err := f.k8s.Get(context.Background(), client.ObjectKey{Name: "a"}, &ns); err != nil {
+			t.Fatal(err)
+		}
+		ns.Status.Phase = corev1.NamespaceTerminating
+		if err := f.k8s.Status().Update(context.Background(), &ns); err != nil {
+			t.Fatal(err)
+		}
+		expectJudged(t, f.judged(f.mustPlan(spec, t0.Add(time.Second))), map[string]bool{"default": true, "a": false})
+	})
+	t.Run("a GC run judges a Terminating Namespace's backend namespace an orphan", func(t *testing.T) {
+		f := newFixture(t, namespacegc.Options{}, "default", "a")
+		f.sim.AddNamespace("a")
+		f.terminate("a")
+		expectJudged(t, f.judged(f.mustPlan(f.spec(`"gcInterval":"1h","gcDelay":"0s"`), t0)), map[string]bool{"default": true, "a": false})
+	})
+}
+
+// A Namespace that is already Terminating when the plugin first lists it (the
+// controller started, or the Bundle was created, during the namespace's
+// deletion) is a deletion the plugin sees: the seed controller reacts to the
+// Namespace's Delete event, whenever its informer first saw the object.
+func TestPlanNamespaceTerminatingAtFirstSightIsADeletion(t *testing.T) {
+	f := newFixture(t, namespacegc.Options{}, "default", "a")
+	f.sim.AddNamespace("a")
+	f.terminate("a")
+	spec := f.spec(noGC)
+	res := f.mustPlan(spec, t0)
+	if got := f.judged(res); got["a"] || !reflect.DeepEqual(got, map[string]bool{"default": true, "a": false}) {
+		t.Errorf("terminating at first sight: inventory = %v, want a orphaned (the deletion is under way)", got)
+	}
+	// Whatever the first plan said, once the Namespace is gone it was a deletion.
+	var ns corev1.Namespace
+	if err := f.k8s.Get(context.Background(), client.ObjectKey{Name: "a"}, &ns); err != nil {
+		t.Fatal(err)
+	}
+	ns.Finalizers = nil // the namespace controller is done: the Namespace goes
+	if err := f.k8s.Update(context.Background(), &ns); err != nil {
+		t.Fatal(err)
+	}
+	expectJudged(t, f.judged(f.mustPlan(spec, t0.Add(time.Second))), map[string]bool{"default": true, "a": false})
+}
+
+// Safety: with no Kubernetes Namespace listed (or only Terminating ones) the
+// desired side is unknown: the plan fails and the backend is not even listed.
+func TestPlanNoNamespacesListedIsAnError(t *testing.T) {
+	const want = "no Kubernetes Namespace listed: refusing to compute orphans"
+	t.Run("none", func(t *testing.T) {
+		f := newFixture(t, namespacegc.Options{})
+		f.sim.AddNamespace("a")
+		res, err := f.plan(f.spec(`"gcInterval":"1h","gcDelay":"0s"`), t0)
+		if err == nil || err.Error() != want || res != nil {
+			t.Fatalf("Plan = %+v, %v; want nil, %q", res, err, want)
+		}
+		if n := f.sim.Calls(storageossim.OpListNamespaces); n != 0 {
+			t.Errorf("%d backend lists, want 0", n)
+		}
+	})
+	t.Run("only terminating", func(t *testing.T) {
+		f := newFixture(t, namespacegc.Options{}, "a")
+		f.sim.AddNamespace("a")
+		f.terminate("a")
+		if _, err := f.plan(f.spec(`"gcInterval":"1h","gcDelay":"0s"`), t0); err == nil || err.Error() != want {
+			t.Fatalf("Plan error = %v, want %q", err, want)
+		}
+	})
+}
+
+// A backend outage fails the plan (no inventory, so no orphans and no cancels),
+// and a failed plan forgets nothing: a deletion seen before the outage is an
+// orphan after it.
+func TestPlanBackendOutage(t *testing.T) {
+	f := newFixture(t, namespacegc.Options{}, "default", "a")
+	f.sim.AddNamespace("a")
+	spec := f.spec(noGC)
+	f.mustPlan(spec, t0)
+
+	f.sim.SetOutage(true)
+	f.deleteNamespace("a")
+	res, err := f.plan(spec, t0.Add(time.Second))
+	if res != nil || err == nil {
+		t.Fatalf("Plan during an outage = %+v, %v; want an error", res, err)
+	}
+	var apiErr *storageos.APIError
+	if !errors.As(err, &apiErr) || apiErr.StatusCode != http.StatusServiceUnavailable || !strings.HasPrefix(err.Error(), "list StorageOS namespaces: ") {
+		t.Errorf("error = %v, want \"list StorageOS namespaces: \" and the API's 503", err)
+	}
+	if !strings.Contains(err.Error(), storageossim.MsgUnavailable) {
+		t.Errorf("error %q does not carry the API's message", err)
+	}
+
+	f.sim.SetOutage(false)
+	expectJudged(t, f.judged(f.mustPlan(spec, t0.Add(2*time.Second))), map[string]bool{"default": true, "a": false})
+}
+
+func TestPlanCredentials(t *testing.T) {
+	t.Run("missing Secret", func(t *testing.T) {
+		f := newFixture(t, namespacegc.Options{}, "default")
+		if err := f.k8s.Delete(context.Background(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: secretName, Namespace: "team"}}); err != nil {
+			t.Fatal(err)
+		}
+		_, err := f.plan(f.spec(noGC), t0)
+		if want := `credentials Secret "storageos-api": secrets "storageos-api" not found`; err == nil || err.Error() != want {
+			t.Errorf("error = %v, want %q", err, want)
+		}
+	})
+	t.Run("missing key", func(t *testing.T) {
+		f := newFixture(t, namespacegc.Options{}, "default")
+		var s corev1.Secret
+		_ = f.k8s.Get(context.Background(), client.ObjectKey{Namespace: "team", Name: secretName}, &s)
+		delete(s.Data, "password")
+		if err := f.k8s.Update(context.Background(), &s); err != nil {
+			t.Fatal(err)
+		}
+		_, err := f.plan(f.spec(noGC), t0)
+		if want := `credentials Secret "storageos-api" needs the keys username and password`; err == nil || err.Error() != want {
+			t.Errorf("error = %v, want %q", err, want)
+		}
+	})
+	t.Run("Secret in another namespace than the Bundle's is not used", func(t *testing.T) {
+		f := newFixture(t, namespacegc.Options{}, "default")
+		f.bundle.Namespace = "other-team"
+		if _, err := f.plan(f.spec(noGC), t0); err == nil || !strings.Contains(err.Error(), "not found") {
+			t.Errorf("error = %v, want the Secret not found in the Bundle's namespace", err)
+		}
+	})
+	t.Run("rejected credentials", func(t *testing.T) {
+		f := newFixture(t, namespacegc.Options{}, "default")
+		f.sim.SetCredentials("admin", "rotated")
+		_, err := f.plan(f.spec(noGC), t0)
+		if !errors.Is(err, storageos.ErrUnauthorized) {
+			t.Errorf("error = %v, want storageos.ErrUnauthorized", err)
+		}
+	})
+	t.Run("session reused across calls", func(t *testing.T) {
+		f := newFixture(t, namespacegc.Options{}, "default")
+		spec := f.spec(noGC)
+		for i := range 3 {
+			f.mustPlan(spec, t0.Add(time.Duration(i)*time.Second))
+		}
+		if n := f.sim.Calls(storageossim.OpLogin); n != 1 {
+			t.Errorf("%d logins for 3 plans, want 1", n)
+		}
+	})
+}
+
+// Every API call is counted in limbo_storageos_requests_total{operation,code}.
+func TestPlanMetrics(t *testing.T) {
+	m := storageos.NewMetrics(ctrlmetrics.Registry) // the plugin's collectors
+	list := m.RequestsTotal.WithLabelValues(storageos.OpListNamespaces, "200")
+	unavailable := m.RequestsTotal.WithLabelValues(storageos.OpLogin, "503")
+	beforeList, beforeUnavailable := testutil.ToFloat64(list), testutil.ToFloat64(unavailable)
+
+	f := newFixture(t, namespacegc.Options{}, "default")
+	f.mustPlan(f.spec(noGC), t0)
+	if got := testutil.ToFloat64(list) - beforeList; got != 1 {
+		t.Errorf("list_namespaces/200 grew by %v, want 1", got)
+	}
+	g := newFixture(t, namespacegc.Options{}, "default")
+	g.sim.SetOutage(true)
+	_, _ = g.plan(g.spec(noGC), t0)
+	if got := testutil.ToFloat64(unavailable) - beforeUnavailable; got != 1 {
+		t.Errorf("login/503 grew by %v, want 1", got)
+	}
+}
+
+// ---- DeleteExternal ----
+
+func TestDeleteExternal(t *testing.T) {
+	f := newFixture(t, namespacegc.Options{}, "default")
+	f.sim.AddNamespace("a")
+	f.sim.AddNamespace("b")
+	if err := f.deleteExternal(f.spec(""), "a"); err != nil {
+		t.Fatalf("DeleteExternal: %v", err)
+	}
+	if _, ok := f.sim.Namespace("a"); ok {
+		t.Error("backend namespace a still exists")
+	}
+	if _, ok := f.sim.Namespace("b"); !ok {
+		t.Error("backend namespace b was deleted too")
+	}
+	if n := f.sim.Calls(storageossim.OpDeleteNamespace); n != 1 {
+		t.Errorf("%d DELETE calls, want 1", n)
+	}
+}
+
+// Gone is success, whether the list no longer has it or the DELETE says 404.
+func TestDeleteExternalGoneIsSuccess(t *testing.T) {
+	t.Run("not listed", func(t *testing.T) {
+		f := newFixture(t, namespacegc.Options{}, "default")
+		err := f.deleteItem(f.spec(""), limbov1alpha1.ExternalItem{Kind: namespacegc.ItemKind, ID: "5f2b8a4e-0000-4000-8000-000000000000", Name: "gone"})
+		if err != nil {
+			t.Fatalf("DeleteExternal = %v, want nil", err)
+		}
+		if n := f.sim.Calls(storageossim.OpDeleteNamespace); n != 0 {
+			t.Errorf("%d DELETE calls, want 0", n)
+		}
+	})
+	t.Run("404 on DELETE", func(t *testing.T) {
+		f := newFixture(t, namespacegc.Options{}, "default")
+		f.sim.AddNamespace("a")
+		var once sync.Once
+		f.onDelete(func(*http.Request) { once.Do(func() { removeBackendNamespace(t, f.sim, "a") }) })
+		if err := f.deleteExternal(f.spec(""), "a"); err != nil {
+			t.Fatalf("DeleteExternal = %v, want nil (404 is success)", err)
+		}
+	})
+	t.Run("re-created with a new id", func(t *testing.T) {
+		f := newFixture(t, namespacegc.Options{}, "default")
+		old := f.sim.AddNamespace("a")
+		removeBackendNamespace(t, f.sim, "a")
+		f.sim.AddNamespace("a")
+		deletesBefore := f.sim.Calls(storageossim.OpDeleteNamespace)
+		if err := f.deleteItem(f.spec(""), limbov1alpha1.ExternalItem{Kind: namespacegc.ItemKind, ID: old.ID, Name: "a"}); err != nil {
+			t.Fatalf("DeleteExternal = %v, want nil", err)
+		}
+		if _, ok := f.sim.Namespace("a"); !ok || f.sim.Calls(storageossim.OpDeleteNamespace) != deletesBefore {
+			t.Error("the new namespace of the same name was deleted: items are identified by id")
+		}
+	})
+}
+
+// 409: the namespace still holds volumes. The error says so and wraps
+// storageos.ErrNamespaceNotEmpty; the Tombstone retries it with backoff.
+func TestDeleteExternalInUse(t *testing.T) {
+	f := newFixture(t, namespacegc.Options{}, "default")
+	f.sim.AddNamespace("a")
+	if err := f.sim.SetVolumes("a", 2); err != nil {
+		t.Fatal(err)
+	}
+	err := f.deleteExternal(f.spec(""), "a")
+	if !errors.Is(err, storageos.ErrNamespaceNotEmpty) {
+		t.Fatalf("error = %v, want storageos.ErrNamespaceNotEmpty", err)
+	}
+	if want := `StorageOS namespace "a" still holds volumes: storageos: delete_namespace: HTTP 409 Conflict: in use`; err.Error() != want {
+		t.Errorf("error = %q, want %q", err, want)
+	}
+	if _, ok := f.sim.Namespace("a"); !ok {
+		t.Fatal("a namespace with volumes was deleted")
+	}
+	if n := f.sim.Calls(storageossim.OpDeleteNamespace); n != 1 {
+		t.Errorf("%d DELETE calls, want 1 (the retry is the Tombstone's, with backoff)", n)
+	}
+	// Emptied: the next attempt succeeds.
+	_ = f.sim.SetVolumes("a", 0)
+	if err := f.deleteExternal(f.spec(""), "a"); err != nil {
+		t.Fatalf("DeleteExternal after emptying: %v", err)
+	}
+}
+
+// 412: the namespace changed since it was listed; list again and retry with the
+// new version.
+func TestDeleteExternalStaleVersion(t *testing.T) {
+	t.Run("once", func(t *testing.T) {
+		f := newFixture(t, namespacegc.Options{}, "default")
+		f.sim.AddNamespace("a")
+		var once sync.Once
+		f.onDelete(func(*http.Request) {
+			once.Do(func() {
+				if _, err := f.sim.SetLabels("a", map[string]string{"changed": "true"}); err != nil {
+					t.Error(err)
+				}
+			})
+		})
+		if err := f.deleteExternal(f.spec(""), "a"); err != nil {
+			t.Fatalf("DeleteExternal = %v, want success after a re-list", err)
+		}
+		if _, ok := f.sim.Namespace("a"); ok {
+			t.Error("still exists")
+		}
+		if l, d := f.sim.Calls(storageossim.OpListNamespaces), f.sim.Calls(storageossim.OpDeleteNamespace); l != 2 || d != 2 {
+			t.Errorf("%d lists and %d DELETEs, want 2 and 2", l, d)
+		}
+	})
+	t.Run("always", func(t *testing.T) {
+		f := newFixture(t, namespacegc.Options{}, "default")
+		f.sim.AddNamespace("a")
+		f.onDelete(func(*http.Request) {
+			if _, err := f.sim.SetLabels("a", map[string]string{"at": time.Now().String()}); err != nil {
+				t.Error(err)
+			}
+		})
+		err := f.deleteExternal(f.spec(""), "a")
+		if !errors.Is(err, storageos.ErrStaleVersion) || err.Error() != `StorageOS namespace "a" kept changing: storageos: stale version` {
+			t.Fatalf("error = %v, want it to wrap storageos.ErrStaleVersion", err)
+		}
+		if d := f.sim.Calls(storageossim.OpDeleteNamespace); d != 3 {
+			t.Errorf("%d DELETEs, want 3 (bounded)", d)
+		}
+		if _, ok := f.sim.Namespace("a"); !ok {
+			t.Error("deleted")
+		}
+	})
+}
+
+// The last check before the delete: a Kubernetes Namespace of the same name that
+// exists again (not Terminating) stops it, without calling the backend.
+func TestDeleteExternalNamespaceExistsAgain(t *testing.T) {
+	f := newFixture(t, namespacegc.Options{}, "default", "a")
+	f.sim.AddNamespace("a")
+	err := f.deleteExternal(f.spec(""), "a")
+	if want := `the Kubernetes Namespace "a" exists again: not deleting its StorageOS namespace`; err == nil || err.Error() != want {
+		t.Fatalf("error = %v, want %q", err, want)
+	}
+	if _, ok := f.sim.Namespace("a"); !ok {
+		t.Fatal("deleted")
+	}
+	for _, op := range []string{storageossim.OpLogin, storageossim.OpListNamespaces, storageossim.OpDeleteNamespace} {
+		if n := f.sim.Calls(op); n != 0 {
+			t.Errorf("%d %s calls, want 0", n, op)
+		}
+	}
+	// Terminating again: the delete goes ahead.
+	f.terminate("a")
+	if err := f.deleteExternal(f.spec(""), "a"); err != nil {
+		t.Fatalf("DeleteExternal with the Namespace Terminating: %v", err)
+	}
+}
+
+// exclude means never touched, even by a Tombstone that was created before the
+// name was excluded (or `kubectl delete tombstone` of it): DeleteExternal, which
+// reads the current spec, refuses.
+func TestDeleteExternalRefusesExcluded(t *testing.T) {
+	f := newFixture(t, namespacegc.Options{}, "a")
+	f.sim.AddNamespace("keep")
+	for _, tc := range []struct {
+		name string
+		spec []byte
+	}{
+		{"default", f.spec("")},                // excluded by default
+		{"keep", f.spec(`"exclude":["keep"]`)}, // excluded by the spec
+	} {
+		if err := f.deleteExternal(tc.spec, tc.name); err == nil {
+			t.Errorf("DeleteExternal of excluded %q succeeded", tc.name)
+		}
+		if _, ok := f.sim.Namespace(tc.name); !ok {
+			t.Errorf("excluded backend namespace %q was deleted", tc.name)
+		}
+	}
+}
+
+func TestDeleteExternalOutage(t *testing.T) {
+	f := newFixture(t, namespacegc.Options{}, "default")
+	f.sim.AddNamespace("a")
+	f.sim.SetOutage(true)
+	err := f.deleteExternal(f.spec(""), "a")
+	var apiErr *storageos.APIError
+	if !errors.As(err, &apiErr) || apiErr.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("error = %v, want the API's 503", err)
+	}
+	f.sim.SetOutage(false)
+	if _, ok := f.sim.Namespace("a"); !ok {
+		t.Fatal("deleted during an outage")
+	}
+}
+
+// removeBackendNamespace deletes a backend namespace behind the plugin's back,
+// through the simulator's own API.
+func removeBackendNamespace(t *testing.T, sim *storageossim.Server, name string) {
+	t.Helper()
+	ns, ok := sim.Namespace(name)
+	if !ok {
+		t.Fatalf("no backend namespace %q", name)
+	}
+	login := httptest.NewRecorder()
+	sim.ServeHTTP(login, httptest.NewRequest(http.MethodPost, "/v2/auth/login", strings.NewReader(`{"username":"admin","password":"s3cret"}`)))
+	if login.Code != http.StatusOK {
+		t.Fatalf("login: %d %s", login.Code, login.Body)
+	}
+	req := httptest.NewRequest(http.MethodDelete, "/v2/namespaces/"+ns.ID+"?ignore-version=true", nil)
+	req.Header.Set("Authorization", login.Header().Get("Authorization"))
+	rec := httptest.NewRecorder()
+	sim.ServeHTTP(rec, req)
+	if rec.Code != http.StatusOK {
+		t.Fatalf("delete %s: %d %s", name, rec.Code, rec.Body)
+	}
+}

@@ -1,0 +1,41 @@
+package plugins_test
+
+import (
+	"context"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/limbo-dev/limbo/pkg/plugin"
+	"github.com/limbo-dev/limbo/pkg/plugins"
+)
+
+type extra struct{ name string }
+
+func (e extra) Describe() plugin.Description { return plugin.Description{Name: e.name} }
+func (extra) Plan(context.Context, plugin.Request) (*plugin.Result, error) {
+	return &plugin.Result{Ready: true}, nil
+}
+
+func TestNewRegistry(t *testing.T) {
+	r, err := plugins.NewRegistry(plugins.Options{NamespaceGCInterval: time.Hour, NamespaceGCDelay: 20 * time.Second}, extra{"test-extra"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := r.Names(), []string{"configmap", "namespace-gc", "test-extra"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("Names = %q, want %q", got, want)
+	}
+	var watched []string
+	for _, w := range r.Watches() {
+		watched = append(watched, reflect.TypeOf(w.Object).String()+"="+w.Plugins[0])
+	}
+	if want := []string{"*v1.Namespace=namespace-gc"}; !reflect.DeepEqual(watched, want) {
+		t.Errorf("Watches = %q, want %q", watched, want)
+	}
+}
+
+func TestNewRegistryRefusesAnExtraPluginNamedLikeACompiledInOne(t *testing.T) {
+	if _, err := plugins.NewRegistry(plugins.Options{}, extra{"namespace-gc"}); err == nil || err.Error() != `plugin "namespace-gc" registered twice` {
+		t.Errorf("err = %v", err)
+	}
+}

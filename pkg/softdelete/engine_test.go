@@ -1,0 +1,721 @@
+package softdelete_test
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/record"
+	testingclock "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+	"github.com/limbo-dev/limbo/pkg/softdelete"
+)
+
+// The engine's tests check the exact API calls each decision makes, against
+// controller-runtime's fake client, with a fake clock at now (statemachine_test.go).
+
+const (
+	ns         = "team-a"
+	pendingKey = limbov1alpha1.LabelPendingDeletion
+	bundleKey  = limbov1alpha1.LabelBundle
+	// fakeRV is the resourceVersion the fake client gives the objects it starts with.
+	fakeRV = "999"
+)
+
+var configMapGVK = schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
+
+// harness is an engine on a fake client that logs every write.
+type harness struct {
+	engine   *softdelete.Engine
+	client   client.Client
+	recorder *record.FakeRecorder
+	registry *prometheus.Registry
+	calls    []string
+	// deleteErr, when set, is what every Delete returns (the object is not deleted).
+	deleteErr error
+}
+
+func newHarness(t *testing.T, objs ...client.Object) *harness {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	if err := limbov1alpha1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	h := &harness{recorder: record.NewFakeRecorder(100), registry: prometheus.NewRegistry()}
+	h.client = fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).
+		WithInterceptorFuncs(interceptor.Funcs{
+			Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+				data, err := patch.Data(obj)
+				if err != nil {
+					return err
+				}
+				h.calls = append(h.calls, fmt.Sprintf("PATCH %s %s/%s %s %s", kindOf(c, obj), obj.GetNamespace(), obj.GetName(), patch.Type(), data))
+				return c.Patch(ctx, obj, patch, opts...)
+			},
+			Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
+				o := &client.DeleteOptions{}
+				o.ApplyOptions(opts)
+				call := fmt.Sprintf("DELETE %s %s/%s", kindOf(c, obj), obj.GetNamespace(), obj.GetName())
+				if o.Preconditions != nil && o.Preconditions.UID != nil {
+					call += " uid=" + string(*o.Preconditions.UID)
+				}
+				if o.PropagationPolicy != nil {
+					call += " propagation=" + string(*o.PropagationPolicy)
+				}
+				h.calls = append(h.calls, call)
+				if h.deleteErr != nil {
+					return h.deleteErr
+				}
+				return c.Delete(ctx, obj, opts...)
+			},
+			Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+				h.calls = append(h.calls, fmt.Sprintf("CREATE %s %s/%s", kindOf(c, obj), obj.GetNamespace(), obj.GetName()))
+				return c.Create(ctx, obj, opts...)
+			},
+		}).Build()
+	h.engine = &softdelete.Engine{
+		Client:   h.client,
+		Recorder: h.recorder,
+		Clock:    testingclock.NewFakePassiveClock(now),
+		Metrics:  softdelete.NewMetrics(h.registry),
+	}
+	return h
+}
+
+func kindOf(c client.Client, obj client.Object) string {
+	gvk, err := c.GroupVersionKindFor(obj)
+	if err != nil {
+		return "?"
+	}
+	return gvk.Kind
+}
+
+// events drains the recorded events.
+func (h *harness) events() []string {
+	var out []string
+	for {
+		select {
+		case e := <-h.recorder.Events:
+			out = append(out, e)
+		default:
+			return out
+		}
+	}
+}
+
+// metric returns the value of a counter or gauge, or a histogram's sample count,
+// with the given label value ("" for none); 0 when it has no sample.
+func (h *harness) metric(t *testing.T, name, label string) float64 {
+	t.Helper()
+	families, err := h.registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			if label != "" && (len(m.GetLabel()) == 0 || m.GetLabel()[0].GetValue() != label) {
+				continue
+			}
+			switch {
+			case m.Counter != nil:
+				return m.GetCounter().GetValue()
+			case m.Gauge != nil:
+				return m.GetGauge().GetValue()
+			case m.Histogram != nil:
+				return float64(m.GetHistogram().GetSampleCount())
+			}
+		}
+	}
+	return 0
+}
+
+// get reads obj back from the fake client; nil when it is gone.
+func (h *harness) get(t *testing.T, name string) *unstructured.Unstructured {
+	t.Helper()
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(configMapGVK)
+	err := h.client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, u)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+// cm is a ConfigMap with the annotations and labels, as the engine receives it
+// (with its kind, as from the cache).
+func cm(name string, annotations, labels map[string]string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(configMapGVK)
+	u.SetNamespace(ns)
+	u.SetName(name)
+	u.SetUID(types.UID("uid-" + name))
+	u.SetAnnotations(annotations)
+	u.SetLabels(labels)
+	return u
+}
+
+// live returns the object as the fake client holds it, with its resourceVersion.
+func (h *harness) live(t *testing.T, name string) *unstructured.Unstructured {
+	t.Helper()
+	u := h.get(t, name)
+	if u == nil {
+		t.Fatalf("ConfigMap %s does not exist", name)
+	}
+	return u
+}
+
+func bundle() *limbov1alpha1.Bundle {
+	return &limbov1alpha1.Bundle{
+		TypeMeta:   metav1.TypeMeta{APIVersion: limbov1alpha1.GroupVersion.String(), Kind: "Bundle"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "shop", UID: "uid-shop"},
+	}
+}
+
+func mt(t time.Time) *metav1.Time { return &metav1.Time{Time: t} }
+
+func TestEngineOrphan(t *testing.T) {
+	stampPatch := func(stamp string) string {
+		return `PATCH ConfigMap team-a/db application/merge-patch+json {"metadata":{"annotations":{"limbo.dev/deletionTimestamp":"` + stamp +
+			`"},"labels":{"limbo.dev/pending-deletion":"true"},"resourceVersion":"999"}}`
+	}
+	const deleteCall = "DELETE ConfigMap team-a/db uid=uid-db propagation=Background"
+	entry := func(stamp, deadline *metav1.Time, message string) *limbov1alpha1.PendingDeletion {
+		return &limbov1alpha1.PendingDeletion{APIVersion: "v1", Kind: "ConfigMap", Namespace: ns, Name: "db",
+			DeletionTimestamp: stamp, DeleteAfter: deadline, Message: message}
+	}
+	tests := []struct {
+		name        string
+		annotations map[string]string
+		labels      map[string]string
+		deleteErr   error
+		wantCalls   []string
+		wantEvents  []string
+		want        softdelete.Outcome // Decision is not compared; Err by wantErr
+		wantErr     string             // substring of Outcome.Err; "" means nil
+		// wantResult is the limbo_deletions_total result counted, "" for none.
+		wantResult   string
+		wantLateness float64 // observations of limbo_deletion_lateness_seconds
+		// wantLive checks the object afterwards; nil means it must be gone.
+		wantLive func(*unstructured.Unstructured) error
+	}{
+		{
+			name:       "no delay: deleted now, with a UID precondition",
+			wantCalls:  []string{deleteCall},
+			wantEvents: []string{"Normal Deleted ConfigMap team-a/db deleted"},
+			want:       softdelete.Outcome{Gone: true},
+			wantResult: softdelete.ResultDeleted,
+		},
+		{
+			name:       "no delay, already gone: NotFound is success",
+			deleteErr:  apierrors.NewNotFound(schema.GroupResource{Resource: "configmaps"}, "db"),
+			wantCalls:  []string{deleteCall},
+			wantEvents: []string{"Normal Deleted ConfigMap team-a/db deleted"},
+			want:       softdelete.Outcome{Gone: true},
+			wantResult: softdelete.ResultGone,
+			wantLive:   func(*unstructured.Unstructured) error { return nil },
+		},
+		{
+			name:       "no delay, re-created under another UID: the precondition fails, the orphan is gone",
+			deleteErr:  apierrors.NewConflict(schema.GroupResource{Resource: "configmaps"}, "db", fmt.Errorf("Precondition failed: UID in precondition: uid-db, UID in object meta: uid-new")),
+			wantCalls:  []string{deleteCall},
+			wantEvents: []string{"Normal Deleted ConfigMap team-a/db deleted"},
+			want:       softdelete.Outcome{Gone: true},
+			wantResult: softdelete.ResultGone,
+			wantLive:   func(*unstructured.Unstructured) error { return nil },
+		},
+		{
+			name:       "no delay, the delete fails: listed with the error, retried",
+			deleteErr:  apierrors.NewServiceUnavailable("etcd timeout"),
+			wantCalls:  []string{deleteCall},
+			wantEvents: []string{"Warning DeleteFailed ConfigMap team-a/db: delete ConfigMap team-a/db: etcd timeout"},
+			want:       softdelete.Outcome{Pending: entry(nil, nil, "delete ConfigMap team-a/db: etcd timeout")},
+			wantErr:    "etcd timeout",
+			wantResult: softdelete.ResultFailed,
+			wantLive:   func(*unstructured.Unstructured) error { return nil },
+		},
+		{
+			name:        "delay, no stamp: stamped now (to the second) and labelled, guarded by the resourceVersion",
+			annotations: map[string]string{delayKey: "1h"},
+			wantCalls:   []string{stampPatch("2025-03-14T12:30:45Z")},
+			wantEvents:  []string{"Normal DeletionScheduled ConfigMap team-a/db is in limbo for 1h0m0s: deleted at 2025-03-14T13:30:45Z"},
+			want: softdelete.Outcome{Requeue: true, RequeueAfter: time.Hour - 250*time.Millisecond,
+				Pending: entry(mt(nowSecond), mt(nowSecond.Add(time.Hour)), "")},
+			wantLive: func(u *unstructured.Unstructured) error {
+				if u.GetAnnotations()[stampKey] != "2025-03-14T12:30:45Z" || u.GetLabels()[pendingKey] != "true" || u.GetAnnotations()[delayKey] != "1h" {
+					return fmt.Errorf("not stamped: %v %v", u.GetAnnotations(), u.GetLabels())
+				}
+				return nil
+			},
+		},
+		{
+			name:        "zero delay, no stamp: stamped, and come back at once",
+			annotations: map[string]string{delayKey: "0s"},
+			wantCalls:   []string{stampPatch("2025-03-14T12:30:45Z")},
+			wantEvents:  []string{"Normal DeletionScheduled ConfigMap team-a/db is in limbo for 0s: deleted at 2025-03-14T12:30:45Z"},
+			want:        softdelete.Outcome{Requeue: true, RequeueAfter: 0, Pending: entry(mt(nowSecond), mt(nowSecond), "")},
+			wantLive:    func(*unstructured.Unstructured) error { return nil },
+		},
+		{
+			name:        "countdown running: nothing written, back at the deadline",
+			annotations: map[string]string{delayKey: "1h", stampKey: "2025-03-14T12:00:00Z"},
+			labels:      map[string]string{pendingKey: "true"},
+			want: softdelete.Outcome{Requeue: true, RequeueAfter: 29*time.Minute + 14750*time.Millisecond,
+				Pending: entry(mt(at("2025-03-14T12:00:00Z")), mt(at("2025-03-14T13:00:00Z")), "")},
+			wantLive: func(*unstructured.Unstructured) error { return nil },
+		},
+		{
+			name:         "deadline reached exactly: deleted, lateness observed",
+			annotations:  map[string]string{delayKey: "30m45250ms", stampKey: "2025-03-14T12:00:00Z"},
+			labels:       map[string]string{pendingKey: "true"},
+			wantCalls:    []string{deleteCall},
+			wantEvents:   []string{"Normal Deleted ConfigMap team-a/db deleted"},
+			want:         softdelete.Outcome{Gone: true},
+			wantResult:   softdelete.ResultDeleted,
+			wantLateness: 1,
+		},
+		{
+			name:        "a second before the deadline: waits a second",
+			annotations: map[string]string{delayKey: "30m46250ms", stampKey: "2025-03-14T12:00:00Z"},
+			labels:      map[string]string{pendingKey: "true"},
+			want: softdelete.Outcome{Requeue: true, RequeueAfter: time.Second,
+				Pending: entry(mt(at("2025-03-14T12:00:00Z")), mt(at("2025-03-14T12:30:46.25Z")), "")},
+			wantLive: func(*unstructured.Unstructured) error { return nil },
+		},
+		{
+			name:        "invalid delay: never deleted, nothing written, Warning",
+			annotations: map[string]string{delayKey: "forever"},
+			wantEvents:  []string{`Warning InvalidDeletionDelay ConfigMap team-a/db is never deleted: invalid limbo.dev/deletionDelay "forever": time: invalid duration "forever"`},
+			want:        softdelete.Outcome{Pending: entry(nil, nil, `invalid limbo.dev/deletionDelay "forever": time: invalid duration "forever"; never deleted until fixed`)},
+			wantLive: func(u *unstructured.Unstructured) error {
+				if _, ok := u.GetLabels()[pendingKey]; ok {
+					return fmt.Errorf("labelled: %v", u.GetLabels())
+				}
+				return nil
+			},
+		},
+		{
+			name:        "invalid delay even with a stamp: never deleted",
+			annotations: map[string]string{delayKey: "-1s", stampKey: "2020-01-01T00:00:00Z"},
+			labels:      map[string]string{pendingKey: "true"},
+			wantEvents:  []string{`Warning InvalidDeletionDelay ConfigMap team-a/db is never deleted: invalid limbo.dev/deletionDelay "-1s": must not be negative`},
+			want:        softdelete.Outcome{Pending: entry(nil, nil, `invalid limbo.dev/deletionDelay "-1s": must not be negative; never deleted until fixed`)},
+			wantLive:    func(*unstructured.Unstructured) error { return nil },
+		},
+		{
+			name:        "unparsable stamp: re-stamped now, with a Warning",
+			annotations: map[string]string{delayKey: "1h", stampKey: "yesterday"},
+			labels:      map[string]string{pendingKey: "true"},
+			wantCalls:   []string{stampPatch("2025-03-14T12:30:45Z")},
+			wantEvents: []string{
+				`Warning InvalidDeletionTimestamp ConfigMap team-a/db: invalid limbo.dev/deletionTimestamp "yesterday": not an RFC 3339 time; the countdown restarts`,
+				"Normal DeletionScheduled ConfigMap team-a/db is in limbo for 1h0m0s: deleted at 2025-03-14T13:30:45Z",
+			},
+			want: softdelete.Outcome{Requeue: true, RequeueAfter: time.Hour - 250*time.Millisecond,
+				Pending: entry(mt(nowSecond), mt(nowSecond.Add(time.Hour)), "")},
+			wantLive: func(u *unstructured.Unstructured) error {
+				if got := u.GetAnnotations()[stampKey]; got != "2025-03-14T12:30:45Z" {
+					return fmt.Errorf("stamp %q", got)
+				}
+				return nil
+			},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, cm("db", tc.annotations, tc.labels))
+			h.deleteErr = tc.deleteErr
+			out := h.engine.Orphan(context.Background(), bundle(), h.live(t, "db"))
+
+			if !reflect.DeepEqual(h.calls, tc.wantCalls) {
+				t.Errorf("API calls:\n%s\nwant:\n%s", strings.Join(h.calls, "\n"), strings.Join(tc.wantCalls, "\n"))
+			}
+			if got := h.events(); !reflect.DeepEqual(got, tc.wantEvents) {
+				t.Errorf("events:\n%q\nwant:\n%q", got, tc.wantEvents)
+			}
+			switch {
+			case tc.wantErr == "" && out.Err != nil:
+				t.Errorf("Err = %v, want nil", out.Err)
+			case tc.wantErr != "" && (out.Err == nil || !strings.Contains(out.Err.Error(), tc.wantErr)):
+				t.Errorf("Err = %v, want one saying %q", out.Err, tc.wantErr)
+			}
+			if out.Gone != tc.want.Gone || out.Requeue != tc.want.Requeue || out.RequeueAfter != tc.want.RequeueAfter {
+				t.Errorf("Gone/Requeue/RequeueAfter = %v/%v/%v, want %v/%v/%v", out.Gone, out.Requeue, out.RequeueAfter, tc.want.Gone, tc.want.Requeue, tc.want.RequeueAfter)
+			}
+			if !pendingEqual(out.Pending, tc.want.Pending) {
+				t.Errorf("Pending = %+v, want %+v", out.Pending, tc.want.Pending)
+			}
+			for _, result := range []string{softdelete.ResultDeleted, softdelete.ResultGone, softdelete.ResultFailed} {
+				want := 0.0
+				if result == tc.wantResult {
+					want = 1
+				}
+				if got := h.metric(t, "limbo_deletions_total", result); got != want {
+					t.Errorf("limbo_deletions_total{result=%q} = %v, want %v", result, got, want)
+				}
+			}
+			if got := h.metric(t, "limbo_deletion_lateness_seconds", ""); got != tc.wantLateness {
+				t.Errorf("lateness observations = %v, want %v", got, tc.wantLateness)
+			}
+			live := h.get(t, "db")
+			switch {
+			case tc.wantLive == nil && live != nil:
+				t.Errorf("db still exists")
+			case tc.wantLive != nil && live == nil:
+				t.Errorf("db was deleted")
+			case tc.wantLive != nil:
+				if err := tc.wantLive(live); err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+}
+
+func pendingEqual(a, b *limbov1alpha1.PendingDeletion) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	timeEq := func(x, y *metav1.Time) bool {
+		if x == nil || y == nil {
+			return x == y
+		}
+		return x.Time.Equal(y.Time)
+	}
+	return a.APIVersion == b.APIVersion && a.Kind == b.Kind && a.Namespace == b.Namespace && a.Name == b.Name &&
+		a.Message == b.Message && timeEq(a.DeletionTimestamp, b.DeletionTimestamp) && timeEq(a.DeleteAfter, b.DeleteAfter)
+}
+
+// A stamp is written only on the object that was decided about: a concurrent
+// change (a stale resourceVersion) makes it a Conflict, and nothing is written.
+func TestEngineOrphanStaleObjectConflicts(t *testing.T) {
+	h := newHarness(t, cm("db", map[string]string{delayKey: "1h"}, nil))
+	stale := h.live(t, "db")
+	stale.SetResourceVersion("998")
+	out := h.engine.Orphan(context.Background(), bundle(), stale)
+	if !apierrors.IsConflict(unwrapAll(out.Err)) {
+		t.Fatalf("Err = %v, want a Conflict", out.Err)
+	}
+	if out.Requeue {
+		t.Error("a failed stamp asks for a requeue at a deadline")
+	}
+	if got := h.events(); len(got) != 0 {
+		t.Errorf("events %q after a failed stamp", got)
+	}
+	if _, stamped := h.live(t, "db").GetAnnotations()[stampKey]; stamped {
+		t.Error("db was stamped")
+	}
+	if out.Pending == nil || !strings.Contains(out.Pending.Message, "update ConfigMap team-a/db") {
+		t.Errorf("Pending = %+v, want the error in its message", out.Pending)
+	}
+}
+
+func unwrapAll(err error) error {
+	for {
+		u, ok := err.(interface{ Unwrap() error })
+		if !ok || u.Unwrap() == nil {
+			return err
+		}
+		err = u.Unwrap()
+	}
+}
+
+func TestEngineDesired(t *testing.T) {
+	const cancelPatch = `PATCH ConfigMap team-a/db application/merge-patch+json {"metadata":{"annotations":{"limbo.dev/deletionTimestamp":null},"labels":{"limbo.dev/pending-deletion":null}}}`
+	tests := []struct {
+		name          string
+		annotations   map[string]string
+		labels        map[string]string
+		wantCancelled bool
+	}{
+		{name: "not in limbo: nothing written", annotations: map[string]string{delayKey: "1h"}, labels: map[string]string{bundleKey: "shop"}},
+		{name: "stamped and labelled", annotations: map[string]string{delayKey: "1h", stampKey: "2025-03-14T12:00:00Z"}, labels: map[string]string{bundleKey: "shop", pendingKey: "true"}, wantCancelled: true},
+		{name: "labelled only", labels: map[string]string{bundleKey: "shop", pendingKey: "true"}, wantCancelled: true},
+		{name: "stamped with an invalid delay", annotations: map[string]string{delayKey: "soon", stampKey: "2025-03-14T12:00:00Z"}, wantCancelled: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, cm("db", tc.annotations, tc.labels))
+			cancelled, err := h.engine.Desired(context.Background(), bundle(), h.live(t, "db"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cancelled != tc.wantCancelled {
+				t.Errorf("cancelled = %v, want %v", cancelled, tc.wantCancelled)
+			}
+			var wantCalls, wantEvents []string
+			if tc.wantCancelled {
+				wantCalls = []string{cancelPatch}
+				wantEvents = []string{"Normal DeletionCancelled ConfigMap team-a/db is desired again: deletion cancelled"}
+			}
+			if !reflect.DeepEqual(h.calls, wantCalls) {
+				t.Errorf("API calls %q, want %q", h.calls, wantCalls)
+			}
+			if got := h.events(); !reflect.DeepEqual(got, wantEvents) {
+				t.Errorf("events %q, want %q", got, wantEvents)
+			}
+			live := h.live(t, "db")
+			if _, ok := live.GetAnnotations()[stampKey]; ok {
+				t.Errorf("stamp kept: %v", live.GetAnnotations())
+			}
+			if _, ok := live.GetLabels()[pendingKey]; ok {
+				t.Errorf("label kept: %v", live.GetLabels())
+			}
+			if live.GetLabels()[bundleKey] != tc.labels[bundleKey] || live.GetAnnotations()[delayKey] != tc.annotations[delayKey] {
+				t.Errorf("cancel changed more than the stamp and the label: %v %v", live.GetLabels(), live.GetAnnotations())
+			}
+		})
+	}
+}
+
+func TestEngineRelease(t *testing.T) {
+	b := bundle()
+	other := metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: "parent", UID: "uid-parent"}
+	owned := func(annotations map[string]string) *unstructured.Unstructured {
+		u := cm("db", annotations, map[string]string{bundleKey: "shop"})
+		u.SetOwnerReferences([]metav1.OwnerReference{
+			other,
+			{APIVersion: limbov1alpha1.GroupVersion.String(), Kind: "Bundle", Name: "shop", UID: b.UID, Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)},
+		})
+		return u
+	}
+	const refs = `"ownerReferences":[{"apiVersion":"v1","kind":"ConfigMap","name":"parent","uid":"uid-parent"}]`
+
+	t.Run("not stamped: stamped, label kept, owner reference to the Bundle removed", func(t *testing.T) {
+		h := newHarness(t, owned(map[string]string{delayKey: "24h"}))
+		if err := h.engine.Release(context.Background(), b, h.live(t, "db"), b); err != nil {
+			t.Fatal(err)
+		}
+		want := []string{`PATCH ConfigMap team-a/db application/merge-patch+json {"metadata":{"annotations":{"limbo.dev/deletionTimestamp":"2025-03-14T12:30:45Z"},"labels":{"limbo.dev/pending-deletion":"true"},` +
+			refs + `,"resourceVersion":"999"}}`}
+		if !reflect.DeepEqual(h.calls, want) {
+			t.Errorf("API calls:\n%q\nwant:\n%q", h.calls, want)
+		}
+		if got, want := h.events(), []string{"Normal DeletionScheduled ConfigMap team-a/db released to limbo for 24h0m0s: deleted at 2025-03-15T12:30:45Z"}; !reflect.DeepEqual(got, want) {
+			t.Errorf("events %q, want %q", got, want)
+		}
+		live := h.live(t, "db")
+		if !reflect.DeepEqual(live.GetOwnerReferences(), []metav1.OwnerReference{other}) || live.GetLabels()[bundleKey] != "shop" ||
+			live.GetLabels()[pendingKey] != "true" || live.GetAnnotations()[stampKey] != "2025-03-14T12:30:45Z" {
+			t.Errorf("released object: %v", live.Object["metadata"])
+		}
+	})
+
+	t.Run("already stamped: the stamp is kept", func(t *testing.T) {
+		h := newHarness(t, owned(map[string]string{delayKey: "24h", stampKey: "2025-03-14T00:00:00Z"}))
+		if err := h.engine.Release(context.Background(), b, h.live(t, "db"), b); err != nil {
+			t.Fatal(err)
+		}
+		want := []string{`PATCH ConfigMap team-a/db application/merge-patch+json {"metadata":{"annotations":{},"labels":{"limbo.dev/pending-deletion":"true"},` + refs + `,"resourceVersion":"999"}}`}
+		if !reflect.DeepEqual(h.calls, want) {
+			t.Errorf("API calls:\n%q\nwant:\n%q", h.calls, want)
+		}
+		if got := h.live(t, "db").GetAnnotations()[stampKey]; got != "2025-03-14T00:00:00Z" {
+			t.Errorf("stamp = %q", got)
+		}
+	})
+
+	t.Run("stale object: Conflict, nothing written", func(t *testing.T) {
+		h := newHarness(t, owned(map[string]string{delayKey: "24h"}))
+		stale := h.live(t, "db")
+		stale.SetResourceVersion("998")
+		if err := h.engine.Release(context.Background(), b, stale, b); !apierrors.IsConflict(unwrapAll(err)) {
+			t.Fatalf("err = %v, want a Conflict", err)
+		}
+		if refs := h.live(t, "db").GetOwnerReferences(); len(refs) != 2 {
+			t.Errorf("owner references changed: %v", refs)
+		}
+	})
+}
+
+func TestEngineOrphanObject(t *testing.T) {
+	t.Run("the plugin's delay is written first", func(t *testing.T) {
+		h := newHarness(t, cm("db", nil, nil))
+		out := h.engine.OrphanObject(context.Background(), bundle(), h.live(t, "db"), "shop", "10m")
+		want := []string{`PATCH ConfigMap team-a/db application/merge-patch+json {"metadata":{"annotations":{"limbo.dev/deletionDelay":"10m"},"labels":{"limbo.dev/bundle":"shop"},"resourceVersion":"999"}}`}
+		if !reflect.DeepEqual(h.calls, want) {
+			t.Errorf("API calls:\n%q\nwant:\n%q", h.calls, want)
+		}
+		if out.Err != nil || !out.Requeue || out.Gone || out.Pending == nil {
+			t.Errorf("outcome = %+v, want a requeue and a pending entry", out)
+		}
+		if got := h.events(); len(got) != 0 {
+			t.Errorf("events %q", got)
+		}
+		// The next pass stamps it.
+		h.calls = nil
+		out = h.engine.OrphanObject(context.Background(), bundle(), h.live(t, "db"), "shop", "10m")
+		if len(h.calls) != 1 || !strings.Contains(h.calls[0], `"limbo.dev/deletionTimestamp":"2025-03-14T12:30:45Z"`) {
+			t.Errorf("second pass: API calls %q, want the stamp", h.calls)
+		}
+		if out.Err != nil || !out.Requeue || out.RequeueAfter != 10*time.Minute-250*time.Millisecond {
+			t.Errorf("second pass: outcome = %+v", out)
+		}
+	})
+
+	t.Run("no plugin delay: deleted now", func(t *testing.T) {
+		h := newHarness(t, cm("db", nil, nil))
+		out := h.engine.OrphanObject(context.Background(), bundle(), h.live(t, "db"), "shop", "")
+		if want := []string{"DELETE ConfigMap team-a/db uid=uid-db propagation=Background"}; !reflect.DeepEqual(h.calls, want) {
+			t.Errorf("API calls %q, want %q", h.calls, want)
+		}
+		if !out.Gone || h.get(t, "db") != nil {
+			t.Errorf("outcome = %+v; db exists: %v", out, h.get(t, "db") != nil)
+		}
+	})
+}
+
+func TestEnginePending(t *testing.T) {
+	h := newHarness(t)
+	p := h.engine.Pending(cm("db", map[string]string{delayKey: "1h"}, nil), "waiting for every resource of the Bundle to be Ready")
+	want := &limbov1alpha1.PendingDeletion{APIVersion: "v1", Kind: "ConfigMap", Namespace: ns, Name: "db", Message: "waiting for every resource of the Bundle to be Ready"}
+	if !pendingEqual(p, want) {
+		t.Errorf("not stamped: %+v, want %+v", p, want)
+	}
+	p = h.engine.Pending(cm("db", map[string]string{delayKey: "1h", stampKey: "2025-03-14T12:00:00Z"}, nil), "waiting")
+	want = &limbov1alpha1.PendingDeletion{APIVersion: "v1", Kind: "ConfigMap", Namespace: ns, Name: "db", Message: "waiting",
+		DeletionTimestamp: mt(at("2025-03-14T12:00:00Z")), DeleteAfter: mt(at("2025-03-14T13:00:00Z"))}
+	if !pendingEqual(p, want) {
+		t.Errorf("stamped: %+v, want %+v", p, want)
+	}
+	p = h.engine.Pending(cm("db", map[string]string{delayKey: "never"}, nil), "waiting")
+	if p.DeleteAfter != nil || !strings.HasPrefix(p.Message, `invalid limbo.dev/deletionDelay "never"`) {
+		t.Errorf("invalid delay: %+v, want the error, not the waiting message", p)
+	}
+	if len(h.calls) != 0 {
+		t.Errorf("Pending wrote: %q", h.calls)
+	}
+}
+
+func TestEngineTombstones(t *testing.T) {
+	item := limbov1alpha1.ExternalItem{Kind: "StorageOSNamespace", ID: "4f7c", Name: "old-team"}
+	name := softdelete.TombstoneName("storage-ns-gc", item)
+
+	t.Run("name is deterministic", func(t *testing.T) {
+		if name != softdelete.TombstoneName("storage-ns-gc", item) || !strings.HasPrefix(name, "storage-ns-gc-") || len(name) != len("storage-ns-gc-")+10 {
+			t.Errorf("TombstoneName = %q", name)
+		}
+		if other := softdelete.TombstoneName("storage-ns-gc", limbov1alpha1.ExternalItem{Kind: item.Kind, ID: "other"}); other == name {
+			t.Errorf("two items share the Tombstone %q", name)
+		}
+	})
+
+	t.Run("orphan: a stamped Tombstone owned by the Bundle", func(t *testing.T) {
+		h := newHarness(t)
+		b := bundle()
+		created, err := h.engine.OrphanExternal(context.Background(), b, "namespace-gc", "storage-ns-gc", "10m", item)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := []string{"CREATE Tombstone team-a/" + name}; !reflect.DeepEqual(h.calls, want) {
+			t.Errorf("API calls %q, want %q", h.calls, want)
+		}
+		var ts limbov1alpha1.Tombstone
+		if err := h.client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &ts); err != nil {
+			t.Fatal(err)
+		}
+		wantOwner := metav1.OwnerReference{APIVersion: limbov1alpha1.GroupVersion.String(), Kind: "Bundle", Name: "shop", UID: b.UID, Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}
+		if !reflect.DeepEqual(ts.Labels, map[string]string{bundleKey: "shop", pendingKey: "true"}) ||
+			!reflect.DeepEqual(ts.Annotations, map[string]string{stampKey: "2025-03-14T12:30:45Z", delayKey: "10m"}) ||
+			!reflect.DeepEqual(ts.Finalizers, []string{limbov1alpha1.FinalizerHardDelete}) ||
+			!reflect.DeepEqual(ts.OwnerReferences, []metav1.OwnerReference{wantOwner}) ||
+			ts.Spec != (limbov1alpha1.TombstoneSpec{Plugin: "namespace-gc", Resource: "storage-ns-gc", Item: item}) {
+			t.Errorf("Tombstone = %+v", ts)
+		}
+		if created == nil || created.UID != ts.UID || created.Name != name {
+			t.Errorf("OrphanExternal returned %+v, want the Tombstone it created", created)
+		}
+		if got, want := h.events(), []string{`Normal DeletionScheduled StorageOSNamespace "old-team" is in limbo (Tombstone ` + name + `) for 10m0s: deleted at 2025-03-14T12:40:45Z`}; !reflect.DeepEqual(got, want) {
+			t.Errorf("events %q, want %q", got, want)
+		}
+
+		// Idempotent: the same orphan again changes nothing.
+		h.calls = nil
+		again, err := h.engine.OrphanExternal(context.Background(), b, "namespace-gc", "storage-ns-gc", "20m", item)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if again == nil || again.UID != ts.UID || again.Annotations[delayKey] != "10m" || again.Annotations[stampKey] != "2025-03-14T12:30:45Z" {
+			t.Errorf("second call returned %+v, want the existing Tombstone, unchanged", again)
+		}
+		if want := []string{"CREATE Tombstone team-a/" + name}; !reflect.DeepEqual(h.calls, want) {
+			t.Errorf("second call: API calls %q, want only the refused create %q", h.calls, want)
+		}
+		if got := h.events(); len(got) != 0 {
+			t.Errorf("events on the second call: %q", got)
+		}
+
+		p := h.engine.TombstonePending(&ts)
+		want := limbov1alpha1.PendingDeletion{APIVersion: limbov1alpha1.GroupVersion.String(), Kind: "Tombstone", Namespace: ns, Name: name,
+			DeletionTimestamp: mt(nowSecond), DeleteAfter: mt(nowSecond.Add(10 * time.Minute)), Message: `StorageOSNamespace "old-team"`}
+		if !pendingEqual(&p, &want) {
+			t.Errorf("TombstonePending = %+v, want %+v", p, want)
+		}
+		ts.Status.Attempts, ts.Status.LastError = 2, "409: namespace still has volumes"
+		if p := h.engine.TombstonePending(&ts); p.Message != `StorageOSNamespace "old-team": attempt 2 failed: 409: namespace still has volumes` {
+			t.Errorf("TombstonePending message = %q", p.Message)
+		}
+	})
+
+	t.Run("cancel: finalizer removed first, then deleted; the item is not touched", func(t *testing.T) {
+		ts := &limbov1alpha1.Tombstone{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Finalizers: []string{limbov1alpha1.FinalizerHardDelete},
+				Labels: map[string]string{bundleKey: "shop", pendingKey: "true"}},
+			Spec: limbov1alpha1.TombstoneSpec{Plugin: "namespace-gc", Resource: "storage-ns-gc", Item: item},
+		}
+		h := newHarness(t, ts)
+		var live limbov1alpha1.Tombstone
+		if err := h.client.Get(context.Background(), client.ObjectKeyFromObject(ts), &live); err != nil {
+			t.Fatal(err)
+		}
+		if err := h.engine.CancelTombstone(context.Background(), bundle(), &live, "the item is desired again"); err != nil {
+			t.Fatal(err)
+		}
+		want := []string{
+			`PATCH Tombstone team-a/` + name + ` application/merge-patch+json {"metadata":{"finalizers":null,"resourceVersion":"999"}}`,
+			"DELETE Tombstone team-a/" + name,
+		}
+		if !reflect.DeepEqual(h.calls, want) {
+			t.Errorf("API calls:\n%q\nwant:\n%q", h.calls, want)
+		}
+		if err := h.client.Get(context.Background(), client.ObjectKeyFromObject(ts), &live); !apierrors.IsNotFound(err) {
+			t.Errorf("Tombstone still there: %v", err)
+		}
+		if got, want := h.events(), []string{`Normal DeletionCancelled StorageOSNamespace "old-team": deletion cancelled (the item is desired again)`}; !reflect.DeepEqual(got, want) {
+			t.Errorf("events %q, want %q", got, want)
+		}
+	})
+
+	t.Run("cancel of a Tombstone already gone: success", func(t *testing.T) {
+		h := newHarness(t)
+		ts := &limbov1alpha1.Tombstone{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, ResourceVersion: "5", Finalizers: []string{limbov1alpha1.FinalizerHardDelete}},
+			Spec: limbov1alpha1.TombstoneSpec{Item: item}}
+		if err := h.engine.CancelTombstone(context.Background(), bundle(), ts, "the Bundle is being deleted"); err != nil {
+			t.Errorf("err = %v, want nil", err)
+		}
+	})
+}
