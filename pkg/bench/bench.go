@@ -12,6 +12,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"sort"
@@ -241,12 +242,17 @@ func (r *runner) setup(ctx context.Context) (cleanup func(failed bool) error, er
 			return cleanup, err
 		}
 	}
+	if out, err := exec.CommandContext(ctx, "git", "-C", root, "describe", "--always", "--dirty").Output(); err == nil {
+		r.res.Host.Revision = strings.TrimSpace(string(out))
+	}
 	bin := r.cfg.LimboBin
+	r.res.Host.Controller = bin
 	if bin == "" {
 		fmt.Fprintln(r.log, "limbo-bench: go build ./cmd/limbo ...")
 		if bin, err = buildLimbo(ctx, root, r.workDir); err != nil {
 			return cleanup, err
 		}
+		r.res.Host.Controller = "go build ./cmd/limbo"
 	}
 	fmt.Fprintln(r.log, "limbo-bench: starting etcd, kube-apiserver and kube-controller-manager ...")
 	r.cluster, err = localcluster.Start(ctx, localcluster.Config{BinDir: r.cfg.BinDir, CRDPaths: []string{filepath.Join(root, "crds")}})
@@ -561,7 +567,9 @@ func (r *runner) runDeletion(ctx context.Context) error {
 			continue
 		}
 		late = append(late, t[1].Sub(t[0]).Seconds())
+		res.Samples = append(res.Samples, LatenessSample{Name: key, Deadline: t[0].UTC(), Lateness: round3(t[1].Sub(t[0]).Seconds())})
 	}
+	sort.SliceStable(res.Samples, func(a, b int) bool { return res.Samples[a].Deadline.Before(res.Samples[b].Deadline) })
 	sorted := sortedCopy(late)
 	if len(sorted) > 0 {
 		res.P50, res.P99 = round3(percentile(sorted, percentileP50)), round3(percentile(sorted, percentileP99))
@@ -572,13 +580,22 @@ func (r *runner) runDeletion(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	count := after.Sum("limbo_deletion_lateness_seconds_count", nil) - before.Sum("limbo_deletion_lateness_seconds_count", nil)
-	if count > 0 {
-		res.ControllerMean = round3((after.Sum("limbo_deletion_lateness_seconds_sum", nil) - before.Sum("limbo_deletion_lateness_seconds_sum", nil)) / count)
-	}
+	res.ControllerMean = histogramMean(before, after, "limbo_deletion_lateness_seconds", nil)
+	res.QueueWaitMean = histogramMean(before, after, "workqueue_queue_duration_seconds", map[string]string{"name": "bundle"})
+	res.ReconcileMean = histogramMean(before, after, "controller_runtime_reconcile_time_seconds", map[string]string{"controller": "bundle"})
 	r.res.Lateness = res
 	fmt.Fprintf(r.log, "limbo-bench: deletion: lateness p50 %.3fs, p99 %.3fs, max %.3fs\n", res.P50, res.P99, res.Max)
 	return nil
+}
+
+// histogramMean is the mean of the observations of histogram name (with labels
+// match) between two scrapes.
+func histogramMean(before, after Samples, name string, match map[string]string) float64 {
+	count := after.Sum(name+"_count", match) - before.Sum(name+"_count", match)
+	if count <= 0 {
+		return 0
+	}
+	return round3((after.Sum(name+"_sum", match) - before.Sum(name+"_sum", match)) / count)
 }
 
 // runMemory puts the removed objects back, tops the Bundles up to MemoryBundles

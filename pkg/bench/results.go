@@ -46,6 +46,10 @@ type Host struct {
 	GoVersion   string `json:"goVersion"`
 	LoadAtStart string `json:"loadAverageAtStart"`
 	LoadAtEnd   string `json:"loadAverageAtEnd"`
+	// Revision is the repository's `git describe --always --dirty`, when known.
+	Revision string `json:"revision,omitempty"`
+	// Controller is the limbo binary that ran as the controller.
+	Controller string `json:"controller"`
 }
 
 // Settings are the parameters of the run.
@@ -116,6 +120,19 @@ type Lateness struct {
 	// ControllerMean is the mean of limbo_deletion_lateness_seconds over the
 	// phase: the controller's own view (delete call returned minus deadline).
 	ControllerMean float64 `json:"controllerMeanSeconds"`
+	// QueueWaitMean and ReconcileMean are the Bundle controller's mean wait in
+	// its work queue and mean reconcile time during the phase.
+	QueueWaitMean float64 `json:"queueWaitMeanSeconds"`
+	ReconcileMean float64 `json:"reconcileMeanSeconds"`
+	// Samples are the objects, soonest deadline first.
+	Samples []LatenessSample `json:"samples"`
+}
+
+// LatenessSample is one deleted object.
+type LatenessSample struct {
+	Name     string    `json:"name"`
+	Deadline time.Time `json:"deadline"`
+	Lateness float64   `json:"latenessSeconds"`
 }
 
 // Memory is the controller's memory after converging the memory workload.
@@ -145,6 +162,7 @@ func (r *Results) WriteJSON(path string) error {
 func (r *Results) Print(w io.Writer) {
 	s := r.Settings
 	fmt.Fprintf(w, "\nlimbo benchmark — %d CPUs, %s, load average %s at start, %s at end\n", r.Host.CPUs, r.Host.GoVersion, r.Host.LoadAtStart, r.Host.LoadAtEnd)
+	fmt.Fprintf(w, "controller: %s (repository at %s)\n", r.Host.Controller, orDefault(r.Host.Revision, "unknown revision"))
 	fmt.Fprintf(w, "controller and floor client: --kube-api-qps=%g --kube-api-burst=%d --workers=%d\n\n", s.QPS, s.Burst, s.Workers)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "FIGURE\tVALUE\tGOAL\tMET")
@@ -180,6 +198,7 @@ func (r *Results) Print(w io.Writer) {
 	}
 	if l := r.Lateness; l != nil {
 		fmt.Fprintf(w, "  deletion: min %.3fs; controller's own limbo_deletion_lateness_seconds mean %.3fs; deadlines not seen: %d\n", l.Min, l.ControllerMean, l.Unobserved)
+		fmt.Fprintf(w, "  deletion: Bundle work queue wait mean %.3fs, reconcile mean %.3fs\n", l.QueueWaitMean, l.ReconcileMean)
 	}
 	if m := r.Memory; m != nil && m.Skipped == "" {
 		fmt.Fprintf(w, "  memory: %d Bundles converged in %.1fs; heap in use %.1f MiB\n", m.Bundles, m.ConvergeSecond, m.HeapInuseMiB)
@@ -229,3 +248,10 @@ func sortedCopy(v []float64) []float64 {
 }
 
 func round3(v float64) float64 { return math.Round(v*1000) / 1000 }
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}

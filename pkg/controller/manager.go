@@ -12,9 +12,11 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -77,6 +79,9 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 		cacheOpts.ByObject[w.Object] = cache.ByObject{Label: everything()}
 	}
 	mgrOpts := manager.Options{
+		// One manager never holds two controllers of a name; the process-wide name
+		// check would only forbid building a manager again (a restart in-process).
+		Controller:                    config.Controller{SkipNameValidation: ptr.To(true)},
 		Scheme:                        scheme,
 		Cache:                         cacheOpts,
 		Metrics:                       metricsserver.Options{BindAddress: opts.MetricsAddr},

@@ -54,6 +54,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Client.Get(ctx, req.NamespacedName, &b); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.Metrics.forget(req.String())
+			r.Engine.Metrics.SetPending("bundle/"+req.String(), 0)
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
@@ -72,6 +73,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	p.run(ctx)
 	status := p.status()
 	r.Metrics.record(req.String(), status)
+	r.Engine.Metrics.SetPending("bundle/"+req.String(), len(status.PendingDeletions))
 	if err := r.writeStatus(ctx, &b, status); err != nil {
 		return ctrl.Result{}, err
 	}

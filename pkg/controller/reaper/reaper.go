@@ -120,6 +120,7 @@ func (r *Reaper) pass(ctx context.Context, full bool) (time.Duration, error) {
 	}
 	wait := time.Duration(1<<63 - 1)
 	var errs []error
+	pending := 0
 	for _, gvk := range kinds {
 		items, err := r.list(ctx, gvk)
 		if err != nil {
@@ -140,6 +141,9 @@ func (r *Reaper) pass(ctx context.Context, full bool) (time.Duration, error) {
 		for i := range items {
 			obj := &items[i]
 			out := r.Engine.Orphan(ctx, obj, obj)
+			if !out.Gone {
+				pending++
+			}
 			if out.Err != nil {
 				errs = append(errs, out.Err)
 				wait = min(wait, 5*time.Second)
@@ -148,6 +152,9 @@ func (r *Reaper) pass(ctx context.Context, full bool) (time.Duration, error) {
 				wait = min(wait, out.RequeueAfter)
 			}
 		}
+	}
+	if full || pending > 0 {
+		r.Engine.Metrics.SetPending("reaper", pending)
 	}
 	return wait, errors.Join(errs...)
 }

@@ -8,10 +8,12 @@ package tombstone
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
@@ -43,6 +45,10 @@ type Reconciler struct {
 	Engine   *softdelete.Engine
 	Recorder record.EventRecorder
 	Clock    clock.PassiveClock
+
+	// done remembers Tombstones whose item this process deleted, so that a stale
+	// cached copy (finalizer not yet gone) never deletes the item a second time.
+	done sync.Map
 }
 
 // SetupWithManager registers the Tombstone controller.
@@ -76,6 +82,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, nil // cancelled, or already done
 	}
 	forced := !ts.DeletionTimestamp.IsZero()
+	if forced && r.bundleGone(ctx, &ts) {
+		// Deleted with its Bundle (the garbage collector, --cascade=foreground):
+		// removing a cleanup job stops its deletions; the item stays.
+		return ctrl.Result{}, r.Engine.CancelTombstone(ctx, &ts, &ts, "its Bundle is being deleted")
+	}
+	if _, done := r.done.Load(ts.UID); done {
+		// The item is gone; this is a stale copy from before the finalizer went.
+		return ctrl.Result{}, nil
+	}
 	d := softdelete.Decide(r.Clock.Now(), softdelete.State{Annotations: ts.Annotations, PendingLabel: true})
 	status := ts.Status.DeepCopy()
 	if !d.Deadline.IsZero() {
@@ -105,6 +120,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		r.Recorder.Eventf(&ts, corev1.EventTypeWarning, softdelete.EventDeleteFailed, "delete %s %q (attempt %d, next in %v): %v", ts.Spec.Item.Kind, ts.Spec.Item.ID, status.Attempts, backoff, err)
 		return ctrl.Result{RequeueAfter: backoff}, r.writeStatus(ctx, &ts, status)
 	}
+	r.done.Store(ts.UID, true)
 	r.Recorder.Eventf(&ts, corev1.EventTypeNormal, softdelete.EventDeleted, "%s %q deleted", ts.Spec.Item.Kind, ts.Spec.Item.ID)
 	orig := ts.DeepCopy()
 	controllerutil.RemoveFinalizer(&ts, limbov1alpha1.FinalizerHardDelete)
@@ -142,6 +158,26 @@ func (r *Reconciler) deleteItem(ctx context.Context, ts *limbov1alpha1.Tombstone
 		return struct{}{}, deleter.DeleteExternal(ctx, req, ts.Spec.Item)
 	})
 	return err
+}
+
+// bundleGone reports whether the Tombstone's Bundle is gone or being deleted (read
+// from the API server: the cache may lag behind a foreground deletion).
+func (r *Reconciler) bundleGone(ctx context.Context, ts *limbov1alpha1.Tombstone) bool {
+	var b limbov1alpha1.Bundle
+	err := r.Reader.Get(ctx, client.ObjectKey{Namespace: ts.Namespace, Name: ts.Labels[limbov1alpha1.LabelBundle]}, &b)
+	if apierrors.IsNotFound(err) {
+		return true
+	}
+	return err == nil && (!b.DeletionTimestamp.IsZero() || !ownedBy(ts, &b))
+}
+
+func ownedBy(ts *limbov1alpha1.Tombstone, b *limbov1alpha1.Bundle) bool {
+	for _, ref := range ts.OwnerReferences {
+		if ref.UID == b.UID {
+			return true
+		}
+	}
+	return false
 }
 
 func (r *Reconciler) writeStatus(ctx context.Context, ts *limbov1alpha1.Tombstone, status *limbov1alpha1.TombstoneStatus) error {

@@ -1,0 +1,44 @@
+package it
+
+import (
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/limbo-dev/limbo/it/testenv"
+)
+
+// Deleting a Bundle stops its cleanup jobs: pending Tombstones are cancelled,
+// never executed, whatever the cascade mode, and their items stay.
+func TestTombstoneCancelWhenBundleDeleted(t *testing.T) {
+	for _, policy := range []metav1.DeletionPropagation{metav1.DeletePropagationBackground, metav1.DeletePropagationOrphan, metav1.DeletePropagationForeground} {
+		t.Run(string(policy), func(t *testing.T) {
+			ns := env.Namespace(t)
+			domain := external.Domain(ns)
+			domain.Set("keep", true)
+			domain.Set("orphan", false)
+			b := createBundle(t, ns, "ext-deleted", pluginResource("items", ns, "1h"))
+			b = waitReady(t, b)
+			waitOneTombstone(t, ns, "orphan")
+
+			deleteBundleWithPolicy(t, b, policy)
+			waitBundleDeleted(t, b)
+			testenv.Eventually(t, testenv.DefaultTimeout, noTombstones(t, ns))
+			// In the foreground cascade the garbage collector deletes the Tombstone
+			// itself, so who cancels it (and where the event goes) is a race.
+			if policy != metav1.DeletePropagationForeground {
+				if err := hasEventContaining(t, b, corev1.EventTypeNormal, "DeletionCancelled", `TestItem "orphan": deletion cancelled (the Bundle is being deleted)`); err != nil {
+					t.Error(err)
+				}
+			}
+			testenv.Consistently(t, 2*time.Second, func() error {
+				if err := itemUntouched(domain, "orphan")(); err != nil {
+					return err
+				}
+				return itemUntouched(domain, "keep")()
+			})
+		})
+	}
+}
