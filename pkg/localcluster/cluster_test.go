@@ -1,0 +1,155 @@
+package localcluster
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// binDir is the repository's bin/, where `make cluster-bins` puts the binaries.
+func binDir(t *testing.T) string {
+	_, file, _, _ := runtime.Caller(0)
+	dir := filepath.Join(filepath.Dir(file), "..", "..", "bin")
+	if _, err := os.Stat(filepath.Join(dir, APIServerBinary)); err != nil {
+		t.Skipf("no control-plane binaries in %s: run make cluster-bins (make test does)", dir)
+	}
+	return dir
+}
+
+// childEnv makes the test binary act as a parent that starts a cluster, prints its
+// processes' pids and ports, and waits to be killed.
+const childEnv = "LIMBO_LOCALCLUSTER_CHILD"
+
+func TestMain(m *testing.M) {
+	if dir := os.Getenv(childEnv); dir != "" {
+		c, err := Start(context.Background(), Config{BinDir: dir})
+		if err != nil {
+			fmt.Println("error:", err)
+			os.Exit(1)
+		}
+		fmt.Println("ready", strings.Join(describe(c), " "))
+		select {} // until killed
+	}
+	os.Exit(m.Run())
+}
+
+// describe lists "pid:port" of the cluster's processes.
+func describe(c *Cluster) []string {
+	var out []string
+	for _, p := range c.procs {
+		out = append(out, strconv.Itoa(p.cmd.Process.Pid))
+	}
+	return out
+}
+
+func alive(pid int) bool { return syscall.Kill(pid, 0) == nil }
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting until %s", what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// Start brings up a control plane that answers with an admin kubeconfig; Stop
+// leaves no process, no listening port and no data directory behind.
+func TestStartStop(t *testing.T) {
+	c, err := Start(context.Background(), Config{BinDir: binDir(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", c.KubeconfigPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := cs.Discovery().ServerVersion()
+	if err != nil || v.GitVersion != "v1.36.3" {
+		t.Errorf("server version = %v (%v), want v1.36.3", v, err)
+	}
+	host := strings.TrimPrefix(cfg.Host, "https://")
+	pids := describe(c)
+	dataDir := c.DataDir
+	if err := c.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	for _, pid := range pids {
+		n, _ := strconv.Atoi(pid)
+		if alive(n) {
+			t.Errorf("process %d survived Stop", n)
+		}
+	}
+	if conn, err := net.DialTimeout("tcp", host, time.Second); err == nil {
+		conn.Close()
+		t.Errorf("%s still listening after Stop", host)
+	}
+	if _, err := os.Stat(dataDir); !os.IsNotExist(err) {
+		t.Errorf("temporary data directory %s survived Stop (%v)", dataDir, err)
+	}
+}
+
+// A parent killed with SIGKILL (no chance to clean up) takes its control plane
+// with it, and the next Start sweeps its data directory.
+func TestChildrenDieWithKilledParent(t *testing.T) {
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), childEnv+"="+binDir(t))
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil || !strings.HasPrefix(line, "ready ") {
+		_ = cmd.Process.Kill()
+		t.Fatalf("child: %q %v", line, err)
+	}
+	var pids []int
+	for _, f := range strings.Fields(strings.TrimPrefix(line, "ready ")) {
+		n, _ := strconv.Atoi(f)
+		pids = append(pids, n)
+	}
+	if len(pids) != 3 {
+		t.Fatalf("want 3 processes, got %v", pids)
+	}
+	var childDir string
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), tempDirPrefix+"*"))
+	for _, dir := range dirs {
+		if data, _ := os.ReadFile(filepath.Join(dir, ownerPIDFile)); strings.TrimSpace(string(data)) == strconv.Itoa(cmd.Process.Pid) {
+			childDir = dir
+		}
+	}
+	if childDir == "" {
+		t.Fatalf("no data directory owned by the child (pid %d) among %v", cmd.Process.Pid, dirs)
+	}
+	_ = cmd.Process.Signal(syscall.SIGKILL)
+	_ = cmd.Wait()
+	for _, pid := range pids {
+		waitFor(t, fmt.Sprintf("process %d is gone", pid), func() bool { return !alive(pid) })
+	}
+	sweepAbandonedTempDirs()
+	if _, err := os.Stat(childDir); !os.IsNotExist(err) {
+		t.Errorf("the killed parent's data directory %s was not swept (%v)", childDir, err)
+	}
+}
