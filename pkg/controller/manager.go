@@ -52,8 +52,11 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 		// Managed objects are watched by label, so that memory grows with what limbo
 		// manages and not with the cluster. limbo's own kinds are watched whole.
 		DefaultLabelSelector: bundle.ManagedSelector(),
+		// managedFields are most of a cached object's size; limbo keeps only a
+		// digest of its own field set, which the no-op check compares.
+		DefaultTransform: bundle.TrimForCache,
 		ByObject: map[client.Object]cache.ByObject{
-			&limbov1alpha1.Bundle{}:    {Label: everything()},
+			&limbov1alpha1.Bundle{}:    {Label: everything(), Transform: cache.TransformStripManagedFields()},
 			&limbov1alpha1.Tombstone{}: {Label: everything()},
 			// Readiness rules are stated on CRDs.
 			&apiextensionsv1.CustomResourceDefinition{}: {Label: everything()},
@@ -81,9 +84,12 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 	mgrOpts := manager.Options{
 		// One manager never holds two controllers of a name; the process-wide name
 		// check would only forbid building a manager again (a restart in-process).
-		Controller:                    config.Controller{SkipNameValidation: ptr.To(true)},
-		Scheme:                        scheme,
-		Cache:                         cacheOpts,
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+		Scheme:     scheme,
+		Cache:      cacheOpts,
+		// Managed objects are unstructured: without this, every read of one would go
+		// to the API server instead of the cache.
+		Client:                        client.Options{Cache: &client.CacheOptions{Unstructured: true}},
 		Metrics:                       metricsserver.Options{BindAddress: opts.MetricsAddr},
 		HealthProbeBindAddress:        opts.ProbeAddr,
 		LeaderElection:                opts.LeaderElect,

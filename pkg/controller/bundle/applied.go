@@ -2,9 +2,11 @@ package bundle
 
 import (
 	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"sync"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -37,14 +39,47 @@ func hashOf(obj *unstructured.Unstructured) string {
 	return string(sum[:])
 }
 
-// ownedFields is limbo's apply field set of obj, as the API server records it.
+// CachedOwnedFieldsAnnotation holds, on cached copies only (never written to the
+// API server), the digest of limbo's apply field set: the cache drops
+// managedFields to save memory (TrimForCache).
+const CachedOwnedFieldsAnnotation = "internal.limbo.dev/owned-fields-digest"
+
+// ownedFields is a digest of limbo's apply field set of obj, as the API server
+// records it: from managedFields, or from the cached copy's digest annotation.
 func ownedFields(obj metav1.Object) string {
+	if d, ok := obj.GetAnnotations()[CachedOwnedFieldsAnnotation]; ok {
+		return d
+	}
+	return ownedFieldsDigest(obj)
+}
+
+func ownedFieldsDigest(obj metav1.Object) string {
 	for _, mf := range obj.GetManagedFields() {
 		if mf.Manager == limbov1alpha1.FieldManager && mf.Operation == metav1.ManagedFieldsOperationApply && mf.Subresource == "" && mf.FieldsV1 != nil {
-			return string(mf.FieldsV1.Raw)
+			sum := sha256.Sum256(mf.FieldsV1.Raw)
+			return hex.EncodeToString(sum[:])
 		}
 	}
 	return ""
+}
+
+// TrimForCache is the cache's transform: it replaces an object's managedFields by
+// the digest of limbo's entry.
+func TrimForCache(in any) (any, error) {
+	obj, err := meta.Accessor(in)
+	if err != nil || len(obj.GetManagedFields()) == 0 {
+		return in, nil
+	}
+	if d := ownedFieldsDigest(obj); d != "" {
+		annotations := obj.GetAnnotations()
+		if annotations == nil {
+			annotations = map[string]string{}
+		}
+		annotations[CachedOwnedFieldsAnnotation] = d
+		obj.SetAnnotations(annotations)
+	}
+	obj.SetManagedFields(nil)
+	return in, nil
 }
 
 // record remembers an apply of the desired object whose hash is hash; obj is the

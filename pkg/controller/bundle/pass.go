@@ -78,7 +78,14 @@ func (p *pass) after(d time.Duration) {
 	}
 }
 
-func (p *pass) result() ctrl.Result { return ctrl.Result{RequeueAfter: p.requeue} }
+func (p *pass) result() ctrl.Result {
+	if p.requeue > 0 {
+		// A requeue is a deadline (or a retry): served before event-driven passes,
+		// so that a burst of events does not make a deletion late.
+		return ctrl.Result{RequeueAfter: p.requeue, Priority: ptr.To(10)}
+	}
+	return ctrl.Result{}
+}
 
 func (p *pass) run(ctx context.Context) {
 	p.plan, p.specErrs = bundlespec.Parse(p.bundle, p.r.Mapper, p.r.Plugins)
