@@ -54,13 +54,14 @@ it: cluster-bins ## Integration tests only.
 	$(GO) test $(GOTEST_FLAGS) $(IT_FLAGS) ./it/...
 
 .PHONY: run
-run: cluster-bins build ## Start a local control plane with limbo's CRDs and the controller; Ctrl-C stops it.
+run: cluster-bins build ## Start a local control plane with limbo's CRDs, the controller and the API simulators; Ctrl-C stops it.
 	@echo "make run: kubectl is in bin/: export PATH=$(BIN):\$$PATH"
-	$(BIN)/limbo dev $(RUN_ARGS)
+	$(BIN)/limbo dev --simulators $(RUN_ARGS)
 
 .PHONY: bench
-bench: cluster-bins ## Benchmarks.
-	$(GO) test -run '^$$' -bench . -benchmem ./pkg/...
+bench: cluster-bins ## Benchmark on a local control plane: converge vs the raw-apply floor, no-op cost, deletion lateness, memory (docs/performance.md); flags via BENCH_ARGS.
+	$(GO) build -o $(BIN)/ ./cmd/limbo ./cmd/limbo-bench
+	$(BIN)/limbo-bench -limbo-bin $(BIN)/limbo $(BENCH_ARGS)
 
 .PHONY: help
 help:

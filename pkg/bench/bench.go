@@ -70,6 +70,9 @@ type Config struct {
 	ControllerLogLevel string
 	// ControllerArgs are extra arguments of `limbo controller`.
 	ControllerArgs []string
+	// ControllerEnv are extra environment variables (KEY=VALUE) of the
+	// controller, for example GOMEMLIMIT=120MiB.
+	ControllerEnv []string
 }
 
 // DefaultConfig is `make bench`'s configuration.
@@ -143,7 +146,8 @@ func Run(ctx context.Context, cfg Config, log io.Writer) (res *Results, err erro
 		Host:         Host{CPUs: runtime.NumCPU(), GoVersion: runtime.Version(), LoadAtStart: loadAverage()},
 		PhaseSeconds: map[string]float64{},
 		Settings: Settings{Bundles: cfg.Bundles, ObjectsPerBundle: cfg.Objects, QPS: cfg.QPS, Burst: cfg.Burst, Workers: cfg.Workers,
-			Deletions: cfg.Deletions, MinDelay: cfg.MinDelay.String(), MaxDelay: cfg.MaxDelay.String()},
+			Deletions: cfg.Deletions, MinDelay: cfg.MinDelay.String(), MaxDelay: cfg.MaxDelay.String(),
+			ControllerArgs: cfg.ControllerArgs, ControllerEnv: cfg.ControllerEnv},
 	}
 	if cfg.Memory {
 		res.Settings.MemoryBundles = cfg.MemoryBundles
@@ -603,6 +607,10 @@ func histogramMean(before, after Samples, name string, match map[string]string) 
 func (r *runner) runMemory(ctx context.Context) error {
 	total := max(r.cfg.MemoryBundles, r.cfg.Bundles)
 	fmt.Fprintf(r.log, "limbo-bench: memory: converging %d Bundles × %d ConfigMaps ...\n", total, r.cfg.Objects)
+	before, err := r.ctrl.metrics(ctx)
+	if err != nil {
+		return err
+	}
 	stopProfiles := r.cpuProfiles(ctx, "cpu-memory")
 	start := time.Now()
 	want := map[string]int64{}
@@ -650,6 +658,7 @@ func (r *runner) runMemory(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	m.ControllerCPUSeconds = round1(s.Sum("process_cpu_seconds_total", nil) - before.Sum("process_cpu_seconds_total", nil))
 	m.HeapMiB = round1(s.Sum("go_memstats_heap_alloc_bytes", nil) / mib)
 	m.HeapInuseMiB = round1(s.Sum("go_memstats_heap_inuse_bytes", nil) / mib)
 	m.RSSMiB = round1(s.Sum("process_resident_memory_bytes", nil) / mib)

@@ -74,6 +74,7 @@ func startController(ctx context.Context, bin, kubeconfig, logDir string, cfg Co
 	}
 	p.cmd = exec.Command(bin, args...)
 	p.cmd.Stdout, p.cmd.Stderr = logFile, logFile
+	p.cmd.Env = append(os.Environ(), cfg.ControllerEnv...)
 	// The controller dies with the benchmark, even if the benchmark is killed.
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := p.cmd.Start(); err != nil {

@@ -63,6 +63,10 @@ type Settings struct {
 	MinDelay         string  `json:"minDelay"`
 	MaxDelay         string  `json:"maxDelay"`
 	MemoryBundles    int     `json:"memoryBundles,omitempty"`
+	// ControllerArgs and ControllerEnv are what -controller-args and
+	// -controller-env added.
+	ControllerArgs []string `json:"controllerArgs,omitempty"`
+	ControllerEnv  []string `json:"controllerEnv,omitempty"`
 }
 
 // Converge compares the controller's convergence with the raw-apply floor.
@@ -146,7 +150,9 @@ type Memory struct {
 	Goal           float64 `json:"goalMiB"`
 	Met            bool    `json:"met"`
 	ConvergeSecond float64 `json:"convergeSeconds"`
-	Skipped        string  `json:"skipped,omitempty"`
+	// ControllerCPUSeconds is the CPU the controller used in the phase.
+	ControllerCPUSeconds float64 `json:"controllerCPUSeconds"`
+	Skipped              string  `json:"skipped,omitempty"`
 }
 
 // WriteJSON writes the results to path.
@@ -163,7 +169,11 @@ func (r *Results) Print(w io.Writer) {
 	s := r.Settings
 	fmt.Fprintf(w, "\nlimbo benchmark — %d CPUs, %s, load average %s at start, %s at end\n", r.Host.CPUs, r.Host.GoVersion, r.Host.LoadAtStart, r.Host.LoadAtEnd)
 	fmt.Fprintf(w, "controller: %s (repository at %s)\n", r.Host.Controller, orDefault(r.Host.Revision, "unknown revision"))
-	fmt.Fprintf(w, "controller and floor client: --kube-api-qps=%g --kube-api-burst=%d --workers=%d\n\n", s.QPS, s.Burst, s.Workers)
+	fmt.Fprintf(w, "controller and floor client: --kube-api-qps=%g --kube-api-burst=%d --workers=%d\n", s.QPS, s.Burst, s.Workers)
+	if len(s.ControllerArgs)+len(s.ControllerEnv) > 0 {
+		fmt.Fprintf(w, "controller extras: args %v, environment %v\n", s.ControllerArgs, s.ControllerEnv)
+	}
+	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "FIGURE\tVALUE\tGOAL\tMET")
 	c := r.Converge
@@ -201,7 +211,7 @@ func (r *Results) Print(w io.Writer) {
 		fmt.Fprintf(w, "  deletion: Bundle work queue wait mean %.3fs, reconcile mean %.3fs\n", l.QueueWaitMean, l.ReconcileMean)
 	}
 	if m := r.Memory; m != nil && m.Skipped == "" {
-		fmt.Fprintf(w, "  memory: %d Bundles converged in %.1fs; heap in use %.1f MiB\n", m.Bundles, m.ConvergeSecond, m.HeapInuseMiB)
+		fmt.Fprintf(w, "  memory: %d Bundles converged in %.1fs, controller used %.1fs CPU; heap in use %.1f MiB\n", m.Bundles, m.ConvergeSecond, m.ControllerCPUSeconds, m.HeapInuseMiB)
 	}
 	var phases []string
 	for _, k := range phaseOrder {
