@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -15,6 +14,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/limbo-dev/limbo/pkg/localcluster"
 )
 
 // controllerProcess is `limbo controller` running as a child process, so that its
@@ -44,7 +45,7 @@ func buildLimbo(ctx context.Context, root, dir string) (string, error) {
 // startController runs `limbo controller` against kubeconfig and waits until it is
 // ready (its informers synced).
 func startController(ctx context.Context, bin, kubeconfig, logDir string, cfg Config) (*controllerProcess, error) {
-	ports, err := freePorts(3)
+	ports, err := localcluster.FreePorts(3)
 	if err != nil {
 		return nil, err
 	}
@@ -208,24 +209,4 @@ func tail(path string, lines int) string {
 		all = all[len(all)-lines:]
 	}
 	return "\n  " + strings.Join(all, "\n  ")
-}
-
-// freePorts returns n distinct free loopback ports.
-func freePorts(n int) ([]int, error) {
-	var ports []int
-	var listeners []net.Listener
-	defer func() {
-		for _, l := range listeners {
-			l.Close()
-		}
-	}()
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		listeners = append(listeners, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
 }

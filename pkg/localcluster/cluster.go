@@ -141,7 +141,7 @@ func Start(ctx context.Context, cfg Config) (cluster *Cluster, err error) {
 	if err != nil {
 		return nil, err
 	}
-	ports, err := freePorts(4)
+	ports, err := FreePorts(4)
 	if err != nil {
 		return nil, err
 	}
@@ -388,8 +388,8 @@ func writeKubeconfig(path, server, caFile, user, token string) error {
 	return clientcmd.WriteToFile(*cfg, path)
 }
 
-// freePorts returns n distinct free loopback ports.
-func freePorts(n int) ([]int, error) {
+// FreePorts returns n distinct free loopback ports.
+func FreePorts(n int) ([]int, error) {
 	var ports []int
 	var listeners []net.Listener
 	defer func() {
