@@ -121,18 +121,21 @@ const (
 
 // runner holds what the phases share.
 type runner struct {
-	cfg      Config
-	log      io.Writer
-	res      *Results
-	work     *workload
-	cluster  *localcluster.Cluster
-	user     client.Client // the benchmark's own client
-	floor    client.Client // the floor: the controller's QPS and burst
-	kube     kubernetes.Interface
-	ctrl     *controllerProcess
-	tracker  *tracker
-	workDir  string
-	profiles sync.WaitGroup
+	cfg     Config
+	log     io.Writer
+	res     *Results
+	work    *workload
+	cluster *localcluster.Cluster
+	user    client.Client // the benchmark's own client
+	floor   client.Client // the floor: the controller's QPS and burst
+	kube    kubernetes.Interface
+	ctrl    *controllerProcess
+	tracker *tracker
+	// startHeapMiB and startRSSMiB are the controller's memory right after it
+	// started.
+	startHeapMiB, startRSSMiB float64
+	workDir                   string
+	profiles                  sync.WaitGroup
 }
 
 // Run runs the benchmark; progress goes to log.
@@ -295,6 +298,15 @@ func (r *runner) setup(ctx context.Context) (cleanup func(failed bool) error, er
 		return cleanup, err
 	}
 	stops = append(stops, func() error { r.ctrl.stop(); return nil })
+	if err := r.heapProfile(ctx, "heap-start.pprof"); err != nil {
+		return cleanup, err
+	}
+	m, err := r.ctrl.metrics(ctx)
+	if err != nil {
+		return cleanup, err
+	}
+	r.startHeapMiB = round1(m.Sum("go_memstats_heap_alloc_bytes", nil) / mib)
+	r.startRSSMiB = round1(m.Sum("process_resident_memory_bytes", nil) / mib)
 	return cleanup, nil
 }
 
@@ -642,7 +654,7 @@ func (r *runner) runMemory(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	m := &Memory{Bundles: total, Objects: total * r.cfg.Objects, Goal: GoalMemoryMiB}
+	m := &Memory{Bundles: total, Objects: total * r.cfg.Objects, Goal: GoalMemoryMiB, StartHeapMiB: r.startHeapMiB, StartRSSMiB: r.startRSSMiB}
 	if len(want) > 0 {
 		m.ConvergeSecond = round1(last.Sub(start).Seconds())
 	}
@@ -661,6 +673,8 @@ func (r *runner) runMemory(ctx context.Context) error {
 	m.ControllerCPUSeconds = round1(s.Sum("process_cpu_seconds_total", nil) - before.Sum("process_cpu_seconds_total", nil))
 	m.HeapMiB = round1(s.Sum("go_memstats_heap_alloc_bytes", nil) / mib)
 	m.HeapInuseMiB = round1(s.Sum("go_memstats_heap_inuse_bytes", nil) / mib)
+	m.HeapIdleNotReleasedMiB = round1((s.Sum("go_memstats_heap_idle_bytes", nil) - s.Sum("go_memstats_heap_released_bytes", nil)) / mib)
+	m.GoSysMiB = round1(s.Sum("go_memstats_sys_bytes", nil) / mib)
 	m.RSSMiB = round1(s.Sum("process_resident_memory_bytes", nil) / mib)
 	if peak, err := r.ctrl.peakRSS(); err == nil {
 		m.PeakRSSMiB = round1(peak / mib)
