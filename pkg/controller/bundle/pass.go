@@ -213,7 +213,7 @@ func (p *pass) syncOne(ctx context.Context, name string, tmpl *unstructured.Unst
 		}
 	}
 	if len(waiting) > 0 {
-		return fail(limbov1alpha1.ResourceBlocked, ReasonDependenciesNotReady, "waiting for %s", strings.Join(quoteAll(waiting), ", "))
+		return fail(limbov1alpha1.ResourceBlocked, ReasonDependenciesNotReady, "%s", blockedMessage(waiting))
 	}
 	desired, err := build()
 	if err != nil {
@@ -346,7 +346,7 @@ func (p *pass) processOrphans(ctx context.Context) {
 	ready := p.allReady()
 	for _, o := range orphans {
 		if !ready {
-			p.pending = append(p.pending, *p.r.Engine.Pending(o, "waiting for every resource of the Bundle to be Ready"))
+			p.pending = append(p.pending, *p.r.Engine.Pending(o, msgWaitingForReady))
 			continue
 		}
 		out := p.r.Engine.Orphan(ctx, p.bundle, o)
@@ -456,6 +456,15 @@ func (r *Reconciler) readinessRule(ctx context.Context, gvk schema.GroupVersionK
 		return nil, client.IgnoreNotFound(err) // an aggregated API, not a CRD
 	}
 	return readiness.RuleFromAnnotations(crd.Annotations)
+}
+
+// msgWaitingForReady is the pendingDeletions message of an orphan held back by the
+// readiness gate.
+const msgWaitingForReady = "waiting for every resource of the Bundle to be Ready"
+
+// blockedMessage is the message of a resource Blocked on its dependencies.
+func blockedMessage(waiting []string) string {
+	return "waiting for " + strings.Join(quoteAll(waiting), ", ")
 }
 
 func quoteAll(names []string) []string {

@@ -47,7 +47,7 @@ func (p *pass) syncPlugin(ctx context.Context, res *bundlespec.Resource) limbov1
 		return fail(limbov1alpha1.ResourceError, bundlespec.ReasonUnknownPlugin, "unknown plugin %q", res.Plugin.Name)
 	}
 	if waiting := p.unreadyDependencies(res.Name); len(waiting) > 0 {
-		return fail(limbov1alpha1.ResourceBlocked, ReasonDependenciesNotReady, "waiting for %v", quoteAll(waiting))
+		return fail(limbov1alpha1.ResourceBlocked, ReasonDependenciesNotReady, "%s", blockedMessage(waiting))
 	}
 	spec, err := p.pluginSpec(res)
 	if err != nil {
@@ -149,7 +149,7 @@ func (p *pass) processPlugins(ctx context.Context, ready bool) {
 		orphanObjects, orphanItems, _ := out.inventory.Orphans() // checked in syncPlugin
 		for _, o := range orphanObjects {
 			if !ready {
-				p.pending = append(p.pending, *p.r.Engine.Pending(o.Object, "waiting for every resource of the Bundle to be Ready"))
+				p.pending = append(p.pending, *p.r.Engine.Pending(o.Object, msgWaitingForReady))
 				continue
 			}
 			res := p.r.Engine.OrphanObject(ctx, p.bundle, o.Object, p.bundle.Name, out.res.Plugin.DeletionDelay)
