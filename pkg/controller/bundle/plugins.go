@@ -23,6 +23,7 @@ import (
 const (
 	ReasonPluginFailed    = "PluginFailed"
 	ReasonUnsafeInventory = "UnsafeInventory"
+	ReasonPlanning        = "Planning"
 )
 
 // pluginOutcome is a plugin resource's inventory, processed with the orphans.
@@ -54,11 +55,16 @@ func (p *pass) syncPlugin(ctx context.Context, res *bundlespec.Resource) limbov1
 		return fail(limbov1alpha1.ResourceError, ReasonReferenceError, "%v", err)
 	}
 	req := plugin.Request{Bundle: p.bundle, Resource: res.Name, Spec: spec, Client: p.r.Client, Reader: p.r.APIReader, Now: p.r.Clock.Now()}
-	result, err := plugin.WithTimeout(ctx, func(ctx context.Context) (*plugin.Result, error) { return plug.Plan(ctx, req) })
+	planned := p.r.planner.plan(ctx, p.bundle, plug, req)
+	result, err := planned.result, planned.err
+	desc := plug.Describe()
+	if result == nil && err == nil && !planned.current {
+		// The first plan is still running; its end triggers the next pass.
+		return fail(limbov1alpha1.ResourceInProgress, ReasonPlanning, "waiting for the plugin's first plan")
+	}
 	if err == nil && result == nil {
 		err = errors.New("the plugin returned no result")
 	}
-	desc := plug.Describe()
 	poll := desc.DefaultPollInterval
 	if result != nil && result.PollAfter > 0 {
 		poll = result.PollAfter
@@ -74,7 +80,9 @@ func (p *pass) syncPlugin(ctx context.Context, res *bundlespec.Resource) limbov1
 	if _, _, err := result.Inventory.Orphans(); err != nil {
 		return fail(limbov1alpha1.ResourceError, ReasonUnsafeInventory, "plugin %q: %v", res.Plugin.Name, err)
 	}
-	p.plugins = append(p.plugins, pluginOutcome{res: res, inventory: result.Inventory, ok: true})
+	// Only a plan of the current spec that no pass acted on yet decides items;
+	// the last known state of a plugin still planning gives its readiness.
+	p.plugins = append(p.plugins, pluginOutcome{res: res, inventory: result.Inventory, ok: planned.current})
 	st.State, st.Message = limbov1alpha1.ResourceReady, result.Message
 	if !result.Ready {
 		st.State, st.Reason = limbov1alpha1.ResourceInProgress, "PluginNotReady"

@@ -48,6 +48,7 @@ type Reconciler struct {
 
 	watcher *watcher
 	applied appliedCache
+	planner *planner
 }
 
 // Reconcile runs one pass over a Bundle, or one step of its teardown.
@@ -56,6 +57,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Client.Get(ctx, req.NamespacedName, &b); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.Metrics.forget(req.String())
+			r.planner.forgetBundle(req.NamespacedName)
 			r.Engine.Metrics.SetPending("bundle/"+req.String(), 0)
 			return ctrl.Result{}, nil
 		}

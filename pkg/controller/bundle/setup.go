@@ -64,11 +64,15 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) (*Reconciler, error) {
 		Clock:     clock.RealClock{},
 		Metrics:   DefaultMetrics,
 	}
+	plansDone := make(chan event.GenericEvent, 1024)
+	r.planner = newPlanner(plansDone)
 	c, err := ctrl.NewControllerManagedBy(mgr).
 		Named("bundle").
 		For(&limbov1alpha1.Bundle{}, builder.WithPredicates(bundleChanged)).
 		// A Tombstone's progress (attempts, lastError, gone) shows in pendingDeletions.
 		Owns(&limbov1alpha1.Tombstone{}).
+		// A plugin plan that outlasted its pass triggers the next one.
+		WatchesRawSource(source.Channel(plansDone, &handler.EnqueueRequestForObject{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: opts.Workers}).
 		Build(r)
 	if err != nil {
