@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
@@ -102,6 +103,8 @@ func (r *Reconciler) bundlesUsing(plugins []string) handler.MapFunc {
 	return func(ctx context.Context, _ client.Object) []reconcile.Request {
 		var bundles limbov1alpha1.BundleList
 		if err := r.Client.List(ctx, &bundles); err != nil {
+			// A map function cannot return an error; the resync is the safety net.
+			log.FromContext(ctx).Error(err, "list Bundles to trigger for a plugin's watch", "plugins", plugins)
 			return nil
 		}
 		var out []reconcile.Request
