@@ -51,8 +51,18 @@ type Reconciler struct {
 	planner *planner
 }
 
-// Reconcile runs one pass over a Bundle, or one step of its teardown.
+// Reconcile runs one pass over a Bundle, or one step of its teardown. A Conflict
+// on the Bundle (a newer version is on its way to the cache) is an ordinary
+// requeue, not an error.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	result, err := r.reconcile(ctx, req)
+	if apierrors.IsConflict(err) {
+		return ctrl.Result{Requeue: true}, nil
+	}
+	return result, err
+}
+
+func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	var b limbov1alpha1.Bundle
 	if err := r.Client.Get(ctx, req.NamespacedName, &b); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -70,9 +80,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		orig := b.DeepCopy()
 		controllerutil.AddFinalizer(&b, limbov1alpha1.FinalizerTeardown)
 		if err := r.Client.Patch(ctx, &b, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
-			if apierrors.IsConflict(err) {
-				return ctrl.Result{Requeue: true}, nil // a newer Bundle is on its way
-			}
 			return ctrl.Result{}, client.IgnoreNotFound(err)
 		}
 	}
