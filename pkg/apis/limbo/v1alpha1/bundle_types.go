@@ -78,8 +78,8 @@ type Reference struct {
 	// +kubebuilder:validation:MinLength=1
 	Resource string `json:"resource"`
 
-	// Path is a JSONPath without braces into the referenced resource's live object,
-	// for example data.host.
+	// Path is a JSONPath into the referenced resource's live object, for example
+	// data.host; .data.host and {.data.host} are read alike.
 	// +optional
 	Path string `json:"path,omitempty"`
 
