@@ -4,7 +4,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
-	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
@@ -25,19 +25,8 @@ func registerCompletions(root *cobra.Command, o *options) {
 
 // completeNamespaces offers the names of the namespaces.
 func (o *options) completeNamespaces(cmd *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
-	c, err := o.clients.Client()
-	if err != nil {
-		return nil, cobra.ShellCompDirectiveNoFileComp
-	}
-	var namespaces corev1.NamespaceList
-	if err := c.List(cmd.Context(), &namespaces); err != nil {
-		return nil, cobra.ShellCompDirectiveNoFileComp
-	}
-	names := make([]string, 0, len(namespaces.Items))
-	for _, ns := range namespaces.Items {
-		names = append(names, ns.Name)
-	}
-	return filterPrefix(names, toComplete), cobra.ShellCompDirectiveNoFileComp
+	return filterPrefix(o.names(cmd, &metav1.PartialObjectMetadataList{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "NamespaceList"}}),
+		toComplete), cobra.ShellCompDirectiveNoFileComp
 }
 
 // completeBundles offers the names of the Bundles of the namespace, for the
@@ -50,19 +39,26 @@ func (o *options) completeBundles(cmd *cobra.Command, args []string, toComplete 
 	if err != nil {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
+	bundles := &metav1.PartialObjectMetadataList{}
+	bundles.SetGroupVersionKind(limbov1alpha1.GroupVersion.WithKind("BundleList"))
+	return filterPrefix(o.names(cmd, bundles, client.InNamespace(namespace)), toComplete), cobra.ShellCompDirectiveNoFileComp
+}
+
+// names lists the objects of list's kind, metadata only, and returns their
+// names; nothing when they cannot be listed.
+func (o *options) names(cmd *cobra.Command, list *metav1.PartialObjectMetadataList, opts ...client.ListOption) []string {
 	c, err := o.clients.Client()
 	if err != nil {
-		return nil, cobra.ShellCompDirectiveNoFileComp
+		return nil
 	}
-	var bundles limbov1alpha1.BundleList
-	if err := c.List(cmd.Context(), &bundles, client.InNamespace(namespace)); err != nil {
-		return nil, cobra.ShellCompDirectiveNoFileComp
+	if err := c.List(cmd.Context(), list, opts...); err != nil {
+		return nil
 	}
-	names := make([]string, 0, len(bundles.Items))
-	for _, b := range bundles.Items {
-		names = append(names, b.Name)
+	names := make([]string, 0, len(list.Items))
+	for _, item := range list.Items {
+		names = append(names, item.Name)
 	}
-	return filterPrefix(names, toComplete), cobra.ShellCompDirectiveNoFileComp
+	return names
 }
 
 // completeInLimbo completes the TYPE/NAME or TYPE NAME argument of expedite and
