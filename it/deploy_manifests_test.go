@@ -3,6 +3,8 @@ package it
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -50,16 +52,26 @@ func TestDeployManifestsDryRun(t *testing.T) {
 // ConfigMap; the Service is accepted by a real API server.
 func TestMonitoringComponent(t *testing.T) {
 	ctx := testenv.Context(t, testenv.DefaultTimeout)
+	// An install's kustomization, as docs/install.md shows it; kustomize wants
+	// relative paths.
 	overlay := t.TempDir()
+	deploy, err := filepath.Rel(overlay, filepath.Join(env.RepoRoot, "build", "deploy"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	kustomization := "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n" +
-		"resources:\n- " + filepath.Join(env.RepoRoot, "build", "deploy") + "\n" +
-		"components:\n- " + filepath.Join(env.RepoRoot, "build", "deploy", "monitoring") + "\n"
+		"resources:\n- " + deploy + "\n" +
+		"components:\n- " + filepath.Join(deploy, "monitoring") + "\n"
 	if err := os.WriteFile(filepath.Join(overlay, "kustomization.yaml"), []byte(kustomization), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	kubectl := filepath.Join(env.RepoRoot, "bin", "kubectl")
 	out, err := exec.CommandContext(ctx, kubectl, "kustomize", overlay).Output()
 	if err != nil {
+		var exit *exec.ExitError
+		if errors.As(err, &exit) {
+			err = fmt.Errorf("%w: %s", err, exit.Stderr)
+		}
 		t.Fatalf("kubectl kustomize (build/deploy + build/deploy/monitoring): %v", err)
 	}
 	objects := map[string]*unstructured.Unstructured{}
