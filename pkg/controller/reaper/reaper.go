@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -21,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+	"github.com/limbo-dev/limbo/pkg/limboscan"
 	"github.com/limbo-dev/limbo/pkg/softdelete"
 )
 
@@ -51,9 +51,7 @@ type Reaper struct {
 
 // Discovery is what the reaper needs of discovery: the kinds it may find in limbo.
 // *discovery.DiscoveryClient implements it.
-type Discovery interface {
-	ServerPreferredNamespacedResources() ([]*metav1.APIResourceList, error)
-}
+type Discovery = limboscan.Discovery
 
 // New returns a Reaper.
 func New(c client.Client, reader client.Reader, d Discovery, engine *softdelete.Engine, fullScan time.Duration) *Reaper {
@@ -180,14 +178,12 @@ func (r *Reaper) list(ctx context.Context, gvk schema.GroupVersionKind) ([]metav
 	}
 	var out []metav1.PartialObjectMetadata
 	for _, ns := range namespaces {
-		list := &metav1.PartialObjectMetadataList{}
-		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-		if err := r.Reader.List(ctx, list, client.InNamespace(ns), client.MatchingLabels{limbov1alpha1.LabelPendingDeletion: "true"}); err != nil {
+		items, err := limboscan.List(ctx, r.Reader, gvk, ns)
+		if err != nil {
 			return nil, err
 		}
-		for _, item := range list.Items {
+		for _, item := range items {
 			if softdelete.Released(&item) {
-				item.SetGroupVersionKind(gvk)
 				out = append(out, item)
 			}
 		}
@@ -203,22 +199,13 @@ func (r *Reaper) kindsToScan(full bool) ([]schema.GroupVersionKind, error) {
 		defer r.mu.Unlock()
 		return sortedKinds(r.kinds), nil
 	}
-	lists, err := r.Discovery.ServerPreferredNamespacedResources()
-	if err != nil && len(lists) == 0 {
+	found, err := limboscan.Kinds(r.Discovery, "delete", "patch")
+	if err != nil && len(found) == 0 {
 		return nil, err // a partial discovery failure still scans what it found
 	}
 	kinds := map[schema.GroupVersionKind]bool{}
-	for _, list := range lists {
-		gv, parseErr := schema.ParseGroupVersion(list.GroupVersion)
-		if parseErr != nil {
-			continue
-		}
-		for _, res := range list.APIResources {
-			if strings.Contains(res.Name, "/") || !hasVerbs(res.Verbs, "list", "delete", "patch") {
-				continue
-			}
-			kinds[gv.WithKind(res.Kind)] = true
-		}
+	for _, k := range found {
+		kinds[k.Kind] = true
 	}
 	return sortedKinds(kinds), nil
 }
@@ -241,22 +228,6 @@ func (r *Reaper) heldByTeardown(ctx context.Context, obj metav1.Object, seen map
 		seen[key] = !b.DeletionTimestamp.IsZero()
 	}
 	return seen[key], nil
-}
-
-func hasVerbs(verbs metav1.Verbs, want ...string) bool {
-	for _, w := range want {
-		found := false
-		for _, v := range verbs {
-			if v == w {
-				found = true
-				break
-			}
-		}
-		if !found {
-			return false
-		}
-	}
-	return true
 }
 
 func sortedKinds(set map[schema.GroupVersionKind]bool) []schema.GroupVersionKind {
