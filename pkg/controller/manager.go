@@ -4,8 +4,11 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/discovery"
@@ -95,6 +98,11 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 		LeaderElection:                opts.LeaderElect,
 		LeaderElectionID:              opts.LeaderElectionID,
 		LeaderElectionNamespace:       opts.LeaderElectionNamespace,
+		LeaseDuration:                 &opts.LeaseDuration,
+		RenewDeadline:                 &opts.RenewDeadline,
+		RetryPeriod:                   &opts.RetryPeriod,
+		// Every runnable stops with the context, so a replica that is shut down
+		// hands over at once instead of after the lease duration.
 		LeaderElectionReleaseOnCancel: true,
 	}
 	if opts.PprofAddr != "" {
@@ -103,6 +111,11 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 	mgr, err := ctrl.NewManager(cfg, mgrOpts)
 	if err != nil {
 		return nil, fmt.Errorf("create manager: %w", err)
+	}
+	if opts.LeaderElect {
+		if err := checkLeaseNamespace(mgr.GetAPIReader(), opts.LeaderElectionNamespace); err != nil {
+			return nil, err
+		}
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return nil, err
@@ -148,6 +161,19 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 		return err
 	}
 	return mgr.Start(ctx)
+}
+
+// checkLeaseNamespace fails when the Lease's namespace does not exist: the
+// election would retry forever, and the replica would look ready while it never
+// reconciles. A namespace it may not read is left to the election to report.
+func checkLeaseNamespace(reader client.Reader, namespace string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err := reader.Get(ctx, client.ObjectKey{Name: namespace}, &corev1.Namespace{})
+	if apierrors.IsNotFound(err) {
+		return fmt.Errorf("leader election: namespace %q does not exist; create it, choose another with --leader-election-namespace, or run a single replica with --leader-elect=false", namespace)
+	}
+	return nil
 }
 
 func everything() labels.Selector { return labels.Everything() }
