@@ -29,6 +29,7 @@ import (
 	"github.com/limbo-dev/limbo/pkg/controller/reaper"
 	"github.com/limbo-dev/limbo/pkg/controller/tombstone"
 	"github.com/limbo-dev/limbo/pkg/plugins"
+	"github.com/limbo-dev/limbo/pkg/shard"
 	"github.com/limbo-dev/limbo/pkg/softdelete"
 )
 
@@ -49,18 +50,24 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 	cfg = rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst = opts.QPS, opts.Burst
 	scheme := NewScheme()
+	shardSelector, err := shard.Parse(opts.WatchLabelSelector)
+	if err != nil {
+		return nil, err
+	}
 
 	cacheOpts := cache.Options{
 		SyncPeriod: &opts.ResyncPeriod,
 		// Managed objects are watched by label, so that memory grows with what limbo
-		// manages and not with the cluster. limbo's own kinds are watched whole.
-		DefaultLabelSelector: bundle.ManagedSelector(),
+		// manages (in this shard) and not with the cluster. The Bundle's shard
+		// labels are copied onto its objects and Tombstones, so the shard's selector
+		// selects them too.
+		DefaultLabelSelector: shardSelector.And(bundle.ManagedSelector()),
 		// managedFields are most of a cached object's size; limbo keeps only a
 		// digest of its own field set, which the no-op check compares.
 		DefaultTransform: bundle.TrimForCache,
 		ByObject: map[client.Object]cache.ByObject{
-			&limbov1alpha1.Bundle{}:    {Label: everything(), Transform: cache.TransformStripManagedFields()},
-			&limbov1alpha1.Tombstone{}: {Label: everything()},
+			&limbov1alpha1.Bundle{}:    {Label: shardSelector.LabelSelector(), Transform: cache.TransformStripManagedFields()},
+			&limbov1alpha1.Tombstone{}: {Label: shardSelector.LabelSelector()},
 			// Readiness rules are stated on CRDs.
 			&apiextensionsv1.CustomResourceDefinition{}: {Label: everything()},
 		},
@@ -73,7 +80,6 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 	}
 	registry := opts.Plugins
 	if registry == nil {
-		var err error
 		if registry, err = plugins.NewRegistry(plugins.Options{
 			NamespaceGCInterval: opts.NamespaceGCInterval,
 			NamespaceGCDelay:    opts.NamespaceGCDelay,
@@ -133,6 +139,7 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 		Recorder: mgr.GetEventRecorderFor("limbo"), //nolint:staticcheck // core/v1 events keep kubectl describe readable
 		Clock:    clock.RealClock{},
 		Metrics:  softdelete.DefaultMetrics,
+		Shard:    shardSelector,
 	}
 	disco, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
@@ -140,7 +147,8 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 	}
 	reap := reaper.New(mgr.GetClient(), mgr.GetAPIReader(), disco, engine, opts.ResyncPeriod)
 	reap.Namespaces = opts.Namespaces
-	bundles, err := bundle.SetupWithManager(mgr, bundle.Options{Workers: opts.Workers, Engine: engine, Plugins: registry, OnManagedObjectEvent: reap.Observe})
+	reap.Shard = shardSelector
+	bundles, err := bundle.SetupWithManager(mgr, bundle.Options{Workers: opts.Workers, Engine: engine, Plugins: registry, OnManagedObjectEvent: reap.Observe, Shard: shardSelector})
 	if err != nil {
 		return nil, err
 	}

@@ -29,6 +29,9 @@ type Options struct {
 	ResyncPeriod  time.Duration
 	// Namespaces restricts the watched namespaces; empty watches all.
 	Namespaces []string
+	// WatchLabelSelector restricts the controller to the Bundles it selects, and
+	// to their objects and Tombstones (see package shard); empty handles all.
+	WatchLabelSelector string
 	// NamespaceGCInterval and NamespaceGCDelay are namespace-gc's defaults for
 	// gcInterval and gcDelay.
 	NamespaceGCInterval time.Duration
@@ -75,5 +78,6 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.ResyncPeriod, "resync-period", o.ResyncPeriod, "Periodic full resync, a safety net: reconciles are event-driven and countdowns requeue at their deadline.")
 	fs.DurationVar(&o.NamespaceGCInterval, "namespace-delete-gc-interval", o.NamespaceGCInterval, "namespace-gc: default period of the full garbage collection (gcInterval); 0s disables it.")
 	fs.DurationVar(&o.NamespaceGCDelay, "namespace-delete-gc-delay", o.NamespaceGCDelay, "namespace-gc: default delay before the first full garbage collection (gcDelay).")
+	fs.StringVar(&o.WatchLabelSelector, "watch-label-selector", o.WatchLabelSelector, "Handle only the Bundles this label selector matches (for example limbo.dev/shard=a, or !limbo.dev/shard for the rest), and their objects and Tombstones: one shard of a sharded install. Empty handles every Bundle.")
 	fs.StringSliceVar(&o.Namespaces, "namespaces", o.Namespaces, "Namespaces to watch (comma-separated); empty watches all.")
 }

@@ -275,12 +275,10 @@ func (p *pass) resolve(refs []limbov1alpha1.Reference, content map[string]any) (
 	return reference.Substitute(content, values)
 }
 
-// own adds limbo's label and controller owner reference to desired.
+// own adds limbo's labels (the Bundle's, its shard's) and controller owner
+// reference to desired.
 func (p *pass) own(desired *unstructured.Unstructured) (*unstructured.Unstructured, error) {
-	labels := desired.GetLabels()
-	if labels == nil {
-		labels = map[string]string{}
-	}
+	labels := p.r.Shard.CopyLabels(p.bundle.Labels, desired.GetLabels())
 	labels[limbov1alpha1.LabelBundle] = p.bundle.Name
 	desired.SetLabels(labels)
 	owners := desired.GetOwnerReferences()

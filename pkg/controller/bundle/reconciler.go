@@ -15,6 +15,7 @@ import (
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 	"github.com/limbo-dev/limbo/pkg/plugin"
+	"github.com/limbo-dev/limbo/pkg/shard"
 	"github.com/limbo-dev/limbo/pkg/softdelete"
 )
 
@@ -43,6 +44,8 @@ type Reconciler struct {
 	Plugins   *plugin.Registry
 	Clock     clock.PassiveClock
 	Metrics   *Metrics
+	// Shard puts the objects a Bundle applies in its shard (see package shard).
+	Shard *shard.Selector
 
 	watcher *watcher
 	applied appliedCache

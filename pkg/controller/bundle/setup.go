@@ -19,6 +19,7 @@ import (
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 	"github.com/limbo-dev/limbo/pkg/plugin"
+	"github.com/limbo-dev/limbo/pkg/shard"
 	"github.com/limbo-dev/limbo/pkg/softdelete"
 )
 
@@ -30,6 +31,9 @@ type Options struct {
 	// OnManagedObjectEvent is told of every event on a managed object (the reaper
 	// listens for objects released to limbo).
 	OnManagedObjectEvent func(client.Object)
+	// Shard is the controller's shard; its label keys are copied from a Bundle
+	// onto the objects it applies (nil: every Bundle, nothing to copy).
+	Shard *shard.Selector
 }
 
 // ManagedSelector selects the objects a Bundle manages or last managed.
@@ -63,6 +67,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) (*Reconciler, error) {
 		Plugins:   opts.Plugins,
 		Clock:     clock.RealClock{},
 		Metrics:   DefaultMetrics,
+		Shard:     opts.Shard,
 	}
 	c, err := ctrl.NewControllerManagedBy(mgr).
 		Named("bundle").

@@ -13,12 +13,14 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+	"github.com/limbo-dev/limbo/pkg/shard"
 	"github.com/limbo-dev/limbo/pkg/softdelete"
 )
 
@@ -37,6 +39,9 @@ type Reaper struct {
 	FullScanInterval time.Duration
 	// Namespaces restricts the scan; empty scans all.
 	Namespaces []string
+	// Shard restricts the scan to this controller's shard (objects carry their
+	// Bundle's shard labels); nil scans every shard.
+	Shard *shard.Selector
 	// OnKind is told of every kind found in limbo, so that its objects are watched
 	// (an event then pokes the reaper: an expedite is honoured at once).
 	OnKind func(schema.GroupVersionKind) error
@@ -169,7 +174,8 @@ func (r *Reaper) list(ctx context.Context, gvk schema.GroupVersionKind) ([]metav
 	for _, ns := range namespaces {
 		list := &metav1.PartialObjectMetadataList{}
 		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-		if err := r.Reader.List(ctx, list, client.InNamespace(ns), client.MatchingLabels{limbov1alpha1.LabelPendingDeletion: "true"}); err != nil {
+		inLimbo := r.Shard.And(labels.SelectorFromSet(labels.Set{limbov1alpha1.LabelPendingDeletion: "true"}))
+		if err := r.Reader.List(ctx, list, client.InNamespace(ns), client.MatchingLabelsSelector{Selector: inLimbo}); err != nil {
 			return nil, err
 		}
 		for _, item := range list.Items {

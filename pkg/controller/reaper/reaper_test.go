@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+	"github.com/limbo-dev/limbo/pkg/shard"
 	"github.com/limbo-dev/limbo/pkg/softdelete"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -84,6 +85,37 @@ func TestPass(t *testing.T) {
 	kinds, _ := r.kindsToScan(false)
 	if len(kinds) != 1 {
 		t.Errorf("known kinds after a full scan = %v, want [ConfigMap]", kinds)
+	}
+}
+
+// A reaper of one shard deletes only the objects in limbo of that shard.
+func TestPassOfOneShard(t *testing.T) {
+	mine := inLimbo("mine", "2026-11-22T09:00:00Z", "1h", false)
+	other := inLimbo("other", "2026-11-22T09:00:00Z", "1h", false)
+	other.Labels["limbo.dev/shard"] = "a"
+	scheme := runtime.NewScheme()
+	if err := corev1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(mine, other).Build()
+	disco := fakeDiscovery{{GroupVersion: "v1", APIResources: []metav1.APIResource{
+		{Name: "configmaps", Kind: "ConfigMap", Namespaced: true, Verbs: metav1.Verbs{"list", "delete", "patch"}},
+	}}}
+	engine := &softdelete.Engine{Client: c, Recorder: record.NewFakeRecorder(10), Clock: clocktesting.NewFakePassiveClock(now), Metrics: softdelete.NewMetrics(prometheus.NewRegistry())}
+	r := New(c, c, disco, engine, time.Hour)
+	r.Clock = engine.Clock
+	var err error
+	if r.Shard, err = shard.Parse("!limbo.dev/shard"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.pass(context.Background(), true); err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]bool{"mine": false, "other": true} {
+		exists := c.Get(context.Background(), client.ObjectKey{Namespace: "ns", Name: name}, &corev1.ConfigMap{}) == nil
+		if exists != want {
+			t.Errorf("%s exists = %v, want %v", name, exists, want)
+		}
 	}
 }
 
