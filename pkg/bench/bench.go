@@ -30,6 +30,7 @@ import (
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 	"github.com/limbo-dev/limbo/pkg/controller"
+	"github.com/limbo-dev/limbo/pkg/controllerprocess"
 	"github.com/limbo-dev/limbo/pkg/localcluster"
 )
 
@@ -129,7 +130,7 @@ type runner struct {
 	user    client.Client // the benchmark's own client
 	floor   client.Client // the floor: the controller's QPS and burst
 	kube    kubernetes.Interface
-	ctrl    *controllerProcess
+	ctrl    *controllerprocess.Process
 	tracker *tracker
 	// startHeapMiB and startRSSMiB are the controller's memory right after it
 	// started.
@@ -256,7 +257,7 @@ func (r *runner) setup(ctx context.Context) (cleanup func(failed bool) error, er
 	r.res.Host.Controller = bin
 	if bin == "" {
 		fmt.Fprintln(r.log, "limbo-bench: go build ./cmd/limbo ...")
-		if bin, err = buildLimbo(ctx, root, r.workDir); err != nil {
+		if bin, err = controllerprocess.Build(ctx, root, r.workDir); err != nil {
 			return cleanup, err
 		}
 		r.res.Host.Controller = "go build ./cmd/limbo"
@@ -294,14 +295,14 @@ func (r *runner) setup(ctx context.Context) (cleanup func(failed bool) error, er
 	}
 
 	fmt.Fprintf(r.log, "limbo-bench: starting %s controller --kube-api-qps=%g --kube-api-burst=%d --workers=%d ...\n", bin, r.cfg.QPS, r.cfg.Burst, r.cfg.Workers)
-	if r.ctrl, err = startController(ctx, bin, r.cluster.KubeconfigPath, r.workDir, r.cfg); err != nil {
+	if r.ctrl, err = startController(ctx, bin, r.cluster.KubeconfigPath, filepath.Join(r.workDir, "limbo-controller.log"), r.cfg); err != nil {
 		return cleanup, err
 	}
-	stops = append(stops, func() error { r.ctrl.stop(); return nil })
+	stops = append(stops, func() error { r.ctrl.Stop(); return nil })
 	if err := r.heapProfile(ctx, "heap-start.pprof"); err != nil {
 		return cleanup, err
 	}
-	m, err := r.ctrl.metrics(ctx)
+	m, err := r.ctrl.Metrics(ctx)
 	if err != nil {
 		return cleanup, err
 	}
@@ -329,7 +330,7 @@ func (r *runner) warmup(ctx context.Context) error {
 	if err := r.user.Create(ctx, b); err != nil {
 		return err
 	}
-	if _, err := r.tracker.waitReady(ctx, map[string]int64{nsWarmup + "/" + b.Name: 1}, "warm-up", r.log, r.ctrl.alive); err != nil {
+	if _, err := r.tracker.waitReady(ctx, map[string]int64{nsWarmup + "/" + b.Name: 1}, "warm-up", r.log, r.ctrl.Alive); err != nil {
 		return err
 	}
 	return r.quiesce(ctx)
@@ -357,7 +358,7 @@ func (r *runner) runFloor(ctx context.Context) error {
 // runConverge creates the N Bundles and waits until all are Ready.
 func (r *runner) runConverge(ctx context.Context) error {
 	fmt.Fprintf(r.log, "limbo-bench: converge: creating %d Bundles of %d ConfigMaps ...\n", r.cfg.Bundles, r.cfg.Objects)
-	before, err := r.ctrl.metrics(ctx)
+	before, err := r.ctrl.Metrics(ctx)
 	if err != nil {
 		return err
 	}
@@ -376,7 +377,7 @@ func (r *runner) runConverge(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
-	last, err := r.tracker.waitReady(ctx, want, "converge", r.log, r.ctrl.alive)
+	last, err := r.tracker.waitReady(ctx, want, "converge", r.log, r.ctrl.Alive)
 	stopProfiles()
 	if err != nil {
 		return err
@@ -390,7 +391,7 @@ func (r *runner) runConverge(ctx context.Context) error {
 	if err := r.quiesce(ctx); err != nil {
 		return err
 	}
-	after, err := r.ctrl.metrics(ctx)
+	after, err := r.ctrl.Metrics(ctx)
 	if err != nil {
 		return err
 	}
@@ -399,7 +400,7 @@ func (r *runner) runConverge(ctx context.Context) error {
 	if err := r.heapProfile(ctx, "heap-converge.pprof"); err != nil {
 		return err
 	}
-	m, err := r.ctrl.metrics(ctx)
+	m, err := r.ctrl.Metrics(ctx)
 	if err != nil {
 		return err
 	}
@@ -430,7 +431,7 @@ func (r *runner) runNoOp(ctx context.Context) error {
 	}
 	idle := time.Since(idleStart)
 
-	c0, err := r.ctrl.metrics(ctx)
+	c0, err := r.ctrl.Metrics(ctx)
 	if err != nil {
 		return err
 	}
@@ -450,13 +451,13 @@ func (r *runner) runNoOp(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
-	reconciles := func(s Samples) float64 {
+	reconciles := func(s controllerprocess.Samples) float64 {
 		return s.Sum("controller_runtime_reconcile_total", map[string]string{"controller": "bundle"})
 	}
 	// Every Bundle's reconcile, then silence.
 	deadline := time.Now().Add(5 * time.Minute)
 	for {
-		m, err := r.ctrl.metrics(ctx)
+		m, err := r.ctrl.Metrics(ctx)
 		if err != nil {
 			return err
 		}
@@ -476,7 +477,7 @@ func (r *runner) runNoOp(ctx context.Context) error {
 		return err
 	}
 	window := time.Since(start)
-	c1, err := r.ctrl.metrics(ctx)
+	c1, err := r.ctrl.Metrics(ctx)
 	if err != nil {
 		return err
 	}
@@ -527,7 +528,7 @@ func (r *runner) apiserverRequests(ctx context.Context) (map[string]float64, err
 			lines = append(lines, l)
 		}
 	}
-	samples, err := ParseMetrics(strings.Join(lines, "\n"))
+	samples, err := controllerprocess.ParseMetrics(strings.Join(lines, "\n"))
 	if err != nil {
 		return nil, err
 	}
@@ -554,7 +555,7 @@ func (r *runner) apiserverRequests(ctx context.Context) (map[string]float64, err
 func (r *runner) runDeletion(ctx context.Context) error {
 	k := r.work.deletions()
 	fmt.Fprintf(r.log, "limbo-bench: deletion: removing %d objects (delays %s..%s) from their Bundles ...\n", k, r.cfg.MinDelay, r.cfg.MaxDelay)
-	before, err := r.ctrl.metrics(ctx)
+	before, err := r.ctrl.Metrics(ctx)
 	if err != nil {
 		return err
 	}
@@ -570,7 +571,7 @@ func (r *runner) runDeletion(ctx context.Context) error {
 	}
 	ctx2, cancel := context.WithTimeout(ctx, r.cfg.MaxDelay+5*time.Minute)
 	defer cancel()
-	times, err := r.tracker.waitDeleted(ctx2, keys, r.log, r.ctrl.alive)
+	times, err := r.tracker.waitDeleted(ctx2, keys, r.log, r.ctrl.Alive)
 	if err != nil {
 		return err
 	}
@@ -592,7 +593,7 @@ func (r *runner) runDeletion(ctx context.Context) error {
 		res.Min, res.Max = round3(sorted[0]), round3(sorted[len(sorted)-1])
 	}
 	res.Met = len(sorted) > 0 && res.P99 < res.Goal && res.Unobserved == 0
-	after, err := r.ctrl.metrics(ctx)
+	after, err := r.ctrl.Metrics(ctx)
 	if err != nil {
 		return err
 	}
@@ -606,7 +607,7 @@ func (r *runner) runDeletion(ctx context.Context) error {
 
 // histogramMean is the mean of the observations of histogram name (with labels
 // match) between two scrapes.
-func histogramMean(before, after Samples, name string, match map[string]string) float64 {
+func histogramMean(before, after controllerprocess.Samples, name string, match map[string]string) float64 {
 	count := after.Sum(name+"_count", match) - before.Sum(name+"_count", match)
 	if count <= 0 {
 		return 0
@@ -619,7 +620,7 @@ func histogramMean(before, after Samples, name string, match map[string]string) 
 func (r *runner) runMemory(ctx context.Context) error {
 	total := max(r.cfg.MemoryBundles, r.cfg.Bundles)
 	fmt.Fprintf(r.log, "limbo-bench: memory: converging %d Bundles × %d ConfigMaps ...\n", total, r.cfg.Objects)
-	before, err := r.ctrl.metrics(ctx)
+	before, err := r.ctrl.Metrics(ctx)
 	if err != nil {
 		return err
 	}
@@ -649,7 +650,7 @@ func (r *runner) runMemory(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
-	last, err := r.tracker.waitReady(ctx, want, "memory", r.log, r.ctrl.alive)
+	last, err := r.tracker.waitReady(ctx, want, "memory", r.log, r.ctrl.Alive)
 	stopProfiles()
 	if err != nil {
 		return err
@@ -666,7 +667,7 @@ func (r *runner) runMemory(ctx context.Context) error {
 	if err := r.heapProfile(ctx, "heap-memory.pprof"); err != nil {
 		return err
 	}
-	s, err := r.ctrl.metrics(ctx)
+	s, err := r.ctrl.Metrics(ctx)
 	if err != nil {
 		return err
 	}
@@ -676,7 +677,7 @@ func (r *runner) runMemory(ctx context.Context) error {
 	m.HeapIdleNotReleasedMiB = round1((s.Sum("go_memstats_heap_idle_bytes", nil) - s.Sum("go_memstats_heap_released_bytes", nil)) / mib)
 	m.GoSysMiB = round1(s.Sum("go_memstats_sys_bytes", nil) / mib)
 	m.RSSMiB = round1(s.Sum("process_resident_memory_bytes", nil) / mib)
-	if peak, err := r.ctrl.peakRSS(); err == nil {
+	if peak, err := r.ctrl.PeakRSS(); err == nil {
 		m.PeakRSSMiB = round1(peak / mib)
 	}
 	m.Met = m.RSSMiB <= m.Goal
@@ -723,7 +724,7 @@ func (r *runner) quiesce(ctx context.Context) error {
 	deadline := time.Now().Add(5 * time.Minute)
 	last, since := -1.0, time.Now()
 	for {
-		m, err := r.ctrl.metrics(ctx)
+		m, err := r.ctrl.Metrics(ctx)
 		if err != nil {
 			return err
 		}
@@ -763,7 +764,7 @@ func (r *runner) cpuProfiles(ctx context.Context, prefix string) (stop func()) {
 			default:
 			}
 			path := filepath.Join(r.cfg.ProfileDir, fmt.Sprintf("%s-%03d.pprof", prefix, k))
-			if err := r.ctrl.profile(ctx, "profile", "seconds=10", path); err != nil {
+			if err := r.ctrl.Profile(ctx, "profile", "seconds=10", path); err != nil {
 				fmt.Fprintf(r.log, "limbo-bench: CPU profile: %v\n", err)
 				return
 			}
@@ -780,7 +781,7 @@ func (r *runner) heapProfile(ctx context.Context, name string) error {
 	if r.cfg.ProfileDir != "" {
 		path = filepath.Join(r.cfg.ProfileDir, name)
 	}
-	return r.ctrl.profile(ctx, "heap", "gc=1", path)
+	return r.ctrl.Profile(ctx, "heap", "gc=1", path)
 }
 
 // parallel runs do(0..n-1) on workers goroutines and returns the first error.
