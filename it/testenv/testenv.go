@@ -182,6 +182,9 @@ func (e *Env) stop() error {
 	if err := e.StopController(); err != nil {
 		fmt.Fprintln(os.Stderr, "testenv: controller:", err)
 	}
+	if limboBinary.dir != "" {
+		_ = os.RemoveAll(limboBinary.dir)
+	}
 	return e.Cluster.Stop()
 }
 
