@@ -74,6 +74,10 @@ type Config struct {
 	// ControllerEnv are extra environment variables (KEY=VALUE) of the
 	// controller, for example GOMEMLIMIT=120MiB.
 	ControllerEnv []string
+	// Shards > 1 runs the shard comparison instead of the other phases:
+	// MemoryBundles × Objects converged by one controller, then by Shards
+	// controllers, each with --watch-label-selector for its share.
+	Shards int
 }
 
 // DefaultConfig is `make bench`'s configuration.
@@ -85,6 +89,7 @@ func DefaultConfig() Config {
 		Deletions: 200, MinDelay: 5 * time.Second, MaxDelay: 20 * time.Second,
 		Memory: true, MemoryBundles: 1000,
 		ControllerLogLevel: "info",
+		Shards:             1,
 	}
 }
 
@@ -103,6 +108,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("need 1s ≤ -min-delay ≤ -max-delay")
 	case c.Memory && (c.MemoryBundles < 1 || c.MemoryBundles > 1000):
 		return fmt.Errorf("-memory-bundles must be within 1..1000, not %d", c.MemoryBundles)
+	case c.Shards < 1 || c.Shards > 8:
+		return fmt.Errorf("-shards must be within 1..8, not %d", c.Shards)
+	case c.Shards > 1 && (c.MemoryBundles < 1 || c.MemoryBundles > 1000):
+		return fmt.Errorf("-memory-bundles (the shard comparison's Bundles) must be within 1..1000, not %d", c.MemoryBundles)
 	}
 	return nil
 }
@@ -132,6 +141,8 @@ type runner struct {
 	kube    kubernetes.Interface
 	ctrl    *controllerprocess.Process
 	tracker *tracker
+	// bin is the limbo binary the controllers run.
+	bin string
 	// startHeapMiB and startRSSMiB are the controller's memory right after it
 	// started.
 	startHeapMiB, startRSSMiB float64
@@ -153,8 +164,11 @@ func Run(ctx context.Context, cfg Config, log io.Writer) (res *Results, err erro
 			Deletions: cfg.Deletions, MinDelay: cfg.MinDelay.String(), MaxDelay: cfg.MaxDelay.String(),
 			ControllerArgs: cfg.ControllerArgs, ControllerEnv: cfg.ControllerEnv},
 	}
-	if cfg.Memory {
+	if cfg.Memory || cfg.Shards > 1 {
 		res.Settings.MemoryBundles = cfg.MemoryBundles
+	}
+	if cfg.Shards > 1 {
+		res.Settings.Shards = cfg.Shards
 	}
 	r := &runner{cfg: cfg, log: log, res: res, work: newWorkload(cfg.Bundles, cfg.Objects, cfg.Deletions, cfg.MinDelay, cfg.MaxDelay)}
 	defer func() {
@@ -178,6 +192,13 @@ func Run(ctx context.Context, cfg Config, log io.Writer) (res *Results, err erro
 		return res, err
 	}
 	phase("setup")
+	if cfg.Shards > 1 {
+		if err := r.runShards(ctx); err != nil {
+			return res, fmt.Errorf("shards: %w", err)
+		}
+		phase("shards")
+		return res, nil
+	}
 	if err := r.warmup(ctx); err != nil {
 		return res, fmt.Errorf("warm-up: %w", err)
 	}
@@ -262,6 +283,7 @@ func (r *runner) setup(ctx context.Context) (cleanup func(failed bool) error, er
 		}
 		r.res.Host.Controller = "go build ./cmd/limbo"
 	}
+	r.bin = bin
 	fmt.Fprintln(r.log, "limbo-bench: starting etcd, kube-apiserver and kube-controller-manager ...")
 	r.cluster, err = localcluster.Start(ctx, localcluster.Config{BinDir: r.cfg.BinDir, CRDPaths: []string{filepath.Join(root, "crds")}})
 	if err != nil {
@@ -283,13 +305,18 @@ func (r *runner) setup(ctx context.Context) (cleanup func(failed bool) error, er
 	if r.floor, err = client.New(floorCfg, client.Options{Scheme: scheme}); err != nil {
 		return cleanup, err
 	}
+	trackerCtx, stopTracker := context.WithCancel(context.Background())
+	stops = append(stops, func() error { stopTracker(); return nil })
+	if r.cfg.Shards > 1 {
+		// The shard comparison starts its own controllers, in namespaces of its own.
+		r.tracker, err = startTracker(trackerCtx, userCfg, []string{shardNamespace(1), shardNamespace(r.cfg.Shards)})
+		return cleanup, err
+	}
 	for _, ns := range []string{nsFloor, nsBundles, nsWarmup} {
 		if err := r.user.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 			return cleanup, err
 		}
 	}
-	trackerCtx, stopTracker := context.WithCancel(context.Background())
-	stops = append(stops, func() error { stopTracker(); return nil })
 	if r.tracker, err = startTracker(trackerCtx, userCfg, []string{nsBundles, nsWarmup}); err != nil {
 		return cleanup, err
 	}
@@ -718,13 +745,16 @@ func (r *runner) updateBundles(ctx context.Context, indexes []int, skip func(i, 
 	return gens, err
 }
 
-// quiesce waits until the controller has sent no request and finished no
+// quiesce waits until the benchmark's controller is idle.
+func (r *runner) quiesce(ctx context.Context) error { return quiesce(ctx, r.ctrl) }
+
+// quiesce waits until the controller p has sent no request and finished no
 // reconcile for a while, with an empty work queue.
-func (r *runner) quiesce(ctx context.Context) error {
+func quiesce(ctx context.Context, p *controllerprocess.Process) error {
 	deadline := time.Now().Add(5 * time.Minute)
 	last, since := -1.0, time.Now()
 	for {
-		m, err := r.ctrl.Metrics(ctx)
+		m, err := p.Metrics(ctx)
 		if err != nil {
 			return err
 		}

@@ -98,15 +98,15 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 		Cache:      cacheOpts,
 		// Managed objects are unstructured: without this, every read of one would go
 		// to the API server instead of the cache.
-		Client:                        client.Options{Cache: &client.CacheOptions{Unstructured: true}},
-		Metrics:                       metricsserver.Options{BindAddress: opts.MetricsAddr},
-		HealthProbeBindAddress:        opts.ProbeAddr,
-		LeaderElection:                opts.LeaderElect,
-		LeaderElectionID:              opts.LeaderElectionID,
-		LeaderElectionNamespace:       opts.LeaderElectionNamespace,
-		LeaseDuration:                 &opts.LeaseDuration,
-		RenewDeadline:                 &opts.RenewDeadline,
-		RetryPeriod:                   &opts.RetryPeriod,
+		Client:                  client.Options{Cache: &client.CacheOptions{Unstructured: true}},
+		Metrics:                 metricsserver.Options{BindAddress: opts.MetricsAddr},
+		HealthProbeBindAddress:  opts.ProbeAddr,
+		LeaderElection:          opts.LeaderElect,
+		LeaderElectionID:        opts.LeaderElectionID,
+		LeaderElectionNamespace: opts.LeaderElectionNamespace,
+		LeaseDuration:           &opts.LeaseDuration,
+		RenewDeadline:           &opts.RenewDeadline,
+		RetryPeriod:             &opts.RetryPeriod,
 		// Every runnable stops with the context, so a replica that is shut down
 		// hands over at once instead of after the lease duration.
 		LeaderElectionReleaseOnCancel: true,
