@@ -28,6 +28,7 @@ import (
 	"github.com/limbo-dev/limbo/pkg/controller/bundle"
 	"github.com/limbo-dev/limbo/pkg/controller/reaper"
 	"github.com/limbo-dev/limbo/pkg/controller/tombstone"
+	"github.com/limbo-dev/limbo/pkg/impersonation"
 	"github.com/limbo-dev/limbo/pkg/plugins"
 	"github.com/limbo-dev/limbo/pkg/shard"
 	"github.com/limbo-dev/limbo/pkg/softdelete"
@@ -134,8 +135,11 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 	}); err != nil {
 		return nil, err
 	}
+	// Writes of a Bundle's objects impersonate its ServiceAccount; everything else
+	// (and every read) is limbo's.
+	writer := impersonation.NewClient(mgr.GetClient(), cfg)
 	engine := &softdelete.Engine{
-		Client:   mgr.GetClient(),
+		Client:   writer,
 		Recorder: mgr.GetEventRecorderFor("limbo"), //nolint:staticcheck // core/v1 events keep kubectl describe readable
 		Clock:    clock.RealClock{},
 		Metrics:  softdelete.DefaultMetrics,
@@ -148,7 +152,8 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 	reap := reaper.New(mgr.GetClient(), mgr.GetAPIReader(), disco, engine, opts.ResyncPeriod)
 	reap.Namespaces = opts.Namespaces
 	reap.Shard = shardSelector
-	bundles, err := bundle.SetupWithManager(mgr, bundle.Options{Workers: opts.Workers, Engine: engine, Plugins: registry, OnManagedObjectEvent: reap.Observe, Shard: shardSelector})
+	bundles, err := bundle.SetupWithManager(mgr, bundle.Options{Workers: opts.Workers, Engine: engine, Plugins: registry, OnManagedObjectEvent: reap.Observe, Shard: shardSelector,
+		Client: writer, DefaultServiceAccount: opts.DefaultServiceAccount})
 	if err != nil {
 		return nil, err
 	}

@@ -32,6 +32,10 @@ type Options struct {
 	// WatchLabelSelector restricts the controller to the Bundles it selects, and
 	// to their objects and Tombstones (see package shard); empty handles all.
 	WatchLabelSelector string
+	// DefaultServiceAccount is impersonated for the Bundles that name no
+	// spec.serviceAccountName (see package impersonation); empty: limbo's own
+	// identity.
+	DefaultServiceAccount string
 	// NamespaceGCInterval and NamespaceGCDelay are namespace-gc's defaults for
 	// gcInterval and gcDelay.
 	NamespaceGCInterval time.Duration
@@ -79,5 +83,6 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.NamespaceGCInterval, "namespace-delete-gc-interval", o.NamespaceGCInterval, "namespace-gc: default period of the full garbage collection (gcInterval); 0s disables it.")
 	fs.DurationVar(&o.NamespaceGCDelay, "namespace-delete-gc-delay", o.NamespaceGCDelay, "namespace-gc: default delay before the first full garbage collection (gcDelay).")
 	fs.StringVar(&o.WatchLabelSelector, "watch-label-selector", o.WatchLabelSelector, "Handle only the Bundles this label selector matches (for example limbo.dev/shard=a, or !limbo.dev/shard for the rest), and their objects and Tombstones: one shard of a sharded install. Empty handles every Bundle.")
+	fs.StringVar(&o.DefaultServiceAccount, "default-service-account", o.DefaultServiceAccount, "ServiceAccount (in each Bundle's namespace) to impersonate for the Bundles that set no spec.serviceAccountName: for multi-tenant installs. Empty: limbo writes as itself.")
 	fs.StringSliceVar(&o.Namespaces, "namespaces", o.Namespaces, "Namespaces to watch (comma-separated); empty watches all.")
 }

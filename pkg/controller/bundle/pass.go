@@ -32,10 +32,12 @@ const (
 	ReasonControlledByOther    = "ControlledByOther"
 	ReasonReferenceError       = "ReferenceError"
 	ReasonApplyFailed          = "ApplyFailed"
-	ReasonReadFailed           = "ReadFailed"
-	ReasonBeingDeleted         = "BeingDeleted"
-	ReasonInvalidSpec          = "InvalidSpec"
-	ReasonFailed               = "Failed"
+	// ReasonForbidden: the Bundle's ServiceAccount (or limbo) may not write the object.
+	ReasonForbidden    = "Forbidden"
+	ReasonReadFailed   = "ReadFailed"
+	ReasonBeingDeleted = "BeingDeleted"
+	ReasonInvalidSpec  = "InvalidSpec"
+	ReasonFailed       = "Failed"
 
 	EventCreated = "Created"
 	EventUpdated = "Updated"
@@ -209,7 +211,7 @@ func (p *pass) syncOne(ctx context.Context, name string, tmpl *unstructured.Unst
 		// resource waits for its dependencies (cancelling is always safe).
 		if _, err := p.r.Engine.Desired(ctx, p.bundle, live); err != nil {
 			p.after(retryInterval)
-			return fail(limbov1alpha1.ResourceError, ReasonApplyFailed, "%v", err)
+			return fail(limbov1alpha1.ResourceError, writeFailure(err), "%v", err)
 		}
 	}
 	if len(waiting) > 0 {
@@ -230,7 +232,7 @@ func (p *pass) syncOne(ctx context.Context, name string, tmpl *unstructured.Unst
 		}
 		if err := p.r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(desired), client.FieldOwner(limbov1alpha1.FieldManager), client.ForceOwnership); err != nil {
 			p.after(retryInterval)
-			return fail(limbov1alpha1.ResourceError, ReasonApplyFailed, "apply %s %q: %v", gvk.Kind, tmpl.GetName(), err)
+			return fail(limbov1alpha1.ResourceError, writeFailure(err), "apply %s %q: %v", gvk.Kind, tmpl.GetName(), err)
 		}
 		p.r.applied.record(desired, hash)
 		p.r.Recorder.Eventf(p.bundle, corev1.EventTypeNormal, event, "resource %q: %s %s %s", name, gvk.Kind, tmpl.GetName(), verb)
@@ -498,4 +500,12 @@ func (r *Reconciler) getLive(ctx context.Context, gvk schema.GroupVersionKind, n
 		return nil, fmt.Errorf("read %s %q: %w", gvk.Kind, name, err)
 	}
 	return u, nil
+}
+
+// writeFailure is the reason of a resource whose write failed with err.
+func writeFailure(err error) string {
+	if apierrors.IsForbidden(err) {
+		return ReasonForbidden
+	}
+	return ReasonApplyFailed
 }

@@ -34,6 +34,11 @@ type Options struct {
 	// Shard is the controller's shard; its label keys are copied from a Bundle
 	// onto the objects it applies (nil: every Bundle, nothing to copy).
 	Shard *shard.Selector
+	// Client replaces the manager's client: an impersonation.Client writes a
+	// Bundle's objects as its ServiceAccount.
+	Client client.Client
+	// DefaultServiceAccount is impersonated for Bundles that name none.
+	DefaultServiceAccount string
 }
 
 // ManagedSelector selects the objects a Bundle manages or last managed.
@@ -59,7 +64,7 @@ var bundleChanged = predicate.Funcs{
 // SetupWithManager registers the Bundle reconciler and returns it.
 func SetupWithManager(mgr ctrl.Manager, opts Options) (*Reconciler, error) {
 	r := &Reconciler{
-		Client:    mgr.GetClient(),
+		Client:    opts.Client,
 		APIReader: mgr.GetAPIReader(),
 		Mapper:    mgr.GetRESTMapper(),
 		Recorder:  mgr.GetEventRecorderFor("limbo"), //nolint:staticcheck // core/v1 events keep kubectl describe readable
@@ -68,6 +73,11 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) (*Reconciler, error) {
 		Clock:     clock.RealClock{},
 		Metrics:   DefaultMetrics,
 		Shard:     opts.Shard,
+
+		DefaultServiceAccount: opts.DefaultServiceAccount,
+	}
+	if r.Client == nil {
+		r.Client = mgr.GetClient()
 	}
 	c, err := ctrl.NewControllerManagedBy(mgr).
 		Named("bundle").

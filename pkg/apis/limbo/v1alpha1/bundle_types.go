@@ -33,6 +33,16 @@ type BundleSpec struct {
 	// +listMapKey=name
 	// +optional
 	Resources []Resource `json:"resources,omitempty"`
+
+	// ServiceAccountName is a ServiceAccount in the Bundle's namespace that limbo
+	// impersonates for every write of this Bundle's objects (applies, stamps,
+	// cancels, deletions), so that the Bundle can do only what the ServiceAccount
+	// may. A write it may not make is an Error on that resource (reason
+	// Forbidden). Empty: the controller's --default-service-account, or limbo's
+	// own identity when that is empty too.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	ServiceAccountName string `json:"serviceAccountName,omitempty"`
 }
 
 // Resource is one entry of a Bundle: exactly one of an object or a plugin.
