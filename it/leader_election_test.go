@@ -25,7 +25,7 @@ func TestLeaderElectionFailover(t *testing.T) {
 	const (
 		lease     = "limbo-ha"
 		leaseTime = 6 * time.Second
-		delay     = 3 * time.Second // shorter than the lease: the deadline falls in the failover
+		delay     = 5 * time.Second // shorter than the lease: the deadline falls in the failover
 	)
 	args := []string{
 		"--namespaces", ns, // only this test's objects: no other test's leftovers in the counts
@@ -59,6 +59,8 @@ func TestLeaderElectionFailover(t *testing.T) {
 	updateBundle(t, b, keep)
 	_, stamp := waitInLimbo(t, configMapGVK, ns, "doomed")
 	deadline := stamp.Add(delay)
+	// The leader's event is sent asynchronously: let it out before the kill.
+	waitEventContaining(t, b, corev1.EventTypeNormal, softdelete.EventDeletionScheduled, "ConfigMap "+ns+"/doomed")
 	if err := first.Kill(); err != nil {
 		t.Fatalf("kill the leader: %v", err)
 	}
