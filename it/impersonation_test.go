@@ -14,7 +14,6 @@ import (
 
 	"github.com/limbo-dev/limbo/it/testenv"
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
-	"github.com/limbo-dev/limbo/pkg/controller/bundle"
 	"github.com/limbo-dev/limbo/pkg/softdelete"
 )
 
@@ -36,7 +35,7 @@ func TestImpersonationForbiddenWrite(t *testing.T) {
 				return err
 			}
 		}
-		if err := resourceIs(cur, "password", limbov1alpha1.ResourceError, bundle.ReasonForbidden); err != nil {
+		if err := resourceIs(cur, "password", limbov1alpha1.ResourceError, string(metav1.StatusReasonForbidden)); err != nil {
 			return err
 		}
 		if msg := resourceStatus(cur, "password").Message; !strings.Contains(msg, `secrets "password" is forbidden`) || !strings.Contains(msg, "system:serviceaccount:"+ns+":tenant") {
@@ -85,7 +84,7 @@ func TestImpersonationDefaultServiceAccount(t *testing.T) {
 		if err := resourceIs(cur, "config", limbov1alpha1.ResourceReady, ""); err != nil {
 			return err
 		}
-		return resourceIs(cur, "password", limbov1alpha1.ResourceError, bundle.ReasonForbidden)
+		return resourceIs(cur, "password", limbov1alpha1.ResourceError, string(metav1.StatusReasonForbidden))
 	})
 }
 

@@ -140,6 +140,7 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 	writer := impersonation.NewClient(mgr.GetClient(), cfg)
 	engine := &softdelete.Engine{
 		Client:   writer,
+		Reader:   mgr.GetAPIReader(),
 		Recorder: mgr.GetEventRecorderFor("limbo"), //nolint:staticcheck // core/v1 events keep kubectl describe readable
 		Clock:    clock.RealClock{},
 		Metrics:  softdelete.DefaultMetrics,

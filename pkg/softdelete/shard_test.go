@@ -26,7 +26,7 @@ func TestTombstoneInBundlesShard(t *testing.T) {
 		t.Fatal(err)
 	}
 	var ts limbov1alpha1.Tombstone
-	if err := h.client.Get(context.Background(), client.ObjectKey{Namespace: b.Namespace, Name: softdelete.TombstoneName("storage-ns-gc", item)}, &ts); err != nil {
+	if err := h.client.Get(context.Background(), client.ObjectKey{Namespace: b.Namespace, Name: softdelete.TombstoneName(b.Name, "storage-ns-gc", item)}, &ts); err != nil {
 		t.Fatal(err)
 	}
 	if ts.Labels["limbo.dev/shard"] != "a" || ts.Labels["team"] != "" || !sel.Matches(ts.Labels) {
