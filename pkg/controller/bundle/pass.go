@@ -34,10 +34,12 @@ const (
 	ReasonControlledByOther    = "ControlledByOther"
 	ReasonReferenceError       = "ReferenceError"
 	ReasonApplyFailed          = "ApplyFailed"
-	ReasonReadFailed           = "ReadFailed"
-	ReasonBeingDeleted         = "BeingDeleted"
-	ReasonInvalidSpec          = "InvalidSpec"
-	ReasonFailed               = "Failed"
+	// ReasonForbidden: the Bundle's ServiceAccount (or limbo) may not write the object.
+	ReasonForbidden    = "Forbidden"
+	ReasonReadFailed   = "ReadFailed"
+	ReasonBeingDeleted = "BeingDeleted"
+	ReasonInvalidSpec  = "InvalidSpec"
+	ReasonFailed       = "Failed"
 
 	EventCreated = "Created"
 	EventUpdated = "Updated"
@@ -202,6 +204,7 @@ func (p *pass) syncOne(ctx context.Context, name string, tmpl *unstructured.Unst
 		st.State, st.Reason, st.Message = state, reason, fmt.Sprintf(format, args...)
 		return st, nil
 	}
+	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("resource", name))
 	if err := p.r.watcher.ensure(gvk); err != nil {
 		p.fail(err)
 		return fail(limbov1alpha1.ResourceError, ReasonReadFailed, "watch %s: %v", gvk.Kind, err)
@@ -258,13 +261,17 @@ func (p *pass) syncOne(ctx context.Context, name string, tmpl *unstructured.Unst
 			supersedes = live.GetResourceVersion()
 		}
 		if err := p.r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(desired), client.FieldOwner(limbov1alpha1.FieldManager), client.ForceOwnership); err != nil {
-			if reason := apierrors.ReasonForError(err); reason == metav1.StatusReasonForbidden || reason == metav1.StatusReasonInvalid {
-				// Retrying at once does not help until someone changes something.
-				p.after(conflictRecheckInterval)
-				return fail(limbov1alpha1.ResourceError, string(reason), "apply %s %q: %v", gvk.Kind, tmpl.GetName(), err)
-			}
+			err = fmt.Errorf("apply %s %q: %w", gvk.Kind, tmpl.GetName(), err)
+			log.FromContext(ctx).Error(err, "apply failed", "bundle", p.bundle.Namespace+"/"+p.bundle.Name,
+				"object", fmt.Sprintf("%s/%s %s/%s", gvk.GroupVersion().String(), gvk.Kind, desired.GetNamespace(), desired.GetName()))
+			// Back to the work queue, whose rate limiter backs off; a refusal that
+			// needs someone's change also makes the Bundle Stalled (see status).
 			p.fail(err)
-			return fail(limbov1alpha1.ResourceError, ReasonApplyFailed, "apply %s %q: %v", gvk.Kind, tmpl.GetName(), err)
+			reason := ReasonApplyFailed
+			if r := apierrors.ReasonForError(err); r == metav1.StatusReasonForbidden || r == metav1.StatusReasonInvalid {
+				reason = string(r)
+			}
+			return fail(limbov1alpha1.ResourceError, reason, "%v", err)
 		}
 		p.r.applied.record(desired, hash, supersedes)
 		log.FromContext(ctx).V(1).Info("applied", "resource", name, "object", fmt.Sprintf("%s %s/%s", gvk.Kind, desired.GetNamespace(), desired.GetName()), "change", verb)
@@ -311,12 +318,10 @@ func (p *pass) resolve(refs []limbov1alpha1.Reference, content map[string]any) (
 	return reference.Substitute(content, values)
 }
 
-// own adds limbo's label and controller owner reference to desired.
+// own adds limbo's labels (the Bundle's, its shard's) and controller owner
+// reference to desired.
 func (p *pass) own(desired *unstructured.Unstructured) (*unstructured.Unstructured, error) {
-	labels := desired.GetLabels()
-	if labels == nil {
-		labels = map[string]string{}
-	}
+	labels := p.r.Shard.CopyLabels(p.bundle.Labels, desired.GetLabels())
 	labels[limbov1alpha1.LabelBundle] = p.bundle.Name
 	desired.SetLabels(labels)
 	owners := desired.GetOwnerReferences()
@@ -392,21 +397,33 @@ func (p *pass) processOrphans(ctx context.Context) {
 			p.pending = append(p.pending, *p.r.Engine.Pending(o, msg))
 			continue
 		}
-		octx := log.IntoContext(ctx, log.FromContext(ctx).WithValues("resource", lastResourceOf(p.bundle, o)))
+		resource := lastResourceOf(p.bundle, o)
+		octx := log.IntoContext(ctx, log.FromContext(ctx).WithValues("resource", resource))
 		out := p.r.Engine.Orphan(octx, p.bundle, o, softdelete.ControlledBy(p.bundle.UID))
 		if out.Gone {
 			p.r.applied.forget(o.GetUID())
+		}
+		if out.Pending != nil {
+			out.Pending.Resource = resource
 		}
 		p.collect(out.Pending, out.Requeue, out.RequeueAfter, out.Err)
 	}
 	p.processPlugins(ctx, ready)
 }
 
-// lastResourceOf is the resource of b's last status that held obj, for logs.
+// lastResourceOf is the resource that last declared obj, from b's last status:
+// its resources, or the pending deletion that carried the name on since the
+// resource left the spec.
 func lastResourceOf(b *limbov1alpha1.Bundle, obj client.Object) string {
+	kind := obj.GetObjectKind().GroupVersionKind().Kind
 	for _, st := range b.Status.Resources {
-		if st.Object != nil && st.Object.Kind == obj.GetObjectKind().GroupVersionKind().Kind && st.Object.Name == obj.GetName() {
+		if st.Object != nil && st.Object.Kind == kind && st.Object.Name == obj.GetName() {
 			return st.Name
+		}
+	}
+	for _, pd := range b.Status.PendingDeletions {
+		if pd.Kind == kind && pd.Name == obj.GetName() {
+			return pd.Resource
 		}
 	}
 	return ""
