@@ -106,14 +106,29 @@ func (p *pass) result() ctrl.Result {
 	return ctrl.Result{}
 }
 
+// run is one pass, phase by phase: plan (validate the spec), apply every
+// resource in dependency order (plugins plan here and their generated objects
+// are applied), then decide orphans — the Bundle's objects, then its plugins'
+// items — with the soft-delete engine. The caller writes status.
 func (p *pass) run(ctx context.Context) {
+	if !p.planSpec(ctx) {
+		return
+	}
+	p.apply(ctx)
+	if ready, listed := p.decideObjectOrphans(ctx); listed {
+		p.decidePluginItems(ctx, ready)
+	}
+}
+
+// planSpec validates the spec and records what it declares. On spec errors it
+// reports them, touches nothing but to cancel Tombstones of removed plugin
+// resources (cancelling is always safe), and returns false.
+func (p *pass) planSpec(ctx context.Context) bool {
 	p.plan, p.specErrs = bundlespec.Parse(p.bundle, p.r.Mapper, p.r.Plugins)
 	if len(p.specErrs) > 0 {
 		p.reportSpecErrors()
-		// Cancelling is always safe: a plugin resource removed by the same edit
-		// that broke the spec stops its deletions all the same.
 		p.cancelTombstonesOfRemovedResources(ctx)
-		return
+		return false
 	}
 	for _, name := range p.plan.Order {
 		if res := p.plan.Resources[name]; res.Template != nil {
@@ -121,6 +136,11 @@ func (p *pass) run(ctx context.Context) {
 			p.kinds[res.GVK] = true
 		}
 	}
+	return true
+}
+
+// apply brings every resource to its desired state, in dependency order.
+func (p *pass) apply(ctx context.Context) {
 	for _, name := range p.plan.Order {
 		res := p.plan.Resources[name]
 		var st limbov1alpha1.ResourceStatus
@@ -133,7 +153,6 @@ func (p *pass) run(ctx context.Context) {
 		p.states[name] = st.State
 	}
 	p.emitResourceEvents()
-	p.processOrphans(ctx)
 }
 
 // reportSpecErrors marks every resource: the offending ones Error, the others not
@@ -374,16 +393,19 @@ func (p *pass) emitResourceEvents() {
 	}
 }
 
-// processOrphans finds the objects this Bundle controls that left its spec and,
-// once every resource is Ready, hands them to the soft-delete engine.
-func (p *pass) processOrphans(ctx context.Context) {
+// decideObjectOrphans finds the objects this Bundle controls that left its spec
+// and, once every resource is Ready, hands them to the soft-delete engine. It
+// reports whether deletions are allowed (ready), and whether the orphans could
+// be listed at all (if not, the pass keeps the last pendingDeletions and decides
+// nothing more).
+func (p *pass) decideObjectOrphans(ctx context.Context) (ready, listed bool) {
 	orphans, err := p.r.orphans(ctx, p.bundle, p.kindList(), p.declared)
 	if err != nil {
 		p.fail(fmt.Errorf("list orphans: %w", err))
 		p.pending = p.bundle.Status.PendingDeletions
-		return
+		return false, false
 	}
-	ready := p.allReady()
+	ready = p.allReady()
 	if len(orphans) > 0 && len(p.bundle.Spec.Resources) == 0 && !p.bundle.Spec.AllowEmpty {
 		// An empty spec more likely means a broken render than "delete it all".
 		p.emptyGuard, ready = true, false
@@ -408,7 +430,7 @@ func (p *pass) processOrphans(ctx context.Context) {
 		}
 		p.collect(out.Pending, out.Requeue, out.RequeueAfter, out.Err)
 	}
-	p.processPlugins(ctx, ready)
+	return ready, true
 }
 
 // lastResourceOf is the resource that last declared obj, from b's last status:
@@ -470,7 +492,7 @@ func kindsOf(b *limbov1alpha1.Bundle, plan *bundlespec.Plan) []schema.GroupVersi
 
 func sortedKinds(kinds map[schema.GroupVersionKind]bool) []schema.GroupVersionKind {
 	// Tombstones are in pendingDeletions too, but they are the engine's own
-	// records, handled by processPlugins: never orphans to delete.
+	// records, handled by decidePluginItems: never orphans to delete.
 	delete(kinds, limbov1alpha1.TombstoneGVK)
 	out := make([]schema.GroupVersionKind, 0, len(kinds))
 	for k := range kinds {

@@ -135,10 +135,11 @@ func (p *pass) pluginSpec(res *bundlespec.Resource) ([]byte, error) {
 	return json.Marshal(content["spec"])
 }
 
-// processPlugins takes plugin items out of limbo when they are desired again, and
-// hands orphans to the engine when deletions are allowed (ready). Tombstones of
-// items that are no longer orphans, or of resources that are gone, are cancelled.
-func (p *pass) processPlugins(ctx context.Context, ready bool) {
+// decidePluginItems takes plugin items out of limbo when they are desired again,
+// and hands orphans to the engine when deletions are allowed (ready). Tombstones
+// of items that are no longer orphans, or of resources that are gone, are
+// cancelled.
+func (p *pass) decidePluginItems(ctx context.Context, ready bool) {
 	existing, err := p.tombstones(ctx)
 	if err != nil {
 		p.fail(err)
