@@ -318,6 +318,15 @@ func (p *pass) syncOne(ctx context.Context, name string, tmpl *unstructured.Unst
 
 // resolve returns content with the values of refs substituted.
 func (p *pass) resolve(refs []limbov1alpha1.Reference, content map[string]any) (map[string]any, error) {
+	values, err := reference.Resolve(refs, p.sources(refs), false)
+	if err != nil {
+		return nil, err
+	}
+	return reference.Substitute(content, values)
+}
+
+// sources are the live objects of this pass that refs read values from.
+func (p *pass) sources(refs []limbov1alpha1.Reference) map[string]reference.Source {
 	sources := map[string]reference.Source{}
 	for _, ref := range refs {
 		dep := p.plan.Resources[ref.Resource]
@@ -330,11 +339,7 @@ func (p *pass) resolve(refs []limbov1alpha1.Reference, content map[string]any) (
 		}
 		sources[ref.Resource] = src
 	}
-	values, err := reference.Resolve(refs, sources, false)
-	if err != nil {
-		return nil, err
-	}
-	return reference.Substitute(content, values)
+	return sources
 }
 
 // own adds limbo's labels (the Bundle's, its shard's) and controller owner
