@@ -36,6 +36,9 @@ func (r *Reconciler) teardown(ctx context.Context, b *limbov1alpha1.Bundle) (ctr
 	if err := r.cancelTombstones(ctx, b); err != nil {
 		return ctrl.Result{}, err
 	}
+	if err := r.cancelObjectItems(ctx, b); err != nil {
+		return ctrl.Result{}, err
+	}
 	if controllerutil.ContainsFinalizer(b, metav1.FinalizerOrphanDependents) || controllerutil.ContainsFinalizer(b, metav1.FinalizerDeleteDependents) {
 		return ctrl.Result{}, r.removeFinalizer(ctx, b)
 	}

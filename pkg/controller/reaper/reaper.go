@@ -169,7 +169,9 @@ func (r *Reaper) list(ctx context.Context, gvk schema.GroupVersionKind) ([]metav
 	for _, ns := range namespaces {
 		list := &metav1.PartialObjectMetadataList{}
 		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-		if err := r.Reader.List(ctx, list, client.InNamespace(ns), client.MatchingLabels{limbov1alpha1.LabelPendingDeletion: "true"}); err != nil {
+		if err := r.Reader.List(ctx, list, client.InNamespace(ns), client.MatchingLabels{limbov1alpha1.LabelPendingDeletion: "true"},
+			// Plugin object items in limbo carry no bundle label: their Bundle's pass decides them.
+			client.HasLabels{limbov1alpha1.LabelBundle}); err != nil {
 			return nil, err
 		}
 		for _, item := range list.Items {
