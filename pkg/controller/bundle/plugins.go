@@ -70,6 +70,9 @@ func (p *pass) syncPlugin(ctx context.Context, res *bundlespec.Resource) limbov1
 		p.after(retryInterval)
 		return fail(limbov1alpha1.ResourceError, ReasonPluginFailed, "plugin %q: %v", res.Plugin.Name, err)
 	}
+	for _, ev := range result.Events {
+		p.r.Recorder.Event(p.bundle, ev.Type, ev.Reason, ev.Message)
+	}
 	if _, _, err := result.Inventory.Orphans(); err != nil {
 		return fail(limbov1alpha1.ResourceError, ReasonUnsafeInventory, "plugin %q: %v", res.Plugin.Name, err)
 	}
