@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-
 	"github.com/limbo-dev/limbo/it/testenv"
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 )
