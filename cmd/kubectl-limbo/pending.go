@@ -226,7 +226,10 @@ func collectPending(ctx context.Context, src pendingSources, namespace string, n
 	}
 	for _, bundle := range bundles.Items {
 		for _, entry := range bundle.Status.PendingDeletions {
-			if entry.Message == "" {
+			// An entry adds its message to its object's row; a cluster-scoped one (a
+			// plugin's object item, a Csibmnode) is a row of its own: the label
+			// listing covers namespaced kinds only.
+			if entry.Message == "" && entry.Namespace != "" {
 				continue
 			}
 			ns := entry.Namespace
@@ -242,7 +245,7 @@ func collectPending(ctx context.Context, src pendingSources, namespace string, n
 				countdown:  countdownNever,
 			}
 			if i, ok := index[itemKey{item.groupKind(), item.Namespace, item.Name}]; ok {
-				items[i].addMessage(entry.Message)
+				items[i].addMessage(entry.Message) // an empty message adds nothing
 				continue
 			}
 			if entry.DeletionTimestamp != nil {
