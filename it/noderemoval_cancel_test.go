@@ -16,9 +16,7 @@ func TestNodeRemovalCancel(t *testing.T) {
 	ns := env.Namespace(t)
 	n := newCSINode(t, ns, "n1", drainTaint)
 	b := nodeRemovalBundle(t, ns, "1h", map[string]any{})
-	n.waitLabelled(t, true)
-	deleteNode(t, n.name)
-	inLimbo := n.waitAllInLimbo(t, b)
+	inLimbo := n.remove(t, b)
 
 	createNode(t, n.name, drainTaint)
 	for i, o := range n.objects {

@@ -201,6 +201,15 @@ func (n *csiNode) waitPending(t testing.TB, b *limbov1alpha1.Bundle, check func(
 	return byName
 }
 
+// remove drains n (its Csibmnode labelled), deletes its Node, and waits until
+// its resources are in limbo for b; it returns them as they were then.
+func (n *csiNode) remove(t testing.TB, b *limbov1alpha1.Bundle) []*unstructured.Unstructured {
+	t.Helper()
+	n.waitLabelled(t, true)
+	deleteNode(t, n.name)
+	return n.waitAllInLimbo(t, b)
+}
+
 // waitAllInLimbo waits until each of n's resources is stamped, labelled and owned
 // by b's resource, without the bundle label, and returns them.
 func (n *csiNode) waitAllInLimbo(t testing.TB, b *limbov1alpha1.Bundle) []*unstructured.Unstructured {

@@ -15,9 +15,7 @@ func TestNodeRemovalRestart(t *testing.T) {
 	ns := env.Namespace(t)
 	n := newCSINode(t, ns, "n1", drainTaint)
 	b := nodeRemovalBundle(t, ns, "8s", map[string]any{})
-	n.waitLabelled(t, true)
-	deleteNode(t, n.name)
-	before := n.waitAllInLimbo(t, b)
+	before := n.remove(t, b)
 
 	if err := env.RestartController(nil); err != nil {
 		t.Fatal(err)

@@ -18,10 +18,7 @@ func TestNodeRemovalSchedule(t *testing.T) {
 	n := newCSINode(t, ns, "n1", drainTaint)
 	keep := newCSINode(t, ns, "n2") // a healthy node: never touched
 	b := nodeRemovalBundle(t, ns, "1h", map[string]any{})
-	n.waitLabelled(t, true)
-
-	deleteNode(t, n.name)
-	inLimbo := n.waitAllInLimbo(t, b)
+	inLimbo := n.remove(t, b)
 	for _, u := range inLimbo {
 		if got := u.GetAnnotations()[limbov1alpha1.AnnotationDeletionDelay]; got != "1h" {
 			t.Errorf("%s %s: deletionDelay %q, want the resource's 1h", u.GetKind(), u.GetName(), got)

@@ -15,9 +15,7 @@ func TestNodeRemovalTeardownCancels(t *testing.T) {
 	ns := env.Namespace(t)
 	n := newCSINode(t, ns, "n1", drainTaint)
 	b := nodeRemovalBundle(t, ns, "1h", map[string]any{})
-	n.waitLabelled(t, true)
-	deleteNode(t, n.name)
-	inLimbo := n.waitAllInLimbo(t, b)
+	inLimbo := n.remove(t, b)
 
 	if err := env.Client.Delete(context.Background(), b); err != nil {
 		t.Fatal(err)

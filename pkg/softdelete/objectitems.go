@@ -304,14 +304,8 @@ func (e *Engine) deleteItem(ctx context.Context, eventTarget runtime.Object, it 
 			"finalizers":      keep,
 			"resourceVersion": obj.GetResourceVersion(),
 		}})
-		switch {
-		case apierrors.IsNotFound(err):
-			e.Metrics.deletions.WithLabelValues(ResultGone).Inc()
-			return true, nil
-		case apierrors.IsConflict(err):
-			return false, fmt.Errorf("%s changed since it was read; decided again on the next pass", ref)
-		case err != nil:
-			return false, err
+		if err != nil {
+			return e.goneOrStale(err, ref)
 		}
 		log.FromContext(ctx).Info("finalizers cleared before delete", "object", ref, "pluginResource", obj.GetAnnotations()[limbov1alpha1.AnnotationPluginResource])
 		if obj.GetDeletionTimestamp() != nil && len(keep) == 0 {
@@ -324,11 +318,8 @@ func (e *Engine) deleteItem(ctx context.Context, eventTarget runtime.Object, it 
 	uid, rv := obj.GetUID(), obj.GetResourceVersion()
 	err := e.Client.Delete(ctx, obj, client.Preconditions{UID: &uid, ResourceVersion: &rv}, client.PropagationPolicy(metav1.DeletePropagationBackground))
 	switch {
-	case apierrors.IsNotFound(err):
-		e.Metrics.deletions.WithLabelValues(ResultGone).Inc()
-		return true, nil
-	case apierrors.IsConflict(err):
-		return false, fmt.Errorf("%s changed since it was read; decided again on the next pass", ref)
+	case apierrors.IsNotFound(err), apierrors.IsConflict(err):
+		return e.goneOrStale(err, ref)
 	case err != nil:
 		e.Metrics.deletions.WithLabelValues(ResultFailed).Inc()
 		e.Recorder.Eventf(eventTarget, corev1.EventTypeWarning, EventDeleteFailed, "%s: %v", ref, err)
@@ -345,6 +336,20 @@ func (e *Engine) deleteItem(ctx context.Context, eventTarget runtime.Object, it 
 		return false, nil
 	}
 	return true, nil
+}
+
+// goneOrStale is the outcome of a failed write on a due item: NotFound means it is
+// gone (success); a Conflict means it changed since it was read, and is decided
+// again on the next pass; anything else is returned as is.
+func (e *Engine) goneOrStale(err error, ref string) (bool, error) {
+	switch {
+	case apierrors.IsNotFound(err):
+		e.Metrics.deletions.WithLabelValues(ResultGone).Inc()
+		return true, nil
+	case apierrors.IsConflict(err):
+		return false, fmt.Errorf("%s changed since it was read; decided again on the next pass", ref)
+	}
+	return false, err
 }
 
 // withoutFinalizers returns finalizers minus clear, and whether any was removed.
