@@ -68,7 +68,10 @@ func (p *pass) processUnjudgedItems(ctx context.Context) {
 	if len(missing) == 0 {
 		return
 	}
-	items, err := p.r.objectItemsInLimbo(ctx, p.bundle, kindsOfEntries(missing))
+	// From the API server's watch cache (resourceVersion 0): entries of managed
+	// objects deleted in this pass land here too, and a full read of their kinds
+	// on each would cost etcd a scan; a stale answer only defers to the next pass.
+	items, err := p.r.objectItemsInLimbo(ctx, p.bundle, kindsOfEntries(missing), &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: "0"}})
 	if err != nil {
 		p.after(retryInterval)
 		p.pending = append(p.pending, missing...) // keep them visible meanwhile
@@ -104,7 +107,7 @@ func (r *Reconciler) cancelObjectItems(ctx context.Context, b *limbov1alpha1.Bun
 			entries = append(entries, pd)
 		}
 	}
-	items, err := r.objectItemsInLimbo(ctx, b, kindsOfEntries(entries))
+	items, err := r.objectItemsInLimbo(ctx, b, kindsOfEntries(entries)) // fresh: the last look
 	if err != nil {
 		return err
 	}
@@ -118,13 +121,13 @@ func (r *Reconciler) cancelObjectItems(ctx context.Context, b *limbov1alpha1.Bun
 
 // objectItemsInLimbo lists, from the API server, the objects of kinds that are in
 // limbo for one of b's plugin resources, in any namespace.
-func (r *Reconciler) objectItemsInLimbo(ctx context.Context, b *limbov1alpha1.Bundle, kinds []schema.GroupVersionKind) ([]*metav1.PartialObjectMetadata, error) {
+func (r *Reconciler) objectItemsInLimbo(ctx context.Context, b *limbov1alpha1.Bundle, kinds []schema.GroupVersionKind, opts ...client.ListOption) ([]*metav1.PartialObjectMetadata, error) {
 	prefix := itemOwner(b, "")
 	var out []*metav1.PartialObjectMetadata
 	for _, gvk := range kinds {
 		list := &metav1.PartialObjectMetadataList{}
 		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-		if err := r.APIReader.List(ctx, list, client.MatchingLabels{limbov1alpha1.LabelPendingDeletion: "true"}); err != nil {
+		if err := r.APIReader.List(ctx, list, append(opts, client.MatchingLabels{limbov1alpha1.LabelPendingDeletion: "true"})...); err != nil {
 			if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
 				continue // the kind is gone from the API server: so are its objects
 			}
