@@ -141,9 +141,13 @@ func (n *csiNode) live(t testing.TB) []*unstructured.Unstructured {
 
 // nodeRemovalBundle creates a Bundle with one node-removal resource and deletes
 // it (waiting until it is gone) when the test ends, before anything else goes, so
-// that no Bundle of an earlier test judges a later test's nodes.
+// that no Bundle of an earlier test judges a later test's nodes. It also creates
+// a Node that stays: a cluster has nodes, and an empty Node listing computes no
+// orphans (the safety rule).
 func nodeRemovalBundle(t testing.TB, ns, delay string, spec map[string]any) *limbov1alpha1.Bundle {
 	t.Helper()
+	createNode(t, ns+"-stays")
+	t.Cleanup(func() { removeForGood(t, nodeGVK, "", ns+"-stays") })
 	raw, err := json.Marshal(spec)
 	if err != nil {
 		t.Fatal(err)

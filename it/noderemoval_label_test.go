@@ -25,7 +25,7 @@ func TestNodeRemovalDrainLabel(t *testing.T) {
 	drained.waitLabelled(t, true)
 	// Both nodes are judged in the same run: the label on one proves the other was
 	// looked at.
-	waitNodeRemovalReady(t, b, drained.name)
+	waitNodeRemovalReady(t, b, "Csibmnodes")
 	if after := wrongEffect.csibmnode(t); after.GetResourceVersion() != before.GetResourceVersion() {
 		t.Errorf("the Csibmnode of a Node tainted NoExecute was written: labels %v", after.GetLabels())
 	}
