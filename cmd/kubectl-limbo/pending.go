@@ -376,6 +376,12 @@ func objectItem(obj *metav1.PartialObjectMetadata, apiVersion, kind string, now 
 		Bundle:     obj.Labels[limbov1alpha1.LabelBundle],
 		uid:        obj.UID,
 	}
+	if owner := obj.Annotations[limbov1alpha1.AnnotationPluginResource]; item.Bundle == "" && owner != "" {
+		// A plugin's object item: "<namespace>/<bundle>/<resource>".
+		if parts := strings.SplitN(owner, "/", 3); len(parts) == 3 {
+			item.Bundle = parts[1]
+		}
+	}
 	setCountdown(&item, obj.Annotations, now)
 	return item
 }

@@ -35,7 +35,7 @@ func TestNewRegistry(t *testing.T) {
 	}
 	// Kinds are told apart by type and kind: node-removal's metadata-only watches
 	// are five kinds of one Go type.
-	want := []string{"*v1.Namespace=namespace-gc", "*v1.Node=node-removal",
+	want := []string{"*v1.Namespace=namespace-gc", "Node.=node-removal",
 		"Node.csi-baremetal.dell.com=node-removal", "Drive.csi-baremetal.dell.com=node-removal",
 		"AvailableCapacity.csi-baremetal.dell.com=node-removal", "LogicalVolumeGroup.csi-baremetal.dell.com=node-removal",
 		"Volume.csi-baremetal.dell.com=node-removal"}

@@ -214,6 +214,9 @@ func describe(obj client.Object) string {
 	if kind == "" {
 		kind = "object"
 	}
+	if obj.GetNamespace() == "" {
+		return kind + " " + obj.GetName() // cluster-scoped (a plugin's object item)
+	}
 	return fmt.Sprintf("%s %s/%s", kind, obj.GetNamespace(), obj.GetName())
 }
 

@@ -17,8 +17,10 @@
 //     resource's message and a metric; its resources are left alone unless
 //     removeUndrained is true.
 //
-// The csi-baremetal kinds are read from the API server (Request.Reader): they may
-// be absent from a cluster, and then the plugin's run fails with a clear error.
+// Everything is read from the API server (Request.Reader): the csi-baremetal kinds
+// may be absent from a cluster (the run then fails with a clear error), and the
+// Nodes are read after the Csibmnodes so that a new Csibmnode is never judged
+// without the Node it came with.
 package noderemoval
 
 import (
@@ -143,22 +145,23 @@ func GVK(kind string) schema.GroupVersionKind {
 	return schema.GroupVersionKind{Group: Group, Version: Version, Kind: kind}
 }
 
-// Describe names the plugin, its schema and its triggers: Nodes, and the
-// csi-baremetal kinds (metadata only: the plugin reads them from the API server).
+// Describe names the plugin, its schema and its triggers: Nodes and the
+// csi-baremetal kinds, metadata only (a trigger needs no more: the plugin reads
+// them from the API server).
 func (p *Plugin) Describe() plugin.Description {
-	watches := []client.Object{&corev1.Node{}}
-	for _, kind := range append([]string{KindCsibmnode}, kindNames()...) {
+	var watches []client.Object
+	for _, gvk := range append([]schema.GroupVersionKind{corev1.SchemeGroupVersion.WithKind("Node"), GVK(KindCsibmnode)}, kindGVKs()...) {
 		m := &metav1.PartialObjectMetadata{}
-		m.SetGroupVersionKind(GVK(kind))
+		m.SetGroupVersionKind(gvk)
 		watches = append(watches, m)
 	}
 	return plugin.Description{Name: Name, Schema: plugin.SchemaOf[Spec](), Watches: watches}
 }
 
-func kindNames() []string {
-	out := make([]string, len(nodeKinds))
+func kindGVKs() []schema.GroupVersionKind {
+	out := make([]schema.GroupVersionKind, len(nodeKinds))
 	for i, k := range nodeKinds {
-		out[i] = k.kind
+		out[i] = GVK(k.kind)
 	}
 	return out
 }
@@ -210,17 +213,20 @@ func (p *Plugin) Plan(ctx context.Context, req plugin.Request) (*plugin.Result, 
 	if err != nil {
 		return nil, err
 	}
+	csiNodes, err := listCSINodes(ctx, req.Reader)
+	if err != nil {
+		return nil, err
+	}
+	// Nodes from the API server too, and after the Csibmnodes: a Node registers
+	// before csi-baremetal creates its Csibmnode, so this order never sees a
+	// Csibmnode without the Node that it came with (a cache lagging behind could).
 	var nodeList corev1.NodeList
-	if err := req.Client.List(ctx, &nodeList); err != nil {
+	if err := req.Reader.List(ctx, &nodeList); err != nil {
 		return nil, fmt.Errorf("list Nodes: %w", err)
 	}
 	nodes := map[string]*corev1.Node{}
 	for i := range nodeList.Items {
 		nodes[nodeList.Items[i].Name] = &nodeList.Items[i]
-	}
-	csiNodes, err := listCSINodes(ctx, req.Reader)
-	if err != nil {
-		return nil, err
 	}
 	res := &plugin.Result{Inventory: &plugin.Inventory{DesiredListed: len(nodeList.Items)}, Ready: true}
 	var removed, undrained, labelErrs []string
