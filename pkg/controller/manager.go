@@ -29,6 +29,7 @@ import (
 	"github.com/limbo-dev/limbo/pkg/controller/tombstone"
 	"github.com/limbo-dev/limbo/pkg/plugins"
 	"github.com/limbo-dev/limbo/pkg/softdelete"
+	"github.com/limbo-dev/limbo/pkg/statusmetrics"
 )
 
 // NewScheme returns the scheme limbo's clients use: the built-in kinds, CRDs and
@@ -134,6 +135,7 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 	}
 	engine := &softdelete.Engine{
 		Client:   mgr.GetClient(),
+		Reader:   mgr.GetAPIReader(),
 		Recorder: mgr.GetEventRecorderFor("limbo"), //nolint:staticcheck // core/v1 events keep kubectl describe readable
 		Clock:    clock.RealClock{},
 		Metrics:  softdelete.DefaultMetrics,
@@ -152,6 +154,7 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 		return nil, err
 	}
 	reap.OnKind = bundles.EnsureWatch
+	statusmetrics.Default.SetReader(mgr.GetCache())
 	if err := mgr.Add(reap); err != nil {
 		return nil, err
 	}

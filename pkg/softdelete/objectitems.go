@@ -224,7 +224,7 @@ func (e *Engine) processOrphanItem(ctx context.Context, eventTarget runtime.Obje
 				p.Message = err.Error()
 				out.fail(err)
 			case obj.GetDeletionTimestamp() != nil:
-				p.Message = "being deleted; waiting for finalizers " + strings.Join(obj.GetFinalizers(), ", ")
+				p = terminatingEntry(obj)
 				out.after(HoldRecheckInterval)
 			}
 		}

@@ -98,15 +98,15 @@ func TestProcessItemsDeleteOrder(t *testing.T) {
 	}
 	out := h.engine.ProcessItems(context.Background(), bundle(), softdelete.ItemSet{Owner: owner, Delay: "10m", Items: items})
 	want := []string{
-		"DELETE ConfigMap team-a/c-drive uid=uid-c-drive propagation=Background",
+		"DELETE ConfigMap team-a/c-drive uid=uid-c-drive rv=999 propagation=Background",
 		`PATCH ConfigMap team-a/b-volume application/merge-patch+json {"metadata":{"finalizers":["other"],"resourceVersion":"999"}}`,
-		"DELETE ConfigMap team-a/b-volume uid=uid-b-volume propagation=Background",
+		"DELETE ConfigMap team-a/b-volume uid=uid-b-volume rv=1000 propagation=Background", // the patched version,
 	}
 	if !reflect.DeepEqual(h.calls, want) {
 		t.Errorf("API calls:\n%q\nwant:\n%q", h.calls, want)
 	}
 	got := messages(out.Pending)
-	if !strings.Contains(got["b-volume"], "being deleted; waiting for finalizers other") ||
+	if !strings.Contains(got["b-volume"], "being deleted; held by finalizers: other") ||
 		!strings.Contains(got["a-node"], "waiting for ConfigMap team-a/b-volume to be deleted first") || len(got) != 2 {
 		t.Errorf("pending = %v", got)
 	}
@@ -126,7 +126,7 @@ func TestProcessItemsDeleteOrder(t *testing.T) {
 		out = h.engine.ProcessItems(context.Background(), bundle(), softdelete.ItemSet{Owner: owner, Delay: "10m",
 			Items: []softdelete.Item{{Object: h.live(t, "d-node"), Group: "n2", Order: 2}}})
 	}
-	if want := []string{"DELETE ConfigMap team-a/d-node uid=uid-d-node propagation=Background"}; !reflect.DeepEqual(h.calls, want) {
+	if want := []string{"DELETE ConfigMap team-a/d-node uid=uid-d-node rv=999 propagation=Background"}; !reflect.DeepEqual(h.calls, want) {
 		t.Errorf("API calls %q, want one delete", h.calls)
 	}
 	if live := h.live(t, "d-node"); live.GetDeletionTimestamp() == nil || !reflect.DeepEqual(live.GetFinalizers(), []string{"node-cleanup"}) {
@@ -154,7 +154,7 @@ func TestProcessItemsGroupsAreIndependent(t *testing.T) {
 			}
 			return "", nil
 		}})
-	want := []string{"DELETE ConfigMap team-a/n1-drive uid=uid-n1-drive propagation=Background", "DELETE ConfigMap team-a/n3-drive uid=uid-n3-drive propagation=Background"}
+	want := []string{"DELETE ConfigMap team-a/n1-drive uid=uid-n1-drive rv=999 propagation=Background", "DELETE ConfigMap team-a/n3-drive uid=uid-n3-drive rv=999 propagation=Background"}
 	if !reflect.DeepEqual(h.calls, want) {
 		t.Errorf("API calls:\n%q\nwant:\n%q", h.calls, want)
 	}

@@ -10,7 +10,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 	"github.com/limbo-dev/limbo/pkg/plugin"
@@ -94,13 +93,9 @@ func (p *pass) processUnjudgedItems(ctx context.Context) {
 }
 
 // cancelObjectItems takes b's object items out of limbo at its teardown, never
-// deleting them, like its Tombstones: removing a cleanup job stops its deletions.
-// With --cascade=orphan nothing is touched: the items keep their countdown, which
-// a new Bundle of the same name and resource takes over.
+// deleting them, whatever the cascade mode, like its Tombstones: removing a
+// cleanup job stops its deletions, and nobody else would decide them.
 func (r *Reconciler) cancelObjectItems(ctx context.Context, b *limbov1alpha1.Bundle) error {
-	if controllerutil.ContainsFinalizer(b, metav1.FinalizerOrphanDependents) {
-		return nil
-	}
 	var entries []limbov1alpha1.PendingDeletion
 	for _, pd := range b.Status.PendingDeletions {
 		if schema.FromAPIVersionAndKind(pd.APIVersion, pd.Kind) != limbov1alpha1.TombstoneGVK {

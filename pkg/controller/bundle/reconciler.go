@@ -2,6 +2,7 @@ package bundle
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -12,6 +13,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 	"github.com/limbo-dev/limbo/pkg/plugin"
@@ -46,14 +48,26 @@ type Reconciler struct {
 
 	watcher *watcher
 	applied appliedCache
+	planner *planner
 }
 
-// Reconcile runs one pass over a Bundle, or one step of its teardown.
+// Reconcile runs one pass over a Bundle, or one step of its teardown. A Conflict
+// on the Bundle (a newer version is on its way to the cache) is an ordinary
+// requeue, not an error.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	result, err := r.reconcile(ctx, req)
+	if apierrors.IsConflict(err) {
+		return ctrl.Result{Requeue: true}, nil
+	}
+	return result, err
+}
+
+func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	var b limbov1alpha1.Bundle
 	if err := r.Client.Get(ctx, req.NamespacedName, &b); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.Metrics.forget(req.String())
+			r.planner.forgetBundle(req.NamespacedName)
 			r.Engine.Metrics.SetPending("bundle/"+req.String(), 0)
 			return ctrl.Result{}, nil
 		}
@@ -76,6 +90,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	r.Engine.Metrics.SetPending("bundle/"+req.String(), len(status.PendingDeletions))
 	if err := r.writeStatus(ctx, &b, status); err != nil {
 		return ctrl.Result{}, err
+	}
+	switch {
+	case len(p.errs) > 0:
+		// Transient: the work queue's rate limiter backs off, and
+		// controller_runtime_reconcile_errors_total counts them.
+		return ctrl.Result{}, errors.Join(p.errs...)
+	case len(p.specErrs) > 0:
+		// Retrying does not help; the next spec change triggers a pass.
+		return ctrl.Result{}, reconcile.TerminalError(p.specErrs)
 	}
 	return p.result(), nil
 }

@@ -7,11 +7,12 @@ package reaper
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/clock"
@@ -19,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+	"github.com/limbo-dev/limbo/pkg/limboscan"
 	"github.com/limbo-dev/limbo/pkg/softdelete"
 )
 
@@ -49,9 +51,7 @@ type Reaper struct {
 
 // Discovery is what the reaper needs of discovery: the kinds it may find in limbo.
 // *discovery.DiscoveryClient implements it.
-type Discovery interface {
-	ServerPreferredNamespacedResources() ([]*metav1.APIResourceList, error)
-}
+type Discovery = limboscan.Discovery
 
 // New returns a Reaper.
 func New(c client.Client, reader client.Reader, d Discovery, engine *softdelete.Engine, fullScan time.Duration) *Reaper {
@@ -65,7 +65,7 @@ func (r *Reaper) NeedLeaderElection() bool { return true }
 // Observe is called with every managed object event; an object in limbo that no
 // Bundle controls pokes the reaper.
 func (r *Reaper) Observe(obj client.Object) {
-	if obj.GetLabels()[limbov1alpha1.LabelPendingDeletion] != "true" || controlledByBundle(obj) {
+	if !softdelete.Released(obj) {
 		return
 	}
 	if gvk := obj.GetObjectKind().GroupVersionKind(); !gvk.Empty() {
@@ -120,6 +120,7 @@ func (r *Reaper) pass(ctx context.Context, full bool) (time.Duration, error) {
 	}
 	wait := time.Duration(1<<63 - 1)
 	var errs []error
+	bundles := map[client.ObjectKey]bool{} // Bundle -> being torn down, for this pass
 	pending := 0
 	for _, gvk := range kinds {
 		items, err := r.list(ctx, gvk)
@@ -140,7 +141,17 @@ func (r *Reaper) pass(ctx context.Context, full bool) (time.Duration, error) {
 		}
 		for i := range items {
 			obj := &items[i]
-			out := r.Engine.Orphan(ctx, obj, obj)
+			if held, err := r.heldByTeardown(ctx, obj, bundles); err != nil || held {
+				// A teardown of the Bundle that last managed obj is running: it
+				// decides (--cascade=orphan cancels the countdown). Fail closed.
+				if err != nil {
+					errs = append(errs, err)
+				}
+				pending++
+				wait = min(wait, 5*time.Second)
+				continue
+			}
+			out := r.Engine.Orphan(ctx, obj, obj, softdelete.Released)
 			if !out.Gone {
 				pending++
 			}
@@ -167,16 +178,12 @@ func (r *Reaper) list(ctx context.Context, gvk schema.GroupVersionKind) ([]metav
 	}
 	var out []metav1.PartialObjectMetadata
 	for _, ns := range namespaces {
-		list := &metav1.PartialObjectMetadataList{}
-		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-		if err := r.Reader.List(ctx, list, client.InNamespace(ns), client.MatchingLabels{limbov1alpha1.LabelPendingDeletion: "true"},
-			// Plugin object items in limbo carry no bundle label: their Bundle's pass decides them.
-			client.HasLabels{limbov1alpha1.LabelBundle}); err != nil {
+		items, err := limboscan.List(ctx, r.Reader, gvk, ns)
+		if err != nil {
 			return nil, err
 		}
-		for _, item := range list.Items {
-			if !controlledByBundle(&item) {
-				item.SetGroupVersionKind(gvk)
+		for _, item := range items {
+			if softdelete.Released(&item) {
 				out = append(out, item)
 			}
 		}
@@ -192,45 +199,35 @@ func (r *Reaper) kindsToScan(full bool) ([]schema.GroupVersionKind, error) {
 		defer r.mu.Unlock()
 		return sortedKinds(r.kinds), nil
 	}
-	lists, err := r.Discovery.ServerPreferredNamespacedResources()
-	if err != nil && len(lists) == 0 {
+	found, err := limboscan.Kinds(r.Discovery, "delete", "patch")
+	if err != nil && len(found) == 0 {
 		return nil, err // a partial discovery failure still scans what it found
 	}
 	kinds := map[schema.GroupVersionKind]bool{}
-	for _, list := range lists {
-		gv, parseErr := schema.ParseGroupVersion(list.GroupVersion)
-		if parseErr != nil {
-			continue
-		}
-		for _, res := range list.APIResources {
-			if strings.Contains(res.Name, "/") || !hasVerbs(res.Verbs, "list", "delete", "patch") {
-				continue
-			}
-			kinds[gv.WithKind(res.Kind)] = true
-		}
+	for _, k := range found {
+		kinds[k.Kind] = true
 	}
 	return sortedKinds(kinds), nil
 }
 
-func controlledByBundle(obj metav1.Object) bool {
-	owner := metav1.GetControllerOf(obj)
-	return owner != nil && owner.Kind == limbov1alpha1.BundleGVK.Kind && strings.HasPrefix(owner.APIVersion, limbov1alpha1.GroupVersion.Group+"/")
-}
-
-func hasVerbs(verbs metav1.Verbs, want ...string) bool {
-	for _, w := range want {
-		found := false
-		for _, v := range verbs {
-			if v == w {
-				found = true
-				break
-			}
-		}
-		if !found {
-			return false
-		}
+// heldByTeardown reports whether the Bundle named by obj's limbo.dev/bundle label
+// is being deleted; seen memoises the answer for one pass.
+func (r *Reaper) heldByTeardown(ctx context.Context, obj metav1.Object, seen map[client.ObjectKey]bool) (bool, error) {
+	key := client.ObjectKey{Namespace: obj.GetNamespace(), Name: obj.GetLabels()[limbov1alpha1.LabelBundle]}
+	if held, ok := seen[key]; ok {
+		return held, nil
 	}
-	return true
+	var b limbov1alpha1.Bundle
+	err := r.Reader.Get(ctx, key, &b)
+	switch {
+	case apierrors.IsNotFound(err):
+		seen[key] = false
+	case err != nil:
+		return false, fmt.Errorf("read Bundle %s: %w", key, err)
+	default:
+		seen[key] = !b.DeletionTimestamp.IsZero()
+	}
+	return seen[key], nil
 }
 
 func sortedKinds(set map[schema.GroupVersionKind]bool) []schema.GroupVersionKind {

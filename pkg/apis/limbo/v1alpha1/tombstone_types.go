@@ -22,7 +22,10 @@ type Tombstone struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	Spec   TombstoneSpec   `json:"spec,omitempty"`
+	// Spec names the plugin, the Bundle resource and the external item; it is
+	// immutable.
+	Spec TombstoneSpec `json:"spec,omitempty"`
+	// Status records the deadline and the failed external delete attempts.
 	Status TombstoneStatus `json:"status,omitempty"`
 }
 
@@ -53,7 +56,8 @@ type TombstoneStatus struct {
 	// DeleteAfter is the deadline of the countdown.
 	// +optional
 	DeleteAfter *metav1.Time `json:"deleteAfter,omitempty"`
-	// Attempts counts the failed external deletes.
+	// Attempts counts the external deletes started: each is marked here before
+	// the plugin is called.
 	// +optional
 	Attempts int32 `json:"attempts,omitempty"`
 	// LastError is the error of the last failed external delete.

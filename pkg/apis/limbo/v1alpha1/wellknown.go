@@ -18,7 +18,7 @@ const (
 	AnnotationPluginResource = "limbo.dev/pluginResource"
 	// AnnotationReadyWhenFieldPath and AnnotationReadyWhenFieldValue, on a
 	// CustomResourceDefinition, state the readiness rule of its objects: the JSONPath
-	// must yield the value.
+	// (status.phase, .status.phase or {.status.phase}) must yield the value.
 	AnnotationReadyWhenFieldPath  = "limbo.dev/readyWhenFieldPath"
 	AnnotationReadyWhenFieldValue = "limbo.dev/readyWhenFieldValue"
 
