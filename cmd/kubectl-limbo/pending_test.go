@@ -314,7 +314,7 @@ func TestPendingClusterScopedPluginItem(t *testing.T) {
 	if code != 0 || errOut != "" {
 		t.Fatalf("exit %d, stderr %q", code, errOut)
 	}
-	if !strings.Contains(out, "Node.csi-baremetal.dell.com   csibmnode-w1   csi-nodes") || !strings.Contains(out, "1m0s") {
+	if !strings.Contains(out, "Node.csi-baremetal.dell.com   csibmnode-w1   csi-nodes") || !strings.Contains(out, testNow.Add(time.Minute).UTC().Format(time.RFC3339)) {
 		t.Errorf("the Csibmnode is not listed with its Bundle and countdown:\n%s", out)
 	}
 }
