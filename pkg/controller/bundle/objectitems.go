@@ -48,7 +48,8 @@ func (p *pass) processObjectItems(ctx context.Context, out pluginOutcome, ready 
 }
 
 // processUnjudgedItems handles the Bundle's object items in limbo that no plugin
-// judged in this pass (its plan failed, or it no longer lists them): they keep
+// judged in this pass (its plan failed or is still running, or it no longer lists
+// them): they keep
 // their countdown and their line in pendingDeletions, and are never deleted
 // unjudged; those of a plugin resource that left the Bundle are cancelled. Only
 // entries of the previous status that this pass did not produce are looked up,
@@ -88,7 +89,7 @@ func (p *pass) processUnjudgedItems(ctx context.Context) {
 			p.after(retryInterval)
 		}
 		p.pending = append(p.pending, *p.r.Engine.Pending(item,
-			fmt.Sprintf("not judged by resource %q in its last run: the countdown is kept, and nothing is deleted until the plugin judges it again", resource)))
+			fmt.Sprintf("not judged by resource %q in this pass (its plan failed, is still running, or left it out): the countdown is kept, and nothing is deleted until the plugin judges it again", resource)))
 	}
 }
 
