@@ -153,7 +153,10 @@ func collectPending(ctx context.Context, src pendingSources, namespace string, n
 	}
 	for _, bundle := range bundles.Items {
 		for _, entry := range bundle.Status.PendingDeletions {
-			if entry.Message == "" {
+			// An entry adds its message to its object's row; a cluster-scoped one (a
+			// plugin's object item, a Csibmnode) is a row of its own: the label
+			// listing covers namespaced kinds only.
+			if entry.Message == "" && entry.Namespace != "" {
 				continue
 			}
 			ns := entry.Namespace
@@ -169,7 +172,7 @@ func collectPending(ctx context.Context, src pendingSources, namespace string, n
 				countdown:  countdownNever,
 			}
 			if i, ok := index[itemKey{item.groupKind(), item.Namespace, item.Name}]; ok {
-				items[i].addMessage(entry.Message)
+				items[i].addMessage(entry.Message) // an empty message adds nothing
 				continue
 			}
 			if entry.DeletionTimestamp != nil {
@@ -267,6 +270,12 @@ func objectItem(obj *metav1.PartialObjectMetadata, now time.Time) pendingItem {
 		Name:       obj.Name,
 		Bundle:     obj.Labels[limbov1alpha1.LabelBundle],
 		uid:        obj.UID,
+	}
+	if owner := obj.Annotations[limbov1alpha1.AnnotationPluginResource]; item.Bundle == "" && owner != "" {
+		// A plugin's object item: "<namespace>/<bundle>/<resource>".
+		if parts := strings.SplitN(owner, "/", 3); len(parts) == 3 {
+			item.Bundle = parts[1]
+		}
 	}
 	setCountdown(&item, obj.Annotations, now)
 	return item

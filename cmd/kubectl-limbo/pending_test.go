@@ -298,3 +298,23 @@ func fieldsOf(table string) string {
 	}
 	return strings.Join(lines, "\n")
 }
+
+// A plugin's cluster-scoped object item in limbo (a Csibmnode) is not found by
+// the label listing, which covers namespaced kinds: its Bundle's entry is its row.
+func TestPendingClusterScopedPluginItem(t *testing.T) {
+	bundle := &limbov1alpha1.Bundle{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "csi-admin", Name: "csi-nodes", UID: uid("csi-nodes")},
+		Status: limbov1alpha1.BundleStatus{PendingDeletions: []limbov1alpha1.PendingDeletion{
+			{APIVersion: "csi-baremetal.dell.com/v1", Kind: "Node", Name: "csibmnode-w1",
+				DeletionTimestamp: &metav1.Time{Time: testNow.Add(-time.Minute)}, DeleteAfter: &metav1.Time{Time: testNow.Add(time.Minute)}},
+		}},
+	}
+	f := newFixture(t, nil, bundle)
+	code, out, errOut := f.run("pending", "-n", "csi-admin")
+	if code != 0 || errOut != "" {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+	if !strings.Contains(out, "Node.csi-baremetal.dell.com   csibmnode-w1   csi-nodes") || !strings.Contains(out, testNow.Add(time.Minute).UTC().Format(time.RFC3339)) {
+		t.Errorf("the Csibmnode is not listed with its Bundle and countdown:\n%s", out)
+	}
+}

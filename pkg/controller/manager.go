@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/discovery"
@@ -19,6 +20,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -89,7 +91,19 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 			return nil, err
 		}
 	}
-	for _, w := range registry.Watches() {
+	httpClient, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, err
+	}
+	mapper, err := apiutil.NewDynamicRESTMapper(cfg, httpClient)
+	if err != nil {
+		return nil, err
+	}
+	watches, missing := registry.ServedWatches(scheme, mapper)
+	for _, gvk := range missing {
+		ctrl.Log.Info("not watching a plugin's kind: the API server does not serve it (its plugin reports the missing kind when it runs)", "kind", gvk.String())
+	}
+	for _, w := range watches {
 		cacheOpts.ByObject[w.Object] = cache.ByObject{Label: everything()}
 	}
 	mgrOpts := manager.Options{
@@ -97,7 +111,10 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 		// check would only forbid building a manager again (a restart in-process).
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 		Scheme:     scheme,
-		Cache:      cacheOpts,
+		MapperProvider: func(*rest.Config, *http.Client) (meta.RESTMapper, error) {
+			return mapper, nil
+		},
+		Cache: cacheOpts,
 		// Managed objects are unstructured: without this, every read of one would go
 		// to the API server instead of the cache.
 		Client:                  client.Options{Cache: &client.CacheOptions{Unstructured: true}},

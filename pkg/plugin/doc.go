@@ -7,8 +7,11 @@
 // inventory (the items that exist in its domain and whether each should), its
 // readiness, and when to poll again. Orphans — existing items that should not
 // exist — go to the soft-delete engine with the resource's deletionDelay: Kubernetes
-// objects are stamped, external items are represented by Tombstones.
+// objects are stamped in place and decided by their Bundle's pass (ObjectItem, with
+// a delete order, finalizers to clear and an optional DeleteGate), external items
+// are represented by Tombstones.
 //
 // The framework enforces the safety rules every plugin needs (see Inventory.Orphans):
-// no orphans from a failed or empty listing of the desired side.
+// no orphans from a failed or empty listing of the desired side. A spec's schema is
+// generated from its Go type (SchemaOf).
 package plugin

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+	"github.com/limbo-dev/limbo/pkg/softdelete"
 )
 
 // Description is what a plugin says of itself.
@@ -20,7 +21,12 @@ type Description struct {
 	// Schema validates the plugin's spec before anything runs.
 	Schema *apiextensionsv1.JSONSchemaProps
 	// Watches are prototypes of the kinds whose changes re-run the plugin's
-	// Bundles, for example &corev1.Namespace{}. They are cached whole.
+	// Bundles, for example &corev1.Namespace{}; they are cached whole, and a
+	// *metav1.PartialObjectMetadata with its apiVersion and kind set caches only
+	// metadata (enough for a trigger). A kind the API server does not serve when the
+	// controller starts (a CRD not installed) is not watched: the controller starts
+	// all the same, and the plugin, which should read such kinds with
+	// Request.Reader, reports the missing kind as its error.
 	Watches []client.Object
 	// DefaultPollInterval re-runs the plugin when nothing else does (external
 	// systems); zero means only on events.
@@ -74,6 +80,18 @@ type Result struct {
 	Message string
 	// PollAfter asks for the next run; zero uses the description's default.
 	PollAfter time.Duration
+	// Events are emitted on the Bundle (a plugin reports what it notices in its
+	// domain, for example a Node removed without being drained). Emit an event once
+	// per occurrence, not on every run.
+	Events []Event
+}
+
+// Event is an event a plugin reports on its Bundle.
+type Event struct {
+	// Type is corev1.EventTypeNormal or corev1.EventTypeWarning.
+	Type    string
+	Reason  string
+	Message string
 }
 
 // Inventory is what exists in a plugin's domain and whether it should.
@@ -82,16 +100,30 @@ type Inventory struct {
 	Objects []ObjectItem
 	// External are items outside Kubernetes.
 	External []ExternalItem
-	// EmptyDesiredIsValid says that "nothing should exist" is a real answer (deorbit
-	// deletes everything). Otherwise an inventory with existing items and no desired
-	// one is refused: an empty listing more likely means a broken listing.
+	// DesiredListed is how many items the plugin's listing of the *desired* side
+	// returned (the Kubernetes Namespaces, the Nodes, the servers): the safety rule
+	// reads it. A plugin reports what its listing returned, not how many existing
+	// items it judged desired: a healthy listing in which every existing item is
+	// stale (every node replaced) still yields orphans.
+	DesiredListed int
+	// EmptyDesiredIsValid says that an empty desired listing is a real answer
+	// (deorbit deletes everything). Otherwise an inventory with orphans and an empty
+	// desired listing is refused: an empty listing more likely means a broken one.
 	EmptyDesiredIsValid bool
 }
 
-// ObjectItem is a Kubernetes object of a plugin's domain.
-type ObjectItem struct {
-	Object  client.Object
-	Desired bool
+// ObjectItem is a Kubernetes object of a plugin's domain that the plugin does not
+// own (a csi-baremetal custom resource, a PVC), with the plugin's judgement and
+// how to delete it. See softdelete.Item and docs/plugins/writing-a-plugin.md,
+// "Items that are Kubernetes objects".
+type ObjectItem = softdelete.Item
+
+// DeleteGate is implemented by plugins whose object items may have to wait past
+// their deadline (a pod still running on a removed node). MayDelete is asked when
+// some item of group is due; a non-empty hold keeps the whole group, and is shown
+// in the Bundle's pendingDeletions. It is asked on every pass until it allows.
+type DeleteGate interface {
+	MayDelete(ctx context.Context, req Request, group string) (hold string, err error)
 }
 
 // ExternalItem is an item outside Kubernetes.
@@ -100,33 +132,28 @@ type ExternalItem struct {
 	Desired bool
 }
 
-// ErrEmptyDesired is returned by Orphans when the desired side is empty.
-var ErrEmptyDesired = errors.New("refusing to compute orphans: no item is desired, which more likely means the desired side could not be listed")
+// ErrEmptyDesired is returned by Orphans when the desired side's listing is empty.
+var ErrEmptyDesired = errors.New("refusing to compute orphans: the listing of what should exist is empty, which more likely means it could not be listed")
 
 // Orphans returns the existing items that should not exist, enforcing the safety
-// rule on the desired side.
+// rule on the desired side's listing.
 func (inv *Inventory) Orphans() ([]ObjectItem, []ExternalItem, error) {
 	if inv == nil {
 		return nil, nil, nil
 	}
-	desired, existing := 0, len(inv.Objects)+len(inv.External)
 	var objects []ObjectItem
 	var external []ExternalItem
 	for _, o := range inv.Objects {
-		if o.Desired {
-			desired++
-		} else {
+		if !o.Desired {
 			objects = append(objects, o)
 		}
 	}
 	for _, e := range inv.External {
-		if e.Desired {
-			desired++
-		} else {
+		if !e.Desired {
 			external = append(external, e)
 		}
 	}
-	if existing > 0 && desired == 0 && !inv.EmptyDesiredIsValid {
+	if len(objects)+len(external) > 0 && inv.DesiredListed == 0 && !inv.EmptyDesiredIsValid {
 		return nil, nil, ErrEmptyDesired
 	}
 	return objects, external, nil

@@ -41,8 +41,10 @@ func extIDs(items []plugin.ExternalItem) []string {
 }
 
 // Orphans = existing − desired, in inventory order, for objects and external
-// items alike; the safety rule refuses an inventory whose desired side is empty
-// unless the plugin says that "nothing should exist" is a real answer.
+// items alike; the safety rule refuses orphans when the desired side's listing
+// was empty, unless the plugin says that "nothing should exist" is a real answer.
+// It reads the listing, not the overlap: a healthy listing in which every
+// existing item is stale (every node replaced) still yields orphans.
 func TestInventoryOrphans(t *testing.T) {
 	for _, tc := range []struct {
 		name        string
@@ -62,38 +64,44 @@ func TestInventoryOrphans(t *testing.T) {
 		},
 		{
 			name: "objects: existing minus desired, in order",
-			inv: &plugin.Inventory{Objects: []plugin.ObjectItem{
+			inv: &plugin.Inventory{DesiredListed: 1, Objects: []plugin.ObjectItem{
 				{Object: cm("c"), Desired: false}, {Object: cm("a"), Desired: true}, {Object: cm("b"), Desired: false},
 			}},
 			wantObjects: []string{"c", "b"},
 		},
 		{
 			name: "external: existing minus desired, in order",
-			inv: &plugin.Inventory{External: []plugin.ExternalItem{
+			inv: &plugin.Inventory{DesiredListed: 1, External: []plugin.ExternalItem{
 				ext("1", true), ext("3", false), ext("2", false),
 			}},
 			wantExt: []string{"3", "2"},
 		},
 		{
-			name: "a desired object makes external orphans safe",
+			name: "every existing item stale, listing healthy: all orphans",
+			inv: &plugin.Inventory{
+				DesiredListed: 3,
+				Objects:       []plugin.ObjectItem{{Object: cm("old-node")}},
+				External:      []plugin.ExternalItem{ext("x", false)},
+			},
+			wantObjects: []string{"old-node"},
+			wantExt:     []string{"x"},
+		},
+		{
+			name: "safety: an empty listing refuses orphans, even next to desired items",
 			inv: &plugin.Inventory{
 				Objects:  []plugin.ObjectItem{{Object: cm("keep"), Desired: true}},
 				External: []plugin.ExternalItem{ext("x", false)},
 			},
-			wantExt: []string{"x"},
+			wantErr: plugin.ErrEmptyDesired,
 		},
 		{
-			name: "a desired external item makes object orphans safe",
-			inv: &plugin.Inventory{
-				Objects:  []plugin.ObjectItem{{Object: cm("gone"), Desired: false}},
-				External: []plugin.ExternalItem{ext("keep", true)},
-			},
-			wantObjects: []string{"gone"},
-		},
-		{
-			name:    "safety: objects with nothing desired are refused",
+			name:    "safety: objects with an empty listing are refused",
 			inv:     &plugin.Inventory{Objects: []plugin.ObjectItem{{Object: cm("a")}, {Object: cm("b")}}},
 			wantErr: plugin.ErrEmptyDesired,
+		},
+		{
+			name: "an empty listing without orphans is fine",
+			inv:  &plugin.Inventory{Objects: []plugin.ObjectItem{{Object: cm("a"), Desired: true}}},
 		},
 		{
 			name:    "safety: external items with nothing desired are refused",
@@ -131,7 +139,7 @@ func TestInventoryOrphans(t *testing.T) {
 
 func TestErrEmptyDesiredMessage(t *testing.T) {
 	_, _, err := (&plugin.Inventory{External: []plugin.ExternalItem{ext("x", false)}}).Orphans()
-	const want = "refusing to compute orphans: no item is desired, which more likely means the desired side could not be listed"
+	const want = "refusing to compute orphans: the listing of what should exist is empty, which more likely means it could not be listed"
 	if err == nil || err.Error() != want {
 		t.Errorf("err = %v, want %q", err, want)
 	}

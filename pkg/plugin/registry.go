@@ -10,9 +10,13 @@ import (
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	k8svalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	"github.com/limbo-dev/limbo/pkg/bundlespec"
 )
@@ -109,7 +113,7 @@ func (r *Registry) Watches() []Watch {
 	byType := map[string]int{}
 	for _, name := range r.Names() {
 		for _, proto := range r.plugins[name].Describe().Watches {
-			key := fmt.Sprintf("%T", proto)
+			key := fmt.Sprintf("%T %s", proto, proto.GetObjectKind().GroupVersionKind())
 			if i, ok := byType[key]; ok {
 				out[i].Plugins = append(out[i].Plugins, name)
 				continue
@@ -125,6 +129,25 @@ func (r *Registry) Watches() []Watch {
 type Watch struct {
 	Object  client.Object
 	Plugins []string
+}
+
+// ServedWatches splits Watches into the kinds the API server serves and those it
+// does not (a CRD not installed). Only served kinds can be cached and watched:
+// controller-runtime fails the cache's construction, and the controller's start
+// after its sync timeout, on a kind without a REST mapping.
+func (r *Registry) ServedWatches(scheme *runtime.Scheme, mapper meta.RESTMapper) (served []Watch, missing []schema.GroupVersionKind) {
+	for _, w := range r.Watches() {
+		gvk, err := apiutil.GVKForObject(w.Object, scheme)
+		if err == nil {
+			_, err = mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		}
+		if err != nil {
+			missing = append(missing, gvk)
+			continue
+		}
+		served = append(served, w)
+	}
+	return served, missing
 }
 
 // checkSchema rejects what the validator would only notice on a user's spec: a

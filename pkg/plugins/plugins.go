@@ -1,5 +1,5 @@
 // Package plugins registers limbo's compiled-in plugins, one package each:
-// configmap (the generator example), namespace-gc.
+// configmap (the generator example), namespace-gc, node-removal.
 package plugins
 
 import (
@@ -8,6 +8,7 @@ import (
 	"github.com/limbo-dev/limbo/pkg/plugin"
 	"github.com/limbo-dev/limbo/pkg/plugins/configmap"
 	"github.com/limbo-dev/limbo/pkg/plugins/namespacegc"
+	"github.com/limbo-dev/limbo/pkg/plugins/noderemoval"
 )
 
 // Options are the controller-wide defaults of the plugins.
@@ -21,6 +22,7 @@ func NewRegistry(opts Options, extra ...plugin.Plugin) (*plugin.Registry, error)
 	all := []plugin.Plugin{
 		configmap.New(),
 		namespacegc.New(namespacegc.Options{DefaultInterval: opts.NamespaceGCInterval, DefaultDelay: opts.NamespaceGCDelay}),
+		noderemoval.New(),
 	}
 	return plugin.NewRegistry(append(all, extra...)...)
 }

@@ -22,14 +22,24 @@ func TestNewRegistry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := r.Names(), []string{"configmap", "namespace-gc", "test-extra"}; !reflect.DeepEqual(got, want) {
+	if got, want := r.Names(), []string{"configmap", "namespace-gc", "node-removal", "test-extra"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("Names = %q, want %q", got, want)
 	}
 	var watched []string
 	for _, w := range r.Watches() {
-		watched = append(watched, reflect.TypeOf(w.Object).String()+"="+w.Plugins[0])
+		name := reflect.TypeOf(w.Object).String()
+		if kind := w.Object.GetObjectKind().GroupVersionKind().Kind; kind != "" {
+			name = kind + "." + w.Object.GetObjectKind().GroupVersionKind().Group
+		}
+		watched = append(watched, name+"="+w.Plugins[0])
 	}
-	if want := []string{"*v1.Namespace=namespace-gc"}; !reflect.DeepEqual(watched, want) {
+	// Kinds are told apart by type and kind: node-removal's metadata-only watches
+	// are five kinds of one Go type.
+	want := []string{"*v1.Namespace=namespace-gc", "Node.=node-removal",
+		"Node.csi-baremetal.dell.com=node-removal", "Drive.csi-baremetal.dell.com=node-removal",
+		"AvailableCapacity.csi-baremetal.dell.com=node-removal", "LogicalVolumeGroup.csi-baremetal.dell.com=node-removal",
+		"Volume.csi-baremetal.dell.com=node-removal"}
+	if !reflect.DeepEqual(watched, want) {
 		t.Errorf("Watches = %q, want %q", watched, want)
 	}
 }

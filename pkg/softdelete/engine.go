@@ -374,6 +374,9 @@ func describe(obj client.Object) string {
 	if kind == "" {
 		kind = "object"
 	}
+	if obj.GetNamespace() == "" {
+		return kind + " " + obj.GetName() // cluster-scoped (a plugin's object item)
+	}
 	return fmt.Sprintf("%s %s/%s", kind, obj.GetNamespace(), obj.GetName())
 }
 
@@ -392,19 +395,4 @@ func (e *Engine) Pending(obj client.Object, message string) *limbov1alpha1.Pendi
 	}
 	p.Message = message
 	return p
-}
-
-// OrphanObject runs the engine for a Kubernetes object a plugin found orphaned.
-// Such an object carries no delay of its own: the plugin resource's delay is
-// written on it first (a write, after which the next pass stamps it).
-func (e *Engine) OrphanObject(ctx context.Context, eventTarget runtime.Object, obj client.Object, bundle, delay string) Outcome {
-	if delay != "" && obj.GetAnnotations()[limbov1alpha1.AnnotationDeletionDelay] != delay {
-		err := e.patch(ctx, obj, map[string]any{"metadata": map[string]any{
-			"annotations":     map[string]any{limbov1alpha1.AnnotationDeletionDelay: delay},
-			"labels":          map[string]any{limbov1alpha1.LabelBundle: bundle},
-			"resourceVersion": obj.GetResourceVersion(),
-		}})
-		return Outcome{Err: err, Requeue: true, Pending: pendingEntry(obj, Decision{}, err)}
-	}
-	return e.Orphan(ctx, eventTarget, obj, nil)
 }

@@ -655,43 +655,6 @@ func TestEngineRelease(t *testing.T) {
 	})
 }
 
-func TestEngineOrphanObject(t *testing.T) {
-	t.Run("the plugin's delay is written first", func(t *testing.T) {
-		h := newHarness(t, cm("db", nil, nil))
-		out := h.engine.OrphanObject(context.Background(), bundle(), h.live(t, "db"), "shop", "10m")
-		want := []string{`PATCH ConfigMap team-a/db application/merge-patch+json {"metadata":{"annotations":{"limbo.dev/deletionDelay":"10m"},"labels":{"limbo.dev/bundle":"shop"},"resourceVersion":"999"}}`}
-		if !reflect.DeepEqual(h.calls, want) {
-			t.Errorf("API calls:\n%q\nwant:\n%q", h.calls, want)
-		}
-		if out.Err != nil || !out.Requeue || out.Gone || out.Pending == nil {
-			t.Errorf("outcome = %+v, want a requeue and a pending entry", out)
-		}
-		if got := h.events(); len(got) != 0 {
-			t.Errorf("events %q", got)
-		}
-		// The next pass stamps it.
-		h.calls = nil
-		out = h.engine.OrphanObject(context.Background(), bundle(), h.live(t, "db"), "shop", "10m")
-		if len(h.calls) != 1 || !strings.Contains(h.calls[0], `"limbo.dev/deletionTimestamp":"2025-03-14T12:30:45Z"`) {
-			t.Errorf("second pass: API calls %q, want the stamp", h.calls)
-		}
-		if out.Err != nil || !out.Requeue || out.RequeueAfter != 10*time.Minute-250*time.Millisecond {
-			t.Errorf("second pass: outcome = %+v", out)
-		}
-	})
-
-	t.Run("no plugin delay: deleted now", func(t *testing.T) {
-		h := newHarness(t, cm("db", nil, nil))
-		out := h.engine.OrphanObject(context.Background(), bundle(), h.live(t, "db"), "shop", "")
-		if want := []string{"DELETE ConfigMap team-a/db uid=uid-db rv=999 propagation=Background"}; !reflect.DeepEqual(h.calls, want) {
-			t.Errorf("API calls %q, want %q", h.calls, want)
-		}
-		if !out.Gone || h.get(t, "db") != nil {
-			t.Errorf("outcome = %+v; db exists: %v", out, h.get(t, "db") != nil)
-		}
-	})
-}
-
 func TestEnginePending(t *testing.T) {
 	h := newHarness(t)
 	p := h.engine.Pending(cm("db", map[string]string{delayKey: "1h"}, nil), "waiting for every resource of the Bundle to be Ready")

@@ -30,6 +30,9 @@ type pluginOutcome struct {
 	inventory *plugin.Inventory
 	// ok: the plan succeeded, so the inventory is the truth about the domain.
 	ok bool
+	// plugin and req ran the plan; the gate of object items asks them again.
+	plugin plugin.Plugin
+	req    plugin.Request
 }
 
 // syncPlugin runs a plugin resource: plan, apply its generated objects like object
@@ -75,12 +78,17 @@ func (p *pass) syncPlugin(ctx context.Context, res *bundlespec.Resource) limbov1
 		p.fail(err)
 		return fail(limbov1alpha1.ResourceError, ReasonPluginFailed, "%v", err)
 	}
+	if planned.current { // a plan's events once, not on every pass that reuses it
+		for _, ev := range result.Events {
+			p.r.Recorder.Event(p.bundle, ev.Type, ev.Reason, ev.Message)
+		}
+	}
 	if _, _, err := result.Inventory.Orphans(); err != nil {
 		return fail(limbov1alpha1.ResourceError, ReasonUnsafeInventory, "plugin %q: %v", res.Plugin.Name, err)
 	}
 	// Only a plan of the current spec that no pass acted on yet decides items;
 	// the last known state of a plugin still planning gives its readiness.
-	p.plugins = append(p.plugins, pluginOutcome{res: res, inventory: result.Inventory, ok: planned.current})
+	p.plugins = append(p.plugins, pluginOutcome{res: res, inventory: result.Inventory, ok: planned.current, plugin: plug, req: req})
 	st.State, st.Message = limbov1alpha1.ResourceReady, result.Message
 	if !result.Ready {
 		st.State, st.Reason = limbov1alpha1.ResourceInProgress, "PluginNotReady"
@@ -142,24 +150,12 @@ func (p *pass) decidePluginItems(ctx context.Context, ready bool) {
 		if !out.ok {
 			continue
 		}
-		desiredObjects, desiredExternal := out.inventory.Desired()
-		for _, o := range desiredObjects {
-			if _, err := p.r.Engine.Desired(ctx, p.bundle, o.Object); err != nil {
-				p.fail(err)
-			}
-		}
+		p.processObjectItems(ctx, out, ready)
+		_, desiredExternal := out.inventory.Desired()
 		for _, item := range desiredExternal {
 			desiredItems[softdelete.TombstoneKey(out.res.Name, item.ExternalItem)] = true
 		}
-		orphanObjects, orphanItems, _ := out.inventory.Orphans() // checked in syncPlugin
-		for _, o := range orphanObjects {
-			if !ready {
-				p.pending = append(p.pending, *p.r.Engine.Pending(o.Object, msgWaitingForReady))
-				continue
-			}
-			res := p.r.Engine.OrphanObject(ctx, p.bundle, o.Object, p.bundle.Name, out.res.Plugin.DeletionDelay)
-			p.collect(res.Pending, res.Requeue, res.RequeueAfter, res.Err)
-		}
+		_, orphanItems, _ := out.inventory.Orphans() // checked in syncPlugin
 		if !ready {
 			continue
 		}
@@ -193,6 +189,7 @@ func (p *pass) decidePluginItems(ctx context.Context, ready bool) {
 			p.pending = append(p.pending, p.r.Engine.TombstonePending(ts))
 		}
 	}
+	p.processUnjudgedItems(ctx)
 }
 
 // tombstones lists the Bundle's Tombstones by the orphan each stands for.

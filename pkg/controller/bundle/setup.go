@@ -96,7 +96,8 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) (*Reconciler, error) {
 	}
 	r.watcher = &watcher{cache: mgr.GetCache(), controller: c, onEvent: opts.OnManagedObjectEvent, watched: map[schema.GroupVersionKind]bool{}}
 	if opts.Plugins != nil {
-		for _, w := range opts.Plugins.Watches() {
+		watches, _ := opts.Plugins.ServedWatches(mgr.GetScheme(), mgr.GetRESTMapper()) // the manager logs the others
+		for _, w := range watches {
 			if err := c.Watch(source.Kind[client.Object](mgr.GetCache(), w.Object, handler.EnqueueRequestsFromMapFunc(r.bundlesUsing(w.Plugins)))); err != nil {
 				return nil, err
 			}

@@ -38,6 +38,9 @@ func (r *Reconciler) teardown(ctx context.Context, b *limbov1alpha1.Bundle) (ctr
 	if err := r.cancelTombstones(ctx, b); err != nil {
 		return ctrl.Result{}, err
 	}
+	if err := r.cancelObjectItems(ctx, b); err != nil {
+		return ctrl.Result{}, err
+	}
 	if controllerutil.ContainsFinalizer(b, metav1.FinalizerOrphanDependents) {
 		// Nothing is deleted: countdowns in progress stop too, or the reaper would
 		// find the orphaned objects stamped and delete them later.

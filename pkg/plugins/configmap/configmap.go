@@ -14,9 +14,7 @@ import (
 	"encoding/json"
 	"sort"
 
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/utils/ptr"
 
 	"github.com/limbo-dev/limbo/pkg/plugin"
 )
@@ -27,7 +25,7 @@ const Name = "configmap"
 // Spec is the plugin's input.
 type Spec struct {
 	// Name of the generated ConfigMap.
-	Name string `json:"name"`
+	Name string `json:"name" schema:"minLength=1"`
 	// Data are the ConfigMap's entries.
 	Data map[string]string `json:"data,omitempty"`
 	// Prefix is prepended to every key.
@@ -40,22 +38,9 @@ type Plugin struct{}
 // New returns the plugin.
 func New() *Plugin { return &Plugin{} }
 
-// Describe names the plugin and its schema.
+// Describe names the plugin and its schema, generated from Spec.
 func (*Plugin) Describe() plugin.Description {
-	str := apiextensionsv1.JSONSchemaProps{Type: "string"}
-	return plugin.Description{
-		Name: Name,
-		Schema: &apiextensionsv1.JSONSchemaProps{
-			Type:     "object",
-			Required: []string{"name"},
-			Properties: map[string]apiextensionsv1.JSONSchemaProps{
-				"name":   {Type: "string", MinLength: ptr.To(int64(1))},
-				"data":   {Type: "object", AdditionalProperties: &apiextensionsv1.JSONSchemaPropsOrBool{Allows: true, Schema: &str}},
-				"prefix": str,
-			},
-			AdditionalProperties: &apiextensionsv1.JSONSchemaPropsOrBool{Allows: false},
-		},
-	}
+	return plugin.Description{Name: Name, Schema: plugin.SchemaOf[Spec]()}
 }
 
 // Plan returns the ConfigMap. It is pure and deterministic: keys are sorted.

@@ -23,9 +23,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
@@ -47,17 +45,23 @@ type Options struct {
 	DefaultDelay    time.Duration
 }
 
-// Spec is the plugin's input.
+// Spec is the plugin's input; its schema is generated from it (plugin.SchemaOf).
 type Spec struct {
 	StorageOS struct {
-		Endpoint             string `json:"endpoint"`
+		// Endpoint is the StorageOS API's URL, scheme and port as given.
+		Endpoint string `json:"endpoint" schema:"minLength=1"`
+		// CredentialsSecretRef names a Secret in the Bundle's namespace with the
+		// keys username and password.
 		CredentialsSecretRef struct {
-			Name string `json:"name"`
+			Name string `json:"name" schema:"minLength=1"`
 		} `json:"credentialsSecretRef"`
 	} `json:"storageos"`
-	GCInterval *string  `json:"gcInterval,omitempty"`
-	GCDelay    *string  `json:"gcDelay,omitempty"`
-	Exclude    []string `json:"exclude,omitempty"`
+	// GCInterval is the period of the full garbage collection; 0s disables it.
+	GCInterval *string `json:"gcInterval,omitempty" schema:"duration"`
+	// GCDelay is the time from the plugin's first run to the first collection.
+	GCDelay *string `json:"gcDelay,omitempty" schema:"duration"`
+	// Exclude lists backend namespaces never touched (default: default).
+	Exclude []string `json:"exclude,omitempty"`
 }
 
 // Plugin is the namespace-gc plugin. It remembers, per Bundle resource, the
@@ -84,33 +88,11 @@ func New(opts Options) *Plugin {
 		state: map[string]*resourceState{}, clients: map[string]*storageos.Client{}, passwords: map[string]string{}}
 }
 
-const durationPattern = `^(0|([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+)$`
-
 // Describe names the plugin, its schema and its trigger: Namespaces.
 func (p *Plugin) Describe() plugin.Description {
-	str := apiextensionsv1.JSONSchemaProps{Type: "string"}
-	duration := apiextensionsv1.JSONSchemaProps{Type: "string", Pattern: durationPattern}
 	return plugin.Description{
-		Name: Name,
-		Schema: &apiextensionsv1.JSONSchemaProps{
-			Type:     "object",
-			Required: []string{"storageos"},
-			Properties: map[string]apiextensionsv1.JSONSchemaProps{
-				"storageos": {
-					Type:     "object",
-					Required: []string{"endpoint", "credentialsSecretRef"},
-					Properties: map[string]apiextensionsv1.JSONSchemaProps{
-						"endpoint": {Type: "string", MinLength: ptr.To(int64(1))},
-						"credentialsSecretRef": {Type: "object", Required: []string{"name"},
-							Properties: map[string]apiextensionsv1.JSONSchemaProps{"name": {Type: "string", MinLength: ptr.To(int64(1))}}},
-					},
-				},
-				"gcInterval": duration,
-				"gcDelay":    duration,
-				"exclude":    {Type: "array", Items: &apiextensionsv1.JSONSchemaPropsOrArray{Schema: &str}},
-			},
-			AdditionalProperties: &apiextensionsv1.JSONSchemaPropsOrBool{Allows: false},
-		},
+		Name:    Name,
+		Schema:  plugin.SchemaOf[Spec](),
 		Watches: []client.Object{&corev1.Namespace{}},
 	}
 }
@@ -171,7 +153,7 @@ func (p *Plugin) Plan(ctx context.Context, req plugin.Request) (*plugin.Result, 
 	for _, name := range spec.Exclude {
 		exclude[name] = true
 	}
-	inv := &plugin.Inventory{}
+	inv := &plugin.Inventory{DesiredListed: len(present)}
 	inBackend := map[string]bool{}
 	orphans := 0
 	for _, ns := range backend {

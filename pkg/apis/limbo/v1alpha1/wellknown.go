@@ -11,6 +11,11 @@ const (
 	// AnnotationAdopt set to "true" on a template adopts an existing object that has
 	// no controller.
 	AnnotationAdopt = "limbo.dev/adopt"
+	// AnnotationPluginResource is on a plugin's object item in limbo (an object the
+	// plugin inventories but does not own): "<namespace>/<bundle>/<resource>", the
+	// plugin resource whose countdown it is. Such items never carry LabelBundle: they
+	// are not managed objects, and only their Bundle's pass decides them.
+	AnnotationPluginResource = "limbo.dev/pluginResource"
 	// AnnotationReadyWhenFieldPath and AnnotationReadyWhenFieldValue, on a
 	// CustomResourceDefinition, state the readiness rule of its objects: the JSONPath
 	// (status.phase, .status.phase or {.status.phase}) must yield the value.

@@ -1,0 +1,166 @@
+package bundle
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+	"github.com/limbo-dev/limbo/pkg/plugin"
+	"github.com/limbo-dev/limbo/pkg/softdelete"
+)
+
+// Plugin object items — Kubernetes objects a plugin inventories but does not own
+// (DESIGN.md §5) — are decided here, in their Bundle's pass, by the one state
+// machine (softdelete.Engine.ProcessItems). They carry limbo.dev/pluginResource,
+// never limbo.dev/bundle: the reaper never sees them.
+
+// itemOwner is the limbo.dev/pluginResource value of b's plugin resource.
+func itemOwner(b *limbov1alpha1.Bundle, resource string) string {
+	return b.Namespace + "/" + b.Name + "/" + resource
+}
+
+// processObjectItems decides the object items of a plugin resource whose plan
+// succeeded: cancels for desired items; stamps, waits and deletes for orphans once
+// every resource is Ready (ready), through the plugin's gate.
+func (p *pass) processObjectItems(ctx context.Context, out pluginOutcome, ready bool) {
+	if out.inventory == nil || len(out.inventory.Objects) == 0 {
+		return
+	}
+	set := softdelete.ItemSet{Owner: itemOwner(p.bundle, out.res.Name), Delay: out.res.Plugin.DeletionDelay, Items: out.inventory.Objects}
+	if !ready {
+		set.Hold = msgWaitingForReady
+	}
+	if gate, ok := out.plugin.(plugin.DeleteGate); ok {
+		set.MayDelete = func(ctx context.Context, group string) (string, error) {
+			return plugin.WithTimeout(ctx, func(ctx context.Context) (string, error) { return gate.MayDelete(ctx, out.req, group) })
+		}
+	}
+	res := p.r.Engine.ProcessItems(ctx, p.bundle, set)
+	p.pending = append(p.pending, res.Pending...)
+	p.collect(nil, res.Requeue, res.RequeueAfter, res.Err)
+}
+
+// processUnjudgedItems handles the Bundle's object items in limbo that no plugin
+// judged in this pass (its plan failed or is still running, or it no longer lists
+// them): they keep
+// their countdown and their line in pendingDeletions, and are never deleted
+// unjudged; those of a plugin resource that left the Bundle are cancelled. Only
+// entries of the previous status that this pass did not produce are looked up,
+// so a steady state costs no request.
+func (p *pass) processUnjudgedItems(ctx context.Context) {
+	listed := map[string]bool{}
+	for _, pd := range p.pending {
+		listed[pendingKey(pd)] = true
+	}
+	var missing []limbov1alpha1.PendingDeletion
+	for _, pd := range p.bundle.Status.PendingDeletions {
+		if !listed[pendingKey(pd)] && schema.FromAPIVersionAndKind(pd.APIVersion, pd.Kind) != limbov1alpha1.TombstoneGVK {
+			missing = append(missing, pd)
+		}
+	}
+	if len(missing) == 0 {
+		return
+	}
+	// From the API server's watch cache (resourceVersion 0): entries of managed
+	// objects deleted in this pass land here too, and a full read of their kinds
+	// on each would cost etcd a scan; a stale answer only defers to the next pass.
+	items, err := p.r.objectItemsInLimbo(ctx, p.bundle, kindsOfEntries(missing), &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: "0"}})
+	if err != nil {
+		p.after(retryInterval)
+		p.pending = append(p.pending, missing...) // keep them visible meanwhile
+		return
+	}
+	for _, item := range items {
+		if listed[objectPendingKey(item)] {
+			continue
+		}
+		resource := strings.TrimPrefix(item.GetAnnotations()[limbov1alpha1.AnnotationPluginResource], itemOwner(p.bundle, ""))
+		if res := p.plan.Resources[resource]; res == nil || res.Plugin == nil {
+			if err := p.r.Engine.CancelItem(ctx, p.bundle, item, fmt.Sprintf("resource %q left the Bundle", resource)); err == nil {
+				continue
+			}
+			p.after(retryInterval)
+		}
+		p.pending = append(p.pending, *p.r.Engine.Pending(item,
+			fmt.Sprintf("not judged by resource %q in this pass (its plan failed, is still running, or left it out): the countdown is kept, and nothing is deleted until the plugin judges it again", resource)))
+	}
+}
+
+// cancelObjectItems takes b's object items out of limbo at its teardown, never
+// deleting them, whatever the cascade mode, like its Tombstones: removing a
+// cleanup job stops its deletions, and nobody else would decide them.
+func (r *Reconciler) cancelObjectItems(ctx context.Context, b *limbov1alpha1.Bundle) error {
+	var entries []limbov1alpha1.PendingDeletion
+	for _, pd := range b.Status.PendingDeletions {
+		if schema.FromAPIVersionAndKind(pd.APIVersion, pd.Kind) != limbov1alpha1.TombstoneGVK {
+			entries = append(entries, pd)
+		}
+	}
+	items, err := r.objectItemsInLimbo(ctx, b, kindsOfEntries(entries)) // fresh: the last look
+	if err != nil {
+		return err
+	}
+	for _, item := range items {
+		if err := r.Engine.CancelItem(ctx, b, item, "the Bundle is being deleted"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// objectItemsInLimbo lists, from the API server, the objects of kinds that are in
+// limbo for one of b's plugin resources, in any namespace.
+func (r *Reconciler) objectItemsInLimbo(ctx context.Context, b *limbov1alpha1.Bundle, kinds []schema.GroupVersionKind, opts ...client.ListOption) ([]*metav1.PartialObjectMetadata, error) {
+	prefix := itemOwner(b, "")
+	var out []*metav1.PartialObjectMetadata
+	for _, gvk := range kinds {
+		list := &metav1.PartialObjectMetadataList{}
+		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+		if err := r.APIReader.List(ctx, list, append(opts, client.MatchingLabels{limbov1alpha1.LabelPendingDeletion: "true"})...); err != nil {
+			if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
+				continue // the kind is gone from the API server: so are its objects
+			}
+			return nil, fmt.Errorf("list %s in limbo: %w", gvk.Kind, err)
+		}
+		for i := range list.Items {
+			item := &list.Items[i]
+			if strings.HasPrefix(item.GetAnnotations()[limbov1alpha1.AnnotationPluginResource], prefix) {
+				item.SetGroupVersionKind(gvk)
+				out = append(out, item)
+			}
+		}
+	}
+	return out, nil
+}
+
+// kindsOfEntries is the distinct kinds of pendingDeletions entries, in order.
+func kindsOfEntries(entries []limbov1alpha1.PendingDeletion) []schema.GroupVersionKind {
+	seen := map[schema.GroupVersionKind]bool{}
+	var out []schema.GroupVersionKind
+	for _, pd := range entries {
+		gvk := schema.FromAPIVersionAndKind(pd.APIVersion, pd.Kind)
+		if !seen[gvk] {
+			seen[gvk] = true
+			out = append(out, gvk)
+		}
+	}
+	return out
+}
+
+// pendingKey identifies a pendingDeletions entry; objectPendingKey the entry obj
+// would have.
+func pendingKey(pd limbov1alpha1.PendingDeletion) string {
+	return pd.APIVersion + "/" + pd.Kind + "/" + pd.Namespace + "/" + pd.Name
+}
+
+func objectPendingKey(obj client.Object) string {
+	gvk := obj.GetObjectKind().GroupVersionKind()
+	return pendingKey(limbov1alpha1.PendingDeletion{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind, Namespace: obj.GetNamespace(), Name: obj.GetName()})
+}

@@ -1,0 +1,425 @@
+// Package noderemoval is the node-removal plugin (seed: Dell csi-baremetal's
+// automated node removal): the csi-baremetal custom resources of a drained Node
+// that was deleted go through limbo's soft-delete engine, and the Node coming back
+// cancels.
+//
+//   - A Node in scope with the drain taint (key, value and effect) gets the label
+//     node.dell.com/drain=drain on its Csibmnode; the taint gone, the label goes.
+//   - A Node gone whose Csibmnode is labelled: the Csibmnode and the Drives,
+//     AvailableCapacities, LogicalVolumeGroups and Volumes with its UUID are
+//     orphans (object items), stamped with the resource's deletionDelay.
+//   - At the deadline, once no pod matching nodePodSelector is bound to the node
+//     (the gate, MayDelete): Drives, AvailableCapacities, LogicalVolumeGroups and
+//     Volumes (their csi finalizers cleared first), the Csibmnode last with its
+//     finalizer kept, for csi-baremetal's node controller to clear. One node is one
+//     group: its trouble never blocks another node.
+//   - A Node deleted without the label: Warning event NodeRemovedUndrained, the
+//     resource's message and a metric; its resources are left alone unless
+//     removeUndrained is true.
+//
+// Everything is read from the API server (Request.Reader): the csi-baremetal kinds
+// may be absent from a cluster (the run then fails with a clear error), and the
+// Nodes are read after the Csibmnodes so that a new Csibmnode is never judged
+// without the Node it came with.
+package noderemoval
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/limbo-dev/limbo/pkg/plugin"
+)
+
+// Name is the plugin's registered name.
+const Name = "node-removal"
+
+// csi-baremetal's API, labels and finalizers (DESIGN.md §5, node-removal).
+const (
+	Group   = "csi-baremetal.dell.com"
+	Version = "v1"
+
+	// KindCsibmnode is csi-baremetal's Node kind (short name csibmnode).
+	KindCsibmnode          = "Node"
+	KindDrive              = "Drive"
+	KindAvailableCapacity  = "AvailableCapacity"
+	KindLogicalVolumeGroup = "LogicalVolumeGroup"
+	KindVolume             = "Volume"
+
+	// LabelDrain=DrainValue on a Csibmnode says its Node was drained for removal.
+	LabelDrain = "node.dell.com/drain"
+	DrainValue = "drain"
+
+	FinalizerCsibmnode = "dell.emc.csi/csibmnode-cleanup"
+	FinalizerLVG       = "dell.emc.csi/lvg-cleanup"
+	FinalizerVolume    = "dell.emc.csi/volume-cleanup"
+
+	// EventNodeRemovedUndrained is the Warning of a Node deleted without the label.
+	EventNodeRemovedUndrained = "NodeRemovedUndrained"
+	// EventDrainLabelFailed is the Warning of a label write that failed.
+	EventDrainLabelFailed = "DrainLabelFailed"
+)
+
+// labelRetryInterval re-runs the plugin after a failed label write.
+const labelRetryInterval = 10 * time.Second
+
+// nodeKind is a csi-baremetal kind of a node's resources, in delete order.
+type nodeKind struct {
+	kind string
+	// nodeField holds the Csibmnode's UUID (spec fields are capitalised).
+	nodeField []string
+	// clear are the finalizers cleared before the delete.
+	clear []string
+}
+
+// nodeKinds are deleted in this order, the Csibmnode after them all.
+var nodeKinds = []nodeKind{
+	{kind: KindDrive, nodeField: []string{"spec", "NodeId"}},
+	{kind: KindAvailableCapacity, nodeField: []string{"spec", "NodeId"}},
+	{kind: KindLogicalVolumeGroup, nodeField: []string{"spec", "Node"}, clear: []string{FinalizerLVG}},
+	{kind: KindVolume, nodeField: []string{"spec", "NodeId"}, clear: []string{FinalizerVolume}},
+}
+
+// Spec is the plugin's input; its schema is generated from it (plugin.SchemaOf).
+type Spec struct {
+	// NodeSelector selects the Nodes whose drain taint is mirrored on their
+	// Csibmnode; default all. A Node that exists is never removed, in scope or not.
+	NodeSelector *metav1.LabelSelector `json:"nodeSelector,omitempty"`
+	// DrainTaint marks a Node drained for removal; default
+	// node.dell.com/drain=drain:NoSchedule. Key, value and effect must all match.
+	DrainTaint *Taint `json:"drainTaint,omitempty"`
+	// NodePodSelector selects pods that must be gone from a removed node before its
+	// resources are deleted (csi-baremetal's node DaemonSet pods); optional.
+	NodePodSelector *metav1.LabelSelector `json:"nodePodSelector,omitempty"`
+	// RemoveUndrained also removes the resources of a Node deleted without the
+	// drain label.
+	RemoveUndrained bool `json:"removeUndrained,omitempty"`
+}
+
+// Taint is the drain taint.
+type Taint struct {
+	Key    string `json:"key" schema:"minLength=1"`
+	Value  string `json:"value,omitempty"`
+	Effect string `json:"effect" schema:"enum=NoSchedule|PreferNoSchedule|NoExecute"`
+}
+
+// DefaultDrainTaint is csi-baremetal's.
+var DefaultDrainTaint = Taint{Key: LabelDrain, Value: DrainValue, Effect: string(corev1.TaintEffectNoSchedule)}
+
+// undrainedNodes is the metric of Nodes removed without the drain label.
+var undrainedNodes = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+	Name: "limbo_node_removal_undrained_nodes",
+	Help: "Nodes deleted without being drained (their Csibmnode has no drain label), whose csi-baremetal resources node-removal leaves alone.",
+}, []string{"namespace", "bundle", "resource"})
+
+func init() { ctrlmetrics.Registry.MustRegister(undrainedNodes) }
+
+// Plugin is the node-removal plugin. It remembers, per Bundle resource, the
+// undrained Nodes it reported, so that each is reported once.
+type Plugin struct {
+	mu       sync.Mutex
+	reported map[string]map[string]bool
+}
+
+// New returns the plugin.
+func New() *Plugin { return &Plugin{reported: map[string]map[string]bool{}} }
+
+// GVK is the csi-baremetal kind's GroupVersionKind.
+func GVK(kind string) schema.GroupVersionKind {
+	return schema.GroupVersionKind{Group: Group, Version: Version, Kind: kind}
+}
+
+// Describe names the plugin, its schema and its triggers: Nodes and the
+// csi-baremetal kinds, metadata only (a trigger needs no more: the plugin reads
+// them from the API server).
+func (p *Plugin) Describe() plugin.Description {
+	var watches []client.Object
+	for _, gvk := range append([]schema.GroupVersionKind{corev1.SchemeGroupVersion.WithKind("Node"), GVK(KindCsibmnode)}, kindGVKs()...) {
+		m := &metav1.PartialObjectMetadata{}
+		m.SetGroupVersionKind(gvk)
+		watches = append(watches, m)
+	}
+	return plugin.Description{Name: Name, Schema: plugin.SchemaOf[Spec](), Watches: watches}
+}
+
+func kindGVKs() []schema.GroupVersionKind {
+	out := make([]schema.GroupVersionKind, len(nodeKinds))
+	for i, k := range nodeKinds {
+		out[i] = GVK(k.kind)
+	}
+	return out
+}
+
+// parsed is a spec ready to use.
+type parsed struct {
+	Spec
+	nodes, pods labels.Selector // pods is nil without nodePodSelector
+	taint       Taint
+}
+
+func parse(raw []byte) (parsed, error) {
+	var s parsed
+	if err := json.Unmarshal(raw, &s.Spec); err != nil {
+		return s, err
+	}
+	var err error
+	s.nodes = labels.Everything()
+	if s.NodeSelector != nil {
+		if s.nodes, err = metav1.LabelSelectorAsSelector(s.NodeSelector); err != nil {
+			return s, fmt.Errorf("nodeSelector: %w", err)
+		}
+	}
+	if s.NodePodSelector != nil {
+		if s.pods, err = metav1.LabelSelectorAsSelector(s.NodePodSelector); err != nil {
+			return s, fmt.Errorf("nodePodSelector: %w", err)
+		}
+	}
+	s.taint = DefaultDrainTaint
+	if s.DrainTaint != nil {
+		s.taint = *s.DrainTaint
+	}
+	return s, nil
+}
+
+// csiNode is a Csibmnode with its node's resources.
+type csiNode struct {
+	obj       *unstructured.Unstructured
+	hostname  string
+	uuid      string
+	resources []plugin.ObjectItem // without Desired: set by Plan
+}
+
+// Plan mirrors the drain taint on Csibmnodes and inventories the csi-baremetal
+// resources: desired while their Node exists, orphans once it is gone and was
+// drained (or removeUndrained).
+func (p *Plugin) Plan(ctx context.Context, req plugin.Request) (*plugin.Result, error) {
+	spec, err := parse(req.Spec)
+	if err != nil {
+		return nil, err
+	}
+	csiNodes, err := listCSINodes(ctx, req.Reader)
+	if err != nil {
+		return nil, err
+	}
+	// Nodes from the API server too, and after the Csibmnodes: a Node registers
+	// before csi-baremetal creates its Csibmnode, so this order never sees a
+	// Csibmnode without the Node that it came with (a cache lagging behind could).
+	var nodeList corev1.NodeList
+	if err := req.Reader.List(ctx, &nodeList); err != nil {
+		return nil, fmt.Errorf("list Nodes: %w", err)
+	}
+	nodes := map[string]*corev1.Node{}
+	for i := range nodeList.Items {
+		nodes[nodeList.Items[i].Name] = &nodeList.Items[i]
+	}
+	res := &plugin.Result{Inventory: &plugin.Inventory{DesiredListed: len(nodeList.Items)}, Ready: true}
+	var removed, undrained, labelErrs []string
+	for _, cn := range csiNodes {
+		node := nodes[cn.hostname]
+		desired := true
+		switch {
+		case node != nil:
+			if spec.nodes.Matches(labels.Set(node.Labels)) {
+				if err := syncDrainLabel(ctx, req, cn.obj, hasTaint(node, spec.taint)); err != nil {
+					labelErrs = append(labelErrs, err.Error())
+				}
+			}
+		case cn.obj.GetLabels()[LabelDrain] == DrainValue || spec.RemoveUndrained:
+			desired = false
+			removed = append(removed, cn.hostname)
+		default:
+			undrained = append(undrained, cn.hostname)
+		}
+		for _, item := range cn.resources {
+			item.Desired = desired
+			res.Inventory.Objects = append(res.Inventory.Objects, item)
+		}
+	}
+	res.Events = p.reportUndrained(req, undrained)
+	res.Message = fmt.Sprintf("%d Csibmnodes, %d Nodes", len(csiNodes), len(nodeList.Items))
+	if len(removed) > 0 {
+		res.Message += fmt.Sprintf("; removed (in limbo): %s", strings.Join(removed, ", "))
+	}
+	if len(undrained) > 0 {
+		res.Message += fmt.Sprintf("; deleted without the drain label, resources left alone: %s", strings.Join(undrained, ", "))
+	}
+	if len(labelErrs) > 0 {
+		res.Message += "; " + strings.Join(labelErrs, "; ")
+		res.PollAfter = labelRetryInterval
+		res.Events = append(res.Events, plugin.Event{Type: corev1.EventTypeWarning, Reason: EventDrainLabelFailed, Message: strings.Join(labelErrs, "; ")})
+	}
+	return res, nil
+}
+
+// reportUndrained records the undrained Nodes of req's resource (metric) and
+// returns an event for each one not reported before.
+func (p *Plugin) reportUndrained(req plugin.Request, undrained []string) []plugin.Event {
+	undrainedNodes.WithLabelValues(req.Bundle.Namespace, req.Bundle.Name, req.Resource).Set(float64(len(undrained)))
+	key := string(req.Bundle.UID) + "/" + req.Resource
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := map[string]bool{}
+	var events []plugin.Event
+	for _, name := range undrained {
+		now[name] = true
+		if !p.reported[key][name] {
+			events = append(events, plugin.Event{Type: corev1.EventTypeWarning, Reason: EventNodeRemovedUndrained, Message: fmt.Sprintf(
+				"Node %s was deleted without its Csibmnode being labelled %s=%s (taint it %s=%s:%s and wait for the label before deleting it); its csi-baremetal resources are left alone (removeUndrained: false)",
+				name, LabelDrain, DrainValue, DefaultDrainTaint.Key, DefaultDrainTaint.Value, DefaultDrainTaint.Effect)})
+		}
+	}
+	p.reported[key] = now
+	return events
+}
+
+// listCSINodes lists the Csibmnodes and the resources of each, from the API
+// server. Field selectors on csi-baremetal's spec fields are not supported: every
+// kind is listed whole and filtered. Csibmnodes without a UUID or hostname are
+// not judged.
+func listCSINodes(ctx context.Context, r client.Reader) ([]*csiNode, error) {
+	list := func(kind string) ([]unstructured.Unstructured, error) {
+		l := &unstructured.UnstructuredList{}
+		l.SetGroupVersionKind(GVK(kind + "List"))
+		if err := r.List(ctx, l); err != nil {
+			if meta.IsNoMatchError(err) || apierrors.IsNotFound(err) {
+				return nil, fmt.Errorf("csi-baremetal's CRDs are not installed: the API server does not serve %s %s/%s; install csi-baremetal (or its CRDs) first", kind, Group, Version)
+			}
+			return nil, fmt.Errorf("list %s.%s: %w", kind, Group, err)
+		}
+		for i := range l.Items {
+			l.Items[i].SetGroupVersionKind(GVK(kind))
+		}
+		return l.Items, nil
+	}
+	nodes, err := list(KindCsibmnode)
+	if err != nil {
+		return nil, err
+	}
+	byUUID := map[string]*csiNode{}
+	var out []*csiNode
+	for i := range nodes {
+		obj := &nodes[i]
+		uuid, _, _ := unstructured.NestedString(obj.Object, "spec", "UUID")
+		host, _, _ := unstructured.NestedString(obj.Object, "spec", "Addresses", "Hostname")
+		if uuid == "" || host == "" {
+			continue
+		}
+		cn := &csiNode{obj: obj, hostname: host, uuid: uuid}
+		byUUID[uuid] = cn
+		out = append(out, cn)
+	}
+	for order, k := range nodeKinds {
+		items, err := list(k.kind)
+		if err != nil {
+			return nil, err
+		}
+		for i := range items {
+			id, _, _ := unstructured.NestedString(items[i].Object, k.nodeField...)
+			if cn := byUUID[id]; cn != nil {
+				cn.resources = append(cn.resources, plugin.ObjectItem{Object: &items[i], Group: cn.hostname, Order: order, ClearFinalizers: k.clear})
+			}
+		}
+	}
+	for _, cn := range out {
+		// The Csibmnode last, its finalizer kept: its own controller clears it.
+		cn.resources = append(cn.resources, plugin.ObjectItem{Object: cn.obj, Group: cn.hostname, Order: len(nodeKinds)})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].hostname < out[j].hostname })
+	return out, nil
+}
+
+func hasTaint(node *corev1.Node, t Taint) bool {
+	for _, taint := range node.Spec.Taints {
+		if taint.Key == t.Key && taint.Value == t.Value && string(taint.Effect) == t.Effect {
+			return true
+		}
+	}
+	return false
+}
+
+// syncDrainLabel sets or removes the drain label on a Csibmnode with a patch that
+// touches only that label, guarded by the resourceVersion it decided on; a
+// conflict re-reads and decides again. A label of another value
+// (planned-downtime) is someone else's: it is replaced while the Node is tainted,
+// never removed.
+func syncDrainLabel(ctx context.Context, req plugin.Request, obj *unstructured.Unstructured, tainted bool) error {
+	for range 3 {
+		current := obj.GetLabels()[LabelDrain]
+		var value any
+		switch {
+		case tainted && current != DrainValue:
+			value = DrainValue
+		case !tainted && current == DrainValue:
+			value = nil
+		default:
+			return nil
+		}
+		patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
+			"labels":          map[string]any{LabelDrain: value},
+			"resourceVersion": obj.GetResourceVersion(),
+		}})
+		if err != nil {
+			return err
+		}
+		err = req.Client.Patch(ctx, obj, client.RawPatch("application/merge-patch+json", patch))
+		if !apierrors.IsConflict(err) {
+			if err != nil {
+				return fmt.Errorf("label Csibmnode %s: %w", obj.GetName(), err)
+			}
+			return nil
+		}
+		if err := req.Reader.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+			return fmt.Errorf("re-read Csibmnode %s: %w", obj.GetName(), err)
+		}
+	}
+	return fmt.Errorf("label Csibmnode %s: it kept changing", obj.GetName())
+}
+
+// MayDelete is the gate of a removed node's resources (group = the Node's name):
+// the Node must still be gone, read fresh, and no pod matching nodePodSelector may
+// be bound to it.
+func (p *Plugin) MayDelete(ctx context.Context, req plugin.Request, group string) (string, error) {
+	spec, err := parse(req.Spec)
+	if err != nil {
+		return "", err
+	}
+	var node corev1.Node
+	switch err := req.Reader.Get(ctx, client.ObjectKey{Name: group}, &node); {
+	case err == nil:
+		return fmt.Sprintf("Node %s exists again", group), nil
+	case !apierrors.IsNotFound(err):
+		return "", fmt.Errorf("read Node %s: %w", group, err)
+	}
+	if spec.pods == nil {
+		return "", nil
+	}
+	var pods corev1.PodList
+	if err := req.Reader.List(ctx, &pods, client.MatchingLabelsSelector{Selector: spec.pods},
+		client.MatchingFieldsSelector{Selector: fields.OneTermEqualSelector("spec.nodeName", group)}); err != nil {
+		return "", fmt.Errorf("list pods on node %s: %w", group, err)
+	}
+	if n := len(pods.Items); n > 0 {
+		hold := fmt.Sprintf("pod %s/%s (nodePodSelector) is still bound to node %s", pods.Items[0].Namespace, pods.Items[0].Name, group)
+		if n > 1 {
+			hold += fmt.Sprintf(" (and %d more)", n-1)
+		}
+		return hold, nil
+	}
+	return "", nil
+}

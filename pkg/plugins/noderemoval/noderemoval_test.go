@@ -1,0 +1,67 @@
+package noderemoval
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+
+	"github.com/limbo-dev/limbo/pkg/plugin"
+)
+
+// The drain taint matches on key, value and effect (the operator's review caught
+// a version that ignored the effect).
+func TestHasTaint(t *testing.T) {
+	node := func(taints ...corev1.Taint) *corev1.Node { return &corev1.Node{Spec: corev1.NodeSpec{Taints: taints}} }
+	drain := corev1.Taint{Key: LabelDrain, Value: DrainValue, Effect: corev1.TaintEffectNoSchedule}
+	for _, tc := range []struct {
+		name string
+		node *corev1.Node
+		want bool
+	}{
+		{"no taint", node(), false},
+		{"the drain taint", node(corev1.Taint{Key: "other", Effect: corev1.TaintEffectNoExecute}, drain), true},
+		{"another effect", node(corev1.Taint{Key: LabelDrain, Value: DrainValue, Effect: corev1.TaintEffectNoExecute}), false},
+		{"another value (maintenance)", node(corev1.Taint{Key: LabelDrain, Value: "planned-downtime", Effect: corev1.TaintEffectNoSchedule}), false},
+	} {
+		if got := hasTaint(tc.node, DefaultDrainTaint); got != tc.want {
+			t.Errorf("%s: hasTaint = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// The spec's schema, generated from Spec, as the Bundle reconciler checks it.
+func TestSchema(t *testing.T) {
+	r, err := plugin.NewRegistry(New())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ spec, want string }{
+		{`{}`, ""},
+		{`{"nodeSelector":{"matchLabels":{"pool":"storage"}},"drainTaint":{"key":"k","value":"v","effect":"NoExecute"},` +
+			`"nodePodSelector":{"matchExpressions":[{"key":"app","operator":"In","values":["csi-baremetal-node"]}]},"removeUndrained":true}`, ""},
+		{`{"drainTaint":{"key":"k","effect":"Sometimes"}}`, `spec.drainTaint.effect: Unsupported value: "Sometimes": supported values: "NoSchedule", "PreferNoSchedule", "NoExecute"`},
+		{`{"drainTaint":{"value":"v","effect":"NoSchedule"}}`, `spec.drainTaint.key: Required value`},
+		{`{"removeUndrained":"yes"}`, `spec.removeUndrained: Invalid value: "string": removeUndrained in body must be of type boolean: "string"`},
+		{`{"nodeselector":{}}`, `spec: Invalid value: "nodeselector": .nodeselector in body is a forbidden property`},
+	} {
+		err := r.ValidateSpec(Name, &apiextensionsv1.JSON{Raw: []byte(tc.spec)})
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%s: %v, want valid", tc.spec, err)
+		case tc.want != "" && (err == nil || err.Error() != tc.want):
+			t.Errorf("%s:\n got %v\nwant %s", tc.spec, err, tc.want)
+		}
+	}
+}
+
+// A selector the schema lets through but labels cannot parse is the run's error.
+func TestParseBadSelector(t *testing.T) {
+	if _, err := parse([]byte(`{"nodePodSelector":{"matchExpressions":[{"key":"app","operator":"Near"}]}}`)); err == nil {
+		t.Error("parse accepted an unknown selector operator")
+	}
+	s, err := parse([]byte(`{}`))
+	if err != nil || s.taint != DefaultDrainTaint || s.pods != nil {
+		t.Errorf("defaults: %+v, %v", s, err)
+	}
+}

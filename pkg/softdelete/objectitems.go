@@ -1,0 +1,365 @@
+package softdelete
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+)
+
+// HoldRecheckInterval is how soon a group of due items held by its plugin's gate,
+// or by an item of a lower order that is still there, is looked at again: what
+// holds them (a pod, a foreign finalizer) may be of a kind nobody watches.
+const HoldRecheckInterval = 10 * time.Second
+
+// Item is a Kubernetes object that a plugin inventories but does not own (a
+// csi-baremetal custom resource, a PVC): a plugin's object item. Its countdown is
+// recorded on the live object like any orphan's (deletionDelay and
+// deletionTimestamp annotations, the pending-deletion label), plus
+// limbo.dev/pluginResource naming the plugin resource; it never gets the
+// limbo.dev/bundle label, so the reaper never acts on it. The plugin's latest
+// inventory decides cancel, the deadline decides delete, both in its Bundle's pass
+// (Engine.ProcessItems).
+type Item struct {
+	// Object is the live object, read from the API server (not a cache): its UID
+	// and resourceVersion are the preconditions of every write and of the delete.
+	// Its apiVersion and kind must be set.
+	Object client.Object
+	// Desired says the object should exist. An item that is not desired is an
+	// orphan; a desired item in limbo is taken out (cancel).
+	Desired bool
+	// Group is the unit whose trouble stays its own (a node and its resources): the
+	// delete order applies within a group, and the plugin's gate is asked per group.
+	Group string
+	// Order orders deletes within a group: a due orphan is deleted only once every
+	// item of its group with a lower Order is gone.
+	Order int
+	// ClearFinalizers are removed from the object just before it is deleted, so
+	// that it goes at once (their controllers went with the node). Other finalizers
+	// are kept: the object then stays, terminating, in pendingDeletions until they
+	// are removed by whoever owns them.
+	ClearFinalizers []string
+}
+
+// ItemSet is the object items of one plugin resource, decided together.
+type ItemSet struct {
+	// Owner is "<namespace>/<bundle>/<resource>", written on every item in limbo
+	// (limbo.dev/pluginResource). An item in limbo for another owner is left alone.
+	Owner string
+	// Delay is the resource's plugin.deletionDelay: it is written on each orphan
+	// and decides its deadline. Empty deletes orphans at once (gate and order
+	// still apply).
+	Delay string
+	// Items are the plugin's latest inventory of objects.
+	Items []Item
+	// Hold, when set, holds every orphan without a write (the Bundle is not Ready):
+	// orphans are only listed, with Hold as their message. Cancels still happen.
+	Hold string
+	// MayDelete, when set, is asked once per group that has a due orphan whether
+	// the group may be deleted now; a non-empty hold keeps the group's due orphans
+	// and is their message.
+	MayDelete func(ctx context.Context, group string) (hold string, err error)
+}
+
+// ItemsOutcome is what processing an ItemSet did.
+type ItemsOutcome struct {
+	// Pending are the entries of status.pendingDeletions for the orphans that
+	// still exist.
+	Pending []limbov1alpha1.PendingDeletion
+	// Requeue reports that the caller must come back within RequeueAfter (a
+	// deadline, a hold).
+	Requeue      bool
+	RequeueAfter time.Duration
+	// Err joins the failed writes and deletes; the caller retries.
+	Err error
+}
+
+func (o *ItemsOutcome) after(d time.Duration) {
+	if !o.Requeue || d < o.RequeueAfter {
+		o.Requeue, o.RequeueAfter = true, max(d, 0)
+	}
+}
+
+func (o *ItemsOutcome) fail(err error) { o.Err = errors.Join(o.Err, err) }
+
+// decidedItem is an item with the state machine's decision.
+type decidedItem struct {
+	Item
+	d Decision
+}
+
+// ProcessItems runs the state machine for each of a plugin resource's object
+// items and applies its decisions: desired items in limbo are cancelled; orphans
+// are stamped, waited for, and deleted at their deadline — group by group, in
+// Order, once the gate allows, with UID and resourceVersion preconditions.
+// Events go to eventTarget (the Bundle).
+func (e *Engine) ProcessItems(ctx context.Context, eventTarget runtime.Object, set ItemSet) ItemsOutcome {
+	now := e.Clock.Now()
+	var out ItemsOutcome
+	groups := map[string][]decidedItem{}
+	for _, it := range set.Items {
+		if owner := it.Object.GetAnnotations()[limbov1alpha1.AnnotationPluginResource]; owner != "" && owner != set.Owner {
+			if !it.Desired {
+				p := pendingEntry(it.Object, Decide(now, stateOf(it.Object, false)), nil)
+				p.Message = "in limbo for plugin resource " + owner + "; left to it"
+				out.Pending = append(out.Pending, *p)
+			}
+			continue
+		}
+		d := Decide(now, set.state(it))
+		switch d.Action {
+		case ActionNone:
+		case ActionCancel:
+			if err := e.CancelItem(ctx, eventTarget, it.Object, "desired again"); err != nil {
+				out.fail(err)
+			}
+		default:
+			groups[it.Group] = append(groups[it.Group], decidedItem{Item: it, d: d})
+		}
+	}
+	names := make([]string, 0, len(groups))
+	for g := range groups {
+		names = append(names, g)
+	}
+	slices.Sort(names)
+	for _, g := range names {
+		e.processGroup(ctx, eventTarget, set, g, groups[g], &out)
+	}
+	return out
+}
+
+// processGroup decides one group's orphans: the gate is asked once if some are
+// due, and deletes go in Order.
+func (e *Engine) processGroup(ctx context.Context, eventTarget runtime.Object, set ItemSet, group string, items []decidedItem, out *ItemsOutcome) {
+	slices.SortStableFunc(items, func(a, b decidedItem) int {
+		return cmp.Or(cmp.Compare(a.Order, b.Order), cmp.Compare(describe(a.Object), describe(b.Object)))
+	})
+	hold := set.Hold
+	if hold == "" && set.MayDelete != nil && slices.ContainsFunc(items, func(x decidedItem) bool { return x.d.Action == ActionDelete }) {
+		h, err := set.MayDelete(ctx, group)
+		switch {
+		case err != nil:
+			hold = "cannot tell whether it may be deleted: " + err.Error()
+			out.fail(err)
+		case h != "":
+			hold = h
+			out.after(HoldRecheckInterval)
+		}
+	}
+	var lower, level []string // items of lower orders, and of the current order, still there
+	for i, x := range items {
+		if i > 0 && x.Order != items[i-1].Order {
+			lower, level = append(lower, level...), nil
+		}
+		if !e.processOrphanItem(ctx, eventTarget, set, x, hold, lower, out) {
+			level = append(level, describe(x.Object))
+		}
+	}
+}
+
+// processOrphanItem applies the decision about one orphan and reports whether it
+// is gone. hold keeps a due orphan (the gate, or the Bundle not Ready); lower
+// lists items of its group that must be gone first.
+func (e *Engine) processOrphanItem(ctx context.Context, eventTarget runtime.Object, set ItemSet, x decidedItem, hold string, lower []string, out *ItemsOutcome) bool {
+	obj, d, ref := x.Object, x.d, describe(x.Object)
+	logger := log.FromContext(ctx).WithValues("object", ref, "pluginResource", set.Owner)
+	var err error
+	if set.Hold != "" {
+		p := pendingEntry(obj, d, nil)
+		if d.Action == ActionStamp || d.Action == ActionRestamp {
+			p.DeletionTimestamp, p.DeleteAfter = nil, nil // not stamped: no countdown runs
+		}
+		p.Message = set.Hold
+		out.Pending = append(out.Pending, *p)
+		return false
+	}
+	switch d.Action {
+	case ActionStamp, ActionRestamp:
+		if d.Action == ActionRestamp {
+			e.Recorder.Eventf(eventTarget, corev1.EventTypeWarning, EventInvalidStamp, "%s: %v", ref, d.Err)
+		}
+		if err = e.stampItem(ctx, set, obj, d.Stamp); err == nil {
+			e.Recorder.Eventf(eventTarget, corev1.EventTypeNormal, EventDeletionScheduled,
+				"%s is in limbo for %v: deleted at %s", ref, d.Delay, d.Deadline.UTC().Format(time.RFC3339))
+			logger.Info("in limbo", "deadline", d.Deadline)
+			out.after(d.RequeueAfter)
+		}
+	case ActionWait:
+		if obj.GetAnnotations()[limbov1alpha1.AnnotationDeletionDelay] != set.Delay {
+			// The resource's delay changed: the object says the delay it waits for,
+			// which `kubectl limbo expedite` reads.
+			err = e.patch(ctx, obj, map[string]any{"metadata": map[string]any{
+				"annotations":     map[string]any{limbov1alpha1.AnnotationDeletionDelay: set.Delay},
+				"resourceVersion": obj.GetResourceVersion(),
+			}})
+		}
+		out.after(d.RequeueAfter)
+	case ActionDelete:
+		p := pendingEntry(obj, d, nil)
+		switch {
+		case hold != "":
+			p.Message = "due; held: " + hold
+		case len(lower) > 0:
+			p.Message = "due; waiting for " + strings.Join(lower, ", ") + " to be deleted first"
+			out.after(HoldRecheckInterval)
+		default:
+			gone, err := e.deleteItem(ctx, eventTarget, x.Item, d)
+			if gone {
+				return true
+			}
+			switch {
+			case err != nil:
+				p.Message = err.Error()
+				out.fail(err)
+			case obj.GetDeletionTimestamp() != nil:
+				p = terminatingEntry(obj)
+				out.after(HoldRecheckInterval)
+			}
+		}
+		out.Pending = append(out.Pending, *p)
+		return false
+	}
+	if err != nil {
+		out.fail(err)
+	}
+	out.Pending = append(out.Pending, *pendingEntry(obj, d, err))
+	return false
+}
+
+// state is what Decide reads of an item: its live annotations with the
+// resource's delay in place of the object's own.
+func (s ItemSet) state(it Item) State {
+	st := stateOf(it.Object, it.Desired)
+	ann := make(map[string]string, len(st.Annotations)+1)
+	for k, v := range st.Annotations {
+		ann[k] = v
+	}
+	delete(ann, limbov1alpha1.AnnotationDeletionDelay)
+	if s.Delay != "" {
+		ann[limbov1alpha1.AnnotationDeletionDelay] = s.Delay
+	}
+	st.Annotations = ann
+	return st
+}
+
+// stampItem starts obj's countdown: the delay, the stamp, the owner and the
+// pending-deletion label, on the object as read (resourceVersion precondition: a
+// concurrent change makes this a Conflict, and the next pass decides again).
+func (e *Engine) stampItem(ctx context.Context, set ItemSet, obj client.Object, stamp time.Time) error {
+	return e.patch(ctx, obj, map[string]any{"metadata": map[string]any{
+		"annotations": map[string]any{
+			limbov1alpha1.AnnotationDeletionDelay:     set.Delay,
+			limbov1alpha1.AnnotationDeletionTimestamp: FormatStamp(stamp),
+			limbov1alpha1.AnnotationPluginResource:    set.Owner,
+		},
+		"labels":          map[string]any{limbov1alpha1.LabelPendingDeletion: "true"},
+		"resourceVersion": obj.GetResourceVersion(),
+	}})
+}
+
+// CancelItem takes a plugin's object item out of limbo: the stamp, the delay, the
+// owner and the label go (the object is not limbo's: nothing of limbo's is left
+// on it). An object already gone is success.
+func (e *Engine) CancelItem(ctx context.Context, eventTarget runtime.Object, obj client.Object, why string) error {
+	err := e.patch(ctx, obj, map[string]any{"metadata": map[string]any{
+		"annotations": map[string]any{
+			limbov1alpha1.AnnotationDeletionTimestamp: nil,
+			limbov1alpha1.AnnotationDeletionDelay:     nil,
+			limbov1alpha1.AnnotationPluginResource:    nil,
+		},
+		"labels":          map[string]any{limbov1alpha1.LabelPendingDeletion: nil},
+		"resourceVersion": obj.GetResourceVersion(),
+	}})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	e.Recorder.Eventf(eventTarget, corev1.EventTypeNormal, EventDeletionCancelled, "%s: deletion cancelled (%s)", describe(obj), why)
+	log.FromContext(ctx).Info("deletion cancelled", "object", describe(obj), "why", why)
+	return nil
+}
+
+// deleteItem deletes a due orphan: its ClearFinalizers first, then a delete with
+// UID and resourceVersion preconditions (a re-created or changed object is decided
+// again on the next pass, never deleted on a stale read). An object already
+// terminating is not deleted again. It reports whether the object is gone.
+func (e *Engine) deleteItem(ctx context.Context, eventTarget runtime.Object, it Item, d Decision) (bool, error) {
+	obj, ref := it.Object, describe(it.Object)
+	if keep, cleared := withoutFinalizers(obj.GetFinalizers(), it.ClearFinalizers); cleared {
+		err := e.patch(ctx, obj, map[string]any{"metadata": map[string]any{
+			"finalizers":      keep,
+			"resourceVersion": obj.GetResourceVersion(),
+		}})
+		if err != nil {
+			return e.goneOrStale(err, ref)
+		}
+		log.FromContext(ctx).Info("finalizers cleared before delete", "object", ref, "pluginResource", obj.GetAnnotations()[limbov1alpha1.AnnotationPluginResource])
+		if obj.GetDeletionTimestamp() != nil && len(keep) == 0 {
+			return true, nil // it was terminating: with its finalizers gone, so is it
+		}
+	}
+	if obj.GetDeletionTimestamp() != nil {
+		return false, nil // deleted already (by an earlier pass, or by someone else): once
+	}
+	uid, rv := obj.GetUID(), obj.GetResourceVersion()
+	err := e.Client.Delete(ctx, obj, client.Preconditions{UID: &uid, ResourceVersion: &rv}, client.PropagationPolicy(metav1.DeletePropagationBackground))
+	switch {
+	case apierrors.IsNotFound(err), apierrors.IsConflict(err):
+		return e.goneOrStale(err, ref)
+	case err != nil:
+		e.Metrics.deletions.WithLabelValues(ResultFailed).Inc()
+		e.Recorder.Eventf(eventTarget, corev1.EventTypeWarning, EventDeleteFailed, "%s: %v", ref, err)
+		return false, fmt.Errorf("delete %s: %w", ref, err)
+	}
+	e.Metrics.deletions.WithLabelValues(ResultDeleted).Inc()
+	if !d.Deadline.IsZero() {
+		e.Metrics.lateness.Observe(e.Clock.Now().Sub(d.Deadline).Seconds())
+	}
+	e.Recorder.Eventf(eventTarget, corev1.EventTypeNormal, EventDeleted, "%s deleted", ref)
+	log.FromContext(ctx).Info("deleted", "object", ref, "deadline", d.Deadline, "pluginResource", obj.GetAnnotations()[limbov1alpha1.AnnotationPluginResource])
+	if len(obj.GetFinalizers()) > 0 {
+		obj.SetDeletionTimestamp(&metav1.Time{Time: e.Clock.Now()}) // terminating now, held by the rest
+		return false, nil
+	}
+	return true, nil
+}
+
+// goneOrStale is the outcome of a failed write on a due item: NotFound means it is
+// gone (success); a Conflict means it changed since it was read, and is decided
+// again on the next pass; anything else is returned as is.
+func (e *Engine) goneOrStale(err error, ref string) (bool, error) {
+	switch {
+	case apierrors.IsNotFound(err):
+		e.Metrics.deletions.WithLabelValues(ResultGone).Inc()
+		return true, nil
+	case apierrors.IsConflict(err):
+		return false, fmt.Errorf("%s changed since it was read; decided again on the next pass", ref)
+	}
+	return false, err
+}
+
+// withoutFinalizers returns finalizers minus clear, and whether any was removed.
+// The result is a list, possibly empty, that the merge patch sends whole.
+func withoutFinalizers(finalizers, clear []string) ([]string, bool) {
+	keep := []string{}
+	for _, f := range finalizers {
+		if !slices.Contains(clear, f) {
+			keep = append(keep, f)
+		}
+	}
+	return keep, len(keep) < len(finalizers)
+}

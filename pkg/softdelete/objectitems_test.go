@@ -1,0 +1,187 @@
+package softdelete_test
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+	"github.com/limbo-dev/limbo/pkg/softdelete"
+)
+
+const (
+	owner    = "team-a/shop/node-removal"
+	ownerKey = limbov1alpha1.AnnotationPluginResource
+)
+
+// item is a plugin's object item as read live (from the fake client).
+func (h *harness) item(t *testing.T, name string, desired bool, group string, order int, clear ...string) softdelete.Item {
+	return softdelete.Item{Object: h.live(t, name), Desired: desired, Group: group, Order: order, ClearFinalizers: clear}
+}
+
+func withFinalizers(u *unstructured.Unstructured, f ...string) *unstructured.Unstructured {
+	u.SetFinalizers(f)
+	return u
+}
+
+func stamped(stamp string) map[string]string {
+	return map[string]string{delayKey: "10m", stampKey: stamp, ownerKey: owner}
+}
+
+func messages(pending []limbov1alpha1.PendingDeletion) map[string]string {
+	out := map[string]string{}
+	for _, p := range pending {
+		out[p.Name] = p.Message
+	}
+	return out
+}
+
+// A new orphan is stamped with the resource's delay and owner, in one write on
+// the object as read; it gets no bundle label.
+func TestProcessItemsStamp(t *testing.T) {
+	h := newHarness(t, cm("drive", nil, nil))
+	out := h.engine.ProcessItems(context.Background(), bundle(), softdelete.ItemSet{Owner: owner, Delay: "10m",
+		Items: []softdelete.Item{h.item(t, "drive", false, "n1", 0)}})
+	want := []string{`PATCH ConfigMap team-a/drive application/merge-patch+json {"metadata":{"annotations":{"limbo.dev/deletionDelay":"10m","limbo.dev/deletionTimestamp":"2025-03-14T12:30:45Z","limbo.dev/pluginResource":"team-a/shop/node-removal"},"labels":{"limbo.dev/pending-deletion":"true"},"resourceVersion":"999"}}`}
+	if !reflect.DeepEqual(h.calls, want) {
+		t.Errorf("API calls:\n%q\nwant:\n%q", h.calls, want)
+	}
+	if out.Err != nil || !out.Requeue || out.RequeueAfter != 10*time.Minute-250*time.Millisecond {
+		t.Errorf("outcome = %+v", out)
+	}
+	if len(out.Pending) != 1 || out.Pending[0].DeleteAfter == nil || !out.Pending[0].DeleteAfter.Time.Equal(at("2025-03-14T12:40:45Z")) {
+		t.Errorf("pending = %+v", out.Pending)
+	}
+	if ev := h.events(); len(ev) != 1 || !strings.HasPrefix(ev[0], "Normal DeletionScheduled ConfigMap team-a/drive is in limbo for 10m0s") {
+		t.Errorf("events %q", ev)
+	}
+	if _, labelled := h.live(t, "drive").GetLabels()[bundleKey]; labelled {
+		t.Error("an object item got the limbo.dev/bundle label")
+	}
+}
+
+// A desired item in limbo for this resource loses everything limbo wrote; one
+// in limbo for another resource is left alone.
+func TestProcessItemsCancel(t *testing.T) {
+	other := map[string]string{delayKey: "10m", stampKey: "2025-03-14T12:00:00Z", ownerKey: "team-b/x/node-removal"}
+	h := newHarness(t, cm("mine", stamped("2025-03-14T12:00:00Z"), map[string]string{pendingKey: "true"}),
+		cm("theirs", other, map[string]string{pendingKey: "true"}))
+	out := h.engine.ProcessItems(context.Background(), bundle(), softdelete.ItemSet{Owner: owner, Delay: "10m",
+		Items: []softdelete.Item{h.item(t, "mine", true, "n1", 0), h.item(t, "theirs", false, "n1", 0)}})
+	want := []string{`PATCH ConfigMap team-a/mine application/merge-patch+json {"metadata":{"annotations":{"limbo.dev/deletionDelay":null,"limbo.dev/deletionTimestamp":null,"limbo.dev/pluginResource":null},"labels":{"limbo.dev/pending-deletion":null},"resourceVersion":"999"}}`}
+	if !reflect.DeepEqual(h.calls, want) {
+		t.Errorf("API calls:\n%q\nwant:\n%q", h.calls, want)
+	}
+	if got := messages(out.Pending); len(got) != 1 || !strings.Contains(got["theirs"], "team-b/x/node-removal") {
+		t.Errorf("pending = %v, want only theirs, naming its owner", got)
+	}
+	if ev := h.events(); len(ev) != 1 || !strings.HasPrefix(ev[0], "Normal DeletionCancelled ConfigMap team-a/mine") {
+		t.Errorf("events %q", ev)
+	}
+}
+
+// At the deadline a group goes in Order: listed finalizers are cleared first,
+// others are kept, and a kept finalizer leaves the object listed as terminating.
+func TestProcessItemsDeleteOrder(t *testing.T) {
+	due := stamped("2025-03-14T12:00:00Z")
+	h := newHarness(t, cm("a-node", due, nil), withFinalizers(cm("b-volume", due, nil), "volume-cleanup", "other"),
+		cm("c-drive", due, nil), withFinalizers(cm("d-node", due, nil), "node-cleanup"))
+	items := []softdelete.Item{
+		h.item(t, "a-node", false, "n1", 2), // sorted by order, not by name
+		h.item(t, "b-volume", false, "n1", 1, "volume-cleanup"),
+		h.item(t, "c-drive", false, "n1", 0),
+	}
+	out := h.engine.ProcessItems(context.Background(), bundle(), softdelete.ItemSet{Owner: owner, Delay: "10m", Items: items})
+	want := []string{
+		"DELETE ConfigMap team-a/c-drive uid=uid-c-drive rv=999 propagation=Background",
+		`PATCH ConfigMap team-a/b-volume application/merge-patch+json {"metadata":{"finalizers":["other"],"resourceVersion":"999"}}`,
+		"DELETE ConfigMap team-a/b-volume uid=uid-b-volume rv=1000 propagation=Background", // the patched version,
+	}
+	if !reflect.DeepEqual(h.calls, want) {
+		t.Errorf("API calls:\n%q\nwant:\n%q", h.calls, want)
+	}
+	got := messages(out.Pending)
+	if !strings.Contains(got["b-volume"], "being deleted; held by finalizers: other") ||
+		!strings.Contains(got["a-node"], "waiting for ConfigMap team-a/b-volume to be deleted first") || len(got) != 2 {
+		t.Errorf("pending = %v", got)
+	}
+	if h.get(t, "c-drive") != nil || h.get(t, "a-node") == nil {
+		t.Error("c-drive must be gone and a-node kept")
+	}
+
+	// Once the volume's other finalizer goes, the node is deleted with its own
+	// finalizer kept, and it is deleted once.
+	volume := h.live(t, "b-volume")
+	volume.SetFinalizers(nil)
+	if err := h.client.Update(context.Background(), volume); err != nil {
+		t.Fatal(err)
+	}
+	h.calls = nil
+	for pass := 0; pass < 2; pass++ {
+		out = h.engine.ProcessItems(context.Background(), bundle(), softdelete.ItemSet{Owner: owner, Delay: "10m",
+			Items: []softdelete.Item{{Object: h.live(t, "d-node"), Group: "n2", Order: 2}}})
+	}
+	if want := []string{"DELETE ConfigMap team-a/d-node uid=uid-d-node rv=999 propagation=Background"}; !reflect.DeepEqual(h.calls, want) {
+		t.Errorf("API calls %q, want one delete", h.calls)
+	}
+	if live := h.live(t, "d-node"); live.GetDeletionTimestamp() == nil || !reflect.DeepEqual(live.GetFinalizers(), []string{"node-cleanup"}) {
+		t.Errorf("d-node: deletionTimestamp %v, finalizers %v", live.GetDeletionTimestamp(), live.GetFinalizers())
+	}
+	if got := h.metric(t, "limbo_deletions_total", softdelete.ResultDeleted); got != 3 {
+		t.Errorf("limbo_deletions_total{deleted} = %v, want 3", got)
+	}
+}
+
+// A failed delete holds the rest of its group, never another group; a gate's
+// hold keeps its group's due items, with the reason.
+func TestProcessItemsGroupsAreIndependent(t *testing.T) {
+	due := stamped("2025-03-14T12:00:00Z")
+	h := newHarness(t, cm("n1-drive", due, nil), cm("n1-node", due, nil), cm("n2-drive", due, nil), cm("n3-drive", due, nil))
+	h.deleteErr = errors.New("refused")
+	asked := map[string]int{}
+	out := h.engine.ProcessItems(context.Background(), bundle(), softdelete.ItemSet{Owner: owner, Delay: "10m",
+		Items: []softdelete.Item{h.item(t, "n1-drive", false, "n1", 0), h.item(t, "n1-node", false, "n1", 1),
+			h.item(t, "n2-drive", false, "n2", 0), h.item(t, "n3-drive", false, "n3", 0)},
+		MayDelete: func(_ context.Context, group string) (string, error) {
+			asked[group]++
+			if group == "n2" {
+				return "pod x is still bound to n2", nil
+			}
+			return "", nil
+		}})
+	want := []string{"DELETE ConfigMap team-a/n1-drive uid=uid-n1-drive rv=999 propagation=Background", "DELETE ConfigMap team-a/n3-drive uid=uid-n3-drive rv=999 propagation=Background"}
+	if !reflect.DeepEqual(h.calls, want) {
+		t.Errorf("API calls:\n%q\nwant:\n%q", h.calls, want)
+	}
+	if !reflect.DeepEqual(asked, map[string]int{"n1": 1, "n2": 1, "n3": 1}) {
+		t.Errorf("gate asked %v, want once per group", asked)
+	}
+	got := messages(out.Pending)
+	if !strings.Contains(got["n1-drive"], "refused") || !strings.Contains(got["n1-node"], "waiting for ConfigMap team-a/n1-drive") ||
+		got["n2-drive"] != "due; held: pod x is still bound to n2" || !strings.Contains(got["n3-drive"], "refused") {
+		t.Errorf("pending = %v", got)
+	}
+	if out.Err == nil || !out.Requeue {
+		t.Errorf("outcome = %+v, want the error and a requeue for the hold", out)
+	}
+}
+
+// While the Bundle is not Ready, orphans are listed and nothing is written.
+func TestProcessItemsHold(t *testing.T) {
+	h := newHarness(t, cm("new", nil, nil), cm("due", stamped("2025-03-14T12:00:00Z"), nil))
+	out := h.engine.ProcessItems(context.Background(), bundle(), softdelete.ItemSet{Owner: owner, Delay: "10m", Hold: "not ready",
+		Items: []softdelete.Item{h.item(t, "new", false, "n1", 0), h.item(t, "due", false, "n1", 0)}})
+	if len(h.calls) != 0 {
+		t.Errorf("API calls %q, want none", h.calls)
+	}
+	for _, p := range out.Pending {
+		if p.Message != "not ready" || (p.Name == "new") != (p.DeleteAfter == nil) {
+			t.Errorf("pending %+v", p)
+		}
+	}
+}
