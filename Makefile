@@ -6,6 +6,7 @@ SHELL := /usr/bin/env bash
 BIN            := $(CURDIR)/bin
 GO             ?= go
 CONTROLLER_GEN := $(BIN)/controller-gen
+GOLANGCI_LINT  := $(BIN)/golangci-lint
 GOTEST_FLAGS   ?= -race -count=1
 # The integration tests start one control plane per package; run packages one at a
 # time so that two API servers never compete for the machine's two cores.
@@ -25,12 +26,20 @@ cluster-bins: ## Build etcd, kube-apiserver, kube-controller-manager and kubectl
 $(CONTROLLER_GEN): build/tools/go.mod build/tools/go.sum
 	cd build/tools && $(GO) build -o $(CONTROLLER_GEN) sigs.k8s.io/controller-tools/cmd/controller-gen
 
+# golangci-lint is pinned in its own module (build/lint) and built once into bin/.
+$(GOLANGCI_LINT): build/lint/go.mod build/lint/go.sum
+	cd build/lint && $(GO) build -o $(GOLANGCI_LINT) github.com/golangci/golangci-lint/v2/cmd/golangci-lint
+
+.PHONY: lint
+lint: $(GOLANGCI_LINT) ## Run golangci-lint (.golangci.yml).
+	$(GOLANGCI_LINT) run ./...
+
 .PHONY: generate
 generate: $(CONTROLLER_GEN) ## Generate deepcopy code and the CRDs in crds/.
 	$(CONTROLLER_GEN) object paths=./pkg/apis/... crd:crdVersions=v1 output:crd:artifacts:config=crds
 
 .PHONY: verify
-verify: ## Fail when generated files are stale, code is unformatted or go vet complains.
+verify: ## Fail when generated files are stale, code is unformatted, or go vet or golangci-lint complains.
 	@snapshot=$$(mktemp -d); trap 'rm -rf "$$snapshot"' EXIT; \
 	  cp -r crds "$$snapshot/crds"; find pkg/apis -name 'zz_generated*.go' -exec cp --parents {} "$$snapshot/" \; ; \
 	  $(MAKE) --no-print-directory generate; \
@@ -39,6 +48,7 @@ verify: ## Fail when generated files are stale, code is unformatted or go vet co
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$unformatted" ]; then echo "verify: not gofmt-formatted:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
+	$(MAKE) --no-print-directory lint
 	@echo "verify: ok"
 
 .PHONY: test

@@ -91,7 +91,7 @@ func TestTeardownBackgroundReverseOrder(t *testing.T) {
 			t.Fatalf("no DELETED event for %s; events: %v", name, log.events())
 		}
 	}
-	if !(gone["top"] < started["mid"] && gone["mid"] < started["base"]) {
+	if gone["top"] >= started["mid"] || gone["mid"] >= started["base"] {
 		t.Errorf("deletions out of order (top gone at %d, mid started at %d and gone at %d, base started at %d); events: %v",
 			gone["top"], started["mid"], gone["mid"], started["base"], log.events())
 	}

@@ -4,8 +4,6 @@ import (
 	"context"
 	"testing"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 )
 
@@ -22,7 +20,7 @@ func TestNodeRemovalTeardownCancels(t *testing.T) {
 	}
 	waitGone(t, limbov1alpha1.BundleGVK, ns, b.Name)
 	for i, o := range n.objects {
-		u := waitObject(t, o.GroupVersionKind(), o.GetNamespace(), o.GetName(), func(u *unstructured.Unstructured) error { return notInLimbo(u) })
+		u := waitObject(t, o.GroupVersionKind(), o.GetNamespace(), o.GetName(), notInLimbo)
 		if u.GetUID() != inLimbo[i].GetUID() || u.GetDeletionTimestamp() != nil {
 			t.Errorf("%s %s was deleted by the teardown", u.GetKind(), u.GetName())
 		}

@@ -27,7 +27,7 @@ import (
 func main() {
 	cfg := bench.DefaultConfig()
 	var out, controllerArgs, controllerEnv string
-	var qps float64 = float64(cfg.QPS)
+	qps := float64(cfg.QPS)
 	flag.IntVar(&cfg.Bundles, "bundles", cfg.Bundles, "N: Bundles of the converge, no-op and deletion phases (1..1000)")
 	flag.IntVar(&cfg.Objects, "objects", cfg.Objects, "M: ConfigMaps per Bundle (1..10)")
 	flag.Float64Var(&qps, "qps", qps, "client QPS of the controller (--kube-api-qps) and of the floor client")
@@ -55,6 +55,14 @@ func main() {
 
 	// The benchmark's own informers log through controller-runtime: errors only.
 	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel)))
+	if err := run(cfg, out); err != nil {
+		fmt.Fprintln(os.Stderr, "limbo-bench:", err)
+		os.Exit(1)
+	}
+}
+
+// run runs the benchmark and prints (and writes to out) its figures.
+func run(cfg bench.Config, out string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	res, err := bench.Run(ctx, cfg, os.Stderr)
@@ -68,8 +76,5 @@ func main() {
 			}
 		}
 	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "limbo-bench:", err)
-		os.Exit(1)
-	}
+	return err
 }

@@ -131,7 +131,7 @@ func (g *Graph) TopologicalSort() ([]string, error) {
 	}
 
 	const (
-		unvisited = iota
+		_ = iota // unvisited: the zero value
 		// inProgress marks the vertices on the current path of the search;
 		// reaching one again closes a cycle.
 		inProgress

@@ -34,8 +34,6 @@ const (
 	ns         = "team-a"
 	pendingKey = limbov1alpha1.LabelPendingDeletion
 	bundleKey  = limbov1alpha1.LabelBundle
-	// fakeRV is the resourceVersion the fake client gives the objects it starts with.
-	fakeRV = "999"
 )
 
 var configMapGVK = schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}

@@ -60,7 +60,7 @@ func ownedFields(obj metav1.Object) string {
 func ownedFieldsDigest(obj metav1.Object) string {
 	for _, mf := range obj.GetManagedFields() {
 		if mf.Manager == limbov1alpha1.FieldManager && mf.Operation == metav1.ManagedFieldsOperationApply && mf.Subresource == "" && mf.FieldsV1 != nil {
-			sum := sha256.Sum256(mf.FieldsV1.Raw)
+			sum := sha256.Sum256(mf.FieldsV1.GetRawBytes())
 			return hex.EncodeToString(sum[:])
 		}
 	}

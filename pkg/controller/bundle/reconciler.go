@@ -31,6 +31,9 @@ const (
 	conflictRecheckInterval = 30 * time.Second
 	// teardownInterval paces teardown waves between watch events.
 	teardownInterval = 2 * time.Second
+	// conflictRetry is how soon a Bundle whose write met a Conflict is read and
+	// decided again: the newer version is on its way to the cache.
+	conflictRetry = 100 * time.Millisecond
 )
 
 // Reconciler reconciles Bundles. One Reconcile is one pass over one Bundle (see
@@ -63,7 +66,7 @@ type Reconciler struct {
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	result, err := r.reconcile(ctx, req)
 	if apierrors.IsConflict(err) {
-		return ctrl.Result{Requeue: true}, nil
+		return ctrl.Result{RequeueAfter: conflictRetry}, nil
 	}
 	return result, err
 }

@@ -128,7 +128,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	ts.Status = *status
 	if err := r.Client.Status().Patch(ctx, &ts, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
 		if apierrors.IsConflict(err) {
-			return ctrl.Result{Requeue: true}, nil // read and decide again
+			return ctrl.Result{RequeueAfter: conflictRetry}, nil // read and decide again
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -162,8 +162,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return ctrl.Result{}, nil
 }
 
-// recheckInterval paces a Tombstone that waits for its Bundle's pass or teardown.
-const recheckInterval = 5 * time.Second
+const (
+	// recheckInterval paces a Tombstone that waits for its Bundle's pass or teardown.
+	recheckInterval = 5 * time.Second
+	// conflictRetry is how soon a Tombstone whose write met a Conflict is read and
+	// decided again.
+	conflictRetry = 100 * time.Millisecond
+)
 
 // countdown handles a Tombstone that is not due: it stamps one that has no
 // (valid) stamp, reports an invalid delay, or waits. wait is false when the
@@ -191,7 +196,7 @@ func (r *Reconciler) countdown(ctx context.Context, ts *limbov1alpha1.Tombstone)
 		ts.Annotations[limbov1alpha1.AnnotationDeletionTimestamp] = softdelete.FormatStamp(d.Stamp)
 		err := r.Client.Patch(ctx, ts, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
 		if apierrors.IsConflict(err) {
-			return ctrl.Result{Requeue: true}, true, nil
+			return ctrl.Result{RequeueAfter: conflictRetry}, true, nil
 		}
 		return ctrl.Result{}, true, client.IgnoreNotFound(err)
 	case softdelete.ActionInvalid:

@@ -447,7 +447,7 @@ func TestStart(t *testing.T) {
 		req.Header.Set("Authorization", auth)
 		resp, err := http.DefaultClient.Do(req)
 		if err == nil {
-			resp.Body.Close()
+			_ = resp.Body.Close()
 		}
 		errc <- err
 	}()
@@ -457,11 +457,14 @@ func TestStart(t *testing.T) {
 	if err := stop(); err != nil {
 		t.Errorf("stop: %v", err)
 	}
-	<-errc
+	if err := <-errc; err != nil {
+		t.Logf("the blocked request ended with %v (answered or cut: either is fine)", err)
+	}
 	if err := stop(); err != nil {
 		t.Errorf("second stop: %v", err)
 	}
-	if _, err := http.Get(base + "/v2/namespaces"); err == nil {
+	if resp, err := http.Get(base + "/v2/namespaces"); err == nil {
+		_ = resp.Body.Close()
 		t.Error("server still answers after stop")
 	}
 	if _, _, err := New(Config{}).Start("256.0.0.1:1"); err == nil {
@@ -476,11 +479,11 @@ func TestConcurrentUse(t *testing.T) {
 	for i := range 8 {
 		wg.Go(func() {
 			name := "ns-" + string(rune('a'+i))
-			ns := s.AddNamespace(name)
+			s.AddNamespace(name)
 			_ = s.SetVolumes(name, 1)
 			_, _ = s.SetLabels(name, map[string]string{"i": name})
 			_ = s.SetVolumes(name, 0)
-			ns, _ = s.Namespace(name)
+			ns, _ := s.Namespace(name)
 			c.do("GET", "/v2/namespaces", auth, "")
 			r := c.do("DELETE", "/v2/namespaces/"+ns.ID+"?version="+url.QueryEscape(ns.Version), auth, "")
 			if r.status != 200 {

@@ -1,16 +1,18 @@
 package v1alpha1
 
 import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/controller-runtime/pkg/scheme"
 )
 
 var (
 	// GroupVersion is the group and version of limbo's API.
 	GroupVersion = schema.GroupVersion{Group: "limbo.dev", Version: "v1alpha1"}
 
-	// SchemeBuilder registers limbo's types with a runtime.Scheme.
-	SchemeBuilder = &scheme.Builder{GroupVersion: GroupVersion}
+	// SchemeBuilder registers limbo's types with a runtime.Scheme. It depends on
+	// apimachinery only, so the API package stays cheap to import.
+	SchemeBuilder = runtime.NewSchemeBuilder(addKnownTypes)
 
 	// AddToScheme adds limbo's types to a scheme.
 	AddToScheme = SchemeBuilder.AddToScheme
@@ -22,6 +24,8 @@ var (
 	TombstoneGVK = GroupVersion.WithKind("Tombstone")
 )
 
-func init() {
-	SchemeBuilder.Register(&Bundle{}, &BundleList{}, &Tombstone{}, &TombstoneList{})
+func addKnownTypes(s *runtime.Scheme) error {
+	s.AddKnownTypes(GroupVersion, &Bundle{}, &BundleList{}, &Tombstone{}, &TombstoneList{})
+	metav1.AddToGroupVersion(s, GroupVersion)
+	return nil
 }
