@@ -88,24 +88,14 @@ value) of the first, for plugins that act on another cluster (kubeConfigSecretRe
 		if err != nil {
 			return err
 		}
-		defer func() {
-			fmt.Fprintln(os.Stderr, "limbo dev: stopping the control plane ...")
-			if err := cluster.Stop(); err != nil {
-				fmt.Fprintln(os.Stderr, "limbo dev:", err)
-			}
-		}()
+		defer stopAndReport("the control plane", cluster.Stop)
 		fmt.Printf("limbo dev: control plane ready (state and logs in %s)\n", cluster.DataDir)
 		if clusters == 2 {
 			workload, err := startWorkloadCluster(ctx, binDir, dataDir, cluster.RESTConfig())
 			if err != nil {
 				return err
 			}
-			defer func() {
-				fmt.Fprintln(os.Stderr, "limbo dev: stopping the workload cluster ...")
-				if err := workload.Stop(); err != nil {
-					fmt.Fprintln(os.Stderr, "limbo dev:", err)
-				}
-			}()
+			defer stopAndReport("the workload cluster", workload.Stop)
 		}
 		fmt.Printf("\n  export KUBECONFIG=%s; kubectl apply -f examples/configmap-chain.yaml\n\n", cluster.KubeconfigPath)
 		if !runController {

@@ -63,3 +63,12 @@ func writeKubeconfigSecret(ctx context.Context, kubeconfigPath string, local *re
 	}
 	return nil
 }
+
+// stopAndReport stops what limbo dev started, saying so: stopping a control plane
+// takes a few seconds.
+func stopAndReport(what string, stop func() error) {
+	fmt.Fprintf(os.Stderr, "limbo dev: stopping %s ...\n", what)
+	if err := stop(); err != nil {
+		fmt.Fprintln(os.Stderr, "limbo dev:", err)
+	}
+}
