@@ -23,6 +23,22 @@ import (
 // The install manifests in build/deploy build with kustomize and are accepted by a
 // real API server (server-side dry run), so a broken manifest fails CI.
 func TestDeployManifestsDryRun(t *testing.T) {
+	out := dryRunApply(t, filepath.Join(env.RepoRoot, "build", "deploy"))
+	for _, want := range []string{
+		"customresourcedefinition.apiextensions.k8s.io/bundles.limbo.dev serverside-applied (server dry run)",
+		"deployment.apps/limbo-controller serverside-applied (server dry run)",
+		"clusterrole.rbac.authorization.k8s.io/limbo-managed-objects serverside-applied (server dry run)",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// dryRunApply runs `kubectl apply --server-side --dry-run=server -k dir` and
+// returns its output.
+func dryRunApply(t testing.TB, dir string) string {
+	t.Helper()
 	ctx := testenv.Context(t, testenv.DefaultTimeout)
 	// A dry run cannot create the namespace that the other manifests go into.
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "limbo-system"}}
@@ -31,20 +47,12 @@ func TestDeployManifestsDryRun(t *testing.T) {
 	}
 	kubectl := filepath.Join(env.RepoRoot, "bin", "kubectl")
 	cmd := exec.CommandContext(ctx, kubectl, "--kubeconfig", env.Cluster.KubeconfigPath,
-		"apply", "--server-side", "--dry-run=server", "-k", filepath.Join(env.RepoRoot, "build", "deploy"))
+		"apply", "--server-side", "--dry-run=server", "-k", dir)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		t.Fatalf("kubectl apply --dry-run=server -k build/deploy: %v\n%s", err, out)
+		t.Fatalf("kubectl apply --dry-run=server -k %s: %v\n%s", dir, err, out)
 	}
-	for _, want := range []string{
-		"customresourcedefinition.apiextensions.k8s.io/bundles.limbo.dev serverside-applied (server dry run)",
-		"deployment.apps/limbo-controller serverside-applied (server dry run)",
-		"clusterrole.rbac.authorization.k8s.io/limbo-managed-objects serverside-applied (server dry run)",
-	} {
-		if !strings.Contains(string(out), want) {
-			t.Errorf("output lacks %q:\n%s", want, out)
-		}
-	}
+	return string(out)
 }
 
 // The optional monitoring component (build/deploy/monitoring) builds on top of

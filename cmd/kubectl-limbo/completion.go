@@ -104,7 +104,7 @@ func (o *options) namesInLimbo(cmd *cobra.Command, typ, prefix string) []string 
 	if err != nil {
 		return nil
 	}
-	objects, err := limboscan.List(cmd.Context(), c, t.mapping.GroupVersionKind, t.namespace)
+	objects, err := limboscan.List(cmd.Context(), c, t.mapping.GroupVersionKind, t.namespace, nil)
 	if err != nil {
 		return nil
 	}

@@ -223,7 +223,7 @@ func listPendingObjects(ctx context.Context, src pendingSources, namespace strin
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			objects, err := limboscan.List(ctx, src.Reader, k.Kind, namespace)
+			objects, err := limboscan.List(ctx, src.Reader, k.Kind, namespace, nil)
 			switch {
 			case apierrors.IsForbidden(err):
 				results[i].forbidden = true

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -67,10 +68,16 @@ func hasVerbs(have metav1.Verbs, want []string) bool {
 // with its GroupVersionKind set. The reader must list straight from the API
 // server (a manager's APIReader, or a plain client): a cached reader would start
 // an informer for every kind.
-func List(ctx context.Context, r client.Reader, gvk schema.GroupVersionKind, namespace string) ([]metav1.PartialObjectMetadata, error) {
+func List(ctx context.Context, r client.Reader, gvk schema.GroupVersionKind, namespace string, within labels.Selector) ([]metav1.PartialObjectMetadata, error) {
 	list := &metav1.PartialObjectMetadataList{}
 	list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-	if err := r.List(ctx, list, client.InNamespace(namespace), client.MatchingLabels{limbov1alpha1.LabelPendingDeletion: "true"}); err != nil {
+	inLimbo := labels.SelectorFromSet(labels.Set{limbov1alpha1.LabelPendingDeletion: "true"})
+	if within != nil {
+		if reqs, selectable := within.Requirements(); selectable {
+			inLimbo = inLimbo.Add(reqs...)
+		}
+	}
+	if err := r.List(ctx, list, client.InNamespace(namespace), client.MatchingLabelsSelector{Selector: inLimbo}); err != nil {
 		return nil, err
 	}
 	for i := range list.Items {

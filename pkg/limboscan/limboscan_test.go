@@ -101,7 +101,7 @@ func TestList(t *testing.T) {
 	).Build()
 	gvk := corev1.SchemeGroupVersion.WithKind("ConfigMap")
 	for ns, want := range map[string]string{"a": "[a/in-limbo]", "": "[a/in-limbo b/in-limbo-too]", "c": "[]"} {
-		items, err := List(context.Background(), c, gvk, ns)
+		items, err := List(context.Background(), c, gvk, ns, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

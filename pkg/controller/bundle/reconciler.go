@@ -16,7 +16,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+	"github.com/limbo-dev/limbo/pkg/impersonation"
 	"github.com/limbo-dev/limbo/pkg/plugin"
+	"github.com/limbo-dev/limbo/pkg/shard"
 	"github.com/limbo-dev/limbo/pkg/softdelete"
 )
 
@@ -45,6 +47,10 @@ type Reconciler struct {
 	Plugins   *plugin.Registry
 	Clock     clock.PassiveClock
 	Metrics   *Metrics
+	// Shard puts the objects a Bundle applies in its shard (see package shard).
+	Shard *shard.Selector
+	// DefaultServiceAccount is impersonated for Bundles that name none.
+	DefaultServiceAccount string
 
 	watcher *watcher
 	applied appliedCache
@@ -73,6 +79,9 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		return ctrl.Result{}, err
 	}
+	// Every write of the Bundle's objects from here on, teardown included, is made
+	// as its ServiceAccount (limbo's own kinds stay limbo's: see impersonation).
+	ctx = impersonation.WithServiceAccount(ctx, b.Namespace, r.serviceAccountOf(&b))
 	if !b.DeletionTimestamp.IsZero() {
 		return r.teardown(ctx, &b)
 	}
@@ -101,6 +110,14 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, reconcile.TerminalError(p.specErrs)
 	}
 	return p.result(), nil
+}
+
+// serviceAccountOf is the ServiceAccount whose rights b's writes have ("": limbo's).
+func (r *Reconciler) serviceAccountOf(b *limbov1alpha1.Bundle) string {
+	if b.Spec.ServiceAccountName != "" {
+		return b.Spec.ServiceAccountName
+	}
+	return r.DefaultServiceAccount
 }
 
 // writeStatus writes status when it differs from what the Bundle has.

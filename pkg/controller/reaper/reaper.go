@@ -14,6 +14,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -21,6 +22,7 @@ import (
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 	"github.com/limbo-dev/limbo/pkg/limboscan"
+	"github.com/limbo-dev/limbo/pkg/shard"
 	"github.com/limbo-dev/limbo/pkg/softdelete"
 )
 
@@ -39,6 +41,9 @@ type Reaper struct {
 	FullScanInterval time.Duration
 	// Namespaces restricts the scan; empty scans all.
 	Namespaces []string
+	// Shard restricts the scan to this controller's shard (objects carry their
+	// Bundle's shard labels); nil scans every shard.
+	Shard *shard.Selector
 	// OnKind is told of every kind found in limbo, so that its objects are watched
 	// (an event then pokes the reaper: an expedite is honoured at once).
 	OnKind func(schema.GroupVersionKind) error
@@ -178,7 +183,7 @@ func (r *Reaper) list(ctx context.Context, gvk schema.GroupVersionKind) ([]metav
 	}
 	var out []metav1.PartialObjectMetadata
 	for _, ns := range namespaces {
-		items, err := limboscan.List(ctx, r.Reader, gvk, ns)
+		items, err := limboscan.List(ctx, r.Reader, gvk, ns, r.Shard.And(labels.Everything()))
 		if err != nil {
 			return nil, err
 		}

@@ -44,6 +44,16 @@ type BundleSpec struct {
 	// applies `resources: []` must not wipe an application.
 	// +optional
 	AllowEmpty bool `json:"allowEmpty,omitempty"`
+
+	// ServiceAccountName is a ServiceAccount in the Bundle's namespace that limbo
+	// impersonates for every write of this Bundle's objects (applies, stamps,
+	// cancels, deletions), so that the Bundle can do only what the ServiceAccount
+	// may. A write it may not make is an Error on that resource (reason
+	// Forbidden). Empty: the controller's --default-service-account, or limbo's
+	// own identity when that is empty too.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	ServiceAccountName string `json:"serviceAccountName,omitempty"`
 }
 
 // Resource is one entry of a Bundle: exactly one of an object or a plugin.
@@ -226,6 +236,10 @@ type PendingDeletion struct {
 	Namespace string `json:"namespace,omitempty"`
 	// Name is the name of the object or Tombstone in limbo.
 	Name string `json:"name"`
+	// Resource is the Bundle resource that last declared the object, or the plugin
+	// resource that found the item, where known.
+	// +optional
+	Resource string `json:"resource,omitempty"`
 	// DeletionTimestamp is when the countdown started (the object's
 	// limbo.dev/deletionTimestamp annotation).
 	// +optional
