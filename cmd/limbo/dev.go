@@ -37,6 +37,7 @@ func newDevCommand() *cobra.Command {
 		dataDir, binDir, crdDir string
 		runController           bool
 		simulators              bool
+		clusters                int
 		storageOSSimAddr        string
 	)
 	cmd := &cobra.Command{
@@ -49,7 +50,11 @@ the kubeconfig to use. It runs until Ctrl-C, and then stops everything it starte
 With --simulators it also starts simulators of the external APIs that plugins talk
 to, the same ones the integration tests use, so that the plugin examples work
 locally: a StorageOS v2 API (namespace-gc) on --storageos-sim-addr, with the
-credentials storageos/storageos (see examples/namespace-gc).`,
+credentials storageos/storageos (see examples/namespace-gc).
+
+With --clusters 2 it also starts a second control plane, standing for a workload
+cluster, and writes its kubeconfig into the Secret default/workload-kubeconfig (key
+value) of the first, for plugins that act on another cluster (kubeConfigSecretRef).`,
 		Args: cobra.NoArgs,
 	}
 	setupLogging := loggingFlags(cmd, true)
@@ -59,9 +64,13 @@ credentials storageos/storageos (see examples/namespace-gc).`,
 	cmd.Flags().BoolVar(&runController, "controller", true, "Run the limbo controller in-process; --controller=false starts only the control plane.")
 	cmd.Flags().BoolVar(&simulators, "simulators", false, "Also start simulators of the external APIs the plugins use (StorageOS), for the plugin examples.")
 	cmd.Flags().StringVar(&storageOSSimAddr, "storageos-sim-addr", "127.0.0.1:5705", "Listen address of the StorageOS simulator started by --simulators; port 0 picks a free port.")
+	cmd.Flags().IntVar(&clusters, "clusters", 1, "Control planes to start: 2 adds a workload cluster whose kubeconfig is in Secret default/workload-kubeconfig.")
 	opts.BindFlags(cmd.Flags())
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		setupLogging()
+		if clusters != 1 && clusters != 2 {
+			return fmt.Errorf("--clusters is 1 or 2, not %d", clusters)
+		}
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
 
@@ -86,13 +95,15 @@ credentials storageos/storageos (see examples/namespace-gc).`,
 		if err != nil {
 			return err
 		}
-		defer func() {
-			fmt.Fprintln(os.Stderr, "limbo dev: stopping the control plane ...")
-			if err := cluster.Stop(); err != nil {
-				fmt.Fprintln(os.Stderr, "limbo dev:", err)
-			}
-		}()
+		defer stopAndReport("the control plane", cluster.Stop)
 		fmt.Printf("limbo dev: control plane ready (state and logs in %s)\n", cluster.DataDir)
+		if clusters == 2 {
+			workload, err := startWorkloadCluster(ctx, binDir, dataDir, cluster.RESTConfig())
+			if err != nil {
+				return err
+			}
+			defer stopAndReport("the workload cluster", workload.Stop)
+		}
 		fmt.Printf("\n  export KUBECONFIG=%s; kubectl apply -f examples/configmap-chain.yaml\n\n", cluster.KubeconfigPath)
 		if !runController {
 			// `limbo controller` elects a leader through a Lease in limbo-system, as

@@ -6,6 +6,7 @@ package testenv
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -44,6 +45,8 @@ type Env struct {
 	controllerOptions controller.Options
 	// requests records every request the in-process controller sends.
 	requests requestLog
+	// second is the control plane SecondCluster starts.
+	second secondCluster
 }
 
 // Options say what a test package needs.
@@ -185,7 +188,7 @@ func (e *Env) stop() error {
 	if limboBinary.dir != "" {
 		_ = os.RemoveAll(limboBinary.dir)
 	}
-	return e.Cluster.Stop()
+	return errors.Join(e.stopSecondCluster(), e.Cluster.Stop())
 }
 
 func zapLevel() int8 {

@@ -56,7 +56,8 @@ type Config struct {
 
 // Cluster is a running control plane.
 type Cluster struct {
-	// KubeconfigPath is an admin kubeconfig for this cluster.
+	// KubeconfigPath is an admin kubeconfig for this cluster. It embeds the CA
+	// (certificate-authority-data), so it can be copied as it is, into a Secret too.
 	KubeconfigPath string
 	// DataDir is where the cluster keeps its state and logs.
 	DataDir string
@@ -379,9 +380,15 @@ func randomToken() string {
 	return hex.EncodeToString(b)
 }
 
+// writeKubeconfig writes a kubeconfig that embeds the API server's CA rather than
+// naming its file, so that it works as it is from anywhere, a Secret included.
 func writeKubeconfig(path, server, caFile, user, token string) error {
+	ca, err := os.ReadFile(caFile)
+	if err != nil {
+		return fmt.Errorf("read the API server's CA: %w", err)
+	}
 	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters["limbo-dev"] = &clientcmdapi.Cluster{Server: server, CertificateAuthority: caFile}
+	cfg.Clusters["limbo-dev"] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: ca}
 	cfg.AuthInfos[user] = &clientcmdapi.AuthInfo{Token: token}
 	cfg.Contexts["limbo-dev"] = &clientcmdapi.Context{Cluster: "limbo-dev", AuthInfo: user}
 	cfg.CurrentContext = "limbo-dev"

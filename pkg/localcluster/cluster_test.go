@@ -153,3 +153,32 @@ func TestChildrenDieWithKilledParent(t *testing.T) {
 		t.Errorf("the killed parent's data directory %s was not swept (%v)", childDir, err)
 	}
 }
+
+// The kubeconfigs written embed the CA, so that they work when copied elsewhere (a
+// Secret), and a missing CA file is an error rather than a kubeconfig that fails later.
+func TestWriteKubeconfigEmbedsCA(t *testing.T) {
+	dir := t.TempDir()
+	caFile := filepath.Join(dir, "ca.crt")
+	ca := []byte("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n")
+	if err := os.WriteFile(caFile, ca, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "kubeconfig")
+	if err := writeKubeconfig(path, "https://127.0.0.1:6443", caFile, "admin", "secret-token"); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := clientcmd.LoadFromFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cluster := cfg.Clusters[cfg.Contexts[cfg.CurrentContext].Cluster]
+	if string(cluster.CertificateAuthorityData) != string(ca) || cluster.CertificateAuthority != "" {
+		t.Errorf("cluster CA: data %q, file %q; want the CA embedded and no file", cluster.CertificateAuthorityData, cluster.CertificateAuthority)
+	}
+	if cluster.Server != "https://127.0.0.1:6443" || cfg.AuthInfos["admin"].Token != "secret-token" {
+		t.Errorf("server %q, token %q", cluster.Server, cfg.AuthInfos["admin"].Token)
+	}
+	if err := writeKubeconfig(filepath.Join(dir, "other"), "https://127.0.0.1:6443", filepath.Join(dir, "missing.crt"), "admin", "t"); err == nil {
+		t.Error("a missing CA file wrote a kubeconfig")
+	}
+}

@@ -1,0 +1,236 @@
+package remotecluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/discovery"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+)
+
+// DefaultKey is the Secret key that holds the kubeconfig when a reference names none.
+const DefaultKey = "value"
+
+// Defaults of Options.
+const (
+	DefaultTimeout = 30 * time.Second
+	defaultQPS     = 20
+	defaultBurst   = 40
+)
+
+// SecretRef is a plugin spec's `kubeConfigSecretRef`: a Secret in the Bundle's
+// namespace and the key that holds the kubeconfig.
+type SecretRef struct {
+	Name string `json:"name"`
+	// Key defaults to DefaultKey.
+	Key string `json:"key,omitempty"`
+}
+
+// KeyOrDefault is the key to read.
+func (r SecretRef) KeyOrDefault() string {
+	if r.Key == "" {
+		return DefaultKey
+	}
+	return r.Key
+}
+
+// Options configure a Cache.
+type Options struct {
+	// Scheme knows the typed kinds the clients read and write; nil means client-go's
+	// built-in kinds. Unstructured objects work with any scheme.
+	Scheme *runtime.Scheme
+	// Timeout bounds every request to the remote cluster; zero means DefaultTimeout.
+	Timeout time.Duration
+}
+
+// Clients talk to one remote cluster.
+type Clients struct {
+	// Client reads from and writes to the API server directly (no cache).
+	Client client.Client
+	// Discovery and RESTMapper answer which kinds the cluster serves (a kind
+	// whose CRD is absent has no mapping: meta.IsNoMatchError).
+	Discovery  discovery.DiscoveryInterface
+	RESTMapper meta.RESTMapper
+	// Host is the API server's URL, for messages.
+	Host string
+}
+
+// Cache builds Clients from kubeconfig Secrets and keeps them per Secret version.
+// It is safe for concurrent use.
+type Cache struct {
+	opts    Options
+	mu      sync.Mutex
+	entries map[types.NamespacedName]entry
+}
+
+type entry struct {
+	uid             types.UID
+	resourceVersion string
+	key             string
+	clients         *Clients
+}
+
+// NewCache returns an empty Cache.
+func NewCache(opts Options) *Cache {
+	if opts.Scheme == nil {
+		opts.Scheme = clientgoscheme.Scheme
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = DefaultTimeout
+	}
+	return &Cache{opts: opts, entries: map[types.NamespacedName]entry{}}
+}
+
+// Clients returns the clients of the cluster whose kubeconfig is in the Secret ref
+// names in namespace, read through reader (read it from the API server, not a cache
+// of Secrets, so that a rotated kubeconfig is seen at once). Problems with the
+// Secret or the kubeconfig are an *Error.
+func (c *Cache) Clients(ctx context.Context, reader client.Reader, namespace string, ref SecretRef) (*Clients, error) {
+	name := types.NamespacedName{Namespace: namespace, Name: ref.Name}
+	key := ref.KeyOrDefault()
+	if ref.Name == "" {
+		return nil, &Error{Secret: name, Key: key, Reason: ReasonInvalidReference, Err: errors.New("kubeConfigSecretRef.name is empty")}
+	}
+	var secret corev1.Secret
+	if err := reader.Get(ctx, name, &secret); err != nil {
+		reason := ReasonSecretUnreadable
+		if apierrors.IsNotFound(err) {
+			reason = ReasonSecretNotFound
+		}
+		return nil, &Error{Secret: name, Key: key, Reason: reason, Err: err}
+	}
+	c.mu.Lock()
+	cached, ok := c.entries[name]
+	c.mu.Unlock()
+	if ok && cached.uid == secret.UID && cached.resourceVersion == secret.ResourceVersion && cached.key == key {
+		return cached.clients, nil
+	}
+	clients, err := c.build(secret.Data[key], name, key)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	c.entries[name] = entry{uid: secret.UID, resourceVersion: secret.ResourceVersion, key: key, clients: clients}
+	c.mu.Unlock()
+	return clients, nil
+}
+
+// Forget drops the clients of a Secret, for a plugin whose Bundle is gone.
+func (c *Cache) Forget(namespace, name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.entries, types.NamespacedName{Namespace: namespace, Name: name})
+}
+
+// build makes the clients of one kubeconfig. It does not contact the cluster: the
+// RESTMapper discovers lazily, so an unreachable cluster shows in the first call.
+func (c *Cache) build(kubeconfig []byte, secret types.NamespacedName, key string) (*Clients, error) {
+	fail := func(reason Reason, err error) (*Clients, error) {
+		return nil, &Error{Secret: secret, Key: key, Reason: reason, Err: err}
+	}
+	if len(kubeconfig) == 0 {
+		return fail(ReasonKeyMissing, fmt.Errorf("no key %q (or it is empty)", key))
+	}
+	cfg, err := restConfigFrom(kubeconfig)
+	if err != nil {
+		return fail(ReasonInvalidKubeconfig, err)
+	}
+	cfg.Timeout = c.opts.Timeout
+	cfg.QPS, cfg.Burst = defaultQPS, defaultBurst
+	cfg.UserAgent = "limbo-remotecluster"
+	httpClient, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return fail(ReasonInvalidKubeconfig, err)
+	}
+	mapper, err := apiutil.NewDynamicRESTMapper(cfg, httpClient)
+	if err != nil {
+		return fail(ReasonInvalidKubeconfig, err)
+	}
+	cl, err := client.New(cfg, client.Options{HTTPClient: httpClient, Scheme: c.opts.Scheme, Mapper: mapper})
+	if err != nil {
+		return fail(ReasonInvalidKubeconfig, err)
+	}
+	disco, err := discovery.NewDiscoveryClientForConfigAndClient(cfg, httpClient)
+	if err != nil {
+		return fail(ReasonInvalidKubeconfig, err)
+	}
+	return &Clients{Client: cl, Discovery: disco, RESTMapper: mapper, Host: cfg.Host}, nil
+}
+
+// restConfigFrom parses a kubeconfig and refuses one that names no server: client-go
+// would otherwise fall back to localhost, the wrong cluster.
+func restConfigFrom(kubeconfig []byte) (*rest.Config, error) {
+	raw, err := clientcmd.Load(kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("not a kubeconfig: %w", err)
+	}
+	if len(raw.Clusters) == 0 {
+		return nil, errors.New("the kubeconfig has no cluster")
+	}
+	cfg, err := clientcmd.NewDefaultClientConfig(*raw, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Host == "" {
+		return nil, errors.New("the kubeconfig names no server")
+	}
+	return cfg, nil
+}
+
+// Reason says what is wrong with a kubeconfig Secret.
+type Reason string
+
+// Reasons of an Error.
+const (
+	ReasonInvalidReference  Reason = "InvalidReference"
+	ReasonSecretNotFound    Reason = "SecretNotFound"
+	ReasonSecretUnreadable  Reason = "SecretUnreadable"
+	ReasonKeyMissing        Reason = "KeyMissing"
+	ReasonInvalidKubeconfig Reason = "InvalidKubeconfig"
+)
+
+// Error is a kubeconfig Secret that cannot give clients. A plugin returns it from
+// Plan: the resource becomes Error with its message, and nothing is deleted.
+type Error struct {
+	Secret types.NamespacedName
+	Key    string
+	Reason Reason
+	Err    error
+}
+
+func (e *Error) Error() string {
+	switch e.Reason {
+	case ReasonSecretNotFound:
+		return fmt.Sprintf("kubeconfig Secret %q not found in namespace %q", e.Secret.Name, e.Secret.Namespace)
+	case ReasonKeyMissing:
+		return fmt.Sprintf("kubeconfig Secret %q has no key %q (or it is empty)", e.Secret.Name, e.Key)
+	default:
+		return fmt.Sprintf("kubeconfig Secret %q (key %q): %s: %v", e.Secret.Name, e.Key, e.Reason, e.Err)
+	}
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// NewKubeconfigSecret returns a Secret that holds kubeconfig under DefaultKey, as a
+// `kubeConfigSecretRef: {name}` expects it.
+func NewKubeconfigSecret(namespace, name string, kubeconfig []byte) *corev1.Secret {
+	return &corev1.Secret{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+		Type:       corev1.SecretTypeOpaque,
+		Data:       map[string][]byte{DefaultKey: kubeconfig},
+	}
+}

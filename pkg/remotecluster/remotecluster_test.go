@@ -1,0 +1,285 @@
+package remotecluster
+
+import (
+	"context"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// secretReader serves Secrets from a map, as the local cluster would.
+type secretReader struct {
+	secrets map[types.NamespacedName]*corev1.Secret
+	err     error // returned for every Get when set
+}
+
+func (r *secretReader) Get(_ context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
+	if r.err != nil {
+		return r.err
+	}
+	s, ok := r.secrets[key]
+	if !ok {
+		return apierrors.NewNotFound(schema.GroupResource{Resource: "secrets"}, key.Name)
+	}
+	s.DeepCopyInto(obj.(*corev1.Secret))
+	return nil
+}
+
+func (r *secretReader) List(context.Context, client.ObjectList, ...client.ListOption) error {
+	return errors.New("not supported")
+}
+
+func readerOf(secrets ...*corev1.Secret) *secretReader {
+	r := &secretReader{secrets: map[types.NamespacedName]*corev1.Secret{}}
+	for _, s := range secrets {
+		r.secrets[client.ObjectKeyFromObject(s)] = s
+	}
+	return r
+}
+
+func secretWith(name, uid, resourceVersion string, data map[string][]byte) *corev1.Secret {
+	return &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: name, UID: types.UID(uid), ResourceVersion: resourceVersion},
+		Data:       data,
+	}
+}
+
+const testToken = "remote-token"
+
+// fakeAPIServer speaks enough of the Kubernetes API (discovery of v1 and one
+// ConfigMap, Status errors otherwise) over TLS to check what the clients send.
+// hang makes every request wait until the client gives up.
+func fakeAPIServer(t *testing.T, hang bool) *httptest.Server {
+	t.Helper()
+	write := func(w http.ResponseWriter, code int, v any) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(code)
+		_ = json.NewEncoder(w).Encode(v)
+	}
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if hang {
+			<-r.Context().Done()
+			return
+		}
+		if r.Header.Get("Authorization") != "Bearer "+testToken {
+			write(w, http.StatusUnauthorized, metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusFailure, Reason: metav1.StatusReasonUnauthorized, Code: http.StatusUnauthorized})
+			return
+		}
+		switch r.URL.Path {
+		case "/api":
+			write(w, http.StatusOK, metav1.APIVersions{TypeMeta: metav1.TypeMeta{Kind: "APIVersions"}, Versions: []string{"v1"}})
+		case "/apis":
+			write(w, http.StatusOK, metav1.APIGroupList{TypeMeta: metav1.TypeMeta{Kind: "APIGroupList", APIVersion: "v1"}})
+		case "/api/v1":
+			write(w, http.StatusOK, metav1.APIResourceList{TypeMeta: metav1.TypeMeta{Kind: "APIResourceList", APIVersion: "v1"}, GroupVersion: "v1", APIResources: []metav1.APIResource{
+				{Name: "configmaps", SingularName: "configmap", Namespaced: true, Kind: "ConfigMap", Verbs: metav1.Verbs{"get", "list", "create", "delete"}},
+			}})
+		case "/api/v1/namespaces/default/configmaps/greeting":
+			write(w, http.StatusOK, corev1.ConfigMap{TypeMeta: metav1.TypeMeta{Kind: "ConfigMap", APIVersion: "v1"}, ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "greeting"}, Data: map[string]string{"hello": "remote"}})
+		default:
+			write(w, http.StatusNotFound, metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusFailure, Reason: metav1.StatusReasonNotFound, Code: http.StatusNotFound, Message: r.URL.Path + " not found"})
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// kubeconfigFor is an admin kubeconfig of srv with its CA embedded.
+func kubeconfigFor(t *testing.T, srv *httptest.Server) []byte {
+	t.Helper()
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["remote"] = &clientcmdapi.Cluster{Server: srv.URL, CertificateAuthorityData: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})}
+	cfg.AuthInfos["admin"] = &clientcmdapi.AuthInfo{Token: testToken}
+	cfg.Contexts["remote"] = &clientcmdapi.Context{Cluster: "remote", AuthInfo: "admin"}
+	cfg.CurrentContext = "remote"
+	data, err := clientcmd.Write(*cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// Every way a kubeconfig Secret can be unusable is an *Error with its reason and a
+// message naming the Secret; none of them counts as an unreachable cluster.
+func TestClientsSecretErrors(t *testing.T) {
+	noServer := []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {}}]
+contexts: [{name: c, context: {cluster: c, user: u}}]
+users: [{name: u, user: {token: t}}]
+current-context: c
+`)
+	noCluster := []byte("apiVersion: v1\nkind: Config\n")
+	for _, tc := range []struct {
+		name    string
+		reader  *secretReader
+		ref     SecretRef
+		reason  Reason
+		message string
+	}{
+		{"empty name", readerOf(), SecretRef{}, ReasonInvalidReference, `kubeConfigSecretRef.name is empty`},
+		{"secret missing", readerOf(), SecretRef{Name: "kc"}, ReasonSecretNotFound, `kubeconfig Secret "kc" not found in namespace "team"`},
+		{"secret unreadable", &secretReader{err: apierrors.NewForbidden(schema.GroupResource{Resource: "secrets"}, "kc", errors.New("no"))}, SecretRef{Name: "kc"}, ReasonSecretUnreadable, `kubeconfig Secret "kc" (key "value"): SecretUnreadable: `},
+		{"default key missing", readerOf(secretWith("kc", "u1", "1", map[string][]byte{"other": []byte("x")})), SecretRef{Name: "kc"}, ReasonKeyMissing, `kubeconfig Secret "kc" has no key "value" (or it is empty)`},
+		{"named key missing", readerOf(secretWith("kc", "u1", "1", map[string][]byte{"value": []byte("x")})), SecretRef{Name: "kc", Key: "kubeconfig"}, ReasonKeyMissing, `kubeconfig Secret "kc" has no key "kubeconfig"`},
+		{"key empty", readerOf(secretWith("kc", "u1", "1", map[string][]byte{"value": nil})), SecretRef{Name: "kc"}, ReasonKeyMissing, `has no key "value"`},
+		{"not a kubeconfig", readerOf(secretWith("kc", "u1", "1", map[string][]byte{"value": []byte("{not yaml: [")})), SecretRef{Name: "kc"}, ReasonInvalidKubeconfig, `kubeconfig Secret "kc" (key "value"): InvalidKubeconfig: not a kubeconfig`},
+		{"no cluster", readerOf(secretWith("kc", "u1", "1", map[string][]byte{"value": noCluster})), SecretRef{Name: "kc"}, ReasonInvalidKubeconfig, `the kubeconfig has no cluster`},
+		{"no server", readerOf(secretWith("kc", "u1", "1", map[string][]byte{"value": noServer})), SecretRef{Name: "kc"}, ReasonInvalidKubeconfig, `InvalidKubeconfig`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clients, err := NewCache(Options{}).Clients(context.Background(), tc.reader, "team", tc.ref)
+			var secretErr *Error
+			if !errors.As(err, &secretErr) {
+				t.Fatalf("got clients %v, error %v; want an *Error", clients, err)
+			}
+			if secretErr.Reason != tc.reason || !strings.Contains(err.Error(), tc.message) {
+				t.Errorf("reason %s, message %q; want %s containing %q", secretErr.Reason, err, tc.reason, tc.message)
+			}
+			if secretErr.Secret != (types.NamespacedName{Namespace: "team", Name: tc.ref.Name}) {
+				t.Errorf("error names Secret %v", secretErr.Secret)
+			}
+			if IsUnreachable(err) {
+				t.Error("a Secret problem counts as an unreachable cluster")
+			}
+		})
+	}
+}
+
+// The clients reach the kubeconfig's server, trusting its embedded CA and sending
+// its credentials, through the key the reference names.
+func TestClientsTalkToTheCluster(t *testing.T) {
+	srv := fakeAPIServer(t, false)
+	reader := readerOf(secretWith("kc", "u1", "1", map[string][]byte{"kubeconfig": kubeconfigFor(t, srv)}))
+	clients, err := NewCache(Options{}).Clients(context.Background(), reader, "team", SecretRef{Name: "kc", Key: "kubeconfig"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if clients.Host != srv.URL {
+		t.Errorf("Host %q, want %q", clients.Host, srv.URL)
+	}
+	var cm corev1.ConfigMap
+	if err := clients.Client.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: "greeting"}, &cm); err != nil {
+		t.Fatal(err)
+	}
+	if cm.Data["hello"] != "remote" {
+		t.Errorf("read %v", cm.Data)
+	}
+	err = clients.Client.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: "absent"}, &cm)
+	if !apierrors.IsNotFound(err) || IsUnreachable(err) {
+		t.Errorf("absent object: %v; want NotFound, not unreachable", err)
+	}
+	if _, err := clients.RESTMapper.RESTMapping(schema.GroupKind{Kind: "ConfigMap"}, "v1"); err != nil {
+		t.Errorf("RESTMapping of ConfigMap: %v", err)
+	}
+	if _, err := clients.Discovery.ServerResourcesForGroupVersion("v1"); err != nil {
+		t.Errorf("discovery: %v", err)
+	}
+}
+
+// Clients are built once per Secret version: the same UID, resourceVersion and key
+// reuse them; a new resourceVersion (a rotated kubeconfig), a recreated Secret (new
+// UID) or another key build new ones.
+func TestClientsCachedPerSecretVersion(t *testing.T) {
+	kubeconfig := kubeconfigFor(t, fakeAPIServer(t, false))
+	data := map[string][]byte{"value": kubeconfig, "other": kubeconfig}
+	cache := NewCache(Options{})
+	get := func(s *corev1.Secret, key string) *Clients {
+		t.Helper()
+		c, err := cache.Clients(context.Background(), readerOf(s), "team", SecretRef{Name: s.Name, Key: key})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	first := get(secretWith("kc", "u1", "1", data), "")
+	if again := get(secretWith("kc", "u1", "1", data), "value"); again != first {
+		t.Error("the same Secret version built new clients")
+	}
+	for _, tc := range []struct {
+		name   string
+		secret *corev1.Secret
+		key    string
+	}{
+		{"new resourceVersion", secretWith("kc", "u1", "2", data), ""},
+		{"new UID", secretWith("kc", "u2", "1", data), ""},
+		{"other key", secretWith("kc", "u1", "1", data), "other"},
+	} {
+		if get(tc.secret, tc.key) == first {
+			t.Errorf("%s: clients reused", tc.name)
+		}
+	}
+	cache.Forget("team", "kc")
+	if get(secretWith("kc", "u1", "1", data), "") == first {
+		t.Error("clients reused after Forget")
+	}
+}
+
+// A server that does not answer makes a call fail after the timeout, as unreachable.
+func TestClientsRequestTimeout(t *testing.T) {
+	reader := readerOf(secretWith("kc", "u1", "1", map[string][]byte{"value": kubeconfigFor(t, fakeAPIServer(t, true))}))
+	clients, err := NewCache(Options{Timeout: 200 * time.Millisecond}).Clients(context.Background(), reader, "team", SecretRef{Name: "kc"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, err = clients.Discovery.ServerResourcesForGroupVersion("v1")
+	if err == nil || !IsUnreachable(err) || ctx.Err() != nil {
+		t.Errorf("hanging server: %v; want an unreachable error from the request timeout", err)
+	}
+}
+
+// A server that is gone (connection refused) is unreachable, and so is one whose
+// requests time out; a server that answers an error is not, nor is one whose
+// certificate the kubeconfig's CA does not vouch for.
+func TestClientsUnreachableServer(t *testing.T) {
+	gone := fakeAPIServer(t, false)
+	goneKubeconfig := kubeconfigFor(t, gone)
+	gone.Close()
+	// Without the embedded CA, the system's roots do not trust httptest's certificate.
+	untrusted, err := clientcmd.Load(kubeconfigFor(t, fakeAPIServer(t, false)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	untrusted.Clusters["remote"].CertificateAuthorityData = nil
+	wrongCA, err := clientcmd.Write(*untrusted)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name        string
+		kubeconfig  []byte
+		unreachable bool
+	}{
+		{"connection refused", goneKubeconfig, true},
+		{"certificate of another CA", wrongCA, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			reader := readerOf(secretWith("kc", "u1", "1", map[string][]byte{"value": tc.kubeconfig}))
+			clients, err := NewCache(Options{}).Clients(context.Background(), reader, "team", SecretRef{Name: "kc"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var cm corev1.ConfigMap
+			err = clients.Client.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: "greeting"}, &cm)
+			if err == nil || IsUnreachable(err) != tc.unreachable {
+				t.Errorf("error %v: unreachable %v, want %v", err, IsUnreachable(err), tc.unreachable)
+			}
+		})
+	}
+}
