@@ -39,7 +39,7 @@ const (
 
 // delays are the limbo.dev/deletionDelay values templates get; "" is none
 // (deleted at once when orphaned).
-var delays = []string{"", "0s", "1s", "2s", "3s", "4s"}
+var delays = []string{"", "0s", "1s", "2s", "3s", "4s", "6s"}
 
 var bundleGVR = schema.GroupVersionResource{Group: limbov1alpha1.GroupVersion.Group, Version: limbov1alpha1.GroupVersion.Version, Resource: "bundles"}
 
@@ -54,6 +54,8 @@ type generator struct {
 	dynamic    dynamic.Interface
 	kubectl    string // the kubectl-limbo binary
 	kubeconfig string
+	// skip lists operations not to perform.
+	skip map[string]bool
 	// pause is held (read) by every mutation, and (write) across a
 	// kube-apiserver restart, so that no write is in doubt.
 	pause *sync.RWMutex
@@ -109,22 +111,36 @@ func (g *generator) step(ctx context.Context, s *slot) bool {
 		return g.allowEmpty(ctx, s)
 	}
 	type op struct {
+		name   string
 		weight int
 		do     func(context.Context, *slot) bool
 	}
-	ops := []op{
-		{18, g.add}, {18, g.remove}, {8, g.editTemplateDelay}, {8, g.editLiveDelay},
-		{8, g.forceDelete}, {8, g.expedite}, {6, g.cancel}, {3, g.empty}, {3, g.emptyGuarded},
-		{2, g.deleteBundle(fateBackground)}, {2, g.deleteBundle(fateOrphan)}, {2, g.deleteBundle(fateForeground)},
-	}
+	var ops []op
 	total := 0
-	for _, o := range ops {
-		total += o.weight
+	for _, o := range []op{
+		{"add", 18, g.add}, {"remove", 18, g.remove}, {"edit-template-delay", 8, g.editTemplateDelay},
+		{"edit-live-delay", 8, g.editLiveDelay}, {"force-delete", 8, g.forceDelete}, {"expedite", 8, g.expedite},
+		{"cancel", 6, g.cancel}, {"empty", 3, g.empty}, {"empty-guarded", 3, g.emptyGuarded},
+		{"delete-bundle-background", 2, g.deleteBundle(fateBackground)},
+		{"delete-bundle-orphan", 2, g.deleteBundle(fateOrphan)},
+		{"delete-bundle-foreground", 2, g.deleteBundle(fateForeground)},
+	} {
+		if !g.skip[o.name] {
+			ops = append(ops, o)
+			total += o.weight
+		}
 	}
-	n := s.rng.IntN(total)
-	for _, o := range ops {
-		if n -= o.weight; n < 0 {
-			return o.do(ctx, s)
+	// Most operations need something to act on (an object in limbo, say): try
+	// a few, so that the rarer ones happen too.
+	for range 4 {
+		n := s.rng.IntN(total)
+		for _, o := range ops {
+			if n -= o.weight; n < 0 {
+				if o.do(ctx, s) {
+					return true
+				}
+				break
+			}
 		}
 	}
 	return false
@@ -255,6 +271,9 @@ func (g *generator) create(ctx context.Context, s *slot) bool {
 		"spec":       g.spec(s, len(s.resources) == 0),
 	}}
 	err := g.mutate(s, "create", fmt.Sprint(s.resources), func() error {
+		if err := g.stillSafe(s, sortedKeys(s.resources)...); err != nil {
+			return err
+		}
 		obj, err := g.bundles().Create(ctx, bundle, metav1.CreateOptions{})
 		if err != nil {
 			return err
@@ -289,6 +308,9 @@ func (g *generator) add(ctx context.Context, s *slot) bool {
 		op = "re-add"
 	}
 	err := g.mutate(s, op, fmt.Sprintf("%s delay=%q adopt=%v", r, s.resources[r], s.adopt[r]), func() error {
+		if err := g.stillSafe(s, r); err != nil {
+			return err
+		}
 		rv, err := g.writeSpec(ctx, s, false)
 		if err != nil {
 			return err
@@ -555,6 +577,11 @@ func (g *generator) deleteBundle(f fate) func(context.Context, *slot) bool {
 		}[f]
 		declared := g.objectNames(s, sortedKeys(s.resources)...)
 		err := g.mutate(s, "delete-bundle-"+string(f), "", func() error {
+			if f == fateOrphan {
+				if err := g.stillSafe(s, g.allResources()...); err != nil {
+					return err
+				}
+			}
 			body, err := g.clientset.CoreV1().RESTClient().Delete().
 				AbsPath("/apis", bundleGVR.Group, bundleGVR.Version, "namespaces", g.namespace, bundleGVR.Resource, s.name).
 				Body(&metav1.DeleteOptions{PropagationPolicy: &policy}).Do(ctx).Raw()
@@ -614,17 +641,29 @@ func (g *generator) settle(ctx context.Context, s *slot) {
 // quiet waits until no object of s may be deleted within redeclareGuard, so
 // that a --cascade=orphan does not race a deadline.
 func (g *generator) quiet(ctx context.Context, s *slot) bool {
-	err := pollErr(ctx, 20*time.Second, func() error {
-		now := time.Now()
-		for i := range resourcesPerBundle {
-			name := objectName(s.name, resourceName(i))
-			if !safeToDeclare(g.oracle.view(name), now) {
-				return fmt.Errorf("%s may be deleted within %v", name, redeclareGuard)
-			}
+	return pollErr(ctx, 20*time.Second, func() error { return g.stillSafe(s, g.allResources()...) }) == nil
+}
+
+func (g *generator) allResources() []string {
+	all := make([]string, resourcesPerBundle)
+	for i := range all {
+		all[i] = resourceName(i)
+	}
+	return all
+}
+
+// stillSafe checks, right before a write, that no object of the resources
+// may be deleted within redeclareGuard: the check made when the operation was
+// picked may be stale by then (a kube-apiserver restart pauses writes).
+func (g *generator) stillSafe(s *slot, resources ...string) error {
+	now := time.Now()
+	for _, r := range resources {
+		name := objectName(s.name, r)
+		if !safeToDeclare(g.oracle.view(name), now) {
+			return fmt.Errorf("not done: %s may be deleted within %v", name, redeclareGuard)
 		}
-		return nil
-	})
-	return err == nil
+	}
+	return nil
 }
 
 // poll waits until cond holds; past timeout it reports a violation (limbo did

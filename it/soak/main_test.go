@@ -1,6 +1,6 @@
 // Package soak is limbo's randomized, model-based soak test. A seeded
 // generator performs operations on several Bundles at once — resources added,
-// removed and declared again with deletion delays of 0 to 4 s, delays edited,
+// removed and declared again with deletion delays of 0 to 6 s, delays edited,
 // objects deleted by hand, expedited and cancelled with kubectl limbo, Bundles
 // emptied and deleted with each cascade — while the controller, a separate
 // `limbo controller` process, is killed with SIGKILL and restarted at random,
@@ -26,6 +26,7 @@ var (
 
 	seedFlag = flag.Int64("soak.seed", envInt("LIMBO_SOAK_SEED", 0), "seed of the generator; 0 picks one (env LIMBO_SOAK_SEED)")
 	opsFlag  = flag.Int("soak.ops", int(envInt("LIMBO_SOAK_OPS", 300)), "operations to perform (env LIMBO_SOAK_OPS)")
+	skipFlag = flag.String("soak.skip", os.Getenv("LIMBO_SOAK_SKIP"), "comma-separated operations not to perform, to tell one failure from another (env LIMBO_SOAK_SKIP)")
 )
 
 func envInt(name string, def int64) int64 {

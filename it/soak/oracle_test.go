@@ -48,7 +48,11 @@ const (
 // Resource versions are etcd revisions, one counter for every object: that is
 // an implementation detail of kube-apiserver with etcd, which this test
 // relies on to order a Bundle write against an object's deletion exactly.
-type rvInterval struct{ from, to int64 }
+type rvInterval struct {
+	from, to int64
+	// since is when the write at from returned.
+	since time.Time
+}
 
 func (i rvInterval) contains(rv int64) bool { return rv > i.from && (i.to == 0 || rv < i.to) }
 
@@ -68,6 +72,10 @@ type incarnation struct {
 	// on the live object, or expedited it): limbo cannot act on a deadline
 	// before it is written.
 	touchedAt time.Time
+	// controller is the last controller (a Bundle's UID) seen on it: the
+	// garbage collector may remove the owner reference of a Bundle deleted with
+	// --cascade=orphan before the generator records the deletion.
+	controller types.UID
 	// forced: the generator deleted it itself (kubectl delete).
 	forced  bool
 	deleted bool
@@ -97,13 +105,22 @@ func openAt(spans []rvInterval, rv int64) bool {
 	return slices.ContainsFunc(spans, func(i rvInterval) bool { return i.contains(rv) })
 }
 
+// spanAt is the span that contains rv.
+func spanAt(spans []rvInterval, rv int64) (rvInterval, bool) {
+	i := slices.IndexFunc(spans, func(i rvInterval) bool { return i.contains(rv) })
+	if i < 0 {
+		return rvInterval{}, false
+	}
+	return spans[i], true
+}
+
 func isOpen(spans []rvInterval) bool { return len(spans) > 0 && spans[len(spans)-1].to == 0 }
 
-func open(spans []rvInterval, rv int64) []rvInterval {
+func open(spans []rvInterval, rv int64, since time.Time) []rvInterval {
 	if isOpen(spans) {
 		return spans
 	}
-	return append(spans, rvInterval{from: rv})
+	return append(spans, rvInterval{from: rv, since: since})
 }
 
 func closeAt(spans []rvInterval, rv int64) []rvInterval {
@@ -119,6 +136,7 @@ type stats struct {
 	engineDeletions, immediateDeletions          int
 	forcedDeletions, foregroundDeletions         int
 	cancels, controllerRestarts, apiRestarts     int
+	watchGaps, outageRaces                       int
 	maxLateness, maxAdjustedLateness             time.Duration
 	maxLatenessObject, maxAdjustedLatenessObject string
 }
@@ -147,6 +165,8 @@ type oracle struct {
 	// slots defer the judging of a deletion while an operation on its Bundle is
 	// between its write and the model's update.
 	slots map[string]*slotOps
+	// watchingSince is when the watch last (re)connected.
+	watchingSince time.Time
 	// log records the operations and observations, for the failure report.
 	log []string
 }
@@ -239,7 +259,7 @@ func (o *oracle) declared(bundle string, rv int64, names ...string) {
 	defer o.mu.Unlock()
 	for _, name := range names {
 		m := o.object(bundle, name)
-		m.desired = open(m.desired, rv)
+		m.desired = open(m.desired, rv, time.Now())
 		m.protected = closeAt(m.protected, rv)
 		m.foreign = false
 	}
@@ -271,8 +291,8 @@ func (o *oracle) bundleDeleted(uid types.UID, f fate, rv int64) {
 		return
 	}
 	for _, m := range o.objects {
-		if m.live != nil && !m.live.deleted && controllerUID(m.live.meta) == uid {
-			m.protected = open(m.protected, rv)
+		if m.live != nil && !m.live.deleted && m.live.controller == uid {
+			m.protected = open(m.protected, rv, time.Now())
 			o.logf("%s left behind by --cascade=orphan", m.name)
 		}
 	}
@@ -412,24 +432,35 @@ func controllerUID(meta metav1.ObjectMeta) types.UID {
 // --- what happened ---
 
 // watch feeds the oracle every change of the ConfigMaps in namespace, from
-// resourceVersion on, until ctx ends. It resumes from the last revision seen
-// after a broken watch (kube-apiserver restarts), so no DELETE is missed.
+// resourceVersion on, until ctx ends. After a broken watch it resumes from the
+// last revision seen, so that no DELETE (with the object's last state) is
+// missed. A restarted kube-apiserver serves watches from a cache that starts at
+// its own start, and answers an older revision with 410 Gone: then the
+// ConfigMaps are listed again, and an object that vanished in the gap is judged
+// at the list's revision and time (see resync).
 func (o *oracle) watch(ctx context.Context, cs kubernetes.Interface, namespace, resourceVersion string) {
 	for ctx.Err() == nil {
 		w, err := cs.CoreV1().ConfigMaps(namespace).Watch(ctx, metav1.ListOptions{ResourceVersion: resourceVersion, AllowWatchBookmarks: true})
+		if apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
+			resourceVersion = o.resync(ctx, cs, namespace, resourceVersion)
+			continue
+		}
 		if err != nil {
+			o.Log("watch from revision %s: %v", resourceVersion, err)
 			sleep(ctx, 100*time.Millisecond)
 			continue
 		}
+		o.mu.Lock()
+		o.logf("watching from revision %s", resourceVersion)
+		o.watchingSince = time.Now()
+		o.mu.Unlock()
 		for ev := range w.ResultChan() {
 			switch ev.Type {
 			case watch.Error:
-				if status := apierrors.FromObject(ev.Object); apierrors.IsResourceExpired(status) || apierrors.IsGone(status) {
-					o.mu.Lock()
-					o.violatef("harness: the ConfigMap watch expired at revision %s; deletions may have been missed", resourceVersion)
-					o.mu.Unlock()
-					w.Stop()
-					return
+				status := apierrors.FromObject(ev.Object)
+				o.Log("watch error: %v", status)
+				if apierrors.IsResourceExpired(status) || apierrors.IsGone(status) {
+					resourceVersion = o.resync(ctx, cs, namespace, resourceVersion)
 				}
 			case watch.Bookmark:
 				if cm, ok := ev.Object.(*corev1.ConfigMap); ok {
@@ -446,6 +477,51 @@ func (o *oracle) watch(ctx context.Context, cs kubernetes.Interface, namespace, 
 		}
 		w.Stop()
 	}
+}
+
+// resync lists the ConfigMaps after the watch lost its place and returns the
+// list's revision. An object known to exist that the list lacks was deleted in
+// the gap: it is judged on its last state seen, at the list's revision and
+// time, which bound the deletion's from above.
+func (o *oracle) resync(ctx context.Context, cs kubernetes.Interface, namespace, lost string) string {
+	for ctx.Err() == nil {
+		list, err := cs.CoreV1().ConfigMaps(namespace).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			sleep(ctx, 100*time.Millisecond)
+			continue
+		}
+		now := time.Now()
+		listed := map[types.UID]bool{}
+		for i := range list.Items {
+			listed[list.Items[i].UID] = true
+			o.observe(watch.Modified, list.Items[i].ObjectMeta, now)
+		}
+		o.mu.Lock()
+		o.stats.watchGaps++
+		o.logf("watch lost its place at revision %s; listed again at revision %s", lost, list.ResourceVersion)
+		var vanished []metav1.ObjectMeta
+		for _, m := range o.objects {
+			if m.live != nil && !m.live.deleted && !listed[m.live.uid] {
+				meta := *m.live.meta.DeepCopy()
+				meta.ResourceVersion = list.ResourceVersion
+				vanished = append(vanished, meta)
+			}
+		}
+		o.mu.Unlock()
+		for _, meta := range vanished {
+			o.Log("%s vanished in the watch gap", meta.Name)
+			o.observe(watch.Deleted, meta, now)
+		}
+		return list.ResourceVersion
+	}
+	return lost
+}
+
+// watchingAfter tells whether the watch (re)connected after t.
+func (o *oracle) watchingAfter(t time.Time) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.watchingSince.After(t)
 }
 
 func sleep(ctx context.Context, d time.Duration) {
@@ -474,6 +550,9 @@ func (o *oracle) observe(typ watch.EventType, meta metav1.ObjectMeta, at time.Ti
 		o.incarnations[meta.UID] = inc
 	}
 	inc.meta, inc.seenAt = meta, at
+	if uid := controllerUID(meta); uid != "" {
+		inc.controller = uid
+	}
 	if typ != watch.Deleted {
 		if m.live != inc {
 			o.logf("%s created (uid %s)", meta.Name, short(meta.UID))
@@ -517,8 +596,19 @@ func (o *oracle) judgeDeletion(m *objectModel, inc *incarnation, at time.Time) {
 	// teardown): it must be one the contract allows.
 	o.stats.engineDeletions++
 	o.logf("%s deleted by limbo", what)
-	if openAt(m.desired, rv) {
-		o.violatef("%s deleted while its Bundle declared it (or kept it: a spec emptied without allowEmpty)", what)
+	desired := false
+	if span, ok := spanAt(m.desired, rv); ok {
+		desired = true
+		if deadline, ok := deadlineOf(meta); ok && o.outageBetween(span.since, deadline) {
+			// Declared again while in limbo, but limbo could not see it
+			// before the deadline: which of the two it acts on first is a
+			// race that the contract does not decide.
+			o.stats.outageRaces++
+			o.logf("%s deleted while declared since %s, but an outage hid the declaration until its deadline %s",
+				what, span.since.Format("15:04:05.000"), deadline.Format("15:04:05"))
+		} else {
+			o.violatef("%s deleted while its Bundle declared it (or kept it: a spec emptied without allowEmpty)", what)
+		}
 	}
 	if openAt(m.protected, rv) {
 		o.violatef("%s deleted although --cascade=orphan left it behind (\"nothing is deleted\")", what)
@@ -527,8 +617,8 @@ func (o *oracle) judgeDeletion(m *objectModel, inc *incarnation, at time.Time) {
 		o.violatef("%s deleted after kubectl limbo cancel made it unmanaged", what)
 	}
 	due, ok := o.checkDeadline(what, meta, at)
-	if !ok {
-		return
+	if !ok || desired {
+		return // not due at all: no lateness
 	}
 	due = latest(due, m.undesiredAt, inc.touchedAt)
 	late, adjusted := at.Sub(due), at.Sub(o.adjust(due))
@@ -570,6 +660,44 @@ func (o *oracle) checkDeadline(what string, meta metav1.ObjectMeta, at time.Time
 	return deadline, true
 }
 
+// deadlineOf is the deadline of a stamped object with a valid delay.
+func deadlineOf(meta metav1.ObjectMeta) (time.Time, bool) {
+	delay, err := softdelete.ParseDelay(meta.Annotations[limbov1alpha1.AnnotationDeletionDelay])
+	stamp, stamped := parseStamp(meta)
+	return stamp.Add(delay), err == nil && stamped
+}
+
+// outageBetween tells whether an outage overlapped [from, to + redeclareGuard].
+func (o *oracle) outageBetween(from, to time.Time) bool {
+	to = to.Add(redeclareGuard)
+	for _, out := range o.outages {
+		if end := o.effectiveEnd(out); !out.start.After(to) && (end.IsZero() || end.After(from)) {
+			return true
+		}
+	}
+	return false
+}
+
+// effectiveEnd is when limbo is back after an outage (zero while it lasts).
+// After a controller restart that is when the new process is ready. After a
+// kube-apiserver restart the controller's own retries have backed off
+// exponentially while the API was away (DESIGN §6: transient errors go back
+// to the work queue, with its backoff; client-go's watches likewise), so its
+// next attempt comes up to one outage length after the API is back.
+// A controller restart after that starts afresh, without backoff.
+func (o *oracle) effectiveEnd(out outage) time.Time {
+	if out.end.IsZero() || out.what != outageAPIServer {
+		return out.end
+	}
+	end := out.end.Add(out.end.Sub(out.start))
+	for _, restart := range o.outages {
+		if restart.what == outageController && !restart.end.IsZero() && restart.start.After(out.end) && restart.end.Before(end) {
+			end = restart.end
+		}
+	}
+	return end
+}
+
 func latest(ts ...time.Time) time.Time {
 	var out time.Time
 	for _, t := range ts {
@@ -605,13 +733,14 @@ func (o *oracle) adjust(due time.Time) time.Time {
 	for changed := true; changed; {
 		changed = false
 		for _, out := range o.outages {
-			if out.start.After(due.Add(lateTolerance)) || (!out.end.IsZero() && !out.end.After(due)) {
+			end := o.effectiveEnd(out)
+			if out.start.After(due.Add(lateTolerance)) || (!end.IsZero() && !end.After(due)) {
 				continue
 			}
-			if out.end.IsZero() {
+			if end.IsZero() {
 				return due.Add(24 * time.Hour)
 			}
-			due, changed = out.end, true
+			due, changed = end, true
 		}
 	}
 	return due
@@ -718,9 +847,9 @@ func (o *oracle) report() []string {
 		fmt.Sprintf("operations: %d (%s)", total, strings.Join(ops, " ")),
 		fmt.Sprintf("deletions: %d by limbo (%d without delay), %d forced by the generator, %d by --cascade=foreground",
 			s.engineDeletions, s.immediateDeletions, s.forcedDeletions, s.foregroundDeletions),
-		fmt.Sprintf("cancels: %d; controller restarts (SIGKILL): %d; kube-apiserver restarts: %d", s.cancels, s.controllerRestarts, s.apiRestarts),
+		fmt.Sprintf("cancels: %d; controller restarts (SIGKILL): %d; kube-apiserver restarts: %d (watch relisted %d times)", s.cancels, s.controllerRestarts, s.apiRestarts, s.watchGaps),
 		fmt.Sprintf("max lateness: %v raw (%s); %v with outages taken off (%s)",
 			s.maxLateness.Round(time.Millisecond), s.maxLatenessObject, s.maxAdjustedLateness.Round(time.Millisecond), s.maxAdjustedLatenessObject),
-		fmt.Sprintf("violations: %d", len(o.violations)),
+		fmt.Sprintf("violations: %d (and %d deletions of objects declared again while an outage hid it from limbo until their deadline)", len(o.violations), s.outageRaces),
 	}
 }

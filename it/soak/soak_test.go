@@ -13,6 +13,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
 )
 
 // slots is how many Bundles the generator drives at once.
@@ -36,8 +37,8 @@ func TestSoak(t *testing.T) {
 	defer cancel()
 	namespace := env.Namespace(t)
 
-	artifacts := filepath.Join(os.TempDir(), fmt.Sprintf("limbo-soak-%d", seed))
-	if err := os.MkdirAll(artifacts, 0o755); err != nil {
+	artifacts, err := os.MkdirTemp("", fmt.Sprintf("limbo-soak-%d-", seed))
+	if err != nil {
 		t.Fatal(err)
 	}
 	limboBin, kubectlLimbo, err := buildBinaries(env.RepoRoot, t.TempDir())
@@ -46,6 +47,18 @@ func TestSoak(t *testing.T) {
 	}
 
 	o := newOracle()
+	defer func() {
+		if !t.Failed() {
+			_ = os.RemoveAll(artifacts)
+			return
+		}
+		o.mu.Lock()
+		log := strings.Join(o.log, "\n") + "\n"
+		o.mu.Unlock()
+		if err := os.WriteFile(filepath.Join(artifacts, "operations.log"), []byte(log), 0o644); err != nil {
+			t.Log(err)
+		}
+	}()
 	list, err := env.Clientset.CoreV1().ConfigMaps(namespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -73,13 +86,21 @@ func TestSoak(t *testing.T) {
 	}
 	defer controller.kill()
 
-	dyn, err := dynamic.NewForConfig(env.Config)
+	quiet := rest.CopyConfig(env.Config)
+	quiet.WarningHandler = rest.NoWarnings{} // spec.allowEmpty, while the CRD lacks it
+	dyn, err := dynamic.NewForConfig(quiet)
 	if err != nil {
 		t.Fatal(err)
 	}
 	g := &generator{
 		oracle: o, namespace: namespace, clientset: env.Clientset, dynamic: dyn,
-		kubectl: kubectlLimbo, kubeconfig: env.Cluster.KubeconfigPath, pause: &sync.RWMutex{},
+		kubectl: kubectlLimbo, kubeconfig: env.Cluster.KubeconfigPath, pause: &sync.RWMutex{}, skip: map[string]bool{},
+	}
+	for _, op := range strings.Split(*skipFlag, ",") {
+		if op = strings.TrimSpace(op); op != "" {
+			g.skip[op] = true
+			t.Logf("soak: skipping %s", op)
+		}
 	}
 	started := time.Now()
 	var workers sync.WaitGroup
@@ -138,13 +159,9 @@ func TestSoak(t *testing.T) {
 		fmt.Printf("soak: %s\n", line)
 	}
 	o.mu.Lock()
-	violations, log := o.violations, o.log
+	violations := o.violations
 	o.mu.Unlock()
-	if err := os.WriteFile(filepath.Join(artifacts, "operations.log"), []byte(strings.Join(log, "\n")+"\n"), 0o644); err != nil {
-		t.Log(err)
-	}
 	if len(violations) == 0 {
-		_ = os.RemoveAll(artifacts)
 		return
 	}
 	shown := violations
@@ -213,11 +230,23 @@ func (c *chaos) restartController(ctx context.Context, down time.Duration) error
 func (c *chaos) restartAPIServer(ctx context.Context) error {
 	c.pause.Lock()
 	defer c.pause.Unlock()
+	began := time.Now()
 	c.oracle.outageStarted(outageAPIServer)
 	if err := env.Cluster.RestartAPIServer(ctx); err != nil {
 		return fmt.Errorf("restart kube-apiserver: %w", err)
 	}
 	c.oracle.outageEnded(outageAPIServer)
+	// The generator writes again once the oracle sees again. The old
+	// kube-apiserver serves its watches until it exits, so a watch that
+	// connected after the restart began is on the new one.
+	if err := pollErr(ctx, time.Minute, func() error {
+		if !c.oracle.watchingAfter(began) {
+			return fmt.Errorf("the oracle's watch did not reconnect")
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
 	c.apiRestarted = true
 	return nil
 }
