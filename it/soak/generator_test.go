@@ -7,7 +7,7 @@ import (
 	"maps"
 	"math/rand/v2"
 	"os/exec"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -195,20 +195,11 @@ func (g *generator) template(s *slot, resource string) map[string]any {
 func (g *generator) spec(s *slot, allowEmpty bool) map[string]any {
 	resources := []any{}
 	if !s.guarded {
-		for _, r := range sortedKeys(s.resources) {
+		for _, r := range slices.Sorted(maps.Keys(s.resources)) {
 			resources = append(resources, g.template(s, r))
 		}
 	}
 	return map[string]any{"resources": resources, "allowEmpty": allowEmpty}
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 func (g *generator) bundles() dynamic.ResourceInterface {
@@ -271,7 +262,7 @@ func (g *generator) create(ctx context.Context, s *slot) bool {
 		"spec":       g.spec(s, len(s.resources) == 0),
 	}}
 	err := g.mutate(s, "create", fmt.Sprint(s.resources), func() error {
-		if err := g.stillSafe(s, sortedKeys(s.resources)...); err != nil {
+		if err := g.stillSafe(s, slices.Sorted(maps.Keys(s.resources))...); err != nil {
 			return err
 		}
 		obj, err := g.bundles().Create(ctx, bundle, metav1.CreateOptions{})
@@ -279,7 +270,7 @@ func (g *generator) create(ctx context.Context, s *slot) bool {
 			return err
 		}
 		s.uid = obj.GetUID()
-		g.oracle.declared(s.name, revision(obj), g.objectNames(s, sortedKeys(s.resources)...)...)
+		g.oracle.declared(s.name, revision(obj), g.objectNames(s, slices.Sorted(maps.Keys(s.resources))...)...)
 		return nil
 	})
 	return err == nil
@@ -330,7 +321,7 @@ func (g *generator) remove(ctx context.Context, s *slot) bool {
 		return false
 	}
 	g.settle(ctx, s)
-	keys := sortedKeys(s.resources)
+	keys := slices.Sorted(maps.Keys(s.resources))
 	r := keys[s.rng.IntN(len(keys))]
 	delay := s.resources[r]
 	delete(s.resources, r)
@@ -353,7 +344,7 @@ func (g *generator) editTemplateDelay(ctx context.Context, s *slot) bool {
 	if len(s.resources) == 0 {
 		return false
 	}
-	keys := sortedKeys(s.resources)
+	keys := slices.Sorted(maps.Keys(s.resources))
 	r := keys[s.rng.IntN(len(keys))]
 	old := s.resources[r]
 	s.resources[r] = g.randomDelay(s)
@@ -488,7 +479,7 @@ func (g *generator) empty(ctx context.Context, s *slot) bool {
 		if err != nil {
 			return err
 		}
-		g.oracle.undeclared(rv, time.Now(), g.objectNames(s, sortedKeys(old)...)...)
+		g.oracle.undeclared(rv, time.Now(), g.objectNames(s, slices.Sorted(maps.Keys(old))...)...)
 		return nil
 	})
 	if err != nil {
@@ -554,7 +545,7 @@ func (g *generator) allowEmpty(ctx context.Context, s *slot) bool {
 			s.resources = old
 			return err
 		}
-		g.oracle.undeclared(rv, time.Now(), g.objectNames(s, sortedKeys(old)...)...)
+		g.oracle.undeclared(rv, time.Now(), g.objectNames(s, slices.Sorted(maps.Keys(old))...)...)
 		return nil
 	})
 	if err == nil {
@@ -575,7 +566,7 @@ func (g *generator) deleteBundle(f fate) func(context.Context, *slot) bool {
 			fateOrphan:     metav1.DeletePropagationOrphan,
 			fateForeground: metav1.DeletePropagationForeground,
 		}[f]
-		declared := g.objectNames(s, sortedKeys(s.resources)...)
+		declared := g.objectNames(s, slices.Sorted(maps.Keys(s.resources))...)
 		err := g.mutate(s, "delete-bundle-"+string(f), "", func() error {
 			if f == fateOrphan {
 				if err := g.stillSafe(s, g.allResources()...); err != nil {

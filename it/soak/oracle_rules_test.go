@@ -62,6 +62,25 @@ func TestOracleRules(t *testing.T) {
 		final:     meta("30", nil, true),
 		deletedAt: base.Add(time.Second),
 	}, {
+		name: "declared again in limbo, but an outage hid it until the deadline: a race, allowed",
+		history: func(o *oracle) {
+			o.undeclared(20, base, "b0-r0")
+			o.declared("b0", 25, "b0-r0")
+			o.objects["b0-r0"].desired[1].since = base.Add(500 * time.Millisecond)
+			o.outages = append(o.outages, outage{what: outageController, start: base.Add(600 * time.Millisecond), end: base.Add(5 * time.Second)})
+		},
+		final:     meta("30", stamped("2s", base), true),
+		deletedAt: base.Add(5 * time.Second),
+	}, {
+		name: "stamped and deleted while declared, across an outage",
+		history: func(o *oracle) {
+			o.objects["b0-r0"].desired[0].since = base.Add(-time.Second)
+			o.outages = append(o.outages, outage{what: outageController, start: base.Add(-500 * time.Millisecond), end: base.Add(time.Second)})
+		},
+		final:     meta("30", stamped("0s", base), true),
+		deletedAt: base.Add(1100 * time.Millisecond),
+		want:      "while its Bundle declared it",
+	}, {
 		name:      "deleted with a delay but no stamp",
 		history:   func(o *oracle) { o.undeclared(20, base, "b0-r0") },
 		final:     meta("30", map[string]string{limbov1alpha1.AnnotationDeletionDelay: "0s"}, true),

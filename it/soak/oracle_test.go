@@ -599,10 +599,11 @@ func (o *oracle) judgeDeletion(m *objectModel, inc *incarnation, at time.Time) {
 	desired := false
 	if span, ok := spanAt(m.desired, rv); ok {
 		desired = true
-		if deadline, ok := deadlineOf(meta); ok && o.outageBetween(span.since, deadline) {
-			// Declared again while in limbo, but limbo could not see it
-			// before the deadline: which of the two it acts on first is a
-			// race that the contract does not decide.
+		stamp, _ := parseStamp(meta)
+		if deadline, ok := deadlineOf(meta); ok && !stamp.After(span.since) && o.outageBetween(span.since, deadline) {
+			// Declared again while in limbo (stamped before), but limbo
+			// could not see it before the deadline: which of the two it
+			// acts on first is a race that the contract does not decide.
 			o.stats.outageRaces++
 			o.logf("%s deleted while declared since %s, but an outage hid the declaration until its deadline %s",
 				what, span.since.Format("15:04:05.000"), deadline.Format("15:04:05"))
