@@ -612,14 +612,17 @@ func (g *generator) settle(ctx context.Context, s *slot) {
 		for r, delay := range s.resources {
 			name := objectName(s.name, r)
 			v := g.oracle.view(name)
-			got, hasDelay := v.meta.Annotations[limbov1alpha1.AnnotationDeletionDelay]
+			got := v.meta.Annotations[limbov1alpha1.AnnotationDeletionDelay]
 			_, stamped := v.meta.Annotations[limbov1alpha1.AnnotationDeletionTimestamp]
 			switch {
 			case !v.exists:
 				return fmt.Errorf("%s does not exist", name)
 			case controllerUID(v.meta) != s.uid:
 				return fmt.Errorf("%s is not controlled by Bundle %s (uid %s)", name, s.name, short(s.uid))
-			case got != delay || hasDelay != (delay != ""):
+			case delay != "" && got != delay:
+				// A template without a delay leaves one set by hand (an
+				// edit-live-delay): server-side apply removes only fields
+				// limbo owns. The oracle reads the live delay.
 				return fmt.Errorf("%s has delay %q, declared %q", name, got, delay)
 			case stamped || v.meta.Labels[limbov1alpha1.LabelPendingDeletion] != "":
 				return fmt.Errorf("%s is still in limbo", name)
