@@ -11,6 +11,9 @@ GOTEST_FLAGS   ?= -race -count=1
 # The integration tests start one control plane per package; run packages one at a
 # time so that two API servers never compete for the machine's two cores.
 IT_FLAGS       ?= -p 1 -timeout 30m
+# The soak's long form (make soak); the short form runs with the integration tests.
+SOAK_OPS       ?= 1500
+SOAK_SEED      ?= 0
 
 export LIMBO_BIN_DIR := $(BIN)
 
@@ -73,6 +76,22 @@ run: cluster-bins build ## Start a local control plane with limbo's CRDs, the co
 bench: cluster-bins ## Benchmark on a local control plane: converge vs the raw-apply floor, no-op cost, deletion lateness, memory (docs/performance.md); flags via BENCH_ARGS.
 	$(GO) build -o $(BIN)/ ./cmd/limbo ./cmd/limbo-bench
 	$(BIN)/limbo-bench -limbo-bin $(BIN)/limbo $(BENCH_ARGS)
+
+.PHONY: soak
+soak: cluster-bins ## The long soak (docs/reliability.md): SOAK_OPS operations (default 1500), random controller kills; SOAK_SEED=<seed> replays a run.
+	LIMBO_SOAK_OPS=$(SOAK_OPS) LIMBO_SOAK_SEED=$(SOAK_SEED) $(GO) test -count=1 -timeout 120m -v -run 'TestSoak$$' ./it/soak
+
+# FUZZ_TARGETS are package:target pairs; `make fuzz` runs each for FUZZTIME.
+FUZZ_TARGETS := pkg/reference:FuzzResolvePath pkg/reference:FuzzSubstitute pkg/softdelete:FuzzParseDelay \
+	pkg/softdelete:FuzzDecide pkg/bundlespec:FuzzParse
+FUZZTIME     ?= 2m
+
+.PHONY: fuzz
+fuzz: ## Run every fuzz target for FUZZTIME (default 2m); their seed corpora also run in make test.
+	@for t in $(FUZZ_TARGETS); do \
+	  echo "fuzz: $${t#*:} in ./$${t%%:*} for $(FUZZTIME)"; \
+	  $(GO) test -run '^$$' -fuzz "^$${t#*:}$$" -fuzztime $(FUZZTIME) ./$${t%%:*} || exit 1; \
+	done
 
 .PHONY: help
 help:

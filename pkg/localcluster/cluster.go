@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -245,6 +246,31 @@ func (c *Cluster) Stop() error {
 	return errors.Join(errs...)
 }
 
+// RestartAPIServer stops kube-apiserver (SIGTERM, then SIGKILL after a grace
+// period, as a rolling upgrade of the control plane would) and starts it again
+// with the same flags, port and certificates, so that clients and kubeconfigs
+// keep working. It returns once the new kube-apiserver answers /readyz; etcd and
+// kube-controller-manager keep running throughout. It must not run concurrently
+// with Stop.
+func (c *Cluster) RestartAPIServer(ctx context.Context) error {
+	i := slices.IndexFunc(c.procs, func(p *process) bool { return p.name == "kube-apiserver" })
+	if i < 0 {
+		return errors.New("kube-apiserver is not running")
+	}
+	old := c.procs[i]
+	if err := old.stop(stopGrace); err != nil {
+		return err
+	}
+	p, err := startProcess(old.name, old.bin, old.args, old.logPath)
+	if err != nil {
+		return err
+	}
+	c.procs[i] = p
+	ctx, cancel := context.WithTimeout(ctx, defaultStartTimeout)
+	defer cancel()
+	return c.waitAPIServerReady(ctx)
+}
+
 // checkAlive fails when any started component has exited.
 func (c *Cluster) checkAlive() error {
 	for _, p := range c.procs {
@@ -263,6 +289,12 @@ func (c *Cluster) waitForAPIServer(ctx context.Context, server, caFile, token st
 		QPS:             200,
 		Burst:           400,
 	}
+	return c.waitAPIServerReady(ctx)
+}
+
+// waitAPIServerReady polls kube-apiserver's /readyz with the admin configuration.
+func (c *Cluster) waitAPIServerReady(ctx context.Context) error {
+	caFile := c.restConfig.TLSClientConfig.CAFile
 	return c.poll(ctx, "kube-apiserver", func() error {
 		if _, err := os.Stat(caFile); err != nil {
 			return err

@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 )
@@ -180,5 +182,51 @@ func TestWriteKubeconfigEmbedsCA(t *testing.T) {
 	}
 	if err := writeKubeconfig(filepath.Join(dir, "other"), "https://127.0.0.1:6443", filepath.Join(dir, "missing.crt"), "admin", "t"); err == nil {
 		t.Error("a missing CA file wrote a kubeconfig")
+	}
+}
+
+// RestartAPIServer brings kube-apiserver back on the same address with the same
+// credentials and the same data: a client built before the restart reads an
+// object written before it, and etcd and kube-controller-manager are the same
+// processes as before.
+func TestRestartAPIServer(t *testing.T) {
+	c, err := Start(context.Background(), Config{BinDir: binDir(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Stop() })
+	cs, err := kubernetes.NewForConfig(c.RESTConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "survives-restart", Namespace: "default"}, Data: map[string]string{"k": "v"}}
+	if _, err := cs.CoreV1().ConfigMaps("default").Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	before := describe(c)
+	if err := c.RestartAPIServer(ctx); err != nil {
+		t.Fatal(err)
+	}
+	after := describe(c)
+	if before[0] != after[0] || before[2] != after[2] {
+		t.Errorf("etcd or kube-controller-manager changed: pids %v before, %v after", before, after)
+	}
+	if before[1] == after[1] {
+		t.Errorf("kube-apiserver was not restarted: pid %s before and after", before[1])
+	}
+	n, _ := strconv.Atoi(before[1])
+	if alive(n) {
+		t.Errorf("the old kube-apiserver (pid %d) is still running", n)
+	}
+	got, err := cs.CoreV1().ConfigMaps("default").Get(ctx, "survives-restart", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("read after restart with the client built before it: %v", err)
+	}
+	if got.Data["k"] != "v" {
+		t.Errorf("data after restart = %v, want k=v", got.Data)
+	}
+	if err := c.checkAlive(); err != nil {
+		t.Errorf("a component died: %v", err)
 	}
 }

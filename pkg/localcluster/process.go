@@ -14,10 +14,15 @@ import (
 // process is one control-plane binary running as a child of this process.
 type process struct {
 	name string
-	cmd  *exec.Cmd
-	log  *os.File
-	done chan struct{}
-	err  error // set before done is closed
+	// bin, args and logPath are what the process was started with, so that it can
+	// be started again the same way.
+	bin     string
+	args    []string
+	logPath string
+	cmd     *exec.Cmd
+	log     *os.File
+	done    chan struct{}
+	err     error // set before done is closed
 }
 
 // startProcess starts bin with args, logging to logPath. The child gets SIGKILL when
@@ -39,7 +44,7 @@ func startProcess(name, bin string, args []string, logPath string) (*process, er
 		logFile.Close()
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
-	p := &process{name: name, cmd: cmd, log: logFile, done: make(chan struct{})}
+	p := &process{name: name, bin: bin, args: args, logPath: logPath, cmd: cmd, log: logFile, done: make(chan struct{})}
 	go func() {
 		p.err = cmd.Wait()
 		logFile.Close()

@@ -1,0 +1,682 @@
+package soak
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+
+	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+)
+
+// The shape of the run: slots Bundles, each with up to resourcesPerBundle
+// ConfigMaps named <bundle>-r<i>.
+const (
+	resourcesPerBundle = 5
+	// settleTimeout bounds the wait for limbo to apply a Bundle, and for a
+	// Bundle's teardown; past it the run reports the Bundle as not converging.
+	settleTimeout = 90 * time.Second
+	maxThinkTime  = 400 * time.Millisecond
+	// maxMisses bounds the operations in a row that had nothing to act on or
+	// failed (for example while a Bundle's teardown does not end).
+	maxMisses = 300
+)
+
+// delays are the limbo.dev/deletionDelay values templates get; "" is none
+// (deleted at once when orphaned).
+var delays = []string{"", "0s", "1s", "2s", "3s", "4s", "6s"}
+
+var bundleGVR = schema.GroupVersionResource{Group: limbov1alpha1.GroupVersion.Group, Version: limbov1alpha1.GroupVersion.Version, Resource: "bundles"}
+
+// generator performs the run's operations. Each Bundle slot has a worker of
+// its own, with a random source derived from the seed, so that the operations
+// of every Bundle are a function of the seed (their interleaving, and the
+// controller's timing, are not).
+type generator struct {
+	oracle     *oracle
+	namespace  string
+	clientset  kubernetes.Interface
+	dynamic    dynamic.Interface
+	kubectl    string // the kubectl-limbo binary
+	kubeconfig string
+	// skip lists operations not to perform.
+	skip map[string]bool
+	// pause is held (read) by every mutation, and (write) across a
+	// kube-apiserver restart, so that no write is in doubt.
+	pause *sync.RWMutex
+}
+
+// slot is one Bundle name and the spec the generator last wrote for it.
+type slot struct {
+	name string
+	rng  *rand.Rand
+	// uid is the live Bundle's UID; empty while there is none.
+	uid types.UID
+	// resources maps resource name to its delay, as declared (or, while
+	// guarded, as declared before the spec was emptied).
+	resources map[string]string
+	// adopt lists resources declared with limbo.dev/adopt: "true" (objects
+	// without a controller that are not the Bundle's by label).
+	adopt map[string]bool
+	// guarded: the spec was emptied without allowEmpty; the resources are
+	// kept (DESIGN §2) until the spec is restored or allowEmpty is set.
+	guarded bool
+}
+
+func objectName(bundle, resource string) string { return bundle + "-" + resource }
+
+func resourceName(i int) string { return "r" + strconv.Itoa(i) }
+
+// run performs ops operations on s, then returns.
+func (g *generator) run(ctx context.Context, s *slot, ops int) {
+	misses := 0
+	for done := 0; done < ops && ctx.Err() == nil; {
+		if g.step(ctx, s) {
+			done, misses = done+1, 0
+		} else if misses++; misses > maxMisses {
+			g.oracle.mu.Lock()
+			g.oracle.violatef("harness: %d operations in a row on Bundle %s found nothing to act on or failed; giving up after %d of %d", misses, s.name, done, ops)
+			g.oracle.mu.Unlock()
+			return
+		}
+		sleep(ctx, time.Duration(s.rng.Int64N(int64(maxThinkTime))))
+	}
+}
+
+// step picks and performs one operation; false if the one picked had nothing
+// to act on.
+func (g *generator) step(ctx context.Context, s *slot) bool {
+	if s.uid == "" {
+		return g.create(ctx, s)
+	}
+	if s.guarded {
+		if s.rng.IntN(2) == 0 {
+			return g.restore(ctx, s)
+		}
+		return g.allowEmpty(ctx, s)
+	}
+	type op struct {
+		name   string
+		weight int
+		do     func(context.Context, *slot) bool
+	}
+	var ops []op
+	total := 0
+	for _, o := range []op{
+		{"add", 18, g.add}, {"remove", 18, g.remove}, {"edit-template-delay", 8, g.editTemplateDelay},
+		{"edit-live-delay", 8, g.editLiveDelay}, {"force-delete", 8, g.forceDelete}, {"expedite", 8, g.expedite},
+		{"cancel", 6, g.cancel}, {"empty", 3, g.empty}, {"empty-guarded", 3, g.emptyGuarded},
+		{"delete-bundle-background", 2, g.deleteBundle(fateBackground)},
+		{"delete-bundle-orphan", 2, g.deleteBundle(fateOrphan)},
+		{"delete-bundle-foreground", 2, g.deleteBundle(fateForeground)},
+	} {
+		if !g.skip[o.name] {
+			ops = append(ops, o)
+			total += o.weight
+		}
+	}
+	// Most operations need something to act on (an object in limbo, say): try
+	// a few, so that the rarer ones happen too.
+	for range 4 {
+		n := s.rng.IntN(total)
+		for _, o := range ops {
+			if n -= o.weight; n < 0 {
+				if o.do(ctx, s) {
+					return true
+				}
+				break
+			}
+		}
+	}
+	return false
+}
+
+// mutate runs write as operation op on s: counted, logged, and with
+// deletions observed meanwhile judged once the model is updated.
+func (g *generator) mutate(s *slot, op, detail string, write func() error) error {
+	g.pause.RLock()
+	defer g.pause.RUnlock()
+	g.oracle.begin(s.name)
+	defer g.oracle.end(s.name)
+	err := write()
+	if err != nil {
+		g.oracle.Log("%s %s %s: %v", s.name, op, detail, err)
+		return err
+	}
+	g.oracle.countOp(op)
+	g.oracle.Log("%s %s %s", s.name, op, detail)
+	return nil
+}
+
+func (g *generator) randomDelay(s *slot) string { return delays[s.rng.IntN(len(delays))] }
+
+// --- the Bundle's spec ---
+
+func (g *generator) template(s *slot, resource string) map[string]any {
+	annotations := map[string]any{}
+	if d := s.resources[resource]; d != "" {
+		annotations[limbov1alpha1.AnnotationDeletionDelay] = d
+	}
+	if s.adopt[resource] {
+		annotations[limbov1alpha1.AnnotationAdopt] = "true"
+	}
+	return map[string]any{
+		"name": resource,
+		"object": map[string]any{
+			"apiVersion": "v1",
+			"kind":       "ConfigMap",
+			"metadata": map[string]any{
+				"name":        objectName(s.name, resource),
+				"labels":      map[string]any{"soak": "true"},
+				"annotations": annotations,
+			},
+			"data": map[string]any{"bundle": s.name},
+		},
+	}
+}
+
+// spec is the Bundle spec for s: its resources (none while guarded) and
+// allowEmpty.
+func (g *generator) spec(s *slot, allowEmpty bool) map[string]any {
+	resources := []any{}
+	if !s.guarded {
+		for _, r := range slices.Sorted(maps.Keys(s.resources)) {
+			resources = append(resources, g.template(s, r))
+		}
+	}
+	return map[string]any{"resources": resources, "allowEmpty": allowEmpty}
+}
+
+func (g *generator) bundles() dynamic.ResourceInterface {
+	return g.dynamic.Resource(bundleGVR).Namespace(g.namespace)
+}
+
+func revision(obj metav1.Object) int64 {
+	rv, _ := strconv.ParseInt(obj.GetResourceVersion(), 10, 64)
+	return rv
+}
+
+// writeSpec patches the spec of s's Bundle and returns the revision written.
+func (g *generator) writeSpec(ctx context.Context, s *slot, allowEmpty bool) (int64, error) {
+	patch, err := json.Marshal(map[string]any{"spec": g.spec(s, allowEmpty)})
+	if err != nil {
+		return 0, err
+	}
+	obj, err := g.bundles().Patch(ctx, s.name, types.MergePatchType, patch, metav1.PatchOptions{})
+	if err != nil {
+		return 0, err
+	}
+	return revision(obj), nil
+}
+
+func (g *generator) objectNames(s *slot, resources ...string) []string {
+	names := make([]string, len(resources))
+	for i, r := range resources {
+		names[i] = objectName(s.name, r)
+	}
+	return names
+}
+
+// needsAdopt: an object that exists without a controller and without this
+// Bundle's label is only taken over with limbo.dev/adopt (a cancelled one).
+func needsAdopt(s *slot, v view) bool {
+	return v.exists && controllerUID(v.meta) == "" && v.meta.Labels[limbov1alpha1.LabelBundle] != s.name
+}
+
+// --- operations ---
+
+// create creates s's Bundle with a random set of resources; objects still in
+// limbo from an earlier Bundle of the same name are declared only when that
+// cannot race their deadline.
+func (g *generator) create(ctx context.Context, s *slot) bool {
+	s.resources, s.adopt, s.guarded = map[string]string{}, map[string]bool{}, false
+	now := time.Now()
+	for i := range resourcesPerBundle {
+		r := resourceName(i)
+		v := g.oracle.view(objectName(s.name, r))
+		if s.rng.IntN(2) == 0 || !safeToDeclare(v, now) {
+			continue
+		}
+		s.resources[r] = g.randomDelay(s)
+		s.adopt[r] = needsAdopt(s, v)
+	}
+	bundle := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": limbov1alpha1.GroupVersion.String(),
+		"kind":       "Bundle",
+		"metadata":   map[string]any{"name": s.name, "namespace": g.namespace},
+		"spec":       g.spec(s, len(s.resources) == 0),
+	}}
+	err := g.mutate(s, "create", fmt.Sprint(s.resources), func() error {
+		if err := g.stillSafe(s, slices.Sorted(maps.Keys(s.resources))...); err != nil {
+			return err
+		}
+		obj, err := g.bundles().Create(ctx, bundle, metav1.CreateOptions{})
+		if err != nil {
+			return err
+		}
+		s.uid = obj.GetUID()
+		g.oracle.declared(s.name, revision(obj), g.objectNames(s, slices.Sorted(maps.Keys(s.resources))...)...)
+		return nil
+	})
+	return err == nil
+}
+
+// add declares a resource that the Bundle does not declare: new, or back from
+// limbo (which cancels its countdown).
+func (g *generator) add(ctx context.Context, s *slot) bool {
+	now := time.Now()
+	var candidates []string
+	for i := range resourcesPerBundle {
+		r := resourceName(i)
+		if _, ok := s.resources[r]; !ok && safeToDeclare(g.oracle.view(objectName(s.name, r)), now) {
+			candidates = append(candidates, r)
+		}
+	}
+	if len(candidates) == 0 {
+		return false
+	}
+	r := candidates[s.rng.IntN(len(candidates))]
+	v := g.oracle.view(objectName(s.name, r))
+	s.resources[r] = g.randomDelay(s)
+	s.adopt[r] = needsAdopt(s, v)
+	op := "add"
+	if v.exists {
+		op = "re-add"
+	}
+	err := g.mutate(s, op, fmt.Sprintf("%s delay=%q adopt=%v", r, s.resources[r], s.adopt[r]), func() error {
+		if err := g.stillSafe(s, r); err != nil {
+			return err
+		}
+		rv, err := g.writeSpec(ctx, s, false)
+		if err != nil {
+			return err
+		}
+		g.oracle.declared(s.name, rv, objectName(s.name, r))
+		return nil
+	})
+	if err != nil {
+		delete(s.resources, r)
+	}
+	return err == nil
+}
+
+// remove takes a resource out of the Bundle: its object goes to limbo.
+func (g *generator) remove(ctx context.Context, s *slot) bool {
+	if len(s.resources) == 0 {
+		return false
+	}
+	g.settle(ctx, s)
+	keys := slices.Sorted(maps.Keys(s.resources))
+	r := keys[s.rng.IntN(len(keys))]
+	delay := s.resources[r]
+	delete(s.resources, r)
+	err := g.mutate(s, "remove", r, func() error {
+		rv, err := g.writeSpec(ctx, s, len(s.resources) == 0)
+		if err != nil {
+			return err
+		}
+		g.oracle.undeclared(rv, time.Now(), objectName(s.name, r))
+		return nil
+	})
+	if err != nil {
+		s.resources[r] = delay
+	}
+	return err == nil
+}
+
+// editTemplateDelay changes the delay a resource's template declares.
+func (g *generator) editTemplateDelay(ctx context.Context, s *slot) bool {
+	if len(s.resources) == 0 {
+		return false
+	}
+	keys := slices.Sorted(maps.Keys(s.resources))
+	r := keys[s.rng.IntN(len(keys))]
+	old := s.resources[r]
+	s.resources[r] = g.randomDelay(s)
+	err := g.mutate(s, "edit-template-delay", fmt.Sprintf("%s %q->%q", r, old, s.resources[r]), func() error {
+		_, err := g.writeSpec(ctx, s, false)
+		return err
+	})
+	if err != nil {
+		s.resources[r] = old
+	}
+	return err == nil
+}
+
+// pick returns a random existing object of s that keep accepts.
+func (g *generator) pick(s *slot, keep func(view) bool) (string, view, bool) {
+	var names []string
+	var views []view
+	for i := range resourcesPerBundle {
+		name := objectName(s.name, resourceName(i))
+		if v := g.oracle.view(name); v.exists && keep(v) {
+			names, views = append(names, name), append(views, v)
+		}
+	}
+	if len(names) == 0 {
+		return "", view{}, false
+	}
+	i := s.rng.IntN(len(names))
+	return names[i], views[i], true
+}
+
+// inLimbo: an object no Bundle declares, not cancelled, with a delay.
+func inLimbo(v view) bool {
+	_, hasDelay := v.meta.Annotations[limbov1alpha1.AnnotationDeletionDelay]
+	return !v.desired && !v.foreign && hasDelay
+}
+
+// editLiveDelay sets a new delay on an object in limbo, as `kubectl annotate
+// --overwrite` would: its deadline moves (DESIGN §4).
+func (g *generator) editLiveDelay(ctx context.Context, s *slot) bool {
+	name, v, ok := g.pick(s, inLimbo)
+	if !ok {
+		return false
+	}
+	delay := delays[1+s.rng.IntN(len(delays)-1)]
+	err := g.mutate(s, "edit-live-delay", fmt.Sprintf("%s %q->%q", name, v.meta.Annotations[limbov1alpha1.AnnotationDeletionDelay], delay), func() error {
+		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{
+			"annotations": map[string]any{limbov1alpha1.AnnotationDeletionDelay: delay},
+			"uid":         v.uid, // a precondition: never the next incarnation
+		}})
+		_, err := g.clientset.CoreV1().ConfigMaps(g.namespace).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
+		if err == nil {
+			g.oracle.touched(v.uid, time.Now())
+		}
+		return err
+	})
+	return err == nil
+}
+
+// forceDelete deletes an object of s, as `kubectl delete --force` would:
+// limbo re-creates it if its Bundle declares it.
+func (g *generator) forceDelete(ctx context.Context, s *slot) bool {
+	name, v, ok := g.pick(s, func(view) bool { return true })
+	if !ok {
+		return false
+	}
+	g.oracle.forcing(v.uid)
+	err := g.mutate(s, "force-delete", fmt.Sprintf("%s uid %s (desired %v)", name, short(v.uid), v.desired), func() error {
+		return g.clientset.CoreV1().ConfigMaps(g.namespace).Delete(ctx, name, metav1.DeleteOptions{
+			GracePeriodSeconds: new(int64),
+			Preconditions:      &metav1.Preconditions{UID: &v.uid},
+		})
+	})
+	return err == nil || apierrors.IsNotFound(err) || apierrors.IsConflict(err)
+}
+
+// kubectlLimbo runs `kubectl limbo <verb> configmap/<name>`.
+func (g *generator) kubectlLimbo(ctx context.Context, verb, name string) error {
+	cmd := exec.CommandContext(ctx, g.kubectl, verb, "configmap/"+name, "-n", g.namespace, "--kubeconfig", g.kubeconfig)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("kubectl limbo %s: %v: %s", verb, err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+// expedite runs `kubectl limbo expedite` on a stamped object in limbo.
+func (g *generator) expedite(ctx context.Context, s *slot) bool {
+	name, v, ok := g.pick(s, func(v view) bool {
+		_, stamped := parseStamp(v.meta)
+		return inLimbo(v) && stamped
+	})
+	if !ok {
+		return false
+	}
+	err := g.mutate(s, "expedite", name, func() error {
+		err := g.kubectlLimbo(ctx, "expedite", name)
+		if err == nil {
+			g.oracle.touched(v.uid, time.Now())
+		}
+		return err
+	})
+	return err == nil || strings.Contains(err.Error(), "not found")
+}
+
+// cancel runs `kubectl limbo cancel` on an object in limbo: it becomes an
+// unmanaged object that nothing deletes.
+func (g *generator) cancel(ctx context.Context, s *slot) bool {
+	name, _, ok := g.pick(s, func(v view) bool {
+		_, stamped := parseStamp(v.meta)
+		return inLimbo(v) && (stamped || v.meta.Labels[limbov1alpha1.LabelPendingDeletion] != "")
+	})
+	if !ok {
+		return false
+	}
+	err := g.mutate(s, "cancel", name, func() error {
+		err := g.kubectlLimbo(ctx, "cancel", name)
+		if err == nil {
+			g.oracle.cancelled(name)
+		}
+		return err
+	})
+	return err == nil || strings.Contains(err.Error(), "not found")
+}
+
+// empty removes every resource, with allowEmpty: true.
+func (g *generator) empty(ctx context.Context, s *slot) bool {
+	g.settle(ctx, s)
+	old := s.resources
+	s.resources = map[string]string{}
+	err := g.mutate(s, "empty", "allowEmpty=true", func() error {
+		rv, err := g.writeSpec(ctx, s, true)
+		if err != nil {
+			return err
+		}
+		g.oracle.undeclared(rv, time.Now(), g.objectNames(s, slices.Sorted(maps.Keys(old))...)...)
+		return nil
+	})
+	if err != nil {
+		s.resources = old
+	}
+	return err == nil
+}
+
+// emptyGuarded writes a spec without resources and without allowEmpty, as a
+// broken render would: nothing may be deleted (DESIGN §2), so the model keeps
+// every resource declared.
+func (g *generator) emptyGuarded(ctx context.Context, s *slot) bool {
+	if len(s.resources) == 0 {
+		return false
+	}
+	g.settle(ctx, s)
+	s.guarded = true
+	err := g.mutate(s, "empty-guarded", "allowEmpty=false", func() error {
+		_, err := g.writeSpec(ctx, s, false)
+		return err
+	})
+	if err != nil {
+		s.guarded = false
+	}
+	return err == nil
+}
+
+// restore writes the resources back after emptyGuarded, maybe without one.
+func (g *generator) restore(ctx context.Context, s *slot) bool {
+	s.guarded = false
+	old := maps.Clone(s.resources)
+	var dropped []string
+	if r := resourceName(s.rng.IntN(resourcesPerBundle)); hasKey(s.resources, r) && s.rng.IntN(2) == 0 {
+		dropped = append(dropped, r)
+		delete(s.resources, r)
+	}
+	err := g.mutate(s, "restore", fmt.Sprintf("without %v", dropped), func() error {
+		rv, err := g.writeSpec(ctx, s, false)
+		if err != nil {
+			return err
+		}
+		g.oracle.undeclared(rv, time.Now(), g.objectNames(s, dropped...)...)
+		return nil
+	})
+	if err != nil {
+		s.guarded, s.resources = true, old
+	}
+	return err == nil
+}
+
+func hasKey[V any](m map[string]V, k string) bool {
+	_, ok := m[k]
+	return ok
+}
+
+// allowEmpty sets allowEmpty: true after emptyGuarded: the deletions proceed.
+func (g *generator) allowEmpty(ctx context.Context, s *slot) bool {
+	old := s.resources
+	err := g.mutate(s, "allow-empty", "", func() error {
+		s.resources = map[string]string{}
+		rv, err := g.writeSpec(ctx, s, true)
+		if err != nil {
+			s.resources = old
+			return err
+		}
+		g.oracle.undeclared(rv, time.Now(), g.objectNames(s, slices.Sorted(maps.Keys(old))...)...)
+		return nil
+	})
+	if err == nil {
+		s.guarded = false
+	}
+	return err == nil
+}
+
+// deleteBundle deletes s's Bundle with cascade f and waits until it is gone.
+func (g *generator) deleteBundle(f fate) func(context.Context, *slot) bool {
+	return func(ctx context.Context, s *slot) bool {
+		g.settle(ctx, s)
+		if f == fateOrphan && !g.quiet(ctx, s) {
+			return false
+		}
+		policy := map[fate]metav1.DeletionPropagation{
+			fateBackground: metav1.DeletePropagationBackground,
+			fateOrphan:     metav1.DeletePropagationOrphan,
+			fateForeground: metav1.DeletePropagationForeground,
+		}[f]
+		declared := g.objectNames(s, slices.Sorted(maps.Keys(s.resources))...)
+		err := g.mutate(s, "delete-bundle-"+string(f), "", func() error {
+			if f == fateOrphan {
+				if err := g.stillSafe(s, g.allResources()...); err != nil {
+					return err
+				}
+			}
+			body, err := g.clientset.CoreV1().RESTClient().Delete().
+				AbsPath("/apis", bundleGVR.Group, bundleGVR.Version, "namespaces", g.namespace, bundleGVR.Resource, s.name).
+				Body(&metav1.DeleteOptions{PropagationPolicy: &policy}).Do(ctx).Raw()
+			if err != nil {
+				return err
+			}
+			var deleted metav1.PartialObjectMetadata
+			if err := json.Unmarshal(body, &deleted); err != nil {
+				return err
+			}
+			rv := revision(&deleted)
+			g.oracle.bundleDeleted(s.uid, f, rv)
+			g.oracle.undeclared(rv, time.Now(), declared...)
+			return nil
+		})
+		if err != nil {
+			return false
+		}
+		s.uid, s.resources, s.adopt, s.guarded = "", map[string]string{}, map[string]bool{}, false
+		poll(ctx, settleTimeout, func() error {
+			_, err := g.bundles().Get(ctx, s.name, metav1.GetOptions{})
+			if apierrors.IsNotFound(err) {
+				return nil
+			}
+			return fmt.Errorf("Bundle %s still exists (%v)", s.name, err)
+		}, g.oracle, "teardown of "+s.name)
+		return true
+	}
+}
+
+// settle waits until limbo applied s's spec: every declared object exists,
+// controlled by the Bundle, with the declared delay and out of limbo.
+// Operations that make objects leave the Bundle wait for it, so that what
+// leaves is known.
+func (g *generator) settle(ctx context.Context, s *slot) {
+	poll(ctx, settleTimeout, func() error {
+		for r, delay := range s.resources {
+			name := objectName(s.name, r)
+			v := g.oracle.view(name)
+			got := v.meta.Annotations[limbov1alpha1.AnnotationDeletionDelay]
+			_, stamped := v.meta.Annotations[limbov1alpha1.AnnotationDeletionTimestamp]
+			switch {
+			case !v.exists:
+				return fmt.Errorf("%s does not exist", name)
+			case controllerUID(v.meta) != s.uid:
+				return fmt.Errorf("%s is not controlled by Bundle %s (uid %s)", name, s.name, short(s.uid))
+			case delay != "" && got != delay:
+				// A template without a delay leaves one set by hand (an
+				// edit-live-delay): server-side apply removes only fields
+				// limbo owns. The oracle reads the live delay.
+				return fmt.Errorf("%s has delay %q, declared %q", name, got, delay)
+			case stamped || v.meta.Labels[limbov1alpha1.LabelPendingDeletion] != "":
+				return fmt.Errorf("%s is still in limbo", name)
+			}
+		}
+		return nil
+	}, g.oracle, "Bundle "+s.name+" to converge")
+}
+
+// quiet waits until no object of s may be deleted within redeclareGuard, so
+// that a --cascade=orphan does not race a deadline.
+func (g *generator) quiet(ctx context.Context, s *slot) bool {
+	return pollErr(ctx, 20*time.Second, func() error { return g.stillSafe(s, g.allResources()...) }) == nil
+}
+
+func (g *generator) allResources() []string {
+	all := make([]string, resourcesPerBundle)
+	for i := range all {
+		all[i] = resourceName(i)
+	}
+	return all
+}
+
+// stillSafe checks, right before a write, that no object of the resources
+// may be deleted within redeclareGuard: the check made when the operation was
+// picked may be stale by then (a kube-apiserver restart pauses writes).
+func (g *generator) stillSafe(s *slot, resources ...string) error {
+	now := time.Now()
+	for _, r := range resources {
+		name := objectName(s.name, r)
+		if !safeToDeclare(g.oracle.view(name), now) {
+			return fmt.Errorf("not done: %s may be deleted within %v", name, redeclareGuard)
+		}
+	}
+	return nil
+}
+
+// poll waits until cond holds; past timeout it reports a violation (limbo did
+// not converge) and gives up.
+func poll(ctx context.Context, timeout time.Duration, cond func() error, o *oracle, what string) {
+	if err := pollErr(ctx, timeout, cond); err != nil && ctx.Err() == nil {
+		o.mu.Lock()
+		o.violatef("waited %v for %s: %v", timeout, what, err)
+		o.mu.Unlock()
+	}
+}
+
+func pollErr(ctx context.Context, timeout time.Duration, cond func() error) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		err := cond()
+		if err == nil || time.Now().After(deadline) || ctx.Err() != nil {
+			return err
+		}
+		sleep(ctx, 50*time.Millisecond)
+	}
+}

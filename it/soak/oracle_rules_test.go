@@ -1,0 +1,170 @@
+package soak
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+
+	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+)
+
+// The oracle itself is checked on made-up histories: each rule it enforces
+// must catch the violation it is there for, and let the allowed case pass.
+func TestOracleRules(t *testing.T) {
+	base := time.Date(2026, 11, 22, 17, 0, 0, 0, time.UTC)
+	bundleUID := types.UID("bbbbbbbb-0000")
+	meta := func(rv string, annotations map[string]string, controlled bool) metav1.ObjectMeta {
+		m := metav1.ObjectMeta{Name: "b0-r0", UID: "cccccccc-0000", ResourceVersion: rv, Annotations: annotations,
+			Labels: map[string]string{limbov1alpha1.LabelBundle: "b0"}}
+		if controlled {
+			yes := true
+			m.OwnerReferences = []metav1.OwnerReference{{APIVersion: "limbo.dev/v1alpha1", Kind: "Bundle", Name: "b0", UID: bundleUID, Controller: &yes}}
+		}
+		return m
+	}
+	stamped := func(delay string, stamp time.Time) map[string]string {
+		return map[string]string{limbov1alpha1.AnnotationDeletionDelay: delay, limbov1alpha1.AnnotationDeletionTimestamp: stamp.Format(time.RFC3339)}
+	}
+	tests := []struct {
+		name string
+		// history acts on the oracle after the object was declared at
+		// revision 10 and created at revision 11.
+		history func(o *oracle)
+		// created is the object as created; nil: final at revision 11.
+		created   *metav1.ObjectMeta
+		final     metav1.ObjectMeta
+		deletedAt time.Time
+		want      string // a substring of the violation; empty: none
+	}{{
+		name:      "deleted at its deadline",
+		history:   func(o *oracle) { o.undeclared(20, base, "b0-r0") },
+		final:     meta("30", stamped("2s", base), true),
+		deletedAt: base.Add(2100 * time.Millisecond),
+	}, {
+		name:      "deleted before its deadline",
+		history:   func(o *oracle) { o.undeclared(20, base, "b0-r0") },
+		final:     meta("30", stamped("2s", base), true),
+		deletedAt: base.Add(1900 * time.Millisecond),
+		want:      "before its deadline",
+	}, {
+		name:      "deleted while declared",
+		history:   func(o *oracle) {},
+		final:     meta("30", nil, true),
+		deletedAt: base,
+		want:      "while its Bundle declared it",
+	}, {
+		name:      "declared again after the deletion's revision: allowed",
+		history:   func(o *oracle) { o.undeclared(20, base, "b0-r0"); o.declared("b0", 31, "b0-r0") },
+		final:     meta("30", nil, true),
+		deletedAt: base.Add(time.Second),
+	}, {
+		name: "declared again in limbo, but an outage hid it until the deadline: a race, allowed",
+		history: func(o *oracle) {
+			o.undeclared(20, base, "b0-r0")
+			o.declared("b0", 25, "b0-r0")
+			o.objects["b0-r0"].desired[1].since = base.Add(500 * time.Millisecond)
+			o.outages = append(o.outages, outage{what: outageController, start: base.Add(600 * time.Millisecond), end: base.Add(5 * time.Second)})
+		},
+		final:     meta("30", stamped("2s", base), true),
+		deletedAt: base.Add(5 * time.Second),
+	}, {
+		name: "stamped and deleted while declared, across an outage",
+		history: func(o *oracle) {
+			o.objects["b0-r0"].desired[0].since = base.Add(-time.Second)
+			o.outages = append(o.outages, outage{what: outageController, start: base.Add(-500 * time.Millisecond), end: base.Add(time.Second)})
+		},
+		final:     meta("30", stamped("0s", base), true),
+		deletedAt: base.Add(1100 * time.Millisecond),
+		want:      "while its Bundle declared it",
+	}, {
+		name:      "deleted with a delay but no stamp",
+		history:   func(o *oracle) { o.undeclared(20, base, "b0-r0") },
+		final:     meta("30", map[string]string{limbov1alpha1.AnnotationDeletionDelay: "0s"}, true),
+		deletedAt: base.Add(time.Second),
+		want:      "without a valid",
+	}, {
+		name:      "deleted late",
+		history:   func(o *oracle) { o.undeclared(20, base, "b0-r0") },
+		final:     meta("30", stamped("1s", base), true),
+		deletedAt: base.Add(3100 * time.Millisecond),
+		want:      "more than 2s late",
+	}, {
+		name: "late across a controller outage: allowed up to 2s after it",
+		history: func(o *oracle) {
+			o.undeclared(20, base, "b0-r0")
+			o.outages = append(o.outages, outage{what: outageController, start: base.Add(500 * time.Millisecond), end: base.Add(6 * time.Second)})
+		},
+		final:     meta("30", stamped("1s", base), true),
+		deletedAt: base.Add(7 * time.Second),
+	}, {
+		name:    "left behind by --cascade=orphan",
+		created: new(meta("11", nil, true)),
+		history: func(o *oracle) {
+			o.undeclared(20, base, "b0-r0")
+			o.bundleDeleted(bundleUID, fateOrphan, 20)
+		},
+		final:     meta("30", stamped("0s", base), false),
+		deletedAt: base.Add(time.Second),
+		want:      "--cascade=orphan left it behind",
+	}, {
+		name: "deleted by --cascade=foreground",
+		history: func(o *oracle) {
+			o.bundleDeleted(bundleUID, fateForeground, 20)
+			o.undeclared(20, base, "b0-r0")
+		},
+		final:     meta("30", map[string]string{limbov1alpha1.AnnotationDeletionDelay: "1h"}, true),
+		deletedAt: base,
+	}, {
+		name:      "forced by the generator while declared",
+		history:   func(o *oracle) { o.forcing("cccccccc-0000") },
+		final:     meta("30", nil, true),
+		deletedAt: base,
+	}, {
+		name:      "deleted after kubectl limbo cancel",
+		history:   func(o *oracle) { o.undeclared(20, base, "b0-r0"); o.cancelled("b0-r0") },
+		final:     metav1.ObjectMeta{Name: "b0-r0", UID: "cccccccc-0000", ResourceVersion: "30", Annotations: map[string]string{limbov1alpha1.AnnotationDeletionDelay: "1s"}},
+		deletedAt: base.Add(time.Hour),
+		want:      "cancel",
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := newOracle()
+			o.declared("b0", 10, "b0-r0")
+			created := tt.final
+			created.ResourceVersion = "11"
+			if tt.created != nil {
+				created = *tt.created
+			}
+			o.observe(watch.Added, created, base.Add(-time.Minute))
+			tt.history(o)
+			o.observe(watch.Deleted, tt.final, tt.deletedAt)
+			got := strings.Join(o.violations, "\n")
+			if tt.want == "" && got != "" {
+				t.Errorf("violations %q, want none", got)
+			}
+			if tt.want != "" && !strings.Contains(got, tt.want) {
+				t.Errorf("violations %q, want one saying %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// An object that stays past its deadline is reported by checkOverdue, and at
+// the end as neither lost nor leaked twice.
+func TestOracleOverdue(t *testing.T) {
+	base := time.Now().Add(-time.Minute)
+	o := newOracle()
+	o.declared("b0", 10, "b0-r0")
+	o.observe(watch.Added, metav1.ObjectMeta{Name: "b0-r0", UID: "cccccccc-0000", ResourceVersion: "11",
+		Annotations: map[string]string{limbov1alpha1.AnnotationDeletionDelay: "1s", limbov1alpha1.AnnotationDeletionTimestamp: base.Format(time.RFC3339)}}, base)
+	o.undeclared(20, base, "b0-r0")
+	o.checkOverdue(time.Now())
+	o.finalCheck()
+	if len(o.violations) != 1 || !strings.Contains(o.violations[0], "still exists") {
+		t.Errorf("violations %q, want one saying the object still exists after its deadline", o.violations)
+	}
+}

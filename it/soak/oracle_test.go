@@ -1,0 +1,856 @@
+package soak
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+
+	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+	"github.com/limbo-dev/limbo/pkg/softdelete"
+)
+
+// The oracle's tolerances. They are the contract's figures, not tuning knobs.
+const (
+	// lateTolerance is how late a deletion may be after its deadline while the
+	// controller is up (DESIGN §4: deadlines are honoured to the second).
+	lateTolerance = 2 * time.Second
+	// redeclareGuard is the least time between declaring an object in limbo again
+	// and the earliest moment limbo may delete it. A Bundle's spec and the
+	// object are two objects: no precondition can order a spec write against a
+	// delete that the controller decided a moment before, so the generator does
+	// not race them; the races that a precondition does order (a cancel, a delay
+	// raised, an expedite, all written on the object itself) are raced freely.
+	redeclareGuard = 1500 * time.Millisecond
+)
+
+// fate is how a Bundle incarnation was deleted.
+type fate string
+
+const (
+	fateBackground fate = "background"
+	fateOrphan     fate = "orphan"
+	fateForeground fate = "foreground"
+)
+
+// rvInterval is a span of etcd revisions [from, to); to == 0 while it is open.
+// Resource versions are etcd revisions, one counter for every object: that is
+// an implementation detail of kube-apiserver with etcd, which this test
+// relies on to order a Bundle write against an object's deletion exactly.
+type rvInterval struct {
+	from, to int64
+	// since is when the write at from returned.
+	since time.Time
+}
+
+func (i rvInterval) contains(rv int64) bool { return rv > i.from && (i.to == 0 || rv < i.to) }
+
+// outage is a span in which limbo could not act: the controller process was
+// down (killed until ready again), or kube-apiserver was restarting.
+type outage struct {
+	what       string
+	start, end time.Time // end is zero while it lasts
+}
+
+// incarnation is one object (one UID) as the watch saw it.
+type incarnation struct {
+	uid    types.UID
+	meta   metav1.ObjectMeta
+	seenAt time.Time
+	// touchedAt is when the generator last moved its deadline (edited the delay
+	// on the live object, or expedited it): limbo cannot act on a deadline
+	// before it is written.
+	touchedAt time.Time
+	// controller is the last controller (a Bundle's UID) seen on it: the
+	// garbage collector may remove the owner reference of a Bundle deleted with
+	// --cascade=orphan before the generator records the deletion.
+	controller types.UID
+	// forced: the generator deleted it itself (kubectl delete).
+	forced  bool
+	deleted bool
+	// overdue: a missed deadline was already reported.
+	overdue bool
+}
+
+// objectModel is what the generator asked for one ConfigMap name, and its
+// current incarnation.
+type objectModel struct {
+	name   string
+	bundle string
+	// desired are the revisions in which a Bundle declared the object (or kept
+	// it while a spec with no resources and no allowEmpty is refused).
+	desired []rvInterval
+	// protected are the revisions in which it was left behind by a Bundle
+	// deleted with --cascade=orphan, and not declared again.
+	protected []rvInterval
+	// undesiredAt is when it last stopped being desired.
+	undesiredAt time.Time
+	// foreign: kubectl limbo cancel made it an unmanaged object.
+	foreign bool
+	live    *incarnation
+}
+
+func openAt(spans []rvInterval, rv int64) bool {
+	return slices.ContainsFunc(spans, func(i rvInterval) bool { return i.contains(rv) })
+}
+
+// spanAt is the span that contains rv.
+func spanAt(spans []rvInterval, rv int64) (rvInterval, bool) {
+	i := slices.IndexFunc(spans, func(i rvInterval) bool { return i.contains(rv) })
+	if i < 0 {
+		return rvInterval{}, false
+	}
+	return spans[i], true
+}
+
+func isOpen(spans []rvInterval) bool { return len(spans) > 0 && spans[len(spans)-1].to == 0 }
+
+func open(spans []rvInterval, rv int64, since time.Time) []rvInterval {
+	if isOpen(spans) {
+		return spans
+	}
+	return append(spans, rvInterval{from: rv, since: since})
+}
+
+func closeAt(spans []rvInterval, rv int64) []rvInterval {
+	if isOpen(spans) {
+		spans[len(spans)-1].to = rv
+	}
+	return spans
+}
+
+// stats are the run's figures.
+type stats struct {
+	ops                                          map[string]int
+	engineDeletions, immediateDeletions          int
+	forcedDeletions, foregroundDeletions         int
+	cancels, controllerRestarts, apiRestarts     int
+	watchGaps, outageRaces                       int
+	maxLateness, maxAdjustedLateness             time.Duration
+	maxLatenessObject, maxAdjustedLatenessObject string
+}
+
+// oracle checks every deletion of the run against a model kept from the
+// generator's operations (what the user asked for) and a watch of the
+// ConfigMaps (what happened), with the rules of DESIGN §2–§4:
+//
+//   - no deletion before its deadline (the stamp on the deleted object plus its
+//     delay);
+//   - no deletion of an object while a Bundle declares it, of an object
+//     --cascade=orphan left behind, or of an object kubectl limbo cancel took out
+//     of limbo;
+//   - no deadline missed by more than lateTolerance, except across an outage:
+//     then by at most lateTolerance after the outage ends;
+//   - at the end, nothing lost (every declared or kept object exists) and
+//     nothing leaked (every other object is gone).
+type oracle struct {
+	mu           sync.Mutex
+	objects      map[string]*objectModel
+	incarnations map[types.UID]*incarnation
+	fates        map[types.UID]fate
+	outages      []outage
+	violations   []string
+	stats        stats
+	// slots defer the judging of a deletion while an operation on its Bundle is
+	// between its write and the model's update.
+	slots map[string]*slotOps
+	// watchingSince is when the watch last (re)connected.
+	watchingSince time.Time
+	// log records the operations and observations, for the failure report.
+	log []string
+}
+
+// slotOps tracks the operation in flight on one Bundle slot.
+type slotOps struct {
+	busy   bool
+	queued []*incarnation
+	at     []time.Time
+}
+
+func newOracle() *oracle {
+	return &oracle{
+		objects:      map[string]*objectModel{},
+		incarnations: map[types.UID]*incarnation{},
+		fates:        map[types.UID]fate{},
+		slots:        map[string]*slotOps{},
+		stats:        stats{ops: map[string]int{}},
+	}
+}
+
+func (o *oracle) object(bundle, name string) *objectModel {
+	m := o.objects[name]
+	if m == nil {
+		m = &objectModel{name: name, bundle: bundle}
+		o.objects[name] = m
+	}
+	return m
+}
+
+func (o *oracle) violatef(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	o.violations = append(o.violations, msg)
+	o.logf("VIOLATION %s", msg)
+}
+
+func (o *oracle) logf(format string, args ...any) {
+	o.log = append(o.log, time.Now().Format("15:04:05.000")+" "+fmt.Sprintf(format, args...))
+}
+
+// Log records an operation for the failure report.
+func (o *oracle) Log(format string, args ...any) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.logf(format, args...)
+}
+
+func (o *oracle) slot(bundle string) *slotOps {
+	s := o.slots[bundle]
+	if s == nil {
+		s = &slotOps{}
+		o.slots[bundle] = s
+	}
+	return s
+}
+
+// begin marks an operation on bundle in flight: a deletion observed until end
+// is judged after the operation updated the model, since the write may land
+// (and limbo act on it) before the generator records it.
+func (o *oracle) begin(bundle string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.slot(bundle).busy = true
+}
+
+// end ends the operation begun on bundle and judges the deletions it deferred.
+func (o *oracle) end(bundle string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	s := o.slot(bundle)
+	s.busy = false
+	for i, inc := range s.queued {
+		o.judgeDeletion(o.objects[inc.meta.Name], inc, s.at[i])
+	}
+	s.queued, s.at = nil, nil
+}
+
+// countOp counts an operation by type.
+func (o *oracle) countOp(op string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.stats.ops[op]++
+}
+
+// --- what the generator did ---
+
+// declared: a Bundle write at revision rv declares names.
+func (o *oracle) declared(bundle string, rv int64, names ...string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, name := range names {
+		m := o.object(bundle, name)
+		m.desired = open(m.desired, rv, time.Now())
+		m.protected = closeAt(m.protected, rv)
+		m.foreign = false
+	}
+}
+
+// undeclared: a Bundle write (or the Bundle's deletion) at revision rv, at
+// time at, stops declaring names.
+func (o *oracle) undeclared(rv int64, at time.Time, names ...string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, name := range names {
+		m := o.objects[name]
+		if m == nil || !isOpen(m.desired) {
+			continue
+		}
+		m.desired = closeAt(m.desired, rv)
+		m.undesiredAt = at
+	}
+}
+
+// bundleDeleted: the Bundle incarnation uid was deleted with cascade f at
+// revision rv. Every object it controls is then left behind (orphan),
+// deleted by the garbage collector (foreground), or torn down (background).
+func (o *oracle) bundleDeleted(uid types.UID, f fate, rv int64) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.fates[uid] = f
+	if f != fateOrphan {
+		return
+	}
+	for _, m := range o.objects {
+		if m.live != nil && !m.live.deleted && m.live.controller == uid {
+			m.protected = open(m.protected, rv, time.Now())
+			o.logf("%s left behind by --cascade=orphan", m.name)
+		}
+	}
+}
+
+// forcing: the generator is about to delete uid itself.
+func (o *oracle) forcing(uid types.UID) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if inc := o.incarnations[uid]; inc != nil {
+		inc.forced = true
+	} else {
+		o.incarnations[uid] = &incarnation{uid: uid, forced: true}
+	}
+}
+
+// touched: the generator moved the deadline of uid (a delay edit, an
+// expedite) at time at.
+func (o *oracle) touched(uid types.UID, at time.Time) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if inc := o.incarnations[uid]; inc != nil {
+		inc.touchedAt = at
+	}
+}
+
+// cancelled: kubectl limbo cancel took name out of limbo and out of its Bundle.
+func (o *oracle) cancelled(name string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if m := o.objects[name]; m != nil {
+		m.foreign = true
+	}
+	o.stats.cancels++
+}
+
+func (o *oracle) outageStarted(what string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.outages = append(o.outages, outage{what: what, start: time.Now()})
+	o.logf("outage: %s", what)
+	switch what {
+	case outageController:
+		o.stats.controllerRestarts++
+	case outageAPIServer:
+		o.stats.apiRestarts++
+	}
+}
+
+func (o *oracle) outageEnded(what string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for i := len(o.outages) - 1; i >= 0; i-- {
+		if o.outages[i].what == what && o.outages[i].end.IsZero() {
+			o.outages[i].end = time.Now()
+			o.logf("outage over: %s after %v", what, o.outages[i].end.Sub(o.outages[i].start).Round(time.Millisecond))
+			return
+		}
+	}
+}
+
+const (
+	outageController = "controller"
+	outageAPIServer  = "kube-apiserver"
+)
+
+// --- what the generator asks ---
+
+// view is what the generator may know of an object.
+type view struct {
+	exists    bool
+	uid       types.UID
+	meta      metav1.ObjectMeta
+	desired   bool
+	protected bool
+	foreign   bool
+}
+
+func (o *oracle) view(name string) view {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	m := o.objects[name]
+	if m == nil {
+		return view{}
+	}
+	v := view{desired: isOpen(m.desired), protected: isOpen(m.protected), foreign: m.foreign}
+	if m.live != nil && !m.live.deleted {
+		v.exists, v.uid, v.meta = true, m.live.uid, *m.live.meta.DeepCopy()
+	}
+	return v
+}
+
+// earliestDeletion is the earliest time limbo may delete the object of v
+// (zero: at once), and false when it never may.
+func earliestDeletion(v view, now time.Time) (time.Time, bool) {
+	if !v.exists || v.desired || v.protected || v.foreign {
+		return time.Time{}, false
+	}
+	value, ok := v.meta.Annotations[limbov1alpha1.AnnotationDeletionDelay]
+	if !ok {
+		return time.Time{}, true
+	}
+	delay, err := softdelete.ParseDelay(value)
+	if err != nil {
+		return time.Time{}, false
+	}
+	if stamp, ok := parseStamp(v.meta); ok {
+		return stamp.Add(delay), true
+	}
+	// Not stamped yet: the stamp will be now or later, truncated to the second.
+	return now.Truncate(time.Second).Add(delay), true
+}
+
+// safeToDeclare tells whether declaring the object of v now cannot race its
+// deletion (see redeclareGuard).
+func safeToDeclare(v view, now time.Time) bool {
+	at, may := earliestDeletion(v, now)
+	return !may || !at.Before(now.Add(redeclareGuard))
+}
+
+func parseStamp(meta metav1.ObjectMeta) (time.Time, bool) {
+	value, ok := meta.Annotations[limbov1alpha1.AnnotationDeletionTimestamp]
+	if !ok {
+		return time.Time{}, false
+	}
+	stamp, err := time.Parse(time.RFC3339, value)
+	return stamp, err == nil
+}
+
+func controllerUID(meta metav1.ObjectMeta) types.UID {
+	if ref := metav1.GetControllerOfNoCopy(&meta); ref != nil {
+		return ref.UID
+	}
+	return ""
+}
+
+// --- what happened ---
+
+// watch feeds the oracle every change of the ConfigMaps in namespace, from
+// resourceVersion on, until ctx ends. After a broken watch it resumes from the
+// last revision seen, so that no DELETE (with the object's last state) is
+// missed. A restarted kube-apiserver serves watches from a cache that starts at
+// its own start, and answers an older revision with 410 Gone: then the
+// ConfigMaps are listed again, and an object that vanished in the gap is judged
+// at the list's revision and time (see resync).
+func (o *oracle) watch(ctx context.Context, cs kubernetes.Interface, namespace, resourceVersion string) {
+	for ctx.Err() == nil {
+		w, err := cs.CoreV1().ConfigMaps(namespace).Watch(ctx, metav1.ListOptions{ResourceVersion: resourceVersion, AllowWatchBookmarks: true})
+		if apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
+			resourceVersion = o.resync(ctx, cs, namespace, resourceVersion)
+			continue
+		}
+		if err != nil {
+			o.Log("watch from revision %s: %v", resourceVersion, err)
+			sleep(ctx, 100*time.Millisecond)
+			continue
+		}
+		o.mu.Lock()
+		o.logf("watching from revision %s", resourceVersion)
+		o.watchingSince = time.Now()
+		o.mu.Unlock()
+		for ev := range w.ResultChan() {
+			switch ev.Type {
+			case watch.Error:
+				status := apierrors.FromObject(ev.Object)
+				o.Log("watch error: %v", status)
+				if apierrors.IsResourceExpired(status) || apierrors.IsGone(status) {
+					resourceVersion = o.resync(ctx, cs, namespace, resourceVersion)
+				}
+			case watch.Bookmark:
+				if cm, ok := ev.Object.(*corev1.ConfigMap); ok {
+					resourceVersion = cm.ResourceVersion
+				}
+			default:
+				cm, ok := ev.Object.(*corev1.ConfigMap)
+				if !ok {
+					continue
+				}
+				resourceVersion = cm.ResourceVersion
+				o.observe(ev.Type, cm.ObjectMeta, time.Now())
+			}
+		}
+		w.Stop()
+	}
+}
+
+// resync lists the ConfigMaps after the watch lost its place and returns the
+// list's revision. An object known to exist that the list lacks was deleted in
+// the gap: it is judged on its last state seen, at the list's revision and
+// time, which bound the deletion's from above.
+func (o *oracle) resync(ctx context.Context, cs kubernetes.Interface, namespace, lost string) string {
+	for ctx.Err() == nil {
+		list, err := cs.CoreV1().ConfigMaps(namespace).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			sleep(ctx, 100*time.Millisecond)
+			continue
+		}
+		now := time.Now()
+		listed := map[types.UID]bool{}
+		for i := range list.Items {
+			listed[list.Items[i].UID] = true
+			o.observe(watch.Modified, list.Items[i].ObjectMeta, now)
+		}
+		o.mu.Lock()
+		o.stats.watchGaps++
+		o.logf("watch lost its place at revision %s; listed again at revision %s", lost, list.ResourceVersion)
+		var vanished []metav1.ObjectMeta
+		for _, m := range o.objects {
+			if m.live != nil && !m.live.deleted && !listed[m.live.uid] {
+				meta := *m.live.meta.DeepCopy()
+				meta.ResourceVersion = list.ResourceVersion
+				vanished = append(vanished, meta)
+			}
+		}
+		o.mu.Unlock()
+		for _, meta := range vanished {
+			o.Log("%s vanished in the watch gap", meta.Name)
+			o.observe(watch.Deleted, meta, now)
+		}
+		return list.ResourceVersion
+	}
+	return lost
+}
+
+// watchingAfter tells whether the watch (re)connected after t.
+func (o *oracle) watchingAfter(t time.Time) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.watchingSince.After(t)
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+// bundleOf is the Bundle slot an object name belongs to: names are
+// <bundle>-<resource>.
+func bundleOf(name string) string {
+	bundle, _, _ := strings.Cut(name, "-")
+	return bundle
+}
+
+func (o *oracle) observe(typ watch.EventType, meta metav1.ObjectMeta, at time.Time) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	m := o.object(bundleOf(meta.Name), meta.Name)
+	inc := o.incarnations[meta.UID]
+	if inc == nil {
+		inc = &incarnation{uid: meta.UID}
+		o.incarnations[meta.UID] = inc
+	}
+	inc.meta, inc.seenAt = meta, at
+	if uid := controllerUID(meta); uid != "" {
+		inc.controller = uid
+	}
+	if typ != watch.Deleted {
+		if m.live != inc {
+			o.logf("%s created (uid %s)", meta.Name, short(meta.UID))
+		}
+		m.live = inc
+		return
+	}
+	inc.deleted = true
+	if m.live == inc {
+		m.live = nil
+	}
+	if s := o.slot(m.bundle); s.busy {
+		s.queued, s.at = append(s.queued, inc), append(s.at, at)
+		return
+	}
+	o.judgeDeletion(m, inc, at)
+}
+
+func short(uid types.UID) string { return string(uid)[:8] }
+
+// judgeDeletion checks a deletion observed at time at. meta is the object's
+// last state, which the delete was decided on (deletes carry a resourceVersion
+// precondition), and its resourceVersion is the revision of the deletion.
+func (o *oracle) judgeDeletion(m *objectModel, inc *incarnation, at time.Time) {
+	meta := inc.meta
+	rv, _ := strconv.ParseInt(meta.ResourceVersion, 10, 64)
+	what := fmt.Sprintf("%s (uid %s, revision %d, annotations %v)", meta.Name, short(meta.UID), rv, limboAnnotations(meta))
+	if inc.forced {
+		o.stats.forcedDeletions++
+		o.logf("%s deleted by the generator", what)
+		// Gone for good: nothing is kept any more.
+		m.foreign, m.protected = false, closeAt(m.protected, rv)
+		return
+	}
+	if o.fates[controllerUID(meta)] == fateForeground {
+		o.stats.foregroundDeletions++
+		o.logf("%s deleted by --cascade=foreground", what)
+		return
+	}
+	// Any other deletion is limbo's (or the garbage collector's after a
+	// teardown): it must be one the contract allows.
+	o.stats.engineDeletions++
+	o.logf("%s deleted by limbo", what)
+	desired := false
+	if span, ok := spanAt(m.desired, rv); ok {
+		desired = true
+		stamp, _ := parseStamp(meta)
+		if deadline, ok := deadlineOf(meta); ok && !stamp.After(span.since) && o.outageBetween(span.since, deadline) {
+			// Declared again while in limbo (stamped before), but limbo
+			// could not see it before the deadline: which of the two it
+			// acts on first is a race that the contract does not decide.
+			o.stats.outageRaces++
+			o.logf("%s deleted while declared since %s, but an outage hid the declaration until its deadline %s",
+				what, span.since.Format("15:04:05.000"), deadline.Format("15:04:05"))
+		} else {
+			o.violatef("%s deleted while its Bundle declared it (or kept it: a spec emptied without allowEmpty)", what)
+		}
+	}
+	if openAt(m.protected, rv) {
+		o.violatef("%s deleted although --cascade=orphan left it behind (\"nothing is deleted\")", what)
+	}
+	if m.foreign && meta.Labels[limbov1alpha1.LabelBundle] == "" {
+		o.violatef("%s deleted after kubectl limbo cancel made it unmanaged", what)
+	}
+	due, ok := o.checkDeadline(what, meta, at)
+	if !ok || desired {
+		return // not due at all: no lateness
+	}
+	due = latest(due, m.undesiredAt, inc.touchedAt)
+	late, adjusted := at.Sub(due), at.Sub(o.adjust(due))
+	if late > o.stats.maxLateness {
+		o.stats.maxLateness, o.stats.maxLatenessObject = late, what
+	}
+	if adjusted > o.stats.maxAdjustedLateness {
+		o.stats.maxAdjustedLateness, o.stats.maxAdjustedLatenessObject = adjusted, what
+	}
+	if adjusted > lateTolerance && !inc.overdue {
+		o.violatef("%s deleted %v after it was due at %s (%v after outages are taken off): more than %v late",
+			what, late.Round(time.Millisecond), due.Format("15:04:05.000"), adjusted.Round(time.Millisecond), lateTolerance)
+	}
+}
+
+// checkDeadline checks that an object deleted by limbo at time at carried a
+// deadline that had come, and returns that deadline (for an object without a
+// delay: zero, it is due at once).
+func (o *oracle) checkDeadline(what string, meta metav1.ObjectMeta, at time.Time) (time.Time, bool) {
+	value, ok := meta.Annotations[limbov1alpha1.AnnotationDeletionDelay]
+	if !ok {
+		o.stats.immediateDeletions++
+		return time.Time{}, true
+	}
+	delay, err := softdelete.ParseDelay(value)
+	if err != nil {
+		o.violatef("%s deleted with an invalid delay: %v", what, err)
+		return time.Time{}, false
+	}
+	stamp, ok := parseStamp(meta)
+	if !ok {
+		o.violatef("%s deleted without a valid %s although it has a delay of %v", what, limbov1alpha1.AnnotationDeletionTimestamp, delay)
+		return time.Time{}, false
+	}
+	deadline := stamp.Add(delay)
+	if at.Before(deadline) {
+		o.violatef("%s deleted %v before its deadline %s", what, deadline.Sub(at).Round(time.Millisecond), deadline.Format(time.RFC3339))
+	}
+	return deadline, true
+}
+
+// deadlineOf is the deadline of a stamped object with a valid delay.
+func deadlineOf(meta metav1.ObjectMeta) (time.Time, bool) {
+	delay, err := softdelete.ParseDelay(meta.Annotations[limbov1alpha1.AnnotationDeletionDelay])
+	stamp, stamped := parseStamp(meta)
+	return stamp.Add(delay), err == nil && stamped
+}
+
+// outageBetween tells whether an outage overlapped [from, to + redeclareGuard].
+func (o *oracle) outageBetween(from, to time.Time) bool {
+	to = to.Add(redeclareGuard)
+	for _, out := range o.outages {
+		if end := o.effectiveEnd(out); !out.start.After(to) && (end.IsZero() || end.After(from)) {
+			return true
+		}
+	}
+	return false
+}
+
+// effectiveEnd is when limbo is back after an outage (zero while it lasts).
+// After a controller restart that is when the new process is ready. After a
+// kube-apiserver restart the controller's own retries have backed off
+// exponentially while the API was away (DESIGN §6: transient errors go back
+// to the work queue, with its backoff; client-go's watches likewise), so its
+// next attempt comes up to one outage length after the API is back.
+// A controller restart after that starts afresh, without backoff.
+func (o *oracle) effectiveEnd(out outage) time.Time {
+	if out.end.IsZero() || out.what != outageAPIServer {
+		return out.end
+	}
+	end := out.end.Add(out.end.Sub(out.start))
+	for _, restart := range o.outages {
+		if restart.what == outageController && !restart.end.IsZero() && restart.start.After(out.end) && restart.end.Before(end) {
+			end = restart.end
+		}
+	}
+	return end
+}
+
+func latest(ts ...time.Time) time.Time {
+	var out time.Time
+	for _, t := range ts {
+		if t.After(out) {
+			out = t
+		}
+	}
+	return out
+}
+
+func limboAnnotations(meta metav1.ObjectMeta) map[string]string {
+	out := map[string]string{}
+	for k, v := range meta.Annotations {
+		if strings.HasPrefix(k, "limbo.dev/") {
+			out[strings.TrimPrefix(k, "limbo.dev/")] = v
+		}
+	}
+	for k, v := range meta.Labels {
+		if strings.HasPrefix(k, "limbo.dev/") {
+			out["label:"+strings.TrimPrefix(k, "limbo.dev/")] = v
+		}
+	}
+	if uid := controllerUID(meta); uid != "" {
+		out["controller"] = short(uid)
+	}
+	return out
+}
+
+// adjust moves a due time past every outage that overlaps the tolerance
+// window after it: limbo cannot delete while it is down. The result is far in
+// the future while such an outage lasts.
+func (o *oracle) adjust(due time.Time) time.Time {
+	for changed := true; changed; {
+		changed = false
+		for _, out := range o.outages {
+			end := o.effectiveEnd(out)
+			if out.start.After(due.Add(lateTolerance)) || (!end.IsZero() && !end.After(due)) {
+				continue
+			}
+			if end.IsZero() {
+				return due.Add(24 * time.Hour)
+			}
+			due, changed = end, true
+		}
+	}
+	return due
+}
+
+// dueLocked is when limbo must have deleted the live object of m, and false
+// when limbo must not delete it (or it is not limbo's to delete).
+func (o *oracle) dueLocked(m *objectModel, now time.Time) (time.Time, bool) {
+	inc := m.live
+	if inc == nil || inc.deleted || inc.forced || isOpen(m.desired) || isOpen(m.protected) || m.foreign {
+		return time.Time{}, false
+	}
+	if o.fates[controllerUID(inc.meta)] == fateForeground {
+		return time.Time{}, false // the garbage collector's job; checked at the end
+	}
+	value, ok := inc.meta.Annotations[limbov1alpha1.AnnotationDeletionDelay]
+	if !ok {
+		return m.undesiredAt, true
+	}
+	delay, err := softdelete.ParseDelay(value)
+	if err != nil {
+		return time.Time{}, false
+	}
+	due := m.undesiredAt.Add(delay)
+	if stamp, ok := parseStamp(inc.meta); ok {
+		due = stamp.Add(delay)
+	}
+	return latest(due, m.undesiredAt, inc.touchedAt), true
+}
+
+// checkOverdue reports every object whose deadline passed by more than the
+// tolerance (outages taken off) and which still exists.
+func (o *oracle) checkOverdue(now time.Time) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, m := range o.objects {
+		due, ok := o.dueLocked(m, now)
+		if !ok || m.live.overdue || o.slot(m.bundle).busy {
+			continue
+		}
+		if adjusted := o.adjust(due); now.Sub(adjusted) > lateTolerance {
+			m.live.overdue = true
+			o.violatef("%s (uid %s, annotations %v) still exists %v after it was due at %s (%v after outages are taken off)",
+				m.name, short(m.live.uid), limboAnnotations(m.live.meta), now.Sub(due).Round(time.Millisecond),
+				due.Format("15:04:05.000"), now.Sub(adjusted).Round(time.Millisecond))
+		}
+	}
+}
+
+// pendingUntil is the latest time at which some object may still be due
+// (outages taken off), and how many objects limbo must still delete.
+func (o *oracle) pendingUntil(now time.Time) (time.Time, int) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var until time.Time
+	n := 0
+	for _, m := range o.objects {
+		if due, ok := o.dueLocked(m, now); ok {
+			n++
+			until = latest(until, o.adjust(due))
+		}
+	}
+	return until, n
+}
+
+// finalCheck checks, once everything is due, that nothing was lost and nothing
+// leaked: the objects a Bundle declares, that --cascade=orphan left behind or
+// that were cancelled exist; every other object is gone.
+func (o *oracle) finalCheck() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	names := make([]string, 0, len(o.objects))
+	for name := range o.objects {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		m := o.objects[name]
+		exists := m.live != nil && !m.live.deleted
+		keep := isOpen(m.desired) || isOpen(m.protected) || m.foreign
+		switch {
+		case keep && !exists:
+			o.violatef("lost: %s should exist (declared %v, left behind %v, cancelled %v) but does not",
+				name, isOpen(m.desired), isOpen(m.protected), m.foreign)
+		case !keep && exists && !m.live.overdue:
+			o.violatef("leaked: %s (uid %s, annotations %v) should be gone but exists", name, short(m.live.uid), limboAnnotations(m.live.meta))
+		}
+	}
+}
+
+// report is the run's figures, one line each.
+func (o *oracle) report() []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var ops []string
+	total := 0
+	for op, n := range o.stats.ops {
+		ops = append(ops, fmt.Sprintf("%s=%d", op, n))
+		total += n
+	}
+	sort.Strings(ops)
+	s := o.stats
+	return []string{
+		fmt.Sprintf("operations: %d (%s)", total, strings.Join(ops, " ")),
+		fmt.Sprintf("deletions: %d by limbo (%d without delay), %d forced by the generator, %d by --cascade=foreground",
+			s.engineDeletions, s.immediateDeletions, s.forcedDeletions, s.foregroundDeletions),
+		fmt.Sprintf("cancels: %d; controller restarts (SIGKILL): %d; kube-apiserver restarts: %d (watch relisted %d times)", s.cancels, s.controllerRestarts, s.apiRestarts, s.watchGaps),
+		fmt.Sprintf("max lateness: %v raw (%s); %v with outages taken off (%s)",
+			s.maxLateness.Round(time.Millisecond), s.maxLatenessObject, s.maxAdjustedLateness.Round(time.Millisecond), s.maxAdjustedLatenessObject),
+		fmt.Sprintf("violations: %d (and %d deletions of objects declared again while an outage hid it from limbo until their deadline)", len(o.violations), s.outageRaces),
+	}
+}

@@ -1,0 +1,252 @@
+package soak
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+)
+
+// slots is how many Bundles the generator drives at once.
+const slots = 6
+
+// TestSoak runs the generator against a controller that is killed and
+// restarted at random, and fails on any violation the oracle finds.
+func TestSoak(t *testing.T) {
+	seed := *seedFlag
+	if seed == 0 {
+		seed = time.Now().UnixNano() % 1_000_000_000
+	}
+	ops := *opsFlag
+	t.Logf("soak: seed %d, %d operations on %d Bundles (replay: LIMBO_SOAK_SEED=%d LIMBO_SOAK_OPS=%d)", seed, ops, slots, seed, ops)
+	fmt.Printf("soak: seed %d, %d operations\n", seed, ops)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	if deadline, ok := t.Deadline(); ok {
+		ctx, cancel = context.WithDeadline(context.Background(), deadline.Add(-time.Minute))
+	}
+	defer cancel()
+	namespace := env.Namespace(t)
+
+	artifacts, err := os.MkdirTemp("", fmt.Sprintf("limbo-soak-%d-", seed))
+	if err != nil {
+		t.Fatal(err)
+	}
+	limboBin, kubectlLimbo, err := buildBinaries(env.RepoRoot, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	o := newOracle()
+	defer func() {
+		if !t.Failed() {
+			_ = os.RemoveAll(artifacts)
+			return
+		}
+		o.mu.Lock()
+		log := strings.Join(o.log, "\n") + "\n"
+		o.mu.Unlock()
+		if err := os.WriteFile(filepath.Join(artifacts, "operations.log"), []byte(log), 0o644); err != nil {
+			t.Log(err)
+		}
+	}()
+	list, err := env.Clientset.CoreV1().ConfigMaps(namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	watchDone := make(chan struct{})
+	go func() {
+		defer close(watchDone)
+		o.watch(watchCtx, env.Clientset, namespace, list.ResourceVersion)
+	}()
+	defer func() { stopWatch(); <-watchDone }()
+	go func() {
+		for watchCtx.Err() == nil {
+			o.checkOverdue(time.Now())
+			sleep(watchCtx, 250*time.Millisecond)
+		}
+	}()
+
+	controller, err := newControllerProcess(limboBin, env.Cluster.KubeconfigPath, filepath.Join(artifacts, "controller.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := controller.start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer controller.kill()
+
+	quiet := rest.CopyConfig(env.Config)
+	quiet.WarningHandler = rest.NoWarnings{} // spec.allowEmpty, while the CRD lacks it
+	dyn, err := dynamic.NewForConfig(quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &generator{
+		oracle: o, namespace: namespace, clientset: env.Clientset, dynamic: dyn,
+		kubectl: kubectlLimbo, kubeconfig: env.Cluster.KubeconfigPath, pause: &sync.RWMutex{}, skip: map[string]bool{},
+	}
+	for _, op := range strings.Split(*skipFlag, ",") {
+		if op = strings.TrimSpace(op); op != "" {
+			g.skip[op] = true
+			t.Logf("soak: skipping %s", op)
+		}
+	}
+	started := time.Now()
+	var workers sync.WaitGroup
+	all := make([]*slot, slots)
+	for i := range slots {
+		s := &slot{name: fmt.Sprintf("b%d", i), rng: rand.New(rand.NewPCG(uint64(seed), uint64(i)))}
+		all[i] = s
+		n := ops / slots
+		if i < ops%slots {
+			n++
+		}
+		workers.Go(func() { g.run(ctx, s, n) })
+	}
+	chaosCtx, stopChaos := context.WithCancel(ctx)
+	chaos := &chaos{oracle: o, controller: controller, pause: g.pause, rng: rand.New(rand.NewPCG(uint64(seed), slots)), ops: ops}
+	chaosDone := make(chan error, 1)
+	go func() { chaosDone <- chaos.run(chaosCtx) }()
+	workers.Wait()
+	stopChaos()
+	if err := <-chaosDone; err != nil {
+		t.Fatal(err)
+	}
+	if !chaos.apiRestarted {
+		// A run too short to reach it still restarts kube-apiserver once.
+		if err := chaos.restartAPIServer(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !controller.running() {
+		if err := chaos.restartController(ctx, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	opsTime := time.Since(started)
+
+	// Let every countdown end, then check what is left.
+	for ctx.Err() == nil {
+		until, n := o.pendingUntil(time.Now())
+		if n == 0 || time.Now().After(until.Add(lateTolerance+time.Second)) {
+			break
+		}
+		sleep(ctx, 200*time.Millisecond)
+	}
+	o.checkOverdue(time.Now())
+	for _, s := range all {
+		if s.uid != "" && !s.guarded {
+			g.settle(ctx, s)
+		}
+	}
+	o.finalCheck()
+
+	report := o.report()
+	report = append(report, fmt.Sprintf("time: %v of operations, %v in all", opsTime.Round(time.Second), time.Since(started).Round(time.Second)))
+	for _, line := range report {
+		t.Logf("soak: %s", line)
+		fmt.Printf("soak: %s\n", line)
+	}
+	o.mu.Lock()
+	violations := o.violations
+	o.mu.Unlock()
+	if len(violations) == 0 {
+		return
+	}
+	shown := violations
+	if len(shown) > 30 {
+		shown = shown[:30]
+	}
+	t.Errorf("soak: %d violations with seed %d (replay: LIMBO_SOAK_SEED=%d LIMBO_SOAK_OPS=%d go test ./it/soak -run TestSoak -v); operations and observations in %s, controller log in %s:\n  %s",
+		len(violations), seed, seed, ops, filepath.Join(artifacts, "operations.log"), controller.logPath, strings.Join(shown, "\n  "))
+}
+
+// chaos kills and restarts the controller at random, and restarts
+// kube-apiserver once, a third of the way into the run.
+type chaos struct {
+	oracle       *oracle
+	controller   *controllerProcess
+	pause        *sync.RWMutex
+	rng          *rand.Rand
+	ops          int
+	apiRestarted bool
+}
+
+func (c *chaos) run(ctx context.Context) error {
+	for {
+		sleep(ctx, 3*time.Second+time.Duration(c.rng.Int64N(int64(7*time.Second))))
+		if ctx.Err() != nil {
+			return nil
+		}
+		if !c.apiRestarted && c.progress() >= c.ops/3 {
+			if err := c.restartAPIServer(ctx); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := c.restartController(ctx, time.Duration(c.rng.Int64N(int64(1500*time.Millisecond)))); err != nil {
+			return err
+		}
+	}
+}
+
+func (c *chaos) progress() int {
+	c.oracle.mu.Lock()
+	defer c.oracle.mu.Unlock()
+	n := 0
+	for _, k := range c.oracle.stats.ops {
+		n += k
+	}
+	return n
+}
+
+// restartController kills the controller with SIGKILL, waits down, and starts
+// it again; the outage lasts until the new one is ready.
+func (c *chaos) restartController(ctx context.Context, down time.Duration) error {
+	c.oracle.outageStarted(outageController)
+	c.controller.kill()
+	sleep(ctx, down)
+	// The restart is not bound to ctx: the run needs a controller to finish.
+	if err := c.controller.start(context.Background()); err != nil {
+		return fmt.Errorf("restart the controller: %w", err)
+	}
+	c.oracle.outageEnded(outageController)
+	return nil
+}
+
+// restartAPIServer restarts kube-apiserver while the controller runs. The
+// generator's writes pause meanwhile, so that none is in doubt.
+func (c *chaos) restartAPIServer(ctx context.Context) error {
+	c.pause.Lock()
+	defer c.pause.Unlock()
+	began := time.Now()
+	c.oracle.outageStarted(outageAPIServer)
+	if err := env.Cluster.RestartAPIServer(ctx); err != nil {
+		return fmt.Errorf("restart kube-apiserver: %w", err)
+	}
+	c.oracle.outageEnded(outageAPIServer)
+	// The generator writes again once the oracle sees again. The old
+	// kube-apiserver serves its watches until it exits, so a watch that
+	// connected after the restart began is on the new one.
+	if err := pollErr(ctx, time.Minute, func() error {
+		if !c.oracle.watchingAfter(began) {
+			return fmt.Errorf("the oracle's watch did not reconnect")
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	c.apiRestarted = true
+	return nil
+}

@@ -1,0 +1,125 @@
+package softdelete
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+)
+
+// FuzzParseDelay: any annotation value is either a delay ≥ 0 that formats and
+// parses back to itself, or an error that names the annotation and the value;
+// never a panic.
+func FuzzParseDelay(f *testing.F) {
+	for _, seed := range []string{"", "0", "0s", "90s", "24h", "1h30m", "-5m", "-0s", "1.5s", "tomorrow", "5d",
+		"9223372036854775807ns", "9223372036854775808ns", "2562047h47m16.854775807s", "+3s", ".5s", "1e3s", "3µs", "\x00"} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, value string) {
+		delay, err := ParseDelay(value)
+		if err != nil {
+			if delay != 0 {
+				t.Errorf("ParseDelay(%q) = %v with error %v; want 0", value, delay, err)
+			}
+			if !strings.Contains(err.Error(), limbov1alpha1.AnnotationDeletionDelay) {
+				t.Errorf("ParseDelay(%q) error %q does not name the annotation", value, err)
+			}
+			return
+		}
+		if delay < 0 {
+			t.Fatalf("ParseDelay(%q) = %v: negative", value, delay)
+		}
+		again, err := ParseDelay(delay.String())
+		if err != nil || again != delay {
+			t.Errorf("ParseDelay(%q) = %v, but ParseDelay(%q) = %v, %v", value, delay, delay.String(), again, err)
+		}
+	})
+}
+
+// FuzzDecide: for any delay and stamp annotations at any time, Decide never
+// panics, never deletes what has an invalid delay or an unparsable stamp,
+// deletes only once the deadline has come, and writes stamps that parse back;
+// an expedited stamp makes the deadline come now.
+func FuzzDecide(f *testing.F) {
+	now := time.Date(2026, 11, 22, 17, 0, 0, 500_000_000, time.UTC).Unix()
+	f.Add("90s", "2026-11-22T17:00:00Z", now, int32(500_000_000), false)
+	f.Add("0s", "", now, int32(0), false)
+	f.Add("24h", "2026-11-21T17:00:00Z", now, int32(0), false)
+	f.Add("1h", "yesterday", now, int32(0), true)
+	f.Add("-5m", "2026-11-22T17:00:00Z", now, int32(0), false)
+	f.Add("", "", now, int32(0), true)
+	f.Add("1s", "2026-11-22T17:00:00+02:00", now, int32(999_999_999), false)
+	f.Add("2562047h", "9999-12-31T23:59:59Z", now, int32(0), false)
+	f.Add("3s", "0000-01-01T00:00:00Z", int64(0), int32(0), false)
+	f.Fuzz(func(t *testing.T, delayValue, stampValue string, unix int64, nanos int32, pending bool) {
+		// Any instant from 1970 to 2200: the clock of a real controller.
+		const span = 230 * 365 * 24 * 3600
+		at := time.Unix((unix%span+span)%span, int64(nanos)%1e9).UTC()
+		annotations := map[string]string{}
+		if delayValue != "" {
+			annotations[limbov1alpha1.AnnotationDeletionDelay] = delayValue
+		}
+		if stampValue != "" {
+			annotations[limbov1alpha1.AnnotationDeletionTimestamp] = stampValue
+		}
+		if d := Decide(at, State{Desired: true, Annotations: annotations, PendingLabel: pending}); d.Action != ActionNone && d.Action != ActionCancel {
+			t.Fatalf("a desired item got %s", d.Action)
+		}
+		d := Decide(at, State{Annotations: annotations, PendingLabel: pending})
+		delay, delayErr := ParseDelay(delayValue)
+		_, stampErr := time.Parse(time.RFC3339, stampValue)
+		switch {
+		case delayValue == "":
+			if d.Action != ActionDelete {
+				t.Fatalf("no delay: got %s, want Delete", d.Action)
+			}
+			return
+		case delayErr != nil:
+			if d.Action != ActionInvalid || d.Err == nil {
+				t.Fatalf("invalid delay %q: got %s (%v), want Invalid with an error", delayValue, d.Action, d.Err)
+			}
+			return
+		case stampValue != "" && stampErr != nil:
+			if d.Action != ActionRestamp {
+				t.Fatalf("unparsable stamp %q: got %s, want Restamp", stampValue, d.Action)
+			}
+		}
+		if d.Delay != delay {
+			t.Errorf("Delay = %v, want %v", d.Delay, delay)
+		}
+		switch d.Action {
+		case ActionStamp, ActionRestamp:
+			written := FormatStamp(d.Stamp)
+			parsed, err := time.Parse(time.RFC3339, written)
+			if err != nil || !parsed.Equal(d.Stamp) {
+				t.Fatalf("stamp %v formats as %q, which parses as %v, %v", d.Stamp, written, parsed, err)
+			}
+			if d.Stamp.After(at) || at.Sub(d.Stamp) >= time.Second {
+				t.Errorf("new stamp %v is not now (%v) to the second", d.Stamp, at)
+			}
+			if d.RequeueAfter < 0 {
+				t.Errorf("RequeueAfter = %v", d.RequeueAfter)
+			}
+		case ActionWait:
+			if !at.Before(d.Deadline) || d.RequeueAfter != d.Deadline.Sub(at) {
+				t.Errorf("Wait at %v with deadline %v and RequeueAfter %v", at, d.Deadline, d.RequeueAfter)
+			}
+		case ActionDelete:
+			if at.Before(d.Deadline) {
+				t.Fatalf("Delete at %v before the deadline %v", at, d.Deadline)
+			}
+		default:
+			t.Fatalf("an orphan with a valid delay got %s", d.Action)
+		}
+		if !d.Deadline.Equal(d.Stamp.Add(delay)) {
+			t.Errorf("Deadline %v is not Stamp %v + Delay %v", d.Deadline, d.Stamp, delay)
+		}
+
+		// kubectl limbo expedite: the stamp it writes makes the deadline now.
+		annotations[limbov1alpha1.AnnotationDeletionTimestamp] = ExpediteStamp(at, delay)
+		if e := Decide(at, State{Annotations: annotations}); e.Action != ActionDelete {
+			t.Errorf("after expedite (stamp %q, delay %v) at %v: got %s, want Delete", annotations[limbov1alpha1.AnnotationDeletionTimestamp], delay, at, e.Action)
+		}
+	})
+}
