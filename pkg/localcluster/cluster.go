@@ -294,7 +294,7 @@ func (c *Cluster) waitForAPIServer(ctx context.Context, server, caFile, token st
 
 // waitAPIServerReady polls kube-apiserver's /readyz with the admin configuration.
 func (c *Cluster) waitAPIServerReady(ctx context.Context) error {
-	caFile := c.restConfig.TLSClientConfig.CAFile
+	caFile := c.restConfig.CAFile
 	return c.poll(ctx, "kube-apiserver", func() error {
 		if _, err := os.Stat(caFile); err != nil {
 			return err
