@@ -14,7 +14,6 @@ import (
 
 	"github.com/limbo-dev/limbo/it/testenv"
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
-	"github.com/limbo-dev/limbo/pkg/softdelete"
 )
 
 // A Bundle with spec.serviceAccountName can do only what that ServiceAccount may:
@@ -59,7 +58,7 @@ func TestImpersonationForbiddenDeleteKeepsTheOrphan(t *testing.T) {
 	uid := string(getObject(t, configMapGVK, ns, "orphan").GetUID())
 
 	updateBundle(t, b, keep)
-	waitEventContaining(t, b, corev1.EventTypeWarning, softdelete.EventDeleteFailed, "ConfigMap "+ns+"/orphan", "forbidden")
+	waitEventContaining(t, b, corev1.EventTypeWarning, limbov1alpha1.EventDeleteFailed, "ConfigMap "+ns+"/orphan", "forbidden")
 	waitBundle(t, b, func(cur *limbov1alpha1.Bundle) error {
 		for _, p := range cur.Status.PendingDeletions {
 			if p.Name == "orphan" && strings.Contains(p.Message, "forbidden") {

@@ -11,7 +11,6 @@ import (
 
 	"github.com/limbo-dev/limbo/it/testenv"
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
-	"github.com/limbo-dev/limbo/pkg/softdelete"
 )
 
 // Two replicas of `limbo controller` elect a leader through a Lease: only the
@@ -60,7 +59,7 @@ func TestLeaderElectionFailover(t *testing.T) {
 	_, stamp := waitInLimbo(t, configMapGVK, ns, "doomed")
 	deadline := stamp.Add(delay)
 	// The leader's event is sent asynchronously: let it out before the kill.
-	waitEventContaining(t, b, corev1.EventTypeNormal, softdelete.EventDeletionScheduled, "ConfigMap "+ns+"/doomed")
+	waitEventContaining(t, b, corev1.EventTypeNormal, limbov1alpha1.EventDeletionScheduled, "ConfigMap "+ns+"/doomed")
 	if err := first.Kill(); err != nil {
 		t.Fatalf("kill the leader: %v", err)
 	}
@@ -90,8 +89,8 @@ func TestLeaderElectionFailover(t *testing.T) {
 	if deletions["deleted"] != 1 || deletions["gone"] != 0 || deletions["failed"] != 0 {
 		t.Errorf("the new leader's deletions by result = %v, want one deleted and nothing else", deletions)
 	}
-	waitEventContaining(t, b, corev1.EventTypeNormal, softdelete.EventDeleted, "ConfigMap "+ns+"/doomed")
-	for _, reason := range []string{softdelete.EventDeletionScheduled, softdelete.EventDeleted} {
+	waitEventContaining(t, b, corev1.EventTypeNormal, limbov1alpha1.EventDeleted, "ConfigMap "+ns+"/doomed")
+	for _, reason := range []string{limbov1alpha1.EventDeletionScheduled, limbov1alpha1.EventDeleted} {
 		if n := eventCount(t, ns, reason, "ConfigMap "+ns+"/doomed"); n != 1 {
 			t.Errorf("%d %s events for doomed, want 1", n, reason)
 		}

@@ -7,7 +7,6 @@ import (
 
 	"github.com/limbo-dev/limbo/it/testenv"
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
-	"github.com/limbo-dev/limbo/pkg/softdelete"
 )
 
 // The Node coming back before the deadline cancels: every stamp goes, with
@@ -38,7 +37,7 @@ func TestNodeRemovalCancel(t *testing.T) {
 	}
 	noPendingDeletions(t, b)
 	testenv.Eventually(t, testenv.DefaultTimeout, func() error {
-		return hasEventContaining(t, b, "Normal", softdelete.EventDeletionCancelled, n.uuid, "desired again")
+		return hasEventContaining(t, b, "Normal", limbov1alpha1.EventDeletionCancelled, n.uuid, "desired again")
 	})
 	n.waitLabelled(t, true) // still tainted: still drained
 }

@@ -7,7 +7,6 @@ import (
 
 	"github.com/limbo-dev/limbo/it/testenv"
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
-	"github.com/limbo-dev/limbo/pkg/softdelete"
 )
 
 // A drained Node that is deleted puts its five kinds of csi-baremetal resources in
@@ -30,7 +29,7 @@ func TestNodeRemovalSchedule(t *testing.T) {
 		}
 		return nil
 	})
-	waitEventContaining(t, b, "Normal", softdelete.EventDeletionScheduled, n.uuid, "is in limbo for 1h0m0s")
+	waitEventContaining(t, b, "Normal", limbov1alpha1.EventDeletionScheduled, n.uuid, "is in limbo for 1h0m0s")
 	waitNodeRemovalReady(t, b, "removed (in limbo): "+n.name)
 
 	testenv.Consistently(t, 2*time.Second, func() error {

@@ -19,25 +19,6 @@ import (
 	"github.com/limbo-dev/limbo/pkg/softdelete"
 )
 
-// Reasons of spec errors, as they appear in resource statuses.
-const (
-	ReasonInvalidResource      = "InvalidResource"
-	ReasonDuplicateName        = "DuplicateName"
-	ReasonDuplicateObject      = "DuplicateObject"
-	ReasonMissingReference     = "MissingReference"
-	ReasonDependencyCycle      = "DependencyCycle"
-	ReasonUndeclaredReference  = "UndeclaredReference"
-	ReasonInvalidObject        = "InvalidObject"
-	ReasonUnknownKind          = "UnknownKind"
-	ReasonClusterScoped        = "ClusterScoped"
-	ReasonWrongNamespace       = "WrongNamespace"
-	ReasonProhibitedAnnotation = "ProhibitedAnnotation"
-	ReasonInvalidDeletionDelay = "InvalidDeletionDelay"
-	ReasonUnknownPlugin        = "UnknownPlugin"
-	ReasonInvalidPluginSpec    = "InvalidPluginSpec"
-	ReasonTemplatedName        = "TemplatedName"
-)
-
 // ErrUnknownPlugin is returned (wrapped) by a PluginCatalog for a name it lacks.
 var ErrUnknownPlugin = errors.New("unknown plugin")
 
@@ -102,17 +83,17 @@ func Parse(b *limbov1alpha1.Bundle, mapper meta.RESTMapper, plugins PluginCatalo
 	objects := map[string]string{} // "group/Kind/name" -> resource that declares it
 	for _, r := range b.Spec.Resources {
 		if _, dup := plan.Resources[r.Name]; dup {
-			add(r.Name, ReasonDuplicateName, "resource name %q is used more than once", r.Name)
+			add(r.Name, limbov1alpha1.ReasonDuplicateName, "resource name %q is used more than once", r.Name)
 			continue
 		}
 		res := &Resource{Resource: r}
 		plan.Resources[r.Name] = res
 		if msgs := validation.IsDNS1123Label(r.Name); len(msgs) > 0 {
-			add(r.Name, ReasonInvalidResource, "name: %s", strings.Join(msgs, "; "))
+			add(r.Name, limbov1alpha1.ReasonInvalidResource, "name: %s", strings.Join(msgs, "; "))
 		}
 		switch {
 		case (r.Object == nil) == (r.Plugin == nil):
-			add(r.Name, ReasonInvalidResource, "a resource must have exactly one of object and plugin")
+			add(r.Name, limbov1alpha1.ReasonInvalidResource, "a resource must have exactly one of object and plugin")
 		case r.Object != nil:
 			for _, e := range parseObject(b.Namespace, res, mapper) {
 				add(r.Name, e.Reason, "%s", e.Message)
@@ -120,31 +101,31 @@ func Parse(b *limbov1alpha1.Bundle, mapper meta.RESTMapper, plugins PluginCatalo
 			if res.Template != nil {
 				key := res.GVK.Group + "/" + res.GVK.Kind + "/" + res.Template.GetName()
 				if other, dup := objects[key]; dup {
-					add(r.Name, ReasonDuplicateObject, "declares the same object as resource %q: %s %q", other, res.GVK.Kind, res.Template.GetName())
+					add(r.Name, limbov1alpha1.ReasonDuplicateObject, "declares the same object as resource %q: %s %q", other, res.GVK.Kind, res.Template.GetName())
 				} else {
 					objects[key] = r.Name
 				}
 			}
 		default:
 			if _, err := softdelete.ParseDelay(r.Plugin.DeletionDelay); r.Plugin.DeletionDelay != "" && err != nil {
-				add(r.Name, ReasonInvalidDeletionDelay, "plugin.deletionDelay: %v", err)
+				add(r.Name, limbov1alpha1.ReasonInvalidDeletionDelay, "plugin.deletionDelay: %v", err)
 			}
 			switch err := validatePlugin(plugins, r.Plugin); {
 			case errors.Is(err, ErrUnknownPlugin):
-				add(r.Name, ReasonUnknownPlugin, "unknown plugin %q", r.Plugin.Name)
+				add(r.Name, limbov1alpha1.ReasonUnknownPlugin, "unknown plugin %q", r.Plugin.Name)
 			case err != nil:
-				add(r.Name, ReasonInvalidPluginSpec, "plugin %q: %v", r.Plugin.Name, err)
+				add(r.Name, limbov1alpha1.ReasonInvalidPluginSpec, "plugin %q: %v", r.Plugin.Name, err)
 			}
 		}
 	}
 	for _, r := range b.Spec.Resources {
 		for _, ref := range r.References {
 			if _, ok := plan.Resources[ref.Resource]; !ok {
-				add(r.Name, ReasonMissingReference, "references missing resource %q", ref.Resource)
+				add(r.Name, limbov1alpha1.ReasonMissingReference, "references missing resource %q", ref.Resource)
 			}
 		}
 		if err := checkMarkers(r); err != nil {
-			add(r.Name, ReasonUndeclaredReference, "%v", err)
+			add(r.Name, limbov1alpha1.ReasonUndeclaredReference, "%v", err)
 		}
 	}
 	plan.Graph = graph.ForResources(b.Spec.Resources)
@@ -152,9 +133,9 @@ func Parse(b *limbov1alpha1.Bundle, mapper meta.RESTMapper, plugins PluginCatalo
 	var cycle *graph.CycleError
 	switch {
 	case errors.As(err, &cycle):
-		add(cycle.Path[0], ReasonDependencyCycle, "%v", err)
+		add(cycle.Path[0], limbov1alpha1.ReasonDependencyCycle, "%v", err)
 	case err != nil && len(errs) == 0: // a missing vertex is reported above
-		add("", ReasonMissingReference, "%v", err)
+		add("", limbov1alpha1.ReasonMissingReference, "%v", err)
 	}
 	if len(errs) > 0 {
 		sortErrors(b, errs)
@@ -171,51 +152,51 @@ func parseObject(namespace string, res *Resource, mapper meta.RESTMapper) Errors
 	}
 	u := &unstructured.Unstructured{}
 	if err := u.UnmarshalJSON(res.Object.Raw); err != nil {
-		return fail(ReasonInvalidObject, "object: %v", err)
+		return fail(limbov1alpha1.ReasonInvalidObject, "object: %v", err)
 	}
 	gvk := u.GroupVersionKind()
 	if gvk.Kind == "" || gvk.Version == "" {
-		return fail(ReasonInvalidObject, "object: apiVersion and kind are required")
+		return fail(limbov1alpha1.ReasonInvalidObject, "object: apiVersion and kind are required")
 	}
 	if u.GetName() == "" {
-		errs = fail(ReasonInvalidObject, "object: metadata.name is required")
+		errs = fail(limbov1alpha1.ReasonInvalidObject, "object: metadata.name is required")
 	}
 	// Names are literal: limbo tracks an object by the name its template states,
 	// so a name that a reference fills in would be tracked under one name and
 	// created under another (and deleted and re-created in a loop).
 	for _, field := range []string{"name", "namespace"} {
 		if value, _, _ := unstructured.NestedString(u.Object, "metadata", field); len(reference.Markers(map[string]any{field: value})) > 0 {
-			errs = fail(ReasonTemplatedName, "object: metadata.%s %q must be literal: references (!{…}) are not allowed in an object's name or namespace", field, value)
+			errs = fail(limbov1alpha1.ReasonTemplatedName, "object: metadata.%s %q must be literal: references (!{…}) are not allowed in an object's name or namespace", field, value)
 		}
 	}
 	if gvk == limbov1alpha1.BundleGVK || gvk == limbov1alpha1.TombstoneGVK {
-		errs = fail(ReasonInvalidObject, "object: a Bundle cannot hold a %s", gvk.Kind)
+		errs = fail(limbov1alpha1.ReasonInvalidObject, "object: a Bundle cannot hold a %s", gvk.Kind)
 	}
 	switch ns := u.GetNamespace(); {
 	case ns == "":
 		u.SetNamespace(namespace)
 	case ns != namespace:
-		errs = fail(ReasonWrongNamespace, "object: namespace %q is not the Bundle's namespace %q", ns, namespace)
+		errs = fail(limbov1alpha1.ReasonWrongNamespace, "object: namespace %q is not the Bundle's namespace %q", ns, namespace)
 	}
 	annotations := u.GetAnnotations()
 	if _, set := annotations[limbov1alpha1.AnnotationDeletionTimestamp]; set {
-		errs = fail(ReasonProhibitedAnnotation, "object: annotation %q is set by the controller only", limbov1alpha1.AnnotationDeletionTimestamp)
+		errs = fail(limbov1alpha1.ReasonProhibitedAnnotation, "object: annotation %q is set by the controller only", limbov1alpha1.AnnotationDeletionTimestamp)
 	}
 	if delay, set := annotations[limbov1alpha1.AnnotationDeletionDelay]; set {
 		if _, err := softdelete.ParseDelay(delay); err != nil {
-			errs = fail(ReasonInvalidDeletionDelay, "object: %v", err)
+			errs = fail(limbov1alpha1.ReasonInvalidDeletionDelay, "object: %v", err)
 		}
 	}
 	if _, set := u.GetLabels()[limbov1alpha1.LabelPendingDeletion]; set {
-		errs = fail(ReasonProhibitedAnnotation, "object: label %q is set by the controller only", limbov1alpha1.LabelPendingDeletion)
+		errs = fail(limbov1alpha1.ReasonProhibitedAnnotation, "object: label %q is set by the controller only", limbov1alpha1.LabelPendingDeletion)
 	}
 	if mapper != nil {
 		mapping, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 		switch {
 		case err != nil:
-			errs = fail(ReasonUnknownKind, "object: %v", err)
+			errs = fail(limbov1alpha1.ReasonUnknownKind, "object: %v", err)
 		case mapping.Scope.Name() != meta.RESTScopeNameNamespace:
-			errs = fail(ReasonClusterScoped, "object: %s is cluster-scoped; a Bundle holds namespaced objects only", gvk.Kind)
+			errs = fail(limbov1alpha1.ReasonClusterScoped, "object: %s is cluster-scoped; a Bundle holds namespaced objects only", gvk.Kind)
 		}
 	}
 	res.Template, res.GVK = u, gvk

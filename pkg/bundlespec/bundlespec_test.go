@@ -94,7 +94,7 @@ func TestParse(t *testing.T) {
 			resources: func(t *testing.T) []limbov1alpha1.Resource {
 				return []limbov1alpha1.Resource{{Name: "a", Object: obj(t, cm("a", nil))}, {Name: "a", Object: obj(t, cm("b", nil))}}
 			},
-			wantErrs: []Error{{"a", ReasonDuplicateName, `resource name "a" is used more than once`}},
+			wantErrs: []Error{{"a", limbov1alpha1.ReasonDuplicateName, `resource name "a" is used more than once`}},
 		},
 		{
 			name: "both object and plugin, and neither",
@@ -102,8 +102,8 @@ func TestParse(t *testing.T) {
 				return []limbov1alpha1.Resource{{Name: "a", Object: obj(t, cm("a", nil)), Plugin: plugin("gc", "", "")}, {Name: "b"}}
 			},
 			wantErrs: []Error{
-				{"a", ReasonInvalidResource, "a resource must have exactly one of object and plugin"},
-				{"b", ReasonInvalidResource, "a resource must have exactly one of object and plugin"},
+				{"a", limbov1alpha1.ReasonInvalidResource, "a resource must have exactly one of object and plugin"},
+				{"b", limbov1alpha1.ReasonInvalidResource, "a resource must have exactly one of object and plugin"},
 			},
 		},
 		{
@@ -111,7 +111,7 @@ func TestParse(t *testing.T) {
 			resources: func(t *testing.T) []limbov1alpha1.Resource {
 				return []limbov1alpha1.Resource{{Name: "a", References: ref("nope"), Object: obj(t, cm("a", nil))}}
 			},
-			wantErrs: []Error{{"a", ReasonMissingReference, `references missing resource "nope"`}},
+			wantErrs: []Error{{"a", limbov1alpha1.ReasonMissingReference, `references missing resource "nope"`}},
 		},
 		{
 			name: "cycle",
@@ -121,28 +121,28 @@ func TestParse(t *testing.T) {
 					{Name: "b", References: ref("a"), Object: obj(t, cm("b", nil))},
 				}
 			},
-			wantErrs: []Error{{"a", ReasonDependencyCycle, "dependency cycle: a -> b -> a"}},
+			wantErrs: []Error{{"a", limbov1alpha1.ReasonDependencyCycle, "dependency cycle: a -> b -> a"}},
 		},
 		{
 			name: "cluster-scoped kind",
 			resources: func(t *testing.T) []limbov1alpha1.Resource {
 				return []limbov1alpha1.Resource{{Name: "ns", Object: obj(t, map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "x"}})}}
 			},
-			wantErrs: []Error{{"ns", ReasonClusterScoped, "object: Namespace is cluster-scoped; a Bundle holds namespaced objects only"}},
+			wantErrs: []Error{{"ns", limbov1alpha1.ReasonClusterScoped, "object: Namespace is cluster-scoped; a Bundle holds namespaced objects only"}},
 		},
 		{
 			name: "unknown kind",
 			resources: func(t *testing.T) []limbov1alpha1.Resource {
 				return []limbov1alpha1.Resource{{Name: "w", Object: obj(t, map[string]any{"apiVersion": "example.com/v1", "kind": "Widget", "metadata": map[string]any{"name": "x"}})}}
 			},
-			wantErrs: []Error{{"w", ReasonUnknownKind, `object: no matches for kind "Widget" in version "example.com/v1"`}},
+			wantErrs: []Error{{"w", limbov1alpha1.ReasonUnknownKind, `object: no matches for kind "Widget" in version "example.com/v1"`}},
 		},
 		{
 			name: "another namespace",
 			resources: func(t *testing.T) []limbov1alpha1.Resource {
 				return []limbov1alpha1.Resource{{Name: "a", Object: obj(t, cm("a", map[string]any{"namespace": "other"}))}}
 			},
-			wantErrs: []Error{{"a", ReasonWrongNamespace, `object: namespace "other" is not the Bundle's namespace "team-a"`}},
+			wantErrs: []Error{{"a", limbov1alpha1.ReasonWrongNamespace, `object: namespace "other" is not the Bundle's namespace "team-a"`}},
 		},
 		{
 			name: "prohibited annotation and invalid delay",
@@ -153,8 +153,8 @@ func TestParse(t *testing.T) {
 				}}))}}
 			},
 			wantErrs: []Error{
-				{"a", ReasonProhibitedAnnotation, `object: annotation "limbo.dev/deletionTimestamp" is set by the controller only`},
-				{"a", ReasonInvalidDeletionDelay, `object: invalid limbo.dev/deletionDelay "tomorrow": time: invalid duration "tomorrow"`},
+				{"a", limbov1alpha1.ReasonProhibitedAnnotation, `object: annotation "limbo.dev/deletionTimestamp" is set by the controller only`},
+				{"a", limbov1alpha1.ReasonInvalidDeletionDelay, `object: invalid limbo.dev/deletionDelay "tomorrow": time: invalid duration "tomorrow"`},
 			},
 		},
 		{
@@ -162,7 +162,7 @@ func TestParse(t *testing.T) {
 			resources: func(t *testing.T) []limbov1alpha1.Resource {
 				return []limbov1alpha1.Resource{{Name: "a", Object: obj(t, map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{}})}}
 			},
-			wantErrs: []Error{{"a", ReasonInvalidObject, "object: metadata.name is required"}},
+			wantErrs: []Error{{"a", limbov1alpha1.ReasonInvalidObject, "object: metadata.name is required"}},
 		},
 		{
 			name: "names are literal: a reference marker in metadata.name or metadata.namespace",
@@ -176,9 +176,9 @@ func TestParse(t *testing.T) {
 				}
 			},
 			wantErrs: []Error{
-				{"data", ReasonTemplatedName, `object: metadata.name "!{app}-data" must be literal: references (!{…}) are not allowed in an object's name or namespace`},
-				{"other", ReasonTemplatedName, `object: metadata.namespace "!{ns}" must be literal: references (!{…}) are not allowed in an object's name or namespace`},
-				{"other", ReasonWrongNamespace, `object: namespace "!{ns}" is not the Bundle's namespace "team-a"`},
+				{"data", limbov1alpha1.ReasonTemplatedName, `object: metadata.name "!{app}-data" must be literal: references (!{…}) are not allowed in an object's name or namespace`},
+				{"other", limbov1alpha1.ReasonTemplatedName, `object: metadata.namespace "!{ns}" must be literal: references (!{…}) are not allowed in an object's name or namespace`},
+				{"other", limbov1alpha1.ReasonWrongNamespace, `object: namespace "!{ns}" is not the Bundle's namespace "team-a"`},
 			},
 		},
 		{
@@ -186,14 +186,14 @@ func TestParse(t *testing.T) {
 			resources: func(t *testing.T) []limbov1alpha1.Resource {
 				return []limbov1alpha1.Resource{{Name: "a", Object: obj(t, cm("x", nil))}, {Name: "b", Object: obj(t, cm("x", nil))}}
 			},
-			wantErrs: []Error{{"b", ReasonDuplicateObject, `declares the same object as resource "a": ConfigMap "x"`}},
+			wantErrs: []Error{{"b", limbov1alpha1.ReasonDuplicateObject, `declares the same object as resource "a": ConfigMap "x"`}},
 		},
 		{
 			name: "undeclared reference marker",
 			resources: func(t *testing.T) []limbov1alpha1.Resource {
 				return []limbov1alpha1.Resource{{Name: "a", Object: obj(t, map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "a"}, "data": map[string]any{"x": "!{host}"}})}}
 			},
-			wantErrs: []Error{{"a", ReasonUndeclaredReference, "uses undeclared references: !{host}"}},
+			wantErrs: []Error{{"a", limbov1alpha1.ReasonUndeclaredReference, "uses undeclared references: !{host}"}},
 		},
 		{
 			name: "unknown plugin, invalid plugin spec, invalid plugin delay",
@@ -205,9 +205,9 @@ func TestParse(t *testing.T) {
 				}
 			},
 			wantErrs: []Error{
-				{"a", ReasonUnknownPlugin, `unknown plugin "nope"`},
-				{"b", ReasonInvalidPluginSpec, `plugin "gc": spec.bad: Forbidden`},
-				{"c", ReasonInvalidDeletionDelay, `plugin.deletionDelay: invalid limbo.dev/deletionDelay "-1h": must not be negative`},
+				{"a", limbov1alpha1.ReasonUnknownPlugin, `unknown plugin "nope"`},
+				{"b", limbov1alpha1.ReasonInvalidPluginSpec, `plugin "gc": spec.bad: Forbidden`},
+				{"c", limbov1alpha1.ReasonInvalidDeletionDelay, `plugin.deletionDelay: invalid limbo.dev/deletionDelay "-1h": must not be negative`},
 			},
 		},
 	}

@@ -55,7 +55,7 @@ func FuzzParse(f *testing.F) {
 				names[r.Name] = true
 			}
 			for _, e := range errs {
-				if !names[e.Resource] && e.Reason != ReasonMissingReference {
+				if !names[e.Resource] && e.Reason != limbov1alpha1.ReasonMissingReference {
 					t.Errorf("error %q (%s) names no resource of the Bundle", e.Message, e.Reason)
 				}
 				if e.Reason == "" || e.Message == "" {

@@ -21,16 +21,6 @@ import (
 	"github.com/limbo-dev/limbo/pkg/shard"
 )
 
-// Event reasons of the engine.
-const (
-	EventDeletionScheduled    = "DeletionScheduled"
-	EventDeletionCancelled    = "DeletionCancelled"
-	EventDeleted              = "Deleted"
-	EventInvalidDeletionDelay = "InvalidDeletionDelay"
-	EventInvalidStamp         = "InvalidDeletionTimestamp"
-	EventDeleteFailed         = "DeleteFailed"
-)
-
 // Engine applies the state machine's decisions to Kubernetes objects: it stamps,
 // cancels and deletes. It holds no deletion logic of its own: Decide decides.
 type Engine struct {
@@ -106,7 +96,7 @@ func (e *Engine) act(ctx context.Context, eventTarget runtime.Object, obj client
 	switch d.Action {
 	case ActionStamp, ActionRestamp:
 		if d.Action == ActionRestamp {
-			e.Recorder.Eventf(eventTarget, corev1.EventTypeWarning, EventInvalidStamp, "%s: %v", ref, d.Err)
+			e.Recorder.Eventf(eventTarget, corev1.EventTypeWarning, limbov1alpha1.EventInvalidStamp, "%s: %v", ref, d.Err)
 		}
 		if err := e.stamp(ctx, obj, d.Stamp); err != nil {
 			if apierrors.IsConflict(err) {
@@ -117,14 +107,14 @@ func (e *Engine) act(ctx context.Context, eventTarget runtime.Object, obj client
 			out.Err = err
 			break
 		}
-		e.Recorder.Eventf(eventTarget, corev1.EventTypeNormal, EventDeletionScheduled,
+		e.Recorder.Eventf(eventTarget, corev1.EventTypeNormal, limbov1alpha1.EventDeletionScheduled,
 			"%s is in limbo for %v: deleted at %s", ref, d.Delay, d.Deadline.UTC().Format(time.RFC3339))
 		auditLog(ctx, eventTarget, obj, "stamped", d.Deadline)
 		out.Requeue, out.RequeueAfter = true, d.RequeueAfter
 	case ActionWait:
 		out.Requeue, out.RequeueAfter = true, d.RequeueAfter
 	case ActionInvalid:
-		e.Recorder.Eventf(eventTarget, corev1.EventTypeWarning, EventInvalidDeletionDelay, "%s is never deleted: %v", ref, d.Err)
+		e.Recorder.Eventf(eventTarget, corev1.EventTypeWarning, limbov1alpha1.ReasonInvalidDeletionDelay, "%s is never deleted: %v", ref, d.Err)
 	case ActionDelete:
 		if !fresh {
 			return e.decideFresh(ctx, eventTarget, obj, claim, now)
@@ -175,7 +165,7 @@ func (e *Engine) delete(ctx context.Context, eventTarget runtime.Object, obj cli
 	switch {
 	case err == nil:
 		e.RecordDeletion(d.Deadline)
-		e.Recorder.Eventf(eventTarget, corev1.EventTypeNormal, EventDeleted, "%s deleted", describe(obj))
+		e.Recorder.Eventf(eventTarget, corev1.EventTypeNormal, limbov1alpha1.EventDeleted, "%s deleted", describe(obj))
 		auditLog(ctx, eventTarget, obj, "deleted", d.Deadline)
 		if len(obj.GetFinalizers()) == 0 {
 			out.Gone = true
@@ -197,7 +187,7 @@ func (e *Engine) delete(ctx context.Context, eventTarget runtime.Object, obj cli
 	default:
 		e.Metrics.deletions.WithLabelValues(ResultFailed).Inc()
 		out.Err = fmt.Errorf("delete %s: %w", describe(obj), err)
-		e.Recorder.Eventf(eventTarget, corev1.EventTypeWarning, EventDeleteFailed, "%s: %v", describe(obj), out.Err)
+		e.Recorder.Eventf(eventTarget, corev1.EventTypeWarning, limbov1alpha1.EventDeleteFailed, "%s: %v", describe(obj), out.Err)
 		out.Pending = pendingEntry(obj, d, out.Err)
 		return out
 	}
@@ -232,7 +222,7 @@ func (e *Engine) Desired(ctx context.Context, eventTarget runtime.Object, obj cl
 	if err := e.patch(ctx, obj, patch); err != nil {
 		return false, err
 	}
-	e.Recorder.Eventf(eventTarget, corev1.EventTypeNormal, EventDeletionCancelled, "%s is desired again: deletion cancelled", describe(obj))
+	e.Recorder.Eventf(eventTarget, corev1.EventTypeNormal, limbov1alpha1.EventDeletionCancelled, "%s is desired again: deletion cancelled", describe(obj))
 	auditLog(ctx, eventTarget, obj, "cancelled", time.Time{})
 	return true, nil
 }
@@ -264,7 +254,7 @@ func (e *Engine) Release(ctx context.Context, eventTarget runtime.Object, obj cl
 		return err
 	}
 	if !d.Deadline.IsZero() {
-		e.Recorder.Eventf(eventTarget, corev1.EventTypeNormal, EventDeletionScheduled,
+		e.Recorder.Eventf(eventTarget, corev1.EventTypeNormal, limbov1alpha1.EventDeletionScheduled,
 			"%s released to limbo for %v: deleted at %s", describe(obj), d.Delay, d.Deadline.UTC().Format(time.RFC3339))
 		auditLog(ctx, eventTarget, obj, "stamped", d.Deadline)
 	}
@@ -283,7 +273,7 @@ func (e *Engine) CancelCountdown(ctx context.Context, eventTarget runtime.Object
 	}}); err != nil {
 		return client.IgnoreNotFound(err)
 	}
-	e.Recorder.Eventf(eventTarget, corev1.EventTypeNormal, EventDeletionCancelled, "%s: deletion cancelled (%s)", describe(obj), why)
+	e.Recorder.Eventf(eventTarget, corev1.EventTypeNormal, limbov1alpha1.EventDeletionCancelled, "%s: deletion cancelled (%s)", describe(obj), why)
 	auditLog(ctx, eventTarget, obj, "cancelled", time.Time{})
 	return nil
 }

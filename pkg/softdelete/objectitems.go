@@ -188,10 +188,10 @@ func (e *Engine) processOrphanItem(ctx context.Context, eventTarget runtime.Obje
 	switch d.Action {
 	case ActionStamp, ActionRestamp:
 		if d.Action == ActionRestamp {
-			e.Recorder.Eventf(eventTarget, corev1.EventTypeWarning, EventInvalidStamp, "%s: %v", ref, d.Err)
+			e.Recorder.Eventf(eventTarget, corev1.EventTypeWarning, limbov1alpha1.EventInvalidStamp, "%s: %v", ref, d.Err)
 		}
 		if err = e.stampItem(ctx, set, obj, d.Stamp); err == nil {
-			e.Recorder.Eventf(eventTarget, corev1.EventTypeNormal, EventDeletionScheduled,
+			e.Recorder.Eventf(eventTarget, corev1.EventTypeNormal, limbov1alpha1.EventDeletionScheduled,
 				"%s is in limbo for %v: deleted at %s", ref, d.Delay, d.Deadline.UTC().Format(time.RFC3339))
 			logger.Info("in limbo", "deadline", d.Deadline)
 			out.after(d.RequeueAfter)
@@ -288,7 +288,7 @@ func (e *Engine) CancelItem(ctx context.Context, eventTarget runtime.Object, obj
 	if err != nil {
 		return err
 	}
-	e.Recorder.Eventf(eventTarget, corev1.EventTypeNormal, EventDeletionCancelled, "%s: deletion cancelled (%s)", describe(obj), why)
+	e.Recorder.Eventf(eventTarget, corev1.EventTypeNormal, limbov1alpha1.EventDeletionCancelled, "%s: deletion cancelled (%s)", describe(obj), why)
 	log.FromContext(ctx).Info("deletion cancelled", "object", describe(obj), "why", why)
 	return nil
 }
@@ -322,14 +322,14 @@ func (e *Engine) deleteItem(ctx context.Context, eventTarget runtime.Object, it 
 		return e.goneOrStale(err, ref)
 	case err != nil:
 		e.Metrics.deletions.WithLabelValues(ResultFailed).Inc()
-		e.Recorder.Eventf(eventTarget, corev1.EventTypeWarning, EventDeleteFailed, "%s: %v", ref, err)
+		e.Recorder.Eventf(eventTarget, corev1.EventTypeWarning, limbov1alpha1.EventDeleteFailed, "%s: %v", ref, err)
 		return false, fmt.Errorf("delete %s: %w", ref, err)
 	}
 	e.Metrics.deletions.WithLabelValues(ResultDeleted).Inc()
 	if !d.Deadline.IsZero() {
 		e.Metrics.lateness.Observe(e.Clock.Now().Sub(d.Deadline).Seconds())
 	}
-	e.Recorder.Eventf(eventTarget, corev1.EventTypeNormal, EventDeleted, "%s deleted", ref)
+	e.Recorder.Eventf(eventTarget, corev1.EventTypeNormal, limbov1alpha1.EventDeleted, "%s deleted", ref)
 	log.FromContext(ctx).Info("deleted", "object", ref, "deadline", d.Deadline, "pluginResource", obj.GetAnnotations()[limbov1alpha1.AnnotationPluginResource])
 	if len(obj.GetFinalizers()) > 0 {
 		obj.SetDeletionTimestamp(&metav1.Time{Time: e.Clock.Now()}) // terminating now, held by the rest

@@ -73,7 +73,7 @@ func (e *Engine) OrphanExternal(ctx context.Context, b *limbov1alpha1.Bundle, pl
 	if !d.Deadline.IsZero() {
 		msg += fmt.Sprintf(" for %v: deleted at %s", d.Delay, d.Deadline.UTC().Format(time.RFC3339))
 	}
-	e.Recorder.Event(b, corev1.EventTypeNormal, EventDeletionScheduled, msg)
+	e.Recorder.Event(b, corev1.EventTypeNormal, limbov1alpha1.EventDeletionScheduled, msg)
 	return ts, nil
 }
 
@@ -90,7 +90,7 @@ func (e *Engine) CancelTombstone(ctx context.Context, eventTarget runtime.Object
 	if err := e.Client.Delete(ctx, ts); client.IgnoreNotFound(err) != nil {
 		return err
 	}
-	e.Recorder.Eventf(eventTarget, corev1.EventTypeNormal, EventDeletionCancelled, "%s %q: deletion cancelled (%s)", ts.Spec.Item.Kind, itemName(ts.Spec.Item), why)
+	e.Recorder.Eventf(eventTarget, corev1.EventTypeNormal, limbov1alpha1.EventDeletionCancelled, "%s %q: deletion cancelled (%s)", ts.Spec.Item.Kind, itemName(ts.Spec.Item), why)
 	return nil
 }
 

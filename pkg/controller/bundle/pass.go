@@ -27,25 +27,6 @@ import (
 	"github.com/limbo-dev/limbo/pkg/softdelete"
 )
 
-// Reasons of resource states and events.
-const (
-	ReasonDependenciesNotReady = "DependenciesNotReady"
-	ReasonNotOwned             = "NotOwned"
-	ReasonControlledByOther    = "ControlledByOther"
-	ReasonReferenceError       = "ReferenceError"
-	ReasonApplyFailed          = "ApplyFailed"
-	// ReasonForbidden: the Bundle's ServiceAccount (or limbo) may not write the object.
-	ReasonForbidden    = "Forbidden"
-	ReasonReadFailed   = "ReadFailed"
-	ReasonBeingDeleted = "BeingDeleted"
-	ReasonInvalidSpec  = "InvalidSpec"
-	ReasonFailed       = "Failed"
-
-	EventCreated = "Created"
-	EventUpdated = "Updated"
-	EventAdopted = "Adopted"
-)
-
 // pass is one reconcile of one Bundle: it validates the spec, processes every
 // resource in dependency order and hands orphans to the soft-delete engine. Its
 // outputs are the resource states, the pending deletions and when to come back.
@@ -172,14 +153,14 @@ func (p *pass) reportSpecErrors() {
 			continue
 		}
 		seen[r.Name] = true
-		st := limbov1alpha1.ResourceStatus{Name: r.Name, State: limbov1alpha1.ResourceBlocked, Reason: ReasonInvalidSpec, Message: "not processed: the Bundle's spec is invalid"}
+		st := limbov1alpha1.ResourceStatus{Name: r.Name, State: limbov1alpha1.ResourceBlocked, Reason: limbov1alpha1.ReasonInvalidSpec, Message: "not processed: the Bundle's spec is invalid"}
 		if msgs := byResource[r.Name]; len(msgs) > 0 {
 			st = limbov1alpha1.ResourceStatus{Name: r.Name, State: limbov1alpha1.ResourceError, Reason: reason[r.Name], Message: strings.Join(msgs, "; ")}
 		}
 		p.resources = append(p.resources, st)
 	}
-	if msg := p.specErrs.Error(); !p.sameAsBefore(ReasonInvalidSpec, msg) {
-		p.r.Recorder.Event(p.bundle, corev1.EventTypeWarning, ReasonInvalidSpec, msg)
+	if msg := p.specErrs.Error(); !p.sameAsBefore(limbov1alpha1.ReasonInvalidSpec, msg) {
+		p.r.Recorder.Event(p.bundle, corev1.EventTypeWarning, limbov1alpha1.ReasonInvalidSpec, msg)
 	}
 	// Keep what is already in limbo visible while the spec is broken.
 	p.pending = p.bundle.Status.PendingDeletions
@@ -188,7 +169,7 @@ func (p *pass) reportSpecErrors() {
 // sameAsBefore reports whether the Bundle's Stalled condition already says msg.
 func (p *pass) sameAsBefore(reason, msg string) bool {
 	for _, c := range p.bundle.Status.Conditions {
-		if c.Type == ConditionStalled && c.Reason == reason && c.Message == msg {
+		if c.Type == limbov1alpha1.ConditionStalled && c.Reason == reason && c.Message == msg {
 			return true
 		}
 	}
@@ -226,12 +207,12 @@ func (p *pass) syncOne(ctx context.Context, name string, tmpl *unstructured.Unst
 	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("resource", name))
 	if err := p.r.watcher.ensure(gvk); err != nil {
 		p.fail(err)
-		return fail(limbov1alpha1.ResourceError, ReasonReadFailed, "watch %s: %v", gvk.Kind, err)
+		return fail(limbov1alpha1.ResourceError, limbov1alpha1.ReasonReadFailed, "watch %s: %v", gvk.Kind, err)
 	}
 	live, err := p.r.getLive(ctx, gvk, tmpl.GetNamespace(), tmpl.GetName())
 	if err != nil {
 		p.fail(err)
-		return fail(limbov1alpha1.ResourceError, ReasonReadFailed, "%v", err)
+		return fail(limbov1alpha1.ResourceError, limbov1alpha1.ReasonReadFailed, "%v", err)
 	}
 	adopting := false
 	if live != nil {
@@ -240,40 +221,40 @@ func (p *pass) syncOne(ctx context.Context, name string, tmpl *unstructured.Unst
 		case owner != nil && owner.UID == p.bundle.UID:
 		case owner != nil:
 			p.after(conflictRecheckInterval)
-			return fail(limbov1alpha1.ResourceError, ReasonControlledByOther, "%s %q exists and is controlled by %s %q", gvk.Kind, tmpl.GetName(), owner.Kind, owner.Name)
+			return fail(limbov1alpha1.ResourceError, limbov1alpha1.ReasonControlledByOther, "%s %q exists and is controlled by %s %q", gvk.Kind, tmpl.GetName(), owner.Kind, owner.Name)
 		case live.GetLabels()[limbov1alpha1.LabelBundle] == p.bundle.Name, adopt:
 			adopting = true
 		default:
 			p.after(conflictRecheckInterval)
-			return fail(limbov1alpha1.ResourceError, ReasonNotOwned,
+			return fail(limbov1alpha1.ResourceError, limbov1alpha1.ReasonNotOwned,
 				"%s %q exists and is not managed by this Bundle; annotate the template with %s: \"true\" to adopt it", gvk.Kind, tmpl.GetName(), limbov1alpha1.AnnotationAdopt)
 		}
 		if live.GetDeletionTimestamp() != nil {
 			p.after(teardownInterval)
-			return fail(limbov1alpha1.ResourceDeleting, ReasonBeingDeleted, "%s %q is being deleted; it is re-created once it is gone", gvk.Kind, tmpl.GetName())
+			return fail(limbov1alpha1.ResourceDeleting, limbov1alpha1.ReasonBeingDeleted, "%s %q is being deleted; it is re-created once it is gone", gvk.Kind, tmpl.GetName())
 		}
 		// Desired again: a countdown in progress is cancelled, even while the
 		// resource waits for its dependencies (cancelling is always safe).
 		if _, err := p.r.Engine.Desired(ctx, p.bundle, live); err != nil {
 			p.fail(err)
-			return fail(limbov1alpha1.ResourceError, ReasonApplyFailed, "%v", err)
+			return fail(limbov1alpha1.ResourceError, limbov1alpha1.ReasonApplyFailed, "%v", err)
 		}
 	}
 	if len(waiting) > 0 {
-		return fail(limbov1alpha1.ResourceBlocked, ReasonDependenciesNotReady, "%s", blockedMessage(waiting))
+		return fail(limbov1alpha1.ResourceBlocked, limbov1alpha1.ReasonDependenciesNotReady, "%s", blockedMessage(waiting))
 	}
 	desired, err := build()
 	if err != nil {
-		return fail(limbov1alpha1.ResourceError, ReasonReferenceError, "%v", err)
+		return fail(limbov1alpha1.ResourceError, limbov1alpha1.ReasonReferenceError, "%v", err)
 	}
 	hash := hashOf(desired)
 	if live == nil || adopting || !p.r.applied.upToDate(live, hash) {
-		event, verb := EventUpdated, "updated"
+		event, verb := limbov1alpha1.EventUpdated, "updated"
 		switch {
 		case adopting:
-			event, verb = EventAdopted, "adopted"
+			event, verb = limbov1alpha1.EventAdopted, "adopted"
 		case live == nil:
-			event, verb = EventCreated, "created"
+			event, verb = limbov1alpha1.EventCreated, "created"
 		}
 		supersedes := ""
 		if live != nil {
@@ -286,7 +267,7 @@ func (p *pass) syncOne(ctx context.Context, name string, tmpl *unstructured.Unst
 			// Back to the work queue, whose rate limiter backs off; a refusal that
 			// needs someone's change also makes the Bundle Stalled (see status).
 			p.fail(err)
-			reason := ReasonApplyFailed
+			reason := limbov1alpha1.ReasonApplyFailed
 			if r := apierrors.ReasonForError(err); r == metav1.StatusReasonForbidden || r == metav1.StatusReasonInvalid {
 				reason = string(r)
 			}
@@ -301,14 +282,14 @@ func (p *pass) syncOne(ctx context.Context, name string, tmpl *unstructured.Unst
 	rule, err := p.r.readinessRule(ctx, gvk)
 	if err != nil {
 		p.fail(err)
-		return fail(limbov1alpha1.ResourceError, ReasonFailed, "readiness rule of %s: %v", gvk.Kind, err)
+		return fail(limbov1alpha1.ResourceError, limbov1alpha1.ReasonFailed, "readiness rule of %s: %v", gvk.Kind, err)
 	}
 	ready := readiness.Compute(live, rule)
 	switch ready.State {
 	case readiness.Ready:
 		st.State = limbov1alpha1.ResourceReady
 	case readiness.Failed:
-		st.State, st.Reason = limbov1alpha1.ResourceError, orDefault(ready.Reason, ReasonFailed)
+		st.State, st.Reason = limbov1alpha1.ResourceError, orDefault(ready.Reason, limbov1alpha1.ReasonFailed)
 	default:
 		st.State, st.Reason = limbov1alpha1.ResourceInProgress, ready.Reason
 	}

@@ -17,13 +17,6 @@ import (
 	"github.com/limbo-dev/limbo/pkg/softdelete"
 )
 
-// Reasons of plugin resources.
-const (
-	ReasonPluginFailed    = "PluginFailed"
-	ReasonUnsafeInventory = "UnsafeInventory"
-	ReasonPlanning        = "Planning"
-)
-
 // pluginOutcome is a plugin resource's inventory, processed with the orphans.
 type pluginOutcome struct {
 	res       *bundlespec.Resource
@@ -46,14 +39,14 @@ func (p *pass) syncPlugin(ctx context.Context, res *bundlespec.Resource) limbov1
 	}
 	plug, ok := p.r.Plugins.Get(res.Plugin.Name)
 	if !ok {
-		return fail(limbov1alpha1.ResourceError, bundlespec.ReasonUnknownPlugin, "unknown plugin %q", res.Plugin.Name)
+		return fail(limbov1alpha1.ResourceError, limbov1alpha1.ReasonUnknownPlugin, "unknown plugin %q", res.Plugin.Name)
 	}
 	if waiting := p.unreadyDependencies(res.Name); len(waiting) > 0 {
-		return fail(limbov1alpha1.ResourceBlocked, ReasonDependenciesNotReady, "%s", blockedMessage(waiting))
+		return fail(limbov1alpha1.ResourceBlocked, limbov1alpha1.ReasonDependenciesNotReady, "%s", blockedMessage(waiting))
 	}
 	spec, err := p.pluginSpec(res)
 	if err != nil {
-		return fail(limbov1alpha1.ResourceError, ReasonReferenceError, "%v", err)
+		return fail(limbov1alpha1.ResourceError, limbov1alpha1.ReasonReferenceError, "%v", err)
 	}
 	req := plugin.Request{Bundle: p.bundle, Resource: res.Name, Spec: spec, Client: p.r.Client, Reader: p.r.APIReader, Now: p.r.Clock.Now()}
 	planned := p.r.planner.plan(ctx, p.bundle, plug, req)
@@ -61,7 +54,7 @@ func (p *pass) syncPlugin(ctx context.Context, res *bundlespec.Resource) limbov1
 	desc := plug.Describe()
 	if result == nil && err == nil && !planned.current {
 		// The first plan is still running; its end triggers the next pass.
-		return fail(limbov1alpha1.ResourceInProgress, ReasonPlanning, "waiting for the plugin's first plan")
+		return fail(limbov1alpha1.ResourceInProgress, limbov1alpha1.ReasonPlanning, "waiting for the plugin's first plan")
 	}
 	if err == nil && result == nil {
 		err = errors.New("the plugin returned no result")
@@ -76,7 +69,7 @@ func (p *pass) syncPlugin(ctx context.Context, res *bundlespec.Resource) limbov1
 	if err != nil {
 		err = fmt.Errorf("plugin %q: %w", res.Plugin.Name, err)
 		p.fail(err)
-		return fail(limbov1alpha1.ResourceError, ReasonPluginFailed, "%v", err)
+		return fail(limbov1alpha1.ResourceError, limbov1alpha1.ReasonPluginFailed, "%v", err)
 	}
 	if planned.current { // a plan's events once, not on every pass that reuses it
 		for _, ev := range result.Events {
@@ -84,7 +77,7 @@ func (p *pass) syncPlugin(ctx context.Context, res *bundlespec.Resource) limbov1
 		}
 	}
 	if _, _, err := result.Inventory.Orphans(); err != nil {
-		return fail(limbov1alpha1.ResourceError, ReasonUnsafeInventory, "plugin %q: %v", res.Plugin.Name, err)
+		return fail(limbov1alpha1.ResourceError, limbov1alpha1.ReasonUnsafeInventory, "plugin %q: %v", res.Plugin.Name, err)
 	}
 	// Only a plan of the current spec that no pass acted on yet decides items;
 	// the last known state of a plugin still planning gives its readiness.
@@ -98,16 +91,16 @@ func (p *pass) syncPlugin(ctx context.Context, res *bundlespec.Resource) limbov1
 			obj.SetNamespace(p.bundle.Namespace)
 		}
 		if obj.GetNamespace() != p.bundle.Namespace {
-			return fail(limbov1alpha1.ResourceError, ReasonPluginFailed, "plugin %q generated %s %q in namespace %q; a Bundle's objects live in its own namespace", res.Plugin.Name, obj.GetKind(), obj.GetName(), obj.GetNamespace())
+			return fail(limbov1alpha1.ResourceError, limbov1alpha1.ReasonPluginFailed, "plugin %q generated %s %q in namespace %q; a Bundle's objects live in its own namespace", res.Plugin.Name, obj.GetKind(), obj.GetName(), obj.GetNamespace())
 		}
 		if _, set := obj.GetAnnotations()[limbov1alpha1.AnnotationDeletionTimestamp]; set {
-			return fail(limbov1alpha1.ResourceError, bundlespec.ReasonProhibitedAnnotation, "plugin %q generated %s %q with annotation %q, which only the controller sets", res.Plugin.Name, obj.GetKind(), obj.GetName(), limbov1alpha1.AnnotationDeletionTimestamp)
+			return fail(limbov1alpha1.ResourceError, limbov1alpha1.ReasonProhibitedAnnotation, "plugin %q generated %s %q with annotation %q, which only the controller sets", res.Plugin.Name, obj.GetKind(), obj.GetName(), limbov1alpha1.AnnotationDeletionTimestamp)
 		}
 		// One object, one declaration: never a tug of war of applies between a
 		// template and a generator, or two generators.
 		key := objectKey(obj.GroupVersionKind().GroupKind(), obj.GetName())
 		if other, dup := p.declared[key]; dup && other != res.Name {
-			return fail(limbov1alpha1.ResourceError, bundlespec.ReasonDuplicateObject, "plugin %q generated %s %q, which resource %q declares already", res.Plugin.Name, obj.GetKind(), obj.GetName(), other)
+			return fail(limbov1alpha1.ResourceError, limbov1alpha1.ReasonDuplicateObject, "plugin %q generated %s %q, which resource %q declares already", res.Plugin.Name, obj.GetKind(), obj.GetName(), other)
 		}
 		p.declared[key] = res.Name
 		p.kinds[obj.GroupVersionKind()] = true
@@ -165,7 +158,7 @@ func (p *pass) decidePluginItems(ctx context.Context, ready bool) {
 			}
 			ts, err := p.r.Engine.OrphanExternal(ctx, p.bundle, out.res.Plugin.Name, out.res.Name, out.res.Plugin.DeletionDelay, item.ExternalItem)
 			if err != nil {
-				p.r.Recorder.Eventf(p.bundle, corev1.EventTypeWarning, ReasonPluginFailed, "%v", err)
+				p.r.Recorder.Eventf(p.bundle, corev1.EventTypeWarning, limbov1alpha1.ReasonPluginFailed, "%v", err)
 				p.fail(err)
 				continue
 			}

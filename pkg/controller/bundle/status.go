@@ -12,36 +12,14 @@ import (
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 )
 
-// Condition types of a Bundle. Ready, Reconciling and Stalled follow kstatus, so
-// `kubectl wait --for=condition=Ready` and kstatus-based tools read Bundles; the
-// last two report a teardown, like a Namespace's.
-const (
-	ConditionReady            = "Ready"
-	ConditionReconciling      = "Reconciling"
-	ConditionStalled          = "Stalled"
-	ConditionContentRemaining = "ContentRemaining"
-	ConditionDeletionFailure  = "DeletionFailure"
-)
-
-// Condition reasons of a Bundle.
-const (
-	ReasonReady                = "Ready"
-	ReasonProgressing          = "Progressing"
-	ReasonResourceError        = "ResourceError"
-	ReasonInvalidDeletionDelay = "InvalidDeletionDelay"
-	ReasonAsExpected           = "AsExpected"
-	ReasonProgressingWithRetry = "ProgressingWithRetry"
-	ReasonEmptyBundle          = "EmptyBundle"
-)
-
 // transientReasons are the resource errors that clear by themselves: failed
 // reads, applies and plugin calls, retried with backoff; a reference whose value
 // is not there yet. Any other error (an object limbo may not touch, a failed
 // object, a forbidden or invalid write, a duplicate) needs someone's change:
 // the Bundle is Stalled.
 var transientReasons = map[string]bool{
-	ReasonReadFailed: true, ReasonApplyFailed: true, ReasonPluginFailed: true,
-	ReasonReferenceError: true, ReasonUnsafeInventory: true,
+	limbov1alpha1.ReasonReadFailed: true, limbov1alpha1.ReasonApplyFailed: true, limbov1alpha1.ReasonPluginFailed: true,
+	limbov1alpha1.ReasonReferenceError: true, limbov1alpha1.ReasonUnsafeInventory: true,
 }
 
 // status computes the Bundle's status from the pass's outputs.
@@ -81,39 +59,39 @@ func (p *pass) status() limbov1alpha1.BundleStatus {
 	switch {
 	case len(p.specErrs) > 0:
 		msg := "invalid spec: " + p.specErrs.Error()
-		set(ConditionReady, metav1.ConditionFalse, ReasonInvalidSpec, msg)
-		set(ConditionStalled, metav1.ConditionTrue, ReasonInvalidSpec, msg)
-		set(ConditionReconciling, metav1.ConditionFalse, ReasonInvalidSpec, "")
+		set(limbov1alpha1.ConditionReady, metav1.ConditionFalse, limbov1alpha1.ReasonInvalidSpec, msg)
+		set(limbov1alpha1.ConditionStalled, metav1.ConditionTrue, limbov1alpha1.ReasonInvalidSpec, msg)
+		set(limbov1alpha1.ConditionReconciling, metav1.ConditionFalse, limbov1alpha1.ReasonInvalidSpec, "")
 	case len(problems) > 0 && stalled:
 		msg := strings.Join(problems, "; ")
-		set(ConditionReady, metav1.ConditionFalse, ReasonResourceError, msg)
-		set(ConditionStalled, metav1.ConditionTrue, ReasonResourceError, msg)
-		set(ConditionReconciling, metav1.ConditionFalse, ReasonResourceError, "")
+		set(limbov1alpha1.ConditionReady, metav1.ConditionFalse, limbov1alpha1.ReasonResourceError, msg)
+		set(limbov1alpha1.ConditionStalled, metav1.ConditionTrue, limbov1alpha1.ReasonResourceError, msg)
+		set(limbov1alpha1.ConditionReconciling, metav1.ConditionFalse, limbov1alpha1.ReasonResourceError, "")
 	case len(problems) > 0:
 		// Failed reads, applies and plugin calls are retried with backoff.
 		msg := strings.Join(problems, "; ")
-		set(ConditionReady, metav1.ConditionFalse, ReasonResourceError, msg)
-		set(ConditionReconciling, metav1.ConditionTrue, ReasonProgressingWithRetry, msg)
-		set(ConditionStalled, metav1.ConditionFalse, ReasonProgressingWithRetry, "")
+		set(limbov1alpha1.ConditionReady, metav1.ConditionFalse, limbov1alpha1.ReasonResourceError, msg)
+		set(limbov1alpha1.ConditionReconciling, metav1.ConditionTrue, limbov1alpha1.ReasonProgressingWithRetry, msg)
+		set(limbov1alpha1.ConditionStalled, metav1.ConditionFalse, limbov1alpha1.ReasonProgressingWithRetry, "")
 	case p.emptyGuard:
 		msg := "the spec has no resources but the Bundle still manages objects: nothing is deleted; set spec.allowEmpty: true to delete them"
-		set(ConditionReady, metav1.ConditionFalse, ReasonEmptyBundle, msg)
-		set(ConditionStalled, metav1.ConditionTrue, ReasonEmptyBundle, msg)
-		set(ConditionReconciling, metav1.ConditionFalse, ReasonEmptyBundle, "")
+		set(limbov1alpha1.ConditionReady, metav1.ConditionFalse, limbov1alpha1.ReasonEmptyBundle, msg)
+		set(limbov1alpha1.ConditionStalled, metav1.ConditionTrue, limbov1alpha1.ReasonEmptyBundle, msg)
+		set(limbov1alpha1.ConditionReconciling, metav1.ConditionFalse, limbov1alpha1.ReasonEmptyBundle, "")
 	case len(waiting) > 0:
 		msg := "waiting for " + strings.Join(waiting, ", ")
-		set(ConditionReady, metav1.ConditionFalse, ReasonProgressing, msg)
-		set(ConditionReconciling, metav1.ConditionTrue, ReasonProgressing, msg)
-		set(ConditionStalled, metav1.ConditionFalse, ReasonProgressing, "")
+		set(limbov1alpha1.ConditionReady, metav1.ConditionFalse, limbov1alpha1.ReasonProgressing, msg)
+		set(limbov1alpha1.ConditionReconciling, metav1.ConditionTrue, limbov1alpha1.ReasonProgressing, msg)
+		set(limbov1alpha1.ConditionStalled, metav1.ConditionFalse, limbov1alpha1.ReasonProgressing, "")
 	case len(invalidDelays) > 0:
 		msg := "orphans with an invalid deletion delay are never deleted: " + strings.Join(invalidDelays, "; ")
-		set(ConditionReady, metav1.ConditionFalse, ReasonInvalidDeletionDelay, msg)
-		set(ConditionStalled, metav1.ConditionTrue, ReasonInvalidDeletionDelay, msg)
-		set(ConditionReconciling, metav1.ConditionFalse, ReasonInvalidDeletionDelay, "")
+		set(limbov1alpha1.ConditionReady, metav1.ConditionFalse, limbov1alpha1.ReasonInvalidDeletionDelay, msg)
+		set(limbov1alpha1.ConditionStalled, metav1.ConditionTrue, limbov1alpha1.ReasonInvalidDeletionDelay, msg)
+		set(limbov1alpha1.ConditionReconciling, metav1.ConditionFalse, limbov1alpha1.ReasonInvalidDeletionDelay, "")
 	default:
-		set(ConditionReady, metav1.ConditionTrue, ReasonReady, fmt.Sprintf("%d resources ready", ready))
-		set(ConditionReconciling, metav1.ConditionFalse, ReasonReady, "")
-		set(ConditionStalled, metav1.ConditionFalse, ReasonReady, "")
+		set(limbov1alpha1.ConditionReady, metav1.ConditionTrue, limbov1alpha1.ReasonReady, fmt.Sprintf("%d resources ready", ready))
+		set(limbov1alpha1.ConditionReconciling, metav1.ConditionFalse, limbov1alpha1.ReasonReady, "")
+		set(limbov1alpha1.ConditionStalled, metav1.ConditionFalse, limbov1alpha1.ReasonReady, "")
 	}
 	return st
 }

@@ -214,9 +214,9 @@ func describeObjects(objects []*unstructured.Unstructured) []string {
 
 func (r *Reconciler) teardownStatus(ctx context.Context, b *limbov1alpha1.Bundle, names []string, failures []string) error {
 	st := *b.Status.DeepCopy()
-	meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: ConditionContentRemaining, Status: metav1.ConditionTrue,
+	meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: limbov1alpha1.ConditionContentRemaining, Status: metav1.ConditionTrue,
 		Reason: "SomeResourcesRemain", Message: "waiting for " + strings.Join(names, ", ") + " to be deleted", ObservedGeneration: b.Generation})
-	failure := metav1.Condition{Type: ConditionDeletionFailure, Status: metav1.ConditionFalse, Reason: ReasonAsExpected, ObservedGeneration: b.Generation}
+	failure := metav1.Condition{Type: limbov1alpha1.ConditionDeletionFailure, Status: metav1.ConditionFalse, Reason: limbov1alpha1.ReasonAsExpected, ObservedGeneration: b.Generation}
 	if len(failures) > 0 {
 		failure.Status, failure.Reason, failure.Message = metav1.ConditionTrue, "DeleteFailed", strings.Join(failures, "; ")
 	}

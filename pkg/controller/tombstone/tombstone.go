@@ -137,7 +137,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.deleteItem(ctx, &ts, b); err != nil {
 		status.LastError = err.Error()
 		backoff := min(baseBackoff<<min(status.Attempts-1, 20), maxBackoff)
-		r.Recorder.Eventf(&ts, corev1.EventTypeWarning, softdelete.EventDeleteFailed, "delete %s %q (attempt %d, next in %v): %v", ts.Spec.Item.Kind, ts.Spec.Item.ID, status.Attempts, backoff, err)
+		r.Recorder.Eventf(&ts, corev1.EventTypeWarning, limbov1alpha1.EventDeleteFailed, "delete %s %q (attempt %d, next in %v): %v", ts.Spec.Item.Kind, ts.Spec.Item.ID, status.Attempts, backoff, err)
 		r.Engine.RecordFailure()
 		return ctrl.Result{RequeueAfter: backoff}, r.writeStatus(ctx, &ts, status)
 	}
@@ -147,7 +147,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		deadline = time.Time{} // forced by the user: no countdown ended
 	}
 	r.Engine.RecordDeletion(deadline)
-	r.Recorder.Eventf(&ts, corev1.EventTypeNormal, softdelete.EventDeleted, "%s %q deleted", ts.Spec.Item.Kind, ts.Spec.Item.ID)
+	r.Recorder.Eventf(&ts, corev1.EventTypeNormal, limbov1alpha1.EventDeleted, "%s %q deleted", ts.Spec.Item.Kind, ts.Spec.Item.ID)
 	log.FromContext(ctx).Info("deleted", "bundle", ts.Namespace+"/"+b.Name, "resource", ts.Spec.Resource,
 		"object", fmt.Sprintf("%s %s", ts.Spec.Item.Kind, ts.Spec.Item.ID), "uid", string(ts.UID), "deadline", d.Deadline.UTC().Format(time.RFC3339))
 	orig = ts.DeepCopy()
@@ -187,7 +187,7 @@ func (r *Reconciler) countdown(ctx context.Context, ts *limbov1alpha1.Tombstone)
 		return ctrl.Result{}, false, nil
 	case softdelete.ActionStamp, softdelete.ActionRestamp:
 		if d.Action == softdelete.ActionRestamp {
-			r.Recorder.Eventf(ts, corev1.EventTypeWarning, softdelete.EventInvalidStamp, "%v", d.Err)
+			r.Recorder.Eventf(ts, corev1.EventTypeWarning, limbov1alpha1.EventInvalidStamp, "%v", d.Err)
 		}
 		orig := ts.DeepCopy()
 		if ts.Annotations == nil {
@@ -200,7 +200,7 @@ func (r *Reconciler) countdown(ctx context.Context, ts *limbov1alpha1.Tombstone)
 		}
 		return ctrl.Result{}, true, client.IgnoreNotFound(err)
 	case softdelete.ActionInvalid:
-		r.Recorder.Eventf(ts, corev1.EventTypeWarning, softdelete.EventInvalidDeletionDelay, "never deleted: %v", d.Err)
+		r.Recorder.Eventf(ts, corev1.EventTypeWarning, limbov1alpha1.ReasonInvalidDeletionDelay, "never deleted: %v", d.Err)
 		return ctrl.Result{}, true, r.writeStatus(ctx, ts, status)
 	default: // Wait
 		return ctrl.Result{RequeueAfter: d.RequeueAfter}, true, r.writeStatus(ctx, ts, status)

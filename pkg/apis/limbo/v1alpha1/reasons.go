@@ -1,0 +1,75 @@
+package v1alpha1
+
+// The API's vocabulary: condition types, condition and resource reasons, and
+// event reasons, each declared once. Tools may match on them: they are API.
+
+// Condition types of a Bundle. Ready, Reconciling and Stalled follow kstatus, so
+// `kubectl wait --for=condition=Ready` and kstatus-based tools read Bundles;
+// ContentRemaining and DeletionFailure report a teardown, like a Namespace's.
+const (
+	ConditionContentRemaining = "ContentRemaining"
+	ConditionDeletionFailure  = "DeletionFailure"
+	ConditionReady            = "Ready"
+	ConditionReconciling      = "Reconciling"
+	ConditionStalled          = "Stalled"
+)
+
+// Reasons of the Bundle's conditions.
+const (
+	ReasonReady                = "Ready"
+	ReasonProgressing          = "Progressing"
+	ReasonProgressingWithRetry = "ProgressingWithRetry"
+	ReasonResourceError        = "ResourceError"
+	ReasonInvalidSpec          = "InvalidSpec"
+	ReasonInvalidDeletionDelay = "InvalidDeletionDelay"
+	ReasonEmptyBundle          = "EmptyBundle"
+	ReasonAsExpected           = "AsExpected"
+)
+
+// Reasons of a resource's state (status.resources[].reason) while it is processed.
+const (
+	ReasonDependenciesNotReady = "DependenciesNotReady"
+	ReasonNotOwned             = "NotOwned"
+	ReasonControlledByOther    = "ControlledByOther"
+	ReasonReferenceError       = "ReferenceError"
+	ReasonApplyFailed          = "ApplyFailed"
+	ReasonForbidden            = "Forbidden"
+	ReasonReadFailed           = "ReadFailed"
+	ReasonBeingDeleted         = "BeingDeleted"
+	ReasonFailed               = "Failed"
+	ReasonPluginFailed         = "PluginFailed"
+	ReasonUnsafeInventory      = "UnsafeInventory"
+	ReasonPlanning             = "Planning"
+)
+
+// Reasons of spec errors, as they appear in resource states and the Stalled
+// condition's message.
+const (
+	ReasonInvalidResource      = "InvalidResource"
+	ReasonDuplicateName        = "DuplicateName"
+	ReasonDuplicateObject      = "DuplicateObject"
+	ReasonMissingReference     = "MissingReference"
+	ReasonDependencyCycle      = "DependencyCycle"
+	ReasonUndeclaredReference  = "UndeclaredReference"
+	ReasonInvalidObject        = "InvalidObject"
+	ReasonUnknownKind          = "UnknownKind"
+	ReasonClusterScoped        = "ClusterScoped"
+	ReasonWrongNamespace       = "WrongNamespace"
+	ReasonProhibitedAnnotation = "ProhibitedAnnotation"
+	ReasonUnknownPlugin        = "UnknownPlugin"
+	ReasonInvalidPluginSpec    = "InvalidPluginSpec"
+	ReasonTemplatedName        = "TemplatedName"
+)
+
+// Reasons of the events limbo emits on Bundles, objects and Tombstones (an invalid
+// delay's event has ReasonInvalidDeletionDelay).
+const (
+	EventCreated           = "Created"
+	EventUpdated           = "Updated"
+	EventAdopted           = "Adopted"
+	EventDeletionScheduled = "DeletionScheduled"
+	EventDeletionCancelled = "DeletionCancelled"
+	EventDeleted           = "Deleted"
+	EventInvalidStamp      = "InvalidDeletionTimestamp"
+	EventDeleteFailed      = "DeleteFailed"
+)
