@@ -284,15 +284,15 @@ func (p *Plugin) parse(raw []byte) (Spec, time.Duration, time.Duration, error) {
 // client returns a StorageOS client for the spec's endpoint and credentials, reused
 // across calls so that its login session is too.
 func (p *Plugin) client(ctx context.Context, req plugin.Request, spec Spec) (*storageos.Client, error) {
-	var secret corev1.Secret
-	key := client.ObjectKey{Namespace: req.Bundle.Namespace, Name: spec.StorageOS.CredentialsSecretRef.Name}
-	if err := req.Reader.Get(ctx, key, &secret); err != nil {
-		return nil, fmt.Errorf("credentials Secret %q: %w", key.Name, err)
+	secret, err := plugin.ReadSecret(ctx, req, spec.StorageOS.CredentialsSecretRef.Name)
+	if err != nil {
+		return nil, err
 	}
-	user, pass := string(secret.Data["username"]), string(secret.Data["password"])
-	if user == "" || pass == "" {
-		return nil, fmt.Errorf("credentials Secret %q needs the keys username and password", key.Name)
+	values, err := secret.Values("username", "password")
+	if err != nil {
+		return nil, err
 	}
+	user, pass := values[0], values[1]
 	id := spec.StorageOS.Endpoint + "\x00" + user
 	p.mu.Lock()
 	defer p.mu.Unlock()
