@@ -12,6 +12,7 @@ import (
 
 	"github.com/limbo-dev/limbo/pkg/controller"
 	"github.com/limbo-dev/limbo/pkg/localcluster"
+	"github.com/limbo-dev/limbo/pkg/openstack/openstacksim"
 	"github.com/limbo-dev/limbo/pkg/storageos/storageossim"
 )
 
@@ -31,6 +32,7 @@ func newDevCommand() *cobra.Command {
 		runController           bool
 		simulators              bool
 		storageOSSimAddr        string
+		openStackSimAddr        string
 	)
 	cmd := &cobra.Command{
 		Use:   "dev",
@@ -42,7 +44,9 @@ the kubeconfig to use. It runs until Ctrl-C, and then stops everything it starte
 With --simulators it also starts simulators of the external APIs that plugins talk
 to, the same ones the integration tests use, so that the plugin examples work
 locally: a StorageOS v2 API (namespace-gc) on --storageos-sim-addr, with the
-credentials storageos/storageos (see examples/namespace-gc).`,
+credentials storageos/storageos (see examples/namespace-gc), and OpenStack
+(Keystone v3, Neutron, Nova; route-gc) on --openstack-sim-addr, holding a demo
+router and servers (see examples/route-gc).`,
 		Args: cobra.NoArgs,
 	}
 	setupLogging := loggingFlags(cmd, true)
@@ -50,8 +54,9 @@ credentials storageos/storageos (see examples/namespace-gc).`,
 	cmd.Flags().StringVar(&binDir, "bin-dir", "", "Directory of etcd, kube-apiserver and kube-controller-manager; empty finds bin/ (or $LIMBO_BIN_DIR).")
 	cmd.Flags().StringVar(&crdDir, "crds", "crds", "Directory of the CRDs to install.")
 	cmd.Flags().BoolVar(&runController, "controller", true, "Run the limbo controller in-process; --controller=false starts only the control plane.")
-	cmd.Flags().BoolVar(&simulators, "simulators", false, "Also start simulators of the external APIs the plugins use (StorageOS), for the plugin examples.")
+	cmd.Flags().BoolVar(&simulators, "simulators", false, "Also start simulators of the external APIs the plugins use (StorageOS, OpenStack), for the plugin examples.")
 	cmd.Flags().StringVar(&storageOSSimAddr, "storageos-sim-addr", "127.0.0.1:5705", "Listen address of the StorageOS simulator started by --simulators; port 0 picks a free port.")
+	cmd.Flags().StringVar(&openStackSimAddr, "openstack-sim-addr", "127.0.0.1:5000", "Listen address of the OpenStack simulator started by --simulators; port 0 picks a free port.")
 	opts.BindFlags(cmd.Flags())
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		setupLogging()
@@ -72,6 +77,12 @@ credentials storageos/storageos (see examples/namespace-gc).`,
 				}
 			}()
 			fmt.Printf("limbo dev: StorageOS simulator at %s (username %s, password %s); see examples/namespace-gc\n", url, simStorageOSUsername, simStorageOSPassword)
+
+			stopOpenStack, err := startOpenStackSim(openStackSimAddr)
+			if err != nil {
+				return err
+			}
+			defer stopOpenStack()
 		}
 
 		fmt.Fprintln(os.Stderr, "limbo dev: starting etcd, kube-apiserver and kube-controller-manager ...")
@@ -100,4 +111,24 @@ credentials storageos/storageos (see examples/namespace-gc).`,
 		return err
 	}
 	return cmd
+}
+
+// startOpenStackSim starts the OpenStack simulator with the demo router and
+// servers of examples/route-gc, and prints where it is and how to log in.
+func startOpenStackSim(addr string) (stop func(), err error) {
+	sim := openstacksim.New(openstacksim.Config{})
+	sim.LoadDemo()
+	url, stopSim, err := sim.Start(addr)
+	if err != nil {
+		return nil, fmt.Errorf("OpenStack simulator: %w (choose another address with --openstack-sim-addr)", err)
+	}
+	c := sim.Config()
+	fmt.Printf("limbo dev: OpenStack simulator at %s (Keystone %s, application credential %s / %s, or user %s / %s in domain %s, project %s; router %s); see examples/route-gc\n",
+		url, openstacksim.AuthURL(url), c.ApplicationCredentialID, c.ApplicationCredentialSecret, c.Username, c.Password, c.UserDomainName, c.ProjectID, openstacksim.DemoRouterID)
+	return func() {
+		fmt.Fprintln(os.Stderr, "limbo dev: stopping the OpenStack simulator ...")
+		if err := stopSim(); err != nil {
+			fmt.Fprintln(os.Stderr, "limbo dev: OpenStack simulator:", err)
+		}
+	}, nil
 }
