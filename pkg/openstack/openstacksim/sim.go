@@ -160,6 +160,8 @@ type Call struct {
 	// IfMatch is the If-Match request header, where one was sent.
 	IfMatch string
 	Status  int
+	// Time is when the request arrived (by the simulator's clock).
+	Time time.Time
 }
 
 // Fault is an injected error: the next Times requests of an operation, after
@@ -422,9 +424,10 @@ type route struct {
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rt := s.route(r)
 	rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+	arrived := s.now()
 	defer func() {
 		s.mu.Lock()
-		s.calls = append(s.calls, Call{Op: rt.op, Method: r.Method, Path: r.URL.RequestURI(), IfMatch: r.Header.Get("If-Match"), Status: rec.status})
+		s.calls = append(s.calls, Call{Op: rt.op, Method: r.Method, Path: r.URL.RequestURI(), IfMatch: r.Header.Get("If-Match"), Status: rec.status, Time: arrived})
 		s.mu.Unlock()
 	}()
 
