@@ -24,7 +24,7 @@ import (
 // Bundle with one route-gc resource polling every second.
 
 const (
-	rgcResource = "routes"
+	rgcResource = "route-gc"
 	rgcSecret   = "openstack"
 	rgcRouterID = "5a1d6c0e-4f3b-4c1e-9a57-0f2b1d7c9e11"
 	rgcCIDR     = "198.19.0.0/16"
