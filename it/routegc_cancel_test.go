@@ -12,15 +12,13 @@ import (
 // A server that comes back (its address is a next hop again) before the
 // deadline cancels the route's Tombstone; the route is never touched.
 func TestRouteGCServerBackCancels(t *testing.T) {
-	live, orphan := rt("198.19.1.0/24", "10.180.0.3"), rt("198.19.2.0/24", "10.180.0.4")
-	f := newRouteGC(t, openstacksim.Config{}, live, orphan)
-	f.addNode("node-1", "10.180.0.3")
+	f, live, orphan := newRouteGCWithOrphan(t, openstacksim.Config{})
 
 	f.start("1h")
 	f.waitTombstone(orphan, "1h")
 	f.waitReady("2 routes in 198.19.0.0/16, 1 orphaned; 1 servers")
 
-	f.addNode("node-2", "10.180.0.4")
+	f.sim.AddServerAt("node-2", "10.180.0.4")
 	testenv.Eventually(t, testenv.DefaultTimeout, func() error {
 		if ts := f.tombstoneOf(orphan); ts != nil {
 			return fmt.Errorf("the Tombstone of %s is still there", routeID(orphan))

@@ -12,9 +12,7 @@ import (
 // the plugin reads it again and retries, and the routes added meanwhile
 // survive.
 func TestRouteGCRetriesOn412(t *testing.T) {
-	live, orphan := rt("198.19.1.0/24", "10.180.0.3"), rt("198.19.2.0/24", "10.180.0.4")
-	f := newRouteGC(t, openstacksim.Config{WithoutAtomicExtraRoutes: true}, live, orphan)
-	f.addNode("node-1", "10.180.0.3")
+	f, live, orphan := newRouteGCWithOrphan(t, openstacksim.Config{WithoutAtomicExtraRoutes: true})
 	added := []openstacksim.Route{rt("198.19.8.0/24", "10.180.0.3"), rt("198.19.9.0/24", "10.180.0.3")}
 	for _, r := range added { // a busy router: it changes under each of the first two writes
 		f.sim.Before(openstacksim.OpUpdateRouter, func() {

@@ -27,7 +27,7 @@ func TestRouteGCEmptyServerListOrphansNothing(t *testing.T) {
 		return f.routesUntouched(a, b)()
 	})
 
-	f.addNode("node-1", "10.180.0.3")
+	f.sim.AddServerAt("node-1", "10.180.0.3")
 	f.waitRouteRemoved(b)
 	f.waitReady("1 routes in 198.19.0.0/16, 0 orphaned; 1 servers")
 }

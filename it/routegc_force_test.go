@@ -9,9 +9,7 @@ import (
 
 // `kubectl delete tombstone` removes the route now, whatever the delay.
 func TestRouteGCDeleteTombstoneForces(t *testing.T) {
-	live, orphan := rt("198.19.1.0/24", "10.180.0.3"), rt("198.19.2.0/24", "10.180.0.4")
-	f := newRouteGC(t, openstacksim.Config{}, live, orphan)
-	f.addNode("node-1", "10.180.0.3")
+	f, live, orphan := newRouteGCWithOrphan(t, openstacksim.Config{})
 
 	f.start("1h")
 	ts := f.waitTombstone(orphan, "1h")

@@ -69,6 +69,16 @@ func newRouteGC(t testing.TB, cfg openstacksim.Config, routes ...openstacksim.Ro
 	return f
 }
 
+// newRouteGCWithOrphan is newRouteGC with two routes: live, to node-1
+// (10.180.0.3), and orphan, to 10.180.0.4, which no server has.
+func newRouteGCWithOrphan(t testing.TB, cfg openstacksim.Config) (f *routeGC, live, orphan openstacksim.Route) {
+	t.Helper()
+	live, orphan = rt("198.19.1.0/24", "10.180.0.3"), rt("198.19.2.0/24", "10.180.0.4")
+	f = newRouteGC(t, cfg, live, orphan)
+	f.sim.AddServerAt("node-1", "10.180.0.3")
+	return f, live, orphan
+}
+
 // resource is a route-gc resource against the simulator, polling every second;
 // extra are further spec fields as JSON.
 func (f *routeGC) resource(deletionDelay string, extra ...string) limbov1alpha1.Resource {
@@ -87,15 +97,6 @@ func (f *routeGC) start(deletionDelay string) *limbov1alpha1.Bundle {
 	f.t.Helper()
 	f.bundle = createBundle(f.t, f.ns, "cluster", f.resource(deletionDelay))
 	return f.bundle
-}
-
-// addNode adds a Nova server with fixed addresses.
-func (f *routeGC) addNode(name string, addrs ...string) openstacksim.NovaServer {
-	var list []openstacksim.Address
-	for _, a := range addrs {
-		list = append(list, openstacksim.Address{Addr: a})
-	}
-	return f.sim.AddServer(openstacksim.NovaServer{Name: name, Addresses: map[string][]openstacksim.Address{"cluster-net": list}})
 }
 
 // routes is the router's current route list.

@@ -19,7 +19,7 @@ func TestRouteGCMetrics(t *testing.T) {
 	)
 	live, orphan := rt("198.19.1.0/24", "10.180.0.3"), rt("198.19.2.0/24", "10.180.0.4")
 	f := newRouteGC(t, openstacksim.Config{}, live, orphan)
-	node := f.addNode("node-1", "10.180.0.3")
+	node := f.sim.AddServerAt("node-1", "10.180.0.3")
 	orphanedBefore, removedBefore := counterValue(t, orphaned), counterValue(t, removed)
 	failuresBefore := counterValue(t, failures, "operation", routegc.OpListServers)
 

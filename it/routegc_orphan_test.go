@@ -18,7 +18,7 @@ func TestRouteGCOrphanRemovedAfterDelay(t *testing.T) {
 	live, orphan := rt("198.19.1.0/24", "10.180.0.3"), rt("198.19.3.0/24", "10.180.0.5")
 	outside, unparsable := rt("10.0.0.0/8", "10.180.0.5"), rt("198.19.7.0/33", "10.180.0.5")
 	f := newRouteGC(t, openstacksim.Config{}, live, orphan, outside, unparsable)
-	f.addNode("node-1", "10.180.0.3")
+	f.sim.AddServerAt("node-1", "10.180.0.3")
 
 	const delay = 4 * time.Second
 	f.start(delay.String())

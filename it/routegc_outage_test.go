@@ -16,9 +16,7 @@ import (
 // route is touched; when OpenStack is back, the orphan goes and everything
 // else stays.
 func TestRouteGCOutage(t *testing.T) {
-	live, orphan := rt("198.19.1.0/24", "10.180.0.3"), rt("198.19.2.0/24", "10.180.0.4")
-	f := newRouteGC(t, openstacksim.Config{}, live, orphan)
-	f.addNode("node-1", "10.180.0.3")
+	f, live, orphan := newRouteGCWithOrphan(t, openstacksim.Config{})
 
 	f.start("3s")
 	f.waitTombstone(orphan, "3s")

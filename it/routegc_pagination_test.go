@@ -19,7 +19,7 @@ func TestRouteGCPaginatesServers(t *testing.T) {
 	f := newRouteGC(t, openstacksim.Config{MaxLimit: 50}, oldest, newest, orphan)
 	for i := range servers {
 		n := i + 10
-		f.addNode(fmt.Sprintf("node-%d", i), fmt.Sprintf("10.180.%d.%d", n/256, n%256))
+		f.sim.AddServerAt(fmt.Sprintf("node-%d", i), fmt.Sprintf("10.180.%d.%d", n/256, n%256))
 	}
 
 	f.start("1h")

@@ -12,9 +12,7 @@ import (
 // added while the countdown ran is in that list and survives — the original
 // rewrote the list it had read at its poll.
 func TestRouteGCRevisionGuardedRemoval(t *testing.T) {
-	live, orphan := rt("198.19.1.0/24", "10.180.0.3"), rt("198.19.2.0/24", "10.180.0.4")
-	f := newRouteGC(t, openstacksim.Config{WithoutAtomicExtraRoutes: true}, live, orphan)
-	f.addNode("node-1", "10.180.0.3")
+	f, live, orphan := newRouteGCWithOrphan(t, openstacksim.Config{WithoutAtomicExtraRoutes: true})
 
 	f.start("5s")
 	f.waitTombstone(orphan, "5s")

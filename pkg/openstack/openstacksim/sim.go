@@ -36,14 +36,10 @@
 package openstacksim
 
 import (
-	"context"
-	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/netip"
 	"slices"
@@ -51,6 +47,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/limbo-dev/limbo/pkg/simhttp"
 )
 
 // Operation names, as recorded in the call log.
@@ -231,33 +229,7 @@ func (s *Server) Config() Config { return s.cfg }
 // base URL (Keystone is at base+"/identity/v3") and a stop function, which
 // shuts the server down; calling it twice is safe.
 func (s *Server) Start(addr string) (string, func() error, error) {
-	if addr == "" {
-		addr = "127.0.0.1:0"
-	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return "", nil, fmt.Errorf("openstacksim: listen %s: %w", addr, err)
-	}
-	hs := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
-	done := make(chan error, 1)
-	go func() { done <- hs.Serve(ln) }()
-	var once sync.Once
-	var stopErr error
-	stop := func() error {
-		once.Do(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			if err := hs.Shutdown(ctx); err != nil {
-				_ = hs.Close()
-				stopErr = err
-			}
-			if err := <-done; err != nil && !errors.Is(err, http.ErrServerClosed) && stopErr == nil {
-				stopErr = err
-			}
-		})
-		return stopErr
-	}
-	return "http://" + ln.Addr().String(), stop, nil
+	return simhttp.Serve("openstacksim", s, addr, nil)
 }
 
 // AuthURL is Keystone's v3 endpoint of a simulator served at base.
@@ -271,7 +243,7 @@ func (s *Server) AddRouter(id, name string, routes ...Route) Router {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if id == "" {
-		id = newUUID()
+		id = simhttp.NewUUID()
 	}
 	now := s.now()
 	r := &Router{ID: id, Name: name, Routes: slices.Clone(routes), RevisionNumber: 1, created: now, updated: now}
@@ -321,7 +293,7 @@ func (s *Server) AddServer(srv NovaServer) NovaServer {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if srv.ID == "" {
-		srv.ID = newUUID()
+		srv.ID = simhttp.NewUUID()
 	}
 	if srv.Status == "" {
 		srv.Status = "ACTIVE"
@@ -331,6 +303,16 @@ func (s *Server) AddServer(srv NovaServer) NovaServer {
 	c := srv.clone()
 	s.servers[srv.ID] = &c
 	return c.clone()
+}
+
+// AddServerAt adds an ACTIVE server called name with fixed addresses on one
+// network, "cluster-net".
+func (s *Server) AddServerAt(name string, addrs ...string) NovaServer {
+	var list []Address
+	for _, a := range addrs {
+		list = append(list, Address{Addr: a})
+	}
+	return s.AddServer(NovaServer{Name: name, Addresses: map[string][]Address{"cluster-net": list}})
 }
 
 // DeleteServer removes a server; it reports whether there was one.
@@ -532,7 +514,7 @@ func (s *Server) runHooks(op string) {
 // ---- Keystone ----
 
 func (s *Server) handleIdentityVersion(w http.ResponseWriter, _ *http.Request, base, _ string) {
-	writeJSON(w, http.StatusOK, map[string]any{"version": map[string]any{
+	simhttp.WriteJSON(w, http.StatusOK, map[string]any{"version": map[string]any{
 		"id": "v3.14", "status": "stable", "updated": "2020-04-07T00:00:00Z",
 		"links":       []map[string]string{{"rel": "self", "href": AuthURL(base) + "/"}},
 		"media-types": []map[string]string{{"base": "application/json", "type": "application/vnd.openstack.identity-v3+json"}},
@@ -599,7 +581,7 @@ func (s *Server) handleCreateToken(w http.ResponseWriter, r *http.Request, base,
 	}
 	now := s.now()
 	expires := now.Add(s.cfg.TokenTTL)
-	token := "gAAAAA" + hex.EncodeToString(randomBytes(24))
+	token := "gAAAAA" + hex.EncodeToString(simhttp.RandomBytes(24))
 	s.mu.Lock()
 	s.tokens[token] = expires
 	s.mu.Unlock()
@@ -608,7 +590,7 @@ func (s *Server) handleCreateToken(w http.ResponseWriter, r *http.Request, base,
 	body := map[string]any{
 		"methods":    []string{method},
 		"user":       map[string]any{"id": s.userID, "name": s.cfg.Username, "domain": domain, "password_expires_at": nil},
-		"audit_ids":  []string{hex.EncodeToString(randomBytes(8))},
+		"audit_ids":  []string{hex.EncodeToString(simhttp.RandomBytes(8))},
 		"issued_at":  now.Format("2006-01-02T15:04:05.000000Z"),
 		"expires_at": expires.Format("2006-01-02T15:04:05.000000Z"),
 		"project":    map[string]any{"id": s.cfg.ProjectID, "name": "cluster", "domain": domain},
@@ -620,7 +602,7 @@ func (s *Server) handleCreateToken(w http.ResponseWriter, r *http.Request, base,
 		body["application_credential"] = map[string]any{"id": s.cfg.ApplicationCredentialID, "name": "route-gc", "restricted": true}
 	}
 	w.Header().Set("X-Subject-Token", token)
-	writeJSON(w, http.StatusCreated, map[string]any{"token": body})
+	simhttp.WriteJSON(w, http.StatusCreated, map[string]any{"token": body})
 }
 
 func (s *Server) catalog(base string) []map[string]any {
@@ -653,7 +635,7 @@ func (s *Server) authorised(r *http.Request) bool {
 // ---- Neutron ----
 
 func (s *Server) handleNetworkVersions(w http.ResponseWriter, _ *http.Request, base, _ string) {
-	writeJSON(w, http.StatusOK, map[string]any{"versions": []map[string]any{{
+	simhttp.WriteJSON(w, http.StatusOK, map[string]any{"versions": []map[string]any{{
 		"id": "v2.0", "status": "CURRENT",
 		"links": []map[string]string{{"rel": "self", "href": base + "/network/v2.0/"}},
 	}}})
@@ -679,13 +661,13 @@ func (s *Server) extensions() []map[string]any {
 }
 
 func (s *Server) handleListExtensions(w http.ResponseWriter, _ *http.Request, _, _ string) {
-	writeJSON(w, http.StatusOK, map[string]any{"extensions": s.extensions()})
+	simhttp.WriteJSON(w, http.StatusOK, map[string]any{"extensions": s.extensions()})
 }
 
 func (s *Server) handleGetExtension(w http.ResponseWriter, _ *http.Request, _, alias string) {
 	for _, e := range s.extensions() {
 		if e["alias"] == alias {
-			writeJSON(w, http.StatusOK, map[string]any{"extension": e})
+			simhttp.WriteJSON(w, http.StatusOK, map[string]any{"extension": e})
 			return
 		}
 	}
@@ -700,7 +682,7 @@ func (s *Server) handleGetRouter(w http.ResponseWriter, _ *http.Request, _, id s
 		writeNeutronError(w, http.StatusNotFound, "RouterNotFound", fmt.Sprintf("Router %s could not be found", id))
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"router": s.routerJSON(r)})
+	simhttp.WriteJSON(w, http.StatusOK, map[string]any{"router": s.routerJSON(r)})
 }
 
 // readRoutes decodes {"router":{"routes":[…]}} and validates each route as
@@ -748,7 +730,7 @@ func (s *Server) handleUpdateRouter(w http.ResponseWriter, r *http.Request, _, i
 		writeNeutronError(w, http.StatusBadRequest, "RoutesExhausted", fmt.Sprintf("Unable to complete operation for %s. The number of routes exceeds the maximum %d.", id, s.cfg.MaxRoutes))
 	default:
 		s.changeLocked(rt, slices.Clone(routes))
-		writeJSON(w, http.StatusOK, map[string]any{"router": s.routerJSON(rt)})
+		simhttp.WriteJSON(w, http.StatusOK, map[string]any{"router": s.routerJSON(rt)})
 	}
 }
 
@@ -780,7 +762,7 @@ func (s *Server) extraRoutes(combine func(current, change []Route) []Route) hand
 			return
 		}
 		s.changeLocked(rt, next)
-		writeJSON(w, http.StatusOK, map[string]any{"router": s.routerJSON(rt)})
+		simhttp.WriteJSON(w, http.StatusOK, map[string]any{"router": s.routerJSON(rt)})
 	}
 }
 
@@ -847,7 +829,7 @@ func difference(current, change []Route) []Route {
 // ---- Nova ----
 
 func (s *Server) handleComputeVersions(w http.ResponseWriter, _ *http.Request, base, _ string) {
-	writeJSON(w, http.StatusOK, map[string]any{"versions": []map[string]any{{
+	simhttp.WriteJSON(w, http.StatusOK, map[string]any{"versions": []map[string]any{{
 		"id": "v2.1", "status": "CURRENT", "version": "2.95", "min_version": "2.1", "updated": "2013-07-23T11:33:21Z",
 		"links": []map[string]string{{"rel": "self", "href": base + "/compute/v2.1/"}},
 	}}})
@@ -891,7 +873,7 @@ func (s *Server) handleListServers(w http.ResponseWriter, r *http.Request, base,
 		next := fmt.Sprintf("%s/compute/v2.1/servers/detail?limit=%d&marker=%s", base, limit, page[len(page)-1].ID)
 		body["servers_links"] = []map[string]string{{"rel": "next", "href": next}}
 	}
-	writeJSON(w, http.StatusOK, body)
+	simhttp.WriteJSON(w, http.StatusOK, body)
 }
 
 func (s *Server) handleDeleteServer(w http.ResponseWriter, _ *http.Request, _, id string) {
@@ -923,7 +905,7 @@ func (s *Server) serverJSON(base string, srv *NovaServer) map[string]any {
 	self := base + "/compute/v2.1/servers/" + srv.ID
 	return map[string]any{
 		"id": srv.ID, "name": srv.Name, "status": srv.Status, "tenant_id": s.cfg.ProjectID, "user_id": s.userID,
-		"created": created, "updated": created, "hostId": hex.EncodeToString(randomBytes(8)),
+		"created": created, "updated": created, "hostId": hex.EncodeToString(simhttp.RandomBytes(8)),
 		"addresses": addresses, "metadata": map[string]string{}, "accessIPv4": "", "accessIPv6": "",
 		"image": "", "flavor": map[string]any{"original_name": "m1.small", "vcpus": 1, "ram": 2048, "disk": 20},
 		"links":               []map[string]string{{"rel": "self", "href": self}},
@@ -962,28 +944,18 @@ func writeServiceError(w http.ResponseWriter, service string, status int, msg st
 	case ServiceNetwork:
 		writeNeutronError(w, status, strings.ReplaceAll("HTTP"+http.StatusText(status), " ", ""), msg)
 	case ServiceIdentity:
-		writeJSON(w, status, map[string]any{"error": map[string]any{"code": status, "message": msg, "title": http.StatusText(status)}})
+		simhttp.WriteJSON(w, status, map[string]any{"error": map[string]any{"code": status, "message": msg, "title": http.StatusText(status)}})
 	default:
 		kind := map[int]string{400: "badRequest", 401: "unauthorized", 403: "forbidden", 404: "itemNotFound", 409: "conflictingRequest", 503: "serviceUnavailable"}[status]
 		if kind == "" {
 			kind = "computeFault"
 		}
-		writeJSON(w, status, map[string]any{kind: map[string]any{"code": status, "message": msg}})
+		simhttp.WriteJSON(w, status, map[string]any{kind: map[string]any{"code": status, "message": msg}})
 	}
 }
 
 func writeNeutronError(w http.ResponseWriter, status int, typ, msg string) {
-	writeJSON(w, status, map[string]any{"NeutronError": map[string]string{"type": typ, "message": msg, "detail": ""}})
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		status, b = http.StatusInternalServerError, []byte(`{"error":"marshal"}`)
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_, _ = w.Write(b)
+	simhttp.WriteJSON(w, status, map[string]any{"NeutronError": map[string]string{"type": typ, "message": msg, "detail": ""}})
 }
 
 type statusRecorder struct {
@@ -996,20 +968,5 @@ func (r *statusRecorder) WriteHeader(code int) {
 	r.ResponseWriter.WriteHeader(code)
 }
 
-func randomBytes(n int) []byte {
-	b := make([]byte, n)
-	_, _ = rand.Read(b) // crypto/rand.Read never fails on supported platforms
-	return b
-}
-
 // newID is a Keystone-style ID: 32 hex digits.
-func newID() string { return hex.EncodeToString(randomBytes(16)) }
-
-// newUUID is a random (version 4) UUID, as Neutron and Nova use.
-func newUUID() string {
-	b := randomBytes(16)
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	h := hex.EncodeToString(b)
-	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:32]
-}
+func newID() string { return hex.EncodeToString(simhttp.RandomBytes(16)) }

@@ -67,7 +67,7 @@ type Plugin struct {
 	metrics *storageos.Metrics
 
 	mu        sync.Mutex
-	state     map[string]*resourceState
+	state     plugin.ResourceStates[resourceState]
 	clients   map[string]*storageos.Client // by endpoint and user
 	passwords map[string]string
 }
@@ -78,10 +78,14 @@ type resourceState struct {
 	nextGC time.Time
 }
 
+func newResourceState() *resourceState {
+	return &resourceState{seen: map[string]bool{}, gone: map[string]bool{}}
+}
+
 // New returns the plugin.
 func New(opts Options) *Plugin {
 	return &Plugin{opts: opts, metrics: storageos.NewMetrics(ctrlmetrics.Registry),
-		state: map[string]*resourceState{}, clients: map[string]*storageos.Client{}, passwords: map[string]string{}}
+		state: plugin.ResourceStates[resourceState]{New: newResourceState}, clients: map[string]*storageos.Client{}, passwords: map[string]string{}}
 }
 
 const durationPattern = `^(0|([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+)$`
@@ -146,7 +150,7 @@ func (p *Plugin) Plan(ctx context.Context, req plugin.Request) (*plugin.Result, 
 		return nil, fmt.Errorf("list StorageOS namespaces: %w", err)
 	}
 
-	st := p.stateOf(req)
+	st := p.state.Of(req)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for name := range st.seen {
@@ -305,16 +309,4 @@ func (p *Plugin) client(ctx context.Context, req plugin.Request, spec Spec) (*st
 	}
 	p.clients[id], p.passwords[id] = c, pass // a rotated password replaces the client
 	return c, nil
-}
-
-func (p *Plugin) stateOf(req plugin.Request) *resourceState {
-	key := string(req.Bundle.UID) + "/" + req.Resource
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	st, ok := p.state[key]
-	if !ok {
-		st = &resourceState{seen: map[string]bool{}, gone: map[string]bool{}}
-		p.state[key] = st
-	}
-	return st
 }

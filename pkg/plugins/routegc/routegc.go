@@ -103,7 +103,7 @@ type Plugin struct {
 
 	mu      sync.Mutex
 	clients map[string]*openstack.Client // by authURL, region and credentials
-	state   map[string]*resourceState    // by Bundle UID and resource
+	state   plugin.ResourceStates[resourceState]
 }
 
 // resourceState is one plugin resource's last poll.
@@ -123,7 +123,9 @@ func New(opts Options) *Plugin {
 	if opts.Metrics == nil {
 		opts.Metrics = NewMetrics(nil)
 	}
-	return &Plugin{opts: opts, clients: map[string]*openstack.Client{}, state: map[string]*resourceState{}}
+	return &Plugin{opts: opts, clients: map[string]*openstack.Client{}, state: plugin.ResourceStates[resourceState]{New: func() *resourceState {
+		return &resourceState{pass: make(chan struct{}, 1), orphans: map[string]bool{}}
+	}}}
 }
 
 const durationPattern = `^(0|([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+)$`
@@ -167,7 +169,7 @@ func (p *Plugin) Plan(ctx context.Context, req plugin.Request) (*plugin.Result, 
 	if err != nil {
 		return nil, err
 	}
-	st := p.stateOf(req)
+	st := p.state.Of(req)
 	if err := st.acquire(ctx); err != nil {
 		return nil, err
 	}
@@ -250,7 +252,7 @@ func (p *Plugin) DeleteExternal(ctx context.Context, req plugin.Request, item li
 	if ok, err := Responsible(cidr, route.DestinationCIDR); err != nil || !ok {
 		return fmt.Errorf("route %s is not inside the cluster CIDR %s: never touched", item.ID, cidr)
 	}
-	st := p.stateOf(req)
+	st := p.state.Of(req)
 	if err := st.acquire(ctx); err != nil {
 		return err
 	}
@@ -424,18 +426,6 @@ func clientKey(cfg openstack.Config) string {
 	sum := sha256.Sum256([]byte(strings.Join([]string{cfg.AuthURL, cfg.Region, c.ApplicationCredentialID, c.ApplicationCredentialSecret,
 		c.Username, c.Password, c.ProjectID, c.UserDomainName}, "\x00")))
 	return hex.EncodeToString(sum[:])
-}
-
-func (p *Plugin) stateOf(req plugin.Request) *resourceState {
-	key := string(req.Bundle.UID) + "/" + req.Resource
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	st, ok := p.state[key]
-	if !ok {
-		st = &resourceState{pass: make(chan struct{}, 1), orphans: map[string]bool{}}
-		p.state[key] = st
-	}
-	return st
 }
 
 // acquire waits for the resource's running pass, if any, to end.

@@ -171,14 +171,6 @@ func (f *fixture) routes() []openstacksim.Route {
 	return r.Routes
 }
 
-func (f *fixture) addServer(name string, addrs ...string) openstacksim.NovaServer {
-	var list []openstacksim.Address
-	for _, a := range addrs {
-		list = append(list, openstacksim.Address{Addr: a})
-	}
-	return f.sim.AddServer(openstacksim.NovaServer{Name: name, Addresses: map[string][]openstacksim.Address{"cluster-net": list}})
-}
-
 // items renders an inventory as "id=desired" strings.
 func items(res *plugin.Result) []string {
 	var out []string
@@ -206,11 +198,11 @@ func TestPlanInventory(t *testing.T) {
 		route("198.19.5.0/24", "10.180.0.0005"), // unparsable next hop (the API would refuse it, a broken DB need not)
 		route("198.19.6.0/24/x", "10.180.0.3"),  // unparsable destination
 	)
-	f.addServer("node-1", "10.180.0.3")
+	f.sim.AddServerAt("node-1", "10.180.0.3")
 	f.sim.AddServer(openstacksim.NovaServer{Name: "node-2", Addresses: map[string][]openstacksim.Address{
 		"cluster-net": {{Addr: "10.180.0.5"}, {Addr: "172.24.4.10", Type: "floating"}}}})
-	f.addServer("node-3", "fd00:0:0:0::5")
-	f.addServer("bastion", "10.180.0.200") // three pages of 2 with the fixture's page size
+	f.sim.AddServerAt("node-3", "fd00:0:0:0::5")
+	f.sim.AddServerAt("bastion", "10.180.0.200") // three pages of 2 with the fixture's page size
 
 	res := f.mustPlan(t0)
 	want := []string{"198.19.1.0/24->10.180.0.3=true", "198.19.2.0/24->10.180.0.4=false", "198.19.3.0/24->172.24.4.10=true", "198.19.4.0/24->fd00::5=true"}
@@ -233,14 +225,14 @@ func TestPlanInventory(t *testing.T) {
 func TestPlanPollsOncePerInterval(t *testing.T) {
 	f := newFixture(t, openstacksim.Config{}, nil)
 	f.sim.AddRouter(routerID, "cluster", route("198.19.1.0/24", "10.180.0.3"), route("198.19.2.0/24", "10.180.0.4"))
-	f.addServer("node-1", "10.180.0.3")
+	f.sim.AddServerAt("node-1", "10.180.0.3")
 
 	res := f.mustPlan(t0)
 	if res.PollAfter < routegc.DefaultInterval || res.PollAfter > routegc.DefaultInterval*3/2 {
 		t.Errorf("PollAfter = %v, want 5m to 7m30s", res.PollAfter)
 	}
 	next := t0.Add(res.PollAfter)
-	f.addServer("node-2", "10.180.0.4")
+	f.sim.AddServerAt("node-2", "10.180.0.4")
 	again := f.mustPlan(t0.Add(time.Minute))
 	if n := f.sim.Count(openstacksim.OpGetRouter); n != 1 {
 		t.Errorf("%d router reads before the interval, want 1", n)
@@ -275,21 +267,21 @@ func TestPlanRefusesUnknownDesiredSide(t *testing.T) {
 	}{
 		{"empty server list", func(*fixture) {}, "Nova listed no server", routegc.OpListServers},
 		{"server listing fails", func(f *fixture) {
-			f.addServer("node-1", "10.180.0.3")
+			f.sim.AddServerAt("node-1", "10.180.0.3")
 			f.sim.Inject(openstacksim.OpListServers, openstacksim.Fault{Status: 500, Times: 1})
 		}, "list Nova servers", routegc.OpListServers},
 		{"second page fails", func(f *fixture) {
 			for i := range 3 {
-				f.addServer(fmt.Sprintf("node-%d", i), fmt.Sprintf("10.180.1.%d", i))
+				f.sim.AddServerAt(fmt.Sprintf("node-%d", i), fmt.Sprintf("10.180.1.%d", i))
 			}
 			f.sim.Inject(openstacksim.OpListServers, openstacksim.Fault{Status: 503, Times: 1, Skip: 1})
 		}, "list Nova servers", routegc.OpListServers},
 		{"router read fails", func(f *fixture) {
-			f.addServer("node-1", "10.180.0.3")
+			f.sim.AddServerAt("node-1", "10.180.0.3")
 			f.sim.Inject(openstacksim.OpGetRouter, openstacksim.Fault{Status: 500, Times: 1})
 		}, "get router", routegc.OpGetRouter},
 		{"network endpoint down", func(f *fixture) {
-			f.addServer("node-1", "10.180.0.3")
+			f.sim.AddServerAt("node-1", "10.180.0.3")
 			f.sim.SetOutage(openstacksim.ServiceNetwork, true)
 		}, "neutron endpoint", routegc.OpAuthenticate},
 	} {
@@ -345,7 +337,7 @@ func TestCredentials(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t, openstacksim.Config{}, tc.secret)
 			f.sim.AddRouter(routerID, "cluster", route("198.19.1.0/24", "10.180.0.3"))
-			f.addServer("node-1", "10.180.0.3")
+			f.sim.AddServerAt("node-1", "10.180.0.3")
 			_, err := f.plan(t0)
 			switch {
 			case tc.wantErr == "" && err != nil:
@@ -372,7 +364,7 @@ func TestDeleteExternal(t *testing.T) {
 			f := newFixture(t, openstacksim.Config{WithoutAtomicExtraRoutes: !atomic}, nil)
 			keep, orphan, outside := route("198.19.1.0/24", "10.180.0.3"), route("198.19.2.0/24", "10.180.0.4"), route("10.0.0.0/8", "10.180.0.4")
 			f.sim.AddRouter(routerID, "cluster", keep, orphan, outside)
-			f.addServer("node-1", "10.180.0.3")
+			f.sim.AddServerAt("node-1", "10.180.0.3")
 			if err := f.remove("198.19.2.0/24->10.180.0.4"); err != nil {
 				t.Fatal(err)
 			}
@@ -406,7 +398,7 @@ func TestDeleteExternalRetriesOnRevisionMismatch(t *testing.T) {
 	f := newFixture(t, openstacksim.Config{WithoutAtomicExtraRoutes: true}, nil)
 	keep, orphan, added := route("198.19.1.0/24", "10.180.0.3"), route("198.19.2.0/24", "10.180.0.4"), route("198.19.9.0/24", "10.180.0.9")
 	f.sim.AddRouter(routerID, "cluster", keep, orphan)
-	f.addServer("node-1", "10.180.0.3")
+	f.sim.AddServerAt("node-1", "10.180.0.3")
 	f.sim.Before(openstacksim.OpUpdateRouter, func() {
 		if err := f.sim.AddRoutes(routerID, added); err != nil {
 			t.Error(err)
@@ -446,7 +438,7 @@ func TestDeleteExternalFences(t *testing.T) {
 	if err := f.remove("198.19.2.0/24->10.180.0.4"); err == nil || !strings.Contains(err.Error(), "Nova listed no server") {
 		t.Errorf("no servers: err = %v", err)
 	}
-	f.addServer("node-2", "10.180.0.4")
+	f.sim.AddServerAt("node-2", "10.180.0.4")
 	if err := f.remove("198.19.2.0/24->10.180.0.4"); err == nil || !strings.Contains(err.Error(), "next hop is an address of server") {
 		t.Errorf("server back: err = %v", err)
 	}
@@ -466,7 +458,7 @@ func TestDeleteExternalFences(t *testing.T) {
 func TestDeleteExternalInvalidatesTheCache(t *testing.T) {
 	f := newFixture(t, openstacksim.Config{}, nil)
 	f.sim.AddRouter(routerID, "cluster", route("198.19.1.0/24", "10.180.0.3"), route("198.19.2.0/24", "10.180.0.4"))
-	f.addServer("node-1", "10.180.0.3")
+	f.sim.AddServerAt("node-1", "10.180.0.3")
 	f.mustPlan(t0)
 	if err := f.remove("198.19.2.0/24->10.180.0.4"); err != nil {
 		t.Fatal(err)
@@ -481,7 +473,7 @@ func TestDeleteExternalInvalidatesTheCache(t *testing.T) {
 func TestReauthentication(t *testing.T) {
 	f := newFixture(t, openstacksim.Config{}, nil)
 	f.sim.AddRouter(routerID, "cluster", route("198.19.1.0/24", "10.180.0.3"))
-	f.addServer("node-1", "10.180.0.3")
+	f.sim.AddServerAt("node-1", "10.180.0.3")
 	f.mustPlan(t0)
 	f.sim.ExpireTokens()
 	f.mustPlan(t0.Add(time.Hour))
