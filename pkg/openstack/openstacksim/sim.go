@@ -24,6 +24,8 @@
 //	GET  /compute/                        version document
 //	GET  /compute/v2.1/servers/detail?limit=&marker=   a page, newest first, with servers_links
 //	                                      rel=next when the page is full; 400 unknown marker
+//	POST /compute/v2.1/servers            {"server":{"name","networks":[{"fixed_ip"}],…}} → 202, ACTIVE
+//	                                      at once with those addresses; 400 without a name
 //	DELETE /compute/v2.1/servers/{id}     204; 404
 //
 // Every call except the version documents and token creation needs a valid
@@ -64,6 +66,7 @@ const (
 	OpRemoveExtraRoutes = "remove_extraroutes"
 	OpComputeVersions   = "compute_versions"
 	OpListServers       = "list_servers"
+	OpCreateServer      = "create_server"
 	OpDeleteServer      = "delete_server"
 	// OpUnknown is a request that matches no route: 404, or 405 for a known
 	// path with another method.
@@ -478,6 +481,8 @@ func (s *Server) route(r *http.Request) route {
 			return match(get, OpComputeVersions, false, s.handleComputeVersions, "")
 		case rest == "v2.1/servers/detail":
 			return match(get, OpListServers, true, s.handleListServers, "")
+		case rest == "v2.1/servers":
+			return match(r.Method == http.MethodPost, OpCreateServer, true, s.handleCreateServer, "")
 		case len(segs) == 3 && segs[0] == "v2.1" && segs[1] == "servers":
 			return match(r.Method == http.MethodDelete, OpDeleteServer, true, s.handleDeleteServer, segs[2])
 		}
@@ -874,6 +879,36 @@ func (s *Server) handleListServers(w http.ResponseWriter, r *http.Request, base,
 		body["servers_links"] = []map[string]string{{"rel": "next", "href": next}}
 	}
 	simhttp.WriteJSON(w, http.StatusOK, body)
+}
+
+func (s *Server) handleCreateServer(w http.ResponseWriter, r *http.Request, base, _ string) {
+	var body struct {
+		Server *struct {
+			Name     string          `json:"name"`
+			Networks json.RawMessage `json:"networks"`
+		} `json:"server"`
+	}
+	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&body); err != nil || body.Server == nil || body.Server.Name == "" {
+		writeServiceError(w, ServiceCompute, http.StatusBadRequest, "Invalid input for field/attribute server. Value: name is a required property")
+		return
+	}
+	// networks is "auto", "none" or a list; only fixed_ip entries become addresses.
+	var networks []struct {
+		FixedIP string `json:"fixed_ip"`
+	}
+	_ = json.Unmarshal(body.Server.Networks, &networks)
+	var addrs []string
+	for _, n := range networks {
+		if _, err := netip.ParseAddr(n.FixedIP); err == nil {
+			addrs = append(addrs, n.FixedIP)
+		}
+	}
+	srv := s.AddServerAt(body.Server.Name, addrs...)
+	simhttp.WriteJSON(w, http.StatusAccepted, map[string]any{"server": map[string]any{
+		"id": srv.ID, "adminPass": hex.EncodeToString(simhttp.RandomBytes(6)), "OS-DCF:diskConfig": "MANUAL",
+		"security_groups": []map[string]string{{"name": "default"}},
+		"links":           []map[string]string{{"rel": "self", "href": base + "/compute/v2.1/servers/" + srv.ID}},
+	}})
 }
 
 func (s *Server) handleDeleteServer(w http.ResponseWriter, _ *http.Request, _, id string) {

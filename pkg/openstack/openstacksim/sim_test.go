@@ -309,6 +309,18 @@ func TestNovaServerPages(t *testing.T) {
 	if status, _, body := f.do(http.MethodGet, "/compute/v2.1/servers/detail?marker=nope", nil, nil); status != 400 || body["badRequest"] == nil {
 		t.Errorf("unknown marker = %d %v", status, body)
 	}
+	status, _, body := f.do(http.MethodPost, "/compute/v2.1/servers", map[string]any{"server": map[string]any{
+		"name": "node-9", "imageRef": "img", "flavorRef": "1", "networks": []map[string]string{{"uuid": "net", "fixed_ip": "10.0.0.9"}}}}, nil)
+	created, _ := body["server"].(map[string]any)
+	if status != 202 || created["id"] == "" {
+		t.Errorf("POST server = %d %v", status, body)
+	}
+	if _, _, body := f.do(http.MethodGet, "/compute/v2.1/servers/detail?limit=1", nil, nil); body["servers"].([]any)[0].(map[string]any)["id"] != created["id"] {
+		t.Errorf("the new server is not listed first: %v", body)
+	}
+	if status, _, _ := f.do(http.MethodPost, "/compute/v2.1/servers", map[string]any{"server": map[string]any{}}, nil); status != 400 {
+		t.Errorf("POST server without a name = %d", status)
+	}
 	if status, _, _ := f.do(http.MethodDelete, "/compute/v2.1/servers/"+ids[0], nil, nil); status != 204 {
 		t.Errorf("DELETE server = %d", status)
 	}
