@@ -495,3 +495,38 @@ func TestDescribe(t *testing.T) {
 		t.Error("an empty spec passed the schema")
 	}
 }
+
+// One resource never runs two passes at once: a second plan waits for the
+// first, and gives up when its own deadline comes first.
+func TestOnePassAtATime(t *testing.T) {
+	f := newFixture(t, openstacksim.Config{}, nil)
+	f.sim.AddRouter(routerID, "cluster", route("198.19.1.0/24", "10.180.0.3"))
+	f.sim.AddServerAt("node-1", "10.180.0.3")
+	entered, release := make(chan struct{}), make(chan struct{})
+	f.sim.Before(openstacksim.OpGetRouter, func() {
+		close(entered)
+		<-release
+	})
+	first := make(chan error, 1)
+	go func() {
+		_, err := f.plan(t0)
+		first <- err
+	}()
+	<-entered
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	_, err := f.plugin.Plan(ctx, f.request(t0))
+	if err == nil || !strings.Contains(err.Error(), "another pass of this resource is still running") {
+		t.Errorf("second plan = %v, want it refused while the first runs", err)
+	}
+	if n := f.sim.Count(openstacksim.OpGetRouter); n != 0 {
+		t.Errorf("%d router reads finished while the first pass was held", n)
+	}
+	close(release)
+	if err := <-first; err != nil {
+		t.Fatalf("first plan: %v", err)
+	}
+	if n := f.sim.Count(openstacksim.OpGetRouter); n != 1 {
+		t.Errorf("%d router reads, want 1", n)
+	}
+}
