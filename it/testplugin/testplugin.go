@@ -13,6 +13,7 @@ import (
 	"sync"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 	"github.com/limbo-dev/limbo/pkg/plugin"
@@ -34,10 +35,12 @@ type Plugin struct {
 // Domain is one test's set of items.
 type Domain struct {
 	mu      sync.Mutex
-	items   map[string]bool // id -> desired
-	deletes map[string]int  // id -> delete calls
-	failing error           // returned by deletes while set
-	planErr error           // returned by Plan while set
+	items   map[string]bool              // id -> desired
+	deletes map[string]int               // id -> delete calls
+	failing error                        // returned by deletes while set
+	planErr error                        // returned by Plan while set
+	nilPlan bool                         // Plan returns neither a result nor an error
+	objects []*unstructured.Unstructured // generated objects
 }
 
 // New returns the plugin.
@@ -91,6 +94,21 @@ func (d *Domain) FailPlan(err error) {
 	d.planErr = err
 }
 
+// ReturnNothing makes Plan return a nil result and a nil error, as a buggy plugin
+// might.
+func (d *Domain) ReturnNothing(on bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.nilPlan = on
+}
+
+// Generate sets the objects Plan generates.
+func (d *Domain) Generate(objects ...*unstructured.Unstructured) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.objects = objects
+}
+
 // Describe names the plugin.
 func (p *Plugin) Describe() plugin.Description {
 	return plugin.Description{Name: Name, Schema: &apiextensionsv1.JSONSchemaProps{
@@ -120,6 +138,9 @@ func (p *Plugin) Plan(_ context.Context, req plugin.Request) (*plugin.Result, er
 	if d.planErr != nil {
 		return nil, d.planErr
 	}
+	if d.nilPlan {
+		return nil, nil
+	}
 	ids := make([]string, 0, len(d.items))
 	for id := range d.items {
 		ids = append(ids, id)
@@ -130,7 +151,11 @@ func (p *Plugin) Plan(_ context.Context, req plugin.Request) (*plugin.Result, er
 		inv.External = append(inv.External, plugin.ExternalItem{
 			ExternalItem: limbov1alpha1.ExternalItem{Kind: ItemKind, ID: id, Name: id}, Desired: d.items[id]})
 	}
-	return &plugin.Result{Inventory: inv, Ready: true, Message: fmt.Sprintf("%d items", len(ids))}, nil
+	result := &plugin.Result{Inventory: inv, Ready: true, Message: fmt.Sprintf("%d items", len(ids))}
+	for _, o := range d.objects {
+		result.Objects = append(result.Objects, o.DeepCopy())
+	}
+	return result, nil
 }
 
 // DeleteExternal deletes an item; a missing item is success.

@@ -35,6 +35,7 @@ const (
 	ReasonInvalidDeletionDelay = "InvalidDeletionDelay"
 	ReasonUnknownPlugin        = "UnknownPlugin"
 	ReasonInvalidPluginSpec    = "InvalidPluginSpec"
+	ReasonTemplatedName        = "TemplatedName"
 )
 
 // ErrUnknownPlugin is returned (wrapped) by a PluginCatalog for a name it lacks.
@@ -178,6 +179,14 @@ func parseObject(namespace string, res *Resource, mapper meta.RESTMapper) Errors
 	}
 	if u.GetName() == "" {
 		errs = fail(ReasonInvalidObject, "object: metadata.name is required")
+	}
+	// Names are literal: limbo tracks an object by the name its template states,
+	// so a name that a reference fills in would be tracked under one name and
+	// created under another (and deleted and re-created in a loop).
+	for _, field := range []string{"name", "namespace"} {
+		if value, _, _ := unstructured.NestedString(u.Object, "metadata", field); len(reference.Markers(map[string]any{field: value})) > 0 {
+			errs = fail(ReasonTemplatedName, "object: metadata.%s %q must be literal: references (!{…}) are not allowed in an object's name or namespace", field, value)
+		}
 	}
 	if gvk == limbov1alpha1.BundleGVK || gvk == limbov1alpha1.TombstoneGVK {
 		errs = fail(ReasonInvalidObject, "object: a Bundle cannot hold a %s", gvk.Kind)

@@ -165,6 +165,23 @@ func TestParse(t *testing.T) {
 			wantErrs: []Error{{"a", ReasonInvalidObject, "object: metadata.name is required"}},
 		},
 		{
+			name: "names are literal: a reference marker in metadata.name or metadata.namespace",
+			resources: func(t *testing.T) []limbov1alpha1.Resource {
+				return []limbov1alpha1.Resource{
+					{Name: "app", Object: obj(t, cm("app", nil))},
+					{Name: "data", References: []limbov1alpha1.Reference{{Name: "app", Resource: "app", Path: "metadata.name"}},
+						Object: obj(t, cm("!{app}-data", nil))},
+					{Name: "other", References: []limbov1alpha1.Reference{{Name: "ns", Resource: "app", Path: "metadata.namespace"}},
+						Object: obj(t, cm("other", map[string]any{"namespace": "!{ns}"}))},
+				}
+			},
+			wantErrs: []Error{
+				{"data", ReasonTemplatedName, `object: metadata.name "!{app}-data" must be literal: references (!{…}) are not allowed in an object's name or namespace`},
+				{"other", ReasonTemplatedName, `object: metadata.namespace "!{ns}" must be literal: references (!{…}) are not allowed in an object's name or namespace`},
+				{"other", ReasonWrongNamespace, `object: namespace "!{ns}" is not the Bundle's namespace "team-a"`},
+			},
+		},
+		{
 			name: "same object twice",
 			resources: func(t *testing.T) []limbov1alpha1.Resource {
 				return []limbov1alpha1.Resource{{Name: "a", Object: obj(t, cm("x", nil))}, {Name: "b", Object: obj(t, cm("x", nil))}}

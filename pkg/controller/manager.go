@@ -117,6 +117,7 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 	}
 	engine := &softdelete.Engine{
 		Client:   mgr.GetClient(),
+		Reader:   mgr.GetAPIReader(),
 		Recorder: mgr.GetEventRecorderFor("limbo"), //nolint:staticcheck // core/v1 events keep kubectl describe readable
 		Clock:    clock.RealClock{},
 		Metrics:  softdelete.DefaultMetrics,

@@ -4,15 +4,18 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 )
@@ -30,7 +33,10 @@ const (
 // Engine applies the state machine's decisions to Kubernetes objects: it stamps,
 // cancels and deletes. It holds no deletion logic of its own: Decide decides.
 type Engine struct {
-	Client   client.Client
+	Client client.Client
+	// Reader reads from the API server. A delete is decided again on a fresh read:
+	// a cached or listed copy may predate a cancel, a raised delay or an adoption.
+	Reader   client.Reader
 	Recorder record.EventRecorder
 	Clock    clock.PassiveClock
 	Metrics  *Metrics
@@ -41,22 +47,56 @@ type Outcome struct {
 	Decision Decision
 	// Gone reports that the object no longer exists (deleted now, or already).
 	Gone bool
-	// Pending is the object's entry for status.pendingDeletions while it exists.
+	// Pending is the object's entry for status.pendingDeletions while it exists
+	// and is still the caller's; nil when it is gone or no longer the caller's.
 	Pending *limbov1alpha1.PendingDeletion
 	// Requeue reports that the caller must come back after RequeueAfter (which may
 	// be zero: at once).
 	Requeue      bool
 	RequeueAfter time.Duration
-	// Err is a failed write; the caller retries.
+	// Err is a failed read or write; the caller retries.
 	Err error
+}
+
+// Claim reports whether fresh, a copy of an orphan read from the API server just
+// before its delete, is still the caller's to delete. A Bundle's pass claims what
+// the Bundle still controls (ControlledBy), the reaper what is still released
+// (Released): an object cancelled or adopted a moment ago is not deleted.
+type Claim func(fresh metav1.Object) bool
+
+// ControlledBy claims objects whose controller is the owner with uid.
+func ControlledBy(uid types.UID) Claim {
+	return func(fresh metav1.Object) bool {
+		owner := metav1.GetControllerOf(fresh)
+		return owner != nil && owner.UID == uid
+	}
+}
+
+// Released reports whether obj was released to limbo by a Bundle's teardown and
+// is the reaper's: it carries the limbo.dev/bundle label and a stamp, and no
+// controller. Plugin items (never labelled with a Bundle) and objects that
+// `kubectl limbo cancel` took out of limbo (stamp and label gone) are not.
+func Released(obj metav1.Object) bool {
+	_, labelled := obj.GetLabels()[limbov1alpha1.LabelBundle]
+	_, stamped := obj.GetAnnotations()[limbov1alpha1.AnnotationDeletionTimestamp]
+	return labelled && stamped && metav1.GetControllerOf(obj) == nil
 }
 
 // Orphan runs the state machine for obj, an object that is no longer desired, and
 // applies its decision. Events go to eventTarget (the Bundle, or the object itself
-// when no Bundle is left).
-func (e *Engine) Orphan(ctx context.Context, eventTarget runtime.Object, obj client.Object) Outcome {
+// when no Bundle is left). A delete is decided again on a fresh read, which claim
+// must accept; it carries UID and resourceVersion preconditions.
+func (e *Engine) Orphan(ctx context.Context, eventTarget runtime.Object, obj client.Object, claim Claim) Outcome {
+	if obj.GetDeletionTimestamp() != nil {
+		return Outcome{Pending: terminatingEntry(obj)}
+	}
 	now := e.Clock.Now()
-	d := Decide(now, stateOf(obj, false))
+	return e.act(ctx, eventTarget, obj, claim, now, Decide(now, stateOf(obj, false)), false)
+}
+
+// act applies decision d about obj. fresh reports that obj was just read from the
+// API server (so a Delete needs no second read).
+func (e *Engine) act(ctx context.Context, eventTarget runtime.Object, obj client.Object, claim Claim, now time.Time, d Decision, fresh bool) Outcome {
 	out := Outcome{Decision: d}
 	ref := describe(obj)
 	switch d.Action {
@@ -64,28 +104,114 @@ func (e *Engine) Orphan(ctx context.Context, eventTarget runtime.Object, obj cli
 		if d.Action == ActionRestamp {
 			e.Recorder.Eventf(eventTarget, corev1.EventTypeWarning, EventInvalidStamp, "%s: %v", ref, d.Err)
 		}
-		if out.Err = e.stamp(ctx, obj, d.Stamp); out.Err != nil {
+		if err := e.stamp(ctx, obj, d.Stamp); err != nil {
+			if apierrors.IsConflict(err) {
+				// Changed since it was read: read and decide again.
+				out.Requeue = true
+				break
+			}
+			out.Err = err
 			break
 		}
 		e.Recorder.Eventf(eventTarget, corev1.EventTypeNormal, EventDeletionScheduled,
 			"%s is in limbo for %v: deleted at %s", ref, d.Delay, d.Deadline.UTC().Format(time.RFC3339))
+		auditLog(ctx, eventTarget, obj, "stamped", d.Deadline)
 		out.Requeue, out.RequeueAfter = true, d.RequeueAfter
 	case ActionWait:
 		out.Requeue, out.RequeueAfter = true, d.RequeueAfter
 	case ActionInvalid:
 		e.Recorder.Eventf(eventTarget, corev1.EventTypeWarning, EventInvalidDeletionDelay, "%s is never deleted: %v", ref, d.Err)
 	case ActionDelete:
-		out.Gone, out.Err = e.delete(ctx, obj, d, now)
-		if out.Err != nil {
-			e.Recorder.Eventf(eventTarget, corev1.EventTypeWarning, EventDeleteFailed, "%s: %v", ref, out.Err)
-		} else {
-			e.Recorder.Eventf(eventTarget, corev1.EventTypeNormal, EventDeleted, "%s deleted", ref)
+		if !fresh {
+			return e.decideFresh(ctx, eventTarget, obj, claim, now)
 		}
+		return e.delete(ctx, eventTarget, obj, d, now)
 	}
 	if !out.Gone {
 		out.Pending = pendingEntry(obj, d, out.Err)
 	}
 	return out
+}
+
+// decideFresh reads obj from the API server and decides again on what it reads:
+// only an object that is still the same object (UID), still the caller's (claim)
+// and still due is deleted.
+func (e *Engine) decideFresh(ctx context.Context, eventTarget runtime.Object, obj client.Object, claim Claim, now time.Time) Outcome {
+	gvk := obj.GetObjectKind().GroupVersionKind()
+	current := &metav1.PartialObjectMetadata{}
+	current.SetGroupVersionKind(gvk)
+	err := e.Reader.Get(ctx, client.ObjectKeyFromObject(obj), current)
+	switch {
+	case apierrors.IsNotFound(err):
+		e.Metrics.deletions.WithLabelValues(ResultGone).Inc()
+		return Outcome{Gone: true}
+	case err != nil:
+		err = fmt.Errorf("read %s before deleting it: %w", describe(obj), err)
+		return Outcome{Err: err, Pending: pendingEntry(obj, Decision{}, err)}
+	case current.GetUID() != obj.GetUID():
+		// The orphan is gone; another object has its name now.
+		e.Metrics.deletions.WithLabelValues(ResultGone).Inc()
+		return Outcome{Gone: true}
+	case claim != nil && !claim(current):
+		log.FromContext(ctx).V(1).Info("not deleted: no longer an orphan of this owner", "object", describeGVK(obj), "uid", string(obj.GetUID()))
+		return Outcome{}
+	case current.GetDeletionTimestamp() != nil:
+		return Outcome{Pending: terminatingEntry(current)}
+	}
+	return e.act(ctx, eventTarget, current, claim, now, Decide(now, stateOf(current, false)), true)
+}
+
+// delete deletes obj, just read, with UID and resourceVersion preconditions.
+// NotFound means it is gone; a Conflict means it changed since it was read: the
+// caller comes back at once, reads and decides again.
+func (e *Engine) delete(ctx context.Context, eventTarget runtime.Object, obj client.Object, d Decision, now time.Time) Outcome {
+	uid, rv := obj.GetUID(), obj.GetResourceVersion()
+	err := e.Client.Delete(ctx, obj, client.Preconditions{UID: &uid, ResourceVersion: &rv}, client.PropagationPolicy(metav1.DeletePropagationBackground))
+	out := Outcome{Decision: d}
+	switch {
+	case err == nil:
+		e.RecordDeletion(d.Deadline)
+		e.Recorder.Eventf(eventTarget, corev1.EventTypeNormal, EventDeleted, "%s deleted", describe(obj))
+		auditLog(ctx, eventTarget, obj, "deleted", d.Deadline)
+		if len(obj.GetFinalizers()) == 0 {
+			out.Gone = true
+			return out
+		}
+		// Held by finalizers: listed until it is really gone, never deleted again.
+		held := obj.DeepCopyObject().(client.Object)
+		held.SetDeletionTimestamp(&metav1.Time{Time: now})
+		out.Pending = terminatingEntry(held)
+		return out
+	case apierrors.IsNotFound(err):
+		e.Metrics.deletions.WithLabelValues(ResultGone).Inc()
+		out.Gone = true
+		return out
+	case apierrors.IsConflict(err):
+		out.Requeue = true
+		out.Pending = pendingEntry(obj, d, nil)
+		return out
+	default:
+		e.Metrics.deletions.WithLabelValues(ResultFailed).Inc()
+		out.Err = fmt.Errorf("delete %s: %w", describe(obj), err)
+		e.Recorder.Eventf(eventTarget, corev1.EventTypeWarning, EventDeleteFailed, "%s: %v", describe(obj), out.Err)
+		out.Pending = pendingEntry(obj, d, out.Err)
+		return out
+	}
+}
+
+// RecordDeletion counts a deletion the engine (or the Tombstone controller, for
+// an external item) made, and its lateness when it ended a countdown.
+func (e *Engine) RecordDeletion(deadline time.Time) {
+	e.Metrics.deletions.WithLabelValues(ResultDeleted).Inc()
+	if !deadline.IsZero() {
+		e.Metrics.lateness.Observe(e.Clock.Now().Sub(deadline).Seconds())
+	}
+}
+
+// RecordFailure counts a failed deletion (of an external item; the engine counts
+// its own).
+func (e *Engine) RecordFailure() {
+	e.Metrics.deletions.WithLabelValues(ResultFailed).Inc()
 }
 
 // Desired takes obj out of limbo if it is in it: the stamp and the label go.
@@ -103,6 +229,7 @@ func (e *Engine) Desired(ctx context.Context, eventTarget runtime.Object, obj cl
 		return false, err
 	}
 	e.Recorder.Eventf(eventTarget, corev1.EventTypeNormal, EventDeletionCancelled, "%s is desired again: deletion cancelled", describe(obj))
+	auditLog(ctx, eventTarget, obj, "cancelled", time.Time{})
 	return true, nil
 }
 
@@ -135,7 +262,25 @@ func (e *Engine) Release(ctx context.Context, eventTarget runtime.Object, obj cl
 	if !d.Deadline.IsZero() {
 		e.Recorder.Eventf(eventTarget, corev1.EventTypeNormal, EventDeletionScheduled,
 			"%s released to limbo for %v: deleted at %s", describe(obj), d.Delay, d.Deadline.UTC().Format(time.RFC3339))
+		auditLog(ctx, eventTarget, obj, "stamped", d.Deadline)
 	}
+	return nil
+}
+
+// CancelCountdown takes obj out of limbo without making it desired by anyone:
+// for a teardown with --cascade=orphan, which promises that nothing is deleted.
+func (e *Engine) CancelCountdown(ctx context.Context, eventTarget runtime.Object, obj client.Object, why string) error {
+	if Decide(e.Clock.Now(), stateOf(obj, true)).Action != ActionCancel {
+		return nil
+	}
+	if err := e.patch(ctx, obj, map[string]any{"metadata": map[string]any{
+		"annotations": map[string]any{limbov1alpha1.AnnotationDeletionTimestamp: nil},
+		"labels":      map[string]any{limbov1alpha1.LabelPendingDeletion: nil},
+	}}); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	e.Recorder.Eventf(eventTarget, corev1.EventTypeNormal, EventDeletionCancelled, "%s: deletion cancelled (%s)", describe(obj), why)
+	auditLog(ctx, eventTarget, obj, "cancelled", time.Time{})
 	return nil
 }
 
@@ -161,25 +306,36 @@ func (e *Engine) patch(ctx context.Context, obj client.Object, patch map[string]
 	return nil
 }
 
-// delete deletes obj with a UID precondition. NotFound, and a Conflict on the
-// UID (the object was re-created), mean the orphan is gone: success.
-func (e *Engine) delete(ctx context.Context, obj client.Object, d Decision, now time.Time) (bool, error) {
-	uid := obj.GetUID()
-	err := e.Client.Delete(ctx, obj, client.Preconditions{UID: &uid}, client.PropagationPolicy(metav1.DeletePropagationBackground))
-	switch {
-	case err == nil:
-		e.Metrics.deletions.WithLabelValues(ResultDeleted).Inc()
-		if !d.Deadline.IsZero() {
-			e.Metrics.lateness.Observe(e.Clock.Now().Sub(d.Deadline).Seconds())
-		}
-		return true, nil
-	case apierrors.IsNotFound(err), apierrors.IsConflict(err):
-		e.Metrics.deletions.WithLabelValues(ResultGone).Inc()
-		return true, nil
-	default:
-		e.Metrics.deletions.WithLabelValues(ResultFailed).Inc()
-		return false, fmt.Errorf("delete %s: %w", describe(obj), err)
+// auditLog writes the audit trail of the engine's writes (events expire; logs
+// stay): msg is stamped, cancelled or deleted; the keys are stable. The caller's
+// logger may carry the Bundle resource the object belonged to ("resource").
+func auditLog(ctx context.Context, eventTarget runtime.Object, obj client.Object, msg string, deadline time.Time) {
+	bundle := obj.GetNamespace() + "/" + obj.GetLabels()[limbov1alpha1.LabelBundle]
+	if b, ok := eventTarget.(*limbov1alpha1.Bundle); ok {
+		bundle = b.Namespace + "/" + b.Name
 	}
+	kv := []any{"bundle", bundle, "object", describeGVK(obj), "uid", string(obj.GetUID())}
+	if !deadline.IsZero() {
+		kv = append(kv, "deadline", deadline.UTC().Format(time.RFC3339))
+	}
+	log.FromContext(ctx).Info(msg, kv...)
+}
+
+// describeGVK names obj for logs: "v1/ConfigMap ns/name".
+func describeGVK(obj client.Object) string {
+	gvk := obj.GetObjectKind().GroupVersionKind()
+	return fmt.Sprintf("%s/%s %s/%s", gvk.GroupVersion().String(), gvk.Kind, obj.GetNamespace(), obj.GetName())
+}
+
+// terminatingEntry is the pendingDeletions entry of an object being deleted:
+// it stays listed, saying what holds it, until it is gone.
+func terminatingEntry(obj client.Object) *limbov1alpha1.PendingDeletion {
+	p := pendingEntry(obj, Decide(obj.GetDeletionTimestamp().Time, stateOf(obj, false)), nil)
+	p.Message = "being deleted"
+	if f := obj.GetFinalizers(); len(f) > 0 {
+		p.Message = "being deleted; held by finalizers: " + strings.Join(f, ", ")
+	}
+	return p
 }
 
 func stateOf(obj client.Object, desired bool) State {
@@ -246,5 +402,5 @@ func (e *Engine) OrphanObject(ctx context.Context, eventTarget runtime.Object, o
 		}})
 		return Outcome{Err: err, Requeue: true, Pending: pendingEntry(obj, Decision{}, err)}
 	}
-	return e.Orphan(ctx, eventTarget, obj)
+	return e.Orphan(ctx, eventTarget, obj, nil)
 }

@@ -78,6 +78,9 @@ func newHarness(t *testing.T, objs ...client.Object) *harness {
 				if o.Preconditions != nil && o.Preconditions.UID != nil {
 					call += " uid=" + string(*o.Preconditions.UID)
 				}
+				if o.Preconditions != nil && o.Preconditions.ResourceVersion != nil {
+					call += " rv=" + *o.Preconditions.ResourceVersion
+				}
 				if o.PropagationPolicy != nil {
 					call += " propagation=" + string(*o.PropagationPolicy)
 				}
@@ -94,6 +97,7 @@ func newHarness(t *testing.T, objs ...client.Object) *harness {
 		}).Build()
 	h.engine = &softdelete.Engine{
 		Client:   h.client,
+		Reader:   h.client,
 		Recorder: h.recorder,
 		Clock:    testingclock.NewFakePassiveClock(now),
 		Metrics:  softdelete.NewMetrics(h.registry),
@@ -203,7 +207,7 @@ func TestEngineOrphan(t *testing.T) {
 		return `PATCH ConfigMap team-a/db application/merge-patch+json {"metadata":{"annotations":{"limbo.dev/deletionTimestamp":"` + stamp +
 			`"},"labels":{"limbo.dev/pending-deletion":"true"},"resourceVersion":"999"}}`
 	}
-	const deleteCall = "DELETE ConfigMap team-a/db uid=uid-db propagation=Background"
+	const deleteCall = "DELETE ConfigMap team-a/db uid=uid-db rv=999 propagation=Background"
 	entry := func(stamp, deadline *metav1.Time, message string) *limbov1alpha1.PendingDeletion {
 		return &limbov1alpha1.PendingDeletion{APIVersion: "v1", Kind: "ConfigMap", Namespace: ns, Name: "db",
 			DeletionTimestamp: stamp, DeleteAfter: deadline, Message: message}
@@ -231,22 +235,19 @@ func TestEngineOrphan(t *testing.T) {
 			wantResult: softdelete.ResultDeleted,
 		},
 		{
-			name:       "no delay, already gone: NotFound is success",
+			name:       "no delay, already gone: NotFound is success, but no Deleted event",
 			deleteErr:  apierrors.NewNotFound(schema.GroupResource{Resource: "configmaps"}, "db"),
 			wantCalls:  []string{deleteCall},
-			wantEvents: []string{"Normal Deleted ConfigMap team-a/db deleted"},
 			want:       softdelete.Outcome{Gone: true},
 			wantResult: softdelete.ResultGone,
 			wantLive:   func(*unstructured.Unstructured) error { return nil },
 		},
 		{
-			name:       "no delay, re-created under another UID: the precondition fails, the orphan is gone",
-			deleteErr:  apierrors.NewConflict(schema.GroupResource{Resource: "configmaps"}, "db", fmt.Errorf("Precondition failed: UID in precondition: uid-db, UID in object meta: uid-new")),
-			wantCalls:  []string{deleteCall},
-			wantEvents: []string{"Normal Deleted ConfigMap team-a/db deleted"},
-			want:       softdelete.Outcome{Gone: true},
-			wantResult: softdelete.ResultGone,
-			wantLive:   func(*unstructured.Unstructured) error { return nil },
+			name:      "no delay, changed since the fresh read: the precondition fails; read and decide again at once",
+			deleteErr: apierrors.NewConflict(schema.GroupResource{Resource: "configmaps"}, "db", fmt.Errorf("Precondition failed: ResourceVersion in precondition: 999, ResourceVersion in object meta: 1000")),
+			wantCalls: []string{deleteCall},
+			want:      softdelete.Outcome{Requeue: true, Pending: entry(nil, nil, "deleting")},
+			wantLive:  func(*unstructured.Unstructured) error { return nil },
 		},
 		{
 			name:       "no delay, the delete fails: listed with the error, retried",
@@ -349,7 +350,7 @@ func TestEngineOrphan(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, cm("db", tc.annotations, tc.labels))
 			h.deleteErr = tc.deleteErr
-			out := h.engine.Orphan(context.Background(), bundle(), h.live(t, "db"))
+			out := h.engine.Orphan(context.Background(), bundle(), h.live(t, "db"), nil)
 
 			if !reflect.DeepEqual(h.calls, tc.wantCalls) {
 				t.Errorf("API calls:\n%s\nwant:\n%s", strings.Join(h.calls, "\n"), strings.Join(tc.wantCalls, "\n"))
@@ -411,17 +412,15 @@ func pendingEqual(a, b *limbov1alpha1.PendingDeletion) bool {
 }
 
 // A stamp is written only on the object that was decided about: a concurrent
-// change (a stale resourceVersion) makes it a Conflict, and nothing is written.
+// change (a stale resourceVersion) makes it a Conflict, nothing is written, and
+// the caller comes back at once to read and decide again.
 func TestEngineOrphanStaleObjectConflicts(t *testing.T) {
 	h := newHarness(t, cm("db", map[string]string{delayKey: "1h"}, nil))
 	stale := h.live(t, "db")
 	stale.SetResourceVersion("998")
-	out := h.engine.Orphan(context.Background(), bundle(), stale)
-	if !apierrors.IsConflict(unwrapAll(out.Err)) {
-		t.Fatalf("Err = %v, want a Conflict", out.Err)
-	}
-	if out.Requeue {
-		t.Error("a failed stamp asks for a requeue at a deadline")
+	out := h.engine.Orphan(context.Background(), bundle(), stale, nil)
+	if out.Err != nil || !out.Requeue || out.RequeueAfter != 0 {
+		t.Fatalf("Err/Requeue/RequeueAfter = %v/%v/%v, want nil/true/0", out.Err, out.Requeue, out.RequeueAfter)
 	}
 	if got := h.events(); len(got) != 0 {
 		t.Errorf("events %q after a failed stamp", got)
@@ -429,8 +428,112 @@ func TestEngineOrphanStaleObjectConflicts(t *testing.T) {
 	if _, stamped := h.live(t, "db").GetAnnotations()[stampKey]; stamped {
 		t.Error("db was stamped")
 	}
-	if out.Pending == nil || !strings.Contains(out.Pending.Message, "update ConfigMap team-a/db") {
-		t.Errorf("Pending = %+v, want the error in its message", out.Pending)
+}
+
+// A delete is decided on a fresh read, never on the caller's (cached, listed)
+// copy: each case gives the engine a stale copy that is due, while the API
+// server holds what changed meanwhile.
+func TestEngineOrphanDecidesDeleteOnFreshRead(t *testing.T) {
+	due := map[string]string{delayKey: "1m", stampKey: "2025-03-14T12:00:00Z"}
+	pending := map[string]string{pendingKey: "true"}
+	bundleUID := types.UID("uid-shop")
+	tests := []struct {
+		name       string
+		fresh      func(*unstructured.Unstructured) // what the API server holds
+		claim      softdelete.Claim
+		released   bool // the caller's copy has no controller: released by a teardown
+		wantCalls  []string
+		wantGone   bool
+		wantPend   string // Pending.Message; "-" for no entry
+		wantResult string
+	}{
+		{
+			name:      "unchanged: deleted with UID and resourceVersion preconditions",
+			fresh:     func(*unstructured.Unstructured) {},
+			wantCalls: []string{"DELETE ConfigMap team-a/db uid=uid-db rv=999 propagation=Background"}, wantGone: true, wantPend: "-",
+			wantResult: softdelete.ResultDeleted,
+		},
+		{
+			name: "the delay was raised just before the deadline: waits",
+			fresh: func(u *unstructured.Unstructured) {
+				u.SetAnnotations(map[string]string{delayKey: "48h", stampKey: "2025-03-14T12:00:00Z"})
+			},
+			wantPend: "",
+		},
+		{
+			name: "kubectl limbo cancel landed just before the deadline: no longer the Bundle's",
+			fresh: func(u *unstructured.Unstructured) {
+				u.SetOwnerReferences(nil)
+				u.SetAnnotations(map[string]string{delayKey: "1m"})
+				u.SetLabels(nil)
+			},
+			claim:    softdelete.ControlledBy(bundleUID),
+			wantPend: "-",
+		},
+		{
+			name: "adopted by a new Bundle a moment ago: not the reaper's any more",
+			fresh: func(u *unstructured.Unstructured) {
+				u.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "limbo.dev/v1alpha1", Kind: "Bundle", Name: "shop", UID: "uid-new", Controller: ptr.To(true)}})
+			},
+			claim:    softdelete.Released,
+			released: true,
+			wantPend: "-",
+		},
+		{
+			name: "re-created under another UID: the orphan is gone",
+			fresh: func(u *unstructured.Unstructured) {
+				u.SetUID("uid-new")
+			},
+			wantGone: true, wantPend: "-", wantResult: softdelete.ResultGone,
+		},
+		{
+			name: "terminating, held by a finalizer: listed, not deleted again",
+			fresh: func(u *unstructured.Unstructured) {
+				u.SetFinalizers([]string{"kubernetes.io/pvc-protection"})
+				u.SetDeletionTimestamp(mt(now))
+			},
+			wantPend: "being deleted; held by finalizers: kubernetes.io/pvc-protection",
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			stored := cm("db", due, pending)
+			stored.SetLabels(map[string]string{pendingKey: "true", bundleKey: "shop"})
+			stored.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "limbo.dev/v1alpha1", Kind: "Bundle", Name: "shop", UID: bundleUID, Controller: ptr.To(true)}})
+			if tc.claim == nil {
+				tc.claim = softdelete.ControlledBy(bundleUID)
+			}
+			if tc.released {
+				stored.SetOwnerReferences(nil)
+			}
+			cached := stored.DeepCopy()
+			tc.fresh(stored)
+			h := newHarness(t, stored)
+			cached.SetResourceVersion(h.live(t, "db").GetResourceVersion())
+			cached.SetGroupVersionKind(configMapGVK)
+			out := h.engine.Orphan(context.Background(), bundle(), cached, tc.claim)
+			if !reflect.DeepEqual(h.calls, tc.wantCalls) {
+				t.Errorf("API calls:\n%s\nwant:\n%s", strings.Join(h.calls, "\n"), strings.Join(tc.wantCalls, "\n"))
+			}
+			if out.Err != nil || out.Gone != tc.wantGone {
+				t.Errorf("Err/Gone = %v/%v, want nil/%v", out.Err, out.Gone, tc.wantGone)
+			}
+			switch {
+			case tc.wantPend == "-" && out.Pending != nil:
+				t.Errorf("Pending = %+v, want none", out.Pending)
+			case tc.wantPend != "-" && (out.Pending == nil || out.Pending.Message != tc.wantPend):
+				t.Errorf("Pending = %+v, want message %q", out.Pending, tc.wantPend)
+			}
+			for _, result := range []string{softdelete.ResultDeleted, softdelete.ResultGone, softdelete.ResultFailed} {
+				want := 0.0
+				if result == tc.wantResult {
+					want = 1
+				}
+				if got := h.metric(t, "limbo_deletions_total", result); got != want {
+					t.Errorf("limbo_deletions_total{result=%q} = %v, want %v", result, got, want)
+				}
+			}
+		})
 	}
 }
 
@@ -580,7 +683,7 @@ func TestEngineOrphanObject(t *testing.T) {
 	t.Run("no plugin delay: deleted now", func(t *testing.T) {
 		h := newHarness(t, cm("db", nil, nil))
 		out := h.engine.OrphanObject(context.Background(), bundle(), h.live(t, "db"), "shop", "")
-		if want := []string{"DELETE ConfigMap team-a/db uid=uid-db propagation=Background"}; !reflect.DeepEqual(h.calls, want) {
+		if want := []string{"DELETE ConfigMap team-a/db uid=uid-db rv=999 propagation=Background"}; !reflect.DeepEqual(h.calls, want) {
 			t.Errorf("API calls %q, want %q", h.calls, want)
 		}
 		if !out.Gone || h.get(t, "db") != nil {
@@ -613,13 +716,19 @@ func TestEnginePending(t *testing.T) {
 
 func TestEngineTombstones(t *testing.T) {
 	item := limbov1alpha1.ExternalItem{Kind: "StorageOSNamespace", ID: "4f7c", Name: "old-team"}
-	name := softdelete.TombstoneName("storage-ns-gc", item)
+	name := softdelete.TombstoneName("shop", "storage-ns-gc", item)
 
 	t.Run("name is deterministic", func(t *testing.T) {
-		if name != softdelete.TombstoneName("storage-ns-gc", item) || !strings.HasPrefix(name, "storage-ns-gc-") || len(name) != len("storage-ns-gc-")+10 {
+		if name != softdelete.TombstoneName("shop", "storage-ns-gc", item) || !strings.HasPrefix(name, "shop-storage-ns-gc-") || len(name) != len("shop-storage-ns-gc-")+10 {
 			t.Errorf("TombstoneName = %q", name)
 		}
-		if other := softdelete.TombstoneName("storage-ns-gc", limbov1alpha1.ExternalItem{Kind: item.Kind, ID: "other"}); other == name {
+		if other := softdelete.TombstoneName("cart", "storage-ns-gc", item); other == name {
+			t.Errorf("two Bundles share Tombstone name %q", name)
+		}
+		if long := softdelete.TombstoneName(strings.Repeat("b", 253), "storage-ns-gc", item); len(long) > 253 {
+			t.Errorf("TombstoneName is %d characters long, more than a name may have", len(long))
+		}
+		if other := softdelete.TombstoneName("shop", "storage-ns-gc", limbov1alpha1.ExternalItem{Kind: item.Kind, ID: "other"}); other == name {
 			t.Errorf("two items share the Tombstone %q", name)
 		}
 	})

@@ -5,12 +5,14 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -19,10 +21,21 @@ import (
 )
 
 // TombstoneName is the deterministic name of the Tombstone of item, found by
-// resource of a Bundle: the same orphan always maps to the same Tombstone.
-func TombstoneName(resource string, item limbov1alpha1.ExternalItem) string {
-	sum := sha256.Sum256([]byte(item.Kind + "/" + item.ID))
-	return resource + "-" + hex.EncodeToString(sum[:])[:10]
+// resource of Bundle bundle: the same orphan always maps to the same Tombstone,
+// and two Bundles of a namespace never share one. The hash covers all three, so
+// a name shortened to fit stays unique.
+func TombstoneName(bundle, resource string, item limbov1alpha1.ExternalItem) string {
+	sum := sha256.Sum256([]byte(bundle + "/" + resource + "/" + item.Kind + "/" + item.ID))
+	prefix := bundle + "-" + resource
+	if max := validation.DNS1123SubdomainMaxLength - 11; len(prefix) > max {
+		prefix = strings.TrimRight(prefix[:max], "-.")
+	}
+	return prefix + "-" + hex.EncodeToString(sum[:])[:10]
+}
+
+// TombstoneKey identifies the orphan a Tombstone stands for, whatever its name.
+func TombstoneKey(resource string, item limbov1alpha1.ExternalItem) string {
+	return resource + "/" + item.Kind + "/" + item.ID
 }
 
 // OrphanExternal represents an orphaned external item by a Tombstone in the
@@ -33,7 +46,7 @@ func (e *Engine) OrphanExternal(ctx context.Context, b *limbov1alpha1.Bundle, pl
 	now := e.Clock.Now()
 	ts := &limbov1alpha1.Tombstone{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:        TombstoneName(resource, item),
+			Name:        TombstoneName(b.Name, resource, item),
 			Namespace:   b.Namespace,
 			Labels:      map[string]string{limbov1alpha1.LabelBundle: b.Name, limbov1alpha1.LabelPendingDeletion: "true"},
 			Annotations: map[string]string{limbov1alpha1.AnnotationDeletionTimestamp: FormatStamp(now)},

@@ -31,6 +31,10 @@ type appliedCache struct{ m sync.Map }
 type applied struct {
 	hash   string
 	fields string
+	// supersedes is the resourceVersion of the live copy the apply replaced: a
+	// cache that has not caught up with the apply yet still shows that copy,
+	// which must not be mistaken for drift and applied again.
+	supersedes string
 }
 
 func hashOf(obj *unstructured.Unstructured) string {
@@ -83,9 +87,10 @@ func TrimForCache(in any) (any, error) {
 }
 
 // record remembers an apply of the desired object whose hash is hash; obj is the
-// API server's response.
-func (c *appliedCache) record(obj *unstructured.Unstructured, hash string) {
-	c.m.Store(obj.GetUID(), applied{hash: hash, fields: ownedFields(obj)})
+// API server's response; supersedes is the resourceVersion of the live copy the
+// apply was decided on ("" for a create).
+func (c *appliedCache) record(obj *unstructured.Unstructured, hash, supersedes string) {
+	c.m.Store(obj.GetUID(), applied{hash: hash, fields: ownedFields(obj), supersedes: supersedes})
 }
 
 func (c *appliedCache) forget(uid types.UID) { c.m.Delete(uid) }
@@ -98,5 +103,11 @@ func (c *appliedCache) upToDate(live *unstructured.Unstructured, hash string) bo
 		return false
 	}
 	last := v.(applied)
-	return last.hash == hash && last.fields != "" && ownedFields(live) == last.fields
+	if last.hash != hash {
+		return false
+	}
+	if last.supersedes != "" && live.GetResourceVersion() == last.supersedes {
+		return true // a stale copy from before limbo's own apply: nothing new
+	}
+	return last.fields != "" && ownedFields(live) == last.fields
 }

@@ -29,7 +29,7 @@ func TestAppliedCacheUpToDate(t *testing.T) {
 	if c.upToDate(response, hash) {
 		t.Fatal("an object this process never applied is not known to be up to date")
 	}
-	c.record(response, hash)
+	c.record(response, hash, "")
 	cases := []struct {
 		name string
 		live *unstructured.Unstructured
@@ -57,5 +57,24 @@ func TestAppliedCacheUpToDate(t *testing.T) {
 	c.forget("u1")
 	if c.upToDate(response, hash) {
 		t.Error("forgotten: not up to date")
+	}
+
+	// A correction of drift: the copy it was decided on is stale until the cache
+	// catches up, and must not be applied again; a later drift must.
+	drifted := withManagedFields(response, entry("kubectl-edit", metav1.ManagedFieldsOperationUpdate, `{"f:data":{"f:k":{}}}`))
+	drifted.SetResourceVersion("5")
+	corrected := response.DeepCopy()
+	corrected.SetResourceVersion("6")
+	c.record(corrected, hash, "5")
+	if !c.upToDate(drifted, hash) {
+		t.Error("the stale copy limbo's apply superseded is up to date")
+	}
+	if c.upToDate(drifted, "other") {
+		t.Error("a changed template is applied even over the superseded copy")
+	}
+	again := drifted.DeepCopy()
+	again.SetResourceVersion("7")
+	if c.upToDate(again, hash) {
+		t.Error("a drift after the correction is applied")
 	}
 }

@@ -2,6 +2,7 @@ package bundle
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -23,6 +24,7 @@ import (
 	"github.com/limbo-dev/limbo/pkg/bundlespec"
 	"github.com/limbo-dev/limbo/pkg/readiness"
 	"github.com/limbo-dev/limbo/pkg/reference"
+	"github.com/limbo-dev/limbo/pkg/softdelete"
 )
 
 // Reasons of resource states and events.
@@ -54,18 +56,26 @@ type pass struct {
 	plan     *bundlespec.Plan
 	specErrs bundlespec.Errors
 	live     map[string]*unstructured.Unstructured // by resource name, after apply
-	declared map[string]bool                       // objectKey of every object the spec declares or a plugin generated
+	declared map[string]string                     // objectKey of every object the spec declares or a plugin generated -> its resource
 	plugins  []pluginOutcome                       // plugin inventories, processed with the orphans
+	kinds    map[schema.GroupVersionKind]bool      // every kind the Bundle's objects have, generated ones included
 
 	// Outputs.
 	resources []limbov1alpha1.ResourceStatus
 	states    map[string]limbov1alpha1.ResourceState
 	pending   []limbov1alpha1.PendingDeletion
 	requeue   time.Duration // 0: none
+	// errs are transient failures (reads, writes, plugin calls): the pass
+	// returns them to the work queue, whose rate limiter backs off.
+	errs []error
+	// emptyGuard is set when an empty spec would have deleted what the Bundle
+	// manages: nothing is deleted (spec.allowEmpty).
+	emptyGuard bool
 }
 
 func newPass(r *Reconciler, b *limbov1alpha1.Bundle) *pass {
-	return &pass{r: r, bundle: b, live: map[string]*unstructured.Unstructured{}, declared: map[string]bool{}, states: map[string]limbov1alpha1.ResourceState{}}
+	return &pass{r: r, bundle: b, live: map[string]*unstructured.Unstructured{}, declared: map[string]string{},
+		kinds: map[schema.GroupVersionKind]bool{}, states: map[string]limbov1alpha1.ResourceState{}}
 }
 
 // after asks to come back within d (the earliest request wins).
@@ -75,6 +85,13 @@ func (p *pass) after(d time.Duration) {
 	}
 	if p.requeue == 0 || d < p.requeue {
 		p.requeue = d
+	}
+}
+
+// fail records a transient error: the work queue retries the Bundle with backoff.
+func (p *pass) fail(err error) {
+	if err != nil && !errors.Is(err, context.Canceled) {
+		p.errs = append(p.errs, err)
 	}
 }
 
@@ -91,7 +108,16 @@ func (p *pass) run(ctx context.Context) {
 	p.plan, p.specErrs = bundlespec.Parse(p.bundle, p.r.Mapper, p.r.Plugins)
 	if len(p.specErrs) > 0 {
 		p.reportSpecErrors()
+		// Cancelling is always safe: a plugin resource removed by the same edit
+		// that broke the spec stops its deletions all the same.
+		p.cancelTombstonesOfRemovedResources(ctx)
 		return
+	}
+	for _, name := range p.plan.Order {
+		if res := p.plan.Resources[name]; res.Template != nil {
+			p.declared[objectKey(res.GVK.GroupKind(), res.Template.GetName())] = name
+			p.kinds[res.GVK] = true
+		}
 	}
 	for _, name := range p.plan.Order {
 		res := p.plan.Resources[name]
@@ -176,14 +202,13 @@ func (p *pass) syncOne(ctx context.Context, name string, tmpl *unstructured.Unst
 		st.State, st.Reason, st.Message = state, reason, fmt.Sprintf(format, args...)
 		return st, nil
 	}
-	p.declared[objectKey(gvk.GroupKind(), tmpl.GetName())] = true
 	if err := p.r.watcher.ensure(gvk); err != nil {
-		p.after(retryInterval)
+		p.fail(err)
 		return fail(limbov1alpha1.ResourceError, ReasonReadFailed, "watch %s: %v", gvk.Kind, err)
 	}
 	live, err := p.r.getLive(ctx, gvk, tmpl.GetNamespace(), tmpl.GetName())
 	if err != nil {
-		p.after(retryInterval)
+		p.fail(err)
 		return fail(limbov1alpha1.ResourceError, ReasonReadFailed, "%v", err)
 	}
 	adopting := false
@@ -208,7 +233,7 @@ func (p *pass) syncOne(ctx context.Context, name string, tmpl *unstructured.Unst
 		// Desired again: a countdown in progress is cancelled, even while the
 		// resource waits for its dependencies (cancelling is always safe).
 		if _, err := p.r.Engine.Desired(ctx, p.bundle, live); err != nil {
-			p.after(retryInterval)
+			p.fail(err)
 			return fail(limbov1alpha1.ResourceError, ReasonApplyFailed, "%v", err)
 		}
 	}
@@ -228,17 +253,28 @@ func (p *pass) syncOne(ctx context.Context, name string, tmpl *unstructured.Unst
 		case live == nil:
 			event, verb = EventCreated, "created"
 		}
+		supersedes := ""
+		if live != nil {
+			supersedes = live.GetResourceVersion()
+		}
 		if err := p.r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(desired), client.FieldOwner(limbov1alpha1.FieldManager), client.ForceOwnership); err != nil {
-			p.after(retryInterval)
+			if reason := apierrors.ReasonForError(err); reason == metav1.StatusReasonForbidden || reason == metav1.StatusReasonInvalid {
+				// Retrying at once does not help until someone changes something.
+				p.after(conflictRecheckInterval)
+				return fail(limbov1alpha1.ResourceError, string(reason), "apply %s %q: %v", gvk.Kind, tmpl.GetName(), err)
+			}
+			p.fail(err)
 			return fail(limbov1alpha1.ResourceError, ReasonApplyFailed, "apply %s %q: %v", gvk.Kind, tmpl.GetName(), err)
 		}
-		p.r.applied.record(desired, hash)
+		p.r.applied.record(desired, hash, supersedes)
+		log.FromContext(ctx).V(1).Info("applied", "resource", name, "object", fmt.Sprintf("%s %s/%s", gvk.Kind, desired.GetNamespace(), desired.GetName()), "change", verb)
 		p.r.Recorder.Eventf(p.bundle, corev1.EventTypeNormal, event, "resource %q: %s %s %s", name, gvk.Kind, tmpl.GetName(), verb)
 		live = desired
 		st.Object.UID = string(live.GetUID())
 	}
 	rule, err := p.r.readinessRule(ctx, gvk)
 	if err != nil {
+		p.fail(err)
 		return fail(limbov1alpha1.ResourceError, ReasonFailed, "readiness rule of %s: %v", gvk.Kind, err)
 	}
 	ready := readiness.Compute(live, rule)
@@ -336,20 +372,28 @@ func (p *pass) emitResourceEvents() {
 // processOrphans finds the objects this Bundle controls that left its spec and,
 // once every resource is Ready, hands them to the soft-delete engine.
 func (p *pass) processOrphans(ctx context.Context) {
-	orphans, err := p.r.orphans(ctx, p.bundle, p.plan, p.declared)
+	orphans, err := p.r.orphans(ctx, p.bundle, p.kindList(), p.declared)
 	if err != nil {
-		log.FromContext(ctx).Error(err, "listing orphans")
-		p.after(retryInterval)
+		p.fail(fmt.Errorf("list orphans: %w", err))
 		p.pending = p.bundle.Status.PendingDeletions
 		return
 	}
 	ready := p.allReady()
+	if len(orphans) > 0 && len(p.bundle.Spec.Resources) == 0 && !p.bundle.Spec.AllowEmpty {
+		// An empty spec more likely means a broken render than "delete it all".
+		p.emptyGuard, ready = true, false
+	}
 	for _, o := range orphans {
 		if !ready {
-			p.pending = append(p.pending, *p.r.Engine.Pending(o, msgWaitingForReady))
+			msg := msgWaitingForReady
+			if p.emptyGuard {
+				msg = msgEmptyBundle
+			}
+			p.pending = append(p.pending, *p.r.Engine.Pending(o, msg))
 			continue
 		}
-		out := p.r.Engine.Orphan(ctx, p.bundle, o)
+		octx := log.IntoContext(ctx, log.FromContext(ctx).WithValues("resource", lastResourceOf(p.bundle, o)))
+		out := p.r.Engine.Orphan(octx, p.bundle, o, softdelete.ControlledBy(p.bundle.UID))
 		if out.Gone {
 			p.r.applied.forget(o.GetUID())
 		}
@@ -358,8 +402,32 @@ func (p *pass) processOrphans(ctx context.Context) {
 	p.processPlugins(ctx, ready)
 }
 
+// lastResourceOf is the resource of b's last status that held obj, for logs.
+func lastResourceOf(b *limbov1alpha1.Bundle, obj client.Object) string {
+	for _, st := range b.Status.Resources {
+		if st.Object != nil && st.Object.Kind == obj.GetObjectKind().GroupVersionKind().Kind && st.Object.Name == obj.GetName() {
+			return st.Name
+		}
+	}
+	return ""
+}
+
+// kindList is every kind the Bundle uses or used, sorted: its plan's, its
+// plugins' generated objects', and those its previous status remembers (a
+// resource removed from the spec may have been the last of its kind).
+func (p *pass) kindList() []schema.GroupVersionKind {
+	kinds := map[schema.GroupVersionKind]bool{}
+	for k := range p.kinds {
+		kinds[k] = true
+	}
+	for _, k := range kindsOf(p.bundle, p.plan) {
+		kinds[k] = true
+	}
+	return sortedKinds(kinds)
+}
+
 // kindsOf is every kind b uses or used: its plan's, and those its previous status
-// remembers (a resource removed from the spec may have been the last of its kind).
+// remembers.
 func kindsOf(b *limbov1alpha1.Bundle, plan *bundlespec.Plan) []schema.GroupVersionKind {
 	kinds := map[schema.GroupVersionKind]bool{}
 	if plan != nil {
@@ -369,6 +437,9 @@ func kindsOf(b *limbov1alpha1.Bundle, plan *bundlespec.Plan) []schema.GroupVersi
 			}
 		}
 	}
+	for _, k := range b.Status.ManagedKinds {
+		kinds[schema.FromAPIVersionAndKind(k.APIVersion, k.Kind)] = true
+	}
 	for _, st := range b.Status.Resources {
 		if st.Object != nil {
 			kinds[schema.FromAPIVersionAndKind(st.Object.APIVersion, st.Object.Kind)] = true
@@ -377,6 +448,10 @@ func kindsOf(b *limbov1alpha1.Bundle, plan *bundlespec.Plan) []schema.GroupVersi
 	for _, pd := range b.Status.PendingDeletions {
 		kinds[schema.FromAPIVersionAndKind(pd.APIVersion, pd.Kind)] = true
 	}
+	return sortedKinds(kinds)
+}
+
+func sortedKinds(kinds map[schema.GroupVersionKind]bool) []schema.GroupVersionKind {
 	// Tombstones are in pendingDeletions too, but they are the engine's own
 	// records, handled by processPlugins: never orphans to delete.
 	delete(kinds, limbov1alpha1.TombstoneGVK)
@@ -390,6 +465,22 @@ func kindsOf(b *limbov1alpha1.Bundle, plan *bundlespec.Plan) []schema.GroupVersi
 
 // controlled lists the objects b controls, across kinds, sorted by kind and name.
 func (r *Reconciler) controlled(ctx context.Context, b *limbov1alpha1.Bundle, kinds []schema.GroupVersionKind) ([]*unstructured.Unstructured, error) {
+	all, err := r.labelled(ctx, b, kinds)
+	if err != nil {
+		return nil, err
+	}
+	var out []*unstructured.Unstructured
+	for _, o := range all {
+		if owner := metav1.GetControllerOf(o); owner != nil && owner.UID == b.UID {
+			out = append(out, o)
+		}
+	}
+	return out, nil
+}
+
+// labelled lists the objects labelled with b's name, across kinds, sorted by kind
+// and name.
+func (r *Reconciler) labelled(ctx context.Context, b *limbov1alpha1.Bundle, kinds []schema.GroupVersionKind) ([]*unstructured.Unstructured, error) {
 	var out []*unstructured.Unstructured
 	for _, gvk := range kinds {
 		if err := r.watcher.ensure(gvk); err != nil {
@@ -404,9 +495,7 @@ func (r *Reconciler) controlled(ctx context.Context, b *limbov1alpha1.Bundle, ki
 			return nil, fmt.Errorf("list %s: %w", gvk.Kind, err)
 		}
 		for i := range list.Items {
-			if owner := metav1.GetControllerOf(&list.Items[i]); owner != nil && owner.UID == b.UID {
-				out = append(out, &list.Items[i])
-			}
+			out = append(out, &list.Items[i])
 		}
 	}
 	sort.SliceStable(out, func(i, j int) bool {
@@ -421,21 +510,16 @@ func (r *Reconciler) controlled(ctx context.Context, b *limbov1alpha1.Bundle, ki
 // objectKey identifies an object of a Bundle across versions of its kind.
 func objectKey(gk schema.GroupKind, name string) string { return gk.String() + "/" + name }
 
-// orphans lists the objects b controls that its plan no longer declares.
-func (r *Reconciler) orphans(ctx context.Context, b *limbov1alpha1.Bundle, plan *bundlespec.Plan, generated map[string]bool) ([]*unstructured.Unstructured, error) {
-	all, err := r.controlled(ctx, b, kindsOf(b, plan))
+// orphans lists the objects b controls, of kinds, that declared (the objects the
+// plan declares or its plugins generated) does not hold.
+func (r *Reconciler) orphans(ctx context.Context, b *limbov1alpha1.Bundle, kinds []schema.GroupVersionKind, declared map[string]string) ([]*unstructured.Unstructured, error) {
+	all, err := r.controlled(ctx, b, kinds)
 	if err != nil {
 		return nil, err
 	}
-	declared := map[string]bool{}
-	for _, res := range plan.Resources {
-		if res.Template != nil {
-			declared[objectKey(res.GVK.GroupKind(), res.Template.GetName())] = true
-		}
-	}
 	var out []*unstructured.Unstructured
 	for _, o := range all {
-		if key := objectKey(o.GroupVersionKind().GroupKind(), o.GetName()); !declared[key] && !generated[key] {
+		if _, ok := declared[objectKey(o.GroupVersionKind().GroupKind(), o.GetName())]; !ok {
 			out = append(out, o)
 		}
 	}
@@ -458,9 +542,12 @@ func (r *Reconciler) readinessRule(ctx context.Context, gvk schema.GroupVersionK
 	return readiness.RuleFromAnnotations(crd.Annotations)
 }
 
-// msgWaitingForReady is the pendingDeletions message of an orphan held back by the
-// readiness gate.
-const msgWaitingForReady = "waiting for every resource of the Bundle to be Ready"
+// Messages of orphans held back: by the readiness gate, and by the guard against
+// an emptied spec.
+const (
+	msgWaitingForReady = "waiting for every resource of the Bundle to be Ready"
+	msgEmptyBundle     = "not deleted: the Bundle's spec has no resources; set spec.allowEmpty: true to delete what it manages"
+)
 
 // blockedMessage is the message of a resource Blocked on its dependencies.
 func blockedMessage(waiting []string) string {

@@ -23,6 +23,7 @@ import (
 const (
 	ReasonPluginFailed    = "PluginFailed"
 	ReasonUnsafeInventory = "UnsafeInventory"
+	ReasonPlanning        = "Planning"
 )
 
 // pluginOutcome is a plugin resource's inventory, processed with the orphans.
@@ -54,8 +55,16 @@ func (p *pass) syncPlugin(ctx context.Context, res *bundlespec.Resource) limbov1
 		return fail(limbov1alpha1.ResourceError, ReasonReferenceError, "%v", err)
 	}
 	req := plugin.Request{Bundle: p.bundle, Resource: res.Name, Spec: spec, Client: p.r.Client, Reader: p.r.APIReader, Now: p.r.Clock.Now()}
-	result, err := plugin.WithTimeout(ctx, func(ctx context.Context) (*plugin.Result, error) { return plug.Plan(ctx, req) })
+	planned := p.r.planner.plan(ctx, p.bundle, plug, req)
+	result, err := planned.result, planned.err
 	desc := plug.Describe()
+	if result == nil && err == nil && !planned.current {
+		// The first plan is still running; its end triggers the next pass.
+		return fail(limbov1alpha1.ResourceInProgress, ReasonPlanning, "waiting for the plugin's first plan")
+	}
+	if err == nil && result == nil {
+		err = errors.New("the plugin returned no result")
+	}
 	poll := desc.DefaultPollInterval
 	if result != nil && result.PollAfter > 0 {
 		poll = result.PollAfter
@@ -64,13 +73,16 @@ func (p *pass) syncPlugin(ctx context.Context, res *bundlespec.Resource) limbov1
 		p.after(poll)
 	}
 	if err != nil {
-		p.after(retryInterval)
-		return fail(limbov1alpha1.ResourceError, ReasonPluginFailed, "plugin %q: %v", res.Plugin.Name, err)
+		err = fmt.Errorf("plugin %q: %w", res.Plugin.Name, err)
+		p.fail(err)
+		return fail(limbov1alpha1.ResourceError, ReasonPluginFailed, "%v", err)
 	}
 	if _, _, err := result.Inventory.Orphans(); err != nil {
 		return fail(limbov1alpha1.ResourceError, ReasonUnsafeInventory, "plugin %q: %v", res.Plugin.Name, err)
 	}
-	p.plugins = append(p.plugins, pluginOutcome{res: res, inventory: result.Inventory, ok: true})
+	// Only a plan of the current spec that no pass acted on yet decides items;
+	// the last known state of a plugin still planning gives its readiness.
+	p.plugins = append(p.plugins, pluginOutcome{res: res, inventory: result.Inventory, ok: planned.current})
 	st.State, st.Message = limbov1alpha1.ResourceReady, result.Message
 	if !result.Ready {
 		st.State, st.Reason = limbov1alpha1.ResourceInProgress, "PluginNotReady"
@@ -85,6 +97,14 @@ func (p *pass) syncPlugin(ctx context.Context, res *bundlespec.Resource) limbov1
 		if _, set := obj.GetAnnotations()[limbov1alpha1.AnnotationDeletionTimestamp]; set {
 			return fail(limbov1alpha1.ResourceError, bundlespec.ReasonProhibitedAnnotation, "plugin %q generated %s %q with annotation %q, which only the controller sets", res.Plugin.Name, obj.GetKind(), obj.GetName(), limbov1alpha1.AnnotationDeletionTimestamp)
 		}
+		// One object, one declaration: never a tug of war of applies between a
+		// template and a generator, or two generators.
+		key := objectKey(obj.GroupVersionKind().GroupKind(), obj.GetName())
+		if other, dup := p.declared[key]; dup && other != res.Name {
+			return fail(limbov1alpha1.ResourceError, bundlespec.ReasonDuplicateObject, "plugin %q generated %s %q, which resource %q declares already", res.Plugin.Name, obj.GetKind(), obj.GetName(), other)
+		}
+		p.declared[key] = res.Name
+		p.kinds[obj.GroupVersionKind()] = true
 		objSt, live := p.syncOne(ctx, res.Name, obj, false, nil, func() (*unstructured.Unstructured, error) { return p.own(obj.DeepCopy()) })
 		if live != nil && p.live[res.Name] == nil {
 			p.live[res.Name] = live // references to a generator read its first object
@@ -119,14 +139,10 @@ func (p *pass) pluginSpec(res *bundlespec.Resource) ([]byte, error) {
 // hands orphans to the engine when deletions are allowed (ready). Tombstones of
 // items that are no longer orphans, or of resources that are gone, are cancelled.
 func (p *pass) processPlugins(ctx context.Context, ready bool) {
-	var tombstones limbov1alpha1.TombstoneList
-	if err := p.r.Client.List(ctx, &tombstones, client.InNamespace(p.bundle.Namespace), client.MatchingLabels{limbov1alpha1.LabelBundle: p.bundle.Name}); err != nil {
-		p.after(retryInterval)
+	existing, err := p.tombstones(ctx)
+	if err != nil {
+		p.fail(err)
 		return
-	}
-	existing := map[string]*limbov1alpha1.Tombstone{}
-	for i := range tombstones.Items {
-		existing[tombstones.Items[i].Name] = &tombstones.Items[i]
 	}
 	// A Tombstone is cancelled only when its item is desired again or its plugin
 	// resource left the Bundle. An item a plugin did not judge in this run (absent
@@ -140,11 +156,11 @@ func (p *pass) processPlugins(ctx context.Context, ready bool) {
 		desiredObjects, desiredExternal := out.inventory.Desired()
 		for _, o := range desiredObjects {
 			if _, err := p.r.Engine.Desired(ctx, p.bundle, o.Object); err != nil {
-				p.after(retryInterval)
+				p.fail(err)
 			}
 		}
 		for _, item := range desiredExternal {
-			desiredItems[softdelete.TombstoneName(out.res.Name, item.ExternalItem)] = true
+			desiredItems[softdelete.TombstoneKey(out.res.Name, item.ExternalItem)] = true
 		}
 		orphanObjects, orphanItems, _ := out.inventory.Orphans() // checked in syncPlugin
 		for _, o := range orphanObjects {
@@ -159,42 +175,91 @@ func (p *pass) processPlugins(ctx context.Context, ready bool) {
 			continue
 		}
 		for _, item := range orphanItems {
-			if _, ok := existing[softdelete.TombstoneName(out.res.Name, item.ExternalItem)]; ok {
+			if _, ok := existing[softdelete.TombstoneKey(out.res.Name, item.ExternalItem)]; ok {
 				continue
 			}
 			ts, err := p.r.Engine.OrphanExternal(ctx, p.bundle, out.res.Plugin.Name, out.res.Name, out.res.Plugin.DeletionDelay, item.ExternalItem)
 			if err != nil {
 				p.r.Recorder.Eventf(p.bundle, corev1.EventTypeWarning, ReasonPluginFailed, "%v", err)
-				p.after(retryInterval)
+				p.fail(err)
 				continue
 			}
 			p.pending = append(p.pending, p.r.Engine.TombstonePending(ts))
 		}
 	}
-	names := make([]string, 0, len(existing))
-	for name := range existing {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		ts := existing[name]
-		res := p.plan.Resources[ts.Spec.Resource]
+	for _, key := range sortedKeys(existing) {
+		ts := existing[key]
 		why := ""
-		switch {
-		case res == nil || res.Plugin == nil || res.Plugin.Name != ts.Spec.Plugin:
+		if !p.stillDeclares(ts) {
 			why = fmt.Sprintf("resource %q left the Bundle", ts.Spec.Resource)
-		case desiredItems[name]:
+		} else if desiredItems[key] && ts.DeletionTimestamp.IsZero() {
 			why = "the item is desired again"
 		}
-		if why == "" || !ts.DeletionTimestamp.IsZero() {
+		if why == "" {
 			p.pending = append(p.pending, p.r.Engine.TombstonePending(ts))
 			continue
 		}
 		if err := p.r.Engine.CancelTombstone(ctx, p.bundle, ts, why); err != nil {
-			p.after(retryInterval)
+			p.fail(err)
 			p.pending = append(p.pending, p.r.Engine.TombstonePending(ts))
 		}
 	}
+}
+
+// tombstones lists the Bundle's Tombstones by the orphan each stands for.
+func (p *pass) tombstones(ctx context.Context) (map[string]*limbov1alpha1.Tombstone, error) {
+	var list limbov1alpha1.TombstoneList
+	if err := p.r.Client.List(ctx, &list, client.InNamespace(p.bundle.Namespace), client.MatchingLabels{limbov1alpha1.LabelBundle: p.bundle.Name}); err != nil {
+		return nil, fmt.Errorf("list Tombstones: %w", err)
+	}
+	out := map[string]*limbov1alpha1.Tombstone{}
+	for i := range list.Items {
+		ts := &list.Items[i]
+		if softdelete.ControlledBy(p.bundle.UID)(ts) {
+			out[softdelete.TombstoneKey(ts.Spec.Resource, ts.Spec.Item)] = ts
+		}
+	}
+	return out, nil
+}
+
+// stillDeclares reports whether the Bundle's spec still has the plugin resource
+// that made ts. It reads the spec as written, so it answers even for a spec
+// with errors: removing a cleanup job stops its deletions in any case.
+func (p *pass) stillDeclares(ts *limbov1alpha1.Tombstone) bool {
+	for _, res := range p.bundle.Spec.Resources {
+		if res.Name == ts.Spec.Resource && res.Plugin != nil && res.Plugin.Name == ts.Spec.Plugin {
+			return true
+		}
+	}
+	return false
+}
+
+// cancelTombstonesOfRemovedResources cancels the Tombstones of plugin resources
+// that left the spec, for a pass that stops at spec errors.
+func (p *pass) cancelTombstonesOfRemovedResources(ctx context.Context) {
+	existing, err := p.tombstones(ctx)
+	if err != nil {
+		p.fail(err)
+		return
+	}
+	for _, key := range sortedKeys(existing) {
+		ts := existing[key]
+		if p.stillDeclares(ts) {
+			continue
+		}
+		if err := p.r.Engine.CancelTombstone(ctx, p.bundle, ts, fmt.Sprintf("resource %q left the Bundle", ts.Spec.Resource)); err != nil {
+			p.fail(err)
+		}
+	}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }
 
 // collect records an engine outcome in the pass's outputs.
@@ -205,9 +270,7 @@ func (p *pass) collect(pending *limbov1alpha1.PendingDeletion, requeue bool, aft
 	if requeue {
 		p.after(after)
 	}
-	if err != nil && !errors.Is(err, context.Canceled) {
-		p.after(retryInterval)
-	}
+	p.fail(err)
 }
 
 // ResolvePluginSpec returns the spec of b's plugin resource named resource with its

@@ -2,6 +2,7 @@ package bundle
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -12,6 +13,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 	"github.com/limbo-dev/limbo/pkg/plugin"
@@ -46,6 +48,7 @@ type Reconciler struct {
 
 	watcher *watcher
 	applied appliedCache
+	planner *planner
 }
 
 // Reconcile runs one pass over a Bundle, or one step of its teardown.
@@ -54,6 +57,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Client.Get(ctx, req.NamespacedName, &b); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.Metrics.forget(req.String())
+			r.planner.forgetBundle(req.NamespacedName)
 			r.Engine.Metrics.SetPending("bundle/"+req.String(), 0)
 			return ctrl.Result{}, nil
 		}
@@ -66,6 +70,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		orig := b.DeepCopy()
 		controllerutil.AddFinalizer(&b, limbov1alpha1.FinalizerTeardown)
 		if err := r.Client.Patch(ctx, &b, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+			if apierrors.IsConflict(err) {
+				return ctrl.Result{Requeue: true}, nil // a newer Bundle is on its way
+			}
 			return ctrl.Result{}, client.IgnoreNotFound(err)
 		}
 	}
@@ -76,6 +83,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	r.Engine.Metrics.SetPending("bundle/"+req.String(), len(status.PendingDeletions))
 	if err := r.writeStatus(ctx, &b, status); err != nil {
 		return ctrl.Result{}, err
+	}
+	switch {
+	case len(p.errs) > 0:
+		// Transient: the work queue's rate limiter backs off, and
+		// controller_runtime_reconcile_errors_total counts them.
+		return ctrl.Result{}, errors.Join(p.errs...)
+	case len(p.specErrs) > 0:
+		// Retrying does not help; the next spec change triggers a pass.
+		return ctrl.Result{}, reconcile.TerminalError(p.specErrs)
 	}
 	return p.result(), nil
 }

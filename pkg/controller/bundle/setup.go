@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
@@ -64,11 +65,15 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) (*Reconciler, error) {
 		Clock:     clock.RealClock{},
 		Metrics:   DefaultMetrics,
 	}
+	plansDone := make(chan event.GenericEvent, 1024)
+	r.planner = newPlanner(plansDone)
 	c, err := ctrl.NewControllerManagedBy(mgr).
 		Named("bundle").
 		For(&limbov1alpha1.Bundle{}, builder.WithPredicates(bundleChanged)).
 		// A Tombstone's progress (attempts, lastError, gone) shows in pendingDeletions.
 		Owns(&limbov1alpha1.Tombstone{}).
+		// A plugin plan that outlasted its pass triggers the next one.
+		WatchesRawSource(source.Channel(plansDone, &handler.EnqueueRequestForObject{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: opts.Workers}).
 		Build(r)
 	if err != nil {
@@ -98,6 +103,8 @@ func (r *Reconciler) bundlesUsing(plugins []string) handler.MapFunc {
 	return func(ctx context.Context, _ client.Object) []reconcile.Request {
 		var bundles limbov1alpha1.BundleList
 		if err := r.Client.List(ctx, &bundles); err != nil {
+			// A map function cannot return an error; the resync is the safety net.
+			log.FromContext(ctx).Error(err, "list Bundles to trigger for a plugin's watch", "plugins", plugins)
 			return nil
 		}
 		var out []reconcile.Request

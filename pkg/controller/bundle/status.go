@@ -7,6 +7,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 )
@@ -29,7 +30,19 @@ const (
 	ReasonResourceError        = "ResourceError"
 	ReasonInvalidDeletionDelay = "InvalidDeletionDelay"
 	ReasonAsExpected           = "AsExpected"
+	ReasonProgressingWithRetry = "ProgressingWithRetry"
+	ReasonEmptyBundle          = "EmptyBundle"
 )
+
+// transientReasons are the resource errors that clear by themselves: failed
+// reads, applies and plugin calls, retried with backoff; a reference whose value
+// is not there yet. Any other error (an object limbo may not touch, a failed
+// object, a forbidden or invalid write, a duplicate) needs someone's change:
+// the Bundle is Stalled.
+var transientReasons = map[string]bool{
+	ReasonReadFailed: true, ReasonApplyFailed: true, ReasonPluginFailed: true,
+	ReasonReferenceError: true, ReasonUnsafeInventory: true,
+}
 
 // status computes the Bundle's status from the pass's outputs.
 func (p *pass) status() limbov1alpha1.BundleStatus {
@@ -40,14 +53,17 @@ func (p *pass) status() limbov1alpha1.BundleStatus {
 		Resources:          p.resources,
 	}
 	setPending(&st, p.pending)
+	st.ManagedKinds = p.managedKinds()
 	ready := 0
 	var problems, waiting []string
+	stalled := false // a problem that does not clear without someone's change
 	for _, r := range p.resources {
 		switch r.State {
 		case limbov1alpha1.ResourceReady:
 			ready++
 		case limbov1alpha1.ResourceError:
 			problems = append(problems, fmt.Sprintf("resource %q: %s", r.Name, r.Message))
+			stalled = stalled || !transientReasons[r.Reason]
 		default:
 			waiting = append(waiting, fmt.Sprintf("%s (%s)", r.Name, r.State))
 		}
@@ -68,11 +84,22 @@ func (p *pass) status() limbov1alpha1.BundleStatus {
 		set(ConditionReady, metav1.ConditionFalse, ReasonInvalidSpec, msg)
 		set(ConditionStalled, metav1.ConditionTrue, ReasonInvalidSpec, msg)
 		set(ConditionReconciling, metav1.ConditionFalse, ReasonInvalidSpec, "")
-	case len(problems) > 0:
+	case len(problems) > 0 && stalled:
 		msg := strings.Join(problems, "; ")
 		set(ConditionReady, metav1.ConditionFalse, ReasonResourceError, msg)
 		set(ConditionStalled, metav1.ConditionTrue, ReasonResourceError, msg)
 		set(ConditionReconciling, metav1.ConditionFalse, ReasonResourceError, "")
+	case len(problems) > 0:
+		// Failed reads, applies and plugin calls are retried with backoff.
+		msg := strings.Join(problems, "; ")
+		set(ConditionReady, metav1.ConditionFalse, ReasonResourceError, msg)
+		set(ConditionReconciling, metav1.ConditionTrue, ReasonProgressingWithRetry, msg)
+		set(ConditionStalled, metav1.ConditionFalse, ReasonProgressingWithRetry, "")
+	case p.emptyGuard:
+		msg := "the spec has no resources but the Bundle still manages objects: nothing is deleted; set spec.allowEmpty: true to delete them"
+		set(ConditionReady, metav1.ConditionFalse, ReasonEmptyBundle, msg)
+		set(ConditionStalled, metav1.ConditionTrue, ReasonEmptyBundle, msg)
+		set(ConditionReconciling, metav1.ConditionFalse, ReasonEmptyBundle, "")
 	case len(waiting) > 0:
 		msg := "waiting for " + strings.Join(waiting, ", ")
 		set(ConditionReady, metav1.ConditionFalse, ReasonProgressing, msg)
@@ -113,4 +140,25 @@ func setPending(st *limbov1alpha1.BundleStatus, pending []limbov1alpha1.PendingD
 	if len(sorted) > 0 && sorted[0].DeleteAfter != nil {
 		st.NextDeletion = sorted[0].DeleteAfter.DeepCopy()
 	}
+}
+
+// managedKinds is the status's record of the kinds the Bundle's objects have:
+// the plan's and its plugins' (this pass), and those of what is pending. A pass
+// that stopped at a spec error keeps the previous record.
+func (p *pass) managedKinds() []limbov1alpha1.ManagedKind {
+	if len(p.specErrs) > 0 {
+		return p.bundle.Status.ManagedKinds
+	}
+	kinds := map[schema.GroupVersionKind]bool{}
+	for k := range p.kinds {
+		kinds[k] = true
+	}
+	for _, pd := range p.pending {
+		kinds[schema.FromAPIVersionAndKind(pd.APIVersion, pd.Kind)] = true
+	}
+	var out []limbov1alpha1.ManagedKind
+	for _, k := range sortedKinds(kinds) {
+		out = append(out, limbov1alpha1.ManagedKind{APIVersion: k.GroupVersion().String(), Kind: k.Kind})
+	}
+	return out
 }

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -15,6 +16,7 @@ import (
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 	"github.com/limbo-dev/limbo/pkg/bundlespec"
 	"github.com/limbo-dev/limbo/pkg/plugin"
+	"github.com/limbo-dev/limbo/pkg/softdelete"
 )
 
 // teardown removes a deleted Bundle's content before its finalizer goes, modelled
@@ -36,7 +38,15 @@ func (r *Reconciler) teardown(ctx context.Context, b *limbov1alpha1.Bundle) (ctr
 	if err := r.cancelTombstones(ctx, b); err != nil {
 		return ctrl.Result{}, err
 	}
-	if controllerutil.ContainsFinalizer(b, metav1.FinalizerOrphanDependents) || controllerutil.ContainsFinalizer(b, metav1.FinalizerDeleteDependents) {
+	if controllerutil.ContainsFinalizer(b, metav1.FinalizerOrphanDependents) {
+		// Nothing is deleted: countdowns in progress stop too, or the reaper would
+		// find the orphaned objects stamped and delete them later.
+		if err := r.cancelCountdowns(ctx, b, kindsOf(b, nil)); err != nil {
+			return ctrl.Result{}, err
+		}
+		return ctrl.Result{}, r.removeFinalizer(ctx, b)
+	}
+	if controllerutil.ContainsFinalizer(b, metav1.FinalizerDeleteDependents) {
 		return ctrl.Result{}, r.removeFinalizer(ctx, b)
 	}
 	plan, _ := bundlespec.Parse(b, r.Mapper, r.Plugins) // an invalid spec is torn down in one wave
@@ -69,7 +79,7 @@ func (r *Reconciler) teardown(ctx context.Context, b *limbov1alpha1.Bundle) (ctr
 			if _, delayed := o.GetAnnotations()[limbov1alpha1.AnnotationDeletionDelay]; delayed {
 				err = r.Engine.Release(ctx, b, o, b)
 			} else {
-				err = r.Engine.Orphan(ctx, b, o).Err
+				err = r.Engine.Orphan(ctx, b, o, softdelete.ControlledBy(b.UID)).Err
 			}
 			if err != nil {
 				failures = append(failures, err.Error())
@@ -120,6 +130,24 @@ func teardownWaves(plan *bundlespec.Plan, objects []*unstructured.Unstructured) 
 		}
 	}
 	return waves
+}
+
+// cancelCountdowns takes the objects labelled with b's name out of limbo, whether
+// b still controls them or the garbage collector already orphaned them.
+func (r *Reconciler) cancelCountdowns(ctx context.Context, b *limbov1alpha1.Bundle, kinds []schema.GroupVersionKind) error {
+	objects, err := r.labelled(ctx, b, kinds)
+	if err != nil {
+		return err
+	}
+	for _, o := range objects {
+		if owner := metav1.GetControllerOf(o); owner != nil && owner.UID != b.UID {
+			continue // another Bundle's now
+		}
+		if err := r.Engine.CancelCountdown(ctx, b, o, "the Bundle was deleted with --cascade=orphan"); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // cancelTombstones removes b's Tombstones without deleting their items.

@@ -7,11 +7,13 @@ package reaper
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sort"
 	"strings"
 	"sync"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/clock"
@@ -65,7 +67,7 @@ func (r *Reaper) NeedLeaderElection() bool { return true }
 // Observe is called with every managed object event; an object in limbo that no
 // Bundle controls pokes the reaper.
 func (r *Reaper) Observe(obj client.Object) {
-	if obj.GetLabels()[limbov1alpha1.LabelPendingDeletion] != "true" || controlledByBundle(obj) {
+	if !softdelete.Released(obj) {
 		return
 	}
 	if gvk := obj.GetObjectKind().GroupVersionKind(); !gvk.Empty() {
@@ -120,6 +122,7 @@ func (r *Reaper) pass(ctx context.Context, full bool) (time.Duration, error) {
 	}
 	wait := time.Duration(1<<63 - 1)
 	var errs []error
+	bundles := map[client.ObjectKey]bool{} // Bundle -> being torn down, for this pass
 	pending := 0
 	for _, gvk := range kinds {
 		items, err := r.list(ctx, gvk)
@@ -140,7 +143,17 @@ func (r *Reaper) pass(ctx context.Context, full bool) (time.Duration, error) {
 		}
 		for i := range items {
 			obj := &items[i]
-			out := r.Engine.Orphan(ctx, obj, obj)
+			if held, err := r.heldByTeardown(ctx, obj, bundles); err != nil || held {
+				// A teardown of the Bundle that last managed obj is running: it
+				// decides (--cascade=orphan cancels the countdown). Fail closed.
+				if err != nil {
+					errs = append(errs, err)
+				}
+				pending++
+				wait = min(wait, 5*time.Second)
+				continue
+			}
+			out := r.Engine.Orphan(ctx, obj, obj, softdelete.Released)
 			if !out.Gone {
 				pending++
 			}
@@ -173,7 +186,7 @@ func (r *Reaper) list(ctx context.Context, gvk schema.GroupVersionKind) ([]metav
 			return nil, err
 		}
 		for _, item := range list.Items {
-			if !controlledByBundle(&item) {
+			if softdelete.Released(&item) {
 				item.SetGroupVersionKind(gvk)
 				out = append(out, item)
 			}
@@ -210,9 +223,24 @@ func (r *Reaper) kindsToScan(full bool) ([]schema.GroupVersionKind, error) {
 	return sortedKinds(kinds), nil
 }
 
-func controlledByBundle(obj metav1.Object) bool {
-	owner := metav1.GetControllerOf(obj)
-	return owner != nil && owner.Kind == limbov1alpha1.BundleGVK.Kind && strings.HasPrefix(owner.APIVersion, limbov1alpha1.GroupVersion.Group+"/")
+// heldByTeardown reports whether the Bundle named by obj's limbo.dev/bundle label
+// is being deleted; seen memoises the answer for one pass.
+func (r *Reaper) heldByTeardown(ctx context.Context, obj metav1.Object, seen map[client.ObjectKey]bool) (bool, error) {
+	key := client.ObjectKey{Namespace: obj.GetNamespace(), Name: obj.GetLabels()[limbov1alpha1.LabelBundle]}
+	if held, ok := seen[key]; ok {
+		return held, nil
+	}
+	var b limbov1alpha1.Bundle
+	err := r.Reader.Get(ctx, key, &b)
+	switch {
+	case apierrors.IsNotFound(err):
+		seen[key] = false
+	case err != nil:
+		return false, fmt.Errorf("read Bundle %s: %w", key, err)
+	default:
+		seen[key] = !b.DeletionTimestamp.IsZero()
+	}
+	return seen[key], nil
 }
 
 func hasVerbs(verbs metav1.Verbs, want ...string) bool {

@@ -37,15 +37,27 @@ func inLimbo(name, stamp, delay string, controlled bool) *corev1.ConfigMap {
 }
 
 // A pass deletes released objects whose deadline passed, leaves the others, never
-// touches objects a Bundle still controls, and returns the time to the next deadline.
+// touches objects a Bundle still controls, plugin items (stamped, but never
+// labelled with a Bundle) or objects whose Bundle is being torn down (its
+// teardown decides), and returns the time to the next deadline.
 func TestPass(t *testing.T) {
+	pluginItem := inLimbo("plugin-item", "2026-11-22T08:00:00Z", "1h", false)
+	delete(pluginItem.Labels, limbov1alpha1.LabelBundle)
+	tornDown := inLimbo("torn-down", "2026-11-22T08:00:00Z", "1h", false)
+	tornDown.Labels[limbov1alpha1.LabelBundle] = "cart"
 	objects := []client.Object{
 		inLimbo("due", "2026-11-22T09:00:00Z", "1h", false),      // deadline == now
 		inLimbo("waiting", "2026-11-22T09:59:50Z", "30s", false), // deadline in 20s
 		inLimbo("controlled", "2026-11-22T08:00:00Z", "1h", true),
+		pluginItem, tornDown,
+		&limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Name: "cart", Namespace: "ns", Finalizers: []string{limbov1alpha1.FinalizerTeardown},
+			DeletionTimestamp: &metav1.Time{Time: now}}},
 	}
 	scheme := runtime.NewScheme()
 	if err := corev1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	if err := limbov1alpha1.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
 	}
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objects...).Build()
@@ -57,7 +69,7 @@ func TestPass(t *testing.T) {
 			{Name: "bindings", Kind: "Binding", Namespaced: true, Verbs: metav1.Verbs{"create"}},
 		},
 	}}
-	engine := &softdelete.Engine{Client: c, Recorder: record.NewFakeRecorder(10), Clock: clocktesting.NewFakePassiveClock(now), Metrics: softdelete.NewMetrics(prometheus.NewRegistry())}
+	engine := &softdelete.Engine{Client: c, Reader: c, Recorder: record.NewFakeRecorder(10), Clock: clocktesting.NewFakePassiveClock(now), Metrics: softdelete.NewMetrics(prometheus.NewRegistry())}
 	r := New(c, c, disco, engine, time.Hour)
 	r.Clock = engine.Clock
 	var watched []schema.GroupVersionKind
@@ -67,13 +79,13 @@ func TestPass(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if wait != 20*time.Second {
-		t.Errorf("wait = %v, want 20s (the next deadline)", wait)
+	if wait != 5*time.Second {
+		t.Errorf("wait = %v, want 5s (the re-check of the object whose Bundle is being torn down)", wait)
 	}
 	exists := func(name string) bool {
 		return c.Get(context.Background(), client.ObjectKey{Namespace: "ns", Name: name}, &corev1.ConfigMap{}) == nil
 	}
-	for name, want := range map[string]bool{"due": false, "waiting": true, "controlled": true} {
+	for name, want := range map[string]bool{"due": false, "waiting": true, "controlled": true, "plugin-item": true, "torn-down": true} {
 		if exists(name) != want {
 			t.Errorf("%s exists = %v, want %v", name, !want, want)
 		}

@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
@@ -72,57 +73,85 @@ var notStatusOnly = predicate.Funcs{
 	},
 }
 
-// Reconcile runs the state machine for one Tombstone.
+// Reconcile runs the state machine for one Tombstone. Waiting is decided on the
+// cached copy; the external delete is fenced: it is decided again on fresh reads
+// of the Tombstone and its Bundle (any read error: nothing happens), never while
+// the Bundle is being torn down (its teardown cancels the Tombstone), and only
+// after an attempt marker was written guarded by the resourceVersion, so that a
+// cancel that lands first wins.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	var ts limbov1alpha1.Tombstone
-	if err := r.Client.Get(ctx, req.NamespacedName, &ts); err != nil {
+	var cached limbov1alpha1.Tombstone
+	if err := r.Client.Get(ctx, req.NamespacedName, &cached); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if !controllerutil.ContainsFinalizer(&ts, limbov1alpha1.FinalizerHardDelete) {
+	if !controllerutil.ContainsFinalizer(&cached, limbov1alpha1.FinalizerHardDelete) {
 		return ctrl.Result{}, nil // cancelled, or already done
 	}
-	forced := !ts.DeletionTimestamp.IsZero()
-	if forced && r.bundleGone(ctx, &ts) {
-		// Deleted with its Bundle (the garbage collector, --cascade=foreground):
-		// removing a cleanup job stops its deletions; the item stays.
-		return ctrl.Result{}, r.Engine.CancelTombstone(ctx, &ts, &ts, "its Bundle is being deleted")
-	}
-	if _, done := r.done.Load(ts.UID); done {
+	if _, done := r.done.Load(cached.UID); done {
 		// The item is gone; this is a stale copy from before the finalizer went.
 		return ctrl.Result{}, nil
 	}
-	d := softdelete.Decide(r.Clock.Now(), softdelete.State{Annotations: ts.Annotations, PendingLabel: true})
-	status := ts.Status.DeepCopy()
-	if !d.Deadline.IsZero() {
-		status.DeleteAfter = ptrTime(d.Deadline)
-	}
-	switch {
-	case forced || d.Action == softdelete.ActionDelete:
-		// below
-	case d.Action == softdelete.ActionStamp || d.Action == softdelete.ActionRestamp:
-		orig := ts.DeepCopy()
-		if ts.Annotations == nil {
-			ts.Annotations = map[string]string{}
-		}
-		ts.Annotations[limbov1alpha1.AnnotationDeletionTimestamp] = softdelete.FormatStamp(d.Stamp)
-		return ctrl.Result{}, client.IgnoreNotFound(r.Client.Patch(ctx, &ts, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})))
-	case d.Action == softdelete.ActionInvalid:
-		r.Recorder.Eventf(&ts, corev1.EventTypeWarning, softdelete.EventInvalidDeletionDelay, "never deleted: %v", d.Err)
-		return ctrl.Result{}, r.writeStatus(ctx, &ts, status)
-	default: // Wait
-		return ctrl.Result{RequeueAfter: d.RequeueAfter}, r.writeStatus(ctx, &ts, status)
+	if result, wait, err := r.countdown(ctx, &cached); wait || err != nil {
+		return result, err
 	}
 
-	if err := r.deleteItem(ctx, &ts); err != nil {
-		status.Attempts++
+	// Due, or forced: decide again on fresh reads.
+	var ts limbov1alpha1.Tombstone
+	if err := r.Reader.Get(ctx, req.NamespacedName, &ts); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !controllerutil.ContainsFinalizer(&ts, limbov1alpha1.FinalizerHardDelete) {
+		return ctrl.Result{}, nil
+	}
+	if result, wait, err := r.countdown(ctx, &ts); wait || err != nil {
+		return result, err
+	}
+	forced := !ts.DeletionTimestamp.IsZero()
+	b, why, err := r.owningBundle(ctx, &ts)
+	if err != nil {
+		return ctrl.Result{}, err // fail closed
+	}
+	if why != "" {
+		if forced {
+			// Deleted while its cleanup job is gone or going: removing a cleanup
+			// job stops its deletions; the item stays, the Tombstone goes.
+			return ctrl.Result{}, r.Engine.CancelTombstone(ctx, &ts, &ts, why)
+		}
+		// The Bundle's pass or teardown cancels it; until then nothing happens.
+		return ctrl.Result{RequeueAfter: recheckInterval}, nil
+	}
+
+	// The attempt marker: a cancel (finalizer removed) or any other change that
+	// lands first makes this a Conflict, and nothing is deleted.
+	status := ts.Status.DeepCopy()
+	status.Attempts++
+	orig := ts.DeepCopy()
+	ts.Status = *status
+	if err := r.Client.Status().Patch(ctx, &ts, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+		if apierrors.IsConflict(err) {
+			return ctrl.Result{Requeue: true}, nil // read and decide again
+		}
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+
+	d := softdelete.Decide(r.Clock.Now(), softdelete.State{Annotations: ts.Annotations, PendingLabel: true})
+	if err := r.deleteItem(ctx, &ts, b); err != nil {
 		status.LastError = err.Error()
 		backoff := min(baseBackoff<<min(status.Attempts-1, 20), maxBackoff)
 		r.Recorder.Eventf(&ts, corev1.EventTypeWarning, softdelete.EventDeleteFailed, "delete %s %q (attempt %d, next in %v): %v", ts.Spec.Item.Kind, ts.Spec.Item.ID, status.Attempts, backoff, err)
+		r.Engine.RecordFailure()
 		return ctrl.Result{RequeueAfter: backoff}, r.writeStatus(ctx, &ts, status)
 	}
 	r.done.Store(ts.UID, true)
+	deadline := d.Deadline
+	if forced {
+		deadline = time.Time{} // forced by the user: no countdown ended
+	}
+	r.Engine.RecordDeletion(deadline)
 	r.Recorder.Eventf(&ts, corev1.EventTypeNormal, softdelete.EventDeleted, "%s %q deleted", ts.Spec.Item.Kind, ts.Spec.Item.ID)
-	orig := ts.DeepCopy()
+	log.FromContext(ctx).Info("deleted", "bundle", ts.Namespace+"/"+b.Name, "resource", ts.Spec.Resource,
+		"object", fmt.Sprintf("%s %s", ts.Spec.Item.Kind, ts.Spec.Item.ID), "uid", string(ts.UID), "deadline", d.Deadline.UTC().Format(time.RFC3339))
+	orig = ts.DeepCopy()
 	controllerutil.RemoveFinalizer(&ts, limbov1alpha1.FinalizerHardDelete)
 	if err := r.Client.Patch(ctx, &ts, client.MergeFrom(orig)); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -134,9 +163,74 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return ctrl.Result{}, nil
 }
 
+// recheckInterval paces a Tombstone that waits for its Bundle's pass or teardown.
+const recheckInterval = 5 * time.Second
+
+// countdown handles a Tombstone that is not due: it stamps one that has no
+// (valid) stamp, reports an invalid delay, or waits. wait is false when the
+// Tombstone is due or forced.
+func (r *Reconciler) countdown(ctx context.Context, ts *limbov1alpha1.Tombstone) (ctrl.Result, bool, error) {
+	if !ts.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, false, nil
+	}
+	d := softdelete.Decide(r.Clock.Now(), softdelete.State{Annotations: ts.Annotations, PendingLabel: true})
+	status := ts.Status.DeepCopy()
+	if !d.Deadline.IsZero() {
+		status.DeleteAfter = ptrTime(d.Deadline)
+	}
+	switch d.Action {
+	case softdelete.ActionDelete:
+		return ctrl.Result{}, false, nil
+	case softdelete.ActionStamp, softdelete.ActionRestamp:
+		if d.Action == softdelete.ActionRestamp {
+			r.Recorder.Eventf(ts, corev1.EventTypeWarning, softdelete.EventInvalidStamp, "%v", d.Err)
+		}
+		orig := ts.DeepCopy()
+		if ts.Annotations == nil {
+			ts.Annotations = map[string]string{}
+		}
+		ts.Annotations[limbov1alpha1.AnnotationDeletionTimestamp] = softdelete.FormatStamp(d.Stamp)
+		err := r.Client.Patch(ctx, ts, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
+		if apierrors.IsConflict(err) {
+			return ctrl.Result{Requeue: true}, true, nil
+		}
+		return ctrl.Result{}, true, client.IgnoreNotFound(err)
+	case softdelete.ActionInvalid:
+		r.Recorder.Eventf(ts, corev1.EventTypeWarning, softdelete.EventInvalidDeletionDelay, "never deleted: %v", d.Err)
+		return ctrl.Result{}, true, r.writeStatus(ctx, ts, status)
+	default: // Wait
+		return ctrl.Result{RequeueAfter: d.RequeueAfter}, true, r.writeStatus(ctx, ts, status)
+	}
+}
+
+// owningBundle reads ts's Bundle from the API server. why says why the Bundle
+// may not have the item deleted now: it is gone, being torn down, not ts's
+// owner, or no longer declares ts's plugin resource. A read error is returned:
+// the caller does nothing (fail closed).
+func (r *Reconciler) owningBundle(ctx context.Context, ts *limbov1alpha1.Tombstone) (*limbov1alpha1.Bundle, string, error) {
+	var b limbov1alpha1.Bundle
+	err := r.Reader.Get(ctx, client.ObjectKey{Namespace: ts.Namespace, Name: ts.Labels[limbov1alpha1.LabelBundle]}, &b)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, "its Bundle is gone", nil
+	case err != nil:
+		return nil, "", fmt.Errorf("read the Tombstone's Bundle: %w", err)
+	case !b.DeletionTimestamp.IsZero():
+		return nil, "its Bundle is being deleted", nil
+	case !ownedBy(ts, &b):
+		return nil, "its Bundle was replaced", nil
+	}
+	for _, res := range b.Spec.Resources {
+		if res.Name == ts.Spec.Resource && res.Plugin != nil && res.Plugin.Name == ts.Spec.Plugin {
+			return &b, "", nil
+		}
+	}
+	return nil, fmt.Sprintf("resource %q left the Bundle", ts.Spec.Resource), nil
+}
+
 // deleteItem asks the Tombstone's plugin to delete its item, with the plugin
-// resource's spec from the owning Bundle.
-func (r *Reconciler) deleteItem(ctx context.Context, ts *limbov1alpha1.Tombstone) error {
+// resource's spec from the owning Bundle b.
+func (r *Reconciler) deleteItem(ctx context.Context, ts *limbov1alpha1.Tombstone, b *limbov1alpha1.Bundle) error {
 	p, ok := r.Plugins.Get(ts.Spec.Plugin)
 	if !ok {
 		return fmt.Errorf("unknown plugin %q", ts.Spec.Plugin)
@@ -145,30 +239,15 @@ func (r *Reconciler) deleteItem(ctx context.Context, ts *limbov1alpha1.Tombstone
 	if !ok {
 		return fmt.Errorf("plugin %q cannot delete external items", ts.Spec.Plugin)
 	}
-	var b limbov1alpha1.Bundle
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: ts.Namespace, Name: ts.Labels[limbov1alpha1.LabelBundle]}, &b); err != nil {
-		return fmt.Errorf("Bundle %q holds the plugin's configuration: %w", ts.Labels[limbov1alpha1.LabelBundle], err)
-	}
-	spec, err := bundle.ResolvePluginSpec(ctx, r.Reader, &b, ts.Spec.Resource)
+	spec, err := bundle.ResolvePluginSpec(ctx, r.Reader, b, ts.Spec.Resource)
 	if err != nil {
 		return fmt.Errorf("plugin spec: %w", err)
 	}
-	req := plugin.Request{Bundle: &b, Resource: ts.Spec.Resource, Spec: spec, Client: r.Client, Reader: r.Reader, Now: r.Clock.Now()}
+	req := plugin.Request{Bundle: b, Resource: ts.Spec.Resource, Spec: spec, Client: r.Client, Reader: r.Reader, Now: r.Clock.Now()}
 	_, err = plugin.WithTimeout(ctx, func(ctx context.Context) (struct{}, error) {
 		return struct{}{}, deleter.DeleteExternal(ctx, req, ts.Spec.Item)
 	})
 	return err
-}
-
-// bundleGone reports whether the Tombstone's Bundle is gone or being deleted (read
-// from the API server: the cache may lag behind a foreground deletion).
-func (r *Reconciler) bundleGone(ctx context.Context, ts *limbov1alpha1.Tombstone) bool {
-	var b limbov1alpha1.Bundle
-	err := r.Reader.Get(ctx, client.ObjectKey{Namespace: ts.Namespace, Name: ts.Labels[limbov1alpha1.LabelBundle]}, &b)
-	if apierrors.IsNotFound(err) {
-		return true
-	}
-	return err == nil && (!b.DeletionTimestamp.IsZero() || !ownedBy(ts, &b))
 }
 
 func ownedBy(ts *limbov1alpha1.Tombstone, b *limbov1alpha1.Bundle) bool {

@@ -33,6 +33,13 @@ type BundleSpec struct {
 	// +listMapKey=name
 	// +optional
 	Resources []Resource `json:"resources,omitempty"`
+
+	// AllowEmpty lets a spec without resources delete what the Bundle manages.
+	// Without it, an empty spec while the Bundle still manages objects deletes
+	// nothing and the Bundle is Stalled (reason EmptyBundle): a render bug that
+	// applies `resources: []` must not wipe an application.
+	// +optional
+	AllowEmpty bool `json:"allowEmpty,omitempty"`
 }
 
 // Resource is one entry of a Bundle: exactly one of an object or a plugin.
@@ -136,6 +143,21 @@ type BundleStatus struct {
 	// NEXT-DELETION column.
 	// +optional
 	NextDeletion *metav1.Time `json:"nextDeletion,omitempty"`
+
+	// ManagedKinds are the kinds of the objects the Bundle manages, generated ones
+	// included, and of those it has in limbo: where to look for orphans after a
+	// resource of the last object of its kind left the spec.
+	// +optional
+	// +listType=atomic
+	ManagedKinds []ManagedKind `json:"managedKinds,omitempty"`
+}
+
+// ManagedKind is one kind of object a Bundle manages.
+type ManagedKind struct {
+	// APIVersion is the kind's group and version, for example apps/v1.
+	APIVersion string `json:"apiVersion"`
+	// Kind is the kind's name, for example Deployment.
+	Kind string `json:"kind"`
 }
 
 // ResourceState is the state of one resource of a Bundle.

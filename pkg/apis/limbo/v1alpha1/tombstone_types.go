@@ -53,7 +53,8 @@ type TombstoneStatus struct {
 	// DeleteAfter is the deadline of the countdown.
 	// +optional
 	DeleteAfter *metav1.Time `json:"deleteAfter,omitempty"`
-	// Attempts counts the failed external deletes.
+	// Attempts counts the external deletes started: each is marked here before
+	// the plugin is called.
 	// +optional
 	Attempts int32 `json:"attempts,omitempty"`
 	// LastError is the error of the last failed external delete.

@@ -1,0 +1,102 @@
+package it
+
+import (
+	"fmt"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/limbo-dev/limbo/it/testenv"
+	"github.com/limbo-dev/limbo/it/testplugin"
+	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+)
+
+// A plugin that fails is retried by the work queue with backoff: the Bundle is
+// Reconciling, not Stalled, and the failure counts in
+// controller_runtime_reconcile_errors_total. A plugin that returns no result is
+// an error like any other, not a crash.
+func TestPluginFailureIsTransient(t *testing.T) {
+	ns := env.Namespace(t)
+	domain := external.Domain(ns)
+	domain.Set("keep", true)
+	domain.FailPlan(testplugin.ErrInjected)
+	before := reconcileErrors(t)
+	b := createBundle(t, ns, "shop", pluginResource("items", ns, "1h"))
+	waitBundle(t, b, func(cur *limbov1alpha1.Bundle) error {
+		if err := resourceIs(cur, "items", limbov1alpha1.ResourceError, "PluginFailed"); err != nil {
+			return err
+		}
+		if err := conditionIs(cur, "Stalled", metav1.ConditionFalse, "ProgressingWithRetry"); err != nil {
+			return err
+		}
+		return conditionIs(cur, "Reconciling", metav1.ConditionTrue, "ProgressingWithRetry")
+	})
+	testenv.Eventually(t, testenv.DefaultTimeout, func() error {
+		if n := reconcileErrors(t); n <= before {
+			return fmt.Errorf("controller_runtime_reconcile_errors_total did not grow (%v)", n)
+		}
+		return nil
+	})
+
+	domain.FailPlan(nil)
+	domain.ReturnNothing(true)
+	const msg = `plugin "test-external": the plugin returned no result`
+	waitBundle(t, b, func(cur *limbov1alpha1.Bundle) error {
+		return resourceMessageIs(cur, "items", limbov1alpha1.ResourceError, "PluginFailed", msg)
+	})
+	domain.ReturnNothing(false)
+	waitReady(t, b)
+}
+
+// Every kind a plugin generated is found when the plugin resource leaves the
+// Bundle, not only the kind of its first object.
+func TestPluginGeneratedKindsAreAllCleanedUp(t *testing.T) {
+	ns := env.Namespace(t)
+	domain := external.Domain(ns)
+	domain.Set("keep", true)
+	domain.Generate(
+		&unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "gen-config"}, "data": map[string]any{"k": "v"}}},
+		&unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Secret", "metadata": map[string]any{"name": "gen-secret"}, "stringData": map[string]any{"k": "v"}}},
+	)
+	keep := objectResource(t, "keep", configMap("keep", map[string]any{"k": "v"}, nil))
+	b := createBundle(t, ns, "shop", keep, pluginResource("items", ns, "1h"))
+	waitReady(t, b)
+	getObjectOrFail := func(gvk schema.GroupVersionKind, name string) {
+		if getObject(t, gvk, ns, name) == nil {
+			t.Fatalf("%s %s was not generated", gvk.Kind, name)
+		}
+	}
+	getObjectOrFail(configMapGVK, "gen-config")
+	getObjectOrFail(secretGVK, "gen-secret")
+
+	updateBundle(t, b, keep)
+	testenv.Eventually(t, testenv.DefaultTimeout, noObject(configMapGVK, ns, "gen-config"))
+	testenv.Eventually(t, testenv.DefaultTimeout, noObject(secretGVK, ns, "gen-secret"))
+}
+
+// reconcileErrors is controller_runtime_reconcile_errors_total of the Bundle
+// controller.
+func reconcileErrors(t testing.TB) float64 {
+	t.Helper()
+	families, err := ctrlmetrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n float64
+	for _, f := range families {
+		if f.GetName() != "controller_runtime_reconcile_errors_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "controller" && l.GetValue() == "bundle" {
+					n += m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return n
+}
