@@ -14,8 +14,9 @@ IT_FLAGS       ?= -p 1 -timeout 30m
 export LIMBO_BIN_DIR := $(BIN)
 
 .PHONY: build
-build: ## Build limbo and kubectl-limbo into bin/.
+build: ## Build limbo and kubectl-limbo (with its kubectl completion script) into bin/.
 	$(GO) build -o $(BIN)/ ./cmd/...
+	install -m 0755 cmd/kubectl-limbo/kubectl_complete-limbo $(BIN)/
 
 .PHONY: cluster-bins
 cluster-bins: ## Build etcd, kube-apiserver, kube-controller-manager and kubectl from pinned modules (idempotent).

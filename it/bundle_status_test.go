@@ -9,8 +9,11 @@ import (
 	"testing"
 	"time"
 
+	kstatus "github.com/fluxcd/cli-utils/pkg/kstatus/status"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/limbo-dev/limbo/it/testenv"
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
@@ -29,13 +32,11 @@ func TestStatusConditions(t *testing.T) {
 	// In progress: Reconciling, not Ready, not Stalled.
 	progressing := `waiting for engine (InProgress), dash (Blocked)`
 	waitBundle(t, b, func(cur *limbov1alpha1.Bundle) error {
-		if err := conditionMessageIs(cur, "Reconciling", metav1.ConditionTrue, "Progressing", progressing); err != nil {
+		if err := kstatusIs(cur, kstatus.InProgressStatus, progressing); err != nil {
 			return err
 		}
+		// The Ready condition's message is the MESSAGE column.
 		if err := conditionMessageIs(cur, "Ready", metav1.ConditionFalse, "Progressing", progressing); err != nil {
-			return err
-		}
-		if err := conditionIs(cur, "Stalled", metav1.ConditionFalse, "Progressing"); err != nil {
 			return err
 		}
 		if cur.Status.ResourcesReady != "0/2" {
@@ -50,13 +51,10 @@ func TestStatusConditions(t *testing.T) {
 	setGadgetPhase(t, ns, "engine", "Running")
 	kubectlWait(t, ns, "status", "Ready")
 	ready := waitBundle(t, b, func(cur *limbov1alpha1.Bundle) error {
-		if err := conditionMessageIs(cur, "Ready", metav1.ConditionTrue, "Ready", "2 resources ready"); err != nil {
+		if err := kstatusIs(cur, kstatus.CurrentStatus, ""); err != nil {
 			return err
 		}
-		if err := conditionIs(cur, "Reconciling", metav1.ConditionFalse, "Ready"); err != nil {
-			return err
-		}
-		return conditionIs(cur, "Stalled", metav1.ConditionFalse, "Ready")
+		return conditionMessageIs(cur, "Ready", metav1.ConditionTrue, "Ready", "2 resources ready")
 	})
 	if ready.Status.ResourcesReady != "2/2" {
 		t.Errorf("resourcesReady = %q, want 2/2", ready.Status.ResourcesReady)
@@ -73,13 +71,10 @@ func TestStatusConditions(t *testing.T) {
 	updateBundle(t, b, engine, dash, objectResource(t, "taken", configMap("taken", map[string]any{"k": "v"}, nil)))
 	stalled := waitBundle(t, b, func(cur *limbov1alpha1.Bundle) error {
 		msg := `resource "taken": ` + notOwnedMessage
-		if err := conditionMessageIs(cur, "Stalled", metav1.ConditionTrue, "ResourceError", msg); err != nil {
+		if err := kstatusIs(cur, kstatus.FailedStatus, msg); err != nil {
 			return err
 		}
-		if err := conditionMessageIs(cur, "Ready", metav1.ConditionFalse, "ResourceError", msg); err != nil {
-			return err
-		}
-		return conditionIs(cur, "Reconciling", metav1.ConditionFalse, "ResourceError")
+		return conditionMessageIs(cur, "Ready", metav1.ConditionFalse, "ResourceError", msg)
 	})
 	if stalled.Status.ResourcesReady != "2/3" {
 		t.Errorf("resourcesReady = %q, want 2/3", stalled.Status.ResourcesReady)
@@ -89,6 +84,13 @@ func TestStatusConditions(t *testing.T) {
 	}
 	kubectlWait(t, ns, "status", "Stalled")
 	getBundles(t, ns, "status", "False", "2/3")
+	out, err := kubectl(t, "get", "bundle", "status", "-n", ns, "-o", "wide")
+	if err != nil {
+		t.Fatalf("kubectl get bundle -o wide: %v\n%s", err, out)
+	}
+	if header := strings.Fields(strings.SplitN(out, "\n", 2)[0]); header[len(header)-1] != "MESSAGE" || !strings.Contains(out, `resource "taken"`) {
+		t.Errorf("kubectl get bundle -o wide has no MESSAGE column with the Ready condition's message:\n%s", out)
+	}
 
 	// Each condition is there exactly once, with a reason (kstatus reads them).
 	seen := map[string]bool{}
@@ -104,6 +106,26 @@ func TestStatusConditions(t *testing.T) {
 	if meta.FindStatusCondition(stalled.Status.Conditions, "Ready") == nil {
 		t.Error("no Ready condition")
 	}
+}
+
+// kstatusIs computes b's status as kstatus (and so Flux, Argo CD and
+// `kubectl wait`-style tooling) reads it and compares it with want; a non-empty
+// message must match too.
+func kstatusIs(b *limbov1alpha1.Bundle, want kstatus.Status, message string) error {
+	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(b)
+	if err != nil {
+		return err
+	}
+	u := &unstructured.Unstructured{Object: content}
+	u.SetGroupVersionKind(limbov1alpha1.BundleGVK)
+	res, err := kstatus.Compute(u)
+	if err != nil {
+		return fmt.Errorf("kstatus: %w", err)
+	}
+	if res.Status != want || (message != "" && res.Message != message) {
+		return fmt.Errorf("kstatus: %s %q, want %s %q", res.Status, res.Message, want, message)
+	}
+	return nil
 }
 
 // kubectlWait runs `kubectl wait --for=condition=<cond> bundle/<name>`.

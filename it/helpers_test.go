@@ -46,7 +46,13 @@ func widget(name string) map[string]any {
 
 func createBundle(t testing.TB, ns, name string, resources ...limbov1alpha1.Resource) *limbov1alpha1.Bundle {
 	t.Helper()
-	b := &limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Spec: limbov1alpha1.BundleSpec{Resources: resources}}
+	return createLabelledBundle(t, ns, name, nil, resources...)
+}
+
+// createLabelledBundle creates a Bundle with labels (a shard's, for example).
+func createLabelledBundle(t testing.TB, ns, name string, labels map[string]string, resources ...limbov1alpha1.Resource) *limbov1alpha1.Bundle {
+	t.Helper()
+	b := &limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels}, Spec: limbov1alpha1.BundleSpec{Resources: resources}}
 	if err := env.Client.Create(context.Background(), b); err != nil {
 		t.Fatalf("create Bundle: %v", err)
 	}

@@ -9,7 +9,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -169,7 +171,7 @@ No Bundle manages it now; to bring it back under a Bundle, declare it there with
 			f := strings.Fields(line)
 			if len(f) >= 5 && f[0] == "ConfigMap" && f[1] == "x" {
 				found = true
-				if f[2] != "shop" || f[3] != xDeadline.UTC().Format(time.RFC3339) || (f[4] != "1h0m" && !strings.HasPrefix(f[4], "59m")) {
+				if f[2] != "shop" || f[3] != xDeadline.UTC().Format(time.RFC3339) || (f[4] != "60m" && f[4] != "59m") {
 					t.Errorf("x's row is %q, want bundle shop, deadline %s and about 1h left", line, xDeadline.UTC().Format(time.RFC3339))
 				}
 			}
@@ -196,6 +198,55 @@ No Bundle manages it now; to bring it back under a Bundle, declare it there with
 		for _, want := range []string{ns + " ", ts.Name, xDeadline.UTC().Format(time.RFC3339)} {
 			if !strings.Contains(all, want) {
 				t.Errorf("kubectl limbo pending -A prints:\n%s\nwant %q in it", all, want)
+			}
+		}
+	})
+
+	// The output options of kubectl get: -o wide, --no-headers, -o name.
+	t.Run("output", func(t *testing.T) {
+		wide := k.must(t, "pending", "-n", ns, "-o", "wide")
+		if header := strings.Join(strings.Fields(strings.SplitN(wide, "\n", 2)[0]), " "); header != "KIND NAME BUNDLE DELETE-AFTER TIME-LEFT DELAY IN-LIMBO MESSAGE" {
+			t.Errorf("pending -o wide prints the header %q", header)
+		}
+		if !regexpMatches(`(?m)^ConfigMap +x +shop +\S+ +\S+ +1h +\d+s\b`, wide) {
+			t.Errorf("pending -o wide has no row for x with DELAY 1h and IN-LIMBO in seconds:\n%s", wide)
+		}
+		noHeaders := k.must(t, "pending", "-n", ns, "--no-headers")
+		if lines := strings.Split(strings.TrimSpace(noHeaders), "\n"); len(lines) != 2 || strings.HasPrefix(lines[0], "KIND") {
+			t.Errorf("pending --no-headers prints:\n%s\nwant the two rows only", noHeaders)
+		}
+		names := strings.Fields(k.must(t, "pending", "-n", ns, "-o", "name"))
+		if want := []string{"tombstone.limbo.dev/" + ts.Name, "configmap/x"}; !sameSet(names, want) {
+			t.Errorf("pending -o name prints %v, want %v", names, want)
+		}
+	})
+
+	// kubectl completes the plugin's arguments through kubectl_complete-limbo.
+	t.Run("completion", func(t *testing.T) {
+		kubectl := filepath.Join(env.RepoRoot, "bin", "kubectl")
+		script, err := os.ReadFile(filepath.Join(env.RepoRoot, "cmd", "kubectl-limbo", "kubectl_complete-limbo"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(filepath.Dir(k.bin), "kubectl_complete-limbo"), script, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for _, tc := range []struct {
+			args []string
+			want string
+		}{
+			{[]string{"graph", "-n", ns, ""}, "shop"},
+			{[]string{"expedite", "-n", ns, "configmap/"}, "configmap/x"},
+			{[]string{"cancel", "-n", ns, "tombstones", ""}, ts.Name},
+			{[]string{"pending", "-n", ns[:len(ns)-1]}, ns},
+		} {
+			stdout, stderr, code := k.exec(t, kubectl, append([]string{"__complete", "limbo"}, tc.args...)...)
+			lines := strings.Split(strings.TrimSpace(stdout), "\n")
+			if code != 0 || len(lines) == 0 || !strings.HasPrefix(lines[len(lines)-1], ":") {
+				t.Fatalf("kubectl __complete limbo %v: exit %d, stdout %q, stderr %q", tc.args, code, stdout, stderr)
+			}
+			if got := strings.Join(lines[:len(lines)-1], " "); !strings.Contains(" "+got+" ", " "+tc.want+" ") {
+				t.Errorf("kubectl __complete limbo %v offers %q, want %q among them", tc.args, got, tc.want)
 			}
 		}
 	})
@@ -256,4 +307,11 @@ func notListed(b *limbov1alpha1.Bundle, kind, name string) error {
 		}
 	}
 	return nil
+}
+
+func regexpMatches(pattern, s string) bool { return regexp.MustCompile(pattern).MatchString(s) }
+
+// sameSet tells whether a and b hold the same strings, in any order.
+func sameSet(a, b []string) bool {
+	return len(a) == len(b) && strings.Join(slices.Sorted(slices.Values(a)), " ") == strings.Join(slices.Sorted(slices.Values(b)), " ")
 }

@@ -1,11 +1,15 @@
 package it
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/limbo-dev/limbo/it/testenv"
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
@@ -22,7 +26,13 @@ func TestTerminatingOrphanIsDeletedOnce(t *testing.T) {
 	keep := objectResource(t, "keep", configMap("keep", map[string]any{"k": "v"}, nil))
 	b := createBundle(t, ns, "shop", keep, objectResource(t, "held", held))
 	waitReady(t, b)
-	t.Cleanup(func() { patchObject(t, configMapGVK, ns, "held", `{"metadata":{"finalizers":null}}`) })
+	t.Cleanup(func() { // never leave the finalizer behind, whatever failed
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(configMapGVK)
+		u.SetNamespace(ns)
+		u.SetName("held")
+		_ = env.Client.Patch(context.Background(), u, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`)))
+	})
 
 	before := gatherEngineMetrics(t).deleted
 	updateBundle(t, b, keep)

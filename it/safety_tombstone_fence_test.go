@@ -90,7 +90,9 @@ func TestTombstoneCancelledByAnEditThatBreaksTheSpec(t *testing.T) {
 
 	broken := objectResource(t, "broken", map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "cluster-scoped"}})
 	updateBundle(t, b, broken)
-	waitBundle(t, b, func(cur *limbov1alpha1.Bundle) error { return conditionIs(cur, "Stalled", metav1.ConditionTrue, "InvalidSpec") })
+	waitBundle(t, b, func(cur *limbov1alpha1.Bundle) error {
+		return conditionIs(cur, "Stalled", metav1.ConditionTrue, "InvalidSpec")
+	})
 	testenv.Eventually(t, testenv.DefaultTimeout, noTombstones(t, ns))
 	waitEventContaining(t, b, corev1.EventTypeNormal, "DeletionCancelled", `TestItem "orphan"`, `resource "items" left the Bundle`)
 	testenv.Consistently(t, 2*time.Second, itemUntouched(domain, "orphan"))
@@ -98,7 +100,8 @@ func TestTombstoneCancelledByAnEditThatBreaksTheSpec(t *testing.T) {
 
 // A Tombstone whose stamp is unparsable is stamped again, with a Warning; the
 // external deletions it makes count in limbo_deletions_total and the lateness
-// histogram like the engine's own.
+// histogram like the engine's own. (The counters are the process's: other
+// tests' deletions may add to them, so the test asserts that they grew.)
 func TestTombstoneRestampAndMetrics(t *testing.T) {
 	ns := env.Namespace(t)
 	domain := external.Domain(ns)
@@ -120,11 +123,11 @@ func TestTombstoneRestampAndMetrics(t *testing.T) {
 		return nil
 	})
 	after := gatherEngineMetrics(t)
-	if after.deleted-before.deleted != 1 {
-		t.Errorf("limbo_deletions_total{result=deleted} grew by %v, want 1", after.deleted-before.deleted)
+	if after.deleted-before.deleted < 1 {
+		t.Errorf("limbo_deletions_total{result=deleted} grew by %v, want at least 1", after.deleted-before.deleted)
 	}
-	if after.latenessCount-before.latenessCount != 1 {
-		t.Errorf("lateness observations grew by %d, want 1", after.latenessCount-before.latenessCount)
+	if after.latenessCount-before.latenessCount < 1 {
+		t.Errorf("lateness observations grew by %d, want at least 1", after.latenessCount-before.latenessCount)
 	}
 	testenv.Eventually(t, testenv.DefaultTimeout, func() error {
 		var list corev1.EventList

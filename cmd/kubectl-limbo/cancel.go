@@ -24,7 +24,7 @@ const cancelExample = `  # Keep the ConfigMap db-config, which its Bundle no lon
 
 func newCancelCommand(o *options) *cobra.Command {
 	return &cobra.Command{
-		Use:   "cancel KIND/NAME",
+		Use:   "cancel (TYPE/NAME | TYPE NAME)",
 		Short: "Keep an object that is in limbo, as an unmanaged object",
 		Long: `Keep an object that is in limbo. Its Bundle would stamp it again while it
 controls the object and no longer declares it, so cancel takes the object out of
@@ -40,10 +40,11 @@ limbo.dev/adopt: "true".
 A Tombstone cannot be cancelled: the plugin that found its external item would
 find it again. Exclude the item in the plugin's spec, or re-create what makes it
 desired (for namespace-gc, the Kubernetes Namespace).`,
-		Example: cancelExample,
-		Args:    cobra.RangeArgs(1, 2),
+		Example:           cancelExample,
+		Args:              cobra.RangeArgs(1, 2),
+		ValidArgsFunction: o.completeInLimbo,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			t, c, err := o.resolve(args)
+			t, c, err := o.resolveWithClient(args)
 			if err != nil {
 				return err
 			}

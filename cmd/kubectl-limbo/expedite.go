@@ -24,7 +24,7 @@ const expediteExample = `  # Delete the ConfigMap db-config now rather than when
 
 func newExpediteCommand(o *options) *cobra.Command {
 	return &cobra.Command{
-		Use:   "expedite KIND/NAME",
+		Use:   "expedite (TYPE/NAME | TYPE NAME)",
 		Short: "Make the deadline of an object in limbo now",
 		Long: `Make the deadline of an object in limbo (or of a Tombstone) now: its
 limbo.dev/deletionTimestamp is set back by its limbo.dev/deletionDelay, so the
@@ -33,10 +33,11 @@ effect without going through the controller.
 
 The object must be in limbo (stamped with limbo.dev/deletionTimestamp) and have a
 valid delay.`,
-		Example: expediteExample,
-		Args:    cobra.RangeArgs(1, 2),
+		Example:           expediteExample,
+		Args:              cobra.RangeArgs(1, 2),
+		ValidArgsFunction: o.completeInLimbo,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			t, c, err := o.resolve(args)
+			t, c, err := o.resolveWithClient(args)
 			if err != nil {
 				return err
 			}
@@ -49,27 +50,6 @@ valid delay.`,
 			return nil
 		},
 	}
-}
-
-// resolve resolves the KIND/NAME arguments and returns the client.
-func (o *options) resolve(args []string) (target, client.Client, error) {
-	mapper, err := o.clients.RESTMapper()
-	if err != nil {
-		return target{}, nil, err
-	}
-	namespace, err := o.clients.Namespace()
-	if err != nil {
-		return target{}, nil, err
-	}
-	t, err := resolveTarget(mapper, args, namespace)
-	if err != nil {
-		return target{}, nil, err
-	}
-	c, err := o.clients.Client()
-	if err != nil {
-		return target{}, nil, err
-	}
-	return t, c, nil
 }
 
 // expediteResult is what expedite wrote.

@@ -94,7 +94,7 @@ func TestExpediteRefuses(t *testing.T) {
 		"configmap/nodelay": "error: cannot expedite configmap/nodelay: it has no limbo.dev/deletionDelay annotation, so it is deleted without delay as soon as the controller sees it\n",
 		"configmap/missing": "error: configmaps \"missing\" not found\n",
 		"gizmo/x":           "error: the server doesn't have a resource type \"gizmo\"\n",
-		"configmap":         "error: expected KIND/NAME (for example configmap/db-config), got \"configmap\"\n",
+		"configmap":         "error: resource(s) were provided, but no name was specified\n",
 	} {
 		code, out, errOut := f.run("expedite", "-n", "team-a", name)
 		if code != 1 || out != "" || errOut != want {

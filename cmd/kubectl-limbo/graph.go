@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 	"github.com/limbo-dev/limbo/pkg/graph"
@@ -31,21 +30,14 @@ edge goes from a resource to one it depends on.
 
 A Bundle whose resources cannot be ordered (a dependency cycle, a reference to a
 missing resource) is an error.`,
-		Example: graphExample,
-		Args:    cobra.ExactArgs(1),
+		Example:           graphExample,
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: o.completeBundles,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if output != "text" && output != "dot" {
 				return fmt.Errorf("unsupported output format %q: use text or dot", output)
 			}
-			namespace, err := o.clients.Namespace()
-			if err != nil {
-				return err
-			}
-			c, err := o.clients.Client()
-			if err != nil {
-				return err
-			}
-			bundle, err := getBundle(cmd.Context(), c, namespace, args[0])
+			bundle, err := o.getBundle(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}
@@ -56,19 +48,22 @@ missing resource) is an error.`,
 	return cmd
 }
 
-// getBundle reads a Bundle, named NAME or bundle/NAME.
-func getBundle(ctx context.Context, c client.Reader, namespace, arg string) (*limbov1alpha1.Bundle, error) {
-	name := arg
-	if kind, n, ok := strings.Cut(arg, "/"); ok {
-		switch strings.ToLower(kind) {
-		case "bundle", "bundles", "bdl", "bundle.limbo.dev", "bundles.limbo.dev":
-			name = n
-		default:
-			return nil, fmt.Errorf("expected a Bundle name, got %q", arg)
-		}
+// getBundle reads a Bundle named NAME, or TYPE/NAME with any TYPE kubectl
+// resolves to Bundles (bundle, bundles, bdl, bundles.limbo.dev, ...).
+func (o *options) getBundle(ctx context.Context, arg string) (*limbov1alpha1.Bundle, error) {
+	args := []string{arg}
+	if !strings.Contains(arg, "/") {
+		args = []string{limbov1alpha1.BundleGVK.GroupKind().String(), arg}
+	}
+	t, c, err := o.resolveWithClient(args)
+	if err != nil {
+		return nil, err
+	}
+	if t.mapping.GroupVersionKind.GroupKind() != limbov1alpha1.BundleGVK.GroupKind() {
+		return nil, fmt.Errorf("expected a Bundle, got %s", t)
 	}
 	var bundle limbov1alpha1.Bundle
-	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &bundle); err != nil {
+	if err := c.Get(ctx, t.key(), &bundle); err != nil {
 		return nil, err
 	}
 	return &bundle, nil

@@ -3,19 +3,23 @@ package main
 import (
 	"bytes"
 	"context"
+	"strings"
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
-	"k8s.io/client-go/metadata"
-	metadatafake "k8s.io/client-go/metadata/fake"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	fakediscovery "k8s.io/client-go/discovery/fake"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -27,104 +31,101 @@ import (
 // real clock is not.
 var testNow = time.Date(2026, 3, 1, 12, 0, 0, 700_000_000, time.UTC)
 
-// testMapper knows the kinds the tests use.
-func testMapper() meta.RESTMapper {
-	m := meta.NewDefaultRESTMapper(nil)
-	m.Add(corev1.SchemeGroupVersion.WithKind("ConfigMap"), meta.RESTScopeNamespace)
-	m.Add(corev1.SchemeGroupVersion.WithKind("Secret"), meta.RESTScopeNamespace)
-	m.Add(corev1.SchemeGroupVersion.WithKind("Namespace"), meta.RESTScopeRoot)
-	m.Add(appsv1.SchemeGroupVersion.WithKind("Deployment"), meta.RESTScopeNamespace)
-	m.Add(limbov1alpha1.BundleGVK, meta.RESTScopeNamespace)
-	m.Add(limbov1alpha1.TombstoneGVK, meta.RESTScopeNamespace)
-	return m
-}
-
-// testDiscovery is the discovery of the tests: the kinds of testMapper.
+// testDiscovery is the discovery of the tests: the kinds of defaultResources,
+// cached in memory as kubectl caches discovery. A non-nil err is returned, with
+// what is found, by ServerPreferredNamespacedResources, as by a partial
+// discovery failure.
 type testDiscovery struct {
-	lists []*metav1.APIResourceList
-	err   error
+	discovery.CachedDiscoveryInterface
+	err error
 }
 
-func (d testDiscovery) ServerPreferredNamespacedResourcesWithContext(context.Context) ([]*metav1.APIResourceList, error) {
-	return d.lists, d.err
+func (d testDiscovery) ServerPreferredNamespacedResources() ([]*metav1.APIResourceList, error) {
+	lists, err := d.CachedDiscoveryInterface.ServerPreferredNamespacedResources()
+	if d.err != nil {
+		return lists, d.err
+	}
+	return lists, err
+}
+
+func newTestDiscovery(lists []*metav1.APIResourceList, err error) testDiscovery {
+	fake := &fakediscovery.FakeDiscovery{Fake: &clienttesting.Fake{Resources: lists}}
+	return testDiscovery{CachedDiscoveryInterface: memory.NewMemCacheClient(fake), err: err}
 }
 
 var listVerbs = metav1.Verbs{"get", "list", "watch", "create", "update", "patch", "delete"}
 
-func defaultDiscovery() testDiscovery {
-	return testDiscovery{lists: []*metav1.APIResourceList{
+// defaultResources are the resource types of the test cluster.
+func defaultResources() []*metav1.APIResourceList {
+	return []*metav1.APIResourceList{
 		{GroupVersion: "v1", APIResources: []metav1.APIResource{
-			{Name: "configmaps", Kind: "ConfigMap", Namespaced: true, Verbs: listVerbs},
-			{Name: "secrets", Kind: "Secret", Namespaced: true, Verbs: listVerbs},
-			{Name: "bindings", Kind: "Binding", Namespaced: true, Verbs: metav1.Verbs{"create"}},
+			{Name: "configmaps", SingularName: "configmap", ShortNames: []string{"cm"}, Kind: "ConfigMap", Namespaced: true, Verbs: listVerbs},
+			{Name: "secrets", SingularName: "secret", Kind: "Secret", Namespaced: true, Verbs: listVerbs},
+			{Name: "namespaces", SingularName: "namespace", ShortNames: []string{"ns"}, Kind: "Namespace", Namespaced: false, Verbs: listVerbs},
+			{Name: "bindings", SingularName: "binding", Kind: "Binding", Namespaced: true, Verbs: metav1.Verbs{"create"}},
 		}},
 		{GroupVersion: "apps/v1", APIResources: []metav1.APIResource{
-			{Name: "deployments", Kind: "Deployment", Namespaced: true, Verbs: listVerbs},
+			{Name: "deployments", SingularName: "deployment", ShortNames: []string{"deploy"}, Kind: "Deployment", Namespaced: true, Verbs: listVerbs},
 			{Name: "deployments/status", Kind: "Deployment", Namespaced: true, Verbs: metav1.Verbs{"get", "patch"}},
 		}},
 		{GroupVersion: "limbo.dev/v1alpha1", APIResources: []metav1.APIResource{
-			{Name: "bundles", Kind: "Bundle", Namespaced: true, Verbs: listVerbs},
-			{Name: "tombstones", Kind: "Tombstone", Namespaced: true, Verbs: listVerbs},
+			{Name: "bundles", SingularName: "bundle", ShortNames: []string{"bdl"}, Kind: "Bundle", Namespaced: true, Verbs: listVerbs, Categories: []string{"limbo"}},
+			{Name: "tombstones", SingularName: "tombstone", Kind: "Tombstone", Namespaced: true, Verbs: listVerbs, Categories: []string{"limbo"}},
 		}},
-	}}
+	}
 }
 
-// testClients is a clientFactory of fakes; -n is honoured.
+// testClients is a clientFactory of fakes: discovery, the RESTMapper built
+// from it as kubectl builds its own, a fake client, and -n honoured.
 type testClients struct {
 	flags     *genericclioptions.ConfigFlags
 	client    client.Client
-	metadata  metadata.Interface
-	discovery resourceDiscovery
-	mapper    meta.RESTMapper
+	discovery testDiscovery
 }
 
-func (f *testClients) Namespace() (string, error) {
-	if f.flags != nil && f.flags.Namespace != nil && *f.flags.Namespace != "" {
-		return *f.flags.Namespace, nil
-	}
-	return "default", nil
+func (f *testClients) ToRESTConfig() (*rest.Config, error) {
+	// The resource builder makes a REST client from it; nothing connects.
+	return &rest.Config{Host: "https://limbo.invalid"}, nil
 }
-func (f *testClients) Client() (client.Client, error)        { return f.client, nil }
-func (f *testClients) Metadata() (metadata.Interface, error) { return f.metadata, nil }
-func (f *testClients) Discovery() (resourceDiscovery, error) { return f.discovery, nil }
-func (f *testClients) RESTMapper() (meta.RESTMapper, error)  { return f.mapper, nil }
+func (f *testClients) ToDiscoveryClient() (discovery.CachedDiscoveryInterface, error) {
+	return f.discovery, nil
+}
+func (f *testClients) ToRESTMapper() (meta.RESTMapper, error) { return testMapper(f.discovery), nil }
+func (f *testClients) ToRawKubeConfigLoader() clientcmd.ClientConfig {
+	config := clientcmdapi.Config{
+		Clusters:       map[string]*clientcmdapi.Cluster{"test": {Server: "https://limbo.invalid"}},
+		Contexts:       map[string]*clientcmdapi.Context{"test": {Cluster: "test"}},
+		CurrentContext: "test",
+	}
+	overrides := &clientcmd.ConfigOverrides{}
+	if f.flags != nil && f.flags.Namespace != nil {
+		overrides.Context.Namespace = *f.flags.Namespace
+	}
+	return clientcmd.NewDefaultClientConfig(config, overrides)
+}
+func (f *testClients) Client() (client.Client, error) { return f.client, nil }
+
+// testMapper resolves short names and categories like kubectl's RESTMapper.
+func testMapper(d discovery.CachedDiscoveryInterface) meta.RESTMapper {
+	return restmapper.NewShortcutExpander(restmapper.NewDeferredDiscoveryRESTMapper(d), d, nil)
+}
 
 // fixture holds fake clients over the same objects.
 type fixture struct {
-	clients  *testClients
-	client   client.Client
-	metadata *metadatafake.FakeMetadataClient
+	clients *testClients
+	client  client.Client
 }
 
-// newFixture returns fake clients that hold objs: the controller-runtime client
-// holds them as they are, the metadata client their metadata.
+// newFixture returns fake clients that hold objs.
 func newFixture(t *testing.T, funcs *interceptor.Funcs, objs ...client.Object) *fixture {
 	t.Helper()
-	builder := fake.NewClientBuilder().WithScheme(scheme).WithRESTMapper(testMapper()).WithObjects(objs...)
+	d := newTestDiscovery(defaultResources(), nil)
+	builder := fake.NewClientBuilder().WithScheme(scheme).WithRESTMapper(testMapper(d)).WithObjects(objs...)
 	if funcs != nil {
 		builder = builder.WithInterceptorFuncs(*funcs)
 	}
 	c := builder.Build()
-
-	metaScheme := runtime.NewScheme()
-	metav1.AddMetaToScheme(metaScheme)
-	var partials []runtime.Object
-	for _, obj := range objs {
-		gvk, err := c.GroupVersionKindFor(obj)
-		if err != nil {
-			t.Fatal(err)
-		}
-		p := &metav1.PartialObjectMetadata{}
-		p.ObjectMeta = *obj.(metav1.ObjectMetaAccessor).GetObjectMeta().(*metav1.ObjectMeta).DeepCopy()
-		p.SetGroupVersionKind(gvk)
-		partials = append(partials, p)
-	}
-	m := metadatafake.NewSimpleMetadataClient(metaScheme, partials...)
-	return &fixture{
-		clients:  &testClients{client: c, metadata: m, discovery: defaultDiscovery(), mapper: testMapper()},
-		client:   c,
-		metadata: m,
-	}
+	return &fixture{clients: &testClients{client: c, discovery: d}, client: c}
 }
 
 // run runs the plugin with args against the fixture at testNow and returns its
@@ -163,4 +164,14 @@ func inLimbo(namespace, name, bundle, delay, stamp string) metav1.ObjectMeta {
 		m.Annotations[limbov1alpha1.AnnotationDeletionTimestamp] = stamp
 	}
 	return m
+}
+
+// trimTrailingSpaces removes the spaces at the end of each line: kubectl's
+// table printer pads the cell before an empty last column, as kubectl get does.
+func trimTrailingSpaces(s string) string {
+	lines := strings.Split(s, "\n")
+	for i, line := range lines {
+		lines[i] = strings.TrimRight(line, " ")
+	}
+	return strings.Join(lines, "\n")
 }

@@ -2,13 +2,14 @@
 // `kubectl limbo ...` lists what is in limbo and when it goes, expedites or
 // cancels a deletion, and shows a Bundle's dependency graph.
 //
-//	kubectl limbo pending [-A | -n NS] [-o json|yaml]
-//	kubectl limbo expedite KIND/NAME
-//	kubectl limbo cancel KIND/NAME
+//	kubectl limbo pending [-A | -n NS] [-o wide|json|yaml|name] [--no-headers]
+//	kubectl limbo expedite TYPE/NAME
+//	kubectl limbo cancel TYPE/NAME
 //	kubectl limbo graph BUNDLE [-o text|dot]
 //
 // The usual kubectl flags (--kubeconfig, --context, -n/--namespace, ...) work
-// as in kubectl. See docs/kubectl-limbo.md.
+// as in kubectl; `kubectl-limbo completion bash|zsh|fish|powershell` prints a
+// shell completion script. See docs/kubectl-limbo.md.
 package main
 
 import (
@@ -77,5 +78,6 @@ deletion, and shows a Bundle's dependency graph.`,
 		newCancelCommand(o),
 		newGraphCommand(o),
 	)
+	registerCompletions(root, o)
 	return root
 }

@@ -4,10 +4,19 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
 )
 
+// TYPE/NAME arguments are resolved by cli-runtime's resource builder, as
+// kubectl resolves them: resources, kinds, singular and short names, groups,
+// versions and categories' members.
 func TestResolveTarget(t *testing.T) {
-	mapper := testMapper()
+	f := newFixture(t, nil)
+	clients := *f.clients
+	clients.flags = genericclioptions.NewConfigFlags(false)
+	ns := "team-a"
+	clients.flags.Namespace = &ns
+	o := &options{clients: &clients}
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -15,16 +24,19 @@ func TestResolveTarget(t *testing.T) {
 	}{
 		{[]string{"configmap/x"}, "configmap/x", "team-a"},
 		{[]string{"configmaps/x"}, "configmap/x", "team-a"},
+		{[]string{"cm/x"}, "configmap/x", "team-a"},
 		{[]string{"ConfigMap/x"}, "configmap/x", "team-a"},
 		{[]string{"deployments.apps/x"}, "deployment.apps/x", "team-a"},
 		{[]string{"deployments.v1.apps/x"}, "deployment.apps/x", "team-a"},
+		{[]string{"deploy/x"}, "deployment.apps/x", "team-a"},
 		{[]string{"Deployment.apps/x"}, "deployment.apps/x", "team-a"},
 		{[]string{"tombstone/x"}, "tombstone.limbo.dev/x", "team-a"},
 		{[]string{"tombstones.limbo.dev/x"}, "tombstone.limbo.dev/x", "team-a"},
 		{[]string{"bundle", "x"}, "bundle.limbo.dev/x", "team-a"},
+		{[]string{"bdl", "x"}, "bundle.limbo.dev/x", "team-a"},
 		{[]string{"namespace/x"}, "namespace/x", ""},
 	} {
-		got, err := resolveTarget(mapper, tc.args, "team-a")
+		got, err := o.resolve(tc.args)
 		if err != nil {
 			t.Errorf("%v: %v", tc.args, err)
 			continue
@@ -37,9 +49,9 @@ func TestResolveTarget(t *testing.T) {
 		}
 	}
 
-	for _, args := range [][]string{{"x"}, {"configmap/"}, {"/x"}, {"configmap/x/y"}, {"a", "b", "c"}, {"configmap/x", "y"}, {"gizmo/x"}} {
-		if _, err := resolveTarget(mapper, args, "team-a"); err == nil {
-			t.Errorf("%v: no error", args)
+	for _, args := range [][]string{{"x"}, {"configmap"}, {"configmap/"}, {"/x"}, {"configmap/x/y"}, {"a", "b", "c"}, {"configmap/x", "configmap/y"}, {"gizmo/x"}} {
+		if got, err := o.resolve(args); err == nil {
+			t.Errorf("%v: no error, resolved to %s", args, got)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -10,11 +11,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
-	clienttesting "k8s.io/client-go/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 )
@@ -69,14 +69,14 @@ func TestPendingTableNamespace(t *testing.T) {
 	want := `KIND              NAME                 BUNDLE   DELETE-AFTER           TIME-LEFT   MESSAGE
 Secret            nodelay              <none>   <none>                 due         no limbo.dev/deletionDelay: deleted without delay
 Deployment.apps   app                  shop     2026-03-01T11:10:00Z   due
-Tombstone         storage-ns-gc-4f7c   shop     2026-03-01T12:05:00Z   5m0s        namespace-gc: StorageOSNamespace "old-team" (id 4f7c); last error (attempt 2): 409: namespace still has volumes
-ConfigMap         db-config            shop     2026-03-02T11:59:00Z   23h59m      delete failed: etcd timeout
+Tombstone         storage-ns-gc-4f7c   shop     2026-03-01T12:05:00Z   5m          namespace-gc: StorageOSNamespace "old-team" (id 4f7c); last error (attempt 2): 409: namespace still has volumes
+ConfigMap         db-config            shop     2026-03-02T11:59:00Z   23h         delete failed: etcd timeout
 ConfigMap         cache                shop     <unknown>              <unknown>   invalid limbo.dev/deletionTimestamp "yesterday": not an RFC 3339 time; the countdown restarts
 ConfigMap         legacy               shop     <none>                 never       invalid limbo.dev/deletionDelay "forever": time: invalid duration "forever"
 ConfigMap         negative             shop     <none>                 never       invalid limbo.dev/deletionDelay "-5m": must not be negative
 `
-	if out != want {
-		t.Errorf("got\n%s\nwant\n%s", out, want)
+	if got := trimTrailingSpaces(out); got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
 	}
 }
 
@@ -89,15 +89,15 @@ func TestPendingTableAllNamespaces(t *testing.T) {
 	want := `NAMESPACE   KIND              NAME                 BUNDLE   DELETE-AFTER           TIME-LEFT   MESSAGE
 team-a      Secret            nodelay              <none>   <none>                 due         no limbo.dev/deletionDelay: deleted without delay
 team-a      Deployment.apps   app                  shop     2026-03-01T11:10:00Z   due
-team-a      Tombstone         storage-ns-gc-4f7c   shop     2026-03-01T12:05:00Z   5m0s        namespace-gc: StorageOSNamespace "old-team" (id 4f7c); last error (attempt 2): 409: namespace still has volumes
-team-a      ConfigMap         db-config            shop     2026-03-02T11:59:00Z   23h59m      delete failed: etcd timeout
+team-a      Tombstone         storage-ns-gc-4f7c   shop     2026-03-01T12:05:00Z   5m          namespace-gc: StorageOSNamespace "old-team" (id 4f7c); last error (attempt 2): 409: namespace still has volumes
+team-a      ConfigMap         db-config            shop     2026-03-02T11:59:00Z   23h         delete failed: etcd timeout
 team-b      ConfigMap         other                web      2026-03-04T10:00:00Z   2d22h
 team-a      ConfigMap         cache                shop     <unknown>              <unknown>   invalid limbo.dev/deletionTimestamp "yesterday": not an RFC 3339 time; the countdown restarts
 team-a      ConfigMap         legacy               shop     <none>                 never       invalid limbo.dev/deletionDelay "forever": time: invalid duration "forever"
 team-a      ConfigMap         negative             shop     <none>                 never       invalid limbo.dev/deletionDelay "-5m": must not be negative
 `
-	if out != want {
-		t.Errorf("got\n%s\nwant\n%s", out, want)
+	if got := trimTrailingSpaces(out); got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
 	}
 	// The same output, run after run.
 	for range 5 {
@@ -115,14 +115,24 @@ func TestPendingDefaultNamespaceAndEmpty(t *testing.T) {
 	}
 }
 
+// failLists makes the fake client fail the metadata-only list of the kinds in
+// errs (by list kind, SecretList) with their error.
+func failLists(errs map[string]error) *interceptor.Funcs {
+	return &interceptor.Funcs{List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+		if _, ok := list.(*metav1.PartialObjectMetadataList); ok {
+			if err := errs[list.GetObjectKind().GroupVersionKind().Kind]; err != nil {
+				return err
+			}
+		}
+		return c.List(ctx, list, opts...)
+	}}
+}
+
 func TestPendingSkipsUnlistableTypes(t *testing.T) {
-	f := newFixture(t, nil, pendingObjects()...)
-	f.metadata.PrependReactor("list", "secrets", func(clienttesting.Action) (bool, runtime.Object, error) {
-		return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "secrets"}, "", nil)
-	})
-	f.metadata.PrependReactor("list", "deployments", func(clienttesting.Action) (bool, runtime.Object, error) {
-		return true, nil, apierrors.NewMethodNotSupported(schema.GroupResource{Group: "apps", Resource: "deployments"}, "list")
-	})
+	f := newFixture(t, failLists(map[string]error{
+		"SecretList":     apierrors.NewForbidden(schema.GroupResource{Resource: "secrets"}, "", nil),
+		"DeploymentList": apierrors.NewMethodNotSupported(schema.GroupResource{Group: "apps", Resource: "deployments"}, "list"),
+	}), pendingObjects()...)
 	code, out, errOut := f.run("pending", "-n", "team-a")
 	if code != 0 {
 		t.Fatalf("exit %d, stderr %q", code, errOut)
@@ -135,9 +145,7 @@ func TestPendingSkipsUnlistableTypes(t *testing.T) {
 	}
 
 	// Any other error fails the command.
-	f.metadata.PrependReactor("list", "configmaps", func(clienttesting.Action) (bool, runtime.Object, error) {
-		return true, nil, apierrors.NewServiceUnavailable("try later")
-	})
+	f = newFixture(t, failLists(map[string]error{"ConfigMapList": apierrors.NewServiceUnavailable("try later")}), pendingObjects()...)
 	code, out, errOut = f.run("pending", "-n", "team-a")
 	if code != 1 || out != "" || !strings.HasPrefix(errOut, "error: listing configmaps: try later") {
 		t.Errorf("exit %d, stdout %q, stderr %q", code, out, errOut)
@@ -146,11 +154,9 @@ func TestPendingSkipsUnlistableTypes(t *testing.T) {
 
 func TestPendingDiscoveryPartialFailure(t *testing.T) {
 	f := newFixture(t, nil, pendingObjects()...)
-	d := defaultDiscovery()
-	d.err = &discovery.ErrGroupDiscoveryFailed{Groups: map[schema.GroupVersion]error{
+	f.clients.discovery = newTestDiscovery(defaultResources(), &discovery.ErrGroupDiscoveryFailed{Groups: map[schema.GroupVersion]error{
 		{Group: "metrics.k8s.io", Version: "v1beta1"}: apierrors.NewServiceUnavailable("down"),
-	}}
-	f.clients.discovery = d
+	}})
 	code, out, errOut := f.run("pending", "-n", "team-a")
 	if code != 0 || !strings.Contains(out, "db-config") {
 		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errOut)
@@ -174,36 +180,38 @@ func TestPendingJSON(t *testing.T) {
 		t.Fatalf("%d items, want 7:\n%s", len(list.Items), out)
 	}
 	db := list.Items[3]
-	if db.Name != "db-config" || db.APIVersion != "v1" || db.Kind != "ConfigMap" || db.TimeLeft != "23h59m" ||
+	if db.Name != "db-config" || db.APIVersion != "v1" || db.Kind != "ConfigMap" || db.TimeLeft != "23h" ||
 		db.DeletionDelay != "24h" || db.DeletionTimestamp != "2026-03-01T11:59:00Z" ||
 		db.DeleteAfter == nil || !db.DeleteAfter.Equal(time.Date(2026, 3, 2, 11, 59, 0, 0, time.UTC)) {
 		t.Errorf("db-config item: %+v", db)
 	}
 
 	code, out, _ = f.run("pending", "-n", "team-a", "-o", "yaml")
-	if code != 0 || !strings.Contains(out, "timeLeft: 23h59m") {
+	if code != 0 || !strings.Contains(out, "timeLeft: 23h") {
 		t.Errorf("yaml: exit %d\n%s", code, out)
 	}
-	code, _, errOut = f.run("pending", "-o", "wide")
-	if code != 1 || !strings.Contains(errOut, `error: unsupported output format "wide"`) {
-		t.Errorf("-o wide: exit %d, stderr %q", code, errOut)
+	code, out, errOut = f.run("pending", "-o", "xml")
+	if code != 1 || out != "" || !strings.HasPrefix(errOut, `error: unable to match a printer suitable for the output format "xml", allowed formats are: wide,json,`) {
+		t.Errorf("-o xml: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
 }
 
-func TestFormatTimeLeft(t *testing.T) {
+// Times are formatted as kubectl's AGE (duration.HumanDuration), rounded up to
+// the second.
+func TestHumanDuration(t *testing.T) {
 	for d, want := range map[time.Duration]string{
 		time.Millisecond:                  "1s",
 		45 * time.Second:                  "45s",
-		59*time.Second + time.Millisecond: "1m0s",
+		59*time.Second + time.Millisecond: "60s",
 		9*time.Minute + 30*time.Second:    "9m30s",
-		time.Hour:                         "1h0m",
-		23*time.Hour + 59*time.Minute:     "23h59m",
-		47*time.Hour + 59*time.Minute:     "47h59m",
-		48 * time.Hour:                    "2d0h",
+		time.Hour:                         "60m",
+		23*time.Hour + 59*time.Minute:     "23h",
+		5*time.Hour + 30*time.Minute:      "5h30m",
+		48 * time.Hour:                    "2d",
 		76 * time.Hour:                    "3d4h",
 	} {
-		if got := formatTimeLeft(d); got != want {
-			t.Errorf("formatTimeLeft(%v) = %q, want %q", d, got, want)
+		if got := humanDuration(d); got != want {
+			t.Errorf("humanDuration(%v) = %q, want %q", d, got, want)
 		}
 	}
 }
@@ -217,4 +225,76 @@ func TestTimeLeftDueAtDeadline(t *testing.T) {
 	if got := timeLeftColumn(&p, deadline.Add(-time.Second)); got != "1s" {
 		t.Errorf("a second before: %q, want 1s", got)
 	}
+}
+
+// -o wide adds the priority-1 columns DELAY and IN-LIMBO, as kubectl get -o wide
+// adds a CRD's priority-1 printer columns.
+func TestPendingWide(t *testing.T) {
+	f := newFixture(t, nil, pendingObjects()...)
+	code, out, errOut := f.run("pending", "-n", "team-a", "-o", "wide")
+	if code != 0 || errOut != "" {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+	want := `KIND              NAME                 BUNDLE   DELETE-AFTER           TIME-LEFT   DELAY    IN-LIMBO    MESSAGE
+Secret            nodelay              <none>   <none>                 due         <none>   60s         no limbo.dev/deletionDelay: deleted without delay
+Deployment.apps   app                  shop     2026-03-01T11:10:00Z   due         10m      60m
+Tombstone         storage-ns-gc-4f7c   shop     2026-03-01T12:05:00Z   5m          10m      5m          namespace-gc: StorageOSNamespace "old-team" (id 4f7c); last error (attempt 2): 409: namespace still has volumes
+ConfigMap         db-config            shop     2026-03-02T11:59:00Z   23h         24h      60s         delete failed: etcd timeout
+ConfigMap         cache                shop     <unknown>              <unknown>   1h       <unknown>   invalid limbo.dev/deletionTimestamp "yesterday": not an RFC 3339 time; the countdown restarts
+ConfigMap         legacy               shop     <none>                 never       <none>   <unknown>   invalid limbo.dev/deletionDelay "forever": time: invalid duration "forever"
+ConfigMap         negative             shop     <none>                 never       -5m      60s         invalid limbo.dev/deletionDelay "-5m": must not be negative
+`
+	if got := trimTrailingSpaces(out); got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+}
+
+// --no-headers drops the header line and nothing else, with -A and -o wide too.
+func TestPendingNoHeaders(t *testing.T) {
+	f := newFixture(t, nil, pendingObjects()...)
+	for _, args := range [][]string{{"-A"}, {"-n", "team-a", "-o", "wide"}} {
+		_, withHeaders, _ := f.run(append([]string{"pending"}, args...)...)
+		code, out, errOut := f.run(append([]string{"pending", "--no-headers"}, args...)...)
+		if code != 0 || errOut != "" {
+			t.Fatalf("%v: exit %d, stderr %q", args, code, errOut)
+		}
+		header, rows, _ := strings.Cut(withHeaders, "\n")
+		if !strings.HasPrefix(header, "NAMESPACE") && !strings.HasPrefix(header, "KIND") {
+			t.Fatalf("%v: no header in\n%s", args, withHeaders)
+		}
+		if fieldsOf(out) != fieldsOf(rows) {
+			t.Errorf("%v --no-headers printed\n%s\nwant the rows of\n%s", args, out, withHeaders)
+		}
+	}
+}
+
+// -o name prints each object in limbo as kubectl does, ready for kubectl
+// delete or describe.
+func TestPendingName(t *testing.T) {
+	f := newFixture(t, nil, pendingObjects()...)
+	code, out, errOut := f.run("pending", "-n", "team-a", "-o", "name")
+	if code != 0 || errOut != "" {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+	want := `secret/nodelay
+deployment.apps/app
+tombstone.limbo.dev/storage-ns-gc-4f7c
+configmap/db-config
+configmap/cache
+configmap/legacy
+configmap/negative
+`
+	if out != want {
+		t.Errorf("got\n%s\nwant\n%s", out, want)
+	}
+}
+
+// fieldsOf is the cells of a table, line by line, without the padding, which
+// differs with and without the header.
+func fieldsOf(table string) string {
+	var lines []string
+	for _, line := range strings.Split(strings.TrimSpace(table), "\n") {
+		lines = append(lines, strings.Join(strings.Fields(line), " "))
+	}
+	return strings.Join(lines, "\n")
 }

@@ -5,6 +5,7 @@
 // writes the same figures as JSON. See docs/performance.md.
 //
 //	limbo-bench [-bundles 200] [-objects 10] [-deletions 200] [-memory=true] [-out bench-results.json] ...
+//	limbo-bench -shards 2 [-memory-bundles 1000] [-objects 10]   one controller against two shards
 package main
 
 import (
@@ -37,6 +38,7 @@ func main() {
 	flag.DurationVar(&cfg.MaxDelay, "max-delay", cfg.MaxDelay, "longest limbo.dev/deletionDelay of the deletion phase")
 	flag.BoolVar(&cfg.Memory, "memory", cfg.Memory, "run the memory phase: top the Bundles up to -memory-bundles and read the controller's heap and RSS")
 	flag.IntVar(&cfg.MemoryBundles, "memory-bundles", cfg.MemoryBundles, "Bundles (of -objects ConfigMaps each) of the memory phase")
+	flag.IntVar(&cfg.Shards, "shards", cfg.Shards, "N > 1: instead of the other phases, converge -memory-bundles × -objects with one controller, then with N controllers sharded by --watch-label-selector, and report each controller's CPU and memory")
 	flag.StringVar(&out, "out", "bench-results.json", "write the figures as JSON to this file; empty: do not")
 	flag.StringVar(&cfg.ProfileDir, "profile-dir", "", "save the controller's CPU profiles (converge and memory phases) and heap profiles here")
 	flag.StringVar(&cfg.WorkDir, "work-dir", "", "keep the controller's log here; empty: a temporary directory, kept only if the run fails")

@@ -9,6 +9,11 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/limbo-dev/limbo/pkg/controller"
 	"github.com/limbo-dev/limbo/pkg/localcluster"
@@ -27,6 +32,8 @@ func newDevCommand() *cobra.Command {
 	opts := controller.DefaultOptions()
 	opts.MetricsAddr = "127.0.0.1:8080"
 	opts.ProbeAddr = "127.0.0.1:8081"
+	// One in-process controller on a private control plane: nothing to elect.
+	opts.LeaderElect = false
 	var (
 		dataDir, binDir, crdDir string
 		runController           bool
@@ -99,6 +106,11 @@ router and servers (see examples/route-gc).`,
 		fmt.Printf("limbo dev: control plane ready (state and logs in %s)\n", cluster.DataDir)
 		fmt.Printf("\n  export KUBECONFIG=%s; kubectl apply -f examples/configmap-chain.yaml\n\n", cluster.KubeconfigPath)
 		if !runController {
+			// `limbo controller` elects a leader through a Lease in limbo-system, as
+			// installed by build/deploy.
+			if err := ensureNamespace(ctx, cluster.RESTConfig(), controller.DefaultOptions().LeaderElectionNamespace); err != nil {
+				return err
+			}
 			fmt.Printf("limbo dev: controller not started; run: limbo controller --kubeconfig %s\n", cluster.KubeconfigPath)
 			<-ctx.Done()
 			return nil
@@ -131,4 +143,17 @@ func startOpenStackSim(addr string) (stop func(), err error) {
 			fmt.Fprintln(os.Stderr, "limbo dev: OpenStack simulator:", err)
 		}
 	}, nil
+}
+
+// ensureNamespace creates namespace name unless it exists.
+func ensureNamespace(ctx context.Context, cfg *rest.Config, name string) error {
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	_, err = cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create namespace %s: %w", name, err)
+	}
+	return nil
 }

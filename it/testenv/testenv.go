@@ -115,9 +115,11 @@ func start(opts Options) (*Env, error) {
 	return env, nil
 }
 
-// StartController runs the limbo controller in-process until StopController.
-// Its requests are recorded: see ControllerRequests.
+// StartController runs the limbo controller in-process until StopController,
+// without leader election (one controller: it acts at once). Its requests are
+// recorded: see ControllerRequests.
 func (e *Env) StartController(opts controller.Options) error {
+	opts.LeaderElect = false
 	cfg := rest.CopyConfig(e.Config)
 	cfg.Wrap(e.requests.wrap)
 	mgr, err := controller.NewManager(cfg, opts)
@@ -179,6 +181,9 @@ func (e *Env) StopController() error {
 func (e *Env) stop() error {
 	if err := e.StopController(); err != nil {
 		fmt.Fprintln(os.Stderr, "testenv: controller:", err)
+	}
+	if limboBinary.dir != "" {
+		_ = os.RemoveAll(limboBinary.dir)
 	}
 	return e.Cluster.Stop()
 }

@@ -30,6 +30,7 @@ import (
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 	"github.com/limbo-dev/limbo/pkg/controller"
+	"github.com/limbo-dev/limbo/pkg/controllerprocess"
 	"github.com/limbo-dev/limbo/pkg/localcluster"
 )
 
@@ -73,6 +74,10 @@ type Config struct {
 	// ControllerEnv are extra environment variables (KEY=VALUE) of the
 	// controller, for example GOMEMLIMIT=120MiB.
 	ControllerEnv []string
+	// Shards > 1 runs the shard comparison instead of the other phases:
+	// MemoryBundles × Objects converged by one controller, then by Shards
+	// controllers, each with --watch-label-selector for its share.
+	Shards int
 }
 
 // DefaultConfig is `make bench`'s configuration.
@@ -84,6 +89,7 @@ func DefaultConfig() Config {
 		Deletions: 200, MinDelay: 5 * time.Second, MaxDelay: 20 * time.Second,
 		Memory: true, MemoryBundles: 1000,
 		ControllerLogLevel: "info",
+		Shards:             1,
 	}
 }
 
@@ -102,6 +108,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("need 1s ≤ -min-delay ≤ -max-delay")
 	case c.Memory && (c.MemoryBundles < 1 || c.MemoryBundles > 1000):
 		return fmt.Errorf("-memory-bundles must be within 1..1000, not %d", c.MemoryBundles)
+	case c.Shards < 1 || c.Shards > 8:
+		return fmt.Errorf("-shards must be within 1..8, not %d", c.Shards)
+	case c.Shards > 1 && (c.MemoryBundles < 1 || c.MemoryBundles > 1000):
+		return fmt.Errorf("-memory-bundles (the shard comparison's Bundles) must be within 1..1000, not %d", c.MemoryBundles)
 	}
 	return nil
 }
@@ -129,8 +139,10 @@ type runner struct {
 	user    client.Client // the benchmark's own client
 	floor   client.Client // the floor: the controller's QPS and burst
 	kube    kubernetes.Interface
-	ctrl    *controllerProcess
+	ctrl    *controllerprocess.Process
 	tracker *tracker
+	// bin is the limbo binary the controllers run.
+	bin string
 	// startHeapMiB and startRSSMiB are the controller's memory right after it
 	// started.
 	startHeapMiB, startRSSMiB float64
@@ -152,8 +164,11 @@ func Run(ctx context.Context, cfg Config, log io.Writer) (res *Results, err erro
 			Deletions: cfg.Deletions, MinDelay: cfg.MinDelay.String(), MaxDelay: cfg.MaxDelay.String(),
 			ControllerArgs: cfg.ControllerArgs, ControllerEnv: cfg.ControllerEnv},
 	}
-	if cfg.Memory {
+	if cfg.Memory || cfg.Shards > 1 {
 		res.Settings.MemoryBundles = cfg.MemoryBundles
+	}
+	if cfg.Shards > 1 {
+		res.Settings.Shards = cfg.Shards
 	}
 	r := &runner{cfg: cfg, log: log, res: res, work: newWorkload(cfg.Bundles, cfg.Objects, cfg.Deletions, cfg.MinDelay, cfg.MaxDelay)}
 	defer func() {
@@ -177,6 +192,13 @@ func Run(ctx context.Context, cfg Config, log io.Writer) (res *Results, err erro
 		return res, err
 	}
 	phase("setup")
+	if cfg.Shards > 1 {
+		if err := r.runShards(ctx); err != nil {
+			return res, fmt.Errorf("shards: %w", err)
+		}
+		phase("shards")
+		return res, nil
+	}
 	if err := r.warmup(ctx); err != nil {
 		return res, fmt.Errorf("warm-up: %w", err)
 	}
@@ -256,11 +278,12 @@ func (r *runner) setup(ctx context.Context) (cleanup func(failed bool) error, er
 	r.res.Host.Controller = bin
 	if bin == "" {
 		fmt.Fprintln(r.log, "limbo-bench: go build ./cmd/limbo ...")
-		if bin, err = buildLimbo(ctx, root, r.workDir); err != nil {
+		if bin, err = controllerprocess.Build(ctx, root, r.workDir); err != nil {
 			return cleanup, err
 		}
 		r.res.Host.Controller = "go build ./cmd/limbo"
 	}
+	r.bin = bin
 	fmt.Fprintln(r.log, "limbo-bench: starting etcd, kube-apiserver and kube-controller-manager ...")
 	r.cluster, err = localcluster.Start(ctx, localcluster.Config{BinDir: r.cfg.BinDir, CRDPaths: []string{filepath.Join(root, "crds")}})
 	if err != nil {
@@ -282,26 +305,31 @@ func (r *runner) setup(ctx context.Context) (cleanup func(failed bool) error, er
 	if r.floor, err = client.New(floorCfg, client.Options{Scheme: scheme}); err != nil {
 		return cleanup, err
 	}
+	trackerCtx, stopTracker := context.WithCancel(context.Background())
+	stops = append(stops, func() error { stopTracker(); return nil })
+	if r.cfg.Shards > 1 {
+		// The shard comparison starts its own controllers, in namespaces of its own.
+		r.tracker, err = startTracker(trackerCtx, userCfg, []string{shardNamespace(1), shardNamespace(r.cfg.Shards)})
+		return cleanup, err
+	}
 	for _, ns := range []string{nsFloor, nsBundles, nsWarmup} {
 		if err := r.user.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 			return cleanup, err
 		}
 	}
-	trackerCtx, stopTracker := context.WithCancel(context.Background())
-	stops = append(stops, func() error { stopTracker(); return nil })
 	if r.tracker, err = startTracker(trackerCtx, userCfg, []string{nsBundles, nsWarmup}); err != nil {
 		return cleanup, err
 	}
 
 	fmt.Fprintf(r.log, "limbo-bench: starting %s controller --kube-api-qps=%g --kube-api-burst=%d --workers=%d ...\n", bin, r.cfg.QPS, r.cfg.Burst, r.cfg.Workers)
-	if r.ctrl, err = startController(ctx, bin, r.cluster.KubeconfigPath, r.workDir, r.cfg); err != nil {
+	if r.ctrl, err = startController(ctx, bin, r.cluster.KubeconfigPath, filepath.Join(r.workDir, "limbo-controller.log"), r.cfg); err != nil {
 		return cleanup, err
 	}
-	stops = append(stops, func() error { r.ctrl.stop(); return nil })
+	stops = append(stops, func() error { r.ctrl.Stop(); return nil })
 	if err := r.heapProfile(ctx, "heap-start.pprof"); err != nil {
 		return cleanup, err
 	}
-	m, err := r.ctrl.metrics(ctx)
+	m, err := r.ctrl.Metrics(ctx)
 	if err != nil {
 		return cleanup, err
 	}
@@ -329,7 +357,7 @@ func (r *runner) warmup(ctx context.Context) error {
 	if err := r.user.Create(ctx, b); err != nil {
 		return err
 	}
-	if _, err := r.tracker.waitReady(ctx, map[string]int64{nsWarmup + "/" + b.Name: 1}, "warm-up", r.log, r.ctrl.alive); err != nil {
+	if _, err := r.tracker.waitReady(ctx, map[string]int64{nsWarmup + "/" + b.Name: 1}, "warm-up", r.log, r.ctrl.Alive); err != nil {
 		return err
 	}
 	return r.quiesce(ctx)
@@ -357,7 +385,7 @@ func (r *runner) runFloor(ctx context.Context) error {
 // runConverge creates the N Bundles and waits until all are Ready.
 func (r *runner) runConverge(ctx context.Context) error {
 	fmt.Fprintf(r.log, "limbo-bench: converge: creating %d Bundles of %d ConfigMaps ...\n", r.cfg.Bundles, r.cfg.Objects)
-	before, err := r.ctrl.metrics(ctx)
+	before, err := r.ctrl.Metrics(ctx)
 	if err != nil {
 		return err
 	}
@@ -376,7 +404,7 @@ func (r *runner) runConverge(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
-	last, err := r.tracker.waitReady(ctx, want, "converge", r.log, r.ctrl.alive)
+	last, err := r.tracker.waitReady(ctx, want, "converge", r.log, r.ctrl.Alive)
 	stopProfiles()
 	if err != nil {
 		return err
@@ -390,7 +418,7 @@ func (r *runner) runConverge(ctx context.Context) error {
 	if err := r.quiesce(ctx); err != nil {
 		return err
 	}
-	after, err := r.ctrl.metrics(ctx)
+	after, err := r.ctrl.Metrics(ctx)
 	if err != nil {
 		return err
 	}
@@ -399,7 +427,7 @@ func (r *runner) runConverge(ctx context.Context) error {
 	if err := r.heapProfile(ctx, "heap-converge.pprof"); err != nil {
 		return err
 	}
-	m, err := r.ctrl.metrics(ctx)
+	m, err := r.ctrl.Metrics(ctx)
 	if err != nil {
 		return err
 	}
@@ -430,7 +458,7 @@ func (r *runner) runNoOp(ctx context.Context) error {
 	}
 	idle := time.Since(idleStart)
 
-	c0, err := r.ctrl.metrics(ctx)
+	c0, err := r.ctrl.Metrics(ctx)
 	if err != nil {
 		return err
 	}
@@ -450,13 +478,13 @@ func (r *runner) runNoOp(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
-	reconciles := func(s Samples) float64 {
+	reconciles := func(s controllerprocess.Samples) float64 {
 		return s.Sum("controller_runtime_reconcile_total", map[string]string{"controller": "bundle"})
 	}
 	// Every Bundle's reconcile, then silence.
 	deadline := time.Now().Add(5 * time.Minute)
 	for {
-		m, err := r.ctrl.metrics(ctx)
+		m, err := r.ctrl.Metrics(ctx)
 		if err != nil {
 			return err
 		}
@@ -476,7 +504,7 @@ func (r *runner) runNoOp(ctx context.Context) error {
 		return err
 	}
 	window := time.Since(start)
-	c1, err := r.ctrl.metrics(ctx)
+	c1, err := r.ctrl.Metrics(ctx)
 	if err != nil {
 		return err
 	}
@@ -527,7 +555,7 @@ func (r *runner) apiserverRequests(ctx context.Context) (map[string]float64, err
 			lines = append(lines, l)
 		}
 	}
-	samples, err := ParseMetrics(strings.Join(lines, "\n"))
+	samples, err := controllerprocess.ParseMetrics(strings.Join(lines, "\n"))
 	if err != nil {
 		return nil, err
 	}
@@ -554,7 +582,7 @@ func (r *runner) apiserverRequests(ctx context.Context) (map[string]float64, err
 func (r *runner) runDeletion(ctx context.Context) error {
 	k := r.work.deletions()
 	fmt.Fprintf(r.log, "limbo-bench: deletion: removing %d objects (delays %s..%s) from their Bundles ...\n", k, r.cfg.MinDelay, r.cfg.MaxDelay)
-	before, err := r.ctrl.metrics(ctx)
+	before, err := r.ctrl.Metrics(ctx)
 	if err != nil {
 		return err
 	}
@@ -570,7 +598,7 @@ func (r *runner) runDeletion(ctx context.Context) error {
 	}
 	ctx2, cancel := context.WithTimeout(ctx, r.cfg.MaxDelay+5*time.Minute)
 	defer cancel()
-	times, err := r.tracker.waitDeleted(ctx2, keys, r.log, r.ctrl.alive)
+	times, err := r.tracker.waitDeleted(ctx2, keys, r.log, r.ctrl.Alive)
 	if err != nil {
 		return err
 	}
@@ -592,7 +620,7 @@ func (r *runner) runDeletion(ctx context.Context) error {
 		res.Min, res.Max = round3(sorted[0]), round3(sorted[len(sorted)-1])
 	}
 	res.Met = len(sorted) > 0 && res.P99 < res.Goal && res.Unobserved == 0
-	after, err := r.ctrl.metrics(ctx)
+	after, err := r.ctrl.Metrics(ctx)
 	if err != nil {
 		return err
 	}
@@ -606,7 +634,7 @@ func (r *runner) runDeletion(ctx context.Context) error {
 
 // histogramMean is the mean of the observations of histogram name (with labels
 // match) between two scrapes.
-func histogramMean(before, after Samples, name string, match map[string]string) float64 {
+func histogramMean(before, after controllerprocess.Samples, name string, match map[string]string) float64 {
 	count := after.Sum(name+"_count", match) - before.Sum(name+"_count", match)
 	if count <= 0 {
 		return 0
@@ -619,7 +647,7 @@ func histogramMean(before, after Samples, name string, match map[string]string) 
 func (r *runner) runMemory(ctx context.Context) error {
 	total := max(r.cfg.MemoryBundles, r.cfg.Bundles)
 	fmt.Fprintf(r.log, "limbo-bench: memory: converging %d Bundles × %d ConfigMaps ...\n", total, r.cfg.Objects)
-	before, err := r.ctrl.metrics(ctx)
+	before, err := r.ctrl.Metrics(ctx)
 	if err != nil {
 		return err
 	}
@@ -649,7 +677,7 @@ func (r *runner) runMemory(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
-	last, err := r.tracker.waitReady(ctx, want, "memory", r.log, r.ctrl.alive)
+	last, err := r.tracker.waitReady(ctx, want, "memory", r.log, r.ctrl.Alive)
 	stopProfiles()
 	if err != nil {
 		return err
@@ -666,7 +694,7 @@ func (r *runner) runMemory(ctx context.Context) error {
 	if err := r.heapProfile(ctx, "heap-memory.pprof"); err != nil {
 		return err
 	}
-	s, err := r.ctrl.metrics(ctx)
+	s, err := r.ctrl.Metrics(ctx)
 	if err != nil {
 		return err
 	}
@@ -676,7 +704,7 @@ func (r *runner) runMemory(ctx context.Context) error {
 	m.HeapIdleNotReleasedMiB = round1((s.Sum("go_memstats_heap_idle_bytes", nil) - s.Sum("go_memstats_heap_released_bytes", nil)) / mib)
 	m.GoSysMiB = round1(s.Sum("go_memstats_sys_bytes", nil) / mib)
 	m.RSSMiB = round1(s.Sum("process_resident_memory_bytes", nil) / mib)
-	if peak, err := r.ctrl.peakRSS(); err == nil {
+	if peak, err := r.ctrl.PeakRSS(); err == nil {
 		m.PeakRSSMiB = round1(peak / mib)
 	}
 	m.Met = m.RSSMiB <= m.Goal
@@ -717,13 +745,16 @@ func (r *runner) updateBundles(ctx context.Context, indexes []int, skip func(i, 
 	return gens, err
 }
 
-// quiesce waits until the controller has sent no request and finished no
+// quiesce waits until the benchmark's controller is idle.
+func (r *runner) quiesce(ctx context.Context) error { return quiesce(ctx, r.ctrl) }
+
+// quiesce waits until the controller p has sent no request and finished no
 // reconcile for a while, with an empty work queue.
-func (r *runner) quiesce(ctx context.Context) error {
+func quiesce(ctx context.Context, p *controllerprocess.Process) error {
 	deadline := time.Now().Add(5 * time.Minute)
 	last, since := -1.0, time.Now()
 	for {
-		m, err := r.ctrl.metrics(ctx)
+		m, err := p.Metrics(ctx)
 		if err != nil {
 			return err
 		}
@@ -763,7 +794,7 @@ func (r *runner) cpuProfiles(ctx context.Context, prefix string) (stop func()) {
 			default:
 			}
 			path := filepath.Join(r.cfg.ProfileDir, fmt.Sprintf("%s-%03d.pprof", prefix, k))
-			if err := r.ctrl.profile(ctx, "profile", "seconds=10", path); err != nil {
+			if err := r.ctrl.Profile(ctx, "profile", "seconds=10", path); err != nil {
 				fmt.Fprintf(r.log, "limbo-bench: CPU profile: %v\n", err)
 				return
 			}
@@ -780,7 +811,7 @@ func (r *runner) heapProfile(ctx context.Context, name string) error {
 	if r.cfg.ProfileDir != "" {
 		path = filepath.Join(r.cfg.ProfileDir, name)
 	}
-	return r.ctrl.profile(ctx, "heap", "gc=1", path)
+	return r.ctrl.Profile(ctx, "heap", "gc=1", path)
 }
 
 // parallel runs do(0..n-1) on workers goroutines and returns the first error.

@@ -35,6 +35,7 @@ type Results struct {
 	NoOp     *NoOp     `json:"noOp,omitempty"`
 	Lateness *Lateness `json:"deletionLateness,omitempty"`
 	Memory   *Memory   `json:"memory,omitempty"`
+	Shards   *Shards   `json:"shards,omitempty"`
 	// PhaseSeconds is the wall time of each phase, setup included.
 	PhaseSeconds map[string]float64 `json:"phaseSeconds"`
 	TotalSeconds float64            `json:"totalSeconds"`
@@ -63,6 +64,7 @@ type Settings struct {
 	MinDelay         string  `json:"minDelay"`
 	MaxDelay         string  `json:"maxDelay"`
 	MemoryBundles    int     `json:"memoryBundles,omitempty"`
+	Shards           int     `json:"shards,omitempty"`
 	// ControllerArgs and ControllerEnv are what -controller-args and
 	// -controller-env added.
 	ControllerArgs []string `json:"controllerArgs,omitempty"`
@@ -184,6 +186,11 @@ func (r *Results) Print(w io.Writer) {
 		fmt.Fprintf(w, "controller extras: args %v, environment %v\n", s.ControllerArgs, s.ControllerEnv)
 	}
 	fmt.Fprintln(w)
+	if r.Shards != nil {
+		r.Shards.print(w)
+		r.printPhases(w)
+		return
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "FIGURE\tVALUE\tGOAL\tMET")
 	c := r.Converge
@@ -229,6 +236,11 @@ func (r *Results) Print(w io.Writer) {
 		fmt.Fprintf(w, "  memory: heap in use %.1f MiB, heap free but not returned %.1f MiB, Go runtime total %.1f MiB; at start: heap %.1f MiB, RSS %.1f MiB\n",
 			m.HeapInuseMiB, m.HeapIdleNotReleasedMiB, m.GoSysMiB, m.StartHeapMiB, m.StartRSSMiB)
 	}
+	r.printPhases(w)
+}
+
+// printPhases writes the wall time of each phase.
+func (r *Results) printPhases(w io.Writer) {
 	var phases []string
 	for _, k := range phaseOrder {
 		if v, ok := r.PhaseSeconds[k]; ok {
@@ -238,7 +250,26 @@ func (r *Results) Print(w io.Writer) {
 	fmt.Fprintf(w, "  time: %s; total %.0fs\n", strings.Join(phases, ", "), r.TotalSeconds)
 }
 
-var phaseOrder = []string{"setup", "warmup", "floor", "converge", "noop", "deletion", "memory"}
+// print writes the shard comparison as a table: one line per controller.
+func (s *Shards) print(w io.Writer) {
+	fmt.Fprintf(w, "shards: converge %d Bundles × %d ConfigMaps (%d objects)\n\n", s.Bundles, s.Objects, s.Bundles*s.Objects)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "SHARDS\tCONVERGE\tCONTROLLER\tCPU\tHEAP\tRSS\tPEAK RSS\tREQUESTS")
+	for _, run := range s.Runs {
+		for k, c := range run.Controllers {
+			converge := ""
+			if k == 0 {
+				converge = fmt.Sprintf("%.1fs", run.ConvergeSeconds)
+			}
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%.1fs\t%.1f MiB\t%.1f MiB\t%.1f MiB\t%s\n", run.Shards, converge, orDefault(c.Selector, "(every Bundle)"),
+				c.CPUSeconds, c.HeapMiB, c.RSSMiB, c.PeakRSSMiB, formatCounts(c.Requests))
+		}
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "\n  note: %s\n", s.Note)
+}
+
+var phaseOrder = []string{"setup", "warmup", "floor", "converge", "noop", "deletion", "memory", "shards"}
 
 func yes(ok bool) string {
 	if ok {

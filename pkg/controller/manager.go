@@ -4,8 +4,11 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/discovery"
@@ -25,8 +28,11 @@ import (
 	"github.com/limbo-dev/limbo/pkg/controller/bundle"
 	"github.com/limbo-dev/limbo/pkg/controller/reaper"
 	"github.com/limbo-dev/limbo/pkg/controller/tombstone"
+	"github.com/limbo-dev/limbo/pkg/impersonation"
 	"github.com/limbo-dev/limbo/pkg/plugins"
+	"github.com/limbo-dev/limbo/pkg/shard"
 	"github.com/limbo-dev/limbo/pkg/softdelete"
+	"github.com/limbo-dev/limbo/pkg/statusmetrics"
 )
 
 // NewScheme returns the scheme limbo's clients use: the built-in kinds, CRDs and
@@ -46,18 +52,24 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 	cfg = rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst = opts.QPS, opts.Burst
 	scheme := NewScheme()
+	shardSelector, err := shard.Parse(opts.WatchLabelSelector)
+	if err != nil {
+		return nil, err
+	}
 
 	cacheOpts := cache.Options{
 		SyncPeriod: &opts.ResyncPeriod,
 		// Managed objects are watched by label, so that memory grows with what limbo
-		// manages and not with the cluster. limbo's own kinds are watched whole.
-		DefaultLabelSelector: bundle.ManagedSelector(),
+		// manages (in this shard) and not with the cluster. The Bundle's shard
+		// labels are copied onto its objects and Tombstones, so the shard's selector
+		// selects them too.
+		DefaultLabelSelector: shardSelector.And(bundle.ManagedSelector()),
 		// managedFields are most of a cached object's size; limbo keeps only a
 		// digest of its own field set, which the no-op check compares.
 		DefaultTransform: bundle.TrimForCache,
 		ByObject: map[client.Object]cache.ByObject{
-			&limbov1alpha1.Bundle{}:    {Label: everything(), Transform: cache.TransformStripManagedFields()},
-			&limbov1alpha1.Tombstone{}: {Label: everything()},
+			&limbov1alpha1.Bundle{}:    {Label: shardSelector.LabelSelector(), Transform: cache.TransformStripManagedFields()},
+			&limbov1alpha1.Tombstone{}: {Label: shardSelector.LabelSelector()},
 			// Readiness rules are stated on CRDs.
 			&apiextensionsv1.CustomResourceDefinition{}: {Label: everything()},
 		},
@@ -70,7 +82,6 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 	}
 	registry := opts.Plugins
 	if registry == nil {
-		var err error
 		if registry, err = plugins.NewRegistry(plugins.Options{
 			NamespaceGCInterval: opts.NamespaceGCInterval,
 			NamespaceGCDelay:    opts.NamespaceGCDelay,
@@ -89,12 +100,17 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 		Cache:      cacheOpts,
 		// Managed objects are unstructured: without this, every read of one would go
 		// to the API server instead of the cache.
-		Client:                        client.Options{Cache: &client.CacheOptions{Unstructured: true}},
-		Metrics:                       metricsserver.Options{BindAddress: opts.MetricsAddr},
-		HealthProbeBindAddress:        opts.ProbeAddr,
-		LeaderElection:                opts.LeaderElect,
-		LeaderElectionID:              opts.LeaderElectionID,
-		LeaderElectionNamespace:       opts.LeaderElectionNamespace,
+		Client:                  client.Options{Cache: &client.CacheOptions{Unstructured: true}},
+		Metrics:                 metricsserver.Options{BindAddress: opts.MetricsAddr},
+		HealthProbeBindAddress:  opts.ProbeAddr,
+		LeaderElection:          opts.LeaderElect,
+		LeaderElectionID:        opts.LeaderElectionID,
+		LeaderElectionNamespace: opts.LeaderElectionNamespace,
+		LeaseDuration:           &opts.LeaseDuration,
+		RenewDeadline:           &opts.RenewDeadline,
+		RetryPeriod:             &opts.RetryPeriod,
+		// Every runnable stops with the context, so a replica that is shut down
+		// hands over at once instead of after the lease duration.
 		LeaderElectionReleaseOnCancel: true,
 	}
 	if opts.PprofAddr != "" {
@@ -103,6 +119,11 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 	mgr, err := ctrl.NewManager(cfg, mgrOpts)
 	if err != nil {
 		return nil, fmt.Errorf("create manager: %w", err)
+	}
+	if opts.LeaderElect {
+		if err := checkLeaseNamespace(mgr.GetAPIReader(), opts.LeaderElectionNamespace); err != nil {
+			return nil, err
+		}
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return nil, err
@@ -115,12 +136,16 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 	}); err != nil {
 		return nil, err
 	}
+	// Writes of a Bundle's objects impersonate its ServiceAccount; everything else
+	// (and every read) is limbo's.
+	writer := impersonation.NewClient(mgr.GetClient(), cfg)
 	engine := &softdelete.Engine{
-		Client:   mgr.GetClient(),
+		Client:   writer,
 		Reader:   mgr.GetAPIReader(),
 		Recorder: mgr.GetEventRecorderFor("limbo"), //nolint:staticcheck // core/v1 events keep kubectl describe readable
 		Clock:    clock.RealClock{},
 		Metrics:  softdelete.DefaultMetrics,
+		Shard:    shardSelector,
 	}
 	disco, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
@@ -128,7 +153,9 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 	}
 	reap := reaper.New(mgr.GetClient(), mgr.GetAPIReader(), disco, engine, opts.ResyncPeriod)
 	reap.Namespaces = opts.Namespaces
-	bundles, err := bundle.SetupWithManager(mgr, bundle.Options{Workers: opts.Workers, Engine: engine, Plugins: registry, OnManagedObjectEvent: reap.Observe})
+	reap.Shard = shardSelector
+	bundles, err := bundle.SetupWithManager(mgr, bundle.Options{Workers: opts.Workers, Engine: engine, Plugins: registry, OnManagedObjectEvent: reap.Observe, Shard: shardSelector,
+		Client: writer, DefaultServiceAccount: opts.DefaultServiceAccount})
 	if err != nil {
 		return nil, err
 	}
@@ -136,6 +163,7 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 		return nil, err
 	}
 	reap.OnKind = bundles.EnsureWatch
+	statusmetrics.Default.SetReader(mgr.GetCache())
 	if err := mgr.Add(reap); err != nil {
 		return nil, err
 	}
@@ -149,6 +177,19 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 		return err
 	}
 	return mgr.Start(ctx)
+}
+
+// checkLeaseNamespace fails when the Lease's namespace does not exist: the
+// election would retry forever, and the replica would look ready while it never
+// reconciles. A namespace it may not read is left to the election to report.
+func checkLeaseNamespace(reader client.Reader, namespace string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err := reader.Get(ctx, client.ObjectKey{Name: namespace}, &corev1.Namespace{})
+	if apierrors.IsNotFound(err) {
+		return fmt.Errorf("leader election: namespace %q does not exist; create it, choose another with --leader-election-namespace, or run a single replica with --leader-elect=false", namespace)
+	}
+	return nil
 }
 
 func everything() labels.Selector { return labels.Everything() }

@@ -10,18 +10,32 @@ import (
 
 // Options are the controller's tunables; every field has a flag.
 type Options struct {
-	MetricsAddr             string
-	ProbeAddr               string
-	PprofAddr               string
+	MetricsAddr string
+	ProbeAddr   string
+	PprofAddr   string
+	// LeaderElect makes replicas elect a leader through a Lease; only the leader
+	// runs the controllers and the reaper (everything that writes).
 	LeaderElect             bool
 	LeaderElectionNamespace string
 	LeaderElectionID        string
-	QPS                     float32
-	Burst                   int
-	Workers                 int
-	ResyncPeriod            time.Duration
+	// LeaseDuration, RenewDeadline and RetryPeriod are the Lease's timings: a
+	// deadline that falls in a failover is late by at most about LeaseDuration.
+	LeaseDuration time.Duration
+	RenewDeadline time.Duration
+	RetryPeriod   time.Duration
+	QPS           float32
+	Burst         int
+	Workers       int
+	ResyncPeriod  time.Duration
 	// Namespaces restricts the watched namespaces; empty watches all.
 	Namespaces []string
+	// WatchLabelSelector restricts the controller to the Bundles it selects, and
+	// to their objects and Tombstones (see package shard); empty handles all.
+	WatchLabelSelector string
+	// DefaultServiceAccount is impersonated for the Bundles that name no
+	// spec.serviceAccountName (see package impersonation); empty: limbo's own
+	// identity.
+	DefaultServiceAccount string
 	// NamespaceGCInterval and NamespaceGCDelay are namespace-gc's defaults for
 	// gcInterval and gcDelay.
 	NamespaceGCInterval time.Duration
@@ -35,14 +49,19 @@ func DefaultOptions() Options {
 	return Options{
 		MetricsAddr:             ":8080",
 		ProbeAddr:               ":8081",
+		LeaderElect:             true,
 		LeaderElectionNamespace: "limbo-system",
 		LeaderElectionID:        "limbo-controller",
-		QPS:                     50,
-		Burst:                   100,
-		Workers:                 4,
-		ResyncPeriod:            30 * time.Minute,
-		NamespaceGCInterval:     time.Hour,
-		NamespaceGCDelay:        20 * time.Second,
+		// client-go's and controller-runtime's usual timings.
+		LeaseDuration:       15 * time.Second,
+		RenewDeadline:       10 * time.Second,
+		RetryPeriod:         2 * time.Second,
+		QPS:                 50,
+		Burst:               100,
+		Workers:             4,
+		ResyncPeriod:        30 * time.Minute,
+		NamespaceGCInterval: time.Hour,
+		NamespaceGCDelay:    20 * time.Second,
 	}
 }
 
@@ -51,14 +70,19 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", o.MetricsAddr, "Address of the Prometheus /metrics endpoint; 0 disables it.")
 	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", o.ProbeAddr, "Address of /healthz and /readyz; 0 disables them.")
 	fs.StringVar(&o.PprofAddr, "pprof-bind-address", o.PprofAddr, "Address of /debug/pprof; empty disables it.")
-	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "Elect a leader through a Lease so that only one replica reconciles.")
-	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", o.LeaderElectionNamespace, "Namespace of the leader election Lease.")
+	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "Elect a leader through a Lease so that only one replica reconciles and deletes; --leader-elect=false for a single process that must act at once.")
+	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", o.LeaderElectionNamespace, "Namespace of the leader election Lease (it must exist).")
 	fs.StringVar(&o.LeaderElectionID, "leader-election-id", o.LeaderElectionID, "Name of the leader election Lease.")
+	fs.DurationVar(&o.LeaseDuration, "leader-election-lease-duration", o.LeaseDuration, "How long a standby waits after the leader's last renewal before it takes over: the most a deadline is late in a failover.")
+	fs.DurationVar(&o.RenewDeadline, "leader-election-renew-deadline", o.RenewDeadline, "How long the leader retries renewing its Lease before it gives up leadership (and exits); less than the lease duration.")
+	fs.DurationVar(&o.RetryPeriod, "leader-election-retry-period", o.RetryPeriod, "How often candidates try to acquire or renew the Lease.")
 	fs.Float32Var(&o.QPS, "kube-api-qps", o.QPS, "Client-side requests per second to the API server.")
 	fs.IntVar(&o.Burst, "kube-api-burst", o.Burst, "Client-side burst of requests to the API server.")
 	fs.IntVar(&o.Workers, "workers", o.Workers, "Bundles reconciled in parallel.")
 	fs.DurationVar(&o.ResyncPeriod, "resync-period", o.ResyncPeriod, "Periodic full resync, a safety net: reconciles are event-driven and countdowns requeue at their deadline.")
 	fs.DurationVar(&o.NamespaceGCInterval, "namespace-delete-gc-interval", o.NamespaceGCInterval, "namespace-gc: default period of the full garbage collection (gcInterval); 0s disables it.")
 	fs.DurationVar(&o.NamespaceGCDelay, "namespace-delete-gc-delay", o.NamespaceGCDelay, "namespace-gc: default delay before the first full garbage collection (gcDelay).")
+	fs.StringVar(&o.WatchLabelSelector, "watch-label-selector", o.WatchLabelSelector, "Handle only the Bundles this label selector matches (for example limbo.dev/shard=a, or !limbo.dev/shard for the rest), and their objects and Tombstones: one shard of a sharded install. Empty handles every Bundle.")
+	fs.StringVar(&o.DefaultServiceAccount, "default-service-account", o.DefaultServiceAccount, "ServiceAccount (in each Bundle's namespace) to impersonate for the Bundles that set no spec.serviceAccountName: for multi-tenant installs. Empty: limbo writes as itself.")
 	fs.StringSliceVar(&o.Namespaces, "namespaces", o.Namespaces, "Namespaces to watch (comma-separated); empty watches all.")
 }

@@ -63,11 +63,11 @@
 //
 // A CustomResourceDefinition can state the readiness rule of its objects with
 // the annotations limbo.dev/readyWhenFieldPath and limbo.dev/readyWhenFieldValue
-// (RuleFromAnnotations). The path is a JSONPath without braces and without a
-// leading "$" or ".", written as for the references of a Bundle (package
-// reference): status.phase, status.conditions[?(@.type=="Synced")].status or
-// ['status'].phase. It is evaluated as {$.<path>} ({$<path>} when it starts
-// with a bracket) by k8s.io/client-go/util/jsonpath, with missing keys allowed.
+// (RuleFromAnnotations). The path is a field path as package fieldpath reads it
+// (documented in docs/bundle-api.md, "Field paths"): status.phase,
+// .status.phase, {.status.phase} and $.status.phase alike, and
+// status.conditions[?(@.type=="Synced")].status or ['status'].phase; missing
+// keys yield nothing rather than an error.
 //
 // With a Rule, kstatus and the checks above are not used: the object is Ready
 // exactly when the path yields one value whose text equals FieldValue. The text

@@ -4,13 +4,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/fluxcd/cli-utils/pkg/kstatus/status"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/util/jsonpath"
 
 	"github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+	"github.com/limbo-dev/limbo/pkg/fieldpath"
 )
 
 // State is the readiness of an object.
@@ -59,9 +58,9 @@ type Result struct {
 }
 
 // Rule is a readiness rule stated on a CRD by the annotations
-// limbo.dev/readyWhenFieldPath (JSONPath without braces, e.g. status.phase) and
-// limbo.dev/readyWhenFieldValue: an object is Ready when the path yields the
-// value.
+// limbo.dev/readyWhenFieldPath (a field path such as status.phase, .status.phase
+// or {.status.phase}: see package fieldpath) and limbo.dev/readyWhenFieldValue:
+// an object is Ready when the path yields the value.
 type Rule struct {
 	FieldPath, FieldValue string
 }
@@ -70,7 +69,8 @@ type Rule struct {
 // CustomResourceDefinition: nil and no error when neither annotation is set, an
 // error when only one of them is set or when the path is not a valid JSONPath.
 // An empty value is a value (the field must be the empty string); an empty path
-// is an error.
+// is an error. The Rule's FieldPath is in fieldpath's canonical form
+// (status.phase), however the annotation writes it.
 func RuleFromAnnotations(annotations map[string]string) (*Rule, error) {
 	path, hasPath := annotations[v1alpha1.AnnotationReadyWhenFieldPath]
 	value, hasValue := annotations[v1alpha1.AnnotationReadyWhenFieldValue]
@@ -84,10 +84,12 @@ func RuleFromAnnotations(annotations map[string]string) (*Rule, error) {
 		return nil, fmt.Errorf("annotation %s is set but %s is not: set both or neither",
 			v1alpha1.AnnotationReadyWhenFieldValue, v1alpha1.AnnotationReadyWhenFieldPath)
 	}
-	if _, err := parsePath(path); err != nil {
+	if _, err := fieldpath.Parse(path, true); err != nil {
 		return nil, fmt.Errorf("annotation %s: %w", v1alpha1.AnnotationReadyWhenFieldPath, err)
 	}
-	return &Rule{FieldPath: path, FieldValue: value}, nil
+	// Parse accepted the path, so Normalize does too.
+	canonical, _ := fieldpath.Normalize(path)
+	return &Rule{FieldPath: canonical, FieldValue: value}, nil
 }
 
 // Compute returns the readiness of obj, by rule when rule is not nil, else by
@@ -336,7 +338,7 @@ func readyCondition(obj *unstructured.Unstructured) (condition, bool) {
 
 // computeRule evaluates rule on obj.
 func computeRule(obj *unstructured.Unstructured, rule *Rule) Result {
-	jp, err := parsePath(rule.FieldPath)
+	jp, err := fieldpath.Parse(rule.FieldPath, true)
 	if err != nil {
 		return Result{State: Failed, Reason: ReasonInvalidRule,
 			Message: fmt.Sprintf("readiness rule path %q: %v", rule.FieldPath, err)}
@@ -395,37 +397,4 @@ func formatValue(v interface{}) (string, error) {
 		return "", err
 	}
 	return string(b), nil
-}
-
-// parsePath parses a path without braces, such as status.phase or
-// ['status'].phase, into a JSONPath that allows missing keys. It accepts the
-// same paths as the references of a Bundle (package reference): a leading "$"
-// or "." is rejected rather than tolerated, since {$..phase} would be a
-// recursive descent that finds a value anywhere in the object.
-func parsePath(path string) (*jsonpath.JSONPath, error) {
-	if path == "" {
-		return nil, errors.New("the path is empty")
-	}
-	if strings.HasPrefix(path, "$") || strings.HasPrefix(path, ".") || strings.HasPrefix(path, "{") {
-		return nil, errors.New(`write the path without braces and without a leading "$" or "."`)
-	}
-	template := "{$." + path + "}"
-	if strings.HasPrefix(path, "[") {
-		// {$.['status']} does not parse as intended; {$['status']} does.
-		template = "{$" + path + "}"
-	}
-	// A stray brace would turn the template into several expressions or add
-	// text to it; only a template that is one expression is a path.
-	parser, err := jsonpath.Parse("readiness", template)
-	if err != nil {
-		return nil, fmt.Errorf("invalid JSONPath: %w", err)
-	}
-	if len(parser.Root.Nodes) != 1 || parser.Root.Nodes[0].Type() != jsonpath.NodeList {
-		return nil, errors.New("invalid JSONPath: braces are not allowed")
-	}
-	jp := jsonpath.New("readiness").AllowMissingKeys(true)
-	if err := jp.Parse(template); err != nil {
-		return nil, fmt.Errorf("invalid JSONPath: %w", err)
-	}
-	return jp, nil
 }

@@ -541,9 +541,25 @@ func TestComputeRule(t *testing.T) {
 			name:    "path with a leading dot",
 			obj:     widget(`{"phase":"Running"}`),
 			rule:    Rule{".status.phase", "Running"},
+			state:   Ready,
+			reason:  "FieldValueMatches",
+			message: `.status.phase is "Running"`,
+		},
+		{
+			name:    "path in braces",
+			obj:     widget(`{"phase":"Pending"}`),
+			rule:    Rule{"{.status.phase}", "Running"},
+			state:   InProgress,
+			reason:  "FieldValueMismatch",
+			message: `{.status.phase} is "Pending", waiting for "Running"`,
+		},
+		{
+			name:    "path with a recursive descent",
+			obj:     widget(`{"phase":"Running"}`),
+			rule:    Rule{"..phase", "Running"},
 			state:   Failed,
 			reason:  "InvalidRule",
-			message: `readiness rule path ".status.phase": write the path without braces and without a leading "$" or "."`,
+			message: `readiness rule path "..phase": "..phase" starts with a recursive descent (..), which finds the field anywhere in the object: write the path from the object's root, such as status.phase`,
 		},
 	}
 	for _, tt := range tests {
@@ -612,9 +628,24 @@ func TestRuleFromAnnotations(t *testing.T) {
 			err:         "*annotation limbo.dev/readyWhenFieldPath: invalid JSONPath: ",
 		},
 		{
-			name:        "path with braces",
+			name:        "path with a leading dot",
+			annotations: map[string]string{pathKey: ".status.phase", valueKey: "Running"},
+			want:        &Rule{FieldPath: "status.phase", FieldValue: "Running"},
+		},
+		{
+			name:        "path in braces, as kubectl's -o jsonpath",
 			annotations: map[string]string{pathKey: "{.status.phase}", valueKey: "Running"},
-			err:         `annotation limbo.dev/readyWhenFieldPath: write the path without braces and without a leading "$" or "."`,
+			want:        &Rule{FieldPath: "status.phase", FieldValue: "Running"},
+		},
+		{
+			name:        "filter path in braces",
+			annotations: map[string]string{pathKey: `{.status.conditions[?(@.type=="Synced")].status}`, valueKey: "True"},
+			want:        &Rule{FieldPath: `status.conditions[?(@.type=="Synced")].status`, FieldValue: "True"},
+		},
+		{
+			name:        "path with a recursive descent",
+			annotations: map[string]string{pathKey: "$..phase", valueKey: "Running"},
+			err:         "*annotation limbo.dev/readyWhenFieldPath: \"$..phase\" starts with a recursive descent",
 		},
 		{
 			name:        "path with a stray closing brace",
@@ -624,7 +655,7 @@ func TestRuleFromAnnotations(t *testing.T) {
 		{
 			name:        "path with a leading $",
 			annotations: map[string]string{pathKey: "$.status.phase", valueKey: "Running"},
-			err:         `annotation limbo.dev/readyWhenFieldPath: write the path without braces and without a leading "$" or "."`,
+			want:        &Rule{FieldPath: "status.phase", FieldValue: "Running"},
 		},
 	}
 	for _, tt := range tests {

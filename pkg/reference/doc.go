@@ -13,12 +13,10 @@
 //
 // A reference without a name only orders the resources (see package graph) and
 // is skipped here. A named reference reads one value from the live object of the
-// referenced resource: Path is a JSONPath without braces and without a leading
-// "$" or ".", such as data.host, status.conditions[0].type or
-// spec.ports[?(@.name=="http")].port. It is evaluated as {$.<path>} (or
-// {$<path>} for a path that starts with a bracket, such as ['data'].host) by
-// k8s.io/client-go/util/jsonpath with missing keys reported as errors, and it
-// must yield exactly one value: none, or more than one, is an error. The path is
+// referenced resource: Path is a field path as package fieldpath reads it, such
+// as data.host (or .data.host, {.data.host}), status.conditions[0].type or
+// spec.ports[?(@.name=="http")].port, with missing keys reported as errors, and
+// it must yield exactly one value: none, or more than one, is an error. The path is
 // parsed even when the object is not available, so that a malformed path is
 // reported when the Bundle is validated. The value
 // keeps its JSON type: string, int64, float64, bool, nil, map[string]interface{}

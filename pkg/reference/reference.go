@@ -13,9 +13,9 @@ import (
 
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	"k8s.io/client-go/util/jsonpath"
 
 	"github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+	"github.com/limbo-dev/limbo/pkg/fieldpath"
 )
 
 // ErrNotAvailable is wrapped by the error of a reference whose source object is
@@ -111,7 +111,10 @@ func resolve(ref v1alpha1.Reference, source Source, useExamples bool) (Value, er
 
 	// The path is parsed even when it cannot be evaluated yet, so that a typo is
 	// reported when the Bundle is validated rather than once the dependency exists.
-	path, err := parsePath(ref.Path)
+	if ref.Path == "" {
+		return Value{}, errors.New("a named reference needs a path")
+	}
+	path, err := fieldpath.Parse(ref.Path, false)
 	if err != nil {
 		return Value{}, err
 	}
@@ -147,39 +150,6 @@ func resolve(ref v1alpha1.Reference, source Source, useExamples bool) (Value, er
 	default:
 		return Value{}, fmt.Errorf("%d values found, exactly one is required", len(found))
 	}
-}
-
-// parsePath parses a path without braces, such as data.host or ['data'].host,
-// into a JSONPath. A leading "$" or "." is rejected rather than tolerated:
-// {$..data} would be a recursive descent that may find a value anywhere in the
-// object.
-func parsePath(path string) (*jsonpath.JSONPath, error) {
-	if path == "" {
-		return nil, errors.New("a named reference needs a path")
-	}
-	if strings.HasPrefix(path, "$") || strings.HasPrefix(path, ".") || strings.HasPrefix(path, "{") {
-		return nil, errors.New(`write the path without braces and without a leading "$" or "."`)
-	}
-	template := "{$." + path + "}"
-	if strings.HasPrefix(path, "[") {
-		// {$.['data']} does not parse as intended; {$['data']} does.
-		template = "{$" + path + "}"
-	}
-	// A stray brace would turn the template into several expressions or add text
-	// to it, such as "data.host}" giving the value and "}"; only a template that
-	// is one expression is a path.
-	parser, err := jsonpath.Parse("path", template)
-	if err != nil {
-		return nil, fmt.Errorf("invalid JSONPath: %w", err)
-	}
-	if len(parser.Root.Nodes) != 1 || parser.Root.Nodes[0].Type() != jsonpath.NodeList {
-		return nil, errors.New("invalid JSONPath: braces are not allowed")
-	}
-	parsed := jsonpath.New("path").AllowMissingKeys(false)
-	if err := parsed.Parse(template); err != nil {
-		return nil, fmt.Errorf("invalid JSONPath: %w", err)
-	}
-	return parsed, nil
 }
 
 var (

@@ -126,6 +126,16 @@ func TestResolve(t *testing.T) {
 			want: Values{"port": {Data: int64(443)}},
 		},
 		{
+			name: "path with a leading dot, as kubectl writes it",
+			refs: []v1alpha1.Reference{{Name: "host", Resource: "db-config", Path: ".data.host"}},
+			want: Values{"host": {Data: "db.internal"}},
+		},
+		{
+			name: "path in braces, as kubectl -o jsonpath writes it",
+			refs: []v1alpha1.Reference{{Name: "host", Resource: "db-config", Path: "{.data.host}"}},
+			want: Values{"host": {Data: "db.internal"}},
+		},
+		{
 			name: "path starting with a bracket",
 			refs: []v1alpha1.Reference{{Name: "host", Resource: "db-config", Path: "['data'].host"}},
 			want: Values{"host": {Data: "db.internal"}},
@@ -189,14 +199,9 @@ func TestResolve(t *testing.T) {
 			wantErr: `reference "host": path "data[" in resource "db-config": invalid JSONPath: unterminated array`,
 		},
 		{
-			name:    "leading dot",
-			refs:    []v1alpha1.Reference{{Name: "host", Resource: "db-config", Path: ".data.host"}},
-			wantErr: `reference "host": path ".data.host" in resource "db-config": write the path without braces and without a leading "$" or "."`,
-		},
-		{
-			name:    "braces",
-			refs:    []v1alpha1.Reference{{Name: "host", Resource: "db-config", Path: "{.data.host}"}},
-			wantErr: `reference "host": path "{.data.host}" in resource "db-config": write the path without braces and without a leading "$" or "."`,
+			name:    "recursive descent",
+			refs:    []v1alpha1.Reference{{Name: "host", Resource: "db-config", Path: "..host"}},
+			wantErr: `reference "host": path "..host" in resource "db-config": "..host" starts with a recursive descent (..), which finds the field anywhere in the object: write the path from the object's root, such as status.phase`,
 		},
 		{
 			name:    "stray brace",

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+	"github.com/limbo-dev/limbo/pkg/shard"
 )
 
 // Event reasons of the engine.
@@ -40,6 +41,9 @@ type Engine struct {
 	Recorder record.EventRecorder
 	Clock    clock.PassiveClock
 	Metrics  *Metrics
+	// Shard's label keys are copied from a Bundle onto the Tombstones it creates
+	// (nil: a single controller, nothing to copy).
+	Shard *shard.Selector
 }
 
 // Outcome is what processing one orphan did.

@@ -48,7 +48,7 @@ func (e *Engine) OrphanExternal(ctx context.Context, b *limbov1alpha1.Bundle, pl
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        TombstoneName(b.Name, resource, item),
 			Namespace:   b.Namespace,
-			Labels:      map[string]string{limbov1alpha1.LabelBundle: b.Name, limbov1alpha1.LabelPendingDeletion: "true"},
+			Labels:      e.Shard.CopyLabels(b.Labels, map[string]string{limbov1alpha1.LabelBundle: b.Name, limbov1alpha1.LabelPendingDeletion: "true"}),
 			Annotations: map[string]string{limbov1alpha1.AnnotationDeletionTimestamp: FormatStamp(now)},
 			Finalizers:  []string{limbov1alpha1.FinalizerHardDelete},
 			OwnerReferences: []metav1.OwnerReference{{

@@ -34,10 +34,12 @@ const (
 	ReasonControlledByOther    = "ControlledByOther"
 	ReasonReferenceError       = "ReferenceError"
 	ReasonApplyFailed          = "ApplyFailed"
-	ReasonReadFailed           = "ReadFailed"
-	ReasonBeingDeleted         = "BeingDeleted"
-	ReasonInvalidSpec          = "InvalidSpec"
-	ReasonFailed               = "Failed"
+	// ReasonForbidden: the Bundle's ServiceAccount (or limbo) may not write the object.
+	ReasonForbidden    = "Forbidden"
+	ReasonReadFailed   = "ReadFailed"
+	ReasonBeingDeleted = "BeingDeleted"
+	ReasonInvalidSpec  = "InvalidSpec"
+	ReasonFailed       = "Failed"
 
 	EventCreated = "Created"
 	EventUpdated = "Updated"
@@ -104,14 +106,29 @@ func (p *pass) result() ctrl.Result {
 	return ctrl.Result{}
 }
 
+// run is one pass, phase by phase: plan (validate the spec), apply every
+// resource in dependency order (plugins plan here and their generated objects
+// are applied), then decide orphans — the Bundle's objects, then its plugins'
+// items — with the soft-delete engine. The caller writes status.
 func (p *pass) run(ctx context.Context) {
+	if !p.planSpec(ctx) {
+		return
+	}
+	p.apply(ctx)
+	if ready, listed := p.decideObjectOrphans(ctx); listed {
+		p.decidePluginItems(ctx, ready)
+	}
+}
+
+// planSpec validates the spec and records what it declares. On spec errors it
+// reports them, touches nothing but to cancel Tombstones of removed plugin
+// resources (cancelling is always safe), and returns false.
+func (p *pass) planSpec(ctx context.Context) bool {
 	p.plan, p.specErrs = bundlespec.Parse(p.bundle, p.r.Mapper, p.r.Plugins)
 	if len(p.specErrs) > 0 {
 		p.reportSpecErrors()
-		// Cancelling is always safe: a plugin resource removed by the same edit
-		// that broke the spec stops its deletions all the same.
 		p.cancelTombstonesOfRemovedResources(ctx)
-		return
+		return false
 	}
 	for _, name := range p.plan.Order {
 		if res := p.plan.Resources[name]; res.Template != nil {
@@ -119,6 +136,11 @@ func (p *pass) run(ctx context.Context) {
 			p.kinds[res.GVK] = true
 		}
 	}
+	return true
+}
+
+// apply brings every resource to its desired state, in dependency order.
+func (p *pass) apply(ctx context.Context) {
 	for _, name := range p.plan.Order {
 		res := p.plan.Resources[name]
 		var st limbov1alpha1.ResourceStatus
@@ -131,7 +153,6 @@ func (p *pass) run(ctx context.Context) {
 		p.states[name] = st.State
 	}
 	p.emitResourceEvents()
-	p.processOrphans(ctx)
 }
 
 // reportSpecErrors marks every resource: the offending ones Error, the others not
@@ -202,6 +223,7 @@ func (p *pass) syncOne(ctx context.Context, name string, tmpl *unstructured.Unst
 		st.State, st.Reason, st.Message = state, reason, fmt.Sprintf(format, args...)
 		return st, nil
 	}
+	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("resource", name))
 	if err := p.r.watcher.ensure(gvk); err != nil {
 		p.fail(err)
 		return fail(limbov1alpha1.ResourceError, ReasonReadFailed, "watch %s: %v", gvk.Kind, err)
@@ -258,13 +280,17 @@ func (p *pass) syncOne(ctx context.Context, name string, tmpl *unstructured.Unst
 			supersedes = live.GetResourceVersion()
 		}
 		if err := p.r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(desired), client.FieldOwner(limbov1alpha1.FieldManager), client.ForceOwnership); err != nil {
-			if reason := apierrors.ReasonForError(err); reason == metav1.StatusReasonForbidden || reason == metav1.StatusReasonInvalid {
-				// Retrying at once does not help until someone changes something.
-				p.after(conflictRecheckInterval)
-				return fail(limbov1alpha1.ResourceError, string(reason), "apply %s %q: %v", gvk.Kind, tmpl.GetName(), err)
-			}
+			err = fmt.Errorf("apply %s %q: %w", gvk.Kind, tmpl.GetName(), err)
+			log.FromContext(ctx).Error(err, "apply failed", "bundle", p.bundle.Namespace+"/"+p.bundle.Name,
+				"object", fmt.Sprintf("%s/%s %s/%s", gvk.GroupVersion().String(), gvk.Kind, desired.GetNamespace(), desired.GetName()))
+			// Back to the work queue, whose rate limiter backs off; a refusal that
+			// needs someone's change also makes the Bundle Stalled (see status).
 			p.fail(err)
-			return fail(limbov1alpha1.ResourceError, ReasonApplyFailed, "apply %s %q: %v", gvk.Kind, tmpl.GetName(), err)
+			reason := ReasonApplyFailed
+			if r := apierrors.ReasonForError(err); r == metav1.StatusReasonForbidden || r == metav1.StatusReasonInvalid {
+				reason = string(r)
+			}
+			return fail(limbov1alpha1.ResourceError, reason, "%v", err)
 		}
 		p.r.applied.record(desired, hash, supersedes)
 		log.FromContext(ctx).V(1).Info("applied", "resource", name, "object", fmt.Sprintf("%s %s/%s", gvk.Kind, desired.GetNamespace(), desired.GetName()), "change", verb)
@@ -292,6 +318,15 @@ func (p *pass) syncOne(ctx context.Context, name string, tmpl *unstructured.Unst
 
 // resolve returns content with the values of refs substituted.
 func (p *pass) resolve(refs []limbov1alpha1.Reference, content map[string]any) (map[string]any, error) {
+	values, err := reference.Resolve(refs, p.sources(refs), false)
+	if err != nil {
+		return nil, err
+	}
+	return reference.Substitute(content, values)
+}
+
+// sources are the live objects of this pass that refs read values from.
+func (p *pass) sources(refs []limbov1alpha1.Reference) map[string]reference.Source {
 	sources := map[string]reference.Source{}
 	for _, ref := range refs {
 		dep := p.plan.Resources[ref.Resource]
@@ -304,19 +339,13 @@ func (p *pass) resolve(refs []limbov1alpha1.Reference, content map[string]any) (
 		}
 		sources[ref.Resource] = src
 	}
-	values, err := reference.Resolve(refs, sources, false)
-	if err != nil {
-		return nil, err
-	}
-	return reference.Substitute(content, values)
+	return sources
 }
 
-// own adds limbo's label and controller owner reference to desired.
+// own adds limbo's labels (the Bundle's, its shard's) and controller owner
+// reference to desired.
 func (p *pass) own(desired *unstructured.Unstructured) (*unstructured.Unstructured, error) {
-	labels := desired.GetLabels()
-	if labels == nil {
-		labels = map[string]string{}
-	}
+	labels := p.r.Shard.CopyLabels(p.bundle.Labels, desired.GetLabels())
 	labels[limbov1alpha1.LabelBundle] = p.bundle.Name
 	desired.SetLabels(labels)
 	owners := desired.GetOwnerReferences()
@@ -369,16 +398,19 @@ func (p *pass) emitResourceEvents() {
 	}
 }
 
-// processOrphans finds the objects this Bundle controls that left its spec and,
-// once every resource is Ready, hands them to the soft-delete engine.
-func (p *pass) processOrphans(ctx context.Context) {
+// decideObjectOrphans finds the objects this Bundle controls that left its spec
+// and, once every resource is Ready, hands them to the soft-delete engine. It
+// reports whether deletions are allowed (ready), and whether the orphans could
+// be listed at all (if not, the pass keeps the last pendingDeletions and decides
+// nothing more).
+func (p *pass) decideObjectOrphans(ctx context.Context) (ready, listed bool) {
 	orphans, err := p.r.orphans(ctx, p.bundle, p.kindList(), p.declared)
 	if err != nil {
 		p.fail(fmt.Errorf("list orphans: %w", err))
 		p.pending = p.bundle.Status.PendingDeletions
-		return
+		return false, false
 	}
-	ready := p.allReady()
+	ready = p.allReady()
 	if len(orphans) > 0 && len(p.bundle.Spec.Resources) == 0 && !p.bundle.Spec.AllowEmpty {
 		// An empty spec more likely means a broken render than "delete it all".
 		p.emptyGuard, ready = true, false
@@ -392,21 +424,33 @@ func (p *pass) processOrphans(ctx context.Context) {
 			p.pending = append(p.pending, *p.r.Engine.Pending(o, msg))
 			continue
 		}
-		octx := log.IntoContext(ctx, log.FromContext(ctx).WithValues("resource", lastResourceOf(p.bundle, o)))
+		resource := lastResourceOf(p.bundle, o)
+		octx := log.IntoContext(ctx, log.FromContext(ctx).WithValues("resource", resource))
 		out := p.r.Engine.Orphan(octx, p.bundle, o, softdelete.ControlledBy(p.bundle.UID))
 		if out.Gone {
 			p.r.applied.forget(o.GetUID())
 		}
+		if out.Pending != nil {
+			out.Pending.Resource = resource
+		}
 		p.collect(out.Pending, out.Requeue, out.RequeueAfter, out.Err)
 	}
-	p.processPlugins(ctx, ready)
+	return ready, true
 }
 
-// lastResourceOf is the resource of b's last status that held obj, for logs.
+// lastResourceOf is the resource that last declared obj, from b's last status:
+// its resources, or the pending deletion that carried the name on since the
+// resource left the spec.
 func lastResourceOf(b *limbov1alpha1.Bundle, obj client.Object) string {
+	kind := obj.GetObjectKind().GroupVersionKind().Kind
 	for _, st := range b.Status.Resources {
-		if st.Object != nil && st.Object.Kind == obj.GetObjectKind().GroupVersionKind().Kind && st.Object.Name == obj.GetName() {
+		if st.Object != nil && st.Object.Kind == kind && st.Object.Name == obj.GetName() {
 			return st.Name
+		}
+	}
+	for _, pd := range b.Status.PendingDeletions {
+		if pd.Kind == kind && pd.Name == obj.GetName() {
+			return pd.Resource
 		}
 	}
 	return ""
@@ -453,7 +497,7 @@ func kindsOf(b *limbov1alpha1.Bundle, plan *bundlespec.Plan) []schema.GroupVersi
 
 func sortedKinds(kinds map[schema.GroupVersionKind]bool) []schema.GroupVersionKind {
 	// Tombstones are in pendingDeletions too, but they are the engine's own
-	// records, handled by processPlugins: never orphans to delete.
+	// records, handled by decidePluginItems: never orphans to delete.
 	delete(kinds, limbov1alpha1.TombstoneGVK)
 	out := make([]schema.GroupVersionKind, 0, len(kinds))
 	for k := range kinds {

@@ -2,7 +2,6 @@ package bundle
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -15,7 +14,6 @@ import (
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 	"github.com/limbo-dev/limbo/pkg/bundlespec"
 	"github.com/limbo-dev/limbo/pkg/plugin"
-	"github.com/limbo-dev/limbo/pkg/reference"
 	"github.com/limbo-dev/limbo/pkg/softdelete"
 )
 
@@ -119,26 +117,17 @@ func (p *pass) syncPlugin(ctx context.Context, res *bundlespec.Resource) limbov1
 	return st
 }
 
-// pluginSpec is the plugin resource's spec with references resolved, as JSON.
+// pluginSpec is the plugin resource's spec with references resolved from this
+// pass's live objects, as JSON.
 func (p *pass) pluginSpec(res *bundlespec.Resource) ([]byte, error) {
-	if res.Plugin.Spec == nil || len(res.Plugin.Spec.Raw) == 0 {
-		return []byte("{}"), nil
-	}
-	var value any
-	if err := json.Unmarshal(res.Plugin.Spec.Raw, &value); err != nil {
-		return nil, err
-	}
-	content, err := p.resolve(res.References, map[string]any{"spec": value})
-	if err != nil {
-		return nil, err
-	}
-	return json.Marshal(content["spec"])
+	return plugin.ResolveSpec(res.Resource, p.sources(res.References))
 }
 
-// processPlugins takes plugin items out of limbo when they are desired again, and
-// hands orphans to the engine when deletions are allowed (ready). Tombstones of
-// items that are no longer orphans, or of resources that are gone, are cancelled.
-func (p *pass) processPlugins(ctx context.Context, ready bool) {
+// decidePluginItems takes plugin items out of limbo when they are desired again,
+// and hands orphans to the engine when deletions are allowed (ready). Tombstones
+// of items that are no longer orphans, or of resources that are gone, are
+// cancelled.
+func (p *pass) decidePluginItems(ctx context.Context, ready bool) {
 	existing, err := p.tombstones(ctx)
 	if err != nil {
 		p.fail(err)
@@ -271,54 +260,4 @@ func (p *pass) collect(pending *limbov1alpha1.PendingDeletion, requeue bool, aft
 		p.after(after)
 	}
 	p.fail(err)
-}
-
-// ResolvePluginSpec returns the spec of b's plugin resource named resource with its
-// references resolved, outside a pass: from the live objects that b's status
-// records for the referenced resources. The Tombstone controller and the teardown
-// call plugins with it, so that they see the spec the plan saw.
-func ResolvePluginSpec(ctx context.Context, c client.Reader, b *limbov1alpha1.Bundle, resource string) ([]byte, error) {
-	var res *limbov1alpha1.Resource
-	for i := range b.Spec.Resources {
-		if b.Spec.Resources[i].Name == resource && b.Spec.Resources[i].Plugin != nil {
-			res = &b.Spec.Resources[i]
-		}
-	}
-	if res == nil {
-		return nil, fmt.Errorf("the Bundle has no plugin resource %q", resource)
-	}
-	if res.Plugin.Spec == nil || len(res.Plugin.Spec.Raw) == 0 {
-		return []byte("{}"), nil
-	}
-	if len(res.References) == 0 {
-		return res.Plugin.Spec.Raw, nil
-	}
-	sources := map[string]reference.Source{}
-	for _, ref := range res.References {
-		for _, st := range b.Status.Resources {
-			if st.Name != ref.Resource || st.Object == nil {
-				continue
-			}
-			u := &unstructured.Unstructured{}
-			u.SetAPIVersion(st.Object.APIVersion)
-			u.SetKind(st.Object.Kind)
-			if err := c.Get(ctx, client.ObjectKey{Namespace: st.Object.Namespace, Name: st.Object.Name}, u); err != nil {
-				return nil, fmt.Errorf("resource %q: %w", ref.Resource, err)
-			}
-			sources[ref.Resource] = reference.Source{Object: u.Object}
-		}
-	}
-	var value any
-	if err := json.Unmarshal(res.Plugin.Spec.Raw, &value); err != nil {
-		return nil, err
-	}
-	values, err := reference.Resolve(res.References, sources, false)
-	if err != nil {
-		return nil, err
-	}
-	content, err := reference.Substitute(map[string]any{"spec": value}, values)
-	if err != nil {
-		return nil, err
-	}
-	return json.Marshal(content["spec"])
 }

@@ -16,7 +16,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+	"github.com/limbo-dev/limbo/pkg/impersonation"
 	"github.com/limbo-dev/limbo/pkg/plugin"
+	"github.com/limbo-dev/limbo/pkg/shard"
 	"github.com/limbo-dev/limbo/pkg/softdelete"
 )
 
@@ -45,14 +47,28 @@ type Reconciler struct {
 	Plugins   *plugin.Registry
 	Clock     clock.PassiveClock
 	Metrics   *Metrics
+	// Shard puts the objects a Bundle applies in its shard (see package shard).
+	Shard *shard.Selector
+	// DefaultServiceAccount is impersonated for Bundles that name none.
+	DefaultServiceAccount string
 
 	watcher *watcher
 	applied appliedCache
 	planner *planner
 }
 
-// Reconcile runs one pass over a Bundle, or one step of its teardown.
+// Reconcile runs one pass over a Bundle, or one step of its teardown. A Conflict
+// on the Bundle (a newer version is on its way to the cache) is an ordinary
+// requeue, not an error.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	result, err := r.reconcile(ctx, req)
+	if apierrors.IsConflict(err) {
+		return ctrl.Result{Requeue: true}, nil
+	}
+	return result, err
+}
+
+func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	var b limbov1alpha1.Bundle
 	if err := r.Client.Get(ctx, req.NamespacedName, &b); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -63,6 +79,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		return ctrl.Result{}, err
 	}
+	// Every write of the Bundle's objects from here on, teardown included, is made
+	// as its ServiceAccount (limbo's own kinds stay limbo's: see impersonation).
+	ctx = impersonation.WithServiceAccount(ctx, b.Namespace, r.serviceAccountOf(&b))
 	if !b.DeletionTimestamp.IsZero() {
 		return r.teardown(ctx, &b)
 	}
@@ -70,9 +89,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		orig := b.DeepCopy()
 		controllerutil.AddFinalizer(&b, limbov1alpha1.FinalizerTeardown)
 		if err := r.Client.Patch(ctx, &b, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
-			if apierrors.IsConflict(err) {
-				return ctrl.Result{Requeue: true}, nil // a newer Bundle is on its way
-			}
 			return ctrl.Result{}, client.IgnoreNotFound(err)
 		}
 	}
@@ -94,6 +110,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, reconcile.TerminalError(p.specErrs)
 	}
 	return p.result(), nil
+}
+
+// serviceAccountOf is the ServiceAccount whose rights b's writes have ("": limbo's).
+func (r *Reconciler) serviceAccountOf(b *limbov1alpha1.Bundle) string {
+	if b.Spec.ServiceAccountName != "" {
+		return b.Spec.ServiceAccountName
+	}
+	return r.DefaultServiceAccount
 }
 
 // writeStatus writes status when it differs from what the Bundle has.

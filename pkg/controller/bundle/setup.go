@@ -20,6 +20,7 @@ import (
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 	"github.com/limbo-dev/limbo/pkg/plugin"
+	"github.com/limbo-dev/limbo/pkg/shard"
 	"github.com/limbo-dev/limbo/pkg/softdelete"
 )
 
@@ -31,6 +32,14 @@ type Options struct {
 	// OnManagedObjectEvent is told of every event on a managed object (the reaper
 	// listens for objects released to limbo).
 	OnManagedObjectEvent func(client.Object)
+	// Shard is the controller's shard; its label keys are copied from a Bundle
+	// onto the objects it applies (nil: every Bundle, nothing to copy).
+	Shard *shard.Selector
+	// Client replaces the manager's client: an impersonation.Client writes a
+	// Bundle's objects as its ServiceAccount.
+	Client client.Client
+	// DefaultServiceAccount is impersonated for Bundles that name none.
+	DefaultServiceAccount string
 }
 
 // ManagedSelector selects the objects a Bundle manages or last managed.
@@ -56,7 +65,7 @@ var bundleChanged = predicate.Funcs{
 // SetupWithManager registers the Bundle reconciler and returns it.
 func SetupWithManager(mgr ctrl.Manager, opts Options) (*Reconciler, error) {
 	r := &Reconciler{
-		Client:    mgr.GetClient(),
+		Client:    opts.Client,
 		APIReader: mgr.GetAPIReader(),
 		Mapper:    mgr.GetRESTMapper(),
 		Recorder:  mgr.GetEventRecorderFor("limbo"), //nolint:staticcheck // core/v1 events keep kubectl describe readable
@@ -64,6 +73,12 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) (*Reconciler, error) {
 		Plugins:   opts.Plugins,
 		Clock:     clock.RealClock{},
 		Metrics:   DefaultMetrics,
+		Shard:     opts.Shard,
+
+		DefaultServiceAccount: opts.DefaultServiceAccount,
+	}
+	if r.Client == nil {
+		r.Client = mgr.GetClient()
 	}
 	plansDone := make(chan event.GenericEvent, 1024)
 	r.planner = newPlanner(plansDone)

@@ -178,7 +178,7 @@ func (r *Reconciler) teardownPlugins(ctx context.Context, b *limbov1alpha1.Bundl
 		if !ok || !has {
 			continue
 		}
-		spec, err := ResolvePluginSpec(ctx, r.APIReader, b, name)
+		spec, err := plugin.ResolveSpecFromStatus(ctx, r.APIReader, b, name)
 		if err != nil {
 			return append(remaining, fmt.Sprintf("plugin resource %s", name)), fmt.Errorf("plugin resource %q spec: %w", name, err)
 		}

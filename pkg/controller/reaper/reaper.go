@@ -9,18 +9,20 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+	"github.com/limbo-dev/limbo/pkg/limboscan"
+	"github.com/limbo-dev/limbo/pkg/shard"
 	"github.com/limbo-dev/limbo/pkg/softdelete"
 )
 
@@ -39,6 +41,9 @@ type Reaper struct {
 	FullScanInterval time.Duration
 	// Namespaces restricts the scan; empty scans all.
 	Namespaces []string
+	// Shard restricts the scan to this controller's shard (objects carry their
+	// Bundle's shard labels); nil scans every shard.
+	Shard *shard.Selector
 	// OnKind is told of every kind found in limbo, so that its objects are watched
 	// (an event then pokes the reaper: an expedite is honoured at once).
 	OnKind func(schema.GroupVersionKind) error
@@ -51,9 +56,7 @@ type Reaper struct {
 
 // Discovery is what the reaper needs of discovery: the kinds it may find in limbo.
 // *discovery.DiscoveryClient implements it.
-type Discovery interface {
-	ServerPreferredNamespacedResources() ([]*metav1.APIResourceList, error)
-}
+type Discovery = limboscan.Discovery
 
 // New returns a Reaper.
 func New(c client.Client, reader client.Reader, d Discovery, engine *softdelete.Engine, fullScan time.Duration) *Reaper {
@@ -180,14 +183,12 @@ func (r *Reaper) list(ctx context.Context, gvk schema.GroupVersionKind) ([]metav
 	}
 	var out []metav1.PartialObjectMetadata
 	for _, ns := range namespaces {
-		list := &metav1.PartialObjectMetadataList{}
-		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-		if err := r.Reader.List(ctx, list, client.InNamespace(ns), client.MatchingLabels{limbov1alpha1.LabelPendingDeletion: "true"}); err != nil {
+		items, err := limboscan.List(ctx, r.Reader, gvk, ns, r.Shard.And(labels.Everything()))
+		if err != nil {
 			return nil, err
 		}
-		for _, item := range list.Items {
+		for _, item := range items {
 			if softdelete.Released(&item) {
-				item.SetGroupVersionKind(gvk)
 				out = append(out, item)
 			}
 		}
@@ -203,22 +204,13 @@ func (r *Reaper) kindsToScan(full bool) ([]schema.GroupVersionKind, error) {
 		defer r.mu.Unlock()
 		return sortedKinds(r.kinds), nil
 	}
-	lists, err := r.Discovery.ServerPreferredNamespacedResources()
-	if err != nil && len(lists) == 0 {
+	found, err := limboscan.Kinds(r.Discovery, "delete", "patch")
+	if err != nil && len(found) == 0 {
 		return nil, err // a partial discovery failure still scans what it found
 	}
 	kinds := map[schema.GroupVersionKind]bool{}
-	for _, list := range lists {
-		gv, parseErr := schema.ParseGroupVersion(list.GroupVersion)
-		if parseErr != nil {
-			continue
-		}
-		for _, res := range list.APIResources {
-			if strings.Contains(res.Name, "/") || !hasVerbs(res.Verbs, "list", "delete", "patch") {
-				continue
-			}
-			kinds[gv.WithKind(res.Kind)] = true
-		}
+	for _, k := range found {
+		kinds[k.Kind] = true
 	}
 	return sortedKinds(kinds), nil
 }
@@ -241,22 +233,6 @@ func (r *Reaper) heldByTeardown(ctx context.Context, obj metav1.Object, seen map
 		seen[key] = !b.DeletionTimestamp.IsZero()
 	}
 	return seen[key], nil
-}
-
-func hasVerbs(verbs metav1.Verbs, want ...string) bool {
-	for _, w := range want {
-		found := false
-		for _, v := range verbs {
-			if v == w {
-				found = true
-				break
-			}
-		}
-		if !found {
-			return false
-		}
-	}
-	return true
 }
 
 func sortedKinds(set map[schema.GroupVersionKind]bool) []schema.GroupVersionKind {

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+	"github.com/limbo-dev/limbo/pkg/shard"
 	"github.com/limbo-dev/limbo/pkg/softdelete"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -53,25 +54,7 @@ func TestPass(t *testing.T) {
 		&limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Name: "cart", Namespace: "ns", Finalizers: []string{limbov1alpha1.FinalizerTeardown},
 			DeletionTimestamp: &metav1.Time{Time: now}}},
 	}
-	scheme := runtime.NewScheme()
-	if err := corev1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	if err := limbov1alpha1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objects...).Build()
-	disco := fakeDiscovery{{
-		GroupVersion: "v1",
-		APIResources: []metav1.APIResource{
-			{Name: "configmaps", Kind: "ConfigMap", Namespaced: true, Verbs: metav1.Verbs{"list", "delete", "patch", "watch"}},
-			{Name: "configmaps/status", Kind: "ConfigMap", Namespaced: true, Verbs: metav1.Verbs{"get"}},
-			{Name: "bindings", Kind: "Binding", Namespaced: true, Verbs: metav1.Verbs{"create"}},
-		},
-	}}
-	engine := &softdelete.Engine{Client: c, Reader: c, Recorder: record.NewFakeRecorder(10), Clock: clocktesting.NewFakePassiveClock(now), Metrics: softdelete.NewMetrics(prometheus.NewRegistry())}
-	r := New(c, c, disco, engine, time.Hour)
-	r.Clock = engine.Clock
+	r, c := newReaper(t, objects...)
 	var watched []schema.GroupVersionKind
 	r.OnKind = func(gvk schema.GroupVersionKind) error { watched = append(watched, gvk); return nil }
 
@@ -97,6 +80,53 @@ func TestPass(t *testing.T) {
 	if len(kinds) != 1 {
 		t.Errorf("known kinds after a full scan = %v, want [ConfigMap]", kinds)
 	}
+}
+
+// A reaper of one shard deletes only the objects in limbo of that shard.
+func TestPassOfOneShard(t *testing.T) {
+	mine := inLimbo("mine", "2026-11-22T09:00:00Z", "1h", false)
+	other := inLimbo("other", "2026-11-22T09:00:00Z", "1h", false)
+	other.Labels["limbo.dev/shard"] = "a"
+	r, c := newReaper(t, mine, other)
+	var err error
+	if r.Shard, err = shard.Parse("!limbo.dev/shard"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.pass(context.Background(), true); err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]bool{"mine": false, "other": true} {
+		exists := c.Get(context.Background(), client.ObjectKey{Namespace: "ns", Name: name}, &corev1.ConfigMap{}) == nil
+		if exists != want {
+			t.Errorf("%s exists = %v, want %v", name, exists, want)
+		}
+	}
+}
+
+// newReaper is a reaper of objects on a fake client that serves ConfigMaps (and
+// kinds it cannot list), at now.
+func newReaper(t *testing.T, objects ...client.Object) (*Reaper, client.Client) {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	if err := corev1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	if err := limbov1alpha1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objects...).Build()
+	disco := fakeDiscovery{{
+		GroupVersion: "v1",
+		APIResources: []metav1.APIResource{
+			{Name: "configmaps", Kind: "ConfigMap", Namespaced: true, Verbs: metav1.Verbs{"list", "delete", "patch", "watch"}},
+			{Name: "configmaps/status", Kind: "ConfigMap", Namespaced: true, Verbs: metav1.Verbs{"get"}},
+			{Name: "bindings", Kind: "Binding", Namespaced: true, Verbs: metav1.Verbs{"create"}},
+		},
+	}}
+	engine := &softdelete.Engine{Client: c, Reader: c, Recorder: record.NewFakeRecorder(10), Clock: clocktesting.NewFakePassiveClock(now), Metrics: softdelete.NewMetrics(prometheus.NewRegistry())}
+	r := New(c, c, disco, engine, time.Hour)
+	r.Clock = engine.Clock
+	return r, c
 }
 
 type fakeDiscovery []*metav1.APIResourceList

@@ -27,7 +27,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
-	"github.com/limbo-dev/limbo/pkg/controller/bundle"
 	"github.com/limbo-dev/limbo/pkg/plugin"
 	"github.com/limbo-dev/limbo/pkg/softdelete"
 )
@@ -239,7 +238,7 @@ func (r *Reconciler) deleteItem(ctx context.Context, ts *limbov1alpha1.Tombstone
 	if !ok {
 		return fmt.Errorf("plugin %q cannot delete external items", ts.Spec.Plugin)
 	}
-	spec, err := bundle.ResolvePluginSpec(ctx, r.Reader, b, ts.Spec.Resource)
+	spec, err := plugin.ResolveSpecFromStatus(ctx, r.Reader, b, ts.Spec.Resource)
 	if err != nil {
 		return fmt.Errorf("plugin spec: %w", err)
 	}

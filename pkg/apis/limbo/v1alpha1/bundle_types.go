@@ -18,11 +18,15 @@ import (
 // +kubebuilder:printcolumn:name="PENDING",type=integer,JSONPath=`.status.pendingDeletionCount`,description="Objects and external items waiting in limbo"
 // +kubebuilder:printcolumn:name="NEXT-DELETION",type=string,JSONPath=`.status.nextDeletion`,description="When the soonest pending deletion is due"
 // +kubebuilder:printcolumn:name="AGE",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:printcolumn:name="MESSAGE",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].message`,priority=1,description="The Ready condition's message"
 type Bundle struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	Spec   BundleSpec   `json:"spec,omitempty"`
+	// Spec lists the Bundle's resources: objects and plugins.
+	Spec BundleSpec `json:"spec,omitempty"`
+	// Status is what the controller observed and did: conditions, the state of each
+	// resource and everything in limbo.
 	Status BundleStatus `json:"status,omitempty"`
 }
 
@@ -40,6 +44,16 @@ type BundleSpec struct {
 	// applies `resources: []` must not wipe an application.
 	// +optional
 	AllowEmpty bool `json:"allowEmpty,omitempty"`
+
+	// ServiceAccountName is a ServiceAccount in the Bundle's namespace that limbo
+	// impersonates for every write of this Bundle's objects (applies, stamps,
+	// cancels, deletions), so that the Bundle can do only what the ServiceAccount
+	// may. A write it may not make is an Error on that resource (reason
+	// Forbidden). Empty: the controller's --default-service-account, or limbo's
+	// own identity when that is empty too.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	ServiceAccountName string `json:"serviceAccountName,omitempty"`
 }
 
 // Resource is one entry of a Bundle: exactly one of an object or a plugin.
@@ -81,8 +95,8 @@ type Reference struct {
 	// +kubebuilder:validation:MinLength=1
 	Resource string `json:"resource"`
 
-	// Path is a JSONPath without braces into the referenced resource's live object,
-	// for example data.host.
+	// Path is a JSONPath into the referenced resource's live object, for example
+	// data.host; .data.host and {.data.host} are read alike.
 	// +optional
 	Path string `json:"path,omitempty"`
 
@@ -175,10 +189,16 @@ const (
 
 // ResourceStatus is the state of one resource of a Bundle.
 type ResourceStatus struct {
-	Name  string        `json:"name"`
+	// Name is the resource's name in spec.resources.
+	Name string `json:"name"`
+	// State is Ready, InProgress (applied, not ready yet), Blocked (waiting for a
+	// dependency), Error (see reason and message) or Deleting (being torn down).
 	State ResourceState `json:"state"`
+	// Reason is a CamelCase word that says why the resource is in its state, for
+	// example NotReady, DependencyNotReady or Forbidden.
 	// +optional
 	Reason string `json:"reason,omitempty"`
+	// Message says in words what the resource is waiting for or what went wrong.
 	// +optional
 	Message string `json:"message,omitempty"`
 	// Object is the live object of an object resource.
@@ -188,11 +208,17 @@ type ResourceStatus struct {
 
 // ObjectReference names one object, down to its UID.
 type ObjectReference struct {
+	// APIVersion is the object's group and version, for example apps/v1.
 	APIVersion string `json:"apiVersion"`
-	Kind       string `json:"kind"`
+	// Kind is the object's kind, for example Deployment.
+	Kind string `json:"kind"`
+	// Namespace is the object's namespace.
 	// +optional
 	Namespace string `json:"namespace,omitempty"`
-	Name      string `json:"name"`
+	// Name is the object's name.
+	Name string `json:"name"`
+	// UID is the object's UID: it tells this object from a later one of the same
+	// name.
 	// +optional
 	UID string `json:"uid,omitempty"`
 }
@@ -200,17 +226,31 @@ type ObjectReference struct {
 // PendingDeletion is one object or external item waiting in limbo, or one whose
 // deletion cannot proceed (Message says why).
 type PendingDeletion struct {
+	// APIVersion is the group and version of the object in limbo; for an external
+	// item, that of its Tombstone (limbo.dev/v1alpha1).
 	APIVersion string `json:"apiVersion"`
-	Kind       string `json:"kind"`
+	// Kind is the kind of the object in limbo; for an external item, Tombstone.
+	Kind string `json:"kind"`
+	// Namespace is the namespace of the object or Tombstone in limbo.
 	// +optional
 	Namespace string `json:"namespace,omitempty"`
-	Name      string `json:"name"`
-	// DeletionTimestamp is when the countdown started.
+	// Name is the name of the object or Tombstone in limbo.
+	Name string `json:"name"`
+	// Resource is the Bundle resource that last declared the object, or the plugin
+	// resource that found the item, where known.
+	// +optional
+	Resource string `json:"resource,omitempty"`
+	// DeletionTimestamp is when the countdown started (the object's
+	// limbo.dev/deletionTimestamp annotation).
 	// +optional
 	DeletionTimestamp *metav1.Time `json:"deletionTimestamp,omitempty"`
-	// DeleteAfter is the deadline: DeletionTimestamp plus the deletion delay.
+	// DeleteAfter is the deadline: DeletionTimestamp plus the deletion delay. The
+	// object is deleted at this time unless it comes back into the Bundle first.
 	// +optional
 	DeleteAfter *metav1.Time `json:"deleteAfter,omitempty"`
+	// Message says what holds the deletion up (an invalid limbo.dev/deletionDelay, a
+	// failed delete, the Bundle not being Ready yet), "deleting" while the delete
+	// runs, or, for a Tombstone, which external item it stands for.
 	// +optional
 	Message string `json:"message,omitempty"`
 }

@@ -22,7 +22,10 @@ type Tombstone struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	Spec   TombstoneSpec   `json:"spec,omitempty"`
+	// Spec names the plugin, the Bundle resource and the external item; it is
+	// immutable.
+	Spec TombstoneSpec `json:"spec,omitempty"`
+	// Status records the deadline and the failed external delete attempts.
 	Status TombstoneStatus `json:"status,omitempty"`
 }
 

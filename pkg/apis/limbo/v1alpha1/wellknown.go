@@ -13,7 +13,7 @@ const (
 	AnnotationAdopt = "limbo.dev/adopt"
 	// AnnotationReadyWhenFieldPath and AnnotationReadyWhenFieldValue, on a
 	// CustomResourceDefinition, state the readiness rule of its objects: the JSONPath
-	// must yield the value.
+	// (status.phase, .status.phase or {.status.phase}) must yield the value.
 	AnnotationReadyWhenFieldPath  = "limbo.dev/readyWhenFieldPath"
 	AnnotationReadyWhenFieldValue = "limbo.dev/readyWhenFieldValue"
 

@@ -1,0 +1,393 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/discovery"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+	"github.com/limbo-dev/limbo/pkg/limboscan"
+	"github.com/limbo-dev/limbo/pkg/softdelete"
+)
+
+// pendingSources is what `pending` reads.
+type pendingSources struct {
+	// Reader lists Tombstones, Bundles and, metadata only, the labelled
+	// objects of every kind.
+	Reader client.Reader
+	// Discovery tells which kinds there are.
+	Discovery limboscan.Discovery
+}
+
+func newPendingSources(f clientFactory) (pendingSources, error) {
+	c, err := f.Client()
+	if err != nil {
+		return pendingSources{}, err
+	}
+	d, err := f.ToDiscoveryClient()
+	if err != nil {
+		return pendingSources{}, err
+	}
+	// A resource type installed since the cache was written must not be
+	// missed: what is in limbo has to be complete.
+	d.Invalidate()
+	return pendingSources{Reader: c, Discovery: d}, nil
+}
+
+// countdown says what is known of an item's deadline.
+type countdown int
+
+const (
+	// countdownRunning: the item has a deadline (DeleteAfter).
+	countdownRunning countdown = iota
+	// countdownNow: the item has no delay; it is deleted as soon as the
+	// controller sees it.
+	countdownNow
+	// countdownUnknown: the countdown has not started or restarts (no stamp or
+	// an unparsable one).
+	countdownUnknown
+	// countdownNever: the item is never deleted as it is (invalid delay).
+	countdownNever
+)
+
+// pendingItem is one row of `pending`.
+type pendingItem struct {
+	Namespace         string     `json:"namespace,omitempty"`
+	APIVersion        string     `json:"apiVersion"`
+	Kind              string     `json:"kind"`
+	Name              string     `json:"name"`
+	Bundle            string     `json:"bundle,omitempty"`
+	DeletionDelay     string     `json:"deletionDelay,omitempty"`
+	DeletionTimestamp string     `json:"deletionTimestamp,omitempty"`
+	DeleteAfter       *time.Time `json:"deleteAfter,omitempty"`
+	// TimeLeft is the TIME-LEFT column; set when printed.
+	TimeLeft string `json:"timeLeft"`
+	Message  string `json:"message,omitempty"`
+
+	uid       types.UID
+	countdown countdown
+}
+
+func (p *pendingItem) groupKind() schema.GroupKind {
+	gv, _ := schema.ParseGroupVersion(p.APIVersion)
+	return schema.GroupKind{Group: gv.Group, Kind: p.Kind}
+}
+
+func (p *pendingItem) addMessage(msg string) {
+	if msg == "" || strings.Contains(p.Message, msg) {
+		return
+	}
+	if p.Message != "" {
+		p.Message += "; "
+	}
+	p.Message += msg
+}
+
+// itemKey identifies an item across the sources.
+type itemKey struct {
+	gk        schema.GroupKind
+	namespace string
+	name      string
+}
+
+// collectPending lists what is in limbo in namespace ("" is every namespace) at
+// time now, soonest deletion first. Resource types that cannot be listed
+// (Forbidden, NotFound, MethodNotSupported) are skipped; the Forbidden ones are
+// named in a warning on warnings.
+func collectPending(ctx context.Context, src pendingSources, namespace string, now time.Time, warnings io.Writer) ([]pendingItem, error) {
+	var items []pendingItem
+	seen := map[types.UID]bool{}
+	index := map[itemKey]int{}
+	add := func(item pendingItem) {
+		if item.uid != "" {
+			if seen[item.uid] {
+				return
+			}
+			seen[item.uid] = true
+		}
+		key := itemKey{item.groupKind(), item.Namespace, item.Name}
+		if _, ok := index[key]; ok {
+			return
+		}
+		index[key] = len(items)
+		items = append(items, item)
+	}
+
+	// Tombstones first, so that they are shown with their item.
+	var tombstones limbov1alpha1.TombstoneList
+	if err := src.Reader.List(ctx, &tombstones, client.InNamespace(namespace)); err != nil {
+		if meta.IsNoMatchError(err) || apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("listing Tombstones: %w (are limbo's CRDs installed?)", err)
+		}
+		return nil, fmt.Errorf("listing Tombstones: %w", err)
+	}
+	for i := range tombstones.Items {
+		add(tombstoneItem(&tombstones.Items[i], now))
+	}
+
+	objects, err := listPendingObjects(ctx, src, namespace, now, warnings)
+	if err != nil {
+		return nil, err
+	}
+	for _, item := range objects {
+		add(item)
+	}
+
+	var bundles limbov1alpha1.BundleList
+	if err := src.Reader.List(ctx, &bundles, client.InNamespace(namespace)); err != nil {
+		return nil, fmt.Errorf("listing Bundles: %w", err)
+	}
+	for _, bundle := range bundles.Items {
+		for _, entry := range bundle.Status.PendingDeletions {
+			if entry.Message == "" {
+				continue
+			}
+			ns := entry.Namespace
+			if ns == "" {
+				ns = bundle.Namespace
+			}
+			item := pendingItem{
+				Namespace:  ns,
+				APIVersion: entry.APIVersion,
+				Kind:       entry.Kind,
+				Name:       entry.Name,
+				Bundle:     bundle.Name,
+				countdown:  countdownNever,
+			}
+			if i, ok := index[itemKey{item.groupKind(), item.Namespace, item.Name}]; ok {
+				items[i].addMessage(entry.Message)
+				continue
+			}
+			if entry.DeletionTimestamp != nil {
+				item.DeletionTimestamp = softdelete.FormatStamp(entry.DeletionTimestamp.Time)
+			}
+			if entry.DeleteAfter != nil {
+				t := entry.DeleteAfter.UTC()
+				item.DeleteAfter = &t
+				item.countdown = countdownRunning
+			}
+			item.addMessage(entry.Message)
+			add(item)
+		}
+	}
+
+	sortPending(items)
+	return items, nil
+}
+
+// listPendingObjects lists the objects labelled limbo.dev/pending-deletion=true
+// of every namespaced, listable resource type, metadata only (package
+// limboscan). Resource types that cannot be listed (Forbidden, NotFound,
+// MethodNotSupported) are skipped; the Forbidden ones, and the API groups whose
+// discovery failed, are named in a warning on warnings.
+func listPendingObjects(ctx context.Context, src pendingSources, namespace string, now time.Time, warnings io.Writer) ([]pendingItem, error) {
+	kinds, err := limboscan.Kinds(src.Discovery)
+	if err != nil {
+		var groupErr *discovery.ErrGroupDiscoveryFailed
+		if !errors.As(err, &groupErr) {
+			return nil, fmt.Errorf("discovering resource types: %w", err)
+		}
+		failed := make([]string, 0, len(groupErr.Groups))
+		for gv := range groupErr.Groups {
+			failed = append(failed, gv.String())
+		}
+		sort.Strings(failed)
+		fmt.Fprintf(warnings, "Warning: could not discover %s; objects of these API groups in limbo are not shown\n", strings.Join(failed, ", "))
+	}
+
+	type result struct {
+		items     []pendingItem
+		forbidden bool
+		err       error
+	}
+	results := make([]result, len(kinds))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 8)
+	for i, k := range kinds {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			objects, err := limboscan.List(ctx, src.Reader, k.Kind, namespace, nil)
+			switch {
+			case apierrors.IsForbidden(err):
+				results[i].forbidden = true
+				return
+			case apierrors.IsNotFound(err), apierrors.IsMethodNotSupported(err):
+				return
+			case err != nil:
+				results[i].err = fmt.Errorf("listing %s: %w", k.Resource.GroupResource(), err)
+				return
+			}
+			for j := range objects {
+				results[i].items = append(results[i].items, objectItem(&objects[j], now))
+			}
+		}()
+	}
+	wg.Wait()
+
+	var items []pendingItem
+	var forbidden []string
+	for i, res := range results {
+		if res.err != nil {
+			return nil, res.err
+		}
+		if res.forbidden {
+			forbidden = append(forbidden, kinds[i].Resource.GroupResource().String())
+		}
+		items = append(items, res.items...)
+	}
+	if len(forbidden) > 0 {
+		fmt.Fprintf(warnings, "Warning: not allowed to list %s; objects of these types in limbo are not shown\n", strings.Join(forbidden, ", "))
+	}
+	return items, nil
+}
+
+// objectItem is the row of an object in limbo.
+func objectItem(obj *metav1.PartialObjectMetadata, now time.Time) pendingItem {
+	item := pendingItem{
+		Namespace:  obj.Namespace,
+		APIVersion: obj.APIVersion,
+		Kind:       obj.Kind,
+		Name:       obj.Name,
+		Bundle:     obj.Labels[limbov1alpha1.LabelBundle],
+		uid:        obj.UID,
+	}
+	setCountdown(&item, obj.Annotations, now)
+	return item
+}
+
+// tombstoneItem is the row of a Tombstone: its deadline, and in MESSAGE the
+// external item it stands for and the last error of its hard delete.
+func tombstoneItem(t *limbov1alpha1.Tombstone, now time.Time) pendingItem {
+	item := pendingItem{
+		Namespace:  t.Namespace,
+		APIVersion: limbov1alpha1.GroupVersion.String(),
+		Kind:       limbov1alpha1.TombstoneGVK.Kind,
+		Name:       t.Name,
+		Bundle:     t.Labels[limbov1alpha1.LabelBundle],
+		uid:        t.UID,
+	}
+	item.addMessage(describeExternalItem(t))
+	setCountdown(&item, t.Annotations, now)
+	if item.countdown == countdownUnknown && t.Status.DeleteAfter != nil {
+		deadline := t.Status.DeleteAfter.UTC()
+		item.DeleteAfter = &deadline
+		item.countdown = countdownRunning
+	}
+	if t.Status.LastError != "" {
+		item.addMessage(fmt.Sprintf("last error (attempt %d): %s", t.Status.Attempts, t.Status.LastError))
+	}
+	return item
+}
+
+// describeExternalItem names the external item of a Tombstone, for example
+// `namespace-gc: StorageOSNamespace "shop" (id 4f7c)`.
+func describeExternalItem(t *limbov1alpha1.Tombstone) string {
+	item := t.Spec.Item
+	var b strings.Builder
+	if t.Spec.Plugin != "" {
+		b.WriteString(t.Spec.Plugin + ": ")
+	}
+	if item.Kind != "" {
+		b.WriteString(item.Kind + " ")
+	}
+	switch {
+	case item.Name != "" && item.ID != "" && item.Name != item.ID:
+		fmt.Fprintf(&b, "%q (id %s)", item.Name, item.ID)
+	case item.Name != "":
+		fmt.Fprintf(&b, "%q", item.Name)
+	case item.ID != "":
+		fmt.Fprintf(&b, "id %s", item.ID)
+	}
+	return strings.TrimSpace(b.String())
+}
+
+// setCountdown reads the deadline of an item in limbo from its annotations,
+// with the engine's own state machine: the item is an orphan by definition.
+func setCountdown(item *pendingItem, annotations map[string]string, now time.Time) {
+	delay, hasDelay := annotations[limbov1alpha1.AnnotationDeletionDelay]
+	item.DeletionDelay = delay
+	item.DeletionTimestamp = annotations[limbov1alpha1.AnnotationDeletionTimestamp]
+	d := softdelete.Decide(now, softdelete.State{Annotations: annotations, PendingLabel: true})
+	switch d.Action {
+	case softdelete.ActionWait, softdelete.ActionDelete:
+		if !hasDelay {
+			item.countdown = countdownNow
+			item.addMessage(fmt.Sprintf("no %s: deleted without delay", limbov1alpha1.AnnotationDeletionDelay))
+			return
+		}
+		deadline := d.Deadline
+		item.DeleteAfter = &deadline
+		item.countdown = countdownRunning
+	case softdelete.ActionInvalid:
+		item.countdown = countdownNever
+		item.addMessage(d.Err.Error())
+	case softdelete.ActionStamp:
+		item.countdown = countdownUnknown
+		item.addMessage(fmt.Sprintf("no %s yet: the countdown of %s starts when the controller stamps it",
+			limbov1alpha1.AnnotationDeletionTimestamp, delay))
+	case softdelete.ActionRestamp:
+		item.countdown = countdownUnknown
+		item.addMessage(d.Err.Error())
+	default:
+		item.countdown = countdownUnknown
+	}
+}
+
+// sortPending orders items soonest deletion first: running countdowns by
+// deadline (items without a delay count as due now), then the items whose
+// countdown is unknown, then those never deleted; ties by namespace, kind and
+// name, so that the order is deterministic.
+func sortPending(items []pendingItem) {
+	rank := func(p *pendingItem) int {
+		switch p.countdown {
+		case countdownRunning, countdownNow:
+			return 0
+		case countdownUnknown:
+			return 1
+		default:
+			return 2
+		}
+	}
+	deadline := func(p *pendingItem) time.Time {
+		if p.DeleteAfter == nil {
+			return time.Time{}
+		}
+		return *p.DeleteAfter
+	}
+	slices.SortStableFunc(items, func(a, b pendingItem) int {
+		if c := rank(&a) - rank(&b); c != 0 {
+			return c
+		}
+		if c := deadline(&a).Compare(deadline(&b)); c != 0 {
+			return c
+		}
+		for _, c := range []int{
+			strings.Compare(a.Namespace, b.Namespace),
+			strings.Compare(a.Kind, b.Kind),
+			strings.Compare(a.APIVersion, b.APIVersion),
+			strings.Compare(a.Name, b.Name),
+		} {
+			if c != 0 {
+				return c
+			}
+		}
+		return 0
+	})
+}

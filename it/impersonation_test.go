@@ -1,0 +1,121 @@
+package it
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/limbo-dev/limbo/it/testenv"
+	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+	"github.com/limbo-dev/limbo/pkg/softdelete"
+)
+
+// A Bundle with spec.serviceAccountName can do only what that ServiceAccount may:
+// a tenant allowed ConfigMaps but not Secrets gets its ConfigMaps, and its Secret
+// resource is an Error (Forbidden, with the API server's message); nothing else
+// in the Bundle is affected.
+func TestImpersonationForbiddenWrite(t *testing.T) {
+	ns := env.Namespace(t)
+	tenant(t, ns, "tenant", "get", "list", "watch", "create", "update", "patch", "delete")
+	b := createBundleAs(t, ns, "tenant", "shop",
+		objectResource(t, "config", configMap("config", map[string]any{"a": "b"}, nil)),
+		objectResource(t, "password", secret("password")),
+		objectResource(t, "more", configMap("more", map[string]any{"c": "d"}, nil)))
+
+	waitBundle(t, b, func(cur *limbov1alpha1.Bundle) error {
+		for _, name := range []string{"config", "more"} {
+			if err := resourceIs(cur, name, limbov1alpha1.ResourceReady, ""); err != nil {
+				return err
+			}
+		}
+		if err := resourceIs(cur, "password", limbov1alpha1.ResourceError, string(metav1.StatusReasonForbidden)); err != nil {
+			return err
+		}
+		if msg := resourceStatus(cur, "password").Message; !strings.Contains(msg, `secrets "password" is forbidden`) || !strings.Contains(msg, "system:serviceaccount:"+ns+":tenant") {
+			return fmt.Errorf("password's message %q is not the API server's", msg)
+		}
+		return nil
+	})
+	if getObject(t, secretGVK, ns, "password") != nil {
+		t.Errorf("the Secret was written although the tenant may not")
+	}
+}
+
+// An orphan the tenant may not delete stays, visibly: pendingDeletions says why
+// and a Warning event tells; nothing else is affected.
+func TestImpersonationForbiddenDeleteKeepsTheOrphan(t *testing.T) {
+	ns := env.Namespace(t)
+	tenant(t, ns, "tenant", "get", "list", "watch", "create", "update", "patch") // no delete
+	keep := objectResource(t, "keep", configMap("keep", map[string]any{"a": "b"}, nil))
+	b := createBundleAs(t, ns, "tenant", "shop", keep, objectResource(t, "orphan", configMap("orphan", map[string]any{"a": "b"}, nil)))
+	waitReady(t, b)
+	uid := string(getObject(t, configMapGVK, ns, "orphan").GetUID())
+
+	updateBundle(t, b, keep)
+	waitEventContaining(t, b, corev1.EventTypeWarning, softdelete.EventDeleteFailed, "ConfigMap "+ns+"/orphan", "forbidden")
+	waitBundle(t, b, func(cur *limbov1alpha1.Bundle) error {
+		for _, p := range cur.Status.PendingDeletions {
+			if p.Name == "orphan" && strings.Contains(p.Message, "forbidden") {
+				return nil
+			}
+		}
+		return fmt.Errorf("pendingDeletions %+v does not show orphan as forbidden", cur.Status.PendingDeletions)
+	})
+	testenv.Consistently(t, 2*time.Second, existsWithUID(t, configMapGVK, ns, "orphan", uid))
+}
+
+// --default-service-account applies to the Bundles that name no ServiceAccount.
+func TestImpersonationDefaultServiceAccount(t *testing.T) {
+	env.WithoutController(t)
+	ns := env.Namespace(t)
+	tenant(t, ns, "tenant", "get", "list", "watch", "create", "update", "patch", "delete")
+	env.ControllerProcess(t, "default-sa", "--namespaces", ns, "--leader-elect=false", "--default-service-account", "tenant")
+	b := createBundle(t, ns, "shop",
+		objectResource(t, "config", configMap("config", map[string]any{"a": "b"}, nil)),
+		objectResource(t, "password", secret("password")))
+	waitBundle(t, b, func(cur *limbov1alpha1.Bundle) error {
+		if err := resourceIs(cur, "config", limbov1alpha1.ResourceReady, ""); err != nil {
+			return err
+		}
+		return resourceIs(cur, "password", limbov1alpha1.ResourceError, string(metav1.StatusReasonForbidden))
+	})
+}
+
+// tenant creates the ServiceAccount name in ns, allowed verbs on ConfigMaps only.
+func tenant(t testing.TB, ns, name string, verbs ...string) {
+	t.Helper()
+	ctx := context.Background()
+	for _, obj := range []client.Object{
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}},
+		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: verbs}}},
+		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name},
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: name, Namespace: ns}}},
+	} {
+		if err := env.Client.Create(ctx, obj); err != nil {
+			t.Fatalf("create %T %s: %v", obj, name, err)
+		}
+	}
+}
+
+// createBundleAs creates a Bundle that names a ServiceAccount.
+func createBundleAs(t testing.TB, ns, serviceAccount, name string, resources ...limbov1alpha1.Resource) *limbov1alpha1.Bundle {
+	t.Helper()
+	b := &limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: limbov1alpha1.BundleSpec{ServiceAccountName: serviceAccount, Resources: resources}}
+	if err := env.Client.Create(context.Background(), b); err != nil {
+		t.Fatalf("create Bundle: %v", err)
+	}
+	return b
+}
+
+func secret(name string) map[string]any {
+	return map[string]any{"apiVersion": "v1", "kind": "Secret", "metadata": map[string]any{"name": name}, "stringData": map[string]any{"password": "x"}}
+}

@@ -1,0 +1,146 @@
+package controller_test
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	// The controller: importing it registers every metric it serves on
+	// controller-runtime's registry, as the binary does.
+	_ "github.com/limbo-dev/limbo/pkg/controller"
+)
+
+const dashboardPath = "../../build/deploy/monitoring/dashboard.json"
+
+// Every metric the Grafana dashboard queries is one the controller exports: its
+// name is registered on the registry that the controller's /metrics serves.
+func TestDashboardMetricsAreExported(t *testing.T) {
+	raw, err := os.ReadFile(dashboardPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dashboard struct {
+		Panels []struct {
+			Title   string `json:"title"`
+			Targets []struct {
+				Expr string `json:"expr"`
+			} `json:"targets"`
+		} `json:"panels"`
+		Templating struct {
+			List []struct {
+				Name       string `json:"name"`
+				Definition string `json:"definition"`
+			} `json:"list"`
+		} `json:"templating"`
+	}
+	if err := json.Unmarshal(raw, &dashboard); err != nil {
+		t.Fatal(err)
+	}
+	queried := map[string][]string{} // metric name -> where
+	for _, p := range dashboard.Panels {
+		if len(p.Targets) == 0 {
+			t.Errorf("panel %q has no query", p.Title)
+		}
+		for _, target := range p.Targets {
+			names := metricNames(target.Expr)
+			if len(names) == 0 {
+				t.Errorf("panel %q: no metric in %q", p.Title, target.Expr)
+			}
+			for _, name := range names {
+				queried[name] = append(queried[name], "panel "+p.Title)
+			}
+		}
+	}
+	for _, v := range dashboard.Templating.List {
+		if m := labelValues.FindStringSubmatch(v.Definition); m != nil {
+			queried[m[1]] = append(queried[m[1]], "variable "+v.Name)
+		}
+	}
+	if len(queried) == 0 {
+		t.Fatal("the dashboard queries no metric")
+	}
+	if registered(ctrlmetrics.Registry, "limbo_no_such_metric") {
+		t.Fatal("the probe finds a metric that does not exist")
+	}
+	for name, where := range queried {
+		if !registered(ctrlmetrics.Registry, name) && !registered(ctrlmetrics.Registry, histogramName(name)) {
+			t.Errorf("%s (queried by %s) is not exported by the controller", name, strings.Join(where, ", "))
+		}
+	}
+}
+
+func TestMetricNames(t *testing.T) {
+	for expr, want := range map[string]string{
+		`sum by (namespace) (max by (namespace, bundle) (limbo_bundle_pending_deletions{namespace=~"$namespace"}))`: "limbo_bundle_pending_deletions",
+		`histogram_quantile(0.99, sum by (le) (rate(limbo_deletion_lateness_seconds_bucket[$__rate_interval])))`:    "limbo_deletion_lateness_seconds_bucket",
+		`sort(max without (pod) (a_seconds) - time()) / on (x) group_left (y) b_total offset 5m`:                    "a_seconds b_total",
+		`rate(x_total[5m]) > bool 0 and y{l="a(b)"}`:                                                                "x_total y",
+	} {
+		if got := strings.Join(metricNames(expr), " "); got != want {
+			t.Errorf("metricNames(%q) = %q, want %q", expr, got, want)
+		}
+	}
+}
+
+var (
+	labelValues = regexp.MustCompile(`^label_values\(\s*([a-zA-Z_:][a-zA-Z0-9_:]*)`)
+	// What is not a metric name: strings, label matchers, ranges, numbers and
+	// durations, and the label lists of grouping and vector matching.
+	notNames = []*regexp.Regexp{
+		regexp.MustCompile(`"(\\.|[^"\\])*"`),
+		regexp.MustCompile(`\{[^}]*\}`),
+		regexp.MustCompile(`\[[^\]]*\]`),
+		regexp.MustCompile(`\b[0-9][0-9a-zA-Z_.]*`),
+		regexp.MustCompile(`\b(by|without|on|ignoring|group_left|group_right)\s*\([^)]*\)`),
+	}
+	identifier = regexp.MustCompile(`[a-zA-Z_:][a-zA-Z0-9_:]*(\s*\()?`)
+	keywords   = []string{"and", "or", "unless", "bool", "offset", "by", "without", "on", "ignoring", "group_left", "group_right", "inf", "nan"}
+)
+
+// metricNames returns the metric names a PromQL expression selects, sorted:
+// the identifiers that are not functions (followed by a parenthesis),
+// keywords, labels or strings.
+func metricNames(expr string) []string {
+	for _, re := range notNames {
+		expr = re.ReplaceAllString(expr, " ")
+	}
+	var names []string
+	for _, id := range identifier.FindAllString(expr, -1) {
+		if strings.HasSuffix(id, "(") || slices.Contains(keywords, strings.ToLower(id)) {
+			continue
+		}
+		names = append(names, id)
+	}
+	slices.Sort(names)
+	return slices.Compact(names)
+}
+
+// histogramName is the histogram or summary a series name belongs to.
+func histogramName(series string) string {
+	for _, suffix := range []string{"_bucket", "_sum", "_count"} {
+		if base, ok := strings.CutSuffix(series, suffix); ok {
+			return base
+		}
+	}
+	return series
+}
+
+// registered tells whether reg has a metric named name, whatever its labels:
+// registering a probe of that name then fails.
+func registered(reg prometheus.Registerer, name string) bool {
+	probe := prometheus.NewGauge(prometheus.GaugeOpts{Name: name, Help: "probe"})
+	err := reg.Register(probe)
+	if err == nil {
+		reg.Unregister(probe)
+		return false
+	}
+	var already prometheus.AlreadyRegisteredError
+	return errors.As(err, &already) || strings.Contains(err.Error(), "same fully-qualified name")
+}

@@ -1,0 +1,99 @@
+package fieldpath
+
+import (
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestNormalize(t *testing.T) {
+	tests := []struct {
+		path, want, err string
+	}{
+		{path: "status.phase", want: "status.phase"},
+		{path: ".status.phase", want: "status.phase"},
+		{path: "{.status.phase}", want: "status.phase"},
+		{path: "{status.phase}", want: "status.phase"},
+		{path: "$.status.phase", want: "status.phase"},
+		{path: "{$.status.phase}", want: "status.phase"},
+		{path: " { .status.phase } ", want: "status.phase"},
+		{path: "['status'].phase", want: "['status'].phase"},
+		{path: "$['status'].phase", want: "['status'].phase"},
+		{path: "{.['status'].phase}", want: "['status'].phase"},
+		{path: `status.conditions[?(@.type=="Ready")].status`, want: `status.conditions[?(@.type=="Ready")].status`},
+		{path: `{.status.conditions[?(@.type=="Ready")].status}`, want: `status.conditions[?(@.type=="Ready")].status`},
+		{path: "", err: "the path is empty"},
+		{path: "{}", err: "the path is empty"},
+		{path: "{.}", err: "the path is empty"},
+		{path: "$", err: "the path is empty"},
+		{path: "..phase", err: "recursive descent"},
+		{path: "$..phase", err: "recursive descent"},
+		{path: "{..phase}", err: "recursive descent"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.path, func(t *testing.T) {
+			got, err := Normalize(tt.path)
+			switch {
+			case tt.err != "" && (err == nil || !strings.Contains(err.Error(), tt.err)):
+				t.Fatalf("Normalize(%q) = %q, %v; want an error containing %q", tt.path, got, err, tt.err)
+			case tt.err == "" && err != nil:
+				t.Fatalf("Normalize(%q): %v", tt.path, err)
+			case got != tt.want:
+				t.Errorf("Normalize(%q) = %q, want %q", tt.path, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestParse(t *testing.T) {
+	obj := map[string]interface{}{
+		"status": map[string]interface{}{
+			"phase": "Running",
+			"conditions": []interface{}{
+				map[string]interface{}{"type": "Ready", "status": "True"},
+			},
+		},
+	}
+	tests := []struct {
+		path      string
+		allowMiss bool
+		want, err string
+	}{
+		{path: "status.phase", want: "[Running]"},
+		{path: ".status.phase", want: "[Running]"},
+		{path: "{.status.phase}", want: "[Running]"},
+		{path: "$.status.phase", want: "[Running]"},
+		{path: "['status'].phase", want: "[Running]"},
+		{path: `{.status.conditions[?(@.type=="Ready")].status}`, want: "[True]"},
+		{path: "status.missing", allowMiss: true, want: "[]"},
+		{path: "status.missing", err: "missing is not found"},
+		{path: "status.phase[", err: "invalid JSONPath: "},
+		{path: "status.phase}{.a", err: "braces are not allowed"},
+		{path: "data.host}", err: "braces are not allowed"},
+		{path: "..phase", err: "recursive descent"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.path, func(t *testing.T) {
+			jp, err := Parse(tt.path, tt.allowMiss)
+			var values []interface{}
+			if err == nil {
+				var results [][]reflect.Value
+				results, err = jp.FindResults(obj)
+				for _, set := range results {
+					for _, v := range set {
+						values = append(values, v.Interface())
+					}
+				}
+			}
+			switch {
+			case tt.err != "" && (err == nil || !strings.Contains(err.Error(), tt.err)):
+				t.Fatalf("Parse(%q) gave %v, %v; want an error containing %q", tt.path, values, err, tt.err)
+			case tt.err == "" && err != nil:
+				t.Fatalf("Parse(%q): %v", tt.path, err)
+			case tt.err == "" && fmt.Sprint(values) != tt.want:
+				t.Errorf("Parse(%q) yields %v, want %s", tt.path, values, tt.want)
+			}
+		})
+	}
+}

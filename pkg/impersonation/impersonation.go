@@ -1,0 +1,164 @@
+package impersonation
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+
+	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+)
+
+type contextKey struct{}
+
+// WithServiceAccount returns ctx whose writes through a Client impersonate the
+// ServiceAccount name in namespace; an empty name returns ctx unchanged (limbo
+// writes as itself).
+func WithServiceAccount(ctx context.Context, namespace, name string) context.Context {
+	if name == "" {
+		return ctx
+	}
+	return context.WithValue(ctx, contextKey{}, Username(namespace, name))
+}
+
+// Username is the user name of the ServiceAccount name in namespace.
+func Username(namespace, name string) string {
+	return "system:serviceaccount:" + namespace + ":" + name
+}
+
+// UserFrom returns the user that writes made with ctx impersonate, if any.
+func UserFrom(ctx context.Context) (string, bool) {
+	user, ok := ctx.Value(contextKey{}).(string)
+	return user, ok && user != ""
+}
+
+// Client is limbo's client (reads, and writes without an identity in their
+// context) that writes as the identity in the context when there is one.
+type Client struct {
+	client.Client
+	config *rest.Config
+	scheme *runtime.Scheme
+	mapper meta.RESTMapper
+
+	mu      sync.Mutex
+	writers map[string]client.Client
+}
+
+// NewClient wraps base; config (limbo's own) is copied with the impersonated
+// user for each identity's writer.
+func NewClient(base client.Client, config *rest.Config) *Client {
+	return &Client{Client: base, config: config, scheme: base.Scheme(), mapper: base.RESTMapper(), writers: map[string]client.Client{}}
+}
+
+// writer returns the client that writes obj (of kind gvk) with ctx.
+func (c *Client) writer(ctx context.Context, gvk schema.GroupVersionKind) (client.Client, error) {
+	user, ok := UserFrom(ctx)
+	if !ok || gvk.Group == limbov1alpha1.GroupVersion.Group {
+		return c.Client, nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if w, ok := c.writers[user]; ok {
+		return w, nil
+	}
+	cfg := rest.CopyConfig(c.config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
+	w, err := client.New(cfg, client.Options{Scheme: c.scheme, Mapper: c.mapper})
+	if err != nil {
+		return nil, fmt.Errorf("client impersonating %s: %w", user, err)
+	}
+	c.writers[user] = w
+	return w, nil
+}
+
+func (c *Client) writerFor(ctx context.Context, obj runtime.Object) (client.Client, error) {
+	if _, ok := UserFrom(ctx); !ok {
+		return c.Client, nil // limbo's own write: nothing to look up
+	}
+	gvk, err := apiutil.GVKForObject(obj, c.scheme)
+	if err != nil {
+		return nil, err
+	}
+	return c.writer(ctx, gvk)
+}
+
+// Create creates obj as the context's identity.
+func (c *Client) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {
+	w, err := c.writerFor(ctx, obj)
+	if err != nil {
+		return err
+	}
+	return w.Create(ctx, obj, opts...)
+}
+
+// Update updates obj as the context's identity.
+func (c *Client) Update(ctx context.Context, obj client.Object, opts ...client.UpdateOption) error {
+	w, err := c.writerFor(ctx, obj)
+	if err != nil {
+		return err
+	}
+	return w.Update(ctx, obj, opts...)
+}
+
+// Patch patches obj as the context's identity.
+func (c *Client) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+	w, err := c.writerFor(ctx, obj)
+	if err != nil {
+		return err
+	}
+	return w.Patch(ctx, obj, patch, opts...)
+}
+
+// Delete deletes obj as the context's identity.
+func (c *Client) Delete(ctx context.Context, obj client.Object, opts ...client.DeleteOption) error {
+	w, err := c.writerFor(ctx, obj)
+	if err != nil {
+		return err
+	}
+	return w.Delete(ctx, obj, opts...)
+}
+
+// DeleteAllOf deletes objects of obj's kind as the context's identity.
+func (c *Client) DeleteAllOf(ctx context.Context, obj client.Object, opts ...client.DeleteAllOfOption) error {
+	w, err := c.writerFor(ctx, obj)
+	if err != nil {
+		return err
+	}
+	return w.DeleteAllOf(ctx, obj, opts...)
+}
+
+// Apply applies obj (server-side) as the context's identity.
+func (c *Client) Apply(ctx context.Context, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
+	w, err := c.writer(ctx, applyGroupVersionKind(obj))
+	if err != nil {
+		return err
+	}
+	return w.Apply(ctx, obj, opts...)
+}
+
+// applyGroupVersionKind is the kind an apply configuration names: typed ones
+// (client-go's) tell it through pointers, those built from unstructured
+// objects through strings.
+func applyGroupVersionKind(obj runtime.ApplyConfiguration) schema.GroupVersionKind {
+	var apiVersion, kind string
+	switch ac := obj.(type) {
+	case interface {
+		GetAPIVersion() *string
+		GetKind() *string
+	}:
+		apiVersion, kind = ptr.Deref(ac.GetAPIVersion(), ""), ptr.Deref(ac.GetKind(), "")
+	case interface {
+		GetAPIVersion() string
+		GetKind() string
+	}:
+		apiVersion, kind = ac.GetAPIVersion(), ac.GetKind()
+	}
+	return schema.FromAPIVersionAndKind(apiVersion, kind)
+}

@@ -1,0 +1,118 @@
+package impersonation
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+)
+
+// apiServer answers writes of ConfigMaps like the API server (the object back,
+// 201 or 200) and records who each request impersonated.
+type apiServer struct {
+	mu       sync.Mutex
+	requests []string // "METHOD path as Impersonate-User"
+}
+
+func (s *apiServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	s.mu.Lock()
+	s.requests = append(s.requests, r.Method+" "+r.URL.Path+" as "+r.Header.Get("Impersonate-User"))
+	s.mu.Unlock()
+	cm := map[string]any{}
+	_ = json.Unmarshal(body, &cm)
+	cm["apiVersion"], cm["kind"] = "v1", "ConfigMap"
+	if md, ok := cm["metadata"].(map[string]any); ok {
+		md["uid"], md["resourceVersion"] = "u1", "1"
+	} else {
+		cm["metadata"] = map[string]any{"name": "x", "namespace": "team-a", "uid": "u1", "resourceVersion": "1"}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if r.Method == http.MethodPost {
+		w.WriteHeader(http.StatusCreated)
+	}
+	_ = json.NewEncoder(w).Encode(cm)
+}
+
+func TestClientWritesAsTheContextsIdentity(t *testing.T) {
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, limbov1alpha1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bundle := &limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Name: "shop", Namespace: "team-a"}}
+	mapper := meta.NewDefaultRESTMapper(nil)
+	mapper.Add(corev1.SchemeGroupVersion.WithKind("ConfigMap"), meta.RESTScopeNamespace)
+	mapper.Add(limbov1alpha1.BundleGVK, meta.RESTScopeNamespace)
+	base := fake.NewClientBuilder().WithScheme(scheme).WithRESTMapper(mapper).WithObjects(bundle).Build()
+	server := &apiServer{}
+	ts := httptest.NewServer(server)
+	defer ts.Close()
+	c := NewClient(base, &rest.Config{Host: ts.URL})
+
+	tenant := WithServiceAccount(context.Background(), "team-a", "tenant")
+	if user, ok := UserFrom(tenant); !ok || user != "system:serviceaccount:team-a:tenant" {
+		t.Fatalf("UserFrom = %q, %v", user, ok)
+	}
+	if _, ok := UserFrom(WithServiceAccount(context.Background(), "team-a", "")); ok {
+		t.Fatalf("an empty ServiceAccount name must leave limbo's identity")
+	}
+
+	// Without an identity: limbo's client.
+	if err := c.Create(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "mine", Namespace: "team-a"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := base.Get(context.Background(), client.ObjectKey{Namespace: "team-a", Name: "mine"}, &corev1.ConfigMap{}); err != nil {
+		t.Errorf("a write without an identity did not go through limbo's client: %v", err)
+	}
+	// With one: the impersonating client, for typed and applied objects alike.
+	if err := c.Create(tenant, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "theirs", Namespace: "team-a"}}); err != nil {
+		t.Fatal(err)
+	}
+	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "applied", "namespace": "team-a"}}}
+	if err := c.Apply(tenant, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner("limbo")); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Delete(tenant, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "theirs", Namespace: "team-a"}}); err != nil {
+		t.Fatal(err)
+	}
+	// limbo's own kinds: limbo's client, whatever the context.
+	orig := bundle.DeepCopy()
+	bundle.Finalizers = []string{limbov1alpha1.FinalizerTeardown}
+	if err := c.Patch(tenant, bundle, client.MergeFrom(orig)); err != nil {
+		t.Errorf("a Bundle write with an identity: %v (it must go through limbo's client)", err)
+	}
+
+	want := []string{
+		"POST /api/v1/namespaces/team-a/configmaps as system:serviceaccount:team-a:tenant",
+		"PATCH /api/v1/namespaces/team-a/configmaps/applied as system:serviceaccount:team-a:tenant",
+		"DELETE /api/v1/namespaces/team-a/configmaps/theirs as system:serviceaccount:team-a:tenant",
+	}
+	if len(server.requests) != len(want) {
+		t.Fatalf("requests %q, want %q", server.requests, want)
+	}
+	for i := range want {
+		if server.requests[i] != want[i] {
+			t.Errorf("request %d = %q, want %q", i, server.requests[i], want[i])
+		}
+	}
+	if len(c.writers) != 1 {
+		t.Errorf("%d cached writers, want 1 per identity", len(c.writers))
+	}
+}

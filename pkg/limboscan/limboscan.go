@@ -1,0 +1,87 @@
+package limboscan
+
+import (
+	"context"
+	"slices"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+)
+
+// Discovery is what the scan needs of discovery: the namespaced resource types,
+// each in its preferred version. discovery.DiscoveryInterface implements it.
+type Discovery interface {
+	ServerPreferredNamespacedResources() ([]*metav1.APIResourceList, error)
+}
+
+// Kind is a namespaced kind that can hold objects in limbo.
+type Kind struct {
+	Resource schema.GroupVersionResource
+	Kind     schema.GroupVersionKind
+}
+
+// Kinds returns the namespaced resource types (not subresources) that support
+// list and every verb of verbs, in their preferred version, sorted by group,
+// version and resource. When discovery fails for some API groups only (an
+// unavailable aggregated API: the error is a *discovery.ErrGroupDiscoveryFailed
+// naming them), Kinds returns the kinds of the other groups and that error, so
+// that the caller can scan what is there and say what is missing.
+func Kinds(d Discovery, verbs ...string) ([]Kind, error) {
+	lists, err := d.ServerPreferredNamespacedResources()
+	need := append([]string{"list"}, verbs...)
+	var kinds []Kind
+	for _, list := range lists {
+		if list == nil {
+			continue
+		}
+		gv, parseErr := schema.ParseGroupVersion(list.GroupVersion)
+		if parseErr != nil {
+			continue
+		}
+		for _, r := range list.APIResources {
+			if !r.Namespaced || strings.Contains(r.Name, "/") || !hasVerbs(r.Verbs, need) {
+				continue
+			}
+			kinds = append(kinds, Kind{Resource: gv.WithResource(r.Name), Kind: gv.WithKind(r.Kind)})
+		}
+	}
+	slices.SortFunc(kinds, func(a, b Kind) int { return strings.Compare(a.Resource.String(), b.Resource.String()) })
+	return slices.CompactFunc(kinds, func(a, b Kind) bool { return a.Resource == b.Resource }), err
+}
+
+func hasVerbs(have metav1.Verbs, want []string) bool {
+	for _, w := range want {
+		if !slices.Contains(have, w) {
+			return false
+		}
+	}
+	return true
+}
+
+// List returns the metadata of the objects of kind gvk in namespace (""
+// is every namespace) that are labelled limbo.dev/pending-deletion=true, each
+// with its GroupVersionKind set. The reader must list straight from the API
+// server (a manager's APIReader, or a plain client): a cached reader would start
+// an informer for every kind.
+func List(ctx context.Context, r client.Reader, gvk schema.GroupVersionKind, namespace string, within labels.Selector) ([]metav1.PartialObjectMetadata, error) {
+	list := &metav1.PartialObjectMetadataList{}
+	list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+	inLimbo := labels.SelectorFromSet(labels.Set{limbov1alpha1.LabelPendingDeletion: "true"})
+	if within != nil {
+		if reqs, selectable := within.Requirements(); selectable {
+			inLimbo = inLimbo.Add(reqs...)
+		}
+	}
+	if err := r.List(ctx, list, client.InNamespace(namespace), client.MatchingLabelsSelector{Selector: inLimbo}); err != nil {
+		return nil, err
+	}
+	for i := range list.Items {
+		list.Items[i].SetGroupVersionKind(gvk)
+	}
+	return list.Items, nil
+}

@@ -1,0 +1,119 @@
+package limboscan
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+)
+
+type fakeDiscovery struct {
+	lists []*metav1.APIResourceList
+	err   error
+}
+
+func (f fakeDiscovery) ServerPreferredNamespacedResources() ([]*metav1.APIResourceList, error) {
+	return f.lists, f.err
+}
+
+var all = metav1.Verbs{"get", "list", "watch", "create", "update", "patch", "delete"}
+
+func lists() []*metav1.APIResourceList {
+	return []*metav1.APIResourceList{
+		{GroupVersion: "v1", APIResources: []metav1.APIResource{
+			{Name: "secrets", Kind: "Secret", Namespaced: true, Verbs: all},
+			{Name: "configmaps", Kind: "ConfigMap", Namespaced: true, Verbs: all},
+			{Name: "configmaps/status", Kind: "ConfigMap", Namespaced: true, Verbs: all},
+			{Name: "bindings", Kind: "Binding", Namespaced: true, Verbs: metav1.Verbs{"create"}},
+			{Name: "events", Kind: "Event", Namespaced: true, Verbs: metav1.Verbs{"list"}},
+			{Name: "namespaces", Kind: "Namespace", Namespaced: false, Verbs: all},
+		}},
+		{GroupVersion: "apps/v1", APIResources: []metav1.APIResource{
+			{Name: "deployments", Kind: "Deployment", Namespaced: true, Verbs: all},
+		}},
+		{GroupVersion: "bad/group/version"},
+	}
+}
+
+func TestKinds(t *testing.T) {
+	partial := &discovery.ErrGroupDiscoveryFailed{Groups: map[schema.GroupVersion]error{{Group: "metrics.k8s.io", Version: "v1beta1"}: errors.New("503")}}
+	tests := []struct {
+		name  string
+		d     fakeDiscovery
+		verbs []string
+		want  string
+		err   error
+	}{
+		{name: "listable", d: fakeDiscovery{lists: lists()},
+			want: "[/v1, Resource=configmaps /v1, Resource=events /v1, Resource=secrets apps/v1, Resource=deployments]"},
+		{name: "listable and deletable", d: fakeDiscovery{lists: lists()}, verbs: []string{"delete", "patch"},
+			want: "[/v1, Resource=configmaps /v1, Resource=secrets apps/v1, Resource=deployments]"},
+		{name: "partial discovery failure", d: fakeDiscovery{lists: lists()[1:], err: partial},
+			want: "[apps/v1, Resource=deployments]", err: partial},
+		{name: "discovery failure", d: fakeDiscovery{err: errors.New("connection refused")}, want: "[]"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			kinds, err := Kinds(tt.d, tt.verbs...)
+			resources := make([]schema.GroupVersionResource, len(kinds))
+			for i, k := range kinds {
+				resources[i] = k.Resource
+				if k.Kind.GroupVersion() != k.Resource.GroupVersion() || k.Kind.Kind == "" {
+					t.Errorf("kind %+v does not match its resource", k)
+				}
+			}
+			if got := fmt.Sprint(resources); got != tt.want {
+				t.Errorf("Kinds = %s, want %s", got, tt.want)
+			}
+			if tt.err != nil && !errors.Is(err, tt.err) {
+				t.Errorf("error = %v, want %v", err, tt.err)
+			}
+			if tt.d.err != nil && err == nil {
+				t.Error("the discovery error is lost")
+			}
+		})
+	}
+}
+
+func TestList(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := corev1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	cm := func(ns, name string, labels map[string]string) *corev1.ConfigMap {
+		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels}}
+	}
+	pending := map[string]string{limbov1alpha1.LabelPendingDeletion: "true"}
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(
+		cm("a", "in-limbo", pending),
+		cm("b", "in-limbo-too", pending),
+		cm("a", "kept", map[string]string{limbov1alpha1.LabelBundle: "shop"}),
+		cm("a", "other-value", map[string]string{limbov1alpha1.LabelPendingDeletion: "false"}),
+	).Build()
+	gvk := corev1.SchemeGroupVersion.WithKind("ConfigMap")
+	for ns, want := range map[string]string{"a": "[a/in-limbo]", "": "[a/in-limbo b/in-limbo-too]", "c": "[]"} {
+		items, err := List(context.Background(), c, gvk, ns, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, item := range items {
+			names = append(names, item.Namespace+"/"+item.Name)
+			if item.GroupVersionKind() != gvk {
+				t.Errorf("%s has GVK %v, want %v", item.Name, item.GroupVersionKind(), gvk)
+			}
+		}
+		if got := fmt.Sprint(names); got != want {
+			t.Errorf("List in %q = %s, want %s", ns, got, want)
+		}
+	}
+}

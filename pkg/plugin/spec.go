@@ -1,0 +1,70 @@
+package plugin
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+	"github.com/limbo-dev/limbo/pkg/reference"
+)
+
+// ResolveSpec returns the spec of the plugin resource res with its references
+// resolved from sources (by referenced resource name), as JSON; "{}" when it
+// has none. A Bundle's pass, its teardown and the Tombstone controller all call
+// plugins with it, so that they see the same spec.
+func ResolveSpec(res limbov1alpha1.Resource, sources map[string]reference.Source) ([]byte, error) {
+	if res.Plugin == nil || res.Plugin.Spec == nil || len(res.Plugin.Spec.Raw) == 0 {
+		return []byte("{}"), nil
+	}
+	if len(res.References) == 0 {
+		return res.Plugin.Spec.Raw, nil
+	}
+	var value any
+	if err := json.Unmarshal(res.Plugin.Spec.Raw, &value); err != nil {
+		return nil, err
+	}
+	values, err := reference.Resolve(res.References, sources, false)
+	if err != nil {
+		return nil, err
+	}
+	content, err := reference.Substitute(map[string]any{"spec": value}, values)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(content["spec"])
+}
+
+// ResolveSpecFromStatus is ResolveSpec outside a pass: the plugin resource named
+// resource of b, with the sources read from the live objects b's status records
+// for the referenced resources.
+func ResolveSpecFromStatus(ctx context.Context, c client.Reader, b *limbov1alpha1.Bundle, resource string) ([]byte, error) {
+	var res *limbov1alpha1.Resource
+	for i := range b.Spec.Resources {
+		if b.Spec.Resources[i].Name == resource && b.Spec.Resources[i].Plugin != nil {
+			res = &b.Spec.Resources[i]
+		}
+	}
+	if res == nil {
+		return nil, fmt.Errorf("the Bundle has no plugin resource %q", resource)
+	}
+	sources := map[string]reference.Source{}
+	for _, ref := range res.References {
+		for _, st := range b.Status.Resources {
+			if st.Name != ref.Resource || st.Object == nil {
+				continue
+			}
+			u := &unstructured.Unstructured{}
+			u.SetAPIVersion(st.Object.APIVersion)
+			u.SetKind(st.Object.Kind)
+			if err := c.Get(ctx, client.ObjectKey{Namespace: st.Object.Namespace, Name: st.Object.Name}, u); err != nil {
+				return nil, fmt.Errorf("resource %q: %w", ref.Resource, err)
+			}
+			sources[ref.Resource] = reference.Source{Object: u.Object, Secret: reference.IsSecret(u.Object)}
+		}
+	}
+	return ResolveSpec(*res, sources)
+}

@@ -1,0 +1,35 @@
+package softdelete_test
+
+import (
+	"context"
+	"testing"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+	"github.com/limbo-dev/limbo/pkg/shard"
+	"github.com/limbo-dev/limbo/pkg/softdelete"
+)
+
+// A Tombstone is in its Bundle's shard: the Bundle's shard label is copied onto it.
+func TestTombstoneInBundlesShard(t *testing.T) {
+	sel, err := shard.Parse("limbo.dev/shard=a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t)
+	h.engine.Shard = sel
+	b := bundle()
+	b.Labels = map[string]string{"limbo.dev/shard": "a", "team": "x"}
+	item := limbov1alpha1.ExternalItem{Kind: "StorageOSNamespace", ID: "4f7c", Name: "old-team"}
+	if _, err := h.engine.OrphanExternal(context.Background(), b, "namespace-gc", "storage-ns-gc", "10m", item); err != nil {
+		t.Fatal(err)
+	}
+	var ts limbov1alpha1.Tombstone
+	if err := h.client.Get(context.Background(), client.ObjectKey{Namespace: b.Namespace, Name: softdelete.TombstoneName(b.Name, "storage-ns-gc", item)}, &ts); err != nil {
+		t.Fatal(err)
+	}
+	if ts.Labels["limbo.dev/shard"] != "a" || ts.Labels["team"] != "" || !sel.Matches(ts.Labels) {
+		t.Errorf("Tombstone labels %v: want the Bundle's shard label only", ts.Labels)
+	}
+}

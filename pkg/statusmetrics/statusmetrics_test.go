@@ -1,0 +1,60 @@
+package statusmetrics
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+)
+
+func TestCollect(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := limbov1alpha1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	next := metav1.NewTime(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(
+		&limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "shop"},
+			Status: limbov1alpha1.BundleStatus{PendingDeletionCount: 2, NextDeletion: &next}},
+		&limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: "team-b", Name: "idle"}},
+		&limbov1alpha1.Tombstone{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "gc-4f7c", Labels: map[string]string{limbov1alpha1.LabelBundle: "shop"}},
+			Spec:       limbov1alpha1.TombstoneSpec{Plugin: "namespace-gc", Item: limbov1alpha1.ExternalItem{Kind: "StorageOSNamespace", ID: "4f7c"}},
+			Status:     limbov1alpha1.TombstoneStatus{Attempts: 3, DeleteAfter: &next},
+		},
+	).Build()
+
+	collector := New()
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(collector)
+	if n, err := testutil.GatherAndCount(reg); err != nil || n != 0 {
+		t.Errorf("without a reader: %d metrics, %v; want none", n, err)
+	}
+
+	collector.SetReader(c)
+	want := `
+# HELP limbo_bundle_next_deletion_timestamp_seconds When a Bundle's soonest pending deletion is due, as a Unix time (status.nextDeletion).
+# TYPE limbo_bundle_next_deletion_timestamp_seconds gauge
+limbo_bundle_next_deletion_timestamp_seconds{bundle="shop",namespace="team-a"} 1.7723664e+09
+# HELP limbo_bundle_pending_deletions Objects and external items a Bundle has in limbo (status.pendingDeletionCount).
+# TYPE limbo_bundle_pending_deletions gauge
+limbo_bundle_pending_deletions{bundle="idle",namespace="team-b"} 0
+limbo_bundle_pending_deletions{bundle="shop",namespace="team-a"} 2
+# HELP limbo_tombstone_attempts Failed external delete attempts of a Tombstone (status.attempts).
+# TYPE limbo_tombstone_attempts gauge
+limbo_tombstone_attempts{bundle="shop",kind="StorageOSNamespace",namespace="team-a",plugin="namespace-gc",tombstone="gc-4f7c"} 3
+# HELP limbo_tombstone_delete_after_timestamp_seconds The deadline of a Tombstone's countdown, as a Unix time (status.deleteAfter).
+# TYPE limbo_tombstone_delete_after_timestamp_seconds gauge
+limbo_tombstone_delete_after_timestamp_seconds{bundle="shop",kind="StorageOSNamespace",namespace="team-a",plugin="namespace-gc",tombstone="gc-4f7c"} 1.7723664e+09
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want)); err != nil {
+		t.Error(err)
+	}
+}
