@@ -2,7 +2,10 @@ package it
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -11,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	"github.com/limbo-dev/limbo/it/testenv"
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
@@ -351,4 +355,63 @@ func deployment(name string, replicas int64) map[string]any {
 			},
 		},
 	}
+}
+
+// readExample decodes examples/<dir>/<name> into into, strictly: a field the API
+// does not know is a mistake in the example.
+func readExample(t testing.TB, dir, name string, into any) {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(env.RepoRoot, "examples", dir, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.UnmarshalStrict(data, into); err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+}
+
+// pluginExample is a plugin's example: examples/<dir>/secret.yaml, the
+// credentials, and bundle.yaml, a Bundle with one plugin resource.
+type pluginExample struct {
+	Secret corev1.Secret
+	Bundle limbov1alpha1.Bundle
+	// Spec is the plugin resource's spec, decoded: tests point it at their
+	// simulator before create.
+	Spec map[string]any
+}
+
+func readPluginExample(t testing.TB, dir string) *pluginExample {
+	t.Helper()
+	e := &pluginExample{}
+	readExample(t, dir, "secret.yaml", &e.Secret)
+	readExample(t, dir, "bundle.yaml", &e.Bundle)
+	res := e.Bundle.Spec.Resources
+	if len(res) != 1 || res[0].Plugin == nil || res[0].Plugin.Spec == nil {
+		t.Fatalf("%s/bundle.yaml: want one plugin resource, got %+v", dir, res)
+	}
+	if err := json.Unmarshal(res[0].Plugin.Spec.Raw, &e.Spec); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// Resource is the example's plugin resource.
+func (e *pluginExample) Resource() *limbov1alpha1.Resource { return &e.Bundle.Spec.Resources[0] }
+
+// create writes Spec back and creates the Secret and the Bundle in ns.
+func (e *pluginExample) create(t testing.TB, ns string) *limbov1alpha1.Bundle {
+	t.Helper()
+	raw, err := json.Marshal(e.Spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Resource().Plugin.Spec.Raw = raw
+	e.Secret.Namespace, e.Bundle.Namespace = ns, ns
+	if err := env.Client.Create(context.Background(), &e.Secret); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Client.Create(context.Background(), &e.Bundle); err != nil {
+		t.Fatal(err)
+	}
+	return &e.Bundle
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/limbo-dev/limbo/pkg/controller"
 	"github.com/limbo-dev/limbo/pkg/localcluster"
+	"github.com/limbo-dev/limbo/pkg/openstack/openstacksim"
 	"github.com/limbo-dev/limbo/pkg/storageos/storageossim"
 )
 
@@ -39,6 +40,7 @@ func newDevCommand() *cobra.Command {
 		simulators              bool
 		clusters                int
 		storageOSSimAddr        string
+		openStackSimAddr        string
 	)
 	cmd := &cobra.Command{
 		Use:   "dev",
@@ -50,7 +52,9 @@ the kubeconfig to use. It runs until Ctrl-C, and then stops everything it starte
 With --simulators it also starts simulators of the external APIs that plugins talk
 to, the same ones the integration tests use, so that the plugin examples work
 locally: a StorageOS v2 API (namespace-gc) on --storageos-sim-addr, with the
-credentials storageos/storageos (see examples/namespace-gc).
+credentials storageos/storageos (see examples/namespace-gc), and OpenStack
+(Keystone v3, Neutron, Nova; route-gc) on --openstack-sim-addr, holding a demo
+router and servers (see examples/route-gc).
 
 With --clusters 2 it also starts a second control plane, standing for a workload
 cluster, and writes its kubeconfig into the Secret default/workload-kubeconfig (key
@@ -62,9 +66,10 @@ value) of the first, for plugins that act on another cluster (kubeConfigSecretRe
 	cmd.Flags().StringVar(&binDir, "bin-dir", "", "Directory of etcd, kube-apiserver and kube-controller-manager; empty finds bin/ (or $LIMBO_BIN_DIR).")
 	cmd.Flags().StringVar(&crdDir, "crds", "crds", "Directory of the CRDs to install.")
 	cmd.Flags().BoolVar(&runController, "controller", true, "Run the limbo controller in-process; --controller=false starts only the control plane.")
-	cmd.Flags().BoolVar(&simulators, "simulators", false, "Also start simulators of the external APIs the plugins use (StorageOS), for the plugin examples.")
+	cmd.Flags().BoolVar(&simulators, "simulators", false, "Also start simulators of the external APIs the plugins use (StorageOS, OpenStack), for the plugin examples.")
 	cmd.Flags().StringVar(&storageOSSimAddr, "storageos-sim-addr", "127.0.0.1:5705", "Listen address of the StorageOS simulator started by --simulators; port 0 picks a free port.")
 	cmd.Flags().IntVar(&clusters, "clusters", 1, "Control planes to start: 2 adds a workload cluster whose kubeconfig is in Secret default/workload-kubeconfig.")
+	cmd.Flags().StringVar(&openStackSimAddr, "openstack-sim-addr", "127.0.0.1:5000", "Listen address of the OpenStack simulator started by --simulators; port 0 picks a free port.")
 	opts.BindFlags(cmd.Flags())
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		setupLogging()
@@ -88,6 +93,12 @@ value) of the first, for plugins that act on another cluster (kubeConfigSecretRe
 				}
 			}()
 			fmt.Printf("limbo dev: StorageOS simulator at %s (username %s, password %s); see examples/namespace-gc\n", url, simStorageOSUsername, simStorageOSPassword)
+
+			stopOpenStack, err := startOpenStackSim(openStackSimAddr)
+			if err != nil {
+				return err
+			}
+			defer stopOpenStack()
 		}
 
 		fmt.Fprintln(os.Stderr, "limbo dev: starting etcd, kube-apiserver and kube-controller-manager ...")
@@ -123,6 +134,26 @@ value) of the first, for plugins that act on another cluster (kubeConfigSecretRe
 		return err
 	}
 	return cmd
+}
+
+// startOpenStackSim starts the OpenStack simulator with the demo router and
+// servers of examples/route-gc, and prints where it is and how to log in.
+func startOpenStackSim(addr string) (stop func(), err error) {
+	sim := openstacksim.New(openstacksim.Config{})
+	sim.LoadDemo()
+	url, stopSim, err := sim.Start(addr)
+	if err != nil {
+		return nil, fmt.Errorf("OpenStack simulator: %w (choose another address with --openstack-sim-addr)", err)
+	}
+	c := sim.Config()
+	fmt.Printf("limbo dev: OpenStack simulator at %s (Keystone %s, application credential %s / %s, or user %s / %s in domain %s, project %s; router %s); see examples/route-gc\n",
+		url, openstacksim.AuthURL(url), c.ApplicationCredentialID, c.ApplicationCredentialSecret, c.Username, c.Password, c.UserDomainName, c.ProjectID, openstacksim.DemoRouterID)
+	return func() {
+		fmt.Fprintln(os.Stderr, "limbo dev: stopping the OpenStack simulator ...")
+		if err := stopSim(); err != nil {
+			fmt.Fprintln(os.Stderr, "limbo dev: OpenStack simulator:", err)
+		}
+	}, nil
 }
 
 // ensureNamespace creates namespace name unless it exists.

@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 	"github.com/limbo-dev/limbo/pkg/plugin"
@@ -239,4 +240,21 @@ func TestWithTimeout(t *testing.T) {
 			t.Errorf("err = %v, want context.Canceled, not named a timeout", err)
 		}
 	})
+}
+
+// ResourceStates gives each Bundle resource its own state, the same one on every
+// call, and a re-created Bundle (another UID) a fresh one.
+func TestResourceStates(t *testing.T) {
+	made := 0
+	states := plugin.ResourceStates[int]{New: func() *int { made++; v := made; return &v }}
+	req := func(uid, resource string) plugin.Request {
+		return plugin.Request{Bundle: &limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{UID: types.UID(uid)}}, Resource: resource}
+	}
+	a, b := states.Of(req("u1", "a")), states.Of(req("u1", "b"))
+	if a == b || states.Of(req("u1", "a")) != a || *a != 1 || *b != 2 {
+		t.Errorf("states: a=%d b=%d", *a, *b)
+	}
+	if c := states.Of(req("u2", "a")); c == a || *c != 3 {
+		t.Errorf("a re-created Bundle shares its predecessor's state")
+	}
 }

@@ -1,28 +1,39 @@
 // Package plugins registers limbo's compiled-in plugins, one package each:
-// configmap (the generator example), namespace-gc, node-removal.
+// configmap (the generator example), namespace-gc, node-removal, route-gc.
 package plugins
 
 import (
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
 	"github.com/limbo-dev/limbo/pkg/plugin"
 	"github.com/limbo-dev/limbo/pkg/plugins/configmap"
 	"github.com/limbo-dev/limbo/pkg/plugins/namespacegc"
 	"github.com/limbo-dev/limbo/pkg/plugins/noderemoval"
+	"github.com/limbo-dev/limbo/pkg/plugins/routegc"
 )
 
 // Options are the controller-wide defaults of the plugins.
 type Options struct {
 	NamespaceGCInterval time.Duration
 	NamespaceGCDelay    time.Duration
+	// Metrics registers the plugins' metrics; nil means controller-runtime's
+	// registry, which the manager serves on /metrics.
+	Metrics prometheus.Registerer
 }
 
 // NewRegistry returns a registry of every compiled-in plugin, plus extra ones.
 func NewRegistry(opts Options, extra ...plugin.Plugin) (*plugin.Registry, error) {
+	if opts.Metrics == nil {
+		opts.Metrics = ctrlmetrics.Registry
+	}
 	all := []plugin.Plugin{
 		configmap.New(),
 		namespacegc.New(namespacegc.Options{DefaultInterval: opts.NamespaceGCInterval, DefaultDelay: opts.NamespaceGCDelay}),
 		noderemoval.New(),
+		routegc.New(routegc.Options{Metrics: routegc.NewMetrics(opts.Metrics)}),
 	}
 	return plugin.NewRegistry(append(all, extra...)...)
 }

@@ -1,10 +1,11 @@
 package storageos
 
 import (
-	"errors"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/limbo-dev/limbo/pkg/promreg"
 )
 
 // Metrics holds the Prometheus collectors the client records into. Pass one
@@ -36,22 +37,9 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	if reg == nil {
 		return m
 	}
-	m.RequestDuration = register(reg, m.RequestDuration)
-	m.RequestsTotal = register(reg, m.RequestsTotal)
+	m.RequestDuration = promreg.Register(reg, m.RequestDuration)
+	m.RequestsTotal = promreg.Register(reg, m.RequestsTotal)
 	return m
-}
-
-func register[T prometheus.Collector](reg prometheus.Registerer, c T) T {
-	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(T); ok {
-				return existing
-			}
-		}
-		panic(err)
-	}
-	return c
 }
 
 func (m *Metrics) observe(op, code string, d time.Duration) {

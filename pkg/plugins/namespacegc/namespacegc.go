@@ -71,7 +71,7 @@ type Plugin struct {
 	metrics *storageos.Metrics
 
 	mu        sync.Mutex
-	state     map[string]*resourceState
+	state     plugin.ResourceStates[resourceState]
 	clients   map[string]*storageos.Client // by endpoint and user
 	passwords map[string]string
 }
@@ -82,10 +82,14 @@ type resourceState struct {
 	nextGC time.Time
 }
 
+func newResourceState() *resourceState {
+	return &resourceState{seen: map[string]bool{}, gone: map[string]bool{}}
+}
+
 // New returns the plugin.
 func New(opts Options) *Plugin {
 	return &Plugin{opts: opts, metrics: storageos.NewMetrics(ctrlmetrics.Registry),
-		state: map[string]*resourceState{}, clients: map[string]*storageos.Client{}, passwords: map[string]string{}}
+		state: plugin.ResourceStates[resourceState]{New: newResourceState}, clients: map[string]*storageos.Client{}, passwords: map[string]string{}}
 }
 
 // Describe names the plugin, its schema and its trigger: Namespaces.
@@ -128,7 +132,7 @@ func (p *Plugin) Plan(ctx context.Context, req plugin.Request) (*plugin.Result, 
 		return nil, fmt.Errorf("list StorageOS namespaces: %w", err)
 	}
 
-	st := p.stateOf(req)
+	st := p.state.Of(req)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for name := range st.seen {
@@ -266,15 +270,15 @@ func (p *Plugin) parse(raw []byte) (Spec, time.Duration, time.Duration, error) {
 // client returns a StorageOS client for the spec's endpoint and credentials, reused
 // across calls so that its login session is too.
 func (p *Plugin) client(ctx context.Context, req plugin.Request, spec Spec) (*storageos.Client, error) {
-	var secret corev1.Secret
-	key := client.ObjectKey{Namespace: req.Bundle.Namespace, Name: spec.StorageOS.CredentialsSecretRef.Name}
-	if err := req.Reader.Get(ctx, key, &secret); err != nil {
-		return nil, fmt.Errorf("credentials Secret %q: %w", key.Name, err)
+	secret, err := plugin.ReadSecret(ctx, req, spec.StorageOS.CredentialsSecretRef.Name)
+	if err != nil {
+		return nil, err
 	}
-	user, pass := string(secret.Data["username"]), string(secret.Data["password"])
-	if user == "" || pass == "" {
-		return nil, fmt.Errorf("credentials Secret %q needs the keys username and password", key.Name)
+	values, err := secret.Values("username", "password")
+	if err != nil {
+		return nil, err
 	}
+	user, pass := values[0], values[1]
 	id := spec.StorageOS.Endpoint + "\x00" + user
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -287,16 +291,4 @@ func (p *Plugin) client(ctx context.Context, req plugin.Request, spec Spec) (*st
 	}
 	p.clients[id], p.passwords[id] = c, pass // a rotated password replaces the client
 	return c, nil
-}
-
-func (p *Plugin) stateOf(req plugin.Request) *resourceState {
-	key := string(req.Bundle.UID) + "/" + req.Resource
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	st, ok := p.state[key]
-	if !ok {
-		st = &resourceState{seen: map[string]bool{}, gone: map[string]bool{}}
-		p.state[key] = st
-	}
-	return st
 }

@@ -25,18 +25,14 @@
 package storageossim
 
 import (
-	"context"
 	"crypto/hmac"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"maps"
-	"net"
 	"net/http"
 	"net/url"
 	"slices"
@@ -44,6 +40,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/limbo-dev/limbo/pkg/simhttp"
 )
 
 // Operation names, as counted by Calls.
@@ -152,8 +150,8 @@ func New(cfg Config) *Server {
 	}
 	s := &Server{
 		cfg:      cfg,
-		secret:   randomBytes(32),
-		userID:   newUUID(),
+		secret:   simhttp.RandomBytes(32),
+		userID:   simhttp.NewUUID(),
 		username: cfg.Username,
 		password: cfg.Password,
 		tokens:   map[string]time.Time{},
@@ -175,35 +173,7 @@ func New(cfg Config) *Server {
 // releases blocked requests, shuts the server down gracefully for up to 5s,
 // then closes it. Calling stop more than once is safe.
 func (s *Server) Start(addr string) (string, func() error, error) {
-	if addr == "" {
-		addr = "127.0.0.1:0"
-	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return "", nil, fmt.Errorf("storageossim: listen %s: %w", addr, err)
-	}
-	hs := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
-	done := make(chan error, 1)
-	go func() { done <- hs.Serve(ln) }()
-
-	var once sync.Once
-	var stopErr error
-	stop := func() error {
-		once.Do(func() {
-			s.stopOnce.Do(func() { close(s.stopped) })
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			if err := hs.Shutdown(ctx); err != nil {
-				_ = hs.Close()
-				stopErr = err
-			}
-			if err := <-done; err != nil && !errors.Is(err, http.ErrServerClosed) && stopErr == nil {
-				stopErr = err
-			}
-		})
-		return stopErr
-	}
-	return "http://" + ln.Addr().String(), stop, nil
+	return simhttp.Serve("storageossim", s, addr, func() { s.stopOnce.Do(func() { close(s.stopped) }) })
 }
 
 // ---- test controls ----
@@ -482,7 +452,7 @@ func (s *Server) writeSession(w http.ResponseWriter, token, username string) {
 		ExpiresInSeconds uint64 `json:"expiresInSeconds"`
 		Token            string `json:"token"`
 	}
-	writeJSON(w, http.StatusOK, struct {
+	simhttp.WriteJSON(w, http.StatusOK, struct {
 		ID        string    `json:"id"`
 		Username  string    `json:"username"`
 		IsAdmin   bool      `json:"isAdmin"`
@@ -502,7 +472,7 @@ func (s *Server) handleList(w http.ResponseWriter, _ *http.Request, _ string) {
 	s.mu.Lock()
 	list := s.sortedLocked()
 	s.mu.Unlock()
-	writeJSON(w, http.StatusOK, list)
+	simhttp.WriteJSON(w, http.StatusOK, list)
 }
 
 func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request, _ string) {
@@ -526,7 +496,7 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request, _ string) 
 	}
 	ns := s.addLocked(body.Name, body.Labels).clone()
 	s.mu.Unlock()
-	writeJSON(w, http.StatusCreated, ns)
+	simhttp.WriteJSON(w, http.StatusCreated, ns)
 }
 
 func (s *Server) handleGet(w http.ResponseWriter, _ *http.Request, id string) {
@@ -541,7 +511,7 @@ func (s *Server) handleGet(w http.ResponseWriter, _ *http.Request, id string) {
 		writeError(w, http.StatusNotFound, MsgNotFound)
 		return
 	}
-	writeJSON(w, http.StatusOK, out)
+	simhttp.WriteJSON(w, http.StatusOK, out)
 }
 
 func (s *Server) handleDelete(w http.ResponseWriter, r *http.Request, id string) {
@@ -588,7 +558,7 @@ func (s *Server) addLocked(name string, labels map[string]string) *Namespace {
 		labels = map[string]string{}
 	}
 	ns := &Namespace{
-		ID:        newUUID(),
+		ID:        simhttp.NewUUID(),
 		Name:      name,
 		Labels:    maps.Clone(labels),
 		CreatedAt: now,
@@ -627,7 +597,7 @@ func (s *Server) issueTokenLocked() string {
 		"username": s.username,
 		"iat":      now.Unix(),
 		"exp":      exp.Unix(),
-		"jti":      strconv.FormatUint(s.tokenCount, 10) + "-" + hex.EncodeToString(randomBytes(4)),
+		"jti":      strconv.FormatUint(s.tokenCount, 10) + "-" + hex.EncodeToString(simhttp.RandomBytes(4)),
 	})
 	mac := hmac.New(sha256.New, s.secret)
 	mac.Write([]byte(header + "." + payload))
@@ -659,43 +629,13 @@ func (s *Server) authorised(r *http.Request) bool {
 	return true
 }
 
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		writeError(w, http.StatusInternalServerError, err.Error())
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_, _ = w.Write(b)
-}
-
 func writeError(w http.ResponseWriter, status int, msg string) {
-	b, _ := json.Marshal(struct {
+	simhttp.WriteJSON(w, status, struct {
 		Error string `json:"error"`
 	}{msg})
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_, _ = w.Write(b)
 }
 
 func b64json(v any) string {
 	b, _ := json.Marshal(v)
 	return base64.RawURLEncoding.EncodeToString(b)
-}
-
-func randomBytes(n int) []byte {
-	b := make([]byte, n)
-	_, _ = rand.Read(b) // crypto/rand.Read never fails on supported platforms
-	return b
-}
-
-// newUUID returns a random (version 4) UUID string, the format StorageOS
-// uses for ids.
-func newUUID() string {
-	b := randomBytes(16)
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	h := hex.EncodeToString(b)
-	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:32]
 }

@@ -1,0 +1,45 @@
+package it
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/limbo-dev/limbo/it/testenv"
+	"github.com/limbo-dev/limbo/pkg/openstack/openstacksim"
+)
+
+// Servers on every page count: with Nova's page size capped at 50, 230 servers
+// take five pages; routes to the newest server (first page) and to the oldest
+// (last page) are desired, and only the route to no server is an orphan.
+func TestRouteGCPaginatesServers(t *testing.T) {
+	const servers = 230
+	oldest, newest, orphan := rt("198.19.1.0/24", "10.180.0.10"), rt("198.19.2.0/24", fmt.Sprintf("10.180.%d.%d", (servers-1+10)/256, (servers-1+10)%256)), rt("198.19.3.0/24", "10.180.9.9")
+	f := newRouteGC(t, openstacksim.Config{MaxLimit: 50}, oldest, newest, orphan)
+	for i := range servers {
+		n := i + 10
+		f.sim.AddServerAt(fmt.Sprintf("node-%d", i), fmt.Sprintf("10.180.%d.%d", n/256, n%256))
+	}
+
+	f.start("1h")
+	f.waitTombstone(orphan, "1h")
+	f.waitReady(fmt.Sprintf("3 routes in 198.19.0.0/16, 1 orphaned; %d servers", servers))
+	testenv.Consistently(t, 3*time.Second, func() error {
+		if list := tombstones(t, f.ns); len(list) != 1 {
+			return fmt.Errorf("tombstones = %v, want only the orphan's", tombstoneItems(t, f.ns))
+		}
+		return nil
+	})
+	// The first poll: page 1 without a marker, pages 2 to 5 after the last
+	// server of the page before.
+	calls := f.sim.Calls(openstacksim.OpListServers)
+	if len(calls) < 5 {
+		t.Fatalf("%d server pages read, want at least 5", len(calls))
+	}
+	for i, c := range calls[:5] {
+		if hasMarker := strings.Contains(c.Path, "marker="); hasMarker != (i > 0) || c.Status != 200 {
+			t.Errorf("page %d: GET %s = %d", i+1, c.Path, c.Status)
+		}
+	}
+}

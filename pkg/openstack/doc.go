@@ -1,0 +1,31 @@
+// Package openstack is the small part of OpenStack that route-gc needs, through
+// gophercloud v2: Keystone v3 authentication (application credential or
+// username, password and project), one Neutron router's static routes (read,
+// atomic removal with the extraroute-atomic extension, or a whole-list update
+// guarded by the router's revision_number), and the addresses of the project's
+// Nova servers, all pages.
+//
+// # Wire format
+//
+//   - POST {authURL}/auth/tokens; the token comes back in X-Subject-Token, the
+//     service catalog in the body; every other call sends X-Auth-Token. A 401
+//     re-authenticates once (gophercloud's AllowReauth).
+//   - Neutron: the catalog's "network" endpoint serves its version document at
+//     its root (read once by gophercloud to check that v2 is there), then
+//     GET /v2.0/extensions/{alias} (404: not enabled),
+//     GET /v2.0/routers/{id} → {"router":{"routes":[{"destination","nexthop"}],"revision_number",…}},
+//     PUT /v2.0/routers/{id} {"router":{"routes":[…]}} with
+//     "If-Match: revision_number=N" (412 when the router changed meanwhile),
+//     PUT /v2.0/routers/{id}/remove_extraroutes {"router":{"routes":[…]}}
+//     (removing a route that is not there is allowed).
+//   - Nova: GET {compute}/servers/detail?limit=N, following
+//     servers_links rel=next (…&marker=<last id>) until there is none or a page
+//     is empty; each server's addresses are
+//     {"<network>":[{"addr","version","OS-EXT-IPS:type":"fixed"|"floating"}]}.
+//
+// # Errors
+//
+// HTTP errors are gophercloud's; ErrNotFound and ErrRevisionMismatch are
+// matched with errors.Is for the codes callers act on (404, 412). Every call
+// runs under the caller's context and each HTTP request under Config.Timeout.
+package openstack

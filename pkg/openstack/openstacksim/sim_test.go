@@ -1,0 +1,372 @@
+package openstacksim_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/limbo-dev/limbo/pkg/openstack/openstacksim"
+)
+
+type fixture struct {
+	t     *testing.T
+	sim   *openstacksim.Server
+	base  string
+	token string
+}
+
+func newFixture(t *testing.T, cfg openstacksim.Config) *fixture {
+	t.Helper()
+	sim := openstacksim.New(cfg)
+	srv := httptest.NewServer(sim)
+	t.Cleanup(srv.Close)
+	return &fixture{t: t, sim: sim, base: srv.URL}
+}
+
+// do sends a request with the fixture's token and decodes the JSON answer.
+func (f *fixture) do(method, path string, body any, header map[string]string) (int, http.Header, map[string]any) {
+	f.t.Helper()
+	var r io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		r = bytes.NewReader(b)
+	}
+	req, err := http.NewRequest(method, f.base+path, r)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if f.token != "" {
+		req.Header.Set("X-Auth-Token", f.token)
+	}
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out map[string]any
+	data, _ := io.ReadAll(resp.Body)
+	if len(data) > 0 {
+		if err := json.Unmarshal(data, &out); err != nil {
+			f.t.Fatalf("%s %s: body %q is not JSON: %v", method, path, data, err)
+		}
+	}
+	return resp.StatusCode, resp.Header, out
+}
+
+func appCredAuth(id, secret string) map[string]any {
+	return map[string]any{"auth": map[string]any{"identity": map[string]any{
+		"methods": []string{"application_credential"}, "application_credential": map[string]any{"id": id, "secret": secret}}}}
+}
+
+func passwordAuth(user, domain, password, project string) map[string]any {
+	return map[string]any{"auth": map[string]any{
+		"identity": map[string]any{"methods": []string{"password"}, "password": map[string]any{"user": map[string]any{
+			"name": user, "domain": map[string]any{"name": domain}, "password": password}}},
+		"scope": map[string]any{"project": map[string]any{"id": project}},
+	}}
+}
+
+func (f *fixture) login() {
+	f.t.Helper()
+	c := f.sim.Config()
+	status, hdr, _ := f.do(http.MethodPost, "/identity/v3/auth/tokens", appCredAuth(c.ApplicationCredentialID, c.ApplicationCredentialSecret), nil)
+	if status != http.StatusCreated || hdr.Get("X-Subject-Token") == "" {
+		f.t.Fatalf("login: %d, token %q", status, hdr.Get("X-Subject-Token"))
+	}
+	f.token = hdr.Get("X-Subject-Token")
+}
+
+func routesBody(routes ...openstacksim.Route) map[string]any {
+	return map[string]any{"router": map[string]any{"routes": routes}}
+}
+
+func TestKeystoneTokens(t *testing.T) {
+	f := newFixture(t, openstacksim.Config{})
+	c := f.sim.Config()
+	for _, tc := range []struct {
+		name string
+		body any
+		want int
+	}{
+		{"application credential", appCredAuth(c.ApplicationCredentialID, c.ApplicationCredentialSecret), 201},
+		{"password", passwordAuth(c.Username, c.UserDomainName, c.Password, c.ProjectID), 201},
+		{"wrong secret", appCredAuth(c.ApplicationCredentialID, "nope"), 401},
+		{"wrong password", passwordAuth(c.Username, c.UserDomainName, "nope", c.ProjectID), 401},
+		{"wrong domain", passwordAuth(c.Username, "Other", c.Password, c.ProjectID), 401},
+		{"other project", passwordAuth(c.Username, c.UserDomainName, c.Password, "other"), 401},
+		{"no identity", map[string]any{"auth": map[string]any{}}, 400},
+		{"unsupported method", map[string]any{"auth": map[string]any{"identity": map[string]any{"methods": []string{"totp"}}}}, 400},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			status, hdr, body := f.do(http.MethodPost, "/identity/v3/auth/tokens", tc.body, nil)
+			if status != tc.want {
+				t.Fatalf("status %d, want %d: %v", status, tc.want, body)
+			}
+			if status != 201 {
+				if e, _ := body["error"].(map[string]any); e["code"] != float64(status) || e["title"] == "" {
+					t.Errorf("error body = %v, want Keystone's {error:{code,message,title}}", body)
+				}
+				return
+			}
+			if hdr.Get("X-Subject-Token") == "" {
+				t.Error("no X-Subject-Token")
+			}
+			token := body["token"].(map[string]any)
+			var types []string
+			for _, e := range token["catalog"].([]any) {
+				entry := e.(map[string]any)
+				types = append(types, entry["type"].(string))
+				for _, ep := range entry["endpoints"].([]any) {
+					if u := ep.(map[string]any)["url"].(string); !strings.HasPrefix(u, f.base+"/") || ep.(map[string]any)["region"] != "RegionOne" {
+						t.Errorf("endpoint %v is not on the simulator in RegionOne", ep)
+					}
+				}
+			}
+			if !reflect.DeepEqual(types, []string{"identity", "network", "compute"}) {
+				t.Errorf("catalog types = %q", types)
+			}
+			if token["project"].(map[string]any)["id"] != c.ProjectID || token["expires_at"] == "" {
+				t.Errorf("token = %v", token)
+			}
+		})
+	}
+	// Without a token, every API call is 401.
+	f.token = "bogus"
+	if status, _, _ := f.do(http.MethodGet, "/network/v2.0/extensions", nil, nil); status != 401 {
+		t.Errorf("bogus token: %d", status)
+	}
+	f.login()
+	if status, _, _ := f.do(http.MethodGet, "/network/v2.0/extensions", nil, nil); status != 200 {
+		t.Errorf("valid token: %d", status)
+	}
+	f.sim.ExpireTokens()
+	if status, _, _ := f.do(http.MethodGet, "/network/v2.0/extensions", nil, nil); status != 401 {
+		t.Errorf("expired token: %d", status)
+	}
+}
+
+func TestNeutronVersionsAndExtensions(t *testing.T) {
+	f := newFixture(t, openstacksim.Config{})
+	status, _, body := f.do(http.MethodGet, "/network/", nil, nil) // no token needed, as in Neutron
+	versions, _ := body["versions"].([]any)
+	if status != 200 || len(versions) != 1 || versions[0].(map[string]any)["id"] != "v2.0" {
+		t.Errorf("version document = %d %v", status, body)
+	}
+	f.login()
+	hasAtomic := func() bool {
+		_, _, body := f.do(http.MethodGet, "/network/v2.0/extensions", nil, nil)
+		for _, e := range body["extensions"].([]any) {
+			if e.(map[string]any)["alias"] == openstacksim.ExtensionAtomicExtraRoutes {
+				return true
+			}
+		}
+		return false
+	}
+	if !hasAtomic() {
+		t.Error("extraroute-atomic not listed by default")
+	}
+	if status, _, body := f.do(http.MethodGet, "/network/v2.0/extensions/extraroute-atomic", nil, nil); status != 200 || body["extension"].(map[string]any)["alias"] != "extraroute-atomic" {
+		t.Errorf("GET extension = %d %v", status, body)
+	}
+	f.sim.SetAtomic(false)
+	if hasAtomic() {
+		t.Error("extraroute-atomic listed while disabled")
+	}
+	status, _, body = f.do(http.MethodGet, "/network/v2.0/extensions/extraroute-atomic", nil, nil)
+	if status != 404 || body["NeutronError"] == nil {
+		t.Errorf("GET disabled extension = %d %v, want 404 with a NeutronError", status, body)
+	}
+	r := f.sim.AddRouter("", "r")
+	if status, _, _ := f.do(http.MethodPut, "/network/v2.0/routers/"+r.ID+"/remove_extraroutes", routesBody(), nil); status != 404 {
+		t.Errorf("remove_extraroutes without the extension = %d, want 404", status)
+	}
+}
+
+func routesOf(body map[string]any) ([]openstacksim.Route, float64) {
+	router := body["router"].(map[string]any)
+	var out []openstacksim.Route
+	for _, r := range router["routes"].([]any) {
+		m := r.(map[string]any)
+		out = append(out, openstacksim.Route{Destination: m["destination"].(string), NextHop: m["nexthop"].(string)})
+	}
+	return out, router["revision_number"].(float64)
+}
+
+func TestRouters(t *testing.T) {
+	f := newFixture(t, openstacksim.Config{MaxRoutes: 3})
+	f.login()
+	a, b, c := openstacksim.Route{Destination: "198.19.1.0/24", NextHop: "10.0.0.1"}, openstacksim.Route{Destination: "198.19.2.0/24", NextHop: "10.0.0.2"}, openstacksim.Route{Destination: "198.19.3.0/24", NextHop: "10.0.0.3"}
+	r := f.sim.AddRouter("", "cluster", a)
+	path := "/network/v2.0/routers/" + r.ID
+
+	status, _, body := f.do(http.MethodGet, path, nil, nil)
+	if routes, rev := routesOf(body); status != 200 || !reflect.DeepEqual(routes, []openstacksim.Route{a}) || rev != 1 {
+		t.Fatalf("GET = %d %v", status, body)
+	}
+	if status, _, body := f.do(http.MethodGet, "/network/v2.0/routers/nope", nil, nil); status != 404 || body["NeutronError"].(map[string]any)["type"] != "RouterNotFound" {
+		t.Errorf("GET unknown = %d %v", status, body)
+	}
+
+	// PUT replaces the list; If-Match guards it.
+	status, _, body = f.do(http.MethodPut, path, routesBody(a, b), map[string]string{"If-Match": "revision_number=1"})
+	if routes, rev := routesOf(body); status != 200 || !reflect.DeepEqual(routes, []openstacksim.Route{a, b}) || rev != 2 {
+		t.Errorf("PUT = %d %v", status, body)
+	}
+	status, _, body = f.do(http.MethodPut, path, routesBody(a), map[string]string{"If-Match": "revision_number=1"})
+	if status != 412 || body["NeutronError"].(map[string]any)["type"] != "RevisionNumberConstraintFailed" {
+		t.Errorf("stale PUT = %d %v", status, body)
+	}
+	if status, _, _ := f.do(http.MethodPut, path, routesBody(a), map[string]string{"If-Match": "etag"}); status != 400 {
+		t.Errorf("unsupported If-Match = %d", status)
+	}
+	if status, _, _ := f.do(http.MethodPut, path, routesBody(openstacksim.Route{Destination: "x", NextHop: "10.0.0.1"}), nil); status != 400 {
+		t.Errorf("invalid route = %d", status)
+	}
+	if status, _, body := f.do(http.MethodPut, path, routesBody(a, b, c, openstacksim.Route{Destination: "198.19.4.0/24", NextHop: "10.0.0.4"}), nil); status != 400 || body["NeutronError"].(map[string]any)["type"] != "RoutesExhausted" {
+		t.Errorf("too many routes = %d %v", status, body)
+	}
+
+	// add/remove_extraroutes: add is idempotent, removing a missing route is fine.
+	status, _, body = f.do(http.MethodPut, path+"/add_extraroutes", routesBody(b, c), nil)
+	if routes, rev := routesOf(body); status != 200 || !reflect.DeepEqual(routes, []openstacksim.Route{a, b, c}) || rev != 3 {
+		t.Errorf("add_extraroutes = %d %v", status, body)
+	}
+	status, _, body = f.do(http.MethodPut, path+"/remove_extraroutes", routesBody(b, openstacksim.Route{Destination: "198.19.9.0/24", NextHop: "10.0.0.9"}), nil)
+	if routes, rev := routesOf(body); status != 200 || !reflect.DeepEqual(routes, []openstacksim.Route{a, c}) || rev != 4 {
+		t.Errorf("remove_extraroutes = %d %v", status, body)
+	}
+	if got, _ := f.sim.Router(r.ID); got.RevisionNumber != 4 || !reflect.DeepEqual(got.Routes, []openstacksim.Route{a, c}) {
+		t.Errorf("Router = %+v", got)
+	}
+
+	// The call log records every request with its If-Match and status.
+	var log []string
+	for _, c := range f.sim.Calls(openstacksim.OpUpdateRouter) {
+		log = append(log, fmt.Sprintf("%s %s %q %d", c.Method, c.Path, c.IfMatch, c.Status))
+	}
+	want := []string{
+		fmt.Sprintf(`PUT %s "revision_number=1" 200`, path), fmt.Sprintf(`PUT %s "revision_number=1" 412`, path),
+		fmt.Sprintf(`PUT %s "etag" 400`, path), fmt.Sprintf(`PUT %s "" 400`, path), fmt.Sprintf(`PUT %s "" 400`, path),
+	}
+	if !reflect.DeepEqual(log, want) {
+		t.Errorf("call log = %q, want %q", log, want)
+	}
+}
+
+func TestNovaServerPages(t *testing.T) {
+	f := newFixture(t, openstacksim.Config{MaxLimit: 3})
+	f.login()
+	var ids []string
+	for i := range 5 {
+		s := f.sim.AddServer(openstacksim.NovaServer{Name: fmt.Sprintf("node-%d", i), Addresses: map[string][]openstacksim.Address{
+			"net": {{Addr: fmt.Sprintf("10.0.0.%d", i)}, {Addr: fmt.Sprintf("172.24.4.%d", i), Type: "floating"}}}})
+		ids = append([]string{s.ID}, ids...) // newest first
+	}
+	var seen []string
+	path := "/compute/v2.1/servers/detail?limit=2"
+	for pages := 0; path != ""; pages++ {
+		if pages > 5 {
+			t.Fatal("paging does not end")
+		}
+		status, _, body := f.do(http.MethodGet, path, nil, nil)
+		if status != 200 {
+			t.Fatalf("GET %s = %d %v", path, status, body)
+		}
+		for _, s := range body["servers"].([]any) {
+			srv := s.(map[string]any)
+			seen = append(seen, srv["id"].(string))
+			addrs := srv["addresses"].(map[string]any)["net"].([]any)
+			if len(addrs) != 2 || addrs[1].(map[string]any)["OS-EXT-IPS:type"] != "floating" || addrs[0].(map[string]any)["version"] != float64(4) {
+				t.Errorf("addresses = %v", addrs)
+			}
+		}
+		path = ""
+		if links, ok := body["servers_links"].([]any); ok {
+			link := links[0].(map[string]any)
+			if link["rel"] != "next" {
+				t.Errorf("link = %v", link)
+			}
+			path = strings.TrimPrefix(link["href"].(string), f.base)
+		}
+	}
+	if !reflect.DeepEqual(seen, ids) {
+		t.Errorf("paged ids = %q, want %q", seen, ids)
+	}
+	// The page size is capped by osapi_max_limit; an unknown marker is 400.
+	if _, _, body := f.do(http.MethodGet, "/compute/v2.1/servers/detail?limit=100", nil, nil); len(body["servers"].([]any)) != 3 || body["servers_links"] == nil {
+		t.Errorf("limit above max_limit: %v", body)
+	}
+	if status, _, body := f.do(http.MethodGet, "/compute/v2.1/servers/detail?marker=nope", nil, nil); status != 400 || body["badRequest"] == nil {
+		t.Errorf("unknown marker = %d %v", status, body)
+	}
+	status, _, body := f.do(http.MethodPost, "/compute/v2.1/servers", map[string]any{"server": map[string]any{
+		"name": "node-9", "imageRef": "img", "flavorRef": "1", "networks": []map[string]string{{"uuid": "net", "fixed_ip": "10.0.0.9"}}}}, nil)
+	created, _ := body["server"].(map[string]any)
+	if status != 202 || created["id"] == "" {
+		t.Errorf("POST server = %d %v", status, body)
+	}
+	if _, _, body := f.do(http.MethodGet, "/compute/v2.1/servers/detail?limit=1", nil, nil); body["servers"].([]any)[0].(map[string]any)["id"] != created["id"] {
+		t.Errorf("the new server is not listed first: %v", body)
+	}
+	if status, _, _ := f.do(http.MethodPost, "/compute/v2.1/servers", map[string]any{"server": map[string]any{}}, nil); status != 400 {
+		t.Errorf("POST server without a name = %d", status)
+	}
+	if status, _, _ := f.do(http.MethodDelete, "/compute/v2.1/servers/"+ids[0], nil, nil); status != 204 {
+		t.Errorf("DELETE server = %d", status)
+	}
+	if status, _, body := f.do(http.MethodDelete, "/compute/v2.1/servers/"+ids[0], nil, nil); status != 404 || body["itemNotFound"] == nil {
+		t.Errorf("DELETE gone server = %d %v", status, body)
+	}
+}
+
+func TestFaultsAndOutages(t *testing.T) {
+	f := newFixture(t, openstacksim.Config{})
+	f.login()
+	r := f.sim.AddRouter("", "r")
+	get := func() int {
+		status, _, _ := f.do(http.MethodGet, "/network/v2.0/routers/"+r.ID, nil, nil)
+		return status
+	}
+	f.sim.Inject(openstacksim.OpGetRouter, openstacksim.Fault{Status: 500, Times: 2, Skip: 1})
+	if got := []int{get(), get(), get(), get()}; !reflect.DeepEqual(got, []int{200, 500, 500, 200}) {
+		t.Errorf("statuses with Skip 1, Times 2 = %v", got)
+	}
+	f.sim.SetOutage(openstacksim.ServiceNetwork, true)
+	if status := get(); status != 503 {
+		t.Errorf("network outage: %d", status)
+	}
+	if status, _, _ := f.do(http.MethodGet, "/compute/v2.1/servers/detail", nil, nil); status != 200 {
+		t.Errorf("compute during a network outage: %d", status)
+	}
+	f.sim.SetOutage("", true)
+	if status, _, body := f.do(http.MethodGet, "/compute/v2.1/servers/detail", nil, nil); status != 503 || body["serviceUnavailable"] == nil {
+		t.Errorf("compute during a full outage: %d %v", status, body)
+	}
+	f.sim.SetOutage("", false)
+	if status := get(); status != 200 {
+		t.Errorf("after the outage: %d", status)
+	}
+	ran := 0
+	f.sim.Before(openstacksim.OpGetRouter, func() { ran++ })
+	get()
+	get()
+	if ran != 1 {
+		t.Errorf("a Before hook ran %d times, want once", ran)
+	}
+	if status, _, _ := f.do(http.MethodPost, "/network/v2.0/routers/"+r.ID, nil, nil); status != 405 {
+		t.Errorf("POST router = %d, want 405", status)
+	}
+	if status, _, _ := f.do(http.MethodGet, "/nowhere", nil, nil); status != 404 || f.sim.Count(openstacksim.OpUnknown) != 2 {
+		t.Errorf("unknown path = %d, %d unknown calls", status, f.sim.Count(openstacksim.OpUnknown))
+	}
+}

@@ -1,0 +1,29 @@
+package plugin
+
+import "sync"
+
+// ResourceStates keeps a plugin's in-memory state per Bundle resource (by the
+// Bundle's UID, so that a re-created Bundle starts afresh). The zero value is
+// ready; New makes the state of a resource seen for the first time.
+type ResourceStates[T any] struct {
+	New func() *T
+
+	mu     sync.Mutex
+	states map[string]*T
+}
+
+// Of returns the state of the request's resource, made on first use.
+func (s *ResourceStates[T]) Of(req Request) *T {
+	key := string(req.Bundle.UID) + "/" + req.Resource
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.states == nil {
+		s.states = map[string]*T{}
+	}
+	st, ok := s.states[key]
+	if !ok {
+		st = s.New()
+		s.states[key] = st
+	}
+	return st
+}

@@ -1,0 +1,441 @@
+// Package routegc is the route-gc plugin: it removes static routes of an
+// OpenStack (Neutron) router that point into the cluster CIDR at a next hop that
+// is no longer an address of any Nova server of the project — the routes left
+// behind by deleted nodes, which otherwise shadow the routes of new nodes that
+// reuse a pod CIDR. It is modelled on kubernikus's routegc, through limbo's
+// soft-delete engine: each orphaned route is a Tombstone (item kind
+// NeutronRoute, id "<destination>-><nexthop>") with the resource's
+// deletionDelay, and a route whose server comes back is cancelled.
+//
+// Safety, where the original had none:
+//   - An empty or failed server listing is "unknown": the plan fails (status
+//     message, Warning event) and nothing is orphaned; a failed router read
+//     changes nothing.
+//   - Removal is atomic (remove_extraroutes) where Neutron has
+//     extraroute-atomic, otherwise a whole-list update guarded by the router's
+//     revision_number (If-Match), re-read on 412: a route another client adds
+//     meanwhile is never lost.
+//   - Before removing, the route's next hop is checked again against a fresh
+//     server listing.
+//   - Routes outside the cluster CIDR, or whose destination does not parse, are
+//     never touched.
+//
+// OpenStack is polled every `interval` (default 5m) with a jitter of 0 to +50
+// %; between polls a plan reuses the last inventory. One Bundle resource never
+// runs two passes (or a pass and a removal) at once.
+package routegc
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/netip"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/utils/ptr"
+
+	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+	"github.com/limbo-dev/limbo/pkg/openstack"
+	"github.com/limbo-dev/limbo/pkg/plugin"
+)
+
+// Name is the plugin's registered name; ItemKind the kind of its external items.
+const (
+	Name     = "route-gc"
+	ItemKind = "NeutronRoute"
+)
+
+// DefaultInterval is the poll interval when the spec sets none.
+const DefaultInterval = 5 * time.Minute
+
+// maxJitter is the largest extra wait, as a fraction of the interval.
+const maxJitter = 0.5
+
+// maxUpdateAttempts bounds the revision-guarded read-modify-write loop.
+const maxUpdateAttempts = 5
+
+// Keys of the credentials Secret.
+const (
+	KeyApplicationCredentialID     = "applicationCredentialID"
+	KeyApplicationCredentialSecret = "applicationCredentialSecret"
+	KeyUsername                    = "username"
+	KeyPassword                    = "password"
+	KeyProjectID                   = "projectID"
+	KeyUserDomainName              = "userDomainName"
+)
+
+// ErrNoServers is the plan's error when Nova lists no server at all.
+var ErrNoServers = errors.New("Nova listed no server for the project: the server list is treated as unknown, and no route is orphaned")
+
+// Spec is the plugin's input.
+type Spec struct {
+	OpenStack struct {
+		AuthURL              string `json:"authURL"`
+		Region               string `json:"region,omitempty"`
+		CredentialsSecretRef struct {
+			Name string `json:"name"`
+		} `json:"credentialsSecretRef"`
+	} `json:"openstack"`
+	RouterID    string  `json:"routerID"`
+	ClusterCIDR string  `json:"clusterCIDR"`
+	Interval    *string `json:"interval,omitempty"`
+}
+
+// Options configure the plugin.
+type Options struct {
+	// Metrics receive the counters; nil counts into unregistered ones.
+	Metrics *Metrics
+	// PageSize is the Nova page size; zero means openstack.DefaultPageSize.
+	PageSize int
+}
+
+// Plugin is the route-gc plugin.
+type Plugin struct {
+	opts Options
+
+	mu      sync.Mutex
+	clients map[string]*openstack.Client // by authURL, region and credentials
+	state   plugin.ResourceStates[resourceState]
+}
+
+// resourceState is one plugin resource's last poll.
+type resourceState struct {
+	// pass admits one pass (or removal) at a time.
+	pass chan struct{}
+	// spec is the spec of the cached result; result is nil when the next plan
+	// must poll.
+	spec     string
+	result   *plugin.Result
+	nextPoll time.Time
+	orphans  map[string]bool // item IDs orphaned at the last poll
+}
+
+// New returns the plugin.
+func New(opts Options) *Plugin {
+	if opts.Metrics == nil {
+		opts.Metrics = NewMetrics(nil)
+	}
+	return &Plugin{opts: opts, clients: map[string]*openstack.Client{}, state: plugin.ResourceStates[resourceState]{New: func() *resourceState {
+		return &resourceState{pass: make(chan struct{}, 1), orphans: map[string]bool{}}
+	}}}
+}
+
+const durationPattern = `^(0|([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+)$`
+
+// Describe names the plugin and its schema. It watches nothing in Kubernetes:
+// OpenStack is polled.
+func (p *Plugin) Describe() plugin.Description {
+	nonEmpty := apiextensionsv1.JSONSchemaProps{Type: "string", MinLength: ptr.To(int64(1))}
+	return plugin.Description{
+		Name: Name,
+		Schema: &apiextensionsv1.JSONSchemaProps{
+			Type:     "object",
+			Required: []string{"openstack", "routerID", "clusterCIDR"},
+			Properties: map[string]apiextensionsv1.JSONSchemaProps{
+				"openstack": {
+					Type:     "object",
+					Required: []string{"authURL", "credentialsSecretRef"},
+					Properties: map[string]apiextensionsv1.JSONSchemaProps{
+						"authURL": nonEmpty,
+						"region":  {Type: "string"},
+						"credentialsSecretRef": {Type: "object", Required: []string{"name"},
+							Properties: map[string]apiextensionsv1.JSONSchemaProps{"name": nonEmpty}},
+					},
+					AdditionalProperties: &apiextensionsv1.JSONSchemaPropsOrBool{Allows: false},
+				},
+				"routerID":    nonEmpty,
+				"clusterCIDR": nonEmpty,
+				"interval":    {Type: "string", Pattern: durationPattern},
+			},
+			AdditionalProperties: &apiextensionsv1.JSONSchemaPropsOrBool{Allows: false},
+		},
+		DefaultPollInterval: DefaultInterval,
+	}
+}
+
+// Plan polls OpenStack (at most once per interval) and returns the inventory:
+// the router's routes inside the cluster CIDR, desired while their next hop is
+// an address of a Nova server.
+func (p *Plugin) Plan(ctx context.Context, req plugin.Request) (*plugin.Result, error) {
+	spec, cidr, interval, err := parse(req.Spec)
+	if err != nil {
+		return nil, err
+	}
+	st := p.state.Of(req)
+	if err := st.acquire(ctx); err != nil {
+		return nil, err
+	}
+	defer st.release()
+	if st.result != nil && st.spec == string(req.Spec) && req.Now.Before(st.nextPoll) {
+		res := *st.result
+		res.PollAfter = st.nextPoll.Sub(req.Now)
+		return &res, nil
+	}
+	st.result = nil
+	api, err := p.client(ctx, req, spec)
+	if err != nil {
+		return nil, err
+	}
+	router, err := api.Router(ctx, spec.RouterID)
+	if err != nil {
+		p.opts.Metrics.Failures.WithLabelValues(OpGetRouter).Inc()
+		return nil, err
+	}
+	addrs, servers, err := p.serverAddresses(ctx, api)
+	if err != nil {
+		return nil, err
+	}
+
+	inv := &plugin.Inventory{}
+	inCIDR, unparsable := 0, 0
+	orphans := map[string]bool{}
+	for _, r := range router.Routes {
+		responsible, err := Responsible(cidr, r.DestinationCIDR)
+		hop, hopErr := netip.ParseAddr(r.NextHop)
+		switch {
+		case err != nil || hopErr != nil:
+			unparsable++
+			continue
+		case !responsible:
+			continue
+		}
+		inCIDR++
+		id := ItemID(r)
+		_, desired := addrs[hop.Unmap()]
+		if !desired {
+			orphans[id] = true
+		}
+		inv.External = append(inv.External, plugin.ExternalItem{
+			ExternalItem: limbov1alpha1.ExternalItem{Kind: ItemKind, ID: id, Name: id}, Desired: desired})
+	}
+	if _, _, err := inv.Orphans(); err == nil {
+		for id := range orphans {
+			if !st.orphans[id] {
+				p.opts.Metrics.Orphaned.Inc()
+			}
+		}
+		st.orphans = orphans
+	}
+	msg := fmt.Sprintf("%d routes in %s, %d orphaned; %d servers", inCIDR, cidr, len(orphans), servers)
+	if unparsable > 0 {
+		msg += fmt.Sprintf("; %d unparsable routes, never touched", unparsable)
+	}
+	st.spec, st.nextPoll = string(req.Spec), req.Now.Add(jitter(interval))
+	st.result = &plugin.Result{Inventory: inv, Ready: true, Message: msg}
+	res := *st.result
+	res.PollAfter = st.nextPoll.Sub(req.Now)
+	return &res, nil
+}
+
+// DeleteExternal removes one orphaned route: atomically where Neutron has
+// extraroute-atomic, otherwise by a revision-guarded update of the whole list,
+// re-read on 412. A route (or router) already gone is success. The route's
+// next hop is checked again first: a route whose server came back, or that
+// cannot be judged (no server listed), is not removed.
+func (p *Plugin) DeleteExternal(ctx context.Context, req plugin.Request, item limbov1alpha1.ExternalItem) error {
+	spec, cidr, _, err := parse(req.Spec)
+	if err != nil {
+		return err
+	}
+	route, err := ParseItemID(item.ID)
+	if err != nil {
+		return err
+	}
+	if ok, err := Responsible(cidr, route.DestinationCIDR); err != nil || !ok {
+		return fmt.Errorf("route %s is not inside the cluster CIDR %s: never touched", item.ID, cidr)
+	}
+	st := p.state.Of(req)
+	if err := st.acquire(ctx); err != nil {
+		return err
+	}
+	defer st.release()
+	api, err := p.client(ctx, req, spec)
+	if err != nil {
+		return err
+	}
+	addrs, _, err := p.serverAddresses(ctx, api)
+	if err != nil {
+		return fmt.Errorf("not removing route %s: %w", item.ID, err)
+	}
+	hop, _ := netip.ParseAddr(route.NextHop) // parsed by ParseItemID
+	if server, ok := addrs[hop.Unmap()]; ok {
+		return fmt.Errorf("not removing route %s: its next hop is an address of server %s again", item.ID, server)
+	}
+	removed, err := removeRoute(ctx, api, spec.RouterID, route)
+	if err != nil {
+		p.opts.Metrics.Failures.WithLabelValues(OpRemoveRoute).Inc()
+		return err
+	}
+	if removed {
+		p.opts.Metrics.Removed.Inc()
+	}
+	st.result = nil // the next plan polls again: the cached inventory still lists the route
+	delete(st.orphans, item.ID)
+	return nil
+}
+
+// removeRoute removes route from the router and reports whether it was there.
+func removeRoute(ctx context.Context, api *openstack.Client, routerID string, route openstack.Route) (bool, error) {
+	atomic, err := api.HasExtension(ctx, openstack.ExtensionAtomicExtraRoutes)
+	if err != nil {
+		return false, err
+	}
+	for range maxUpdateAttempts {
+		router, err := api.Router(ctx, routerID)
+		switch {
+		case errors.Is(err, openstack.ErrNotFound):
+			return false, nil // the router is gone, and its routes with it
+		case err != nil:
+			return false, err
+		case !slices.Contains(router.Routes, route):
+			return false, nil
+		case atomic:
+			err = api.RemoveRoutes(ctx, routerID, []openstack.Route{route})
+		default:
+			rest := slices.DeleteFunc(slices.Clone(router.Routes), func(r openstack.Route) bool { return r == route })
+			err = api.SetRoutes(ctx, routerID, rest, router.RevisionNumber)
+		}
+		switch {
+		case err == nil:
+			return true, nil
+		case errors.Is(err, openstack.ErrNotFound):
+			return false, nil
+		case !errors.Is(err, openstack.ErrRevisionMismatch):
+			return false, err
+		}
+		// 412: the router changed since we read it; read it again.
+	}
+	return false, fmt.Errorf("router %s kept changing during %d attempts to remove route %s->%s: %w", routerID, maxUpdateAttempts, route.DestinationCIDR, route.NextHop, openstack.ErrRevisionMismatch)
+}
+
+// serverAddresses lists the servers' addresses; a failed or empty listing is an
+// error (and counted).
+func (p *Plugin) serverAddresses(ctx context.Context, api *openstack.Client) (map[netip.Addr]string, int, error) {
+	addrs, servers, err := api.ServerAddresses(ctx)
+	if err == nil && servers == 0 {
+		err = ErrNoServers
+	}
+	if err != nil {
+		p.opts.Metrics.Failures.WithLabelValues(OpListServers).Inc()
+		return nil, 0, err
+	}
+	return addrs, servers, nil
+}
+
+// ItemID is a route's item ID, "<destination>-><nexthop>".
+func ItemID(r openstack.Route) string { return r.DestinationCIDR + "->" + r.NextHop }
+
+// ParseItemID reads an item ID back into a route.
+func ParseItemID(id string) (openstack.Route, error) {
+	dst, hop, ok := strings.Cut(id, "->")
+	if !ok {
+		return openstack.Route{}, fmt.Errorf("item id %q is not <destination>-><nexthop>", id)
+	}
+	if _, err := netip.ParsePrefix(dst); err != nil {
+		return openstack.Route{}, fmt.Errorf("item id %q: destination: %w", id, err)
+	}
+	if _, err := netip.ParseAddr(hop); err != nil {
+		return openstack.Route{}, fmt.Errorf("item id %q: next hop: %w", id, err)
+	}
+	return openstack.Route{DestinationCIDR: dst, NextHop: hop}, nil
+}
+
+func parse(raw []byte) (Spec, netip.Prefix, time.Duration, error) {
+	var spec Spec
+	if err := json.Unmarshal(raw, &spec); err != nil {
+		return spec, netip.Prefix{}, 0, err
+	}
+	cidr, err := netip.ParsePrefix(spec.ClusterCIDR)
+	if err != nil {
+		return spec, netip.Prefix{}, 0, fmt.Errorf("clusterCIDR %q: %w", spec.ClusterCIDR, err)
+	}
+	interval := DefaultInterval
+	if spec.Interval != nil {
+		interval, err = time.ParseDuration(*spec.Interval)
+		if err != nil || interval <= 0 {
+			return spec, netip.Prefix{}, 0, fmt.Errorf("interval %q: want a positive duration", *spec.Interval)
+		}
+	}
+	return spec, cidr.Masked(), interval, nil
+}
+
+// jitter spreads the polls of many Bundles: interval plus 0 to +50 %.
+func jitter(interval time.Duration) time.Duration {
+	return interval + time.Duration(rand.Float64()*maxJitter*float64(interval))
+}
+
+// credentials reads the spec's Secret: an application credential if either of
+// its keys is set, otherwise username, password, project and domain.
+func credentials(ctx context.Context, req plugin.Request, name string) (openstack.Credentials, error) {
+	secret, err := plugin.ReadSecret(ctx, req, name)
+	if err != nil {
+		return openstack.Credentials{}, err
+	}
+	if secret.Has(KeyApplicationCredentialID) || secret.Has(KeyApplicationCredentialSecret) {
+		v, err := secret.Values(KeyApplicationCredentialID, KeyApplicationCredentialSecret)
+		if err != nil {
+			return openstack.Credentials{}, err
+		}
+		return openstack.Credentials{ApplicationCredentialID: v[0], ApplicationCredentialSecret: v[1]}, nil
+	}
+	v, err := secret.Values(KeyUsername, KeyPassword, KeyProjectID, KeyUserDomainName)
+	if err != nil {
+		return openstack.Credentials{}, fmt.Errorf("%w, or the keys %s and %s", err, KeyApplicationCredentialID, KeyApplicationCredentialSecret)
+	}
+	return openstack.Credentials{Username: v[0], Password: v[1], ProjectID: v[2], UserDomainName: v[3]}, nil
+}
+
+// client returns an authenticated client for the spec, reused across calls (its
+// token with it) while the endpoint and credentials stay the same.
+func (p *Plugin) client(ctx context.Context, req plugin.Request, spec Spec) (*openstack.Client, error) {
+	creds, err := credentials(ctx, req, spec.OpenStack.CredentialsSecretRef.Name)
+	if err != nil {
+		return nil, err
+	}
+	cfg := openstack.Config{AuthURL: spec.OpenStack.AuthURL, Region: spec.OpenStack.Region, Credentials: creds, PageSize: p.opts.PageSize}
+	key := clientKey(cfg)
+	p.mu.Lock()
+	c, ok := p.clients[key]
+	p.mu.Unlock()
+	if ok {
+		return c, nil
+	}
+	c, err = openstack.New(ctx, cfg)
+	if err != nil {
+		p.opts.Metrics.Failures.WithLabelValues(OpAuthenticate).Inc()
+		return nil, err
+	}
+	p.mu.Lock()
+	p.clients[key] = c
+	p.mu.Unlock()
+	return c, nil
+}
+
+// clientKey identifies a configuration without keeping its secrets in memory as
+// map keys.
+func clientKey(cfg openstack.Config) string {
+	c := cfg.Credentials
+	sum := sha256.Sum256([]byte(strings.Join([]string{cfg.AuthURL, cfg.Region, c.ApplicationCredentialID, c.ApplicationCredentialSecret,
+		c.Username, c.Password, c.ProjectID, c.UserDomainName}, "\x00")))
+	return hex.EncodeToString(sum[:])
+}
+
+// acquire waits for the resource's running pass, if any, to end.
+func (st *resourceState) acquire(ctx context.Context) error {
+	select {
+	case st.pass <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("another pass of this resource is still running: %w", ctx.Err())
+	}
+}
+
+func (st *resourceState) release() { <-st.pass }

@@ -1,0 +1,532 @@
+package routegc_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+	"github.com/limbo-dev/limbo/pkg/openstack"
+	"github.com/limbo-dev/limbo/pkg/openstack/openstacksim"
+	"github.com/limbo-dev/limbo/pkg/plugin"
+	"github.com/limbo-dev/limbo/pkg/plugins/routegc"
+)
+
+func TestResponsible(t *testing.T) {
+	v4 := netip.MustParsePrefix("198.19.0.0/16")
+	v6 := netip.MustParsePrefix("fd00:10::/48")
+	for _, tc := range []struct {
+		cluster     netip.Prefix
+		destination string
+		want        bool
+		wantErr     bool
+	}{
+		{v4, "198.19.1.0/24", true, false},
+		{v4, "198.19.0.0/16", true, false},     // the whole CIDR: first and last inside
+		{v4, "198.19.255.255/32", true, false}, // last address
+		{v4, "198.19.0.0/32", true, false},     // first address
+		{v4, "198.19.1.7/24", true, false},     // host bits set: the network it names
+		{v4, "198.18.0.0/15", false, false},    // first address outside
+		{v4, "198.19.0.0/15", false, false},    // masks to 198.18.0.0/15: first outside
+		{v4, "198.0.0.0/8", false, false},      // first outside, contains the CIDR
+		{v4, "198.20.0.0/24", false, false},    // after it
+		{v4, "198.18.255.0/24", false, false},  // before it
+		{v4, "0.0.0.0/0", false, false},        // default route
+		{v4, "fd00:10::/64", false, false},     // another family
+		{v4, "198.19.1.0", false, true},        // no prefix length
+		{v4, "198.19.1.0/33", false, true},
+		{v4, "not-a-cidr", false, true},
+		{v4, "", false, true},
+		{v6, "fd00:10:0:1::/64", true, false},
+		{v6, "fd00:10:0:ffff:ffff:ffff:ffff:ffff/128", true, false}, // last address
+		{v6, "fd00:10:1::/128", false, false},
+		{v6, "fd00:10::/48", true, false},
+		{v6, "fd00:10::/47", false, false}, // last address outside
+		{v6, "fd00:11::/64", false, false},
+		{v6, "::/0", false, false},
+		{v6, "198.19.1.0/24", false, false}, // another family
+		{v6, "fd00:10::/129", false, true},
+	} {
+		got, err := routegc.Responsible(tc.cluster, tc.destination)
+		if got != tc.want || (err != nil) != tc.wantErr {
+			t.Errorf("Responsible(%s, %q) = %v, %v; want %v, error %v", tc.cluster, tc.destination, got, err, tc.want, tc.wantErr)
+		}
+	}
+}
+
+func TestItemID(t *testing.T) {
+	r := openstack.Route{DestinationCIDR: "198.19.1.0/24", NextHop: "10.180.0.3"}
+	if id := routegc.ItemID(r); id != "198.19.1.0/24->10.180.0.3" {
+		t.Errorf("ItemID = %q", id)
+	}
+	if got, err := routegc.ParseItemID(routegc.ItemID(r)); err != nil || got != r {
+		t.Errorf("ParseItemID round trip = %+v, %v", got, err)
+	}
+	v6 := openstack.Route{DestinationCIDR: "fd00:10:0:1::/64", NextHop: "fd00::3"}
+	if got, err := routegc.ParseItemID(routegc.ItemID(v6)); err != nil || got != v6 {
+		t.Errorf("ParseItemID IPv6 = %+v, %v", got, err)
+	}
+	for _, bad := range []string{"", "198.19.1.0/24", "198.19.1.0/24->", "x->10.0.0.1", "198.19.1.0/24->10.0.0"} {
+		if _, err := routegc.ParseItemID(bad); err == nil {
+			t.Errorf("ParseItemID(%q) accepted", bad)
+		}
+	}
+}
+
+const (
+	secretName = "openstack"
+	routerID   = "5a1d6c0e-4f3b-4c1e-9a57-0f2b1d7c9e11"
+	cidr       = "198.19.0.0/16"
+)
+
+var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+
+func route(dst, hop string) openstacksim.Route {
+	return openstacksim.Route{Destination: dst, NextHop: hop}
+}
+
+// fixture is the plugin against an OpenStack simulator (over HTTP) and a fake
+// Kubernetes API holding the credentials Secret.
+type fixture struct {
+	t       *testing.T
+	sim     *openstacksim.Server
+	base    string
+	k8s     client.Client
+	plugin  *routegc.Plugin
+	metrics *routegc.Metrics
+	bundle  *limbov1alpha1.Bundle
+}
+
+func newFixture(t *testing.T, cfg openstacksim.Config, secret map[string]string) *fixture {
+	t.Helper()
+	sim := openstacksim.New(cfg)
+	base, stop, err := sim.Start("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = stop() })
+	if secret == nil {
+		c := sim.Config()
+		secret = map[string]string{routegc.KeyApplicationCredentialID: c.ApplicationCredentialID, routegc.KeyApplicationCredentialSecret: c.ApplicationCredentialSecret}
+	}
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: secretName, Namespace: "team"}, Data: map[string][]byte{}}
+	for k, v := range secret {
+		s.Data[k] = []byte(v)
+	}
+	m := routegc.NewMetrics(prometheus.NewRegistry())
+	return &fixture{
+		t: t, sim: sim, base: base, metrics: m,
+		k8s:    fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).WithObjects(s).Build(),
+		plugin: routegc.New(routegc.Options{Metrics: m, PageSize: 2}),
+		bundle: &limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Name: "cluster", Namespace: "team", UID: types.UID("uid-" + t.Name())}},
+	}
+}
+
+func (f *fixture) spec(extra string) []byte {
+	s := fmt.Sprintf(`{"openstack":{"authURL":%q,"region":"RegionOne","credentialsSecretRef":{"name":%q}},"routerID":%q,"clusterCIDR":%q`,
+		openstacksim.AuthURL(f.base), secretName, routerID, cidr)
+	if extra != "" {
+		s += "," + extra
+	}
+	return []byte(s + "}")
+}
+
+func (f *fixture) request(now time.Time) plugin.Request {
+	return plugin.Request{Bundle: f.bundle, Resource: "routes", Spec: f.spec(""), Client: f.k8s, Reader: f.k8s, Now: now}
+}
+
+func (f *fixture) plan(now time.Time) (*plugin.Result, error) {
+	return f.plugin.Plan(context.Background(), f.request(now))
+}
+
+func (f *fixture) mustPlan(now time.Time) *plugin.Result {
+	f.t.Helper()
+	res, err := f.plan(now)
+	if err != nil {
+		f.t.Fatalf("Plan: %v", err)
+	}
+	return res
+}
+
+func (f *fixture) remove(id string) error {
+	return f.plugin.DeleteExternal(context.Background(), f.request(t0), limbov1alpha1.ExternalItem{Kind: routegc.ItemKind, ID: id, Name: id})
+}
+
+func (f *fixture) routes() []openstacksim.Route {
+	r, _ := f.sim.Router(routerID)
+	return r.Routes
+}
+
+// items renders an inventory as "id=desired" strings.
+func items(res *plugin.Result) []string {
+	var out []string
+	for _, e := range res.Inventory.External {
+		if e.Kind != routegc.ItemKind || e.Name != e.ID {
+			out = append(out, "bad item "+fmt.Sprint(e.ExternalItem))
+		}
+		out = append(out, fmt.Sprintf("%s=%v", e.ID, e.Desired))
+	}
+	return out
+}
+
+// The inventory holds the routes inside the CIDR, desired while their next hop
+// is a fixed or floating address of a server on any page; routes outside the
+// CIDR and unparsable ones are not in it.
+func TestPlanInventory(t *testing.T) {
+	f := newFixture(t, openstacksim.Config{}, nil)
+	f.sim.AddRouter(routerID, "cluster",
+		route("198.19.1.0/24", "10.180.0.3"),    // node-1, fixed
+		route("198.19.2.0/24", "10.180.0.4"),    // nobody: orphan
+		route("198.19.3.0/24", "172.24.4.10"),   // node-2's floating address
+		route("10.0.0.0/8", "10.180.0.99"),      // outside the CIDR
+		route("198.19.0.0/15", "10.180.0.98"),   // only partly inside
+		route("198.19.4.0/24", "fd00::5"),       // node-3 over IPv6
+		route("198.19.5.0/24", "10.180.0.0005"), // unparsable next hop (the API would refuse it, a broken DB need not)
+		route("198.19.6.0/24/x", "10.180.0.3"),  // unparsable destination
+	)
+	f.sim.AddServerAt("node-1", "10.180.0.3")
+	f.sim.AddServer(openstacksim.NovaServer{Name: "node-2", Addresses: map[string][]openstacksim.Address{
+		"cluster-net": {{Addr: "10.180.0.5"}, {Addr: "172.24.4.10", Type: "floating"}}}})
+	f.sim.AddServerAt("node-3", "fd00:0:0:0::5")
+	f.sim.AddServerAt("bastion", "10.180.0.200") // three pages of 2 with the fixture's page size
+
+	res := f.mustPlan(t0)
+	want := []string{"198.19.1.0/24->10.180.0.3=true", "198.19.2.0/24->10.180.0.4=false", "198.19.3.0/24->172.24.4.10=true", "198.19.4.0/24->fd00::5=true"}
+	if got := items(res); !reflect.DeepEqual(got, want) {
+		t.Errorf("inventory = %q, want %q", got, want)
+	}
+	if want := "4 routes in 198.19.0.0/16, 1 orphaned; 4 servers; 2 unparsable routes, never touched"; res.Message != want || !res.Ready {
+		t.Errorf("message = %q (ready %v), want %q", res.Message, res.Ready, want)
+	}
+	if n := f.sim.Count(openstacksim.OpListServers); n != 3 {
+		t.Errorf("%d server pages read, want 3 (page size 2, 4 servers: the third page is empty)", n)
+	}
+	if got := testutil.ToFloat64(f.metrics.Orphaned); got != 1 {
+		t.Errorf("orphaned counter = %v, want 1", got)
+	}
+}
+
+// Between polls the plan reuses its inventory; after the interval (plus at most
+// 50 % jitter) it polls again.
+func TestPlanPollsOncePerInterval(t *testing.T) {
+	f := newFixture(t, openstacksim.Config{}, nil)
+	f.sim.AddRouter(routerID, "cluster", route("198.19.1.0/24", "10.180.0.3"), route("198.19.2.0/24", "10.180.0.4"))
+	f.sim.AddServerAt("node-1", "10.180.0.3")
+
+	res := f.mustPlan(t0)
+	if res.PollAfter < routegc.DefaultInterval || res.PollAfter > routegc.DefaultInterval*3/2 {
+		t.Errorf("PollAfter = %v, want 5m to 7m30s", res.PollAfter)
+	}
+	next := t0.Add(res.PollAfter)
+	f.sim.AddServerAt("node-2", "10.180.0.4")
+	again := f.mustPlan(t0.Add(time.Minute))
+	if n := f.sim.Count(openstacksim.OpGetRouter); n != 1 {
+		t.Errorf("%d router reads before the interval, want 1", n)
+	}
+	if again.PollAfter != next.Sub(t0.Add(time.Minute)) || !reflect.DeepEqual(items(again), items(res)) {
+		t.Errorf("cached plan = %v %q, want the first poll's inventory and deadline", again.PollAfter, items(again))
+	}
+	later := f.mustPlan(next)
+	if got := items(later); !reflect.DeepEqual(got, []string{"198.19.1.0/24->10.180.0.3=true", "198.19.2.0/24->10.180.0.4=true"}) {
+		t.Errorf("after the interval the inventory = %q: the new server was not seen", got)
+	}
+	// A changed spec polls at once.
+	req := f.request(next.Add(time.Second))
+	req.Spec = f.spec(`"interval":"10s"`)
+	res, err := f.plugin.Plan(context.Background(), req)
+	if err != nil || f.sim.Count(openstacksim.OpGetRouter) != 3 {
+		t.Errorf("a changed spec did not poll: %v, %d reads", err, f.sim.Count(openstacksim.OpGetRouter))
+	}
+	if res.PollAfter < 10*time.Second || res.PollAfter > 15*time.Second {
+		t.Errorf("PollAfter = %v, want 10s to 15s", res.PollAfter)
+	}
+}
+
+// An empty server list is unknown, never "everything is orphaned"; so is a
+// failed listing, a failed page, and a failed router read.
+func TestPlanRefusesUnknownDesiredSide(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		setup   func(f *fixture)
+		want    string
+		counter string
+	}{
+		{"empty server list", func(*fixture) {}, "Nova listed no server", routegc.OpListServers},
+		{"server listing fails", func(f *fixture) {
+			f.sim.AddServerAt("node-1", "10.180.0.3")
+			f.sim.Inject(openstacksim.OpListServers, openstacksim.Fault{Status: 500, Times: 1})
+		}, "list Nova servers", routegc.OpListServers},
+		{"second page fails", func(f *fixture) {
+			for i := range 3 {
+				f.sim.AddServerAt(fmt.Sprintf("node-%d", i), fmt.Sprintf("10.180.1.%d", i))
+			}
+			f.sim.Inject(openstacksim.OpListServers, openstacksim.Fault{Status: 503, Times: 1, Skip: 1})
+		}, "list Nova servers", routegc.OpListServers},
+		{"router read fails", func(f *fixture) {
+			f.sim.AddServerAt("node-1", "10.180.0.3")
+			f.sim.Inject(openstacksim.OpGetRouter, openstacksim.Fault{Status: 500, Times: 1})
+		}, "get router", routegc.OpGetRouter},
+		{"network endpoint down", func(f *fixture) {
+			f.sim.AddServerAt("node-1", "10.180.0.3")
+			f.sim.SetOutage(openstacksim.ServiceNetwork, true)
+		}, "neutron endpoint", routegc.OpAuthenticate},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, openstacksim.Config{}, nil)
+			f.sim.AddRouter(routerID, "cluster", route("198.19.1.0/24", "10.180.0.3"), route("198.19.2.0/24", "10.180.0.4"))
+			tc.setup(f)
+			res, err := f.plan(t0)
+			if err == nil || !strings.Contains(err.Error(), tc.want) || res != nil {
+				t.Fatalf("Plan = %v, %v; want an error containing %q", res, err, tc.want)
+			}
+			if got := testutil.ToFloat64(f.metrics.Failures.WithLabelValues(tc.counter)); got != 1 {
+				t.Errorf("failures{%s} = %v, want 1", tc.counter, got)
+			}
+			if got := testutil.ToFloat64(f.metrics.Orphaned); got != 0 {
+				t.Errorf("orphaned counter = %v", got)
+			}
+			if len(f.routes()) != 2 {
+				t.Errorf("routes changed: %v", f.routes())
+			}
+			// The failure is not cached: the next plan polls again.
+			before := f.sim.Count(openstacksim.OpCreateToken) + f.sim.Count(openstacksim.OpGetRouter)
+			_, _ = f.plan(t0.Add(time.Second))
+			if after := f.sim.Count(openstacksim.OpCreateToken) + f.sim.Count(openstacksim.OpGetRouter); after == before {
+				t.Error("the plan after a failure did not call OpenStack")
+			}
+		})
+	}
+}
+
+// Credentials: an application credential, or user, password, project and
+// domain; a missing key is a clear error; wrong credentials fail to
+// authenticate.
+func TestCredentials(t *testing.T) {
+	cfg := openstacksim.New(openstacksim.Config{}).Config()
+	password := map[string]string{routegc.KeyUsername: cfg.Username, routegc.KeyPassword: cfg.Password, routegc.KeyProjectID: cfg.ProjectID, routegc.KeyUserDomainName: cfg.UserDomainName}
+	for _, tc := range []struct {
+		name    string
+		secret  map[string]string
+		wantErr string
+	}{
+		{"password", password, ""},
+		{"application credential", map[string]string{routegc.KeyApplicationCredentialID: cfg.ApplicationCredentialID, routegc.KeyApplicationCredentialSecret: cfg.ApplicationCredentialSecret}, ""},
+		{"application credential without its secret", map[string]string{routegc.KeyApplicationCredentialID: cfg.ApplicationCredentialID},
+			`credentials Secret "openstack" needs the keys applicationCredentialID and applicationCredentialSecret`},
+		{"password without the project", map[string]string{routegc.KeyUsername: "admin", routegc.KeyPassword: "x", routegc.KeyUserDomainName: "Default"},
+			`credentials Secret "openstack" needs the keys username, password, projectID and userDomainName, or the keys applicationCredentialID and applicationCredentialSecret`},
+		{"empty Secret", map[string]string{"other": "x"},
+			`credentials Secret "openstack" needs the keys username, password, projectID and userDomainName, or the keys applicationCredentialID and applicationCredentialSecret`},
+		{"wrong password", map[string]string{routegc.KeyUsername: cfg.Username, routegc.KeyPassword: "wrong", routegc.KeyProjectID: cfg.ProjectID, routegc.KeyUserDomainName: cfg.UserDomainName},
+			"keystone authentication"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, openstacksim.Config{}, tc.secret)
+			f.sim.AddRouter(routerID, "cluster", route("198.19.1.0/24", "10.180.0.3"))
+			f.sim.AddServerAt("node-1", "10.180.0.3")
+			_, err := f.plan(t0)
+			switch {
+			case tc.wantErr == "" && err != nil:
+				t.Fatalf("Plan: %v", err)
+			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+				t.Fatalf("Plan err = %v, want %q", err, tc.wantErr)
+			}
+		})
+	}
+	t.Run("missing Secret", func(t *testing.T) {
+		f := newFixture(t, openstacksim.Config{}, nil)
+		f.bundle.Namespace = "elsewhere"
+		if _, err := f.plan(t0); err == nil || err.Error() != `credentials Secret "openstack": secrets "openstack" not found` {
+			t.Errorf("err = %v", err)
+		}
+	})
+}
+
+// Removal uses remove_extraroutes where Neutron has extraroute-atomic, and the
+// revision-guarded update otherwise; either way only the route goes.
+func TestDeleteExternal(t *testing.T) {
+	for _, atomic := range []bool{true, false} {
+		t.Run(fmt.Sprintf("atomic=%v", atomic), func(t *testing.T) {
+			f := newFixture(t, openstacksim.Config{WithoutAtomicExtraRoutes: !atomic}, nil)
+			keep, orphan, outside := route("198.19.1.0/24", "10.180.0.3"), route("198.19.2.0/24", "10.180.0.4"), route("10.0.0.0/8", "10.180.0.4")
+			f.sim.AddRouter(routerID, "cluster", keep, orphan, outside)
+			f.sim.AddServerAt("node-1", "10.180.0.3")
+			if err := f.remove("198.19.2.0/24->10.180.0.4"); err != nil {
+				t.Fatal(err)
+			}
+			if got := f.routes(); !reflect.DeepEqual(got, []openstacksim.Route{keep, outside}) {
+				t.Errorf("routes = %v", got)
+			}
+			writes := f.sim.Calls(openstacksim.OpRemoveExtraRoutes, openstacksim.OpUpdateRouter)
+			wantOp := openstacksim.OpUpdateRouter
+			if atomic {
+				wantOp = openstacksim.OpRemoveExtraRoutes
+			}
+			if len(writes) != 1 || writes[0].Op != wantOp || (!atomic && writes[0].IfMatch != "revision_number=1") {
+				t.Errorf("writes = %+v, want one %s (If-Match revision_number=1 when not atomic)", writes, wantOp)
+			}
+			if got := testutil.ToFloat64(f.metrics.Removed); got != 1 {
+				t.Errorf("removed counter = %v", got)
+			}
+			// Already gone: success, nothing written, not counted.
+			if err := f.remove("198.19.2.0/24->10.180.0.4"); err != nil {
+				t.Errorf("removing a route that is gone: %v", err)
+			}
+			if n := len(f.sim.Calls(openstacksim.OpRemoveExtraRoutes, openstacksim.OpUpdateRouter)); n != 1 || testutil.ToFloat64(f.metrics.Removed) != 1 {
+				t.Errorf("a gone route was written (%d writes) or counted", n)
+			}
+		})
+	}
+}
+
+// A 412 re-reads the router: a route added concurrently survives.
+func TestDeleteExternalRetriesOnRevisionMismatch(t *testing.T) {
+	f := newFixture(t, openstacksim.Config{WithoutAtomicExtraRoutes: true}, nil)
+	keep, orphan, added := route("198.19.1.0/24", "10.180.0.3"), route("198.19.2.0/24", "10.180.0.4"), route("198.19.9.0/24", "10.180.0.9")
+	f.sim.AddRouter(routerID, "cluster", keep, orphan)
+	f.sim.AddServerAt("node-1", "10.180.0.3")
+	f.sim.Before(openstacksim.OpUpdateRouter, func() {
+		if err := f.sim.AddRoutes(routerID, added); err != nil {
+			t.Error(err)
+		}
+	})
+	if err := f.remove(routegc.ItemID(openstack.Route{DestinationCIDR: orphan.Destination, NextHop: orphan.NextHop})); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.routes(); !reflect.DeepEqual(got, []openstacksim.Route{keep, added}) {
+		t.Errorf("routes = %v, want %v: the concurrent addition was lost or the orphan stayed", got, []openstacksim.Route{keep, added})
+	}
+	var statuses []string
+	for _, c := range f.sim.Calls(openstacksim.OpUpdateRouter) {
+		statuses = append(statuses, fmt.Sprintf("%s %d", c.IfMatch, c.Status))
+	}
+	if want := []string{"revision_number=1 412", "revision_number=2 200"}; !reflect.DeepEqual(statuses, want) {
+		t.Errorf("updates = %q, want %q", statuses, want)
+	}
+
+	// A router that never stops changing is an error, after bounded attempts.
+	f.sim.AddRoutes(routerID, orphan)
+	for i := range 10 {
+		f.sim.Before(openstacksim.OpUpdateRouter, func() { _ = f.sim.AddRoutes(routerID, route(fmt.Sprintf("198.19.%d.0/24", 100+i), "10.180.0.9")) })
+	}
+	if err := f.remove("198.19.2.0/24->10.180.0.4"); !errors.Is(err, openstack.ErrRevisionMismatch) {
+		t.Errorf("err = %v, want a revision mismatch", err)
+	}
+}
+
+// The route's next hop is checked again before the removal: a server that came
+// back, or no server listed at all, stops it; so do IDs outside the CIDR.
+func TestDeleteExternalFences(t *testing.T) {
+	f := newFixture(t, openstacksim.Config{}, nil)
+	orphan := route("198.19.2.0/24", "10.180.0.4")
+	f.sim.AddRouter(routerID, "cluster", orphan, route("10.0.0.0/8", "10.180.0.4"))
+
+	if err := f.remove("198.19.2.0/24->10.180.0.4"); err == nil || !strings.Contains(err.Error(), "Nova listed no server") {
+		t.Errorf("no servers: err = %v", err)
+	}
+	f.sim.AddServerAt("node-2", "10.180.0.4")
+	if err := f.remove("198.19.2.0/24->10.180.0.4"); err == nil || !strings.Contains(err.Error(), "next hop is an address of server") {
+		t.Errorf("server back: err = %v", err)
+	}
+	if err := f.remove("10.0.0.0/8->10.180.0.4"); err == nil || !strings.Contains(err.Error(), "never touched") {
+		t.Errorf("outside the CIDR: err = %v", err)
+	}
+	if err := f.remove("garbage"); err == nil {
+		t.Error("an unparsable id was accepted")
+	}
+	if n := len(f.sim.Calls(openstacksim.OpRemoveExtraRoutes, openstacksim.OpUpdateRouter)); n != 0 || len(f.routes()) != 2 {
+		t.Errorf("%d writes, routes %v: a fenced removal touched the router", n, f.routes())
+	}
+}
+
+// A removal makes the next plan poll again, so the cached inventory never
+// lists a route that is gone.
+func TestDeleteExternalInvalidatesTheCache(t *testing.T) {
+	f := newFixture(t, openstacksim.Config{}, nil)
+	f.sim.AddRouter(routerID, "cluster", route("198.19.1.0/24", "10.180.0.3"), route("198.19.2.0/24", "10.180.0.4"))
+	f.sim.AddServerAt("node-1", "10.180.0.3")
+	f.mustPlan(t0)
+	if err := f.remove("198.19.2.0/24->10.180.0.4"); err != nil {
+		t.Fatal(err)
+	}
+	res := f.mustPlan(t0.Add(time.Second))
+	if got := items(res); !reflect.DeepEqual(got, []string{"198.19.1.0/24->10.180.0.3=true"}) {
+		t.Errorf("inventory after the removal = %q", got)
+	}
+}
+
+// A token that expired is renewed once, transparently.
+func TestReauthentication(t *testing.T) {
+	f := newFixture(t, openstacksim.Config{}, nil)
+	f.sim.AddRouter(routerID, "cluster", route("198.19.1.0/24", "10.180.0.3"))
+	f.sim.AddServerAt("node-1", "10.180.0.3")
+	f.mustPlan(t0)
+	f.sim.ExpireTokens()
+	f.mustPlan(t0.Add(time.Hour))
+	if n := f.sim.Count(openstacksim.OpCreateToken); n != 2 {
+		t.Errorf("%d tokens created, want 2", n)
+	}
+}
+
+func TestDescribe(t *testing.T) {
+	d := routegc.New(routegc.Options{}).Describe()
+	if d.Name != "route-gc" || d.DefaultPollInterval != 5*time.Minute || len(d.Watches) != 0 {
+		t.Errorf("Describe = %+v", d)
+	}
+	r, err := plugin.NewRegistry(routegc.New(routegc.Options{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.ValidateSpec(routegc.Name, nil); err == nil {
+		t.Error("an empty spec passed the schema")
+	}
+}
+
+// One resource never runs two passes at once: a second plan waits for the
+// first, and gives up when its own deadline comes first.
+func TestOnePassAtATime(t *testing.T) {
+	f := newFixture(t, openstacksim.Config{}, nil)
+	f.sim.AddRouter(routerID, "cluster", route("198.19.1.0/24", "10.180.0.3"))
+	f.sim.AddServerAt("node-1", "10.180.0.3")
+	entered, release := make(chan struct{}), make(chan struct{})
+	f.sim.Before(openstacksim.OpGetRouter, func() {
+		close(entered)
+		<-release
+	})
+	first := make(chan error, 1)
+	go func() {
+		_, err := f.plan(t0)
+		first <- err
+	}()
+	<-entered
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	_, err := f.plugin.Plan(ctx, f.request(t0))
+	if err == nil || !strings.Contains(err.Error(), "another pass of this resource is still running") {
+		t.Errorf("second plan = %v, want it refused while the first runs", err)
+	}
+	if n := f.sim.Count(openstacksim.OpGetRouter); n != 0 {
+		t.Errorf("%d router reads finished while the first pass was held", n)
+	}
+	close(release)
+	if err := <-first; err != nil {
+		t.Fatalf("first plan: %v", err)
+	}
+	if n := f.sim.Count(openstacksim.OpGetRouter); n != 1 {
+		t.Errorf("%d router reads, want 1", n)
+	}
+}
