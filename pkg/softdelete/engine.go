@@ -67,13 +67,16 @@ func ControlledBy(uid types.UID) Claim {
 }
 
 // Released reports whether obj was released to limbo by a Bundle's teardown and
-// is the reaper's: it carries the limbo.dev/bundle label and a stamp, and no
-// controller. Plugin items (never labelled with a Bundle) and objects that
-// `kubectl limbo cancel` took out of limbo (stamp and label gone) are not.
+// is the reaper's: it carries the limbo.dev/bundle label, a stamp and the
+// limbo.dev/released mark that only a teardown's Release writes, and no
+// controller. Plugin items (never labelled with a Bundle), objects that
+// `kubectl limbo cancel` took out of limbo (stamp and label gone) and objects the
+// garbage collector orphaned (--cascade=orphan: no mark) are not.
 func Released(obj metav1.Object) bool {
 	_, labelled := obj.GetLabels()[limbov1alpha1.LabelBundle]
 	_, stamped := obj.GetAnnotations()[limbov1alpha1.AnnotationDeletionTimestamp]
-	return labelled && stamped && metav1.GetControllerOf(obj) == nil
+	_, released := obj.GetAnnotations()[limbov1alpha1.AnnotationReleased]
+	return labelled && stamped && released && metav1.GetControllerOf(obj) == nil
 }
 
 // Orphan runs the state machine for obj, an object that is no longer desired, and
@@ -216,7 +219,7 @@ func (e *Engine) Desired(ctx context.Context, eventTarget runtime.Object, obj cl
 		return false, nil
 	}
 	patch := map[string]any{"metadata": map[string]any{
-		"annotations": map[string]any{limbov1alpha1.AnnotationDeletionTimestamp: nil},
+		"annotations": map[string]any{limbov1alpha1.AnnotationDeletionTimestamp: nil, limbov1alpha1.AnnotationReleased: nil},
 		"labels":      map[string]any{limbov1alpha1.LabelPendingDeletion: nil},
 	}}
 	if err := e.patch(ctx, obj, patch); err != nil {
@@ -239,7 +242,7 @@ func (e *Engine) Release(ctx context.Context, eventTarget runtime.Object, obj cl
 		}
 	}
 	d := Decide(e.Clock.Now(), stateOf(obj, false))
-	annotations := map[string]any{}
+	annotations := map[string]any{limbov1alpha1.AnnotationReleased: FormatStamp(e.Clock.Now())}
 	if d.Action == ActionStamp || d.Action == ActionRestamp {
 		annotations[limbov1alpha1.AnnotationDeletionTimestamp] = FormatStamp(d.Stamp)
 	}
@@ -268,7 +271,7 @@ func (e *Engine) CancelCountdown(ctx context.Context, eventTarget runtime.Object
 		return nil
 	}
 	if err := e.patch(ctx, obj, map[string]any{"metadata": map[string]any{
-		"annotations": map[string]any{limbov1alpha1.AnnotationDeletionTimestamp: nil},
+		"annotations": map[string]any{limbov1alpha1.AnnotationDeletionTimestamp: nil, limbov1alpha1.AnnotationReleased: nil},
 		"labels":      map[string]any{limbov1alpha1.LabelPendingDeletion: nil},
 	}}); err != nil {
 		return client.IgnoreNotFound(err)

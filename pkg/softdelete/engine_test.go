@@ -546,7 +546,7 @@ func unwrapAll(err error) error {
 }
 
 func TestEngineDesired(t *testing.T) {
-	const cancelPatch = `PATCH ConfigMap team-a/db application/merge-patch+json {"metadata":{"annotations":{"limbo.dev/deletionTimestamp":null},"labels":{"limbo.dev/pending-deletion":null}}}`
+	const cancelPatch = `PATCH ConfigMap team-a/db application/merge-patch+json {"metadata":{"annotations":{"limbo.dev/deletionTimestamp":null,"limbo.dev/released":null},"labels":{"limbo.dev/pending-deletion":null}}}`
 	tests := []struct {
 		name          string
 		annotations   map[string]string
@@ -611,7 +611,7 @@ func TestEngineRelease(t *testing.T) {
 		if err := h.engine.Release(context.Background(), b, h.live(t, "db"), b); err != nil {
 			t.Fatal(err)
 		}
-		want := []string{`PATCH ConfigMap team-a/db application/merge-patch+json {"metadata":{"annotations":{"limbo.dev/deletionTimestamp":"2025-03-14T12:30:45Z"},"labels":{"limbo.dev/pending-deletion":"true"},` +
+		want := []string{`PATCH ConfigMap team-a/db application/merge-patch+json {"metadata":{"annotations":{"limbo.dev/deletionTimestamp":"2025-03-14T12:30:45Z","limbo.dev/released":"2025-03-14T12:30:45Z"},"labels":{"limbo.dev/pending-deletion":"true"},` +
 			refs + `,"resourceVersion":"999"}}`}
 		if !reflect.DeepEqual(h.calls, want) {
 			t.Errorf("API calls:\n%q\nwant:\n%q", h.calls, want)
@@ -631,7 +631,7 @@ func TestEngineRelease(t *testing.T) {
 		if err := h.engine.Release(context.Background(), b, h.live(t, "db"), b); err != nil {
 			t.Fatal(err)
 		}
-		want := []string{`PATCH ConfigMap team-a/db application/merge-patch+json {"metadata":{"annotations":{},"labels":{"limbo.dev/pending-deletion":"true"},` + refs + `,"resourceVersion":"999"}}`}
+		want := []string{`PATCH ConfigMap team-a/db application/merge-patch+json {"metadata":{"annotations":{"limbo.dev/released":"2025-03-14T12:30:45Z"},"labels":{"limbo.dev/pending-deletion":"true"},` + refs + `,"resourceVersion":"999"}}`}
 		if !reflect.DeepEqual(h.calls, want) {
 			t.Errorf("API calls:\n%q\nwant:\n%q", h.calls, want)
 		}

@@ -31,6 +31,9 @@ func inLimbo(name, stamp, delay string, controlled bool) *corev1.ConfigMap {
 		Labels:      map[string]string{limbov1alpha1.LabelBundle: "shop", limbov1alpha1.LabelPendingDeletion: "true"},
 		Annotations: map[string]string{limbov1alpha1.AnnotationDeletionTimestamp: stamp, limbov1alpha1.AnnotationDeletionDelay: delay},
 	}}
+	if !controlled { // released by a teardown
+		cm.Annotations[limbov1alpha1.AnnotationReleased] = stamp
+	}
 	if controlled {
 		cm.OwnerReferences = []metav1.OwnerReference{{APIVersion: "limbo.dev/v1alpha1", Kind: "Bundle", Name: "shop", UID: "b", Controller: ptr.To(true)}}
 	}

@@ -16,6 +16,11 @@ const (
 	// plugin resource whose countdown it is. Such items never carry LabelBundle: they
 	// are not managed objects, and only their Bundle's pass decides them.
 	AnnotationPluginResource = "limbo.dev/pluginResource"
+	// AnnotationReleased marks an object a Bundle's teardown released to limbo
+	// (the time it did): the reaper acts only on such objects. An object the
+	// garbage collector orphaned (--cascade=orphan) looks the same otherwise, and
+	// is never deleted.
+	AnnotationReleased = "limbo.dev/released"
 	// AnnotationReadyWhenFieldPath and AnnotationReadyWhenFieldValue, on a
 	// CustomResourceDefinition, state the readiness rule of its objects: the JSONPath
 	// (status.phase, .status.phase or {.status.phase}) must yield the value.
