@@ -28,7 +28,7 @@ func TestNodeRemovalIsolation(t *testing.T) {
 	failing := newCSINode(t, ns, "failing", drainTaint)
 	healthy := newCSINode(t, ns, "healthy", drainTaint)
 	volume := failing.objects[3]
-	refuseDeletes(t, volume)
+	refuseDeletes(t, volume, "volumes")
 	b := nodeRemovalBundle(t, ns, "2s", map[string]any{})
 	failing.waitLabelled(t, true)
 	healthy.waitLabelled(t, true)
@@ -69,24 +69,48 @@ func TestNodeRemovalIsolation(t *testing.T) {
 }
 
 // refuseDeletes installs a ValidatingAdmissionPolicy (no webhook server needed)
-// that denies DELETE of obj, and waits until the API server enforces it.
-func refuseDeletes(t testing.TB, obj *unstructured.Unstructured) {
+// that denies DELETE of obj (resource is its kind's plural), and waits until the
+// API server enforces it.
+func refuseDeletes(t testing.TB, obj *unstructured.Unstructured, resource string) {
+	t.Helper()
+	refuse(t, obj, resource, admissionregistrationv1.Delete, func(ctx context.Context) error {
+		return env.Client.Delete(ctx, obj.DeepCopy(), client.DryRunAll)
+	})
+}
+
+// refuseCreates is refuseDeletes for CREATE (and so for a server-side apply that
+// would create obj).
+func refuseCreates(t testing.TB, obj *unstructured.Unstructured, resource string) {
+	t.Helper()
+	refuse(t, obj, resource, admissionregistrationv1.Create, func(ctx context.Context) error {
+		return env.Client.Create(ctx, obj.DeepCopy(), client.DryRunAll)
+	})
+}
+
+// refuse installs a ValidatingAdmissionPolicy that denies op on obj; probe makes
+// a dry-run of op, to tell when the API server enforces the policy (and, at the
+// end, no longer does).
+func refuse(t testing.TB, obj *unstructured.Unstructured, resource string, op admissionregistrationv1.OperationType, probe func(context.Context) error) {
 	t.Helper()
 	ctx := context.Background()
-	name := "refuse-" + obj.GetNamespace() + "-" + obj.GetName()
+	name := "refuse-" + strings.ToLower(string(op)) + "-" + obj.GetNamespace() + "-" + obj.GetName()
 	gvk := obj.GroupVersionKind()
+	subject := "object"
+	if op == admissionregistrationv1.Delete {
+		subject = "oldObject"
+	}
 	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
 			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
 			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
 				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
-					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Delete},
-					Rule:       admissionregistrationv1.Rule{APIGroups: []string{gvk.Group}, APIVersions: []string{gvk.Version}, Resources: []string{"volumes"}},
+					Operations: []admissionregistrationv1.OperationType{op},
+					Rule:       admissionregistrationv1.Rule{APIGroups: []string{gvk.Group}, APIVersions: []string{gvk.Version}, Resources: []string{resource}},
 				},
 			}}},
 			Validations: []admissionregistrationv1.Validation{{
-				Expression: fmt.Sprintf("oldObject.metadata.name != %q", obj.GetName()),
+				Expression: fmt.Sprintf("%s.metadata.namespace != %q || %s.metadata.name != %q", subject, obj.GetNamespace(), subject, obj.GetName()),
 				Message:    "refused by the test",
 			}},
 		},
@@ -96,12 +120,12 @@ func refuseDeletes(t testing.TB, obj *unstructured.Unstructured) {
 		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: name,
 			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}},
 	}
-	// The policy takes effect, and goes, asynchronously: a dry-run delete tells.
+	// The policy takes effect, and goes, asynchronously: a dry run tells.
 	refused := func(want bool) func() error {
 		return func() error {
-			err := env.Client.Delete(ctx, obj.DeepCopy(), client.DryRunAll)
+			err := probe(ctx)
 			if got := err != nil && strings.Contains(err.Error(), "refused by the test"); got != want {
-				return fmt.Errorf("dry-run delete of %s %s: %v; want refused = %v", gvk.Kind, obj.GetName(), err, want)
+				return fmt.Errorf("dry-run %s of %s %s: %v; want refused = %v", op, gvk.Kind, obj.GetName(), err, want)
 			}
 			return nil
 		}
