@@ -17,7 +17,7 @@ func TestRouteGCEmptyServerListOrphansNothing(t *testing.T) {
 	f := newRouteGC(t, openstacksim.Config{}, a, b)
 
 	f.start("0s") // no delay: any orphan would go at once
-	const reason = "Nova listed no server for the project: the server list is treated as unknown, and no route is orphaned"
+	const reason = "no Nova server listed for the project: the server list is treated as unknown, and no route is orphaned"
 	f.waitError(`plugin "route-gc"`, reason)
 	waitEventContaining(t, f.bundle, "Warning", "PluginFailed", reason)
 	testenv.Consistently(t, 3*time.Second, func() error {

@@ -41,7 +41,7 @@ func TestRouteGCMetrics(t *testing.T) {
 	})
 	f.sim.DeleteServer(node.ID) // an empty listing counts as a failure too
 	before := counterValue(t, failures, "operation", routegc.OpListServers)
-	f.waitError("Nova listed no server")
+	f.waitError("no Nova server listed")
 	if got := counterValue(t, failures, "operation", routegc.OpListServers); got <= before {
 		t.Errorf(`an empty server list did not count in %s{operation="list_servers"}`, failures)
 	}

@@ -34,7 +34,8 @@ func TestServe(t *testing.T) {
 	if err := stop(); err != nil || stops != 1 {
 		t.Errorf("second stop = %v, beforeStop ran %d times", err, stops)
 	}
-	if _, err := http.Get(url); err == nil {
+	if resp, err := http.Get(url); err == nil {
+		_ = resp.Body.Close()
 		t.Error("still serving after stop")
 	}
 	if _, _, err := simhttp.Serve("test", http.NotFoundHandler(), "256.0.0.1:1", nil); err == nil {

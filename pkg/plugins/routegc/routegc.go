@@ -73,7 +73,7 @@ const (
 )
 
 // ErrNoServers is the plan's error when Nova lists no server at all.
-var ErrNoServers = errors.New("Nova listed no server for the project: the server list is treated as unknown, and no route is orphaned")
+var ErrNoServers = errors.New("no Nova server listed for the project: the server list is treated as unknown, and no route is orphaned")
 
 // Spec is the plugin's input.
 type Spec struct {

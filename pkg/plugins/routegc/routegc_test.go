@@ -265,7 +265,7 @@ func TestPlanRefusesUnknownDesiredSide(t *testing.T) {
 		want    string
 		counter string
 	}{
-		{"empty server list", func(*fixture) {}, "Nova listed no server", routegc.OpListServers},
+		{"empty server list", func(*fixture) {}, "no Nova server listed", routegc.OpListServers},
 		{"server listing fails", func(f *fixture) {
 			f.sim.AddServerAt("node-1", "10.180.0.3")
 			f.sim.Inject(openstacksim.OpListServers, openstacksim.Fault{Status: 500, Times: 1})
@@ -419,7 +419,9 @@ func TestDeleteExternalRetriesOnRevisionMismatch(t *testing.T) {
 	}
 
 	// A router that never stops changing is an error, after bounded attempts.
-	f.sim.AddRoutes(routerID, orphan)
+	if err := f.sim.AddRoutes(routerID, orphan); err != nil {
+		t.Fatal(err)
+	}
 	for i := range 10 {
 		f.sim.Before(openstacksim.OpUpdateRouter, func() { _ = f.sim.AddRoutes(routerID, route(fmt.Sprintf("198.19.%d.0/24", 100+i), "10.180.0.9")) })
 	}
@@ -435,7 +437,7 @@ func TestDeleteExternalFences(t *testing.T) {
 	orphan := route("198.19.2.0/24", "10.180.0.4")
 	f.sim.AddRouter(routerID, "cluster", orphan, route("10.0.0.0/8", "10.180.0.4"))
 
-	if err := f.remove("198.19.2.0/24->10.180.0.4"); err == nil || !strings.Contains(err.Error(), "Nova listed no server") {
+	if err := f.remove("198.19.2.0/24->10.180.0.4"); err == nil || !strings.Contains(err.Error(), "no Nova server listed") {
 		t.Errorf("no servers: err = %v", err)
 	}
 	f.sim.AddServerAt("node-2", "10.180.0.4")
