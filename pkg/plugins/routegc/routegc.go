@@ -194,7 +194,7 @@ func (p *Plugin) Plan(ctx context.Context, req plugin.Request) (*plugin.Result, 
 		return nil, err
 	}
 
-	inv := &plugin.Inventory{}
+	inv := &plugin.Inventory{DesiredListed: servers}
 	inCIDR, unparsable := 0, 0
 	orphans := map[string]bool{}
 	for _, r := range router.Routes {
