@@ -1,5 +1,7 @@
 package v1alpha1
 
+import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 // The API's vocabulary: condition types, condition and resource reasons, and
 // event reasons, each declared once. Tools may match on them: they are API.
 
@@ -73,3 +75,10 @@ const (
 	EventInvalidStamp      = "InvalidDeletionTimestamp"
 	EventDeleteFailed      = "DeleteFailed"
 )
+
+// GetConditions returns the Bundle's conditions, as Flux's and kstatus's
+// condition helpers expect of an object.
+func (b *Bundle) GetConditions() []metav1.Condition { return b.Status.Conditions }
+
+// SetConditions replaces the Bundle's conditions.
+func (b *Bundle) SetConditions(conditions []metav1.Condition) { b.Status.Conditions = conditions }
