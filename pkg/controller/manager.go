@@ -159,6 +159,9 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 	engine := &softdelete.Engine{
 		Client:   writer,
 		Reader:   mgr.GetAPIReader(),
+		// The one events recorder of every controller (the engine, the Bundle and
+		// Tombstone controllers): core/v1 events, which `kubectl describe` shows and
+		// kubectl's events/v1 reads too (docs/design-decisions.md).
 		Recorder: mgr.GetEventRecorderFor("limbo"), //nolint:staticcheck // core/v1 events keep kubectl describe readable
 		Clock:    clock.RealClock{},
 		Metrics:  softdelete.DefaultMetrics,

@@ -68,7 +68,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) (*Reconciler, error) {
 		Client:    opts.Client,
 		APIReader: mgr.GetAPIReader(),
 		Mapper:    mgr.GetRESTMapper(),
-		Recorder:  mgr.GetEventRecorderFor("limbo"), //nolint:staticcheck // core/v1 events keep kubectl describe readable
+		Recorder:  opts.Engine.Recorder, // one recorder for every controller (see NewManager)
 		Engine:    opts.Engine,
 		Plugins:   opts.Plugins,
 		Clock:     clock.RealClock{},

@@ -54,7 +54,7 @@ type Reconciler struct {
 // SetupWithManager registers the Tombstone controller.
 func SetupWithManager(mgr ctrl.Manager, plugins *plugin.Registry, engine *softdelete.Engine, workers int) error {
 	r := &Reconciler{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Plugins: plugins, Engine: engine,
-		Recorder: mgr.GetEventRecorderFor("limbo"), Clock: engine.Clock} //nolint:staticcheck // core/v1 events
+		Recorder: engine.Recorder, Clock: engine.Clock} // one recorder for every controller
 	return ctrl.NewControllerManagedBy(mgr).Named("tombstone").For(&limbov1alpha1.Tombstone{}, builder.WithPredicates(notStatusOnly)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).Complete(r)
 }
