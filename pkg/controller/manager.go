@@ -157,8 +157,8 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 	// (and every read) is limbo's.
 	writer := impersonation.NewClient(mgr.GetClient(), cfg)
 	engine := &softdelete.Engine{
-		Client:   writer,
-		Reader:   mgr.GetAPIReader(),
+		Client: writer,
+		Reader: mgr.GetAPIReader(),
 		// The one events recorder of every controller (the engine, the Bundle and
 		// Tombstone controllers): core/v1 events, which `kubectl describe` shows and
 		// kubectl's events/v1 reads too (docs/design-decisions.md).
