@@ -188,7 +188,7 @@ func (e *Engine) delete(ctx context.Context, eventTarget runtime.Object, obj cli
 		out.Pending = pendingEntry(obj, d, nil)
 		return out
 	default:
-		e.Metrics.deletions.WithLabelValues(ResultFailed).Inc()
+		e.RecordFailure()
 		out.Err = fmt.Errorf("delete %s: %w", describe(obj), err)
 		e.Recorder.Eventf(eventTarget, corev1.EventTypeWarning, limbov1alpha1.EventDeleteFailed, "%s: %v", describe(obj), out.Err)
 		out.Pending = pendingEntry(obj, d, out.Err)
@@ -205,8 +205,8 @@ func (e *Engine) RecordDeletion(deadline time.Time) {
 	}
 }
 
-// RecordFailure counts a failed deletion (of an external item; the engine counts
-// its own).
+// RecordFailure counts a failed deletion: of an object, a plugin item, or (by the
+// Tombstone controller) an external item.
 func (e *Engine) RecordFailure() {
 	e.Metrics.deletions.WithLabelValues(ResultFailed).Inc()
 }

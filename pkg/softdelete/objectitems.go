@@ -321,14 +321,11 @@ func (e *Engine) deleteItem(ctx context.Context, eventTarget runtime.Object, it 
 	case apierrors.IsNotFound(err), apierrors.IsConflict(err):
 		return e.goneOrStale(err, ref)
 	case err != nil:
-		e.Metrics.deletions.WithLabelValues(ResultFailed).Inc()
+		e.RecordFailure()
 		e.Recorder.Eventf(eventTarget, corev1.EventTypeWarning, limbov1alpha1.EventDeleteFailed, "%s: %v", ref, err)
 		return false, fmt.Errorf("delete %s: %w", ref, err)
 	}
-	e.Metrics.deletions.WithLabelValues(ResultDeleted).Inc()
-	if !d.Deadline.IsZero() {
-		e.Metrics.lateness.Observe(e.Clock.Now().Sub(d.Deadline).Seconds())
-	}
+	e.RecordDeletion(d.Deadline)
 	e.Recorder.Eventf(eventTarget, corev1.EventTypeNormal, limbov1alpha1.EventDeleted, "%s deleted", ref)
 	log.FromContext(ctx).Info("deleted", "object", ref, "deadline", d.Deadline, "pluginResource", obj.GetAnnotations()[limbov1alpha1.AnnotationPluginResource])
 	if len(obj.GetFinalizers()) > 0 {
