@@ -83,6 +83,7 @@ func (k *kubectlLimbo) must(t *testing.T, args ...string) string {
 // its deadline (Tombstones included), cancel keeps an object, expedite makes its
 // deadline now, and graph prints a Bundle's dependency graph.
 func TestKubectlLimbo(t *testing.T) {
+	t.Parallel()
 	k := buildKubectlLimbo(t, t.TempDir())
 	ns := env.Namespace(t)
 	domain := external.Domain(ns)

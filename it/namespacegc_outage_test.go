@@ -15,16 +15,12 @@ import (
 // error, nothing is scheduled, cancelled or deleted; when the outage ends, the
 // deletion that happened meanwhile is acted upon.
 func TestNamespaceGCBackendOutage(t *testing.T) {
-	ns := env.Namespace(t)
-	sim, url := startStorageOS(t)
-	createStorageOSSecret(t, ns)
-	app := createK8sNamespace(t, "nsgc-outage-")
-	sim.AddNamespace(app)
+	t.Parallel()
+	f := newNSGCFixture(t)
+	app := f.appNamespace(t, "nsgc-outage-", 0)
+	b := f.deletionOnlyBundle(t, "2s")
 
-	b := createBundle(t, ns, "storage", nsgcResourceFor(url, "2s", deletionOnly...))
-	waitNSGCReady(t, b, "2 StorageOS namespaces, 0 orphaned")
-
-	sim.SetOutage(true)
+	f.sim.SetOutage(true)
 	deleteK8sNamespace(t, app)
 	waitBundle(t, b, func(cur *limbov1alpha1.Bundle) error {
 		if err := resourceIs(cur, nsgcResource, limbov1alpha1.ResourceError, "PluginFailed"); err != nil {
@@ -40,17 +36,17 @@ func TestNamespaceGCBackendOutage(t *testing.T) {
 	})
 	waitK8sNamespaceGone(t, app)
 	testenv.Consistently(t, 3*time.Second, func() error {
-		if list := tombstones(t, ns); len(list) != 0 {
-			return fmt.Errorf("tombstones during the outage: %v", tombstoneItems(t, ns))
+		if list := tombstones(t, f.ns); len(list) != 0 {
+			return fmt.Errorf("tombstones during the outage: %v", tombstoneItems(t, f.ns))
 		}
-		if !backendHas(sim, app) {
+		if !f.backendHas(app) {
 			return fmt.Errorf("backend namespace %s deleted", app)
 		}
 		return nil
 	})
 
-	sim.SetOutage(false)
-	waitTombstoneFor(t, sim, ns, app, "2s")
-	waitBackendGone(t, sim, ns, app)
-	waitNSGCReady(t, b, "1 StorageOS namespaces, 0 orphaned")
+	f.sim.SetOutage(false)
+	f.waitTombstone(t, app, "2s")
+	f.waitBackendGone(t, app)
+	waitNSGCReady(t, b, 1)
 }
