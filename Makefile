@@ -9,8 +9,9 @@ CONTROLLER_GEN := $(BIN)/controller-gen
 GOLANGCI_LINT  := $(BIN)/golangci-lint
 GOTEST_FLAGS   ?= -race -count=1
 # The integration tests start one control plane per package; run packages one at a
-# time so that two API servers never compete for the machine's two cores.
-IT_FLAGS       ?= -p 1 -timeout 30m
+# time so that two API servers never compete for the machine's two cores. Within a
+# package, the tests that call t.Parallel (most: they wait on polls) run 6 at a time.
+IT_FLAGS       ?= -p 1 -parallel 6 -timeout 30m
 # The soak's long form (make soak); the short form runs with the integration tests.
 SOAK_OPS       ?= 1500
 SOAK_SEED      ?= 0
