@@ -549,18 +549,15 @@ func (r *runner) apiserverRequests(ctx context.Context) (map[string]float64, err
 	if err != nil {
 		return nil, fmt.Errorf("API server /metrics: %w", err)
 	}
-	var lines []string
-	for _, l := range strings.Split(string(body), "\n") {
-		if strings.HasPrefix(l, "apiserver_request_total{") {
-			lines = append(lines, l)
-		}
-	}
-	samples, err := controllerprocess.ParseMetrics(strings.Join(lines, "\n"))
+	samples, err := controllerprocess.ParseMetrics(string(body))
 	if err != nil {
 		return nil, err
 	}
 	out := map[string]float64{}
 	for _, s := range samples {
+		if s.Name != "apiserver_request_total" {
+			continue
+		}
 		res := s.Labels["resource"]
 		switch res {
 		case "", "leases", "endpoints", "endpointslices":
