@@ -166,7 +166,7 @@ type runner struct {
 	// client's rate limiter in the way (nil: skipped).
 	main, unthrottled *lane
 	ctrl              *controllerprocess.Process
-	tracker *tracker
+	tracker           *tracker
 	// bin is the limbo binary the controllers run.
 	bin string
 	// startHeapMiB and startRSSMiB are the controller's memory right after it

@@ -38,10 +38,10 @@ type Results struct {
 	Converge    Converge  `json:"converge"`
 	Unthrottled *Converge `json:"convergeUnthrottled,omitempty"`
 	Kro         *Peer     `json:"kro,omitempty"`
-	NoOp     *NoOp     `json:"noOp,omitempty"`
-	Lateness *Lateness `json:"deletionLateness,omitempty"`
-	Memory   *Memory   `json:"memory,omitempty"`
-	Shards   *Shards   `json:"shards,omitempty"`
+	NoOp        *NoOp     `json:"noOp,omitempty"`
+	Lateness    *Lateness `json:"deletionLateness,omitempty"`
+	Memory      *Memory   `json:"memory,omitempty"`
+	Shards      *Shards   `json:"shards,omitempty"`
 	// PhaseSeconds is the wall time of each phase, setup included.
 	PhaseSeconds map[string]float64 `json:"phaseSeconds"`
 	TotalSeconds float64            `json:"totalSeconds"`
