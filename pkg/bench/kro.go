@@ -212,7 +212,7 @@ type kroTracker struct {
 	mu      sync.Mutex
 	active  map[string]time.Time
 	objects map[string]time.Time
-	notify  chan struct{}
+	notify  notifier
 }
 
 func startKroTracker(ctx context.Context, r *runner) (*kroTracker, error) {
@@ -222,38 +222,19 @@ func startKroTracker(ctx context.Context, r *runner) (*kroTracker, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &kroTracker{active: map[string]time.Time{}, objects: map[string]time.Time{}, notify: make(chan struct{}, 1)}
+	t := &kroTracker{active: map[string]time.Time{}, objects: map[string]time.Time{}, notify: newNotifier()}
 	instance := &unstructured.Unstructured{}
 	instance.SetGroupVersionKind(kroInstanceGVK)
-	instances, err := c.GetInformer(ctx, instance)
-	if err != nil {
+	if err := startWatches(ctx, c, "the kro tracker's informers",
+		watch{instance, toolscache.ResourceEventHandlerFuncs{
+			AddFunc:    t.observeInstance,
+			UpdateFunc: func(_, obj any) { t.observeInstance(obj) },
+		}},
+		watch{&corev1.ConfigMap{}, toolscache.ResourceEventHandlerFuncs{AddFunc: t.observeObject}},
+	); err != nil {
 		return nil, err
-	}
-	if _, err := instances.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    t.observeInstance,
-		UpdateFunc: func(_, obj any) { t.observeInstance(obj) },
-	}); err != nil {
-		return nil, err
-	}
-	cms, err := c.GetInformer(ctx, &corev1.ConfigMap{})
-	if err != nil {
-		return nil, err
-	}
-	if _, err := cms.AddEventHandler(toolscache.ResourceEventHandlerFuncs{AddFunc: t.observeObject}); err != nil {
-		return nil, err
-	}
-	go func() { _ = c.Start(ctx) }()
-	if !c.WaitForCacheSync(ctx) {
-		return nil, fmt.Errorf("the kro tracker's informers did not sync")
 	}
 	return t, nil
-}
-
-func (t *kroTracker) poke() {
-	select {
-	case t.notify <- struct{}{}:
-	default:
-	}
 }
 
 func (t *kroTracker) observeInstance(obj any) {
@@ -269,7 +250,7 @@ func (t *kroTracker) observeInstance(obj any) {
 	defer t.mu.Unlock()
 	if _, seen := t.active[u.GetName()]; !seen {
 		t.active[u.GetName()] = now
-		t.poke()
+		t.notify.poke()
 	}
 }
 
@@ -283,7 +264,7 @@ func (t *kroTracker) observeObject(obj any) {
 	defer t.mu.Unlock()
 	if _, seen := t.objects[cm.Name]; !seen {
 		t.objects[cm.Name] = now
-		t.poke()
+		t.notify.poke()
 	}
 }
 

@@ -31,7 +31,7 @@ type tracker struct {
 	// deadline and deleted are by namespace/name of ConfigMaps in limbo.
 	deadline map[string]time.Time
 	deleted  map[string]time.Time
-	notify   chan struct{}
+	notify   notifier
 }
 
 type mark struct {
@@ -54,38 +54,56 @@ func startTracker(ctx context.Context, cfg *rest.Config, namespaces []string) (*
 	if err != nil {
 		return nil, err
 	}
-	t := &tracker{ready: map[string]mark{}, deadline: map[string]time.Time{}, deleted: map[string]time.Time{}, notify: make(chan struct{}, 1)}
-	bundles, err := c.GetInformer(ctx, &limbov1alpha1.Bundle{})
-	if err != nil {
+	t := &tracker{ready: map[string]mark{}, deadline: map[string]time.Time{}, deleted: map[string]time.Time{}, notify: newNotifier()}
+	if err := startWatches(ctx, c, "the benchmark's informers",
+		watch{&limbov1alpha1.Bundle{}, toolscache.ResourceEventHandlerFuncs{
+			AddFunc:    func(obj any) { t.observeBundle(obj) },
+			UpdateFunc: func(_, obj any) { t.observeBundle(obj) },
+		}},
+		watch{&corev1.ConfigMap{}, toolscache.ResourceEventHandlerFuncs{
+			AddFunc:    func(obj any) { t.observeInLimbo(obj) },
+			UpdateFunc: func(_, obj any) { t.observeInLimbo(obj) },
+			DeleteFunc: t.observeDeleted,
+		}},
+	); err != nil {
 		return nil, err
-	}
-	if _, err := bundles.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { t.observeBundle(obj) },
-		UpdateFunc: func(_, obj any) { t.observeBundle(obj) },
-	}); err != nil {
-		return nil, err
-	}
-	cms, err := c.GetInformer(ctx, &corev1.ConfigMap{})
-	if err != nil {
-		return nil, err
-	}
-	if _, err := cms.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { t.observeInLimbo(obj) },
-		UpdateFunc: func(_, obj any) { t.observeInLimbo(obj) },
-		DeleteFunc: t.observeDeleted,
-	}); err != nil {
-		return nil, err
-	}
-	go func() { _ = c.Start(ctx) }()
-	if !c.WaitForCacheSync(ctx) {
-		return nil, fmt.Errorf("the benchmark's informers did not sync")
 	}
 	return t, nil
 }
 
-func (t *tracker) poke() {
+// watch is an informer's object and its event handler.
+type watch struct {
+	obj     client.Object
+	handler toolscache.ResourceEventHandler
+}
+
+// startWatches adds the watches' handlers to c's informers, starts c and waits
+// until it is synced; what names the informers in the error.
+func startWatches(ctx context.Context, c cache.Cache, what string, watches ...watch) error {
+	for _, w := range watches {
+		inf, err := c.GetInformer(ctx, w.obj)
+		if err != nil {
+			return err
+		}
+		if _, err := inf.AddEventHandler(w.handler); err != nil {
+			return err
+		}
+	}
+	go func() { _ = c.Start(ctx) }()
+	if !c.WaitForCacheSync(ctx) {
+		return fmt.Errorf("%s did not sync", what)
+	}
+	return nil
+}
+
+// notifier wakes one waiter without blocking the informer that calls poke.
+type notifier chan struct{}
+
+func newNotifier() notifier { return make(notifier, 1) }
+
+func (n notifier) poke() {
 	select {
-	case t.notify <- struct{}{}:
+	case n <- struct{}{}:
 	default:
 	}
 }
@@ -105,7 +123,7 @@ func (t *tracker) observeBundle(obj any) {
 	defer t.mu.Unlock()
 	if cur, seen := t.ready[key]; !seen || cur.generation < b.Generation {
 		t.ready[key] = mark{generation: b.Generation, at: now}
-		t.poke()
+		t.notify.poke()
 	}
 }
 
@@ -143,7 +161,7 @@ func (t *tracker) observeDeleted(obj any) {
 		}
 	}
 	t.deleted[key] = now
-	t.poke()
+	t.notify.poke()
 }
 
 func deadlineOf(cm *corev1.ConfigMap) (time.Time, bool) {
