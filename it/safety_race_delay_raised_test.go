@@ -42,6 +42,9 @@ func TestRaceDelayRaisedBeforeDeadline(t *testing.T) {
 			// Decided again on the live object: it waits for the raised delay.
 			want := stamp.Add(time.Hour)
 			waitBundle(t, b, func(cur *limbov1alpha1.Bundle) error {
+				if err := existsWithUID(t, configMapGVK, ns, "db", uid)(); err != nil {
+					return err
+				}
 				if len(cur.Status.PendingDeletions) != 1 {
 					return fmt.Errorf("pendingDeletions = %+v, want db", cur.Status.PendingDeletions)
 				}
@@ -51,9 +54,6 @@ func TestRaceDelayRaisedBeforeDeadline(t *testing.T) {
 				}
 				return nil
 			})
-			if err := existsWithUID(t, configMapGVK, ns, "db", uid)(); err != nil {
-				t.Fatal(err)
-			}
 			race.checkDecidedOnFreshRead(t, point)
 			testenv.Consistently(t, 2*time.Second, existsWithUID(t, configMapGVK, ns, "db", uid))
 		})
