@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -44,18 +45,36 @@ var (
 	racePoints = []racePoint{beforeFreshRead, beforeDelete}
 )
 
-func (p racePoint) triggeredBy(method string) bool {
-	for _, m := range p.methods {
-		if m == method {
-			return true
-		}
+// forEachRacePoint runs test at every race point, in parallel, each in a
+// namespace of its own.
+func forEachRacePoint(t *testing.T, test func(t *testing.T, ns string, point racePoint)) {
+	t.Helper()
+	for _, point := range racePoints {
+		t.Run(point.name, func(t *testing.T) {
+			t.Parallel()
+			test(t, env.Namespace(t), point)
+		})
 	}
-	return false
 }
 
-// deleteRace is a change armed to land once at a race point of the
-// controller's delete of one ConfigMap.
-type deleteRace struct {
+// raceDelay is the deletionDelay of the object the races are about.
+const raceDelay = "3s"
+
+// countdownBundle creates Bundle "shop" with ConfigMaps keep and db (db with
+// raceDelay) and waits until it is Ready. It returns the Bundle, the resource
+// keep (the spec without db: db's countdown starts) and db's UID.
+func countdownBundle(t *testing.T, ns string) (*limbov1alpha1.Bundle, limbov1alpha1.Resource, string) {
+	t.Helper()
+	keep := objectResource(t, "keep", configMap("keep", map[string]any{"a": "b"}, nil))
+	db := objectResource(t, "db", configMap("db", map[string]any{"a": "b"}, map[string]any{limbov1alpha1.AnnotationDeletionDelay: raceDelay}))
+	b := createBundle(t, ns, "shop", keep, db)
+	b = waitReady(t, b)
+	return b, keep, string(getObject(t, configMapGVK, ns, "db").GetUID())
+}
+
+// requestRace is a change armed to land once, ahead of one request of the
+// controller.
+type requestRace struct {
 	path  string
 	fired chan struct{}
 	// state: 0 armed, 1 firing or fired.
@@ -63,31 +82,23 @@ type deleteRace struct {
 	err   error
 }
 
-// raceConfigMapDelete arms change to run once, at point, ahead of the first
-// request of the in-process controller about ConfigMap ns/name that comes when
-// ready accepts the live object (read from the API server at that moment; nil
-// ready: the object is due, as the state machine reads it). The request goes on
-// once change returned. change runs on the controller's goroutine: it must not
-// call t methods; it returns an error instead.
-func raceConfigMapDelete(t *testing.T, ns, name string, point racePoint, ready func(live *unstructured.Unstructured) error, change func(ctx context.Context) error) *deleteRace {
+// raceRequest arms change to run once, ahead of the first request of the
+// in-process controller to path with one of methods that comes when ready
+// accepts (ready reads what it needs from the API server at that moment). The
+// request goes on once change returned; the controller's other requests,
+// those that change itself causes included (an adoption's read), pass. ready
+// and change run on the controller's goroutine: they must not call t methods;
+// they return errors instead.
+func raceRequest(t *testing.T, path string, methods []string, ready, change func(ctx context.Context) error) *requestRace {
 	t.Helper()
-	r := &deleteRace{path: "/api/v1/namespaces/" + ns + "/configmaps/" + name, fired: make(chan struct{})}
-	if ready == nil {
-		ready = isDue
-	}
+	r := &requestRace{path: path, fired: make(chan struct{})}
 	env.InterceptController(t, func(req *http.Request, send func(*http.Request) (*http.Response, error)) (*http.Response, error) {
-		if req.URL.Path != r.path || !point.triggeredBy(req.Method) || r.state.Load() != 0 {
+		if req.URL.Path != path || !slices.Contains(methods, req.Method) || r.state.Load() != 0 {
 			return send(req)
 		}
-		live := &unstructured.Unstructured{}
-		live.SetGroupVersionKind(configMapGVK)
-		if err := env.Client.Get(req.Context(), client.ObjectKey{Namespace: ns, Name: name}, live); err != nil || ready(live) != nil {
-			return send(req) // not yet the request the race is about
+		if ready(req.Context()) != nil || !r.state.CompareAndSwap(0, 1) {
+			return send(req) // not the request the race is about
 		}
-		if !r.state.CompareAndSwap(0, 1) {
-			return send(req)
-		}
-		// Requests that the change itself causes (an adoption's read) pass.
 		ctx, cancel := context.WithTimeout(context.Background(), testenv.DefaultTimeout)
 		defer cancel()
 		r.err = change(ctx)
@@ -95,6 +106,25 @@ func raceConfigMapDelete(t *testing.T, ns, name string, point racePoint, ready f
 		return send(req)
 	})
 	return r
+}
+
+// raceConfigMapDelete arms change to land at point of the controller's delete
+// of ConfigMap ns/name: ahead of the first request there that comes when ready
+// accepts the live object (nil ready: when the object is due, as the state
+// machine reads it).
+func raceConfigMapDelete(t *testing.T, ns, name string, point racePoint, ready func(live *unstructured.Unstructured) error, change func(ctx context.Context) error) *requestRace {
+	t.Helper()
+	if ready == nil {
+		ready = isDue
+	}
+	return raceRequest(t, "/api/v1/namespaces/"+ns+"/configmaps/"+name, point.methods, func(ctx context.Context) error {
+		live := &unstructured.Unstructured{}
+		live.SetGroupVersionKind(configMapGVK)
+		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, live); err != nil {
+			return err
+		}
+		return ready(live)
+	}, change)
 }
 
 // isDue accepts an object whose countdown has ended.
@@ -106,21 +136,32 @@ func isDue(live *unstructured.Unstructured) error {
 	return nil
 }
 
-// wait waits until the change landed, and fails t if it failed.
-func (r *deleteRace) wait(t *testing.T) {
+// wait waits until the change landed or stop (if not nil) reports something
+// that the caller checks next, and fails t if the change failed. It reports
+// whether the change landed.
+func (r *requestRace) wait(t *testing.T, stop func() bool) bool {
 	t.Helper()
-	select {
-	case <-r.fired:
-	case <-time.After(2 * testenv.DefaultTimeout):
-		t.Fatalf("the controller sent no request about %s once it was due", r.path)
-	}
-	if r.err != nil {
+	landed := false
+	testenv.Eventually(t, 2*testenv.DefaultTimeout, func() error {
+		select {
+		case <-r.fired:
+			landed = true
+			return nil
+		default:
+		}
+		if stop != nil && stop() {
+			return nil
+		}
+		return fmt.Errorf("the controller sent no request to %s when the race was to land", r.path)
+	})
+	if landed && r.err != nil {
 		t.Fatalf("the racing change failed: %v", r.err)
 	}
+	return landed
 }
 
 // deletesSent lists the DELETE requests the controller sent for the object.
-func (r *deleteRace) deletesSent() []testenv.Request {
+func (r *requestRace) deletesSent() []testenv.Request {
 	return env.ControllerRequests(func(req testenv.Request) bool {
 		return req.Method == http.MethodDelete && req.Path == r.path
 	})
@@ -129,7 +170,7 @@ func (r *deleteRace) deletesSent() []testenv.Request {
 // checkDecidedOnFreshRead fails t if, at point beforeFreshRead, the controller
 // sent a DELETE at all: the fresh read, not the precondition, must have
 // stopped it.
-func (r *deleteRace) checkDecidedOnFreshRead(t *testing.T, point racePoint) {
+func (r *requestRace) checkDecidedOnFreshRead(t *testing.T, point racePoint) {
 	t.Helper()
 	if point.name != beforeFreshRead.name {
 		return

@@ -30,61 +30,57 @@ import (
 // the new Bundle creates another.
 func TestRaceAdoptionBeforeReaperDeadline(t *testing.T) {
 	t.Parallel()
-	for _, point := range racePoints {
-		t.Run(point.name, func(t *testing.T) {
-			t.Parallel()
-			ns := env.Namespace(t)
-			db := func() limbov1alpha1.Resource {
-				return objectResource(t, "db", configMap("db", map[string]any{"a": "b"}, map[string]any{limbov1alpha1.AnnotationDeletionDelay: "3s"}))
+	forEachRacePoint(t, func(t *testing.T, ns string, point racePoint) {
+		db := func() limbov1alpha1.Resource {
+			return objectResource(t, "db", configMap("db", map[string]any{"a": "b"}, map[string]any{limbov1alpha1.AnnotationDeletionDelay: raceDelay}))
+		}
+		old := createBundle(t, ns, "reborn", db())
+		old = waitReady(t, old)
+		uid := string(getObject(t, configMapGVK, ns, "db").GetUID())
+
+		var reborn limbov1alpha1.Bundle
+		releasedAndDue := func(live *unstructured.Unstructured) error {
+			if !softdelete.Released(live) {
+				return fmt.Errorf("not released")
 			}
-			old := createBundle(t, ns, "reborn", db())
-			old = waitReady(t, old)
-			uid := string(getObject(t, configMapGVK, ns, "db").GetUID())
-
-			var reborn limbov1alpha1.Bundle
-			releasedAndDue := func(live *unstructured.Unstructured) error {
-				if !softdelete.Released(live) {
-					return fmt.Errorf("not released")
-				}
-				if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(old), &limbov1alpha1.Bundle{}); !apierrors.IsNotFound(err) {
-					return fmt.Errorf("the old Bundle is still there (%v)", err)
-				}
-				return isDue(live)
+			if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(old), &limbov1alpha1.Bundle{}); !apierrors.IsNotFound(err) {
+				return fmt.Errorf("the old Bundle is still there (%v)", err)
 			}
-			race := raceConfigMapDelete(t, ns, "db", point, releasedAndDue, func(ctx context.Context) error {
-				reborn = limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "reborn"}, Spec: limbov1alpha1.BundleSpec{Resources: []limbov1alpha1.Resource{db()}}}
-				if err := env.Client.Create(ctx, &reborn); err != nil {
-					return fmt.Errorf("create the new Bundle: %w", err)
-				}
-				return pollUntil(ctx, func() error {
-					live := &unstructured.Unstructured{}
-					live.SetGroupVersionKind(configMapGVK)
-					if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "db"}, live); err != nil {
-						return err
-					}
-					if owner := metav1.GetControllerOf(live); owner == nil || owner.UID != reborn.UID {
-						return fmt.Errorf("db is not adopted by the new Bundle: owners %+v", live.GetOwnerReferences())
-					}
-					return nil
-				})
-			})
-
-			deleteBundleWithPolicy(t, old, metav1.DeletePropagationBackground)
-			race.wait(t)
-
-			b := waitReady(t, &reborn)
-			noPendingDeletions(t, b)
-			waitObject(t, configMapGVK, ns, "db", func(u *unstructured.Unstructured) error {
-				if string(u.GetUID()) != uid {
-					return fmt.Errorf("db has uid %s, want %s: it was deleted and created again", u.GetUID(), uid)
-				}
-				if err := isControlledBy(u, b); err != nil {
+			return isDue(live)
+		}
+		race := raceConfigMapDelete(t, ns, "db", point, releasedAndDue, func(ctx context.Context) error {
+			reborn = limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "reborn"}, Spec: limbov1alpha1.BundleSpec{Resources: []limbov1alpha1.Resource{db()}}}
+			if err := env.Client.Create(ctx, &reborn); err != nil {
+				return fmt.Errorf("create the new Bundle: %w", err)
+			}
+			return pollUntil(ctx, func() error {
+				live := &unstructured.Unstructured{}
+				live.SetGroupVersionKind(configMapGVK)
+				if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "db"}, live); err != nil {
 					return err
 				}
-				return notInLimbo(u)
+				if owner := metav1.GetControllerOf(live); owner == nil || owner.UID != reborn.UID {
+					return fmt.Errorf("db is not adopted by the new Bundle: owners %+v", live.GetOwnerReferences())
+				}
+				return nil
 			})
-			race.checkDecidedOnFreshRead(t, point)
-			testenv.Consistently(t, 2*time.Second, existsWithUID(t, configMapGVK, ns, "db", uid))
 		})
-	}
+
+		deleteBundleWithPolicy(t, old, metav1.DeletePropagationBackground)
+		race.wait(t, nil)
+
+		b := waitReady(t, &reborn)
+		noPendingDeletions(t, b)
+		waitObject(t, configMapGVK, ns, "db", func(u *unstructured.Unstructured) error {
+			if string(u.GetUID()) != uid {
+				return fmt.Errorf("db has uid %s, want %s: it was deleted and created again", u.GetUID(), uid)
+			}
+			if err := isControlledBy(u, b); err != nil {
+				return err
+			}
+			return notInLimbo(u)
+		})
+		race.checkDecidedOnFreshRead(t, point)
+		testenv.Consistently(t, 2*time.Second, existsWithUID(t, configMapGVK, ns, "db", uid))
+	})
 }

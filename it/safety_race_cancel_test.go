@@ -26,41 +26,33 @@ import (
 func TestRaceCancelBeforeDeadline(t *testing.T) {
 	t.Parallel()
 	k := buildKubectlLimbo(t, t.TempDir())
-	for _, point := range racePoints {
-		t.Run(point.name, func(t *testing.T) {
-			t.Parallel()
-			ns := env.Namespace(t)
-			keep := objectResource(t, "keep", configMap("keep", map[string]any{"a": "b"}, nil))
-			db := objectResource(t, "db", configMap("db", map[string]any{"a": "b"}, map[string]any{limbov1alpha1.AnnotationDeletionDelay: "3s"}))
-			b := createBundle(t, ns, "shop", keep, db)
-			b = waitReady(t, b)
-			uid := string(getObject(t, configMapGVK, ns, "db").GetUID())
-			race := raceConfigMapDelete(t, ns, "db", point, nil, func(ctx context.Context) error {
-				out, err := k.command(ctx, k.bin, "cancel", "configmap/db", "-n", ns, "--kubeconfig", env.Cluster.KubeconfigPath).CombinedOutput()
-				if err != nil {
-					return fmt.Errorf("kubectl limbo cancel configmap/db: %v\n%s", err, out)
-				}
-				return nil
-			})
-
-			updateBundle(t, b, keep)
-			race.wait(t)
-
-			noPendingDeletions(t, b)
-			kept := waitObject(t, configMapGVK, ns, "db", func(u *unstructured.Unstructured) error {
-				if string(u.GetUID()) != uid {
-					return fmt.Errorf("db has uid %s, want %s", u.GetUID(), uid)
-				}
-				if owner := metav1.GetControllerOf(u); owner != nil {
-					return fmt.Errorf("db is still controlled by %+v", owner)
-				}
-				return notInLimbo(u)
-			})
-			if got := kept.GetAnnotations()[limbov1alpha1.AnnotationDeletionDelay]; got != "3s" {
-				t.Errorf("the cancel lost the delay: %q", got)
+	forEachRacePoint(t, func(t *testing.T, ns string, point racePoint) {
+		b, keep, uid := countdownBundle(t, ns)
+		race := raceConfigMapDelete(t, ns, "db", point, nil, func(ctx context.Context) error {
+			out, err := k.command(ctx, k.bin, "cancel", "configmap/db", "-n", ns, "--kubeconfig", env.Cluster.KubeconfigPath).CombinedOutput()
+			if err != nil {
+				return fmt.Errorf("kubectl limbo cancel configmap/db: %v\n%s", err, out)
 			}
-			race.checkDecidedOnFreshRead(t, point)
-			testenv.Consistently(t, 2*time.Second, existsWithUID(t, configMapGVK, ns, "db", uid))
+			return nil
 		})
-	}
+
+		updateBundle(t, b, keep)
+		race.wait(t, nil)
+
+		noPendingDeletions(t, b)
+		kept := waitObject(t, configMapGVK, ns, "db", func(u *unstructured.Unstructured) error {
+			if string(u.GetUID()) != uid {
+				return fmt.Errorf("db has uid %s, want %s", u.GetUID(), uid)
+			}
+			if owner := metav1.GetControllerOf(u); owner != nil {
+				return fmt.Errorf("db is still controlled by %+v", owner)
+			}
+			return notInLimbo(u)
+		})
+		if got := kept.GetAnnotations()[limbov1alpha1.AnnotationDeletionDelay]; got != raceDelay {
+			t.Errorf("the cancel lost the delay: %q", got)
+		}
+		race.checkDecidedOnFreshRead(t, point)
+		testenv.Consistently(t, 2*time.Second, existsWithUID(t, configMapGVK, ns, "db", uid))
+	})
 }

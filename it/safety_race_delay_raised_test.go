@@ -22,40 +22,32 @@ import (
 // the object in both cases.
 func TestRaceDelayRaisedBeforeDeadline(t *testing.T) {
 	t.Parallel()
-	for _, point := range racePoints {
-		t.Run(point.name, func(t *testing.T) {
-			t.Parallel()
-			ns := env.Namespace(t)
-			keep := objectResource(t, "keep", configMap("keep", map[string]any{"a": "b"}, nil))
-			db := objectResource(t, "db", configMap("db", map[string]any{"a": "b"}, map[string]any{limbov1alpha1.AnnotationDeletionDelay: "3s"}))
-			b := createBundle(t, ns, "shop", keep, db)
-			b = waitReady(t, b)
-			uid := string(getObject(t, configMapGVK, ns, "db").GetUID())
-			race := raceConfigMapDelete(t, ns, "db", point, nil, func(ctx context.Context) error {
-				return mergePatchConfigMap(ctx, ns, "db", `{"metadata":{"annotations":{"`+limbov1alpha1.AnnotationDeletionDelay+`":"1h"}}}`)
-			})
-
-			updateBundle(t, b, keep)
-			_, stamp := waitInLimbo(t, configMapGVK, ns, "db")
-			race.wait(t)
-
-			// Decided again on the live object: it waits for the raised delay.
-			want := stamp.Add(time.Hour)
-			waitBundle(t, b, func(cur *limbov1alpha1.Bundle) error {
-				if err := existsWithUID(t, configMapGVK, ns, "db", uid)(); err != nil {
-					return err
-				}
-				if len(cur.Status.PendingDeletions) != 1 {
-					return fmt.Errorf("pendingDeletions = %+v, want db", cur.Status.PendingDeletions)
-				}
-				pd := cur.Status.PendingDeletions[0]
-				if pd.Name != "db" || pd.DeleteAfter == nil || !pd.DeleteAfter.Time.Equal(want) {
-					return fmt.Errorf("pendingDeletions = %+v, want db to be deleted after %s", pd, want)
-				}
-				return nil
-			})
-			race.checkDecidedOnFreshRead(t, point)
-			testenv.Consistently(t, 2*time.Second, existsWithUID(t, configMapGVK, ns, "db", uid))
+	forEachRacePoint(t, func(t *testing.T, ns string, point racePoint) {
+		b, keep, uid := countdownBundle(t, ns)
+		race := raceConfigMapDelete(t, ns, "db", point, nil, func(ctx context.Context) error {
+			return mergePatchConfigMap(ctx, ns, "db", `{"metadata":{"annotations":{"`+limbov1alpha1.AnnotationDeletionDelay+`":"1h"}}}`)
 		})
-	}
+
+		updateBundle(t, b, keep)
+		_, stamp := waitInLimbo(t, configMapGVK, ns, "db")
+		race.wait(t, nil)
+
+		// Decided again on the live object: it waits for the raised delay.
+		want := stamp.Add(time.Hour)
+		waitBundle(t, b, func(cur *limbov1alpha1.Bundle) error {
+			if err := existsWithUID(t, configMapGVK, ns, "db", uid)(); err != nil {
+				return err
+			}
+			if len(cur.Status.PendingDeletions) != 1 {
+				return fmt.Errorf("pendingDeletions = %+v, want db", cur.Status.PendingDeletions)
+			}
+			pd := cur.Status.PendingDeletions[0]
+			if pd.Name != "db" || pd.DeleteAfter == nil || !pd.DeleteAfter.Time.Equal(want) {
+				return fmt.Errorf("pendingDeletions = %+v, want db to be deleted after %s", pd, want)
+			}
+			return nil
+		})
+		race.checkDecidedOnFreshRead(t, point)
+		testenv.Consistently(t, 2*time.Second, existsWithUID(t, configMapGVK, ns, "db", uid))
+	})
 }

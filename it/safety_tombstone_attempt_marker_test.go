@@ -5,12 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/limbo-dev/limbo/it/testenv"
@@ -21,63 +21,49 @@ import (
 // A cancel that lands after the Tombstone controller's fenced reads, just before
 // it marks the attempt, wins: the external delete is never run.
 //
-// An interceptor of the controller's requests holds the attempt marker (the
-// status write of the due Tombstone) while the item is made desired again and
-// the Bundle's pass cancels the Tombstone; the marker is then sent, guarded by
-// the resourceVersion the controller read, and fails. A controller that calls
-// the plugin without writing a guarded marker first deletes the item.
+// The Tombstone is made due once the race is armed. An interceptor of the
+// controller's requests holds the attempt marker (the status write of the due
+// Tombstone) while the item is made desired again and the Bundle's pass cancels
+// the Tombstone; the marker is then sent, guarded by the resourceVersion the
+// controller read, and fails. A controller that calls the plugin without
+// writing a guarded marker first deletes the item.
 func TestTombstoneCancelBeforeAttemptMarker(t *testing.T) {
 	t.Parallel()
 	ns := env.Namespace(t)
 	domain := external.Domain(ns)
 	domain.Set("keep", true)
 	domain.Set("orphan", false)
-	b := createBundle(t, ns, "shop", pluginResource("items", ns, "2s"))
+	b := createBundle(t, ns, "shop", pluginResource("items", ns, "1h"))
 	waitReady(t, b)
 	ts := waitOneTombstone(t, ns, "orphan")
 
 	path := "/apis/" + limbov1alpha1.GroupVersion.String() + "/namespaces/" + ns + "/tombstones/" + ts.Name + "/status"
-	var state atomic.Int32 // 0 armed, 1 firing or fired
-	fired := make(chan error, 1)
-	env.InterceptController(t, func(req *http.Request, send func(*http.Request) (*http.Response, error)) (*http.Response, error) {
-		if req.Method != http.MethodPatch || req.URL.Path != path || state.Load() != 0 {
-			return send(req)
-		}
+	due := func(ctx context.Context) error {
 		var live limbov1alpha1.Tombstone
-		if err := env.Client.Get(req.Context(), client.ObjectKeyFromObject(&ts), &live); err != nil {
-			return send(req)
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(&ts), &live); err != nil {
+			return err
 		}
-		if softdelete.Decide(time.Now(), softdelete.State{Annotations: live.Annotations, PendingLabel: true}).Action != softdelete.ActionDelete {
-			return send(req) // a status write of the countdown, not the marker
+		if d := softdelete.Decide(time.Now(), softdelete.State{Annotations: live.Annotations, PendingLabel: true}); d.Action != softdelete.ActionDelete {
+			return fmt.Errorf("not due: a status write of the countdown, not the marker")
 		}
-		if !state.CompareAndSwap(0, 1) {
-			return send(req)
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), testenv.DefaultTimeout)
-		defer cancel()
-		fired <- desireAgainAndWaitCancelled(ctx, domain.Set, b, ts)
-		return send(req)
+		return nil
+	}
+	race := raceRequest(t, path, []string{http.MethodPatch}, due, func(ctx context.Context) error {
+		return desireAgainAndWaitCancelled(ctx, domain.Set, b, ts)
 	})
 
-	var raceErr error
-	landed := false
-	testenv.Eventually(t, 2*testenv.DefaultTimeout, func() error {
-		select {
-		case raceErr = <-fired:
-			landed = true
-			return nil
-		default:
-		}
-		if domain.Deletes("orphan") > 0 {
-			return nil // checked below
-		}
-		return fmt.Errorf("the Tombstone controller marked no attempt on the due Tombstone yet")
-	})
+	// Due now, once the race is armed (as `kubectl limbo expedite` makes it).
+	expedite := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, limbov1alpha1.AnnotationDeletionTimestamp, softdelete.FormatStamp(time.Now().Add(-time.Hour)))
+	if err := env.Client.Patch(context.Background(), &ts, client.RawPatch(types.MergePatchType, []byte(expedite))); err != nil {
+		t.Fatal(err)
+	}
+
+	landed := race.wait(t, func() bool { return domain.Deletes("orphan") > 0 })
 	if err := itemUntouched(domain, "orphan")(); err != nil {
 		t.Fatalf("the external delete ran, though a cancel was to land before its attempt marker: %v", err)
 	}
-	if !landed || raceErr != nil {
-		t.Fatalf("the cancel did not land: %v", raceErr)
+	if !landed {
+		t.Fatal("the cancel did not land")
 	}
 	testenv.Consistently(t, 2*time.Second, itemUntouched(domain, "orphan"))
 	noPendingDeletions(t, b)

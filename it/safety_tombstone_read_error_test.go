@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/limbo-dev/limbo/it/testenv"
+	"github.com/limbo-dev/limbo/it/testplugin"
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 	"github.com/limbo-dev/limbo/pkg/softdelete"
 )
@@ -30,65 +31,75 @@ func TestTombstoneFailsClosedOnBundleReadError(t *testing.T) {
 	t.Parallel()
 	t.Run("due", func(t *testing.T) {
 		t.Parallel()
-		ns := env.Namespace(t)
-		domain := external.Domain(ns)
-		domain.Set("keep", true)
-		domain.Set("orphan", false)
-		refused := refuseBundleReads(t, ns, "shop")
-		b := createBundle(t, ns, "shop", pluginResource("items", ns, "2s"))
-		waitReady(t, b)
-		ts := waitOneTombstone(t, ns, "orphan")
-
-		refused.waitRetried(t, func() bool { return domain.Deletes("orphan") > 0 })
-		if err := itemUntouched(domain, "orphan")(); err != nil {
-			t.Fatalf("the item was deleted while its Bundle could not be read: %v", err)
+		tc := tombstoneWithBundleReadsRefused(t, "2s")
+		tc.heldWhileRefused(t)
+		d := softdelete.Decide(time.Now(), softdelete.State{Annotations: tc.ts.Annotations, PendingLabel: true})
+		if first := tc.refused.first(); d.Action != softdelete.ActionDelete || first.Before(d.Deadline) {
+			t.Fatalf("the Tombstone was not due when its Bundle's read was refused (%s at %s, deadline %s)", d.Action, first, d.Deadline)
 		}
-		ts = waitOneTombstone(t, ns, "orphan")
-		d := softdelete.Decide(time.Now(), softdelete.State{Annotations: ts.Annotations, PendingLabel: true})
-		if d.Action != softdelete.ActionDelete || refused.first().Before(d.Deadline) {
-			t.Fatalf("the Tombstone was not due when its Bundle's read was refused (%s at %s, deadline %s)", d.Action, refused.first(), d.Deadline)
-		}
-
-		refused.lift(t, &ts)
-		testenv.Eventually(t, testenv.DefaultTimeout, func() error {
-			if domain.Exists("orphan") {
-				return fmt.Errorf("the item still exists once its Bundle can be read")
-			}
-			return nil
-		})
-		testenv.Eventually(t, testenv.DefaultTimeout, noTombstones(t, ns))
+		tc.deletedOnceLifted(t)
 	})
 	t.Run("forced", func(t *testing.T) {
 		t.Parallel()
-		ns := env.Namespace(t)
-		domain := external.Domain(ns)
-		domain.Set("keep", true)
-		domain.Set("orphan", false)
-		refused := refuseBundleReads(t, ns, "shop")
-		b := createBundle(t, ns, "shop", pluginResource("items", ns, "1h"))
-		waitReady(t, b)
-		ts := waitOneTombstone(t, ns, "orphan")
-		if err := env.Client.Delete(context.Background(), &ts); err != nil {
+		tc := tombstoneWithBundleReadsRefused(t, "1h")
+		if err := env.Client.Delete(context.Background(), &tc.ts); err != nil {
 			t.Fatal(err)
 		}
-
-		refused.waitRetried(t, func() bool { return domain.Deletes("orphan") > 0 })
-		if err := itemUntouched(domain, "orphan")(); err != nil {
-			t.Fatalf("the item was deleted while its Bundle could not be read: %v", err)
-		}
-		if ts = waitOneTombstone(t, ns, "orphan"); ts.DeletionTimestamp == nil {
+		tc.heldWhileRefused(t)
+		if tc.ts.DeletionTimestamp == nil {
 			t.Fatalf("the Tombstone is not being deleted")
 		}
-
-		refused.lift(t, &ts)
-		testenv.Eventually(t, testenv.DefaultTimeout, func() error {
-			if domain.Exists("orphan") {
-				return fmt.Errorf("the item still exists once its Bundle can be read")
-			}
-			return nil
-		})
-		testenv.Eventually(t, testenv.DefaultTimeout, noTombstones(t, ns))
+		tc.deletedOnceLifted(t)
 	})
+}
+
+// refusedTombstone is a Tombstone whose controller cannot read its Bundle.
+type refusedTombstone struct {
+	ns      string
+	domain  *testplugin.Domain
+	refused *bundleReadRefusal
+	ts      limbov1alpha1.Tombstone
+}
+
+// tombstoneWithBundleReadsRefused refuses the controller's reads of Bundle
+// "shop", creates it with a plugin resource of delay that orphans item
+// "orphan", and waits for the item's Tombstone.
+func tombstoneWithBundleReadsRefused(t *testing.T, delay string) *refusedTombstone {
+	t.Helper()
+	ns := env.Namespace(t)
+	tc := &refusedTombstone{ns: ns, domain: external.Domain(ns), refused: refuseBundleReads(t, ns, "shop")}
+	tc.domain.Set("keep", true)
+	tc.domain.Set("orphan", false)
+	b := createBundle(t, ns, "shop", pluginResource("items", ns, delay))
+	waitReady(t, b)
+	tc.ts = waitOneTombstone(t, ns, "orphan")
+	return tc
+}
+
+// heldWhileRefused waits until the controller retried its refused read of the
+// Bundle (or deleted the item), checks that the item is untouched, and reads
+// the Tombstone again.
+func (tc *refusedTombstone) heldWhileRefused(t *testing.T) {
+	t.Helper()
+	tc.refused.waitRetried(t, func() bool { return tc.domain.Deletes("orphan") > 0 })
+	if err := itemUntouched(tc.domain, "orphan")(); err != nil {
+		t.Fatalf("the item was deleted while its Bundle could not be read: %v", err)
+	}
+	tc.ts = waitOneTombstone(t, tc.ns, "orphan")
+}
+
+// deletedOnceLifted lets the reads through and waits until the item and its
+// Tombstone are gone: the refusal alone held them.
+func (tc *refusedTombstone) deletedOnceLifted(t *testing.T) {
+	t.Helper()
+	tc.refused.lift(t, &tc.ts)
+	testenv.Eventually(t, testenv.DefaultTimeout, func() error {
+		if tc.domain.Exists("orphan") {
+			return fmt.Errorf("the item still exists once its Bundle can be read")
+		}
+		return nil
+	})
+	testenv.Eventually(t, testenv.DefaultTimeout, noTombstones(t, tc.ns))
 }
 
 // bundleReadRefusal makes the API server refuse the controller's GETs of one
