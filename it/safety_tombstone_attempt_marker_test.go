@@ -30,12 +30,7 @@ import (
 func TestTombstoneCancelBeforeAttemptMarker(t *testing.T) {
 	t.Parallel()
 	ns := env.Namespace(t)
-	domain := external.Domain(ns)
-	domain.Set("keep", true)
-	domain.Set("orphan", false)
-	b := createBundle(t, ns, "shop", pluginResource("items", ns, "1h"))
-	waitReady(t, b)
-	ts := waitOneTombstone(t, ns, "orphan")
+	domain, b, ts := orphanTombstone(t, ns, "1h")
 
 	path := "/apis/" + limbov1alpha1.GroupVersion.String() + "/namespaces/" + ns + "/tombstones/" + ts.Name + "/status"
 	due := func(ctx context.Context) error {

@@ -67,12 +67,8 @@ type refusedTombstone struct {
 func tombstoneWithBundleReadsRefused(t *testing.T, delay string) *refusedTombstone {
 	t.Helper()
 	ns := env.Namespace(t)
-	tc := &refusedTombstone{ns: ns, domain: external.Domain(ns), refused: refuseBundleReads(t, ns, "shop")}
-	tc.domain.Set("keep", true)
-	tc.domain.Set("orphan", false)
-	b := createBundle(t, ns, "shop", pluginResource("items", ns, delay))
-	waitReady(t, b)
-	tc.ts = waitOneTombstone(t, ns, "orphan")
+	tc := &refusedTombstone{ns: ns, refused: refuseBundleReads(t, ns, "shop")}
+	tc.domain, _, tc.ts = orphanTombstone(t, ns, delay)
 	return tc
 }
 
