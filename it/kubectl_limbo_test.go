@@ -42,9 +42,7 @@ func (k *kubectlLimbo) exec(t *testing.T, name string, args ...string) (stdout, 
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), testenv.DefaultTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, name, args...)
-	cmd.Env = append(os.Environ(), "KUBECACHEDIR="+k.cacheDir, "KUBECONFIG="+env.Cluster.KubeconfigPath,
-		"PATH="+filepath.Dir(k.bin)+string(os.PathListSeparator)+os.Getenv("PATH"))
+	cmd := k.command(ctx, name, args...)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	err := cmd.Run()
@@ -56,6 +54,16 @@ func (k *kubectlLimbo) exec(t *testing.T, name string, args ...string) (stdout, 
 		t.Fatalf("run %s %v: %v", name, args, err)
 	}
 	return out.String(), errOut.String(), code
+}
+
+// command is the command name args with the test cluster's kubeconfig and
+// kubectl-limbo on its PATH; it calls no t method, so that code running off the
+// test's goroutine (an interceptor of the controller) can run kubectl-limbo.
+func (k *kubectlLimbo) command(ctx context.Context, name string, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Env = append(os.Environ(), "KUBECACHEDIR="+k.cacheDir, "KUBECONFIG="+env.Cluster.KubeconfigPath,
+		"PATH="+filepath.Dir(k.bin)+string(os.PathListSeparator)+os.Getenv("PATH"))
+	return cmd
 }
 
 // must runs the command and fails the test unless it succeeds.

@@ -83,13 +83,20 @@ func TestPluginGeneratedKindsAreAllCleanedUp(t *testing.T) {
 // controller.
 func reconcileErrors(t testing.TB) float64 {
 	t.Helper()
+	return bundleControllerCounter(t, "controller_runtime_reconcile_errors_total")
+}
+
+// bundleControllerCounter is the in-process controller's counter name, for the
+// Bundle controller.
+func bundleControllerCounter(t testing.TB, name string) float64 {
+	t.Helper()
 	families, err := ctrlmetrics.Registry.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
 	var n float64
 	for _, f := range families {
-		if f.GetName() != "controller_runtime_reconcile_errors_total" {
+		if f.GetName() != name {
 			continue
 		}
 		for _, m := range f.GetMetric() {

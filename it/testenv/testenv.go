@@ -45,6 +45,8 @@ type Env struct {
 	controllerOptions controller.Options
 	// requests records every request the in-process controller sends.
 	requests requestLog
+	// intercepts are the tests' interceptors of the in-process controller's requests.
+	intercepts interceptors
 	// second is the control plane SecondCluster starts.
 	second secondCluster
 }
@@ -124,14 +126,23 @@ func start(opts Options) (*Env, error) {
 // recorded: see ControllerRequests.
 func (e *Env) StartController(opts controller.Options) error {
 	opts.LeaderElect = false
-	cfg := rest.CopyConfig(e.Config)
-	cfg.Wrap(e.requests.wrap)
+	cfg := e.controllerConfig()
 	mgr, err := controller.NewManager(cfg, opts)
 	if err != nil {
 		return err
 	}
 	e.run(mgr, opts)
 	return nil
+}
+
+// controllerConfig is the in-process controller's rest.Config: the cluster's,
+// with every request recorded (see ControllerRequests) and passed through the
+// tests' interceptors (see InterceptController).
+func (e *Env) controllerConfig() *rest.Config {
+	cfg := rest.CopyConfig(e.Config)
+	cfg.Wrap(e.intercepts.wrap)
+	cfg.Wrap(e.requests.wrap)
+	return cfg
 }
 
 // run starts a built manager in the background.
@@ -155,8 +166,7 @@ func (e *Env) RestartController(whileStopped func()) error {
 		return fmt.Errorf("no controller is running")
 	}
 	opts := e.controllerOptions
-	cfg := rest.CopyConfig(e.Config)
-	cfg.Wrap(e.requests.wrap)
+	cfg := e.controllerConfig()
 	mgr, err := controller.NewManager(cfg, opts)
 	if err != nil {
 		return fmt.Errorf("build a second controller in this process: %w", err)

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -41,6 +42,12 @@ type Domain struct {
 	planErr error                        // returned by Plan while set
 	nilPlan bool                         // Plan returns neither a result nor an error
 	objects []*unstructured.Unstructured // generated objects
+	// gate, while set, holds every Plan until it is closed or the call's context
+	// ends (the plugin timeout): a hanging domain.
+	gate chan struct{}
+	// waiting maps each Plan held now to the time it began to wait.
+	waiting map[int]time.Time
+	calls   int
 }
 
 // New returns the plugin.
@@ -109,6 +116,69 @@ func (d *Domain) Generate(objects ...*unstructured.Unstructured) {
 	d.objects = objects
 }
 
+// BlockPlans makes every Plan hang from now on until UnblockPlans, or until its
+// context ends (the plugin call timeout); a hanging Plan returns the context's
+// error.
+func (d *Domain) BlockPlans() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.gate == nil {
+		d.gate = make(chan struct{})
+	}
+}
+
+// UnblockPlans lets the held Plans go on, and the next ones run at once.
+func (d *Domain) UnblockPlans() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.gate != nil {
+		close(d.gate)
+		d.gate = nil
+	}
+}
+
+// BlockedSince is when the longest-held Plan held now began to wait; zero when
+// none is held.
+func (d *Domain) BlockedSince() time.Time {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var since time.Time
+	for _, at := range d.waiting {
+		if since.IsZero() || at.Before(since) {
+			since = at
+		}
+	}
+	return since
+}
+
+// hold waits while the domain's Plans are blocked.
+func (d *Domain) hold(ctx context.Context) error {
+	d.mu.Lock()
+	gate := d.gate
+	if gate == nil {
+		d.mu.Unlock()
+		return nil
+	}
+	if d.waiting == nil {
+		d.waiting = map[int]time.Time{}
+	}
+	d.calls++
+	call := d.calls
+	d.waiting[call] = time.Now()
+	d.mu.Unlock()
+	defer func() {
+		d.mu.Lock()
+		delete(d.waiting, call)
+		d.mu.Unlock()
+	}()
+	select {
+	case <-gate:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
 // Describe names the plugin.
 func (p *Plugin) Describe() plugin.Description {
 	return plugin.Description{Name: Name, Schema: &apiextensionsv1.JSONSchemaProps{
@@ -128,9 +198,12 @@ func (p *Plugin) domainOf(spec []byte) (*Domain, error) {
 }
 
 // Plan lists the domain's items.
-func (p *Plugin) Plan(_ context.Context, req plugin.Request) (*plugin.Result, error) {
+func (p *Plugin) Plan(ctx context.Context, req plugin.Request) (*plugin.Result, error) {
 	d, err := p.domainOf(req.Spec)
 	if err != nil {
+		return nil, err
+	}
+	if err := d.hold(ctx); err != nil {
 		return nil, err
 	}
 	d.mu.Lock()

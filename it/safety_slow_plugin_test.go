@@ -1,0 +1,77 @@
+package it
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/limbo-dev/limbo/it/testenv"
+	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+	"github.com/limbo-dev/limbo/pkg/plugin"
+)
+
+// A hanging plugin never delays another resource's deadline in the same Bundle:
+// while the plugin resource's Plan hangs (until the plugin call timeout), an
+// object removed from the Bundle is stamped, deleted at its deadline, and the
+// Bundle's status follows the edit — all before the hanging Plan returns.
+//
+// The yardstick is the hang itself, not a time target: the deadline falls
+// inside the hang, and the deletion must be seen while the very Plan that began
+// hanging before the deadline still hangs. A pass that waits for its plugins
+// would stamp the object only once the Plan gave up, after plugin.CallTimeout.
+func TestHangingPluginDoesNotDelayDeadlines(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	domain := external.Domain(ns)
+	domain.Set("kept", true)
+	t.Cleanup(domain.UnblockPlans)
+	keep := objectResource(t, "keep", configMap("keep", map[string]any{"a": "b"}, nil))
+	items := pluginResource("items", ns, "1h")
+	const delay = 3 * time.Second
+	db := objectResource(t, "db", configMap("db", map[string]any{"a": "b"}, map[string]any{limbov1alpha1.AnnotationDeletionDelay: delay.String()}))
+	b := createBundle(t, ns, "shop", keep, items, db)
+	waitReady(t, b)
+	gone := watchConfigMapDeletion(t, ns, "db")
+
+	domain.BlockPlans()
+	updateBundle(t, b, keep, items)
+	var hangingSince time.Time
+	testenv.Eventually(t, testenv.DefaultTimeout, func() error {
+		if hangingSince = domain.BlockedSince(); hangingSince.IsZero() {
+			return fmt.Errorf("no Plan hangs yet")
+		}
+		return nil
+	})
+	_, stamp := waitInLimbo(t, configMapGVK, ns, "db")
+	deadline := stamp.Add(delay)
+	if !deadline.After(hangingSince) {
+		t.Fatalf("db's deadline %s is not inside the hang, which began at %s", deadline, hangingSince)
+	}
+
+	at := gone.wait(t, plugin.CallTimeout+30*time.Second)
+	if at.Before(deadline) {
+		t.Errorf("db was deleted at %s, before its deadline %s", at, deadline)
+	}
+	if now := domain.BlockedSince(); !now.Equal(hangingSince) {
+		t.Fatalf("db was deleted %v after its deadline, once the Plan that hung since %s had returned (hanging now: %v): the hang delayed the deadline",
+			at.Sub(deadline), hangingSince, now)
+	}
+	// The Bundle's status follows the edit meanwhile.
+	waitBundle(t, b, func(cur *limbov1alpha1.Bundle) error {
+		if len(cur.Status.PendingDeletions) != 0 {
+			return fmt.Errorf("pendingDeletions = %+v after db was deleted", cur.Status.PendingDeletions)
+		}
+		if len(cur.Status.Resources) != 2 {
+			return fmt.Errorf("resources = %+v, want keep and items", cur.Status.Resources)
+		}
+		return conditionIs(cur, "Ready", metav1.ConditionTrue, "")
+	})
+	if now := domain.BlockedSince(); !now.Equal(hangingSince) {
+		t.Fatalf("the status followed the edit only once the hanging Plan had returned (hanging since %s, now %v)", hangingSince, now)
+	}
+
+	domain.UnblockPlans()
+	waitReady(t, b)
+}

@@ -1,0 +1,175 @@
+package it
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/limbo-dev/limbo/it/testenv"
+	"github.com/limbo-dev/limbo/it/testplugin"
+	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+	"github.com/limbo-dev/limbo/pkg/softdelete"
+)
+
+// When the Tombstone controller cannot read the Tombstone's Bundle, the external
+// delete is not run (fail closed), however often it retries: neither for a due
+// Tombstone nor for one the user deleted. Once the Bundle can be read again, the
+// item is deleted: the read error alone held it.
+//
+// The read error is the real API server's: an interceptor of the controller's
+// requests sends its GET of the Bundle as a user without any permission
+// (Impersonate-User), and the API server answers 403 Forbidden. Only the
+// Tombstone controller's fenced read GETs a Bundle from the API server (the
+// Bundle controller reads its cache), so every refused GET is that read.
+func TestTombstoneFailsClosedOnBundleReadError(t *testing.T) {
+	t.Parallel()
+	t.Run("due", func(t *testing.T) {
+		t.Parallel()
+		tc := tombstoneWithBundleReadsRefused(t, "2s")
+		tc.heldWhileRefused(t)
+		d := softdelete.Decide(time.Now(), softdelete.State{Annotations: tc.ts.Annotations, PendingLabel: true})
+		if first := tc.refused.first(); d.Action != softdelete.ActionDelete || first.Before(d.Deadline) {
+			t.Fatalf("the Tombstone was not due when its Bundle's read was refused (%s at %s, deadline %s)", d.Action, first, d.Deadline)
+		}
+		tc.deletedOnceLifted(t)
+	})
+	t.Run("forced", func(t *testing.T) {
+		t.Parallel()
+		tc := tombstoneWithBundleReadsRefused(t, "1h")
+		if err := env.Client.Delete(context.Background(), &tc.ts); err != nil {
+			t.Fatal(err)
+		}
+		tc.heldWhileRefused(t)
+		if tc.ts.DeletionTimestamp == nil {
+			t.Fatalf("the Tombstone is not being deleted")
+		}
+		tc.deletedOnceLifted(t)
+	})
+}
+
+// refusedTombstone is a Tombstone whose controller cannot read its Bundle.
+type refusedTombstone struct {
+	ns      string
+	domain  *testplugin.Domain
+	refused *bundleReadRefusal
+	ts      limbov1alpha1.Tombstone
+}
+
+// tombstoneWithBundleReadsRefused refuses the controller's reads of Bundle
+// "shop", creates it with a plugin resource of delay that orphans item
+// "orphan", and waits for the item's Tombstone.
+func tombstoneWithBundleReadsRefused(t *testing.T, delay string) *refusedTombstone {
+	t.Helper()
+	ns := env.Namespace(t)
+	tc := &refusedTombstone{ns: ns, refused: refuseBundleReads(t, ns, "shop")}
+	tc.domain, _, tc.ts = orphanTombstone(t, ns, delay)
+	return tc
+}
+
+// heldWhileRefused waits until the controller retried its refused read of the
+// Bundle (or deleted the item), checks that the item is untouched, and reads
+// the Tombstone again.
+func (tc *refusedTombstone) heldWhileRefused(t *testing.T) {
+	t.Helper()
+	tc.refused.waitRetried(t, func() bool { return tc.domain.Deletes("orphan") > 0 })
+	if err := itemUntouched(tc.domain, "orphan")(); err != nil {
+		t.Fatalf("the item was deleted while its Bundle could not be read: %v", err)
+	}
+	tc.ts = waitOneTombstone(t, tc.ns, "orphan")
+}
+
+// deletedOnceLifted lets the reads through and waits until the item and its
+// Tombstone are gone: the refusal alone held them.
+func (tc *refusedTombstone) deletedOnceLifted(t *testing.T) {
+	t.Helper()
+	tc.refused.lift(t, &tc.ts)
+	testenv.Eventually(t, testenv.DefaultTimeout, func() error {
+		if tc.domain.Exists("orphan") {
+			return fmt.Errorf("the item still exists once its Bundle can be read")
+		}
+		return nil
+	})
+	testenv.Eventually(t, testenv.DefaultTimeout, noTombstones(t, tc.ns))
+}
+
+// bundleReadRefusal makes the API server refuse the controller's GETs of one
+// Bundle until lift.
+type bundleReadRefusal struct {
+	mu      sync.Mutex
+	lifted  bool
+	refused []time.Time
+}
+
+// refuseBundleReads sends the in-process controller's GETs of Bundle ns/name as
+// a user without permissions, so that the API server answers Forbidden.
+func refuseBundleReads(t *testing.T, ns, name string) *bundleReadRefusal {
+	t.Helper()
+	r := &bundleReadRefusal{}
+	path := "/apis/" + limbov1alpha1.GroupVersion.String() + "/namespaces/" + ns + "/bundles/" + name
+	env.InterceptController(t, func(req *http.Request, send func(*http.Request) (*http.Response, error)) (*http.Response, error) {
+		if req.Method != http.MethodGet || req.URL.Path != path {
+			return send(req)
+		}
+		r.mu.Lock()
+		lifted := r.lifted
+		r.mu.Unlock()
+		if lifted {
+			return send(req)
+		}
+		noAccess := req.Clone(req.Context())
+		noAccess.Header.Set("Impersonate-User", "limbo-test-no-access")
+		resp, err := send(noAccess)
+		if err == nil && resp.StatusCode == http.StatusForbidden {
+			r.mu.Lock()
+			r.refused = append(r.refused, time.Now())
+			r.mu.Unlock()
+		}
+		return resp, err
+	})
+	return r
+}
+
+// waitRetried waits until the API server refused the read three times (the
+// controller retried after a refusal) or stop reports something the caller
+// checks next.
+func (r *bundleReadRefusal) waitRetried(t *testing.T, stop func() bool) {
+	t.Helper()
+	testenv.Eventually(t, testenv.DefaultTimeout, func() error {
+		r.mu.Lock()
+		n := len(r.refused)
+		r.mu.Unlock()
+		if n >= 3 || stop() {
+			return nil
+		}
+		return fmt.Errorf("the API server refused %d reads of the Bundle, want 3", n)
+	})
+}
+
+// first is the time of the first refusal.
+func (r *bundleReadRefusal) first() time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.refused) == 0 {
+		return time.Time{}
+	}
+	return r.refused[0]
+}
+
+// lift lets the reads through again, and touches the Tombstone ts so that the
+// controller looks at it at once, not when its backoff after the refusals ends.
+func (r *bundleReadRefusal) lift(t *testing.T, ts *limbov1alpha1.Tombstone) {
+	t.Helper()
+	r.mu.Lock()
+	r.lifted = true
+	r.mu.Unlock()
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{"test.limbo.dev/poke":%q}}}`, time.Now().Format(time.RFC3339Nano))
+	if err := env.Client.Patch(context.Background(), ts, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
+		t.Fatalf("touch Tombstone %s: %v", ts.Name, err)
+	}
+}
