@@ -25,7 +25,7 @@ import (
 // precondition only deletes the cancelled object in both cases.
 func TestRaceCancelBeforeDeadline(t *testing.T) {
 	t.Parallel()
-	k := buildKubectlLimbo(t, t.TempDir())
+	k := newKubectlLimbo(t)
 	forEachRacePoint(t, func(t *testing.T, ns string, point racePoint) {
 		b, keep, uid := countdownBundle(t, ns)
 		race := raceConfigMapDelete(t, ns, "db", point, nil, func(ctx context.Context) error {

@@ -29,8 +29,9 @@ import (
 // writing a guarded marker first deletes the item.
 func TestTombstoneCancelBeforeAttemptMarker(t *testing.T) {
 	t.Parallel()
-	ns := env.Namespace(t)
-	domain, b, ts := orphanTombstone(t, ns, "1h")
+	items := newExternalItems(t)
+	ns, domain := items.ns, items.domain
+	b, ts := items.orphan(t, "shop", "1h")
 
 	path := "/apis/" + limbov1alpha1.GroupVersion.String() + "/namespaces/" + ns + "/tombstones/" + ts.Name + "/status"
 	due := func(ctx context.Context) error {
@@ -54,13 +55,13 @@ func TestTombstoneCancelBeforeAttemptMarker(t *testing.T) {
 	}
 
 	landed := race.wait(t, func() bool { return domain.Deletes("orphan") > 0 })
-	if err := itemUntouched(domain, "orphan")(); err != nil {
+	if err := items.untouched("orphan")(); err != nil {
 		t.Fatalf("the external delete ran, though a cancel was to land before its attempt marker: %v", err)
 	}
 	if !landed {
 		t.Fatal("the cancel did not land")
 	}
-	testenv.Consistently(t, 2*time.Second, itemUntouched(domain, "orphan"))
+	testenv.Consistently(t, 2*time.Second, items.untouched("orphan"))
 	noPendingDeletions(t, b)
 }
 

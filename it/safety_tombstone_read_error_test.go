@@ -12,7 +12,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/limbo-dev/limbo/it/testenv"
-	"github.com/limbo-dev/limbo/it/testplugin"
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 	"github.com/limbo-dev/limbo/pkg/softdelete"
 )
@@ -55,8 +54,7 @@ func TestTombstoneFailsClosedOnBundleReadError(t *testing.T) {
 
 // refusedTombstone is a Tombstone whose controller cannot read its Bundle.
 type refusedTombstone struct {
-	ns      string
-	domain  *testplugin.Domain
+	*externalItems
 	refused *bundleReadRefusal
 	ts      limbov1alpha1.Tombstone
 }
@@ -66,9 +64,9 @@ type refusedTombstone struct {
 // "orphan", and waits for the item's Tombstone.
 func tombstoneWithBundleReadsRefused(t *testing.T, delay string) *refusedTombstone {
 	t.Helper()
-	ns := env.Namespace(t)
-	tc := &refusedTombstone{ns: ns, refused: refuseBundleReads(t, ns, "shop")}
-	tc.domain, _, tc.ts = orphanTombstone(t, ns, delay)
+	items := newExternalItems(t)
+	tc := &refusedTombstone{externalItems: items, refused: refuseBundleReads(t, items.ns, "shop")}
+	_, tc.ts = items.orphan(t, "shop", delay)
 	return tc
 }
 
@@ -78,7 +76,7 @@ func tombstoneWithBundleReadsRefused(t *testing.T, delay string) *refusedTombsto
 func (tc *refusedTombstone) heldWhileRefused(t *testing.T) {
 	t.Helper()
 	tc.refused.waitRetried(t, func() bool { return tc.domain.Deletes("orphan") > 0 })
-	if err := itemUntouched(tc.domain, "orphan")(); err != nil {
+	if err := tc.untouched("orphan")(); err != nil {
 		t.Fatalf("the item was deleted while its Bundle could not be read: %v", err)
 	}
 	tc.ts = waitOneTombstone(t, tc.ns, "orphan")

@@ -135,19 +135,6 @@ func waitOneTombstone(t testing.TB, ns, id string) limbov1alpha1.Tombstone {
 	return ts
 }
 
-// orphanTombstone creates Bundle "shop" in ns with plugin resource "items" of
-// delay, whose domain holds a desired item "keep" and an orphan "orphan", and
-// waits for the orphan's Tombstone.
-func orphanTombstone(t testing.TB, ns, delay string) (*testplugin.Domain, *limbov1alpha1.Bundle, limbov1alpha1.Tombstone) {
-	t.Helper()
-	domain := external.Domain(ns)
-	domain.Set("keep", true)
-	domain.Set("orphan", false)
-	b := createBundle(t, ns, "shop", pluginResource("items", ns, delay))
-	waitReady(t, b)
-	return domain, b, waitOneTombstone(t, ns, "orphan")
-}
-
 // noTombstones fails while the namespace holds a Tombstone.
 func noTombstones(t testing.TB, ns string) func() error {
 	return func() error {
