@@ -9,8 +9,9 @@ CONTROLLER_GEN := $(BIN)/controller-gen
 GOLANGCI_LINT  := $(BIN)/golangci-lint
 GOTEST_FLAGS   ?= -race -count=1
 # The integration tests start one control plane per package; run packages one at a
-# time so that two API servers never compete for the machine's two cores.
-IT_FLAGS       ?= -p 1 -timeout 30m
+# time so that two API servers never compete for the machine's two cores. Within a
+# package, the tests that call t.Parallel (most: they wait on polls) run 6 at a time.
+IT_FLAGS       ?= -p 1 -parallel 6 -timeout 30m
 # The soak's long form (make soak); the short form runs with the integration tests.
 SOAK_OPS       ?= 1500
 SOAK_SEED      ?= 0
@@ -73,9 +74,15 @@ run: cluster-bins build ## Start a local control plane with limbo's CRDs, the co
 	$(BIN)/limbo dev --simulators $(RUN_ARGS)
 
 .PHONY: bench
-bench: cluster-bins ## Benchmark on a local control plane: converge vs the raw-apply floor, no-op cost, deletion lateness, memory (docs/performance.md); flags via BENCH_ARGS.
+bench: cluster-bins ## Benchmark on a local control plane: converge (throttled and unthrottled) vs the raw-apply floor, no-op cost, deletion lateness, memory (docs/performance.md); BENCH_ARGS="-preset large" for 1,000 × 10.
 	$(GO) build -o $(BIN)/ ./cmd/limbo ./cmd/limbo-bench
 	$(BIN)/limbo-bench -limbo-bin $(BIN)/limbo $(BENCH_ARGS)
+
+.PHONY: bench-peers
+bench-peers: cluster-bins ## make bench plus kro (pinned in build/kro, built into bin/ on first use) converging the same workload, side by side; flags via BENCH_ARGS.
+	$(GO) build -o $(BIN)/ ./cmd/limbo ./cmd/limbo-bench
+	read -r crds version < <(build/kro.sh); \
+	  $(BIN)/limbo-bench -limbo-bin $(BIN)/limbo -kro-bin $(BIN)/kro -kro-crds "$$crds" -kro-version "$$version" $(BENCH_ARGS)
 
 .PHONY: soak
 soak: cluster-bins ## The long soak (docs/reliability.md): SOAK_OPS operations (default 1500), random controller kills; SOAK_SEED=<seed> replays a run.

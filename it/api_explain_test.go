@@ -12,6 +12,7 @@ import (
 // `kubectl explain` documents limbo's API down to the fields of status, from the
 // descriptions the API server publishes for the CRDs.
 func TestKubectlExplain(t *testing.T) {
+	t.Parallel()
 	for field, want := range map[string]string{
 		"bundle.status.pendingDeletions.deleteAfter": "DeletionTimestamp plus the deletion delay",
 		"bundle.status.resources.object.uid":         "tells this object from a later one",

@@ -14,6 +14,7 @@ import (
 // Mistakes the schema can see are rejected at admission, with a message that says
 // what is wrong, before the controller ever sees the Bundle.
 func TestBundleAdmissionRejectsInvalid(t *testing.T) {
+	t.Parallel()
 	ns := env.Namespace(t)
 	configMap := func(name string) map[string]any {
 		return map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": name}}

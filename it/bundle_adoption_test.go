@@ -24,6 +24,7 @@ const notOwnedMessage = `ConfigMap "taken" exists and is not managed by this Bun
 // or the object is labelled with this Bundle's name; otherwise the resource is in
 // Error and the object is not touched at all.
 func TestAdoption(t *testing.T) {
+	t.Parallel()
 	// preexisting creates ConfigMap "taken" as someone else would have.
 	preexisting := func(t *testing.T, ns string, labels map[string]string, owners []metav1.OwnerReference) *unstructured.Unstructured {
 		obj := configMap("taken", map[string]any{"owner": "someone", "theirs": "x"}, nil)
@@ -70,6 +71,7 @@ func TestAdoption(t *testing.T) {
 	}
 
 	t.Run("no controller, no label: NotOwned, untouched", func(t *testing.T) {
+		t.Parallel()
 		ns := env.Namespace(t)
 		before := preexisting(t, ns, nil, nil)
 		b := createBundle(t, ns, "adopt", objectResource(t, "taken", template(nil)))
@@ -97,6 +99,7 @@ func TestAdoption(t *testing.T) {
 	})
 
 	t.Run("no controller, adopt annotation: adopted", func(t *testing.T) {
+		t.Parallel()
 		ns := env.Namespace(t)
 		before := preexisting(t, ns, nil, nil)
 		b := createBundle(t, ns, "adopt", objectResource(t, "taken", template(map[string]any{limbov1alpha1.AnnotationAdopt: "true"})))
@@ -119,6 +122,7 @@ func TestAdoption(t *testing.T) {
 			{name: "even with adopt and the Bundle's label", labels: map[string]string{limbov1alpha1.LabelBundle: "adopt"}, annotations: map[string]any{limbov1alpha1.AnnotationAdopt: "true"}},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
+				t.Parallel()
 				ns := env.Namespace(t)
 				boss := createObject(t, ns, configMap("boss", nil, nil))
 				before := preexisting(t, ns, tc.labels, []metav1.OwnerReference{{
@@ -139,6 +143,7 @@ func TestAdoption(t *testing.T) {
 	})
 
 	t.Run("no controller, labelled with this Bundle's name: adopted", func(t *testing.T) {
+		t.Parallel()
 		// Left in limbo by an earlier Bundle of the same name: labelled, released
 		// (no owner), stamped. The new Bundle takes it back and cancels the countdown.
 		ns := env.Namespace(t)
@@ -162,6 +167,7 @@ func TestAdoption(t *testing.T) {
 	})
 
 	t.Run("no controller, labelled with another Bundle's name: NotOwned, untouched", func(t *testing.T) {
+		t.Parallel()
 		ns := env.Namespace(t)
 		before := preexisting(t, ns, map[string]string{limbov1alpha1.LabelBundle: "other"}, nil)
 		b := createBundle(t, ns, "adopt", objectResource(t, "taken", template(nil)))

@@ -16,6 +16,7 @@ import (
 // Ready, and then it is created at once (the dependency's status change triggers
 // the Bundle, not a resync).
 func TestBlockedUntilDependencyReady(t *testing.T) {
+	t.Parallel()
 	ns := env.Namespace(t)
 	// A Widget without status is Ready (kstatus: Current), so the test starts from
 	// one whose operator already reported Ready=False; the Bundle adopts it.
@@ -71,6 +72,7 @@ func TestBlockedUntilDependencyReady(t *testing.T) {
 // A chain blocks transitively: each resource waits for its direct dependencies
 // only, and a resource waiting on a Blocked one is Blocked too.
 func TestBlockedTransitively(t *testing.T) {
+	t.Parallel()
 	ns := env.Namespace(t)
 	createWidget(t, ns, "root", false)
 	b := createBundle(t, ns, "chain",
@@ -112,6 +114,7 @@ func TestBlockedTransitively(t *testing.T) {
 // A Blocked resource gets no write even when its object exists: a template
 // change waits until the dependency is Ready again.
 func TestBlockedResourceIsNotUpdated(t *testing.T) {
+	t.Parallel()
 	ns := env.Namespace(t)
 	db := objectResource(t, "db", widget("db"))
 	app := func(v string) limbov1alpha1.Resource {

@@ -20,6 +20,7 @@ const driftDeadline = 10 * time.Second
 // An external edit of what limbo set (kubectl edit, a PUT by another client) is
 // reverted promptly, event-driven; what limbo does not set is left alone.
 func TestDriftCorrected(t *testing.T) {
+	t.Parallel()
 	ns := env.Namespace(t)
 	b := createBundle(t, ns, "drift",
 		objectResource(t, "settings", configMap("settings", map[string]any{"mode": "safe", "level": "1"}, map[string]any{"team": "a"})))
@@ -98,6 +99,7 @@ func TestDriftCorrected(t *testing.T) {
 // A managed object deleted behind limbo's back (kubectl delete) is re-created
 // promptly: its deletion is a watch event of its Bundle.
 func TestDeletedObjectRecreated(t *testing.T) {
+	t.Parallel()
 	ns := env.Namespace(t)
 	b := createBundle(t, ns, "recreate",
 		objectResource(t, "settings", configMap("settings", map[string]any{"mode": "safe"}, nil)))

@@ -12,6 +12,7 @@ import (
 // An error in one resource does not stop independent ones: they are created and
 // become Ready; only the resources that depend on the failed one are Blocked.
 func TestErrorIsolation(t *testing.T) {
+	t.Parallel()
 	ns := env.Namespace(t)
 	taken := createObject(t, ns, configMap("taken", map[string]any{"owner": "someone"}, nil))
 	b := createBundle(t, ns, "isolation",

@@ -23,6 +23,7 @@ var namespaceGVK = schema.GroupVersionKind{Version: "v1", Kind: "Namespace"}
 // reason InvalidSpec, the offending resource in Error with its own reason and
 // message, every other resource not processed, and nothing written at all.
 func TestInvalidSpec(t *testing.T) {
+	t.Parallel()
 	plugin := func(name, delay string) *limbov1alpha1.PluginResource {
 		return &limbov1alpha1.PluginResource{Name: name, DeletionDelay: delay, Spec: &apiextensionsv1.JSON{Raw: []byte(`{}`)}}
 	}
@@ -189,6 +190,7 @@ func TestInvalidSpec(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			ns, other := env.Namespace(t), env.Namespace(t)
 			good := objectResource(t, "good", configMap("good", map[string]any{"k": "v"}, nil))
 			b := createBundle(t, ns, "invalid", append([]limbov1alpha1.Resource{good}, tc.bad(t, ns, other)...)...)
@@ -243,6 +245,7 @@ type objectKey struct {
 // the same change survives, and the objects still declared are not updated,
 // until the spec is fixed; then both happen.
 func TestInvalidSpecDeletesNothing(t *testing.T) {
+	t.Parallel()
 	ns := env.Namespace(t)
 	b := createBundle(t, ns, "turns-invalid",
 		objectResource(t, "keep", configMap("keep", map[string]any{"v": "1"}, nil)),

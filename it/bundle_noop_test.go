@@ -20,6 +20,7 @@ import (
 // A control run then proves that the counting sees the controller's writes: a
 // drifted object costs exactly one PATCH, to that object, in the very reconcile
 // that also saw the unrelated label.
+// Not parallel: it resets and reads the controller's request log.
 func TestNoOpReconcileMakesZeroWrites(t *testing.T) {
 	ns := env.Namespace(t)
 	b := createBundle(t, ns, "noop",
@@ -88,6 +89,7 @@ func TestNoOpReconcileMakesZeroWrites(t *testing.T) {
 // not make every reconcile re-apply: a CPU quantity of 0.5 is stored as 500m, a
 // container port gets its default protocol, a Secret's stringData is stored as
 // data.
+// Not parallel: it resets and reads the controller's request log.
 func TestNoOpReconcileWithServerNormalizedValues(t *testing.T) {
 	withContainer := func(change func(c map[string]any)) map[string]any {
 		web := deployment("web", 0)

@@ -12,6 +12,7 @@ import (
 // Resources are created in dependency order, references carry values from the
 // live dependency into the dependent, and every object is labelled and owned.
 func TestOrderingAndReferences(t *testing.T) {
+	t.Parallel()
 	ns := env.Namespace(t)
 	b := createBundle(t, ns, "chain",
 		// Declared dependents first: the order comes from references, not the list.

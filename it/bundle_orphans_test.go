@@ -15,6 +15,7 @@ import (
 // Bundle is Ready: a half rolled-out Bundle never deletes. Meanwhile the object
 // is listed in status.pendingDeletions, saying what it waits for.
 func TestOrphansDeletedOnlyWhenReady(t *testing.T) {
+	t.Parallel()
 	ns := env.Namespace(t)
 	gate := objectResource(t, "gate", widget("gate"))
 	keep := objectResource(t, "keep", configMap("keep", map[string]any{"k": "v"}, nil))
@@ -75,6 +76,7 @@ func TestOrphansDeletedOnlyWhenReady(t *testing.T) {
 
 // A resource in Error is not Ready either: its Bundle deletes nothing.
 func TestOrphansKeptWhileAResourceIsInError(t *testing.T) {
+	t.Parallel()
 	ns := env.Namespace(t)
 	keep := objectResource(t, "keep", configMap("keep", map[string]any{"k": "v"}, nil))
 	b := createBundle(t, ns, "orphans", keep, objectResource(t, "x", configMap("x", map[string]any{"k": "v"}, nil)))

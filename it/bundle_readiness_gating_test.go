@@ -16,6 +16,7 @@ import (
 // status.phase is Running). Its dependents wait until the rule holds; a
 // value read from the dependency's live object flows into the dependent.
 func TestReadinessGatingByCRDRule(t *testing.T) {
+	t.Parallel()
 	ns := env.Namespace(t)
 	b := createBundle(t, ns, "gadgets",
 		objectResource(t, "engine", gadget("engine")),
@@ -76,6 +77,7 @@ func TestReadinessGatingByCRDRule(t *testing.T) {
 // scheduler or kubelet) is Ready once the deployment controller has observed it,
 // and only then does its dependent go ahead.
 func TestReadinessGatingByKstatus(t *testing.T) {
+	t.Parallel()
 	ns := env.Namespace(t)
 	b := createBundle(t, ns, "deploy",
 		objectResource(t, "web", deployment("web", 0)),

@@ -17,6 +17,7 @@ import (
 // A Bundle with every kind of field survives the API server unchanged: the CRD
 // schema neither prunes the embedded objects nor the plugin spec.
 func TestBundleRoundTrip(t *testing.T) {
+	t.Parallel()
 	ns := env.Namespace(t)
 	ctx := testenv.Context(t, testenv.DefaultTimeout)
 	in := &limbov1alpha1.Bundle{

@@ -17,6 +17,7 @@ var secretGVK = schema.GroupVersionKind{Version: "v1", Kind: "Secret"}
 // it goes as it is (still base64, into data); into anything else the resource is
 // in Error and its object is not written.
 func TestSecretValueOnlyIntoSecret(t *testing.T) {
+	t.Parallel()
 	ns := env.Namespace(t)
 	secret := func(name string, data map[string]any) map[string]any {
 		return map[string]any{"apiVersion": "v1", "kind": "Secret", "metadata": map[string]any{"name": name}, "data": data}

@@ -24,6 +24,7 @@ import (
 // counts. kubectl reads it: `kubectl wait --for=condition=...` and the printer
 // columns of `kubectl get bundles`.
 func TestStatusConditions(t *testing.T) {
+	t.Parallel()
 	ns := env.Namespace(t)
 	engine := objectResource(t, "engine", gadget("engine"))
 	dash := objectResource(t, "dash", configMap("dash", map[string]any{"k": "v"}, nil), limbov1alpha1.Reference{Resource: "engine"})

@@ -39,6 +39,7 @@ func chain(t *testing.T, extra ...limbov1alpha1.Resource) []limbov1alpha1.Resour
 // the Bundle stays (finalizer limbo.dev/teardown) until then, saying what
 // remains.
 func TestTeardownBackgroundReverseOrder(t *testing.T) {
+	t.Parallel()
 	ns := env.Namespace(t)
 	b := createBundle(t, ns, "teardown", chain(t)...)
 	waitReady(t, b)
@@ -101,6 +102,7 @@ func TestTeardownBackgroundReverseOrder(t *testing.T) {
 // to limbo (no owner, label kept, stamped, pending-deletion) and outlive their
 // Bundle; the others go.
 func TestTeardownReleasesDelayedObjects(t *testing.T) {
+	t.Parallel()
 	ns := env.Namespace(t)
 	delayed := objectResource(t, "db", configMap("db", map[string]any{"k": "v"}, map[string]any{limbov1alpha1.AnnotationDeletionDelay: "1h"}))
 	b := createBundle(t, ns, "release", chain(t, delayed)...)
@@ -135,6 +137,7 @@ func TestTeardownReleasesDelayedObjects(t *testing.T) {
 // --cascade=orphan: limbo deletes nothing and lets the Bundle go; the garbage
 // collector removes the objects' owner references to it.
 func TestTeardownOrphanCascade(t *testing.T) {
+	t.Parallel()
 	ns := env.Namespace(t)
 	b := createBundle(t, ns, "orphan", chain(t)...)
 	ready := waitReady(t, b)
@@ -171,6 +174,7 @@ func TestTeardownOrphanCascade(t *testing.T) {
 // --cascade=foreground: the user asked for everything now: the garbage collector
 // deletes the objects, deletion delays included, and then the Bundle goes.
 func TestTeardownForegroundCascade(t *testing.T) {
+	t.Parallel()
 	ns := env.Namespace(t)
 	delayed := objectResource(t, "db", configMap("db", map[string]any{"k": "v"}, map[string]any{limbov1alpha1.AnnotationDeletionDelay: "1h"}))
 	b := createBundle(t, ns, "foreground", chain(t, delayed)...)

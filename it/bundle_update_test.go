@@ -16,6 +16,7 @@ import (
 // with server-side apply, so a field removed from the template is removed from
 // the live object, while a field someone else owns is left alone.
 func TestUpdateChangesLiveObject(t *testing.T) {
+	t.Parallel()
 	ns := env.Namespace(t)
 	settings := func(data map[string]any, labels map[string]any) map[string]any {
 		cm := configMap("settings", data, map[string]any{"team": "a"})
@@ -64,6 +65,7 @@ func TestUpdateChangesLiveObject(t *testing.T) {
 // A value that a dependent reads from its dependency follows the dependency:
 // changing the dependency's template updates the dependent.
 func TestUpdatePropagatesThroughReferences(t *testing.T) {
+	t.Parallel()
 	ns := env.Namespace(t)
 	resources := func(host string) []limbov1alpha1.Resource {
 		return []limbov1alpha1.Resource{

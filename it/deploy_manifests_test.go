@@ -23,6 +23,7 @@ import (
 // The install manifests in build/deploy build with kustomize and are accepted by a
 // real API server (server-side dry run), so a broken manifest fails CI.
 func TestDeployManifestsDryRun(t *testing.T) {
+	t.Parallel()
 	out := dryRunApply(t, filepath.Join(env.RepoRoot, "build", "deploy"))
 	for _, want := range []string{
 		"customresourcedefinition.apiextensions.k8s.io/bundles.limbo.dev serverside-applied (server dry run)",
@@ -59,6 +60,7 @@ func dryRunApply(t testing.TB, dir string) string {
 // the install: a metrics Service, a PodMonitor and the Grafana dashboard's
 // ConfigMap; the Service is accepted by a real API server.
 func TestMonitoringComponent(t *testing.T) {
+	t.Parallel()
 	ctx := testenv.Context(t, testenv.DefaultTimeout)
 	// An install's kustomization, as docs/install.md shows it; kustomize wants
 	// relative paths.

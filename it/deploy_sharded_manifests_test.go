@@ -17,6 +17,7 @@ import (
 // server; its two Deployments select the two shards (and only them), elect their
 // leaders through separate Leases, and do not select each other's Pods.
 func TestDeployShardedManifests(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(env.RepoRoot, "build", "deploy-sharded")
 	out := dryRunApply(t, dir)
 	for _, want := range []string{

@@ -22,6 +22,7 @@ import (
 // examples the README points to keep working. Each file gets a fresh namespace,
 // as `kubectl apply -n <ns> -f examples/<file>` would.
 func TestExamples(t *testing.T) {
+	t.Parallel()
 	files, err := filepath.Glob(filepath.Join(env.RepoRoot, "examples", "*.yaml"))
 	if err != nil {
 		t.Fatal(err)
@@ -31,6 +32,7 @@ func TestExamples(t *testing.T) {
 	}
 	for _, file := range files {
 		t.Run(filepath.Base(file), func(t *testing.T) {
+			t.Parallel()
 			bundles := readBundles(t, file)
 			ns := env.Namespace(t)
 			for _, b := range bundles {

@@ -15,6 +15,7 @@ import (
 // The local control plane runs kube-controller-manager's garbage collector: deleting
 // an owner deletes its dependents. limbo's teardown and soft delete rely on it.
 func TestGarbageCollectorCascades(t *testing.T) {
+	t.Parallel()
 	ns := env.Namespace(t)
 	ctx := testenv.Context(t, testenv.DefaultTimeout)
 	owner := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "owner", Namespace: ns}}

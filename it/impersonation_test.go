@@ -21,6 +21,7 @@ import (
 // resource is an Error (Forbidden, with the API server's message); nothing else
 // in the Bundle is affected.
 func TestImpersonationForbiddenWrite(t *testing.T) {
+	t.Parallel()
 	ns := env.Namespace(t)
 	tenant(t, ns, "tenant", "get", "list", "watch", "create", "update", "patch", "delete")
 	b := createBundleAs(t, ns, "tenant", "shop",
@@ -50,6 +51,7 @@ func TestImpersonationForbiddenWrite(t *testing.T) {
 // An orphan the tenant may not delete stays, visibly: pendingDeletions says why
 // and a Warning event tells; nothing else is affected.
 func TestImpersonationForbiddenDeleteKeepsTheOrphan(t *testing.T) {
+	t.Parallel()
 	ns := env.Namespace(t)
 	tenant(t, ns, "tenant", "get", "list", "watch", "create", "update", "patch") // no delete
 	keep := objectResource(t, "keep", configMap("keep", map[string]any{"a": "b"}, nil))

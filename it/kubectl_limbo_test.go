@@ -24,22 +24,11 @@ type kubectlLimbo struct {
 	bin, cacheDir string
 }
 
-// buildKubectlLimbo builds cmd/kubectl-limbo into dir.
-func buildKubectlLimbo(t *testing.T, dir string) *kubectlLimbo {
+// newKubectlLimbo runs cmd/kubectl-limbo, built for the test package, with a
+// discovery cache of the test's own.
+func newKubectlLimbo(t *testing.T) *kubectlLimbo {
 	t.Helper()
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		t.Fatalf("the go command builds kubectl-limbo: %v", err)
-	}
-	bin := filepath.Join(dir, "kubectl-limbo")
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, goBin, "build", "-o", bin, "./cmd/kubectl-limbo")
-	cmd.Dir = env.RepoRoot
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/kubectl-limbo: %v\n%s", err, out)
-	}
-	return &kubectlLimbo{bin: bin, cacheDir: t.TempDir()}
+	return &kubectlLimbo{bin: env.Binary(t, "kubectl-limbo"), cacheDir: t.TempDir()}
 }
 
 // run runs `kubectl-limbo args... --kubeconfig <the test cluster's>` and returns
@@ -83,7 +72,8 @@ func (k *kubectlLimbo) must(t *testing.T, args ...string) string {
 // its deadline (Tombstones included), cancel keeps an object, expedite makes its
 // deadline now, and graph prints a Bundle's dependency graph.
 func TestKubectlLimbo(t *testing.T) {
-	k := buildKubectlLimbo(t, t.TempDir())
+	t.Parallel()
+	k := newKubectlLimbo(t)
 	ns := env.Namespace(t)
 	domain := external.Domain(ns)
 	domain.Set("live-item", true)

@@ -1,6 +1,14 @@
 // Package it holds limbo's integration tests. They run against a real control plane
 // (etcd, kube-apiserver and kube-controller-manager built from pinned modules), with
 // the controller in-process; one file per behaviour.
+//
+// Tests call t.Parallel() unless they stop or restart the shared in-process
+// controller, read its request log or process-wide metrics expecting exact
+// numbers, or change what other tests see cluster-wide (node-removal judges
+// every Node). A parallel test keeps to its own namespace (env.Namespace), its
+// own cluster-scoped names and its own domain of the external test plugin. The
+// parallel tests run after all the others, -parallel of them at a time (IT_FLAGS
+// in the Makefile).
 package it
 
 import (

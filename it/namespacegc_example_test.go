@@ -12,6 +12,7 @@ import (
 // against a StorageOS simulator, as under `make run`; only the endpoint is
 // changed, from the simulator's fixed port to this test's.
 func TestNamespaceGCExample(t *testing.T) {
+	t.Parallel()
 	e := readPluginExample(t, "namespace-gc")
 	ns := env.Namespace(t)
 	_, url := startStorageOS(t)

@@ -10,31 +10,26 @@ import (
 // Namespace: the first run gcDelay after the plugin starts, then every
 // gcInterval. Backend namespaces whose Kubernetes Namespace exists stay.
 func TestNamespaceGCPeriodicGC(t *testing.T) {
-	ns := env.Namespace(t)
-	sim, url := startStorageOS(t)
-	createStorageOSSecret(t, ns)
-	app := createK8sNamespace(t, "nsgc-gc-")
-	sim.AddNamespace(app)
-	never := uniqueName("nsgc-never-")
-	sim.AddNamespace(never)
+	t.Parallel()
+	f := newNSGCFixture(t)
+	app := f.appNamespace(t, "nsgc-gc-", 0)
+	never := f.strayNamespace("nsgc-never-")
 
-	b := createBundle(t, ns, "storage", nsgcResourceFor(url, "1s", `"gcDelay":"1s"`, `"gcInterval":"3s"`))
-	waitReady(t, b)
-	waitTombstoneFor(t, sim, ns, never, "1s")
-	waitBackendGone(t, sim, ns, never)
+	waitReady(t, f.bundle(t, "1s", `"gcDelay":"1s"`, `"gcInterval":"3s"`))
+	f.waitTombstone(t, never, "1s")
+	f.waitBackendGone(t, never)
 
 	// A later run finds the next one.
-	later := uniqueName("nsgc-later-")
-	sim.AddNamespace(later)
-	waitTombstoneFor(t, sim, ns, later, "1s")
-	waitBackendGone(t, sim, ns, later)
+	later := f.strayNamespace("nsgc-later-")
+	f.waitTombstone(t, later, "1s")
+	f.waitBackendGone(t, later)
 
 	for _, keep := range []string{app, storageossim.DefaultNamespace} {
-		if !backendHas(sim, keep) {
+		if !f.backendHas(keep) {
 			t.Errorf("backend namespace %s was deleted", keep)
 		}
 	}
-	if n := sim.Calls(storageossim.OpDeleteNamespace); n != 2 {
+	if n := f.deletes(); n != 2 {
 		t.Errorf("%d DELETE calls, want 2", n)
 	}
 }

@@ -3,11 +3,8 @@ package it
 import (
 	"context"
 	"fmt"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -22,16 +19,41 @@ import (
 	"github.com/limbo-dev/limbo/pkg/storageos/storageossim"
 )
 
-// The namespace-gc tests: each starts its own StorageOS simulator, writes the
-// credentials Secret in its namespace and runs a Bundle with one namespace-gc
-// resource. Kubernetes Namespaces are cluster-wide and every test creates some,
-// so each test's names are unique; the simulator holds only the test's own
-// backend namespaces (and "default"), so other tests' Namespaces never matter.
+// The namespace-gc tests: each runs in an nsgcFixture, its own namespace (Bundle,
+// credentials Secret, Tombstones) with its own StorageOS simulator. Kubernetes
+// Namespaces are cluster-wide and every test creates some, so each test's names
+// are unique; the simulator holds only the test's own backend namespaces (and
+// "default"), so other tests' Namespaces never matter, and the tests run in
+// parallel.
 
 const (
 	nsgcResource = "storage-ns-gc"
 	nsgcSecret   = "storageos-api"
 )
+
+// nsgcFixture is one namespace-gc test's world: its namespace, which holds the
+// Bundle, the credentials Secret and the Tombstones, and its StorageOS simulator.
+type nsgcFixture struct {
+	ns  string
+	sim *storageossim.Server
+	url string
+}
+
+// newNSGCFixture makes a namespace, starts a simulator (stopped when t ends) and
+// writes the plugin's credentials Secret.
+func newNSGCFixture(t testing.TB) *nsgcFixture {
+	t.Helper()
+	f := &nsgcFixture{ns: env.Namespace(t)}
+	f.sim, f.url = startStorageOS(t)
+	s := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: nsgcSecret, Namespace: f.ns},
+		StringData: map[string]string{"username": "storageos", "password": "storageos"},
+	}
+	if err := env.Client.Create(context.Background(), s); err != nil {
+		t.Fatalf("create Secret: %v", err)
+	}
+	return f
+}
 
 // startStorageOS starts a simulator on a free local port, stopped when t ends.
 func startStorageOS(t testing.TB) (*storageossim.Server, string) {
@@ -49,26 +71,70 @@ func startStorageOS(t testing.TB) (*storageossim.Server, string) {
 	return sim, url
 }
 
-// createStorageOSSecret writes the plugin's credentials Secret in ns.
-func createStorageOSSecret(t testing.TB, ns string) {
-	t.Helper()
-	s := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: nsgcSecret, Namespace: ns},
-		StringData: map[string]string{"username": "storageos", "password": "storageos"},
-	}
-	if err := env.Client.Create(context.Background(), s); err != nil {
-		t.Fatalf("create Secret: %v", err)
-	}
-}
-
-// nsgcResourceFor is a namespace-gc resource against the simulator at url; extra
-// are further spec fields as JSON ("gcInterval":"0s", ...).
-func nsgcResourceFor(url, deletionDelay string, extra ...string) limbov1alpha1.Resource {
-	fields := append([]string{fmt.Sprintf(`"storageos":{"endpoint":%q,"credentialsSecretRef":{"name":%q}}`, url, nsgcSecret)}, extra...)
+// resource is a namespace-gc resource against the fixture's simulator; extra are
+// further spec fields as JSON ("gcInterval":"0s", ...).
+func (f *nsgcFixture) resource(deletionDelay string, extra ...string) limbov1alpha1.Resource {
+	fields := append([]string{fmt.Sprintf(`"storageos":{"endpoint":%q,"credentialsSecretRef":{"name":%q}}`, f.url, nsgcSecret)}, extra...)
 	return limbov1alpha1.Resource{Name: nsgcResource, Plugin: &limbov1alpha1.PluginResource{
 		Name: namespacegc.Name, DeletionDelay: deletionDelay,
 		Spec: &apiextensionsv1.JSON{Raw: []byte("{" + strings.Join(fields, ",") + "}")},
 	}}
+}
+
+// bundle creates the Bundle "storage" with the one namespace-gc resource.
+func (f *nsgcFixture) bundle(t testing.TB, deletionDelay string, extra ...string) *limbov1alpha1.Bundle {
+	t.Helper()
+	return createBundle(t, f.ns, "storage", f.resource(deletionDelay, extra...))
+}
+
+// deletionOnlyBundle creates the Bundle with deletionOnly and waits until it is
+// Ready, its first GC run having judged every backend namespace and found no
+// orphan: later orphans come from deletions.
+func (f *nsgcFixture) deletionOnlyBundle(t testing.TB, deletionDelay string) *limbov1alpha1.Bundle {
+	t.Helper()
+	b := f.bundle(t, deletionDelay, deletionOnly...)
+	waitNSGCReady(t, b, len(f.sim.Namespaces()))
+	return b
+}
+
+// appNamespace creates a Kubernetes Namespace (see createK8sNamespace) and its
+// backend namespace, which holds volumes volumes.
+func (f *nsgcFixture) appNamespace(t testing.TB, prefix string, volumes int) string {
+	t.Helper()
+	name := createK8sNamespace(t, prefix)
+	f.sim.AddNamespace(name)
+	if volumes > 0 {
+		if err := f.sim.SetVolumes(name, volumes); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return name
+}
+
+// deletedApp is the start of most namespace-gc tests: a Kubernetes Namespace
+// with its backend namespace (holding volumes volumes), a deletionOnlyBundle
+// that has seen it, and the Namespace deleted. It returns the Namespace's name,
+// the Bundle and the backend namespace's Tombstone.
+func (f *nsgcFixture) deletedApp(t testing.TB, prefix string, volumes int, deletionDelay string) (string, *limbov1alpha1.Bundle, *limbov1alpha1.Tombstone) {
+	t.Helper()
+	app := f.appNamespace(t, prefix, volumes)
+	b := f.deletionOnlyBundle(t, deletionDelay)
+	return app, b, f.orphan(t, app, deletionDelay)
+}
+
+// strayNamespace adds a backend namespace that no Kubernetes Namespace has.
+func (f *nsgcFixture) strayNamespace(prefix string) string {
+	name := uniqueName(prefix)
+	f.sim.AddNamespace(name)
+	return name
+}
+
+// orphan deletes the Kubernetes Namespace app and waits for the Tombstone of its
+// backend namespace, stamped with deletionDelay.
+func (f *nsgcFixture) orphan(t testing.TB, app, deletionDelay string) *limbov1alpha1.Tombstone {
+	t.Helper()
+	deleteK8sNamespace(t, app)
+	return f.waitTombstone(t, app, deletionDelay)
 }
 
 // deletionOnly: a GC run at the first plan, then none for an hour. The first run
@@ -114,19 +180,33 @@ func waitK8sNamespaceGone(t testing.TB, name string) {
 	})
 }
 
+// recreateK8sNamespace waits until the Namespace name is gone, then creates it
+// again (createK8sNamespace's cleanup deletes it when t ends).
+func recreateK8sNamespace(t testing.TB, name string) {
+	t.Helper()
+	waitK8sNamespaceGone(t, name)
+	if err := env.Client.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
+		t.Fatalf("re-create Namespace %s: %v", name, err)
+	}
+}
+
 // uniqueName is a backend namespace name no Kubernetes Namespace has.
 func uniqueName(prefix string) string { return prefix + utilrand.String(8) }
 
 // backendHas reports whether the simulator holds the namespace.
-func backendHas(sim *storageossim.Server, name string) bool {
-	_, ok := sim.Namespace(name)
+func (f *nsgcFixture) backendHas(name string) bool {
+	_, ok := f.sim.Namespace(name)
 	return ok
 }
 
+// deletes counts the simulator's DELETE calls.
+func (f *nsgcFixture) deletes() int { return f.sim.Calls(storageossim.OpDeleteNamespace) }
+
 // waitNSGCReady waits until the Bundle is Ready and the plugin resource reports
-// message.
-func waitNSGCReady(t testing.TB, b *limbov1alpha1.Bundle, message string) *limbov1alpha1.Bundle {
+// backend namespaces, none of them orphaned.
+func waitNSGCReady(t testing.TB, b *limbov1alpha1.Bundle, backend int) *limbov1alpha1.Bundle {
 	t.Helper()
+	message := fmt.Sprintf("%d StorageOS namespaces, 0 orphaned", backend)
 	return waitBundle(t, b, func(cur *limbov1alpha1.Bundle) error {
 		if err := resourceMessageIs(cur, nsgcResource, limbov1alpha1.ResourceReady, "", message); err != nil {
 			return err
@@ -135,10 +215,10 @@ func waitNSGCReady(t testing.TB, b *limbov1alpha1.Bundle, message string) *limbo
 	})
 }
 
-// tombstoneFor returns the Tombstone of the backend namespace called name, or nil.
-func tombstoneFor(t testing.TB, ns, name string) *limbov1alpha1.Tombstone {
+// tombstone returns the Tombstone of the backend namespace called name, or nil.
+func (f *nsgcFixture) tombstone(t testing.TB, name string) *limbov1alpha1.Tombstone {
 	t.Helper()
-	for _, ts := range tombstones(t, ns) {
+	for _, ts := range tombstones(t, f.ns) {
 		if ts.Spec.Item.Name == name {
 			return &ts
 		}
@@ -146,18 +226,18 @@ func tombstoneFor(t testing.TB, ns, name string) *limbov1alpha1.Tombstone {
 	return nil
 }
 
-// waitTombstoneFor waits for the Tombstone of the backend namespace name and
+// waitTombstone waits for the Tombstone of the backend namespace name and
 // checks that it stands for that namespace.
-func waitTombstoneFor(t testing.TB, sim *storageossim.Server, ns, name, delay string) *limbov1alpha1.Tombstone {
+func (f *nsgcFixture) waitTombstone(t testing.TB, name, delay string) *limbov1alpha1.Tombstone {
 	t.Helper()
 	var ts *limbov1alpha1.Tombstone
 	testenv.Eventually(t, testenv.DefaultTimeout, func() error {
-		if ts = tombstoneFor(t, ns, name); ts == nil {
-			return fmt.Errorf("no Tombstone for backend namespace %s; tombstones: %v", name, tombstoneItems(t, ns))
+		if ts = f.tombstone(t, name); ts == nil {
+			return fmt.Errorf("no Tombstone for backend namespace %s; tombstones: %v", name, tombstoneItems(t, f.ns))
 		}
 		return nil
 	})
-	want, ok := sim.Namespace(name)
+	want, ok := f.sim.Namespace(name)
 	if !ok {
 		// Possible only with a short delay: the item went already.
 		return ts
@@ -171,51 +251,27 @@ func waitTombstoneFor(t testing.TB, sim *storageossim.Server, ns, name, delay st
 	return ts
 }
 
-// waitBackendGone waits until the backend namespace and its Tombstone are gone.
-func waitBackendGone(t testing.TB, sim *storageossim.Server, ns, name string) {
+// waitTombstoneGone waits until the backend namespace name has no Tombstone.
+func (f *nsgcFixture) waitTombstoneGone(t testing.TB, name string) {
 	t.Helper()
 	testenv.Eventually(t, testenv.DefaultTimeout, func() error {
-		if backendHas(sim, name) {
-			return fmt.Errorf("backend namespace %s still exists; tombstones: %v", name, tombstoneItems(t, ns))
-		}
-		if ts := tombstoneFor(t, ns, name); ts != nil {
-			return fmt.Errorf("the Tombstone of %s is still there: %+v", name, ts.Status)
+		if ts := f.tombstone(t, name); ts != nil {
+			return fmt.Errorf("Tombstone %s still there: %v", ts.Name, tombstoneItems(t, f.ns))
 		}
 		return nil
 	})
 }
 
-// tombstoneItems describes a namespace's Tombstones for error messages.
-func tombstoneItems(t testing.TB, ns string) []string {
-	var out []string
-	for _, ts := range tombstones(t, ns) {
-		out = append(out, fmt.Sprintf("%s(%s attempts=%d lastError=%q deleting=%v)", ts.Name, ts.Spec.Item.Name, ts.Status.Attempts, ts.Status.LastError, !ts.DeletionTimestamp.IsZero()))
-	}
-	return out
-}
-
-// waitNSGCEvent waits for an event on the Bundle with the type and reason whose
-// message contains part.
-func waitNSGCEvent(t testing.TB, b *limbov1alpha1.Bundle, typ, reason, part string) {
+// waitBackendGone waits until the backend namespace and its Tombstone are gone.
+func (f *nsgcFixture) waitBackendGone(t testing.TB, name string) {
 	t.Helper()
 	testenv.Eventually(t, testenv.DefaultTimeout, func() error {
-		var seen []string
-		for _, e := range events(t, b) {
-			if e.Type == typ && e.Reason == reason && strings.Contains(e.Message, part) {
-				return nil
-			}
-			seen = append(seen, fmt.Sprintf("%s/%s: %s", e.Type, e.Reason, e.Message))
+		if f.backendHas(name) {
+			return fmt.Errorf("backend namespace %s still exists; tombstones: %v", name, tombstoneItems(t, f.ns))
 		}
-		return fmt.Errorf("no %s event %s containing %q; events: %q", typ, reason, part, seen)
+		if ts := f.tombstone(t, name); ts != nil {
+			return fmt.Errorf("the Tombstone of %s is still there: %+v", name, ts.Status)
+		}
+		return nil
 	})
-}
-
-// kubectlNSGC runs bin/kubectl against the test cluster.
-func kubectlNSGC(t testing.TB, args ...string) (string, error) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	args = append([]string{"--kubeconfig", env.Cluster.KubeconfigPath}, args...)
-	out, err := exec.CommandContext(ctx, filepath.Join(env.RepoRoot, "bin", "kubectl"), args...).CombinedOutput()
-	return string(out), err
 }

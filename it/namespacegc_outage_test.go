@@ -15,17 +15,40 @@ import (
 // error, nothing is scheduled, cancelled or deleted; when the outage ends, the
 // deletion that happened meanwhile is acted upon.
 func TestNamespaceGCBackendOutage(t *testing.T) {
-	ns := env.Namespace(t)
-	sim, url := startStorageOS(t)
-	createStorageOSSecret(t, ns)
-	app := createK8sNamespace(t, "nsgc-outage-")
-	sim.AddNamespace(app)
+	t.Parallel()
+	f := newNSGCFixture(t)
+	app := f.appNamespace(t, "nsgc-outage-", 0)
+	b := f.deletionOnlyBundle(t, "2s")
 
-	b := createBundle(t, ns, "storage", nsgcResourceFor(url, "2s", deletionOnly...))
-	waitNSGCReady(t, b, "2 StorageOS namespaces, 0 orphaned")
-
-	sim.SetOutage(true)
+	// A plan in flight when the outage starts may have listed the backend just
+	// before it and still see app's deletion. So a plan must fail first: any Namespace
+	// event re-runs the plugin, and plans of one resource never overlap, so once a
+	// failed plan is reported, every later plan runs during the outage.
+	f.sim.SetOutage(true)
+	createK8sNamespace(t, "nsgc-outage-trigger-")
+	waitOutageReported(t, b)
 	deleteK8sNamespace(t, app)
+	waitK8sNamespaceGone(t, app)
+	testenv.Consistently(t, 3*time.Second, func() error {
+		if list := tombstones(t, f.ns); len(list) != 0 {
+			return fmt.Errorf("tombstones during the outage: %v", tombstoneItems(t, f.ns))
+		}
+		if !f.backendHas(app) {
+			return fmt.Errorf("backend namespace %s deleted", app)
+		}
+		return nil
+	})
+
+	f.sim.SetOutage(false)
+	f.waitTombstone(t, app, "2s")
+	f.waitBackendGone(t, app)
+	waitNSGCReady(t, b, 1)
+}
+
+// waitOutageReported waits until the resource reports the StorageOS outage: Error,
+// PluginFailed, with the API's answer, and the Bundle not Ready.
+func waitOutageReported(t testing.TB, b *limbov1alpha1.Bundle) {
+	t.Helper()
 	waitBundle(t, b, func(cur *limbov1alpha1.Bundle) error {
 		if err := resourceIs(cur, nsgcResource, limbov1alpha1.ResourceError, "PluginFailed"); err != nil {
 			return err
@@ -38,19 +61,4 @@ func TestNamespaceGCBackendOutage(t *testing.T) {
 		}
 		return conditionIs(cur, "Ready", "False", "")
 	})
-	waitK8sNamespaceGone(t, app)
-	testenv.Consistently(t, 3*time.Second, func() error {
-		if list := tombstones(t, ns); len(list) != 0 {
-			return fmt.Errorf("tombstones during the outage: %v", tombstoneItems(t, ns))
-		}
-		if !backendHas(sim, app) {
-			return fmt.Errorf("backend namespace %s deleted", app)
-		}
-		return nil
-	})
-
-	sim.SetOutage(false)
-	waitTombstoneFor(t, sim, ns, app, "2s")
-	waitBackendGone(t, sim, ns, app)
-	waitNSGCReady(t, b, "1 StorageOS namespaces, 0 orphaned")
 }

@@ -15,30 +15,23 @@ import (
 // exists, once: one entry per Tombstone, without waiting for an unrelated event
 // to re-run the Bundle.
 func TestNamespaceGCPendingDeletionIsListed(t *testing.T) {
+	t.Parallel()
 	// A GC orphan is the sharp case: after the GC run that finds it, nothing else
 	// happens to the Bundle for gcInterval.
 	t.Run("GC orphan", func(t *testing.T) {
-		ns := env.Namespace(t)
-		sim, url := startStorageOS(t)
-		createStorageOSSecret(t, ns)
-		never := uniqueName("nsgc-pending-")
-		sim.AddNamespace(never)
-		b := createBundle(t, ns, "storage", nsgcResourceFor(url, "1h", `"gcDelay":"1s"`, `"gcInterval":"1h"`))
-		ts := waitTombstoneFor(t, sim, ns, never, "1h")
+		t.Parallel()
+		f := newNSGCFixture(t)
+		never := f.strayNamespace("nsgc-pending-")
+		b := f.bundle(t, "1h", `"gcDelay":"1s"`, `"gcInterval":"1h"`)
+		ts := f.waitTombstone(t, never, "1h")
 		waitListedOnce(t, b, ts, never)
 	})
 	// A deletion orphan: the Namespace's termination re-runs the Bundle a few
 	// times.
 	t.Run("deletion orphan", func(t *testing.T) {
-		ns := env.Namespace(t)
-		sim, url := startStorageOS(t)
-		createStorageOSSecret(t, ns)
-		app := createK8sNamespace(t, "nsgc-pending-")
-		sim.AddNamespace(app)
-		b := createBundle(t, ns, "storage", nsgcResourceFor(url, "1h", deletionOnly...))
-		waitNSGCReady(t, b, "2 StorageOS namespaces, 0 orphaned")
-		deleteK8sNamespace(t, app)
-		ts := waitTombstoneFor(t, sim, ns, app, "1h")
+		t.Parallel()
+		f := newNSGCFixture(t)
+		app, b, ts := f.deletedApp(t, "nsgc-pending-", 0, "1h")
 		waitListedOnce(t, b, ts, app)
 		waitK8sNamespaceGone(t, app)
 		testenv.Consistently(t, 3*time.Second, func() error { return listedOnce(getBundle(t, b), ts, app) })

@@ -14,23 +14,18 @@ import (
 // DESIGN.md §2 allows for any resource). The external delete must see the same,
 // resolved spec as the plan: here the endpoint comes from a ConfigMap.
 func TestNamespaceGCSpecWithReferences(t *testing.T) {
-	ns := env.Namespace(t)
-	sim, url := startStorageOS(t)
-	createStorageOSSecret(t, ns)
-	app := createK8sNamespace(t, "nsgc-ref-")
-	sim.AddNamespace(app)
+	t.Parallel()
+	f := newNSGCFixture(t)
+	app := f.appNamespace(t, "nsgc-ref-", 0)
 
-	config := objectResource(t, "storageos-config", configMap("storageos-config", map[string]any{"endpoint": url}, nil))
+	config := objectResource(t, "storageos-config", configMap("storageos-config", map[string]any{"endpoint": f.url}, nil))
 	gc := limbov1alpha1.Resource{
 		Name:       nsgcResource,
 		References: []limbov1alpha1.Reference{{Name: "endpoint", Resource: "storageos-config", Path: "data.endpoint", Example: &apiextensionsv1.JSON{Raw: []byte(`"http://storageos:5705"`)}}},
 		Plugin: &limbov1alpha1.PluginResource{Name: namespacegc.Name, DeletionDelay: "1s", Spec: &apiextensionsv1.JSON{Raw: []byte(fmt.Sprintf(
 			`{"storageos":{"endpoint":"!{endpoint}","credentialsSecretRef":{"name":%q}},"gcInterval":"1h","gcDelay":"0s"}`, nsgcSecret))}},
 	}
-	b := createBundle(t, ns, "storage", config, gc)
-	waitNSGCReady(t, b, "2 StorageOS namespaces, 0 orphaned")
-
-	deleteK8sNamespace(t, app)
-	waitTombstoneFor(t, sim, ns, app, "1s")
-	waitBackendGone(t, sim, ns, app)
+	waitNSGCReady(t, createBundle(t, f.ns, "storage", config, gc), 2)
+	f.orphan(t, app, "1s")
+	f.waitBackendGone(t, app)
 }

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/limbo-dev/limbo/it/testenv"
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 	"github.com/limbo-dev/limbo/pkg/storageos/storageossim"
@@ -14,47 +16,36 @@ import (
 // its Tombstone retries with backoff, showing the error, and the delete succeeds
 // once the namespace is empty.
 func TestNamespaceGCNamespaceWithVolumesIsRetried(t *testing.T) {
-	ns := env.Namespace(t)
-	sim, url := startStorageOS(t)
-	createStorageOSSecret(t, ns)
-	app := createK8sNamespace(t, "nsgc-vol-")
-	sim.AddNamespace(app)
-	if err := sim.SetVolumes(app, 2); err != nil {
-		t.Fatal(err)
-	}
+	t.Parallel()
+	f := newNSGCFixture(t)
+	app, b, _ := f.deletedApp(t, "nsgc-vol-", 2, "2s")
 
-	b := createBundle(t, ns, "storage", nsgcResourceFor(url, "2s", deletionOnly...))
-	waitNSGCReady(t, b, "2 StorageOS namespaces, 0 orphaned")
-	deleteK8sNamespace(t, app)
-	waitTombstoneFor(t, sim, ns, app, "2s")
-
-	// Retried: more than one failed attempt, each recorded.
+	// Retried: more than one failed attempt, each recorded. An attempt is
+	// counted in status.attempts before its DELETE is sent, so the simulator's
+	// count is polled too.
 	var last limbov1alpha1.Tombstone
 	testenv.Eventually(t, testenv.DefaultTimeout, func() error {
-		ts := tombstoneFor(t, ns, app)
+		ts := f.tombstone(t, app)
 		if ts == nil {
 			return fmt.Errorf("the Tombstone went while the namespace holds volumes")
 		}
 		last = *ts
-		if ts.Status.Attempts < 2 {
-			return fmt.Errorf("attempts = %d, lastError %q; want at least 2", ts.Status.Attempts, ts.Status.LastError)
+		if ts.Status.Attempts < 2 || f.deletes() < 2 {
+			return fmt.Errorf("attempts = %d, lastError %q, %d DELETE calls; want at least 2 of each", ts.Status.Attempts, ts.Status.LastError, f.deletes())
 		}
 		return nil
 	})
 	if !strings.Contains(last.Status.LastError, "still holds volumes") || !strings.Contains(last.Status.LastError, storageossim.MsgInUse) {
 		t.Errorf("lastError = %q, want it to say the namespace still holds volumes (%q)", last.Status.LastError, storageossim.MsgInUse)
 	}
-	if !backendHas(sim, app) {
+	if !f.backendHas(app) {
 		t.Fatal("a backend namespace holding volumes was deleted")
 	}
-	if n := sim.Calls(storageossim.OpDeleteNamespace); n < 2 {
-		t.Errorf("%d DELETE calls, want at least 2", n)
-	}
-	waitNSGCEvent(t, b, "Normal", "DeletionScheduled", app) // sanity: the engine scheduled it
+	waitEventContaining(t, b, corev1.EventTypeNormal, "DeletionScheduled", app) // sanity: the engine scheduled it
 
 	// Emptied: the next attempt deletes it.
-	if err := sim.SetVolumes(app, 0); err != nil {
+	if err := f.sim.SetVolumes(app, 0); err != nil {
 		t.Fatal(err)
 	}
-	waitBackendGone(t, sim, ns, app)
+	f.waitBackendGone(t, app)
 }

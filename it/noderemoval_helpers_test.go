@@ -22,6 +22,8 @@ import (
 // Helpers of the node-removal tests (noderemoval_*). There is no csi-baremetal
 // in the local control plane: the tests create its custom resources (CRDs in
 // it/testdata/crds/csi-baremetal.yaml) and the Nodes, and play its controllers.
+// node-removal judges every Node of the cluster, so these tests do not run in
+// parallel: one test's Bundle would judge another's Nodes.
 
 const nrResource = "node-removal"
 

@@ -22,6 +22,8 @@ import (
 // through it land in the second control plane, not in limbo's, with deletes carrying
 // UID preconditions; its RESTMapper sees that cluster's kinds; and a kubeconfig
 // rotated to garbage or a Secret deleted is an *Error naming the Secret.
+// Not parallel: it starts a second control plane, which would starve the
+// parallel tests of CPU.
 func TestRemoteClusterReadsAndWritesTheOtherCluster(t *testing.T) {
 	ns := env.Namespace(t)
 	remote := env.SecondCluster(t, ns)

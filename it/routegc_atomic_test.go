@@ -11,6 +11,7 @@ import (
 // remove_extraroutes call naming only that route: the route list is never
 // rewritten, so the routes other clients keep adding are safe by construction.
 func TestRouteGCAtomicRemoval(t *testing.T) {
+	t.Parallel()
 	f, live, orphan := newRouteGCWithOrphan(t, openstacksim.Config{})
 	added := rt("198.19.9.0/24", "10.180.0.3")
 	// Another client adds a route just before the removal.

@@ -2,8 +2,9 @@ package it
 
 import (
 	"fmt"
-	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 	"testing"
+
+	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 
 	"github.com/limbo-dev/limbo/it/testenv"
 	"github.com/limbo-dev/limbo/pkg/openstack/openstacksim"
@@ -12,6 +13,7 @@ import (
 // A server that comes back (its address is a next hop again) before the
 // deadline cancels the route's Tombstone; the route is never touched.
 func TestRouteGCServerBackCancels(t *testing.T) {
+	t.Parallel()
 	f, live, orphan := newRouteGCWithOrphan(t, openstacksim.Config{})
 
 	f.start("1h")

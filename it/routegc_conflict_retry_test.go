@@ -12,6 +12,7 @@ import (
 // the plugin reads it again and retries, and the routes added meanwhile
 // survive.
 func TestRouteGCRetriesOn412(t *testing.T) {
+	t.Parallel()
 	f, live, orphan := newRouteGCWithOrphan(t, openstacksim.Config{WithoutAtomicExtraRoutes: true})
 	added := []openstacksim.Route{rt("198.19.8.0/24", "10.180.0.3"), rt("198.19.9.0/24", "10.180.0.3")}
 	for _, r := range added { // a busy router: it changes under each of the first two writes

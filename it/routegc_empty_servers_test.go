@@ -13,6 +13,7 @@ import (
 // a Warning event says it, nothing is orphaned and the router is untouched.
 // Once servers are listed again, the plugin goes on.
 func TestRouteGCEmptyServerListOrphansNothing(t *testing.T) {
+	t.Parallel()
 	a, b := rt("198.19.1.0/24", "10.180.0.3"), rt("198.19.2.0/24", "10.180.0.4")
 	f := newRouteGC(t, openstacksim.Config{}, a, b)
 

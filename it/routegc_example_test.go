@@ -11,6 +11,7 @@ import (
 // route to the deleted node is in limbo, the others are desired. Only the
 // authURL changes, from the simulator's fixed port to this test's.
 func TestRouteGCExample(t *testing.T) {
+	t.Parallel()
 	e := readPluginExample(t, "route-gc")
 	sim := openstacksim.New(openstacksim.Config{})
 	sim.LoadDemo()

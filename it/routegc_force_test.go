@@ -9,6 +9,7 @@ import (
 
 // `kubectl delete tombstone` removes the route now, whatever the delay.
 func TestRouteGCDeleteTombstoneForces(t *testing.T) {
+	t.Parallel()
 	f, live, orphan := newRouteGCWithOrphan(t, openstacksim.Config{})
 
 	f.start("1h")

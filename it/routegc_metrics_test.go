@@ -11,6 +11,7 @@ import (
 
 // route-gc's counters, served on the controller's /metrics: a route found
 // orphaned, a route removed, and a server listing that fails.
+// Not parallel: it expects exact increments of process-wide counters.
 func TestRouteGCMetrics(t *testing.T) {
 	const (
 		orphaned = "limbo_routegc_orphaned_routes_total"

@@ -14,6 +14,7 @@ import (
 // The route to a live server, a route outside the CIDR (even to the same dead
 // next hop) and an unparsable route stay.
 func TestRouteGCOrphanRemovedAfterDelay(t *testing.T) {
+	t.Parallel()
 	live, orphan := rt("198.19.1.0/24", "10.180.0.3"), rt("198.19.3.0/24", "10.180.0.5")
 	outside, unparsable := rt("10.0.0.0/8", "10.180.0.5"), rt("198.19.7.0/33", "10.180.0.5")
 	f := newRouteGC(t, openstacksim.Config{}, live, orphan, outside, unparsable)

@@ -16,6 +16,7 @@ import (
 // route is touched; when OpenStack is back, the orphan goes and everything
 // else stays.
 func TestRouteGCOutage(t *testing.T) {
+	t.Parallel()
 	f, live, orphan := newRouteGCWithOrphan(t, openstacksim.Config{})
 
 	f.start("3s")

@@ -14,6 +14,7 @@ import (
 // take five pages; routes to the newest server (first page) and to the oldest
 // (last page) are desired, and only the route to no server is an orphan.
 func TestRouteGCPaginatesServers(t *testing.T) {
+	t.Parallel()
 	const servers = 230
 	oldest, newest, orphan := rt("198.19.1.0/24", "10.180.0.10"), rt("198.19.2.0/24", fmt.Sprintf("10.180.%d.%d", (servers-1+10)/256, (servers-1+10)%256)), rt("198.19.3.0/24", "10.180.9.9")
 	f := newRouteGC(t, openstacksim.Config{MaxLimit: 50}, oldest, newest, orphan)

@@ -12,6 +12,7 @@ import (
 // added while the countdown ran is in that list and survives — the original
 // rewrote the list it had read at its poll.
 func TestRouteGCRevisionGuardedRemoval(t *testing.T) {
+	t.Parallel()
 	f, live, orphan := newRouteGCWithOrphan(t, openstacksim.Config{WithoutAtomicExtraRoutes: true})
 
 	f.start("5s")

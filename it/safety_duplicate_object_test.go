@@ -16,6 +16,7 @@ import (
 // naming the object: the template's object is applied, the generator's is not,
 // and the two never rewrite each other.
 func TestTemplateAndGeneratorDeclaringOneObject(t *testing.T) {
+	t.Parallel()
 	ns := env.Namespace(t)
 	b := createBundle(t, ns, "shop",
 		objectResource(t, "settings", configMap("app-settings", map[string]any{"source": "template"}, nil)),

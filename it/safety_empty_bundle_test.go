@@ -17,6 +17,7 @@ import (
 // Stalled (EmptyBundle) and lists what it keeps; spec.allowEmpty lets the
 // deletions (and delays) proceed.
 func TestEmptyBundleDeletesNothing(t *testing.T) {
+	t.Parallel()
 	ns := env.Namespace(t)
 	b := createBundle(t, ns, "shop",
 		objectResource(t, "config", configMap("config", map[string]any{"k": "v"}, nil)),

@@ -15,6 +15,7 @@ import (
 // resource and the field, and nothing is created (it used to create shop-data,
 // track it as "!{app}-data", and delete and re-create it in a loop).
 func TestTemplatedNameIsASpecError(t *testing.T) {
+	t.Parallel()
 	ns := env.Namespace(t)
 	b := createBundle(t, ns, "shop",
 		objectResource(t, "app", configMap("shop", map[string]any{"k": "v"}, nil)),

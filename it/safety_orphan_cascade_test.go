@@ -16,6 +16,7 @@ import (
 // garbage collector leaves it without a controller, which the reaper would take
 // for a released object if it were still stamped).
 func TestOrphanCascadeStopsCountdowns(t *testing.T) {
+	t.Parallel()
 	ns := env.Namespace(t)
 	keep := objectResource(t, "keep", configMap("keep", map[string]any{"k": "v"}, nil))
 	b := createBundle(t, ns, "shop", keep,

@@ -19,6 +19,7 @@ import (
 // controller_runtime_reconcile_errors_total. A plugin that returns no result is
 // an error like any other, not a crash.
 func TestPluginFailureIsTransient(t *testing.T) {
+	t.Parallel()
 	ns := env.Namespace(t)
 	domain := external.Domain(ns)
 	domain.Set("keep", true)
@@ -54,6 +55,7 @@ func TestPluginFailureIsTransient(t *testing.T) {
 // Every kind a plugin generated is found when the plugin resource leaves the
 // Bundle, not only the kind of its first object.
 func TestPluginGeneratedKindsAreAllCleanedUp(t *testing.T) {
+	t.Parallel()
 	ns := env.Namespace(t)
 	domain := external.Domain(ns)
 	domain.Set("keep", true)

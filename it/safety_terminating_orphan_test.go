@@ -18,6 +18,7 @@ import (
 // An orphan held by a finalizer (a PVC's pvc-protection, here a test finalizer)
 // is deleted once: one Deleted event, one count in limbo_deletions_total, and it
 // stays in pendingDeletions, saying what holds it, until it is really gone.
+// Not parallel: it expects an exact increment of a process-wide counter.
 func TestTerminatingOrphanIsDeletedOnce(t *testing.T) {
 	ns := env.Namespace(t)
 	const finalizer = "test.limbo.dev/hold"

@@ -19,28 +19,24 @@ import (
 // resource then leaves the Bundle does not stay Terminating forever: removing a
 // cleanup job stops its deletions; the Tombstone goes, the item stays.
 func TestTombstoneForcedThenResourceRemoved(t *testing.T) {
-	ns := env.Namespace(t)
-	domain := external.Domain(ns)
-	domain.Set("keep", true)
-	domain.Set("orphan", false)
-	domain.FailDeletes(testplugin.ErrInjected)
+	t.Parallel()
+	e := newExternalItems(t)
+	e.domain.FailDeletes(testplugin.ErrInjected)
 	keep := objectResource(t, "config", configMap("config", map[string]any{"k": "v"}, nil))
-	b := createBundle(t, ns, "shop", keep, pluginResource("items", ns, "1h"))
-	waitReady(t, b)
-	ts := waitOneTombstone(t, ns, "orphan")
+	b, ts := e.orphan(t, "shop", "1h", keep)
 	if err := env.Client.Delete(context.Background(), &ts); err != nil {
 		t.Fatal(err)
 	}
 	testenv.Eventually(t, testenv.DefaultTimeout, func() error {
-		if domain.Deletes("orphan") == 0 {
+		if e.domain.Deletes("orphan") == 0 {
 			return fmt.Errorf("the forced delete was not attempted")
 		}
 		return nil
 	})
 
 	updateBundle(t, b, keep)
-	testenv.Eventually(t, testenv.DefaultTimeout, noTombstones(t, ns))
-	if !domain.Exists("orphan") {
+	testenv.Eventually(t, testenv.DefaultTimeout, noTombstones(t, e.ns))
+	if !e.domain.Exists("orphan") {
 		t.Error("the item was deleted")
 	}
 }
@@ -48,12 +44,10 @@ func TestTombstoneForcedThenResourceRemoved(t *testing.T) {
 // Two Bundles of a namespace with a plugin resource of the same name that find
 // the same item each get their own Tombstone.
 func TestTombstoneNamesIncludeTheBundle(t *testing.T) {
-	ns := env.Namespace(t)
-	domain := external.Domain(ns)
-	domain.Set("keep", true)
-	domain.Set("orphan", false)
-	shop := createBundle(t, ns, "shop", pluginResource("items", ns, "1h"))
-	cart := createBundle(t, ns, "cart", pluginResource("items", ns, "1h"))
+	t.Parallel()
+	e := newExternalItems(t)
+	shop := createBundle(t, e.ns, "shop", e.resource("1h"))
+	cart := createBundle(t, e.ns, "cart", e.resource("1h"))
 	for _, b := range []*limbov1alpha1.Bundle{shop, cart} {
 		waitBundle(t, b, func(cur *limbov1alpha1.Bundle) error {
 			if len(cur.Status.PendingDeletions) != 1 || cur.Status.PendingDeletions[0].Kind != "Tombstone" {
@@ -64,7 +58,7 @@ func TestTombstoneNamesIncludeTheBundle(t *testing.T) {
 	}
 	testenv.Eventually(t, testenv.DefaultTimeout, func() error {
 		owners := map[string]bool{}
-		for _, ts := range tombstones(t, ns) {
+		for _, ts := range tombstones(t, e.ns) {
 			owners[ts.Labels[limbov1alpha1.LabelBundle]] = true
 			if ref := metav1.GetControllerOf(&ts); ref == nil || ref.Name != ts.Labels[limbov1alpha1.LabelBundle] {
 				return fmt.Errorf("Tombstone %s is labelled %q but controlled by %v", ts.Name, ts.Labels[limbov1alpha1.LabelBundle], ref)
@@ -80,22 +74,18 @@ func TestTombstoneNamesIncludeTheBundle(t *testing.T) {
 // An edit that removes a plugin resource and breaks the spec still cancels the
 // resource's Tombstones: a broken spec never lets a removed cleanup job delete.
 func TestTombstoneCancelledByAnEditThatBreaksTheSpec(t *testing.T) {
-	ns := env.Namespace(t)
-	domain := external.Domain(ns)
-	domain.Set("keep", true)
-	domain.Set("orphan", false)
-	b := createBundle(t, ns, "shop", pluginResource("items", ns, "1h"))
-	waitReady(t, b)
-	waitOneTombstone(t, ns, "orphan")
+	t.Parallel()
+	e := newExternalItems(t)
+	b, _ := e.orphan(t, "shop", "1h")
 
 	broken := objectResource(t, "broken", map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "cluster-scoped"}})
 	updateBundle(t, b, broken)
 	waitBundle(t, b, func(cur *limbov1alpha1.Bundle) error {
 		return conditionIs(cur, "Stalled", metav1.ConditionTrue, "InvalidSpec")
 	})
-	testenv.Eventually(t, testenv.DefaultTimeout, noTombstones(t, ns))
+	testenv.Eventually(t, testenv.DefaultTimeout, noTombstones(t, e.ns))
 	waitEventContaining(t, b, corev1.EventTypeNormal, "DeletionCancelled", `TestItem "orphan"`, `resource "items" left the Bundle`)
-	testenv.Consistently(t, 2*time.Second, itemUntouched(domain, "orphan"))
+	testenv.Consistently(t, 2*time.Second, e.untouched("orphan"))
 }
 
 // A Tombstone whose stamp is unparsable is stamped again, with a Warning; the
@@ -103,13 +93,9 @@ func TestTombstoneCancelledByAnEditThatBreaksTheSpec(t *testing.T) {
 // histogram like the engine's own. (The counters are the process's: other
 // tests' deletions may add to them, so the test asserts that they grew.)
 func TestTombstoneRestampAndMetrics(t *testing.T) {
-	ns := env.Namespace(t)
-	domain := external.Domain(ns)
-	domain.Set("keep", true)
-	domain.Set("orphan", false)
-	b := createBundle(t, ns, "shop", pluginResource("items", ns, "10s"))
-	waitReady(t, b)
-	ts := waitOneTombstone(t, ns, "orphan")
+	t.Parallel()
+	e := newExternalItems(t)
+	_, ts := e.orphan(t, "shop", "10s")
 	before := gatherEngineMetrics(t)
 
 	patch := []byte(`{"metadata":{"annotations":{"limbo.dev/deletionTimestamp":"yesterday"}}}`)
@@ -117,7 +103,7 @@ func TestTombstoneRestampAndMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	testenv.Eventually(t, 30*time.Second, func() error {
-		if domain.Exists("orphan") {
+		if e.domain.Exists("orphan") {
 			return fmt.Errorf("the item still exists")
 		}
 		return nil
@@ -131,11 +117,11 @@ func TestTombstoneRestampAndMetrics(t *testing.T) {
 	}
 	testenv.Eventually(t, testenv.DefaultTimeout, func() error {
 		var list corev1.EventList
-		if err := env.Client.List(context.Background(), &list, client.InNamespace(ns)); err != nil {
+		if err := env.Client.List(context.Background(), &list, client.InNamespace(e.ns)); err != nil {
 			return err
 		}
-		for _, e := range list.Items {
-			if e.InvolvedObject.Kind == "Tombstone" && e.Type == corev1.EventTypeWarning && e.Reason == "InvalidDeletionTimestamp" {
+		for _, ev := range list.Items {
+			if ev.InvolvedObject.Kind == "Tombstone" && ev.Type == corev1.EventTypeWarning && ev.Reason == "InvalidDeletionTimestamp" {
 				return nil
 			}
 		}

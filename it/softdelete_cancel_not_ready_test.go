@@ -17,6 +17,7 @@ import (
 // stamp at once — one independent of the Widget, one that depends on it and is
 // Blocked — and their countdown does not resume when the Bundle is Ready again.
 func TestSoftDeleteCancelWhileNotReady(t *testing.T) {
+	t.Parallel()
 	ns := env.Namespace(t)
 	const delay = 10 * time.Second
 	w := objectResource(t, "w", widget("w"))

@@ -16,6 +16,7 @@ import (
 // the stamp and the pending-deletion label (event DeletionCancelled), is kept past
 // the original deadline, and leaves pendingDeletions.
 func TestSoftDeleteCancelByReAdding(t *testing.T) {
+	t.Parallel()
 	ns := env.Namespace(t)
 	keep := objectResource(t, "keep", configMap("keep", map[string]any{"a": "b"}, nil))
 	db := func() limbov1alpha1.Resource {

@@ -11,6 +11,8 @@ import (
 // Deadlines are honoured to the second: a countdown requeues at its deadline and
 // never waits for a resync, so a 2s countdown ends in a delete shortly after
 // stamp+2s — and never before.
+// Not parallel: it measures how late the delete comes, which other tests' load
+// would blur.
 func TestSoftDeleteDeadlineToTheSecond(t *testing.T) {
 	ns := env.Namespace(t)
 	const delay = 2 * time.Second

@@ -37,6 +37,7 @@ func readExampleBundle(t testing.TB, file string) *limbov1alpha1.Bundle {
 // db-config and legacy-flags in limbo with their delays; v1 again cancels both;
 // v2 again, then `kubectl delete` of legacy-flags deletes it at once.
 func TestSoftDeleteExample(t *testing.T) {
+	t.Parallel()
 	ns := env.Namespace(t)
 	v1, v2 := readExampleBundle(t, "bundle-v1.yaml"), readExampleBundle(t, "bundle-v2.yaml")
 	if v1.Name != v2.Name {

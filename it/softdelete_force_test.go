@@ -18,6 +18,7 @@ import (
 // nothing else is needed: no error, no Warning, and the Bundle's pendingDeletions
 // forgets it.
 func TestSoftDeleteForceWithKubectlDelete(t *testing.T) {
+	t.Parallel()
 	ns := env.Namespace(t)
 	keep := objectResource(t, "keep", configMap("keep", map[string]any{"a": "b"}, nil))
 	b := createBundle(t, ns, "force", keep,

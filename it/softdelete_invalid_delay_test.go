@@ -21,11 +21,13 @@ import (
 // InvalidDeletionDelay), and a pendingDeletions entry with the error. Fixing the
 // annotation lets the countdown run.
 func TestSoftDeleteInvalidDelayNeverDeletes(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ delay, err string }{
 		{"forever", `invalid limbo.dev/deletionDelay "forever": time: invalid duration "forever"`},
 		{"-5m", `invalid limbo.dev/deletionDelay "-5m": must not be negative`},
 	} {
 		t.Run(tc.delay, func(t *testing.T) {
+			t.Parallel()
 			ns := env.Namespace(t)
 			keep := objectResource(t, "keep", configMap("keep", map[string]any{"a": "b"}, nil))
 			b := createBundle(t, ns, "invalid", keep, objectResource(t, "db", configMap("db", map[string]any{"a": "b"}, nil)))
@@ -76,6 +78,7 @@ func TestSoftDeleteInvalidDelayNeverDeletes(t *testing.T) {
 // Stalled, the resource names the error, and nothing is written or deleted — not
 // even the object that the same edit removed from the Bundle.
 func TestSoftDeleteInvalidDelayInTemplate(t *testing.T) {
+	t.Parallel()
 	ns := env.Namespace(t)
 	keep := objectResource(t, "keep", configMap("keep", map[string]any{"a": "b"}, nil))
 	b := createBundle(t, ns, "invalid-template", keep, objectResource(t, "db", configMap("db", map[string]any{"a": "b"}, nil)))

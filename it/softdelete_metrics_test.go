@@ -15,6 +15,7 @@ import (
 // it runs; its delete is counted in limbo_deletions_total{result="deleted"} and
 // its lateness observed in limbo_deletion_lateness_seconds.
 func TestSoftDeleteMetrics(t *testing.T) {
+	t.Parallel()
 	ns := env.Namespace(t)
 	const delay = 3 * time.Second
 	keep := objectResource(t, "keep", configMap("keep", map[string]any{"a": "b"}, nil))

@@ -63,6 +63,7 @@ func isReleased(u *unstructured.Unstructured, b *limbov1alpha1.Bundle) error {
 // with a deletionDelay to limbo instead of deleting it, the Bundle goes, and the
 // reaper deletes the object at its deadline, not before.
 func TestSoftDeleteReaperAfterBundleDeletion(t *testing.T) {
+	t.Parallel()
 	ns := env.Namespace(t)
 	const delay = 4 * time.Second
 	b := createBundle(t, ns, "reaped",
@@ -100,6 +101,7 @@ func TestSoftDeleteReaperAfterBundleDeletion(t *testing.T) {
 // predecessor adopts it before its deadline: owner reference back, countdown
 // cancelled, and the object is kept past the deadline.
 func TestSoftDeleteReaperNewBundleAdopts(t *testing.T) {
+	t.Parallel()
 	ns := env.Namespace(t)
 	const delay = 15 * time.Second
 	db := func() limbov1alpha1.Resource {

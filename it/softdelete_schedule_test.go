@@ -14,6 +14,7 @@ import (
 // An object with a deletion delay that leaves its Bundle is stamped, listed in
 // pendingDeletions, kept until its deadline and deleted right after it.
 func TestSoftDeleteScheduleThenDelete(t *testing.T) {
+	t.Parallel()
 	ns := env.Namespace(t)
 	keep := objectResource(t, "keep", configMap("keep", map[string]any{"a": "b"}, nil))
 	b := createBundle(t, ns, "sd", keep,

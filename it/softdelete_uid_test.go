@@ -15,6 +15,7 @@ import (
 // A countdown belongs to one object, not to a name: an object deleted during its
 // countdown and re-created under the same name is not hit by the old deadline.
 func TestSoftDeleteRecreatedObjectNotHitByOldCountdown(t *testing.T) {
+	t.Parallel()
 	const delay = 4 * time.Second
 	// inLimbo puts ConfigMap db of a new Bundle in limbo and returns the Bundle
 	// and the deadline of db's countdown.
@@ -34,6 +35,7 @@ func TestSoftDeleteRecreatedObjectNotHitByOldCountdown(t *testing.T) {
 	// A plain object, as another user or tool would create it: limbo does not
 	// manage it, and the old countdown does not touch it.
 	t.Run("plain", func(t *testing.T) {
+		t.Parallel()
 		ns := env.Namespace(t)
 		b, deadline := inLimbo(t, ns)
 		u := createObject(t, ns, configMap("db", map[string]any{"new": "yes"}, nil))
@@ -53,6 +55,7 @@ func TestSoftDeleteRecreatedObjectNotHitByOldCountdown(t *testing.T) {
 	// and a delay (as a restore from a backup would bring it back): it is an orphan
 	// of the Bundle, but a new one, so its countdown starts afresh.
 	t.Run("restored", func(t *testing.T) {
+		t.Parallel()
 		ns := env.Namespace(t)
 		b, deadline := inLimbo(t, ns)
 		// The Bundle does not bring back what it no longer declares; and the new

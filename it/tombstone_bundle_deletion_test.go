@@ -13,19 +13,16 @@ import (
 // Deleting a Bundle stops its cleanup jobs: pending Tombstones are cancelled,
 // never executed, whatever the cascade mode, and their items stay.
 func TestTombstoneCancelWhenBundleDeleted(t *testing.T) {
+	t.Parallel()
 	for _, policy := range []metav1.DeletionPropagation{metav1.DeletePropagationBackground, metav1.DeletePropagationOrphan, metav1.DeletePropagationForeground} {
 		t.Run(string(policy), func(t *testing.T) {
-			ns := env.Namespace(t)
-			domain := external.Domain(ns)
-			domain.Set("keep", true)
-			domain.Set("orphan", false)
-			b := createBundle(t, ns, "ext-deleted", pluginResource("items", ns, "1h"))
-			b = waitReady(t, b)
-			waitOneTombstone(t, ns, "orphan")
+			t.Parallel()
+			e := newExternalItems(t)
+			b, _ := e.orphan(t, "ext-deleted", "1h")
 
 			deleteBundleWithPolicy(t, b, policy)
 			waitBundleDeleted(t, b)
-			testenv.Eventually(t, testenv.DefaultTimeout, noTombstones(t, ns))
+			testenv.Eventually(t, testenv.DefaultTimeout, noTombstones(t, e.ns))
 			// In the foreground cascade the garbage collector deletes the Tombstone
 			// itself, so who cancels it (and where the event goes) is a race.
 			if policy != metav1.DeletePropagationForeground {
@@ -33,12 +30,7 @@ func TestTombstoneCancelWhenBundleDeleted(t *testing.T) {
 					t.Error(err)
 				}
 			}
-			testenv.Consistently(t, 2*time.Second, func() error {
-				if err := itemUntouched(domain, "orphan")(); err != nil {
-					return err
-				}
-				return itemUntouched(domain, "keep")()
-			})
+			testenv.Consistently(t, 2*time.Second, e.untouched("orphan", "keep"))
 		})
 	}
 }

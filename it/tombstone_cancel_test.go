@@ -13,24 +13,19 @@ import (
 // An external item that is desired again before its deadline keeps its life: its
 // Tombstone is removed, and the item is never touched.
 func TestTombstoneCancelWhenDesiredAgain(t *testing.T) {
-	ns := env.Namespace(t)
-	domain := external.Domain(ns)
-	domain.Set("keep", true)
-	domain.Set("orphan", false)
-	resources := []limbov1alpha1.Resource{pluginResource("items", ns, "1h")}
-	b := createBundle(t, ns, "ext-cancel", resources...)
-	waitReady(t, b)
-	waitOneTombstone(t, ns, "orphan")
+	t.Parallel()
+	e := newExternalItems(t)
+	b, _ := e.orphan(t, "ext-cancel", "1h")
 
-	domain.Set("orphan", true)
-	replan(t, b, resources, "replan")
-	testenv.Eventually(t, testenv.DefaultTimeout, noTombstones(t, ns))
+	e.domain.Set("orphan", true)
+	replan(t, b, []limbov1alpha1.Resource{e.resource("1h")}, "replan")
+	testenv.Eventually(t, testenv.DefaultTimeout, noTombstones(t, e.ns))
 	waitEvent(t, b, corev1.EventTypeNormal, "DeletionCancelled", `TestItem "orphan": deletion cancelled (the item is desired again)`)
 	noPendingDeletions(t, b)
 	testenv.Consistently(t, 2*time.Second, func() error {
-		if err := itemUntouched(domain, "orphan")(); err != nil {
+		if err := e.untouched("orphan")(); err != nil {
 			return err
 		}
-		return noTombstones(t, ns)()
+		return noTombstones(t, e.ns)()
 	})
 }

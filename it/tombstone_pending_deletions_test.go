@@ -13,6 +13,7 @@ import (
 // Tombstone with its deadline, as soon as its Tombstone exists; and it leaves the
 // list once the item is gone.
 func TestTombstoneListedInPendingDeletions(t *testing.T) {
+	t.Parallel()
 	// waitListed waits until pendingDeletions lists exactly ts and checks the entry.
 	waitListed := func(t *testing.T, b *limbov1alpha1.Bundle, ts limbov1alpha1.Tombstone) limbov1alpha1.PendingDeletion {
 		t.Helper()
@@ -46,51 +47,40 @@ func TestTombstoneListedInPendingDeletions(t *testing.T) {
 	// cleanup job finds something new: the pass that creates the Tombstone is
 	// the last one for a while.
 	t.Run("orphaned later", func(t *testing.T) {
-		ns := env.Namespace(t)
-		domain := external.Domain(ns)
-		domain.Set("keep", true)
-		domain.Set("orphan", true)
-		resources := []limbov1alpha1.Resource{pluginResource("items", ns, "1h")}
-		b := createBundle(t, ns, "ext-later", resources...)
-		waitReady(t, b)
-		domain.Set("orphan", false)
+		t.Parallel()
+		e := newExternalItems(t)
+		e.domain.Set("orphan", true)
+		resources := []limbov1alpha1.Resource{e.resource("1h")}
+		b := waitReady(t, createBundle(t, e.ns, "ext-later", resources...))
+		e.domain.Set("orphan", false)
 		replan(t, b, resources, "orphaned")
-		waitListed(t, b, waitOneTombstone(t, ns, "orphan"))
+		waitListed(t, b, waitOneTombstone(t, e.ns, "orphan"))
 	})
 
 	// Later passes list it once, the same way: a Tombstone stands for an
 	// external item; it is not itself an orphan object of the Bundle.
 	t.Run("listed once", func(t *testing.T) {
-		ns := env.Namespace(t)
-		domain := external.Domain(ns)
-		domain.Set("keep", true)
-		domain.Set("orphan", false)
-		resources := []limbov1alpha1.Resource{pluginResource("items", ns, "1h")}
-		b := createBundle(t, ns, "ext-once", resources...)
-		waitReady(t, b)
-		ts := waitOneTombstone(t, ns, "orphan")
+		t.Parallel()
+		e := newExternalItems(t)
+		b, ts := e.orphan(t, "ext-once", "1h")
 		waitListed(t, b, ts)
-		replan(t, b, resources, "again")
+		replan(t, b, []limbov1alpha1.Resource{e.resource("1h")}, "again")
 		waitListed(t, b, ts)
-		if list := tombstones(t, ns); len(list) != 1 || list[0].UID != ts.UID || len(list[0].OwnerReferences) != 1 {
+		if list := tombstones(t, e.ns); len(list) != 1 || list[0].UID != ts.UID || len(list[0].OwnerReferences) != 1 {
 			t.Errorf("the Tombstone changed: %+v", list)
 		}
 	})
 
 	// Forced: the item goes, and so does the entry.
 	t.Run("unlisted when gone", func(t *testing.T) {
-		ns := env.Namespace(t)
-		domain := external.Domain(ns)
-		domain.Set("keep", true)
-		domain.Set("orphan", false)
-		b := createBundle(t, ns, "ext-unlisted", pluginResource("items", ns, "1h"))
-		waitReady(t, b)
-		ts := waitOneTombstone(t, ns, "orphan")
+		t.Parallel()
+		e := newExternalItems(t)
+		b, ts := e.orphan(t, "ext-unlisted", "1h")
 		waitListed(t, b, ts)
 		if err := env.Client.Delete(testenv.Context(t, testenv.DefaultTimeout), &ts); err != nil {
 			t.Fatal(err)
 		}
-		testenv.Eventually(t, testenv.DefaultTimeout, noTombstones(t, ns))
+		testenv.Eventually(t, testenv.DefaultTimeout, noTombstones(t, e.ns))
 		noPendingDeletions(t, b)
 	})
 }

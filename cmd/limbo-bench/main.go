@@ -4,7 +4,8 @@
 // reconcile, deletion lateness and the controller's memory, prints a table and
 // writes the same figures as JSON. See docs/performance.md.
 //
-//	limbo-bench [-bundles 200] [-objects 10] [-deletions 200] [-memory=true] [-out bench-results.json] ...
+//	limbo-bench [-preset default|large] [-bundles 200] [-objects 10] [-deletions 200] [-memory=true] [-out bench-results.json] ...
+//	limbo-bench -kro-bin bin/kro -kro-crds DIR ...   also converge the unthrottled workload with kro (make bench-peers)
 //	limbo-bench -shards 2 [-memory-bundles 1000] [-objects 10]   one controller against two shards
 package main
 
@@ -26,13 +27,19 @@ import (
 
 func main() {
 	cfg := bench.DefaultConfig()
-	var out, controllerArgs, controllerEnv string
-	qps := float64(cfg.QPS)
+	var out, controllerArgs, controllerEnv, preset string
+	qps, unthrottledQPS := float64(cfg.QPS), float64(cfg.UnthrottledQPS)
+	flag.StringVar(&preset, "preset", cfg.Preset, "workload preset, whose sizes the other flags override: "+presetHelp())
 	flag.IntVar(&cfg.Bundles, "bundles", cfg.Bundles, "N: Bundles of the converge, no-op and deletion phases (1..1000)")
 	flag.IntVar(&cfg.Objects, "objects", cfg.Objects, "M: ConfigMaps per Bundle (1..10)")
 	flag.Float64Var(&qps, "qps", qps, "client QPS of the controller (--kube-api-qps) and of the floor client")
 	flag.IntVar(&cfg.Burst, "burst", cfg.Burst, "client burst of the controller (--kube-api-burst) and of the floor client")
-	flag.IntVar(&cfg.Workers, "workers", cfg.Workers, "reconcile workers of the controller (--workers) and concurrency of the floor client")
+	flag.IntVar(&cfg.Workers, "workers", cfg.Workers, "reconcile workers of the controller (--workers, kro's --dynamic-controller-concurrent-reconciles) and concurrency of the floor client")
+	flag.Float64Var(&unthrottledQPS, "unthrottled-qps", unthrottledQPS, "client QPS of the second, unthrottled converge (its own controller, floor and kro); 0 skips it")
+	flag.IntVar(&cfg.UnthrottledBurst, "unthrottled-burst", cfg.UnthrottledBurst, "client burst of the unthrottled converge")
+	flag.StringVar(&cfg.KroBin, "kro-bin", "", "kro controller binary: also converge the unthrottled workload as a kro ResourceGraphDefinition (make bench-peers)")
+	flag.StringVar(&cfg.KroCRDs, "kro-crds", "", "directory of kro's CRDs (the kro module's helm/crds)")
+	flag.StringVar(&cfg.KroVersion, "kro-version", "", "the kro version -kro-bin was built from, for the report")
 	flag.IntVar(&cfg.Deletions, "deletions", cfg.Deletions, "K: objects removed from their Bundles for the deletion-lateness phase (0 skips it)")
 	flag.DurationVar(&cfg.MinDelay, "min-delay", cfg.MinDelay, "shortest limbo.dev/deletionDelay of the deletion phase")
 	flag.DurationVar(&cfg.MaxDelay, "max-delay", cfg.MaxDelay, "longest limbo.dev/deletionDelay of the deletion phase")
@@ -49,7 +56,15 @@ func main() {
 	flag.StringVar(&controllerArgs, "controller-args", "", "extra arguments of `limbo controller`, space-separated")
 	flag.StringVar(&controllerEnv, "controller-env", "", "extra environment of the controller, space-separated KEY=VALUE (for example GOMEMLIMIT=120MiB)")
 	flag.Parse()
-	cfg.QPS = float32(qps)
+	// The preset sets the sizes; parsing again lets the flags given override them.
+	presetCfg, err := bench.PresetConfig(preset)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "limbo-bench:", err)
+		os.Exit(2)
+	}
+	cfg.Preset, cfg.Bundles, cfg.Objects, cfg.MemoryBundles = presetCfg.Preset, presetCfg.Bundles, presetCfg.Objects, presetCfg.MemoryBundles
+	_ = flag.CommandLine.Parse(os.Args[1:])
+	cfg.QPS, cfg.UnthrottledQPS = float32(qps), float32(unthrottledQPS)
 	cfg.ControllerArgs = strings.Fields(controllerArgs)
 	cfg.ControllerEnv = strings.Fields(controllerEnv)
 
@@ -77,4 +92,13 @@ func run(cfg bench.Config, out string) error {
 		}
 	}
 	return err
+}
+
+// presetHelp lists the presets for -preset's help.
+func presetHelp() string {
+	parts := make([]string, len(bench.Presets))
+	for i, p := range bench.Presets {
+		parts[i] = p.Name + " (" + p.Description + ")"
+	}
+	return strings.Join(parts, "; ")
 }

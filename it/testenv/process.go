@@ -2,39 +2,12 @@ package testenv
 
 import (
 	"context"
-	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/limbo-dev/limbo/pkg/controllerprocess"
 )
-
-// limboBinary is cmd/limbo built once per test package.
-var limboBinary struct {
-	once sync.Once
-	path string
-	err  error
-	dir  string
-}
-
-// LimboBinary builds cmd/limbo once for the test package and returns its path.
-func (e *Env) LimboBinary(t testing.TB) string {
-	t.Helper()
-	limboBinary.once.Do(func() {
-		if limboBinary.dir, limboBinary.err = os.MkdirTemp("", "limbo-it-bin-"); limboBinary.err != nil {
-			return
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-		defer cancel()
-		limboBinary.path, limboBinary.err = controllerprocess.Build(ctx, e.RepoRoot, limboBinary.dir)
-	})
-	if limboBinary.err != nil {
-		t.Fatalf("build limbo: %v", limboBinary.err)
-	}
-	return limboBinary.path
-}
 
 // ControllerProcess runs `limbo controller --kubeconfig <the cluster's> args...`
 // as a child process until t ends, and waits until it is ready. Its log is
@@ -42,7 +15,7 @@ func (e *Env) LimboBinary(t testing.TB) string {
 // controller does not act as well.
 func (e *Env) ControllerProcess(t testing.TB, name string, args ...string) *controllerprocess.Process {
 	t.Helper()
-	bin := e.LimboBinary(t)
+	bin := e.Binary(t, "limbo")
 	logPath := filepath.Join(t.TempDir(), name+".log")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()

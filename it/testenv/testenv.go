@@ -86,6 +86,7 @@ func repoRoot() string {
 
 func start(opts Options) (*Env, error) {
 	root := repoRoot()
+	prebuild(root)
 	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.Level(zapLevel()))))
 	ctx := context.Background()
 	cluster, err := localcluster.Start(ctx, localcluster.Config{
@@ -185,9 +186,7 @@ func (e *Env) stop() error {
 	if err := e.StopController(); err != nil {
 		fmt.Fprintln(os.Stderr, "testenv: controller:", err)
 	}
-	if limboBinary.dir != "" {
-		_ = os.RemoveAll(limboBinary.dir)
-	}
+	removeBinaries()
 	return errors.Join(e.stopSecondCluster(), e.Cluster.Stop())
 }
 

@@ -20,8 +20,6 @@ import (
 	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
@@ -45,12 +43,29 @@ type Config struct {
 	// cmd/limbo with `go build`.
 	LimboBin string
 
+	// Preset is the name of the preset the workload came from (Presets).
+	Preset  string
 	Bundles int // N
 	Objects int // M, ConfigMaps per Bundle
 
+	// QPS and Burst are the client of the controller and of the floor in the
+	// main converge and in the phases after it: the controller's defaults,
+	// which throttle both sides.
 	QPS     float32
 	Burst   int
 	Workers int
+	// UnthrottledQPS and UnthrottledBurst are the client of the second
+	// converge (a controller of its own, in namespaces of its own), set high
+	// enough that the client's rate limiter is not what is measured; QPS 0
+	// skips it. The peer (kro) runs with them too.
+	UnthrottledQPS   float32
+	UnthrottledBurst int
+
+	// KroBin is a kro controller binary (make bench-peers builds one): when
+	// set, the unthrottled workload also runs as a kro ResourceGraphDefinition
+	// with one instance per Bundle. KroCRDs is the directory of kro's CRDs (the
+	// module's helm/crds) and KroVersion the version it was built from.
+	KroBin, KroCRDs, KroVersion string
 
 	Deletions int // K
 	MinDelay  time.Duration
@@ -84,10 +99,12 @@ type Config struct {
 func DefaultConfig() Config {
 	opts := controller.DefaultOptions()
 	return Config{
-		Bundles: 200, Objects: 10,
+		Preset:  Presets[0].Name,
+		Bundles: Presets[0].Bundles, Objects: Presets[0].Objects,
 		QPS: opts.QPS, Burst: opts.Burst, Workers: opts.Workers,
+		UnthrottledQPS: 1000, UnthrottledBurst: 2000,
 		Deletions: 200, MinDelay: 5 * time.Second, MaxDelay: 20 * time.Second,
-		Memory: true, MemoryBundles: 1000,
+		Memory: true, MemoryBundles: Presets[0].MemoryBundles,
 		ControllerLogLevel: "info",
 		Shards:             1,
 	}
@@ -102,6 +119,12 @@ func (c Config) Validate() error {
 		return fmt.Errorf("-objects must be within 1..10, not %d", c.Objects)
 	case c.QPS <= 0 || c.Burst < 1 || c.Workers < 1:
 		return fmt.Errorf("-qps, -burst and -workers must be positive")
+	case c.UnthrottledQPS < 0 || (c.UnthrottledQPS > 0 && c.UnthrottledBurst < 1):
+		return fmt.Errorf("-unthrottled-qps must be 0 (skip) or positive, with a positive -unthrottled-burst")
+	case c.KroBin != "" && (c.KroCRDs == "" || c.UnthrottledQPS == 0):
+		return fmt.Errorf("-kro-bin needs -kro-crds and the unthrottled converge (-unthrottled-qps > 0)")
+	case c.KroBin != "" && c.Shards > 1:
+		return fmt.Errorf("-kro-bin and -shards do not combine")
 	case c.Deletions < 0 || c.Deletions > c.Bundles*c.Objects:
 		return fmt.Errorf("-deletions must be within 0..%d (bundles × objects), not %d", c.Bundles*c.Objects, c.Deletions)
 	case c.MinDelay < time.Second || c.MaxDelay < c.MinDelay:
@@ -117,9 +140,9 @@ func (c Config) Validate() error {
 }
 
 const (
-	nsFloor   = "bench-floor"
+	// nsBundles holds the main lane's Bundles, which the phases after the
+	// converges (no-op, deletion, memory) work on.
 	nsBundles = "bench-bundles"
-	nsWarmup  = "bench-warmup"
 	// userConcurrency and userQPS are the benchmark's own client (creating and
 	// updating Bundles, the no-op trigger): fast, so that it is never the
 	// bottleneck.
@@ -137,10 +160,13 @@ type runner struct {
 	work    *workload
 	cluster *localcluster.Cluster
 	user    client.Client // the benchmark's own client
-	floor   client.Client // the floor: the controller's QPS and burst
 	kube    kubernetes.Interface
-	ctrl    *controllerprocess.Process
-	tracker *tracker
+	// main is the converge at the controller's defaults; its controller, ctrl,
+	// serves the phases after it too. unthrottled is the converge without the
+	// client's rate limiter in the way (nil: skipped).
+	main, unthrottled *lane
+	ctrl              *controllerprocess.Process
+	tracker           *tracker
 	// bin is the limbo binary the controllers run.
 	bin string
 	// startHeapMiB and startRSSMiB are the controller's memory right after it
@@ -160,7 +186,8 @@ func Run(ctx context.Context, cfg Config, log io.Writer) (res *Results, err erro
 		Started:      started.UTC().Truncate(time.Second),
 		Host:         Host{CPUs: runtime.NumCPU(), GoVersion: runtime.Version(), LoadAtStart: loadAverage()},
 		PhaseSeconds: map[string]float64{},
-		Settings: Settings{Bundles: cfg.Bundles, ObjectsPerBundle: cfg.Objects, QPS: cfg.QPS, Burst: cfg.Burst, Workers: cfg.Workers,
+		Settings: Settings{Preset: cfg.Preset, Bundles: cfg.Bundles, ObjectsPerBundle: cfg.Objects, QPS: cfg.QPS, Burst: cfg.Burst, Workers: cfg.Workers,
+			UnthrottledQPS: cfg.UnthrottledQPS, UnthrottledBurst: cfg.UnthrottledBurst,
 			Deletions: cfg.Deletions, MinDelay: cfg.MinDelay.String(), MaxDelay: cfg.MaxDelay.String(),
 			ControllerArgs: cfg.ControllerArgs, ControllerEnv: cfg.ControllerEnv},
 	}
@@ -199,18 +226,23 @@ func Run(ctx context.Context, cfg Config, log io.Writer) (res *Results, err erro
 		phase("shards")
 		return res, nil
 	}
-	if err := r.warmup(ctx); err != nil {
-		return res, fmt.Errorf("warm-up: %w", err)
-	}
-	phase("warmup")
-	if err := r.runFloor(ctx); err != nil {
-		return res, fmt.Errorf("floor: %w", err)
-	}
-	phase("floor")
-	if err := r.runConverge(ctx); err != nil {
+	if err := r.runLane(ctx, r.main, &res.Converge); err != nil {
 		return res, fmt.Errorf("converge: %w", err)
 	}
 	phase("converge")
+	if r.unthrottled != nil {
+		res.Unthrottled = &Converge{}
+		if err := r.runLaneWithOwnController(ctx, r.unthrottled, res.Unthrottled); err != nil {
+			return res, fmt.Errorf("unthrottled converge: %w", err)
+		}
+		phase("converge-unthrottled")
+	}
+	if cfg.KroBin != "" {
+		if err := r.runKro(ctx); err != nil {
+			return res, fmt.Errorf("kro: %w", err)
+		}
+		phase("kro")
+	}
 	if err := r.runNoOp(ctx); err != nil {
 		return res, fmt.Errorf("no-op: %w", err)
 	}
@@ -285,7 +317,11 @@ func (r *runner) setup(ctx context.Context) (cleanup func(failed bool) error, er
 	}
 	r.bin = bin
 	fmt.Fprintln(r.log, "limbo-bench: starting etcd, kube-apiserver and kube-controller-manager ...")
-	r.cluster, err = localcluster.Start(ctx, localcluster.Config{BinDir: r.cfg.BinDir, CRDPaths: []string{filepath.Join(root, "crds")}})
+	crds := []string{filepath.Join(root, "crds")}
+	if r.cfg.KroBin != "" {
+		crds = append(crds, r.cfg.KroCRDs)
+	}
+	r.cluster, err = localcluster.Start(ctx, localcluster.Config{BinDir: r.cfg.BinDir, CRDPaths: crds})
 	if err != nil {
 		return cleanup, err
 	}
@@ -300,11 +336,6 @@ func (r *runner) setup(ctx context.Context) (cleanup func(failed bool) error, er
 	if r.kube, err = kubernetes.NewForConfig(userCfg); err != nil {
 		return cleanup, err
 	}
-	floorCfg := r.cluster.RESTConfig()
-	floorCfg.QPS, floorCfg.Burst = r.cfg.QPS, r.cfg.Burst
-	if r.floor, err = client.New(floorCfg, client.Options{Scheme: scheme}); err != nil {
-		return cleanup, err
-	}
 	trackerCtx, stopTracker := context.WithCancel(context.Background())
 	stops = append(stops, func() error { stopTracker(); return nil })
 	if r.cfg.Shards > 1 {
@@ -312,21 +343,28 @@ func (r *runner) setup(ctx context.Context) (cleanup func(failed bool) error, er
 		r.tracker, err = startTracker(trackerCtx, userCfg, []string{shardNamespace(1), shardNamespace(r.cfg.Shards)})
 		return cleanup, err
 	}
-	for _, ns := range []string{nsFloor, nsBundles, nsWarmup} {
-		if err := r.user.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+	r.main = newLane(laneThrottled, r.cfg.QPS, r.cfg.Burst)
+	lanes := []*lane{r.main}
+	if r.cfg.UnthrottledQPS > 0 {
+		r.unthrottled = newLane(laneUnthrottled, r.cfg.UnthrottledQPS, r.cfg.UnthrottledBurst)
+		lanes = append(lanes, r.unthrottled)
+	}
+	var watched []string
+	for _, l := range lanes {
+		if err := r.createNamespaces(ctx, l.floorNS, l.bundlesNS, l.warmupNS); err != nil {
 			return cleanup, err
 		}
+		watched = append(watched, l.bundlesNS, l.warmupNS)
 	}
-	if r.tracker, err = startTracker(trackerCtx, userCfg, []string{nsBundles, nsWarmup}); err != nil {
+	if r.tracker, err = startTracker(trackerCtx, userCfg, watched); err != nil {
 		return cleanup, err
 	}
-
-	fmt.Fprintf(r.log, "limbo-bench: starting %s controller --kube-api-qps=%g --kube-api-burst=%d --workers=%d ...\n", bin, r.cfg.QPS, r.cfg.Burst, r.cfg.Workers)
-	if r.ctrl, err = startController(ctx, bin, r.cluster.KubeconfigPath, filepath.Join(r.workDir, "limbo-controller.log"), r.cfg); err != nil {
+	if err := r.startLane(ctx, r.main); err != nil {
 		return cleanup, err
 	}
+	r.ctrl = r.main.ctrl
 	stops = append(stops, func() error { r.ctrl.Stop(); return nil })
-	if err := r.heapProfile(ctx, "heap-start.pprof"); err != nil {
+	if err := r.heapProfile(ctx, r.ctrl, "heap-start.pprof"); err != nil {
 		return cleanup, err
 	}
 	m, err := r.ctrl.Metrics(ctx)
@@ -336,104 +374,6 @@ func (r *runner) setup(ctx context.Context) (cleanup func(failed bool) error, er
 	r.startHeapMiB = round1(m.Sum("go_memstats_heap_alloc_bytes", nil) / mib)
 	r.startRSSMiB = round1(m.Sum("process_resident_memory_bytes", nil) / mib)
 	return cleanup, nil
-}
-
-// warmup creates one Bundle and applies one Bundle's objects directly, untimed, so
-// that neither timed run pays for first-use costs (the API server's first server-
-// side apply of a kind, the controller's first watch of ConfigMaps).
-func (r *runner) warmup(ctx context.Context) error {
-	fmt.Fprintln(r.log, "limbo-bench: warm-up ...")
-	for j := range r.cfg.Objects {
-		obj := r.work.floorObject(nsWarmup, 0, j)
-		obj.SetName("floor-" + obj.GetName())
-		if err := r.floor.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner("limbo-bench-floor"), client.ForceOwnership); err != nil {
-			return err
-		}
-	}
-	b, err := r.work.bundle(nsWarmup, 0, nil)
-	if err != nil {
-		return err
-	}
-	if err := r.user.Create(ctx, b); err != nil {
-		return err
-	}
-	if _, err := r.tracker.waitReady(ctx, map[string]int64{nsWarmup + "/" + b.Name: 1}, "warm-up", r.log, r.ctrl.Alive); err != nil {
-		return err
-	}
-	return r.quiesce(ctx)
-}
-
-// runFloor applies the N×M ConfigMaps directly with the controller's QPS, burst
-// and concurrency.
-func (r *runner) runFloor(ctx context.Context) error {
-	n := r.cfg.Bundles * r.cfg.Objects
-	fmt.Fprintf(r.log, "limbo-bench: floor: server-side applying %d ConfigMaps with %d workers ...\n", n, r.cfg.Workers)
-	start := time.Now()
-	err := parallel(ctx, r.cfg.Workers, n, func(ctx context.Context, k int) error {
-		obj := r.work.floorObject(nsFloor, k/r.cfg.Objects, k%r.cfg.Objects)
-		return r.floor.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner("limbo-bench-floor"), client.ForceOwnership)
-	})
-	if err != nil {
-		return err
-	}
-	r.res.Converge.FloorSeconds = round3(time.Since(start).Seconds())
-	r.res.Converge.Objects = n
-	fmt.Fprintf(r.log, "limbo-bench: floor: %.1fs\n", r.res.Converge.FloorSeconds)
-	return nil
-}
-
-// runConverge creates the N Bundles and waits until all are Ready.
-func (r *runner) runConverge(ctx context.Context) error {
-	fmt.Fprintf(r.log, "limbo-bench: converge: creating %d Bundles of %d ConfigMaps ...\n", r.cfg.Bundles, r.cfg.Objects)
-	before, err := r.ctrl.Metrics(ctx)
-	if err != nil {
-		return err
-	}
-	stopProfiles := r.cpuProfiles(ctx, "cpu-converge")
-	want := map[string]int64{}
-	bundles := make([]*limbov1alpha1.Bundle, r.cfg.Bundles)
-	for i := range bundles {
-		if bundles[i], err = r.work.bundle(nsBundles, i, nil); err != nil {
-			return err
-		}
-		want[nsBundles+"/"+bundles[i].Name] = 1
-	}
-	start := time.Now()
-	if err := parallel(ctx, userConcurrency, len(bundles), func(ctx context.Context, i int) error {
-		return r.user.Create(ctx, bundles[i])
-	}); err != nil {
-		return err
-	}
-	last, err := r.tracker.waitReady(ctx, want, "converge", r.log, r.ctrl.Alive)
-	stopProfiles()
-	if err != nil {
-		return err
-	}
-	c := &r.res.Converge
-	c.ControllerSeconds = round3(last.Sub(start).Seconds())
-	c.Ratio = round3(c.ControllerSeconds / c.FloorSeconds)
-	c.Goal = GoalConvergeRatio
-	c.Met = c.Ratio <= c.Goal
-	fmt.Fprintf(r.log, "limbo-bench: converge: %.1fs (floor %.1fs, ratio %.2f)\n", c.ControllerSeconds, c.FloorSeconds, c.Ratio)
-	if err := r.quiesce(ctx); err != nil {
-		return err
-	}
-	after, err := r.ctrl.Metrics(ctx)
-	if err != nil {
-		return err
-	}
-	c.ControllerRequests = Delta(before.By("rest_client_requests_total", "method"), after.By("rest_client_requests_total", "method"))
-	c.ControllerCPUSeconds = round1(after.Sum("process_cpu_seconds_total", nil) - before.Sum("process_cpu_seconds_total", nil))
-	if err := r.heapProfile(ctx, "heap-converge.pprof"); err != nil {
-		return err
-	}
-	m, err := r.ctrl.Metrics(ctx)
-	if err != nil {
-		return err
-	}
-	c.HeapMiB = round1(m.Sum("go_memstats_heap_alloc_bytes", nil) / mib)
-	c.RSSMiB = round1(m.Sum("process_resident_memory_bytes", nil) / mib)
-	return nil
 }
 
 // runNoOp makes every Bundle reconcile with nothing to change — a label on one of
@@ -549,18 +489,15 @@ func (r *runner) apiserverRequests(ctx context.Context) (map[string]float64, err
 	if err != nil {
 		return nil, fmt.Errorf("API server /metrics: %w", err)
 	}
-	var lines []string
-	for _, l := range strings.Split(string(body), "\n") {
-		if strings.HasPrefix(l, "apiserver_request_total{") {
-			lines = append(lines, l)
-		}
-	}
-	samples, err := controllerprocess.ParseMetrics(strings.Join(lines, "\n"))
+	samples, err := controllerprocess.ParseMetrics(string(body))
 	if err != nil {
 		return nil, err
 	}
 	out := map[string]float64{}
 	for _, s := range samples {
+		if s.Name != "apiserver_request_total" {
+			continue
+		}
 		res := s.Labels["resource"]
 		switch res {
 		case "", "leases", "endpoints", "endpointslices":
@@ -651,7 +588,7 @@ func (r *runner) runMemory(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	stopProfiles := r.cpuProfiles(ctx, "cpu-memory")
+	stopProfiles := r.cpuProfiles(ctx, r.ctrl, "cpu-memory")
 	start := time.Now()
 	want := map[string]int64{}
 	if r.cfg.Deletions > 0 {
@@ -691,7 +628,7 @@ func (r *runner) runMemory(ctx context.Context) error {
 	}
 	// The heap profile request runs a garbage collection first: the heap figure
 	// is the live heap.
-	if err := r.heapProfile(ctx, "heap-memory.pprof"); err != nil {
+	if err := r.heapProfile(ctx, r.ctrl, "heap-memory.pprof"); err != nil {
 		return err
 	}
 	s, err := r.ctrl.Metrics(ctx)
@@ -751,7 +688,12 @@ func (r *runner) quiesce(ctx context.Context) error { return quiesce(ctx, r.ctrl
 // quiesce waits until the controller p has sent no request and finished no
 // reconcile for a while, with an empty work queue.
 func quiesce(ctx context.Context, p *controllerprocess.Process) error {
-	deadline := time.Now().Add(5 * time.Minute)
+	return quiesceWithin(ctx, p, 5*time.Minute)
+}
+
+// quiesceWithin is quiesce, failing after limit.
+func quiesceWithin(ctx context.Context, p *controllerprocess.Process, limit time.Duration) error {
+	deadline := time.Now().Add(limit)
 	last, since := -1.0, time.Now()
 	for {
 		m, err := p.Metrics(ctx)
@@ -767,7 +709,7 @@ func quiesce(ctx context.Context, p *controllerprocess.Process) error {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("the controller did not go idle within 5m")
+			return fmt.Errorf("the controller did not go idle within %v", limit)
 		}
 		select {
 		case <-ctx.Done():
@@ -777,9 +719,9 @@ func quiesce(ctx context.Context, p *controllerprocess.Process) error {
 	}
 }
 
-// cpuProfiles records consecutive 10-second CPU profiles of the controller into
+// cpuProfiles records consecutive 10-second CPU profiles of the controller p into
 // the profile directory until stop is called.
-func (r *runner) cpuProfiles(ctx context.Context, prefix string) (stop func()) {
+func (r *runner) cpuProfiles(ctx context.Context, p *controllerprocess.Process, prefix string) (stop func()) {
 	if r.cfg.ProfileDir == "" {
 		return func() {}
 	}
@@ -794,7 +736,7 @@ func (r *runner) cpuProfiles(ctx context.Context, prefix string) (stop func()) {
 			default:
 			}
 			path := filepath.Join(r.cfg.ProfileDir, fmt.Sprintf("%s-%03d.pprof", prefix, k))
-			if err := r.ctrl.Profile(ctx, "profile", "seconds=10", path); err != nil {
+			if err := p.Profile(ctx, "profile", "seconds=10", path); err != nil {
 				fmt.Fprintf(r.log, "limbo-bench: CPU profile: %v\n", err)
 				return
 			}
@@ -804,14 +746,14 @@ func (r *runner) cpuProfiles(ctx context.Context, prefix string) (stop func()) {
 	return func() { once.Do(func() { close(done) }) }
 }
 
-// heapProfile runs a garbage collection in the controller (through its heap
+// heapProfile runs a garbage collection in the controller p (through its heap
 // profile endpoint) and keeps the profile when a profile directory is set.
-func (r *runner) heapProfile(ctx context.Context, name string) error {
+func (r *runner) heapProfile(ctx context.Context, p *controllerprocess.Process, name string) error {
 	path := filepath.Join(r.workDir, name)
 	if r.cfg.ProfileDir != "" {
 		path = filepath.Join(r.cfg.ProfileDir, name)
 	}
-	return r.ctrl.Profile(ctx, "heap", "gc=1", path)
+	return p.Profile(ctx, "heap", "gc=1", path)
 }
 
 // parallel runs do(0..n-1) on workers goroutines and returns the first error.

@@ -12,7 +12,7 @@ import (
 // alone, and waits until it is ready. extra are more arguments (a shard's).
 func startController(ctx context.Context, bin, kubeconfig, logPath string, cfg Config, extra ...string) (*controllerprocess.Process, error) {
 	args := []string{
-		"--kube-api-qps", strconv.FormatFloat(float64(cfg.QPS), 'f', -1, 32),
+		"--kube-api-qps", formatQPS(cfg.QPS),
 		"--kube-api-burst", strconv.Itoa(cfg.Burst),
 		"--workers", strconv.Itoa(cfg.Workers),
 		"--leader-elect=false",

@@ -31,11 +31,17 @@ type Results struct {
 	Started  time.Time `json:"started"`
 	Host     Host      `json:"host"`
 	Settings Settings  `json:"settings"`
-	Converge Converge  `json:"converge"`
-	NoOp     *NoOp     `json:"noOp,omitempty"`
-	Lateness *Lateness `json:"deletionLateness,omitempty"`
-	Memory   *Memory   `json:"memory,omitempty"`
-	Shards   *Shards   `json:"shards,omitempty"`
+	// Converge is the converge at the controller's defaults (QPS and burst
+	// that throttle both sides); Unthrottled the same workload with a client
+	// that does not (the headline); Kro the unthrottled workload converged by
+	// kro (make bench-peers).
+	Converge    Converge  `json:"converge"`
+	Unthrottled *Converge `json:"convergeUnthrottled,omitempty"`
+	Kro         *Peer     `json:"kro,omitempty"`
+	NoOp        *NoOp     `json:"noOp,omitempty"`
+	Lateness    *Lateness `json:"deletionLateness,omitempty"`
+	Memory      *Memory   `json:"memory,omitempty"`
+	Shards      *Shards   `json:"shards,omitempty"`
 	// PhaseSeconds is the wall time of each phase, setup included.
 	PhaseSeconds map[string]float64 `json:"phaseSeconds"`
 	TotalSeconds float64            `json:"totalSeconds"`
@@ -55,11 +61,14 @@ type Host struct {
 
 // Settings are the parameters of the run.
 type Settings struct {
+	Preset           string  `json:"preset,omitempty"`
 	Bundles          int     `json:"bundles"`
 	ObjectsPerBundle int     `json:"objectsPerBundle"`
 	QPS              float32 `json:"qps"`
 	Burst            int     `json:"burst"`
 	Workers          int     `json:"workers"`
+	UnthrottledQPS   float32 `json:"unthrottledQPS,omitempty"`
+	UnthrottledBurst int     `json:"unthrottledBurst,omitempty"`
 	Deletions        int     `json:"deletions"`
 	MinDelay         string  `json:"minDelay"`
 	MaxDelay         string  `json:"maxDelay"`
@@ -73,6 +82,11 @@ type Settings struct {
 
 // Converge compares the controller's convergence with the raw-apply floor.
 type Converge struct {
+	// Lane is "throttled" or "unthrottled"; QPS and Burst the client of the
+	// controller and of the floor.
+	Lane              string  `json:"lane"`
+	QPS               float32 `json:"qps"`
+	Burst             int     `json:"burst"`
 	Objects           int     `json:"objects"`
 	FloorSeconds      float64 `json:"floorSeconds"`
 	ControllerSeconds float64 `json:"controllerSeconds"`
@@ -86,6 +100,33 @@ type Converge struct {
 	// HeapMiB and RSSMiB are the controller's memory once converged.
 	HeapMiB float64 `json:"heapMiB"`
 	RSSMiB  float64 `json:"rssMiB"`
+}
+
+// Peer is the unthrottled workload converged by a peer controller (kro) on the
+// same control plane, with the same client settings and workers.
+type Peer struct {
+	Name    string `json:"name"`
+	Version string `json:"version"`
+	// Instances are the peer's objects standing for Bundles, each of
+	// Objects/Instances ConfigMaps.
+	Instances int `json:"instances"`
+	Objects   int `json:"objects"`
+	// Seconds is from the first instance created to the last instance converged
+	// (ACTIVE, its objects seen); RatioToFloor is Seconds over the unthrottled
+	// floor, LimboSpeedup Seconds over limbo's unthrottled converge (> 1: limbo
+	// is faster).
+	Seconds      float64 `json:"seconds"`
+	RatioToFloor float64 `json:"ratioToFloor"`
+	LimboSpeedup float64 `json:"limboSpeedup"`
+	// Flags are the peer's command-line flags besides addresses and kubeconfig.
+	Flags []string `json:"flags"`
+	// Requests the peer sent while converging, by method, the CPU it used, and
+	// its memory once converged (no heap figure: a release build of kro serves
+	// no pprof to force a GC).
+	Requests   map[string]float64 `json:"requests"`
+	CPUSeconds float64            `json:"cpuSeconds"`
+	RSSMiB     float64            `json:"rssMiB"`
+	PeakRSSMiB float64            `json:"peakRSSMiB"`
 }
 
 // NoOp is the API server's cost of reconciling every Bundle with nothing to do.
@@ -181,7 +222,7 @@ func (r *Results) Print(w io.Writer) {
 	s := r.Settings
 	fmt.Fprintf(w, "\nlimbo benchmark — %d CPUs, %s, load average %s at start, %s at end\n", r.Host.CPUs, r.Host.GoVersion, r.Host.LoadAtStart, r.Host.LoadAtEnd)
 	fmt.Fprintf(w, "controller: %s (repository at %s)\n", r.Host.Controller, orDefault(r.Host.Revision, "unknown revision"))
-	fmt.Fprintf(w, "controller and floor client: --kube-api-qps=%g --kube-api-burst=%d --workers=%d\n", s.QPS, s.Burst, s.Workers)
+	fmt.Fprintf(w, "workload: %s; --workers=%d (limbo and kro), the same concurrency for the floor client\n", r.workloadLine(), s.Workers)
 	if len(s.ControllerArgs)+len(s.ControllerEnv) > 0 {
 		fmt.Fprintf(w, "controller extras: args %v, environment %v\n", s.ControllerArgs, s.ControllerEnv)
 	}
@@ -191,12 +232,20 @@ func (r *Results) Print(w io.Writer) {
 		r.printPhases(w)
 		return
 	}
+	fmt.Fprintln(w, r.Headline())
+	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "FIGURE\tVALUE\tGOAL\tMET")
 	c := r.Converge
-	fmt.Fprintf(tw, "converge %d×%d (%d objects): floor\t%.1fs\t\t\n", s.Bundles, s.ObjectsPerBundle, c.Objects, c.FloorSeconds)
-	fmt.Fprintf(tw, "converge: limbo\t%.1fs\t\t\n", c.ControllerSeconds)
-	fmt.Fprintf(tw, "converge: ratio limbo/floor\t%.2f×\t≤ %.1f×\t%s\n", c.Ratio, c.Goal, yes(c.Met))
+	convergeRows(tw, c)
+	if u := r.Unthrottled; u != nil {
+		convergeRows(tw, *u)
+		if k := r.Kro; k != nil {
+			fmt.Fprintf(tw, "converge %s: %s %s (%d instances)\t%.1fs\t\t\n", u.Lane, k.Name, k.Version, k.Instances, k.Seconds)
+			fmt.Fprintf(tw, "converge %s: ratio %s/floor\t%.2f×\t\t\n", u.Lane, k.Name, k.RatioToFloor)
+			fmt.Fprintf(tw, "converge %s: %s time / limbo time\t%.2f×\t> 1×\t%s\n", u.Lane, k.Name, k.LimboSpeedup, yes(k.LimboSpeedup > 1))
+		}
+	}
 	if n := r.NoOp; n != nil {
 		fmt.Fprintf(tw, "no-op reconcile: writes per Bundle\t%.2f\t%g\t%s\n", n.WritesPerBundle, n.Goal, yes(n.Met))
 		fmt.Fprintf(tw, "no-op reconcile: reads per Bundle\t%.2f\t\t\n", n.ReadsPerBundle)
@@ -220,8 +269,14 @@ func (r *Results) Print(w io.Writer) {
 	tw.Flush()
 
 	fmt.Fprintf(w, "\ndetails:\n")
-	fmt.Fprintf(w, "  converge: controller sent %s, used %.1fs CPU; heap %.1f MiB, RSS %.1f MiB at %d objects\n",
-		formatCounts(c.ControllerRequests), c.ControllerCPUSeconds, c.HeapMiB, c.RSSMiB, c.Objects)
+	for _, c := range r.converges() {
+		fmt.Fprintf(w, "  converge %s: limbo sent %s, used %.1fs CPU; heap %.1f MiB, RSS %.1f MiB at %d objects\n",
+			c.Lane, formatCounts(c.ControllerRequests), c.ControllerCPUSeconds, c.HeapMiB, c.RSSMiB, c.Objects)
+	}
+	if k := r.Kro; k != nil {
+		fmt.Fprintf(w, "  converge %s: %s sent %s, used %.1fs CPU; RSS %.1f MiB (peak %.1f MiB) at %d objects; flags %s\n",
+			laneUnthrottled, k.Name, formatCounts(k.Requests), k.CPUSeconds, k.RSSMiB, k.PeakRSSMiB, k.Objects, strings.Join(k.Flags, " "))
+	}
 	if n := r.NoOp; n != nil {
 		fmt.Fprintf(w, "  no-op: %d Bundles, %.0f reconciles in %.1fs; API server saw %s (trigger's %d PATCHes taken out)\n",
 			n.Bundles, n.Reconciles, n.WindowSeconds, formatCounts(n.ByRequest), n.TriggerWrites)
@@ -269,7 +324,52 @@ func (s *Shards) print(w io.Writer) {
 	fmt.Fprintf(w, "\n  note: %s\n", s.Note)
 }
 
-var phaseOrder = []string{"setup", "warmup", "floor", "converge", "noop", "deletion", "memory", "shards"}
+var phaseOrder = []string{"setup", "converge", "converge-unthrottled", "kro", "noop", "deletion", "memory", "shards"}
+
+// workloadLine names the preset (when the workload is one) and the sizes.
+func (r *Results) workloadLine() string {
+	s := r.Settings
+	line := fmt.Sprintf("%d Bundles × %d ConfigMaps", s.Bundles, s.ObjectsPerBundle)
+	for _, p := range Presets {
+		if p.Name == s.Preset && p.Bundles == s.Bundles && p.Objects == s.ObjectsPerBundle {
+			return fmt.Sprintf("preset %s, %s", p.Name, line)
+		}
+	}
+	return line
+}
+
+// converges are the converge lanes that ran, throttled first.
+func (r *Results) converges() []Converge {
+	out := []Converge{r.Converge}
+	if r.Unthrottled != nil {
+		out = append(out, *r.Unthrottled)
+	}
+	return out
+}
+
+// Headline is the result docs/performance.md leads with: the unthrottled
+// converge's ratio to the raw-apply floor (the throttled one when the
+// unthrottled lane was skipped, saying so), and kro's time beside limbo's when
+// it ran.
+func (r *Results) Headline() string {
+	c, note := r.Converge, " (the unthrottled converge was skipped: this ratio measures the client's rate limiter as much as limbo)"
+	if r.Unthrottled != nil {
+		c, note = *r.Unthrottled, ""
+	}
+	line := fmt.Sprintf("headline: converge %d objects at QPS %g, burst %d: limbo %.2f× the raw-apply floor (%.1fs vs %.1fs; goal ≤ %.1f×: %s)%s",
+		c.Objects, c.QPS, c.Burst, c.Ratio, c.ControllerSeconds, c.FloorSeconds, c.Goal, yes(c.Met), note)
+	if k := r.Kro; k != nil {
+		line += fmt.Sprintf("\n          %s %s on the same work: %.1fs, %.2f× the floor; limbo is %.2f× as fast", k.Name, k.Version, k.Seconds, k.RatioToFloor, k.LimboSpeedup)
+	}
+	return line
+}
+
+// convergeRows writes a converge lane's floor, limbo and ratio.
+func convergeRows(tw io.Writer, c Converge) {
+	fmt.Fprintf(tw, "converge %s (QPS %g, burst %d), %d objects: floor\t%.1fs\t\t\n", c.Lane, c.QPS, c.Burst, c.Objects, c.FloorSeconds)
+	fmt.Fprintf(tw, "converge %s: limbo\t%.1fs\t\t\n", c.Lane, c.ControllerSeconds)
+	fmt.Fprintf(tw, "converge %s: ratio limbo/floor\t%.2f×\t≤ %.1f×\t%s\n", c.Lane, c.Ratio, c.Goal, yes(c.Met))
+}
 
 func yes(ok bool) string {
 	if ok {

@@ -31,7 +31,7 @@ type tracker struct {
 	// deadline and deleted are by namespace/name of ConfigMaps in limbo.
 	deadline map[string]time.Time
 	deleted  map[string]time.Time
-	notify   chan struct{}
+	notify   notifier
 }
 
 type mark struct {
@@ -54,38 +54,56 @@ func startTracker(ctx context.Context, cfg *rest.Config, namespaces []string) (*
 	if err != nil {
 		return nil, err
 	}
-	t := &tracker{ready: map[string]mark{}, deadline: map[string]time.Time{}, deleted: map[string]time.Time{}, notify: make(chan struct{}, 1)}
-	bundles, err := c.GetInformer(ctx, &limbov1alpha1.Bundle{})
-	if err != nil {
+	t := &tracker{ready: map[string]mark{}, deadline: map[string]time.Time{}, deleted: map[string]time.Time{}, notify: newNotifier()}
+	if err := startWatches(ctx, c, "the benchmark's informers",
+		watch{&limbov1alpha1.Bundle{}, toolscache.ResourceEventHandlerFuncs{
+			AddFunc:    func(obj any) { t.observeBundle(obj) },
+			UpdateFunc: func(_, obj any) { t.observeBundle(obj) },
+		}},
+		watch{&corev1.ConfigMap{}, toolscache.ResourceEventHandlerFuncs{
+			AddFunc:    func(obj any) { t.observeInLimbo(obj) },
+			UpdateFunc: func(_, obj any) { t.observeInLimbo(obj) },
+			DeleteFunc: t.observeDeleted,
+		}},
+	); err != nil {
 		return nil, err
-	}
-	if _, err := bundles.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { t.observeBundle(obj) },
-		UpdateFunc: func(_, obj any) { t.observeBundle(obj) },
-	}); err != nil {
-		return nil, err
-	}
-	cms, err := c.GetInformer(ctx, &corev1.ConfigMap{})
-	if err != nil {
-		return nil, err
-	}
-	if _, err := cms.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { t.observeInLimbo(obj) },
-		UpdateFunc: func(_, obj any) { t.observeInLimbo(obj) },
-		DeleteFunc: t.observeDeleted,
-	}); err != nil {
-		return nil, err
-	}
-	go func() { _ = c.Start(ctx) }()
-	if !c.WaitForCacheSync(ctx) {
-		return nil, fmt.Errorf("the benchmark's informers did not sync")
 	}
 	return t, nil
 }
 
-func (t *tracker) poke() {
+// watch is an informer's object and its event handler.
+type watch struct {
+	obj     client.Object
+	handler toolscache.ResourceEventHandler
+}
+
+// startWatches adds the watches' handlers to c's informers, starts c and waits
+// until it is synced; what names the informers in the error.
+func startWatches(ctx context.Context, c cache.Cache, what string, watches ...watch) error {
+	for _, w := range watches {
+		inf, err := c.GetInformer(ctx, w.obj)
+		if err != nil {
+			return err
+		}
+		if _, err := inf.AddEventHandler(w.handler); err != nil {
+			return err
+		}
+	}
+	go func() { _ = c.Start(ctx) }()
+	if !c.WaitForCacheSync(ctx) {
+		return fmt.Errorf("%s did not sync", what)
+	}
+	return nil
+}
+
+// notifier wakes one waiter without blocking the informer that calls poke.
+type notifier chan struct{}
+
+func newNotifier() notifier { return make(notifier, 1) }
+
+func (n notifier) poke() {
 	select {
-	case t.notify <- struct{}{}:
+	case n <- struct{}{}:
 	default:
 	}
 }
@@ -105,7 +123,7 @@ func (t *tracker) observeBundle(obj any) {
 	defer t.mu.Unlock()
 	if cur, seen := t.ready[key]; !seen || cur.generation < b.Generation {
 		t.ready[key] = mark{generation: b.Generation, at: now}
-		t.poke()
+		t.notify.poke()
 	}
 }
 
@@ -143,7 +161,7 @@ func (t *tracker) observeDeleted(obj any) {
 		}
 	}
 	t.deleted[key] = now
-	t.poke()
+	t.notify.poke()
 }
 
 func deadlineOf(cm *corev1.ConfigMap) (time.Time, bool) {
@@ -163,12 +181,9 @@ func deadlineOf(cm *corev1.ConfigMap) (time.Time, bool) {
 // of them became Ready. check is called about every second (to fail early, for
 // example when the controller died); progress is reported every 15 seconds.
 func (t *tracker) waitReady(ctx context.Context, want map[string]int64, what string, progress io.Writer, check func() error) (time.Time, error) {
-	started := time.Now()
-	lastReport := started
-	ticker := time.NewTicker(time.Second)
-	defer ticker.Stop()
-	for {
+	return waitUntil(ctx, what, "Bundles Ready", t.notify, progress, check, func() (int, int, time.Time) {
 		t.mu.Lock()
+		defer t.mu.Unlock()
 		var last time.Time
 		done := 0
 		for key, gen := range want {
@@ -179,62 +194,62 @@ func (t *tracker) waitReady(ctx context.Context, want map[string]int64, what str
 				}
 			}
 		}
-		t.mu.Unlock()
-		if done == len(want) {
-			return last, nil
-		}
-		if time.Since(lastReport) >= 15*time.Second {
-			lastReport = time.Now()
-			fmt.Fprintf(progress, "  %s: %d/%d Bundles Ready after %s\n", what, done, len(want), time.Since(started).Round(time.Second))
-		}
-		select {
-		case <-ctx.Done():
-			return time.Time{}, fmt.Errorf("%s: %d/%d Bundles Ready: %w", what, done, len(want), ctx.Err())
-		case <-t.notify:
-		case <-ticker.C:
-			if err := check(); err != nil {
-				return time.Time{}, err
-			}
-		}
-	}
+		return done, len(want), last
+	})
 }
 
 // waitDeleted waits until every ConfigMap of keys (namespace/name) is gone and
 // returns, by key, its deadline and when it went (a zero deadline: its stamp was
 // never seen).
 func (t *tracker) waitDeleted(ctx context.Context, keys []string, progress io.Writer, check func() error) (map[string][2]time.Time, error) {
-	started := time.Now()
-	lastReport := started
-	ticker := time.NewTicker(time.Second)
-	defer ticker.Stop()
-	for {
+	if _, err := waitUntil(ctx, "deletion", "objects gone", t.notify, progress, check, func() (int, int, time.Time) {
 		t.mu.Lock()
+		defer t.mu.Unlock()
 		done := 0
 		for _, k := range keys {
 			if _, ok := t.deleted[k]; ok {
 				done++
 			}
 		}
-		if done == len(keys) {
-			out := map[string][2]time.Time{}
-			for _, k := range keys {
-				out[k] = [2]time.Time{t.deadline[k], t.deleted[k]}
-			}
-			t.mu.Unlock()
-			return out, nil
+		return done, len(keys), time.Time{}
+	}); err != nil {
+		return nil, err
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := map[string][2]time.Time{}
+	for _, k := range keys {
+		out[k] = [2]time.Time{t.deadline[k], t.deleted[k]}
+	}
+	return out, nil
+}
+
+// waitUntil waits until count reports every item done (count returns done,
+// total and the time the last one got done) and returns that time. It counts
+// again on every notify, and about every second, when it also calls check (to
+// fail early, for example when a controller died); progress is reported every
+// 15 seconds as "<what>: <done>/<total> <items> after <elapsed>".
+func waitUntil(ctx context.Context, what, items string, notify <-chan struct{}, progress io.Writer, check func() error, count func() (done, total int, last time.Time)) (time.Time, error) {
+	started := time.Now()
+	lastReport := started
+	ticker := time.NewTicker(time.Second)
+	defer ticker.Stop()
+	for {
+		done, total, last := count()
+		if done == total {
+			return last, nil
 		}
-		t.mu.Unlock()
 		if time.Since(lastReport) >= 15*time.Second {
 			lastReport = time.Now()
-			fmt.Fprintf(progress, "  deletion: %d/%d objects gone after %s\n", done, len(keys), time.Since(started).Round(time.Second))
+			fmt.Fprintf(progress, "  %s: %d/%d %s after %s\n", what, done, total, items, time.Since(started).Round(time.Second))
 		}
 		select {
 		case <-ctx.Done():
-			return nil, fmt.Errorf("deletion: %d/%d objects gone: %w", done, len(keys), ctx.Err())
-		case <-t.notify:
+			return time.Time{}, fmt.Errorf("%s: %d/%d %s: %w", what, done, total, items, ctx.Err())
+		case <-notify:
 		case <-ticker.C:
 			if err := check(); err != nil {
-				return nil, err
+				return time.Time{}, err
 			}
 		}
 	}

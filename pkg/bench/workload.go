@@ -70,16 +70,22 @@ func (w *workload) deletions() int  { return len(w.delays) }
 
 // configMap is the template of ConfigMap j of Bundle i.
 func (w *workload) configMap(i, j int) map[string]any {
-	md := map[string]any{"name": configMapName(i, j)}
+	cm := configMapTemplate(bundleName(i), j)
 	if d, ok := w.delays[item{i, j}]; ok {
-		md["annotations"] = map[string]any{limbov1alpha1.AnnotationDeletionDelay: d.String()}
+		cm["metadata"].(map[string]any)["annotations"] = map[string]any{limbov1alpha1.AnnotationDeletionDelay: d.String()}
 	}
+	return cm
+}
+
+// configMapTemplate is ConfigMap j of the Bundle named bundle (a name, or an
+// expression that gives one, as in kro's template).
+func configMapTemplate(bundle string, j int) map[string]any {
 	return map[string]any{
 		"apiVersion": "v1",
 		"kind":       "ConfigMap",
-		"metadata":   md,
+		"metadata":   map[string]any{"name": bundle + "-" + resourceName(j)},
 		"data": map[string]any{
-			"bundle":         bundleName(i),
+			"bundle":         bundle,
 			"index":          fmt.Sprint(j),
 			"app.properties": "mode=benchmark\npayload=" + payload + "\n",
 		},

@@ -1,14 +1,17 @@
 package controllerprocess
 
 import (
-	"bufio"
 	"fmt"
-	"strconv"
 	"strings"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 )
 
-// Sample is one line of a Prometheus text exposition: a metric name, its labels and
-// its value.
+// Sample is one series of a scrape: a metric name, its labels and its value.
+// Histograms and summaries come as their _bucket/_sum/_count (quantile) series,
+// as the text format writes them.
 type Sample struct {
 	Name   string
 	Labels map[string]string
@@ -18,87 +21,41 @@ type Sample struct {
 // Samples is a scrape of a /metrics endpoint.
 type Samples []Sample
 
-// ParseMetrics parses the Prometheus text format (version 0.0.4): comments and
-// blank lines are skipped, timestamps ignored.
+// ParseMetrics parses a /metrics body in the Prometheus text format with
+// prometheus/common's expfmt.
 func ParseMetrics(text string) (Samples, error) {
-	var out Samples
-	sc := bufio.NewScanner(strings.NewReader(text))
-	sc.Buffer(make([]byte, 1<<20), 1<<24)
-	for line := 1; sc.Scan(); line++ {
-		s := strings.TrimSpace(sc.Text())
-		if s == "" || s[0] == '#' {
-			continue
-		}
-		sample, err := parseSample(s)
-		if err != nil {
-			return nil, fmt.Errorf("metrics line %d: %w: %q", line, err, s)
-		}
-		out = append(out, sample)
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(strings.NewReader(text))
+	if err != nil {
+		return nil, fmt.Errorf("metrics: %w", err)
 	}
-	return out, sc.Err()
+	list := make([]*dto.MetricFamily, 0, len(families))
+	for _, f := range families {
+		list = append(list, f)
+	}
+	return FromFamilies(list)
 }
 
-func parseSample(s string) (Sample, error) {
-	sample := Sample{Labels: map[string]string{}}
-	end := strings.IndexAny(s, "{ \t")
-	if end <= 0 {
-		return sample, fmt.Errorf("no value")
-	}
-	sample.Name, s = s[:end], s[end:]
-	if s[0] == '{' {
-		s = s[1:]
-		for {
-			s = strings.TrimLeft(s, " ,")
-			if s == "" {
-				return sample, fmt.Errorf("unterminated labels")
-			}
-			if s[0] == '}' {
-				s = s[1:]
-				break
-			}
-			eq := strings.IndexByte(s, '=')
-			if eq <= 0 || len(s) < eq+2 || s[eq+1] != '"' {
-				return sample, fmt.Errorf("bad label")
-			}
-			name := strings.TrimSpace(s[:eq])
-			s = s[eq+2:]
-			var value strings.Builder
-			closed := false
-			for i := 0; i < len(s); i++ {
-				c := s[i]
-				if c == '\\' && i+1 < len(s) {
-					i++
-					switch s[i] {
-					case 'n':
-						value.WriteByte('\n')
-					default:
-						value.WriteByte(s[i])
-					}
-					continue
-				}
-				if c == '"' {
-					s = s[i+1:]
-					closed = true
-					break
-				}
-				value.WriteByte(c)
-			}
-			if !closed {
-				return sample, fmt.Errorf("unterminated label value")
-			}
-			sample.Labels[name] = value.String()
-		}
-	}
-	fields := strings.Fields(s)
-	if len(fields) == 0 {
-		return sample, fmt.Errorf("no value")
-	}
-	v, err := strconv.ParseFloat(fields[0], 64)
+// FromFamilies flattens metric families (a parsed scrape, or what a
+// prometheus.Gatherer returns) into samples.
+func FromFamilies(families []*dto.MetricFamily) (Samples, error) {
+	vector, err := expfmt.ExtractSamples(&expfmt.DecodeOptions{}, families...)
 	if err != nil {
-		return sample, err
+		return nil, fmt.Errorf("metrics: %w", err)
 	}
-	sample.Value = v
-	return sample, nil
+	out := make(Samples, 0, len(vector))
+	for _, v := range vector {
+		s := Sample{Labels: make(map[string]string, len(v.Metric)), Value: float64(v.Value)}
+		for k, val := range v.Metric {
+			if k == model.MetricNameLabel {
+				s.Name = string(val)
+				continue
+			}
+			s.Labels[string(k)] = string(val)
+		}
+		out = append(out, s)
+	}
+	return out, nil
 }
 
 // Sum adds the values of the samples named name whose labels include match

@@ -2,34 +2,65 @@ package controllerprocess
 
 import "testing"
 
-func TestParseMetrics(t *testing.T) {
-	text := `# HELP apiserver_request_total Counter of apiserver requests.
+const scrape = `# HELP apiserver_request_total Counter of apiserver requests.
 # TYPE apiserver_request_total counter
 apiserver_request_total{code="200",component="apiserver",group="",resource="configmaps",scope="resource",subresource="",verb="GET",version="v1"} 12
 apiserver_request_total{code="201",group="limbo.dev",resource="bundles",subresource="status",verb="PATCH"} 3
 weird{msg="a \"quoted\", comma\\ and } brace"} 1.5e+00 1700000000000
 go_memstats_heap_alloc_bytes 1.048576e+06
+# TYPE workqueue_queue_duration_seconds histogram
+workqueue_queue_duration_seconds_bucket{name="bundle",le="0.1"} 3
+workqueue_queue_duration_seconds_bucket{name="bundle",le="+Inf"} 4
+workqueue_queue_duration_seconds_sum{name="bundle"} 0.9
+workqueue_queue_duration_seconds_count{name="bundle"} 4
 `
-	s, err := ParseMetrics(text)
+
+func TestParseMetrics(t *testing.T) {
+	s, err := ParseMetrics(scrape)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(s) != 4 {
-		t.Fatalf("got %d samples, want 4: %+v", len(s), s)
+	for _, c := range []struct {
+		name  string
+		match map[string]string
+		want  float64
+	}{
+		{"apiserver_request_total", map[string]string{"verb": "GET"}, 12},
+		{"apiserver_request_total", map[string]string{"subresource": ""}, 12},
+		{"apiserver_request_total", nil, 15},
+		{"weird", nil, 1.5},
+		{"go_memstats_heap_alloc_bytes", nil, 1 << 20},
+		{"workqueue_queue_duration_seconds_count", map[string]string{"name": "bundle"}, 4},
+		{"workqueue_queue_duration_seconds_sum", map[string]string{"name": "bundle"}, 0.9},
+		{"workqueue_queue_duration_seconds_bucket", map[string]string{"le": "0.1"}, 3},
+		{"absent", nil, 0},
+	} {
+		if got := s.Sum(c.name, c.match); got != c.want {
+			t.Errorf("Sum(%s, %v) = %v, want %v", c.name, c.match, got, c.want)
+		}
 	}
-	if got := s.Sum("apiserver_request_total", map[string]string{"verb": "GET"}); got != 12 {
-		t.Errorf("GET = %v, want 12", got)
-	}
-	if got := s.By("apiserver_request_total", "verb", "resource"); got["PATCH/bundles"] != 3 || got["GET/configmaps"] != 12 {
+	if got := s.By("apiserver_request_total", "verb", "resource"); len(got) != 2 || got["PATCH/bundles"] != 3 || got["GET/configmaps"] != 12 {
 		t.Errorf("By = %v", got)
 	}
-	if got := s[2].Labels["msg"]; got != `a "quoted", comma\ and } brace` {
-		t.Errorf("label = %q", got)
+	if !s.Has("weird") || s.Has("absent") {
+		t.Error("Has: wrong")
 	}
-	if got := s.Sum("go_memstats_heap_alloc_bytes", nil); got != 1<<20 {
-		t.Errorf("heap = %v", got)
+	for _, smp := range s {
+		if smp.Name == "weird" && smp.Labels["msg"] != `a "quoted", comma\ and } brace` {
+			t.Errorf("escaped label = %q", smp.Labels["msg"])
+		}
 	}
-	if _, err := ParseMetrics(`x{a="b} 1`); err == nil {
-		t.Error("unterminated label value: no error")
+}
+
+func TestParseMetricsRejectsMalformedText(t *testing.T) {
+	for _, text := range []string{
+		`x{a="b} 1`,
+		`x{a="b"}`,
+		`x 1 2 3`,
+		"# TYPE x counter\nx{a=\"b\"} not-a-number",
+	} {
+		if _, err := ParseMetrics(text); err == nil {
+			t.Errorf("ParseMetrics(%q): no error", text)
+		}
 	}
 }

@@ -1,7 +1,9 @@
 // Package controllerprocess runs `limbo controller` as a child process: the
 // benchmark (whose figures must describe the controller alone) and the
 // integration tests that need separate processes (leader election, shards, the
-// log as an audit trail) use it. It also parses the process's /metrics.
+// log as an audit trail) use it. The benchmark also runs a peer controller (kro)
+// through it: any controller-runtime manager that takes the same address and
+// kubeconfig flags. It also parses the process's /metrics.
 package controllerprocess
 
 import (
@@ -51,7 +53,12 @@ type Config struct {
 	Kubeconfig string
 	// LogPath receives the process's stdout and stderr.
 	LogPath string
-	// Args are more arguments of `limbo controller`; the kubeconfig and the
+	// Command are the arguments before the flags; nil: ["controller"], limbo's
+	// subcommand (a peer's binary takes none: an empty, non-nil slice).
+	Command []string
+	// Name is the process in messages; empty: "limbo controller".
+	Name string
+	// Args are more arguments of the controller; the kubeconfig and the
 	// metrics, probe and pprof addresses (free ports) are set by Start.
 	Args []string
 	// Env are more environment variables (KEY=VALUE).
@@ -63,6 +70,7 @@ type Config struct {
 type Process struct {
 	MetricsAddr, ProbeAddr, PprofAddr string
 	LogPath                           string
+	name                              string
 
 	cfg  Config
 	cmd  *exec.Cmd
@@ -85,13 +93,13 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 // until it is ready. Its output is appended to p's log.
 func (p *Process) StartAgain(ctx context.Context) (*Process, error) {
 	if err := p.Alive(); err == nil {
-		return nil, errors.New("limbo controller is still running")
+		return nil, fmt.Errorf("%s is still running", p.name)
 	}
 	logFile, err := os.OpenFile(p.cfg.LogPath, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(logFile, "=== limbo controller started again at %s\n", time.Now().Format(time.RFC3339Nano))
+	fmt.Fprintf(logFile, "=== %s started again at %s\n", p.name, time.Now().Format(time.RFC3339Nano))
 	return start(ctx, p.cfg, logFile)
 }
 
@@ -108,16 +116,24 @@ func start(ctx context.Context, cfg Config, logFile *os.File) (*Process, error) 
 		ProbeAddr:   "127.0.0.1:" + strconv.Itoa(ports[1]),
 		PprofAddr:   "127.0.0.1:" + strconv.Itoa(ports[2]),
 		LogPath:     cfg.LogPath,
+		name:        cfg.Name,
 		cfg:         cfg,
 		http:        &http.Client{Timeout: 2 * time.Minute},
 		done:        make(chan error, 1),
 	}
-	args := append([]string{"controller",
+	if p.name == "" {
+		p.name = "limbo controller"
+	}
+	command := cfg.Command
+	if command == nil {
+		command = []string{"controller"}
+	}
+	args := append(append([]string{}, command...),
 		"--kubeconfig", cfg.Kubeconfig,
 		"--metrics-bind-address", p.MetricsAddr,
 		"--health-probe-bind-address", p.ProbeAddr,
-		"--pprof-bind-address", p.PprofAddr,
-	}, cfg.Args...)
+		"--pprof-bind-address", p.PprofAddr)
+	args = append(args, cfg.Args...)
 	p.cmd = exec.Command(cfg.Bin, args...)
 	p.cmd.Stdout, p.cmd.Stderr = logFile, logFile
 	p.cmd.Env = append(os.Environ(), cfg.Env...)
@@ -135,7 +151,7 @@ func start(ctx context.Context, cfg Config, logFile *os.File) (*Process, error) 
 		select {
 		case err := <-p.done:
 			p.done <- err
-			return nil, fmt.Errorf("limbo controller exited: %v (log: %s)%s", err, p.LogPath, Tail(p.LogPath, 20))
+			return nil, fmt.Errorf("%s exited: %v (log: %s)%s", p.name, err, p.LogPath, Tail(p.LogPath, 20))
 		case <-ctx.Done():
 			p.Stop()
 			return nil, ctx.Err()
@@ -150,7 +166,7 @@ func start(ctx context.Context, cfg Config, logFile *os.File) (*Process, error) 
 		}
 		if time.Now().After(deadline) {
 			p.Stop()
-			return nil, fmt.Errorf("limbo controller not ready after %v (log: %s)%s", readyTimeout, p.LogPath, Tail(p.LogPath, 20))
+			return nil, fmt.Errorf("%s not ready after %v (log: %s)%s", p.name, readyTimeout, p.LogPath, Tail(p.LogPath, 20))
 		}
 	}
 }
@@ -163,7 +179,7 @@ func (p *Process) Alive() error {
 	select {
 	case err := <-p.done:
 		p.done <- err
-		return fmt.Errorf("limbo controller exited: %v (log: %s)%s", err, p.LogPath, Tail(p.LogPath, 20))
+		return fmt.Errorf("%s exited: %v (log: %s)%s", p.name, err, p.LogPath, Tail(p.LogPath, 20))
 	default:
 		return nil
 	}

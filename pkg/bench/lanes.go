@@ -1,0 +1,214 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+	"github.com/limbo-dev/limbo/pkg/controller"
+	"github.com/limbo-dev/limbo/pkg/controllerprocess"
+)
+
+// The converge lanes: the controller's defaults, and the same workload without
+// the client's rate limiter in the way.
+const (
+	laneThrottled   = "throttled"
+	laneUnthrottled = "unthrottled"
+)
+
+// floorFieldOwner is the field manager of the floor's applies.
+const floorFieldOwner = "limbo-bench-floor"
+
+// lane is one converge measurement at one client setting (QPS and burst of the
+// controller and of the floor): the floor applies the workload's objects
+// directly in a namespace of its own, the lane's controller converges the same
+// objects as Bundles in another. Each lane's controller watches only the lane's
+// namespaces (--namespaces), so that no controller sees another lane's objects
+// or the floor's.
+type lane struct {
+	name                         string
+	qps                          float32
+	burst                        int
+	floorNS, bundlesNS, warmupNS string
+	floor                        client.Client
+	ctrl                         *controllerprocess.Process
+}
+
+// newLane names a lane's namespaces: the throttled lane keeps the names the
+// benchmark always had (bench-floor, bench-bundles, bench-warmup).
+func newLane(name string, qps float32, burst int) *lane {
+	suffix := ""
+	if name != laneThrottled {
+		suffix = "-" + name
+	}
+	return &lane{
+		name: name, qps: qps, burst: burst,
+		floorNS: "bench-floor" + suffix, bundlesNS: "bench-bundles" + suffix, warmupNS: "bench-warmup" + suffix,
+	}
+}
+
+// createNamespaces creates the namespaces names.
+func (r *runner) createNamespaces(ctx context.Context, names ...string) error {
+	for _, ns := range names {
+		if err := r.user.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// startLane makes the lane's floor client and starts its controller, both with
+// the lane's QPS and burst.
+func (r *runner) startLane(ctx context.Context, l *lane) error {
+	floorCfg := r.cluster.RESTConfig()
+	floorCfg.QPS, floorCfg.Burst = l.qps, l.burst
+	var err error
+	if l.floor, err = client.New(floorCfg, client.Options{Scheme: controller.NewScheme()}); err != nil {
+		return err
+	}
+	cfg := r.cfg
+	cfg.QPS, cfg.Burst = l.qps, l.burst
+	logName := "limbo-controller.log"
+	if l.name != laneThrottled {
+		logName = "limbo-controller-" + l.name + ".log"
+	}
+	fmt.Fprintf(r.log, "limbo-bench: %s: starting %s controller --kube-api-qps=%g --kube-api-burst=%d --workers=%d ...\n", l.name, r.bin, l.qps, l.burst, r.cfg.Workers)
+	l.ctrl, err = startController(ctx, r.bin, r.cluster.KubeconfigPath, filepath.Join(r.workDir, logName), cfg,
+		"--namespaces", strings.Join([]string{l.bundlesNS, l.warmupNS}, ","))
+	return err
+}
+
+// runLaneWithOwnController starts the lane's controller, measures the lane and
+// stops the controller, so that it costs the later phases nothing.
+func (r *runner) runLaneWithOwnController(ctx context.Context, l *lane, c *Converge) error {
+	if err := r.startLane(ctx, l); err != nil {
+		return err
+	}
+	defer l.ctrl.Stop()
+	return r.runLane(ctx, l, c)
+}
+
+// runLane warms the lane up, then times its floor and its controller's converge.
+func (r *runner) runLane(ctx context.Context, l *lane, c *Converge) error {
+	c.Lane, c.QPS, c.Burst = l.name, l.qps, l.burst
+	if err := r.warmup(ctx, l); err != nil {
+		return fmt.Errorf("warm-up: %w", err)
+	}
+	if err := r.runFloor(ctx, l, c); err != nil {
+		return fmt.Errorf("floor: %w", err)
+	}
+	return r.runConverge(ctx, l, c)
+}
+
+// warmup creates one Bundle and applies one Bundle's objects directly, untimed, so
+// that neither timed run pays for first-use costs (the API server's first server-
+// side apply of a kind, the controller's first watch of ConfigMaps).
+func (r *runner) warmup(ctx context.Context, l *lane) error {
+	fmt.Fprintf(r.log, "limbo-bench: %s: warm-up ...\n", l.name)
+	for j := range r.cfg.Objects {
+		obj := r.work.floorObject(l.warmupNS, 0, j)
+		obj.SetName("floor-" + obj.GetName())
+		if err := l.floor.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner(floorFieldOwner), client.ForceOwnership); err != nil {
+			return err
+		}
+	}
+	b, err := r.work.bundle(l.warmupNS, 0, nil)
+	if err != nil {
+		return err
+	}
+	if err := r.user.Create(ctx, b); err != nil {
+		return err
+	}
+	if _, err := r.tracker.waitReady(ctx, map[string]int64{l.warmupNS + "/" + b.Name: 1}, "warm-up", r.log, l.ctrl.Alive); err != nil {
+		return err
+	}
+	return quiesce(ctx, l.ctrl)
+}
+
+// runFloor applies the N×M ConfigMaps directly with the lane's QPS and burst and
+// the controller's concurrency.
+func (r *runner) runFloor(ctx context.Context, l *lane, c *Converge) error {
+	n := r.cfg.Bundles * r.cfg.Objects
+	fmt.Fprintf(r.log, "limbo-bench: %s: floor: server-side applying %d ConfigMaps with %d workers ...\n", l.name, n, r.cfg.Workers)
+	start := time.Now()
+	err := parallel(ctx, r.cfg.Workers, n, func(ctx context.Context, k int) error {
+		obj := r.work.floorObject(l.floorNS, k/r.cfg.Objects, k%r.cfg.Objects)
+		return l.floor.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner(floorFieldOwner), client.ForceOwnership)
+	})
+	if err != nil {
+		return err
+	}
+	c.FloorSeconds = round3(time.Since(start).Seconds())
+	c.Objects = n
+	fmt.Fprintf(r.log, "limbo-bench: %s: floor: %.1fs\n", l.name, c.FloorSeconds)
+	return nil
+}
+
+// runConverge creates the N Bundles in the lane's namespace and waits until all
+// are Ready.
+func (r *runner) runConverge(ctx context.Context, l *lane, c *Converge) error {
+	fmt.Fprintf(r.log, "limbo-bench: %s: converge: creating %d Bundles of %d ConfigMaps ...\n", l.name, r.cfg.Bundles, r.cfg.Objects)
+	before, err := l.ctrl.Metrics(ctx)
+	if err != nil {
+		return err
+	}
+	profilePrefix := "cpu-converge"
+	if l.name != laneThrottled {
+		profilePrefix += "-" + l.name
+	}
+	stopProfiles := r.cpuProfiles(ctx, l.ctrl, profilePrefix)
+	want := map[string]int64{}
+	bundles := make([]*limbov1alpha1.Bundle, r.cfg.Bundles)
+	for i := range bundles {
+		if bundles[i], err = r.work.bundle(l.bundlesNS, i, nil); err != nil {
+			return err
+		}
+		want[l.bundlesNS+"/"+bundles[i].Name] = 1
+	}
+	start := time.Now()
+	if err := parallel(ctx, userConcurrency, len(bundles), func(ctx context.Context, i int) error {
+		return r.user.Create(ctx, bundles[i])
+	}); err != nil {
+		return err
+	}
+	last, err := r.tracker.waitReady(ctx, want, l.name+" converge", r.log, l.ctrl.Alive)
+	stopProfiles()
+	if err != nil {
+		return err
+	}
+	c.ControllerSeconds = round3(last.Sub(start).Seconds())
+	c.Ratio = round3(c.ControllerSeconds / c.FloorSeconds)
+	c.Goal = GoalConvergeRatio
+	c.Met = c.Ratio <= c.Goal
+	fmt.Fprintf(r.log, "limbo-bench: %s: converge: %.1fs (floor %.1fs, ratio %.2f)\n", l.name, c.ControllerSeconds, c.FloorSeconds, c.Ratio)
+	if err := quiesce(ctx, l.ctrl); err != nil {
+		return err
+	}
+	after, err := l.ctrl.Metrics(ctx)
+	if err != nil {
+		return err
+	}
+	c.ControllerRequests = Delta(before.By("rest_client_requests_total", "method"), after.By("rest_client_requests_total", "method"))
+	c.ControllerCPUSeconds = round1(after.Sum("process_cpu_seconds_total", nil) - before.Sum("process_cpu_seconds_total", nil))
+	if err := r.heapProfile(ctx, l.ctrl, "heap-converge"+strings.TrimPrefix(profilePrefix, "cpu-converge")+".pprof"); err != nil {
+		return err
+	}
+	m, err := l.ctrl.Metrics(ctx)
+	if err != nil {
+		return err
+	}
+	c.HeapMiB = round1(m.Sum("go_memstats_heap_alloc_bytes", nil) / mib)
+	c.RSSMiB = round1(m.Sum("process_resident_memory_bytes", nil) / mib)
+	return nil
+}
+
+// formatQPS is a QPS as a flag value.
+func formatQPS(qps float32) string { return strconv.FormatFloat(float64(qps), 'f', -1, 32) }

@@ -1,0 +1,96 @@
+package bench
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+func TestHeadline(t *testing.T) {
+	throttled := Converge{Lane: laneThrottled, QPS: 50, Burst: 100, Objects: 2000, FloorSeconds: 40, ControllerSeconds: 41, Ratio: 1.025, Goal: GoalConvergeRatio, Met: true}
+	unthrottled := Converge{Lane: laneUnthrottled, QPS: 1000, Burst: 2000, Objects: 2000, FloorSeconds: 2.7, ControllerSeconds: 10.3, Ratio: 3.815, Goal: GoalConvergeRatio}
+	kro := &Peer{Name: kroName, Version: "v0.9.4", Instances: 200, Objects: 2000, Seconds: 13.7, RatioToFloor: 5.074, LimboSpeedup: 1.33}
+	for _, c := range []struct {
+		name string
+		res  Results
+		want []string
+		not  []string
+	}{
+		{
+			name: "unthrottled is the headline",
+			res:  Results{Converge: throttled, Unthrottled: &unthrottled},
+			want: []string{"converge 2000 objects at QPS 1000, burst 2000: limbo 3.81× the raw-apply floor (10.3s vs 2.7s; goal ≤ 1.3×: NO)"},
+			not:  []string{"skipped", "kro"},
+		},
+		{
+			name: "throttled when the unthrottled lane was skipped, saying so",
+			res:  Results{Converge: throttled},
+			want: []string{"at QPS 50, burst 100: limbo 1.02× the raw-apply floor", "goal ≤ 1.3×: yes", "the unthrottled converge was skipped"},
+		},
+		{
+			name: "kro beside limbo",
+			res:  Results{Converge: throttled, Unthrottled: &unthrottled, Kro: kro},
+			want: []string{"limbo 3.81×", "kro v0.9.4 on the same work: 13.7s, 5.07× the floor; limbo is 1.33× as fast"},
+		},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got := c.res.Headline()
+			for _, w := range c.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("headline %q lacks %q", got, w)
+				}
+			}
+			for _, n := range c.not {
+				if strings.Contains(got, n) {
+					t.Errorf("headline %q has %q", got, n)
+				}
+			}
+		})
+	}
+}
+
+func TestPrintConvergeLanes(t *testing.T) {
+	res := &Results{
+		Settings:     Settings{Preset: "large", Bundles: 1000, ObjectsPerBundle: 10, Workers: 4},
+		Converge:     Converge{Lane: laneThrottled, QPS: 50, Burst: 100, Objects: 10000, FloorSeconds: 200, ControllerSeconds: 210, Ratio: 1.05, Goal: 1.3, Met: true},
+		Unthrottled:  &Converge{Lane: laneUnthrottled, QPS: 1000, Burst: 2000, Objects: 10000, FloorSeconds: 14, ControllerSeconds: 16, Ratio: 1.143, Goal: 1.3, Met: true},
+		Kro:          &Peer{Name: kroName, Version: "v0.9.4", Instances: 1000, Objects: 10000, Seconds: 60, RatioToFloor: 4.286, LimboSpeedup: 3.75, Flags: []string{"--client-qps=1000"}},
+		PhaseSeconds: map[string]float64{"setup": 10, "converge": 250, "converge-unthrottled": 40, "kro": 70},
+	}
+	var buf bytes.Buffer
+	res.Print(&buf)
+	out := buf.String()
+	for _, c := range []struct{ what, want string }{
+		{"the preset", "workload: preset large, 1000 Bundles × 10 ConfigMaps"},
+		{"the headline before the table", "headline: converge 10000 objects at QPS 1000"},
+		{"the throttled floor", "converge throttled (QPS 50, burst 100), 10000 objects: floor"},
+		{"the unthrottled ratio with its goal", "converge unthrottled: ratio limbo/floor"},
+		{"kro's time", "converge unthrottled: kro v0.9.4 (1000 instances)"},
+		{"kro against limbo", "converge unthrottled: kro time / limbo time"},
+		{"kro's flags in the details", "flags --client-qps=1000"},
+		{"the phases in order", "time: setup 10s, converge 250s, converge-unthrottled 40s, kro 70s"},
+	} {
+		if !strings.Contains(out, c.want) {
+			t.Errorf("Print lacks %s (%q):\n%s", c.what, c.want, out)
+		}
+	}
+	if strings.Index(out, "headline:") > strings.Index(out, "FIGURE") {
+		t.Errorf("the headline comes after the table:\n%s", out)
+	}
+}
+
+func TestWorkloadLine(t *testing.T) {
+	for _, c := range []struct {
+		settings Settings
+		want     string
+	}{
+		{Settings{Preset: "default", Bundles: 200, ObjectsPerBundle: 10}, "preset default, 200 Bundles × 10 ConfigMaps"},
+		// Flags that override the preset's sizes: no preset named.
+		{Settings{Preset: "default", Bundles: 50, ObjectsPerBundle: 10}, "50 Bundles × 10 ConfigMaps"},
+		{Settings{Bundles: 1000, ObjectsPerBundle: 10}, "1000 Bundles × 10 ConfigMaps"},
+	} {
+		if got := (&Results{Settings: c.settings}).workloadLine(); got != c.want {
+			t.Errorf("workloadLine(%+v) = %q, want %q", c.settings, got, c.want)
+		}
+	}
+}
