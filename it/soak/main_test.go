@@ -37,7 +37,7 @@ func envInt(name string, def int64) int64 {
 }
 
 // TestMain starts the control plane only: the controller under test runs as a
-// process of its own (see controllerProcess).
+// process of its own (pkg/controllerprocess), started by TestSoak.
 func TestMain(m *testing.M) {
 	os.Exit(testenv.Run(m, testenv.Options{NoController: true}, &env))
 }

@@ -14,6 +14,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
+
+	"github.com/limbo-dev/limbo/pkg/controllerprocess"
 )
 
 // slots is how many Bundles the generator drives at once.
@@ -41,7 +43,12 @@ func TestSoak(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	limboBin, kubectlLimbo, err := buildBinaries(env.RepoRoot, t.TempDir())
+	bin := t.TempDir()
+	limboBin, err := controllerprocess.Build(ctx, env.RepoRoot, bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubectlLimbo, err := controllerprocess.BuildCommand(ctx, env.RepoRoot, bin, "kubectl-limbo")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,14 +84,16 @@ func TestSoak(t *testing.T) {
 		}
 	}()
 
-	controller, err := newControllerProcess(limboBin, env.Cluster.KubeconfigPath, filepath.Join(artifacts, "controller.log"))
+	// One replica, killed with SIGKILL: it does not release a Lease, and needs
+	// none.
+	controller, err := controllerprocess.Start(ctx, controllerprocess.Config{Bin: limboBin, Kubeconfig: env.Cluster.KubeconfigPath,
+		LogPath: filepath.Join(artifacts, "controller.log"), Args: []string{"--leader-elect=false", "--zap-log-level", "info"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := controller.start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer controller.kill()
+	pause := &sync.RWMutex{}
+	chaos := &chaos{oracle: o, controller: controller, pause: pause, rng: rand.New(rand.NewPCG(uint64(seed), slots)), ops: ops}
+	defer func() { _ = chaos.controller.Kill() }() // the last one started
 
 	quiet := rest.CopyConfig(env.Config)
 	quiet.WarningHandler = rest.NoWarnings{} // spec.allowEmpty, while the CRD lacks it
@@ -94,7 +103,7 @@ func TestSoak(t *testing.T) {
 	}
 	g := &generator{
 		oracle: o, namespace: namespace, clientset: env.Clientset, dynamic: dyn,
-		kubectl: kubectlLimbo, kubeconfig: env.Cluster.KubeconfigPath, pause: &sync.RWMutex{}, skip: map[string]bool{},
+		kubectl: kubectlLimbo, kubeconfig: env.Cluster.KubeconfigPath, pause: pause, skip: map[string]bool{},
 	}
 	for _, op := range strings.Split(*skipFlag, ",") {
 		if op = strings.TrimSpace(op); op != "" {
@@ -115,7 +124,6 @@ func TestSoak(t *testing.T) {
 		workers.Go(func() { g.run(ctx, s, n) })
 	}
 	chaosCtx, stopChaos := context.WithCancel(ctx)
-	chaos := &chaos{oracle: o, controller: controller, pause: g.pause, rng: rand.New(rand.NewPCG(uint64(seed), slots)), ops: ops}
 	chaosDone := make(chan error, 1)
 	go func() { chaosDone <- chaos.run(chaosCtx) }()
 	workers.Wait()
@@ -129,7 +137,7 @@ func TestSoak(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if !controller.running() {
+	if chaos.controller.Alive() != nil {
 		if err := chaos.restartController(ctx, 0); err != nil {
 			t.Fatal(err)
 		}
@@ -169,14 +177,14 @@ func TestSoak(t *testing.T) {
 		shown = shown[:30]
 	}
 	t.Errorf("soak: %d violations with seed %d (replay: LIMBO_SOAK_SEED=%d LIMBO_SOAK_OPS=%d go test ./it/soak -run TestSoak -v); operations and observations in %s, controller log in %s:\n  %s",
-		len(violations), seed, seed, ops, filepath.Join(artifacts, "operations.log"), controller.logPath, strings.Join(shown, "\n  "))
+		len(violations), seed, seed, ops, filepath.Join(artifacts, "operations.log"), chaos.controller.LogPath, strings.Join(shown, "\n  "))
 }
 
 // chaos kills and restarts the controller at random, and restarts
 // kube-apiserver once, a third of the way into the run.
 type chaos struct {
 	oracle       *oracle
-	controller   *controllerProcess
+	controller   *controllerprocess.Process // the one running, or the last one
 	pause        *sync.RWMutex
 	rng          *rand.Rand
 	ops          int
@@ -215,12 +223,16 @@ func (c *chaos) progress() int {
 // it again; the outage lasts until the new one is ready.
 func (c *chaos) restartController(ctx context.Context, down time.Duration) error {
 	c.oracle.outageStarted(outageController)
-	c.controller.kill()
+	if err := c.controller.Kill(); err != nil {
+		return fmt.Errorf("kill the controller: %w", err)
+	}
 	sleep(ctx, down)
 	// The restart is not bound to ctx: the run needs a controller to finish.
-	if err := c.controller.start(context.Background()); err != nil {
+	next, err := c.controller.StartAgain(context.Background())
+	if err != nil {
 		return fmt.Errorf("restart the controller: %w", err)
 	}
+	c.controller = next
 	c.oracle.outageEnded(outageController)
 	return nil
 }

@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
@@ -34,7 +35,6 @@ import (
 	"github.com/limbo-dev/limbo/pkg/plugins"
 	"github.com/limbo-dev/limbo/pkg/shard"
 	"github.com/limbo-dev/limbo/pkg/softdelete"
-	"github.com/limbo-dev/limbo/pkg/statusmetrics"
 )
 
 // NewScheme returns the scheme limbo's clients use: the built-in kinds, CRDs and
@@ -82,11 +82,15 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 			cacheOpts.DefaultNamespaces[ns] = cache.Config{}
 		}
 	}
+	// Metrics are registered here, with the registry the manager's /metrics
+	// serves, and not at package init.
+	metrics := NewMetrics(ctrlmetrics.Registry)
 	registry := opts.Plugins
 	if registry == nil {
 		if registry, err = plugins.NewRegistry(plugins.Options{
 			NamespaceGCInterval: opts.NamespaceGCInterval,
 			NamespaceGCDelay:    opts.NamespaceGCDelay,
+			Metrics:             ctrlmetrics.Registry,
 		}); err != nil {
 			return nil, err
 		}
@@ -164,7 +168,7 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 		// kubectl's events/v1 reads too (docs/design-decisions.md).
 		Recorder: mgr.GetEventRecorderFor("limbo"), //nolint:staticcheck // core/v1 events keep kubectl describe readable
 		Clock:    clock.RealClock{},
-		Metrics:  softdelete.DefaultMetrics,
+		Metrics:  metrics.Engine,
 		Shard:    shardSelector,
 	}
 	disco, err := discovery.NewDiscoveryClientForConfig(cfg)
@@ -175,7 +179,7 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 	reap.Namespaces = opts.Namespaces
 	reap.Shard = shardSelector
 	bundles, err := bundle.SetupWithManager(mgr, bundle.Options{Workers: opts.Workers, Engine: engine, Plugins: registry, OnManagedObjectEvent: reap.Observe, Shard: shardSelector,
-		Client: writer, DefaultServiceAccount: opts.DefaultServiceAccount})
+		Client: writer, DefaultServiceAccount: opts.DefaultServiceAccount, Metrics: metrics.Bundles})
 	if err != nil {
 		return nil, err
 	}
@@ -183,7 +187,7 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 		return nil, err
 	}
 	reap.OnKind = bundles.EnsureWatch
-	statusmetrics.Default.SetReader(mgr.GetCache())
+	metrics.Status.SetReader(mgr.GetCache())
 	if err := mgr.Add(reap); err != nil {
 		return nil, err
 	}

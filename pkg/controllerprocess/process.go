@@ -30,12 +30,18 @@ const readyTimeout = 2 * time.Minute
 // Build builds cmd/limbo of the repository at root into dir and returns the
 // binary's path.
 func Build(ctx context.Context, root, dir string) (string, error) {
-	out := filepath.Join(dir, "limbo")
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, "./cmd/limbo")
+	return BuildCommand(ctx, root, dir, "limbo")
+}
+
+// BuildCommand builds cmd/<name> of the repository at root into dir and
+// returns the binary's path.
+func BuildCommand(ctx context.Context, root, dir, name string) (string, error) {
+	out := filepath.Join(dir, name)
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, "./cmd/"+name)
 	cmd.Dir = root
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("go build ./cmd/limbo: %w", err)
+		return "", fmt.Errorf("go build ./cmd/%s: %w", name, err)
 	}
 	return out, nil
 }
@@ -66,6 +72,7 @@ type Process struct {
 	LogPath                           string
 	name                              string
 
+	cfg  Config
 	cmd  *exec.Cmd
 	done chan error
 	http *http.Client
@@ -74,8 +81,34 @@ type Process struct {
 // Start runs the controller and waits until it is ready (its informers synced;
 // a replica that is not the leader is ready too).
 func Start(ctx context.Context, cfg Config) (*Process, error) {
+	logFile, err := os.Create(cfg.LogPath)
+	if err != nil {
+		return nil, err
+	}
+	return start(ctx, cfg, logFile)
+}
+
+// StartAgain starts a new controller with p's configuration, as a Pod's
+// container is restarted after p exited or was killed (see Kill), and waits
+// until it is ready. Its output is appended to p's log.
+func (p *Process) StartAgain(ctx context.Context) (*Process, error) {
+	if err := p.Alive(); err == nil {
+		return nil, fmt.Errorf("%s is still running", p.name)
+	}
+	logFile, err := os.OpenFile(p.cfg.LogPath, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(logFile, "=== %s started again at %s\n", p.name, time.Now().Format(time.RFC3339Nano))
+	return start(ctx, p.cfg, logFile)
+}
+
+// start runs the controller with its output to logFile, which it closes when
+// the process ends.
+func start(ctx context.Context, cfg Config, logFile *os.File) (*Process, error) {
 	ports, err := localcluster.FreePorts(3)
 	if err != nil {
+		logFile.Close()
 		return nil, err
 	}
 	p := &Process{
@@ -84,6 +117,7 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 		PprofAddr:   "127.0.0.1:" + strconv.Itoa(ports[2]),
 		LogPath:     cfg.LogPath,
 		name:        cfg.Name,
+		cfg:         cfg,
 		http:        &http.Client{Timeout: 2 * time.Minute},
 		done:        make(chan error, 1),
 	}
@@ -100,10 +134,6 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 		"--health-probe-bind-address", p.ProbeAddr,
 		"--pprof-bind-address", p.PprofAddr)
 	args = append(args, cfg.Args...)
-	logFile, err := os.Create(p.LogPath)
-	if err != nil {
-		return nil, err
-	}
 	p.cmd = exec.Command(cfg.Bin, args...)
 	p.cmd.Stdout, p.cmd.Stderr = logFile, logFile
 	p.cmd.Env = append(os.Environ(), cfg.Env...)
@@ -144,7 +174,7 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 // Pid is the process's id.
 func (p *Process) Pid() int { return p.cmd.Process.Pid }
 
-// Alive fails when the controller has exited.
+// Alive fails when the controller has exited (or was killed).
 func (p *Process) Alive() error {
 	select {
 	case err := <-p.done:

@@ -13,14 +13,16 @@ import (
 	"github.com/limbo-dev/limbo/pkg/plugins/namespacegc"
 	"github.com/limbo-dev/limbo/pkg/plugins/noderemoval"
 	"github.com/limbo-dev/limbo/pkg/plugins/routegc"
+	"github.com/limbo-dev/limbo/pkg/storageos"
 )
 
 // Options are the controller-wide defaults of the plugins.
 type Options struct {
 	NamespaceGCInterval time.Duration
 	NamespaceGCDelay    time.Duration
-	// Metrics registers the plugins' metrics; nil means controller-runtime's
-	// registry, which the manager serves on /metrics.
+	// Metrics registers the plugins' metrics when the registry is built (never at
+	// package init); nil means controller-runtime's registry, which the manager
+	// serves on /metrics.
 	Metrics prometheus.Registerer
 }
 
@@ -31,8 +33,9 @@ func NewRegistry(opts Options, extra ...plugin.Plugin) (*plugin.Registry, error)
 	}
 	all := []plugin.Plugin{
 		configmap.New(),
-		namespacegc.New(namespacegc.Options{DefaultInterval: opts.NamespaceGCInterval, DefaultDelay: opts.NamespaceGCDelay}),
-		noderemoval.New(),
+		namespacegc.New(namespacegc.Options{DefaultInterval: opts.NamespaceGCInterval, DefaultDelay: opts.NamespaceGCDelay,
+			Metrics: storageos.NewMetrics(opts.Metrics)}),
+		noderemoval.New(noderemoval.NewMetrics(opts.Metrics)),
 		routegc.New(routegc.Options{Metrics: routegc.NewMetrics(opts.Metrics)}),
 	}
 	return plugin.NewRegistry(append(all, extra...)...)

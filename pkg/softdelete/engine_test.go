@@ -153,6 +153,21 @@ func (h *harness) metric(t *testing.T, name, label string) float64 {
 	return 0
 }
 
+// wantOneDeletion fails unless limbo_deletions_total counts one deletion with
+// result and none with another ("" for none at all).
+func (h *harness) wantOneDeletion(t *testing.T, result string) {
+	t.Helper()
+	for _, r := range []string{softdelete.ResultDeleted, softdelete.ResultGone, softdelete.ResultFailed} {
+		want := 0.0
+		if r == result {
+			want = 1
+		}
+		if got := h.metric(t, "limbo_deletions_total", r); got != want {
+			t.Errorf("limbo_deletions_total{result=%q} = %v, want %v", r, got, want)
+		}
+	}
+}
+
 // get reads obj back from the fake client; nil when it is gone.
 func (h *harness) get(t *testing.T, name string) *unstructured.Unstructured {
 	t.Helper()
@@ -368,15 +383,7 @@ func TestEngineOrphan(t *testing.T) {
 			if !pendingEqual(out.Pending, tc.want.Pending) {
 				t.Errorf("Pending = %+v, want %+v", out.Pending, tc.want.Pending)
 			}
-			for _, result := range []string{softdelete.ResultDeleted, softdelete.ResultGone, softdelete.ResultFailed} {
-				want := 0.0
-				if result == tc.wantResult {
-					want = 1
-				}
-				if got := h.metric(t, "limbo_deletions_total", result); got != want {
-					t.Errorf("limbo_deletions_total{result=%q} = %v, want %v", result, got, want)
-				}
-			}
+			h.wantOneDeletion(t, tc.wantResult)
 			if got := h.metric(t, "limbo_deletion_lateness_seconds", ""); got != tc.wantLateness {
 				t.Errorf("lateness observations = %v, want %v", got, tc.wantLateness)
 			}
@@ -522,15 +529,7 @@ func TestEngineOrphanDecidesDeleteOnFreshRead(t *testing.T) {
 			case tc.wantPend != "-" && (out.Pending == nil || out.Pending.Message != tc.wantPend):
 				t.Errorf("Pending = %+v, want message %q", out.Pending, tc.wantPend)
 			}
-			for _, result := range []string{softdelete.ResultDeleted, softdelete.ResultGone, softdelete.ResultFailed} {
-				want := 0.0
-				if result == tc.wantResult {
-					want = 1
-				}
-				if got := h.metric(t, "limbo_deletions_total", result); got != want {
-					t.Errorf("limbo_deletions_total{result=%q} = %v, want %v", result, got, want)
-				}
-			}
+			h.wantOneDeletion(t, tc.wantResult)
 		})
 	}
 }

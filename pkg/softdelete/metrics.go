@@ -4,7 +4,8 @@ import (
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/limbo-dev/limbo/pkg/promreg"
 )
 
 // Results of a deletion, the `result` label of limbo_deletions_total.
@@ -14,20 +15,21 @@ const (
 	ResultFailed  = "failed"  // the delete failed; it is retried
 )
 
-// Metrics are the engine's Prometheus metrics.
+// Metrics are the engine's Prometheus metrics. The manager builds them when it
+// is built (NewMetrics), never at package init, so that a program that only
+// reads limbo's state (kubectl-limbo) registers no metric.
 type Metrics struct {
 	deletions *prometheus.CounterVec
 	lateness  prometheus.Histogram
+	pending   prometheus.Gauge
 
 	mu      sync.Mutex
-	pending map[string]int // by owner (a Bundle, the reaper)
+	byOwner map[string]int // items in limbo by owner (a Bundle, the reaper)
 }
 
-// DefaultMetrics are registered with controller-runtime's registry, served on
-// the manager's /metrics.
-var DefaultMetrics = NewMetrics(ctrlmetrics.Registry)
-
-// NewMetrics creates the metrics and registers them with reg.
+// NewMetrics creates the metrics and registers them with reg, reusing those
+// already there (a manager rebuilt in the same process); a nil reg registers
+// nothing.
 func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		deletions: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -39,13 +41,17 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help:    "Actual delete time minus deadline, for orphans deleted at the end of a countdown.",
 			Buckets: []float64{0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 300},
 		}),
-		pending: map[string]int{},
+		pending: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "limbo_pending_deletions",
+			Help: "Objects and external items waiting in limbo.",
+		}),
+		byOwner: map[string]int{},
 	}
-	gauge := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name: "limbo_pending_deletions",
-		Help: "Objects and external items waiting in limbo.",
-	}, m.pendingTotal)
-	reg.MustRegister(m.deletions, m.lateness, gauge)
+	if reg != nil {
+		m.deletions = promreg.Register(reg, m.deletions)
+		m.lateness = promreg.Register(reg, m.lateness)
+		m.pending = promreg.Register(reg, m.pending)
+	}
 	return m
 }
 
@@ -54,18 +60,13 @@ func (m *Metrics) SetPending(owner string, n int) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if n == 0 {
-		delete(m.pending, owner)
-		return
+		delete(m.byOwner, owner)
+	} else {
+		m.byOwner[owner] = n
 	}
-	m.pending[owner] = n
-}
-
-func (m *Metrics) pendingTotal() float64 {
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	total := 0
-	for _, n := range m.pending {
+	for _, n := range m.byOwner {
 		total += n
 	}
-	return float64(total)
+	m.pending.Set(float64(total))
 }

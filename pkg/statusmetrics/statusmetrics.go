@@ -7,19 +7,13 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+	"github.com/limbo-dev/limbo/pkg/promreg"
 )
 
 // listTimeout bounds a scrape's reads: before the cache has synced, a List waits.
 const listTimeout = 5 * time.Second
-
-// Default is the collector registered with controller-runtime's registry, the one
-// the controller's /metrics serves. It exports nothing until SetReader.
-var Default = New()
-
-func init() { ctrlmetrics.Registry.MustRegister(Default) }
 
 // Collector is a prometheus.Collector of Bundles' and Tombstones' status.
 type Collector struct {
@@ -27,6 +21,13 @@ type Collector struct {
 	reader client.Reader
 
 	pending, nextDeletion, attempts, deleteAfter *prometheus.Desc
+}
+
+// Register registers a Collector with reg and returns the one reg serves: the
+// collector already there when a manager is rebuilt in the same process. It
+// exports nothing until SetReader.
+func Register(reg prometheus.Registerer) *Collector {
+	return promreg.Register(reg, New())
 }
 
 // New returns a Collector that exports nothing until SetReader.

@@ -58,3 +58,12 @@ limbo_tombstone_delete_after_timestamp_seconds{bundle="shop",kind="StorageOSName
 		t.Error(err)
 	}
 }
+
+// A manager rebuilt in the same process registers again: it gets the collector
+// already served, so that its SetReader is the one scrapes use.
+func TestRegisterTwice(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	if first, second := Register(reg), Register(reg); first != second {
+		t.Error("the second Register returned a collector that is not served")
+	}
+}

@@ -4,12 +4,13 @@ import (
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+	"github.com/limbo-dev/limbo/pkg/promreg"
 )
 
 // Metrics are the Bundle reconciler's metrics, beyond controller-runtime's own.
+// The manager builds them when it is built (NewMetrics), never at package init.
 type Metrics struct {
 	resources *prometheus.GaugeVec
 
@@ -17,10 +18,9 @@ type Metrics struct {
 	byBundle map[string]map[limbov1alpha1.ResourceState]int
 }
 
-// DefaultMetrics are served on the manager's /metrics.
-var DefaultMetrics = NewMetrics(ctrlmetrics.Registry)
-
-// NewMetrics creates the metrics and registers them with reg.
+// NewMetrics creates the metrics and registers them with reg, reusing those
+// already there (a manager rebuilt in the same process); a nil reg registers
+// nothing.
 func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		resources: prometheus.NewGaugeVec(prometheus.GaugeOpts{
@@ -29,7 +29,9 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{"state"}),
 		byBundle: map[string]map[limbov1alpha1.ResourceState]int{},
 	}
-	reg.MustRegister(m.resources)
+	if reg != nil {
+		m.resources = promreg.Register(reg, m.resources)
+	}
 	return m
 }
 

@@ -4,7 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -165,7 +166,7 @@ func (p *pass) decidePluginItems(ctx context.Context, ready bool) {
 			p.pending = append(p.pending, p.r.Engine.TombstonePending(ts))
 		}
 	}
-	for _, key := range sortedKeys(existing) {
+	for _, key := range slices.Sorted(maps.Keys(existing)) {
 		ts := existing[key]
 		why := ""
 		if !p.stillDeclares(ts) {
@@ -221,7 +222,7 @@ func (p *pass) cancelTombstonesOfRemovedResources(ctx context.Context) {
 		p.fail(err)
 		return
 	}
-	for _, key := range sortedKeys(existing) {
+	for _, key := range slices.Sorted(maps.Keys(existing)) {
 		ts := existing[key]
 		if p.stillDeclares(ts) {
 			continue
@@ -230,15 +231,6 @@ func (p *pass) cancelTombstonesOfRemovedResources(ctx context.Context) {
 			p.fail(err)
 		}
 	}
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // collect records an engine outcome in the pass's outputs.

@@ -40,6 +40,8 @@ type Options struct {
 	Client client.Client
 	// DefaultServiceAccount is impersonated for Bundles that name none.
 	DefaultServiceAccount string
+	// Metrics record the Bundles' resources by state (nil: recorded, not served).
+	Metrics *Metrics
 }
 
 // ManagedSelector selects the objects a Bundle manages or last managed.
@@ -72,13 +74,16 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) (*Reconciler, error) {
 		Engine:    opts.Engine,
 		Plugins:   opts.Plugins,
 		Clock:     clock.RealClock{},
-		Metrics:   DefaultMetrics,
+		Metrics:   opts.Metrics,
 		Shard:     opts.Shard,
 
 		DefaultServiceAccount: opts.DefaultServiceAccount,
 	}
 	if r.Client == nil {
 		r.Client = mgr.GetClient()
+	}
+	if r.Metrics == nil {
+		r.Metrics = NewMetrics(nil)
 	}
 	plansDone := make(chan event.GenericEvent, 1024)
 	r.planner = newPlanner(plansDone)

@@ -37,6 +37,13 @@ const (
 	maxBackoff  = 5 * time.Minute
 )
 
+// retryBackoff is how long after its attempts-th failed delete (1 for the
+// first) a Tombstone's item is tried again: baseBackoff doubled per earlier
+// failure, at most maxBackoff.
+func retryBackoff(attempts int32) time.Duration {
+	return min(baseBackoff<<min(max(attempts-1, 0), 20), maxBackoff)
+}
+
 // Reconciler reconciles Tombstones.
 type Reconciler struct {
 	Client   client.Client
@@ -136,7 +143,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	d := softdelete.Decide(r.Clock.Now(), softdelete.State{Annotations: ts.Annotations, PendingLabel: true})
 	if err := r.deleteItem(ctx, &ts, b); err != nil {
 		status.LastError = err.Error()
-		backoff := min(baseBackoff<<min(status.Attempts-1, 20), maxBackoff)
+		backoff := retryBackoff(status.Attempts)
 		r.Recorder.Eventf(&ts, corev1.EventTypeWarning, limbov1alpha1.EventDeleteFailed, "delete %s %q (attempt %d, next in %v): %v", ts.Spec.Item.Kind, ts.Spec.Item.ID, status.Attempts, backoff, err)
 		r.Engine.RecordFailure()
 		return ctrl.Result{RequeueAfter: backoff}, r.writeStatus(ctx, &ts, status)

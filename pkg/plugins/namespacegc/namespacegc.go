@@ -25,7 +25,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 	"github.com/limbo-dev/limbo/pkg/plugin"
@@ -43,6 +42,8 @@ const (
 type Options struct {
 	DefaultInterval time.Duration
 	DefaultDelay    time.Duration
+	// Metrics count the StorageOS API calls (nil: counted, not served).
+	Metrics *storageos.Metrics
 }
 
 // Spec is the plugin's input; its schema is generated from it (plugin.SchemaOf).
@@ -88,7 +89,10 @@ func newResourceState() *resourceState {
 
 // New returns the plugin.
 func New(opts Options) *Plugin {
-	return &Plugin{opts: opts, metrics: storageos.NewMetrics(ctrlmetrics.Registry),
+	if opts.Metrics == nil {
+		opts.Metrics = storageos.NewMetrics(nil)
+	}
+	return &Plugin{opts: opts, metrics: opts.Metrics,
 		state: plugin.ResourceStates[resourceState]{New: newResourceState}, clients: map[string]*storageos.Client{}, passwords: map[string]string{}}
 }
 

@@ -42,9 +42,9 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/limbo-dev/limbo/pkg/plugin"
+	"github.com/limbo-dev/limbo/pkg/promreg"
 )
 
 // Name is the plugin's registered name.
@@ -122,23 +122,41 @@ type Taint struct {
 // DefaultDrainTaint is csi-baremetal's.
 var DefaultDrainTaint = Taint{Key: LabelDrain, Value: DrainValue, Effect: string(corev1.TaintEffectNoSchedule)}
 
-// undrainedNodes is the metric of Nodes removed without the drain label.
-var undrainedNodes = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-	Name: "limbo_node_removal_undrained_nodes",
-	Help: "Nodes deleted without being drained (their Csibmnode has no drain label), whose csi-baremetal resources node-removal leaves alone.",
-}, []string{"namespace", "bundle", "resource"})
+// Metrics are node-removal's metrics.
+type Metrics struct {
+	// UndrainedNodes is limbo_node_removal_undrained_nodes{namespace,bundle,resource}.
+	UndrainedNodes *prometheus.GaugeVec
+}
 
-func init() { ctrlmetrics.Registry.MustRegister(undrainedNodes) }
+// NewMetrics creates the metrics and registers them with reg (reusing those
+// already there); a nil reg registers nothing.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{UndrainedNodes: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "limbo_node_removal_undrained_nodes",
+		Help: "Nodes deleted without being drained (their Csibmnode has no drain label), whose csi-baremetal resources node-removal leaves alone.",
+	}, []string{"namespace", "bundle", "resource"})}
+	if reg != nil {
+		m.UndrainedNodes = promreg.Register(reg, m.UndrainedNodes)
+	}
+	return m
+}
 
 // Plugin is the node-removal plugin. It remembers, per Bundle resource, the
 // undrained Nodes it reported, so that each is reported once.
 type Plugin struct {
+	metrics *Metrics
+
 	mu       sync.Mutex
 	reported map[string]map[string]bool
 }
 
-// New returns the plugin.
-func New() *Plugin { return &Plugin{reported: map[string]map[string]bool{}} }
+// New returns the plugin, recording into m (nil: recorded, not served).
+func New(m *Metrics) *Plugin {
+	if m == nil {
+		m = NewMetrics(nil)
+	}
+	return &Plugin{metrics: m, reported: map[string]map[string]bool{}}
+}
 
 // GVK is the csi-baremetal kind's GroupVersionKind.
 func GVK(kind string) schema.GroupVersionKind {
@@ -270,7 +288,7 @@ func (p *Plugin) Plan(ctx context.Context, req plugin.Request) (*plugin.Result, 
 // reportUndrained records the undrained Nodes of req's resource (metric) and
 // returns an event for each one not reported before.
 func (p *Plugin) reportUndrained(req plugin.Request, undrained []string) []plugin.Event {
-	undrainedNodes.WithLabelValues(req.Bundle.Namespace, req.Bundle.Name, req.Resource).Set(float64(len(undrained)))
+	p.metrics.UndrainedNodes.WithLabelValues(req.Bundle.Namespace, req.Bundle.Name, req.Resource).Set(float64(len(undrained)))
 	key := string(req.Bundle.UID) + "/" + req.Resource
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -32,7 +32,7 @@ func TestHasTaint(t *testing.T) {
 
 // The spec's schema, generated from Spec, as the Bundle reconciler checks it.
 func TestSchema(t *testing.T) {
-	r, err := plugin.NewRegistry(New())
+	r, err := plugin.NewRegistry(New(nil))
 	if err != nil {
 		t.Fatal(err)
 	}

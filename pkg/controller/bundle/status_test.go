@@ -1,0 +1,243 @@
+package bundle
+
+import (
+	"reflect"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+	"github.com/limbo-dev/limbo/pkg/bundlespec"
+)
+
+// condition is one condition's status, reason and message, as a test wants it.
+type condition struct {
+	status  metav1.ConditionStatus
+	reason  string
+	message string // "" matches any
+}
+
+// The summary of a pass: resourcesReady, and Ready, Reconciling and Stalled by
+// the first that applies of: spec errors, resource errors (Stalled unless every
+// one is transient), the empty-spec guard, resources still on their way, orphans
+// with an invalid deletion delay, all ready.
+func TestStatusSummary(t *testing.T) {
+	res := func(name string, state limbov1alpha1.ResourceState, reason, msg string) limbov1alpha1.ResourceStatus {
+		return limbov1alpha1.ResourceStatus{Name: name, State: state, Reason: reason, Message: msg}
+	}
+	ready := func(name string) limbov1alpha1.ResourceStatus { return res(name, limbov1alpha1.ResourceReady, "", "") }
+	badDelay := limbov1alpha1.PendingDeletion{APIVersion: "v1", Kind: "ConfigMap", Name: "old",
+		Message: `invalid ` + limbov1alpha1.AnnotationDeletionDelay + ` "soon"`}
+	const (
+		T = metav1.ConditionTrue
+		F = metav1.ConditionFalse
+	)
+	for _, tc := range []struct {
+		name           string
+		pass           pass
+		resourcesReady string
+		ready          condition
+		reconciling    condition
+		stalled        condition
+	}{
+		{
+			name:           "all ready",
+			pass:           pass{resources: []limbov1alpha1.ResourceStatus{ready("db"), ready("app")}},
+			resourcesReady: "2/2",
+			ready:          condition{T, limbov1alpha1.ReasonReady, "2 resources ready"},
+			reconciling:    condition{F, limbov1alpha1.ReasonReady, ""},
+			stalled:        condition{F, limbov1alpha1.ReasonReady, ""},
+		},
+		{
+			name:           "nothing declared, nothing managed",
+			resourcesReady: "0/0",
+			ready:          condition{T, limbov1alpha1.ReasonReady, "0 resources ready"},
+			reconciling:    condition{F, limbov1alpha1.ReasonReady, ""},
+			stalled:        condition{F, limbov1alpha1.ReasonReady, ""},
+		},
+		{
+			name: "spec errors come first",
+			pass: pass{specErrs: bundlespec.Errors{{Resource: "app", Reason: limbov1alpha1.ReasonMissingReference, Message: `references missing resource "db"`}},
+				resources: []limbov1alpha1.ResourceStatus{res("app", limbov1alpha1.ResourceError, limbov1alpha1.ReasonMissingReference, "x")}},
+			resourcesReady: "0/1",
+			ready:          condition{F, limbov1alpha1.ReasonInvalidSpec, `invalid spec: resource "app": references missing resource "db"`},
+			reconciling:    condition{F, limbov1alpha1.ReasonInvalidSpec, ""},
+			stalled:        condition{T, limbov1alpha1.ReasonInvalidSpec, `invalid spec: resource "app": references missing resource "db"`},
+		},
+		{
+			name:           "a transient error is retried",
+			pass:           pass{resources: []limbov1alpha1.ResourceStatus{ready("db"), res("app", limbov1alpha1.ResourceError, limbov1alpha1.ReasonApplyFailed, "timeout")}},
+			resourcesReady: "1/2",
+			ready:          condition{F, limbov1alpha1.ReasonResourceError, `resource "app": timeout`},
+			reconciling:    condition{T, limbov1alpha1.ReasonProgressingWithRetry, `resource "app": timeout`},
+			stalled:        condition{F, limbov1alpha1.ReasonProgressingWithRetry, ""},
+		},
+		{
+			name: "one error that needs a change stalls the Bundle",
+			pass: pass{resources: []limbov1alpha1.ResourceStatus{
+				res("db", limbov1alpha1.ResourceError, limbov1alpha1.ReasonReadFailed, "timeout"),
+				res("app", limbov1alpha1.ResourceError, limbov1alpha1.ReasonForbidden, "forbidden")}},
+			resourcesReady: "0/2",
+			ready:          condition{F, limbov1alpha1.ReasonResourceError, `resource "db": timeout; resource "app": forbidden`},
+			reconciling:    condition{F, limbov1alpha1.ReasonResourceError, ""},
+			stalled:        condition{T, limbov1alpha1.ReasonResourceError, `resource "db": timeout; resource "app": forbidden`},
+		},
+		{
+			name: "errors before waiting resources",
+			pass: pass{resources: []limbov1alpha1.ResourceStatus{
+				res("db", limbov1alpha1.ResourceInProgress, "", ""),
+				res("app", limbov1alpha1.ResourceError, limbov1alpha1.ReasonPluginFailed, "down")}},
+			resourcesReady: "0/2",
+			ready:          condition{F, limbov1alpha1.ReasonResourceError, `resource "app": down`},
+			reconciling:    condition{T, limbov1alpha1.ReasonProgressingWithRetry, ""},
+			stalled:        condition{F, limbov1alpha1.ReasonProgressingWithRetry, ""},
+		},
+		{
+			name:           "the empty-spec guard",
+			pass:           pass{emptyGuard: true},
+			resourcesReady: "0/0",
+			ready:          condition{F, limbov1alpha1.ReasonEmptyBundle, ""},
+			reconciling:    condition{F, limbov1alpha1.ReasonEmptyBundle, ""},
+			stalled:        condition{T, limbov1alpha1.ReasonEmptyBundle, ""},
+		},
+		{
+			name: "waiting resources, in order",
+			pass: pass{resources: []limbov1alpha1.ResourceStatus{ready("db"),
+				res("app", limbov1alpha1.ResourceInProgress, "", ""), res("web", limbov1alpha1.ResourceBlocked, "", "")}},
+			resourcesReady: "1/3",
+			ready:          condition{F, limbov1alpha1.ReasonProgressing, "waiting for app (InProgress), web (Blocked)"},
+			reconciling:    condition{T, limbov1alpha1.ReasonProgressing, "waiting for app (InProgress), web (Blocked)"},
+			stalled:        condition{F, limbov1alpha1.ReasonProgressing, ""},
+		},
+		{
+			name:           "an orphan with an invalid deletion delay",
+			pass:           pass{resources: []limbov1alpha1.ResourceStatus{ready("db")}, pending: []limbov1alpha1.PendingDeletion{badDelay}},
+			resourcesReady: "1/1",
+			ready:          condition{F, limbov1alpha1.ReasonInvalidDeletionDelay, `orphans with an invalid deletion delay are never deleted: ConfigMap "old": ` + badDelay.Message},
+			reconciling:    condition{F, limbov1alpha1.ReasonInvalidDeletionDelay, ""},
+			stalled:        condition{T, limbov1alpha1.ReasonInvalidDeletionDelay, ""},
+		},
+		{
+			name: "an orphan with a deadline does not hold Ready back",
+			pass: pass{resources: []limbov1alpha1.ResourceStatus{ready("db")},
+				pending: []limbov1alpha1.PendingDeletion{{APIVersion: "v1", Kind: "ConfigMap", Name: "old", DeleteAfter: &metav1.Time{Time: time.Unix(100, 0)}}}},
+			resourcesReady: "1/1",
+			ready:          condition{T, limbov1alpha1.ReasonReady, "1 resources ready"},
+			reconciling:    condition{F, limbov1alpha1.ReasonReady, ""},
+			stalled:        condition{F, limbov1alpha1.ReasonReady, ""},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := tc.pass
+			p.bundle = &limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Generation: 7}}
+			st := p.status()
+			if st.ResourcesReady != tc.resourcesReady {
+				t.Errorf("resourcesReady = %q, want %q", st.ResourcesReady, tc.resourcesReady)
+			}
+			if st.ObservedGeneration != 7 {
+				t.Errorf("observedGeneration = %d, want 7", st.ObservedGeneration)
+			}
+			for typ, want := range map[string]condition{limbov1alpha1.ConditionReady: tc.ready, limbov1alpha1.ConditionReconciling: tc.reconciling, limbov1alpha1.ConditionStalled: tc.stalled} {
+				c := meta.FindStatusCondition(st.Conditions, typ)
+				switch {
+				case c == nil:
+					t.Errorf("no %s condition", typ)
+				case c.Status != want.status || c.Reason != want.reason || (want.message != "" && c.Message != want.message) || c.ObservedGeneration != 7:
+					t.Errorf("%s = %s/%s %q (generation %d), want %s/%s %q", typ, c.Status, c.Reason, c.Message, c.ObservedGeneration, want.status, want.reason, want.message)
+				}
+			}
+		})
+	}
+}
+
+// Conditions other than the three a pass sets are kept from the last status.
+func TestStatusKeepsOtherConditions(t *testing.T) {
+	other := metav1.Condition{Type: limbov1alpha1.ConditionContentRemaining, Status: metav1.ConditionTrue, Reason: "SomeResourcesRemain"}
+	p := pass{bundle: &limbov1alpha1.Bundle{Status: limbov1alpha1.BundleStatus{Conditions: []metav1.Condition{other}}}}
+	if c := meta.FindStatusCondition(p.status().Conditions, other.Type); c == nil || c.Reason != other.Reason {
+		t.Errorf("%s = %v, want it kept", other.Type, c)
+	}
+}
+
+// pendingDeletions are sorted soonest first, entries without a deadline last,
+// ties by kind and name; pendingDeletionCount and nextDeletion follow.
+func TestSetPending(t *testing.T) {
+	at := func(sec int64) *metav1.Time { return &metav1.Time{Time: time.Unix(sec, 0)} }
+	pd := func(kind, name string, deleteAfter *metav1.Time) limbov1alpha1.PendingDeletion {
+		return limbov1alpha1.PendingDeletion{APIVersion: "v1", Kind: kind, Name: name, DeleteAfter: deleteAfter}
+	}
+	for _, tc := range []struct {
+		name      string
+		pending   []limbov1alpha1.PendingDeletion
+		wantOrder []string
+		wantNext  *metav1.Time
+	}{
+		{name: "none"},
+		{name: "soonest first", pending: []limbov1alpha1.PendingDeletion{pd("ConfigMap", "b", at(300)), pd("ConfigMap", "a", at(200))},
+			wantOrder: []string{"ConfigMap/a", "ConfigMap/b"}, wantNext: at(200)},
+		{name: "no deadline last", pending: []limbov1alpha1.PendingDeletion{pd("ConfigMap", "waiting", nil), pd("Secret", "due", at(100))},
+			wantOrder: []string{"Secret/due", "ConfigMap/waiting"}, wantNext: at(100)},
+		{name: "same deadline: by kind, then name", pending: []limbov1alpha1.PendingDeletion{pd("Secret", "a", at(100)), pd("ConfigMap", "b", at(100)), pd("ConfigMap", "a", at(100))},
+			wantOrder: []string{"ConfigMap/a", "ConfigMap/b", "Secret/a"}, wantNext: at(100)},
+		{name: "no deadline at all: no nextDeletion", pending: []limbov1alpha1.PendingDeletion{pd("Secret", "b", nil), pd("ConfigMap", "z", nil)},
+			wantOrder: []string{"ConfigMap/z", "Secret/b"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := limbov1alpha1.BundleStatus{NextDeletion: at(1)} // stale
+			input := append([]limbov1alpha1.PendingDeletion(nil), tc.pending...)
+			setPending(&st, input)
+			var order []string
+			for _, p := range st.PendingDeletions {
+				order = append(order, p.Kind+"/"+p.Name)
+			}
+			if !reflect.DeepEqual(order, tc.wantOrder) {
+				t.Errorf("order = %v, want %v", order, tc.wantOrder)
+			}
+			if int(st.PendingDeletionCount) != len(tc.pending) {
+				t.Errorf("pendingDeletionCount = %d, want %d", st.PendingDeletionCount, len(tc.pending))
+			}
+			if !reflect.DeepEqual(st.NextDeletion, tc.wantNext) {
+				t.Errorf("nextDeletion = %v, want %v", st.NextDeletion, tc.wantNext)
+			}
+			if !reflect.DeepEqual(input, tc.pending) {
+				t.Error("setPending reordered its input")
+			}
+		})
+	}
+}
+
+// managedKinds records the pass's kinds and those of what is pending, sorted
+// (core group first), without Tombstones; a pass stopped by spec errors keeps the last record.
+func TestManagedKinds(t *testing.T) {
+	previous := []limbov1alpha1.ManagedKind{{APIVersion: "v1", Kind: "Secret"}}
+	deployment := schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}
+	configMap := schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
+	for _, tc := range []struct {
+		name string
+		pass pass
+		want []limbov1alpha1.ManagedKind
+	}{
+		{name: "the pass's kinds and the pending ones",
+			pass: pass{kinds: map[schema.GroupVersionKind]bool{deployment: true, configMap: true},
+				pending: []limbov1alpha1.PendingDeletion{
+					{APIVersion: "v1", Kind: "Service", Name: "old"},
+					{APIVersion: limbov1alpha1.TombstoneGVK.GroupVersion().String(), Kind: limbov1alpha1.TombstoneGVK.Kind, Name: "ts"},
+				}},
+			want: []limbov1alpha1.ManagedKind{{APIVersion: "v1", Kind: "ConfigMap"}, {APIVersion: "v1", Kind: "Service"}, {APIVersion: "apps/v1", Kind: "Deployment"}}},
+		{name: "nothing", pass: pass{kinds: map[schema.GroupVersionKind]bool{}}},
+		{name: "spec errors keep the last record",
+			pass: pass{kinds: map[schema.GroupVersionKind]bool{configMap: true}, specErrs: bundlespec.Errors{{Resource: "a", Reason: limbov1alpha1.ReasonInvalidObject}}},
+			want: previous},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := tc.pass
+			p.bundle = &limbov1alpha1.Bundle{Status: limbov1alpha1.BundleStatus{ManagedKinds: previous}}
+			if got := p.managedKinds(); !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("managedKinds = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

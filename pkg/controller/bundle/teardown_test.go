@@ -1,0 +1,69 @@
+package bundle
+
+import (
+	"reflect"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/limbo-dev/limbo/pkg/bundlespec"
+)
+
+// teardownWaves: first the objects no resource declares, then the resources'
+// objects in reverse dependency order (dependents before what they depend on);
+// without a plan, everything in one wave.
+func TestTeardownWaves(t *testing.T) {
+	cm := func(name string) *unstructured.Unstructured { return testObject(configMapGVK, name) }
+	for _, tc := range []struct {
+		name    string
+		plan    []spec // nil: no plan (an invalid spec)
+		objects []*unstructured.Unstructured
+		want    [][]string
+	}{
+		{name: "no plan: one wave",
+			objects: []*unstructured.Unstructured{cm("a"), cm("b")},
+			want:    [][]string{{"ConfigMap a", "ConfigMap b"}}},
+		{name: "a chain, dependents first",
+			plan:    []spec{{name: "db", gvk: configMapGVK}, {name: "app", gvk: configMapGVK, refs: []string{"db"}}, {name: "web", gvk: configMapGVK, refs: []string{"app"}}},
+			objects: []*unstructured.Unstructured{cm("app"), cm("db"), cm("web")},
+			want:    [][]string{nil, {"ConfigMap web"}, {"ConfigMap app"}, {"ConfigMap db"}}},
+		{name: "undeclared objects go first, in the order given",
+			plan:    []spec{{name: "db", gvk: configMapGVK}},
+			objects: []*unstructured.Unstructured{cm("stray-b"), cm("db"), cm("stray-a")},
+			want:    [][]string{{"ConfigMap stray-b", "ConfigMap stray-a"}, {"ConfigMap db"}}},
+		{name: "independent resources share a wave",
+			plan:    []spec{{name: "a", gvk: configMapGVK}, {name: "b", gvk: secretGVK}},
+			objects: []*unstructured.Unstructured{cm("a"), testObject(secretGVK, "b")},
+			want:    [][]string{nil, {"ConfigMap a", "Secret b"}}},
+		{name: "an object already gone leaves its wave empty",
+			plan:    []spec{{name: "db", gvk: configMapGVK}, {name: "app", gvk: configMapGVK, refs: []string{"db"}}},
+			objects: []*unstructured.Unstructured{cm("db")},
+			want:    [][]string{nil, nil, {"ConfigMap db"}}},
+		{name: "a plugin resource has no object",
+			plan:    []spec{{name: "db", gvk: configMapGVK}, {name: "gc", refs: []string{"db"}}},
+			objects: []*unstructured.Unstructured{cm("db")},
+			want:    [][]string{nil, nil, {"ConfigMap db"}}},
+		{name: "an object of another kind with a declared name is undeclared",
+			plan:    []spec{{name: "db", gvk: configMapGVK}},
+			objects: []*unstructured.Unstructured{testObject(secretGVK, "db"), cm("db")},
+			want:    [][]string{{"Secret db"}, {"ConfigMap db"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got [][]string
+			var plan *bundlespec.Plan
+			if tc.plan != nil {
+				plan = testPlan(t, tc.plan...)
+			}
+			for _, wave := range teardownWaves(plan, tc.objects) {
+				var names []string
+				if len(wave) > 0 {
+					names = describeObjects(wave)
+				}
+				got = append(got, names)
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("waves = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,249 @@
+package tombstone
+
+import (
+	"context"
+	"errors"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+	"github.com/limbo-dev/limbo/pkg/plugin"
+	"github.com/limbo-dev/limbo/pkg/softdelete"
+)
+
+// The retry delay after the n-th failed delete doubles from 1s and stops at 5
+// minutes, whatever the count.
+func TestRetryBackoff(t *testing.T) {
+	for _, tc := range []struct {
+		attempts int32
+		want     time.Duration
+	}{
+		{0, time.Second}, // never asked: no attempt fails before the first
+		{1, time.Second},
+		{2, 2 * time.Second},
+		{3, 4 * time.Second},
+		{9, 256 * time.Second},
+		{10, 5 * time.Minute}, // 512s, capped
+		{21, 5 * time.Minute},
+		{22, 5 * time.Minute}, // past the shift limit
+		{math.MaxInt32, 5 * time.Minute},
+	} {
+		if got := retryBackoff(tc.attempts); got != tc.want {
+			t.Errorf("retryBackoff(%d) = %v, want %v", tc.attempts, got, tc.want)
+		}
+	}
+}
+
+// flaky is an external-delete plugin whose first failures deletes fail.
+type flaky struct {
+	failures, calls int
+}
+
+func (f *flaky) Describe() plugin.Description { return plugin.Description{Name: "flaky"} }
+func (f *flaky) Plan(context.Context, plugin.Request) (*plugin.Result, error) {
+	return &plugin.Result{Ready: true}, nil
+}
+func (f *flaky) DeleteExternal(context.Context, plugin.Request, limbov1alpha1.ExternalItem) error {
+	f.calls++
+	if f.calls <= f.failures {
+		return errors.New("injected: 503 Service Unavailable")
+	}
+	return nil
+}
+
+// A Tombstone whose item's deletes fail is retried on the backoff schedule, on
+// a fake clock: the countdown first, then after each failure the next attempt
+// after 1s, 2s, 4s, ... (capped), each attempt counted in status.attempts, its
+// error in status.lastError and an event; the attempt that succeeds removes the
+// Tombstone, and the deletion is recorded late by the sum of the backoffs.
+func TestReconcileRetrySchedule(t *testing.T) {
+	schedule := []time.Duration{1 * time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 16 * time.Second,
+		32 * time.Second, 64 * time.Second, 128 * time.Second, 256 * time.Second, 5 * time.Minute, 5 * time.Minute}
+	for _, tc := range []struct {
+		name     string
+		failures int
+	}{
+		{"first attempt succeeds", 0},
+		{"one failure", 1},
+		{"three failures", 3},
+		{"failures past the cap", len(schedule)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, tc.failures)
+			const delay = time.Minute
+
+			// The countdown: no attempt before the deadline.
+			if res := h.reconcile(); res.RequeueAfter != delay {
+				t.Fatalf("before the deadline: requeue after %v, want %v", res.RequeueAfter, delay)
+			}
+			if h.plugin.calls != 0 {
+				t.Fatalf("%d deletes before the deadline", h.plugin.calls)
+			}
+			h.clock.Step(delay)
+
+			var late time.Duration
+			for i := 1; i <= tc.failures; i++ {
+				res := h.reconcile()
+				ts := h.tombstone()
+				if ts == nil {
+					t.Fatalf("attempt %d failed but the Tombstone is gone", i)
+				}
+				if h.plugin.calls != i || ts.Status.Attempts != int32(i) {
+					t.Fatalf("after failure %d: %d deletes, status.attempts %d", i, h.plugin.calls, ts.Status.Attempts)
+				}
+				if !strings.Contains(ts.Status.LastError, "503") {
+					t.Errorf("after failure %d: status.lastError = %q", i, ts.Status.LastError)
+				}
+				if want := schedule[i-1]; res.RequeueAfter != want {
+					t.Errorf("after failure %d: retry after %v, want %v", i, res.RequeueAfter, want)
+				}
+				if e := h.event(); !strings.Contains(e, limbov1alpha1.EventDeleteFailed) {
+					t.Errorf("after failure %d: event %q, want %s", i, e, limbov1alpha1.EventDeleteFailed)
+				}
+				h.clock.Step(res.RequeueAfter)
+				late += res.RequeueAfter
+			}
+
+			if res := h.reconcile(); res != (ctrl.Result{}) {
+				t.Errorf("the successful attempt asks to requeue: %+v", res)
+			}
+			if h.plugin.calls != tc.failures+1 {
+				t.Errorf("%d deletes, want %d", h.plugin.calls, tc.failures+1)
+			}
+			if ts := h.tombstone(); ts != nil {
+				t.Errorf("the Tombstone is still there after its item was deleted (finalizers %v)", ts.Finalizers)
+			}
+			if got := h.sample("limbo_deletions_total", softdelete.ResultFailed).GetCounter().GetValue(); got != float64(tc.failures) {
+				t.Errorf(`limbo_deletions_total{result="failed"} = %v, want %d`, got, tc.failures)
+			}
+			if got := h.sample("limbo_deletions_total", softdelete.ResultDeleted).GetCounter().GetValue(); got != 1 {
+				t.Errorf(`limbo_deletions_total{result="deleted"} = %v, want 1`, got)
+			}
+			lateness := h.sample("limbo_deletion_lateness_seconds", "").GetHistogram()
+			if lateness.GetSampleCount() != 1 || lateness.GetSampleSum() != late.Seconds() {
+				t.Errorf("lateness: %d samples summing to %vs, want one of the backoffs' sum %vs", lateness.GetSampleCount(), lateness.GetSampleSum(), late.Seconds())
+			}
+		})
+	}
+}
+
+type harness struct {
+	t        *testing.T
+	client   client.Client
+	clock    *clocktesting.FakeClock
+	plugin   *flaky
+	recorder *record.FakeRecorder
+	registry *prometheus.Registry
+	r        *Reconciler
+	key      client.ObjectKey
+}
+
+// newHarness holds a Bundle team/shop with the plugin resource items, and its
+// Tombstone of one item, stamped now with a one-minute delay, whose deletes fail
+// failures times.
+func newHarness(t *testing.T, failures int) *harness {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	if err := limbov1alpha1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 3, 14, 12, 0, 0, 0, time.UTC)
+	b := &limbov1alpha1.Bundle{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "shop", UID: types.UID("bundle-uid")},
+		Spec:       limbov1alpha1.BundleSpec{Resources: []limbov1alpha1.Resource{{Name: "items", Plugin: &limbov1alpha1.PluginResource{Name: "flaky"}}}},
+	}
+	ts := &limbov1alpha1.Tombstone{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: "team", Name: "shop-items-42", UID: types.UID("tombstone-uid"),
+			Labels: map[string]string{limbov1alpha1.LabelBundle: "shop", limbov1alpha1.LabelPendingDeletion: "true"},
+			Annotations: map[string]string{
+				limbov1alpha1.AnnotationDeletionTimestamp: softdelete.FormatStamp(now),
+				limbov1alpha1.AnnotationDeletionDelay:     "1m",
+			},
+			Finalizers: []string{limbov1alpha1.FinalizerHardDelete},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: limbov1alpha1.GroupVersion.String(), Kind: "Bundle",
+				Name: "shop", UID: b.UID, Controller: ptr.To(true)}},
+		},
+		Spec: limbov1alpha1.TombstoneSpec{Plugin: "flaky", Resource: "items", Item: limbov1alpha1.ExternalItem{Kind: "Thing", ID: "42"}},
+	}
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(b, ts).WithStatusSubresource(&limbov1alpha1.Tombstone{}).Build()
+	p := &flaky{failures: failures}
+	plugins, err := plugin.NewRegistry(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &harness{t: t, client: c, clock: clocktesting.NewFakeClock(now), plugin: p, recorder: record.NewFakeRecorder(100),
+		registry: prometheus.NewRegistry(), key: client.ObjectKeyFromObject(ts)}
+	engine := &softdelete.Engine{Client: c, Reader: c, Recorder: h.recorder, Clock: h.clock, Metrics: softdelete.NewMetrics(h.registry)}
+	h.r = &Reconciler{Client: c, Reader: c, Plugins: plugins, Engine: engine, Recorder: h.recorder, Clock: h.clock}
+	return h
+}
+
+func (h *harness) reconcile() ctrl.Result {
+	h.t.Helper()
+	res, err := h.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: h.key})
+	if err != nil {
+		h.t.Fatalf("Reconcile: %v", err)
+	}
+	return res
+}
+
+// tombstone reads the Tombstone; nil when it is gone.
+func (h *harness) tombstone() *limbov1alpha1.Tombstone {
+	h.t.Helper()
+	var ts limbov1alpha1.Tombstone
+	err := h.client.Get(context.Background(), h.key, &ts)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return &ts
+}
+
+// event is the next event recorded, "" when there is none.
+func (h *harness) event() string {
+	select {
+	case e := <-h.recorder.Events:
+		return e
+	default:
+		return ""
+	}
+}
+
+// sample is the sample of metric name in the harness's registry whose first
+// label has value label ("" for an unlabelled metric); nil when there is none.
+func (h *harness) sample(name, label string) *dto.Metric {
+	h.t.Helper()
+	families, err := h.registry.Gather()
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			if label == "" || (len(m.GetLabel()) > 0 && m.GetLabel()[0].GetValue() == label) {
+				return m
+			}
+		}
+	}
+	return nil
+}

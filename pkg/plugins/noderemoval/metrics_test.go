@@ -1,0 +1,38 @@
+package noderemoval
+
+import (
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+	"github.com/limbo-dev/limbo/pkg/plugin"
+)
+
+// limbo_node_removal_undrained_nodes{namespace,bundle,resource} is the number of
+// undrained Nodes of the resource's last run; each Node is reported in an event
+// once.
+func TestReportUndrained(t *testing.T) {
+	m := NewMetrics(prometheus.NewRegistry())
+	p := New(m)
+	req := plugin.Request{Bundle: &limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "shop", UID: "u1"}}, Resource: "nodes"}
+	gauge := m.UndrainedNodes.WithLabelValues("team", "shop", "nodes")
+	for _, step := range []struct {
+		undrained  []string
+		wantEvents int
+	}{
+		{undrained: []string{"n1", "n2"}, wantEvents: 2},
+		{undrained: []string{"n1", "n2", "n3"}, wantEvents: 1},
+		{undrained: nil, wantEvents: 0},
+	} {
+		events := p.reportUndrained(req, step.undrained)
+		if len(events) != step.wantEvents {
+			t.Errorf("undrained %v: %d events, want %d", step.undrained, len(events), step.wantEvents)
+		}
+		if got := testutil.ToFloat64(gauge); got != float64(len(step.undrained)) {
+			t.Errorf("undrained %v: gauge = %v, want %d", step.undrained, got, len(step.undrained))
+		}
+	}
+}

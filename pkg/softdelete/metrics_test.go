@@ -1,0 +1,73 @@
+package softdelete_test
+
+import (
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/limbo-dev/limbo/pkg/softdelete"
+)
+
+// limbo_pending_deletions is the sum over owners of their last reported count;
+// an owner that reports zero drops out.
+func TestSetPending(t *testing.T) {
+	type report struct {
+		owner string
+		n     int
+	}
+	for _, tc := range []struct {
+		name    string
+		reports []report
+		want    float64
+	}{
+		{name: "nothing reported", want: 0},
+		{name: "one owner", reports: []report{{"bundle/a/x", 3}}, want: 3},
+		{name: "owners add up", reports: []report{{"bundle/a/x", 3}, {"reaper", 2}}, want: 5},
+		{name: "a later report replaces the owner's", reports: []report{{"bundle/a/x", 3}, {"bundle/a/x", 1}}, want: 1},
+		{name: "zero drops the owner", reports: []report{{"bundle/a/x", 3}, {"reaper", 2}, {"bundle/a/x", 0}}, want: 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			reg := prometheus.NewRegistry()
+			m := softdelete.NewMetrics(reg)
+			for _, r := range tc.reports {
+				m.SetPending(r.owner, r.n)
+			}
+			if got := gauge(t, reg, "limbo_pending_deletions"); got != tc.want {
+				t.Errorf("limbo_pending_deletions = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// A manager rebuilt in the same process builds its metrics again on the same
+// registry: that does not panic, and the new metrics are the ones served.
+func TestNewMetricsTwiceOnOneRegistry(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	softdelete.NewMetrics(reg).SetPending("bundle/a/x", 4)
+	softdelete.NewMetrics(reg).SetPending("bundle/a/x", 1)
+	if got := gauge(t, reg, "limbo_pending_deletions"); got != 1 {
+		t.Errorf("limbo_pending_deletions = %v after the rebuilt metrics reported 1", got)
+	}
+}
+
+// A nil registry registers nothing and still records.
+func TestNewMetricsUnregistered(t *testing.T) {
+	softdelete.NewMetrics(nil).SetPending("reaper", 1)
+}
+
+// gauge returns the value of the unlabelled gauge name in reg; the test fails
+// when reg has no such gauge.
+func gauge(t *testing.T, reg prometheus.Gatherer, name string) float64 {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() == name && len(f.GetMetric()) == 1 {
+			return f.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	t.Fatalf("%s is not gathered", name)
+	return 0
+}
