@@ -7,6 +7,9 @@ import (
 
 	"k8s.io/client-go/tools/record"
 
+	"github.com/limbo-dev/limbo/pkg/bundlespec"
+	"github.com/limbo-dev/limbo/pkg/graph"
+
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 )
 
@@ -53,6 +56,48 @@ func TestAppliedEvent(t *testing.T) {
 				t.Fatalf("events %q, want none", got)
 			case tc.want != "" && (len(got) != 1 || got[0] != tc.want):
 				t.Fatalf("events %q, want exactly %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestWaves(t *testing.T) {
+	res := func(name string, deps ...string) limbov1alpha1.Resource {
+		r := limbov1alpha1.Resource{Name: name}
+		for _, d := range deps {
+			r.References = append(r.References, limbov1alpha1.Reference{Resource: d})
+		}
+		return r
+	}
+	cases := []struct {
+		name      string
+		resources []limbov1alpha1.Resource
+		want      [][]string
+	}{
+		{"none", nil, nil},
+		{"independent: one wave, declaration order", []limbov1alpha1.Resource{res("b"), res("a"), res("c")}, [][]string{{"b", "a", "c"}}},
+		{"a chain: one per wave", []limbov1alpha1.Resource{res("app", "cfg"), res("cfg", "ns"), res("ns")}, [][]string{{"ns"}, {"cfg"}, {"app"}}},
+		{"by the deepest dependency", []limbov1alpha1.Resource{res("db"), res("cfg"), res("app", "db", "cfg"), res("web", "app"), res("job", "db")},
+			[][]string{{"db", "cfg"}, {"app", "job"}, {"web"}}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g := graph.ForResources(tc.resources)
+			order, err := g.TopologicalSort()
+			if err != nil {
+				t.Fatal(err)
+			}
+			plan := &bundlespec.Plan{Order: order, Graph: g}
+			var got [][]string
+			for _, wave := range waves(plan) {
+				var names []string
+				for _, i := range wave {
+					names = append(names, order[i])
+				}
+				got = append(got, names)
+			}
+			if fmt.Sprint(got) != fmt.Sprint(tc.want) {
+				t.Fatalf("waves %v, want %v", got, tc.want)
 			}
 		})
 	}

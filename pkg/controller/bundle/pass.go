@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -54,6 +55,9 @@ type pass struct {
 	// emptyGuard is set when an empty spec would have deleted what the Bundle
 	// manages: nothing is deleted (spec.allowEmpty).
 	emptyGuard bool
+
+	// mu guards requeue and errs, which the concurrent applies of a wave set.
+	mu sync.Mutex
 }
 
 func newPass(r *Reconciler, b *limbov1alpha1.Bundle) *pass {
@@ -63,6 +67,8 @@ func newPass(r *Reconciler, b *limbov1alpha1.Bundle) *pass {
 
 // after asks to come back within d (the earliest request wins).
 func (p *pass) after(d time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	if d <= 0 {
 		d = time.Millisecond // at once: RequeueAfter 0 would mean "never"
 	}
@@ -74,6 +80,8 @@ func (p *pass) after(d time.Duration) {
 // fail records a transient error: the work queue retries the Bundle with backoff.
 func (p *pass) fail(err error) {
 	if err != nil && !errors.Is(err, context.Canceled) {
+		p.mu.Lock()
+		defer p.mu.Unlock()
 		p.errs = append(p.errs, err)
 	}
 }
@@ -120,31 +128,74 @@ func (p *pass) planSpec(ctx context.Context) bool {
 	return true
 }
 
-// apply brings every resource to its desired state, in dependency order.
+// apply brings every resource to its desired state, in dependency order: wave
+// by wave, the object resources of a wave (whose dependencies are all in earlier
+// waves) concurrently, at most Reconciler.ApplyConcurrency at a time, then its
+// plugin resources one by one. Status and events list resources in plan order
+// whatever order the writes finish in.
 func (p *pass) apply(ctx context.Context) {
-	var changes []*appliedChange
-	for _, name := range p.plan.Order {
-		res := p.plan.Resources[name]
-		var st limbov1alpha1.ResourceStatus
-		if res.Object != nil {
-			out := p.syncObject(ctx, res, p.unreadyDependencies(name))
-			if out.live != nil {
-				p.live[name] = out.live
+	statuses := make([]limbov1alpha1.ResourceStatus, len(p.plan.Order))
+	changes := make([][]*appliedChange, len(p.plan.Order))
+	for _, wave := range waves(p.plan) {
+		lives := make([]*unstructured.Unstructured, len(p.plan.Order))
+		limit := make(chan struct{}, max(p.r.ApplyConcurrency, 1))
+		var wg sync.WaitGroup
+		for _, i := range wave {
+			res := p.plan.Resources[p.plan.Order[i]]
+			if res.Object == nil {
+				continue
 			}
-			if out.change != nil {
-				changes = append(changes, out.change)
-			}
-			st = out.status
-		} else {
-			var pluginChanges []*appliedChange
-			st, pluginChanges = p.syncPlugin(ctx, res)
-			changes = append(changes, pluginChanges...)
+			waiting := p.unreadyDependencies(res.Name)
+			limit <- struct{}{}
+			wg.Go(func() {
+				defer func() { <-limit }()
+				out := p.syncObject(ctx, res, waiting)
+				statuses[i], lives[i] = out.status, out.live
+				if out.change != nil {
+					changes[i] = []*appliedChange{out.change}
+				}
+			})
 		}
-		p.resources = append(p.resources, st)
-		p.states[name] = st.State
+		wg.Wait()
+		for _, i := range wave {
+			name := p.plan.Order[i]
+			if res := p.plan.Resources[name]; res.Object == nil {
+				statuses[i], changes[i] = p.syncPlugin(ctx, res)
+			} else if lives[i] != nil {
+				p.live[name] = lives[i]
+			}
+		}
+		for _, i := range wave {
+			p.states[p.plan.Order[i]] = statuses[i].State
+		}
 	}
-	p.emitAppliedEvent(changes)
+	p.resources = statuses
+	var all []*appliedChange
+	for _, c := range changes {
+		all = append(all, c...)
+	}
+	p.emitAppliedEvent(all)
 	p.emitResourceEvents()
+}
+
+// waves groups plan.Order's indices by dependency depth: wave 0 holds the
+// resources without dependencies, wave k those whose deepest dependency is in wave
+// k-1. Each wave keeps plan order.
+func waves(plan *bundlespec.Plan) [][]int {
+	depth := make(map[string]int, len(plan.Order))
+	var out [][]int
+	for i, name := range plan.Order { // dependencies first
+		d := 0
+		for _, dep := range plan.Graph.Dependencies(name) {
+			d = max(d, depth[dep]+1)
+		}
+		depth[name] = d
+		for len(out) <= d {
+			out = append(out, nil)
+		}
+		out[d] = append(out[d], i)
+	}
+	return out
 }
 
 // reportSpecErrors marks every resource: the offending ones Error, the others not
@@ -188,7 +239,7 @@ func (p *pass) sameAsBefore(reason, msg string) bool {
 }
 
 // syncObject syncs an object resource; waiting are its dependencies that are not
-// Ready.
+// Ready. It may run concurrently with the other object resources of its wave.
 func (p *pass) syncObject(ctx context.Context, res *bundlespec.Resource, waiting []string) objectResult {
 	return p.syncOne(ctx, res.Name, res.Template, res.Adopt, waiting, func() (*unstructured.Unstructured, error) {
 		content, err := p.resolve(res.References, res.Template.Object)
