@@ -48,7 +48,10 @@ type pass struct {
 	resources []limbov1alpha1.ResourceStatus
 	states    map[string]limbov1alpha1.ResourceState
 	pending   []limbov1alpha1.PendingDeletion
-	requeue   time.Duration // 0: none
+	// requeueAt is when to come back (zero: never). It is a time, not a
+	// duration: the rest of the pass (its status write) must not push a deadline
+	// back by its own length.
+	requeueAt time.Time
 	// errs are transient failures (reads, writes, plugin calls): the pass
 	// returns them to the work queue, whose rate limiter backs off.
 	errs []error
@@ -56,7 +59,7 @@ type pass struct {
 	// manages: nothing is deleted (spec.allowEmpty).
 	emptyGuard bool
 
-	// mu guards requeue and errs, which the concurrent applies of a wave set.
+	// mu guards requeueAt and errs, which the concurrent applies of a wave set.
 	mu sync.Mutex
 }
 
@@ -69,11 +72,9 @@ func newPass(r *Reconciler, b *limbov1alpha1.Bundle) *pass {
 func (p *pass) after(d time.Duration) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if d <= 0 {
-		d = time.Millisecond // at once: RequeueAfter 0 would mean "never"
-	}
-	if p.requeue == 0 || d < p.requeue {
-		p.requeue = d
+	at := p.r.Clock.Now().Add(d)
+	if p.requeueAt.IsZero() || at.Before(p.requeueAt) {
+		p.requeueAt = at
 	}
 }
 
@@ -87,10 +88,12 @@ func (p *pass) fail(err error) {
 }
 
 func (p *pass) result() ctrl.Result {
-	if p.requeue > 0 {
+	if !p.requeueAt.IsZero() {
 		// A requeue is a deadline (or a retry): served before event-driven passes,
-		// so that a burst of events does not make a deletion late.
-		return ctrl.Result{RequeueAfter: p.requeue, Priority: ptr.To(10)}
+		// so that a burst of events does not make a deletion late. RequeueAfter 0
+		// would mean "never": a time already past is at once.
+		d := max(p.requeueAt.Sub(p.r.Clock.Now()), time.Millisecond)
+		return ctrl.Result{RequeueAfter: d, Priority: ptr.To(10)}
 	}
 	return ctrl.Result{}
 }
@@ -635,7 +638,7 @@ func (r *Reconciler) labelled(ctx context.Context, b *limbov1alpha1.Bundle, kind
 		}
 		list := &unstructured.UnstructuredList{}
 		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-		if err := r.Client.List(ctx, list, client.InNamespace(b.Namespace), client.MatchingLabels{limbov1alpha1.LabelBundle: b.Name}); err != nil {
+		if err := r.Client.List(ctx, list, client.InNamespace(b.Namespace), client.MatchingFields{bundleIndex: b.Name}); err != nil {
 			if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
 				continue // the kind is gone from the API server: so are its objects
 			}
