@@ -178,7 +178,7 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 	reap := reaper.New(mgr.GetClient(), mgr.GetAPIReader(), disco, engine, opts.ResyncPeriod)
 	reap.Namespaces = opts.Namespaces
 	reap.Shard = shardSelector
-	bundles, err := bundle.SetupWithManager(mgr, bundle.Options{Workers: opts.Workers, Engine: engine, Plugins: registry, OnManagedObjectEvent: reap.Observe, Shard: shardSelector,
+	bundles, err := bundle.SetupWithManager(mgr, bundle.Options{Workers: opts.Workers, ApplyConcurrency: opts.ApplyConcurrency, Engine: engine, Plugins: registry, OnManagedObjectEvent: reap.Observe, Shard: shardSelector,
 		Client: writer, DefaultServiceAccount: opts.DefaultServiceAccount, Metrics: metrics.Bundles})
 	if err != nil {
 		return nil, err

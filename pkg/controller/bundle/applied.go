@@ -2,7 +2,6 @@ package bundle
 
 import (
 	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"sync"
 
@@ -43,15 +42,17 @@ func hashOf(obj *unstructured.Unstructured) string {
 	return string(sum[:])
 }
 
-// CachedOwnedFieldsAnnotation holds, on cached copies only (never written to the
-// API server), the digest of limbo's apply field set: the cache drops
-// managedFields to save memory (TrimForCache).
-const CachedOwnedFieldsAnnotation = "internal.limbo.dev/owned-fields-digest"
+// cachedOwnedFieldsKey holds, on cached copies of managed objects only (never
+// written to the API server), the digest of limbo's apply field set: the cache
+// drops managedFields to save memory (TrimForCache). It is a top-level key of the
+// unstructured content, not an annotation: adding it allocates neither an
+// annotations map nor a larger metadata map per object.
+const cachedOwnedFieldsKey = "internal.limbo.dev/ownedFieldsDigest"
 
 // ownedFields is a digest of limbo's apply field set of obj, as the API server
-// records it: from managedFields, or from the cached copy's digest annotation.
-func ownedFields(obj metav1.Object) string {
-	if d, ok := obj.GetAnnotations()[CachedOwnedFieldsAnnotation]; ok {
+// records it: from managedFields, or from the cached copy's digest.
+func ownedFields(obj *unstructured.Unstructured) string {
+	if d, ok := obj.Object[cachedOwnedFieldsKey].(string); ok {
 		return d
 	}
 	return ownedFieldsDigest(obj)
@@ -61,28 +62,26 @@ func ownedFieldsDigest(obj metav1.Object) string {
 	for _, mf := range obj.GetManagedFields() {
 		if mf.Manager == limbov1alpha1.FieldManager && mf.Operation == metav1.ManagedFieldsOperationApply && mf.Subresource == "" && mf.FieldsV1 != nil {
 			sum := sha256.Sum256(mf.FieldsV1.GetRawBytes())
-			return hex.EncodeToString(sum[:])
+			return string(sum[:])
 		}
 	}
 	return ""
 }
 
-// TrimForCache is the cache's transform: it replaces an object's managedFields by
-// the digest of limbo's entry.
+// TrimForCache is the cache's transform: it drops an object's managedFields,
+// keeping on an unstructured object (a managed object: the no-op check compares
+// it) the digest of limbo's entry. managedFields go first, so that the metadata
+// map does not grow.
 func TrimForCache(in any) (any, error) {
 	obj, err := meta.Accessor(in)
 	if err != nil || len(obj.GetManagedFields()) == 0 {
 		return in, nil
 	}
-	if d := ownedFieldsDigest(obj); d != "" {
-		annotations := obj.GetAnnotations()
-		if annotations == nil {
-			annotations = map[string]string{}
-		}
-		annotations[CachedOwnedFieldsAnnotation] = d
-		obj.SetAnnotations(annotations)
-	}
+	d := ownedFieldsDigest(obj)
 	obj.SetManagedFields(nil)
+	if u, ok := in.(*unstructured.Unstructured); ok && d != "" {
+		u.Object[cachedOwnedFieldsKey] = d
+	}
 	return in, nil
 }
 

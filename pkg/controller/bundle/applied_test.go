@@ -78,3 +78,29 @@ func TestAppliedCacheUpToDate(t *testing.T) {
 		t.Error("a drift after the correction is applied")
 	}
 }
+
+func TestTrimForCacheKeepsTheNoOpCheck(t *testing.T) {
+	desired := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "a"}, "data": map[string]any{"k": "v"}}}
+	hash := hashOf(desired)
+	ours := `{"f:data":{"f:k":{}}}`
+	response := withManagedFields(desired, entry("limbo", metav1.ManagedFieldsOperationApply, ours), entry("kubectl", metav1.ManagedFieldsOperationUpdate, `{"f:metadata":{}}`))
+	response.SetUID(types.UID("u1"))
+	var c appliedCache
+	c.record(response, hash, "")
+
+	cached, err := TrimForCache(response.DeepCopy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	trimmed := cached.(*unstructured.Unstructured)
+	if len(trimmed.GetManagedFields()) != 0 || len(trimmed.GetAnnotations()) != 0 {
+		t.Fatalf("cached copy keeps managedFields %v or gained annotations %v", trimmed.GetManagedFields(), trimmed.GetAnnotations())
+	}
+	if !c.upToDate(trimmed, hash) {
+		t.Fatal("a trimmed copy of what limbo applied is not up to date")
+	}
+	drifted, _ := TrimForCache(withManagedFields(response, entry("limbo", metav1.ManagedFieldsOperationApply, `{}`)))
+	if c.upToDate(drifted.(*unstructured.Unstructured), hash) {
+		t.Fatal("a trimmed copy whose limbo field set changed is up to date")
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -47,13 +48,19 @@ type pass struct {
 	resources []limbov1alpha1.ResourceStatus
 	states    map[string]limbov1alpha1.ResourceState
 	pending   []limbov1alpha1.PendingDeletion
-	requeue   time.Duration // 0: none
+	// requeueAt is when to come back (zero: never). It is a time, not a
+	// duration: the rest of the pass (its status write) must not push a deadline
+	// back by its own length.
+	requeueAt time.Time
 	// errs are transient failures (reads, writes, plugin calls): the pass
 	// returns them to the work queue, whose rate limiter backs off.
 	errs []error
 	// emptyGuard is set when an empty spec would have deleted what the Bundle
 	// manages: nothing is deleted (spec.allowEmpty).
 	emptyGuard bool
+
+	// mu guards requeueAt and errs, which the concurrent applies of a wave set.
+	mu sync.Mutex
 }
 
 func newPass(r *Reconciler, b *limbov1alpha1.Bundle) *pass {
@@ -63,26 +70,30 @@ func newPass(r *Reconciler, b *limbov1alpha1.Bundle) *pass {
 
 // after asks to come back within d (the earliest request wins).
 func (p *pass) after(d time.Duration) {
-	if d <= 0 {
-		d = time.Millisecond // at once: RequeueAfter 0 would mean "never"
-	}
-	if p.requeue == 0 || d < p.requeue {
-		p.requeue = d
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	at := p.r.Clock.Now().Add(d)
+	if p.requeueAt.IsZero() || at.Before(p.requeueAt) {
+		p.requeueAt = at
 	}
 }
 
 // fail records a transient error: the work queue retries the Bundle with backoff.
 func (p *pass) fail(err error) {
 	if err != nil && !errors.Is(err, context.Canceled) {
+		p.mu.Lock()
+		defer p.mu.Unlock()
 		p.errs = append(p.errs, err)
 	}
 }
 
 func (p *pass) result() ctrl.Result {
-	if p.requeue > 0 {
+	if !p.requeueAt.IsZero() {
 		// A requeue is a deadline (or a retry): served before event-driven passes,
-		// so that a burst of events does not make a deletion late.
-		return ctrl.Result{RequeueAfter: p.requeue, Priority: ptr.To(10)}
+		// so that a burst of events does not make a deletion late. RequeueAfter 0
+		// would mean "never": a time already past is at once.
+		d := max(p.requeueAt.Sub(p.r.Clock.Now()), time.Millisecond)
+		return ctrl.Result{RequeueAfter: d, Priority: ptr.To(10)}
 	}
 	return ctrl.Result{}
 }
@@ -120,20 +131,74 @@ func (p *pass) planSpec(ctx context.Context) bool {
 	return true
 }
 
-// apply brings every resource to its desired state, in dependency order.
+// apply brings every resource to its desired state, in dependency order: wave
+// by wave, the object resources of a wave (whose dependencies are all in earlier
+// waves) concurrently, at most Reconciler.ApplyConcurrency at a time, then its
+// plugin resources one by one. Status and events list resources in plan order
+// whatever order the writes finish in.
 func (p *pass) apply(ctx context.Context) {
-	for _, name := range p.plan.Order {
-		res := p.plan.Resources[name]
-		var st limbov1alpha1.ResourceStatus
-		if res.Object != nil {
-			st = p.syncObject(ctx, res)
-		} else {
-			st = p.syncPlugin(ctx, res)
+	statuses := make([]limbov1alpha1.ResourceStatus, len(p.plan.Order))
+	changes := make([][]*appliedChange, len(p.plan.Order))
+	for _, wave := range waves(p.plan) {
+		lives := make([]*unstructured.Unstructured, len(p.plan.Order))
+		limit := make(chan struct{}, max(p.r.ApplyConcurrency, 1))
+		var wg sync.WaitGroup
+		for _, i := range wave {
+			res := p.plan.Resources[p.plan.Order[i]]
+			if res.Object == nil {
+				continue
+			}
+			waiting := p.unreadyDependencies(res.Name)
+			limit <- struct{}{}
+			wg.Go(func() {
+				defer func() { <-limit }()
+				out := p.syncObject(ctx, res, waiting)
+				statuses[i], lives[i] = out.status, out.live
+				if out.change != nil {
+					changes[i] = []*appliedChange{out.change}
+				}
+			})
 		}
-		p.resources = append(p.resources, st)
-		p.states[name] = st.State
+		wg.Wait()
+		for _, i := range wave {
+			name := p.plan.Order[i]
+			if res := p.plan.Resources[name]; res.Object == nil {
+				statuses[i], changes[i] = p.syncPlugin(ctx, res)
+			} else if lives[i] != nil {
+				p.live[name] = lives[i]
+			}
+		}
+		for _, i := range wave {
+			p.states[p.plan.Order[i]] = statuses[i].State
+		}
 	}
+	p.resources = statuses
+	var all []*appliedChange
+	for _, c := range changes {
+		all = append(all, c...)
+	}
+	p.emitAppliedEvent(all)
 	p.emitResourceEvents()
+}
+
+// waves groups plan.Order's indices by dependency depth: wave 0 holds the
+// resources without dependencies, wave k those whose deepest dependency is in wave
+// k-1. Each wave keeps plan order.
+func waves(plan *bundlespec.Plan) [][]int {
+	depth := make(map[string]int, len(plan.Order))
+	var out [][]int
+	for i, name := range plan.Order { // dependencies first
+		d := 0
+		for _, dep := range plan.Graph.Dependencies(name) {
+			d = max(d, depth[dep]+1)
+		}
+		depth[name] = d
+		for len(out) <= d {
+			out = append(out, nil)
+		}
+		out[d] = append(out[d], i)
+	}
+	return out
 }
 
 // reportSpecErrors marks every resource: the offending ones Error, the others not
@@ -176,43 +241,85 @@ func (p *pass) sameAsBefore(reason, msg string) bool {
 	return false
 }
 
-func (p *pass) syncObject(ctx context.Context, res *bundlespec.Resource) limbov1alpha1.ResourceStatus {
-	st, live := p.syncOne(ctx, res.Name, res.Template, res.Adopt, p.unreadyDependencies(res.Name), func() (*unstructured.Unstructured, error) {
+// syncObject syncs an object resource; waiting are its dependencies that are not
+// Ready. It may run concurrently with the other object resources of its wave.
+func (p *pass) syncObject(ctx context.Context, res *bundlespec.Resource, waiting []string) objectResult {
+	return p.syncOne(ctx, res.Name, res.Template, res.Adopt, waiting, func() (*unstructured.Unstructured, error) {
 		content, err := p.resolve(res.References, res.Template.Object)
 		if err != nil {
 			return nil, err
 		}
 		return p.own(&unstructured.Unstructured{Object: content})
 	})
-	if live != nil {
-		p.live[res.Name] = live
-	}
-	return st
+}
+
+// objectResult is what syncing one object produced: its status, the live object
+// (nil when there is none, or it is not the Bundle's) and the write made, if any.
+type objectResult struct {
+	status limbov1alpha1.ResourceStatus
+	live   *unstructured.Unstructured
+	change *appliedChange
 }
 
 // syncOne brings one object to its desired state: it checks who owns the live
 // object, cancels a countdown, waits for dependencies (waiting), applies what build
-// returns unless the live object already holds it, and reports readiness. It also
-// returns the live object.
+// returns unless the live object already holds it, and reports readiness.
+//
+// The live object is read from the cache, which holds the objects labelled with a
+// Bundle. One that is not there is created with a create-only apply (see
+// createOnlyVersion): the API server creates it if it does not exist, and refuses
+// with a Conflict if it does, so an object limbo does not manage is never written;
+// only then is it read from the API server and judged by the adoption rules.
 func (p *pass) syncOne(ctx context.Context, name string, tmpl *unstructured.Unstructured, adopt bool, waiting []string,
-	build func() (*unstructured.Unstructured, error)) (limbov1alpha1.ResourceStatus, *unstructured.Unstructured) {
+	build func() (*unstructured.Unstructured, error)) objectResult {
 	gvk := tmpl.GroupVersionKind()
-	st := limbov1alpha1.ResourceStatus{Name: name, Object: &limbov1alpha1.ObjectReference{
+	out := objectResult{status: limbov1alpha1.ResourceStatus{Name: name, Object: &limbov1alpha1.ObjectReference{
 		APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind, Namespace: tmpl.GetNamespace(), Name: tmpl.GetName(),
-	}}
-	fail := func(state limbov1alpha1.ResourceState, reason, format string, args ...any) (limbov1alpha1.ResourceStatus, *unstructured.Unstructured) {
+	}}}
+	st := &out.status
+	fail := func(state limbov1alpha1.ResourceState, reason, format string, args ...any) objectResult {
 		st.State, st.Reason, st.Message = state, reason, fmt.Sprintf(format, args...)
-		return st, nil
+		out.live = nil
+		return out
 	}
 	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("resource", name))
 	if err := p.r.watcher.ensure(gvk); err != nil {
 		p.fail(err)
 		return fail(limbov1alpha1.ResourceError, limbov1alpha1.ReasonReadFailed, "watch %s: %v", gvk.Kind, err)
 	}
-	live, err := p.r.getLive(ctx, gvk, tmpl.GetNamespace(), tmpl.GetName())
+	// A blocked resource writes nothing, so only a read tells whether an object
+	// it is not allowed to take is in its way.
+	live, err := p.r.getLive(ctx, gvk, tmpl.GetNamespace(), tmpl.GetName(), len(waiting) > 0)
 	if err != nil {
 		p.fail(err)
 		return fail(limbov1alpha1.ResourceError, limbov1alpha1.ReasonReadFailed, "%v", err)
+	}
+	var desired *unstructured.Unstructured
+	var hash string
+	if live == nil && len(waiting) == 0 {
+		if desired, err = build(); err != nil {
+			return fail(limbov1alpha1.ResourceError, limbov1alpha1.ReasonReferenceError, "%v", err)
+		}
+		hash = hashOf(desired)
+		created, err := p.r.createOnly(ctx, desired)
+		switch {
+		case err != nil:
+			return p.applyFailed(ctx, &out, desired, err)
+		case created:
+			p.r.applied.record(desired, hash, "")
+			out.change = p.changed(ctx, name, desired, limbov1alpha1.EventCreated)
+			return p.ready(ctx, out, desired)
+		}
+		// Something of that name exists that the cache does not hold: read it
+		// and judge it like any live object.
+		if live, err = p.r.getFresh(ctx, gvk, tmpl.GetNamespace(), tmpl.GetName()); err != nil {
+			p.fail(err)
+			return fail(limbov1alpha1.ResourceError, limbov1alpha1.ReasonReadFailed, "%v", err)
+		}
+		if live == nil { // gone again in between: decide on the next pass
+			p.after(conflictRetry)
+			return fail(limbov1alpha1.ResourceInProgress, limbov1alpha1.ReasonReadFailed, "%s %q existed a moment ago and is gone; checking again", gvk.Kind, tmpl.GetName())
+		}
 	}
 	adopting := false
 	if live != nil {
@@ -243,46 +350,38 @@ func (p *pass) syncOne(ctx context.Context, name string, tmpl *unstructured.Unst
 	if len(waiting) > 0 {
 		return fail(limbov1alpha1.ResourceBlocked, limbov1alpha1.ReasonDependenciesNotReady, "%s", blockedMessage(waiting))
 	}
-	desired, err := build()
-	if err != nil {
-		return fail(limbov1alpha1.ResourceError, limbov1alpha1.ReasonReferenceError, "%v", err)
+	if desired == nil {
+		if desired, err = build(); err != nil {
+			return fail(limbov1alpha1.ResourceError, limbov1alpha1.ReasonReferenceError, "%v", err)
+		}
+		hash = hashOf(desired)
 	}
-	hash := hashOf(desired)
-	if live == nil || adopting || !p.r.applied.upToDate(live, hash) {
-		event, verb := limbov1alpha1.EventUpdated, "updated"
-		switch {
-		case adopting:
-			event, verb = limbov1alpha1.EventAdopted, "adopted"
-		case live == nil:
-			event, verb = limbov1alpha1.EventCreated, "created"
+	// Here live is the Bundle's, or one it adopts.
+	if adopting || !p.r.applied.upToDate(live, hash) {
+		event := limbov1alpha1.EventUpdated
+		if adopting {
+			event = limbov1alpha1.EventAdopted
 		}
-		supersedes := ""
-		if live != nil {
-			supersedes = live.GetResourceVersion()
+		if err := p.r.apply(ctx, desired); err != nil {
+			return p.applyFailed(ctx, &out, desired, err)
 		}
-		if err := p.r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(desired), client.FieldOwner(limbov1alpha1.FieldManager), client.ForceOwnership); err != nil {
-			err = fmt.Errorf("apply %s %q: %w", gvk.Kind, tmpl.GetName(), err)
-			log.FromContext(ctx).Error(err, "apply failed", "bundle", p.bundle.Namespace+"/"+p.bundle.Name,
-				"object", fmt.Sprintf("%s/%s %s/%s", gvk.GroupVersion().String(), gvk.Kind, desired.GetNamespace(), desired.GetName()))
-			// Back to the work queue, whose rate limiter backs off; a refusal that
-			// needs someone's change also makes the Bundle Stalled (see status).
-			p.fail(err)
-			reason := limbov1alpha1.ReasonApplyFailed
-			if r := apierrors.ReasonForError(err); r == metav1.StatusReasonForbidden || r == metav1.StatusReasonInvalid {
-				reason = string(r)
-			}
-			return fail(limbov1alpha1.ResourceError, reason, "%v", err)
-		}
-		p.r.applied.record(desired, hash, supersedes)
-		log.FromContext(ctx).V(1).Info("applied", "resource", name, "object", fmt.Sprintf("%s %s/%s", gvk.Kind, desired.GetNamespace(), desired.GetName()), "change", verb)
-		p.r.Recorder.Eventf(p.bundle, corev1.EventTypeNormal, event, "resource %q: %s %s %s", name, gvk.Kind, tmpl.GetName(), verb)
+		p.r.applied.record(desired, hash, live.GetResourceVersion())
+		out.change = p.changed(ctx, name, desired, event)
 		live = desired
-		st.Object.UID = string(live.GetUID())
 	}
+	return p.ready(ctx, out, live)
+}
+
+// ready completes out with live's UID and readiness.
+func (p *pass) ready(ctx context.Context, out objectResult, live *unstructured.Unstructured) objectResult {
+	gvk := live.GroupVersionKind()
+	st := &out.status
+	st.Object.UID = string(live.GetUID())
 	rule, err := p.r.readinessRule(ctx, gvk)
 	if err != nil {
 		p.fail(err)
-		return fail(limbov1alpha1.ResourceError, limbov1alpha1.ReasonFailed, "readiness rule of %s: %v", gvk.Kind, err)
+		st.State, st.Reason, st.Message = limbov1alpha1.ResourceError, limbov1alpha1.ReasonFailed, fmt.Sprintf("readiness rule of %s: %v", gvk.Kind, err)
+		return out
 	}
 	ready := readiness.Compute(live, rule)
 	switch ready.State {
@@ -294,7 +393,33 @@ func (p *pass) syncOne(ctx context.Context, name string, tmpl *unstructured.Unst
 		st.State, st.Reason = limbov1alpha1.ResourceInProgress, ready.Reason
 	}
 	st.Message = ready.Message
-	return st, live
+	out.live = live
+	return out
+}
+
+// applyFailed reports a failed apply of desired: back to the work queue, whose
+// rate limiter backs off; a refusal that needs someone's change also makes the
+// Bundle Stalled (see status).
+func (p *pass) applyFailed(ctx context.Context, out *objectResult, desired *unstructured.Unstructured, err error) objectResult {
+	gvk := desired.GroupVersionKind()
+	err = fmt.Errorf("apply %s %q: %w", gvk.Kind, desired.GetName(), err)
+	log.FromContext(ctx).Error(err, "apply failed", "bundle", p.bundle.Namespace+"/"+p.bundle.Name,
+		"object", fmt.Sprintf("%s/%s %s/%s", gvk.GroupVersion().String(), gvk.Kind, desired.GetNamespace(), desired.GetName()))
+	p.fail(err)
+	reason := limbov1alpha1.ReasonApplyFailed
+	if r := apierrors.ReasonForError(err); r == metav1.StatusReasonForbidden || r == metav1.StatusReasonInvalid {
+		reason = string(r)
+	}
+	out.status.State, out.status.Reason, out.status.Message = limbov1alpha1.ResourceError, reason, err.Error()
+	out.live = nil
+	return *out
+}
+
+// changed logs a write of obj for resource and returns it for the pass's event.
+func (p *pass) changed(ctx context.Context, resource string, obj *unstructured.Unstructured, event string) *appliedChange {
+	c := &appliedChange{resource: resource, kind: obj.GetKind(), name: obj.GetName(), event: event}
+	log.FromContext(ctx).V(1).Info("applied", "resource", resource, "object", fmt.Sprintf("%s %s/%s", c.kind, obj.GetNamespace(), c.name), "change", c.verb())
+	return c
 }
 
 // resolve returns content with the values of refs substituted.
@@ -513,7 +638,7 @@ func (r *Reconciler) labelled(ctx context.Context, b *limbov1alpha1.Bundle, kind
 		}
 		list := &unstructured.UnstructuredList{}
 		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-		if err := r.Client.List(ctx, list, client.InNamespace(b.Namespace), client.MatchingLabels{limbov1alpha1.LabelBundle: b.Name}); err != nil {
+		if err := r.Client.List(ctx, list, client.InNamespace(b.Namespace), client.MatchingFields{bundleIndex: b.Name}); err != nil {
 			if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
 				continue // the kind is gone from the API server: so are its objects
 			}
@@ -594,17 +719,29 @@ func orDefault(s, def string) string {
 	return s
 }
 
-// getLive returns the live object, or nil if there is none: from the cache when
-// limbo manages it, else from the API server (an object limbo may adopt, or that
-// blocks a resource).
-func (r *Reconciler) getLive(ctx context.Context, gvk schema.GroupVersionKind, namespace, name string) (*unstructured.Unstructured, error) {
+// getLive returns the live object from the cache, or nil if the cache has none.
+// With fresh, an object the cache does not hold is read from the API server (an
+// object limbo may adopt, or that blocks a resource).
+func (r *Reconciler) getLive(ctx context.Context, gvk schema.GroupVersionKind, namespace, name string, fresh bool) (*unstructured.Unstructured, error) {
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(gvk)
-	key := client.ObjectKey{Namespace: namespace, Name: name}
-	err := r.Client.Get(ctx, key, u)
-	if apierrors.IsNotFound(err) {
-		err = r.APIReader.Get(ctx, key, u)
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, u)
+	switch {
+	case apierrors.IsNotFound(err) && fresh:
+		return r.getFresh(ctx, gvk, namespace, name)
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("read %s %q: %w", gvk.Kind, name, err)
 	}
+	return u, nil
+}
+
+// getFresh reads an object from the API server; nil if there is none.
+func (r *Reconciler) getFresh(ctx context.Context, gvk schema.GroupVersionKind, namespace, name string) (*unstructured.Unstructured, error) {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(gvk)
+	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, u)
 	switch {
 	case apierrors.IsNotFound(err):
 		return nil, nil

@@ -30,13 +30,15 @@ type pluginOutcome struct {
 }
 
 // syncPlugin runs a plugin resource: plan, apply its generated objects like object
-// resources, and keep its inventory for the orphan step.
-func (p *pass) syncPlugin(ctx context.Context, res *bundlespec.Resource) limbov1alpha1.ResourceStatus {
+// resources, and keep its inventory for the orphan step. It also returns the
+// writes of its generated objects.
+func (p *pass) syncPlugin(ctx context.Context, res *bundlespec.Resource) (limbov1alpha1.ResourceStatus, []*appliedChange) {
 	st := limbov1alpha1.ResourceStatus{Name: res.Name}
-	fail := func(state limbov1alpha1.ResourceState, reason, format string, args ...any) limbov1alpha1.ResourceStatus {
+	var changes []*appliedChange
+	fail := func(state limbov1alpha1.ResourceState, reason, format string, args ...any) (limbov1alpha1.ResourceStatus, []*appliedChange) {
 		st.State, st.Reason, st.Message = state, reason, fmt.Sprintf(format, args...)
 		p.plugins = append(p.plugins, pluginOutcome{res: res})
-		return st
+		return st, changes
 	}
 	plug, ok := p.r.Plugins.Get(res.Plugin.Name)
 	if !ok {
@@ -105,9 +107,13 @@ func (p *pass) syncPlugin(ctx context.Context, res *bundlespec.Resource) limbov1
 		}
 		p.declared[key] = res.Name
 		p.kinds[obj.GroupVersionKind()] = true
-		objSt, live := p.syncOne(ctx, res.Name, obj, false, nil, func() (*unstructured.Unstructured, error) { return p.own(obj.DeepCopy()) })
-		if live != nil && p.live[res.Name] == nil {
-			p.live[res.Name] = live // references to a generator read its first object
+		out := p.syncOne(ctx, res.Name, obj, false, nil, func() (*unstructured.Unstructured, error) { return p.own(obj.DeepCopy()) })
+		objSt := out.status
+		if out.live != nil && p.live[res.Name] == nil {
+			p.live[res.Name] = out.live // references to a generator read its first object
+		}
+		if out.change != nil {
+			changes = append(changes, out.change)
 		}
 		if st.Object == nil {
 			st.Object = objSt.Object
@@ -116,7 +122,7 @@ func (p *pass) syncPlugin(ctx context.Context, res *bundlespec.Resource) limbov1
 			st.State, st.Reason, st.Message = objSt.State, objSt.Reason, objSt.Message
 		}
 	}
-	return st
+	return st, changes
 }
 
 // pluginSpec is the plugin resource's spec with references resolved from this

@@ -54,6 +54,9 @@ type Reconciler struct {
 	Shard *shard.Selector
 	// DefaultServiceAccount is impersonated for Bundles that name none.
 	DefaultServiceAccount string
+	// ApplyConcurrency bounds the objects of one pass applied at once (the
+	// independent resources of a dependency wave); below 1 counts as 1.
+	ApplyConcurrency int
 
 	watcher *watcher
 	applied appliedCache

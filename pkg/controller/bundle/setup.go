@@ -27,8 +27,11 @@ import (
 // Options tune the reconciler.
 type Options struct {
 	Workers int
-	Plugins *plugin.Registry
-	Engine  *softdelete.Engine
+	// ApplyConcurrency bounds the objects of one Bundle applied at once: the
+	// resources of a dependency wave are independent of each other.
+	ApplyConcurrency int
+	Plugins          *plugin.Registry
+	Engine           *softdelete.Engine
 	// OnManagedObjectEvent is told of every event on a managed object (the reaper
 	// listens for objects released to limbo).
 	OnManagedObjectEvent func(client.Object)
@@ -78,6 +81,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) (*Reconciler, error) {
 		Shard:     opts.Shard,
 
 		DefaultServiceAccount: opts.DefaultServiceAccount,
+		ApplyConcurrency:      opts.ApplyConcurrency,
 	}
 	if r.Client == nil {
 		r.Client = mgr.GetClient()

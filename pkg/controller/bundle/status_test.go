@@ -37,7 +37,7 @@ func TestStatusSummary(t *testing.T) {
 	)
 	for _, tc := range []struct {
 		name           string
-		pass           pass
+		pass           *pass
 		resourcesReady string
 		ready          condition
 		reconciling    condition
@@ -45,7 +45,7 @@ func TestStatusSummary(t *testing.T) {
 	}{
 		{
 			name:           "all ready",
-			pass:           pass{resources: []limbov1alpha1.ResourceStatus{ready("db"), ready("app")}},
+			pass:           &pass{resources: []limbov1alpha1.ResourceStatus{ready("db"), ready("app")}},
 			resourcesReady: "2/2",
 			ready:          condition{T, limbov1alpha1.ReasonReady, "2 resources ready"},
 			reconciling:    condition{F, limbov1alpha1.ReasonReady, ""},
@@ -60,7 +60,7 @@ func TestStatusSummary(t *testing.T) {
 		},
 		{
 			name: "spec errors come first",
-			pass: pass{specErrs: bundlespec.Errors{{Resource: "app", Reason: limbov1alpha1.ReasonMissingReference, Message: `references missing resource "db"`}},
+			pass: &pass{specErrs: bundlespec.Errors{{Resource: "app", Reason: limbov1alpha1.ReasonMissingReference, Message: `references missing resource "db"`}},
 				resources: []limbov1alpha1.ResourceStatus{res("app", limbov1alpha1.ResourceError, limbov1alpha1.ReasonMissingReference, "x")}},
 			resourcesReady: "0/1",
 			ready:          condition{F, limbov1alpha1.ReasonInvalidSpec, `invalid spec: resource "app": references missing resource "db"`},
@@ -69,7 +69,7 @@ func TestStatusSummary(t *testing.T) {
 		},
 		{
 			name:           "a transient error is retried",
-			pass:           pass{resources: []limbov1alpha1.ResourceStatus{ready("db"), res("app", limbov1alpha1.ResourceError, limbov1alpha1.ReasonApplyFailed, "timeout")}},
+			pass:           &pass{resources: []limbov1alpha1.ResourceStatus{ready("db"), res("app", limbov1alpha1.ResourceError, limbov1alpha1.ReasonApplyFailed, "timeout")}},
 			resourcesReady: "1/2",
 			ready:          condition{F, limbov1alpha1.ReasonResourceError, `resource "app": timeout`},
 			reconciling:    condition{T, limbov1alpha1.ReasonProgressingWithRetry, `resource "app": timeout`},
@@ -77,7 +77,7 @@ func TestStatusSummary(t *testing.T) {
 		},
 		{
 			name: "one error that needs a change stalls the Bundle",
-			pass: pass{resources: []limbov1alpha1.ResourceStatus{
+			pass: &pass{resources: []limbov1alpha1.ResourceStatus{
 				res("db", limbov1alpha1.ResourceError, limbov1alpha1.ReasonReadFailed, "timeout"),
 				res("app", limbov1alpha1.ResourceError, limbov1alpha1.ReasonForbidden, "forbidden")}},
 			resourcesReady: "0/2",
@@ -87,7 +87,7 @@ func TestStatusSummary(t *testing.T) {
 		},
 		{
 			name: "errors before waiting resources",
-			pass: pass{resources: []limbov1alpha1.ResourceStatus{
+			pass: &pass{resources: []limbov1alpha1.ResourceStatus{
 				res("db", limbov1alpha1.ResourceInProgress, "", ""),
 				res("app", limbov1alpha1.ResourceError, limbov1alpha1.ReasonPluginFailed, "down")}},
 			resourcesReady: "0/2",
@@ -97,7 +97,7 @@ func TestStatusSummary(t *testing.T) {
 		},
 		{
 			name:           "the empty-spec guard",
-			pass:           pass{emptyGuard: true},
+			pass:           &pass{emptyGuard: true},
 			resourcesReady: "0/0",
 			ready:          condition{F, limbov1alpha1.ReasonEmptyBundle, ""},
 			reconciling:    condition{F, limbov1alpha1.ReasonEmptyBundle, ""},
@@ -105,7 +105,7 @@ func TestStatusSummary(t *testing.T) {
 		},
 		{
 			name: "waiting resources, in order",
-			pass: pass{resources: []limbov1alpha1.ResourceStatus{ready("db"),
+			pass: &pass{resources: []limbov1alpha1.ResourceStatus{ready("db"),
 				res("app", limbov1alpha1.ResourceInProgress, "", ""), res("web", limbov1alpha1.ResourceBlocked, "", "")}},
 			resourcesReady: "1/3",
 			ready:          condition{F, limbov1alpha1.ReasonProgressing, "waiting for app (InProgress), web (Blocked)"},
@@ -114,7 +114,7 @@ func TestStatusSummary(t *testing.T) {
 		},
 		{
 			name:           "an orphan with an invalid deletion delay",
-			pass:           pass{resources: []limbov1alpha1.ResourceStatus{ready("db")}, pending: []limbov1alpha1.PendingDeletion{badDelay}},
+			pass:           &pass{resources: []limbov1alpha1.ResourceStatus{ready("db")}, pending: []limbov1alpha1.PendingDeletion{badDelay}},
 			resourcesReady: "1/1",
 			ready:          condition{F, limbov1alpha1.ReasonInvalidDeletionDelay, `orphans with an invalid deletion delay are never deleted: ConfigMap "old": ` + badDelay.Message},
 			reconciling:    condition{F, limbov1alpha1.ReasonInvalidDeletionDelay, ""},
@@ -122,7 +122,7 @@ func TestStatusSummary(t *testing.T) {
 		},
 		{
 			name: "an orphan with a deadline does not hold Ready back",
-			pass: pass{resources: []limbov1alpha1.ResourceStatus{ready("db")},
+			pass: &pass{resources: []limbov1alpha1.ResourceStatus{ready("db")},
 				pending: []limbov1alpha1.PendingDeletion{{APIVersion: "v1", Kind: "ConfigMap", Name: "old", DeleteAfter: &metav1.Time{Time: time.Unix(100, 0)}}}},
 			resourcesReady: "1/1",
 			ready:          condition{T, limbov1alpha1.ReasonReady, "1 resources ready"},
@@ -132,6 +132,9 @@ func TestStatusSummary(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := tc.pass
+			if p == nil {
+				p = &pass{}
+			}
 			p.bundle = &limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Generation: 7}}
 			st := p.status()
 			if st.ResourcesReady != tc.resourcesReady {
@@ -217,23 +220,26 @@ func TestManagedKinds(t *testing.T) {
 	configMap := schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
 	for _, tc := range []struct {
 		name string
-		pass pass
+		pass *pass
 		want []limbov1alpha1.ManagedKind
 	}{
 		{name: "the pass's kinds and the pending ones",
-			pass: pass{kinds: map[schema.GroupVersionKind]bool{deployment: true, configMap: true},
+			pass: &pass{kinds: map[schema.GroupVersionKind]bool{deployment: true, configMap: true},
 				pending: []limbov1alpha1.PendingDeletion{
 					{APIVersion: "v1", Kind: "Service", Name: "old"},
 					{APIVersion: limbov1alpha1.TombstoneGVK.GroupVersion().String(), Kind: limbov1alpha1.TombstoneGVK.Kind, Name: "ts"},
 				}},
 			want: []limbov1alpha1.ManagedKind{{APIVersion: "v1", Kind: "ConfigMap"}, {APIVersion: "v1", Kind: "Service"}, {APIVersion: "apps/v1", Kind: "Deployment"}}},
-		{name: "nothing", pass: pass{kinds: map[schema.GroupVersionKind]bool{}}},
+		{name: "nothing", pass: &pass{kinds: map[schema.GroupVersionKind]bool{}}},
 		{name: "spec errors keep the last record",
-			pass: pass{kinds: map[schema.GroupVersionKind]bool{configMap: true}, specErrs: bundlespec.Errors{{Resource: "a", Reason: limbov1alpha1.ReasonInvalidObject}}},
+			pass: &pass{kinds: map[schema.GroupVersionKind]bool{configMap: true}, specErrs: bundlespec.Errors{{Resource: "a", Reason: limbov1alpha1.ReasonInvalidObject}}},
 			want: previous},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := tc.pass
+			if p == nil {
+				p = &pass{}
+			}
 			p.bundle = &limbov1alpha1.Bundle{Status: limbov1alpha1.BundleStatus{ManagedKinds: previous}}
 			if got := p.managedKinds(); !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("managedKinds = %v, want %v", got, tc.want)

@@ -2,6 +2,7 @@ package bundle
 
 import (
 	"context"
+	"fmt"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -30,7 +31,20 @@ type watcher struct {
 	watched map[schema.GroupVersionKind]bool
 }
 
-// ensure starts watching gvk unless it already does.
+// bundleIndex indexes cached objects by their limbo.dev/bundle label: a pass
+// lists its Bundle's objects through it, in time that grows with the Bundle, not
+// with every object of the kind in the namespace (which a label selector scans).
+const bundleIndex = "label:" + limbov1alpha1.LabelBundle
+
+func bundleLabel(obj client.Object) []string {
+	if name := obj.GetLabels()[limbov1alpha1.LabelBundle]; name != "" {
+		return []string{name}
+	}
+	return nil
+}
+
+// ensure starts watching gvk, with its objects indexed by bundleIndex, unless it
+// already does.
 func (w *watcher) ensure(gvk schema.GroupVersionKind) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -39,6 +53,11 @@ func (w *watcher) ensure(gvk schema.GroupVersionKind) error {
 	}
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(gvk)
+	// The informer may run already (a read started it): an index added late
+	// indexes what it holds.
+	if err := w.cache.IndexField(context.Background(), u, bundleIndex, bundleLabel); err != nil {
+		return fmt.Errorf("index %s by %s: %w", gvk.Kind, limbov1alpha1.LabelBundle, err)
+	}
 	if err := w.controller.Watch(source.Kind[client.Object](w.cache, u, handler.EnqueueRequestsFromMapFunc(w.bundleOf))); err != nil {
 		return err
 	}

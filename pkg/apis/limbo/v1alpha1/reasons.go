@@ -66,9 +66,13 @@ const (
 // Reasons of the events limbo emits on Bundles, objects and Tombstones (an invalid
 // delay's event has ReasonInvalidDeletionDelay).
 const (
-	EventCreated           = "Created"
-	EventUpdated           = "Updated"
-	EventAdopted           = "Adopted"
+	EventCreated = "Created"
+	EventUpdated = "Updated"
+	EventAdopted = "Adopted"
+	// EventApplied sums up a pass that wrote objects in more than one way (created
+	// some, updated others); a pass that only created, only updated or only
+	// adopted uses that reason.
+	EventApplied           = "Applied"
 	EventDeletionScheduled = "DeletionScheduled"
 	EventDeletionCancelled = "DeletionCancelled"
 	EventDeleted           = "Deleted"

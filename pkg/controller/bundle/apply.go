@@ -1,0 +1,86 @@
+package bundle
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+)
+
+// createOnlyVersion is the resourceVersion precondition of a create-only apply.
+// The API server checks a precondition only against an existing object, and no
+// object has this version (etcd revisions are counted from 1 and never reach it):
+// a server-side apply that carries it creates the object when there is none, with
+// the same managedFields entry as any apply of limbo's, and is refused with a
+// Conflict when there is one, which it leaves untouched
+// (docs/design-decisions.md).
+const createOnlyVersion = "9223372036854775807"
+
+// apply server-side applies desired as limbo (force: limbo's fields are limbo's)
+// and leaves the API server's answer in desired.
+func (r *Reconciler) apply(ctx context.Context, desired *unstructured.Unstructured) error {
+	return r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(desired), client.FieldOwner(limbov1alpha1.FieldManager), client.ForceOwnership)
+}
+
+// createOnly applies desired only if no object of its name exists, and reports
+// whether it created it (desired then holds the API server's answer). It returns
+// false, and no error, when an object exists.
+func (r *Reconciler) createOnly(ctx context.Context, desired *unstructured.Unstructured) (bool, error) {
+	desired.SetResourceVersion(createOnlyVersion)
+	err := r.apply(ctx, desired)
+	switch {
+	case apierrors.IsConflict(err):
+		desired.SetResourceVersion("")
+		return false, nil
+	case err != nil:
+		desired.SetResourceVersion("")
+		return false, err
+	}
+	return true, nil
+}
+
+// appliedChange is one write of a managed object in a pass.
+type appliedChange struct {
+	resource, kind, name string
+	// event is the reason of an event about this change alone: Created, Updated
+	// or Adopted.
+	event string
+}
+
+func (c *appliedChange) verb() string { return strings.ToLower(c.event) }
+
+func (c *appliedChange) String() string {
+	return fmt.Sprintf("resource %q: %s %s %s", c.resource, c.kind, c.name, c.verb())
+}
+
+// maxChangesInEvent bounds the changes an Applied event names.
+const maxChangesInEvent = 20
+
+// emitAppliedEvent sums up the pass's writes of managed objects in one event, in
+// plan order: its reason is Created, Updated or Adopted when every change is of
+// that kind, else Applied. Stamps, cancels and deletions keep an event each.
+func (p *pass) emitAppliedEvent(changes []*appliedChange) {
+	if len(changes) == 0 {
+		return
+	}
+	reason := changes[0].event
+	var parts []string
+	for i, c := range changes {
+		if c.event != reason {
+			reason = limbov1alpha1.EventApplied
+		}
+		if i < maxChangesInEvent {
+			parts = append(parts, c.String())
+		}
+	}
+	if more := len(changes) - maxChangesInEvent; more > 0 {
+		parts = append(parts, fmt.Sprintf("and %d more", more))
+	}
+	p.r.Recorder.Event(p.bundle, corev1.EventTypeNormal, reason, strings.Join(parts, "; "))
+}
