@@ -146,9 +146,10 @@ func (r *Reaper) pass(ctx context.Context, full bool) (time.Duration, error) {
 		}
 		for i := range items {
 			obj := &items[i]
-			if held, err := r.heldByTeardown(ctx, obj, bundles); err != nil || held {
-				// A teardown of the Bundle that last managed obj is running: it
-				// decides (--cascade=orphan cancels the countdown). Fail closed.
+			if held, err := r.heldByBundle(ctx, obj, bundles); err != nil || held {
+				// The Bundle of obj's name decides: its teardown (--cascade=orphan
+				// cancels the countdown), or its first pass (it may adopt obj).
+				// Fail closed.
 				if err != nil {
 					errs = append(errs, err)
 				}
@@ -215,9 +216,15 @@ func (r *Reaper) kindsToScan(full bool) ([]schema.GroupVersionKind, error) {
 	return sortedKinds(kinds), nil
 }
 
-// heldByTeardown reports whether the Bundle named by obj's limbo.dev/bundle label
-// is being deleted; seen memoises the answer for one pass.
-func (r *Reaper) heldByTeardown(ctx context.Context, obj metav1.Object, seen map[client.ObjectKey]bool) (bool, error) {
+// heldByBundle reports whether the Bundle named by obj's limbo.dev/bundle label
+// decides obj rather than the reaper: it is being deleted (its teardown decides),
+// or it exists and has not yet finished a pass of its current spec — a Bundle
+// re-created under the same name may declare obj and adopt it, which cancels the
+// deletion, and a busy controller may reach it only after obj's deadline. Once
+// that pass has run, an object it declares is controlled again (the fresh read
+// of Engine.Orphan sees it) and one it does not declare is the reaper's. seen
+// memoises the answer for one pass.
+func (r *Reaper) heldByBundle(ctx context.Context, obj metav1.Object, seen map[client.ObjectKey]bool) (bool, error) {
 	key := client.ObjectKey{Namespace: obj.GetNamespace(), Name: obj.GetLabels()[limbov1alpha1.LabelBundle]}
 	if held, ok := seen[key]; ok {
 		return held, nil
@@ -230,7 +237,7 @@ func (r *Reaper) heldByTeardown(ctx context.Context, obj metav1.Object, seen map
 	case err != nil:
 		return false, fmt.Errorf("read Bundle %s: %w", key, err)
 	default:
-		seen[key] = !b.DeletionTimestamp.IsZero()
+		seen[key] = !b.DeletionTimestamp.IsZero() || b.Status.ObservedGeneration < b.Generation
 	}
 	return seen[key], nil
 }

@@ -42,18 +42,28 @@ func inLimbo(name, stamp, delay string, controlled bool) *corev1.ConfigMap {
 
 // A pass deletes released objects whose deadline passed, leaves the others, never
 // touches objects a Bundle still controls, plugin items (stamped, but never
-// labelled with a Bundle) or objects whose Bundle is being torn down (its
-// teardown decides), and returns the time to the next deadline.
+// labelled with a Bundle), objects whose Bundle is being torn down (its
+// teardown decides) or whose Bundle of the same name has not yet run a pass of
+// its spec (it may adopt them), and returns the time to the next deadline.
 func TestPass(t *testing.T) {
 	pluginItem := inLimbo("plugin-item", "2026-11-22T08:00:00Z", "1h", false)
 	delete(pluginItem.Labels, limbov1alpha1.LabelBundle)
 	tornDown := inLimbo("torn-down", "2026-11-22T08:00:00Z", "1h", false)
 	tornDown.Labels[limbov1alpha1.LabelBundle] = "cart"
+	// Released by a Bundle "basket" that was deleted and created again: the new one
+	// has not run its first pass yet. "gift"'s new Bundle has, without adopting it.
+	recreated := inLimbo("recreated", "2026-11-22T08:00:00Z", "1h", false)
+	recreated.Labels[limbov1alpha1.LabelBundle] = "basket"
+	notAdopted := inLimbo("not-adopted", "2026-11-22T08:00:00Z", "1h", false)
+	notAdopted.Labels[limbov1alpha1.LabelBundle] = "gift"
 	objects := []client.Object{
 		inLimbo("due", "2026-11-22T09:00:00Z", "1h", false),      // deadline == now
 		inLimbo("waiting", "2026-11-22T09:59:50Z", "30s", false), // deadline in 20s
 		inLimbo("controlled", "2026-11-22T08:00:00Z", "1h", true),
-		pluginItem, tornDown,
+		pluginItem, tornDown, recreated, notAdopted,
+		&limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Name: "basket", Namespace: "ns", Generation: 1}},
+		&limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Name: "gift", Namespace: "ns", Generation: 2},
+			Status: limbov1alpha1.BundleStatus{ObservedGeneration: 2}},
 		&limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Name: "cart", Namespace: "ns", Finalizers: []string{limbov1alpha1.FinalizerTeardown},
 			DeletionTimestamp: &metav1.Time{Time: now}}},
 	}
@@ -66,12 +76,13 @@ func TestPass(t *testing.T) {
 		t.Fatal(err)
 	}
 	if wait != 5*time.Second {
-		t.Errorf("wait = %v, want 5s (the re-check of the object whose Bundle is being torn down)", wait)
+		t.Errorf("wait = %v, want 5s (the re-check of the objects whose Bundle decides)", wait)
 	}
 	exists := func(name string) bool {
 		return c.Get(context.Background(), client.ObjectKey{Namespace: "ns", Name: name}, &corev1.ConfigMap{}) == nil
 	}
-	for name, want := range map[string]bool{"due": false, "waiting": true, "controlled": true, "plugin-item": true, "torn-down": true} {
+	for name, want := range map[string]bool{"due": false, "waiting": true, "controlled": true, "plugin-item": true, "torn-down": true,
+		"recreated": true, "not-adopted": false} {
 		if exists(name) != want {
 			t.Errorf("%s exists = %v, want %v", name, !want, want)
 		}
