@@ -1,22 +1,15 @@
 package it
 
 import (
-	"bytes"
 	"context"
-	"errors"
-	"io"
-	"os"
 	"path/filepath"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
-	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 	"github.com/limbo-dev/limbo/pkg/plugins/deorbit"
 )
 
@@ -31,39 +24,21 @@ func TestDeorbitExample(t *testing.T) {
 	remote := env.SecondCluster(t, ns)
 	w := &workload{t: t, ns: "shop", remote: remote, c: remote.Client} // the example's namespace there
 	t.Cleanup(w.cleanup)
-	data, err := os.ReadFile(filepath.Join(dir, "workload.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	decoder := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
-	for {
-		u := &unstructured.Unstructured{}
-		if err := decoder.Decode(&u.Object); errors.Is(err, io.EOF) {
-			break
-		} else if err != nil {
-			t.Fatal(err)
-		}
+	for _, u := range readManifests(t, filepath.Join(dir, "workload.yaml")) {
 		if err := w.c.Create(context.Background(), u); err != nil {
 			t.Fatalf("create %s %s in the second cluster: %v", u.GetKind(), u.GetName(), err)
 		}
 	}
-	var b limbov1alpha1.Bundle
-	raw, err := os.ReadFile(filepath.Join(dir, "bundle.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := yaml.UnmarshalStrict(raw, &b); err != nil {
-		t.Fatalf("bundle.yaml: %v", err)
-	}
+	b := readBundleFile(t, filepath.Join(dir, "bundle.yaml"))
 	b.Namespace = ns // with the kubeconfig Secret SecondCluster made
 	b.Spec.Resources[0].Plugin.DeletionDelay = "0s"
-	if err := env.Client.Create(context.Background(), &b); err != nil {
+	if err := env.Client.Create(context.Background(), b); err != nil {
 		t.Fatal(err)
 	}
-	waitArmed(t, &b, "armed: 1 PVC, 1 LoadBalancer Service, VolumeSnapshots skipped (the VolumeSnapshot CRD is not installed)")
+	waitArmed(t, b, "armed: 1 PVC, 1 LoadBalancer Service, VolumeSnapshots skipped (the VolumeSnapshot CRD is not installed)")
 	waitObject(t, configMapGVK, ns, "workload-cluster-info", func(*unstructured.Unstructured) error { return nil })
 
-	deleteBundle(t, &b, metav1.DeletePropagationBackground)
+	deleteBundle(t, b, metav1.DeletePropagationBackground)
 	claim := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "data"}}
 	lb := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "ingress"}}
 	w.waitGone(claim)
@@ -72,8 +47,8 @@ func TestDeorbitExample(t *testing.T) {
 		t.Fatal("the Bundle's ConfigMap went before deorbit was done")
 	}
 	w.playProvisioner(&corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "shop-data"}})
-	waitEventWith(t, &b, corev1.EventTypeNormal, deorbit.EventDeorbitDone, "removed 1 PVCs, 1 LoadBalancer Services")
-	waitBundleGone(t, &b)
+	waitEventWith(t, b, corev1.EventTypeNormal, deorbit.EventDeorbitDone, "removed 1 PVCs, 1 LoadBalancer Services")
+	waitBundleGone(t, b)
 	for _, o := range []client.Object{
 		&corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "archive"}},
 		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "backend"}},
