@@ -250,7 +250,7 @@ func (w *workload) releaseLoadBalancer(svc *corev1.Service) {
 // deorbitBundle creates a Bundle with a deorbit resource aimed at the second
 // cluster (the test's kubeconfig Secret, provisioners [csiDriver]; spec entries
 // override), and extra resources; it deletes it, waiting until it is gone, when
-// the test ends (with --cascade=orphan: no deorbit).
+// the test ends (without its deorbit resource: no deorbit).
 func deorbitBundle(t testing.TB, ns, delay string, spec map[string]any, extra ...limbov1alpha1.Resource) *limbov1alpha1.Bundle {
 	t.Helper()
 	full := map[string]any{"kubeConfigSecretRef": map[string]any{"name": testenv.WorkloadKubeconfigSecret}, "provisioners": []string{csiDriver}}
@@ -265,9 +265,22 @@ func deorbitBundle(t testing.TB, ns, delay string, spec map[string]any, extra ..
 		Name: deorbit.Name, DeletionDelay: delay, Spec: &apiextensionsv1.JSON{Raw: raw}}}}, extra...)
 	b := createBundle(t, ns, "workload", resources...)
 	t.Cleanup(func() {
-		// --cascade=orphan: a test that did not tear the Bundle down does not leave
-		// a deorbit running over the shared second cluster.
-		if err := env.Client.Delete(context.Background(), b, client.PropagationPolicy(metav1.DeletePropagationOrphan)); err != nil && !apierrors.IsNotFound(err) {
+		// A test that did not tear the Bundle down must not leave a deorbit running
+		// over the shared second cluster: the deorbit resource leaves the spec
+		// first, then the Bundle is deleted (the teardown needs no garbage
+		// collector, whose --cascade=orphan handling can lag on a busy cluster).
+		testenv.Eventually(t, testenv.DefaultTimeout, func() error {
+			var cur limbov1alpha1.Bundle
+			if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(b), &cur); apierrors.IsNotFound(err) {
+				return nil
+			} else if err != nil {
+				return err
+			}
+			cur.Spec.Resources = extra
+			cur.Spec.AllowEmpty = true
+			return env.Client.Update(context.Background(), &cur)
+		})
+		if err := env.Client.Delete(context.Background(), b); err != nil && !apierrors.IsNotFound(err) {
 			t.Errorf("cleanup: delete Bundle: %v", err)
 		}
 		waitGone(t, limbov1alpha1.BundleGVK, b.Namespace, b.Name)
