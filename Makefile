@@ -15,6 +15,9 @@ IT_FLAGS       ?= -p 1 -parallel 6 -timeout 30m
 # The soak's long form (make soak); the short form runs with the integration tests.
 SOAK_OPS       ?= 1500
 SOAK_SEED      ?= 0
+# `make run` starts a second control plane, a workload cluster for deorbit
+# (examples/deorbit); RUN_ARGS= runs one.
+RUN_ARGS       ?= --clusters 2
 
 export LIMBO_BIN_DIR := $(BIN)
 

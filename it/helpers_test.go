@@ -1,9 +1,12 @@
 package it
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"testing"
@@ -13,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -414,4 +418,38 @@ func (e *pluginExample) create(t testing.TB, ns string) *limbov1alpha1.Bundle {
 		t.Fatal(err)
 	}
 	return &e.Bundle
+}
+
+// readManifests reads the objects of a multi-document YAML file (an example's).
+func readManifests(t testing.TB, path string) []*unstructured.Unstructured {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var objects []*unstructured.Unstructured
+	decoder := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	for {
+		u := &unstructured.Unstructured{}
+		if err := decoder.Decode(&u.Object); errors.Is(err, io.EOF) {
+			return objects
+		} else if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		objects = append(objects, u)
+	}
+}
+
+// readBundleFile reads an example's Bundle, refusing unknown fields.
+func readBundleFile(t testing.TB, path string) *limbov1alpha1.Bundle {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b limbov1alpha1.Bundle
+	if err := yaml.UnmarshalStrict(raw, &b); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return &b
 }

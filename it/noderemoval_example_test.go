@@ -1,21 +1,14 @@
 package it
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	"github.com/limbo-dev/limbo/it/testenv"
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
@@ -27,21 +20,7 @@ import (
 // puts its five resources in limbo.
 func TestNodeRemovalExample(t *testing.T) {
 	dir := filepath.Join(env.RepoRoot, "examples", "node-removal")
-	var objects []*unstructured.Unstructured
-	data, err := os.ReadFile(filepath.Join(dir, "cluster.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	decoder := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
-	for {
-		u := &unstructured.Unstructured{}
-		if err := decoder.Decode(&u.Object); errors.Is(err, io.EOF) {
-			break
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		objects = append(objects, u)
-	}
+	objects := readManifests(t, filepath.Join(dir, "cluster.yaml"))
 	ns := env.Namespace(t)
 	for _, o := range objects {
 		if err := env.Client.Create(context.Background(), o); err != nil {
@@ -49,23 +28,16 @@ func TestNodeRemovalExample(t *testing.T) {
 		}
 		t.Cleanup(func() { removeForGood(t, o.GroupVersionKind(), o.GetNamespace(), o.GetName()) })
 	}
-	var b limbov1alpha1.Bundle
-	raw, err := os.ReadFile(filepath.Join(dir, "bundle.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := yaml.UnmarshalStrict(raw, &b); err != nil {
-		t.Fatalf("bundle.yaml: %v", err)
-	}
+	b := readBundleFile(t, filepath.Join(dir, "bundle.yaml"))
 	b.Namespace = ns
-	if err := env.Client.Create(context.Background(), &b); err != nil {
+	if err := env.Client.Create(context.Background(), b); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		_ = env.Client.Delete(context.Background(), &b)
+		_ = env.Client.Delete(context.Background(), b)
 		waitGone(t, limbov1alpha1.BundleGVK, ns, b.Name)
 	})
-	waitNodeRemovalReady(t, &b, "Csibmnodes")
+	waitNodeRemovalReady(t, b, "Csibmnodes")
 
 	w1 := &csiNode{name: "worker-1"}
 	for _, o := range objects {
@@ -89,7 +61,7 @@ func TestNodeRemovalExample(t *testing.T) {
 	})
 	w1.waitLabelled(t, true)
 	deleteNode(t, w1.name)
-	w1.waitPending(t, &b, func(pd limbov1alpha1.PendingDeletion) error {
+	w1.waitPending(t, b, func(pd limbov1alpha1.PendingDeletion) error {
 		if pd.DeleteAfter == nil {
 			return fmt.Errorf("no deadline")
 		}

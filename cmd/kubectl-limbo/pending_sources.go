@@ -156,7 +156,9 @@ func collectPending(ctx context.Context, src pendingSources, namespace string, n
 			// An entry adds its message to its object's row; a cluster-scoped one (a
 			// plugin's object item, a Csibmnode) is a row of its own: the label
 			// listing covers namespaced kinds only.
-			if entry.Message == "" && entry.Namespace != "" {
+			// One in another cluster (deorbit's, in a workload cluster) is a row of its
+			// own too, saying which: the local listing cannot see it.
+			if entry.Message == "" && entry.Namespace != "" && entry.Cluster == "" {
 				continue
 			}
 			ns := entry.Namespace
@@ -171,7 +173,9 @@ func collectPending(ctx context.Context, src pendingSources, namespace string, n
 				Bundle:     bundle.Name,
 				countdown:  countdownNever,
 			}
-			if i, ok := index[itemKey{item.groupKind(), item.Namespace, item.Name}]; ok {
+			if entry.Cluster != "" {
+				item.addMessage("in cluster " + entry.Cluster)
+			} else if i, ok := index[itemKey{item.groupKind(), item.Namespace, item.Name}]; ok {
 				items[i].addMessage(entry.Message) // an empty message adds nothing
 				continue
 			}

@@ -318,3 +318,28 @@ func TestPendingClusterScopedPluginItem(t *testing.T) {
 		t.Errorf("the Csibmnode is not listed with its Bundle and countdown:\n%s", out)
 	}
 }
+
+// An item in another cluster (deorbit's, in a workload cluster) is a row of its
+// own, saying which cluster, even without a message: the local listing cannot see
+// it, and a local object of the same name is another object.
+func TestPendingItemInAnotherCluster(t *testing.T) {
+	bundle := &limbov1alpha1.Bundle{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "clusters", Name: "workload", UID: uid("workload")},
+		Status: limbov1alpha1.BundleStatus{PendingDeletions: []limbov1alpha1.PendingDeletion{
+			{APIVersion: "v1", Kind: "PersistentVolumeClaim", Namespace: "clusters", Name: "data", Cluster: "workload-kubeconfig",
+				DeletionTimestamp: &metav1.Time{Time: testNow.Add(-time.Minute)}, DeleteAfter: &metav1.Time{Time: testNow.Add(4 * time.Minute)}},
+		}},
+	}
+	local := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "clusters", Name: "data", UID: uid("local-data")}}
+	f := newFixture(t, nil, bundle, local)
+	code, out, errOut := f.run("pending", "-n", "clusters")
+	if code != 0 || errOut != "" {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+	want := `KIND                    NAME   BUNDLE     DELETE-AFTER           TIME-LEFT   MESSAGE
+PersistentVolumeClaim   data   workload   2026-03-01T12:04:00Z   4m          in cluster workload-kubeconfig
+`
+	if got := trimTrailingSpaces(out); got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+}

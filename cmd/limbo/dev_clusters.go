@@ -29,7 +29,7 @@ func startWorkloadCluster(ctx context.Context, binDir, dataDir string, local *re
 		dataDir = filepath.Join(dataDir, "cluster-2")
 	}
 	fmt.Fprintln(os.Stderr, "limbo dev: starting a second control plane (the workload cluster) ...")
-	cluster, err := localcluster.Start(ctx, localcluster.Config{BinDir: binDir, DataDir: dataDir})
+	cluster, err := localcluster.Start(ctx, localcluster.Config{BinDir: binDir, DataDir: dataDir, Controllers: localcluster.WorkloadControllers})
 	if err != nil {
 		return nil, fmt.Errorf("second control plane: %w", err)
 	}

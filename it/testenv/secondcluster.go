@@ -56,6 +56,7 @@ func (e *Env) SecondCluster(t testing.TB, namespace string) *RemoteCluster {
 		e.second.cluster, e.second.err = localcluster.Start(ctx, localcluster.Config{
 			BinDir:       filepath.Join(e.RepoRoot, "bin"),
 			StartTimeout: secondClusterStartTimeout,
+			Controllers:  localcluster.WorkloadControllers,
 		})
 		if e.second.err != nil {
 			return

@@ -36,6 +36,13 @@ const (
 	defaultControllerManagerSet = "garbagecollector,namespace,serviceaccount,serviceaccount-token,deployment,replicaset"
 )
 
+// WorkloadControllers is Config.Controllers for a control plane that stands for a
+// workload cluster: the default set plus the volume controllers, so that claims
+// bind to pre-bound PVs, a deleted claim's PV is Released, and the protection
+// finalizers go once nothing uses a claim or PV. (No provisioner deletes a PV and
+// no cloud controller guards a LoadBalancer Service: tests and examples play them.)
+const WorkloadControllers = defaultControllerManagerSet + ",persistentvolume-binder,pvc-protection,pv-protection"
+
 // Config says where the binaries are and where the cluster keeps its state.
 type Config struct {
 	// BinDir holds etcd, kube-apiserver and kube-controller-manager. Empty means

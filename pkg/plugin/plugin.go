@@ -48,9 +48,42 @@ type ExternalDeleter interface {
 }
 
 // TearDowner is implemented by plugins with work to do when their Bundle is torn
-// down, before any other content goes (deorbit). Done reports that it finished.
+// down, before any other content goes (deorbit). Teardown is called on every pass
+// of the teardown until it reports Done, and on the passes after that too (it
+// answers from Request.TeardownState without touching anything). An error is
+// shown in the Bundle's DeletionFailure condition and retried; a result returned
+// with it still has its State kept and its Events emitted.
 type TearDowner interface {
-	Teardown(ctx context.Context, req Request) (done bool, message string, err error)
+	Teardown(ctx context.Context, req Request) (*TeardownResult, error)
+}
+
+// TeardownResult is one pass of a plugin's teardown.
+type TeardownResult struct {
+	// Done reports that the plugin's teardown is over: the Bundle's other content
+	// may go.
+	Done bool
+	// Message says what remains (shown in the ContentRemaining condition) or, when
+	// Done, how it ended.
+	Message string
+	// Warning, when set, is shown in the DeletionFailure condition for the rest of
+	// the teardown (a teardown that gave up, leaving debris).
+	Warning string
+	// Items are the objects to delete, all orphans: the engine stamps them with
+	// the resource's plugin.deletionDelay and deletes them at the deadline, with
+	// the same preconditions, events and pendingDeletions entries as any object
+	// item. Items still there on the next pass are listed again.
+	Items []ObjectItem
+	// Cluster is the cluster Items live in; nil: this one.
+	Cluster *softdelete.Cluster
+	// State is kept on the Bundle (annotation teardown.limbo.dev/<resource>) and
+	// given back as Request.TeardownState, so that a controller restart resumes
+	// where the teardown was.
+	State string
+	// RequeueAfter asks for the next pass sooner than the teardown's own pace;
+	// zero keeps that pace.
+	RequeueAfter time.Duration
+	// Events are emitted on the Bundle.
+	Events []Event
 }
 
 // Request is the input of a plugin call.
@@ -67,6 +100,9 @@ type Request struct {
 	Reader client.Reader
 	// Now is the time of the call.
 	Now time.Time
+	// TeardownState is what the resource's last TeardownResult.State said, in a
+	// Teardown call.
+	TeardownState string
 }
 
 // Result is a plugin's plan.

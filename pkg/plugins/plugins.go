@@ -1,5 +1,6 @@
 // Package plugins registers limbo's compiled-in plugins, one package each:
-// configmap (the generator example), namespace-gc, node-removal, route-gc.
+// configmap (the generator example), deorbit, namespace-gc, node-removal,
+// route-gc.
 package plugins
 
 import (
@@ -10,6 +11,7 @@ import (
 
 	"github.com/limbo-dev/limbo/pkg/plugin"
 	"github.com/limbo-dev/limbo/pkg/plugins/configmap"
+	"github.com/limbo-dev/limbo/pkg/plugins/deorbit"
 	"github.com/limbo-dev/limbo/pkg/plugins/namespacegc"
 	"github.com/limbo-dev/limbo/pkg/plugins/noderemoval"
 	"github.com/limbo-dev/limbo/pkg/plugins/routegc"
@@ -33,6 +35,7 @@ func NewRegistry(opts Options, extra ...plugin.Plugin) (*plugin.Registry, error)
 	}
 	all := []plugin.Plugin{
 		configmap.New(),
+		deorbit.New(deorbit.Options{Metrics: deorbit.NewMetrics(opts.Metrics)}),
 		namespacegc.New(namespacegc.Options{DefaultInterval: opts.NamespaceGCInterval, DefaultDelay: opts.NamespaceGCDelay,
 			Metrics: storageos.NewMetrics(opts.Metrics)}),
 		noderemoval.New(noderemoval.NewMetrics(opts.Metrics)),

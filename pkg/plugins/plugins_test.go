@@ -22,7 +22,7 @@ func TestNewRegistry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := r.Names(), []string{"configmap", "namespace-gc", "node-removal", "route-gc", "test-extra"}; !reflect.DeepEqual(got, want) {
+	if got, want := r.Names(), []string{"configmap", "deorbit", "namespace-gc", "node-removal", "route-gc", "test-extra"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("Names = %q, want %q", got, want)
 	}
 	var watched []string

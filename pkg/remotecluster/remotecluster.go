@@ -34,7 +34,7 @@ const (
 // SecretRef is a plugin spec's `kubeConfigSecretRef`: a Secret in the Bundle's
 // namespace and the key that holds the kubeconfig.
 type SecretRef struct {
-	Name string `json:"name"`
+	Name string `json:"name" schema:"minLength=1"`
 	// Key defaults to DefaultKey.
 	Key string `json:"key,omitempty"`
 }

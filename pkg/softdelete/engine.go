@@ -293,11 +293,16 @@ func (e *Engine) stamp(ctx context.Context, obj client.Object, stamp time.Time) 
 
 // patch sends a JSON merge patch of obj's metadata.
 func (e *Engine) patch(ctx context.Context, obj client.Object, patch map[string]any) error {
+	return patchWith(ctx, e.Client, obj, patch)
+}
+
+// patchWith sends a JSON merge patch of obj's metadata through c.
+func patchWith(ctx context.Context, c client.Client, obj client.Object, patch map[string]any) error {
 	data, err := json.Marshal(patch)
 	if err != nil {
 		return err
 	}
-	if err := e.Client.Patch(ctx, obj, client.RawPatch("application/merge-patch+json", data)); err != nil {
+	if err := c.Patch(ctx, obj, client.RawPatch("application/merge-patch+json", data)); err != nil {
 		return fmt.Errorf("update %s: %w", describe(obj), err)
 	}
 	return nil

@@ -71,6 +71,43 @@ type ItemSet struct {
 	// the group may be deleted now; a non-empty hold keeps the group's due orphans
 	// and is their message.
 	MayDelete func(ctx context.Context, group string) (hold string, err error)
+	// Cluster, when set, is the cluster the items live in when it is not the
+	// engine's own (a plugin acting on a workload cluster).
+	Cluster *Cluster
+}
+
+// Cluster is another cluster that object items live in.
+type Cluster struct {
+	// Name names the cluster in pendingDeletions entries (their `cluster`), events
+	// and logs: the kubeconfig Secret that reaches it.
+	Name string
+	// Client reads from and writes to that cluster's API server directly: every
+	// stamp, cancel and delete of its items goes through it.
+	Client client.Client
+}
+
+// client is the client that writes the set's items.
+func (s ItemSet) client(e *Engine) client.Client {
+	if s.Cluster != nil {
+		return s.Cluster.Client
+	}
+	return e.Client
+}
+
+// ref names obj in events and messages, with its cluster when it is not this one.
+func (s ItemSet) ref(obj client.Object) string {
+	if s.Cluster != nil {
+		return describe(obj) + " in cluster " + s.Cluster.Name
+	}
+	return describe(obj)
+}
+
+// pending is obj's pendingDeletions entry, naming its cluster.
+func (s ItemSet) pending(p *limbov1alpha1.PendingDeletion) limbov1alpha1.PendingDeletion {
+	if s.Cluster != nil {
+		p.Cluster = s.Cluster.Name
+	}
+	return *p
 }
 
 // ItemsOutcome is what processing an ItemSet did.
@@ -114,7 +151,7 @@ func (e *Engine) ProcessItems(ctx context.Context, eventTarget runtime.Object, s
 			if !it.Desired {
 				p := pendingEntry(it.Object, Decide(now, stateOf(it.Object, false)), nil)
 				p.Message = "in limbo for plugin resource " + owner + "; left to it"
-				out.Pending = append(out.Pending, *p)
+				out.Pending = append(out.Pending, set.pending(p))
 			}
 			continue
 		}
@@ -122,7 +159,7 @@ func (e *Engine) ProcessItems(ctx context.Context, eventTarget runtime.Object, s
 		switch d.Action {
 		case ActionNone:
 		case ActionCancel:
-			if err := e.CancelItem(ctx, eventTarget, it.Object, "desired again"); err != nil {
+			if err := e.cancelItem(ctx, eventTarget, set, it.Object, "desired again"); err != nil {
 				out.fail(err)
 			}
 		default:
@@ -164,7 +201,7 @@ func (e *Engine) processGroup(ctx context.Context, eventTarget runtime.Object, s
 			lower, level = append(lower, level...), nil
 		}
 		if !e.processOrphanItem(ctx, eventTarget, set, x, hold, lower, out) {
-			level = append(level, describe(x.Object))
+			level = append(level, set.ref(x.Object))
 		}
 	}
 }
@@ -173,7 +210,7 @@ func (e *Engine) processGroup(ctx context.Context, eventTarget runtime.Object, s
 // is gone. hold keeps a due orphan (the gate, or the Bundle not Ready); lower
 // lists items of its group that must be gone first.
 func (e *Engine) processOrphanItem(ctx context.Context, eventTarget runtime.Object, set ItemSet, x decidedItem, hold string, lower []string, out *ItemsOutcome) bool {
-	obj, d, ref := x.Object, x.d, describe(x.Object)
+	obj, d, ref := x.Object, x.d, set.ref(x.Object)
 	logger := log.FromContext(ctx).WithValues("object", ref, "pluginResource", set.Owner)
 	var err error
 	if set.Hold != "" {
@@ -182,7 +219,7 @@ func (e *Engine) processOrphanItem(ctx context.Context, eventTarget runtime.Obje
 			p.DeletionTimestamp, p.DeleteAfter = nil, nil // not stamped: no countdown runs
 		}
 		p.Message = set.Hold
-		out.Pending = append(out.Pending, *p)
+		out.Pending = append(out.Pending, set.pending(p))
 		return false
 	}
 	switch d.Action {
@@ -200,7 +237,7 @@ func (e *Engine) processOrphanItem(ctx context.Context, eventTarget runtime.Obje
 		if obj.GetAnnotations()[limbov1alpha1.AnnotationDeletionDelay] != set.Delay {
 			// The resource's delay changed: the object says the delay it waits for,
 			// which `kubectl limbo expedite` reads.
-			err = e.patch(ctx, obj, map[string]any{"metadata": map[string]any{
+			err = patchWith(ctx, set.client(e), obj, map[string]any{"metadata": map[string]any{
 				"annotations":     map[string]any{limbov1alpha1.AnnotationDeletionDelay: set.Delay},
 				"resourceVersion": obj.GetResourceVersion(),
 			}})
@@ -215,7 +252,7 @@ func (e *Engine) processOrphanItem(ctx context.Context, eventTarget runtime.Obje
 			p.Message = "due; waiting for " + strings.Join(lower, ", ") + " to be deleted first"
 			out.after(HoldRecheckInterval)
 		default:
-			gone, err := e.deleteItem(ctx, eventTarget, x.Item, d)
+			gone, err := e.deleteItem(ctx, eventTarget, set, x.Item, d)
 			if gone {
 				return true
 			}
@@ -228,13 +265,13 @@ func (e *Engine) processOrphanItem(ctx context.Context, eventTarget runtime.Obje
 				out.after(HoldRecheckInterval)
 			}
 		}
-		out.Pending = append(out.Pending, *p)
+		out.Pending = append(out.Pending, set.pending(p))
 		return false
 	}
 	if err != nil {
 		out.fail(err)
 	}
-	out.Pending = append(out.Pending, *pendingEntry(obj, d, err))
+	out.Pending = append(out.Pending, set.pending(pendingEntry(obj, d, err)))
 	return false
 }
 
@@ -258,7 +295,7 @@ func (s ItemSet) state(it Item) State {
 // pending-deletion label, on the object as read (resourceVersion precondition: a
 // concurrent change makes this a Conflict, and the next pass decides again).
 func (e *Engine) stampItem(ctx context.Context, set ItemSet, obj client.Object, stamp time.Time) error {
-	return e.patch(ctx, obj, map[string]any{"metadata": map[string]any{
+	return patchWith(ctx, set.client(e), obj, map[string]any{"metadata": map[string]any{
 		"annotations": map[string]any{
 			limbov1alpha1.AnnotationDeletionDelay:     set.Delay,
 			limbov1alpha1.AnnotationDeletionTimestamp: FormatStamp(stamp),
@@ -273,7 +310,12 @@ func (e *Engine) stampItem(ctx context.Context, set ItemSet, obj client.Object, 
 // owner and the label go (the object is not limbo's: nothing of limbo's is left
 // on it). An object already gone is success.
 func (e *Engine) CancelItem(ctx context.Context, eventTarget runtime.Object, obj client.Object, why string) error {
-	err := e.patch(ctx, obj, map[string]any{"metadata": map[string]any{
+	return e.cancelItem(ctx, eventTarget, ItemSet{}, obj, why)
+}
+
+// cancelItem is CancelItem of an item of set, in set's cluster.
+func (e *Engine) cancelItem(ctx context.Context, eventTarget runtime.Object, set ItemSet, obj client.Object, why string) error {
+	err := patchWith(ctx, set.client(e), obj, map[string]any{"metadata": map[string]any{
 		"annotations": map[string]any{
 			limbov1alpha1.AnnotationDeletionTimestamp: nil,
 			limbov1alpha1.AnnotationDeletionDelay:     nil,
@@ -288,8 +330,8 @@ func (e *Engine) CancelItem(ctx context.Context, eventTarget runtime.Object, obj
 	if err != nil {
 		return err
 	}
-	e.Recorder.Eventf(eventTarget, corev1.EventTypeNormal, limbov1alpha1.EventDeletionCancelled, "%s: deletion cancelled (%s)", describe(obj), why)
-	log.FromContext(ctx).Info("deletion cancelled", "object", describe(obj), "why", why)
+	e.Recorder.Eventf(eventTarget, corev1.EventTypeNormal, limbov1alpha1.EventDeletionCancelled, "%s: deletion cancelled (%s)", set.ref(obj), why)
+	log.FromContext(ctx).Info("deletion cancelled", "object", set.ref(obj), "why", why)
 	return nil
 }
 
@@ -297,10 +339,10 @@ func (e *Engine) CancelItem(ctx context.Context, eventTarget runtime.Object, obj
 // UID and resourceVersion preconditions (a re-created or changed object is decided
 // again on the next pass, never deleted on a stale read). An object already
 // terminating is not deleted again. It reports whether the object is gone.
-func (e *Engine) deleteItem(ctx context.Context, eventTarget runtime.Object, it Item, d Decision) (bool, error) {
-	obj, ref := it.Object, describe(it.Object)
+func (e *Engine) deleteItem(ctx context.Context, eventTarget runtime.Object, set ItemSet, it Item, d Decision) (bool, error) {
+	obj, ref, c := it.Object, set.ref(it.Object), set.client(e)
 	if keep, cleared := withoutFinalizers(obj.GetFinalizers(), it.ClearFinalizers); cleared {
-		err := e.patch(ctx, obj, map[string]any{"metadata": map[string]any{
+		err := patchWith(ctx, c, obj, map[string]any{"metadata": map[string]any{
 			"finalizers":      keep,
 			"resourceVersion": obj.GetResourceVersion(),
 		}})
@@ -316,7 +358,7 @@ func (e *Engine) deleteItem(ctx context.Context, eventTarget runtime.Object, it 
 		return false, nil // deleted already (by an earlier pass, or by someone else): once
 	}
 	uid, rv := obj.GetUID(), obj.GetResourceVersion()
-	err := e.Client.Delete(ctx, obj, client.Preconditions{UID: &uid, ResourceVersion: &rv}, client.PropagationPolicy(metav1.DeletePropagationBackground))
+	err := c.Delete(ctx, obj, client.Preconditions{UID: &uid, ResourceVersion: &rv}, client.PropagationPolicy(metav1.DeletePropagationBackground))
 	switch {
 	case apierrors.IsNotFound(err), apierrors.IsConflict(err):
 		return e.goneOrStale(err, ref)

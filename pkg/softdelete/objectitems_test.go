@@ -185,3 +185,39 @@ func TestProcessItemsHold(t *testing.T) {
 		}
 	}
 }
+
+// Items of another cluster (ItemSet.Cluster) are stamped, cancelled and deleted
+// through that cluster's client, never the engine's own, and their
+// pendingDeletions entries and events name the cluster.
+func TestProcessItemsInAnotherCluster(t *testing.T) {
+	remote := newHarness(t, cm("new", nil, nil), cm("due", stamped("2025-03-14T12:00:00Z"), map[string]string{pendingKey: "true"}),
+		cm("back", stamped("2025-03-14T12:29:00Z"), map[string]string{pendingKey: "true"}))
+	local := newHarness(t)
+	out := local.engine.ProcessItems(context.Background(), bundle(), softdelete.ItemSet{Owner: owner, Delay: "10m",
+		Cluster: &softdelete.Cluster{Name: "workload-kubeconfig", Client: remote.client},
+		Items:   []softdelete.Item{remote.item(t, "new", false, "g", 0), remote.item(t, "due", false, "g", 0), remote.item(t, "back", true, "g", 0)}})
+	if out.Err != nil {
+		t.Fatal(out.Err)
+	}
+	if len(local.calls) != 0 {
+		t.Errorf("the engine's own cluster got %q", local.calls)
+	}
+	want := []string{
+		`PATCH ConfigMap team-a/back application/merge-patch+json {"metadata":{"annotations":{"limbo.dev/deletionDelay":null,"limbo.dev/deletionTimestamp":null,"limbo.dev/pluginResource":null},"labels":{"limbo.dev/pending-deletion":null},"resourceVersion":"999"}}`,
+		`DELETE ConfigMap team-a/due uid=uid-due rv=999 propagation=Background`,
+		`PATCH ConfigMap team-a/new application/merge-patch+json {"metadata":{"annotations":{"limbo.dev/deletionDelay":"10m","limbo.dev/deletionTimestamp":"2025-03-14T12:30:45Z","limbo.dev/pluginResource":"team-a/shop/node-removal"},"labels":{"limbo.dev/pending-deletion":"true"},"resourceVersion":"999"}}`,
+	}
+	if !reflect.DeepEqual(remote.calls, want) {
+		t.Errorf("calls to the other cluster:\n%q\nwant:\n%q", remote.calls, want)
+	}
+	if len(out.Pending) != 1 || out.Pending[0].Name != "new" || out.Pending[0].Cluster != "workload-kubeconfig" {
+		t.Errorf("pending = %+v; want one entry for new, naming the cluster", out.Pending)
+	}
+	events := strings.Join(local.events(), "\n")
+	for _, w := range []string{"ConfigMap team-a/back in cluster workload-kubeconfig: deletion cancelled",
+		"ConfigMap team-a/due in cluster workload-kubeconfig deleted", "ConfigMap team-a/new in cluster workload-kubeconfig is in limbo for 10m0s"} {
+		if !strings.Contains(events, w) {
+			t.Errorf("events lack %q:\n%s", w, events)
+		}
+	}
+}

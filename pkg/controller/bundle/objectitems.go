@@ -61,7 +61,7 @@ func (p *pass) processUnjudgedItems(ctx context.Context) {
 	}
 	var missing []limbov1alpha1.PendingDeletion
 	for _, pd := range p.bundle.Status.PendingDeletions {
-		if !listed[pendingKey(pd)] && schema.FromAPIVersionAndKind(pd.APIVersion, pd.Kind) != limbov1alpha1.TombstoneGVK {
+		if !listed[pendingKey(pd)] && pd.Cluster == "" && schema.FromAPIVersionAndKind(pd.APIVersion, pd.Kind) != limbov1alpha1.TombstoneGVK {
 			missing = append(missing, pd)
 		}
 	}
@@ -95,11 +95,13 @@ func (p *pass) processUnjudgedItems(ctx context.Context) {
 
 // cancelObjectItems takes b's object items out of limbo at its teardown, never
 // deleting them, whatever the cascade mode, like its Tombstones: removing a
-// cleanup job stops its deletions, and nobody else would decide them.
-func (r *Reconciler) cancelObjectItems(ctx context.Context, b *limbov1alpha1.Bundle) error {
+// cleanup job stops its deletions, and nobody else would decide them. The items
+// of the plugin resources in tearingDown (those with a teardown, which stamps its
+// items itself) are left to their teardown; so are items of other clusters.
+func (r *Reconciler) cancelObjectItems(ctx context.Context, b *limbov1alpha1.Bundle, tearingDown map[string]bool) error {
 	var entries []limbov1alpha1.PendingDeletion
 	for _, pd := range b.Status.PendingDeletions {
-		if schema.FromAPIVersionAndKind(pd.APIVersion, pd.Kind) != limbov1alpha1.TombstoneGVK {
+		if pd.Cluster == "" && !tearingDown[pd.Resource] && schema.FromAPIVersionAndKind(pd.APIVersion, pd.Kind) != limbov1alpha1.TombstoneGVK {
 			entries = append(entries, pd)
 		}
 	}
@@ -108,6 +110,10 @@ func (r *Reconciler) cancelObjectItems(ctx context.Context, b *limbov1alpha1.Bun
 		return err
 	}
 	for _, item := range items {
+		owner := item.GetAnnotations()[limbov1alpha1.AnnotationPluginResource]
+		if tearingDown[strings.TrimPrefix(owner, itemOwner(b, ""))] {
+			continue
+		}
 		if err := r.Engine.CancelItem(ctx, b, item, "the Bundle is being deleted"); err != nil {
 			return err
 		}

@@ -555,7 +555,7 @@ func lastResourceOf(b *limbov1alpha1.Bundle, obj client.Object) string {
 		}
 	}
 	for _, pd := range b.Status.PendingDeletions {
-		if pd.Kind == kind && pd.Name == obj.GetName() {
+		if pd.Cluster == "" && pd.Kind == kind && pd.Name == obj.GetName() {
 			return pd.Resource
 		}
 	}
@@ -596,7 +596,9 @@ func kindsOf(b *limbov1alpha1.Bundle, plan *bundlespec.Plan) []schema.GroupVersi
 		}
 	}
 	for _, pd := range b.Status.PendingDeletions {
-		kinds[schema.FromAPIVersionAndKind(pd.APIVersion, pd.Kind)] = true
+		if pd.Cluster == "" { // another cluster's kinds are not this one's
+			kinds[schema.FromAPIVersionAndKind(pd.APIVersion, pd.Kind)] = true
+		}
 	}
 	return sortedKinds(kinds)
 }

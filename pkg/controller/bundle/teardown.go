@@ -2,13 +2,17 @@ package bundle
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -33,12 +37,14 @@ func (r *Reconciler) teardown(ctx context.Context, b *limbov1alpha1.Bundle) (ctr
 	if !controllerutil.ContainsFinalizer(b, limbov1alpha1.FinalizerTeardown) {
 		return ctrl.Result{}, nil
 	}
+	plan, _ := bundlespec.Parse(b, r.Mapper, r.Plugins) // an invalid spec is torn down in one wave
 	// Removing a cleanup job stops its deletions: pending Tombstones are cancelled,
-	// never executed, whatever the cascade mode (the items stay).
+	// never executed, whatever the cascade mode (the items stay). The items of a
+	// plugin teardown are that teardown's, not a cleanup job's.
 	if err := r.cancelTombstones(ctx, b); err != nil {
 		return ctrl.Result{}, err
 	}
-	if err := r.cancelObjectItems(ctx, b); err != nil {
+	if err := r.cancelObjectItems(ctx, b, r.tearDownResources(plan)); err != nil {
 		return ctrl.Result{}, err
 	}
 	if controllerutil.ContainsFinalizer(b, metav1.FinalizerOrphanDependents) {
@@ -52,19 +58,13 @@ func (r *Reconciler) teardown(ctx context.Context, b *limbov1alpha1.Bundle) (ctr
 	if controllerutil.ContainsFinalizer(b, metav1.FinalizerDeleteDependents) {
 		return ctrl.Result{}, r.removeFinalizer(ctx, b)
 	}
-	plan, _ := bundlespec.Parse(b, r.Mapper, r.Plugins) // an invalid spec is torn down in one wave
-	if plan != nil {
-		// Plugin teardowns run first: deorbit needs the objects still there.
-		if remaining, err := r.teardownPlugins(ctx, b, plan); err != nil || len(remaining) > 0 {
-			var failures []string
-			if err != nil {
-				failures = append(failures, err.Error())
-			}
-			if err := r.teardownStatus(ctx, b, remaining, failures); err != nil {
-				return ctrl.Result{}, err
-			}
-			return ctrl.Result{RequeueAfter: teardownInterval}, nil
+	// Plugin teardowns run first: deorbit needs the objects still there.
+	plugins := r.teardownPlugins(ctx, b, plan)
+	if len(plugins.remaining) > 0 {
+		if err := r.teardownStatus(ctx, b, plugins.remaining, plugins.failures, plugins); err != nil {
+			return ctrl.Result{}, err
 		}
+		return ctrl.Result{RequeueAfter: min(teardownInterval, plugins.requeueAfter)}, nil
 	}
 	objects, err := r.controlled(ctx, b, kindsOf(b, plan))
 	if err != nil {
@@ -74,7 +74,7 @@ func (r *Reconciler) teardown(ctx context.Context, b *limbov1alpha1.Bundle) (ctr
 		if len(wave) == 0 {
 			continue
 		}
-		var failures []string
+		failures := plugins.failures // warnings of plugin teardowns that gave up
 		for _, o := range wave {
 			if o.GetDeletionTimestamp() != nil {
 				continue // on its way out
@@ -89,7 +89,7 @@ func (r *Reconciler) teardown(ctx context.Context, b *limbov1alpha1.Bundle) (ctr
 			}
 			r.applied.forget(o.GetUID())
 		}
-		if err := r.teardownStatus(ctx, b, describeObjects(wave), failures); err != nil {
+		if err := r.teardownStatus(ctx, b, describeObjects(wave), failures, plugins); err != nil {
 			return ctrl.Result{}, err
 		}
 		return ctrl.Result{RequeueAfter: teardownInterval}, nil
@@ -167,41 +167,115 @@ func (r *Reconciler) cancelTombstones(ctx context.Context, b *limbov1alpha1.Bund
 	return nil
 }
 
-// teardownPlugins runs the teardown of every plugin resource that has one, and
-// returns what is still in progress.
-func (r *Reconciler) teardownPlugins(ctx context.Context, b *limbov1alpha1.Bundle, plan *bundlespec.Plan) ([]string, error) {
-	var remaining []string
-	for _, name := range plan.Order {
-		res := plan.Resources[name]
+// pluginTeardowns is what the plugin teardowns of one pass left.
+type pluginTeardowns struct {
+	// resources are the plugin resources that have a teardown.
+	resources map[string]bool
+	// remaining are those still in progress, for ContentRemaining; failures their
+	// errors and the warnings of those that gave up, for DeletionFailure.
+	remaining, failures []string
+	// pending are their items in limbo, for pendingDeletions.
+	pending      []limbov1alpha1.PendingDeletion
+	requeueAfter time.Duration
+}
+
+// tearDownResources names the plugin resources of plan whose plugin has a
+// teardown.
+func (r *Reconciler) tearDownResources(plan *bundlespec.Plan) map[string]bool {
+	out := map[string]bool{}
+	if plan == nil {
+		return out
+	}
+	for name, res := range plan.Resources {
 		if res.Plugin == nil {
 			continue
 		}
-		p, ok := r.Plugins.Get(res.Plugin.Name)
-		tearDowner, has := p.(plugin.TearDowner)
-		if !ok || !has {
-			continue
-		}
-		spec, err := plugin.ResolveSpecFromStatus(ctx, r.APIReader, b, name)
-		if err != nil {
-			return append(remaining, fmt.Sprintf("plugin resource %s", name)), fmt.Errorf("plugin resource %q spec: %w", name, err)
-		}
-		req := plugin.Request{Bundle: b, Resource: name, Spec: spec, Client: r.Client, Reader: r.APIReader, Now: r.Clock.Now()}
-		type outcome struct {
-			done bool
-			msg  string
-		}
-		out, err := plugin.WithTimeout(ctx, func(ctx context.Context) (outcome, error) {
-			done, msg, err := tearDowner.Teardown(ctx, req)
-			return outcome{done, msg}, err
-		})
-		if err != nil {
-			return append(remaining, fmt.Sprintf("plugin resource %s", name)), fmt.Errorf("plugin resource %q teardown: %w", name, err)
-		}
-		if !out.done {
-			remaining = append(remaining, fmt.Sprintf("plugin resource %s (%s)", name, out.msg))
+		if p, ok := r.Plugins.Get(res.Plugin.Name); ok {
+			if _, has := p.(plugin.TearDowner); has {
+				out[name] = true
+			}
 		}
 	}
-	return remaining, nil
+	return out
+}
+
+// teardownPlugins runs one pass of the teardown of every plugin resource that has
+// one: the plugin's items go through the engine (stamped with the resource's
+// deletionDelay, deleted at the deadline), its events are emitted and its state is
+// kept on the Bundle.
+func (r *Reconciler) teardownPlugins(ctx context.Context, b *limbov1alpha1.Bundle, plan *bundlespec.Plan) pluginTeardowns {
+	out := pluginTeardowns{resources: r.tearDownResources(plan), requeueAfter: teardownInterval}
+	if plan == nil {
+		return out
+	}
+	for _, name := range plan.Order {
+		if !out.resources[name] {
+			continue
+		}
+		res := plan.Resources[name]
+		p, _ := r.Plugins.Get(res.Plugin.Name)
+		result, err := r.teardownPlugin(ctx, b, name, p.(plugin.TearDowner))
+		if result != nil {
+			for _, ev := range result.Events {
+				r.Recorder.Event(b, ev.Type, ev.Reason, ev.Message)
+			}
+			if result.Warning != "" {
+				out.failures = append(out.failures, fmt.Sprintf("plugin resource %s: %s", name, result.Warning))
+			}
+			if result.RequeueAfter > 0 {
+				out.requeueAfter = min(out.requeueAfter, result.RequeueAfter)
+			}
+			if len(result.Items) > 0 {
+				items := r.Engine.ProcessItems(ctx, b, softdelete.ItemSet{Owner: itemOwner(b, name), Delay: res.Plugin.DeletionDelay, Items: result.Items, Cluster: result.Cluster})
+				for _, pd := range items.Pending {
+					pd.Resource = name
+					out.pending = append(out.pending, pd)
+				}
+				if items.Err != nil {
+					out.failures = append(out.failures, fmt.Sprintf("plugin resource %s: %v", name, items.Err))
+				}
+				if items.Requeue {
+					out.requeueAfter = min(out.requeueAfter, max(items.RequeueAfter, time.Second))
+				}
+			}
+		}
+		switch {
+		case err != nil:
+			out.remaining = append(out.remaining, fmt.Sprintf("plugin resource %s", name))
+			out.failures = append(out.failures, fmt.Sprintf("plugin resource %q teardown: %v", name, err))
+		case !result.Done:
+			out.remaining = append(out.remaining, fmt.Sprintf("plugin resource %s (%s)", name, result.Message))
+		}
+	}
+	return out
+}
+
+// teardownPlugin runs one Teardown call of the plugin resource name and keeps the
+// state it returns on the Bundle.
+func (r *Reconciler) teardownPlugin(ctx context.Context, b *limbov1alpha1.Bundle, name string, tearDowner plugin.TearDowner) (*plugin.TeardownResult, error) {
+	spec, err := plugin.ResolveSpecFromStatus(ctx, r.APIReader, b, name)
+	if err != nil {
+		return nil, fmt.Errorf("spec: %w", err)
+	}
+	key := limbov1alpha1.AnnotationTeardownStatePrefix + name
+	req := plugin.Request{Bundle: b, Resource: name, Spec: spec, Client: r.Client, Reader: r.APIReader, Now: r.Clock.Now(), TeardownState: b.Annotations[key]}
+	result, err := plugin.WithTimeout(ctx, func(ctx context.Context) (*plugin.TeardownResult, error) { return tearDowner.Teardown(ctx, req) })
+	if result == nil {
+		if err == nil {
+			err = errors.New("the plugin returned no result")
+		}
+		return nil, err
+	}
+	if result.State != b.Annotations[key] {
+		patch, merr := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{key: result.State}}})
+		if merr == nil {
+			merr = r.Client.Patch(ctx, b, client.RawPatch(types.MergePatchType, patch))
+		}
+		if merr != nil {
+			return result, errors.Join(err, fmt.Errorf("keep the teardown state: %w", merr))
+		}
+	}
+	return result, err
 }
 
 func describeObjects(objects []*unstructured.Unstructured) []string {
@@ -212,8 +286,17 @@ func describeObjects(objects []*unstructured.Unstructured) []string {
 	return names
 }
 
-func (r *Reconciler) teardownStatus(ctx context.Context, b *limbov1alpha1.Bundle, names []string, failures []string) error {
+// teardownStatus writes the teardown's conditions, naming what remains (names) and
+// what failed, and the plugin teardowns' items in pendingDeletions.
+func (r *Reconciler) teardownStatus(ctx context.Context, b *limbov1alpha1.Bundle, names []string, failures []string, plugins pluginTeardowns) error {
 	st := *b.Status.DeepCopy()
+	pending := plugins.pending
+	for _, pd := range st.PendingDeletions {
+		if !plugins.resources[pd.Resource] {
+			pending = append(pending, pd)
+		}
+	}
+	setPending(&st, pending)
 	meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: limbov1alpha1.ConditionContentRemaining, Status: metav1.ConditionTrue,
 		Reason: "SomeResourcesRemain", Message: "waiting for " + strings.Join(names, ", ") + " to be deleted", ObservedGeneration: b.Generation})
 	failure := metav1.Condition{Type: limbov1alpha1.ConditionDeletionFailure, Status: metav1.ConditionFalse, Reason: limbov1alpha1.ReasonAsExpected, ObservedGeneration: b.Generation}

@@ -236,6 +236,11 @@ type PendingDeletion struct {
 	Namespace string `json:"namespace,omitempty"`
 	// Name is the name of the object or Tombstone in limbo.
 	Name string `json:"name"`
+	// Cluster names the cluster the object lives in when it is not limbo's own (a
+	// plugin acting on a workload cluster): the kubeconfig Secret, in the Bundle's
+	// namespace, that reaches it. Empty: this cluster.
+	// +optional
+	Cluster string `json:"cluster,omitempty"`
 	// Resource is the Bundle resource that last declared the object, or the plugin
 	// resource that found the item, where known.
 	// +optional

@@ -21,6 +21,10 @@ const (
 	// garbage collector orphaned (--cascade=orphan) looks the same otherwise, and
 	// is never deleted.
 	AnnotationReleased = "limbo.dev/released"
+	// AnnotationTeardownStatePrefix, followed by a plugin resource's name, is on a
+	// Bundle being torn down: the state of that resource's teardown (a plugin's
+	// own, opaque), so that a restarted controller resumes it.
+	AnnotationTeardownStatePrefix = "teardown.limbo.dev/"
 	// AnnotationReadyWhenFieldPath and AnnotationReadyWhenFieldValue, on a
 	// CustomResourceDefinition, state the readiness rule of its objects: the JSONPath
 	// (status.phase, .status.phase or {.status.phase}) must yield the value.

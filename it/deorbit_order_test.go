@@ -1,0 +1,44 @@
+package it
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+	"github.com/limbo-dev/limbo/pkg/plugins/deorbit"
+)
+
+// At teardown deorbit runs before anything else goes: while it waits for a load
+// balancer (the Service held by the cloud controller's finalizer), the Bundle's
+// own ConfigMap is still there and ContentRemaining names what deorbit waits for;
+// once the load balancer is gone, DeorbitDone, then the ConfigMap, then the Bundle.
+func TestDeorbitRunsBeforeTheBundlesObjects(t *testing.T) {
+	ns := env.Namespace(t)
+	w := newWorkload(t, ns)
+	claim, volume := w.volume("data", csiDriver, true)
+	lb := w.service("ingress", corev1.ServiceTypeLoadBalancer, deorbit.FinalizerLoadBalancerCleanup)
+	b := deorbitBundle(t, ns, "0s", nil, objectResource(t, "settings", configMap("settings", map[string]any{"a": "b"}, nil)))
+	waitArmed(t, b, "armed: 1 PVC, 1 LoadBalancer Service")
+
+	deleteBundle(t, b, metav1.DeletePropagationBackground)
+	waitEventWith(t, b, corev1.EventTypeNormal, deorbit.EventDeorbitWaiting, "1 LoadBalancer Service ("+ns+"/ingress)")
+	w.waitGone(claim)
+	waitTeardown(t, b, "plugin resource deorbit (")
+	if getObject(t, configMapGVK, ns, "settings") == nil {
+		t.Fatal("the Bundle's ConfigMap went before deorbit was done")
+	}
+
+	w.playProvisioner(volume)
+	w.releaseLoadBalancer(lb)
+	w.waitGone(lb)
+	waitEventWith(t, b, corev1.EventTypeNormal, deorbit.EventDeorbitDone, "removed 1 PVCs, 1 LoadBalancer Services")
+	waitBundleGone(t, b)
+	if getObject(t, configMapGVK, ns, "settings") != nil {
+		t.Error("the Bundle is gone, its ConfigMap is not")
+	}
+	if n := len(eventsWith(t, b, limbov1alpha1.EventDeleteFailed, "")); n != 0 {
+		t.Errorf("%d DeleteFailed events", n)
+	}
+}

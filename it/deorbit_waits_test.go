@@ -1,0 +1,39 @@
+package it
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/limbo-dev/limbo/pkg/plugins/deorbit"
+)
+
+// After its deletes, deorbit waits for the PV of the deleted claim to be gone
+// (its provisioner deletes it) and for the LoadBalancer Service its cloud
+// controller's finalizer holds: both named in ContentRemaining and in a
+// DeorbitWaiting event each; a Failed PV is not waited for.
+func TestDeorbitWaitsForVolumesAndLoadBalancers(t *testing.T) {
+	ns := env.Namespace(t)
+	w := newWorkload(t, ns)
+	claim, volume := w.volume("data", csiDriver, true)
+	lb := w.service("ingress", corev1.ServiceTypeLoadBalancer, deorbit.FinalizerLoadBalancerCleanup)
+	b := deorbitBundle(t, ns, "0s", nil)
+	waitArmed(t, b, "armed: 1 PVC, 1 LoadBalancer Service")
+
+	deleteBundle(t, b, metav1.DeletePropagationBackground)
+	w.waitGone(claim)
+	waitEventWith(t, b, corev1.EventTypeNormal, deorbit.EventDeorbitWaiting, "1 PV ("+volume.Name+") to be deleted by their provisioner")
+	waitEventWith(t, b, corev1.EventTypeNormal, deorbit.EventDeorbitWaiting, "1 LoadBalancer Service ("+ns+"/ingress), being deleted")
+	waitTeardown(t, b, "waiting for 1 PV ("+volume.Name+") to be deleted by their provisioner")
+	waitTeardown(t, b, "being deleted: 1 LoadBalancer Service ("+ns+"/ingress)")
+
+	w.playProvisioner(volume)
+	waitTeardown(t, b, "being deleted: 1 LoadBalancer Service ("+ns+"/ingress)")
+	if getBundle(t, b).DeletionTimestamp == nil {
+		t.Fatal("the Bundle is not being deleted")
+	}
+	w.releaseLoadBalancer(lb)
+	waitEventWith(t, b, corev1.EventTypeNormal, deorbit.EventDeorbitDone, "removed 1 PVCs, 1 LoadBalancer Services")
+	waitBundleGone(t, b)
+}

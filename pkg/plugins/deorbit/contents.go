@@ -1,0 +1,246 @@
+package deorbit
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/limbo-dev/limbo/pkg/plugin"
+)
+
+// The kinds deorbit removes, and the marks it reads.
+var (
+	// VolumeSnapshotGVK is the external-snapshotter's kind (its CRD may be absent).
+	VolumeSnapshotGVK = schema.GroupVersionKind{Group: "snapshot.storage.k8s.io", Version: "v1", Kind: "VolumeSnapshot"}
+	claimGVK          = corev1.SchemeGroupVersion.WithKind("PersistentVolumeClaim")
+	serviceGVK        = corev1.SchemeGroupVersion.WithKind("Service")
+)
+
+const (
+	// AnnotationProvisionedBy is what a dynamic provisioner (a CSI driver's
+	// external-provisioner) writes on the PVs it creates: its name, the driver's.
+	// A PV without it was made by hand and is never deorbit's.
+	AnnotationProvisionedBy = "pv.kubernetes.io/provisioned-by"
+	// FinalizerLoadBalancerCleanup is the cloud controller's finalizer on a
+	// LoadBalancer Service: the Service goes once its load balancer is gone.
+	FinalizerLoadBalancerCleanup = "service.kubernetes.io/load-balancer-cleanup"
+)
+
+// contents is what deorbit finds in its target.
+type contents struct {
+	snapshots []*unstructured.Unstructured
+	// snapshotsSkipped says why VolumeSnapshots were not looked at, if they were not.
+	snapshotsSkipped string
+	claims           []*corev1.PersistentVolumeClaim
+	services         []*corev1.Service
+	// volumes are the PVs to wait for: provisioned by a listed driver, their claim
+	// gone or going, not Failed, with reclaim policy Delete (a Retain PV stays by
+	// its owner's choice).
+	volumes []*corev1.PersistentVolume
+}
+
+// list reads the target's contents from its API server: VolumeSnapshots (unless
+// skipped), PVs, PVCs and Services. Any failed listing fails it: a partial
+// inventory is never acted on.
+func list(ctx context.Context, r client.Reader, cfg config) (*contents, error) {
+	c := &contents{}
+	if !cfg.snapshots {
+		c.snapshotsSkipped = "volumeSnapshots: false"
+	} else {
+		l := &unstructured.UnstructuredList{}
+		l.SetGroupVersionKind(VolumeSnapshotGVK.GroupVersion().WithKind("VolumeSnapshotList"))
+		switch err := r.List(ctx, l); {
+		case meta.IsNoMatchError(err) || apierrors.IsNotFound(err):
+			c.snapshotsSkipped = "the VolumeSnapshot CRD is not installed"
+		case err != nil:
+			return nil, fmt.Errorf("list VolumeSnapshots: %w", err)
+		default:
+			for i := range l.Items {
+				l.Items[i].SetGroupVersionKind(VolumeSnapshotGVK)
+				c.snapshots = append(c.snapshots, &l.Items[i])
+			}
+		}
+	}
+	var pvs corev1.PersistentVolumeList
+	if err := r.List(ctx, &pvs); err != nil {
+		return nil, fmt.Errorf("list PersistentVolumes: %w", err)
+	}
+	var pvcs corev1.PersistentVolumeClaimList
+	if err := r.List(ctx, &pvcs); err != nil {
+		return nil, fmt.Errorf("list PersistentVolumeClaims: %w", err)
+	}
+	var services corev1.ServiceList
+	if err := r.List(ctx, &services); err != nil {
+		return nil, fmt.Errorf("list Services: %w", err)
+	}
+	ours := map[string]*corev1.PersistentVolume{}
+	for i := range pvs.Items {
+		if pv := &pvs.Items[i]; cfg.provisioned(pv) {
+			ours[pv.Name] = pv
+		}
+	}
+	liveClaims := map[types.UID]bool{}
+	for i := range pvcs.Items {
+		pvc := &pvcs.Items[i]
+		if pvc.DeletionTimestamp == nil {
+			liveClaims[pvc.UID] = true
+		}
+		// Bound claims of our PVs; a terminating one stays listed until it is gone.
+		if pvc.Spec.VolumeName != "" && ours[pvc.Spec.VolumeName] != nil && (pvc.Status.Phase == corev1.ClaimBound || pvc.DeletionTimestamp != nil) {
+			pvc.SetGroupVersionKind(claimGVK)
+			c.claims = append(c.claims, pvc)
+		}
+	}
+	for i := range services.Items {
+		if svc := &services.Items[i]; svc.Spec.Type == corev1.ServiceTypeLoadBalancer {
+			svc.SetGroupVersionKind(serviceGVK)
+			c.services = append(c.services, svc)
+		}
+	}
+	for _, pv := range ours {
+		ref := pv.Spec.ClaimRef
+		if ref == nil || pv.Status.Phase == corev1.VolumeFailed || pv.Spec.PersistentVolumeReclaimPolicy != corev1.PersistentVolumeReclaimDelete {
+			continue
+		}
+		if !liveClaims[ref.UID] {
+			c.volumes = append(c.volumes, pv)
+		}
+	}
+	sort.Slice(c.volumes, func(i, j int) bool { return c.volumes[i].Name < c.volumes[j].Name })
+	return c, nil
+}
+
+// provisioned reports whether pv is deorbit's: a CSI volume that a listed driver
+// (any, when the list is empty) provisioned. In-tree, NFS and hand-made PVs are not.
+func (cfg config) provisioned(pv *corev1.PersistentVolume) bool {
+	if pv.Spec.CSI == nil || pv.Annotations[AnnotationProvisionedBy] != pv.Spec.CSI.Driver {
+		return false
+	}
+	return len(cfg.Provisioners) == 0 || slices.Contains(cfg.Provisioners, pv.Spec.CSI.Driver)
+}
+
+// Groups of the items: one per kind, so that one kind's trouble never holds
+// another's deletes; VolumeSnapshots sort first (the engine goes group by group).
+const (
+	groupSnapshots = "1-VolumeSnapshots"
+	groupClaims    = "2-PersistentVolumeClaims"
+	groupServices  = "3-Services"
+)
+
+// items are the contents to delete, as the engine's object items (all orphans).
+func (c *contents) items() []plugin.ObjectItem {
+	var out []plugin.ObjectItem
+	for _, s := range c.snapshots {
+		out = append(out, plugin.ObjectItem{Object: s, Group: groupSnapshots})
+	}
+	for _, pvc := range c.claims {
+		out = append(out, plugin.ObjectItem{Object: pvc, Group: groupClaims})
+	}
+	for _, svc := range c.services {
+		out = append(out, plugin.ObjectItem{Object: svc, Group: groupServices})
+	}
+	return out
+}
+
+// kind is one kind of deorbit's work, for counts, messages and events.
+type kind struct {
+	singular, plural string
+	names            []string
+}
+
+func (k kind) count() string {
+	if len(k.names) == 1 {
+		return "1 " + k.singular
+	}
+	return fmt.Sprintf("%d %s", len(k.names), k.plural)
+}
+
+// describe is "2 PVCs (a/x, b/y)", or "" when there are none.
+func (k kind) describe() string {
+	if len(k.names) == 0 {
+		return ""
+	}
+	const shown = 5
+	names := k.names
+	more := ""
+	if len(names) > shown {
+		names, more = names[:shown], fmt.Sprintf(" and %d more", len(names)-shown)
+	}
+	return fmt.Sprintf("%s (%s%s)", k.count(), strings.Join(names, ", "), more)
+}
+
+// Kind keys, in the order messages list them.
+const (
+	kindClaims    = "PVCs"
+	kindServices  = "LoadBalancer Services"
+	kindSnapshots = "VolumeSnapshots"
+	kindVolumes   = "PVs"
+)
+
+var kindOrder = []string{kindClaims, kindServices, kindSnapshots, kindVolumes}
+
+// kinds are the contents by kind key.
+func (c *contents) kinds() map[string]kind {
+	out := map[string]kind{
+		kindClaims:    {singular: "PVC", plural: "PVCs"},
+		kindServices:  {singular: "LoadBalancer Service", plural: "LoadBalancer Services"},
+		kindSnapshots: {singular: "VolumeSnapshot", plural: "VolumeSnapshots"},
+		kindVolumes:   {singular: "PV", plural: "PVs"},
+	}
+	add := func(key string, obj client.Object) {
+		k := out[key]
+		name := obj.GetName()
+		if obj.GetNamespace() != "" {
+			name = obj.GetNamespace() + "/" + name
+		}
+		k.names = append(k.names, name)
+		out[key] = k
+	}
+	for _, s := range c.snapshots {
+		add(kindSnapshots, s)
+	}
+	for _, pvc := range c.claims {
+		add(kindClaims, pvc)
+	}
+	for _, svc := range c.services {
+		add(kindServices, svc)
+	}
+	for _, pv := range c.volumes {
+		add(kindVolumes, pv)
+	}
+	return out
+}
+
+// armed is the armed report: "armed: 3 PVCs, 1 LoadBalancer Service, 2
+// VolumeSnapshots".
+func (c *contents) armed() string {
+	k := c.kinds()
+	msg := "armed: " + k[kindClaims].count() + ", " + k[kindServices].count()
+	if c.snapshotsSkipped != "" {
+		return msg + ", VolumeSnapshots skipped (" + c.snapshotsSkipped + ")"
+	}
+	return msg + ", " + k[kindSnapshots].count()
+}
+
+// debris describes everything still there, kind by kind: "2 PVCs (a/x, b/y); 1
+// PV (pvc-1)"; "" when nothing is.
+func (c *contents) debris() string {
+	k := c.kinds()
+	var parts []string
+	for _, key := range kindOrder {
+		if d := k[key].describe(); d != "" {
+			parts = append(parts, d)
+		}
+	}
+	return strings.Join(parts, "; ")
+}

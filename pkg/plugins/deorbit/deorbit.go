@@ -1,0 +1,478 @@
+package deorbit
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+	"github.com/limbo-dev/limbo/pkg/plugin"
+	"github.com/limbo-dev/limbo/pkg/remotecluster"
+	"github.com/limbo-dev/limbo/pkg/softdelete"
+)
+
+// Name is the plugin's registered name.
+const Name = "deorbit"
+
+// Events on the Bundle (DESIGN.md §5, deorbit).
+const (
+	// EventDeorbitDeleted (Normal): every item of a kind is gone from the target.
+	EventDeorbitDeleted = "DeorbitDeleted"
+	// EventDeorbitWaiting (Normal): deorbit waits for PVs, held Services or load
+	// balancers to go.
+	EventDeorbitWaiting = "DeorbitWaiting"
+	// EventDeorbitDone (Normal): the target is clean; the teardown goes on.
+	EventDeorbitDone = "DeorbitDone"
+	// EventDeorbitTimedOut (Warning): deorbit gave up and lists the debris.
+	EventDeorbitTimedOut = "DeorbitTimedOut"
+	// EventDeorbitFailed (Warning): a pass failed (the kubeconfig Secret, the
+	// target unreachable, a listing); it is retried.
+	EventDeorbitFailed = "DeorbitFailed"
+)
+
+// Defaults of the spec.
+const (
+	DefaultLoadBalancerWait      = 5 * time.Minute
+	DefaultTimeout               = 24 * time.Hour
+	DefaultAPIUnavailableTimeout = 2 * time.Minute
+)
+
+// armedPollInterval refreshes the armed report: the target's changes are not
+// watched (it may be another cluster).
+const armedPollInterval = time.Minute
+
+// requestTimeout bounds each request to a remote target, well within
+// plugin.CallTimeout, so that a hung target fails a pass instead of eating it.
+const requestTimeout = 10 * time.Second
+
+// Spec is the plugin's input; its schema is generated from it (plugin.SchemaOf).
+type Spec struct {
+	// KubeConfigSecretRef names the Secret, in the Bundle's namespace, holding the
+	// target cluster's kubeconfig; absent: this cluster.
+	KubeConfigSecretRef *remotecluster.SecretRef `json:"kubeConfigSecretRef,omitempty"`
+	// Provisioners are the CSI drivers whose PVs' claims are deleted; empty: any
+	// CSI driver.
+	Provisioners []string `json:"provisioners,omitempty"`
+	// VolumeSnapshots deletes VolumeSnapshots (default true); skipped when the
+	// CRD is absent.
+	VolumeSnapshots *bool `json:"volumeSnapshots,omitempty"`
+	// LoadBalancerWait is how long a LoadBalancer Service that no finalizer guards
+	// counts as still there after its delete (default 5m).
+	LoadBalancerWait *string `json:"loadBalancerWait,omitempty" schema:"duration"`
+	// Timeout gives up, from the Bundle's deletion (default 24h).
+	Timeout *string `json:"timeout,omitempty" schema:"duration"`
+	// APIUnavailableTimeout gives up once the target has been unreachable this
+	// long (default 2m).
+	APIUnavailableTimeout *string `json:"apiUnavailableTimeout,omitempty" schema:"duration"`
+}
+
+// config is a spec with its defaults.
+type config struct {
+	Spec
+	snapshots                       bool
+	lbWait, timeout, apiUnavailable time.Duration
+}
+
+func parse(raw []byte) (config, error) {
+	var c config
+	if err := json.Unmarshal(raw, &c.Spec); err != nil {
+		return c, err
+	}
+	c.snapshots = c.VolumeSnapshots == nil || *c.VolumeSnapshots
+	for _, d := range []struct {
+		field string
+		value *string
+		def   time.Duration
+		out   *time.Duration
+	}{
+		{"loadBalancerWait", c.LoadBalancerWait, DefaultLoadBalancerWait, &c.lbWait},
+		{"timeout", c.Timeout, DefaultTimeout, &c.timeout},
+		{"apiUnavailableTimeout", c.APIUnavailableTimeout, DefaultAPIUnavailableTimeout, &c.apiUnavailable},
+	} {
+		*d.out = d.def
+		if d.value != nil {
+			v, err := time.ParseDuration(*d.value)
+			if err != nil || v < 0 {
+				return c, fmt.Errorf("%s: %q is not a duration ≥ 0", d.field, *d.value)
+			}
+			*d.out = v
+		}
+	}
+	return c, nil
+}
+
+// Options configure the plugin.
+type Options struct {
+	// Metrics records deorbit's metrics (NewMetrics); nil records into
+	// unregistered ones.
+	Metrics *Metrics
+}
+
+// Plugin is the deorbit plugin.
+type Plugin struct {
+	clusters *remotecluster.Cache
+	metrics  *Metrics
+}
+
+// New returns the plugin.
+func New(opts Options) *Plugin {
+	if opts.Metrics == nil {
+		opts.Metrics = NewMetrics(nil)
+	}
+	return &Plugin{clusters: remotecluster.NewCache(remotecluster.Options{Timeout: requestTimeout}), metrics: opts.Metrics}
+}
+
+// Describe names the plugin and its schema. It watches nothing: its target may
+// be another cluster; the armed report is refreshed by polling.
+func (p *Plugin) Describe() plugin.Description {
+	return plugin.Description{Name: Name, Schema: plugin.SchemaOf[Spec](), DefaultPollInterval: armedPollInterval}
+}
+
+// target is the cluster deorbit acts on.
+type target struct {
+	reader client.Reader // from the API server, never a cache
+	// cluster is the other cluster the items live in; nil: this one.
+	cluster *softdelete.Cluster
+	name    string
+}
+
+func (p *Plugin) target(ctx context.Context, req plugin.Request, cfg config) (target, error) {
+	if cfg.KubeConfigSecretRef == nil {
+		return target{reader: req.Reader, name: "this cluster"}, nil
+	}
+	clients, err := p.clusters.Clients(ctx, req.Reader, req.Bundle.Namespace, *cfg.KubeConfigSecretRef)
+	if err != nil {
+		return target{}, err
+	}
+	name := cfg.KubeConfigSecretRef.Name
+	return target{reader: clients.Client, cluster: &softdelete.Cluster{Name: name, Client: clients.Client},
+		name: fmt.Sprintf("the cluster of kubeconfig Secret %s (%s)", name, clients.Host)}, nil
+}
+
+// Plan is the armed report: what deorbit would remove from its target, read from
+// it; nothing is deleted and nothing is inventoried while the Bundle lives.
+func (p *Plugin) Plan(ctx context.Context, req plugin.Request) (*plugin.Result, error) {
+	cfg, err := parse(req.Spec)
+	if err != nil {
+		return nil, err
+	}
+	t, c, err := p.read(ctx, req, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &plugin.Result{Ready: true, Message: c.armed() + " in " + t.name}, nil
+}
+
+// read finds the target and lists its contents, counting a failure by its step.
+func (p *Plugin) read(ctx context.Context, req plugin.Request, cfg config) (target, *contents, error) {
+	t, err := p.target(ctx, req, cfg)
+	var c *contents
+	if err == nil {
+		c, err = list(ctx, t.reader, cfg)
+	}
+	var secretErr *remotecluster.Error
+	switch {
+	case err == nil:
+	case errors.As(err, &secretErr):
+		p.metrics.Failures.WithLabelValues(StepKubeconfig).Inc()
+	case remotecluster.IsUnreachable(err):
+		p.metrics.Failures.WithLabelValues(StepUnreachable).Inc()
+		err = fmt.Errorf("%s is unreachable: %w", t.name, err)
+	default:
+		p.metrics.Failures.WithLabelValues(StepList).Inc()
+		err = fmt.Errorf("%s: %w", t.name, err)
+	}
+	return t, c, err
+}
+
+// state is deorbit's progress, kept on the Bundle between passes
+// (TeardownResult.State): a restarted controller resumes from it.
+type state struct {
+	// Finished is how the deorbit ended; once set, passes only repeat it.
+	Finished string `json:"finished,omitempty"`
+	// Warning is the give-up message, shown for the rest of the teardown.
+	Warning string `json:"warning,omitempty"`
+	// Found counts, per kind, the most items seen; Deleted and Waiting the kinds
+	// whose DeorbitDeleted and DeorbitWaiting events were emitted.
+	Found   map[string]int  `json:"found,omitempty"`
+	Deleted map[string]bool `json:"deleted,omitempty"`
+	Waiting map[string]bool `json:"waiting,omitempty"`
+	// LoadBalancersUntil is when the load balancers of Services deleted without
+	// a finalizer count as gone.
+	LoadBalancersUntil *time.Time `json:"loadBalancersUntil,omitempty"`
+	// ItemsGoneAt is when the delete phase ended.
+	ItemsGoneAt *time.Time `json:"itemsGoneAt,omitempty"`
+	// UnreachableSince is the start of the current run of unreachable passes.
+	UnreachableSince *time.Time `json:"unreachableSince,omitempty"`
+	// Debris is what the last successful pass saw remaining.
+	Debris string `json:"debris,omitempty"`
+	// LastError is the last failure evented, so that a failure is evented once.
+	LastError string `json:"lastError,omitempty"`
+}
+
+func decodeState(s string) state {
+	var st state
+	if s != "" {
+		_ = json.Unmarshal([]byte(s), &st) // unreadable (edited by hand): start afresh, the safe direction
+	}
+	if st.Found == nil {
+		st.Found = map[string]int{}
+	}
+	if st.Deleted == nil {
+		st.Deleted = map[string]bool{}
+	}
+	if st.Waiting == nil {
+		st.Waiting = map[string]bool{}
+	}
+	return st
+}
+
+func (st state) encode() string {
+	data, _ := json.Marshal(st) // plain data: cannot fail
+	return string(data)
+}
+
+// Teardown is one pass of the deorbit: items to the engine, waits, give-up.
+func (p *Plugin) Teardown(ctx context.Context, req plugin.Request) (*plugin.TeardownResult, error) {
+	st := decodeState(req.TeardownState)
+	if st.Finished != "" {
+		return &plugin.TeardownResult{Done: true, Message: st.Finished, Warning: st.Warning, State: req.TeardownState}, nil
+	}
+	cfg, err := parse(req.Spec)
+	if err != nil {
+		return nil, err
+	}
+	r := &pass{p: p, req: req, cfg: cfg, st: &st, res: &plugin.TeardownResult{}, start: req.Now}
+	if ts := req.Bundle.DeletionTimestamp; ts != nil {
+		r.start = ts.Time
+	}
+	t, c, err := p.read(ctx, req, cfg)
+	if err != nil {
+		r.failed(err)
+	} else {
+		r.progress(t, c)
+	}
+	r.res.State = st.encode()
+	return r.res, r.err
+}
+
+// pass is one Teardown call.
+type pass struct {
+	p     *Plugin
+	req   plugin.Request
+	cfg   config
+	st    *state
+	res   *plugin.TeardownResult
+	err   error
+	start time.Time
+}
+
+func (r *pass) event(typ, reason, format string, args ...any) {
+	r.res.Events = append(r.res.Events, plugin.Event{Type: typ, Reason: reason, Message: fmt.Sprintf(format, args...)})
+}
+
+// failed handles a pass that could not read the target: it gives up past the
+// timeout, or once the target has been unreachable for apiUnavailableTimeout;
+// otherwise the error is retried (evented once per distinct error).
+func (r *pass) failed(err error) {
+	now := r.req.Now
+	if remotecluster.IsUnreachable(err) {
+		if r.st.UnreachableSince == nil {
+			r.st.UnreachableSince = &now
+		}
+		if down := now.Sub(*r.st.UnreachableSince); down >= r.cfg.apiUnavailable {
+			r.giveUp(StepAPIUnavailable, fmt.Sprintf("the target was unreachable for %v (apiUnavailableTimeout %v): %v", down.Round(time.Second), r.cfg.apiUnavailable, err))
+			return
+		}
+	} else {
+		r.st.UnreachableSince = nil
+	}
+	if r.timedOut() {
+		r.giveUp(StepTimeout, fmt.Sprintf("timeout %v passed since the Bundle's deletion; last error: %v", r.cfg.timeout, err))
+		return
+	}
+	if err.Error() != r.st.LastError {
+		r.st.LastError = err.Error()
+		r.event(corev1.EventTypeWarning, EventDeorbitFailed, "%v", err)
+	}
+	r.res.Message = err.Error()
+	r.err = err
+}
+
+func (r *pass) timedOut() bool { return !r.req.Now.Before(r.start.Add(r.cfg.timeout)) }
+
+// giveUp ends the deorbit leaving debris: Warning event DeorbitTimedOut naming
+// it, and the teardown goes on.
+func (r *pass) giveUp(step, why string) {
+	debris := r.st.Debris
+	if debris == "" {
+		debris = "none seen"
+	}
+	msg := fmt.Sprintf("gave up: %s; debris left behind: %s", why, debris)
+	r.p.metrics.Failures.WithLabelValues(step).Inc()
+	r.p.metrics.PhaseDuration.WithLabelValues(PhaseTotal).Observe(r.req.Now.Sub(r.start).Seconds())
+	r.event(corev1.EventTypeWarning, EventDeorbitTimedOut, "%s", msg)
+	r.st.Finished, r.st.Warning = msg, msg
+	r.res.Done, r.res.Message, r.res.Warning = true, msg, msg
+}
+
+// progress hands the items to the engine and decides what remains to wait for.
+func (r *pass) progress(t target, c *contents) {
+	now := r.req.Now
+	r.st.UnreachableSince, r.st.LastError = nil, ""
+	r.st.Debris = c.debris()
+	if r.timedOut() {
+		r.giveUp(StepTimeout, fmt.Sprintf("timeout %v passed since the Bundle's deletion", r.cfg.timeout))
+		return
+	}
+	r.res.Items, r.res.Cluster = c.items(), t.cluster
+	kinds := c.kinds()
+	for _, key := range []string{kindSnapshots, kindClaims, kindServices} {
+		n := len(kinds[key].names)
+		r.st.Found[key] = max(r.st.Found[key], n)
+		if n == 0 && r.st.Found[key] > 0 && !r.st.Deleted[key] {
+			r.st.Deleted[key] = true
+			r.event(corev1.EventTypeNormal, EventDeorbitDeleted, "deleted %s from %s", kind{singular: kinds[key].singular, plural: kinds[key].plural, names: make([]string, r.st.Found[key])}.count(), t.name)
+		}
+	}
+	r.trackLoadBalancers(c)
+
+	var remaining []string
+	var deleting, held []string
+	for _, key := range []string{kindSnapshots, kindClaims, kindServices} {
+		k := kinds[key]
+		var due, terminating []string
+		for _, it := range r.res.Items {
+			if describeKind(it.Object) != key {
+				continue
+			}
+			if it.Object.GetDeletionTimestamp() != nil {
+				terminating = append(terminating, nameOf(it.Object))
+			} else {
+				due = append(due, nameOf(it.Object))
+			}
+		}
+		if len(due) > 0 {
+			deleting = append(deleting, kind{k.singular, k.plural, due}.describe())
+		}
+		if len(terminating) > 0 {
+			held = append(held, kind{k.singular, k.plural, terminating}.describe())
+			r.waiting(key, "waiting for %s, being deleted, to be gone", kind{k.singular, k.plural, terminating}.describe())
+		}
+	}
+	if len(deleting) > 0 {
+		remaining = append(remaining, "to delete: "+strings.Join(deleting, ", "))
+	}
+	if len(held) > 0 {
+		remaining = append(remaining, "being deleted: "+strings.Join(held, ", "))
+	}
+	if v := kinds[kindVolumes]; len(v.names) > 0 {
+		r.waiting(kindVolumes, "waiting for %s to be deleted by their provisioner", v.describe())
+		remaining = append(remaining, "waiting for "+v.describe()+" to be deleted by their provisioner")
+	}
+	if len(r.res.Items) == 0 && r.st.ItemsGoneAt == nil {
+		r.st.ItemsGoneAt = &now
+		r.p.metrics.PhaseDuration.WithLabelValues(PhaseDelete).Observe(now.Sub(r.start).Seconds())
+	}
+	if until := r.st.LoadBalancersUntil; until != nil && now.Before(*until) && len(c.services) == 0 {
+		r.waiting("load balancers", "waiting until %s for the load balancers of LoadBalancer Services deleted without the %s finalizer (loadBalancerWait %v)",
+			until.UTC().Format(time.RFC3339), FinalizerLoadBalancerCleanup, r.cfg.lbWait)
+		remaining = append(remaining, "waiting until "+until.UTC().Format(time.RFC3339)+" for load balancers (loadBalancerWait)")
+		r.res.RequeueAfter = until.Sub(now)
+	}
+	if len(remaining) > 0 {
+		r.res.Message = strings.Join(remaining, "; ") + " in " + t.name
+		return
+	}
+	r.done(t)
+}
+
+// trackLoadBalancers pushes the load-balancer wait past the delete of each
+// LoadBalancer Service that no finalizer guards: its deadline (the stamp plus the
+// resource's deletionDelay, or now if that passed) plus loadBalancerWait.
+func (r *pass) trackLoadBalancers(c *contents) {
+	delay := deletionDelay(r.req)
+	for _, svc := range c.services {
+		if svc.DeletionTimestamp != nil || slices.Contains(svc.Finalizers, FinalizerLoadBalancerCleanup) {
+			continue
+		}
+		due := r.req.Now.Add(delay)
+		if stamp, err := time.Parse(time.RFC3339, svc.Annotations[limbov1alpha1.AnnotationDeletionTimestamp]); err == nil {
+			due = stamp.Add(delay)
+		}
+		if due.Before(r.req.Now) {
+			due = r.req.Now
+		}
+		until := due.Add(r.cfg.lbWait)
+		if r.st.LoadBalancersUntil == nil || until.After(*r.st.LoadBalancersUntil) {
+			r.st.LoadBalancersUntil = &until
+		}
+	}
+}
+
+// waiting emits DeorbitWaiting for key, once.
+func (r *pass) waiting(key, format string, args ...any) {
+	if !r.st.Waiting[key] {
+		r.st.Waiting[key] = true
+		r.event(corev1.EventTypeNormal, EventDeorbitWaiting, format, args...)
+	}
+}
+
+func (r *pass) done(t target) {
+	now := r.req.Now
+	var removed []string
+	for _, key := range []string{kindClaims, kindServices, kindSnapshots} {
+		if n := r.st.Found[key]; n > 0 {
+			removed = append(removed, fmt.Sprintf("%d %s", n, key))
+		}
+	}
+	summary := "nothing to remove"
+	if len(removed) > 0 {
+		summary = "removed " + strings.Join(removed, ", ")
+	}
+	msg := fmt.Sprintf("deorbit done in %v: %s from %s", now.Sub(r.start).Round(time.Second), summary, t.name)
+	if r.st.ItemsGoneAt != nil {
+		r.p.metrics.PhaseDuration.WithLabelValues(PhaseWait).Observe(now.Sub(*r.st.ItemsGoneAt).Seconds())
+	}
+	r.p.metrics.PhaseDuration.WithLabelValues(PhaseTotal).Observe(now.Sub(r.start).Seconds())
+	r.event(corev1.EventTypeNormal, EventDeorbitDone, "%s", msg)
+	r.st.Finished = msg
+	r.res.Done, r.res.Message = true, msg
+}
+
+// deletionDelay is the resource's plugin.deletionDelay (validated with the
+// spec; zero when absent).
+func deletionDelay(req plugin.Request) time.Duration {
+	for _, res := range req.Bundle.Spec.Resources {
+		if res.Name == req.Resource && res.Plugin != nil {
+			d, _ := time.ParseDuration(res.Plugin.DeletionDelay)
+			return d
+		}
+	}
+	return 0
+}
+
+func nameOf(obj client.Object) string {
+	if obj.GetNamespace() == "" {
+		return obj.GetName()
+	}
+	return obj.GetNamespace() + "/" + obj.GetName()
+}
+
+// describeKind is the kind key of an item.
+func describeKind(obj client.Object) string {
+	switch obj.GetObjectKind().GroupVersionKind() {
+	case VolumeSnapshotGVK:
+		return kindSnapshots
+	case claimGVK:
+		return kindClaims
+	}
+	return kindServices
+}

@@ -1,0 +1,343 @@
+package deorbit
+
+import (
+	"context"
+	"errors"
+	"net/url"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+	"github.com/limbo-dev/limbo/pkg/plugin"
+)
+
+const cinder = "cinder.csi.openstack.org"
+
+// The spec's schema, generated from Spec, as the Bundle reconciler checks it.
+func TestSchema(t *testing.T) {
+	r, err := plugin.NewRegistry(New(Options{Metrics: NewMetrics(prometheus.NewRegistry())}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ spec, want string }{
+		{`{}`, ""},
+		{`{"kubeConfigSecretRef":{"name":"workload-kubeconfig","key":"value"},"provisioners":["` + cinder + `"],"volumeSnapshots":true,"loadBalancerWait":"5m","timeout":"24h","apiUnavailableTimeout":"2m"}`, ""},
+		{`{"kubeConfigSecretRef":{"key":"value"}}`, `spec.kubeConfigSecretRef.name: Required value`},
+		{`{"kubeConfigSecretRef":{"name":""}}`, `spec.kubeConfigSecretRef.name: Invalid value: "": kubeConfigSecretRef.name in body should be at least 1 chars long`},
+		{`{"timeout":"-1h"}`, `spec.timeout: Invalid value: "-1h": timeout in body should match '` + plugin.DurationPattern + `'`},
+		{`{"provisoners":[]}`, `spec: Invalid value: "provisoners": .provisoners in body is a forbidden property`},
+	} {
+		err := r.ValidateSpec(Name, &apiextensionsv1.JSON{Raw: []byte(tc.spec)})
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%s: %v, want valid", tc.spec, err)
+		case tc.want != "" && (err == nil || err.Error() != tc.want):
+			t.Errorf("%s:\n got %v\nwant %s", tc.spec, err, tc.want)
+		}
+	}
+	cfg, err := parse([]byte(`{}`))
+	if err != nil || !cfg.snapshots || cfg.lbWait != DefaultLoadBalancerWait || cfg.timeout != DefaultTimeout || cfg.apiUnavailable != DefaultAPIUnavailableTimeout {
+		t.Errorf("defaults: %+v, %v", cfg, err)
+	}
+}
+
+var now = time.Date(2026, 3, 14, 12, 0, 0, 0, time.UTC)
+
+func pv(name, driver string, provisionedBy bool, claim *corev1.PersistentVolumeClaim, phase corev1.PersistentVolumePhase) *corev1.PersistentVolume {
+	v := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{}},
+		Spec:   corev1.PersistentVolumeSpec{PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimDelete},
+		Status: corev1.PersistentVolumeStatus{Phase: phase}}
+	if driver != "" {
+		v.Spec.CSI = &corev1.CSIPersistentVolumeSource{Driver: driver, VolumeHandle: name}
+		if provisionedBy {
+			v.Annotations[AnnotationProvisionedBy] = driver
+		}
+	} else {
+		v.Spec.NFS = &corev1.NFSVolumeSource{Server: "nfs", Path: "/x"}
+	}
+	if claim != nil {
+		v.Spec.ClaimRef = &corev1.ObjectReference{Namespace: claim.Namespace, Name: claim.Name, UID: claim.UID}
+	}
+	return v
+}
+
+func pvc(name, volume string, phase corev1.PersistentVolumeClaimPhase) *corev1.PersistentVolumeClaim {
+	return &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: name, UID: types.UID("uid-" + name)},
+		Spec: corev1.PersistentVolumeClaimSpec{VolumeName: volume}, Status: corev1.PersistentVolumeClaimStatus{Phase: phase}}
+}
+
+func service(name string, typ corev1.ServiceType, finalizers ...string) *corev1.Service {
+	return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: name, Finalizers: finalizers}, Spec: corev1.ServiceSpec{Type: typ}}
+}
+
+func snapshot(name string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(VolumeSnapshotGVK)
+	u.SetNamespace("app")
+	u.SetName(name)
+	return u
+}
+
+// fakeCluster is a target cluster; withSnapshots makes it serve VolumeSnapshots.
+func fakeCluster(t *testing.T, withSnapshots bool, objs ...client.Object) client.WithWatch {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	b := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...)
+	if !withSnapshots { // as a real client's RESTMapper answers
+		b = b.WithInterceptorFuncs(interceptor.Funcs{List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+			if list.GetObjectKind().GroupVersionKind().Group == VolumeSnapshotGVK.Group {
+				return &meta.NoKindMatchError{GroupKind: VolumeSnapshotGVK.GroupKind(), SearchedVersions: []string{"v1"}}
+			}
+			return c.List(ctx, list, opts...)
+		}})
+	}
+	return b.Build()
+}
+
+// What deorbit takes: Bound claims of PVs a listed CSI driver provisioned (not
+// in-tree, NFS or hand-made ones, nor Pending claims), LoadBalancer Services only,
+// VolumeSnapshots when the CRD is there; and the PVs it waits for.
+func TestListSelects(t *testing.T) {
+	bound := pvc("bound", "pv-bound", corev1.ClaimBound)
+	other := pvc("other-driver", "pv-other", corev1.ClaimBound)
+	handMade := pvc("hand-made", "pv-hand", corev1.ClaimBound)
+	nfs := pvc("nfs", "pv-nfs", corev1.ClaimBound)
+	pending := pvc("pending", "pv-pending", corev1.ClaimPending)
+	gone := pvc("gone", "", "") // its PV is Released: waited for
+	objs := []client.Object{bound, other, handMade, nfs, pending,
+		pv("pv-bound", cinder, true, bound, corev1.VolumeBound),
+		pv("pv-other", "other.csi.example.com", true, other, corev1.VolumeBound),
+		pv("pv-hand", cinder, false, handMade, corev1.VolumeBound),
+		pv("pv-nfs", "", false, nfs, corev1.VolumeBound),
+		pv("pv-pending", cinder, true, pending, corev1.VolumeAvailable),
+		pv("pv-released", cinder, true, gone, corev1.VolumeReleased),
+		pv("pv-failed", cinder, true, gone, corev1.VolumeFailed),
+		service("lb", corev1.ServiceTypeLoadBalancer), service("cluster-ip", corev1.ServiceTypeClusterIP), service("node-port", corev1.ServiceTypeNodePort),
+		snapshot("snap"),
+	}
+	for _, tc := range []struct {
+		name          string
+		spec          string
+		withSnapshots bool
+		armed         string
+		volumes       string
+	}{
+		{"listed provisioner", `{"provisioners":["` + cinder + `"]}`, true, "armed: 1 PVC, 1 LoadBalancer Service, 1 VolumeSnapshot", "1 PV (pv-released)"},
+		{"any CSI driver", `{}`, true, "armed: 2 PVCs, 1 LoadBalancer Service, 1 VolumeSnapshot", "1 PV (pv-released)"}, // not the hand-made one
+		{"no snapshot CRD", `{"provisioners":["` + cinder + `"]}`, false, "armed: 1 PVC, 1 LoadBalancer Service, VolumeSnapshots skipped (the VolumeSnapshot CRD is not installed)", "1 PV (pv-released)"},
+		{"snapshots off", `{"provisioners":["` + cinder + `"],"volumeSnapshots":false}`, true, "armed: 1 PVC, 1 LoadBalancer Service, VolumeSnapshots skipped (volumeSnapshots: false)", "1 PV (pv-released)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var live []client.Object
+			for _, o := range objs {
+				if _, isSnapshot := o.(*unstructured.Unstructured); isSnapshot && !tc.withSnapshots {
+					continue
+				}
+				live = append(live, o.DeepCopyObject().(client.Object))
+			}
+			cfg, err := parse([]byte(tc.spec))
+			if err != nil {
+				t.Fatal(err)
+			}
+			c, err := list(context.Background(), fakeCluster(t, tc.withSnapshots, live...), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := c.armed(); got != tc.armed {
+				t.Errorf("armed %q, want %q", got, tc.armed)
+			}
+			if got := c.kinds()[kindVolumes].describe(); got != tc.volumes {
+				t.Errorf("volumes to wait for: %q, want %q", got, tc.volumes)
+			}
+			for _, it := range c.items() {
+				if it.Desired || it.Object.GetObjectKind().GroupVersionKind().Kind == "" {
+					t.Errorf("item %s: desired %v, kind %q", it.Object.GetName(), it.Desired, it.Object.GetObjectKind().GroupVersionKind().Kind)
+				}
+			}
+		})
+	}
+}
+
+// teardownHarness runs Teardown passes against a fake target (this cluster).
+type teardownHarness struct {
+	t       *testing.T
+	plugin  *Plugin
+	metrics *prometheus.Registry
+	reader  client.Reader
+	bundle  *limbov1alpha1.Bundle
+	state   string
+	now     time.Time
+}
+
+func newTeardownHarness(t *testing.T, spec string, reader client.Reader) *teardownHarness {
+	reg := prometheus.NewRegistry()
+	deleted := metav1.NewTime(now)
+	b := &limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "cluster", UID: "b-uid", DeletionTimestamp: &deleted},
+		Spec: limbov1alpha1.BundleSpec{Resources: []limbov1alpha1.Resource{{Name: "deorbit", Plugin: &limbov1alpha1.PluginResource{Name: Name, DeletionDelay: "1m",
+			Spec: &apiextensionsv1.JSON{Raw: []byte(spec)}}}}}}
+	return &teardownHarness{t: t, plugin: New(Options{Metrics: NewMetrics(reg)}), metrics: reg, reader: reader, bundle: b, now: now}
+}
+
+func (h *teardownHarness) pass() (*plugin.TeardownResult, error) {
+	h.t.Helper()
+	res, err := h.plugin.Teardown(context.Background(), plugin.Request{Bundle: h.bundle, Resource: "deorbit",
+		Spec: h.bundle.Spec.Resources[0].Plugin.Spec.Raw, Reader: h.reader, Now: h.now, TeardownState: h.state})
+	if res == nil {
+		h.t.Fatalf("no result (error %v)", err)
+	}
+	h.state = res.State
+	return res, err
+}
+
+func reasons(events []plugin.Event) []string {
+	var out []string
+	for _, e := range events {
+		out = append(out, e.Type+" "+e.Reason)
+	}
+	return out
+}
+
+// A full deorbit: items to the engine, a DeorbitDeleted event per kind once it is
+// gone, a wait for the Released PV and for the load balancer of a Service deleted
+// without the finalizer, DeorbitDone once, then passes that only repeat it.
+func TestTeardownProgress(t *testing.T) {
+	claim := pvc("data", "pv-data", corev1.ClaimBound)
+	volume := pv("pv-data", cinder, true, claim, corev1.VolumeBound)
+	lb := service("lb", corev1.ServiceTypeLoadBalancer)
+	target := fakeCluster(t, false, claim, volume, lb)
+	h := newTeardownHarness(t, `{"loadBalancerWait":"5m"}`, target)
+
+	res, err := h.pass()
+	if err != nil || res.Done || len(res.Items) != 2 || res.Cluster != nil || len(res.Events) != 0 {
+		t.Fatalf("first pass: %+v, %v; want 2 items, not done, no events", res, err)
+	}
+	if !strings.Contains(res.Message, "to delete: 1 PVC (app/data), 1 LoadBalancer Service (app/lb)") {
+		t.Errorf("message %q", res.Message)
+	}
+
+	// The engine deleted both; the PV is Released, waiting for its provisioner.
+	ctx := context.Background()
+	for _, o := range []client.Object{claim, lb} {
+		if err := target.Delete(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	volume.Status.Phase = corev1.VolumeReleased
+	if err := target.Update(ctx, volume); err != nil {
+		t.Fatal(err)
+	}
+	h.now = now.Add(2 * time.Minute)
+	res, err = h.pass()
+	if err != nil || res.Done || len(res.Items) != 0 {
+		t.Fatalf("second pass: %+v, %v", res, err)
+	}
+	if got, want := strings.Join(reasons(res.Events), ","), "Normal DeorbitDeleted,Normal DeorbitDeleted,Normal DeorbitWaiting,Normal DeorbitWaiting"; got != want {
+		t.Errorf("events %s, want %s: %+v", got, want, res.Events)
+	}
+	if !strings.Contains(res.Message, "waiting for 1 PV (pv-data) to be deleted by their provisioner") || !strings.Contains(res.Message, "load balancers (loadBalancerWait)") {
+		t.Errorf("message %q", res.Message)
+	}
+
+	// The provisioner deletes the PV: only the load-balancer wait remains (the
+	// Service, first seen at 12:00, was due at 12:01: it waits until 12:06).
+	if err := target.Delete(ctx, volume); err != nil {
+		t.Fatal(err)
+	}
+	h.now = now.Add(4 * time.Minute)
+	res, _ = h.pass()
+	if res.Done || len(res.Events) != 0 || !strings.Contains(res.Message, "waiting until 2026-03-14T12:06:00Z") {
+		t.Errorf("during the load-balancer wait: done %v, events %+v, message %q", res.Done, res.Events, res.Message)
+	}
+	h.now = now.Add(7 * time.Minute)
+	res, _ = h.pass()
+	if !res.Done || strings.Join(reasons(res.Events), ",") != "Normal DeorbitDone" || !strings.Contains(res.Message, "removed 1 PVCs, 1 LoadBalancer Services") {
+		t.Errorf("after the wait: %+v", res)
+	}
+	if n := testutil.CollectAndCount(h.metrics, "limbo_deorbit_phase_duration_seconds"); n != 3 {
+		t.Errorf("phase duration series: %d, want delete, wait and total", n)
+	}
+	// Done is kept: later passes touch nothing (a nil reader would panic).
+	h.reader = nil
+	res, err = h.pass()
+	if err != nil || !res.Done || len(res.Events) != 0 {
+		t.Errorf("pass after done: %+v, %v", res, err)
+	}
+}
+
+// errReader fails every read with err.
+type errReader struct{ err error }
+
+func (r errReader) Get(context.Context, client.ObjectKey, client.Object, ...client.GetOption) error {
+	return r.err
+}
+func (r errReader) List(context.Context, client.ObjectList, ...client.ListOption) error { return r.err }
+
+// An unreachable target (a connection error, not an API status) is retried until
+// it has been unreachable for apiUnavailableTimeout; then deorbit gives up with
+// DeorbitTimedOut naming the debris it last saw. Another error gives up only
+// after timeout. Each counts as a failure of its step.
+func TestTeardownGivesUp(t *testing.T) {
+	refused := &url.Error{Op: "Get", URL: "https://10.0.0.1:6443/api", Err: syscall.ECONNREFUSED}
+	claim := pvc("data", "pv-data", corev1.ClaimBound)
+	target := fakeCluster(t, false, claim, pv("pv-data", cinder, true, claim, corev1.VolumeBound))
+	h := newTeardownHarness(t, `{"apiUnavailableTimeout":"2m","timeout":"1h"}`, target)
+	if res, err := h.pass(); err != nil || res.Done {
+		t.Fatalf("first pass: %+v, %v", res, err)
+	}
+
+	h.reader = errReader{refused}
+	h.now = now.Add(time.Minute)
+	res, err := h.pass()
+	if err == nil || res.Done || strings.Join(reasons(res.Events), ",") != "Warning DeorbitFailed" {
+		t.Fatalf("unreachable for 0s: %+v, %v; want a retried failure, evented", res, err)
+	}
+	h.now = now.Add(2 * time.Minute)
+	if res, err = h.pass(); err == nil || res.Done || len(res.Events) != 0 {
+		t.Fatalf("unreachable for 1m: %+v, %v; want retried, evented once only", res, err)
+	}
+	h.now = now.Add(3 * time.Minute)
+	res, err = h.pass()
+	if err != nil || !res.Done || strings.Join(reasons(res.Events), ",") != "Warning DeorbitTimedOut" ||
+		!strings.Contains(res.Warning, "unreachable for 2m0s") || !strings.Contains(res.Warning, "debris left behind: 1 PVC (app/data)") {
+		t.Fatalf("unreachable for 2m: %+v, %v; want a give-up naming the PVC", res, err)
+	}
+	if got := testutil.ToFloat64(h.plugin.metrics.Failures.WithLabelValues(StepUnreachable)); got != 3 {
+		t.Errorf("unreachable failures %v, want 3 (one per failed pass)", got)
+	}
+	if got := testutil.ToFloat64(h.plugin.metrics.Failures.WithLabelValues(StepAPIUnavailable)); got != 1 {
+		t.Errorf("api_unavailable give-ups %v, want 1", got)
+	}
+
+	// An error that is not unreachability waits for the timeout.
+	h = newTeardownHarness(t, `{"apiUnavailableTimeout":"2m","timeout":"1h"}`, errReader{errors.New("forbidden")})
+	h.now = now.Add(30 * time.Minute)
+	if res, _ := h.pass(); res.Done {
+		t.Fatal("gave up on an answered error before the timeout")
+	}
+	h.now = now.Add(time.Hour)
+	if res, _ := h.pass(); !res.Done || !strings.Contains(res.Warning, "timeout 1h0m0s passed") || strings.Join(reasons(res.Events), ",") != "Warning DeorbitTimedOut" {
+		t.Errorf("past the timeout: %+v", res)
+	}
+	if got := testutil.ToFloat64(h.plugin.metrics.Failures.WithLabelValues(StepList)); got != 2 {
+		t.Errorf("list failures %v, want 2", got)
+	}
+}
