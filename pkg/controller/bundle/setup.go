@@ -2,10 +2,14 @@ package bundle
 
 import (
 	"context"
+	"time"
+
+	"golang.org/x/time/rate"
 
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -98,7 +102,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) (*Reconciler, error) {
 		Owns(&limbov1alpha1.Tombstone{}).
 		// A plugin plan that outlasted its pass triggers the next one.
 		WatchesRawSource(source.Channel(plansDone, &handler.EnqueueRequestForObject{})).
-		WithOptions(controller.Options{MaxConcurrentReconciles: opts.Workers}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: opts.Workers, RateLimiter: retryRateLimiter()}).
 		Build(r)
 	if err != nil {
 		return nil, err
@@ -143,4 +147,23 @@ func (r *Reconciler) bundlesUsing(plugins []string) handler.MapFunc {
 		}
 		return out
 	}
+}
+
+// maxRetryDelay caps the work queue's backoff for a Bundle whose pass failed on a
+// transient error (a plugin's backend down, a webhook refusing, a timeout).
+// controller-runtime's default doubles the delay on every failed pass up to
+// 1000 s, and every event that re-runs a failing pass counts: a namespace-gc
+// Bundle whose backend was down for ten seconds while Namespaces came and went
+// failed sixteen times and was next tried minutes after the backend was back,
+// with its poll interval lost (a failed pass has no RequeueAfter).
+const maxRetryDelay = 30 * time.Second
+
+// retryRateLimiter is controller-runtime's default rate limiter (per-item
+// exponential backoff from 5 ms, and an overall 10 retries/s with bursts of
+// 100) with the per-item backoff capped at maxRetryDelay.
+func retryRateLimiter() workqueue.TypedRateLimiter[reconcile.Request] {
+	return workqueue.NewTypedMaxOfRateLimiter(
+		workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](5*time.Millisecond, maxRetryDelay),
+		&workqueue.TypedBucketRateLimiter[reconcile.Request]{Limiter: rate.NewLimiter(rate.Limit(10), 100)},
+	)
 }
