@@ -257,8 +257,9 @@ func (c *Cluster) Stop() error {
 // period, as a rolling upgrade of the control plane would) and starts it again
 // with the same flags, port and certificates, so that clients and kubeconfigs
 // keep working. It returns once the new kube-apiserver answers /readyz; etcd and
-// kube-controller-manager keep running throughout. It must not run concurrently
-// with Stop.
+// kube-controller-manager keep running throughout (kube-controller-manager exits
+// if kube-apiserver goes away while it is still starting its controllers: restart
+// once they run). It must not run concurrently with Stop.
 func (c *Cluster) RestartAPIServer(ctx context.Context) error {
 	i := slices.IndexFunc(c.procs, func(p *process) bool { return p.name == "kube-apiserver" })
 	if i < 0 {
