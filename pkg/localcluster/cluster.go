@@ -20,6 +20,7 @@ import (
 	"syscall"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -228,7 +229,27 @@ func Start(ctx context.Context, cfg Config) (cluster *Cluster, err error) {
 	if err := c.waitHealthy(ctx, "kube-controller-manager", "https://127.0.0.1:"+strconv.Itoa(kcmPort)+"/healthz"); err != nil {
 		return nil, err
 	}
+	if slices.Contains(strings.Split(cfg.Controllers, ","), "serviceaccount") {
+		if err := c.waitControllersStarted(ctx); err != nil {
+			return nil, err
+		}
+	}
 	return c, nil
+}
+
+// waitControllersStarted waits until kube-controller-manager runs its controllers:
+// its serviceaccount controller made the default ServiceAccount. It answers
+// /healthz before that, and exits when kube-apiserver goes away while it is still
+// starting them, so a kube-apiserver restart must come after.
+func (c *Cluster) waitControllersStarted(ctx context.Context) error {
+	cs, err := kubernetes.NewForConfig(c.restConfig)
+	if err != nil {
+		return err
+	}
+	return c.poll(ctx, "kube-controller-manager's controllers", func() error {
+		_, err := cs.CoreV1().ServiceAccounts(metav1.NamespaceDefault).Get(ctx, "default", metav1.GetOptions{})
+		return err
+	})
 }
 
 func (c *Cluster) start(name, bin string, args []string, logDir string) error {

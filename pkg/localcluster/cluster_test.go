@@ -200,21 +200,6 @@ func TestRestartAPIServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	// kube-controller-manager answers /healthz before it has started its
-	// controllers, and exits when kube-apiserver goes away while it starts them:
-	// restart only once it has (its serviceaccount controller made the default
-	// ServiceAccount), as the soak does, long after the start.
-	deadline := time.Now().Add(time.Minute)
-	for {
-		_, err := cs.CoreV1().ServiceAccounts("default").Get(ctx, "default", metav1.GetOptions{})
-		if err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("kube-controller-manager did not start its controllers: %v", err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "survives-restart", Namespace: "default"}, Data: map[string]string{"k": "v"}}
 	if _, err := cs.CoreV1().ConfigMaps("default").Create(ctx, cm, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
