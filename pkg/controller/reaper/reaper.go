@@ -154,7 +154,7 @@ func (r *Reaper) pass(ctx context.Context, full bool) (time.Duration, error) {
 					errs = append(errs, err)
 				}
 				pending++
-				wait = min(wait, 5*time.Second)
+				wait = min(wait, holdRecheck)
 				continue
 			}
 			out := r.Engine.Orphan(ctx, obj, obj, softdelete.Released)
@@ -215,6 +215,12 @@ func (r *Reaper) kindsToScan(full bool) ([]schema.GroupVersionKind, error) {
 	}
 	return sortedKinds(kinds), nil
 }
+
+// holdRecheck is how soon the reaper looks again at an object it left to the
+// Bundle of its name: the hold ends when that teardown or first pass does, which
+// nothing tells the reaper, and the object may be due by then (the soak found
+// released objects deleted 3 s late after a 5 s re-check).
+const holdRecheck = time.Second
 
 // heldByBundle reports whether the Bundle named by obj's limbo.dev/bundle label
 // decides obj rather than the reaper: it is being deleted (its teardown decides),

@@ -75,8 +75,8 @@ func TestPass(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if wait != 5*time.Second {
-		t.Errorf("wait = %v, want 5s (the re-check of the objects whose Bundle decides)", wait)
+	if wait != holdRecheck {
+		t.Errorf("wait = %v, want holdRecheck (the re-check of the objects whose Bundle decides)", wait)
 	}
 	exists := func(name string) bool {
 		return c.Get(context.Background(), client.ObjectKey{Namespace: "ns", Name: name}, &corev1.ConfigMap{}) == nil
