@@ -288,6 +288,23 @@ func deorbitBundle(t testing.TB, ns, delay string, spec map[string]any, extra ..
 	return b
 }
 
+// deorbitHeldByLoadBalancer starts the teardown of a deorbit that its load
+// balancer holds: a provisioned claim "data" and a LoadBalancer Service "ingress"
+// with its cloud controller's finalizer in w, a deorbit Bundle (delay 0s, with
+// extra resources) armed for both, deleted in the background, and the claim gone.
+// It returns the claim's PV and the Service for the test to play their
+// provisioner and cloud controller.
+func deorbitHeldByLoadBalancer(t testing.TB, ns string, w *workload, extra ...limbov1alpha1.Resource) (*corev1.PersistentVolume, *corev1.Service, *limbov1alpha1.Bundle) {
+	t.Helper()
+	claim, volume := w.volume("data", csiDriver, true)
+	lb := w.service("ingress", corev1.ServiceTypeLoadBalancer, deorbit.FinalizerLoadBalancerCleanup)
+	b := deorbitBundle(t, ns, "0s", nil, extra...)
+	waitArmed(t, b, "armed: 1 PVC, 1 LoadBalancer Service")
+	deleteBundle(t, b, metav1.DeletePropagationBackground)
+	w.waitGone(claim)
+	return volume, lb, b
+}
+
 // waitArmed waits until the Bundle is Ready with deorbit's armed report starting
 // with report.
 func waitArmed(t testing.TB, b *limbov1alpha1.Bundle, report string) *limbov1alpha1.Bundle {

@@ -4,7 +4,6 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 	"github.com/limbo-dev/limbo/pkg/plugins/deorbit"
@@ -17,14 +16,8 @@ import (
 func TestDeorbitRunsBeforeTheBundlesObjects(t *testing.T) {
 	ns := env.Namespace(t)
 	w := newWorkload(t, ns)
-	claim, volume := w.volume("data", csiDriver, true)
-	lb := w.service("ingress", corev1.ServiceTypeLoadBalancer, deorbit.FinalizerLoadBalancerCleanup)
-	b := deorbitBundle(t, ns, "0s", nil, objectResource(t, "settings", configMap("settings", map[string]any{"a": "b"}, nil)))
-	waitArmed(t, b, "armed: 1 PVC, 1 LoadBalancer Service")
-
-	deleteBundle(t, b, metav1.DeletePropagationBackground)
+	volume, lb, b := deorbitHeldByLoadBalancer(t, ns, w, objectResource(t, "settings", configMap("settings", map[string]any{"a": "b"}, nil)))
 	waitEventWith(t, b, corev1.EventTypeNormal, deorbit.EventDeorbitWaiting, "1 LoadBalancer Service ("+ns+"/ingress)")
-	w.waitGone(claim)
 	waitTeardown(t, b, "plugin resource deorbit (")
 	if getObject(t, configMapGVK, ns, "settings") == nil {
 		t.Fatal("the Bundle's ConfigMap went before deorbit was done")

@@ -4,7 +4,6 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/limbo-dev/limbo/pkg/plugins/deorbit"
 )
@@ -16,13 +15,7 @@ import (
 func TestDeorbitWaitsForVolumesAndLoadBalancers(t *testing.T) {
 	ns := env.Namespace(t)
 	w := newWorkload(t, ns)
-	claim, volume := w.volume("data", csiDriver, true)
-	lb := w.service("ingress", corev1.ServiceTypeLoadBalancer, deorbit.FinalizerLoadBalancerCleanup)
-	b := deorbitBundle(t, ns, "0s", nil)
-	waitArmed(t, b, "armed: 1 PVC, 1 LoadBalancer Service")
-
-	deleteBundle(t, b, metav1.DeletePropagationBackground)
-	w.waitGone(claim)
+	volume, lb, b := deorbitHeldByLoadBalancer(t, ns, w)
 	waitEventWith(t, b, corev1.EventTypeNormal, deorbit.EventDeorbitWaiting, "1 PV ("+volume.Name+") to be deleted by their provisioner")
 	waitEventWith(t, b, corev1.EventTypeNormal, deorbit.EventDeorbitWaiting, "1 LoadBalancer Service ("+ns+"/ingress), being deleted")
 	waitTeardown(t, b, "waiting for 1 PV ("+volume.Name+") to be deleted by their provisioner")
