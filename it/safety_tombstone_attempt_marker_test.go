@@ -34,9 +34,10 @@ func TestTombstoneCancelBeforeAttemptMarker(t *testing.T) {
 	b, ts := items.orphan(t, "shop", "1h")
 
 	path := "/apis/" + limbov1alpha1.GroupVersion.String() + "/namespaces/" + ns + "/tombstones/" + ts.Name + "/status"
+	key := client.ObjectKeyFromObject(&ts)
 	due := func(ctx context.Context) error {
 		var live limbov1alpha1.Tombstone
-		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(&ts), &live); err != nil {
+		if err := env.Client.Get(ctx, key, &live); err != nil {
 			return err
 		}
 		if d := softdelete.Decide(time.Now(), softdelete.State{Annotations: live.Annotations, PendingLabel: true}); d.Action != softdelete.ActionDelete {
@@ -50,7 +51,9 @@ func TestTombstoneCancelBeforeAttemptMarker(t *testing.T) {
 
 	// Due now, once the race is armed (as `kubectl limbo expedite` makes it).
 	expedite := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, limbov1alpha1.AnnotationDeletionTimestamp, softdelete.FormatStamp(time.Now().Add(-time.Hour)))
-	if err := env.Client.Patch(context.Background(), &ts, client.RawPatch(types.MergePatchType, []byte(expedite))); err != nil {
+	// A copy: the closures above read ts on the controller's goroutines while
+	// Patch decodes the answer into its argument.
+	if err := env.Client.Patch(context.Background(), ts.DeepCopy(), client.RawPatch(types.MergePatchType, []byte(expedite))); err != nil {
 		t.Fatal(err)
 	}
 
