@@ -619,7 +619,7 @@ func (r *runner) runMemory(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	m := &Memory{Bundles: total, Objects: total * r.cfg.Objects, Goal: GoalMemoryMiB, StartHeapMiB: r.startHeapMiB, StartRSSMiB: r.startRSSMiB}
+	m := &Memory{Bundles: total, Objects: total * r.cfg.Objects, Goal: GoalMemoryMiB, PeakGoal: GoalPeakMemoryMiB, StartHeapMiB: r.startHeapMiB, StartRSSMiB: r.startRSSMiB}
 	if len(want) > 0 {
 		m.ConvergeSecond = round1(last.Sub(start).Seconds())
 	}
@@ -644,7 +644,7 @@ func (r *runner) runMemory(ctx context.Context) error {
 	if peak, err := r.ctrl.PeakRSS(); err == nil {
 		m.PeakRSSMiB = round1(peak / mib)
 	}
-	m.Met = m.RSSMiB <= m.Goal
+	m.Met = m.RSSMiB <= m.Goal && m.PeakRSSMiB <= m.PeakGoal
 	if m.Objects < goalMemoryObjects {
 		m.Met = false
 	}
