@@ -29,6 +29,8 @@ func TestDeployManifestsDryRun(t *testing.T) {
 		"customresourcedefinition.apiextensions.k8s.io/bundles.limbo.dev serverside-applied (server dry run)",
 		"deployment.apps/limbo-controller serverside-applied (server dry run)",
 		"clusterrole.rbac.authorization.k8s.io/limbo-managed-objects serverside-applied (server dry run)",
+		"mutatingadmissionpolicy.admissionregistration.k8s.io/limbo-bundle-teardown-finalizer serverside-applied (server dry run)",
+		"mutatingadmissionpolicybinding.admissionregistration.k8s.io/limbo-bundle-teardown-finalizer serverside-applied (server dry run)",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)

@@ -53,7 +53,8 @@ type Config struct {
 	// restarts. Empty means a temporary directory that Stop removes.
 	DataDir string
 	// CRDPaths are files or directories of CustomResourceDefinitions installed before
-	// kube-controller-manager starts, so that its garbage collector knows them at once.
+	// kube-controller-manager starts, so that its garbage collector knows them at once;
+	// the other objects there (limbo's admission policy) are applied after them.
 	CRDPaths []string
 	// Controllers is kube-controller-manager's --controllers. Empty means the garbage
 	// collector, the namespace controller, the service account controllers, and the

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
@@ -20,7 +21,8 @@ import (
 )
 
 // InstallCRDs server-side applies the CustomResourceDefinitions found in paths (YAML
-// files, or directories of them) and waits until every one is established.
+// files, or directories of them), waits until every one is established, and then
+// applies the other objects found there (limbo's admission policy for Bundles).
 func InstallCRDs(ctx context.Context, cfg *rest.Config, paths ...string) error {
 	scheme := runtime.NewScheme()
 	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
@@ -30,7 +32,7 @@ func InstallCRDs(ctx context.Context, cfg *rest.Config, paths ...string) error {
 	if err != nil {
 		return err
 	}
-	crds, err := readCRDs(paths)
+	crds, others, err := readManifests(paths)
 	if err != nil {
 		return err
 	}
@@ -57,15 +59,22 @@ func InstallCRDs(ctx context.Context, cfg *rest.Config, paths ...string) error {
 			return fmt.Errorf("CRD %s not established: %w", crd.Name, err)
 		}
 	}
+	for _, obj := range others {
+		if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner("limbo-dev"), client.ForceOwnership); err != nil {
+			return fmt.Errorf("install %s %s: %w", obj.GetKind(), obj.GetName(), err)
+		}
+	}
 	return nil
 }
 
-func readCRDs(paths []string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
+// readManifests returns the CustomResourceDefinitions in paths, and the other
+// objects there in file order.
+func readManifests(paths []string) ([]*apiextensionsv1.CustomResourceDefinition, []*unstructured.Unstructured, error) {
 	var files []string
 	for _, p := range paths {
 		info, err := os.Stat(p)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if !info.IsDir() {
 			files = append(files, p)
@@ -73,7 +82,7 @@ func readCRDs(paths []string) ([]*apiextensionsv1.CustomResourceDefinition, erro
 		}
 		entries, err := os.ReadDir(p)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		for _, e := range entries {
 			if !e.IsDir() && (strings.HasSuffix(e.Name(), ".yaml") || strings.HasSuffix(e.Name(), ".yml")) {
@@ -82,28 +91,37 @@ func readCRDs(paths []string) ([]*apiextensionsv1.CustomResourceDefinition, erro
 		}
 	}
 	var crds []*apiextensionsv1.CustomResourceDefinition
+	var others []*unstructured.Unstructured
 	for _, f := range files {
 		data, err := os.ReadFile(f)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		decoder := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
 		for {
-			crd := &apiextensionsv1.CustomResourceDefinition{}
-			if err := decoder.Decode(crd); err != nil {
+			obj := &unstructured.Unstructured{}
+			if err := decoder.Decode(&obj.Object); err != nil {
 				if errors.Is(err, io.EOF) {
 					break
 				}
-				return nil, fmt.Errorf("%s: %w", f, err)
+				return nil, nil, fmt.Errorf("%s: %w", f, err)
 			}
-			if crd.Kind != "CustomResourceDefinition" {
+			switch {
+			case len(obj.Object) == 0, obj.GetKind() == "Kustomization":
 				continue
+			case obj.GetKind() == "CustomResourceDefinition":
+				crd := &apiextensionsv1.CustomResourceDefinition{}
+				if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, crd); err != nil {
+					return nil, nil, fmt.Errorf("%s: %w", f, err)
+				}
+				crds = append(crds, crd)
+			default:
+				others = append(others, obj)
 			}
-			crds = append(crds, crd)
 		}
 	}
 	if len(crds) == 0 {
-		return nil, fmt.Errorf("no CustomResourceDefinitions in %v", paths)
+		return nil, nil, fmt.Errorf("no CustomResourceDefinitions in %v", paths)
 	}
-	return crds, nil
+	return crds, others, nil
 }
