@@ -16,7 +16,7 @@ import (
 )
 
 // The admission policy shipped with the CRDs
-// (crds/limbo.dev_bundles_teardown-finalizer-policy.yaml) sets a new Bundle's
+// (crds/admission-bundle-teardown-finalizer.yaml) sets a new Bundle's
 // teardown finalizer as the API server admits the create, so the controller
 // converges it without writing its metadata: its only write of the Bundle is the
 // status.
