@@ -264,6 +264,36 @@ func (e *Engine) Release(ctx context.Context, eventTarget runtime.Object, obj cl
 	return nil
 }
 
+// Disown removes owner's owner reference from obj, as the garbage collector does
+// for a dependent of an owner deleted with --cascade=orphan, and takes obj out of
+// limbo if a countdown runs on it: for a dependent the collector missed (created
+// within its informer lag), which it would delete once the owner is gone. One
+// patch, guarded by obj's resourceVersion: a concurrent change is a Conflict, and
+// the caller decides again.
+func (e *Engine) Disown(ctx context.Context, eventTarget runtime.Object, obj client.Object, owner metav1.Object, why string) error {
+	refs := []metav1.OwnerReference{}
+	for _, ref := range obj.GetOwnerReferences() {
+		if ref.UID != owner.GetUID() {
+			refs = append(refs, ref)
+		}
+	}
+	cancelled := Decide(e.Clock.Now(), stateOf(obj, true)).Action == ActionCancel
+	metadata := map[string]any{"ownerReferences": refs, "resourceVersion": obj.GetResourceVersion()}
+	if cancelled {
+		metadata["annotations"] = map[string]any{limbov1alpha1.AnnotationDeletionTimestamp: nil, limbov1alpha1.AnnotationReleased: nil}
+		metadata["labels"] = map[string]any{limbov1alpha1.LabelPendingDeletion: nil}
+	}
+	if err := e.patch(ctx, obj, map[string]any{"metadata": metadata}); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	auditLog(ctx, eventTarget, obj, "disowned", time.Time{})
+	if cancelled {
+		e.Recorder.Eventf(eventTarget, corev1.EventTypeNormal, limbov1alpha1.EventDeletionCancelled, "%s: deletion cancelled (%s)", describe(obj), why)
+		auditLog(ctx, eventTarget, obj, "cancelled", time.Time{})
+	}
+	return nil
+}
+
 // CancelCountdown takes obj out of limbo without making it desired by anyone:
 // for a teardown with --cascade=orphan, which promises that nothing is deleted.
 func (e *Engine) CancelCountdown(ctx context.Context, eventTarget runtime.Object, obj client.Object, why string) error {

@@ -60,7 +60,9 @@ type Reconciler struct {
 
 	watcher *watcher
 	applied appliedCache
-	planner *planner
+	// orphanCascades are the Bundles seen deleted with --cascade=orphan.
+	orphanCascades orphanCascades
+	planner        *planner
 }
 
 // Reconcile runs one pass over a Bundle, or one step of its teardown. A Conflict

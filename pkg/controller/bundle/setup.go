@@ -97,7 +97,9 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) (*Reconciler, error) {
 	r.planner = newPlanner(plansDone)
 	c, err := ctrl.NewControllerManagedBy(mgr).
 		Named("bundle").
-		For(&limbov1alpha1.Bundle{}, builder.WithPredicates(bundleChanged)).
+		// The first predicate only records (and passes every event): the cascade
+		// mode of a deleted Bundle, which its later events no longer show.
+		For(&limbov1alpha1.Bundle{}, builder.WithPredicates(r.orphanCascades.predicate(), bundleChanged)).
 		// A Tombstone's progress (attempts, lastError, gone) shows in pendingDeletions.
 		Owns(&limbov1alpha1.Tombstone{}).
 		// A plugin plan that outlasted its pass triggers the next one.

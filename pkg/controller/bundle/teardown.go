@@ -11,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -47,10 +46,12 @@ func (r *Reconciler) teardown(ctx context.Context, b *limbov1alpha1.Bundle) (ctr
 	if err := r.cancelObjectItems(ctx, b, r.tearDownResources(plan)); err != nil {
 		return ctrl.Result{}, err
 	}
-	if controllerutil.ContainsFinalizer(b, metav1.FinalizerOrphanDependents) {
-		// Nothing is deleted: countdowns in progress stop too, or the reaper would
-		// find the orphaned objects stamped and delete them later.
-		if err := r.cancelCountdowns(ctx, b, kindsOf(b, nil)); err != nil {
+	orphan, err := r.deletedWithOrphanCascade(ctx, b, plan)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if orphan { // nothing is deleted
+		if err := r.orphanContent(ctx, b); err != nil {
 			return ctrl.Result{}, err
 		}
 		return ctrl.Result{}, r.removeFinalizer(ctx, b)
@@ -133,24 +134,6 @@ func teardownWaves(plan *bundlespec.Plan, objects []*unstructured.Unstructured) 
 		}
 	}
 	return waves
-}
-
-// cancelCountdowns takes the objects labelled with b's name out of limbo, whether
-// b still controls them or the garbage collector already orphaned them.
-func (r *Reconciler) cancelCountdowns(ctx context.Context, b *limbov1alpha1.Bundle, kinds []schema.GroupVersionKind) error {
-	objects, err := r.labelled(ctx, b, kinds)
-	if err != nil {
-		return err
-	}
-	for _, o := range objects {
-		if owner := metav1.GetControllerOf(o); owner != nil && owner.UID != b.UID {
-			continue // another Bundle's now
-		}
-		if err := r.Engine.CancelCountdown(ctx, b, o, "the Bundle was deleted with --cascade=orphan"); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // cancelTombstones removes b's Tombstones without deleting their items.

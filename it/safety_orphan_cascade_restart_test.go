@@ -1,0 +1,69 @@
+package it
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/limbo-dev/limbo/it/testenv"
+	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+)
+
+// The garbage collector can finish a --cascade=orphan delete before limbo first
+// looks at the deleted Bundle (it removes the finalizer orphan once it has
+// orphaned the dependents it knows), and it can miss a dependent created within
+// its informer lag. Here limbo is down while that happens, so it cannot have
+// seen the finalizer on a watch event, and the collector's miss is played by
+// giving one object its owner reference back. limbo must still take the delete
+// for what it is — an object the Bundle declares lost its controller without
+// limbo releasing it — delete nothing, disown the object the collector missed
+// (or the collector deletes it once the Bundle is gone), and let the Bundle go.
+func TestOrphanCascadeDoneBeforeLimboLooks(t *testing.T) {
+	env.WithoutController(t)
+	ns := env.Namespace(t)
+	args := []string{"--namespaces", ns, "--leader-elect=false"}
+	first := env.ControllerProcess(t, "first", args...)
+	b := createBundle(t, ns, "shop",
+		objectResource(t, "missed", configMap("missed", map[string]any{"k": "v"}, nil)),
+		objectResource(t, "orphaned", configMap("orphaned", map[string]any{"k": "v"}, map[string]any{limbov1alpha1.AnnotationDeletionDelay: "2s"})))
+	b = waitReady(t, b)
+	first.Stop()
+
+	deleteBundleWithPolicy(t, b, metav1.DeletePropagationOrphan)
+	testenv.Eventually(t, testenv.DefaultTimeout, func() error {
+		if cur := getBundle(t, b); slices.Contains(cur.Finalizers, metav1.FinalizerOrphanDependents) {
+			return fmt.Errorf("the garbage collector has not orphaned the dependents yet: finalizers %v", cur.Finalizers)
+		}
+		for _, name := range []string{"missed", "orphaned"} {
+			if owner := metav1.GetControllerOf(getObject(t, configMapGVK, ns, name)); owner != nil {
+				return fmt.Errorf("%s is still controlled by %s", name, owner.Name)
+			}
+		}
+		return nil
+	})
+	patchObject(t, configMapGVK, ns, "missed", fmt.Sprintf(
+		`{"metadata":{"ownerReferences":[{"apiVersion":%q,"kind":"Bundle","name":%q,"uid":%q,"controller":true,"blockOwnerDeletion":true}]}}`,
+		limbov1alpha1.GroupVersion.String(), b.Name, b.UID))
+
+	env.ControllerProcess(t, "second", args...)
+	waitBundleDeleted(t, b)
+	// The collector deletes a dependent whose owner is gone within moments.
+	testenv.Consistently(t, 5*time.Second, func() error {
+		for _, name := range []string{"missed", "orphaned"} {
+			o := getObject(t, configMapGVK, ns, name)
+			switch {
+			case o == nil || o.GetDeletionTimestamp() != nil:
+				return fmt.Errorf("%s was deleted after --cascade=orphan", name)
+			case metav1.GetControllerOf(o) != nil:
+				return fmt.Errorf("%s is still controlled by the deleted Bundle", name)
+			}
+			if err := notInLimbo(o); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
