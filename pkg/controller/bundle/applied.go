@@ -71,10 +71,21 @@ func ownedFieldsDigest(obj metav1.Object) string {
 // TrimForCache is the cache's transform: it drops an object's managedFields,
 // keeping on an unstructured object (a managed object: the no-op check compares
 // it) the digest of limbo's entry. managedFields go first, so that the metadata
-// map does not grow.
+// map does not grow. Metadata-only objects (see metadataOnly) keep limbo's own
+// entry, from which the no-op check computes the digest.
 func TrimForCache(in any) (any, error) {
 	obj, err := meta.Accessor(in)
 	if err != nil || len(obj.GetManagedFields()) == 0 {
+		return in, nil
+	}
+	if _, ok := in.(*metav1.PartialObjectMetadata); ok {
+		var limbos []metav1.ManagedFieldsEntry
+		for _, mf := range obj.GetManagedFields() {
+			if mf.Manager == limbov1alpha1.FieldManager && mf.Operation == metav1.ManagedFieldsOperationApply && mf.Subresource == "" {
+				limbos = append(limbos, mf)
+			}
+		}
+		obj.SetManagedFields(limbos)
 		return in, nil
 	}
 	d := ownedFieldsDigest(obj)

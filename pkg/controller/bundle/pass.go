@@ -245,7 +245,7 @@ func (p *pass) sameAsBefore(reason, msg string) bool {
 // Ready. It may run concurrently with the other object resources of its wave.
 func (p *pass) syncObject(ctx context.Context, res *bundlespec.Resource, waiting []string) objectResult {
 	return p.syncOne(ctx, res.Name, res.Template, res.Adopt, waiting, func() (*unstructured.Unstructured, error) {
-		content, err := p.resolve(res.References, res.Template.Object)
+		content, err := p.resolve(ctx, res.References, res.Template.Object)
 		if err != nil {
 			return nil, err
 		}
@@ -423,29 +423,40 @@ func (p *pass) changed(ctx context.Context, resource string, obj *unstructured.U
 }
 
 // resolve returns content with the values of refs substituted.
-func (p *pass) resolve(refs []limbov1alpha1.Reference, content map[string]any) (map[string]any, error) {
-	values, err := reference.Resolve(refs, p.sources(refs), false)
+func (p *pass) resolve(ctx context.Context, refs []limbov1alpha1.Reference, content map[string]any) (map[string]any, error) {
+	sources, err := p.sources(ctx, refs)
+	if err != nil {
+		return nil, err
+	}
+	values, err := reference.Resolve(refs, sources, false)
 	if err != nil {
 		return nil, err
 	}
 	return reference.Substitute(content, values)
 }
 
-// sources are the live objects of this pass that refs read values from.
-func (p *pass) sources(refs []limbov1alpha1.Reference) map[string]reference.Source {
+// sources are the live objects of this pass that refs read values from, with
+// their bodies (see bodies). A failed read of a body is also a transient error of
+// the pass.
+func (p *pass) sources(ctx context.Context, refs []limbov1alpha1.Reference) (map[string]reference.Source, error) {
 	sources := map[string]reference.Source{}
 	for _, ref := range refs {
 		dep := p.plan.Resources[ref.Resource]
 		src := reference.Source{}
 		if live := p.live[ref.Resource]; live != nil {
-			src.Object = live.Object
+			full, err := p.r.bodies.full(ctx, p.r.APIReader, live)
+			if err != nil {
+				p.fail(err)
+				return nil, err
+			}
+			src.Object = full.Object
 		}
 		if dep.Template != nil {
 			src.Secret = reference.IsSecret(dep.Template.Object)
 		}
 		sources[ref.Resource] = src
 	}
-	return sources
+	return sources, nil
 }
 
 // own adds limbo's labels (the Bundle's, its shard's) and controller owner
@@ -638,17 +649,18 @@ func (r *Reconciler) labelled(ctx context.Context, b *limbov1alpha1.Bundle, kind
 		if err := r.watcher.ensure(gvk); err != nil {
 			return nil, err
 		}
-		list := &unstructured.UnstructuredList{}
-		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+		list := cachedList(gvk)
 		if err := r.Client.List(ctx, list, client.InNamespace(b.Namespace), client.MatchingFields{bundleIndex: b.Name}); err != nil {
 			if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
 				continue // the kind is gone from the API server: so are its objects
 			}
 			return nil, fmt.Errorf("list %s: %w", gvk.Kind, err)
 		}
-		for i := range list.Items {
-			out = append(out, &list.Items[i])
+		items, err := listItems(list, gvk)
+		if err != nil {
+			return nil, err
 		}
+		out = append(out, items...)
 	}
 	sort.SliceStable(out, func(i, j int) bool {
 		if out[i].GetKind() != out[j].GetKind() {
@@ -725,9 +737,8 @@ func orDefault(s, def string) string {
 // With fresh, an object the cache does not hold is read from the API server (an
 // object limbo may adopt, or that blocks a resource).
 func (r *Reconciler) getLive(ctx context.Context, gvk schema.GroupVersionKind, namespace, name string, fresh bool) (*unstructured.Unstructured, error) {
-	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(gvk)
-	err := r.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, u)
+	cached := cachedObject(gvk)
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, cached)
 	switch {
 	case apierrors.IsNotFound(err) && fresh:
 		return r.getFresh(ctx, gvk, namespace, name)
@@ -736,7 +747,7 @@ func (r *Reconciler) getLive(ctx context.Context, gvk schema.GroupVersionKind, n
 	case err != nil:
 		return nil, fmt.Errorf("read %s %q: %w", gvk.Kind, name, err)
 	}
-	return u, nil
+	return asUnstructured(cached, gvk)
 }
 
 // getFresh reads an object from the API server; nil if there is none.

@@ -47,7 +47,7 @@ func (p *pass) syncPlugin(ctx context.Context, res *bundlespec.Resource) (limbov
 	if waiting := p.unreadyDependencies(res.Name); len(waiting) > 0 {
 		return fail(limbov1alpha1.ResourceBlocked, limbov1alpha1.ReasonDependenciesNotReady, "%s", blockedMessage(waiting))
 	}
-	spec, err := p.pluginSpec(res)
+	spec, err := p.pluginSpec(ctx, res)
 	if err != nil {
 		return fail(limbov1alpha1.ResourceError, limbov1alpha1.ReasonReferenceError, "%v", err)
 	}
@@ -127,8 +127,12 @@ func (p *pass) syncPlugin(ctx context.Context, res *bundlespec.Resource) (limbov
 
 // pluginSpec is the plugin resource's spec with references resolved from this
 // pass's live objects, as JSON.
-func (p *pass) pluginSpec(res *bundlespec.Resource) ([]byte, error) {
-	return plugin.ResolveSpec(res.Resource, p.sources(res.References))
+func (p *pass) pluginSpec(ctx context.Context, res *bundlespec.Resource) ([]byte, error) {
+	sources, err := p.sources(ctx, res.References)
+	if err != nil {
+		return nil, err
+	}
+	return plugin.ResolveSpec(res.Resource, sources)
 }
 
 // decidePluginItems takes plugin items out of limbo when they are desired again,

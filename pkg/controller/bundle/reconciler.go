@@ -60,6 +60,8 @@ type Reconciler struct {
 
 	watcher *watcher
 	applied appliedCache
+	// bodies are the bodies of metadata-only objects that references read.
+	bodies bodies
 	// orphanCascades are the Bundles seen deleted with --cascade=orphan.
 	orphanCascades orphanCascades
 	planner        *planner

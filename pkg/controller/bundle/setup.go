@@ -109,7 +109,8 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) (*Reconciler, error) {
 	if err != nil {
 		return nil, err
 	}
-	r.watcher = &watcher{cache: mgr.GetCache(), controller: c, onEvent: opts.OnManagedObjectEvent, watched: map[schema.GroupVersionKind]bool{}}
+	r.watcher = &watcher{cache: mgr.GetCache(), controller: c, onEvent: opts.OnManagedObjectEvent, watched: map[schema.GroupVersionKind]bool{},
+		onDelete: func(obj client.Object) { r.bodies.forget(obj.GetUID()) }}
 	if opts.Plugins != nil {
 		watches, _ := opts.Plugins.ServedWatches(mgr.GetScheme(), mgr.GetRESTMapper()) // the manager logs the others
 		for _, w := range watches {

@@ -5,12 +5,13 @@ import (
 	"fmt"
 	"sync"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
@@ -24,8 +25,9 @@ import (
 type watcher struct {
 	cache      cache.Cache
 	controller controller.Controller
-	// onEvent is also told of every event, for the reaper.
-	onEvent func(client.Object)
+	// onEvent is also told of every event, for the reaper; onDelete of every
+	// deletion.
+	onEvent, onDelete func(client.Object)
 
 	mu      sync.Mutex
 	watched map[schema.GroupVersionKind]bool
@@ -51,14 +53,25 @@ func (w *watcher) ensure(gvk schema.GroupVersionKind) error {
 	if w.watched[gvk] {
 		return nil
 	}
-	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(gvk)
+	obj := cachedObject(gvk)
 	// The informer may run already (a read started it): an index added late
 	// indexes what it holds.
-	if err := w.cache.IndexField(context.Background(), u, bundleIndex, bundleLabel); err != nil {
+	if err := w.cache.IndexField(context.Background(), obj, bundleIndex, bundleLabel); err != nil {
 		return fmt.Errorf("index %s by %s: %w", gvk.Kind, limbov1alpha1.LabelBundle, err)
 	}
-	if err := w.controller.Watch(source.Kind[client.Object](w.cache, u, handler.EnqueueRequestsFromMapFunc(w.bundleOf))); err != nil {
+	enqueue := handler.EnqueueRequestsFromMapFunc(w.bundleOf)
+	events := handler.Funcs{
+		CreateFunc:  enqueue.Create,
+		UpdateFunc:  enqueue.Update,
+		GenericFunc: enqueue.Generic,
+		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			if w.onDelete != nil {
+				w.onDelete(e.Object)
+			}
+			enqueue.Delete(ctx, e, q)
+		},
+	}
+	if err := w.controller.Watch(source.Kind[client.Object](w.cache, obj, events)); err != nil {
 		return err
 	}
 	w.watched[gvk] = true
