@@ -496,6 +496,14 @@ func (g *generator) emptyGuarded(ctx context.Context, s *slot) bool {
 		return false
 	}
 	g.settle(ctx, s)
+	// The guard holds a countdown that already runs as well (it deletes
+	// nothing), which the model, keeping only the declared resources, does not
+	// follow: empty only a Bundle that has no orphan in limbo.
+	for _, r := range g.allResources() {
+		if v := g.oracle.view(objectName(s.name, r)); !hasKey(s.resources, r) && v.exists && controllerUID(v.meta) == s.uid {
+			return false
+		}
+	}
 	s.guarded = true
 	err := g.mutate(s, "empty-guarded", "allowEmpty=false", func() error {
 		_, err := g.writeSpec(ctx, s, false)
