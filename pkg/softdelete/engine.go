@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"strings"
 	"time"
 
@@ -214,15 +215,10 @@ func (e *Engine) RecordFailure() {
 // Desired takes obj out of limbo if it is in it: the stamp and the label go.
 // It reports whether it cancelled a countdown.
 func (e *Engine) Desired(ctx context.Context, eventTarget runtime.Object, obj client.Object) (bool, error) {
-	d := Decide(e.Clock.Now(), stateOf(obj, true))
-	if d.Action != ActionCancel {
+	if !e.inLimbo(obj) {
 		return false, nil
 	}
-	patch := map[string]any{"metadata": map[string]any{
-		"annotations": map[string]any{limbov1alpha1.AnnotationDeletionTimestamp: nil, limbov1alpha1.AnnotationReleased: nil},
-		"labels":      map[string]any{limbov1alpha1.LabelPendingDeletion: nil},
-	}}
-	if err := e.patch(ctx, obj, patch); err != nil {
+	if err := e.patch(ctx, obj, map[string]any{"metadata": outOfLimbo()}); err != nil {
 		return false, err
 	}
 	e.Recorder.Eventf(eventTarget, corev1.EventTypeNormal, limbov1alpha1.EventDeletionCancelled, "%s is desired again: deletion cancelled", describe(obj))
@@ -235,12 +231,7 @@ func (e *Engine) Desired(ctx context.Context, eventTarget runtime.Object, obj cl
 // (so the reaper finds it and a new Bundle of the same name can adopt it), and the
 // object is stamped. The reaper deletes it at its deadline.
 func (e *Engine) Release(ctx context.Context, eventTarget runtime.Object, obj client.Object, owner metav1.Object) error {
-	var refs []metav1.OwnerReference
-	for _, ref := range obj.GetOwnerReferences() {
-		if ref.UID != owner.GetUID() {
-			refs = append(refs, ref)
-		}
-	}
+	refs := ownerReferencesWithout(obj, owner)
 	d := Decide(e.Clock.Now(), stateOf(obj, false))
 	annotations := map[string]any{limbov1alpha1.AnnotationReleased: FormatStamp(e.Clock.Now())}
 	if d.Action == ActionStamp || d.Action == ActionRestamp {
@@ -271,43 +262,62 @@ func (e *Engine) Release(ctx context.Context, eventTarget runtime.Object, obj cl
 // patch, guarded by obj's resourceVersion: a concurrent change is a Conflict, and
 // the caller decides again.
 func (e *Engine) Disown(ctx context.Context, eventTarget runtime.Object, obj client.Object, owner metav1.Object, why string) error {
-	refs := []metav1.OwnerReference{}
-	for _, ref := range obj.GetOwnerReferences() {
-		if ref.UID != owner.GetUID() {
-			refs = append(refs, ref)
-		}
-	}
-	cancelled := Decide(e.Clock.Now(), stateOf(obj, true)).Action == ActionCancel
-	metadata := map[string]any{"ownerReferences": refs, "resourceVersion": obj.GetResourceVersion()}
+	metadata := map[string]any{"ownerReferences": ownerReferencesWithout(obj, owner), "resourceVersion": obj.GetResourceVersion()}
+	cancelled := e.inLimbo(obj)
 	if cancelled {
-		metadata["annotations"] = map[string]any{limbov1alpha1.AnnotationDeletionTimestamp: nil, limbov1alpha1.AnnotationReleased: nil}
-		metadata["labels"] = map[string]any{limbov1alpha1.LabelPendingDeletion: nil}
+		maps.Copy(metadata, outOfLimbo())
 	}
 	if err := e.patch(ctx, obj, map[string]any{"metadata": metadata}); err != nil {
 		return client.IgnoreNotFound(err)
 	}
 	auditLog(ctx, eventTarget, obj, "disowned", time.Time{})
 	if cancelled {
-		e.Recorder.Eventf(eventTarget, corev1.EventTypeNormal, limbov1alpha1.EventDeletionCancelled, "%s: deletion cancelled (%s)", describe(obj), why)
-		auditLog(ctx, eventTarget, obj, "cancelled", time.Time{})
+		e.cancelled(ctx, eventTarget, obj, why)
 	}
 	return nil
+}
+
+// ownerReferencesWithout is obj's owner references but owner's (an empty list,
+// not nil, when none is left: a merge patch replaces the list whole).
+func ownerReferencesWithout(obj client.Object, owner metav1.Object) []metav1.OwnerReference {
+	refs := []metav1.OwnerReference{}
+	for _, ref := range obj.GetOwnerReferences() {
+		if ref.UID != owner.GetUID() {
+			refs = append(refs, ref)
+		}
+	}
+	return refs
+}
+
+// inLimbo reports whether a countdown runs on obj that a cancel would stop.
+func (e *Engine) inLimbo(obj client.Object) bool {
+	return Decide(e.Clock.Now(), stateOf(obj, true)).Action == ActionCancel
+}
+
+// outOfLimbo is the metadata merge patch that takes an object out of limbo.
+func outOfLimbo() map[string]any {
+	return map[string]any{
+		"annotations": map[string]any{limbov1alpha1.AnnotationDeletionTimestamp: nil, limbov1alpha1.AnnotationReleased: nil},
+		"labels":      map[string]any{limbov1alpha1.LabelPendingDeletion: nil},
+	}
+}
+
+// cancelled records a cancel of obj's countdown: its event and audit line.
+func (e *Engine) cancelled(ctx context.Context, eventTarget runtime.Object, obj client.Object, why string) {
+	e.Recorder.Eventf(eventTarget, corev1.EventTypeNormal, limbov1alpha1.EventDeletionCancelled, "%s: deletion cancelled (%s)", describe(obj), why)
+	auditLog(ctx, eventTarget, obj, "cancelled", time.Time{})
 }
 
 // CancelCountdown takes obj out of limbo without making it desired by anyone:
 // for a teardown with --cascade=orphan, which promises that nothing is deleted.
 func (e *Engine) CancelCountdown(ctx context.Context, eventTarget runtime.Object, obj client.Object, why string) error {
-	if Decide(e.Clock.Now(), stateOf(obj, true)).Action != ActionCancel {
+	if !e.inLimbo(obj) {
 		return nil
 	}
-	if err := e.patch(ctx, obj, map[string]any{"metadata": map[string]any{
-		"annotations": map[string]any{limbov1alpha1.AnnotationDeletionTimestamp: nil, limbov1alpha1.AnnotationReleased: nil},
-		"labels":      map[string]any{limbov1alpha1.LabelPendingDeletion: nil},
-	}}); err != nil {
+	if err := e.patch(ctx, obj, map[string]any{"metadata": outOfLimbo()}); err != nil {
 		return client.IgnoreNotFound(err)
 	}
-	e.Recorder.Eventf(eventTarget, corev1.EventTypeNormal, limbov1alpha1.EventDeletionCancelled, "%s: deletion cancelled (%s)", describe(obj), why)
-	auditLog(ctx, eventTarget, obj, "cancelled", time.Time{})
+	e.cancelled(ctx, eventTarget, obj, why)
 	return nil
 }
 
