@@ -5,7 +5,6 @@ import (
 	"errors"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/tools/record"
@@ -20,6 +19,7 @@ import (
 	"github.com/limbo-dev/limbo/pkg/plugin"
 	"github.com/limbo-dev/limbo/pkg/shard"
 	"github.com/limbo-dev/limbo/pkg/softdelete"
+	"github.com/limbo-dev/limbo/pkg/statuswrite"
 )
 
 // Requeue intervals for what no watch event announces.
@@ -64,7 +64,9 @@ type Reconciler struct {
 	bodies bodies
 	// orphanCascades are the Bundles seen deleted with --cascade=orphan.
 	orphanCascades orphanCascades
-	planner        *planner
+	// statuses writes Bundle status, and knows it ahead of the cache.
+	statuses statuswrite.Writer[limbov1alpha1.BundleStatus, *limbov1alpha1.BundleStatus]
+	planner  *planner
 }
 
 // Reconcile runs one pass over a Bundle, or one step of its teardown. A Conflict
@@ -83,12 +85,16 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Client.Get(ctx, req.NamespacedName, &b); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.Metrics.forget(req.String())
+			r.statuses.Forget(req.NamespacedName)
 			r.planner.forgetBundle(req.NamespacedName)
 			r.Engine.Metrics.SetPending("bundle/"+req.String(), 0)
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
 	}
+	// A pass starts from the status limbo last wrote, which the cache may not
+	// show yet: a status decided on the older one would not be written.
+	r.statuses.Known(&b, &b.Status)
 	// Every write of the Bundle's objects from here on, teardown included, is made
 	// as its ServiceAccount (limbo's own kinds stay limbo's: see impersonation).
 	ctx = impersonation.WithServiceAccount(ctx, b.Namespace, r.serviceAccountOf(&b))
@@ -132,10 +138,5 @@ func (r *Reconciler) serviceAccountOf(b *limbov1alpha1.Bundle) string {
 
 // writeStatus writes status when it differs from what the Bundle has.
 func (r *Reconciler) writeStatus(ctx context.Context, b *limbov1alpha1.Bundle, status limbov1alpha1.BundleStatus) error {
-	if equality.Semantic.DeepEqual(b.Status, status) {
-		return nil
-	}
-	orig := b.DeepCopy()
-	b.Status = status
-	return client.IgnoreNotFound(r.Client.Status().Patch(ctx, b, client.MergeFrom(orig)))
+	return client.IgnoreNotFound(r.statuses.Patch(ctx, r.Client, b, &b.Status, &status))
 }

@@ -29,6 +29,7 @@ import (
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 	"github.com/limbo-dev/limbo/pkg/plugin"
 	"github.com/limbo-dev/limbo/pkg/softdelete"
+	"github.com/limbo-dev/limbo/pkg/statuswrite"
 )
 
 // Backoff of failed external deletes: 1s, 2s, 4s, ... capped.
@@ -56,6 +57,8 @@ type Reconciler struct {
 	// done remembers Tombstones whose item this process deleted, so that a stale
 	// cached copy (finalizer not yet gone) never deletes the item a second time.
 	done sync.Map
+	// statuses writes Tombstone status, and knows it ahead of the cache.
+	statuses statuswrite.Writer[limbov1alpha1.TombstoneStatus, *limbov1alpha1.TombstoneStatus]
 }
 
 // SetupWithManager registers the Tombstone controller.
@@ -88,8 +91,12 @@ var notStatusOnly = predicate.Funcs{
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	var cached limbov1alpha1.Tombstone
 	if err := r.Client.Get(ctx, req.NamespacedName, &cached); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.statuses.Forget(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	r.statuses.Known(&cached, &cached.Status)
 	if !controllerutil.ContainsFinalizer(&cached, limbov1alpha1.FinalizerHardDelete) {
 		return ctrl.Result{}, nil // cancelled, or already done
 	}
@@ -131,9 +138,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	// lands first makes this a Conflict, and nothing is deleted.
 	status := ts.Status.DeepCopy()
 	status.Attempts++
-	orig := ts.DeepCopy()
-	ts.Status = *status
-	if err := r.Client.Status().Patch(ctx, &ts, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+	if err := r.statuses.Patch(ctx, r.Client, &ts, &ts.Status, status, client.MergeFromWithOptimisticLock{}); err != nil {
 		if apierrors.IsConflict(err) {
 			return ctrl.Result{RequeueAfter: conflictRetry}, nil // read and decide again
 		}
@@ -157,7 +162,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	r.Recorder.Eventf(&ts, corev1.EventTypeNormal, limbov1alpha1.EventDeleted, "%s %q deleted", ts.Spec.Item.Kind, ts.Spec.Item.ID)
 	log.FromContext(ctx).Info("deleted", "bundle", ts.Namespace+"/"+b.Name, "resource", ts.Spec.Resource,
 		"object", fmt.Sprintf("%s %s", ts.Spec.Item.Kind, ts.Spec.Item.ID), "uid", string(ts.UID), "deadline", d.Deadline.UTC().Format(time.RFC3339))
-	orig = ts.DeepCopy()
+	orig := ts.DeepCopy()
 	controllerutil.RemoveFinalizer(&ts, limbov1alpha1.FinalizerHardDelete)
 	if err := r.Client.Patch(ctx, &ts, client.MergeFrom(orig)); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -271,12 +276,7 @@ func ownedBy(ts *limbov1alpha1.Tombstone, b *limbov1alpha1.Bundle) bool {
 }
 
 func (r *Reconciler) writeStatus(ctx context.Context, ts *limbov1alpha1.Tombstone, status *limbov1alpha1.TombstoneStatus) error {
-	if equality.Semantic.DeepEqual(&ts.Status, status) {
-		return nil
-	}
-	orig := ts.DeepCopy()
-	ts.Status = *status
-	return client.IgnoreNotFound(r.Client.Status().Patch(ctx, ts, client.MergeFrom(orig)))
+	return client.IgnoreNotFound(r.statuses.Patch(ctx, r.Client, ts, &ts.Status, status))
 }
 
 func ptrTime(t time.Time) *metav1.Time { return &metav1.Time{Time: t} }

@@ -1,0 +1,165 @@
+package statuswrite
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+)
+
+// statusPatches is a client that records the status patches it is sent and
+// answers them as the API server would: the object with a new resourceVersion.
+type statusPatches struct {
+	client.Client // nil: any other call panics
+	bodies        []string
+	err           error
+}
+
+func (c *statusPatches) Status() client.SubResourceWriter { return statusWriter{c} }
+
+type statusWriter struct{ c *statusPatches }
+
+func (w statusWriter) Patch(_ context.Context, obj client.Object, patch client.Patch, _ ...client.SubResourcePatchOption) error {
+	data, err := patch.Data(obj)
+	if err != nil {
+		return err
+	}
+	w.c.bodies = append(w.c.bodies, string(data))
+	if w.c.err != nil {
+		return w.c.err
+	}
+	obj.SetResourceVersion(obj.GetResourceVersion() + "+1")
+	return nil
+}
+
+func (statusWriter) Create(context.Context, client.Object, client.Object, ...client.SubResourceCreateOption) error {
+	panic("not used")
+}
+
+func (statusWriter) Update(context.Context, client.Object, ...client.SubResourceUpdateOption) error {
+	panic("not used")
+}
+
+func (statusWriter) Apply(context.Context, runtime.ApplyConfiguration, ...client.SubResourceApplyOption) error {
+	panic("not used")
+}
+
+type bundleStatuses = Writer[limbov1alpha1.BundleStatus, *limbov1alpha1.BundleStatus]
+
+func bundle(uid, rv string, pending ...string) *limbov1alpha1.Bundle {
+	b := &limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "b", UID: types.UID(uid), ResourceVersion: rv}}
+	for _, name := range pending {
+		b.Status.PendingDeletions = append(b.Status.PendingDeletions, limbov1alpha1.PendingDeletion{Kind: "ConfigMap", Name: name})
+	}
+	b.Status.PendingDeletionCount = int32(len(pending))
+	return b
+}
+
+// A write of "db is pending" produced resourceVersion 2; what the cache shows
+// next decides the status a pass starts from.
+func TestKnown(t *testing.T) {
+	tests := []struct {
+		name        string
+		cached      *limbov1alpha1.Bundle
+		wantPending int32
+		remembered  bool
+	}{
+		{"the cache has not seen the write: the written status", bundle("u1", "1"), 1, true},
+		{"the cache shows the write", bundle("u1", "2", "db"), 1, false},
+		{"the cache shows a later version with the written status", bundle("u1", "3", "db"), 1, false},
+		{"the cache shows the write's version", bundle("u1", "2"), 0, false},
+		{"another object of the same name", bundle("u2", "7"), 0, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var w bundleStatuses
+			c := &statusPatches{}
+			b := bundle("u1", "1")
+			want := bundle("u1", "", "db").Status
+			if err := w.Patch(context.Background(), c, b, &b.Status, &want); err != nil {
+				t.Fatal(err)
+			}
+			if b.ResourceVersion != "1+1" {
+				t.Fatalf("obj is not the response: resourceVersion %q", b.ResourceVersion)
+			}
+			w.last.Range(func(k, v any) bool { v.(*written[limbov1alpha1.BundleStatus]).resourceVersion = "2"; return true })
+
+			w.Known(tt.cached, &tt.cached.Status)
+			if got := tt.cached.Status.PendingDeletionCount; got != tt.wantPending {
+				t.Errorf("a pass starts from %d pending deletions, want %d", got, tt.wantPending)
+			}
+			_, remembered := w.last.Load(client.ObjectKeyFromObject(b))
+			if remembered != tt.remembered {
+				t.Errorf("remembered = %v, want %v", remembered, tt.remembered)
+			}
+		})
+	}
+}
+
+// The scenario that left a Bundle listing a deleted orphan: a pass on a copy
+// from before limbo's own write computes the status that copy shows. It is
+// written all the same, as a patch from what the API server holds.
+func TestPatchOnStaleCopy(t *testing.T) {
+	var w bundleStatuses
+	c := &statusPatches{}
+	b := bundle("u1", "1")
+	pending := bundle("u1", "", "db").Status
+	if err := w.Patch(context.Background(), c, b, &b.Status, &pending); err != nil {
+		t.Fatal(err)
+	}
+
+	stale := bundle("u1", "1")
+	w.Known(stale, &stale.Status)
+	none := bundle("u1", "").Status
+	if err := w.Patch(context.Background(), c, stale, &stale.Status, &none); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		`{"status":{"pendingDeletionCount":1,"pendingDeletions":[{"apiVersion":"","kind":"ConfigMap","name":"db"}]}}`,
+		`{"status":{"pendingDeletionCount":0,"pendingDeletions":null}}`,
+	}
+	if len(c.bodies) != len(want) {
+		t.Fatalf("patches %q, want %q", c.bodies, want)
+	}
+	for i := range want {
+		if c.bodies[i] != want[i] {
+			t.Errorf("patch %d: %s, want %s", i, c.bodies[i], want[i])
+		}
+	}
+
+	// The cache catches up: nothing more to write.
+	caught := bundle("u1", stale.ResourceVersion)
+	w.Known(caught, &caught.Status)
+	if err := w.Patch(context.Background(), c, caught, &caught.Status, &none); err != nil {
+		t.Fatal(err)
+	}
+	if len(c.bodies) != 2 {
+		t.Errorf("an unchanged status was written again: %s", c.bodies[2:])
+	}
+}
+
+// A failed write leaves the API server's status unknown: the next pass starts
+// from its cache again.
+func TestPatchFailureForgets(t *testing.T) {
+	var w bundleStatuses
+	c := &statusPatches{}
+	b := bundle("u1", "1")
+	pending := bundle("u1", "", "db").Status
+	if err := w.Patch(context.Background(), c, b, &b.Status, &pending); err != nil {
+		t.Fatal(err)
+	}
+	c.err = errors.New("boom")
+	none := bundle("u1", "").Status
+	if err := w.Patch(context.Background(), c, b, &b.Status, &none); err == nil {
+		t.Fatal("the error was not returned")
+	}
+	if _, ok := w.last.Load(client.ObjectKeyFromObject(b)); ok {
+		t.Error("a failed write is still remembered")
+	}
+}
