@@ -63,6 +63,18 @@ type Resource struct {
 	Adopt bool
 }
 
+// ObjectKey names an object among a Bundle's: its kind's group and kind and its
+// name (a Bundle's objects are in its namespace).
+func ObjectKey(gk schema.GroupKind, name string) string { return gk.String() + "/" + name }
+
+// ObjectKey is the ObjectKey of r's template ("" for a plugin resource).
+func (r *Resource) ObjectKey() string {
+	if r.Template == nil {
+		return ""
+	}
+	return ObjectKey(r.GVK.GroupKind(), r.Template.GetName())
+}
+
 // Plan is a validated Bundle spec.
 type Plan struct {
 	// Order lists resource names, dependencies first; ties keep declaration order.
@@ -71,16 +83,17 @@ type Plan struct {
 	Graph *graph.Graph
 	// Resources by name.
 	Resources map[string]*Resource
+	// Objects maps the ObjectKey of each declared object to its resource.
+	Objects map[string]string
 }
 
 // Parse validates b's spec and returns its plan, or every error found.
 func Parse(b *limbov1alpha1.Bundle, mapper meta.RESTMapper, plugins PluginCatalog) (*Plan, Errors) {
-	plan := &Plan{Resources: map[string]*Resource{}}
+	plan := &Plan{Resources: map[string]*Resource{}, Objects: map[string]string{}}
 	var errs Errors
 	add := func(resource, reason, format string, args ...any) {
 		errs = append(errs, Error{Resource: resource, Reason: reason, Message: fmt.Sprintf(format, args...)})
 	}
-	objects := map[string]string{} // "group/Kind/name" -> resource that declares it
 	for _, r := range b.Spec.Resources {
 		if _, dup := plan.Resources[r.Name]; dup {
 			add(r.Name, limbov1alpha1.ReasonDuplicateName, "resource name %q is used more than once", r.Name)
@@ -98,12 +111,11 @@ func Parse(b *limbov1alpha1.Bundle, mapper meta.RESTMapper, plugins PluginCatalo
 			for _, e := range parseObject(b.Namespace, res, mapper) {
 				add(r.Name, e.Reason, "%s", e.Message)
 			}
-			if res.Template != nil {
-				key := res.GVK.Group + "/" + res.GVK.Kind + "/" + res.Template.GetName()
-				if other, dup := objects[key]; dup {
+			if key := res.ObjectKey(); key != "" {
+				if other, dup := plan.Objects[key]; dup {
 					add(r.Name, limbov1alpha1.ReasonDuplicateObject, "declares the same object as resource %q: %s %q", other, res.GVK.Kind, res.Template.GetName())
 				} else {
-					objects[key] = r.Name
+					plan.Objects[key] = r.Name
 				}
 			}
 		default:

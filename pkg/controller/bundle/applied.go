@@ -2,7 +2,9 @@ package bundle
 
 import (
 	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"strings"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -49,6 +51,13 @@ func hashOf(obj *unstructured.Unstructured) string {
 // annotations map nor a larger metadata map per object.
 const cachedOwnedFieldsKey = "internal.limbo.dev/ownedFieldsDigest"
 
+// digestFieldsType marks the managedFields entry that stands, on a cached
+// metadata-only copy (never written to the API server), for limbo's entry: its
+// fieldsV1 holds the digest of limbo's field set instead of the set itself, as a
+// JSON string of hex digits (fieldsV1 must stay valid JSON: a patch computed
+// from the copy encodes it).
+const digestFieldsType = "internal.limbo.dev/sha256"
+
 // ownedFields is a digest of limbo's apply field set of obj, as the API server
 // records it: from managedFields, or from the cached copy's digest.
 func ownedFields(obj *unstructured.Unstructured) string {
@@ -58,40 +67,52 @@ func ownedFields(obj *unstructured.Unstructured) string {
 	return ownedFieldsDigest(obj)
 }
 
+// ownedFieldsDigest is the digest of limbo's apply entry in obj's managedFields.
+// The field set is hashed as compact JSON with sorted keys, the form it has
+// however it was read (the API server's bytes, or re-encoded from an
+// unstructured object).
 func ownedFieldsDigest(obj metav1.Object) string {
 	for _, mf := range obj.GetManagedFields() {
-		if mf.Manager == limbov1alpha1.FieldManager && mf.Operation == metav1.ManagedFieldsOperationApply && mf.Subresource == "" && mf.FieldsV1 != nil {
-			sum := sha256.Sum256(mf.FieldsV1.GetRawBytes())
-			return string(sum[:])
+		if mf.Manager != limbov1alpha1.FieldManager || mf.Operation != metav1.ManagedFieldsOperationApply || mf.Subresource != "" || mf.FieldsV1 == nil {
+			continue
 		}
+		if mf.FieldsType == digestFieldsType {
+			d, _ := hex.DecodeString(strings.Trim(mf.FieldsV1.GetRawString(), `"`))
+			return string(d)
+		}
+		raw := mf.FieldsV1.GetRawBytes()
+		var set any
+		if json.Unmarshal(raw, &set) == nil {
+			raw, _ = json.Marshal(set) // decoded JSON always encodes
+		}
+		sum := sha256.Sum256(raw)
+		return string(sum[:])
 	}
 	return ""
 }
 
 // TrimForCache is the cache's transform: it drops an object's managedFields,
-// keeping on an unstructured object (a managed object: the no-op check compares
-// it) the digest of limbo's entry. managedFields go first, so that the metadata
-// map does not grow. Metadata-only objects (see metadataOnly) keep limbo's own
-// entry, from which the no-op check computes the digest.
+// keeping the digest of limbo's entry: on an unstructured object (a managed
+// object cached whole) as cachedOwnedFieldsKey, on a metadata-only object as a
+// digestFieldsType entry (PartialObjectMetadata has no other place for it).
+// managedFields go first, so that the metadata map does not grow.
 func TrimForCache(in any) (any, error) {
 	obj, err := meta.Accessor(in)
 	if err != nil || len(obj.GetManagedFields()) == 0 {
 		return in, nil
 	}
-	if _, ok := in.(*metav1.PartialObjectMetadata); ok {
-		var limbos []metav1.ManagedFieldsEntry
-		for _, mf := range obj.GetManagedFields() {
-			if mf.Manager == limbov1alpha1.FieldManager && mf.Operation == metav1.ManagedFieldsOperationApply && mf.Subresource == "" {
-				limbos = append(limbos, mf)
-			}
-		}
-		obj.SetManagedFields(limbos)
-		return in, nil
-	}
 	d := ownedFieldsDigest(obj)
 	obj.SetManagedFields(nil)
-	if u, ok := in.(*unstructured.Unstructured); ok && d != "" {
-		u.Object[cachedOwnedFieldsKey] = d
+	switch o := in.(type) {
+	case *metav1.PartialObjectMetadata:
+		if d != "" {
+			o.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: limbov1alpha1.FieldManager, Operation: metav1.ManagedFieldsOperationApply,
+				FieldsType: digestFieldsType, FieldsV1: metav1.NewFieldsV1(`"` + hex.EncodeToString([]byte(d)) + `"`)}}
+		}
+	case *unstructured.Unstructured:
+		if d != "" {
+			o.Object[cachedOwnedFieldsKey] = d
+		}
 	}
 	return in, nil
 }

@@ -16,7 +16,7 @@ import (
 // ConfigMaps and Secrets are cached as metadata only (PartialObjectMetadata):
 // nothing limbo decides from the cache reads their body — they have no status, so
 // they are Ready once they exist; ownership, labels, stamps and limbo's field set
-// (its managedFields entry, which TrimForCache keeps) are metadata. They are most
+// (the digest of its managedFields entry, which TrimForCache keeps) are metadata. They are most
 // of what Bundles hold, and their decoded bodies were most of the controller's
 // heap; a Secret's data is not kept in limbo's memory at all.
 //
@@ -67,11 +67,19 @@ func asUnstructured(obj client.Object, gvk schema.GroupVersionKind) (*unstructur
 	case *unstructured.Unstructured:
 		return o, nil
 	case *metav1.PartialObjectMetadata:
-		metadata, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&o.ObjectMeta)
+		// The copy's managedFields are at most the digest of limbo's entry
+		// (TrimForCache): it goes to the top-level key ownedFields reads.
+		digest := ownedFieldsDigest(o)
+		om := o.ObjectMeta
+		om.ManagedFields = nil
+		metadata, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&om)
 		if err != nil {
 			return nil, err
 		}
 		u := &unstructured.Unstructured{Object: map[string]any{"metadata": metadata, metadataOnlyKey: true}}
+		if digest != "" {
+			u.Object[cachedOwnedFieldsKey] = digest
+		}
 		u.SetGroupVersionKind(gvk)
 		return u, nil
 	}

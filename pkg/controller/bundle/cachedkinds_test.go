@@ -63,8 +63,13 @@ func TestMetadataOnlyCopyKeepsLimbosFieldSet(t *testing.T) {
 	if _, err := TrimForCache(&partial); err != nil {
 		t.Fatal(err)
 	}
-	if n := len(partial.ManagedFields); n != 1 || partial.ManagedFields[0].Manager != limbov1alpha1.FieldManager {
-		t.Fatalf("the cached copy keeps managedFields %+v, want limbo's entry only", partial.ManagedFields)
+	if n := len(partial.ManagedFields); n != 1 || partial.ManagedFields[0].Manager != limbov1alpha1.FieldManager ||
+		partial.ManagedFields[0].FieldsType != digestFieldsType || len(partial.ManagedFields[0].FieldsV1.GetRawString()) != 66 {
+		t.Fatalf("the cached copy keeps managedFields %+v, want the digest of limbo's entry only", partial.ManagedFields)
+	}
+	// A patch computed from the cached copy encodes it.
+	if _, err := json.Marshal(&partial); err != nil {
+		t.Fatalf("the cached copy does not encode: %v", err)
 	}
 	live, err := asUnstructured(&partial, configMapKind)
 	if err != nil {

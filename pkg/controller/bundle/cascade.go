@@ -65,14 +65,8 @@ func (r *Reconciler) deletedWithOrphanCascade(ctx context.Context, b *limbov1alp
 	if err != nil {
 		return false, err
 	}
-	declared := map[string]bool{}
-	for _, res := range plan.Resources {
-		if res.Template != nil {
-			declared[objectKey(res.GVK.GroupKind(), res.Template.GetName())] = true
-		}
-	}
 	for _, o := range objects {
-		if orphanedByCollector(o) && declared[objectKey(o.GroupVersionKind().GroupKind(), o.GetName())] {
+		if _, declared := plan.Objects[objectKey(o)]; declared && orphanedByCollector(o) {
 			return true, nil
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sort"
 	"strings"
 	"sync"
@@ -122,9 +123,9 @@ func (p *pass) planSpec(ctx context.Context) bool {
 		p.cancelTombstonesOfRemovedResources(ctx)
 		return false
 	}
-	for _, name := range p.plan.Order {
-		if res := p.plan.Resources[name]; res.Template != nil {
-			p.declared[objectKey(res.GVK.GroupKind(), res.Template.GetName())] = name
+	maps.Copy(p.declared, p.plan.Objects)
+	for _, res := range p.plan.Resources {
+		if res.Template != nil {
 			p.kinds[res.GVK] = true
 		}
 	}
@@ -672,7 +673,9 @@ func (r *Reconciler) labelled(ctx context.Context, b *limbov1alpha1.Bundle, kind
 }
 
 // objectKey identifies an object of a Bundle across versions of its kind.
-func objectKey(gk schema.GroupKind, name string) string { return gk.String() + "/" + name }
+func objectKey(obj client.Object) string {
+	return bundlespec.ObjectKey(obj.GetObjectKind().GroupVersionKind().GroupKind(), obj.GetName())
+}
 
 // orphans lists the objects b controls, of kinds, that declared (the objects the
 // plan declares or its plugins generated) does not hold.
@@ -683,7 +686,7 @@ func (r *Reconciler) orphans(ctx context.Context, b *limbov1alpha1.Bundle, kinds
 	}
 	var out []*unstructured.Unstructured
 	for _, o := range all {
-		if _, ok := declared[objectKey(o.GroupVersionKind().GroupKind(), o.GetName())]; !ok {
+		if _, ok := declared[objectKey(o)]; !ok {
 			out = append(out, o)
 		}
 	}

@@ -101,7 +101,7 @@ func (p *pass) syncPlugin(ctx context.Context, res *bundlespec.Resource) (limbov
 		}
 		// One object, one declaration: never a tug of war of applies between a
 		// template and a generator, or two generators.
-		key := objectKey(obj.GroupVersionKind().GroupKind(), obj.GetName())
+		key := objectKey(obj)
 		if other, dup := p.declared[key]; dup && other != res.Name {
 			return fail(limbov1alpha1.ResourceError, limbov1alpha1.ReasonDuplicateObject, "plugin %q generated %s %q, which resource %q declares already", res.Plugin.Name, obj.GetKind(), obj.GetName(), other)
 		}

@@ -106,7 +106,7 @@ func teardownWaves(plan *bundlespec.Plan, objects []*unstructured.Unstructured) 
 	}
 	byKey := map[string]*unstructured.Unstructured{}
 	for _, o := range objects {
-		byKey[objectKey(o.GroupVersionKind().GroupKind(), o.GetName())] = o
+		byKey[objectKey(o)] = o
 	}
 	waves := [][]*unstructured.Unstructured{nil}
 	resourceWaves, err := plan.Graph.ReverseWaves()
@@ -116,12 +116,8 @@ func teardownWaves(plan *bundlespec.Plan, objects []*unstructured.Unstructured) 
 	for _, names := range resourceWaves {
 		var wave []*unstructured.Unstructured
 		for _, name := range names {
-			res := plan.Resources[name]
-			if res.Template == nil {
-				continue
-			}
-			key := objectKey(res.GVK.GroupKind(), res.Template.GetName())
-			if o, ok := byKey[key]; ok {
+			key := plan.Resources[name].ObjectKey()
+			if o, ok := byKey[key]; key != "" && ok {
 				wave = append(wave, o)
 				delete(byKey, key)
 			}
@@ -129,7 +125,7 @@ func teardownWaves(plan *bundlespec.Plan, objects []*unstructured.Unstructured) 
 		waves = append(waves, wave)
 	}
 	for _, o := range objects { // undeclared objects, in sorted order
-		if _, ok := byKey[objectKey(o.GroupVersionKind().GroupKind(), o.GetName())]; ok {
+		if _, ok := byKey[objectKey(o)]; ok {
 			waves[0] = append(waves[0], o)
 		}
 	}
