@@ -68,10 +68,12 @@ func ownedFields(obj *unstructured.Unstructured) string {
 }
 
 // ownedFieldsDigest is the digest of limbo's apply entry in obj's managedFields.
-// The field set is hashed as compact JSON with sorted keys, the form it has
-// however it was read (the API server's bytes, or re-encoded from an
-// unstructured object).
+// The field set is hashed as compact JSON with sorted keys: an unstructured
+// object's entry is in that form already (GetManagedFields encodes it from a
+// map), a typed object's holds the API server's bytes, whose order is the field
+// manager's own, and is re-encoded.
 func ownedFieldsDigest(obj metav1.Object) string {
+	_, canonical := obj.(*unstructured.Unstructured)
 	for _, mf := range obj.GetManagedFields() {
 		if mf.Manager != limbov1alpha1.FieldManager || mf.Operation != metav1.ManagedFieldsOperationApply || mf.Subresource != "" || mf.FieldsV1 == nil {
 			continue
@@ -82,7 +84,7 @@ func ownedFieldsDigest(obj metav1.Object) string {
 		}
 		raw := mf.FieldsV1.GetRawBytes()
 		var set any
-		if json.Unmarshal(raw, &set) == nil {
+		if !canonical && json.Unmarshal(raw, &set) == nil {
 			raw, _ = json.Marshal(set) // decoded JSON always encodes
 		}
 		sum := sha256.Sum256(raw)
