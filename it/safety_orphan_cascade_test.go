@@ -6,6 +6,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/limbo-dev/limbo/it/testenv"
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
@@ -39,4 +40,36 @@ func TestOrphanCascadeStopsCountdowns(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// --cascade=orphan leaves alone what the Bundle holds, and only that: an object
+// a predecessor of the same name released to limbo (its teardown's countdown
+// runs, the reaper deletes it) is not the new Bundle's, and still goes at its
+// deadline when the new Bundle is deleted with --cascade=orphan. (Found by the
+// soak: the new Bundle's orphan teardown cancelled the released object's
+// countdown.)
+func TestOrphanCascadeLeavesPredecessorsReleasedObjects(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	const delay = 12 * time.Second
+	old := createBundle(t, ns, "reborn",
+		objectResource(t, "db", configMap("db", map[string]any{"a": "b"}, map[string]any{limbov1alpha1.AnnotationDeletionDelay: delay.String()})))
+	old = waitReady(t, old)
+	deleteBundleWithPolicy(t, old, metav1.DeletePropagationBackground)
+	waitObject(t, configMapGVK, ns, "db", func(u *unstructured.Unstructured) error { return isReleased(u, old) })
+	waitBundleDeleted(t, old)
+
+	// The successor declares another ConfigMap, so that its pass lists the kind
+	// and sees db, labelled with the same Bundle name.
+	next := createBundle(t, ns, "reborn", objectResource(t, "app", configMap("app", map[string]any{"a": "b"}, nil)))
+	waitReady(t, next)
+	deleteBundleWithPolicy(t, next, metav1.DeletePropagationOrphan)
+	waitBundleDeleted(t, next)
+	if err := isReleased(getObject(t, configMapGVK, ns, "db"), old); err != nil {
+		t.Errorf("after the successor's --cascade=orphan delete: %v", err)
+	}
+	waitGone(t, configMapGVK, ns, "db")
+	if app := getObject(t, configMapGVK, ns, "app"); app == nil {
+		t.Error("the successor's own object was deleted after --cascade=orphan")
+	}
 }

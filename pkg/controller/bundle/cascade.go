@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -13,6 +14,7 @@ import (
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 	"github.com/limbo-dev/limbo/pkg/bundlespec"
+	"github.com/limbo-dev/limbo/pkg/softdelete"
 )
 
 // A Bundle deleted with --cascade=orphan carries the finalizer orphan from the
@@ -53,24 +55,21 @@ func (c *orphanCascades) has(uid types.UID) bool {
 }
 
 // deletedWithOrphanCascade reports whether b, being deleted, was deleted with
-// --cascade=orphan (see orphanCascades).
-func (r *Reconciler) deletedWithOrphanCascade(ctx context.Context, b *limbov1alpha1.Bundle, plan *bundlespec.Plan) (bool, error) {
+// --cascade=orphan (see orphanCascades); objects are the ones labelled with b's
+// name, the evidence after a restart.
+func (r *Reconciler) deletedWithOrphanCascade(b *limbov1alpha1.Bundle, plan *bundlespec.Plan, objects []*unstructured.Unstructured) bool {
 	if controllerutil.ContainsFinalizer(b, metav1.FinalizerOrphanDependents) || r.orphanCascades.has(b.UID) {
-		return true, nil
+		return true
 	}
 	if plan == nil {
-		return false, nil
-	}
-	objects, err := r.labelled(ctx, b, kindsOf(b, plan))
-	if err != nil {
-		return false, err
+		return false
 	}
 	for _, o := range objects {
 		if _, declared := plan.Objects[objectKey(o)]; declared && orphanedByCollector(o) {
-			return true, nil
+			return true
 		}
 	}
-	return false, nil
+	return false
 }
 
 // orphanedByCollector reports whether o, labelled with a Bundle's name, has lost
@@ -84,15 +83,17 @@ func orphanedByCollector(o client.Object) bool {
 // orphanContent leaves b's objects to themselves, as --cascade=orphan promises:
 // countdowns stop (or the reaper would find the objects stamped and delete them
 // later), and an object b still controls — one the garbage collector missed — is
-// disowned, or the collector would delete it once b is gone.
-func (r *Reconciler) orphanContent(ctx context.Context, b *limbov1alpha1.Bundle) error {
-	objects, err := r.labelled(ctx, b, kindsOf(b, nil))
-	if err != nil {
-		return err
-	}
+// disowned, or the collector would delete it once b is gone. objects are those
+// labelled with b's name: an object a teardown released (a predecessor's of the
+// same name, or b's own before the orphan delete) is the reaper's, not b's, and
+// keeps its countdown.
+func (r *Reconciler) orphanContent(ctx context.Context, b *limbov1alpha1.Bundle, objects []*unstructured.Unstructured) error {
+	var err error
 	const why = "the Bundle was deleted with --cascade=orphan"
 	for _, o := range objects {
 		switch owner := metav1.GetControllerOf(o); {
+		case owner == nil && softdelete.Released(o):
+			continue
 		case owner == nil:
 			err = r.Engine.CancelCountdown(ctx, b, o, why)
 		case owner.UID == b.UID:

@@ -5,11 +5,13 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+	"github.com/limbo-dev/limbo/pkg/bundlespec"
 )
 
 func TestOrphanedByCollector(t *testing.T) {
@@ -73,5 +75,45 @@ func TestOrphanCascadesRememberTheFinalizer(t *testing.T) {
 		if got := c.has(bundle(s.uid, false).UID); got != s.want {
 			t.Errorf("%s: remembered %v, want %v", s.name, got, s.want)
 		}
+	}
+}
+
+func TestDeletedWithOrphanCascade(t *testing.T) {
+	declared := &bundlespec.Plan{Objects: map[string]string{bundlespec.ObjectKey(schema.GroupKind{Kind: "ConfigMap"}, "db"): "db"}}
+	object := func(name string, controlled bool) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{}
+		u.SetAPIVersion("v1")
+		u.SetKind("ConfigMap")
+		u.SetName(name)
+		if controlled {
+			u.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "limbo.dev/v1alpha1", Kind: "Bundle", Name: "shop", UID: "b-1", Controller: ptr.To(true)}})
+		}
+		return u
+	}
+	for _, tc := range []struct {
+		name       string
+		finalizers []string
+		remembered bool
+		plan       *bundlespec.Plan
+		objects    []*unstructured.Unstructured
+		want       bool
+	}{
+		{name: "the orphan finalizer", finalizers: []string{metav1.FinalizerOrphanDependents}, want: true},
+		{name: "seen with the orphan finalizer", remembered: true, want: true},
+		{name: "declared objects still controlled: background", plan: declared, objects: []*unstructured.Unstructured{object("db", true)}},
+		{name: "a declared object lost its controller: the collector orphaned it", plan: declared, objects: []*unstructured.Unstructured{object("db", false)}, want: true},
+		{name: "an undeclared object without a controller is no evidence", plan: declared, objects: []*unstructured.Unstructured{object("other", false)}},
+		{name: "no plan (an invalid spec): no evidence", objects: []*unstructured.Unstructured{object("db", false)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := &limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Name: "shop", UID: "b-1", Finalizers: tc.finalizers}}
+			r := &Reconciler{}
+			if tc.remembered {
+				r.orphanCascades.uids.Store(b.UID, true)
+			}
+			if got := r.deletedWithOrphanCascade(b, tc.plan, tc.objects); got != tc.want {
+				t.Errorf("deletedWithOrphanCascade = %v, want %v", got, tc.want)
+			}
+		})
 	}
 }

@@ -627,19 +627,15 @@ func sortedKinds(kinds map[schema.GroupVersionKind]bool) []schema.GroupVersionKi
 	return out
 }
 
-// controlled lists the objects b controls, across kinds, sorted by kind and name.
-func (r *Reconciler) controlled(ctx context.Context, b *limbov1alpha1.Bundle, kinds []schema.GroupVersionKind) ([]*unstructured.Unstructured, error) {
-	all, err := r.labelled(ctx, b, kinds)
-	if err != nil {
-		return nil, err
-	}
+// controlledBy keeps the objects b controls, in their order.
+func controlledBy(b *limbov1alpha1.Bundle, objects []*unstructured.Unstructured) []*unstructured.Unstructured {
 	var out []*unstructured.Unstructured
-	for _, o := range all {
+	for _, o := range objects {
 		if owner := metav1.GetControllerOf(o); owner != nil && owner.UID == b.UID {
 			out = append(out, o)
 		}
 	}
-	return out, nil
+	return out
 }
 
 // labelled lists the objects labelled with b's name, across kinds, sorted by kind
@@ -680,12 +676,12 @@ func objectKey(obj client.Object) string {
 // orphans lists the objects b controls, of kinds, that declared (the objects the
 // plan declares or its plugins generated) does not hold.
 func (r *Reconciler) orphans(ctx context.Context, b *limbov1alpha1.Bundle, kinds []schema.GroupVersionKind, declared map[string]string) ([]*unstructured.Unstructured, error) {
-	all, err := r.controlled(ctx, b, kinds)
+	all, err := r.labelled(ctx, b, kinds)
 	if err != nil {
 		return nil, err
 	}
 	var out []*unstructured.Unstructured
-	for _, o := range all {
+	for _, o := range controlledBy(b, all) {
 		if _, ok := declared[objectKey(o)]; !ok {
 			out = append(out, o)
 		}

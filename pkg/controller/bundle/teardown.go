@@ -46,12 +46,14 @@ func (r *Reconciler) teardown(ctx context.Context, b *limbov1alpha1.Bundle) (ctr
 	if err := r.cancelObjectItems(ctx, b, r.tearDownResources(plan)); err != nil {
 		return ctrl.Result{}, err
 	}
-	orphan, err := r.deletedWithOrphanCascade(ctx, b, plan)
+	// One listing serves the pass: the cascade mode's evidence, the objects to
+	// orphan or the ones to delete.
+	objects, err := r.labelled(ctx, b, kindsOf(b, plan))
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if orphan { // nothing is deleted
-		if err := r.orphanContent(ctx, b); err != nil {
+	if r.deletedWithOrphanCascade(b, plan, objects) { // nothing is deleted
+		if err := r.orphanContent(ctx, b, objects); err != nil {
 			return ctrl.Result{}, err
 		}
 		return ctrl.Result{}, r.removeFinalizer(ctx, b)
@@ -67,11 +69,7 @@ func (r *Reconciler) teardown(ctx context.Context, b *limbov1alpha1.Bundle) (ctr
 		}
 		return ctrl.Result{RequeueAfter: min(teardownInterval, plugins.requeueAfter)}, nil
 	}
-	objects, err := r.controlled(ctx, b, kindsOf(b, plan))
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	for _, wave := range teardownWaves(plan, objects) {
+	for _, wave := range teardownWaves(plan, controlledBy(b, objects)) {
 		if len(wave) == 0 {
 			continue
 		}
