@@ -3,6 +3,7 @@ package statuswrite
 import (
 	"context"
 	"errors"
+	"strconv"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,11 +15,13 @@ import (
 )
 
 // statusPatches is a client that records the status patches it is sent and
-// answers them as the API server would: the object with a new resourceVersion.
+// answers them as the API server would: the object with the next
+// resourceVersion (rv is the last one given).
 type statusPatches struct {
 	client.Client // nil: any other call panics
 	bodies        []string
 	err           error
+	rv            int
 }
 
 func (c *statusPatches) Status() client.SubResourceWriter { return statusWriter{c} }
@@ -34,7 +37,8 @@ func (w statusWriter) Patch(_ context.Context, obj client.Object, patch client.P
 	if w.c.err != nil {
 		return w.c.err
 	}
-	obj.SetResourceVersion(obj.GetResourceVersion() + "+1")
+	w.c.rv++
+	obj.SetResourceVersion(strconv.Itoa(w.c.rv))
 	return nil
 }
 
@@ -61,6 +65,22 @@ func bundle(uid, rv string, pending ...string) *limbov1alpha1.Bundle {
 	return b
 }
 
+// pendingWritten returns a writer that wrote "db is pending" to Bundle b
+// (resourceVersion 1 before the write, 2 after), and the client it wrote through.
+func pendingWritten(t *testing.T) (*bundleStatuses, *statusPatches, *limbov1alpha1.Bundle) {
+	t.Helper()
+	w, c := &bundleStatuses{}, &statusPatches{rv: 1}
+	b := bundle("u1", "1")
+	pending := bundle("u1", "", "db").Status
+	if err := w.Patch(context.Background(), c, b, &b.Status, &pending); err != nil {
+		t.Fatal(err)
+	}
+	if b.ResourceVersion != "2" {
+		t.Fatalf("obj is not the response: resourceVersion %q", b.ResourceVersion)
+	}
+	return w, c, b
+}
+
 // A write of "db is pending" produced resourceVersion 2; what the cache shows
 // next decides the status a pass starts from.
 func TestKnown(t *testing.T) {
@@ -78,18 +98,7 @@ func TestKnown(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var w bundleStatuses
-			c := &statusPatches{}
-			b := bundle("u1", "1")
-			want := bundle("u1", "", "db").Status
-			if err := w.Patch(context.Background(), c, b, &b.Status, &want); err != nil {
-				t.Fatal(err)
-			}
-			if b.ResourceVersion != "1+1" {
-				t.Fatalf("obj is not the response: resourceVersion %q", b.ResourceVersion)
-			}
-			w.last.Range(func(k, v any) bool { v.(*written[limbov1alpha1.BundleStatus]).resourceVersion = "2"; return true })
-
+			w, _, b := pendingWritten(t)
 			w.Known(tt.cached, &tt.cached.Status)
 			if got := tt.cached.Status.PendingDeletionCount; got != tt.wantPending {
 				t.Errorf("a pass starts from %d pending deletions, want %d", got, tt.wantPending)
@@ -106,14 +115,7 @@ func TestKnown(t *testing.T) {
 // from before limbo's own write computes the status that copy shows. It is
 // written all the same, as a patch from what the API server holds.
 func TestPatchOnStaleCopy(t *testing.T) {
-	var w bundleStatuses
-	c := &statusPatches{}
-	b := bundle("u1", "1")
-	pending := bundle("u1", "", "db").Status
-	if err := w.Patch(context.Background(), c, b, &b.Status, &pending); err != nil {
-		t.Fatal(err)
-	}
-
+	w, c, _ := pendingWritten(t)
 	stale := bundle("u1", "1")
 	w.Known(stale, &stale.Status)
 	none := bundle("u1", "").Status
@@ -147,13 +149,7 @@ func TestPatchOnStaleCopy(t *testing.T) {
 // A failed write leaves the API server's status unknown: the next pass starts
 // from its cache again.
 func TestPatchFailureForgets(t *testing.T) {
-	var w bundleStatuses
-	c := &statusPatches{}
-	b := bundle("u1", "1")
-	pending := bundle("u1", "", "db").Status
-	if err := w.Patch(context.Background(), c, b, &b.Status, &pending); err != nil {
-		t.Fatal(err)
-	}
+	w, c, b := pendingWritten(t)
 	c.err = errors.New("boom")
 	none := bundle("u1", "").Status
 	if err := w.Patch(context.Background(), c, b, &b.Status, &none); err == nil {
