@@ -73,8 +73,11 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), listTimeout)
 	defer cancel()
 
+	// A scrape only reads the cached objects: copying every Bundle (its templates
+	// and status) on each scrape was megabytes of garbage per scrape at a thousand
+	// Bundles.
 	var bundles limbov1alpha1.BundleList
-	if err := r.List(ctx, &bundles); err == nil {
+	if err := r.List(ctx, &bundles, client.UnsafeDisableDeepCopy); err == nil {
 		for _, b := range bundles.Items {
 			ch <- prometheus.MustNewConstMetric(c.pending, prometheus.GaugeValue, float64(b.Status.PendingDeletionCount), b.Namespace, b.Name)
 			if b.Status.NextDeletion != nil {
@@ -83,7 +86,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 	var tombstones limbov1alpha1.TombstoneList
-	if err := r.List(ctx, &tombstones); err == nil {
+	if err := r.List(ctx, &tombstones, client.UnsafeDisableDeepCopy); err == nil {
 		for _, t := range tombstones.Items {
 			labels := []string{t.Namespace, t.Name, t.Labels[limbov1alpha1.LabelBundle], t.Spec.Plugin, t.Spec.Item.Kind}
 			ch <- prometheus.MustNewConstMetric(c.attempts, prometheus.GaugeValue, float64(t.Status.Attempts), labels...)

@@ -1,6 +1,8 @@
 package statusmetrics
 
 import (
+	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -9,12 +11,17 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 )
 
 func TestCollect(t *testing.T) {
+	// copied lists the kinds a scrape listed with deep copies: a scrape reads
+	// every cached Bundle and Tombstone and must not copy them.
+	var copied []string
 	scheme := runtime.NewScheme()
 	if err := limbov1alpha1.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
@@ -29,7 +36,14 @@ func TestCollect(t *testing.T) {
 			Spec:       limbov1alpha1.TombstoneSpec{Plugin: "namespace-gc", Item: limbov1alpha1.ExternalItem{Kind: "StorageOSNamespace", ID: "4f7c"}},
 			Status:     limbov1alpha1.TombstoneStatus{Attempts: 3, DeleteAfter: &next},
 		},
-	).Build()
+	).WithInterceptorFuncs(interceptor.Funcs{List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+		var o client.ListOptions
+		o.ApplyOptions(opts)
+		if o.UnsafeDisableDeepCopy == nil || !*o.UnsafeDisableDeepCopy {
+			copied = append(copied, fmt.Sprintf("%T", list))
+		}
+		return c.List(ctx, list, opts...)
+	}}).Build()
 
 	collector := New()
 	reg := prometheus.NewPedanticRegistry()
@@ -56,6 +70,9 @@ limbo_tombstone_delete_after_timestamp_seconds{bundle="shop",kind="StorageOSName
 `
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want)); err != nil {
 		t.Error(err)
+	}
+	if len(copied) > 0 {
+		t.Errorf("a scrape deep-copied %v; want reads without copies (client.UnsafeDisableDeepCopy)", copied)
 	}
 }
 
