@@ -13,6 +13,11 @@ type Request struct {
 	Method string
 	// Path is the URL path, such as /api/v1/namespaces/ns/configmaps/name.
 	Path string
+	// Accept is the representation asked for: a metadata-only read asks for
+	// PartialObjectMetadata (as=PartialObjectMetadata).
+	Accept string
+	// Watch is set on a watch (a GET with watch=true).
+	Watch bool
 }
 
 func (r Request) String() string { return r.Method + " " + r.Path }
@@ -49,15 +54,31 @@ func (r Request) Resource() string {
 type requestLog struct {
 	mu   sync.Mutex
 	reqs []Request
+	// watches are every watch since the start: informers start once per
+	// controller, so a test that asks how they watch must not lose them to
+	// another test's ResetControllerRequests.
+	watches []Request
 }
 
 func (l *requestLog) wrap(rt http.RoundTripper) http.RoundTripper {
 	return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
+		r := Request{Method: req.Method, Path: req.URL.Path, Accept: req.Header.Get("Accept"), Watch: req.URL.Query().Get("watch") == "true"}
 		l.mu.Lock()
-		l.reqs = append(l.reqs, Request{Method: req.Method, Path: req.URL.Path})
+		l.reqs = append(l.reqs, r)
+		if r.Watch {
+			l.watches = append(l.watches, r)
+		}
 		l.mu.Unlock()
 		return rt.RoundTrip(req)
 	})
+}
+
+// ControllerWatches returns every watch the in-process controller started since
+// its first start (ResetControllerRequests keeps them), oldest first.
+func (e *Env) ControllerWatches() []Request {
+	e.requests.mu.Lock()
+	defer e.requests.mu.Unlock()
+	return append([]Request(nil), e.requests.watches...)
 }
 
 type roundTripperFunc func(*http.Request) (*http.Response, error)

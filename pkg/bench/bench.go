@@ -637,10 +637,17 @@ func (r *runner) runMemory(ctx context.Context) error {
 	}
 	m.ControllerCPUSeconds = round1(s.Sum("process_cpu_seconds_total", nil) - before.Sum("process_cpu_seconds_total", nil))
 	m.HeapMiB = round1(s.Sum("go_memstats_heap_alloc_bytes", nil) / mib)
+	m.RSSAfterGCMiB = round1(s.Sum("process_resident_memory_bytes", nil) / mib)
+	if s, m.SettleSeconds, err = settle(ctx, r.ctrl); err != nil {
+		return err
+	}
 	m.HeapInuseMiB = round1(s.Sum("go_memstats_heap_inuse_bytes", nil) / mib)
 	m.HeapIdleNotReleasedMiB = round1((s.Sum("go_memstats_heap_idle_bytes", nil) - s.Sum("go_memstats_heap_released_bytes", nil)) / mib)
 	m.GoSysMiB = round1(s.Sum("go_memstats_sys_bytes", nil) / mib)
 	m.RSSMiB = round1(s.Sum("process_resident_memory_bytes", nil) / mib)
+	if file, err := r.ctrl.FileRSS(); err == nil {
+		m.FileRSSMiB = round1(file / mib)
+	}
 	if peak, err := r.ctrl.PeakRSS(); err == nil {
 		m.PeakRSSMiB = round1(peak / mib)
 	}
@@ -651,6 +658,43 @@ func (r *runner) runMemory(ctx context.Context) error {
 	r.res.Memory = m
 	fmt.Fprintf(r.log, "limbo-bench: memory: %d objects: heap %.1f MiB, RSS %.1f MiB (peak %.1f MiB)\n", m.Objects, m.HeapMiB, m.RSSMiB, m.PeakRSSMiB)
 	return nil
+}
+
+// Settling: after the garbage collection that ends a converge, the Go runtime
+// returns the freed heap to the OS in the background (its scavenger), within
+// seconds. The steady RSS is read once the RSS has stopped falling.
+const (
+	settlePoll  = 2 * time.Second
+	settleQuiet = 10 * time.Second // no fall of settleStep or more for this long
+	settleStep  = 1 << 20
+	settleLimit = 90 * time.Second
+	rssMetric   = "process_resident_memory_bytes"
+)
+
+// settle polls the controller p's metrics until its RSS has not fallen by a MiB
+// for settleQuiet, or for at most settleLimit, and returns the last metrics and
+// how long it waited.
+func settle(ctx context.Context, p *controllerprocess.Process) (controllerprocess.Samples, float64, error) {
+	start := time.Now()
+	s, err := p.Metrics(ctx)
+	if err != nil {
+		return nil, 0, err
+	}
+	low, lowAt := s.Sum(rssMetric, nil), time.Now()
+	for time.Since(lowAt) < settleQuiet && time.Since(start) < settleLimit {
+		select {
+		case <-ctx.Done():
+			return nil, 0, ctx.Err()
+		case <-time.After(settlePoll):
+		}
+		if s, err = p.Metrics(ctx); err != nil {
+			return nil, 0, err
+		}
+		if rss := s.Sum(rssMetric, nil); rss <= low-settleStep {
+			low, lowAt = rss, time.Now()
+		}
+	}
+	return s, round1(time.Since(start).Seconds()), nil
 }
 
 // updateBundles rewrites the Bundles of indexes with every object except those

@@ -252,7 +252,15 @@ func (p *Process) get(ctx context.Context, url string) ([]byte, error) {
 }
 
 // PeakRSS is the controller's peak resident set size (VmHWM), in bytes.
-func (p *Process) PeakRSS() (float64, error) {
+func (p *Process) PeakRSS() (float64, error) { return p.memoryStatus("VmHWM") }
+
+// FileRSS is the part of the controller's resident set that is file pages
+// (RssFile): the binary's code and read-only data, shared with every process
+// that runs the same binary and dropped by the kernel under memory pressure.
+func (p *Process) FileRSS() (float64, error) { return p.memoryStatus("RssFile") }
+
+// memoryStatus is a memory figure of /proc/<pid>/status (given in kB), in bytes.
+func (p *Process) memoryStatus(field string) (float64, error) {
 	f, err := os.Open(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
 	if err != nil {
 		return 0, err
@@ -260,7 +268,7 @@ func (p *Process) PeakRSS() (float64, error) {
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
+		if rest, ok := strings.CutPrefix(sc.Text(), field+":"); ok {
 			fields := strings.Fields(rest)
 			if len(fields) == 2 && fields[1] == "kB" {
 				kb, err := strconv.ParseFloat(fields[0], 64)
@@ -268,7 +276,7 @@ func (p *Process) PeakRSS() (float64, error) {
 			}
 		}
 	}
-	return 0, errors.New("no VmHWM in /proc/<pid>/status")
+	return 0, fmt.Errorf("no %s in /proc/<pid>/status", field)
 }
 
 // Tail returns the last lines of the file at path, indented, for error messages.
