@@ -233,7 +233,7 @@ func (f *nsgcFixture) waitTombstone(t testing.TB, name, delay string) *limbov1al
 	var ts *limbov1alpha1.Tombstone
 	testenv.Eventually(t, testenv.DefaultTimeout, func() error {
 		if ts = f.tombstone(t, name); ts == nil {
-			return fmt.Errorf("no Tombstone for backend namespace %s; tombstones: %v", name, tombstoneItems(t, f.ns))
+			return fmt.Errorf("no Tombstone for backend namespace %s; tombstones: %v; %s", name, tombstoneItems(t, f.ns), f.diagnosis(name))
 		}
 		return nil
 	})
@@ -267,11 +267,36 @@ func (f *nsgcFixture) waitBackendGone(t testing.TB, name string) {
 	t.Helper()
 	testenv.Eventually(t, testenv.DefaultTimeout, func() error {
 		if f.backendHas(name) {
-			return fmt.Errorf("backend namespace %s still exists; tombstones: %v", name, tombstoneItems(t, f.ns))
+			return fmt.Errorf("backend namespace %s still exists; tombstones: %v; %s", name, tombstoneItems(t, f.ns), f.diagnosis(name))
 		}
 		if ts := f.tombstone(t, name); ts != nil {
 			return fmt.Errorf("the Tombstone of %s is still there: %+v", name, ts.Status)
 		}
 		return nil
 	})
+}
+
+// diagnosis is what a failed wait reports beside the Tombstones: whether the
+// backend still holds the namespace name, the deletes the simulator served, the
+// plugin resource's status and the Bundle's events (a Tombstone that came and
+// went between two polls, a plan that failed, a cancel).
+func (f *nsgcFixture) diagnosis(name string) string {
+	ctx := context.Background()
+	resource := "no Bundle"
+	var b limbov1alpha1.Bundle
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: f.ns, Name: "storage"}, &b); err == nil {
+		resource = "no status"
+		if st := resourceStatus(&b, nsgcResource); st != nil {
+			resource = fmt.Sprintf("%s %s %q", st.State, st.Reason, st.Message)
+		}
+	}
+	var evs []string
+	var list corev1.EventList
+	if err := env.Client.List(ctx, &list, client.InNamespace(f.ns)); err == nil {
+		for _, e := range list.Items {
+			evs = append(evs, fmt.Sprintf("%s %s/%s: %s", e.LastTimestamp.UTC().Format("15:04:05"), e.InvolvedObject.Kind, e.Reason, e.Message))
+		}
+	}
+	return fmt.Sprintf("backend has %s: %v; StorageOS deletes: %d; resource %s: %s; events: %v",
+		name, f.backendHas(name), f.deletes(), nsgcResource, resource, evs)
 }
