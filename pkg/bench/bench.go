@@ -478,6 +478,24 @@ func (r *runner) runNoOp(ctx context.Context) error {
 	return nil
 }
 
+// apiserverMetrics scrapes the API server's /metrics.
+func (r *runner) apiserverMetrics(ctx context.Context) (controllerprocess.Samples, error) {
+	body, err := r.kube.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("API server /metrics: %w", err)
+	}
+	return controllerprocess.ParseMetrics(string(body))
+}
+
+// apiserverCPU is the CPU the API server has used so far, in seconds.
+func (r *runner) apiserverCPU(ctx context.Context) (float64, error) {
+	samples, err := r.apiserverMetrics(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return samples.Sum("process_cpu_seconds_total", nil), nil
+}
+
 // apiserverRequests is apiserver_request_total by "VERB group/resource/subresource",
 // without the control plane's own housekeeping, which no Bundle of the benchmark
 // causes: Leases (heartbeats and leader election; the controller runs without
@@ -485,11 +503,7 @@ func (r *runner) runNoOp(ctx context.Context) error {
 // reconciler of the kubernetes Service) and discovery (no resource), which
 // kube-controller-manager polls.
 func (r *runner) apiserverRequests(ctx context.Context) (map[string]float64, error) {
-	body, err := r.kube.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("API server /metrics: %w", err)
-	}
-	samples, err := controllerprocess.ParseMetrics(string(body))
+	samples, err := r.apiserverMetrics(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -138,8 +138,12 @@ func (r *runner) warmup(ctx context.Context, l *lane) error {
 func (r *runner) runFloor(ctx context.Context, l *lane, c *Converge) error {
 	n := r.cfg.Bundles * r.cfg.Objects
 	fmt.Fprintf(r.log, "limbo-bench: %s: floor: server-side applying %d ConfigMaps with %d workers ...\n", l.name, n, r.cfg.Workers)
+	cpu0, err := r.apiserverCPU(ctx)
+	if err != nil {
+		return err
+	}
 	start := time.Now()
-	err := parallel(ctx, r.cfg.Workers, n, func(ctx context.Context, k int) error {
+	err = parallel(ctx, r.cfg.Workers, n, func(ctx context.Context, k int) error {
 		obj := r.work.floorObject(l.floorNS, k/r.cfg.Objects, k%r.cfg.Objects)
 		return l.floor.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner(floorFieldOwner), client.ForceOwnership)
 	})
@@ -147,6 +151,11 @@ func (r *runner) runFloor(ctx context.Context, l *lane, c *Converge) error {
 		return err
 	}
 	c.FloorSeconds = round3(time.Since(start).Seconds())
+	cpu1, err := r.apiserverCPU(ctx)
+	if err != nil {
+		return err
+	}
+	c.FloorAPIServerCPUSeconds = round1(cpu1 - cpu0)
 	c.Objects = n
 	fmt.Fprintf(r.log, "limbo-bench: %s: floor: %.1fs\n", l.name, c.FloorSeconds)
 	return nil
@@ -173,6 +182,10 @@ func (r *runner) runConverge(ctx context.Context, l *lane, c *Converge) error {
 		}
 		want[l.bundlesNS+"/"+bundles[i].Name] = 1
 	}
+	cpu0, err := r.apiserverCPU(ctx)
+	if err != nil {
+		return err
+	}
 	start := time.Now()
 	if err := parallel(ctx, userConcurrency, len(bundles), func(ctx context.Context, i int) error {
 		return r.user.Create(ctx, bundles[i])
@@ -184,6 +197,11 @@ func (r *runner) runConverge(ctx context.Context, l *lane, c *Converge) error {
 	if err != nil {
 		return err
 	}
+	cpu1, err := r.apiserverCPU(ctx)
+	if err != nil {
+		return err
+	}
+	c.APIServerCPUSeconds = round1(cpu1 - cpu0)
 	c.ControllerSeconds = round3(last.Sub(start).Seconds())
 	c.Ratio = round3(c.ControllerSeconds / c.FloorSeconds)
 	c.Goal = GoalConvergeRatio

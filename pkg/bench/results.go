@@ -101,6 +101,11 @@ type Converge struct {
 	// HeapMiB and RSSMiB are the controller's memory once converged.
 	HeapMiB float64 `json:"heapMiB"`
 	RSSMiB  float64 `json:"rssMiB"`
+	// The CPU the API server used in the floor's run and in the converge (the
+	// Bundles' creation included, as in the timing): on a machine the control
+	// plane shares, the converge ratio cannot beat their ratio by much.
+	FloorAPIServerCPUSeconds float64 `json:"floorAPIServerCPUSeconds"`
+	APIServerCPUSeconds      float64 `json:"apiServerCPUSeconds"`
 }
 
 // Peer is the unthrottled workload converged by a peer controller (kro) on the
@@ -280,6 +285,8 @@ func (r *Results) Print(w io.Writer) {
 	for _, c := range r.converges() {
 		fmt.Fprintf(w, "  converge %s: limbo sent %s, used %.1fs CPU; heap %.1f MiB, RSS %.1f MiB at %d objects\n",
 			c.Lane, formatCounts(c.ControllerRequests), c.ControllerCPUSeconds, c.HeapMiB, c.RSSMiB, c.Objects)
+		fmt.Fprintf(w, "  converge %s: the API server used %.1fs CPU for the floor, %.1fs for limbo's converge (%s)\n",
+			c.Lane, c.FloorAPIServerCPUSeconds, c.APIServerCPUSeconds, cpuRatio(c.APIServerCPUSeconds, c.FloorAPIServerCPUSeconds))
 	}
 	if k := r.Kro; k != nil {
 		fmt.Fprintf(w, "  converge %s: %s sent %s, used %.1fs CPU; RSS %.1f MiB (peak %.1f MiB) at %d objects; flags %s\n",
@@ -421,4 +428,12 @@ func orDefault(s, def string) string {
 		return def
 	}
 	return s
+}
+
+// cpuRatio is a / b as "1.23×", or "n/a" without b.
+func cpuRatio(a, b float64) string {
+	if b <= 0 {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.2f×", a/b)
 }

@@ -51,9 +51,10 @@ func TestHeadline(t *testing.T) {
 
 func TestPrintConvergeLanes(t *testing.T) {
 	res := &Results{
-		Settings:     Settings{Preset: "large", Bundles: 1000, ObjectsPerBundle: 10, Workers: 4},
-		Converge:     Converge{Lane: laneThrottled, QPS: 50, Burst: 100, Objects: 10000, FloorSeconds: 200, ControllerSeconds: 210, Ratio: 1.05, Goal: 1.3, Met: true},
-		Unthrottled:  &Converge{Lane: laneUnthrottled, QPS: 1000, Burst: 2000, Objects: 10000, FloorSeconds: 14, ControllerSeconds: 16, Ratio: 1.143, Goal: 1.3, Met: true},
+		Settings: Settings{Preset: "large", Bundles: 1000, ObjectsPerBundle: 10, Workers: 4},
+		Converge: Converge{Lane: laneThrottled, QPS: 50, Burst: 100, Objects: 10000, FloorSeconds: 200, ControllerSeconds: 210, Ratio: 1.05, Goal: 1.3, Met: true},
+		Unthrottled: &Converge{Lane: laneUnthrottled, QPS: 1000, Burst: 2000, Objects: 10000, FloorSeconds: 14, ControllerSeconds: 16, Ratio: 1.143, Goal: 1.3, Met: true,
+			FloorAPIServerCPUSeconds: 10, APIServerCPUSeconds: 22},
 		Kro:          &Peer{Name: kroName, Version: "v0.9.4", Instances: 1000, Objects: 10000, Seconds: 60, RatioToFloor: 4.286, LimboSpeedup: 3.75, Flags: []string{"--client-qps=1000"}},
 		PhaseSeconds: map[string]float64{"setup": 10, "converge": 250, "converge-unthrottled": 40, "kro": 70},
 	}
@@ -68,6 +69,7 @@ func TestPrintConvergeLanes(t *testing.T) {
 		{"kro's time", "converge unthrottled: kro v0.9.4 (1000 instances)"},
 		{"kro against limbo", "converge unthrottled: kro time / limbo time"},
 		{"kro's flags in the details", "flags --client-qps=1000"},
+		{"the API server's CPU of both runs", "converge unthrottled: the API server used 10.0s CPU for the floor, 22.0s for limbo's converge (2.20×)"},
 		{"the phases in order", "time: setup 10s, converge 250s, converge-unthrottled 40s, kro 70s"},
 	} {
 		if !strings.Contains(out, c.want) {
@@ -91,6 +93,24 @@ func TestWorkloadLine(t *testing.T) {
 	} {
 		if got := (&Results{Settings: c.settings}).workloadLine(); got != c.want {
 			t.Errorf("workloadLine(%+v) = %q, want %q", c.settings, got, c.want)
+		}
+	}
+}
+
+func TestPrintMemory(t *testing.T) {
+	res := &Results{Memory: &Memory{Bundles: 1000, Objects: 10000, HeapMiB: 36.6, RSSMiB: 123.3, RSSAfterGCMiB: 138.3, SettleSeconds: 12.1,
+		PeakRSSMiB: 143.6, FileRSSMiB: 33.8, Goal: GoalMemoryMiB, PeakGoal: GoalPeakMemoryMiB}}
+	var buf bytes.Buffer
+	res.Print(&buf)
+	out := buf.String()
+	for _, c := range []struct{ what, want string }{
+		{"the steady RSS against its goal", "memory: RSS (steady)"},
+		{"the steady RSS's value", "123.3 MiB"},
+		{"the RSS before settling, the wait and the binary's part",
+			"memory: RSS 138.3 MiB right after the converge's garbage collection, steady 12.1s later; of the steady RSS, 33.8 MiB are the binary's file pages"},
+	} {
+		if !strings.Contains(out, c.want) {
+			t.Errorf("Print lacks %s (%q):\n%s", c.what, c.want, out)
 		}
 	}
 }
