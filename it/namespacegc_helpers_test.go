@@ -278,8 +278,9 @@ func (f *nsgcFixture) waitBackendGone(t testing.TB, name string) {
 
 // diagnosis is what a failed wait reports beside the Tombstones: whether the
 // backend still holds the namespace name, the deletes the simulator served, the
-// plugin resource's status and the Bundle's events (a Tombstone that came and
-// went between two polls, a plan that failed, a cancel).
+// plugin resource's status and the events in the test's namespace (the Bundle's
+// and the Tombstones': a Tombstone that came and went between two polls, a plan
+// that failed, a cancel).
 func (f *nsgcFixture) diagnosis(name string) string {
 	ctx := context.Background()
 	resource := "no Bundle"

@@ -651,14 +651,14 @@ func (r *runner) runMemory(ctx context.Context) error {
 	}
 	m.ControllerCPUSeconds = round1(s.Sum("process_cpu_seconds_total", nil) - before.Sum("process_cpu_seconds_total", nil))
 	m.HeapMiB = round1(s.Sum("go_memstats_heap_alloc_bytes", nil) / mib)
-	m.RSSAfterGCMiB = round1(s.Sum("process_resident_memory_bytes", nil) / mib)
-	if s, m.SettleSeconds, err = settle(ctx, r.ctrl); err != nil {
+	m.RSSAfterGCMiB = round1(s.Sum(rssMetric, nil) / mib)
+	if s, m.SettleSeconds, err = settle(ctx, r.ctrl, s); err != nil {
 		return err
 	}
 	m.HeapInuseMiB = round1(s.Sum("go_memstats_heap_inuse_bytes", nil) / mib)
 	m.HeapIdleNotReleasedMiB = round1((s.Sum("go_memstats_heap_idle_bytes", nil) - s.Sum("go_memstats_heap_released_bytes", nil)) / mib)
 	m.GoSysMiB = round1(s.Sum("go_memstats_sys_bytes", nil) / mib)
-	m.RSSMiB = round1(s.Sum("process_resident_memory_bytes", nil) / mib)
+	m.RSSMiB = round1(s.Sum(rssMetric, nil) / mib)
 	if file, err := r.ctrl.FileRSS(); err == nil {
 		m.FileRSSMiB = round1(file / mib)
 	}
@@ -685,16 +685,13 @@ const (
 	rssMetric   = "process_resident_memory_bytes"
 )
 
-// settle polls the controller p's metrics until its RSS has not fallen by a MiB
-// for settleQuiet, or for at most settleLimit, and returns the last metrics and
-// how long it waited.
-func settle(ctx context.Context, p *controllerprocess.Process) (controllerprocess.Samples, float64, error) {
+// settle polls the controller p's metrics, starting from the scrape s just
+// taken, until its RSS has not fallen by a MiB for settleQuiet, or for at most
+// settleLimit, and returns the last metrics and how long it waited.
+func settle(ctx context.Context, p *controllerprocess.Process, s controllerprocess.Samples) (controllerprocess.Samples, float64, error) {
 	start := time.Now()
-	s, err := p.Metrics(ctx)
-	if err != nil {
-		return nil, 0, err
-	}
-	low, lowAt := s.Sum(rssMetric, nil), time.Now()
+	low, lowAt := s.Sum(rssMetric, nil), start
+	var err error
 	for time.Since(lowAt) < settleQuiet && time.Since(start) < settleLimit {
 		select {
 		case <-ctx.Done():

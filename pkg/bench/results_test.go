@@ -58,10 +58,7 @@ func TestPrintConvergeLanes(t *testing.T) {
 		Kro:          &Peer{Name: kroName, Version: "v0.9.4", Instances: 1000, Objects: 10000, Seconds: 60, RatioToFloor: 4.286, LimboSpeedup: 3.75, Flags: []string{"--client-qps=1000"}},
 		PhaseSeconds: map[string]float64{"setup": 10, "converge": 250, "converge-unthrottled": 40, "kro": 70},
 	}
-	var buf bytes.Buffer
-	res.Print(&buf)
-	out := buf.String()
-	for _, c := range []struct{ what, want string }{
+	out := wantPrinted(t, res, []printed{
 		{"the preset", "workload: preset large, 1000 Bundles × 10 ConfigMaps"},
 		{"the headline before the table", "headline: converge 10000 objects at QPS 1000"},
 		{"the throttled floor", "converge throttled (QPS 50, burst 100), 10000 objects: floor"},
@@ -71,11 +68,7 @@ func TestPrintConvergeLanes(t *testing.T) {
 		{"kro's flags in the details", "flags --client-qps=1000"},
 		{"the API server's CPU of both runs", "converge unthrottled: the API server used 10.0s CPU for the floor, 22.0s for limbo's converge (2.20×)"},
 		{"the phases in order", "time: setup 10s, converge 250s, converge-unthrottled 40s, kro 70s"},
-	} {
-		if !strings.Contains(out, c.want) {
-			t.Errorf("Print lacks %s (%q):\n%s", c.what, c.want, out)
-		}
-	}
+	})
 	if strings.Index(out, "headline:") > strings.Index(out, "FIGURE") {
 		t.Errorf("the headline comes after the table:\n%s", out)
 	}
@@ -100,17 +93,28 @@ func TestWorkloadLine(t *testing.T) {
 func TestPrintMemory(t *testing.T) {
 	res := &Results{Memory: &Memory{Bundles: 1000, Objects: 10000, HeapMiB: 36.6, RSSMiB: 123.3, RSSAfterGCMiB: 138.3, SettleSeconds: 12.1,
 		PeakRSSMiB: 143.6, FileRSSMiB: 33.8, Goal: GoalMemoryMiB, PeakGoal: GoalPeakMemoryMiB}}
-	var buf bytes.Buffer
-	res.Print(&buf)
-	out := buf.String()
-	for _, c := range []struct{ what, want string }{
+	wantPrinted(t, res, []printed{
 		{"the steady RSS against its goal", "memory: RSS (steady)"},
 		{"the steady RSS's value", "123.3 MiB"},
 		{"the RSS before settling, the wait and the binary's part",
 			"memory: RSS 138.3 MiB right after the converge's garbage collection, steady 12.1s later; of the steady RSS, 33.8 MiB are the binary's file pages"},
-	} {
+	})
+}
+
+// printed is a line Print must write: what it is, and the text.
+type printed struct{ what, want string }
+
+// wantPrinted checks that res.Print writes every one of wants, and returns what
+// it wrote.
+func wantPrinted(t *testing.T, res *Results, wants []printed) string {
+	t.Helper()
+	var buf bytes.Buffer
+	res.Print(&buf)
+	out := buf.String()
+	for _, c := range wants {
 		if !strings.Contains(out, c.want) {
 			t.Errorf("Print lacks %s (%q):\n%s", c.what, c.want, out)
 		}
 	}
+	return out
 }
