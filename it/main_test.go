@@ -23,13 +23,15 @@ import (
 
 var (
 	env *testenv.Env
-	// external is the test plugin's registry entry: tests drive its items.
+	// external is the test plugin's registry entry: tests drive its items (and
+	// those of its twin with a teardown, registered too).
 	external = testplugin.New()
 )
 
 func TestMain(m *testing.M) {
 	opts := controller.DefaultOptions()
-	registry, err := plugins.NewRegistry(plugins.Options{NamespaceGCInterval: opts.NamespaceGCInterval, NamespaceGCDelay: opts.NamespaceGCDelay}, external)
+	registry, err := plugins.NewRegistry(plugins.Options{NamespaceGCInterval: opts.NamespaceGCInterval, NamespaceGCDelay: opts.NamespaceGCDelay},
+		external, testplugin.NewTearingDown(external))
 	if err != nil {
 		panic(err)
 	}

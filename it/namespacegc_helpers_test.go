@@ -37,6 +37,8 @@ type nsgcFixture struct {
 	ns  string
 	sim *storageossim.Server
 	url string
+	// tombstones are the Tombstones the namespace has held.
+	tombstones *tombstoneLog
 }
 
 // newNSGCFixture makes a namespace, starts a simulator (stopped when t ends) and
@@ -44,6 +46,7 @@ type nsgcFixture struct {
 func newNSGCFixture(t testing.TB) *nsgcFixture {
 	t.Helper()
 	f := &nsgcFixture{ns: env.Namespace(t)}
+	f.tombstones = watchTombstones(t, f.ns)
 	f.sim, f.url = startStorageOS(t)
 	s := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: nsgcSecret, Namespace: f.ns},
@@ -226,21 +229,17 @@ func (f *nsgcFixture) tombstone(t testing.TB, name string) *limbov1alpha1.Tombst
 	return nil
 }
 
-// waitTombstone waits for the Tombstone of the backend namespace name and
-// checks that it stands for that namespace.
+// waitTombstone waits until a Tombstone for the backend namespace name has been
+// made (it may be gone already, with a short delay) and checks that it stands for
+// that namespace.
 func (f *nsgcFixture) waitTombstone(t testing.TB, name, delay string) *limbov1alpha1.Tombstone {
 	t.Helper()
-	var ts *limbov1alpha1.Tombstone
-	testenv.Eventually(t, testenv.DefaultTimeout, func() error {
-		if ts = f.tombstone(t, name); ts == nil {
-			return fmt.Errorf("no Tombstone for backend namespace %s; tombstones: %v; %s", name, tombstoneItems(t, f.ns), f.diagnosis(name))
-		}
-		return nil
-	})
+	ts := f.tombstones.wait(t, "backend namespace "+name, func(item limbov1alpha1.ExternalItem) bool { return item.Name == name },
+		func() string { return fmt.Sprintf("tombstones: %v; %s", tombstoneItems(t, f.ns), f.diagnosis(name)) })
 	want, ok := f.sim.Namespace(name)
 	if !ok {
 		// Possible only with a short delay: the item went already.
-		return ts
+		return &ts
 	}
 	if ts.Spec.Plugin != namespacegc.Name || ts.Spec.Resource != nsgcResource ||
 		ts.Spec.Item != (limbov1alpha1.ExternalItem{Kind: namespacegc.ItemKind, ID: want.ID, Name: name}) ||
@@ -248,7 +247,7 @@ func (f *nsgcFixture) waitTombstone(t testing.TB, name, delay string) *limbov1al
 		t.Errorf("Tombstone = spec %+v, annotations %v; want plugin %s, resource %s, item {%s %s %s}, delay %s",
 			ts.Spec, ts.Annotations, namespacegc.Name, nsgcResource, namespacegc.ItemKind, want.ID, name, delay)
 	}
-	return ts
+	return &ts
 }
 
 // waitTombstoneGone waits until the backend namespace name has no Tombstone.
@@ -267,7 +266,9 @@ func (f *nsgcFixture) waitBackendGone(t testing.TB, name string) {
 	t.Helper()
 	testenv.Eventually(t, testenv.DefaultTimeout, func() error {
 		if f.backendHas(name) {
-			return fmt.Errorf("backend namespace %s still exists; tombstones: %v; %s", name, tombstoneItems(t, f.ns), f.diagnosis(name))
+			return lazyError(func() string {
+				return fmt.Sprintf("backend namespace %s still exists; tombstones: %v; %s", name, tombstoneItems(t, f.ns), f.diagnosis(name))
+			})
 		}
 		if ts := f.tombstone(t, name); ts != nil {
 			return fmt.Errorf("the Tombstone of %s is still there: %+v", name, ts.Status)

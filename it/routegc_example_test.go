@@ -29,7 +29,7 @@ func TestRouteGCExample(t *testing.T) {
 		t.Errorf("bundle.yaml routerID, clusterCIDR = %v, %v; want the demo's", e.Spec["routerID"], e.Spec["clusterCIDR"])
 	}
 	keystone["authURL"] = openstacksim.AuthURL(base)
-	f := &routeGC{t: t, ns: env.Namespace(t), sim: sim, base: base}
+	f := routeGCOn(t, sim, base)
 	f.bundle = e.create(t, f.ns)
 	f.waitReady("3 routes in 198.19.0.0/16, 1 orphaned; 2 servers")
 	f.waitTombstone(openstacksim.DemoRoutes[2], e.Resource().Plugin.DeletionDelay)

@@ -37,6 +37,8 @@ type routeGC struct {
 	sim    *openstacksim.Server
 	base   string
 	bundle *limbov1alpha1.Bundle
+	// tombstones are the Tombstones the namespace has held.
+	tombstones *tombstoneLog
 }
 
 // newRouteGC starts a simulator (stopped when t ends) with the router holding
@@ -54,7 +56,7 @@ func newRouteGC(t testing.TB, cfg openstacksim.Config, routes ...openstacksim.Ro
 		}
 	})
 	sim.AddRouter(rgcRouterID, "cluster-router", routes...)
-	f := &routeGC{t: t, ns: env.Namespace(t), sim: sim, base: base}
+	f := routeGCOn(t, sim, base)
 	c := sim.Config()
 	secret := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: rgcSecret, Namespace: f.ns},
@@ -67,6 +69,13 @@ func newRouteGC(t testing.TB, cfg openstacksim.Config, routes ...openstacksim.Ro
 		t.Fatalf("create Secret: %v", err)
 	}
 	return f
+}
+
+// routeGCOn is the world of a test against the running simulator sim (at base):
+// a fresh namespace, whose Tombstones it logs.
+func routeGCOn(t testing.TB, sim *openstacksim.Server, base string) *routeGC {
+	ns := env.Namespace(t)
+	return &routeGC{t: t, ns: ns, sim: sim, base: base, tombstones: watchTombstones(t, ns)}
 }
 
 // newRouteGCWithOrphan is newRouteGC with two routes: live, to node-1
@@ -151,24 +160,20 @@ func (f *routeGC) tombstoneOf(r openstacksim.Route) *limbov1alpha1.Tombstone {
 	return nil
 }
 
-// waitTombstone waits for the Tombstone of route r and checks that it stands
-// for the route, with the resource's delay.
+// waitTombstone waits until a Tombstone for route r has been made (it may be
+// gone already, with a short delay) and checks that it stands for the route, with
+// the resource's delay.
 func (f *routeGC) waitTombstone(r openstacksim.Route, delay string) *limbov1alpha1.Tombstone {
 	f.t.Helper()
-	var ts *limbov1alpha1.Tombstone
-	testenv.Eventually(f.t, testenv.DefaultTimeout, func() error {
-		if ts = f.tombstoneOf(r); ts == nil {
-			return fmt.Errorf("no Tombstone for route %s; tombstones: %v", routeID(r), tombstoneItems(f.t, f.ns))
-		}
-		return nil
-	})
+	ts := f.tombstones.wait(f.t, "route "+routeID(r), func(item limbov1alpha1.ExternalItem) bool { return item.ID == routeID(r) },
+		func() string { return fmt.Sprintf("tombstones: %v", tombstoneItems(f.t, f.ns)) })
 	want := limbov1alpha1.ExternalItem{Kind: routegc.ItemKind, ID: routeID(r), Name: routeID(r)}
 	if ts.Spec.Plugin != routegc.Name || ts.Spec.Resource != rgcResource || ts.Spec.Item != want ||
 		ts.Annotations[limbov1alpha1.AnnotationDeletionDelay] != delay {
 		f.t.Errorf("Tombstone = spec %+v, annotations %v; want plugin %s, resource %s, item %+v, delay %s",
 			ts.Spec, ts.Annotations, routegc.Name, rgcResource, want, delay)
 	}
-	return ts
+	return &ts
 }
 
 // waitRouteRemoved waits until the route and its Tombstone are gone.

@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/limbo-dev/limbo/it/testenv"
+	"github.com/limbo-dev/limbo/it/testplugin"
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 	"github.com/limbo-dev/limbo/pkg/plugin"
 )
@@ -26,7 +27,7 @@ func TestHangingPluginDoesNotDelayDeadlines(t *testing.T) {
 	ns := env.Namespace(t)
 	domain := external.Domain(ns)
 	domain.Set("kept", true)
-	t.Cleanup(domain.UnblockPlans)
+	t.Cleanup(func() { domain.Unblock(testplugin.PlanCall) })
 	keep := objectResource(t, "keep", configMap("keep", map[string]any{"a": "b"}, nil))
 	items := pluginResource("items", ns, "1h")
 	const delay = 3 * time.Second
@@ -35,11 +36,11 @@ func TestHangingPluginDoesNotDelayDeadlines(t *testing.T) {
 	waitReady(t, b)
 	gone := watchConfigMapDeletion(t, ns, "db")
 
-	domain.BlockPlans()
+	domain.Block(testplugin.PlanCall)
 	updateBundle(t, b, keep, items)
 	var hangingSince time.Time
 	testenv.Eventually(t, testenv.DefaultTimeout, func() error {
-		if hangingSince = domain.BlockedSince(); hangingSince.IsZero() {
+		if hangingSince, _ = domain.BlockedSince(testplugin.PlanCall); hangingSince.IsZero() {
 			return fmt.Errorf("no Plan hangs yet")
 		}
 		return nil
@@ -54,7 +55,7 @@ func TestHangingPluginDoesNotDelayDeadlines(t *testing.T) {
 	if at.Before(deadline) {
 		t.Errorf("db was deleted at %s, before its deadline %s", at, deadline)
 	}
-	if now := domain.BlockedSince(); !now.Equal(hangingSince) {
+	if now, _ := domain.BlockedSince(testplugin.PlanCall); !now.Equal(hangingSince) {
 		t.Fatalf("db was deleted %v after its deadline, once the Plan that hung since %s had returned (hanging now: %v): the hang delayed the deadline",
 			at.Sub(deadline), hangingSince, now)
 	}
@@ -68,10 +69,10 @@ func TestHangingPluginDoesNotDelayDeadlines(t *testing.T) {
 		}
 		return conditionIs(cur, "Ready", metav1.ConditionTrue, "")
 	})
-	if now := domain.BlockedSince(); !now.Equal(hangingSince) {
+	if now, _ := domain.BlockedSince(testplugin.PlanCall); !now.Equal(hangingSince) {
 		t.Fatalf("the status followed the edit only once the hanging Plan had returned (hanging since %s, now %v)", hangingSince, now)
 	}
 
-	domain.UnblockPlans()
+	domain.Unblock(testplugin.PlanCall)
 	waitReady(t, b)
 }

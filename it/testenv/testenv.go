@@ -154,6 +154,10 @@ func (e *Env) run(mgr manager.Manager, opts controller.Options) {
 	go func() { e.controllerDone <- mgr.Start(ctx) }()
 }
 
+// ControllerOptions are the options the in-process controller was last started
+// with.
+func (e *Env) ControllerOptions() controller.Options { return e.controllerOptions }
+
 // RestartController restarts the in-process controller with the options it was
 // started with, as a crash and restart of the controller's Pod would: it builds
 // the new controller first, then stops the running one, calls whileStopped, and

@@ -1,7 +1,8 @@
 // Package testplugin is a plugin for the integration tests: its domain is an
 // in-memory set of external items that tests create, mark desired or not, and make
 // fail, so that the Tombstone path (schedule, force, cancel, retry) is exercised
-// without a real external system.
+// without a real external system. Its twin TearingDown (TeardownName) has a
+// teardown too, which tests can hold like a plan.
 package testplugin
 
 import (
@@ -20,10 +21,21 @@ import (
 	"github.com/limbo-dev/limbo/pkg/plugin"
 )
 
-// Name is the plugin's registered name; ItemKind its items' kind.
+// Name is the plugin's registered name; TeardownName its twin's, which has a
+// teardown; ItemKind their items' kind.
 const (
-	Name     = "test-external"
-	ItemKind = "TestItem"
+	Name         = "test-external"
+	TeardownName = "test-teardown"
+	ItemKind     = "TestItem"
+)
+
+// Call is a kind of plugin call that a test can hold.
+type Call int
+
+// The calls a domain can hold.
+const (
+	PlanCall Call = iota
+	TeardownCall
 )
 
 // Plugin keeps items per domain; a Bundle resource names its domain in its spec
@@ -42,12 +54,17 @@ type Domain struct {
 	planErr error                        // returned by Plan while set
 	nilPlan bool                         // Plan returns neither a result nor an error
 	objects []*unstructured.Unstructured // generated objects
-	// gate, while set, holds every Plan until it is closed or the call's context
-	// ends (the plugin timeout): a hanging domain.
-	gate chan struct{}
-	// waiting maps each Plan held now to the time it began to wait.
-	waiting map[int]time.Time
+	// gates, while set, hold every call of their kind until they are closed or
+	// the call's context ends (the plugin timeout): a hanging domain.
+	gates map[Call]chan struct{}
+	// waiting maps each call held now to its kind and the time it began to wait.
+	waiting map[int]heldCall
 	calls   int
+}
+
+type heldCall struct {
+	call  Call
+	since time.Time
 }
 
 // New returns the plugin.
@@ -116,55 +133,61 @@ func (d *Domain) Generate(objects ...*unstructured.Unstructured) {
 	d.objects = objects
 }
 
-// BlockPlans makes every Plan hang from now on until UnblockPlans, or until its
-// context ends (the plugin call timeout); a hanging Plan returns the context's
+// Block makes every call of kind c hang from now on until Unblock, or until its
+// context ends (the plugin call timeout); a hanging call returns the context's
 // error.
-func (d *Domain) BlockPlans() {
+func (d *Domain) Block(c Call) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.gate == nil {
-		d.gate = make(chan struct{})
+	if d.gates == nil {
+		d.gates = map[Call]chan struct{}{}
+	}
+	if d.gates[c] == nil {
+		d.gates[c] = make(chan struct{})
 	}
 }
 
-// UnblockPlans lets the held Plans go on, and the next ones run at once.
-func (d *Domain) UnblockPlans() {
+// Unblock lets the held calls of kind c go on, and the next ones run at once.
+func (d *Domain) Unblock(c Call) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.gate != nil {
-		close(d.gate)
-		d.gate = nil
+	if gate := d.gates[c]; gate != nil {
+		close(gate)
+		delete(d.gates, c)
 	}
 }
 
-// BlockedSince is when the longest-held Plan held now began to wait; zero when
-// none is held.
-func (d *Domain) BlockedSince() time.Time {
+// BlockedSince is when the longest-held call of kind c held now began to wait,
+// and how many are held; zero when none is.
+func (d *Domain) BlockedSince(c Call) (since time.Time, held int) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	var since time.Time
-	for _, at := range d.waiting {
-		if since.IsZero() || at.Before(since) {
-			since = at
+	for _, w := range d.waiting {
+		if w.call != c {
+			continue
+		}
+		held++
+		if since.IsZero() || w.since.Before(since) {
+			since = w.since
 		}
 	}
-	return since
+	return since, held
 }
 
-// hold waits while the domain's Plans are blocked.
-func (d *Domain) hold(ctx context.Context) error {
+// hold waits while the domain's calls of kind c are blocked.
+func (d *Domain) hold(ctx context.Context, c Call) error {
 	d.mu.Lock()
-	gate := d.gate
+	gate := d.gates[c]
 	if gate == nil {
 		d.mu.Unlock()
 		return nil
 	}
 	if d.waiting == nil {
-		d.waiting = map[int]time.Time{}
+		d.waiting = map[int]heldCall{}
 	}
 	d.calls++
 	call := d.calls
-	d.waiting[call] = time.Now()
+	d.waiting[call] = heldCall{call: c, since: time.Now()}
 	d.mu.Unlock()
 	defer func() {
 		d.mu.Lock()
@@ -203,7 +226,7 @@ func (p *Plugin) Plan(ctx context.Context, req plugin.Request) (*plugin.Result, 
 	if err != nil {
 		return nil, err
 	}
-	if err := d.hold(ctx); err != nil {
+	if err := d.hold(ctx, PlanCall); err != nil {
 		return nil, err
 	}
 	d.mu.Lock()
@@ -249,3 +272,29 @@ func (p *Plugin) DeleteExternal(_ context.Context, req plugin.Request, item limb
 
 // ErrInjected is a convenient failure for tests.
 var ErrInjected = errors.New("injected failure")
+
+// TearingDown is the plugin with a teardown: Plan and DeleteExternal are the test
+// plugin's, and its Teardown is done at once unless the domain holds it.
+type TearingDown struct{ *Plugin }
+
+// NewTearingDown returns the twin of p with a teardown, sharing p's domains.
+func NewTearingDown(p *Plugin) TearingDown { return TearingDown{p} }
+
+// Describe names the twin.
+func (p TearingDown) Describe() plugin.Description {
+	d := p.Plugin.Describe()
+	d.Name = TeardownName
+	return d
+}
+
+// Teardown is done once the domain lets it run.
+func (p TearingDown) Teardown(ctx context.Context, req plugin.Request) (*plugin.TeardownResult, error) {
+	d, err := p.domainOf(req.Spec)
+	if err != nil {
+		return nil, err
+	}
+	if err := d.hold(ctx, TeardownCall); err != nil {
+		return nil, err
+	}
+	return &plugin.TeardownResult{Done: true, Message: "torn down"}, nil
+}

@@ -52,7 +52,11 @@ func (p *pass) syncPlugin(ctx context.Context, res *bundlespec.Resource) (limbov
 		return fail(limbov1alpha1.ResourceError, limbov1alpha1.ReasonReferenceError, "%v", err)
 	}
 	req := plugin.Request{Bundle: p.bundle, Resource: res.Name, Spec: spec, Client: p.r.Client, Reader: p.r.APIReader, Now: p.r.Clock.Now()}
-	planned := p.r.planner.plan(ctx, p.bundle, plug, req)
+	planned := p.r.plans.call(ctx, p.bundle, res.Name, spec, func(ctx context.Context, b *limbov1alpha1.Bundle) (*plugin.Result, error) {
+		req := req
+		req.Bundle = b
+		return plug.Plan(ctx, req)
+	})
 	result, err := planned.result, planned.err
 	desc := plug.Describe()
 	if result == nil && err == nil && !planned.current {

@@ -66,7 +66,9 @@ type Reconciler struct {
 	orphanCascades orphanCascades
 	// statuses writes Bundle status, and knows it ahead of the cache.
 	statuses statuswrite.Writer[limbov1alpha1.BundleStatus, *limbov1alpha1.BundleStatus]
-	planner  *planner
+	// plans and teardowns run plugin calls beside the passes.
+	plans     *backgroundCalls[*plugin.Result]
+	teardowns *backgroundCalls[*plugin.TeardownResult]
 }
 
 // Reconcile runs one pass over a Bundle, or one step of its teardown. A Conflict
@@ -86,7 +88,8 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if apierrors.IsNotFound(err) {
 			r.Metrics.forget(req.String())
 			r.statuses.Forget(req.NamespacedName)
-			r.planner.forgetBundle(req.NamespacedName)
+			r.plans.forgetBundle(req.NamespacedName)
+			r.teardowns.forgetBundle(req.NamespacedName)
 			r.Engine.Metrics.SetPending("bundle/"+req.String(), 0)
 			return ctrl.Result{}, nil
 		}

@@ -93,8 +93,9 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) (*Reconciler, error) {
 	if r.Metrics == nil {
 		r.Metrics = NewMetrics(nil)
 	}
-	plansDone := make(chan event.GenericEvent, 1024)
-	r.planner = newPlanner(plansDone)
+	callsDone := make(chan event.GenericEvent, 1024)
+	r.plans = newBackgroundCalls[*plugin.Result](callsDone)
+	r.teardowns = newBackgroundCalls[*plugin.TeardownResult](callsDone)
 	c, err := ctrl.NewControllerManagedBy(mgr).
 		Named("bundle").
 		// The first predicate only records (and passes every event): the cascade
@@ -102,8 +103,8 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) (*Reconciler, error) {
 		For(&limbov1alpha1.Bundle{}, builder.WithPredicates(r.orphanCascades.predicate(), bundleChanged)).
 		// A Tombstone's progress (attempts, lastError, gone) shows in pendingDeletions.
 		Owns(&limbov1alpha1.Tombstone{}).
-		// A plugin plan that outlasted its pass triggers the next one.
-		WatchesRawSource(source.Channel(plansDone, &handler.EnqueueRequestForObject{})).
+		// A plugin call that outlasted its pass triggers the next one.
+		WatchesRawSource(source.Channel(callsDone, &handler.EnqueueRequestForObject{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: opts.Workers, RateLimiter: retryRateLimiter()}).
 		Build(r)
 	if err != nil {

@@ -179,7 +179,8 @@ func (r *Reconciler) tearDownResources(plan *bundlespec.Plan) map[string]bool {
 // teardownPlugins runs one pass of the teardown of every plugin resource that has
 // one: the plugin's items go through the engine (stamped with the resource's
 // deletionDelay, deleted at the deadline), its events are emitted and its state is
-// kept on the Bundle.
+// kept on the Bundle. A Teardown call runs beside the passes (r.teardowns): while
+// one is still running, its resource remains and shows the items it left before.
 func (r *Reconciler) teardownPlugins(ctx context.Context, b *limbov1alpha1.Bundle, plan *bundlespec.Plan) pluginTeardowns {
 	out := pluginTeardowns{resources: r.tearDownResources(plan), requeueAfter: teardownInterval}
 	if plan == nil {
@@ -191,7 +192,17 @@ func (r *Reconciler) teardownPlugins(ctx context.Context, b *limbov1alpha1.Bundl
 		}
 		res := plan.Resources[name]
 		p, _ := r.Plugins.Get(res.Plugin.Name)
-		result, err := r.teardownPlugin(ctx, b, name, p.(plugin.TearDowner))
+		call := r.teardownPlugin(ctx, b, name, p.(plugin.TearDowner))
+		if !call.current {
+			out.remaining = append(out.remaining, fmt.Sprintf("plugin resource %s (its teardown call is running)", name))
+			for _, pd := range b.Status.PendingDeletions {
+				if pd.Resource == name {
+					out.pending = append(out.pending, pd)
+				}
+			}
+			continue
+		}
+		result, err := call.result, call.err
 		if result != nil {
 			for _, ev := range result.Events {
 				r.Recorder.Event(b, ev.Type, ev.Reason, ev.Message)
@@ -227,32 +238,43 @@ func (r *Reconciler) teardownPlugins(ctx context.Context, b *limbov1alpha1.Bundl
 	return out
 }
 
-// teardownPlugin runs one Teardown call of the plugin resource name and keeps the
-// state it returns on the Bundle.
-func (r *Reconciler) teardownPlugin(ctx context.Context, b *limbov1alpha1.Bundle, name string, tearDowner plugin.TearDowner) (*plugin.TeardownResult, error) {
+// teardownPlugin runs one Teardown call of the plugin resource name, beside the
+// pass, and keeps the state a finished call returned on the Bundle. The outcome
+// is current when there is a finished call to act on.
+func (r *Reconciler) teardownPlugin(ctx context.Context, b *limbov1alpha1.Bundle, name string, tearDowner plugin.TearDowner) callOutcome[*plugin.TeardownResult] {
 	spec, err := plugin.ResolveSpecFromStatus(ctx, r.APIReader, b, name)
 	if err != nil {
-		return nil, fmt.Errorf("spec: %w", err)
+		return callOutcome[*plugin.TeardownResult]{err: fmt.Errorf("spec: %w", err), current: true}
 	}
 	key := limbov1alpha1.AnnotationTeardownStatePrefix + name
 	req := plugin.Request{Bundle: b, Resource: name, Spec: spec, Client: r.Client, Reader: r.APIReader, Now: r.Clock.Now(), TeardownState: b.Annotations[key]}
-	result, err := plugin.WithTimeout(ctx, func(ctx context.Context) (*plugin.TeardownResult, error) { return tearDowner.Teardown(ctx, req) })
-	if result == nil {
-		if err == nil {
-			err = errors.New("the plugin returned no result")
-		}
-		return nil, err
+	// The call's input is the spec and the state it resumes from: a result is
+	// acted on once, and the next call starts from the state it left.
+	input := append(append(append([]byte{}, spec...), 0), req.TeardownState...)
+	out := r.teardowns.call(ctx, b, name, input, func(ctx context.Context, b *limbov1alpha1.Bundle) (*plugin.TeardownResult, error) {
+		req := req
+		req.Bundle = b
+		return tearDowner.Teardown(ctx, req)
+	})
+	if !out.current {
+		return out
 	}
-	if result.State != b.Annotations[key] {
-		patch, merr := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{key: result.State}}})
+	if out.result == nil {
+		if out.err == nil {
+			out.err = errors.New("the plugin returned no result")
+		}
+		return out
+	}
+	if out.result.State != req.TeardownState {
+		patch, merr := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{key: out.result.State}}})
 		if merr == nil {
 			merr = r.Client.Patch(ctx, b, client.RawPatch(types.MergePatchType, patch))
 		}
 		if merr != nil {
-			return result, errors.Join(err, fmt.Errorf("keep the teardown state: %w", merr))
+			out.err = errors.Join(out.err, fmt.Errorf("keep the teardown state: %w", merr))
 		}
 	}
-	return result, err
+	return out
 }
 
 func describeObjects(objects []*unstructured.Unstructured) []string {

@@ -1,0 +1,165 @@
+package bundle
+
+import (
+	"context"
+	"crypto/sha256"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+
+	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+	"github.com/limbo-dev/limbo/pkg/plugin"
+)
+
+// callWait is how long a pass waits for a plugin call it started before it goes
+// on without the result: a slow or hanging plugin (up to plugin.CallTimeout) never
+// holds a Bundle worker, so it never delays another resource's or another
+// Bundle's deadline.
+const callWait = 2 * time.Second
+
+// backgroundCalls runs plugin calls of one kind (plans, teardowns) beside the
+// passes. At most one call per plugin resource runs at a time (a poll never
+// overlaps the previous one). The pass that starts a call waits for it up to
+// callWait; a call that outlasts that finishes in the background, is kept, and
+// triggers its Bundle, whose next pass takes it. A pass that finds a call still
+// running does not wait at all.
+type backgroundCalls[T any] struct {
+	// done is told of the Bundle of every call that finished in the background.
+	done chan<- event.GenericEvent
+	// wait is how long the pass that starts a call waits for it (callWait).
+	wait time.Duration
+
+	mu    sync.Mutex
+	calls map[callKey]*callState[T]
+}
+
+type callKey struct {
+	bundle   types.NamespacedName
+	uid      types.UID
+	resource string
+}
+
+type callState[T any] struct {
+	// inputHash is the hash of the running or last call's input.
+	inputHash [32]byte
+	running   bool
+	// result and err are the last finished call; unread reports that no pass took
+	// it yet; seen that some pass did (so the resource's last known state exists).
+	result T
+	err    error
+	unread bool
+	seen   bool
+	// notify: a pass stopped waiting for the running call, so its end must
+	// trigger the Bundle.
+	notify bool
+	// finished closes when the running call finishes.
+	finished chan struct{}
+}
+
+// callOutcome is what a pass gets for a plugin resource.
+type callOutcome[T any] struct {
+	result T
+	err    error
+	// current: the result comes from a call of the current input that no pass has
+	// taken yet, so it is the truth to act on. Otherwise it is the last known
+	// state, and known says whether there is one (none while the first call runs).
+	current, known bool
+}
+
+func newBackgroundCalls[T any](done chan<- event.GenericEvent) *backgroundCalls[T] {
+	return &backgroundCalls[T]{done: done, wait: callWait, calls: map[callKey]*callState[T]{}}
+}
+
+// call returns the outcome of the call of b's plugin resource on input: one that
+// finished since the last pass, or a new one (run by call) if it finishes within
+// the wait, or else the last known state. A new call gets its own copy of b: the
+// pass goes on with b while the call may still run.
+func (c *backgroundCalls[T]) call(ctx context.Context, b *limbov1alpha1.Bundle, resource string, input []byte, call func(context.Context, *limbov1alpha1.Bundle) (T, error)) callOutcome[T] {
+	key := callKey{bundle: types.NamespacedName{Namespace: b.Namespace, Name: b.Name}, uid: b.UID, resource: resource}
+	hash := sha256.Sum256(input)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st := c.calls[key]
+	if st == nil {
+		st = &callState[T]{}
+		c.calls[key] = st
+	}
+	if st.unread && st.inputHash == hash {
+		return st.take(hash)
+	}
+	if st.running { // started by an earlier pass: its end triggers the Bundle
+		st.notify = true
+		return st.lastKnown()
+	}
+	st.running, st.inputHash, st.finished = true, hash, make(chan struct{})
+	finished := st.finished
+	go c.run(key, b.DeepCopy(), call, finished)
+	c.mu.Unlock()
+
+	timer := time.NewTimer(c.wait)
+	defer timer.Stop()
+	select {
+	case <-finished:
+	case <-timer.C:
+	case <-ctx.Done():
+	}
+	c.mu.Lock()
+	if st.unread { // finished
+		return st.take(hash)
+	}
+	st.notify = true
+	return st.lastKnown()
+}
+
+// take hands the finished call to a pass; it is current only for the input's
+// hash. The caller holds the lock.
+func (st *callState[T]) take(hash [32]byte) callOutcome[T] {
+	st.unread, st.seen, st.notify = false, true, false
+	return callOutcome[T]{result: st.result, err: st.err, current: st.inputHash == hash, known: true}
+}
+
+// lastKnown is the last call a pass took, if any. The caller holds the lock.
+func (st *callState[T]) lastKnown() callOutcome[T] {
+	if !st.seen {
+		return callOutcome[T]{}
+	}
+	return callOutcome[T]{result: st.result, err: st.err, known: true}
+}
+
+// run calls in the background, under plugin.CallTimeout but not under the pass's
+// context, and keeps the result.
+func (c *backgroundCalls[T]) run(key callKey, b *limbov1alpha1.Bundle, call func(context.Context, *limbov1alpha1.Bundle) (T, error), finished chan struct{}) {
+	result, err := plugin.WithTimeout(context.Background(), func(ctx context.Context) (T, error) { return call(ctx, b) })
+	c.mu.Lock()
+	st, ok := c.calls[key]
+	if !ok { // the Bundle is gone
+		c.mu.Unlock()
+		return
+	}
+	st.result, st.err, st.unread, st.running = result, err, true, false
+	notify := st.notify
+	close(finished)
+	c.mu.Unlock()
+	if !notify {
+		return // the pass that waited takes it
+	}
+	select {
+	case c.done <- event.GenericEvent{Object: b}:
+	default:
+		// The channel is full: a trigger for some Bundle is queued; the periodic
+		// resync and the poll interval are the safety net.
+	}
+}
+
+// forgetBundle drops the calls of a Bundle that is gone.
+func (c *backgroundCalls[T]) forgetBundle(name types.NamespacedName) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for key := range c.calls {
+		if key.bundle == name {
+			delete(c.calls, key)
+		}
+	}
+}
