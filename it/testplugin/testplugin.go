@@ -16,6 +16,7 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 	"github.com/limbo-dev/limbo/pkg/plugin"
@@ -43,6 +44,8 @@ const (
 type Plugin struct {
 	mu      sync.Mutex
 	domains map[string]*Domain
+	// forgotten are the Bundles the controller said are gone (plugin.Forgetter).
+	forgotten map[types.UID]bool
 }
 
 // Domain is one test's set of items.
@@ -68,7 +71,21 @@ type heldCall struct {
 }
 
 // New returns the plugin.
-func New() *Plugin { return &Plugin{domains: map[string]*Domain{}} }
+func New() *Plugin { return &Plugin{domains: map[string]*Domain{}, forgotten: map[types.UID]bool{}} }
+
+// ForgetBundle records that the Bundle whose UID is uid is gone.
+func (p *Plugin) ForgetBundle(uid types.UID) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.forgotten[uid] = true
+}
+
+// Forgotten reports whether the controller said the Bundle whose UID is uid is gone.
+func (p *Plugin) Forgotten(uid types.UID) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.forgotten[uid]
+}
 
 // Domain returns the domain called name, creating it.
 func (p *Plugin) Domain(name string) *Domain {

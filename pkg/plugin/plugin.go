@@ -8,6 +8,7 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
@@ -84,6 +85,13 @@ type TeardownResult struct {
 	RequeueAfter time.Duration
 	// Events are emitted on the Bundle.
 	Events []Event
+}
+
+// Forgetter is implemented by plugins that keep in-memory state per Bundle
+// resource (ResourceStates): ForgetBundle drops the state of a Bundle that is
+// gone, by its UID, so that the state of Bundles long deleted does not pile up.
+type Forgetter interface {
+	ForgetBundle(uid types.UID)
 }
 
 // Request is the input of a plugin call.

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	k8svalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -73,6 +74,19 @@ func (r *Registry) Get(name string) (Plugin, bool) {
 	}
 	p, ok := r.plugins[name]
 	return p, ok
+}
+
+// ForgetBundle tells every plugin that keeps state per Bundle resource (a
+// Forgetter) that the Bundle whose UID is uid is gone.
+func (r *Registry) ForgetBundle(uid types.UID) {
+	if r == nil {
+		return
+	}
+	for _, p := range r.plugins {
+		if f, ok := p.(Forgetter); ok {
+			f.ForgetBundle(uid)
+		}
+	}
 }
 
 // Names lists the registered plugins, sorted.

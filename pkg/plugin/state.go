@@ -1,10 +1,16 @@
 package plugin
 
-import "sync"
+import (
+	"strings"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/types"
+)
 
 // ResourceStates keeps a plugin's in-memory state per Bundle resource (by the
 // Bundle's UID, so that a re-created Bundle starts afresh). The zero value is
-// ready; New makes the state of a resource seen for the first time.
+// ready; New makes the state of a resource seen for the first time. A plugin that
+// keeps one is a Forgetter, whose ForgetBundle calls Forget.
 type ResourceStates[T any] struct {
 	New func() *T
 
@@ -26,4 +32,23 @@ func (s *ResourceStates[T]) Of(req Request) *T {
 		s.states[key] = st
 	}
 	return st
+}
+
+// Forget drops the states of the resources of the Bundle whose UID is uid.
+func (s *ResourceStates[T]) Forget(uid types.UID) {
+	prefix := string(uid) + "/"
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for key := range s.states {
+		if strings.HasPrefix(key, prefix) {
+			delete(s.states, key)
+		}
+	}
+}
+
+// Len is the number of resources with a state.
+func (s *ResourceStates[T]) Len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.states)
 }

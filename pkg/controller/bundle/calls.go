@@ -3,6 +3,7 @@ package bundle
 import (
 	"context"
 	"crypto/sha256"
+	"slices"
 	"sync"
 	"time"
 
@@ -153,13 +154,19 @@ func (c *backgroundCalls[T]) run(key callKey, b *limbov1alpha1.Bundle, call func
 	}
 }
 
-// forgetBundle drops the calls of a Bundle that is gone.
-func (c *backgroundCalls[T]) forgetBundle(name types.NamespacedName) {
+// forgetBundle drops the calls of a Bundle that is gone, and returns the UIDs
+// they were made for (one Bundle of the name, or more if it was re-created).
+func (c *backgroundCalls[T]) forgetBundle(name types.NamespacedName) []types.UID {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	var uids []types.UID
 	for key := range c.calls {
 		if key.bundle == name {
 			delete(c.calls, key)
+			if !slices.Contains(uids, key.uid) {
+				uids = append(uids, key.uid)
+			}
 		}
 	}
+	return uids
 }

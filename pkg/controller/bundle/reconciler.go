@@ -88,8 +88,11 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if apierrors.IsNotFound(err) {
 			r.Metrics.forget(req.String())
 			r.statuses.Forget(req.NamespacedName)
-			r.plans.forgetBundle(req.NamespacedName)
-			r.teardowns.forgetBundle(req.NamespacedName)
+			// A plugin's state of the Bundle was made by a call of it: the
+			// calls know every UID the plugins may remember.
+			for _, uid := range append(r.plans.forgetBundle(req.NamespacedName), r.teardowns.forgetBundle(req.NamespacedName)...) {
+				r.Plugins.ForgetBundle(uid)
+			}
 			r.Engine.Metrics.SetPending("bundle/"+req.String(), 0)
 			return ctrl.Result{}, nil
 		}

@@ -24,6 +24,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
@@ -104,6 +105,9 @@ func (p *Plugin) Describe() plugin.Description {
 		Watches: []client.Object{&corev1.Namespace{}},
 	}
 }
+
+// ForgetBundle drops what the plugin remembers of a Bundle that is gone.
+func (p *Plugin) ForgetBundle(uid types.UID) { p.state.Forget(uid) }
 
 // Plan computes the inventory: the backend's namespaces, desired while a
 // Kubernetes Namespace of the same name exists (or excluded).

@@ -299,6 +299,19 @@ func TestPlanDeletionDrivenOrphan(t *testing.T) {
 	expectJudged(t, f.judged(f.mustPlan(spec, t0.Add(6*time.Second))), map[string]bool{"default": true, "b": true})
 }
 
+// ForgetBundle drops what the plugin remembered of the Bundle: a resource of the
+// same UID (which no real Bundle reuses) starts afresh, without the Namespaces it
+// saw, so a deletion it did not see is not an orphan.
+func TestForgetBundle(t *testing.T) {
+	f := newFixture(t, namespacegc.Options{}, "default", "a")
+	f.sim.AddNamespace("a")
+	spec := f.spec(noGC)
+	f.mustPlan(spec, t0)
+	f.plugin.ForgetBundle(f.bundle.UID)
+	f.deleteNamespace("a")
+	expectJudged(t, f.judged(f.mustPlan(spec, t0.Add(time.Second))), map[string]bool{"default": true})
+}
+
 // A backend namespace that never had a Kubernetes Namespace (while the plugin
 // watched) is judged only by the periodic GC: first gcDelay after the plugin
 // first runs, then every gcInterval. The plan asks to run again at the next GC.

@@ -40,6 +40,7 @@ import (
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
@@ -131,6 +132,9 @@ func New(opts Options) *Plugin {
 const durationPattern = `^(0|([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+)$`
 
 // Describe names the plugin and its schema. It watches nothing in Kubernetes:
+// ForgetBundle drops what the plugin remembers of a Bundle that is gone.
+func (p *Plugin) ForgetBundle(uid types.UID) { p.state.Forget(uid) }
+
 // OpenStack is polled.
 func (p *Plugin) Describe() plugin.Description {
 	nonEmpty := apiextensionsv1.JSONSchemaProps{Type: "string", MinLength: ptr.To(int64(1))}
