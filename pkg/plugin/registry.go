@@ -7,9 +7,7 @@ import (
 	"sort"
 	"strings"
 
-	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	"k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -26,12 +24,12 @@ import (
 // the Bundle reconciler validates plugin resources with.
 type Registry struct {
 	plugins    map[string]Plugin
-	validators map[string]validation.SchemaValidator
+	validators map[string]*specValidator
 }
 
 // NewRegistry registers plugins; a duplicate name or a broken schema is an error.
 func NewRegistry(plugins ...Plugin) (*Registry, error) {
-	r := &Registry{plugins: map[string]Plugin{}, validators: map[string]validation.SchemaValidator{}}
+	r := &Registry{plugins: map[string]Plugin{}, validators: map[string]*specValidator{}}
 	for _, p := range plugins {
 		if err := r.Register(p); err != nil {
 			return nil, err
@@ -53,11 +51,7 @@ func (r *Registry) Register(p Plugin) error {
 		if err := checkSchema(field.NewPath("spec"), d.Schema); err != nil {
 			return fmt.Errorf("plugin %q schema: %w", d.Name, err)
 		}
-		internal := &apiextensions.JSONSchemaProps{}
-		if err := apiextensionsv1.Convert_v1_JSONSchemaProps_To_apiextensions_JSONSchemaProps(d.Schema, internal, nil); err != nil {
-			return fmt.Errorf("plugin %q schema: %w", d.Name, err)
-		}
-		v, _, err := validation.NewSchemaValidator(internal)
+		v, err := newSpecValidator(d.Schema)
 		if err != nil {
 			return fmt.Errorf("plugin %q schema: %w", d.Name, err)
 		}
@@ -114,7 +108,7 @@ func (r *Registry) ValidateSpec(name string, spec *apiextensionsv1.JSON) error {
 			return fmt.Errorf("spec: %w", err)
 		}
 	}
-	if errs := validation.ValidateCustomResource(field.NewPath("spec"), value, v); len(errs) > 0 {
+	if errs := v.validate(field.NewPath("spec"), value); len(errs) > 0 {
 		return errs.ToAggregate()
 	}
 	return nil

@@ -29,7 +29,9 @@ func (fakePlugin) Plan(context.Context, plugin.Request) (*plugin.Result, error) 
 func named(name string) fakePlugin { return fakePlugin{plugin.Description{Name: name}} }
 
 // widgetSchema is a schema using the features plugins use: required fields,
-// types, minLength, patterns, enums, arrays and closed objects.
+// types, minLength, maxLength, patterns, enums, arrays and closed objects. Its
+// error messages are the API server's for a custom resource (checked against
+// apiextensions-apiserver's validation when the registry stopped using it).
 func widgetSchema() *apiextensionsv1.JSONSchemaProps {
 	str := apiextensionsv1.JSONSchemaProps{Type: "string"}
 	return &apiextensionsv1.JSONSchemaProps{
@@ -40,7 +42,8 @@ func widgetSchema() *apiextensionsv1.JSONSchemaProps {
 			"interval": {Type: "string", Pattern: `^[0-9]+[smh]$`},
 			"mode":     {Type: "string", Enum: []apiextensionsv1.JSON{{Raw: []byte(`"fast"`)}, {Raw: []byte(`"safe"`)}}},
 			"size":     {Type: "integer", Minimum: ptr.To(1.0)},
-			"tags":     {Type: "array", Items: &apiextensionsv1.JSONSchemaPropsOrArray{Schema: &str}},
+			"code":     {Type: "string", MaxLength: ptr.To(int64(3))},
+			"tags":     {Type: "array", MaxItems: ptr.To(int64(2)), Items: &apiextensionsv1.JSONSchemaPropsOrArray{Schema: &str}},
 			"ref": {Type: "object", Required: []string{"name"},
 				Properties: map[string]apiextensionsv1.JSONSchemaProps{"name": str}},
 		},
@@ -95,7 +98,7 @@ func TestRegistryRegisterErrors(t *testing.T) {
 		{name: "schema with an unparsable default",
 			plugins: []plugin.Plugin{fakePlugin{plugin.Description{Name: "broken", Schema: &apiextensionsv1.JSONSchemaProps{
 				Type: "object", Default: &apiextensionsv1.JSON{Raw: []byte("{bad")}}}}},
-			want: `plugin "broken" schema: invalid character 'b' looking for beginning of object key string`},
+			want: `plugin "broken" schema: json: error calling MarshalJSON for type *v1.JSON: invalid character 'b' looking for beginning of object key string`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r, err := plugin.NewRegistry(tc.plugins...)
@@ -162,6 +165,10 @@ func TestRegistryValidateSpec(t *testing.T) {
 			want: `spec.size: Invalid value: 0: size in body should be greater than or equal to 1`},
 		{name: "array items", plugin: "widget", spec: spec(`{"name":"w","tags":[1]}`),
 			want: `spec.tags[0]: Invalid value: "number": tags[0] in body must be of type string: "number"`},
+		{name: "maxLength", plugin: "widget", spec: spec(`{"name":"w","code":"abcd"}`),
+			want: `spec.code: Too long: may not be more than 3 bytes`},
+		{name: "maxItems", plugin: "widget", spec: spec(`{"name":"w","tags":["a","b","c"]}`),
+			want: `spec.tags: Too many: 3: must have at most 2 items`},
 		{name: "nested required", plugin: "widget", spec: spec(`{"name":"w","ref":{}}`), want: `spec.ref.name: Required value`},
 		{name: "several errors are all reported", plugin: "widget", spec: spec(`{"mode":"x","extra":true}`),
 			want: `[spec: Invalid value: "extra": .extra in body is a forbidden property, spec.mode: Unsupported value: "x": supported values: "fast", "safe", spec.name: Required value]`},
