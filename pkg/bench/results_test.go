@@ -93,12 +93,28 @@ func TestWorkloadLine(t *testing.T) {
 func TestPrintMemory(t *testing.T) {
 	res := &Results{Memory: &Memory{Bundles: 1000, Objects: 10000, HeapMiB: 36.6, RSSMiB: 123.3, RSSAfterGCMiB: 138.3, SettleSeconds: 12.1,
 		PeakRSSMiB: 143.6, FileRSSMiB: 33.8, Goal: GoalMemoryMiB, PeakGoal: GoalPeakMemoryMiB}}
-	wantPrinted(t, res, []printed{
+	out := wantPrinted(t, res, []printed{
 		{"the steady RSS against its goal", "memory: RSS (steady)"},
 		{"the steady RSS's value", "123.3 MiB"},
 		{"the RSS before settling, the wait and the binary's part",
 			"memory: RSS 138.3 MiB right after the converge's garbage collection, steady 12.1s later; of the steady RSS, 33.8 MiB are the binary's file pages"},
 	})
+	// Each figure is judged against its own goal: a peak within its goal is met
+	// although the steady RSS is not.
+	for row, want := range map[string]string{"memory: RSS (steady)": "NO", "memory: peak RSS": "yes"} {
+		found := false
+		for _, line := range strings.Split(out, "\n") {
+			if strings.HasPrefix(line, row) {
+				found = true
+				if fields := strings.Fields(line); fields[len(fields)-1] != want {
+					t.Errorf("row %q: %q, want it to end with %s", row, line, want)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("no row %q in:\n%s", row, out)
+		}
+	}
 }
 
 // printed is a line Print must write: what it is, and the text.
