@@ -186,6 +186,8 @@ func TestTeardownForegroundCascade(t *testing.T) {
 	}
 }
 
+// deleteBundle deletes a Bundle as `kubectl delete bundle --cascade=...` does;
+// background is kubectl's default.
 func deleteBundle(t testing.TB, b *limbov1alpha1.Bundle, policy metav1.DeletionPropagation) {
 	t.Helper()
 	if err := env.Client.Delete(context.Background(), getBundle(t, b), client.PropagationPolicy(policy)); err != nil {
@@ -193,6 +195,7 @@ func deleteBundle(t testing.TB, b *limbov1alpha1.Bundle, policy metav1.DeletionP
 	}
 }
 
+// waitBundleGone waits until the Bundle no longer exists.
 func waitBundleGone(t testing.TB, b *limbov1alpha1.Bundle) {
 	t.Helper()
 	testenv.Eventually(t, testenv.DefaultTimeout, func() error {

@@ -32,7 +32,7 @@ func TestOrphanCascadeDoneBeforeLimboLooks(t *testing.T) {
 	b = waitReady(t, b)
 	first.Stop()
 
-	deleteBundleWithPolicy(t, b, metav1.DeletePropagationOrphan)
+	deleteBundle(t, b, metav1.DeletePropagationOrphan)
 	testenv.Eventually(t, testenv.DefaultTimeout, func() error {
 		if cur := getBundle(t, b); slices.Contains(cur.Finalizers, metav1.FinalizerOrphanDependents) {
 			return fmt.Errorf("the garbage collector has not orphaned the dependents yet: finalizers %v", cur.Finalizers)
@@ -49,7 +49,7 @@ func TestOrphanCascadeDoneBeforeLimboLooks(t *testing.T) {
 		limbov1alpha1.GroupVersion.String(), b.Name, b.UID))
 
 	env.ControllerProcess(t, "second", args...)
-	waitBundleDeleted(t, b)
+	waitBundleGone(t, b)
 	// The collector deletes a dependent whose owner is gone within moments.
 	testenv.Consistently(t, 5*time.Second, func() error {
 		for _, name := range []string{"missed", "orphaned"} {

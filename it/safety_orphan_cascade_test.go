@@ -27,8 +27,8 @@ func TestOrphanCascadeStopsCountdowns(t *testing.T) {
 	_, stamp := waitInLimbo(t, configMapGVK, ns, "leaving")
 	deadline := stamp.Add(6 * time.Second)
 
-	deleteBundleWithPolicy(t, b, metav1.DeletePropagationOrphan)
-	waitBundleDeleted(t, b)
+	deleteBundle(t, b, metav1.DeletePropagationOrphan)
+	waitBundleGone(t, b)
 	leaving := waitObject(t, configMapGVK, ns, "leaving", notInLimbo)
 	testenv.Consistently(t, time.Until(deadline)+3*time.Second, func() error {
 		o := getObject(t, configMapGVK, ns, "leaving")
@@ -55,16 +55,16 @@ func TestOrphanCascadeLeavesPredecessorsReleasedObjects(t *testing.T) {
 	old := createBundle(t, ns, "reborn",
 		objectResource(t, "db", configMap("db", map[string]any{"a": "b"}, map[string]any{limbov1alpha1.AnnotationDeletionDelay: delay.String()})))
 	old = waitReady(t, old)
-	deleteBundleWithPolicy(t, old, metav1.DeletePropagationBackground)
+	deleteBundle(t, old, metav1.DeletePropagationBackground)
 	waitObject(t, configMapGVK, ns, "db", func(u *unstructured.Unstructured) error { return isReleased(u, old) })
-	waitBundleDeleted(t, old)
+	waitBundleGone(t, old)
 
 	// The successor declares another ConfigMap, so that its pass lists the kind
 	// and sees db, labelled with the same Bundle name.
 	next := createBundle(t, ns, "reborn", objectResource(t, "app", configMap("app", map[string]any{"a": "b"}, nil)))
 	waitReady(t, next)
-	deleteBundleWithPolicy(t, next, metav1.DeletePropagationOrphan)
-	waitBundleDeleted(t, next)
+	deleteBundle(t, next, metav1.DeletePropagationOrphan)
+	waitBundleGone(t, next)
 	if err := isReleased(getObject(t, configMapGVK, ns, "db"), old); err != nil {
 		t.Errorf("after the successor's --cascade=orphan delete: %v", err)
 	}

@@ -66,7 +66,7 @@ func TestRaceAdoptionBeforeReaperDeadline(t *testing.T) {
 			})
 		})
 
-		deleteBundleWithPolicy(t, old, metav1.DeletePropagationBackground)
+		deleteBundle(t, old, metav1.DeletePropagationBackground)
 		race.wait(t, nil)
 
 		b := waitReady(t, &reborn)

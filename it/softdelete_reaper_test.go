@@ -1,46 +1,17 @@
 package it
 
 import (
-	"context"
 	"fmt"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/limbo-dev/limbo/it/testenv"
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 )
-
-// deleteBundleWithPolicy deletes a Bundle as `kubectl delete bundle --cascade=...`
-// does; background is kubectl's default.
-func deleteBundleWithPolicy(t testing.TB, b *limbov1alpha1.Bundle, policy metav1.DeletionPropagation) {
-	t.Helper()
-	err := env.Client.Delete(testenv.Context(t, testenv.DefaultTimeout), &limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: b.Namespace, Name: b.Name}},
-		client.PropagationPolicy(policy))
-	if err != nil {
-		t.Fatalf("delete Bundle %s: %v", b.Name, err)
-	}
-}
-
-// waitBundleDeleted waits until the Bundle no longer exists.
-func waitBundleDeleted(t testing.TB, b *limbov1alpha1.Bundle) {
-	t.Helper()
-	testenv.Eventually(t, testenv.DefaultTimeout, func() error {
-		err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(b), &limbov1alpha1.Bundle{})
-		switch {
-		case apierrors.IsNotFound(err):
-			return nil
-		case err != nil:
-			return err
-		}
-		return fmt.Errorf("Bundle %s still exists", b.Name)
-	})
-}
 
 // isReleased checks that u was released to limbo by Bundle b's teardown: no owner
 // reference to b, the bundle label kept, stamped, labelled pending-deletion.
@@ -73,7 +44,7 @@ func TestSoftDeleteReaperAfterBundleDeletion(t *testing.T) {
 	uid := string(getObject(t, configMapGVK, ns, "db").GetUID())
 	gone := watchConfigMapDeletion(t, ns, "db")
 
-	deleteBundleWithPolicy(t, b, metav1.DeletePropagationBackground)
+	deleteBundle(t, b, metav1.DeletePropagationBackground)
 	released := waitObject(t, configMapGVK, ns, "db", func(u *unstructured.Unstructured) error { return isReleased(u, b) })
 	stamp, err := time.Parse(time.RFC3339, released.GetAnnotations()[limbov1alpha1.AnnotationDeletionTimestamp])
 	if err != nil {
@@ -84,7 +55,7 @@ func TestSoftDeleteReaperAfterBundleDeletion(t *testing.T) {
 		t.Errorf("released db has delay %q, want %q", got, delay)
 	}
 	waitGone(t, configMapGVK, ns, "app") // no delay: deleted by the teardown
-	waitBundleDeleted(t, b)
+	waitBundleGone(t, b)
 	waitEventContaining(t, b, corev1.EventTypeNormal, "DeletionScheduled", fmt.Sprintf("ConfigMap %s/db released to limbo for %v: deleted at %s", ns, delay, deadline.UTC().Format(time.RFC3339)))
 
 	testenv.Consistently(t, time.Until(deadline)-300*time.Millisecond, existsWithUID(t, configMapGVK, ns, "db", uid))
@@ -111,14 +82,14 @@ func TestSoftDeleteReaperNewBundleAdopts(t *testing.T) {
 	old = waitReady(t, old)
 	uid := string(getObject(t, configMapGVK, ns, "db").GetUID())
 
-	deleteBundleWithPolicy(t, old, metav1.DeletePropagationBackground)
+	deleteBundle(t, old, metav1.DeletePropagationBackground)
 	released := waitObject(t, configMapGVK, ns, "db", func(u *unstructured.Unstructured) error { return isReleased(u, old) })
 	stamp, err := time.Parse(time.RFC3339, released.GetAnnotations()[limbov1alpha1.AnnotationDeletionTimestamp])
 	if err != nil {
 		t.Fatal(err)
 	}
 	deadline := stamp.Add(delay)
-	waitBundleDeleted(t, old)
+	waitBundleGone(t, old)
 
 	b := createBundle(t, ns, "reborn", db())
 	adopted := waitObject(t, configMapGVK, ns, "db", func(u *unstructured.Unstructured) error {

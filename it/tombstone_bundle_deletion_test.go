@@ -20,8 +20,8 @@ func TestTombstoneCancelWhenBundleDeleted(t *testing.T) {
 			e := newExternalItems(t)
 			b, _ := e.orphan(t, "ext-deleted", "1h")
 
-			deleteBundleWithPolicy(t, b, policy)
-			waitBundleDeleted(t, b)
+			deleteBundle(t, b, policy)
+			waitBundleGone(t, b)
 			testenv.Eventually(t, testenv.DefaultTimeout, noTombstones(t, e.ns))
 			// In the foreground cascade the garbage collector deletes the Tombstone
 			// itself, so who cancels it (and where the event goes) is a race.

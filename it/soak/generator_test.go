@@ -601,11 +601,17 @@ func (g *generator) deleteBundle(f fate) func(context.Context, *slot) bool {
 		}
 		s.uid, s.resources, s.adopt, s.guarded = "", map[string]string{}, map[string]bool{}, false
 		poll(ctx, settleTimeout, func() error {
-			_, err := g.bundles().Get(ctx, s.name, metav1.GetOptions{})
-			if apierrors.IsNotFound(err) {
+			b, err := g.bundles().Get(ctx, s.name, metav1.GetOptions{})
+			switch {
+			case apierrors.IsNotFound(err):
 				return nil
+			case err != nil:
+				return fmt.Errorf("Bundle %s: %v", s.name, err)
 			}
-			return fmt.Errorf("Bundle %s still exists (%v)", s.name, err)
+			// What holds it: whose finalizers, since when, and what limbo last said.
+			conditions, _, _ := unstructured.NestedSlice(b.Object, "status", "conditions")
+			return fmt.Errorf("Bundle %s still exists: uid %s, finalizers %v, deletionTimestamp %v, conditions %v",
+				s.name, short(b.GetUID()), b.GetFinalizers(), b.GetDeletionTimestamp(), conditions)
 		}, g.oracle, "teardown of "+s.name)
 		return true
 	}
