@@ -544,7 +544,7 @@ func (p *pass) decideObjectOrphans(ctx context.Context) (ready, listed bool) {
 		}
 		resource := lastResourceOf(p.bundle, o)
 		octx := log.IntoContext(ctx, log.FromContext(ctx).WithValues("resource", resource))
-		out := p.r.Engine.Orphan(octx, p.bundle, o, softdelete.ControlledBy(p.bundle.UID))
+		out := p.r.Engine.Orphan(octx, p.bundle, o, p.stillOrphan(octx, o))
 		if out.Gone {
 			p.r.applied.forget(o.GetUID())
 		}
@@ -554,6 +554,34 @@ func (p *pass) decideObjectOrphans(ctx context.Context) (ready, listed bool) {
 		p.collect(out.Pending, out.Requeue, out.RequeueAfter, out.Err)
 	}
 	return ready, true
+}
+
+// stillOrphan is the claim of the engine's fresh read before it deletes orphan o:
+// the Bundle still controls o, and the Bundle, read again from the API server at
+// that moment, has the spec this pass decided on. The pass decided on its cached
+// Bundle: o declared again since then (or the spec emptied) must not be deleted,
+// and the Bundle's change starts the pass that decides on it. A failed read keeps
+// o (the pass fails and comes back). The one window left is between this read and
+// the DELETE: no precondition spans two objects.
+func (p *pass) stillOrphan(ctx context.Context, o client.Object) softdelete.Claim {
+	controlled := softdelete.ControlledBy(p.bundle.UID)
+	return func(fresh metav1.Object) bool {
+		if !controlled(fresh) {
+			return false
+		}
+		cur := &metav1.PartialObjectMetadata{}
+		cur.SetGroupVersionKind(limbov1alpha1.GroupVersion.WithKind("Bundle"))
+		if err := p.r.APIReader.Get(ctx, client.ObjectKeyFromObject(p.bundle), cur); err != nil {
+			p.fail(fmt.Errorf("read the Bundle again before deleting %s %s: %w", o.GetObjectKind().GroupVersionKind().Kind, o.GetName(), err))
+			return false
+		}
+		if cur.UID != p.bundle.UID || cur.Generation != p.bundle.Generation || cur.DeletionTimestamp != nil {
+			log.FromContext(ctx).V(1).Info("not deleted: the Bundle changed since the pass read it", "object", o.GetName(),
+				"generation", p.bundle.Generation, "now", cur.Generation)
+			return false
+		}
+		return true
+	}
 }
 
 // lastResourceOf is the resource that last declared obj, from b's last status:
