@@ -132,11 +132,14 @@ func closeAt(spans []rvInterval, rv int64) []rvInterval {
 
 // stats are the run's figures.
 type stats struct {
-	ops                                          map[string]int
-	engineDeletions, immediateDeletions          int
-	forcedDeletions, foregroundDeletions         int
-	cancels, controllerRestarts, apiRestarts     int
-	watchGaps, outageRaces                       int
+	ops                                      map[string]int
+	engineDeletions, immediateDeletions      int
+	forcedDeletions, foregroundDeletions     int
+	cancels, controllerRestarts, apiRestarts int
+	watchGaps, outageRaces                   int
+	// collectorHolds counts deleted Bundles the garbage collector still held
+	// with its own finalizer when the wait ended (limbo's finalizer gone).
+	collectorHolds                               int
 	maxLateness, maxAdjustedLateness             time.Duration
 	maxLatenessObject, maxAdjustedLatenessObject string
 }
@@ -848,7 +851,8 @@ func (o *oracle) report() []string {
 		fmt.Sprintf("operations: %d (%s)", total, strings.Join(ops, " ")),
 		fmt.Sprintf("deletions: %d by limbo (%d without delay), %d forced by the generator, %d by --cascade=foreground",
 			s.engineDeletions, s.immediateDeletions, s.forcedDeletions, s.foregroundDeletions),
-		fmt.Sprintf("cancels: %d; controller restarts (SIGKILL): %d; kube-apiserver restarts: %d (watch relisted %d times)", s.cancels, s.controllerRestarts, s.apiRestarts, s.watchGaps),
+		fmt.Sprintf("cancels: %d; controller restarts (SIGKILL): %d; kube-apiserver restarts: %d (watch relisted %d times); Bundles the garbage collector still held: %d",
+			s.cancels, s.controllerRestarts, s.apiRestarts, s.watchGaps, s.collectorHolds),
 		fmt.Sprintf("max lateness: %v raw (%s); %v with outages taken off (%s)",
 			s.maxLateness.Round(time.Millisecond), s.maxLatenessObject, s.maxAdjustedLateness.Round(time.Millisecond), s.maxAdjustedLatenessObject),
 		fmt.Sprintf("violations: %d (and %d deletions of objects declared again while an outage hid it from limbo until their deadline)", len(o.violations), s.outageRaces),
