@@ -37,6 +37,7 @@ type Call int
 const (
 	PlanCall Call = iota
 	TeardownCall
+	DeleteCall
 )
 
 // Plugin keeps items per domain; a Bundle resource names its domain in its spec
@@ -271,10 +272,14 @@ func (p *Plugin) Plan(ctx context.Context, req plugin.Request) (*plugin.Result, 
 	return result, nil
 }
 
-// DeleteExternal deletes an item; a missing item is success.
-func (p *Plugin) DeleteExternal(_ context.Context, req plugin.Request, item limbov1alpha1.ExternalItem) error {
+// DeleteExternal deletes an item once the domain lets it run; a missing item is
+// success.
+func (p *Plugin) DeleteExternal(ctx context.Context, req plugin.Request, item limbov1alpha1.ExternalItem) error {
 	d, err := p.domainOf(req.Spec)
 	if err != nil {
+		return err
+	}
+	if err := d.hold(ctx, DeleteCall); err != nil {
 		return err
 	}
 	d.mu.Lock()

@@ -227,6 +227,27 @@ func (inv *Inventory) Desired() ([]ObjectItem, []ExternalItem) {
 // external system never blocks a worker.
 const CallTimeout = 30 * time.Second
 
+// CallWait is how long a worker waits for a plugin call it started before it
+// goes on without the result: the call finishes in the background and triggers
+// the object it was made for. A slow or hanging plugin (up to CallTimeout)
+// never holds a worker, so it never delays another resource's or another
+// Bundle's deadline.
+const CallWait = 2 * time.Second
+
+// AwaitCall waits until finished is closed (true), or wait has passed or ctx
+// ended (false).
+func AwaitCall(ctx context.Context, finished <-chan struct{}, wait time.Duration) bool {
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	select {
+	case <-finished:
+		return true
+	case <-timer.C:
+	case <-ctx.Done():
+	}
+	return false
+}
+
 // WithTimeout runs f under CallTimeout.
 func WithTimeout[T any](ctx context.Context, f func(context.Context) (T, error)) (T, error) {
 	ctx, cancel := context.WithTimeout(ctx, CallTimeout)

@@ -14,22 +14,16 @@ import (
 	"github.com/limbo-dev/limbo/pkg/plugin"
 )
 
-// callWait is how long a pass waits for a plugin call it started before it goes
-// on without the result: a slow or hanging plugin (up to plugin.CallTimeout) never
-// holds a Bundle worker, so it never delays another resource's or another
-// Bundle's deadline.
-const callWait = 2 * time.Second
-
 // backgroundCalls runs plugin calls of one kind (plans, teardowns) beside the
 // passes. At most one call per plugin resource runs at a time (a poll never
 // overlaps the previous one). The pass that starts a call waits for it up to
-// callWait; a call that outlasts that finishes in the background, is kept, and
+// plugin.CallWait; a call that outlasts that finishes in the background, is kept, and
 // triggers its Bundle, whose next pass takes it. A pass that finds a call still
 // running does not wait at all.
 type backgroundCalls[T any] struct {
 	// done is told of the Bundle of every call that finished in the background.
 	done chan<- event.GenericEvent
-	// wait is how long the pass that starts a call waits for it (callWait).
+	// wait is how long the pass that starts a call waits for it (plugin.CallWait).
 	wait time.Duration
 
 	mu    sync.Mutex
@@ -70,7 +64,7 @@ type callOutcome[T any] struct {
 }
 
 func newBackgroundCalls[T any](done chan<- event.GenericEvent) *backgroundCalls[T] {
-	return &backgroundCalls[T]{done: done, wait: callWait, calls: map[callKey]*callState[T]{}}
+	return &backgroundCalls[T]{done: done, wait: plugin.CallWait, calls: map[callKey]*callState[T]{}}
 }
 
 // call returns the outcome of the call of b's plugin resource on input: one that
@@ -99,13 +93,7 @@ func (c *backgroundCalls[T]) call(ctx context.Context, b *limbov1alpha1.Bundle, 
 	go c.run(key, b.DeepCopy(), call, finished)
 	c.mu.Unlock()
 
-	timer := time.NewTimer(c.wait)
-	defer timer.Stop()
-	select {
-	case <-finished:
-	case <-timer.C:
-	case <-ctx.Done():
-	}
+	plugin.AwaitCall(ctx, finished, c.wait)
 	c.mu.Lock()
 	if st.unread { // finished
 		return st.take(hash)

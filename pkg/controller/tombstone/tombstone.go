@@ -2,7 +2,9 @@
 // Tombstone stands for when the soft-delete state machine says so (the deadline has
 // passed), or at once when the Tombstone is deleted (`kubectl delete tombstone`),
 // through the finalizer limbo.dev/hard-delete. Failures are retried with capped
-// exponential backoff and recorded in status.attempts and status.lastError.
+// exponential backoff and recorded in status.attempts and status.lastError. The
+// plugin's delete runs beside the worker (deletes.go), a few per backend at a
+// time, so that a backend that hangs holds no worker.
 package tombstone
 
 import (
@@ -23,8 +25,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 	"github.com/limbo-dev/limbo/pkg/plugin"
@@ -59,13 +63,26 @@ type Reconciler struct {
 	done sync.Map
 	// statuses writes Tombstone status, and knows it ahead of the cache.
 	statuses statuswrite.Writer[limbov1alpha1.TombstoneStatus, *limbov1alpha1.TombstoneStatus]
+	// deletes runs the external deletes beside the workers.
+	deletes *externalDeletes
 }
 
-// SetupWithManager registers the Tombstone controller.
+// NewReconciler returns a Reconciler whose external deletes that outlast
+// plugin.CallWait trigger their Tombstone through done, at most perResource at a
+// time per plugin resource.
+func NewReconciler(c client.Client, reader client.Reader, plugins *plugin.Registry, engine *softdelete.Engine, done chan<- event.GenericEvent, perResource int) *Reconciler {
+	return &Reconciler{Client: c, Reader: reader, Plugins: plugins, Engine: engine,
+		Recorder: engine.Recorder, Clock: engine.Clock, // one recorder for every controller
+		deletes: newExternalDeletes(done, perResource)}
+}
+
+// SetupWithManager registers the Tombstone controller. A backend is sent at most
+// as many deletes at a time as there are workers.
 func SetupWithManager(mgr ctrl.Manager, plugins *plugin.Registry, engine *softdelete.Engine, workers int) error {
-	r := &Reconciler{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Plugins: plugins, Engine: engine,
-		Recorder: engine.Recorder, Clock: engine.Clock} // one recorder for every controller
+	done := make(chan event.GenericEvent, 1024)
+	r := NewReconciler(mgr.GetClient(), mgr.GetAPIReader(), plugins, engine, done, workers)
 	return ctrl.NewControllerManagedBy(mgr).Named("tombstone").For(&limbov1alpha1.Tombstone{}, builder.WithPredicates(notStatusOnly)).
+		WatchesRawSource(source.Channel(done, &handler.EnqueueRequestForObject{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).Complete(r)
 }
 
@@ -87,16 +104,25 @@ var notStatusOnly = predicate.Funcs{
 // of the Tombstone and its Bundle (any read error: nothing happens), never while
 // the Bundle is being torn down (its teardown cancels the Tombstone), and only
 // after an attempt marker was written guarded by the resourceVersion, so that a
-// cancel that lands first wins.
+// cancel that lands first wins. The delete itself runs beside the worker
+// (externalDeletes); a reconcile that finds it running does nothing, and the
+// one its end triggers records it.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	var cached limbov1alpha1.Tombstone
 	if err := r.Client.Get(ctx, req.NamespacedName, &cached); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.statuses.Forget(req.NamespacedName)
+			r.deletes.forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	r.statuses.Known(&cached, &cached.Status)
+	if call, running, ok := r.deletes.pending(&cached); ok {
+		if running {
+			return ctrl.Result{}, nil // its end triggers the Tombstone
+		}
+		return r.recordFinished(ctx, req.NamespacedName, call)
+	}
 	if !controllerutil.ContainsFinalizer(&cached, limbov1alpha1.FinalizerHardDelete) {
 		return ctrl.Result{}, nil // cancelled, or already done
 	}
@@ -119,13 +145,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if result, wait, err := r.countdown(ctx, &ts); wait || err != nil {
 		return result, err
 	}
-	forced := !ts.DeletionTimestamp.IsZero()
 	b, why, err := r.owningBundle(ctx, &ts)
 	if err != nil {
 		return ctrl.Result{}, err // fail closed
 	}
 	if why != "" {
-		if forced {
+		if !ts.DeletionTimestamp.IsZero() {
 			// Deleted while its cleanup job is gone or going: removing a cleanup
 			// job stops its deletions; the item stays, the Tombstone goes.
 			return ctrl.Result{}, r.Engine.CancelTombstone(ctx, &ts, &ts, why)
@@ -133,43 +158,75 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// The Bundle's pass or teardown cancels it; until then nothing happens.
 		return ctrl.Result{RequeueAfter: recheckInterval}, nil
 	}
+	if !r.deletes.reserve(&ts) {
+		// Every turn of the backend is taken; a turn that frees triggers it.
+		return ctrl.Result{RequeueAfter: plugin.CallTimeout}, nil
+	}
 
 	// The attempt marker: a cancel (finalizer removed) or any other change that
 	// lands first makes this a Conflict, and nothing is deleted.
 	status := ts.Status.DeepCopy()
 	status.Attempts++
 	if err := r.statuses.Patch(ctx, r.Client, &ts, &ts.Status, status, client.MergeFromWithOptimisticLock{}); err != nil {
+		r.deletes.release(&ts)
 		if apierrors.IsConflict(err) {
 			return ctrl.Result{RequeueAfter: conflictRetry}, nil // read and decide again
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	item := ts.DeepCopy() // the delete may outlive this reconcile
+	finished, err := r.deletes.start(ctx, &ts, status.Attempts, func(ctx context.Context) error { return r.deleteItem(ctx, item, b) })
+	if !finished {
+		return ctrl.Result{}, nil // its end triggers the Tombstone
+	}
+	return r.record(ctx, &ts, status.Attempts, err)
+}
 
-	d := softdelete.Decide(r.Clock.Now(), softdelete.State{Annotations: ts.Annotations, PendingLabel: true})
-	if err := r.deleteItem(ctx, &ts, b); err != nil {
+// recordFinished records a delete that finished in the background on a fresh
+// read of its Tombstone. A Tombstone cancelled meanwhile is left as it is.
+func (r *Reconciler) recordFinished(ctx context.Context, key client.ObjectKey, call *deleteCall) (ctrl.Result, error) {
+	var ts limbov1alpha1.Tombstone
+	if err := r.Reader.Get(ctx, key, &ts); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if ts.UID != call.uid || !controllerutil.ContainsFinalizer(&ts, limbov1alpha1.FinalizerHardDelete) {
+		return ctrl.Result{}, nil
+	}
+	return r.record(ctx, &ts, call.attempt, call.err)
+}
+
+// record records the outcome of ts's delete attempt number attempt: a failure
+// in status and an event, retried after the backoff; a success in the metrics,
+// the log and an event, and the Tombstone goes (a forced one is already
+// being deleted: its finalizer goes).
+func (r *Reconciler) record(ctx context.Context, ts *limbov1alpha1.Tombstone, attempt int32, err error) (ctrl.Result, error) {
+	if err != nil {
+		status := ts.Status.DeepCopy()
 		status.LastError = err.Error()
-		backoff := retryBackoff(status.Attempts)
-		r.Recorder.Eventf(&ts, corev1.EventTypeWarning, limbov1alpha1.EventDeleteFailed, "delete %s %q (attempt %d, next in %v): %v", ts.Spec.Item.Kind, ts.Spec.Item.ID, status.Attempts, backoff, err)
+		backoff := retryBackoff(attempt)
+		r.Recorder.Eventf(ts, corev1.EventTypeWarning, limbov1alpha1.EventDeleteFailed, "delete %s %q (attempt %d, next in %v): %v", ts.Spec.Item.Kind, ts.Spec.Item.ID, attempt, backoff, err)
 		r.Engine.RecordFailure()
-		return ctrl.Result{RequeueAfter: backoff}, r.writeStatus(ctx, &ts, status)
+		return ctrl.Result{RequeueAfter: backoff}, r.writeStatus(ctx, ts, status)
 	}
 	r.done.Store(ts.UID, true)
+	forced := !ts.DeletionTimestamp.IsZero()
+	d := softdelete.Decide(r.Clock.Now(), softdelete.State{Annotations: ts.Annotations, PendingLabel: true})
 	deadline := d.Deadline
 	if forced {
 		deadline = time.Time{} // forced by the user: no countdown ended
 	}
 	r.Engine.RecordDeletion(deadline)
-	r.Recorder.Eventf(&ts, corev1.EventTypeNormal, limbov1alpha1.EventDeleted, "%s %q deleted", ts.Spec.Item.Kind, ts.Spec.Item.ID)
-	log.FromContext(ctx).Info("deleted", "bundle", ts.Namespace+"/"+b.Name, "resource", ts.Spec.Resource,
+	r.Recorder.Eventf(ts, corev1.EventTypeNormal, limbov1alpha1.EventDeleted, "%s %q deleted", ts.Spec.Item.Kind, ts.Spec.Item.ID)
+	log.FromContext(ctx).Info("deleted", "bundle", ts.Namespace+"/"+ts.Labels[limbov1alpha1.LabelBundle], "resource", ts.Spec.Resource,
 		"object", fmt.Sprintf("%s %s", ts.Spec.Item.Kind, ts.Spec.Item.ID), "uid", string(ts.UID), "deadline", d.Deadline.UTC().Format(time.RFC3339))
 	orig := ts.DeepCopy()
-	controllerutil.RemoveFinalizer(&ts, limbov1alpha1.FinalizerHardDelete)
-	if err := r.Client.Patch(ctx, &ts, client.MergeFrom(orig)); err != nil {
+	controllerutil.RemoveFinalizer(ts, limbov1alpha1.FinalizerHardDelete)
+	if err := r.Client.Patch(ctx, ts, client.MergeFrom(orig)); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !forced {
 		uid := ts.UID
-		return ctrl.Result{}, client.IgnoreNotFound(r.Client.Delete(ctx, &ts, client.Preconditions{UID: &uid}))
+		return ctrl.Result{}, client.IgnoreNotFound(r.Client.Delete(ctx, ts, client.Preconditions{UID: &uid}))
 	}
 	return ctrl.Result{}, nil
 }
@@ -245,7 +302,8 @@ func (r *Reconciler) owningBundle(ctx context.Context, ts *limbov1alpha1.Tombsto
 }
 
 // deleteItem asks the Tombstone's plugin to delete its item, with the plugin
-// resource's spec from the owning Bundle b.
+// resource's spec from the owning Bundle b. It runs beside the worker, under
+// plugin.CallTimeout.
 func (r *Reconciler) deleteItem(ctx context.Context, ts *limbov1alpha1.Tombstone, b *limbov1alpha1.Bundle) error {
 	p, ok := r.Plugins.Get(ts.Spec.Plugin)
 	if !ok {
@@ -260,10 +318,7 @@ func (r *Reconciler) deleteItem(ctx context.Context, ts *limbov1alpha1.Tombstone
 		return fmt.Errorf("plugin spec: %w", err)
 	}
 	req := plugin.Request{Bundle: b, Resource: ts.Spec.Resource, Spec: spec, Client: r.Client, Reader: r.Reader, Now: r.Clock.Now()}
-	_, err = plugin.WithTimeout(ctx, func(ctx context.Context) (struct{}, error) {
-		return struct{}{}, deleter.DeleteExternal(ctx, req, ts.Spec.Item)
-	})
-	return err
+	return deleter.DeleteExternal(ctx, req, ts.Spec.Item)
 }
 
 func ownedBy(ts *limbov1alpha1.Tombstone, b *limbov1alpha1.Bundle) bool {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -20,6 +21,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 	"github.com/limbo-dev/limbo/pkg/plugin"
@@ -49,18 +51,28 @@ func TestRetryBackoff(t *testing.T) {
 	}
 }
 
-// flaky is an external-delete plugin whose first failures deletes fail.
+// flaky is an external-delete plugin whose first failures deletes fail. While
+// gate is set, each delete waits for it (or for its context to end).
 type flaky struct {
-	failures, calls int
+	failures int
+	calls    atomic.Int32
+	gate     chan struct{}
 }
 
 func (f *flaky) Describe() plugin.Description { return plugin.Description{Name: "flaky"} }
 func (f *flaky) Plan(context.Context, plugin.Request) (*plugin.Result, error) {
 	return &plugin.Result{Ready: true}, nil
 }
-func (f *flaky) DeleteExternal(context.Context, plugin.Request, limbov1alpha1.ExternalItem) error {
-	f.calls++
-	if f.calls <= f.failures {
+func (f *flaky) DeleteExternal(ctx context.Context, _ plugin.Request, _ limbov1alpha1.ExternalItem) error {
+	n := f.calls.Add(1)
+	if f.gate != nil {
+		select {
+		case <-f.gate:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	if int(n) <= f.failures {
 		return errors.New("injected: 503 Service Unavailable")
 	}
 	return nil
@@ -91,8 +103,8 @@ func TestReconcileRetrySchedule(t *testing.T) {
 			if res := h.reconcile(); res.RequeueAfter != delay {
 				t.Fatalf("before the deadline: requeue after %v, want %v", res.RequeueAfter, delay)
 			}
-			if h.plugin.calls != 0 {
-				t.Fatalf("%d deletes before the deadline", h.plugin.calls)
+			if h.plugin.calls.Load() != 0 {
+				t.Fatalf("%d deletes before the deadline", h.plugin.calls.Load())
 			}
 			h.clock.Step(delay)
 
@@ -103,8 +115,8 @@ func TestReconcileRetrySchedule(t *testing.T) {
 				if ts == nil {
 					t.Fatalf("attempt %d failed but the Tombstone is gone", i)
 				}
-				if h.plugin.calls != i || ts.Status.Attempts != int32(i) {
-					t.Fatalf("after failure %d: %d deletes, status.attempts %d", i, h.plugin.calls, ts.Status.Attempts)
+				if int(h.plugin.calls.Load()) != i || ts.Status.Attempts != int32(i) {
+					t.Fatalf("after failure %d: %d deletes, status.attempts %d", i, h.plugin.calls.Load(), ts.Status.Attempts)
 				}
 				if !strings.Contains(ts.Status.LastError, "503") {
 					t.Errorf("after failure %d: status.lastError = %q", i, ts.Status.LastError)
@@ -122,8 +134,8 @@ func TestReconcileRetrySchedule(t *testing.T) {
 			if res := h.reconcile(); res != (ctrl.Result{}) {
 				t.Errorf("the successful attempt asks to requeue: %+v", res)
 			}
-			if h.plugin.calls != tc.failures+1 {
-				t.Errorf("%d deletes, want %d", h.plugin.calls, tc.failures+1)
+			if int(h.plugin.calls.Load()) != tc.failures+1 {
+				t.Errorf("%d deletes, want %d", h.plugin.calls.Load(), tc.failures+1)
 			}
 			if ts := h.tombstone(); ts != nil {
 				t.Errorf("the Tombstone is still there after its item was deleted (finalizers %v)", ts.Finalizers)
@@ -150,7 +162,9 @@ type harness struct {
 	recorder *record.FakeRecorder
 	registry *prometheus.Registry
 	r        *Reconciler
-	key      client.ObjectKey
+	// done receives the Tombstones the reconciler triggers.
+	done chan event.GenericEvent
+	key  client.ObjectKey
 }
 
 // newHarness holds a Bundle team/shop with the plugin resource items, and its
@@ -190,7 +204,8 @@ func newHarness(t *testing.T, failures int) *harness {
 	h := &harness{t: t, client: c, clock: clocktesting.NewFakeClock(now), plugin: p, recorder: record.NewFakeRecorder(100),
 		registry: prometheus.NewRegistry(), key: client.ObjectKeyFromObject(ts)}
 	engine := &softdelete.Engine{Client: c, Reader: c, Recorder: h.recorder, Clock: h.clock, Metrics: softdelete.NewMetrics(h.registry)}
-	h.r = &Reconciler{Client: c, Reader: c, Plugins: plugins, Engine: engine, Recorder: h.recorder, Clock: h.clock}
+	h.done = make(chan event.GenericEvent, 10)
+	h.r = NewReconciler(c, c, plugins, engine, h.done, 1)
 	return h
 }
 

@@ -1,0 +1,88 @@
+package it
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/limbo-dev/limbo/it/testenv"
+	"github.com/limbo-dev/limbo/it/testplugin"
+)
+
+// Hanging external deletes never hold the Tombstone workers: while a backend
+// hangs on the deletes of twice as many due items as the controller has
+// workers (a StorageOS or OpenStack endpoint that accepts connections and never
+// answers, until the plugin call timeout), the due item of another backend is
+// deleted at once — before any of the hanging calls returns. A hanging backend
+// is sent at most as many deletes at a time as the controller has workers, so
+// that limbo never piles a herd on an endpoint that is slow but alive; the rest
+// wait their turn and are deleted once the backend answers.
+//
+// The yardstick is the hang itself: a worker that waited for its delete would
+// be held until the call gave up, after plugin.CallTimeout.
+func TestHangingExternalDeletesDoNotHoldWorkers(t *testing.T) {
+	t.Parallel()
+	workers := env.ControllerOptions().Workers
+	e := newExternalItems(t)
+	hangingNS := env.Namespace(t) // its own, so that e's namespace holds e's Tombstone only
+	hanging := external.Domain(hangingNS)
+	t.Cleanup(func() { hanging.Unblock(testplugin.DeleteCall) })
+	var dead []string
+	for i := range 2 * workers {
+		dead = append(dead, fmt.Sprintf("dead-%d", i))
+		hanging.Set(dead[i], false)
+	}
+	hanging.Block(testplugin.DeleteCall)
+	createBundle(t, hangingNS, "dying-backend", pluginResource("items", hangingNS, "1s"))
+
+	var hangingSince time.Time
+	held := func() error {
+		since, n := hanging.BlockedSince(testplugin.DeleteCall)
+		if n > workers {
+			t.Fatalf("%d deletes hang on one backend at once, want at most %d (--workers)", n, workers)
+		}
+		if n < workers {
+			return fmt.Errorf("%d deletes hang, want %d", n, workers)
+		}
+		hangingSince = since
+		return nil
+	}
+	testenv.Eventually(t, testenv.DefaultTimeout, held)
+	stillHanging := func(what string) {
+		t.Helper()
+		if since, n := hanging.BlockedSince(testplugin.DeleteCall); !since.Equal(hangingSince) || n != workers {
+			t.Fatalf("%s only once the deletes that hung since %s had returned (now %d hang, since %v): the hang held the workers",
+				what, hangingSince.Format(time.RFC3339Nano), n, since)
+		}
+	}
+
+	e.orphan(t, "healthy-backend", "1s")
+	testenv.Eventually(t, testenv.DefaultTimeout, func() error {
+		if e.domain.Exists("orphan") {
+			return fmt.Errorf("the healthy backend's orphan still exists (%d delete calls); Tombstones: %v",
+				e.domain.Deletes("orphan"), tombstoneItems(t, e.ns))
+		}
+		return nil
+	})
+	stillHanging("the healthy backend's orphan was deleted")
+	if err := e.untouched("keep")(); err != nil {
+		t.Error(err)
+	}
+	for _, id := range dead {
+		if !hanging.Exists(id) {
+			t.Errorf("item %s of the hanging backend is gone while its deletes hang", id)
+		}
+	}
+
+	// The backend answers again: every item is deleted, those that waited for a
+	// turn too, and the Tombstones go.
+	hanging.Unblock(testplugin.DeleteCall)
+	testenv.Eventually(t, testenv.DefaultTimeout, func() error {
+		for _, id := range dead {
+			if hanging.Exists(id) {
+				return fmt.Errorf("item %s still exists (%d delete calls); Tombstones: %v", id, hanging.Deletes(id), tombstoneItems(t, hangingNS))
+			}
+		}
+		return noTombstones(t, hangingNS)()
+	})
+}

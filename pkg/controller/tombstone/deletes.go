@@ -1,0 +1,180 @@
+package tombstone
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+
+	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+	"github.com/limbo-dev/limbo/pkg/plugin"
+)
+
+// externalDeletes runs external deletes beside the Tombstone workers, the way
+// the Bundle controller runs plans and teardowns: the worker that starts a
+// delete waits for it up to plugin.CallWait; one that outlasts that finishes in
+// the background (under plugin.CallTimeout), is kept, and triggers its
+// Tombstone, whose next reconcile records it. So a backend that hangs never
+// holds a worker, and the deletes of other backends go on.
+//
+// Each plugin resource (a Bundle's resource: one backend and its credentials)
+// has at most perResource deletes running at a time, so that a backend that is
+// slow but alive is never sent a herd; a Tombstone that finds no free turn waits
+// and is triggered when one frees.
+type externalDeletes struct {
+	// done is told of the Tombstones to reconcile again: a delete of theirs
+	// finished in the background, or a turn of their resource freed.
+	done        chan<- event.GenericEvent
+	wait        time.Duration
+	perResource int
+
+	mu      sync.Mutex
+	calls   map[types.NamespacedName]*deleteCall
+	running map[resourceKey]int
+	// waiting are the Tombstones that found no free turn, by resource.
+	waiting map[resourceKey]map[types.NamespacedName]bool
+}
+
+// resourceKey is a plugin resource: namespace, Bundle and resource name.
+type resourceKey struct{ namespace, bundle, resource string }
+
+func resourceOf(ts *limbov1alpha1.Tombstone) resourceKey {
+	return resourceKey{namespace: ts.Namespace, bundle: ts.Labels[limbov1alpha1.LabelBundle], resource: ts.Spec.Resource}
+}
+
+// deleteCall is one Tombstone's delete, running or finished and not yet
+// recorded.
+type deleteCall struct {
+	// uid is the Tombstone's the delete is for: a Tombstone re-created under
+	// the name is another.
+	uid types.UID
+	// attempt is the status.attempts the attempt marker wrote for this delete.
+	attempt  int32
+	err      error
+	finished chan struct{}
+	// notify: the worker stopped waiting, so the end triggers the Tombstone.
+	notify bool
+}
+
+func newExternalDeletes(done chan<- event.GenericEvent, perResource int) *externalDeletes {
+	return &externalDeletes{done: done, wait: plugin.CallWait, perResource: max(perResource, 1),
+		calls: map[types.NamespacedName]*deleteCall{}, running: map[resourceKey]int{}, waiting: map[resourceKey]map[types.NamespacedName]bool{}}
+}
+
+// pending returns ts's delete that runs (running) or finished and is not yet
+// recorded; ok is false when there is none. A finished one is handed over once:
+// the caller records it.
+func (d *externalDeletes) pending(ts *limbov1alpha1.Tombstone) (call *deleteCall, running, ok bool) {
+	key := types.NamespacedName{Namespace: ts.Namespace, Name: ts.Name}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	call, ok = d.calls[key]
+	if !ok {
+		return nil, false, false
+	}
+	select {
+	case <-call.finished:
+	default:
+		call.notify = true
+		return call, true, true
+	}
+	delete(d.calls, key)
+	if call.uid != ts.UID {
+		return nil, false, false // a predecessor's: its Tombstone is gone
+	}
+	return call, false, true
+}
+
+// reserve takes a turn of ts's resource for a delete; false when every turn is
+// taken: ts is triggered when one frees.
+func (d *externalDeletes) reserve(ts *limbov1alpha1.Tombstone) bool {
+	res := resourceOf(ts)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.running[res] < d.perResource {
+		d.running[res]++
+		return true
+	}
+	if d.waiting[res] == nil {
+		d.waiting[res] = map[types.NamespacedName]bool{}
+	}
+	d.waiting[res][types.NamespacedName{Namespace: ts.Namespace, Name: ts.Name}] = true
+	return false
+}
+
+// release gives a turn of ts's resource back and triggers the Tombstones that
+// waited for one.
+func (d *externalDeletes) release(ts *limbov1alpha1.Tombstone) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.releaseLocked(resourceOf(ts))
+}
+
+func (d *externalDeletes) releaseLocked(res resourceKey) {
+	if d.running[res]--; d.running[res] <= 0 {
+		delete(d.running, res)
+	}
+	for key := range d.waiting[res] {
+		d.trigger(key)
+	}
+	delete(d.waiting, res)
+}
+
+// start runs del for ts on a turn reserve took, as attempt number attempt, and
+// waits for it up to the wait. finished says whether it did: err is its error.
+// Otherwise it goes on in the background, and its end triggers ts.
+func (d *externalDeletes) start(ctx context.Context, ts *limbov1alpha1.Tombstone, attempt int32, del func(context.Context) error) (finished bool, err error) {
+	key := types.NamespacedName{Namespace: ts.Namespace, Name: ts.Name}
+	res := resourceOf(ts)
+	call := &deleteCall{uid: ts.UID, attempt: attempt, finished: make(chan struct{})}
+	d.mu.Lock()
+	d.calls[key] = call
+	d.mu.Unlock()
+	go func() {
+		_, err := plugin.WithTimeout(context.Background(), func(ctx context.Context) (struct{}, error) { return struct{}{}, del(ctx) })
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		call.err = err
+		close(call.finished)
+		d.releaseLocked(res)
+		if call.notify {
+			d.trigger(key)
+		}
+	}()
+
+	finished = plugin.AwaitCall(ctx, call.finished, d.wait)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if !finished {
+		call.notify = true
+		return false, nil
+	}
+	delete(d.calls, key)
+	return true, call.err
+}
+
+// forget drops the record of a Tombstone that is gone.
+func (d *externalDeletes) forget(key types.NamespacedName) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if call, ok := d.calls[key]; ok {
+		select {
+		case <-call.finished:
+			delete(d.calls, key)
+		default: // running: its end triggers the name, which is forgotten then
+		}
+	}
+}
+
+// trigger queues key's Tombstone. The caller holds the lock.
+func (d *externalDeletes) trigger(key types.NamespacedName) {
+	select {
+	case d.done <- event.GenericEvent{Object: &limbov1alpha1.Tombstone{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}}:
+	default:
+		// The channel is full: the fallback requeue of a Tombstone that waits
+		// (plugin.CallTimeout) is the safety net.
+	}
+}

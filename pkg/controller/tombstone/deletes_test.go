@@ -1,0 +1,214 @@
+package tombstone
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+
+	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+	"github.com/limbo-dev/limbo/pkg/softdelete"
+)
+
+// triggered waits (up to a deadline) for the next Tombstone sent on done and
+// returns its name.
+func triggered(t *testing.T, done <-chan event.GenericEvent) string {
+	t.Helper()
+	select {
+	case e := <-done:
+		return e.Object.GetName()
+	case <-time.After(10 * time.Second):
+		t.Fatal("no Tombstone was triggered")
+		return ""
+	}
+}
+
+// noTrigger fails when a Tombstone was sent on done.
+func noTrigger(t *testing.T, done <-chan event.GenericEvent) {
+	t.Helper()
+	select {
+	case e := <-done:
+		t.Fatalf("Tombstone %s was triggered", e.Object.GetName())
+	default:
+	}
+}
+
+func testTombstone(name, bundle, resource string) *limbov1alpha1.Tombstone {
+	return &limbov1alpha1.Tombstone{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: name, UID: types.UID(name + "-uid"), Labels: map[string]string{limbov1alpha1.LabelBundle: bundle}},
+		Spec:       limbov1alpha1.TombstoneSpec{Resource: resource},
+	}
+}
+
+// A delete that outlasts the wait goes on in the background: the worker is
+// told it did not finish, a reconcile meanwhile finds it running, its end
+// triggers the Tombstone, and the reconcile after that is handed its outcome,
+// once.
+func TestExternalDeletesOutlastTheWait(t *testing.T) {
+	done := make(chan event.GenericEvent, 4)
+	d := newExternalDeletes(done, 1)
+	d.wait = 10 * time.Millisecond
+	ts := testTombstone("a", "shop", "items")
+	gate := make(chan struct{})
+
+	if !d.reserve(ts) {
+		t.Fatal("no turn for the first delete")
+	}
+	finished, err := d.start(context.Background(), ts, 3, func(ctx context.Context) error {
+		<-gate
+		return context.Canceled
+	})
+	if finished || err != nil {
+		t.Fatalf("start = (%v, %v), want an unfinished delete", finished, err)
+	}
+	if _, running, ok := d.pending(ts); !ok || !running {
+		t.Fatalf("pending = (running %v, ok %v), want a running delete", running, ok)
+	}
+	noTrigger(t, done)
+
+	close(gate)
+	if name := triggered(t, done); name != "a" {
+		t.Fatalf("triggered %s, want a", name)
+	}
+	call, running, ok := d.pending(ts)
+	if !ok || running || call.attempt != 3 || call.err != context.Canceled {
+		t.Fatalf("pending = (%+v, running %v, ok %v), want attempt 3 finished with its error", call, running, ok)
+	}
+	if _, _, ok := d.pending(ts); ok {
+		t.Error("the finished delete was handed over twice")
+	}
+	if !d.reserve(ts) {
+		t.Error("the turn was not given back")
+	}
+}
+
+// A fast delete is finished within the wait: nothing is left behind and
+// nothing is triggered.
+func TestExternalDeletesFastDelete(t *testing.T) {
+	done := make(chan event.GenericEvent, 4)
+	d := newExternalDeletes(done, 1)
+	ts := testTombstone("a", "shop", "items")
+	if !d.reserve(ts) {
+		t.Fatal("no turn")
+	}
+	if finished, err := d.start(context.Background(), ts, 1, func(context.Context) error { return nil }); !finished || err != nil {
+		t.Fatalf("start = (%v, %v), want finished without error", finished, err)
+	}
+	if _, _, ok := d.pending(ts); ok {
+		t.Error("a delete the worker saw finish is pending")
+	}
+	noTrigger(t, done)
+}
+
+// A plugin resource has perResource turns; a Tombstone that finds none waits
+// and is triggered when one frees. Other resources (another Bundle's, or
+// another resource of the same Bundle) have their own turns.
+func TestExternalDeletesTurnsPerResource(t *testing.T) {
+	done := make(chan event.GenericEvent, 4)
+	d := newExternalDeletes(done, 2)
+	first, second, third := testTombstone("a", "shop", "items"), testTombstone("b", "shop", "items"), testTombstone("c", "shop", "items")
+	for _, ts := range []*limbov1alpha1.Tombstone{first, second} {
+		if !d.reserve(ts) {
+			t.Fatalf("no turn for %s", ts.Name)
+		}
+	}
+	if d.reserve(third) {
+		t.Fatal("a third delete got a turn of a resource with two")
+	}
+	for _, other := range []*limbov1alpha1.Tombstone{testTombstone("d", "blog", "items"), testTombstone("e", "shop", "routes")} {
+		if !d.reserve(other) {
+			t.Errorf("%s (resource %s of %s) found its turns taken by another resource", other.Name, other.Spec.Resource, other.Labels[limbov1alpha1.LabelBundle])
+		}
+	}
+	noTrigger(t, done)
+	d.release(first)
+	if name := triggered(t, done); name != "c" {
+		t.Fatalf("triggered %s, want the waiting c", name)
+	}
+	if !d.reserve(third) {
+		t.Error("no turn for c once one freed")
+	}
+}
+
+// The outcome of a predecessor's delete (a Tombstone of the same name, gone and
+// re-created) is not handed to its successor, and a forgotten Tombstone's
+// finished delete is dropped.
+func TestExternalDeletesPredecessorAndForget(t *testing.T) {
+	done := make(chan event.GenericEvent, 4)
+	d := newExternalDeletes(done, 1)
+	d.wait = 0
+	old := testTombstone("a", "shop", "items")
+	// finishInBackground runs a delete of old that ends after the worker stopped
+	// waiting for it.
+	finishInBackground := func() {
+		t.Helper()
+		gate := make(chan struct{})
+		if !d.reserve(old) {
+			t.Fatal("no turn")
+		}
+		if finished, err := d.start(context.Background(), old, 1, func(context.Context) error { <-gate; return nil }); finished || err != nil {
+			t.Fatalf("start = (%v, %v), want an unfinished delete", finished, err)
+		}
+		close(gate)
+		triggered(t, done)
+	}
+	finishInBackground()
+	successor := old.DeepCopy()
+	successor.UID = "successor"
+	if call, _, ok := d.pending(successor); ok {
+		t.Fatalf("the successor was handed its predecessor's delete: %+v", call)
+	}
+
+	finishInBackground()
+	d.forget(types.NamespacedName{Namespace: old.Namespace, Name: old.Name})
+	if _, _, ok := d.pending(old); ok {
+		t.Error("a forgotten Tombstone's delete is still pending")
+	}
+}
+
+// A Tombstone whose delete hangs does not hold its worker: the reconcile that
+// starts it returns after the wait with the attempt counted; one that comes
+// while it runs starts no other; when it ends the Tombstone is triggered, and
+// the next reconcile records the deletion and removes the Tombstone.
+func TestReconcileHangingDelete(t *testing.T) {
+	h := newHarness(t, 0)
+	h.plugin.gate = make(chan struct{})
+	h.r.deletes.wait = 10 * time.Millisecond
+	h.reconcile() // the countdown
+	h.clock.Step(time.Minute)
+
+	for i := range 2 {
+		if res := h.reconcile(); res != (ctrl.Result{}) {
+			t.Fatalf("reconcile %d while the delete hangs: %+v, want no requeue (its end triggers the Tombstone)", i+1, res)
+		}
+		ts := h.tombstone()
+		if ts == nil || !controllerutil.ContainsFinalizer(ts, limbov1alpha1.FinalizerHardDelete) || ts.Status.Attempts != 1 {
+			t.Fatalf("reconcile %d while the delete hangs: Tombstone %+v, want it kept with attempts 1", i+1, ts)
+		}
+	}
+	if n := h.plugin.calls.Load(); n != 1 {
+		t.Fatalf("%d delete calls, want 1", n)
+	}
+
+	close(h.plugin.gate)
+	if name := triggered(t, h.done); name != h.key.Name {
+		t.Fatalf("triggered %s, want %s", name, h.key.Name)
+	}
+	if res := h.reconcile(); res != (ctrl.Result{}) {
+		t.Errorf("recording the deletion: %+v", res)
+	}
+	if ts := h.tombstone(); ts != nil {
+		t.Errorf("the Tombstone is still there after its item was deleted (finalizers %v)", ts.Finalizers)
+	}
+	if got := h.sample("limbo_deletions_total", softdelete.ResultDeleted).GetCounter().GetValue(); got != 1 {
+		t.Errorf(`limbo_deletions_total{result="deleted"} = %v, want 1`, got)
+	}
+	if n := h.plugin.calls.Load(); n != 1 {
+		t.Errorf("%d delete calls, want 1", n)
+	}
+}
