@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
+	"os"
 	"os/exec"
 	"slices"
 	"strconv"
@@ -602,6 +603,7 @@ func (g *generator) deleteBundle(f fate) func(context.Context, *slot) bool {
 		if err != nil {
 			return false
 		}
+		uid := s.uid
 		s.uid, s.resources, s.adopt, s.guarded = "", map[string]string{}, map[string]bool{}, false
 		// limbo's part: its teardown finalizer goes.
 		holds := func(limbosOnly bool) error {
@@ -626,9 +628,13 @@ func (g *generator) deleteBundle(f fate) func(context.Context, *slot) bool {
 		// cluster's, not limbo's. The slot sits out the rest of the run, since no
 		// Bundle of its name can be created meanwhile.
 		if err := pollErr(ctx, settleTimeout, func() error { return holds(false) }); err != nil && ctx.Err() == nil {
+			evidence := collectorEvidence(uid)
 			g.oracle.mu.Lock()
 			g.oracle.logf("%s: %v; the garbage collector's part, not limbo's: %s sits out the rest of the run", s.name, err, s.name)
 			g.oracle.stats.collectorHolds++
+			g.oracle.stats.collectorEvidence = append(g.oracle.stats.collectorEvidence,
+				fmt.Sprintf("the garbage collector held %s: %v; what kube-controller-manager logged about it and its monitors:", s.name, err))
+			g.oracle.stats.collectorEvidence = append(g.oracle.stats.collectorEvidence, evidence...)
 			g.oracle.mu.Unlock()
 			s.retired = true
 		}
@@ -712,4 +718,28 @@ func pollErr(ctx context.Context, timeout time.Duration, cond func() error) erro
 		}
 		sleep(ctx, 50*time.Millisecond)
 	}
+}
+
+// collectorEvidence is what kube-controller-manager logged about the Bundle
+// whose UID is uid and about its garbage collector's monitors: the lines that
+// name the UID, the collector or its graph, the last maxEvidence of them.
+func collectorEvidence(uid types.UID) []string {
+	const maxEvidence = 40
+	path := env.Cluster.LogPath("kube-controller-manager")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return []string{"  " + err.Error()}
+	}
+	var lines []string
+	for line := range strings.Lines(string(data)) {
+		lower := strings.ToLower(line)
+		if strings.Contains(line, string(uid)) || strings.Contains(lower, "garbage") || strings.Contains(lower, "graph_builder") ||
+			strings.Contains(lower, "orphan") || strings.Contains(lower, "monitor") {
+			lines = append(lines, "  "+strings.TrimRight(line, "\n"))
+		}
+	}
+	if len(lines) > maxEvidence {
+		lines = append([]string{fmt.Sprintf("  (%d earlier lines in %s)", len(lines)-maxEvidence, path)}, lines[len(lines)-maxEvidence:]...)
+	}
+	return lines
 }

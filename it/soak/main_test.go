@@ -37,7 +37,9 @@ func envInt(name string, def int64) int64 {
 }
 
 // TestMain starts the control plane only: the controller under test runs as a
-// process of its own (pkg/controllerprocess), started by TestSoak.
+// process of its own (pkg/controllerprocess), started by TestSoak. The
+// controller manager logs at --v=2, so that a Bundle its garbage collector holds
+// comes with the collector's resyncs (collectorEvidence).
 func TestMain(m *testing.M) {
-	os.Exit(testenv.Run(m, testenv.Options{NoController: true}, &env))
+	os.Exit(testenv.Run(m, testenv.Options{NoController: true, ControllerManagerVerbosity: 2}, &env))
 }

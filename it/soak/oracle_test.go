@@ -138,8 +138,10 @@ type stats struct {
 	cancels, controllerRestarts, apiRestarts int
 	watchGaps, outageRaces                   int
 	// collectorHolds counts deleted Bundles the garbage collector still held
-	// with its own finalizer when the wait ended (limbo's finalizer gone).
+	// with its own finalizer when the wait ended (limbo's finalizer gone), and
+	// collectorEvidence says what the controller manager logged about them.
 	collectorHolds                               int
+	collectorEvidence                            []string
 	maxLateness, maxAdjustedLateness             time.Duration
 	maxLatenessObject, maxAdjustedLatenessObject string
 }
@@ -847,7 +849,7 @@ func (o *oracle) report() []string {
 	}
 	sort.Strings(ops)
 	s := o.stats
-	return []string{
+	return append([]string{
 		fmt.Sprintf("operations: %d (%s)", total, strings.Join(ops, " ")),
 		fmt.Sprintf("deletions: %d by limbo (%d without delay), %d forced by the generator, %d by --cascade=foreground",
 			s.engineDeletions, s.immediateDeletions, s.forcedDeletions, s.foregroundDeletions),
@@ -856,5 +858,5 @@ func (o *oracle) report() []string {
 		fmt.Sprintf("max lateness: %v raw (%s); %v with outages taken off (%s)",
 			s.maxLateness.Round(time.Millisecond), s.maxLatenessObject, s.maxAdjustedLateness.Round(time.Millisecond), s.maxAdjustedLatenessObject),
 		fmt.Sprintf("violations: %d (and %d deletions of objects declared again while an outage hid it from limbo until their deadline)", len(o.violations), s.outageRaces),
-	}
+	}, s.collectorEvidence...)
 }

@@ -57,6 +57,8 @@ type Options struct {
 	NoController bool
 	// Controller overrides the controller options; nil uses test defaults.
 	Controller *controller.Options
+	// ControllerManagerVerbosity is kube-controller-manager's --v.
+	ControllerManagerVerbosity int
 }
 
 // Run starts the environment, runs the package's tests, stops everything and
@@ -92,8 +94,9 @@ func start(opts Options) (*Env, error) {
 	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.Level(zapLevel()))))
 	ctx := context.Background()
 	cluster, err := localcluster.Start(ctx, localcluster.Config{
-		BinDir:   filepath.Join(root, "bin"),
-		CRDPaths: []string{filepath.Join(root, "crds"), filepath.Join(root, "it", "testdata", "crds")},
+		BinDir:                     filepath.Join(root, "bin"),
+		CRDPaths:                   []string{filepath.Join(root, "crds"), filepath.Join(root, "it", "testdata", "crds")},
+		ControllerManagerVerbosity: opts.ControllerManagerVerbosity,
 	})
 	if err != nil {
 		return nil, err

@@ -62,6 +62,9 @@ type Config struct {
 	Controllers string
 	// StartTimeout bounds the wait for every component to be healthy.
 	StartTimeout time.Duration
+	// ControllerManagerVerbosity is kube-controller-manager's --v (0: errors and
+	// warnings; 2: also the garbage collector's resyncs of its monitors).
+	ControllerManagerVerbosity int
 }
 
 // Cluster is a running control plane.
@@ -157,7 +160,6 @@ func Start(ctx context.Context, cfg Config) (cluster *Cluster, err error) {
 		return nil, err
 	}
 	etcdClient, etcdPeer, apiPort, kcmPort := ports[0], ports[1], ports[2], ports[3]
-	logs := filepath.Join(c.DataDir, "logs")
 
 	etcdURL := "http://127.0.0.1:" + strconv.Itoa(etcdClient)
 	peerURL := "http://127.0.0.1:" + strconv.Itoa(etcdPeer)
@@ -172,7 +174,7 @@ func Start(ctx context.Context, cfg Config) (cluster *Cluster, err error) {
 		// A throwaway cluster does not need durable writes; this makes tests faster.
 		etcdArgs = append(etcdArgs, "--unsafe-no-fsync=true")
 	}
-	if err := c.start("etcd", filepath.Join(cfg.BinDir, EtcdBinary), etcdArgs, logs); err != nil {
+	if err := c.start("etcd", filepath.Join(cfg.BinDir, EtcdBinary), etcdArgs); err != nil {
 		return nil, err
 	}
 
@@ -190,7 +192,7 @@ func Start(ctx context.Context, cfg Config) (cluster *Cluster, err error) {
 		"--allow-privileged=true",
 		"--v=0",
 	}
-	if err := c.start("kube-apiserver", filepath.Join(cfg.BinDir, APIServerBinary), apiArgs, logs); err != nil {
+	if err := c.start("kube-apiserver", filepath.Join(cfg.BinDir, APIServerBinary), apiArgs); err != nil {
 		return nil, err
 	}
 	server := "https://127.0.0.1:" + strconv.Itoa(apiPort)
@@ -222,9 +224,9 @@ func Start(ctx context.Context, cfg Config) (cluster *Cluster, err error) {
 		"--service-account-private-key-file=" + saKey,
 		"--root-ca-file=" + caFile,
 		"--use-service-account-credentials=false",
-		"--v=0",
+		"--v=" + strconv.Itoa(cfg.ControllerManagerVerbosity),
 	}
-	if err := c.start("kube-controller-manager", filepath.Join(cfg.BinDir, ControllerManagerBinary), kcmArgs, logs); err != nil {
+	if err := c.start("kube-controller-manager", filepath.Join(cfg.BinDir, ControllerManagerBinary), kcmArgs); err != nil {
 		return nil, err
 	}
 	if err := c.waitHealthy(ctx, "kube-controller-manager", "https://127.0.0.1:"+strconv.Itoa(kcmPort)+"/healthz"); err != nil {
@@ -253,8 +255,14 @@ func (c *Cluster) waitControllersStarted(ctx context.Context) error {
 	})
 }
 
-func (c *Cluster) start(name, bin string, args []string, logDir string) error {
-	p, err := startProcess(name, bin, args, filepath.Join(logDir, name+".log"))
+// LogPath is the log file of the component name ("etcd", "kube-apiserver",
+// "kube-controller-manager").
+func (c *Cluster) LogPath(name string) string {
+	return filepath.Join(c.DataDir, "logs", name+".log")
+}
+
+func (c *Cluster) start(name, bin string, args []string) error {
+	p, err := startProcess(name, bin, args, c.LogPath(name))
 	if err != nil {
 		return err
 	}
@@ -375,7 +383,7 @@ func (c *Cluster) poll(ctx context.Context, name string, check func() error) err
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("%s not healthy: %w (last error: %v; logs in %s)", name, ctx.Err(), last, filepath.Join(c.DataDir, "logs"))
+			return fmt.Errorf("%s not healthy: %w (last error: %v; log: %s)", name, ctx.Err(), last, c.LogPath(name))
 		case <-ticker.C:
 		}
 	}

@@ -2,6 +2,7 @@ package tombstone
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -22,8 +23,10 @@ import (
 //
 // Each plugin resource (a Bundle's resource: one backend and its credentials)
 // has at most perResource deletes running at a time, so that a backend that is
-// slow but alive is never sent a herd; a Tombstone that finds no free turn waits
-// and is triggered when one frees.
+// slow but alive is never sent a herd. A Tombstone that finds no free turn
+// queues; a turn that frees wakes the first in the queue, and a woken Tombstone
+// that does not take the turn (cancelled meanwhile, or no longer due) passes it
+// on to the next, so that a free turn never waits for a requeue.
 type externalDeletes struct {
 	// done is told of the Tombstones to reconcile again: a delete of theirs
 	// finished in the background, or a turn of their resource freed.
@@ -34,8 +37,10 @@ type externalDeletes struct {
 	mu      sync.Mutex
 	calls   map[types.NamespacedName]*deleteCall
 	running map[resourceKey]int
-	// waiting are the Tombstones that found no free turn, by resource.
-	waiting map[resourceKey]map[types.NamespacedName]bool
+	// queued are the Tombstones that found no free turn, by resource, in order.
+	queued map[resourceKey][]types.NamespacedName
+	// woken are the Tombstones a freed turn was offered to, and its resource.
+	woken map[types.NamespacedName]resourceKey
 }
 
 // resourceKey is a plugin resource: namespace, Bundle and resource name.
@@ -61,7 +66,8 @@ type deleteCall struct {
 
 func newExternalDeletes(done chan<- event.GenericEvent, perResource int) *externalDeletes {
 	return &externalDeletes{done: done, wait: plugin.CallWait, perResource: max(perResource, 1),
-		calls: map[types.NamespacedName]*deleteCall{}, running: map[resourceKey]int{}, waiting: map[resourceKey]map[types.NamespacedName]bool{}}
+		calls: map[types.NamespacedName]*deleteCall{}, running: map[resourceKey]int{},
+		queued: map[resourceKey][]types.NamespacedName{}, woken: map[types.NamespacedName]resourceKey{}}
 }
 
 // pending returns ts's delete that runs (running) or finished and is not yet
@@ -89,24 +95,23 @@ func (d *externalDeletes) pending(ts *limbov1alpha1.Tombstone) (call *deleteCall
 }
 
 // reserve takes a turn of ts's resource for a delete; false when every turn is
-// taken: ts is triggered when one frees.
+// taken: ts is queued, and woken when a turn frees.
 func (d *externalDeletes) reserve(ts *limbov1alpha1.Tombstone) bool {
-	res := resourceOf(ts)
+	key, res := types.NamespacedName{Namespace: ts.Namespace, Name: ts.Name}, resourceOf(ts)
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	delete(d.woken, key)
 	if d.running[res] < d.perResource {
 		d.running[res]++
 		return true
 	}
-	if d.waiting[res] == nil {
-		d.waiting[res] = map[types.NamespacedName]bool{}
+	if !slices.Contains(d.queued[res], key) {
+		d.queued[res] = append(d.queued[res], key)
 	}
-	d.waiting[res][types.NamespacedName{Namespace: ts.Namespace, Name: ts.Name}] = true
 	return false
 }
 
-// release gives a turn of ts's resource back and triggers the Tombstones that
-// waited for one.
+// release gives a turn of ts's resource back, unused.
 func (d *externalDeletes) release(ts *limbov1alpha1.Tombstone) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -117,10 +122,32 @@ func (d *externalDeletes) releaseLocked(res resourceKey) {
 	if d.running[res]--; d.running[res] <= 0 {
 		delete(d.running, res)
 	}
-	for key := range d.waiting[res] {
-		d.trigger(key)
+	d.wakeNext(res)
+}
+
+// reconciled is told that a reconcile of key ended: if key was offered a turn
+// and did not take it, the next in the queue is.
+func (d *externalDeletes) reconciled(key types.NamespacedName) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if res, ok := d.woken[key]; ok {
+		delete(d.woken, key)
+		d.wakeNext(res)
 	}
-	delete(d.waiting, res)
+}
+
+// wakeNext offers a free turn of res to the first queued Tombstone. The caller
+// holds the lock.
+func (d *externalDeletes) wakeNext(res resourceKey) {
+	if d.running[res] >= d.perResource || len(d.queued[res]) == 0 {
+		return
+	}
+	key := d.queued[res][0]
+	if d.queued[res] = d.queued[res][1:]; len(d.queued[res]) == 0 {
+		delete(d.queued, res)
+	}
+	d.woken[key] = res
+	d.trigger(key)
 }
 
 // start runs del for ts on a turn reserve took, as attempt number attempt, and
@@ -175,6 +202,6 @@ func (d *externalDeletes) trigger(key types.NamespacedName) {
 	case d.done <- event.GenericEvent{Object: &limbov1alpha1.Tombstone{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}}:
 	default:
 		// The channel is full: the fallback requeue of a Tombstone that waits
-		// (plugin.CallTimeout) is the safety net.
+		// for a delete or a turn (plugin.CallTimeout) is the safety net.
 	}
 }

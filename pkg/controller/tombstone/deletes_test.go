@@ -105,34 +105,52 @@ func TestExternalDeletesFastDelete(t *testing.T) {
 	noTrigger(t, done)
 }
 
-// A plugin resource has perResource turns; a Tombstone that finds none waits
-// and is triggered when one frees. Other resources (another Bundle's, or
-// another resource of the same Bundle) have their own turns.
+// A plugin resource has perResource turns; a Tombstone that finds none queues.
+// A freed turn wakes the first queued (one, not all: a hundred waiting items of
+// one backend would otherwise all read their Tombstone and Bundle again at
+// every turn), and a woken Tombstone that does not take the turn passes it on.
+// Other resources (another Bundle's, or another resource of the same Bundle)
+// have their own turns.
 func TestExternalDeletesTurnsPerResource(t *testing.T) {
 	done := make(chan event.GenericEvent, 4)
 	d := newExternalDeletes(done, 2)
-	first, second, third := testTombstone("a", "shop", "items"), testTombstone("b", "shop", "items"), testTombstone("c", "shop", "items")
-	for _, ts := range []*limbov1alpha1.Tombstone{first, second} {
-		if !d.reserve(ts) {
-			t.Fatalf("no turn for %s", ts.Name)
+	ts := map[string]*limbov1alpha1.Tombstone{}
+	for _, name := range []string{"a", "b", "c", "d"} {
+		ts[name] = testTombstone(name, "shop", "items")
+	}
+	for _, name := range []string{"a", "b"} {
+		if !d.reserve(ts[name]) {
+			t.Fatalf("no turn for %s", name)
 		}
 	}
-	if d.reserve(third) {
-		t.Fatal("a third delete got a turn of a resource with two")
+	for _, name := range []string{"c", "d", "c"} {
+		if d.reserve(ts[name]) {
+			t.Fatalf("%s got a turn of a resource whose two are taken", name)
+		}
 	}
-	for _, other := range []*limbov1alpha1.Tombstone{testTombstone("d", "blog", "items"), testTombstone("e", "shop", "routes")} {
+	for _, other := range []*limbov1alpha1.Tombstone{testTombstone("x", "blog", "items"), testTombstone("y", "shop", "routes")} {
 		if !d.reserve(other) {
 			t.Errorf("%s (resource %s of %s) found its turns taken by another resource", other.Name, other.Spec.Resource, other.Labels[limbov1alpha1.LabelBundle])
 		}
 	}
 	noTrigger(t, done)
-	d.release(first)
+
+	d.release(ts["a"])
 	if name := triggered(t, done); name != "c" {
-		t.Fatalf("triggered %s, want the waiting c", name)
+		t.Fatalf("woke %s, want c, the first queued", name)
 	}
-	if !d.reserve(third) {
-		t.Error("no turn for c once one freed")
+	noTrigger(t, done)
+	d.reconciled(types.NamespacedName{Namespace: "team", Name: "c"}) // c did not take it
+	if name := triggered(t, done); name != "d" {
+		t.Fatalf("c passed the turn to %s, want d", name)
 	}
+	if !d.reserve(ts["d"]) {
+		t.Fatal("no turn for d once one freed")
+	}
+	d.reconciled(types.NamespacedName{Namespace: "team", Name: "d"})
+	noTrigger(t, done) // d took it: nothing to pass on, and c is no longer queued
+	d.release(ts["b"])
+	noTrigger(t, done)
 }
 
 // The outcome of a predecessor's delete (a Tombstone of the same name, gone and

@@ -108,6 +108,7 @@ var notStatusOnly = predicate.Funcs{
 // (externalDeletes); a reconcile that finds it running does nothing, and the
 // one its end triggers records it.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	defer r.deletes.reconciled(req.NamespacedName)
 	var cached limbov1alpha1.Tombstone
 	if err := r.Client.Get(ctx, req.NamespacedName, &cached); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -159,7 +160,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{RequeueAfter: recheckInterval}, nil
 	}
 	if !r.deletes.reserve(&ts) {
-		// Every turn of the backend is taken; a turn that frees triggers it.
+		// Every turn of the backend is taken; it is queued, and a turn that
+		// frees wakes it. The requeue is the safety net.
 		return ctrl.Result{RequeueAfter: plugin.CallTimeout}, nil
 	}
 
