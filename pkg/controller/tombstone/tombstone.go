@@ -42,6 +42,22 @@ const (
 	maxBackoff  = 5 * time.Minute
 )
 
+// backoffLeft is how long ts must still wait before its next delete: after a
+// failure, the backoff of its last attempt, counted from when that attempt was
+// marked. It is read from status, so that neither a restart nor another trigger
+// of the Tombstone cuts it short. A Tombstone deleted since its last attempt
+// (kubectl delete: force) does not wait: the user asked for a delete now.
+func backoffLeft(now time.Time, ts *limbov1alpha1.Tombstone) time.Duration {
+	s := ts.Status
+	if s.LastError == "" || s.LastAttemptTime == nil {
+		return 0
+	}
+	if !ts.DeletionTimestamp.IsZero() && ts.DeletionTimestamp.After(s.LastAttemptTime.Time) {
+		return 0
+	}
+	return max(s.LastAttemptTime.Add(retryBackoff(s.Attempts)).Sub(now), 0)
+}
+
 // retryBackoff is how long after its attempts-th failed delete (1 for the
 // first) a Tombstone's item is tried again: baseBackoff doubled per earlier
 // failure, at most maxBackoff.
@@ -134,6 +150,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if result, wait, err := r.countdown(ctx, &cached); wait || err != nil {
 		return result, err
 	}
+	if wait := backoffLeft(r.Clock.Now(), &cached); wait > 0 {
+		return ctrl.Result{RequeueAfter: wait}, nil
+	}
 
 	// Due, or forced: decide again on fresh reads.
 	var ts limbov1alpha1.Tombstone
@@ -145,6 +164,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	if result, wait, err := r.countdown(ctx, &ts); wait || err != nil {
 		return result, err
+	}
+	if wait := backoffLeft(r.Clock.Now(), &ts); wait > 0 {
+		return ctrl.Result{RequeueAfter: wait}, nil
 	}
 	b, why, err := r.owningBundle(ctx, &ts)
 	if err != nil {
@@ -169,6 +191,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	// lands first makes this a Conflict, and nothing is deleted.
 	status := ts.Status.DeepCopy()
 	status.Attempts++
+	status.LastAttemptTime = ptrTime(r.Clock.Now())
 	if err := r.statuses.Patch(ctx, r.Client, &ts, &ts.Status, status, client.MergeFromWithOptimisticLock{}); err != nil {
 		r.deletes.release(&ts)
 		if apierrors.IsConflict(err) {

@@ -51,6 +51,37 @@ func TestRetryBackoff(t *testing.T) {
 	}
 }
 
+// The wait before the next delete is read from status: the backoff of the last
+// failed attempt, counted from when it was marked; none before any failure, and
+// none for a Tombstone forced (deleted) after its last attempt.
+func TestBackoffLeft(t *testing.T) {
+	at := time.Date(2026, 3, 14, 12, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name    string
+		status  limbov1alpha1.TombstoneStatus
+		deleted *metav1.Time
+		now     time.Time
+		want    time.Duration
+	}{
+		{"never tried", limbov1alpha1.TombstoneStatus{}, nil, at, 0},
+		{"first attempt running", limbov1alpha1.TombstoneStatus{Attempts: 1, LastAttemptTime: &metav1.Time{Time: at}}, nil, at, 0},
+		{"an error without an attempt time (written before the field existed)", limbov1alpha1.TombstoneStatus{Attempts: 3, LastError: "503"}, nil, at, 0},
+		{"half a second after the first failure", limbov1alpha1.TombstoneStatus{Attempts: 1, LastError: "503", LastAttemptTime: &metav1.Time{Time: at}}, nil, at.Add(500 * time.Millisecond), 500 * time.Millisecond},
+		{"a second after the third", limbov1alpha1.TombstoneStatus{Attempts: 3, LastError: "503", LastAttemptTime: &metav1.Time{Time: at}}, nil, at.Add(time.Second), 3 * time.Second},
+		{"the backoff is over", limbov1alpha1.TombstoneStatus{Attempts: 3, LastError: "503", LastAttemptTime: &metav1.Time{Time: at}}, nil, at.Add(time.Hour), 0},
+		{"capped", limbov1alpha1.TombstoneStatus{Attempts: 30, LastError: "503", LastAttemptTime: &metav1.Time{Time: at}}, nil, at, 5 * time.Minute},
+		{"forced after the last attempt", limbov1alpha1.TombstoneStatus{Attempts: 3, LastError: "503", LastAttemptTime: &metav1.Time{Time: at}}, &metav1.Time{Time: at.Add(time.Second)}, at.Add(time.Second), 0},
+		{"forced, and that attempt failed", limbov1alpha1.TombstoneStatus{Attempts: 3, LastError: "503", LastAttemptTime: &metav1.Time{Time: at}}, &metav1.Time{Time: at.Add(-time.Second)}, at.Add(time.Second), 3 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ts := &limbov1alpha1.Tombstone{ObjectMeta: metav1.ObjectMeta{DeletionTimestamp: tc.deleted}, Status: tc.status}
+			if got := backoffLeft(tc.now, ts); got != tc.want {
+				t.Errorf("backoffLeft = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
 // flaky is an external-delete plugin whose first failures deletes fail. While
 // gate is set, each delete waits for it (or for its context to end).
 type flaky struct {
@@ -127,7 +158,14 @@ func TestReconcileRetrySchedule(t *testing.T) {
 				if e := h.event(); !strings.Contains(e, limbov1alpha1.EventDeleteFailed) {
 					t.Errorf("after failure %d: event %q, want %s", i, e, limbov1alpha1.EventDeleteFailed)
 				}
-				h.clock.Step(res.RequeueAfter)
+				// Another trigger meanwhile (a restarted controller, an
+				// annotation edited) waits out the rest of the backoff.
+				h.clock.Step(res.RequeueAfter / 2)
+				if early := h.reconcile(); int(h.plugin.calls.Load()) != i || early.RequeueAfter != res.RequeueAfter-res.RequeueAfter/2 {
+					t.Errorf("halfway through backoff %d: %d deletes (want %d), requeue after %v (want %v)",
+						i, h.plugin.calls.Load(), i, early.RequeueAfter, res.RequeueAfter-res.RequeueAfter/2)
+				}
+				h.clock.Step(res.RequeueAfter - res.RequeueAfter/2)
 				late += res.RequeueAfter
 			}
 

@@ -63,6 +63,11 @@ type TombstoneStatus struct {
 	// LastError is the error of the last failed external delete.
 	// +optional
 	LastError string `json:"lastError,omitempty"`
+	// LastAttemptTime is when the last external delete was started (marked
+	// with Attempts). After a failure the next one waits out the backoff from
+	// here, across controller restarts.
+	// +optional
+	LastAttemptTime *metav1.Time `json:"lastAttemptTime,omitempty"`
 }
 
 // TombstoneList is a list of Tombstones.
