@@ -229,4 +229,10 @@ func TestReconcileHangingDelete(t *testing.T) {
 	if n := h.plugin.calls.Load(); n != 1 {
 		t.Errorf("%d delete calls, want 1", n)
 	}
+	// The reconcile of the Tombstone gone forgets it.
+	h.reconcile()
+	h.r.done.Range(func(key, uid any) bool {
+		t.Errorf("the Tombstone is gone, but the controller still remembers deleting its item (%v: %v)", key, uid)
+		return true
+	})
 }

@@ -76,6 +76,8 @@ type Reconciler struct {
 
 	// done remembers Tombstones whose item this process deleted, so that a stale
 	// cached copy (finalizer not yet gone) never deletes the item a second time.
+	// It is keyed by name, holding the UID, so that the entry goes when the
+	// Tombstone does.
 	done sync.Map
 	// statuses writes Tombstone status, and knows it ahead of the cache.
 	statuses statuswrite.Writer[limbov1alpha1.TombstoneStatus, *limbov1alpha1.TombstoneStatus]
@@ -130,6 +132,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if apierrors.IsNotFound(err) {
 			r.statuses.Forget(req.NamespacedName)
 			r.deletes.forget(req.NamespacedName)
+			r.done.Delete(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -143,7 +146,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if !controllerutil.ContainsFinalizer(&cached, limbov1alpha1.FinalizerHardDelete) {
 		return ctrl.Result{}, nil // cancelled, or already done
 	}
-	if _, done := r.done.Load(cached.UID); done {
+	if uid, done := r.done.Load(req.NamespacedName); done && uid == cached.UID {
 		// The item is gone; this is a stale copy from before the finalizer went.
 		return ctrl.Result{}, nil
 	}
@@ -233,7 +236,7 @@ func (r *Reconciler) record(ctx context.Context, ts *limbov1alpha1.Tombstone, at
 		r.Engine.RecordFailure()
 		return ctrl.Result{RequeueAfter: backoff}, r.writeStatus(ctx, ts, status)
 	}
-	r.done.Store(ts.UID, true)
+	r.done.Store(client.ObjectKeyFromObject(ts), ts.UID)
 	forced := !ts.DeletionTimestamp.IsZero()
 	d := softdelete.Decide(r.Clock.Now(), softdelete.State{Annotations: ts.Annotations, PendingLabel: true})
 	deadline := d.Deadline
