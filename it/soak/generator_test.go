@@ -724,7 +724,7 @@ func pollErr(ctx context.Context, timeout time.Duration, cond func() error) erro
 // whose UID is uid and about its garbage collector's monitors: the lines that
 // name the UID, the collector or its graph, the last maxEvidence of them.
 func collectorEvidence(uid types.UID) []string {
-	const maxEvidence = 40
+	const maxEvidence, maxLine = 40, 600
 	path := env.Cluster.LogPath("kube-controller-manager")
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -733,9 +733,16 @@ func collectorEvidence(uid types.UID) []string {
 	var lines []string
 	for line := range strings.Lines(string(data)) {
 		lower := strings.ToLower(line)
+		if strings.Contains(line, "FLAG:") {
+			continue
+		}
 		if strings.Contains(line, string(uid)) || strings.Contains(lower, "garbage") || strings.Contains(lower, "graph_builder") ||
 			strings.Contains(lower, "orphan") || strings.Contains(lower, "monitor") {
-			lines = append(lines, "  "+strings.TrimRight(line, "\n"))
+			line = strings.TrimRight(line, "\n")
+			if len(line) > maxLine {
+				line = line[:maxLine] + " …"
+			}
+			lines = append(lines, "  "+line)
 		}
 	}
 	if len(lines) > maxEvidence {
