@@ -131,10 +131,10 @@ func New(opts Options) *Plugin {
 
 const durationPattern = `^(0|([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+)$`
 
-// Describe names the plugin and its schema. It watches nothing in Kubernetes:
 // ForgetBundle drops what the plugin remembers of a Bundle that is gone.
 func (p *Plugin) ForgetBundle(uid types.UID) { p.state.Forget(uid) }
 
+// Describe names the plugin and its schema. It watches nothing in Kubernetes:
 // OpenStack is polled.
 func (p *Plugin) Describe() plugin.Description {
 	nonEmpty := apiextensionsv1.JSONSchemaProps{Type: "string", MinLength: ptr.To(int64(1))}
