@@ -153,9 +153,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if result, wait, err := r.countdown(ctx, &cached); wait || err != nil {
 		return result, err
 	}
-	if wait := backoffLeft(r.Clock.Now(), &cached); wait > 0 {
-		return ctrl.Result{RequeueAfter: wait}, nil
-	}
 
 	// Due, or forced: decide again on fresh reads.
 	var ts limbov1alpha1.Tombstone
@@ -167,9 +164,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	if result, wait, err := r.countdown(ctx, &ts); wait || err != nil {
 		return result, err
-	}
-	if wait := backoffLeft(r.Clock.Now(), &ts); wait > 0 {
-		return ctrl.Result{RequeueAfter: wait}, nil
 	}
 	b, why, err := r.owningBundle(ctx, &ts)
 	if err != nil {
@@ -268,20 +262,26 @@ const (
 )
 
 // countdown handles a Tombstone that is not due: it stamps one that has no
-// (valid) stamp, reports an invalid delay, or waits. wait is false when the
-// Tombstone is due or forced.
+// (valid) stamp, reports an invalid delay, or waits, for its deadline or for the
+// backoff of its last failed delete (backoffLeft). wait is false when the
+// Tombstone is due or forced, and not backing off.
 func (r *Reconciler) countdown(ctx context.Context, ts *limbov1alpha1.Tombstone) (ctrl.Result, bool, error) {
-	if !ts.DeletionTimestamp.IsZero() {
-		return ctrl.Result{}, false, nil
+	now := r.Clock.Now()
+	backoff := func() (ctrl.Result, bool, error) {
+		wait := backoffLeft(now, ts)
+		return ctrl.Result{RequeueAfter: wait}, wait > 0, nil
 	}
-	d := softdelete.Decide(r.Clock.Now(), softdelete.State{Annotations: ts.Annotations, PendingLabel: true})
+	if !ts.DeletionTimestamp.IsZero() {
+		return backoff()
+	}
+	d := softdelete.Decide(now, softdelete.State{Annotations: ts.Annotations, PendingLabel: true})
 	status := ts.Status.DeepCopy()
 	if !d.Deadline.IsZero() {
 		status.DeleteAfter = ptrTime(d.Deadline)
 	}
 	switch d.Action {
 	case softdelete.ActionDelete:
-		return ctrl.Result{}, false, nil
+		return backoff()
 	case softdelete.ActionStamp, softdelete.ActionRestamp:
 		if d.Action == softdelete.ActionRestamp {
 			r.Recorder.Eventf(ts, corev1.EventTypeWarning, limbov1alpha1.EventInvalidStamp, "%v", d.Err)
