@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 	"github.com/limbo-dev/limbo/pkg/softdelete"
@@ -246,6 +247,17 @@ func AwaitCall(ctx context.Context, finished <-chan struct{}, wait time.Duration
 	case <-ctx.Done():
 	}
 	return false
+}
+
+// Trigger queues the reconcile of obj through done, the channel source on which
+// a call that outlasted CallWait reports its end. It never blocks: when the
+// channel is full the trigger is dropped, and the caller's requeue or the
+// periodic resync is the safety net.
+func Trigger(done chan<- event.GenericEvent, obj client.Object) {
+	select {
+	case done <- event.GenericEvent{Object: obj}:
+	default:
+	}
 }
 
 // WithTimeout runs f under CallTimeout.

@@ -134,12 +134,7 @@ func (c *backgroundCalls[T]) run(key callKey, b *limbov1alpha1.Bundle, call func
 	if !notify {
 		return // the pass that waited takes it
 	}
-	select {
-	case c.done <- event.GenericEvent{Object: b}:
-	default:
-		// The channel is full: a trigger for some Bundle is queued; the periodic
-		// resync and the poll interval are the safety net.
-	}
+	plugin.Trigger(c.done, b) // if dropped, the resync and the poll interval remain
 }
 
 // forgetBundle drops the calls of a Bundle that is gone, and returns the UIDs

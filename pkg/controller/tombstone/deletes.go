@@ -196,12 +196,9 @@ func (d *externalDeletes) forget(key types.NamespacedName) {
 	}
 }
 
-// trigger queues key's Tombstone. The caller holds the lock.
+// trigger queues key's Tombstone; if the trigger is dropped, the fallback
+// requeue of a Tombstone that waits for a delete or a turn (plugin.CallTimeout)
+// remains. The caller holds the lock.
 func (d *externalDeletes) trigger(key types.NamespacedName) {
-	select {
-	case d.done <- event.GenericEvent{Object: &limbov1alpha1.Tombstone{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}}:
-	default:
-		// The channel is full: the fallback requeue of a Tombstone that waits
-		// for a delete or a turn (plugin.CallTimeout) is the safety net.
-	}
+	plugin.Trigger(d.done, &limbov1alpha1.Tombstone{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}})
 }
