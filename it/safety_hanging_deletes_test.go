@@ -3,7 +3,6 @@ package it
 import (
 	"fmt"
 	"testing"
-	"time"
 
 	"github.com/limbo-dev/limbo/it/testenv"
 	"github.com/limbo-dev/limbo/it/testplugin"
@@ -18,8 +17,8 @@ import (
 // that limbo never piles a herd on an endpoint that is slow but alive; the rest
 // wait their turn and are deleted once the backend answers.
 //
-// The yardstick is the hang itself: a worker that waited for its delete would
-// be held until the call gave up, after plugin.CallTimeout.
+// The yardstick is the hang itself (hang): a worker that waited for its delete
+// would be held until the call gave up, after plugin.CallTimeout.
 func TestHangingExternalDeletesDoNotHoldWorkers(t *testing.T) {
 	t.Parallel()
 	workers := env.ControllerOptions().Workers
@@ -35,26 +34,7 @@ func TestHangingExternalDeletesDoNotHoldWorkers(t *testing.T) {
 	hanging.Block(testplugin.DeleteCall)
 	createBundle(t, hangingNS, "dying-backend", pluginResource("items", hangingNS, "1s"))
 
-	var hangingSince time.Time
-	held := func() error {
-		since, n := hanging.BlockedSince(testplugin.DeleteCall)
-		if n > workers {
-			t.Fatalf("%d deletes hang on one backend at once, want at most %d (--workers)", n, workers)
-		}
-		if n < workers {
-			return fmt.Errorf("%d deletes hang, want %d", n, workers)
-		}
-		hangingSince = since
-		return nil
-	}
-	testenv.Eventually(t, testenv.DefaultTimeout, held)
-	stillHanging := func(what string) {
-		t.Helper()
-		if since, n := hanging.BlockedSince(testplugin.DeleteCall); !since.Equal(hangingSince) || n != workers {
-			t.Fatalf("%s only once the deletes that hung since %s had returned (now %d hang, since %v): the hang held the workers",
-				what, hangingSince.Format(time.RFC3339Nano), n, since)
-		}
-	}
+	h := waitHang(t, hanging, testplugin.DeleteCall, workers, workers) // --workers per backend at most
 
 	e.orphan(t, "healthy-backend", "1s")
 	testenv.Eventually(t, testenv.DefaultTimeout, func() error {
@@ -64,7 +44,7 @@ func TestHangingExternalDeletesDoNotHoldWorkers(t *testing.T) {
 		}
 		return nil
 	})
-	stillHanging("the healthy backend's orphan was deleted")
+	h.still(t, "the healthy backend's orphan was deleted")
 	if err := e.untouched("keep")(); err != nil {
 		t.Error(err)
 	}

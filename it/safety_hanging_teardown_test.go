@@ -7,7 +7,6 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/limbo-dev/limbo/it/testenv"
 	"github.com/limbo-dev/limbo/it/testplugin"
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 	"github.com/limbo-dev/limbo/pkg/plugin"
@@ -45,21 +44,7 @@ func TestHangingTeardownsDoNotHoldWorkers(t *testing.T) {
 	for _, b := range dying {
 		deleteBundle(t, b, metav1.DeletePropagationBackground)
 	}
-	var hangingSince time.Time
-	testenv.Eventually(t, testenv.DefaultTimeout, func() error {
-		var held int
-		if hangingSince, held = domain.BlockedSince(testplugin.TeardownCall); held < workers {
-			return fmt.Errorf("%d Teardown calls hang, want %d", held, workers)
-		}
-		return nil
-	})
-	stillHanging := func(what string) {
-		t.Helper()
-		if since, held := domain.BlockedSince(testplugin.TeardownCall); !since.Equal(hangingSince) || held < workers {
-			t.Fatalf("%s only once the Teardown calls that hung since %s had returned (now %d hang, since %v): the hang held the workers",
-				what, hangingSince.Format(time.RFC3339Nano), held, since)
-		}
-	}
+	h := waitHang(t, domain, testplugin.TeardownCall, workers, 0)
 
 	updateBundle(t, shop, keep)
 	_, stamp := waitInLimbo(t, configMapGVK, ns, "db")
@@ -68,11 +53,11 @@ func TestHangingTeardownsDoNotHoldWorkers(t *testing.T) {
 	if at.Before(deadline) {
 		t.Errorf("db was deleted at %s, before its deadline %s", at, deadline)
 	}
-	stillHanging(fmt.Sprintf("db was deleted %v after its deadline,", at.Sub(deadline)))
+	h.still(t, fmt.Sprintf("db was deleted %v after its deadline,", at.Sub(deadline)))
 	for _, b := range dying {
 		waitTeardown(t, b, "plugin resource cluster (its teardown call is running)")
 	}
-	stillHanging("the dying Bundles said so")
+	h.still(t, "the dying Bundles said so")
 
 	domain.Unblock(testplugin.TeardownCall)
 	for _, b := range dying {
