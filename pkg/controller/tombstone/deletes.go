@@ -84,7 +84,8 @@ func (d *externalDeletes) pending(ts *limbov1alpha1.Tombstone) (call *deleteCall
 	select {
 	case <-call.finished:
 	default:
-		call.notify = true
+		// The worker that started it stopped waiting (a Tombstone is never
+		// reconciled twice at once), so its end triggers the Tombstone.
 		return call, true, true
 	}
 	delete(d.calls, key)
