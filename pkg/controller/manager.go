@@ -34,6 +34,7 @@ import (
 	"github.com/limbo-dev/limbo/pkg/impersonation"
 	"github.com/limbo-dev/limbo/pkg/plugins"
 	"github.com/limbo-dev/limbo/pkg/shard"
+	"github.com/limbo-dev/limbo/pkg/sharedmeta"
 	"github.com/limbo-dev/limbo/pkg/softdelete"
 )
 
@@ -59,6 +60,8 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 		return nil, err
 	}
 
+	// Cached objects hold the metadata and strings they repeat once (sharedmeta).
+	shared := sharedmeta.New()
 	cacheOpts := cache.Options{
 		SyncPeriod: &opts.ResyncPeriod,
 		// Managed objects are watched by label, so that memory grows with what limbo
@@ -67,10 +70,11 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 		// selects them too.
 		DefaultLabelSelector: shardSelector.And(bundle.ManagedSelector()),
 		// managedFields are most of a cached object's size; limbo keeps only a
-		// digest of its own field set, which the no-op check compares.
-		DefaultTransform: bundle.TrimForCache,
+		// digest of its own field set, which the no-op check compares. The
+		// metadata that many objects carry alike is held once.
+		DefaultTransform: bundle.NewCacheTransform(shared),
 		ByObject: map[client.Object]cache.ByObject{
-			&limbov1alpha1.Bundle{}:    {Label: shardSelector.LabelSelector(), Transform: cache.TransformStripManagedFields()},
+			&limbov1alpha1.Bundle{}:    {Label: shardSelector.LabelSelector(), Transform: bundle.NewBundleCacheTransform(shared)},
 			&limbov1alpha1.Tombstone{}: {Label: shardSelector.LabelSelector()},
 			// Readiness rules are stated on CRDs.
 			&apiextensionsv1.CustomResourceDefinition{}: {Label: everything()},

@@ -3,6 +3,8 @@ package bundle
 import (
 	"context"
 	"encoding/json"
+	"reflect"
+	"strings"
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -13,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+	"github.com/limbo-dev/limbo/pkg/sharedmeta"
 )
 
 var configMapKind = schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
@@ -150,5 +153,61 @@ func TestBodiesReadOncePerResourceVersion(t *testing.T) {
 	b.forget("u-1")
 	if _, err := b.full(ctx, reader, metadataCopy("8", "u-1")); err != nil || reader.reads != 3 {
 		t.Errorf("after forget: error %v, %d reads, want a new read (3)", err, reader.reads)
+	}
+}
+
+// Two ConfigMaps of one Bundle share their label map and digest entry in the
+// cache, and each copy still gives its own field set's digest: a third whose
+// limbo field set drifted gets an entry of its own.
+func TestCacheTransformSharesMetadata(t *testing.T) {
+	transform := NewCacheTransform(sharedmeta.New())
+	cached := func(name, uid, managedJSON string) *metav1.PartialObjectMetadata {
+		t.Helper()
+		var m metav1.PartialObjectMetadata
+		if err := json.Unmarshal([]byte(managedJSON), &m); err != nil {
+			t.Fatal(err)
+		}
+		m.Name, m.UID = name, types.UID(uid)
+		out, err := transform(&m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out.(*metav1.PartialObjectMetadata)
+	}
+	drifted := strings.Replace(managedConfigMapJSON, `"f:data":{"f:k":{}}`, `"f:data":{}`, 1)
+	if drifted == managedConfigMapJSON {
+		t.Fatal("the drifted copy is the same object")
+	}
+	first, second := cached("a", "u-a", managedConfigMapJSON), cached("b", "u-b", managedConfigMapJSON)
+	third := cached("c", "u-c", drifted)
+
+	if first.Labels["limbo.dev/bundle"] != "shop" || second.Labels["limbo.dev/bundle"] != "shop" {
+		t.Fatalf("labels lost: %v, %v", first.Labels, second.Labels)
+	}
+	if reflect.ValueOf(first.Labels).UnsafePointer() != reflect.ValueOf(second.Labels).UnsafePointer() {
+		t.Error("two objects with the same labels each hold a label map")
+	}
+	if &first.ManagedFields[0] != &second.ManagedFields[0] {
+		t.Error("two objects with the same field set each hold a digest entry")
+	}
+	if &first.ManagedFields[0] == &third.ManagedFields[0] {
+		t.Error("an object whose field set drifted shares the digest of the others")
+	}
+	digest := func(m *metav1.PartialObjectMetadata) string {
+		u, err := asUnstructured(m, configMapKind)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ownedFields(u)
+	}
+	full := &unstructured.Unstructured{}
+	if err := json.Unmarshal([]byte(managedConfigMapJSON), &full.Object); err != nil {
+		t.Fatal(err)
+	}
+	if want := ownedFields(full); digest(first) != want || digest(second) != want {
+		t.Error("a shared digest entry does not give the object's own field set")
+	}
+	if digest(third) == digest(first) {
+		t.Error("the drifted object's digest is the others'")
 	}
 }
