@@ -72,9 +72,13 @@ type Resource struct {
 	References []Reference `json:"references,omitempty"`
 
 	// Object is a complete Kubernetes object. Its namespace defaults to the Bundle's.
+	// It is atomic to server-side apply: one field manager owns a template whole
+	// (docs/design-decisions.md, "A template is atomic").
 	// +optional
 	// +kubebuilder:pruning:PreserveUnknownFields
 	// +kubebuilder:validation:EmbeddedResource
+	// +kubebuilder:validation:Type=object
+	// +mapType=atomic
 	Object *runtime.RawExtension `json:"object,omitempty"`
 
 	// Plugin is a compiled-in plugin that generates objects and finds orphans.
