@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"sync"
 	"time"
 
@@ -66,10 +67,16 @@ type Clients struct {
 	RESTMapper meta.RESTMapper
 	// Host is the API server's URL, for messages.
 	Host string
+
+	// http carries every request of the clients above; its idle connections are
+	// closed when the Cache lets go of them.
+	http *http.Client
 }
 
 // Cache builds Clients from kubeconfig Secrets and keeps them per Secret version.
-// It is safe for concurrent use.
+// A Secret's clients are dropped when it changes or is found gone, so that the
+// Cache holds no more than one set of clients (and their connections) per Secret
+// that exists. It is safe for concurrent use.
 type Cache struct {
 	opts    Options
 	mu      sync.Mutex
@@ -109,6 +116,7 @@ func (c *Cache) Clients(ctx context.Context, reader client.Reader, namespace str
 		reason := ReasonSecretUnreadable
 		if apierrors.IsNotFound(err) {
 			reason = ReasonSecretNotFound
+			c.store(name, nil)
 		}
 		return nil, &Error{Secret: name, Key: key, Reason: reason, Err: err}
 	}
@@ -122,17 +130,25 @@ func (c *Cache) Clients(ctx context.Context, reader client.Reader, namespace str
 	if err != nil {
 		return nil, err
 	}
-	c.mu.Lock()
-	c.entries[name] = entry{uid: secret.UID, resourceVersion: secret.ResourceVersion, key: key, clients: clients}
-	c.mu.Unlock()
+	c.store(name, &entry{uid: secret.UID, resourceVersion: secret.ResourceVersion, key: key, clients: clients})
 	return clients, nil
 }
 
-// Forget drops the clients of a Secret, for a plugin whose Bundle is gone.
-func (c *Cache) Forget(namespace, name string) {
+// store makes e the entry of a Secret (nil: none) and closes the idle connections
+// of the clients it replaces. Requests in flight on them finish: a pass that still
+// holds them is not disturbed.
+func (c *Cache) store(name types.NamespacedName, e *entry) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	delete(c.entries, types.NamespacedName{Namespace: namespace, Name: name})
+	old, ok := c.entries[name]
+	if e != nil {
+		c.entries[name] = *e
+	} else {
+		delete(c.entries, name)
+	}
+	c.mu.Unlock()
+	if ok && (e == nil || old.clients != e.clients) {
+		old.clients.http.CloseIdleConnections()
+	}
 }
 
 // build makes the clients of one kubeconfig. It does not contact the cluster: the
@@ -167,7 +183,7 @@ func (c *Cache) build(kubeconfig []byte, secret types.NamespacedName, key string
 	if err != nil {
 		return fail(ReasonInvalidKubeconfig, err)
 	}
-	return &Clients{Client: cl, Discovery: disco, RESTMapper: mapper, Host: cfg.Host}, nil
+	return &Clients{Client: cl, Discovery: disco, RESTMapper: mapper, Host: cfg.Host, http: httpClient}, nil
 }
 
 // restConfigFrom parses a kubeconfig and refuses one that names no server: client-go

@@ -193,7 +193,7 @@ func TestClientsTalkToTheCluster(t *testing.T) {
 
 // Clients are built once per Secret version: the same UID, resourceVersion and key
 // reuse them; a new resourceVersion (a rotated kubeconfig), a recreated Secret (new
-// UID) or another key build new ones.
+// UID) or another key build new ones. A Secret found gone drops its clients.
 func TestClientsCachedPerSecretVersion(t *testing.T) {
 	kubeconfig := kubeconfigFor(t, fakeAPIServer(t, false))
 	data := map[string][]byte{"value": kubeconfig, "other": kubeconfig}
@@ -223,9 +223,15 @@ func TestClientsCachedPerSecretVersion(t *testing.T) {
 			t.Errorf("%s: clients reused", tc.name)
 		}
 	}
-	cache.Forget("team", "kc")
+	first = get(secretWith("kc", "u1", "1", data), "")
+	if _, err := cache.Clients(context.Background(), readerOf(), "team", SecretRef{Name: "kc"}); err == nil {
+		t.Fatal("a missing Secret gave clients")
+	}
+	if n := len(cache.entries); n != 0 {
+		t.Errorf("the Cache holds %d entries after the Secret was found gone, want 0", n)
+	}
 	if get(secretWith("kc", "u1", "1", data), "") == first {
-		t.Error("clients reused after Forget")
+		t.Error("clients reused after the Secret was found gone")
 	}
 }
 
