@@ -77,6 +77,14 @@ type slot struct {
 	// guarded: the spec was emptied without allowEmpty; the resources are
 	// kept (DESIGN §2) until the spec is restored or allowEmpty is set.
 	guarded bool
+	// held are the objects that were in limbo (orphans counting down) when the
+	// spec was emptied: the guard holds them too, deadline or not, and lets
+	// their countdowns go on when it ends.
+	held []string
+	// holdUntil: the guard is not ended before this time, past the deadlines
+	// of the held objects, so that a guard that let a countdown run out would
+	// show as a deletion.
+	holdUntil time.Time
 	// retired: the garbage collector still holds the deleted Bundle; the slot
 	// sits out the rest of the run.
 	retired bool
@@ -109,6 +117,7 @@ func (g *generator) step(ctx context.Context, s *slot) bool {
 		return g.create(ctx, s)
 	}
 	if s.guarded {
+		sleep(ctx, time.Until(s.holdUntil))
 		if s.rng.IntN(2) == 0 {
 			return g.restore(ctx, s)
 		}
@@ -500,23 +509,47 @@ func (g *generator) emptyGuarded(ctx context.Context, s *slot) bool {
 		return false
 	}
 	g.settle(ctx, s)
-	// The guard holds a countdown that already runs as well (it deletes
-	// nothing), which the model, keeping only the declared resources, does not
-	// follow: empty only a Bundle that has no orphan in limbo.
+	// The guard holds the countdowns that already run as well (it deletes
+	// nothing): to the model, those orphans are kept like the declared
+	// resources until the guard ends. Not when one of them may be deleted
+	// before the write lands (see redeclareGuard), as for a re-add.
+	var held []string
+	var lastDeadline time.Time
+	now := time.Now()
 	for _, r := range g.allResources() {
-		if v := g.oracle.view(objectName(s.name, r)); !hasKey(s.resources, r) && v.exists && controllerUID(v.meta) == s.uid {
-			return false
+		name := objectName(s.name, r)
+		if v := g.oracle.view(name); !hasKey(s.resources, r) && v.exists && controllerUID(v.meta) == s.uid {
+			if !safeToDeclare(v, now) {
+				return false
+			}
+			held = append(held, name)
+			if at, ok := earliestDeletion(v, now); ok {
+				lastDeadline = latest(lastDeadline, at)
+			}
 		}
 	}
+	op := "empty-guarded"
+	if len(held) > 0 {
+		op = "empty-guarded-holding" // counted apart: the report shows the case ran
+	}
 	s.guarded = true
-	err := g.mutate(s, "empty-guarded", "allowEmpty=false", func() error {
-		_, err := g.writeSpec(ctx, s, false)
-		return err
+	err := g.mutate(s, op, fmt.Sprintf("allowEmpty=false, holding %v", held), func() error {
+		rv, err := g.writeSpec(ctx, s, false)
+		if err != nil {
+			return err
+		}
+		g.oracle.declared(s.name, rv, held...)
+		return nil
 	})
 	if err != nil {
 		s.guarded = false
+		return false
 	}
-	return err == nil
+	s.held, s.holdUntil = held, time.Time{}
+	if s.rng.IntN(2) == 0 {
+		s.holdUntil = lastDeadline.Add(time.Second)
+	}
+	return true
 }
 
 // restore writes the resources back after emptyGuarded, maybe without one.
@@ -533,13 +566,15 @@ func (g *generator) restore(ctx context.Context, s *slot) bool {
 		if err != nil {
 			return err
 		}
-		g.oracle.undeclared(rv, time.Now(), g.objectNames(s, dropped...)...)
+		g.oracle.undeclared(rv, time.Now(), append(g.objectNames(s, dropped...), s.held...)...)
 		return nil
 	})
 	if err != nil {
 		s.guarded, s.resources = true, old
+		return false
 	}
-	return err == nil
+	s.held = nil
+	return true
 }
 
 func hasKey[V any](m map[string]V, k string) bool {
@@ -557,11 +592,11 @@ func (g *generator) allowEmpty(ctx context.Context, s *slot) bool {
 			s.resources = old
 			return err
 		}
-		g.oracle.undeclared(rv, time.Now(), g.objectNames(s, slices.Sorted(maps.Keys(old))...)...)
+		g.oracle.undeclared(rv, time.Now(), append(g.objectNames(s, slices.Sorted(maps.Keys(old))...), s.held...)...)
 		return nil
 	})
 	if err == nil {
-		s.guarded = false
+		s.guarded, s.held = false, nil
 	}
 	return err == nil
 }
@@ -604,7 +639,7 @@ func (g *generator) deleteBundle(f fate) func(context.Context, *slot) bool {
 			return false
 		}
 		uid := s.uid
-		s.uid, s.resources, s.adopt, s.guarded = "", map[string]string{}, map[string]bool{}, false
+		s.uid, s.resources, s.adopt, s.guarded, s.held = "", map[string]string{}, map[string]bool{}, false, nil
 		// limbo's part: its teardown finalizer goes.
 		holds := func(limbosOnly bool) error {
 			b, err := g.bundles().Get(ctx, s.name, metav1.GetOptions{})
