@@ -29,14 +29,14 @@ func TestTemplateIsAtomicToServerSideApply(t *testing.T) {
 			}}},
 		}}
 	}
-	if err := env.Client.Patch(ctx, bundle(map[string]any{"owner": "gitops"}), client.Apply, client.FieldOwner("gitops")); err != nil {
+	if err := env.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(bundle(map[string]any{"owner": "gitops"})), client.FieldOwner("gitops")); err != nil {
 		t.Fatalf("apply as gitops: %v", err)
 	}
 
 	// With per-field tracking this apply would succeed: it sets the template's
 	// apiVersion, kind and name to the values gitops set (shared ownership) and
 	// adds data.editor, a field nobody owns.
-	err := env.Client.Patch(ctx, bundle(map[string]any{"owner": "gitops", "editor": "was here"}), client.Apply, client.FieldOwner("editor"))
+	err := env.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(bundle(map[string]any{"owner": "gitops", "editor": "was here"})), client.FieldOwner("editor"))
 	if !apierrors.IsConflict(err) {
 		t.Fatalf("apply as editor: want a conflict, got %v", err)
 	}
@@ -45,7 +45,7 @@ func TestTemplateIsAtomicToServerSideApply(t *testing.T) {
 	}
 
 	// The owner's own apply replaces the template whole.
-	if err := env.Client.Patch(ctx, bundle(map[string]any{"owner": "gitops", "version": "2"}), client.Apply, client.FieldOwner("gitops")); err != nil {
+	if err := env.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(bundle(map[string]any{"owner": "gitops", "version": "2"})), client.FieldOwner("gitops")); err != nil {
 		t.Fatalf("second apply as gitops: %v", err)
 	}
 }
