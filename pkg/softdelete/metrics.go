@@ -52,6 +52,9 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		m.lateness = promreg.Register(reg, m.lateness)
 		m.pending = promreg.Register(reg, m.pending)
 	}
+	// The gauge is the sum of byOwner, which starts empty: a reused gauge still
+	// holds the total of the metrics it was registered with.
+	m.pending.Set(0)
 	return m
 }
 

@@ -50,6 +50,17 @@ func TestNewMetricsTwiceOnOneRegistry(t *testing.T) {
 	}
 }
 
+// Rebuilt metrics start from nothing reported: the old manager's total is not
+// served until the new one's owners have all reported again.
+func TestNewMetricsRebuiltStartsAtZero(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	softdelete.NewMetrics(reg).SetPending("bundle/a/x", 4)
+	softdelete.NewMetrics(reg)
+	if got := gauge(t, reg, "limbo_pending_deletions"); got != 0 {
+		t.Errorf("limbo_pending_deletions = %v right after a rebuild, want 0", got)
+	}
+}
+
 // A nil registry registers nothing and still records.
 func TestNewMetricsUnregistered(t *testing.T) {
 	softdelete.NewMetrics(nil).SetPending("reaper", 1)
