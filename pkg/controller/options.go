@@ -84,7 +84,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.Float32Var(&o.QPS, "kube-api-qps", o.QPS, "Client-side requests per second to the API server.")
 	fs.IntVar(&o.Burst, "kube-api-burst", o.Burst, "Client-side burst of requests to the API server.")
 	fs.IntVar(&o.Workers, "workers", o.Workers, "Bundles reconciled in parallel, and Tombstones; also the most external deletes sent to one plugin resource (one backend) at a time.")
-	fs.IntVar(&o.ApplyConcurrency, "apply-concurrency", o.ApplyConcurrency, "Objects of one Bundle applied in parallel: the resources of a dependency wave (those whose dependencies are all Ready) are independent; 1 applies them one by one. At most --workers × this many applies are in flight.")
+	fs.IntVar(&o.ApplyConcurrency, "apply-concurrency", o.ApplyConcurrency, "Objects of one Bundle applied in parallel: the resources of a dependency wave (those whose dependencies are all Ready) are independent; 1 applies them one by one. The orphans one pass stamps or deletes use the same bound. At most --workers × this many applies are in flight.")
 	fs.DurationVar(&o.ResyncPeriod, "resync-period", o.ResyncPeriod, "Periodic full resync, a safety net: reconciles are event-driven and countdowns requeue at their deadline.")
 	fs.DurationVar(&o.NamespaceGCInterval, "namespace-delete-gc-interval", o.NamespaceGCInterval, "namespace-gc: default period of the full garbage collection (gcInterval); 0s disables it.")
 	fs.DurationVar(&o.NamespaceGCDelay, "namespace-delete-gc-delay", o.NamespaceGCDelay, "namespace-gc: default delay before the first full garbage collection (gcDelay).")

@@ -533,27 +533,50 @@ func (p *pass) decideObjectOrphans(ctx context.Context) (ready, listed bool) {
 		// An empty spec more likely means a broken render than "delete it all".
 		p.emptyGuard, ready = true, false
 	}
-	for _, o := range orphans {
-		if !ready {
-			msg := msgWaitingForReady
-			if p.emptyGuard {
-				msg = msgEmptyBundle
-			}
-			p.pending = append(p.pending, *p.r.Engine.Pending(o, msg))
-			continue
+	if !ready {
+		msg := msgWaitingForReady
+		if p.emptyGuard {
+			msg = msgEmptyBundle
 		}
-		resource := lastResourceOf(p.bundle, o)
-		octx := log.IntoContext(ctx, log.FromContext(ctx).WithValues("resource", resource))
-		out := p.r.Engine.Orphan(octx, p.bundle, o, p.stillOrphan(octx, o))
+		for _, o := range orphans {
+			p.pending = append(p.pending, *p.r.Engine.Pending(o, msg))
+		}
+		return false, true
+	}
+	p.orphanAll(ctx, orphans)
+	return true, true
+}
+
+// orphanAll hands every orphan to the soft-delete engine, at most
+// Reconciler.ApplyConcurrency at a time, as the objects of a wave are applied:
+// a change that drops many objects, or countdowns that end in the same second,
+// cost about one round trip, not one per object. Each orphan is its own object
+// with its own fresh read and claim, so their order does not matter; the
+// outcomes are recorded in the listed order, for a deterministic status.
+func (p *pass) orphanAll(ctx context.Context, orphans []*unstructured.Unstructured) {
+	resources := make([]string, len(orphans))
+	outcomes := make([]softdelete.Outcome, len(orphans))
+	limit := make(chan struct{}, max(p.r.ApplyConcurrency, 1))
+	var wg sync.WaitGroup
+	for i, o := range orphans {
+		resources[i] = lastResourceOf(p.bundle, o)
+		limit <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-limit }()
+			octx := log.IntoContext(ctx, log.FromContext(ctx).WithValues("resource", resources[i]))
+			outcomes[i] = p.r.Engine.Orphan(octx, p.bundle, o, p.stillOrphan(octx, o))
+		})
+	}
+	wg.Wait()
+	for i, out := range outcomes {
 		if out.Gone {
-			p.r.applied.forget(o.GetUID())
+			p.r.applied.forget(orphans[i].GetUID())
 		}
 		if out.Pending != nil {
-			out.Pending.Resource = resource
+			out.Pending.Resource = resources[i]
 		}
 		p.collect(out.Pending, out.Requeue, out.RequeueAfter, out.Err)
 	}
-	return ready, true
 }
 
 // stillOrphan is the claim of the engine's fresh read before it deletes orphan o:
