@@ -142,25 +142,18 @@ func (p *pass) apply(ctx context.Context) {
 	changes := make([][]*appliedChange, len(p.plan.Order))
 	for _, wave := range waves(p.plan) {
 		lives := make([]*unstructured.Unstructured, len(p.plan.Order))
-		limit := make(chan struct{}, max(p.r.ApplyConcurrency, 1))
-		var wg sync.WaitGroup
-		for _, i := range wave {
+		p.concurrently(len(wave), func(k int) {
+			i := wave[k]
 			res := p.plan.Resources[p.plan.Order[i]]
 			if res.Object == nil {
-				continue
+				return
 			}
-			waiting := p.unreadyDependencies(res.Name)
-			limit <- struct{}{}
-			wg.Go(func() {
-				defer func() { <-limit }()
-				out := p.syncObject(ctx, res, waiting)
-				statuses[i], lives[i] = out.status, out.live
-				if out.change != nil {
-					changes[i] = []*appliedChange{out.change}
-				}
-			})
-		}
-		wg.Wait()
+			out := p.syncObject(ctx, res, p.unreadyDependencies(res.Name))
+			statuses[i], lives[i] = out.status, out.live
+			if out.change != nil {
+				changes[i] = []*appliedChange{out.change}
+			}
+		})
 		for _, i := range wave {
 			name := p.plan.Order[i]
 			if res := p.plan.Resources[name]; res.Object == nil {
@@ -180,6 +173,24 @@ func (p *pass) apply(ctx context.Context) {
 	}
 	p.emitAppliedEvent(all)
 	p.emitResourceEvents()
+}
+
+// concurrently calls do(i) for every i in [0, n), at most
+// Reconciler.ApplyConcurrency at a time (below 1 counts as 1), and returns when
+// every call has. Each call writes its results into its own slot of a slice, which
+// the caller folds in order afterwards; of the pass's own state, calls only read,
+// or record through the locked after and fail.
+func (p *pass) concurrently(n int, do func(i int)) {
+	limit := make(chan struct{}, max(p.r.ApplyConcurrency, 1))
+	var wg sync.WaitGroup
+	for i := range n {
+		limit <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-limit }()
+			do(i)
+		})
+	}
+	wg.Wait()
 }
 
 // waves groups plan.Order's indices by dependency depth: wave 0 holds the
@@ -556,18 +567,12 @@ func (p *pass) decideObjectOrphans(ctx context.Context) (ready, listed bool) {
 func (p *pass) orphanAll(ctx context.Context, orphans []*unstructured.Unstructured) {
 	resources := make([]string, len(orphans))
 	outcomes := make([]softdelete.Outcome, len(orphans))
-	limit := make(chan struct{}, max(p.r.ApplyConcurrency, 1))
-	var wg sync.WaitGroup
-	for i, o := range orphans {
+	p.concurrently(len(orphans), func(i int) {
+		o := orphans[i]
 		resources[i] = lastResourceOf(p.bundle, o)
-		limit <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-limit }()
-			octx := log.IntoContext(ctx, log.FromContext(ctx).WithValues("resource", resources[i]))
-			outcomes[i] = p.r.Engine.Orphan(octx, p.bundle, o, p.stillOrphan(octx, o))
-		})
-	}
-	wg.Wait()
+		octx := log.IntoContext(ctx, log.FromContext(ctx).WithValues("resource", resources[i]))
+		outcomes[i] = p.r.Engine.Orphan(octx, p.bundle, o, p.stillOrphan(octx, o))
+	})
 	for i, out := range outcomes {
 		if out.Gone {
 			p.r.applied.forget(orphans[i].GetUID())
