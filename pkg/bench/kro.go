@@ -143,6 +143,10 @@ func (r *runner) runKro(ctx context.Context) error {
 		names[i] = bundleName(i)
 	}
 	fmt.Fprintf(r.log, "limbo-bench: kro: converge: creating %d instances of %d ConfigMaps ...\n", len(names), r.cfg.Objects)
+	cpu0, err := readCPU(r.pids(kroName, p.Pid()))
+	if err != nil {
+		return err
+	}
 	start := time.Now()
 	if err := parallel(ctx, userConcurrency, len(names), func(ctx context.Context, i int) error {
 		return r.user.Create(ctx, kroInstance(names[i]))
@@ -153,8 +157,12 @@ func (r *runner) runKro(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	cpu1, err := readCPU(r.pids(kroName, p.Pid()))
+	if err != nil {
+		return err
+	}
 	k := &Peer{Name: kroName, Version: r.cfg.KroVersion, Instances: len(names), Objects: len(names) * r.cfg.Objects, Flags: flags,
-		Seconds: round3(last.Sub(start).Seconds())}
+		Seconds: round3(last.Sub(start).Seconds()), CPU: cpuUse(cpu0, cpu1)}
 	k.RatioToFloor = round3(k.Seconds / u.FloorSeconds)
 	k.LimboSpeedup = round3(k.Seconds / u.ControllerSeconds)
 	fmt.Fprintf(r.log, "limbo-bench: kro: converge: %.1fs (floor %.1fs, ratio %.2f; limbo %.1fs)\n", k.Seconds, u.FloorSeconds, k.RatioToFloor, u.ControllerSeconds)

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 	"github.com/limbo-dev/limbo/pkg/controller"
 	"github.com/limbo-dev/limbo/pkg/controllerprocess"
+	"github.com/limbo-dev/limbo/pkg/localcluster"
 )
 
 // The converge lanes: the controller's defaults, and the same workload without
@@ -138,7 +140,7 @@ func (r *runner) warmup(ctx context.Context, l *lane) error {
 func (r *runner) runFloor(ctx context.Context, l *lane, c *Converge) error {
 	n := r.cfg.Bundles * r.cfg.Objects
 	fmt.Fprintf(r.log, "limbo-bench: %s: floor: server-side applying %d ConfigMaps with %d workers ...\n", l.name, n, r.cfg.Workers)
-	cpu0, err := r.apiserverCPU(ctx)
+	cpu0, err := readCPU(r.lanePIDs(l))
 	if err != nil {
 		return err
 	}
@@ -151,11 +153,12 @@ func (r *runner) runFloor(ctx context.Context, l *lane, c *Converge) error {
 		return err
 	}
 	c.FloorSeconds = round3(time.Since(start).Seconds())
-	cpu1, err := r.apiserverCPU(ctx)
+	cpu1, err := readCPU(r.lanePIDs(l))
 	if err != nil {
 		return err
 	}
-	c.FloorAPIServerCPUSeconds = round1(cpu1 - cpu0)
+	c.FloorCPU = cpuUse(cpu0, cpu1)
+	c.FloorAPIServerCPUSeconds = c.FloorCPU.ByProcess[localcluster.APIServerBinary]
 	c.Objects = n
 	fmt.Fprintf(r.log, "limbo-bench: %s: floor: %.1fs\n", l.name, c.FloorSeconds)
 	return nil
@@ -182,7 +185,7 @@ func (r *runner) runConverge(ctx context.Context, l *lane, c *Converge) error {
 		}
 		want[l.bundlesNS+"/"+bundles[i].Name] = 1
 	}
-	cpu0, err := r.apiserverCPU(ctx)
+	cpu0, err := readCPU(r.lanePIDs(l))
 	if err != nil {
 		return err
 	}
@@ -197,11 +200,12 @@ func (r *runner) runConverge(ctx context.Context, l *lane, c *Converge) error {
 	if err != nil {
 		return err
 	}
-	cpu1, err := r.apiserverCPU(ctx)
+	cpu1, err := readCPU(r.lanePIDs(l))
 	if err != nil {
 		return err
 	}
-	c.APIServerCPUSeconds = round1(cpu1 - cpu0)
+	c.CPU = cpuUse(cpu0, cpu1)
+	c.APIServerCPUSeconds = c.CPU.ByProcess[localcluster.APIServerBinary]
 	c.ControllerSeconds = round3(last.Sub(start).Seconds())
 	c.Ratio = round3(c.ControllerSeconds / c.FloorSeconds)
 	c.Goal = GoalConvergeRatio
@@ -226,6 +230,19 @@ func (r *runner) runConverge(ctx context.Context, l *lane, c *Converge) error {
 	c.HeapMiB = round1(m.Sum("go_memstats_heap_alloc_bytes", nil) / mib)
 	c.RSSMiB = round1(m.Sum("process_resident_memory_bytes", nil) / mib)
 	return nil
+}
+
+// lanePIDs are the processes whose CPU a lane's timed runs account for.
+func (r *runner) lanePIDs(l *lane) map[string]int { return r.pids(processController, l.ctrl.Pid()) }
+
+// pids are the processes whose CPU a timed run accounts for: the control
+// plane's, the benchmark itself (the floor's client, the creator of Bundles or
+// instances, the tracker) and the controller under test, named controller.
+func (r *runner) pids(controller string, pid int) map[string]int {
+	pids := r.cluster.PIDs()
+	pids[processBench] = os.Getpid()
+	pids[controller] = pid
+	return pids
 }
 
 // formatQPS is a QPS as a flag value.

@@ -106,6 +106,10 @@ type Converge struct {
 	// plane shares, the converge ratio cannot beat their ratio by much.
 	FloorAPIServerCPUSeconds float64 `json:"floorAPIServerCPUSeconds"`
 	APIServerCPUSeconds      float64 `json:"apiServerCPUSeconds"`
+	// FloorCPU and CPU are the CPU the whole machine used in the floor's run and
+	// in the converge, and how much of it each process took.
+	FloorCPU *CPUUse `json:"floorCPU,omitempty"`
+	CPU      *CPUUse `json:"cpu,omitempty"`
 }
 
 // Peer is the unthrottled workload converged by a peer controller (kro) on the
@@ -133,6 +137,9 @@ type Peer struct {
 	CPUSeconds float64            `json:"cpuSeconds"`
 	RSSMiB     float64            `json:"rssMiB"`
 	PeakRSSMiB float64            `json:"peakRSSMiB"`
+	// CPU is the CPU the whole machine used in the peer's converge, and how much
+	// of it each process took.
+	CPU *CPUUse `json:"cpu,omitempty"`
 }
 
 // NoOp is the API server's cost of reconciling every Bundle with nothing to do.
@@ -177,6 +184,9 @@ type Lateness struct {
 	// its work queue and mean reconcile time during the phase.
 	QueueWaitMean float64 `json:"queueWaitMeanSeconds"`
 	ReconcileMean float64 `json:"reconcileMeanSeconds"`
+	// ControllerRequests are the controller's requests during the phase, by
+	// method.
+	ControllerRequests map[string]float64 `json:"controllerRequests,omitempty"`
 	// Samples are the objects, soonest deadline first.
 	Samples []LatenessSample `json:"samples"`
 }
@@ -265,7 +275,7 @@ func (r *Results) Print(w io.Writer) {
 	}
 	if l := r.Lateness; l != nil {
 		fmt.Fprintf(tw, "deletion lateness (%d objects): p50\t%.3fs\t\t\n", l.Objects, l.P50)
-		fmt.Fprintf(tw, "deletion lateness: p99\t%.3fs\t< %gs\t%s\n", l.P99, l.Goal, yes(l.Met))
+		fmt.Fprintf(tw, "deletion lateness: p99\t%.3fs\t≤ %gs\t%s\n", l.P99, l.Goal, yes(l.Met))
 		fmt.Fprintf(tw, "deletion lateness: max\t%.3fs\t\t\n", l.Max)
 	}
 	if m := r.Memory; m != nil && m.Skipped == "" {
@@ -290,10 +300,18 @@ func (r *Results) Print(w io.Writer) {
 			c.Lane, formatCounts(c.ControllerRequests), c.ControllerCPUSeconds, c.HeapMiB, c.RSSMiB, c.Objects)
 		fmt.Fprintf(w, "  converge %s: the API server used %.1fs CPU for the floor, %.1fs for limbo's converge (%s)\n",
 			c.Lane, c.FloorAPIServerCPUSeconds, c.APIServerCPUSeconds, cpuRatio(c.APIServerCPUSeconds, c.FloorAPIServerCPUSeconds))
+		if c.FloorCPU != nil && c.CPU != nil {
+			fmt.Fprintf(w, "  converge %s: the machine used %.1fs CPU for the floor (%.2f cores busy), %.1fs for limbo's converge (%.2f cores busy, %s); by process, floor/converge: %s\n",
+				c.Lane, c.FloorCPU.Seconds, c.FloorCPU.BusyCores, c.CPU.Seconds, c.CPU.BusyCores, cpuRatio(c.CPU.Seconds, c.FloorCPU.Seconds), formatCPUByProcess(c.FloorCPU, c.CPU))
+		}
 	}
 	if k := r.Kro; k != nil {
 		fmt.Fprintf(w, "  converge %s: %s sent %s, used %.1fs CPU; RSS %.1f MiB (peak %.1f MiB) at %d objects; flags %s\n",
 			laneUnthrottled, k.Name, formatCounts(k.Requests), k.CPUSeconds, k.RSSMiB, k.PeakRSSMiB, k.Objects, strings.Join(k.Flags, " "))
+		if u := r.Unthrottled; u != nil && u.FloorCPU != nil && k.CPU != nil {
+			fmt.Fprintf(w, "  converge %s: the machine used %.1fs CPU for %s's converge (%.2f cores busy, %s the floor's); by process, floor/%s: %s\n",
+				laneUnthrottled, k.CPU.Seconds, k.Name, k.CPU.BusyCores, cpuRatio(k.CPU.Seconds, u.FloorCPU.Seconds), k.Name, formatCPUByProcess(u.FloorCPU, k.CPU))
+		}
 	}
 	if n := r.NoOp; n != nil {
 		fmt.Fprintf(w, "  no-op: %d Bundles, %.0f reconciles in %.1fs; API server saw %s (trigger's %d PATCHes taken out)\n",
@@ -302,7 +320,7 @@ func (r *Results) Print(w io.Writer) {
 	}
 	if l := r.Lateness; l != nil {
 		fmt.Fprintf(w, "  deletion: min %.3fs; controller's own limbo_deletion_lateness_seconds mean %.3fs; deadlines not seen: %d\n", l.Min, l.ControllerMean, l.Unobserved)
-		fmt.Fprintf(w, "  deletion: Bundle work queue wait mean %.3fs, reconcile mean %.3fs\n", l.QueueWaitMean, l.ReconcileMean)
+		fmt.Fprintf(w, "  deletion: Bundle work queue wait mean %.3fs, reconcile mean %.3fs; controller sent %s\n", l.QueueWaitMean, l.ReconcileMean, formatCounts(l.ControllerRequests))
 	}
 	if m := r.Memory; m != nil && m.Skipped == "" {
 		fmt.Fprintf(w, "  memory: %d Bundles converged in %.1fs, controller used %.1fs CPU\n", m.Bundles, m.ConvergeSecond, m.ControllerCPUSeconds)
@@ -424,6 +442,7 @@ func sortedCopy(v []float64) []float64 {
 	return out
 }
 
+func round2(v float64) float64 { return math.Round(v*100) / 100 }
 func round3(v float64) float64 { return math.Round(v*1000) / 1000 }
 
 func orDefault(s, def string) string {

@@ -261,6 +261,16 @@ func (c *Cluster) LogPath(name string) string {
 	return filepath.Join(c.DataDir, "logs", name+".log")
 }
 
+// PIDs are the process ids of the running components, by name ("etcd",
+// "kube-apiserver", "kube-controller-manager").
+func (c *Cluster) PIDs() map[string]int {
+	out := make(map[string]int, len(c.procs))
+	for _, p := range c.procs {
+		out[p.name] = p.cmd.Process.Pid
+	}
+	return out
+}
+
 func (c *Cluster) start(name, bin string, args []string) error {
 	p, err := startProcess(name, bin, args, c.LogPath(name))
 	if err != nil {
