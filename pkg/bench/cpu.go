@@ -121,7 +121,8 @@ func cpuUse(a, b cpuReading) *CPUUse {
 
 // formatCPUByProcess lists the processes of floor and run as "name a/b", the
 // control plane's first, the rest by name; one that used nothing in either is
-// left out.
+// left out. "other" is what the machine used besides them (the kernel's work
+// for no listed process, anything else running).
 func formatCPUByProcess(floor, run *CPUUse) string {
 	names := map[string]bool{}
 	for n := range floor.ByProcess {
@@ -144,5 +145,17 @@ func formatCPUByProcess(floor, run *CPUUse) string {
 			parts = append(parts, fmt.Sprintf("%s %.1f/%.1f", n, floor.ByProcess[n], run.ByProcess[n]))
 		}
 	}
+	if f, r := floor.Seconds-sumValues(floor.ByProcess), run.Seconds-sumValues(run.ByProcess); f >= 0.05 || r >= 0.05 {
+		parts = append(parts, fmt.Sprintf("other %.1f/%.1f", max(f, 0), max(r, 0)))
+	}
 	return strings.Join(parts, ", ")
+}
+
+// sumValues is the sum of m's values.
+func sumValues(m map[string]float64) float64 {
+	var sum float64
+	for _, v := range m {
+		sum += v
+	}
+	return sum
 }

@@ -47,8 +47,8 @@ func TestCPUUse(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("cpuUse = %+v, want %+v", got, want)
 	}
-	floor := &CPUUse{ByProcess: map[string]float64{"kube-apiserver": 1.5, "etcd": 0, "limbo-bench": 0.4}}
-	if s := formatCPUByProcess(floor, want); s != "kube-apiserver 1.5/2.0, limbo 0.0/0.7, limbo-bench 0.4/0.0" {
+	floor := &CPUUse{Seconds: 1.9, ByProcess: map[string]float64{"kube-apiserver": 1.5, "etcd": 0, "limbo-bench": 0.4}}
+	if s := formatCPUByProcess(floor, want); s != "kube-apiserver 1.5/2.0, limbo 0.0/0.7, limbo-bench 0.4/0.0, other 0.0/0.3" {
 		t.Errorf("formatCPUByProcess = %q", s)
 	}
 }
