@@ -53,18 +53,47 @@ type Outcome struct {
 	Err error
 }
 
-// Claim reports whether fresh, a copy of an orphan read from the API server just
-// before its delete, is still the caller's to delete. A Bundle's pass claims what
-// the Bundle still controls (ControlledBy), the reaper what is still released
-// (Released): an object cancelled or adopted a moment ago is not deleted.
-type Claim func(fresh metav1.Object) bool
+// Claim judges fresh, a copy of an orphan read from the API server just before
+// its delete: is it still the caller's to delete, now? A Bundle's pass claims
+// what the Bundle still controls (ControlledBy) as long as the Bundle has not
+// changed since the pass decided; the reaper claims what is still released
+// (ClaimReleased). An object cancelled or adopted a moment ago is not deleted.
+type Claim func(fresh metav1.Object) ClaimVerdict
+
+// ClaimVerdict is a Claim's answer.
+type ClaimVerdict int
+
+const (
+	// Claimed: still the caller's and due; deleted.
+	Claimed ClaimVerdict = iota
+	// NotClaimed: no longer the caller's; left alone and no longer listed.
+	NotClaimed
+	// ClaimDeferred: still the caller's, but its owner changed since the caller
+	// decided (or could not be read again): not deleted now, still listed, and
+	// decided again at once.
+	ClaimDeferred
+)
+
+// msgDeferred is the pendingDeletions message of an orphan whose delete a
+// ClaimDeferred held back.
+const msgDeferred = "not deleted yet: the Bundle changed just before the delete; deciding again"
 
 // ControlledBy claims objects whose controller is the owner with uid.
 func ControlledBy(uid types.UID) Claim {
-	return func(fresh metav1.Object) bool {
-		owner := metav1.GetControllerOf(fresh)
-		return owner != nil && owner.UID == uid
+	return func(fresh metav1.Object) ClaimVerdict {
+		if owner := metav1.GetControllerOf(fresh); owner != nil && owner.UID == uid {
+			return Claimed
+		}
+		return NotClaimed
 	}
+}
+
+// ClaimReleased claims the objects that are Released: the reaper's.
+func ClaimReleased(fresh metav1.Object) ClaimVerdict {
+	if Released(fresh) {
+		return Claimed
+	}
+	return NotClaimed
 }
 
 // Released reports whether obj was released to limbo by a Bundle's teardown and
@@ -150,9 +179,19 @@ func (e *Engine) decideFresh(ctx context.Context, eventTarget runtime.Object, ob
 		// The orphan is gone; another object has its name now.
 		e.Metrics.deletions.WithLabelValues(ResultGone).Inc()
 		return Outcome{Gone: true}
-	case claim != nil && !claim(current):
+	}
+	verdict := Claimed
+	if claim != nil {
+		verdict = claim(current)
+	}
+	switch {
+	case verdict == NotClaimed:
 		log.FromContext(ctx).V(1).Info("not deleted: no longer an orphan of this owner", "object", describeGVK(obj), "uid", string(obj.GetUID()))
 		return Outcome{}
+	case verdict == ClaimDeferred:
+		// Still the caller's and in limbo: it stays listed, which is also how a
+		// Bundle's status goes on naming its kind for a teardown.
+		return Outcome{Pending: e.Pending(current, msgDeferred), Requeue: true}
 	case current.GetDeletionTimestamp() != nil:
 		return Outcome{Pending: terminatingEntry(current)}
 	}

@@ -480,9 +480,15 @@ func TestEngineOrphanDecidesDeleteOnFreshRead(t *testing.T) {
 			fresh: func(u *unstructured.Unstructured) {
 				u.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "limbo.dev/v1alpha1", Kind: "Bundle", Name: "shop", UID: "uid-new", Controller: ptr.To(true)}})
 			},
-			claim:    softdelete.Released,
+			claim:    softdelete.ClaimReleased,
 			released: true,
 			wantPend: "-",
+		},
+		{
+			name:     "its Bundle changed just before the delete: not deleted, still listed",
+			fresh:    func(*unstructured.Unstructured) {},
+			claim:    func(metav1.Object) softdelete.ClaimVerdict { return softdelete.ClaimDeferred },
+			wantPend: "not deleted yet: the Bundle changed just before the delete; deciding again",
 		},
 		{
 			name: "re-created under another UID: the orphan is gone",

@@ -564,31 +564,18 @@ func (p *pass) decideObjectOrphans(ctx context.Context) (ready, listed bool) {
 // cost about one round trip, not one per object. Each orphan is its own object
 // with its own fresh read and claim, so their order does not matter; the
 // outcomes are recorded in the listed order, for a deterministic status.
-//
-// An orphan whose delete the claim held back because the Bundle changed (or could
-// not be read again) is still the Bundle's and still in limbo: it keeps its
-// pendingDeletions entry, so that the status goes on naming it and its kind. A
-// teardown lists the kinds the status names: an entry dropped here, for a kind
-// the spec no longer declares, would let a Bundle deleted at that moment go
-// without its orphan, which the garbage collector would then delete behind
-// limbo's back.
 func (p *pass) orphanAll(ctx context.Context, orphans []*unstructured.Unstructured) {
 	resources := make([]string, len(orphans))
 	outcomes := make([]softdelete.Outcome, len(orphans))
-	heldBack := make([]bool, len(orphans))
 	p.concurrently(len(orphans), func(i int) {
 		o := orphans[i]
 		resources[i] = lastResourceOf(p.bundle, o)
 		octx := log.IntoContext(ctx, log.FromContext(ctx).WithValues("resource", resources[i]))
-		outcomes[i] = p.r.Engine.Orphan(octx, p.bundle, o, p.stillOrphan(octx, o, &heldBack[i]))
+		outcomes[i] = p.r.Engine.Orphan(octx, p.bundle, o, p.stillOrphan(octx, o))
 	})
 	for i, out := range outcomes {
 		if out.Gone {
 			p.r.applied.forget(orphans[i].GetUID())
-		}
-		if heldBack[i] && out.Pending == nil && !out.Gone {
-			out.Pending = p.r.Engine.Pending(orphans[i], msgDecidingAgain)
-			out.Requeue = true
 		}
 		if out.Pending != nil {
 			out.Pending.Resource = resources[i]
@@ -601,30 +588,31 @@ func (p *pass) orphanAll(ctx context.Context, orphans []*unstructured.Unstructur
 // the Bundle still controls o, and the Bundle, read again from the API server at
 // that moment, has the spec this pass decided on. The pass decided on its cached
 // Bundle: o declared again since then (or the spec emptied) must not be deleted,
-// and the Bundle's change starts the pass that decides on it. A failed read keeps
-// o (the pass fails and comes back). The one window left is between this read and
-// the DELETE: no precondition spans two objects. heldBack reports a refusal for
-// the Bundle's sake (read failed, or changed): o is still the Bundle's then.
-func (p *pass) stillOrphan(ctx context.Context, o client.Object, heldBack *bool) softdelete.Claim {
+// and the Bundle's change starts the pass that decides on it. Until then o is
+// still the Bundle's and stays listed (ClaimDeferred): a teardown finds its
+// objects through the kinds the status names, and a Bundle deleted at that
+// moment must not go without o, which the garbage collector would then delete
+// behind limbo's back. A failed read defers too (the pass fails and comes back).
+// The one window left is between this read and the DELETE: no precondition
+// spans two objects.
+func (p *pass) stillOrphan(ctx context.Context, o client.Object) softdelete.Claim {
 	controlled := softdelete.ControlledBy(p.bundle.UID)
-	return func(fresh metav1.Object) bool {
-		if !controlled(fresh) {
-			return false
+	return func(fresh metav1.Object) softdelete.ClaimVerdict {
+		if v := controlled(fresh); v != softdelete.Claimed {
+			return v
 		}
 		cur := &metav1.PartialObjectMetadata{}
 		cur.SetGroupVersionKind(limbov1alpha1.GroupVersion.WithKind("Bundle"))
 		if err := p.r.APIReader.Get(ctx, client.ObjectKeyFromObject(p.bundle), cur); err != nil {
 			p.fail(fmt.Errorf("read the Bundle again before deleting %s %s: %w", o.GetObjectKind().GroupVersionKind().Kind, o.GetName(), err))
-			*heldBack = true
-			return false
+			return softdelete.ClaimDeferred
 		}
 		if cur.UID != p.bundle.UID || cur.Generation != p.bundle.Generation || cur.DeletionTimestamp != nil {
 			log.FromContext(ctx).V(1).Info("not deleted: the Bundle changed since the pass read it", "object", o.GetName(),
 				"generation", p.bundle.Generation, "now", cur.Generation)
-			*heldBack = true
-			return false
+			return softdelete.ClaimDeferred
 		}
-		return true
+		return softdelete.Claimed
 	}
 }
 
@@ -782,9 +770,6 @@ func (r *Reconciler) readinessRule(ctx context.Context, gvk schema.GroupVersionK
 const (
 	msgWaitingForReady = "waiting for every resource of the Bundle to be Ready"
 	msgEmptyBundle     = "not deleted: the Bundle's spec has no resources; set spec.allowEmpty: true to delete what it manages"
-	// msgDecidingAgain: a delete held back at the last moment, because the
-	// Bundle changed (or could not be read again) since the pass read it.
-	msgDecidingAgain = "not deleted yet: the Bundle changed just before the delete; deciding again"
 )
 
 // blockedMessage is the message of a resource Blocked on its dependencies.

@@ -209,7 +209,7 @@ func (p *pass) tombstones(ctx context.Context) (map[string]*limbov1alpha1.Tombst
 	out := map[string]*limbov1alpha1.Tombstone{}
 	for i := range list.Items {
 		ts := &list.Items[i]
-		if softdelete.ControlledBy(p.bundle.UID)(ts) {
+		if softdelete.ControlledBy(p.bundle.UID)(ts) == softdelete.Claimed {
 			out[softdelete.TombstoneKey(ts.Spec.Resource, ts.Spec.Item)] = ts
 		}
 	}

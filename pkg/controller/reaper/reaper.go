@@ -157,7 +157,7 @@ func (r *Reaper) pass(ctx context.Context, full bool) (time.Duration, error) {
 				wait = min(wait, holdRecheck)
 				continue
 			}
-			out := r.Engine.Orphan(ctx, obj, obj, softdelete.Released)
+			out := r.Engine.Orphan(ctx, obj, obj, softdelete.ClaimReleased)
 			if !out.Gone {
 				pending++
 			}
