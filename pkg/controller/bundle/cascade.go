@@ -2,11 +2,14 @@ package bundle
 
 import (
 	"context"
+	"strconv"
 	"sync"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -20,25 +23,37 @@ import (
 // A Bundle deleted with --cascade=orphan carries the finalizer orphan from the
 // moment it is deleted until the garbage collector has orphaned the dependents
 // it knows; the collector can be done before limbo's first look at the deleted
-// Bundle, which then looks like a background delete. Two pieces of evidence keep
-// such a Bundle's teardown from deleting anything:
+// Bundle, which then looks like a background delete. Three pieces of evidence
+// keep such a Bundle's teardown from deleting anything:
 //
 //   - orphanCascades remembers the finalizer from the Bundle's watch events,
 //     which arrive in order whatever the cache holds by the time of the pass;
 //   - after a restart (the memory is gone), an object the Bundle declares that is
 //     labelled with its name, that nothing controls and that limbo did not
 //     release is the collector's work (limbo keeps the objects it manages
-//     controlled, and a teardown that releases one marks it).
+//     controlled, and a teardown that releases one marks it);
+//   - when neither tells, the Bundle's own history: its versions since the
+//     deletion, read back one by one (orphanedInHistory). That covers the case
+//     the other two miss — limbo's watch did not show the version that carried
+//     orphan (limbo down, or its watch relisting after a kube-apiserver restart)
+//     and the collector, its graph stale, removed orphan without orphaning
+//     anything.
 
-// orphanCascades is the set of Bundles seen deleted with --cascade=orphan.
-type orphanCascades struct{ uids sync.Map }
+// orphanCascades is the set of Bundles seen deleted with --cascade=orphan, and
+// how far back each deleted Bundle's history has been read.
+type orphanCascades struct {
+	uids sync.Map // UID → true
+	// readBack maps a UID to the resource version down to which the Bundle's
+	// history showed no orphan: later reads stop there.
+	readBack sync.Map // UID → uint64
+}
 
 // predicate records what a Bundle's events say and lets every event through.
 func (c *orphanCascades) predicate() predicate.Funcs {
 	return predicate.Funcs{
 		CreateFunc:  func(e event.CreateEvent) bool { c.observe(e.Object); return true },
 		UpdateFunc:  func(e event.UpdateEvent) bool { c.observe(e.ObjectNew); return true },
-		DeleteFunc:  func(e event.DeleteEvent) bool { c.uids.Delete(e.Object.GetUID()); return true },
+		DeleteFunc:  func(e event.DeleteEvent) bool { c.forget(e.Object.GetUID()); return true },
 		GenericFunc: func(event.GenericEvent) bool { return true },
 	}
 }
@@ -52,6 +67,11 @@ func (c *orphanCascades) observe(obj client.Object) {
 func (c *orphanCascades) has(uid types.UID) bool {
 	_, ok := c.uids.Load(uid)
 	return ok
+}
+
+func (c *orphanCascades) forget(uid types.UID) {
+	c.uids.Delete(uid)
+	c.readBack.Delete(uid)
 }
 
 // deletedWithOrphanCascade reports whether b, being deleted, was deleted with
@@ -70,6 +90,92 @@ func (r *Reconciler) deletedWithOrphanCascade(b *limbov1alpha1.Bundle, plan *bun
 		}
 	}
 	return false
+}
+
+// historyDepth bounds the versions of a deleted Bundle read back: the delete, the
+// collector's removal of orphan and the teardown's status writes since. Past it,
+// the history tells nothing (background).
+const historyDepth = 16
+
+// versionBefore returns the metadata of the Bundle named key as it was just
+// before resource version rv, nil if no Bundle of that name existed then.
+type versionBefore func(ctx context.Context, key types.NamespacedName, rv uint64) (*metav1.PartialObjectMetadata, error)
+
+// orphanedInHistory reports whether b, being deleted, carried the finalizer
+// orphan in a version since its deletion, reading its versions back from the
+// current one until the one before the deletion, a version at or below
+// readBack (read before: no orphan there), or historyDepth versions.
+//
+// Resource versions are comparable integers (KEP-5504, GA in Kubernetes 1.35),
+// so the version before rv is the one an exact read at rv-1 returns. A history
+// the API server has compacted (410 Expired: kube-apiserver compacts etcd every
+// five minutes by default) tells nothing; any other error is returned, and the
+// mode stays undecided.
+func orphanedInHistory(ctx context.Context, b client.Object, readBack uint64, before versionBefore) (bool, error) {
+	rv, err := strconv.ParseUint(b.GetResourceVersion(), 10, 64)
+	if err != nil {
+		return false, nil // not an integer: no history to read
+	}
+	for range historyDepth {
+		if rv <= readBack+1 {
+			return false, nil
+		}
+		prev, err := before(ctx, client.ObjectKeyFromObject(b), rv)
+		switch {
+		case apierrors.IsResourceExpired(err) || apierrors.IsGone(err):
+			return false, nil
+		case err != nil:
+			return false, err
+		case prev == nil || prev.UID != b.GetUID() || prev.DeletionTimestamp == nil:
+			return false, nil // reached the Bundle before its deletion
+		case controllerutil.ContainsFinalizer(prev, metav1.FinalizerOrphanDependents):
+			return true, nil
+		}
+		prevRV, err := strconv.ParseUint(prev.ResourceVersion, 10, 64)
+		if err != nil || prevRV >= rv {
+			return false, nil
+		}
+		rv = prevRV
+	}
+	return false, nil
+}
+
+// orphanedInHistory reads b's history (see orphanedInHistory) back to where an
+// earlier pass stopped, and remembers the answer.
+func (r *Reconciler) orphanedInHistory(ctx context.Context, b *limbov1alpha1.Bundle) (bool, error) {
+	var readBack uint64
+	if v, ok := r.orphanCascades.readBack.Load(b.UID); ok {
+		readBack = v.(uint64)
+	}
+	orphaned, err := orphanedInHistory(ctx, b, readBack, r.bundleVersionBefore)
+	switch {
+	case err != nil:
+		return false, err
+	case orphaned:
+		ctrl.LoggerFrom(ctx).Info("an earlier version of the deleted Bundle carried the finalizer orphan: deleted with --cascade=orphan")
+		r.orphanCascades.uids.Store(b.UID, true)
+	default:
+		if rv, err := strconv.ParseUint(b.ResourceVersion, 10, 64); err == nil {
+			r.orphanCascades.readBack.Store(b.UID, rv)
+		}
+	}
+	return orphaned, nil
+}
+
+// bundleVersionBefore is a versionBefore that reads the API server: an exact
+// list at rv-1, metadata only, of the Bundles of that name.
+func (r *Reconciler) bundleVersionBefore(ctx context.Context, key types.NamespacedName, rv uint64) (*metav1.PartialObjectMetadata, error) {
+	list := &metav1.PartialObjectMetadataList{}
+	list.SetGroupVersionKind(limbov1alpha1.GroupVersion.WithKind("BundleList"))
+	err := r.APIReader.List(ctx, list, client.InNamespace(key.Namespace), client.MatchingFields{"metadata.name": key.Name},
+		&client.ListOptions{Raw: &metav1.ListOptions{
+			ResourceVersion:      strconv.FormatUint(rv-1, 10),
+			ResourceVersionMatch: metav1.ResourceVersionMatchExact,
+		}})
+	if err != nil || len(list.Items) == 0 {
+		return nil, err
+	}
+	return &list.Items[0], nil
 }
 
 // orphanedByCollector reports whether o, labelled with a Bundle's name, has lost

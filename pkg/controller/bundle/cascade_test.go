@@ -1,8 +1,12 @@
 package bundle
 
 import (
+	"context"
+	"slices"
+	"strconv"
 	"testing"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -113,6 +117,129 @@ func TestDeletedWithOrphanCascade(t *testing.T) {
 			}
 			if got := r.deletedWithOrphanCascade(b, tc.plan, tc.objects); got != tc.want {
 				t.Errorf("deletedWithOrphanCascade = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestOrphanedInHistory(t *testing.T) {
+	// version is the Bundle's metadata at a resource version.
+	version := func(rv string, uid types.UID, deleting bool, finalizers ...string) *metav1.PartialObjectMetadata {
+		m := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "shop", UID: uid, ResourceVersion: rv, Finalizers: finalizers}}
+		if deleting {
+			m.DeletionTimestamp = &metav1.Time{}
+		}
+		return m
+	}
+	const uid = "b-1"
+	expired := apierrors.NewResourceExpired("The resourceVersion for the provided list is too old.")
+	for _, tc := range []struct {
+		name     string
+		current  string
+		readBack uint64
+		// history maps the resource version read at (rv-1) to what the API
+		// server answers there.
+		history map[uint64]*metav1.PartialObjectMetadata
+		errs    map[uint64]error
+		want    bool
+		wantErr bool
+		// reads are the resource versions read, in order.
+		reads []uint64
+	}{{
+		name:    "deleted in the background, seen live: the version before has no deletionTimestamp",
+		current: "20",
+		history: map[uint64]*metav1.PartialObjectMetadata{19: version("12", uid, false, limbov1alpha1.FinalizerTeardown)},
+		reads:   []uint64{19},
+	}, {
+		name:    "the collector removed orphan: the version before carried it",
+		current: "30",
+		history: map[uint64]*metav1.PartialObjectMetadata{29: version("25", uid, true, metav1.FinalizerOrphanDependents, limbov1alpha1.FinalizerTeardown)},
+		want:    true,
+		reads:   []uint64{29},
+	}, {
+		name:    "orphan further back, behind the teardown's status writes",
+		current: "40",
+		history: map[uint64]*metav1.PartialObjectMetadata{
+			39: version("35", uid, true, limbov1alpha1.FinalizerTeardown),
+			34: version("30", uid, true, limbov1alpha1.FinalizerTeardown),
+			29: version("21", uid, true, metav1.FinalizerOrphanDependents, limbov1alpha1.FinalizerTeardown),
+		},
+		want:  true,
+		reads: []uint64{39, 34, 29},
+	}, {
+		name:     "read back before down to 30: stops there",
+		current:  "40",
+		readBack: 30,
+		history: map[uint64]*metav1.PartialObjectMetadata{
+			39: version("35", uid, true, limbov1alpha1.FinalizerTeardown),
+			34: version("30", uid, true, limbov1alpha1.FinalizerTeardown),
+		},
+		reads: []uint64{39, 34},
+	}, {
+		name:     "nothing new since the last read",
+		current:  "40",
+		readBack: 40,
+	}, {
+		name:    "another Bundle of the same name before: not this one's history",
+		current: "20",
+		history: map[uint64]*metav1.PartialObjectMetadata{19: version("15", "b-0", true, metav1.FinalizerOrphanDependents)},
+		reads:   []uint64{19},
+	}, {
+		name:    "no Bundle of the name then",
+		current: "20",
+		reads:   []uint64{19},
+	}, {
+		name:    "history compacted: tells nothing",
+		current: "20",
+		errs:    map[uint64]error{19: expired},
+		reads:   []uint64{19},
+	}, {
+		name:    "any other error leaves the mode undecided",
+		current: "20",
+		errs:    map[uint64]error{19: apierrors.NewServiceUnavailable("etcd")},
+		wantErr: true,
+		reads:   []uint64{19},
+	}, {
+		name:    "a resource version that is not an integer: no history",
+		current: "abc",
+	}, {
+		name:    "a longer history than historyDepth: stops",
+		current: "1000",
+		history: func() map[uint64]*metav1.PartialObjectMetadata {
+			h := map[uint64]*metav1.PartialObjectMetadata{}
+			for rv := uint64(1000); rv > 900; rv-- {
+				h[rv-1] = version(strconv.FormatUint(rv-1, 10), uid, true, limbov1alpha1.FinalizerTeardown)
+			}
+			h[899] = version("899", uid, true, metav1.FinalizerOrphanDependents)
+			return h
+		}(),
+		reads: func() []uint64 {
+			var reads []uint64
+			for i := range uint64(historyDepth) {
+				reads = append(reads, 999-i)
+			}
+			return reads
+		}(),
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := &limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "shop", UID: uid, ResourceVersion: tc.current}}
+			var reads []uint64
+			before := func(_ context.Context, key types.NamespacedName, rv uint64) (*metav1.PartialObjectMetadata, error) {
+				if key != (types.NamespacedName{Namespace: "team-a", Name: "shop"}) {
+					t.Errorf("read %v, want team-a/shop", key)
+				}
+				reads = append(reads, rv-1)
+				return tc.history[rv-1], tc.errs[rv-1]
+			}
+			got, err := orphanedInHistory(context.Background(), b, tc.readBack, before)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("err = %v, want error %v", err, tc.wantErr)
+			}
+			if got != tc.want {
+				t.Errorf("orphanedInHistory = %v, want %v", got, tc.want)
+			}
+			if !slices.Equal(reads, tc.reads) {
+				t.Errorf("read at %v, want %v", reads, tc.reads)
 			}
 		})
 	}

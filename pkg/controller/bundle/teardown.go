@@ -52,7 +52,14 @@ func (r *Reconciler) teardown(ctx context.Context, b *limbov1alpha1.Bundle) (ctr
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if r.deletedWithOrphanCascade(b, plan, objects) { // nothing is deleted
+	orphan := r.deletedWithOrphanCascade(b, plan, objects)
+	if !orphan && !controllerutil.ContainsFinalizer(b, metav1.FinalizerDeleteDependents) {
+		// No evidence at hand: what did the delete say? (Foreground is foreground.)
+		if orphan, err = r.orphanedInHistory(ctx, b); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	if orphan { // nothing is deleted
 		if err := r.orphanContent(ctx, b, objects); err != nil {
 			return ctrl.Result{}, err
 		}
