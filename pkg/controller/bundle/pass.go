@@ -636,7 +636,8 @@ func lastResourceOf(b *limbov1alpha1.Bundle, obj client.Object) string {
 
 // kindList is every kind the Bundle uses or used, sorted: its plan's, its
 // plugins' generated objects', and those its previous status remembers (a
-// resource removed from the spec may have been the last of its kind).
+// resource removed from the spec may have been the last of its kind) — and the
+// kinds the controller watches (see withWatchedKinds).
 func (p *pass) kindList() []schema.GroupVersionKind {
 	kinds := map[schema.GroupVersionKind]bool{}
 	for k := range p.kinds {
@@ -645,7 +646,36 @@ func (p *pass) kindList() []schema.GroupVersionKind {
 	for _, k := range kindsOf(p.bundle, p.plan) {
 		kinds[k] = true
 	}
-	return sortedKinds(kinds)
+	return withWatchedKinds(sortedKinds(kinds), p.r.watcher.kinds())
+}
+
+// withWatchedKinds adds to kinds, a Bundle's, every kind in watched (the kinds
+// the controller watches for any Bundle) of a group and kind not among them, and
+// sorts the result.
+//
+// A Bundle's spec and status name the kinds of its objects, but a pass creates
+// objects before it writes the status: if that write fails and the spec drops
+// the resource before a write succeeds, an object the Bundle controls has a kind
+// neither names. Its kind is watched since the pass applied it, so listing the
+// watched kinds too (from the cache, by the Bundle's label: no request) finds
+// it as an orphan, and a teardown finds it before the Bundle goes — the garbage
+// collector would delete it outside limbo, its deletionDelay ignored. After a
+// restart only the kinds some Bundle names are watched again.
+func withWatchedKinds(kinds, watched []schema.GroupVersionKind) []schema.GroupVersionKind {
+	set := map[schema.GroupVersionKind]bool{}
+	groupKinds := map[schema.GroupKind]bool{}
+	for _, k := range kinds {
+		set[k] = true
+		groupKinds[k.GroupKind()] = true
+	}
+	sort.Slice(watched, func(i, j int) bool { return watched[i].String() < watched[j].String() })
+	for _, k := range watched {
+		if !groupKinds[k.GroupKind()] { // one version of a kind lists its objects
+			set[k] = true
+			groupKinds[k.GroupKind()] = true
+		}
+	}
+	return sortedKinds(set)
 }
 
 // kindsOf is every kind b uses or used: its plan's, and those its previous status

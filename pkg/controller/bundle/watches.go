@@ -80,6 +80,20 @@ func (w *watcher) ensure(gvk schema.GroupVersionKind) error {
 
 // bundleOf maps a managed object to the Bundle named by its label: the Bundle that
 // manages it, or a Bundle of that name that may adopt it.
+// kinds returns the kinds watched so far, for any Bundle (none by a nil watcher).
+func (w *watcher) kinds() []schema.GroupVersionKind {
+	if w == nil {
+		return nil
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := make([]schema.GroupVersionKind, 0, len(w.watched))
+	for gvk := range w.watched {
+		out = append(out, gvk)
+	}
+	return out
+}
+
 func (w *watcher) bundleOf(_ context.Context, obj client.Object) []reconcile.Request {
 	if w.onEvent != nil {
 		w.onEvent(obj)
