@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"sync"
 	"testing"
 	"time"
 
@@ -55,7 +54,7 @@ func TestTombstoneFailsClosedOnBundleReadError(t *testing.T) {
 // refusedTombstone is a Tombstone whose controller cannot read its Bundle.
 type refusedTombstone struct {
 	*externalItems
-	refused *bundleReadRefusal
+	refused *requestRefusal
 	ts      limbov1alpha1.Tombstone
 }
 
@@ -75,18 +74,26 @@ func tombstoneWithBundleReadsRefused(t *testing.T, delay string) *refusedTombsto
 // the Tombstone again.
 func (tc *refusedTombstone) heldWhileRefused(t *testing.T) {
 	t.Helper()
-	tc.refused.waitRetried(t, func() bool { return tc.domain.Deletes("orphan") > 0 })
+	tc.refused.waitRefused(t, "three reads of the Bundle (retries after a refusal), or the item's delete", func(reads []string) bool {
+		return len(reads) >= 3 || tc.domain.Deletes("orphan") > 0
+	})
 	if err := tc.untouched("orphan")(); err != nil {
 		t.Fatalf("the item was deleted while its Bundle could not be read: %v", err)
 	}
 	tc.ts = waitOneTombstone(t, tc.ns, "orphan")
 }
 
-// deletedOnceLifted lets the reads through and waits until the item and its
-// Tombstone are gone: the refusal alone held them.
+// deletedOnceLifted lets the reads through, touches the Tombstone so that the
+// controller looks at it at once (not when its backoff after the refusals
+// ends), and waits until the item and its Tombstone are gone: the refusal alone
+// held them.
 func (tc *refusedTombstone) deletedOnceLifted(t *testing.T) {
 	t.Helper()
-	tc.refused.lift(t, &tc.ts)
+	tc.refused.lift()
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{"test.limbo.dev/poke":%q}}}`, time.Now().Format(time.RFC3339Nano))
+	if err := env.Client.Patch(context.Background(), &tc.ts, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
+		t.Fatalf("touch Tombstone %s: %v", tc.ts.Name, err)
+	}
 	testenv.Eventually(t, testenv.DefaultTimeout, func() error {
 		if tc.domain.Exists("orphan") {
 			return fmt.Errorf("the item still exists once its Bundle can be read")
@@ -96,78 +103,10 @@ func (tc *refusedTombstone) deletedOnceLifted(t *testing.T) {
 	testenv.Eventually(t, testenv.DefaultTimeout, noTombstones(t, tc.ns))
 }
 
-// bundleReadRefusal makes the API server refuse the controller's GETs of one
-// Bundle until lift.
-type bundleReadRefusal struct {
-	mu      sync.Mutex
-	lifted  bool
-	refused []time.Time
-}
-
-// refuseBundleReads sends the in-process controller's GETs of Bundle ns/name as
-// a user without permissions, so that the API server answers Forbidden.
-func refuseBundleReads(t *testing.T, ns, name string) *bundleReadRefusal {
+// refuseBundleReads refuses the in-process controller's GETs of Bundle ns/name
+// (see requestRefusal).
+func refuseBundleReads(t *testing.T, ns, name string) *requestRefusal {
 	t.Helper()
-	r := &bundleReadRefusal{}
 	path := "/apis/" + limbov1alpha1.GroupVersion.String() + "/namespaces/" + ns + "/bundles/" + name
-	env.InterceptController(t, func(req *http.Request, send func(*http.Request) (*http.Response, error)) (*http.Response, error) {
-		if req.Method != http.MethodGet || req.URL.Path != path {
-			return send(req)
-		}
-		r.mu.Lock()
-		lifted := r.lifted
-		r.mu.Unlock()
-		if lifted {
-			return send(req)
-		}
-		noAccess := req.Clone(req.Context())
-		noAccess.Header.Set("Impersonate-User", "limbo-test-no-access")
-		resp, err := send(noAccess)
-		if err == nil && resp.StatusCode == http.StatusForbidden {
-			r.mu.Lock()
-			r.refused = append(r.refused, time.Now())
-			r.mu.Unlock()
-		}
-		return resp, err
-	})
-	return r
-}
-
-// waitRetried waits until the API server refused the read three times (the
-// controller retried after a refusal) or stop reports something the caller
-// checks next.
-func (r *bundleReadRefusal) waitRetried(t *testing.T, stop func() bool) {
-	t.Helper()
-	testenv.Eventually(t, testenv.DefaultTimeout, func() error {
-		r.mu.Lock()
-		n := len(r.refused)
-		r.mu.Unlock()
-		if n >= 3 || stop() {
-			return nil
-		}
-		return fmt.Errorf("the API server refused %d reads of the Bundle, want 3", n)
-	})
-}
-
-// first is the time of the first refusal.
-func (r *bundleReadRefusal) first() time.Time {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if len(r.refused) == 0 {
-		return time.Time{}
-	}
-	return r.refused[0]
-}
-
-// lift lets the reads through again, and touches the Tombstone ts so that the
-// controller looks at it at once, not when its backoff after the refusals ends.
-func (r *bundleReadRefusal) lift(t *testing.T, ts *limbov1alpha1.Tombstone) {
-	t.Helper()
-	r.mu.Lock()
-	r.lifted = true
-	r.mu.Unlock()
-	patch := fmt.Sprintf(`{"metadata":{"annotations":{"test.limbo.dev/poke":%q}}}`, time.Now().Format(time.RFC3339Nano))
-	if err := env.Client.Patch(context.Background(), ts, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
-		t.Fatalf("touch Tombstone %s: %v", ts.Name, err)
-	}
+	return refuseRequests(t, func(req *http.Request) bool { return req.Method == http.MethodGet && req.URL.Path == path })
 }
