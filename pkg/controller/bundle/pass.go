@@ -533,7 +533,7 @@ func (p *pass) emitResourceEvents() {
 // be listed at all (if not, the pass keeps the last pendingDeletions and decides
 // nothing more).
 func (p *pass) decideObjectOrphans(ctx context.Context) (ready, listed bool) {
-	orphans, err := p.r.orphans(ctx, p.bundle, p.kindList(), p.declared)
+	orphans, err := p.r.orphans(ctx, p.bundle, p.kindList(ctx), p.declared)
 	if err != nil {
 		p.fail(fmt.Errorf("list orphans: %w", err))
 		p.pending = p.bundle.Status.PendingDeletions
@@ -638,7 +638,7 @@ func lastResourceOf(b *limbov1alpha1.Bundle, obj client.Object) string {
 // plugins' generated objects', and those its previous status remembers (a
 // resource removed from the spec may have been the last of its kind) — and the
 // kinds the controller watches (see withWatchedKinds).
-func (p *pass) kindList() []schema.GroupVersionKind {
+func (p *pass) kindList(ctx context.Context) []schema.GroupVersionKind {
 	kinds := map[schema.GroupVersionKind]bool{}
 	for k := range p.kinds {
 		kinds[k] = true
@@ -646,12 +646,12 @@ func (p *pass) kindList() []schema.GroupVersionKind {
 	for _, k := range kindsOf(p.bundle, p.plan) {
 		kinds[k] = true
 	}
-	return withWatchedKinds(sortedKinds(kinds), p.r.watcher.kinds())
+	return withWatchedKinds(sortedKinds(kinds), p.r.watcher.syncedKinds(ctx))
 }
 
 // withWatchedKinds adds to kinds, a Bundle's, every kind in watched (the kinds
-// the controller watches for any Bundle) of a group and kind not among them, and
-// sorts the result.
+// the controller watches for any Bundle, synced) of a group and kind not among
+// them, and sorts the result.
 //
 // A Bundle's spec and status name the kinds of its objects, but a pass creates
 // objects before it writes the status: if that write fails and the spec drops

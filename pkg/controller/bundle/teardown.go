@@ -48,7 +48,7 @@ func (r *Reconciler) teardown(ctx context.Context, b *limbov1alpha1.Bundle) (ctr
 	}
 	// One listing serves the pass: the cascade mode's evidence, the objects to
 	// orphan or the ones to delete.
-	objects, err := r.labelled(ctx, b, withWatchedKinds(kindsOf(b, plan), r.watcher.kinds()))
+	objects, err := r.labelled(ctx, b, withWatchedKinds(kindsOf(b, plan), r.watcher.syncedKinds(ctx)))
 	if err != nil {
 		return ctrl.Result{}, err
 	}

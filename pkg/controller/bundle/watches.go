@@ -80,16 +80,27 @@ func (w *watcher) ensure(gvk schema.GroupVersionKind) error {
 
 // bundleOf maps a managed object to the Bundle named by its label: the Bundle that
 // manages it, or a Bundle of that name that may adopt it.
-// kinds returns the kinds watched so far, for any Bundle (none by a nil watcher).
-func (w *watcher) kinds() []schema.GroupVersionKind {
+// syncedKinds returns the kinds watched so far, for any Bundle, whose
+// informers have synced (none by a nil watcher). A cache List of a kind that
+// has not synced waits until it does — forever, for a kind the controller may
+// not list — so the kinds a pass lists for other Bundles' sake (see
+// withWatchedKinds) must be synced ones.
+func (w *watcher) syncedKinds(ctx context.Context) []schema.GroupVersionKind {
 	if w == nil {
 		return nil
 	}
 	w.mu.Lock()
-	defer w.mu.Unlock()
-	out := make([]schema.GroupVersionKind, 0, len(w.watched))
+	watched := make([]schema.GroupVersionKind, 0, len(w.watched))
 	for gvk := range w.watched {
-		out = append(out, gvk)
+		watched = append(watched, gvk)
+	}
+	w.mu.Unlock()
+	out := watched[:0]
+	for _, gvk := range watched {
+		inf, err := w.cache.GetInformer(ctx, cachedObject(gvk), cache.BlockUntilSynced(false))
+		if err == nil && inf.HasSynced() {
+			out = append(out, gvk)
+		}
 	}
 	return out
 }
