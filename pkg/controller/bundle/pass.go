@@ -295,7 +295,7 @@ func (p *pass) syncOne(ctx context.Context, name string, tmpl *unstructured.Unst
 		return out
 	}
 	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("resource", name))
-	if err := p.r.watcher.ensure(gvk); err != nil {
+	if err := p.r.watcher.ensure(ctx, gvk); err != nil {
 		p.fail(err)
 		return fail(limbov1alpha1.ResourceError, limbov1alpha1.ReasonReadFailed, "watch %s: %v", gvk.Kind, err)
 	}
@@ -733,7 +733,7 @@ func controlledBy(b *limbov1alpha1.Bundle, objects []*unstructured.Unstructured)
 func (r *Reconciler) labelled(ctx context.Context, b *limbov1alpha1.Bundle, kinds []schema.GroupVersionKind) ([]*unstructured.Unstructured, error) {
 	var out []*unstructured.Unstructured
 	for _, gvk := range kinds {
-		if err := r.watcher.ensure(gvk); err != nil {
+		if err := r.watcher.ensure(ctx, gvk); err != nil {
 			return nil, err
 		}
 		list := cachedList(gvk)

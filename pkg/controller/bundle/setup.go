@@ -125,7 +125,9 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) (*Reconciler, error) {
 
 // EnsureWatch makes the reconciler watch objects of gvk (the reaper uses it for
 // kinds it finds in limbo after a restart).
-func (r *Reconciler) EnsureWatch(gvk schema.GroupVersionKind) error { return r.watcher.ensure(gvk) }
+func (r *Reconciler) EnsureWatch(gvk schema.GroupVersionKind) error {
+	return r.watcher.ensure(context.Background(), gvk)
+}
 
 // bundlesUsing maps any event to the Bundles that hold a resource of one of plugins.
 func (r *Reconciler) bundlesUsing(plugins []string) handler.MapFunc {

@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -45,9 +47,37 @@ func bundleLabel(obj client.Object) []string {
 	return nil
 }
 
+// syncTimeout bounds how long ensure waits for the cache of a kind to sync. A
+// kind the controller may not list never syncs, and a cache read of it would
+// wait for good, holding a worker; past the timeout the resource is in Error
+// and its Bundle retried with backoff.
+const syncTimeout = 10 * time.Second
+
 // ensure starts watching gvk, with its objects indexed by bundleIndex, unless it
-// already does.
-func (w *watcher) ensure(gvk schema.GroupVersionKind) error {
+// already does, and waits (up to syncTimeout) until the cache of gvk has
+// synced: after it, cache reads of gvk do not wait.
+func (w *watcher) ensure(ctx context.Context, gvk schema.GroupVersionKind) error {
+	if err := w.start(gvk); err != nil {
+		return err
+	}
+	inf, err := w.cache.GetInformer(ctx, cachedObject(gvk), cache.BlockUntilSynced(false))
+	if err != nil {
+		return err
+	}
+	if inf.HasSynced() {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, syncTimeout)
+	defer cancel()
+	if !toolscache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+		return fmt.Errorf("the controller's cache of %s has not synced within %s: can the controller list and watch %s? (its log says why)",
+			gvk.Kind, syncTimeout, gvk.GroupKind())
+	}
+	return nil
+}
+
+// start starts watching gvk unless it already does.
+func (w *watcher) start(gvk schema.GroupVersionKind) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.watched[gvk] {
