@@ -108,8 +108,6 @@ func (w *watcher) start(gvk schema.GroupVersionKind) error {
 	return nil
 }
 
-// bundleOf maps a managed object to the Bundle named by its label: the Bundle that
-// manages it, or a Bundle of that name that may adopt it.
 // syncedKinds returns the kinds watched so far, for any Bundle, whose
 // informers have synced (none by a nil watcher). A cache List of a kind that
 // has not synced waits until it does — forever, for a kind the controller may
@@ -135,6 +133,8 @@ func (w *watcher) syncedKinds(ctx context.Context) []schema.GroupVersionKind {
 	return out
 }
 
+// bundleOf maps a managed object to the Bundle named by its label: the Bundle that
+// manages it, or a Bundle of that name that may adopt it.
 func (w *watcher) bundleOf(_ context.Context, obj client.Object) []reconcile.Request {
 	if w.onEvent != nil {
 		w.onEvent(obj)
