@@ -60,7 +60,7 @@ func (w *watcher) ensure(ctx context.Context, gvk schema.GroupVersionKind) error
 	if err := w.start(gvk); err != nil {
 		return err
 	}
-	inf, err := w.cache.GetInformer(ctx, cachedObject(gvk), cache.BlockUntilSynced(false))
+	inf, err := w.informer(ctx, gvk)
 	if err != nil {
 		return err
 	}
@@ -74,6 +74,12 @@ func (w *watcher) ensure(ctx context.Context, gvk schema.GroupVersionKind) error
 			gvk.Kind, syncTimeout, gvk.GroupKind())
 	}
 	return nil
+}
+
+// informer returns the cache's informer of gvk (the one ensure starts) without
+// waiting for it to sync.
+func (w *watcher) informer(ctx context.Context, gvk schema.GroupVersionKind) (cache.Informer, error) {
+	return w.cache.GetInformer(ctx, cachedObject(gvk), cache.BlockUntilSynced(false))
 }
 
 // start starts watching gvk unless it already does.
@@ -125,8 +131,7 @@ func (w *watcher) syncedKinds(ctx context.Context) []schema.GroupVersionKind {
 	w.mu.Unlock()
 	out := watched[:0]
 	for _, gvk := range watched {
-		inf, err := w.cache.GetInformer(ctx, cachedObject(gvk), cache.BlockUntilSynced(false))
-		if err == nil && inf.HasSynced() {
+		if inf, err := w.informer(ctx, gvk); err == nil && inf.HasSynced() {
 			out = append(out, gvk)
 		}
 	}
