@@ -63,6 +63,18 @@ func hasVerbs(have metav1.Verbs, want []string) bool {
 	return true
 }
 
+// Holds reports whether namespace ("" is every namespace) holds an object of
+// kind gvk that selector selects: one metadata-only LIST of at most one object.
+// The reader must list straight from the API server, as for List.
+func Holds(ctx context.Context, r client.Reader, gvk schema.GroupVersionKind, namespace string, selector labels.Selector) (bool, error) {
+	list := &metav1.PartialObjectMetadataList{}
+	list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+	if err := r.List(ctx, list, client.InNamespace(namespace), client.MatchingLabelsSelector{Selector: selector}, client.Limit(1)); err != nil {
+		return false, err
+	}
+	return len(list.Items) > 0, nil
+}
+
 // List returns the metadata of the objects of kind gvk in namespace (""
 // is every namespace) that are labelled limbo.dev/pending-deletion=true, each
 // with its GroupVersionKind set. The reader must list straight from the API

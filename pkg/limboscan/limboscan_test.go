@@ -8,10 +8,13 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 )
@@ -114,6 +117,51 @@ func TestList(t *testing.T) {
 		}
 		if got := fmt.Sprint(names); got != want {
 			t.Errorf("List in %q = %s, want %s", ns, got, want)
+		}
+	}
+}
+
+// Holds asks for one object, metadata only, of the kind, namespace and
+// selector given, and answers whether there is one.
+func TestHolds(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := corev1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	managed := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "managed", Labels: map[string]string{limbov1alpha1.LabelBundle: "shop"}}}
+	plain := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "b", Name: "plain"}}
+	var lists []string
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(managed, plain).WithInterceptorFuncs(interceptor.Funcs{
+		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+			o := (&client.ListOptions{}).ApplyOptions(opts)
+			lists = append(lists, fmt.Sprintf("%T %s ns=%q selector=%q limit=%d", list, list.GetObjectKind().GroupVersionKind().Kind, o.Namespace, o.LabelSelector, o.Limit))
+			return c.List(ctx, list, opts...)
+		},
+	}).Build()
+	bundleLabelled, err := labels.Parse(limbov1alpha1.LabelBundle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gvk := corev1.SchemeGroupVersion.WithKind("ConfigMap")
+	for _, tt := range []struct {
+		namespace string
+		want      bool
+	}{
+		{namespace: "a", want: true},
+		{namespace: "b", want: false}, // an object, not a selected one
+		{namespace: "", want: true},
+	} {
+		lists = nil
+		got, err := Holds(context.Background(), c, gvk, tt.namespace, bundleLabelled)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != tt.want {
+			t.Errorf("Holds in %q = %v, want %v", tt.namespace, got, tt.want)
+		}
+		want := fmt.Sprintf(`[*v1.PartialObjectMetadataList ConfigMapList ns=%q selector="limbo.dev/bundle" limit=1]`, tt.namespace)
+		if fmt.Sprint(lists) != want {
+			t.Errorf("requests in %q: %v, want %s", tt.namespace, lists, want)
 		}
 	}
 }

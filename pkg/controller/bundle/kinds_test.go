@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"reflect"
 	"testing"
+	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -122,10 +123,9 @@ func TestKindsOf(t *testing.T) {
 // kinds the controller watches whose informers have synced.
 func TestKindList(t *testing.T) {
 	jobGVK := schema.GroupVersionKind{Group: "batch", Version: "v1", Kind: "Job"}
-	limitRangeGVK := schema.GroupVersionKind{Version: "v1", Kind: "LimitRange"}
 	w := &watcher{
 		cache:   syncCache{synced: map[schema.GroupVersionKind]bool{configMapGVK: true, jobGVK: true}},
-		watched: map[schema.GroupVersionKind]bool{configMapGVK: true, jobGVK: true, limitRangeGVK: true},
+		watched: map[schema.GroupVersionKind]time.Time{configMapGVK: {}, jobGVK: {}, limitRangeGVK: {}},
 	}
 	p := newPass(&Reconciler{watcher: w}, &limbov1alpha1.Bundle{Status: limbov1alpha1.BundleStatus{ManagedKinds: []limbov1alpha1.ManagedKind{{APIVersion: "v1", Kind: "Secret"}}}})
 	p.plan = testPlan(t, spec{name: "cfg", gvk: configMapGVK})

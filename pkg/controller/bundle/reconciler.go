@@ -31,6 +31,9 @@ const (
 	conflictRecheckInterval = 30 * time.Second
 	// teardownInterval paces teardown waves between watch events.
 	teardownInterval = 2 * time.Second
+	// startScanWait is how soon a teardown held back by the start scan (see
+	// startScan) looks again: the scan takes a LIST per kind.
+	startScanWait = 500 * time.Millisecond
 	// conflictRetry is how soon a Bundle whose write met a Conflict is read and
 	// decided again: the newer version is on its way to the cache.
 	conflictRetry = 100 * time.Millisecond
@@ -59,7 +62,10 @@ type Reconciler struct {
 	ApplyConcurrency int
 
 	watcher *watcher
-	applied appliedCache
+	// startScan finds the kinds holding objects of Bundles after a start;
+	// teardowns wait for it (nil: nothing to wait for).
+	startScan *startScan
+	applied   appliedCache
 	// bodies are the bodies of metadata-only objects that references read.
 	bodies bodies
 	// orphanCascades are the Bundles seen deleted with --cascade=orphan.

@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+	"github.com/limbo-dev/limbo/pkg/limboscan"
 	"github.com/limbo-dev/limbo/pkg/plugin"
 	"github.com/limbo-dev/limbo/pkg/shard"
 	"github.com/limbo-dev/limbo/pkg/softdelete"
@@ -49,6 +50,11 @@ type Options struct {
 	DefaultServiceAccount string
 	// Metrics record the Bundles' resources by state (nil: recorded, not served).
 	Metrics *Metrics
+	// Discovery names the kinds scanned at start for objects of Bundles (see
+	// startScan); nil scans nothing.
+	Discovery limboscan.Discovery
+	// Namespaces are the controller's, for that scan; empty is every namespace.
+	Namespaces []string
 }
 
 // ManagedSelector selects the objects a Bundle manages or last managed.
@@ -110,8 +116,16 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) (*Reconciler, error) {
 	if err != nil {
 		return nil, err
 	}
-	r.watcher = &watcher{cache: mgr.GetCache(), controller: c, onEvent: opts.OnManagedObjectEvent, watched: map[schema.GroupVersionKind]bool{},
+	r.watcher = &watcher{cache: mgr.GetCache(), controller: c, onEvent: opts.OnManagedObjectEvent, watched: map[schema.GroupVersionKind]time.Time{},
 		onDelete: func(obj client.Object) { r.bodies.forget(obj.GetUID()) }}
+	if opts.Discovery != nil {
+		r.startScan = &startScan{discovery: opts.Discovery, reader: mgr.GetAPIReader(), namespaces: opts.Namespaces,
+			selector: opts.Shard.And(ManagedSelector()), watch: r.watcher.ensure,
+			backoff: workqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Second, time.Minute)}
+		if err := mgr.Add(r.startScan); err != nil {
+			return nil, err
+		}
+	}
 	if opts.Plugins != nil {
 		watches, _ := opts.Plugins.ServedWatches(mgr.GetScheme(), mgr.GetRESTMapper()) // the manager logs the others
 		for _, w := range watches {

@@ -46,6 +46,11 @@ func (r *Reconciler) teardown(ctx context.Context, b *limbov1alpha1.Bundle) (ctr
 	if err := r.cancelObjectItems(ctx, b, r.tearDownResources(plan)); err != nil {
 		return ctrl.Result{}, err
 	}
+	if !r.startScan.scanned() {
+		// A kind only the start scan knows may hold one of b's objects: the
+		// Bundle must not go before it is found (see startScan).
+		return ctrl.Result{RequeueAfter: startScanWait}, nil
+	}
 	// One listing serves the pass: the cascade mode's evidence, the objects to
 	// orphan or the ones to delete.
 	objects, err := r.labelled(ctx, b, withWatchedKinds(kindsOf(b, plan), r.watcher.syncedKinds(ctx)))

@@ -1,6 +1,7 @@
 package bundle
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"sync"
@@ -31,8 +32,13 @@ type watcher struct {
 	// deletion.
 	onEvent, onDelete func(client.Object)
 
-	mu      sync.Mutex
-	watched map[schema.GroupVersionKind]bool
+	// syncTimeout is how long after the watch of a kind starts its cache may
+	// take to sync (0: the package's syncTimeout).
+	syncTimeout time.Duration
+
+	mu sync.Mutex
+	// watched holds when the watch of each kind started.
+	watched map[schema.GroupVersionKind]time.Time
 }
 
 // bundleIndex indexes cached objects by their limbo.dev/bundle label: a pass
@@ -47,17 +53,22 @@ func bundleLabel(obj client.Object) []string {
 	return nil
 }
 
-// syncTimeout bounds how long ensure waits for the cache of a kind to sync. A
-// kind the controller may not list never syncs, and a cache read of it would
-// wait for good, holding a worker; past the timeout the resource is in Error
-// and its Bundle retried with backoff.
+// syncTimeout bounds how long the cache of a kind may take to sync once its
+// watch started. A kind the controller may not list never syncs, and a cache
+// read of it would wait for good, holding a worker; past the timeout the
+// resource is in Error and its Bundle retried with backoff.
 const syncTimeout = 10 * time.Second
 
 // ensure starts watching gvk, with its objects indexed by bundleIndex, unless it
-// already does, and waits (up to syncTimeout) until the cache of gvk has
-// synced: after it, cache reads of gvk do not wait.
+// already does, and waits until the cache of gvk has synced — at most until
+// syncTimeout after the watch started: after it, cache reads of gvk do not
+// wait. A kind that has not synced by then fails at once: the passes of many
+// Bundles of a kind the controller cannot list would otherwise each hold a
+// worker for the timeout, again at every retry, and starve every other Bundle
+// (deletions due included).
 func (w *watcher) ensure(ctx context.Context, gvk schema.GroupVersionKind) error {
-	if err := w.start(gvk); err != nil {
+	started, err := w.start(gvk)
+	if err != nil {
 		return err
 	}
 	inf, err := w.informer(ctx, gvk)
@@ -67,11 +78,12 @@ func (w *watcher) ensure(ctx context.Context, gvk schema.GroupVersionKind) error
 	if inf.HasSynced() {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, syncTimeout)
+	timeout := cmp.Or(w.syncTimeout, syncTimeout)
+	ctx, cancel := context.WithDeadline(ctx, started.Add(timeout))
 	defer cancel()
 	if !toolscache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
 		return fmt.Errorf("the controller's cache of %s has not synced within %s: can the controller list and watch %s? (its log says why)",
-			gvk.Kind, syncTimeout, gvk.GroupKind())
+			gvk.Kind, timeout, gvk.GroupKind())
 	}
 	return nil
 }
@@ -82,18 +94,19 @@ func (w *watcher) informer(ctx context.Context, gvk schema.GroupVersionKind) (ca
 	return w.cache.GetInformer(ctx, cachedObject(gvk), cache.BlockUntilSynced(false))
 }
 
-// start starts watching gvk unless it already does.
-func (w *watcher) start(gvk schema.GroupVersionKind) error {
+// start starts watching gvk unless it already does, and returns when the
+// watch started.
+func (w *watcher) start(gvk schema.GroupVersionKind) (time.Time, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.watched[gvk] {
-		return nil
+	if started, ok := w.watched[gvk]; ok {
+		return started, nil
 	}
 	obj := cachedObject(gvk)
 	// The informer may run already (a read started it): an index added late
 	// indexes what it holds.
 	if err := w.cache.IndexField(context.Background(), obj, bundleIndex, bundleLabel); err != nil {
-		return fmt.Errorf("index %s by %s: %w", gvk.Kind, limbov1alpha1.LabelBundle, err)
+		return time.Time{}, fmt.Errorf("index %s by %s: %w", gvk.Kind, limbov1alpha1.LabelBundle, err)
 	}
 	enqueue := handler.EnqueueRequestsFromMapFunc(w.bundleOf)
 	events := handler.Funcs{
@@ -108,10 +121,11 @@ func (w *watcher) start(gvk schema.GroupVersionKind) error {
 		},
 	}
 	if err := w.controller.Watch(source.Kind[client.Object](w.cache, obj, events)); err != nil {
-		return err
+		return time.Time{}, err
 	}
-	w.watched[gvk] = true
-	return nil
+	started := time.Now()
+	w.watched[gvk] = started
+	return started, nil
 }
 
 // syncedKinds returns the kinds watched so far, for any Bundle, whose

@@ -1,0 +1,122 @@
+package bundle
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+	"github.com/limbo-dev/limbo/pkg/limboscan"
+)
+
+// startScan finds, once after the controller starts, every kind that holds
+// objects of some Bundle, and watches it.
+//
+// Passes and teardowns look for a Bundle's objects among the kinds its spec and
+// its status name, and the kinds the controller watches for any Bundle (see
+// withWatchedKinds). That misses one object after a restart: one a pass created
+// just before the controller stopped, whose kind only a status write that never
+// succeeded named, the spec having dropped it since — no spec, no status and no
+// watch names the kind any more. A teardown that missed it would let the Bundle
+// go with the object still controlled by it, and the garbage collector would
+// delete it at once, its deletionDelay ignored. The scan costs one
+// metadata-only LIST of at most one object per namespaced kind (and namespace
+// of the controller's), once; a kind found is watched, and the informer's first
+// list brings the object's Bundle a pass that finds it.
+type startScan struct {
+	discovery limboscan.Discovery
+	reader    client.Reader
+	// namespaces are the controller's; empty is every namespace.
+	namespaces []string
+	// selector selects the objects of the controller's Bundles.
+	selector labels.Selector
+	watch    func(context.Context, schema.GroupVersionKind) error
+	// backoff paces the retries of the kinds the scan could not read.
+	backoff workqueue.TypedRateLimiter[string]
+
+	// done is set once every kind discovery named has been scanned once, read or
+	// not: teardowns wait for it (see scanned).
+	done atomic.Bool
+}
+
+// NeedLeaderElection makes the scan run on the leader, whose passes need it.
+func (s *startScan) NeedLeaderElection() bool { return true }
+
+// scanned reports whether teardowns may go ahead: the scan has been tried on
+// every kind (or there is none to run). A kind it could not read (its LIST
+// failed) is retried in the background without holding teardowns back: one
+// unreadable API group must not keep every Bundle from being deleted.
+func (s *startScan) scanned() bool { return s == nil || s.done.Load() }
+
+// Start scans until every kind has been read once, or ctx ends.
+func (s *startScan) Start(ctx context.Context) error {
+	logger := log.FromContext(ctx).WithName("start-scan")
+	read := map[schema.GroupVersionKind]bool{}
+	for {
+		err := s.scan(ctx, read)
+		if err == nil {
+			logger.V(1).Info("every kind scanned for objects of Bundles", "kinds", len(read))
+			return nil
+		}
+		wait := s.backoff.When("scan")
+		logger.Error(err, "scan of kinds for objects of Bundles; retrying", "after", wait)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(wait):
+		}
+	}
+}
+
+// scan reads every kind discovery names and read does not hold, watches those
+// that hold objects of Bundles, and records the kinds it read in read. It sets
+// done once it has tried every kind discovery named, even when discovery
+// failed for some API groups (it names the others).
+func (s *startScan) scan(ctx context.Context, read map[schema.GroupVersionKind]bool) error {
+	kinds, err := limboscan.Kinds(s.discovery, "watch")
+	errs := []error{err}
+	for _, k := range kinds {
+		// Tombstones carry their Bundle's label, but they are the engine's
+		// records, watched as such: never a Bundle's object (see sortedKinds).
+		if read[k.Kind] || k.Kind.GroupKind() == limbov1alpha1.TombstoneGVK.GroupKind() {
+			continue
+		}
+		holds, err := s.holds(ctx, k.Kind)
+		if err == nil && holds {
+			err = s.watch(ctx, k.Kind)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", k.Resource, err))
+			continue
+		}
+		read[k.Kind] = true
+	}
+	if len(kinds) > 0 || err == nil {
+		s.done.Store(true)
+	}
+	return errors.Join(errs...)
+}
+
+// holds reports whether a namespace of the controller's holds an object of gvk
+// of one of its Bundles.
+func (s *startScan) holds(ctx context.Context, gvk schema.GroupVersionKind) (bool, error) {
+	namespaces := s.namespaces
+	if len(namespaces) == 0 {
+		namespaces = []string{metav1.NamespaceAll}
+	}
+	for _, ns := range namespaces {
+		if holds, err := limboscan.Holds(ctx, s.reader, gvk, ns, s.selector); err != nil || holds {
+			return holds, err
+		}
+	}
+	return false, nil
+}
