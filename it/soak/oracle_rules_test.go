@@ -168,3 +168,32 @@ func TestOracleOverdue(t *testing.T) {
 		t.Errorf("violations %q, want one saying the object still exists after its deadline", o.violations)
 	}
 }
+
+// A pass behind its cache can create an object for a Bundle that was already
+// deleted with --cascade=orphan: it is that Bundle's, left behind like the
+// rest — never due, and deleting it breaks the contract as for the others.
+func TestOracleCreatedAfterOrphanCascade(t *testing.T) {
+	bundleUID := types.UID("bbbbbbbb-0000")
+	yes := true
+	late := metav1.ObjectMeta{Name: "b0-r0", UID: "dddddddd-0000", ResourceVersion: "21",
+		Annotations:     map[string]string{limbov1alpha1.AnnotationDeletionDelay: "1s"},
+		Labels:          map[string]string{limbov1alpha1.LabelBundle: "b0"},
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "limbo.dev/v1alpha1", Kind: "Bundle", Name: "b0", UID: bundleUID, Controller: &yes}}}
+	base := time.Now().Add(-time.Minute)
+	o := newOracle()
+	o.declared("b0", 10, "b0-r0")
+	o.undeclared(19, base, "b0-r0")
+	o.bundleDeleted(bundleUID, fateOrphan, 20)
+	o.observe(watch.Added, late, base.Add(time.Second))
+	o.checkOverdue(time.Now())
+	o.finalCheck()
+	if len(o.violations) != 0 {
+		t.Fatalf("violations %q, want none: --cascade=orphan left it behind", o.violations)
+	}
+	deleted := late
+	deleted.ResourceVersion = "30"
+	o.observe(watch.Deleted, deleted, time.Now())
+	if got := strings.Join(o.violations, "\n"); !strings.Contains(got, "--cascade=orphan left it behind") {
+		t.Errorf("violations %q, want one saying --cascade=orphan left it behind", got)
+	}
+}

@@ -561,6 +561,15 @@ func (o *oracle) observe(typ watch.EventType, meta metav1.ObjectMeta, at time.Ti
 	if typ != watch.Deleted {
 		if m.live != inc {
 			o.logf("%s created (uid %s)", meta.Name, short(meta.UID))
+			if o.fates[inc.controller] == fateOrphan && !isOpen(m.desired) && !isOpen(m.protected) {
+				// A pass that had not yet seen the delete (its cache lags, after
+				// a kube-apiserver restart for seconds) created it for a Bundle
+				// already deleted with --cascade=orphan: that Bundle's objects are
+				// left behind, this one too ("nothing is deleted").
+				rv, _ := strconv.ParseInt(meta.ResourceVersion, 10, 64)
+				m.protected = open(m.protected, rv, at)
+				o.logf("%s left behind by --cascade=orphan: created after its Bundle's deletion", meta.Name)
+			}
 		}
 		m.live = inc
 		return
