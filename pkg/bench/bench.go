@@ -351,7 +351,7 @@ func (r *runner) setup(ctx context.Context) (cleanup func(failed bool) error, er
 	}
 	var watched []string
 	for _, l := range lanes {
-		if err := r.createNamespaces(ctx, l.floorNS, l.bundlesNS, l.warmupNS); err != nil {
+		if err := r.createNamespaces(ctx, l.floorNS, l.bundleFloorNS, l.bundlesNS, l.warmupNS); err != nil {
 			return cleanup, err
 		}
 		watched = append(watched, l.bundlesNS, l.warmupNS)

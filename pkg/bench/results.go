@@ -94,6 +94,12 @@ type Converge struct {
 	Ratio             float64 `json:"ratio"`
 	Goal              float64 `json:"goal"`
 	Met               bool    `json:"met"`
+	// BundleFloorSeconds is the floor with the Bundles' own writes (see
+	// runBundleFloor), BundleFloorRatio the converge's time over it: what
+	// limbo adds of its own. No goal: issue 15's is against the raw floor.
+	BundleFloorSeconds float64 `json:"bundleFloorSeconds,omitempty"`
+	BundleFloorRatio   float64 `json:"bundleFloorRatio,omitempty"`
+	BundleFloorCPU     *CPUUse `json:"bundleFloorCPU,omitempty"`
 	// Requests the controller sent while converging, by HTTP method (its client's
 	// own count), and the CPU it used.
 	ControllerRequests   map[string]float64 `json:"controllerRequests"`
@@ -304,6 +310,10 @@ func (r *Results) Print(w io.Writer) {
 			fmt.Fprintf(w, "  converge %s: the machine used %.1fs CPU for the floor (%.2f cores busy), %.1fs for limbo's converge (%.2f cores busy, %s); by process, floor/converge: %s\n",
 				c.Lane, c.FloorCPU.Seconds, c.FloorCPU.BusyCores, c.CPU.Seconds, c.CPU.BusyCores, cpuRatio(c.CPU.Seconds, c.FloorCPU.Seconds), formatCPUByProcess(c.FloorCPU, c.CPU))
 		}
+		if c.BundleFloorCPU != nil && c.CPU != nil {
+			fmt.Fprintf(w, "  converge %s: the machine used %.1fs CPU for the floor with the Bundles' writes (%.2f cores busy; limbo's converge %s of it); by process, that floor/converge: %s\n",
+				c.Lane, c.BundleFloorCPU.Seconds, c.BundleFloorCPU.BusyCores, cpuRatio(c.CPU.Seconds, c.BundleFloorCPU.Seconds), formatCPUByProcess(c.BundleFloorCPU, c.CPU))
+		}
 	}
 	if k := r.Kro; k != nil {
 		fmt.Fprintf(w, "  converge %s: %s sent %s, used %.1fs CPU; RSS %.1f MiB (peak %.1f MiB) at %d objects; flags %s\n",
@@ -396,6 +406,10 @@ func (r *Results) Headline() string {
 	}
 	line := fmt.Sprintf("headline: converge %d objects at QPS %g, burst %d: limbo %.2f× the raw-apply floor (%.1fs vs %.1fs; goal ≤ %.1f×: %s)%s",
 		c.Objects, c.QPS, c.Burst, c.Ratio, c.ControllerSeconds, c.FloorSeconds, c.Goal, yes(c.Met), note)
+	if c.BundleFloorSeconds > 0 {
+		line += fmt.Sprintf("\n          the Bundles' own writes without a controller: %.1fs, %.2f× the raw-apply floor; limbo %.2f× that",
+			c.BundleFloorSeconds, c.BundleFloorSeconds/c.FloorSeconds, c.BundleFloorRatio)
+	}
 	if k := r.Kro; k != nil {
 		line += fmt.Sprintf("\n          %s %s on the same work: %.1fs, %.2f× the floor; limbo is %.2f× as fast", k.Name, k.Version, k.Seconds, k.RatioToFloor, k.LimboSpeedup)
 	}
@@ -407,6 +421,10 @@ func convergeRows(tw io.Writer, c Converge) {
 	fmt.Fprintf(tw, "converge %s (QPS %g, burst %d), %d objects: floor\t%.1fs\t\t\n", c.Lane, c.QPS, c.Burst, c.Objects, c.FloorSeconds)
 	fmt.Fprintf(tw, "converge %s: limbo\t%.1fs\t\t\n", c.Lane, c.ControllerSeconds)
 	fmt.Fprintf(tw, "converge %s: ratio limbo/floor\t%.2f×\t≤ %.1f×\t%s\n", c.Lane, c.Ratio, c.Goal, yes(c.Met))
+	if c.BundleFloorSeconds > 0 {
+		fmt.Fprintf(tw, "converge %s: floor with the Bundles' own writes\t%.1fs\t\t\n", c.Lane, c.BundleFloorSeconds)
+		fmt.Fprintf(tw, "converge %s: ratio limbo/that floor (limbo's own part)\t%.2f×\t\t\n", c.Lane, c.BundleFloorRatio)
+	}
 }
 
 func yes(ok bool) string {

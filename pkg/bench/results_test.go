@@ -9,6 +9,8 @@ import (
 func TestHeadline(t *testing.T) {
 	throttled := Converge{Lane: laneThrottled, QPS: 50, Burst: 100, Objects: 2000, FloorSeconds: 40, ControllerSeconds: 41, Ratio: 1.025, Goal: GoalConvergeRatio, Met: true}
 	unthrottled := Converge{Lane: laneUnthrottled, QPS: 1000, Burst: 2000, Objects: 2000, FloorSeconds: 2.7, ControllerSeconds: 10.3, Ratio: 3.815, Goal: GoalConvergeRatio}
+	withBundleFloor := unthrottled
+	withBundleFloor.BundleFloorSeconds, withBundleFloor.BundleFloorRatio = 5.4, 1.907
 	kro := &Peer{Name: kroName, Version: "v0.9.4", Instances: 200, Objects: 2000, Seconds: 13.7, RatioToFloor: 5.074, LimboSpeedup: 1.33}
 	for _, c := range []struct {
 		name string
@@ -20,7 +22,12 @@ func TestHeadline(t *testing.T) {
 			name: "unthrottled is the headline",
 			res:  Results{Converge: throttled, Unthrottled: &unthrottled},
 			want: []string{"converge 2000 objects at QPS 1000, burst 2000: limbo 3.81× the raw-apply floor (10.3s vs 2.7s; goal ≤ 1.3×: NO)"},
-			not:  []string{"skipped", "kro"},
+			not:  []string{"skipped", "kro", "own writes"},
+		},
+		{
+			name: "the floor with the Bundles' own writes beside it",
+			res:  Results{Converge: throttled, Unthrottled: &withBundleFloor},
+			want: []string{"limbo 3.81× the raw-apply floor", "the Bundles' own writes without a controller: 5.4s, 2.00× the raw-apply floor; limbo 1.91× that"},
 		},
 		{
 			name: "throttled when the unthrottled lane was skipped, saying so",
@@ -54,7 +61,7 @@ func TestPrintConvergeLanes(t *testing.T) {
 		Settings: Settings{Preset: "large", Bundles: 1000, ObjectsPerBundle: 10, Workers: 4},
 		Converge: Converge{Lane: laneThrottled, QPS: 50, Burst: 100, Objects: 10000, FloorSeconds: 200, ControllerSeconds: 210, Ratio: 1.05, Goal: 1.3, Met: true},
 		Unthrottled: &Converge{Lane: laneUnthrottled, QPS: 1000, Burst: 2000, Objects: 10000, FloorSeconds: 14, ControllerSeconds: 16, Ratio: 1.143, Goal: 1.3, Met: true,
-			FloorAPIServerCPUSeconds: 10, APIServerCPUSeconds: 22},
+			FloorAPIServerCPUSeconds: 10, APIServerCPUSeconds: 22, BundleFloorSeconds: 12.5, BundleFloorRatio: 1.28},
 		Kro:          &Peer{Name: kroName, Version: "v0.9.4", Instances: 1000, Objects: 10000, Seconds: 60, RatioToFloor: 4.286, LimboSpeedup: 3.75, Flags: []string{"--client-qps=1000"}},
 		PhaseSeconds: map[string]float64{"setup": 10, "converge": 250, "converge-unthrottled": 40, "kro": 70},
 	}
@@ -63,6 +70,8 @@ func TestPrintConvergeLanes(t *testing.T) {
 		{"the headline before the table", "headline: converge 10000 objects at QPS 1000"},
 		{"the throttled floor", "converge throttled (QPS 50, burst 100), 10000 objects: floor"},
 		{"the unthrottled ratio with its goal", "converge unthrottled: ratio limbo/floor"},
+		{"the floor with the Bundles' own writes", "converge unthrottled: floor with the Bundles' own writes"},
+		{"limbo's own part", "converge unthrottled: ratio limbo/that floor (limbo's own part)"},
 		{"kro's time", "converge unthrottled: kro v0.9.4 (1000 instances)"},
 		{"kro against limbo", "converge unthrottled: kro time / limbo time"},
 		{"kro's flags in the details", "flags --client-qps=1000"},
@@ -71,6 +80,13 @@ func TestPrintConvergeLanes(t *testing.T) {
 	})
 	if strings.Index(out, "headline:") > strings.Index(out, "FIGURE") {
 		t.Errorf("the headline comes after the table:\n%s", out)
+	}
+	for label, value := range map[string]string{"own writes": "12.5s", "own part": "1.28×"} {
+		for line := range strings.Lines(out) {
+			if strings.Contains(line, label) && !strings.Contains(line, value) {
+				t.Errorf("the row of %q does not show %s: %q", label, value, line)
+			}
+		}
 	}
 }
 
