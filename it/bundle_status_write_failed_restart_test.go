@@ -70,32 +70,13 @@ func TestTeardownAfterRestartFindsAKindOnlyAFailedStatusWriteNamed(t *testing.T)
 	})
 }
 
-// podTemplateBehindFailedStatusWrites creates Bundle shop of one ConfigMap
-// (config, returned) and waits until it is Ready; then, with the controller's
-// writes of its status refused (the refusal is returned), adds PodTemplate
-// template with a deletionDelay of 1h and waits until the controller created
-// it. No status names PodTemplates then.
+// podTemplateBehindFailedStatusWrites is objectBehindFailedStatusWrites of
+// PodTemplate template, with a deletionDelay of 1h.
 func podTemplateBehindFailedStatusWrites(t *testing.T) (*limbov1alpha1.Bundle, limbov1alpha1.Resource, *requestRefusal) {
 	t.Helper()
-	ns := env.Namespace(t)
-	config := objectResource(t, "config", configMap("config", map[string]any{"k": "v"}, nil))
-	b := createBundle(t, ns, "shop", config)
-	waitReady(t, b)
-
-	refusal := refuseStatusWrites(t, ns, b.Name)
-	t.Cleanup(refusal.lift)
-	template := map[string]any{
+	return objectBehindFailedStatusWrites(t, podTemplateGVK, map[string]any{
 		"apiVersion": "v1", "kind": "PodTemplate",
 		"metadata": map[string]any{"name": "template", "annotations": map[string]any{limbov1alpha1.AnnotationDeletionDelay: "1h"}},
 		"template": map[string]any{"spec": map[string]any{"containers": []any{map[string]any{"name": "c", "image": "registry.invalid/c"}}}},
-	}
-	updateBundle(t, b, config, objectResource(t, "template", template))
-	testenv.Eventually(t, testenv.DefaultTimeout, func() error {
-		if getObject(t, podTemplateGVK, ns, "template") == nil {
-			return fmt.Errorf("PodTemplate template not created yet")
-		}
-		return nil
 	})
-	refusal.waitRefused(t, "a status write", func(writes []string) bool { return len(writes) > 0 })
-	return b, config, refusal
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
 	"github.com/limbo-dev/limbo/it/testenv"
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 )
@@ -21,21 +23,10 @@ import (
 // deleted, to the garbage collector, which ignores the delay).
 func TestOrphanOfAKindOnlyAFailedStatusWriteNamed(t *testing.T) {
 	t.Parallel()
-	ns := env.Namespace(t)
-	config := objectResource(t, "config", configMap("config", map[string]any{"k": "v"}, nil))
-	b := createBundle(t, ns, "shop", config)
-	waitReady(t, b)
-
-	refusal := refuseStatusWrites(t, ns, b.Name)
 	password := secret("password")
 	password["metadata"].(map[string]any)["annotations"] = map[string]any{limbov1alpha1.AnnotationDeletionDelay: "1h"}
-	updateBundle(t, b, config, objectResource(t, "password", password))
-	testenv.Eventually(t, testenv.DefaultTimeout, func() error {
-		if getObject(t, secretGVK, ns, "password") == nil {
-			return fmt.Errorf("Secret password not created yet")
-		}
-		return nil
-	})
+	b, config, refusal := objectBehindFailedStatusWrites(t, secretGVK, password)
+	ns := b.Namespace
 	updateBundle(t, b, config)
 	dropped := getBundle(t, b).Generation
 	// A pass of the new spec ran, on the status of before the refusals.
@@ -63,6 +54,31 @@ func TestOrphanOfAKindOnlyAFailedStatusWriteNamed(t *testing.T) {
 	if _, stamped := s.GetAnnotations()[limbov1alpha1.AnnotationDeletionTimestamp]; !stamped {
 		t.Errorf("Secret password is not stamped: annotations %v", s.GetAnnotations())
 	}
+}
+
+// objectBehindFailedStatusWrites creates Bundle shop of one ConfigMap
+// (config, returned) and waits until it is Ready; then, with the controller's
+// writes of its status refused (the refusal is returned), adds obj, of kind gvk,
+// as a resource of its name and waits until the controller created it. No
+// status names obj's kind then.
+func objectBehindFailedStatusWrites(t *testing.T, gvk schema.GroupVersionKind, obj map[string]any) (*limbov1alpha1.Bundle, limbov1alpha1.Resource, *requestRefusal) {
+	t.Helper()
+	ns := env.Namespace(t)
+	config := objectResource(t, "config", configMap("config", map[string]any{"k": "v"}, nil))
+	b := createBundle(t, ns, "shop", config)
+	waitReady(t, b)
+
+	refusal := refuseStatusWrites(t, ns, b.Name)
+	name := obj["metadata"].(map[string]any)["name"].(string)
+	updateBundle(t, b, config, objectResource(t, name, obj))
+	testenv.Eventually(t, testenv.DefaultTimeout, func() error {
+		if getObject(t, gvk, ns, name) == nil {
+			return fmt.Errorf("%s %s not created yet", gvk.Kind, name)
+		}
+		return nil
+	})
+	refusal.waitRefused(t, "a status write", func(writes []string) bool { return len(writes) > 0 })
+	return b, config, refusal
 }
 
 // refuseStatusWrites refuses the in-process controller's writes of the status

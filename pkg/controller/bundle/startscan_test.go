@@ -68,6 +68,12 @@ func (r *scanReader) List(_ context.Context, list client.ObjectList, opts ...cli
 // every kind has been tried.
 func TestStartScan(t *testing.T) {
 	forbidden := apierrors.NewForbidden(schema.GroupResource{Group: "apps", Resource: "deployments"}, "", errors.New("no"))
+	// everyKind are the LISTs of a scan of every namespace.
+	everyKind := []string{
+		`ConfigMap ns="" limbo.dev/bundle limit=1`,
+		`PodTemplate ns="" limbo.dev/bundle limit=1`,
+		`Deployment ns="" limbo.dev/bundle limit=1`,
+	}
 	sharded, err := shard.Parse("limbo.dev/shard=a")
 	if err != nil {
 		t.Fatal(err)
@@ -87,13 +93,9 @@ func TestStartScan(t *testing.T) {
 		// wantRetry are the LISTs of the scan after (nothing failing then).
 		wantRetry []string
 	}{{
-		name:  "every namespace",
-		holds: map[string]string{"PodTemplate": "shop"},
-		wantLists: []string{
-			`ConfigMap ns="" limbo.dev/bundle limit=1`,
-			`PodTemplate ns="" limbo.dev/bundle limit=1`,
-			`Deployment ns="" limbo.dev/bundle limit=1`,
-		},
+		name:      "every namespace",
+		holds:     map[string]string{"PodTemplate": "shop"},
+		wantLists: everyKind,
 		wantWatch: "[/v1, Kind=PodTemplate]",
 		wantDone:  true,
 	}, {
@@ -111,14 +113,10 @@ func TestStartScan(t *testing.T) {
 		wantWatch: "[/v1, Kind=ConfigMap apps/v1, Kind=Deployment]",
 		wantDone:  true,
 	}, {
-		name:    "a kind that cannot be read is retried alone; teardowns go ahead",
-		holds:   map[string]string{"Deployment": "shop"},
-		failing: map[string]error{"Deployment": forbidden},
-		wantLists: []string{
-			`ConfigMap ns="" limbo.dev/bundle limit=1`,
-			`PodTemplate ns="" limbo.dev/bundle limit=1`,
-			`Deployment ns="" limbo.dev/bundle limit=1`,
-		},
+		name:      "a kind that cannot be read is retried alone; teardowns go ahead",
+		holds:     map[string]string{"Deployment": "shop"},
+		failing:   map[string]error{"Deployment": forbidden},
+		wantLists: everyKind,
 		wantWatch: "[]",
 		wantErr:   "apps/v1, Resource=deployments: deployments.apps is forbidden",
 		wantDone:  true,
@@ -127,23 +125,15 @@ func TestStartScan(t *testing.T) {
 		name:       "a kind whose watch does not sync is retried",
 		holds:      map[string]string{"ConfigMap": "shop"},
 		watchFails: true,
-		wantLists: []string{
-			`ConfigMap ns="" limbo.dev/bundle limit=1`,
-			`PodTemplate ns="" limbo.dev/bundle limit=1`,
-			`Deployment ns="" limbo.dev/bundle limit=1`,
-		},
-		wantWatch: "[/v1, Kind=ConfigMap]",
-		wantErr:   "/v1, Resource=configmaps: not synced",
-		wantDone:  true,
-		wantRetry: []string{`ConfigMap ns="" limbo.dev/bundle limit=1`},
+		wantLists:  everyKind,
+		wantWatch:  "[/v1, Kind=ConfigMap]",
+		wantErr:    "/v1, Resource=configmaps: not synced",
+		wantDone:   true,
+		wantRetry:  []string{`ConfigMap ns="" limbo.dev/bundle limit=1`},
 	}, {
 		name:      "discovery failed for some groups: the others are read",
 		discovery: &discovery.ErrGroupDiscoveryFailed{Groups: map[schema.GroupVersion]error{{Group: "metrics.k8s.io", Version: "v1beta1"}: errors.New("unavailable")}},
-		wantLists: []string{
-			`ConfigMap ns="" limbo.dev/bundle limit=1`,
-			`PodTemplate ns="" limbo.dev/bundle limit=1`,
-			`Deployment ns="" limbo.dev/bundle limit=1`,
-		},
+		wantLists: everyKind,
 		wantWatch: "[]",
 		wantErr:   "unable to retrieve the complete list of server APIs: metrics.k8s.io/v1beta1: unavailable",
 		wantDone:  true,
