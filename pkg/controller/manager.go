@@ -33,6 +33,7 @@ import (
 	"github.com/limbo-dev/limbo/pkg/controller/tombstone"
 	"github.com/limbo-dev/limbo/pkg/impersonation"
 	"github.com/limbo-dev/limbo/pkg/plugins"
+	"github.com/limbo-dev/limbo/pkg/restmappings"
 	"github.com/limbo-dev/limbo/pkg/shard"
 	"github.com/limbo-dev/limbo/pkg/sharedmeta"
 	"github.com/limbo-dev/limbo/pkg/softdelete"
@@ -103,10 +104,11 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 	if err != nil {
 		return nil, err
 	}
-	mapper, err := apiutil.NewDynamicRESTMapper(cfg, httpClient)
+	dynamicMapper, err := apiutil.NewDynamicRESTMapper(cfg, httpClient)
 	if err != nil {
 		return nil, err
 	}
+	mapper := restmappings.Remember(dynamicMapper)
 	watches, missing := registry.ServedWatches(scheme, mapper)
 	for _, gvk := range missing {
 		ctrl.Log.Info("not watching a plugin's kind: the API server does not serve it (its plugin reports the missing kind when it runs)", "kind", gvk.String())
