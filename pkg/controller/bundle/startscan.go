@@ -82,8 +82,8 @@ func (s *startScan) Start(ctx context.Context) error {
 // done once it has tried every kind discovery named, even when discovery
 // failed for some API groups (it names the others).
 func (s *startScan) scan(ctx context.Context, read map[schema.GroupVersionKind]bool) error {
-	kinds, err := limboscan.Kinds(s.discovery, "watch")
-	errs := []error{err}
+	kinds, discoveryErr := limboscan.Kinds(s.discovery, "watch")
+	errs := []error{discoveryErr}
 	for _, k := range kinds {
 		// Tombstones carry their Bundle's label, but they are the engine's
 		// records, watched as such: never a Bundle's object (see sortedKinds).
@@ -100,7 +100,7 @@ func (s *startScan) scan(ctx context.Context, read map[schema.GroupVersionKind]b
 		}
 		read[k.Kind] = true
 	}
-	if len(kinds) > 0 || err == nil {
+	if len(kinds) > 0 || discoveryErr == nil {
 		s.done.Store(true)
 	}
 	return errors.Join(errs...)
