@@ -63,7 +63,8 @@ type Reconciler struct {
 
 	watcher *watcher
 	// startScan finds the kinds holding objects of Bundles after a start;
-	// teardowns wait for it (nil: nothing to wait for).
+	// teardowns wait for it before they let a Bundle go (nil: nothing to wait
+	// for).
 	startScan *startScan
 	applied   appliedCache
 	// bodies are the bodies of metadata-only objects that references read.

@@ -44,14 +44,14 @@ type startScan struct {
 	backoff workqueue.TypedRateLimiter[string]
 
 	// done is set once every kind discovery named has been scanned once, read or
-	// not: teardowns wait for it (see scanned).
+	// not: teardowns wait for it before they let a Bundle go (see scanned).
 	done atomic.Bool
 }
 
 // NeedLeaderElection makes the scan run on the leader, whose passes need it.
 func (s *startScan) NeedLeaderElection() bool { return true }
 
-// scanned reports whether teardowns may go ahead: the scan has been tried on
+// scanned reports whether a teardown may let its Bundle go: the scan has been tried on
 // every kind (or there is none to run). A kind it could not read (its LIST
 // failed) is retried in the background without holding teardowns back: one
 // unreadable API group must not keep every Bundle from being deleted.

@@ -46,11 +46,6 @@ func (r *Reconciler) teardown(ctx context.Context, b *limbov1alpha1.Bundle) (ctr
 	if err := r.cancelObjectItems(ctx, b, r.tearDownResources(plan)); err != nil {
 		return ctrl.Result{}, err
 	}
-	if !r.startScan.scanned() {
-		// A kind only the start scan knows may hold one of b's objects: the
-		// Bundle must not go before it is found (see startScan).
-		return ctrl.Result{RequeueAfter: startScanWait}, nil
-	}
 	// One listing serves the pass: the cascade mode's evidence, the objects to
 	// orphan or the ones to delete.
 	objects, err := r.labelled(ctx, b, withWatchedKinds(kindsOf(b, plan), r.watcher.syncedKinds(ctx)))
@@ -68,7 +63,7 @@ func (r *Reconciler) teardown(ctx context.Context, b *limbov1alpha1.Bundle) (ctr
 		if err := r.orphanContent(ctx, b, objects); err != nil {
 			return ctrl.Result{}, err
 		}
-		return ctrl.Result{}, r.removeFinalizer(ctx, b)
+		return r.letGo(ctx, b)
 	}
 	if controllerutil.ContainsFinalizer(b, metav1.FinalizerDeleteDependents) {
 		return ctrl.Result{}, r.removeFinalizer(ctx, b)
@@ -104,6 +99,19 @@ func (r *Reconciler) teardown(ctx context.Context, b *limbov1alpha1.Bundle) (ctr
 			return ctrl.Result{}, err
 		}
 		return ctrl.Result{RequeueAfter: teardownInterval}, nil
+	}
+	return r.letGo(ctx, b)
+}
+
+// letGo removes b's finalizer, once the start scan has tried every kind: a
+// kind only that scan knows may hold one of b's objects (see startScan), which
+// must be found before the Bundle goes. What the teardown found meanwhile is
+// orphaned, deleted or released at once — due deletions are not held back by
+// the scan. (--cascade=foreground needs no wait: the garbage collector deletes
+// every dependent it knows.)
+func (r *Reconciler) letGo(ctx context.Context, b *limbov1alpha1.Bundle) (ctrl.Result, error) {
+	if !r.startScan.scanned() {
+		return ctrl.Result{RequeueAfter: startScanWait}, nil
 	}
 	return ctrl.Result{}, r.removeFinalizer(ctx, b)
 }
