@@ -63,6 +63,15 @@ func hasVerbs(have metav1.Verbs, want []string) bool {
 	return true
 }
 
+// Namespaces are the namespaces a scan lists: namespaces, or every namespace
+// ("") when there are none (a controller not restricted by --namespaces).
+func Namespaces(namespaces []string) []string {
+	if len(namespaces) == 0 {
+		return []string{metav1.NamespaceAll}
+	}
+	return namespaces
+}
+
 // Holds reports whether namespace ("" is every namespace) holds an object of
 // kind gvk that selector selects: one metadata-only LIST of at most one object.
 // The reader must list straight from the API server, as for List.

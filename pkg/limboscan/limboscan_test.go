@@ -165,3 +165,13 @@ func TestHolds(t *testing.T) {
 		}
 	}
 }
+
+// A scan of no namespace in particular lists every namespace at once.
+func TestNamespaces(t *testing.T) {
+	if got := fmt.Sprintf("%q", Namespaces(nil)); got != `[""]` {
+		t.Errorf("Namespaces(nil) = %s, want every namespace", got)
+	}
+	if got := fmt.Sprintf("%q", Namespaces([]string{"a", "b"})); got != `["a" "b"]` {
+		t.Errorf("Namespaces(a, b) = %s, want them", got)
+	}
+}

@@ -7,7 +7,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/util/workqueue"
@@ -109,11 +108,7 @@ func (s *startScan) scan(ctx context.Context, read map[schema.GroupVersionKind]b
 // holds reports whether a namespace of the controller's holds an object of gvk
 // of one of its Bundles.
 func (s *startScan) holds(ctx context.Context, gvk schema.GroupVersionKind) (bool, error) {
-	namespaces := s.namespaces
-	if len(namespaces) == 0 {
-		namespaces = []string{metav1.NamespaceAll}
-	}
-	for _, ns := range namespaces {
+	for _, ns := range limboscan.Namespaces(s.namespaces) {
 		if holds, err := limboscan.Holds(ctx, s.reader, gvk, ns, s.selector); err != nil || holds {
 			return holds, err
 		}

@@ -178,12 +178,8 @@ func (r *Reaper) pass(ctx context.Context, full bool) (time.Duration, error) {
 
 // list returns gvk's objects in limbo that no Bundle controls.
 func (r *Reaper) list(ctx context.Context, gvk schema.GroupVersionKind) ([]metav1.PartialObjectMetadata, error) {
-	namespaces := r.Namespaces
-	if len(namespaces) == 0 {
-		namespaces = []string{metav1.NamespaceAll}
-	}
 	var out []metav1.PartialObjectMetadata
-	for _, ns := range namespaces {
+	for _, ns := range limboscan.Namespaces(r.Namespaces) {
 		items, err := limboscan.List(ctx, r.Reader, gvk, ns, r.Shard.And(labels.Everything()))
 		if err != nil {
 			return nil, err
