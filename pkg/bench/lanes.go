@@ -12,6 +12,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -135,7 +136,7 @@ func (r *runner) warmup(ctx context.Context, l *lane) error {
 	for j := range r.cfg.Objects {
 		obj := r.work.floorObject(l.warmupNS, 0, j)
 		obj.SetName("floor-" + obj.GetName())
-		if err := l.floor.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner(floorFieldOwner), client.ForceOwnership); err != nil {
+		if err := l.applyAsFloor(ctx, obj); err != nil {
 			return err
 		}
 	}
@@ -164,24 +165,15 @@ func (r *runner) warmup(ctx context.Context, l *lane) error {
 func (r *runner) runFloor(ctx context.Context, l *lane, c *Converge) error {
 	n := r.cfg.Bundles * r.cfg.Objects
 	fmt.Fprintf(r.log, "limbo-bench: %s: floor: server-side applying %d ConfigMaps with %d workers ...\n", l.name, n, r.cfg.Workers)
-	cpu0, err := readCPU(r.lanePIDs(l))
-	if err != nil {
-		return err
-	}
-	start := time.Now()
-	err = parallel(ctx, r.cfg.Workers, n, func(ctx context.Context, k int) error {
-		obj := r.work.floorObject(l.floorNS, k/r.cfg.Objects, k%r.cfg.Objects)
-		return l.floor.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner(floorFieldOwner), client.ForceOwnership)
+	var err error
+	c.FloorSeconds, c.FloorCPU, err = r.timed(l, func() error {
+		return parallel(ctx, r.cfg.Workers, n, func(ctx context.Context, k int) error {
+			return l.applyAsFloor(ctx, r.work.floorObject(l.floorNS, k/r.cfg.Objects, k%r.cfg.Objects))
+		})
 	})
 	if err != nil {
 		return err
 	}
-	c.FloorSeconds = round3(time.Since(start).Seconds())
-	cpu1, err := readCPU(r.lanePIDs(l))
-	if err != nil {
-		return err
-	}
-	c.FloorCPU = cpuUse(cpu0, cpu1)
 	c.FloorAPIServerCPUSeconds = c.FloorCPU.ByProcess[localcluster.APIServerBinary]
 	c.Objects = n
 	fmt.Fprintf(r.log, "limbo-bench: %s: floor: %.1fs\n", l.name, c.FloorSeconds)
@@ -207,47 +199,68 @@ func (r *runner) runBundleFloor(ctx context.Context, l *lane, c *Converge) error
 		return err
 	}
 	applyConcurrency := controller.DefaultOptions().ApplyConcurrency
-	cpu0, err := readCPU(r.lanePIDs(l))
-	if err != nil {
-		return err
-	}
-	start := time.Now()
-	err = parallel(ctx, r.cfg.Workers, r.cfg.Bundles, func(ctx context.Context, i int) error {
-		b, err := r.work.bundle(l.bundleFloorNS, i, nil)
-		if err != nil {
-			return err
-		}
-		if err := r.user.Create(ctx, b); err != nil {
-			return err
-		}
-		owner := metav1.NewControllerRef(b, limbov1alpha1.GroupVersion.WithKind("Bundle"))
-		if err := parallel(ctx, applyConcurrency, r.cfg.Objects, func(ctx context.Context, j int) error {
-			obj := r.work.floorObject(l.bundleFloorNS, i, j)
-			obj.SetOwnerReferences([]metav1.OwnerReference{*owner})
-			return l.floor.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner(floorFieldOwner), client.ForceOwnership)
-		}); err != nil {
-			return err
-		}
-		if err := l.floor.Status().Patch(ctx, b, client.RawPatch(types.MergePatchType, status), client.FieldOwner(floorFieldOwner)); err != nil {
-			return err
-		}
-		return l.floor.Create(ctx, appliedEvent(b, r.cfg.Objects))
+	c.BundleFloorSeconds, c.BundleFloorCPU, err = r.timed(l, func() error {
+		return parallel(ctx, r.cfg.Workers, r.cfg.Bundles, func(ctx context.Context, i int) error {
+			return r.writeAsBundleFloor(ctx, l, i, applyConcurrency, status)
+		})
 	})
 	if err != nil {
 		return err
 	}
-	c.BundleFloorSeconds = round3(time.Since(start).Seconds())
-	cpu1, err := readCPU(r.lanePIDs(l))
-	if err != nil {
-		return err
-	}
-	c.BundleFloorCPU = cpuUse(cpu0, cpu1)
 	fmt.Fprintf(r.log, "limbo-bench: %s: floor with the Bundles' writes: %.1fs\n", l.name, c.BundleFloorSeconds)
 	return nil
 }
 
+// writeAsBundleFloor sends, for Bundle i of the bundle floor, what limbo's
+// converge makes the API server take (see runBundleFloor).
+func (r *runner) writeAsBundleFloor(ctx context.Context, l *lane, i, applyConcurrency int, status []byte) error {
+	b, err := r.work.bundle(l.bundleFloorNS, i, nil)
+	if err != nil {
+		return err
+	}
+	if err := r.user.Create(ctx, b); err != nil {
+		return err
+	}
+	owner := metav1.NewControllerRef(b, limbov1alpha1.GroupVersion.WithKind("Bundle"))
+	if err := parallel(ctx, applyConcurrency, r.cfg.Objects, func(ctx context.Context, j int) error {
+		obj := r.work.floorObject(l.bundleFloorNS, i, j)
+		obj.SetOwnerReferences([]metav1.OwnerReference{*owner})
+		return l.applyAsFloor(ctx, obj)
+	}); err != nil {
+		return err
+	}
+	if err := l.floor.Status().Patch(ctx, b, client.RawPatch(types.MergePatchType, status), client.FieldOwner(floorFieldOwner)); err != nil {
+		return err
+	}
+	return l.floor.Create(ctx, appliedEvent(b, r.cfg.Objects))
+}
+
+// timed runs do, and returns its wall time (rounded as reported) and the CPU
+// the lane's processes used meanwhile.
+func (r *runner) timed(l *lane, do func() error) (float64, *CPUUse, error) {
+	cpu0, err := readCPU(r.lanePIDs(l))
+	if err != nil {
+		return 0, nil, err
+	}
+	start := time.Now()
+	if err := do(); err != nil {
+		return 0, nil, err
+	}
+	seconds := round3(time.Since(start).Seconds())
+	cpu1, err := readCPU(r.lanePIDs(l))
+	if err != nil {
+		return 0, nil, err
+	}
+	return seconds, cpuUse(cpu0, cpu1), nil
+}
+
+// applyAsFloor server-side applies obj as the floor's plain client does.
+func (l *lane) applyAsFloor(ctx context.Context, obj *unstructured.Unstructured) error {
+	return l.floor.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner(floorFieldOwner), client.ForceOwnership)
+}
+
 // appliedEvent is the event limbo records for a pass that created b's objects
-// objects: one per pass, naming each change.
+// (objects of them): one per pass, naming each change.
 func appliedEvent(b *limbov1alpha1.Bundle, objects int) *corev1.Event {
 	parts := make([]string, objects)
 	for j := range parts {
