@@ -181,12 +181,18 @@ func (p *pass) apply(ctx context.Context) {
 // the caller folds in order afterwards; of the pass's own state, calls only read,
 // or record through the locked after and fail.
 func (p *pass) concurrently(n int, do func(i int)) {
-	limit := make(chan struct{}, max(p.r.ApplyConcurrency, 1))
+	concurrently(p.r.ApplyConcurrency, n, do)
+}
+
+// concurrently calls do(0) … do(n-1), at most limit (at least 1) at a time, and
+// returns when every call has.
+func concurrently(limit, n int, do func(i int)) {
+	slots := make(chan struct{}, max(limit, 1))
 	var wg sync.WaitGroup
 	for i := range n {
-		limit <- struct{}{}
+		slots <- struct{}{}
 		wg.Go(func() {
-			defer func() { <-limit }()
+			defer func() { <-slots }()
 			do(i)
 		})
 	}
@@ -729,21 +735,43 @@ func controlledBy(b *limbov1alpha1.Bundle, objects []*unstructured.Unstructured)
 }
 
 // labelled lists the objects labelled with b's name, across kinds, sorted by kind
-// and name.
+// and name, from the cache.
 func (r *Reconciler) labelled(ctx context.Context, b *limbov1alpha1.Bundle, kinds []schema.GroupVersionKind) ([]*unstructured.Unstructured, error) {
-	var out []*unstructured.Unstructured
 	for _, gvk := range kinds {
 		if err := r.watcher.ensure(ctx, gvk); err != nil {
 			return nil, err
 		}
+	}
+	return listLabelled(kinds, func(gvk schema.GroupVersionKind) (client.ObjectList, error) {
 		list := cachedList(gvk)
-		if err := r.Client.List(ctx, list, client.InNamespace(b.Namespace), client.MatchingFields{bundleIndex: b.Name}); err != nil {
+		return list, r.Client.List(ctx, list, client.InNamespace(b.Namespace), client.MatchingFields{bundleIndex: b.Name})
+	})
+}
+
+// labelledFresh is labelled read from the API server, metadata only: it shows
+// what a pass wrote a moment ago, which the cache may not show yet.
+func (r *Reconciler) labelledFresh(ctx context.Context, b *limbov1alpha1.Bundle, kinds []schema.GroupVersionKind) ([]*unstructured.Unstructured, error) {
+	return listLabelled(kinds, func(gvk schema.GroupVersionKind) (client.ObjectList, error) {
+		list := &metav1.PartialObjectMetadataList{}
+		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+		return list, r.APIReader.List(ctx, list, client.InNamespace(b.Namespace), client.MatchingLabels{limbov1alpha1.LabelBundle: b.Name})
+	})
+}
+
+// listLabelled lists each kind of kinds with list and returns the objects, as
+// unstructured objects sorted by kind and name. A kind the API server no longer
+// serves has no objects.
+func listLabelled(kinds []schema.GroupVersionKind, list func(schema.GroupVersionKind) (client.ObjectList, error)) ([]*unstructured.Unstructured, error) {
+	var out []*unstructured.Unstructured
+	for _, gvk := range kinds {
+		l, err := list(gvk)
+		if err != nil {
 			if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
 				continue // the kind is gone from the API server: so are its objects
 			}
 			return nil, fmt.Errorf("list %s: %w", gvk.Kind, err)
 		}
-		items, err := listItems(list, gvk)
+		items, err := listItems(l, gvk)
 		if err != nil {
 			return nil, err
 		}

@@ -32,8 +32,9 @@ const (
 	// teardownInterval paces teardown waves between watch events.
 	teardownInterval = 2 * time.Second
 	// startScanWait is how soon a teardown held back by the start scan (see
-	// startScan) looks again: the scan takes a LIST per kind.
-	startScanWait = 500 * time.Millisecond
+	// startScan) looks again. It costs no request, and the scan runs once, for
+	// well under a second after a start: the Bundle goes soon after it.
+	startScanWait = 100 * time.Millisecond
 	// conflictRetry is how soon a Bundle whose write met a Conflict is read and
 	// decided again: the newer version is on its way to the cache.
 	conflictRetry = 100 * time.Millisecond
@@ -60,6 +61,8 @@ type Reconciler struct {
 	// ApplyConcurrency bounds the objects of one pass applied at once (the
 	// independent resources of a dependency wave); below 1 counts as 1.
 	ApplyConcurrency int
+	// OnLetGo is told when a teardown has let its Bundle go (nil: nobody).
+	OnLetGo func()
 
 	watcher *watcher
 	// startScan finds the kinds holding objects of Bundles after a start;

@@ -40,6 +40,10 @@ type Options struct {
 	// OnManagedObjectEvent is told of every event on a managed object (the reaper
 	// listens for objects released to limbo).
 	OnManagedObjectEvent func(client.Object)
+	// OnLetGo is told when a teardown has let its Bundle go: the reaper, which
+	// leaves the objects a teardown released to it alone while their Bundle is
+	// there, looks at them again at once instead of at its next re-check.
+	OnLetGo func()
 	// Shard is the controller's shard; its label keys are copied from a Bundle
 	// onto the objects it applies (nil: every Bundle, nothing to copy).
 	Shard *shard.Selector
@@ -92,6 +96,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) (*Reconciler, error) {
 
 		DefaultServiceAccount: opts.DefaultServiceAccount,
 		ApplyConcurrency:      opts.ApplyConcurrency,
+		OnLetGo:               opts.OnLetGo,
 	}
 	if r.Client == nil {
 		r.Client = mgr.GetClient()

@@ -4,15 +4,20 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
+	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 	"github.com/limbo-dev/limbo/pkg/shard"
 )
 
@@ -40,18 +45,29 @@ func (d scanDiscovery) ServerPreferredNamespacedResources() ([]*metav1.APIResour
 }
 
 // scanReader answers the scan's LISTs: an object in namespace holds[kind], if
-// any; failing[kind] fails the LIST. It records each LIST.
+// any; failing[kind] fails the LIST. It records each LIST; the scan reads kinds
+// concurrently, so their order is not defined (see sortedLists).
 type scanReader struct {
 	client.Reader
 	holds   map[string]string
 	failing map[string]error
+	mu      sync.Mutex
 	lists   []string
+}
+
+// sortedLists are the LISTs recorded, sorted.
+func (r *scanReader) sortedLists() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Sorted(slices.Values(r.lists))
 }
 
 func (r *scanReader) List(_ context.Context, list client.ObjectList, opts ...client.ListOption) error {
 	o := (&client.ListOptions{}).ApplyOptions(opts)
 	kind := strings.TrimSuffix(list.GetObjectKind().GroupVersionKind().Kind, "List")
+	r.mu.Lock()
 	r.lists = append(r.lists, fmt.Sprintf("%s ns=%q %s limit=%d", kind, o.Namespace, o.LabelSelector, o.Limit))
+	r.mu.Unlock()
 	if err := r.failing[kind]; err != nil {
 		return err
 	}
@@ -141,11 +157,14 @@ func TestStartScan(t *testing.T) {
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			reader := &scanReader{holds: tc.holds, failing: tc.failing}
+			var watchedMu sync.Mutex
 			var watched []schema.GroupVersionKind
 			s := &startScan{discovery: scanDiscovery{err: tc.discovery}, reader: reader, namespaces: tc.namespaces,
 				selector: tc.shard.And(ManagedSelector()),
 				watch: func(_ context.Context, gvk schema.GroupVersionKind) error {
+					watchedMu.Lock()
 					watched = append(watched, gvk)
+					watchedMu.Unlock()
 					if tc.watchFails {
 						return errors.New("not synced")
 					}
@@ -156,9 +175,10 @@ func TestStartScan(t *testing.T) {
 			if got := fmt.Sprint(err); (tc.wantErr == "") != (err == nil) || err != nil && !strings.Contains(got, tc.wantErr) {
 				t.Errorf("error %v, want %q", err, tc.wantErr)
 			}
-			if fmt.Sprint(reader.lists) != fmt.Sprint(tc.wantLists) {
-				t.Errorf("LISTs:\n%s\nwant:\n%s", strings.Join(reader.lists, "\n"), strings.Join(tc.wantLists, "\n"))
+			if got, want := reader.sortedLists(), slices.Sorted(slices.Values(tc.wantLists)); fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Errorf("LISTs:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 			}
+			slices.SortFunc(watched, func(a, b schema.GroupVersionKind) int { return strings.Compare(a.String(), b.String()) })
 			if fmt.Sprint(watched) != tc.wantWatch {
 				t.Errorf("watched %v, want %s", watched, tc.wantWatch)
 			}
@@ -173,8 +193,8 @@ func TestStartScan(t *testing.T) {
 			if err := s.scan(context.Background(), read); err != nil {
 				t.Errorf("the retry failed: %v", err)
 			}
-			if fmt.Sprint(reader.lists) != fmt.Sprint(tc.wantRetry) {
-				t.Errorf("LISTs of the retry: %v, want %v", reader.lists, tc.wantRetry)
+			if got := reader.sortedLists(); fmt.Sprint(got) != fmt.Sprint(tc.wantRetry) {
+				t.Errorf("LISTs of the retry: %v, want %v", got, tc.wantRetry)
 			}
 		})
 	}
@@ -200,4 +220,35 @@ type failingDiscovery struct{}
 
 func (failingDiscovery) ServerPreferredNamespacedResources() ([]*metav1.APIResourceList, error) {
 	return nil, errors.New("the API server is down")
+}
+
+// A teardown lets its Bundle go once the scan has tried every kind, and then
+// tells the reaper (OnLetGo), which leaves the released objects alone while
+// their Bundle is there; held back by the scan, it tells nobody.
+func TestLetGoWaitsForTheScanThenTellsTheReaper(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := limbov1alpha1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	b := &limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", Finalizers: []string{limbov1alpha1.FinalizerTeardown}}}
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(b).Build()
+	told := 0
+	r := &Reconciler{Client: c, startScan: &startScan{}, OnLetGo: func() { told++ }}
+	finalizers := func() []string {
+		var got limbov1alpha1.Bundle
+		if err := c.Get(context.Background(), client.ObjectKeyFromObject(b), &got); err != nil {
+			t.Fatal(err)
+		}
+		return got.Finalizers
+	}
+
+	res, err := r.letGo(context.Background(), b.DeepCopy())
+	if err != nil || res.RequeueAfter != startScanWait || told != 0 || len(finalizers()) != 1 {
+		t.Fatalf("scan not done: result %+v, error %v, told %d times, finalizers %v; want a requeue, the finalizer kept, nobody told", res, err, told, finalizers())
+	}
+	r.startScan.done.Store(true)
+	res, err = r.letGo(context.Background(), b.DeepCopy())
+	if err != nil || !res.IsZero() || told != 1 || len(finalizers()) != 0 {
+		t.Fatalf("scan done: result %+v, error %v, told %d times, finalizers %v; want the finalizer gone and the reaper told once", res, err, told, finalizers())
+	}
 }

@@ -48,7 +48,8 @@ func (r *Reconciler) teardown(ctx context.Context, b *limbov1alpha1.Bundle) (ctr
 	}
 	// One listing serves the pass: the cascade mode's evidence, the objects to
 	// orphan or the ones to delete.
-	objects, err := r.labelled(ctx, b, withWatchedKinds(kindsOf(b, plan), r.watcher.syncedKinds(ctx)))
+	kinds := withWatchedKinds(kindsOf(b, plan), r.watcher.syncedKinds(ctx))
+	objects, err := r.labelled(ctx, b, kinds)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -60,6 +61,14 @@ func (r *Reconciler) teardown(ctx context.Context, b *limbov1alpha1.Bundle) (ctr
 		}
 	}
 	if orphan { // nothing is deleted
+		// The objects are read again from the API server: one that a pass adopted
+		// or created a moment before the delete may not be in the cache yet, nor
+		// in the garbage collector's graph, which then does not orphan it either.
+		// Left controlled by a Bundle that is gone, the collector would delete it
+		// (the soak caught it, seed 696338874).
+		if objects, err = r.labelledFresh(ctx, b, kinds); err != nil {
+			return ctrl.Result{}, err
+		}
 		if err := r.orphanContent(ctx, b, objects); err != nil {
 			return ctrl.Result{}, err
 		}
@@ -113,7 +122,13 @@ func (r *Reconciler) letGo(ctx context.Context, b *limbov1alpha1.Bundle) (ctrl.R
 	if !r.startScan.scanned() {
 		return ctrl.Result{RequeueAfter: startScanWait}, nil
 	}
-	return ctrl.Result{}, r.removeFinalizer(ctx, b)
+	if err := r.removeFinalizer(ctx, b); err != nil {
+		return ctrl.Result{}, err
+	}
+	if r.OnLetGo != nil {
+		r.OnLetGo()
+	}
+	return ctrl.Result{}, nil
 }
 
 // teardownWaves groups objects for deletion: objects no resource declares first,
