@@ -28,6 +28,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+	"github.com/limbo-dev/limbo/pkg/apiwarning"
 	"github.com/limbo-dev/limbo/pkg/controller/bundle"
 	"github.com/limbo-dev/limbo/pkg/controller/reaper"
 	"github.com/limbo-dev/limbo/pkg/controller/tombstone"
@@ -55,6 +56,9 @@ func NewScheme() *runtime.Scheme {
 func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 	cfg = rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst = opts.QPS, opts.Burst
+	// The API server's warnings: events for a Bundle's author, once in the log
+	// for the operator, none for the scans (package apiwarning).
+	cfg.WarningHandler, cfg.WarningHandlerWithContext = nil, apiwarning.NewHandler()
 	scheme := NewScheme()
 	shardSelector, err := shard.Parse(opts.WatchLabelSelector)
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+	"github.com/limbo-dev/limbo/pkg/apiwarning"
 )
 
 // Discovery is what the scan needs of discovery: the namespaced resource types,
@@ -74,11 +75,12 @@ func Namespaces(namespaces []string) []string {
 
 // Holds reports whether namespace ("" is every namespace) holds an object of
 // kind gvk that selector selects: one metadata-only LIST of at most one object.
-// The reader must list straight from the API server, as for List.
+// The reader must list straight from the API server, as for List. Like List, it
+// drops the API server's warnings (a deprecated kind): a scan only looks.
 func Holds(ctx context.Context, r client.Reader, gvk schema.GroupVersionKind, namespace string, selector labels.Selector) (bool, error) {
 	list := &metav1.PartialObjectMetadataList{}
 	list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-	if err := r.List(ctx, list, client.InNamespace(namespace), client.MatchingLabelsSelector{Selector: selector}, client.Limit(1)); err != nil {
+	if err := r.List(apiwarning.Quiet(ctx), list, client.InNamespace(namespace), client.MatchingLabelsSelector{Selector: selector}, client.Limit(1)); err != nil {
 		return false, err
 	}
 	return len(list.Items) > 0, nil
@@ -88,7 +90,8 @@ func Holds(ctx context.Context, r client.Reader, gvk schema.GroupVersionKind, na
 // is every namespace) that are labelled limbo.dev/pending-deletion=true, each
 // with its GroupVersionKind set. The reader must list straight from the API
 // server (a manager's APIReader, or a plain client): a cached reader would start
-// an informer for every kind.
+// an informer for every kind. The API server's warnings about the kind are
+// dropped (see package apiwarning): the scans list every kind, used or not.
 func List(ctx context.Context, r client.Reader, gvk schema.GroupVersionKind, namespace string, within labels.Selector) ([]metav1.PartialObjectMetadata, error) {
 	list := &metav1.PartialObjectMetadataList{}
 	list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
@@ -98,7 +101,7 @@ func List(ctx context.Context, r client.Reader, gvk schema.GroupVersionKind, nam
 			inLimbo = inLimbo.Add(reqs...)
 		}
 	}
-	if err := r.List(ctx, list, client.InNamespace(namespace), client.MatchingLabelsSelector{Selector: inLimbo}); err != nil {
+	if err := r.List(apiwarning.Quiet(ctx), list, client.InNamespace(namespace), client.MatchingLabelsSelector{Selector: inLimbo}); err != nil {
 		return nil, err
 	}
 	for i := range list.Items {

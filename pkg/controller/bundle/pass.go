@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+	"github.com/limbo-dev/limbo/pkg/apiwarning"
 	"github.com/limbo-dev/limbo/pkg/bundlespec"
 	"github.com/limbo-dev/limbo/pkg/readiness"
 	"github.com/limbo-dev/limbo/pkg/reference"
@@ -301,6 +302,8 @@ func (p *pass) syncOne(ctx context.Context, name string, tmpl *unstructured.Unst
 		return out
 	}
 	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("resource", name))
+	ctx, warnings := apiwarning.Collect(ctx)
+	defer p.passOnWarnings(name, warnings)
 	if err := p.r.watcher.ensure(ctx, gvk); err != nil {
 		p.fail(err)
 		return fail(limbov1alpha1.ResourceError, limbov1alpha1.ReasonReadFailed, "watch %s: %v", gvk.Kind, err)
@@ -388,6 +391,15 @@ func (p *pass) syncOne(ctx context.Context, name string, tmpl *unstructured.Unst
 		live = desired
 	}
 	return p.ready(ctx, out, live)
+}
+
+// passOnWarnings makes each warning the API server answered the requests about
+// resource name's object with a Warning event on the Bundle: its author would
+// have seen them from kubectl (see package apiwarning).
+func (p *pass) passOnWarnings(name string, warnings func() []string) {
+	for _, text := range warnings() {
+		p.r.Recorder.Eventf(p.bundle, corev1.EventTypeWarning, limbov1alpha1.EventAPIWarning, "resource %q: the API server warns: %s", name, text)
+	}
 }
 
 // ready completes out with live's UID and readiness.

@@ -78,6 +78,9 @@ const (
 	EventDeleted           = "Deleted"
 	EventInvalidStamp      = "InvalidDeletionTimestamp"
 	EventDeleteFailed      = "DeleteFailed"
+	// EventAPIWarning passes on a warning the API server answered the requests
+	// about a resource's object with (a deprecated API, a PodSecurity warning).
+	EventAPIWarning = "APIWarning"
 )
 
 // GetConditions returns the Bundle's conditions, as Flux's and kstatus's
