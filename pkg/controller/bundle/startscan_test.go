@@ -8,12 +8,16 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
@@ -222,33 +226,69 @@ func (failingDiscovery) ServerPreferredNamespacedResources() ([]*metav1.APIResou
 	return nil, errors.New("the API server is down")
 }
 
-// A teardown lets its Bundle go once the scan has tried every kind, and then
-// tells the reaper (OnLetGo), which leaves the released objects alone while
-// their Bundle is there; held back by the scan, it tells nobody.
-func TestLetGoWaitsForTheScanThenTellsTheReaper(t *testing.T) {
-	scheme := runtime.NewScheme()
-	if err := limbov1alpha1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	b := &limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", Finalizers: []string{limbov1alpha1.FinalizerTeardown}}}
-	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(b).Build()
-	told := 0
-	r := &Reconciler{Client: c, startScan: &startScan{}, OnLetGo: func() { told++ }}
-	finalizers := func() []string {
-		var got limbov1alpha1.Bundle
-		if err := c.Get(context.Background(), client.ObjectKeyFromObject(b), &got); err != nil {
-			t.Fatal(err)
-		}
-		return got.Finalizers
-	}
-
-	res, err := r.letGo(context.Background(), b.DeepCopy())
-	if err != nil || res.RequeueAfter != startScanWait || told != 0 || len(finalizers()) != 1 {
-		t.Fatalf("scan not done: result %+v, error %v, told %d times, finalizers %v; want a requeue, the finalizer kept, nobody told", res, err, told, finalizers())
-	}
-	r.startScan.done.Store(true)
-	res, err = r.letGo(context.Background(), b.DeepCopy())
-	if err != nil || !res.IsZero() || told != 1 || len(finalizers()) != 0 {
-		t.Fatalf("scan done: result %+v, error %v, told %d times, finalizers %v; want the finalizer gone and the reaper told once", res, err, told, finalizers())
+// A teardown lets its Bundle go once the scan has tried every kind, and once
+// its objects as the API server lists them (which the cache may not show yet)
+// leave nothing to do; then it tells the reaper (OnLetGo), which leaves the
+// released objects alone while their Bundle is there.
+func TestLetGo(t *testing.T) {
+	configMapGVK := schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
+	for _, tc := range []struct {
+		name        string
+		scanned     bool
+		settleActs  bool
+		wantSettled string // the objects settle was given
+		wantRequeue time.Duration
+		wantLetGo   bool
+	}{
+		{name: "the scan has not tried every kind", wantRequeue: startScanWait},
+		{name: "the API server shows an object to act on", scanned: true, settleActs: true, wantSettled: "[ConfigMap/web-cm]", wantRequeue: teardownInterval},
+		{name: "nothing left to do", scanned: true, wantSettled: "[ConfigMap/web-cm]", wantLetGo: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			scheme := runtime.NewScheme()
+			if err := limbov1alpha1.AddToScheme(scheme); err != nil {
+				t.Fatal(err)
+			}
+			if err := corev1.AddToScheme(scheme); err != nil {
+				t.Fatal(err)
+			}
+			b := &limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", UID: "b-uid", Finalizers: []string{limbov1alpha1.FinalizerTeardown}}}
+			// Only the API server has it: the cache has not seen it yet.
+			cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web-cm", Labels: map[string]string{limbov1alpha1.LabelBundle: "web"}}}
+			other := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "other", Labels: map[string]string{limbov1alpha1.LabelBundle: "other"}}}
+			c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(b, cm, other).Build()
+			told := 0
+			r := &Reconciler{Client: c, APIReader: c, startScan: &startScan{}, OnLetGo: func() { told++ }}
+			r.startScan.done.Store(tc.scanned)
+			var settled []string
+			res, err := r.letGo(context.Background(), b.DeepCopy(), []schema.GroupVersionKind{configMapGVK}, func(fresh []*unstructured.Unstructured) (ctrl.Result, bool, error) {
+				for _, o := range fresh {
+					settled = append(settled, o.GetKind()+"/"+o.GetName())
+				}
+				if tc.settleActs {
+					return ctrl.Result{RequeueAfter: teardownInterval}, true, nil
+				}
+				return ctrl.Result{}, false, nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got limbov1alpha1.Bundle
+			if err := c.Get(context.Background(), client.ObjectKeyFromObject(b), &got); err != nil {
+				t.Fatal(err)
+			}
+			if res.RequeueAfter != tc.wantRequeue {
+				t.Errorf("requeue after %v, want %v", res.RequeueAfter, tc.wantRequeue)
+			}
+			if fmt.Sprint(settled) != fmt.Sprint(strings.Fields(strings.Trim(tc.wantSettled, "[]"))) {
+				t.Errorf("settle was given %v, want %s", settled, tc.wantSettled)
+			}
+			if letGo := len(got.Finalizers) == 0; letGo != tc.wantLetGo {
+				t.Errorf("finalizers %v: let go %v, want %v", got.Finalizers, letGo, tc.wantLetGo)
+			}
+			if want := map[bool]int{true: 1, false: 0}[tc.wantLetGo]; told != want {
+				t.Errorf("the reaper was told %d times, want %d", told, want)
+			}
+		})
 	}
 }

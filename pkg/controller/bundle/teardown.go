@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -61,18 +62,12 @@ func (r *Reconciler) teardown(ctx context.Context, b *limbov1alpha1.Bundle) (ctr
 		}
 	}
 	if orphan { // nothing is deleted
-		// The objects are read again from the API server: one that a pass adopted
-		// or created a moment before the delete may not be in the cache yet, nor
-		// in the garbage collector's graph, which then does not orphan it either.
-		// Left controlled by a Bundle that is gone, the collector would delete it
-		// (the soak caught it, seed 696338874).
-		if objects, err = r.labelledFresh(ctx, b, kinds); err != nil {
-			return ctrl.Result{}, err
-		}
 		if err := r.orphanContent(ctx, b, objects); err != nil {
 			return ctrl.Result{}, err
 		}
-		return r.letGo(ctx, b)
+		return r.letGo(ctx, b, kinds, func(fresh []*unstructured.Unstructured) (ctrl.Result, bool, error) {
+			return ctrl.Result{}, false, r.orphanContent(ctx, b, fresh)
+		})
 	}
 	if controllerutil.ContainsFinalizer(b, metav1.FinalizerDeleteDependents) {
 		return ctrl.Result{}, r.removeFinalizer(ctx, b)
@@ -85,7 +80,20 @@ func (r *Reconciler) teardown(ctx context.Context, b *limbov1alpha1.Bundle) (ctr
 		}
 		return ctrl.Result{RequeueAfter: min(teardownInterval, plugins.requeueAfter)}, nil
 	}
-	for _, wave := range teardownWaves(plan, controlledBy(b, objects)) {
+	nextWave := func(objects []*unstructured.Unstructured) (ctrl.Result, bool, error) {
+		return r.nextWave(ctx, b, plan, controlledBy(b, objects), plugins)
+	}
+	if res, acted, err := nextWave(objects); acted || err != nil {
+		return res, err
+	}
+	return r.letGo(ctx, b, kinds, nextWave)
+}
+
+// nextWave deletes or releases the first wave of b's objects that holds any,
+// reports it in b's status and returns the requeue that waits for it; acted is
+// false when no wave holds an object.
+func (r *Reconciler) nextWave(ctx context.Context, b *limbov1alpha1.Bundle, plan *bundlespec.Plan, objects []*unstructured.Unstructured, plugins pluginTeardowns) (_ ctrl.Result, acted bool, _ error) {
+	for _, wave := range teardownWaves(plan, objects) {
 		if len(wave) == 0 {
 			continue
 		}
@@ -94,6 +102,7 @@ func (r *Reconciler) teardown(ctx context.Context, b *limbov1alpha1.Bundle) (ctr
 			if o.GetDeletionTimestamp() != nil {
 				continue // on its way out
 			}
+			var err error
 			if _, delayed := o.GetAnnotations()[limbov1alpha1.AnnotationDeletionDelay]; delayed {
 				err = r.Engine.Release(ctx, b, o, b)
 			} else {
@@ -105,22 +114,42 @@ func (r *Reconciler) teardown(ctx context.Context, b *limbov1alpha1.Bundle) (ctr
 			r.applied.forget(o.GetUID())
 		}
 		if err := r.teardownStatus(ctx, b, describeObjects(wave), failures, plugins); err != nil {
-			return ctrl.Result{}, err
+			return ctrl.Result{}, true, err
 		}
-		return ctrl.Result{RequeueAfter: teardownInterval}, nil
+		return ctrl.Result{RequeueAfter: teardownInterval}, true, nil
 	}
-	return r.letGo(ctx, b)
+	return ctrl.Result{}, false, nil
 }
 
-// letGo removes b's finalizer, once the start scan has tried every kind: a
-// kind only that scan knows may hold one of b's objects (see startScan), which
-// must be found before the Bundle goes. What the teardown found meanwhile is
-// orphaned, deleted or released at once — due deletions are not held back by
-// the scan. (--cascade=foreground needs no wait: the garbage collector deletes
-// every dependent it knows.)
-func (r *Reconciler) letGo(ctx context.Context, b *limbov1alpha1.Bundle) (ctrl.Result, error) {
+// letGo removes b's finalizer once nothing of b's is left to find:
+//
+//   - once the start scan has tried every kind: a kind only that scan knows may
+//     hold one of b's objects (see startScan), which must be found before the
+//     Bundle goes. What the teardown found meanwhile is orphaned, deleted or
+//     released at once — due deletions are not held back by the scan.
+//   - once settle has found nothing more to do with b's objects of kinds as the
+//     API server lists them (metadata only, by b's label). The teardown decided
+//     on its cache, which may not show yet what a pass wrote a moment before
+//     the delete (an object it created or adopted); the garbage collector's
+//     graph may not either, and once the Bundle is gone the collector deletes an
+//     object still controlled by it — at once, its deletionDelay ignored, even
+//     after --cascade=orphan (the soak caught that, seed 696338874). settle
+//     returns acted when it wrote something and the teardown comes back.
+//
+// (--cascade=foreground needs neither: the garbage collector deletes every
+// dependent it knows.) The reaper is told (OnLetGo): it leaves the objects a
+// teardown released alone while their Bundle is there.
+func (r *Reconciler) letGo(ctx context.Context, b *limbov1alpha1.Bundle, kinds []schema.GroupVersionKind,
+	settle func(fresh []*unstructured.Unstructured) (ctrl.Result, bool, error)) (ctrl.Result, error) {
 	if !r.startScan.scanned() {
 		return ctrl.Result{RequeueAfter: startScanWait}, nil
+	}
+	fresh, err := r.labelledFresh(ctx, b, kinds)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if res, acted, err := settle(fresh); acted || err != nil {
+		return res, err
 	}
 	if err := r.removeFinalizer(ctx, b); err != nil {
 		return ctrl.Result{}, err
