@@ -49,8 +49,8 @@ func (r *Reconciler) teardown(ctx context.Context, b *limbov1alpha1.Bundle) (ctr
 	}
 	// One listing serves the pass: the cascade mode's evidence, the objects to
 	// orphan or the ones to delete.
-	kinds := withWatchedKinds(kindsOf(b, plan), r.watcher.syncedKinds(ctx))
-	objects, err := r.labelled(ctx, b, kinds)
+	own := kindsOf(b, plan)
+	objects, err := r.labelled(ctx, b, withWatchedKinds(own, r.watcher.syncedKinds(ctx)))
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -65,7 +65,7 @@ func (r *Reconciler) teardown(ctx context.Context, b *limbov1alpha1.Bundle) (ctr
 		if err := r.orphanContent(ctx, b, objects); err != nil {
 			return ctrl.Result{}, err
 		}
-		return r.letGo(ctx, b, kinds, func(fresh []*unstructured.Unstructured) (ctrl.Result, bool, error) {
+		return r.letGo(ctx, b, own, func(fresh []*unstructured.Unstructured) (ctrl.Result, bool, error) {
 			return ctrl.Result{}, false, r.orphanContent(ctx, b, fresh)
 		})
 	}
@@ -86,7 +86,7 @@ func (r *Reconciler) teardown(ctx context.Context, b *limbov1alpha1.Bundle) (ctr
 	if res, acted, err := nextWave(objects); acted || err != nil {
 		return res, err
 	}
-	return r.letGo(ctx, b, kinds, nextWave)
+	return r.letGo(ctx, b, own, nextWave)
 }
 
 // nextWave deletes or releases the first wave of b's objects that holds any,
@@ -134,7 +134,10 @@ func (r *Reconciler) nextWave(ctx context.Context, b *limbov1alpha1.Bundle, plan
 //     graph may not either, and once the Bundle is gone the collector deletes an
 //     object still controlled by it — at once, its deletionDelay ignored, even
 //     after --cascade=orphan (the soak caught that, seed 696338874). settle
-//     returns acted when it wrote something and the teardown comes back.
+//     returns acted when it wrote something and the teardown comes back. kinds
+//     are those b's spec and status name (kindsOf), which a pass's writes are
+//     of: a LIST each, once per Bundle deleted, where every kind the controller
+//     watches would cost a mass deletion (a namespace's) many times that.
 //
 // (--cascade=foreground needs neither: the garbage collector deletes every
 // dependent it knows.) The reaper is told (OnLetGo): it leaves the objects a
