@@ -73,13 +73,21 @@ func Namespaces(namespaces []string) []string {
 	return namespaces
 }
 
+// MetadataList is an empty list of gvk's objects, metadata only: what a LIST
+// straight from the API server reads into when only names, labels,
+// annotations and owners matter.
+func MetadataList(gvk schema.GroupVersionKind) *metav1.PartialObjectMetadataList {
+	list := &metav1.PartialObjectMetadataList{}
+	list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+	return list
+}
+
 // Holds reports whether namespace ("" is every namespace) holds an object of
 // kind gvk that selector selects: one metadata-only LIST of at most one object.
 // The reader must list straight from the API server, as for List. Like List, it
 // drops the API server's warnings (a deprecated kind): a scan only looks.
 func Holds(ctx context.Context, r client.Reader, gvk schema.GroupVersionKind, namespace string, selector labels.Selector) (bool, error) {
-	list := &metav1.PartialObjectMetadataList{}
-	list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+	list := MetadataList(gvk)
 	if err := r.List(apiwarning.Quiet(ctx), list, client.InNamespace(namespace), client.MatchingLabelsSelector{Selector: selector}, client.Limit(1)); err != nil {
 		return false, err
 	}
@@ -93,8 +101,7 @@ func Holds(ctx context.Context, r client.Reader, gvk schema.GroupVersionKind, na
 // an informer for every kind. The API server's warnings about the kind are
 // dropped (see package apiwarning): the scans list every kind, used or not.
 func List(ctx context.Context, r client.Reader, gvk schema.GroupVersionKind, namespace string, within labels.Selector) ([]metav1.PartialObjectMetadata, error) {
-	list := &metav1.PartialObjectMetadataList{}
-	list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+	list := MetadataList(gvk)
 	inLimbo := labels.SelectorFromSet(labels.Set{limbov1alpha1.LabelPendingDeletion: "true"})
 	if within != nil {
 		if reqs, selectable := within.Requirements(); selectable {

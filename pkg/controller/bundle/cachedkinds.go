@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/limbo-dev/limbo/pkg/limboscan"
 )
 
 // ConfigMaps and Secrets are cached as metadata only (PartialObjectMetadata):
@@ -49,14 +51,11 @@ func cachedObject(gvk schema.GroupVersionKind) client.Object {
 
 // cachedList is the empty list to list objects of gvk from the cache into.
 func cachedList(gvk schema.GroupVersionKind) client.ObjectList {
-	listGVK := gvk.GroupVersion().WithKind(gvk.Kind + "List")
 	if metadataOnly(gvk) {
-		l := &metav1.PartialObjectMetadataList{}
-		l.SetGroupVersionKind(listGVK)
-		return l
+		return limboscan.MetadataList(gvk)
 	}
 	l := &unstructured.UnstructuredList{}
-	l.SetGroupVersionKind(listGVK)
+	l.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
 	return l
 }
 

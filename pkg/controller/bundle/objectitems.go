@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+	"github.com/limbo-dev/limbo/pkg/limboscan"
 	"github.com/limbo-dev/limbo/pkg/plugin"
 	"github.com/limbo-dev/limbo/pkg/softdelete"
 )
@@ -127,8 +128,7 @@ func (r *Reconciler) objectItemsInLimbo(ctx context.Context, b *limbov1alpha1.Bu
 	prefix := itemOwner(b, "")
 	var out []*metav1.PartialObjectMetadata
 	for _, gvk := range kinds {
-		list := &metav1.PartialObjectMetadataList{}
-		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+		list := limboscan.MetadataList(gvk)
 		if err := r.APIReader.List(ctx, list, append(opts, client.MatchingLabels{limbov1alpha1.LabelPendingDeletion: "true"})...); err != nil {
 			if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
 				continue // the kind is gone from the API server: so are its objects

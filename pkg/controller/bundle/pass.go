@@ -25,6 +25,7 @@ import (
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 	"github.com/limbo-dev/limbo/pkg/apiwarning"
 	"github.com/limbo-dev/limbo/pkg/bundlespec"
+	"github.com/limbo-dev/limbo/pkg/limboscan"
 	"github.com/limbo-dev/limbo/pkg/readiness"
 	"github.com/limbo-dev/limbo/pkg/reference"
 	"github.com/limbo-dev/limbo/pkg/softdelete"
@@ -764,8 +765,7 @@ func (r *Reconciler) labelled(ctx context.Context, b *limbov1alpha1.Bundle, kind
 // what a pass wrote a moment ago, which the cache may not show yet.
 func (r *Reconciler) labelledFresh(ctx context.Context, b *limbov1alpha1.Bundle, kinds []schema.GroupVersionKind) ([]*unstructured.Unstructured, error) {
 	return listLabelled(kinds, func(gvk schema.GroupVersionKind) (client.ObjectList, error) {
-		list := &metav1.PartialObjectMetadataList{}
-		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+		list := limboscan.MetadataList(gvk)
 		return list, r.APIReader.List(ctx, list, client.InNamespace(b.Namespace), client.MatchingLabels{limbov1alpha1.LabelBundle: b.Name})
 	})
 }

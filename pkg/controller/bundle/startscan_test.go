@@ -236,13 +236,13 @@ func TestLetGo(t *testing.T) {
 		name        string
 		scanned     bool
 		settleActs  bool
-		wantSettled string // the objects settle was given
+		wantSettled []string // the objects settle was given
 		wantRequeue time.Duration
 		wantLetGo   bool
 	}{
 		{name: "the scan has not tried every kind", wantRequeue: startScanWait},
-		{name: "the API server shows an object to act on", scanned: true, settleActs: true, wantSettled: "[ConfigMap/web-cm]", wantRequeue: teardownInterval},
-		{name: "nothing left to do", scanned: true, wantSettled: "[ConfigMap/web-cm]", wantLetGo: true},
+		{name: "the API server shows an object to act on", scanned: true, settleActs: true, wantSettled: []string{"ConfigMap/web-cm"}, wantRequeue: teardownInterval},
+		{name: "nothing left to do", scanned: true, wantSettled: []string{"ConfigMap/web-cm"}, wantLetGo: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			scheme := runtime.NewScheme()
@@ -280,8 +280,8 @@ func TestLetGo(t *testing.T) {
 			if res.RequeueAfter != tc.wantRequeue {
 				t.Errorf("requeue after %v, want %v", res.RequeueAfter, tc.wantRequeue)
 			}
-			if fmt.Sprint(settled) != fmt.Sprint(strings.Fields(strings.Trim(tc.wantSettled, "[]"))) {
-				t.Errorf("settle was given %v, want %s", settled, tc.wantSettled)
+			if !slices.Equal(settled, tc.wantSettled) {
+				t.Errorf("settle was given %v, want %v", settled, tc.wantSettled)
 			}
 			if letGo := len(got.Finalizers) == 0; letGo != tc.wantLetGo {
 				t.Errorf("finalizers %v: let go %v, want %v", got.Finalizers, letGo, tc.wantLetGo)
