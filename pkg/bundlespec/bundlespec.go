@@ -87,6 +87,18 @@ type Plan struct {
 	Objects map[string]string
 }
 
+// Referenced reports whether a reference of any resource reads resource name.
+func (p *Plan) Referenced(name string) bool {
+	for _, r := range p.Resources {
+		for _, ref := range r.References {
+			if ref.Resource == name {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // Parse validates b's spec and returns its plan, or every error found.
 func Parse(b *limbov1alpha1.Bundle, mapper meta.RESTMapper, plugins PluginCatalog) (*Plan, Errors) {
 	plan := &Plan{Resources: map[string]*Resource{}, Objects: map[string]string{}}

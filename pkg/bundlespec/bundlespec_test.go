@@ -235,3 +235,22 @@ func TestParse(t *testing.T) {
 		})
 	}
 }
+
+func TestReferenced(t *testing.T) {
+	ref := func(name string) []limbov1alpha1.Reference { return []limbov1alpha1.Reference{{Resource: name}} }
+	b := &limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "b"}, Spec: limbov1alpha1.BundleSpec{Resources: []limbov1alpha1.Resource{
+		{Name: "app", References: ref("db"), Object: obj(t, cm("app", nil))},
+		{Name: "db", Object: obj(t, cm("db", nil))},
+		{Name: "gc", References: ref("app"), Plugin: &limbov1alpha1.PluginResource{Name: "gc", Spec: &apiextensionsv1.JSON{Raw: []byte(`{}`)}}},
+		{Name: "lone", Object: obj(t, cm("lone", nil))},
+	}}}
+	plan, errs := Parse(b, mapper(), catalog{})
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	for name, want := range map[string]bool{"db": true, "app": true, "gc": false, "lone": false, "missing": false} {
+		if got := plan.Referenced(name); got != want {
+			t.Errorf("Referenced(%q) = %v, want %v", name, got, want)
+		}
+	}
+}

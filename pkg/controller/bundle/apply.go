@@ -2,12 +2,15 @@ package bundle
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
@@ -24,16 +27,42 @@ const createOnlyVersion = "9223372036854775807"
 
 // apply server-side applies desired as limbo (force: limbo's fields are limbo's)
 // and leaves the API server's answer in desired.
-func (r *Reconciler) apply(ctx context.Context, desired *unstructured.Unstructured) error {
-	return r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(desired), client.FieldOwner(limbov1alpha1.FieldManager), client.ForceOwnership)
+//
+// An object of a kind cached as metadata only (ConfigMaps, Secrets; see
+// metadataOnly) is answered with its metadata only, as the cache would hold it,
+// unless withBody: nothing limbo decides reads its body, which only a reference
+// reads (bodies). Decoding those bodies was a tenth of the controller's CPU while
+// Bundles converge, and a Secret's data then never reaches limbo's memory.
+func (r *Reconciler) apply(ctx context.Context, desired *unstructured.Unstructured, withBody bool) error {
+	gvk := desired.GroupVersionKind()
+	if withBody || !metadataOnly(gvk) {
+		return r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(desired), client.FieldOwner(limbov1alpha1.FieldManager), client.ForceOwnership)
+	}
+	data, err := json.Marshal(desired.Object)
+	if err != nil {
+		return err
+	}
+	answer := &metav1.PartialObjectMetadata{}
+	answer.SetGroupVersionKind(gvk)
+	answer.SetNamespace(desired.GetNamespace())
+	answer.SetName(desired.GetName())
+	if err := r.Client.Patch(ctx, answer, client.RawPatch(types.ApplyPatchType, data), client.FieldOwner(limbov1alpha1.FieldManager), client.ForceOwnership); err != nil {
+		return err
+	}
+	u, err := asUnstructured(answer, gvk)
+	if err != nil {
+		return err
+	}
+	desired.Object = u.Object
+	return nil
 }
 
 // createOnly applies desired only if no object of its name exists, and reports
-// whether it created it (desired then holds the API server's answer). It returns
-// false, and no error, when an object exists.
-func (r *Reconciler) createOnly(ctx context.Context, desired *unstructured.Unstructured) (bool, error) {
+// whether it created it (desired then holds the API server's answer, as apply
+// leaves it). It returns false, and no error, when an object exists.
+func (r *Reconciler) createOnly(ctx context.Context, desired *unstructured.Unstructured, withBody bool) (bool, error) {
 	desired.SetResourceVersion(createOnlyVersion)
-	err := r.apply(ctx, desired)
+	err := r.apply(ctx, desired, withBody)
 	switch {
 	case apierrors.IsConflict(err):
 		desired.SetResourceVersion("")

@@ -1,11 +1,22 @@
 package bundle
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"reflect"
 	"strings"
+	"sync"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/limbo-dev/limbo/pkg/bundlespec"
 	"github.com/limbo-dev/limbo/pkg/graph"
@@ -98,6 +109,103 @@ func TestWaves(t *testing.T) {
 			}
 			if fmt.Sprint(got) != fmt.Sprint(tc.want) {
 				t.Fatalf("waves %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// apiRequest is what TestApplyAnswer's API server saw of a request.
+type apiRequest struct {
+	method, path, query, contentType string
+	// partial reports whether the request asked for metadata only.
+	partial bool
+}
+
+// An apply of a ConfigMap or Secret asks for metadata only unless a reference
+// reads its body; either answer leaves the same digest of limbo's field set, so
+// the next pass's no-op check holds against the cache's metadata-only copy.
+func TestApplyAnswer(t *testing.T) {
+	var (
+		mu   sync.Mutex
+		seen []apiRequest
+	)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		partial := strings.Contains(req.Header.Get("Accept"), "as=PartialObjectMetadata")
+		mu.Lock()
+		seen = append(seen, apiRequest{req.Method, req.URL.Path, req.URL.RawQuery, req.Header.Get("Content-Type"), partial})
+		mu.Unlock()
+		var answer map[string]any
+		if err := json.Unmarshal([]byte(managedConfigMapJSON), &answer); err != nil {
+			t.Error(err)
+		}
+		if strings.Contains(req.URL.Path, "/deployments/") {
+			answer["apiVersion"], answer["kind"] = "apps/v1", "Deployment"
+		}
+		if partial { // what the API server answers: the metadata as a PartialObjectMetadata
+			answer = map[string]any{"apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadata", "metadata": answer["metadata"]}
+		}
+		w.Header().Set("Content-Type", "application/json")
+		if err := json.NewEncoder(w).Encode(answer); err != nil {
+			t.Error(err)
+		}
+	}))
+	defer srv.Close()
+
+	deploymentKind := schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}
+	mapper := meta.NewDefaultRESTMapper(nil)
+	mapper.Add(configMapKind, meta.RESTScopeNamespace)
+	mapper.Add(deploymentKind, meta.RESTScopeNamespace)
+	c, err := client.New(&rest.Config{Host: srv.URL}, client.Options{Mapper: mapper})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &Reconciler{Client: c}
+
+	full := &unstructured.Unstructured{}
+	if err := json.Unmarshal([]byte(managedConfigMapJSON), &full.Object); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name     string
+		gvk      schema.GroupVersionKind
+		withBody bool
+		wantPath string
+		// wantPartial is whether the request asks for, and desired ends as, metadata only.
+		wantPartial bool
+	}{
+		{"a ConfigMap no reference reads: metadata only", configMapKind, false, "/api/v1/namespaces/shop/configmaps/settings", true},
+		{"a ConfigMap a reference reads: whole", configMapKind, true, "/api/v1/namespaces/shop/configmaps/settings", false},
+		{"a kind cached whole: whole", deploymentKind, false, "/apis/apps/v1/namespaces/shop/deployments/settings", false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			mu.Lock()
+			seen = nil
+			mu.Unlock()
+			desired := &unstructured.Unstructured{Object: map[string]any{"data": map[string]any{"k": "v"}}}
+			desired.SetGroupVersionKind(tc.gvk)
+			desired.SetNamespace("shop")
+			desired.SetName("settings")
+			if err := r.apply(context.Background(), desired, tc.withBody); err != nil {
+				t.Fatal(err)
+			}
+			want := []apiRequest{{http.MethodPatch, tc.wantPath, "fieldManager=limbo&force=true", "application/apply-patch+yaml", tc.wantPartial}}
+			mu.Lock()
+			got := seen
+			mu.Unlock()
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("requests\n%+v\nwant\n%+v", got, want)
+			}
+			if desired.GroupVersionKind() != tc.gvk || desired.GetUID() != "u-1" || desired.GetResourceVersion() != "7" {
+				t.Errorf("desired does not hold the answer: %v", desired.Object)
+			}
+			_, hasData := desired.Object["data"]
+			_, isPartial := desired.Object[metadataOnlyKey]
+			if hasData == tc.wantPartial || isPartial != tc.wantPartial {
+				t.Errorf("answer has data %v, marked metadata-only %v; want metadata only: %v", hasData, isPartial, tc.wantPartial)
+			}
+			if got, want := ownedFields(desired), ownedFields(full); got == "" || got != want {
+				t.Errorf("digest of limbo's field set %x, want %x (the whole answer's)", got, want)
 			}
 		})
 	}

@@ -323,7 +323,7 @@ func (p *pass) syncOne(ctx context.Context, name string, tmpl *unstructured.Unst
 			return fail(limbov1alpha1.ResourceError, limbov1alpha1.ReasonReferenceError, "%v", err)
 		}
 		hash = hashOf(desired)
-		created, err := p.r.createOnly(ctx, desired)
+		created, err := p.r.createOnly(ctx, desired, p.plan.Referenced(name))
 		switch {
 		case err != nil:
 			return p.applyFailed(ctx, &out, desired, err)
@@ -384,7 +384,7 @@ func (p *pass) syncOne(ctx context.Context, name string, tmpl *unstructured.Unst
 		if adopting {
 			event = limbov1alpha1.EventAdopted
 		}
-		if err := p.r.apply(ctx, desired); err != nil {
+		if err := p.r.apply(ctx, desired, p.plan.Referenced(name)); err != nil {
 			return p.applyFailed(ctx, &out, desired, err)
 		}
 		p.r.applied.record(desired, hash, live.GetResourceVersion())
