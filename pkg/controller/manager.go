@@ -54,6 +54,9 @@ func NewScheme() *runtime.Scheme {
 
 // NewManager builds the manager with every limbo controller registered.
 func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
+	if opts.ResyncPeriod < 0 {
+		return nil, fmt.Errorf("--resync-period %v: must not be negative (0s turns the periodic resync off)", opts.ResyncPeriod)
+	}
 	cfg = rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst = opts.QPS, opts.Burst
 	// The API server's warnings: events for a Bundle's author, once in the log

@@ -6,6 +6,7 @@ package reaper
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -52,6 +53,8 @@ type Reaper struct {
 
 	mu    sync.Mutex
 	kinds map[schema.GroupVersionKind]bool
+	// pending counts the objects in limbo found of each kind at its last listing.
+	pending map[schema.GroupVersionKind]int
 }
 
 // Discovery is what the reaper needs of discovery: the kinds it may find in limbo.
@@ -61,7 +64,7 @@ type Discovery = limboscan.Discovery
 // New returns a Reaper.
 func New(c client.Client, reader client.Reader, d Discovery, engine *softdelete.Engine, fullScan time.Duration) *Reaper {
 	return &Reaper{Client: c, Reader: reader, Discovery: d, Engine: engine, Clock: clock.RealClock{}, FullScanInterval: fullScan,
-		poke: make(chan struct{}, 1), kinds: map[schema.GroupVersionKind]bool{}}
+		poke: make(chan struct{}, 1), kinds: map[schema.GroupVersionKind]bool{}, pending: map[schema.GroupVersionKind]int{}}
 }
 
 // NeedLeaderElection makes the reaper run on the leader only.
@@ -93,12 +96,15 @@ func (r *Reaper) Poke() {
 func (r *Reaper) Start(ctx context.Context) error {
 	logger := log.FromContext(ctx).WithName("reaper")
 	nextFull := r.Clock.Now()
+	var retry time.Duration
 	for {
 		full := !r.Clock.Now().Before(nextFull)
-		if full {
-			nextFull = r.Clock.Now().Add(r.FullScanInterval)
-		}
 		wait, err := r.pass(ctx, full)
+		if full {
+			var after time.Duration
+			after, retry = r.nextFullScan(errors.Is(err, errScanIncomplete), retry)
+			nextFull = r.Clock.Now().Add(after)
+		}
 		if err != nil {
 			logger.Error(err, "reaper pass")
 			wait = min(wait, 5*time.Second)
@@ -119,61 +125,121 @@ func (r *Reaper) Start(ctx context.Context) error {
 // pass processes everything in limbo that no Bundle controls and returns how long
 // until the soonest deadline.
 func (r *Reaper) pass(ctx context.Context, full bool) (time.Duration, error) {
-	kinds, err := r.kindsToScan(full)
-	if err != nil {
-		return time.Hour, err
-	}
 	wait := time.Duration(1<<63 - 1)
 	var errs []error
-	bundles := map[client.ObjectKey]bool{} // Bundle -> being torn down, for this pass
-	pending := 0
+	kinds, err := r.kindsToScan(full)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("%w: %w", errScanIncomplete, err))
+	}
+	bundles := map[client.ObjectKey]*limbov1alpha1.Bundle{} // by key; nil: none; for this pass
 	for _, gvk := range kinds {
 		items, err := r.list(ctx, gvk)
 		if err != nil {
-			errs = append(errs, err)
+			errs = append(errs, fmt.Errorf("%w: %w", errScanIncomplete, err))
 			continue
 		}
-		if len(items) == 0 {
-			continue
-		}
-		r.mu.Lock()
-		r.kinds[gvk] = true
-		r.mu.Unlock()
-		if r.OnKind != nil {
-			if err := r.OnKind(gvk); err != nil {
-				errs = append(errs, err)
-			}
-		}
-		for i := range items {
-			obj := &items[i]
-			if held, err := r.heldByBundle(ctx, obj, bundles); err != nil || held {
-				// The Bundle of obj's name decides: its teardown (--cascade=orphan
-				// cancels the countdown), or its first pass (it may adopt obj).
-				// Fail closed.
-				if err != nil {
-					errs = append(errs, err)
-				}
-				pending++
-				wait = min(wait, holdRecheck)
-				continue
-			}
-			out := r.Engine.Orphan(ctx, obj, obj, softdelete.ClaimReleased)
-			if !out.Gone {
-				pending++
-			}
-			if out.Err != nil {
-				errs = append(errs, out.Err)
-				wait = min(wait, 5*time.Second)
-			}
-			if out.Requeue {
-				wait = min(wait, out.RequeueAfter)
-			}
-		}
-	}
-	if full || pending > 0 {
-		r.Engine.Metrics.SetPending("reaper", pending)
+		pending, kindWait, kindErrs := r.reapKind(ctx, gvk, items, bundles)
+		r.setPending(gvk, pending)
+		wait = min(wait, kindWait)
+		errs = append(errs, kindErrs...)
 	}
 	return wait, errors.Join(errs...)
+}
+
+// setPending records the objects in limbo the reaper found of gvk, and sets the
+// pending gauge to the count of every kind (a pass that lists only some kinds
+// keeps the others' last count).
+func (r *Reaper) setPending(gvk schema.GroupVersionKind, n int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if n == 0 {
+		delete(r.pending, gvk)
+	} else {
+		r.pending[gvk] = n
+	}
+	total := 0
+	for _, c := range r.pending {
+		total += c
+	}
+	r.Engine.Metrics.SetPending("reaper", total)
+}
+
+// errScanIncomplete marks a pass that could not list every kind it meant to:
+// discovery failed (in part), or a kind's LIST did.
+var errScanIncomplete = errors.New("scan incomplete")
+
+// Waits before a full scan that could not list every kind runs again: the first,
+// doubled with each failure in a row, up to the most (or FullScanInterval when
+// that is shorter). Between full scans only kinds known to hold objects in limbo
+// are listed, so a failed full scan left for the whole resync period would leave
+// released objects of the other kinds undeleted past their deadlines that long.
+const (
+	firstFullScanRetry = 5 * time.Second
+	maxFullScanRetry   = 5 * time.Minute
+)
+
+// nextFullScan returns how long after a full scan the next one runs, and the
+// retry wait to remember: FullScanInterval after a complete scan (none when the
+// interval is 0 or less: the scan at start only), a backoff after an incomplete
+// one; retry is the wait after the previous scan if it was incomplete, else 0.
+func (r *Reaper) nextFullScan(incomplete bool, retry time.Duration) (after, nextRetry time.Duration) {
+	if !incomplete {
+		if r.FullScanInterval <= 0 {
+			return time.Duration(1<<63 - 1), 0
+		}
+		return r.FullScanInterval, 0
+	}
+	limit := maxFullScanRetry
+	if r.FullScanInterval > 0 {
+		limit = min(limit, r.FullScanInterval)
+	}
+	next := min(max(2*retry, firstFullScanRetry), limit)
+	return next, next
+}
+
+// reapKind processes items, gvk's objects in limbo that no Bundle controls, and
+// returns how many are still in limbo, how long until the soonest deadline or
+// re-check, and the errors.
+func (r *Reaper) reapKind(ctx context.Context, gvk schema.GroupVersionKind, items []metav1.PartialObjectMetadata, bundles map[client.ObjectKey]*limbov1alpha1.Bundle) (int, time.Duration, []error) {
+	wait := time.Duration(1<<63 - 1)
+	if len(items) == 0 {
+		return 0, wait, nil
+	}
+	var errs []error
+	r.mu.Lock()
+	r.kinds[gvk] = true
+	r.mu.Unlock()
+	if r.OnKind != nil {
+		if err := r.OnKind(gvk); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	pending := 0
+	for i := range items {
+		obj := &items[i]
+		if recheck, err := r.heldByBundle(ctx, gvk, obj, bundles); err != nil || recheck > 0 {
+			// The Bundle of obj's name decides (see heldByBundle). Fail closed.
+			if err != nil {
+				errs = append(errs, err)
+				recheck = holdRecheck
+			}
+			pending++
+			wait = min(wait, recheck)
+			continue
+		}
+		out := r.Engine.Orphan(ctx, obj, obj, softdelete.ClaimReleased)
+		if !out.Gone {
+			pending++
+		}
+		if out.Err != nil {
+			errs = append(errs, out.Err)
+			wait = min(wait, 5*time.Second)
+		}
+		if out.Requeue {
+			wait = min(wait, out.RequeueAfter)
+		}
+	}
+	return pending, wait, errs
 }
 
 // list returns gvk's objects in limbo that no Bundle controls.
@@ -202,14 +268,11 @@ func (r *Reaper) kindsToScan(full bool) ([]schema.GroupVersionKind, error) {
 		return sortedKinds(r.kinds), nil
 	}
 	found, err := limboscan.Kinds(r.Discovery, "delete", "patch")
-	if err != nil && len(found) == 0 {
-		return nil, err // a partial discovery failure still scans what it found
-	}
 	kinds := map[schema.GroupVersionKind]bool{}
 	for _, k := range found {
 		kinds[k.Kind] = true
 	}
-	return sortedKinds(kinds), nil
+	return sortedKinds(kinds), err // a partial discovery failure still scans what it found
 }
 
 // holdRecheck is how soon the reaper looks again at an object it left to the
@@ -218,30 +281,78 @@ func (r *Reaper) kindsToScan(full bool) ([]schema.GroupVersionKind, error) {
 // released objects deleted 3 s late after a 5 s re-check).
 const holdRecheck = time.Second
 
-// heldByBundle reports whether the Bundle named by obj's limbo.dev/bundle label
-// decides obj rather than the reaper: it is being deleted (its teardown decides),
-// or it exists and has not yet finished a pass of its current spec — a Bundle
-// re-created under the same name may declare obj and adopt it, which cancels the
-// deletion, and a busy controller may reach it only after obj's deadline. Once
-// that pass has run, an object it declares is controlled again (the fresh read
-// of Engine.Orphan sees it) and one it does not declare is the reaper's. seen
-// memoises the answer for one pass.
-func (r *Reaper) heldByBundle(ctx context.Context, obj metav1.Object, seen map[client.ObjectKey]bool) (bool, error) {
+// heldByBundle reports whether the Bundle named by obj's (of kind gvk)
+// limbo.dev/bundle label decides obj rather than the reaper, and if so how soon
+// to look again (0: not held):
+//   - it is being deleted: its teardown decides;
+//   - it has not yet finished a pass of its current spec: a Bundle re-created
+//     under the same name may declare obj and adopt it, which cancels the
+//     deletion, and a busy controller may reach it only after obj's deadline;
+//   - it declares obj (same group, kind and name): its pass adopts obj, and until
+//     one manages to — the spec has an error elsewhere, so nothing of it is
+//     processed, or reading obj failed — obj waits. A spec error is never a
+//     reason to delete what the spec declares.
+//
+// The first two end when a pass or teardown does, which nothing tells the
+// reaper: it looks again after holdRecheck. The third lasts until someone fixes
+// the Bundle: after declaredRecheck. Once a pass has adopted obj, it is
+// controlled again (the fresh read of Engine.Orphan sees it); an object the
+// Bundle does not declare is the reaper's. seen memoises the Bundles read in one
+// pass.
+func (r *Reaper) heldByBundle(ctx context.Context, gvk schema.GroupVersionKind, obj metav1.Object, seen map[client.ObjectKey]*limbov1alpha1.Bundle) (time.Duration, error) {
 	key := client.ObjectKey{Namespace: obj.GetNamespace(), Name: obj.GetLabels()[limbov1alpha1.LabelBundle]}
-	if held, ok := seen[key]; ok {
-		return held, nil
+	b, ok := seen[key]
+	if !ok {
+		b = &limbov1alpha1.Bundle{}
+		err := r.Reader.Get(ctx, key, b)
+		switch {
+		case apierrors.IsNotFound(err):
+			b = nil
+		case err != nil:
+			return 0, fmt.Errorf("read Bundle %s: %w", key, err)
+		}
+		seen[key] = b
 	}
-	var b limbov1alpha1.Bundle
-	err := r.Reader.Get(ctx, key, &b)
 	switch {
-	case apierrors.IsNotFound(err):
-		seen[key] = false
-	case err != nil:
-		return false, fmt.Errorf("read Bundle %s: %w", key, err)
-	default:
-		seen[key] = !b.DeletionTimestamp.IsZero() || b.Status.ObservedGeneration < b.Generation
+	case b == nil:
+		return 0, nil
+	case !b.DeletionTimestamp.IsZero() || b.Status.ObservedGeneration < b.Generation:
+		return holdRecheck, nil
+	case declares(b, gvk.GroupKind(), obj.GetName()):
+		return declaredRecheck, nil
 	}
-	return seen[key], nil
+	return 0, nil
+}
+
+// declaredRecheck is how soon the reaper looks again at an object whose Bundle
+// declares it but has not adopted it: a spec error or a failing read, which
+// someone has to fix. A Bundle that stops declaring the object gets it deleted at
+// most this late.
+const declaredRecheck = 30 * time.Second
+
+// declares reports whether one of b's templates is the object of kind gk named
+// name. A template that cannot be read counts as declaring it: the Bundle's spec
+// is then invalid, and nothing is deleted on its account.
+func declares(b *limbov1alpha1.Bundle, gk schema.GroupKind, name string) bool {
+	for _, res := range b.Spec.Resources {
+		if res.Object == nil {
+			continue
+		}
+		var tmpl struct {
+			APIVersion string `json:"apiVersion"`
+			Kind       string `json:"kind"`
+			Metadata   struct {
+				Name string `json:"name"`
+			} `json:"metadata"`
+		}
+		if err := json.Unmarshal(res.Object.Raw, &tmpl); err != nil {
+			return true
+		}
+		if tmpl.Metadata.Name == name && schema.FromAPIVersionAndKind(tmpl.APIVersion, tmpl.Kind).GroupKind() == gk {
+			return true
+		}
+	}
+	return false
 }
 
 func sortedKinds(set map[schema.GroupVersionKind]bool) []schema.GroupVersionKind {

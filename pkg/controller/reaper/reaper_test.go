@@ -2,6 +2,7 @@ package reaper
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 	"github.com/limbo-dev/limbo/pkg/shard"
@@ -44,7 +46,9 @@ func inLimbo(name, stamp, delay string, controlled bool) *corev1.ConfigMap {
 // touches objects a Bundle still controls, plugin items (stamped, but never
 // labelled with a Bundle), objects whose Bundle is being torn down (its
 // teardown decides) or whose Bundle of the same name has not yet run a pass of
-// its spec (it may adopt them), and returns the time to the next deadline.
+// its spec (it may adopt them) or declares them (a spec error stops its pass from
+// adopting them, and never deletes what it declares), and returns the time to
+// the next deadline.
 func TestPass(t *testing.T) {
 	pluginItem := inLimbo("plugin-item", "2026-11-22T08:00:00Z", "1h", false)
 	delete(pluginItem.Labels, limbov1alpha1.LabelBundle)
@@ -56,11 +60,24 @@ func TestPass(t *testing.T) {
 	recreated.Labels[limbov1alpha1.LabelBundle] = "basket"
 	notAdopted := inLimbo("not-adopted", "2026-11-22T08:00:00Z", "1h", false)
 	notAdopted.Labels[limbov1alpha1.LabelBundle] = "gift"
+	// "tidy" was created again declaring "declared", with an error elsewhere in its
+	// spec: its pass processed nothing, adopted nothing, and observed the
+	// generation. What it declares stays; what it does not is due.
+	declared := inLimbo("declared", "2026-11-22T08:00:00Z", "1h", false)
+	declared.Labels[limbov1alpha1.LabelBundle] = "tidy"
+	undeclared := inLimbo("undeclared", "2026-11-22T08:00:00Z", "1h", false)
+	undeclared.Labels[limbov1alpha1.LabelBundle] = "tidy"
+	invalid := &limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Name: "tidy", Namespace: "ns", Generation: 1},
+		Spec: limbov1alpha1.BundleSpec{Resources: []limbov1alpha1.Resource{
+			{Name: "kept", Object: &runtime.RawExtension{Raw: []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"declared"}}`)}},
+			{Name: "broken", References: []limbov1alpha1.Reference{{Resource: "missing"}}, Object: &runtime.RawExtension{Raw: []byte(`{"apiVersion":"v1","kind":"Secret","metadata":{"name":"undeclared"}}`)}},
+		}},
+		Status: limbov1alpha1.BundleStatus{ObservedGeneration: 1, Conditions: []metav1.Condition{{Type: limbov1alpha1.ConditionStalled, Status: metav1.ConditionTrue, Reason: limbov1alpha1.ReasonInvalidSpec}}}}
 	objects := []client.Object{
 		inLimbo("due", "2026-11-22T09:00:00Z", "1h", false),      // deadline == now
 		inLimbo("waiting", "2026-11-22T09:59:50Z", "30s", false), // deadline in 20s
 		inLimbo("controlled", "2026-11-22T08:00:00Z", "1h", true),
-		pluginItem, tornDown, recreated, notAdopted,
+		pluginItem, tornDown, recreated, notAdopted, declared, undeclared, invalid,
 		&limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Name: "basket", Namespace: "ns", Generation: 1}},
 		&limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Name: "gift", Namespace: "ns", Generation: 2},
 			Status: limbov1alpha1.BundleStatus{ObservedGeneration: 2}},
@@ -82,7 +99,7 @@ func TestPass(t *testing.T) {
 		return c.Get(context.Background(), client.ObjectKey{Namespace: "ns", Name: name}, &corev1.ConfigMap{}) == nil
 	}
 	for name, want := range map[string]bool{"due": false, "waiting": true, "controlled": true, "plugin-item": true, "torn-down": true,
-		"recreated": true, "not-adopted": false} {
+		"recreated": true, "not-adopted": false, "declared": true, "undeclared": false} {
 		if exists(name) != want {
 			t.Errorf("%s exists = %v, want %v", name, !want, want)
 		}
@@ -117,9 +134,115 @@ func TestPassOfOneShard(t *testing.T) {
 	}
 }
 
+// A full scan that could not list every kind is incomplete, and runs again
+// soon; a failed write of one object does not make the scan incomplete.
+func TestIncompleteScan(t *testing.T) {
+	failing := errors.New("the API server is not answering")
+	cases := []struct {
+		name           string
+		discoveryFails bool
+		funcs          interceptor.Funcs
+		wantErr        bool
+		wantIncomplete bool
+	}{
+		{name: "complete", wantErr: false},
+		{name: "discovery fails", discoveryFails: true, wantErr: true, wantIncomplete: true},
+		{name: "a kind's LIST fails", funcs: interceptor.Funcs{List: func(context.Context, client.WithWatch, client.ObjectList, ...client.ListOption) error {
+			return failing
+		}}, wantErr: true, wantIncomplete: true},
+		{name: "a delete fails", funcs: interceptor.Funcs{Delete: func(context.Context, client.WithWatch, client.Object, ...client.DeleteOption) error {
+			return failing
+		}}, wantErr: true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r, _ := newReaperIntercepted(t, tc.funcs, inLimbo("due", "2026-11-22T09:00:00Z", "1h", false))
+			if tc.discoveryFails {
+				r.Discovery = failingDiscovery{failing}
+			}
+			_, err := r.pass(context.Background(), true)
+			if (err != nil) != tc.wantErr || errors.Is(err, errScanIncomplete) != tc.wantIncomplete {
+				t.Fatalf("error %v; want an error %v, incomplete %v", err, tc.wantErr, tc.wantIncomplete)
+			}
+		})
+	}
+}
+
+func TestNextFullScan(t *testing.T) {
+	never := time.Duration(1<<63 - 1)
+	cases := []struct {
+		name       string
+		interval   time.Duration
+		incomplete bool
+		retry      time.Duration
+		wantAfter  time.Duration
+		wantRetry  time.Duration
+	}{
+		{"complete: the interval", 30 * time.Minute, false, 0, 30 * time.Minute, 0},
+		{"complete after failures: the interval, backoff reset", 30 * time.Minute, false, 2 * time.Minute, 30 * time.Minute, 0},
+		{"first failure", 30 * time.Minute, true, 0, firstFullScanRetry, firstFullScanRetry},
+		{"failures in a row double", 30 * time.Minute, true, 40 * time.Second, 80 * time.Second, 80 * time.Second},
+		{"up to the most", 30 * time.Minute, true, 4 * time.Minute, maxFullScanRetry, maxFullScanRetry},
+		{"never beyond the interval", time.Minute, true, 40 * time.Second, time.Minute, time.Minute},
+		{"periodic scans off: none after a complete scan", 0, false, 0, never, 0},
+		{"periodic scans off: an incomplete scan is still retried", 0, true, 0, firstFullScanRetry, firstFullScanRetry},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &Reaper{FullScanInterval: tc.interval}
+			after, retry := r.nextFullScan(tc.incomplete, tc.retry)
+			if after != tc.wantAfter || retry != tc.wantRetry {
+				t.Errorf("nextFullScan = %v, %v; want %v, %v", after, retry, tc.wantAfter, tc.wantRetry)
+			}
+		})
+	}
+}
+
+// limbo_pending_deletions counts what the reaper holds across passes: a pass that
+// lists only the kinds known to hold something still updates it, down to 0.
+func TestPendingGauge(t *testing.T) {
+	r, _ := newReaper(t, inLimbo("soon", "2026-11-22T09:59:50Z", "30s", false))
+	reg := prometheus.NewRegistry()
+	r.Engine.Metrics = softdelete.NewMetrics(reg)
+	clock := clocktesting.NewFakePassiveClock(now)
+	r.Clock, r.Engine.Clock = clock, clock
+	pending := func() float64 {
+		families, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range families {
+			if f.GetName() == "limbo_pending_deletions" {
+				return f.GetMetric()[0].GetGauge().GetValue()
+			}
+		}
+		t.Fatal("no limbo_pending_deletions")
+		return 0
+	}
+	if _, err := r.pass(context.Background(), true); err != nil {
+		t.Fatal(err)
+	}
+	if got := pending(); got != 1 {
+		t.Fatalf("pending after the full scan = %v, want 1", got)
+	}
+	clock.SetTime(now.Add(30 * time.Second)) // "soon" is due
+	if _, err := r.pass(context.Background(), false); err != nil {
+		t.Fatal(err)
+	}
+	if got := pending(); got != 0 {
+		t.Errorf("pending after the pass that deleted the last = %v, want 0", got)
+	}
+}
+
 // newReaper is a reaper of objects on a fake client that serves ConfigMaps (and
 // kinds it cannot list), at now.
 func newReaper(t *testing.T, objects ...client.Object) (*Reaper, client.Client) {
+	t.Helper()
+	return newReaperIntercepted(t, interceptor.Funcs{}, objects...)
+}
+
+// newReaperIntercepted is newReaper with funcs intercepting the client's calls.
+func newReaperIntercepted(t *testing.T, funcs interceptor.Funcs, objects ...client.Object) (*Reaper, client.Client) {
 	t.Helper()
 	scheme := runtime.NewScheme()
 	if err := corev1.AddToScheme(scheme); err != nil {
@@ -128,7 +251,7 @@ func newReaper(t *testing.T, objects ...client.Object) (*Reaper, client.Client) 
 	if err := limbov1alpha1.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
 	}
-	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objects...).Build()
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objects...).WithInterceptorFuncs(funcs).Build()
 	disco := fakeDiscovery{{
 		GroupVersion: "v1",
 		APIResources: []metav1.APIResource{
@@ -147,4 +270,10 @@ type fakeDiscovery []*metav1.APIResourceList
 
 func (f fakeDiscovery) ServerPreferredNamespacedResources() ([]*metav1.APIResourceList, error) {
 	return f, nil
+}
+
+type failingDiscovery struct{ err error }
+
+func (f failingDiscovery) ServerPreferredNamespacedResources() ([]*metav1.APIResourceList, error) {
+	return nil, f.err
 }
