@@ -217,10 +217,12 @@ func parse(raw []byte) (parsed, error) {
 
 // csiNode is a Csibmnode with its node's resources.
 type csiNode struct {
-	obj       *unstructured.Unstructured
-	hostname  string
-	uuid      string
-	resources []plugin.ObjectItem // without Desired: set by Plan
+	obj      *unstructured.Unstructured
+	hostname string
+	// internalIP is spec.Addresses.InternalIP ("" when unset).
+	internalIP string
+	uuid       string
+	resources  []plugin.ObjectItem // without Desired: set by Plan
 }
 
 // Plan mirrors the drain taint on Csibmnodes and inventories the csi-baremetal
@@ -243,13 +245,26 @@ func (p *Plugin) Plan(ctx context.Context, req plugin.Request) (*plugin.Result, 
 		return nil, fmt.Errorf("list Nodes: %w", err)
 	}
 	nodes := map[string]*corev1.Node{}
+	byInternalIP := map[string]*corev1.Node{}
 	for i := range nodeList.Items {
-		nodes[nodeList.Items[i].Name] = &nodeList.Items[i]
+		node := &nodeList.Items[i]
+		nodes[node.Name] = node
+		for _, a := range node.Status.Addresses {
+			if a.Type == corev1.NodeInternalIP && a.Address != "" {
+				byInternalIP[a.Address] = node
+			}
+		}
 	}
 	res := &plugin.Result{Inventory: &plugin.Inventory{DesiredListed: len(nodeList.Items)}, Ready: true}
 	var removed, undrained, labelErrs []string
 	for _, cn := range csiNodes {
 		node := nodes[cn.hostname]
+		if node == nil && cn.internalIP != "" {
+			// A Node named otherwise than its Csibmnode's hostname (a hostname
+			// override, FQDN node names) is still there: found by its address, it
+			// is never taken for gone, whatever removeUndrained says.
+			node = byInternalIP[cn.internalIP]
+		}
 		desired := true
 		switch {
 		case node != nil:
@@ -338,7 +353,8 @@ func listCSINodes(ctx context.Context, r client.Reader) ([]*csiNode, error) {
 		if uuid == "" || host == "" {
 			continue
 		}
-		cn := &csiNode{obj: obj, hostname: host, uuid: uuid}
+		ip, _, _ := unstructured.NestedString(obj.Object, "spec", "Addresses", "InternalIP")
+		cn := &csiNode{obj: obj, hostname: host, internalIP: ip, uuid: uuid}
 		byUUID[uuid] = cn
 		out = append(out, cn)
 	}
