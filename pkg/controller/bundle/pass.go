@@ -343,7 +343,7 @@ func (p *pass) syncOne(ctx context.Context, name string, tmpl *unstructured.Unst
 			return fail(limbov1alpha1.ResourceInProgress, limbov1alpha1.ReasonReadFailed, "%s %q existed a moment ago and is gone; checking again", gvk.Kind, tmpl.GetName())
 		}
 	}
-	adopting := false
+	adopting, cancelOnAdoption := false, false
 	if live != nil {
 		st.Object.UID = string(live.GetUID())
 		switch owner := metav1.GetControllerOf(live); {
@@ -362,11 +362,15 @@ func (p *pass) syncOne(ctx context.Context, name string, tmpl *unstructured.Unst
 			p.after(teardownInterval)
 			return fail(limbov1alpha1.ResourceDeleting, limbov1alpha1.ReasonBeingDeleted, "%s %q is being deleted; it is re-created once it is gone", gvk.Kind, tmpl.GetName())
 		}
-		// Desired again: a countdown in progress is cancelled, even while the
-		// resource waits for its dependencies (cancelling is always safe).
-		if _, err := p.r.Engine.Desired(ctx, p.bundle, live); err != nil {
-			p.fail(err)
-			return fail(limbov1alpha1.ResourceError, limbov1alpha1.ReasonApplyFailed, "%v", err)
+		// Desired again: a countdown in progress is cancelled at once, even while
+		// the resource waits for its dependencies — except that of an object
+		// labelled with this Bundle's name that it adopts (one its predecessor's
+		// teardown released), which goes once the object is controlled (below).
+		cancelOnAdoption = adopting && live.GetLabels()[limbov1alpha1.LabelBundle] == p.bundle.Name
+		if !cancelOnAdoption {
+			if err := p.cancel(ctx, live); err != nil {
+				return fail(limbov1alpha1.ResourceError, limbov1alpha1.ReasonApplyFailed, "%v", err)
+			}
 		}
 	}
 	if len(waiting) > 0 {
@@ -389,9 +393,30 @@ func (p *pass) syncOne(ctx context.Context, name string, tmpl *unstructured.Unst
 		}
 		p.r.applied.record(desired, hash, live.GetResourceVersion())
 		out.change = p.changed(ctx, name, desired, event)
+		// Controlled now, the adopted object's countdown goes. Cancelled before,
+		// an object labelled with this Bundle's name that nothing controls and
+		// that carries no mark of limbo's looks like one the garbage collector
+		// orphaned — the evidence of a --cascade=orphan delete (cascade.go): a
+		// background delete of this Bundle while the resource waited would
+		// have left its objects behind, and this one with no countdown. Until
+		// then the reaper leaves it to this Bundle, which declares it.
+		if cancelOnAdoption {
+			if err := p.cancel(ctx, live); err != nil {
+				return fail(limbov1alpha1.ResourceError, limbov1alpha1.ReasonApplyFailed, "%v", err)
+			}
+		}
 		live = desired
 	}
 	return p.ready(ctx, out, live)
+}
+
+// cancel ends live's countdown, if it has one: it is desired again.
+func (p *pass) cancel(ctx context.Context, live *unstructured.Unstructured) error {
+	_, err := p.r.Engine.Desired(ctx, p.bundle, live)
+	if err != nil {
+		p.fail(err)
+	}
+	return err
 }
 
 // passOnWarnings makes each warning the API server answered the requests about
@@ -750,12 +775,17 @@ func controlledBy(b *limbov1alpha1.Bundle, objects []*unstructured.Unstructured)
 // labelled lists the objects labelled with b's name, across kinds, sorted by kind
 // and name, from the cache.
 func (r *Reconciler) labelled(ctx context.Context, b *limbov1alpha1.Bundle, kinds []schema.GroupVersionKind) ([]*unstructured.Unstructured, error) {
+	served := make([]schema.GroupVersionKind, 0, len(kinds))
 	for _, gvk := range kinds {
-		if err := r.watcher.ensure(ctx, gvk); err != nil {
+		switch err := r.watcher.ensure(ctx, gvk); {
+		case kindGone(err):
+			continue // as listLabelled: no kind, no objects (a CRD uninstalled)
+		case err != nil:
 			return nil, err
 		}
+		served = append(served, gvk)
 	}
-	return listLabelled(kinds, func(gvk schema.GroupVersionKind) (client.ObjectList, error) {
+	return listLabelled(served, func(gvk schema.GroupVersionKind) (client.ObjectList, error) {
 		list := cachedList(gvk)
 		return list, r.Client.List(ctx, list, client.InNamespace(b.Namespace), client.MatchingFields{bundleIndex: b.Name})
 	})
@@ -770,6 +800,12 @@ func (r *Reconciler) labelledFresh(ctx context.Context, b *limbov1alpha1.Bundle,
 	})
 }
 
+// kindGone reports whether err says the API server does not serve the kind
+// (any more): its objects are gone with it.
+func kindGone(err error) bool {
+	return err != nil && (apierrors.IsNotFound(err) || meta.IsNoMatchError(err))
+}
+
 // listLabelled lists each kind of kinds with list and returns the objects, as
 // unstructured objects sorted by kind and name. A kind the API server no longer
 // serves has no objects.
@@ -777,10 +813,10 @@ func listLabelled(kinds []schema.GroupVersionKind, list func(schema.GroupVersion
 	var out []*unstructured.Unstructured
 	for _, gvk := range kinds {
 		l, err := list(gvk)
-		if err != nil {
-			if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
-				continue // the kind is gone from the API server: so are its objects
-			}
+		switch {
+		case kindGone(err):
+			continue // the kind is gone from the API server: so are its objects
+		case err != nil:
 			return nil, fmt.Errorf("list %s: %w", gvk.Kind, err)
 		}
 		items, err := listItems(l, gvk)

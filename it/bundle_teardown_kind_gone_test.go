@@ -1,0 +1,67 @@
+package it
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/limbo-dev/limbo/it/testenv"
+)
+
+// A Bundle that managed objects of a kind whose CRD has since been uninstalled
+// goes when deleted after a controller restart (nothing remembers the kind
+// then): the kind is gone from the API server, and so are its objects. Its
+// teardown used to fail on starting a watch of the kind, and the Bundle stayed
+// Terminating. Not parallel: it restarts the shared controller.
+func TestTeardownOfAKindNoLongerServed(t *testing.T) {
+	ns := env.Namespace(t)
+	crd := &apiextensionsv1.CustomResourceDefinition{
+		ObjectMeta: metav1.ObjectMeta{Name: "sprockets.gone.limbo.dev"},
+		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+			Group: "gone.limbo.dev",
+			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "sprockets", Singular: "sprocket", Kind: "Sprocket", ListKind: "SprocketList"},
+			Scope: apiextensionsv1.NamespaceScoped,
+			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{Name: "v1", Served: true, Storage: true,
+				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{Type: "object", XPreserveUnknownFields: ptr.To(true)}}}},
+		},
+	}
+	if err := env.Client.Create(context.Background(), crd); err != nil {
+		t.Fatal(err)
+	}
+	removeCRD := func() {
+		if err := env.Client.Delete(context.Background(), crd); err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("delete CRD %s: %v", crd.Name, err)
+		}
+		testenv.Eventually(t, testenv.DefaultTimeout, func() error {
+			err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(crd), &apiextensionsv1.CustomResourceDefinition{})
+			if !apierrors.IsNotFound(err) {
+				return fmt.Errorf("CRD %s is still there (%v)", crd.Name, err)
+			}
+			return nil
+		})
+	}
+	t.Cleanup(removeCRD)
+	sprocket := map[string]any{"apiVersion": "gone.limbo.dev/v1", "kind": "Sprocket", "metadata": map[string]any{"name": "s"}}
+	testenv.Eventually(t, testenv.DefaultTimeout, func() error { // served
+		list := &unstructured.UnstructuredList{}
+		list.SetAPIVersion("gone.limbo.dev/v1")
+		list.SetKind("SprocketList")
+		return env.Client.List(context.Background(), list, client.InNamespace(ns))
+	})
+	b := createBundle(t, ns, "kind-gone", objectResource(t, "s", sprocket))
+	waitReady(t, b)
+
+	removeCRD()
+	if err := env.RestartController(nil); err != nil {
+		t.Fatalf("restart the controller: %v", err)
+	}
+	deleteBundle(t, b, metav1.DeletePropagationBackground)
+	waitBundleGone(t, b)
+}
