@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -108,7 +109,7 @@ func (r *Reconciler) nextWave(ctx context.Context, b *limbov1alpha1.Bundle, plan
 			} else {
 				err = r.Engine.Orphan(ctx, b, o, softdelete.ControlledBy(b.UID)).Err
 			}
-			if err != nil {
+			if isTeardownFailure(err) {
 				failures = append(failures, err.Error())
 			}
 			r.applied.forget(o.GetUID())
@@ -161,6 +162,14 @@ func (r *Reconciler) letGo(ctx context.Context, b *limbov1alpha1.Bundle, kinds [
 		r.OnLetGo()
 	}
 	return ctrl.Result{}, nil
+}
+
+// isTeardownFailure reports whether err, from releasing or deleting one object
+// of a wave, is a DeletionFailure: not when the object is gone already (NotFound
+// is success), nor when it changed since the cache's copy the write was guarded
+// by (Conflict: the next pass decides on the new one).
+func isTeardownFailure(err error) bool {
+	return err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err)
 }
 
 // teardownWaves groups objects for deletion: objects no resource declares first,

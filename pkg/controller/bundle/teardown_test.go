@@ -1,10 +1,14 @@
 package bundle
 
 import (
+	"errors"
+	"fmt"
 	"reflect"
 	"testing"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/limbo-dev/limbo/pkg/bundlespec"
 )
@@ -65,5 +69,25 @@ func TestTeardownWaves(t *testing.T) {
 				t.Errorf("waves = %q, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// A teardown counts as DeletionFailure only what needs someone's attention.
+func TestIsTeardownFailure(t *testing.T) {
+	gr := schema.GroupResource{Resource: "configmaps"}
+	for _, tc := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"none", nil, false},
+		{"gone already", fmt.Errorf("update ConfigMap ns/db: %w", apierrors.NewNotFound(gr, "db")), false},
+		{"changed since the cache's copy", fmt.Errorf("update ConfigMap ns/db: %w", apierrors.NewConflict(gr, "db", errors.New("the object has been modified"))), false},
+		{"refused", fmt.Errorf("update ConfigMap ns/db: %w", apierrors.NewForbidden(gr, "db", errors.New("denied by policy"))), true},
+		{"unreachable", errors.New("connection refused"), true},
+	} {
+		if got := isTeardownFailure(tc.err); got != tc.want {
+			t.Errorf("%s: isTeardownFailure(%v) = %v, want %v", tc.name, tc.err, got, tc.want)
+		}
 	}
 }
