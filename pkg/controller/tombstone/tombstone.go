@@ -9,6 +9,7 @@ package tombstone
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -222,6 +223,12 @@ func (r *Reconciler) recordFinished(ctx context.Context, key client.ObjectKey, c
 // the log and an event, and the Tombstone goes (a forced one is already
 // being deleted: its finalizer goes).
 func (r *Reconciler) record(ctx context.Context, ts *limbov1alpha1.Tombstone, attempt int32, err error) (ctrl.Result, error) {
+	if errors.Is(err, plugin.ErrNotResponsible) {
+		// The resource's spec no longer covers the item (narrowed since the
+		// countdown began): retrying cannot succeed and the Bundle's pass no
+		// longer lists the item to cancel it. The item stays as it is.
+		return ctrl.Result{}, r.Engine.CancelTombstone(ctx, ts, ts, err.Error())
+	}
 	if err != nil {
 		status := ts.Status.DeepCopy()
 		status.LastError = err.Error()

@@ -254,7 +254,7 @@ func (p *Plugin) DeleteExternal(ctx context.Context, req plugin.Request, item li
 		return err
 	}
 	if ok, err := Responsible(cidr, route.DestinationCIDR); err != nil || !ok {
-		return fmt.Errorf("route %s is not inside the cluster CIDR %s: never touched", item.ID, cidr)
+		return fmt.Errorf("route %s is not inside the cluster CIDR %s (clusterCIDR changed since its countdown began?): never touched: %w", item.ID, cidr, plugin.ErrNotResponsible)
 	}
 	st := p.state.Of(req)
 	if err := st.acquire(ctx); err != nil {
