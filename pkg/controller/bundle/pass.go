@@ -534,6 +534,19 @@ func (p *pass) own(desired *unstructured.Unstructured) (*unstructured.Unstructur
 	return desired, nil
 }
 
+// ownGenerated is own for an object the plugin resource named resource
+// generated: it also names that resource (AnnotationGeneratedBy), so that a
+// teardown deletes the object in the resource's wave.
+func (p *pass) ownGenerated(obj *unstructured.Unstructured, resource string) (*unstructured.Unstructured, error) {
+	annotations := obj.GetAnnotations()
+	if annotations == nil {
+		annotations = map[string]string{}
+	}
+	annotations[limbov1alpha1.AnnotationGeneratedBy] = resource
+	obj.SetAnnotations(annotations)
+	return p.own(obj)
+}
+
 func (p *pass) unreadyDependencies(name string) []string {
 	var waiting []string
 	for _, dep := range p.plan.Graph.Dependencies(name) {

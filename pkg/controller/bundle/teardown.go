@@ -173,7 +173,9 @@ func isTeardownFailure(err error) bool {
 }
 
 // teardownWaves groups objects for deletion: objects no resource declares first,
-// then the resources' objects in reverse dependency order.
+// then the resources' objects in reverse dependency order. An object a generator
+// plugin made goes in its plugin resource's wave (AnnotationGeneratedBy), after
+// the objects of the resources that depend on it.
 func teardownWaves(plan *bundlespec.Plan, objects []*unstructured.Unstructured) [][]*unstructured.Unstructured {
 	if plan == nil {
 		return [][]*unstructured.Unstructured{objects}
@@ -187,9 +189,13 @@ func teardownWaves(plan *bundlespec.Plan, objects []*unstructured.Unstructured) 
 	if err != nil {
 		return [][]*unstructured.Unstructured{objects}
 	}
+	waveOf := map[string]int{} // plugin resource -> its wave
 	for _, names := range resourceWaves {
 		var wave []*unstructured.Unstructured
 		for _, name := range names {
+			if plan.Resources[name].Plugin != nil {
+				waveOf[name] = len(waves)
+			}
 			key := plan.Resources[name].ObjectKey()
 			if o, ok := byKey[key]; key != "" && ok {
 				wave = append(wave, o)
@@ -198,10 +204,15 @@ func teardownWaves(plan *bundlespec.Plan, objects []*unstructured.Unstructured) 
 		}
 		waves = append(waves, wave)
 	}
-	for _, o := range objects { // undeclared objects, in sorted order
-		if _, ok := byKey[objectKey(o)]; ok {
-			waves[0] = append(waves[0], o)
+	for _, o := range objects { // undeclared and generated objects, in sorted order
+		if _, ok := byKey[objectKey(o)]; !ok {
+			continue
 		}
+		i, generated := waveOf[o.GetAnnotations()[limbov1alpha1.AnnotationGeneratedBy]]
+		if !generated {
+			i = 0
+		}
+		waves[i] = append(waves[i], o)
 	}
 	return waves
 }

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 	"github.com/limbo-dev/limbo/pkg/bundlespec"
 )
 
@@ -47,6 +48,10 @@ func TestTeardownWaves(t *testing.T) {
 			plan:    []spec{{name: "db", gvk: configMapGVK}, {name: "gc", refs: []string{"db"}}},
 			objects: []*unstructured.Unstructured{cm("db")},
 			want:    [][]string{nil, nil, {"ConfigMap db"}}},
+		{name: "a generated object goes in its plugin resource's wave, after its dependents",
+			plan:    []spec{{name: "cfg"}, {name: "app", gvk: configMapGVK, refs: []string{"cfg"}}},
+			objects: []*unstructured.Unstructured{cm("app"), generated(cm("cfg-data"), "cfg"), generated(cm("stray"), "gone"), cm("old")},
+			want:    [][]string{{"ConfigMap stray", "ConfigMap old"}, {"ConfigMap app"}, {"ConfigMap cfg-data"}}},
 		{name: "an object of another kind with a declared name is undeclared",
 			plan:    []spec{{name: "db", gvk: configMapGVK}},
 			objects: []*unstructured.Unstructured{testObject(secretGVK, "db"), cm("db")},
@@ -90,4 +95,10 @@ func TestIsTeardownFailure(t *testing.T) {
 			t.Errorf("%s: isTeardownFailure(%v) = %v, want %v", tc.name, tc.err, got, tc.want)
 		}
 	}
+}
+
+// generated is o as made by the generator plugin resource named resource.
+func generated(o *unstructured.Unstructured, resource string) *unstructured.Unstructured {
+	o.SetAnnotations(map[string]string{limbov1alpha1.AnnotationGeneratedBy: resource})
+	return o
 }

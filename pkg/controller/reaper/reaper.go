@@ -285,20 +285,23 @@ const holdRecheck = time.Second
 // limbo.dev/bundle label decides obj rather than the reaper, and if so how soon
 // to look again (0: not held):
 //   - it is being deleted: its teardown decides;
-//   - it has not yet finished a pass of its current spec: a Bundle re-created
-//     under the same name may declare obj and adopt it, which cancels the
-//     deletion, and a busy controller may reach it only after obj's deadline;
-//   - it declares obj (same group, kind and name): its pass adopts obj, and until
-//     one manages to — the spec has an error elsewhere, so nothing of it is
-//     processed, or reading obj failed — obj waits. A spec error is never a
-//     reason to delete what the spec declares.
+//   - it declares obj (same group, kind and name in a template): its pass adopts
+//     obj, which cancels the deletion — a Bundle re-created under the same name,
+//     and a busy controller may reach it only after obj's deadline — and until
+//     one manages to (the spec has an error elsewhere, so nothing of it is
+//     processed, or reading obj failed) obj waits: a spec error is never a
+//     reason to delete what the spec declares;
+//   - it has a plugin resource and has not yet finished a pass of its current
+//     spec: a generator may make obj again, which nothing tells before the pass.
 //
-// The first two end when a pass or teardown does, which nothing tells the
-// reaper: it looks again after holdRecheck. The third lasts until someone fixes
-// the Bundle: after declaredRecheck. Once a pass has adopted obj, it is
-// controlled again (the fresh read of Engine.Orphan sees it); an object the
-// Bundle does not declare is the reaper's. seen memoises the Bundles read in one
-// pass.
+// A hold that a pass or teardown in progress ends is looked at again after
+// holdRecheck (nothing tells the reaper when it ends); one that lasts until
+// someone fixes the Bundle (it declares obj, and its pass of the current spec
+// ran without adopting obj) after declaredRecheck. An object the Bundle does not
+// declare is the reaper's at once, whatever the Bundle's progress: a spec edited
+// again and again (each edit a new generation) does not keep it waiting. Once a
+// pass has adopted obj, it is controlled again (the fresh read of
+// Engine.Orphan sees it). seen memoises the Bundles read in one pass.
 func (r *Reaper) heldByBundle(ctx context.Context, gvk schema.GroupVersionKind, obj metav1.Object, seen map[client.ObjectKey]*limbov1alpha1.Bundle) (time.Duration, error) {
 	key := client.ObjectKey{Namespace: obj.GetNamespace(), Name: obj.GetLabels()[limbov1alpha1.LabelBundle]}
 	b, ok := seen[key]
@@ -313,15 +316,31 @@ func (r *Reaper) heldByBundle(ctx context.Context, gvk schema.GroupVersionKind, 
 		}
 		seen[key] = b
 	}
-	switch {
-	case b == nil:
+	if b == nil {
 		return 0, nil
-	case !b.DeletionTimestamp.IsZero() || b.Status.ObservedGeneration < b.Generation:
+	}
+	passed := b.Status.ObservedGeneration >= b.Generation
+	switch {
+	case !b.DeletionTimestamp.IsZero():
 		return holdRecheck, nil
 	case declares(b, gvk.GroupKind(), obj.GetName()):
-		return declaredRecheck, nil
+		if passed {
+			return declaredRecheck, nil
+		}
+		return holdRecheck, nil
+	case !passed && hasPlugin(b):
+		return holdRecheck, nil
 	}
 	return 0, nil
+}
+
+func hasPlugin(b *limbov1alpha1.Bundle) bool {
+	for _, res := range b.Spec.Resources {
+		if res.Plugin != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // declaredRecheck is how soon the reaper looks again at an object whose Bundle

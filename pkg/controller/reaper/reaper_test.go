@@ -45,19 +45,26 @@ func inLimbo(name, stamp, delay string, controlled bool) *corev1.ConfigMap {
 // A pass deletes released objects whose deadline passed, leaves the others, never
 // touches objects a Bundle still controls, plugin items (stamped, but never
 // labelled with a Bundle), objects whose Bundle is being torn down (its
-// teardown decides) or whose Bundle of the same name has not yet run a pass of
-// its spec (it may adopt them) or declares them (a spec error stops its pass from
-// adopting them, and never deletes what it declares), and returns the time to
-// the next deadline.
+// teardown decides), or whose Bundle of the same name declares them (it adopts
+// them; a spec error stops its pass from adopting them, and never deletes what
+// it declares) or has a plugin resource and has not yet run a pass of its spec
+// (a generator may make them again), and returns the time to the next deadline.
 func TestPass(t *testing.T) {
 	pluginItem := inLimbo("plugin-item", "2026-11-22T08:00:00Z", "1h", false)
 	delete(pluginItem.Labels, limbov1alpha1.LabelBundle)
 	tornDown := inLimbo("torn-down", "2026-11-22T08:00:00Z", "1h", false)
 	tornDown.Labels[limbov1alpha1.LabelBundle] = "cart"
 	// Released by a Bundle "basket" that was deleted and created again: the new one
-	// has not run its first pass yet. "gift"'s new Bundle has, without adopting it.
+	// declares it and has not run its first pass yet. "gift"'s new Bundle has,
+	// without adopting it. "crate"'s new Bundle has not run a pass, and declares
+	// nothing of the name; "mill"'s has not either, and has a plugin resource (a
+	// generator may make the object again).
 	recreated := inLimbo("recreated", "2026-11-22T08:00:00Z", "1h", false)
 	recreated.Labels[limbov1alpha1.LabelBundle] = "basket"
+	undeclared1 := inLimbo("not-declared-again", "2026-11-22T08:00:00Z", "1h", false)
+	undeclared1.Labels[limbov1alpha1.LabelBundle] = "crate"
+	generatorHeld := inLimbo("maybe-generated", "2026-11-22T08:00:00Z", "1h", false)
+	generatorHeld.Labels[limbov1alpha1.LabelBundle] = "mill"
 	notAdopted := inLimbo("not-adopted", "2026-11-22T08:00:00Z", "1h", false)
 	notAdopted.Labels[limbov1alpha1.LabelBundle] = "gift"
 	// "tidy" was created again declaring "declared", with an error elsewhere in its
@@ -77,8 +84,15 @@ func TestPass(t *testing.T) {
 		inLimbo("due", "2026-11-22T09:00:00Z", "1h", false),      // deadline == now
 		inLimbo("waiting", "2026-11-22T09:59:50Z", "30s", false), // deadline in 20s
 		inLimbo("controlled", "2026-11-22T08:00:00Z", "1h", true),
-		pluginItem, tornDown, recreated, notAdopted, declared, undeclared, invalid,
-		&limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Name: "basket", Namespace: "ns", Generation: 1}},
+		pluginItem, tornDown, recreated, notAdopted, declared, undeclared, invalid, undeclared1, generatorHeld,
+		&limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Name: "basket", Namespace: "ns", Generation: 1},
+			Spec: limbov1alpha1.BundleSpec{Resources: []limbov1alpha1.Resource{
+				{Name: "r", Object: &runtime.RawExtension{Raw: []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"recreated"}}`)}}}}},
+		&limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Name: "crate", Namespace: "ns", Generation: 1},
+			Spec: limbov1alpha1.BundleSpec{Resources: []limbov1alpha1.Resource{
+				{Name: "r", Object: &runtime.RawExtension{Raw: []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"other"}}`)}}}}},
+		&limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Name: "mill", Namespace: "ns", Generation: 1},
+			Spec: limbov1alpha1.BundleSpec{Resources: []limbov1alpha1.Resource{{Name: "gen", Plugin: &limbov1alpha1.PluginResource{Name: "configmap"}}}}},
 		&limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Name: "gift", Namespace: "ns", Generation: 2},
 			Status: limbov1alpha1.BundleStatus{ObservedGeneration: 2}},
 		&limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Name: "cart", Namespace: "ns", Finalizers: []string{limbov1alpha1.FinalizerTeardown},
@@ -99,7 +113,7 @@ func TestPass(t *testing.T) {
 		return c.Get(context.Background(), client.ObjectKey{Namespace: "ns", Name: name}, &corev1.ConfigMap{}) == nil
 	}
 	for name, want := range map[string]bool{"due": false, "waiting": true, "controlled": true, "plugin-item": true, "torn-down": true,
-		"recreated": true, "not-adopted": false, "declared": true, "undeclared": false} {
+		"recreated": true, "not-adopted": false, "declared": true, "undeclared": false, "not-declared-again": false, "maybe-generated": true} {
 		if exists(name) != want {
 			t.Errorf("%s exists = %v, want %v", name, !want, want)
 		}

@@ -16,6 +16,10 @@ const (
 	// plugin resource whose countdown it is. Such items never carry LabelBundle: they
 	// are not managed objects, and only their Bundle's pass decides them.
 	AnnotationPluginResource = "limbo.dev/pluginResource"
+	// AnnotationGeneratedBy is on an object a generator plugin made: the name of
+	// the Bundle's plugin resource that made it. A teardown deletes the object in
+	// that resource's wave (dependents first), not before everything else.
+	AnnotationGeneratedBy = "limbo.dev/generatedBy"
 	// AnnotationReleased marks an object a Bundle's teardown released to limbo
 	// (the time it did): the reaper acts only on such objects. An object the
 	// garbage collector orphaned (--cascade=orphan) looks the same otherwise, and
