@@ -53,8 +53,6 @@ type Reaper struct {
 
 	mu    sync.Mutex
 	kinds map[schema.GroupVersionKind]bool
-	// pending counts the objects in limbo found of each kind at its last listing.
-	pending map[schema.GroupVersionKind]int
 }
 
 // Discovery is what the reaper needs of discovery: the kinds it may find in limbo.
@@ -64,7 +62,7 @@ type Discovery = limboscan.Discovery
 // New returns a Reaper.
 func New(c client.Client, reader client.Reader, d Discovery, engine *softdelete.Engine, fullScan time.Duration) *Reaper {
 	return &Reaper{Client: c, Reader: reader, Discovery: d, Engine: engine, Clock: clock.RealClock{}, FullScanInterval: fullScan,
-		poke: make(chan struct{}, 1), kinds: map[schema.GroupVersionKind]bool{}, pending: map[schema.GroupVersionKind]int{}}
+		poke: make(chan struct{}, 1), kinds: map[schema.GroupVersionKind]bool{}}
 }
 
 // NeedLeaderElection makes the reaper run on the leader only.
@@ -146,22 +144,11 @@ func (r *Reaper) pass(ctx context.Context, full bool) (time.Duration, error) {
 	return wait, errors.Join(errs...)
 }
 
-// setPending records the objects in limbo the reaper found of gvk, and sets the
-// pending gauge to the count of every kind (a pass that lists only some kinds
-// keeps the others' last count).
+// setPending records how many objects in limbo the reaper found of gvk: the
+// pending gauge sums the counts of every kind (a pass that lists only some
+// kinds keeps the others' last count).
 func (r *Reaper) setPending(gvk schema.GroupVersionKind, n int) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if n == 0 {
-		delete(r.pending, gvk)
-	} else {
-		r.pending[gvk] = n
-	}
-	total := 0
-	for _, c := range r.pending {
-		total += c
-	}
-	r.Engine.Metrics.SetPending("reaper", total)
+	r.Engine.Metrics.SetPending("reaper/"+gvk.String(), n)
 }
 
 // errScanIncomplete marks a pass that could not list every kind it meant to:
