@@ -145,11 +145,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return r.recordFinished(ctx, req.NamespacedName, call)
 	}
 	if !controllerutil.ContainsFinalizer(&cached, limbov1alpha1.FinalizerHardDelete) {
-		return ctrl.Result{}, nil // cancelled, or already done
+		// Cancelled, or its item deleted: the finalizer went first, so nothing
+		// touches the item any more. One still there whose delete failed goes now.
+		if cached.DeletionTimestamp.IsZero() {
+			return ctrl.Result{}, r.deleteTombstone(ctx, &cached)
+		}
+		return ctrl.Result{}, nil
 	}
 	if uid, done := r.done.Load(req.NamespacedName); done && uid == cached.UID {
-		// The item is gone; this is a stale copy from before the finalizer went.
-		return ctrl.Result{}, nil
+		// The item is gone; the Tombstone goes: again, if a write of that failed
+		// (on a stale copy from before the finalizer went, a no-op).
+		return ctrl.Result{}, r.letGo(ctx, &cached)
 	}
 	if result, wait, err := r.countdown(ctx, &cached); wait || err != nil {
 		return result, err
@@ -248,16 +254,30 @@ func (r *Reconciler) record(ctx context.Context, ts *limbov1alpha1.Tombstone, at
 	r.Recorder.Eventf(ts, corev1.EventTypeNormal, limbov1alpha1.EventDeleted, "%s %q deleted", ts.Spec.Item.Kind, ts.Spec.Item.ID)
 	log.FromContext(ctx).Info("deleted", "bundle", ts.Namespace+"/"+ts.Labels[limbov1alpha1.LabelBundle], "resource", ts.Spec.Resource,
 		"object", fmt.Sprintf("%s %s", ts.Spec.Item.Kind, ts.Spec.Item.ID), "uid", string(ts.UID), "deadline", d.Deadline.UTC().Format(time.RFC3339))
-	orig := ts.DeepCopy()
-	controllerutil.RemoveFinalizer(ts, limbov1alpha1.FinalizerHardDelete)
-	if err := r.Client.Patch(ctx, ts, client.MergeFrom(orig)); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+	return ctrl.Result{}, r.letGo(ctx, ts)
+}
+
+// letGo removes the finalizer of ts, whose item is deleted, and deletes ts
+// unless it is being deleted already (forced). An error is returned, and the
+// retry (done remembers the item is gone) does what is left.
+func (r *Reconciler) letGo(ctx context.Context, ts *limbov1alpha1.Tombstone) error {
+	if controllerutil.ContainsFinalizer(ts, limbov1alpha1.FinalizerHardDelete) {
+		orig := ts.DeepCopy()
+		controllerutil.RemoveFinalizer(ts, limbov1alpha1.FinalizerHardDelete)
+		if err := r.Client.Patch(ctx, ts, client.MergeFrom(orig)); err != nil {
+			return client.IgnoreNotFound(err)
+		}
 	}
-	if !forced {
-		uid := ts.UID
-		return ctrl.Result{}, client.IgnoreNotFound(r.Client.Delete(ctx, ts, client.Preconditions{UID: &uid}))
+	if ts.DeletionTimestamp.IsZero() {
+		return r.deleteTombstone(ctx, ts)
 	}
-	return ctrl.Result{}, nil
+	return nil
+}
+
+// deleteTombstone deletes ts, guarded by its UID; gone already is success.
+func (r *Reconciler) deleteTombstone(ctx context.Context, ts *limbov1alpha1.Tombstone) error {
+	uid := ts.UID
+	return client.IgnoreNotFound(r.Client.Delete(ctx, ts, client.Preconditions{UID: &uid}))
 }
 
 const (

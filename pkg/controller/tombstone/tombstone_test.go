@@ -21,6 +21,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
@@ -205,10 +206,71 @@ type harness struct {
 	key  client.ObjectKey
 }
 
+// A write that lets the Tombstone go after its item was deleted (the
+// finalizer's removal, the Tombstone's delete) that fails is done again by the
+// next reconcile, and the item is not deleted twice.
+func TestReconcileLetsGoAfterAFailedWrite(t *testing.T) {
+	failOnce := func(calls *atomic.Int32) error {
+		if calls.Add(1) == 1 {
+			return errors.New("injected: 500 Internal Server Error")
+		}
+		return nil
+	}
+	for _, tc := range []struct {
+		name  string
+		funcs func(calls *atomic.Int32) interceptor.Funcs
+	}{
+		{"the finalizer's removal fails once", func(calls *atomic.Int32) interceptor.Funcs {
+			return interceptor.Funcs{Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+				if err := failOnce(calls); err != nil {
+					return err
+				}
+				return c.Patch(ctx, obj, patch, opts...)
+			}}
+		}},
+		{"the Tombstone's delete fails once", func(calls *atomic.Int32) interceptor.Funcs {
+			return interceptor.Funcs{Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
+				if err := failOnce(calls); err != nil {
+					return err
+				}
+				return c.Delete(ctx, obj, opts...)
+			}}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var calls atomic.Int32
+			h := newHarnessIntercepted(t, 0, tc.funcs(&calls))
+			h.reconcile() // the countdown
+			h.clock.Step(time.Minute)
+			if _, err := h.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: h.key}); err == nil {
+				t.Fatal("the reconcile whose write failed reports no error: nothing would retry it")
+			}
+			for range 2 {
+				if h.tombstone() == nil {
+					break
+				}
+				h.reconcile()
+			}
+			if ts := h.tombstone(); ts != nil {
+				t.Errorf("the Tombstone is still there (finalizers %v)", ts.Finalizers)
+			}
+			if n := h.plugin.calls.Load(); n != 1 {
+				t.Errorf("the item was deleted %d times, want once", n)
+			}
+		})
+	}
+}
+
 // newHarness holds a Bundle team/shop with the plugin resource items, and its
 // Tombstone of one item, stamped now with a one-minute delay, whose deletes fail
 // failures times.
 func newHarness(t *testing.T, failures int) *harness {
+	t.Helper()
+	return newHarnessIntercepted(t, failures, interceptor.Funcs{})
+}
+
+// newHarnessIntercepted is newHarness with funcs intercepting the client's calls.
+func newHarnessIntercepted(t *testing.T, failures int, funcs interceptor.Funcs) *harness {
 	t.Helper()
 	scheme := runtime.NewScheme()
 	if err := limbov1alpha1.AddToScheme(scheme); err != nil {
@@ -233,7 +295,7 @@ func newHarness(t *testing.T, failures int) *harness {
 		},
 		Spec: limbov1alpha1.TombstoneSpec{Plugin: "flaky", Resource: "items", Item: limbov1alpha1.ExternalItem{Kind: "Thing", ID: "42"}},
 	}
-	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(b, ts).WithStatusSubresource(&limbov1alpha1.Tombstone{}).Build()
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(b, ts).WithStatusSubresource(&limbov1alpha1.Tombstone{}).WithInterceptorFuncs(funcs).Build()
 	p := &flaky{failures: failures}
 	plugins, err := plugin.NewRegistry(p)
 	if err != nil {
