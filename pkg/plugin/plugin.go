@@ -45,9 +45,10 @@ type Plugin interface {
 
 // ExternalDeleter is implemented by plugins whose inventory holds external items:
 // it deletes one item. An item that is already gone is success (return nil). An
-// item that the resource's current spec no longer makes the plugin's to delete
-// (its scope was narrowed since the countdown began) is refused with an error
-// wrapping ErrNotResponsible: the item is left alone and its Tombstone cancelled.
+// item that is no longer the plugin's to delete — outside the resource's current
+// spec (its scope narrowed since the countdown began), or desired again — is
+// refused with an error wrapping ErrNotResponsible: the item is left alone and its
+// Tombstone cancelled, also one the user forced.
 type ExternalDeleter interface {
 	DeleteExternal(ctx context.Context, req Request, item limbov1alpha1.ExternalItem) error
 }
@@ -180,11 +181,11 @@ type ExternalItem struct {
 	Desired bool
 }
 
-// ErrNotResponsible is wrapped by a DeleteExternal error when the item is
-// outside what the plugin resource's current spec lets it delete. Retrying
-// cannot succeed until the spec changes back, and nothing else would delete the
-// item: its Tombstone is cancelled instead.
-var ErrNotResponsible = errors.New("outside what the resource's spec lets it delete")
+// ErrNotResponsible is wrapped by a DeleteExternal error when the item is no
+// longer the plugin resource's to delete: outside its current spec, or desired
+// again. Retrying cannot succeed, and a forced Tombstone (which the Bundle's pass
+// does not cancel) would retry forever: the Tombstone is cancelled instead.
+var ErrNotResponsible = errors.New("not this resource's to delete any more")
 
 // ErrEmptyDesired is returned by Orphans when the desired side's listing is empty.
 var ErrEmptyDesired = errors.New("refusing to compute orphans: the listing of what should exist is empty, which more likely means it could not be listed")

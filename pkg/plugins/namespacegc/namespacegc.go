@@ -198,8 +198,9 @@ func (p *Plugin) Plan(ctx context.Context, req plugin.Request) (*plugin.Result, 
 
 // DeleteExternal deletes one StorageOS namespace. Gone is success; a stale version
 // is re-listed and retried; a namespace that still holds volumes is an error (the
-// Tombstone retries with backoff); a Kubernetes Namespace of the same name that
-// exists again stops the delete.
+// Tombstone retries with backoff); an excluded name, or a Kubernetes Namespace of
+// the same name that exists again, stops the delete for good
+// (plugin.ErrNotResponsible: the Tombstone is cancelled, also a forced one).
 func (p *Plugin) DeleteExternal(ctx context.Context, req plugin.Request, item limbov1alpha1.ExternalItem) error {
 	spec, _, _, err := p.parse(req.Spec)
 	if err != nil {
@@ -207,13 +208,13 @@ func (p *Plugin) DeleteExternal(ctx context.Context, req plugin.Request, item li
 	}
 	for _, excluded := range spec.Exclude {
 		if item.Name == excluded {
-			return fmt.Errorf("StorageOS namespace %q is excluded: never deleted", item.Name)
+			return fmt.Errorf("StorageOS namespace %q is excluded: never deleted: %w", item.Name, plugin.ErrNotResponsible)
 		}
 	}
 	var ns corev1.Namespace
 	switch err := req.Reader.Get(ctx, client.ObjectKey{Name: item.Name}, &ns); {
 	case err == nil && ns.DeletionTimestamp.IsZero():
-		return fmt.Errorf("the Kubernetes Namespace %q exists again: not deleting its StorageOS namespace", item.Name)
+		return fmt.Errorf("the Kubernetes Namespace %q exists again: not deleting its StorageOS namespace: %w", item.Name, plugin.ErrNotResponsible)
 	case err != nil && !apierrors.IsNotFound(err):
 		return fmt.Errorf("check Kubernetes Namespace %q: %w", item.Name, err)
 	}

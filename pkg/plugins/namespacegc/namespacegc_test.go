@@ -797,8 +797,8 @@ func TestDeleteExternalNamespaceExistsAgain(t *testing.T) {
 	f := newFixture(t, namespacegc.Options{}, "default", "a")
 	f.sim.AddNamespace("a")
 	err := f.deleteExternal(f.spec(""), "a")
-	if want := `the Kubernetes Namespace "a" exists again: not deleting its StorageOS namespace`; err == nil || err.Error() != want {
-		t.Fatalf("error = %v, want %q", err, want)
+	if want := `the Kubernetes Namespace "a" exists again: not deleting its StorageOS namespace`; err == nil || !strings.HasPrefix(err.Error(), want) || !errors.Is(err, plugin.ErrNotResponsible) {
+		t.Fatalf("error = %v, want %q wrapping plugin.ErrNotResponsible (the Tombstone is cancelled, also a forced one)", err, want)
 	}
 	if _, ok := f.sim.Namespace("a"); !ok {
 		t.Fatal("deleted")
@@ -828,8 +828,8 @@ func TestDeleteExternalRefusesExcluded(t *testing.T) {
 		{"default", f.spec("")},                // excluded by default
 		{"keep", f.spec(`"exclude":["keep"]`)}, // excluded by the spec
 	} {
-		if err := f.deleteExternal(tc.spec, tc.name); err == nil {
-			t.Errorf("DeleteExternal of excluded %q succeeded", tc.name)
+		if err := f.deleteExternal(tc.spec, tc.name); !errors.Is(err, plugin.ErrNotResponsible) {
+			t.Errorf("DeleteExternal of excluded %q: error %v, want one wrapping plugin.ErrNotResponsible (the Tombstone is cancelled, also a forced one)", tc.name, err)
 		}
 		if _, ok := f.sim.Namespace(tc.name); !ok {
 			t.Errorf("excluded backend namespace %q was deleted", tc.name)
