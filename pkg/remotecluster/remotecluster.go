@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 )
@@ -187,7 +189,9 @@ func (c *Cache) build(kubeconfig []byte, secret types.NamespacedName, key string
 }
 
 // restConfigFrom parses a kubeconfig and refuses one that names no server: client-go
-// would otherwise fall back to localhost, the wrong cluster.
+// would otherwise fall back to localhost, the wrong cluster. It also refuses one
+// that reads credentials from the controller's file system or runs a command
+// (see embeddedOnly).
 func restConfigFrom(kubeconfig []byte) (*rest.Config, error) {
 	raw, err := clientcmd.Load(kubeconfig)
 	if err != nil {
@@ -195,6 +199,9 @@ func restConfigFrom(kubeconfig []byte) (*rest.Config, error) {
 	}
 	if len(raw.Clusters) == 0 {
 		return nil, errors.New("the kubeconfig has no cluster")
+	}
+	if err := embeddedOnly(raw); err != nil {
+		return nil, err
 	}
 	cfg, err := clientcmd.NewDefaultClientConfig(*raw, &clientcmd.ConfigOverrides{}).ClientConfig()
 	if err != nil {
@@ -204,6 +211,38 @@ func restConfigFrom(kubeconfig []byte) (*rest.Config, error) {
 		return nil, errors.New("the kubeconfig names no server")
 	}
 	return cfg, nil
+}
+
+// embeddedOnly refuses a kubeconfig any of whose users or clusters keeps its
+// credentials elsewhere than in the kubeconfig itself: a file to read (tokenFile,
+// client-certificate, client-key, certificate-authority) or a command to run
+// (exec, auth-provider). The Secret is written by a Bundle's author, and the files
+// and commands would be the controller's: tokenFile:
+// /var/run/secrets/kubernetes.io/serviceaccount/token would make limbo act, as
+// itself, on whatever server the kubeconfig names (and send its token there).
+// It runs before client-go reads any of them. Flux's controllers refuse the same.
+func embeddedOnly(cfg *clientcmdapi.Config) error {
+	found := map[string]bool{}
+	for _, u := range cfg.AuthInfos {
+		found["tokenFile"] = found["tokenFile"] || u.TokenFile != ""
+		found["client-certificate"] = found["client-certificate"] || u.ClientCertificate != ""
+		found["client-key"] = found["client-key"] || u.ClientKey != ""
+		found["exec"] = found["exec"] || u.Exec != nil
+		found["auth-provider"] = found["auth-provider"] || u.AuthProvider != nil
+	}
+	for _, c := range cfg.Clusters {
+		found["certificate-authority"] = found["certificate-authority"] || c.CertificateAuthority != ""
+	}
+	var used []string
+	for _, field := range []string{"tokenFile", "client-certificate", "client-key", "certificate-authority", "exec", "auth-provider"} {
+		if found[field] {
+			used = append(used, field)
+		}
+	}
+	if len(used) > 0 {
+		return fmt.Errorf("the kubeconfig uses %s: credentials must be embedded (token, client-certificate-data, client-key-data, certificate-authority-data), never read from the controller's files or commands", strings.Join(used, ", "))
+	}
+	return nil
 }
 
 // Reason says what is wrong with a kubeconfig Secret.

@@ -124,6 +124,21 @@ users: [{name: u, user: {token: t}}]
 current-context: c
 `)
 	noCluster := []byte("apiVersion: v1\nkind: Config\n")
+	// The controller's own ServiceAccount token, and a command on its machine.
+	tokenFile := []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://kubernetes.default.svc", certificate-authority: /var/run/secrets/kubernetes.io/serviceaccount/ca.crt}}]
+contexts: [{name: c, context: {cluster: c, user: u}}]
+users: [{name: u, user: {tokenFile: /var/run/secrets/kubernetes.io/serviceaccount/token}}]
+current-context: c
+`)
+	execCommand := []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://remote.example"}}]
+contexts: [{name: c, context: {cluster: c, user: u}}]
+users: [{name: u, user: {exec: {apiVersion: client.authentication.k8s.io/v1, command: /bin/sh, args: ["-c", "cat /etc/shadow"]}}}]
+current-context: c
+`)
 	for _, tc := range []struct {
 		name    string
 		reader  *secretReader
@@ -140,6 +155,10 @@ current-context: c
 		{"not a kubeconfig", readerOf(secretWith("kc", "u1", "1", map[string][]byte{"value": []byte("{not yaml: [")})), SecretRef{Name: "kc"}, ReasonInvalidKubeconfig, `kubeconfig Secret "kc" (key "value"): InvalidKubeconfig: not a kubeconfig`},
 		{"no cluster", readerOf(secretWith("kc", "u1", "1", map[string][]byte{"value": noCluster})), SecretRef{Name: "kc"}, ReasonInvalidKubeconfig, `the kubeconfig has no cluster`},
 		{"no server", readerOf(secretWith("kc", "u1", "1", map[string][]byte{"value": noServer})), SecretRef{Name: "kc"}, ReasonInvalidKubeconfig, `InvalidKubeconfig`},
+		{"credentials from the controller's files", readerOf(secretWith("kc", "u1", "1", map[string][]byte{"value": tokenFile})), SecretRef{Name: "kc"}, ReasonInvalidKubeconfig,
+			`the kubeconfig uses tokenFile, certificate-authority: credentials must be embedded`},
+		{"credentials from a command", readerOf(secretWith("kc", "u1", "1", map[string][]byte{"value": execCommand})), SecretRef{Name: "kc"}, ReasonInvalidKubeconfig,
+			`the kubeconfig uses exec: credentials must be embedded`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			clients, err := NewCache(Options{}).Clients(context.Background(), tc.reader, "team", tc.ref)
