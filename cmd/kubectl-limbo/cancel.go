@@ -39,7 +39,9 @@ limbo.dev/adopt: "true".
 
 A Tombstone cannot be cancelled: the plugin that found its external item would
 find it again. Exclude the item in the plugin's spec, or re-create what makes it
-desired (for namespace-gc, the Kubernetes Namespace).`,
+desired (for namespace-gc, the Kubernetes Namespace). Nor can a plugin's object
+item in limbo (annotated limbo.dev/pluginResource: a node-removal or deorbit
+item), for the same reason.`,
 		Example:           cancelExample,
 		Args:              cobra.RangeArgs(1, 2),
 		ValidArgsFunction: o.completeInLimbo,
@@ -87,6 +89,9 @@ func cancelDeletion(ctx context.Context, c client.Client, t target) (cancelResul
 		obj, err := getMetadata(ctx, c, t)
 		if err != nil {
 			return err
+		}
+		if owner, ok := obj.GetAnnotations()[limbov1alpha1.AnnotationPluginResource]; ok {
+			return pluginItemCancelError(t, owner)
 		}
 		patch, removed, err := cancelPatch(obj)
 		if err != nil {
@@ -183,18 +188,33 @@ func tombstoneCancelError(ctx context.Context, c client.Client, t target) error 
 	} else {
 		resource = fmt.Sprintf("resource %q", resource)
 	}
-	msg := fmt.Sprintf("cannot cancel %s: a Tombstone stands for an external item (%s), and the plugin would find that item again and put it back in limbo. "+
-		"To keep the item, add it to the plugin's exclude list (plugin.spec.exclude of %s in %s), or re-create what makes it desired",
-		t, describeExternalItem(&tomb), resource, bundle)
+	msg := fmt.Sprintf("cannot cancel %s: a Tombstone stands for an external item (%s), and the plugin would find that item again and put it back in limbo. ",
+		t, describeExternalItem(&tomb))
 	switch tomb.Spec.Plugin {
 	case "namespace-gc":
 		name := tomb.Spec.Item.Name
 		if name == "" {
 			name = tomb.Spec.Item.ID
 		}
-		msg += fmt.Sprintf(" (for namespace-gc: the Kubernetes Namespace %q)", name)
+		msg += fmt.Sprintf("To keep the item, add it to the plugin's exclude list (plugin.spec.exclude of %s in %s), or re-create what makes it desired (for namespace-gc: the Kubernetes Namespace %q)",
+			resource, bundle, name)
 	case "route-gc":
-		msg += " (for route-gc: a server of the project with the route's next hop as its address)"
+		msg += "To keep the item, re-create what makes it desired (for route-gc: a server of the project with the route's next hop as its address)"
+	default:
+		msg += "To keep the item, re-create what makes it desired"
 	}
 	return fmt.Errorf("%s. Deleting the Tombstone would delete the item now", msg)
+}
+
+// pluginItemCancelError explains why a plugin's object item in limbo (annotated
+// with the plugin resource whose countdown it is, owner) is not cancelled.
+func pluginItemCancelError(t target, owner string) error {
+	resource, bundle := "its plugin resource", "its Bundle"
+	if parts := strings.SplitN(owner, "/", 3); len(parts) == 3 {
+		resource, bundle = fmt.Sprintf("resource %q", parts[2]), fmt.Sprintf("Bundle %s/%s", parts[0], parts[1])
+	}
+	return fmt.Errorf("cannot cancel %s: it is in limbo for plugin %s of %s (annotation %s), and the plugin would find it again and put it back in limbo. "+
+		"To keep it, re-create what makes it desired (for node-removal: its Node; for deorbit: change the selection before the Bundle is deleted), "+
+		"or remove the plugin resource from the Bundle, which cancels the countdowns of its items",
+		t, resource, bundle, limbov1alpha1.AnnotationPluginResource)
 }

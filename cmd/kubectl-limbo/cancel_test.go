@@ -159,3 +159,25 @@ func TestCancelTombstoneRefused(t *testing.T) {
 		t.Errorf("the Tombstone was written")
 	}
 }
+
+// A plugin's object item in limbo is refused like a Tombstone: its plugin would
+// stamp it again on its next pass, so "cancelled" would be a lie.
+func TestCancelPluginItemRefused(t *testing.T) {
+	meta := inLimbo("team-a", "worker-1-volume", "", "1h", stampAgo(time.Minute))
+	delete(meta.Labels, limbov1alpha1.LabelBundle) // plugin items never carry it
+	meta.Annotations[limbov1alpha1.AnnotationPluginResource] = "team-a/nodes/node-removal"
+	cm := &corev1.ConfigMap{ObjectMeta: meta}
+	f := newFixture(t, nil, cm)
+	code, out, errOut := f.run("cancel", "-n", "team-a", "configmap/worker-1-volume")
+	want := `it is in limbo for plugin resource "node-removal" of Bundle team-a/nodes (annotation limbo.dev/pluginResource), and the plugin would find it again`
+	if code != 1 || out != "" || !strings.Contains(errOut, "cannot cancel") || !strings.Contains(errOut, want) {
+		t.Errorf("exit %d, stdout %q, stderr %q; want exit 1 and an error containing %q", code, out, errOut, want)
+	}
+	var got corev1.ConfigMap
+	if err := f.client.Get(context.Background(), client.ObjectKeyFromObject(cm), &got); err != nil {
+		t.Fatal(err)
+	}
+	if _, stamped := got.Annotations[limbov1alpha1.AnnotationDeletionTimestamp]; !stamped || got.Labels[limbov1alpha1.LabelPendingDeletion] != "true" {
+		t.Errorf("the item was written: annotations %v, labels %v", got.Annotations, got.Labels)
+	}
+}
