@@ -66,11 +66,14 @@ const (
 
 // pendingItem is one row of `pending`.
 type pendingItem struct {
-	Namespace         string     `json:"namespace,omitempty"`
-	APIVersion        string     `json:"apiVersion"`
-	Kind              string     `json:"kind"`
-	Name              string     `json:"name"`
-	Bundle            string     `json:"bundle,omitempty"`
+	Namespace  string `json:"namespace,omitempty"`
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Name       string `json:"name"`
+	Bundle     string `json:"bundle,omitempty"`
+	// Cluster is the cluster of an item in another cluster (deorbit's, in a
+	// workload cluster), as the Bundle's status names it; empty for this one.
+	Cluster           string     `json:"cluster,omitempty"`
 	DeletionDelay     string     `json:"deletionDelay,omitempty"`
 	DeletionTimestamp string     `json:"deletionTimestamp,omitempty"`
 	DeleteAfter       *time.Time `json:"deleteAfter,omitempty"`
@@ -99,9 +102,14 @@ func (p *pendingItem) addMessage(msg string) {
 
 // itemKey identifies an item across the sources.
 type itemKey struct {
+	cluster   string
 	gk        schema.GroupKind
 	namespace string
 	name      string
+}
+
+func (p *pendingItem) key() itemKey {
+	return itemKey{p.Cluster, p.groupKind(), p.Namespace, p.Name}
 }
 
 // collectPending lists what is in limbo in namespace ("" is every namespace) at
@@ -119,7 +127,7 @@ func collectPending(ctx context.Context, src pendingSources, namespace string, n
 			}
 			seen[item.uid] = true
 		}
-		key := itemKey{item.groupKind(), item.Namespace, item.Name}
+		key := item.key()
 		if _, ok := index[key]; ok {
 			return
 		}
@@ -171,11 +179,12 @@ func collectPending(ctx context.Context, src pendingSources, namespace string, n
 				Kind:       entry.Kind,
 				Name:       entry.Name,
 				Bundle:     bundle.Name,
+				Cluster:    entry.Cluster,
 				countdown:  countdownNever,
 			}
 			if entry.Cluster != "" {
 				item.addMessage("in cluster " + entry.Cluster)
-			} else if i, ok := index[itemKey{item.groupKind(), item.Namespace, item.Name}]; ok {
+			} else if i, ok := index[item.key()]; ok {
 				items[i].addMessage(entry.Message) // an empty message adds nothing
 				continue
 			}

@@ -343,3 +343,28 @@ PersistentVolumeClaim   data   workload   2026-03-01T12:04:00Z   4m          in 
 		t.Errorf("got\n%s\nwant\n%s", got, want)
 	}
 }
+
+// Items of the same kind, namespace and name in two other clusters (two workload
+// clusters deorbited at once) are two rows: the cluster is part of what names an
+// item.
+func TestPendingItemsInTwoOtherClusters(t *testing.T) {
+	bundle := func(name, cluster string, left time.Duration) *limbov1alpha1.Bundle {
+		return &limbov1alpha1.Bundle{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "clusters", Name: name, UID: uid(name)},
+			Status: limbov1alpha1.BundleStatus{PendingDeletions: []limbov1alpha1.PendingDeletion{
+				{APIVersion: "v1", Kind: "Service", Namespace: "ingress-nginx", Name: "ingress-nginx-controller", Cluster: cluster,
+					DeletionTimestamp: &metav1.Time{Time: testNow.Add(-time.Minute)}, DeleteAfter: &metav1.Time{Time: testNow.Add(left)}},
+			}},
+		}
+	}
+	f := newFixture(t, nil, bundle("east", "east-kubeconfig", 4*time.Minute), bundle("west", "west-kubeconfig", 5*time.Minute))
+	code, out, errOut := f.run("pending", "-A")
+	if code != 0 || errOut != "" {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+	for _, cluster := range []string{"in cluster east-kubeconfig", "in cluster west-kubeconfig"} {
+		if !strings.Contains(out, cluster) {
+			t.Errorf("no row %s:\n%s", cluster, out)
+		}
+	}
+}
