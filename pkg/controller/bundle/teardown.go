@@ -251,14 +251,40 @@ func (r *Reconciler) tearDownResources(plan *bundlespec.Plan) map[string]bool {
 		return out
 	}
 	for name, res := range plan.Resources {
-		if res.Plugin == nil {
-			continue
+		if r.hasTeardown(res.Resource) {
+			out[name] = true
 		}
-		if p, ok := r.Plugins.Get(res.Plugin.Name); ok {
-			if _, has := p.(plugin.TearDowner); has {
-				out[name] = true
-			}
+	}
+	return out
+}
+
+// hasTeardown reports whether res is a resource of a plugin with a teardown.
+func (r *Reconciler) hasTeardown(res limbov1alpha1.Resource) bool {
+	if res.Plugin == nil {
+		return false
+	}
+	p, ok := r.Plugins.Get(res.Plugin.Name)
+	if !ok {
+		return false
+	}
+	_, has := p.(plugin.TearDowner)
+	return has
+}
+
+// invalidSpecHolds is what a teardown of b, whose spec is invalid (no plan),
+// leaves of its plugin teardowns: none can run (the invalid part may be its own
+// spec), and each resource that would have one holds the Bundle, saying so, until
+// the spec is fixed or the resource removed. Deleting a Bundle must not skip a
+// cleanup (deorbit's) without a word.
+func (r *Reconciler) invalidSpecHolds(b *limbov1alpha1.Bundle, out pluginTeardowns) pluginTeardowns {
+	for _, res := range b.Spec.Resources {
+		if r.hasTeardown(res) {
+			out.remaining = append(out.remaining, fmt.Sprintf("plugin resource %s (its teardown cannot run while the Bundle's spec is invalid: fix the spec, or remove the resource to go without it)", res.Name))
 		}
+	}
+	if len(out.remaining) > 0 {
+		_, errs := bundlespec.Parse(b, r.Mapper, r.Plugins)
+		out.failures = append(out.failures, "the Bundle's spec is invalid: "+errs.Error())
 	}
 	return out
 }
@@ -271,7 +297,7 @@ func (r *Reconciler) tearDownResources(plan *bundlespec.Plan) map[string]bool {
 func (r *Reconciler) teardownPlugins(ctx context.Context, b *limbov1alpha1.Bundle, plan *bundlespec.Plan) pluginTeardowns {
 	out := pluginTeardowns{resources: r.tearDownResources(plan), requeueAfter: teardownInterval}
 	if plan == nil {
-		return out
+		return r.invalidSpecHolds(b, out)
 	}
 	for _, name := range plan.Order {
 		if !out.resources[name] {
