@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"strings"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -130,7 +128,7 @@ func (r *Reconciler) objectItemsInLimbo(ctx context.Context, b *limbov1alpha1.Bu
 	for _, gvk := range kinds {
 		list := limboscan.MetadataList(gvk)
 		if err := r.APIReader.List(ctx, list, append(opts, client.MatchingLabels{limbov1alpha1.LabelPendingDeletion: "true"})...); err != nil {
-			if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
+			if kindGone(err) {
 				continue // the kind is gone from the API server: so are its objects
 			}
 			return nil, fmt.Errorf("list %s in limbo: %w", gvk.Kind, err)

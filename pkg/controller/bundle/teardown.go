@@ -38,7 +38,7 @@ func (r *Reconciler) teardown(ctx context.Context, b *limbov1alpha1.Bundle) (ctr
 	if !controllerutil.ContainsFinalizer(b, limbov1alpha1.FinalizerTeardown) {
 		return ctrl.Result{}, nil
 	}
-	plan, _ := bundlespec.Parse(b, r.Mapper, r.Plugins) // an invalid spec is torn down in one wave
+	plan, specErrs := bundlespec.Parse(b, r.Mapper, r.Plugins) // an invalid spec is torn down in one wave
 	// Removing a cleanup job stops its deletions: pending Tombstones are cancelled,
 	// never executed, whatever the cascade mode (the items stay). The items of a
 	// plugin teardown are that teardown's, not a cleanup job's.
@@ -74,7 +74,7 @@ func (r *Reconciler) teardown(ctx context.Context, b *limbov1alpha1.Bundle) (ctr
 		return ctrl.Result{}, r.removeFinalizer(ctx, b)
 	}
 	// Plugin teardowns run first: deorbit needs the objects still there.
-	plugins := r.teardownPlugins(ctx, b, plan)
+	plugins := r.teardownPlugins(ctx, b, plan, specErrs)
 	if len(plugins.remaining) > 0 {
 		if err := r.teardownStatus(ctx, b, plugins.remaining, plugins.failures, plugins); err != nil {
 			return ctrl.Result{}, err
@@ -271,20 +271,19 @@ func (r *Reconciler) hasTeardown(res limbov1alpha1.Resource) bool {
 	return has
 }
 
-// invalidSpecHolds is what a teardown of b, whose spec is invalid (no plan),
-// leaves of its plugin teardowns: none can run (the invalid part may be its own
+// invalidSpecHolds is what a teardown of b, whose spec is invalid (no plan;
+// specErrs say why), leaves of its plugin teardowns: none can run (the invalid part may be its own
 // spec), and each resource that would have one holds the Bundle, saying so, until
 // the spec is fixed or the resource removed. Deleting a Bundle must not skip a
 // cleanup (deorbit's) without a word.
-func (r *Reconciler) invalidSpecHolds(b *limbov1alpha1.Bundle, out pluginTeardowns) pluginTeardowns {
+func (r *Reconciler) invalidSpecHolds(b *limbov1alpha1.Bundle, specErrs bundlespec.Errors, out pluginTeardowns) pluginTeardowns {
 	for _, res := range b.Spec.Resources {
 		if r.hasTeardown(res) {
 			out.remaining = append(out.remaining, fmt.Sprintf("plugin resource %s (its teardown cannot run while the Bundle's spec is invalid: fix the spec, or remove the resource to go without it)", res.Name))
 		}
 	}
 	if len(out.remaining) > 0 {
-		_, errs := bundlespec.Parse(b, r.Mapper, r.Plugins)
-		out.failures = append(out.failures, "the Bundle's spec is invalid: "+errs.Error())
+		out.failures = append(out.failures, "the Bundle's spec is invalid: "+specErrs.Error())
 	}
 	return out
 }
@@ -294,10 +293,11 @@ func (r *Reconciler) invalidSpecHolds(b *limbov1alpha1.Bundle, out pluginTeardow
 // deletionDelay, deleted at the deadline), its events are emitted and its state is
 // kept on the Bundle. A Teardown call runs beside the passes (r.teardowns): while
 // one is still running, its resource remains and shows the items it left before.
-func (r *Reconciler) teardownPlugins(ctx context.Context, b *limbov1alpha1.Bundle, plan *bundlespec.Plan) pluginTeardowns {
+// Without a plan (specErrs say why the spec is invalid), see invalidSpecHolds.
+func (r *Reconciler) teardownPlugins(ctx context.Context, b *limbov1alpha1.Bundle, plan *bundlespec.Plan, specErrs bundlespec.Errors) pluginTeardowns {
 	out := pluginTeardowns{resources: r.tearDownResources(plan), requeueAfter: teardownInterval}
 	if plan == nil {
-		return r.invalidSpecHolds(b, out)
+		return r.invalidSpecHolds(b, specErrs, out)
 	}
 	for _, name := range plan.Order {
 		if !out.resources[name] {
