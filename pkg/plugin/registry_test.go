@@ -40,6 +40,8 @@ func widgetSchema() *apiextensionsv1.JSONSchemaProps {
 		Properties: map[string]apiextensionsv1.JSONSchemaProps{
 			"name":     {Type: "string", MinLength: ptr.To(int64(1))},
 			"interval": {Type: "string", Pattern: `^[0-9]+[smh]$`},
+			"wait":     {Type: "string", Pattern: plugin.DurationPattern},
+			"waits":    {Type: "object", AdditionalProperties: &apiextensionsv1.JSONSchemaPropsOrBool{Schema: &apiextensionsv1.JSONSchemaProps{Type: "string", Pattern: plugin.DurationPattern}}},
 			"mode":     {Type: "string", Enum: []apiextensionsv1.JSON{{Raw: []byte(`"fast"`)}, {Raw: []byte(`"safe"`)}}},
 			"size":     {Type: "integer", Minimum: ptr.To(1.0)},
 			"code":     {Type: "string", MaxLength: ptr.To(int64(3))},
@@ -146,6 +148,11 @@ func TestRegistryValidateSpec(t *testing.T) {
 	}{
 		{name: "valid", plugin: "widget", spec: spec(`{"name":"w","interval":"5m","mode":"safe","size":3,"tags":["a"],"ref":{"name":"r"}}`)},
 		{name: "minimal", plugin: "widget", spec: spec(`{"name":"w"}`)},
+		{name: "longest duration", plugin: "widget", spec: spec(`{"name":"w","wait":"2562047h","waits":{"a":"2562047h47m16s"}}`)},
+		{name: "duration past Go's range", plugin: "widget", spec: spec(`{"name":"w","wait":"3000000h"}`),
+			want: `spec.wait: Invalid value: "3000000h": longer than the longest duration, 2562047h47m16.854775807s`},
+		{name: "durations past Go's range in a map", plugin: "widget", spec: spec(`{"name":"w","waits":{"b":"9999999999s","a":"1h","c":"99999999999999999999ns"}}`),
+			want: `[spec.waits.b: Invalid value: "9999999999s": longer than the longest duration, 2562047h47m16.854775807s, spec.waits.c: Invalid value: "99999999999999999999ns": longer than the longest duration, 2562047h47m16.854775807s]`},
 		{name: "unknown plugin", plugin: "nope", spec: spec(`{}`),
 			want: `unknown plugin "nope" (known: free, widget)`},
 		{name: "nil spec is an empty object", plugin: "widget", spec: nil, want: `spec.name: Required value`},

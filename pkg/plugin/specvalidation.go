@@ -3,7 +3,9 @@ package plugin
 import (
 	"encoding/json"
 	"fmt"
+	"sort"
 	"strings"
+	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -22,7 +24,10 @@ import (
 // (cel-go, ANTLR) into the controller, whose start-up then costs about 5 MiB of
 // resident memory more for checks plugin specs never make (checkSchema refuses
 // CEL rules; ratcheting only concerns updates of stored objects).
-type specValidator struct{ validator *validate.SchemaValidator }
+type specValidator struct {
+	validator *validate.SchemaValidator
+	schema    *apiextensionsv1.JSONSchemaProps
+}
 
 // newSpecValidator builds the validator of schema s. A JSONSchemaProps is an
 // OpenAPI v3 schema, so its JSON form is also a kube-openapi spec.Schema.
@@ -35,14 +40,14 @@ func newSpecValidator(s *apiextensionsv1.JSONSchemaProps) (*specValidator, error
 	if err := json.Unmarshal(raw, &schema); err != nil {
 		return nil, err
 	}
-	return &specValidator{validator: validate.NewSchemaValidator(&schema, nil, "", strfmt.Default)}, nil
+	return &specValidator{validator: validate.NewSchemaValidator(&schema, nil, "", strfmt.Default), schema: s}, nil
 }
 
 // validate checks value, a decoded JSON document found at path.
 func (v *specValidator) validate(path *field.Path, value any) field.ErrorList {
 	result := v.validator.Validate(value)
 	if result.IsValid() {
-		return nil
+		return durationErrors(path, v.schema, value)
 	}
 	var errs field.ErrorList
 	for _, err := range result.Errors {
@@ -72,6 +77,48 @@ func (v *specValidator) validate(path *field.Path, value any) field.ErrorList {
 			errs = append(errs, field.TypeInvalid(at, value, verr.Error()))
 		default:
 			errs = append(errs, field.Invalid(at, value, verr.Error()))
+		}
+	}
+	return errs
+}
+
+// durationErrors reports the durations in value that match DurationPattern but
+// that Go cannot hold ("3000000h" is past time.Duration's 2562047h): the pattern
+// cannot bound a number, and without this check such a spec would pass, and fail
+// at every pass of the plugin instead, as a plugin error rather than a spec error.
+// It runs once the schema is satisfied, so the types along the way are right.
+func durationErrors(path *field.Path, s *apiextensionsv1.JSONSchemaProps, value any) field.ErrorList {
+	if s == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	switch v := value.(type) {
+	case string:
+		if s.Pattern == DurationPattern {
+			if _, err := time.ParseDuration(v); err != nil {
+				errs = append(errs, field.Invalid(path, v, fmt.Sprintf("longer than the longest duration, %v", time.Duration(1<<63-1))))
+			}
+		}
+	case map[string]any:
+		keys := make([]string, 0, len(v))
+		for k := range v {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			var child *apiextensionsv1.JSONSchemaProps
+			if p, ok := s.Properties[k]; ok {
+				child = &p
+			} else if s.AdditionalProperties != nil {
+				child = s.AdditionalProperties.Schema
+			}
+			errs = append(errs, durationErrors(path.Child(k), child, v[k])...)
+		}
+	case []any:
+		if s.Items != nil {
+			for i, item := range v {
+				errs = append(errs, durationErrors(path.Index(i), s.Items.Schema, item)...)
+			}
 		}
 	}
 	return errs
