@@ -15,11 +15,19 @@ import (
 // controller does not act as well.
 func (e *Env) ControllerProcess(t testing.TB, name string, args ...string) *controllerprocess.Process {
 	t.Helper()
+	return e.ControllerProcessWithKubeconfig(t, name, e.Cluster.KubeconfigPath, args...)
+}
+
+// ControllerProcessWithKubeconfig is ControllerProcess with the controller's
+// credentials read from kubeconfig: a test runs it as a user of its own, with
+// the RBAC it grants.
+func (e *Env) ControllerProcessWithKubeconfig(t testing.TB, name, kubeconfig string, args ...string) *controllerprocess.Process {
+	t.Helper()
 	bin := e.Binary(t, "limbo")
 	logPath := filepath.Join(t.TempDir(), name+".log")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	p, err := controllerprocess.Start(ctx, controllerprocess.Config{Bin: bin, Kubeconfig: e.Cluster.KubeconfigPath, LogPath: logPath, Args: args})
+	p, err := controllerprocess.Start(ctx, controllerprocess.Config{Bin: bin, Kubeconfig: kubeconfig, LogPath: logPath, Args: args})
 	if err != nil {
 		t.Fatalf("controller %s: %v", name, err)
 	}

@@ -162,12 +162,7 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return nil, err
 	}
-	if err := mgr.AddReadyzCheck("informers", func(req *http.Request) error {
-		if !mgr.GetCache().WaitForCacheSync(req.Context()) {
-			return fmt.Errorf("informers not synced")
-		}
-		return nil
-	}); err != nil {
+	if err := mgr.AddReadyzCheck("informers", informersSynced(mgr.GetCache(), &limbov1alpha1.Bundle{}, &limbov1alpha1.Tombstone{})); err != nil {
 		return nil, err
 	}
 	// Writes of a Bundle's objects impersonate its ServiceAccount; everything else
@@ -205,6 +200,26 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 		return nil, err
 	}
 	return mgr, nil
+}
+
+// informersSynced is the readiness check: the informers of objs, limbo's own
+// kinds, have synced. Not every informer of the cache: those of the kinds
+// Bundles declare start as Bundles name them, and one of a kind the controller
+// may not list never syncs (its Bundles report it); waiting for every informer
+// would keep the replica unready for as long as one such Bundle exists.
+func informersSynced(c cache.Cache, objs ...client.Object) healthz.Checker {
+	return func(req *http.Request) error {
+		for _, obj := range objs {
+			informer, err := c.GetInformer(req.Context(), obj, cache.BlockUntilSynced(false))
+			if err != nil {
+				return err
+			}
+			if !informer.HasSynced() {
+				return fmt.Errorf("the informer of %T has not synced", obj)
+			}
+		}
+		return nil
+	}
 }
 
 // Run builds the manager and runs it until ctx ends.

@@ -41,6 +41,8 @@ type startScan struct {
 	watch    func(context.Context, schema.GroupVersionKind) error
 	// backoff paces the retries of the kinds the scan could not read.
 	backoff workqueue.TypedRateLimiter[string]
+	// forbidden are the kinds the controller may not list: skipped, not retried.
+	forbidden limboscan.Forbidden
 
 	// done is set once every kind discovery named has been scanned once, read or
 	// not: teardowns wait for it before they let a Bundle go (see scanned).
@@ -100,6 +102,9 @@ func (s *startScan) scan(ctx context.Context, read map[schema.GroupVersionKind]b
 	concurrently(scanConcurrency, len(todo), func(i int) {
 		k := todo[i]
 		holds, err := s.holds(ctx, k.Kind)
+		if err != nil && s.forbidden.Skip(ctx, k.Kind, err) {
+			return
+		}
 		if err == nil && holds {
 			err = s.watch(ctx, k.Kind)
 		}

@@ -88,6 +88,7 @@ func (r *scanReader) List(_ context.Context, list client.ObjectList, opts ...cli
 // every kind has been tried.
 func TestStartScan(t *testing.T) {
 	forbidden := apierrors.NewForbidden(schema.GroupResource{Group: "apps", Resource: "deployments"}, "", errors.New("no"))
+	unavailable := apierrors.NewServiceUnavailable("etcd is not answering")
 	// everyKind are the LISTs of a scan of every namespace.
 	everyKind := []string{
 		`ConfigMap ns="" limbo.dev/bundle limit=1`,
@@ -135,12 +136,19 @@ func TestStartScan(t *testing.T) {
 	}, {
 		name:      "a kind that cannot be read is retried alone; teardowns go ahead",
 		holds:     map[string]string{"Deployment": "shop"},
+		failing:   map[string]error{"Deployment": unavailable},
+		wantLists: everyKind,
+		wantWatch: "[]",
+		wantErr:   "apps/v1, Resource=deployments: etcd is not answering",
+		wantDone:  true,
+		wantRetry: []string{`Deployment ns="" limbo.dev/bundle limit=1`},
+	}, {
+		name:      "a kind the controller may not list is skipped, not retried",
+		holds:     map[string]string{"Deployment": "shop"},
 		failing:   map[string]error{"Deployment": forbidden},
 		wantLists: everyKind,
 		wantWatch: "[]",
-		wantErr:   "apps/v1, Resource=deployments: deployments.apps is forbidden",
 		wantDone:  true,
-		wantRetry: []string{`Deployment ns="" limbo.dev/bundle limit=1`},
 	}, {
 		name:       "a kind whose watch does not sync is retried",
 		holds:      map[string]string{"ConfigMap": "shop"},

@@ -50,6 +50,8 @@ type Reaper struct {
 	OnKind func(schema.GroupVersionKind) error
 
 	poke chan struct{}
+	// forbidden are the kinds the controller may not list: skipped.
+	forbidden limboscan.Forbidden
 
 	mu    sync.Mutex
 	kinds map[schema.GroupVersionKind]bool
@@ -132,6 +134,9 @@ func (r *Reaper) pass(ctx context.Context, full bool) (time.Duration, error) {
 	bundles := map[client.ObjectKey]*limbov1alpha1.Bundle{} // by key; nil: none; for this pass
 	for _, gvk := range kinds {
 		items, err := r.list(ctx, gvk)
+		if err != nil && r.forbidden.Skip(ctx, gvk, err) {
+			continue
+		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%w: %w", errScanIncomplete, err))
 			continue
