@@ -20,7 +20,7 @@ const expediteExample = `  # Delete the ConfigMap db-config now rather than when
 
   # The same for a Deployment, and for the Tombstone of an external item
   kubectl limbo expedite deployments.apps/app -n team-a
-  kubectl limbo expedite tombstone/storage-ns-gc-4f7c`
+  kubectl limbo expedite tombstone/shop-storage-ns-gc-4f7c0e12ab -n team-a`
 
 func newExpediteCommand(o *options) *cobra.Command {
 	return &cobra.Command{

@@ -40,7 +40,7 @@ func New() *Collector {
 		nextDeletion: prometheus.NewDesc("limbo_bundle_next_deletion_timestamp_seconds",
 			"When a Bundle's soonest pending deletion is due, as a Unix time (status.nextDeletion).", bundle, nil),
 		attempts: prometheus.NewDesc("limbo_tombstone_attempts",
-			"Failed external delete attempts of a Tombstone (status.attempts).", tombstone, nil),
+			"External deletes started for a Tombstone (status.attempts).", tombstone, nil),
 		deleteAfter: prometheus.NewDesc("limbo_tombstone_delete_after_timestamp_seconds",
 			"The deadline of a Tombstone's countdown, as a Unix time (status.deleteAfter).", tombstone, nil),
 	}

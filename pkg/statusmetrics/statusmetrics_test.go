@@ -61,7 +61,7 @@ limbo_bundle_next_deletion_timestamp_seconds{bundle="shop",namespace="team-a"} 1
 # TYPE limbo_bundle_pending_deletions gauge
 limbo_bundle_pending_deletions{bundle="idle",namespace="team-b"} 0
 limbo_bundle_pending_deletions{bundle="shop",namespace="team-a"} 2
-# HELP limbo_tombstone_attempts Failed external delete attempts of a Tombstone (status.attempts).
+# HELP limbo_tombstone_attempts External deletes started for a Tombstone (status.attempts).
 # TYPE limbo_tombstone_attempts gauge
 limbo_tombstone_attempts{bundle="shop",kind="StorageOSNamespace",namespace="team-a",plugin="namespace-gc",tombstone="gc-4f7c"} 3
 # HELP limbo_tombstone_delete_after_timestamp_seconds The deadline of a Tombstone's countdown, as a Unix time (status.deleteAfter).
