@@ -169,6 +169,11 @@ func Parse(b *limbov1alpha1.Bundle, mapper meta.RESTMapper, plugins PluginCatalo
 	return plan, nil
 }
 
+// serverSetMetadata are the fields of an object's metadata that the API server
+// sets: a template's are dropped.
+var serverSetMetadata = []string{"resourceVersion", "uid", "generation", "creationTimestamp",
+	"deletionTimestamp", "deletionGracePeriodSeconds", "managedFields", "selfLink"}
+
 func parseObject(namespace string, res *Resource, mapper meta.RESTMapper) Errors {
 	var errs Errors
 	fail := func(reason, format string, args ...any) Errors {
@@ -177,6 +182,13 @@ func parseObject(namespace string, res *Resource, mapper meta.RESTMapper) Errors
 	u := &unstructured.Unstructured{}
 	if err := u.UnmarshalJSON(res.Object.Raw); err != nil {
 		return fail(limbov1alpha1.ReasonInvalidObject, "object: %v", err)
+	}
+	// Metadata the API server sets means nothing in a template, and some of it
+	// would go out with every apply: a resourceVersion left from `kubectl get -o
+	// yaml` made each apply after the first a precondition that failed
+	// (Conflict), at every pass, for good.
+	for _, field := range serverSetMetadata {
+		unstructured.RemoveNestedField(u.Object, "metadata", field)
 	}
 	gvk := u.GroupVersionKind()
 	if gvk.Kind == "" || gvk.Version == "" {

@@ -236,6 +236,30 @@ func TestParse(t *testing.T) {
 	}
 }
 
+// A template copied from `kubectl get -o yaml` keeps the metadata the API
+// server set; a resourceVersion in it would make every apply a precondition.
+func TestParseDropsServerSetMetadata(t *testing.T) {
+	copied := cm("app", map[string]any{
+		"resourceVersion": "1234", "uid": "0f6e7a4c-0000-4000-8000-000000000000", "generation": 3,
+		"creationTimestamp": "2026-11-24T10:00:00Z", "selfLink": "/api/v1/namespaces/shop/configmaps/app",
+		"managedFields": []any{map[string]any{"manager": "kubectl", "operation": "Update"}},
+		"labels":        map[string]any{"app": "shop"},
+	})
+	b := &limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Name: "shop", Namespace: "shop"},
+		Spec: limbov1alpha1.BundleSpec{Resources: []limbov1alpha1.Resource{{Name: "app", Object: obj(t, copied)}}}}
+	plan, errs := Parse(b, mapper(), catalog{})
+	if len(errs) > 0 {
+		t.Fatalf("errors: %v", errs)
+	}
+	got, err := json.Marshal(plan.Resources["app"].Template.Object["metadata"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"labels":{"app":"shop"},"name":"app","namespace":"shop"}`; string(got) != want {
+		t.Errorf("metadata %s, want %s", got, want)
+	}
+}
+
 func TestReferenced(t *testing.T) {
 	ref := func(name string) []limbov1alpha1.Reference { return []limbov1alpha1.Reference{{Resource: name}} }
 	b := &limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "b"}, Spec: limbov1alpha1.BundleSpec{Resources: []limbov1alpha1.Resource{

@@ -83,14 +83,27 @@ type Reconciler struct {
 
 // Reconcile runs one pass over a Bundle, or one step of its teardown. A Conflict
 // on the Bundle (a newer version is on its way to the cache) is an ordinary
-// requeue, not an error.
+// requeue, not an error. The errors of the Bundle's objects are errors, even a
+// Conflict: the work queue backs off, where a flat requeue would retry one that
+// persists ten times a second for good.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	result, err := r.reconcile(ctx, req)
-	if apierrors.IsConflict(err) {
+	if conflictOnBundle(err) {
 		return ctrl.Result{RequeueAfter: conflictRetry}, nil
 	}
 	return result, err
 }
+
+// conflictOnBundle reports whether err is a Conflict on a write of the Bundle
+// itself, not one of its objects'.
+func conflictOnBundle(err error) bool {
+	return apierrors.IsConflict(err) && !errors.As(err, new(objectErrors))
+}
+
+// objectErrors are the errors a pass met on the Bundle's objects (p.errs).
+type objectErrors struct{ error }
+
+func (e objectErrors) Unwrap() error { return e.error }
 
 func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	var b limbov1alpha1.Bundle
@@ -136,7 +149,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	case len(p.errs) > 0:
 		// Transient: the work queue's rate limiter backs off, and
 		// controller_runtime_reconcile_errors_total counts them.
-		return ctrl.Result{}, errors.Join(p.errs...)
+		return ctrl.Result{}, objectErrors{errors.Join(p.errs...)}
 	case len(p.specErrs) > 0:
 		// Retrying does not help; the next spec change triggers a pass.
 		return ctrl.Result{}, reconcile.TerminalError(p.specErrs)
