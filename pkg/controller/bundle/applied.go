@@ -167,6 +167,9 @@ func (c *appliedCache) record(obj *unstructured.Unstructured, hash, supersedes s
 		return // not a hash of hashOf: nothing to compare with later
 	}
 	fields, known := toDigest(ownedFields(obj))
+	if obj.GetResourceVersion() == supersedes {
+		supersedes = "" // the apply changed nothing: the live copy is the current one
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.m == nil {
@@ -179,6 +182,16 @@ func (c *appliedCache) forget(uid types.UID) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.m, uid)
+}
+
+// superseded reports whether live is the copy that limbo's last apply of it
+// replaced, which the cache still shows: its status says nothing about what
+// was applied (a Deployment's previous generation, rolled out and Available).
+func (c *appliedCache) superseded(live *unstructured.Unstructured) bool {
+	c.mu.RLock()
+	last, ok := c.m[live.GetUID()]
+	c.mu.RUnlock()
+	return ok && last.supersedes != "" && live.GetResourceVersion() == last.supersedes
 }
 
 // upToDate reports whether live still holds what limbo applied, and what limbo

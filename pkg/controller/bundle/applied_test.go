@@ -69,6 +69,12 @@ func TestAppliedCacheUpToDate(t *testing.T) {
 	if !c.upToDate(drifted, hash) {
 		t.Error("the stale copy limbo's apply superseded is up to date")
 	}
+	if !c.superseded(drifted) {
+		t.Error("the stale copy is not known as superseded: its readiness would be judged")
+	}
+	if c.superseded(corrected) {
+		t.Error("the applied copy is taken for the superseded one")
+	}
 	if c.upToDate(drifted, "other") {
 		t.Error("a changed template is applied even over the superseded copy")
 	}
@@ -76,6 +82,22 @@ func TestAppliedCacheUpToDate(t *testing.T) {
 	again.SetResourceVersion("7")
 	if c.upToDate(again, hash) {
 		t.Error("a drift after the correction is applied")
+	}
+	if c.superseded(again) {
+		t.Error("a copy newer than the apply is taken for the superseded one")
+	}
+
+	// An apply the API server found to change nothing answers with the
+	// resourceVersion it was decided on: that copy is the current one, and no
+	// watch event will bring another.
+	unchanged := response.DeepCopy()
+	unchanged.SetResourceVersion("8")
+	c.record(unchanged, hash, "8")
+	if c.superseded(unchanged) {
+		t.Error("the copy a no-op apply left as it was is taken for a superseded one")
+	}
+	if !c.upToDate(unchanged, hash) {
+		t.Error("the copy a no-op apply left as it was is not up to date")
 	}
 }
 

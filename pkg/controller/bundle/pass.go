@@ -406,6 +406,16 @@ func (p *pass) syncOne(ctx context.Context, name string, tmpl *unstructured.Unst
 			}
 		}
 		live = desired
+	} else if p.r.applied.superseded(live) {
+		// Readiness judged on the copy limbo's apply replaced would let the
+		// dependents go ahead, and open the orphan gate, on the previous
+		// generation's status. The watch event of the applied copy brings
+		// the next pass; the requeue is in case it was missed.
+		p.after(supersededRecheck)
+		st.State, st.Reason = limbov1alpha1.ResourceInProgress, readiness.ReasonLatestGenerationNotObserved
+		st.Message = fmt.Sprintf("waiting for the cache to show %s %q as last applied", gvk.Kind, tmpl.GetName())
+		out.live = live
+		return out
 	}
 	return p.ready(ctx, out, live)
 }

@@ -38,6 +38,10 @@ const (
 	// conflictRetry is how soon a Bundle whose write met a Conflict is read and
 	// decided again: the newer version is on its way to the cache.
 	conflictRetry = 100 * time.Millisecond
+	// supersededRecheck is how soon a pass that found the cache behind limbo's
+	// own apply of an object looks again, should the watch event that brings
+	// the applied copy have been missed.
+	supersededRecheck = time.Second
 )
 
 // Reconciler reconciles Bundles. One Reconcile is one pass over one Bundle (see
