@@ -134,6 +134,9 @@ func computeStatus(obj *unstructured.Unstructured) Result {
 	if message, behind := generationBehind(obj); behind {
 		return Result{State: InProgress, Reason: ReasonLatestGenerationNotObserved, Message: message}
 	}
+	if message, behind := readyConditionBehind(obj); behind {
+		return Result{State: InProgress, Reason: ReasonLatestGenerationNotObserved, Message: message}
+	}
 
 	if result.State == Failed || status.GetLegacyConditionsFn(obj) != nil {
 		return result
@@ -281,6 +284,31 @@ func generationBehind(obj *unstructured.Unstructured) (string, bool) {
 		return fmt.Sprintf("status.observedGeneration %d is ahead of generation %d", observed, generation), true
 	}
 	return fmt.Sprintf("status.observedGeneration %d is behind generation %d", observed, generation), true
+}
+
+// readyConditionBehind reports a Ready condition that states the generation it
+// was written for (its own observedGeneration, as cert-manager's and many
+// other controllers' conditions do, without status.observedGeneration) and
+// that is not the object's generation: a Ready=True of the previous spec.
+func readyConditionBehind(obj *unstructured.Unstructured) (string, bool) {
+	generation, ok := nestedInt(obj.Object, "metadata", "generation")
+	if !ok {
+		return "", false
+	}
+	conds, _, _ := unstructured.NestedFieldNoCopy(obj.Object, "status", "conditions")
+	list, _ := conds.([]interface{})
+	for _, c := range list {
+		m, ok := c.(map[string]interface{})
+		if !ok || m["type"] != "Ready" {
+			continue
+		}
+		observed, ok := nestedInt(m, "observedGeneration")
+		if !ok || observed == generation {
+			return "", false
+		}
+		return fmt.Sprintf("the Ready condition's observedGeneration %d is not generation %d", observed, generation), true
+	}
+	return "", false
 }
 
 // nestedInt reads an integer field, tolerating the numeric types unstructured

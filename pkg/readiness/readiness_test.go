@@ -202,6 +202,22 @@ func TestComputeKstatus(t *testing.T) {
 			message: "status.observedGeneration 4 is behind generation 5",
 		},
 		{
+			name: "custom resource whose Ready=True condition is of an older generation",
+			obj: object(t, `{"apiVersion":"cert-manager.io/v1","kind":"Certificate","metadata":{"name":"c","generation":3},
+				"status":{"conditions":[{"type":"Ready","status":"True","reason":"Ready","observedGeneration":2}]}}`),
+			state:   InProgress,
+			reason:  "LatestGenerationNotObserved",
+			message: "the Ready condition's observedGeneration 2 is not generation 3",
+		},
+		{
+			name: "custom resource whose Ready=True condition is of its generation",
+			obj: object(t, `{"apiVersion":"cert-manager.io/v1","kind":"Certificate","metadata":{"name":"c","generation":3},
+				"status":{"conditions":[{"type":"Ready","status":"True","reason":"Ready","observedGeneration":3}]}}`),
+			state:   Ready,
+			reason:  "Current",
+			message: "Resource is Ready",
+		},
+		{
 			name: "custom resource without conditions, observedGeneration behind",
 			obj: object(t, `{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w","generation":2},
 				"status":{"observedGeneration":1}}`),
