@@ -14,6 +14,7 @@ import (
 
 	"github.com/limbo-dev/limbo/it/testenv"
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+	"github.com/limbo-dev/limbo/pkg/storageos/storageossim"
 )
 
 // A Bundle with spec.serviceAccountName can do only what that ServiceAccount may:
@@ -119,4 +120,40 @@ func createBundleAs(t testing.TB, ns, serviceAccount, name string, resources ...
 
 func secret(name string) map[string]any {
 	return map[string]any{"apiVersion": "v1", "kind": "Secret", "metadata": map[string]any{"name": name}, "stringData": map[string]any{"password": "x"}}
+}
+
+// A plugin's credentials Secret is read as the Bundle's ServiceAccount: a
+// tenant that may not read the Secret gets a PluginFailed resource naming the
+// refusal, and the plugin's backend hears nothing. Before, limbo read any
+// Secret of the namespace as itself and logged in with it to whatever endpoint
+// the tenant's spec named. Granted the Secret, the tenant's Bundle works.
+func TestImpersonationPluginCredentials(t *testing.T) {
+	t.Parallel()
+	f := newNSGCFixture(t)
+	tenant(t, f.ns, "tenant", "get", "list", "watch", "create", "update", "patch", "delete")
+	b := createBundleAs(t, f.ns, "tenant", "storage", f.resource("1h"))
+	waitBundle(t, b, func(cur *limbov1alpha1.Bundle) error {
+		if err := resourceIs(cur, nsgcResource, limbov1alpha1.ResourceError, limbov1alpha1.ReasonPluginFailed); err != nil {
+			return err
+		}
+		if msg := resourceStatus(cur, nsgcResource).Message; !strings.Contains(msg, `secrets "`+nsgcSecret+`" is forbidden`) || !strings.Contains(msg, "system:serviceaccount:"+f.ns+":tenant") {
+			return fmt.Errorf("the resource's message %q is not the refusal of the tenant's read of the Secret", msg)
+		}
+		return nil
+	})
+	if n := f.sim.Calls(storageossim.OpLogin); n != 0 {
+		t.Errorf("StorageOS heard %d logins with a Secret the tenant may not read", n)
+	}
+
+	reader := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "read-storageos-api", Namespace: f.ns},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{nsgcSecret}, Verbs: []string{"get"}}}}
+	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "read-storageos-api", Namespace: f.ns},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: reader.Name},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "tenant", Namespace: f.ns}}}
+	for _, obj := range []client.Object{reader, binding} {
+		if err := env.Client.Create(context.Background(), obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitNSGCReady(t, b, len(f.sim.Namespaces()))
 }

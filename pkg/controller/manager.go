@@ -191,7 +191,7 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := tombstone.SetupWithManager(mgr, registry, engine, opts.Workers); err != nil {
+	if err := tombstone.SetupWithManager(mgr, writer, opts.DefaultServiceAccount, registry, engine, opts.Workers); err != nil {
 		return nil, err
 	}
 	reap.OnKind = bundles.EnsureWatch

@@ -39,6 +39,31 @@ func UserFrom(ctx context.Context) (string, bool) {
 	return user, ok && user != ""
 }
 
+// ServiceAccountOf is the ServiceAccount whose rights the writes of b's
+// objects have: b's own, else defaultName (--default-service-account); "" is
+// limbo's.
+func ServiceAccountOf(b *limbov1alpha1.Bundle, defaultName string) string {
+	if b.Spec.ServiceAccountName != "" {
+		return b.Spec.ServiceAccountName
+	}
+	return defaultName
+}
+
+// SecretReader returns what reads the Secrets a plugin spec names (credentials,
+// kubeconfigs): when c is a Client and ctx has an identity, that identity,
+// straight from the API server, so that a tenant's Bundle uses only Secrets
+// the tenant may read — limbo reading them as itself would hand a tenant any
+// Secret of its namespace, sent to an endpoint the tenant chose. Otherwise
+// limbos, limbo's own reader.
+func SecretReader(ctx context.Context, c client.Client, limbos client.Reader) (client.Reader, error) {
+	ic, ok := c.(*Client)
+	user, has := UserFrom(ctx)
+	if !ok || !has {
+		return limbos, nil
+	}
+	return ic.clientAs(user)
+}
+
 // Client is limbo's client (reads, and writes without an identity in their
 // context) that writes as the identity in the context when there is one.
 type Client struct {
@@ -63,6 +88,11 @@ func (c *Client) writer(ctx context.Context, gvk schema.GroupVersionKind) (clien
 	if !ok || gvk.Group == limbov1alpha1.GroupVersion.Group {
 		return c.Client, nil
 	}
+	return c.clientAs(user)
+}
+
+// clientAs returns the client that impersonates user, made once.
+func (c *Client) clientAs(user string) (client.Client, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if w, ok := c.writers[user]; ok {

@@ -111,11 +111,23 @@ type Request struct {
 	// API server directly (for kinds not cached).
 	Client client.Client
 	Reader client.Reader
+	// Secrets reads the Secrets the spec names (see ReadSecret), from the API
+	// server: as the Bundle's ServiceAccount when its writes impersonate one, so
+	// that a tenant names only Secrets it may read. Nil: Reader.
+	Secrets client.Reader
 	// Now is the time of the call.
 	Now time.Time
 	// TeardownState is what the resource's last TeardownResult.State said, in a
 	// Teardown call.
 	TeardownState string
+}
+
+// SecretsReader is what reads the Secrets the spec names: Secrets, else Reader.
+func (r Request) SecretsReader() client.Reader {
+	if r.Secrets != nil {
+		return r.Secrets
+	}
+	return r.Reader
 }
 
 // Result is a plugin's plan.

@@ -16,10 +16,11 @@ type Secret struct {
 }
 
 // ReadSecret reads the Secret called name in the Bundle's namespace, from the
-// API server (Secrets are not cached). Errors name the Secret.
+// API server (Secrets are not cached), with req.SecretsReader. Errors name the
+// Secret.
 func ReadSecret(ctx context.Context, req Request, name string) (Secret, error) {
 	var s corev1.Secret
-	if err := req.Reader.Get(ctx, client.ObjectKey{Namespace: req.Bundle.Namespace, Name: name}, &s); err != nil {
+	if err := req.SecretsReader().Get(ctx, client.ObjectKey{Namespace: req.Bundle.Namespace, Name: name}, &s); err != nil {
 		return Secret{}, fmt.Errorf("credentials Secret %q: %w", name, err)
 	}
 	return Secret{Name: name, Data: s.Data}, nil

@@ -14,6 +14,7 @@ import (
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 	"github.com/limbo-dev/limbo/pkg/bundlespec"
+	"github.com/limbo-dev/limbo/pkg/impersonation"
 	"github.com/limbo-dev/limbo/pkg/plugin"
 	"github.com/limbo-dev/limbo/pkg/softdelete"
 )
@@ -51,7 +52,12 @@ func (p *pass) syncPlugin(ctx context.Context, res *bundlespec.Resource) (limbov
 	if err != nil {
 		return fail(limbov1alpha1.ResourceError, limbov1alpha1.ReasonReferenceError, "%v", err)
 	}
-	req := plugin.Request{Bundle: p.bundle, Resource: res.Name, Spec: spec, Client: p.r.Client, Reader: p.r.APIReader, Now: p.r.Clock.Now()}
+	secrets, err := impersonation.SecretReader(ctx, p.r.Client, p.r.APIReader)
+	if err != nil {
+		p.fail(err)
+		return fail(limbov1alpha1.ResourceError, limbov1alpha1.ReasonPluginFailed, "%v", err)
+	}
+	req := plugin.Request{Bundle: p.bundle, Resource: res.Name, Spec: spec, Client: p.r.Client, Reader: p.r.APIReader, Secrets: secrets, Now: p.r.Clock.Now()}
 	planned := p.r.plans.call(ctx, p.bundle, res.Name, spec, func(ctx context.Context, b *limbov1alpha1.Bundle) (*plugin.Result, error) {
 		req := req
 		req.Bundle = b

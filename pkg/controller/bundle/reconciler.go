@@ -163,10 +163,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 // serviceAccountOf is the ServiceAccount whose rights b's writes have ("": limbo's).
 func (r *Reconciler) serviceAccountOf(b *limbov1alpha1.Bundle) string {
-	if b.Spec.ServiceAccountName != "" {
-		return b.Spec.ServiceAccountName
-	}
-	return r.DefaultServiceAccount
+	return impersonation.ServiceAccountOf(b, r.DefaultServiceAccount)
 }
 
 // writeStatus writes status when it differs from what the Bundle has.

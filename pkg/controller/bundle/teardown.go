@@ -20,6 +20,7 @@ import (
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 	"github.com/limbo-dev/limbo/pkg/bundlespec"
+	"github.com/limbo-dev/limbo/pkg/impersonation"
 	"github.com/limbo-dev/limbo/pkg/plugin"
 	"github.com/limbo-dev/limbo/pkg/softdelete"
 )
@@ -359,8 +360,12 @@ func (r *Reconciler) teardownPlugin(ctx context.Context, b *limbov1alpha1.Bundle
 	if err != nil {
 		return callOutcome[*plugin.TeardownResult]{err: fmt.Errorf("spec: %w", err), current: true}
 	}
+	secrets, err := impersonation.SecretReader(ctx, r.Client, r.APIReader)
+	if err != nil {
+		return callOutcome[*plugin.TeardownResult]{err: err, current: true}
+	}
 	key := limbov1alpha1.AnnotationTeardownStatePrefix + name
-	req := plugin.Request{Bundle: b, Resource: name, Spec: spec, Client: r.Client, Reader: r.APIReader, Now: r.Clock.Now(), TeardownState: b.Annotations[key]}
+	req := plugin.Request{Bundle: b, Resource: name, Spec: spec, Client: r.Client, Reader: r.APIReader, Secrets: secrets, Now: r.Clock.Now(), TeardownState: b.Annotations[key]}
 	// The call's input is the spec and the state it resumes from: a result is
 	// acted on once, and the next call starts from the state it left.
 	input := append(append(append([]byte{}, spec...), 0), req.TeardownState...)

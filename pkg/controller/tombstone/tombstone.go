@@ -32,6 +32,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+	"github.com/limbo-dev/limbo/pkg/impersonation"
 	"github.com/limbo-dev/limbo/pkg/plugin"
 	"github.com/limbo-dev/limbo/pkg/softdelete"
 	"github.com/limbo-dev/limbo/pkg/statuswrite"
@@ -74,6 +75,10 @@ type Reconciler struct {
 	Engine   *softdelete.Engine
 	Recorder record.EventRecorder
 	Clock    clock.PassiveClock
+	// DefaultServiceAccount is the ServiceAccount of the Bundles that name none
+	// (--default-service-account); Client writes (and reads Secrets) as a
+	// Bundle's when it is an impersonation.Client.
+	DefaultServiceAccount string
 
 	// done remembers Tombstones whose item this process deleted, so that a stale
 	// cached copy (finalizer not yet gone) never deletes the item a second time.
@@ -97,9 +102,10 @@ func NewReconciler(c client.Client, reader client.Reader, plugins *plugin.Regist
 
 // SetupWithManager registers the Tombstone controller. A backend is sent at most
 // as many deletes at a time as there are workers.
-func SetupWithManager(mgr ctrl.Manager, plugins *plugin.Registry, engine *softdelete.Engine, workers int) error {
+func SetupWithManager(mgr ctrl.Manager, c client.Client, defaultServiceAccount string, plugins *plugin.Registry, engine *softdelete.Engine, workers int) error {
 	done := make(chan event.GenericEvent, 1024)
-	r := NewReconciler(mgr.GetClient(), mgr.GetAPIReader(), plugins, engine, done, workers)
+	r := NewReconciler(c, mgr.GetAPIReader(), plugins, engine, done, workers)
+	r.DefaultServiceAccount = defaultServiceAccount
 	return ctrl.NewControllerManagedBy(mgr).Named("tombstone").For(&limbov1alpha1.Tombstone{}, builder.WithPredicates(notStatusOnly)).
 		WatchesRawSource(source.Channel(done, &handler.EnqueueRequestForObject{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).Complete(r)
@@ -372,7 +378,14 @@ func (r *Reconciler) deleteItem(ctx context.Context, ts *limbov1alpha1.Tombstone
 	if err != nil {
 		return fmt.Errorf("plugin spec: %w", err)
 	}
-	req := plugin.Request{Bundle: b, Resource: ts.Spec.Resource, Spec: spec, Client: r.Client, Reader: r.Reader, Now: r.Clock.Now()}
+	// As in the Bundle's passes, the plugin acts with the rights of the Bundle's
+	// ServiceAccount, where it has one: its credentials are read as it.
+	ctx = impersonation.WithServiceAccount(ctx, b.Namespace, impersonation.ServiceAccountOf(b, r.DefaultServiceAccount))
+	secrets, err := impersonation.SecretReader(ctx, r.Client, r.Reader)
+	if err != nil {
+		return err
+	}
+	req := plugin.Request{Bundle: b, Resource: ts.Spec.Resource, Spec: spec, Client: r.Client, Reader: r.Reader, Secrets: secrets, Now: r.Clock.Now()}
 	return deleter.DeleteExternal(ctx, req, ts.Spec.Item)
 }
 

@@ -147,7 +147,7 @@ func (p *Plugin) target(ctx context.Context, req plugin.Request, cfg config) (ta
 	if cfg.KubeConfigSecretRef == nil {
 		return target{reader: req.Reader, name: "this cluster"}, nil
 	}
-	clients, err := p.clusters.Clients(ctx, req.Reader, req.Bundle.Namespace, *cfg.KubeConfigSecretRef)
+	clients, err := p.clusters.Clients(ctx, req.SecretsReader(), req.Bundle.Namespace, *cfg.KubeConfigSecretRef)
 	if err != nil {
 		return target{}, err
 	}
