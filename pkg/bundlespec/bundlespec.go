@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -11,9 +13,12 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+	"github.com/limbo-dev/limbo/pkg/fieldpath"
 	"github.com/limbo-dev/limbo/pkg/graph"
 	"github.com/limbo-dev/limbo/pkg/reference"
 	"github.com/limbo-dev/limbo/pkg/softdelete"
@@ -134,7 +139,7 @@ func Parse(b *limbov1alpha1.Bundle, mapper meta.RESTMapper, plugins PluginCatalo
 			if _, err := softdelete.ParseDelay(r.Plugin.DeletionDelay); r.Plugin.DeletionDelay != "" && err != nil {
 				add(r.Name, limbov1alpha1.ReasonInvalidDeletionDelay, "plugin.deletionDelay: %v", err)
 			}
-			switch err := validatePlugin(plugins, r.Plugin); {
+			switch err := validatePlugin(plugins, r); {
 			case errors.Is(err, ErrUnknownPlugin):
 				add(r.Name, limbov1alpha1.ReasonUnknownPlugin, "unknown plugin %q", r.Plugin.Name)
 			case err != nil:
@@ -150,6 +155,9 @@ func Parse(b *limbov1alpha1.Bundle, mapper meta.RESTMapper, plugins PluginCatalo
 		}
 		if err := checkMarkers(r); err != nil {
 			add(r.Name, limbov1alpha1.ReasonUndeclaredReference, "%v", err)
+		}
+		for _, problem := range checkReferences(r, plan.Resources) {
+			add(r.Name, limbov1alpha1.ReasonInvalidReference, "%s", problem)
 		}
 	}
 	plan.Graph = graph.ForResources(b.Spec.Resources)
@@ -223,6 +231,11 @@ func parseObject(namespace string, res *Resource, mapper meta.RESTMapper) Errors
 			errs = fail(limbov1alpha1.ReasonInvalidDeletionDelay, "object: %v", err)
 		}
 	}
+	for _, owner := range u.GetOwnerReferences() {
+		if owner.Controller != nil && *owner.Controller {
+			errs = fail(limbov1alpha1.ReasonInvalidObject, "object: metadata.ownerReferences: a controller owner reference (%s %q) is set; limbo is the controller of the objects it manages", owner.Kind, owner.Name)
+		}
+	}
 	if _, set := u.GetLabels()[limbov1alpha1.LabelPendingDeletion]; set {
 		errs = fail(limbov1alpha1.ReasonProhibitedAnnotation, "object: label %q is set by the controller only", limbov1alpha1.LabelPendingDeletion)
 	}
@@ -240,11 +253,82 @@ func parseObject(namespace string, res *Resource, mapper meta.RESTMapper) Errors
 	return errs
 }
 
-func validatePlugin(plugins PluginCatalog, p *limbov1alpha1.PluginResource) error {
+// validatePlugin checks r's plugin spec against the plugin's schema, with the
+// examples of r's references standing in for their markers (Smith's
+// prevalidation): a marker in a field of another type than string, or one
+// with a pattern ("!{interval}" in a duration), is checked on its example. A
+// field whose marker has no example is judged once its references are
+// resolved, in the pass.
+func validatePlugin(plugins PluginCatalog, r limbov1alpha1.Resource) error {
 	if plugins == nil {
 		return ErrUnknownPlugin
 	}
-	return plugins.ValidateSpec(p.Name, p.Spec)
+	spec, unresolved := r.Plugin.Spec, []string(nil)
+	if spec != nil && len(spec.Raw) > 0 && len(r.References) > 0 {
+		var value any
+		if err := json.Unmarshal(spec.Raw, &value); err == nil {
+			// An invalid example is reported by checkReferences.
+			if content, missing, err := reference.SubstituteExamples(map[string]any{"spec": value}, r.References); err == nil {
+				if raw, err := json.Marshal(content["spec"]); err == nil {
+					spec, unresolved = &apiextensionsv1.JSON{Raw: raw}, missing
+				}
+			}
+		}
+	}
+	return withoutFields(plugins.ValidateSpec(r.Plugin.Name, spec), unresolved)
+}
+
+// withoutFields drops from err, a list of field errors, those of fields.
+func withoutFields(err error, fields []string) error {
+	var agg utilerrors.Aggregate
+	if len(fields) == 0 || !errors.As(err, &agg) {
+		return err
+	}
+	var kept []error
+	for _, e := range agg.Errors() {
+		if fe, ok := e.(*field.Error); ok && slices.Contains(fields, fe.Field) {
+			continue
+		}
+		kept = append(kept, e)
+	}
+	return utilerrors.NewAggregate(kept)
+}
+
+// checkReferences reports what is wrong with r's references whatever the
+// values they will read: each error would otherwise surface only once r's
+// dependencies are Ready, and then as a ReferenceError that looks transient.
+// resources are the Bundle's, parsed (for the kinds they declare).
+func checkReferences(r limbov1alpha1.Resource, resources map[string]*Resource) []string {
+	var problems []string
+	used, _ := usedMarkers(r)
+	target := resources[r.Name]
+	targetIsSecret := target != nil && target.Template != nil && reference.IsSecret(target.Template.Object)
+	names := map[string]bool{}
+	for _, ref := range r.References {
+		if ref.Name == "" {
+			continue
+		}
+		if names[ref.Name] {
+			problems = append(problems, fmt.Sprintf("reference %q is declared more than once", ref.Name))
+		}
+		names[ref.Name] = true
+		if ref.Path == "" {
+			problems = append(problems, fmt.Sprintf("reference %q has a name but no path: a named reference reads the value at its path", ref.Name))
+		} else if _, err := fieldpath.Parse(ref.Path, false); err != nil {
+			problems = append(problems, fmt.Sprintf("reference %q: path %q: %v", ref.Name, ref.Path, err))
+		}
+		if ref.Example != nil {
+			var example any
+			if err := json.Unmarshal(ref.Example.Raw, &example); err != nil {
+				problems = append(problems, fmt.Sprintf("reference %q: invalid example: %v", ref.Name, err))
+			}
+		}
+		source := resources[ref.Resource]
+		if used[ref.Name] && !targetIsSecret && source != nil && source.Template != nil && reference.IsSecret(source.Template.Object) {
+			problems = append(problems, fmt.Sprintf("reference %q reads Secret %q: a value read from a Secret may only be injected into a Secret", ref.Name, source.Template.GetName()))
+		}
+	}
+	return problems
 }
 
 // checkMarkers reports !{name} markers that no reference of r declares.
@@ -255,7 +339,25 @@ func checkMarkers(r limbov1alpha1.Resource) error {
 			declared[ref.Name] = true
 		}
 	}
-	var content map[string]any
+	used, ok := usedMarkers(r)
+	if !ok {
+		return nil // reported as an invalid object or plugin spec
+	}
+	var undeclared []string
+	for _, name := range slices.Sorted(maps.Keys(used)) {
+		if !declared[name] {
+			undeclared = append(undeclared, name)
+		}
+	}
+	if len(undeclared) > 0 {
+		return fmt.Errorf("uses undeclared references: !{%s}", strings.Join(undeclared, "}, !{"))
+	}
+	return nil
+}
+
+// usedMarkers are the names of the !{name} markers in r's object or plugin
+// spec; ok is false when that is not JSON.
+func usedMarkers(r limbov1alpha1.Resource) (used map[string]bool, ok bool) {
 	var raw []byte
 	switch {
 	case r.Object != nil:
@@ -265,20 +367,14 @@ func checkMarkers(r limbov1alpha1.Resource) error {
 	}
 	var decoded any
 	if err := json.Unmarshal(raw, &decoded); len(raw) > 0 && err != nil {
-		return nil // reported as an invalid object or plugin spec
+		return nil, false
 	}
+	used = map[string]bool{}
 	// Markers walks objects; a plugin spec may be any JSON value.
-	content = map[string]any{"value": decoded}
-	var undeclared []string
-	for _, name := range reference.Markers(content) {
-		if !declared[name] {
-			undeclared = append(undeclared, name)
-		}
+	for _, name := range reference.Markers(map[string]any{"value": decoded}) {
+		used[name] = true
 	}
-	if len(undeclared) > 0 {
-		return fmt.Errorf("uses undeclared references: !{%s}", strings.Join(undeclared, "}, !{"))
-	}
-	return nil
+	return used, true
 }
 
 // sortErrors orders errors by the declaration order of their resources, stably.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"testing"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -11,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 )
@@ -25,12 +27,19 @@ func (catalog) ValidateSpec(name string, spec *apiextensionsv1.JSON) error {
 	if spec != nil && string(spec.Raw) == `{"bad":true}` {
 		return errors.New("spec.bad: Forbidden")
 	}
+	var fields struct{ Interval *string }
+	if spec != nil && json.Unmarshal(spec.Raw, &fields) == nil && fields.Interval != nil && !intervalPattern.MatchString(*fields.Interval) {
+		return field.ErrorList{field.Invalid(field.NewPath("spec", "interval"), *fields.Interval, "interval in body should match '^[0-9]+[smh]$'")}.ToAggregate()
+	}
 	return nil
 }
+
+var intervalPattern = regexp.MustCompile(`^[0-9]+[smh]$`)
 
 func mapper() meta.RESTMapper {
 	m := meta.NewDefaultRESTMapper(nil)
 	m.Add(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, meta.RESTScopeNamespace)
+	m.Add(schema.GroupVersionKind{Version: "v1", Kind: "Secret"}, meta.RESTScopeNamespace)
 	m.Add(schema.GroupVersionKind{Version: "v1", Kind: "Namespace"}, meta.RESTScopeRoot)
 	return m
 }
@@ -208,6 +217,76 @@ func TestParse(t *testing.T) {
 				{"a", limbov1alpha1.ReasonUnknownPlugin, `unknown plugin "nope"`},
 				{"b", limbov1alpha1.ReasonInvalidPluginSpec, `plugin "gc": spec.bad: Forbidden`},
 				{"c", limbov1alpha1.ReasonInvalidDeletionDelay, `plugin.deletionDelay: invalid limbo.dev/deletionDelay "-1h": must not be negative`},
+			},
+		},
+		{
+			name: "references broken whatever their values: no path, a bad path, declared twice, an invalid example",
+			resources: func(t *testing.T) []limbov1alpha1.Resource {
+				return []limbov1alpha1.Resource{
+					{Name: "db", Object: obj(t, cm("db", nil))},
+					{Name: "app", References: []limbov1alpha1.Reference{
+						{Name: "host", Resource: "db"},
+						{Name: "port", Resource: "db", Path: "data[", Example: &apiextensionsv1.JSON{Raw: []byte(`{bad`)}},
+						{Name: "port", Resource: "db", Path: "data.port"},
+					}, Object: obj(t, map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "app"},
+						"data": map[string]any{"url": "http://!{host}:!{port}/"}})},
+				}
+			},
+			wantErrs: []Error{
+				{"app", limbov1alpha1.ReasonInvalidReference, `reference "host" has a name but no path: a named reference reads the value at its path`},
+				{"app", limbov1alpha1.ReasonInvalidReference, `reference "port": path "data[": invalid JSONPath: unterminated array`},
+				{"app", limbov1alpha1.ReasonInvalidReference, `reference "port": invalid example: invalid character 'b' looking for beginning of object key string`},
+				{"app", limbov1alpha1.ReasonInvalidReference, `reference "port" is declared more than once`},
+			},
+		},
+		{
+			name: "a Secret's value injected into a ConfigMap or a plugin spec; into a Secret it may go",
+			resources: func(t *testing.T) []limbov1alpha1.Resource {
+				secret := func(name string, data map[string]any) map[string]any {
+					return map[string]any{"apiVersion": "v1", "kind": "Secret", "metadata": map[string]any{"name": name}, "data": data}
+				}
+				pw := []limbov1alpha1.Reference{{Name: "pw", Resource: "creds", Path: "data.password"}}
+				return []limbov1alpha1.Resource{
+					{Name: "creds", Object: obj(t, secret("creds", nil))},
+					{Name: "copy", References: pw, Object: obj(t, secret("copy", map[string]any{"password": "!{pw}"}))},
+					{Name: "leak", References: pw, Object: obj(t, map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "leak"},
+						"data": map[string]any{"password": "!{pw}"}})},
+					{Name: "gc", References: pw, Plugin: plugin("gc", "", `{"password":"!{pw}"}`)},
+					{Name: "order-only", References: ref("creds"), Object: obj(t, cm("order-only", nil))},
+				}
+			},
+			wantErrs: []Error{
+				{"leak", limbov1alpha1.ReasonInvalidReference, `reference "pw" reads Secret "creds": a value read from a Secret may only be injected into a Secret`},
+				{"gc", limbov1alpha1.ReasonInvalidReference, `reference "pw" reads Secret "creds": a value read from a Secret may only be injected into a Secret`},
+			},
+		},
+		{
+			name: "a template that names its controller",
+			resources: func(t *testing.T) []limbov1alpha1.Resource {
+				return []limbov1alpha1.Resource{{Name: "a", Object: obj(t, cm("a", map[string]any{"ownerReferences": []any{map[string]any{
+					"apiVersion": "apps/v1", "kind": "Deployment", "name": "web", "uid": "u1", "controller": true}}}))}}
+			},
+			wantErrs: []Error{{"a", limbov1alpha1.ReasonInvalidObject, `object: metadata.ownerReferences: a controller owner reference (Deployment "web") is set; limbo is the controller of the objects it manages`}},
+		},
+		{
+			name: "a plugin spec's markers are checked on their examples; one without an example is left to the pass",
+			resources: func(t *testing.T) []limbov1alpha1.Resource {
+				iv := func(example string) []limbov1alpha1.Reference {
+					r := limbov1alpha1.Reference{Name: "iv", Resource: "db", Path: "data.interval"}
+					if example != "" {
+						r.Example = &apiextensionsv1.JSON{Raw: []byte(example)}
+					}
+					return []limbov1alpha1.Reference{r}
+				}
+				return []limbov1alpha1.Resource{
+					{Name: "db", Object: obj(t, cm("db", nil))},
+					{Name: "good", References: iv(`"5m"`), Plugin: plugin("gc", "", `{"interval":"!{iv}"}`)},
+					{Name: "unknown", References: iv(""), Plugin: plugin("gc", "", `{"interval":"!{iv}"}`)},
+					{Name: "bad", References: iv(`"soon"`), Plugin: plugin("gc", "", `{"interval":"!{iv}"}`)},
+				}
+			},
+			wantErrs: []Error{
+				{"bad", limbov1alpha1.ReasonInvalidPluginSpec, `plugin "gc": spec.interval: Invalid value: "soon": interval in body should match '^[0-9]+[smh]$'`},
 			},
 		},
 	}

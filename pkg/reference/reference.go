@@ -208,9 +208,40 @@ func Substitute(obj map[string]interface{}, values Values) (map[string]interface
 	return substituted, nil
 }
 
+// SubstituteExamples is Substitute with the examples of refs standing in for
+// their values, to check a resource before its references can be resolved (a
+// plugin spec against its schema). A string with a marker whose reference has
+// no example is left as it is, and its path is returned: its value is known
+// only once resolved. The Secret rule is not checked (bundlespec checks it on
+// the declared kinds).
+func SubstituteExamples(obj map[string]interface{}, refs []v1alpha1.Reference) (map[string]interface{}, []string, error) {
+	values := Values{}
+	for _, ref := range refs {
+		if ref.Name == "" || ref.Example == nil {
+			continue
+		}
+		var example interface{}
+		if err := utiljson.Unmarshal(ref.Example.Raw, &example); err != nil {
+			return nil, nil, fmt.Errorf("reference %q: invalid example: %w", ref.Name, err)
+		}
+		values[ref.Name] = Value{Data: example}
+	}
+	var unresolved []string
+	s := substituter{values: values, unresolved: &unresolved}
+	out, err := s.walk(nil, obj)
+	if err != nil {
+		return nil, nil, err
+	}
+	substituted, _ := out.(map[string]interface{})
+	return substituted, unresolved, nil
+}
+
 type substituter struct {
 	values         Values
 	targetIsSecret bool
+	// unresolved, when set, collects the paths of strings with a marker that
+	// values lacks, left as they are (SubstituteExamples).
+	unresolved *[]string
 }
 
 func (s substituter) walk(path *field.Path, value interface{}) (interface{}, error) {
@@ -249,6 +280,14 @@ func (s substituter) walk(path *field.Path, value interface{}) (interface{}, err
 }
 
 func (s substituter) string(path *field.Path, str string) (interface{}, error) {
+	if s.unresolved != nil {
+		for _, match := range marker.FindAllStringSubmatch(str, -1) {
+			if _, ok := s.values[match[1]]; !ok {
+				*s.unresolved = append(*s.unresolved, path.String())
+				return str, nil
+			}
+		}
+	}
 	if match := wholeMarker.FindStringSubmatch(str); match != nil {
 		value, err := s.lookup(path, match[1])
 		if err != nil {

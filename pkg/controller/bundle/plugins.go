@@ -9,6 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -51,6 +52,13 @@ func (p *pass) syncPlugin(ctx context.Context, res *bundlespec.Resource) (limbov
 	spec, err := p.pluginSpec(ctx, res)
 	if err != nil {
 		return fail(limbov1alpha1.ResourceError, limbov1alpha1.ReasonReferenceError, "%v", err)
+	}
+	// Parse checked the spec with the references' examples; the values they
+	// read are checked here, before the plugin sees them.
+	if len(res.References) > 0 {
+		if err := p.r.Plugins.ValidateSpec(res.Plugin.Name, &apiextensionsv1.JSON{Raw: spec}); err != nil {
+			return fail(limbov1alpha1.ResourceError, limbov1alpha1.ReasonInvalidPluginSpec, "plugin %q, with its references resolved: %v", res.Plugin.Name, err)
+		}
 	}
 	secrets, err := impersonation.SecretReader(ctx, p.r.Client, p.r.APIReader)
 	if err != nil {

@@ -53,6 +53,7 @@ const (
 	ReasonMissingReference     = "MissingReference"
 	ReasonDependencyCycle      = "DependencyCycle"
 	ReasonUndeclaredReference  = "UndeclaredReference"
+	ReasonInvalidReference     = "InvalidReference"
 	ReasonInvalidObject        = "InvalidObject"
 	ReasonUnknownKind          = "UnknownKind"
 	ReasonClusterScoped        = "ClusterScoped"
