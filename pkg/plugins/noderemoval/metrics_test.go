@@ -36,3 +36,25 @@ func TestReportUndrained(t *testing.T) {
 		}
 	}
 }
+
+// A Bundle gone takes its series with it: an alert on the gauge must not keep
+// firing for it. Other Bundles' series stay.
+func TestForgetBundleDropsItsUndrainedSeries(t *testing.T) {
+	m := NewMetrics(prometheus.NewRegistry())
+	p := New(m)
+	shop := plugin.Request{Bundle: &limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "shop", UID: "u1"}}, Resource: "nodes"}
+	other := plugin.Request{Bundle: &limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "other", UID: "u2"}}, Resource: "nodes"}
+	p.reportUndrained(shop, []string{"n1"})
+	p.reportUndrained(other, []string{"n2"})
+	p.ForgetBundle("u1")
+	if n := testutil.CollectAndCount(m.UndrainedNodes); n != 1 {
+		t.Errorf("%d series after the Bundle was forgotten, want the other Bundle's only", n)
+	}
+	if got := testutil.ToFloat64(m.UndrainedNodes.WithLabelValues("team", "other", "nodes")); got != 1 {
+		t.Errorf("the other Bundle's series = %v, want 1", got)
+	}
+	// The Bundle re-created under its name reports its Nodes again.
+	if events := p.reportUndrained(shop, []string{"n1"}); len(events) != 1 {
+		t.Errorf("%d events for the forgotten Bundle's Node, want 1", len(events))
+	}
+}

@@ -41,6 +41,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/limbo-dev/limbo/pkg/plugin"
@@ -146,8 +147,16 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 type Plugin struct {
 	metrics *Metrics
 
-	mu       sync.Mutex
-	reported map[string]map[string]bool
+	mu sync.Mutex
+	// reported are the undrained Nodes reported, by Bundle UID and resource.
+	reported map[types.UID]map[string]reportedNodes
+}
+
+// reportedNodes are the undrained Nodes reported for one Bundle resource, and
+// the labels of its series of the undrained-nodes gauge.
+type reportedNodes struct {
+	namespace, bundle string
+	nodes             map[string]bool
 }
 
 // New returns the plugin, recording into m (nil: recorded, not served).
@@ -155,7 +164,19 @@ func New(m *Metrics) *Plugin {
 	if m == nil {
 		m = NewMetrics(nil)
 	}
-	return &Plugin{metrics: m, reported: map[string]map[string]bool{}}
+	return &Plugin{metrics: m, reported: map[types.UID]map[string]reportedNodes{}}
+}
+
+// ForgetBundle drops what the plugin remembers of the Bundle whose UID is uid,
+// and its series of the undrained-nodes gauge: an alert on it must not fire
+// for a Bundle that is gone.
+func (p *Plugin) ForgetBundle(uid types.UID) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for resource, r := range p.reported[uid] {
+		p.metrics.UndrainedNodes.DeleteLabelValues(r.namespace, r.bundle, resource)
+	}
+	delete(p.reported, uid)
 }
 
 // GVK is the csi-baremetal kind's GroupVersionKind.
@@ -304,20 +325,24 @@ func (p *Plugin) Plan(ctx context.Context, req plugin.Request) (*plugin.Result, 
 // returns an event for each one not reported before.
 func (p *Plugin) reportUndrained(req plugin.Request, undrained []string) []plugin.Event {
 	p.metrics.UndrainedNodes.WithLabelValues(req.Bundle.Namespace, req.Bundle.Name, req.Resource).Set(float64(len(undrained)))
-	key := string(req.Bundle.UID) + "/" + req.Resource
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	byResource := p.reported[req.Bundle.UID]
+	if byResource == nil {
+		byResource = map[string]reportedNodes{}
+		p.reported[req.Bundle.UID] = byResource
+	}
 	now := map[string]bool{}
 	var events []plugin.Event
 	for _, name := range undrained {
 		now[name] = true
-		if !p.reported[key][name] {
+		if !byResource[req.Resource].nodes[name] {
 			events = append(events, plugin.Event{Type: corev1.EventTypeWarning, Reason: EventNodeRemovedUndrained, Message: fmt.Sprintf(
 				"Node %s was deleted without its Csibmnode being labelled %s=%s (taint it %s=%s:%s and wait for the label before deleting it); its csi-baremetal resources are left alone (removeUndrained: false)",
 				name, LabelDrain, DrainValue, DefaultDrainTaint.Key, DefaultDrainTaint.Value, DefaultDrainTaint.Effect)})
 		}
 	}
-	p.reported[key] = now
+	byResource[req.Resource] = reportedNodes{namespace: req.Bundle.Namespace, bundle: req.Bundle.Name, nodes: now}
 	return events
 }
 
