@@ -71,12 +71,15 @@ func ManagedSelector() labels.Selector {
 	return labels.NewSelector().Add(*req)
 }
 
-// bundleChanged passes Bundle events that need a pass: a new spec, a deletion, or
-// changed finalizers. It drops limbo's own status writes.
+// bundleChanged passes Bundle events that need a pass: a new spec, a deletion,
+// changed finalizers, or the informer's periodic resync (the same version
+// delivered again: --resync-period's safety net). It drops limbo's own status
+// writes.
 var bundleChanged = predicate.Funcs{
 	UpdateFunc: func(e event.UpdateEvent) bool {
 		o, n := e.ObjectOld, e.ObjectNew
-		return o.GetGeneration() != n.GetGeneration() ||
+		return o.GetResourceVersion() == n.GetResourceVersion() ||
+			o.GetGeneration() != n.GetGeneration() ||
 			!o.GetDeletionTimestamp().Equal(n.GetDeletionTimestamp()) ||
 			len(o.GetFinalizers()) != len(n.GetFinalizers())
 	},
