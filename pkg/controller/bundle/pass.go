@@ -363,10 +363,10 @@ func (p *pass) syncOne(ctx context.Context, name string, tmpl *unstructured.Unst
 			return fail(limbov1alpha1.ResourceDeleting, limbov1alpha1.ReasonBeingDeleted, "%s %q is being deleted; it is re-created once it is gone", gvk.Kind, tmpl.GetName())
 		}
 		// Desired again: a countdown in progress is cancelled at once, even while
-		// the resource waits for its dependencies — except that of an object
-		// labelled with this Bundle's name that it adopts (one its predecessor's
-		// teardown released), which goes once the object is controlled (below).
-		cancelOnAdoption = adopting && live.GetLabels()[limbov1alpha1.LabelBundle] == p.bundle.Name
+		// the resource waits for its dependencies — except that of an object it
+		// adopts (one a teardown released), which goes once the object is
+		// controlled (below).
+		cancelOnAdoption = adopting
 		if !cancelOnAdoption {
 			if err := p.cancel(ctx, live); err != nil {
 				return fail(limbov1alpha1.ResourceError, limbov1alpha1.ReasonApplyFailed, "%v", err)
@@ -394,12 +394,13 @@ func (p *pass) syncOne(ctx context.Context, name string, tmpl *unstructured.Unst
 		p.r.applied.record(desired, hash, live.GetResourceVersion())
 		out.change = p.changed(ctx, name, desired, event)
 		// Controlled now, the adopted object's countdown goes. Cancelled before,
-		// an object labelled with this Bundle's name that nothing controls and
-		// that carries no mark of limbo's looks like one the garbage collector
-		// orphaned — the evidence of a --cascade=orphan delete (cascade.go): a
-		// background delete of this Bundle while the resource waited would
-		// have left its objects behind, and this one with no countdown. Until
-		// then the reaper leaves it to this Bundle, which declares it.
+		// an object that nothing controls and that carries no mark of limbo's
+		// is left behind for good if this Bundle never adopts it (it drops the
+		// object, or goes, while the resource waits); and labelled with this
+		// Bundle's name it looks like one the garbage collector orphaned — the
+		// evidence of a --cascade=orphan delete (cascade.go): a background
+		// delete of this Bundle would have left its objects behind. Until then
+		// the reaper leaves it to this Bundle, which declares it.
 		if cancelOnAdoption {
 			if err := p.cancel(ctx, live); err != nil {
 				return fail(limbov1alpha1.ResourceError, limbov1alpha1.ReasonApplyFailed, "%v", err)

@@ -309,19 +309,40 @@ func (r *Reaper) heldByBundle(ctx context.Context, gvk schema.GroupVersionKind, 
 		seen[key] = b
 	}
 	if b == nil {
-		return 0, nil
+		return r.adoptedByAnother(ctx, gvk, obj, "")
 	}
 	passed := b.Status.ObservedGeneration >= b.Generation
 	switch {
 	case !b.DeletionTimestamp.IsZero():
 		return holdRecheck, nil
-	case declares(b, gvk.GroupKind(), obj.GetName()):
+	case declared(b, gvk.GroupKind(), obj.GetName()) != notDeclared:
 		if passed {
 			return declaredRecheck, nil
 		}
 		return holdRecheck, nil
 	case !passed && hasPlugin(b):
 		return holdRecheck, nil
+	}
+	return r.adoptedByAnother(ctx, gvk, obj, b.Name)
+}
+
+// adoptedByAnother holds obj while a Bundle of its namespace other than the one
+// named except declares it to adopt it (limbo.dev/adopt): that Bundle's pass
+// cancels obj's countdown once its adopting apply succeeds, which a dependency
+// that is not Ready may hold back past obj's deadline; deleting obj then would
+// lose what the Bundle asked to keep. The hold is re-checked after
+// declaredRecheck. Bundles are read from the cache: one created just as obj's
+// deadline passes may come too late, as it would a moment later.
+func (r *Reaper) adoptedByAnother(ctx context.Context, gvk schema.GroupVersionKind, obj metav1.Object, except string) (time.Duration, error) {
+	var bundles limbov1alpha1.BundleList
+	if err := r.Client.List(ctx, &bundles, client.InNamespace(obj.GetNamespace())); err != nil {
+		return 0, fmt.Errorf("list the Bundles of namespace %s: %w", obj.GetNamespace(), err)
+	}
+	for i := range bundles.Items {
+		b := &bundles.Items[i]
+		if b.Name != except && b.DeletionTimestamp.IsZero() && declared(b, gvk.GroupKind(), obj.GetName()) == declaredToAdopt {
+			return declaredRecheck, nil
+		}
 	}
 	return 0, nil
 }
@@ -341,10 +362,22 @@ func hasPlugin(b *limbov1alpha1.Bundle) bool {
 // most this late.
 const declaredRecheck = 30 * time.Second
 
-// declares reports whether one of b's templates is the object of kind gk named
-// name. A template that cannot be read counts as declaring it: the Bundle's spec
-// is then invalid, and nothing is deleted on its account.
-func declares(b *limbov1alpha1.Bundle, gk schema.GroupKind, name string) bool {
+// declaration is how a Bundle's templates name an object.
+type declaration int
+
+const (
+	notDeclared declaration = iota
+	// declaredOnly: a template names it (or one cannot be read: the Bundle's spec
+	// is then invalid, and nothing is deleted on its account).
+	declaredOnly
+	// declaredToAdopt: a template names it and is annotated limbo.dev/adopt.
+	declaredToAdopt
+)
+
+// declared reports whether one of b's templates is the object of kind gk named
+// name, and whether it adopts it.
+func declared(b *limbov1alpha1.Bundle, gk schema.GroupKind, name string) declaration {
+	found := notDeclared
 	for _, res := range b.Spec.Resources {
 		if res.Object == nil {
 			continue
@@ -353,17 +386,22 @@ func declares(b *limbov1alpha1.Bundle, gk schema.GroupKind, name string) bool {
 			APIVersion string `json:"apiVersion"`
 			Kind       string `json:"kind"`
 			Metadata   struct {
-				Name string `json:"name"`
+				Name        string            `json:"name"`
+				Annotations map[string]string `json:"annotations"`
 			} `json:"metadata"`
 		}
 		if err := json.Unmarshal(res.Object.Raw, &tmpl); err != nil {
-			return true
+			found = max(found, declaredOnly)
+			continue
 		}
 		if tmpl.Metadata.Name == name && schema.FromAPIVersionAndKind(tmpl.APIVersion, tmpl.Kind).GroupKind() == gk {
-			return true
+			if tmpl.Metadata.Annotations[limbov1alpha1.AnnotationAdopt] == "true" {
+				return declaredToAdopt
+			}
+			found = declaredOnly
 		}
 	}
-	return false
+	return found
 }
 
 func sortedKinds(set map[schema.GroupVersionKind]bool) []schema.GroupVersionKind {

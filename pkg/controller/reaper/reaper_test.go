@@ -81,7 +81,22 @@ func TestPass(t *testing.T) {
 			{Name: "broken", References: []limbov1alpha1.Reference{{Resource: "missing"}}, Object: &runtime.RawExtension{Raw: []byte(`{"apiVersion":"v1","kind":"Secret","metadata":{"name":"undeclared"}}`)}},
 		}},
 		Status: limbov1alpha1.BundleStatus{ObservedGeneration: 1, Conditions: []metav1.Condition{{Type: limbov1alpha1.ConditionStalled, Status: metav1.ConditionTrue, Reason: limbov1alpha1.ReasonInvalidSpec}}}}
+	// Released by a Bundle that is gone: "adopter" declares "wanted" to adopt it
+	// (its pass cancels the countdown once its adopting apply succeeds, which a
+	// dependency that is not Ready holds back), and names "named-only" without
+	// adopting it (its pass will refuse it: NotOwned).
+	wanted := inLimbo("wanted", "2026-11-22T08:00:00Z", "1h", false)
+	wanted.Labels[limbov1alpha1.LabelBundle] = "departed"
+	namedOnly := inLimbo("named-only", "2026-11-22T08:00:00Z", "1h", false)
+	namedOnly.Labels[limbov1alpha1.LabelBundle] = "departed"
+	adopter := &limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Name: "adopter", Namespace: "ns", Generation: 1},
+		Spec: limbov1alpha1.BundleSpec{Resources: []limbov1alpha1.Resource{
+			{Name: "w", Object: &runtime.RawExtension{Raw: []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"wanted","annotations":{"limbo.dev/adopt":"true"}}}`)}},
+			{Name: "n", Object: &runtime.RawExtension{Raw: []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"named-only"}}`)}},
+		}},
+		Status: limbov1alpha1.BundleStatus{ObservedGeneration: 1}}
 	objects := []client.Object{
+		wanted, namedOnly, adopter,
 		inLimbo("due", "2026-11-22T09:00:00Z", "1h", false),      // deadline == now
 		inLimbo("waiting", "2026-11-22T09:59:50Z", "30s", false), // deadline in 20s
 		inLimbo("controlled", "2026-11-22T08:00:00Z", "1h", true),
@@ -114,7 +129,8 @@ func TestPass(t *testing.T) {
 		return c.Get(context.Background(), client.ObjectKey{Namespace: "ns", Name: name}, &corev1.ConfigMap{}) == nil
 	}
 	for name, want := range map[string]bool{"due": false, "waiting": true, "controlled": true, "plugin-item": true, "torn-down": true,
-		"recreated": true, "not-adopted": false, "declared": true, "undeclared": false, "not-declared-again": false, "maybe-generated": true} {
+		"recreated": true, "not-adopted": false, "declared": true, "undeclared": false, "not-declared-again": false, "maybe-generated": true,
+		"wanted": true, "named-only": false} {
 		if exists(name) != want {
 			t.Errorf("%s exists = %v, want %v", name, !want, want)
 		}
