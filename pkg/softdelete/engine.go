@@ -419,7 +419,13 @@ func terminatingEntry(obj client.Object) *limbov1alpha1.PendingDeletion {
 	return p
 }
 
-func stateOf(obj client.Object, desired bool) State {
+// Due reports whether obj, an orphan, is to be deleted at now (Decide's Delete):
+// its countdown ended, or it has no delay.
+func Due(now time.Time, obj metav1.Object) bool {
+	return Decide(now, stateOf(obj, false)).Action == ActionDelete
+}
+
+func stateOf(obj metav1.Object, desired bool) State {
 	_, labelled := obj.GetLabels()[limbov1alpha1.LabelPendingDeletion]
 	return State{Desired: desired, Annotations: obj.GetAnnotations(), PendingLabel: labelled}
 }

@@ -131,7 +131,7 @@ func (r *Reaper) pass(ctx context.Context, full bool) (time.Duration, error) {
 	if err != nil {
 		errs = append(errs, fmt.Errorf("%w: %w", errScanIncomplete, err))
 	}
-	bundles := map[client.ObjectKey]*limbov1alpha1.Bundle{} // by key; nil: none; for this pass
+	bundles := &passReads{byKey: map[client.ObjectKey]*limbov1alpha1.Bundle{}, byNamespace: map[string][]limbov1alpha1.Bundle{}}
 	for _, gvk := range kinds {
 		items, err := r.list(ctx, gvk)
 		if err != nil && r.forbidden.Skip(ctx, gvk, err) {
@@ -192,7 +192,7 @@ func (r *Reaper) nextFullScan(incomplete bool, retry time.Duration) (after, next
 // reapKind processes items, gvk's objects in limbo that no Bundle controls, and
 // returns how many are still in limbo, how long until the soonest deadline or
 // re-check, and the errors.
-func (r *Reaper) reapKind(ctx context.Context, gvk schema.GroupVersionKind, items []metav1.PartialObjectMetadata, bundles map[client.ObjectKey]*limbov1alpha1.Bundle) (int, time.Duration, []error) {
+func (r *Reaper) reapKind(ctx context.Context, gvk schema.GroupVersionKind, items []metav1.PartialObjectMetadata, bundles *passReads) (int, time.Duration, []error) {
 	wait := time.Duration(1<<63 - 1)
 	if len(items) == 0 {
 		return 0, wait, nil
@@ -294,9 +294,9 @@ const holdRecheck = time.Second
 // again and again (each edit a new generation) does not keep it waiting. Once a
 // pass has adopted obj, it is controlled again (the fresh read of
 // Engine.Orphan sees it). seen memoises the Bundles read in one pass.
-func (r *Reaper) heldByBundle(ctx context.Context, gvk schema.GroupVersionKind, obj metav1.Object, seen map[client.ObjectKey]*limbov1alpha1.Bundle) (time.Duration, error) {
+func (r *Reaper) heldByBundle(ctx context.Context, gvk schema.GroupVersionKind, obj metav1.Object, seen *passReads) (time.Duration, error) {
 	key := client.ObjectKey{Namespace: obj.GetNamespace(), Name: obj.GetLabels()[limbov1alpha1.LabelBundle]}
-	b, ok := seen[key]
+	b, ok := seen.byKey[key]
 	if !ok {
 		b = &limbov1alpha1.Bundle{}
 		err := r.Reader.Get(ctx, key, b)
@@ -306,10 +306,10 @@ func (r *Reaper) heldByBundle(ctx context.Context, gvk schema.GroupVersionKind, 
 		case err != nil:
 			return 0, fmt.Errorf("read Bundle %s: %w", key, err)
 		}
-		seen[key] = b
+		seen.byKey[key] = b
 	}
 	if b == nil {
-		return r.adoptedByAnother(ctx, gvk, obj, "")
+		return r.adoptedByAnother(ctx, gvk, obj, "", seen)
 	}
 	passed := b.Status.ObservedGeneration >= b.Generation
 	switch {
@@ -323,7 +323,15 @@ func (r *Reaper) heldByBundle(ctx context.Context, gvk schema.GroupVersionKind, 
 	case !passed && hasPlugin(b):
 		return holdRecheck, nil
 	}
-	return r.adoptedByAnother(ctx, gvk, obj, b.Name)
+	return r.adoptedByAnother(ctx, gvk, obj, b.Name, seen)
+}
+
+// passReads are the Bundles one reaper pass read, so that each is read once.
+type passReads struct {
+	// byKey: the Bundle of an object's label; nil: there is none.
+	byKey map[client.ObjectKey]*limbov1alpha1.Bundle
+	// byNamespace: every Bundle of a namespace.
+	byNamespace map[string][]limbov1alpha1.Bundle
 }
 
 // adoptedByAnother holds obj while a Bundle of its namespace other than the one
@@ -331,15 +339,26 @@ func (r *Reaper) heldByBundle(ctx context.Context, gvk schema.GroupVersionKind, 
 // cancels obj's countdown once its adopting apply succeeds, which a dependency
 // that is not Ready may hold back past obj's deadline; deleting obj then would
 // lose what the Bundle asked to keep. The hold is re-checked after
-// declaredRecheck. Bundles are read from the cache: one created just as obj's
-// deadline passes may come too late, as it would a moment later.
-func (r *Reaper) adoptedByAnother(ctx context.Context, gvk schema.GroupVersionKind, obj metav1.Object, except string) (time.Duration, error) {
-	var bundles limbov1alpha1.BundleList
-	if err := r.Client.List(ctx, &bundles, client.InNamespace(obj.GetNamespace())); err != nil {
-		return 0, fmt.Errorf("list the Bundles of namespace %s: %w", obj.GetNamespace(), err)
+// declaredRecheck. Only an object that is due is looked at (before its deadline
+// the countdown waits anyway), and the Bundles are read from the API server,
+// not the cache: the adopter may be of another shard, which this controller's
+// cache does not hold, and one created a moment ago counts.
+func (r *Reaper) adoptedByAnother(ctx context.Context, gvk schema.GroupVersionKind, obj metav1.Object, except string, seen *passReads) (time.Duration, error) {
+	if !softdelete.Due(r.Clock.Now(), obj) {
+		return 0, nil
 	}
-	for i := range bundles.Items {
-		b := &bundles.Items[i]
+	ns := obj.GetNamespace()
+	bundles, ok := seen.byNamespace[ns]
+	if !ok {
+		var list limbov1alpha1.BundleList
+		if err := r.Reader.List(ctx, &list, client.InNamespace(ns)); err != nil {
+			return 0, fmt.Errorf("list the Bundles of namespace %s: %w", ns, err)
+		}
+		bundles = list.Items
+		seen.byNamespace[ns] = bundles
+	}
+	for i := range bundles {
+		b := &bundles[i]
 		if b.Name != except && b.DeletionTimestamp.IsZero() && declared(b, gvk.GroupKind(), obj.GetName()) == declaredToAdopt {
 			return declaredRecheck, nil
 		}

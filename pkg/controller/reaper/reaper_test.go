@@ -165,6 +165,56 @@ func TestPassOfOneShard(t *testing.T) {
 	}
 }
 
+// A released object that a Bundle of another shard declares to adopt is held
+// at its deadline: this shard's cache does not hold that Bundle, so the reaper
+// reads the namespace's Bundles from the API server — only for objects that
+// are due.
+func TestHeldForAnAdopterOfAnotherShard(t *testing.T) {
+	wanted := inLimbo("wanted", "2026-11-22T08:00:00Z", "1h", false) // due
+	wanted.Labels["limbo.dev/shard"] = "a"
+	wanted.Labels[limbov1alpha1.LabelBundle] = "departed"
+	waiting := inLimbo("waiting", "2026-11-22T09:59:00Z", "1h", false) // due in 59 min
+	waiting.Labels["limbo.dev/shard"] = "a"
+	waiting.Labels[limbov1alpha1.LabelBundle] = "departed"
+	adopter := &limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Name: "adopter", Namespace: "ns", Generation: 1, Labels: map[string]string{"limbo.dev/shard": "b"}},
+		Spec: limbov1alpha1.BundleSpec{Resources: []limbov1alpha1.Resource{
+			{Name: "w", Object: &runtime.RawExtension{Raw: []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"wanted","annotations":{"limbo.dev/adopt":"true"}}}`)}},
+		}}}
+	r, c := newReaper(t, wanted, waiting, adopter)
+	var err error
+	if r.Shard, err = shard.Parse("limbo.dev/shard=a"); err != nil {
+		t.Fatal(err)
+	}
+	bundleLists := 0
+	// The shard's cache: no Bundle of shard b.
+	r.Client = interceptor.NewClient(c.(client.WithWatch), interceptor.Funcs{List: func(ctx context.Context, cl client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+		if _, ok := list.(*limbov1alpha1.BundleList); ok {
+			return nil
+		}
+		return cl.List(ctx, list, opts...)
+	}})
+	r.Reader = interceptor.NewClient(c.(client.WithWatch), interceptor.Funcs{List: func(ctx context.Context, cl client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+		if _, ok := list.(*limbov1alpha1.BundleList); ok {
+			bundleLists++
+		}
+		return cl.List(ctx, list, opts...)
+	}})
+
+	wait, err := r.pass(context.Background(), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Get(context.Background(), client.ObjectKey{Namespace: "ns", Name: "wanted"}, &corev1.ConfigMap{}); err != nil {
+		t.Errorf("the object another shard's Bundle adopts: %v, want it kept", err)
+	}
+	if wait != declaredRecheck {
+		t.Errorf("wait = %v, want declaredRecheck", wait)
+	}
+	if bundleLists != 1 {
+		t.Errorf("Bundle LISTs from the API server = %d, want 1 (for the due object only)", bundleLists)
+	}
+}
+
 // A full scan that could not list every kind is incomplete, and runs again
 // soon; a failed write of one object does not make the scan incomplete.
 func TestIncompleteScan(t *testing.T) {
