@@ -15,8 +15,9 @@ import (
 // so no Bundle of its can have an object of it that it manages, and an object
 // of it in limbo could not be deleted anyway: a scan skips the kind instead of
 // failing, which would retry it (and log an error) for as long as the rule
-// stands. The reaper's next full scan lists it again, so a rule widened later
-// is noticed. Each kind is logged once. The zero value is ready to use.
+// stands. The caller lists it again later (the reaper at its next full scan,
+// the start scan after a backoff), so a rule widened later, or a grant not yet
+// in force when the controller started, is noticed. Each kind is logged once. The zero value is ready to use.
 type Forbidden struct {
 	mu     sync.Mutex
 	logged map[schema.GroupVersionKind]bool

@@ -41,7 +41,8 @@ type startScan struct {
 	watch    func(context.Context, schema.GroupVersionKind) error
 	// backoff paces the retries of the kinds the scan could not read.
 	backoff workqueue.TypedRateLimiter[string]
-	// forbidden are the kinds the controller may not list: skipped, not retried.
+	// forbidden are the kinds the controller may not list: skipped, tried again
+	// without an error, every forbiddenRetryMax at most.
 	forbidden limboscan.Forbidden
 
 	// done is set once every kind discovery named has been scanned once, read or
@@ -58,18 +59,37 @@ func (s *startScan) NeedLeaderElection() bool { return true }
 // unreadable API group must not keep every Bundle from being deleted.
 func (s *startScan) scanned() bool { return s == nil || s.done.Load() }
 
+// Waits before the scan tries again the kinds the controller may not list: the
+// first, doubled each time, up to the most. A refusal may pass — RBAC applied
+// together with the controller's Deployment, an aggregated role edited — and a
+// kind skipped for good would be the miss the scan exists to prevent; one that
+// lasts (RBAC narrowed to the kinds Bundles use) costs a refused LIST per kind
+// every few minutes.
+const (
+	firstForbiddenRetry = 5 * time.Second
+	forbiddenRetryMax   = 5 * time.Minute
+)
+
 // Start scans until every kind has been read once, or ctx ends.
 func (s *startScan) Start(ctx context.Context) error {
 	logger := log.FromContext(ctx).WithName("start-scan")
 	read := map[schema.GroupVersionKind]bool{}
+	var forbiddenWait time.Duration
 	for {
-		err := s.scan(ctx, read)
-		if err == nil {
+		forbidden, err := s.scan(ctx, read)
+		var wait time.Duration
+		switch {
+		case err != nil:
+			wait = s.backoff.When("scan")
+			logger.Error(err, "scan of kinds for objects of Bundles; retrying", "after", wait)
+		case forbidden > 0:
+			forbiddenWait = min(max(2*forbiddenWait, firstForbiddenRetry), forbiddenRetryMax)
+			wait = forbiddenWait
+			logger.V(1).Info("every kind scanned but those the controller may not list; trying them again", "kinds", len(read), "forbidden", forbidden, "after", wait)
+		default:
 			logger.V(1).Info("every kind scanned for objects of Bundles", "kinds", len(read))
 			return nil
 		}
-		wait := s.backoff.When("scan")
-		logger.Error(err, "scan of kinds for objects of Bundles; retrying", "after", wait)
 		select {
 		case <-ctx.Done():
 			return nil
@@ -87,8 +107,9 @@ const scanConcurrency = 8
 // scan reads every kind discovery names and read does not hold, watches those
 // that hold objects of Bundles, and records the kinds it read in read. It sets
 // done once it has tried every kind discovery named, even when discovery
-// failed for some API groups (it names the others).
-func (s *startScan) scan(ctx context.Context, read map[schema.GroupVersionKind]bool) error {
+// failed for some API groups (it names the others). It returns how many kinds
+// the controller may not list (not read, and not an error) and the errors.
+func (s *startScan) scan(ctx context.Context, read map[schema.GroupVersionKind]bool) (int, error) {
 	kinds, discoveryErr := limboscan.Kinds(s.discovery, "watch")
 	var todo []limboscan.Kind
 	for _, k := range kinds {
@@ -99,10 +120,12 @@ func (s *startScan) scan(ctx context.Context, read map[schema.GroupVersionKind]b
 		}
 	}
 	failed := make([]error, len(todo))
+	forbidden := make([]bool, len(todo))
 	concurrently(scanConcurrency, len(todo), func(i int) {
 		k := todo[i]
 		holds, err := s.holds(ctx, k.Kind)
 		if err != nil && s.forbidden.Skip(ctx, k.Kind, err) {
+			forbidden[i] = true
 			return
 		}
 		if err == nil && holds {
@@ -112,15 +135,19 @@ func (s *startScan) scan(ctx context.Context, read map[schema.GroupVersionKind]b
 			failed[i] = fmt.Errorf("%s: %w", k.Resource, err)
 		}
 	})
+	refused := 0
 	for i, k := range todo {
-		if failed[i] == nil {
+		switch {
+		case forbidden[i]:
+			refused++
+		case failed[i] == nil:
 			read[k.Kind] = true
 		}
 	}
 	if len(kinds) > 0 || discoveryErr == nil {
 		s.done.Store(true)
 	}
-	return errors.Join(append([]error{discoveryErr}, failed...)...)
+	return refused, errors.Join(append([]error{discoveryErr}, failed...)...)
 }
 
 // holds reports whether a namespace of the controller's holds an object of gvk

@@ -111,6 +111,8 @@ func TestStartScan(t *testing.T) {
 		wantWatch  string
 		wantErr    string
 		wantDone   bool
+		// wantForbidden is how many kinds the controller may not list.
+		wantForbidden int
 		// wantRetry are the LISTs of the scan after (nothing failing then).
 		wantRetry []string
 	}{{
@@ -143,12 +145,14 @@ func TestStartScan(t *testing.T) {
 		wantDone:  true,
 		wantRetry: []string{`Deployment ns="" limbo.dev/bundle limit=1`},
 	}, {
-		name:      "a kind the controller may not list is skipped, not retried",
-		holds:     map[string]string{"Deployment": "shop"},
-		failing:   map[string]error{"Deployment": forbidden},
-		wantLists: everyKind,
-		wantWatch: "[]",
-		wantDone:  true,
+		name:          "a kind the controller may not list is skipped without an error, and tried again",
+		holds:         map[string]string{"Deployment": "shop"},
+		failing:       map[string]error{"Deployment": forbidden},
+		wantLists:     everyKind,
+		wantWatch:     "[]",
+		wantDone:      true,
+		wantForbidden: 1,
+		wantRetry:     []string{`Deployment ns="" limbo.dev/bundle limit=1`},
 	}, {
 		name:       "a kind whose watch does not sync is retried",
 		holds:      map[string]string{"ConfigMap": "shop"},
@@ -183,7 +187,10 @@ func TestStartScan(t *testing.T) {
 					return nil
 				}}
 			read := map[schema.GroupVersionKind]bool{}
-			err := s.scan(context.Background(), read)
+			refused, err := s.scan(context.Background(), read)
+			if refused != tc.wantForbidden {
+				t.Errorf("kinds refused = %d, want %d", refused, tc.wantForbidden)
+			}
 			if got := fmt.Sprint(err); (tc.wantErr == "") != (err == nil) || err != nil && !strings.Contains(got, tc.wantErr) {
 				t.Errorf("error %v, want %q", err, tc.wantErr)
 			}
@@ -197,13 +204,13 @@ func TestStartScan(t *testing.T) {
 			if s.scanned() != tc.wantDone {
 				t.Errorf("scanned() = %v, want %v", s.scanned(), tc.wantDone)
 			}
-			if err == nil {
+			if err == nil && refused == 0 {
 				return
 			}
 			reader.lists, reader.failing, tc.watchFails = nil, nil, false
 			s.discovery = scanDiscovery{}
-			if err := s.scan(context.Background(), read); err != nil {
-				t.Errorf("the retry failed: %v", err)
+			if refused, err := s.scan(context.Background(), read); err != nil || refused != 0 {
+				t.Errorf("the retry: %d kinds refused, error %v", refused, err)
 			}
 			if got := reader.sortedLists(); fmt.Sprint(got) != fmt.Sprint(tc.wantRetry) {
 				t.Errorf("LISTs of the retry: %v, want %v", got, tc.wantRetry)
@@ -220,7 +227,7 @@ func TestStartScanHoldsTeardownsUntilTried(t *testing.T) {
 		t.Error("no scan: scanned() = false")
 	}
 	s := &startScan{discovery: failingDiscovery{}, reader: &scanReader{}}
-	if err := s.scan(context.Background(), map[schema.GroupVersionKind]bool{}); err == nil {
+	if _, err := s.scan(context.Background(), map[schema.GroupVersionKind]bool{}); err == nil {
 		t.Fatal("a scan without discovery succeeded")
 	}
 	if s.scanned() {
