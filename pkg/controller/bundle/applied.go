@@ -46,6 +46,19 @@ type applied struct {
 	// cache that has not caught up with the apply yet still shows that copy,
 	// which must not be mistaken for drift and applied again.
 	supersedes string
+	// judged is what the applying pass judged of the API server's answer, for
+	// the passes that run while the cache still shows the replaced copy. Only
+	// an apply that replaced a copy has one.
+	judged *judgedApply
+}
+
+// judgedApply is the readiness of an applied object as the applying pass judged
+// it on the API server's answer, and for an object a reference reads the answer
+// itself (nil otherwise): the replaced copy must not feed references either.
+type judgedApply struct {
+	state           limbov1alpha1.ResourceState
+	reason, message string
+	live            *unstructured.Unstructured
 }
 
 // digest is a SHA-256 sum, as hashOf and ownedFields give it (as a string).
@@ -184,14 +197,42 @@ func (c *appliedCache) forget(uid types.UID) {
 	delete(c.m, uid)
 }
 
+// judge remembers st, the readiness the applying pass judged of answer (the API
+// server's answer to its apply of the object), and answer itself when body:
+// what the passes go by while the cache still shows the copy the apply
+// replaced. It must follow record of the same apply; an apply that replaced no
+// copy needs none.
+func (c *appliedCache) judge(answer *unstructured.Unstructured, st limbov1alpha1.ResourceStatus, body bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	last, ok := c.m[answer.GetUID()]
+	if !ok || last.supersedes == "" || last.supersedes == answer.GetResourceVersion() {
+		return
+	}
+	last.judged = &judgedApply{state: st.State, reason: st.Reason, message: st.Message}
+	if body {
+		last.judged.live = answer
+	}
+	c.m[answer.GetUID()] = last
+}
+
 // superseded reports whether live is the copy that limbo's last apply of it
-// replaced, which the cache still shows: its status says nothing about what
-// was applied (a Deployment's previous generation, rolled out and Available).
-func (c *appliedCache) superseded(live *unstructured.Unstructured) bool {
+// replaced, which the cache still shows — its status says nothing about what
+// was applied (a Deployment's previous generation, rolled out and Available) —
+// and what the applying pass judged of the apply, if it got that far.
+func (c *appliedCache) superseded(live *unstructured.Unstructured) (*judgedApply, bool) {
 	c.mu.RLock()
 	last, ok := c.m[live.GetUID()]
 	c.mu.RUnlock()
-	return ok && last.supersedes != "" && live.GetResourceVersion() == last.supersedes
+	if !ok || !last.replaced(live) {
+		return nil, false
+	}
+	return last.judged, true
+}
+
+// replaced reports whether live is the copy this apply replaced.
+func (a applied) replaced(live *unstructured.Unstructured) bool {
+	return a.supersedes != "" && live.GetResourceVersion() == a.supersedes
 }
 
 // upToDate reports whether live still holds what limbo applied, and what limbo
@@ -203,7 +244,7 @@ func (c *appliedCache) upToDate(live *unstructured.Unstructured, hash string) bo
 	if h, valid := toDigest(hash); !ok || !valid || last.hash != h {
 		return false
 	}
-	if last.supersedes != "" && live.GetResourceVersion() == last.supersedes {
+	if last.replaced(live) {
 		return true // a stale copy from before limbo's own apply: nothing new
 	}
 	fields, known := toDigest(ownedFields(live))

@@ -6,6 +6,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+
+	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 )
 
 func withManagedFields(u *unstructured.Unstructured, entries ...metav1.ManagedFieldsEntry) *unstructured.Unstructured {
@@ -69,10 +71,20 @@ func TestAppliedCacheUpToDate(t *testing.T) {
 	if !c.upToDate(drifted, hash) {
 		t.Error("the stale copy limbo's apply superseded is up to date")
 	}
-	if !c.superseded(drifted) {
-		t.Error("the stale copy is not known as superseded: its readiness would be judged")
+	if judged, ok := c.superseded(drifted); !ok || judged != nil {
+		t.Errorf("the stale copy before the applying pass judged the answer: superseded = %v, %v; want true, nothing judged", judged, ok)
 	}
-	if c.superseded(corrected) {
+	// The applying pass judged the answer; the next passes go by that, and by
+	// the answer itself for an object a reference reads.
+	c.judge(corrected, limbov1alpha1.ResourceStatus{State: limbov1alpha1.ResourceInProgress, Reason: "NotReady", Message: "rolling out"}, true)
+	if judged, ok := c.superseded(drifted); !ok || judged == nil || judged.state != limbov1alpha1.ResourceInProgress || judged.message != "rolling out" || judged.live != corrected {
+		t.Errorf("the stale copy: superseded = %+v, %v; want the state judged of the answer, and the answer", judged, ok)
+	}
+	c.judge(corrected, limbov1alpha1.ResourceStatus{State: limbov1alpha1.ResourceReady}, false)
+	if judged, _ := c.superseded(drifted); judged == nil || judged.state != limbov1alpha1.ResourceReady || judged.live != nil {
+		t.Errorf("judged without the body: %+v, want Ready and no answer kept", judged)
+	}
+	if judged, ok := c.superseded(corrected); ok || judged != nil {
 		t.Error("the applied copy is taken for the superseded one")
 	}
 	if c.upToDate(drifted, "other") {
@@ -83,7 +95,7 @@ func TestAppliedCacheUpToDate(t *testing.T) {
 	if c.upToDate(again, hash) {
 		t.Error("a drift after the correction is applied")
 	}
-	if c.superseded(again) {
+	if _, ok := c.superseded(again); ok {
 		t.Error("a copy newer than the apply is taken for the superseded one")
 	}
 
@@ -93,7 +105,8 @@ func TestAppliedCacheUpToDate(t *testing.T) {
 	unchanged := response.DeepCopy()
 	unchanged.SetResourceVersion("8")
 	c.record(unchanged, hash, "8")
-	if c.superseded(unchanged) {
+	c.judge(unchanged, limbov1alpha1.ResourceStatus{State: limbov1alpha1.ResourceReady}, true)
+	if judged, ok := c.superseded(unchanged); ok || judged != nil {
 		t.Error("the copy a no-op apply left as it was is taken for a superseded one")
 	}
 	if !c.upToDate(unchanged, hash) {

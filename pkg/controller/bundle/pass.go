@@ -17,7 +17,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -407,39 +406,34 @@ func (p *pass) syncOne(ctx context.Context, name string, tmpl *unstructured.Unst
 				return fail(limbov1alpha1.ResourceError, limbov1alpha1.ReasonApplyFailed, "%v", err)
 			}
 		}
-		live = desired
-	} else if p.r.applied.superseded(live) {
+		out = p.ready(ctx, out, desired)
+		p.r.applied.judge(desired, out.status, p.plan.Referenced(name))
+		return out
+	}
+	if judged, ok := p.r.applied.superseded(live); ok {
 		// Readiness judged on the copy limbo's apply replaced would let the
 		// dependents go ahead, and open the orphan gate, on the previous
-		// generation's status. The pass that applied judged the API server's
-		// answer and recorded it in the status: that stands until the cache
-		// catches up (judging "not known yet" instead made Ready flap, and
-		// the status be written twice, at every drift corrected). The watch
+		// generation's status; and references would read its old values. The
+		// pass that applied judged the API server's answer: that stands until
+		// the cache catches up (judging "not known yet" instead made Ready
+		// flap, and the status be written twice, at every drift corrected; the
+		// Bundle's status would not do: its write may have failed). The watch
 		// event of the applied copy brings the next pass; the requeue is in
 		// case it was missed.
 		p.after(supersededRecheck)
-		if prev := p.recordedState(name, live.GetUID()); prev != nil {
-			st.State, st.Reason, st.Message = prev.State, prev.Reason, prev.Message
-		} else {
+		out.live = live
+		if judged == nil {
 			st.State, st.Reason = limbov1alpha1.ResourceInProgress, readiness.ReasonLatestGenerationNotObserved
 			st.Message = fmt.Sprintf("waiting for the cache to show %s %q as last applied", gvk.Kind, tmpl.GetName())
+			return out
 		}
-		out.live = live
+		st.State, st.Reason, st.Message = judged.state, judged.reason, judged.message
+		if judged.live != nil {
+			out.live = judged.live
+		}
 		return out
 	}
 	return p.ready(ctx, out, live)
-}
-
-// recordedState is the state of resource name as the Bundle's status records it
-// for the object whose UID is uid (the status the last pass wrote), or nil.
-func (p *pass) recordedState(name string, uid types.UID) *limbov1alpha1.ResourceStatus {
-	for i := range p.bundle.Status.Resources {
-		rs := &p.bundle.Status.Resources[i]
-		if rs.Name == name && rs.Object != nil && rs.Object.UID == string(uid) {
-			return rs
-		}
-	}
-	return nil
 }
 
 // cancel ends live's countdown, if it has one: it is desired again.
