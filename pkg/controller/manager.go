@@ -84,8 +84,9 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 		ByObject: map[client.Object]cache.ByObject{
 			&limbov1alpha1.Bundle{}:    {Label: shardSelector.LabelSelector(), Transform: bundle.NewBundleCacheTransform(shared)},
 			&limbov1alpha1.Tombstone{}: {Label: shardSelector.LabelSelector()},
-			// Readiness rules are stated on CRDs.
-			&apiextensionsv1.CustomResourceDefinition{}: {Label: everything()},
+			// Readiness rules are stated on CRDs; a CRD that starts serving a kind
+			// passes the Bundles naming it. Only what those read is kept.
+			&apiextensionsv1.CustomResourceDefinition{}: {Label: everything(), Transform: bundle.TrimCRDForCache},
 		},
 	}
 	if len(opts.Namespaces) > 0 {

@@ -2,15 +2,11 @@ package bundle
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"time"
 
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -19,7 +15,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
-	"github.com/limbo-dev/limbo/pkg/bundlespec"
 	"github.com/limbo-dev/limbo/pkg/impersonation"
 	"github.com/limbo-dev/limbo/pkg/plugin"
 	"github.com/limbo-dev/limbo/pkg/shard"
@@ -47,9 +42,6 @@ const (
 	// own apply of an object looks again, should the watch event that brings
 	// the applied copy have been missed.
 	supersededRecheck = time.Second
-	// kindComingRetry is how soon a Bundle that names the kind of a CRD
-	// established but not yet served by discovery is passed again.
-	kindComingRetry = time.Second
 )
 
 // Reconciler reconciles Bundles. One Reconcile is one pass over one Bundle (see
@@ -86,6 +78,8 @@ type Reconciler struct {
 	bodies bodies
 	// orphanCascades are the Bundles seen deleted with --cascade=orphan.
 	orphanCascades orphanCascades
+	// crdsServing are when CRDs were last seen to start serving a kind.
+	crdsServing crdsServing
 	// statuses writes Bundle status, and knows it ahead of the cache.
 	statuses statuswrite.Writer[limbov1alpha1.BundleStatus, *limbov1alpha1.BundleStatus]
 	// plans and teardowns run plugin calls beside the passes.
@@ -166,60 +160,11 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// A CRD established a moment ago that discovery does not serve yet.
 		return ctrl.Result{RequeueAfter: kindComingRetry}, nil
 	case len(p.specErrs) > 0:
-		// Retrying does not help; the next spec change triggers a pass (and an
-		// established CRD one that named its kind: see bundlesOfUnknownKinds).
+		// Retrying does not help; the next spec change triggers a pass (and a
+		// CRD that starts serving a kind it names: see bundlesNamingKindOf).
 		return ctrl.Result{}, reconcile.TerminalError(p.specErrs)
 	}
 	return p.result(), nil
-}
-
-// kindComing reports whether a kind that b's spec errors call unknown is
-// defined by an established CRD that serves its version: the API server's
-// discovery serves a new CRD's kind a moment after the CRD is established, and
-// the pass that the CRD's event triggered may come before it.
-func (r *Reconciler) kindComing(ctx context.Context, b *limbov1alpha1.Bundle, errs bundlespec.Errors) bool {
-	var crds apiextensionsv1.CustomResourceDefinitionList
-	for _, e := range errs {
-		if e.Reason != limbov1alpha1.ReasonUnknownKind {
-			continue
-		}
-		gvk, ok := templateKind(b, e.Resource)
-		if !ok {
-			continue
-		}
-		if crds.Items == nil {
-			if err := r.Client.List(ctx, &crds); err != nil {
-				return false
-			}
-		}
-		for i := range crds.Items {
-			crd := &crds.Items[i]
-			if crd.Spec.Group != gvk.Group || crd.Spec.Names.Kind != gvk.Kind || !established(crd) {
-				continue
-			}
-			for _, v := range crd.Spec.Versions {
-				if v.Name == gvk.Version && v.Served {
-					return true
-				}
-			}
-		}
-	}
-	return false
-}
-
-// templateKind is the kind of the template of b's resource named resource.
-func templateKind(b *limbov1alpha1.Bundle, resource string) (schema.GroupVersionKind, bool) {
-	for _, res := range b.Spec.Resources {
-		if res.Name != resource || res.Object == nil {
-			continue
-		}
-		var tm metav1.TypeMeta
-		if err := json.Unmarshal(res.Object.Raw, &tm); err != nil {
-			return schema.GroupVersionKind{}, false
-		}
-		return tm.GroupVersionKind(), true
-	}
-	return schema.GroupVersionKind{}, false
 }
 
 // serviceAccountOf is the ServiceAccount whose rights b's writes have ("": limbo's).

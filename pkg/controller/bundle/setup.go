@@ -85,48 +85,6 @@ var bundleChanged = predicate.Funcs{
 	},
 }
 
-// crdEstablished passes the events of a CRD that is established now and was
-// not before (a CRD listed at the start is, once).
-var crdEstablished = predicate.Funcs{
-	CreateFunc:  func(e event.CreateEvent) bool { return established(e.Object) },
-	UpdateFunc:  func(e event.UpdateEvent) bool { return established(e.ObjectNew) && !established(e.ObjectOld) },
-	DeleteFunc:  func(event.DeleteEvent) bool { return false },
-	GenericFunc: func(event.GenericEvent) bool { return false },
-}
-
-func established(obj client.Object) bool {
-	crd, ok := obj.(*apiextensionsv1.CustomResourceDefinition)
-	if !ok {
-		return false
-	}
-	for _, c := range crd.Status.Conditions {
-		if c.Type == apiextensionsv1.Established {
-			return c.Status == apiextensionsv1.ConditionTrue
-		}
-	}
-	return false
-}
-
-// bundlesOfUnknownKinds maps a CRD's event to the Bundles whose last pass found
-// a kind that was not served.
-func (r *Reconciler) bundlesOfUnknownKinds(ctx context.Context, _ client.Object) []reconcile.Request {
-	var bundles limbov1alpha1.BundleList
-	if err := r.Client.List(ctx, &bundles); err != nil {
-		log.FromContext(ctx).Error(err, "list Bundles to pass again for an established CRD")
-		return nil
-	}
-	var out []reconcile.Request
-	for _, b := range bundles.Items {
-		for _, res := range b.Status.Resources {
-			if res.Reason == limbov1alpha1.ReasonUnknownKind {
-				out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&b)})
-				break
-			}
-		}
-	}
-	return out
-}
-
 // SetupWithManager registers the Bundle reconciler and returns it.
 func SetupWithManager(mgr ctrl.Manager, opts Options) (*Reconciler, error) {
 	r := &Reconciler{
@@ -165,8 +123,8 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) (*Reconciler, error) {
 		// A Bundle that names a kind not served yet is a spec error no retry
 		// fixes (UnknownKind), until its CRD is established: Helm, Flux and
 		// `kubectl apply -f dir/` create a CRD and the Bundles using it together.
-		Watches(&apiextensionsv1.CustomResourceDefinition{}, handler.EnqueueRequestsFromMapFunc(r.bundlesOfUnknownKinds),
-			builder.WithPredicates(crdEstablished)).
+		Watches(&apiextensionsv1.CustomResourceDefinition{}, handler.EnqueueRequestsFromMapFunc(r.bundlesNamingKindOf),
+			builder.WithPredicates(crdServing)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: opts.Workers, RateLimiter: retryRateLimiter()}).
 		Build(r)
 	if err != nil {
