@@ -53,13 +53,17 @@ func ServiceAccountOf(b *limbov1alpha1.Bundle, defaultName string) string {
 // kubeconfigs): when c is a Client and ctx has an identity, that identity,
 // straight from the API server, so that a tenant's Bundle uses only Secrets
 // the tenant may read — limbo reading them as itself would hand a tenant any
-// Secret of its namespace, sent to an endpoint the tenant chose. Otherwise
-// limbos, limbo's own reader.
+// Secret of its namespace, sent to an endpoint the tenant chose. Without an
+// identity in ctx, limbos, limbo's own reader. An identity with a client that
+// cannot impersonate it is an error: the Secret is not read as limbo.
 func SecretReader(ctx context.Context, c client.Client, limbos client.Reader) (client.Reader, error) {
-	ic, ok := c.(*Client)
 	user, has := UserFrom(ctx)
-	if !ok || !has {
+	if !has {
 		return limbos, nil
+	}
+	ic, ok := c.(*Client)
+	if !ok {
+		return nil, fmt.Errorf("cannot read Secrets as %s: this client does not impersonate (%T)", user, c)
 	}
 	return ic.clientAs(user)
 }

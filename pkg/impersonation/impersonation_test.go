@@ -116,3 +116,21 @@ func TestClientWritesAsTheContextsIdentity(t *testing.T) {
 		t.Errorf("%d cached writers, want 1 per identity", len(c.writers))
 	}
 }
+
+// Secrets a plugin spec names are read as the Bundle's identity, or by limbo
+// when there is none; an identity that the client cannot impersonate fails
+// the read rather than reading the Secret as limbo.
+func TestSecretReader(t *testing.T) {
+	limbos := fake.NewClientBuilder().Build()
+	as := WithServiceAccount(context.Background(), "team-a", "deployer")
+	if r, err := SecretReader(context.Background(), limbos, limbos); err != nil || r != limbos {
+		t.Errorf("without an identity: %v, %v; want limbo's reader", r, err)
+	}
+	if r, err := SecretReader(as, limbos, limbos); err == nil {
+		t.Errorf("an identity and a client that cannot impersonate: reader %T, want an error", r)
+	}
+	ic := NewClient(limbos, &rest.Config{Host: "https://example.invalid"})
+	if r, err := SecretReader(as, ic, limbos); err != nil || r == limbos {
+		t.Errorf("an identity and an impersonating client: %T, %v; want a reader as the identity", r, err)
+	}
+}

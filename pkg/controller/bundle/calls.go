@@ -25,6 +25,10 @@ type backgroundCalls[T any] struct {
 	done chan<- event.GenericEvent
 	// wait is how long the pass that starts a call waits for it (plugin.CallWait).
 	wait time.Duration
+	// forget is told the UID of a Bundle forgotten (gone) while a call of it
+	// ran: the call may have left state of it in its plugin after the
+	// reconciler had the plugins forget the Bundle. Nil: nobody.
+	forget func(types.UID)
 
 	mu    sync.Mutex
 	calls map[callKey]*callState[T]
@@ -63,8 +67,8 @@ type callOutcome[T any] struct {
 	current, known bool
 }
 
-func newBackgroundCalls[T any](done chan<- event.GenericEvent) *backgroundCalls[T] {
-	return &backgroundCalls[T]{done: done, wait: plugin.CallWait, calls: map[callKey]*callState[T]{}}
+func newBackgroundCalls[T any](done chan<- event.GenericEvent, forget func(types.UID)) *backgroundCalls[T] {
+	return &backgroundCalls[T]{done: done, wait: plugin.CallWait, forget: forget, calls: map[callKey]*callState[T]{}}
 }
 
 // call returns the outcome of the call of b's plugin resource on input: one that
@@ -125,6 +129,9 @@ func (c *backgroundCalls[T]) run(key callKey, b *limbov1alpha1.Bundle, call func
 	st, ok := c.calls[key]
 	if !ok { // the Bundle is gone
 		c.mu.Unlock()
+		if c.forget != nil {
+			c.forget(key.uid)
+		}
 		return
 	}
 	st.result, st.err, st.unread, st.running = result, err, true, false

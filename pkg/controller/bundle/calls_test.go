@@ -7,6 +7,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
@@ -42,7 +43,7 @@ func (g *gatedPlugin) Plan(ctx context.Context, _ plugin.Request) (*plugin.Resul
 // resource runs at a time.
 func TestBackgroundCallsNeverHoldAPass(t *testing.T) {
 	done := make(chan event.GenericEvent, 4)
-	calls := newBackgroundCalls[*plugin.Result](done)
+	calls := newBackgroundCalls[*plugin.Result](done, nil)
 	calls.wait = 50 * time.Millisecond
 	g := &gatedPlugin{gate: make(chan struct{})}
 	b := &limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "shop", UID: "u"}}
@@ -104,7 +105,7 @@ func TestBackgroundCallsNeverHoldAPass(t *testing.T) {
 
 // While the first call of a resource runs, a pass knows nothing of it.
 func TestBackgroundCallsFirstCallUnknown(t *testing.T) {
-	calls := newBackgroundCalls[*plugin.Result](make(chan event.GenericEvent, 1))
+	calls := newBackgroundCalls[*plugin.Result](make(chan event.GenericEvent, 1), nil)
 	calls.wait = time.Millisecond
 	release := make(chan struct{})
 	defer close(release)
@@ -115,5 +116,31 @@ func TestBackgroundCallsFirstCallUnknown(t *testing.T) {
 	})
 	if out.current || out.known || out.result != nil || out.err != nil {
 		t.Fatalf("first call running: %+v, want nothing known", out)
+	}
+}
+
+// A call that outlives its Bundle (forgotten while it ran) has its plugin
+// forget the Bundle once more: the call may have left state of it.
+func TestBackgroundCallOutlivingItsBundle(t *testing.T) {
+	forgotten := make(chan types.UID, 1)
+	calls := newBackgroundCalls[*plugin.Result](make(chan event.GenericEvent, 1), func(uid types.UID) { forgotten <- uid })
+	calls.wait = time.Millisecond
+	release := make(chan struct{})
+	b := &limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "shop", UID: "u"}}
+	calls.call(context.Background(), b, "gc", []byte(`{}`), func(context.Context, *limbov1alpha1.Bundle) (*plugin.Result, error) {
+		<-release
+		return &plugin.Result{}, nil
+	})
+	if uids := calls.forgetBundle(types.NamespacedName{Namespace: "ns", Name: "shop"}); len(uids) != 1 || uids[0] != "u" {
+		t.Fatalf("forgetBundle = %v, want [u]", uids)
+	}
+	close(release)
+	select {
+	case uid := <-forgotten:
+		if uid != "u" {
+			t.Errorf("forgot %q, want u", uid)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the call that outlived its Bundle did not have it forgotten")
 	}
 }
