@@ -101,15 +101,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 }
 
 // conflictOnBundle reports whether err is a Conflict on a write of the Bundle
-// itself, not one of its objects'.
+// itself (its status, its finalizer) — the API server's answer names the
+// resource — and not on one of its objects, in a pass or a teardown: those back
+// off like other errors (a template copied with its resourceVersion conflicts at
+// every apply).
 func conflictOnBundle(err error) bool {
-	return apierrors.IsConflict(err) && !errors.As(err, new(objectErrors))
+	var status apierrors.APIStatus
+	if !apierrors.IsConflict(err) || !errors.As(err, &status) {
+		return false
+	}
+	d := status.Status().Details
+	return d != nil && d.Group == limbov1alpha1.GroupVersion.Group && d.Kind == "bundles"
 }
-
-// objectErrors are the errors a pass met on the Bundle's objects (p.errs).
-type objectErrors struct{ error }
-
-func (e objectErrors) Unwrap() error { return e.error }
 
 func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	var b limbov1alpha1.Bundle
@@ -155,7 +158,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	case len(p.errs) > 0:
 		// Transient: the work queue's rate limiter backs off, and
 		// controller_runtime_reconcile_errors_total counts them.
-		return ctrl.Result{}, objectErrors{errors.Join(p.errs...)}
+		return ctrl.Result{}, errors.Join(p.errs...)
 	case len(p.specErrs) > 0 && r.kindComing(ctx, &b, p.specErrs):
 		// A CRD established a moment ago that discovery does not serve yet.
 		return ctrl.Result{RequeueAfter: kindComingRetry}, nil

@@ -21,8 +21,10 @@ func TestConflictOnBundle(t *testing.T) {
 		want bool
 	}{
 		{"a status write's conflict", fmt.Errorf("write status: %w", onBundle), true},
-		{"an object's conflict", objectErrors{errors.Join(onObject)}, false},
-		{"an object's conflict among other errors", objectErrors{errors.Join(errors.New("boom"), onObject)}, false},
+		{"an object's conflict", errors.Join(fmt.Errorf("apply ConfigMap %q: %w", "settings", onObject)), false},
+		{"an object's conflict among other errors", errors.Join(errors.New("boom"), onObject), false},
+		{"a Tombstone's conflict", apierrors.NewConflict(schema.GroupResource{Group: "limbo.dev", Resource: "tombstones"}, "t", errors.New("modified")), false},
+		{"a conflict of another group's bundles", apierrors.NewConflict(schema.GroupResource{Group: "example.com", Resource: "bundles"}, "b", errors.New("modified")), false},
 		{"another error", errors.New("boom"), false},
 		{"none", nil, false},
 	} {
