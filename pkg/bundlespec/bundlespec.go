@@ -11,6 +11,7 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
@@ -231,10 +232,8 @@ func parseObject(namespace string, res *Resource, mapper meta.RESTMapper) Errors
 			errs = fail(limbov1alpha1.ReasonInvalidDeletionDelay, "object: %v", err)
 		}
 	}
-	for _, owner := range u.GetOwnerReferences() {
-		if owner.Controller != nil && *owner.Controller {
-			errs = fail(limbov1alpha1.ReasonInvalidObject, "object: metadata.ownerReferences: a controller owner reference (%s %q) is set; limbo is the controller of the objects it manages", owner.Kind, owner.Name)
-		}
+	if owner := metav1.GetControllerOfNoCopy(u); owner != nil {
+		errs = fail(limbov1alpha1.ReasonInvalidObject, "object: metadata.ownerReferences: a controller owner reference (%s %q) is set; limbo is the controller of the objects it manages", owner.Kind, owner.Name)
 	}
 	if _, set := u.GetLabels()[limbov1alpha1.LabelPendingDeletion]; set {
 		errs = fail(limbov1alpha1.ReasonProhibitedAnnotation, "object: label %q is set by the controller only", limbov1alpha1.LabelPendingDeletion)

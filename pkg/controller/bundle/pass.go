@@ -547,13 +547,12 @@ func (p *pass) own(desired *unstructured.Unstructured) (*unstructured.Unstructur
 	labels := p.r.Shard.CopyLabels(p.bundle.Labels, desired.GetLabels())
 	labels[limbov1alpha1.LabelBundle] = p.bundle.Name
 	desired.SetLabels(labels)
-	owners := desired.GetOwnerReferences()
-	for _, o := range owners {
-		if o.Controller != nil && *o.Controller {
-			return nil, fmt.Errorf("the template sets a controller owner reference (%s %q); limbo is the controller of the objects it manages", o.Kind, o.Name)
-		}
+	// A template's is a spec error (bundlespec); a generated object's is
+	// refused here.
+	if o := metav1.GetControllerOfNoCopy(desired); o != nil {
+		return nil, fmt.Errorf("the object sets a controller owner reference (%s %q); limbo is the controller of the objects it manages", o.Kind, o.Name)
 	}
-	desired.SetOwnerReferences(append(owners, metav1.OwnerReference{
+	desired.SetOwnerReferences(append(desired.GetOwnerReferences(), metav1.OwnerReference{
 		APIVersion: limbov1alpha1.GroupVersion.String(), Kind: limbov1alpha1.BundleGVK.Kind,
 		Name: p.bundle.Name, UID: p.bundle.UID, Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
 	}))
