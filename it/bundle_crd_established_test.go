@@ -4,11 +4,10 @@ import (
 	"context"
 	"testing"
 
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 )
@@ -27,16 +26,7 @@ func TestBundleOfAKindServedLater(t *testing.T) {
 		return resourceIs(cur, "gizmo", limbov1alpha1.ResourceError, limbov1alpha1.ReasonUnknownKind)
 	})
 
-	crd := &apiextensionsv1.CustomResourceDefinition{
-		ObjectMeta: metav1.ObjectMeta{Name: "gizmos.later.limbo.dev"},
-		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
-			Group: "later.limbo.dev",
-			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "gizmos", Singular: "gizmo", Kind: "Gizmo", ListKind: "GizmoList"},
-			Scope: apiextensionsv1.NamespaceScoped,
-			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{Name: "v1", Served: true, Storage: true,
-				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{Type: "object", XPreserveUnknownFields: ptr.To(true)}}}},
-		},
-	}
+	crd := schemalessCRD("later.limbo.dev", "Gizmo", "v1")
 	if err := env.Client.Create(context.Background(), crd); err != nil {
 		t.Fatal(err)
 	}
@@ -51,8 +41,28 @@ func TestBundleOfAKindServedLater(t *testing.T) {
 		t.Error(err)
 	}
 
-	// The Bundle goes before its kind does.
-	deleteBundle(t, b, metav1.DeletePropagationBackground)
-	waitBundleGone(t, b)
+	// A version the CRD does not serve yet is unknown too; once the CRD serves
+	// it, the Bundles naming the kind are passed again (an update of a CRD
+	// established long before).
+	gizmoV2 := map[string]any{"apiVersion": "later.limbo.dev/v2", "kind": "Gizmo", "metadata": map[string]any{"name": "g2"}}
+	b2 := createBundle(t, ns, "later-v2", objectResource(t, "gizmo", gizmoV2))
+	waitBundle(t, b2, func(cur *limbov1alpha1.Bundle) error {
+		return resourceIs(cur, "gizmo", limbov1alpha1.ResourceError, limbov1alpha1.ReasonUnknownKind)
+	})
+	if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(crd), crd); err != nil {
+		t.Fatal(err)
+	}
+	crd.Spec.Versions = append(crd.Spec.Versions, schemalessCRD("later.limbo.dev", "Gizmo", "v2").Spec.Versions[0])
+	crd.Spec.Versions[1].Storage = false
+	if err := env.Client.Update(context.Background(), crd); err != nil {
+		t.Fatal(err)
+	}
+	waitReady(t, b2)
+
+	// The Bundles go before their kind does.
+	for _, bundle := range []*limbov1alpha1.Bundle{b, b2} {
+		deleteBundle(t, bundle, metav1.DeletePropagationBackground)
+		waitBundleGone(t, bundle)
+	}
 	waitGone(t, gizmoGVK, ns, "g")
 }

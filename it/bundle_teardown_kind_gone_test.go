@@ -9,7 +9,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/limbo-dev/limbo/it/testenv"
@@ -22,16 +21,7 @@ import (
 // Terminating. Not parallel: it restarts the shared controller.
 func TestTeardownOfAKindNoLongerServed(t *testing.T) {
 	ns := env.Namespace(t)
-	crd := &apiextensionsv1.CustomResourceDefinition{
-		ObjectMeta: metav1.ObjectMeta{Name: "sprockets.gone.limbo.dev"},
-		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
-			Group: "gone.limbo.dev",
-			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "sprockets", Singular: "sprocket", Kind: "Sprocket", ListKind: "SprocketList"},
-			Scope: apiextensionsv1.NamespaceScoped,
-			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{Name: "v1", Served: true, Storage: true,
-				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{Type: "object", XPreserveUnknownFields: ptr.To(true)}}}},
-		},
-	}
+	crd := schemalessCRD("gone.limbo.dev", "Sprocket", "v1")
 	if err := env.Client.Create(context.Background(), crd); err != nil {
 		t.Fatal(err)
 	}
