@@ -90,8 +90,15 @@ func (p *pendingItem) groupKind() schema.GroupKind {
 	return schema.GroupKind{Group: gv.Group, Kind: p.Kind}
 }
 
+// addMessage adds msg to the item's message, unless it says it already; a msg
+// that says all the message does and more (the controller's entry for an
+// object whose row says the same, with what follows) replaces it.
 func (p *pendingItem) addMessage(msg string) {
 	if msg == "" || strings.Contains(p.Message, msg) {
+		return
+	}
+	if p.Message != "" && strings.Contains(msg, p.Message) {
+		p.Message = msg
 		return
 	}
 	if p.Message != "" {

@@ -41,6 +41,10 @@ func pendingObjects() []client.Object {
 			// Invalid delay: never stamped nor labelled, only the Bundle knows.
 			{APIVersion: "v1", Kind: "ConfigMap", Name: "legacy",
 				Message: `invalid limbo.dev/deletionDelay "forever": time: invalid duration "forever"`},
+			// In limbo and listed, with an invalid delay: the controller's
+			// message says what the row's does, and more; it is said once.
+			{APIVersion: "v1", Kind: "ConfigMap", Name: "negative", Namespace: "team-a",
+				Message: `invalid limbo.dev/deletionDelay "-5m": must not be negative; never deleted until fixed`},
 			// No message: the labelled object itself is the row.
 			{APIVersion: "apps/v1", Kind: "Deployment", Name: "app", Namespace: "team-a"},
 		}},
@@ -73,7 +77,7 @@ Tombstone         storage-ns-gc-4f7c   shop     2026-03-01T12:05:00Z   5m       
 ConfigMap         db-config            shop     2026-03-02T11:59:00Z   23h         delete failed: etcd timeout
 ConfigMap         cache                shop     <unknown>              <unknown>   invalid limbo.dev/deletionTimestamp "yesterday": not an RFC 3339 time; the countdown restarts
 ConfigMap         legacy               shop     <none>                 never       invalid limbo.dev/deletionDelay "forever": time: invalid duration "forever"
-ConfigMap         negative             shop     <none>                 never       invalid limbo.dev/deletionDelay "-5m": must not be negative
+ConfigMap         negative             shop     <none>                 never       invalid limbo.dev/deletionDelay "-5m": must not be negative; never deleted until fixed
 `
 	if got := trimTrailingSpaces(out); got != want {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
@@ -94,7 +98,7 @@ team-a      ConfigMap         db-config            shop     2026-03-02T11:59:00Z
 team-b      ConfigMap         other                web      2026-03-04T10:00:00Z   2d22h
 team-a      ConfigMap         cache                shop     <unknown>              <unknown>   invalid limbo.dev/deletionTimestamp "yesterday": not an RFC 3339 time; the countdown restarts
 team-a      ConfigMap         legacy               shop     <none>                 never       invalid limbo.dev/deletionDelay "forever": time: invalid duration "forever"
-team-a      ConfigMap         negative             shop     <none>                 never       invalid limbo.dev/deletionDelay "-5m": must not be negative
+team-a      ConfigMap         negative             shop     <none>                 never       invalid limbo.dev/deletionDelay "-5m": must not be negative; never deleted until fixed
 `
 	if got := trimTrailingSpaces(out); got != want {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
@@ -242,7 +246,7 @@ Tombstone         storage-ns-gc-4f7c   shop     2026-03-01T12:05:00Z   5m       
 ConfigMap         db-config            shop     2026-03-02T11:59:00Z   23h         24h      60s         delete failed: etcd timeout
 ConfigMap         cache                shop     <unknown>              <unknown>   1h       <unknown>   invalid limbo.dev/deletionTimestamp "yesterday": not an RFC 3339 time; the countdown restarts
 ConfigMap         legacy               shop     <none>                 never       <none>   <unknown>   invalid limbo.dev/deletionDelay "forever": time: invalid duration "forever"
-ConfigMap         negative             shop     <none>                 never       -5m      60s         invalid limbo.dev/deletionDelay "-5m": must not be negative
+ConfigMap         negative             shop     <none>                 never       -5m      60s         invalid limbo.dev/deletionDelay "-5m": must not be negative; never deleted until fixed
 `
 	if got := trimTrailingSpaces(out); got != want {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
