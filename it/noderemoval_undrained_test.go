@@ -2,7 +2,6 @@ package it
 
 import (
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
@@ -25,21 +24,10 @@ func TestNodeRemovalUndrained(t *testing.T) {
 	waitEventContaining(t, b, "Warning", noderemoval.EventNodeRemovedUndrained, "Node "+n.name+" was deleted without")
 	waitNodeRemovalReady(t, b, "deleted without the drain label, resources left alone: "+n.name)
 	testenv.Eventually(t, testenv.DefaultTimeout, func() error {
-		families, err := ctrlmetrics.Registry.Gather()
-		if err != nil {
-			return err
+		if v, ok, err := undrainedSeries(ns); err != nil || !ok || v != 1 {
+			return fmt.Errorf("limbo_node_removal_undrained_nodes{namespace=%q} = %v (present: %v, %v), want 1", ns, v, ok, err)
 		}
-		for _, f := range families {
-			if f.GetName() != "limbo_node_removal_undrained_nodes" {
-				continue
-			}
-			for _, m := range f.GetMetric() {
-				if strings.Contains(m.String(), ns) && m.GetGauge().GetValue() == 1 {
-					return nil
-				}
-			}
-		}
-		return fmt.Errorf("limbo_node_removal_undrained_nodes{namespace=%q} is not 1", ns)
+		return nil
 	})
 	// Past the delay, nothing was stamped or deleted.
 	testenv.Consistently(t, 3*time.Second, func() error {
@@ -54,4 +42,36 @@ func TestNodeRemovalUndrained(t *testing.T) {
 		return nil
 	})
 	noPendingDeletions(t, b)
+
+	// The resource leaves the Bundle: its series goes with it (an alert on it
+	// would keep firing for a resource that is gone).
+	updateBundle(t, b, objectResource(t, "settings", configMap("settings", nil, nil)))
+	testenv.Eventually(t, testenv.DefaultTimeout, func() error {
+		if v, ok, err := undrainedSeries(ns); err != nil || ok {
+			return fmt.Errorf("limbo_node_removal_undrained_nodes{namespace=%q} = %v (present: %v, %v), want no series", ns, v, ok, err)
+		}
+		return nil
+	})
+}
+
+// undrainedSeries is the value of the undrained-nodes gauge of namespace ns,
+// and whether it has a series.
+func undrainedSeries(ns string) (float64, bool, error) {
+	families, err := ctrlmetrics.Registry.Gather()
+	if err != nil {
+		return 0, false, err
+	}
+	for _, f := range families {
+		if f.GetName() != "limbo_node_removal_undrained_nodes" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "namespace" && l.GetValue() == ns {
+					return m.GetGauge().GetValue(), true, nil
+				}
+			}
+		}
+	}
+	return 0, false, nil
 }

@@ -99,6 +99,15 @@ type Forgetter interface {
 	ForgetBundle(uid types.UID)
 }
 
+// ResourceForgetter is implemented by plugins whose state of one resource is to
+// go when that resource goes: ForgetResource drops the state of the resource of
+// the Bundle whose UID is uid that left the Bundle's spec, or whose call ended
+// after the Bundle or the resource was gone (the call may have stored state
+// again).
+type ResourceForgetter interface {
+	ForgetResource(uid types.UID, resource string)
+}
+
 // Request is the input of a plugin call.
 type Request struct {
 	// Bundle is the Bundle that holds the plugin resource.

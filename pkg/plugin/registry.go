@@ -83,6 +83,19 @@ func (r *Registry) ForgetBundle(uid types.UID) {
 	}
 }
 
+// ForgetResource tells every ResourceForgetter that the resource named resource
+// of the Bundle whose UID is uid is gone.
+func (r *Registry) ForgetResource(uid types.UID, resource string) {
+	if r == nil {
+		return
+	}
+	for _, p := range r.plugins {
+		if f, ok := p.(ResourceForgetter); ok {
+			f.ForgetResource(uid, resource)
+		}
+	}
+}
+
 // Names lists the registered plugins, sorted.
 func (r *Registry) Names() []string {
 	var names []string

@@ -10,7 +10,8 @@ import (
 // ResourceStates keeps a plugin's in-memory state per Bundle resource (by the
 // Bundle's UID, so that a re-created Bundle starts afresh). The zero value is
 // ready; New makes the state of a resource seen for the first time. A plugin that
-// keeps one is a Forgetter, whose ForgetBundle calls Forget.
+// keeps one is a Forgetter, whose ForgetBundle calls Forget, and a
+// ResourceForgetter, whose ForgetResource calls ForgetResource.
 type ResourceStates[T any] struct {
 	New func() *T
 
@@ -44,6 +45,14 @@ func (s *ResourceStates[T]) Forget(uid types.UID) {
 			delete(s.states, key)
 		}
 	}
+}
+
+// ForgetResource drops the state of the resource named resource of the Bundle
+// whose UID is uid.
+func (s *ResourceStates[T]) ForgetResource(uid types.UID, resource string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.states, string(uid)+"/"+resource)
 }
 
 // Len is the number of resources with a state.

@@ -33,23 +33,45 @@ func TestResourceStatesForget(t *testing.T) {
 	}
 }
 
-// forgetfulPlugin records the Bundles it is told to forget.
-type forgetfulPlugin struct {
-	fakePlugin
-	forgot *[]types.UID
+// ForgetResource drops one resource's state of one Bundle.
+func TestResourceStatesForgetResource(t *testing.T) {
+	s := plugin.ResourceStates[int]{New: func() *int { return new(int) }}
+	*s.Of(stateRequest("a", "x")) = 1
+	*s.Of(stateRequest("a", "y")) = 2
+	s.ForgetResource("a", "x")
+	if n := s.Len(); n != 1 {
+		t.Errorf("%d states after forgetting a/x, want 1", n)
+	}
+	if v := *s.Of(stateRequest("a", "y")); v != 2 {
+		t.Errorf("a/y = %d after forgetting a/x, want 2", v)
+	}
+	if v := *s.Of(stateRequest("a", "x")); v != 0 {
+		t.Errorf("a/x after ForgetResource = %d, want a fresh 0", v)
+	}
 }
 
-func (f forgetfulPlugin) ForgetBundle(uid types.UID) { *f.forgot = append(*f.forgot, uid) }
+// forgetfulPlugin records the Bundles and resources it is told to forget.
+type forgetfulPlugin struct {
+	fakePlugin
+	forgot *[]string
+}
 
-// The registry tells the plugins that keep state (Forgetters) of a Bundle that is
-// gone, and no others.
-func TestRegistryForgetBundle(t *testing.T) {
-	var forgot []types.UID
+func (f forgetfulPlugin) ForgetBundle(uid types.UID) { *f.forgot = append(*f.forgot, string(uid)) }
+func (f forgetfulPlugin) ForgetResource(uid types.UID, resource string) {
+	*f.forgot = append(*f.forgot, string(uid)+"/"+resource)
+}
+
+// The registry tells the plugins that keep state (Forgetters) of a Bundle or a
+// resource that is gone, and no others.
+func TestRegistryForget(t *testing.T) {
+	var forgot []string
 	r := newRegistry(t, forgetfulPlugin{fakePlugin: named("stateful"), forgot: &forgot}, named("stateless"))
 	r.ForgetBundle("u1")
-	if len(forgot) != 1 || forgot[0] != "u1" {
-		t.Errorf("forgotten = %v, want [u1]", forgot)
+	r.ForgetResource("u2", "gc")
+	if len(forgot) != 2 || forgot[0] != "u1" || forgot[1] != "u2/gc" {
+		t.Errorf("forgotten = %v, want [u1 u2/gc]", forgot)
 	}
 	var none *plugin.Registry
 	none.ForgetBundle("u2") // a controller without plugins
+	none.ForgetResource("u2", "gc")
 }

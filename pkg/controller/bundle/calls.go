@@ -25,10 +25,11 @@ type backgroundCalls[T any] struct {
 	done chan<- event.GenericEvent
 	// wait is how long the pass that starts a call waits for it (plugin.CallWait).
 	wait time.Duration
-	// forget is told the UID of a Bundle forgotten (gone) while a call of it
-	// ran: the call may have left state of it in its plugin after the
-	// reconciler had the plugins forget the Bundle. Nil: nobody.
-	forget func(types.UID)
+	// forget is told the Bundle UID and resource of a call whose state was
+	// forgotten while it ran — bundleGone: the Bundle went; else the resource
+	// left its spec —: the call may have left state in its plugin after the
+	// reconciler had the plugins forget it. Nil: nobody.
+	forget func(uid types.UID, resource string, bundleGone bool)
 
 	mu    sync.Mutex
 	calls map[callKey]*callState[T]
@@ -55,7 +56,20 @@ type callState[T any] struct {
 	notify bool
 	// finished closes when the running call finishes.
 	finished chan struct{}
+	// gone: the state was forgotten (dropped from calls), and why.
+	gone callGone
 }
+
+// callGone says why a call's state was forgotten.
+type callGone int
+
+const (
+	callLive callGone = iota
+	// callResourceGone: the resource left its Bundle's spec.
+	callResourceGone
+	// callBundleGone: the Bundle is gone.
+	callBundleGone
+)
 
 // callOutcome is what a pass gets for a plugin resource.
 type callOutcome[T any] struct {
@@ -67,7 +81,7 @@ type callOutcome[T any] struct {
 	current, known bool
 }
 
-func newBackgroundCalls[T any](done chan<- event.GenericEvent, forget func(types.UID)) *backgroundCalls[T] {
+func newBackgroundCalls[T any](done chan<- event.GenericEvent, forget func(uid types.UID, resource string, bundleGone bool)) *backgroundCalls[T] {
 	return &backgroundCalls[T]{done: done, wait: plugin.CallWait, forget: forget, calls: map[callKey]*callState[T]{}}
 }
 
@@ -94,7 +108,7 @@ func (c *backgroundCalls[T]) call(ctx context.Context, b *limbov1alpha1.Bundle, 
 	}
 	st.running, st.inputHash, st.finished = true, hash, make(chan struct{})
 	finished := st.finished
-	go c.run(key, b.DeepCopy(), call, finished)
+	go c.run(key, st, b.DeepCopy(), call, finished)
 	c.mu.Unlock()
 
 	plugin.AwaitCall(ctx, finished, c.wait)
@@ -123,14 +137,13 @@ func (st *callState[T]) lastKnown() callOutcome[T] {
 
 // run calls in the background, under plugin.CallTimeout but not under the pass's
 // context, and keeps the result.
-func (c *backgroundCalls[T]) run(key callKey, b *limbov1alpha1.Bundle, call func(context.Context, *limbov1alpha1.Bundle) (T, error), finished chan struct{}) {
+func (c *backgroundCalls[T]) run(key callKey, st *callState[T], b *limbov1alpha1.Bundle, call func(context.Context, *limbov1alpha1.Bundle) (T, error), finished chan struct{}) {
 	result, err := plugin.WithTimeout(context.Background(), func(ctx context.Context) (T, error) { return call(ctx, b) })
 	c.mu.Lock()
-	st, ok := c.calls[key]
-	if !ok { // the Bundle is gone
+	if gone := st.gone; gone != callLive {
 		c.mu.Unlock()
 		if c.forget != nil {
-			c.forget(key.uid)
+			c.forget(key.uid, key.resource, gone == callBundleGone)
 		}
 		return
 	}
@@ -144,6 +157,22 @@ func (c *backgroundCalls[T]) run(key callKey, b *limbov1alpha1.Bundle, call func
 	plugin.Trigger(c.done, b) // if dropped, the resync and the poll interval remain
 }
 
+// forgetRemoved drops the calls of the resources of the Bundle named name whose
+// UID is uid that are not in keep (they left its spec), and returns their names.
+func (c *backgroundCalls[T]) forgetRemoved(name types.NamespacedName, uid types.UID, keep map[string]bool) []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var removed []string
+	for key := range c.calls {
+		if st := c.calls[key]; key.bundle == name && key.uid == uid && !keep[key.resource] {
+			st.gone = callResourceGone
+			delete(c.calls, key)
+			removed = append(removed, key.resource)
+		}
+	}
+	return removed
+}
+
 // forgetBundle drops the calls of a Bundle that is gone, and returns the UIDs
 // they were made for (one Bundle of the name, or more if it was re-created).
 func (c *backgroundCalls[T]) forgetBundle(name types.NamespacedName) []types.UID {
@@ -152,6 +181,7 @@ func (c *backgroundCalls[T]) forgetBundle(name types.NamespacedName) []types.UID
 	var uids []types.UID
 	for key := range c.calls {
 		if key.bundle == name {
+			c.calls[key].gone = callBundleGone
 			delete(c.calls, key)
 			if !slices.Contains(uids, key.uid) {
 				uids = append(uids, key.uid)
@@ -159,4 +189,14 @@ func (c *backgroundCalls[T]) forgetBundle(name types.NamespacedName) []types.UID
 		}
 	}
 	return uids
+}
+
+// forgetPluginState has the plugins drop their state of a Bundle resource whose
+// call ended after the state was forgotten: of the whole Bundle when it is gone.
+func (r *Reconciler) forgetPluginState(uid types.UID, resource string, bundleGone bool) {
+	if bundleGone {
+		r.Plugins.ForgetBundle(uid)
+		return
+	}
+	r.Plugins.ForgetResource(uid, resource)
 }

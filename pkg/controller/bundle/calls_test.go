@@ -2,6 +2,7 @@ package bundle
 
 import (
 	"context"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -119,28 +120,46 @@ func TestBackgroundCallsFirstCallUnknown(t *testing.T) {
 	}
 }
 
-// A call that outlives its Bundle (forgotten while it ran) has its plugin
-// forget the Bundle once more: the call may have left state of it.
-func TestBackgroundCallOutlivingItsBundle(t *testing.T) {
-	forgotten := make(chan types.UID, 1)
-	calls := newBackgroundCalls[*plugin.Result](make(chan event.GenericEvent, 1), func(uid types.UID) { forgotten <- uid })
+// A call that outlives its state (its Bundle gone, or its resource left the
+// spec, while it ran) has its plugin forget the resource once more: the call
+// may have left state of it. A resource that left the spec is forgotten, the
+// others are kept.
+func TestBackgroundCallOutlivingItsState(t *testing.T) {
+	type forgotten struct {
+		uid        types.UID
+		resource   string
+		bundleGone bool
+	}
+	told := make(chan forgotten, 2)
+	calls := newBackgroundCalls[*plugin.Result](make(chan event.GenericEvent, 2), func(uid types.UID, resource string, bundleGone bool) {
+		told <- forgotten{uid, resource, bundleGone}
+	})
 	calls.wait = time.Millisecond
 	release := make(chan struct{})
 	b := &limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "shop", UID: "u"}}
-	calls.call(context.Background(), b, "gc", []byte(`{}`), func(context.Context, *limbov1alpha1.Bundle) (*plugin.Result, error) {
+	slow := func(context.Context, *limbov1alpha1.Bundle) (*plugin.Result, error) {
 		<-release
 		return &plugin.Result{}, nil
-	})
+	}
+	calls.call(context.Background(), b, "gc", []byte(`{}`), slow)
+	calls.call(context.Background(), b, "routes", []byte(`{}`), slow)
+	if removed := calls.forgetRemoved(types.NamespacedName{Namespace: "ns", Name: "shop"}, "u", map[string]bool{"routes": true}); fmt.Sprint(removed) != "[gc]" {
+		t.Fatalf("forgetRemoved = %v, want [gc]", removed)
+	}
 	if uids := calls.forgetBundle(types.NamespacedName{Namespace: "ns", Name: "shop"}); len(uids) != 1 || uids[0] != "u" {
 		t.Fatalf("forgetBundle = %v, want [u]", uids)
 	}
 	close(release)
-	select {
-	case uid := <-forgotten:
-		if uid != "u" {
-			t.Errorf("forgot %q, want u", uid)
+	got := map[forgotten]bool{}
+	for range 2 {
+		select {
+		case f := <-told:
+			got[f] = true
+		case <-time.After(10 * time.Second):
+			t.Fatalf("calls that outlived their state had %v forgotten, want both resources", got)
 		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the call that outlived its Bundle did not have it forgotten")
+	}
+	if !got[forgotten{"u", "gc", false}] || !got[forgotten{"u", "routes", true}] {
+		t.Errorf("forgotten %v, want the resource u/gc, and u/routes with its Bundle", got)
 	}
 }

@@ -126,10 +126,18 @@ func (p *pass) planSpec(ctx context.Context) bool {
 		return false
 	}
 	maps.Copy(p.declared, p.plan.Objects)
-	for _, res := range p.plan.Resources {
+	plugins := map[string]bool{}
+	for name, res := range p.plan.Resources {
 		if res.Template != nil {
 			p.kinds[res.GVK] = true
+		} else {
+			plugins[name] = true
 		}
+	}
+	// A plugin resource that left the spec leaves nothing in memory: its
+	// calls, and its plugin's state of it (a gauge series of it included).
+	for _, resource := range p.r.plans.forgetRemoved(client.ObjectKeyFromObject(p.bundle), p.bundle.UID, plugins) {
+		p.r.Plugins.ForgetResource(p.bundle.UID, resource)
 	}
 	return true
 }

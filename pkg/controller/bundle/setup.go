@@ -109,8 +109,8 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) (*Reconciler, error) {
 		r.Metrics = NewMetrics(nil)
 	}
 	callsDone := make(chan event.GenericEvent, 1024)
-	r.plans = newBackgroundCalls[*plugin.Result](callsDone, r.Plugins.ForgetBundle)
-	r.teardowns = newBackgroundCalls[*plugin.TeardownResult](callsDone, r.Plugins.ForgetBundle)
+	r.plans = newBackgroundCalls[*plugin.Result](callsDone, r.forgetPluginState)
+	r.teardowns = newBackgroundCalls[*plugin.TeardownResult](callsDone, r.forgetPluginState)
 	c, err := ctrl.NewControllerManagedBy(mgr).
 		Named("bundle").
 		// The first predicate only records (and passes every event): the cascade

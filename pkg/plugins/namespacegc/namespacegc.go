@@ -109,6 +109,11 @@ func (p *Plugin) Describe() plugin.Description {
 // ForgetBundle drops what the plugin remembers of a Bundle that is gone.
 func (p *Plugin) ForgetBundle(uid types.UID) { p.state.Forget(uid) }
 
+// ForgetResource drops what the plugin remembers of a resource that is gone.
+func (p *Plugin) ForgetResource(uid types.UID, resource string) {
+	p.state.ForgetResource(uid, resource)
+}
+
 // Plan computes the inventory: the backend's namespaces, desired while a
 // Kubernetes Namespace of the same name exists (or excluded).
 func (p *Plugin) Plan(ctx context.Context, req plugin.Request) (*plugin.Result, error) {

@@ -179,6 +179,17 @@ func (p *Plugin) ForgetBundle(uid types.UID) {
 	delete(p.reported, uid)
 }
 
+// ForgetResource drops what the plugin remembers of one resource of the Bundle
+// whose UID is uid, and its series of the undrained-nodes gauge.
+func (p *Plugin) ForgetResource(uid types.UID, resource string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if r, ok := p.reported[uid][resource]; ok {
+		p.metrics.UndrainedNodes.DeleteLabelValues(r.namespace, r.bundle, resource)
+		delete(p.reported[uid], resource)
+	}
+}
+
 // GVK is the csi-baremetal kind's GroupVersionKind.
 func GVK(kind string) schema.GroupVersionKind {
 	return schema.GroupVersionKind{Group: Group, Version: Version, Kind: kind}

@@ -134,6 +134,11 @@ const durationPattern = `^(0|([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+)$`
 // ForgetBundle drops what the plugin remembers of a Bundle that is gone.
 func (p *Plugin) ForgetBundle(uid types.UID) { p.state.Forget(uid) }
 
+// ForgetResource drops what the plugin remembers of a resource that is gone.
+func (p *Plugin) ForgetResource(uid types.UID, resource string) {
+	p.state.ForgetResource(uid, resource)
+}
+
 // Describe names the plugin and its schema. It watches nothing in Kubernetes:
 // OpenStack is polled.
 func (p *Plugin) Describe() plugin.Description {
