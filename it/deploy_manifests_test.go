@@ -28,6 +28,7 @@ func TestDeployManifestsDryRun(t *testing.T) {
 	for _, want := range []string{
 		"customresourcedefinition.apiextensions.k8s.io/bundles.limbo.dev serverside-applied (server dry run)",
 		"deployment.apps/limbo-controller serverside-applied (server dry run)",
+		"poddisruptionbudget.policy/limbo-controller serverside-applied (server dry run)",
 		"clusterrole.rbac.authorization.k8s.io/limbo-managed-objects serverside-applied (server dry run)",
 		"mutatingadmissionpolicy.admissionregistration.k8s.io/limbo-bundle-teardown-finalizer serverside-applied (server dry run)",
 		"mutatingadmissionpolicybinding.admissionregistration.k8s.io/limbo-bundle-teardown-finalizer serverside-applied (server dry run)",

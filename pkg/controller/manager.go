@@ -52,10 +52,15 @@ func NewScheme() *runtime.Scheme {
 	return scheme
 }
 
+// gracefulShutdownTimeout bounds how long the runnables get to stop before the
+// manager releases the Lease and returns: shorter than the install's
+// terminationGracePeriodSeconds (30 s).
+const gracefulShutdownTimeout = 20 * time.Second
+
 // NewManager builds the manager with every limbo controller registered.
 func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
-	if opts.ResyncPeriod < 0 {
-		return nil, fmt.Errorf("--resync-period %v: must not be negative (0s turns the periodic resync off)", opts.ResyncPeriod)
+	if err := opts.Validate(); err != nil {
+		return nil, err
 	}
 	cfg = rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst = opts.QPS, opts.Burst
@@ -145,8 +150,11 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 		RenewDeadline:           &opts.RenewDeadline,
 		RetryPeriod:             &opts.RetryPeriod,
 		// Every runnable stops with the context, so a replica that is shut down
-		// hands over at once instead of after the lease duration.
+		// hands over at once instead of after the lease duration — provided it
+		// releases the Lease before the kubelet's SIGKILL: the install's grace
+		// period is 30 s.
 		LeaderElectionReleaseOnCancel: true,
+		GracefulShutdownTimeout:       ptr.To(gracefulShutdownTimeout),
 	}
 	if opts.PprofAddr != "" {
 		mgrOpts.PprofBindAddress = opts.PprofAddr

@@ -41,3 +41,39 @@ func TestNegativeResyncPeriodIsRefused(t *testing.T) {
 		t.Errorf("error %v, want one naming --resync-period", err)
 	}
 }
+
+// Options the controller cannot run with fail at start, naming their flag,
+// instead of being replaced silently or failing later.
+func TestOptionsValidate(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		change func(*Options)
+		want   string // "" valid
+	}{
+		{"defaults", func(*Options) {}, ""},
+		{"no leader election, odd lease timings", func(o *Options) { o.LeaderElect, o.LeaseDuration = false, time.Second }, ""},
+		{"QPS 0 (client-go would use 5)", func(o *Options) { o.QPS = 0 }, "--kube-api-qps 0: must be above 0"},
+		{"negative QPS (client-go would not limit)", func(o *Options) { o.QPS = -1 }, "--kube-api-qps -1"},
+		{"burst below 1", func(o *Options) { o.Burst = -1 }, "--kube-api-burst -1: must be at least 1"},
+		{"no workers", func(o *Options) { o.Workers = 0 }, "--workers 0"},
+		{"no apply concurrency", func(o *Options) { o.ApplyConcurrency = 0 }, "--apply-concurrency 0"},
+		{"negative GC interval", func(o *Options) { o.NamespaceGCInterval = -time.Hour }, "--namespace-delete-gc-interval -1h0m0s"},
+		{"negative GC delay", func(o *Options) { o.NamespaceGCDelay = -time.Second }, "--namespace-delete-gc-delay -1s"},
+		{"a default ServiceAccount that is no name", func(o *Options) { o.DefaultServiceAccount = "Deployer!" }, "--default-service-account Deployer!"},
+		{"renew deadline not above the retry period", func(o *Options) { o.RenewDeadline = o.RetryPeriod }, "--leader-election-renew-deadline 2s"},
+		{"lease not above renew deadline plus retry period (two leaders for a moment)", func(o *Options) {
+			o.LeaseDuration, o.RenewDeadline, o.RetryPeriod = 15*time.Second, 14*time.Second, 2*time.Second
+		}, "--leader-election-lease-duration 15s: must be longer than --leader-election-renew-deadline plus --leader-election-retry-period (16s)"},
+		{"no retry period", func(o *Options) { o.RetryPeriod = 0 }, "--leader-election-retry-period 0s"},
+		{"no Lease namespace", func(o *Options) { o.LeaderElectionNamespace = "" }, "--leader-election-namespace and --leader-election-id must be set"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := DefaultOptions()
+			tc.change(&o)
+			err := o.Validate()
+			if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+				t.Errorf("Validate() = %v, want %q", err, tc.want)
+			}
+		})
+	}
+}

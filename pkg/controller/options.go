@@ -1,9 +1,12 @@
 package controller
 
 import (
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/limbo-dev/limbo/pkg/plugin"
 )
@@ -91,4 +94,58 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.WatchLabelSelector, "watch-label-selector", o.WatchLabelSelector, "Handle only the Bundles this label selector matches (for example limbo.dev/shard=a, or !limbo.dev/shard for the rest), and their objects and Tombstones: one shard of a sharded install. Empty handles every Bundle.")
 	fs.StringVar(&o.DefaultServiceAccount, "default-service-account", o.DefaultServiceAccount, "ServiceAccount (in each Bundle's namespace) to impersonate for the Bundles that set no spec.serviceAccountName: for multi-tenant installs. Empty: limbo writes as itself.")
 	fs.StringSliceVar(&o.Namespaces, "namespaces", o.Namespaces, "Namespaces to watch (comma-separated); empty watches all.")
+}
+
+// Validate reports every option whose value the controller cannot run with,
+// naming its flag: bad input fails at start with a clear message rather than
+// being replaced silently (client-go turns a QPS of 0 into 5 and a negative one
+// into no limit; controller-runtime turns 0 workers into 1) or failing later.
+func (o Options) Validate() error {
+	var errs []error
+	bad := func(flag string, value any, why string) {
+		errs = append(errs, fmt.Errorf("--%s %v: %s", flag, value, why))
+	}
+	if o.QPS <= 0 {
+		bad("kube-api-qps", o.QPS, "must be above 0")
+	}
+	if o.Burst < 1 {
+		bad("kube-api-burst", o.Burst, "must be at least 1")
+	}
+	if o.Workers < 1 {
+		bad("workers", o.Workers, "must be at least 1")
+	}
+	if o.ApplyConcurrency < 1 {
+		bad("apply-concurrency", o.ApplyConcurrency, "must be at least 1")
+	}
+	if o.ResyncPeriod < 0 {
+		bad("resync-period", o.ResyncPeriod, "must not be negative (0s turns the periodic resync off)")
+	}
+	if o.NamespaceGCInterval < 0 {
+		bad("namespace-delete-gc-interval", o.NamespaceGCInterval, "must not be negative (0s disables the periodic collection)")
+	}
+	if o.NamespaceGCDelay < 0 {
+		bad("namespace-delete-gc-delay", o.NamespaceGCDelay, "must not be negative")
+	}
+	if o.DefaultServiceAccount != "" {
+		for _, msg := range validation.IsDNS1123Subdomain(o.DefaultServiceAccount) {
+			bad("default-service-account", o.DefaultServiceAccount, "not a ServiceAccount name: "+msg)
+		}
+	}
+	if o.LeaderElect {
+		// A leader gives up at most RenewDeadline (and a retry) after its last
+		// renewal; a standby takes over LeaseDuration after it. The other way
+		// round, two replicas would act at once for a moment.
+		switch {
+		case o.RetryPeriod <= 0:
+			bad("leader-election-retry-period", o.RetryPeriod, "must be above 0")
+		case o.RenewDeadline <= o.RetryPeriod:
+			bad("leader-election-renew-deadline", o.RenewDeadline, fmt.Sprintf("must be longer than --leader-election-retry-period (%v)", o.RetryPeriod))
+		case o.LeaseDuration <= o.RenewDeadline+o.RetryPeriod:
+			bad("leader-election-lease-duration", o.LeaseDuration, fmt.Sprintf("must be longer than --leader-election-renew-deadline plus --leader-election-retry-period (%v): a leader may act until then after its last renewal", o.RenewDeadline+o.RetryPeriod))
+		}
+		if o.LeaderElectionNamespace == "" || o.LeaderElectionID == "" {
+			errs = append(errs, fmt.Errorf("--leader-election-namespace and --leader-election-id must be set with --leader-elect"))
+		}
+	}
+	return errors.Join(errs...)
 }
