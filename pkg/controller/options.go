@@ -105,26 +105,23 @@ func (o Options) Validate() error {
 	bad := func(flag string, value any, why string) {
 		errs = append(errs, fmt.Errorf("--%s %v: %s", flag, value, why))
 	}
-	if o.QPS <= 0 {
-		bad("kube-api-qps", o.QPS, "must be above 0")
-	}
-	if o.Burst < 1 {
-		bad("kube-api-burst", o.Burst, "must be at least 1")
-	}
-	if o.Workers < 1 {
-		bad("workers", o.Workers, "must be at least 1")
-	}
-	if o.ApplyConcurrency < 1 {
-		bad("apply-concurrency", o.ApplyConcurrency, "must be at least 1")
-	}
-	if o.ResyncPeriod < 0 {
-		bad("resync-period", o.ResyncPeriod, "must not be negative (0s turns the periodic resync off)")
-	}
-	if o.NamespaceGCInterval < 0 {
-		bad("namespace-delete-gc-interval", o.NamespaceGCInterval, "must not be negative (0s disables the periodic collection)")
-	}
-	if o.NamespaceGCDelay < 0 {
-		bad("namespace-delete-gc-delay", o.NamespaceGCDelay, "must not be negative")
+	for _, c := range []struct {
+		flag    string
+		value   any
+		invalid bool
+		why     string
+	}{
+		{"kube-api-qps", o.QPS, o.QPS <= 0, "must be above 0"},
+		{"kube-api-burst", o.Burst, o.Burst < 1, "must be at least 1"},
+		{"workers", o.Workers, o.Workers < 1, "must be at least 1"},
+		{"apply-concurrency", o.ApplyConcurrency, o.ApplyConcurrency < 1, "must be at least 1"},
+		{"resync-period", o.ResyncPeriod, o.ResyncPeriod < 0, "must not be negative (0s turns the periodic resync off)"},
+		{"namespace-delete-gc-interval", o.NamespaceGCInterval, o.NamespaceGCInterval < 0, "must not be negative (0s disables the periodic collection)"},
+		{"namespace-delete-gc-delay", o.NamespaceGCDelay, o.NamespaceGCDelay < 0, "must not be negative"},
+	} {
+		if c.invalid {
+			bad(c.flag, c.value, c.why)
+		}
 	}
 	if o.DefaultServiceAccount != "" {
 		for _, msg := range validation.IsDNS1123Subdomain(o.DefaultServiceAccount) {
