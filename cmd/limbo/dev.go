@@ -116,12 +116,14 @@ value) of the first, for plugins that act on another cluster (kubeConfigSecretRe
 			defer stopAndReport("the workload cluster", workload.Stop)
 		}
 		fmt.Printf("\n  export KUBECONFIG=%s; kubectl apply -f examples/configmap-chain.yaml\n\n", cluster.KubeconfigPath)
-		if !runController {
-			// `limbo controller` elects a leader through a Lease in limbo-system, as
-			// installed by build/deploy.
-			if err := ensureNamespace(ctx, cluster.RESTConfig(), controller.DefaultOptions().LeaderElectionNamespace); err != nil {
+		if !runController || opts.LeaderElect {
+			// `limbo controller` (and `limbo dev --leader-elect`) elects a leader
+			// through a Lease in limbo-system, as installed by build/deploy.
+			if err := ensureNamespace(ctx, cluster.RESTConfig(), opts.LeaderElectionNamespace); err != nil {
 				return err
 			}
+		}
+		if !runController {
 			fmt.Printf("limbo dev: controller not started; run: limbo controller --kubeconfig %s\n", cluster.KubeconfigPath)
 			<-ctx.Done()
 			return nil
