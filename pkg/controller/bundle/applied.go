@@ -29,26 +29,37 @@ import (
 // for drift. The cache lives in memory: after a restart every object is applied
 // once, which the API server turns into a no-op, and the cache is learnt again.
 //
-// An entry is a map slot holding two fixed-size digests: about 150 bytes per
-// managed object, where a sync.Map of boxed strings took about 350.
+// An entry is a map slot holding the object's UID and two digests, all fixed
+// size: about 60 bytes per managed object, where a sync.Map of boxed strings
+// took about 350.
 type appliedCache struct {
 	mu sync.RWMutex
-	m  map[types.UID]applied
+	m  map[uidKey]applied
+	// replacing holds, for the applies that replaced a live copy, that copy's
+	// resourceVersion and what the applying pass judged: few objects are
+	// updated at a time, so these stay out of every object's slot.
+	replacing map[uidKey]replacement
 }
 
+// applied is one apply: 33 bytes in the map's slot, nothing allocated.
 type applied struct {
 	hash digest
 	// fields is the digest of limbo's field set; fieldsKnown is false when the
 	// API server's answer had no entry of limbo's.
 	fields      digest
 	fieldsKnown bool
+}
+
+// replacement is what an apply that replaced a live copy leaves besides its
+// digests.
+type replacement struct {
 	// supersedes is the resourceVersion of the live copy the apply replaced: a
 	// cache that has not caught up with the apply yet still shows that copy,
 	// which must not be mistaken for drift and applied again.
 	supersedes string
 	// judged is what the applying pass judged of the API server's answer, for
-	// the passes that run while the cache still shows the replaced copy. Only
-	// an apply that replaced a copy has one.
+	// the passes that run while the cache still shows the replaced copy; nil
+	// until it judged.
 	judged *judgedApply
 }
 
@@ -61,16 +72,68 @@ type judgedApply struct {
 	live            *unstructured.Unstructured
 }
 
-// digest is a SHA-256 sum, as hashOf and ownedFields give it (as a string).
-type digest [sha256.Size]byte
+// digest is the first 128 bits of a SHA-256 sum, as hashOf and ownedFields give
+// it (as a string of all 256). The cache compares digests of what limbo itself
+// applied to detect change, where nothing is gained by a collision: 128 bits
+// make an accidental one as good as impossible and halve what each object
+// costs.
+type digest [16]byte
 
-// toDigest is s, a digest as a string, as a digest; false if s is not one.
+// toDigest is s, a SHA-256 sum as a string, as a digest; false if s is not one.
 func toDigest(s string) (d digest, ok bool) {
-	if len(s) != len(d) {
+	if len(s) != sha256.Size {
 		return d, false
 	}
 	copy(d[:], s)
 	return d, true
+}
+
+// uidKey is an object's UID as a map key: the 128 bits of the UUID an API
+// server gives every object, held in the map's slot instead of a string
+// allocated per object. A UID that is not a UUID in its canonical form (no API
+// server gives one) is keyed by the first 128 bits of its SHA-256.
+type uidKey [16]byte
+
+func keyOf(uid types.UID) uidKey {
+	var k uidKey
+	if parseUUID(string(uid), &k) {
+		return k
+	}
+	sum := sha256.Sum256([]byte(uid))
+	copy(k[:], sum[:])
+	return k
+}
+
+// parseUUID decodes s, a UUID in its canonical form (lower-case hex digits,
+// dashes after the 8th, 12th, 16th and 20th), into k; false for anything
+// else, so that two different UIDs never get the same key this way.
+func parseUUID(s string, k *uidKey) bool {
+	if len(s) != 36 || s[8] != '-' || s[13] != '-' || s[18] != '-' || s[23] != '-' {
+		return false
+	}
+	n := 0
+	for i := 0; i < len(s); i++ {
+		if i == 8 || i == 13 || i == 18 || i == 23 {
+			continue
+		}
+		v, ok := hexDigit(s[i])
+		if !ok {
+			return false
+		}
+		k[n/2] |= v << (4 * (1 - n%2))
+		n++
+	}
+	return true
+}
+
+func hexDigit(c byte) (byte, bool) {
+	switch {
+	case '0' <= c && c <= '9':
+		return c - '0', true
+	case 'a' <= c && c <= 'f':
+		return c - 'a' + 10, true
+	}
+	return 0, false
 }
 
 func hashOf(obj *unstructured.Unstructured) string {
@@ -183,18 +246,27 @@ func (c *appliedCache) record(obj *unstructured.Unstructured, hash, supersedes s
 	if obj.GetResourceVersion() == supersedes {
 		supersedes = "" // the apply changed nothing: the live copy is the current one
 	}
+	k := keyOf(obj.GetUID())
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.m == nil {
-		c.m = map[types.UID]applied{}
+		c.m = map[uidKey]applied{}
+		c.replacing = map[uidKey]replacement{}
 	}
-	c.m[obj.GetUID()] = applied{hash: h, fields: fields, fieldsKnown: known, supersedes: supersedes}
+	c.m[k] = applied{hash: h, fields: fields, fieldsKnown: known}
+	if supersedes == "" {
+		delete(c.replacing, k)
+	} else {
+		c.replacing[k] = replacement{supersedes: supersedes}
+	}
 }
 
 func (c *appliedCache) forget(uid types.UID) {
+	k := keyOf(uid)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	delete(c.m, uid)
+	delete(c.m, k)
+	delete(c.replacing, k)
 }
 
 // judge remembers st, the readiness the applying pass judged of answer (the API
@@ -203,17 +275,18 @@ func (c *appliedCache) forget(uid types.UID) {
 // replaced. It must follow record of the same apply; an apply that replaced no
 // copy needs none.
 func (c *appliedCache) judge(answer *unstructured.Unstructured, st limbov1alpha1.ResourceStatus, body bool) {
+	k := keyOf(answer.GetUID())
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	last, ok := c.m[answer.GetUID()]
-	if !ok || last.supersedes == "" || last.supersedes == answer.GetResourceVersion() {
+	r, ok := c.replacing[k]
+	if !ok || r.supersedes == answer.GetResourceVersion() {
 		return
 	}
-	last.judged = &judgedApply{state: st.State, reason: st.Reason, message: st.Message}
+	r.judged = &judgedApply{state: st.State, reason: st.Reason, message: st.Message}
 	if body {
-		last.judged.live = answer
+		r.judged.live = answer
 	}
-	c.m[answer.GetUID()] = last
+	c.replacing[k] = r
 }
 
 // superseded reports whether live is the copy that limbo's last apply of it
@@ -222,29 +295,31 @@ func (c *appliedCache) judge(answer *unstructured.Unstructured, st limbov1alpha1
 // and what the applying pass judged of the apply, if it got that far.
 func (c *appliedCache) superseded(live *unstructured.Unstructured) (*judgedApply, bool) {
 	c.mu.RLock()
-	last, ok := c.m[live.GetUID()]
+	r, ok := c.replacing[keyOf(live.GetUID())]
 	c.mu.RUnlock()
-	if !ok || !last.replaced(live) {
+	if !ok || !r.replaced(live) {
 		return nil, false
 	}
-	return last.judged, true
+	return r.judged, true
 }
 
-// replaced reports whether live is the copy this apply replaced.
-func (a applied) replaced(live *unstructured.Unstructured) bool {
-	return a.supersedes != "" && live.GetResourceVersion() == a.supersedes
+// replaced reports whether live is the copy the apply replaced.
+func (r replacement) replaced(live *unstructured.Unstructured) bool {
+	return live.GetResourceVersion() == r.supersedes
 }
 
 // upToDate reports whether live still holds what limbo applied, and what limbo
 // applied was the desired object whose hash is hash.
 func (c *appliedCache) upToDate(live *unstructured.Unstructured, hash string) bool {
+	k := keyOf(live.GetUID())
 	c.mu.RLock()
-	last, ok := c.m[live.GetUID()]
+	last, ok := c.m[k]
+	r, replacing := c.replacing[k]
 	c.mu.RUnlock()
 	if h, valid := toDigest(hash); !ok || !valid || last.hash != h {
 		return false
 	}
-	if last.replaced(live) {
+	if replacing && r.replaced(live) {
 		return true // a stale copy from before limbo's own apply: nothing new
 	}
 	fields, known := toDigest(ownedFields(live))

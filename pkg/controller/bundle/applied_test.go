@@ -112,6 +112,13 @@ func TestAppliedCacheUpToDate(t *testing.T) {
 	if !c.upToDate(unchanged, hash) {
 		t.Error("the copy a no-op apply left as it was is not up to date")
 	}
+
+	// Forgetting the object forgets the copy its last apply replaced too.
+	c.record(corrected, hash, "5")
+	c.forget("u1")
+	if _, ok := c.superseded(drifted); ok {
+		t.Error("a forgotten object's replaced copy is still taken for a superseded one")
+	}
 }
 
 func TestTrimForCacheKeepsTheNoOpCheck(t *testing.T) {
@@ -137,5 +144,35 @@ func TestTrimForCacheKeepsTheNoOpCheck(t *testing.T) {
 	drifted, _ := TrimForCache(withManagedFields(response, entry("limbo", metav1.ManagedFieldsOperationApply, `{}`)))
 	if c.upToDate(drifted.(*unstructured.Unstructured), hash) {
 		t.Fatal("a trimmed copy whose limbo field set changed is up to date")
+	}
+}
+
+func TestKeyOf(t *testing.T) {
+	const uid = "0f8e2a6c-1b3d-4e5f-8a9b-0c1d2e3f4a5b"
+	want := uidKey{0x0f, 0x8e, 0x2a, 0x6c, 0x1b, 0x3d, 0x4e, 0x5f, 0x8a, 0x9b, 0x0c, 0x1d, 0x2e, 0x3f, 0x4a, 0x5b}
+	if got := keyOf(uid); got != want {
+		t.Fatalf("keyOf(%s) = %x, want its 128 bits %x", uid, got, want)
+	}
+	// Every other spelling falls back to a hash: no two different UIDs share a
+	// key through the parse.
+	others := []types.UID{
+		"0F8E2A6C-1B3D-4E5F-8A9B-0C1D2E3F4A5B",   // upper case
+		"0f8e2a6c1b3d4e5f8a9b0c1d2e3f4a5b",       // no dashes
+		"{0f8e2a6c-1b3d-4e5f-8a9b-0c1d2e3f4a5b}", // braces
+		"0f8e2a6c-1b3d-4e5f-8a9b-0c1d2e3f4a5g",   // not hex
+		"0f8e2a6c-1b3d-4e5f-8a9b_0c1d2e3f4a5b",   // a dash missing
+		"u1",
+		"",
+	}
+	seen := map[uidKey]types.UID{want: uid}
+	for _, o := range others {
+		k := keyOf(o)
+		if prev, dup := seen[k]; dup {
+			t.Errorf("keyOf(%q) = keyOf(%q)", o, prev)
+		}
+		seen[k] = o
+		if keyOf(o) != k {
+			t.Errorf("keyOf(%q) is not stable", o)
+		}
 	}
 }
