@@ -81,6 +81,34 @@ func (r *Resource) ObjectKey() string {
 	return ObjectKey(r.GVK.GroupKind(), r.Template.GetName())
 }
 
+// Header is what a resource's template says of the object it stands for: its
+// kind, its name and its annotations, read without the rest of the template and
+// without validating it (Parse does).
+type Header struct {
+	GVK         schema.GroupVersionKind
+	Name        string
+	Annotations map[string]string
+}
+
+// HeaderOf reads the header of res's template: ok is false for a plugin
+// resource, err set for a template that does not decode.
+func HeaderOf(res limbov1alpha1.Resource) (h Header, ok bool, err error) {
+	if res.Object == nil {
+		return Header{}, false, nil
+	}
+	var tmpl struct {
+		metav1.TypeMeta `json:",inline"`
+		Metadata        struct {
+			Name        string            `json:"name"`
+			Annotations map[string]string `json:"annotations"`
+		} `json:"metadata"`
+	}
+	if err := json.Unmarshal(res.Object.Raw, &tmpl); err != nil {
+		return Header{}, true, err
+	}
+	return Header{GVK: tmpl.GroupVersionKind(), Name: tmpl.Metadata.Name, Annotations: tmpl.Metadata.Annotations}, true, nil
+}
+
 // Plan is a validated Bundle spec.
 type Plan struct {
 	// Order lists resource names, dependencies first; ties keep declaration order.

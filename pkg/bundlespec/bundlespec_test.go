@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"regexp"
 	"testing"
 
@@ -355,5 +356,37 @@ func TestReferenced(t *testing.T) {
 		if got := plan.Referenced(name); got != want {
 			t.Errorf("Referenced(%q) = %v, want %v", name, got, want)
 		}
+	}
+}
+
+func TestHeaderOf(t *testing.T) {
+	object := func(raw string) limbov1alpha1.Resource {
+		return limbov1alpha1.Resource{Name: "r", Object: &runtime.RawExtension{Raw: []byte(raw)}}
+	}
+	cases := []struct {
+		name    string
+		res     limbov1alpha1.Resource
+		want    Header
+		wantOK  bool
+		wantErr bool
+	}{
+		{name: "plugin resource", res: limbov1alpha1.Resource{Name: "p", Plugin: &limbov1alpha1.PluginResource{Name: "namespace-gc"}}},
+		{name: "template that does not decode", res: object(`{"kind":`), wantOK: true, wantErr: true},
+		{name: "metadata of the wrong type", res: object(`{"apiVersion":"v1","kind":"ConfigMap","metadata":"a"}`), wantOK: true, wantErr: true},
+		{name: "core kind", res: object(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","annotations":{"limbo.dev/adopt":"true"}},"data":{"k":"v"}}`),
+			want: Header{GVK: schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, Name: "a", Annotations: map[string]string{"limbo.dev/adopt": "true"}}, wantOK: true},
+		{name: "grouped kind, no annotations", res: object(`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"d"}}`),
+			want: Header{GVK: schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}, Name: "d"}, wantOK: true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, ok, err := HeaderOf(tc.res)
+			if ok != tc.wantOK || (err != nil) != tc.wantErr {
+				t.Fatalf("HeaderOf = _, %v, %v; want ok %v, error %v", ok, err, tc.wantOK, tc.wantErr)
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("HeaderOf = %+v, want %+v", got, tc.want)
+			}
+		})
 	}
 }

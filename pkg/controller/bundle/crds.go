@@ -2,7 +2,6 @@ package bundle
 
 import (
 	"context"
-	"encoding/json"
 	"strings"
 	"sync"
 	"time"
@@ -221,12 +220,6 @@ func templateKind(b *limbov1alpha1.Bundle, resource string) (schema.GroupVersion
 // objectKind is the kind of res's template; false for a plugin resource or a
 // template that does not decode.
 func objectKind(res limbov1alpha1.Resource) (schema.GroupVersionKind, bool) {
-	if res.Object == nil {
-		return schema.GroupVersionKind{}, false
-	}
-	var tm metav1.TypeMeta
-	if err := json.Unmarshal(res.Object.Raw, &tm); err != nil {
-		return schema.GroupVersionKind{}, false
-	}
-	return tm.GroupVersionKind(), true
+	h, ok, err := bundlespec.HeaderOf(res)
+	return h.GVK, ok && err == nil
 }

@@ -6,7 +6,6 @@ package reaper
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -22,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+	"github.com/limbo-dev/limbo/pkg/bundlespec"
 	"github.com/limbo-dev/limbo/pkg/limboscan"
 	"github.com/limbo-dev/limbo/pkg/shard"
 	"github.com/limbo-dev/limbo/pkg/softdelete"
@@ -398,23 +398,16 @@ const (
 func declared(b *limbov1alpha1.Bundle, gk schema.GroupKind, name string) declaration {
 	found := notDeclared
 	for _, res := range b.Spec.Resources {
-		if res.Object == nil {
+		h, ok, err := bundlespec.HeaderOf(res)
+		switch {
+		case !ok:
 			continue
-		}
-		var tmpl struct {
-			APIVersion string `json:"apiVersion"`
-			Kind       string `json:"kind"`
-			Metadata   struct {
-				Name        string            `json:"name"`
-				Annotations map[string]string `json:"annotations"`
-			} `json:"metadata"`
-		}
-		if err := json.Unmarshal(res.Object.Raw, &tmpl); err != nil {
+		case err != nil:
 			found = max(found, declaredOnly)
 			continue
 		}
-		if tmpl.Metadata.Name == name && schema.FromAPIVersionAndKind(tmpl.APIVersion, tmpl.Kind).GroupKind() == gk {
-			if tmpl.Metadata.Annotations[limbov1alpha1.AnnotationAdopt] == "true" {
+		if h.Name == name && h.GVK.GroupKind() == gk {
+			if h.Annotations[limbov1alpha1.AnnotationAdopt] == "true" {
 				return declaredToAdopt
 			}
 			found = declaredOnly
