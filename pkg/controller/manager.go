@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/discovery"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
@@ -32,6 +33,7 @@ import (
 	"github.com/limbo-dev/limbo/pkg/controller/bundle"
 	"github.com/limbo-dev/limbo/pkg/controller/reaper"
 	"github.com/limbo-dev/limbo/pkg/controller/tombstone"
+	"github.com/limbo-dev/limbo/pkg/eventrecorder"
 	"github.com/limbo-dev/limbo/pkg/impersonation"
 	"github.com/limbo-dev/limbo/pkg/plugins"
 	"github.com/limbo-dev/limbo/pkg/restmappings"
@@ -177,13 +179,20 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 	// Writes of a Bundle's objects impersonate its ServiceAccount; everything else
 	// (and every read) is limbo's.
 	writer := impersonation.NewClient(mgr.GetClient(), cfg)
+	coreClient, err := corev1client.NewForConfigAndClient(cfg, mgr.GetHTTPClient())
+	if err != nil {
+		return nil, err
+	}
+	// The one events recorder of every controller (the engine, the Bundle and
+	// Tombstone controllers): core/v1 events, which `kubectl describe` shows and
+	// kubectl's events/v1 reads too, correlated so that they stay an audit trail
+	// (pkg/eventrecorder, docs/design-decisions.md). Not the manager's, whose
+	// correlator merges and drops an object's events.
+	recorder, stopEvents := eventrecorder.New(coreClient.Events(""), mgr.GetScheme(), "limbo", ctrl.Log.WithName("events"))
 	engine := &softdelete.Engine{
-		Client: writer,
-		Reader: mgr.GetAPIReader(),
-		// The one events recorder of every controller (the engine, the Bundle and
-		// Tombstone controllers): core/v1 events, which `kubectl describe` shows and
-		// kubectl's events/v1 reads too (docs/design-decisions.md).
-		Recorder: mgr.GetEventRecorderFor("limbo"), //nolint:staticcheck // core/v1 events keep kubectl describe readable
+		Client:   writer,
+		Reader:   mgr.GetAPIReader(),
+		Recorder: recorder,
 		Clock:    clock.RealClock{},
 		Metrics:  metrics.Engine,
 		Shard:    shardSelector,
@@ -208,7 +217,19 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 	if err := mgr.Add(reap); err != nil {
 		return nil, err
 	}
-	return mgr, nil
+	return &withEvents{Manager: mgr, stopEvents: stopEvents}, nil
+}
+
+// withEvents is the manager, whose Start stops limbo's events broadcaster once
+// every runnable has stopped: the manager stops only the broadcaster it made.
+type withEvents struct {
+	manager.Manager
+	stopEvents func()
+}
+
+func (m *withEvents) Start(ctx context.Context) error {
+	defer m.stopEvents()
+	return m.Manager.Start(ctx)
 }
 
 // informersSynced is the readiness check: the informers of objs, limbo's own
