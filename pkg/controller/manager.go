@@ -119,11 +119,10 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 	if err != nil {
 		return nil, err
 	}
-	dynamicMapper, err := apiutil.NewDynamicRESTMapper(cfg, httpClient)
+	mapper, err := restmappings.Remember(func() (meta.RESTMapper, error) { return apiutil.NewDynamicRESTMapper(cfg, httpClient) })
 	if err != nil {
 		return nil, err
 	}
-	mapper := restmappings.Remember(dynamicMapper)
 	watches, missing := registry.ServedWatches(scheme, mapper)
 	for _, gvk := range missing {
 		ctrl.Log.Info("not watching a plugin's kind: the API server does not serve it (its plugin reports the missing kind when it runs)", "kind", gvk.String())

@@ -1,6 +1,8 @@
 package restmappings
 
 import (
+	"errors"
+	"maps"
 	"slices"
 	"testing"
 
@@ -45,7 +47,10 @@ func TestRemembering(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			delegate := &countingMapper{served: map[schema.GroupVersionKind]bool{widget.WithVersion("v1"): true}}
-			r := Remember(delegate)
+			r, err := Remember(func() (meta.RESTMapper, error) { return delegate, nil })
+			if err != nil {
+				t.Fatal(err)
+			}
 			errs := 0
 			for i, versions := range tc.asks {
 				if i == len(tc.asks)/2 && tc.later != nil {
@@ -67,5 +72,59 @@ func TestRemembering(t *testing.T) {
 				t.Errorf("delegate asked %d times, %d errors; want %d and %d", delegate.asked, errs, tc.wantAsked, tc.wantErrs)
 			}
 		})
+	}
+}
+
+// A kind that is no longer served is still mapped, from memory and by a
+// delegate that discovered it, until Reset: then a new delegate answers.
+func TestRememberingReset(t *testing.T) {
+	widget := schema.GroupKind{Group: "example.com", Kind: "Widget"}
+	served := map[schema.GroupVersionKind]bool{widget.WithVersion("v1"): true}
+	var delegates []*countingMapper
+	r, err := Remember(func() (meta.RESTMapper, error) {
+		// A delegate knows what was served when it was made, as the dynamic
+		// mapper knows what it discovered.
+		d := &countingMapper{served: maps.Clone(served)}
+		delegates = append(delegates, d)
+		return d, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.RESTMapping(widget, "v1"); err != nil {
+		t.Fatalf("served: %v", err)
+	}
+	delete(served, widget.WithVersion("v1")) // its CRD is deleted
+	if _, err := r.RESTMapping(widget, "v1"); err != nil {
+		t.Fatalf("before Reset the mapping is remembered, got %v", err)
+	}
+	r.Reset()
+	if _, err := r.RESTMapping(widget, "v1"); !meta.IsNoMatchError(err) {
+		t.Fatalf("after Reset: %v, want NoKindMatch from a new delegate", err)
+	}
+	if len(delegates) != 2 || delegates[1].asked != 1 {
+		t.Errorf("%d delegates made, the new one asked %d times; want 2 and 1", len(delegates), delegates[len(delegates)-1].asked)
+	}
+	served[widget.WithVersion("v1")] = true // installed again
+	r.Reset()
+	if _, err := r.RESTMapping(widget, "v1"); err != nil {
+		t.Errorf("installed again: %v", err)
+	}
+
+	// A delegate that cannot be made leaves the old one.
+	failing, err := Remember(func() (meta.RESTMapper, error) {
+		if len(delegates) > 3 {
+			return nil, errors.New("discovery down")
+		}
+		d := &countingMapper{served: maps.Clone(served)}
+		delegates = append(delegates, d)
+		return d, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	failing.Reset()
+	if _, err := failing.RESTMapping(widget, "v1"); err != nil {
+		t.Errorf("the old delegate stays when no new one can be made: %v", err)
 	}
 }

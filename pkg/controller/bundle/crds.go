@@ -2,11 +2,13 @@ package bundle
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -67,6 +69,23 @@ var crdServing = predicate.Funcs{
 	GenericFunc: func(event.GenericEvent) bool { return false },
 }
 
+// crdStopsServing passes the events of a CRD that stops serving a kind or a
+// version: deleted (its objects went with it), or serving a version no more.
+var crdStopsServing = predicate.Funcs{
+	CreateFunc: func(event.CreateEvent) bool { return false },
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		now := strings.Split(servedVersions(e.ObjectNew), ",")
+		for _, v := range strings.Split(servedVersions(e.ObjectOld), ",") {
+			if v != "" && !slices.Contains(now, v) {
+				return true
+			}
+		}
+		return false
+	},
+	DeleteFunc:  func(event.DeleteEvent) bool { return true },
+	GenericFunc: func(event.GenericEvent) bool { return false },
+}
+
 func established(obj client.Object) bool {
 	crd, ok := obj.(*apiextensionsv1.CustomResourceDefinition)
 	if !ok {
@@ -113,10 +132,41 @@ func (r *Reconciler) bundlesNamingKindOf(ctx context.Context, obj client.Object)
 		return nil
 	}
 	r.crdsServing.seen(crd.Name, r.Clock.Now())
-	gk := schema.GroupKind{Group: crd.Spec.Group, Kind: crd.Spec.Names.Kind}
+	return r.bundlesNaming(ctx, crdKind(crd))
+}
+
+// kindGone maps the event of a CRD that stops serving a kind or a version to
+// the Bundles whose templates name the kind, after forgetting what limbo knew
+// of the kind: the REST mapper maps it still (it only ever adds to what it
+// discovered), and its informer keeps the objects it last saw — gone with the
+// CRD — and retries its watch, with a growing wait, for good; a CRD installed
+// again meanwhile had its objects created and deleted unseen, and a Bundle
+// stayed Ready for an object that was gone. Forgotten, a kind no longer served
+// is unknown to the next pass (UnknownKind, as a kind never installed), and one
+// served again is discovered and watched afresh.
+func (r *Reconciler) kindGone(ctx context.Context, obj client.Object) []reconcile.Request {
+	crd, ok := obj.(*apiextensionsv1.CustomResourceDefinition)
+	if !ok {
+		return nil
+	}
+	gk := crdKind(crd)
+	if m, ok := r.Mapper.(meta.ResettableRESTMapper); ok {
+		m.Reset()
+	}
+	r.watcher.forget(ctx, gk)
+	log.FromContext(ctx).Info("a CRD stopped serving a kind: its mappings and watches are forgotten", "crd", crd.Name, "kind", gk.String())
+	return r.bundlesNaming(ctx, gk)
+}
+
+func crdKind(crd *apiextensionsv1.CustomResourceDefinition) schema.GroupKind {
+	return schema.GroupKind{Group: crd.Spec.Group, Kind: crd.Spec.Names.Kind}
+}
+
+// bundlesNaming lists the Bundles whose templates name a kind of gk.
+func (r *Reconciler) bundlesNaming(ctx context.Context, gk schema.GroupKind) []reconcile.Request {
 	var bundles limbov1alpha1.BundleList
 	if err := r.Client.List(ctx, &bundles, client.UnsafeDisableDeepCopy); err != nil {
-		log.FromContext(ctx).Error(err, "list Bundles to pass again for a CRD that serves a kind", "crd", crd.Name)
+		log.FromContext(ctx).Error(err, "list Bundles to pass again for a CRD change", "kind", gk.String())
 		return nil
 	}
 	var out []reconcile.Request

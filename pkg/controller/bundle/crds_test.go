@@ -63,6 +63,28 @@ func TestCRDServing(t *testing.T) {
 	}
 }
 
+func TestCRDStopsServing(t *testing.T) {
+	v1, v1v2, v2 := widgetCRD(crdNow, "v1"), widgetCRD(crdNow, "v1", "v2"), widgetCRD(crdNow, "v2")
+	annotated := v1.DeepCopy()
+	annotated.Annotations = map[string]string{"x": "y"}
+	for _, tc := range []struct {
+		name string
+		got  bool
+		want bool
+	}{
+		{"deleted", crdStopsServing.Delete(event.DeleteEvent{Object: v1}), true},
+		{"serves a version no more", crdStopsServing.Update(event.UpdateEvent{ObjectOld: v1v2, ObjectNew: v1}), true},
+		{"one version for another", crdStopsServing.Update(event.UpdateEvent{ObjectOld: v1, ObjectNew: v2}), true},
+		{"serves a new version", crdStopsServing.Update(event.UpdateEvent{ObjectOld: v1, ObjectNew: v1v2}), false},
+		{"another change", crdStopsServing.Update(event.UpdateEvent{ObjectOld: v1, ObjectNew: annotated}), false},
+		{"created", crdStopsServing.Create(event.CreateEvent{Object: v1}), false},
+	} {
+		if tc.got != tc.want {
+			t.Errorf("%s: passed = %v, want %v", tc.name, tc.got, tc.want)
+		}
+	}
+}
+
 func bundleOf(name string, templates ...string) *limbov1alpha1.Bundle {
 	b := &limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns"}}
 	for i, tmpl := range templates {

@@ -125,6 +125,8 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) (*Reconciler, error) {
 		// `kubectl apply -f dir/` create a CRD and the Bundles using it together.
 		Watches(&apiextensionsv1.CustomResourceDefinition{}, handler.EnqueueRequestsFromMapFunc(r.bundlesNamingKindOf),
 			builder.WithPredicates(crdServing)).
+		Watches(&apiextensionsv1.CustomResourceDefinition{}, handler.EnqueueRequestsFromMapFunc(r.kindGone),
+			builder.WithPredicates(crdStopsServing)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: opts.Workers, RateLimiter: retryRateLimiter()}).
 		Build(r)
 	if err != nil {

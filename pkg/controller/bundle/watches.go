@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
@@ -126,6 +127,26 @@ func (w *watcher) start(gvk schema.GroupVersionKind) (time.Time, error) {
 	started := time.Now()
 	w.watched[gvk] = started
 	return started, nil
+}
+
+// forget stops watching every version of gk, a kind no longer served: the next
+// ensure of one of them watches it afresh. Holding the lock keeps a concurrent
+// start from adding its watch to the informer being removed.
+func (w *watcher) forget(ctx context.Context, gk schema.GroupKind) {
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for gvk := range w.watched {
+		if gvk.GroupKind() != gk {
+			continue
+		}
+		delete(w.watched, gvk)
+		if err := w.cache.RemoveInformer(ctx, cachedObject(gvk)); err != nil {
+			log.FromContext(ctx).Error(err, "stop watching a kind no longer served", "kind", gvk.String())
+		}
+	}
 }
 
 // syncedKinds returns the kinds watched so far, for any Bundle, whose
