@@ -4,6 +4,7 @@ import (
 	"flag"
 
 	"github.com/spf13/cobra"
+	"go.uber.org/zap/zapcore"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -14,9 +15,12 @@ import (
 
 // loggingFlags binds zap's flags (--zap-log-level, --zap-encoder, ...) and returns a
 // function that installs the configured logger. Development logging is for people
-// at a terminal (console encoding); production logging is JSON.
+// at a terminal (console encoding); production logging is JSON. Stack traces go
+// with panics only (--zap-stacktrace-level): an error line says what failed and
+// where, and the 20 lines of goroutine stack that zap adds to each error by
+// default buried them — a watch retried for a kind gone, a failed apply.
 func loggingFlags(cmd *cobra.Command, development bool) func() {
-	opts := zap.Options{Development: development}
+	opts := zap.Options{Development: development, StacktraceLevel: zapcore.PanicLevel}
 	goFlags := flag.NewFlagSet("zap", flag.ContinueOnError)
 	opts.BindFlags(goFlags)
 	cmd.Flags().AddGoFlagSet(goFlags)
