@@ -140,9 +140,17 @@ func cancelPatch(obj *metav1.PartialObjectMetadata) ([]byte, []string, error) {
 		}
 	}
 
-	if stamped {
-		metadata["annotations"] = map[string]any{limbov1alpha1.AnnotationDeletionTimestamp: nil}
-		removed = append(removed, "annotation "+limbov1alpha1.AnnotationDeletionTimestamp)
+	// The released marker goes too (the controller's own cancel removes it the
+	// same way): left alone, it would outlive the countdown.
+	removeAnnotations := map[string]any{}
+	for _, key := range []string{limbov1alpha1.AnnotationDeletionTimestamp, limbov1alpha1.AnnotationReleased} {
+		if _, ok := annotations[key]; ok {
+			removeAnnotations[key] = nil
+			removed = append(removed, "annotation "+key)
+		}
+	}
+	if len(removeAnnotations) > 0 {
+		metadata["annotations"] = removeAnnotations
 	}
 	removeLabels := map[string]any{}
 	for _, key := range []string{limbov1alpha1.LabelPendingDeletion, limbov1alpha1.LabelBundle} {

@@ -90,11 +90,23 @@ func TestCancelOnlyBundleOwner(t *testing.T) {
 // TestCancelReleased cancels an object released by a teardown: no owner
 // reference any more, only the label and the stamp.
 func TestCancelReleased(t *testing.T) {
-	cm := &corev1.ConfigMap{ObjectMeta: inLimbo("team-a", "db-config", "shop", "24h", stampAgo(time.Hour))}
+	meta := inLimbo("team-a", "db-config", "shop", "24h", stampAgo(time.Hour))
+	meta.Annotations[limbov1alpha1.AnnotationReleased] = stampAgo(time.Hour)
+	cm := &corev1.ConfigMap{ObjectMeta: meta}
 	f := newFixture(t, nil, cm)
 	code, out, errOut := f.run("cancel", "-n", "team-a", "configmap/db-config")
-	if code != 0 || !strings.HasPrefix(out, "configmap/db-config: deletion cancelled; removed annotation limbo.dev/deletionTimestamp, label limbo.dev/pending-deletion=true, label limbo.dev/bundle=shop.\n") {
+	if code != 0 || !strings.HasPrefix(out, "configmap/db-config: deletion cancelled; removed annotation limbo.dev/deletionTimestamp, annotation limbo.dev/released, label limbo.dev/pending-deletion=true, label limbo.dev/bundle=shop.\n") {
 		t.Errorf("exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	// An ordinary unmanaged object: no limbo marker is left.
+	got := &corev1.ConfigMap{}
+	if err := f.client.Get(context.Background(), client.ObjectKeyFromObject(cm), got); err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{limbov1alpha1.AnnotationDeletionTimestamp, limbov1alpha1.AnnotationReleased} {
+		if _, ok := got.Annotations[key]; ok {
+			t.Errorf("annotation %s left: %v", key, got.Annotations)
+		}
 	}
 }
 
