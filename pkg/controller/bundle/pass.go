@@ -487,6 +487,12 @@ func (p *pass) ready(ctx context.Context, out objectResult, live *unstructured.U
 	return out
 }
 
+// untypablePatch starts the API server's answer to an apply that the kind's
+// schema cannot type (a field the kind does not have, a list where it has a
+// string): a 500 without a reason (apimachinery's managedfields, which returns
+// a plain error), though no retry can change it. limbo reads it as Invalid.
+const untypablePatch = "failed to create typed patch object"
+
 // applyFailed reports a failed apply of desired: back to the work queue, whose
 // rate limiter backs off; a refusal that needs someone's change also makes the
 // Bundle Stalled (see status).
@@ -497,8 +503,13 @@ func (p *pass) applyFailed(ctx context.Context, out *objectResult, desired *unst
 		"object", fmt.Sprintf("%s/%s %s/%s", gvk.GroupVersion().String(), gvk.Kind, desired.GetNamespace(), desired.GetName()))
 	p.fail(err)
 	reason := limbov1alpha1.ReasonApplyFailed
-	if r := apierrors.ReasonForError(err); r == metav1.StatusReasonForbidden || r == metav1.StatusReasonInvalid {
+	// Refusals of the request as it stands — not allowed, not valid, not even
+	// well-formed for the kind (a field it does not have) — need someone's change.
+	switch r := apierrors.ReasonForError(err); {
+	case r == metav1.StatusReasonForbidden || r == metav1.StatusReasonInvalid || r == metav1.StatusReasonBadRequest:
 		reason = string(r)
+	case r == metav1.StatusReasonUnknown && strings.Contains(err.Error(), untypablePatch):
+		reason = string(metav1.StatusReasonInvalid)
 	}
 	out.status.State, out.status.Reason, out.status.Message = limbov1alpha1.ResourceError, reason, err.Error()
 	out.live = nil
