@@ -101,6 +101,9 @@ value) of the first, for plugins that act on another cluster (kubeConfigSecretRe
 			defer stopOpenStack()
 		}
 
+		if _, err := os.Stat(crdDir); err != nil {
+			return fmt.Errorf("--crds: %w (run limbo dev in the repository's root, or point --crds at its crds/ directory)", err)
+		}
 		fmt.Fprintln(os.Stderr, "limbo dev: starting etcd, kube-apiserver and kube-controller-manager ...")
 		cluster, err := localcluster.Start(ctx, localcluster.Config{BinDir: binDir, DataDir: dataDir, CRDPaths: []string{crdDir}})
 		if err != nil {

@@ -119,7 +119,8 @@ func Start(ctx context.Context, cfg Config) (cluster *Cluster, err error) {
 	}
 	for _, bin := range []string{EtcdBinary, APIServerBinary, ControllerManagerBinary} {
 		if _, err := os.Stat(filepath.Join(cfg.BinDir, bin)); err != nil {
-			return nil, fmt.Errorf("%s not found in %s: run `make cluster-bins` first", bin, cfg.BinDir)
+			dir, _ := filepath.Abs(cfg.BinDir) // the directory searched, wherever the command ran
+			return nil, fmt.Errorf("%s not found in %s: run `make cluster-bins` first (in the repository's root)", bin, dir)
 		}
 	}
 	c := &Cluster{DataDir: cfg.DataDir}
