@@ -107,6 +107,8 @@ func timeLeftColumn(p *pendingItem, now time.Time) string {
 		return "due"
 	case p.countdown == countdownNever:
 		return "never"
+	case p.countdown == countdownHeld:
+		return "held"
 	case p.DeleteAfter == nil:
 		return "<unknown>"
 	}

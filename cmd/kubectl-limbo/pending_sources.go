@@ -60,6 +60,9 @@ const (
 	// countdownUnknown: the countdown has not started or restarts (no stamp or
 	// an unparsable one).
 	countdownUnknown
+	// countdownHeld: the item's countdown waits on something its message
+	// names (the Bundle's other resources to be Ready).
+	countdownHeld
 	// countdownNever: the item is never deleted as it is (invalid delay).
 	countdownNever
 )
@@ -187,7 +190,10 @@ func collectPending(ctx context.Context, src pendingSources, namespace string, n
 				Name:       entry.Name,
 				Bundle:     bundle.Name,
 				Cluster:    entry.Cluster,
-				countdown:  countdownNever,
+				countdown:  countdownHeld,
+			}
+			if entry.InvalidDelay() {
+				item.countdown = countdownNever
 			}
 			if entry.Cluster != "" {
 				item.addMessage("in cluster " + entry.Cluster)
@@ -388,7 +394,7 @@ func sortPending(items []pendingItem) {
 		switch p.countdown {
 		case countdownRunning, countdownNow:
 			return 0
-		case countdownUnknown:
+		case countdownUnknown, countdownHeld:
 			return 1
 		default:
 			return 2

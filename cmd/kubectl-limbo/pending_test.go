@@ -45,6 +45,9 @@ func pendingObjects() []client.Object {
 			// message says what the row's does, and more; it is said once.
 			{APIVersion: "v1", Kind: "ConfigMap", Name: "negative", Namespace: "team-a",
 				Message: `invalid limbo.dev/deletionDelay "-5m": must not be negative; never deleted until fixed`},
+			// Not stamped yet: its countdown waits for the Bundle to be Ready.
+			{APIVersion: "v1", Kind: "ConfigMap", Name: "waiting",
+				Message: "waiting for every resource of the Bundle to be Ready"},
 			// No message: the labelled object itself is the row.
 			{APIVersion: "apps/v1", Kind: "Deployment", Name: "app", Namespace: "team-a"},
 		}},
@@ -76,6 +79,7 @@ Deployment.apps   app                  shop     2026-03-01T11:10:00Z   due
 Tombstone         storage-ns-gc-4f7c   shop     2026-03-01T12:05:00Z   5m          namespace-gc: StorageOSNamespace "old-team" (id 4f7c); last error (attempt 2): 409: namespace still has volumes
 ConfigMap         db-config            shop     2026-03-02T11:59:00Z   23h         delete failed: etcd timeout
 ConfigMap         cache                shop     <unknown>              <unknown>   invalid limbo.dev/deletionTimestamp "yesterday": not an RFC 3339 time; the countdown restarts
+ConfigMap         waiting              shop     <none>                 held        waiting for every resource of the Bundle to be Ready
 ConfigMap         legacy               shop     <none>                 never       invalid limbo.dev/deletionDelay "forever": time: invalid duration "forever"
 ConfigMap         negative             shop     <none>                 never       invalid limbo.dev/deletionDelay "-5m": must not be negative; never deleted until fixed
 `
@@ -97,6 +101,7 @@ team-a      Tombstone         storage-ns-gc-4f7c   shop     2026-03-01T12:05:00Z
 team-a      ConfigMap         db-config            shop     2026-03-02T11:59:00Z   23h         delete failed: etcd timeout
 team-b      ConfigMap         other                web      2026-03-04T10:00:00Z   2d22h
 team-a      ConfigMap         cache                shop     <unknown>              <unknown>   invalid limbo.dev/deletionTimestamp "yesterday": not an RFC 3339 time; the countdown restarts
+team-a      ConfigMap         waiting              shop     <none>                 held        waiting for every resource of the Bundle to be Ready
 team-a      ConfigMap         legacy               shop     <none>                 never       invalid limbo.dev/deletionDelay "forever": time: invalid duration "forever"
 team-a      ConfigMap         negative             shop     <none>                 never       invalid limbo.dev/deletionDelay "-5m": must not be negative; never deleted until fixed
 `
@@ -180,8 +185,11 @@ func TestPendingJSON(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &list); err != nil {
 		t.Fatal(err)
 	}
-	if len(list.Items) != 7 {
-		t.Fatalf("%d items, want 7:\n%s", len(list.Items), out)
+	if len(list.Items) != 8 {
+		t.Fatalf("%d items, want 8:\n%s", len(list.Items), out)
+	}
+	if w := list.Items[5]; w.Name != "waiting" || w.TimeLeft != "held" {
+		t.Errorf("the item waiting for the Bundle: %+v, want time left held", w)
 	}
 	db := list.Items[3]
 	if db.Name != "db-config" || db.APIVersion != "v1" || db.Kind != "ConfigMap" || db.TimeLeft != "23h" ||
@@ -245,6 +253,7 @@ Deployment.apps   app                  shop     2026-03-01T11:10:00Z   due      
 Tombstone         storage-ns-gc-4f7c   shop     2026-03-01T12:05:00Z   5m          10m      5m          namespace-gc: StorageOSNamespace "old-team" (id 4f7c); last error (attempt 2): 409: namespace still has volumes
 ConfigMap         db-config            shop     2026-03-02T11:59:00Z   23h         24h      60s         delete failed: etcd timeout
 ConfigMap         cache                shop     <unknown>              <unknown>   1h       <unknown>   invalid limbo.dev/deletionTimestamp "yesterday": not an RFC 3339 time; the countdown restarts
+ConfigMap         waiting              shop     <none>                 held        <none>   <unknown>   waiting for every resource of the Bundle to be Ready
 ConfigMap         legacy               shop     <none>                 never       <none>   <unknown>   invalid limbo.dev/deletionDelay "forever": time: invalid duration "forever"
 ConfigMap         negative             shop     <none>                 never       -5m      60s         invalid limbo.dev/deletionDelay "-5m": must not be negative; never deleted until fixed
 `
@@ -285,6 +294,7 @@ deployment.apps/app
 tombstone.limbo.dev/storage-ns-gc-4f7c
 configmap/db-config
 configmap/cache
+configmap/waiting
 configmap/legacy
 configmap/negative
 `

@@ -49,7 +49,7 @@ func (p *pass) status() limbov1alpha1.BundleStatus {
 	st.ResourcesReady = fmt.Sprintf("%d/%d", ready, len(p.resources))
 	var invalidDelays []string
 	for _, pd := range p.pending {
-		if pd.DeleteAfter == nil && strings.Contains(pd.Message, limbov1alpha1.AnnotationDeletionDelay) {
+		if pd.InvalidDelay() {
 			invalidDelays = append(invalidDelays, fmt.Sprintf("%s %q: %s", pd.Kind, pd.Name, pd.Message))
 		}
 	}

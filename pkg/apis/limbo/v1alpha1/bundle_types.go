@@ -1,6 +1,8 @@
 package v1alpha1
 
 import (
+	"strings"
+
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -262,6 +264,14 @@ type PendingDeletion struct {
 	// runs, or, for a Tombstone, which external item it stands for.
 	// +optional
 	Message string `json:"message,omitempty"`
+}
+
+// InvalidDelay reports whether the entry is never deleted as it stands: it has
+// no deadline because its limbo.dev/deletionDelay is invalid, which its message
+// names. An entry without a deadline for any other reason waits on something
+// (the Bundle's other resources to be Ready, finalizers).
+func (p *PendingDeletion) InvalidDelay() bool {
+	return p.DeleteAfter == nil && strings.Contains(p.Message, AnnotationDeletionDelay)
 }
 
 // BundleList is a list of Bundles.
