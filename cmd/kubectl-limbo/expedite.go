@@ -76,19 +76,21 @@ func expedite(ctx context.Context, c client.Client, t target, now func() time.Ti
 			return err
 		}
 		annotations := obj.GetAnnotations()
+		// An invalid delay first: the controller never stamps an orphan that has
+		// one, and "not in limbo" would not say why.
+		value, hasDelay := annotations[limbov1alpha1.AnnotationDeletionDelay]
+		delay, err := softdelete.ParseDelay(value)
+		if hasDelay && err != nil {
+			return fmt.Errorf("cannot expedite %s: %w; an object with an invalid delay is never deleted by the controller: fix the annotation, or kubectl delete it",
+				t, err)
+		}
 		if _, ok := annotations[limbov1alpha1.AnnotationDeletionTimestamp]; !ok {
 			return fmt.Errorf("%s is not in limbo: it has no %s annotation, so no deletion is scheduled",
 				t, limbov1alpha1.AnnotationDeletionTimestamp)
 		}
-		value, ok := annotations[limbov1alpha1.AnnotationDeletionDelay]
-		if !ok {
+		if !hasDelay {
 			return fmt.Errorf("cannot expedite %s: it has no %s annotation, so it is deleted without delay as soon as the controller sees it",
 				t, limbov1alpha1.AnnotationDeletionDelay)
-		}
-		delay, err := softdelete.ParseDelay(value)
-		if err != nil {
-			return fmt.Errorf("cannot expedite %s: %w; an object with an invalid delay is never deleted by the controller: fix the annotation, or kubectl delete it",
-				t, err)
 		}
 
 		at := now()

@@ -86,15 +86,19 @@ func TestExpediteRefuses(t *testing.T) {
 		Annotations: map[string]string{limbov1alpha1.AnnotationDeletionDelay: "24h"}}}
 	invalid := &corev1.ConfigMap{ObjectMeta: inLimbo("team-a", "invalid", "shop", "soon", stampAgo(time.Hour))}
 	noDelay := &corev1.ConfigMap{ObjectMeta: inLimbo("team-a", "nodelay", "shop", "", stampAgo(time.Hour))}
-	f := newFixture(t, nil, notInLimbo, invalid, noDelay)
+	// An orphan with an invalid delay is never stamped: `pending` lists it as
+	// never deleted, and expedite says why.
+	unstamped := &corev1.ConfigMap{ObjectMeta: inLimbo("team-a", "unstamped", "shop", "soon", "")}
+	f := newFixture(t, nil, notInLimbo, invalid, noDelay, unstamped)
 
 	for name, want := range map[string]string{
-		"configmap/kept":    "error: configmap/kept is not in limbo: it has no limbo.dev/deletionTimestamp annotation, so no deletion is scheduled\n",
-		"configmap/invalid": `error: cannot expedite configmap/invalid: invalid limbo.dev/deletionDelay "soon": time: invalid duration "soon"; an object with an invalid delay is never deleted by the controller: fix the annotation, or kubectl delete it` + "\n",
-		"configmap/nodelay": "error: cannot expedite configmap/nodelay: it has no limbo.dev/deletionDelay annotation, so it is deleted without delay as soon as the controller sees it\n",
-		"configmap/missing": "error: configmaps \"missing\" not found\n",
-		"gizmo/x":           "error: the server doesn't have a resource type \"gizmo\"\n",
-		"configmap":         "error: resource(s) were provided, but no name was specified\n",
+		"configmap/kept":      "error: configmap/kept is not in limbo: it has no limbo.dev/deletionTimestamp annotation, so no deletion is scheduled\n",
+		"configmap/invalid":   `error: cannot expedite configmap/invalid: invalid limbo.dev/deletionDelay "soon": time: invalid duration "soon"; an object with an invalid delay is never deleted by the controller: fix the annotation, or kubectl delete it` + "\n",
+		"configmap/unstamped": `error: cannot expedite configmap/unstamped: invalid limbo.dev/deletionDelay "soon": time: invalid duration "soon"; an object with an invalid delay is never deleted by the controller: fix the annotation, or kubectl delete it` + "\n",
+		"configmap/nodelay":   "error: cannot expedite configmap/nodelay: it has no limbo.dev/deletionDelay annotation, so it is deleted without delay as soon as the controller sees it\n",
+		"configmap/missing":   "error: configmaps \"missing\" not found\n",
+		"gizmo/x":             "error: the server doesn't have a resource type \"gizmo\"\n",
+		"configmap":           "error: resource(s) were provided, but no name was specified\n",
 	} {
 		code, out, errOut := f.run("expedite", "-n", "team-a", name)
 		if code != 1 || out != "" || errOut != want {
@@ -103,7 +107,7 @@ func TestExpediteRefuses(t *testing.T) {
 	}
 
 	// Nothing was written.
-	for _, obj := range []client.Object{notInLimbo, invalid, noDelay} {
+	for _, obj := range []client.Object{notInLimbo, invalid, noDelay, unstamped} {
 		var got corev1.ConfigMap
 		if err := f.client.Get(context.Background(), client.ObjectKeyFromObject(obj), &got); err != nil {
 			t.Fatal(err)
