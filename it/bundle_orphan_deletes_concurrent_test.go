@@ -23,12 +23,7 @@ func TestOrphanDeletesOfOnePassRunSideBySide(t *testing.T) {
 	ns := env.Namespace(t)
 	const dropped = 6
 	keep := objectResource(t, "keep", configMap("keep", map[string]any{"a": "b"}, nil))
-	resources := []limbov1alpha1.Resource{keep}
-	for i := range dropped {
-		name := fmt.Sprintf("old-%d", i)
-		resources = append(resources, objectResource(t, name, configMap(name, map[string]any{"a": "b"}, nil)))
-	}
-	b := waitReady(t, createBundle(t, ns, "many", resources...))
+	b := waitReady(t, createBundle(t, ns, "many", append([]limbov1alpha1.Resource{keep}, configMapResources(t, "old", dropped, nil)...)...))
 
 	prefix := "/api/v1/namespaces/" + ns + "/configmaps/old-"
 	var (
@@ -68,7 +63,7 @@ func TestOrphanDeletesOfOnePassRunSideBySide(t *testing.T) {
 
 	updateBundle(t, b, keep)
 	for i := range dropped {
-		waitGone(t, configMapGVK, ns, fmt.Sprintf("old-%d", i))
+		waitGone(t, configMapGVK, ns, fmt.Sprintf("old-%02d", i))
 	}
 	mu.Lock()
 	defer mu.Unlock()

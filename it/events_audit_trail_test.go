@@ -20,12 +20,8 @@ func TestEventsKeepEveryDeletion(t *testing.T) {
 	ns := env.Namespace(t)
 	const leaving = 30
 	keep := objectResource(t, "keep", configMap("keep", map[string]any{"a": "b"}, nil))
-	resources := []limbov1alpha1.Resource{keep}
-	for i := range leaving {
-		name := fmt.Sprintf("cm-%02d", i)
-		resources = append(resources, objectResource(t, name, configMap(name, map[string]any{"a": "b"}, map[string]any{limbov1alpha1.AnnotationDeletionDelay: "2s"})))
-	}
-	b := createBundle(t, ns, "audit", resources...)
+	b := createBundle(t, ns, "audit", append([]limbov1alpha1.Resource{keep},
+		configMapResources(t, "cm", leaving, map[string]any{limbov1alpha1.AnnotationDeletionDelay: "2s"})...)...)
 	waitReady(t, b)
 
 	updateBundle(t, b, keep)

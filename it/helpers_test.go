@@ -38,6 +38,17 @@ func objectResource(t testing.TB, name string, obj map[string]any, refs ...limbo
 }
 
 // configMap is a ConfigMap template.
+// configMapResources is n resources of ConfigMaps named prefix-00, prefix-01, …
+// (the resource named as its ConfigMap), each annotated with annotations.
+func configMapResources(t testing.TB, prefix string, n int, annotations map[string]any) []limbov1alpha1.Resource {
+	out := make([]limbov1alpha1.Resource, 0, n)
+	for i := range n {
+		name := fmt.Sprintf("%s-%02d", prefix, i)
+		out = append(out, objectResource(t, name, configMap(name, map[string]any{"a": "b"}, annotations)))
+	}
+	return out
+}
+
 func configMap(name string, data map[string]any, annotations map[string]any) map[string]any {
 	md := map[string]any{"name": name}
 	if annotations != nil {

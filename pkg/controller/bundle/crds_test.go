@@ -38,10 +38,11 @@ func widgetCRD(establishedAt time.Time, served ...string) *apiextensionsv1.Custo
 }
 
 // The CRD events that pass Bundles again: a CRD that starts serving a kind or
-// a version, not the CRDs listed at the start, nor other changes.
-func TestCRDServing(t *testing.T) {
+// a version (crdServing), not the CRDs listed at the start, nor other changes;
+// a CRD that stops serving one (crdStopsServing).
+func TestCRDPredicates(t *testing.T) {
 	notYet, v1 := widgetCRD(time.Time{}, "v1"), widgetCRD(crdNow, "v1")
-	v1v2 := widgetCRD(crdNow, "v1", "v2")
+	v1v2, v2 := widgetCRD(crdNow, "v1", "v2"), widgetCRD(crdNow, "v2")
 	annotated := v1.DeepCopy()
 	annotated.Annotations = map[string]string{"x": "y"}
 	for _, tc := range []struct {
@@ -56,28 +57,13 @@ func TestCRDServing(t *testing.T) {
 		{"serves a new version", crdServing.Update(event.UpdateEvent{ObjectOld: v1, ObjectNew: v1v2}), true},
 		{"another change", crdServing.Update(event.UpdateEvent{ObjectOld: v1, ObjectNew: annotated}), false},
 		{"deleted", crdServing.Delete(event.DeleteEvent{Object: v1}), false},
-	} {
-		if tc.got != tc.want {
-			t.Errorf("%s: passed = %v, want %v", tc.name, tc.got, tc.want)
-		}
-	}
-}
 
-func TestCRDStopsServing(t *testing.T) {
-	v1, v1v2, v2 := widgetCRD(crdNow, "v1"), widgetCRD(crdNow, "v1", "v2"), widgetCRD(crdNow, "v2")
-	annotated := v1.DeepCopy()
-	annotated.Annotations = map[string]string{"x": "y"}
-	for _, tc := range []struct {
-		name string
-		got  bool
-		want bool
-	}{
-		{"deleted", crdStopsServing.Delete(event.DeleteEvent{Object: v1}), true},
-		{"serves a version no more", crdStopsServing.Update(event.UpdateEvent{ObjectOld: v1v2, ObjectNew: v1}), true},
-		{"one version for another", crdStopsServing.Update(event.UpdateEvent{ObjectOld: v1, ObjectNew: v2}), true},
-		{"serves a new version", crdStopsServing.Update(event.UpdateEvent{ObjectOld: v1, ObjectNew: v1v2}), false},
-		{"another change", crdStopsServing.Update(event.UpdateEvent{ObjectOld: v1, ObjectNew: annotated}), false},
-		{"created", crdStopsServing.Create(event.CreateEvent{Object: v1}), false},
+		{"stops: deleted", crdStopsServing.Delete(event.DeleteEvent{Object: v1}), true},
+		{"stops: serves a version no more", crdStopsServing.Update(event.UpdateEvent{ObjectOld: v1v2, ObjectNew: v1}), true},
+		{"stops: one version for another", crdStopsServing.Update(event.UpdateEvent{ObjectOld: v1, ObjectNew: v2}), true},
+		{"stops: serves a new version", crdStopsServing.Update(event.UpdateEvent{ObjectOld: v1, ObjectNew: v1v2}), false},
+		{"stops: another change", crdStopsServing.Update(event.UpdateEvent{ObjectOld: v1, ObjectNew: annotated}), false},
+		{"stops: created", crdStopsServing.Create(event.CreateEvent{Object: v1}), false},
 	} {
 		if tc.got != tc.want {
 			t.Errorf("%s: passed = %v, want %v", tc.name, tc.got, tc.want)
