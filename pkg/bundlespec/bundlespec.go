@@ -231,7 +231,11 @@ func parseObject(namespace string, res *Resource, mapper meta.RESTMapper) Errors
 	if gvk.Kind == "" || gvk.Version == "" {
 		return fail(limbov1alpha1.ReasonInvalidObject, "object: apiVersion and kind are required")
 	}
-	if u.GetName() == "" {
+	if _, ok := u.Object["metadata"]; !ok {
+		// Most likely a misspelt key (`metdata:`): listing the keys shows it.
+		errs = fail(limbov1alpha1.ReasonInvalidObject, "object: metadata.name is required; the template has no %q (its keys: %s)",
+			"metadata", strings.Join(slices.Sorted(maps.Keys(u.Object)), ", "))
+	} else if u.GetName() == "" {
 		errs = fail(limbov1alpha1.ReasonInvalidObject, "object: metadata.name is required")
 	}
 	// Names are literal: limbo tracks an object by the name its template states,

@@ -175,6 +175,13 @@ func TestParse(t *testing.T) {
 			wantErrs: []Error{{"a", limbov1alpha1.ReasonInvalidObject, "object: metadata.name is required"}},
 		},
 		{
+			name: "no metadata at all (a misspelt key)",
+			resources: func(t *testing.T) []limbov1alpha1.Resource {
+				return []limbov1alpha1.Resource{{Name: "a", Object: obj(t, map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metdata": map[string]any{"name": "x"}})}}
+			},
+			wantErrs: []Error{{"a", limbov1alpha1.ReasonInvalidObject, `object: metadata.name is required; the template has no "metadata" (its keys: apiVersion, kind, metdata)`}},
+		},
+		{
 			name: "names are literal: a reference marker in metadata.name or metadata.namespace",
 			resources: func(t *testing.T) []limbov1alpha1.Resource {
 				return []limbov1alpha1.Resource{
