@@ -108,7 +108,7 @@ func (c *backgroundCalls[T]) call(ctx context.Context, b *limbov1alpha1.Bundle, 
 	}
 	st.running, st.inputHash, st.finished = true, hash, make(chan struct{})
 	finished := st.finished
-	go c.run(key, st, b.DeepCopy(), call, finished)
+	go c.run(ctx, key, st, b.DeepCopy(), call, finished)
 	c.mu.Unlock()
 
 	plugin.AwaitCall(ctx, finished, c.wait)
@@ -135,10 +135,12 @@ func (st *callState[T]) lastKnown() callOutcome[T] {
 	return callOutcome[T]{result: st.result, err: st.err, known: true}
 }
 
-// run calls in the background, under plugin.CallTimeout but not under the pass's
-// context, and keeps the result.
-func (c *backgroundCalls[T]) run(key callKey, st *callState[T], b *limbov1alpha1.Bundle, call func(context.Context, *limbov1alpha1.Bundle) (T, error), finished chan struct{}) {
-	result, err := plugin.WithTimeout(context.Background(), func(ctx context.Context) (T, error) { return call(ctx, b) })
+// run calls in the background, under plugin.CallTimeout, and keeps the result. ctx
+// is the pass's: controller-runtime derives it from the controller's and cancels it
+// only when the manager stops (limbo sets no ReconciliationTimeout), so a call
+// outlives the pass that started it but not the manager.
+func (c *backgroundCalls[T]) run(ctx context.Context, key callKey, st *callState[T], b *limbov1alpha1.Bundle, call func(context.Context, *limbov1alpha1.Bundle) (T, error), finished chan struct{}) {
+	result, err := plugin.WithTimeout(ctx, func(ctx context.Context) (T, error) { return call(ctx, b) })
 	c.mu.Lock()
 	if gone := st.gone; gone != callLive {
 		c.mu.Unlock()

@@ -104,6 +104,36 @@ func TestBackgroundCallsNeverHoldAPass(t *testing.T) {
 	}
 }
 
+// A call outlives the pass that started it but not the manager: it runs under the
+// pass's context, which controller-runtime cancels only when the manager stops.
+func TestBackgroundCallEndsWithTheManager(t *testing.T) {
+	done := make(chan event.GenericEvent, 1)
+	calls := newBackgroundCalls[*plugin.Result](done, nil)
+	calls.wait = time.Millisecond
+	managerCtx, stopManager := context.WithCancel(context.Background())
+	b := &limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "shop", UID: "u"}}
+	ended := make(chan error, 1)
+	calls.call(managerCtx, b, "gc", []byte(`{}`), func(ctx context.Context, _ *limbov1alpha1.Bundle) (*plugin.Result, error) {
+		<-ctx.Done()
+		ended <- ctx.Err()
+		return nil, ctx.Err()
+	})
+	select {
+	case err := <-ended:
+		t.Fatalf("the call ended with its pass: %v", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	stopManager()
+	select {
+	case err := <-ended:
+		if err != context.Canceled {
+			t.Errorf("the call ended with %v, want context.Canceled", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the call outlived the manager")
+	}
+}
+
 // While the first call of a resource runs, a pass knows nothing of it.
 func TestBackgroundCallsFirstCallUnknown(t *testing.T) {
 	calls := newBackgroundCalls[*plugin.Result](make(chan event.GenericEvent, 1), nil)

@@ -162,7 +162,9 @@ func (d *externalDeletes) start(ctx context.Context, ts *limbov1alpha1.Tombstone
 	d.calls[key] = call
 	d.mu.Unlock()
 	go func() {
-		_, err := plugin.WithTimeout(context.Background(), func(ctx context.Context) (struct{}, error) { return struct{}{}, del(ctx) })
+		// ctx is the pass's, the controller's until the manager stops: the delete
+		// outlives the pass, not the manager (see bundle's backgroundCalls.run).
+		_, err := plugin.WithTimeout(ctx, func(ctx context.Context) (struct{}, error) { return struct{}{}, del(ctx) })
 		d.mu.Lock()
 		defer d.mu.Unlock()
 		call.err = err

@@ -87,6 +87,36 @@ func TestExternalDeletesOutlastTheWait(t *testing.T) {
 	}
 }
 
+// A delete outlives the pass that started it but not the manager: it runs under
+// the pass's context, which controller-runtime cancels only when the manager
+// stops; the turn is given back.
+func TestExternalDeleteEndsWithTheManager(t *testing.T) {
+	done := make(chan event.GenericEvent, 4)
+	d := newExternalDeletes(done, 1)
+	d.wait = time.Millisecond
+	ts := testTombstone("a", "shop", "items")
+	managerCtx, stopManager := context.WithCancel(context.Background())
+	if !d.reserve(ts) {
+		t.Fatal("no turn")
+	}
+	if finished, _ := d.start(managerCtx, ts, 1, func(ctx context.Context) error {
+		<-ctx.Done()
+		return ctx.Err()
+	}); finished {
+		t.Fatal("the delete finished before the manager stopped")
+	}
+	stopManager()
+	if name := triggered(t, done); name != "a" {
+		t.Fatalf("triggered %s, want a", name)
+	}
+	if call, running, ok := d.pending(ts); !ok || running || call.err != context.Canceled {
+		t.Fatalf("pending = (%+v, running %v, ok %v), want the delete ended with context.Canceled", call, running, ok)
+	}
+	if !d.reserve(ts) {
+		t.Error("the turn was not given back")
+	}
+}
+
 // A fast delete is finished within the wait: nothing is left behind and
 // nothing is triggered.
 func TestExternalDeletesFastDelete(t *testing.T) {
