@@ -2,16 +2,8 @@ package it
 
 import (
 	"bytes"
-	"context"
-	"fmt"
-	"strings"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"github.com/limbo-dev/limbo/it/testenv"
-	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 	"github.com/limbo-dev/limbo/pkg/openstack/openstacksim"
 )
 
@@ -34,25 +26,7 @@ func TestRouteGCNarrowedCIDRCancels(t *testing.T) {
 	if out, err := kubectl(t, "delete", "tombstone", "-n", f.ns, ts.Name, "--wait=false"); err != nil {
 		t.Fatalf("kubectl delete tombstone: %v\n%s", err, out)
 	}
-	testenv.Eventually(t, testenv.DefaultTimeout, func() error {
-		if f.tombstoneOf(orphan) != nil {
-			return fmt.Errorf("the Tombstone of %s is still there", routeID(orphan))
-		}
-		return nil
-	})
-	testenv.Eventually(t, testenv.DefaultTimeout, func() error {
-		var list corev1.EventList
-		if err := env.Client.List(context.Background(), &list, client.InNamespace(f.ns)); err != nil {
-			return err
-		}
-		for _, e := range list.Items {
-			if e.InvolvedObject.Kind == "Tombstone" && e.InvolvedObject.Name == ts.Name && e.Reason == limbov1alpha1.EventDeletionCancelled &&
-				strings.Contains(e.Message, "not inside the cluster CIDR 198.19.0.0/23") {
-				return nil
-			}
-		}
-		return fmt.Errorf("no DeletionCancelled event on Tombstone %s naming the narrowed CIDR", ts.Name)
-	})
+	f.waitTombstoneCancelled(ts, orphan, "not inside the cluster CIDR 198.19.0.0/23")
 	if err := f.routesUntouched(live, orphan)(); err != nil {
 		t.Error(err)
 	}

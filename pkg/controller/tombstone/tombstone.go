@@ -237,8 +237,9 @@ func (r *Reconciler) recordFinished(ctx context.Context, key client.ObjectKey, c
 func (r *Reconciler) record(ctx context.Context, ts *limbov1alpha1.Tombstone, attempt int32, err error) (ctrl.Result, error) {
 	if errors.Is(err, plugin.ErrNotResponsible) {
 		// The resource's spec no longer covers the item (narrowed since the
-		// countdown began): retrying cannot succeed and the Bundle's pass no
-		// longer lists the item to cancel it. The item stays as it is.
+		// countdown began), or the item is desired again: retrying cannot
+		// succeed, and the Bundle's pass cancels neither a Tombstone it no
+		// longer lists nor a forced one. The item stays as it is.
 		return ctrl.Result{}, r.Engine.CancelTombstone(ctx, ts, ts, err.Error())
 	}
 	if err != nil {

@@ -247,8 +247,9 @@ func (p *Plugin) Plan(ctx context.Context, req plugin.Request) (*plugin.Result, 
 // DeleteExternal removes one orphaned route: atomically where Neutron has
 // extraroute-atomic, otherwise by a revision-guarded update of the whole list,
 // re-read on 412. A route (or router) already gone is success. The route's
-// next hop is checked again first: a route whose server came back, or that
-// cannot be judged (no server listed), is not removed.
+// next hop is checked again first: a route whose server came back is refused
+// (plugin.ErrNotResponsible: its Tombstone is cancelled, also a forced one), one
+// that cannot be judged (no server listed) is not removed and retried.
 func (p *Plugin) DeleteExternal(ctx context.Context, req plugin.Request, item limbov1alpha1.ExternalItem) error {
 	spec, cidr, _, err := parse(req.Spec)
 	if err != nil {
@@ -276,7 +277,11 @@ func (p *Plugin) DeleteExternal(ctx context.Context, req plugin.Request, item li
 	}
 	hop, _ := netip.ParseAddr(route.NextHop) // parsed by ParseItemID
 	if server, ok := addrs[hop.Unmap()]; ok {
-		return fmt.Errorf("not removing route %s: its next hop is an address of server %s again", item.ID, server)
+		// Desired again: not retried (a forced Tombstone, which no pass cancels,
+		// would retry for good), the Tombstone is cancelled; the next plan polls
+		// again, or its cached inventory would make the Tombstone anew.
+		st.result = nil
+		return fmt.Errorf("not removing route %s: its next hop is an address of server %s again: %w", item.ID, server, plugin.ErrNotResponsible)
 	}
 	removed, err := removeRoute(ctx, api, spec.RouterID, route)
 	if err != nil {

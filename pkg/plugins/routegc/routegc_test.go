@@ -437,14 +437,16 @@ func TestDeleteExternalFences(t *testing.T) {
 	orphan := route("198.19.2.0/24", "10.180.0.4")
 	f.sim.AddRouter(routerID, "cluster", orphan, route("10.0.0.0/8", "10.180.0.4"))
 
-	if err := f.remove("198.19.2.0/24->10.180.0.4"); err == nil || !strings.Contains(err.Error(), "no Nova server listed") {
+	// Not judged (retried), not refused.
+	if err := f.remove("198.19.2.0/24->10.180.0.4"); err == nil || !strings.Contains(err.Error(), "no Nova server listed") || errors.Is(err, plugin.ErrNotResponsible) {
 		t.Errorf("no servers: err = %v", err)
 	}
+	// Desired again: refused, so that its Tombstone is cancelled, a forced one too.
 	f.sim.AddServerAt("node-2", "10.180.0.4")
-	if err := f.remove("198.19.2.0/24->10.180.0.4"); err == nil || !strings.Contains(err.Error(), "next hop is an address of server") {
+	if err := f.remove("198.19.2.0/24->10.180.0.4"); err == nil || !strings.Contains(err.Error(), "next hop is an address of server") || !errors.Is(err, plugin.ErrNotResponsible) {
 		t.Errorf("server back: err = %v", err)
 	}
-	if err := f.remove("10.0.0.0/8->10.180.0.4"); err == nil || !strings.Contains(err.Error(), "never touched") {
+	if err := f.remove("10.0.0.0/8->10.180.0.4"); err == nil || !strings.Contains(err.Error(), "never touched") || !errors.Is(err, plugin.ErrNotResponsible) {
 		t.Errorf("outside the CIDR: err = %v", err)
 	}
 	if err := f.remove("garbage"); err == nil {
@@ -468,6 +470,26 @@ func TestDeleteExternalInvalidatesTheCache(t *testing.T) {
 	res := f.mustPlan(t0.Add(time.Second))
 	if got := items(res); !reflect.DeepEqual(got, []string{"198.19.1.0/24->10.180.0.3=true"}) {
 		t.Errorf("inventory after the removal = %q", got)
+	}
+}
+
+// A removal refused because the route's server came back makes the next plan
+// poll again too: the cached inventory still lists the route as an orphan, and
+// would make its cancelled Tombstone anew.
+func TestDeleteExternalRefusedInvalidatesTheCache(t *testing.T) {
+	f := newFixture(t, openstacksim.Config{}, nil)
+	f.sim.AddRouter(routerID, "cluster", route("198.19.1.0/24", "10.180.0.3"), route("198.19.2.0/24", "10.180.0.4"))
+	f.sim.AddServerAt("node-1", "10.180.0.3")
+	if got := items(f.mustPlan(t0)); !reflect.DeepEqual(got, []string{"198.19.1.0/24->10.180.0.3=true", "198.19.2.0/24->10.180.0.4=false"}) {
+		t.Fatalf("inventory = %q", got)
+	}
+	f.sim.AddServerAt("node-2", "10.180.0.4")
+	if err := f.remove("198.19.2.0/24->10.180.0.4"); !errors.Is(err, plugin.ErrNotResponsible) {
+		t.Fatalf("server back: err = %v", err)
+	}
+	res := f.mustPlan(t0.Add(time.Second))
+	if got := items(res); !reflect.DeepEqual(got, []string{"198.19.1.0/24->10.180.0.3=true", "198.19.2.0/24->10.180.0.4=true"}) {
+		t.Errorf("inventory after the refusal = %q, want both routes desired", got)
 	}
 }
 
