@@ -106,6 +106,12 @@ func (c *backgroundCalls[T]) call(ctx context.Context, b *limbov1alpha1.Bundle, 
 		st.notify = true
 		return st.lastKnown()
 	}
+	if st.unread {
+		// A finished call of another input (the spec changed since) is only the
+		// last known state: were it still unread when the new call's wait ends,
+		// it would be taken as the new input's result.
+		st.unread, st.seen = false, true
+	}
 	st.running, st.inputHash, st.finished = true, hash, make(chan struct{})
 	finished := st.finished
 	go c.run(ctx, key, st, b.DeepCopy(), call, finished)

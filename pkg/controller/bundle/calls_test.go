@@ -134,6 +134,39 @@ func TestBackgroundCallEndsWithTheManager(t *testing.T) {
 	}
 }
 
+// A call of the previous spec that finished in the background, and that no pass
+// took before the spec changed, is never taken as the new spec's: a pass whose
+// new call outlasts the wait gets it as the last known state, not as current
+// (it would decide orphans from the plan of a spec the user just withdrew).
+func TestBackgroundCallOfAnOldSpecIsNotCurrent(t *testing.T) {
+	done := make(chan event.GenericEvent, 4)
+	calls := newBackgroundCalls[*plugin.Result](done, nil)
+	calls.wait = 50 * time.Millisecond
+	b := &limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "shop", UID: "u"}}
+	gateA, gateB := make(chan struct{}), make(chan struct{})
+	plan := func(spec string, gate chan struct{}) callOutcome[*plugin.Result] {
+		return calls.call(context.Background(), b, "gc", []byte(spec), func(context.Context, *limbov1alpha1.Bundle) (*plugin.Result, error) {
+			<-gate
+			return &plugin.Result{Message: "plan of " + spec}, nil
+		})
+	}
+	if out := plan("A", gateA); out.current || out.known {
+		t.Fatalf("spec A, slow: %+v, want nothing known", out)
+	}
+	close(gateA)
+	waitTriggered(t, done)
+
+	out := plan("B", gateB) // the spec changed before the triggered pass; B is slow
+	if out.current || !out.known || out.result.Message != "plan of A" {
+		t.Fatalf("spec B, slow: current %v, known %v, result %+v; want spec A's plan as the last known state only", out.current, out.known, out.result)
+	}
+	close(gateB)
+	waitTriggered(t, done)
+	if out := plan("B", gateB); !out.current || out.result.Message != "plan of B" {
+		t.Fatalf("spec B, finished: %+v, want its plan as current", out)
+	}
+}
+
 // While the first call of a resource runs, a pass knows nothing of it.
 func TestBackgroundCallsFirstCallUnknown(t *testing.T) {
 	calls := newBackgroundCalls[*plugin.Result](make(chan event.GenericEvent, 1), nil)
@@ -191,5 +224,15 @@ func TestBackgroundCallOutlivingItsState(t *testing.T) {
 	}
 	if !got[forgotten{"u", "gc", false}] || !got[forgotten{"u", "routes", true}] {
 		t.Errorf("forgotten %v, want the resource u/gc, and u/routes with its Bundle", got)
+	}
+}
+
+// waitTriggered waits (up to a deadline) for a Bundle sent on done.
+func waitTriggered(t *testing.T, done <-chan event.GenericEvent) {
+	t.Helper()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the call's end did not trigger the Bundle")
 	}
 }
