@@ -152,6 +152,19 @@ func TestInvalidSpec(t *testing.T) {
 			absent: func(ns, _ string) []objectKey { return []objectKey{{configMapGVK, ns, "bad"}} },
 		},
 		{
+			// Copied from a released object's YAML: once a --cascade=orphan delete
+			// dropped its owner reference, the reaper would take it for released.
+			name: "template sets the released annotation",
+			bad: func(t *testing.T, _, _ string) []limbov1alpha1.Resource {
+				return []limbov1alpha1.Resource{objectResource(t, "bad", configMap("bad", map[string]any{"k": "v"}, map[string]any{limbov1alpha1.AnnotationReleased: "2020-01-01T00:00:00Z"}))}
+			},
+			blame: "bad", reason: "ProhibitedAnnotation",
+			message: func(string, string) string {
+				return `object: annotation "limbo.dev/released" is set by the controller only`
+			},
+			absent: func(ns, _ string) []objectKey { return []objectKey{{configMapGVK, ns, "bad"}} },
+		},
+		{
 			name: "marker with no such reference",
 			bad: func(t *testing.T, _, _ string) []limbov1alpha1.Resource {
 				return []limbov1alpha1.Resource{objectResource(t, "bad", configMap("bad", map[string]any{"url": "http://!{x}/"}, nil), limbov1alpha1.Reference{Name: "y", Resource: "good", Path: "data.k"})}

@@ -255,10 +255,10 @@ func parseObject(namespace string, res *Resource, mapper meta.RESTMapper) Errors
 	case ns != namespace:
 		errs = fail(limbov1alpha1.ReasonWrongNamespace, "object: namespace %q is not the Bundle's namespace %q", ns, namespace)
 	}
-	annotations := u.GetAnnotations()
-	if _, set := annotations[limbov1alpha1.AnnotationDeletionTimestamp]; set {
-		errs = fail(limbov1alpha1.ReasonProhibitedAnnotation, "object: annotation %q is set by the controller only", limbov1alpha1.AnnotationDeletionTimestamp)
+	for _, key := range ControllerOnly(u) {
+		errs = fail(limbov1alpha1.ReasonProhibitedAnnotation, "object: %s is set by the controller only", key)
 	}
+	annotations := u.GetAnnotations()
 	if delay, set := annotations[limbov1alpha1.AnnotationDeletionDelay]; set {
 		if _, err := softdelete.ParseDelay(delay); err != nil {
 			errs = fail(limbov1alpha1.ReasonInvalidDeletionDelay, "object: %v", err)
@@ -266,9 +266,6 @@ func parseObject(namespace string, res *Resource, mapper meta.RESTMapper) Errors
 	}
 	if owner := metav1.GetControllerOfNoCopy(u); owner != nil {
 		errs = fail(limbov1alpha1.ReasonInvalidObject, "object: metadata.ownerReferences: a controller owner reference (%s %q) is set; limbo is the controller of the objects it manages", owner.Kind, owner.Name)
-	}
-	if _, set := u.GetLabels()[limbov1alpha1.LabelPendingDeletion]; set {
-		errs = fail(limbov1alpha1.ReasonProhibitedAnnotation, "object: label %q is set by the controller only", limbov1alpha1.LabelPendingDeletion)
 	}
 	if mapper != nil {
 		mapping, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
@@ -417,4 +414,33 @@ func sortErrors(b *limbov1alpha1.Bundle, errs Errors) {
 		}
 	}
 	sort.SliceStable(errs, func(i, j int) bool { return index[errs[i].Resource] < index[errs[j].Resource] })
+}
+
+// controllerOnlyAnnotations are the marks of limbo's soft delete that only the
+// controller writes. Declared in a template (copied from a live object's YAML, say),
+// they would pass limbo's own decisions off as made: a released mark makes the
+// object the reaper's once a --cascade=orphan delete drops its owner reference, a
+// plugin resource's mark has a teardown cancel its countdown and delete it in the
+// first wave, a generator's mark moves it to another teardown wave.
+var controllerOnlyAnnotations = []string{
+	limbov1alpha1.AnnotationDeletionTimestamp,
+	limbov1alpha1.AnnotationReleased,
+	limbov1alpha1.AnnotationPluginResource,
+	limbov1alpha1.AnnotationGeneratedBy,
+}
+
+// ControllerOnly names the annotations and labels of obj that only the controller
+// sets (`annotation "limbo.dev/released"`), in a fixed order: a template or a
+// generated object that sets one is refused.
+func ControllerOnly(obj metav1.Object) []string {
+	var set []string
+	for _, key := range controllerOnlyAnnotations {
+		if _, ok := obj.GetAnnotations()[key]; ok {
+			set = append(set, fmt.Sprintf("annotation %q", key))
+		}
+	}
+	if _, ok := obj.GetLabels()[limbov1alpha1.LabelPendingDeletion]; ok {
+		set = append(set, fmt.Sprintf("label %q", limbov1alpha1.LabelPendingDeletion))
+	}
+	return set
 }

@@ -168,6 +168,25 @@ func TestParse(t *testing.T) {
 			},
 		},
 		{
+			name: "the controller's soft-delete marks",
+			resources: func(t *testing.T) []limbov1alpha1.Resource {
+				return []limbov1alpha1.Resource{{Name: "a", Object: obj(t, cm("a", map[string]any{
+					"annotations": map[string]any{
+						limbov1alpha1.AnnotationReleased:       "2026-01-01T00:00:00Z",
+						limbov1alpha1.AnnotationPluginResource: "team-a/shop/gc",
+						limbov1alpha1.AnnotationGeneratedBy:    "gen",
+					},
+					"labels": map[string]any{limbov1alpha1.LabelPendingDeletion: "true"},
+				}))}}
+			},
+			wantErrs: []Error{
+				{"a", limbov1alpha1.ReasonProhibitedAnnotation, `object: annotation "limbo.dev/released" is set by the controller only`},
+				{"a", limbov1alpha1.ReasonProhibitedAnnotation, `object: annotation "limbo.dev/pluginResource" is set by the controller only`},
+				{"a", limbov1alpha1.ReasonProhibitedAnnotation, `object: annotation "limbo.dev/generatedBy" is set by the controller only`},
+				{"a", limbov1alpha1.ReasonProhibitedAnnotation, `object: label "limbo.dev/pending-deletion" is set by the controller only`},
+			},
+		},
+		{
 			name: "missing name",
 			resources: func(t *testing.T) []limbov1alpha1.Resource {
 				return []limbov1alpha1.Resource{{Name: "a", Object: obj(t, map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{}})}}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -114,8 +115,8 @@ func (p *pass) syncPlugin(ctx context.Context, res *bundlespec.Resource) (limbov
 		if obj.GetNamespace() != p.bundle.Namespace {
 			return fail(limbov1alpha1.ResourceError, limbov1alpha1.ReasonPluginFailed, "plugin %q generated %s %q in namespace %q; a Bundle's objects live in its own namespace", res.Plugin.Name, obj.GetKind(), obj.GetName(), obj.GetNamespace())
 		}
-		if _, set := obj.GetAnnotations()[limbov1alpha1.AnnotationDeletionTimestamp]; set {
-			return fail(limbov1alpha1.ResourceError, limbov1alpha1.ReasonProhibitedAnnotation, "plugin %q generated %s %q with annotation %q, which only the controller sets", res.Plugin.Name, obj.GetKind(), obj.GetName(), limbov1alpha1.AnnotationDeletionTimestamp)
+		if set := bundlespec.ControllerOnly(obj); len(set) > 0 {
+			return fail(limbov1alpha1.ResourceError, limbov1alpha1.ReasonProhibitedAnnotation, "plugin %q generated %s %q with %s, which only the controller sets", res.Plugin.Name, obj.GetKind(), obj.GetName(), strings.Join(set, ", "))
 		}
 		// One object, one declaration: never a tug of war of applies between a
 		// template and a generator, or two generators.
