@@ -114,6 +114,9 @@ func Decide(now time.Time, s State) Decision {
 	}
 
 	d := Decision{Delay: delay, Stamp: stamp.UTC(), Deadline: stamp.UTC().Add(delay)}
+	if d.Deadline.After(lastDeadline) {
+		d.Deadline = lastDeadline
+	}
 	if now.Before(d.Deadline) {
 		d.Action = ActionWait
 		d.RequeueAfter = d.Deadline.Sub(now)
@@ -122,6 +125,13 @@ func Decide(now time.Time, s State) Decision {
 	d.Action = ActionDelete
 	return d
 }
+
+// lastDeadline is the latest deadline a Decision names. A stamp set by hand near
+// the end of year 9999 plus its delay would fall past it: RFC 3339, and so
+// metav1.Time and the status fields the deadline is written to, hold four-digit
+// years only, and such a deadline would make every status write fail. Clamped, the
+// object still waits (for about eight thousand years).
+var lastDeadline = time.Date(9999, time.December, 31, 23, 59, 59, 0, time.UTC)
 
 // startCountdown is the Decision of Stamp and Restamp: a new stamp at now.
 func startCountdown(action Action, now time.Time, delay time.Duration, warning error) Decision {

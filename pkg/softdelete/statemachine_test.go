@@ -263,6 +263,14 @@ func TestDecide(t *testing.T) {
 			want: softdelete.Decision{Action: softdelete.ActionWait, Stamp: at("2025-03-14T12:31:00Z"),
 				Deadline: at("2025-03-14T12:31:00Z"), RequeueAfter: 14*time.Second + 750*time.Millisecond},
 		},
+		{
+			// Written by hand: stamp + delay falls past year 9999, which no status
+			// field can hold.
+			name:  "stamp at the end of year 9999: the deadline is clamped to it",
+			state: softdelete.State{Annotations: annotations(delayKey, "24h", stampKey, "9999-12-31T23:59:59Z")},
+			want: softdelete.Decision{Action: softdelete.ActionWait, Delay: 24 * time.Hour, Stamp: at("9999-12-31T23:59:59Z"),
+				Deadline: at("9999-12-31T23:59:59Z"), RequeueAfter: at("9999-12-31T23:59:59Z").Sub(now)},
+		},
 
 		// Orphans with an unparsable stamp: Restamp, with a warning.
 		{
