@@ -55,6 +55,10 @@ type pass struct {
 	// duration: the rest of the pass (its status write) must not push a deadline
 	// back by its own length.
 	requeueAt time.Time
+	// deadlineAt is the earliest countdown's end among requeueAt's requests
+	// (zero: none): a failed pass keeps it (Reconciler.alarms), not its retries,
+	// which back off with the error.
+	deadlineAt time.Time
 	// errs are transient failures (reads, writes, plugin calls): the pass
 	// returns them to the work queue, whose rate limiter backs off.
 	errs []error
@@ -62,7 +66,8 @@ type pass struct {
 	// manages: nothing is deleted (spec.allowEmpty).
 	emptyGuard bool
 
-	// mu guards requeueAt and errs, which the concurrent applies of a wave set.
+	// mu guards requeueAt, deadlineAt and errs, which the concurrent applies of a
+	// wave set.
 	mu sync.Mutex
 }
 
@@ -75,10 +80,23 @@ func newPass(r *Reconciler, b *limbov1alpha1.Bundle) *pass {
 func (p *pass) after(d time.Duration) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.requeueAt = earliest(p.requeueAt, p.r.Clock.Now().Add(d))
+}
+
+// afterDeadline is after for the end of a countdown, in d.
+func (p *pass) afterDeadline(d time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	at := p.r.Clock.Now().Add(d)
-	if p.requeueAt.IsZero() || at.Before(p.requeueAt) {
-		p.requeueAt = at
+	p.requeueAt, p.deadlineAt = earliest(p.requeueAt, at), earliest(p.deadlineAt, at)
+}
+
+// earliest is the earlier of at and t, or t when at is zero.
+func earliest(at, t time.Time) time.Time {
+	if at.IsZero() || t.Before(at) {
+		return t
 	}
+	return at
 }
 
 // fail records a transient error: the work queue retries the Bundle with backoff.
@@ -91,11 +109,21 @@ func (p *pass) fail(err error) {
 }
 
 func (p *pass) result() ctrl.Result {
-	if !p.requeueAt.IsZero() {
+	return p.requeueTo(p.requeueAt)
+}
+
+// failedResult is the result of a pass that failed: only its deadline, for the
+// alarm; its retries are the work queue's backoff.
+func (p *pass) failedResult() ctrl.Result {
+	return p.requeueTo(p.deadlineAt)
+}
+
+func (p *pass) requeueTo(at time.Time) ctrl.Result {
+	if !at.IsZero() {
 		// A requeue is a deadline (or a retry): served before event-driven passes,
 		// so that a burst of events does not make a deletion late. RequeueAfter 0
 		// would mean "never": a time already past is at once.
-		d := max(p.requeueAt.Sub(p.r.Clock.Now()), time.Millisecond)
+		d := max(at.Sub(p.r.Clock.Now()), time.Millisecond)
 		return ctrl.Result{RequeueAfter: d, Priority: ptr.To(10)}
 	}
 	return ctrl.Result{}

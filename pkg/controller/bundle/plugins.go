@@ -267,7 +267,10 @@ func (p *pass) collect(pending *limbov1alpha1.PendingDeletion, requeue bool, aft
 	if pending != nil {
 		p.pending = append(p.pending, *pending)
 	}
-	if requeue {
+	switch {
+	case requeue && after > 0: // a countdown's end
+		p.afterDeadline(after)
+	case requeue: // read and decide again
 		p.after(after)
 	}
 	p.fail(err)

@@ -85,6 +85,8 @@ type Reconciler struct {
 	// plans and teardowns run plugin calls beside the passes.
 	plans     *backgroundCalls[*plugin.Result]
 	teardowns *backgroundCalls[*plugin.TeardownResult]
+	// alarms keep the deadlines of Bundles whose pass failed.
+	alarms *alarms
 }
 
 // Reconcile runs one pass over a Bundle, or one step of its teardown. A Conflict
@@ -96,6 +98,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	result, err := r.reconcile(ctx, req)
 	if conflictOnBundle(err) {
 		return ctrl.Result{RequeueAfter: conflictRetry}, nil
+	}
+	if r.alarms != nil {
+		if err != nil && result.RequeueAfter > 0 {
+			r.alarms.set(req.NamespacedName, result.RequeueAfter)
+			return ctrl.Result{}, err
+		}
+		r.alarms.clear(req.NamespacedName)
 	}
 	return result, err
 }
@@ -157,8 +166,9 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	switch {
 	case len(p.errs) > 0:
 		// Transient: the work queue's rate limiter backs off, and
-		// controller_runtime_reconcile_errors_total counts them.
-		return ctrl.Result{}, errors.Join(p.errs...)
+		// controller_runtime_reconcile_errors_total counts them. The pass's
+		// deadline goes with the error, for Reconcile's alarm.
+		return p.failedResult(), errors.Join(p.errs...)
 	case len(p.specErrs) > 0 && r.kindComing(ctx, &b, p.specErrs):
 		// A CRD established a moment ago that discovery does not serve yet.
 		return ctrl.Result{RequeueAfter: kindComingRetry}, nil

@@ -111,6 +111,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) (*Reconciler, error) {
 	callsDone := make(chan event.GenericEvent, 1024)
 	r.plans = newBackgroundCalls[*plugin.Result](callsDone, r.forgetPluginState)
 	r.teardowns = newBackgroundCalls[*plugin.TeardownResult](callsDone, r.forgetPluginState)
+	r.alarms = newAlarms(callsDone)
 	c, err := ctrl.NewControllerManagedBy(mgr).
 		Named("bundle").
 		// The first predicate only records (and passes every event): the cascade
@@ -118,7 +119,8 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) (*Reconciler, error) {
 		For(&limbov1alpha1.Bundle{}, builder.WithPredicates(r.orphanCascades.predicate(), bundleChanged)).
 		// A Tombstone's progress (attempts, lastError, gone) shows in pendingDeletions.
 		Owns(&limbov1alpha1.Tombstone{}).
-		// A plugin call that outlasted its pass triggers the next one.
+		// A plugin call that outlasted its pass triggers the next one, as does
+		// the deadline of a pass that failed (alarms).
 		WatchesRawSource(source.Channel(callsDone, &handler.EnqueueRequestForObject{})).
 		// A Bundle that names a kind not served yet is a spec error no retry
 		// fixes (UnknownKind), until its CRD is established: Helm, Flux and

@@ -1,0 +1,59 @@
+package bundle
+
+import (
+	"sync"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+
+	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+	"github.com/limbo-dev/limbo/pkg/plugin"
+)
+
+// alarms wake Bundles whose pass failed at the time the pass asked to come back
+// (a deadline). controller-runtime drops the RequeueAfter of a pass that returns
+// an error, and the work queue backs the Bundle off instead (up to maxRetryDelay):
+// one orphan whose delete keeps failing, or a plugin whose backend is down, would
+// make every other deadline of the Bundle up to 30 s late. One alarm per Bundle:
+// a later pass replaces it.
+type alarms struct {
+	wake chan<- event.GenericEvent
+
+	mu     sync.Mutex
+	timers map[types.NamespacedName]*time.Timer
+}
+
+func newAlarms(wake chan<- event.GenericEvent) *alarms {
+	return &alarms{wake: wake, timers: map[types.NamespacedName]*time.Timer{}}
+}
+
+// set wakes the Bundle key after d, replacing its earlier alarm.
+func (a *alarms) set(key types.NamespacedName, d time.Duration) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if t := a.timers[key]; t != nil {
+		t.Stop()
+	}
+	var t *time.Timer
+	t = time.AfterFunc(d, func() {
+		a.mu.Lock()
+		if a.timers[key] == t { // set assigned t before it let go of the lock
+			delete(a.timers, key)
+		}
+		a.mu.Unlock()
+		plugin.Trigger(a.wake, &limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}})
+	})
+	a.timers[key] = t
+}
+
+// clear drops the Bundle key's alarm: a pass that succeeded has its own requeue.
+func (a *alarms) clear(key types.NamespacedName) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if t := a.timers[key]; t != nil {
+		t.Stop()
+		delete(a.timers, key)
+	}
+}
