@@ -142,8 +142,7 @@ func (r *Reconciler) nextWave(ctx context.Context, b *limbov1alpha1.Bundle, plan
 //     watches would cost a mass deletion (a namespace's) many times that.
 //
 // (--cascade=foreground needs neither: the garbage collector deletes every
-// dependent it knows.) The reaper is told (OnLetGo): it leaves the objects a
-// teardown released alone while their Bundle is there.
+// dependent it knows.) The reaper is told (OnLetGo) and looks again at once.
 func (r *Reconciler) letGo(ctx context.Context, b *limbov1alpha1.Bundle, kinds []schema.GroupVersionKind,
 	settle func(fresh []*unstructured.Unstructured) (ctrl.Result, bool, error)) (ctrl.Result, error) {
 	if !r.startScan.scanned() {

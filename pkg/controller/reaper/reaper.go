@@ -276,7 +276,6 @@ const holdRecheck = time.Second
 // heldByBundle reports whether the Bundle named by obj's (of kind gvk)
 // limbo.dev/bundle label decides obj rather than the reaper, and if so how soon
 // to look again (0: not held):
-//   - it is being deleted: its teardown decides;
 //   - it declares obj (same group, kind and name in a template): its pass adopts
 //     obj, which cancels the deletion — a Bundle re-created under the same name,
 //     and a busy controller may reach it only after obj's deadline — and until
@@ -314,7 +313,12 @@ func (r *Reaper) heldByBundle(ctx context.Context, gvk schema.GroupVersionKind, 
 	passed := b.Status.ObservedGeneration >= b.Generation
 	switch {
 	case !b.DeletionTimestamp.IsZero():
-		return holdRecheck, nil
+		// Being torn down (the teardown that released obj, or a later Bundle of the
+		// name): a teardown never adopts, and it decides only what it still
+		// controls, so obj is the reaper's. (Held until the teardown ended, obj
+		// outlived its deadline as long as a dependency's finalizer or a deorbit
+		// held the teardown.)
+		return r.adoptedByAnother(ctx, gvk, obj, b.Name, seen)
 	case declared(b, gvk.GroupKind(), obj.GetName()) != notDeclared:
 		if passed {
 			return declaredRecheck, nil
