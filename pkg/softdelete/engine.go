@@ -97,16 +97,17 @@ func ClaimReleased(fresh metav1.Object) ClaimVerdict {
 }
 
 // Released reports whether obj was released to limbo by a Bundle's teardown and
-// is the reaper's: it carries the limbo.dev/bundle label, a stamp and the
+// is the reaper's: it carries the limbo.dev/bundle label and the
 // limbo.dev/released mark that only a teardown's Release writes, and no
 // controller. Plugin items (never labelled with a Bundle), objects that
-// `kubectl limbo cancel` took out of limbo (stamp and label gone) and objects the
-// garbage collector orphaned (--cascade=orphan: no mark) are not.
+// `kubectl limbo cancel` took out of limbo (mark and label gone) and objects the
+// garbage collector orphaned (--cascade=orphan: no mark) are not. An object
+// released with an invalid delay has no stamp yet: the reaper stamps it once the
+// delay is fixed.
 func Released(obj metav1.Object) bool {
 	_, labelled := obj.GetLabels()[limbov1alpha1.LabelBundle]
-	_, stamped := obj.GetAnnotations()[limbov1alpha1.AnnotationDeletionTimestamp]
 	_, released := obj.GetAnnotations()[limbov1alpha1.AnnotationReleased]
-	return labelled && stamped && released && metav1.GetControllerOf(obj) == nil
+	return labelled && released && metav1.GetControllerOf(obj) == nil
 }
 
 // Orphan runs the state machine for obj, an object that is no longer desired, and
@@ -286,7 +287,13 @@ func (e *Engine) Release(ctx context.Context, eventTarget runtime.Object, obj cl
 	if err := e.patch(ctx, obj, patch); err != nil {
 		return err
 	}
-	if !d.Deadline.IsZero() {
+	switch {
+	case d.Action == ActionInvalid:
+		// Released all the same (the Bundle goes): the reaper stamps it once the
+		// delay is fixed, and never deletes it until then.
+		e.Recorder.Eventf(eventTarget, corev1.EventTypeWarning, limbov1alpha1.ReasonInvalidDeletionDelay,
+			"%s released to limbo, never deleted until its delay is fixed: %v", describe(obj), d.Err)
+	case !d.Deadline.IsZero():
 		e.Recorder.Eventf(eventTarget, corev1.EventTypeNormal, limbov1alpha1.EventDeletionScheduled,
 			"%s released to limbo for %v: deleted at %s", describe(obj), d.Delay, d.Deadline.UTC().Format(time.RFC3339))
 		auditLog(ctx, eventTarget, obj, "stamped", d.Deadline)

@@ -645,6 +645,30 @@ func TestEngineRelease(t *testing.T) {
 		}
 	})
 
+	t.Run("invalid delay: released unstamped with a warning, the reaper's to stamp once fixed", func(t *testing.T) {
+		h := newHarness(t, owned(map[string]string{delayKey: "forever"}))
+		if err := h.engine.Release(context.Background(), b, h.live(t, "db"), b); err != nil {
+			t.Fatal(err)
+		}
+		want := []string{`PATCH ConfigMap team-a/db application/merge-patch+json {"metadata":{"annotations":{"limbo.dev/released":"2025-03-14T12:30:45Z"},"labels":{"limbo.dev/pending-deletion":"true"},` + refs + `,"resourceVersion":"999"}}`}
+		if !reflect.DeepEqual(h.calls, want) {
+			t.Errorf("API calls:\n%q\nwant:\n%q", h.calls, want)
+		}
+		if got, want := h.events(), []string{`Warning InvalidDeletionDelay ConfigMap team-a/db released to limbo, never deleted until its delay is fixed: invalid limbo.dev/deletionDelay "forever": time: invalid duration "forever"`}; !reflect.DeepEqual(got, want) {
+			t.Errorf("events %q, want %q", got, want)
+		}
+		live := h.live(t, "db")
+		if !softdelete.Released(live) {
+			t.Fatalf("not Released: %v", live.Object["metadata"])
+		}
+		// Fixed: the reaper's pass stamps it.
+		live.SetAnnotations(map[string]string{delayKey: "1h", limbov1alpha1.AnnotationReleased: "2025-03-14T12:30:45Z"})
+		h.calls = nil
+		if out := h.engine.Orphan(context.Background(), live, live, softdelete.ClaimReleased); out.Err != nil || out.Decision.Action != softdelete.ActionStamp {
+			t.Fatalf("after the fix: %+v, want a stamp", out)
+		}
+	})
+
 	t.Run("stale object: Conflict, nothing written", func(t *testing.T) {
 		h := newHarness(t, owned(map[string]string{delayKey: "24h"}))
 		stale := h.live(t, "db")
