@@ -3,13 +3,16 @@
 // that was deleted go through limbo's soft-delete engine, and the Node coming back
 // cancels.
 //
+//   - A Csibmnode's Node has its hostname, or the Node name recorded on it
+//     (AnnotationNodeName), or else its InternalIP when that is unambiguous (see
+//     nodeIndex.match); the Node's name is recorded when it is not the hostname.
 //   - A Node in scope with the drain taint (key, value and effect) gets the label
 //     node.dell.com/drain=drain on its Csibmnode; the taint gone, the label goes.
 //   - A Node gone whose Csibmnode is labelled: the Csibmnode and the Drives,
 //     AvailableCapacities, LogicalVolumeGroups and Volumes with its UUID are
 //     orphans (object items), stamped with the resource's deletionDelay.
 //   - At the deadline, once no pod matching nodePodSelector is bound to the node
-//     (the gate, MayDelete): Drives, AvailableCapacities, LogicalVolumeGroups and
+//     under any name it went by (the gate, MayDelete): Drives, AvailableCapacities, LogicalVolumeGroups and
 //     Volumes (their csi finalizers cleared first), the Csibmnode last with its
 //     finalizer kept, for csi-baremetal's node controller to clear. One node is one
 //     group: its trouble never blocks another node.
@@ -27,6 +30,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -44,6 +48,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 	"github.com/limbo-dev/limbo/pkg/plugin"
 	"github.com/limbo-dev/limbo/pkg/promreg"
 )
@@ -75,6 +80,13 @@ const (
 	EventNodeRemovedUndrained = "NodeRemovedUndrained"
 	// EventDrainLabelFailed is the Warning of a label write that failed.
 	EventDrainLabelFailed = "DrainLabelFailed"
+
+	// AnnotationNodeName on a Csibmnode is the name of the Node it was matched to,
+	// when that is not its hostname (FQDN Node names, a hostname override). It is
+	// written while the Node exists because once the Node is gone nothing else
+	// says which name its pods are bound to or which Node coming back cancels,
+	// and it must survive a controller restart.
+	AnnotationNodeName = "node-removal.limbo.dev/nodeName"
 )
 
 // labelRetryInterval re-runs the plugin after a failed label write.
@@ -253,11 +265,124 @@ type csiNode struct {
 	hostname string
 	// internalIP is spec.Addresses.InternalIP ("" when unset).
 	internalIP string
-	uuid       string
-	resources  []plugin.ObjectItem // without Desired: set by Plan
+	// nodeName is the Node name recorded on it (AnnotationNodeName; "" when none).
+	nodeName  string
+	uuid      string
+	resources []plugin.ObjectItem // without Desired: set by Plan
 }
 
-// Plan mirrors the drain taint on Csibmnodes and inventories the csi-baremetal
+// names are the Node names the node goes by: its hostname and the recorded name
+// of its Node when that differs.
+func (cn *csiNode) names() []string {
+	if cn.nodeName == "" || cn.nodeName == cn.hostname {
+		return []string{cn.hostname}
+	}
+	return []string{cn.hostname, cn.nodeName}
+}
+
+// displayName names the node in messages and events: its Node's name when known.
+func (cn *csiNode) displayName() string {
+	if cn.nodeName != "" {
+		return cn.nodeName
+	}
+	return cn.hostname
+}
+
+// inLimbo reports whether a countdown runs on any of the node's resources: it
+// was judged removed.
+func (cn *csiNode) inLimbo() bool {
+	for _, it := range cn.resources {
+		if _, ok := it.Object.GetAnnotations()[limbov1alpha1.AnnotationDeletionTimestamp]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// groupSeparator joins a node's names into its group: Node names are DNS
+// subdomains, which never hold a comma.
+const groupSeparator = ","
+
+// groupOf is the group of a node's resources; MayDelete reads the names back.
+func groupOf(names []string) string { return strings.Join(names, groupSeparator) }
+
+// groupNames are the Node names a group stands for.
+func groupNames(group string) []string { return strings.Split(group, groupSeparator) }
+
+// matchedBy is how a Csibmnode was matched to its Node.
+type matchedBy int
+
+const (
+	unmatched matchedBy = iota
+	// byName: a Node has its hostname or its recorded Node name.
+	byName
+	// byAddress: the one Node with its InternalIP, which no other Csibmnode goes
+	// by. Weaker than a name: a removed Node's address is handed on (DHCP, a
+	// hardware swap).
+	byAddress
+)
+
+// nodeIndex finds the Node of a Csibmnode.
+type nodeIndex struct {
+	byName map[string]*corev1.Node
+	byIP   map[string][]*corev1.Node
+	// claims are the Csibmnodes by the names they go by (csiNode.names).
+	claims map[string][]*csiNode
+}
+
+func newNodeIndex(nodes []corev1.Node, csiNodes []*csiNode) *nodeIndex {
+	ix := &nodeIndex{byName: map[string]*corev1.Node{}, byIP: map[string][]*corev1.Node{}, claims: map[string][]*csiNode{}}
+	for i := range nodes {
+		node := &nodes[i]
+		ix.byName[node.Name] = node
+		for _, a := range node.Status.Addresses {
+			if a.Type == corev1.NodeInternalIP && a.Address != "" && !slices.Contains(ix.byIP[a.Address], node) {
+				ix.byIP[a.Address] = append(ix.byIP[a.Address], node)
+			}
+		}
+	}
+	for _, cn := range csiNodes {
+		for _, name := range cn.names() {
+			ix.claims[name] = append(ix.claims[name], cn)
+		}
+	}
+	return ix
+}
+
+// match finds cn's Node: by a name it goes by, else by its InternalIP when that
+// is unambiguous (a hostname override, FQDN Node names: Node worker-3.example.com
+// for hostname worker-3). It is unambiguous when exactly one Node has the
+// address and no other Csibmnode goes by that Node's name or its short name (the
+// new Node's own Csibmnode, when the address passed to it). The address is not
+// used for a Csibmnode whose Node name is recorded (its Node is known), nor for
+// one in limbo: only a Node of its name brings it back.
+func (ix *nodeIndex) match(cn *csiNode) (*corev1.Node, matchedBy) {
+	for _, name := range cn.names() {
+		if node := ix.byName[name]; node != nil {
+			return node, byName
+		}
+	}
+	if cn.nodeName != "" || cn.internalIP == "" || cn.inLimbo() {
+		return nil, unmatched
+	}
+	candidates := ix.byIP[cn.internalIP]
+	if len(candidates) != 1 {
+		return nil, unmatched
+	}
+	node := candidates[0]
+	short, _, _ := strings.Cut(node.Name, ".")
+	for _, name := range []string{node.Name, short} {
+		for _, other := range ix.claims[name] {
+			if other != cn {
+				return nil, unmatched
+			}
+		}
+	}
+	return node, byAddress
+}
+
+// Plan mirrors the drain taint on Csibmnodes, records the names of their Nodes
+// where they are not the hostnames, and inventories the csi-baremetal
 // resources: desired while their Node exists, orphans once it is gone and was
 // drained (or removeUndrained).
 func (p *Plugin) Plan(ctx context.Context, req plugin.Request) (*plugin.Result, error) {
@@ -276,40 +401,24 @@ func (p *Plugin) Plan(ctx context.Context, req plugin.Request) (*plugin.Result, 
 	if err := req.Reader.List(ctx, &nodeList); err != nil {
 		return nil, fmt.Errorf("list Nodes: %w", err)
 	}
-	nodes := map[string]*corev1.Node{}
-	byInternalIP := map[string]*corev1.Node{}
-	for i := range nodeList.Items {
-		node := &nodeList.Items[i]
-		nodes[node.Name] = node
-		for _, a := range node.Status.Addresses {
-			if a.Type == corev1.NodeInternalIP && a.Address != "" {
-				byInternalIP[a.Address] = node
-			}
-		}
-	}
+	index := newNodeIndex(nodeList.Items, csiNodes)
 	res := &plugin.Result{Inventory: &plugin.Inventory{DesiredListed: len(nodeList.Items)}, Ready: true}
 	var removed, undrained, labelErrs []string
 	for _, cn := range csiNodes {
-		node := nodes[cn.hostname]
-		if node == nil && cn.internalIP != "" {
-			// A Node named otherwise than its Csibmnode's hostname (a hostname
-			// override, FQDN node names) is still there: found by its address, it
-			// is never taken for gone, whatever removeUndrained says.
-			node = byInternalIP[cn.internalIP]
-		}
+		node, by := index.match(cn)
 		desired := true
 		switch {
 		case node != nil:
-			if spec.nodes.Matches(labels.Set(node.Labels)) {
-				if err := syncDrainLabel(ctx, req, cn.obj, hasTaint(node, spec.taint)); err != nil {
-					labelErrs = append(labelErrs, err.Error())
-				}
+			// A Node that exists is never taken for gone, in scope or not, found by
+			// name or by address, whatever removeUndrained says.
+			if err := syncCsibmnode(ctx, req, cn, node, by, spec.nodes.Matches(labels.Set(node.Labels)), hasTaint(node, spec.taint)); err != nil {
+				labelErrs = append(labelErrs, err.Error())
 			}
 		case cn.obj.GetLabels()[LabelDrain] == DrainValue || spec.RemoveUndrained:
 			desired = false
-			removed = append(removed, cn.hostname)
+			removed = append(removed, cn.displayName())
 		default:
-			undrained = append(undrained, cn.hostname)
+			undrained = append(undrained, cn.displayName())
 		}
 		for _, item := range cn.resources {
 			item.Desired = desired
@@ -390,7 +499,7 @@ func listCSINodes(ctx context.Context, r client.Reader) ([]*csiNode, error) {
 			continue
 		}
 		ip, _, _ := unstructured.NestedString(obj.Object, "spec", "Addresses", "InternalIP")
-		cn := &csiNode{obj: obj, hostname: host, internalIP: ip, uuid: uuid}
+		cn := &csiNode{obj: obj, hostname: host, internalIP: ip, nodeName: obj.GetAnnotations()[AnnotationNodeName], uuid: uuid}
 		byUUID[uuid] = cn
 		out = append(out, cn)
 	}
@@ -402,13 +511,13 @@ func listCSINodes(ctx context.Context, r client.Reader) ([]*csiNode, error) {
 		for i := range items {
 			id, _, _ := unstructured.NestedString(items[i].Object, k.nodeField...)
 			if cn := byUUID[id]; cn != nil {
-				cn.resources = append(cn.resources, plugin.ObjectItem{Object: &items[i], Group: cn.hostname, Order: order, ClearFinalizers: k.clear})
+				cn.resources = append(cn.resources, plugin.ObjectItem{Object: &items[i], Group: groupOf(cn.names()), Order: order, ClearFinalizers: k.clear})
 			}
 		}
 	}
 	for _, cn := range out {
 		// The Csibmnode last, its finalizer kept: its own controller clears it.
-		cn.resources = append(cn.resources, plugin.ObjectItem{Object: cn.obj, Group: cn.hostname, Order: len(nodeKinds)})
+		cn.resources = append(cn.resources, plugin.ObjectItem{Object: cn.obj, Group: groupOf(cn.names()), Order: len(nodeKinds)})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].hostname < out[j].hostname })
 	return out, nil
@@ -423,27 +532,46 @@ func hasTaint(node *corev1.Node, t Taint) bool {
 	return false
 }
 
-// syncDrainLabel sets or removes the drain label on a Csibmnode with a patch that
-// touches only that label, guarded by the resourceVersion it decided on; a
-// conflict re-reads and decides again. A label of another value
-// (planned-downtime) is someone else's: it is replaced while the Node is tainted,
-// never removed.
-func syncDrainLabel(ctx context.Context, req plugin.Request, obj *unstructured.Unstructured, tainted bool) error {
+// syncCsibmnode brings a matched Csibmnode in line with its Node, with a patch
+// that touches only the drain label and AnnotationNodeName, guarded by the
+// resourceVersion it decided on; a conflict re-reads and decides again.
+//   - The drain label, for a Node in scope: set while the Node is tainted,
+//     removed once it is not. A label of another value (planned-downtime) is
+//     someone else's: it is replaced while the Node is tainted, never removed.
+//   - AnnotationNodeName: the Node's name when it is not the hostname; a stale
+//     one goes.
+//
+// A drained Csibmnode matched only by address to an untainted Node is left as it
+// is: more likely the removed node's address was handed to another Node than its
+// taint removed, for a Node that limbo labelled through its address had its name
+// recorded in the same write, and is matched by that name from then on.
+func syncCsibmnode(ctx context.Context, req plugin.Request, cn *csiNode, node *corev1.Node, by matchedBy, inScope, tainted bool) error {
+	obj := cn.obj
 	for range 3 {
 		current := obj.GetLabels()[LabelDrain]
-		var value any
-		switch {
-		case tainted && current != DrainValue:
-			value = DrainValue
-		case !tainted && current == DrainValue:
-			value = nil
-		default:
+		if by == byAddress && current == DrainValue && !tainted {
 			return nil
 		}
-		patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
-			"labels":          map[string]any{LabelDrain: value},
-			"resourceVersion": obj.GetResourceVersion(),
-		}})
+		changes := map[string]any{}
+		switch {
+		case !inScope: // the nodeSelector names the Nodes whose taint is mirrored
+		case tainted && current != DrainValue:
+			changes["labels"] = map[string]any{LabelDrain: DrainValue}
+		case !tainted && current == DrainValue:
+			changes["labels"] = map[string]any{LabelDrain: nil}
+		}
+		recorded, hasRecord := obj.GetAnnotations()[AnnotationNodeName]
+		switch {
+		case node.Name != cn.hostname && recorded != node.Name:
+			changes["annotations"] = map[string]any{AnnotationNodeName: node.Name}
+		case node.Name == cn.hostname && hasRecord:
+			changes["annotations"] = map[string]any{AnnotationNodeName: nil}
+		}
+		if len(changes) == 0 {
+			return nil
+		}
+		changes["resourceVersion"] = obj.GetResourceVersion()
+		patch, err := json.Marshal(map[string]any{"metadata": changes})
 		if err != nil {
 			return err
 		}
@@ -461,35 +589,42 @@ func syncDrainLabel(ctx context.Context, req plugin.Request, obj *unstructured.U
 	return fmt.Errorf("label Csibmnode %s: it kept changing", obj.GetName())
 }
 
-// MayDelete is the gate of a removed node's resources (group = the Node's name):
-// the Node must still be gone, read fresh, and no pod matching nodePodSelector may
-// be bound to it.
+// MayDelete is the gate of a removed node's resources (group: the names the node
+// went by, see groupOf): no Node may have any of them, read fresh, and no pod
+// matching nodePodSelector may be bound to any of them. Both names are checked:
+// csi-baremetal's node pod is bound to the Node's name, which need not be the
+// Csibmnode's hostname.
 func (p *Plugin) MayDelete(ctx context.Context, req plugin.Request, group string) (string, error) {
 	spec, err := parse(req.Spec)
 	if err != nil {
 		return "", err
 	}
-	var node corev1.Node
-	switch err := req.Reader.Get(ctx, client.ObjectKey{Name: group}, &node); {
-	case err == nil:
-		return fmt.Sprintf("Node %s exists again", group), nil
-	case !apierrors.IsNotFound(err):
-		return "", fmt.Errorf("read Node %s: %w", group, err)
+	names := groupNames(group)
+	for _, name := range names {
+		var node corev1.Node
+		switch err := req.Reader.Get(ctx, client.ObjectKey{Name: name}, &node); {
+		case err == nil:
+			return fmt.Sprintf("Node %s exists again", name), nil
+		case !apierrors.IsNotFound(err):
+			return "", fmt.Errorf("read Node %s: %w", name, err)
+		}
 	}
 	if spec.pods == nil {
 		return "", nil
 	}
-	var pods corev1.PodList
-	if err := req.Reader.List(ctx, &pods, client.MatchingLabelsSelector{Selector: spec.pods},
-		client.MatchingFieldsSelector{Selector: fields.OneTermEqualSelector("spec.nodeName", group)}); err != nil {
-		return "", fmt.Errorf("list pods on node %s: %w", group, err)
-	}
-	if n := len(pods.Items); n > 0 {
-		hold := fmt.Sprintf("pod %s/%s (nodePodSelector) is still bound to node %s", pods.Items[0].Namespace, pods.Items[0].Name, group)
-		if n > 1 {
-			hold += fmt.Sprintf(" (and %d more)", n-1)
+	for _, name := range names {
+		var pods corev1.PodList
+		if err := req.Reader.List(ctx, &pods, client.MatchingLabelsSelector{Selector: spec.pods},
+			client.MatchingFieldsSelector{Selector: fields.OneTermEqualSelector("spec.nodeName", name)}); err != nil {
+			return "", fmt.Errorf("list pods on node %s: %w", name, err)
 		}
-		return hold, nil
+		if n := len(pods.Items); n > 0 {
+			hold := fmt.Sprintf("pod %s/%s (nodePodSelector) is still bound to node %s", pods.Items[0].Namespace, pods.Items[0].Name, name)
+			if n > 1 {
+				hold += fmt.Sprintf(" (and %d more)", n-1)
+			}
+			return hold, nil
+		}
 	}
 	return "", nil
 }

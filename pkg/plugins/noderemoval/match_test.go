@@ -1,0 +1,270 @@
+package noderemoval
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+	"github.com/limbo-dev/limbo/pkg/plugin"
+)
+
+// The IP the tests' Csibmnodes and Nodes share when they are meant to.
+const sharedIP = "10.0.0.3"
+
+// csibmnodeObj is a Csibmnode named uuid with its hostname and InternalIP, and
+// the labels and annotations it carries.
+func csibmnodeObj(uuid, hostname, ip string, labels, annotations map[string]string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{
+		"UUID": uuid, "Addresses": map[string]any{"Hostname": hostname, "InternalIP": ip},
+	}}}
+	u.SetGroupVersionKind(GVK(KindCsibmnode))
+	u.SetName(uuid)
+	u.SetLabels(labels)
+	u.SetAnnotations(annotations)
+	u.SetFinalizers([]string{FinalizerCsibmnode})
+	return u
+}
+
+// driveObj is a Drive of the Csibmnode whose UUID is uuid.
+func driveObj(uuid string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"NodeId": uuid}}}
+	u.SetGroupVersionKind(GVK(KindDrive))
+	u.SetName(uuid + "-drive")
+	return u
+}
+
+// kubeNode is a Node with its InternalIP ("" for none), drain-tainted or not.
+func kubeNode(name, ip string, drained bool) *corev1.Node {
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if ip != "" {
+		n.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: ip}}
+	}
+	if drained {
+		n.Spec.Taints = []corev1.Taint{{Key: LabelDrain, Value: DrainValue, Effect: corev1.TaintEffectNoSchedule}}
+	}
+	return n
+}
+
+// nodePod is a pod bound to node, labelled app=app.
+func nodePod(name, node, app string) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "csi", Name: name, Labels: map[string]string{"app": app}},
+		Spec: corev1.PodSpec{NodeName: node}}
+}
+
+var drained = map[string]string{LabelDrain: DrainValue}
+
+// fakeCluster is an API server holding objs, with the pods' spec.nodeName
+// field selector the gate uses.
+func fakeCluster(objs ...client.Object) client.Client {
+	return fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).WithObjects(objs...).
+		WithIndex(&corev1.Pod{}, "spec.nodeName", func(o client.Object) []string { return []string{o.(*corev1.Pod).Spec.NodeName} }).
+		Build()
+}
+
+func testRequest(c client.Client, spec string) plugin.Request {
+	return plugin.Request{Bundle: &limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: "csi", Name: "nodes", UID: "u1"}},
+		Resource: "node-removal", Spec: []byte(spec), Client: c, Reader: c}
+}
+
+// mustPlan runs Plan with a new Plugin each time: what Plan knows of a node
+// must survive a controller restart.
+func mustPlan(t *testing.T, c client.Client, spec string) *plugin.Result {
+	t.Helper()
+	res, err := New(nil).Plan(context.Background(), testRequest(c, spec))
+	if err != nil {
+		t.Fatalf("Plan: %v", err)
+	}
+	return res
+}
+
+// judged are the inventory's items of the Csibmnode whose UUID is uuid: whether
+// they are desired (all must agree) and their group.
+func judged(t *testing.T, res *plugin.Result, uuid string) (desired bool, group string) {
+	t.Helper()
+	var seen []plugin.ObjectItem
+	for _, it := range res.Inventory.Objects {
+		if it.Object.GetName() == uuid || it.Object.GetName() == uuid+"-drive" {
+			seen = append(seen, it)
+		}
+	}
+	if len(seen) != 2 {
+		t.Fatalf("inventory has %d items of Csibmnode %s, want its Csibmnode and its Drive", len(seen), uuid)
+	}
+	if seen[0].Desired != seen[1].Desired || seen[0].Group != seen[1].Group {
+		t.Fatalf("the items of Csibmnode %s are judged apart: %+v", uuid, seen)
+	}
+	return seen[0].Desired, seen[0].Group
+}
+
+func liveCsibmnode(t *testing.T, c client.Client, uuid string) *unstructured.Unstructured {
+	t.Helper()
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(GVK(KindCsibmnode))
+	if err := c.Get(context.Background(), client.ObjectKey{Name: uuid}, u); err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+// A Csibmnode is matched to its Node by hostname, by the Node name recorded on
+// it, and else by InternalIP only when that is unambiguous. The address of a
+// removed Node handed to a new one (DHCP, a hardware swap) must not bring the
+// removed node's resources back or strip its drain label; an FQDN Node name
+// with the Csibmnode's short hostname still matches.
+func TestPlanMatchesCsibmnodeToItsNode(t *testing.T) {
+	w3 := func(labels, annotations map[string]string) client.Object {
+		return csibmnodeObj("w3-uuid", "w3", sharedIP, labels, annotations)
+	}
+	inLimbo := map[string]string{limbov1alpha1.AnnotationDeletionTimestamp: "2024-01-01T00:00:00Z"}
+	for _, tc := range []struct {
+		name string
+		spec string
+		objs []client.Object
+		// What Plan decides of Csibmnode w3-uuid and leaves on it.
+		wantDesired  bool
+		wantLabel    bool
+		wantNodeName string // AnnotationNodeName; "" absent
+	}{{
+		name: "the address of removed w3 reused by w9, which has its own Csibmnode",
+		objs: []client.Object{w3(drained, nil), csibmnodeObj("w9-uuid", "w9", sharedIP, nil, nil), kubeNode("w9", sharedIP, false)},
+		// w3 stays removed, still drained.
+		wantDesired: false, wantLabel: true,
+	}, {
+		name:        "the address reused by w9.example.com, whose Csibmnode has its short name",
+		objs:        []client.Object{w3(drained, nil), csibmnodeObj("w9-uuid", "w9", sharedIP, nil, nil), kubeNode("w9.example.com", sharedIP, false)},
+		wantDesired: false, wantLabel: true,
+	}, {
+		name: "the address reused by w9 whose Csibmnode is not there yet, w3 already in limbo",
+		// Only a Node of its name brings a Csibmnode in limbo back.
+		objs:        []client.Object{w3(drained, inLimbo), kubeNode("w9", sharedIP, false)},
+		wantDesired: false, wantLabel: true,
+	}, {
+		name: "the address reused by untainted w9 whose Csibmnode is not there yet, w3 not in limbo yet",
+		// It might be w3 under another name: left desired for now, but a drained
+		// Csibmnode is never undrained, nor bound to that Node, by its address.
+		objs:        []client.Object{w3(drained, nil), kubeNode("w9", sharedIP, false)},
+		wantDesired: true, wantLabel: true,
+	}, {
+		name:        "two Nodes with the address",
+		objs:        []client.Object{w3(drained, nil), kubeNode("a", sharedIP, false), kubeNode("b", sharedIP, false)},
+		wantDesired: false, wantLabel: true,
+	}, {
+		name:        "two Nodes with the address, removeUndrained",
+		spec:        `{"removeUndrained":true}`,
+		objs:        []client.Object{w3(nil, nil), kubeNode("a", sharedIP, false), kubeNode("b", sharedIP, false)},
+		wantDesired: false,
+	}, {
+		name:        "FQDN Node name: matched by address, its name recorded",
+		objs:        []client.Object{w3(nil, nil), kubeNode("w3.example.com", sharedIP, false)},
+		wantDesired: true, wantNodeName: "w3.example.com",
+	}, {
+		name:        "FQDN Node name, drained: labelled, its name recorded",
+		objs:        []client.Object{w3(nil, nil), kubeNode("w3.example.com", sharedIP, true)},
+		wantDesired: true, wantLabel: true, wantNodeName: "w3.example.com",
+	}, {
+		name:        "FQDN Node name, drained and labelled before its name was recorded",
+		objs:        []client.Object{w3(drained, nil), kubeNode("w3.example.com", sharedIP, true)},
+		wantDesired: true, wantLabel: true, wantNodeName: "w3.example.com",
+	}, {
+		name:        "FQDN Node name recorded, the taint gone: the label goes",
+		objs:        []client.Object{w3(drained, map[string]string{AnnotationNodeName: "w3.example.com"}), kubeNode("w3.example.com", "", false)},
+		wantDesired: true, wantNodeName: "w3.example.com",
+	}, {
+		name:        "FQDN Node name recorded, the Node gone, another Node on the address",
+		objs:        []client.Object{w3(drained, map[string]string{AnnotationNodeName: "w3.example.com"}), kubeNode("w9", sharedIP, false)},
+		wantDesired: false, wantLabel: true, wantNodeName: "w3.example.com",
+	}, {
+		name:        "FQDN Node name recorded, the Node back under that name",
+		objs:        []client.Object{w3(drained, map[string]string{AnnotationNodeName: "w3.example.com"}), kubeNode("w3.example.com", "", true)},
+		wantDesired: true, wantLabel: true, wantNodeName: "w3.example.com",
+	}, {
+		name:        "the Node under the hostname: a stale recorded name goes",
+		objs:        []client.Object{w3(nil, map[string]string{AnnotationNodeName: "w3.example.com"}), kubeNode("w3", sharedIP, false)},
+		wantDesired: true,
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			spec := tc.spec
+			if spec == "" {
+				spec = `{}`
+			}
+			objs := append([]client.Object{driveObj("w3-uuid"), kubeNode("stays", "10.0.0.100", false)}, tc.objs...)
+			c := fakeCluster(objs...)
+			res := mustPlan(t, c, spec)
+			if desired, _ := judged(t, res, "w3-uuid"); desired != tc.wantDesired {
+				t.Errorf("w3's resources desired = %v, want %v (message %q)", desired, tc.wantDesired, res.Message)
+			}
+			live := liveCsibmnode(t, c, "w3-uuid")
+			if got := live.GetLabels()[LabelDrain] == DrainValue; got != tc.wantLabel {
+				t.Errorf("w3's drain label present = %v, want %v", got, tc.wantLabel)
+			}
+			if got := live.GetAnnotations()[AnnotationNodeName]; got != tc.wantNodeName {
+				t.Errorf("w3's %s = %q, want %q", AnnotationNodeName, got, tc.wantNodeName)
+			}
+		})
+	}
+}
+
+// The gate of a removed node checks every name the node went by: a
+// csi-baremetal-node pod is bound to the Node's name (an FQDN), which need not
+// be the Csibmnode's hostname. The name is learnt while the Node exists, and
+// kept on the Csibmnode for after the Node is gone and the controller restarted.
+func TestGateHoldsForAPodBoundToTheNodeName(t *testing.T) {
+	const spec = `{"nodePodSelector":{"matchLabels":{"app":"csi-baremetal-node"}}}`
+	for _, tc := range []struct {
+		name     string
+		pods     []client.Object
+		wantHold string // "" allows
+	}{
+		{"a node pod bound to the FQDN Node name", []client.Object{nodePod("csi-node", "w3.example.com", "csi-baremetal-node")},
+			"pod csi/csi-node (nodePodSelector) is still bound to node w3.example.com"},
+		{"a node pod bound to the hostname", []client.Object{nodePod("csi-node", "w3", "csi-baremetal-node")},
+			"pod csi/csi-node (nodePodSelector) is still bound to node w3"},
+		{"another pod on the node", []client.Object{nodePod("web", "w3.example.com", "web")}, ""},
+		{"a node pod on another node", []client.Object{nodePod("csi-node", "w9", "csi-baremetal-node")}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fqdn := kubeNode("w3.example.com", sharedIP, true)
+			c := fakeCluster(append([]client.Object{csibmnodeObj("w3-uuid", "w3", sharedIP, nil, nil), driveObj("w3-uuid"), fqdn,
+				kubeNode("stays", "10.0.0.100", false)}, tc.pods...)...)
+			mustPlan(t, c, spec) // the Node exists: drained, matched by its address
+			if err := c.Delete(context.Background(), fqdn); err != nil {
+				t.Fatal(err)
+			}
+			res := mustPlan(t, c, spec)
+			desired, group := judged(t, res, "w3-uuid")
+			if desired {
+				t.Fatalf("w3's resources are desired after its Node was deleted: %q", res.Message)
+			}
+			hold, err := New(nil).MayDelete(context.Background(), testRequest(c, spec), group)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if hold != tc.wantHold {
+				t.Errorf("MayDelete(%q) = %q, want %q", group, hold, tc.wantHold)
+			}
+		})
+	}
+}
+
+// The Node back under any name the node went by is a Node that exists: the gate
+// holds even when the plan that saw it has not run yet.
+func TestGateHoldsWhileTheNodeIsBack(t *testing.T) {
+	c := fakeCluster(csibmnodeObj("w3-uuid", "w3", sharedIP, drained, map[string]string{AnnotationNodeName: "w3.example.com"}),
+		driveObj("w3-uuid"), kubeNode("stays", "10.0.0.100", false))
+	_, group := judged(t, mustPlan(t, c, `{}`), "w3-uuid")
+	if err := c.Create(context.Background(), kubeNode("w3.example.com", sharedIP, true)); err != nil {
+		t.Fatal(err)
+	}
+	hold, err := New(nil).MayDelete(context.Background(), testRequest(c, `{}`), group)
+	if err != nil || !strings.Contains(hold, "Node w3.example.com exists again") {
+		t.Errorf("MayDelete(%q) = %q, %v; want held by the Node w3.example.com", group, hold, err)
+	}
+}
