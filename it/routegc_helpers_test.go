@@ -161,6 +161,18 @@ func (f *routeGC) tombstoneOf(r openstacksim.Route) *limbov1alpha1.Tombstone {
 	return nil
 }
 
+// tombstonesMade are the item IDs of every Tombstone the namespace has held
+// since the test began, in the order they were seen: also those already gone.
+func (f *routeGC) tombstonesMade() []string {
+	f.tombstones.mu.Lock()
+	defer f.tombstones.mu.Unlock()
+	var ids []string
+	for _, ts := range f.tombstones.seen {
+		ids = append(ids, ts.Spec.Item.ID)
+	}
+	return ids
+}
+
 // waitTombstone waits until a Tombstone for route r has been made (it may be
 // gone already, with a short delay) and checks that it stands for the route, with
 // the resource's delay.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/netip"
+	"sync"
 	"time"
 
 	"github.com/gophercloud/gophercloud/v2"
@@ -14,6 +15,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/extraroutes"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/routers"
+	"github.com/gophercloud/gophercloud/v2/openstack/utils"
 	"github.com/gophercloud/gophercloud/v2/pagination"
 )
 
@@ -26,6 +28,14 @@ const DefaultPageSize = 500
 // ExtensionAtomicExtraRoutes is the alias of Neutron's extension that adds
 // add_extraroutes and remove_extraroutes.
 const ExtensionAtomicExtraRoutes = "extraroute-atomic"
+
+// MicroversionDownCells is the compute microversion from which Nova lists the
+// servers of a down cell as stubs with status StatusUnknown and no addresses;
+// below it Nova leaves them out by default and still answers 200.
+const MicroversionDownCells = "2.69"
+
+// StatusUnknown is the status of a down cell's stub.
+const StatusUnknown = "UNKNOWN"
 
 var (
 	// ErrNotFound: the router (or extension) does not exist (404).
@@ -74,6 +84,24 @@ type Client struct {
 	network  *gophercloud.ServiceClient
 	compute  *gophercloud.ServiceClient
 	pageSize int
+
+	// mu guards microversion: a Client is shared by every Bundle that uses the
+	// same cloud and credentials.
+	mu sync.Mutex
+	// microversion is the compute microversion of server listings, once the
+	// cloud was seen to support MicroversionDownCells; empty until then.
+	microversion string
+}
+
+// Servers is what one listing of the project's Nova servers found.
+type Servers struct {
+	// Addresses maps every address (fixed or floating) to its server's ID.
+	Addresses map[netip.Addr]string
+	// Count is the number of servers listed, Unknown included.
+	Count int
+	// Unknown is the number of servers listed with status StatusUnknown: the
+	// stubs of a down cell's servers, whose addresses are not known.
+	Unknown int
 }
 
 // New authenticates and locates the network and compute endpoints.
@@ -160,28 +188,116 @@ func (c *Client) SetRoutes(ctx context.Context, routerID string, routes []Route,
 	return nil
 }
 
-// ServerAddresses returns every address (fixed or floating) of every Nova
-// server the project sees, all pages, mapped to the server's ID.
-func (c *Client) ServerAddresses(ctx context.Context) (map[netip.Addr]string, int, error) {
-	out := map[netip.Addr]string{}
-	count := 0
-	err := servers.List(c.compute, servers.ListOpts{Limit: c.pageSize}).EachPage(ctx, func(_ context.Context, page pagination.Page) (bool, error) {
+// ListServers lists every Nova server the project sees, all pages, at
+// microversion MicroversionDownCells where the cloud supports it (so that a
+// down cell's servers are counted in Unknown instead of missing unseen).
+func (c *Client) ListServers(ctx context.Context) (Servers, error) {
+	compute, err := c.computeForListing(ctx)
+	if err != nil {
+		return Servers{}, fmt.Errorf("list Nova servers: %w", err)
+	}
+	out := Servers{Addresses: map[netip.Addr]string{}}
+	err = servers.List(compute, servers.ListOpts{Limit: c.pageSize}).EachPage(ctx, func(_ context.Context, page pagination.Page) (bool, error) {
 		list, err := servers.ExtractServers(page)
 		if err != nil {
 			return false, err
 		}
 		for _, s := range list {
-			count++
+			out.Count++
+			if s.Status == StatusUnknown {
+				out.Unknown++
+			}
 			for _, addr := range serverAddresses(s.Addresses) {
-				out[addr] = s.ID
+				out.Addresses[addr] = s.ID
 			}
 		}
 		return true, nil
 	})
 	if err != nil {
-		return nil, 0, fmt.Errorf("list Nova servers: %w", err)
+		return Servers{}, fmt.Errorf("list Nova servers: %w", err)
 	}
-	return out, count, nil
+	return out, nil
+}
+
+// computeForListing is the compute client with the microversion of server
+// listings: MicroversionDownCells when the compute endpoint's version document
+// reports it, none when the cloud is older. A supported version is kept for
+// the Client's life; an older cloud is asked again at the next listing, so
+// that an upgrade is seen without a restart. A failed read fails the listing:
+// going on without the microversion could miss a down cell.
+func (c *Client) computeForListing(ctx context.Context) (*gophercloud.ServiceClient, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.microversion == "" {
+		supported, err := c.computeSupports(ctx, MicroversionDownCells)
+		if err != nil {
+			return nil, err
+		}
+		if supported {
+			c.microversion = MicroversionDownCells
+		}
+	}
+	compute := *c.compute // a copy: the shared client stays without a microversion
+	compute.Microversion = c.microversion
+	return &compute, nil
+}
+
+// computeSupports reads the compute endpoint's version document (Nova's
+// GET /v2.1/: {"version":{"id":"v2.1","version":"<max>","min_version":"2.1",…}})
+// and reports whether want lies between its minimum and maximum microversion.
+// A document without a maximum is an API without microversions (v2.0).
+func (c *Client) computeSupports(ctx context.Context, want string) (bool, error) {
+	var doc struct {
+		Version *struct {
+			Version    string `json:"version"`
+			MaxVersion string `json:"max_version"`
+			MinVersion string `json:"min_version"`
+		} `json:"version"`
+	}
+	opts := &gophercloud.RequestOpts{OkCodes: []int{http.StatusOK}}
+	if _, err := c.compute.Get(ctx, c.compute.Endpoint, &doc, opts); err != nil { //nolint:bodyclose // gophercloud reads the body into doc and closes it
+		return false, fmt.Errorf("compute API version document %s: %w", c.compute.Endpoint, err)
+	}
+	if doc.Version == nil {
+		return false, nil
+	}
+	highest := doc.Version.Version
+	if highest == "" {
+		highest = doc.Version.MaxVersion
+	}
+	if highest == "" {
+		return false, nil
+	}
+	wanted, err := parseMicroversion(want)
+	if err != nil {
+		return false, err
+	}
+	highestMV, err := parseMicroversion(highest)
+	if err != nil {
+		return false, fmt.Errorf("compute API version document %s: %w", c.compute.Endpoint, err)
+	}
+	if doc.Version.MinVersion != "" {
+		lowestMV, err := parseMicroversion(doc.Version.MinVersion)
+		if err != nil {
+			return false, fmt.Errorf("compute API version document %s: %w", c.compute.Endpoint, err)
+		}
+		if !wanted.atLeast(lowestMV) {
+			return false, nil
+		}
+	}
+	return highestMV.atLeast(wanted), nil
+}
+
+// microversion is an API microversion, major.minor.
+type microversion struct{ major, minor int }
+
+func parseMicroversion(s string) (microversion, error) {
+	major, minor, err := utils.ParseMicroversion(s)
+	return microversion{major, minor}, err
+}
+
+func (m microversion) atLeast(o microversion) bool {
+	return m.major > o.major || (m.major == o.major && m.minor >= o.minor)
 }
 
 // serverAddresses reads Nova's {"<network>":[{"addr":…}]}; anything else in

@@ -22,6 +22,12 @@
 //     servers_links rel=next (…&marker=<last id>) until there is none or a page
 //     is empty; each server's addresses are
 //     {"<network>":[{"addr","version","OS-EXT-IPS:type":"fixed"|"floating"}]}.
+//     Where the compute endpoint's version document (GET {compute}/ →
+//     {"version":{"version":"<max>","min_version":…}}) allows it, the listing
+//     asks for microversion 2.69 (X-OpenStack-Nova-API-Version and
+//     OpenStack-API-Version: compute 2.69), at which Nova lists a down cell's
+//     servers as stubs {"id","status":"UNKNOWN","tenant_id","created","links"};
+//     below it Nova leaves them out. Servers.Unknown counts the stubs.
 //
 // # Errors
 //

@@ -21,20 +21,29 @@
 //	PUT  /network/v2.0/routers/{id}/add_extraroutes     adds (idempotent)   } only while the
 //	PUT  /network/v2.0/routers/{id}/remove_extraroutes  removes (missing ok) } extension is enabled
 //	Nova (/compute)
-//	GET  /compute/                        version document
+//	GET  /compute/                        version document {"versions":[{"id":"v2.1","version":max,…}]}
+//	GET  /compute/v2.1/                   version document {"version":{"id":"v2.1","version":max,"min_version":"2.1",…}}
 //	GET  /compute/v2.1/servers/detail?limit=&marker=   a page, newest first, with servers_links
-//	                                      rel=next when the page is full; 400 unknown marker
+//	                                      rel=next when the page is full; 400 unknown marker.
+//	                                      Servers of a down cell (SetCellDown): from microversion
+//	                                      2.69 stubs {"id","status":"UNKNOWN","tenant_id","created",
+//	                                      "links"}, below it left out (Nova's default), or 500 with
+//	                                      Config.FailListingOnDownCell
 //	POST /compute/v2.1/servers            {"server":{"name","networks":[{"fixed_ip"}],…}} → 202, ACTIVE
 //	                                      at once with those addresses; 400 without a name
 //	DELETE /compute/v2.1/servers/{id}     204; 404
 //
 // Every call except the version documents and token creation needs a valid
 // X-Auth-Token (401 otherwise, which makes gophercloud re-authenticate). Every
-// change to a router bumps its revision_number, as Neutron does.
+// change to a router bumps its revision_number, as Neutron does. Nova's calls
+// take a compute microversion as Nova does ("OpenStack-API-Version: compute
+// X.Y", else "X-OpenStack-Nova-API-Version: X.Y"; "latest" is the maximum, none
+// is 2.1): 400 when malformed, 406 outside 2.1 to Config.ComputeMaxVersion; the
+// answer names the version it served in both headers.
 //
 // Test controls (AddRouter, SetRoutes, AddServer, DeleteServer, SetAtomic,
-// SetOutage, Inject, Before, ExpireTokens, Calls, …) are safe for concurrent use
-// with request handling.
+// SetCellDown, SetOutage, Inject, Before, ExpireTokens, Calls, …) are safe for
+// concurrent use with request handling.
 package openstacksim
 
 import (
@@ -65,6 +74,7 @@ const (
 	OpAddExtraRoutes    = "add_extraroutes"
 	OpRemoveExtraRoutes = "remove_extraroutes"
 	OpComputeVersions   = "compute_versions"
+	OpComputeVersion    = "compute_version" // the v2.1 endpoint's own version document
 	OpListServers       = "list_servers"
 	OpCreateServer      = "create_server"
 	OpDeleteServer      = "delete_server"
@@ -91,7 +101,16 @@ const (
 	DefaultRegion         = "RegionOne"
 	DefaultMaxRoutes      = 30
 	DefaultMaxLimit       = 1000
+	// DefaultComputeMaxVersion is the maximum compute microversion, as a
+	// current Nova reports it.
+	DefaultComputeMaxVersion = "2.95"
+	// DefaultCell is the cell of a server that names none.
+	DefaultCell = "cell1"
 )
+
+// MicroversionDownCells is the compute microversion from which Nova lists a
+// down cell's servers as stubs with status UNKNOWN instead of leaving them out.
+const MicroversionDownCells = "2.69"
 
 // ExtensionAtomicExtraRoutes is the alias of Neutron's extraroute-atomic
 // extension.
@@ -115,6 +134,15 @@ type Config struct {
 	MaxRoutes int
 	// MaxLimit is Nova's osapi_max_limit, the largest page; default 1000.
 	MaxLimit int
+	// ComputeMaxVersion is the highest compute microversion Nova accepts and
+	// its version documents report, "2.N"; default DefaultComputeMaxVersion.
+	// Below MicroversionDownCells it models a cloud older than Stein, which
+	// cannot show a down cell's servers at all.
+	ComputeMaxVersion string
+	// FailListingOnDownCell is Nova's `[api] list_records_by_skipping_down_cells
+	// = false`: a server listing below MicroversionDownCells while a cell is
+	// down answers 500 instead of leaving that cell's servers out.
+	FailListingOnDownCell bool
 	// Now is the clock; default time.Now.
 	Now func() time.Time
 }
@@ -133,6 +161,7 @@ type NovaServer struct {
 	Status string // default ACTIVE
 	// Addresses by network name.
 	Addresses map[string][]Address
+	Cell      string // the Nova cell that holds it; default DefaultCell
 	created   time.Time
 	seq       int
 }
@@ -161,6 +190,9 @@ type Call struct {
 	// IfMatch is the If-Match request header, where one was sent.
 	IfMatch string
 	Status  int
+	// Microversion is the compute microversion the request asked for, as sent
+	// ("2.69", "latest"); empty when it asked for none.
+	Microversion string
 	// Time is when the request arrived (by the simulator's clock).
 	Time time.Time
 }
@@ -183,6 +215,7 @@ type Server struct {
 	servers    map[string]*NovaServer
 	serverSeq  int
 	atomic     bool
+	downCells  map[string]bool
 	outage     map[string]bool
 	faults     map[string]*Fault
 	before     map[string][]func()
@@ -217,9 +250,13 @@ func New(cfg Config) *Server {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	def(&cfg.ComputeMaxVersion, DefaultComputeMaxVersion)
+	if _, ok := parseMicroversion(cfg.ComputeMaxVersion); !ok {
+		panic(fmt.Sprintf("openstacksim: ComputeMaxVersion %q is not a microversion 2.N", cfg.ComputeMaxVersion))
+	}
 	return &Server{
 		cfg: cfg, tokens: map[string]time.Time{}, routers: map[string]*Router{}, servers: map[string]*NovaServer{},
-		atomic: !cfg.WithoutAtomicExtraRoutes, outage: map[string]bool{}, faults: map[string]*Fault{},
+		atomic: !cfg.WithoutAtomicExtraRoutes, downCells: map[string]bool{}, outage: map[string]bool{}, faults: map[string]*Fault{},
 		before: map[string][]func(){}, userID: newID(), appCredUID: newID(),
 	}
 }
@@ -301,6 +338,9 @@ func (s *Server) AddServer(srv NovaServer) NovaServer {
 	if srv.Status == "" {
 		srv.Status = "ACTIVE"
 	}
+	if srv.Cell == "" {
+		srv.Cell = DefaultCell
+	}
 	s.serverSeq++
 	srv.seq, srv.created = s.serverSeq, s.now()
 	c := srv.clone()
@@ -332,6 +372,17 @@ func (s *Server) SetAtomic(on bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.atomic = on
+}
+
+// SetCellDown takes a Nova cell down or brings it back. While it is down, the
+// server listing shows its servers as stubs with status UNKNOWN and no
+// addresses to a request at MicroversionDownCells or above, and otherwise
+// leaves them out and still answers 200 (or 500 with
+// Config.FailListingOnDownCell), as Nova does.
+func (s *Server) SetCellDown(cell string, down bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.downCells[cell] = down
 }
 
 // SetOutage makes every request to service (ServiceIdentity, ServiceNetwork,
@@ -410,9 +461,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rt := s.route(r)
 	rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
 	arrived := s.now()
+	requested := requestedMicroversion(r)
 	defer func() {
 		s.mu.Lock()
-		s.calls = append(s.calls, Call{Op: rt.op, Method: r.Method, Path: r.URL.RequestURI(), IfMatch: r.Header.Get("If-Match"), Status: rec.status, Time: arrived})
+		s.calls = append(s.calls, Call{Op: rt.op, Method: r.Method, Path: r.URL.RequestURI(), IfMatch: r.Header.Get("If-Match"),
+			Microversion: requested, Status: rec.status, Time: arrived})
 		s.mu.Unlock()
 	}()
 
@@ -429,6 +482,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	case rt.auth && !s.authorised(r):
 		writeServiceError(rec, rt.service, http.StatusUnauthorized, "The request you have made requires authentication.")
+		return
+	case rt.service == ServiceCompute && rt.auth && !s.acceptMicroversion(rec, requested):
 		return
 	case fault != 0:
 		writeServiceError(rec, rt.service, fault, "injected failure")
@@ -479,6 +534,8 @@ func (s *Server) route(r *http.Request) route {
 		switch {
 		case rest == "":
 			return match(get, OpComputeVersions, false, s.handleComputeVersions, "")
+		case rest == "v2.1":
+			return match(get, OpComputeVersion, false, s.handleComputeVersion, "")
 		case rest == "v2.1/servers/detail":
 			return match(get, OpListServers, true, s.handleListServers, "")
 		case rest == "v2.1/servers":
@@ -833,12 +890,96 @@ func difference(current, change []Route) []Route {
 
 // ---- Nova ----
 
-func (s *Server) handleComputeVersions(w http.ResponseWriter, _ *http.Request, base, _ string) {
-	simhttp.WriteJSON(w, http.StatusOK, map[string]any{"versions": []map[string]any{{
-		"id": "v2.1", "status": "CURRENT", "version": "2.95", "min_version": "2.1", "updated": "2013-07-23T11:33:21Z",
+// computeVersion is the v2.1 API in Nova's version documents: "version" is
+// the maximum microversion.
+func (s *Server) computeVersion(base string) map[string]any {
+	return map[string]any{
+		"id": "v2.1", "status": "CURRENT", "version": s.cfg.ComputeMaxVersion, "min_version": minMicroversion, "updated": "2013-07-23T11:33:21Z",
 		"links": []map[string]string{{"rel": "self", "href": base + "/compute/v2.1/"}},
-	}}})
+	}
 }
+
+func (s *Server) handleComputeVersions(w http.ResponseWriter, _ *http.Request, base, _ string) {
+	simhttp.WriteJSON(w, http.StatusOK, map[string]any{"versions": []map[string]any{s.computeVersion(base)}})
+}
+
+func (s *Server) handleComputeVersion(w http.ResponseWriter, _ *http.Request, base, _ string) {
+	v := s.computeVersion(base)
+	v["media-types"] = []map[string]string{{"base": "application/json", "type": "application/vnd.openstack.compute+json;version=2.1"}}
+	simhttp.WriteJSON(w, http.StatusOK, map[string]any{"version": v})
+}
+
+// minMicroversion is the lowest compute microversion, and the one a request
+// that names none gets.
+const minMicroversion = "2.1"
+
+// requestedMicroversion is the compute microversion a request names, as Nova
+// reads it: "OpenStack-API-Version: compute X.Y" (possibly among other
+// services', comma-separated) first, then "X-OpenStack-Nova-API-Version: X.Y".
+func requestedMicroversion(r *http.Request) string {
+	for _, h := range r.Header.Values("OpenStack-API-Version") {
+		for part := range strings.SplitSeq(h, ",") {
+			if service, version, ok := strings.Cut(strings.TrimSpace(part), " "); ok && strings.EqualFold(service, ServiceCompute) {
+				return strings.TrimSpace(version)
+			}
+		}
+	}
+	return strings.TrimSpace(r.Header.Get("X-OpenStack-Nova-API-Version"))
+}
+
+// servedMicroversion is the microversion a compute request is served at:
+// none named is the minimum, "latest" the maximum.
+func (s *Server) servedMicroversion(requested string) (microversion, bool) {
+	switch requested {
+	case "":
+		requested = minMicroversion
+	case "latest":
+		requested = s.cfg.ComputeMaxVersion
+	}
+	return parseMicroversion(requested)
+}
+
+// acceptMicroversion answers 400 to a malformed microversion and 406 to one
+// outside the supported range, as Nova does, and otherwise names the version
+// served in the answer's headers.
+func (s *Server) acceptMicroversion(w http.ResponseWriter, requested string) bool {
+	mv, ok := s.servedMicroversion(requested)
+	if !ok {
+		writeServiceError(w, ServiceCompute, http.StatusBadRequest,
+			fmt.Sprintf("API Version String %s is of invalid format. Must be of format MajorNum.MinorNum.", requested))
+		return false
+	}
+	lowest, _ := parseMicroversion(minMicroversion)
+	highest, _ := parseMicroversion(s.cfg.ComputeMaxVersion)
+	if mv.less(lowest) || highest.less(mv) {
+		writeServiceError(w, ServiceCompute, http.StatusNotAcceptable,
+			fmt.Sprintf("Version %s is not supported by the API. Minimum is %s and maximum is %s.", requested, minMicroversion, s.cfg.ComputeMaxVersion))
+		return false
+	}
+	w.Header().Set("OpenStack-API-Version", ServiceCompute+" "+mv.String())
+	w.Header().Set("X-OpenStack-Nova-API-Version", mv.String())
+	w.Header().Set("Vary", "OpenStack-API-Version, X-OpenStack-Nova-API-Version")
+	return true
+}
+
+// microversion is a compute API microversion, 2.N.
+type microversion struct{ major, minor int }
+
+func parseMicroversion(v string) (microversion, bool) {
+	major, minor, ok := strings.Cut(v, ".")
+	a, errA := strconv.Atoi(major)
+	b, errB := strconv.Atoi(minor)
+	if !ok || errA != nil || errB != nil || a < 0 || b < 0 {
+		return microversion{}, false
+	}
+	return microversion{a, b}, true
+}
+
+func (m microversion) less(o microversion) bool {
+	return m.major < o.major || (m.major == o.major && m.minor < o.minor)
+}
+
+func (m microversion) String() string { return fmt.Sprintf("%d.%d", m.major, m.minor) }
 
 func (s *Server) handleListServers(w http.ResponseWriter, r *http.Request, base, _ string) {
 	q := r.URL.Query()
@@ -851,9 +992,21 @@ func (s *Server) handleListServers(w http.ResponseWriter, r *http.Request, base,
 		}
 		limit = min(n, s.cfg.MaxLimit)
 	}
+	served, _ := s.servedMicroversion(requestedMicroversion(r)) // accepted by ServeHTTP
+	downCellStubs, _ := parseMicroversion(MicroversionDownCells)
+	stubs := !served.less(downCellStubs)
 	s.mu.Lock()
+	if !stubs && s.cfg.FailListingOnDownCell && s.anyCellDownLocked() {
+		s.mu.Unlock()
+		writeServiceError(w, ServiceCompute, http.StatusInternalServerError,
+			"Unexpected API Error. Please report this at http://bugs.launchpad.net/nova/ and attach the Nova API log if possible.\n<class 'nova.exception.NovaException'>")
+		return
+	}
 	list := make([]*NovaServer, 0, len(s.servers))
 	for _, srv := range s.servers {
+		if s.downCells[srv.Cell] && !stubs {
+			continue // Nova's default below 2.69: a down cell's servers are left out, and the answer is still 200
+		}
 		list = append(list, srv)
 	}
 	slices.SortFunc(list, func(a, b *NovaServer) int { return b.seq - a.seq }) // newest first
@@ -870,6 +1023,10 @@ func (s *Server) handleListServers(w http.ResponseWriter, r *http.Request, base,
 	page := list[start:min(start+limit, len(list))]
 	servers := make([]map[string]any, 0, len(page))
 	for _, srv := range page {
+		if s.downCells[srv.Cell] {
+			servers = append(servers, s.downCellServerJSON(base, srv))
+			continue
+		}
 		servers = append(servers, s.serverJSON(base, srv))
 	}
 	s.mu.Unlock()
@@ -919,6 +1076,18 @@ func (s *Server) handleDeleteServer(w http.ResponseWriter, _ *http.Request, _, i
 	w.WriteHeader(http.StatusNoContent)
 }
 
+// downCellServerJSON is what Nova knows of a down cell's server (from its
+// instance mapping) and lists from microversion 2.69: no name, no addresses.
+func (s *Server) downCellServerJSON(base string, srv *NovaServer) map[string]any {
+	return map[string]any{
+		"id": srv.ID, "status": "UNKNOWN", "tenant_id": s.cfg.ProjectID, "created": srv.created.Format(time.RFC3339),
+		"links": []map[string]string{
+			{"rel": "self", "href": base + "/compute/v2.1/servers/" + srv.ID},
+			{"rel": "bookmark", "href": base + "/compute/servers/" + srv.ID},
+		},
+	}
+}
+
 func (s *Server) serverJSON(base string, srv *NovaServer) map[string]any {
 	addresses := map[string][]map[string]any{}
 	for network, list := range srv.Addresses {
@@ -954,6 +1123,15 @@ func (s *Server) serverJSON(base string, srv *NovaServer) map[string]any {
 }
 
 // ---- internals ----
+
+func (s *Server) anyCellDownLocked() bool {
+	for _, down := range s.downCells {
+		if down {
+			return true
+		}
+	}
+	return false
+}
 
 func (s *Server) now() time.Time { return s.cfg.Now().UTC() }
 

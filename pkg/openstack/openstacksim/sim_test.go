@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -368,5 +370,107 @@ func TestFaultsAndOutages(t *testing.T) {
 	}
 	if status, _, _ := f.do(http.MethodGet, "/nowhere", nil, nil); status != 404 || f.sim.Count(openstacksim.OpUnknown) != 2 {
 		t.Errorf("unknown path = %d, %d unknown calls", status, f.sim.Count(openstacksim.OpUnknown))
+	}
+}
+
+// Nova's version documents report the maximum microversion; a listing at 2.69
+// or above shows a down cell's servers as stubs, one below leaves them out
+// (and still answers 200) or, with FailListingOnDownCell, answers 500; a
+// microversion outside the range is 406, a malformed one 400.
+func TestNovaMicroversionsAndDownCells(t *testing.T) {
+	listed := func(body map[string]any) map[string]map[string]any {
+		out := map[string]map[string]any{}
+		for _, s := range body["servers"].([]any) {
+			srv := s.(map[string]any)
+			out[srv["id"].(string)] = srv
+		}
+		return out
+	}
+	t.Run("version documents", func(t *testing.T) {
+		for _, max := range []string{"", "2.60"} {
+			f := newFixture(t, openstacksim.Config{ComputeMaxVersion: max})
+			want := max
+			if want == "" {
+				want = openstacksim.DefaultComputeMaxVersion
+			}
+			status, _, body := f.do(http.MethodGet, "/compute/v2.1/", nil, nil) // no token needed, as in Nova
+			v, _ := body["version"].(map[string]any)
+			if status != 200 || v["id"] != "v2.1" || v["version"] != want || v["min_version"] != "2.1" {
+				t.Errorf("GET /compute/v2.1/ = %d %v, want version %s", status, body, want)
+			}
+			status, _, body = f.do(http.MethodGet, "/compute/", nil, nil)
+			versions, _ := body["versions"].([]any)
+			if status != 200 || len(versions) != 1 || versions[0].(map[string]any)["version"] != want {
+				t.Errorf("GET /compute/ = %d %v, want version %s", status, body, want)
+			}
+		}
+	})
+	for _, tc := range []struct {
+		name   string
+		cfg    openstacksim.Config
+		header map[string]string
+		// asked: the microversion the call log records; status of the listing;
+		// stub: the down cell's server is listed as a stub (otherwise, with 200,
+		// left out); served: the version the answer names.
+		asked  string
+		status int
+		stub   bool
+		served string
+	}{
+		{"no microversion", openstacksim.Config{}, nil, "", 200, false, "2.1"},
+		{"2.68", openstacksim.Config{}, map[string]string{"X-OpenStack-Nova-API-Version": "2.68"}, "2.68", 200, false, "2.68"},
+		{"2.69, legacy header", openstacksim.Config{}, map[string]string{"X-OpenStack-Nova-API-Version": "2.69"}, "2.69", 200, true, "2.69"},
+		{"2.69, OpenStack-API-Version", openstacksim.Config{}, map[string]string{"OpenStack-API-Version": "volume 3.0, compute 2.69"}, "2.69", 200, true, "2.69"},
+		{"OpenStack-API-Version wins", openstacksim.Config{}, map[string]string{"OpenStack-API-Version": "compute 2.1", "X-OpenStack-Nova-API-Version": "2.69"}, "2.1", 200, false, "2.1"},
+		{"latest", openstacksim.Config{}, map[string]string{"X-OpenStack-Nova-API-Version": "latest"}, "latest", 200, true, openstacksim.DefaultComputeMaxVersion},
+		{"above the maximum", openstacksim.Config{ComputeMaxVersion: "2.60"}, map[string]string{"X-OpenStack-Nova-API-Version": "2.69"}, "2.69", 406, false, ""},
+		{"malformed", openstacksim.Config{}, map[string]string{"X-OpenStack-Nova-API-Version": "two"}, "two", 400, false, ""},
+		{"failing on a down cell", openstacksim.Config{FailListingOnDownCell: true}, nil, "", 500, false, ""},
+		{"failing on a down cell, at 2.69", openstacksim.Config{FailListingOnDownCell: true}, map[string]string{"X-OpenStack-Nova-API-Version": "2.69"}, "2.69", 200, true, "2.69"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, tc.cfg)
+			f.login()
+			up := f.sim.AddServerAt("node-1", "10.0.0.1")
+			down := f.sim.AddServer(openstacksim.NovaServer{Name: "node-2", Cell: "cell2", Addresses: map[string][]openstacksim.Address{"net": {{Addr: "10.0.0.2"}}}})
+			f.sim.SetCellDown("cell2", true)
+			status, hdr, body := f.do(http.MethodGet, "/compute/v2.1/servers/detail", nil, tc.header)
+			if status != tc.status {
+				t.Fatalf("listing = %d %v, want %d", status, body, tc.status)
+			}
+			if calls := f.sim.Calls(openstacksim.OpListServers); len(calls) != 1 || calls[0].Microversion != tc.asked {
+				t.Errorf("call log = %+v, want the microversion %q", calls, tc.asked)
+			}
+			if status != 200 {
+				if body["computeFault"] == nil && body["badRequest"] == nil {
+					t.Errorf("error body = %v, want Nova's", body)
+				}
+				return
+			}
+			if hdr.Get("X-OpenStack-Nova-API-Version") != tc.served || hdr.Get("OpenStack-API-Version") != "compute "+tc.served {
+				t.Errorf("answer's version headers = %q, %q; want %s", hdr.Get("X-OpenStack-Nova-API-Version"), hdr.Get("OpenStack-API-Version"), tc.served)
+			}
+			servers := listed(body)
+			if servers[up.ID]["addresses"] == nil {
+				t.Errorf("the server of the cell that is up: %v", servers[up.ID])
+			}
+			stub, ok := servers[down.ID]
+			switch {
+			case tc.stub && !ok, !tc.stub && ok:
+				t.Fatalf("listed %v; want the down cell's server listed as a stub: %v", body, tc.stub)
+			case tc.stub:
+				keys := slices.Sorted(maps.Keys(stub))
+				if want := []string{"created", "id", "links", "status", "tenant_id"}; !reflect.DeepEqual(keys, want) || stub["status"] != "UNKNOWN" ||
+					stub["tenant_id"] != f.sim.Config().ProjectID || len(stub["links"].([]any)) != 2 {
+					t.Errorf("stub = %v, want the keys %q, status UNKNOWN, the project and self and bookmark links", stub, want)
+				}
+			}
+			// Back up: listed in full again.
+			f.sim.SetCellDown("cell2", false)
+			_, _, body = f.do(http.MethodGet, "/compute/v2.1/servers/detail", nil, tc.header)
+			if srv := listed(body)[down.ID]; srv == nil || srv["status"] != "ACTIVE" || srv["addresses"] == nil {
+				t.Errorf("after the cell is back: %v", srv)
+			}
+		})
 	}
 }

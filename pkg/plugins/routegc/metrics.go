@@ -10,8 +10,8 @@ import (
 const (
 	OpAuthenticate = "authenticate"
 	OpGetRouter    = "get_router"
-	// OpListServers counts failed listings and empty ones: both leave the
-	// desired side unknown.
+	// OpListServers counts failed listings, empty ones and incomplete ones (a
+	// down cell's servers in them): all leave the desired side unknown.
 	OpListServers = "list_servers"
 	OpRemoveRoute = "remove_route"
 )
@@ -41,7 +41,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}),
 		Failures: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "limbo_routegc_failures_total",
-			Help: "Failed OpenStack operations of route-gc, by operation (an empty server listing counts as a list_servers failure).",
+			Help: "Failed OpenStack operations of route-gc, by operation (an empty or incomplete server listing counts as a list_servers failure).",
 		}, []string{"operation"}),
 	}
 	for _, op := range []string{OpAuthenticate, OpGetRouter, OpListServers, OpRemoveRoute} {

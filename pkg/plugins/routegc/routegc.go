@@ -11,6 +11,10 @@
 //   - An empty or failed server listing is "unknown": the plan fails (status
 //     message, Warning event) and nothing is orphaned; a failed router read
 //     changes nothing.
+//   - So is a listing with a down Nova cell's servers in it: at compute
+//     microversion 2.69, asked for where the cloud has it, Nova lists them as
+//     stubs with status UNKNOWN and no addresses (below 2.69 it leaves them
+//     out by default, which no client can see).
 //   - Removal is atomic (remove_extraroutes) where Neutron has
 //     extraroute-atomic, otherwise a whole-list update guarded by the router's
 //     revision_number (If-Match), re-read on 412: a route another client adds
@@ -75,6 +79,12 @@ const (
 
 // ErrNoServers is the plan's error when Nova lists no server at all.
 var ErrNoServers = errors.New("no Nova server listed for the project: the server list is treated as unknown, and no route is orphaned")
+
+// ErrIncompleteServers is the plan's error, after the count of such servers,
+// when Nova lists servers with status UNKNOWN: from compute microversion 2.69
+// the stubs of a down cell's servers, which carry no addresses, so that a route
+// to one of them would look orphaned.
+var ErrIncompleteServers = errors.New("the server list is incomplete and treated as unknown, and no route is orphaned")
 
 // Spec is the plugin's input.
 type Spec struct {
@@ -249,7 +259,8 @@ func (p *Plugin) Plan(ctx context.Context, req plugin.Request) (*plugin.Result, 
 // re-read on 412. A route (or router) already gone is success. The route's
 // next hop is checked again first: a route whose server came back is refused
 // (plugin.ErrNotResponsible: its Tombstone is cancelled, also a forced one), one
-// that cannot be judged (no server listed) is not removed and retried.
+// that cannot be judged (no server listed, or a down cell's) is not removed and
+// retried.
 func (p *Plugin) DeleteExternal(ctx context.Context, req plugin.Request, item limbov1alpha1.ExternalItem) error {
 	spec, cidr, _, err := parse(req.Spec)
 	if err != nil {
@@ -330,18 +341,23 @@ func removeRoute(ctx context.Context, api *openstack.Client, routerID string, ro
 	return false, fmt.Errorf("router %s kept changing during %d attempts to remove route %s->%s: %w", routerID, maxUpdateAttempts, route.DestinationCIDR, route.NextHop, openstack.ErrRevisionMismatch)
 }
 
-// serverAddresses lists the servers' addresses; a failed or empty listing is an
-// error (and counted).
+// serverAddresses lists the servers' addresses; a failed, empty or incomplete
+// (a down cell's servers in it) listing is an error (and counted).
 func (p *Plugin) serverAddresses(ctx context.Context, api *openstack.Client) (map[netip.Addr]string, int, error) {
-	addrs, servers, err := api.ServerAddresses(ctx)
-	if err == nil && servers == 0 {
+	list, err := api.ListServers(ctx)
+	switch {
+	case err != nil:
+	case list.Count == 0:
 		err = ErrNoServers
+	case list.Unknown > 0:
+		err = fmt.Errorf("%d of %d Nova servers listed with status %s (in a down cell, without addresses): %w",
+			list.Unknown, list.Count, openstack.StatusUnknown, ErrIncompleteServers)
 	}
 	if err != nil {
 		p.opts.Metrics.Failures.WithLabelValues(OpListServers).Inc()
 		return nil, 0, err
 	}
-	return addrs, servers, nil
+	return list.Addresses, list.Count, nil
 }
 
 // ItemID is a route's item ID, "<destination>-><nexthop>".

@@ -257,36 +257,56 @@ func TestPlanPollsOncePerInterval(t *testing.T) {
 }
 
 // An empty server list is unknown, never "everything is orphaned"; so is a
-// failed listing, a failed page, and a failed router read.
+// failed listing, a failed page, a listing with a down cell's servers, and a
+// failed router read.
 func TestPlanRefusesUnknownDesiredSide(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
+		cfg     openstacksim.Config
 		setup   func(f *fixture)
 		want    string
 		counter string
 	}{
-		{"empty server list", func(*fixture) {}, "no Nova server listed", routegc.OpListServers},
-		{"server listing fails", func(f *fixture) {
+		{"empty server list", openstacksim.Config{}, func(*fixture) {}, "no Nova server listed", routegc.OpListServers},
+		{"server listing fails", openstacksim.Config{}, func(f *fixture) {
 			f.sim.AddServerAt("node-1", "10.180.0.3")
 			f.sim.Inject(openstacksim.OpListServers, openstacksim.Fault{Status: 500, Times: 1})
 		}, "list Nova servers", routegc.OpListServers},
-		{"second page fails", func(f *fixture) {
+		{"second page fails", openstacksim.Config{}, func(f *fixture) {
 			for i := range 3 {
 				f.sim.AddServerAt(fmt.Sprintf("node-%d", i), fmt.Sprintf("10.180.1.%d", i))
 			}
 			f.sim.Inject(openstacksim.OpListServers, openstacksim.Fault{Status: 503, Times: 1, Skip: 1})
 		}, "list Nova servers", routegc.OpListServers},
-		{"router read fails", func(f *fixture) {
+		// The next hop of the second route is a server in the down cell: listed
+		// only as a stub, it would look like an orphan.
+		{"a down cell's servers listed as stubs", openstacksim.Config{}, func(f *fixture) {
+			f.sim.AddServerAt("node-1", "10.180.0.3")
+			f.sim.AddServer(openstacksim.NovaServer{Name: "node-2", Cell: "cell2", Addresses: map[string][]openstacksim.Address{"cluster-net": {{Addr: "10.180.0.4"}}}})
+			f.sim.SetCellDown("cell2", true)
+		}, "1 of 2 Nova servers listed with status UNKNOWN (in a down cell, without addresses): the server list is incomplete and treated as unknown, and no route is orphaned", routegc.OpListServers},
+		{"compute version document fails", openstacksim.Config{}, func(f *fixture) {
+			f.sim.AddServerAt("node-1", "10.180.0.3")
+			f.sim.Inject(openstacksim.OpComputeVersion, openstacksim.Fault{Status: 503, Times: 1})
+		}, "list Nova servers: compute API version", routegc.OpListServers},
+		// What route-gc asks of a cloud older than 2.69: Nova's
+		// list_records_by_skipping_down_cells = false.
+		{"a cloud below 2.69 failing listings while a cell is down", openstacksim.Config{ComputeMaxVersion: "2.60", FailListingOnDownCell: true}, func(f *fixture) {
+			f.sim.AddServerAt("node-1", "10.180.0.3")
+			f.sim.AddServer(openstacksim.NovaServer{Name: "node-2", Cell: "cell2", Addresses: map[string][]openstacksim.Address{"cluster-net": {{Addr: "10.180.0.4"}}}})
+			f.sim.SetCellDown("cell2", true)
+		}, "list Nova servers", routegc.OpListServers},
+		{"router read fails", openstacksim.Config{}, func(f *fixture) {
 			f.sim.AddServerAt("node-1", "10.180.0.3")
 			f.sim.Inject(openstacksim.OpGetRouter, openstacksim.Fault{Status: 500, Times: 1})
 		}, "get router", routegc.OpGetRouter},
-		{"network endpoint down", func(f *fixture) {
+		{"network endpoint down", openstacksim.Config{}, func(f *fixture) {
 			f.sim.AddServerAt("node-1", "10.180.0.3")
 			f.sim.SetOutage(openstacksim.ServiceNetwork, true)
 		}, "neutron endpoint", routegc.OpAuthenticate},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFixture(t, openstacksim.Config{}, nil)
+			f := newFixture(t, tc.cfg, nil)
 			f.sim.AddRouter(routerID, "cluster", route("198.19.1.0/24", "10.180.0.3"), route("198.19.2.0/24", "10.180.0.4"))
 			tc.setup(f)
 			res, err := f.plan(t0)
@@ -454,6 +474,76 @@ func TestDeleteExternalFences(t *testing.T) {
 	}
 	if n := len(f.sim.Calls(openstacksim.OpRemoveExtraRoutes, openstacksim.OpUpdateRouter)); n != 0 || len(f.routes()) != 2 {
 		t.Errorf("%d writes, routes %v: a fenced removal touched the router", n, f.routes())
+	}
+}
+
+// While a cell is down, a removal is not judged: a route whose server is in
+// that cell (listed as a stub, without addresses) is not removed, and the
+// removal is retried, not refused; once the cell is back, the server is seen.
+func TestDeleteExternalRefusesWhileACellIsDown(t *testing.T) {
+	f := newFixture(t, openstacksim.Config{}, nil)
+	live := route("198.19.2.0/24", "10.180.0.4")
+	f.sim.AddRouter(routerID, "cluster", route("198.19.1.0/24", "10.180.0.3"), live)
+	f.sim.AddServerAt("node-1", "10.180.0.3")
+	f.sim.AddServer(openstacksim.NovaServer{Name: "node-2", Cell: "cell2", Addresses: map[string][]openstacksim.Address{"cluster-net": {{Addr: "10.180.0.4"}}}})
+	f.sim.SetCellDown("cell2", true)
+
+	err := f.remove("198.19.2.0/24->10.180.0.4")
+	if err == nil || !strings.Contains(err.Error(), "not removing route 198.19.2.0/24->10.180.0.4: 1 of 2 Nova servers listed with status UNKNOWN") ||
+		errors.Is(err, plugin.ErrNotResponsible) {
+		t.Errorf("down cell: err = %v, want a retried error naming the UNKNOWN servers", err)
+	}
+	if !errors.Is(err, routegc.ErrIncompleteServers) {
+		t.Errorf("down cell: err = %v, want routegc.ErrIncompleteServers", err)
+	}
+	if got := testutil.ToFloat64(f.metrics.Failures.WithLabelValues(routegc.OpListServers)); got != 1 {
+		t.Errorf("failures{list_servers} = %v, want 1", got)
+	}
+	if n := len(f.sim.Calls(openstacksim.OpRemoveExtraRoutes, openstacksim.OpUpdateRouter)); n != 0 || len(f.routes()) != 2 {
+		t.Errorf("%d writes, routes %v: the removal touched the router", n, f.routes())
+	}
+	f.sim.SetCellDown("cell2", false)
+	if err := f.remove("198.19.2.0/24->10.180.0.4"); !errors.Is(err, plugin.ErrNotResponsible) {
+		t.Errorf("cell back: err = %v, want the route refused as its server's", err)
+	}
+}
+
+// The server listing asks for compute microversion 2.69 (a down cell's servers
+// as stubs) where the cloud supports it, and for none where its maximum is
+// lower. A supported version is read once per client; a cloud below it is
+// asked again at each listing, so that an upgrade is seen without a restart.
+func TestComputeMicroversion(t *testing.T) {
+	for _, tc := range []struct {
+		max          string // the cloud's maximum; empty: the simulator's default
+		want         string
+		versionReads int // of the version document, in two polls
+	}{
+		{"", "2.69", 1},
+		{"2.69", "2.69", 1},
+		{"2.68", "", 2},
+		{"2.1", "", 2},
+	} {
+		t.Run("max="+tc.max, func(t *testing.T) {
+			f := newFixture(t, openstacksim.Config{ComputeMaxVersion: tc.max}, nil)
+			f.sim.AddRouter(routerID, "cluster", route("198.19.1.0/24", "10.180.0.3"))
+			for i := range 3 { // two pages of 2 with the fixture's page size
+				f.sim.AddServerAt(fmt.Sprintf("node-%d", i), fmt.Sprintf("10.180.0.%d", 3+i))
+			}
+			res := f.mustPlan(t0)
+			f.mustPlan(t0.Add(res.PollAfter))
+			calls := f.sim.Calls(openstacksim.OpListServers)
+			if len(calls) != 4 {
+				t.Fatalf("%d listing calls, want 2 pages in each of 2 polls", len(calls))
+			}
+			for _, c := range calls {
+				if c.Microversion != tc.want || c.Status != 200 {
+					t.Errorf("%s %s asked for microversion %q (status %d), want %q", c.Method, c.Path, c.Microversion, c.Status, tc.want)
+				}
+			}
+			if n := f.sim.Count(openstacksim.OpComputeVersion); n != tc.versionReads {
+				t.Errorf("%d reads of the compute version document, want %d", n, tc.versionReads)
+			}
+		})
 	}
 }
 
