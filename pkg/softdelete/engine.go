@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+	"github.com/limbo-dev/limbo/pkg/impersonation"
 	"github.com/limbo-dev/limbo/pkg/shard"
 )
 
@@ -270,7 +271,21 @@ func (e *Engine) Desired(ctx context.Context, eventTarget runtime.Object, obj cl
 // Bundle's teardown: the controller owner reference goes, the bundle label stays
 // (so the reaper finds it and a new Bundle of the same name can adopt it), and the
 // object is stamped. The reaper deletes it at its deadline.
+//
+// Writes made as a Bundle's ServiceAccount (impersonation) release only what that
+// ServiceAccount may delete, which a dry-run delete as it tells: the reaper deletes
+// as limbo, and a Bundle must not get deleted what its ServiceAccount may not
+// delete itself by handing it over. Refused, obj stays the Bundle's, and the
+// teardown reports the error as it would a refused delete.
 func (e *Engine) Release(ctx context.Context, eventTarget runtime.Object, obj client.Object, owner metav1.Object) error {
+	if _, impersonated := impersonation.UserFrom(ctx); impersonated {
+		uid := obj.GetUID()
+		if err := e.Client.Delete(ctx, obj, client.DryRunAll, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
+			err = fmt.Errorf("release %s: its Bundle's ServiceAccount may not delete it: %w", describe(obj), err)
+			e.Recorder.Eventf(eventTarget, corev1.EventTypeWarning, limbov1alpha1.EventDeleteFailed, "%s: %v", describe(obj), err)
+			return err
+		}
+	}
 	refs := ownerReferencesWithout(obj, owner)
 	d := Decide(e.Clock.Now(), stateOf(obj, false))
 	annotations := map[string]any{limbov1alpha1.AnnotationReleased: FormatStamp(e.Clock.Now())}
