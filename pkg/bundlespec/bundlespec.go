@@ -109,6 +109,58 @@ func HeaderOf(res limbov1alpha1.Resource) (h Header, ok bool, err error) {
 	return Header{GVK: tmpl.GroupVersionKind(), Name: tmpl.Metadata.Name, Annotations: tmpl.Metadata.Annotations}, true, nil
 }
 
+// Declaration is how a Bundle's templates name an object.
+type Declaration int
+
+const (
+	NotDeclared Declaration = iota
+	// DeclaredOnly: a template names it (or one cannot be read: the Bundle's spec
+	// is then invalid, and nothing is deleted on its account).
+	DeclaredOnly
+	// DeclaredToAdopt: a template names it and is annotated limbo.dev/adopt.
+	DeclaredToAdopt
+)
+
+// Declares reports whether one of b's templates is the object of kind gk named
+// name, and whether it adopts it.
+func Declares(b *limbov1alpha1.Bundle, gk schema.GroupKind, name string) Declaration {
+	found := NotDeclared
+	for _, res := range b.Spec.Resources {
+		h, ok, err := HeaderOf(res)
+		switch {
+		case !ok:
+			continue
+		case err != nil:
+			found = max(found, DeclaredOnly)
+			continue
+		}
+		if h.Name == name && h.GVK.GroupKind() == gk {
+			if h.Annotations[limbov1alpha1.AnnotationAdopt] == "true" {
+				return DeclaredToAdopt
+			}
+			found = DeclaredOnly
+		}
+	}
+	return found
+}
+
+// AdoptionKeys are the objects b's templates declare to adopt (limbo.dev/adopt),
+// as AdoptionKey names them: the keys of a cache index.
+func AdoptionKeys(b *limbov1alpha1.Bundle) []string {
+	var keys []string
+	for _, res := range b.Spec.Resources {
+		if h, ok, err := HeaderOf(res); ok && err == nil && h.Annotations[limbov1alpha1.AnnotationAdopt] == "true" {
+			keys = append(keys, AdoptionKey(h.GVK.GroupKind(), h.Name))
+		}
+	}
+	return keys
+}
+
+// AdoptionKey names the object of kind gk named name in AdoptionKeys.
+func AdoptionKey(gk schema.GroupKind, name string) string {
+	return gk.String() + "/" + name
+}
+
 // Plan is a validated Bundle spec.
 type Plan struct {
 	// Order lists resource names, dependencies first; ties keep declaration order.

@@ -43,9 +43,19 @@ func (a *alarms) set(key types.NamespacedName, d time.Duration) {
 			delete(a.timers, key)
 		}
 		a.mu.Unlock()
-		plugin.Trigger(a.wake, &limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}})
+		plugin.Trigger(a.wake, bundleRef(key))
 	})
 	a.timers[key] = t
+}
+
+// now wakes the Bundle key at once, leaving its alarm as it is.
+func (a *alarms) now(key types.NamespacedName) {
+	plugin.Trigger(a.wake, bundleRef(key))
+}
+
+// bundleRef is the object a wake-up names: the Bundle key.
+func bundleRef(key types.NamespacedName) *limbov1alpha1.Bundle {
+	return &limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
 }
 
 // clear drops the Bundle key's alarm: a pass that succeeded has its own requeue.

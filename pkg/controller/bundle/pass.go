@@ -741,8 +741,45 @@ func (p *pass) stillOrphan(ctx context.Context, o client.Object) softdelete.Clai
 				"generation", p.bundle.Generation, "now", cur.Generation)
 			return softdelete.ClaimDeferred
 		}
-		return softdelete.Claimed
+		return p.handOver(ctx, o, fresh)
 	}
+}
+
+// handOver gives orphan o (fresh, as just read) to another Bundle of the
+// namespace that declares it to adopt it (limbo.dev/adopt), instead of deleting
+// it: the other Bundle cannot adopt an object this one controls, and deleting it
+// would lose what that Bundle asked to keep (a PVC moved from one Bundle to
+// another). The owner reference and the countdown go, and the adopter is woken
+// to adopt it. Adopters are found in the cache (an index of the objects Bundles
+// adopt): a Bundle of another shard is not seen.
+func (p *pass) handOver(ctx context.Context, o client.Object, fresh metav1.Object) softdelete.ClaimVerdict {
+	var adopters limbov1alpha1.BundleList
+	key := bundlespec.AdoptionKey(o.GetObjectKind().GroupVersionKind().GroupKind(), o.GetName())
+	if err := p.r.Client.List(ctx, &adopters, client.InNamespace(p.bundle.Namespace), client.MatchingFields{adoptionIndex: key}, client.UnsafeDisableDeepCopy); err != nil {
+		p.fail(fmt.Errorf("list the Bundles adopting %s %s: %w", o.GetObjectKind().GroupVersionKind().Kind, o.GetName(), err))
+		return softdelete.ClaimDeferred
+	}
+	for i := range adopters.Items {
+		adopter := &adopters.Items[i]
+		if adopter.UID == p.bundle.UID || !adopter.DeletionTimestamp.IsZero() {
+			continue
+		}
+		obj, ok := fresh.(client.Object)
+		if !ok {
+			return softdelete.ClaimDeferred
+		}
+		obj.GetObjectKind().SetGroupVersionKind(o.GetObjectKind().GroupVersionKind())
+		why := fmt.Sprintf("Bundle %q declares it to adopt it", adopter.Name)
+		if err := p.r.Engine.Disown(ctx, p.bundle, obj, p.bundle, why); err != nil {
+			p.fail(fmt.Errorf("hand %s %s over to Bundle %s: %w", o.GetObjectKind().GroupVersionKind().Kind, o.GetName(), adopter.Name, err))
+			return softdelete.ClaimDeferred
+		}
+		if p.r.alarms != nil {
+			p.r.alarms.now(client.ObjectKeyFromObject(adopter))
+		}
+		return softdelete.NotClaimed
+	}
+	return softdelete.Claimed
 }
 
 // lastResourceOf is the resource that last declared obj, from b's last status:

@@ -47,6 +47,11 @@ type watcher struct {
 // with every object of the kind in the namespace (which a label selector scans).
 const bundleIndex = "label:" + limbov1alpha1.LabelBundle
 
+// adoptionIndex indexes cached Bundles by the objects their templates declare to
+// adopt (bundlespec.AdoptionKeys): a pass about to delete an orphan hands it over
+// to such a Bundle instead.
+const adoptionIndex = "adopts"
+
 func bundleLabel(obj client.Object) []string {
 	if name := obj.GetLabels()[limbov1alpha1.LabelBundle]; name != "" {
 		return []string{name}

@@ -319,7 +319,7 @@ func (r *Reaper) heldByBundle(ctx context.Context, gvk schema.GroupVersionKind, 
 		// outlived its deadline as long as a dependency's finalizer or a deorbit
 		// held the teardown.)
 		return r.adoptedByAnother(ctx, gvk, obj, b.Name, seen)
-	case declared(b, gvk.GroupKind(), obj.GetName()) != notDeclared:
+	case bundlespec.Declares(b, gvk.GroupKind(), obj.GetName()) != bundlespec.NotDeclared:
 		if passed {
 			return declaredRecheck, nil
 		}
@@ -363,7 +363,7 @@ func (r *Reaper) adoptedByAnother(ctx context.Context, gvk schema.GroupVersionKi
 	}
 	for i := range bundles {
 		b := &bundles[i]
-		if b.Name != except && b.DeletionTimestamp.IsZero() && declared(b, gvk.GroupKind(), obj.GetName()) == declaredToAdopt {
+		if b.Name != except && b.DeletionTimestamp.IsZero() && bundlespec.Declares(b, gvk.GroupKind(), obj.GetName()) == bundlespec.DeclaredToAdopt {
 			return declaredRecheck, nil
 		}
 	}
@@ -384,41 +384,6 @@ func hasPlugin(b *limbov1alpha1.Bundle) bool {
 // someone has to fix. A Bundle that stops declaring the object gets it deleted at
 // most this late.
 const declaredRecheck = 30 * time.Second
-
-// declaration is how a Bundle's templates name an object.
-type declaration int
-
-const (
-	notDeclared declaration = iota
-	// declaredOnly: a template names it (or one cannot be read: the Bundle's spec
-	// is then invalid, and nothing is deleted on its account).
-	declaredOnly
-	// declaredToAdopt: a template names it and is annotated limbo.dev/adopt.
-	declaredToAdopt
-)
-
-// declared reports whether one of b's templates is the object of kind gk named
-// name, and whether it adopts it.
-func declared(b *limbov1alpha1.Bundle, gk schema.GroupKind, name string) declaration {
-	found := notDeclared
-	for _, res := range b.Spec.Resources {
-		h, ok, err := bundlespec.HeaderOf(res)
-		switch {
-		case !ok:
-			continue
-		case err != nil:
-			found = max(found, declaredOnly)
-			continue
-		}
-		if h.Name == name && h.GVK.GroupKind() == gk {
-			if h.Annotations[limbov1alpha1.AnnotationAdopt] == "true" {
-				return declaredToAdopt
-			}
-			found = declaredOnly
-		}
-	}
-	return found
-}
 
 func sortedKinds(set map[schema.GroupVersionKind]bool) []schema.GroupVersionKind {
 	out := make([]schema.GroupVersionKind, 0, len(set))
