@@ -31,6 +31,10 @@ const (
 	// external-provisioner) writes on the PVs it creates: its name, the driver's.
 	// A PV without it was made by hand and is never deorbit's.
 	AnnotationProvisionedBy = "pv.kubernetes.io/provisioned-by"
+	// AnnotationMigratedTo is on an in-tree PV (spec.cinder) once CSI migration
+	// hands it to a CSI driver: the driver's name. The PV keeps its in-tree
+	// source and its in-tree provisioned-by (kubernetes.io/cinder).
+	AnnotationMigratedTo = "pv.kubernetes.io/migrated-to"
 	// FinalizerLoadBalancerCleanup is the cloud controller's finalizer on a
 	// LoadBalancer Service: the Service goes once its load balancer is gone.
 	FinalizerLoadBalancerCleanup = "service.kubernetes.io/load-balancer-cleanup"
@@ -120,13 +124,23 @@ func list(ctx context.Context, r client.Reader, cfg config) (*contents, error) {
 	return c, nil
 }
 
-// provisioned reports whether pv is deorbit's: a CSI volume that a listed driver
-// (any, when the list is empty) provisioned. In-tree, NFS and hand-made PVs are not.
+// provisioned reports whether pv is deorbit's: a volume that a listed CSI driver
+// (any, when the list is empty) provisioned, or an in-tree volume dynamically
+// provisioned before CSI migration whose driver is now a listed one
+// (AnnotationMigratedTo: the driver deletes it as its own; a cluster upgraded from
+// in-tree Cinder holds many). NFS, hand-made and unmigrated in-tree PVs are not.
 func (cfg config) provisioned(pv *corev1.PersistentVolume) bool {
-	if pv.Spec.CSI == nil || pv.Annotations[AnnotationProvisionedBy] != pv.Spec.CSI.Driver {
+	var driver string
+	switch {
+	case pv.Spec.CSI != nil && pv.Annotations[AnnotationProvisionedBy] == pv.Spec.CSI.Driver:
+		driver = pv.Spec.CSI.Driver
+	case pv.Spec.CSI == nil && pv.Annotations[AnnotationProvisionedBy] != "":
+		driver = pv.Annotations[AnnotationMigratedTo]
+	}
+	if driver == "" {
 		return false
 	}
-	return len(cfg.Provisioners) == 0 || slices.Contains(cfg.Provisioners, pv.Spec.CSI.Driver)
+	return len(cfg.Provisioners) == 0 || slices.Contains(cfg.Provisioners, driver)
 }
 
 // Groups of the items: one per kind, so that one kind's trouble never holds

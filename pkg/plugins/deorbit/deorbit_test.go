@@ -123,7 +123,20 @@ func TestListSelects(t *testing.T) {
 	nfs := pvc("nfs", "pv-nfs", corev1.ClaimBound)
 	pending := pvc("pending", "pv-pending", corev1.ClaimPending)
 	gone := pvc("gone", "", "") // its PV is Released: waited for
-	objs := []client.Object{bound, other, handMade, nfs, pending,
+	// In-tree Cinder volumes dynamically provisioned before CSI migration, one
+	// migrated to the listed driver (deorbit's), one not (never).
+	migrated, unmigrated := pvc("migrated", "pv-migrated", corev1.ClaimBound), pvc("unmigrated", "pv-unmigrated", corev1.ClaimBound)
+	inTree := func(name string, claim *corev1.PersistentVolumeClaim, migratedTo string) *corev1.PersistentVolume {
+		v := pv(name, "", false, claim, corev1.VolumeBound)
+		v.Spec.NFS, v.Spec.Cinder = nil, &corev1.CinderPersistentVolumeSource{VolumeID: name}
+		v.Annotations[AnnotationProvisionedBy] = "kubernetes.io/cinder"
+		if migratedTo != "" {
+			v.Annotations[AnnotationMigratedTo] = migratedTo
+		}
+		return v
+	}
+	objs := []client.Object{bound, other, handMade, nfs, pending, migrated, unmigrated,
+		inTree("pv-migrated", migrated, cinder), inTree("pv-unmigrated", unmigrated, ""),
 		pv("pv-bound", cinder, true, bound, corev1.VolumeBound),
 		pv("pv-other", "other.csi.example.com", true, other, corev1.VolumeBound),
 		pv("pv-hand", cinder, false, handMade, corev1.VolumeBound),
@@ -141,10 +154,11 @@ func TestListSelects(t *testing.T) {
 		armed         string
 		volumes       string
 	}{
-		{"listed provisioner", `{"provisioners":["` + cinder + `"]}`, true, "armed: 1 PVC, 1 LoadBalancer Service, 1 VolumeSnapshot", "1 PV (pv-released)"},
-		{"any CSI driver", `{}`, true, "armed: 2 PVCs, 1 LoadBalancer Service, 1 VolumeSnapshot", "1 PV (pv-released)"}, // not the hand-made one
-		{"no snapshot CRD", `{"provisioners":["` + cinder + `"]}`, false, "armed: 1 PVC, 1 LoadBalancer Service, VolumeSnapshots skipped (the VolumeSnapshot CRD is not installed)", "1 PV (pv-released)"},
-		{"snapshots off", `{"provisioners":["` + cinder + `"],"volumeSnapshots":false}`, true, "armed: 1 PVC, 1 LoadBalancer Service, VolumeSnapshots skipped (volumeSnapshots: false)", "1 PV (pv-released)"},
+		{"listed provisioner", `{"provisioners":["` + cinder + `"]}`, true, "armed: 2 PVCs, 1 LoadBalancer Service, 1 VolumeSnapshot", "1 PV (pv-released)"},
+		{"another listed provisioner", `{"provisioners":["other.csi.example.com"]}`, true, "armed: 1 PVC, 1 LoadBalancer Service, 1 VolumeSnapshot", ""},
+		{"any CSI driver", `{}`, true, "armed: 3 PVCs, 1 LoadBalancer Service, 1 VolumeSnapshot", "1 PV (pv-released)"}, // not the hand-made one
+		{"no snapshot CRD", `{"provisioners":["` + cinder + `"]}`, false, "armed: 2 PVCs, 1 LoadBalancer Service, VolumeSnapshots skipped (the VolumeSnapshot CRD is not installed)", "1 PV (pv-released)"},
+		{"snapshots off", `{"provisioners":["` + cinder + `"],"volumeSnapshots":false}`, true, "armed: 2 PVCs, 1 LoadBalancer Service, VolumeSnapshots skipped (volumeSnapshots: false)", "1 PV (pv-released)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var live []client.Object
