@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -15,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/limbo-dev/limbo/it/testenv"
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 	"github.com/limbo-dev/limbo/pkg/plugins/noderemoval"
 )
@@ -232,4 +234,54 @@ func (n *csiNode) waitAllInLimbo(t testing.TB, b *limbov1alpha1.Bundle) []*unstr
 		out = append(out, u)
 	}
 	return out
+}
+
+// podOn creates a pod bound to node nodeName (there is no scheduler or kubelet:
+// it stays as created).
+func (n *csiNode) podOn(t testing.TB, ns, name, nodeName string, labels map[string]string) *corev1.Pod {
+	t.Helper()
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels},
+		Spec: corev1.PodSpec{NodeName: nodeName, Containers: []corev1.Container{{Name: "c", Image: "csi-baremetal-node"}}}}
+	if err := env.Client.Create(context.Background(), p); err != nil {
+		t.Fatalf("create pod: %v", err)
+	}
+	return p
+}
+
+// waitHeldByPod waits until the node's resources are past their deadline, held
+// by pod ns/name bound to node nodeName, and checks that none was deleted.
+func (n *csiNode) waitHeldByPod(t testing.TB, b *limbov1alpha1.Bundle, ns, name, nodeName string) {
+	t.Helper()
+	hold := fmt.Sprintf("held: pod %s/%s (nodePodSelector) is still bound to node %s", ns, name, nodeName)
+	n.waitPending(t, b, func(pd limbov1alpha1.PendingDeletion) error {
+		if pd.DeleteAfter == nil || time.Now().Before(pd.DeleteAfter.Time) || !strings.Contains(pd.Message, hold) {
+			return fmt.Errorf("not held past its deadline by the pod: %+v", pd)
+		}
+		return nil
+	})
+	for i, u := range n.live(t) {
+		if u == nil || u.GetDeletionTimestamp() != nil {
+			t.Fatalf("%s %s was deleted while the pod was bound", n.objects[i].GetKind(), n.objects[i].GetName())
+		}
+	}
+}
+
+// deletePodAndWaitRemoved deletes the pod that held the node's resources and
+// waits until they are gone, the Csibmnode last (being deleted: its finalizer
+// is csi-baremetal's to clear).
+func (n *csiNode) deletePodAndWaitRemoved(t testing.TB, pod *corev1.Pod) {
+	t.Helper()
+	// There is no kubelet: the pod goes at once only with a zero grace period.
+	if err := env.Client.Delete(context.Background(), pod, client.GracePeriodSeconds(0)); err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range n.objects[:4] {
+		waitGone(t, o.GroupVersionKind(), o.GetNamespace(), o.GetName())
+	}
+	testenv.Eventually(t, testenv.DefaultTimeout, func() error {
+		if c := n.csibmnode(t); c != nil && c.GetDeletionTimestamp() == nil {
+			return fmt.Errorf("Csibmnode %s not deleted", n.uuid)
+		}
+		return nil
+	})
 }

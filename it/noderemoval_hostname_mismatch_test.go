@@ -2,18 +2,12 @@ package it
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/limbo-dev/limbo/it/testenv"
-	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 	"github.com/limbo-dev/limbo/pkg/plugins/noderemoval"
 )
 
@@ -63,42 +57,15 @@ func TestNodeRemovalHostnameMismatchPodGate(t *testing.T) {
 	ns := env.Namespace(t)
 	n := newCSINode(t, ns, "fqdn")
 	fqdn := n.registerUnderFQDN(t, drainTaint)
-	csiPod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "csi-node", Namespace: ns, Labels: map[string]string{"app": "csi-baremetal-node"}},
-		Spec: corev1.PodSpec{NodeName: fqdn.Name, Containers: []corev1.Container{{Name: "c", Image: "csi-baremetal-node"}}}}
-	if err := env.Client.Create(context.Background(), csiPod); err != nil {
-		t.Fatalf("create pod: %v", err)
-	}
+	csiPod := n.podOn(t, ns, "csi-node", fqdn.Name, map[string]string{"app": "csi-baremetal-node"})
 	b := nodeRemovalBundle(t, ns, "2s", map[string]any{"nodePodSelector": map[string]any{"matchLabels": map[string]any{"app": "csi-baremetal-node"}}})
 	n.waitLabelled(t, true) // matched by its address
 	deleteNode(t, fqdn.Name)
 
-	hold := fmt.Sprintf("held: pod %s/csi-node (nodePodSelector) is still bound to node %s", ns, fqdn.Name)
-	n.waitPending(t, b, func(pd limbov1alpha1.PendingDeletion) error {
-		if pd.DeleteAfter == nil || time.Now().Before(pd.DeleteAfter.Time) || !strings.Contains(pd.Message, hold) {
-			return fmt.Errorf("not held past its deadline by the pod: %+v", pd)
-		}
-		return nil
-	})
-	for i, u := range n.live(t) {
-		if u == nil || u.GetDeletionTimestamp() != nil {
-			t.Fatalf("%s %s was deleted while the pod was bound", n.objects[i].GetKind(), n.objects[i].GetName())
-		}
-	}
+	n.waitHeldByPod(t, b, ns, "csi-node", fqdn.Name)
 	if got := n.csibmnode(t).GetAnnotations()[noderemoval.AnnotationNodeName]; got != fqdn.Name {
 		t.Errorf("Csibmnode %s: %s = %q, want %q", n.uuid, noderemoval.AnnotationNodeName, got, fqdn.Name)
 	}
 
-	// There is no kubelet: the pod goes at once only with a zero grace period.
-	if err := env.Client.Delete(context.Background(), csiPod, client.GracePeriodSeconds(0)); err != nil {
-		t.Fatal(err)
-	}
-	for _, o := range n.objects[:4] {
-		waitGone(t, o.GroupVersionKind(), o.GetNamespace(), o.GetName())
-	}
-	testenv.Eventually(t, testenv.DefaultTimeout, func() error {
-		if c := n.csibmnode(t); c != nil && c.GetDeletionTimestamp() == nil {
-			return fmt.Errorf("Csibmnode %s not deleted", n.uuid)
-		}
-		return nil
-	})
+	n.deletePodAndWaitRemoved(t, csiPod)
 }
