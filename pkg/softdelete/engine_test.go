@@ -86,6 +86,15 @@ func newHarness(t *testing.T, objs ...client.Object) *harness {
 				if h.deleteErr != nil {
 					return h.deleteErr
 				}
+				// The fake client checks a resourceVersion precondition only; the
+				// API server checks the UID too.
+				if o.Preconditions != nil && o.Preconditions.UID != nil {
+					live := obj.DeepCopyObject().(client.Object)
+					if err := c.Get(ctx, client.ObjectKeyFromObject(obj), live); err == nil && live.GetUID() != *o.Preconditions.UID {
+						return apierrors.NewConflict(schema.GroupResource{Resource: kindOf(c, obj)}, obj.GetName(),
+							fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", *o.Preconditions.UID, live.GetUID()))
+					}
+				}
 				return c.Delete(ctx, obj, opts...)
 			},
 			Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
@@ -780,9 +789,9 @@ func TestEngineTombstones(t *testing.T) {
 		}
 	})
 
-	t.Run("cancel: finalizer removed first, then deleted; the item is not touched", func(t *testing.T) {
+	t.Run("cancel: finalizer removed first, then deleted with its UID; the item is not touched", func(t *testing.T) {
 		ts := &limbov1alpha1.Tombstone{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Finalizers: []string{limbov1alpha1.FinalizerHardDelete},
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: "uid-ts", Finalizers: []string{limbov1alpha1.FinalizerHardDelete},
 				Labels: map[string]string{bundleKey: "shop", pendingKey: "true"}},
 			Spec: limbov1alpha1.TombstoneSpec{Plugin: "namespace-gc", Resource: "storage-ns-gc", Item: item},
 		}
@@ -796,7 +805,7 @@ func TestEngineTombstones(t *testing.T) {
 		}
 		want := []string{
 			`PATCH Tombstone team-a/` + name + ` application/merge-patch+json {"metadata":{"finalizers":null,"resourceVersion":"999"}}`,
-			"DELETE Tombstone team-a/" + name,
+			"DELETE Tombstone team-a/" + name + " uid=uid-ts",
 		}
 		if !reflect.DeepEqual(h.calls, want) {
 			t.Errorf("API calls:\n%q\nwant:\n%q", h.calls, want)
@@ -806,6 +815,26 @@ func TestEngineTombstones(t *testing.T) {
 		}
 		if got, want := h.events(), []string{`Normal DeletionCancelled StorageOSNamespace "old-team": deletion cancelled (the item is desired again)`}; !reflect.DeepEqual(got, want) {
 			t.Errorf("events %q, want %q", got, want)
+		}
+	})
+
+	// The Tombstone went the moment its finalizer did (it was being deleted), and
+	// the Bundle's pass made a new one of the same name for the same item: the
+	// cancel's delete, by name, must not force that one.
+	t.Run("cancel whose Tombstone was replaced by one of the same name: the new one stays", func(t *testing.T) {
+		successor := &limbov1alpha1.Tombstone{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: "uid-new", Finalizers: []string{limbov1alpha1.FinalizerHardDelete}},
+			Spec:       limbov1alpha1.TombstoneSpec{Plugin: "namespace-gc", Resource: "storage-ns-gc", Item: item},
+		}
+		h := newHarness(t, successor)
+		gone := &limbov1alpha1.Tombstone{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: "uid-old"},
+			Spec: limbov1alpha1.TombstoneSpec{Item: item}}
+		if err := h.engine.CancelTombstone(context.Background(), bundle(), gone, "refused"); err != nil {
+			t.Fatalf("err = %v, want nil", err)
+		}
+		var live limbov1alpha1.Tombstone
+		if err := h.client.Get(context.Background(), client.ObjectKeyFromObject(successor), &live); err != nil || live.UID != "uid-new" || live.DeletionTimestamp != nil {
+			t.Errorf("the new Tombstone: %v, deletion %v (err %v); want it untouched", live.UID, live.DeletionTimestamp, err)
 		}
 	})
 

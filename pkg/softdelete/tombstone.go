@@ -87,7 +87,11 @@ func (e *Engine) CancelTombstone(ctx context.Context, eventTarget runtime.Object
 			return client.IgnoreNotFound(err)
 		}
 	}
-	if err := e.Client.Delete(ctx, ts); client.IgnoreNotFound(err) != nil {
+	// With its UID: once the finalizer went, a Tombstone already being deleted is
+	// gone at once, and the Bundle's pass may make a new one of the same name (the
+	// same item, judged again); deleted by name alone, that one would be forced.
+	uid := ts.UID
+	if err := e.Client.Delete(ctx, ts, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err) {
 		return err
 	}
 	e.Recorder.Eventf(eventTarget, corev1.EventTypeNormal, limbov1alpha1.EventDeletionCancelled, "%s %q: deletion cancelled (%s)", ts.Spec.Item.Kind, itemName(ts.Spec.Item), why)
