@@ -30,6 +30,7 @@ func TestRouteGCExample(t *testing.T) {
 	}
 	keystone["authURL"] = openstacksim.AuthURL(base)
 	f := routeGCOn(t, sim, base)
+	f.router = openstacksim.DemoRouterID
 	f.bundle = e.create(t, f.ns)
 	f.waitReady("3 routes in 198.19.0.0/16, 1 orphaned; 2 servers")
 	f.waitTombstone(openstacksim.DemoRoutes[2], e.Resource().Plugin.DeletionDelay)

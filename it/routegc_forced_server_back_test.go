@@ -2,8 +2,10 @@ package it
 
 import (
 	"encoding/json"
+	"fmt"
 	"testing"
 
+	"github.com/limbo-dev/limbo/it/testenv"
 	"github.com/limbo-dev/limbo/pkg/openstack/openstacksim"
 )
 
@@ -34,6 +36,12 @@ func TestRouteGCForcedTombstoneServerBack(t *testing.T) {
 		t.Fatalf("kubectl delete tombstone: %v\n%s", err, out)
 	}
 	f.waitTombstoneCancelled(ts, orphan, "its next hop is an address of server")
+	testenv.Eventually(t, testenv.DefaultTimeout, func() error {
+		if again := f.tombstoneOf(orphan); again != nil {
+			return fmt.Errorf("a new Tombstone of the route, desired again: %+v", again.Spec.Item)
+		}
+		return nil
+	})
 	if err := f.routesUntouched(live, orphan)(); err != nil {
 		t.Error(err)
 	}

@@ -37,6 +37,8 @@ type routeGC struct {
 	ns     string
 	sim    *openstacksim.Server
 	base   string
+	// router is the router the resource names (its routes' items name it).
+	router string
 	bundle *limbov1alpha1.Bundle
 	// tombstones are the Tombstones the namespace has held.
 	tombstones *tombstoneLog
@@ -76,7 +78,7 @@ func newRouteGC(t testing.TB, cfg openstacksim.Config, routes ...openstacksim.Ro
 // a fresh namespace, whose Tombstones it logs.
 func routeGCOn(t testing.TB, sim *openstacksim.Server, base string) *routeGC {
 	ns := env.Namespace(t)
-	return &routeGC{t: t, ns: ns, sim: sim, base: base, tombstones: watchTombstones(t, ns)}
+	return &routeGC{t: t, ns: ns, sim: sim, base: base, router: rgcRouterID, tombstones: watchTombstones(t, ns)}
 }
 
 // newRouteGCWithOrphan is newRouteGC with two routes: live, to node-1
@@ -180,7 +182,7 @@ func (f *routeGC) waitTombstone(r openstacksim.Route, delay string) *limbov1alph
 	f.t.Helper()
 	ts := f.tombstones.wait(f.t, "route "+routeID(r), func(item limbov1alpha1.ExternalItem) bool { return item.ID == routeID(r) },
 		func() string { return fmt.Sprintf("tombstones: %v", tombstoneItems(f.t, f.ns)) })
-	want := limbov1alpha1.ExternalItem{Kind: routegc.ItemKind, ID: routeID(r), Name: routeID(r)}
+	want := limbov1alpha1.ExternalItem{Kind: routegc.ItemKind, ID: routeID(r), Name: routeID(r) + " on router " + f.router}
 	if ts.Spec.Plugin != routegc.Name || ts.Spec.Resource != rgcResource || ts.Spec.Item != want ||
 		ts.Annotations[limbov1alpha1.AnnotationDeletionDelay] != delay {
 		f.t.Errorf("Tombstone = spec %+v, annotations %v; want plugin %s, resource %s, item %+v, delay %s",
@@ -203,12 +205,13 @@ func (f *routeGC) waitRouteRemoved(r openstacksim.Route) {
 	})
 }
 
-// waitTombstoneCancelled waits until ts, the Tombstone of route r, is gone with a
-// DeletionCancelled event on it whose message contains why.
+// waitTombstoneCancelled waits until ts, the Tombstone of route r, is gone (a new
+// one of r may stand in its place) with a DeletionCancelled event on it whose
+// message contains why.
 func (f *routeGC) waitTombstoneCancelled(ts *limbov1alpha1.Tombstone, r openstacksim.Route, why string) {
 	f.t.Helper()
 	testenv.Eventually(f.t, testenv.DefaultTimeout, func() error {
-		if cur := f.tombstoneOf(r); cur != nil {
+		if cur := f.tombstoneOf(r); cur != nil && cur.UID == ts.UID {
 			return fmt.Errorf("the Tombstone of %s is still there: %+v", routeID(r), cur.Status)
 		}
 		var list corev1.EventList

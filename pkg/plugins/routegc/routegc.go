@@ -233,7 +233,7 @@ func (p *Plugin) Plan(ctx context.Context, req plugin.Request) (*plugin.Result, 
 			orphans[id] = true
 		}
 		inv.External = append(inv.External, plugin.ExternalItem{
-			ExternalItem: limbov1alpha1.ExternalItem{Kind: ItemKind, ID: id, Name: id}, Desired: desired})
+			ExternalItem: limbov1alpha1.ExternalItem{Kind: ItemKind, ID: id, Name: ItemName(r, spec.RouterID)}, Desired: desired})
 	}
 	if _, _, err := inv.Orphans(); err == nil {
 		for id := range orphans {
@@ -272,6 +272,12 @@ func (p *Plugin) DeleteExternal(ctx context.Context, req plugin.Request, item li
 	}
 	if ok, err := Responsible(cidr, route.DestinationCIDR); err != nil || !ok {
 		return fmt.Errorf("route %s is not inside the cluster CIDR %s (clusterCIDR changed since its countdown began?): never touched: %w", item.ID, cidr, plugin.ErrNotResponsible)
+	}
+	// Found on another router than the one the resource names now: that router is
+	// no longer this resource's, and a route of the same ID on the new one has its
+	// own countdown to run (the plan makes its Tombstone once this one is gone).
+	if router := routerOf(item.Name); router != "" && router != spec.RouterID {
+		return fmt.Errorf("route %s was found on router %s, and the resource now names router %s (routerID changed since its countdown began?): never touched: %w", item.ID, router, spec.RouterID, plugin.ErrNotResponsible)
 	}
 	st := p.state.Of(req)
 	if err := st.acquire(ctx); err != nil {
@@ -362,6 +368,20 @@ func (p *Plugin) serverAddresses(ctx context.Context, api *openstack.Client) (ma
 
 // ItemID is a route's item ID, "<destination>-><nexthop>".
 func ItemID(r openstack.Route) string { return r.DestinationCIDR + "->" + r.NextHop }
+
+// routerInName separates a route's ID from its router in its item name.
+const routerInName = " on router "
+
+// ItemName is a route's item name: its ID and the router it was found on, which
+// DeleteExternal holds against the router the resource names then.
+func ItemName(r openstack.Route, routerID string) string { return ItemID(r) + routerInName + routerID }
+
+// routerOf is the router an item's name says its route was found on; "" for an
+// item named before names carried it (its route is judged on the current router).
+func routerOf(name string) string {
+	_, router, _ := strings.Cut(name, routerInName)
+	return router
+}
 
 // ParseItemID reads an item ID back into a route.
 func ParseItemID(id string) (openstack.Route, error) {

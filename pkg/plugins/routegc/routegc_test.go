@@ -162,8 +162,14 @@ func (f *fixture) mustPlan(now time.Time) *plugin.Result {
 	return res
 }
 
+// remove removes route id, found on the fixture's router.
 func (f *fixture) remove(id string) error {
-	return f.plugin.DeleteExternal(context.Background(), f.request(t0), limbov1alpha1.ExternalItem{Kind: routegc.ItemKind, ID: id, Name: id})
+	return f.removeFound(id, id+" on router "+routerID)
+}
+
+// removeFound removes the route of the item id named name.
+func (f *fixture) removeFound(id, name string) error {
+	return f.plugin.DeleteExternal(context.Background(), f.request(t0), limbov1alpha1.ExternalItem{Kind: routegc.ItemKind, ID: id, Name: name})
 }
 
 func (f *fixture) routes() []openstacksim.Route {
@@ -175,7 +181,7 @@ func (f *fixture) routes() []openstacksim.Route {
 func items(res *plugin.Result) []string {
 	var out []string
 	for _, e := range res.Inventory.External {
-		if e.Kind != routegc.ItemKind || e.Name != e.ID {
+		if e.Kind != routegc.ItemKind || e.Name != e.ID+" on router "+routerID {
 			out = append(out, "bad item "+fmt.Sprint(e.ExternalItem))
 		}
 		out = append(out, fmt.Sprintf("%s=%v", e.ID, e.Desired))
@@ -471,6 +477,17 @@ func TestDeleteExternalFences(t *testing.T) {
 	}
 	if err := f.remove("garbage"); err == nil {
 		t.Error("an unparsable id was accepted")
+	}
+	// Found on another router (routerID changed since): refused, so that the
+	// Tombstone is cancelled and a route of the same ID here gets its own.
+	if err := f.removeFound("198.19.2.0/24->10.180.0.7", "198.19.2.0/24->10.180.0.7 on router old-router"); err == nil ||
+		!strings.Contains(err.Error(), "was found on router old-router") || !errors.Is(err, plugin.ErrNotResponsible) {
+		t.Errorf("another router: err = %v", err)
+	}
+	// Named before names carried the router: judged on the current one (here:
+	// its server is back).
+	if err := f.removeFound("198.19.2.0/24->10.180.0.4", "198.19.2.0/24->10.180.0.4"); err == nil || !strings.Contains(err.Error(), "next hop is an address of server") {
+		t.Errorf("an item named by its ID only: err = %v", err)
 	}
 	if n := len(f.sim.Calls(openstacksim.OpRemoveExtraRoutes, openstacksim.OpUpdateRouter)); n != 0 || len(f.routes()) != 2 {
 		t.Errorf("%d writes, routes %v: a fenced removal touched the router", n, f.routes())
