@@ -33,10 +33,10 @@ const (
 
 // routeGC is one test's simulator, namespace and Bundle.
 type routeGC struct {
-	t      testing.TB
-	ns     string
-	sim    *openstacksim.Server
-	base   string
+	t    testing.TB
+	ns   string
+	sim  *openstacksim.Server
+	base string
 	// router is the router the resource names (its routes' items name it).
 	router string
 	bundle *limbov1alpha1.Bundle
