@@ -1,6 +1,7 @@
 package bundlespec
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -145,10 +146,15 @@ func Declares(b *limbov1alpha1.Bundle, gk schema.GroupKind, name string) Declara
 }
 
 // AdoptionKeys are the objects b's templates declare to adopt (limbo.dev/adopt),
-// as AdoptionKey names them: the keys of a cache index.
+// as AdoptionKey names them: the keys of a cache index. The index runs on every
+// event of a Bundle, status writes included: a template that does not mention
+// the annotation is not decoded.
 func AdoptionKeys(b *limbov1alpha1.Bundle) []string {
 	var keys []string
 	for _, res := range b.Spec.Resources {
+		if res.Object == nil || !bytes.Contains(res.Object.Raw, []byte(limbov1alpha1.AnnotationAdopt)) {
+			continue
+		}
 		if h, ok, err := HeaderOf(res); ok && err == nil && h.Annotations[limbov1alpha1.AnnotationAdopt] == "true" {
 			keys = append(keys, AdoptionKey(h.GVK.GroupKind(), h.Name))
 		}

@@ -416,3 +416,44 @@ func TestHeaderOf(t *testing.T) {
 		})
 	}
 }
+
+// AdoptionKeys names the objects a Bundle's templates adopt, and only those:
+// a template adopting "false", one that does not decode, and a plugin resource
+// add nothing; Declares tells declaring from adopting.
+func TestAdoptionKeysAndDeclares(t *testing.T) {
+	object := func(raw string) limbov1alpha1.Resource {
+		return limbov1alpha1.Resource{Name: "r", Object: &runtime.RawExtension{Raw: []byte(raw)}}
+	}
+	b := &limbov1alpha1.Bundle{Spec: limbov1alpha1.BundleSpec{Resources: []limbov1alpha1.Resource{
+		object(`{"apiVersion":"v1","kind":"PersistentVolumeClaim","metadata":{"name":"data","annotations":{"limbo.dev/adopt":"true"}}}`),
+		object(`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"app","annotations":{"limbo.dev/adopt":"false"}}}`),
+		object(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"settings"}}`),
+		{Name: "gc", Plugin: &limbov1alpha1.PluginResource{Name: "namespace-gc"}},
+	}}}
+	pvc := schema.GroupKind{Kind: "PersistentVolumeClaim"}
+	if got, want := AdoptionKeys(b), []string{AdoptionKey(pvc, "data")}; !reflect.DeepEqual(got, want) {
+		t.Errorf("AdoptionKeys = %q, want %q", got, want)
+	}
+	for _, tc := range []struct {
+		gk   schema.GroupKind
+		name string
+		want Declaration
+	}{
+		{pvc, "data", DeclaredToAdopt},
+		{schema.GroupKind{Group: "apps", Kind: "Deployment"}, "app", DeclaredOnly},
+		{schema.GroupKind{Kind: "ConfigMap"}, "settings", DeclaredOnly},
+		{schema.GroupKind{Kind: "ConfigMap"}, "other", NotDeclared},
+		{schema.GroupKind{Group: "apps", Kind: "StatefulSet"}, "app", NotDeclared},
+	} {
+		if got := Declares(b, tc.gk, tc.name); got != tc.want {
+			t.Errorf("Declares(%v, %q) = %v, want %v", tc.gk, tc.name, got, tc.want)
+		}
+	}
+	broken := &limbov1alpha1.Bundle{Spec: limbov1alpha1.BundleSpec{Resources: []limbov1alpha1.Resource{object(`{"kind":`)}}}
+	if got := Declares(broken, pvc, "data"); got != DeclaredOnly {
+		t.Errorf("Declares with a template that does not decode = %v, want DeclaredOnly (nothing deleted on its account)", got)
+	}
+	if got := AdoptionKeys(broken); len(got) != 0 {
+		t.Errorf("AdoptionKeys with a template that does not decode = %q, want none", got)
+	}
+}
