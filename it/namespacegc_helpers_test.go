@@ -15,6 +15,7 @@ import (
 
 	"github.com/limbo-dev/limbo/it/testenv"
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+	"github.com/limbo-dev/limbo/pkg/plugin"
 	"github.com/limbo-dev/limbo/pkg/plugins/namespacegc"
 	"github.com/limbo-dev/limbo/pkg/storageos/storageossim"
 )
@@ -222,7 +223,7 @@ func waitNSGCReady(t testing.TB, b *limbov1alpha1.Bundle, backend int) *limbov1a
 func (f *nsgcFixture) tombstone(t testing.TB, name string) *limbov1alpha1.Tombstone {
 	t.Helper()
 	for _, ts := range tombstones(t, f.ns) {
-		if ts.Spec.Item.Name == name {
+		if own, _ := plugin.SplitItemName(ts.Spec.Item.Name); own == name {
 			return &ts
 		}
 	}
@@ -234,7 +235,10 @@ func (f *nsgcFixture) tombstone(t testing.TB, name string) *limbov1alpha1.Tombst
 // that namespace.
 func (f *nsgcFixture) waitTombstone(t testing.TB, name, delay string) *limbov1alpha1.Tombstone {
 	t.Helper()
-	ts := f.tombstones.wait(t, "backend namespace "+name, func(item limbov1alpha1.ExternalItem) bool { return item.Name == name },
+	ts := f.tombstones.wait(t, "backend namespace "+name, func(item limbov1alpha1.ExternalItem) bool {
+		own, _ := plugin.SplitItemName(item.Name)
+		return own == name
+	},
 		func() string { return fmt.Sprintf("tombstones: %v; %s", tombstoneItems(t, f.ns), f.diagnosis(name)) })
 	want, ok := f.sim.Namespace(name)
 	if !ok {
@@ -242,7 +246,7 @@ func (f *nsgcFixture) waitTombstone(t testing.TB, name, delay string) *limbov1al
 		return &ts
 	}
 	if ts.Spec.Plugin != namespacegc.Name || ts.Spec.Resource != nsgcResource ||
-		ts.Spec.Item != (limbov1alpha1.ExternalItem{Kind: namespacegc.ItemKind, ID: want.ID, Name: name}) ||
+		ts.Spec.Item != (limbov1alpha1.ExternalItem{Kind: namespacegc.ItemKind, ID: want.ID, Name: namespacegc.ItemName(name, f.url)}) ||
 		ts.Annotations[limbov1alpha1.AnnotationDeletionDelay] != delay {
 		t.Errorf("Tombstone = spec %+v, annotations %v; want plugin %s, resource %s, item {%s %s %s}, delay %s",
 			ts.Spec, ts.Annotations, namespacegc.Name, nsgcResource, namespacegc.ItemKind, want.ID, name, delay)

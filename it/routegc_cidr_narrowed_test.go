@@ -26,7 +26,7 @@ func TestRouteGCNarrowedCIDRCancels(t *testing.T) {
 	if out, err := kubectl(t, "delete", "tombstone", "-n", f.ns, ts.Name, "--wait=false"); err != nil {
 		t.Fatalf("kubectl delete tombstone: %v\n%s", err, out)
 	}
-	f.waitTombstoneCancelled(ts, orphan, "not inside the cluster CIDR 198.19.0.0/23")
+	waitTombstoneCancelled(t, ts, "not inside the cluster CIDR 198.19.0.0/23")
 	if err := f.routesUntouched(live, orphan)(); err != nil {
 		t.Error(err)
 	}

@@ -35,7 +35,7 @@ func TestRouteGCForcedTombstoneServerBack(t *testing.T) {
 	if out, err := kubectl(t, "delete", "tombstone", "-n", f.ns, ts.Name, "--wait=false"); err != nil {
 		t.Fatalf("kubectl delete tombstone: %v\n%s", err, out)
 	}
-	f.waitTombstoneCancelled(ts, orphan, "its next hop is an address of server")
+	waitTombstoneCancelled(t, ts, "its next hop is an address of server")
 	testenv.Eventually(t, testenv.DefaultTimeout, func() error {
 		if again := f.tombstoneOf(orphan); again != nil {
 			return fmt.Errorf("a new Tombstone of the route, desired again: %+v", again.Spec.Item)

@@ -11,7 +11,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/limbo-dev/limbo/it/testenv"
@@ -202,29 +201,6 @@ func (f *routeGC) waitRouteRemoved(r openstacksim.Route) {
 			return fmt.Errorf("the Tombstone of %s is still there: %+v", routeID(r), ts.Status)
 		}
 		return nil
-	})
-}
-
-// waitTombstoneCancelled waits until ts, the Tombstone of route r, is gone (a new
-// one of r may stand in its place) with a DeletionCancelled event on it whose
-// message contains why.
-func (f *routeGC) waitTombstoneCancelled(ts *limbov1alpha1.Tombstone, r openstacksim.Route, why string) {
-	f.t.Helper()
-	testenv.Eventually(f.t, testenv.DefaultTimeout, func() error {
-		if cur := f.tombstoneOf(r); cur != nil && cur.UID == ts.UID {
-			return fmt.Errorf("the Tombstone of %s is still there: %+v", routeID(r), cur.Status)
-		}
-		var list corev1.EventList
-		if err := env.Client.List(context.Background(), &list, client.InNamespace(f.ns)); err != nil {
-			return err
-		}
-		for _, e := range list.Items {
-			if e.InvolvedObject.Kind == "Tombstone" && e.InvolvedObject.Name == ts.Name && e.Reason == limbov1alpha1.EventDeletionCancelled &&
-				strings.Contains(e.Message, why) {
-				return nil
-			}
-		}
-		return fmt.Errorf("no DeletionCancelled event on Tombstone %s with %q", ts.Name, why)
 	})
 }
 

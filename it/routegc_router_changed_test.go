@@ -32,7 +32,7 @@ func TestRouteGCRouterChanged(t *testing.T) {
 	if out, err := kubectl(t, "delete", "tombstone", "-n", f.ns, old.Name, "--wait=false"); err != nil {
 		t.Fatalf("kubectl delete tombstone: %v\n%s", err, out)
 	}
-	f.waitTombstoneCancelled(old, orphan, "was found on router "+rgcRouterID)
+	waitTombstoneCancelled(t, old, "was found on router "+rgcRouterID)
 	testenv.Eventually(t, testenv.DefaultTimeout, func() error {
 		ts := f.tombstoneOf(orphan)
 		if ts == nil || ts.UID == old.UID || ts.Spec.Item.Name != routeID(orphan)+" on router "+newRouter {

@@ -4,9 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/limbo-dev/limbo/it/testenv"
@@ -170,5 +173,42 @@ func replan(t testing.TB, b *limbov1alpha1.Bundle, resources []limbov1alpha1.Res
 		out[i].Plugin.Spec = &apiextensionsv1.JSON{Raw: raw}
 	}
 	updateBundle(t, b, out...)
+	return out
+}
+
+// waitTombstoneCancelled waits until ts is gone (a new Tombstone of the same name,
+// the same item judged again, may stand in its place) with a DeletionCancelled
+// event on it whose message contains why.
+func waitTombstoneCancelled(t testing.TB, ts *limbov1alpha1.Tombstone, why string) {
+	t.Helper()
+	testenv.Eventually(t, testenv.DefaultTimeout, func() error {
+		if cur, err := getTombstone(ts); err == nil && cur.UID == ts.UID {
+			return fmt.Errorf("Tombstone %s is still there: %+v", ts.Name, cur.Status)
+		} else if err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+		for _, e := range tombstoneEvents(t, ts) {
+			if e.Reason == limbov1alpha1.EventDeletionCancelled && strings.Contains(e.Message, why) {
+				return nil
+			}
+		}
+		return fmt.Errorf("no DeletionCancelled event on Tombstone %s with %q", ts.Name, why)
+	})
+}
+
+// tombstoneEvents lists the events on Tombstones of ts's name (each Tombstone
+// that had the name: the same item's).
+func tombstoneEvents(t testing.TB, ts *limbov1alpha1.Tombstone) []corev1.Event {
+	t.Helper()
+	var list corev1.EventList
+	if err := env.Client.List(context.Background(), &list, client.InNamespace(ts.Namespace)); err != nil {
+		t.Fatalf("list events: %v", err)
+	}
+	var out []corev1.Event
+	for _, e := range list.Items {
+		if e.InvolvedObject.Kind == "Tombstone" && e.InvolvedObject.Name == ts.Name {
+			out = append(out, e)
+		}
+	}
 	return out
 }

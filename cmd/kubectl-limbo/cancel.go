@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+	"github.com/limbo-dev/limbo/pkg/plugin"
 )
 
 const cancelExample = `  # Keep the ConfigMap db-config, which its Bundle no longer declares
@@ -200,7 +201,7 @@ func tombstoneCancelError(ctx context.Context, c client.Client, t target) error 
 		t, describeExternalItem(&tomb))
 	switch tomb.Spec.Plugin {
 	case "namespace-gc":
-		name := tomb.Spec.Item.Name
+		name, _ := plugin.SplitItemName(tomb.Spec.Item.Name) // without the endpoint it was found on
 		if name == "" {
 			name = tomb.Spec.Item.ID
 		}

@@ -151,12 +151,12 @@ func TestCancelTombstoneRefused(t *testing.T) {
 		ObjectMeta: inLimbo("team-a", "storage-ns-gc-4f7c", "shop", "10m", stampAgo(time.Minute)),
 		Spec: limbov1alpha1.TombstoneSpec{
 			Plugin: "namespace-gc", Resource: "storage-ns-gc",
-			Item: limbov1alpha1.ExternalItem{Kind: "StorageOSNamespace", ID: "4f7c", Name: "old-team"},
+			Item: limbov1alpha1.ExternalItem{Kind: "StorageOSNamespace", ID: "4f7c", Name: "old-team on StorageOS http://storageos:5705"},
 		},
 	}
 	f := newFixture(t, nil, tomb)
 	code, out, errOut := f.run("cancel", "-n", "team-a", "tombstones/storage-ns-gc-4f7c")
-	want := `error: cannot cancel tombstone.limbo.dev/storage-ns-gc-4f7c: a Tombstone stands for an external item (namespace-gc: StorageOSNamespace "old-team" (id 4f7c)), ` +
+	want := `error: cannot cancel tombstone.limbo.dev/storage-ns-gc-4f7c: a Tombstone stands for an external item (namespace-gc: StorageOSNamespace "old-team on StorageOS http://storageos:5705" (id 4f7c)), ` +
 		`and the plugin would find that item again and put it back in limbo. To keep the item, add it to the plugin's exclude list ` +
 		`(plugin.spec.exclude of resource "storage-ns-gc" in Bundle team-a/shop), or re-create what makes it desired (for namespace-gc: the Kubernetes Namespace "old-team"). ` +
 		"Deleting the Tombstone would delete the item now\n"

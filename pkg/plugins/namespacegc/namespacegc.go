@@ -175,7 +175,7 @@ func (p *Plugin) Plan(ctx context.Context, req plugin.Request) (*plugin.Result, 
 	orphans := 0
 	for _, ns := range backend {
 		inBackend[ns.Name] = true
-		item := plugin.ExternalItem{ExternalItem: limbov1alpha1.ExternalItem{Kind: ItemKind, ID: ns.ID, Name: ns.Name}}
+		item := plugin.ExternalItem{ExternalItem: limbov1alpha1.ExternalItem{Kind: ItemKind, ID: ns.ID, Name: ItemName(ns.Name, spec.StorageOS.Endpoint)}}
 		switch {
 		case exclude[ns.Name] || present[ns.Name]:
 			item.Desired = true
@@ -203,25 +203,34 @@ func (p *Plugin) Plan(ctx context.Context, req plugin.Request) (*plugin.Result, 
 
 // DeleteExternal deletes one StorageOS namespace. Gone is success; a stale version
 // is re-listed and retried; a namespace that still holds volumes is an error (the
-// Tombstone retries with backoff); an excluded name, or a Kubernetes Namespace of
-// the same name that exists again, stops the delete for good
-// (plugin.ErrNotResponsible: the Tombstone is cancelled, also a forced one).
+// Tombstone retries with backoff); an excluded name, a Kubernetes Namespace of
+// the same name that exists again, or a namespace found on another endpoint than
+// the resource names now stops the delete for good (plugin.ErrNotResponsible: the
+// Tombstone is cancelled, also a forced one).
 func (p *Plugin) DeleteExternal(ctx context.Context, req plugin.Request, item limbov1alpha1.ExternalItem) error {
 	spec, _, _, err := p.parse(req.Spec)
 	if err != nil {
 		return err
 	}
+	// Another endpoint is another StorageOS cluster, or the same one under another
+	// URL: this one's namespace IDs mean nothing there, and one not found there is
+	// not gone. A namespace of the same cluster is found again by the next plan and
+	// gets a Tombstone and a countdown of its own.
+	if err := plugin.PlaceChanged(item, endpointPlace(spec.StorageOS.Endpoint), "storageos.endpoint"); err != nil {
+		return err
+	}
+	name, _ := plugin.SplitItemName(item.Name)
 	for _, excluded := range spec.Exclude {
-		if item.Name == excluded {
-			return fmt.Errorf("StorageOS namespace %q is excluded: never deleted: %w", item.Name, plugin.ErrNotResponsible)
+		if name == excluded {
+			return fmt.Errorf("StorageOS namespace %q is excluded: never deleted: %w", name, plugin.ErrNotResponsible)
 		}
 	}
 	var ns corev1.Namespace
-	switch err := req.Reader.Get(ctx, client.ObjectKey{Name: item.Name}, &ns); {
+	switch err := req.Reader.Get(ctx, client.ObjectKey{Name: name}, &ns); {
 	case err == nil && ns.DeletionTimestamp.IsZero():
-		return fmt.Errorf("the Kubernetes Namespace %q exists again: not deleting its StorageOS namespace: %w", item.Name, plugin.ErrNotResponsible)
+		return fmt.Errorf("the Kubernetes Namespace %q exists again: not deleting its StorageOS namespace: %w", name, plugin.ErrNotResponsible)
 	case err != nil && !apierrors.IsNotFound(err):
-		return fmt.Errorf("check Kubernetes Namespace %q: %w", item.Name, err)
+		return fmt.Errorf("check Kubernetes Namespace %q: %w", name, err)
 	}
 	api, err := p.client(ctx, req, spec)
 	if err != nil {
@@ -248,13 +257,23 @@ func (p *Plugin) DeleteExternal(ctx context.Context, req plugin.Request, item li
 		case errors.Is(err, storageos.ErrStaleVersion):
 			continue // changed since we listed it: list again
 		case errors.Is(err, storageos.ErrNamespaceNotEmpty):
-			return fmt.Errorf("StorageOS namespace %q still holds volumes: %w", item.Name, err)
+			return fmt.Errorf("StorageOS namespace %q still holds volumes: %w", name, err)
 		default:
 			return err
 		}
 	}
-	return fmt.Errorf("StorageOS namespace %q kept changing: %w", item.Name, storageos.ErrStaleVersion)
+	return fmt.Errorf("StorageOS namespace %q kept changing: %w", name, storageos.ErrStaleVersion)
 }
+
+// ItemName is a backend namespace's item name: its name and the endpoint it was
+// found on, which DeleteExternal holds against the endpoint the resource names
+// then.
+func ItemName(namespace, endpoint string) string {
+	return plugin.ItemNameOn(namespace, endpointPlace(endpoint))
+}
+
+// endpointPlace is a StorageOS endpoint as the place of its namespaces' items.
+func endpointPlace(endpoint string) string { return "StorageOS " + endpoint }
 
 func (p *Plugin) parse(raw []byte) (Spec, time.Duration, time.Duration, error) {
 	var spec Spec

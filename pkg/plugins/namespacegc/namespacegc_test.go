@@ -108,7 +108,7 @@ func (f *fixture) deleteExternal(spec []byte, name string) error {
 	if !ok {
 		f.t.Fatalf("no backend namespace %q", name)
 	}
-	return f.deleteItem(spec, limbov1alpha1.ExternalItem{Kind: namespacegc.ItemKind, ID: ns.ID, Name: name})
+	return f.deleteItem(spec, limbov1alpha1.ExternalItem{Kind: namespacegc.ItemKind, ID: ns.ID, Name: namespacegc.ItemName(name, f.url)})
 }
 
 func (f *fixture) deleteItem(spec []byte, item limbov1alpha1.ExternalItem) error {
@@ -166,14 +166,15 @@ func (f *fixture) judged(res *plugin.Result) map[string]bool {
 		f.t.Errorf("inventory = %+v, want external items only and the empty-desired safety rule on", res.Inventory)
 	}
 	for _, item := range res.Inventory.External {
-		ns, ok := f.sim.Namespace(item.Name)
-		if !ok || item.ID != ns.ID || item.Kind != namespacegc.ItemKind {
-			f.t.Errorf("item %+v does not match the backend namespace %+v", item, ns)
+		name, _ := plugin.SplitItemName(item.Name)
+		ns, ok := f.sim.Namespace(name)
+		if !ok || item.ID != ns.ID || item.Kind != namespacegc.ItemKind || item.Name != namespacegc.ItemName(name, f.url) {
+			f.t.Errorf("item %+v does not match the backend namespace %+v on %s", item, ns, f.url)
 		}
-		if _, dup := out[item.Name]; dup {
-			f.t.Errorf("item %q listed twice", item.Name)
+		if _, dup := out[name]; dup {
+			f.t.Errorf("item %q listed twice", name)
 		}
-		out[item.Name] = item.Desired
+		out[name] = item.Desired
 	}
 	return out
 }
@@ -187,7 +188,8 @@ func orphans(t *testing.T, res *plugin.Result) []string {
 	}
 	var names []string
 	for _, e := range ext {
-		names = append(names, e.Name)
+		name, _ := plugin.SplitItemName(e.Name)
+		names = append(names, name)
 	}
 	sort.Strings(names)
 	return names
@@ -716,6 +718,36 @@ func TestDeleteExternalGoneIsSuccess(t *testing.T) {
 			t.Error("the new namespace of the same name was deleted: items are identified by id")
 		}
 	})
+}
+
+// An item found on another endpoint than the spec names now is refused as not
+// responsible (its Tombstone is cancelled) without a call to either endpoint:
+// not found on the new one, it would have been reported deleted, and one of the
+// same ID there deleted without its countdown. An item named without its
+// endpoint (by an older limbo) is judged on the current one.
+func TestDeleteExternalEndpointChanged(t *testing.T) {
+	f := newFixture(t, namespacegc.Options{}, "default")
+	ns := f.sim.AddNamespace("a")
+	calls := func() int {
+		return f.sim.Calls(storageossim.OpLogin) + f.sim.Calls(storageossim.OpListNamespaces) + f.sim.Calls(storageossim.OpDeleteNamespace)
+	}
+	moved := limbov1alpha1.ExternalItem{Kind: namespacegc.ItemKind, ID: ns.ID, Name: namespacegc.ItemName("a", "http://storageos.old:5705")}
+	err := f.deleteItem(f.spec(""), moved)
+	if !errors.Is(err, plugin.ErrNotResponsible) || !strings.Contains(err.Error(), "was found on StorageOS http://storageos.old:5705") {
+		t.Errorf("DeleteExternal of an item of another endpoint = %v, want a refusal naming the endpoint, wrapping plugin.ErrNotResponsible", err)
+	}
+	if n := calls(); n != 0 {
+		t.Errorf("%d StorageOS calls, want none", n)
+	}
+	if _, ok := f.sim.Namespace("a"); !ok {
+		t.Fatal("backend namespace a was deleted")
+	}
+	if err := f.deleteItem(f.spec(""), limbov1alpha1.ExternalItem{Kind: namespacegc.ItemKind, ID: ns.ID, Name: "a"}); err != nil {
+		t.Fatalf("DeleteExternal of an item named without its endpoint: %v", err)
+	}
+	if _, ok := f.sim.Namespace("a"); ok {
+		t.Error("backend namespace a still exists")
+	}
 }
 
 // 409: the namespace still holds volumes. The error says so and wraps

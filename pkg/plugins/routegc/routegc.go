@@ -276,8 +276,8 @@ func (p *Plugin) DeleteExternal(ctx context.Context, req plugin.Request, item li
 	// Found on another router than the one the resource names now: that router is
 	// no longer this resource's, and a route of the same ID on the new one has its
 	// own countdown to run (the plan makes its Tombstone once this one is gone).
-	if router := routerOf(item.Name); router != "" && router != spec.RouterID {
-		return fmt.Errorf("route %s was found on router %s, and the resource now names router %s (routerID changed since its countdown began?): never touched: %w", item.ID, router, spec.RouterID, plugin.ErrNotResponsible)
+	if err := plugin.PlaceChanged(item, routerPlace(spec.RouterID), "routerID"); err != nil {
+		return err
 	}
 	st := p.state.Of(req)
 	if err := st.acquire(ctx); err != nil {
@@ -369,19 +369,14 @@ func (p *Plugin) serverAddresses(ctx context.Context, api *openstack.Client) (ma
 // ItemID is a route's item ID, "<destination>-><nexthop>".
 func ItemID(r openstack.Route) string { return r.DestinationCIDR + "->" + r.NextHop }
 
-// routerInName separates a route's ID from its router in its item name.
-const routerInName = " on router "
-
 // ItemName is a route's item name: its ID and the router it was found on, which
 // DeleteExternal holds against the router the resource names then.
-func ItemName(r openstack.Route, routerID string) string { return ItemID(r) + routerInName + routerID }
-
-// routerOf is the router an item's name says its route was found on; "" for an
-// item named before names carried it (its route is judged on the current router).
-func routerOf(name string) string {
-	_, router, _ := strings.Cut(name, routerInName)
-	return router
+func ItemName(r openstack.Route, routerID string) string {
+	return plugin.ItemNameOn(ItemID(r), routerPlace(routerID))
 }
+
+// routerPlace is a router as the place of its routes' items.
+func routerPlace(routerID string) string { return "router " + routerID }
 
 // ParseItemID reads an item ID back into a route.
 func ParseItemID(id string) (openstack.Route, error) {
