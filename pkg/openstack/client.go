@@ -67,7 +67,14 @@ type Config struct {
 	Timeout time.Duration
 	// PageSize is the Nova page size; zero means DefaultPageSize.
 	PageSize int
+	// Now is the clock of MicroversionRecheck; nil means time.Now.
+	Now func() time.Time
 }
+
+// MicroversionRecheck is how long a cloud seen without MicroversionDownCells is
+// listed without it before its version document is read again (an upgraded cloud
+// is seen without a restart).
+const MicroversionRecheck = 10 * time.Minute
 
 // Route is a router's static route.
 type Route = routers.Route
@@ -85,12 +92,16 @@ type Client struct {
 	compute  *gophercloud.ServiceClient
 	pageSize int
 
-	// mu guards microversion: a Client is shared by every Bundle that uses the
-	// same cloud and credentials.
+	now      func() time.Time
+
+	// mu guards microversion and olderAt: a Client is shared by every Bundle that
+	// uses the same cloud and credentials.
 	mu sync.Mutex
 	// microversion is the compute microversion of server listings, once the
 	// cloud was seen to support MicroversionDownCells; empty until then.
 	microversion string
+	// olderAt is when the cloud was last seen without MicroversionDownCells.
+	olderAt time.Time
 }
 
 // Servers is what one listing of the project's Nova servers found.
@@ -142,7 +153,11 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 	if pageSize <= 0 {
 		pageSize = DefaultPageSize
 	}
-	return &Client{network: network, compute: compute, pageSize: pageSize}, nil
+	now := cfg.Now
+	if now == nil {
+		now = time.Now
+	}
+	return &Client{network: network, compute: compute, pageSize: pageSize, now: now}, nil
 }
 
 // Router reads a router's routes and revision.
@@ -222,23 +237,31 @@ func (c *Client) ListServers(ctx context.Context) (Servers, error) {
 // computeForListing is the compute client with the microversion of server
 // listings: MicroversionDownCells when the compute endpoint's version document
 // reports it, none when the cloud is older. A supported version is kept for
-// the Client's life; an older cloud is asked again at the next listing, so
+// the Client's life; an older cloud is asked again MicroversionRecheck later, so
 // that an upgrade is seen without a restart. A failed read fails the listing:
-// going on without the microversion could miss a down cell.
+// going on without the microversion could miss a down cell. The document is read
+// without holding mu: a slow compute endpoint does not hold up the listings of
+// the other Bundles that share the Client (two reads at once are harmless).
 func (c *Client) computeForListing(ctx context.Context) (*gophercloud.ServiceClient, error) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.microversion == "" {
+	microversion, olderAt := c.microversion, c.olderAt
+	c.mu.Unlock()
+	if microversion == "" && (olderAt.IsZero() || c.now().Sub(olderAt) >= MicroversionRecheck) {
 		supported, err := c.computeSupports(ctx, MicroversionDownCells)
 		if err != nil {
 			return nil, err
 		}
+		c.mu.Lock()
 		if supported {
 			c.microversion = MicroversionDownCells
+		} else {
+			c.olderAt = c.now()
 		}
+		microversion = c.microversion
+		c.mu.Unlock()
 	}
 	compute := *c.compute // a copy: the shared client stays without a microversion
-	compute.Microversion = c.microversion
+	compute.Microversion = microversion
 	return &compute, nil
 }
 

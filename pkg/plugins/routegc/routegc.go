@@ -106,6 +106,8 @@ type Options struct {
 	Metrics *Metrics
 	// PageSize is the Nova page size; zero means openstack.DefaultPageSize.
 	PageSize int
+	// Now is the clients' clock (openstack.Config.Now); nil means time.Now.
+	Now func() time.Time
 }
 
 // Plugin is the route-gc plugin.
@@ -445,7 +447,7 @@ func (p *Plugin) client(ctx context.Context, req plugin.Request, spec Spec) (*op
 	if err != nil {
 		return nil, err
 	}
-	cfg := openstack.Config{AuthURL: spec.OpenStack.AuthURL, Region: spec.OpenStack.Region, Credentials: creds, PageSize: p.opts.PageSize}
+	cfg := openstack.Config{AuthURL: spec.OpenStack.AuthURL, Region: spec.OpenStack.Region, Credentials: creds, PageSize: p.opts.PageSize, Now: p.opts.Now}
 	key := clientKey(cfg)
 	p.mu.Lock()
 	c, ok := p.clients[key]

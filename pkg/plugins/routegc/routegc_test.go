@@ -537,11 +537,13 @@ func TestComputeMicroversion(t *testing.T) {
 	}{
 		{"", "2.69", 1},
 		{"2.69", "2.69", 1},
-		{"2.68", "", 2},
-		{"2.1", "", 2},
+		{"2.68", "", 1},
+		{"2.1", "", 1},
 	} {
 		t.Run("max="+tc.max, func(t *testing.T) {
 			f := newFixture(t, openstacksim.Config{ComputeMaxVersion: tc.max}, nil)
+			clock := t0
+			f.plugin = routegc.New(routegc.Options{Metrics: f.metrics, PageSize: 2, Now: func() time.Time { return clock }})
 			f.sim.AddRouter(routerID, "cluster", route("198.19.1.0/24", "10.180.0.3"))
 			for i := range 3 { // two pages of 2 with the fixture's page size
 				f.sim.AddServerAt(fmt.Sprintf("node-%d", i), fmt.Sprintf("10.180.0.%d", 3+i))
@@ -559,6 +561,18 @@ func TestComputeMicroversion(t *testing.T) {
 			}
 			if n := f.sim.Count(openstacksim.OpComputeVersion); n != tc.versionReads {
 				t.Errorf("%d reads of the compute version document, want %d", n, tc.versionReads)
+			}
+
+			// An older cloud is asked again once MicroversionRecheck has passed
+			// (an upgrade is seen without a restart); a newer one never.
+			clock = clock.Add(openstack.MicroversionRecheck)
+			f.mustPlan(t0.Add(24 * time.Hour)) // past any poll interval
+			want := tc.versionReads
+			if tc.want == "" {
+				want++
+			}
+			if n := f.sim.Count(openstacksim.OpComputeVersion); n != want {
+				t.Errorf("%d reads of the compute version document after %v, want %d", n, openstack.MicroversionRecheck, want)
 			}
 		})
 	}
