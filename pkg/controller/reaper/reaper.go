@@ -13,6 +13,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -134,6 +135,13 @@ func (r *Reaper) pass(ctx context.Context, full bool) (time.Duration, error) {
 	bundles := &passReads{byKey: map[client.ObjectKey]*limbov1alpha1.Bundle{}, byNamespace: map[string][]limbov1alpha1.Bundle{}}
 	for _, gvk := range kinds {
 		items, err := r.list(ctx, gvk)
+		if kindGone(err) {
+			// Its CRD (or API service) went, and its objects with it. Listed
+			// between full scans, it would fail every pass for good; a full scan
+			// finds it again if it comes back.
+			r.forgetKind(gvk)
+			continue
+		}
 		if err != nil && r.forbidden.Skip(ctx, gvk, err) {
 			continue
 		}
@@ -147,6 +155,20 @@ func (r *Reaper) pass(ctx context.Context, full bool) (time.Duration, error) {
 		errs = append(errs, kindErrs...)
 	}
 	return wait, errors.Join(errs...)
+}
+
+// kindGone tells whether a LIST failed because the kind is no longer served.
+func kindGone(err error) bool {
+	return err != nil && (meta.IsNoMatchError(err) || apierrors.IsNotFound(err))
+}
+
+// forgetKind stops listing gvk between full scans and takes its count out of the
+// pending gauge.
+func (r *Reaper) forgetKind(gvk schema.GroupVersionKind) {
+	r.mu.Lock()
+	delete(r.kinds, gvk)
+	r.mu.Unlock()
+	r.setPending(gvk, 0)
 }
 
 // setPending records how many objects in limbo the reaper found of gvk: the

@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -292,19 +293,7 @@ func TestPendingGauge(t *testing.T) {
 	r.Engine.Metrics = softdelete.NewMetrics(reg)
 	clock := clocktesting.NewFakePassiveClock(now)
 	r.Clock, r.Engine.Clock = clock, clock
-	pending := func() float64 {
-		families, err := reg.Gather()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, f := range families {
-			if f.GetName() == "limbo_pending_deletions" {
-				return f.GetMetric()[0].GetGauge().GetValue()
-			}
-		}
-		t.Fatal("no limbo_pending_deletions")
-		return 0
-	}
+	pending := func() float64 { return pendingGauge(t, reg) }
 	if _, err := r.pass(context.Background(), true); err != nil {
 		t.Fatal(err)
 	}
@@ -318,6 +307,66 @@ func TestPendingGauge(t *testing.T) {
 	if got := pending(); got != 0 {
 		t.Errorf("pending after the pass that deleted the last = %v, want 0", got)
 	}
+}
+
+// A kind whose CRD went (its objects with it) is forgotten: no pass fails on it
+// again, and its count leaves limbo_pending_deletions. Before, every pass failed
+// ("no matches for kind"), logged an error every 5 s, and the gauge kept the
+// kind's last count for good.
+func TestKindGone(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		err  error
+	}{
+		{"no REST mapping", &meta.NoKindMatchError{GroupKind: schema.GroupKind{Kind: "ConfigMap"}, SearchedVersions: []string{"v1"}}},
+		{"the resource is not served", apierrors.NewNotFound(schema.GroupResource{Resource: "configmaps"}, "")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			gone := false
+			r, _ := newReaperIntercepted(t, interceptor.Funcs{List: func(ctx context.Context, cl client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+				if gone {
+					return tc.err
+				}
+				return cl.List(ctx, list, opts...)
+			}}, inLimbo("later", "2026-11-22T09:59:50Z", "1h", false))
+			reg := prometheus.NewRegistry()
+			r.Engine.Metrics = softdelete.NewMetrics(reg)
+			if _, err := r.pass(context.Background(), true); err != nil {
+				t.Fatal(err)
+			}
+			if got := pendingGauge(t, reg); got != 1 {
+				t.Fatalf("pending after the full scan = %v, want 1", got)
+			}
+			gone = true
+			for _, full := range []bool{false, false} {
+				if _, err := r.pass(context.Background(), full); err != nil {
+					t.Errorf("pass (full %v) after the kind went: %v, want none", full, err)
+				}
+			}
+			if got := pendingGauge(t, reg); got != 0 {
+				t.Errorf("pending after the kind went = %v, want 0", got)
+			}
+			if kinds, _ := r.kindsToScan(false); len(kinds) != 0 {
+				t.Errorf("kinds listed between full scans = %v, want none", kinds)
+			}
+		})
+	}
+}
+
+// pendingGauge reads limbo_pending_deletions from reg.
+func pendingGauge(t *testing.T, reg *prometheus.Registry) float64 {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() == "limbo_pending_deletions" {
+			return f.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	t.Fatal("no limbo_pending_deletions")
+	return 0
 }
 
 // newReaper is a reaper of objects on a fake client that serves ConfigMaps (and
