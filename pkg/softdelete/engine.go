@@ -410,14 +410,21 @@ func patchWith(ctx context.Context, c client.Client, obj client.Object, patch ma
 }
 
 // auditLog writes the audit trail of the engine's writes (events expire; logs
-// stay): msg is stamped, cancelled or deleted; the keys are stable. The caller's
-// logger may carry the Bundle resource the object belonged to ("resource").
-func auditLog(ctx context.Context, eventTarget runtime.Object, obj client.Object, msg string, deadline time.Time) {
+// stay) for obj: msg is stamped, cancelled or deleted; the keys are stable. The
+// caller's logger may carry the Bundle resource the object belonged to
+// ("resource"); extra are further keys and values.
+func auditLog(ctx context.Context, eventTarget runtime.Object, obj client.Object, msg string, deadline time.Time, extra ...any) {
 	bundle := obj.GetNamespace() + "/" + obj.GetLabels()[limbov1alpha1.LabelBundle]
 	if b, ok := eventTarget.(*limbov1alpha1.Bundle); ok {
 		bundle = b.Namespace + "/" + b.Name
 	}
-	kv := []any{"bundle", bundle, "object", describeGVK(obj), "uid", string(obj.GetUID())}
+	audit(ctx, msg, bundle, describeGVK(obj), obj.GetUID(), deadline, extra...)
+}
+
+// audit writes one line of the audit trail: every stamp, cancel and deletion,
+// of objects, plugin items and Tombstones alike (docs/install.md, "Logs").
+func audit(ctx context.Context, msg, bundle, object string, uid types.UID, deadline time.Time, extra ...any) {
+	kv := append([]any{"bundle", bundle, "object", object, "uid", string(uid)}, extra...)
 	if !deadline.IsZero() {
 		kv = append(kv, "deadline", deadline.UTC().Format(time.RFC3339))
 	}

@@ -102,6 +102,21 @@ func (s ItemSet) ref(obj client.Object) string {
 	return describe(obj)
 }
 
+// auditKeys are the audit trail's keys of obj, an item of s, beyond an object's:
+// its plugin resource (the last part of its owner, "<namespace>/<bundle>/<resource>")
+// and, when it is not this one, its cluster.
+func (s ItemSet) auditKeys(obj client.Object) []any {
+	owner := s.Owner
+	if owner == "" {
+		owner = obj.GetAnnotations()[limbov1alpha1.AnnotationPluginResource]
+	}
+	kv := []any{"resource", owner[strings.LastIndex(owner, "/")+1:]}
+	if s.Cluster != nil {
+		kv = append(kv, "cluster", s.Cluster.Name)
+	}
+	return kv
+}
+
 // pending is obj's pendingDeletions entry, naming its cluster.
 func (s ItemSet) pending(p *limbov1alpha1.PendingDeletion) limbov1alpha1.PendingDeletion {
 	if s.Cluster != nil {
@@ -211,7 +226,6 @@ func (e *Engine) processGroup(ctx context.Context, eventTarget runtime.Object, s
 // lists items of its group that must be gone first.
 func (e *Engine) processOrphanItem(ctx context.Context, eventTarget runtime.Object, set ItemSet, x decidedItem, hold string, lower []string, out *ItemsOutcome) bool {
 	obj, d, ref := x.Object, x.d, set.ref(x.Object)
-	logger := log.FromContext(ctx).WithValues("object", ref, "pluginResource", set.Owner)
 	var err error
 	if set.Hold != "" {
 		p := pendingEntry(obj, d, nil)
@@ -230,7 +244,7 @@ func (e *Engine) processOrphanItem(ctx context.Context, eventTarget runtime.Obje
 		if err = e.stampItem(ctx, set, obj, d.Stamp); err == nil {
 			e.Recorder.Eventf(eventTarget, corev1.EventTypeNormal, limbov1alpha1.EventDeletionScheduled,
 				"%s is in limbo for %v: deleted at %s", ref, d.Delay, d.Deadline.UTC().Format(time.RFC3339))
-			logger.Info("in limbo", "deadline", d.Deadline)
+			auditLog(ctx, eventTarget, obj, "stamped", d.Deadline, set.auditKeys(obj)...)
 			out.after(d.RequeueAfter)
 		}
 	case ActionWait:
@@ -315,6 +329,7 @@ func (e *Engine) CancelItem(ctx context.Context, eventTarget runtime.Object, obj
 
 // cancelItem is CancelItem of an item of set, in set's cluster.
 func (e *Engine) cancelItem(ctx context.Context, eventTarget runtime.Object, set ItemSet, obj client.Object, why string) error {
+	keys := append(set.auditKeys(obj), "why", why) // before the patch takes the owner off obj
 	err := patchWith(ctx, set.client(e), obj, map[string]any{"metadata": map[string]any{
 		"annotations": map[string]any{
 			limbov1alpha1.AnnotationDeletionTimestamp: nil,
@@ -331,7 +346,7 @@ func (e *Engine) cancelItem(ctx context.Context, eventTarget runtime.Object, set
 		return err
 	}
 	e.Recorder.Eventf(eventTarget, corev1.EventTypeNormal, limbov1alpha1.EventDeletionCancelled, "%s: deletion cancelled (%s)", set.ref(obj), why)
-	log.FromContext(ctx).Info("deletion cancelled", "object", set.ref(obj), "why", why)
+	auditLog(ctx, eventTarget, obj, "cancelled", time.Time{}, keys...)
 	return nil
 }
 
@@ -369,7 +384,7 @@ func (e *Engine) deleteItem(ctx context.Context, eventTarget runtime.Object, set
 	}
 	e.RecordDeletion(d.Deadline)
 	e.Recorder.Eventf(eventTarget, corev1.EventTypeNormal, limbov1alpha1.EventDeleted, "%s deleted", ref)
-	log.FromContext(ctx).Info("deleted", "object", ref, "deadline", d.Deadline, "pluginResource", obj.GetAnnotations()[limbov1alpha1.AnnotationPluginResource])
+	auditLog(ctx, eventTarget, obj, "deleted", d.Deadline, set.auditKeys(obj)...)
 	if len(obj.GetFinalizers()) > 0 {
 		obj.SetDeletionTimestamp(&metav1.Time{Time: e.Clock.Now()}) // terminating now, held by the rest
 		return false, nil

@@ -74,6 +74,7 @@ func (e *Engine) OrphanExternal(ctx context.Context, b *limbov1alpha1.Bundle, pl
 		msg += fmt.Sprintf(" for %v: deleted at %s", d.Delay, d.Deadline.UTC().Format(time.RFC3339))
 	}
 	e.Recorder.Event(b, corev1.EventTypeNormal, limbov1alpha1.EventDeletionScheduled, msg)
+	AuditTombstone(ctx, "stamped", ts, d.Deadline)
 	return ts, nil
 }
 
@@ -95,7 +96,16 @@ func (e *Engine) CancelTombstone(ctx context.Context, eventTarget runtime.Object
 		return err
 	}
 	e.Recorder.Eventf(eventTarget, corev1.EventTypeNormal, limbov1alpha1.EventDeletionCancelled, "%s %q: deletion cancelled (%s)", ts.Spec.Item.Kind, itemName(ts.Spec.Item), why)
+	AuditTombstone(ctx, "cancelled", ts, time.Time{})
 	return nil
+}
+
+// AuditTombstone writes the audit trail's line of a Tombstone's item (msg:
+// stamped, cancelled or deleted), with the keys of an object's: the item is the
+// object ("<kind> <id>"), the Tombstone's UID the uid.
+func AuditTombstone(ctx context.Context, msg string, ts *limbov1alpha1.Tombstone, deadline time.Time) {
+	audit(ctx, msg, ts.Namespace+"/"+ts.Labels[limbov1alpha1.LabelBundle], ts.Spec.Item.Kind+" "+ts.Spec.Item.ID, ts.UID, deadline,
+		"resource", ts.Spec.Resource)
 }
 
 // TombstonePending is a Tombstone's pendingDeletions entry.

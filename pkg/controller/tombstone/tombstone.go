@@ -27,7 +27,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
@@ -259,8 +258,7 @@ func (r *Reconciler) record(ctx context.Context, ts *limbov1alpha1.Tombstone, at
 	}
 	r.Engine.RecordDeletion(deadline)
 	r.Recorder.Eventf(ts, corev1.EventTypeNormal, limbov1alpha1.EventDeleted, "%s %q deleted", ts.Spec.Item.Kind, ts.Spec.Item.ID)
-	log.FromContext(ctx).Info("deleted", "bundle", ts.Namespace+"/"+ts.Labels[limbov1alpha1.LabelBundle], "resource", ts.Spec.Resource,
-		"object", fmt.Sprintf("%s %s", ts.Spec.Item.Kind, ts.Spec.Item.ID), "uid", string(ts.UID), "deadline", d.Deadline.UTC().Format(time.RFC3339))
+	softdelete.AuditTombstone(ctx, "deleted", ts, d.Deadline)
 	return ctrl.Result{}, r.letGo(ctx, ts)
 }
 
