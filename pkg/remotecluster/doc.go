@@ -12,5 +12,7 @@
 // that names the Secret and the problem; a plugin returns it from Plan, which makes
 // the resource Error: never a crash, never a deletion. A cluster that does not
 // answer is not such an error (the kubeconfig may be fine); IsUnreachable tells
-// those errors apart, connection errors included.
+// those errors apart, connection errors included. A request that timed out does
+// not mean the cluster answers nothing: Clients.LastAnswer says when it last
+// answered.
 package remotecluster

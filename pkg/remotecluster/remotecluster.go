@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -15,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/discovery"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -73,7 +75,50 @@ type Clients struct {
 	// http carries every request of the clients above; its idle connections are
 	// closed when the Cache lets go of them.
 	http *http.Client
+	// answers is http's transport: it sees every response (LastAnswer).
+	answers *answers
 }
+
+// LastAnswer is when the API server last answered a request of these clients,
+// whatever the answer (an error status included) but 502, 503 and 504, by which
+// it, or a proxy before it, says it is unavailable; zero if it never did. A
+// request that timed out or could not connect is no answer. It tells a slow
+// server, whose large requests time out while others are answered, from one that
+// is gone: both make requests fail as IsUnreachable. Its clock is time.Now's.
+func (c *Clients) LastAnswer() time.Time {
+	if t := c.answers.last.Load(); t != nil {
+		return *t
+	}
+	return time.Time{}
+}
+
+// answers is the round tripper that records LastAnswer.
+type answers struct {
+	next http.RoundTripper
+	last atomic.Pointer[time.Time]
+}
+
+func (a *answers) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := a.next.RoundTrip(req)
+	if err == nil && !saysUnavailable(resp.StatusCode) {
+		now := time.Now() // with its monotonic reading, for comparisons with another time.Now
+		a.last.Store(&now)
+	}
+	return resp, err
+}
+
+// saysUnavailable reports whether a status is the server, or a proxy before it,
+// saying that it cannot serve: not an answer.
+func saysUnavailable(code int) bool {
+	return code == http.StatusBadGateway || code == http.StatusServiceUnavailable || code == http.StatusGatewayTimeout
+}
+
+// CloseIdleConnections, called by http.Client's, reaches the transport under
+// client-go's wrappers, which do not pass that call on.
+func (a *answers) CloseIdleConnections() { utilnet.CloseIdleConnectionsFor(a.next) }
+
+// WrappedRoundTripper lets client-go's helpers see the transport under it.
+func (a *answers) WrappedRoundTripper() http.RoundTripper { return a.next }
 
 // Cache builds Clients from kubeconfig Secrets and keeps them per Secret version.
 // A Secret's clients are dropped when it changes or is found gone, so that the
@@ -173,6 +218,8 @@ func (c *Cache) build(kubeconfig []byte, secret types.NamespacedName, key string
 	if err != nil {
 		return fail(ReasonInvalidKubeconfig, err)
 	}
+	seen := &answers{next: httpClient.Transport}
+	httpClient.Transport = seen
 	mapper, err := apiutil.NewDynamicRESTMapper(cfg, httpClient)
 	if err != nil {
 		return fail(ReasonInvalidKubeconfig, err)
@@ -185,7 +232,7 @@ func (c *Cache) build(kubeconfig []byte, secret types.NamespacedName, key string
 	if err != nil {
 		return fail(ReasonInvalidKubeconfig, err)
 	}
-	return &Clients{Client: cl, Discovery: disco, RESTMapper: mapper, Host: cfg.Host, http: httpClient}, nil
+	return &Clients{Client: cl, Discovery: disco, RESTMapper: mapper, Host: cfg.Host, http: httpClient, answers: seen}, nil
 }
 
 // restConfigFrom parses a kubeconfig and refuses one that names no server: client-go

@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"errors"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -306,5 +308,94 @@ func TestClientsUnreachableServer(t *testing.T) {
 				t.Errorf("error %v: unreachable %v, want %v", err, IsUnreachable(err), tc.unreachable)
 			}
 		})
+	}
+}
+
+// LastAnswer is when the server last answered a request, whatever the answer (an
+// error status included), except 502, 503 and 504, which say it is unavailable. A
+// request that times out records nothing.
+func TestClientsLastAnswer(t *testing.T) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/hang" {
+			<-r.Context().Done()
+			return
+		}
+		code, err := strconv.Atoi(strings.TrimPrefix(r.URL.Path, "/status/"))
+		if err != nil {
+			code = http.StatusBadRequest
+		}
+		w.WriteHeader(code)
+	}))
+	t.Cleanup(srv.Close)
+	reader := readerOf(secretWith("kc", "u1", "1", map[string][]byte{"value": kubeconfigFor(t, srv)}))
+	clients, err := NewCache(Options{Timeout: 200 * time.Millisecond}).Clients(context.Background(), reader, "team", SecretRef{Name: "kc"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	get := func(path string) {
+		t.Helper()
+		_ = clients.Discovery.RESTClient().Get().AbsPath(path).Do(context.Background()).Error()
+	}
+	if got := clients.LastAnswer(); !got.IsZero() {
+		t.Fatalf("LastAnswer before any request: %v, want zero", got)
+	}
+	for _, tc := range []struct {
+		path     string
+		answered bool
+	}{
+		{"/status/503", false},
+		{"/status/200", true},
+		{"/status/502", false},
+		{"/status/404", true},
+		{"/status/504", false},
+		{"/status/500", true},
+		{"/hang", false},
+	} {
+		before, begin := clients.LastAnswer(), time.Now()
+		get(tc.path)
+		got := clients.LastAnswer()
+		switch {
+		case tc.answered && (got.Before(begin) || got.After(time.Now())):
+			t.Errorf("%s: LastAnswer %v, want the time of this answer (after %v)", tc.path, got, begin)
+		case !tc.answered && !got.Equal(before):
+			t.Errorf("%s: LastAnswer moved from %v to %v; want it unchanged", tc.path, before, got)
+		}
+	}
+}
+
+// The clients that the Cache lets go of (a rotated kubeconfig) have their idle
+// connections closed, through client-go's wrappers of the transport.
+func TestClientsIdleConnectionsClosed(t *testing.T) {
+	closed := make(chan struct{}, 16)
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	srv.Config.ConnState = func(_ net.Conn, state http.ConnState) {
+		if state == http.StateClosed {
+			closed <- struct{}{}
+		}
+	}
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	data := map[string][]byte{"value": kubeconfigFor(t, srv)}
+	cache := NewCache(Options{})
+	ctx := context.Background()
+	old, err := cache.Clients(ctx, readerOf(secretWith("kc", "u1", "1", data)), "team", SecretRef{Name: "kc"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := old.Discovery.RESTClient().Get().AbsPath("/version").Do(ctx).Error(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-closed:
+		t.Fatal("the connection closed before the clients were let go of")
+	default:
+	}
+	if _, err := cache.Clients(ctx, readerOf(secretWith("kc", "u1", "2", data)), "team", SecretRef{Name: "kc"}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-closed:
+	case <-time.After(10 * time.Second):
+		t.Error("the idle connection of the replaced clients is still open")
 	}
 }

@@ -33,7 +33,7 @@ const (
 	// EventDeorbitTimedOut (Warning): deorbit gave up and lists the debris.
 	EventDeorbitTimedOut = "DeorbitTimedOut"
 	// EventDeorbitFailed (Warning): a pass failed (the kubeconfig Secret, the
-	// target unreachable, a listing); it is retried.
+	// target unreachable or slow, a listing); it is retried.
 	EventDeorbitFailed = "DeorbitFailed"
 )
 
@@ -69,7 +69,9 @@ type Spec struct {
 	// Timeout gives up, from the Bundle's deletion (default 24h).
 	Timeout *string `json:"timeout,omitempty" schema:"duration"`
 	// APIUnavailableTimeout gives up once the target has been unreachable this
-	// long (default 2m).
+	// long (default 2m): every pass failing as remotecluster.IsUnreachable with
+	// nothing answered during it. A target that answers some requests while
+	// others time out is slow, not unreachable: it is retried until Timeout.
 	APIUnavailableTimeout *string `json:"apiUnavailableTimeout,omitempty" schema:"duration"`
 }
 
@@ -138,8 +140,10 @@ func (p *Plugin) Describe() plugin.Description {
 // target is the cluster deorbit acts on.
 type target struct {
 	reader client.Reader // from the API server, never a cache
-	// cluster is the other cluster the items live in; nil: this one.
+	// cluster is the other cluster the items live in, and clients its clients;
+	// nil: this one.
 	cluster *softdelete.Cluster
+	clients *remotecluster.Clients
 	name    string
 }
 
@@ -152,7 +156,7 @@ func (p *Plugin) target(ctx context.Context, req plugin.Request, cfg config) (ta
 		return target{}, err
 	}
 	name := cfg.KubeConfigSecretRef.Name
-	return target{reader: clients.Client, cluster: &softdelete.Cluster{Name: name, Client: clients.Client},
+	return target{reader: clients.Client, cluster: &softdelete.Cluster{Name: name, Client: clients.Client}, clients: clients,
 		name: fmt.Sprintf("the cluster of kubeconfig Secret %s (%s)", name, clients.Host)}, nil
 }
 
@@ -171,7 +175,10 @@ func (p *Plugin) Plan(ctx context.Context, req plugin.Request) (*plugin.Result, 
 }
 
 // read finds the target and lists its contents, counting a failure by its step.
+// A failure to talk to the target is an *unreachableError only if the target
+// answered nothing meanwhile (target.answered).
 func (p *Plugin) read(ctx context.Context, req plugin.Request, cfg config) (target, *contents, error) {
+	began := time.Now() // LastAnswer's clock: req.Now may be another (tests set it)
 	t, err := p.target(ctx, req, cfg)
 	var c *contents
 	if err == nil {
@@ -182,15 +189,45 @@ func (p *Plugin) read(ctx context.Context, req plugin.Request, cfg config) (targ
 	case err == nil:
 	case errors.As(err, &secretErr):
 		p.metrics.Failures.WithLabelValues(StepKubeconfig).Inc()
-	case remotecluster.IsUnreachable(err):
+	case remotecluster.IsUnreachable(err) && !t.answered(ctx, began):
 		p.metrics.Failures.WithLabelValues(StepUnreachable).Inc()
-		err = fmt.Errorf("%s is unreachable: %w", t.name, err)
+		err = &unreachableError{target: t.name, err: err}
+	case remotecluster.IsUnreachable(err):
+		p.metrics.Failures.WithLabelValues(StepList).Inc()
+		err = fmt.Errorf("%s answered, but a request timed out or failed (the target is slow, not unreachable): %w", t.name, err)
 	default:
 		p.metrics.Failures.WithLabelValues(StepList).Inc()
 		err = fmt.Errorf("%s: %w", t.name, err)
 	}
 	return t, c, err
 }
+
+// answered reports whether the target's API server answered a request since
+// began (remotecluster.Clients.LastAnswer): a request of a dying cluster's
+// overloaded server may time out (a large listing) while the others are
+// answered. When nothing was, the failed request may have been the pass's only
+// one: the server is asked for its version, whose answer LastAnswer records.
+// This cluster's reader keeps no record of answers: false.
+func (t target) answered(ctx context.Context, began time.Time) bool {
+	if t.clients == nil {
+		return false
+	}
+	if t.clients.LastAnswer().Before(began) {
+		_ = t.clients.Discovery.RESTClient().Get().AbsPath("/version").Do(ctx).Error() // only whether it answers matters
+	}
+	return !t.clients.LastAnswer().Before(began)
+}
+
+// unreachableError is a read of a target that answered nothing during it: what
+// apiUnavailableTimeout counts.
+type unreachableError struct {
+	target string
+	err    error
+}
+
+func (e *unreachableError) Error() string { return e.target + " is unreachable: " + e.err.Error() }
+
+func (e *unreachableError) Unwrap() error { return e.err }
 
 // state is deorbit's progress, kept on the Bundle between passes
 // (TeardownResult.State): a restarted controller resumes from it.
@@ -279,11 +316,13 @@ func (r *pass) event(typ, reason, format string, args ...any) {
 }
 
 // failed handles a pass that could not read the target: it gives up past the
-// timeout, or once the target has been unreachable for apiUnavailableTimeout;
-// otherwise the error is retried (evented once per distinct error).
+// timeout, or once the target has been unreachable (an *unreachableError on
+// every pass) for apiUnavailableTimeout; otherwise the error is retried (evented
+// once per distinct error).
 func (r *pass) failed(err error) {
 	now := r.req.Now
-	if remotecluster.IsUnreachable(err) {
+	var unreachable *unreachableError
+	if errors.As(err, &unreachable) {
 		if r.st.UnreachableSince == nil {
 			r.st.UnreachableSince = &now
 		}

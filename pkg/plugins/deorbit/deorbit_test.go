@@ -2,7 +2,11 @@ package deorbit
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"syscall"
@@ -25,6 +29,7 @@ import (
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 	"github.com/limbo-dev/limbo/pkg/plugin"
+	"github.com/limbo-dev/limbo/pkg/remotecluster"
 )
 
 const cinder = "cinder.csi.openstack.org"
@@ -353,5 +358,129 @@ func TestTeardownGivesUp(t *testing.T) {
 	}
 	if got := testutil.ToFloat64(h.plugin.metrics.Failures.WithLabelValues(StepList)); got != 2 {
 		t.Errorf("list failures %v, want 2", got)
+	}
+}
+
+// targetServer serves, over HTTP, the API of an empty target cluster: discovery
+// of v1 (no API group, so no VolumeSnapshot CRD), empty lists of PVs, PVCs and
+// Services, and its version. answer overrides it per request path: a status to
+// answer with (0: none), or hangs to hold the request until the client gives up.
+func targetServer(t *testing.T, answer func(path string) int) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var body any
+		switch code := answer(r.URL.Path); {
+		case code == hangs:
+			<-r.Context().Done()
+			return
+		case code != 0:
+			w.WriteHeader(code)
+			return
+		}
+		switch r.URL.Path {
+		case "/version":
+			body = map[string]string{"major": "1", "minor": "35", "gitVersion": "v1.35.0"}
+		case "/api":
+			body = metav1.APIVersions{TypeMeta: metav1.TypeMeta{Kind: "APIVersions"}, Versions: []string{"v1"}}
+		case "/apis":
+			body = metav1.APIGroupList{TypeMeta: metav1.TypeMeta{Kind: "APIGroupList", APIVersion: "v1"}}
+		case "/api/v1":
+			body = metav1.APIResourceList{TypeMeta: metav1.TypeMeta{Kind: "APIResourceList", APIVersion: "v1"}, GroupVersion: "v1", APIResources: []metav1.APIResource{
+				{Name: "persistentvolumes", Kind: "PersistentVolume", Verbs: metav1.Verbs{"list"}},
+				{Name: "persistentvolumeclaims", Namespaced: true, Kind: "PersistentVolumeClaim", Verbs: metav1.Verbs{"list"}},
+				{Name: "services", Namespaced: true, Kind: "Service", Verbs: metav1.Verbs{"list"}},
+			}}
+		case "/api/v1/persistentvolumes":
+			body = corev1.PersistentVolumeList{TypeMeta: metav1.TypeMeta{Kind: "PersistentVolumeList", APIVersion: "v1"}}
+		case "/api/v1/persistentvolumeclaims":
+			body = corev1.PersistentVolumeClaimList{TypeMeta: metav1.TypeMeta{Kind: "PersistentVolumeClaimList", APIVersion: "v1"}}
+		case "/api/v1/services":
+			body = corev1.ServiceList{TypeMeta: metav1.TypeMeta{Kind: "ServiceList", APIVersion: "v1"}}
+		default:
+			w.WriteHeader(http.StatusNotFound)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(body)
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// hangs is targetServer's answer that holds a request until the client gives up.
+const hangs = -1
+
+// A target that answers some requests and times out another is slow, not
+// unreachable: its passes fail and are retried (evented), never given up for
+// apiUnavailableTimeout, only past timeout; also when the request that timed out
+// was the pass's only one (VolumeSnapshots off, discovery cached) and the server
+// answers its version. A target that answers nothing, or only that it is
+// unavailable (503), is still given up after apiUnavailableTimeout.
+func TestTeardownSlowTargetIsNotUnreachable(t *testing.T) {
+	hanging := func(hung string) func(path string) int {
+		return func(path string) int {
+			if path == hung {
+				return hangs
+			}
+			return 0
+		}
+	}
+	for _, tc := range []struct {
+		name        string
+		snapshots   bool
+		answer      func(path string) int
+		unreachable bool
+		failure     string // in every DeorbitFailed event
+	}{
+		{"a list times out, the others answer", true, hanging("/api/v1/services"), false, "answered, but a request timed out"},
+		{"the pass's only request times out, its version answers", false, hanging("/api/v1/persistentvolumes"), false, "answered, but a request timed out"},
+		{"nothing answers", true, func(string) int { return hangs }, true, "is unreachable"},
+		{"every answer is 503", true, func(string) int { return http.StatusServiceUnavailable }, true, "is unreachable"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := targetServer(t, tc.answer)
+			kubeconfig := fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters: [{name: target, cluster: {server: %q}}]
+contexts: [{name: target, context: {cluster: target, user: deorbit}}]
+users: [{name: deorbit, user: {token: secret}}]
+current-context: target
+`, srv.URL)
+			secrets := fakeCluster(t, false, remotecluster.NewKubeconfigSecret("team", "target", []byte(kubeconfig)))
+			h := newTeardownHarness(t, fmt.Sprintf(`{"kubeConfigSecretRef":{"name":"target"},"volumeSnapshots":%v,"apiUnavailableTimeout":"2m","timeout":"1h"}`, tc.snapshots), secrets)
+			// Requests time out soon, so that a pass that waits for one is short.
+			h.plugin.clusters = remotecluster.NewCache(remotecluster.Options{Timeout: 500 * time.Millisecond})
+
+			var events []plugin.Event
+			for _, at := range []time.Duration{0, time.Minute, 3 * time.Minute} {
+				h.now = now.Add(at)
+				res, err := h.pass()
+				events = append(events, res.Events...)
+				if res.Done {
+					if tc.unreachable && at == 3*time.Minute && strings.Contains(res.Warning, "unreachable for 3m0s (apiUnavailableTimeout 2m0s)") {
+						return
+					}
+					t.Fatalf("gave up %v after the deletion: %s (events %+v)", at, res.Warning, events)
+				}
+				if err == nil {
+					t.Fatalf("pass %v after the deletion succeeded: %+v", at, res)
+				}
+				for _, e := range res.Events {
+					if e.Reason != EventDeorbitFailed || !strings.Contains(e.Message, tc.failure) {
+						t.Errorf("pass %v after the deletion: event %+v, want %s with %q", at, e, EventDeorbitFailed, tc.failure)
+					}
+				}
+			}
+			if tc.unreachable {
+				t.Fatalf("not given up after 3m unreachable (apiUnavailableTimeout 2m); events %+v", events)
+			}
+			if len(events) == 0 {
+				t.Errorf("failed passes evented nothing")
+			}
+			h.now = now.Add(time.Hour)
+			if res, _ := h.pass(); !res.Done || !strings.Contains(res.Warning, "timeout 1h0m0s passed") {
+				t.Errorf("past the timeout: %+v; want a give-up for the timeout", res)
+			}
+		})
 	}
 }

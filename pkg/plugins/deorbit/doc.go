@@ -16,8 +16,10 @@
 //     and for the Services to be gone; a Service that no load-balancer finalizer
 //     guards counts as gone loadBalancerWait after its delete.
 //   - Past timeout, or with the target unreachable for apiUnavailableTimeout
-//     (connection errors count), it gives up: a Warning event DeorbitTimedOut
-//     lists the debris left behind, and the teardown goes on.
+//     (connection errors and timeouts count, on passes during which the target
+//     answered nothing: a slow target is retried until timeout), it gives up: a
+//     Warning event DeorbitTimedOut lists the debris left behind, and the
+//     teardown goes on.
 //
 // Its progress is kept on the Bundle (the teardown state), so a restarted
 // controller resumes without repeating the steps that finished.

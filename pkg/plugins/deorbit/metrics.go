@@ -21,9 +21,10 @@ const (
 const (
 	// StepKubeconfig: the kubeconfig Secret is missing or unusable.
 	StepKubeconfig = "kubeconfig"
-	// StepUnreachable: the target's API server did not answer.
+	// StepUnreachable: the target's API server answered nothing.
 	StepUnreachable = "unreachable"
-	// StepList: the target answered a listing with an error.
+	// StepList: the target answered a listing with an error, or answered other
+	// requests while a listing timed out (a slow target).
 	StepList = "list"
 	// StepTimeout and StepAPIUnavailable: deorbit gave up, leaving debris.
 	StepTimeout        = "timeout"
