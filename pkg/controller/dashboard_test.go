@@ -45,6 +45,18 @@ func TestDashboardMetricsAreExported(t *testing.T) {
 			t.Errorf("panel %q has no query", p.Title)
 		}
 		for _, target := range p.Targets {
+			// Every shard's leader exports its own totals (limbo_bundle_resources,
+			// workqueue_depth): a max over them shows the larger shard's, not the
+			// install's. Only series of one object (by Bundle or Tombstone), which
+			// one process exports at a time, may be taken by max.
+			for _, by := range maxBy.FindAllStringSubmatch(target.Expr, -1) {
+				if labels := strings.Split(by[1], ","); !slices.ContainsFunc(labels, func(l string) bool {
+					l = strings.TrimSpace(l)
+					return l == "bundle" || l == "tombstone"
+				}) {
+					t.Errorf("panel %q: %q takes the max of per-process totals; sum them (one series per shard)", p.Title, target.Expr)
+				}
+			}
 			names := metricNames(target.Expr)
 			if len(names) == 0 {
 				t.Errorf("panel %q: no metric in %q", p.Title, target.Expr)
@@ -85,6 +97,8 @@ func TestDashboardMetricsAreExported(t *testing.T) {
 		}
 	}
 }
+
+var maxBy = regexp.MustCompile(`max by \(([^)]*)\)`)
 
 func TestMetricNames(t *testing.T) {
 	for expr, want := range map[string]string{
