@@ -227,6 +227,20 @@ func (e *Engine) processGroup(ctx context.Context, eventTarget runtime.Object, s
 func (e *Engine) processOrphanItem(ctx context.Context, eventTarget runtime.Object, set ItemSet, x decidedItem, hold string, lower []string, out *ItemsOutcome) bool {
 	obj, d, ref := x.Object, x.d, set.ref(x.Object)
 	var err error
+	counting := d.Action == ActionWait || d.Action == ActionDelete
+	deletingNow := d.Action == ActionDelete && set.Hold == "" && hold == "" && len(lower) == 0
+	if counting && !deletingNow && obj.GetAnnotations()[limbov1alpha1.AnnotationDeletionDelay] != set.Delay {
+		// The resource's delay changed: the item says the delay its countdown
+		// runs with, held or not, which `kubectl limbo pending` and `expedite`
+		// read. (An item deleted now is not written first.)
+		err = patchWith(ctx, set.client(e), obj, map[string]any{"metadata": map[string]any{
+			"annotations":     map[string]any{limbov1alpha1.AnnotationDeletionDelay: set.Delay},
+			"resourceVersion": obj.GetResourceVersion(),
+		}})
+		if err != nil {
+			out.fail(err)
+		}
+	}
 	if set.Hold != "" {
 		p := pendingEntry(obj, d, nil)
 		if d.Action == ActionStamp || d.Action == ActionRestamp {
@@ -241,21 +255,15 @@ func (e *Engine) processOrphanItem(ctx context.Context, eventTarget runtime.Obje
 		if d.Action == ActionRestamp {
 			e.Recorder.Eventf(eventTarget, corev1.EventTypeWarning, limbov1alpha1.EventInvalidStamp, "%s: %v", ref, d.Err)
 		}
-		if err = e.stampItem(ctx, set, obj, d.Stamp); err == nil {
+		if err = e.stampItem(ctx, set, obj, d.Stamp); err != nil {
+			out.fail(err)
+		} else {
 			e.Recorder.Eventf(eventTarget, corev1.EventTypeNormal, limbov1alpha1.EventDeletionScheduled,
 				"%s is in limbo for %v: deleted at %s", ref, d.Delay, d.Deadline.UTC().Format(time.RFC3339))
 			auditLog(ctx, eventTarget, obj, "stamped", d.Deadline, set.auditKeys(obj)...)
 			out.after(d.RequeueAfter)
 		}
 	case ActionWait:
-		if obj.GetAnnotations()[limbov1alpha1.AnnotationDeletionDelay] != set.Delay {
-			// The resource's delay changed: the object says the delay it waits for,
-			// which `kubectl limbo expedite` reads.
-			err = patchWith(ctx, set.client(e), obj, map[string]any{"metadata": map[string]any{
-				"annotations":     map[string]any{limbov1alpha1.AnnotationDeletionDelay: set.Delay},
-				"resourceVersion": obj.GetResourceVersion(),
-			}})
-		}
 		out.after(d.RequeueAfter)
 	case ActionDelete:
 		p := pendingEntry(obj, d, nil)
@@ -281,9 +289,6 @@ func (e *Engine) processOrphanItem(ctx context.Context, eventTarget runtime.Obje
 		}
 		out.Pending = append(out.Pending, set.pending(p))
 		return false
-	}
-	if err != nil {
-		out.fail(err)
 	}
 	out.Pending = append(out.Pending, set.pending(pendingEntry(obj, d, err)))
 	return false

@@ -186,6 +186,48 @@ func TestProcessItemsHold(t *testing.T) {
 	}
 }
 
+// An item in limbo says the delay its countdown runs with — the resource's,
+// which the state machine uses — whether the countdown is held or not:
+// `kubectl limbo pending` and `expedite` read it from the item. Before, an item
+// held (its Bundle not Ready, its gate closed) kept the delay of its stamp: after
+// the resource's delay was lowered from 24h to 10m, pending showed 23h left for an
+// item due at once, and expedite computed its stamp from the old delay.
+func TestProcessItemsDelayRefreshed(t *testing.T) {
+	refresh := func(name string) string {
+		return `PATCH ConfigMap team-a/` + name + ` application/merge-patch+json {"metadata":{"annotations":{"limbo.dev/deletionDelay":"10m"},"resourceVersion":"999"}}`
+	}
+	oldDelay := func(stamp string) map[string]string {
+		return map[string]string{delayKey: "24h", stampKey: stamp, ownerKey: owner}
+	}
+	closed := func(context.Context, string) (string, error) { return "a pod still runs on the node", nil }
+	for _, tc := range []struct {
+		name      string
+		item      *unstructured.Unstructured
+		hold      string
+		mayDelete func(context.Context, string) (string, error)
+		want      []string
+	}{
+		{name: "counting down", item: cm("x", oldDelay("2025-03-14T12:25:00Z"), nil), want: []string{refresh("x")}},
+		{name: "counting down, the Bundle not Ready", item: cm("x", oldDelay("2025-03-14T12:25:00Z"), nil), hold: "not ready", want: []string{refresh("x")}},
+		{name: "due, the Bundle not Ready", item: cm("x", oldDelay("2025-03-14T12:00:00Z"), nil), hold: "not ready", want: []string{refresh("x")}},
+		{name: "due, the gate closed", item: cm("x", oldDelay("2025-03-14T12:00:00Z"), nil), mayDelete: closed, want: []string{refresh("x")}},
+		{name: "due and deleted: no write before", item: cm("x", oldDelay("2025-03-14T12:00:00Z"), nil), want: []string{"DELETE ConfigMap team-a/x uid=uid-x rv=999 propagation=Background"}},
+		{name: "the delay already the resource's", item: cm("x", stamped("2025-03-14T12:25:00Z"), nil), hold: "not ready", want: nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, tc.item)
+			out := h.engine.ProcessItems(context.Background(), bundle(), softdelete.ItemSet{Owner: owner, Delay: "10m", Hold: tc.hold, MayDelete: tc.mayDelete,
+				Items: []softdelete.Item{h.item(t, "x", false, "n1", 0)}})
+			if out.Err != nil {
+				t.Fatal(out.Err)
+			}
+			if !reflect.DeepEqual(h.calls, tc.want) {
+				t.Errorf("API calls:\n%q\nwant:\n%q", h.calls, tc.want)
+			}
+		})
+	}
+}
+
 // Items of another cluster (ItemSet.Cluster) are stamped, cancelled and deleted
 // through that cluster's client, never the engine's own, and their
 // pendingDeletions entries and events name the cluster.
