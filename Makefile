@@ -89,7 +89,7 @@ bench-peers: cluster-bins ## make bench plus kro (pinned in build/kro, built int
 
 .PHONY: soak
 soak: cluster-bins ## The long soak (docs/reliability.md): SOAK_OPS operations (default 1500), random controller kills; SOAK_SEED=<seed> replays a run.
-	LIMBO_SOAK_OPS=$(SOAK_OPS) LIMBO_SOAK_SEED=$(SOAK_SEED) $(GO) test -count=1 -timeout 120m -v -run 'TestSoak$$' ./it/soak
+	LIMBO_SOAK_OPS=$(SOAK_OPS) LIMBO_SOAK_SEED=$(SOAK_SEED) $(GO) test -count=1 -timeout 120m -v -run 'TestSoak(Routes)?$$' ./it/soak
 
 # FUZZ_TARGETS are package:target pairs; `make fuzz` runs each for FUZZTIME.
 FUZZ_TARGETS := pkg/reference:FuzzResolvePath pkg/reference:FuzzSubstitute pkg/softdelete:FuzzParseDelay \

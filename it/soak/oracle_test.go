@@ -684,13 +684,16 @@ func deadlineOf(meta metav1.ObjectMeta) (time.Time, bool) {
 
 // outageBetween tells whether an outage overlapped [from, to + redeclareGuard].
 func (o *oracle) outageBetween(from, to time.Time) bool {
-	to = to.Add(redeclareGuard)
-	for _, out := range o.outages {
-		if end := o.effectiveEnd(out); !out.start.After(to) && (end.IsZero() || end.After(from)) {
-			return true
-		}
-	}
-	return false
+	return overlaps(o.outages, from, to.Add(redeclareGuard), o.effectiveEnd)
+}
+
+// overlaps tells whether one of outs overlapped [from, to], each ending at
+// end(out) (zero while it lasts).
+func overlaps(outs []outage, from, to time.Time, end func(outage) time.Time) bool {
+	return slices.ContainsFunc(outs, func(out outage) bool {
+		e := end(out)
+		return !out.start.After(to) && (e.IsZero() || e.After(from))
+	})
 }
 
 // effectiveEnd is when limbo is back after an outage (zero while it lasts).

@@ -181,14 +181,25 @@ func TestSoak(t *testing.T) {
 }
 
 // chaos kills and restarts the controller at random, and restarts
-// kube-apiserver once, a third of the way into the run.
+// kube-apiserver once, a third of the way into the run (unless apiRestarted is
+// set from the start).
 type chaos struct {
-	oracle       *oracle
+	oracle       observer
 	controller   *controllerprocess.Process // the one running, or the last one
 	pause        *sync.RWMutex
 	rng          *rand.Rand
 	ops          int
 	apiRestarted bool
+}
+
+// observer is what chaos tells a run's oracle, and asks it.
+type observer interface {
+	outageStarted(what string)
+	outageEnded(what string)
+	// opsDone is how many operations the generator has performed.
+	opsDone() int
+	// watchingAfter tells whether the oracle's watch (re)connected after t.
+	watchingAfter(t time.Time) bool
 }
 
 func (c *chaos) run(ctx context.Context) error {
@@ -197,7 +208,7 @@ func (c *chaos) run(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return nil
 		}
-		if !c.apiRestarted && c.progress() >= c.ops/3 {
+		if !c.apiRestarted && c.oracle.opsDone() >= c.ops/3 {
 			if err := c.restartAPIServer(ctx); err != nil {
 				return err
 			}
@@ -209,11 +220,11 @@ func (c *chaos) run(ctx context.Context) error {
 	}
 }
 
-func (c *chaos) progress() int {
-	c.oracle.mu.Lock()
-	defer c.oracle.mu.Unlock()
+func (o *oracle) opsDone() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
 	n := 0
-	for _, k := range c.oracle.stats.ops {
+	for _, k := range o.stats.ops {
 		n += k
 	}
 	return n

@@ -145,6 +145,11 @@ type Config struct {
 	FailListingOnDownCell bool
 	// Now is the clock; default time.Now.
 	Now func() time.Time
+	// OnRoutesChanged, when set, is told of every change of a router's routes,
+	// by the API or by the test's own calls, with the routes before and after,
+	// at the moment of the change. It is called with the simulator locked: it
+	// must not call the Server.
+	OnRoutesChanged func(routerID string, before, after []Route)
 }
 
 // Address is a server address as Nova lists it.
@@ -847,6 +852,9 @@ func parseIfMatch(h string) (int, bool, error) {
 func (s *Server) changeLocked(r *Router, routes []Route) {
 	if routes == nil {
 		routes = []Route{}
+	}
+	if s.cfg.OnRoutesChanged != nil {
+		s.cfg.OnRoutesChanged(r.ID, slices.Clone(r.Routes), slices.Clone(routes))
 	}
 	r.Routes = routes
 	r.RevisionNumber++

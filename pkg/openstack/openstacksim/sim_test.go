@@ -265,6 +265,30 @@ func TestRouters(t *testing.T) {
 	}
 }
 
+// OnRoutesChanged is told of every change of a router's routes, by the API and
+// by the test's own calls alike, with the routes before and after.
+func TestOnRoutesChanged(t *testing.T) {
+	var changes []string
+	f := newFixture(t, openstacksim.Config{OnRoutesChanged: func(router string, before, after []openstacksim.Route) {
+		changes = append(changes, fmt.Sprintf("%s: %d -> %d", router, len(before), len(after)))
+	}})
+	f.login()
+	a, b := openstacksim.Route{Destination: "198.19.1.0/24", NextHop: "10.0.0.1"}, openstacksim.Route{Destination: "198.19.2.0/24", NextHop: "10.0.0.2"}
+	r := f.sim.AddRouter("r1", "cluster", a)
+	if err := f.sim.AddRoutes(r.ID, b); err != nil {
+		t.Fatal(err)
+	}
+	if status, _, body := f.do(http.MethodPut, "/network/v2.0/routers/r1/remove_extraroutes", routesBody(a), nil); status != 200 {
+		t.Fatalf("remove_extraroutes = %d %v", status, body)
+	}
+	if status, _, body := f.do(http.MethodPut, "/network/v2.0/routers/r1", routesBody(a), nil); status != 200 {
+		t.Fatalf("PUT = %d %v", status, body)
+	}
+	if want := []string{"r1: 1 -> 2", "r1: 2 -> 1", "r1: 1 -> 1"}; !reflect.DeepEqual(changes, want) {
+		t.Errorf("changes = %q, want %q", changes, want)
+	}
+}
+
 func TestNovaServerPages(t *testing.T) {
 	f := newFixture(t, openstacksim.Config{MaxLimit: 3})
 	f.login()

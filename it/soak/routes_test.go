@@ -1,0 +1,311 @@
+package soak
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+	"github.com/limbo-dev/limbo/pkg/controller"
+	"github.com/limbo-dev/limbo/pkg/controllerprocess"
+	"github.com/limbo-dev/limbo/pkg/openstack/openstacksim"
+	"github.com/limbo-dev/limbo/pkg/plugins/routegc"
+)
+
+// The route soak's shape: routeHops routes on one router, each to a next hop
+// that a server holds or not; one Bundle with a route-gc resource polling every
+// second.
+const (
+	routeHops     = 12
+	routeRouterID = "5e0c7a1d-2b3c-4d5e-8f90-0a1b2c3d4e5f"
+	routeCIDR     = "198.19.0.0/16"
+	routeBundle   = "routes"
+	routeResource = "route-gc"
+	routeSecret   = "openstack"
+)
+
+// routeDelays are the resource's deletionDelay values; a Tombstone keeps the
+// one of its creation.
+var routeDelays = []string{"0s", "1s", "2s", "4s"}
+
+// TestSoakRoutes runs route-gc's external items through the soft-delete engine
+// at random — servers going and coming back, routes added again, Tombstones
+// forced, the delay edited — while the controller is killed and restarted at
+// random, and checks every route removal with a routeOracle.
+func TestSoakRoutes(t *testing.T) {
+	seed := *seedFlag
+	if seed == 0 {
+		seed = time.Now().UnixNano() % 1_000_000_000
+	}
+	ops := *opsFlag
+	t.Logf("route soak: seed %d, %d operations on %d routes (replay: LIMBO_SOAK_SEED=%d LIMBO_SOAK_OPS=%d)", seed, ops, routeHops, seed, ops)
+	fmt.Printf("route soak: seed %d, %d operations\n", seed, ops)
+	ctx, cancel := context.WithCancel(context.Background())
+	if deadline, ok := t.Deadline(); ok {
+		ctx, cancel = context.WithDeadline(context.Background(), deadline.Add(-time.Minute))
+	}
+	defer cancel()
+	namespace := env.Namespace(t)
+	artifacts, err := os.MkdirTemp("", fmt.Sprintf("limbo-route-soak-%d-", seed))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	o := newRouteOracle()
+	defer func() {
+		if !t.Failed() {
+			_ = os.RemoveAll(artifacts)
+			return
+		}
+		o.mu.Lock()
+		log := strings.Join(o.log, "\n") + "\n"
+		o.mu.Unlock()
+		if err := os.WriteFile(filepath.Join(artifacts, "operations.log"), []byte(log), 0o644); err != nil {
+			t.Log(err)
+		}
+	}()
+	sim := openstacksim.New(openstacksim.Config{OnRoutesChanged: func(_ string, before, after []openstacksim.Route) { o.routesChanged(before, after) }})
+	base, stop, err := sim.Start("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = stop() }()
+
+	// Every route starts with its server, and one more server holds no route's
+	// hop: the listing is never empty (route-gc orphans nothing then).
+	rng := rand.New(rand.NewPCG(uint64(seed), routeHops))
+	routes := make([]openstacksim.Route, routeHops)
+	for i := range routes {
+		routes[i] = openstacksim.Route{Destination: fmt.Sprintf("198.19.%d.0/24", i), NextHop: fmt.Sprintf("10.180.0.%d", 10+i)}
+	}
+	sim.AddRouter(routeRouterID, "cluster-router", routes...)
+	sim.AddServerAt("anchor", "10.180.1.1")
+	for _, r := range routes {
+		srv := sim.AddServerAt("node-"+r.NextHop, r.NextHop)
+		o.addHop(r, srv.ID, time.Now())
+	}
+
+	c := sim.Config()
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: routeSecret, Namespace: namespace}, StringData: map[string]string{
+		routegc.KeyApplicationCredentialID: c.ApplicationCredentialID, routegc.KeyApplicationCredentialSecret: c.ApplicationCredentialSecret,
+	}}
+	if err := env.Client.Create(ctx, secret); err != nil {
+		t.Fatal(err)
+	}
+	spec := fmt.Sprintf(`{"openstack":{"authURL":%q,"region":"RegionOne","credentialsSecretRef":{"name":%q}},"routerID":%q,"clusterCIDR":%q,"interval":"1s"}`,
+		openstacksim.AuthURL(base), routeSecret, routeRouterID, routeCIDR)
+	b := &limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Name: routeBundle, Namespace: namespace}, Spec: limbov1alpha1.BundleSpec{
+		Resources: []limbov1alpha1.Resource{{Name: routeResource, Plugin: &limbov1alpha1.PluginResource{
+			Name: routegc.Name, DeletionDelay: routeDelays[rng.IntN(len(routeDelays))], Spec: &apiextensionsv1.JSON{Raw: []byte(spec)},
+		}}},
+	}}
+	if err := env.Client.Create(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	watchDone := make(chan struct{})
+	go func() {
+		defer close(watchDone)
+		o.watchTombstones(watchCtx, namespace)
+	}()
+	defer func() { stopWatch(); <-watchDone }()
+	go func() {
+		for watchCtx.Err() == nil {
+			o.judge(time.Now())
+			sleep(watchCtx, 250*time.Millisecond)
+		}
+	}()
+
+	bin := t.TempDir()
+	limboBin, err := controllerprocess.Build(ctx, env.RepoRoot, bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	controller, err := controllerprocess.Start(ctx, controllerprocess.Config{Bin: limboBin, Kubeconfig: env.Cluster.KubeconfigPath,
+		LogPath: filepath.Join(artifacts, "controller.log"), Args: []string{"--leader-elect=false", "--zap-log-level", "info"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// kube-apiserver restarts are TestSoak's: here the oracle's Tombstone watch
+	// must see every Tombstone a removal goes through.
+	chaos := &chaos{oracle: o, controller: controller, pause: &sync.RWMutex{}, rng: rand.New(rand.NewPCG(uint64(seed), 1)), ops: ops, apiRestarted: true}
+	defer func() { _ = chaos.controller.Kill() }()
+
+	g := &routeGenerator{oracle: o, sim: sim, rng: rng, namespace: namespace, bundle: b.Name}
+	started := time.Now()
+	chaosCtx, stopChaos := context.WithCancel(ctx)
+	chaosDone := make(chan error, 1)
+	go func() { chaosDone <- chaos.run(chaosCtx) }()
+	for range ops {
+		if ctx.Err() != nil {
+			break
+		}
+		g.step(ctx)
+		sleep(ctx, time.Duration(rng.Int64N(int64(maxThinkTime))))
+	}
+	stopChaos()
+	if err := <-chaosDone; err != nil {
+		t.Fatal(err)
+	}
+	if chaos.controller.Alive() != nil {
+		if err := chaos.restartController(ctx, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	opsTime := time.Since(started)
+
+	// Every countdown ends within the longest delay; then limbo polls, removes
+	// and cancels. Until the end holds, or the wait is over.
+	var final error
+	if err := pollErr(ctx, 2*time.Minute, func() error { final = o.finalCheck(); return final }); err != nil {
+		final = err
+	}
+	o.judge(time.Now().Add(judgeAfter))
+	o.recordFinal(final)
+
+	report := append(o.report(), fmt.Sprintf("time: %v of operations, %v in all", opsTime.Round(time.Second), time.Since(started).Round(time.Second)))
+	for _, line := range report {
+		t.Logf("route soak: %s", line)
+	}
+	o.mu.Lock()
+	violations := o.violations
+	o.mu.Unlock()
+	if len(violations) > 0 {
+		t.Errorf("route soak: %d violations with seed %d (replay: LIMBO_SOAK_SEED=%d LIMBO_SOAK_OPS=%d go test ./it/soak -run TestSoakRoutes -v); operations in %s, controller log in %s:\n  %s",
+			len(violations), seed, seed, ops, filepath.Join(artifacts, "operations.log"), chaos.controller.LogPath, strings.Join(violations, "\n  "))
+	}
+}
+
+// routeGenerator performs the route soak's operations.
+type routeGenerator struct {
+	oracle    *routeOracle
+	sim       *openstacksim.Server
+	rng       *rand.Rand
+	namespace string
+	bundle    string
+}
+
+// step performs one operation, picked at random: a server deleted or created,
+// a removed route added again, a Tombstone forced (deleted, as `kubectl delete
+// tombstone` does), the delay edited.
+func (g *routeGenerator) step(ctx context.Context) {
+	hops := g.hopsSnapshot()
+	h := hops[g.rng.IntN(len(hops))]
+	id := routeIDOf(h.route)
+	switch n := g.rng.IntN(100); {
+	case n < 35 && h.serverID != "":
+		g.oracle.serverDown(id, time.Now())
+		g.sim.DeleteServer(h.serverID)
+		g.oracle.countOp("server-down")
+	case n < 70 && h.serverID == "":
+		srv := g.sim.AddServerAt("node-"+h.route.NextHop, h.route.NextHop)
+		g.oracle.serverUp(id, srv.ID, time.Now())
+		g.oracle.countOp("server-up")
+	case n < 80 && !h.onRouter:
+		if err := g.sim.AddRoutes(routeRouterID, h.route); err == nil {
+			g.oracle.Log("route %s added again", id)
+			g.oracle.countOp("route-again")
+		}
+	case n < 92:
+		if name := g.oracle.liveTombstone(id); name != "" {
+			g.oracle.forced(name, time.Now())
+			// What `kubectl delete tombstone` sends: a delete by name.
+			err := env.Client.Delete(ctx, &limbov1alpha1.Tombstone{ObjectMeta: metav1.ObjectMeta{Namespace: g.namespace, Name: name}})
+			if client.IgnoreNotFound(err) != nil {
+				g.oracle.Log("delete Tombstone %s: %v", name, err)
+			}
+			g.oracle.countOp("force")
+		}
+	default:
+		delay := routeDelays[g.rng.IntN(len(routeDelays))]
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			var b limbov1alpha1.Bundle
+			if err := env.Client.Get(ctx, types.NamespacedName{Namespace: g.namespace, Name: g.bundle}, &b); err != nil {
+				return err
+			}
+			b.Spec.Resources[0].Plugin.DeletionDelay = delay
+			return env.Client.Update(ctx, &b)
+		})
+		g.oracle.Log("deletionDelay %s: %v", delay, err)
+		g.oracle.countOp("edit-delay")
+	}
+}
+
+// hopsSnapshot copies the hops, in route order.
+func (g *routeGenerator) hopsSnapshot() []hopModel {
+	g.oracle.mu.Lock()
+	defer g.oracle.mu.Unlock()
+	out := make([]hopModel, 0, len(g.oracle.hops))
+	for i := range routeHops {
+		r := openstacksim.Route{Destination: fmt.Sprintf("198.19.%d.0/24", i), NextHop: fmt.Sprintf("10.180.0.%d", 10+i)}
+		out = append(out, *g.oracle.hops[routeIDOf(r)])
+	}
+	return out
+}
+
+// liveTombstone is the name of a Tombstone of route id the watch sees, or "".
+func (o *routeOracle) liveTombstone(id string) string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, rec := range o.tombstones {
+		if rec.itemID == id && rec.gone.IsZero() {
+			return rec.name
+		}
+	}
+	return ""
+}
+
+// watchTombstones feeds the oracle every Tombstone of the namespace: a list,
+// then a watch from it; when the watch ends, a new list (what it no longer
+// holds went meanwhile) and a new watch.
+func (o *routeOracle) watchTombstones(ctx context.Context, namespace string) {
+	wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: controller.NewScheme()})
+	if err != nil {
+		o.Log("watch client: %v", err)
+		return
+	}
+	for ctx.Err() == nil {
+		var list limbov1alpha1.TombstoneList
+		if err := wc.List(ctx, &list, client.InNamespace(namespace)); err != nil {
+			sleep(ctx, 200*time.Millisecond)
+			continue
+		}
+		now := time.Now()
+		listed := map[types.UID]bool{}
+		for i := range list.Items {
+			listed[list.Items[i].UID] = true
+			o.observe(&list.Items[i], false, now)
+		}
+		o.goneUnseen(listed, now)
+		w, err := wc.Watch(ctx, &limbov1alpha1.TombstoneList{}, client.InNamespace(namespace), &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: list.ResourceVersion}})
+		if err != nil {
+			continue
+		}
+		o.mu.Lock()
+		o.watchingSince = time.Now()
+		o.mu.Unlock()
+		for ev := range w.ResultChan() {
+			ts, ok := ev.Object.(*limbov1alpha1.Tombstone)
+			if !ok {
+				break // an error event: list again
+			}
+			o.observe(ts, ev.Type == watch.Deleted, time.Now())
+		}
+		w.Stop()
+	}
+}
