@@ -92,7 +92,7 @@ type Client struct {
 	compute  *gophercloud.ServiceClient
 	pageSize int
 
-	now      func() time.Time
+	now func() time.Time
 
 	// mu guards microversion and olderAt: a Client is shared by every Bundle that
 	// uses the same cloud and credentials.
