@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -36,6 +37,49 @@ type Engine struct {
 	// Shard's label keys are copied from a Bundle onto the Tombstones it creates
 	// (nil: a single controller, nothing to copy).
 	Shard *shard.Selector
+
+	deleted recentDeletes
+}
+
+// recentDeletes are the UIDs of the objects an Engine deleted in the last
+// recentDeleteMemory. A pass deciding on a cache that has not seen such a delete
+// yet finds the object gone on its fresh read: that is the same deletion, not one
+// more object found gone — one count in limbo_deletions_total per deletion.
+type recentDeletes struct {
+	mu sync.Mutex
+	at map[types.UID]time.Time
+}
+
+// recentDeleteMemory is far longer than a cache lags behind a delete.
+const recentDeleteMemory = time.Minute
+
+func (r *recentDeletes) add(uid types.UID, now time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.at == nil {
+		r.at = map[types.UID]time.Time{}
+	}
+	for u, at := range r.at {
+		if now.Sub(at) > recentDeleteMemory {
+			delete(r.at, u)
+		}
+	}
+	r.at[uid] = now
+}
+
+func (r *recentDeletes) has(uid types.UID) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	_, ok := r.at[uid]
+	return ok
+}
+
+// recordGone counts an object found gone when about to delete it, unless this
+// engine deleted it (a decision on a copy older than its own delete).
+func (e *Engine) recordGone(uid types.UID) {
+	if !e.deleted.has(uid) {
+		e.Metrics.deletions.WithLabelValues(ResultGone).Inc()
+	}
 }
 
 // Outcome is what processing one orphan did.
@@ -172,14 +216,14 @@ func (e *Engine) decideFresh(ctx context.Context, eventTarget runtime.Object, ob
 	err := e.Reader.Get(ctx, client.ObjectKeyFromObject(obj), current)
 	switch {
 	case apierrors.IsNotFound(err):
-		e.Metrics.deletions.WithLabelValues(ResultGone).Inc()
+		e.recordGone(obj.GetUID())
 		return Outcome{Gone: true}
 	case err != nil:
 		err = fmt.Errorf("read %s before deleting it: %w", describe(obj), err)
 		return Outcome{Err: err, Pending: pendingEntry(obj, Decision{}, err)}
 	case current.GetUID() != obj.GetUID():
 		// The orphan is gone; another object has its name now.
-		e.Metrics.deletions.WithLabelValues(ResultGone).Inc()
+		e.recordGone(obj.GetUID())
 		return Outcome{Gone: true}
 	}
 	verdict := Claimed
@@ -210,6 +254,7 @@ func (e *Engine) delete(ctx context.Context, eventTarget runtime.Object, obj cli
 	switch {
 	case err == nil:
 		e.RecordDeletion(d.Deadline)
+		e.deleted.add(uid, now)
 		e.Recorder.Eventf(eventTarget, corev1.EventTypeNormal, limbov1alpha1.EventDeleted, "%s deleted", describe(obj))
 		auditLog(ctx, eventTarget, obj, "deleted", d.Deadline)
 		if len(obj.GetFinalizers()) == 0 {
@@ -222,7 +267,7 @@ func (e *Engine) delete(ctx context.Context, eventTarget runtime.Object, obj cli
 		out.Pending = terminatingEntry(held)
 		return out
 	case apierrors.IsNotFound(err):
-		e.Metrics.deletions.WithLabelValues(ResultGone).Inc()
+		e.recordGone(uid)
 		out.Gone = true
 		return out
 	case apierrors.IsConflict(err):

@@ -444,6 +444,36 @@ func TestEngineOrphanStaleObjectConflicts(t *testing.T) {
 	}
 }
 
+// An object the engine deleted is counted once: a pass that decides again on a
+// copy from before the delete (the cache has not seen it yet) finds it gone on
+// its fresh read, and that is the same deletion, not one more object found gone.
+// Before, it was counted "deleted" and then "gone". Gone objects the engine did
+// not delete are still counted "gone", also one of its name re-created.
+func TestEngineCountsItsDeletionOnce(t *testing.T) {
+	due := map[string]string{delayKey: "1m", stampKey: "2025-03-14T12:00:00Z"}
+	t.Run("deleted, then decided again on the stale copy", func(t *testing.T) {
+		h := newHarness(t, cm("db", due, map[string]string{pendingKey: "true"}))
+		stale := h.live(t, "db")
+		for range 2 {
+			if out := h.engine.Orphan(context.Background(), bundle(), stale.DeepCopy(), nil); !out.Gone || out.Err != nil {
+				t.Fatalf("outcome %+v, want gone", out)
+			}
+		}
+		h.wantOneDeletion(t, softdelete.ResultDeleted)
+	})
+	t.Run("gone before the engine came", func(t *testing.T) {
+		h := newHarness(t, cm("db", due, map[string]string{pendingKey: "true"}))
+		stale := h.live(t, "db")
+		if err := h.client.Delete(context.Background(), stale.DeepCopy()); err != nil {
+			t.Fatal(err)
+		}
+		if out := h.engine.Orphan(context.Background(), bundle(), stale, nil); !out.Gone {
+			t.Fatalf("outcome %+v, want gone", out)
+		}
+		h.wantOneDeletion(t, softdelete.ResultGone)
+	})
+}
+
 // A delete is decided on a fresh read, never on the caller's (cached, listed)
 // copy: each case gives the engine a stale copy that is due, while the API
 // server holds what changed meanwhile.

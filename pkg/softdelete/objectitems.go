@@ -367,7 +367,7 @@ func (e *Engine) deleteItem(ctx context.Context, eventTarget runtime.Object, set
 			"resourceVersion": obj.GetResourceVersion(),
 		}})
 		if err != nil {
-			return e.goneOrStale(err, ref)
+			return e.goneOrStale(err, obj, ref)
 		}
 		log.FromContext(ctx).Info("finalizers cleared before delete", "object", ref, "pluginResource", obj.GetAnnotations()[limbov1alpha1.AnnotationPluginResource])
 		if obj.GetDeletionTimestamp() != nil && len(keep) == 0 {
@@ -381,13 +381,14 @@ func (e *Engine) deleteItem(ctx context.Context, eventTarget runtime.Object, set
 	err := c.Delete(ctx, obj, client.Preconditions{UID: &uid, ResourceVersion: &rv}, client.PropagationPolicy(metav1.DeletePropagationBackground))
 	switch {
 	case apierrors.IsNotFound(err), apierrors.IsConflict(err):
-		return e.goneOrStale(err, ref)
+		return e.goneOrStale(err, obj, ref)
 	case err != nil:
 		e.RecordFailure()
 		e.Recorder.Eventf(eventTarget, corev1.EventTypeWarning, limbov1alpha1.EventDeleteFailed, "%s: %v", ref, err)
 		return false, fmt.Errorf("delete %s: %w", ref, err)
 	}
 	e.RecordDeletion(d.Deadline)
+	e.deleted.add(uid, e.Clock.Now())
 	e.Recorder.Eventf(eventTarget, corev1.EventTypeNormal, limbov1alpha1.EventDeleted, "%s deleted", ref)
 	auditLog(ctx, eventTarget, obj, "deleted", d.Deadline, set.auditKeys(obj)...)
 	if len(obj.GetFinalizers()) > 0 {
@@ -400,10 +401,10 @@ func (e *Engine) deleteItem(ctx context.Context, eventTarget runtime.Object, set
 // goneOrStale is the outcome of a failed write on a due item: NotFound means it is
 // gone (success); a Conflict means it changed since it was read, and is decided
 // again on the next pass; anything else is returned as is.
-func (e *Engine) goneOrStale(err error, ref string) (bool, error) {
+func (e *Engine) goneOrStale(err error, obj client.Object, ref string) (bool, error) {
 	switch {
 	case apierrors.IsNotFound(err):
-		e.Metrics.deletions.WithLabelValues(ResultGone).Inc()
+		e.recordGone(obj.GetUID())
 		return true, nil
 	case apierrors.IsConflict(err):
 		return false, fmt.Errorf("%s changed since it was read; decided again on the next pass", ref)
