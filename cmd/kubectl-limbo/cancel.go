@@ -8,12 +8,12 @@ import (
 
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+	"github.com/limbo-dev/limbo/pkg/bundlespec"
 	"github.com/limbo-dev/limbo/pkg/plugin"
 )
 
@@ -33,6 +33,11 @@ the Bundle's hands: it removes the Bundle's controller owner reference, the
 limbo.dev/deletionTimestamp annotation and the limbo.dev/pending-deletion and
 limbo.dev/bundle labels. Other owner references, labels and annotations
 (limbo.dev/deletionDelay included) are kept.
+
+An object its Bundle controls and no longer declares is in limbo even before it
+is stamped: the Bundle holds it while one of its resources is not Ready (kubectl
+limbo pending shows it "held"), and deletes one with a 0s or invalid delay
+without a countdown. cancel reads the Bundle to tell.
 
 The object is then an ordinary object that no Bundle manages. To bring it back
 under a Bundle, declare it in the Bundle with the annotation
@@ -74,13 +79,14 @@ type cancelResult struct {
 // removes the controller owner reference to a limbo.dev Bundle, the annotation
 // limbo.dev/deletionTimestamp and the labels limbo.dev/pending-deletion and
 // limbo.dev/bundle, and keeps everything else. It refuses an object that is not
-// in limbo (neither stamped nor labelled pending) and Tombstones.
+// in limbo (refuseUnlessInLimbo), Tombstones and plugins' object items.
 //
 // ownerReferences is a list, which a JSON merge patch replaces as a whole, so
 // the patch carries the resourceVersion that was read: if anything changed in
 // between, the API server answers Conflict, and the object is read, checked
 // and patched again (retry.RetryOnConflict). The list written is therefore
-// exactly the one read, minus the Bundle's reference.
+// exactly the one read, minus the Bundle's reference. An object the controller
+// stamped in between (its Bundle became Ready) is thus cancelled with its stamp.
 func cancelDeletion(ctx context.Context, c client.Client, t target) (cancelResult, error) {
 	if isTombstone(t.mapping.GroupVersionKind.GroupKind()) {
 		return cancelResult{}, tombstoneCancelError(ctx, c, t)
@@ -94,9 +100,12 @@ func cancelDeletion(ctx context.Context, c client.Client, t target) (cancelResul
 		if owner, ok := obj.GetAnnotations()[limbov1alpha1.AnnotationPluginResource]; ok {
 			return pluginItemCancelError(t, owner)
 		}
+		if err := refuseUnlessInLimbo(ctx, c, t, obj); err != nil {
+			return err
+		}
 		patch, removed, err := cancelPatch(obj)
 		if err != nil {
-			return fmt.Errorf("%s %w", t, err)
+			return fmt.Errorf("%s: %w", t, err)
 		}
 		if err := c.Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch)); err != nil {
 			return err
@@ -110,17 +119,71 @@ func cancelDeletion(ctx context.Context, c client.Client, t target) (cancelResul
 	return result, nil
 }
 
+// refuseUnlessInLimbo returns nil when obj, the object t as just read, is in
+// limbo, and else the error that refuses to cancel it. An object stamped or
+// labelled pending-deletion is in limbo. So is an orphan that its controller,
+// a Bundle, no longer declares but has not stamped nor labelled: the Bundle
+// holds it while one of its resources is not Ready or its spec is empty, and
+// never stamps one whose delay is 0s or invalid; it lists such an orphan in its
+// status only, and deletes it, or starts its countdown, as soon as it may.
+// Whether the Bundle still declares the object is read from the Bundle itself;
+// a Bundle that cannot be read refuses the cancel, since taking a live object
+// from its Bundle would break the Bundle. No precondition spans two objects: a
+// Bundle that declares the object again between this read and the patch finds
+// it without controller, and adopts it only if told to (limbo.dev/adopt).
+func refuseUnlessInLimbo(ctx context.Context, c client.Client, t target, obj *metav1.PartialObjectMetadata) error {
+	_, stamped := obj.GetAnnotations()[limbov1alpha1.AnnotationDeletionTimestamp]
+	_, pending := obj.GetLabels()[limbov1alpha1.LabelPendingDeletion]
+	if stamped || pending {
+		return nil
+	}
+	unmarked := fmt.Sprintf("it has neither the %s annotation nor the %s label", limbov1alpha1.AnnotationDeletionTimestamp, limbov1alpha1.LabelPendingDeletion)
+	owner := bundleControllerOf(obj)
+	if owner == nil {
+		return fmt.Errorf("%s is not in limbo: %s, so there is no deletion to cancel", t, unmarked)
+	}
+
+	key := client.ObjectKey{Namespace: obj.GetNamespace(), Name: owner.Name}
+	cannotTell := fmt.Sprintf("cannot tell whether %s is in limbo: %s, and its controller, Bundle %s,", t, unmarked, key)
+	var bundle limbov1alpha1.Bundle
+	if err := c.Get(ctx, key, &bundle); err != nil {
+		return fmt.Errorf("%s cannot be read to tell whether it still declares it: %w", cannotTell, err)
+	}
+	if bundle.UID != owner.UID {
+		return fmt.Errorf("%s is gone: Bundle %s is another Bundle now (uid %s, not %s)", cannotTell, key, bundle.UID, owner.UID)
+	}
+	notInLimbo := func(why string) error {
+		return fmt.Errorf("%s is not in limbo: its controller, Bundle %s, %s, so there is no deletion to cancel", t, key, why)
+	}
+	gk := t.mapping.GroupVersionKind.GroupKind()
+	if bundlespec.Declares(&bundle, gk, t.name) != bundlespec.NotDeclared {
+		return notInLimbo("still declares it")
+	}
+	// A generated object is declared by its plugin, not by a template: whether
+	// the plugin still generates it, only the controller knows, and it lists
+	// the object in the Bundle's status once it does not.
+	if generator := obj.GetAnnotations()[limbov1alpha1.AnnotationGeneratedBy]; generator != "" &&
+		hasPluginResource(&bundle, generator) && pendingEntry(&bundle, gk, t.namespace, t.name) == nil {
+		return notInLimbo(fmt.Sprintf("may still generate it (plugin resource %q, annotation %s), and does not list it in status.pendingDeletions",
+			generator, limbov1alpha1.AnnotationGeneratedBy))
+	}
+	return nil
+}
+
+// hasPluginResource tells whether b's spec has a plugin resource named name.
+func hasPluginResource(b *limbov1alpha1.Bundle, name string) bool {
+	for _, res := range b.Spec.Resources {
+		if res.Name == name && res.Plugin != nil {
+			return true
+		}
+	}
+	return false
+}
+
 // cancelPatch is the JSON merge patch that cancels the deletion of obj, and a
 // description of what it removes.
 func cancelPatch(obj *metav1.PartialObjectMetadata) ([]byte, []string, error) {
 	annotations, labels := obj.GetAnnotations(), obj.GetLabels()
-	_, stamped := annotations[limbov1alpha1.AnnotationDeletionTimestamp]
-	_, pending := labels[limbov1alpha1.LabelPendingDeletion]
-	if !stamped && !pending {
-		return nil, nil, fmt.Errorf("is not in limbo: it has neither the %s annotation nor the %s label, so there is no deletion to cancel",
-			limbov1alpha1.AnnotationDeletionTimestamp, limbov1alpha1.LabelPendingDeletion)
-	}
-
 	var removed []string
 	metadata := map[string]any{"resourceVersion": obj.GetResourceVersion()}
 
@@ -168,16 +231,6 @@ func cancelPatch(obj *metav1.PartialObjectMetadata) ([]byte, []string, error) {
 	return patch, removed, err
 }
 
-// isBundleController tells whether ref is the controller reference to a
-// limbo.dev Bundle.
-func isBundleController(ref metav1.OwnerReference) bool {
-	if ref.Controller == nil || !*ref.Controller {
-		return false
-	}
-	gv, err := schema.ParseGroupVersion(ref.APIVersion)
-	return err == nil && gv.Group == limbov1alpha1.GroupVersion.Group && ref.Kind == limbov1alpha1.BundleGVK.Kind
-}
-
 // tombstoneCancelError explains why a Tombstone is not cancelled, and what to
 // do instead.
 func tombstoneCancelError(ctx context.Context, c client.Client, t target) error {
@@ -219,8 +272,8 @@ func tombstoneCancelError(ctx context.Context, c client.Client, t target) error 
 // with the plugin resource whose countdown it is, owner) is not cancelled.
 func pluginItemCancelError(t target, owner string) error {
 	resource, bundle := "its plugin resource", "its Bundle"
-	if parts := strings.SplitN(owner, "/", 3); len(parts) == 3 {
-		resource, bundle = fmt.Sprintf("resource %q", parts[2]), fmt.Sprintf("Bundle %s/%s", parts[0], parts[1])
+	if key, name, ok := splitPluginResource(owner); ok {
+		resource, bundle = fmt.Sprintf("resource %q", name), "Bundle "+key.String()
 	}
 	return fmt.Errorf("cannot cancel %s: it is in limbo for plugin %s of %s (annotation %s), and the plugin would find it again and put it back in limbo. "+
 		"To keep it, re-create what makes it desired (for node-removal: its Node; for deorbit: change the selection before the Bundle is deleted), "+

@@ -2,6 +2,9 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -9,7 +12,10 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
@@ -191,5 +197,156 @@ func TestCancelPluginItemRefused(t *testing.T) {
 	}
 	if _, stamped := got.Annotations[limbov1alpha1.AnnotationDeletionTimestamp]; !stamped || got.Labels[limbov1alpha1.LabelPendingDeletion] != "true" {
 		t.Errorf("the item was written: annotations %v, labels %v", got.Annotations, got.Labels)
+	}
+}
+
+// shopDeclaring is Bundle team-a/shop whose spec declares the ConfigMaps named
+// declared, and the plugin resources named plugins.
+func shopDeclaring(t *testing.T, declared []string, plugins ...string) *limbov1alpha1.Bundle {
+	t.Helper()
+	b := &limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "shop", UID: uid("shop")}}
+	for _, name := range declared {
+		raw, err := json.Marshal(map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": name}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.Spec.Resources = append(b.Spec.Resources, limbov1alpha1.Resource{Name: name, Object: &runtime.RawExtension{Raw: raw}})
+	}
+	for _, name := range plugins {
+		b.Spec.Resources = append(b.Spec.Resources, limbov1alpha1.Resource{Name: name, Plugin: &limbov1alpha1.PluginResource{Name: "generator"}})
+	}
+	return b
+}
+
+// managedBy is the metadata of an object Bundle bundle controls, neither
+// stamped nor labelled pending-deletion: delay its limbo.dev/deletionDelay.
+func managedBy(name, bundle, delay string) metav1.ObjectMeta {
+	m := inLimbo("team-a", name, bundle, delay, "")
+	delete(m.Labels, limbov1alpha1.LabelPendingDeletion)
+	m.OwnerReferences = []metav1.OwnerReference{bundleOwner(bundle, true)}
+	return m
+}
+
+// An orphan its Bundle holds (not Ready, or its spec emptied) is neither stamped
+// nor labelled, nor is one with a 0s or invalid delay: the Bundle only lists it
+// in its status, and deletes it (or starts its countdown) once it may. It is in
+// limbo all the same, and cancel keeps it; an object the Bundle still declares
+// is not, and cancel refuses it, as it refuses when the Bundle cannot be read.
+func TestCancelHeldOrphan(t *testing.T) {
+	generated := managedBy("generated", "shop", "")
+	generated.Annotations[limbov1alpha1.AnnotationGeneratedBy] = "gen"
+	listedGenerated := managedBy("listed-generated", "shop", "")
+	listedGenerated.Annotations[limbov1alpha1.AnnotationGeneratedBy] = "gen"
+	renamed := managedBy("renamed", "shop", "")
+	renamed.OwnerReferences[0].UID = uid("the shop before")
+
+	const removedAll = `: deletion cancelled; removed owner reference to Bundle "shop", label limbo.dev/bundle=shop.
+No Bundle manages it now; to bring it back under a Bundle, declare it there with the annotation limbo.dev/adopt: "true".
+`
+	const cannotTell = "error: cannot tell whether configmap/%s is in limbo: it has neither the limbo.dev/deletionTimestamp annotation nor the limbo.dev/pending-deletion label, " +
+		"and its controller, Bundle team-a/shop, "
+	for _, tc := range []struct {
+		name    string
+		meta    metav1.ObjectMeta
+		forbid  bool // reading Bundles is forbidden
+		noShop  bool // the Bundle is gone
+		wantOut string
+		wantErr string
+	}{
+		{name: "nodelay", meta: managedBy("nodelay", "shop", ""), wantOut: "configmap/nodelay" + removedAll},
+		{name: "zero", meta: managedBy("zero", "shop", "0s"), wantOut: "configmap/zero" + removedAll},
+		{name: "invalid", meta: managedBy("invalid", "shop", "soon"), wantOut: "configmap/invalid" + removedAll},
+		{name: "listed-generated", meta: listedGenerated, wantOut: "configmap/listed-generated" + removedAll},
+		{name: "keep", meta: managedBy("keep", "shop", "24h"),
+			wantErr: "error: configmap/keep is not in limbo: its controller, Bundle team-a/shop, still declares it, so there is no deletion to cancel\n"},
+		{name: "generated", meta: generated,
+			wantErr: `error: configmap/generated is not in limbo: its controller, Bundle team-a/shop, may still generate it (plugin resource "gen", annotation limbo.dev/generatedBy), ` +
+				"and does not list it in status.pendingDeletions, so there is no deletion to cancel\n"},
+		{name: "renamed", meta: renamed,
+			wantErr: fmt.Sprintf(cannotTell, "renamed") + "is gone: Bundle team-a/shop is another Bundle now (uid uid-shop, not uid-the shop before)\n"},
+		{name: "forbidden", meta: managedBy("forbidden", "shop", ""), forbid: true,
+			wantErr: fmt.Sprintf(cannotTell, "forbidden") + `cannot be read to tell whether it still declares it: bundles.limbo.dev "shop" is forbidden: no` + "\n"},
+		{name: "gone", meta: managedBy("gone", "shop", ""), noShop: true,
+			wantErr: fmt.Sprintf(cannotTell, "gone") + `cannot be read to tell whether it still declares it: bundles.limbo.dev "shop" not found` + "\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			shop := shopDeclaring(t, []string{"keep"}, "gen")
+			shop.Status.PendingDeletions = []limbov1alpha1.PendingDeletion{{APIVersion: "v1", Kind: "ConfigMap", Namespace: "team-a", Name: "listed-generated",
+				Message: "waiting for every resource of the Bundle to be Ready"}}
+			cm := &corev1.ConfigMap{ObjectMeta: tc.meta, Data: map[string]string{"k": "v"}}
+			objs := []client.Object{cm}
+			if !tc.noShop {
+				objs = append(objs, shop)
+			}
+			var funcs *interceptor.Funcs
+			if tc.forbid {
+				funcs = &interceptor.Funcs{Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+					if _, ok := obj.(*limbov1alpha1.Bundle); ok {
+						return apierrors.NewForbidden(schema.GroupResource{Group: "limbo.dev", Resource: "bundles"}, key.Name, errors.New("no"))
+					}
+					return c.Get(ctx, key, obj, opts...)
+				}}
+			}
+			f := newFixture(t, funcs, objs...)
+
+			code, out, errOut := f.run("cancel", "-n", "team-a", "configmap/"+tc.name)
+			var got corev1.ConfigMap
+			if err := f.client.Get(context.Background(), client.ObjectKeyFromObject(cm), &got); err != nil {
+				t.Fatal(err)
+			}
+			if tc.wantErr != "" {
+				if code != 1 || out != "" || errOut != tc.wantErr {
+					t.Errorf("exit %d, stdout %q, stderr\n%s\nwant\n%s", code, out, errOut, tc.wantErr)
+				}
+				if got.ResourceVersion != "999" {
+					t.Errorf("the object was written: %+v", got.ObjectMeta)
+				}
+				return
+			}
+			if code != 0 || out != tc.wantOut || errOut != "" {
+				t.Errorf("exit %d, stderr %q, stdout\n%s\nwant\n%s", code, errOut, out, tc.wantOut)
+			}
+			if len(got.OwnerReferences) != 0 || len(got.Labels) != 0 || got.Data["k"] != "v" {
+				t.Errorf("left: owners %v, labels %v, data %v", got.OwnerReferences, got.Labels, got.Data)
+			}
+			if want := tc.meta.Annotations[limbov1alpha1.AnnotationDeletionDelay]; got.Annotations[limbov1alpha1.AnnotationDeletionDelay] != want {
+				t.Errorf("annotations %v, want the delay %q kept", got.Annotations, want)
+			}
+		})
+	}
+}
+
+// The Bundle is read again when the object changed between read and patch: the
+// controller stamped it in between (the Bundle became Ready), and the stamp is
+// removed too.
+func TestCancelHeldOrphanStampedMeanwhile(t *testing.T) {
+	cm := &corev1.ConfigMap{ObjectMeta: managedBy("old", "shop", "1h")}
+	patches := 0
+	funcs := &interceptor.Funcs{Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+		patches++
+		if patches == 1 {
+			var live corev1.ConfigMap
+			if err := c.Get(ctx, client.ObjectKeyFromObject(obj), &live); err != nil {
+				return err
+			}
+			live.Annotations[limbov1alpha1.AnnotationDeletionTimestamp] = stampAgo(0)
+			live.Labels[limbov1alpha1.LabelPendingDeletion] = "true"
+			if err := c.Update(ctx, &live); err != nil {
+				return err
+			}
+		}
+		return c.Patch(ctx, obj, patch, opts...)
+	}}
+	f := newFixture(t, funcs, cm, shopDeclaring(t, []string{"keep"}))
+	code, out, errOut := f.run("cancel", "-n", "team-a", "cm/old")
+	if want := `configmap/old: deletion cancelled; removed owner reference to Bundle "shop", annotation limbo.dev/deletionTimestamp, label limbo.dev/pending-deletion=true, label limbo.dev/bundle=shop.`; code != 0 || patches != 2 || !strings.HasPrefix(out, want+"\n") {
+		t.Fatalf("exit %d, %d patches, stdout %q, stderr %q; want %q", code, patches, out, errOut, want)
+	}
+	var got corev1.ConfigMap
+	if err := f.client.Get(context.Background(), client.ObjectKeyFromObject(cm), &got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got.OwnerReferences) != 0 || len(got.Labels) != 0 || got.Annotations[limbov1alpha1.AnnotationDeletionTimestamp] != "" {
+		t.Errorf("left: owners %v, labels %v, annotations %v", got.OwnerReferences, got.Labels, got.Annotations)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -28,8 +29,10 @@ func newExpediteCommand(o *options) *cobra.Command {
 		Short: "Make the deadline of an object in limbo now",
 		Long: `Make the deadline of an object in limbo (or of a Tombstone) now: its
 limbo.dev/deletionTimestamp is set back by its limbo.dev/deletionDelay, so the
-controller, which watches it, deletes it at once. kubectl delete has the same
-effect without going through the controller.
+controller, which watches it, deletes it at its next pass, unless something holds
+the deletion (its Bundle not Ready, a plugin's gate, ...): kubectl limbo pending
+shows what, and expedite prints what the Bundle reports of the object. kubectl
+delete deletes it at once, without going through the controller.
 
 The object must be in limbo (stamped with limbo.dev/deletionTimestamp) and have a
 valid delay.`,
@@ -45,8 +48,15 @@ valid delay.`,
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(o.Out, "%s expedited: %s set to %s (delay %s), deadline %s: the controller deletes it now\n",
+			// Due is not deleted yet: the deletion may be held (its Bundle not
+			// Ready, a released object kept for an adopter, a plugin's gate),
+			// which only the controller decides; its Bundle's report may say.
+			fmt.Fprintf(o.Out, "%s expedited: %s set to %s (delay %s), deadline %s: due now; "+
+				"the controller deletes it at its next pass unless something holds it (kubectl limbo pending shows what)\n",
 				t, limbov1alpha1.AnnotationDeletionTimestamp, result.Stamp, result.Delay, result.Deadline.Format(time.RFC3339))
+			if bundle, report := bundleReport(cmd.Context(), c, t, result.Object); report != "" {
+				fmt.Fprintf(o.Out, "Bundle %s reports: %s\n", bundle, report)
+			}
 			return nil
 		},
 	}
@@ -60,6 +70,8 @@ type expediteResult struct {
 	Delay time.Duration
 	// Deadline is Stamp + Delay: now, to the second.
 	Deadline time.Time
+	// Object is the metadata of the object as patched.
+	Object *metav1.PartialObjectMetadata
 }
 
 // expedite sets the limbo.dev/deletionTimestamp of t to
@@ -111,7 +123,7 @@ func expedite(ctx context.Context, c client.Client, t target, now func() time.Ti
 		if err != nil {
 			return err
 		}
-		result = expediteResult{Stamp: stamp, Delay: delay, Deadline: parsed.Add(delay)}
+		result = expediteResult{Stamp: stamp, Delay: delay, Deadline: parsed.Add(delay), Object: obj}
 		return nil
 	})
 	if err != nil {

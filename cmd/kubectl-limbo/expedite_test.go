@@ -2,13 +2,17 @@ package main
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
@@ -27,7 +31,7 @@ func TestExpedite(t *testing.T) {
 	// now - 24h, to the second.
 	const stamp = "2026-02-28T12:00:00Z"
 	if want := "configmap/db-config expedited: limbo.dev/deletionTimestamp set to " + stamp +
-		" (delay 24h0m0s), deadline 2026-03-01T12:00:00Z: the controller deletes it now\n"; out != want {
+		" (delay 24h0m0s), deadline 2026-03-01T12:00:00Z: due now; the controller deletes it at its next pass unless something holds it (kubectl limbo pending shows what)\n"; out != want {
 		t.Errorf("stdout %q, want %q", out, want)
 	}
 	if stamp != softdelete.ExpediteStamp(testNow, 24*time.Hour) {
@@ -151,5 +155,79 @@ func TestExpediteConflict(t *testing.T) {
 	// The new delay (1h) was used.
 	if want := "2026-03-01T11:00:00Z"; got.Annotations[limbov1alpha1.AnnotationDeletionTimestamp] != want {
 		t.Errorf("stamp %q, want %q", got.Annotations[limbov1alpha1.AnnotationDeletionTimestamp], want)
+	}
+}
+
+// The deadline is now, but something may hold the deletion: expedite says so,
+// and prints what the object's Bundle reports of it (its status.pendingDeletions
+// entry), if anything.
+func TestExpediteHeld(t *testing.T) {
+	const due = ": due now; the controller deletes it at its next pass unless something holds it (kubectl limbo pending shows what)\n"
+	entry := func(kind, namespace, name, message string) limbov1alpha1.PendingDeletion {
+		return limbov1alpha1.PendingDeletion{APIVersion: "v1", Kind: kind, Namespace: namespace, Name: name, Message: message}
+	}
+	withOwner := func(m metav1.ObjectMeta) metav1.ObjectMeta {
+		m.OwnerReferences = []metav1.OwnerReference{bundleOwner("shop", true)}
+		return m
+	}
+	shop := &limbov1alpha1.Bundle{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "shop", UID: uid("shop")},
+		Status: limbov1alpha1.BundleStatus{PendingDeletions: []limbov1alpha1.PendingDeletion{
+			entry("ConfigMap", "team-a", "held", "waiting for every resource of the Bundle to be Ready"),
+			// The same name in another cluster is another object.
+			{APIVersion: "v1", Kind: "ConfigMap", Namespace: "team-a", Name: "running", Cluster: "workload-kubeconfig", Message: "deleting"},
+			entry("ConfigMap", "team-a", "running", ""),
+			{APIVersion: limbov1alpha1.GroupVersion.String(), Kind: "Tombstone", Namespace: "team-a", Name: "storage-ns-gc-4f7c", Message: `StorageOSNamespace "old-team"`},
+		}},
+	}
+	nodes := &limbov1alpha1.Bundle{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "infra", Name: "nodes", UID: uid("nodes")},
+		Status: limbov1alpha1.BundleStatus{PendingDeletions: []limbov1alpha1.PendingDeletion{
+			entry("ConfigMap", "team-a", "worker-1-volume", "due; held: the node is still cordoned"),
+		}},
+	}
+	pluginItem := inLimbo("team-a", "worker-1-volume", "", "1h", stampAgo(time.Minute))
+	delete(pluginItem.Labels, limbov1alpha1.LabelBundle)
+	pluginItem.Annotations[limbov1alpha1.AnnotationPluginResource] = "infra/nodes/node-removal"
+	objs := []client.Object{
+		shop, nodes,
+		&corev1.ConfigMap{ObjectMeta: withOwner(inLimbo("team-a", "held", "shop", "1h", stampAgo(time.Minute)))},
+		&corev1.ConfigMap{ObjectMeta: withOwner(inLimbo("team-a", "running", "shop", "1h", stampAgo(time.Minute)))},
+		// Released by a teardown: no owner, the label names the Bundle.
+		&corev1.ConfigMap{ObjectMeta: inLimbo("team-a", "released", "shop", "1h", stampAgo(time.Minute))},
+		&corev1.ConfigMap{ObjectMeta: inLimbo("team-a", "unknown-bundle", "gone", "1h", stampAgo(time.Minute))},
+		&corev1.ConfigMap{ObjectMeta: pluginItem},
+		&limbov1alpha1.Tombstone{ObjectMeta: inLimbo("team-a", "storage-ns-gc-4f7c", "shop", "10m", stampAgo(time.Minute))},
+	}
+	for _, tc := range []struct {
+		ref, stamp, delay string
+		report            string
+	}{
+		{"configmap/held", "2026-03-01T11:00:00Z", "1h0m0s", "Bundle team-a/shop reports: waiting for every resource of the Bundle to be Ready\n"},
+		{"configmap/running", "2026-03-01T11:00:00Z", "1h0m0s", ""},
+		{"configmap/released", "2026-03-01T11:00:00Z", "1h0m0s", ""},
+		{"configmap/unknown-bundle", "2026-03-01T11:00:00Z", "1h0m0s", ""},
+		{"configmap/worker-1-volume", "2026-03-01T11:00:00Z", "1h0m0s", "Bundle infra/nodes reports: due; held: the node is still cordoned\n"},
+		// A Tombstone's entry names its item; that is no news.
+		{"tombstone.limbo.dev/storage-ns-gc-4f7c", "2026-03-01T11:50:00Z", "10m0s", ""},
+	} {
+		f := newFixture(t, nil, objs...)
+		code, out, errOut := f.run("expedite", "-n", "team-a", tc.ref)
+		want := fmt.Sprintf("%s expedited: limbo.dev/deletionTimestamp set to %s (delay %s), deadline 2026-03-01T12:00:00Z%s%s", tc.ref, tc.stamp, tc.delay, due, tc.report)
+		if code != 0 || out != want || errOut != "" {
+			t.Errorf("%s: exit %d, stderr %q, stdout\n%s\nwant\n%s", tc.ref, code, errOut, out, want)
+		}
+	}
+
+	// A Bundle that cannot be read only means there is nothing more to say.
+	f := newFixture(t, &interceptor.Funcs{Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+		if _, ok := obj.(*limbov1alpha1.Bundle); ok {
+			return apierrors.NewForbidden(schema.GroupResource{Group: "limbo.dev", Resource: "bundles"}, key.Name, errors.New("no"))
+		}
+		return c.Get(ctx, key, obj, opts...)
+	}}, objs...)
+	code, out, errOut := f.run("expedite", "-n", "team-a", "configmap/held")
+	if want := "configmap/held expedited: limbo.dev/deletionTimestamp set to 2026-03-01T11:00:00Z (delay 1h0m0s), deadline 2026-03-01T12:00:00Z" + due; code != 0 || out != want || errOut != "" {
+		t.Errorf("Bundle forbidden: exit %d, stderr %q, stdout\n%s\nwant\n%s", code, errOut, out, want)
 	}
 }

@@ -37,7 +37,8 @@ such as an invalid limbo.dev/deletionDelay (such an object is never deleted).
 
 DELETE-AFTER is limbo.dev/deletionTimestamp + limbo.dev/deletionDelay; TIME-LEFT
 is "due" once it has passed. -o wide adds DELAY and IN-LIMBO (time since the
-countdown started).`,
+countdown started). -o name leaves out the items in another cluster (a warning
+says how many), since kubectl would take their names for objects of this one.`,
 		Example: pendingExample,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -70,7 +71,7 @@ countdown started).`,
 				}
 				return nil
 			}
-			return po.printPending(o.Out, items, now)
+			return po.printPending(o.Out, o.ErrOut, items, now)
 		},
 	}
 	cmd.Flags().BoolVarP(&po.allNamespaces, "all-namespaces", "A", false, "List what is in limbo in every namespace.")

@@ -1,7 +1,10 @@
 package main
 
 import (
+	"fmt"
 	"io"
+	"slices"
+	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -22,7 +25,8 @@ func isTable(format string) bool {
 // printPending prints items in the format of the flags: a table (wide with -o
 // wide) through cli-runtime's table printer, TYPE/NAME lines with -o name, else
 // the PendingList through the printer of -o (json, yaml, jsonpath, ...).
-func (po *pendingOptions) printPending(out io.Writer, items []pendingItem, now time.Time) error {
+// Warnings (the items -o name leaves out) go to warnings.
+func (po *pendingOptions) printPending(out, warnings io.Writer, items []pendingItem, now time.Time) error {
 	format := *po.print.OutputFormat
 	if isTable(format) {
 		printer := printers.NewTablePrinter(printers.PrintOptions{
@@ -38,17 +42,43 @@ func (po *pendingOptions) printPending(out io.Writer, items []pendingItem, now t
 	}
 	if format == "name" {
 		// The name printer prints one object at a time: the object in limbo
-		// (or its Tombstone) as kind[.group]/name, ready for kubectl.
+		// (or its Tombstone) as kind[.group]/name, ready for kubectl. kubectl
+		// acts on this cluster, so an item in another cluster is left out: its
+		// name here is another object's, or none.
+		var elsewhere []string // the cluster of each item left out
 		for i := range items {
+			if items[i].Cluster != "" {
+				elsewhere = append(elsewhere, items[i].Cluster)
+				continue
+			}
 			obj := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: items[i].Namespace, Name: items[i].Name}}
 			obj.SetGroupVersionKind(schema.FromAPIVersionAndKind(items[i].APIVersion, items[i].Kind))
 			if err := printer.PrintObj(obj, out); err != nil {
 				return err
 			}
 		}
+		warnLeftOut(warnings, elsewhere)
 		return nil
 	}
 	return printer.PrintObj(newPendingList(items, now), out)
+}
+
+// warnLeftOut says on warnings how many items of other clusters -o name left
+// out, and which clusters (clusters holds the cluster of each item).
+func warnLeftOut(warnings io.Writer, clusters []string) {
+	if len(clusters) == 0 {
+		return
+	}
+	names := slices.Compact(slices.Sorted(slices.Values(clusters)))
+	items, where, what, pronoun := "1 item", "another cluster", "its name for an object", "it"
+	if len(clusters) > 1 {
+		items, what, pronoun = fmt.Sprintf("%d items", len(clusters)), "their names for objects", "them"
+	}
+	if len(names) > 1 {
+		where = "other clusters"
+	}
+	fmt.Fprintf(warnings, "Warning: -o name leaves out %s in %s (%s): kubectl would take %s of this cluster; the table and -o json list %s\n",
+		items, where, strings.Join(names, ", "), what, pronoun)
 }
 
 // The columns of the table; priority 1 is shown by -o wide only.

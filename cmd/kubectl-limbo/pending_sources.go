@@ -179,12 +179,8 @@ func collectPending(ctx context.Context, src pendingSources, namespace string, n
 			if entry.Message == "" && entry.Namespace != "" && entry.Cluster == "" {
 				continue
 			}
-			ns := entry.Namespace
-			if ns == "" {
-				ns = bundle.Namespace
-			}
 			item := pendingItem{
-				Namespace:  ns,
+				Namespace:  entryNamespace(&bundle, &entry),
 				APIVersion: entry.APIVersion,
 				Kind:       entry.Kind,
 				Name:       entry.Name,
@@ -297,11 +293,8 @@ func objectItem(obj *metav1.PartialObjectMetadata, now time.Time) pendingItem {
 		Bundle:     obj.Labels[limbov1alpha1.LabelBundle],
 		uid:        obj.UID,
 	}
-	if owner := obj.Annotations[limbov1alpha1.AnnotationPluginResource]; item.Bundle == "" && owner != "" {
-		// A plugin's object item: "<namespace>/<bundle>/<resource>".
-		if parts := strings.SplitN(owner, "/", 3); len(parts) == 3 {
-			item.Bundle = parts[1]
-		}
+	if bundle, _, ok := splitPluginResource(obj.Annotations[limbov1alpha1.AnnotationPluginResource]); item.Bundle == "" && ok {
+		item.Bundle = bundle.Name // a plugin's object item
 	}
 	setCountdown(&item, obj.Annotations, now)
 	return item

@@ -337,15 +337,7 @@ func TestPendingClusterScopedPluginItem(t *testing.T) {
 // own, saying which cluster, even without a message: the local listing cannot see
 // it, and a local object of the same name is another object.
 func TestPendingItemInAnotherCluster(t *testing.T) {
-	bundle := &limbov1alpha1.Bundle{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "clusters", Name: "workload", UID: uid("workload")},
-		Status: limbov1alpha1.BundleStatus{PendingDeletions: []limbov1alpha1.PendingDeletion{
-			{APIVersion: "v1", Kind: "PersistentVolumeClaim", Namespace: "clusters", Name: "data", Cluster: "workload-kubeconfig",
-				DeletionTimestamp: &metav1.Time{Time: testNow.Add(-time.Minute)}, DeleteAfter: &metav1.Time{Time: testNow.Add(4 * time.Minute)}},
-		}},
-	}
-	local := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "clusters", Name: "data", UID: uid("local-data")}}
-	f := newFixture(t, nil, bundle, local)
+	f := newFixture(t, nil, itemInAnotherCluster()...)
 	code, out, errOut := f.run("pending", "-n", "clusters")
 	if code != 0 || errOut != "" {
 		t.Fatalf("exit %d, stderr %q", code, errOut)
@@ -358,20 +350,65 @@ PersistentVolumeClaim   data   workload   2026-03-01T12:04:00Z   4m          in 
 	}
 }
 
+// itemInAnotherCluster is a Bundle with a PVC in limbo in a workload cluster,
+// and a local PVC of the same namespace and name, not in limbo.
+func itemInAnotherCluster() []client.Object {
+	bundle := &limbov1alpha1.Bundle{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "clusters", Name: "workload", UID: uid("workload")},
+		Status: limbov1alpha1.BundleStatus{PendingDeletions: []limbov1alpha1.PendingDeletion{
+			{APIVersion: "v1", Kind: "PersistentVolumeClaim", Namespace: "clusters", Name: "data", Cluster: "workload-kubeconfig",
+				DeletionTimestamp: &metav1.Time{Time: testNow.Add(-time.Minute)}, DeleteAfter: &metav1.Time{Time: testNow.Add(4 * time.Minute)}},
+		}},
+	}
+	local := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "clusters", Name: "data", UID: uid("local-data")}}
+	return []client.Object{bundle, local}
+}
+
+// remoteServiceBundle is Bundle clusters/name with a Service in limbo in
+// cluster, its deadline left from now.
+func remoteServiceBundle(name, cluster string, left time.Duration) *limbov1alpha1.Bundle {
+	return &limbov1alpha1.Bundle{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "clusters", Name: name, UID: uid(name)},
+		Status: limbov1alpha1.BundleStatus{PendingDeletions: []limbov1alpha1.PendingDeletion{
+			{APIVersion: "v1", Kind: "Service", Namespace: "ingress-nginx", Name: "ingress-nginx-controller", Cluster: cluster,
+				DeletionTimestamp: &metav1.Time{Time: testNow.Add(-time.Minute)}, DeleteAfter: &metav1.Time{Time: testNow.Add(left)}},
+		}},
+	}
+}
+
+// -o name names objects for kubectl, which acts on this cluster: an item in
+// another cluster is left out, or `| xargs kubectl delete` would delete the
+// local object of the same name. stderr says what was left out.
+func TestPendingNameLeavesOutOtherClusters(t *testing.T) {
+	local := &corev1.ConfigMap{ObjectMeta: inLimbo("clusters", "old", "workload", "1h", stampAgo(time.Minute))}
+	for _, tc := range []struct {
+		name    string
+		objs    []client.Object
+		args    []string
+		wantOut string
+		wantErr string
+	}{
+		{"one", append(itemInAnotherCluster(), local), []string{"-n", "clusters"}, "configmap/old\n",
+			"Warning: -o name leaves out 1 item in another cluster (workload-kubeconfig): kubectl would take its name for an object of this cluster; the table and -o json list it\n"},
+		{"two", []client.Object{remoteServiceBundle("east", "east-kubeconfig", 4*time.Minute), remoteServiceBundle("west", "west-kubeconfig", 5*time.Minute)},
+			[]string{"-A"}, "",
+			"Warning: -o name leaves out 2 items in other clusters (east-kubeconfig, west-kubeconfig): kubectl would take their names for objects of this cluster; the table and -o json list them\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, nil, tc.objs...)
+			code, out, errOut := f.run(append([]string{"pending", "-o", "name"}, tc.args...)...)
+			if code != 0 || out != tc.wantOut || errOut != tc.wantErr {
+				t.Errorf("exit %d, stdout %q, stderr\n%s\nwant stdout %q, stderr\n%s", code, out, errOut, tc.wantOut, tc.wantErr)
+			}
+		})
+	}
+}
+
 // Items of the same kind, namespace and name in two other clusters (two workload
 // clusters deorbited at once) are two rows: the cluster is part of what names an
 // item.
 func TestPendingItemsInTwoOtherClusters(t *testing.T) {
-	bundle := func(name, cluster string, left time.Duration) *limbov1alpha1.Bundle {
-		return &limbov1alpha1.Bundle{
-			ObjectMeta: metav1.ObjectMeta{Namespace: "clusters", Name: name, UID: uid(name)},
-			Status: limbov1alpha1.BundleStatus{PendingDeletions: []limbov1alpha1.PendingDeletion{
-				{APIVersion: "v1", Kind: "Service", Namespace: "ingress-nginx", Name: "ingress-nginx-controller", Cluster: cluster,
-					DeletionTimestamp: &metav1.Time{Time: testNow.Add(-time.Minute)}, DeleteAfter: &metav1.Time{Time: testNow.Add(left)}},
-			}},
-		}
-	}
-	f := newFixture(t, nil, bundle("east", "east-kubeconfig", 4*time.Minute), bundle("west", "west-kubeconfig", 5*time.Minute))
+	f := newFixture(t, nil, remoteServiceBundle("east", "east-kubeconfig", 4*time.Minute), remoteServiceBundle("west", "west-kubeconfig", 5*time.Minute))
 	code, out, errOut := f.run("pending", "-A")
 	if code != 0 || errOut != "" {
 		t.Fatalf("exit %d, stderr %q", code, errOut)

@@ -1,0 +1,106 @@
+package main
+
+import (
+	"context"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+)
+
+// bundleControllerOf is obj's controller owner reference when it is a limbo.dev
+// Bundle, else nil.
+func bundleControllerOf(obj metav1.Object) *metav1.OwnerReference {
+	for _, ref := range obj.GetOwnerReferences() {
+		if isBundleController(ref) {
+			return &ref
+		}
+	}
+	return nil
+}
+
+// isBundleController tells whether ref is the controller reference to a
+// limbo.dev Bundle.
+func isBundleController(ref metav1.OwnerReference) bool {
+	if ref.Controller == nil || !*ref.Controller {
+		return false
+	}
+	gv, err := schema.ParseGroupVersion(ref.APIVersion)
+	return err == nil && gv.Group == limbov1alpha1.GroupVersion.Group && ref.Kind == limbov1alpha1.BundleGVK.Kind
+}
+
+// splitPluginResource splits the limbo.dev/pluginResource annotation of a
+// plugin's object item, "<namespace>/<bundle>/<resource>"; ok is false for a
+// value of another form.
+func splitPluginResource(value string) (bundle client.ObjectKey, resource string, ok bool) {
+	parts := strings.SplitN(value, "/", 3)
+	if len(parts) != 3 {
+		return client.ObjectKey{}, "", false
+	}
+	return client.ObjectKey{Namespace: parts[0], Name: parts[1]}, parts[2], true
+}
+
+// reportingBundle is the Bundle whose status.pendingDeletions reports obj when it
+// is in limbo: the one whose plugin resource it is an item of, else its
+// controller, else the one its limbo.dev/bundle label names (an object a
+// teardown released has no owner any more).
+func reportingBundle(obj metav1.Object) (client.ObjectKey, bool) {
+	if key, _, ok := splitPluginResource(obj.GetAnnotations()[limbov1alpha1.AnnotationPluginResource]); ok {
+		return key, true
+	}
+	if owner := bundleControllerOf(obj); owner != nil {
+		return client.ObjectKey{Namespace: obj.GetNamespace(), Name: owner.Name}, true
+	}
+	if name := obj.GetLabels()[limbov1alpha1.LabelBundle]; name != "" {
+		return client.ObjectKey{Namespace: obj.GetNamespace(), Name: name}, true
+	}
+	return client.ObjectKey{}, false
+}
+
+// entryNamespace is the namespace of the object of a pendingDeletions entry of
+// b: the entry's, else b's (the entry of a cluster-scoped object has none).
+func entryNamespace(b *limbov1alpha1.Bundle, entry *limbov1alpha1.PendingDeletion) string {
+	if entry.Namespace == "" {
+		return b.Namespace
+	}
+	return entry.Namespace
+}
+
+// pendingEntry is b's status.pendingDeletions entry of the object of kind gk
+// named name in namespace ("" for a cluster-scoped kind) in this cluster, or nil.
+// An entry without a namespace is of a cluster-scoped object, or of one in b's
+// namespace: the kind tells which, so either reading matches.
+func pendingEntry(b *limbov1alpha1.Bundle, gk schema.GroupKind, namespace, name string) *limbov1alpha1.PendingDeletion {
+	for i := range b.Status.PendingDeletions {
+		entry := &b.Status.PendingDeletions[i]
+		gv, err := schema.ParseGroupVersion(entry.APIVersion)
+		if err == nil && entry.Cluster == "" && entry.Name == name && entry.Kind == gk.Kind && gv.Group == gk.Group &&
+			(entry.Namespace == namespace || entryNamespace(b, entry) == namespace) {
+			return entry
+		}
+	}
+	return nil
+}
+
+// bundleReport is what the Bundle that reports obj (reportingBundle) says of it
+// in its status.pendingDeletions, with the Bundle's key: why its deletion waits,
+// for example. It is "" when there is no such Bundle, it cannot be read, or its
+// entry has no message: the report adds to what the command did, which stands
+// without it. The entry of a Tombstone only names its external item.
+func bundleReport(ctx context.Context, c client.Client, t target, obj metav1.Object) (client.ObjectKey, string) {
+	key, ok := reportingBundle(obj)
+	if !ok || isTombstone(t.mapping.GroupVersionKind.GroupKind()) {
+		return key, ""
+	}
+	var b limbov1alpha1.Bundle
+	if err := c.Get(ctx, key, &b); err != nil {
+		return key, ""
+	}
+	if entry := pendingEntry(&b, t.mapping.GroupVersionKind.GroupKind(), t.namespace, t.name); entry != nil {
+		return key, entry.Message
+	}
+	return key, ""
+}
