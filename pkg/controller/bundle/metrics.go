@@ -35,6 +35,38 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	return m
 }
 
+// recordStatus keeps the series of the Bundle key (namespace/name) true to st, the
+// status a pass or a teardown step of it decided, whether or not it is written
+// (it is not when unchanged): limbo_bundle_resources counts st's resources by
+// state, and the Bundle's share of the engine's limbo_pending_deletions its
+// pendingDeletions — those held reports are still the Bundle's (nil: all of
+// them; see heldObjects for a teardown's).
+func (r *Reconciler) recordStatus(key string, st limbov1alpha1.BundleStatus, held func(limbov1alpha1.PendingDeletion) bool) {
+	r.Metrics.record(key, st)
+	n := 0
+	for _, pd := range st.PendingDeletions {
+		if held == nil || held(pd) {
+			n++
+		}
+	}
+	r.Engine.Metrics.SetPending(pendingOwner(key), n)
+}
+
+// forgetStatus drops the series of the Bundle key: it is gone, or its teardown
+// let it go. (A Reconciler built without metrics, in a test, has none to drop.)
+func (r *Reconciler) forgetStatus(key string) {
+	if r.Metrics != nil {
+		r.Metrics.forget(key)
+	}
+	if r.Engine != nil && r.Engine.Metrics != nil {
+		r.Engine.Metrics.SetPending(pendingOwner(key), 0)
+	}
+}
+
+// pendingOwner is the Bundle key's owner in the engine's pending gauge (the
+// reaper's are "reaper/<kind>").
+func pendingOwner(key string) string { return "bundle/" + key }
+
 func (m *Metrics) record(bundle string, st limbov1alpha1.BundleStatus) {
 	counts := map[limbov1alpha1.ResourceState]int{}
 	for _, r := range st.Resources {

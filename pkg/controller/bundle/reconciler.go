@@ -127,14 +127,13 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	var b limbov1alpha1.Bundle
 	if err := r.Client.Get(ctx, req.NamespacedName, &b); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.Metrics.forget(req.String())
+			r.forgetStatus(req.String())
 			r.statuses.Forget(req.NamespacedName)
 			// A plugin's state of the Bundle was made by a call of it: the
 			// calls know every UID the plugins may remember.
 			for _, uid := range append(r.plans.forgetBundle(req.NamespacedName), r.teardowns.forgetBundle(req.NamespacedName)...) {
 				r.Plugins.ForgetBundle(uid)
 			}
-			r.Engine.Metrics.SetPending("bundle/"+req.String(), 0)
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
@@ -158,8 +157,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	p := newPass(r, &b)
 	p.run(ctx)
 	status := p.status()
-	r.Metrics.record(req.String(), status)
-	r.Engine.Metrics.SetPending("bundle/"+req.String(), len(status.PendingDeletions))
+	r.recordStatus(req.String(), status, nil) // everything a pass lists in limbo is the Bundle's
 	if err := r.writeStatus(ctx, &b, status); err != nil {
 		return ctrl.Result{}, err
 	}

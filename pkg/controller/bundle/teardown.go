@@ -77,7 +77,7 @@ func (r *Reconciler) teardown(ctx context.Context, b *limbov1alpha1.Bundle) (ctr
 	// Plugin teardowns run first: deorbit needs the objects still there.
 	plugins := r.teardownPlugins(ctx, b, plan, specErrs)
 	if len(plugins.remaining) > 0 {
-		if err := r.teardownStatus(ctx, b, plugins.remaining, plugins.failures, plugins); err != nil {
+		if err := r.teardownStatus(ctx, b, plugins.remaining, plugins.failures, plugins, heldBy(controlledBy(b, objects))); err != nil {
 			return ctrl.Result{}, err
 		}
 		return ctrl.Result{RequeueAfter: min(teardownInterval, plugins.requeueAfter)}, nil
@@ -91,10 +91,11 @@ func (r *Reconciler) teardown(ctx context.Context, b *limbov1alpha1.Bundle) (ctr
 	return r.letGo(ctx, b, own, nextWave)
 }
 
-// nextWave deletes or releases the first wave of b's objects that holds any,
-// reports it in b's status and returns the requeue that waits for it; acted is
-// false when no wave holds an object.
+// nextWave deletes or releases the first wave of b's objects (those b controls)
+// that holds any, reports it in b's status and returns the requeue that waits for
+// it; acted is false when no wave holds an object.
 func (r *Reconciler) nextWave(ctx context.Context, b *limbov1alpha1.Bundle, plan *bundlespec.Plan, objects []*unstructured.Unstructured, plugins pluginTeardowns) (_ ctrl.Result, acted bool, _ error) {
+	held := heldBy(objects)
 	for _, wave := range teardownWaves(plan, objects) {
 		if len(wave) == 0 {
 			continue
@@ -107,15 +108,21 @@ func (r *Reconciler) nextWave(ctx context.Context, b *limbov1alpha1.Bundle, plan
 			var err error
 			if _, delayed := o.GetAnnotations()[limbov1alpha1.AnnotationDeletionDelay]; delayed {
 				err = r.Engine.Release(ctx, b, o, b)
+				if err == nil || apierrors.IsNotFound(err) {
+					delete(held, objectKey(o)) // the reaper's now (or gone)
+				}
 			} else {
-				err = r.Engine.Orphan(ctx, b, o, softdelete.ControlledBy(b.UID)).Err
+				out := r.Engine.Orphan(ctx, b, o, softdelete.ControlledBy(b.UID))
+				if err = out.Err; out.Gone {
+					delete(held, objectKey(o))
+				}
 			}
 			if isTeardownFailure(err) {
 				failures = append(failures, err.Error())
 			}
 			r.applied.forget(o.GetUID())
 		}
-		if err := r.teardownStatus(ctx, b, describeObjects(wave), failures, plugins); err != nil {
+		if err := r.teardownStatus(ctx, b, describeObjects(wave), failures, plugins, held); err != nil {
 			return ctrl.Result{}, true, err
 		}
 		return ctrl.Result{RequeueAfter: teardownInterval}, true, nil
@@ -403,8 +410,9 @@ func describeObjects(objects []*unstructured.Unstructured) []string {
 }
 
 // teardownStatus writes the teardown's conditions, naming what remains (names) and
-// what failed, and the plugin teardowns' items in pendingDeletions.
-func (r *Reconciler) teardownStatus(ctx context.Context, b *limbov1alpha1.Bundle, names []string, failures []string, plugins pluginTeardowns) error {
+// what failed, and the plugin teardowns' items in pendingDeletions, and records the
+// status in the Bundle's metrics (see heldObjects for what it counts in limbo).
+func (r *Reconciler) teardownStatus(ctx context.Context, b *limbov1alpha1.Bundle, names []string, failures []string, plugins pluginTeardowns, held heldObjects) error {
 	st := *b.Status.DeepCopy()
 	pending := plugins.pending
 	for _, pd := range st.PendingDeletions {
@@ -420,11 +428,49 @@ func (r *Reconciler) teardownStatus(ctx context.Context, b *limbov1alpha1.Bundle
 		failure.Status, failure.Reason, failure.Message = metav1.ConditionTrue, "DeleteFailed", strings.Join(failures, "; ")
 	}
 	meta.SetStatusCondition(&st.Conditions, failure)
+	r.recordStatus(client.ObjectKeyFromObject(b).String(), st, func(pd limbov1alpha1.PendingDeletion) bool {
+		return plugins.resources[pd.Resource] || held.holds(b, pd)
+	})
 	return r.writeStatus(ctx, b, st)
 }
 
+// heldObjects are, by objectKey, the objects of a Bundle being torn down that it
+// still controls. Of the entries its status carries over from its passes, only
+// theirs are still the Bundle's in limbo: an object the teardown released is the
+// reaper's, which counts it (limbo_pending_deletions would count it twice), and
+// the Tombstones and plugin object items the teardown cancelled are out of limbo
+// (the status lists them all until the Bundle is gone). The plugin teardowns'
+// items are theirs (pluginTeardowns).
+type heldObjects map[string]bool
+
+// heldBy is the heldObjects of objects, which the Bundle controls.
+func heldBy(objects []*unstructured.Unstructured) heldObjects {
+	held := heldObjects{}
+	for _, o := range objects {
+		held[objectKey(o)] = true
+	}
+	return held
+}
+
+// holds reports whether pd, an entry of b's status, is still b's in limbo: an
+// object b still controls, or an item of another cluster, which only its
+// plugin's teardown decides.
+func (h heldObjects) holds(b *limbov1alpha1.Bundle, pd limbov1alpha1.PendingDeletion) bool {
+	if pd.Cluster != "" {
+		return true
+	}
+	gk := schema.FromAPIVersionAndKind(pd.APIVersion, pd.Kind).GroupKind()
+	return pd.Namespace == b.Namespace && h[bundlespec.ObjectKey(gk, pd.Name)]
+}
+
+// removeFinalizer lets b go. Its metrics are forgotten: nothing of it is in
+// limbo any more (whatever another finalizer keeps it for), as when it is gone.
 func (r *Reconciler) removeFinalizer(ctx context.Context, b *limbov1alpha1.Bundle) error {
 	orig := b.DeepCopy()
 	controllerutil.RemoveFinalizer(b, limbov1alpha1.FinalizerTeardown)
-	return client.IgnoreNotFound(r.Client.Patch(ctx, b, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})))
+	if err := r.Client.Patch(ctx, b, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); client.IgnoreNotFound(err) != nil {
+		return err
+	}
+	r.forgetStatus(client.ObjectKeyFromObject(b).String())
+	return nil
 }

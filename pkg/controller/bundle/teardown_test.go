@@ -1,17 +1,35 @@
 package bundle
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
+	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 	"github.com/limbo-dev/limbo/pkg/bundlespec"
+	"github.com/limbo-dev/limbo/pkg/plugin"
+	"github.com/limbo-dev/limbo/pkg/softdelete"
 )
 
 // teardownWaves: first the objects no resource declares, then the resources'
@@ -101,4 +119,268 @@ func TestIsTeardownFailure(t *testing.T) {
 func generated(o *unstructured.Unstructured, resource string) *unstructured.Unstructured {
 	o.SetAnnotations(map[string]string{limbov1alpha1.AnnotationGeneratedBy: resource})
 	return o
+}
+
+// teardownFixture is a Reconciler over a fake API server (which is also its
+// cache) holding b, being torn down, and objects; the metrics are the
+// fixture's own, not the process's.
+type teardownFixture struct {
+	r      *Reconciler
+	c      client.Client
+	reg    *prometheus.Registry
+	bundle *limbov1alpha1.Bundle
+}
+
+func newTeardownFixture(t *testing.T, b *limbov1alpha1.Bundle, plugins *plugin.Registry, objects ...client.Object) *teardownFixture {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{limbov1alpha1.AddToScheme, corev1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pvcGVK := corev1.SchemeGroupVersion.WithKind("PersistentVolumeClaim")
+	mapper := meta.NewDefaultRESTMapper(nil)
+	for _, gvk := range []schema.GroupVersionKind{configMapGVK, pvcGVK} {
+		mapper.Add(gvk, meta.RESTScopeNamespace)
+	}
+	c := fake.NewClientBuilder().WithScheme(scheme).WithRESTMapper(mapper).
+		WithStatusSubresource(&limbov1alpha1.Bundle{}).
+		WithIndex(cachedObject(configMapGVK), bundleIndex, bundleLabel).
+		WithIndex(cachedObject(pvcGVK), bundleIndex, bundleLabel).
+		WithObjects(append([]client.Object{b}, objects...)...).Build()
+	reg := prometheus.NewRegistry()
+	clk := clock.RealClock{}
+	recorder := &record.FakeRecorder{}
+	done := make(chan event.GenericEvent, 16)
+	r := &Reconciler{
+		Client: c, APIReader: c, Mapper: mapper, Recorder: recorder, Plugins: plugins, Clock: clk,
+		Engine:    &softdelete.Engine{Client: c, Reader: c, Recorder: recorder, Clock: clk, Metrics: softdelete.NewMetrics(reg)},
+		Metrics:   NewMetrics(reg),
+		watcher:   &watcher{cache: countingCache{synced: true, calls: &atomic.Int32{}}, watched: map[schema.GroupVersionKind]time.Time{configMapGVK: time.Now(), pvcGVK: time.Now()}},
+		plans:     newBackgroundCalls[*plugin.Result](done, nil),
+		teardowns: newBackgroundCalls[*plugin.TeardownResult](done, nil),
+	}
+	// No --cascade=orphan in the Bundle's history: none to read back.
+	r.orphanCascades.readBack.Store(b.UID, uint64(1)<<62)
+	return &teardownFixture{r: r, c: c, reg: reg, bundle: b}
+}
+
+// reconcile runs one Reconcile of the fixture's Bundle.
+func (f *teardownFixture) reconcile(t *testing.T) {
+	t.Helper()
+	if _, err := f.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(f.bundle)}); err != nil {
+		t.Fatalf("Reconcile: %v", err)
+	}
+}
+
+// status is the fixture's Bundle's status as the API server has it.
+func (f *teardownFixture) status(t *testing.T) limbov1alpha1.BundleStatus {
+	t.Helper()
+	var b limbov1alpha1.Bundle
+	if err := f.c.Get(context.Background(), client.ObjectKeyFromObject(f.bundle), &b); err != nil {
+		t.Fatal(err)
+	}
+	return b.Status
+}
+
+// gauges are limbo_pending_deletions and limbo_bundle_resources{state} as the
+// fixture's registry serves them.
+func (f *teardownFixture) gauges(t *testing.T) (pending float64, resources map[string]float64) {
+	t.Helper()
+	families, err := f.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	resources = map[string]float64{}
+	for _, fam := range families {
+		for _, m := range fam.GetMetric() {
+			switch fam.GetName() {
+			case "limbo_pending_deletions":
+				pending = m.GetGauge().GetValue()
+			case "limbo_bundle_resources":
+				if v := m.GetGauge().GetValue(); v != 0 {
+					resources[m.GetLabel()[0].GetValue()] = v
+				}
+			}
+		}
+	}
+	return pending, resources
+}
+
+// deletedBundle is a Bundle shop/web being torn down (background), with
+// resources and the status of its last pass.
+func deletedBundle(resources []limbov1alpha1.Resource, status limbov1alpha1.BundleStatus, finalizers ...string) *limbov1alpha1.Bundle {
+	now := metav1.Now()
+	return &limbov1alpha1.Bundle{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", UID: "b-uid", Generation: 1, DeletionTimestamp: &now,
+			Finalizers: append([]string{limbov1alpha1.FinalizerTeardown}, finalizers...)},
+		Spec:   limbov1alpha1.BundleSpec{Resources: resources},
+		Status: status,
+	}
+}
+
+// bundleConfigMap is a ConfigMap of the Bundle shop/web (UID b-uid), which
+// controls it.
+func bundleConfigMap(name string, annotations map[string]string, finalizers ...string) *corev1.ConfigMap {
+	yes := true
+	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: name, Annotations: annotations, Finalizers: finalizers,
+		Labels:          map[string]string{limbov1alpha1.LabelBundle: "web"},
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: limbov1alpha1.GroupVersion.String(), Kind: "Bundle", Name: "web", UID: "b-uid", Controller: &yes}}}}
+}
+
+func configMapResource(t *testing.T, name string) limbov1alpha1.Resource {
+	t.Helper()
+	raw, err := json.Marshal(map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": name}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return limbov1alpha1.Resource{Name: name, Object: &runtime.RawExtension{Raw: raw}}
+}
+
+// An orphan in limbo that the teardown releases to the reaper leaves the
+// Bundle's count in limbo_pending_deletions (the reaper counts it), while the
+// teardown, held by a dependency's finalizer, goes on: it is not counted twice
+// for as long as the teardown lasts. The status still lists it, and
+// limbo_bundle_resources follows the status the teardown writes.
+func TestTeardownReleasedOrphanLeavesTheBundlesPendingCount(t *testing.T) {
+	stamp := softdelete.FormatStamp(time.Now().Add(-time.Minute))
+	old := bundleConfigMap("old", map[string]string{limbov1alpha1.AnnotationDeletionDelay: "1h", limbov1alpha1.AnnotationDeletionTimestamp: stamp})
+	old.Labels[limbov1alpha1.LabelPendingDeletion] = "true"
+	app := bundleConfigMap("app", nil, "example.com/hold")
+	status := limbov1alpha1.BundleStatus{
+		ObservedGeneration: 1,
+		Resources:          []limbov1alpha1.ResourceStatus{{Name: "app", State: limbov1alpha1.ResourceReady}},
+		ManagedKinds:       []limbov1alpha1.ManagedKind{{APIVersion: "v1", Kind: "ConfigMap"}},
+	}
+	setPending(&status, []limbov1alpha1.PendingDeletion{{APIVersion: "v1", Kind: "ConfigMap", Namespace: "shop", Name: "old", Resource: "old"}})
+	f := newTeardownFixture(t, deletedBundle([]limbov1alpha1.Resource{configMapResource(t, "app")}, status), nil, old, app)
+	// What the Bundle's last pass recorded.
+	f.r.Metrics.record("shop/web", status)
+	f.r.Engine.Metrics.SetPending("bundle/shop/web", 1)
+
+	f.reconcile(t) // the first wave releases old
+	var cur corev1.ConfigMap
+	if err := f.c.Get(context.Background(), client.ObjectKeyFromObject(old), &cur); err != nil || !softdelete.Released(&cur) {
+		t.Fatalf("old: released %v (%v), want released", softdelete.Released(&cur), err)
+	}
+	if pending, _ := f.gauges(t); pending != 0 {
+		t.Errorf("limbo_pending_deletions = %v once the wave released old to the reaper, want 0", pending)
+	}
+	for range 3 { // the next deletes app, which its finalizer holds
+		f.reconcile(t)
+		if st := f.status(t); st.PendingDeletionCount != 1 || meta.FindStatusCondition(st.Conditions, limbov1alpha1.ConditionContentRemaining) == nil {
+			t.Fatalf("status: %d pending, conditions %+v; want old listed, content remaining", st.PendingDeletionCount, st.Conditions)
+		}
+		pending, resources := f.gauges(t)
+		if pending != 0 {
+			t.Errorf("limbo_pending_deletions = %v while the Bundle holds nothing in limbo (old is the reaper's), want 0", pending)
+		}
+		if want := map[string]float64{"Ready": 1}; !reflect.DeepEqual(resources, want) {
+			t.Errorf("limbo_bundle_resources = %v, want %v (the status's)", resources, want)
+		}
+	}
+}
+
+// sweeper is a plugin whose teardown, like deorbit's, hands the engine the
+// PersistentVolumeClaims of the Bundle's namespace, and is done once none is
+// left (or done says so).
+type sweeper struct{ done *atomic.Bool }
+
+func (sweeper) Describe() plugin.Description { return plugin.Description{Name: "sweeper"} }
+
+func (sweeper) Plan(context.Context, plugin.Request) (*plugin.Result, error) {
+	return &plugin.Result{}, nil
+}
+
+func (s sweeper) Teardown(ctx context.Context, req plugin.Request) (*plugin.TeardownResult, error) {
+	if s.done.Load() {
+		return &plugin.TeardownResult{Done: true, Message: "swept"}, nil
+	}
+	claims := &unstructured.UnstructuredList{}
+	claims.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("PersistentVolumeClaimList"))
+	if err := req.Reader.List(ctx, claims, client.InNamespace(req.Bundle.Namespace)); err != nil {
+		return nil, err
+	}
+	out := &plugin.TeardownResult{Message: fmt.Sprintf("%d claims left", len(claims.Items))}
+	for i := range claims.Items {
+		out.Items = append(out.Items, plugin.ObjectItem{Object: &claims.Items[i]})
+	}
+	return out, nil
+}
+
+// The items a plugin teardown stamps (deorbit's volumes) are counted in
+// limbo_pending_deletions as the status lists them, from the first teardown pass
+// on — in a process that never ran a pass of the Bundle too (a restart), which
+// also records the status's resources in limbo_bundle_resources. Once the
+// teardown lets the Bundle go, its series are forgotten, even while another
+// finalizer keeps it.
+func TestTeardownPluginItemsAreCounted(t *testing.T) {
+	done := &atomic.Bool{}
+	registry, err := plugin.NewRegistry(sweeper{done: done})
+	if err != nil {
+		t.Fatal(err)
+	}
+	claim := func(name string) *corev1.PersistentVolumeClaim {
+		return &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: name}}
+	}
+	resources := []limbov1alpha1.Resource{{Name: "sweep", Plugin: &limbov1alpha1.PluginResource{Name: "sweeper", DeletionDelay: "1h"}}}
+	status := limbov1alpha1.BundleStatus{ObservedGeneration: 1,
+		Resources: []limbov1alpha1.ResourceStatus{{Name: "sweep", State: limbov1alpha1.ResourceReady}}}
+	f := newTeardownFixture(t, deletedBundle(resources, status, "example.com/keep"), registry, claim("data-0"), claim("data-1"), claim("data-2"))
+
+	f.reconcile(t)
+	if st := f.status(t); st.PendingDeletionCount != 3 {
+		t.Fatalf("status lists %d pending deletions (%+v), want the 3 claims", st.PendingDeletionCount, st.PendingDeletions)
+	}
+	pending, res := f.gauges(t)
+	if pending != 3 {
+		t.Errorf("limbo_pending_deletions = %v while the teardown's status lists 3 claims in limbo, want 3", pending)
+	}
+	if want := map[string]float64{"Ready": 1}; !reflect.DeepEqual(res, want) {
+		t.Errorf("limbo_bundle_resources = %v, want %v (the status's)", res, want)
+	}
+
+	done.Store(true) // the claims went
+	for _, name := range []string{"data-0", "data-1", "data-2"} {
+		if err := f.c.Delete(context.Background(), claim(name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.reconcile(t)
+	var b limbov1alpha1.Bundle
+	if err := f.c.Get(context.Background(), client.ObjectKeyFromObject(f.bundle), &b); err != nil || controllerutil.ContainsFinalizer(&b, limbov1alpha1.FinalizerTeardown) {
+		t.Fatalf("the Bundle was not let go: %v, finalizers %v", err, b.Finalizers)
+	}
+	if pending, res := f.gauges(t); pending != 0 || len(res) != 0 {
+		t.Errorf("after the teardown let the Bundle go: limbo_pending_deletions = %v, limbo_bundle_resources = %v; want both forgotten", pending, res)
+	}
+}
+
+// Of the entries a teardown's status carries over from the Bundle's passes, the
+// Bundle counts in limbo only those of objects it still controls, and another
+// cluster's items (which only their plugin's teardown decides).
+func TestHeldObjectsHolds(t *testing.T) {
+	b := &limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web"}}
+	held := heldBy([]*unstructured.Unstructured{testObject(configMapGVK, "db"), testObject(deploymentGVK, "app")})
+	entry := func(apiVersion, kind, namespace, name, cluster string) limbov1alpha1.PendingDeletion {
+		return limbov1alpha1.PendingDeletion{APIVersion: apiVersion, Kind: kind, Namespace: namespace, Name: name, Cluster: cluster}
+	}
+	for _, tc := range []struct {
+		name string
+		pd   limbov1alpha1.PendingDeletion
+		want bool
+	}{
+		{"an object the Bundle controls", entry("v1", "ConfigMap", "shop", "db", ""), true},
+		{"in another version of its kind", entry("apps/v1beta2", "Deployment", "shop", "app", ""), true},
+		{"released to the reaper, or gone", entry("v1", "ConfigMap", "shop", "old", ""), false},
+		{"another kind of the name", entry("v1", "Secret", "shop", "db", ""), false},
+		{"a plugin's item of another namespace (cancelled)", entry("v1", "ConfigMap", "other", "db", ""), false},
+		{"a Tombstone (cancelled)", entry(limbov1alpha1.GroupVersion.String(), "Tombstone", "shop", "db", ""), false},
+		{"an item of another cluster", entry("v1", "PersistentVolumeClaim", "shop", "data", "workload-kubeconfig"), true},
+	} {
+		if got := held.holds(b, tc.pd); got != tc.want {
+			t.Errorf("%s: holds(%+v) = %v, want %v", tc.name, tc.pd, got, tc.want)
+		}
+	}
 }
