@@ -745,41 +745,50 @@ func (p *pass) stillOrphan(ctx context.Context, o client.Object) softdelete.Clai
 	}
 }
 
-// handOver gives orphan o (fresh, as just read) to another Bundle of the
-// namespace that declares it to adopt it (limbo.dev/adopt), instead of deleting
-// it: the other Bundle cannot adopt an object this one controls, and deleting it
-// would lose what that Bundle asked to keep (a PVC moved from one Bundle to
-// another). The owner reference and the countdown go, and the adopter is woken
-// to adopt it. Adopters are found in the cache (an index of the objects Bundles
-// adopt): a Bundle of another shard is not seen.
+// handOver is Reconciler.handOver of the pass's Bundle: a failure fails the pass.
 func (p *pass) handOver(ctx context.Context, o client.Object, fresh metav1.Object) softdelete.ClaimVerdict {
+	v, err := p.r.handOver(ctx, p.bundle, o, fresh)
+	if err != nil {
+		p.fail(err)
+	}
+	return v
+}
+
+// handOver gives b's orphan o (fresh, as just read) to another Bundle of the
+// namespace that declares it to adopt it (limbo.dev/adopt), instead of deleting
+// it: the other Bundle cannot adopt an object b controls, and deleting it would
+// lose what that Bundle asked to keep (a PVC moved from one Bundle to another).
+// The owner reference and the countdown go, and the adopter is woken to adopt it
+// (NotClaimed); with no adopter, o is b's to delete (Claimed). Adopters are found
+// in the cache (an index of the objects Bundles adopt): a Bundle of another shard
+// is not seen. A failure defers the delete (ClaimDeferred, with the error).
+func (r *Reconciler) handOver(ctx context.Context, b *limbov1alpha1.Bundle, o client.Object, fresh metav1.Object) (softdelete.ClaimVerdict, error) {
 	var adopters limbov1alpha1.BundleList
-	key := bundlespec.AdoptionKey(o.GetObjectKind().GroupVersionKind().GroupKind(), o.GetName())
-	if err := p.r.Client.List(ctx, &adopters, client.InNamespace(p.bundle.Namespace), client.MatchingFields{adoptionIndex: key}, client.UnsafeDisableDeepCopy); err != nil {
-		p.fail(fmt.Errorf("list the Bundles adopting %s %s: %w", o.GetObjectKind().GroupVersionKind().Kind, o.GetName(), err))
-		return softdelete.ClaimDeferred
+	gvk := o.GetObjectKind().GroupVersionKind()
+	key := bundlespec.AdoptionKey(gvk.GroupKind(), o.GetName())
+	if err := r.Client.List(ctx, &adopters, client.InNamespace(b.Namespace), client.MatchingFields{adoptionIndex: key}, client.UnsafeDisableDeepCopy); err != nil {
+		return softdelete.ClaimDeferred, fmt.Errorf("list the Bundles adopting %s %s: %w", gvk.Kind, o.GetName(), err)
 	}
 	for i := range adopters.Items {
 		adopter := &adopters.Items[i]
-		if adopter.UID == p.bundle.UID || !adopter.DeletionTimestamp.IsZero() {
+		if adopter.UID == b.UID || !adopter.DeletionTimestamp.IsZero() {
 			continue
 		}
 		obj, ok := fresh.(client.Object)
 		if !ok {
-			return softdelete.ClaimDeferred
+			return softdelete.ClaimDeferred, nil
 		}
-		obj.GetObjectKind().SetGroupVersionKind(o.GetObjectKind().GroupVersionKind())
+		obj.GetObjectKind().SetGroupVersionKind(gvk)
 		why := fmt.Sprintf("Bundle %q declares it to adopt it", adopter.Name)
-		if err := p.r.Engine.Disown(ctx, p.bundle, obj, p.bundle, why); err != nil {
-			p.fail(fmt.Errorf("hand %s %s over to Bundle %s: %w", o.GetObjectKind().GroupVersionKind().Kind, o.GetName(), adopter.Name, err))
-			return softdelete.ClaimDeferred
+		if err := r.Engine.HandOver(ctx, b, obj, b, why); err != nil {
+			return softdelete.ClaimDeferred, fmt.Errorf("hand %s %s over to Bundle %s: %w", gvk.Kind, o.GetName(), adopter.Name, err)
 		}
-		if p.r.alarms != nil {
-			p.r.alarms.now(client.ObjectKeyFromObject(adopter))
+		if r.alarms != nil {
+			r.alarms.now(client.ObjectKeyFromObject(adopter))
 		}
-		return softdelete.NotClaimed
+		return softdelete.NotClaimed, nil
 	}
-	return softdelete.Claimed
+	return softdelete.Claimed, nil
 }
 
 // lastResourceOf is the resource that last declared obj, from b's last status:
