@@ -2,12 +2,8 @@ package it
 
 import (
 	"context"
-	"fmt"
 	"testing"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/limbo-dev/limbo/it/testenv"
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 )
 
@@ -36,16 +32,5 @@ func TestAdoptionHandOverAtTeardown(t *testing.T) {
 	}
 	waitGone(t, configMapGVK, ns, "gone") // the rest of the teardown goes on as before
 
-	waitReady(t, b)
-	testenv.Eventually(t, testenv.DefaultTimeout, func() error {
-		o := getObject(t, configMapGVK, ns, "db")
-		switch {
-		case o == nil || o.GetUID() != uid:
-			return fmt.Errorf("db was deleted")
-		case metav1.GetControllerOf(o) == nil || metav1.GetControllerOf(o).UID != getBundle(t, b).UID:
-			return fmt.Errorf("db is not the new Bundle's: owners %v", o.GetOwnerReferences())
-		}
-		return nil
-	})
-	waitEventContaining(t, old, "Normal", limbov1alpha1.EventDeletionCancelled, "ConfigMap "+ns+"/db", `Bundle "new" declares it to adopt it`)
+	waitHandedOver(t, old, b, "db", uid)
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/limbo-dev/limbo/it/testenv"
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
@@ -31,18 +32,26 @@ func TestAdoptionHandOverAtTheDeadline(t *testing.T) {
 	updateBundle(t, old, keep)
 	waitInLimbo(t, configMapGVK, ns, "db")
 
+	waitHandedOver(t, old, b, "db", uid)
+}
+
+// waitHandedOver waits until ConfigMap name, of UID uid, is b's, out of limbo,
+// handed over by from (event DeletionCancelled) instead of deleted.
+func waitHandedOver(t testing.TB, from, b *limbov1alpha1.Bundle, name string, uid types.UID) {
+	t.Helper()
 	waitReady(t, b)
 	testenv.Eventually(t, testenv.DefaultTimeout, func() error {
-		o := getObject(t, configMapGVK, ns, "db")
+		o := getObject(t, configMapGVK, b.Namespace, name)
 		switch {
 		case o == nil || o.GetUID() != uid:
-			return fmt.Errorf("db was deleted")
+			return fmt.Errorf("%s was deleted", name)
 		case metav1.GetControllerOf(o) == nil || metav1.GetControllerOf(o).UID != getBundle(t, b).UID:
-			return fmt.Errorf("db is not the new Bundle's: owners %v", o.GetOwnerReferences())
+			return fmt.Errorf("%s is not Bundle %s's: owners %v", name, b.Name, o.GetOwnerReferences())
 		case o.GetAnnotations()[limbov1alpha1.AnnotationDeletionTimestamp] != "" || o.GetLabels()[limbov1alpha1.LabelPendingDeletion] != "":
-			return fmt.Errorf("db is still in limbo: %v %v", o.GetAnnotations(), o.GetLabels())
+			return fmt.Errorf("%s is still in limbo: %v %v", name, o.GetAnnotations(), o.GetLabels())
 		}
 		return nil
 	})
-	waitEventContaining(t, old, "Normal", limbov1alpha1.EventDeletionCancelled, "ConfigMap "+ns+"/db", `Bundle "new" declares it to adopt it`)
+	waitEventContaining(t, from, "Normal", limbov1alpha1.EventDeletionCancelled, "ConfigMap "+b.Namespace+"/"+name,
+		fmt.Sprintf("Bundle %q declares it to adopt it", b.Name))
 }

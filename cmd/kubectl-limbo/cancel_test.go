@@ -124,24 +124,10 @@ func TestCancelConflict(t *testing.T) {
 	meta.OwnerReferences = []metav1.OwnerReference{bundleOwner("shop", true)}
 	cm := &corev1.ConfigMap{ObjectMeta: meta}
 	added := metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: "anchor", UID: uid("anchor")}
-	patches := 0
-	funcs := &interceptor.Funcs{Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
-		patches++
-		if patches == 1 {
-			var live corev1.ConfigMap
-			if err := c.Get(ctx, client.ObjectKeyFromObject(obj), &live); err != nil {
-				return err
-			}
-			live.OwnerReferences = append(live.OwnerReferences, added)
-			if err := c.Update(ctx, &live); err != nil {
-				return err
-			}
-		}
-		return c.Patch(ctx, obj, patch, opts...)
-	}}
+	funcs, patches := changedBeforeFirstPatch(func(live *corev1.ConfigMap) { live.OwnerReferences = append(live.OwnerReferences, added) })
 	f := newFixture(t, funcs, cm)
-	if code, _, errOut := f.run("cancel", "-n", "team-a", "configmap/db-config"); code != 0 || patches != 2 {
-		t.Fatalf("exit %d, %d patches, stderr %q", code, patches, errOut)
+	if code, _, errOut := f.run("cancel", "-n", "team-a", "configmap/db-config"); code != 0 || *patches != 2 {
+		t.Fatalf("exit %d, %d patches, stderr %q", code, *patches, errOut)
 	}
 	var got corev1.ConfigMap
 	if err := f.client.Get(context.Background(), client.ObjectKeyFromObject(cm), &got); err != nil {
@@ -321,26 +307,14 @@ No Bundle manages it now; to bring it back under a Bundle, declare it there with
 // removed too.
 func TestCancelHeldOrphanStampedMeanwhile(t *testing.T) {
 	cm := &corev1.ConfigMap{ObjectMeta: managedBy("old", "shop", "1h")}
-	patches := 0
-	funcs := &interceptor.Funcs{Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
-		patches++
-		if patches == 1 {
-			var live corev1.ConfigMap
-			if err := c.Get(ctx, client.ObjectKeyFromObject(obj), &live); err != nil {
-				return err
-			}
-			live.Annotations[limbov1alpha1.AnnotationDeletionTimestamp] = stampAgo(0)
-			live.Labels[limbov1alpha1.LabelPendingDeletion] = "true"
-			if err := c.Update(ctx, &live); err != nil {
-				return err
-			}
-		}
-		return c.Patch(ctx, obj, patch, opts...)
-	}}
+	funcs, patches := changedBeforeFirstPatch(func(live *corev1.ConfigMap) {
+		live.Annotations[limbov1alpha1.AnnotationDeletionTimestamp] = stampAgo(0)
+		live.Labels[limbov1alpha1.LabelPendingDeletion] = "true"
+	})
 	f := newFixture(t, funcs, cm, shopDeclaring(t, []string{"keep"}))
 	code, out, errOut := f.run("cancel", "-n", "team-a", "cm/old")
-	if want := `configmap/old: deletion cancelled; removed owner reference to Bundle "shop", annotation limbo.dev/deletionTimestamp, label limbo.dev/pending-deletion=true, label limbo.dev/bundle=shop.`; code != 0 || patches != 2 || !strings.HasPrefix(out, want+"\n") {
-		t.Fatalf("exit %d, %d patches, stdout %q, stderr %q; want %q", code, patches, out, errOut, want)
+	if want := `configmap/old: deletion cancelled; removed owner reference to Bundle "shop", annotation limbo.dev/deletionTimestamp, label limbo.dev/pending-deletion=true, label limbo.dev/bundle=shop.`; code != 0 || *patches != 2 || !strings.HasPrefix(out, want+"\n") {
+		t.Fatalf("exit %d, %d patches, stdout %q, stderr %q; want %q", code, *patches, out, errOut, want)
 	}
 	var got corev1.ConfigMap
 	if err := f.client.Get(context.Background(), client.ObjectKeyFromObject(cm), &got); err != nil {
@@ -349,4 +323,26 @@ func TestCancelHeldOrphanStampedMeanwhile(t *testing.T) {
 	if len(got.OwnerReferences) != 0 || len(got.Labels) != 0 || got.Annotations[limbov1alpha1.AnnotationDeletionTimestamp] != "" {
 		t.Errorf("left: owners %v, labels %v, annotations %v", got.OwnerReferences, got.Labels, got.Annotations)
 	}
+}
+
+// changedBeforeFirstPatch intercepts the client's patches: before the first goes
+// through, change is made to the live ConfigMap (someone writes it between the
+// command's read and its patch, which then fails with a Conflict). patches counts
+// the patches sent.
+func changedBeforeFirstPatch(change func(live *corev1.ConfigMap)) (*interceptor.Funcs, *int) {
+	patches := 0
+	return &interceptor.Funcs{Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+		patches++
+		if patches == 1 {
+			var live corev1.ConfigMap
+			if err := c.Get(ctx, client.ObjectKeyFromObject(obj), &live); err != nil {
+				return err
+			}
+			change(&live)
+			if err := c.Update(ctx, &live); err != nil {
+				return err
+			}
+		}
+		return c.Patch(ctx, obj, patch, opts...)
+	}}, &patches
 }

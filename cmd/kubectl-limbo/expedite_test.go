@@ -127,26 +127,12 @@ func TestExpediteRefuses(t *testing.T) {
 // after a fresh read.
 func TestExpediteConflict(t *testing.T) {
 	cm := &corev1.ConfigMap{ObjectMeta: inLimbo("team-a", "db-config", "shop", "24h", stampAgo(time.Hour))}
-	patches := 0
-	funcs := &interceptor.Funcs{Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
-		patches++
-		if patches == 1 {
-			// Someone changes the delay after our read.
-			var live corev1.ConfigMap
-			if err := c.Get(ctx, client.ObjectKeyFromObject(obj), &live); err != nil {
-				return err
-			}
-			live.Annotations[limbov1alpha1.AnnotationDeletionDelay] = "1h"
-			if err := c.Update(ctx, &live); err != nil {
-				return err
-			}
-		}
-		return c.Patch(ctx, obj, patch, opts...)
-	}}
+	// Someone changes the delay after our read.
+	funcs, patches := changedBeforeFirstPatch(func(live *corev1.ConfigMap) { live.Annotations[limbov1alpha1.AnnotationDeletionDelay] = "1h" })
 	f := newFixture(t, funcs, cm)
 	code, out, errOut := f.run("expedite", "-n", "team-a", "configmap/db-config")
-	if code != 0 || patches != 2 {
-		t.Fatalf("exit %d, %d patches, stdout %q, stderr %q", code, patches, out, errOut)
+	if code != 0 || *patches != 2 {
+		t.Fatalf("exit %d, %d patches, stdout %q, stderr %q", code, *patches, out, errOut)
 	}
 	var got corev1.ConfigMap
 	if err := f.client.Get(context.Background(), client.ObjectKeyFromObject(cm), &got); err != nil {

@@ -4,9 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -21,7 +18,6 @@ import (
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 	"github.com/limbo-dev/limbo/pkg/controller"
-	"github.com/limbo-dev/limbo/pkg/controllerprocess"
 	"github.com/limbo-dev/limbo/pkg/openstack/openstacksim"
 	"github.com/limbo-dev/limbo/pkg/plugins/routegc"
 )
@@ -47,37 +43,10 @@ var routeDelays = []string{"0s", "1s", "2s", "4s"}
 // forced, the delay edited — while the controller is killed and restarted at
 // random, and checks every route removal with a routeOracle.
 func TestSoakRoutes(t *testing.T) {
-	seed := *seedFlag
-	if seed == 0 {
-		seed = time.Now().UnixNano() % 1_000_000_000
-	}
-	ops := *opsFlag
-	t.Logf("route soak: seed %d, %d operations on %d routes (replay: LIMBO_SOAK_SEED=%d LIMBO_SOAK_OPS=%d)", seed, ops, routeHops, seed, ops)
-	fmt.Printf("route soak: seed %d, %d operations\n", seed, ops)
-	ctx, cancel := context.WithCancel(context.Background())
-	if deadline, ok := t.Deadline(); ok {
-		ctx, cancel = context.WithDeadline(context.Background(), deadline.Add(-time.Minute))
-	}
-	defer cancel()
-	namespace := env.Namespace(t)
-	artifacts, err := os.MkdirTemp("", fmt.Sprintf("limbo-route-soak-%d-", seed))
-	if err != nil {
-		t.Fatal(err)
-	}
-
+	run := startSoak(t, "route soak", fmt.Sprintf("%d routes", routeHops))
+	ctx, namespace, seed, ops := run.ctx, run.namespace, run.seed, run.ops
 	o := newRouteOracle()
-	defer func() {
-		if !t.Failed() {
-			_ = os.RemoveAll(artifacts)
-			return
-		}
-		o.mu.Lock()
-		log := strings.Join(o.log, "\n") + "\n"
-		o.mu.Unlock()
-		if err := os.WriteFile(filepath.Join(artifacts, "operations.log"), []byte(log), 0o644); err != nil {
-			t.Log(err)
-		}
-	}()
+	run.keepLog(t, &o.mu, &o.log)
 	sim := openstacksim.New(openstacksim.Config{OnRoutesChanged: func(_ string, before, after []openstacksim.Route) { o.routesChanged(before, after) }})
 	base, stop, err := sim.Start("")
 	if err != nil {
@@ -131,16 +100,7 @@ func TestSoakRoutes(t *testing.T) {
 		}
 	}()
 
-	bin := t.TempDir()
-	limboBin, err := controllerprocess.Build(ctx, env.RepoRoot, bin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	controller, err := controllerprocess.Start(ctx, controllerprocess.Config{Bin: limboBin, Kubeconfig: env.Cluster.KubeconfigPath,
-		LogPath: filepath.Join(artifacts, "controller.log"), Args: []string{"--leader-elect=false", "--zap-log-level", "info"}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	controller := run.startController(t, t.TempDir())
 	// kube-apiserver restarts are TestSoak's: here the oracle's Tombstone watch
 	// must see every Tombstone a removal goes through.
 	chaos := &chaos{oracle: o, controller: controller, pause: &sync.RWMutex{}, rng: rand.New(rand.NewPCG(uint64(seed), 1)), ops: ops, apiRestarted: true}
@@ -178,17 +138,11 @@ func TestSoakRoutes(t *testing.T) {
 	o.judge(time.Now().Add(judgeAfter))
 	o.recordFinal(final)
 
-	report := append(o.report(), fmt.Sprintf("time: %v of operations, %v in all", opsTime.Round(time.Second), time.Since(started).Round(time.Second)))
-	for _, line := range report {
-		t.Logf("route soak: %s", line)
-	}
 	o.mu.Lock()
 	violations := o.violations
 	o.mu.Unlock()
-	if len(violations) > 0 {
-		t.Errorf("route soak: %d violations with seed %d (replay: LIMBO_SOAK_SEED=%d LIMBO_SOAK_OPS=%d go test ./it/soak -run TestSoakRoutes -v); operations in %s, controller log in %s:\n  %s",
-			len(violations), seed, seed, ops, filepath.Join(artifacts, "operations.log"), chaos.controller.LogPath, strings.Join(violations, "\n  "))
-	}
+	run.report(t, append(o.report(), fmt.Sprintf("time: %v of operations, %v in all", opsTime.Round(time.Second), time.Since(started).Round(time.Second))),
+		violations, chaos.controller.LogPath)
 }
 
 // routeGenerator performs the route soak's operations.

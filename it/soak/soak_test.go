@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -24,48 +22,16 @@ const slots = 6
 // TestSoak runs the generator against a controller that is killed and
 // restarted at random, and fails on any violation the oracle finds.
 func TestSoak(t *testing.T) {
-	seed := *seedFlag
-	if seed == 0 {
-		seed = time.Now().UnixNano() % 1_000_000_000
-	}
-	ops := *opsFlag
-	t.Logf("soak: seed %d, %d operations on %d Bundles (replay: LIMBO_SOAK_SEED=%d LIMBO_SOAK_OPS=%d)", seed, ops, slots, seed, ops)
-	fmt.Printf("soak: seed %d, %d operations\n", seed, ops)
-
-	ctx, cancel := context.WithCancel(context.Background())
-	if deadline, ok := t.Deadline(); ok {
-		ctx, cancel = context.WithDeadline(context.Background(), deadline.Add(-time.Minute))
-	}
-	defer cancel()
-	namespace := env.Namespace(t)
-
-	artifacts, err := os.MkdirTemp("", fmt.Sprintf("limbo-soak-%d-", seed))
-	if err != nil {
-		t.Fatal(err)
-	}
+	run := startSoak(t, "soak", fmt.Sprintf("%d Bundles", slots))
+	ctx, namespace, seed, ops := run.ctx, run.namespace, run.seed, run.ops
 	bin := t.TempDir()
-	limboBin, err := controllerprocess.Build(ctx, env.RepoRoot, bin)
-	if err != nil {
-		t.Fatal(err)
-	}
 	kubectlLimbo, err := controllerprocess.BuildCommand(ctx, env.RepoRoot, bin, "kubectl-limbo")
 	if err != nil {
 		t.Fatal(err)
 	}
 
 	o := newOracle()
-	defer func() {
-		if !t.Failed() {
-			_ = os.RemoveAll(artifacts)
-			return
-		}
-		o.mu.Lock()
-		log := strings.Join(o.log, "\n") + "\n"
-		o.mu.Unlock()
-		if err := os.WriteFile(filepath.Join(artifacts, "operations.log"), []byte(log), 0o644); err != nil {
-			t.Log(err)
-		}
-	}()
+	run.keepLog(t, &o.mu, &o.log)
 	list, err := env.Clientset.CoreV1().ConfigMaps(namespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -84,13 +50,7 @@ func TestSoak(t *testing.T) {
 		}
 	}()
 
-	// One replica, killed with SIGKILL: it does not release a Lease, and needs
-	// none.
-	controller, err := controllerprocess.Start(ctx, controllerprocess.Config{Bin: limboBin, Kubeconfig: env.Cluster.KubeconfigPath,
-		LogPath: filepath.Join(artifacts, "controller.log"), Args: []string{"--leader-elect=false", "--zap-log-level", "info"}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	controller := run.startController(t, bin)
 	pause := &sync.RWMutex{}
 	chaos := &chaos{oracle: o, controller: controller, pause: pause, rng: rand.New(rand.NewPCG(uint64(seed), slots)), ops: ops}
 	defer func() { _ = chaos.controller.Kill() }() // the last one started
@@ -160,24 +120,11 @@ func TestSoak(t *testing.T) {
 	}
 	o.finalCheck()
 
-	report := o.report()
-	report = append(report, fmt.Sprintf("time: %v of operations, %v in all", opsTime.Round(time.Second), time.Since(started).Round(time.Second)))
-	for _, line := range report {
-		t.Logf("soak: %s", line)
-		fmt.Printf("soak: %s\n", line)
-	}
 	o.mu.Lock()
 	violations := o.violations
 	o.mu.Unlock()
-	if len(violations) == 0 {
-		return
-	}
-	shown := violations
-	if len(shown) > 30 {
-		shown = shown[:30]
-	}
-	t.Errorf("soak: %d violations with seed %d (replay: LIMBO_SOAK_SEED=%d LIMBO_SOAK_OPS=%d go test ./it/soak -run TestSoak -v); operations and observations in %s, controller log in %s:\n  %s",
-		len(violations), seed, seed, ops, filepath.Join(artifacts, "operations.log"), chaos.controller.LogPath, strings.Join(shown, "\n  "))
+	run.report(t, append(o.report(), fmt.Sprintf("time: %v of operations, %v in all", opsTime.Round(time.Second), time.Since(started).Round(time.Second))),
+		violations, chaos.controller.LogPath)
 }
 
 // chaos kills and restarts the controller at random, and restarts

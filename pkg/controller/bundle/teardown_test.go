@@ -208,6 +208,19 @@ func (f *teardownFixture) gauges(t *testing.T) (pending float64, resources map[s
 	return pending, resources
 }
 
+// wantGauges fails unless limbo_pending_deletions is pending and
+// limbo_bundle_resources counts resources by state, as the status says (when).
+func (f *teardownFixture) wantGauges(t *testing.T, pending float64, resources map[string]float64, when string) {
+	t.Helper()
+	gotPending, gotResources := f.gauges(t)
+	if gotPending != pending {
+		t.Errorf("limbo_pending_deletions = %v while %s, want %v", gotPending, when, pending)
+	}
+	if !reflect.DeepEqual(gotResources, resources) {
+		t.Errorf("limbo_bundle_resources = %v while %s, want %v (the status's)", gotResources, when, resources)
+	}
+}
+
 // deletedBundle is a Bundle shop/web being torn down (background), with
 // resources and the status of its last pass.
 func deletedBundle(resources []limbov1alpha1.Resource, status limbov1alpha1.BundleStatus, finalizers ...string) *limbov1alpha1.Bundle {
@@ -272,13 +285,7 @@ func TestTeardownReleasedOrphanLeavesTheBundlesPendingCount(t *testing.T) {
 		if st := f.status(t); st.PendingDeletionCount != 1 || meta.FindStatusCondition(st.Conditions, limbov1alpha1.ConditionContentRemaining) == nil {
 			t.Fatalf("status: %d pending, conditions %+v; want old listed, content remaining", st.PendingDeletionCount, st.Conditions)
 		}
-		pending, resources := f.gauges(t)
-		if pending != 0 {
-			t.Errorf("limbo_pending_deletions = %v while the Bundle holds nothing in limbo (old is the reaper's), want 0", pending)
-		}
-		if want := map[string]float64{"Ready": 1}; !reflect.DeepEqual(resources, want) {
-			t.Errorf("limbo_bundle_resources = %v, want %v (the status's)", resources, want)
-		}
+		f.wantGauges(t, 0, map[string]float64{"Ready": 1}, "the Bundle holds nothing in limbo (old is the reaper's)")
 	}
 }
 
@@ -333,13 +340,7 @@ func TestTeardownPluginItemsAreCounted(t *testing.T) {
 	if st := f.status(t); st.PendingDeletionCount != 3 {
 		t.Fatalf("status lists %d pending deletions (%+v), want the 3 claims", st.PendingDeletionCount, st.PendingDeletions)
 	}
-	pending, res := f.gauges(t)
-	if pending != 3 {
-		t.Errorf("limbo_pending_deletions = %v while the teardown's status lists 3 claims in limbo, want 3", pending)
-	}
-	if want := map[string]float64{"Ready": 1}; !reflect.DeepEqual(res, want) {
-		t.Errorf("limbo_bundle_resources = %v, want %v (the status's)", res, want)
-	}
+	f.wantGauges(t, 3, map[string]float64{"Ready": 1}, "the teardown's status lists 3 claims in limbo")
 
 	done.Store(true) // the claims went
 	for _, name := range []string{"data-0", "data-1", "data-2"} {

@@ -1,0 +1,104 @@
+package soak
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/limbo-dev/limbo/pkg/controllerprocess"
+)
+
+// soakRun is what every soak starts with: the seed and the number of operations
+// (the flags), a context that ends a minute before the test's deadline, the
+// test's namespace, and a directory for the operation log and the controller's
+// log, kept when the test fails.
+type soakRun struct {
+	name      string
+	seed      int64
+	ops       int
+	ctx       context.Context
+	namespace string
+	artifacts string
+}
+
+// startSoak starts the soak name on what (for the log line that tells how to
+// replay it).
+func startSoak(t *testing.T, name, what string) *soakRun {
+	t.Helper()
+	r := &soakRun{name: name, seed: *seedFlag, ops: *opsFlag}
+	if r.seed == 0 {
+		r.seed = time.Now().UnixNano() % 1_000_000_000
+	}
+	t.Logf("%s: seed %d, %d operations on %s (replay: LIMBO_SOAK_SEED=%d LIMBO_SOAK_OPS=%d)", name, r.seed, r.ops, what, r.seed, r.ops)
+	fmt.Printf("%s: seed %d, %d operations\n", name, r.seed, r.ops)
+	ctx, cancel := context.WithCancel(context.Background())
+	if deadline, ok := t.Deadline(); ok {
+		ctx, cancel = context.WithDeadline(context.Background(), deadline.Add(-time.Minute))
+	}
+	t.Cleanup(cancel)
+	r.ctx = ctx
+	r.namespace = env.Namespace(t)
+	var err error
+	if r.artifacts, err = os.MkdirTemp("", fmt.Sprintf("limbo-%s-%d-", strings.ReplaceAll(name, " ", "-"), r.seed)); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// keepLog writes the oracle's log (log, read under mu) to operations.log among
+// the artifacts when t failed, and removes the artifacts when it passed.
+func (r *soakRun) keepLog(t *testing.T, mu *sync.Mutex, log *[]string) {
+	t.Cleanup(func() {
+		if !t.Failed() {
+			_ = os.RemoveAll(r.artifacts)
+			return
+		}
+		mu.Lock()
+		text := strings.Join(*log, "\n") + "\n"
+		mu.Unlock()
+		if err := os.WriteFile(filepath.Join(r.artifacts, "operations.log"), []byte(text), 0o644); err != nil {
+			t.Log(err)
+		}
+	})
+}
+
+// startController builds limbo into bin and starts one replica of it, logging
+// among the artifacts. It is killed with SIGKILL: it does not release a Lease,
+// and needs none.
+func (r *soakRun) startController(t *testing.T, bin string) *controllerprocess.Process {
+	t.Helper()
+	limboBin, err := controllerprocess.Build(r.ctx, env.RepoRoot, bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	controller, err := controllerprocess.Start(r.ctx, controllerprocess.Config{Bin: limboBin, Kubeconfig: env.Cluster.KubeconfigPath,
+		LogPath: filepath.Join(r.artifacts, "controller.log"), Args: []string{"--leader-elect=false", "--zap-log-level", "info"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return controller
+}
+
+// report logs the run's report lines, and fails t with the violations, saying
+// how to replay the run and where its logs are.
+func (r *soakRun) report(t *testing.T, lines, violations []string, controllerLog string) {
+	t.Helper()
+	for _, line := range lines {
+		t.Logf("%s: %s", r.name, line)
+		fmt.Printf("%s: %s\n", r.name, line)
+	}
+	if len(violations) == 0 {
+		return
+	}
+	shown := violations
+	if len(shown) > 30 {
+		shown = shown[:30]
+	}
+	t.Errorf("%s: %d violations with seed %d (replay: LIMBO_SOAK_SEED=%d LIMBO_SOAK_OPS=%d go test ./it/soak -run '%s$' -v); operations and observations in %s, controller log in %s:\n  %s",
+		r.name, len(violations), r.seed, r.seed, r.ops, t.Name(), filepath.Join(r.artifacts, "operations.log"), controllerLog, strings.Join(shown, "\n  "))
+}
