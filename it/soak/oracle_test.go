@@ -7,7 +7,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -160,20 +159,17 @@ type stats struct {
 //   - at the end, nothing lost (every declared or kept object exists) and
 //     nothing leaked (every other object is gone).
 type oracle struct {
-	mu           sync.Mutex
+	journal      // and its lock, which guards everything
 	objects      map[string]*objectModel
 	incarnations map[types.UID]*incarnation
 	fates        map[types.UID]fate
 	outages      []outage
-	violations   []string
 	stats        stats
 	// slots defer the judging of a deletion while an operation on its Bundle is
 	// between its write and the model's update.
 	slots map[string]*slotOps
 	// watchingSince is when the watch last (re)connected.
 	watchingSince time.Time
-	// log records the operations and observations, for the failure report.
-	log []string
 }
 
 // slotOps tracks the operation in flight on one Bundle slot.
@@ -200,23 +196,6 @@ func (o *oracle) object(bundle, name string) *objectModel {
 		o.objects[name] = m
 	}
 	return m
-}
-
-func (o *oracle) violatef(format string, args ...any) {
-	msg := fmt.Sprintf(format, args...)
-	o.violations = append(o.violations, msg)
-	o.logf("VIOLATION %s", msg)
-}
-
-func (o *oracle) logf(format string, args ...any) {
-	o.log = append(o.log, time.Now().Format("15:04:05.000")+" "+fmt.Sprintf(format, args...))
-}
-
-// Log records an operation for the failure report.
-func (o *oracle) Log(format string, args ...any) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.logf(format, args...)
 }
 
 func (o *oracle) slot(bundle string) *slotOps {

@@ -5,7 +5,6 @@ import (
 	"maps"
 	"slices"
 	"sort"
-	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -92,7 +91,7 @@ type removal struct {
 //   - at the end, nothing leaked: every route without a server is removed and
 //     no Tombstone is left.
 type routeOracle struct {
-	mu         sync.Mutex
+	journal                         // and its lock, which guards everything
 	hops       map[string]*hopModel // by route ID
 	tombstones map[types.UID]*tombstoneRecord
 	forces     []force
@@ -100,31 +99,12 @@ type routeOracle struct {
 	outages    []outage
 	// watchingSince is when the Tombstone watch last (re)connected.
 	watchingSince time.Time
-	violations    []string
 	ops           map[string]int
 	removed       int
-	log           []string
 }
 
 func newRouteOracle() *routeOracle {
 	return &routeOracle{hops: map[string]*hopModel{}, tombstones: map[types.UID]*tombstoneRecord{}, ops: map[string]int{}}
-}
-
-func (o *routeOracle) violatef(format string, args ...any) {
-	msg := fmt.Sprintf(format, args...)
-	o.violations = append(o.violations, msg)
-	o.logf("VIOLATION %s", msg)
-}
-
-func (o *routeOracle) logf(format string, args ...any) {
-	o.log = append(o.log, time.Now().Format("15:04:05.000")+" "+fmt.Sprintf(format, args...))
-}
-
-// Log records an operation for the failure report.
-func (o *routeOracle) Log(format string, args ...any) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.logf(format, args...)
 }
 
 func (o *routeOracle) countOp(op string) {

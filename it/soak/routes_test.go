@@ -46,7 +46,7 @@ func TestSoakRoutes(t *testing.T) {
 	run := startSoak(t, "route soak", fmt.Sprintf("%d routes", routeHops))
 	ctx, namespace, seed, ops := run.ctx, run.namespace, run.seed, run.ops
 	o := newRouteOracle()
-	run.keepLog(t, &o.mu, &o.log)
+	run.keepLog(t, &o.journal)
 	sim := openstacksim.New(openstacksim.Config{OnRoutesChanged: func(_ string, before, after []openstacksim.Route) { o.routesChanged(before, after) }})
 	base, stop, err := sim.Start("")
 	if err != nil {

@@ -50,17 +50,43 @@ func startSoak(t *testing.T, name, what string) *soakRun {
 	return r
 }
 
-// keepLog writes the oracle's log (log, read under mu) to operations.log among
-// the artifacts when t failed, and removes the artifacts when it passed.
-func (r *soakRun) keepLog(t *testing.T, mu *sync.Mutex, log *[]string) {
+// journal is an oracle's record: the violations it found, and the log of the
+// operations and observations for the failure report. mu is the oracle's lock:
+// violatef and logf are called with it held.
+type journal struct {
+	mu         sync.Mutex
+	violations []string
+	log        []string
+}
+
+func (j *journal) violatef(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	j.violations = append(j.violations, msg)
+	j.logf("VIOLATION %s", msg)
+}
+
+func (j *journal) logf(format string, args ...any) {
+	j.log = append(j.log, time.Now().Format("15:04:05.000")+" "+fmt.Sprintf(format, args...))
+}
+
+// Log records an operation for the failure report.
+func (j *journal) Log(format string, args ...any) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.logf(format, args...)
+}
+
+// keepLog writes the oracle's log (j) to operations.log among the artifacts when
+// t failed, and removes the artifacts when it passed.
+func (r *soakRun) keepLog(t *testing.T, j *journal) {
 	t.Cleanup(func() {
 		if !t.Failed() {
 			_ = os.RemoveAll(r.artifacts)
 			return
 		}
-		mu.Lock()
-		text := strings.Join(*log, "\n") + "\n"
-		mu.Unlock()
+		j.mu.Lock()
+		text := strings.Join(j.log, "\n") + "\n"
+		j.mu.Unlock()
 		if err := os.WriteFile(filepath.Join(r.artifacts, "operations.log"), []byte(text), 0o644); err != nil {
 			t.Log(err)
 		}

@@ -31,7 +31,7 @@ func TestSoak(t *testing.T) {
 	}
 
 	o := newOracle()
-	run.keepLog(t, &o.mu, &o.log)
+	run.keepLog(t, &o.journal)
 	list, err := env.Clientset.CoreV1().ConfigMaps(namespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
