@@ -368,28 +368,16 @@ func (e *Engine) Release(ctx context.Context, eventTarget runtime.Object, obj cl
 // patch, guarded by obj's resourceVersion: a concurrent change is a Conflict, and
 // the caller decides again.
 func (e *Engine) Disown(ctx context.Context, eventTarget runtime.Object, obj client.Object, owner metav1.Object, why string) error {
-	return e.disown(ctx, eventTarget, obj, owner, why, false)
-}
-
-// HandOver is Disown of an object another Bundle declares to adopt it, instead
-// of its deletion — at the end of its countdown, or in its Bundle's teardown:
-// that deletion is cancelled (event DeletionCancelled), whether a countdown ran
-// or not.
-func (e *Engine) HandOver(ctx context.Context, eventTarget runtime.Object, obj client.Object, owner metav1.Object, why string) error {
-	return e.disown(ctx, eventTarget, obj, owner, why, true)
-}
-
-func (e *Engine) disown(ctx context.Context, eventTarget runtime.Object, obj client.Object, owner metav1.Object, why string, deletionCancelled bool) error {
 	metadata := map[string]any{"ownerReferences": ownerReferencesWithout(obj, owner), "resourceVersion": obj.GetResourceVersion()}
-	inLimbo := e.inLimbo(obj)
-	if inLimbo {
+	cancelled := e.inLimbo(obj)
+	if cancelled {
 		maps.Copy(metadata, outOfLimbo())
 	}
 	if err := e.patch(ctx, obj, map[string]any{"metadata": metadata}); err != nil {
 		return client.IgnoreNotFound(err)
 	}
 	auditLog(ctx, eventTarget, obj, "disowned", time.Time{})
-	if inLimbo || deletionCancelled {
+	if cancelled {
 		e.cancelled(ctx, eventTarget, obj, why)
 	}
 	return nil

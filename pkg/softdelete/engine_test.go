@@ -445,10 +445,8 @@ func TestEngineOrphanStaleObjectConflicts(t *testing.T) {
 }
 
 // Disown removes the Bundle's owner reference, and takes the object out of limbo
-// if a countdown runs on it (event DeletionCancelled then). HandOver does the
-// same for an object another Bundle declares to adopt, and always says that its
-// deletion is cancelled: a teardown would have deleted it without a countdown.
-func TestEngineDisownAndHandOver(t *testing.T) {
+// if a countdown runs on it (event DeletionCancelled then).
+func TestEngineDisown(t *testing.T) {
 	b := bundle()
 	owned := func(name string, annotations, labels map[string]string) *unstructured.Unstructured {
 		u := cm(name, annotations, labels)
@@ -459,26 +457,18 @@ func TestEngineDisownAndHandOver(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
 		obj        *unstructured.Unstructured
-		handOver   bool
 		wantPatch  string
 		wantEvents []string
 	}{
-		{name: "disown, no countdown", obj: owned("db", nil, nil),
+		{name: "no countdown", obj: owned("db", nil, nil),
 			wantPatch: `{"metadata":{"ownerReferences":[],"resourceVersion":"999"}}`},
-		{name: "disown, in limbo", obj: owned("db", stampedDB, map[string]string{pendingKey: "true"}),
+		{name: "in limbo", obj: owned("db", stampedDB, map[string]string{pendingKey: "true"}),
 			wantPatch:  `{"metadata":{"annotations":{"limbo.dev/deletionTimestamp":null,"limbo.dev/released":null},"labels":{"limbo.dev/pending-deletion":null},"ownerReferences":[],"resourceVersion":"999"}}`,
-			wantEvents: []string{"Normal DeletionCancelled ConfigMap team-a/db: deletion cancelled (why)"}},
-		{name: "hand over, no countdown", obj: owned("db", nil, nil), handOver: true,
-			wantPatch:  `{"metadata":{"ownerReferences":[],"resourceVersion":"999"}}`,
 			wantEvents: []string{"Normal DeletionCancelled ConfigMap team-a/db: deletion cancelled (why)"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, tc.obj)
-			do := h.engine.Disown
-			if tc.handOver {
-				do = h.engine.HandOver
-			}
-			if err := do(context.Background(), b, h.live(t, "db"), b, "why"); err != nil {
+			if err := h.engine.Disown(context.Background(), b, h.live(t, "db"), b, "why"); err != nil {
 				t.Fatal(err)
 			}
 			if want := []string{"PATCH ConfigMap team-a/db application/merge-patch+json " + tc.wantPatch}; !reflect.DeepEqual(h.calls, want) {

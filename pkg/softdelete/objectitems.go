@@ -64,8 +64,9 @@ type ItemSet struct {
 	Delay string
 	// Items are the plugin's latest inventory of objects.
 	Items []Item
-	// Hold, when set, holds every orphan without a write (the Bundle is not Ready):
-	// orphans are only listed, with Hold as their message. Cancels still happen.
+	// Hold, when set, holds every orphan (the Bundle is not Ready): orphans are
+	// listed, with Hold as their message, and none is stamped or deleted; cancels
+	// still happen, and an item in limbo gets the resource's delay written.
 	Hold string
 	// MayDelete, when set, is asked once per group that has a due orphan whether
 	// the group may be deleted now; a non-empty hold keeps the group's due orphans
@@ -233,8 +234,12 @@ func (e *Engine) processOrphanItem(ctx context.Context, eventTarget runtime.Obje
 		// The resource's delay changed: the item says the delay its countdown
 		// runs with, held or not, which `kubectl limbo pending` and `expedite`
 		// read. (An item deleted now is not written first.)
+		var delay any = set.Delay
+		if set.Delay == "" {
+			delay = nil // no delay: the annotation goes (an empty one is invalid)
+		}
 		err = patchWith(ctx, set.client(e), obj, map[string]any{"metadata": map[string]any{
-			"annotations":     map[string]any{limbov1alpha1.AnnotationDeletionDelay: set.Delay},
+			"annotations":     map[string]any{limbov1alpha1.AnnotationDeletionDelay: delay},
 			"resourceVersion": obj.GetResourceVersion(),
 		}})
 		if err != nil {

@@ -205,6 +205,7 @@ func TestProcessItemsDelayRefreshed(t *testing.T) {
 		item      *unstructured.Unstructured
 		hold      string
 		mayDelete func(context.Context, string) (string, error)
+		noDelay   bool // the resource has no deletionDelay
 		want      []string
 	}{
 		{name: "counting down", item: cm("x", oldDelay("2025-03-14T12:25:00Z"), nil), want: []string{refresh("x")}},
@@ -213,10 +214,16 @@ func TestProcessItemsDelayRefreshed(t *testing.T) {
 		{name: "due, the gate closed", item: cm("x", oldDelay("2025-03-14T12:00:00Z"), nil), mayDelete: closed, want: []string{refresh("x")}},
 		{name: "due and deleted: no write before", item: cm("x", oldDelay("2025-03-14T12:00:00Z"), nil), want: []string{"DELETE ConfigMap team-a/x uid=uid-x rv=999 propagation=Background"}},
 		{name: "the delay already the resource's", item: cm("x", stamped("2025-03-14T12:25:00Z"), nil), hold: "not ready", want: nil},
+		{name: "the resource's delay removed, the Bundle not Ready: the annotation goes", item: cm("x", oldDelay("2025-03-14T12:25:00Z"), nil), hold: "not ready", noDelay: true,
+			want: []string{`PATCH ConfigMap team-a/x application/merge-patch+json {"metadata":{"annotations":{"limbo.dev/deletionDelay":null},"resourceVersion":"999"}}`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, tc.item)
-			out := h.engine.ProcessItems(context.Background(), bundle(), softdelete.ItemSet{Owner: owner, Delay: "10m", Hold: tc.hold, MayDelete: tc.mayDelete,
+			delay := "10m"
+			if tc.noDelay {
+				delay = ""
+			}
+			out := h.engine.ProcessItems(context.Background(), bundle(), softdelete.ItemSet{Owner: owner, Delay: delay, Hold: tc.hold, MayDelete: tc.mayDelete,
 				Items: []softdelete.Item{h.item(t, "x", false, "n1", 0)}})
 			if out.Err != nil {
 				t.Fatal(out.Err)

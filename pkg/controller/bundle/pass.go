@@ -780,7 +780,7 @@ func (r *Reconciler) handOver(ctx context.Context, b *limbov1alpha1.Bundle, o cl
 		}
 		obj.GetObjectKind().SetGroupVersionKind(gvk)
 		why := fmt.Sprintf("Bundle %q declares it to adopt it", adopter.Name)
-		if err := r.Engine.HandOver(ctx, b, obj, b, why); err != nil {
+		if err := r.Engine.Disown(ctx, b, obj, b, why); err != nil {
 			return softdelete.ClaimDeferred, fmt.Errorf("hand %s %s over to Bundle %s: %w", gvk.Kind, o.GetName(), adopter.Name, err)
 		}
 		if r.alarms != nil {

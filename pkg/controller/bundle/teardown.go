@@ -112,9 +112,8 @@ func (r *Reconciler) nextWave(ctx context.Context, b *limbov1alpha1.Bundle, plan
 					delete(held, objectKey(o)) // the reaper's now (or gone)
 				}
 			} else {
-				var handOverErr error
-				out := r.Engine.Orphan(ctx, b, o, r.teardownClaim(ctx, b, o, &handOverErr))
-				if err = errors.Join(out.Err, handOverErr); out.Gone {
+				out := r.Engine.Orphan(ctx, b, o, softdelete.ControlledBy(b.UID))
+				if err = out.Err; out.Gone {
 					delete(held, objectKey(o))
 				}
 			}
@@ -129,24 +128,6 @@ func (r *Reconciler) nextWave(ctx context.Context, b *limbov1alpha1.Bundle, plan
 		return ctrl.Result{RequeueAfter: teardownInterval}, true, nil
 	}
 	return ctrl.Result{}, false, nil
-}
-
-// teardownClaim is the claim of the engine's fresh read before the teardown
-// deletes o: b still controls it, and no other Bundle declares it to adopt it —
-// such an object is handed over, as a pass hands over an orphan at its deadline
-// (handOver), instead of going with b: deleting the Bundle an object is moved
-// from must not lose it. A failed hand-over is *failed, and the object stays
-// until the next teardown pass.
-func (r *Reconciler) teardownClaim(ctx context.Context, b *limbov1alpha1.Bundle, o client.Object, failed *error) softdelete.Claim {
-	controlled := softdelete.ControlledBy(b.UID)
-	return func(fresh metav1.Object) softdelete.ClaimVerdict {
-		if v := controlled(fresh); v != softdelete.Claimed {
-			return v
-		}
-		v, err := r.handOver(ctx, b, o, fresh)
-		*failed = err
-		return v
-	}
 }
 
 // letGo removes b's finalizer once nothing of b's is left to find:

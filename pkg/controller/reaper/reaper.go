@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -135,7 +136,7 @@ func (r *Reaper) pass(ctx context.Context, full bool) (time.Duration, error) {
 	bundles := &passReads{byKey: map[client.ObjectKey]*limbov1alpha1.Bundle{}, byNamespace: map[string][]limbov1alpha1.Bundle{}}
 	for _, gvk := range kinds {
 		items, err := r.list(ctx, gvk)
-		if kindGone(err) {
+		if r.kindGone(gvk, err) {
 			// Its CRD (or API service) went, and its objects with it. Listed
 			// between full scans, it would fail every pass for good; a full scan
 			// finds it again if it comes back.
@@ -157,9 +158,24 @@ func (r *Reaper) pass(ctx context.Context, full bool) (time.Duration, error) {
 	return wait, errors.Join(errs...)
 }
 
-// kindGone tells whether a LIST failed because the kind is no longer served.
-func kindGone(err error) bool {
-	return err != nil && (meta.IsNoMatchError(err) || apierrors.IsNotFound(err))
+// kindGone tells whether a LIST of gvk failed because the kind is no longer
+// served: it has no REST mapping, or the LIST answered 404 and discovery no longer
+// lists it. A 404 alone is not enough: the API server answers 404 for a served
+// custom resource for a moment at times (after an etcd restart, just after its
+// CRD was added), and a kind forgotten then would not be listed again before the
+// next full scan (--resync-period) — its released objects left past their
+// deadlines. Such a pass is incomplete, and retried within seconds.
+func (r *Reaper) kindGone(gvk schema.GroupVersionKind, err error) bool {
+	switch {
+	case err == nil:
+		return false
+	case meta.IsNoMatchError(err):
+		return true
+	case !apierrors.IsNotFound(err):
+		return false
+	}
+	served, derr := limboscan.Kinds(r.Discovery, "delete", "patch")
+	return derr == nil && !slices.ContainsFunc(served, func(k limboscan.Kind) bool { return k.Kind == gvk })
 }
 
 // forgetKind stops listing gvk between full scans and takes its count out of the

@@ -312,14 +312,21 @@ func TestPendingGauge(t *testing.T) {
 // A kind whose CRD went (its objects with it) is forgotten: no pass fails on it
 // again, and its count leaves limbo_pending_deletions. Before, every pass failed
 // ("no matches for kind"), logged an error every 5 s, and the gauge kept the
-// kind's last count for good.
+// kind's last count for good. A 404 while discovery still serves the kind is the
+// API server's passing answer (after an etcd restart, a CRD just added): the
+// kind is kept, and the pass, incomplete, retried.
 func TestKindGone(t *testing.T) {
+	noMatch := &meta.NoKindMatchError{GroupKind: schema.GroupKind{Kind: "ConfigMap"}, SearchedVersions: []string{"v1"}}
+	notFound := apierrors.NewNotFound(schema.GroupResource{Resource: "configmaps"}, "")
 	for _, tc := range []struct {
-		name string
-		err  error
+		name       string
+		err        error
+		discovered bool // discovery still lists ConfigMaps
+		wantGone   bool
 	}{
-		{"no REST mapping", &meta.NoKindMatchError{GroupKind: schema.GroupKind{Kind: "ConfigMap"}, SearchedVersions: []string{"v1"}}},
-		{"the resource is not served", apierrors.NewNotFound(schema.GroupResource{Resource: "configmaps"}, "")},
+		{"no REST mapping", noMatch, false, true},
+		{"404, and discovery no longer serves it", notFound, false, true},
+		{"404, but discovery still serves it: kept", notFound, true, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			gone := false
@@ -338,16 +345,23 @@ func TestKindGone(t *testing.T) {
 				t.Fatalf("pending after the full scan = %v, want 1", got)
 			}
 			gone = true
-			for _, full := range []bool{false, false} {
-				if _, err := r.pass(context.Background(), full); err != nil {
-					t.Errorf("pass (full %v) after the kind went: %v, want none", full, err)
+			if !tc.discovered {
+				r.Discovery = fakeDiscovery{}
+			}
+			for range 2 {
+				if _, err := r.pass(context.Background(), false); (err == nil) != tc.wantGone || (err != nil && !errors.Is(err, errScanIncomplete)) {
+					t.Errorf("pass after the LIST failed: %v; want an incomplete scan %v", err, !tc.wantGone)
 				}
 			}
-			if got := pendingGauge(t, reg); got != 0 {
-				t.Errorf("pending after the kind went = %v, want 0", got)
+			wantPending, wantKinds := 1.0, 1
+			if tc.wantGone {
+				wantPending, wantKinds = 0, 0
 			}
-			if kinds, _ := r.kindsToScan(false); len(kinds) != 0 {
-				t.Errorf("kinds listed between full scans = %v, want none", kinds)
+			if got := pendingGauge(t, reg); got != wantPending {
+				t.Errorf("pending = %v, want %v", got, wantPending)
+			}
+			if kinds, _ := r.kindsToScan(false); len(kinds) != wantKinds {
+				t.Errorf("kinds listed between full scans = %v, want %d", kinds, wantKinds)
 			}
 		})
 	}
