@@ -25,7 +25,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
-	"github.com/limbo-dev/limbo/pkg/bundlespec"
 	"github.com/limbo-dev/limbo/pkg/limboscan"
 	"github.com/limbo-dev/limbo/pkg/plugin"
 	"github.com/limbo-dev/limbo/pkg/shard"
@@ -136,9 +135,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) (*Reconciler, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &limbov1alpha1.Bundle{}, adoptionIndex, func(o client.Object) []string {
-		return bundlespec.AdoptionKeys(o.(*limbov1alpha1.Bundle))
-	}); err != nil {
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &limbov1alpha1.Bundle{}, adoptionIndex, adoptionKeys); err != nil {
 		return nil, fmt.Errorf("index Bundles by the objects they adopt: %w", err)
 	}
 	r.watcher = &watcher{cache: mgr.GetCache(), controller: c, onEvent: opts.OnManagedObjectEvent, watched: map[schema.GroupVersionKind]time.Time{},

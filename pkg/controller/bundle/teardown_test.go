@@ -148,6 +148,7 @@ func newTeardownFixture(t *testing.T, b *limbov1alpha1.Bundle, plugins *plugin.R
 		WithStatusSubresource(&limbov1alpha1.Bundle{}).
 		WithIndex(cachedObject(configMapGVK), bundleIndex, bundleLabel).
 		WithIndex(cachedObject(pvcGVK), bundleIndex, bundleLabel).
+		WithIndex(&limbov1alpha1.Bundle{}, adoptionIndex, adoptionKeys).
 		WithObjects(append([]client.Object{b}, objects...)...).Build()
 	reg := prometheus.NewRegistry()
 	clk := clock.RealClock{}

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+	"github.com/limbo-dev/limbo/pkg/bundlespec"
 )
 
 // watcher starts a watch per kind that Bundles use, the first time one does.
@@ -51,6 +52,11 @@ const bundleIndex = "label:" + limbov1alpha1.LabelBundle
 // adopt (bundlespec.AdoptionKeys): a pass about to delete an orphan hands it over
 // to such a Bundle instead.
 const adoptionIndex = "adopts"
+
+// adoptionKeys is the adoptionIndex of a Bundle.
+func adoptionKeys(o client.Object) []string {
+	return bundlespec.AdoptionKeys(o.(*limbov1alpha1.Bundle))
+}
 
 func bundleLabel(obj client.Object) []string {
 	if name := obj.GetLabels()[limbov1alpha1.LabelBundle]; name != "" {
