@@ -745,50 +745,56 @@ func (p *pass) stillOrphan(ctx context.Context, o client.Object) softdelete.Clai
 	}
 }
 
-// handOver is Reconciler.handOver of the pass's Bundle: a failure fails the pass.
+// handOver gives orphan o (fresh, as just read) to another Bundle of the
+// namespace that declares it to adopt it (limbo.dev/adopt), instead of deleting
+// it: the other Bundle cannot adopt an object this one controls, and deleting it
+// would lose what that Bundle asked to keep (a PVC moved from one Bundle to
+// another). The owner reference and the countdown go, and the adopter is woken
+// to adopt it.
 func (p *pass) handOver(ctx context.Context, o client.Object, fresh metav1.Object) softdelete.ClaimVerdict {
-	v, err := p.r.handOver(ctx, p.bundle, o, fresh)
-	if err != nil {
+	gvk := o.GetObjectKind().GroupVersionKind()
+	adopter, err := p.r.adopter(ctx, p.bundle, o)
+	switch {
+	case err != nil:
 		p.fail(err)
+		return softdelete.ClaimDeferred
+	case adopter == nil:
+		return softdelete.Claimed
 	}
-	return v
+	obj, ok := fresh.(client.Object)
+	if !ok {
+		return softdelete.ClaimDeferred
+	}
+	obj.GetObjectKind().SetGroupVersionKind(gvk)
+	why := fmt.Sprintf("Bundle %q declares it to adopt it", adopter.Name)
+	if err := p.r.Engine.Disown(ctx, p.bundle, obj, p.bundle, why); err != nil {
+		p.fail(fmt.Errorf("hand %s %s over to Bundle %s: %w", gvk.Kind, o.GetName(), adopter.Name, err))
+		return softdelete.ClaimDeferred
+	}
+	if p.r.alarms != nil {
+		p.r.alarms.now(*adopter)
+	}
+	return softdelete.NotClaimed
 }
 
-// handOver gives b's orphan o (fresh, as just read) to another Bundle of the
-// namespace that declares it to adopt it (limbo.dev/adopt), instead of deleting
-// it: the other Bundle cannot adopt an object b controls, and deleting it would
-// lose what that Bundle asked to keep (a PVC moved from one Bundle to another).
-// The owner reference and the countdown go, and the adopter is woken to adopt it
-// (NotClaimed); with no adopter, o is b's to delete (Claimed). Adopters are found
-// in the cache (an index of the objects Bundles adopt): a Bundle of another shard
-// is not seen. A failure defers the delete (ClaimDeferred, with the error).
-func (r *Reconciler) handOver(ctx context.Context, b *limbov1alpha1.Bundle, o client.Object, fresh metav1.Object) (softdelete.ClaimVerdict, error) {
+// adopter is another Bundle of b's namespace, not being deleted, that declares o
+// to adopt it (limbo.dev/adopt); nil when there is none. Adopters are found in
+// the cache (an index of the objects Bundles adopt): a Bundle of another shard
+// is not seen.
+func (r *Reconciler) adopter(ctx context.Context, b *limbov1alpha1.Bundle, o client.Object) (*client.ObjectKey, error) {
 	var adopters limbov1alpha1.BundleList
 	gvk := o.GetObjectKind().GroupVersionKind()
 	key := bundlespec.AdoptionKey(gvk.GroupKind(), o.GetName())
 	if err := r.Client.List(ctx, &adopters, client.InNamespace(b.Namespace), client.MatchingFields{adoptionIndex: key}, client.UnsafeDisableDeepCopy); err != nil {
-		return softdelete.ClaimDeferred, fmt.Errorf("list the Bundles adopting %s %s: %w", gvk.Kind, o.GetName(), err)
+		return nil, fmt.Errorf("list the Bundles adopting %s %s: %w", gvk.Kind, o.GetName(), err)
 	}
 	for i := range adopters.Items {
-		adopter := &adopters.Items[i]
-		if adopter.UID == b.UID || !adopter.DeletionTimestamp.IsZero() {
-			continue
+		if a := &adopters.Items[i]; a.UID != b.UID && a.DeletionTimestamp.IsZero() {
+			k := client.ObjectKeyFromObject(a)
+			return &k, nil
 		}
-		obj, ok := fresh.(client.Object)
-		if !ok {
-			return softdelete.ClaimDeferred, nil
-		}
-		obj.GetObjectKind().SetGroupVersionKind(gvk)
-		why := fmt.Sprintf("Bundle %q declares it to adopt it", adopter.Name)
-		if err := r.Engine.Disown(ctx, b, obj, b, why); err != nil {
-			return softdelete.ClaimDeferred, fmt.Errorf("hand %s %s over to Bundle %s: %w", gvk.Kind, o.GetName(), adopter.Name, err)
-		}
-		if r.alarms != nil {
-			r.alarms.now(client.ObjectKeyFromObject(adopter))
-		}
-		return softdelete.NotClaimed, nil
 	}
-	return softdelete.Claimed, nil
+	return nil, nil
 }
 
 // lastResourceOf is the resource that last declared obj, from b's last status:

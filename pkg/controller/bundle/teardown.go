@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -141,12 +140,8 @@ func (r *Reconciler) nextWave(ctx context.Context, b *limbov1alpha1.Bundle, plan
 // teardown pass either, as a merely disowned object would be. A failed lookup
 // releases: the reaper decides on the API server's Bundles.
 func (r *Reconciler) adoptedByAnother(ctx context.Context, b *limbov1alpha1.Bundle, o client.Object) bool {
-	var adopters limbov1alpha1.BundleList
-	key := bundlespec.AdoptionKey(o.GetObjectKind().GroupVersionKind().GroupKind(), o.GetName())
-	if err := r.Client.List(ctx, &adopters, client.InNamespace(b.Namespace), client.MatchingFields{adoptionIndex: key}, client.UnsafeDisableDeepCopy); err != nil {
-		return true
-	}
-	return slices.ContainsFunc(adopters.Items, func(a limbov1alpha1.Bundle) bool { return a.UID != b.UID && a.DeletionTimestamp.IsZero() })
+	adopter, err := r.adopter(ctx, b, o)
+	return err != nil || adopter != nil
 }
 
 // letGo removes b's finalizer once nothing of b's is left to find:
