@@ -42,12 +42,16 @@ type Engine struct {
 }
 
 // recentDeletes are the UIDs of the objects an Engine deleted in the last
-// recentDeleteMemory. A pass deciding on a cache that has not seen such a delete
-// yet finds the object gone on its fresh read: that is the same deletion, not one
-// more object found gone — one count in limbo_deletions_total per deletion.
+// recentDeleteMemory (up to twice that). A pass deciding on a cache that has not
+// seen such a delete yet finds the object gone on its fresh read: that is the
+// same deletion, not one more object found gone — one count in
+// limbo_deletions_total per deletion. Two generations, the current one and the
+// one before, turned over every recentDeleteMemory: an add costs the same during
+// a mass deletion as at rest.
 type recentDeletes struct {
-	mu sync.Mutex
-	at map[types.UID]time.Time
+	mu                sync.Mutex
+	current, previous map[types.UID]bool
+	since             time.Time // when current began
 }
 
 // recentDeleteMemory is far longer than a cache lags behind a delete.
@@ -56,22 +60,16 @@ const recentDeleteMemory = time.Minute
 func (r *recentDeletes) add(uid types.UID, now time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.at == nil {
-		r.at = map[types.UID]time.Time{}
+	if r.current == nil || now.Sub(r.since) > recentDeleteMemory {
+		r.previous, r.current, r.since = r.current, map[types.UID]bool{}, now
 	}
-	for u, at := range r.at {
-		if now.Sub(at) > recentDeleteMemory {
-			delete(r.at, u)
-		}
-	}
-	r.at[uid] = now
+	r.current[uid] = true
 }
 
 func (r *recentDeletes) has(uid types.UID) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	_, ok := r.at[uid]
-	return ok
+	return r.current[uid] || r.previous[uid]
 }
 
 // recordGone counts an object found gone when about to delete it, unless this
