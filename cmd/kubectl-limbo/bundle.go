@@ -2,13 +2,13 @@ package main
 
 import (
 	"context"
-	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+	"github.com/limbo-dev/limbo/pkg/softdelete"
 )
 
 // bundleControllerOf is obj's controller owner reference when it is a limbo.dev
@@ -32,23 +32,12 @@ func isBundleController(ref metav1.OwnerReference) bool {
 	return err == nil && gv.Group == limbov1alpha1.GroupVersion.Group && ref.Kind == limbov1alpha1.BundleGVK.Kind
 }
 
-// splitPluginResource splits the limbo.dev/pluginResource annotation of a
-// plugin's object item, "<namespace>/<bundle>/<resource>"; ok is false for a
-// value of another form.
-func splitPluginResource(value string) (bundle client.ObjectKey, resource string, ok bool) {
-	parts := strings.SplitN(value, "/", 3)
-	if len(parts) != 3 {
-		return client.ObjectKey{}, "", false
-	}
-	return client.ObjectKey{Namespace: parts[0], Name: parts[1]}, parts[2], true
-}
-
 // reportingBundle is the Bundle whose status.pendingDeletions reports obj when it
 // is in limbo: the one whose plugin resource it is an item of, else its
 // controller, else the one its limbo.dev/bundle label names (an object a
 // teardown released has no owner any more).
 func reportingBundle(obj metav1.Object) (client.ObjectKey, bool) {
-	if key, _, ok := splitPluginResource(obj.GetAnnotations()[limbov1alpha1.AnnotationPluginResource]); ok {
+	if key, _, ok := softdelete.SplitItemOwner(obj.GetAnnotations()[limbov1alpha1.AnnotationPluginResource]); ok {
 		return key, true
 	}
 	if owner := bundleControllerOf(obj); owner != nil {

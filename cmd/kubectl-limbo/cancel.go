@@ -15,6 +15,7 @@ import (
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 	"github.com/limbo-dev/limbo/pkg/bundlespec"
 	"github.com/limbo-dev/limbo/pkg/plugin"
+	"github.com/limbo-dev/limbo/pkg/softdelete"
 )
 
 const cancelExample = `  # Keep the ConfigMap db-config, which its Bundle no longer declares
@@ -272,7 +273,7 @@ func tombstoneCancelError(ctx context.Context, c client.Client, t target) error 
 // with the plugin resource whose countdown it is, owner) is not cancelled.
 func pluginItemCancelError(t target, owner string) error {
 	resource, bundle := "its plugin resource", "its Bundle"
-	if key, name, ok := splitPluginResource(owner); ok {
+	if key, name, ok := softdelete.SplitItemOwner(owner); ok {
 		resource, bundle = fmt.Sprintf("resource %q", name), "Bundle "+key.String()
 	}
 	return fmt.Errorf("cannot cancel %s: it is in limbo for plugin %s of %s (annotation %s), and the plugin would find it again and put it back in limbo. "+

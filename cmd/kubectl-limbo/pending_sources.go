@@ -293,7 +293,7 @@ func objectItem(obj *metav1.PartialObjectMetadata, now time.Time) pendingItem {
 		Bundle:     obj.Labels[limbov1alpha1.LabelBundle],
 		uid:        obj.UID,
 	}
-	if bundle, _, ok := splitPluginResource(obj.Annotations[limbov1alpha1.AnnotationPluginResource]); item.Bundle == "" && ok {
+	if bundle, _, ok := softdelete.SplitItemOwner(obj.Annotations[limbov1alpha1.AnnotationPluginResource]); item.Bundle == "" && ok {
 		item.Bundle = bundle.Name // a plugin's object item
 	}
 	setCountdown(&item, obj.Annotations, now)

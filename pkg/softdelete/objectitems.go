@@ -111,11 +111,26 @@ func (s ItemSet) auditKeys(obj client.Object) []any {
 	if owner == "" {
 		owner = obj.GetAnnotations()[limbov1alpha1.AnnotationPluginResource]
 	}
-	kv := []any{"resource", owner[strings.LastIndex(owner, "/")+1:]}
+	resource := owner // not of the usual form (edited by hand): as it is
+	if _, name, ok := SplitItemOwner(owner); ok {
+		resource = name
+	}
+	kv := []any{"resource", resource}
 	if s.Cluster != nil {
 		kv = append(kv, "cluster", s.Cluster.Name)
 	}
 	return kv
+}
+
+// SplitItemOwner splits an item's owner (ItemSet.Owner, the
+// limbo.dev/pluginResource annotation), "<namespace>/<bundle>/<resource>", into
+// its Bundle and resource; ok is false for a value of another form.
+func SplitItemOwner(owner string) (bundle client.ObjectKey, resource string, ok bool) {
+	parts := strings.SplitN(owner, "/", 3)
+	if len(parts) != 3 {
+		return client.ObjectKey{}, "", false
+	}
+	return client.ObjectKey{Namespace: parts[0], Name: parts[1]}, parts[2], true
 }
 
 // pending is obj's pendingDeletions entry, naming its cluster.
