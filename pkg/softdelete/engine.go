@@ -139,10 +139,10 @@ func ClaimReleased(fresh metav1.Object) ClaimVerdict {
 	return NotClaimed
 }
 
-// Released reports whether obj was released to limbo by a Bundle's teardown and
-// is the reaper's: it carries the limbo.dev/bundle label and the
-// limbo.dev/released mark that only a teardown's Release writes, and no
-// controller. Plugin items (never labelled with a Bundle), objects that
+// Released reports whether obj was released to limbo (a Bundle's teardown, or a
+// hand-over to an adopter: see Release) and is the reaper's: it carries the
+// limbo.dev/bundle label and the limbo.dev/released mark that only Release
+// writes, and no controller. Plugin items (never labelled with a Bundle), objects that
 // `kubectl limbo cancel` took out of limbo (mark and label gone) and objects the
 // garbage collector orphaned (--cascade=orphan: no mark) are not. An object
 // released with an invalid delay has no stamp yet: the reaper stamps it once the
@@ -310,17 +310,21 @@ func (e *Engine) Desired(ctx context.Context, eventTarget runtime.Object, obj cl
 	return true, nil
 }
 
-// Release takes obj out of its Bundle's hands and starts its countdown, for a
-// Bundle's teardown: the controller owner reference goes, the bundle label stays
-// (so the reaper finds it and a new Bundle of the same name can adopt it), and the
-// object is stamped. The reaper deletes it at its deadline.
+// Release takes obj out of its Bundle's hands and starts its countdown: the
+// controller owner reference goes, the bundle label stays (so the reaper finds it
+// and a new Bundle of the same name can adopt it), and the object is stamped. The
+// reaper deletes it at its deadline. A Bundle's teardown releases the objects
+// with a delay; a teardown or a pass releases an object that adopter, another
+// Bundle, declares to adopt (limbo.dev/adopt), delay or not, due or not: the
+// reaper holds it while a Bundle declares it to adopt it and deletes it, once
+// due, when none does any more (adopter "": none).
 //
 // Writes made as a Bundle's ServiceAccount (impersonation) release only what that
 // ServiceAccount may delete, which a dry-run delete as it tells: the reaper deletes
 // as limbo, and a Bundle must not get deleted what its ServiceAccount may not
 // delete itself by handing it over. Refused, obj stays the Bundle's, and the
 // teardown reports the error as it would a refused delete.
-func (e *Engine) Release(ctx context.Context, eventTarget runtime.Object, obj client.Object, owner metav1.Object) error {
+func (e *Engine) Release(ctx context.Context, eventTarget runtime.Object, obj client.Object, owner metav1.Object, adopter string) error {
 	if _, impersonated := impersonation.UserFrom(ctx); impersonated {
 		uid := obj.GetUID()
 		if err := e.Client.Delete(ctx, obj, client.DryRunAll, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
@@ -351,6 +355,14 @@ func (e *Engine) Release(ctx context.Context, eventTarget runtime.Object, obj cl
 		// delay is fixed, and never deletes it until then.
 		e.Recorder.Eventf(eventTarget, corev1.EventTypeWarning, limbov1alpha1.ReasonInvalidDeletionDelay,
 			"%s released to limbo, never deleted until its delay is fixed: %v", describe(obj), d.Err)
+	case adopter != "":
+		due := "due"
+		if !d.Deadline.IsZero() {
+			due = "deadline " + d.Deadline.UTC().Format(time.RFC3339)
+		}
+		e.Recorder.Eventf(eventTarget, corev1.EventTypeNormal, limbov1alpha1.EventDeletionScheduled,
+			"%s released to limbo for Bundle %q, which declares it to adopt it: deleted if no Bundle does any more (%s)", describe(obj), adopter, due)
+		auditLog(ctx, eventTarget, obj, "released", d.Deadline, "adopter", adopter)
 	case !d.Deadline.IsZero():
 		e.Recorder.Eventf(eventTarget, corev1.EventTypeNormal, limbov1alpha1.EventDeletionScheduled,
 			"%s released to limbo for %v: deleted at %s", describe(obj), d.Delay, d.Deadline.UTC().Format(time.RFC3339))

@@ -689,7 +689,7 @@ func TestEngineRelease(t *testing.T) {
 
 	t.Run("not stamped: stamped, label kept, owner reference to the Bundle removed", func(t *testing.T) {
 		h := newHarness(t, owned(map[string]string{delayKey: "24h"}))
-		if err := h.engine.Release(context.Background(), b, h.live(t, "db"), b); err != nil {
+		if err := h.engine.Release(context.Background(), b, h.live(t, "db"), b, ""); err != nil {
 			t.Fatal(err)
 		}
 		want := []string{`PATCH ConfigMap team-a/db application/merge-patch+json {"metadata":{"annotations":{"limbo.dev/deletionTimestamp":"2025-03-14T12:30:45Z","limbo.dev/released":"2025-03-14T12:30:45Z"},"labels":{"limbo.dev/pending-deletion":"true"},` +
@@ -709,7 +709,7 @@ func TestEngineRelease(t *testing.T) {
 
 	t.Run("already stamped: the stamp is kept", func(t *testing.T) {
 		h := newHarness(t, owned(map[string]string{delayKey: "24h", stampKey: "2025-03-14T00:00:00Z"}))
-		if err := h.engine.Release(context.Background(), b, h.live(t, "db"), b); err != nil {
+		if err := h.engine.Release(context.Background(), b, h.live(t, "db"), b, ""); err != nil {
 			t.Fatal(err)
 		}
 		want := []string{`PATCH ConfigMap team-a/db application/merge-patch+json {"metadata":{"annotations":{"limbo.dev/released":"2025-03-14T12:30:45Z"},"labels":{"limbo.dev/pending-deletion":"true"},` + refs + `,"resourceVersion":"999"}}`}
@@ -721,9 +721,34 @@ func TestEngineRelease(t *testing.T) {
 		}
 	})
 
+	t.Run("for an adopter, due or without a delay: released all the same, the event names the adopter", func(t *testing.T) {
+		for _, tc := range []struct {
+			annotations map[string]string
+			event       string
+		}{
+			{map[string]string{delayKey: "1h", stampKey: "2025-03-14T00:00:00Z"}, "(deadline 2025-03-14T01:00:00Z)"},
+			{nil, "(due)"},
+		} {
+			h := newHarness(t, owned(tc.annotations))
+			if err := h.engine.Release(context.Background(), b, h.live(t, "db"), b, "new"); err != nil {
+				t.Fatal(err)
+			}
+			want := []string{`PATCH ConfigMap team-a/db application/merge-patch+json {"metadata":{"annotations":{"limbo.dev/released":"2025-03-14T12:30:45Z"},"labels":{"limbo.dev/pending-deletion":"true"},` + refs + `,"resourceVersion":"999"}}`}
+			if !reflect.DeepEqual(h.calls, want) {
+				t.Errorf("API calls:\n%q\nwant:\n%q", h.calls, want)
+			}
+			if got, want := h.events(), []string{`Normal DeletionScheduled ConfigMap team-a/db released to limbo for Bundle "new", which declares it to adopt it: deleted if no Bundle does any more ` + tc.event}; !reflect.DeepEqual(got, want) {
+				t.Errorf("events %q, want %q", got, want)
+			}
+			if live := h.live(t, "db"); !softdelete.Released(live) {
+				t.Errorf("not Released: %v", live.Object["metadata"])
+			}
+		}
+	})
+
 	t.Run("invalid delay: released unstamped with a warning, the reaper's to stamp once fixed", func(t *testing.T) {
 		h := newHarness(t, owned(map[string]string{delayKey: "forever"}))
-		if err := h.engine.Release(context.Background(), b, h.live(t, "db"), b); err != nil {
+		if err := h.engine.Release(context.Background(), b, h.live(t, "db"), b, ""); err != nil {
 			t.Fatal(err)
 		}
 		want := []string{`PATCH ConfigMap team-a/db application/merge-patch+json {"metadata":{"annotations":{"limbo.dev/released":"2025-03-14T12:30:45Z"},"labels":{"limbo.dev/pending-deletion":"true"},` + refs + `,"resourceVersion":"999"}}`}
@@ -749,7 +774,7 @@ func TestEngineRelease(t *testing.T) {
 		h := newHarness(t, owned(map[string]string{delayKey: "24h"}))
 		stale := h.live(t, "db")
 		stale.SetResourceVersion("998")
-		if err := h.engine.Release(context.Background(), b, stale, b); !apierrors.IsConflict(unwrapAll(err)) {
+		if err := h.engine.Release(context.Background(), b, stale, b, ""); !apierrors.IsConflict(unwrapAll(err)) {
 			t.Fatalf("err = %v, want a Conflict", err)
 		}
 		if refs := h.live(t, "db").GetOwnerReferences(); len(refs) != 2 {

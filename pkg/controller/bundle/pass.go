@@ -749,8 +749,13 @@ func (p *pass) stillOrphan(ctx context.Context, o client.Object) softdelete.Clai
 // namespace that declares it to adopt it (limbo.dev/adopt), instead of deleting
 // it: the other Bundle cannot adopt an object this one controls, and deleting it
 // would lose what that Bundle asked to keep (a PVC moved from one Bundle to
-// another). The owner reference and the countdown go, and the adopter is woken
-// to adopt it.
+// another). o is released, as a teardown releases it: the owner reference goes,
+// the countdown stays, and the adopter is woken to adopt it, which ends the
+// countdown. Until then the reaper holds o for any Bundle that declares it to
+// adopt it, and deletes it — it was due — once none does: an adopter deleted, or
+// dropping o, before it could adopt o (a dependency not Ready) leaves nothing
+// behind. (Disowned and taken out of limbo instead, o was nobody's then, for
+// good.)
 func (p *pass) handOver(ctx context.Context, o client.Object, fresh metav1.Object) softdelete.ClaimVerdict {
 	gvk := o.GetObjectKind().GroupVersionKind()
 	adopter, err := p.r.adopter(ctx, p.bundle, o)
@@ -766,8 +771,7 @@ func (p *pass) handOver(ctx context.Context, o client.Object, fresh metav1.Objec
 		return softdelete.ClaimDeferred
 	}
 	obj.GetObjectKind().SetGroupVersionKind(gvk)
-	why := fmt.Sprintf("Bundle %q declares it to adopt it", adopter.Name)
-	if err := p.r.Engine.Disown(ctx, p.bundle, obj, p.bundle, why); err != nil {
+	if err := p.r.Engine.Release(ctx, p.bundle, obj, p.bundle, adopter.Name); client.IgnoreNotFound(err) != nil {
 		p.fail(fmt.Errorf("hand %s %s over to Bundle %s: %w", gvk.Kind, o.GetName(), adopter.Name, err))
 		return softdelete.ClaimDeferred
 	}
@@ -775,26 +779,6 @@ func (p *pass) handOver(ctx context.Context, o client.Object, fresh metav1.Objec
 		p.r.alarms.now(*adopter)
 	}
 	return softdelete.NotClaimed
-}
-
-// adopter is another Bundle of b's namespace, not being deleted, that declares o
-// to adopt it (limbo.dev/adopt); nil when there is none. Adopters are found in
-// the cache (an index of the objects Bundles adopt): a Bundle of another shard
-// is not seen.
-func (r *Reconciler) adopter(ctx context.Context, b *limbov1alpha1.Bundle, o client.Object) (*client.ObjectKey, error) {
-	var adopters limbov1alpha1.BundleList
-	gvk := o.GetObjectKind().GroupVersionKind()
-	key := bundlespec.AdoptionKey(gvk.GroupKind(), o.GetName())
-	if err := r.Client.List(ctx, &adopters, client.InNamespace(b.Namespace), client.MatchingFields{adoptionIndex: key}, client.UnsafeDisableDeepCopy); err != nil {
-		return nil, fmt.Errorf("list the Bundles adopting %s %s: %w", gvk.Kind, o.GetName(), err)
-	}
-	for i := range adopters.Items {
-		if a := &adopters.Items[i]; a.UID != b.UID && a.DeletionTimestamp.IsZero() {
-			k := client.ObjectKeyFromObject(a)
-			return &k, nil
-		}
-	}
-	return nil, nil
 }
 
 // lastResourceOf is the resource that last declared obj, from b's last status:

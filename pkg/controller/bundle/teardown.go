@@ -106,8 +106,9 @@ func (r *Reconciler) nextWave(ctx context.Context, b *limbov1alpha1.Bundle, plan
 				continue // on its way out
 			}
 			var err error
-			if _, delayed := o.GetAnnotations()[limbov1alpha1.AnnotationDeletionDelay]; delayed || r.adoptedByAnother(ctx, b, o) {
-				err = r.Engine.Release(ctx, b, o, b)
+			adopter, adopted := r.adoptedByAnother(ctx, b, o)
+			if _, delayed := o.GetAnnotations()[limbov1alpha1.AnnotationDeletionDelay]; delayed || adopted {
+				err = r.Engine.Release(ctx, b, o, b, adopter)
 				if err == nil || apierrors.IsNotFound(err) {
 					delete(held, objectKey(o)) // the reaper's now (or gone)
 				}
@@ -128,20 +129,6 @@ func (r *Reconciler) nextWave(ctx context.Context, b *limbov1alpha1.Bundle, plan
 		return ctrl.Result{RequeueAfter: teardownInterval}, true, nil
 	}
 	return ctrl.Result{}, false, nil
-}
-
-// adoptedByAnother tells whether another Bundle of b's namespace declares o to
-// adopt it (limbo.dev/adopt; the cache's index of what Bundles adopt). The
-// teardown then releases o, even without a delay, instead of deleting it with b:
-// the reaper holds a released object while a Bundle declares it to adopt it, the
-// adopter adopts it (an object moved by deleting the Bundle it came from keeps its
-// data), and if the adopter goes first the reaper deletes it — what the teardown
-// would have done. Released, o is no evidence of --cascade=orphan for the next
-// teardown pass either, as a merely disowned object would be. A failed lookup
-// releases: the reaper decides on the API server's Bundles.
-func (r *Reconciler) adoptedByAnother(ctx context.Context, b *limbov1alpha1.Bundle, o client.Object) bool {
-	adopter, err := r.adopter(ctx, b, o)
-	return err != nil || adopter != nil
 }
 
 // letGo removes b's finalizer once nothing of b's is left to find:

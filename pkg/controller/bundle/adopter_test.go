@@ -1,0 +1,94 @@
+package bundle
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+	"github.com/limbo-dev/limbo/pkg/shard"
+)
+
+// The adopter of an object is looked for in the cache by a single controller, and
+// in the API server's Bundles by a sharded one: its cache holds only its shard's
+// Bundles, and an adopter of another shard must count (the object was deleted).
+func TestAdopter(t *testing.T) {
+	leaving := &limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "old", UID: "old-uid"},
+		Spec: limbov1alpha1.BundleSpec{Resources: []limbov1alpha1.Resource{configMapResource(t, "keep")}}}
+	adopting := func(name, object string, adopt bool) *limbov1alpha1.Bundle {
+		annotations := map[string]any{}
+		if adopt {
+			annotations[limbov1alpha1.AnnotationAdopt] = "true"
+		}
+		raw, err := json.Marshal(map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": object, "annotations": annotations}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: name, UID: types.UID("uid-" + name)},
+			Spec: limbov1alpha1.BundleSpec{Resources: []limbov1alpha1.Resource{{Name: object, Object: &runtime.RawExtension{Raw: raw}}}}}
+	}
+	deleting := adopting("deleting", "db", true)
+	now := metav1.Now()
+	deleting.DeletionTimestamp, deleting.Finalizers = &now, []string{limbov1alpha1.FinalizerTeardown}
+	otherNamespace := adopting("elsewhere", "db", true)
+	otherNamespace.Namespace = "other"
+	sharded, err := shard.Parse("limbo.dev/shard=a")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	tests := []struct {
+		name string
+		// cached are the Bundles the controller's cache holds; the API server
+		// holds them and apiOnly.
+		cached, apiOnly []client.Object
+		shard           *shard.Selector
+		want            string
+	}{
+		{name: "none", cached: []client.Object{leaving, adopting("other", "app", true)}},
+		{name: "declared without adopt", cached: []client.Object{leaving, adopting("other", "db", false)}},
+		{name: "adopter in the cache", cached: []client.Object{leaving, adopting("new", "db", true)}, want: "new"},
+		{name: "being deleted, or of another namespace", cached: []client.Object{leaving, deleting, otherNamespace}},
+		{name: "single controller: the cache is every Bundle", cached: []client.Object{leaving}, apiOnly: []client.Object{adopting("new", "db", true)}},
+		{name: "sharded: an adopter of another shard", cached: []client.Object{leaving}, apiOnly: []client.Object{adopting("new", "db", true)}, shard: sharded, want: "new"},
+		{name: "sharded: none", cached: []client.Object{leaving, deleting}, apiOnly: []client.Object{adopting("other", "db", false)}, shard: sharded},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			scheme := runtime.NewScheme()
+			if err := limbov1alpha1.AddToScheme(scheme); err != nil {
+				t.Fatal(err)
+			}
+			build := func(objects ...client.Object) client.Client {
+				for i, o := range objects {
+					objects[i] = o.DeepCopyObject().(client.Object)
+				}
+				return fake.NewClientBuilder().WithScheme(scheme).WithIndex(&limbov1alpha1.Bundle{}, adoptionIndex, adoptionKeys).WithObjects(objects...).Build()
+			}
+			r := &Reconciler{Client: build(tt.cached...), APIReader: build(append(append([]client.Object{}, tt.cached...), tt.apiOnly...)...), Shard: tt.shard}
+			db := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "db"}}
+			db.SetGroupVersionKind(configMapGVK)
+			got, err := r.adopter(context.Background(), leaving, db)
+			if err != nil {
+				t.Fatal(err)
+			}
+			name := ""
+			if got != nil {
+				name = got.Name
+				if got.Namespace != "shop" {
+					t.Errorf("adopter %v is of another namespace", got)
+				}
+			}
+			if name != tt.want {
+				t.Errorf("adopter = %q, want %q", name, tt.want)
+			}
+		})
+	}
+}
