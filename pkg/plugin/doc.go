@@ -13,5 +13,7 @@
 //
 // The framework enforces the safety rules every plugin needs (see Inventory.Orphans):
 // no orphans from a failed or empty listing of the desired side. A spec's schema is
-// generated from its Go type (SchemaOf).
+// generated from its Go type (SchemaOf); what a schema cannot express, the plugin's
+// own parse checks at validation too (SpecChecker), so that a spec it cannot use is
+// a spec error, not a failure of every plan.
 package plugin

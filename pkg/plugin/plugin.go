@@ -43,6 +43,19 @@ type Plugin interface {
 	Plan(ctx context.Context, req Request) (*Result, error)
 }
 
+// SpecChecker is implemented by plugins whose spec has constraints that a JSON
+// schema cannot express (a CIDR, a positive duration, a label selector).
+// Registry.ValidateSpec calls CheckSpec once the spec passes the schema, so that
+// a spec the plugin cannot use is a spec error (InvalidPluginSpec: the Bundle
+// Stalled, nothing run) rather than the plugin's error on every plan. Implement
+// it with the very parse Plan uses, so that the check and the plan cannot
+// disagree. raw is the spec as JSON ("{}" when it has none). Return a
+// *field.Error, or a field.ErrorList's aggregate, to name the field
+// (spec.clusterCIDR); any other error is reported against spec as a whole.
+type SpecChecker interface {
+	CheckSpec(raw []byte) error
+}
+
 // ExternalDeleter is implemented by plugins whose inventory holds external items:
 // it deletes one item. An item that is already gone is success (return nil). An
 // item that is no longer the plugin's to delete — outside the resource's current

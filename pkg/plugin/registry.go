@@ -2,6 +2,7 @@ package plugin
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"regexp"
 	"sort"
@@ -12,12 +13,14 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	k8svalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	"github.com/limbo-dev/limbo/pkg/bundlespec"
+	"github.com/limbo-dev/limbo/pkg/reference"
 )
 
 // Registry holds the compiled-in plugins by name. It is the bundlespec.PluginCatalog
@@ -106,25 +109,55 @@ func (r *Registry) Names() []string {
 	return names
 }
 
-// ValidateSpec checks spec against the schema of the plugin named name.
+// ValidateSpec checks spec against the schema of the plugin named name, then
+// with the plugin's own check (SpecChecker).
 func (r *Registry) ValidateSpec(name string, spec *apiextensionsv1.JSON) error {
-	if _, ok := r.Get(name); !ok {
+	p, ok := r.Get(name)
+	if !ok {
 		return fmt.Errorf("%w %q (known: %s)", bundlespec.ErrUnknownPlugin, name, strings.Join(r.Names(), ", "))
 	}
-	v, ok := r.validators[name]
-	if !ok {
+	raw := []byte("{}")
+	if spec != nil && len(spec.Raw) > 0 {
+		raw = spec.Raw
+	}
+	v, hasSchema := r.validators[name]
+	checker, hasCheck := p.(SpecChecker)
+	if !hasSchema && !hasCheck {
 		return nil
 	}
-	var value any = map[string]any{}
-	if spec != nil && len(spec.Raw) > 0 {
-		if err := json.Unmarshal(spec.Raw, &value); err != nil {
-			return fmt.Errorf("spec: %w", err)
+	var value any
+	if err := json.Unmarshal(raw, &value); err != nil {
+		return fmt.Errorf("spec: %w", err)
+	}
+	if hasSchema {
+		if errs := v.validate(field.NewPath("spec"), value); len(errs) > 0 {
+			return errs.ToAggregate()
 		}
 	}
-	if errs := v.validate(field.NewPath("spec"), value); len(errs) > 0 {
-		return errs.ToAggregate()
+	// A marker left in the spec is a reference without an example: the check
+	// parses values and a marker is none, so it waits for the pass, which
+	// validates the spec again with the references resolved.
+	if !hasCheck || len(reference.Markers(map[string]any{"spec": value})) > 0 {
+		return nil
 	}
-	return nil
+	return specCheckError(checker.CheckSpec(raw))
+}
+
+// specCheckError gives a CheckSpec error the shape of the schema's errors, an
+// aggregate of field errors, so that the Bundle validator and the user read both
+// alike.
+func specCheckError(err error) error {
+	var agg utilerrors.Aggregate
+	var fe *field.Error
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &agg):
+		return agg
+	case errors.As(err, &fe):
+		return field.ErrorList{fe}.ToAggregate()
+	}
+	return field.ErrorList{field.Invalid(field.NewPath("spec"), field.OmitValueType{}, err.Error())}.ToAggregate()
 }
 
 // Watches returns a prototype of every kind some plugin watches, with the names of

@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
@@ -67,4 +69,24 @@ func ResolveSpecFromStatus(ctx context.Context, c client.Reader, b *limbov1alpha
 		}
 	}
 	return ResolveSpec(*res, sources)
+}
+
+// ParseDuration reads the optional duration field name of a spec (a *string
+// tagged `schema:"duration"`): def when it is absent. The schema already refuses
+// a negative or unparsable value, but a plugin's parse must not trust that it
+// ran; positive also refuses zero ("0s", "0m0s"), which the duration pattern
+// admits. The error names the field (spec.<name>), as the schema's do, for
+// SpecChecker.
+func ParseDuration(name string, value *string, def time.Duration, positive bool) (time.Duration, error) {
+	if value == nil {
+		return def, nil
+	}
+	d, err := time.ParseDuration(*value)
+	switch {
+	case positive && (err != nil || d <= 0):
+		return 0, field.Invalid(field.NewPath("spec", name), *value, "must be a positive duration (90s, 1h30m)")
+	case err != nil || d < 0:
+		return 0, field.Invalid(field.NewPath("spec", name), *value, "must be a duration ≥ 0 (0s, 90s, 1h30m)")
+	}
+	return d, nil
 }

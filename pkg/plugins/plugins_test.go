@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/limbo-dev/limbo/pkg/plugin"
 	"github.com/limbo-dev/limbo/pkg/plugins"
 )
@@ -41,6 +43,25 @@ func TestNewRegistry(t *testing.T) {
 		"Volume.csi-baremetal.dell.com=node-removal"}
 	if !reflect.DeepEqual(watched, want) {
 		t.Errorf("Watches = %q, want %q", watched, want)
+	}
+}
+
+// Every plugin whose parse can refuse what its schema lets through checks the
+// spec with it, so that such a spec is a spec error, not a plan error.
+func TestSpecCheckers(t *testing.T) {
+	r, err := plugins.NewRegistry(plugins.Options{Metrics: prometheus.NewRegistry()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var checked []string
+	for _, name := range r.Names() {
+		p, _ := r.Get(name)
+		if _, ok := p.(plugin.SpecChecker); ok {
+			checked = append(checked, name)
+		}
+	}
+	if want := []string{"deorbit", "namespace-gc", "node-removal", "route-gc"}; !reflect.DeepEqual(checked, want) {
+		t.Errorf("SpecCheckers = %q, want %q", checked, want)
 	}
 }
 

@@ -82,32 +82,28 @@ type config struct {
 	lbWait, timeout, apiUnavailable time.Duration
 }
 
+// parse is the one reading of a spec: CheckSpec refuses what it refuses.
 func parse(raw []byte) (config, error) {
 	var c config
 	if err := json.Unmarshal(raw, &c.Spec); err != nil {
 		return c, err
 	}
 	c.snapshots = c.VolumeSnapshots == nil || *c.VolumeSnapshots
-	for _, d := range []struct {
-		field string
-		value *string
-		def   time.Duration
-		out   *time.Duration
-	}{
-		{"loadBalancerWait", c.LoadBalancerWait, DefaultLoadBalancerWait, &c.lbWait},
-		{"timeout", c.Timeout, DefaultTimeout, &c.timeout},
-		{"apiUnavailableTimeout", c.APIUnavailableTimeout, DefaultAPIUnavailableTimeout, &c.apiUnavailable},
-	} {
-		*d.out = d.def
-		if d.value != nil {
-			v, err := time.ParseDuration(*d.value)
-			if err != nil || v < 0 {
-				return c, fmt.Errorf("%s: %q is not a duration ≥ 0", d.field, *d.value)
-			}
-			*d.out = v
-		}
+	var err error
+	if c.lbWait, err = plugin.ParseDuration("loadBalancerWait", c.LoadBalancerWait, DefaultLoadBalancerWait, false); err != nil {
+		return c, err
 	}
-	return c, nil
+	if c.timeout, err = plugin.ParseDuration("timeout", c.Timeout, DefaultTimeout, false); err != nil {
+		return c, err
+	}
+	c.apiUnavailable, err = plugin.ParseDuration("apiUnavailableTimeout", c.APIUnavailableTimeout, DefaultAPIUnavailableTimeout, false)
+	return c, err
+}
+
+// CheckSpec refuses a spec that parse refuses (plugin.SpecChecker).
+func (*Plugin) CheckSpec(raw []byte) error {
+	_, err := parse(raw)
+	return err
 }
 
 // Options configure the plugin.

@@ -117,11 +117,11 @@ func (p *Plugin) ForgetResource(uid types.UID, resource string) {
 // Plan computes the inventory: the backend's namespaces, desired while a
 // Kubernetes Namespace of the same name exists (or excluded).
 func (p *Plugin) Plan(ctx context.Context, req plugin.Request) (*plugin.Result, error) {
-	spec, interval, delay, err := p.parse(req.Spec)
+	cfg, err := p.parse(req.Spec)
 	if err != nil {
 		return nil, err
 	}
-	api, err := p.client(ctx, req, spec)
+	api, err := p.client(ctx, req, cfg.Spec)
 	if err != nil {
 		return nil, err
 	}
@@ -158,16 +158,16 @@ func (p *Plugin) Plan(ctx context.Context, req plugin.Request) (*plugin.Result, 
 	}
 	st.seen = present
 	gcRun := false
-	if interval > 0 {
+	if cfg.interval > 0 {
 		if st.nextGC.IsZero() {
-			st.nextGC = req.Now.Add(delay)
+			st.nextGC = req.Now.Add(cfg.delay)
 		}
 		if !req.Now.Before(st.nextGC) {
-			gcRun, st.nextGC = true, req.Now.Add(interval)
+			gcRun, st.nextGC = true, req.Now.Add(cfg.interval)
 		}
 	}
 	exclude := map[string]bool{}
-	for _, name := range spec.Exclude {
+	for _, name := range cfg.Exclude {
 		exclude[name] = true
 	}
 	inv := &plugin.Inventory{DesiredListed: len(present)}
@@ -175,7 +175,7 @@ func (p *Plugin) Plan(ctx context.Context, req plugin.Request) (*plugin.Result, 
 	orphans := 0
 	for _, ns := range backend {
 		inBackend[ns.Name] = true
-		item := plugin.ExternalItem{ExternalItem: limbov1alpha1.ExternalItem{Kind: ItemKind, ID: ns.ID, Name: ItemName(ns.Name, spec.StorageOS.Endpoint)}}
+		item := plugin.ExternalItem{ExternalItem: limbov1alpha1.ExternalItem{Kind: ItemKind, ID: ns.ID, Name: ItemName(ns.Name, cfg.StorageOS.Endpoint)}}
 		switch {
 		case exclude[ns.Name] || present[ns.Name]:
 			item.Desired = true
@@ -195,7 +195,7 @@ func (p *Plugin) Plan(ctx context.Context, req plugin.Request) (*plugin.Result, 
 	}
 	res := &plugin.Result{Inventory: inv, Ready: true,
 		Message: fmt.Sprintf("%d StorageOS namespaces, %d orphaned", len(backend), orphans)}
-	if interval > 0 {
+	if cfg.interval > 0 {
 		res.PollAfter = st.nextGC.Sub(req.Now)
 	}
 	return res, nil
@@ -208,7 +208,7 @@ func (p *Plugin) Plan(ctx context.Context, req plugin.Request) (*plugin.Result, 
 // the resource names now stops the delete for good (plugin.ErrNotResponsible: the
 // Tombstone is cancelled, also a forced one).
 func (p *Plugin) DeleteExternal(ctx context.Context, req plugin.Request, item limbov1alpha1.ExternalItem) error {
-	spec, _, _, err := p.parse(req.Spec)
+	cfg, err := p.parse(req.Spec)
 	if err != nil {
 		return err
 	}
@@ -216,11 +216,11 @@ func (p *Plugin) DeleteExternal(ctx context.Context, req plugin.Request, item li
 	// URL: this one's namespace IDs mean nothing there, and one not found there is
 	// not gone. A namespace of the same cluster is found again by the next plan and
 	// gets a Tombstone and a countdown of its own.
-	if err := plugin.PlaceChanged(item, endpointPlace(spec.StorageOS.Endpoint), "storageos.endpoint"); err != nil {
+	if err := plugin.PlaceChanged(item, endpointPlace(cfg.StorageOS.Endpoint), "storageos.endpoint"); err != nil {
 		return err
 	}
 	name, _ := plugin.SplitItemName(item.Name)
-	for _, excluded := range spec.Exclude {
+	for _, excluded := range cfg.Exclude {
 		if name == excluded {
 			return fmt.Errorf("StorageOS namespace %q is excluded: never deleted: %w", name, plugin.ErrNotResponsible)
 		}
@@ -232,7 +232,7 @@ func (p *Plugin) DeleteExternal(ctx context.Context, req plugin.Request, item li
 	case err != nil && !apierrors.IsNotFound(err):
 		return fmt.Errorf("check Kubernetes Namespace %q: %w", name, err)
 	}
-	api, err := p.client(ctx, req, spec)
+	api, err := p.client(ctx, req, cfg.Spec)
 	if err != nil {
 		return err
 	}
@@ -275,29 +275,34 @@ func ItemName(namespace, endpoint string) string {
 // endpointPlace is a StorageOS endpoint as the place of its namespaces' items.
 func endpointPlace(endpoint string) string { return "StorageOS " + endpoint }
 
-func (p *Plugin) parse(raw []byte) (Spec, time.Duration, time.Duration, error) {
-	var spec Spec
-	if err := json.Unmarshal(raw, &spec); err != nil {
-		return spec, 0, 0, err
+// config is a spec with its defaults.
+type config struct {
+	Spec
+	interval, delay time.Duration
+}
+
+// parse is the one reading of a spec, with the controller-wide defaults:
+// CheckSpec refuses what it refuses.
+func (p *Plugin) parse(raw []byte) (config, error) {
+	var c config
+	if err := json.Unmarshal(raw, &c.Spec); err != nil {
+		return c, err
 	}
-	if spec.Exclude == nil {
-		spec.Exclude = []string{"default"}
+	if c.Exclude == nil {
+		c.Exclude = []string{"default"}
 	}
-	interval, delay := p.opts.DefaultInterval, p.opts.DefaultDelay
-	for _, d := range []struct {
-		in  *string
-		out *time.Duration
-	}{{spec.GCInterval, &interval}, {spec.GCDelay, &delay}} {
-		if d.in == nil {
-			continue
-		}
-		v, err := time.ParseDuration(*d.in)
-		if err != nil || v < 0 {
-			return spec, 0, 0, fmt.Errorf("invalid duration %q", *d.in)
-		}
-		*d.out = v
+	var err error
+	if c.interval, err = plugin.ParseDuration("gcInterval", c.GCInterval, p.opts.DefaultInterval, false); err != nil {
+		return c, err
 	}
-	return spec, interval, delay, nil
+	c.delay, err = plugin.ParseDuration("gcDelay", c.GCDelay, p.opts.DefaultDelay, false)
+	return c, err
+}
+
+// CheckSpec refuses a spec that parse refuses (plugin.SpecChecker).
+func (p *Plugin) CheckSpec(raw []byte) error {
+	_, err := p.parse(raw)
+	return err
 }
 
 // client returns a StorageOS client for the spec's endpoint and credentials, reused

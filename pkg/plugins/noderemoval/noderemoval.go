@@ -46,6 +46,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
@@ -228,35 +229,43 @@ func kindGVKs() []schema.GroupVersionKind {
 	return out
 }
 
-// parsed is a spec ready to use.
-type parsed struct {
+// config is a spec ready to use.
+type config struct {
 	Spec
 	nodes, pods labels.Selector // pods is nil without nodePodSelector
 	taint       Taint
 }
 
-func parse(raw []byte) (parsed, error) {
-	var s parsed
-	if err := json.Unmarshal(raw, &s.Spec); err != nil {
-		return s, err
+// parse is the one reading of a spec: CheckSpec refuses what it refuses (a
+// selector operator the schema lets through, "Near", is a spec error).
+func parse(raw []byte) (config, error) {
+	var c config
+	if err := json.Unmarshal(raw, &c.Spec); err != nil {
+		return c, err
 	}
 	var err error
-	s.nodes = labels.Everything()
-	if s.NodeSelector != nil {
-		if s.nodes, err = metav1.LabelSelectorAsSelector(s.NodeSelector); err != nil {
-			return s, fmt.Errorf("nodeSelector: %w", err)
+	c.nodes = labels.Everything()
+	if c.NodeSelector != nil {
+		if c.nodes, err = metav1.LabelSelectorAsSelector(c.NodeSelector); err != nil {
+			return c, field.Invalid(field.NewPath("spec", "nodeSelector"), field.OmitValueType{}, err.Error())
 		}
 	}
-	if s.NodePodSelector != nil {
-		if s.pods, err = metav1.LabelSelectorAsSelector(s.NodePodSelector); err != nil {
-			return s, fmt.Errorf("nodePodSelector: %w", err)
+	if c.NodePodSelector != nil {
+		if c.pods, err = metav1.LabelSelectorAsSelector(c.NodePodSelector); err != nil {
+			return c, field.Invalid(field.NewPath("spec", "nodePodSelector"), field.OmitValueType{}, err.Error())
 		}
 	}
-	s.taint = DefaultDrainTaint
-	if s.DrainTaint != nil {
-		s.taint = *s.DrainTaint
+	c.taint = DefaultDrainTaint
+	if c.DrainTaint != nil {
+		c.taint = *c.DrainTaint
 	}
-	return s, nil
+	return c, nil
+}
+
+// CheckSpec refuses a spec that parse refuses (plugin.SpecChecker).
+func (*Plugin) CheckSpec(raw []byte) error {
+	_, err := parse(raw)
+	return err
 }
 
 // csiNode is a Csibmnode with its node's resources.
@@ -386,7 +395,7 @@ func (ix *nodeIndex) match(cn *csiNode) (*corev1.Node, matchedBy) {
 // resources: desired while their Node exists, orphans once it is gone and was
 // drained (or removeUndrained).
 func (p *Plugin) Plan(ctx context.Context, req plugin.Request) (*plugin.Result, error) {
-	spec, err := parse(req.Spec)
+	cfg, err := parse(req.Spec)
 	if err != nil {
 		return nil, err
 	}
@@ -411,10 +420,10 @@ func (p *Plugin) Plan(ctx context.Context, req plugin.Request) (*plugin.Result, 
 		case node != nil:
 			// A Node that exists is never taken for gone, in scope or not, found by
 			// name or by address, whatever removeUndrained says.
-			if err := syncCsibmnode(ctx, req, cn, node, by, spec.nodes.Matches(labels.Set(node.Labels)), hasTaint(node, spec.taint)); err != nil {
+			if err := syncCsibmnode(ctx, req, cn, node, by, cfg.nodes.Matches(labels.Set(node.Labels)), hasTaint(node, cfg.taint)); err != nil {
 				labelErrs = append(labelErrs, err.Error())
 			}
-		case cn.obj.GetLabels()[LabelDrain] == DrainValue || spec.RemoveUndrained:
+		case cn.obj.GetLabels()[LabelDrain] == DrainValue || cfg.RemoveUndrained:
 			desired = false
 			removed = append(removed, cn.displayName())
 		default:
@@ -595,7 +604,7 @@ func syncCsibmnode(ctx context.Context, req plugin.Request, cn *csiNode, node *c
 // csi-baremetal's node pod is bound to the Node's name, which need not be the
 // Csibmnode's hostname.
 func (p *Plugin) MayDelete(ctx context.Context, req plugin.Request, group string) (string, error) {
-	spec, err := parse(req.Spec)
+	cfg, err := parse(req.Spec)
 	if err != nil {
 		return "", err
 	}
@@ -609,12 +618,12 @@ func (p *Plugin) MayDelete(ctx context.Context, req plugin.Request, group string
 			return "", fmt.Errorf("read Node %s: %w", name, err)
 		}
 	}
-	if spec.pods == nil {
+	if cfg.pods == nil {
 		return "", nil
 	}
 	for _, name := range names {
 		var pods corev1.PodList
-		if err := req.Reader.List(ctx, &pods, client.MatchingLabelsSelector{Selector: spec.pods},
+		if err := req.Reader.List(ctx, &pods, client.MatchingLabelsSelector{Selector: cfg.pods},
 			client.MatchingFieldsSelector{Selector: fields.OneTermEqualSelector("spec.nodeName", name)}); err != nil {
 			return "", fmt.Errorf("list pods on node %s: %w", name, err)
 		}

@@ -44,6 +44,15 @@ func TestSchema(t *testing.T) {
 		{`{"drainTaint":{"value":"v","effect":"NoSchedule"}}`, `spec.drainTaint.key: Required value`},
 		{`{"removeUndrained":"yes"}`, `spec.removeUndrained: Invalid value: "string": removeUndrained in body must be of type boolean: "string"`},
 		{`{"nodeselector":{}}`, `spec: Invalid value: "nodeselector": .nodeselector in body is a forbidden property`},
+		// Selectors the schema lets through and the plugin's parse refuses (CheckSpec).
+		{`{"nodeSelector":{"matchExpressions":[{"key":"pool","operator":"Near","values":["storage"]}]}}`,
+			`spec.nodeSelector: Invalid value: "Near" is not a valid label selector operator`},
+		{`{"nodeSelector":{"matchExpressions":[{"key":"pool","operator":"In"}]}}`,
+			`spec.nodeSelector: Invalid value: values: Invalid value: null: for 'in', 'notin' operators, values set can't be empty`},
+		{`{"nodeSelector":{"matchLabels":{"pool":"not a label value"}}}`,
+			`spec.nodeSelector: Invalid value: values[0][pool]: Invalid value: "not a label value": a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')`},
+		{`{"nodePodSelector":{"matchExpressions":[{"key":"app","operator":"Exists","values":["x"]}]}}`,
+			`spec.nodePodSelector: Invalid value: values: Invalid value: ["x"]: values set must be empty for exists and does not exist`},
 	} {
 		err := r.ValidateSpec(Name, &apiextensionsv1.JSON{Raw: []byte(tc.spec)})
 		switch {
@@ -55,7 +64,8 @@ func TestSchema(t *testing.T) {
 	}
 }
 
-// A selector the schema lets through but labels cannot parse is the run's error.
+// A selector the schema lets through but labels cannot parse is refused by
+// parse itself, so also by Plan and MayDelete should the check have been skipped.
 func TestParseBadSelector(t *testing.T) {
 	if _, err := parse([]byte(`{"nodePodSelector":{"matchExpressions":[{"key":"app","operator":"Near"}]}}`)); err == nil {
 		t.Error("parse accepted an unknown selector operator")

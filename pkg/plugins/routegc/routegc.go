@@ -43,9 +43,8 @@ import (
 	"sync"
 	"time"
 
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 	"github.com/limbo-dev/limbo/pkg/openstack"
@@ -86,18 +85,52 @@ var ErrNoServers = errors.New("no Nova server listed for the project: the server
 // to one of them would look orphaned.
 var ErrIncompleteServers = errors.New("the server list is incomplete and treated as unknown, and no route is orphaned")
 
-// Spec is the plugin's input.
+// Spec is the plugin's input; its schema is generated from it (plugin.SchemaOf).
 type Spec struct {
 	OpenStack struct {
-		AuthURL              string `json:"authURL"`
-		Region               string `json:"region,omitempty"`
+		// AuthURL is Keystone's v3 endpoint.
+		AuthURL string `json:"authURL" schema:"minLength=1"`
+		Region  string `json:"region,omitempty"`
+		// CredentialsSecretRef names a Secret in the Bundle's namespace.
 		CredentialsSecretRef struct {
-			Name string `json:"name"`
+			Name string `json:"name" schema:"minLength=1"`
 		} `json:"credentialsSecretRef"`
 	} `json:"openstack"`
-	RouterID    string  `json:"routerID"`
-	ClusterCIDR string  `json:"clusterCIDR"`
-	Interval    *string `json:"interval,omitempty"`
+	RouterID string `json:"routerID" schema:"minLength=1"`
+	// ClusterCIDR is the pod CIDR; only routes inside it are ever touched.
+	ClusterCIDR string `json:"clusterCIDR" schema:"minLength=1"`
+	// Interval is the poll period (default 5m); it must be positive.
+	Interval *string `json:"interval,omitempty" schema:"duration"`
+}
+
+// config is a spec ready to use.
+type config struct {
+	Spec
+	cidr     netip.Prefix // masked
+	interval time.Duration
+}
+
+// parse is the one reading of a spec: CheckSpec refuses what it refuses, so that
+// a spec Plan cannot use is a spec error, not a plan error on every poll.
+func parse(raw []byte) (config, error) {
+	var c config
+	if err := json.Unmarshal(raw, &c.Spec); err != nil {
+		return c, err
+	}
+	cidr, err := netip.ParsePrefix(c.ClusterCIDR)
+	if err != nil {
+		return c, field.Invalid(field.NewPath("spec", "clusterCIDR"), c.ClusterCIDR, fmt.Sprintf("not a CIDR: %v", err))
+	}
+	c.cidr = cidr.Masked()
+	// Zero would poll OpenStack on every pass of the Bundle.
+	c.interval, err = plugin.ParseDuration("interval", c.Interval, DefaultInterval, true)
+	return c, err
+}
+
+// CheckSpec refuses a spec that parse refuses (plugin.SpecChecker).
+func (*Plugin) CheckSpec(raw []byte) error {
+	_, err := parse(raw)
+	return err
 }
 
 // Options configure the plugin.
@@ -141,8 +174,6 @@ func New(opts Options) *Plugin {
 	}}}
 }
 
-const durationPattern = `^(0|([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+)$`
-
 // ForgetBundle drops what the plugin remembers of a Bundle that is gone.
 func (p *Plugin) ForgetBundle(uid types.UID) { p.state.Forget(uid) }
 
@@ -154,39 +185,14 @@ func (p *Plugin) ForgetResource(uid types.UID, resource string) {
 // Describe names the plugin and its schema. It watches nothing in Kubernetes:
 // OpenStack is polled.
 func (p *Plugin) Describe() plugin.Description {
-	nonEmpty := apiextensionsv1.JSONSchemaProps{Type: "string", MinLength: ptr.To(int64(1))}
-	return plugin.Description{
-		Name: Name,
-		Schema: &apiextensionsv1.JSONSchemaProps{
-			Type:     "object",
-			Required: []string{"openstack", "routerID", "clusterCIDR"},
-			Properties: map[string]apiextensionsv1.JSONSchemaProps{
-				"openstack": {
-					Type:     "object",
-					Required: []string{"authURL", "credentialsSecretRef"},
-					Properties: map[string]apiextensionsv1.JSONSchemaProps{
-						"authURL": nonEmpty,
-						"region":  {Type: "string"},
-						"credentialsSecretRef": {Type: "object", Required: []string{"name"},
-							Properties: map[string]apiextensionsv1.JSONSchemaProps{"name": nonEmpty}},
-					},
-					AdditionalProperties: &apiextensionsv1.JSONSchemaPropsOrBool{Allows: false},
-				},
-				"routerID":    nonEmpty,
-				"clusterCIDR": nonEmpty,
-				"interval":    {Type: "string", Pattern: durationPattern},
-			},
-			AdditionalProperties: &apiextensionsv1.JSONSchemaPropsOrBool{Allows: false},
-		},
-		DefaultPollInterval: DefaultInterval,
-	}
+	return plugin.Description{Name: Name, Schema: plugin.SchemaOf[Spec](), DefaultPollInterval: DefaultInterval}
 }
 
 // Plan polls OpenStack (at most once per interval) and returns the inventory:
 // the router's routes inside the cluster CIDR, desired while their next hop is
 // an address of a Nova server.
 func (p *Plugin) Plan(ctx context.Context, req plugin.Request) (*plugin.Result, error) {
-	spec, cidr, interval, err := parse(req.Spec)
+	cfg, err := parse(req.Spec)
 	if err != nil {
 		return nil, err
 	}
@@ -201,11 +207,11 @@ func (p *Plugin) Plan(ctx context.Context, req plugin.Request) (*plugin.Result, 
 		return &res, nil
 	}
 	st.result = nil
-	api, err := p.client(ctx, req, spec)
+	api, err := p.client(ctx, req, cfg.Spec)
 	if err != nil {
 		return nil, err
 	}
-	router, err := api.Router(ctx, spec.RouterID)
+	router, err := api.Router(ctx, cfg.RouterID)
 	if err != nil {
 		p.opts.Metrics.Failures.WithLabelValues(OpGetRouter).Inc()
 		return nil, err
@@ -219,7 +225,7 @@ func (p *Plugin) Plan(ctx context.Context, req plugin.Request) (*plugin.Result, 
 	inCIDR, unparsable := 0, 0
 	orphans := map[string]bool{}
 	for _, r := range router.Routes {
-		responsible, err := Responsible(cidr, r.DestinationCIDR)
+		responsible, err := Responsible(cfg.cidr, r.DestinationCIDR)
 		hop, hopErr := netip.ParseAddr(r.NextHop)
 		switch {
 		case err != nil || hopErr != nil:
@@ -235,7 +241,7 @@ func (p *Plugin) Plan(ctx context.Context, req plugin.Request) (*plugin.Result, 
 			orphans[id] = true
 		}
 		inv.External = append(inv.External, plugin.ExternalItem{
-			ExternalItem: limbov1alpha1.ExternalItem{Kind: ItemKind, ID: id, Name: ItemName(r, spec.RouterID)}, Desired: desired})
+			ExternalItem: limbov1alpha1.ExternalItem{Kind: ItemKind, ID: id, Name: ItemName(r, cfg.RouterID)}, Desired: desired})
 	}
 	if _, _, err := inv.Orphans(); err == nil {
 		for id := range orphans {
@@ -245,11 +251,11 @@ func (p *Plugin) Plan(ctx context.Context, req plugin.Request) (*plugin.Result, 
 		}
 		st.orphans = orphans
 	}
-	msg := fmt.Sprintf("%d routes in %s, %d orphaned; %d servers", inCIDR, cidr, len(orphans), servers)
+	msg := fmt.Sprintf("%d routes in %s, %d orphaned; %d servers", inCIDR, cfg.cidr, len(orphans), servers)
 	if unparsable > 0 {
 		msg += fmt.Sprintf("; %d unparsable routes, never touched", unparsable)
 	}
-	st.spec, st.nextPoll = string(req.Spec), req.Now.Add(jitter(interval))
+	st.spec, st.nextPoll = string(req.Spec), req.Now.Add(jitter(cfg.interval))
 	st.result = &plugin.Result{Inventory: inv, Ready: true, Message: msg}
 	res := *st.result
 	res.PollAfter = st.nextPoll.Sub(req.Now)
@@ -264,7 +270,7 @@ func (p *Plugin) Plan(ctx context.Context, req plugin.Request) (*plugin.Result, 
 // that cannot be judged (no server listed, or a down cell's) is not removed and
 // retried.
 func (p *Plugin) DeleteExternal(ctx context.Context, req plugin.Request, item limbov1alpha1.ExternalItem) error {
-	spec, cidr, _, err := parse(req.Spec)
+	cfg, err := parse(req.Spec)
 	if err != nil {
 		return err
 	}
@@ -272,13 +278,13 @@ func (p *Plugin) DeleteExternal(ctx context.Context, req plugin.Request, item li
 	if err != nil {
 		return err
 	}
-	if ok, err := Responsible(cidr, route.DestinationCIDR); err != nil || !ok {
-		return fmt.Errorf("route %s is not inside the cluster CIDR %s (clusterCIDR changed since its countdown began?): never touched: %w", item.ID, cidr, plugin.ErrNotResponsible)
+	if ok, err := Responsible(cfg.cidr, route.DestinationCIDR); err != nil || !ok {
+		return fmt.Errorf("route %s is not inside the cluster CIDR %s (clusterCIDR changed since its countdown began?): never touched: %w", item.ID, cfg.cidr, plugin.ErrNotResponsible)
 	}
 	// Found on another router than the one the resource names now: that router is
 	// no longer this resource's, and a route of the same ID on the new one has its
 	// own countdown to run (the plan makes its Tombstone once this one is gone).
-	if err := plugin.PlaceChanged(item, routerPlace(spec.RouterID), "routerID"); err != nil {
+	if err := plugin.PlaceChanged(item, routerPlace(cfg.RouterID), "routerID"); err != nil {
 		return err
 	}
 	st := p.state.Of(req)
@@ -286,7 +292,7 @@ func (p *Plugin) DeleteExternal(ctx context.Context, req plugin.Request, item li
 		return err
 	}
 	defer st.release()
-	api, err := p.client(ctx, req, spec)
+	api, err := p.client(ctx, req, cfg.Spec)
 	if err != nil {
 		return err
 	}
@@ -302,7 +308,7 @@ func (p *Plugin) DeleteExternal(ctx context.Context, req plugin.Request, item li
 		st.result = nil
 		return fmt.Errorf("not removing route %s: its next hop is an address of server %s again: %w", item.ID, server, plugin.ErrNotResponsible)
 	}
-	removed, err := removeRoute(ctx, api, spec.RouterID, route)
+	removed, err := removeRoute(ctx, api, cfg.RouterID, route)
 	if err != nil {
 		p.opts.Metrics.Failures.WithLabelValues(OpRemoveRoute).Inc()
 		return err
@@ -393,25 +399,6 @@ func ParseItemID(id string) (openstack.Route, error) {
 		return openstack.Route{}, fmt.Errorf("item id %q: next hop: %w", id, err)
 	}
 	return openstack.Route{DestinationCIDR: dst, NextHop: hop}, nil
-}
-
-func parse(raw []byte) (Spec, netip.Prefix, time.Duration, error) {
-	var spec Spec
-	if err := json.Unmarshal(raw, &spec); err != nil {
-		return spec, netip.Prefix{}, 0, err
-	}
-	cidr, err := netip.ParsePrefix(spec.ClusterCIDR)
-	if err != nil {
-		return spec, netip.Prefix{}, 0, fmt.Errorf("clusterCIDR %q: %w", spec.ClusterCIDR, err)
-	}
-	interval := DefaultInterval
-	if spec.Interval != nil {
-		interval, err = time.ParseDuration(*spec.Interval)
-		if err != nil || interval <= 0 {
-			return spec, netip.Prefix{}, 0, fmt.Errorf("interval %q: want a positive duration", *spec.Interval)
-		}
-	}
-	return spec, cidr.Masked(), interval, nil
 }
 
 // jitter spreads the polls of many Bundles: interval plus 0 to +50 %.
