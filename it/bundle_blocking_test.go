@@ -51,8 +51,9 @@ func TestBlockedUntilDependencyReady(t *testing.T) {
 	})
 
 	setWidgetReady(t, ns, "db", true)
-	// Event-driven: well before any resync or recheck interval.
-	testenv.Eventually(t, 10*time.Second, func() error {
+	// Event-driven: before any resync (30 min) or recheck interval (30 s; a
+	// Blocked resource is not requeued at all), with room for a loaded machine.
+	testenv.Eventually(t, 25*time.Second, func() error {
 		if getObject(t, configMapGVK, ns, "app") == nil {
 			return fmt.Errorf("ConfigMap app not created after its dependency turned Ready")
 		}

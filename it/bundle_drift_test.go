@@ -14,8 +14,10 @@ import (
 
 // driftDeadline bounds how long a drift may last: the object's change is a watch
 // event that triggers its Bundle, so correction is a matter of a second, far from
-// any resync (30 minutes) or recheck interval (30 seconds).
-const driftDeadline = 10 * time.Second
+// any resync (30 minutes) or recheck interval (30 seconds). The bound leaves room
+// for a loaded machine and stays under the recheck, so that only the event can
+// meet it.
+const driftDeadline = 25 * time.Second
 
 // An external edit of what limbo set (kubectl edit, a PUT by another client) is
 // reverted promptly, event-driven; what limbo does not set is left alone.

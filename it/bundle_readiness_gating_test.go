@@ -49,7 +49,9 @@ func TestReadinessGatingByCRDRule(t *testing.T) {
 	})
 
 	setGadgetPhase(t, ns, "engine", "Running")
-	testenv.Eventually(t, 10*time.Second, func() error {
+	// Event-driven: before any resync (30 min) or recheck interval (30 s), with
+	// room for a loaded machine.
+	testenv.Eventually(t, 25*time.Second, func() error {
 		if getObject(t, configMapGVK, ns, "dash") == nil {
 			return fmt.Errorf("ConfigMap dash not created after engine turned Running")
 		}

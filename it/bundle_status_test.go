@@ -132,7 +132,7 @@ func kstatusIs(b *limbov1alpha1.Bundle, want kstatus.Status, message string) err
 // kubectlWait runs `kubectl wait --for=condition=<cond> bundle/<name>`.
 func kubectlWait(t testing.TB, ns, name, cond string) {
 	t.Helper()
-	out, err := kubectl(t, "wait", "-n", ns, "--for=condition="+cond, "--timeout=30s", "bundle/"+name)
+	out, err := kubectl(t, "wait", "-n", ns, "--for=condition="+cond, "--timeout="+testenv.DefaultTimeout.String(), "bundle/"+name)
 	if err != nil {
 		t.Fatalf("kubectl wait --for=condition=%s: %v\n%s", cond, err, out)
 	}
@@ -144,7 +144,7 @@ func kubectlWait(t testing.TB, ns, name, cond string) {
 // getBundles checks the READY and RESOURCES columns of `kubectl get bundles`.
 func getBundles(t testing.TB, ns, name, ready, resources string) {
 	t.Helper()
-	testenv.Eventually(t, 30*time.Second, func() error {
+	testenv.Eventually(t, testenv.DefaultTimeout, func() error {
 		out, err := kubectl(t, "get", "bundles", "-n", ns, "--no-headers")
 		if err != nil {
 			return fmt.Errorf("kubectl get bundles: %v: %s", err, out)
@@ -164,7 +164,9 @@ func getBundles(t testing.TB, ns, name, ready, resources string) {
 
 func kubectl(t testing.TB, args ...string) (string, error) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	// Longer than the longest --timeout given (kubectlWait's), so that kubectl
+	// reports its own timeout.
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.DefaultTimeout+30*time.Second)
 	defer cancel()
 	args = append([]string{"--kubeconfig", env.Cluster.KubeconfigPath}, args...)
 	out, err := exec.CommandContext(ctx, filepath.Join(env.RepoRoot, "bin", "kubectl"), args...).CombinedOutput()

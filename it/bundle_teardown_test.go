@@ -84,14 +84,12 @@ func TestTeardownBackgroundReverseOrder(t *testing.T) {
 	waitGone(t, configMapGVK, ns, "base")
 	waitBundleGone(t, b)
 
-	// The watch saw each wave start only after the previous wave was gone.
+	// The watch saw each wave start only after the previous wave was gone. Its
+	// events come after the API server's answers that the test polled: wait for
+	// them before stopping it.
+	log.waitDeleted(t, "top", "mid", "base")
 	log.stop()
 	gone, started := log.index(watch.Deleted), log.deletionStarted()
-	for _, name := range []string{"top", "mid", "base"} {
-		if _, ok := gone[name]; !ok {
-			t.Fatalf("no DELETED event for %s; events: %v", name, log.events())
-		}
-	}
 	if gone["top"] >= started["mid"] || gone["mid"] >= started["base"] {
 		t.Errorf("deletions out of order (top gone at %d, mid started at %d and gone at %d, base started at %d); events: %v",
 			gone["top"], started["mid"], gone["mid"], started["base"], log.events())
@@ -271,6 +269,20 @@ func watchConfigMaps(t testing.TB, ns string) *configMapLog {
 	}()
 	t.Cleanup(l.stop)
 	return l
+}
+
+// waitDeleted waits until the log holds a DELETED event for each of names.
+func (l *configMapLog) waitDeleted(t testing.TB, names ...string) {
+	t.Helper()
+	testenv.Eventually(t, testenv.DefaultTimeout, func() error {
+		gone := l.index(watch.Deleted)
+		for _, name := range names {
+			if _, ok := gone[name]; !ok {
+				return fmt.Errorf("no DELETED event for %s; events: %v", name, l.events())
+			}
+		}
+		return nil
+	})
 }
 
 func (l *configMapLog) stop() {

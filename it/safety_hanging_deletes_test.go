@@ -6,6 +6,7 @@ import (
 
 	"github.com/limbo-dev/limbo/it/testenv"
 	"github.com/limbo-dev/limbo/it/testplugin"
+	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 )
 
 // Hanging external deletes never hold the Tombstone workers: while a backend
@@ -36,7 +37,13 @@ func TestHangingExternalDeletesDoNotHoldWorkers(t *testing.T) {
 
 	h := waitHang(t, hanging, testplugin.DeleteCall, workers, workers) // --workers per backend at most
 
-	e.orphan(t, "healthy-backend", "1s")
+	// The orphan's Tombstone is due a second after it is made and may be
+	// executed and gone before a List sees it: the log watches for it.
+	log := watchTombstones(t, e.ns)
+	waitReady(t, createBundle(t, e.ns, "healthy-backend", e.resource("1s")))
+	log.wait(t, "the healthy backend's orphan", func(item limbov1alpha1.ExternalItem) bool {
+		return item.ID == "orphan" && item.Kind == testplugin.ItemKind
+	}, func() string { return fmt.Sprintf("tombstones: %v", tombstoneItems(t, e.ns)) })
 	testenv.Eventually(t, testenv.DefaultTimeout, func() error {
 		if e.domain.Exists("orphan") {
 			return fmt.Errorf("the healthy backend's orphan still exists (%d delete calls); Tombstones: %v",

@@ -29,7 +29,11 @@ func TestHangingPluginDoesNotDelayDeadlines(t *testing.T) {
 	t.Cleanup(func() { domain.Unblock(testplugin.PlanCall) })
 	keep := objectResource(t, "keep", configMap("keep", map[string]any{"a": "b"}, nil))
 	items := pluginResource("items", ns, "1h")
-	const delay = 3 * time.Second
+	// Long enough that db is still in limbo when waitInLimbo, which starts only
+	// once the hang is seen, looks for it under load (the stamp is rounded to the
+	// second); short enough that the deadline, the delete and the status update
+	// all fall well inside the hang (plugin.CallTimeout, 30 s).
+	const delay = 10 * time.Second
 	db := objectResource(t, "db", configMap("db", map[string]any{"a": "b"}, map[string]any{limbov1alpha1.AnnotationDeletionDelay: delay.String()}))
 	b := createBundle(t, ns, "shop", keep, items, db)
 	waitReady(t, b)

@@ -18,9 +18,13 @@ import (
 func TestSoftDeleteCancelByReAdding(t *testing.T) {
 	t.Parallel()
 	ns := env.Namespace(t)
+	// Long enough that db is put back before its deadline under load: the stamp
+	// is rounded to the second, and the test waits for the countdown to show in
+	// the Bundle's status first.
+	const delay = 15 * time.Second
 	keep := objectResource(t, "keep", configMap("keep", map[string]any{"a": "b"}, nil))
 	db := func() limbov1alpha1.Resource {
-		return objectResource(t, "db", configMap("db", map[string]any{"a": "b"}, map[string]any{limbov1alpha1.AnnotationDeletionDelay: "5s"}))
+		return objectResource(t, "db", configMap("db", map[string]any{"a": "b"}, map[string]any{limbov1alpha1.AnnotationDeletionDelay: delay.String()}))
 	}
 	b := createBundle(t, ns, "cancel", keep, db())
 	b = waitReady(t, b)
@@ -28,7 +32,7 @@ func TestSoftDeleteCancelByReAdding(t *testing.T) {
 
 	updateBundle(t, b, keep)
 	_, stamp := waitInLimbo(t, configMapGVK, ns, "db")
-	deadline := stamp.Add(5 * time.Second)
+	deadline := stamp.Add(delay)
 	waitBundle(t, b, func(cur *limbov1alpha1.Bundle) error {
 		if len(cur.Status.PendingDeletions) != 1 {
 			return fmt.Errorf("pendingDeletions = %+v, want db", cur.Status.PendingDeletions)

@@ -17,7 +17,10 @@ import (
 func TestSoftDeleteMetrics(t *testing.T) {
 	t.Parallel()
 	ns := env.Namespace(t)
-	const delay = 3 * time.Second
+	// Long enough for the test to see db in limbo, listed in its Bundle's status,
+	// under load: the stamp is rounded to the second, and a countdown that ends
+	// before the waits below see it would fail them.
+	const delay = 10 * time.Second
 	keep := objectResource(t, "keep", configMap("keep", map[string]any{"a": "b"}, nil))
 	b := createBundle(t, ns, "metrics", keep,
 		objectResource(t, "db", configMap("db", map[string]any{"a": "b"}, map[string]any{limbov1alpha1.AnnotationDeletionDelay: delay.String()})))

@@ -21,7 +21,10 @@ import (
 func TestSoftDeleteReaperBlockedAdoptionByAnotherBundle(t *testing.T) {
 	t.Parallel()
 	ns := env.Namespace(t)
-	const delay = 3 * time.Second
+	// Long enough that Bundle "new" declares db before its deadline: between
+	// the release and the creation of "new" the test makes several API calls,
+	// and were "new" not there when db is due, the reaper would rightly delete it.
+	const delay = 15 * time.Second
 	db := configMap("db", map[string]any{"a": "b"}, map[string]any{limbov1alpha1.AnnotationDeletionDelay: delay.String()})
 	old := waitReady(t, createBundle(t, ns, "old", objectResource(t, "db", db)))
 	deleteBundle(t, old, metav1.DeletePropagationBackground)
@@ -37,7 +40,11 @@ func TestSoftDeleteReaperBlockedAdoptionByAnotherBundle(t *testing.T) {
 	})
 	// Past its deadline, the object is still there, still released to limbo.
 	testenv.Consistently(t, time.Until(stamp.Add(delay+2*time.Second)), func() error {
-		if err := isReleased(getObject(t, configMapGVK, ns, "db"), old); err != nil {
+		u := getObject(t, configMapGVK, ns, "db")
+		if u == nil {
+			return fmt.Errorf("db was deleted while the new Bundle waits to adopt it")
+		}
+		if err := isReleased(u, old); err != nil {
 			return fmt.Errorf("db while the new Bundle waits to adopt it: %w", err)
 		}
 		return nil

@@ -16,9 +16,12 @@ import (
 func TestSoftDeleteScheduleThenDelete(t *testing.T) {
 	t.Parallel()
 	ns := env.Namespace(t)
+	// Long enough that db is still in limbo, listed in pendingDeletions, when
+	// the test looks, under load: the stamp is rounded to the second.
+	const delay = 10 * time.Second
 	keep := objectResource(t, "keep", configMap("keep", map[string]any{"a": "b"}, nil))
 	b := createBundle(t, ns, "sd", keep,
-		objectResource(t, "db", configMap("db", map[string]any{"a": "b"}, map[string]any{limbov1alpha1.AnnotationDeletionDelay: "4s"})))
+		objectResource(t, "db", configMap("db", map[string]any{"a": "b"}, map[string]any{limbov1alpha1.AnnotationDeletionDelay: delay.String()})))
 	waitReady(t, b)
 
 	updateBundle(t, b, keep)
@@ -32,7 +35,7 @@ func TestSoftDeleteScheduleThenDelete(t *testing.T) {
 	if err != nil {
 		t.Fatalf("stamp: %v", err)
 	}
-	deadline := stamp.Add(4 * time.Second)
+	deadline := stamp.Add(delay)
 	cur := waitBundle(t, b, func(cur *limbov1alpha1.Bundle) error {
 		if len(cur.Status.PendingDeletions) != 1 {
 			return fmt.Errorf("pendingDeletions = %+v", cur.Status.PendingDeletions)

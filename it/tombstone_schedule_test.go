@@ -15,9 +15,12 @@ import (
 func TestTombstoneScheduleThenDelete(t *testing.T) {
 	t.Parallel()
 	e := newExternalItems(t)
-	_, ts := e.orphan(t, "ext", "3s")
+	// Long enough that the Tombstone is still there when waitOneTombstone (a
+	// List poll) looks for it, under load: the stamp is rounded to the second.
+	const delay = 10 * time.Second
+	_, ts := e.orphan(t, "ext", delay.String())
 	if ts.Spec.Item.ID != "orphan" || ts.Spec.Plugin != testplugin.Name || ts.Spec.Resource != "items" ||
-		ts.Labels[limbov1alpha1.LabelBundle] != "ext" || ts.Annotations[limbov1alpha1.AnnotationDeletionDelay] != "3s" ||
+		ts.Labels[limbov1alpha1.LabelBundle] != "ext" || ts.Annotations[limbov1alpha1.AnnotationDeletionDelay] != delay.String() ||
 		len(ts.Finalizers) != 1 || ts.Finalizers[0] != limbov1alpha1.FinalizerHardDelete {
 		t.Errorf("tombstone = %+v", ts)
 	}
@@ -26,8 +29,8 @@ func TestTombstoneScheduleThenDelete(t *testing.T) {
 	if err != nil {
 		t.Fatalf("tombstone stamp: %v", err)
 	}
-	if gone, now := !e.domain.Exists("orphan"), time.Now(); gone && now.Before(stamp.Add(3*time.Second)) {
-		t.Fatalf("item deleted at %v, before its deadline %v", now, stamp.Add(3*time.Second))
+	if gone, now := !e.domain.Exists("orphan"), time.Now(); gone && now.Before(stamp.Add(delay)) {
+		t.Fatalf("item deleted at %v, before its deadline %v", now, stamp.Add(delay))
 	}
 	testenv.Eventually(t, testenv.DefaultTimeout, func() error {
 		if e.domain.Exists("orphan") || len(tombstones(t, e.ns)) != 0 {
