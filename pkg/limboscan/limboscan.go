@@ -99,8 +99,9 @@ func Holds(ctx context.Context, r client.Reader, gvk schema.GroupVersionKind, na
 // with its GroupVersionKind set. The reader must list straight from the API
 // server (a manager's APIReader, or a plain client): a cached reader would start
 // an informer for every kind. The API server's warnings about the kind are
-// dropped (see package apiwarning): the scans list every kind, used or not.
-func List(ctx context.Context, r client.Reader, gvk schema.GroupVersionKind, namespace string, within labels.Selector) ([]metav1.PartialObjectMetadata, error) {
+// dropped (see package apiwarning): the scans list every kind, used or not. opts
+// add to the list's options (a resourceVersion to read from the watch cache).
+func List(ctx context.Context, r client.Reader, gvk schema.GroupVersionKind, namespace string, within labels.Selector, opts ...client.ListOption) ([]metav1.PartialObjectMetadata, error) {
 	list := MetadataList(gvk)
 	inLimbo := labels.SelectorFromSet(labels.Set{limbov1alpha1.LabelPendingDeletion: "true"})
 	if within != nil {
@@ -108,7 +109,7 @@ func List(ctx context.Context, r client.Reader, gvk schema.GroupVersionKind, nam
 			inLimbo = inLimbo.Add(reqs...)
 		}
 	}
-	if err := r.List(apiwarning.Quiet(ctx), list, client.InNamespace(namespace), client.MatchingLabelsSelector{Selector: inLimbo}); err != nil {
+	if err := r.List(apiwarning.Quiet(ctx), list, append([]client.ListOption{client.InNamespace(namespace), client.MatchingLabelsSelector{Selector: inLimbo}}, opts...)...); err != nil {
 		return nil, err
 	}
 	for i := range list.Items {

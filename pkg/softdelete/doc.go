@@ -8,8 +8,8 @@
 // whether it carries the limbo.dev/pending-deletion label) it returns a
 // Decision, and it never reads a clock, the API server or anything else. The
 // parts of the engine that apply decisions — writing the stamp and the label,
-// deleting with a UID precondition, requeueing — build on it and hold no
-// deletion logic of their own.
+// deleting with UID and resourceVersion preconditions on a fresh read,
+// requeueing — build on it and hold no deletion logic of their own.
 //
 // The countdown of an orphan is recorded on the item itself, so it survives
 // restarts of the controller:

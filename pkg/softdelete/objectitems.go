@@ -122,6 +122,12 @@ func (s ItemSet) auditKeys(obj client.Object) []any {
 	return kv
 }
 
+// ItemOwner is the owner of the items of Bundle b's plugin resource (ItemSet.Owner,
+// the limbo.dev/pluginResource annotation): "<namespace>/<bundle>/<resource>".
+func ItemOwner(b client.ObjectKey, resource string) string {
+	return b.Namespace + "/" + b.Name + "/" + resource
+}
+
 // SplitItemOwner splits an item's owner (ItemSet.Owner, the
 // limbo.dev/pluginResource annotation), "<namespace>/<bundle>/<resource>", into
 // its Bundle and resource; ok is false for a value of another form.

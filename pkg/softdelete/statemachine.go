@@ -25,8 +25,9 @@ const (
 	ActionRestamp Action = "Restamp"
 	// ActionWait: the countdown is running; come back after Decision.RequeueAfter.
 	ActionWait Action = "Wait"
-	// ActionDelete: delete the orphan now. Deleting with a UID precondition, so
-	// that a re-created object of the same name survives, is the caller's job.
+	// ActionDelete: delete the orphan now. Deleting with UID and resourceVersion
+	// preconditions, so that a re-created object of the same name survives and an
+	// object changed since it was read is decided again, is the caller's job.
 	ActionDelete Action = "Delete"
 	// ActionInvalid: the orphan's delay is invalid; never delete it, and report
 	// Decision.Err.

@@ -3,7 +3,6 @@ package bundle
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -20,11 +19,6 @@ import (
 // machine (softdelete.Engine.ProcessItems). They carry limbo.dev/pluginResource,
 // never limbo.dev/bundle: the reaper never sees them.
 
-// itemOwner is the limbo.dev/pluginResource value of b's plugin resource.
-func itemOwner(b *limbov1alpha1.Bundle, resource string) string {
-	return b.Namespace + "/" + b.Name + "/" + resource
-}
-
 // processObjectItems decides the object items of a plugin resource whose plan
 // succeeded: cancels for desired items; stamps, waits and deletes for orphans once
 // every resource is Ready (ready), through the plugin's gate.
@@ -32,7 +26,7 @@ func (p *pass) processObjectItems(ctx context.Context, out pluginOutcome, ready 
 	if out.inventory == nil || len(out.inventory.Objects) == 0 {
 		return
 	}
-	set := softdelete.ItemSet{Owner: itemOwner(p.bundle, out.res.Name), Delay: out.res.Plugin.DeletionDelay, Items: out.inventory.Objects}
+	set := softdelete.ItemSet{Owner: softdelete.ItemOwner(client.ObjectKeyFromObject(p.bundle), out.res.Name), Delay: out.res.Plugin.DeletionDelay, Items: out.inventory.Objects}
 	if !ready {
 		set.Hold = msgWaitingForReady
 	}
@@ -80,7 +74,7 @@ func (p *pass) processUnjudgedItems(ctx context.Context) {
 		if listed[objectPendingKey(item)] {
 			continue
 		}
-		resource := strings.TrimPrefix(item.GetAnnotations()[limbov1alpha1.AnnotationPluginResource], itemOwner(p.bundle, ""))
+		_, resource, _ := softdelete.SplitItemOwner(item.GetAnnotations()[limbov1alpha1.AnnotationPluginResource])
 		if res := p.plan.Resources[resource]; res == nil || res.Plugin == nil {
 			if err := p.r.Engine.CancelItem(ctx, p.bundle, item, fmt.Sprintf("resource %q left the Bundle", resource)); err == nil {
 				continue
@@ -109,8 +103,7 @@ func (r *Reconciler) cancelObjectItems(ctx context.Context, b *limbov1alpha1.Bun
 		return err
 	}
 	for _, item := range items {
-		owner := item.GetAnnotations()[limbov1alpha1.AnnotationPluginResource]
-		if tearingDown[strings.TrimPrefix(owner, itemOwner(b, ""))] {
+		if _, resource, _ := softdelete.SplitItemOwner(item.GetAnnotations()[limbov1alpha1.AnnotationPluginResource]); tearingDown[resource] {
 			continue
 		}
 		if err := r.Engine.CancelItem(ctx, b, item, "the Bundle is being deleted"); err != nil {
@@ -123,21 +116,19 @@ func (r *Reconciler) cancelObjectItems(ctx context.Context, b *limbov1alpha1.Bun
 // objectItemsInLimbo lists, from the API server, the objects of kinds that are in
 // limbo for one of b's plugin resources, in any namespace.
 func (r *Reconciler) objectItemsInLimbo(ctx context.Context, b *limbov1alpha1.Bundle, kinds []schema.GroupVersionKind, opts ...client.ListOption) ([]*metav1.PartialObjectMetadata, error) {
-	prefix := itemOwner(b, "")
+	key := client.ObjectKeyFromObject(b)
 	var out []*metav1.PartialObjectMetadata
 	for _, gvk := range kinds {
-		list := limboscan.MetadataList(gvk)
-		if err := r.APIReader.List(ctx, list, append(opts, client.MatchingLabels{limbov1alpha1.LabelPendingDeletion: "true"})...); err != nil {
+		items, err := limboscan.List(ctx, r.APIReader, gvk, "", nil, opts...)
+		if err != nil {
 			if kindGone(err) {
 				continue // the kind is gone from the API server: so are its objects
 			}
 			return nil, fmt.Errorf("list %s in limbo: %w", gvk.Kind, err)
 		}
-		for i := range list.Items {
-			item := &list.Items[i]
-			if strings.HasPrefix(item.GetAnnotations()[limbov1alpha1.AnnotationPluginResource], prefix) {
-				item.SetGroupVersionKind(gvk)
-				out = append(out, item)
+		for i := range items {
+			if owner, _, ok := softdelete.SplitItemOwner(items[i].GetAnnotations()[limbov1alpha1.AnnotationPluginResource]); ok && owner == key {
+				out = append(out, &items[i])
 			}
 		}
 	}

@@ -335,7 +335,7 @@ func (r *Reconciler) teardownPlugins(ctx context.Context, b *limbov1alpha1.Bundl
 				out.requeueAfter = min(out.requeueAfter, result.RequeueAfter)
 			}
 			if len(result.Items) > 0 {
-				items := r.Engine.ProcessItems(ctx, b, softdelete.ItemSet{Owner: itemOwner(b, name), Delay: res.Plugin.DeletionDelay, Items: result.Items, Cluster: result.Cluster})
+				items := r.Engine.ProcessItems(ctx, b, softdelete.ItemSet{Owner: softdelete.ItemOwner(client.ObjectKeyFromObject(b), name), Delay: res.Plugin.DeletionDelay, Items: result.Items, Cluster: result.Cluster})
 				for _, pd := range items.Pending {
 					pd.Resource = name
 					out.pending = append(out.pending, pd)

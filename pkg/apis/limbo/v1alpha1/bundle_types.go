@@ -201,7 +201,7 @@ type ResourceStatus struct {
 	// dependency), Error (see reason and message) or Deleting (being torn down).
 	State ResourceState `json:"state"`
 	// Reason is a CamelCase word that says why the resource is in its state, for
-	// example NotReady, DependencyNotReady or Forbidden.
+	// example NotReady, DependenciesNotReady or Forbidden.
 	// +optional
 	Reason string `json:"reason,omitempty"`
 	// Message says in words what the resource is waiting for or what went wrong.
