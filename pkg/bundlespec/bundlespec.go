@@ -145,6 +145,18 @@ func Declares(b *limbov1alpha1.Bundle, gk schema.GroupKind, name string) Declara
 	return found
 }
 
+// Adopter is the first of bundles, other than the one named except and not being
+// deleted, that declares the object of kind gk named name to adopt it
+// (limbo.dev/adopt); nil when none does. A Bundle being deleted never adopts.
+func Adopter(bundles []limbov1alpha1.Bundle, gk schema.GroupKind, name, except string) *limbov1alpha1.Bundle {
+	for i := range bundles {
+		if b := &bundles[i]; b.Name != except && b.DeletionTimestamp.IsZero() && Declares(b, gk, name) == DeclaredToAdopt {
+			return b
+		}
+	}
+	return nil
+}
+
 // AdoptionKeys are the objects b's templates declare to adopt (limbo.dev/adopt),
 // as AdoptionKey names them: the keys of a cache index. The index runs on every
 // event of a Bundle, status writes included: a template that does not mention

@@ -12,7 +12,7 @@ import (
 
 // An object another Bundle of its namespace declares to adopt (limbo.dev/adopt)
 // is never deleted by the Bundle it leaves: a pass at the end of its countdown
-// (pass.handOver) and a teardown (adoptedByAnother) release it to the adopter
+// (pass.handOver) and a teardown (releaseForAdoption) release it to the adopter
 // instead, and the reaper holds it while a Bundle declares it to adopt it.
 
 // adopter is another Bundle of b's namespace, not being deleted, that declares o
@@ -35,26 +35,24 @@ func (r *Reconciler) adopter(ctx context.Context, b *limbov1alpha1.Bundle, o cli
 	if err != nil {
 		return nil, fmt.Errorf("list the Bundles adopting %s %s: %w", gvk.Kind, o.GetName(), err)
 	}
-	for i := range adopters.Items {
-		if a := &adopters.Items[i]; a.UID != b.UID && a.DeletionTimestamp.IsZero() && bundlespec.Declares(a, gvk.GroupKind(), o.GetName()) == bundlespec.DeclaredToAdopt {
-			k := client.ObjectKeyFromObject(a)
-			return &k, nil
-		}
+	if a := bundlespec.Adopter(adopters.Items, gvk.GroupKind(), o.GetName(), b.Name); a != nil {
+		k := client.ObjectKeyFromObject(a)
+		return &k, nil
 	}
 	return nil, nil
 }
 
-// adoptedByAnother tells whether another Bundle of b's namespace declares o to
-// adopt it (limbo.dev/adopt; the cache's index of what Bundles adopt). The
-// teardown then releases o, even without a delay, instead of deleting it with b:
-// the reaper holds a released object while a Bundle declares it to adopt it, the
-// adopter adopts it (an object moved by deleting the Bundle it came from keeps its
-// data), and if the adopter goes first the reaper deletes it — what the teardown
-// would have done. Released, o is no evidence of --cascade=orphan for the next
-// teardown pass either, as a merely disowned object would be. A failed lookup
-// releases: the reaper decides on the API server's Bundles. The adopter's name
-// is "" when none was found.
-func (r *Reconciler) adoptedByAnother(ctx context.Context, b *limbov1alpha1.Bundle, o client.Object) (string, bool) {
+// releaseForAdoption tells whether the teardown releases o, and to which
+// adopter: another Bundle of b's namespace that declares o to adopt it
+// (limbo.dev/adopt). The teardown then releases o, even without a delay, instead
+// of deleting it with b: the reaper holds a released object while a Bundle
+// declares it to adopt it, the adopter adopts it (an object moved by deleting the
+// Bundle it came from keeps its data), and if the adopter goes first the reaper
+// deletes it — what the teardown would have done. Released, o is no evidence of
+// --cascade=orphan for the next teardown pass either, as a merely disowned object
+// would be. A failed lookup releases too, with no adopter named: the reaper
+// decides on the API server's Bundles.
+func (r *Reconciler) releaseForAdoption(ctx context.Context, b *limbov1alpha1.Bundle, o client.Object) (string, bool) {
 	adopter, err := r.adopter(ctx, b, o)
 	switch {
 	case err != nil:

@@ -106,7 +106,7 @@ func (r *Reconciler) nextWave(ctx context.Context, b *limbov1alpha1.Bundle, plan
 				continue // on its way out
 			}
 			var err error
-			adopter, adopted := r.adoptedByAnother(ctx, b, o)
+			adopter, adopted := r.releaseForAdoption(ctx, b, o)
 			if _, delayed := o.GetAnnotations()[limbov1alpha1.AnnotationDeletionDelay]; delayed || adopted {
 				err = r.Engine.Release(ctx, b, o, b, adopter)
 				if err == nil || apierrors.IsNotFound(err) {

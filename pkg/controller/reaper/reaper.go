@@ -401,11 +401,8 @@ func (r *Reaper) adoptedByAnother(ctx context.Context, gvk schema.GroupVersionKi
 		bundles = list.Items
 		seen.byNamespace[ns] = bundles
 	}
-	for i := range bundles {
-		b := &bundles[i]
-		if b.Name != except && b.DeletionTimestamp.IsZero() && bundlespec.Declares(b, gvk.GroupKind(), obj.GetName()) == bundlespec.DeclaredToAdopt {
-			return declaredRecheck, nil
-		}
+	if bundlespec.Adopter(bundles, gvk.GroupKind(), obj.GetName(), except) != nil {
+		return declaredRecheck, nil
 	}
 	return 0, nil
 }
