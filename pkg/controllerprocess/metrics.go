@@ -70,16 +70,6 @@ func (ss Samples) Sum(name string, match map[string]string) float64 {
 	return total
 }
 
-// Has reports whether any sample is named name.
-func (ss Samples) Has(name string) bool {
-	for _, s := range ss {
-		if s.Name == name {
-			return true
-		}
-	}
-	return false
-}
-
 // By sums the samples named name by the values of the labels keys, joined by
 // "/".
 func (ss Samples) By(name string, keys ...string) map[string]float64 {

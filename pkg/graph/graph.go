@@ -105,21 +105,10 @@ func (g *Graph) AddEdge(from, to string) {
 	g.edges = append(g.edges, edge{from: from, to: to})
 }
 
-// Vertices returns the vertices in insertion order.
-func (g *Graph) Vertices() []string {
-	return clone(g.vertices)
-}
-
 // Dependencies returns the vertices name directly depends on, in the order the
 // edges were added.
 func (g *Graph) Dependencies(name string) []string {
 	return clone(g.dependencies[name])
-}
-
-// Dependents returns the vertices that directly depend on name, in the order the
-// edges were added.
-func (g *Graph) Dependents(name string) []string {
-	return clone(g.dependents[name])
 }
 
 // TopologicalSort returns every vertex after the vertices it depends on. Among

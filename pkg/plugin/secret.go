@@ -35,15 +35,15 @@ func (s Secret) Values(keys ...string) ([]string, error) {
 	out := make([]string, len(keys))
 	for i, k := range keys {
 		if !s.Has(k) {
-			return nil, fmt.Errorf("credentials Secret %q needs the keys %s", s.Name, JoinAnd(keys))
+			return nil, fmt.Errorf("credentials Secret %q needs the keys %s", s.Name, joinAnd(keys))
 		}
 		out[i] = string(s.Data[k])
 	}
 	return out, nil
 }
 
-// JoinAnd joins words as in English prose: "a", "a and b", "a, b and c".
-func JoinAnd(words []string) string {
+// joinAnd joins words as in English prose: "a", "a and b", "a, b and c".
+func joinAnd(words []string) string {
 	if len(words) <= 1 {
 		return strings.Join(words, "")
 	}

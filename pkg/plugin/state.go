@@ -54,10 +54,3 @@ func (s *ResourceStates[T]) ForgetResource(uid types.UID, resource string) {
 	defer s.mu.Unlock()
 	delete(s.states, string(uid)+"/"+resource)
 }
-
-// Len is the number of resources with a state.
-func (s *ResourceStates[T]) Len() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.states)
-}

@@ -78,17 +78,6 @@ type Namespace struct {
 	Version string `json:"version"`
 }
 
-// FindNamespace returns the namespace called name from a list. The API has no
-// lookup by name.
-func FindNamespace(namespaces []Namespace, name string) (Namespace, bool) {
-	for _, ns := range namespaces {
-		if ns.Name == name {
-			return ns, true
-		}
-	}
-	return Namespace{}, false
-}
-
 // Client is a StorageOS v2 API client. It is safe for concurrent use.
 type Client struct {
 	base     *url.URL
@@ -178,20 +167,6 @@ func parseEndpoint(endpoint string) (*url.URL, error) {
 
 // Endpoint returns the normalised endpoint URL.
 func (c *Client) Endpoint() string { return c.base.String() }
-
-// Login authenticates with POST /v2/auth/login and stores the JWT for later
-// calls. Calling it is optional, because other calls log in as needed. Bad
-// credentials give an error that matches ErrUnauthorized.
-func (c *Client) Login(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, c.timeout)
-	defer cancel()
-	if err := c.acquireLogin(ctx); err != nil {
-		return fmt.Errorf("storageos: %s: %w", OpLogin, err)
-	}
-	defer c.releaseLogin()
-	_, err := c.loginLocked(ctx)
-	return err
-}
 
 // ListNamespaces returns all namespaces (GET /v2/namespaces).
 func (c *Client) ListNamespaces(ctx context.Context) ([]Namespace, error) {

@@ -43,11 +43,11 @@
 //
 // # Authentication, retries and timeouts
 //
-// The client logs in lazily on the first call, or explicitly with Login. A
-// call that gets 401 logs in again once and retries once. Concurrent calls
-// that hit the same expired token share a single re-login. Each public
-// method runs under context.WithTimeout(ctx, Config.Timeout), 10s by
-// default. That budget covers any re-login and the retry.
+// The client logs in lazily, on the first call. A call that gets 401 logs in
+// again once and retries once. Concurrent calls that hit the same expired token
+// share a single re-login. Each public method runs under
+// context.WithTimeout(ctx, Config.Timeout), 10s by default. That budget covers
+// any re-login and the retry.
 //
 // # Metrics
 //

@@ -6,9 +6,8 @@ import (
 	"reflect"
 	"testing"
 
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-
 	"github.com/limbo-dev/limbo/pkg/plugin"
+	"github.com/limbo-dev/limbo/pkg/plugin/plugintest"
 	"github.com/limbo-dev/limbo/pkg/plugins/configmap"
 )
 
@@ -107,23 +106,11 @@ func TestPlanRejectsBadJSON(t *testing.T) {
 
 // The schema, as the Bundle reconciler checks it before Plan runs.
 func TestSchema(t *testing.T) {
-	r, err := plugin.NewRegistry(configmap.New())
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, tc := range []struct{ spec, want string }{
-		{`{"name":"x","data":{"a":"b"},"prefix":"P"}`, ""},
-		{`{}`, `spec.name: Required value`},
-		{`{"name":""}`, `spec.name: Invalid value: "": name in body should be at least 1 chars long`},
-		{`{"name":"x","data":{"a":1}}`, `spec.data.a: Invalid value: "number": data.a in body must be of type string: "number"`},
-		{`{"name":"x","prefx":"P"}`, `spec: Invalid value: "prefx": .prefx in body is a forbidden property`},
-	} {
-		err := r.ValidateSpec(configmap.Name, &apiextensionsv1.JSON{Raw: []byte(tc.spec)})
-		switch {
-		case tc.want == "" && err != nil:
-			t.Errorf("%s: %v, want valid", tc.spec, err)
-		case tc.want != "" && (err == nil || err.Error() != tc.want):
-			t.Errorf("%s: %v\nwant %s", tc.spec, err, tc.want)
-		}
-	}
+	plugintest.ExpectSpecs(t, configmap.New(), []plugintest.SpecCase{
+		{Spec: `{"name":"x","data":{"a":"b"},"prefix":"P"}`},
+		{Spec: `{}`, Want: `spec.name: Required value`},
+		{Spec: `{"name":""}`, Want: `spec.name: Invalid value: "": name in body should be at least 1 chars long`},
+		{Spec: `{"name":"x","data":{"a":1}}`, Want: `spec.data.a: Invalid value: "number": data.a in body must be of type string: "number"`},
+		{Spec: `{"name":"x","prefx":"P"}`, Want: `spec: Invalid value: "prefx": .prefx in body is a forbidden property`},
+	})
 }

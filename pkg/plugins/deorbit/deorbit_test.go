@@ -29,6 +29,7 @@ import (
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 	"github.com/limbo-dev/limbo/pkg/plugin"
+	"github.com/limbo-dev/limbo/pkg/plugin/plugintest"
 	"github.com/limbo-dev/limbo/pkg/remotecluster"
 )
 
@@ -36,26 +37,14 @@ const cinder = "cinder.csi.openstack.org"
 
 // The spec's schema, generated from Spec, as the Bundle reconciler checks it.
 func TestSchema(t *testing.T) {
-	r, err := plugin.NewRegistry(New(Options{Metrics: NewMetrics(prometheus.NewRegistry())}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, tc := range []struct{ spec, want string }{
-		{`{}`, ""},
-		{`{"kubeConfigSecretRef":{"name":"workload-kubeconfig","key":"value"},"provisioners":["` + cinder + `"],"volumeSnapshots":true,"loadBalancerWait":"5m","timeout":"24h","apiUnavailableTimeout":"2m"}`, ""},
-		{`{"kubeConfigSecretRef":{"key":"value"}}`, `spec.kubeConfigSecretRef.name: Required value`},
-		{`{"kubeConfigSecretRef":{"name":""}}`, `spec.kubeConfigSecretRef.name: Invalid value: "": kubeConfigSecretRef.name in body should be at least 1 chars long`},
-		{`{"timeout":"-1h"}`, `spec.timeout: Invalid value: "-1h": timeout in body should match '` + plugin.DurationPattern + `'`},
-		{`{"provisoners":[]}`, `spec: Invalid value: "provisoners": .provisoners in body is a forbidden property`},
-	} {
-		err := r.ValidateSpec(Name, &apiextensionsv1.JSON{Raw: []byte(tc.spec)})
-		switch {
-		case tc.want == "" && err != nil:
-			t.Errorf("%s: %v, want valid", tc.spec, err)
-		case tc.want != "" && (err == nil || err.Error() != tc.want):
-			t.Errorf("%s:\n got %v\nwant %s", tc.spec, err, tc.want)
-		}
-	}
+	plugintest.ExpectSpecs(t, New(Options{Metrics: NewMetrics(prometheus.NewRegistry())}), []plugintest.SpecCase{
+		{Spec: `{}`},
+		{Spec: `{"kubeConfigSecretRef":{"name":"workload-kubeconfig","key":"value"},"provisioners":["` + cinder + `"],"volumeSnapshots":true,"loadBalancerWait":"5m","timeout":"24h","apiUnavailableTimeout":"2m"}`},
+		{Spec: `{"kubeConfigSecretRef":{"key":"value"}}`, Want: `spec.kubeConfigSecretRef.name: Required value`},
+		{Spec: `{"kubeConfigSecretRef":{"name":""}}`, Want: `spec.kubeConfigSecretRef.name: Invalid value: "": kubeConfigSecretRef.name in body should be at least 1 chars long`},
+		{Spec: `{"timeout":"-1h"}`, Want: `spec.timeout: Invalid value: "-1h": timeout in body should match '` + plugin.DurationPattern + `'`},
+		{Spec: `{"provisoners":[]}`, Want: `spec: Invalid value: "provisoners": .provisoners in body is a forbidden property`},
+	})
 	cfg, err := parse([]byte(`{}`))
 	if err != nil || !cfg.snapshots || cfg.lbWait != DefaultLoadBalancerWait || cfg.timeout != DefaultTimeout || cfg.apiUnavailable != DefaultAPIUnavailableTimeout {
 		t.Errorf("defaults: %+v, %v", cfg, err)

@@ -16,7 +16,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -25,6 +24,7 @@ import (
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 	"github.com/limbo-dev/limbo/pkg/plugin"
+	"github.com/limbo-dev/limbo/pkg/plugin/plugintest"
 	"github.com/limbo-dev/limbo/pkg/plugins/namespacegc"
 	"github.com/limbo-dev/limbo/pkg/storageos"
 	"github.com/limbo-dev/limbo/pkg/storageos/storageossim"
@@ -220,36 +220,24 @@ func TestDescribe(t *testing.T) {
 }
 
 func TestSchema(t *testing.T) {
-	r, err := plugin.NewRegistry(namespacegc.New(namespacegc.Options{}))
-	if err != nil {
-		t.Fatal(err)
-	}
 	const base = `"storageos":{"endpoint":"http://storageos:5705","credentialsSecretRef":{"name":"api"}}`
-	const durationRe = `'^(0|([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+)$'`
-	for _, tc := range []struct{ spec, want string }{
-		{`{` + base + `}`, ""},
-		{`{` + base + `,"gcInterval":"1h","gcDelay":"20s","exclude":["default","kube-system"]}`, ""},
-		{`{` + base + `,"gcInterval":"0s","gcDelay":"0"}`, ""},
-		{`{` + base + `,"gcInterval":"1h30m","gcDelay":"1.5s","exclude":[]}`, ""},
-		{`{}`, `spec.storageos: Required value`},
-		{`{"storageos":{}}`, `[spec.storageos.endpoint: Required value, spec.storageos.credentialsSecretRef: Required value]`},
-		{`{"storageos":{"endpoint":"","credentialsSecretRef":{"name":"api"}}}`,
-			`spec.storageos.endpoint: Invalid value: "": storageos.endpoint in body should be at least 1 chars long`},
-		{`{"storageos":{"endpoint":"x","credentialsSecretRef":{}}}`, `spec.storageos.credentialsSecretRef.name: Required value`},
-		{`{` + base + `,"gcInterval":"1 hour"}`, `spec.gcInterval: Invalid value: "1 hour": gcInterval in body should match ` + durationRe},
-		{`{` + base + `,"gcDelay":"-1s"}`, `spec.gcDelay: Invalid value: "-1s": gcDelay in body should match ` + durationRe},
-		{`{` + base + `,"gcInterval":3600}`, `spec.gcInterval: Invalid value: "number": gcInterval in body must be of type string: "number"`},
-		{`{` + base + `,"exclude":"default"}`, `spec.exclude: Invalid value: "string": exclude in body must be of type array: "string"`},
-		{`{` + base + `,"gcinterval":"1h"}`, `spec: Invalid value: "gcinterval": .gcinterval in body is a forbidden property`},
-	} {
-		err := r.ValidateSpec(namespacegc.Name, &apiextensionsv1.JSON{Raw: []byte(tc.spec)})
-		switch {
-		case tc.want == "" && err != nil:
-			t.Errorf("%s: %v, want valid", tc.spec, err)
-		case tc.want != "" && (err == nil || err.Error() != tc.want):
-			t.Errorf("%s:\n got %v\nwant %s", tc.spec, err, tc.want)
-		}
-	}
+	const durationRe = `'` + plugin.DurationPattern + `'`
+	plugintest.ExpectSpecs(t, namespacegc.New(namespacegc.Options{}), []plugintest.SpecCase{
+		{Spec: `{` + base + `}`},
+		{Spec: `{` + base + `,"gcInterval":"1h","gcDelay":"20s","exclude":["default","kube-system"]}`},
+		{Spec: `{` + base + `,"gcInterval":"0s","gcDelay":"0"}`},
+		{Spec: `{` + base + `,"gcInterval":"1h30m","gcDelay":"1.5s","exclude":[]}`},
+		{Spec: `{}`, Want: `spec.storageos: Required value`},
+		{Spec: `{"storageos":{}}`, Want: `[spec.storageos.endpoint: Required value, spec.storageos.credentialsSecretRef: Required value]`},
+		{Spec: `{"storageos":{"endpoint":"","credentialsSecretRef":{"name":"api"}}}`,
+			Want: `spec.storageos.endpoint: Invalid value: "": storageos.endpoint in body should be at least 1 chars long`},
+		{Spec: `{"storageos":{"endpoint":"x","credentialsSecretRef":{}}}`, Want: `spec.storageos.credentialsSecretRef.name: Required value`},
+		{Spec: `{` + base + `,"gcInterval":"1 hour"}`, Want: `spec.gcInterval: Invalid value: "1 hour": gcInterval in body should match ` + durationRe},
+		{Spec: `{` + base + `,"gcDelay":"-1s"}`, Want: `spec.gcDelay: Invalid value: "-1s": gcDelay in body should match ` + durationRe},
+		{Spec: `{` + base + `,"gcInterval":3600}`, Want: `spec.gcInterval: Invalid value: "number": gcInterval in body must be of type string: "number"`},
+		{Spec: `{` + base + `,"exclude":"default"}`, Want: `spec.exclude: Invalid value: "string": exclude in body must be of type array: "string"`},
+		{Spec: `{` + base + `,"gcinterval":"1h"}`, Want: `spec: Invalid value: "gcinterval": .gcinterval in body is a forbidden property`},
+	})
 }
 
 // A backend namespace whose Kubernetes Namespace the plugin saw disappear is an

@@ -4,9 +4,8 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 
-	"github.com/limbo-dev/limbo/pkg/plugin"
+	"github.com/limbo-dev/limbo/pkg/plugin/plugintest"
 )
 
 // The drain taint matches on key, value and effect (the operator's review caught
@@ -32,36 +31,24 @@ func TestHasTaint(t *testing.T) {
 
 // The spec's schema, generated from Spec, as the Bundle reconciler checks it.
 func TestSchema(t *testing.T) {
-	r, err := plugin.NewRegistry(New(nil))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, tc := range []struct{ spec, want string }{
-		{`{}`, ""},
-		{`{"nodeSelector":{"matchLabels":{"pool":"storage"}},"drainTaint":{"key":"k","value":"v","effect":"NoExecute"},` +
-			`"nodePodSelector":{"matchExpressions":[{"key":"app","operator":"In","values":["csi-baremetal-node"]}]},"removeUndrained":true}`, ""},
-		{`{"drainTaint":{"key":"k","effect":"Sometimes"}}`, `spec.drainTaint.effect: Unsupported value: "Sometimes": supported values: "NoSchedule", "PreferNoSchedule", "NoExecute"`},
-		{`{"drainTaint":{"value":"v","effect":"NoSchedule"}}`, `spec.drainTaint.key: Required value`},
-		{`{"removeUndrained":"yes"}`, `spec.removeUndrained: Invalid value: "string": removeUndrained in body must be of type boolean: "string"`},
-		{`{"nodeselector":{}}`, `spec: Invalid value: "nodeselector": .nodeselector in body is a forbidden property`},
+	plugintest.ExpectSpecs(t, New(nil), []plugintest.SpecCase{
+		{Spec: `{}`},
+		{Spec: `{"nodeSelector":{"matchLabels":{"pool":"storage"}},"drainTaint":{"key":"k","value":"v","effect":"NoExecute"},` +
+			`"nodePodSelector":{"matchExpressions":[{"key":"app","operator":"In","values":["csi-baremetal-node"]}]},"removeUndrained":true}`},
+		{Spec: `{"drainTaint":{"key":"k","effect":"Sometimes"}}`, Want: `spec.drainTaint.effect: Unsupported value: "Sometimes": supported values: "NoSchedule", "PreferNoSchedule", "NoExecute"`},
+		{Spec: `{"drainTaint":{"value":"v","effect":"NoSchedule"}}`, Want: `spec.drainTaint.key: Required value`},
+		{Spec: `{"removeUndrained":"yes"}`, Want: `spec.removeUndrained: Invalid value: "string": removeUndrained in body must be of type boolean: "string"`},
+		{Spec: `{"nodeselector":{}}`, Want: `spec: Invalid value: "nodeselector": .nodeselector in body is a forbidden property`},
 		// Selectors the schema lets through and the plugin's parse refuses (CheckSpec).
-		{`{"nodeSelector":{"matchExpressions":[{"key":"pool","operator":"Near","values":["storage"]}]}}`,
-			`spec.nodeSelector: Invalid value: "Near" is not a valid label selector operator`},
-		{`{"nodeSelector":{"matchExpressions":[{"key":"pool","operator":"In"}]}}`,
-			`spec.nodeSelector: Invalid value: values: Invalid value: null: for 'in', 'notin' operators, values set can't be empty`},
-		{`{"nodeSelector":{"matchLabels":{"pool":"not a label value"}}}`,
-			`spec.nodeSelector: Invalid value: values[0][pool]: Invalid value: "not a label value": a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')`},
-		{`{"nodePodSelector":{"matchExpressions":[{"key":"app","operator":"Exists","values":["x"]}]}}`,
-			`spec.nodePodSelector: Invalid value: values: Invalid value: ["x"]: values set must be empty for exists and does not exist`},
-	} {
-		err := r.ValidateSpec(Name, &apiextensionsv1.JSON{Raw: []byte(tc.spec)})
-		switch {
-		case tc.want == "" && err != nil:
-			t.Errorf("%s: %v, want valid", tc.spec, err)
-		case tc.want != "" && (err == nil || err.Error() != tc.want):
-			t.Errorf("%s:\n got %v\nwant %s", tc.spec, err, tc.want)
-		}
-	}
+		{Spec: `{"nodeSelector":{"matchExpressions":[{"key":"pool","operator":"Near","values":["storage"]}]}}`,
+			Want: `spec.nodeSelector: Invalid value: "Near" is not a valid label selector operator`},
+		{Spec: `{"nodeSelector":{"matchExpressions":[{"key":"pool","operator":"In"}]}}`,
+			Want: `spec.nodeSelector: Invalid value: values: Invalid value: null: for 'in', 'notin' operators, values set can't be empty`},
+		{Spec: `{"nodeSelector":{"matchLabels":{"pool":"not a label value"}}}`,
+			Want: `spec.nodeSelector: Invalid value: values[0][pool]: Invalid value: "not a label value": a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')`},
+		{Spec: `{"nodePodSelector":{"matchExpressions":[{"key":"app","operator":"Exists","values":["x"]}]}}`,
+			Want: `spec.nodePodSelector: Invalid value: values: Invalid value: ["x"]: values set must be empty for exists and does not exist`},
+	})
 }
 
 // A selector the schema lets through but labels cannot parse is refused by

@@ -13,7 +13,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -24,6 +23,7 @@ import (
 	"github.com/limbo-dev/limbo/pkg/openstack"
 	"github.com/limbo-dev/limbo/pkg/openstack/openstacksim"
 	"github.com/limbo-dev/limbo/pkg/plugin"
+	"github.com/limbo-dev/limbo/pkg/plugin/plugintest"
 	"github.com/limbo-dev/limbo/pkg/plugins/routegc"
 )
 
@@ -638,55 +638,39 @@ func TestDescribe(t *testing.T) {
 // The spec's schema, generated from Spec, and the plugin's own check of what a
 // schema cannot say, as the Bundle reconciler applies them.
 func TestSchema(t *testing.T) {
-	r, err := plugin.NewRegistry(routegc.New(routegc.Options{}))
-	if err != nil {
-		t.Fatal(err)
-	}
 	const auth = `"openstack":{"authURL":"https://keystone/v3","credentialsSecretRef":{"name":"openstack"}}`
 	const base = auth + `,"routerID":"r1","clusterCIDR":"198.19.0.0/16"`
-	const durationRe = `'^(0|([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+)$'`
-	for _, tc := range []struct{ spec, want string }{
-		{`{` + base + `}`, ""},
-		{`{"openstack":{"authURL":"https://keystone/v3","region":"RegionOne","credentialsSecretRef":{"name":"openstack"}},` +
-			`"routerID":"r1","clusterCIDR":"2001:db8::/48","interval":"1h30m"}`, ""},
-		{`{` + base + `,"interval":"500ms"}`, ""},
-		{`{` + auth + `,"routerID":"r1","clusterCIDR":"198.19.7.1/16"}`, ""}, // host bits are masked
-		{``, `[spec.openstack: Required value, spec.routerID: Required value, spec.clusterCIDR: Required value]`},
-		{`{"openstack":{},"routerID":"r1","clusterCIDR":"198.19.0.0/16"}`,
-			`[spec.openstack.authURL: Required value, spec.openstack.credentialsSecretRef: Required value]`},
-		{`{"openstack":{"authURL":"x","credentialsSecretRef":{}},"routerID":"r1","clusterCIDR":"198.19.0.0/16"}`,
-			`spec.openstack.credentialsSecretRef.name: Required value`},
-		{`{` + auth + `,"routerID":"","clusterCIDR":"198.19.0.0/16"}`,
-			`spec.routerID: Invalid value: "": routerID in body should be at least 1 chars long`},
-		{`{` + base + `,"routerid":"r2"}`, `spec: Invalid value: "routerid": .routerid in body is a forbidden property`},
-		{`{"openstack":{"authURL":"x","credentialsSecretRef":{"name":"openstack"},"project":"p"},"routerID":"r1","clusterCIDR":"198.19.0.0/16"}`,
-			`spec.openstack: Invalid value: "project": openstack.project in body is a forbidden property`},
+	const durationRe = `'` + plugin.DurationPattern + `'`
+	plugintest.ExpectSpecs(t, routegc.New(routegc.Options{}), []plugintest.SpecCase{
+		{Spec: `{` + base + `}`},
+		{Spec: `{"openstack":{"authURL":"https://keystone/v3","region":"RegionOne","credentialsSecretRef":{"name":"openstack"}},` +
+			`"routerID":"r1","clusterCIDR":"2001:db8::/48","interval":"1h30m"}`},
+		{Spec: `{` + base + `,"interval":"500ms"}`},
+		{Spec: `{` + auth + `,"routerID":"r1","clusterCIDR":"198.19.7.1/16"}`}, // host bits are masked
+		{Spec: ``, Want: `[spec.openstack: Required value, spec.routerID: Required value, spec.clusterCIDR: Required value]`},
+		{Spec: `{"openstack":{},"routerID":"r1","clusterCIDR":"198.19.0.0/16"}`,
+			Want: `[spec.openstack.authURL: Required value, spec.openstack.credentialsSecretRef: Required value]`},
+		{Spec: `{"openstack":{"authURL":"x","credentialsSecretRef":{}},"routerID":"r1","clusterCIDR":"198.19.0.0/16"}`,
+			Want: `spec.openstack.credentialsSecretRef.name: Required value`},
+		{Spec: `{` + auth + `,"routerID":"","clusterCIDR":"198.19.0.0/16"}`,
+			Want: `spec.routerID: Invalid value: "": routerID in body should be at least 1 chars long`},
+		{Spec: `{` + base + `,"routerid":"r2"}`, Want: `spec: Invalid value: "routerid": .routerid in body is a forbidden property`},
+		{Spec: `{"openstack":{"authURL":"x","credentialsSecretRef":{"name":"openstack"},"project":"p"},"routerID":"r1","clusterCIDR":"198.19.0.0/16"}`,
+			Want: `spec.openstack: Invalid value: "project": openstack.project in body is a forbidden property`},
 		// Stricter than the hand-written schema was: a field it ignored there is a typo.
-		{`{"openstack":{"authURL":"x","credentialsSecretRef":{"name":"openstack","namespace":"kube-system"}},"routerID":"r1","clusterCIDR":"198.19.0.0/16"}`,
-			`spec.openstack.credentialsSecretRef: Invalid value: "namespace": openstack.credentialsSecretRef.namespace in body is a forbidden property`},
-		{`{` + base + `,"interval":"1 hour"}`, `spec.interval: Invalid value: "1 hour": interval in body should match ` + durationRe},
-		{`{` + base + `,"interval":"-1m"}`, `spec.interval: Invalid value: "-1m": interval in body should match ` + durationRe},
-		{`{` + base + `,"interval":"3000000h"}`, `spec.interval: Invalid value: "3000000h": longer than the longest duration, 2562047h47m16.854775807s`},
+		{Spec: `{"openstack":{"authURL":"x","credentialsSecretRef":{"name":"openstack","namespace":"kube-system"}},"routerID":"r1","clusterCIDR":"198.19.0.0/16"}`,
+			Want: `spec.openstack.credentialsSecretRef: Invalid value: "namespace": openstack.credentialsSecretRef.namespace in body is a forbidden property`},
+		{Spec: `{` + base + `,"interval":"1 hour"}`, Want: `spec.interval: Invalid value: "1 hour": interval in body should match ` + durationRe},
+		{Spec: `{` + base + `,"interval":"-1m"}`, Want: `spec.interval: Invalid value: "-1m": interval in body should match ` + durationRe},
+		{Spec: `{` + base + `,"interval":"3000000h"}`, Want: `spec.interval: Invalid value: "3000000h": longer than the longest duration, 2562047h47m16.854775807s`},
 		// What the schema lets through and the plugin's parse refuses (CheckSpec).
-		{`{` + base + `,"interval":"0s"}`, `spec.interval: Invalid value: "0s": must be a positive duration (90s, 1h30m)`},
-		{`{` + base + `,"interval":"0"}`, `spec.interval: Invalid value: "0": must be a positive duration (90s, 1h30m)`},
-		{`{` + auth + `,"routerID":"r1","clusterCIDR":"nonsense"}`,
-			`spec.clusterCIDR: Invalid value: "nonsense": not a CIDR: netip.ParsePrefix("nonsense"): no '/'`},
-		{`{` + auth + `,"routerID":"r1","clusterCIDR":"198.19.0.0/33"}`,
-			`spec.clusterCIDR: Invalid value: "198.19.0.0/33": not a CIDR: netip.ParsePrefix("198.19.0.0/33"): prefix length out of range`},
-	} {
-		var spec *apiextensionsv1.JSON
-		if tc.spec != "" {
-			spec = &apiextensionsv1.JSON{Raw: []byte(tc.spec)}
-		}
-		err := r.ValidateSpec(routegc.Name, spec)
-		switch {
-		case tc.want == "" && err != nil:
-			t.Errorf("%s: %v, want valid", tc.spec, err)
-		case tc.want != "" && (err == nil || err.Error() != tc.want):
-			t.Errorf("%s:\n got %v\nwant %s", tc.spec, err, tc.want)
-		}
-	}
+		{Spec: `{` + base + `,"interval":"0s"}`, Want: `spec.interval: Invalid value: "0s": must be a positive duration (90s, 1h30m)`},
+		{Spec: `{` + base + `,"interval":"0"}`, Want: `spec.interval: Invalid value: "0": must be a positive duration (90s, 1h30m)`},
+		{Spec: `{` + auth + `,"routerID":"r1","clusterCIDR":"nonsense"}`,
+			Want: `spec.clusterCIDR: Invalid value: "nonsense": not a CIDR: netip.ParsePrefix("nonsense"): no '/'`},
+		{Spec: `{` + auth + `,"routerID":"r1","clusterCIDR":"198.19.0.0/33"}`,
+			Want: `spec.clusterCIDR: Invalid value: "198.19.0.0/33": not a CIDR: netip.ParsePrefix("198.19.0.0/33"): prefix length out of range`},
+	})
 }
 
 // One resource never runs two passes at once: a second plan waits for the
