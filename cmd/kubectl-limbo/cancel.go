@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -205,28 +207,23 @@ func cancelPatch(obj *metav1.PartialObjectMetadata) ([]byte, []string, error) {
 		}
 	}
 
-	// The released marker goes too (the controller's own cancel removes it the
-	// same way): left alone, it would outlive the countdown.
-	removeAnnotations := map[string]any{}
-	for _, key := range []string{limbov1alpha1.AnnotationDeletionTimestamp, limbov1alpha1.AnnotationReleased} {
+	// Out of limbo as the controller's own cancel takes it, and out of the
+	// Bundle's hands: its bundle label goes too.
+	outOfLimbo := softdelete.OutOfLimboPatch()
+	removeAnnotations := outOfLimbo["annotations"].(map[string]any)
+	removeLabels := outOfLimbo["labels"].(map[string]any)
+	for _, key := range slices.Sorted(maps.Keys(removeAnnotations)) {
 		if _, ok := annotations[key]; ok {
-			removeAnnotations[key] = nil
 			removed = append(removed, "annotation "+key)
 		}
 	}
-	if len(removeAnnotations) > 0 {
-		metadata["annotations"] = removeAnnotations
-	}
-	removeLabels := map[string]any{}
-	for _, key := range []string{limbov1alpha1.LabelPendingDeletion, limbov1alpha1.LabelBundle} {
+	for _, key := range append(slices.Sorted(maps.Keys(removeLabels)), limbov1alpha1.LabelBundle) {
 		if value, ok := labels[key]; ok {
-			removeLabels[key] = nil
 			removed = append(removed, fmt.Sprintf("label %s=%s", key, value))
 		}
 	}
-	if len(removeLabels) > 0 {
-		metadata["labels"] = removeLabels
-	}
+	removeLabels[limbov1alpha1.LabelBundle] = nil
+	metadata["annotations"], metadata["labels"] = removeAnnotations, removeLabels
 
 	patch, err := json.Marshal(map[string]any{"metadata": metadata})
 	return patch, removed, err

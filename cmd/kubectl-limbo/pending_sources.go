@@ -296,7 +296,7 @@ func objectItem(obj *metav1.PartialObjectMetadata, now time.Time) pendingItem {
 	if bundle, _, ok := softdelete.SplitItemOwner(obj.Annotations[limbov1alpha1.AnnotationPluginResource]); item.Bundle == "" && ok {
 		item.Bundle = bundle.Name // a plugin's object item
 	}
-	setCountdown(&item, obj.Annotations, now)
+	setCountdown(&item, obj, now)
 	return item
 }
 
@@ -312,7 +312,7 @@ func tombstoneItem(t *limbov1alpha1.Tombstone, now time.Time) pendingItem {
 		uid:        t.UID,
 	}
 	item.addMessage(describeExternalItem(t))
-	setCountdown(&item, t.Annotations, now)
+	setCountdown(&item, t, now)
 	if item.countdown == countdownUnknown && t.Status.DeleteAfter != nil {
 		deadline := t.Status.DeleteAfter.UTC()
 		item.DeleteAfter = &deadline
@@ -346,13 +346,14 @@ func describeExternalItem(t *limbov1alpha1.Tombstone) string {
 	return strings.TrimSpace(b.String())
 }
 
-// setCountdown reads the deadline of an item in limbo from its annotations,
-// with the engine's own state machine: the item is an orphan by definition.
-func setCountdown(item *pendingItem, annotations map[string]string, now time.Time) {
+// setCountdown reads the deadline of obj, an item in limbo, with the engine's own
+// state machine: the item is an orphan by definition.
+func setCountdown(item *pendingItem, obj metav1.Object, now time.Time) {
+	annotations := obj.GetAnnotations()
 	delay, hasDelay := annotations[limbov1alpha1.AnnotationDeletionDelay]
 	item.DeletionDelay = delay
 	item.DeletionTimestamp = annotations[limbov1alpha1.AnnotationDeletionTimestamp]
-	d := softdelete.Decide(now, softdelete.State{Annotations: annotations, PendingLabel: true})
+	d := softdelete.Decide(now, softdelete.StateOf(obj, false))
 	switch d.Action {
 	case softdelete.ActionWait, softdelete.ActionDelete:
 		if !hasDelay {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/go-logr/logr/funcr"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
@@ -38,8 +39,39 @@ func TestAuditTrail(t *testing.T) {
 		},
 		want: []string{
 			`"level"=0 "msg"="stamped" "bundle"="team-a/shop" "object"="NeutronRoute 198.19.3.0/24->10.180.0.5" "uid"="" "resource"="routes" "deadline"="2025-03-14T12:45:45Z"`,
-			`"level"=0 "msg"="cancelled" "bundle"="team-a/shop" "object"="NeutronRoute 198.19.3.0/24->10.180.0.5" "uid"="" "resource"="routes"`,
+			`"level"=0 "msg"="cancelled" "bundle"="team-a/shop" "object"="NeutronRoute 198.19.3.0/24->10.180.0.5" "uid"="" "resource"="routes" "why"="the item is desired again"`,
 		},
+	}, {
+		// A cancel says why, of an object as of a plugin item or a Tombstone: one
+		// implementation announces them all. Before, an object's and a Tombstone's
+		// cancel did not.
+		name: "an object desired again, and one whose countdown a teardown cancels",
+		run: func(ctx context.Context, t *testing.T, h *harness) {
+			if _, err := h.engine.Desired(ctx, bundle(), h.live(t, "mine")); err != nil {
+				t.Fatal(err)
+			}
+			if err := h.engine.CancelCountdown(ctx, bundle(), h.live(t, "due"), "the Bundle was deleted with --cascade=orphan"); err != nil {
+				t.Fatal(err)
+			}
+		},
+		want: []string{
+			`"level"=0 "msg"="cancelled" "bundle"="team-a/shop" "object"="v1/ConfigMap team-a/mine" "uid"="uid-mine" "why"="desired again"`,
+			`"level"=0 "msg"="cancelled" "bundle"="team-a/shop" "object"="v1/ConfigMap team-a/due" "uid"="uid-due" "why"="the Bundle was deleted with --cascade=orphan"`,
+		},
+	}, {
+		name: "a Tombstone stamped again (its stamp unparsable)",
+		run: func(ctx context.Context, t *testing.T, h *harness) {
+			ts := &limbov1alpha1.Tombstone{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "shop-routes-1", UID: "uid-ts",
+				Labels: map[string]string{bundleKey: "shop", pendingKey: "true"}, Annotations: map[string]string{delayKey: "15m", stampKey: "yesterday"}},
+				Spec: limbov1alpha1.TombstoneSpec{Plugin: "route-gc", Resource: "routes", Item: item}}
+			if err := h.client.Create(ctx, ts); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := h.engine.StampTombstone(ctx, ts, softdelete.Decide(now, softdelete.StateOf(ts, false))); err != nil {
+				t.Fatal(err)
+			}
+		},
+		want: []string{`"level"=0 "msg"="stamped" "bundle"="team-a/shop" "object"="NeutronRoute 198.19.3.0/24->10.180.0.5" "uid"="uid-ts" "resource"="routes" "deadline"="2025-03-14T12:45:45Z"`},
 	}, {
 		name: "a plugin item stamped",
 		run: func(ctx context.Context, t *testing.T, h *harness) {

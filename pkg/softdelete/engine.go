@@ -162,46 +162,90 @@ func (e *Engine) Orphan(ctx context.Context, eventTarget runtime.Object, obj cli
 		return Outcome{Pending: terminatingEntry(obj)}
 	}
 	now := e.Clock.Now()
-	return e.act(ctx, eventTarget, obj, claim, now, Decide(now, stateOf(obj, false)), false)
+	return e.act(ctx, eventTarget, obj, claim, now, Decide(now, StateOf(obj, false)), false)
 }
 
 // act applies decision d about obj. fresh reports that obj was just read from the
 // API server (so a Delete needs no second read).
 func (e *Engine) act(ctx context.Context, eventTarget runtime.Object, obj client.Object, claim Claim, now time.Time, d Decision, fresh bool) Outcome {
 	out := Outcome{Decision: d}
-	ref := describe(obj)
 	switch d.Action {
 	case ActionStamp, ActionRestamp:
-		if d.Action == ActionRestamp {
-			e.Recorder.Eventf(eventTarget, corev1.EventTypeWarning, limbov1alpha1.EventInvalidStamp, "%s: %v", ref, d.Err)
-		}
-		if err := e.stamp(ctx, obj, d.Stamp); err != nil {
-			if apierrors.IsConflict(err) {
-				// Changed since it was read: read and decide again.
-				out.Requeue = true
-				break
-			}
+		conflict, err := e.stampAndAnnounce(ctx, eventTarget, e.objectSubject(eventTarget, obj), d)
+		switch {
+		case err != nil:
 			out.Err = err
-			break
+		case conflict:
+			out.Requeue = true
+		default:
+			out.Requeue, out.RequeueAfter = true, d.RequeueAfter
 		}
-		e.Recorder.Eventf(eventTarget, corev1.EventTypeNormal, limbov1alpha1.EventDeletionScheduled,
-			"%s is in limbo for %v: deleted at %s", ref, d.Delay, d.Deadline.UTC().Format(time.RFC3339))
-		auditLog(ctx, eventTarget, obj, "stamped", d.Deadline)
-		out.Requeue, out.RequeueAfter = true, d.RequeueAfter
 	case ActionWait:
 		out.Requeue, out.RequeueAfter = true, d.RequeueAfter
 	case ActionInvalid:
-		e.Recorder.Eventf(eventTarget, corev1.EventTypeWarning, limbov1alpha1.ReasonInvalidDeletionDelay, "%s is never deleted: %v", ref, d.Err)
+		e.Recorder.Eventf(eventTarget, corev1.EventTypeWarning, limbov1alpha1.ReasonInvalidDeletionDelay, "%s is never deleted: %v", describe(obj), d.Err)
 	case ActionDelete:
 		if !fresh {
 			return e.decideFresh(ctx, eventTarget, obj, claim, now)
 		}
-		return e.delete(ctx, eventTarget, obj, d, now)
+		return e.deleteChecked(ctx, eventTarget, e.objectSubject(eventTarget, obj), d)
 	}
-	if !out.Gone {
-		out.Pending = pendingEntry(obj, d, out.Err)
-	}
+	out.Pending = pendingEntry(obj, d, out.Err)
 	return out
+}
+
+// subject is an orphan as the engine writes to it and reports about it: an
+// object, a plugin's object item or a Tombstone. Its fields are all that differs
+// between them, so that stamping (stampAndAnnounce), deleting (deleteChecked) and
+// cancelling (cancel) are written once for all three.
+type subject struct {
+	obj client.Object
+	// client writes obj: the engine's, or the client of the cluster that a
+	// plugin's item lives in.
+	client client.Client
+	// ref names obj in events and messages.
+	ref string
+	// stampAnnotations are written with the stamp: what a plugin's item needs to
+	// be recognised as in limbo (its delay and owner), which an object has already.
+	stampAnnotations map[string]any
+	// audit writes obj's line of the audit trail.
+	audit func(ctx context.Context, msg string, deadline time.Time, extra ...any)
+}
+
+// objectSubject is obj, one of the engine's own cluster that a Bundle owned.
+func (e *Engine) objectSubject(eventTarget runtime.Object, obj client.Object) subject {
+	return subject{obj: obj, client: e.Client, ref: describe(obj),
+		audit: func(ctx context.Context, msg string, deadline time.Time, extra ...any) {
+			auditLog(ctx, eventTarget, obj, msg, deadline, extra...)
+		}}
+}
+
+// stampAndAnnounce starts s's countdown as d (a Stamp or Restamp) says: the stamp
+// and the pending-deletion label, on the object as read, then the event and the
+// audit line. The write carries the resourceVersion read: a concurrent change (a
+// re-add, an edited delay) makes it a Conflict, reported as conflict and not as
+// an error, since it means "read and decide again" (DESIGN.md §4).
+func (e *Engine) stampAndAnnounce(ctx context.Context, eventTarget runtime.Object, s subject, d Decision) (conflict bool, err error) {
+	if d.Action == ActionRestamp {
+		e.Recorder.Eventf(eventTarget, corev1.EventTypeWarning, limbov1alpha1.EventInvalidStamp, "%s: %v", s.ref, d.Err)
+	}
+	annotations := map[string]any{limbov1alpha1.AnnotationDeletionTimestamp: FormatStamp(d.Stamp)}
+	maps.Copy(annotations, s.stampAnnotations)
+	err = patchWith(ctx, s.client, s.obj, map[string]any{"metadata": map[string]any{
+		"annotations":     annotations,
+		"labels":          map[string]any{limbov1alpha1.LabelPendingDeletion: "true"},
+		"resourceVersion": s.obj.GetResourceVersion(),
+	}})
+	switch {
+	case apierrors.IsConflict(err):
+		return true, nil
+	case err != nil:
+		return false, err
+	}
+	e.Recorder.Eventf(eventTarget, corev1.EventTypeNormal, limbov1alpha1.EventDeletionScheduled,
+		"%s is in limbo for %v: deleted at %s", s.ref, d.Delay, d.Deadline.UTC().Format(time.RFC3339))
+	s.audit(ctx, "stamped", d.Deadline)
+	return false, nil
 }
 
 // decideFresh reads obj from the API server and decides again on what it reads:
@@ -239,46 +283,57 @@ func (e *Engine) decideFresh(ctx context.Context, eventTarget runtime.Object, ob
 	case current.GetDeletionTimestamp() != nil:
 		return Outcome{Pending: terminatingEntry(current)}
 	}
-	return e.act(ctx, eventTarget, current, claim, now, Decide(now, stateOf(current, false)), true)
+	return e.act(ctx, eventTarget, current, claim, now, Decide(now, StateOf(current, false)), true)
 }
 
-// delete deletes obj, just read, with UID and resourceVersion preconditions.
-// NotFound means it is gone; a Conflict means it changed since it was read: the
-// caller comes back at once, reads and decides again.
-func (e *Engine) delete(ctx context.Context, eventTarget runtime.Object, obj client.Object, d Decision, now time.Time) Outcome {
+// deleteChecked deletes s's object, just read, with UID and resourceVersion
+// preconditions: a re-created object of the same name survives, and one changed
+// since it was read is decided again, never deleted on a stale copy. One held by
+// finalizers is listed, terminating, until it is really gone; it is not deleted
+// again.
+func (e *Engine) deleteChecked(ctx context.Context, eventTarget runtime.Object, s subject, d Decision) Outcome {
+	obj := s.obj
 	uid, rv := obj.GetUID(), obj.GetResourceVersion()
-	err := e.Client.Delete(ctx, obj, client.Preconditions{UID: &uid, ResourceVersion: &rv}, client.PropagationPolicy(metav1.DeletePropagationBackground))
+	err := s.client.Delete(ctx, obj, client.Preconditions{UID: &uid, ResourceVersion: &rv}, client.PropagationPolicy(metav1.DeletePropagationBackground))
+	if out, ok := e.goneOrChanged(err, obj, d); ok {
+		return out
+	}
 	out := Outcome{Decision: d}
-	switch {
-	case err == nil:
-		e.RecordDeletion(d.Deadline)
-		e.deleted.add(uid, now)
-		e.Recorder.Eventf(eventTarget, corev1.EventTypeNormal, limbov1alpha1.EventDeleted, "%s deleted", describe(obj))
-		auditLog(ctx, eventTarget, obj, "deleted", d.Deadline)
-		if len(obj.GetFinalizers()) == 0 {
-			out.Gone = true
-			return out
-		}
-		// Held by finalizers: listed until it is really gone, never deleted again.
-		held := obj.DeepCopyObject().(client.Object)
-		held.SetDeletionTimestamp(&metav1.Time{Time: now})
-		out.Pending = terminatingEntry(held)
-		return out
-	case apierrors.IsNotFound(err):
-		e.recordGone(uid)
-		out.Gone = true
-		return out
-	case apierrors.IsConflict(err):
-		out.Requeue = true
-		out.Pending = pendingEntry(obj, d, nil)
-		return out
-	default:
+	if err != nil {
 		e.RecordFailure()
-		out.Err = fmt.Errorf("delete %s: %w", describe(obj), err)
-		e.Recorder.Eventf(eventTarget, corev1.EventTypeWarning, limbov1alpha1.EventDeleteFailed, "%s: %v", describe(obj), out.Err)
+		out.Err = fmt.Errorf("delete %s: %w", s.ref, err)
+		e.Recorder.Eventf(eventTarget, corev1.EventTypeWarning, limbov1alpha1.EventDeleteFailed, "%s: %v", s.ref, out.Err)
 		out.Pending = pendingEntry(obj, d, out.Err)
 		return out
 	}
+	now := e.Clock.Now()
+	e.RecordDeletion(d.Deadline)
+	e.deleted.add(uid, now)
+	e.Recorder.Eventf(eventTarget, corev1.EventTypeNormal, limbov1alpha1.EventDeleted, "%s deleted", s.ref)
+	s.audit(ctx, "deleted", d.Deadline)
+	if len(obj.GetFinalizers()) == 0 {
+		out.Gone = true
+		return out
+	}
+	held := obj.DeepCopyObject().(client.Object)
+	held.SetDeletionTimestamp(&metav1.Time{Time: now})
+	out.Pending = terminatingEntry(held)
+	return out
+}
+
+// goneOrChanged is the outcome of a write on a due orphan that the API server
+// refused with NotFound (it is gone: success) or Conflict (it changed since it was
+// read: the caller comes back at once, reads and decides again); ok is false for
+// any other error, and for none.
+func (e *Engine) goneOrChanged(err error, obj client.Object, d Decision) (out Outcome, ok bool) {
+	switch {
+	case apierrors.IsNotFound(err):
+		e.recordGone(obj.GetUID())
+		return Outcome{Decision: d, Gone: true}, true
+	case apierrors.IsConflict(err):
+		return Outcome{Decision: d, Requeue: true, Pending: pendingEntry(obj, d, nil)}, true
+	}
+	return Outcome{}, false
 }
 
 // RecordDeletion counts a deletion the engine (or the Tombstone controller, for
@@ -297,17 +352,10 @@ func (e *Engine) RecordFailure() {
 }
 
 // Desired takes obj out of limbo if it is in it: the stamp and the label go.
-// It reports whether it cancelled a countdown.
+// It reports whether it cancelled a countdown; an object gone meanwhile had none
+// left to cancel.
 func (e *Engine) Desired(ctx context.Context, eventTarget runtime.Object, obj client.Object) (bool, error) {
-	if !e.inLimbo(obj) {
-		return false, nil
-	}
-	if err := e.patch(ctx, obj, map[string]any{"metadata": outOfLimbo()}); err != nil {
-		return false, err
-	}
-	e.Recorder.Eventf(eventTarget, corev1.EventTypeNormal, limbov1alpha1.EventDeletionCancelled, "%s is desired again: deletion cancelled", describe(obj))
-	auditLog(ctx, eventTarget, obj, "cancelled", time.Time{})
-	return true, nil
+	return e.cancelObject(ctx, eventTarget, obj, describe(obj)+" is desired again: deletion cancelled", "desired again")
 }
 
 // Release takes obj out of its Bundle's hands and starts its countdown: the
@@ -334,7 +382,7 @@ func (e *Engine) Release(ctx context.Context, eventTarget runtime.Object, obj cl
 		}
 	}
 	refs := ownerReferencesWithout(obj, owner)
-	d := Decide(e.Clock.Now(), stateOf(obj, false))
+	d := Decide(e.Clock.Now(), StateOf(obj, false))
 	annotations := map[string]any{limbov1alpha1.AnnotationReleased: FormatStamp(e.Clock.Now())}
 	if d.Action == ActionStamp || d.Action == ActionRestamp {
 		annotations[limbov1alpha1.AnnotationDeletionTimestamp] = FormatStamp(d.Stamp)
@@ -381,14 +429,15 @@ func (e *Engine) Disown(ctx context.Context, eventTarget runtime.Object, obj cli
 	metadata := map[string]any{"ownerReferences": ownerReferencesWithout(obj, owner), "resourceVersion": obj.GetResourceVersion()}
 	cancelled := e.inLimbo(obj)
 	if cancelled {
-		maps.Copy(metadata, outOfLimbo())
+		maps.Copy(metadata, OutOfLimboPatch())
 	}
 	if err := e.patch(ctx, obj, map[string]any{"metadata": metadata}); err != nil {
 		return client.IgnoreNotFound(err)
 	}
-	auditLog(ctx, eventTarget, obj, "disowned", time.Time{})
+	s := e.objectSubject(eventTarget, obj)
+	s.audit(ctx, "disowned", time.Time{})
 	if cancelled {
-		e.cancelled(ctx, eventTarget, obj, why)
+		e.cancelled(ctx, eventTarget, s, cancelledBecause(s.ref, why), why)
 	}
 	return nil
 }
@@ -407,44 +456,57 @@ func ownerReferencesWithout(obj client.Object, owner metav1.Object) []metav1.Own
 
 // inLimbo reports whether a countdown runs on obj that a cancel would stop.
 func (e *Engine) inLimbo(obj client.Object) bool {
-	return Decide(e.Clock.Now(), stateOf(obj, true)).Action == ActionCancel
+	return Decide(e.Clock.Now(), StateOf(obj, true)).Action == ActionCancel
 }
 
-// outOfLimbo is the metadata merge patch that takes an object out of limbo.
-func outOfLimbo() map[string]any {
+// OutOfLimboPatch is the metadata of the JSON merge patch that takes an object
+// out of limbo: the stamp, the released mark (left alone, it would outlive the
+// countdown) and the pending-deletion label go. The engine's cancels send it, and
+// so does `kubectl limbo cancel`.
+func OutOfLimboPatch() map[string]any {
 	return map[string]any{
 		"annotations": map[string]any{limbov1alpha1.AnnotationDeletionTimestamp: nil, limbov1alpha1.AnnotationReleased: nil},
 		"labels":      map[string]any{limbov1alpha1.LabelPendingDeletion: nil},
 	}
 }
 
-// cancelled records a cancel of obj's countdown: its event and audit line.
-func (e *Engine) cancelled(ctx context.Context, eventTarget runtime.Object, obj client.Object, why string) {
-	e.Recorder.Eventf(eventTarget, corev1.EventTypeNormal, limbov1alpha1.EventDeletionCancelled, "%s: deletion cancelled (%s)", describe(obj), why)
-	auditLog(ctx, eventTarget, obj, "cancelled", time.Time{})
-}
-
 // CancelCountdown takes obj out of limbo without making it desired by anyone:
 // for a teardown with --cascade=orphan, which promises that nothing is deleted.
 func (e *Engine) CancelCountdown(ctx context.Context, eventTarget runtime.Object, obj client.Object, why string) error {
-	if !e.inLimbo(obj) {
-		return nil
-	}
-	if err := e.patch(ctx, obj, map[string]any{"metadata": outOfLimbo()}); err != nil {
-		return client.IgnoreNotFound(err)
-	}
-	e.cancelled(ctx, eventTarget, obj, why)
-	return nil
+	_, err := e.cancelObject(ctx, eventTarget, obj, cancelledBecause(describe(obj), why), why)
+	return err
 }
 
-func (e *Engine) stamp(ctx context.Context, obj client.Object, stamp time.Time) error {
-	return e.patch(ctx, obj, map[string]any{"metadata": map[string]any{
-		"annotations": map[string]any{limbov1alpha1.AnnotationDeletionTimestamp: FormatStamp(stamp)},
-		"labels":      map[string]any{limbov1alpha1.LabelPendingDeletion: "true"},
-		// Stamp only the object we decided about: a concurrent change (a re-add,
-		// an edited delay) makes this a Conflict and the next pass decides again.
-		"resourceVersion": obj.GetResourceVersion(),
-	}})
+// cancelObject takes obj out of limbo if a countdown runs on it, announced with
+// message, and reports whether it did.
+func (e *Engine) cancelObject(ctx context.Context, eventTarget runtime.Object, obj client.Object, message, why string) (bool, error) {
+	if !e.inLimbo(obj) {
+		return false, nil
+	}
+	return e.cancel(ctx, eventTarget, e.objectSubject(eventTarget, obj), map[string]any{"metadata": OutOfLimboPatch()}, message, why)
+}
+
+// cancel takes s's object out of limbo with patch, a merge patch, and announces it
+// with message. It reports whether it cancelled: an object gone meanwhile has no
+// countdown left to cancel, which is no error.
+func (e *Engine) cancel(ctx context.Context, eventTarget runtime.Object, s subject, patch map[string]any, message, why string) (bool, error) {
+	if err := patchWith(ctx, s.client, s.obj, patch); err != nil {
+		return false, client.IgnoreNotFound(err)
+	}
+	e.cancelled(ctx, eventTarget, s, message, why)
+	return true, nil
+}
+
+// cancelled announces a cancel of s's countdown: its event and audit line.
+func (e *Engine) cancelled(ctx context.Context, eventTarget runtime.Object, s subject, message, why string) {
+	e.Recorder.Event(eventTarget, corev1.EventTypeNormal, limbov1alpha1.EventDeletionCancelled, message)
+	s.audit(ctx, "cancelled", time.Time{}, "why", why)
+}
+
+// cancelledBecause is the message of a cancel with a reason: "<ref>: deletion
+// cancelled (<why>)".
+func cancelledBecause(ref, why string) string {
+	return fmt.Sprintf("%s: deletion cancelled (%s)", ref, why)
 }
 
 // patch sends a JSON merge patch of obj's metadata.
@@ -495,7 +557,7 @@ func describeGVK(obj client.Object) string {
 // terminatingEntry is the pendingDeletions entry of an object being deleted:
 // it stays listed, saying what holds it, until it is gone.
 func terminatingEntry(obj client.Object) *limbov1alpha1.PendingDeletion {
-	p := pendingEntry(obj, Decide(obj.GetDeletionTimestamp().Time, stateOf(obj, false)), nil)
+	p := pendingEntry(obj, Decide(obj.GetDeletionTimestamp().Time, StateOf(obj, false)), nil)
 	p.Message = "being deleted"
 	if f := obj.GetFinalizers(); len(f) > 0 {
 		p.Message = "being deleted; held by finalizers: " + strings.Join(f, ", ")
@@ -506,10 +568,13 @@ func terminatingEntry(obj client.Object) *limbov1alpha1.PendingDeletion {
 // Due reports whether obj, an orphan, is to be deleted at now (Decide's Delete):
 // its countdown ended, or it has no delay.
 func Due(now time.Time, obj metav1.Object) bool {
-	return Decide(now, stateOf(obj, false)).Action == ActionDelete
+	return Decide(now, StateOf(obj, false)).Action == ActionDelete
 }
 
-func stateOf(obj metav1.Object, desired bool) State {
+// StateOf is what Decide reads of obj, an object or a Tombstone: its annotations
+// and whether it carries the pending-deletion label. desired says whether it is
+// still wanted.
+func StateOf(obj metav1.Object, desired bool) State {
 	_, labelled := obj.GetLabels()[limbov1alpha1.LabelPendingDeletion]
 	return State{Desired: desired, Annotations: obj.GetAnnotations(), PendingLabel: labelled}
 }
@@ -551,7 +616,13 @@ func describe(obj client.Object) string {
 // orphan whose processing waits (the Bundle is not Ready yet), with message saying
 // why.
 func (e *Engine) Pending(obj client.Object, message string) *limbov1alpha1.PendingDeletion {
-	d := Decide(e.Clock.Now(), stateOf(obj, false))
+	return heldEntry(obj, Decide(e.Clock.Now(), StateOf(obj, false)), message)
+}
+
+// heldEntry is the pendingDeletions entry of an orphan that d decided about and
+// that is held (its Bundle not Ready), message saying why. An invalid delay keeps
+// its own message: it says what must be fixed, where the hold ends by itself.
+func heldEntry(obj client.Object, d Decision, message string) *limbov1alpha1.PendingDeletion {
 	p := pendingEntry(obj, d, nil)
 	if d.Action == ActionInvalid {
 		return p

@@ -939,3 +939,183 @@ func TestEngineTombstones(t *testing.T) {
 		}
 	})
 }
+
+// An object gone by the time its countdown is cancelled has none left to cancel:
+// no error and no event, whether it is desired again (Desired) or a teardown
+// cancels it (CancelCountdown), which share one implementation. Before, Desired
+// reported the NotFound as an error (the resource ApplyFailed until the next pass).
+func TestEngineCancelOfAnObjectGone(t *testing.T) {
+	inLimbo := map[string]string{delayKey: "1h", stampKey: "2025-03-14T12:00:00Z"}
+	for _, tc := range []struct {
+		name   string
+		cancel func(h *harness, obj *unstructured.Unstructured) (bool, error)
+	}{
+		{"desired again", func(h *harness, obj *unstructured.Unstructured) (bool, error) {
+			return h.engine.Desired(context.Background(), bundle(), obj)
+		}},
+		{"a teardown with --cascade=orphan", func(h *harness, obj *unstructured.Unstructured) (bool, error) {
+			return false, h.engine.CancelCountdown(context.Background(), bundle(), obj, "the Bundle was deleted with --cascade=orphan")
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, cm("db", inLimbo, map[string]string{pendingKey: "true"}))
+			obj := h.live(t, "db")
+			if err := h.client.Delete(context.Background(), obj.DeepCopy()); err != nil {
+				t.Fatal(err)
+			}
+			h.calls = nil
+			if cancelled, err := tc.cancel(h, obj); cancelled || err != nil {
+				t.Errorf("cancelled/err = %v/%v, want false/nil", cancelled, err)
+			}
+			if got := h.events(); len(got) != 0 {
+				t.Errorf("events %q for an object gone", got)
+			}
+		})
+	}
+}
+
+// A Tombstone whose stamp is unparsable (or gone) is stamped again as any
+// orphan is (one implementation): on the Tombstone as read, with the label, a
+// Warning and then DeletionScheduled on the Tombstone, and a "stamped" line of
+// the audit trail. Before, the Tombstone controller wrote the stamp itself: a
+// Warning without the item's name, and neither DeletionScheduled nor an audit line.
+func TestEngineStampTombstone(t *testing.T) {
+	item := limbov1alpha1.ExternalItem{Kind: "StorageOSNamespace", ID: "4f7c", Name: "old-team"}
+	for _, tc := range []struct {
+		name         string
+		stale        bool
+		wantConflict bool
+		wantEvents   []string
+		wantStamp    string
+	}{
+		{name: "restamped", wantEvents: []string{
+			`Warning InvalidDeletionTimestamp StorageOSNamespace "old-team": invalid limbo.dev/deletionTimestamp "yesterday": not an RFC 3339 time; the countdown restarts`,
+			`Normal DeletionScheduled StorageOSNamespace "old-team" is in limbo for 10m0s: deleted at 2025-03-14T12:40:45Z`,
+		}, wantStamp: "2025-03-14T12:30:45Z"},
+		{name: "changed since it was read: read and decide again", stale: true, wantConflict: true, wantEvents: []string{
+			`Warning InvalidDeletionTimestamp StorageOSNamespace "old-team": invalid limbo.dev/deletionTimestamp "yesterday": not an RFC 3339 time; the countdown restarts`,
+		}, wantStamp: "yesterday"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, &limbov1alpha1.Tombstone{
+				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "shop-ns-gc-1", UID: "uid-ts", Finalizers: []string{limbov1alpha1.FinalizerHardDelete},
+					Labels:      map[string]string{bundleKey: "shop", pendingKey: "true"},
+					Annotations: map[string]string{delayKey: "10m", stampKey: "yesterday"}},
+				Spec: limbov1alpha1.TombstoneSpec{Plugin: "namespace-gc", Resource: "ns-gc", Item: item},
+			})
+			var ts limbov1alpha1.Tombstone
+			if err := h.client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "shop-ns-gc-1"}, &ts); err != nil {
+				t.Fatal(err)
+			}
+			if tc.stale {
+				ts.ResourceVersion = "998"
+			}
+			want := []string{`PATCH Tombstone team-a/shop-ns-gc-1 application/merge-patch+json {"metadata":{"annotations":{"limbo.dev/deletionTimestamp":"2025-03-14T12:30:45Z"},"labels":{"limbo.dev/pending-deletion":"true"},"resourceVersion":"` + ts.ResourceVersion + `"}}`}
+			d := softdelete.Decide(now, softdelete.StateOf(&ts, false))
+			conflict, err := h.engine.StampTombstone(context.Background(), &ts, d)
+			if err != nil || conflict != tc.wantConflict {
+				t.Fatalf("conflict/err = %v/%v, want %v/nil", conflict, err, tc.wantConflict)
+			}
+			if !reflect.DeepEqual(h.calls, want) {
+				t.Errorf("API calls:\n%q\nwant:\n%q", h.calls, want)
+			}
+			if got := h.events(); !reflect.DeepEqual(got, tc.wantEvents) {
+				t.Errorf("events:\n%q\nwant:\n%q", got, tc.wantEvents)
+			}
+			var live limbov1alpha1.Tombstone
+			if err := h.client.Get(context.Background(), client.ObjectKeyFromObject(&ts), &live); err != nil || live.Annotations[stampKey] != tc.wantStamp {
+				t.Errorf("stamp %q (err %v), want %q", live.Annotations[stampKey], err, tc.wantStamp)
+			}
+		})
+	}
+}
+
+// RemoveTombstone is the one removal of a Tombstone, for a cancel and for the
+// Tombstone controller once the item is deleted: the finalizer goes first,
+// guarded by the resourceVersion, then the Tombstone is deleted by UID unless it
+// is being deleted already. A copy read before a Tombstone of the same name
+// replaced it never touches that one. Before, the controller's removal was
+// unguarded (a stale copy took a successor's finalizer, and its item was never
+// deleted) and reported a successor's UID Conflict as an error, and a cancel
+// deleted a Tombstone already being deleted once more.
+func TestRemoveTombstone(t *testing.T) {
+	const name = "shop-ns-gc-1"
+	tombstone := func(uid types.UID, finalizers []string, deleted bool) *limbov1alpha1.Tombstone {
+		ts := &limbov1alpha1.Tombstone{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: uid, Finalizers: finalizers,
+			Labels: map[string]string{bundleKey: "shop", pendingKey: "true"}}}
+		if deleted {
+			ts.DeletionTimestamp = mt(now)
+		}
+		return ts
+	}
+	hardDelete := []string{limbov1alpha1.FinalizerHardDelete}
+	finalizerPatch := func(rv string) string {
+		return `PATCH Tombstone team-a/` + name + ` application/merge-patch+json {"metadata":{"finalizers":null,"resourceVersion":"` + rv + `"}}`
+	}
+	for _, tc := range []struct {
+		name      string
+		stored    *limbov1alpha1.Tombstone // nil: none
+		read      *limbov1alpha1.Tombstone // the caller's copy; nil: the stored one, as read
+		wantCalls []string
+		wantErr   func(error) bool
+		wantLive  string // the UID left under the name; "" for none
+	}{
+		{name: "its finalizer, then itself by UID", stored: tombstone("uid-ts", hardDelete, false),
+			wantCalls: []string{finalizerPatch("999"), "DELETE Tombstone team-a/" + name + " uid=uid-ts"}},
+		{name: "being deleted: its finalizer only, and it is gone", stored: tombstone("uid-ts", hardDelete, true),
+			wantCalls: []string{finalizerPatch("999")}},
+		{name: "no finalizer left (a failed delete): itself", stored: tombstone("uid-ts", nil, false),
+			wantCalls: []string{"DELETE Tombstone team-a/" + name + " uid=uid-ts"}},
+		{name: "a stale copy with the finalizer, replaced by one of the same name: a Conflict, the new one untouched",
+			stored: tombstone("uid-new", hardDelete, false), read: func() *limbov1alpha1.Tombstone {
+				ts := tombstone("uid-old", hardDelete, false)
+				ts.ResourceVersion = "5"
+				return ts
+			}(),
+			wantCalls: []string{finalizerPatch("5")}, wantErr: apierrors.IsConflict, wantLive: "uid-new"},
+		{name: "a copy without the finalizer, replaced by one of the same name: success, the new one untouched",
+			stored: tombstone("uid-new", hardDelete, false), read: tombstone("uid-old", nil, false),
+			wantCalls: []string{"DELETE Tombstone team-a/" + name + " uid=uid-old"}, wantLive: "uid-new"},
+		{name: "a copy without the finalizer, gone before: NotFound (a cancel announces nothing)", read: tombstone("uid-ts", nil, false),
+			wantCalls: []string{"DELETE Tombstone team-a/" + name + " uid=uid-ts"}, wantErr: apierrors.IsNotFound},
+		{name: "gone before: NotFound", read: func() *limbov1alpha1.Tombstone {
+			ts := tombstone("uid-ts", hardDelete, false)
+			ts.ResourceVersion = "5"
+			return ts
+		}(), wantCalls: []string{finalizerPatch("5")}, wantErr: apierrors.IsNotFound},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var h *harness
+			if tc.stored != nil {
+				h = newHarness(t, tc.stored)
+			} else {
+				h = newHarness(t)
+			}
+			ts := tc.read
+			if ts == nil {
+				ts = &limbov1alpha1.Tombstone{}
+				if err := h.client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, ts); err != nil {
+					t.Fatal(err)
+				}
+			}
+			err := softdelete.RemoveTombstone(context.Background(), h.client, ts)
+			switch {
+			case tc.wantErr == nil && err != nil:
+				t.Errorf("err = %v, want nil", err)
+			case tc.wantErr != nil && !tc.wantErr(unwrapAll(err)):
+				t.Errorf("err = %v", err)
+			}
+			if !reflect.DeepEqual(h.calls, tc.wantCalls) {
+				t.Errorf("API calls:\n%q\nwant:\n%q", h.calls, tc.wantCalls)
+			}
+			var live limbov1alpha1.Tombstone
+			getErr := h.client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &live)
+			switch {
+			case tc.wantLive == "" && !apierrors.IsNotFound(getErr):
+				t.Errorf("a Tombstone is left: %v (err %v)", live.UID, getErr)
+			case tc.wantLive != "" && (getErr != nil || live.UID != types.UID(tc.wantLive) || live.DeletionTimestamp != nil || len(live.Finalizers) != 1):
+				t.Errorf("the Tombstone left: %v, deletion %v, finalizers %v (err %v); want %s untouched", live.UID, live.DeletionTimestamp, live.Finalizers, getErr, tc.wantLive)
+			}
+		})
+	}
+}

@@ -4,14 +4,11 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"strings"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -139,6 +136,22 @@ func SplitItemOwner(owner string) (bundle client.ObjectKey, resource string, ok 
 	return client.ObjectKey{Namespace: parts[0], Name: parts[1]}, parts[2], true
 }
 
+// subject is obj, an item of s, as the engine writes to it and reports about it:
+// through s's cluster's client, named with that cluster, stamped with s's delay
+// and owner, and audited with s's keys (taken now, before a write can change
+// them).
+func (s ItemSet) subject(e *Engine, eventTarget runtime.Object, obj client.Object) subject {
+	keys := s.auditKeys(obj)
+	return subject{obj: obj, client: s.client(e), ref: s.ref(obj),
+		stampAnnotations: map[string]any{
+			limbov1alpha1.AnnotationDeletionDelay:  s.Delay,
+			limbov1alpha1.AnnotationPluginResource: s.Owner,
+		},
+		audit: func(ctx context.Context, msg string, deadline time.Time, extra ...any) {
+			auditLog(ctx, eventTarget, obj, msg, deadline, slices.Concat(keys, extra)...)
+		}}
+}
+
 // pending is obj's pendingDeletions entry, naming its cluster.
 func (s ItemSet) pending(p *limbov1alpha1.PendingDeletion) limbov1alpha1.PendingDeletion {
 	if s.Cluster != nil {
@@ -156,6 +169,13 @@ type ItemsOutcome struct {
 	// deadline, a hold).
 	Requeue      bool
 	RequeueAfter time.Duration
+	// ReadAgain reports that an item changed since it was read (a write or
+	// delete met a Conflict): the caller reads the items again soon and decides
+	// again. It is kept apart from RequeueAfter, which stays the earliest
+	// deadline of the other items: folded into it as "come back at once", it
+	// made the caller take a retry for a deadline, and a pass that also failed
+	// then had no deadline left to keep (up to the work queue's backoff late).
+	ReadAgain bool
 	// Err joins the failed writes and deletes; the caller retries.
 	Err error
 }
@@ -167,6 +187,21 @@ func (o *ItemsOutcome) after(d time.Duration) {
 }
 
 func (o *ItemsOutcome) fail(err error) { o.Err = errors.Join(o.Err, err) }
+
+// wrote records the outcome of a write on an item as it was read: a Conflict (it
+// changed since) means read and decide again, at once, and is no error. It reports
+// whether the write failed otherwise.
+func (o *ItemsOutcome) wrote(err error) (failed bool) {
+	switch {
+	case apierrors.IsConflict(err):
+		o.ReadAgain = true
+		return false
+	case err != nil:
+		o.fail(err)
+		return true
+	}
+	return false
+}
 
 // decidedItem is an item with the state machine's decision.
 type decidedItem struct {
@@ -186,19 +221,17 @@ func (e *Engine) ProcessItems(ctx context.Context, eventTarget runtime.Object, s
 	for _, it := range set.Items {
 		if owner := it.Object.GetAnnotations()[limbov1alpha1.AnnotationPluginResource]; owner != "" && owner != set.Owner {
 			if !it.Desired {
-				p := pendingEntry(it.Object, Decide(now, stateOf(it.Object, false)), nil)
+				p := pendingEntry(it.Object, Decide(now, StateOf(it.Object, false)), nil)
 				p.Message = "in limbo for plugin resource " + owner + "; left to it"
 				out.Pending = append(out.Pending, set.pending(p))
 			}
 			continue
 		}
-		d := Decide(now, set.state(it))
+		d := Decide(now, set.State(it))
 		switch d.Action {
 		case ActionNone:
 		case ActionCancel:
-			if err := e.cancelItem(ctx, eventTarget, set, it.Object, "desired again"); err != nil {
-				out.fail(err)
-			}
+			out.wrote(e.cancelItem(ctx, eventTarget, set, it.Object, "desired again"))
 		default:
 			groups[it.Group] = append(groups[it.Group], decidedItem{Item: it, d: d})
 		}
@@ -247,7 +280,7 @@ func (e *Engine) processGroup(ctx context.Context, eventTarget runtime.Object, s
 // is gone. hold keeps a due orphan (the gate, or the Bundle not Ready); lower
 // lists items of its group that must be gone first.
 func (e *Engine) processOrphanItem(ctx context.Context, eventTarget runtime.Object, set ItemSet, x decidedItem, hold string, lower []string, out *ItemsOutcome) bool {
-	obj, d, ref := x.Object, x.d, set.ref(x.Object)
+	obj, d, sub := x.Object, x.d, set.subject(e, eventTarget, x.Object)
 	var err error
 	counting := d.Action == ActionWait || d.Action == ActionDelete
 	deletingNow := d.Action == ActionDelete && set.Hold == "" && hold == "" && len(lower) == 0
@@ -259,34 +292,28 @@ func (e *Engine) processOrphanItem(ctx context.Context, eventTarget runtime.Obje
 		if set.Delay == "" {
 			delay = nil // no delay: the annotation goes (an empty one is invalid)
 		}
-		err = patchWith(ctx, set.client(e), obj, map[string]any{"metadata": map[string]any{
+		err = patchWith(ctx, sub.client, obj, map[string]any{"metadata": map[string]any{
 			"annotations":     map[string]any{limbov1alpha1.AnnotationDeletionDelay: delay},
 			"resourceVersion": obj.GetResourceVersion(),
 		}})
-		if err != nil {
-			out.fail(err)
+		if !out.wrote(err) {
+			err = nil // a Conflict is no failure to list: the item is read again
 		}
 	}
 	if set.Hold != "" {
-		p := pendingEntry(obj, d, nil)
-		if d.Action == ActionStamp || d.Action == ActionRestamp {
-			p.DeletionTimestamp, p.DeleteAfter = nil, nil // not stamped: no countdown runs
-		}
-		p.Message = set.Hold
-		out.Pending = append(out.Pending, set.pending(p))
+		out.Pending = append(out.Pending, set.pending(heldEntry(obj, d, set.Hold)))
 		return false
 	}
 	switch d.Action {
 	case ActionStamp, ActionRestamp:
-		if d.Action == ActionRestamp {
-			e.Recorder.Eventf(eventTarget, corev1.EventTypeWarning, limbov1alpha1.EventInvalidStamp, "%s: %v", ref, d.Err)
-		}
-		if err = e.stampItem(ctx, set, obj, d.Stamp); err != nil {
+		conflict, stampErr := e.stampAndAnnounce(ctx, eventTarget, sub, d)
+		switch {
+		case stampErr != nil:
+			err = stampErr
 			out.fail(err)
-		} else {
-			e.Recorder.Eventf(eventTarget, corev1.EventTypeNormal, limbov1alpha1.EventDeletionScheduled,
-				"%s is in limbo for %v: deleted at %s", ref, d.Delay, d.Deadline.UTC().Format(time.RFC3339))
-			auditLog(ctx, eventTarget, obj, "stamped", d.Deadline, set.auditKeys(obj)...)
+		case conflict:
+			out.ReadAgain = true
+		default:
 			out.after(d.RequeueAfter)
 		}
 	case ActionWait:
@@ -300,18 +327,21 @@ func (e *Engine) processOrphanItem(ctx context.Context, eventTarget runtime.Obje
 			p.Message = "due; waiting for " + strings.Join(lower, ", ") + " to be deleted first"
 			out.after(HoldRecheckInterval)
 		default:
-			gone, err := e.deleteItem(ctx, eventTarget, set, x.Item, d)
-			if gone {
-				return true
-			}
+			o := e.deleteItem(ctx, eventTarget, sub, x.Item, d)
 			switch {
-			case err != nil:
-				p.Message = err.Error()
-				out.fail(err)
-			case obj.GetDeletionTimestamp() != nil:
-				p = terminatingEntry(obj)
+			case o.Gone:
+				return true
+			case o.Err != nil:
+				out.fail(o.Err)
+			case o.Requeue && o.RequeueAfter == 0: // changed since it was read
+				out.ReadAgain = true
+			case o.Requeue:
+				out.after(o.RequeueAfter)
+			default:
+				// Terminating: what holds it may be of a kind nobody watches.
 				out.after(HoldRecheckInterval)
 			}
+			p = o.Pending
 		}
 		out.Pending = append(out.Pending, set.pending(p))
 		return false
@@ -320,10 +350,10 @@ func (e *Engine) processOrphanItem(ctx context.Context, eventTarget runtime.Obje
 	return false
 }
 
-// state is what Decide reads of an item: its live annotations with the
-// resource's delay in place of the object's own.
-func (s ItemSet) state(it Item) State {
-	st := stateOf(it.Object, it.Desired)
+// State is what Decide reads of it, an item of s, and what ProcessItems decides
+// on: its live annotations with the resource's delay in place of the object's own.
+func (s ItemSet) State(it Item) State {
+	st := StateOf(it.Object, it.Desired)
 	ann := make(map[string]string, len(st.Annotations)+1)
 	for k, v := range st.Annotations {
 		ann[k] = v
@@ -336,21 +366,6 @@ func (s ItemSet) state(it Item) State {
 	return st
 }
 
-// stampItem starts obj's countdown: the delay, the stamp, the owner and the
-// pending-deletion label, on the object as read (resourceVersion precondition: a
-// concurrent change makes this a Conflict, and the next pass decides again).
-func (e *Engine) stampItem(ctx context.Context, set ItemSet, obj client.Object, stamp time.Time) error {
-	return patchWith(ctx, set.client(e), obj, map[string]any{"metadata": map[string]any{
-		"annotations": map[string]any{
-			limbov1alpha1.AnnotationDeletionDelay:     set.Delay,
-			limbov1alpha1.AnnotationDeletionTimestamp: FormatStamp(stamp),
-			limbov1alpha1.AnnotationPluginResource:    set.Owner,
-		},
-		"labels":          map[string]any{limbov1alpha1.LabelPendingDeletion: "true"},
-		"resourceVersion": obj.GetResourceVersion(),
-	}})
-}
-
 // CancelItem takes a plugin's object item out of limbo: the stamp, the delay, the
 // owner and the label go (the object is not limbo's: nothing of limbo's is left
 // on it). An object already gone is success.
@@ -360,8 +375,8 @@ func (e *Engine) CancelItem(ctx context.Context, eventTarget runtime.Object, obj
 
 // cancelItem is CancelItem of an item of set, in set's cluster.
 func (e *Engine) cancelItem(ctx context.Context, eventTarget runtime.Object, set ItemSet, obj client.Object, why string) error {
-	keys := append(set.auditKeys(obj), "why", why) // before the patch takes the owner off obj
-	err := patchWith(ctx, set.client(e), obj, map[string]any{"metadata": map[string]any{
+	sub := set.subject(e, eventTarget, obj)
+	_, err := e.cancel(ctx, eventTarget, sub, map[string]any{"metadata": map[string]any{
 		"annotations": map[string]any{
 			limbov1alpha1.AnnotationDeletionTimestamp: nil,
 			limbov1alpha1.AnnotationDeletionDelay:     nil,
@@ -369,73 +384,35 @@ func (e *Engine) cancelItem(ctx context.Context, eventTarget runtime.Object, set
 		},
 		"labels":          map[string]any{limbov1alpha1.LabelPendingDeletion: nil},
 		"resourceVersion": obj.GetResourceVersion(),
-	}})
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	e.Recorder.Eventf(eventTarget, corev1.EventTypeNormal, limbov1alpha1.EventDeletionCancelled, "%s: deletion cancelled (%s)", set.ref(obj), why)
-	auditLog(ctx, eventTarget, obj, "cancelled", time.Time{}, keys...)
-	return nil
+	}}, cancelledBecause(sub.ref, why), why)
+	return err
 }
 
-// deleteItem deletes a due orphan: its ClearFinalizers first, then a delete with
-// UID and resourceVersion preconditions (a re-created or changed object is decided
-// again on the next pass, never deleted on a stale read). An object already
-// terminating is not deleted again. It reports whether the object is gone.
-func (e *Engine) deleteItem(ctx context.Context, eventTarget runtime.Object, set ItemSet, it Item, d Decision) (bool, error) {
-	obj, ref, c := it.Object, set.ref(it.Object), set.client(e)
+// deleteItem deletes a due orphan: its ClearFinalizers first, then as any orphan
+// (deleteChecked). An object already terminating is not deleted again.
+func (e *Engine) deleteItem(ctx context.Context, eventTarget runtime.Object, s subject, it Item, d Decision) Outcome {
+	obj := it.Object
 	if keep, cleared := withoutFinalizers(obj.GetFinalizers(), it.ClearFinalizers); cleared {
-		err := patchWith(ctx, c, obj, map[string]any{"metadata": map[string]any{
+		err := patchWith(ctx, s.client, obj, map[string]any{"metadata": map[string]any{
 			"finalizers":      keep,
 			"resourceVersion": obj.GetResourceVersion(),
 		}})
-		if err != nil {
-			return e.goneOrStale(err, obj, ref)
+		if out, ok := e.goneOrChanged(err, obj, d); ok {
+			return out
 		}
-		log.FromContext(ctx).Info("finalizers cleared before delete", "object", ref, "pluginResource", obj.GetAnnotations()[limbov1alpha1.AnnotationPluginResource])
+		if err != nil {
+			return Outcome{Decision: d, Err: err, Pending: pendingEntry(obj, d, err)}
+		}
+		log.FromContext(ctx).Info("finalizers cleared before delete", "object", s.ref, "pluginResource", obj.GetAnnotations()[limbov1alpha1.AnnotationPluginResource])
 		if obj.GetDeletionTimestamp() != nil && len(keep) == 0 {
-			return true, nil // it was terminating: with its finalizers gone, so is it
+			return Outcome{Decision: d, Gone: true} // it was terminating: with its finalizers gone, so is it
 		}
 	}
 	if obj.GetDeletionTimestamp() != nil {
-		return false, nil // deleted already (by an earlier pass, or by someone else): once
+		// Deleted already (by an earlier pass, or by someone else): once.
+		return Outcome{Decision: d, Pending: terminatingEntry(obj)}
 	}
-	uid, rv := obj.GetUID(), obj.GetResourceVersion()
-	err := c.Delete(ctx, obj, client.Preconditions{UID: &uid, ResourceVersion: &rv}, client.PropagationPolicy(metav1.DeletePropagationBackground))
-	switch {
-	case apierrors.IsNotFound(err), apierrors.IsConflict(err):
-		return e.goneOrStale(err, obj, ref)
-	case err != nil:
-		e.RecordFailure()
-		e.Recorder.Eventf(eventTarget, corev1.EventTypeWarning, limbov1alpha1.EventDeleteFailed, "%s: %v", ref, err)
-		return false, fmt.Errorf("delete %s: %w", ref, err)
-	}
-	e.RecordDeletion(d.Deadline)
-	e.deleted.add(uid, e.Clock.Now())
-	e.Recorder.Eventf(eventTarget, corev1.EventTypeNormal, limbov1alpha1.EventDeleted, "%s deleted", ref)
-	auditLog(ctx, eventTarget, obj, "deleted", d.Deadline, set.auditKeys(obj)...)
-	if len(obj.GetFinalizers()) > 0 {
-		obj.SetDeletionTimestamp(&metav1.Time{Time: e.Clock.Now()}) // terminating now, held by the rest
-		return false, nil
-	}
-	return true, nil
-}
-
-// goneOrStale is the outcome of a failed write on a due item: NotFound means it is
-// gone (success); a Conflict means it changed since it was read, and is decided
-// again on the next pass; anything else is returned as is.
-func (e *Engine) goneOrStale(err error, obj client.Object, ref string) (bool, error) {
-	switch {
-	case apierrors.IsNotFound(err):
-		e.recordGone(obj.GetUID())
-		return true, nil
-	case apierrors.IsConflict(err):
-		return false, fmt.Errorf("%s changed since it was read; decided again on the next pass", ref)
-	}
-	return false, err
+	return e.deleteChecked(ctx, eventTarget, s, d)
 }
 
 // withoutFinalizers returns finalizers minus clear, and whether any was removed.

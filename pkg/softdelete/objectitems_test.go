@@ -270,3 +270,122 @@ func TestProcessItemsInAnotherCluster(t *testing.T) {
 		}
 	}
 }
+
+// A write on an item as it was read (its resourceVersion) that meets a Conflict
+// means the item changed since: read and decide again, soon — as for objects,
+// one implementation of the stamp and the delete serving both. Before, each of
+// these was an error for items (the pass failed and backed off), while an
+// object's stamp or delete came back at once.
+func TestProcessItemsConflictIsReadAgain(t *testing.T) {
+	due := stamped("2025-03-14T12:00:00Z")
+	for _, tc := range []struct {
+		name        string
+		item        *unstructured.Unstructured
+		desired     bool
+		clear       []string
+		wantCall    string
+		wantPending string // the message of the item's entry; "-" for no entry
+	}{
+		{name: "stamp", item: cm("x", nil, nil),
+			wantCall: `PATCH ConfigMap team-a/x application/merge-patch+json {"metadata":{"annotations":{"limbo.dev/deletionDelay":"10m","limbo.dev/deletionTimestamp":"2025-03-14T12:30:45Z","limbo.dev/pluginResource":"team-a/shop/node-removal"},"labels":{"limbo.dev/pending-deletion":"true"},"resourceVersion":"998"}}`},
+		{name: "delete", item: cm("x", due, nil),
+			wantCall: "DELETE ConfigMap team-a/x uid=uid-x rv=998 propagation=Background", wantPending: "deleting"},
+		{name: "finalizers cleared before the delete", item: withFinalizers(cm("x", due, nil), "volume-cleanup"), clear: []string{"volume-cleanup"},
+			wantCall: `PATCH ConfigMap team-a/x application/merge-patch+json {"metadata":{"finalizers":[],"resourceVersion":"998"}}`, wantPending: "deleting"},
+		{name: "the resource's delay written", item: cm("x", map[string]string{delayKey: "24h", stampKey: "2025-03-14T12:25:00Z", ownerKey: owner}, nil),
+			wantCall: `PATCH ConfigMap team-a/x application/merge-patch+json {"metadata":{"annotations":{"limbo.dev/deletionDelay":"10m"},"resourceVersion":"998"}}`},
+		{name: "cancel", item: cm("x", due, map[string]string{pendingKey: "true"}), desired: true,
+			wantCall:    `PATCH ConfigMap team-a/x application/merge-patch+json {"metadata":{"annotations":{"limbo.dev/deletionDelay":null,"limbo.dev/deletionTimestamp":null,"limbo.dev/pluginResource":null},"labels":{"limbo.dev/pending-deletion":null},"resourceVersion":"998"}}`,
+			wantPending: "-"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			// y's countdown runs: its deadline stays the requeue, beside the
+			// read again (folded into "at once", a pass that also failed kept no
+			// deadline).
+			h := newHarness(t, tc.item, cm("y", stamped("2025-03-14T12:30:00Z"), map[string]string{pendingKey: "true"}))
+			it := h.item(t, "x", tc.desired, "n1", 0, tc.clear...)
+			it.Object.SetResourceVersion("998") // changed since it was read
+			out := h.engine.ProcessItems(context.Background(), bundle(), softdelete.ItemSet{Owner: owner, Delay: "10m", Items: []softdelete.Item{it, h.item(t, "y", false, "n2", 0)}})
+			if want := []string{tc.wantCall}; !reflect.DeepEqual(h.calls, want) {
+				t.Errorf("API calls:\n%q\nwant:\n%q", h.calls, want)
+			}
+			if out.Err != nil || !out.ReadAgain || !out.Requeue || out.RequeueAfter <= 0 || out.RequeueAfter > 9*time.Minute+15*time.Second {
+				t.Errorf("Err/ReadAgain/Requeue/RequeueAfter = %v/%v/%v/%v, want nil/true/true/a deadline by y's (9m15s)", out.Err, out.ReadAgain, out.Requeue, out.RequeueAfter)
+			}
+			got, ok := messages(out.Pending)["x"]
+			switch {
+			case tc.wantPending == "-" && ok:
+				t.Errorf("listed: %q", got)
+			case tc.wantPending != "-" && got != tc.wantPending:
+				t.Errorf("pending message %q, want %q", got, tc.wantPending)
+			}
+			if ev := h.events(); len(ev) != 0 {
+				t.Errorf("events %q after a write that did not happen", ev)
+			}
+			if got := h.metric(t, "limbo_deletions_total", softdelete.ResultFailed); got != 0 {
+				t.Errorf("limbo_deletions_total{failed} = %v, want 0", got)
+			}
+		})
+	}
+}
+
+// An orphan held while its Bundle is not Ready has the same pendingDeletions
+// entry whether it is an object (Engine.Pending) or a plugin's item (ItemSet.Hold):
+// no countdown before its stamp, the hold as its message — except for an invalid
+// delay, whose message says what must be fixed. Before, an item's hold overwrote
+// that message.
+func TestHeldEntryOfObjectsAndItems(t *testing.T) {
+	const hold = "waiting for every resource of the Bundle to be Ready"
+	for _, tc := range []struct {
+		name        string
+		annotations map[string]string
+		wantMessage string
+		wantDue     bool // DeleteAfter set
+	}{
+		{name: "not stamped yet", annotations: map[string]string{delayKey: "10m", ownerKey: owner}, wantMessage: hold},
+		{name: "counting down", annotations: map[string]string{delayKey: "10m", stampKey: "2025-03-14T12:25:00Z", ownerKey: owner}, wantMessage: hold, wantDue: true},
+		{name: "due", annotations: map[string]string{delayKey: "10m", stampKey: "2025-03-14T12:00:00Z", ownerKey: owner}, wantMessage: hold, wantDue: true},
+		{name: "invalid delay", annotations: map[string]string{delayKey: "soon", ownerKey: owner},
+			wantMessage: `invalid limbo.dev/deletionDelay "soon": time: invalid duration "soon"; never deleted until fixed`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, cm("x", tc.annotations, nil))
+			object := h.engine.Pending(h.live(t, "x"), hold)
+			out := h.engine.ProcessItems(context.Background(), bundle(), softdelete.ItemSet{Owner: owner, Delay: tc.annotations[delayKey], Hold: hold,
+				Items: []softdelete.Item{h.item(t, "x", false, "n1", 0)}})
+			if len(out.Pending) != 1 {
+				t.Fatalf("item entries %+v, want one", out.Pending)
+			}
+			item := out.Pending[0]
+			if !pendingEqual(object, &item) {
+				t.Errorf("object's entry %+v, item's %+v: want the same", object, item)
+			}
+			if item.Message != tc.wantMessage || (item.DeleteAfter != nil) != tc.wantDue {
+				t.Errorf("entry %+v, want message %q, deadline %v", item, tc.wantMessage, tc.wantDue)
+			}
+			if len(h.calls) != 0 {
+				t.Errorf("API calls %q, want none", h.calls)
+			}
+		})
+	}
+}
+
+// An item's failed delete is reported as an object's is (one implementation):
+// counted failed, a DeleteFailed event and the error, naming its cluster. Before,
+// an item's event lacked the "delete" the object's says.
+func TestProcessItemsDeleteFailedAsAnObject(t *testing.T) {
+	h := newHarness(t, cm("x", stamped("2025-03-14T12:00:00Z"), nil))
+	h.deleteErr = errors.New("refused")
+	out := h.engine.ProcessItems(context.Background(), bundle(), softdelete.ItemSet{Owner: owner, Delay: "10m",
+		Items: []softdelete.Item{h.item(t, "x", false, "n1", 0)}})
+	if out.Err == nil || out.Err.Error() != "delete ConfigMap team-a/x: refused" {
+		t.Errorf("Err = %v", out.Err)
+	}
+	if got, want := h.events(), []string{"Warning DeleteFailed ConfigMap team-a/x: delete ConfigMap team-a/x: refused"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("events %q, want %q", got, want)
+	}
+	if got := messages(out.Pending)["x"]; got != "delete ConfigMap team-a/x: refused" {
+		t.Errorf("pending message %q", got)
+	}
+	h.wantOneDeletion(t, softdelete.ResultFailed)
+}

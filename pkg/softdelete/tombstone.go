@@ -68,8 +68,8 @@ func (e *Engine) OrphanExternal(ctx context.Context, b *limbov1alpha1.Bundle, pl
 	case err != nil:
 		return nil, fmt.Errorf("create Tombstone for %s %q: %w", item.Kind, item.Name, err)
 	}
-	d := Decide(now, stateOf(ts, false))
-	msg := fmt.Sprintf("%s %q is in limbo (Tombstone %s)", item.Kind, itemName(item), ts.Name)
+	d := Decide(now, StateOf(ts, false))
+	msg := fmt.Sprintf("%s is in limbo (Tombstone %s)", tombstoneRef(ts), ts.Name)
 	if !d.Deadline.IsZero() {
 		msg += fmt.Sprintf(" for %v: deleted at %s", d.Delay, d.Deadline.UTC().Format(time.RFC3339))
 	}
@@ -78,42 +78,88 @@ func (e *Engine) OrphanExternal(ctx context.Context, b *limbov1alpha1.Bundle, pl
 	return ts, nil
 }
 
-// CancelTombstone removes a Tombstone without touching its item: the finalizer goes
-// first, so the Tombstone controller never deletes the item.
+// CancelTombstone removes a Tombstone without touching its item (RemoveTombstone),
+// and announces the cancel. A Tombstone gone already is success, and no cancel
+// is announced.
 func (e *Engine) CancelTombstone(ctx context.Context, eventTarget runtime.Object, ts *limbov1alpha1.Tombstone, why string) error {
-	if controllerutil.ContainsFinalizer(ts, limbov1alpha1.FinalizerHardDelete) {
+	if err := RemoveTombstone(ctx, e.Client, ts); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	s := e.tombstoneSubject(ts)
+	e.cancelled(ctx, eventTarget, s, cancelledBecause(s.ref, why), why)
+	return nil
+}
+
+// RemoveTombstone removes ts through c, once nothing is to touch its item any
+// more (cancelled, or its item deleted): its hard-delete finalizer goes first, so
+// that the Tombstone controller never deletes the item after, then ts is deleted
+// unless it is being deleted already (its finalizer gone, so is it). Both writes
+// are guarded, the finalizer's removal by ts's resourceVersion and the delete by
+// its UID: ts read from a stale cache never touches a Tombstone of the same name
+// made since (the same item, judged again), whose finalizer gone would have its
+// item never deleted, and whose delete would force it. It returns NotFound when ts
+// was gone before (gone after this call removed its finalizer is success), and a
+// Conflict when ts changed since it was read (read and decide again); ts replaced
+// by another Tombstone of its name is success.
+func RemoveTombstone(ctx context.Context, c client.Client, ts *limbov1alpha1.Tombstone) error {
+	hadFinalizer := controllerutil.ContainsFinalizer(ts, limbov1alpha1.FinalizerHardDelete)
+	if hadFinalizer {
 		orig := ts.DeepCopy()
 		controllerutil.RemoveFinalizer(ts, limbov1alpha1.FinalizerHardDelete)
-		if err := e.Client.Patch(ctx, ts, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
-			return client.IgnoreNotFound(err)
+		if err := c.Patch(ctx, ts, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+			return err
 		}
 	}
-	// With its UID: once the finalizer went, a Tombstone already being deleted is
-	// gone at once, and the Bundle's pass may make a new one of the same name (the
-	// same item, judged again); deleted by name alone, that one would be forced.
+	if !ts.DeletionTimestamp.IsZero() {
+		return nil
+	}
 	uid := ts.UID
-	if err := e.Client.Delete(ctx, ts, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err) {
+	switch err := c.Delete(ctx, ts, client.Preconditions{UID: &uid}); {
+	case apierrors.IsConflict(err): // another Tombstone of the name: not ts's to touch
+		return nil
+	case apierrors.IsNotFound(err) && hadFinalizer:
+		return nil
+	default:
 		return err
 	}
-	e.Recorder.Eventf(eventTarget, corev1.EventTypeNormal, limbov1alpha1.EventDeletionCancelled, "%s %q: deletion cancelled (%s)", ts.Spec.Item.Kind, itemName(ts.Spec.Item), why)
-	AuditTombstone(ctx, "cancelled", ts, time.Time{})
-	return nil
+}
+
+// StampTombstone starts the countdown of ts as d (a Stamp or Restamp, of an
+// unparsable or removed stamp) says, as any orphan's, with events on ts. conflict
+// reports that ts changed since it was read: read and decide again.
+func (e *Engine) StampTombstone(ctx context.Context, ts *limbov1alpha1.Tombstone, d Decision) (conflict bool, err error) {
+	return e.stampAndAnnounce(ctx, ts, e.tombstoneSubject(ts), d)
+}
+
+// tombstoneSubject is ts as the engine writes to it and reports about it: named
+// by its item, audited as its item.
+func (e *Engine) tombstoneSubject(ts *limbov1alpha1.Tombstone) subject {
+	return subject{obj: ts, client: e.Client, ref: tombstoneRef(ts),
+		audit: func(ctx context.Context, msg string, deadline time.Time, extra ...any) {
+			AuditTombstone(ctx, msg, ts, deadline, extra...)
+		}}
+}
+
+// tombstoneRef names ts's item in events and messages: `<kind> "<name>"`.
+func tombstoneRef(ts *limbov1alpha1.Tombstone) string {
+	return fmt.Sprintf("%s %q", ts.Spec.Item.Kind, itemName(ts.Spec.Item))
 }
 
 // AuditTombstone writes the audit trail's line of a Tombstone's item (msg:
 // stamped, cancelled or deleted), with the keys of an object's: the item is the
-// object ("<kind> <id>"), the Tombstone's UID the uid.
-func AuditTombstone(ctx context.Context, msg string, ts *limbov1alpha1.Tombstone, deadline time.Time) {
+// object ("<kind> <id>"), the Tombstone's UID the uid; extra are further keys and
+// values.
+func AuditTombstone(ctx context.Context, msg string, ts *limbov1alpha1.Tombstone, deadline time.Time, extra ...any) {
 	audit(ctx, msg, ts.Namespace+"/"+ts.Labels[limbov1alpha1.LabelBundle], ts.Spec.Item.Kind+" "+ts.Spec.Item.ID, ts.UID, deadline,
-		"resource", ts.Spec.Resource)
+		append([]any{"resource", ts.Spec.Resource}, extra...)...)
 }
 
 // TombstonePending is a Tombstone's pendingDeletions entry.
 func (e *Engine) TombstonePending(ts *limbov1alpha1.Tombstone) limbov1alpha1.PendingDeletion {
-	d := Decide(e.Clock.Now(), stateOf(ts, false))
+	d := Decide(e.Clock.Now(), StateOf(ts, false))
 	ts.SetGroupVersionKind(limbov1alpha1.TombstoneGVK)
 	p := pendingEntry(ts, d, nil)
-	p.Message = fmt.Sprintf("%s %q", ts.Spec.Item.Kind, itemName(ts.Spec.Item))
+	p.Message = tombstoneRef(ts)
 	switch {
 	case d.Action == ActionInvalid:
 		p.Message += ": " + d.Err.Error() + "; never deleted until fixed"

@@ -38,6 +38,11 @@ func (p *pass) processObjectItems(ctx context.Context, out pluginOutcome, ready 
 	res := p.r.Engine.ProcessItems(ctx, p.bundle, set)
 	p.pending = append(p.pending, res.Pending...)
 	p.collect(nil, res.Requeue, res.RequeueAfter, res.Err)
+	if res.ReadAgain {
+		// Not at once: a Conflict that persists (something else writes the item
+		// all the time) would re-run the plan back to back.
+		p.after(conflictRetry)
+	}
 }
 
 // processUnjudgedItems handles the Bundle's object items in limbo that no plugin

@@ -346,6 +346,9 @@ func (r *Reconciler) teardownPlugins(ctx context.Context, b *limbov1alpha1.Bundl
 				if items.Requeue {
 					out.requeueAfter = min(out.requeueAfter, max(items.RequeueAfter, time.Second))
 				}
+				if items.ReadAgain {
+					out.requeueAfter = min(out.requeueAfter, time.Second)
+				}
 			}
 		}
 		switch {

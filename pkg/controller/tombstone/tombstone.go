@@ -1,10 +1,3 @@
-// Package tombstone is the Tombstone controller: it deletes the external item a
-// Tombstone stands for when the soft-delete state machine says so (the deadline has
-// passed), or at once when the Tombstone is deleted (`kubectl delete tombstone`),
-// through the finalizer limbo.dev/hard-delete. Failures are retried with capped
-// exponential backoff and recorded in status.attempts and status.lastError. The
-// plugin's delete runs beside the worker (deletes.go), a few per backend at a
-// time, so that a backend that hangs holds no worker.
 package tombstone
 
 import (
@@ -152,15 +145,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if !controllerutil.ContainsFinalizer(&cached, limbov1alpha1.FinalizerHardDelete) {
 		// Cancelled, or its item deleted: the finalizer went first, so nothing
 		// touches the item any more. One still there whose delete failed goes now.
-		if cached.DeletionTimestamp.IsZero() {
-			return ctrl.Result{}, r.deleteTombstone(ctx, &cached)
-		}
-		return ctrl.Result{}, nil
+		return r.remove(ctx, &cached)
 	}
 	if uid, done := r.done.Load(req.NamespacedName); done && uid == cached.UID {
 		// The item is gone; the Tombstone goes: again, if a write of that failed
-		// (on a stale copy from before the finalizer went, a no-op).
-		return ctrl.Result{}, r.letGo(ctx, &cached)
+		// (on a stale copy from before the finalizer went, a Conflict: read again).
+		return r.remove(ctx, &cached)
 	}
 	if result, wait, err := r.countdown(ctx, &cached); wait || err != nil {
 		return result, err
@@ -251,7 +241,7 @@ func (r *Reconciler) record(ctx context.Context, ts *limbov1alpha1.Tombstone, at
 	}
 	r.done.Store(client.ObjectKeyFromObject(ts), ts.UID)
 	forced := !ts.DeletionTimestamp.IsZero()
-	d := softdelete.Decide(r.Clock.Now(), softdelete.State{Annotations: ts.Annotations, PendingLabel: true})
+	d := softdelete.Decide(r.Clock.Now(), softdelete.StateOf(ts, false))
 	deadline := d.Deadline
 	if forced {
 		deadline = time.Time{} // forced by the user: no countdown ended
@@ -259,30 +249,19 @@ func (r *Reconciler) record(ctx context.Context, ts *limbov1alpha1.Tombstone, at
 	r.Engine.RecordDeletion(deadline)
 	r.Recorder.Eventf(ts, corev1.EventTypeNormal, limbov1alpha1.EventDeleted, "%s %q deleted", ts.Spec.Item.Kind, ts.Spec.Item.ID)
 	softdelete.AuditTombstone(ctx, "deleted", ts, d.Deadline)
-	return ctrl.Result{}, r.letGo(ctx, ts)
+	return r.remove(ctx, ts)
 }
 
-// letGo removes the finalizer of ts, whose item is deleted, and deletes ts
-// unless it is being deleted already (forced). An error is returned, and the
-// retry (done remembers the item is gone) does what is left.
-func (r *Reconciler) letGo(ctx context.Context, ts *limbov1alpha1.Tombstone) error {
-	if controllerutil.ContainsFinalizer(ts, limbov1alpha1.FinalizerHardDelete) {
-		orig := ts.DeepCopy()
-		controllerutil.RemoveFinalizer(ts, limbov1alpha1.FinalizerHardDelete)
-		if err := r.Client.Patch(ctx, ts, client.MergeFrom(orig)); err != nil {
-			return client.IgnoreNotFound(err)
-		}
+// remove removes ts, whose item is deleted or no longer to be
+// (softdelete.RemoveTombstone). An error is returned, and the retry (done
+// remembers an item that is gone) does what is left; a Conflict, ts changed since
+// it was read, is read and decide again.
+func (r *Reconciler) remove(ctx context.Context, ts *limbov1alpha1.Tombstone) (ctrl.Result, error) {
+	err := softdelete.RemoveTombstone(ctx, r.Client, ts)
+	if apierrors.IsConflict(err) {
+		return ctrl.Result{RequeueAfter: conflictRetry}, nil
 	}
-	if ts.DeletionTimestamp.IsZero() {
-		return r.deleteTombstone(ctx, ts)
-	}
-	return nil
-}
-
-// deleteTombstone deletes ts, guarded by its UID; gone already is success.
-func (r *Reconciler) deleteTombstone(ctx context.Context, ts *limbov1alpha1.Tombstone) error {
-	uid := ts.UID
-	return client.IgnoreNotFound(r.Client.Delete(ctx, ts, client.Preconditions{UID: &uid}))
+	return ctrl.Result{}, client.IgnoreNotFound(err)
 }
 
 const (
@@ -306,7 +285,7 @@ func (r *Reconciler) countdown(ctx context.Context, ts *limbov1alpha1.Tombstone)
 	if !ts.DeletionTimestamp.IsZero() {
 		return backoff()
 	}
-	d := softdelete.Decide(now, softdelete.State{Annotations: ts.Annotations, PendingLabel: true})
+	d := softdelete.Decide(now, softdelete.StateOf(ts, false))
 	status := ts.Status.DeepCopy()
 	if !d.Deadline.IsZero() {
 		status.DeleteAfter = ptrTime(d.Deadline)
@@ -315,16 +294,9 @@ func (r *Reconciler) countdown(ctx context.Context, ts *limbov1alpha1.Tombstone)
 	case softdelete.ActionDelete:
 		return backoff()
 	case softdelete.ActionStamp, softdelete.ActionRestamp:
-		if d.Action == softdelete.ActionRestamp {
-			r.Recorder.Eventf(ts, corev1.EventTypeWarning, limbov1alpha1.EventInvalidStamp, "%v", d.Err)
-		}
-		orig := ts.DeepCopy()
-		if ts.Annotations == nil {
-			ts.Annotations = map[string]string{}
-		}
-		ts.Annotations[limbov1alpha1.AnnotationDeletionTimestamp] = softdelete.FormatStamp(d.Stamp)
-		err := r.Client.Patch(ctx, ts, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
-		if apierrors.IsConflict(err) {
+		// The annotation's change brings the next reconcile, which waits.
+		conflict, err := r.Engine.StampTombstone(ctx, ts, d)
+		if conflict {
 			return ctrl.Result{RequeueAfter: conflictRetry}, true, nil
 		}
 		return ctrl.Result{}, true, client.IgnoreNotFound(err)

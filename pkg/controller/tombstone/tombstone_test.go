@@ -362,3 +362,60 @@ func (h *harness) sample(name, label string) *dto.Metric {
 	}
 	return nil
 }
+
+// A Tombstone whose stamp is unparsable is stamped again by the engine, as any
+// orphan (softdelete.Engine.StampTombstone): a Warning and DeletionScheduled on
+// the Tombstone, and the countdown runs from now. Before, the controller wrote
+// the stamp itself and announced no DeletionScheduled.
+func TestReconcileRestamps(t *testing.T) {
+	h := newHarness(t, 0)
+	ctx := context.Background()
+	ts := h.tombstone()
+	ts.Annotations[limbov1alpha1.AnnotationDeletionTimestamp] = "yesterday"
+	if err := h.client.Update(ctx, ts); err != nil {
+		t.Fatal(err)
+	}
+	if res := h.reconcile(); res != (ctrl.Result{}) {
+		t.Errorf("the stamp's reconcile: %+v, want none (its write brings the next)", res)
+	}
+	for _, want := range []string{
+		`Warning InvalidDeletionTimestamp Thing "42": invalid limbo.dev/deletionTimestamp "yesterday"`,
+		`Normal DeletionScheduled Thing "42" is in limbo for 1m0s: deleted at 2026-03-14T12:01:00Z`,
+	} {
+		if e := h.event(); !strings.HasPrefix(e, want) {
+			t.Errorf("event %q, want %q", e, want)
+		}
+	}
+	if got := h.tombstone().Annotations[limbov1alpha1.AnnotationDeletionTimestamp]; got != "2026-03-14T12:00:00Z" {
+		t.Errorf("stamp %q", got)
+	}
+	if res := h.reconcile(); res.RequeueAfter != time.Minute || h.plugin.calls.Load() != 0 {
+		t.Errorf("after the stamp: %+v, %d deletes; want to wait a minute", res, h.plugin.calls.Load())
+	}
+}
+
+// A Conflict on the removal of a Tombstone whose item was deleted (it changed
+// since it was read) is read and decide again, soon, not an error; the item is
+// deleted once. Before, the finalizer's removal was not guarded, and a Tombstone
+// of the same name made since was stripped of its finalizer.
+func TestReconcileRemovalConflictIsReadAgain(t *testing.T) {
+	var patches atomic.Int32
+	h := newHarnessIntercepted(t, 0, interceptor.Funcs{Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+		if patches.Add(1) == 1 {
+			return apierrors.NewConflict(limbov1alpha1.GroupVersion.WithResource("tombstones").GroupResource(), obj.GetName(), errors.New("the object has been modified"))
+		}
+		return c.Patch(ctx, obj, patch, opts...)
+	}})
+	h.reconcile() // the countdown
+	h.clock.Step(time.Minute)
+	if res := h.reconcile(); res.RequeueAfter != conflictRetry {
+		t.Errorf("after the Conflict: %+v, want a retry after %v", res, conflictRetry)
+	}
+	h.reconcile()
+	if ts := h.tombstone(); ts != nil {
+		t.Errorf("the Tombstone is still there (finalizers %v)", ts.Finalizers)
+	}
+	if n := h.plugin.calls.Load(); n != 1 {
+		t.Errorf("the item was deleted %d times, want once", n)
+	}
+}

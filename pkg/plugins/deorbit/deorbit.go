@@ -12,7 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 	"github.com/limbo-dev/limbo/pkg/plugin"
 	"github.com/limbo-dev/limbo/pkg/remotecluster"
 	"github.com/limbo-dev/limbo/pkg/softdelete"
@@ -430,20 +429,19 @@ func (r *pass) progress(t target, c *contents) {
 }
 
 // trackLoadBalancers pushes the load-balancer wait past the delete of each
-// LoadBalancer Service that no finalizer guards: its deadline (the stamp plus the
-// resource's deletionDelay, or now if that passed) plus loadBalancerWait.
+// LoadBalancer Service that no finalizer guards: its deadline, as the state
+// machine decides it for the Service as an item of the resource (the stamp plus
+// the resource's deletionDelay; now plus the delay for one not stamped yet), or
+// now if that passed, plus loadBalancerWait.
 func (r *pass) trackLoadBalancers(c *contents) {
-	delay := deletionDelay(r.req)
+	items := softdelete.ItemSet{Delay: deletionDelay(r.req)}
 	for _, svc := range c.services {
 		if svc.DeletionTimestamp != nil || slices.Contains(svc.Finalizers, FinalizerLoadBalancerCleanup) {
 			continue
 		}
-		due := r.req.Now.Add(delay)
-		if stamp, err := time.Parse(time.RFC3339, svc.Annotations[limbov1alpha1.AnnotationDeletionTimestamp]); err == nil {
-			due = stamp.Add(delay)
-		}
-		if due.Before(r.req.Now) {
-			due = r.req.Now
+		due := r.req.Now
+		if d := softdelete.Decide(r.req.Now, items.State(softdelete.Item{Object: svc})); d.Deadline.After(due) {
+			due = d.Deadline
 		}
 		until := due.Add(r.cfg.lbWait)
 		if r.st.LoadBalancersUntil == nil || until.After(*r.st.LoadBalancersUntil) {
@@ -483,15 +481,14 @@ func (r *pass) done(t target) {
 }
 
 // deletionDelay is the resource's plugin.deletionDelay (validated with the
-// spec; zero when absent).
-func deletionDelay(req plugin.Request) time.Duration {
+// spec; "" when absent).
+func deletionDelay(req plugin.Request) string {
 	for _, res := range req.Bundle.Spec.Resources {
 		if res.Name == req.Resource && res.Plugin != nil {
-			d, _ := time.ParseDuration(res.Plugin.DeletionDelay)
-			return d
+			return res.Plugin.DeletionDelay
 		}
 	}
-	return 0
+	return ""
 }
 
 func nameOf(obj client.Object) string {
