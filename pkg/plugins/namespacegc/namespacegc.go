@@ -58,10 +58,9 @@ type Plugin struct {
 	opts    Options
 	metrics *storageos.Metrics
 
-	mu        sync.Mutex
-	state     plugin.ResourceStates[resourceState]
-	clients   map[string]*storageos.Client // by endpoint and user
-	passwords map[string]string
+	mu      sync.Mutex
+	state   plugin.ResourceStates[resourceState]
+	clients plugin.ClientCache[*storageos.Client] // by endpoint and user
 }
 
 type resourceState struct {
@@ -80,7 +79,7 @@ func New(opts Options) *Plugin {
 		opts.Metrics = storageos.NewMetrics(nil)
 	}
 	return &Plugin{opts: opts, metrics: opts.Metrics,
-		state: plugin.ResourceStates[resourceState]{New: newResourceState}, clients: map[string]*storageos.Client{}, passwords: map[string]string{}}
+		state: plugin.ResourceStates[resourceState]{New: newResourceState}}
 }
 
 // Describe names the plugin, its schema and its trigger: Namespaces.
@@ -303,16 +302,7 @@ func (p *Plugin) client(ctx context.Context, req plugin.Request, spec Spec) (*st
 		return nil, err
 	}
 	user, pass := values[0], values[1]
-	id := spec.StorageOS.Endpoint + "\x00" + user
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if c, ok := p.clients[id]; ok && p.passwords[id] == pass {
-		return c, nil
-	}
-	c, err := storageos.New(storageos.Config{Endpoint: spec.StorageOS.Endpoint, Username: user, Password: pass, Metrics: p.metrics})
-	if err != nil {
-		return nil, err
-	}
-	p.clients[id], p.passwords[id] = c, pass // a rotated password replaces the client
-	return c, nil
+	return p.clients.Get(plugin.IdentityOf(spec.StorageOS.Endpoint, user), []string{pass}, func() (*storageos.Client, error) {
+		return storageos.New(storageos.Config{Endpoint: spec.StorageOS.Endpoint, Username: user, Password: pass, Metrics: p.metrics})
+	})
 }

@@ -2,8 +2,6 @@ package routegc
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,7 +9,6 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -118,8 +115,7 @@ type Options struct {
 type Plugin struct {
 	opts Options
 
-	mu      sync.Mutex
-	clients map[string]*openstack.Client // by authURL, region and credentials
+	clients plugin.ClientCache[*openstack.Client] // by authURL, region and user
 	state   plugin.ResourceStates[resourceState]
 }
 
@@ -140,7 +136,7 @@ func New(opts Options) *Plugin {
 	if opts.Metrics == nil {
 		opts.Metrics = NewMetrics(nil)
 	}
-	return &Plugin{opts: opts, clients: map[string]*openstack.Client{}, state: plugin.ResourceStates[resourceState]{New: func() *resourceState {
+	return &Plugin{opts: opts, state: plugin.ResourceStates[resourceState]{New: func() *resourceState {
 		return &resourceState{pass: make(chan struct{}, 1), orphans: map[string]bool{}}
 	}}}
 }
@@ -406,31 +402,14 @@ func (p *Plugin) client(ctx context.Context, req plugin.Request, spec Spec) (*op
 		return nil, err
 	}
 	cfg := openstack.Config{AuthURL: spec.OpenStack.AuthURL, Region: spec.OpenStack.Region, Credentials: creds, PageSize: p.opts.PageSize, Now: p.opts.Now}
-	key := clientKey(cfg)
-	p.mu.Lock()
-	c, ok := p.clients[key]
-	p.mu.Unlock()
-	if ok {
-		return c, nil
-	}
-	c, err = openstack.New(ctx, cfg)
-	if err != nil {
-		p.opts.Metrics.Failures.WithLabelValues(OpAuthenticate).Inc()
-		return nil, err
-	}
-	p.mu.Lock()
-	p.clients[key] = c
-	p.mu.Unlock()
-	return c, nil
-}
-
-// clientKey identifies a configuration without keeping its secrets in memory as
-// map keys.
-func clientKey(cfg openstack.Config) string {
-	c := cfg.Credentials
-	sum := sha256.Sum256([]byte(strings.Join([]string{cfg.AuthURL, cfg.Region, c.ApplicationCredentialID, c.ApplicationCredentialSecret,
-		c.Username, c.Password, c.ProjectID, c.UserDomainName}, "\x00")))
-	return hex.EncodeToString(sum[:])
+	id := plugin.IdentityOf(cfg.AuthURL, cfg.Region, creds.ApplicationCredentialID, creds.Username, creds.ProjectID, creds.UserDomainName)
+	return p.clients.Get(id, []string{creds.ApplicationCredentialSecret, creds.Password}, func() (*openstack.Client, error) {
+		c, err := openstack.New(ctx, cfg)
+		if err != nil {
+			p.opts.Metrics.Failures.WithLabelValues(OpAuthenticate).Inc()
+		}
+		return c, err
+	})
 }
 
 // acquire waits for the resource's running pass, if any, to end.

@@ -1,0 +1,51 @@
+package plugin_test
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/limbo-dev/limbo/pkg/plugin"
+)
+
+// A client is reused while its identity and secrets stay; a rotated secret
+// replaces it; another identity gets its own; a failure keeps nothing.
+func TestClientCache(t *testing.T) {
+	var cache plugin.ClientCache[*int]
+	made := 0
+	newClient := func() (*int, error) {
+		made++
+		n := made
+		return &n, nil
+	}
+	get := func(id, secret string) int {
+		t.Helper()
+		c, err := cache.Get(id, []string{secret}, newClient)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return *c
+	}
+	steps := []struct {
+		id, secret string
+		want       int
+	}{
+		{"a", "pw1", 1},
+		{"a", "pw1", 1}, // reused
+		{"b", "pw1", 2}, // another identity
+		{"a", "pw2", 3}, // rotated: replaced
+		{"a", "pw2", 3},
+		{"b", "pw1", 2},
+	}
+	for i, s := range steps {
+		if got := get(s.id, s.secret); got != s.want {
+			t.Errorf("step %d (%s, %s): client %d, want %d", i, s.id, s.secret, got, s.want)
+		}
+	}
+	failing := func() (*int, error) { return nil, errors.New("login refused") }
+	if _, err := cache.Get("c", []string{"pw"}, failing); err == nil {
+		t.Fatal("a failed login returned no error")
+	}
+	if got := get("c", "pw"); got != 4 {
+		t.Errorf("after a failed login: client %d, want a new one (4)", got)
+	}
+}
