@@ -166,21 +166,11 @@ func refuseUnlessInLimbo(ctx context.Context, c client.Client, t target, obj *me
 	// the plugin still generates it, only the controller knows, and it lists
 	// the object in the Bundle's status once it does not.
 	if generator := obj.GetAnnotations()[limbov1alpha1.AnnotationGeneratedBy]; generator != "" &&
-		hasPluginResource(&bundle, generator) && pendingEntry(&bundle, gk, t.namespace, t.name) == nil {
+		bundle.PluginResource(generator) != nil && pendingEntry(&bundle, gk, t.namespace, t.name) == nil {
 		return notInLimbo(fmt.Sprintf("may still generate it (plugin resource %q, annotation %s), and does not list it in status.pendingDeletions",
 			generator, limbov1alpha1.AnnotationGeneratedBy))
 	}
 	return nil
-}
-
-// hasPluginResource tells whether b's spec has a plugin resource named name.
-func hasPluginResource(b *limbov1alpha1.Bundle, name string) bool {
-	for _, res := range b.Spec.Resources {
-		if res.Name == name && res.Plugin != nil {
-			return true
-		}
-	}
-	return false
 }
 
 // cancelPatch is the JSON merge patch that cancels the deletion of obj, and a

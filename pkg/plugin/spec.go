@@ -44,12 +44,7 @@ func ResolveSpec(res limbov1alpha1.Resource, sources map[string]reference.Source
 // resource of b, with the sources read from the live objects b's status records
 // for the referenced resources.
 func ResolveSpecFromStatus(ctx context.Context, c client.Reader, b *limbov1alpha1.Bundle, resource string) ([]byte, error) {
-	var res *limbov1alpha1.Resource
-	for i := range b.Spec.Resources {
-		if b.Spec.Resources[i].Name == resource && b.Spec.Resources[i].Plugin != nil {
-			res = &b.Spec.Resources[i]
-		}
-	}
+	res := b.PluginResource(resource)
 	if res == nil {
 		return nil, fmt.Errorf("the Bundle has no plugin resource %q", resource)
 	}

@@ -235,12 +235,8 @@ func (p *pass) tombstones(ctx context.Context) (map[string]*limbov1alpha1.Tombst
 // that made ts. It reads the spec as written, so it answers even for a spec
 // with errors: removing a cleanup job stops its deletions in any case.
 func (p *pass) stillDeclares(ts *limbov1alpha1.Tombstone) bool {
-	for _, res := range p.bundle.Spec.Resources {
-		if res.Name == ts.Spec.Resource && res.Plugin != nil && res.Plugin.Name == ts.Spec.Plugin {
-			return true
-		}
-	}
-	return false
+	res := p.bundle.PluginResource(ts.Spec.Resource)
+	return res != nil && res.Plugin.Name == ts.Spec.Plugin
 }
 
 // cancelTombstonesOfRemovedResources cancels the Tombstones of plugin resources

@@ -325,10 +325,8 @@ func (r *Reconciler) owningBundle(ctx context.Context, ts *limbov1alpha1.Tombsto
 	case !ownedBy(ts, &b):
 		return nil, "its Bundle was replaced", nil
 	}
-	for _, res := range b.Spec.Resources {
-		if res.Name == ts.Spec.Resource && res.Plugin != nil && res.Plugin.Name == ts.Spec.Plugin {
-			return &b, "", nil
-		}
+	if res := b.PluginResource(ts.Spec.Resource); res != nil && res.Plugin.Name == ts.Spec.Plugin {
+		return &b, "", nil
 	}
 	return nil, fmt.Sprintf("resource %q left the Bundle", ts.Spec.Resource), nil
 }

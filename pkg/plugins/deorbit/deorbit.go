@@ -483,10 +483,8 @@ func (r *pass) done(t target) {
 // deletionDelay is the resource's plugin.deletionDelay (validated with the
 // spec; "" when absent).
 func deletionDelay(req plugin.Request) string {
-	for _, res := range req.Bundle.Spec.Resources {
-		if res.Name == req.Resource && res.Plugin != nil {
-			return res.Plugin.DeletionDelay
-		}
+	if res := req.Bundle.PluginResource(req.Resource); res != nil {
+		return res.Plugin.DeletionDelay
 	}
 	return ""
 }

@@ -90,3 +90,15 @@ func (b *Bundle) GetConditions() []metav1.Condition { return b.Status.Conditions
 
 // SetConditions replaces the Bundle's conditions.
 func (b *Bundle) SetConditions(conditions []metav1.Condition) { b.Status.Conditions = conditions }
+
+// PluginResource is b's resource named name if it is a plugin resource, nil
+// otherwise: the one lookup behind "does the Bundle still declare the cleanup job
+// that made this item or Tombstone".
+func (b *Bundle) PluginResource(name string) *Resource {
+	for i := range b.Spec.Resources {
+		if res := &b.Spec.Resources[i]; res.Name == name && res.Plugin != nil {
+			return res
+		}
+	}
+	return nil
+}
