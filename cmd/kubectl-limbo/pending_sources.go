@@ -12,7 +12,6 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -21,6 +20,7 @@ import (
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 	"github.com/limbo-dev/limbo/pkg/limboscan"
+	"github.com/limbo-dev/limbo/pkg/restmappings"
 	"github.com/limbo-dev/limbo/pkg/softdelete"
 )
 
@@ -148,7 +148,7 @@ func collectPending(ctx context.Context, src pendingSources, namespace string, n
 	// Tombstones first, so that they are shown with their item.
 	var tombstones limbov1alpha1.TombstoneList
 	if err := src.Reader.List(ctx, &tombstones, client.InNamespace(namespace)); err != nil {
-		if meta.IsNoMatchError(err) || apierrors.IsNotFound(err) {
+		if restmappings.NotServed(err) {
 			return nil, fmt.Errorf("listing Tombstones: %w (are limbo's CRDs installed?)", err)
 		}
 		return nil, fmt.Errorf("listing Tombstones: %w", err)

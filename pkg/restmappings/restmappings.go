@@ -4,6 +4,7 @@ import (
 	"strings"
 	"sync"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
@@ -106,4 +107,14 @@ func (r *Remembering) RESTMappings(gk schema.GroupKind, versions ...string) ([]*
 // ResourceSingularizer asks the delegate.
 func (r *Remembering) ResourceSingularizer(resource string) (string, error) {
 	return r.current().ResourceSingularizer(resource)
+}
+
+// NotServed reports whether err, the answer to a request about objects of a
+// kind, says that the API server does not serve the kind: no REST mapping for it
+// (meta.NoKindMatchError: its CRD is not installed, or is gone) or a 404 on its
+// resource (the mapping remembered, the CRD gone since). Either way the kind has
+// no objects. A 404 can also pass by (an API server whose storage restarts):
+// where that matters, confirm with discovery (the reaper does).
+func NotServed(err error) bool {
+	return err != nil && (meta.IsNoMatchError(err) || apierrors.IsNotFound(err))
 }

@@ -2,10 +2,12 @@ package restmappings
 
 import (
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"testing"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
@@ -126,5 +128,24 @@ func TestRememberingReset(t *testing.T) {
 	failing.Reset()
 	if _, err := failing.RESTMapping(widget, "v1"); err != nil {
 		t.Errorf("the old delegate stays when no new one can be made: %v", err)
+	}
+}
+
+func TestNotServed(t *testing.T) {
+	gr := schema.GroupResource{Group: "example.com", Resource: "widgets"}
+	for _, tc := range []struct {
+		err  error
+		want bool
+	}{
+		{nil, false},
+		{&meta.NoKindMatchError{GroupKind: schema.GroupKind{Group: "example.com", Kind: "Widget"}}, true},
+		{apierrors.NewNotFound(gr, ""), true},
+		{fmt.Errorf("list: %w", apierrors.NewNotFound(gr, "")), true},
+		{apierrors.NewForbidden(gr, "", errors.New("no")), false},
+		{errors.New("connection refused"), false},
+	} {
+		if got := NotServed(tc.err); got != tc.want {
+			t.Errorf("NotServed(%v) = %v, want %v", tc.err, got, tc.want)
+		}
 	}
 }

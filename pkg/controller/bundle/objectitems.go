@@ -11,6 +11,7 @@ import (
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 	"github.com/limbo-dev/limbo/pkg/limboscan"
 	"github.com/limbo-dev/limbo/pkg/plugin"
+	"github.com/limbo-dev/limbo/pkg/restmappings"
 	"github.com/limbo-dev/limbo/pkg/softdelete"
 )
 
@@ -126,7 +127,7 @@ func (r *Reconciler) objectItemsInLimbo(ctx context.Context, b *limbov1alpha1.Bu
 	for _, gvk := range kinds {
 		items, err := limboscan.List(ctx, r.APIReader, gvk, "", nil, opts...)
 		if err != nil {
-			if kindGone(err) {
+			if restmappings.NotServed(err) {
 				continue // the kind is gone from the API server: so are its objects
 			}
 			return nil, fmt.Errorf("list %s in limbo: %w", gvk.Kind, err)

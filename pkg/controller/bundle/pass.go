@@ -13,7 +13,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -28,6 +27,7 @@ import (
 	"github.com/limbo-dev/limbo/pkg/limboscan"
 	"github.com/limbo-dev/limbo/pkg/readiness"
 	"github.com/limbo-dev/limbo/pkg/reference"
+	"github.com/limbo-dev/limbo/pkg/restmappings"
 	"github.com/limbo-dev/limbo/pkg/softdelete"
 )
 
@@ -899,7 +899,7 @@ func (r *Reconciler) labelled(ctx context.Context, b *limbov1alpha1.Bundle, kind
 	served := make([]schema.GroupVersionKind, 0, len(kinds))
 	for _, gvk := range kinds {
 		switch err := r.watcher.ensure(ctx, gvk); {
-		case kindGone(err):
+		case restmappings.NotServed(err):
 			continue // as listLabelled: no kind, no objects (a CRD uninstalled)
 		case err != nil:
 			return nil, err
@@ -921,12 +921,6 @@ func (r *Reconciler) labelledFresh(ctx context.Context, b *limbov1alpha1.Bundle,
 	})
 }
 
-// kindGone reports whether err says the API server does not serve the kind
-// (any more): its objects are gone with it.
-func kindGone(err error) bool {
-	return err != nil && (apierrors.IsNotFound(err) || meta.IsNoMatchError(err))
-}
-
 // listLabelled lists each kind of kinds with list and returns the objects, as
 // unstructured objects sorted by kind and name. A kind the API server no longer
 // serves has no objects.
@@ -935,7 +929,7 @@ func listLabelled(kinds []schema.GroupVersionKind, list func(schema.GroupVersion
 	for _, gvk := range kinds {
 		l, err := list(gvk)
 		switch {
-		case kindGone(err):
+		case restmappings.NotServed(err):
 			continue // the kind is gone from the API server: so are its objects
 		case err != nil:
 			return nil, fmt.Errorf("list %s: %w", gvk.Kind, err)

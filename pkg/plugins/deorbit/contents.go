@@ -8,14 +8,13 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/limbo-dev/limbo/pkg/plugin"
+	"github.com/limbo-dev/limbo/pkg/restmappings"
 )
 
 // The kinds deorbit removes, and the marks it reads.
@@ -64,7 +63,7 @@ func list(ctx context.Context, r client.Reader, cfg config) (*contents, error) {
 		l := &unstructured.UnstructuredList{}
 		l.SetGroupVersionKind(VolumeSnapshotGVK.GroupVersion().WithKind("VolumeSnapshotList"))
 		switch err := r.List(ctx, l); {
-		case meta.IsNoMatchError(err) || apierrors.IsNotFound(err):
+		case restmappings.NotServed(err):
 			c.snapshotsSkipped = "the VolumeSnapshot CRD is not installed"
 		case err != nil:
 			return nil, fmt.Errorf("list VolumeSnapshots: %w", err)

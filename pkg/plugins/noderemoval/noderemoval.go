@@ -13,7 +13,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
@@ -26,6 +25,7 @@ import (
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 	"github.com/limbo-dev/limbo/pkg/plugin"
 	"github.com/limbo-dev/limbo/pkg/promreg"
+	"github.com/limbo-dev/limbo/pkg/restmappings"
 )
 
 // Name is the plugin's registered name.
@@ -458,7 +458,7 @@ func listCSINodes(ctx context.Context, r client.Reader) ([]*csiNode, error) {
 		l := &unstructured.UnstructuredList{}
 		l.SetGroupVersionKind(GVK(kind + "List"))
 		if err := r.List(ctx, l); err != nil {
-			if meta.IsNoMatchError(err) || apierrors.IsNotFound(err) {
+			if restmappings.NotServed(err) {
 				return nil, fmt.Errorf("csi-baremetal's CRDs are not installed: the API server does not serve %s %s/%s; install csi-baremetal (or its CRDs) first", kind, Group, Version)
 			}
 			return nil, fmt.Errorf("list %s.%s: %w", kind, Group, err)
