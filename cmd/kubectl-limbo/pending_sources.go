@@ -145,16 +145,36 @@ func collectPending(ctx context.Context, src pendingSources, namespace string, n
 		items = append(items, item)
 	}
 
+	var bundles limbov1alpha1.BundleList
+	if err := src.Reader.List(ctx, &bundles, client.InNamespace(namespace)); err != nil {
+		if restmappings.NotServed(err) {
+			return nil, fmt.Errorf("listing Bundles: %w (are limbo's CRDs installed?)", err)
+		}
+		return nil, fmt.Errorf("listing Bundles: %w", err)
+	}
+	tornDown := map[client.ObjectKey]bool{}
+	for _, b := range bundles.Items {
+		if !b.DeletionTimestamp.IsZero() {
+			tornDown[client.ObjectKeyFromObject(&b)] = true
+		}
+	}
+
 	// Tombstones first, so that they are shown with their item.
 	var tombstones limbov1alpha1.TombstoneList
 	if err := src.Reader.List(ctx, &tombstones, client.InNamespace(namespace)); err != nil {
-		if restmappings.NotServed(err) {
-			return nil, fmt.Errorf("listing Tombstones: %w (are limbo's CRDs installed?)", err)
-		}
 		return nil, fmt.Errorf("listing Tombstones: %w", err)
 	}
 	for i := range tombstones.Items {
-		add(tombstoneItem(&tombstones.Items[i], now))
+		ts := &tombstones.Items[i]
+		item := tombstoneItem(ts, now)
+		if tornDown[client.ObjectKey{Namespace: ts.Namespace, Name: item.Bundle}] {
+			// The teardown cancels it (DESIGN §4: removing a cleanup job stops its
+			// deletions), and the Tombstone controller does nothing meanwhile:
+			// shown as due, it would read as about to be deleted.
+			item.countdown, item.DeleteAfter = countdownHeld, nil
+			item.addMessage("its Bundle is being deleted: the deletion is cancelled, the item kept")
+		}
+		add(item)
 	}
 
 	objects, err := listPendingObjects(ctx, src, namespace, now, warnings)
@@ -165,10 +185,6 @@ func collectPending(ctx context.Context, src pendingSources, namespace string, n
 		add(item)
 	}
 
-	var bundles limbov1alpha1.BundleList
-	if err := src.Reader.List(ctx, &bundles, client.InNamespace(namespace)); err != nil {
-		return nil, fmt.Errorf("listing Bundles: %w", err)
-	}
 	for _, bundle := range bundles.Items {
 		for _, entry := range bundle.Status.PendingDeletions {
 			// An entry adds its message to its object's row; a cluster-scoped one (a

@@ -419,3 +419,24 @@ func TestPendingItemsInTwoOtherClusters(t *testing.T) {
 		}
 	}
 }
+
+// A Tombstone of a Bundle being torn down is held, not due: the teardown cancels
+// it and the item is kept (DESIGN §4), so it must not read as about to go.
+func TestPendingTombstoneOfABundleBeingDeleted(t *testing.T) {
+	objects := pendingObjects()
+	for _, o := range objects {
+		if b, ok := o.(*limbov1alpha1.Bundle); ok {
+			b.DeletionTimestamp = &metav1.Time{Time: testNow}
+			b.Finalizers = []string{limbov1alpha1.FinalizerTeardown}
+		}
+	}
+	f := newFixture(t, nil, objects...)
+	code, out, errOut := f.run("pending", "-n", "team-a")
+	if code != 0 || errOut != "" {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+	want := `Tombstone         storage-ns-gc-4f7c   shop     <none>                 held        namespace-gc: StorageOSNamespace "old-team" (id 4f7c); last error (attempt 2): 409: namespace still has volumes; its Bundle is being deleted: the deletion is cancelled, the item kept`
+	if !strings.Contains(trimTrailingSpaces(out), want+"\n") {
+		t.Errorf("the Tombstone's row is not held:\n%s\nwant a row\n%s", out, want)
+	}
+}
