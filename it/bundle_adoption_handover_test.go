@@ -22,7 +22,7 @@ import (
 func TestAdoptionHandOverAtTheDeadline(t *testing.T) {
 	t.Parallel()
 	ns := env.Namespace(t)
-	db := configMap("db", map[string]any{"a": "b"}, map[string]any{limbov1alpha1.AnnotationDeletionDelay: "5s"})
+	db := configMap("db", map[string]any{"a": "b"}, map[string]any{limbov1alpha1.AnnotationDeletionDelay: "10s"})
 	keep := objectResource(t, "keep", configMap("keep", map[string]any{"a": "b"}, nil))
 	old := waitReady(t, createBundle(t, ns, "old", keep, objectResource(t, "db", db)))
 	uid := getObject(t, configMapGVK, ns, "db").GetUID()
@@ -73,6 +73,7 @@ func TestAdoptionHandOverAdopterGoesFirst(t *testing.T) {
 	db := configMap("db", map[string]any{"a": "b"}, map[string]any{limbov1alpha1.AnnotationDeletionDelay: delay.String()})
 	keep := objectResource(t, "keep", configMap("keep", map[string]any{"a": "b"}, nil))
 	old := waitReady(t, createBundle(t, ns, "old", keep, objectResource(t, "db", db)))
+	uid := getObject(t, configMapGVK, ns, "db").GetUID()
 
 	createWidget(t, ns, "gate", false)
 	b := createBundle(t, ns, "new", objectResource(t, "gate", withAnnotations(widget("gate"), map[string]any{limbov1alpha1.AnnotationAdopt: "true"})),
@@ -95,6 +96,13 @@ func TestAdoptionHandOverAdopterGoesFirst(t *testing.T) {
 	})
 	waitBundle(t, b, func(cur *limbov1alpha1.Bundle) error {
 		return resourceIs(cur, "db", limbov1alpha1.ResourceBlocked, limbov1alpha1.ReasonDependenciesNotReady)
+	})
+	// Due, released, and kept while Bundle new declares it to adopt it.
+	testenv.Consistently(t, 3*time.Second, func() error {
+		if o := getObject(t, configMapGVK, ns, "db"); o == nil || o.GetUID() != uid {
+			return fmt.Errorf("db was deleted while Bundle new declares it to adopt it")
+		}
+		return nil
 	})
 
 	deleteBundle(t, b, metav1.DeletePropagationBackground)

@@ -38,6 +38,9 @@ func (c *ClientCache[C]) Get(id string, secrets []string, newClient func() (C, e
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if cached, ok := c.clients[id]; ok && cached.secrets == digest {
+		return cached.client, nil // another caller made one meanwhile: one session, not two
+	}
 	if c.clients == nil {
 		c.clients = map[string]cachedClient[C]{}
 	}

@@ -101,7 +101,11 @@ type Outcome struct {
 // what the Bundle still controls (ControlledBy) as long as the Bundle has not
 // changed since the pass decided; the reaper claims what is still released
 // (ClaimReleased). An object cancelled or adopted a moment ago is not deleted.
-type Claim func(fresh metav1.Object) ClaimVerdict
+// A ClaimDeferred that a failure caused (a read or a write of the claim's that
+// failed) comes with that error: the orphan's pendingDeletions entry says it, and
+// the caller retries as for any failure; a deferral that is no failure (the
+// Bundle changed) comes with nil.
+type Claim func(fresh metav1.Object) (ClaimVerdict, error)
 
 // ClaimVerdict is a Claim's answer.
 type ClaimVerdict int
@@ -123,20 +127,20 @@ const msgDeferred = "not deleted yet: the Bundle changed just before the delete;
 
 // ControlledBy claims objects whose controller is the owner with uid.
 func ControlledBy(uid types.UID) Claim {
-	return func(fresh metav1.Object) ClaimVerdict {
+	return func(fresh metav1.Object) (ClaimVerdict, error) {
 		if owner := metav1.GetControllerOf(fresh); owner != nil && owner.UID == uid {
-			return Claimed
+			return Claimed, nil
 		}
-		return NotClaimed
+		return NotClaimed, nil
 	}
 }
 
 // ClaimReleased claims the objects that are Released: the reaper's.
-func ClaimReleased(fresh metav1.Object) ClaimVerdict {
+func ClaimReleased(fresh metav1.Object) (ClaimVerdict, error) {
 	if Released(fresh) {
-		return Claimed
+		return Claimed, nil
 	}
-	return NotClaimed
+	return NotClaimed, nil
 }
 
 // Released reports whether obj was released to limbo (a Bundle's teardown, or a
@@ -268,11 +272,13 @@ func (e *Engine) decideFresh(ctx context.Context, eventTarget runtime.Object, ob
 		e.recordGone(obj.GetUID())
 		return Outcome{Gone: true}
 	}
-	verdict := Claimed
+	verdict, claimErr := Claimed, error(nil)
 	if claim != nil {
-		verdict = claim(current)
+		verdict, claimErr = claim(current)
 	}
 	switch {
+	case verdict == ClaimDeferred && claimErr != nil:
+		return Outcome{Pending: e.Pending(current, "not deleted: "+claimErr.Error()), Err: claimErr}
 	case verdict == NotClaimed:
 		log.FromContext(ctx).V(1).Info("not deleted: no longer an orphan of this owner", "object", describeGVK(obj), "uid", string(obj.GetUID()))
 		return Outcome{}

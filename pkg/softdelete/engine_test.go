@@ -2,6 +2,7 @@ package softdelete_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
 	"strings"
@@ -525,6 +526,7 @@ func TestEngineOrphanDecidesDeleteOnFreshRead(t *testing.T) {
 		released   bool // the caller's copy has no controller: released by a teardown
 		wantCalls  []string
 		wantGone   bool
+		wantErr    bool
 		wantPend   string // Pending.Message; "-" for no entry
 		wantResult string
 	}{
@@ -563,8 +565,17 @@ func TestEngineOrphanDecidesDeleteOnFreshRead(t *testing.T) {
 		{
 			name:     "its Bundle changed just before the delete: not deleted, still listed",
 			fresh:    func(*unstructured.Unstructured) {},
-			claim:    func(metav1.Object) softdelete.ClaimVerdict { return softdelete.ClaimDeferred },
+			claim:    func(metav1.Object) (softdelete.ClaimVerdict, error) { return softdelete.ClaimDeferred, nil },
 			wantPend: "not deleted yet: the Bundle changed just before the delete; deciding again",
+		},
+		{
+			name:  "the claim failed (its hand-over refused): not deleted, listed with the error, which the caller retries",
+			fresh: func(*unstructured.Unstructured) {},
+			claim: func(metav1.Object) (softdelete.ClaimVerdict, error) {
+				return softdelete.ClaimDeferred, errors.New("hand ConfigMap db over to Bundle new: forbidden")
+			},
+			wantErr:  true,
+			wantPend: "not deleted: hand ConfigMap db over to Bundle new: forbidden",
 		},
 		{
 			name: "re-created under another UID: the orphan is gone",
@@ -602,8 +613,8 @@ func TestEngineOrphanDecidesDeleteOnFreshRead(t *testing.T) {
 			if !reflect.DeepEqual(h.calls, tc.wantCalls) {
 				t.Errorf("API calls:\n%s\nwant:\n%s", strings.Join(h.calls, "\n"), strings.Join(tc.wantCalls, "\n"))
 			}
-			if out.Err != nil || out.Gone != tc.wantGone {
-				t.Errorf("Err/Gone = %v/%v, want nil/%v", out.Err, out.Gone, tc.wantGone)
+			if (out.Err != nil) != tc.wantErr || out.Gone != tc.wantGone {
+				t.Errorf("Err/Gone = %v/%v, want an error %v/%v", out.Err, out.Gone, tc.wantErr, tc.wantGone)
 			}
 			switch {
 			case tc.wantPend == "-" && out.Pending != nil:

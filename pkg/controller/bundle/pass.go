@@ -721,25 +721,25 @@ func (p *pass) orphanAll(ctx context.Context, orphans []*unstructured.Unstructur
 // still the Bundle's and stays listed (ClaimDeferred): a teardown finds its
 // objects through the kinds the status names, and a Bundle deleted at that
 // moment must not go without o, which the garbage collector would then delete
-// behind limbo's back. A failed read defers too (the pass fails and comes back).
+// behind limbo's back. A failed read defers too, with its error (the entry says
+// it, and the pass fails and comes back).
 // The one window left is between this read and the DELETE: no precondition
 // spans two objects.
 func (p *pass) stillOrphan(ctx context.Context, o client.Object) softdelete.Claim {
 	controlled := softdelete.ControlledBy(p.bundle.UID)
-	return func(fresh metav1.Object) softdelete.ClaimVerdict {
-		if v := controlled(fresh); v != softdelete.Claimed {
-			return v
+	return func(fresh metav1.Object) (softdelete.ClaimVerdict, error) {
+		if v, err := controlled(fresh); v != softdelete.Claimed {
+			return v, err
 		}
 		cur := &metav1.PartialObjectMetadata{}
 		cur.SetGroupVersionKind(limbov1alpha1.GroupVersion.WithKind("Bundle"))
 		if err := p.r.APIReader.Get(ctx, client.ObjectKeyFromObject(p.bundle), cur); err != nil {
-			p.fail(fmt.Errorf("read the Bundle again before deleting %s %s: %w", o.GetObjectKind().GroupVersionKind().Kind, o.GetName(), err))
-			return softdelete.ClaimDeferred
+			return softdelete.ClaimDeferred, fmt.Errorf("read the Bundle again before deleting %s %s: %w", o.GetObjectKind().GroupVersionKind().Kind, o.GetName(), err)
 		}
 		if cur.UID != p.bundle.UID || cur.Generation != p.bundle.Generation || cur.DeletionTimestamp != nil {
 			log.FromContext(ctx).V(1).Info("not deleted: the Bundle changed since the pass read it", "object", o.GetName(),
 				"generation", p.bundle.Generation, "now", cur.Generation)
-			return softdelete.ClaimDeferred
+			return softdelete.ClaimDeferred, nil
 		}
 		return p.handOver(ctx, o, fresh)
 	}
@@ -755,30 +755,34 @@ func (p *pass) stillOrphan(ctx context.Context, o client.Object) softdelete.Clai
 // adopt it, and deletes it — it was due — once none does: an adopter deleted, or
 // dropping o, before it could adopt o (a dependency not Ready) leaves nothing
 // behind. (Disowned and taken out of limbo instead, o was nobody's then, for
-// good.)
-func (p *pass) handOver(ctx context.Context, o client.Object, fresh metav1.Object) softdelete.ClaimVerdict {
+// good.) A failed lookup or release keeps o, with the error in its entry (a
+// release the Bundle's ServiceAccount may not make is refused for good, until
+// someone grants it delete or the adopter goes); a Conflict, o changed since it
+// was read, is decided again.
+func (p *pass) handOver(ctx context.Context, o client.Object, fresh metav1.Object) (softdelete.ClaimVerdict, error) {
 	gvk := o.GetObjectKind().GroupVersionKind()
 	adopter, err := p.r.adopter(ctx, p.bundle, o)
 	switch {
 	case err != nil:
-		p.fail(err)
-		return softdelete.ClaimDeferred
+		return softdelete.ClaimDeferred, err
 	case adopter == nil:
-		return softdelete.Claimed
+		return softdelete.Claimed, nil
 	}
 	obj, ok := fresh.(client.Object)
 	if !ok {
-		return softdelete.ClaimDeferred
+		return softdelete.ClaimDeferred, fmt.Errorf("hand %s %s over to Bundle %s: the fresh read is no object", gvk.Kind, o.GetName(), adopter.Name)
 	}
 	obj.GetObjectKind().SetGroupVersionKind(gvk)
-	if err := p.r.Engine.Release(ctx, p.bundle, obj, p.bundle, adopter.Name); client.IgnoreNotFound(err) != nil {
-		p.fail(fmt.Errorf("hand %s %s over to Bundle %s: %w", gvk.Kind, o.GetName(), adopter.Name, err))
-		return softdelete.ClaimDeferred
+	switch err := p.r.Engine.Release(ctx, p.bundle, obj, p.bundle, adopter.Name); {
+	case apierrors.IsConflict(err):
+		return softdelete.ClaimDeferred, nil
+	case client.IgnoreNotFound(err) != nil:
+		return softdelete.ClaimDeferred, fmt.Errorf("hand %s %s over to Bundle %s: %w", gvk.Kind, o.GetName(), adopter.Name, err)
 	}
 	if p.r.alarms != nil {
 		p.r.alarms.now(*adopter)
 	}
-	return softdelete.NotClaimed
+	return softdelete.NotClaimed, nil
 }
 
 // lastResourceOf is the resource that last declared obj, from b's last status:

@@ -224,7 +224,7 @@ func (p *pass) tombstones(ctx context.Context) (map[string]*limbov1alpha1.Tombst
 	out := map[string]*limbov1alpha1.Tombstone{}
 	for i := range list.Items {
 		ts := &list.Items[i]
-		if softdelete.ControlledBy(p.bundle.UID)(ts) == softdelete.Claimed {
+		if v, _ := softdelete.ControlledBy(p.bundle.UID)(ts); v == softdelete.Claimed {
 			out[softdelete.TombstoneKey(ts.Spec.Resource, ts.Spec.Item)] = ts
 		}
 	}
