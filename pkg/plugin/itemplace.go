@@ -11,7 +11,7 @@ import (
 // route-gc's router, namespace-gc's StorageOS endpoint — and its ID is unique only
 // there. A Tombstone is keyed by the item's ID alone, so the item's name carries
 // the place, and DeleteExternal refuses an item found on another place than the
-// spec names when its countdown ends (PlaceChanged): deleting by ID on the new
+// spec names when its countdown ends (RefuseMovedItem): deleting by ID on the new
 // place would delete an item of the same ID there without its countdown, or
 // report a deletion that never happened when the new place has no such item.
 
@@ -31,13 +31,13 @@ func SplitItemName(name string) (own, place string) {
 	return own, place
 }
 
-// PlaceChanged refuses the delete of an item found on another place than place,
+// RefuseMovedItem refuses the delete of an item found on another place than place,
 // the one the resource's spec names now (field is that spec field, for the
 // message): the old place is no longer the resource's, and an item of the same
 // ID on the new place has its own countdown to run. The refusal wraps
 // ErrNotResponsible, so the Tombstone is cancelled (a forced one too) and the
 // plan makes the new place's item a Tombstone of its own.
-func PlaceChanged(item limbov1alpha1.ExternalItem, place, field string) error {
+func RefuseMovedItem(item limbov1alpha1.ExternalItem, place, field string) error {
 	own, was := SplitItemName(item.Name)
 	if was == "" || was == place {
 		return nil

@@ -1018,13 +1018,13 @@ func orDefault(s, def string) string {
 }
 
 // getLive returns the live object from the cache, or nil if the cache has none.
-// With fresh, an object the cache does not hold is read from the API server (an
-// object limbo may adopt, or that blocks a resource).
-func (r *Reconciler) getLive(ctx context.Context, gvk schema.GroupVersionKind, namespace, name string, fresh bool) (*unstructured.Unstructured, error) {
+// With orAPIServer, an object the cache does not hold is read from the API
+// server (an object limbo may adopt, or that blocks a resource).
+func (r *Reconciler) getLive(ctx context.Context, gvk schema.GroupVersionKind, namespace, name string, orAPIServer bool) (*unstructured.Unstructured, error) {
 	cached := cachedObject(gvk)
 	err := r.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, cached)
 	switch {
-	case apierrors.IsNotFound(err) && fresh:
+	case apierrors.IsNotFound(err) && orAPIServer:
 		return r.getFresh(ctx, gvk, namespace, name)
 	case apierrors.IsNotFound(err):
 		return nil, nil

@@ -201,7 +201,7 @@ func (p *Plugin) DeleteExternal(ctx context.Context, req plugin.Request, item li
 	// URL: this one's namespace IDs mean nothing there, and one not found there is
 	// not gone. A namespace of the same cluster is found again by the next plan and
 	// gets a Tombstone and a countdown of its own.
-	if err := plugin.PlaceChanged(item, endpointPlace(cfg.StorageOS.Endpoint), "storageos.endpoint"); err != nil {
+	if err := plugin.RefuseMovedItem(item, endpointPlace(cfg.StorageOS.Endpoint), "storageos.endpoint"); err != nil {
 		return err
 	}
 	name, _ := plugin.SplitItemName(item.Name)

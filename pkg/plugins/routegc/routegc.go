@@ -251,7 +251,7 @@ func (p *Plugin) DeleteExternal(ctx context.Context, req plugin.Request, item li
 	// Found on another router than the one the resource names now: that router is
 	// no longer this resource's, and a route of the same ID on the new one has its
 	// own countdown to run (the plan makes its Tombstone once this one is gone).
-	if err := plugin.PlaceChanged(item, routerPlace(cfg.RouterID), "routerID"); err != nil {
+	if err := plugin.RefuseMovedItem(item, routerPlace(cfg.RouterID), "routerID"); err != nil {
 		return err
 	}
 	st := p.state.Of(req)
