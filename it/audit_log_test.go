@@ -19,7 +19,8 @@ import (
 // by default, and every stamp, cancel and deletion is a line with the Bundle, the
 // resource, the object, its UID and the deadline. The test finds each deletion
 // in the log: an orphan's (by the Bundle's pass) and a released object's (by the
-// reaper), and the stamp and cancel of an object that came back.
+// reaper), the stamp of the object the Bundle's teardown released, and the stamp
+// and cancel of an object that came back.
 func TestAuditLogRecordsEveryDeletion(t *testing.T) {
 	env.WithoutController(t)
 	ns := env.Namespace(t)
@@ -55,6 +56,8 @@ func TestAuditLogRecordsEveryDeletion(t *testing.T) {
 		{msg: "deleted", bundle: bundleKey, resource: "doomed", object: "doomed", uid: uids["doomed"], deadline: doomedStamp.Add(doomedDelay)},
 		{msg: "stamped", bundle: bundleKey, resource: "back", object: "back", uid: uids["back"], deadline: backStamp.Add(backDelay)},
 		{msg: "cancelled", bundle: bundleKey, resource: "back", object: "back", uid: uids["back"]},
+		// The teardown's release names the resource, as the pass's stamps do.
+		{msg: "stamped", bundle: bundleKey, resource: "keep", object: "keep", uid: uids["keep"], anyDeadline: true},
 		// The reaper knows the Bundle (its label) but not the resource.
 		{msg: "deleted", bundle: bundleKey, object: "keep", uid: uids["keep"], anyResource: true},
 	} {

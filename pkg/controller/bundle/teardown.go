@@ -17,6 +17,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 	"github.com/limbo-dev/limbo/pkg/bundlespec"
@@ -106,14 +107,16 @@ func (r *Reconciler) nextWave(ctx context.Context, b *limbov1alpha1.Bundle, plan
 				continue // on its way out
 			}
 			var err error
-			adopter, adopted := r.releaseForAdoption(ctx, b, o)
+			// The audit trail names the resource the object was (the pass's does too).
+			octx := log.IntoContext(ctx, log.FromContext(ctx).WithValues("resource", lastResourceOf(b, o)))
+			adopter, adopted := r.releaseForAdoption(octx, b, o)
 			if _, delayed := o.GetAnnotations()[limbov1alpha1.AnnotationDeletionDelay]; delayed || adopted {
-				err = r.Engine.Release(ctx, b, o, b, adopter)
+				err = r.Engine.Release(octx, b, o, b, adopter)
 				if err == nil || apierrors.IsNotFound(err) {
 					delete(held, objectKey(o)) // the reaper's now (or gone)
 				}
 			} else {
-				out := r.Engine.Orphan(ctx, b, o, softdelete.ControlledBy(b.UID))
+				out := r.Engine.Orphan(octx, b, o, softdelete.ControlledBy(b.UID))
 				if err = out.Err; out.Gone {
 					delete(held, objectKey(o))
 				}
