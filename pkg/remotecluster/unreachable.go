@@ -14,7 +14,7 @@ import (
 // IsUnreachable reports whether err says that the remote API server could not be
 // talked to, rather than that it answered no: a connection refused or reset, a
 // timeout, a DNS failure, a dropped connection, or the server itself saying it is
-// unavailable (503, 504, server timeout). A Secret or kubeconfig problem (*Error),
+// unavailable (502, 503, 504, server timeout). A Secret or kubeconfig problem (*Error),
 // a certificate the kubeconfig's CA does not trust, and any other answer (NotFound,
 // Forbidden, Conflict, ...) are not.
 //
@@ -36,6 +36,12 @@ func IsUnreachable(err error) bool {
 		return false
 	}
 	if apierrors.IsServiceUnavailable(err) || apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err) {
+		return true
+	}
+	// A proxy or load balancer in front of a dead API server answers 502, which
+	// client-go reports with no reason of its own: the status code says it.
+	var status apierrors.APIStatus
+	if errors.As(err, &status) && saysUnavailable(int(status.Status().Code)) {
 		return true
 	}
 	if errors.Is(err, context.DeadlineExceeded) || utilnet.IsConnectionRefused(err) || utilnet.IsConnectionReset(err) || utilnet.IsProbableEOF(err) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"net/url"
 	"syscall"
 	"testing"
@@ -28,6 +29,9 @@ func TestIsUnreachable(t *testing.T) {
 		{"service unavailable", apierrors.NewServiceUnavailable("etcd down"), true},
 		{"gateway timeout", apierrors.NewTimeoutError("slow", 1), true},
 		{"server timeout", apierrors.NewServerTimeout(configMaps, "list", 1), true},
+		// What client-go makes of a proxy's 502 before a dead API server.
+		{"bad gateway", apierrors.NewGenericServerResponse(http.StatusBadGateway, "list", configMaps, "", "<html>502 Bad Gateway</html>", 0, true), true},
+		{"internal error", apierrors.NewInternalError(errors.New("boom")), false},
 		{"connection refused", &url.Error{Op: "Get", URL: "https://10.0.0.1", Err: syscall.ECONNREFUSED}, true},
 		{"connection reset, wrapped", fmt.Errorf("list PVCs: %w", &url.Error{Op: "Get", URL: "https://10.0.0.1", Err: syscall.ECONNRESET}), true},
 		{"dropped connection", &url.Error{Op: "Get", URL: "https://10.0.0.1", Err: io.ErrUnexpectedEOF}, true},
