@@ -129,6 +129,13 @@ func New(cfg Config) (*Client, error) {
 	}, nil
 }
 
+// CheckEndpoint refuses an endpoint NewClient would refuse, so that a plugin can
+// call it a spec error before it has credentials to build a client with.
+func CheckEndpoint(endpoint string) error {
+	_, err := parseEndpoint(endpoint)
+	return err
+}
+
 func parseEndpoint(endpoint string) (*url.URL, error) {
 	if strings.TrimSpace(endpoint) == "" {
 		return nil, errors.New("storageos: endpoint is required")

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
@@ -275,6 +276,9 @@ func (p *Plugin) parse(raw []byte) (config, error) {
 	}
 	if c.Exclude == nil {
 		c.Exclude = []string{"default"}
+	}
+	if err := storageos.CheckEndpoint(c.StorageOS.Endpoint); err != nil {
+		return c, field.Invalid(field.NewPath("spec", "storageos", "endpoint"), c.StorageOS.Endpoint, err.Error())
 	}
 	var err error
 	if c.interval, err = plugin.ParseDuration("gcInterval", c.GCInterval, p.opts.DefaultInterval, false); err != nil {

@@ -237,6 +237,11 @@ func TestSchema(t *testing.T) {
 		{Spec: `{` + base + `,"gcInterval":3600}`, Want: `spec.gcInterval: Invalid value: "number": gcInterval in body must be of type string: "number"`},
 		{Spec: `{` + base + `,"exclude":"default"}`, Want: `spec.exclude: Invalid value: "string": exclude in body must be of type array: "string"`},
 		{Spec: `{` + base + `,"gcinterval":"1h"}`, Want: `spec: Invalid value: "gcinterval": .gcinterval in body is a forbidden property`},
+		// An endpoint the client cannot use is a spec error, not a failure of every plan.
+		{Spec: `{"storageos":{"endpoint":"storageos.kube-system:5705","credentialsSecretRef":{"name":"api"}}}`,
+			Want: `spec.storageos.endpoint: Invalid value: "storageos.kube-system:5705": storageos: invalid endpoint "storageos.kube-system:5705": scheme must be http or https (for example http://storageos:5705)`},
+		{Spec: `{"storageos":{"endpoint":"http://admin:secret@storageos:5705","credentialsSecretRef":{"name":"api"}}}`,
+			Want: `spec.storageos.endpoint: Invalid value: "http://admin:secret@storageos:5705": storageos: invalid endpoint "http://admin:secret@storageos:5705": credentials must not be part of the URL`},
 	})
 }
 
