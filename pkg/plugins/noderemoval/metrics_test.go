@@ -1,6 +1,7 @@
 package noderemoval
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -27,7 +28,7 @@ func TestReportUndrained(t *testing.T) {
 		{undrained: []string{"n1", "n2", "n3"}, wantEvents: 1},
 		{undrained: nil, wantEvents: 0},
 	} {
-		events := p.reportUndrained(req, step.undrained)
+		events := p.reportUndrained(req, step.undrained, DefaultDrainTaint)
 		if len(events) != step.wantEvents {
 			t.Errorf("undrained %v: %d events, want %d", step.undrained, len(events), step.wantEvents)
 		}
@@ -44,8 +45,8 @@ func TestForgetBundleDropsItsUndrainedSeries(t *testing.T) {
 	p := New(m)
 	shop := plugin.Request{Bundle: &limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "shop", UID: "u1"}}, Resource: "nodes"}
 	other := plugin.Request{Bundle: &limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "other", UID: "u2"}}, Resource: "nodes"}
-	p.reportUndrained(shop, []string{"n1"})
-	p.reportUndrained(other, []string{"n2"})
+	p.reportUndrained(shop, []string{"n1"}, DefaultDrainTaint)
+	p.reportUndrained(other, []string{"n2"}, DefaultDrainTaint)
 	p.ForgetBundle("u1")
 	if n := testutil.CollectAndCount(m.UndrainedNodes); n != 1 {
 		t.Errorf("%d series after the Bundle was forgotten, want the other Bundle's only", n)
@@ -54,7 +55,25 @@ func TestForgetBundleDropsItsUndrainedSeries(t *testing.T) {
 		t.Errorf("the other Bundle's series = %v, want 1", got)
 	}
 	// The Bundle re-created under its name reports its Nodes again.
-	if events := p.reportUndrained(shop, []string{"n1"}); len(events) != 1 {
+	if events := p.reportUndrained(shop, []string{"n1"}, DefaultDrainTaint); len(events) != 1 {
 		t.Errorf("%d events for the forgotten Bundle's Node, want 1", len(events))
+	}
+}
+
+// The event tells the operator the taint this resource mirrors: its own
+// drainTaint, not the default.
+func TestReportUndrainedNamesTheResourceTaint(t *testing.T) {
+	p := New(NewMetrics(prometheus.NewRegistry()))
+	req := plugin.Request{Bundle: &limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "shop", UID: "u1"}}, Resource: "nodes"}
+	events := p.reportUndrained(req, []string{"n1"}, Taint{Key: "example.com/retire", Value: "yes", Effect: "NoExecute"})
+	if len(events) != 1 {
+		t.Fatalf("%d events, want 1", len(events))
+	}
+	if msg := events[0].Message; !strings.Contains(msg, "taint it example.com/retire=yes:NoExecute and") {
+		t.Errorf("event %q does not name the resource's drain taint", msg)
+	}
+	events = p.reportUndrained(req, []string{"n1", "n2"}, Taint{Key: "example.com/retire", Effect: "NoSchedule"})
+	if len(events) != 1 || !strings.Contains(events[0].Message, "taint it example.com/retire:NoSchedule and") {
+		t.Errorf("events %v: want one naming the taint without a value as kubectl taint takes it", events)
 	}
 }

@@ -107,6 +107,14 @@ type Taint struct {
 	Effect string `json:"effect" schema:"enum=NoSchedule|PreferNoSchedule|NoExecute"`
 }
 
+// String is the taint as `kubectl taint` takes it: key=value:effect, or key:effect.
+func (t Taint) String() string {
+	if t.Value == "" {
+		return t.Key + ":" + t.Effect
+	}
+	return t.Key + "=" + t.Value + ":" + t.Effect
+}
+
 // DefaultDrainTaint is csi-baremetal's.
 var DefaultDrainTaint = Taint{Key: LabelDrain, Value: DrainValue, Effect: string(corev1.TaintEffectNoSchedule)}
 
@@ -408,7 +416,7 @@ func (p *Plugin) Plan(ctx context.Context, req plugin.Request) (*plugin.Result, 
 			res.Inventory.Objects = append(res.Inventory.Objects, item)
 		}
 	}
-	res.Events = p.reportUndrained(req, undrained)
+	res.Events = p.reportUndrained(req, undrained, cfg.taint)
 	res.Message = fmt.Sprintf("%d Csibmnodes, %d Nodes", len(csiNodes), len(nodeList.Items))
 	if len(removed) > 0 {
 		res.Message += fmt.Sprintf("; removed (in limbo): %s", strings.Join(removed, ", "))
@@ -426,7 +434,7 @@ func (p *Plugin) Plan(ctx context.Context, req plugin.Request) (*plugin.Result, 
 
 // reportUndrained records the undrained Nodes of req's resource (metric) and
 // returns an event for each one not reported before.
-func (p *Plugin) reportUndrained(req plugin.Request, undrained []string) []plugin.Event {
+func (p *Plugin) reportUndrained(req plugin.Request, undrained []string, taint Taint) []plugin.Event {
 	p.metrics.UndrainedNodes.WithLabelValues(req.Bundle.Namespace, req.Bundle.Name, req.Resource).Set(float64(len(undrained)))
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -441,8 +449,8 @@ func (p *Plugin) reportUndrained(req plugin.Request, undrained []string) []plugi
 		now[name] = true
 		if !byResource[req.Resource].nodes[name] {
 			events = append(events, plugin.Event{Type: corev1.EventTypeWarning, Reason: EventNodeRemovedUndrained, Message: fmt.Sprintf(
-				"Node %s was deleted without its Csibmnode being labelled %s=%s (taint it %s=%s:%s and wait for the label before deleting it); its csi-baremetal resources are left alone (removeUndrained: false)",
-				name, LabelDrain, DrainValue, DefaultDrainTaint.Key, DefaultDrainTaint.Value, DefaultDrainTaint.Effect)})
+				"Node %s was deleted without its Csibmnode being labelled %s=%s (taint it %s and wait for the label before deleting it); its csi-baremetal resources are left alone (removeUndrained: false)",
+				name, LabelDrain, DrainValue, taint)})
 		}
 	}
 	byResource[req.Resource] = reportedNodes{namespace: req.Bundle.Namespace, bundle: req.Bundle.Name, nodes: now}
