@@ -52,6 +52,11 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		m.lateness = promreg.Register(reg, m.lateness)
 		m.pending = promreg.Register(reg, m.pending)
 	}
+	// Every result has its series from the start, so that rate() and increase()
+	// see the first failure after a restart (a series born at 1 has no increase).
+	for _, result := range []string{ResultDeleted, ResultGone, ResultFailed} {
+		m.deletions.WithLabelValues(result)
+	}
 	// The gauge is the sum of byOwner, which starts empty: a reused gauge still
 	// holds the total of the metrics it was registered with.
 	m.pending.Set(0)

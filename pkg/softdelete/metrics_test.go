@@ -1,6 +1,7 @@
 package softdelete_test
 
 import (
+	"maps"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -81,4 +82,32 @@ func gauge(t *testing.T, reg prometheus.Gatherer, name string) float64 {
 	}
 	t.Fatalf("%s is not gathered", name)
 	return 0
+}
+
+// Every result of limbo_deletions_total is served from the start, at zero: the
+// first failure after a restart is an increase an alert sees, not a new series.
+func TestDeletionsServedFromTheStart(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	softdelete.NewMetrics(reg)
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, f := range families {
+		if f.GetName() != "limbo_deletions_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "result" {
+					got[l.GetValue()] = m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	want := map[string]float64{softdelete.ResultDeleted: 0, softdelete.ResultGone: 0, softdelete.ResultFailed: 0}
+	if !maps.Equal(got, want) {
+		t.Errorf("limbo_deletions_total series at start: %v, want %v", got, want)
+	}
 }
