@@ -106,7 +106,7 @@ func (p *pass) syncPlugin(ctx context.Context, res *bundlespec.Resource) (limbov
 	p.plugins = append(p.plugins, pluginOutcome{res: res, inventory: result.Inventory, ok: planned.current, plugin: plug, req: req})
 	st.State, st.Message = limbov1alpha1.ResourceReady, result.Message
 	if !result.Ready {
-		st.State, st.Reason = limbov1alpha1.ResourceInProgress, "PluginNotReady"
+		st.State, st.Reason = limbov1alpha1.ResourceInProgress, limbov1alpha1.ReasonPluginNotReady
 	}
 	for _, obj := range result.Objects {
 		if obj.GetNamespace() == "" {

@@ -42,6 +42,7 @@ const (
 	ReasonPluginFailed         = "PluginFailed"
 	ReasonUnsafeInventory      = "UnsafeInventory"
 	ReasonPlanning             = "Planning"
+	ReasonPluginNotReady       = "PluginNotReady"
 )
 
 // Reasons of spec errors, as they appear in resource states and the Stalled
