@@ -74,6 +74,11 @@ func TestDashboardMetricsAreExported(t *testing.T) {
 	if len(queried) == 0 {
 		t.Fatal("the dashboard queries no metric")
 	}
+	// What a teardown released is in no Bundle's status: only the engine's own
+	// count shows it.
+	if _, ok := queried["limbo_pending_deletions"]; !ok {
+		t.Error("no panel shows limbo_pending_deletions, the only count of the objects the reaper holds")
+	}
 	// /metrics serves controller-runtime's registry: controller-runtime's own
 	// metrics, registered when its packages are imported, and limbo's, which the
 	// manager registers when it is built (here on a registry of their own).
