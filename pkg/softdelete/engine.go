@@ -122,8 +122,9 @@ const (
 )
 
 // msgDeferred is the pendingDeletions message of an orphan whose delete a
-// ClaimDeferred held back.
-const msgDeferred = "not deleted yet: the Bundle changed just before the delete; deciding again"
+// ClaimDeferred held back: the Bundle changed since the pass decided, or the
+// object changed while it was handed over (a Release Conflict).
+const msgDeferred = "not deleted yet: it or its Bundle changed just before the delete; deciding again"
 
 // ControlledBy claims objects whose controller is the owner with uid.
 func ControlledBy(uid types.UID) Claim {

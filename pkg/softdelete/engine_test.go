@@ -566,7 +566,7 @@ func TestEngineOrphanDecidesDeleteOnFreshRead(t *testing.T) {
 			name:     "its Bundle changed just before the delete: not deleted, still listed",
 			fresh:    func(*unstructured.Unstructured) {},
 			claim:    func(metav1.Object) (softdelete.ClaimVerdict, error) { return softdelete.ClaimDeferred, nil },
-			wantPend: "not deleted yet: the Bundle changed just before the delete; deciding again",
+			wantPend: "not deleted yet: it or its Bundle changed just before the delete; deciding again",
 		},
 		{
 			name:  "the claim failed (its hand-over refused): not deleted, listed with the error, which the caller retries",
