@@ -117,7 +117,7 @@ func (p *Plugin) Plan(ctx context.Context, req plugin.Request) (*plugin.Result, 
 	}
 	present, terminating := map[string]bool{}, map[string]bool{}
 	for _, ns := range k8s.Items {
-		if ns.DeletionTimestamp.IsZero() && ns.Status.Phase != corev1.NamespaceTerminating {
+		if !going(&ns) {
 			present[ns.Name] = true
 		} else {
 			terminating[ns.Name] = true // a terminating Namespace counts as going: a deletion
@@ -213,7 +213,7 @@ func (p *Plugin) DeleteExternal(ctx context.Context, req plugin.Request, item li
 	}
 	var ns corev1.Namespace
 	switch err := req.Reader.Get(ctx, client.ObjectKey{Name: name}, &ns); {
-	case err == nil && ns.DeletionTimestamp.IsZero():
+	case err == nil && !going(&ns):
 		return fmt.Errorf("the Kubernetes Namespace %q exists again: not deleting its StorageOS namespace: %w", name, plugin.ErrNotResponsible)
 	case err != nil && !apierrors.IsNotFound(err):
 		return fmt.Errorf("check Kubernetes Namespace %q: %w", name, err)
@@ -260,6 +260,12 @@ func ItemName(namespace, endpoint string) string {
 
 // endpointPlace is a StorageOS endpoint as the place of its namespaces' items.
 func endpointPlace(endpoint string) string { return "StorageOS " + endpoint }
+
+// going reports whether a Kubernetes Namespace is being deleted: its StorageOS
+// namespace is then an orphan, as if it were gone.
+func going(ns *corev1.Namespace) bool {
+	return !ns.DeletionTimestamp.IsZero() || ns.Status.Phase == corev1.NamespaceTerminating
+}
 
 // config is a spec with its defaults.
 type config struct {
