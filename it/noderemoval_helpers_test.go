@@ -150,13 +150,19 @@ func (n *csiNode) live(t testing.TB) []*unstructured.Unstructured {
 // orphans (the safety rule).
 func nodeRemovalBundle(t testing.TB, ns, delay string, spec map[string]any) *limbov1alpha1.Bundle {
 	t.Helper()
+	return nodeRemovalBundleAs(t, ns, "", delay, spec)
+}
+
+// nodeRemovalBundleAs is nodeRemovalBundle writing as serviceAccount ("": as limbo).
+func nodeRemovalBundleAs(t testing.TB, ns, serviceAccount, delay string, spec map[string]any) *limbov1alpha1.Bundle {
+	t.Helper()
 	createNode(t, ns+"-stays")
 	t.Cleanup(func() { removeForGood(t, nodeGVK, "", ns+"-stays") })
 	raw, err := json.Marshal(spec)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := createBundle(t, ns, "nodes", limbov1alpha1.Resource{Name: nrResource, Plugin: &limbov1alpha1.PluginResource{
+	b := createBundleAs(t, ns, serviceAccount, "nodes", limbov1alpha1.Resource{Name: nrResource, Plugin: &limbov1alpha1.PluginResource{
 		Name: noderemoval.Name, DeletionDelay: delay, Spec: &apiextensionsv1.JSON{Raw: raw}}})
 	t.Cleanup(func() {
 		if err := env.Client.Delete(context.Background(), b); err != nil && !apierrors.IsNotFound(err) {
