@@ -307,26 +307,32 @@ func (r *Reaper) kindsToScan(full bool) ([]schema.GroupVersionKind, error) {
 // released objects deleted 3 s late after a 5 s re-check).
 const holdRecheck = time.Second
 
-// heldByBundle reports whether the Bundle named by obj's (of kind gvk)
-// limbo.dev/bundle label decides obj rather than the reaper, and if so how soon
-// to look again (0: not held):
-//   - it declares obj (same group, kind and name in a template): its pass adopts
-//     obj, which cancels the deletion — a Bundle re-created under the same name,
-//     and a busy controller may reach it only after obj's deadline — and until
-//     one manages to (the spec has an error elsewhere, so nothing of it is
-//     processed, or reading obj failed) obj waits: a spec error is never a
-//     reason to delete what the spec declares;
-//   - it has a plugin resource and has not yet finished a pass of its current
-//     spec: a generator may make obj again, which nothing tells before the pass.
+// heldByBundle reports whether a Bundle decides obj (of kind gvk) rather than
+// the reaper (bundlespec.ReleasedHold), and if so how soon to look again (0: not
+// held):
+//   - the Bundle its limbo.dev/bundle label names declares obj (same group, kind
+//     and name in a template): its pass adopts obj, which cancels the deletion —
+//     a Bundle re-created under the same name, and a busy controller may reach it
+//     only after obj's deadline — and until one manages to (the spec has an error
+//     elsewhere, so nothing of it is processed, or reading obj failed) obj waits:
+//     a spec error is never a reason to delete what the spec declares;
+//   - that Bundle has a plugin resource and has not yet finished a pass of its
+//     current spec: a generator may make obj again, which nothing tells before
+//     the pass;
+//   - obj is due and another Bundle of its namespace declares it to adopt it:
+//     that Bundle's pass cancels obj's countdown once its adopting apply
+//     succeeds, which a dependency that is not Ready may hold back past obj's
+//     deadline; deleting obj then would lose what the Bundle asked to keep.
 //
 // A hold that a pass or teardown in progress ends is looked at again after
 // holdRecheck (nothing tells the reaper when it ends); one that lasts until
-// someone fixes the Bundle (it declares obj, and its pass of the current spec
-// ran without adopting obj) after declaredRecheck. An object the Bundle does not
-// declare is the reaper's at once, whatever the Bundle's progress: a spec edited
-// again and again (each edit a new generation) does not keep it waiting. Once a
-// pass has adopted obj, it is controlled again (the fresh read of
-// Engine.Orphan sees it). seen memoises the Bundles read in one pass.
+// someone fixes a Bundle (the Bundle of its name declares obj and its pass of
+// the current spec ran without adopting obj, or an adopter waits) after
+// declaredRecheck. Once a pass has adopted obj, it is controlled again (the
+// fresh read of Engine.Orphan sees it). The Bundles are read from the API
+// server, not the cache: an adopter may be of another shard, which this
+// controller's cache does not hold, and one created a moment ago counts. seen
+// memoises the Bundles read in one pass.
 func (r *Reaper) heldByBundle(ctx context.Context, gvk schema.GroupVersionKind, obj metav1.Object, seen *passReads) (time.Duration, error) {
 	key := client.ObjectKey{Namespace: obj.GetNamespace(), Name: obj.GetLabels()[limbov1alpha1.LabelBundle]}
 	b, ok := seen.byKey[key]
@@ -341,27 +347,26 @@ func (r *Reaper) heldByBundle(ctx context.Context, gvk schema.GroupVersionKind, 
 		}
 		seen.byKey[key] = b
 	}
-	if b == nil {
-		return r.adoptedByAnother(ctx, gvk, obj, "", seen)
-	}
-	passed := b.Status.ObservedGeneration >= b.Generation
-	switch {
-	case !b.DeletionTimestamp.IsZero():
-		// Being torn down (the teardown that released obj, or a later Bundle of the
-		// name): a teardown never adopts, and it decides only what it still
-		// controls, so obj is the reaper's. (Held until the teardown ended, obj
-		// outlived its deadline as long as a dependency's finalizer or a deorbit
-		// held the teardown.)
-		return r.adoptedByAnother(ctx, gvk, obj, b.Name, seen)
-	case bundlespec.Declares(b, gvk.GroupKind(), obj.GetName()) != bundlespec.NotDeclared:
-		if passed {
-			return declaredRecheck, nil
+	namespaceBundles := func() ([]limbov1alpha1.Bundle, error) {
+		ns := obj.GetNamespace()
+		if bundles, ok := seen.byNamespace[ns]; ok {
+			return bundles, nil
 		}
-		return holdRecheck, nil
-	case !passed && hasPlugin(b):
-		return holdRecheck, nil
+		var list limbov1alpha1.BundleList
+		if err := r.Reader.List(ctx, &list, client.InNamespace(ns)); err != nil {
+			return nil, fmt.Errorf("list the Bundles of namespace %s: %w", ns, err)
+		}
+		seen.byNamespace[ns] = list.Items
+		return list.Items, nil
 	}
-	return r.adoptedByAnother(ctx, gvk, obj, b.Name, seen)
+	hold, _, err := bundlespec.ReleasedHold(obj, gvk.GroupKind(), b, namespaceBundles, r.Clock.Now())
+	switch hold {
+	case bundlespec.HeldDeclared, bundlespec.HeldMayGenerate:
+		return holdRecheck, err
+	case bundlespec.HeldDeclaredNotAdopted, bundlespec.HeldForAdopter:
+		return declaredRecheck, err
+	}
+	return 0, err
 }
 
 // passReads are the Bundles one reaper pass read, so that each is read once.
@@ -370,44 +375,6 @@ type passReads struct {
 	byKey map[client.ObjectKey]*limbov1alpha1.Bundle
 	// byNamespace: every Bundle of a namespace.
 	byNamespace map[string][]limbov1alpha1.Bundle
-}
-
-// adoptedByAnother holds obj while a Bundle of its namespace other than the one
-// named except declares it to adopt it (limbo.dev/adopt): that Bundle's pass
-// cancels obj's countdown once its adopting apply succeeds, which a dependency
-// that is not Ready may hold back past obj's deadline; deleting obj then would
-// lose what the Bundle asked to keep. The hold is re-checked after
-// declaredRecheck. Only an object that is due is looked at (before its deadline
-// the countdown waits anyway), and the Bundles are read from the API server,
-// not the cache: the adopter may be of another shard, which this controller's
-// cache does not hold, and one created a moment ago counts.
-func (r *Reaper) adoptedByAnother(ctx context.Context, gvk schema.GroupVersionKind, obj metav1.Object, except string, seen *passReads) (time.Duration, error) {
-	if !softdelete.Due(r.Clock.Now(), obj) {
-		return 0, nil
-	}
-	ns := obj.GetNamespace()
-	bundles, ok := seen.byNamespace[ns]
-	if !ok {
-		var list limbov1alpha1.BundleList
-		if err := r.Reader.List(ctx, &list, client.InNamespace(ns)); err != nil {
-			return 0, fmt.Errorf("list the Bundles of namespace %s: %w", ns, err)
-		}
-		bundles = list.Items
-		seen.byNamespace[ns] = bundles
-	}
-	if bundlespec.Adopter(bundles, gvk.GroupKind(), obj.GetName(), except) != nil {
-		return declaredRecheck, nil
-	}
-	return 0, nil
-}
-
-func hasPlugin(b *limbov1alpha1.Bundle) bool {
-	for _, res := range b.Spec.Resources {
-		if res.Plugin != nil {
-			return true
-		}
-	}
-	return false
 }
 
 // declaredRecheck is how soon the reaper looks again at an object whose Bundle
