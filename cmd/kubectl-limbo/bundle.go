@@ -2,6 +2,9 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"strings"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -92,4 +95,26 @@ func bundleReport(ctx context.Context, c client.Client, t target, obj metav1.Obj
 		return key, entry.Message
 	}
 	return key, ""
+}
+
+// refuseTerminating returns the error that refuses to verb (cancel, expedite) t
+// when obj, t as just read, is already being deleted (a deletionTimestamp, held by
+// finalizers: a PVC in use, say), else nil. Nothing a command writes stops or
+// hastens that deletion: the API server removes the object once its finalizers
+// are gone, and a cancel that stripped its limbo marks would only hide it.
+func refuseTerminating(t target, obj metav1.Object, verb string) error {
+	deleted := obj.GetDeletionTimestamp()
+	if deleted == nil {
+		return nil
+	}
+	state := fmt.Sprintf("already being deleted (since %s)", deleted.UTC().Format(time.RFC3339))
+	if f := obj.GetFinalizers(); len(f) > 0 {
+		state += "; held by finalizers: " + strings.Join(f, ", ")
+	}
+	what := "cancel cannot stop it"
+	if verb != "cancel" {
+		what = verb + " cannot hasten it"
+	}
+	return fmt.Errorf("cannot %s %s: it is %s; %s: the API server deletes it once its finalizers are removed",
+		verb, t, state, what)
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
@@ -29,28 +30,38 @@ const cancelExample = `  # Keep the ConfigMap db-config, which its Bundle no lon
 func newCancelCommand(o *options) *cobra.Command {
 	return &cobra.Command{
 		Use:   "cancel (TYPE/NAME | TYPE NAME)",
-		Short: "Keep an object that is in limbo, as an unmanaged object",
-		Long: `Keep an object that is in limbo. Its Bundle would stamp it again while it
-controls the object and no longer declares it, so cancel takes the object out of
-the Bundle's hands: it removes the Bundle's controller owner reference, the
-limbo.dev/deletionTimestamp annotation and the limbo.dev/pending-deletion and
-limbo.dev/bundle labels. Other owner references, labels and annotations
-(limbo.dev/deletionDelay included) are kept.
+		Short: "Keep an object that is in limbo",
+		Long: `Keep an object that is in limbo. It removes the limbo marks, as the controller
+does when an object is desired again: the limbo.dev/deletionTimestamp and
+limbo.dev/released annotations and the limbo.dev/pending-deletion label.
+
+cancel reads the object's Bundle (its controller, or for an object a teardown
+released, the Bundle its limbo.dev/bundle label names) and fails, writing
+nothing, if it cannot read it (not found is no Bundle):
+- A Bundle that declares the object again (re-added to its spec, before its next
+  pass cancels the deletion, or while a spec error stalls it) keeps it: its
+  controller owner reference and the limbo.dev/bundle label stay, and a Bundle of
+  the label's name adopts a released object on its next pass.
+- Otherwise the Bundle would stamp the object again, so cancel also takes it out
+  of the Bundle's hands: the Bundle's controller owner reference and the
+  limbo.dev/bundle label go. The object is then an ordinary object that no
+  Bundle manages; to bring it back under a Bundle, declare it there with the
+  annotation limbo.dev/adopt: "true".
+Other owner references, labels and annotations (limbo.dev/deletionDelay
+included) are kept.
 
 An object its Bundle controls and no longer declares is in limbo even before it
 is stamped: the Bundle holds it while one of its resources is not Ready (kubectl
-limbo pending shows it "held"), and deletes one with a 0s or invalid delay
-without a countdown. cancel reads the Bundle to tell.
+limbo pending shows it "held"), never stamps one with an invalid delay (never
+deleted), and deletes one without a delay at once, without a countdown (a 0s
+delay is stamped and labelled like any other). cancel reads the Bundle to tell.
 
-The object is then an ordinary object that no Bundle manages. To bring it back
-under a Bundle, declare it in the Bundle with the annotation
-limbo.dev/adopt: "true".
-
-A Tombstone cannot be cancelled: the plugin that found its external item would
-find it again. Exclude the item in the plugin's spec, or re-create what makes it
-desired (for namespace-gc, the Kubernetes Namespace). Nor can a plugin's object
-item in limbo (annotated limbo.dev/pluginResource: a node-removal or deorbit
-item), for the same reason.`,
+An object already being deleted (held by finalizers) cannot be cancelled. Nor can
+a Tombstone: the plugin that found its external item would find it again. Exclude
+the item in the plugin's spec, or re-create what makes it desired (for
+namespace-gc, the Kubernetes Namespace). Nor can a plugin's object item in limbo
+(annotated limbo.dev/pluginResource: a node-removal or deorbit item), for the
+same reason.`,
 		Example:           cancelExample,
 		Args:              cobra.RangeArgs(1, 2),
 		ValidArgsFunction: o.completeInLimbo,
@@ -64,25 +75,50 @@ item), for the same reason.`,
 				return err
 			}
 			fmt.Fprintf(o.Out, "%s: deletion cancelled; removed %s.\n", t, strings.Join(result.Removed, ", "))
-			fmt.Fprintf(o.Out, "No Bundle manages it now; to bring it back under a Bundle, declare it there with the annotation %s: \"true\".\n",
-				limbov1alpha1.AnnotationAdopt)
+			switch k := result.Keeper; {
+			case k.Bundle == (client.ObjectKey{}):
+				fmt.Fprintf(o.Out, "No Bundle manages it now; to bring it back under a Bundle, declare it there with the annotation %s: \"true\".\n",
+					limbov1alpha1.AnnotationAdopt)
+			case k.ByLabel:
+				fmt.Fprintf(o.Out, "Bundle %s, which its label %s=%s names, declares it: it adopts it on its next pass (the label is kept).\n",
+					k.Bundle, limbov1alpha1.LabelBundle, k.Bundle.Name)
+			default:
+				fmt.Fprintf(o.Out, "Bundle %s declares it again and keeps managing it: its owner reference and the label %s=%s are kept.\n",
+					k.Bundle, limbov1alpha1.LabelBundle, k.Bundle.Name)
+			}
 			return nil
 		},
 	}
 }
 
-// cancelResult is what cancelDeletion removed.
+// cancelResult is what cancelDeletion removed, and the Bundle that keeps the
+// object.
 type cancelResult struct {
 	// Removed describes each thing removed, for example
 	// `owner reference to Bundle "shop"`, `annotation limbo.dev/deletionTimestamp`.
 	Removed []string
+	// Keeper is the Bundle that keeps the object; none when the object is left
+	// unmanaged.
+	Keeper keeper
 }
 
-// cancelDeletion takes t out of limbo and out of its Bundle's hands: it
-// removes the controller owner reference to a limbo.dev Bundle, the annotation
-// limbo.dev/deletionTimestamp and the labels limbo.dev/pending-deletion and
-// limbo.dev/bundle, and keeps everything else. It refuses an object that is not
-// in limbo (refuseUnlessInLimbo), Tombstones and plugins' object items.
+// keeper is the Bundle that declares an object cancel takes out of limbo, and
+// so keeps managing it.
+type keeper struct {
+	// Bundle is the Bundle's key; zero when no Bundle keeps the object.
+	Bundle client.ObjectKey
+	// ByLabel: the Bundle does not control the object (a teardown released it, or
+	// its controller is gone) and adopts it by its limbo.dev/bundle label, which
+	// names it.
+	ByLabel bool
+}
+
+// cancelDeletion takes t out of limbo: it removes the limbo marks that
+// softdelete.OutOfLimboPatch removes (the engine's own cancel), and, unless a
+// Bundle keeps the object (cancelKeeper), the controller owner reference to a
+// limbo.dev Bundle and the label limbo.dev/bundle; it keeps everything else. It
+// refuses an object that is not in limbo (refuseUnlessInLimbo), one already
+// being deleted, Tombstones and plugins' object items.
 //
 // ownerReferences is a list, which a JSON merge patch replaces as a whole, so
 // the patch carries the resourceVersion that was read: if anything changed in
@@ -100,20 +136,24 @@ func cancelDeletion(ctx context.Context, c client.Client, t target) (cancelResul
 		if err != nil {
 			return err
 		}
+		if err := refuseTerminating(t, obj, "cancel"); err != nil {
+			return err
+		}
 		if owner, ok := obj.GetAnnotations()[limbov1alpha1.AnnotationPluginResource]; ok {
 			return pluginItemCancelError(t, owner)
 		}
-		if err := refuseUnlessInLimbo(ctx, c, t, obj); err != nil {
+		k, err := cancelKeeper(ctx, c, t, obj)
+		if err != nil {
 			return err
 		}
-		patch, removed, err := cancelPatch(obj)
+		patch, removed, err := cancelPatch(obj, k)
 		if err != nil {
 			return fmt.Errorf("%s: %w", t, err)
 		}
 		if err := c.Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch)); err != nil {
 			return err
 		}
-		result = cancelResult{Removed: removed}
+		result = cancelResult{Removed: removed, Keeper: k}
 		return nil
 	})
 	if err != nil {
@@ -122,24 +162,108 @@ func cancelDeletion(ctx context.Context, c client.Client, t target) (cancelResul
 	return result, nil
 }
 
-// refuseUnlessInLimbo returns nil when obj, the object t as just read, is in
-// limbo, and else the error that refuses to cancel it. An object stamped or
-// labelled pending-deletion is in limbo. So is an orphan that its controller,
-// a Bundle, no longer declares but has not stamped nor labelled: the Bundle
-// holds it while one of its resources is not Ready or its spec is empty, and
-// never stamps one whose delay is 0s or invalid; it lists such an orphan in its
-// status only, and deletes it, or starts its countdown, as soon as it may.
-// Whether the Bundle still declares the object is read from the Bundle itself;
-// a Bundle that cannot be read refuses the cancel, since taking a live object
-// from its Bundle would break the Bundle. No precondition spans two objects: a
-// Bundle that declares the object again between this read and the patch finds
-// it without controller, and adopts it only if told to (limbo.dev/adopt).
-func refuseUnlessInLimbo(ctx context.Context, c client.Client, t target, obj *metav1.PartialObjectMetadata) error {
-	_, stamped := obj.GetAnnotations()[limbov1alpha1.AnnotationDeletionTimestamp]
-	_, pending := obj.GetLabels()[limbov1alpha1.LabelPendingDeletion]
-	if stamped || pending {
-		return nil
+// cancelKeeper is the Bundle that keeps obj, the object t as just read, once
+// cancel takes it out of limbo, or the error that refuses the cancel.
+//
+// An object with a limbo mark (the stamp, the pending-deletion label, the
+// released mark) is in limbo. Its Bundle is read: its controller, a limbo.dev
+// Bundle, or, when it has none (a teardown released it) or that one is gone (not
+// found, or another Bundle of the name now), the Bundle its limbo.dev/bundle label
+// names, which adopts an object without controller labelled with its name. That
+// Bundle keeps obj when it declares it (bundlespec.Declares, the templates of its
+// current spec: re-added, the pass that cancels the deletion not run yet or
+// stalled by a spec error) and is not being deleted (a teardown never keeps
+// anything); taking obj from it would leave the Bundle reporting NotOwned. A
+// Bundle that cannot be read (other than not found) fails the cancel: whether it
+// keeps obj cannot be told. An object without such a Bundle is kept by none.
+//
+// An object without any limbo mark may be an orphan its Bundle holds:
+// refuseUnlessInLimbo decides, and none keeps it.
+//
+// No precondition spans two objects. A Bundle that stops declaring obj between
+// this read and the patch finds it controlled and unstamped, and stamps it again
+// (its countdown restarts); one that declares it again finds it without
+// controller, and adopts it only if told to (limbo.dev/adopt).
+func cancelKeeper(ctx context.Context, c client.Client, t target, obj *metav1.PartialObjectMetadata) (keeper, error) {
+	if !hasLimboMark(obj) {
+		return keeper{}, refuseUnlessInLimbo(ctx, c, t, obj)
 	}
+	gk := t.mapping.GroupVersionKind.GroupKind()
+	declares := func(b *limbov1alpha1.Bundle) bool {
+		return b.DeletionTimestamp.IsZero() && bundlespec.Declares(b, gk, t.name) != bundlespec.NotDeclared
+	}
+	// role names the Bundle at key in an error, with a %s for the key.
+	read := func(key client.ObjectKey, role string) (*limbov1alpha1.Bundle, error) {
+		var b limbov1alpha1.Bundle
+		err := c.Get(ctx, key, &b)
+		switch {
+		case apierrors.IsNotFound(err):
+			return nil, nil
+		case err != nil:
+			return nil, fmt.Errorf("cannot cancel %s: %s cannot be read to tell whether it declares it again, and so keeps it: %w",
+				t, fmt.Sprintf(role, key), err)
+		}
+		return &b, nil
+	}
+
+	var controller *limbov1alpha1.Bundle
+	if owner := bundleControllerOf(obj); owner != nil {
+		key := client.ObjectKey{Namespace: obj.GetNamespace(), Name: owner.Name}
+		b, err := read(key, "its controller, Bundle %s,")
+		if err != nil {
+			return keeper{}, err
+		}
+		if b != nil && b.UID == owner.UID {
+			if declares(b) {
+				return keeper{Bundle: key}, nil
+			}
+			return keeper{}, nil
+		}
+		controller = b // gone, or another Bundle of the name now: its reference goes
+	}
+	label := obj.GetLabels()[limbov1alpha1.LabelBundle]
+	if label == "" {
+		return keeper{}, nil
+	}
+	key := client.ObjectKey{Namespace: obj.GetNamespace(), Name: label}
+	named := controller
+	if named == nil || named.Name != label {
+		b, err := read(key, "Bundle %s, which its label "+limbov1alpha1.LabelBundle+" names,")
+		if err != nil {
+			return keeper{}, err
+		}
+		named = b
+	}
+	if named != nil && declares(named) {
+		return keeper{Bundle: key, ByLabel: true}, nil
+	}
+	return keeper{}, nil
+}
+
+// hasLimboMark tells whether obj carries one of the marks of an object in limbo
+// that the engine's cancel removes (softdelete.OutOfLimboPatch).
+func hasLimboMark(obj metav1.Object) bool {
+	_, stamped := obj.GetAnnotations()[limbov1alpha1.AnnotationDeletionTimestamp]
+	_, released := obj.GetAnnotations()[limbov1alpha1.AnnotationReleased]
+	_, pending := obj.GetLabels()[limbov1alpha1.LabelPendingDeletion]
+	return stamped || released || pending
+}
+
+// refuseUnlessInLimbo returns nil when obj, the object t as just read, which has
+// no limbo mark (hasLimboMark), is in limbo all the same, and else the error that
+// refuses to cancel it. Such an object is in limbo when it is an orphan that its
+// controller, a Bundle, no longer declares but has not stamped nor labelled: the
+// Bundle holds it while one of its resources is not Ready or its spec is empty,
+// never stamps one whose delay is invalid (it is never deleted), and deletes one
+// without a delay at once, without a countdown (a 0s delay is stamped and labelled
+// like any other, once the Bundle may); it lists such an orphan in its status
+// only, and deletes it, or starts its countdown, as soon as it may. Whether the
+// Bundle still declares the object is read from the Bundle itself; a Bundle that
+// cannot be read refuses the cancel, since taking a live object from its Bundle
+// would break the Bundle. No precondition spans two objects: a Bundle that
+// declares the object again between this read and the patch finds it without
+// controller, and adopts it only if told to (limbo.dev/adopt).
+func refuseUnlessInLimbo(ctx context.Context, c client.Client, t target, obj *metav1.PartialObjectMetadata) error {
 	unmarked := fmt.Sprintf("it has neither the %s annotation nor the %s label", limbov1alpha1.AnnotationDeletionTimestamp, limbov1alpha1.LabelPendingDeletion)
 	owner := bundleControllerOf(obj)
 	if owner == nil {
@@ -173,46 +297,56 @@ func refuseUnlessInLimbo(ctx context.Context, c client.Client, t target, obj *me
 	return nil
 }
 
-// cancelPatch is the JSON merge patch that cancels the deletion of obj, and a
-// description of what it removes.
-func cancelPatch(obj *metav1.PartialObjectMetadata) ([]byte, []string, error) {
+// cancelPatch is the JSON merge patch that cancels the deletion of obj, kept by
+// k, and a description of what it removes. The limbo marks go as the engine's
+// own cancel removes them (softdelete.OutOfLimboPatch); a Bundle controller
+// owner reference goes unless k is that controller; the limbo.dev/bundle label
+// goes unless a Bundle keeps obj.
+func cancelPatch(obj *metav1.PartialObjectMetadata, k keeper) ([]byte, []string, error) {
 	annotations, labels := obj.GetAnnotations(), obj.GetLabels()
+	kept := k.Bundle != (client.ObjectKey{})
 	var removed []string
 	metadata := map[string]any{"resourceVersion": obj.GetResourceVersion()}
 
-	owners := obj.GetOwnerReferences()
-	kept := make([]metav1.OwnerReference, 0, len(owners))
-	for _, ref := range owners {
-		if isBundleController(ref) {
-			removed = append(removed, fmt.Sprintf("owner reference to Bundle %q", ref.Name))
-			continue
+	if !kept || k.ByLabel {
+		owners := obj.GetOwnerReferences()
+		others := make([]metav1.OwnerReference, 0, len(owners))
+		for _, ref := range owners {
+			if isBundleController(ref) {
+				removed = append(removed, fmt.Sprintf("owner reference to Bundle %q", ref.Name))
+				continue
+			}
+			others = append(others, ref)
 		}
-		kept = append(kept, ref)
-	}
-	if len(kept) != len(owners) {
-		if len(kept) == 0 {
-			metadata["ownerReferences"] = nil
-		} else {
-			metadata["ownerReferences"] = kept
+		if len(others) != len(owners) {
+			if len(others) == 0 {
+				metadata["ownerReferences"] = nil
+			} else {
+				metadata["ownerReferences"] = others
+			}
 		}
 	}
 
-	// Out of limbo as the controller's own cancel takes it, and out of the
-	// Bundle's hands: its bundle label goes too.
+	// Out of limbo as the controller's own cancel takes it; out of the Bundle's
+	// hands too, its bundle label gone, unless a Bundle keeps it.
 	outOfLimbo := softdelete.OutOfLimboPatch()
 	removeAnnotations := outOfLimbo["annotations"].(map[string]any)
 	removeLabels := outOfLimbo["labels"].(map[string]any)
+	labelKeys := slices.Sorted(maps.Keys(removeLabels))
+	if !kept {
+		labelKeys = append(labelKeys, limbov1alpha1.LabelBundle)
+		removeLabels[limbov1alpha1.LabelBundle] = nil
+	}
 	for _, key := range slices.Sorted(maps.Keys(removeAnnotations)) {
 		if _, ok := annotations[key]; ok {
 			removed = append(removed, "annotation "+key)
 		}
 	}
-	for _, key := range append(slices.Sorted(maps.Keys(removeLabels)), limbov1alpha1.LabelBundle) {
+	for _, key := range labelKeys {
 		if value, ok := labels[key]; ok {
 			removed = append(removed, fmt.Sprintf("label %s=%s", key, value))
 		}
 	}
-	removeLabels[limbov1alpha1.LabelBundle] = nil
 	metadata["annotations"], metadata["labels"] = removeAnnotations, removeLabels
 
 	patch, err := json.Marshal(map[string]any{"metadata": metadata})

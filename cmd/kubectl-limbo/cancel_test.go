@@ -346,3 +346,170 @@ func changedBeforeFirstPatch(change func(live *corev1.ConfigMap)) (*interceptor.
 		return c.Patch(ctx, obj, patch, opts...)
 	}}, &patches
 }
+
+// recordPatches intercepts the client's patches, recording each one's body, and,
+// with forbidBundles, refuses every read of a Bundle.
+func recordPatches(forbidBundles bool) (*interceptor.Funcs, *[]string) {
+	var patches []string
+	return &interceptor.Funcs{
+		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+			data, err := patch.Data(obj)
+			if err != nil {
+				return err
+			}
+			patches = append(patches, string(data))
+			return c.Patch(ctx, obj, patch, opts...)
+		},
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			if _, ok := obj.(*limbov1alpha1.Bundle); ok && forbidBundles {
+				return apierrors.NewForbidden(schema.GroupResource{Group: "limbo.dev", Resource: "bundles"}, key.Name, errors.New("no"))
+			}
+			return c.Get(ctx, key, obj, opts...)
+		},
+	}, &patches
+}
+
+// A Bundle that declares an object in limbo again (re-added to its spec: its pass
+// has not cancelled the deletion yet, or a spec error elsewhere stalls it) keeps
+// it: cancel removes the limbo marks only, as the engine's own cancel does, and
+// keeps the controller owner reference and the limbo.dev/bundle label. A released
+// object (no controller, or a stale one) that the Bundle of its label's name
+// declares keeps its label, by which that Bundle adopts it. Taking either from
+// its Bundle would leave the Bundle reporting it NotOwned. A Bundle being deleted
+// keeps nothing; one that cannot be read fails the cancel.
+func TestCancelKeptByTheBundleThatDeclaresIt(t *testing.T) {
+	const outOfLimbo = `{"metadata":{"annotations":{"limbo.dev/deletionTimestamp":null,"limbo.dev/released":null},"labels":{"limbo.dev/pending-deletion":null},`
+	otherOwner := metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: "anchor", UID: uid("anchor")}
+	controlled := func() metav1.ObjectMeta {
+		m := inLimbo("team-a", "keep", "shop", "24h", stampAgo(time.Hour))
+		m.OwnerReferences = []metav1.OwnerReference{otherOwner, bundleOwner("shop", true)}
+		return m
+	}
+	released := func() metav1.ObjectMeta {
+		m := inLimbo("team-a", "keep", "shop", "24h", stampAgo(time.Hour))
+		m.Annotations[limbov1alpha1.AnnotationReleased] = stampAgo(time.Hour)
+		return m
+	}
+	staleController := controlled()
+	staleController.OwnerReferences[1].UID = uid("the shop before")
+	deleting := shopDeclaring(t, []string{"keep"})
+	deleting.DeletionTimestamp = &metav1.Time{Time: testNow}
+	deleting.Finalizers = []string{limbov1alpha1.FinalizerTeardown}
+
+	for _, tc := range []struct {
+		name       string
+		meta       metav1.ObjectMeta
+		bundle     *limbov1alpha1.Bundle
+		forbid     bool
+		wantOut    string
+		wantErr    string
+		wantPatch  string
+		wantOwners []metav1.OwnerReference
+		wantLabels map[string]string
+	}{
+		{name: "controller declares it again", meta: controlled(), bundle: shopDeclaring(t, []string{"keep"}),
+			wantOut: "configmap/keep: deletion cancelled; removed annotation limbo.dev/deletionTimestamp, label limbo.dev/pending-deletion=true.\n" +
+				"Bundle team-a/shop declares it again and keeps managing it: its owner reference and the label limbo.dev/bundle=shop are kept.\n",
+			wantPatch:  outOfLimbo + `"resourceVersion":"999"}}`,
+			wantOwners: []metav1.OwnerReference{otherOwner, bundleOwner("shop", true)},
+			wantLabels: map[string]string{limbov1alpha1.LabelBundle: "shop"}},
+		{name: "released, declared by the Bundle of its label's name", meta: released(), bundle: shopDeclaring(t, []string{"keep"}),
+			wantOut: "configmap/keep: deletion cancelled; removed annotation limbo.dev/deletionTimestamp, annotation limbo.dev/released, label limbo.dev/pending-deletion=true.\n" +
+				"Bundle team-a/shop, which its label limbo.dev/bundle=shop names, declares it: it adopts it on its next pass (the label is kept).\n",
+			wantPatch:  outOfLimbo + `"resourceVersion":"999"}}`,
+			wantLabels: map[string]string{limbov1alpha1.LabelBundle: "shop"}},
+		{name: "stale controller, declared by the Bundle of its name now", meta: staleController, bundle: shopDeclaring(t, []string{"keep"}),
+			wantOut: `configmap/keep: deletion cancelled; removed owner reference to Bundle "shop", annotation limbo.dev/deletionTimestamp, label limbo.dev/pending-deletion=true.` + "\n" +
+				"Bundle team-a/shop, which its label limbo.dev/bundle=shop names, declares it: it adopts it on its next pass (the label is kept).\n",
+			wantPatch:  outOfLimbo + `"ownerReferences":[{"apiVersion":"v1","kind":"ConfigMap","name":"anchor","uid":"uid-anchor"}],"resourceVersion":"999"}}`,
+			wantOwners: []metav1.OwnerReference{otherOwner},
+			wantLabels: map[string]string{limbov1alpha1.LabelBundle: "shop"}},
+		{name: "controller declares it but is being deleted", meta: controlled(), bundle: deleting,
+			wantOut: `configmap/keep: deletion cancelled; removed owner reference to Bundle "shop", annotation limbo.dev/deletionTimestamp, label limbo.dev/pending-deletion=true, label limbo.dev/bundle=shop.` + "\n" +
+				`No Bundle manages it now; to bring it back under a Bundle, declare it there with the annotation limbo.dev/adopt: "true".` + "\n",
+			wantPatch: `{"metadata":{"annotations":{"limbo.dev/deletionTimestamp":null,"limbo.dev/released":null},"labels":{"limbo.dev/bundle":null,"limbo.dev/pending-deletion":null},` +
+				`"ownerReferences":[{"apiVersion":"v1","kind":"ConfigMap","name":"anchor","uid":"uid-anchor"}],"resourceVersion":"999"}}`,
+			wantOwners: []metav1.OwnerReference{otherOwner}},
+		{name: "released, its Bundle being deleted", meta: released(), bundle: deleting,
+			wantOut: "configmap/keep: deletion cancelled; removed annotation limbo.dev/deletionTimestamp, annotation limbo.dev/released, label limbo.dev/pending-deletion=true, label limbo.dev/bundle=shop.\n" +
+				`No Bundle manages it now; to bring it back under a Bundle, declare it there with the annotation limbo.dev/adopt: "true".` + "\n",
+			wantPatch: `{"metadata":{"annotations":{"limbo.dev/deletionTimestamp":null,"limbo.dev/released":null},"labels":{"limbo.dev/bundle":null,"limbo.dev/pending-deletion":null},"resourceVersion":"999"}}`},
+		{name: "controller cannot be read", meta: controlled(), bundle: shopDeclaring(t, []string{"keep"}), forbid: true,
+			wantErr: "error: cannot cancel configmap/keep: its controller, Bundle team-a/shop, cannot be read to tell whether it declares it again, and so keeps it: " +
+				`bundles.limbo.dev "shop" is forbidden: no` + "\n"},
+		{name: "released, its Bundle cannot be read", meta: released(), bundle: shopDeclaring(t, []string{"keep"}), forbid: true,
+			wantErr: "error: cannot cancel configmap/keep: Bundle team-a/shop, which its label limbo.dev/bundle names, cannot be read to tell whether it declares it again, and so keeps it: " +
+				`bundles.limbo.dev "shop" is forbidden: no` + "\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			funcs, patches := recordPatches(tc.forbid)
+			cm := &corev1.ConfigMap{ObjectMeta: tc.meta}
+			f := newFixture(t, funcs, cm, tc.bundle)
+			code, out, errOut := f.run("cancel", "-n", "team-a", "configmap/keep")
+			var got corev1.ConfigMap
+			if err := f.client.Get(context.Background(), client.ObjectKeyFromObject(cm), &got); err != nil {
+				t.Fatal(err)
+			}
+			if tc.wantErr != "" {
+				if code != 1 || out != "" || errOut != tc.wantErr || len(*patches) != 0 {
+					t.Errorf("exit %d, stdout %q, patches %q, stderr\n%s\nwant\n%s", code, out, *patches, errOut, tc.wantErr)
+				}
+				return
+			}
+			if code != 0 || out != tc.wantOut || errOut != "" {
+				t.Errorf("exit %d, stderr %q, stdout\n%s\nwant\n%s", code, errOut, out, tc.wantOut)
+			}
+			if want := []string{tc.wantPatch}; !reflect.DeepEqual(*patches, want) {
+				t.Errorf("patches\n%q\nwant\n%q", *patches, want)
+			}
+			if !reflect.DeepEqual(got.OwnerReferences, tc.wantOwners) {
+				t.Errorf("owner references %+v, want %+v", got.OwnerReferences, tc.wantOwners)
+			}
+			if !reflect.DeepEqual(got.Labels, tc.wantLabels) {
+				t.Errorf("labels %v, want %v", got.Labels, tc.wantLabels)
+			}
+			if want := map[string]string{limbov1alpha1.AnnotationDeletionDelay: "24h"}; !reflect.DeepEqual(got.Annotations, want) {
+				t.Errorf("annotations %v, want %v", got.Annotations, want)
+			}
+		})
+	}
+}
+
+// An object already being deleted (its deletionTimestamp set, held by a
+// finalizer, as a PVC in use is) is deleted whatever cancel writes: cancel
+// refuses it, writing nothing, rather than report a cancel the API server ignores
+// and strip the labels that keep it listed.
+func TestCancelBeingDeleted(t *testing.T) {
+	deleted := metav1.NewTime(testNow.Add(-time.Minute))
+	for _, tc := range []struct {
+		name, ref string
+		meta      metav1.ObjectMeta
+		wantErr   string
+	}{
+		{name: "held by finalizers", ref: "cm/data", meta: func() metav1.ObjectMeta {
+			m := inLimbo("team-a", "data", "shop", "1h", stampAgo(2*time.Hour))
+			m.OwnerReferences = []metav1.OwnerReference{bundleOwner("shop", true)}
+			m.Finalizers = []string{"example.com/in-use", "example.com/backup"}
+			m.DeletionTimestamp = &deleted
+			return m
+		}(), wantErr: "error: cannot cancel configmap/data: it is already being deleted (since 2026-03-01T11:59:00Z); " +
+			"held by finalizers: example.com/in-use, example.com/backup; cancel cannot stop it: the API server deletes it once its finalizers are removed\n"},
+		{name: "released", ref: "cm/released", meta: func() metav1.ObjectMeta {
+			m := inLimbo("team-a", "released", "shop", "1h", stampAgo(2*time.Hour))
+			m.Annotations[limbov1alpha1.AnnotationReleased] = stampAgo(2 * time.Hour)
+			m.Finalizers = []string{"example.com/in-use"}
+			m.DeletionTimestamp = &deleted
+			return m
+		}(), wantErr: "error: cannot cancel configmap/released: it is already being deleted (since 2026-03-01T11:59:00Z); " +
+			"held by finalizers: example.com/in-use; cancel cannot stop it: the API server deletes it once its finalizers are removed\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			funcs, patches := recordPatches(false)
+			f := newFixture(t, funcs, &corev1.ConfigMap{ObjectMeta: tc.meta}, shopDeclaring(t, nil))
+			code, out, errOut := f.run("cancel", "-n", "team-a", tc.ref)
+			if code != 1 || out != "" || errOut != tc.wantErr || len(*patches) != 0 {
+				t.Errorf("exit %d, stdout %q, patches %q, stderr\n%s\nwant\n%s", code, out, *patches, errOut, tc.wantErr)
+			}
+		})
+	}
+}

@@ -28,14 +28,18 @@ func newExpediteCommand(o *options) *cobra.Command {
 		Use:   "expedite (TYPE/NAME | TYPE NAME)",
 		Short: "Make the deadline of an object in limbo now",
 		Long: `Make the deadline of an object in limbo (or of a Tombstone) now: its
-limbo.dev/deletionTimestamp is set back by its limbo.dev/deletionDelay, so the
-controller, which watches it, deletes it at its next pass, unless something holds
-the deletion (its Bundle not Ready, a plugin's gate, ...): kubectl limbo pending
-shows what, and expedite prints what the Bundle reports of the object. kubectl
-delete deletes it at once, without going through the controller.
+limbo.dev/deletionTimestamp is set to the earlier of now and its current stamp,
+minus its limbo.dev/deletionDelay, so the deadline has come by the controller's
+clock as well as by this machine's (a clock ahead of the controller's cannot
+postpone the deletion). The controller, which watches the object, deletes it at
+its next pass, unless something holds the deletion (its Bundle not Ready, a
+released object the reaper keeps for a Bundle that declares it, a plugin's
+gate, ...): kubectl limbo pending shows what, and expedite prints what the Bundle
+reports of the object and the reaper's hold. kubectl delete deletes it at once,
+without going through the controller.
 
-The object must be in limbo (stamped with limbo.dev/deletionTimestamp) and have a
-valid delay.`,
+The object must be in limbo (stamped with limbo.dev/deletionTimestamp), have a
+valid delay, and not be already being deleted.`,
 		Example:           expediteExample,
 		Args:              cobra.RangeArgs(1, 2),
 		ValidArgsFunction: o.completeInLimbo,
@@ -57,6 +61,9 @@ valid delay.`,
 			if bundle, report := bundleReport(cmd.Context(), c, t, result.Object); report != "" {
 				fmt.Fprintf(o.Out, "Bundle %s reports: %s\n", bundle, report)
 			}
+			if h, ok := readReaperHold(cmd.Context(), c, t, result.Object, o.now()); ok {
+				fmt.Fprintf(o.Out, "The reaper holds it: %s\n", h.Why)
+			}
 			return nil
 		},
 	}
@@ -75,16 +82,22 @@ type expediteResult struct {
 }
 
 // expedite sets the limbo.dev/deletionTimestamp of t to
-// softdelete.ExpediteStamp(now, delay), so that its deadline is now. It refuses
-// an object that is not in limbo (no stamp) and one whose delay is missing or
-// invalid. The JSON merge patch carries the resourceVersion that was read, so a
-// concurrent change (a cancel, say) makes it fail with a Conflict; it is then
-// read and checked again.
+// softdelete.ExpediteStamp(min(now, stamp), delay), stamp being its current
+// one, so that its deadline has come: now by this machine's clock, and at the
+// latest when its countdown started by the controller's, which wrote the stamp.
+// A clock ahead of the controller's thus cannot postpone the deletion. It
+// refuses an object already being deleted, one that is not in limbo (no stamp),
+// and one whose delay is missing or invalid. The JSON merge patch carries the
+// resourceVersion that was read, so a concurrent change (a cancel, say) makes it
+// fail with a Conflict; it is then read and checked again.
 func expedite(ctx context.Context, c client.Client, t target, now func() time.Time) (expediteResult, error) {
 	var result expediteResult
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		obj, err := getMetadata(ctx, c, t)
 		if err != nil {
+			return err
+		}
+		if err := refuseTerminating(t, obj, "expedite"); err != nil {
 			return err
 		}
 		annotations := obj.GetAnnotations()
@@ -96,16 +109,26 @@ func expedite(ctx context.Context, c client.Client, t target, now func() time.Ti
 			return fmt.Errorf("cannot expedite %s: %w; an object with an invalid delay is never deleted by the controller: fix the annotation, or kubectl delete it",
 				t, err)
 		}
-		if _, ok := annotations[limbov1alpha1.AnnotationDeletionTimestamp]; !ok {
+		current, stamped := annotations[limbov1alpha1.AnnotationDeletionTimestamp]
+		_, labelled := obj.GetLabels()[limbov1alpha1.LabelPendingDeletion]
+		switch {
+		case !hasDelay && (stamped || labelled || softdelete.Released(obj)):
+			// In limbo without a delay (a teardown releases such an object to an
+			// adopter without stamping it): nothing to set back.
+			return fmt.Errorf("cannot expedite %s: it has no %s annotation, so it is deleted without delay as soon as the controller sees it%s",
+				t, limbov1alpha1.AnnotationDeletionDelay, holdSuffix(ctx, c, t, obj, now()))
+		case !stamped && labelled:
+			return fmt.Errorf("cannot expedite %s: it is labelled %s but has no %s annotation yet: its countdown starts when the controller stamps it",
+				t, limbov1alpha1.LabelPendingDeletion, limbov1alpha1.AnnotationDeletionTimestamp)
+		case !stamped:
 			return fmt.Errorf("%s is not in limbo: it has no %s annotation, so no deletion is scheduled",
 				t, limbov1alpha1.AnnotationDeletionTimestamp)
 		}
-		if !hasDelay {
-			return fmt.Errorf("cannot expedite %s: it has no %s annotation, so it is deleted without delay as soon as the controller sees it",
-				t, limbov1alpha1.AnnotationDeletionDelay)
-		}
 
 		at := now()
+		if started, err := time.Parse(time.RFC3339, current); err == nil && started.Before(at) {
+			at = started // the controller's clock wrote it: its deadline has come by that clock too
+		}
 		stamp := softdelete.ExpediteStamp(at, delay)
 		patch, err := json.Marshal(map[string]any{
 			"metadata": map[string]any{
@@ -130,4 +153,44 @@ func expedite(ctx context.Context, c client.Client, t target, now func() time.Ti
 		return expediteResult{}, err
 	}
 	return result, nil
+}
+
+// holdSuffix is what expedite's refusal of obj, an object in limbo without a
+// delay, adds about the reaper's hold at now: the hold, when the reaper holds it
+// (releasedHold); a pointer to kubectl limbo pending when that cannot be told
+// (its Bundles cannot be read); else nothing.
+func holdSuffix(ctx context.Context, c client.Client, t target, obj metav1.Object, now time.Time) string {
+	if !softdelete.Released(obj) {
+		return ""
+	}
+	h, ok, err := reaperHoldOf(ctx, c, t, obj, now)
+	switch {
+	case err != nil:
+		return ", unless something holds it (kubectl limbo pending shows what)"
+	case ok:
+		return "; the reaper holds it meanwhile: " + h.Why
+	}
+	return ""
+}
+
+// readReaperHold is the reaper's hold of obj at now (releasedHold), if it holds
+// it; nothing when it does not, or when the Bundles of obj's namespace cannot be
+// read: this adds to what expedite did.
+func readReaperHold(ctx context.Context, c client.Client, t target, obj metav1.Object, now time.Time) (reaperHold, bool) {
+	h, ok, err := reaperHoldOf(ctx, c, t, obj, now)
+	return h, ok && err == nil
+}
+
+// reaperHoldOf reads the Bundles of obj's namespace and tells whether the reaper
+// holds obj at now (releasedHold). Only a released object is looked at.
+func reaperHoldOf(ctx context.Context, c client.Client, t target, obj metav1.Object, now time.Time) (reaperHold, bool, error) {
+	if !softdelete.Released(obj) || isTombstone(t.mapping.GroupVersionKind.GroupKind()) {
+		return reaperHold{}, false, nil
+	}
+	var bundles limbov1alpha1.BundleList
+	if err := c.List(ctx, &bundles, client.InNamespace(obj.GetNamespace())); err != nil {
+		return reaperHold{}, false, err
+	}
+	h, ok := releasedHold(obj, t.mapping.GroupVersionKind.GroupKind(), bundles.Items, now)
+	return h, ok, nil
 }

@@ -28,13 +28,14 @@ func TestExpedite(t *testing.T) {
 	if code != 0 || errOut != "" {
 		t.Fatalf("exit %d, stderr %q", code, errOut)
 	}
-	// now - 24h, to the second.
-	const stamp = "2026-02-28T12:00:00Z"
+	// The old stamp (an hour ago, before now) - 24h: the deadline is when the
+	// countdown started.
+	const stamp = "2026-02-28T11:00:00Z"
 	if want := "configmap/db-config expedited: limbo.dev/deletionTimestamp set to " + stamp +
-		" (delay 24h0m0s), deadline 2026-03-01T12:00:00Z: due now; the controller deletes it at its next pass unless something holds it (kubectl limbo pending shows what)\n"; out != want {
+		" (delay 24h0m0s), deadline 2026-03-01T11:00:00Z: due now; the controller deletes it at its next pass unless something holds it (kubectl limbo pending shows what)\n"; out != want {
 		t.Errorf("stdout %q, want %q", out, want)
 	}
-	if stamp != softdelete.ExpediteStamp(testNow, 24*time.Hour) {
+	if stamp != softdelete.ExpediteStamp(testNow.Add(-time.Hour), 24*time.Hour) {
 		t.Fatalf("test stamp differs from softdelete.ExpediteStamp")
 	}
 
@@ -65,9 +66,10 @@ func TestExpediteKinds(t *testing.T) {
 		ref   string
 		stamp string
 	}{
-		{[]string{"tombstone/storage-ns-gc-4f7c"}, tomb, "tombstone.limbo.dev/storage-ns-gc-4f7c", "2026-03-01T11:50:00Z"},
-		{[]string{"deployments.apps/app"}, deploy, "deployment.apps/app", "2026-03-01T11:58:30Z"},
-		{[]string{"Deployment.apps", "app"}, deploy, "deployment.apps/app", "2026-03-01T11:58:30Z"},
+		{[]string{"tombstone/storage-ns-gc-4f7c"}, tomb, "tombstone.limbo.dev/storage-ns-gc-4f7c", "2026-03-01T11:49:00Z"},
+		{[]string{"deployments.apps/app"}, deploy, "deployment.apps/app", "2026-03-01T11:58:29Z"},
+		// Expedited again: the stamp is the earlier one already.
+		{[]string{"Deployment.apps", "app"}, deploy, "deployment.apps/app", "2026-03-01T11:56:59Z"},
 	} {
 		args := append([]string{"expedite", "-n", "team-a"}, tc.args...)
 		code, out, errOut := f.run(args...)
@@ -93,16 +95,32 @@ func TestExpediteRefuses(t *testing.T) {
 	// An orphan with an invalid delay is never stamped: `pending` lists it as
 	// never deleted, and expedite says why.
 	unstamped := &corev1.ConfigMap{ObjectMeta: inLimbo("team-a", "unstamped", "shop", "soon", "")}
-	f := newFixture(t, nil, notInLimbo, invalid, noDelay, unstamped)
+	// A teardown releases an object without a delay (to an adopter) unstamped:
+	// it is in limbo, labelled, and deleted as soon as the reaper sees it.
+	releasedMeta := inLimbo("team-a", "released-nodelay", "a", "", "")
+	releasedMeta.Annotations[limbov1alpha1.AnnotationReleased] = stampAgo(time.Minute)
+	releasedNoDelay := &corev1.ConfigMap{ObjectMeta: releasedMeta}
+	labelledUnstamped := &corev1.ConfigMap{ObjectMeta: inLimbo("team-a", "labelled-unstamped", "shop", "1h", "")}
+	// Already being deleted, held by a finalizer: nothing to hasten.
+	terminatingMeta := inLimbo("team-a", "terminating", "shop", "1h", stampAgo(2*time.Hour))
+	terminatingMeta.Finalizers = []string{"example.com/in-use"}
+	terminatingMeta.DeletionTimestamp = &metav1.Time{Time: testNow.Add(-time.Minute)}
+	terminating := &corev1.ConfigMap{ObjectMeta: terminatingMeta}
+	f := newFixture(t, nil, notInLimbo, invalid, noDelay, unstamped, releasedNoDelay, labelledUnstamped, terminating)
 
 	for name, want := range map[string]string{
-		"configmap/kept":      "error: configmap/kept is not in limbo: it has no limbo.dev/deletionTimestamp annotation, so no deletion is scheduled\n",
-		"configmap/invalid":   `error: cannot expedite configmap/invalid: invalid limbo.dev/deletionDelay "soon": time: invalid duration "soon"; an object with an invalid delay is never deleted by the controller: fix the annotation, or kubectl delete it` + "\n",
-		"configmap/unstamped": `error: cannot expedite configmap/unstamped: invalid limbo.dev/deletionDelay "soon": time: invalid duration "soon"; an object with an invalid delay is never deleted by the controller: fix the annotation, or kubectl delete it` + "\n",
-		"configmap/nodelay":   "error: cannot expedite configmap/nodelay: it has no limbo.dev/deletionDelay annotation, so it is deleted without delay as soon as the controller sees it\n",
-		"configmap/missing":   "error: configmaps \"missing\" not found\n",
-		"gizmo/x":             "error: the server doesn't have a resource type \"gizmo\"\n",
-		"configmap":           "error: resource(s) were provided, but no name was specified\n",
+		"configmap/kept":             "error: configmap/kept is not in limbo: it has no limbo.dev/deletionTimestamp annotation, so no deletion is scheduled\n",
+		"configmap/invalid":          `error: cannot expedite configmap/invalid: invalid limbo.dev/deletionDelay "soon": time: invalid duration "soon"; an object with an invalid delay is never deleted by the controller: fix the annotation, or kubectl delete it` + "\n",
+		"configmap/unstamped":        `error: cannot expedite configmap/unstamped: invalid limbo.dev/deletionDelay "soon": time: invalid duration "soon"; an object with an invalid delay is never deleted by the controller: fix the annotation, or kubectl delete it` + "\n",
+		"configmap/nodelay":          "error: cannot expedite configmap/nodelay: it has no limbo.dev/deletionDelay annotation, so it is deleted without delay as soon as the controller sees it\n",
+		"configmap/released-nodelay": "error: cannot expedite configmap/released-nodelay: it has no limbo.dev/deletionDelay annotation, so it is deleted without delay as soon as the controller sees it\n",
+		"configmap/labelled-unstamped": "error: cannot expedite configmap/labelled-unstamped: it is labelled limbo.dev/pending-deletion but has no limbo.dev/deletionTimestamp annotation yet: " +
+			"its countdown starts when the controller stamps it\n",
+		"configmap/terminating": "error: cannot expedite configmap/terminating: it is already being deleted (since 2026-03-01T11:59:00Z); held by finalizers: example.com/in-use; " +
+			"expedite cannot hasten it: the API server deletes it once its finalizers are removed\n",
+		"configmap/missing": "error: configmaps \"missing\" not found\n",
+		"gizmo/x":           "error: the server doesn't have a resource type \"gizmo\"\n",
+		"configmap":         "error: resource(s) were provided, but no name was specified\n",
 	} {
 		code, out, errOut := f.run("expedite", "-n", "team-a", name)
 		if code != 1 || out != "" || errOut != want {
@@ -111,7 +129,7 @@ func TestExpediteRefuses(t *testing.T) {
 	}
 
 	// Nothing was written.
-	for _, obj := range []client.Object{notInLimbo, invalid, noDelay, unstamped} {
+	for _, obj := range []client.Object{notInLimbo, invalid, noDelay, unstamped, releasedNoDelay, labelledUnstamped, terminating} {
 		var got corev1.ConfigMap
 		if err := f.client.Get(context.Background(), client.ObjectKeyFromObject(obj), &got); err != nil {
 			t.Fatal(err)
@@ -139,7 +157,7 @@ func TestExpediteConflict(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The new delay (1h) was used.
-	if want := "2026-03-01T11:00:00Z"; got.Annotations[limbov1alpha1.AnnotationDeletionTimestamp] != want {
+	if want := "2026-03-01T10:00:00Z"; got.Annotations[limbov1alpha1.AnnotationDeletionTimestamp] != want {
 		t.Errorf("stamp %q, want %q", got.Annotations[limbov1alpha1.AnnotationDeletionTimestamp], want)
 	}
 }
@@ -189,17 +207,18 @@ func TestExpediteHeld(t *testing.T) {
 		ref, stamp, delay string
 		report            string
 	}{
-		{"configmap/held", "2026-03-01T11:00:00Z", "1h0m0s", "Bundle team-a/shop reports: waiting for every resource of the Bundle to be Ready\n"},
-		{"configmap/running", "2026-03-01T11:00:00Z", "1h0m0s", ""},
-		{"configmap/released", "2026-03-01T11:00:00Z", "1h0m0s", ""},
-		{"configmap/unknown-bundle", "2026-03-01T11:00:00Z", "1h0m0s", ""},
-		{"configmap/worker-1-volume", "2026-03-01T11:00:00Z", "1h0m0s", "Bundle infra/nodes reports: due; held: the node is still cordoned\n"},
+		{"configmap/held", "2026-03-01T10:59:00Z", "1h0m0s", "Bundle team-a/shop reports: waiting for every resource of the Bundle to be Ready\n"},
+		{"configmap/running", "2026-03-01T10:59:00Z", "1h0m0s", ""},
+		{"configmap/released", "2026-03-01T10:59:00Z", "1h0m0s", ""},
+		{"configmap/unknown-bundle", "2026-03-01T10:59:00Z", "1h0m0s", ""},
+		{"configmap/worker-1-volume", "2026-03-01T10:59:00Z", "1h0m0s", "Bundle infra/nodes reports: due; held: the node is still cordoned\n"},
 		// A Tombstone's entry names its item; that is no news.
-		{"tombstone.limbo.dev/storage-ns-gc-4f7c", "2026-03-01T11:50:00Z", "10m0s", ""},
+		{"tombstone.limbo.dev/storage-ns-gc-4f7c", "2026-03-01T11:49:00Z", "10m0s", ""},
 	} {
 		f := newFixture(t, nil, objs...)
 		code, out, errOut := f.run("expedite", "-n", "team-a", tc.ref)
-		want := fmt.Sprintf("%s expedited: limbo.dev/deletionTimestamp set to %s (delay %s), deadline 2026-03-01T12:00:00Z%s%s", tc.ref, tc.stamp, tc.delay, due, tc.report)
+		// Stamped a minute ago: the deadline is that stamp.
+		want := fmt.Sprintf("%s expedited: limbo.dev/deletionTimestamp set to %s (delay %s), deadline 2026-03-01T11:59:00Z%s%s", tc.ref, tc.stamp, tc.delay, due, tc.report)
 		if code != 0 || out != want || errOut != "" {
 			t.Errorf("%s: exit %d, stderr %q, stdout\n%s\nwant\n%s", tc.ref, code, errOut, out, want)
 		}
@@ -213,7 +232,111 @@ func TestExpediteHeld(t *testing.T) {
 		return c.Get(ctx, key, obj, opts...)
 	}}, objs...)
 	code, out, errOut := f.run("expedite", "-n", "team-a", "configmap/held")
-	if want := "configmap/held expedited: limbo.dev/deletionTimestamp set to 2026-03-01T11:00:00Z (delay 1h0m0s), deadline 2026-03-01T12:00:00Z" + due; code != 0 || out != want || errOut != "" {
+	if want := "configmap/held expedited: limbo.dev/deletionTimestamp set to 2026-03-01T10:59:00Z (delay 1h0m0s), deadline 2026-03-01T11:59:00Z" + due; code != 0 || out != want || errOut != "" {
 		t.Errorf("Bundle forbidden: exit %d, stderr %q, stdout\n%s\nwant\n%s", code, errOut, out, want)
+	}
+}
+
+// A machine whose clock is ahead of the controller's cannot postpone the
+// deletion: the new stamp is the earlier of now and the old stamp, which the
+// controller's clock wrote, minus the delay, so the deadline has come by the
+// controller's clock too.
+func TestExpediteClockAhead(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		ahead     time.Duration // the plugin's clock - the controller's
+		stamp     string        // written by the controller, at its now
+		wantStamp string
+	}{
+		{name: "ten minutes ahead", ahead: 10 * time.Minute, stamp: stampAgo(0), wantStamp: "2026-03-01T11:00:00Z"},
+		{name: "ten minutes ahead, stamped a day ago", ahead: 10 * time.Minute, stamp: stampAgo(24 * time.Hour), wantStamp: "2026-02-28T11:00:00Z"},
+		// Behind: now is the earlier.
+		{name: "ten minutes behind", ahead: -10 * time.Minute, stamp: stampAgo(0), wantStamp: "2026-03-01T10:50:00Z"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cm := &corev1.ConfigMap{ObjectMeta: inLimbo("team-a", "db-config", "shop", "1h", tc.stamp)}
+			f := newFixture(t, nil, cm)
+			code, out, errOut := f.runAt(testNow.Add(tc.ahead), "expedite", "-n", "team-a", "configmap/db-config")
+			if code != 0 || errOut != "" {
+				t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errOut)
+			}
+			var got corev1.ConfigMap
+			if err := f.client.Get(context.Background(), client.ObjectKeyFromObject(cm), &got); err != nil {
+				t.Fatal(err)
+			}
+			if stamp := got.Annotations[limbov1alpha1.AnnotationDeletionTimestamp]; stamp != tc.wantStamp {
+				t.Errorf("stamp %q, want %q", stamp, tc.wantStamp)
+			}
+			// The controller, whose clock read the old stamp when it wrote it,
+			// deletes it from then on.
+			original, err := time.Parse(time.RFC3339, tc.stamp)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, now := range []time.Time{original, testNow} {
+				if d := softdelete.Decide(now, softdelete.StateOf(&got, false)); d.Action != softdelete.ActionDelete {
+					t.Errorf("Decide at %s (controller's clock) after expedite: %s, deadline %s; want Delete", now.Format(time.RFC3339), d.Action, d.Deadline)
+				}
+			}
+		})
+	}
+}
+
+// expedite says when the reaper holds a released object it expedites, or
+// refuses for lack of a delay, for a Bundle of its namespace that declares it
+// (the reaper's decision: see releasedHold): deleting it is that Bundle's to
+// decide. When the Bundles cannot be read, its refusal points at pending.
+func TestExpediteReleasedHeld(t *testing.T) {
+	released := func(name, delay, stamp string) *corev1.ConfigMap {
+		m := inLimbo("team-a", name, "gone", delay, stamp)
+		m.Annotations[limbov1alpha1.AnnotationReleased] = stampAgo(time.Hour)
+		return &corev1.ConfigMap{ObjectMeta: m}
+	}
+	adopter := adoptingBundle(t, "b", "moved", "nodelay")
+	const due = ": due now; the controller deletes it at its next pass unless something holds it (kubectl limbo pending shows what)\n"
+	const held = "Bundle b declares it to adopt it (limbo.dev/adopt); deleted only once no Bundle does"
+	for _, tc := range []struct {
+		name    string
+		ref     string
+		forbid  bool
+		wantOut string
+		wantErr string
+	}{
+		{name: "expedited", ref: "configmap/moved",
+			wantOut: "configmap/moved expedited: limbo.dev/deletionTimestamp set to 2026-03-01T10:00:00Z (delay 1h0m0s), deadline 2026-03-01T11:00:00Z" + due +
+				"The reaper holds it: " + held + "\n"},
+		{name: "not declared", ref: "configmap/other",
+			wantOut: "configmap/other expedited: limbo.dev/deletionTimestamp set to 2026-03-01T10:00:00Z (delay 1h0m0s), deadline 2026-03-01T11:00:00Z" + due},
+		{name: "expedited, Bundles unreadable", ref: "configmap/moved", forbid: true,
+			wantOut: "configmap/moved expedited: limbo.dev/deletionTimestamp set to 2026-03-01T10:00:00Z (delay 1h0m0s), deadline 2026-03-01T11:00:00Z" + due},
+		{name: "no delay", ref: "configmap/nodelay",
+			wantErr: "error: cannot expedite configmap/nodelay: it has no limbo.dev/deletionDelay annotation, so it is deleted without delay as soon as the controller sees it; " +
+				"the reaper holds it meanwhile: " + held + "\n"},
+		{name: "no delay, Bundles unreadable", ref: "configmap/nodelay", forbid: true,
+			wantErr: "error: cannot expedite configmap/nodelay: it has no limbo.dev/deletionDelay annotation, so it is deleted without delay as soon as the controller sees it, " +
+				"unless something holds it (kubectl limbo pending shows what)\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var funcs *interceptor.Funcs
+			if tc.forbid {
+				funcs = &interceptor.Funcs{List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+					if _, ok := list.(*limbov1alpha1.BundleList); ok {
+						return apierrors.NewForbidden(schema.GroupResource{Group: "limbo.dev", Resource: "bundles"}, "", errors.New("no"))
+					}
+					return c.List(ctx, list, opts...)
+				}}
+			}
+			f := newFixture(t, funcs, adopter, released("moved", "1h", stampAgo(time.Hour)), released("other", "1h", stampAgo(time.Hour)), released("nodelay", "", ""))
+			code, out, errOut := f.run("expedite", "-n", "team-a", tc.ref)
+			if tc.wantErr != "" {
+				if code != 1 || out != "" || errOut != tc.wantErr {
+					t.Errorf("exit %d, stdout %q, stderr\n%s\nwant\n%s", code, out, errOut, tc.wantErr)
+				}
+				return
+			}
+			if code != 0 || out != tc.wantOut || errOut != "" {
+				t.Errorf("exit %d, stderr %q, stdout\n%s\nwant\n%s", code, errOut, out, tc.wantOut)
+			}
+		})
 	}
 }

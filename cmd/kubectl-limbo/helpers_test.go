@@ -131,6 +131,12 @@ func newFixture(t *testing.T, funcs *interceptor.Funcs, objs ...client.Object) *
 // run runs the plugin with args against the fixture at testNow and returns its
 // exit code, stdout and stderr.
 func (f *fixture) run(args ...string) (int, string, string) {
+	return f.runAt(testNow, args...)
+}
+
+// runAt is run with the plugin's clock at now (the machine it runs on may be
+// ahead of the controller's, whose clock wrote the stamps).
+func (f *fixture) runAt(now time.Time, args ...string) (int, string, string) {
 	var out, errOut bytes.Buffer
 	streams := genericiooptions.IOStreams{In: &bytes.Buffer{}, Out: &out, ErrOut: &errOut}
 	newClients := func(flags *genericclioptions.ConfigFlags) clientFactory {
@@ -138,7 +144,7 @@ func (f *fixture) run(args ...string) (int, string, string) {
 		clients.flags = flags
 		return &clients
 	}
-	code := run(context.Background(), args, streams, newClients, func() time.Time { return testNow })
+	code := run(context.Background(), args, streams, newClients, func() time.Time { return now })
 	return code, out.String(), errOut.String()
 }
 

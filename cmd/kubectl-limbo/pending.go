@@ -30,10 +30,16 @@ func newPendingCommand(o *options) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "pending [-A | -n NAMESPACE] [-o wide|json|yaml|name|...] [--no-headers]",
 		Short: "List what is in limbo and when it is deleted",
-		Long: `List what is in limbo, soonest deletion first: every object labelled
-limbo.dev/pending-deletion=true (of any kind), every Tombstone (an external item
-pending deletion), and the pending deletions that Bundles report with an error,
-such as an invalid limbo.dev/deletionDelay (such an object is never deleted).
+		Long: `List what is in limbo, soonest deletion first: every object of a namespaced
+kind labelled limbo.dev/pending-deletion=true, every Tombstone (an external item
+pending deletion), and the pending deletions that Bundles report with a message,
+such as an invalid limbo.dev/deletionDelay (such an object is never deleted), or
+that the label listing cannot see (a cluster-scoped item, an item in another
+cluster). With -n, only the rows of that namespace are shown (a cluster-scoped
+item's row is its Bundle's namespace's).
+
+An object released by a Bundle's teardown is "held" while the reaper keeps it
+for a Bundle that declares it (MESSAGE names the Bundle).
 
 DELETE-AFTER is limbo.dev/deletionTimestamp + limbo.dev/deletionDelay; TIME-LEFT
 is "due" once it has passed. -o wide adds DELAY and IN-LIMBO (time since the

@@ -86,6 +86,9 @@ type pendingItem struct {
 
 	uid       types.UID
 	countdown countdown
+	// object is the metadata of the object in limbo of an object row (nil for
+	// the rows of Tombstones and of Bundles' entries).
+	object *metav1.PartialObjectMetadata
 }
 
 func (p *pendingItem) groupKind() schema.GroupKind {
@@ -125,7 +128,9 @@ func (p *pendingItem) key() itemKey {
 // collectPending lists what is in limbo in namespace ("" is every namespace) at
 // time now, soonest deletion first. Resource types that cannot be listed
 // (Forbidden, NotFound, MethodNotSupported) are skipped; the Forbidden ones are
-// named in a warning on warnings.
+// named in a warning on warnings. With a namespace, every row is of that
+// namespace (inNamespace): the rows a Bundle of the namespace reports in another
+// are left out, with a warning.
 func collectPending(ctx context.Context, src pendingSources, namespace string, now time.Time, warnings io.Writer) ([]pendingItem, error) {
 	var items []pendingItem
 	seen := map[types.UID]bool{}
@@ -182,6 +187,7 @@ func collectPending(ctx context.Context, src pendingSources, namespace string, n
 		return nil, err
 	}
 	for _, item := range objects {
+		holdReleased(&item, bundles.Items, now)
 		add(item)
 	}
 
@@ -226,8 +232,55 @@ func collectPending(ctx context.Context, src pendingSources, namespace string, n
 		}
 	}
 
+	items = inNamespace(items, namespace, warnings)
 	sortPending(items)
 	return items, nil
+}
+
+// inNamespace is items without the rows of namespaces other than namespace (""
+// keeps all). Without -A the table has no NAMESPACE column, and kubectl takes the
+// names -o name prints for objects of the namespace asked for: a row of another
+// namespace, which a Bundle of this one reports (deorbit's items, say), would read
+// as another object, and `| xargs kubectl delete -n NS` would hit it. The row of a
+// cluster-scoped item is in its Bundle's namespace (entryNamespace), and stays. A
+// warning on warnings says how many rows were left out, and where.
+func inNamespace(items []pendingItem, namespace string, warnings io.Writer) []pendingItem {
+	if namespace == "" {
+		return items
+	}
+	kept := items[:0]
+	var elsewhere []string
+	for _, item := range items {
+		if item.Namespace != namespace {
+			elsewhere = append(elsewhere, item.Namespace)
+			continue
+		}
+		kept = append(kept, item)
+	}
+	if len(elsewhere) > 0 {
+		rows := "1 item"
+		if len(elsewhere) > 1 {
+			rows = fmt.Sprintf("%d items", len(elsewhere))
+		}
+		names := slices.Compact(slices.Sorted(slices.Values(elsewhere)))
+		fmt.Fprintf(warnings, "Warning: not shown: %s that Bundles of namespace %s report in other namespaces (%s); kubectl limbo pending -A lists them\n",
+			rows, namespace, strings.Join(names, ", "))
+	}
+	return kept
+}
+
+// holdReleased marks item, an object's row, held when the reaper holds the
+// object (releasedHold: a Bundle of its namespace declares it), and says for
+// which Bundle: its countdown, if any, is shown, but it is not deleted while the
+// hold lasts. An invalid delay stays "never".
+func holdReleased(item *pendingItem, bundles []limbov1alpha1.Bundle, now time.Time) {
+	if item.object == nil || item.countdown == countdownNever {
+		return
+	}
+	if h, ok := releasedHold(item.object, item.groupKind(), bundles, now); ok {
+		item.countdown = countdownHeld
+		item.addMessage("held by the reaper: " + h.Why)
+	}
 }
 
 // listPendingObjects lists the objects labelled limbo.dev/pending-deletion=true
@@ -276,6 +329,11 @@ func listPendingObjects(ctx context.Context, src pendingSources, namespace strin
 				return
 			}
 			for j := range objects {
+				// An aggregated API may ignore the label selector: only what
+				// carries the label is in limbo.
+				if objects[j].Labels[limbov1alpha1.LabelPendingDeletion] != "true" {
+					continue
+				}
 				results[i].items = append(results[i].items, objectItem(&objects[j], now))
 			}
 		}()
@@ -308,6 +366,7 @@ func objectItem(obj *metav1.PartialObjectMetadata, now time.Time) pendingItem {
 		Name:       obj.Name,
 		Bundle:     obj.Labels[limbov1alpha1.LabelBundle],
 		uid:        obj.UID,
+		object:     obj,
 	}
 	if bundle, _, ok := softdelete.SplitItemOwner(obj.Annotations[limbov1alpha1.AnnotationPluginResource]); item.Bundle == "" && ok {
 		item.Bundle = bundle.Name // a plugin's object item

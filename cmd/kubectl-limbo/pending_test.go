@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -438,5 +439,171 @@ func TestPendingTombstoneOfABundleBeingDeleted(t *testing.T) {
 	want := `Tombstone         storage-ns-gc-4f7c   shop     <none>                 held        namespace-gc: StorageOSNamespace "old-team" (id 4f7c); last error (attempt 2): 409: namespace still has volumes; its Bundle is being deleted: the deletion is cancelled, the item kept`
 	if !strings.Contains(trimTrailingSpaces(out), want+"\n") {
 		t.Errorf("the Tombstone's row is not held:\n%s\nwant a row\n%s", out, want)
+	}
+}
+
+// adoptingBundle is Bundle team-a/name whose spec declares the ConfigMaps named
+// adopted to adopt them (limbo.dev/adopt).
+func adoptingBundle(t *testing.T, name string, adopted ...string) *limbov1alpha1.Bundle {
+	t.Helper()
+	b := &limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: name, UID: uid(name)}}
+	for _, cm := range adopted {
+		raw, err := json.Marshal(map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+			"metadata": map[string]any{"name": cm, "annotations": map[string]string{limbov1alpha1.AnnotationAdopt: "true"}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.Spec.Resources = append(b.Spec.Resources, limbov1alpha1.Resource{Name: cm, Object: &runtime.RawExtension{Raw: raw}})
+	}
+	return b
+}
+
+// deorbitLeak is Bundle clusters/x whose plugin resource deorbit has items in
+// limbo in namespace apps (one held by a finalizer, which the Bundle reports), a
+// cluster-scoped one, and a ConfigMap in limbo in clusters itself.
+func deorbitLeak() []client.Object {
+	b := &limbov1alpha1.Bundle{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "clusters", Name: "x", UID: uid("x")},
+		Status: limbov1alpha1.BundleStatus{PendingDeletions: []limbov1alpha1.PendingDeletion{
+			{APIVersion: "v1", Kind: "ConfigMap", Namespace: "apps", Name: "data", Resource: "deorbit",
+				Message: "being deleted; held by finalizers: kubernetes.io/pvc-protection"},
+			{APIVersion: "v1", Kind: "ConfigMap", Namespace: "apps", Name: "quiet", Resource: "deorbit",
+				DeleteAfter: &metav1.Time{Time: testNow.Add(time.Hour)}},
+			{APIVersion: "v1", Kind: "PersistentVolume", Name: "pv-data", Resource: "deorbit",
+				DeletionTimestamp: &metav1.Time{Time: testNow.Add(-time.Minute)}, DeleteAfter: &metav1.Time{Time: testNow.Add(time.Minute)}},
+		}},
+	}
+	item := func(name string) *corev1.ConfigMap {
+		m := inLimbo("apps", name, "", "1h", stampAgo(0))
+		delete(m.Labels, limbov1alpha1.LabelBundle)
+		m.Annotations[limbov1alpha1.AnnotationPluginResource] = "clusters/x/deorbit"
+		return &corev1.ConfigMap{ObjectMeta: m}
+	}
+	local := &corev1.ConfigMap{ObjectMeta: inLimbo("clusters", "old", "x", "2h", stampAgo(0))}
+	return []client.Object{b, item("data"), item("quiet"), local}
+}
+
+// With -n, every row is of that namespace: without -A there is no NAMESPACE
+// column, and kubectl takes the names of -o name for objects of the namespace
+// asked for (`pending -n clusters -o name | xargs kubectl delete -n clusters`).
+// The rows a Bundle reports in other namespaces are left out, with a warning;
+// a cluster-scoped item's row is its Bundle's namespace's, and stays.
+func TestPendingOnlyTheNamespaceAskedFor(t *testing.T) {
+	const warning = "Warning: not shown: 1 item that Bundles of namespace clusters report in other namespaces (apps); kubectl limbo pending -A lists them\n"
+	for _, tc := range []struct {
+		name    string
+		args    []string
+		wantOut string
+		wantErr string
+	}{
+		{name: "table", args: []string{"-n", "clusters"}, wantErr: warning,
+			wantOut: `KIND               NAME      BUNDLE   DELETE-AFTER           TIME-LEFT   MESSAGE
+PersistentVolume   pv-data   x        2026-03-01T12:01:00Z   60s
+ConfigMap          old       x        2026-03-01T14:00:00Z   120m
+`},
+		{name: "name", args: []string{"-n", "clusters", "-o", "name"}, wantErr: warning,
+			wantOut: "persistentvolume/pv-data\nconfigmap/old\n"},
+		{name: "the items' namespace", args: []string{"-n", "apps", "-o", "name"},
+			wantOut: "configmap/data\nconfigmap/quiet\n"},
+		{name: "every namespace", args: []string{"-A"},
+			wantOut: `NAMESPACE   KIND               NAME      BUNDLE   DELETE-AFTER           TIME-LEFT   MESSAGE
+clusters    PersistentVolume   pv-data   x        2026-03-01T12:01:00Z   60s
+apps        ConfigMap          data      x        2026-03-01T13:00:00Z   60m         being deleted; held by finalizers: kubernetes.io/pvc-protection
+apps        ConfigMap          quiet     x        2026-03-01T13:00:00Z   60m
+clusters    ConfigMap          old       x        2026-03-01T14:00:00Z   120m
+`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, nil, deorbitLeak()...)
+			code, out, errOut := f.run(append([]string{"pending"}, tc.args...)...)
+			if code != 0 || trimTrailingSpaces(out) != tc.wantOut || errOut != tc.wantErr {
+				t.Errorf("exit %d, stderr %q, stdout\n%s\nwant stderr %q, stdout\n%s", code, errOut, out, tc.wantErr, tc.wantOut)
+			}
+		})
+	}
+}
+
+// A released object (a teardown or a hand-over released it: label, released
+// mark, no controller) is held by the reaper while a Bundle decides it: the
+// Bundle its label names declares it (its pass adopts it), or has a plugin
+// resource and has not finished a pass of its current spec, or, once it is due,
+// another Bundle of its namespace declares it to adopt it. pending shows it held
+// and names that Bundle, as the reaper decides (releasedHold); an invalid delay
+// is never deleted, held or not.
+func TestPendingReleasedHeldByTheReaper(t *testing.T) {
+	released := func(name, label, delay, stamp string) *corev1.ConfigMap {
+		m := inLimbo("team-a", name, label, delay, stamp)
+		m.Annotations[limbov1alpha1.AnnotationReleased] = stampAgo(time.Hour)
+		return &corev1.ConfigMap{ObjectMeta: m}
+	}
+	// Its pass of the current spec has not run yet.
+	shop := shopDeclaring(t, []string{"redeclared"})
+	shop.Generation, shop.Status.ObservedGeneration = 3, 2
+	// Its pass of the current spec ran without adopting (a spec error elsewhere).
+	stalled := shopDeclaring(t, []string{"stalled-one"})
+	stalled.Name, stalled.UID = "stalled", uid("stalled")
+	stalled.Generation, stalled.Status.ObservedGeneration = 3, 3
+	generating := shopDeclaring(t, nil, "gen")
+	generating.Name, generating.UID = "generating", uid("generating")
+	generating.Generation, generating.Status.ObservedGeneration = 2, 1
+	tornDown := shopDeclaring(t, []string{"torn"})
+	tornDown.Name, tornDown.UID = "torn-down", uid("torn-down")
+	tornDown.DeletionTimestamp, tornDown.Finalizers = &metav1.Time{Time: testNow}, []string{limbov1alpha1.FinalizerTeardown}
+	objs := []client.Object{
+		shop, stalled, generating, tornDown, adoptingBundle(t, "b", "moved", "early", "invalid", "torn"),
+		released("redeclared", "shop", "1h", stampAgo(2*time.Hour)),
+		released("stalled-one", "stalled", "1h", stampAgo(2*time.Hour)),
+		released("generated", "generating", "1h", stampAgo(time.Minute)),
+		released("moved", "gone", "", ""),
+		released("early", "gone", "1h", stampAgo(time.Minute)),
+		released("invalid", "gone", "soon", ""),
+		released("torn", "torn-down", "1h", stampAgo(2*time.Hour)),
+		released("free", "gone", "1h", stampAgo(2*time.Hour)),
+	}
+
+	f := newFixture(t, nil, objs...)
+	code, out, errOut := f.run("pending", "-n", "team-a")
+	if code != 0 || errOut != "" {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+	want := `KIND        NAME          BUNDLE       DELETE-AFTER           TIME-LEFT   MESSAGE
+ConfigMap   free          gone         2026-03-01T11:00:00Z   due
+ConfigMap   early         gone         2026-03-01T12:59:00Z   59m
+ConfigMap   moved         gone         <none>                 held        no limbo.dev/deletionDelay: deleted without delay; held by the reaper: Bundle b declares it to adopt it (limbo.dev/adopt); deleted only once no Bundle does
+ConfigMap   redeclared    shop         2026-03-01T11:00:00Z   held        held by the reaper: Bundle shop, which its label limbo.dev/bundle names, declares it: its next pass adopts it and cancels the deletion
+ConfigMap   stalled-one   stalled      2026-03-01T11:00:00Z   held        held by the reaper: Bundle stalled, which its label limbo.dev/bundle names, declares it but has not adopted it (see the Bundle's status)
+ConfigMap   torn          torn-down    2026-03-01T11:00:00Z   held        held by the reaper: Bundle b declares it to adopt it (limbo.dev/adopt); deleted only once no Bundle does
+ConfigMap   generated     generating   2026-03-01T12:59:00Z   held        held by the reaper: Bundle generating, which its label limbo.dev/bundle names, has not finished a pass of its current spec, whose plugin resources may make it again
+ConfigMap   invalid       gone         <none>                 never       invalid limbo.dev/deletionDelay "soon": time: invalid duration "soon"
+`
+	if got := trimTrailingSpaces(out); got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+}
+
+// An aggregated API may ignore the label selector and list every object: only
+// those labelled limbo.dev/pending-deletion=true are in limbo.
+func TestPendingIgnoresObjectsWithoutTheLabel(t *testing.T) {
+	funcs := &interceptor.Funcs{List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+		if _, ok := list.(*metav1.PartialObjectMetadataList); ok {
+			var kept []client.ListOption
+			for _, opt := range opts {
+				if _, selector := opt.(client.MatchingLabelsSelector); !selector {
+					kept = append(kept, opt)
+				}
+			}
+			opts = kept
+		}
+		return c.List(ctx, list, opts...)
+	}}
+	notInLimbo := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "live", UID: uid("live"),
+		Labels: map[string]string{limbov1alpha1.LabelBundle: "shop"}}}
+	notTrue := &corev1.ConfigMap{ObjectMeta: inLimbo("team-a", "not-true", "shop", "1h", stampAgo(time.Minute))}
+	notTrue.Labels[limbov1alpha1.LabelPendingDeletion] = "false"
+	inLimboCM := &corev1.ConfigMap{ObjectMeta: inLimbo("team-a", "old", "shop", "1h", stampAgo(time.Minute))}
+	f := newFixture(t, funcs, notInLimbo, notTrue, inLimboCM)
+	code, out, errOut := f.run("pending", "-n", "team-a", "-o", "name")
+	if code != 0 || out != "configmap/old\n" || errOut != "" {
+		t.Errorf("exit %d, stderr %q, stdout %q; want configmap/old only", code, errOut, out)
 	}
 }
