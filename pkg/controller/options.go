@@ -3,6 +3,7 @@ package controller
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -51,6 +52,11 @@ type Options struct {
 	Plugins *plugin.Registry
 }
 
+// MinResyncPeriod is the shortest periodic resync (--resync-period) other than
+// off: each one reconciles every Bundle and lists every kind for released
+// objects.
+const MinResyncPeriod = time.Minute
+
 // DefaultOptions are the flags' defaults.
 func DefaultOptions() Options {
 	return Options{
@@ -88,7 +94,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.Burst, "kube-api-burst", o.Burst, "Client-side burst of requests to the API server.")
 	fs.IntVar(&o.Workers, "workers", o.Workers, "Bundles reconciled in parallel, and Tombstones; also the most external deletes sent to one plugin resource (one backend) at a time.")
 	fs.IntVar(&o.ApplyConcurrency, "apply-concurrency", o.ApplyConcurrency, "Objects of one Bundle applied in parallel: the resources of a dependency wave (those whose dependencies are all Ready) are independent; 1 applies them one by one. The orphans one pass stamps or deletes use the same bound. At most --workers × this many applies are in flight.")
-	fs.DurationVar(&o.ResyncPeriod, "resync-period", o.ResyncPeriod, "Periodic full resync, a safety net: reconciles are event-driven and countdowns requeue at their deadline. Every Bundle is reconciled and every kind scanned for released objects this often; 0s turns it off (the scan still runs at start, and again soon after one that could not list every kind).")
+	fs.DurationVar(&o.ResyncPeriod, "resync-period", o.ResyncPeriod, "Periodic full resync, a safety net: reconciles are event-driven and countdowns requeue at their deadline. Every Bundle is reconciled and every kind scanned for released objects this often (at least 1m); 0s turns it off (the scan still runs at start, and again soon after one that could not list every kind).")
 	fs.DurationVar(&o.NamespaceGCInterval, "namespace-delete-gc-interval", o.NamespaceGCInterval, "namespace-gc: default period of the full garbage collection (gcInterval); 0s disables it.")
 	fs.DurationVar(&o.NamespaceGCDelay, "namespace-delete-gc-delay", o.NamespaceGCDelay, "namespace-gc: default delay before the first full garbage collection (gcDelay).")
 	fs.StringVar(&o.WatchLabelSelector, "watch-label-selector", o.WatchLabelSelector, "Handle only the Bundles this label selector matches (for example limbo.dev/shard=a, or !limbo.dev/shard for the rest), and their objects and Tombstones: one shard of a sharded install. Empty handles every Bundle.")
@@ -115,12 +121,21 @@ func (o Options) Validate() error {
 		{"kube-api-burst", o.Burst, o.Burst < 1, "must be at least 1"},
 		{"workers", o.Workers, o.Workers < 1, "must be at least 1"},
 		{"apply-concurrency", o.ApplyConcurrency, o.ApplyConcurrency < 1, "must be at least 1"},
-		{"resync-period", o.ResyncPeriod, o.ResyncPeriod < 0, "must not be negative (0s turns the periodic resync off)"},
+		// Each resync lists every kind cluster-wide from the API server.
+		{"resync-period", o.ResyncPeriod, o.ResyncPeriod < 0 || o.ResyncPeriod > 0 && o.ResyncPeriod < MinResyncPeriod,
+			fmt.Sprintf("must be 0s (the periodic resync off) or at least %v", MinResyncPeriod)},
 		{"namespace-delete-gc-interval", o.NamespaceGCInterval, o.NamespaceGCInterval < 0, "must not be negative (0s disables the periodic collection)"},
 		{"namespace-delete-gc-delay", o.NamespaceGCDelay, o.NamespaceGCDelay < 0, "must not be negative"},
 	} {
 		if c.invalid {
 			bad(c.flag, c.value, c.why)
+		}
+	}
+	// An empty entry would be "every namespace" to the cache and the reaper: a
+	// trailing comma must not lift the restriction.
+	for _, ns := range o.Namespaces {
+		for _, msg := range validation.IsDNS1123Label(ns) {
+			bad("namespaces", strings.Join(o.Namespaces, ","), fmt.Sprintf("%q is not a namespace name: %s", ns, msg))
 		}
 	}
 	if o.DefaultServiceAccount != "" {
