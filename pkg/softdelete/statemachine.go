@@ -20,8 +20,10 @@ const (
 	// by writing Decision.Stamp (see FormatStamp) and the pending-deletion label,
 	// then come back after Decision.RequeueAfter.
 	ActionStamp Action = "Stamp"
-	// ActionRestamp: the orphan's stamp is unparsable; restart the countdown
-	// exactly as for ActionStamp, and report Decision.Err as a warning.
+	// ActionRestamp: the orphan's stamp is unparsable, or its UTC time is outside
+	// years 0001–9999, which the status date-time fields cannot hold; restart
+	// the countdown exactly as for ActionStamp, and report Decision.Err as a
+	// warning.
 	ActionRestamp Action = "Restamp"
 	// ActionWait: the countdown is running; come back after Decision.RequeueAfter.
 	ActionWait Action = "Wait"
@@ -80,6 +82,7 @@ type Decision struct {
 //	orphan with an invalid delay                 Invalid (never deleted)
 //	orphan with delay D and no stamp             Stamp: stamp = now, to the second
 //	orphan with an unparsable stamp              Restamp: as Stamp, with a warning
+//	  (or one outside years 0001–9999 in UTC)
 //	orphan with stamp T, now < T+D               Wait until T+D
 //	orphan with stamp T, now ≥ T+D               Delete
 //
@@ -114,6 +117,16 @@ func Decide(now time.Time, s State) Decision {
 			limbov1alpha1.AnnotationDeletionTimestamp, stampValue))
 	}
 
+	if y := stamp.UTC().Year(); y < firstStampYear || y > lastDeadline.Year() {
+		// Parsable, but written by hand with a zone offset that carries it out of
+		// years 0001–9999 in UTC (9999-12-31T23:59:59-01:00 is in year 10000):
+		// the stamp is listed in status.pendingDeletions, whose date-time fields
+		// hold four-digit years only, so every status write would fail.
+		return startCountdown(ActionRestamp, now, delay, fmt.Errorf(
+			"invalid %s %q: outside years 0001 to 9999 in UTC; the countdown restarts",
+			limbov1alpha1.AnnotationDeletionTimestamp, stampValue))
+	}
+
 	d := Decision{Delay: delay, Stamp: stamp.UTC(), Deadline: stamp.UTC().Add(delay)}
 	if d.Deadline.After(lastDeadline) {
 		d.Deadline = lastDeadline
@@ -133,6 +146,12 @@ func Decide(now time.Time, s State) Decision {
 // years only, and such a deadline would make every status write fail. Clamped, the
 // object still waits (for about eight thousand years).
 var lastDeadline = time.Date(9999, time.December, 31, 23, 59, 59, 0, time.UTC)
+
+// firstStampYear is the earliest UTC year of a valid stamp. The API's date-time
+// would take year 0000, but it is before Go's zero time (0001-01-01, which
+// metav1.Time treats as unset) and not a year many clients accept; a stamp that
+// early is a forged one, and restarting its countdown is the safe direction.
+const firstStampYear = 1
 
 // startCountdown is the Decision of Stamp and Restamp: a new stamp at now.
 func startCountdown(action Action, now time.Time, delay time.Duration, warning error) Decision {

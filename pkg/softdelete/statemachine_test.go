@@ -1,8 +1,12 @@
 package softdelete_test
 
 import (
+	"strings"
 	"testing"
 	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/kube-openapi/pkg/validation/strfmt"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 	"github.com/limbo-dev/limbo/pkg/softdelete"
@@ -483,5 +487,70 @@ func TestExpediteStamp(t *testing.T) {
 	if d := softdelete.Decide(nowSecond, state); d.Action != softdelete.ActionDelete || !d.Deadline.Equal(nowSecond) {
 		t.Errorf("Decide on an expedited stamp at a whole second = %s with deadline %v, want Delete at %v",
 			d.Action, d.Deadline, nowSecond)
+	}
+}
+
+// TestDecideStampYearRange: a stamp that parses but whose UTC time falls
+// outside years 0001–9999 (a hand-written zone offset carries it over) is
+// treated like an unparsable one: Restamp with a warning, never Wait or
+// Delete on it. The stamp is listed in status.pendingDeletions, a date-time
+// field: a five-digit or negative year there made every status write of the
+// Bundle fail. Stamps at the ends of the range stay valid, and every Stamp and
+// Deadline Decide returns formats as a date-time the API accepts.
+func TestDecideStampYearRange(t *testing.T) {
+	const outside = "outside years 0001 to 9999 in UTC; the countdown restarts"
+	tests := []struct {
+		name, delay, stamp string
+		want               softdelete.Action
+		wantErr            string // "" means nil
+	}{
+		{name: "end of 9999 at -01:00 is year 10000 in UTC", delay: "24h", stamp: "9999-12-31T23:59:59-01:00",
+			want: softdelete.ActionRestamp, wantErr: `invalid limbo.dev/deletionTimestamp "9999-12-31T23:59:59-01:00": ` + outside},
+		{name: "end of 9999 at -00:01 is year 10000 in UTC", delay: "0s", stamp: "9999-12-31T23:59:00-00:01",
+			want: softdelete.ActionRestamp, wantErr: `invalid limbo.dev/deletionTimestamp "9999-12-31T23:59:00-00:01": ` + outside},
+		{name: "start of 0000 at +01:00 is year -1 in UTC", delay: "0s", stamp: "0000-01-01T00:00:00+01:00",
+			want: softdelete.ActionRestamp, wantErr: `invalid limbo.dev/deletionTimestamp "0000-01-01T00:00:00+01:00": ` + outside},
+		{name: "year 0000 in UTC", delay: "1h", stamp: "0000-06-01T00:00:00Z",
+			want: softdelete.ActionRestamp, wantErr: `invalid limbo.dev/deletionTimestamp "0000-06-01T00:00:00Z": ` + outside},
+		{name: "last second of year 0000 in UTC", delay: "1h", stamp: "0000-12-31T23:59:59Z",
+			want: softdelete.ActionRestamp, wantErr: `invalid limbo.dev/deletionTimestamp "0000-12-31T23:59:59Z": ` + outside},
+		{name: "0001 at +01:00 is year 0000 in UTC", delay: "1h", stamp: "0001-01-01T00:30:00+01:00",
+			want: softdelete.ActionRestamp, wantErr: `invalid limbo.dev/deletionTimestamp "0001-01-01T00:30:00+01:00": ` + outside},
+
+		// The ends of the range stay valid.
+		{name: "first instant of 0001", delay: "1h", stamp: "0001-01-01T00:00:00Z", want: softdelete.ActionDelete},
+		{name: "0000 at -01:00 is year 0001 in UTC", delay: "0s", stamp: "0000-12-31T23:00:00-01:00", want: softdelete.ActionDelete},
+		{name: "last second of 9999", delay: "24h", stamp: "9999-12-31T23:59:59Z", want: softdelete.ActionWait},
+		{name: "last second of 9999, fractional", delay: "0s", stamp: "9999-12-31T23:59:59.999999999Z", want: softdelete.ActionWait},
+		{name: "end of 9999 at +01:00 stays in 9999 in UTC", delay: "1h", stamp: "9999-12-31T23:59:59+01:00", want: softdelete.ActionWait},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := softdelete.Decide(now, softdelete.State{PendingLabel: true, Annotations: annotations(delayKey, tt.delay, stampKey, tt.stamp)})
+			if d.Action != tt.want {
+				t.Errorf("Action = %s, want %s", d.Action, tt.want)
+			}
+			gotErr := ""
+			if d.Err != nil {
+				gotErr = d.Err.Error()
+			}
+			if gotErr != tt.wantErr {
+				t.Errorf("Err = %q, want %q", gotErr, tt.wantErr)
+			}
+			if tt.want == softdelete.ActionRestamp && !d.Stamp.Equal(nowSecond) {
+				t.Errorf("Restamp Stamp = %v, want now %v", d.Stamp, nowSecond)
+			}
+			// What status.pendingDeletions would hold: a date-time, or null
+			// (the zero time, which the API server prunes).
+			for name, ts := range map[string]time.Time{"Stamp": d.Stamp, "Deadline": d.Deadline} {
+				raw, err := metav1.NewTime(ts).MarshalJSON()
+				if err != nil {
+					t.Fatalf("%s %v: MarshalJSON: %v", name, ts, err)
+				}
+				if s := string(raw); s != "null" && !strfmt.IsDateTime(strings.Trim(s, `"`)) {
+					t.Errorf("%s %v marshals as %s, not a date-time", name, ts, s)
+				}
+			}
+		})
 	}
 }
