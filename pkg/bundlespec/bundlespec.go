@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"unicode/utf8"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -51,12 +52,83 @@ func (e Error) Error() string { return fmt.Sprintf("resource %q: %s", e.Resource
 // Errors is a Bundle's spec errors, in declaration order of the resources.
 type Errors []Error
 
+// Error joins the errors with "; ", bounded by JoinBounded: the text goes into
+// the Bundle's conditions and its InvalidSpec event, and a spec can have
+// thousands of errors.
 func (es Errors) Error() string {
+	return JoinBounded(es.Messages(), "; ")
+}
+
+// Messages are the errors' texts, one each.
+func (es Errors) Messages() []string {
 	msgs := make([]string, len(es))
 	for i, e := range es {
 		msgs[i] = e.Error()
 	}
-	return strings.Join(msgs, "; ")
+	return msgs
+}
+
+// MessageBudget is the most bytes JoinBounded returns: well under the 32768
+// characters the API allows a condition's message (metav1.Condition), leaving
+// room for a prefix, and small enough for an event.
+const MessageBudget = 8192
+
+// JoinBounded joins items with sep, as strings.Join does, as long as the result
+// fits in MessageBudget bytes. Otherwise it keeps the first items that fit and
+// ends with sep + "… and N more", N the items left out, cutting nothing but a
+// first item that alone is too long (at a UTF-8 boundary, marked "…"). Every
+// condition message built from a list (spec errors, resource problems, what a
+// teardown waits for, its failures) goes through it: an unbounded one made every
+// status write of the Bundle fail.
+func JoinBounded(items []string, sep string) string {
+	return joinWithin(items, sep, MessageBudget)
+}
+
+// listBudget bounds a list within one Error's message (the undeclared markers
+// of a resource): a quarter of MessageBudget, so that the Error, with its
+// resource's name, fits whole in a message JoinBounded joins.
+const listBudget = MessageBudget / 4
+
+// joinWithin is JoinBounded with budget for MessageBudget.
+func joinWithin(items []string, sep string, budget int) string {
+	more := func(n int) string { return fmt.Sprintf("%s… and %d more", sep, n) }
+	var b strings.Builder
+	for i, item := range items {
+		if i > 0 {
+			item = sep + item
+		}
+		reserve := 0 // room for the tail, should the next item not fit
+		if rest := len(items) - i - 1; rest > 0 {
+			reserve = len(more(rest))
+		}
+		if b.Len()+len(item)+reserve <= budget {
+			b.WriteString(item)
+			continue
+		}
+		if i == 0 {
+			b.WriteString(truncateUTF8(item, budget-reserve-len("…")))
+			b.WriteString("…")
+			if reserve > 0 {
+				b.WriteString(more(len(items) - 1))
+			}
+			return b.String()
+		}
+		b.WriteString(more(len(items) - i))
+		return b.String()
+	}
+	return b.String()
+}
+
+// truncateUTF8 is the longest prefix of s of at most n bytes that does not
+// split a UTF-8 sequence.
+func truncateUTF8(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
 
 // Resource is one validated resource.
@@ -301,11 +373,15 @@ func parseObject(namespace string, res *Resource, mapper meta.RESTMapper) Errors
 	if gvk.Kind == "" || gvk.Version == "" {
 		return fail(limbov1alpha1.ReasonInvalidObject, "object: apiVersion and kind are required")
 	}
+	for _, problem := range metadataTypeErrors(u.Object) {
+		errs = fail(limbov1alpha1.ReasonInvalidObject, "object: %s", problem)
+	}
 	if _, ok := u.Object["metadata"]; !ok {
 		// Most likely a misspelt key (`metdata:`): listing the keys shows it.
 		errs = fail(limbov1alpha1.ReasonInvalidObject, "object: metadata.name is required; the template has no %q (its keys: %s)",
-			"metadata", strings.Join(slices.Sorted(maps.Keys(u.Object)), ", "))
-	} else if u.GetName() == "" {
+			"metadata", joinWithin(slices.Sorted(maps.Keys(u.Object)), ", ", listBudget))
+	} else if name, _, _ := unstructured.NestedFieldNoCopy(u.Object, "metadata", "name"); name == nil || name == "" {
+		// (A name of another type is reported by metadataTypeErrors.)
 		errs = fail(limbov1alpha1.ReasonInvalidObject, "object: metadata.name is required")
 	}
 	// Names are literal: limbo tracks an object by the name its template states,
@@ -349,6 +425,69 @@ func parseObject(namespace string, res *Resource, mapper meta.RESTMapper) Errors
 	res.Template, res.GVK = u, gvk
 	res.Adopt = annotations[limbov1alpha1.AnnotationAdopt] == "true"
 	return errs
+}
+
+// metadataTypeErrors are the fields of obj's metadata that unstructured's
+// getters cannot read for their type: metadata that is not an object,
+// metadata.name or metadata.namespace that is not a string, metadata.labels or
+// metadata.annotations that is not a map of strings. A getter reads such a field
+// as absent (GetAnnotations returns nil when any one value is not a string), so
+// the checks of limbo's marks would not see them behind one number, and the
+// namespace and labels limbo sets would replace the template's without a word.
+// A null field is absent (as the API server reads it: `labels:` with nothing
+// under it in YAML).
+func metadataTypeErrors(obj map[string]any) []string {
+	md, ok := obj["metadata"].(map[string]any)
+	if !ok {
+		if v := obj["metadata"]; v != nil {
+			return []string{fmt.Sprintf("metadata must be an object, not %s", jsonType(v))}
+		}
+		return nil // absent: reported as a missing name
+	}
+	var problems []string
+	for _, field := range []string{"name", "namespace"} {
+		if v := md[field]; v != nil {
+			if _, ok := v.(string); !ok {
+				problems = append(problems, fmt.Sprintf("metadata.%s must be a string, not %s", field, jsonType(v)))
+			}
+		}
+	}
+	for _, field := range []string{"labels", "annotations"} {
+		v := md[field]
+		if v == nil {
+			continue
+		}
+		m, ok := v.(map[string]any)
+		if !ok {
+			problems = append(problems, fmt.Sprintf("metadata.%s must be a map of strings, not %s", field, jsonType(v)))
+			continue
+		}
+		for _, key := range slices.Sorted(maps.Keys(m)) {
+			if _, ok := m[key].(string); !ok {
+				problems = append(problems, fmt.Sprintf("metadata.%s[%q] must be a string, not %s", field, key, jsonType(m[key])))
+			}
+		}
+	}
+	return problems
+}
+
+// jsonType names the JSON type of v, a value of unstructured content.
+func jsonType(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "a boolean"
+	case string:
+		return "a string"
+	case int64, float64, json.Number:
+		return "a number"
+	case []any:
+		return "an array"
+	case map[string]any:
+		return "an object"
+	}
+	return fmt.Sprintf("%T", v)
 }
 
 // validatePlugin checks r's plugin spec against the plugin's schema, with the
@@ -444,11 +583,11 @@ func checkMarkers(r limbov1alpha1.Resource) error {
 	var undeclared []string
 	for _, name := range slices.Sorted(maps.Keys(used)) {
 		if !declared[name] {
-			undeclared = append(undeclared, name)
+			undeclared = append(undeclared, "!{"+name+"}")
 		}
 	}
 	if len(undeclared) > 0 {
-		return fmt.Errorf("uses undeclared references: !{%s}", strings.Join(undeclared, "}, !{"))
+		return fmt.Errorf("uses undeclared references: %s", joinWithin(undeclared, ", ", listBudget))
 	}
 	return nil
 }

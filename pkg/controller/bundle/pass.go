@@ -280,8 +280,9 @@ func (p *pass) reportSpecErrors() {
 		}
 		p.resources = append(p.resources, st)
 	}
-	if msg := p.specErrs.Error(); !p.sameAsBefore(limbov1alpha1.ReasonInvalidSpec, msg) {
-		p.r.Recorder.Event(p.bundle, corev1.EventTypeWarning, limbov1alpha1.ReasonInvalidSpec, msg)
+	// Announced once: a pass of the same broken spec finds it in the condition.
+	if !p.sameAsBefore(limbov1alpha1.ReasonInvalidSpec, invalidSpecMessage(p.specErrs)) {
+		p.r.Recorder.Event(p.bundle, corev1.EventTypeWarning, limbov1alpha1.ReasonInvalidSpec, p.specErrs.Error())
 	}
 	// Keep what is already in limbo visible while the spec is broken.
 	p.pending = p.bundle.Status.PendingDeletions

@@ -3,13 +3,13 @@ package bundle
 import (
 	"fmt"
 	"sort"
-	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+	"github.com/limbo-dev/limbo/pkg/bundlespec"
 )
 
 // transientReasons are the resource errors that clear by themselves: failed
@@ -22,7 +22,9 @@ var transientReasons = map[string]bool{
 	limbov1alpha1.ReasonReferenceError: true, limbov1alpha1.ReasonUnsafeInventory: true,
 }
 
-// status computes the Bundle's status from the pass's outputs.
+// status computes the Bundle's status from the pass's outputs. Every condition
+// message built from a list is bounded (bundlespec.JoinBounded): the API refuses
+// a condition message over 32768 characters, and with it the whole status write.
 func (p *pass) status() limbov1alpha1.BundleStatus {
 	b := p.bundle
 	st := limbov1alpha1.BundleStatus{
@@ -58,18 +60,18 @@ func (p *pass) status() limbov1alpha1.BundleStatus {
 	}
 	switch {
 	case len(p.specErrs) > 0:
-		msg := "invalid spec: " + p.specErrs.Error()
+		msg := invalidSpecMessage(p.specErrs) // bounded, as every list below (bundlespec.JoinBounded)
 		set(limbov1alpha1.ConditionReady, metav1.ConditionFalse, limbov1alpha1.ReasonInvalidSpec, msg)
 		set(limbov1alpha1.ConditionStalled, metav1.ConditionTrue, limbov1alpha1.ReasonInvalidSpec, msg)
 		set(limbov1alpha1.ConditionReconciling, metav1.ConditionFalse, limbov1alpha1.ReasonInvalidSpec, "")
 	case len(problems) > 0 && stalled:
-		msg := strings.Join(problems, "; ")
+		msg := bundlespec.JoinBounded(problems, "; ")
 		set(limbov1alpha1.ConditionReady, metav1.ConditionFalse, limbov1alpha1.ReasonResourceError, msg)
 		set(limbov1alpha1.ConditionStalled, metav1.ConditionTrue, limbov1alpha1.ReasonResourceError, msg)
 		set(limbov1alpha1.ConditionReconciling, metav1.ConditionFalse, limbov1alpha1.ReasonResourceError, "")
 	case len(problems) > 0:
 		// Failed reads, applies and plugin calls are retried with backoff.
-		msg := strings.Join(problems, "; ")
+		msg := bundlespec.JoinBounded(problems, "; ")
 		set(limbov1alpha1.ConditionReady, metav1.ConditionFalse, limbov1alpha1.ReasonResourceError, msg)
 		set(limbov1alpha1.ConditionReconciling, metav1.ConditionTrue, limbov1alpha1.ReasonProgressingWithRetry, msg)
 		set(limbov1alpha1.ConditionStalled, metav1.ConditionFalse, limbov1alpha1.ReasonProgressingWithRetry, "")
@@ -79,12 +81,12 @@ func (p *pass) status() limbov1alpha1.BundleStatus {
 		set(limbov1alpha1.ConditionStalled, metav1.ConditionTrue, limbov1alpha1.ReasonEmptyBundle, msg)
 		set(limbov1alpha1.ConditionReconciling, metav1.ConditionFalse, limbov1alpha1.ReasonEmptyBundle, "")
 	case len(waiting) > 0:
-		msg := "waiting for " + strings.Join(waiting, ", ")
+		msg := "waiting for " + bundlespec.JoinBounded(waiting, ", ")
 		set(limbov1alpha1.ConditionReady, metav1.ConditionFalse, limbov1alpha1.ReasonProgressing, msg)
 		set(limbov1alpha1.ConditionReconciling, metav1.ConditionTrue, limbov1alpha1.ReasonProgressing, msg)
 		set(limbov1alpha1.ConditionStalled, metav1.ConditionFalse, limbov1alpha1.ReasonProgressing, "")
 	case len(invalidDelays) > 0:
-		msg := "orphans with an invalid deletion delay are never deleted: " + strings.Join(invalidDelays, "; ")
+		msg := "orphans with an invalid deletion delay are never deleted: " + bundlespec.JoinBounded(invalidDelays, "; ")
 		set(limbov1alpha1.ConditionReady, metav1.ConditionFalse, limbov1alpha1.ReasonInvalidDeletionDelay, msg)
 		set(limbov1alpha1.ConditionStalled, metav1.ConditionTrue, limbov1alpha1.ReasonInvalidDeletionDelay, msg)
 		set(limbov1alpha1.ConditionReconciling, metav1.ConditionFalse, limbov1alpha1.ReasonInvalidDeletionDelay, "")
@@ -139,4 +141,10 @@ func (p *pass) managedKinds() []limbov1alpha1.ManagedKind {
 		out = append(out, limbov1alpha1.ManagedKind{APIVersion: k.GroupVersion().String(), Kind: k.Kind})
 	}
 	return out
+}
+
+// invalidSpecMessage is the Ready and Stalled conditions' message of a Bundle
+// whose spec has errs.
+func invalidSpecMessage(errs bundlespec.Errors) string {
+	return "invalid spec: " + errs.Error()
 }

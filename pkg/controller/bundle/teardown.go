@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -293,8 +292,10 @@ func (r *Reconciler) invalidSpecHolds(b *limbov1alpha1.Bundle, specErrs bundlesp
 			out.remaining = append(out.remaining, fmt.Sprintf("plugin resource %s (its teardown cannot run while the Bundle's spec is invalid: fix the spec, or remove the resource to go without it)", res.Name))
 		}
 	}
-	if len(out.remaining) > 0 {
-		out.failures = append(out.failures, "the Bundle's spec is invalid: "+specErrs.Error())
+	if msgs := specErrs.Messages(); len(out.remaining) > 0 && len(msgs) > 0 {
+		// One failure each, so that the DeletionFailure message bounds them.
+		out.failures = append(out.failures, "the Bundle's spec is invalid: "+msgs[0])
+		out.failures = append(out.failures, msgs[1:]...)
 	}
 	return out
 }
@@ -419,6 +420,9 @@ func describeObjects(objects []*unstructured.Unstructured) []string {
 // teardownStatus writes the teardown's conditions, naming what remains (names) and
 // what failed, and the plugin teardowns' items in pendingDeletions, and records the
 // status in the Bundle's metrics (see heldObjects for what it counts in limbo).
+// Both messages are bounded (bundlespec.JoinBounded): a wave of thousands of
+// objects would make a condition message the API refuses, and every status write
+// with it.
 func (r *Reconciler) teardownStatus(ctx context.Context, b *limbov1alpha1.Bundle, names []string, failures []string, plugins pluginTeardowns, held heldObjects) error {
 	st := *b.Status.DeepCopy()
 	pending := plugins.pending
@@ -429,10 +433,10 @@ func (r *Reconciler) teardownStatus(ctx context.Context, b *limbov1alpha1.Bundle
 	}
 	setPending(&st, pending)
 	meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: limbov1alpha1.ConditionContentRemaining, Status: metav1.ConditionTrue,
-		Reason: "SomeResourcesRemain", Message: "waiting for " + strings.Join(names, ", ") + " to be deleted", ObservedGeneration: b.Generation})
+		Reason: "SomeResourcesRemain", Message: "waiting for " + bundlespec.JoinBounded(names, ", ") + " to be deleted", ObservedGeneration: b.Generation})
 	failure := metav1.Condition{Type: limbov1alpha1.ConditionDeletionFailure, Status: metav1.ConditionFalse, Reason: limbov1alpha1.ReasonAsExpected, ObservedGeneration: b.Generation}
 	if len(failures) > 0 {
-		failure.Status, failure.Reason, failure.Message = metav1.ConditionTrue, "DeleteFailed", strings.Join(failures, "; ")
+		failure.Status, failure.Reason, failure.Message = metav1.ConditionTrue, "DeleteFailed", bundlespec.JoinBounded(failures, "; ")
 	}
 	meta.SetStatusCondition(&st.Conditions, failure)
 	r.recordStatus(client.ObjectKeyFromObject(b).String(), st, func(pd limbov1alpha1.PendingDeletion) bool {
