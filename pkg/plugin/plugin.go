@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -11,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 	"github.com/limbo-dev/limbo/pkg/softdelete"
@@ -304,13 +306,51 @@ func Trigger(done chan<- event.GenericEvent, obj client.Object) {
 	}
 }
 
-// WithTimeout runs f under CallTimeout.
+// WithTimeout runs f under CallTimeout. A panic of f is its error, a
+// *PanicError (see Recover): the Bundle and Tombstone controllers run every
+// plugin call through it, most in goroutines of their own.
 func WithTimeout[T any](ctx context.Context, f func(context.Context) (T, error)) (T, error) {
 	ctx, cancel := context.WithTimeout(ctx, CallTimeout)
 	defer cancel()
-	v, err := f(ctx)
+	var v T
+	var err error
+	if perr := Recover(ctx, func() { v, err = f(ctx) }); perr != nil {
+		var zero T
+		return zero, perr
+	}
 	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		return v, fmt.Errorf("timed out after %v: %w", CallTimeout, err)
 	}
 	return v, err
+}
+
+// PanicError is the error of a plugin call that panicked: a bug of the plugin
+// (or a value it failed to check), which fails that call — the resource's
+// PluginFailed, a teardown's DeletionFailure, a Tombstone's retry — instead of
+// the controller.
+type PanicError struct {
+	// Value is what the call panicked with; Stack is where (logged by Recover).
+	Value any
+	Stack []byte
+}
+
+func (e *PanicError) Error() string {
+	return fmt.Sprintf("the plugin panicked (a bug; the stack is in the controller's log): %v", e.Value)
+}
+
+// Recover runs f and returns a *PanicError if it panics, logged with the panic
+// value and the stack. Plugin calls run beside the passes in goroutines of their
+// own, where controller-runtime's recovery of a reconcile's panic does not reach:
+// unrecovered, one plugin's panic (on a forged annotation, say) would end the
+// controller's process, and again after every restart.
+func Recover(ctx context.Context, f func()) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			perr := &PanicError{Value: r, Stack: debug.Stack()}
+			log.FromContext(ctx).Error(perr, "plugin call panicked", "panic", fmt.Sprint(r), "stack", string(perr.Stack))
+			err = perr
+		}
+	}()
+	f()
+	return nil
 }

@@ -232,6 +232,27 @@ func TestWithTimeout(t *testing.T) {
 		}
 	})
 
+	t.Run("a panic is the call's error, with the panic value", func(t *testing.T) {
+		for _, tc := range []struct {
+			name string
+			call func() int
+			want string
+		}{
+			{"makeslice with a forged count", func() int { n := -1; return len(make([]string, n)) }, "makeslice: len out of range"},
+			{"a nil map write", func() int { var m map[string]int; m["x"] = 1; return 1 }, "assignment to entry in nil map"},
+			{"panic(value)", func() int { panic("boom") }, "boom"},
+			{"panic(nil)", func() int { panic(nil) }, "panic called with nil argument"},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				v, err := plugin.WithTimeout(context.Background(), func(context.Context) (int, error) { return tc.call(), nil })
+				var perr *plugin.PanicError
+				if !errors.As(err, &perr) || v != 0 || !strings.Contains(err.Error(), "the plugin panicked") || !strings.Contains(err.Error(), tc.want) || len(perr.Stack) == 0 {
+					t.Errorf("WithTimeout = %v, %v; want a *PanicError naming %q, with the stack", v, err, tc.want)
+				}
+			})
+		}
+	})
+
 	t.Run("a cancel is not a timeout", func(t *testing.T) {
 		parent, cancel := context.WithCancel(context.Background())
 		cancel()

@@ -144,14 +144,18 @@ func (st *callState[T]) lastKnown() callOutcome[T] {
 // run calls in the background, under plugin.CallTimeout, and keeps the result. ctx
 // is the pass's: controller-runtime derives it from the controller's and cancels it
 // only when the manager stops (limbo sets no ReconciliationTimeout), so a call
-// outlives the pass that started it but not the manager.
+// outlives the pass that started it but not the manager. This goroutine is outside
+// controller-runtime's recovery of panics: a panic of the plugin's code is
+// recovered here (plugin.WithTimeout, plugin.Recover) as the call's error, logged
+// with its stack, so that it fails its resource (PluginFailed, or the teardown's
+// DeletionFailure) instead of the controller's process.
 func (c *backgroundCalls[T]) run(ctx context.Context, key callKey, st *callState[T], b *limbov1alpha1.Bundle, call func(context.Context, *limbov1alpha1.Bundle) (T, error), finished chan struct{}) {
 	result, err := plugin.WithTimeout(ctx, func(ctx context.Context) (T, error) { return call(ctx, b) })
 	c.mu.Lock()
 	if gone := st.gone; gone != callLive {
 		c.mu.Unlock()
-		if c.forget != nil {
-			c.forget(key.uid, key.resource, gone == callBundleGone)
+		if c.forget != nil { // the plugins' Forget methods: plugin code too
+			_ = plugin.Recover(ctx, func() { c.forget(key.uid, key.resource, gone == callBundleGone) })
 		}
 		return
 	}

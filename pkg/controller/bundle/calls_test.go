@@ -2,7 +2,9 @@ package bundle
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -235,4 +237,72 @@ func waitTriggered(t *testing.T, done <-chan event.GenericEvent) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the call's end did not trigger the Bundle")
 	}
+}
+
+// A plugin call that panics, in the background or within the wait, is its
+// call's error (a *plugin.PanicError with the panic value), which fails its
+// resource; the process goes on, the call is over (its end triggers the Bundle
+// when nobody waited) and the next call runs. A panic of the plugins' Forget
+// after a call outlived its state is recovered too.
+func TestBackgroundCallPanics(t *testing.T) {
+	forgetPanics := func(types.UID, string, bool) { panic("forget broke") }
+	for _, tc := range []struct {
+		name string
+		wait time.Duration // of the pass that starts the call
+		call func(context.Context, *limbov1alpha1.Bundle) (*plugin.Result, error)
+		want string
+	}{
+		{"makeslice of a forged count, within the wait", time.Minute, func(context.Context, *limbov1alpha1.Bundle) (*plugin.Result, error) {
+			n := int(^uint(0) >> 1)
+			return &plugin.Result{Message: fmt.Sprint(len(make([]string, n)))}, nil
+		}, "makeslice: len out of range"},
+		{"a nil pointer, in the background", time.Millisecond, func(context.Context, *limbov1alpha1.Bundle) (*plugin.Result, error) {
+			time.Sleep(50 * time.Millisecond)
+			var res *plugin.Result
+			return &plugin.Result{Message: res.Message}, nil
+		}, "invalid memory address or nil pointer dereference"},
+		{"panic(value)", time.Minute, func(context.Context, *limbov1alpha1.Bundle) (*plugin.Result, error) { panic("boom") }, "boom"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			done := make(chan event.GenericEvent, 2)
+			calls := newBackgroundCalls[*plugin.Result](done, forgetPanics)
+			calls.wait = tc.wait
+			b := &limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "shop", UID: "u"}}
+			out := calls.call(context.Background(), b, "deorbit", []byte(`{}`), tc.call)
+			if !out.current {
+				waitTriggered(t, done)
+				out = calls.call(context.Background(), b, "deorbit", []byte(`{}`), tc.call)
+			}
+			var perr *plugin.PanicError
+			if !out.current || out.result != nil || !errors.As(out.err, &perr) || !strings.Contains(out.err.Error(), tc.want) {
+				t.Fatalf("outcome %+v, want the call's error, a panic naming %q", out, tc.want)
+			}
+			// Over: a call of a new input runs, and is taken.
+			out = calls.call(context.Background(), b, "deorbit", []byte(`{"v":2}`), func(context.Context, *limbov1alpha1.Bundle) (*plugin.Result, error) {
+				return &plugin.Result{Message: "fine"}, nil
+			})
+			if !out.current || out.err != nil || out.result.Message != "fine" {
+				t.Errorf("the next call: %+v", out)
+			}
+		})
+	}
+
+	t.Run("a Forget that panics after a call outlived its state", func(t *testing.T) {
+		forgot := make(chan struct{})
+		calls := newBackgroundCalls[*plugin.Result](make(chan event.GenericEvent, 1), func(types.UID, string, bool) {
+			defer close(forgot)
+			panic("forget broke")
+		})
+		calls.wait = time.Millisecond
+		release := make(chan struct{})
+		b := &limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "shop", UID: "u"}}
+		calls.call(context.Background(), b, "gc", []byte(`{}`), func(context.Context, *limbov1alpha1.Bundle) (*plugin.Result, error) {
+			<-release
+			return &plugin.Result{}, nil
+		})
+		calls.forgetBundle(types.NamespacedName{Namespace: "ns", Name: "shop"})
+		close(release)
+		<-forgot
+		time.Sleep(50 * time.Millisecond) // an unrecovered panic ends the process meanwhile
+	})
 }

@@ -163,7 +163,10 @@ func (d *externalDeletes) start(ctx context.Context, ts *limbov1alpha1.Tombstone
 	d.mu.Unlock()
 	go func() {
 		// ctx is the pass's, the controller's until the manager stops: the delete
-		// outlives the pass, not the manager (see bundle's backgroundCalls.run).
+		// outlives the pass, not the manager (see bundle's backgroundCalls.run). A
+		// panic of the plugin is recovered by plugin.WithTimeout as the delete's
+		// error (logged with its stack), retried like any: this goroutine is
+		// outside controller-runtime's recovery, and the process would end.
 		_, err := plugin.WithTimeout(ctx, func(ctx context.Context) (struct{}, error) { return struct{}{}, del(ctx) })
 		d.mu.Lock()
 		defer d.mu.Unlock()

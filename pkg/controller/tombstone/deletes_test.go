@@ -2,6 +2,9 @@ package tombstone
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+	"github.com/limbo-dev/limbo/pkg/plugin"
 	"github.com/limbo-dev/limbo/pkg/softdelete"
 )
 
@@ -265,4 +269,53 @@ func TestReconcileHangingDelete(t *testing.T) {
 		t.Errorf("the Tombstone is gone, but the controller still remembers deleting its item (%v: %v)", key, uid)
 		return true
 	})
+}
+
+// A delete whose plugin panics, within the wait or in the background, ends
+// with the panic as its error (retried like any), gives its turn back, and
+// the process goes on.
+func TestExternalDeletePanics(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		wait time.Duration
+		del  func(context.Context) error
+		want string
+	}{
+		{"within the wait", time.Minute, func(context.Context) error {
+			n := -1
+			return fmt.Errorf("%d", len(make([]string, n)))
+		}, "makeslice: len out of range"},
+		{"in the background", time.Millisecond, func(context.Context) error {
+			time.Sleep(50 * time.Millisecond)
+			panic("boom")
+		}, "boom"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			done := make(chan event.GenericEvent, 4)
+			d := newExternalDeletes(done, 1)
+			d.wait = tc.wait
+			ts := testTombstone("a", "shop", "items")
+			if !d.reserve(ts) {
+				t.Fatal("no turn")
+			}
+			finished, err := d.start(context.Background(), ts, 1, tc.del)
+			if !finished {
+				if name := triggered(t, done); name != "a" {
+					t.Fatalf("triggered %s, want a", name)
+				}
+				call, running, ok := d.pending(ts)
+				if !ok || running {
+					t.Fatalf("pending = (%+v, running %v, ok %v), want the delete finished", call, running, ok)
+				}
+				err = call.err
+			}
+			var perr *plugin.PanicError
+			if !errors.As(err, &perr) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("the delete's error %v, want the panic, naming %q", err, tc.want)
+			}
+			if !d.reserve(ts) {
+				t.Error("the turn was not given back")
+			}
+		})
+	}
 }

@@ -171,11 +171,14 @@ type kind struct {
 	names            []string
 }
 
-func (k kind) count() string {
-	if len(k.names) == 1 {
-		return "1 " + k.singular
+func (k kind) count() string { return countOf(len(k.names), k.singular, k.plural) }
+
+// countOf is "1 PVC", "3 PVCs".
+func countOf(n int, singular, plural string) string {
+	if n == 1 {
+		return "1 " + singular
 	}
-	return fmt.Sprintf("%d %s", len(k.names), k.plural)
+	return fmt.Sprintf("%d %s", n, plural)
 }
 
 // describe is "2 PVCs (a/x, b/y)", or "" when there are none.

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 	"github.com/limbo-dev/limbo/pkg/plugin"
 	"github.com/limbo-dev/limbo/pkg/remotecluster"
 	"github.com/limbo-dev/limbo/pkg/softdelete"
@@ -249,10 +250,27 @@ type state struct {
 	LastError string `json:"lastError,omitempty"`
 }
 
-func decodeState(s string) state {
+// maxFound bounds a count of state.Found: far more items of a kind than any
+// cluster holds (each is an object of the API server's).
+const maxFound = 1 << 20
+
+// decodeState reads the state kept on the Bundle. The annotation is writable by
+// whoever may edit the Bundle, so the state is checked, not trusted: one that
+// does not read (edited by hand) or does not validate is discarded, with the
+// error, and the deorbit starts over from a fresh inventory of the target —
+// what it deletes is always read from there, never from the state, so a forged
+// state cannot make it delete more. A finished deorbit stays finished (its
+// message and warning kept): starting it over could only delete more.
+func decodeState(s string) (state, error) {
 	var st state
+	var err error
 	if s != "" {
-		_ = json.Unmarshal([]byte(s), &st) // unreadable (edited by hand): start afresh, the safe direction
+		if err = json.Unmarshal([]byte(s), &st); err == nil {
+			err = st.validate()
+		}
+		if err != nil {
+			st = state{Finished: st.Finished, Warning: st.Warning}
+		}
 	}
 	if st.Found == nil {
 		st.Found = map[string]int{}
@@ -263,25 +281,53 @@ func decodeState(s string) state {
 	if st.Waiting == nil {
 		st.Waiting = map[string]bool{}
 	}
-	return st
+	return st, err
 }
 
-func (st state) encode() string {
-	data, _ := json.Marshal(st) // plain data: cannot fail
-	return string(data)
+// validate refuses counts no pass could have stored.
+func (st state) validate() error {
+	for key, n := range st.Found {
+		if n < 0 || n > maxFound {
+			return fmt.Errorf("found[%q] = %d is outside [0, %d]", key, n, maxFound)
+		}
+	}
+	return nil
+}
+
+// encode is the state to keep on the Bundle. It fails only on a time that JSON
+// cannot hold (past year 9999): the times it holds are the pass's clock and
+// loadBalancersUntil, which trackLoadBalancers bounds by the timeout.
+func (st state) encode() (string, error) {
+	data, err := json.Marshal(st)
+	if err != nil {
+		return "", fmt.Errorf("encode the teardown state: %w", err)
+	}
+	return string(data), nil
 }
 
 // Teardown is one pass of the deorbit: items to the engine, waits, give-up.
 func (p *Plugin) Teardown(ctx context.Context, req plugin.Request) (*plugin.TeardownResult, error) {
-	st := decodeState(req.TeardownState)
+	st, stateErr := decodeState(req.TeardownState)
+	res := &plugin.TeardownResult{}
+	if stateErr != nil {
+		// Evented once: the state kept from now on is valid.
+		res.Events = append(res.Events, plugin.Event{Type: corev1.EventTypeWarning, Reason: EventDeorbitFailed,
+			Message: fmt.Sprintf("discarded the teardown state in annotation %s%s: %v; %s", limbov1alpha1.AnnotationTeardownStatePrefix, req.Resource, stateErr, restartedFrom(st))})
+	}
 	if st.Finished != "" {
-		return &plugin.TeardownResult{Done: true, Message: st.Finished, Warning: st.Warning, State: req.TeardownState}, nil
+		res.Done, res.Message, res.Warning, res.State = true, st.Finished, st.Warning, req.TeardownState
+		if stateErr != nil {
+			if res.State, stateErr = st.encode(); stateErr != nil {
+				return nil, stateErr
+			}
+		}
+		return res, nil
 	}
 	cfg, err := parse(req.Spec)
 	if err != nil {
 		return nil, err
 	}
-	r := &pass{p: p, req: req, cfg: cfg, st: &st, res: &plugin.TeardownResult{}, start: req.Now}
+	r := &pass{p: p, req: req, cfg: cfg, st: &st, res: res, start: req.Now}
 	if ts := req.Bundle.DeletionTimestamp; ts != nil {
 		r.start = ts.Time
 	}
@@ -291,8 +337,24 @@ func (p *Plugin) Teardown(ctx context.Context, req plugin.Request) (*plugin.Tear
 	} else {
 		r.progress(t, c)
 	}
-	r.res.State = st.encode()
+	state, err := st.encode()
+	if err != nil {
+		// Not kept, the pass is not acted on: its items, events and end would be
+		// handed out again by the next pass, from the state before it.
+		err = fmt.Errorf("%w (the pass is not acted on and is retried)", err)
+		return &plugin.TeardownResult{Message: err.Error(), State: req.TeardownState,
+			Events: []plugin.Event{{Type: corev1.EventTypeWarning, Reason: EventDeorbitFailed, Message: err.Error()}}}, err
+	}
+	r.res.State = state
 	return r.res, r.err
+}
+
+// restartedFrom says what a discarded state leaves.
+func restartedFrom(st state) string {
+	if st.Finished != "" {
+		return "the deorbit had finished and stays finished"
+	}
+	return "the deorbit starts over from a fresh inventory of the target"
 }
 
 // pass is one Teardown call.
@@ -373,7 +435,7 @@ func (r *pass) progress(t target, c *contents) {
 		r.st.Found[key] = max(r.st.Found[key], n)
 		if n == 0 && r.st.Found[key] > 0 && !r.st.Deleted[key] {
 			r.st.Deleted[key] = true
-			r.event(corev1.EventTypeNormal, EventDeorbitDeleted, "deleted %s from %s", kind{singular: kinds[key].singular, plural: kinds[key].plural, names: make([]string, r.st.Found[key])}.count(), t.name)
+			r.event(corev1.EventTypeNormal, EventDeorbitDeleted, "deleted %s from %s", countOf(r.st.Found[key], kinds[key].singular, kinds[key].plural), t.name)
 		}
 	}
 	r.trackLoadBalancers(c)
@@ -443,7 +505,13 @@ func (r *pass) trackLoadBalancers(c *contents) {
 		if d := softdelete.Decide(r.req.Now, items.State(softdelete.Item{Object: svc})); d.Deadline.After(due) {
 			due = d.Deadline
 		}
+		// Never past the timeout, when the deorbit gives up anyway: a Service's
+		// stamp (which its namespace's users may write) at year 9999 would make a
+		// time that JSON cannot hold.
 		until := due.Add(r.cfg.lbWait)
+		if end := r.start.Add(r.cfg.timeout); until.After(end) {
+			until = end
+		}
 		if r.st.LoadBalancersUntil == nil || until.After(*r.st.LoadBalancersUntil) {
 			r.st.LoadBalancersUntil = &until
 		}

@@ -23,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -471,5 +472,121 @@ current-context: target
 				t.Errorf("past the timeout: %+v; want a give-up for the timeout", res)
 			}
 		})
+	}
+}
+
+// The teardown state is an annotation of the Bundle, which whoever edits the
+// Bundle may forge. One that does not read or does not validate (a count
+// outside [0, maxFound]) is discarded with a DeorbitFailed event, and the
+// deorbit starts over from a fresh inventory (what it deletes is always read
+// from the target); a finished one stays finished. Never a panic.
+func TestTeardownForgedState(t *testing.T) {
+	for _, tc := range []struct {
+		name, state string
+		discarded   bool
+		done        string // the result's message, a prefix
+		events      string
+		kept        string // in the state kept after the pass
+	}{
+		{name: "a count past any slice", state: `{"found":{"VolumeSnapshots":9223372036854775807}}`, discarded: true,
+			done: "deorbit done in 0s: nothing to remove", events: "Warning DeorbitFailed,Normal DeorbitDone"},
+		{name: "a huge count", state: `{"found":{"PVCs":4611686018427387904}}`, discarded: true,
+			done: "deorbit done in 0s: nothing to remove", events: "Warning DeorbitFailed,Normal DeorbitDone"},
+		{name: "a negative count", state: `{"found":{"PVCs":-1}}`, discarded: true,
+			done: "deorbit done in 0s: nothing to remove", events: "Warning DeorbitFailed,Normal DeorbitDone"},
+		{name: "one past the bound", state: fmt.Sprintf(`{"found":{"PVCs":%d}}`, maxFound+1), discarded: true,
+			done: "deorbit done in 0s: nothing to remove", events: "Warning DeorbitFailed,Normal DeorbitDone"},
+		{name: "a count JSON cannot fit in an int", state: `{"found":{"PVCs":1e30}}`, discarded: true,
+			done: "deorbit done in 0s: nothing to remove", events: "Warning DeorbitFailed,Normal DeorbitDone"},
+		{name: "not JSON", state: `{"found":`, discarded: true,
+			done: "deorbit done in 0s: nothing to remove", events: "Warning DeorbitFailed,Normal DeorbitDone"},
+		{name: "the bound", state: fmt.Sprintf(`{"found":{"PVCs":%d}}`, maxFound),
+			done: fmt.Sprintf("deorbit done in 0s: removed %d PVCs", maxFound), events: "Normal DeorbitDeleted,Normal DeorbitDone"},
+		{name: "a valid state", state: `{"found":{"PVCs":2}}`,
+			done: "deorbit done in 0s: removed 2 PVCs", events: "Normal DeorbitDeleted,Normal DeorbitDone"},
+		{name: "finished, with a forged count", state: `{"finished":"deorbit done in 1m0s: removed 1 PVCs","found":{"PVCs":-7}}`, discarded: true,
+			done: "deorbit done in 1m0s: removed 1 PVCs", events: "Warning DeorbitFailed", kept: `{"finished":"deorbit done in 1m0s: removed 1 PVCs"}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newTeardownHarness(t, `{}`, fakeCluster(t, false))
+			h.state = tc.state
+			res, err := h.pass()
+			if err != nil || !res.Done || !strings.HasPrefix(res.Message, tc.done) || strings.Join(reasons(res.Events), ",") != tc.events {
+				t.Fatalf("pass: done %v, message %q, events %v, err %v; want done %q, events %s", res.Done, res.Message, reasons(res.Events), err, tc.done, tc.events)
+			}
+			if got := res.Events[0].Message; tc.discarded != strings.Contains(got, "discarded the teardown state in annotation teardown.limbo.dev/deorbit") {
+				t.Errorf("first event %q; discarded %v", got, tc.discarded)
+			}
+			if tc.kept != "" && res.State != tc.kept {
+				t.Errorf("state kept %s, want %s", res.State, tc.kept)
+			}
+			if _, err := decodeState(res.State); err != nil {
+				t.Errorf("the state kept does not validate: %v", err)
+			}
+			// The next pass repeats the end, and reports the discard no more.
+			res, err = h.pass()
+			if err != nil || !res.Done || len(res.Events) != 0 {
+				t.Errorf("next pass: done %v, events %v, err %v", res.Done, reasons(res.Events), err)
+			}
+		})
+	}
+}
+
+// A LoadBalancer Service's forged stamp at the end of year 9999 (its
+// namespace's users may write it) never makes a state that cannot be kept: the
+// load-balancer wait ends at the timeout at the latest, when the deorbit gives
+// up anyway. A state that cannot be encoded is the pass's error, not a state
+// silently dropped (which restarted the deorbit on every pass).
+func TestTeardownStateTimes(t *testing.T) {
+	lb := service("lb", corev1.ServiceTypeLoadBalancer)
+	lb.Annotations = map[string]string{"limbo.dev/deletionTimestamp": "9999-12-31T23:59:59Z"}
+	h := newTeardownHarness(t, `{"timeout":"24h"}`, fakeCluster(t, false, lb))
+	for i := range 3 {
+		h.now = now.Add(time.Duration(i) * time.Hour)
+		res, err := h.pass()
+		if err != nil || res.Done || res.State == "" {
+			t.Fatalf("pass %d: state %q, done %v, err %v", i, res.State, res.Done, err)
+		}
+		st, err := decodeState(res.State)
+		if err != nil || st.LoadBalancersUntil == nil || !st.LoadBalancersUntil.Equal(now.Add(24*time.Hour)) {
+			t.Fatalf("pass %d: loadBalancersUntil %v (%v), want the timeout, %v", i, st.LoadBalancersUntil, err, now.Add(24*time.Hour))
+		}
+		if i > 0 && len(res.Events) != 0 {
+			t.Errorf("pass %d: events %v again: the state was not kept", i, reasons(res.Events))
+		}
+	}
+	h.now = now.Add(24 * time.Hour)
+	if res, _ := h.pass(); !res.Done || !strings.Contains(res.Warning, "timeout 24h0m0s passed") {
+		t.Errorf("at the timeout: %+v", res)
+	}
+
+	past := time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name string
+		st   state
+		err  string
+	}{
+		{"a time in year 9999", state{LoadBalancersUntil: ptr.To(time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC))}, ""},
+		{"loadBalancersUntil past year 9999", state{LoadBalancersUntil: &past}, "encode the teardown state: json: error calling MarshalJSON for type *time.Time: Time.MarshalJSON: year outside of range [0,9999]"},
+		{"unreachableSince past year 9999", state{UnreachableSince: &past}, "year outside of range [0,9999]"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := tc.st.encode()
+			if (err == nil) != (tc.err == "") || (err != nil && !strings.Contains(err.Error(), tc.err)) {
+				t.Errorf("encode: %v, want %q", err, tc.err)
+			}
+		})
+	}
+
+	// A pass whose state cannot be encoded fails, keeps the state it started
+	// from, and hands nothing out.
+	refused := &url.Error{Op: "Get", URL: "https://10.0.0.1:6443/api", Err: syscall.ECONNREFUSED}
+	h = newTeardownHarness(t, `{}`, errReader{refused})
+	deleted := metav1.NewTime(past.Add(-time.Minute))
+	h.bundle.DeletionTimestamp, h.now, h.state = &deleted, past, `{"found":{"PVCs":1}}`
+	res, err := h.pass()
+	if err == nil || !strings.Contains(err.Error(), "encode the teardown state") || res.State != `{"found":{"PVCs":1}}` || res.Done ||
+		len(res.Items) != 0 || strings.Join(reasons(res.Events), ",") != "Warning DeorbitFailed" || !strings.Contains(res.Events[0].Message, "encode the teardown state") {
+		t.Errorf("a state that cannot be encoded: %+v, %v", res, err)
 	}
 }
