@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -84,4 +85,55 @@ func ParseDuration(name string, value *string, def time.Duration, positive bool)
 		return 0, field.Invalid(field.NewPath("spec", name), *value, "must be a duration ≥ 0 (0s, 90s, 1h30m)")
 	}
 	return d, nil
+}
+
+// DurationRange bounds a duration field further than ParseDuration does.
+type DurationRange struct {
+	// Min refuses a value below it: a poll interval shorter than that would
+	// hammer its backend (a login and a listing on every poll). Zero: none.
+	Min time.Duration
+	// ZeroDisables admits 0 below Min: the field's documented "0s = off".
+	ZeroDisables bool
+	// Max refuses a value above it (a poll interval whose jitter would
+	// overflow). Zero: none.
+	Max time.Duration
+}
+
+// ParseDurationIn is ParseDuration for a field bounded by r: def when the field
+// is absent (the default is the caller's to keep within r), and an error naming
+// the field and the bounds for a value outside them.
+func ParseDurationIn(name string, value *string, def time.Duration, r DurationRange) (time.Duration, error) {
+	if value == nil {
+		return def, nil
+	}
+	d, err := time.ParseDuration(*value)
+	if err == nil && d >= 0 && ((d == 0 && r.ZeroDisables) || d >= r.Min) && (r.Max == 0 || d <= r.Max) {
+		return d, nil
+	}
+	return 0, field.Invalid(field.NewPath("spec", name), *value, r.describe())
+}
+
+// describe is the error of a value outside r: "must be 0s (disabled) or a
+// duration of at least 10s".
+func (r DurationRange) describe() string {
+	var b strings.Builder
+	b.WriteString("must be ")
+	if r.ZeroDisables {
+		b.WriteString("0s (disabled) or ")
+	}
+	b.WriteString("a duration")
+	switch {
+	case r.Min > 0 && r.Max > 0:
+		fmt.Fprintf(&b, " of at least %v and at most %v", r.Min, r.Max)
+	case r.Min > 0:
+		fmt.Fprintf(&b, " of at least %v", r.Min)
+	case r.Max > 0:
+		fmt.Fprintf(&b, " ≥ 0 and at most %v", r.Max)
+	default:
+		b.WriteString(" ≥ 0")
+	}
+	if examples := 90 * time.Minute; r.Min <= 90*time.Second && (r.Max == 0 || r.Max >= examples) {
+		b.WriteString(" (90s, 1h30m)")
+	}
+	return b.String()
 }

@@ -125,3 +125,43 @@ func TestParseDuration(t *testing.T) {
 		}
 	}
 }
+
+// ParseDurationIn refuses what is outside its range, naming the field and the
+// bounds; 0 only where it disables; the default is not checked.
+func TestParseDurationIn(t *testing.T) {
+	poll := plugin.DurationRange{Min: 10 * time.Second, Max: 365 * 24 * time.Hour}
+	gc := plugin.DurationRange{Min: 10 * time.Second, ZeroDisables: true}
+	for _, tc := range []struct {
+		value *string
+		r     plugin.DurationRange
+		want  time.Duration
+		err   string
+	}{
+		{value: nil, r: poll, want: time.Minute},
+		{value: ptr.To("10s"), r: poll, want: 10 * time.Second},
+		{value: ptr.To("8760h"), r: poll, want: 8760 * time.Hour},
+		{value: ptr.To("1ns"), r: poll, err: `spec.every: Invalid value: "1ns": must be a duration of at least 10s and at most 8760h0m0s (90s, 1h30m)`},
+		{value: ptr.To("9.999s"), r: poll, err: `spec.every: Invalid value: "9.999s": must be a duration of at least 10s and at most 8760h0m0s (90s, 1h30m)`},
+		{value: ptr.To("0s"), r: poll, err: `spec.every: Invalid value: "0s": must be a duration of at least 10s and at most 8760h0m0s (90s, 1h30m)`},
+		{value: ptr.To("8760h1ns"), r: poll, err: `spec.every: Invalid value: "8760h1ns": must be a duration of at least 10s and at most 8760h0m0s (90s, 1h30m)`},
+		{value: ptr.To("2562047h"), r: poll, err: `spec.every: Invalid value: "2562047h": must be a duration of at least 10s and at most 8760h0m0s (90s, 1h30m)`},
+		{value: ptr.To("3000000h"), r: poll, err: `spec.every: Invalid value: "3000000h": must be a duration of at least 10s and at most 8760h0m0s (90s, 1h30m)`},
+		{value: ptr.To("-1m"), r: poll, err: `spec.every: Invalid value: "-1m": must be a duration of at least 10s and at most 8760h0m0s (90s, 1h30m)`},
+		{value: ptr.To("0s"), r: gc, want: 0},
+		{value: ptr.To("0"), r: gc, want: 0},
+		{value: ptr.To("2562047h"), r: gc, want: 2562047 * time.Hour},
+		{value: ptr.To("1ns"), r: gc, err: `spec.every: Invalid value: "1ns": must be 0s (disabled) or a duration of at least 10s (90s, 1h30m)`},
+		{value: ptr.To("soon"), r: gc, err: `spec.every: Invalid value: "soon": must be 0s (disabled) or a duration of at least 10s (90s, 1h30m)`},
+		{value: ptr.To("1h"), r: plugin.DurationRange{Min: 2 * time.Hour}, err: `spec.every: Invalid value: "1h": must be a duration of at least 2h0m0s`},
+		{value: ptr.To("1h"), r: plugin.DurationRange{Max: time.Minute}, err: `spec.every: Invalid value: "1h": must be a duration ≥ 0 and at most 1m0s`},
+		{value: ptr.To("1ns"), r: plugin.DurationRange{}, want: time.Nanosecond},
+	} {
+		got, err := plugin.ParseDurationIn("every", tc.value, time.Minute, tc.r)
+		switch {
+		case tc.err == "" && (err != nil || got != tc.want):
+			t.Errorf("%v in %+v = %v, %v; want %v", ptr.Deref(tc.value, "nil"), tc.r, got, err, tc.want)
+		case tc.err != "" && (err == nil || err.Error() != tc.err):
+			t.Errorf("%v in %+v: error %v, want %s", ptr.Deref(tc.value, "nil"), tc.r, err, tc.err)
+		}
+	}
+}

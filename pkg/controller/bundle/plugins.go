@@ -81,11 +81,7 @@ func (p *pass) syncPlugin(ctx context.Context, res *bundlespec.Resource) (limbov
 	if err == nil && result == nil {
 		err = errors.New("the plugin returned no result")
 	}
-	poll := desc.DefaultPollInterval
-	if result != nil && result.PollAfter > 0 {
-		poll = result.PollAfter
-	}
-	if poll > 0 {
+	if poll := pollAfter(desc, result); poll > 0 {
 		p.after(poll)
 	}
 	if err != nil {
@@ -142,6 +138,27 @@ func (p *pass) syncPlugin(ctx context.Context, res *bundlespec.Resource) (limbov
 		}
 	}
 	return st, changes
+}
+
+// minPluginPoll is the shortest wait before a plugin resource's next pass
+// that a plugin's poll asks for. A plugin that asks for less — a bug, an
+// interval that slipped past its spec's minimum, a next run that is nearly due
+// — would otherwise run passes, each with a Plan and its backend calls (a
+// login, a listing), in a hot loop.
+const minPluginPoll = time.Second
+
+// pollAfter is when a plugin resource's pass comes again for its poll: the
+// plan's PollAfter, else the plugin's default, at least minPluginPoll; 0 for
+// none (the plugin runs on events only).
+func pollAfter(desc plugin.Description, result *plugin.Result) time.Duration {
+	poll := desc.DefaultPollInterval
+	if result != nil && result.PollAfter > 0 {
+		poll = result.PollAfter
+	}
+	if poll <= 0 {
+		return 0
+	}
+	return max(poll, minPluginPoll)
 }
 
 // pluginSpec is the plugin resource's spec with references resolved from this

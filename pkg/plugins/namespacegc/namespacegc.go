@@ -25,9 +25,17 @@ const (
 	ItemKind = "StorageOSNamespace"
 )
 
+// MinGCInterval is the shortest gcInterval but 0s (disabled): each collection
+// logs in to StorageOS and lists its namespaces, and a shorter one runs about as
+// fast as the Bundle's passes go (the controller's floor for any plugin's poll
+// is the same second).
+const MinGCInterval = time.Second
+
 // Options are the controller-wide defaults (flags --namespace-delete-gc-interval
 // and --namespace-delete-gc-delay).
 type Options struct {
+	// DefaultInterval is gcInterval's default; one below MinGCInterval but 0
+	// (disabled) counts as MinGCInterval.
 	DefaultInterval time.Duration
 	DefaultDelay    time.Duration
 	// Metrics count the StorageOS API calls (nil: counted, not served).
@@ -45,7 +53,8 @@ type Spec struct {
 			Name string `json:"name" schema:"minLength=1"`
 		} `json:"credentialsSecretRef"`
 	} `json:"storageos"`
-	// GCInterval is the period of the full garbage collection; 0s disables it.
+	// GCInterval is the period of the full garbage collection, at least
+	// MinGCInterval (1s); 0s disables it.
 	GCInterval *string `json:"gcInterval,omitempty" schema:"duration"`
 	// GCDelay is the time from the plugin's first run to the first collection.
 	GCDelay *string `json:"gcDelay,omitempty" schema:"duration"`
@@ -78,6 +87,9 @@ func newResourceState() *resourceState {
 func New(opts Options) *Plugin {
 	if opts.Metrics == nil {
 		opts.Metrics = storageos.NewMetrics(nil)
+	}
+	if opts.DefaultInterval > 0 && opts.DefaultInterval < MinGCInterval {
+		opts.DefaultInterval = MinGCInterval // what a spec may ask for at least
 	}
 	return &Plugin{opts: opts, metrics: opts.Metrics,
 		state: plugin.ResourceStates[resourceState]{New: newResourceState}}
@@ -287,7 +299,7 @@ func (p *Plugin) parse(raw []byte) (config, error) {
 		return c, field.Invalid(field.NewPath("spec", "storageos", "endpoint"), c.StorageOS.Endpoint, err.Error())
 	}
 	var err error
-	if c.interval, err = plugin.ParseDuration("gcInterval", c.GCInterval, p.opts.DefaultInterval, false); err != nil {
+	if c.interval, err = plugin.ParseDurationIn("gcInterval", c.GCInterval, p.opts.DefaultInterval, plugin.DurationRange{Min: MinGCInterval, ZeroDisables: true}); err != nil {
 		return c, err
 	}
 	c.delay, err = plugin.ParseDuration("gcDelay", c.GCDelay, p.opts.DefaultDelay, false)

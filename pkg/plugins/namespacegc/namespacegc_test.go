@@ -222,11 +222,18 @@ func TestDescribe(t *testing.T) {
 func TestSchema(t *testing.T) {
 	const base = `"storageos":{"endpoint":"http://storageos:5705","credentialsSecretRef":{"name":"api"}}`
 	const durationRe = `'` + plugin.DurationPattern + `'`
+	const gcIntervalRange = `must be 0s (disabled) or a duration of at least 1s (90s, 1h30m)`
 	plugintest.ExpectSpecs(t, namespacegc.New(namespacegc.Options{}), []plugintest.SpecCase{
 		{Spec: `{` + base + `}`},
 		{Spec: `{` + base + `,"gcInterval":"1h","gcDelay":"20s","exclude":["default","kube-system"]}`},
 		{Spec: `{` + base + `,"gcInterval":"0s","gcDelay":"0"}`},
 		{Spec: `{` + base + `,"gcInterval":"1h30m","gcDelay":"1.5s","exclude":[]}`},
+		{Spec: `{` + base + `,"gcInterval":"1s","gcDelay":"1ns"}`},
+		{Spec: `{` + base + `,"gcInterval":"2562047h"}`},
+		// What the schema lets through and the plugin's parse refuses (CheckSpec):
+		// a collection (a login and a listing) about every pass.
+		{Spec: `{` + base + `,"gcInterval":"1ns"}`, Want: `spec.gcInterval: Invalid value: "1ns": ` + gcIntervalRange},
+		{Spec: `{` + base + `,"gcInterval":"999ms"}`, Want: `spec.gcInterval: Invalid value: "999ms": ` + gcIntervalRange},
 		{Spec: `{}`, Want: `spec.storageos: Required value`},
 		{Spec: `{"storageos":{}}`, Want: `[spec.storageos.endpoint: Required value, spec.storageos.credentialsSecretRef: Required value]`},
 		{Spec: `{"storageos":{"endpoint":"","credentialsSecretRef":{"name":"api"}}}`,
@@ -436,6 +443,35 @@ func TestPlanGCDefaults(t *testing.T) {
 			t.Errorf("PollAfter = %v, want 2m", res.PollAfter)
 		}
 	})
+}
+
+// A controller default below MinGCInterval (the flag
+// --namespace-delete-gc-interval=1ns) counts as MinGCInterval: the collection
+// (a login and a listing) never runs about every pass; 0 still disables it.
+func TestPlanGCDefaultFloor(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		interval time.Duration
+		want     time.Duration // PollAfter after the first collection
+	}{
+		{"1ns", time.Nanosecond, namespacegc.MinGCInterval},
+		{"just below", namespacegc.MinGCInterval - 1, namespacegc.MinGCInterval},
+		{"the minimum", namespacegc.MinGCInterval, namespacegc.MinGCInterval},
+		{"above", time.Minute, time.Minute},
+		{"disabled", 0, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, namespacegc.Options{DefaultInterval: tc.interval}, "default")
+			f.sim.AddNamespace("stray")
+			spec := f.spec(`"gcDelay":"0s"`)
+			for i := range 3 {
+				at := t0.Add(time.Duration(i) * tc.want)
+				if res := f.mustPlan(spec, at); res.PollAfter != tc.want {
+					t.Fatalf("plan %d: PollAfter = %v, want %v", i, res.PollAfter, tc.want)
+				}
+			}
+		})
+	}
 }
 
 // exclude lists backend namespaces that are never orphans; without it, the

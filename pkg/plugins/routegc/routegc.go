@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"net/netip"
 	"slices"
@@ -30,6 +31,16 @@ const DefaultInterval = 5 * time.Minute
 
 // maxJitter is the largest extra wait, as a fraction of the interval.
 const maxJitter = 0.5
+
+// MinInterval and MaxInterval bound the spec's interval. A shorter one polls
+// OpenStack (a router read and a listing of every server, page by page) about
+// as fast as the Bundle's passes go (the controller's floor for any plugin's
+// poll is the same second); a longer one is no poll (and the schema's longest
+// duration, 2562047h, overflowed the jitter into a negative wait).
+const (
+	MinInterval = time.Second
+	MaxInterval = 365 * 24 * time.Hour
+)
 
 // maxUpdateAttempts bounds the revision-guarded read-modify-write loop.
 const maxUpdateAttempts = 5
@@ -67,7 +78,8 @@ type Spec struct {
 	RouterID string `json:"routerID" schema:"minLength=1"`
 	// ClusterCIDR is the pod CIDR; only routes inside it are ever touched.
 	ClusterCIDR string `json:"clusterCIDR" schema:"minLength=1"`
-	// Interval is the poll period (default 5m); it must be positive.
+	// Interval is the poll period (default 5m), from MinInterval (1s) to
+	// MaxInterval (8760h, a year).
 	Interval *string `json:"interval,omitempty" schema:"duration"`
 }
 
@@ -90,8 +102,7 @@ func parse(raw []byte) (config, error) {
 		return c, field.Invalid(field.NewPath("spec", "clusterCIDR"), c.ClusterCIDR, fmt.Sprintf("not a CIDR: %v", err))
 	}
 	c.cidr = cidr.Masked()
-	// Zero would poll OpenStack on every pass of the Bundle.
-	c.interval, err = plugin.ParseDuration("interval", c.Interval, DefaultInterval, true)
+	c.interval, err = plugin.ParseDurationIn("interval", c.Interval, DefaultInterval, plugin.DurationRange{Min: MinInterval, Max: MaxInterval})
 	return c, err
 }
 
@@ -368,9 +379,20 @@ func ParseItemID(id string) (openstack.Route, error) {
 	return openstack.Route{DestinationCIDR: dst, NextHop: hop}, nil
 }
 
-// jitter spreads the polls of many Bundles: interval plus 0 to +50 %.
+// jitter spreads the polls of many Bundles: interval plus 0 to +50 %, at most
+// the longest duration (parse bounds the interval well below it, but a wait
+// that overflowed would be negative: a poll at once).
 func jitter(interval time.Duration) time.Duration {
-	return interval + time.Duration(rand.Float64()*maxJitter*float64(interval))
+	return jitterBy(interval, rand.Float64())
+}
+
+// jitterBy is jitter with its random fraction f, in [0, 1).
+func jitterBy(interval time.Duration, f float64) time.Duration {
+	extra := time.Duration(f * maxJitter * float64(interval)) // < interval: fits
+	if interval > math.MaxInt64-extra {
+		return math.MaxInt64
+	}
+	return interval + extra
 }
 
 // credentials reads the spec's Secret: an application credential if either of

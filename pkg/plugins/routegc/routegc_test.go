@@ -263,6 +263,36 @@ func TestPlanPollsOncePerInterval(t *testing.T) {
 	}
 }
 
+// The plan's poll is the interval plus 0 to 50 % at either end of its range:
+// never below the interval, never negative.
+func TestPlanPollAtTheIntervalBounds(t *testing.T) {
+	for _, tc := range []struct {
+		interval string
+		least    time.Duration
+	}{
+		{"1s", routegc.MinInterval},
+		{"8760h", routegc.MaxInterval},
+	} {
+		t.Run(tc.interval, func(t *testing.T) {
+			f := newFixture(t, openstacksim.Config{}, nil)
+			f.sim.AddRouter(routerID, "cluster", route("198.19.1.0/24", "10.180.0.3"))
+			f.sim.AddServerAt("node-1", "10.180.0.3")
+			step := tc.least / 4 // three plans within the interval
+			for i := range 3 {
+				req := f.request(t0.Add(time.Duration(i) * step))
+				req.Spec = f.spec(`"interval":"` + tc.interval + `"`)
+				res, err := f.plugin.Plan(context.Background(), req)
+				if err != nil || res.PollAfter < tc.least-time.Duration(i)*step || res.PollAfter > tc.least*3/2 {
+					t.Fatalf("plan %d: PollAfter %v, %v; want %v to %v", i, res.PollAfter, err, tc.least, tc.least*3/2)
+				}
+			}
+			if n := f.sim.Count(openstacksim.OpGetRouter); n != 1 {
+				t.Errorf("%d router reads in 3 plans within the interval, want 1", n)
+			}
+		})
+	}
+}
+
 // An empty server list is unknown, never "everything is orphaned"; so is a
 // failed listing, a failed page, a listing with a down cell's servers, and a
 // failed router read.
@@ -641,11 +671,13 @@ func TestSchema(t *testing.T) {
 	const auth = `"openstack":{"authURL":"https://keystone/v3","credentialsSecretRef":{"name":"openstack"}}`
 	const base = auth + `,"routerID":"r1","clusterCIDR":"198.19.0.0/16"`
 	const durationRe = `'` + plugin.DurationPattern + `'`
+	const intervalRange = `must be a duration of at least 1s and at most 8760h0m0s (90s, 1h30m)`
 	plugintest.ExpectSpecs(t, routegc.New(routegc.Options{}), []plugintest.SpecCase{
 		{Spec: `{` + base + `}`},
 		{Spec: `{"openstack":{"authURL":"https://keystone/v3","region":"RegionOne","credentialsSecretRef":{"name":"openstack"}},` +
 			`"routerID":"r1","clusterCIDR":"2001:db8::/48","interval":"1h30m"}`},
-		{Spec: `{` + base + `,"interval":"500ms"}`},
+		{Spec: `{` + base + `,"interval":"1s"}`},
+		{Spec: `{` + base + `,"interval":"8760h"}`},
 		{Spec: `{` + auth + `,"routerID":"r1","clusterCIDR":"198.19.7.1/16"}`}, // host bits are masked
 		{Spec: ``, Want: `[spec.openstack: Required value, spec.routerID: Required value, spec.clusterCIDR: Required value]`},
 		{Spec: `{"openstack":{},"routerID":"r1","clusterCIDR":"198.19.0.0/16"}`,
@@ -664,8 +696,15 @@ func TestSchema(t *testing.T) {
 		{Spec: `{` + base + `,"interval":"-1m"}`, Want: `spec.interval: Invalid value: "-1m": interval in body should match ` + durationRe},
 		{Spec: `{` + base + `,"interval":"3000000h"}`, Want: `spec.interval: Invalid value: "3000000h": longer than the longest duration, 2562047h47m16.854775807s`},
 		// What the schema lets through and the plugin's parse refuses (CheckSpec).
-		{Spec: `{` + base + `,"interval":"0s"}`, Want: `spec.interval: Invalid value: "0s": must be a positive duration (90s, 1h30m)`},
-		{Spec: `{` + base + `,"interval":"0"}`, Want: `spec.interval: Invalid value: "0": must be a positive duration (90s, 1h30m)`},
+		{Spec: `{` + base + `,"interval":"0s"}`, Want: `spec.interval: Invalid value: "0s": ` + intervalRange},
+		{Spec: `{` + base + `,"interval":"0"}`, Want: `spec.interval: Invalid value: "0": ` + intervalRange},
+		// Polls in a hot loop (a router read and a server listing each).
+		{Spec: `{` + base + `,"interval":"1ns"}`, Want: `spec.interval: Invalid value: "1ns": ` + intervalRange},
+		{Spec: `{` + base + `,"interval":"500ms"}`, Want: `spec.interval: Invalid value: "500ms": ` + intervalRange},
+		{Spec: `{` + base + `,"interval":"999ms"}`, Want: `spec.interval: Invalid value: "999ms": ` + intervalRange},
+		// Past a year; the schema's longest duration overflowed the jitter.
+		{Spec: `{` + base + `,"interval":"8761h"}`, Want: `spec.interval: Invalid value: "8761h": ` + intervalRange},
+		{Spec: `{` + base + `,"interval":"2562047h"}`, Want: `spec.interval: Invalid value: "2562047h": ` + intervalRange},
 		{Spec: `{` + auth + `,"routerID":"r1","clusterCIDR":"nonsense"}`,
 			Want: `spec.clusterCIDR: Invalid value: "nonsense": not a CIDR: netip.ParsePrefix("nonsense"): no '/'`},
 		{Spec: `{` + auth + `,"routerID":"r1","clusterCIDR":"198.19.0.0/33"}`,
