@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -38,10 +39,14 @@ limbo.dev/released annotations and the limbo.dev/pending-deletion label.
 cancel reads the object's Bundle (its controller, or for an object a teardown
 released, the Bundle its limbo.dev/bundle label names) and fails, writing
 nothing, if it cannot read it (not found is no Bundle):
-- A Bundle that declares the object again (re-added to its spec, before its next
-  pass cancels the deletion, or while a spec error stalls it) keeps it: its
-  controller owner reference and the limbo.dev/bundle label stay, and a Bundle of
-  the label's name adopts a released object on its next pass.
+- Its controller, declaring the object again (re-added to its spec, before its
+  next pass cancels the deletion, or while a spec error stalls it), keeps it: its
+  controller owner reference and the limbo.dev/bundle label stay.
+- An object without (live) controller that the Bundle its label names declares
+  is refused: that Bundle adopts it, which ends the countdown, and it is not
+  deleted until then.
+- A Bundle one of whose templates cannot be read refuses the cancel: whether it
+  declares the object cannot be told.
 - Otherwise the Bundle would stamp the object again, so cancel also takes it out
   of the Bundle's hands: the Bundle's controller owner reference and the
   limbo.dev/bundle label go. The object is then an ordinary object that no
@@ -75,14 +80,10 @@ same reason.`,
 				return err
 			}
 			fmt.Fprintf(o.Out, "%s: deletion cancelled; removed %s.\n", t, strings.Join(result.Removed, ", "))
-			switch k := result.Keeper; {
-			case k.Bundle == (client.ObjectKey{}):
+			if k := result.Keeper; k.Bundle == (client.ObjectKey{}) {
 				fmt.Fprintf(o.Out, "No Bundle manages it now; to bring it back under a Bundle, declare it there with the annotation %s: \"true\".\n",
 					limbov1alpha1.AnnotationAdopt)
-			case k.ByLabel:
-				fmt.Fprintf(o.Out, "Bundle %s, which its label %s=%s names, declares it: it adopts it on its next pass (the label is kept).\n",
-					k.Bundle, limbov1alpha1.LabelBundle, k.Bundle.Name)
-			default:
+			} else {
 				fmt.Fprintf(o.Out, "Bundle %s declares it again and keeps managing it: its owner reference and the label %s=%s are kept.\n",
 					k.Bundle, limbov1alpha1.LabelBundle, k.Bundle.Name)
 			}
@@ -102,15 +103,11 @@ type cancelResult struct {
 	Keeper keeper
 }
 
-// keeper is the Bundle that declares an object cancel takes out of limbo, and
-// so keeps managing it.
+// keeper is the Bundle, the object's controller, that declares an object cancel
+// takes out of limbo, and so keeps managing it.
 type keeper struct {
 	// Bundle is the Bundle's key; zero when no Bundle keeps the object.
 	Bundle client.ObjectKey
-	// ByLabel: the Bundle does not control the object (a teardown released it, or
-	// its controller is gone) and adopts it by its limbo.dev/bundle label, which
-	// names it.
-	ByLabel bool
 }
 
 // cancelDeletion takes t out of limbo: it removes the limbo marks that
@@ -166,16 +163,23 @@ func cancelDeletion(ctx context.Context, c client.Client, t target) (cancelResul
 // cancel takes it out of limbo, or the error that refuses the cancel.
 //
 // An object with a limbo mark (the stamp, the pending-deletion label, the
-// released mark) is in limbo. Its Bundle is read: its controller, a limbo.dev
-// Bundle, or, when it has none (a teardown released it) or that one is gone (not
-// found, or another Bundle of the name now), the Bundle its limbo.dev/bundle label
-// names, which adopts an object without controller labelled with its name. That
-// Bundle keeps obj when it declares it (bundlespec.Declares, the templates of its
-// current spec: re-added, the pass that cancels the deletion not run yet or
-// stalled by a spec error) and is not being deleted (a teardown never keeps
-// anything); taking obj from it would leave the Bundle reporting NotOwned. A
-// Bundle that cannot be read (other than not found) fails the cancel: whether it
-// keeps obj cannot be told. An object without such a Bundle is kept by none.
+// released mark) is in limbo. Its controller, a limbo.dev Bundle, is read: when
+// it declares obj again (re-added, the pass that cancels the deletion not run
+// yet or stalled by a spec error) and is not being deleted (a teardown never
+// keeps anything), it keeps obj: only the limbo marks go, since taking obj from
+// it would leave the Bundle reporting NotOwned.
+//
+// An object without controller (a teardown released it) or whose controller is
+// gone (not found, or another Bundle of the name now) is refused while the
+// Bundle its limbo.dev/bundle label names declares it: that Bundle adopts it by
+// the label, which ends the countdown, and the reaper holds it until then
+// (bundlespec.ReleasedHold). Cancelled instead, the object would be declared,
+// labelled and without controller or limbo mark — what the garbage collector
+// leaves of a --cascade=orphan delete, and a later delete of that Bundle would
+// be taken for one, leaving all its objects behind.
+//
+// A Bundle that cannot be read (other than not found), or whose templates cannot
+// all be read, fails the cancel: whether it declares obj cannot be told.
 //
 // An object without any limbo mark may be an orphan its Bundle holds:
 // refuseUnlessInLimbo decides, and none keeps it.
@@ -189,9 +193,6 @@ func cancelKeeper(ctx context.Context, c client.Client, t target, obj *metav1.Pa
 		return keeper{}, refuseUnlessInLimbo(ctx, c, t, obj)
 	}
 	gk := t.mapping.GroupVersionKind.GroupKind()
-	declares := func(b *limbov1alpha1.Bundle) bool {
-		return b.DeletionTimestamp.IsZero() && bundlespec.Declares(b, gk, t.name) != bundlespec.NotDeclared
-	}
 	// role names the Bundle at key in an error, with a %s for the key.
 	read := func(key client.ObjectKey, role string) (*limbov1alpha1.Bundle, error) {
 		var b limbov1alpha1.Bundle
@@ -200,21 +201,36 @@ func cancelKeeper(ctx context.Context, c client.Client, t target, obj *metav1.Pa
 		case apierrors.IsNotFound(err):
 			return nil, nil
 		case err != nil:
-			return nil, fmt.Errorf("cannot cancel %s: %s cannot be read to tell whether it declares it again, and so keeps it: %w",
+			return nil, fmt.Errorf("cannot cancel %s: %s cannot be read to tell whether it declares it again: %w",
 				t, fmt.Sprintf(role, key), err)
 		}
 		return &b, nil
 	}
+	declares := func(b *limbov1alpha1.Bundle, role string) (bool, error) {
+		if !b.DeletionTimestamp.IsZero() {
+			return false, nil
+		}
+		declared, err := declaresReadably(b, gk, t.name)
+		if err != nil {
+			return false, fmt.Errorf("cannot cancel %s: whether %s declares it again cannot be told: %w; fix the Bundle's spec first",
+				t, fmt.Sprintf(role, client.ObjectKeyFromObject(b)), err)
+		}
+		return declared, nil
+	}
 
 	var controller *limbov1alpha1.Bundle
 	if owner := bundleControllerOf(obj); owner != nil {
+		const role = "its controller, Bundle %s,"
 		key := client.ObjectKey{Namespace: obj.GetNamespace(), Name: owner.Name}
-		b, err := read(key, "its controller, Bundle %s,")
+		b, err := read(key, role)
 		if err != nil {
 			return keeper{}, err
 		}
 		if b != nil && b.UID == owner.UID {
-			if declares(b) {
+			switch declared, err := declares(b, role); {
+			case err != nil:
+				return keeper{}, err
+			case declared:
 				return keeper{Bundle: key}, nil
 			}
 			return keeper{}, nil
@@ -225,19 +241,49 @@ func cancelKeeper(ctx context.Context, c client.Client, t target, obj *metav1.Pa
 	if label == "" {
 		return keeper{}, nil
 	}
+	const role = "Bundle %s, which its label " + limbov1alpha1.LabelBundle + " names,"
 	key := client.ObjectKey{Namespace: obj.GetNamespace(), Name: label}
 	named := controller
 	if named == nil || named.Name != label {
-		b, err := read(key, "Bundle %s, which its label "+limbov1alpha1.LabelBundle+" names,")
+		b, err := read(key, role)
 		if err != nil {
 			return keeper{}, err
 		}
 		named = b
 	}
-	if named != nil && declares(named) {
-		return keeper{Bundle: key, ByLabel: true}, nil
+	if named == nil {
+		return keeper{}, nil
+	}
+	switch declared, err := declares(named, role); {
+	case err != nil:
+		return keeper{}, err
+	case declared:
+		return keeper{}, fmt.Errorf("cannot cancel %s: Bundle %s, which its label %s names, declares it: its next pass adopts it, which ends the countdown, and until then it is not deleted (kubectl limbo pending shows why it waits); to keep it out of that Bundle instead, remove it from the Bundle's spec and cancel again",
+			t, key, limbov1alpha1.LabelBundle)
 	}
 	return keeper{}, nil
+}
+
+// declaresReadably reports whether a template of b that can be read names the
+// object of kind gk named name; an error when one cannot be read (it might be
+// that object). bundlespec.Declares counts such a template as a declaration,
+// which is the safe reading for deleting (nothing is deleted on a broken spec's
+// account) and the wrong one for keeping.
+func declaresReadably(b *limbov1alpha1.Bundle, gk schema.GroupKind, name string) (bool, error) {
+	var unreadable error
+	for _, res := range b.Spec.Resources {
+		h, ok, err := bundlespec.HeaderOf(res)
+		switch {
+		case !ok:
+		case err != nil:
+			if unreadable == nil {
+				unreadable = fmt.Errorf("the template of resource %q cannot be read: %w", res.Name, err)
+			}
+		case h.Name == name && h.GVK.GroupKind() == gk:
+			return true, nil
+		}
+	}
+	return false, unreadable
 }
 
 // hasLimboMark tells whether obj carries one of the marks of an object in limbo
@@ -308,7 +354,7 @@ func cancelPatch(obj *metav1.PartialObjectMetadata, k keeper) ([]byte, []string,
 	var removed []string
 	metadata := map[string]any{"resourceVersion": obj.GetResourceVersion()}
 
-	if !kept || k.ByLabel {
+	if !kept {
 		owners := obj.GetOwnerReferences()
 		others := make([]metav1.OwnerReference, 0, len(owners))
 		for _, ref := range owners {
