@@ -58,6 +58,8 @@ func TestOptionsValidate(t *testing.T) {
 		{"no workers", func(o *Options) { o.Workers = 0 }, "--workers 0"},
 		{"no apply concurrency", func(o *Options) { o.ApplyConcurrency = 0 }, "--apply-concurrency 0"},
 		{"negative GC interval", func(o *Options) { o.NamespaceGCInterval = -time.Hour }, "--namespace-delete-gc-interval -1h0m0s"},
+		{"GC off", func(o *Options) { o.NamespaceGCInterval = 0 }, ""},
+		{"GC every nanosecond (a login and a listing every pass)", func(o *Options) { o.NamespaceGCInterval = time.Nanosecond }, "--namespace-delete-gc-interval 1ns: must be 0s (the periodic collection off) or at least 1s"},
 		{"resync off", func(o *Options) { o.ResyncPeriod = 0 }, ""},
 		{"resync every minute", func(o *Options) { o.ResyncPeriod = time.Minute }, ""},
 		{"resync every nanosecond (a full scan every pass)", func(o *Options) { o.ResyncPeriod = time.Nanosecond }, "--resync-period 1ns: must be 0s (the periodic resync off) or at least 1m0s"},

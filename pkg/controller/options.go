@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/limbo-dev/limbo/pkg/plugin"
+	"github.com/limbo-dev/limbo/pkg/plugins/namespacegc"
 )
 
 // Options are the controller's tunables; every field has a flag.
@@ -124,7 +125,8 @@ func (o Options) Validate() error {
 		// Each resync lists every kind cluster-wide from the API server.
 		{"resync-period", o.ResyncPeriod, o.ResyncPeriod < 0 || o.ResyncPeriod > 0 && o.ResyncPeriod < MinResyncPeriod,
 			fmt.Sprintf("must be 0s (the periodic resync off) or at least %v", MinResyncPeriod)},
-		{"namespace-delete-gc-interval", o.NamespaceGCInterval, o.NamespaceGCInterval < 0, "must not be negative (0s disables the periodic collection)"},
+		{"namespace-delete-gc-interval", o.NamespaceGCInterval, o.NamespaceGCInterval < 0 || o.NamespaceGCInterval > 0 && o.NamespaceGCInterval < namespacegc.MinGCInterval,
+			fmt.Sprintf("must be 0s (the periodic collection off) or at least %v", namespacegc.MinGCInterval)},
 		{"namespace-delete-gc-delay", o.NamespaceGCDelay, o.NamespaceGCDelay < 0, "must not be negative"},
 	} {
 		if c.invalid {

@@ -276,7 +276,7 @@ func (p *pass) reportSpecErrors() {
 		seen[r.Name] = true
 		st := limbov1alpha1.ResourceStatus{Name: r.Name, State: limbov1alpha1.ResourceBlocked, Reason: limbov1alpha1.ReasonInvalidSpec, Message: "not processed: the Bundle's spec is invalid"}
 		if msgs := byResource[r.Name]; len(msgs) > 0 {
-			st = limbov1alpha1.ResourceStatus{Name: r.Name, State: limbov1alpha1.ResourceError, Reason: reason[r.Name], Message: strings.Join(msgs, "; ")}
+			st = limbov1alpha1.ResourceStatus{Name: r.Name, State: limbov1alpha1.ResourceError, Reason: reason[r.Name], Message: bundlespec.JoinBounded(msgs, "; ")}
 		}
 		p.resources = append(p.resources, st)
 	}

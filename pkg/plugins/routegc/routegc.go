@@ -8,6 +8,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"net/netip"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -96,6 +97,11 @@ func parse(raw []byte) (config, error) {
 	var c config
 	if err := json.Unmarshal(raw, &c.Spec); err != nil {
 		return c, err
+	}
+	// A typo here would fail every poll's login, not the spec.
+	if u, err := url.Parse(c.OpenStack.AuthURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return c, field.Invalid(field.NewPath("spec", "openstack", "authURL"), c.OpenStack.AuthURL,
+			"not an http or https URL with a host (Keystone's v3 endpoint, for example https://keystone.example.com:5000/v3)")
 	}
 	cidr, err := netip.ParsePrefix(c.ClusterCIDR)
 	if err != nil {

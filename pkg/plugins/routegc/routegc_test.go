@@ -705,6 +705,11 @@ func TestSchema(t *testing.T) {
 		// Past a year; the schema's longest duration overflowed the jitter.
 		{Spec: `{` + base + `,"interval":"8761h"}`, Want: `spec.interval: Invalid value: "8761h": ` + intervalRange},
 		{Spec: `{` + base + `,"interval":"2562047h"}`, Want: `spec.interval: Invalid value: "2562047h": ` + intervalRange},
+		// A login that cannot work is a spec error, not a failure of every poll.
+		{Spec: `{"openstack":{"authURL":"keystone.example.com/v3","credentialsSecretRef":{"name":"openstack"}},"routerID":"r1","clusterCIDR":"198.19.0.0/16"}`,
+			Want: `spec.openstack.authURL: Invalid value: "keystone.example.com/v3": not an http or https URL with a host (Keystone's v3 endpoint, for example https://keystone.example.com:5000/v3)`},
+		{Spec: `{"openstack":{"authURL":"https:///v3","credentialsSecretRef":{"name":"openstack"}},"routerID":"r1","clusterCIDR":"198.19.0.0/16"}`,
+			Want: `spec.openstack.authURL: Invalid value: "https:///v3": not an http or https URL with a host (Keystone's v3 endpoint, for example https://keystone.example.com:5000/v3)`},
 		{Spec: `{` + auth + `,"routerID":"r1","clusterCIDR":"nonsense"}`,
 			Want: `spec.clusterCIDR: Invalid value: "nonsense": not a CIDR: netip.ParsePrefix("nonsense"): no '/'`},
 		{Spec: `{` + auth + `,"routerID":"r1","clusterCIDR":"198.19.0.0/33"}`,
