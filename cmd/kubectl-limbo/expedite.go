@@ -160,9 +160,6 @@ func expedite(ctx context.Context, c client.Client, t target, now func() time.Ti
 // (releasedHold); a pointer to kubectl limbo pending when that cannot be told
 // (its Bundles cannot be read); else nothing.
 func holdSuffix(ctx context.Context, c client.Client, t target, obj metav1.Object, now time.Time) string {
-	if !softdelete.Released(obj) {
-		return ""
-	}
 	h, ok, err := reaperHoldOf(ctx, c, t, obj, now)
 	switch {
 	case err != nil:

@@ -329,11 +329,6 @@ func listPendingObjects(ctx context.Context, src pendingSources, namespace strin
 				return
 			}
 			for j := range objects {
-				// An aggregated API may ignore the label selector: only what
-				// carries the label is in limbo.
-				if objects[j].Labels[limbov1alpha1.LabelPendingDeletion] != "true" {
-					continue
-				}
 				results[i].items = append(results[i].items, objectItem(&objects[j], now))
 			}
 		}()

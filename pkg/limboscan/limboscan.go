@@ -101,6 +101,8 @@ func Holds(ctx context.Context, r client.Reader, gvk schema.GroupVersionKind, na
 // an informer for every kind. The API server's warnings about the kind are
 // dropped (see package apiwarning): the scans list every kind, used or not. opts
 // add to the list's options (a resourceVersion to read from the watch cache).
+// What the selector does not match is dropped here too: an aggregated API may
+// ignore a label selector, and an object listed as in limbo may be deleted.
 func List(ctx context.Context, r client.Reader, gvk schema.GroupVersionKind, namespace string, within labels.Selector, opts ...client.ListOption) ([]metav1.PartialObjectMetadata, error) {
 	list := MetadataList(gvk)
 	inLimbo := labels.SelectorFromSet(labels.Set{limbov1alpha1.LabelPendingDeletion: "true"})
@@ -112,8 +114,12 @@ func List(ctx context.Context, r client.Reader, gvk schema.GroupVersionKind, nam
 	if err := r.List(apiwarning.Quiet(ctx), list, append([]client.ListOption{client.InNamespace(namespace), client.MatchingLabelsSelector{Selector: inLimbo}}, opts...)...); err != nil {
 		return nil, err
 	}
-	for i := range list.Items {
-		list.Items[i].SetGroupVersionKind(gvk)
+	items := list.Items[:0]
+	for _, item := range list.Items {
+		if inLimbo.Matches(labels.Set(item.Labels)) {
+			item.SetGroupVersionKind(gvk)
+			items = append(items, item)
+		}
 	}
-	return list.Items, nil
+	return items, nil
 }

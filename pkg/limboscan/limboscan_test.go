@@ -121,6 +121,44 @@ func TestList(t *testing.T) {
 	}
 }
 
+// An API that ignores the label selector (an aggregated one may) lists
+// everything: List keeps only what the selector matches, since what it returns
+// is taken to be in limbo.
+func TestListFiltersWhatTheServerDidNot(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := corev1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	cm := func(name string, labels map[string]string) *corev1.ConfigMap {
+		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: name, Labels: labels}}
+	}
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(
+		cm("in-limbo", map[string]string{limbov1alpha1.LabelPendingDeletion: "true", "shard": "x"}),
+		cm("other-shard", map[string]string{limbov1alpha1.LabelPendingDeletion: "true", "shard": "y"}),
+		cm("kept", map[string]string{limbov1alpha1.LabelBundle: "shop"}),
+		cm("other-value", map[string]string{limbov1alpha1.LabelPendingDeletion: "false"}),
+	).WithInterceptorFuncs(interceptor.Funcs{List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+		var kept []client.ListOption
+		for _, opt := range opts {
+			if _, selector := opt.(client.MatchingLabelsSelector); !selector {
+				kept = append(kept, opt)
+			}
+		}
+		return c.List(ctx, list, kept...)
+	}}).Build()
+	items, err := List(context.Background(), c, corev1.SchemeGroupVersion.WithKind("ConfigMap"), "a", labels.SelectorFromSet(labels.Set{"shard": "x"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, item := range items {
+		names = append(names, item.Name)
+	}
+	if got := fmt.Sprint(names); got != "[in-limbo]" {
+		t.Errorf("List = %s, want [in-limbo]", got)
+	}
+}
+
 // Holds asks for one object, metadata only, of the kind, namespace and
 // selector given, and answers whether there is one.
 func TestHolds(t *testing.T) {
