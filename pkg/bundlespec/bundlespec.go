@@ -440,7 +440,7 @@ func metadataTypeErrors(obj map[string]any) []string {
 	md, ok := obj["metadata"].(map[string]any)
 	if !ok {
 		if v := obj["metadata"]; v != nil {
-			return []string{fmt.Sprintf("metadata must be an object, not %s", jsonType(v))}
+			return []string{fmt.Sprintf("metadata must be an object, not %s", fieldpath.TypeOf(v))}
 		}
 		return nil // absent: reported as a missing name
 	}
@@ -448,7 +448,7 @@ func metadataTypeErrors(obj map[string]any) []string {
 	for _, field := range []string{"name", "namespace"} {
 		if v := md[field]; v != nil {
 			if _, ok := v.(string); !ok {
-				problems = append(problems, fmt.Sprintf("metadata.%s must be a string, not %s", field, jsonType(v)))
+				problems = append(problems, fmt.Sprintf("metadata.%s must be a string, not %s", field, fieldpath.TypeOf(v)))
 			}
 		}
 	}
@@ -459,35 +459,16 @@ func metadataTypeErrors(obj map[string]any) []string {
 		}
 		m, ok := v.(map[string]any)
 		if !ok {
-			problems = append(problems, fmt.Sprintf("metadata.%s must be a map of strings, not %s", field, jsonType(v)))
+			problems = append(problems, fmt.Sprintf("metadata.%s must be a map of strings, not %s", field, fieldpath.TypeOf(v)))
 			continue
 		}
 		for _, key := range slices.Sorted(maps.Keys(m)) {
 			if _, ok := m[key].(string); !ok {
-				problems = append(problems, fmt.Sprintf("metadata.%s[%q] must be a string, not %s", field, key, jsonType(m[key])))
+				problems = append(problems, fmt.Sprintf("metadata.%s[%q] must be a string, not %s", field, key, fieldpath.TypeOf(m[key])))
 			}
 		}
 	}
 	return problems
-}
-
-// jsonType names the JSON type of v, a value of unstructured content.
-func jsonType(v any) string {
-	switch v.(type) {
-	case nil:
-		return "null"
-	case bool:
-		return "a boolean"
-	case string:
-		return "a string"
-	case int64, float64, json.Number:
-		return "a number"
-	case []any:
-		return "an array"
-	case map[string]any:
-		return "an object"
-	}
-	return fmt.Sprintf("%T", v)
 }
 
 // validatePlugin checks r's plugin spec against the plugin's schema, with the

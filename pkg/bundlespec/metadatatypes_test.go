@@ -43,13 +43,13 @@ func TestParseMetadataTypes(t *testing.T) {
 				{"r", invalid, `object: metadata.labels["b"] must be a string, not an object`},
 				{"r", invalid, `object: metadata.labels["c"] must be a string, not null`},
 				{"r", invalid, `object: metadata.labels["z"] must be a string, not a boolean`},
-				{"r", invalid, `object: metadata.annotations["n"] must be a string, not an array`},
+				{"r", invalid, `object: metadata.annotations["n"] must be a string, not a list`},
 			},
 		},
 		{
 			name:     "labels not a map",
 			metadata: `{"name":"a","labels":["limbo.dev/pending-deletion"]}`,
-			wantErrs: []Error{{"r", invalid, `object: metadata.labels must be a map of strings, not an array`}},
+			wantErrs: []Error{{"r", invalid, `object: metadata.labels must be a map of strings, not a list`}},
 		},
 		{
 			name:     "annotations not a map",

@@ -1,6 +1,7 @@
 package fieldpath
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -61,4 +62,26 @@ func Parse(path string, allowMissingKeys bool) (*jsonpath.JSONPath, error) {
 		return nil, fmt.Errorf("invalid JSONPath: %w", err)
 	}
 	return parsed, nil
+}
+
+// TypeOf names the JSON type of v, a value of unstructured content (what a field
+// path finds), for messages that say a field has the wrong type: "a string",
+// "a list", "an object".
+func TypeOf(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case string:
+		return "a string"
+	case bool:
+		return "a boolean"
+	case int, int32, int64, float32, float64, json.Number:
+		return "a number"
+	case []any:
+		return "a list"
+	case map[string]any:
+		return "an object"
+	default:
+		return fmt.Sprintf("a %T", v)
+	}
 }

@@ -173,7 +173,7 @@ func checkShape(obj map[string]interface{}) error {
 	}
 	stMap, ok := st.(map[string]interface{})
 	if !ok {
-		return fmt.Errorf("status is %s, not an object", describe(st))
+		return fmt.Errorf("status is %s, not an object", fieldpath.TypeOf(st))
 	}
 	conds, found := stMap["conditions"]
 	if !found || conds == nil {
@@ -181,42 +181,22 @@ func checkShape(obj map[string]interface{}) error {
 	}
 	list, ok := conds.([]interface{})
 	if !ok {
-		return fmt.Errorf("status.conditions is %s, not a list", describe(conds))
+		return fmt.Errorf("status.conditions is %s, not a list", fieldpath.TypeOf(conds))
 	}
 	for i, c := range list {
 		m, ok := c.(map[string]interface{})
 		if !ok {
-			return fmt.Errorf("status.conditions[%d] is %s, not an object", i, describe(c))
+			return fmt.Errorf("status.conditions[%d] is %s, not an object", i, fieldpath.TypeOf(c))
 		}
 		for _, field := range []string{"type", "status", "reason", "message"} {
 			if v, found := m[field]; found && v != nil {
 				if _, ok := v.(string); !ok {
-					return fmt.Errorf("status.conditions[%d].%s is %s, not a string", i, field, describe(v))
+					return fmt.Errorf("status.conditions[%d].%s is %s, not a string", i, field, fieldpath.TypeOf(v))
 				}
 			}
 		}
 	}
 	return nil
-}
-
-// describe names the JSON type of a value of unstructured content.
-func describe(v interface{}) string {
-	switch v.(type) {
-	case nil:
-		return "null"
-	case string:
-		return "a string"
-	case bool:
-		return "a boolean"
-	case int, int32, int64, float32, float64:
-		return "a number"
-	case []interface{}:
-		return "a list"
-	case map[string]interface{}:
-		return "an object"
-	default:
-		return fmt.Sprintf("a %T", v)
-	}
 }
 
 // kstatusCompute calls kstatus, turning a panic (kstatus asserts the types of
