@@ -84,6 +84,11 @@ func JoinBounded(items []string, sep string) string {
 	return joinWithin(items, sep, MessageBudget)
 }
 
+// Bound is s within MessageBudget bytes, cut (at a UTF-8 boundary, marked "…")
+// if it is longer: for a single message from outside, such as an error that
+// carries what an endpoint answered.
+func Bound(s string) string { return JoinBounded([]string{s}, "") }
+
 // listBudget bounds a list within one Error's message (the undeclared markers
 // of a resource): a quarter of MessageBudget, so that the Error, with its
 // resource's name, fits whole in a message JoinBounded joins.

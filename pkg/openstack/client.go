@@ -17,6 +17,8 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/routers"
 	"github.com/gophercloud/gophercloud/v2/openstack/utils"
 	"github.com/gophercloud/gophercloud/v2/pagination"
+
+	"github.com/limbo-dev/limbo/pkg/responselimit"
 )
 
 // DefaultTimeout bounds one HTTP request when Config.Timeout is zero.
@@ -125,7 +127,9 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("keystone %q: %w", cfg.AuthURL, err)
 	}
-	provider.HTTPClient = http.Client{Timeout: timeout}
+	// Every answer read bounded: authURL, and the catalog's endpoints after it,
+	// are whatever the Bundle's author wrote (responselimit).
+	provider.HTTPClient = http.Client{Timeout: timeout, Transport: responselimit.Transport(http.DefaultTransport)}
 	provider.UserAgent.Prepend("limbo-route-gc")
 	c := cfg.Credentials
 	opts := gophercloud.AuthOptions{

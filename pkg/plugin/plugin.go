@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+	"github.com/limbo-dev/limbo/pkg/responselimit"
 	"github.com/limbo-dev/limbo/pkg/softdelete"
 )
 
@@ -306,12 +307,15 @@ func Trigger(done chan<- event.GenericEvent, obj client.Object) {
 	}
 }
 
-// WithTimeout runs f under CallTimeout. A panic of f is its error, a
-// *PanicError (see Recover): the Bundle and Tombstone controllers run every
-// plugin call through it, most in goroutines of their own.
+// WithTimeout runs f under CallTimeout, with responselimit.CallBudget for all
+// the answers f reads from the endpoints a Bundle names (a server's endless
+// pages stop there; each answer has its own bound too). A panic of f is its
+// error, a *PanicError (see Recover): the Bundle and Tombstone controllers run
+// every plugin call through it, most in goroutines of their own.
 func WithTimeout[T any](ctx context.Context, f func(context.Context) (T, error)) (T, error) {
 	ctx, cancel := context.WithTimeout(ctx, CallTimeout)
 	defer cancel()
+	ctx = responselimit.WithBudget(ctx, responselimit.CallBudget)
 	var v T
 	var err error
 	if perr := Recover(ctx, func() { v, err = f(ctx) }); perr != nil {

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"reflect"
 	"strings"
 	"testing"
@@ -15,6 +18,7 @@ import (
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 	"github.com/limbo-dev/limbo/pkg/plugin"
+	"github.com/limbo-dev/limbo/pkg/responselimit"
 )
 
 func cm(name string) *corev1.ConfigMap {
@@ -206,6 +210,33 @@ func TestWithTimeout(t *testing.T) {
 			}
 			return struct{}{}, nil
 		})
+	})
+
+	t.Run("the call's answers share responselimit.CallBudget", func(t *testing.T) {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			_, _ = w.Write(make([]byte, responselimit.MaxBody)) // each answer within its own bound
+		}))
+		defer srv.Close()
+		hc := &http.Client{Transport: responselimit.Transport(nil)}
+		read, err := plugin.WithTimeout(context.Background(), func(ctx context.Context) (int64, error) {
+			var read int64
+			for range responselimit.CallBudget/responselimit.MaxBody + 1 {
+				req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
+				resp, err := hc.Do(req)
+				if err != nil {
+					return read, err
+				}
+				n, err := io.Copy(io.Discard, resp.Body)
+				_ = resp.Body.Close()
+				if read += n; err != nil {
+					return read, err
+				}
+			}
+			return read, nil
+		})
+		if !errors.Is(err, responselimit.ErrTooLarge) || read != responselimit.CallBudget {
+			t.Errorf("read %d bytes, %v; want CallBudget (%d), then ErrTooLarge", read, err, int64(responselimit.CallBudget))
+		}
 	})
 
 	t.Run("errors pass through unchanged", func(t *testing.T) {

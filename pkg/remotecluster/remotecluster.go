@@ -24,6 +24,8 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+
+	"github.com/limbo-dev/limbo/pkg/responselimit"
 )
 
 // DefaultKey is the Secret key that holds the kubeconfig when a reference names none.
@@ -218,7 +220,9 @@ func (c *Cache) build(kubeconfig []byte, secret types.NamespacedName, key string
 	if err != nil {
 		return fail(ReasonInvalidKubeconfig, err)
 	}
-	seen := &answers{next: httpClient.Transport}
+	// Every answer read bounded: the server is whatever the Secret's author
+	// chose (responselimit).
+	seen := &answers{next: responselimit.Transport(httpClient.Transport)}
 	httpClient.Transport = seen
 	mapper, err := apiutil.NewDynamicRESTMapper(cfg, httpClient)
 	if err != nil {

@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -21,6 +23,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/limbo-dev/limbo/pkg/responselimit"
 )
 
 // secretReader serves Secrets from a map, as the local cluster would.
@@ -90,6 +94,20 @@ func fakeAPIServer(t *testing.T, hang bool) *httptest.Server {
 			write(w, http.StatusOK, metav1.APIResourceList{TypeMeta: metav1.TypeMeta{Kind: "APIResourceList", APIVersion: "v1"}, GroupVersion: "v1", APIResources: []metav1.APIResource{
 				{Name: "configmaps", SingularName: "configmap", Namespaced: true, Kind: "ConfigMap", Verbs: metav1.Verbs{"get", "list", "create", "delete"}},
 			}})
+		case "/api/v1/namespaces/default/configmaps/huge":
+			// A ConfigMap longer than any answer limbo reads: a server of the
+			// Bundle author's own can answer so.
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = io.WriteString(w, `{"kind":"ConfigMap","apiVersion":"v1","metadata":{"namespace":"default","name":"huge"},"data":{"x":"`)
+			chunk := strings.Repeat("x", 1<<20)
+			for range hugeMiB {
+				n, err := io.WriteString(w, chunk)
+				hugeServed.Add(int64(n))
+				if err != nil {
+					return
+				}
+			}
+			_, _ = io.WriteString(w, `"}}`)
 		case "/api/v1/namespaces/default/configmaps/greeting":
 			write(w, http.StatusOK, corev1.ConfigMap{TypeMeta: metav1.TypeMeta{Kind: "ConfigMap", APIVersion: "v1"}, ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "greeting"}, Data: map[string]string{"hello": "remote"}})
 		default:
@@ -99,6 +117,13 @@ func fakeAPIServer(t *testing.T, hang bool) *httptest.Server {
 	t.Cleanup(srv.Close)
 	return srv
 }
+
+// hugeMiB is the size of the fake server's huge ConfigMap, in MiB, and
+// hugeServed counts the bytes of it written to clients.
+var (
+	hugeMiB    = 3 * responselimit.MaxBody >> 20
+	hugeServed atomic.Int64
+)
 
 // kubeconfigFor is an admin kubeconfig of srv with its CA embedded.
 func kubeconfigFor(t *testing.T, srv *httptest.Server) []byte {
@@ -209,6 +234,28 @@ func TestClientsTalkToTheCluster(t *testing.T) {
 	}
 	if _, err := clients.Discovery.ServerResourcesForGroupVersion("v1"); err != nil {
 		t.Errorf("discovery: %v", err)
+	}
+}
+
+// An answer longer than responselimit.MaxBody fails its request instead of being
+// read whole (a server that answered without end filled limbo's memory), and the
+// request's error says so.
+func TestClientsBoundAnswers(t *testing.T) {
+	srv := fakeAPIServer(t, false)
+	reader := readerOf(secretWith("kc", "u1", "1", map[string][]byte{"kubeconfig": kubeconfigFor(t, srv)}))
+	clients, err := NewCache(Options{}).Clients(context.Background(), reader, "team", SecretRef{Name: "kc", Key: "kubeconfig"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cm corev1.ConfigMap
+	err = clients.Client.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: "huge"}, &cm)
+	if !errors.Is(err, responselimit.ErrTooLarge) || IsUnreachable(err) {
+		t.Errorf("a %d MiB answer: %.300v; want ErrTooLarge, not unreachable", hugeMiB, err)
+	}
+	t.Logf("the error: %.400v", err)
+	// The server writes ahead into the connection's buffers; far less than all.
+	if served, limit := hugeServed.Load(), int64(responselimit.MaxBody+32<<20); served > limit {
+		t.Errorf("%d MiB of the huge answer were written, want at most %d MiB", served>>20, limit>>20)
 	}
 }
 

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/limbo-dev/limbo/pkg/responselimit"
 )
 
 // DefaultTimeout is the per-call timeout used when Config.Timeout is zero.
@@ -30,10 +32,6 @@ const (
 const (
 	basePath = "/v2"
 
-	// maxErrorBody caps how much of an error response body is read.
-	maxErrorBody = 64 << 10
-	// maxBody caps how much of a successful response body is read.
-	maxBody = 32 << 20
 	// maxDrain caps how much unread body is discarded before closing, so
 	// the connection can be reused.
 	maxDrain = 64 << 10
@@ -51,7 +49,8 @@ type Config struct {
 	// Username and Password are the API credentials. Both are required.
 	Username string
 	Password string
-	// HTTPClient sends the requests. Nil means a new client on
+	// HTTPClient sends the requests (a copy whose transport bounds every
+	// answer: responselimit). Nil means a new client on
 	// http.DefaultTransport. Timeouts come from contexts, so its Timeout
 	// field may be left zero.
 	HTTPClient *http.Client
@@ -114,10 +113,13 @@ func New(cfg Config) (*Client, error) {
 	if timeout == 0 {
 		timeout = DefaultTimeout
 	}
-	hc := cfg.HTTPClient
-	if hc == nil {
-		hc = &http.Client{Transport: http.DefaultTransport}
+	// Every answer read bounded: the endpoint is whatever the Bundle's author
+	// wrote (responselimit).
+	hc := &http.Client{}
+	if cfg.HTTPClient != nil {
+		*hc = *cfg.HTTPClient
 	}
+	hc.Transport = responselimit.Transport(hc.Transport)
 	return &Client{
 		base:     base,
 		username: cfg.Username,
@@ -353,7 +355,7 @@ func tokenFromBody(b []byte) string {
 	return tokenFromHeader(us.Session.Token)
 }
 
-// roundTrip sends one request, reads at most a capped amount of the body,
+// roundTrip sends one request, reads the body (bounded by the transport),
 // closes it, and records metrics. If token is not empty it is sent as
 // "Authorization: Bearer <token>".
 func (c *Client) roundTrip(ctx context.Context, op, method, pathAndQuery string, body []byte, token string) (*response, error) {
@@ -387,11 +389,7 @@ func (c *Client) roundTrip(ctx context.Context, op, method, pathAndQuery string,
 		c.metrics.observe(op, "error", time.Since(start))
 		return nil, fmt.Errorf("storageos: %s: no response", op)
 	}
-	limit := int64(maxBody)
-	if !success(resp.StatusCode) {
-		limit = maxErrorBody
-	}
-	data, rerr := readLimited(resp.Body, limit)
+	data, rerr := io.ReadAll(resp.Body) // bounded by hc's transport
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxDrain))
 	_ = resp.Body.Close()
 	if rerr != nil && success(resp.StatusCode) {
@@ -402,18 +400,6 @@ func (c *Client) roundTrip(ctx context.Context, op, method, pathAndQuery string,
 	// matters; the message falls back to the status text.
 	c.metrics.observe(op, strconv.Itoa(resp.StatusCode), time.Since(start))
 	return &response{status: resp.StatusCode, header: resp.Header, body: data}, nil
-}
-
-var errBodyTooLarge = errors.New("response body too large")
-
-// readLimited reads up to limit bytes. A body longer than limit gives
-// errBodyTooLarge along with the first limit bytes.
-func readLimited(r io.Reader, limit int64) ([]byte, error) {
-	data, err := io.ReadAll(io.LimitReader(r, limit+1))
-	if int64(len(data)) > limit {
-		return data[:limit], errBodyTooLarge
-	}
-	return data, err
 }
 
 // wrapTransport wraps a transport error so that errors.Is still reports

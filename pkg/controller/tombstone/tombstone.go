@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+	"github.com/limbo-dev/limbo/pkg/bundlespec"
 	"github.com/limbo-dev/limbo/pkg/impersonation"
 	"github.com/limbo-dev/limbo/pkg/plugin"
 	"github.com/limbo-dev/limbo/pkg/softdelete"
@@ -232,10 +233,13 @@ func (r *Reconciler) record(ctx context.Context, ts *limbov1alpha1.Tombstone, at
 		return ctrl.Result{}, r.Engine.CancelTombstone(ctx, ts, ts, err.Error())
 	}
 	if err != nil {
+		// Bounded: the error may carry what an endpoint answered, and the
+		// Bundle's status repeats every Tombstone's.
+		msg := bundlespec.Bound(err.Error())
 		status := ts.Status.DeepCopy()
-		status.LastError = err.Error()
+		status.LastError = msg
 		backoff := retryBackoff(attempt)
-		r.Recorder.Eventf(ts, corev1.EventTypeWarning, limbov1alpha1.EventDeleteFailed, "delete %s %q (attempt %d, next in %v): %v", ts.Spec.Item.Kind, ts.Spec.Item.ID, attempt, backoff, err)
+		r.Recorder.Eventf(ts, corev1.EventTypeWarning, limbov1alpha1.EventDeleteFailed, "delete %s %q (attempt %d, next in %v): %s", ts.Spec.Item.Kind, ts.Spec.Item.ID, attempt, backoff, msg)
 		r.Engine.RecordFailure()
 		return ctrl.Result{RequeueAfter: backoff}, r.writeStatus(ctx, ts, status)
 	}

@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+	"github.com/limbo-dev/limbo/pkg/bundlespec"
 	"github.com/limbo-dev/limbo/pkg/plugin"
 	"github.com/limbo-dev/limbo/pkg/softdelete"
 )
@@ -87,6 +88,7 @@ func TestBackoffLeft(t *testing.T) {
 // gate is set, each delete waits for it (or for its context to end).
 type flaky struct {
 	failures int
+	message  string // of the failures; "": a 503's
 	calls    atomic.Int32
 	gate     chan struct{}
 }
@@ -105,6 +107,9 @@ func (f *flaky) DeleteExternal(ctx context.Context, _ plugin.Request, _ limbov1a
 		}
 	}
 	if int(n) <= f.failures {
+		if f.message != "" {
+			return errors.New(f.message)
+		}
 		return errors.New("injected: 503 Service Unavailable")
 	}
 	return nil
@@ -190,6 +195,28 @@ func TestReconcileRetrySchedule(t *testing.T) {
 				t.Errorf("lateness: %d samples summing to %vs, want one of the backoffs' sum %vs", lateness.GetSampleCount(), lateness.GetSampleSum(), late.Seconds())
 			}
 		})
+	}
+}
+
+// A failed delete's error goes into status.lastError and its event bounded
+// (bundlespec.Bound): it can carry what an endpoint of the Bundle author's own
+// answered (64 KiB of an error body), and a Bundle's status lists every
+// Tombstone's — hundreds of them made its status writes too large to accept.
+func TestReconcileBoundsLastError(t *testing.T) {
+	h := newHarness(t, 1)
+	h.plugin.message = "injected: 500 Internal Server Error: " + strings.Repeat("x", 64<<10)
+	h.reconcile()
+	h.clock.Step(time.Minute)
+	h.reconcile()
+	ts := h.tombstone()
+	if ts == nil || ts.Status.Attempts != 1 {
+		t.Fatalf("the failed attempt is not recorded: %+v", ts)
+	}
+	if n := len(ts.Status.LastError); n > bundlespec.MessageBudget || !strings.HasPrefix(ts.Status.LastError, "injected: 500 Internal Server Error: xxx") {
+		t.Errorf("status.lastError is %d bytes (%.60q…), want the error's start within %d", n, ts.Status.LastError, bundlespec.MessageBudget)
+	}
+	if e := h.event(); len(e) > bundlespec.MessageBudget+512 {
+		t.Errorf("the %s event is %d bytes long", limbov1alpha1.EventDeleteFailed, len(e))
 	}
 }
 

@@ -60,41 +60,47 @@ func list(ctx context.Context, r client.Reader, cfg config) (*contents, error) {
 	if !cfg.snapshots {
 		c.snapshotsSkipped = "volumeSnapshots: false"
 	} else {
-		l := &unstructured.UnstructuredList{}
-		l.SetGroupVersionKind(VolumeSnapshotGVK.GroupVersion().WithKind("VolumeSnapshotList"))
-		switch err := r.List(ctx, l); {
-		case restmappings.NotServed(err):
-			c.snapshotsSkipped = "the VolumeSnapshot CRD is not installed"
-		case err != nil:
-			return nil, fmt.Errorf("list VolumeSnapshots: %w", err)
-		default:
+		err := listPaged(ctx, r, func() *unstructured.UnstructuredList {
+			l := &unstructured.UnstructuredList{}
+			l.SetGroupVersionKind(VolumeSnapshotGVK.GroupVersion().WithKind("VolumeSnapshotList"))
+			return l
+		}, func(l *unstructured.UnstructuredList) {
 			for i := range l.Items {
 				l.Items[i].SetGroupVersionKind(VolumeSnapshotGVK)
 				c.snapshots = append(c.snapshots, &l.Items[i])
 			}
+		})
+		switch {
+		case restmappings.NotServed(err):
+			c.snapshots, c.snapshotsSkipped = nil, "the VolumeSnapshot CRD is not installed"
+		case err != nil:
+			return nil, fmt.Errorf("list VolumeSnapshots: %w", err)
 		}
 	}
-	var pvs corev1.PersistentVolumeList
-	if err := r.List(ctx, &pvs); err != nil {
+	var pvs []corev1.PersistentVolume
+	if err := listPaged(ctx, r, func() *corev1.PersistentVolumeList { return &corev1.PersistentVolumeList{} },
+		func(l *corev1.PersistentVolumeList) { pvs = append(pvs, l.Items...) }); err != nil {
 		return nil, fmt.Errorf("list PersistentVolumes: %w", err)
 	}
-	var pvcs corev1.PersistentVolumeClaimList
-	if err := r.List(ctx, &pvcs); err != nil {
+	var pvcs []corev1.PersistentVolumeClaim
+	if err := listPaged(ctx, r, func() *corev1.PersistentVolumeClaimList { return &corev1.PersistentVolumeClaimList{} },
+		func(l *corev1.PersistentVolumeClaimList) { pvcs = append(pvcs, l.Items...) }); err != nil {
 		return nil, fmt.Errorf("list PersistentVolumeClaims: %w", err)
 	}
-	var services corev1.ServiceList
-	if err := r.List(ctx, &services); err != nil {
+	var services []corev1.Service
+	if err := listPaged(ctx, r, func() *corev1.ServiceList { return &corev1.ServiceList{} },
+		func(l *corev1.ServiceList) { services = append(services, l.Items...) }); err != nil {
 		return nil, fmt.Errorf("list Services: %w", err)
 	}
 	ours := map[string]*corev1.PersistentVolume{}
-	for i := range pvs.Items {
-		if pv := &pvs.Items[i]; cfg.provisioned(pv) {
+	for i := range pvs {
+		if pv := &pvs[i]; cfg.provisioned(pv) {
 			ours[pv.Name] = pv
 		}
 	}
 	liveClaims := map[types.UID]bool{}
-	for i := range pvcs.Items {
-		pvc := &pvcs.Items[i]
+	for i := range pvcs {
+		pvc := &pvcs[i]
 		if pvc.DeletionTimestamp == nil {
 			liveClaims[pvc.UID] = true
 		}
@@ -104,8 +110,8 @@ func list(ctx context.Context, r client.Reader, cfg config) (*contents, error) {
 			c.claims = append(c.claims, pvc)
 		}
 	}
-	for i := range services.Items {
-		if svc := &services.Items[i]; svc.Spec.Type == corev1.ServiceTypeLoadBalancer {
+	for i := range services {
+		if svc := &services[i]; svc.Spec.Type == corev1.ServiceTypeLoadBalancer {
 			svc.SetGroupVersionKind(serviceGVK)
 			c.services = append(c.services, svc)
 		}
@@ -121,6 +127,26 @@ func list(ctx context.Context, r client.Reader, cfg config) (*contents, error) {
 	}
 	sort.Slice(c.volumes, func(i, j int) bool { return c.volumes[i].Name < c.volumes[j].Name })
 	return c, nil
+}
+
+// listPageSize is the most items one answer of a listing holds: a cluster's
+// thousands of claims or Services come in pages, each far within an answer's
+// bound (responselimit.MaxBody) and easy on the target's API server.
+const listPageSize = 500
+
+// listPaged lists all of a kind page by page, handing each page to add.
+func listPaged[L client.ObjectList](ctx context.Context, r client.Reader, newPage func() L, add func(L)) error {
+	next := ""
+	for {
+		page := newPage()
+		if err := r.List(ctx, page, client.Limit(listPageSize), client.Continue(next)); err != nil {
+			return err
+		}
+		add(page)
+		if next = page.GetContinue(); next == "" {
+			return nil
+		}
+	}
 }
 
 // provisioned reports whether pv is deorbit's: a volume that a listed CSI driver

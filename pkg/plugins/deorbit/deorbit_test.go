@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -183,6 +184,68 @@ func TestListSelects(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// The target is listed in pages of listPageSize (a whole listing of a large
+// cluster could pass an answer's bound, responselimit.MaxBody), and every page
+// counts: 1,201 LoadBalancer Services are three pages, all of them taken.
+func TestListPaged(t *testing.T) {
+	const services = 2*listPageSize + 201
+	var objs []client.Object
+	for i := range services {
+		objs = append(objs, service(fmt.Sprintf("lb-%04d", i), corev1.ServiceTypeLoadBalancer))
+	}
+	pages := map[string][]int64{} // list kind: the limit of each call
+	target := fakeCluster(t, true, objs...)
+	paging := interceptor.NewClient(target, interceptor.Funcs{List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+		o := (&client.ListOptions{}).ApplyOptions(opts)
+		kind := fmt.Sprintf("%T", list)
+		pages[kind] = append(pages[kind], o.Limit)
+		if err := c.List(ctx, list); err != nil {
+			return err
+		}
+		// The fake serves everything at once; a real API server pages so.
+		items, err := meta.ExtractList(list)
+		if err != nil {
+			return err
+		}
+		from := 0
+		if o.Continue != "" {
+			if from, err = strconv.Atoi(o.Continue); err != nil {
+				return err
+			}
+		}
+		to := min(from+int(o.Limit), len(items))
+		if o.Limit == 0 {
+			to = len(items)
+		}
+		list.SetContinue("")
+		if to < len(items) {
+			list.SetContinue(fmt.Sprint(to))
+		}
+		return meta.SetList(list, items[from:to])
+	}})
+	cfg, err := parse([]byte(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := list(context.Background(), paging, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := len(c.services); got != services {
+		t.Errorf("%d Services taken, want %d", got, services)
+	}
+	if got, want := pages["*v1.ServiceList"], []int64{listPageSize, listPageSize, listPageSize}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("Services listed with limits %v, want %v", got, want)
+	}
+	for kind, limits := range pages {
+		for _, limit := range limits {
+			if limit != listPageSize {
+				t.Errorf("%s listed with limit %d, want %d", kind, limit, listPageSize)
+			}
+		}
 	}
 }
 
