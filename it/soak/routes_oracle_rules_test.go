@@ -62,6 +62,27 @@ func TestRouteOracleRules(t *testing.T) {
 		},
 		want: "before the deadline",
 	}, {
+		// A stamp is to the second: the Tombstone made for the route added again
+		// looks made before the removal of the previous one's.
+		name: "removed through a Tombstone past its deadline as the next one came, in the same second: allowed",
+		history: func(o *routeOracle) {
+			previous := tombstone("aaaaaaaa", base, "1s")
+			o.observe(previous, false, base)
+			remove(o, base.Add(1040*time.Millisecond))
+			o.observe(previous, true, base.Add(1060*time.Millisecond))
+			o.observe(tombstone("bbbbbbbb", base.Add(time.Second), "1s"), false, base.Add(1800*time.Millisecond))
+		},
+	}, {
+		name: "removed before the deadline of either of two Tombstones",
+		history: func(o *routeOracle) {
+			previous := tombstone("aaaaaaaa", base, "4s")
+			o.observe(previous, false, base)
+			remove(o, base.Add(1040*time.Millisecond))
+			o.observe(previous, true, base.Add(1060*time.Millisecond))
+			o.observe(tombstone("bbbbbbbb", base.Add(time.Second), "1s"), false, base.Add(1800*time.Millisecond))
+		},
+		want: "before the deadline",
+	}, {
 		name: "removed without a Tombstone",
 		history: func(o *routeOracle) {
 			remove(o, base.Add(time.Second))

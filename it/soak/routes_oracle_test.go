@@ -273,10 +273,20 @@ func (o *routeOracle) judge(now time.Time) {
 	o.removals = kept
 }
 
-// judgeRemoval checks one removal against the Tombstone it was made through:
-// the newest Tombstone of the route created by then and not seen gone before it.
+// judgeRemoval checks one removal against the Tombstone it was made through: of
+// the Tombstones of the route created by then and not seen gone before it, the
+// newest that allows it (its deadline passed, or forced), else the newest. A
+// creation time is to the second, so a Tombstone made just after the removal, in
+// the same second, for the route added again, counts as made by then: the
+// newest alone would blame the removal on it.
 func (o *routeOracle) judgeRemoval(r removal) {
-	var through *tombstoneRecord
+	allows := func(rec *tombstoneRecord) bool {
+		forced := slices.ContainsFunc(o.forces, func(f force) bool {
+			return f.name == rec.name && !f.at.Before(rec.created.Add(-time.Second)) && !f.at.After(r.at)
+		})
+		return forced || !rec.valid || !r.at.Before(rec.deadline)
+	}
+	var through, allowedBy *tombstoneRecord
 	for _, rec := range o.tombstones {
 		// created is to the second, gone is when the watch saw it: a second of
 		// slack on either side.
@@ -286,15 +296,17 @@ func (o *routeOracle) judgeRemoval(r removal) {
 		if through == nil || rec.created.After(through.created) {
 			through = rec
 		}
+		if allows(rec) && (allowedBy == nil || rec.created.After(allowedBy.created)) {
+			allowedBy = rec
+		}
 	}
 	if through == nil {
 		o.violatef("route %s removed at %s without a Tombstone", r.id, r.at.Format("15:04:05.000"))
 		return
 	}
-	forced := slices.ContainsFunc(o.forces, func(f force) bool {
-		return f.name == through.name && !f.at.Before(through.created.Add(-time.Second)) && !f.at.After(r.at)
-	})
-	if !forced && through.valid && r.at.Before(through.deadline) {
+	if allowedBy != nil {
+		through = allowedBy
+	} else {
 		o.violatef("route %s removed at %s, %v before the deadline of Tombstone %s (%s)", r.id, r.at.Format("15:04:05.000"),
 			through.deadline.Sub(r.at).Round(time.Millisecond), through.name, short(through.uid))
 	}
