@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/lru"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
@@ -76,14 +77,21 @@ type Client struct {
 	scheme *runtime.Scheme
 	mapper meta.RESTMapper
 
-	mu      sync.Mutex
-	writers map[string]client.Client
+	mu      sync.Mutex // makes each writer once
+	writers *lru.Cache // username → client.Client
 }
+
+// maxWriters bounds the writers kept, the identities used last: a Bundle's author
+// names any ServiceAccount name, a new one with every edit if they like, and a
+// writer kept for each for good grew limbo's memory without end. One dropped and
+// needed again is made again (its connections are shared: client-go pools them
+// by TLS configuration, which impersonation does not change).
+const maxWriters = 4096
 
 // NewClient wraps base; config (limbo's own) is copied with the impersonated
 // user for each identity's writer.
 func NewClient(base client.Client, config *rest.Config) *Client {
-	return &Client{Client: base, config: config, scheme: base.Scheme(), mapper: base.RESTMapper(), writers: map[string]client.Client{}}
+	return &Client{Client: base, config: config, scheme: base.Scheme(), mapper: base.RESTMapper(), writers: lru.New(maxWriters)}
 }
 
 // writer returns the client that writes obj (of kind gvk) with ctx.
@@ -99,8 +107,8 @@ func (c *Client) writer(ctx context.Context, gvk schema.GroupVersionKind) (clien
 func (c *Client) clientAs(user string) (client.Client, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if w, ok := c.writers[user]; ok {
-		return w, nil
+	if w, ok := c.writers.Get(user); ok {
+		return w.(client.Client), nil
 	}
 	cfg := rest.CopyConfig(c.config)
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
@@ -108,7 +116,7 @@ func (c *Client) clientAs(user string) (client.Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("client impersonating %s: %w", user, err)
 	}
-	c.writers[user] = w
+	c.writers.Add(user, w)
 	return w, nil
 }
 

@@ -3,6 +3,7 @@ package impersonation
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -112,8 +113,35 @@ func TestClientWritesAsTheContextsIdentity(t *testing.T) {
 			t.Errorf("request %d = %q, want %q", i, server.requests[i], want[i])
 		}
 	}
-	if len(c.writers) != 1 {
-		t.Errorf("%d cached writers, want 1 per identity", len(c.writers))
+	if n := c.writers.Len(); n != 1 {
+		t.Errorf("%d cached writers, want 1 per identity", n)
+	}
+}
+
+// The writers are kept for the identities used last, at most maxWriters: a
+// Bundle's author can name a new ServiceAccount with every edit, and each writer
+// held for good grew limbo's memory without end.
+func TestClientWritersBounded(t *testing.T) {
+	mapper := meta.NewDefaultRESTMapper(nil)
+	base := fake.NewClientBuilder().WithRESTMapper(mapper).Build()
+	c := NewClient(base, &rest.Config{Host: "https://example.invalid"})
+	writer := func(i int) client.Client {
+		t.Helper()
+		w, err := c.clientAs(Username("team-a", fmt.Sprintf("sa-%d", i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return w
+	}
+	first := writer(0)
+	if writer(0) != first {
+		t.Fatal("an identity's writer was made twice in a row")
+	}
+	for i := 1; i <= maxWriters; i++ {
+		writer(i)
+	}
+	if writer(maxWriters) == nil || writer(0) == first {
+		t.Errorf("the writer of the identity used longest ago is still held after %d others", maxWriters)
 	}
 }
 
