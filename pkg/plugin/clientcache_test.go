@@ -2,6 +2,7 @@ package plugin_test
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/limbo-dev/limbo/pkg/plugin"
@@ -47,5 +48,30 @@ func TestClientCache(t *testing.T) {
 	}
 	if got := get("c", "pw"); got != 4 {
 		t.Errorf("after a failed login: client %d, want a new one (4)", got)
+	}
+}
+
+// The clients of the MaxCachedClients identities used last are kept, no more:
+// identities come from Bundle specs, which can name a new one with every edit.
+func TestClientCacheBounded(t *testing.T) {
+	var cache plugin.ClientCache[*int]
+	get := func(i int) *int {
+		t.Helper()
+		c, err := cache.Get(fmt.Sprintf("endpoint-%d", i), []string{"pw"}, func() (*int, error) { return new(int), nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	first := get(0)
+	for i := 1; i <= plugin.MaxCachedClients; i++ {
+		get(i)
+	}
+	last := get(plugin.MaxCachedClients)
+	if get(plugin.MaxCachedClients) != last {
+		t.Error("the identity used last lost its client")
+	}
+	if get(0) == first {
+		t.Errorf("the client of the identity used longest ago is still kept after %d others", plugin.MaxCachedClients)
 	}
 }
