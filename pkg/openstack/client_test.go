@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/limbo-dev/limbo/pkg/openstack"
 	"github.com/limbo-dev/limbo/pkg/responselimit"
@@ -49,7 +50,9 @@ func TestNewBoundsKeystoneAnswers(t *testing.T) {
 				}
 			}))
 			defer srv.Close()
-			_, err := openstack.New(context.Background(), openstack.Config{AuthURL: srv.URL + "/v3",
+			// Reading 64 MiB takes the race detector on a busy machine longer than
+			// the default request timeout.
+			_, err := openstack.New(context.Background(), openstack.Config{AuthURL: srv.URL + "/v3", Timeout: 5 * time.Minute,
 				Credentials: openstack.Credentials{ApplicationCredentialID: "id", ApplicationCredentialSecret: "secret"}})
 			switch {
 			case err == nil:
