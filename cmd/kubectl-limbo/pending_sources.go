@@ -191,7 +191,11 @@ func collectPending(ctx context.Context, src pendingSources, namespace string, n
 		add(item)
 	}
 
+	var cut []string
 	for _, bundle := range bundles.Items {
+		if st := &bundle.Status; st.PendingDeletionsCut() {
+			cut = append(cut, fmt.Sprintf("%s/%s (%d of %d)", bundle.Namespace, bundle.Name, len(st.PendingDeletions), st.PendingDeletionCount))
+		}
 		for _, entry := range bundle.Status.PendingDeletions {
 			// An entry adds its message to its object's row; a cluster-scoped one (a
 			// plugin's object item, a Csibmnode) is a row of its own: the label
@@ -232,6 +236,12 @@ func collectPending(ctx context.Context, src pendingSources, namespace string, n
 		}
 	}
 
+	if len(cut) > 0 {
+		// Objects of this cluster's namespaces are listed by their labels anyway;
+		// what only a status tells (other clusters, cluster-scoped kinds, held
+		// entries' reasons) is shown for the entries it lists.
+		fmt.Fprintf(warnings, "Warning: the status of %s lists only the soonest of its entries in limbo; items of other clusters and cluster-scoped ones past them are not shown\n", strings.Join(cut, ", "))
+	}
 	items = inNamespace(items, namespace, warnings)
 	sortPending(items)
 	return items, nil

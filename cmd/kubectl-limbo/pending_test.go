@@ -607,3 +607,20 @@ func TestPendingIgnoresObjectsWithoutTheLabel(t *testing.T) {
 		t.Errorf("exit %d, stderr %q, stdout %q; want configmap/old only", code, errOut, out)
 	}
 }
+
+// A Bundle whose status lists only the soonest of its entries in limbo
+// (MaxPendingDeletionsListed) is named in a warning: items of other clusters
+// past them are known to nobody but the controller.
+func TestPendingWarnsOfACutStatus(t *testing.T) {
+	objs := itemInAnotherCluster()
+	objs[0].(*limbov1alpha1.Bundle).Status.PendingDeletionCount = 4000
+	f := newFixture(t, nil, objs...)
+	code, out, errOut := f.run("pending", "-n", "clusters")
+	if code != 0 || !strings.Contains(out, "in cluster workload-kubeconfig") {
+		t.Fatalf("exit %d, output %q", code, out)
+	}
+	const want = "Warning: the status of clusters/workload (1 of 4000) lists only the soonest of its entries in limbo; items of other clusters and cluster-scoped ones past them are not shown\n"
+	if errOut != want {
+		t.Errorf("stderr %q, want %q", errOut, want)
+	}
+}

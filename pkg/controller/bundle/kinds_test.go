@@ -184,6 +184,53 @@ func TestWithWatchedKinds(t *testing.T) {
 
 // kindsOfEntries is the distinct kinds of pendingDeletions entries, in the order
 // they first appear.
+// itemLookup looks for plugin object items by the entries of this cluster that
+// are no Tombstone (and that its filter keeps) — or, when the status's list is
+// cut, by every kind the status records but Tombstone: an entry left out may be
+// of any of them.
+func TestItemLookup(t *testing.T) {
+	tombstone := limbov1alpha1.PendingDeletion{APIVersion: limbov1alpha1.TombstoneGVK.GroupVersion().String(), Kind: limbov1alpha1.TombstoneGVK.Kind, Name: "ts"}
+	node := limbov1alpha1.PendingDeletion{APIVersion: "csi-baremetal.dell.com/v1", Kind: "Csibmnode", Name: "n1", Resource: "nodes"}
+	remote := limbov1alpha1.PendingDeletion{APIVersion: "v1", Kind: "PersistentVolumeClaim", Name: "data", Cluster: "workload", Resource: "deorbit"}
+	kept := limbov1alpha1.PendingDeletion{APIVersion: "v1", Kind: "ConfigMap", Name: "kept", Resource: "gone"}
+	managed := []limbov1alpha1.ManagedKind{{APIVersion: "v1", Kind: "ConfigMap"}, {APIVersion: "v1", Kind: "Secret"},
+		{APIVersion: limbov1alpha1.TombstoneGVK.GroupVersion().String(), Kind: limbov1alpha1.TombstoneGVK.Kind}}
+	notNodes := func(pd limbov1alpha1.PendingDeletion) bool { return pd.Resource != "nodes" }
+	for _, tc := range []struct {
+		name        string
+		st          limbov1alpha1.BundleStatus
+		wantEntries []string
+		wantKinds   []string
+	}{
+		{"listed in full: the entries' kinds",
+			limbov1alpha1.BundleStatus{PendingDeletions: []limbov1alpha1.PendingDeletion{tombstone, node, remote, kept}, PendingDeletionCount: 4, ManagedKinds: managed},
+			[]string{"ConfigMap/kept"}, []string{"/v1, Kind=ConfigMap"}},
+		{"nothing to look for",
+			limbov1alpha1.BundleStatus{PendingDeletions: []limbov1alpha1.PendingDeletion{tombstone, remote}, PendingDeletionCount: 2, ManagedKinds: managed},
+			nil, nil},
+		{"cut: every kind recorded but Tombstone",
+			limbov1alpha1.BundleStatus{PendingDeletions: []limbov1alpha1.PendingDeletion{tombstone, remote}, PendingDeletionCount: 2 + 3000, ManagedKinds: managed},
+			nil, []string{"/v1, Kind=ConfigMap", "/v1, Kind=Secret"}},
+		{"written before the count existed: in full",
+			limbov1alpha1.BundleStatus{PendingDeletions: []limbov1alpha1.PendingDeletion{kept}, ManagedKinds: managed},
+			[]string{"ConfigMap/kept"}, []string{"/v1, Kind=ConfigMap"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			entries, kinds := itemLookup(&tc.st, notNodes)
+			var gotEntries, gotKinds []string
+			for _, pd := range entries {
+				gotEntries = append(gotEntries, pd.Kind+"/"+pd.Name)
+			}
+			for _, k := range kinds {
+				gotKinds = append(gotKinds, k.String())
+			}
+			if !reflect.DeepEqual(gotEntries, tc.wantEntries) || !reflect.DeepEqual(gotKinds, tc.wantKinds) {
+				t.Errorf("entries %v, kinds %v; want %v, %v", gotEntries, gotKinds, tc.wantEntries, tc.wantKinds)
+			}
+		})
+	}
+}
+
 func TestKindsOfEntries(t *testing.T) {
 	entries := []limbov1alpha1.PendingDeletion{
 		{APIVersion: "v1", Kind: "Secret", Name: "a"},

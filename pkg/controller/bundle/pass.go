@@ -51,6 +51,9 @@ type pass struct {
 	resources []limbov1alpha1.ResourceStatus
 	states    map[string]limbov1alpha1.ResourceState
 	pending   []limbov1alpha1.PendingDeletion
+	// unlisted counts the entries in limbo that a previous status kept by
+	// keepPreviousPending counted but did not list (MaxPendingDeletionsListed).
+	unlisted int32
 	// requeueAt is when to come back (zero: never). It is a time, not a
 	// duration: the rest of the pass (its status write) must not push a deadline
 	// back by its own length.
@@ -285,7 +288,19 @@ func (p *pass) reportSpecErrors() {
 		p.r.Recorder.Event(p.bundle, corev1.EventTypeWarning, limbov1alpha1.ReasonInvalidSpec, p.specErrs.Error())
 	}
 	// Keep what is already in limbo visible while the spec is broken.
-	p.pending = p.bundle.Status.PendingDeletions
+	p.keepPreviousPending()
+}
+
+// keepPreviousPending keeps what the status last written has in limbo, for a
+// pass that cannot judge it: its entries, and the count (and, in managedKinds,
+// the kinds) of those it did not list, so that the status stays cut as long as
+// there is more than it lists (itemLookup looks for those by kind).
+func (p *pass) keepPreviousPending() {
+	prev := &p.bundle.Status
+	p.pending = prev.PendingDeletions
+	if prev.PendingDeletionsCut() {
+		p.unlisted = prev.PendingDeletionCount - int32(len(prev.PendingDeletions))
+	}
 }
 
 // sameAsBefore reports whether the Bundle's Stalled condition already says msg.
@@ -666,7 +681,7 @@ func (p *pass) decideObjectOrphans(ctx context.Context) (ready, listed bool) {
 	orphans, err := p.r.orphans(ctx, p.bundle, p.kindList(ctx), p.declared)
 	if err != nil {
 		p.fail(fmt.Errorf("list orphans: %w", err))
-		p.pending = p.bundle.Status.PendingDeletions
+		p.keepPreviousPending()
 		return false, false
 	}
 	ready = p.allReady()

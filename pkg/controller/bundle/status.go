@@ -2,6 +2,7 @@ package bundle
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -33,6 +34,7 @@ func (p *pass) status() limbov1alpha1.BundleStatus {
 		Resources:          p.resources,
 	}
 	setPending(&st, p.pending)
+	st.PendingDeletionCount += p.unlisted
 	st.ManagedKinds = p.managedKinds()
 	ready := 0
 	var problems, waiting []string
@@ -99,7 +101,8 @@ func (p *pass) status() limbov1alpha1.BundleStatus {
 }
 
 // setPending fills pendingDeletions (soonest first; entries without a deadline
-// last) and the columns derived from it.
+// last; the first MaxPendingDeletionsListed of them) and the columns derived
+// from it (from all of them).
 func setPending(st *limbov1alpha1.BundleStatus, pending []limbov1alpha1.PendingDeletion) {
 	sorted := append([]limbov1alpha1.PendingDeletion(nil), pending...)
 	sort.SliceStable(sorted, func(i, j int) bool {
@@ -114,8 +117,11 @@ func setPending(st *limbov1alpha1.BundleStatus, pending []limbov1alpha1.PendingD
 		}
 		return a.Name < b.Name
 	})
-	st.PendingDeletions = sorted
 	st.PendingDeletionCount = int32(len(sorted))
+	st.PendingDeletions = sorted
+	if len(sorted) > limbov1alpha1.MaxPendingDeletionsListed {
+		st.PendingDeletions = slices.Clone(sorted[:limbov1alpha1.MaxPendingDeletionsListed])
+	}
 	st.NextDeletion = nil
 	if len(sorted) > 0 && sorted[0].DeleteAfter != nil {
 		st.NextDeletion = sorted[0].DeleteAfter.DeepCopy()
@@ -132,6 +138,11 @@ func (p *pass) managedKinds() []limbov1alpha1.ManagedKind {
 	kinds := map[schema.GroupVersionKind]bool{}
 	for k := range p.kinds {
 		kinds[k] = true
+	}
+	if p.unlisted > 0 { // kept, not judged: the kinds of what the list left out stay
+		for _, k := range p.bundle.Status.ManagedKinds {
+			kinds[schema.FromAPIVersionAndKind(k.APIVersion, k.Kind)] = true
+		}
 	}
 	for _, pd := range p.pending {
 		kinds[schema.FromAPIVersionAndKind(pd.APIVersion, pd.Kind)] = true

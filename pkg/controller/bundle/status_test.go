@@ -1,7 +1,9 @@
 package bundle
 
 import (
+	"fmt"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -209,6 +211,40 @@ func TestSetPending(t *testing.T) {
 				t.Error("setPending reordered its input")
 			}
 		})
+	}
+}
+
+// Past MaxPendingDeletionsListed entries, the status lists the soonest and
+// counts them all (a status of thousands could not be written); a pass that
+// keeps the previous status's entries (a spec error, a failed listing) keeps it
+// cut: its count, and the kinds of what it left out.
+func TestPendingDeletionsCut(t *testing.T) {
+	const n = limbov1alpha1.MaxPendingDeletionsListed + 5
+	base := time.Unix(1_800_000_000, 0)
+	var pending []limbov1alpha1.PendingDeletion
+	for i := range n {
+		at := metav1.NewTime(base.Add(time.Duration(n-i) * time.Second)) // latest first
+		pending = append(pending, limbov1alpha1.PendingDeletion{APIVersion: "v1", Kind: "ConfigMap", Name: fmt.Sprintf("cm-%04d", i), DeleteAfter: &at})
+	}
+	var st limbov1alpha1.BundleStatus
+	setPending(&st, pending)
+	if len(st.PendingDeletions) != limbov1alpha1.MaxPendingDeletionsListed || st.PendingDeletionCount != n || !st.PendingDeletionsCut() {
+		t.Fatalf("%d listed, count %d, cut %v; want %d listed of %d, cut", len(st.PendingDeletions), st.PendingDeletionCount, st.PendingDeletionsCut(), limbov1alpha1.MaxPendingDeletionsListed, n)
+	}
+	if first, last := st.PendingDeletions[0], st.PendingDeletions[len(st.PendingDeletions)-1]; first.Name != fmt.Sprintf("cm-%04d", n-1) || last.Name != "cm-0005" || !st.NextDeletion.Equal(first.DeleteAfter) {
+		t.Errorf("listed %s … %s, next %v; want the soonest, cm-%04d … cm-0005", first.Name, last.Name, st.NextDeletion, n-1)
+	}
+
+	secret := limbov1alpha1.ManagedKind{APIVersion: "v1", Kind: "Secret"} // the kind of an entry left out
+	p := &pass{kinds: map[schema.GroupVersionKind]bool{}, bundle: &limbov1alpha1.Bundle{Status: st}}
+	p.bundle.Status.ManagedKinds = []limbov1alpha1.ManagedKind{{APIVersion: "v1", Kind: "ConfigMap"}, secret}
+	p.keepPreviousPending()
+	kept := p.status()
+	if len(kept.PendingDeletions) != limbov1alpha1.MaxPendingDeletionsListed || kept.PendingDeletionCount != n {
+		t.Errorf("kept: %d listed, count %d; want the previous %d of %d", len(kept.PendingDeletions), kept.PendingDeletionCount, limbov1alpha1.MaxPendingDeletionsListed, n)
+	}
+	if !slices.Contains(kept.ManagedKinds, secret) {
+		t.Errorf("kept: managedKinds %v lost %v", kept.ManagedKinds, secret)
 	}
 }
 

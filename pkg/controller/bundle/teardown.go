@@ -439,7 +439,7 @@ func (r *Reconciler) teardownStatus(ctx context.Context, b *limbov1alpha1.Bundle
 		failure.Status, failure.Reason, failure.Message = metav1.ConditionTrue, "DeleteFailed", bundlespec.JoinBounded(failures, "; ")
 	}
 	meta.SetStatusCondition(&st.Conditions, failure)
-	r.recordStatus(client.ObjectKeyFromObject(b).String(), st, func(pd limbov1alpha1.PendingDeletion) bool {
+	r.recordStatus(client.ObjectKeyFromObject(b).String(), st, pending, func(pd limbov1alpha1.PendingDeletion) bool {
 		return plugins.resources[pd.Resource] || held.holds(b, pd)
 	})
 	return r.writeStatus(ctx, b, st)

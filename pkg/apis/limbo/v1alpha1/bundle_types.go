@@ -145,8 +145,10 @@ type BundleStatus struct {
 	// +listType=atomic
 	Resources []ResourceStatus `json:"resources,omitempty"`
 
-	// PendingDeletions is everything this Bundle has in limbo, soonest first. An entry
-	// stays until the object is really gone.
+	// PendingDeletions is what this Bundle has in limbo, soonest first: all of it,
+	// or the first MaxPendingDeletionsListed (1000) entries when there is more
+	// (PendingDeletionCount counts them all). An entry stays until the object is
+	// really gone.
 	// +optional
 	// +listType=atomic
 	PendingDeletions []PendingDeletion `json:"pendingDeletions,omitempty"`
@@ -155,7 +157,8 @@ type BundleStatus struct {
 	// +optional
 	ResourcesReady string `json:"resourcesReady,omitempty"`
 
-	// PendingDeletionCount is the length of PendingDeletions, for the PENDING column.
+	// PendingDeletionCount is the number of entries in limbo, those PendingDeletions
+	// lists and those past MaxPendingDeletionsListed, for the PENDING column.
 	// +optional
 	PendingDeletionCount int32 `json:"pendingDeletionCount"`
 
@@ -227,6 +230,19 @@ type ObjectReference struct {
 	// name.
 	// +optional
 	UID string `json:"uid,omitempty"`
+}
+
+// MaxPendingDeletionsListed bounds BundleStatus.PendingDeletions: an entry takes
+// about 240 bytes, and a status past the API server's object limit (1.5 MiB with
+// etcd's default) cannot be written at all — a deorbit of a workload cluster with
+// thousands of claims and Services made it so.
+const MaxPendingDeletionsListed = 1000
+
+// PendingDeletionsCut reports whether PendingDeletions lists fewer entries than
+// are in limbo (MaxPendingDeletionsListed): what it leaves out must be found
+// another way.
+func (s *BundleStatus) PendingDeletionsCut() bool {
+	return int(s.PendingDeletionCount) > len(s.PendingDeletions)
 }
 
 // PendingDeletion is one object or external item waiting in limbo, or one whose
