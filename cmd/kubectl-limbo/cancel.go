@@ -337,6 +337,10 @@ func refuseUnlessInLimbo(ctx context.Context, c client.Client, t target, obj *me
 	// the object in the Bundle's status once it does not.
 	if generator := obj.GetAnnotations()[limbov1alpha1.AnnotationGeneratedBy]; generator != "" &&
 		bundle.PluginResource(generator) != nil && pendingEntry(&bundle, gk, t.namespace, t.name) == nil {
+		if bundle.Status.PendingDeletionsCut() {
+			return fmt.Errorf("%s may still generate it (plugin resource %q, annotation %s), and lists only the soonest %d of its %d entries in status.pendingDeletions, not this one",
+				cannotTell, generator, limbov1alpha1.AnnotationGeneratedBy, len(bundle.Status.PendingDeletions), bundle.Status.PendingDeletionCount)
+		}
 		return notInLimbo(fmt.Sprintf("may still generate it (plugin resource %q, annotation %s), and does not list it in status.pendingDeletions",
 			generator, limbov1alpha1.AnnotationGeneratedBy))
 	}

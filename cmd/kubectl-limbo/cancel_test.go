@@ -245,6 +245,7 @@ No Bundle manages it now; to bring it back under a Bundle, declare it there with
 		meta    metav1.ObjectMeta
 		forbid  bool // reading Bundles is forbidden
 		noShop  bool // the Bundle is gone
+		cut     bool // the Bundle lists only the soonest of its entries in limbo
 		wantOut string
 		wantErr string
 	}{
@@ -257,6 +258,9 @@ No Bundle manages it now; to bring it back under a Bundle, declare it there with
 		{name: "generated", meta: generated,
 			wantErr: `error: configmap/generated is not in limbo: its controller, Bundle team-a/shop, may still generate it (plugin resource "gen", annotation limbo.dev/generatedBy), ` +
 				"and does not list it in status.pendingDeletions, so there is no deletion to cancel\n"},
+		{name: "generated", meta: generated, cut: true,
+			wantErr: fmt.Sprintf(cannotTell, "generated") + `may still generate it (plugin resource "gen", annotation limbo.dev/generatedBy), ` +
+				"and lists only the soonest 1 of its 5000 entries in status.pendingDeletions, not this one\n"},
 		{name: "renamed", meta: renamed,
 			wantErr: fmt.Sprintf(cannotTell, "renamed") + "is gone: Bundle team-a/shop is another Bundle now (uid uid-shop, not uid-the shop before)\n"},
 		{name: "forbidden", meta: managedBy("forbidden", "shop", ""), forbid: true,
@@ -268,6 +272,9 @@ No Bundle manages it now; to bring it back under a Bundle, declare it there with
 			shop := shopDeclaring(t, []string{"keep"}, "gen")
 			shop.Status.PendingDeletions = []limbov1alpha1.PendingDeletion{{APIVersion: "v1", Kind: "ConfigMap", Namespace: "team-a", Name: "listed-generated",
 				Message: "waiting for every resource of the Bundle to be Ready"}}
+			if tc.cut {
+				shop.Status.PendingDeletionCount = 5000
+			}
 			cm := &corev1.ConfigMap{ObjectMeta: tc.meta, Data: map[string]string{"k": "v"}}
 			objs := []client.Object{cm}
 			if !tc.noShop {

@@ -87,7 +87,10 @@ func JoinBounded(items []string, sep string) string {
 // Bound is s within MessageBudget bytes, cut (at a UTF-8 boundary, marked "…")
 // if it is longer: for a single message from outside, such as an error that
 // carries what an endpoint answered.
-func Bound(s string) string { return JoinBounded([]string{s}, "") }
+func Bound(s string) string { return BoundTo(s, MessageBudget) }
+
+// BoundTo is Bound within n bytes.
+func BoundTo(s string, n int) string { return joinWithin([]string{s}, "", n) }
 
 // listBudget bounds a list within one Error's message (the undeclared markers
 // of a resource): a quarter of MessageBudget, so that the Error, with its

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/netip"
+	"strings"
 	"sync"
 	"time"
 
@@ -119,6 +120,11 @@ type Servers struct {
 
 // New authenticates and locates the network and compute endpoints.
 func New(ctx context.Context, cfg Config) (*Client, error) {
+	c, err := newClient(ctx, cfg)
+	return c, bounded(err)
+}
+
+func newClient(ctx context.Context, cfg Config) (*Client, error) {
 	timeout := cfg.Timeout
 	if timeout == 0 {
 		timeout = DefaultTimeout
@@ -168,7 +174,7 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 func (c *Client) Router(ctx context.Context, id string) (*Router, error) {
 	r, err := routers.Get(ctx, c.network, id).Extract()
 	if err != nil {
-		return nil, fmt.Errorf("get router %s: %w", id, classify(err))
+		return nil, bounded(fmt.Errorf("get router %s: %w", id, classify(err)))
 	}
 	return &Router{ID: r.ID, Routes: r.Routes, RevisionNumber: r.RevisionNumber}, nil
 }
@@ -182,14 +188,14 @@ func (c *Client) HasExtension(ctx context.Context, alias string) (bool, error) {
 	case gophercloud.ResponseCodeIs(err, http.StatusNotFound):
 		return false, nil
 	}
-	return false, fmt.Errorf("get extension %s: %w", alias, err)
+	return false, bounded(fmt.Errorf("get extension %s: %w", alias, err))
 }
 
 // RemoveRoutes removes routes atomically (extraroute-atomic); routes that are
 // not there are fine.
 func (c *Client) RemoveRoutes(ctx context.Context, routerID string, routes []Route) error {
 	if err := extraroutes.Remove(ctx, c.network, routerID, extraroutes.Opts{Routes: &routes}).Err; err != nil {
-		return fmt.Errorf("remove_extraroutes on router %s: %w", routerID, classify(err))
+		return bounded(fmt.Errorf("remove_extraroutes on router %s: %w", routerID, classify(err)))
 	}
 	return nil
 }
@@ -202,7 +208,7 @@ func (c *Client) SetRoutes(ctx context.Context, routerID string, routes []Route,
 	}
 	opts := routers.UpdateOpts{Routes: &routes, RevisionNumber: &revision}
 	if err := routers.Update(ctx, c.network, routerID, opts).Err; err != nil {
-		return fmt.Errorf("update routes of router %s at revision %d: %w", routerID, revision, classify(err))
+		return bounded(fmt.Errorf("update routes of router %s at revision %d: %w", routerID, revision, classify(err)))
 	}
 	return nil
 }
@@ -213,7 +219,7 @@ func (c *Client) SetRoutes(ctx context.Context, routerID string, routes []Route,
 func (c *Client) ListServers(ctx context.Context) (Servers, error) {
 	compute, err := c.computeForListing(ctx)
 	if err != nil {
-		return Servers{}, fmt.Errorf("list Nova servers: %w", err)
+		return Servers{}, bounded(fmt.Errorf("list Nova servers: %w", err))
 	}
 	out := Servers{Addresses: map[netip.Addr]string{}}
 	err = servers.List(compute, servers.ListOpts{Limit: c.pageSize}).EachPage(ctx, func(_ context.Context, page pagination.Page) (bool, error) {
@@ -233,7 +239,7 @@ func (c *Client) ListServers(ctx context.Context) (Servers, error) {
 		return true, nil
 	})
 	if err != nil {
-		return Servers{}, fmt.Errorf("list Nova servers: %w", err)
+		return Servers{}, bounded(fmt.Errorf("list Nova servers: %w", err))
 	}
 	return out, nil
 }
@@ -343,6 +349,43 @@ func serverAddresses(addresses map[string]any) []netip.Addr {
 	}
 	return out
 }
+
+// maxErrorText bounds the text of the errors a Client returns: an error answer's
+// body (responselimit.MaxErrorBody), and room for what is said around it.
+const maxErrorText = responselimit.MaxErrorBody + 4<<10
+
+// bounded is err, or, when its text is longer than maxErrorText, an error of
+// its text cut there that still matches the sentinels callers test (errors.Is).
+// An answer can put far more into an error than an error answer's bound:
+// gophercloud keeps the whole body of an answer with a status it did not expect
+// (a 200 where 201 was expected, up to responselimit.MaxBody), and a version
+// document's fields are quoted in parse errors; the controller keeps a plugin
+// call's error, logs it and shows it in the Bundle's status.
+func bounded(err error) error {
+	if err == nil {
+		return nil
+	}
+	text := err.Error()
+	if len(text) <= maxErrorText {
+		return err
+	}
+	cut := &cutError{text: strings.ToValidUTF8(text[:maxErrorText], "") + "… (cut)"}
+	for _, sentinel := range []error{ErrNotFound, ErrRevisionMismatch, responselimit.ErrTooLarge, context.DeadlineExceeded, context.Canceled} {
+		if errors.Is(err, sentinel) {
+			cut.is = append(cut.is, sentinel)
+		}
+	}
+	return cut
+}
+
+// cutError is an error whose text was cut (bounded).
+type cutError struct {
+	text string
+	is   []error
+}
+
+func (e *cutError) Error() string   { return e.text }
+func (e *cutError) Unwrap() []error { return e.is }
 
 func classify(err error) error {
 	switch {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"net/url"
 	"strings"
 	"testing"
 
@@ -118,16 +117,25 @@ func TestCallBudget(t *testing.T) {
 	}
 }
 
+// closing is a round tripper that records CloseIdleConnections.
+type closing struct {
+	http.RoundTripper
+	closed bool
+}
+
+func (c *closing) CloseIdleConnections() { c.closed = true }
+
 // TestWrapped: http.Client's CloseIdleConnections and client-go's unwrapping
 // reach the transport under.
 func TestWrapped(t *testing.T) {
-	under := &http.Transport{Proxy: func(*http.Request) (*url.URL, error) { return nil, nil }}
+	under := &closing{RoundTripper: http.DefaultTransport}
 	rt := responselimit.Transport(under)
 	w, ok := rt.(interface{ WrappedRoundTripper() http.RoundTripper })
 	if !ok || w.WrappedRoundTripper() != under {
 		t.Errorf("WrappedRoundTripper does not give the transport under")
 	}
-	if _, ok := rt.(interface{ CloseIdleConnections() }); !ok {
-		t.Errorf("no CloseIdleConnections")
+	(&http.Client{Transport: rt}).CloseIdleConnections()
+	if !under.closed {
+		t.Errorf("CloseIdleConnections did not reach the transport under")
 	}
 }

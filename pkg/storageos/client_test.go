@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/limbo-dev/limbo/pkg/responselimit"
 	"github.com/limbo-dev/limbo/pkg/storageos"
 	"github.com/limbo-dev/limbo/pkg/storageos/storageossim"
 )
@@ -643,6 +644,27 @@ func TestErrorBodyIsSizeLimited(t *testing.T) {
 	}
 	if len(apiErr.Message) > 600 {
 		t.Errorf("message length %d, want it truncated", len(apiErr.Message))
+	}
+}
+
+// An answer longer than responselimit.MaxBody fails its call instead of being
+// read whole, with the HTTP client the caller gave too: the endpoint is the
+// Bundle author's choice.
+func TestAnswerIsSizeLimited(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v2/auth/login" {
+			w.Header().Set("Authorization", "Bearer tok")
+			return
+		}
+		_, _ = w.Write(make([]byte, responselimit.MaxBody+1))
+	}))
+	defer srv.Close()
+	c, err := storageos.New(storageos.Config{Endpoint: srv.URL, Username: user, Password: pass, HTTPClient: srv.Client(), Timeout: 5 * time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.ListNamespaces(context.Background()); !errors.Is(err, responselimit.ErrTooLarge) {
+		t.Errorf("error = %.300v, want ErrTooLarge", err)
 	}
 }
 

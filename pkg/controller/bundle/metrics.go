@@ -39,15 +39,18 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 // status a pass or a teardown step of it decided, whether or not it is written
 // (it is not when unchanged): limbo_bundle_resources counts st's resources by
 // state, and the Bundle's share of the engine's limbo_pending_deletions its
-// pending entries, all of them (st lists at most MaxPendingDeletionsListed) —
-// those held reports are still the Bundle's (nil: all of them; see heldObjects
-// for a teardown's).
+// entries in limbo: all of them (st's count: it lists at most
+// MaxPendingDeletionsListed), or, with held (a teardown's, see heldObjects), those
+// of pending that held reports are still the Bundle's.
 func (r *Reconciler) recordStatus(key string, st limbov1alpha1.BundleStatus, pending []limbov1alpha1.PendingDeletion, held func(limbov1alpha1.PendingDeletion) bool) {
 	r.Metrics.record(key, st)
-	n := 0
-	for _, pd := range pending {
-		if held == nil || held(pd) {
-			n++
+	n := int(st.PendingDeletionCount) // listed or not
+	if held != nil {
+		n = 0
+		for _, pd := range pending {
+			if held(pd) {
+				n++
+			}
 		}
 	}
 	r.Engine.Metrics.SetPending(pendingOwner(key), n)

@@ -58,7 +58,7 @@ func (p *pass) processUnjudgedItems(ctx context.Context) {
 	for _, pd := range p.pending {
 		listed[pendingKey(pd)] = true
 	}
-	missing, kinds := itemLookup(&p.bundle.Status, func(pd limbov1alpha1.PendingDeletion) bool { return !listed[pendingKey(pd)] })
+	kinds := itemLookup(&p.bundle.Status, func(pd limbov1alpha1.PendingDeletion) bool { return !listed[pendingKey(pd)] })
 	if len(kinds) == 0 {
 		return
 	}
@@ -68,11 +68,7 @@ func (p *pass) processUnjudgedItems(ctx context.Context) {
 	items, err := p.r.objectItemsInLimbo(ctx, p.bundle, kinds, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: "0"}})
 	if err != nil {
 		p.after(retryInterval)
-		p.pending = append(p.pending, missing...) // keep them visible meanwhile
-		if prev := &p.bundle.Status; prev.PendingDeletionsCut() {
-			// and the status cut, so that the next pass looks for the rest again
-			p.unlisted = prev.PendingDeletionCount - int32(len(prev.PendingDeletions))
-		}
+		p.keepPreviousPending() // visible meanwhile, and looked for again
 		return
 	}
 	for _, item := range items {
@@ -97,7 +93,7 @@ func (p *pass) processUnjudgedItems(ctx context.Context) {
 // of the plugin resources in tearingDown (those with a teardown, which stamps its
 // items itself) are left to their teardown; so are items of other clusters.
 func (r *Reconciler) cancelObjectItems(ctx context.Context, b *limbov1alpha1.Bundle, tearingDown map[string]bool) error {
-	_, kinds := itemLookup(&b.Status, func(pd limbov1alpha1.PendingDeletion) bool { return !tearingDown[pd.Resource] })
+	kinds := itemLookup(&b.Status, func(pd limbov1alpha1.PendingDeletion) bool { return !tearingDown[pd.Resource] })
 	items, err := r.objectItemsInLimbo(ctx, b, kinds) // fresh: the last look
 	if err != nil {
 		return err
@@ -135,29 +131,30 @@ func (r *Reconciler) objectItemsInLimbo(ctx context.Context, b *limbov1alpha1.Bu
 	return out, nil
 }
 
-// itemLookup is where to look for a Bundle's plugin object items in limbo, from
-// the status st a pass last wrote: its entries of this cluster that are no
-// Tombstone and that want keeps, and their kinds — or, when st's list is cut
+// itemLookup is the kinds to look for a Bundle's plugin object items in limbo
+// by, from the status st a pass last wrote: those of its entries of this
+// cluster that are no Tombstone and that want keeps — or, when st's list is cut
 // (PendingDeletionsCut), every kind st records (ManagedKinds holds the kinds of
 // all its entries) but Tombstone, since an entry it leaves out may be of any of
-// them: judged by the list alone, such an item would never be cancelled.
-func itemLookup(st *limbov1alpha1.BundleStatus, want func(limbov1alpha1.PendingDeletion) bool) ([]limbov1alpha1.PendingDeletion, []schema.GroupVersionKind) {
+// them: looked for by the listed entries alone, such an item would never be
+// cancelled.
+func itemLookup(st *limbov1alpha1.BundleStatus, want func(limbov1alpha1.PendingDeletion) bool) []schema.GroupVersionKind {
+	if st.PendingDeletionsCut() {
+		var kinds []schema.GroupVersionKind
+		for _, k := range st.ManagedKinds {
+			if gvk := schema.FromAPIVersionAndKind(k.APIVersion, k.Kind); gvk != limbov1alpha1.TombstoneGVK {
+				kinds = append(kinds, gvk)
+			}
+		}
+		return kinds
+	}
 	var entries []limbov1alpha1.PendingDeletion
 	for _, pd := range st.PendingDeletions {
 		if pd.Cluster == "" && schema.FromAPIVersionAndKind(pd.APIVersion, pd.Kind) != limbov1alpha1.TombstoneGVK && want(pd) {
 			entries = append(entries, pd)
 		}
 	}
-	if !st.PendingDeletionsCut() {
-		return entries, kindsOfEntries(entries)
-	}
-	var kinds []schema.GroupVersionKind
-	for _, k := range st.ManagedKinds {
-		if gvk := schema.FromAPIVersionAndKind(k.APIVersion, k.Kind); gvk != limbov1alpha1.TombstoneGVK {
-			kinds = append(kinds, gvk)
-		}
-	}
-	return entries, kinds
+	return kindsOfEntries(entries)
 }
 
 // kindsOfEntries is the distinct kinds of pendingDeletions entries, in order.

@@ -292,14 +292,24 @@ func (p *pass) reportSpecErrors() {
 }
 
 // keepPreviousPending keeps what the status last written has in limbo, for a
-// pass that cannot judge it: its entries, and the count (and, in managedKinds,
-// the kinds) of those it did not list, so that the status stays cut as long as
+// pass that could not judge all of it (a spec error, a failed listing): the
+// entries it lists that this pass did not produce, visible still and looked for
+// again by the next pass; and, when it did not list them all, the count (and, in
+// managedKinds, the kinds) of the rest, so that the status stays cut as long as
 // there is more than it lists (itemLookup looks for those by kind).
 func (p *pass) keepPreviousPending() {
+	produced := map[string]bool{}
+	for _, pd := range p.pending {
+		produced[pendingKey(pd)] = true
+	}
 	prev := &p.bundle.Status
-	p.pending = prev.PendingDeletions
+	for _, pd := range prev.PendingDeletions {
+		if !produced[pendingKey(pd)] {
+			p.pending = append(p.pending, pd)
+		}
+	}
 	if prev.PendingDeletionsCut() {
-		p.unlisted = prev.PendingDeletionCount - int32(len(prev.PendingDeletions))
+		p.unlisted = max(0, prev.PendingDeletionCount-int32(len(p.pending)))
 	}
 }
 

@@ -179,6 +179,9 @@ func (p *pass) decidePluginItems(ctx context.Context, ready bool) {
 	existing, err := p.tombstones(ctx)
 	if err != nil {
 		p.fail(err)
+		// Nothing of the plugins' is judged: what was in limbo stays listed, and
+		// the next pass looks for it again.
+		p.keepPreviousPending()
 		return
 	}
 	// A Tombstone is cancelled only when its item is desired again or its plugin

@@ -101,8 +101,8 @@ func (p *pass) status() limbov1alpha1.BundleStatus {
 }
 
 // setPending fills pendingDeletions (soonest first; entries without a deadline
-// last; the first MaxPendingDeletionsListed of them) and the columns derived
-// from it (from all of them).
+// last; the first MaxPendingDeletionsListed of them, each message within
+// MaxPendingDeletionMessage) and the columns derived from it (from all of them).
 func setPending(st *limbov1alpha1.BundleStatus, pending []limbov1alpha1.PendingDeletion) {
 	sorted := append([]limbov1alpha1.PendingDeletion(nil), pending...)
 	sort.SliceStable(sorted, func(i, j int) bool {
@@ -121,6 +121,10 @@ func setPending(st *limbov1alpha1.BundleStatus, pending []limbov1alpha1.PendingD
 	st.PendingDeletions = sorted
 	if len(sorted) > limbov1alpha1.MaxPendingDeletionsListed {
 		st.PendingDeletions = slices.Clone(sorted[:limbov1alpha1.MaxPendingDeletionsListed])
+	}
+	for i := range st.PendingDeletions { // copies: pending is not changed
+		pd := &st.PendingDeletions[i]
+		pd.Message = bundlespec.BoundTo(pd.Message, limbov1alpha1.MaxPendingDeletionMessage)
 	}
 	st.NextDeletion = nil
 	if len(sorted) > 0 && sorted[0].DeleteAfter != nil {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -235,6 +236,18 @@ func TestPendingDeletionsCut(t *testing.T) {
 		t.Errorf("listed %s … %s, next %v; want the soonest, cm-%04d … cm-0005", first.Name, last.Name, st.NextDeletion, n-1)
 	}
 
+	// A listed entry's message is bounded (a Tombstone's carries up to 8 KiB of
+	// an endpoint's error); what setPending was given is not changed.
+	long := strings.Repeat("x", 8<<10)
+	pending[n-1].Message = long
+	setPending(&st, pending)
+	if got := st.PendingDeletions[0].Message; len(got) > limbov1alpha1.MaxPendingDeletionMessage || !strings.HasPrefix(got, "xxx") {
+		t.Errorf("the listed message is %d bytes, want at most %d", len(got), limbov1alpha1.MaxPendingDeletionMessage)
+	}
+	if pending[n-1].Message != long {
+		t.Error("setPending changed its input's message")
+	}
+
 	secret := limbov1alpha1.ManagedKind{APIVersion: "v1", Kind: "Secret"} // the kind of an entry left out
 	p := &pass{kinds: map[schema.GroupVersionKind]bool{}, bundle: &limbov1alpha1.Bundle{Status: st}}
 	p.bundle.Status.ManagedKinds = []limbov1alpha1.ManagedKind{{APIVersion: "v1", Kind: "ConfigMap"}, secret}
@@ -245,6 +258,20 @@ func TestPendingDeletionsCut(t *testing.T) {
 	}
 	if !slices.Contains(kept.ManagedKinds, secret) {
 		t.Errorf("kept: managedKinds %v lost %v", kept.ManagedKinds, secret)
+	}
+
+	// A pass that judged some (its orphans) and kept the rest (its plugin items
+	// could not be listed), again and again: the count stays that of the last
+	// judged status, not grown by what the pass produced itself.
+	cur := &limbov1alpha1.Bundle{Status: st}
+	for round := range 3 {
+		p := &pass{kinds: map[schema.GroupVersionKind]bool{}, bundle: cur, pending: pending[:n-3]}
+		p.keepPreviousPending()
+		next := p.status()
+		if next.PendingDeletionCount != n {
+			t.Fatalf("round %d: count %d, want %d", round, next.PendingDeletionCount, n)
+		}
+		cur = &limbov1alpha1.Bundle{Status: next}
 	}
 }
 

@@ -249,7 +249,11 @@ type pluginTeardowns struct {
 	// errors and the warnings of those that gave up, for DeletionFailure.
 	remaining, failures []string
 	// pending are their items in limbo, for pendingDeletions.
-	pending      []limbov1alpha1.PendingDeletion
+	pending []limbov1alpha1.PendingDeletion
+	// carried is set when some of pending are the last status's entries, a
+	// teardown call still running: that status's count of what it did not list
+	// stands.
+	carried      bool
 	requeueAfter time.Duration
 }
 
@@ -320,6 +324,7 @@ func (r *Reconciler) teardownPlugins(ctx context.Context, b *limbov1alpha1.Bundl
 		call := r.teardownPlugin(ctx, b, name, p.(plugin.TearDowner))
 		if !call.current {
 			out.remaining = append(out.remaining, fmt.Sprintf("plugin resource %s (its teardown call is running)", name))
+			out.carried = true
 			for _, pd := range b.Status.PendingDeletions {
 				if pd.Resource == name {
 					out.pending = append(out.pending, pd)
@@ -432,6 +437,10 @@ func (r *Reconciler) teardownStatus(ctx context.Context, b *limbov1alpha1.Bundle
 		}
 	}
 	setPending(&st, pending)
+	if prev := &b.Status; plugins.carried && prev.PendingDeletionsCut() {
+		// What the last status did not list is still there as far as is known.
+		st.PendingDeletionCount = max(st.PendingDeletionCount, prev.PendingDeletionCount)
+	}
 	meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: limbov1alpha1.ConditionContentRemaining, Status: metav1.ConditionTrue,
 		Reason: "SomeResourcesRemain", Message: "waiting for " + bundlespec.JoinBounded(names, ", ") + " to be deleted", ObservedGeneration: b.Generation})
 	failure := metav1.Condition{Type: limbov1alpha1.ConditionDeletionFailure, Status: metav1.ConditionFalse, Reason: limbov1alpha1.ReasonAsExpected, ObservedGeneration: b.Generation}

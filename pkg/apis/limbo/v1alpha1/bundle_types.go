@@ -238,6 +238,12 @@ type ObjectReference struct {
 // thousands of claims and Services made it so.
 const MaxPendingDeletionsListed = 1000
 
+// MaxPendingDeletionMessage bounds an entry's Message, in bytes: a Tombstone's
+// carries its last error (up to 8 KiB of what an endpoint answered), and a
+// thousand of those would pass the object limit again. The whole error is in the
+// Tombstone's status.lastError.
+const MaxPendingDeletionMessage = 512
+
 // PendingDeletionsCut reports whether PendingDeletions lists fewer entries than
 // are in limbo (MaxPendingDeletionsListed): what it leaves out must be found
 // another way.
