@@ -11,7 +11,6 @@ import (
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -210,12 +209,12 @@ func cancelKeeper(ctx context.Context, c client.Client, t target, obj *metav1.Pa
 		if !b.DeletionTimestamp.IsZero() {
 			return false, nil
 		}
-		declared, err := declaresReadably(b, gk, t.name)
+		d, err := bundlespec.DeclaresReadably(b, gk, t.name)
 		if err != nil {
 			return false, fmt.Errorf("cannot cancel %s: whether %s declares it again cannot be told: %w; fix the Bundle's spec first",
 				t, fmt.Sprintf(role, client.ObjectKeyFromObject(b)), err)
 		}
-		return declared, nil
+		return d != bundlespec.NotDeclared, nil
 	}
 
 	var controller *limbov1alpha1.Bundle
@@ -262,28 +261,6 @@ func cancelKeeper(ctx context.Context, c client.Client, t target, obj *metav1.Pa
 			t, key, limbov1alpha1.LabelBundle)
 	}
 	return keeper{}, nil
-}
-
-// declaresReadably reports whether a template of b that can be read names the
-// object of kind gk named name; an error when one cannot be read (it might be
-// that object). bundlespec.Declares counts such a template as a declaration,
-// which is the safe reading for deleting (nothing is deleted on a broken spec's
-// account) and the wrong one for keeping.
-func declaresReadably(b *limbov1alpha1.Bundle, gk schema.GroupKind, name string) (bool, error) {
-	var unreadable error
-	for _, res := range b.Spec.Resources {
-		h, ok, err := bundlespec.HeaderOf(res)
-		switch {
-		case !ok:
-		case err != nil:
-			if unreadable == nil {
-				unreadable = fmt.Errorf("the template of resource %q cannot be read: %w", res.Name, err)
-			}
-		case h.Name == name && h.GVK.GroupKind() == gk:
-			return true, nil
-		}
-	}
-	return false, unreadable
 }
 
 // hasLimboMark tells whether obj carries one of the marks of an object in limbo

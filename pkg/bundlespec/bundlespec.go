@@ -203,26 +203,42 @@ const (
 )
 
 // Declares reports whether one of b's templates is the object of kind gk named
-// name, and whether it adopts it.
+// name, and whether it adopts it. A template that cannot be read counts as
+// DeclaredOnly (it might be that object): the safe reading for deleting, since
+// nothing is deleted on a broken spec's account.
 func Declares(b *limbov1alpha1.Bundle, gk schema.GroupKind, name string) Declaration {
+	d, unreadable := DeclaresReadably(b, gk, name)
+	if unreadable != nil {
+		return max(d, DeclaredOnly)
+	}
+	return d
+}
+
+// DeclaresReadably is Declares by the templates of b that can be read, and the
+// error of the first that cannot, when no readable one names the object: for
+// keeping an object, which an unreadable template must not decide.
+func DeclaresReadably(b *limbov1alpha1.Bundle, gk schema.GroupKind, name string) (Declaration, error) {
 	found := NotDeclared
+	var unreadable error
 	for _, res := range b.Spec.Resources {
 		h, ok, err := HeaderOf(res)
 		switch {
 		case !ok:
-			continue
 		case err != nil:
-			found = max(found, DeclaredOnly)
-			continue
-		}
-		if h.Name == name && h.GVK.GroupKind() == gk {
+			if unreadable == nil {
+				unreadable = fmt.Errorf("the template of resource %q cannot be read: %w", res.Name, err)
+			}
+		case h.Name == name && h.GVK.GroupKind() == gk:
 			if h.Annotations[limbov1alpha1.AnnotationAdopt] == "true" {
-				return DeclaredToAdopt
+				return DeclaredToAdopt, nil
 			}
 			found = DeclaredOnly
 		}
 	}
-	return found
+	if found != NotDeclared {
+		return found, nil
+	}
+	return NotDeclared, unreadable
 }
 
 // Adopter is the first of bundles, other than the one named except and not being

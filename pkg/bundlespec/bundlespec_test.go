@@ -453,6 +453,15 @@ func TestAdoptionKeysAndDeclares(t *testing.T) {
 	if got := Declares(broken, pvc, "data"); got != DeclaredOnly {
 		t.Errorf("Declares with a template that does not decode = %v, want DeclaredOnly (nothing deleted on its account)", got)
 	}
+	// For keeping an object, an unreadable template decides nothing: an error,
+	// unless a readable one names the object.
+	if got, err := DeclaresReadably(broken, pvc, "data"); got != NotDeclared || err == nil {
+		t.Errorf("DeclaresReadably with a template that does not decode = %v, %v; want NotDeclared and an error", got, err)
+	}
+	brokenToo := &limbov1alpha1.Bundle{Spec: limbov1alpha1.BundleSpec{Resources: append([]limbov1alpha1.Resource{object(`{"kind":`)}, b.Spec.Resources...)}}
+	if got, err := DeclaresReadably(brokenToo, pvc, "data"); got != DeclaredToAdopt || err != nil {
+		t.Errorf("DeclaresReadably with a readable template naming it = %v, %v; want DeclaredToAdopt, no error", got, err)
+	}
 	if got := AdoptionKeys(broken); len(got) != 0 {
 		t.Errorf("AdoptionKeys with a template that does not decode = %q, want none", got)
 	}
