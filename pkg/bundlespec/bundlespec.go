@@ -9,7 +9,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"unicode/utf8"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -21,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+	"github.com/limbo-dev/limbo/pkg/boundedtext"
 	"github.com/limbo-dev/limbo/pkg/fieldpath"
 	"github.com/limbo-dev/limbo/pkg/graph"
 	"github.com/limbo-dev/limbo/pkg/reference"
@@ -73,71 +73,23 @@ func (es Errors) Messages() []string {
 // room for a prefix, and small enough for an event.
 const MessageBudget = 8192
 
-// JoinBounded joins items with sep, as strings.Join does, as long as the result
-// fits in MessageBudget bytes. Otherwise it keeps the first items that fit and
-// ends with sep + "… and N more", N the items left out, cutting nothing but a
-// first item that alone is too long (at a UTF-8 boundary, marked "…"). Every
+// JoinBounded joins items with sep within MessageBudget bytes
+// (boundedtext.Join: the first items that fit, then "… and N more"). Every
 // condition message built from a list (spec errors, resource problems, what a
 // teardown waits for, its failures) goes through it: an unbounded one made every
 // status write of the Bundle fail.
 func JoinBounded(items []string, sep string) string {
-	return joinWithin(items, sep, MessageBudget)
+	return boundedtext.Join(items, sep, MessageBudget)
 }
 
-// Bound is s within MessageBudget bytes, cut (at a UTF-8 boundary, marked "…")
-// if it is longer: for a single message from outside, such as an error that
-// carries what an endpoint answered.
-func Bound(s string) string { return BoundTo(s, MessageBudget) }
-
-// BoundTo is Bound within n bytes.
-func BoundTo(s string, n int) string { return joinWithin([]string{s}, "", n) }
+// Bound is s within MessageBudget bytes (boundedtext.Cut): for a single message
+// from outside, such as an error that carries what an endpoint answered.
+func Bound(s string) string { return boundedtext.Cut(s, MessageBudget) }
 
 // listBudget bounds a list within one Error's message (the undeclared markers
 // of a resource): a quarter of MessageBudget, so that the Error, with its
 // resource's name, fits whole in a message JoinBounded joins.
 const listBudget = MessageBudget / 4
-
-// joinWithin is JoinBounded with budget for MessageBudget.
-func joinWithin(items []string, sep string, budget int) string {
-	more := func(n int) string { return fmt.Sprintf("%s… and %d more", sep, n) }
-	var b strings.Builder
-	for i, item := range items {
-		if i > 0 {
-			item = sep + item
-		}
-		reserve := 0 // room for the tail, should the next item not fit
-		if rest := len(items) - i - 1; rest > 0 {
-			reserve = len(more(rest))
-		}
-		if b.Len()+len(item)+reserve <= budget {
-			b.WriteString(item)
-			continue
-		}
-		if i == 0 {
-			b.WriteString(truncateUTF8(item, budget-reserve-len("…")))
-			b.WriteString("…")
-			if reserve > 0 {
-				b.WriteString(more(len(items) - 1))
-			}
-			return b.String()
-		}
-		b.WriteString(more(len(items) - i))
-		return b.String()
-	}
-	return b.String()
-}
-
-// truncateUTF8 is the longest prefix of s of at most n bytes that does not
-// split a UTF-8 sequence.
-func truncateUTF8(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
-}
 
 // Resource is one validated resource.
 type Resource struct {
@@ -403,7 +355,7 @@ func parseObject(namespace string, res *Resource, mapper meta.RESTMapper) Errors
 	if _, ok := u.Object["metadata"]; !ok {
 		// Most likely a misspelt key (`metdata:`): listing the keys shows it.
 		errs = fail(limbov1alpha1.ReasonInvalidObject, "object: metadata.name is required; the template has no %q (its keys: %s)",
-			"metadata", joinWithin(slices.Sorted(maps.Keys(u.Object)), ", ", listBudget))
+			"metadata", boundedtext.Join(slices.Sorted(maps.Keys(u.Object)), ", ", listBudget))
 	} else if name, _, _ := unstructured.NestedFieldNoCopy(u.Object, "metadata", "name"); name == nil || name == "" {
 		// (A name of another type is reported by metadataTypeErrors.)
 		errs = fail(limbov1alpha1.ReasonInvalidObject, "object: metadata.name is required")
@@ -592,7 +544,7 @@ func checkMarkers(r limbov1alpha1.Resource) error {
 		}
 	}
 	if len(undeclared) > 0 {
-		return fmt.Errorf("uses undeclared references: %s", joinWithin(undeclared, ", ", listBudget))
+		return fmt.Errorf("uses undeclared references: %s", boundedtext.Join(undeclared, ", ", listBudget))
 	}
 	return nil
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/netip"
-	"strings"
 	"sync"
 	"time"
 
@@ -19,6 +18,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/utils"
 	"github.com/gophercloud/gophercloud/v2/pagination"
 
+	"github.com/limbo-dev/limbo/pkg/boundedtext"
 	"github.com/limbo-dev/limbo/pkg/responselimit"
 )
 
@@ -369,7 +369,7 @@ func bounded(err error) error {
 	if len(text) <= maxErrorText {
 		return err
 	}
-	cut := &cutError{text: strings.ToValidUTF8(text[:maxErrorText], "") + "… (cut)"}
+	cut := &cutError{text: boundedtext.Cut(text, maxErrorText)}
 	for _, sentinel := range []error{ErrNotFound, ErrRevisionMismatch, responselimit.ErrTooLarge, context.DeadlineExceeded, context.Canceled} {
 		if errors.Is(err, sentinel) {
 			cut.is = append(cut.is, sentinel)

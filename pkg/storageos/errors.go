@@ -6,7 +6,8 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"unicode/utf8"
+
+	"github.com/limbo-dev/limbo/pkg/boundedtext"
 )
 
 // Sentinel errors. An *APIError unwraps to at most one of them, so
@@ -109,13 +110,5 @@ func errorMessage(status int, body []byte) string {
 	return http.StatusText(status)
 }
 
-func truncate(s string) string {
-	if len(s) <= maxMessageLen {
-		return s
-	}
-	s = s[:maxMessageLen]
-	for len(s) > 0 && !utf8.ValidString(s) {
-		s = s[:len(s)-1]
-	}
-	return s + "…"
-}
+// truncate cuts s to maxMessageLen bytes and the "…" that says so.
+func truncate(s string) string { return boundedtext.Cut(s, maxMessageLen+len("…")) }

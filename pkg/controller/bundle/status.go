@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+	"github.com/limbo-dev/limbo/pkg/boundedtext"
 	"github.com/limbo-dev/limbo/pkg/bundlespec"
 )
 
@@ -124,7 +125,7 @@ func setPending(st *limbov1alpha1.BundleStatus, pending []limbov1alpha1.PendingD
 	}
 	for i := range st.PendingDeletions { // copies: pending is not changed
 		pd := &st.PendingDeletions[i]
-		pd.Message = bundlespec.BoundTo(pd.Message, limbov1alpha1.MaxPendingDeletionMessage)
+		pd.Message = boundedtext.Cut(pd.Message, limbov1alpha1.MaxPendingDeletionMessage)
 	}
 	st.NextDeletion = nil
 	if len(sorted) > 0 && sorted[0].DeleteAfter != nil {
