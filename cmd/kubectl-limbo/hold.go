@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -33,17 +34,10 @@ func releasedHold(obj metav1.Object, gk schema.GroupKind, bundles []limbov1alpha
 		return reaperHold{}, false
 	}
 	namespace, label := obj.GetNamespace(), obj.GetLabels()[limbov1alpha1.LabelBundle]
-	var inNamespace []limbov1alpha1.Bundle
+	inNamespace := slices.DeleteFunc(slices.Clone(bundles), func(b limbov1alpha1.Bundle) bool { return b.Namespace != namespace })
 	var named *limbov1alpha1.Bundle
-	for _, b := range bundles {
-		if b.Namespace == namespace {
-			inNamespace = append(inNamespace, b)
-		}
-	}
-	for i := range inNamespace {
-		if inNamespace[i].Name == label {
-			named = &inNamespace[i]
-		}
+	if i := slices.IndexFunc(inNamespace, func(b limbov1alpha1.Bundle) bool { return b.Name == label }); i >= 0 {
+		named = &inNamespace[i]
 	}
 	hold, by, _ := bundlespec.ReleasedHold(obj, gk, named, func() ([]limbov1alpha1.Bundle, error) { return inNamespace, nil }, now)
 	var why string
