@@ -14,6 +14,10 @@ import (
 // ResourceForgetter, whose ForgetResource calls ForgetResource.
 type ResourceStates[T any] struct {
 	New func() *T
+	// Drop, when set, is given each state as it is forgotten, for what the state
+	// stands for outside it (node-removal's gauge series of the resource). It is
+	// called with the states' lock held: it must not call back into them.
+	Drop func(*T)
 
 	mu     sync.Mutex
 	states map[string]*T
@@ -40,9 +44,9 @@ func (s *ResourceStates[T]) Forget(uid types.UID) {
 	prefix := string(uid) + "/"
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for key := range s.states {
+	for key, st := range s.states {
 		if strings.HasPrefix(key, prefix) {
-			delete(s.states, key)
+			s.drop(key, st)
 		}
 	}
 }
@@ -50,7 +54,18 @@ func (s *ResourceStates[T]) Forget(uid types.UID) {
 // ForgetResource drops the state of the resource named resource of the Bundle
 // whose UID is uid.
 func (s *ResourceStates[T]) ForgetResource(uid types.UID, resource string) {
+	key := string(uid) + "/" + resource
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	delete(s.states, string(uid)+"/"+resource)
+	if st, ok := s.states[key]; ok {
+		s.drop(key, st)
+	}
+}
+
+// drop forgets the state under key; s.mu is held.
+func (s *ResourceStates[T]) drop(key string, st *T) {
+	delete(s.states, key)
+	if s.Drop != nil {
+		s.Drop(st)
+	}
 }

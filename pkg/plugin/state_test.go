@@ -1,6 +1,7 @@
 package plugin_test
 
 import (
+	"slices"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -70,4 +71,26 @@ func TestRegistryForget(t *testing.T) {
 	var none *plugin.Registry
 	none.ForgetBundle("u2") // a controller without plugins
 	none.ForgetResource("u2", "gc")
+}
+
+// Drop is given each state forgotten, by Forget and by ForgetResource, once, and
+// no state that stays.
+func TestResourceStatesDrop(t *testing.T) {
+	var dropped []int
+	s := plugin.ResourceStates[int]{New: func() *int { return new(int) }, Drop: func(v *int) { dropped = append(dropped, *v) }}
+	*s.Of(stateRequest("a", "x")) = 1
+	*s.Of(stateRequest("a", "y")) = 2
+	*s.Of(stateRequest("b", "x")) = 3
+	s.ForgetResource("a", "x")
+	s.ForgetResource("a", "x") // already forgotten: nothing to drop
+	if !slices.Equal(dropped, []int{1}) {
+		t.Errorf("dropped %v after ForgetResource(a, x), want [1]", dropped)
+	}
+	s.Forget("a")
+	if !slices.Equal(dropped, []int{1, 2}) {
+		t.Errorf("dropped %v after Forget(a), want [1 2]", dropped)
+	}
+	if v := *s.Of(stateRequest("b", "x")); v != 3 {
+		t.Errorf("b/x = %d, want 3: forgetting a touched it", v)
+	}
 }

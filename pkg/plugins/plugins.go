@@ -35,7 +35,7 @@ func NewRegistry(opts Options, extra ...plugin.Plugin) (*plugin.Registry, error)
 		deorbit.New(deorbit.Options{Metrics: deorbit.NewMetrics(opts.Metrics)}),
 		namespacegc.New(namespacegc.Options{DefaultInterval: opts.NamespaceGCInterval, DefaultDelay: opts.NamespaceGCDelay,
 			Metrics: storageos.NewMetrics(opts.Metrics)}),
-		noderemoval.New(noderemoval.NewMetrics(opts.Metrics)),
+		noderemoval.New(noderemoval.Options{Metrics: noderemoval.NewMetrics(opts.Metrics)}),
 		routegc.New(routegc.Options{Metrics: routegc.NewMetrics(opts.Metrics)}),
 	}
 	return plugin.NewRegistry(append(all, extra...)...)

@@ -115,8 +115,8 @@ type Options struct {
 
 // Plugin is the deorbit plugin.
 type Plugin struct {
+	opts     Options
 	clusters *remotecluster.Cache
-	metrics  *Metrics
 }
 
 // New returns the plugin.
@@ -124,7 +124,7 @@ func New(opts Options) *Plugin {
 	if opts.Metrics == nil {
 		opts.Metrics = NewMetrics(nil)
 	}
-	return &Plugin{clusters: remotecluster.NewCache(remotecluster.Options{Timeout: requestTimeout}), metrics: opts.Metrics}
+	return &Plugin{opts: opts, clusters: remotecluster.NewCache(remotecluster.Options{Timeout: requestTimeout})}
 }
 
 // Describe names the plugin and its schema. It watches nothing: its target may
@@ -184,15 +184,15 @@ func (p *Plugin) read(ctx context.Context, req plugin.Request, cfg config) (targ
 	switch {
 	case err == nil:
 	case errors.As(err, &secretErr):
-		p.metrics.Failures.WithLabelValues(StepKubeconfig).Inc()
+		p.opts.Metrics.Failures.WithLabelValues(StepKubeconfig).Inc()
 	case remotecluster.IsUnreachable(err) && !t.answered(ctx, began):
-		p.metrics.Failures.WithLabelValues(StepUnreachable).Inc()
+		p.opts.Metrics.Failures.WithLabelValues(StepUnreachable).Inc()
 		err = &unreachableError{target: t.name, err: err}
 	case remotecluster.IsUnreachable(err):
-		p.metrics.Failures.WithLabelValues(StepList).Inc()
+		p.opts.Metrics.Failures.WithLabelValues(StepList).Inc()
 		err = fmt.Errorf("%s answered, but a request timed out or failed (the target is slow, not unreachable): %w", t.name, err)
 	default:
-		p.metrics.Failures.WithLabelValues(StepList).Inc()
+		p.opts.Metrics.Failures.WithLabelValues(StepList).Inc()
 		err = fmt.Errorf("%s: %w", t.name, err)
 	}
 	return t, c, err
@@ -412,8 +412,8 @@ func (r *pass) giveUp(step, why string) {
 		debris = "none seen"
 	}
 	msg := fmt.Sprintf("gave up: %s; debris left behind: %s", why, debris)
-	r.p.metrics.Failures.WithLabelValues(step).Inc()
-	r.p.metrics.PhaseDuration.WithLabelValues(PhaseTotal).Observe(r.req.Now.Sub(r.start).Seconds())
+	r.p.opts.Metrics.Failures.WithLabelValues(step).Inc()
+	r.p.opts.Metrics.PhaseDuration.WithLabelValues(PhaseTotal).Observe(r.req.Now.Sub(r.start).Seconds())
 	r.event(corev1.EventTypeWarning, EventDeorbitTimedOut, "%s", msg)
 	r.st.Finished, r.st.Warning = msg, msg
 	r.res.Done, r.res.Message, r.res.Warning = true, msg, msg
@@ -475,7 +475,7 @@ func (r *pass) progress(t target, c *contents) {
 	}
 	if len(r.res.Items) == 0 && r.st.ItemsGoneAt == nil {
 		r.st.ItemsGoneAt = &now
-		r.p.metrics.PhaseDuration.WithLabelValues(PhaseDelete).Observe(now.Sub(r.start).Seconds())
+		r.p.opts.Metrics.PhaseDuration.WithLabelValues(PhaseDelete).Observe(now.Sub(r.start).Seconds())
 	}
 	if until := r.st.LoadBalancersUntil; until != nil && now.Before(*until) && len(c.services) == 0 {
 		r.waiting("load balancers", "waiting until %s for the load balancers of LoadBalancer Services deleted without the %s finalizer (loadBalancerWait %v)",
@@ -540,9 +540,9 @@ func (r *pass) done(t target) {
 	}
 	msg := fmt.Sprintf("deorbit done in %v: %s from %s", now.Sub(r.start).Round(time.Second), summary, t.name)
 	if r.st.ItemsGoneAt != nil {
-		r.p.metrics.PhaseDuration.WithLabelValues(PhaseWait).Observe(now.Sub(*r.st.ItemsGoneAt).Seconds())
+		r.p.opts.Metrics.PhaseDuration.WithLabelValues(PhaseWait).Observe(now.Sub(*r.st.ItemsGoneAt).Seconds())
 	}
-	r.p.metrics.PhaseDuration.WithLabelValues(PhaseTotal).Observe(now.Sub(r.start).Seconds())
+	r.p.opts.Metrics.PhaseDuration.WithLabelValues(PhaseTotal).Observe(now.Sub(r.start).Seconds())
 	r.event(corev1.EventTypeNormal, EventDeorbitDone, "%s", msg)
 	r.st.Finished = msg
 	r.res.Done, r.res.Message = true, msg

@@ -392,10 +392,10 @@ func TestTeardownGivesUp(t *testing.T) {
 		!strings.Contains(res.Warning, "unreachable for 2m0s") || !strings.Contains(res.Warning, "debris left behind: 1 PVC (app/data)") {
 		t.Fatalf("unreachable for 2m: %+v, %v; want a give-up naming the PVC", res, err)
 	}
-	if got := testutil.ToFloat64(h.plugin.metrics.Failures.WithLabelValues(StepUnreachable)); got != 3 {
+	if got := testutil.ToFloat64(h.plugin.opts.Metrics.Failures.WithLabelValues(StepUnreachable)); got != 3 {
 		t.Errorf("unreachable failures %v, want 3 (one per failed pass)", got)
 	}
-	if got := testutil.ToFloat64(h.plugin.metrics.Failures.WithLabelValues(StepAPIUnavailable)); got != 1 {
+	if got := testutil.ToFloat64(h.plugin.opts.Metrics.Failures.WithLabelValues(StepAPIUnavailable)); got != 1 {
 		t.Errorf("api_unavailable give-ups %v, want 1", got)
 	}
 
@@ -409,7 +409,7 @@ func TestTeardownGivesUp(t *testing.T) {
 	if res, _ := h.pass(); !res.Done || !strings.Contains(res.Warning, "timeout 1h0m0s passed") || strings.Join(reasons(res.Events), ",") != "Warning DeorbitTimedOut" {
 		t.Errorf("past the timeout: %+v", res)
 	}
-	if got := testutil.ToFloat64(h.plugin.metrics.Failures.WithLabelValues(StepList)); got != 2 {
+	if got := testutil.ToFloat64(h.plugin.opts.Metrics.Failures.WithLabelValues(StepList)); got != 2 {
 		t.Errorf("list failures %v, want 2", got)
 	}
 }

@@ -66,14 +66,13 @@ type Spec struct {
 // Kubernetes Namespaces it saw, to tell a deletion from a namespace that never was.
 type Plugin struct {
 	opts    Options
-	metrics *storageos.Metrics
-
-	mu      sync.Mutex
 	state   plugin.ResourceStates[resourceState]
 	clients plugin.ClientCache[*storageos.Client] // by endpoint and user
 }
 
+// resourceState is what one Bundle resource saw of the namespaces.
 type resourceState struct {
+	mu     sync.Mutex
 	seen   map[string]bool // Kubernetes Namespaces at the last plan
 	gone   map[string]bool // backend namespaces orphaned by a deletion or a GC run
 	nextGC time.Time
@@ -91,8 +90,7 @@ func New(opts Options) *Plugin {
 	if opts.DefaultInterval > 0 && opts.DefaultInterval < MinGCInterval {
 		opts.DefaultInterval = MinGCInterval // what a spec may ask for at least
 	}
-	return &Plugin{opts: opts, metrics: opts.Metrics,
-		state: plugin.ResourceStates[resourceState]{New: newResourceState}}
+	return &Plugin{opts: opts, state: plugin.ResourceStates[resourceState]{New: newResourceState}}
 }
 
 // Describe names the plugin, its schema and its trigger: Namespaces.
@@ -144,8 +142,8 @@ func (p *Plugin) Plan(ctx context.Context, req plugin.Request) (*plugin.Result, 
 	}
 
 	st := p.state.Of(req)
-	p.mu.Lock()
-	defer p.mu.Unlock()
+	st.mu.Lock()
+	defer st.mu.Unlock()
 	for name := range st.seen {
 		if !present[name] {
 			st.gone[name] = true
@@ -325,6 +323,6 @@ func (p *Plugin) client(ctx context.Context, req plugin.Request, spec Spec) (*st
 	}
 	user, pass := values[0], values[1]
 	return p.clients.Get(plugin.IdentityOf(spec.StorageOS.Endpoint, user), []string{pass}, func() (*storageos.Client, error) {
-		return storageos.New(storageos.Config{Endpoint: spec.StorageOS.Endpoint, Username: user, Password: pass, Metrics: p.metrics})
+		return storageos.New(storageos.Config{Endpoint: spec.StorageOS.Endpoint, Username: user, Password: pass, Metrics: p.opts.Metrics})
 	})
 }

@@ -78,7 +78,7 @@ func testRequest(c client.Client, spec string) plugin.Request {
 // must survive a controller restart.
 func mustPlan(t *testing.T, c client.Client, spec string) *plugin.Result {
 	t.Helper()
-	res, err := New(nil).Plan(context.Background(), testRequest(c, spec))
+	res, err := New(Options{}).Plan(context.Background(), testRequest(c, spec))
 	if err != nil {
 		t.Fatalf("Plan: %v", err)
 	}
@@ -243,7 +243,7 @@ func TestGateHoldsForAPodBoundToTheNodeName(t *testing.T) {
 			if desired {
 				t.Fatalf("w3's resources are desired after its Node was deleted: %q", res.Message)
 			}
-			hold, err := New(nil).MayDelete(context.Background(), testRequest(c, spec), group)
+			hold, err := New(Options{}).MayDelete(context.Background(), testRequest(c, spec), group)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -263,7 +263,7 @@ func TestGateHoldsWhileTheNodeIsBack(t *testing.T) {
 	if err := c.Create(context.Background(), kubeNode("w3.example.com", sharedIP, true)); err != nil {
 		t.Fatal(err)
 	}
-	hold, err := New(nil).MayDelete(context.Background(), testRequest(c, `{}`), group)
+	hold, err := New(Options{}).MayDelete(context.Background(), testRequest(c, `{}`), group)
 	if err != nil || !strings.Contains(hold, "Node w3.example.com exists again") {
 		t.Errorf("MayDelete(%q) = %q, %v; want held by the Node w3.example.com", group, hold, err)
 	}

@@ -17,7 +17,7 @@ import (
 // once.
 func TestReportUndrained(t *testing.T) {
 	m := NewMetrics(prometheus.NewRegistry())
-	p := New(m)
+	p := New(Options{Metrics: m})
 	req := plugin.Request{Bundle: &limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "shop", UID: "u1"}}, Resource: "nodes"}
 	gauge := m.UndrainedNodes.WithLabelValues("team", "shop", "nodes")
 	for _, step := range []struct {
@@ -42,7 +42,7 @@ func TestReportUndrained(t *testing.T) {
 // firing for it. Other Bundles' series stay.
 func TestForgetBundleDropsItsUndrainedSeries(t *testing.T) {
 	m := NewMetrics(prometheus.NewRegistry())
-	p := New(m)
+	p := New(Options{Metrics: m})
 	shop := plugin.Request{Bundle: &limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "shop", UID: "u1"}}, Resource: "nodes"}
 	other := plugin.Request{Bundle: &limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "other", UID: "u2"}}, Resource: "nodes"}
 	p.reportUndrained(shop, []string{"n1"}, DefaultDrainTaint)
@@ -63,7 +63,7 @@ func TestForgetBundleDropsItsUndrainedSeries(t *testing.T) {
 // The event tells the operator the taint this resource mirrors: its own
 // drainTaint, not the default.
 func TestReportUndrainedNamesTheResourceTaint(t *testing.T) {
-	p := New(NewMetrics(prometheus.NewRegistry()))
+	p := New(Options{Metrics: NewMetrics(prometheus.NewRegistry())})
 	req := plugin.Request{Bundle: &limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "shop", UID: "u1"}}, Resource: "nodes"}
 	events := p.reportUndrained(req, []string{"n1"}, Taint{Key: "example.com/retire", Value: "yes", Effect: "NoExecute"})
 	if len(events) != 1 {
@@ -75,5 +75,22 @@ func TestReportUndrainedNamesTheResourceTaint(t *testing.T) {
 	events = p.reportUndrained(req, []string{"n1", "n2"}, Taint{Key: "example.com/retire", Effect: "NoSchedule"})
 	if len(events) != 1 || !strings.Contains(events[0].Message, "taint it example.com/retire:NoSchedule and") {
 		t.Errorf("events %v: want one naming the taint without a value as kubectl taint takes it", events)
+	}
+}
+
+// A resource that left the spec takes its series with it; the Bundle's other
+// resource keeps its own.
+func TestForgetResourceDropsItsUndrainedSeries(t *testing.T) {
+	m := NewMetrics(prometheus.NewRegistry())
+	p := New(Options{Metrics: m})
+	bundle := &limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "shop", UID: "u1"}}
+	p.reportUndrained(plugin.Request{Bundle: bundle, Resource: "rack-a"}, []string{"n1"}, DefaultDrainTaint)
+	p.reportUndrained(plugin.Request{Bundle: bundle, Resource: "rack-b"}, []string{"n2", "n3"}, DefaultDrainTaint)
+	p.ForgetResource("u1", "rack-a")
+	if n := testutil.CollectAndCount(m.UndrainedNodes); n != 1 {
+		t.Errorf("%d series after rack-a was forgotten, want rack-b's only", n)
+	}
+	if got := testutil.ToFloat64(m.UndrainedNodes.WithLabelValues("team", "shop", "rack-b")); got != 2 {
+		t.Errorf("rack-b's series = %v, want 2", got)
 	}
 }

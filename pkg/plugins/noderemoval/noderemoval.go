@@ -10,7 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,7 +23,6 @@ import (
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 	"github.com/limbo-dev/limbo/pkg/plugin"
-	"github.com/limbo-dev/limbo/pkg/promreg"
 	"github.com/limbo-dev/limbo/pkg/restmappings"
 )
 
@@ -118,71 +116,59 @@ func (t Taint) String() string {
 // DefaultDrainTaint is csi-baremetal's.
 var DefaultDrainTaint = Taint{Key: LabelDrain, Value: DrainValue, Effect: string(corev1.TaintEffectNoSchedule)}
 
-// Metrics are node-removal's metrics.
-type Metrics struct {
-	// UndrainedNodes is limbo_node_removal_undrained_nodes{namespace,bundle,resource}.
-	UndrainedNodes *prometheus.GaugeVec
-}
-
-// NewMetrics creates the metrics and registers them with reg (reusing those
-// already there); a nil reg registers nothing.
-func NewMetrics(reg prometheus.Registerer) *Metrics {
-	m := &Metrics{UndrainedNodes: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "limbo_node_removal_undrained_nodes",
-		Help: "Nodes deleted without being drained (their Csibmnode has no drain label), whose csi-baremetal resources node-removal leaves alone.",
-	}, []string{"namespace", "bundle", "resource"})}
-	if reg != nil {
-		m.UndrainedNodes = promreg.Register(reg, m.UndrainedNodes)
-	}
-	return m
+// Options configure the plugin.
+type Options struct {
+	// Metrics records node-removal's metrics (NewMetrics); nil records into
+	// unregistered ones.
+	Metrics *Metrics
 }
 
 // Plugin is the node-removal plugin. It remembers, per Bundle resource, the
 // undrained Nodes it reported, so that each is reported once.
 type Plugin struct {
-	metrics *Metrics
+	opts  Options
+	state plugin.ResourceStates[resourceState]
+}
 
+// resourceState is what one Bundle resource reported of its undrained Nodes.
+type resourceState struct {
 	mu sync.Mutex
-	// reported are the undrained Nodes reported, by Bundle UID and resource.
-	reported map[types.UID]map[string]reportedNodes
+	// nodes are the undrained Nodes reported at the last run.
+	nodes map[string]bool
+	// series are the labels of the resource's series of the undrained-nodes
+	// gauge; nil until its first report.
+	series []string
 }
 
-// reportedNodes are the undrained Nodes reported for one Bundle resource, and
-// the labels of its series of the undrained-nodes gauge.
-type reportedNodes struct {
-	namespace, bundle string
-	nodes             map[string]bool
-}
-
-// New returns the plugin, recording into m (nil: recorded, not served).
-func New(m *Metrics) *Plugin {
-	if m == nil {
-		m = NewMetrics(nil)
+// New returns the plugin.
+func New(opts Options) *Plugin {
+	if opts.Metrics == nil {
+		opts.Metrics = NewMetrics(nil)
 	}
-	return &Plugin{metrics: m, reported: map[types.UID]map[string]reportedNodes{}}
-}
-
-// ForgetBundle drops what the plugin remembers of the Bundle whose UID is uid,
-// and its series of the undrained-nodes gauge: an alert on it must not fire
-// for a Bundle that is gone.
-func (p *Plugin) ForgetBundle(uid types.UID) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for resource, r := range p.reported[uid] {
-		p.metrics.UndrainedNodes.DeleteLabelValues(r.namespace, r.bundle, resource)
+	p := &Plugin{opts: opts}
+	p.state = plugin.ResourceStates[resourceState]{
+		New: func() *resourceState { return &resourceState{} },
+		// A resource or Bundle gone takes its series with it: an alert on the
+		// gauge must not fire for what is gone.
+		Drop: func(st *resourceState) {
+			st.mu.Lock()
+			defer st.mu.Unlock()
+			if st.series != nil {
+				opts.Metrics.UndrainedNodes.DeleteLabelValues(st.series...)
+			}
+		},
 	}
-	delete(p.reported, uid)
+	return p
 }
 
-// ForgetResource drops what the plugin remembers of one resource of the Bundle
-// whose UID is uid, and its series of the undrained-nodes gauge.
+// ForgetBundle drops what the plugin remembers of a Bundle that is gone, and its
+// series of the undrained-nodes gauge.
+func (p *Plugin) ForgetBundle(uid types.UID) { p.state.Forget(uid) }
+
+// ForgetResource drops what the plugin remembers of a resource that is gone, and
+// its series of the undrained-nodes gauge.
 func (p *Plugin) ForgetResource(uid types.UID, resource string) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if r, ok := p.reported[uid][resource]; ok {
-		p.metrics.UndrainedNodes.DeleteLabelValues(r.namespace, r.bundle, resource)
-		delete(p.reported[uid], resource)
-	}
+	p.state.ForgetResource(uid, resource)
 }
 
 // GVK is the csi-baremetal kind's GroupVersionKind.
@@ -435,25 +421,22 @@ func (p *Plugin) Plan(ctx context.Context, req plugin.Request) (*plugin.Result, 
 // reportUndrained records the undrained Nodes of req's resource (metric) and
 // returns an event for each one not reported before.
 func (p *Plugin) reportUndrained(req plugin.Request, undrained []string, taint Taint) []plugin.Event {
-	p.metrics.UndrainedNodes.WithLabelValues(req.Bundle.Namespace, req.Bundle.Name, req.Resource).Set(float64(len(undrained)))
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	byResource := p.reported[req.Bundle.UID]
-	if byResource == nil {
-		byResource = map[string]reportedNodes{}
-		p.reported[req.Bundle.UID] = byResource
-	}
+	st := p.state.Of(req)
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.series = []string{req.Bundle.Namespace, req.Bundle.Name, req.Resource}
+	p.opts.Metrics.UndrainedNodes.WithLabelValues(st.series...).Set(float64(len(undrained)))
 	now := map[string]bool{}
 	var events []plugin.Event
 	for _, name := range undrained {
 		now[name] = true
-		if !byResource[req.Resource].nodes[name] {
+		if !st.nodes[name] {
 			events = append(events, plugin.Event{Type: corev1.EventTypeWarning, Reason: EventNodeRemovedUndrained, Message: fmt.Sprintf(
 				"Node %s was deleted without its Csibmnode being labelled %s=%s (taint it %s and wait for the label before deleting it); its csi-baremetal resources are left alone (removeUndrained: false)",
 				name, LabelDrain, DrainValue, taint)})
 		}
 	}
-	byResource[req.Resource] = reportedNodes{namespace: req.Bundle.Namespace, bundle: req.Bundle.Name, nodes: now}
+	st.nodes = now
 	return events
 }
 

@@ -31,7 +31,7 @@ func TestHasTaint(t *testing.T) {
 
 // The spec's schema, generated from Spec, as the Bundle reconciler checks it.
 func TestSchema(t *testing.T) {
-	plugintest.ExpectSpecs(t, New(nil), []plugintest.SpecCase{
+	plugintest.ExpectSpecs(t, New(Options{}), []plugintest.SpecCase{
 		{Spec: `{}`},
 		{Spec: `{"nodeSelector":{"matchLabels":{"pool":"storage"}},"drainTaint":{"key":"k","value":"v","effect":"NoExecute"},` +
 			`"nodePodSelector":{"matchExpressions":[{"key":"app","operator":"In","values":["csi-baremetal-node"]}]},"removeUndrained":true}`},
