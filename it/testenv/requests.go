@@ -1,9 +1,7 @@
 package testenv
 
 import (
-	"fmt"
 	"net/http"
-	"sort"
 	"strings"
 	"sync"
 )
@@ -105,15 +103,6 @@ next:
 	return out
 }
 
-// ControllerRequestCounts counts ControllerRequests(keep...) by HTTP method.
-func (e *Env) ControllerRequestCounts(keep ...func(Request) bool) map[string]int {
-	counts := map[string]int{}
-	for _, r := range e.ControllerRequests(keep...) {
-		counts[r.Method]++
-	}
-	return counts
-}
-
 // ResetControllerRequests forgets the requests recorded so far.
 func (e *Env) ResetControllerRequests() {
 	e.requests.mu.Lock()
@@ -151,18 +140,4 @@ func FormatRequests(reqs []Request) string {
 		lines[i] = "  " + r.String()
 	}
 	return "\n" + strings.Join(lines, "\n")
-}
-
-// FormatCounts formats counts by method deterministically.
-func FormatCounts(counts map[string]int) string {
-	keys := make([]string, 0, len(counts))
-	for k := range counts {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = fmt.Sprintf("%s=%d", k, counts[k])
-	}
-	return "{" + strings.Join(parts, " ") + "}"
 }

@@ -556,18 +556,25 @@ func (p *pass) applyFailed(ctx context.Context, out *objectResult, desired *unst
 	log.FromContext(ctx).Error(err, "apply failed", "bundle", p.bundle.Namespace+"/"+p.bundle.Name,
 		"object", fmt.Sprintf("%s/%s %s/%s", gvk.GroupVersion().String(), gvk.Kind, desired.GetNamespace(), desired.GetName()))
 	p.fail(err)
-	reason := limbov1alpha1.ReasonApplyFailed
-	// Refusals of the request as it stands — not allowed, not valid, not even
-	// well-formed for the kind (a field it does not have) — need someone's change.
-	switch r := apierrors.ReasonForError(err); {
-	case r == metav1.StatusReasonForbidden || r == metav1.StatusReasonInvalid || r == metav1.StatusReasonBadRequest:
-		reason = string(r)
-	case r == metav1.StatusReasonUnknown && strings.Contains(err.Error(), untypablePatch):
-		reason = string(metav1.StatusReasonInvalid)
-	}
-	out.status.State, out.status.Reason, out.status.Message = limbov1alpha1.ResourceError, reason, err.Error()
+	out.status.State, out.status.Reason, out.status.Message = limbov1alpha1.ResourceError, applyFailureReason(err), err.Error()
 	out.live = nil
 	return *out
+}
+
+// applyFailureReason is the resource's reason for a failed apply. Refusals of the
+// request as it stands — not allowed, not valid, not even well-formed for the
+// kind (a field it does not have) — need someone's change: Forbidden, Invalid,
+// BadRequest. Anything else may pass when retried: ApplyFailed.
+func applyFailureReason(err error) string {
+	switch r := apierrors.ReasonForError(err); {
+	case r == metav1.StatusReasonForbidden:
+		return limbov1alpha1.ReasonForbidden
+	case r == metav1.StatusReasonInvalid, r == metav1.StatusReasonUnknown && strings.Contains(err.Error(), untypablePatch):
+		return limbov1alpha1.ReasonInvalid
+	case r == metav1.StatusReasonBadRequest:
+		return limbov1alpha1.ReasonBadRequest
+	}
+	return limbov1alpha1.ReasonApplyFailed
 }
 
 // changed logs a write of obj for resource and returns it for the pass's event.

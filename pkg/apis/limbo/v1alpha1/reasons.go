@@ -35,14 +35,18 @@ const (
 	ReasonControlledByOther    = "ControlledByOther"
 	ReasonReferenceError       = "ReferenceError"
 	ReasonApplyFailed          = "ApplyFailed"
-	ReasonForbidden            = "Forbidden"
-	ReasonReadFailed           = "ReadFailed"
-	ReasonBeingDeleted         = "BeingDeleted"
-	ReasonFailed               = "Failed"
-	ReasonPluginFailed         = "PluginFailed"
-	ReasonUnsafeInventory      = "UnsafeInventory"
-	ReasonPlanning             = "Planning"
-	ReasonPluginNotReady       = "PluginNotReady"
+	// ReasonForbidden, ReasonInvalid and ReasonBadRequest: the API server refused
+	// the apply as it stands (its status reason), which needs someone's change.
+	ReasonForbidden       = "Forbidden"
+	ReasonInvalid         = "Invalid"
+	ReasonBadRequest      = "BadRequest"
+	ReasonReadFailed      = "ReadFailed"
+	ReasonBeingDeleted    = "BeingDeleted"
+	ReasonFailed          = "Failed"
+	ReasonPluginFailed    = "PluginFailed"
+	ReasonUnsafeInventory = "UnsafeInventory"
+	ReasonPlanning        = "Planning"
+	ReasonPluginNotReady  = "PluginNotReady"
 )
 
 // Reasons of spec errors, as they appear in resource states and the Stalled
