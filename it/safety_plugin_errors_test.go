@@ -53,7 +53,8 @@ func TestPluginFailureIsTransient(t *testing.T) {
 }
 
 // Every kind a plugin generated is found when the plugin resource leaves the
-// Bundle, not only the kind of its first object.
+// Bundle, not only the kind of its first object: each goes into limbo for the
+// resource's hour (the delay written on the objects it generated).
 func TestPluginGeneratedKindsAreAllCleanedUp(t *testing.T) {
 	t.Parallel()
 	ns := env.Namespace(t)
@@ -75,8 +76,17 @@ func TestPluginGeneratedKindsAreAllCleanedUp(t *testing.T) {
 	getObjectOrFail(secretGVK, "gen-secret")
 
 	updateBundle(t, b, keep)
-	testenv.Eventually(t, testenv.DefaultTimeout, noObject(configMapGVK, ns, "gen-config"))
-	testenv.Eventually(t, testenv.DefaultTimeout, noObject(secretGVK, ns, "gen-secret"))
+	for _, o := range []struct {
+		gvk  schema.GroupVersionKind
+		name string
+	}{{configMapGVK, "gen-config"}, {secretGVK, "gen-secret"}} {
+		waitObject(t, o.gvk, ns, o.name, func(u *unstructured.Unstructured) error {
+			if _, stamped := u.GetAnnotations()[limbov1alpha1.AnnotationDeletionTimestamp]; !stamped {
+				return fmt.Errorf("%s %s, no longer generated, is not in limbo", o.gvk.Kind, o.name)
+			}
+			return nil
+		})
+	}
 }
 
 // reconcileErrors is controller_runtime_reconcile_errors_total of the Bundle

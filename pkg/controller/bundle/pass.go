@@ -639,15 +639,22 @@ func (p *pass) own(desired *unstructured.Unstructured) (*unstructured.Unstructur
 	return desired, nil
 }
 
-// ownGenerated is own for an object the plugin resource named resource
-// generated: it also names that resource (AnnotationGeneratedBy), so that a
-// teardown deletes the object in the resource's wave.
-func (p *pass) ownGenerated(obj *unstructured.Unstructured, resource string) (*unstructured.Unstructured, error) {
+// ownGenerated is own for an object the plugin resource res generated: it also
+// names that resource (AnnotationGeneratedBy), so that a teardown deletes the
+// object in the resource's wave, and carries the resource's deletionDelay unless
+// the plugin gave the object its own: the delay is "stamped on every orphan the
+// plugin finds", and an object it no longer generates is one. The delay of an
+// object of the Bundle is read from the live object when it is orphaned (as a
+// template's is), so it has to be on the object before then.
+func (p *pass) ownGenerated(obj *unstructured.Unstructured, res *bundlespec.Resource) (*unstructured.Unstructured, error) {
 	annotations := obj.GetAnnotations()
 	if annotations == nil {
 		annotations = map[string]string{}
 	}
-	annotations[limbov1alpha1.AnnotationGeneratedBy] = resource
+	annotations[limbov1alpha1.AnnotationGeneratedBy] = res.Name
+	if _, own := annotations[limbov1alpha1.AnnotationDeletionDelay]; !own && res.Plugin.DeletionDelay != "" {
+		annotations[limbov1alpha1.AnnotationDeletionDelay] = res.Plugin.DeletionDelay
+	}
 	obj.SetAnnotations(annotations)
 	return p.own(obj)
 }

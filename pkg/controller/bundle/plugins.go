@@ -122,7 +122,7 @@ func (p *pass) syncPlugin(ctx context.Context, res *bundlespec.Resource) (limbov
 		}
 		p.declared[key] = res.Name
 		p.kinds[obj.GroupVersionKind()] = true
-		out := p.syncOne(ctx, res.Name, obj, false, nil, func() (*unstructured.Unstructured, error) { return p.ownGenerated(obj.DeepCopy(), res.Name) })
+		out := p.syncOne(ctx, res.Name, obj, false, nil, func() (*unstructured.Unstructured, error) { return p.ownGenerated(obj.DeepCopy(), res) })
 		objSt := out.status
 		if out.live != nil && p.live[res.Name] == nil {
 			p.live[res.Name] = out.live // references to a generator read its first object

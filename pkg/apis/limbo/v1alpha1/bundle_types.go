@@ -119,6 +119,9 @@ type PluginResource struct {
 	Name string `json:"name"`
 
 	// DeletionDelay is stamped on every orphan this plugin finds: a Go duration ≥ 0.
+	// It is also written on each object the plugin generates (as
+	// limbo.dev/deletionDelay, unless the plugin set one), which waits it once the
+	// plugin no longer generates it.
 	// +optional
 	DeletionDelay string `json:"deletionDelay,omitempty"`
 
