@@ -14,9 +14,11 @@ import (
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 	"github.com/limbo-dev/limbo/pkg/plugin"
@@ -58,6 +60,9 @@ type Domain struct {
 	planErr error                        // returned by Plan while set
 	nilPlan bool                         // Plan returns neither a result nor an error
 	objects []*unstructured.Unstructured // generated objects
+	// countConfigMaps, while set, has Plan list the ConfigMaps of the Bundle's
+	// namespace through Request.Client and say how many it saw.
+	countConfigMaps bool
 	// gates, while set, hold every call of their kind until they are closed or
 	// the call's context ends (the plugin timeout): a hanging domain.
 	gates map[Call]chan struct{}
@@ -149,6 +154,14 @@ func (d *Domain) Generate(objects ...*unstructured.Unstructured) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.objects = objects
+}
+
+// CountConfigMaps has Plan list the ConfigMaps of the Bundle's namespace through
+// Request.Client and end its message with "; N ConfigMaps listed".
+func (d *Domain) CountConfigMaps(on bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.countConfigMaps = on
 }
 
 // Block makes every call of kind c hang from now on until Unblock, or until its
@@ -266,6 +279,13 @@ func (p *Plugin) Plan(ctx context.Context, req plugin.Request) (*plugin.Result, 
 			ExternalItem: limbov1alpha1.ExternalItem{Kind: ItemKind, ID: id, Name: id}, Desired: d.items[id]})
 	}
 	result := &plugin.Result{Inventory: inv, Ready: true, Message: fmt.Sprintf("%d items", len(ids))}
+	if d.countConfigMaps {
+		var cms corev1.ConfigMapList
+		if err := req.Client.List(ctx, &cms, client.InNamespace(req.Bundle.Namespace)); err != nil {
+			return nil, err
+		}
+		result.Message += fmt.Sprintf("; %d ConfigMaps listed", len(cms.Items))
+	}
 	for _, o := range d.objects {
 		result.Objects = append(result.Objects, o.DeepCopy())
 	}

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -35,6 +36,7 @@ import (
 	"github.com/limbo-dev/limbo/pkg/controller/tombstone"
 	"github.com/limbo-dev/limbo/pkg/eventrecorder"
 	"github.com/limbo-dev/limbo/pkg/impersonation"
+	"github.com/limbo-dev/limbo/pkg/plugin"
 	"github.com/limbo-dev/limbo/pkg/plugins"
 	"github.com/limbo-dev/limbo/pkg/restmappings"
 	"github.com/limbo-dev/limbo/pkg/shard"
@@ -127,8 +129,17 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 	for _, gvk := range missing {
 		ctrl.Log.Info("not watching a plugin's kind: the API server does not serve it (its plugin reports the missing kind when it runs)", "kind", gvk.String())
 	}
+	// The kinds plugins watch are cached whole; of every other kind the cache
+	// holds only what limbo manages, so plugins read those from the API server
+	// (plugin.RequestClient).
+	cachedWhole := map[schema.GroupVersionKind]bool{}
 	for _, w := range watches {
 		cacheOpts.ByObject[w.Object] = cache.ByObject{Label: everything()}
+		gvk, err := apiutil.GVKForObject(w.Object, scheme)
+		if err != nil {
+			return nil, err
+		}
+		cachedWhole[gvk] = true
 	}
 	mgrOpts := manager.Options{
 		// One manager never holds two controllers of a name; the process-wide name
@@ -178,6 +189,7 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 	// Writes of a Bundle's objects impersonate its ServiceAccount; everything else
 	// (and every read) is limbo's.
 	writer := impersonation.NewClient(mgr.GetClient(), cfg)
+	pluginClient := plugin.RequestClient(writer, mgr.GetAPIReader(), func(gvk schema.GroupVersionKind) bool { return cachedWhole[gvk] })
 	coreClient, err := corev1client.NewForConfigAndClient(cfg, mgr.GetHTTPClient())
 	if err != nil {
 		return nil, err
@@ -204,11 +216,11 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 	reap.Namespaces = opts.Namespaces
 	reap.Shard = shardSelector
 	bundles, err := bundle.SetupWithManager(mgr, bundle.Options{Workers: opts.Workers, ApplyConcurrency: opts.ApplyConcurrency, Engine: engine, Plugins: registry, OnManagedObjectEvent: reap.Observe, OnLetGo: reap.Poke, Shard: shardSelector,
-		Client: writer, DefaultServiceAccount: opts.DefaultServiceAccount, Metrics: metrics.Bundles, Discovery: disco, Namespaces: opts.Namespaces})
+		Client: writer, PluginClient: pluginClient, DefaultServiceAccount: opts.DefaultServiceAccount, Metrics: metrics.Bundles, Discovery: disco, Namespaces: opts.Namespaces})
 	if err != nil {
 		return nil, err
 	}
-	if err := tombstone.SetupWithManager(mgr, writer, opts.DefaultServiceAccount, registry, engine, opts.Workers); err != nil {
+	if err := tombstone.SetupWithManager(mgr, writer, pluginClient, opts.DefaultServiceAccount, registry, engine, opts.Workers); err != nil {
 		return nil, err
 	}
 	reap.OnKind = bundles.EnsureWatch

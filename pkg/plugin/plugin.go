@@ -132,8 +132,9 @@ type Request struct {
 	Resource string
 	// Spec is the plugin's spec with references resolved, as JSON.
 	Spec []byte
-	// Client reads through the controller's cache and writes; Reader reads from the
-	// API server directly (for kinds not cached).
+	// Client writes, and reads the kinds plugins watch from the controller's
+	// cache and every other kind from the API server (RequestClient); Reader
+	// reads from the API server directly (fresh reads, whatever the kind).
 	Client client.Client
 	Reader client.Reader
 	// Secrets reads the Secrets the spec names (see ReadSecret), from the API

@@ -66,7 +66,7 @@ func (p *pass) syncPlugin(ctx context.Context, res *bundlespec.Resource) (limbov
 		p.fail(err)
 		return fail(limbov1alpha1.ResourceError, limbov1alpha1.ReasonPluginFailed, "%v", err)
 	}
-	req := plugin.Request{Bundle: p.bundle, Resource: res.Name, Spec: spec, Client: p.r.Client, Reader: p.r.APIReader, Secrets: secrets, Now: p.r.Clock.Now()}
+	req := plugin.Request{Bundle: p.bundle, Resource: res.Name, Spec: spec, Client: p.r.pluginClient(), Reader: p.r.APIReader, Secrets: secrets, Now: p.r.Clock.Now()}
 	planned := p.r.plans.call(ctx, p.bundle, res.Name, spec, func(ctx context.Context, b *limbov1alpha1.Bundle) (*plugin.Result, error) {
 		req := req
 		req.Bundle = b

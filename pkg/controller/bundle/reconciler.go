@@ -49,6 +49,10 @@ const (
 type Reconciler struct {
 	// Client reads from the cache (labelled objects only) and writes.
 	Client client.Client
+	// PluginClient is the plugins' Request.Client (plugin.RequestClient: reads
+	// of the kinds the cache holds whole from it, of the rest from the API
+	// server); nil: Client.
+	PluginClient client.Client
 	// APIReader reads from the API server, for objects the cache cannot hold: an
 	// existing object that limbo does not manage yet.
 	APIReader client.Reader
@@ -186,4 +190,12 @@ func (r *Reconciler) serviceAccountOf(b *limbov1alpha1.Bundle) string {
 // writeStatus writes status when it differs from what the Bundle has.
 func (r *Reconciler) writeStatus(ctx context.Context, b *limbov1alpha1.Bundle, status limbov1alpha1.BundleStatus) error {
 	return client.IgnoreNotFound(r.statuses.Patch(ctx, r.Client, b, &b.Status, &status))
+}
+
+// pluginClient is the client of the plugins' requests.
+func (r *Reconciler) pluginClient() client.Client {
+	if r.PluginClient != nil {
+		return r.PluginClient
+	}
+	return r.Client
 }

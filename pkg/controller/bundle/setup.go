@@ -52,6 +52,8 @@ type Options struct {
 	// Client replaces the manager's client: an impersonation.Client writes a
 	// Bundle's objects as its ServiceAccount.
 	Client client.Client
+	// PluginClient is the plugins' Request.Client (Reconciler.PluginClient).
+	PluginClient client.Client
 	// DefaultServiceAccount is impersonated for Bundles that name none.
 	DefaultServiceAccount string
 	// Metrics record the Bundles' resources by state (nil: recorded, not served).
@@ -89,15 +91,16 @@ var bundleChanged = predicate.Funcs{
 // SetupWithManager registers the Bundle reconciler and returns it.
 func SetupWithManager(mgr ctrl.Manager, opts Options) (*Reconciler, error) {
 	r := &Reconciler{
-		Client:    opts.Client,
-		APIReader: mgr.GetAPIReader(),
-		Mapper:    mgr.GetRESTMapper(),
-		Recorder:  opts.Engine.Recorder, // one recorder for every controller (see NewManager)
-		Engine:    opts.Engine,
-		Plugins:   opts.Plugins,
-		Clock:     clock.RealClock{},
-		Metrics:   opts.Metrics,
-		Shard:     opts.Shard,
+		Client:       opts.Client,
+		PluginClient: opts.PluginClient,
+		APIReader:    mgr.GetAPIReader(),
+		Mapper:       mgr.GetRESTMapper(),
+		Recorder:     opts.Engine.Recorder, // one recorder for every controller (see NewManager)
+		Engine:       opts.Engine,
+		Plugins:      opts.Plugins,
+		Clock:        clock.RealClock{},
+		Metrics:      opts.Metrics,
+		Shard:        opts.Shard,
 
 		DefaultServiceAccount: opts.DefaultServiceAccount,
 		ApplyConcurrency:      opts.ApplyConcurrency,

@@ -384,7 +384,7 @@ func (r *Reconciler) teardownPlugin(ctx context.Context, b *limbov1alpha1.Bundle
 		return callOutcome[*plugin.TeardownResult]{err: err, current: true}
 	}
 	key := limbov1alpha1.AnnotationTeardownStatePrefix + name
-	req := plugin.Request{Bundle: b, Resource: name, Spec: spec, Client: r.Client, Reader: r.APIReader, Secrets: secrets, Now: r.Clock.Now(), TeardownState: b.Annotations[key]}
+	req := plugin.Request{Bundle: b, Resource: name, Spec: spec, Client: r.pluginClient(), Reader: r.APIReader, Secrets: secrets, Now: r.Clock.Now(), TeardownState: b.Annotations[key]}
 	// The call's input is the spec and the state it resumes from: a result is
 	// acted on once, and the next call starts from the state it left.
 	input := append(append(append([]byte{}, spec...), 0), req.TeardownState...)

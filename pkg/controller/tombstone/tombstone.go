@@ -62,12 +62,15 @@ func retryBackoff(attempts int32) time.Duration {
 
 // Reconciler reconciles Tombstones.
 type Reconciler struct {
-	Client   client.Client
-	Reader   client.Reader
-	Plugins  *plugin.Registry
-	Engine   *softdelete.Engine
-	Recorder record.EventRecorder
-	Clock    clock.PassiveClock
+	Client client.Client
+	// PluginClient is the plugins' Request.Client (plugin.RequestClient); nil:
+	// Client.
+	PluginClient client.Client
+	Reader       client.Reader
+	Plugins      *plugin.Registry
+	Engine       *softdelete.Engine
+	Recorder     record.EventRecorder
+	Clock        clock.PassiveClock
 	// DefaultServiceAccount is the ServiceAccount of the Bundles that name none
 	// (--default-service-account); Client writes (and reads Secrets) as a
 	// Bundle's when it is an impersonation.Client.
@@ -95,9 +98,10 @@ func NewReconciler(c client.Client, reader client.Reader, plugins *plugin.Regist
 
 // SetupWithManager registers the Tombstone controller. A backend is sent at most
 // as many deletes at a time as there are workers.
-func SetupWithManager(mgr ctrl.Manager, c client.Client, defaultServiceAccount string, plugins *plugin.Registry, engine *softdelete.Engine, workers int) error {
+func SetupWithManager(mgr ctrl.Manager, c, pluginClient client.Client, defaultServiceAccount string, plugins *plugin.Registry, engine *softdelete.Engine, workers int) error {
 	done := make(chan event.GenericEvent, 1024)
 	r := NewReconciler(c, mgr.GetAPIReader(), plugins, engine, done, workers)
+	r.PluginClient = pluginClient
 	r.DefaultServiceAccount = defaultServiceAccount
 	return ctrl.NewControllerManagedBy(mgr).Named("tombstone").For(&limbov1alpha1.Tombstone{}, builder.WithPredicates(notStatusOnly)).
 		WatchesRawSource(source.Channel(done, &handler.EnqueueRequestForObject{})).
@@ -358,7 +362,7 @@ func (r *Reconciler) deleteItem(ctx context.Context, ts *limbov1alpha1.Tombstone
 	if err != nil {
 		return err
 	}
-	req := plugin.Request{Bundle: b, Resource: ts.Spec.Resource, Spec: spec, Client: r.Client, Reader: r.Reader, Secrets: secrets, Now: r.Clock.Now()}
+	req := plugin.Request{Bundle: b, Resource: ts.Spec.Resource, Spec: spec, Client: r.pluginClient(), Reader: r.Reader, Secrets: secrets, Now: r.Clock.Now()}
 	return deleter.DeleteExternal(ctx, req, ts.Spec.Item)
 }
 
@@ -376,3 +380,11 @@ func (r *Reconciler) writeStatus(ctx context.Context, ts *limbov1alpha1.Tombston
 }
 
 func ptrTime(t time.Time) *metav1.Time { return &metav1.Time{Time: t} }
+
+// pluginClient is the client of the plugins' requests.
+func (r *Reconciler) pluginClient() client.Client {
+	if r.PluginClient != nil {
+		return r.PluginClient
+	}
+	return r.Client
+}
