@@ -14,8 +14,9 @@ import (
 // The engine's metrics follow a countdown: limbo_pending_deletions counts it while
 // it runs; its delete is counted in limbo_deletions_total{result="deleted"} and
 // its lateness observed in limbo_deletion_lateness_seconds.
+// Not parallel: it expects exact increments of process-wide counters, which
+// other tests' deletions would add to.
 func TestSoftDeleteMetrics(t *testing.T) {
-	t.Parallel()
 	ns := env.Namespace(t)
 	// Long enough for the test to see db in limbo, listed in its Bundle's status,
 	// under load: the stamp is rounded to the second, and a countdown that ends
@@ -40,16 +41,18 @@ func TestSoftDeleteMetrics(t *testing.T) {
 	}
 
 	waitGone(t, configMapGVK, ns, "db")
-	testenv.Eventually(t, testenv.DefaultTimeout, func() error {
+	countedOnce := func() error {
 		after := gatherEngineMetrics(t)
-		if after.deleted < before.deleted+1 {
+		if after.deleted != before.deleted+1 {
 			return fmt.Errorf(`limbo_deletions_total{result="deleted"} went from %v to %v, want +1`, before.deleted, after.deleted)
 		}
-		if after.latenessCount < before.latenessCount+1 {
+		if after.latenessCount != before.latenessCount+1 {
 			return fmt.Errorf("limbo_deletion_lateness_seconds count went from %d to %d, want +1", before.latenessCount, after.latenessCount)
 		}
 		return nil
-	})
+	}
+	testenv.Eventually(t, testenv.DefaultTimeout, countedOnce) // counted once the delete has returned
+	testenv.Consistently(t, 2*time.Second, countedOnce)
 }
 
 // engineMetrics are the soft-delete engine's metrics, read from the in-process

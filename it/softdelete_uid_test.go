@@ -72,6 +72,7 @@ func TestSoftDeleteRecreatedObjectNotHitByOldCountdown(t *testing.T) {
 		created := time.Now()
 		u = createObject(t, ns, u.Object)
 		uid := string(u.GetUID())
+		gone := watchConfigMapDeletion(t, ns, "db")
 
 		_, stamp := waitInLimbo(t, configMapGVK, ns, "db")
 		if stamp.Before(created.Truncate(time.Second)) || !stamp.Add(delay).After(deadline) {
@@ -79,10 +80,12 @@ func TestSoftDeleteRecreatedObjectNotHitByOldCountdown(t *testing.T) {
 		}
 		newDeadline := stamp.Add(delay)
 		testenv.Consistently(t, time.Until(deadline)+time.Second, existsWithUID(t, configMapGVK, ns, "db", uid))
-		// It goes at its own deadline.
-		testenv.Consistently(t, time.Until(newDeadline)-300*time.Millisecond, existsWithUID(t, configMapGVK, ns, "db", uid))
-		waitGone(t, configMapGVK, ns, "db")
-		if late := time.Since(newDeadline); late > 5*time.Second {
+		// It goes at its own deadline, not before (the watch saw when).
+		at := gone.wait(t, testenv.DefaultTimeout)
+		if at.Before(newDeadline) {
+			t.Fatalf("the new db was deleted at %s, before its deadline %s", at.Format(time.RFC3339Nano), newDeadline)
+		}
+		if late := at.Sub(newDeadline); late > 5*time.Second {
 			t.Errorf("the new db was deleted %v after its deadline", late)
 		}
 		noPendingDeletions(t, b)

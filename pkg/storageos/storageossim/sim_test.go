@@ -451,8 +451,10 @@ func TestStart(t *testing.T) {
 		}
 		errc <- err
 	}()
-	for s.Calls(OpListNamespaces) == 0 {
-		time.Sleep(time.Millisecond) // wait until the request is inside the handler
+	for deadline := time.Now().Add(30 * time.Second); s.Calls(OpListNamespaces) == 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) { // wait until the request is inside the handler
+			t.Fatal("the blocked request never reached the handler")
+		}
 	}
 	if err := stop(); err != nil {
 		t.Errorf("stop: %v", err)
