@@ -188,7 +188,7 @@ func cancelDeletion(ctx context.Context, c client.Client, t target) (cancelResul
 // (its countdown restarts); one that declares it again finds it without
 // controller, and adopts it only if told to (limbo.dev/adopt).
 func cancelKeeper(ctx context.Context, c client.Client, t target, obj *metav1.PartialObjectMetadata) (keeper, error) {
-	if !hasLimboMark(obj) {
+	if !softdelete.HasLimboMark(obj) {
 		return keeper{}, refuseUnlessInLimbo(ctx, c, t, obj)
 	}
 	gk := t.mapping.GroupVersionKind.GroupKind()
@@ -263,17 +263,8 @@ func cancelKeeper(ctx context.Context, c client.Client, t target, obj *metav1.Pa
 	return keeper{}, nil
 }
 
-// hasLimboMark tells whether obj carries one of the marks of an object in limbo
-// that the engine's cancel removes (softdelete.OutOfLimboPatch).
-func hasLimboMark(obj metav1.Object) bool {
-	_, stamped := obj.GetAnnotations()[limbov1alpha1.AnnotationDeletionTimestamp]
-	_, released := obj.GetAnnotations()[limbov1alpha1.AnnotationReleased]
-	_, pending := obj.GetLabels()[limbov1alpha1.LabelPendingDeletion]
-	return stamped || released || pending
-}
-
 // refuseUnlessInLimbo returns nil when obj, the object t as just read, which has
-// no limbo mark (hasLimboMark), is in limbo all the same, and else the error that
+// no limbo mark (softdelete.HasLimboMark), is in limbo all the same, and else the error that
 // refuses to cancel it. Such an object is in limbo when it is an orphan that its
 // controller, a Bundle, no longer declares but has not stamped nor labelled: the
 // Bundle holds it while one of its resources is not Ready or its spec is empty,

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -466,15 +467,34 @@ func (e *Engine) inLimbo(obj client.Object) bool {
 	return Decide(e.Clock.Now(), StateOf(obj, true)).Action == ActionCancel
 }
 
+// The marks of an object in limbo: the stamp, the released mark (left alone, it
+// would outlive the countdown) and the pending-deletion label.
+var (
+	limboAnnotations = []string{limbov1alpha1.AnnotationDeletionTimestamp, limbov1alpha1.AnnotationReleased}
+	limboLabels      = []string{limbov1alpha1.LabelPendingDeletion}
+)
+
 // OutOfLimboPatch is the metadata of the JSON merge patch that takes an object
-// out of limbo: the stamp, the released mark (left alone, it would outlive the
-// countdown) and the pending-deletion label go. The engine's cancels send it, and
-// so does `kubectl limbo cancel`.
+// out of limbo: every limbo mark goes. The engine's cancels send it, and so does
+// `kubectl limbo cancel`.
 func OutOfLimboPatch() map[string]any {
-	return map[string]any{
-		"annotations": map[string]any{limbov1alpha1.AnnotationDeletionTimestamp: nil, limbov1alpha1.AnnotationReleased: nil},
-		"labels":      map[string]any{limbov1alpha1.LabelPendingDeletion: nil},
+	drop := func(keys []string) map[string]any {
+		m := make(map[string]any, len(keys))
+		for _, k := range keys {
+			m[k] = nil
+		}
+		return m
 	}
+	return map[string]any{"annotations": drop(limboAnnotations), "labels": drop(limboLabels)}
+}
+
+// HasLimboMark reports whether obj carries any of the marks OutOfLimboPatch
+// removes.
+func HasLimboMark(obj metav1.Object) bool {
+	has := func(m map[string]string, keys []string) bool {
+		return slices.ContainsFunc(keys, func(k string) bool { _, ok := m[k]; return ok })
+	}
+	return has(obj.GetAnnotations(), limboAnnotations) || has(obj.GetLabels(), limboLabels)
 }
 
 // CancelCountdown takes obj out of limbo without making it desired by anyone:
