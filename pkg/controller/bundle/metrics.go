@@ -38,22 +38,13 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 // recordStatus keeps the series of the Bundle key (namespace/name) true to st, the
 // status a pass or a teardown step of it decided, whether or not it is written
 // (it is not when unchanged): limbo_bundle_resources counts st's resources by
-// state, and the Bundle's share of the engine's limbo_pending_deletions its
-// entries in limbo: all of them (st's count: it lists at most
-// MaxPendingDeletionsListed), or, with held (a teardown's, see heldObjects), those
-// of pending that held reports are still the Bundle's.
-func (r *Reconciler) recordStatus(key string, st limbov1alpha1.BundleStatus, pending []limbov1alpha1.PendingDeletion, held func(limbov1alpha1.PendingDeletion) bool) {
+// state, and the Bundle's share of the engine's limbo_pending_deletions is
+// inLimbo — a pass's st.PendingDeletionCount (listed or not: the list holds at
+// most MaxPendingDeletionsListed), a teardown's count of the entries still the
+// Bundle's (see heldObjects).
+func (r *Reconciler) recordStatus(key string, st limbov1alpha1.BundleStatus, inLimbo int) {
 	r.Metrics.record(key, st)
-	n := int(st.PendingDeletionCount) // listed or not
-	if held != nil {
-		n = 0
-		for _, pd := range pending {
-			if held(pd) {
-				n++
-			}
-		}
-	}
-	r.Engine.Metrics.SetPending(pendingOwner(key), n)
+	r.Engine.Metrics.SetPending(pendingOwner(key), inLimbo)
 }
 
 // forgetStatus drops the series of the Bundle key: it is gone, or its teardown

@@ -161,7 +161,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	p := newPass(r, &b)
 	p.run(ctx)
 	status := p.status()
-	r.recordStatus(req.String(), status, nil, nil) // everything a pass finds in limbo is the Bundle's
+	r.recordStatus(req.String(), status, int(status.PendingDeletionCount)) // everything a pass finds in limbo is the Bundle's
 	if err := r.writeStatus(ctx, &b, status); err != nil {
 		return ctrl.Result{}, err
 	}

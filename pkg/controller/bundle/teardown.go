@@ -448,9 +448,13 @@ func (r *Reconciler) teardownStatus(ctx context.Context, b *limbov1alpha1.Bundle
 		failure.Status, failure.Reason, failure.Message = metav1.ConditionTrue, "DeleteFailed", bundlespec.JoinBounded(failures, "; ")
 	}
 	meta.SetStatusCondition(&st.Conditions, failure)
-	r.recordStatus(client.ObjectKeyFromObject(b).String(), st, pending, func(pd limbov1alpha1.PendingDeletion) bool {
-		return plugins.resources[pd.Resource] || held.holds(b, pd)
-	})
+	inLimbo := 0
+	for _, pd := range pending {
+		if plugins.resources[pd.Resource] || held.holds(b, pd) {
+			inLimbo++
+		}
+	}
+	r.recordStatus(client.ObjectKeyFromObject(b).String(), st, inLimbo)
 	return r.writeStatus(ctx, b, st)
 }
 
