@@ -64,3 +64,22 @@ func TestGeneratedObjectWaitsTheResourceDelay(t *testing.T) {
 		return nil
 	})
 }
+
+// A delay a plugin puts on an object it generates is checked as a template's is:
+// an invalid one is the resource's error, and the object is not applied (once
+// applied and left, it would never be deleted).
+func TestGeneratedObjectWithInvalidDelayIsRefused(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	domain := external.Domain(ns)
+	domain.Generate(&unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": map[string]any{"name": "gen-config", "annotations": map[string]any{limbov1alpha1.AnnotationDeletionDelay: "1 day"}}}})
+	b := createBundle(t, ns, "shop", pluginResource("items", ns, ""))
+	waitBundle(t, b, func(cur *limbov1alpha1.Bundle) error {
+		return resourceMessageIs(cur, "items", limbov1alpha1.ResourceError, limbov1alpha1.ReasonInvalidDeletionDelay,
+			`plugin "test-external" generated ConfigMap "gen-config" with limbo.dev/deletionDelay: invalid limbo.dev/deletionDelay "1 day": time: unknown unit " day" in duration "1 day"`)
+	})
+	if getObject(t, configMapGVK, ns, "gen-config") != nil {
+		t.Error("the ConfigMap with the invalid delay was applied")
+	}
+}
