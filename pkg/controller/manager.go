@@ -12,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -132,14 +131,10 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 	// The kinds plugins watch are cached whole; of every other kind the cache
 	// holds only what limbo manages, so plugins read those from the API server
 	// (plugin.RequestClient).
-	cachedWhole := map[schema.GroupVersionKind]bool{}
+	var cachedWhole []client.Object
 	for _, w := range watches {
 		cacheOpts.ByObject[w.Object] = cache.ByObject{Label: everything()}
-		gvk, err := apiutil.GVKForObject(w.Object, scheme)
-		if err != nil {
-			return nil, err
-		}
-		cachedWhole[gvk] = true
+		cachedWhole = append(cachedWhole, w.Object)
 	}
 	mgrOpts := manager.Options{
 		// One manager never holds two controllers of a name; the process-wide name
@@ -189,7 +184,7 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 	// Writes of a Bundle's objects impersonate its ServiceAccount; everything else
 	// (and every read) is limbo's.
 	writer := impersonation.NewClient(mgr.GetClient(), cfg)
-	pluginClient := plugin.RequestClient(writer, mgr.GetAPIReader(), func(gvk schema.GroupVersionKind) bool { return cachedWhole[gvk] })
+	pluginClient := plugin.RequestClient(writer, mgr.GetAPIReader(), cachedWhole, opts.Namespaces)
 	coreClient, err := corev1client.NewForConfigAndClient(cfg, mgr.GetHTTPClient())
 	if err != nil {
 		return nil, err
