@@ -35,6 +35,7 @@ func TestTerminatingOrphanIsDeletedOnce(t *testing.T) {
 		_ = env.Client.Patch(context.Background(), u, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`)))
 	})
 
+	waitEarlierTestsGone(t)
 	before := gatherEngineMetrics(t).deleted
 	updateBundle(t, b, keep)
 	const msg = "being deleted; held by finalizers: " + finalizer

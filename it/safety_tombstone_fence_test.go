@@ -94,6 +94,7 @@ func TestTombstoneCancelledByAnEditThatBreaksTheSpec(t *testing.T) {
 // Not parallel: it expects exact increments of process-wide counters, which
 // other tests' deletions would add to.
 func TestTombstoneRestampAndMetrics(t *testing.T) {
+	waitEarlierTestsGone(t)
 	e := newExternalItems(t)
 	_, ts := e.orphan(t, "shop", "10s")
 	before := gatherEngineMetrics(t)

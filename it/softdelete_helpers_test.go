@@ -143,3 +143,37 @@ func (d *configMapDeletion) wait(t testing.TB, timeout time.Duration) time.Time 
 		return time.Time{}
 	}
 }
+
+// waitEarlierTestsGone waits until no namespace is terminating and limbo's
+// deletion counter has stood still for a second: the earlier tests' namespaces,
+// deleted at their end, take their Bundles with them, and those teardowns' and
+// the reaper's deletions count in the process-wide metrics. A test that expects
+// an exact increment of one (run alone: not parallel) takes its baseline after
+// this.
+func waitEarlierTestsGone(t testing.TB) {
+	t.Helper()
+	var last engineMetrics
+	var since time.Time
+	testenv.Eventually(t, 2*testenv.DefaultTimeout, func() error {
+		var list corev1.NamespaceList
+		if err := env.Client.List(context.Background(), &list); err != nil {
+			return err
+		}
+		var terminating []string
+		for _, ns := range list.Items {
+			if ns.Status.Phase == corev1.NamespaceTerminating {
+				terminating = append(terminating, ns.Name)
+			}
+		}
+		if len(terminating) > 0 {
+			return fmt.Errorf("namespaces still terminating: %v", terminating)
+		}
+		if m := gatherEngineMetrics(t); since.IsZero() || m.deleted != last.deleted {
+			last, since = m, time.Now()
+		}
+		if quiet := time.Since(since); quiet < time.Second {
+			return fmt.Errorf("limbo_deletions_total moved %v ago", quiet)
+		}
+		return nil
+	})
+}

@@ -26,6 +26,7 @@ func TestSoftDeleteMetrics(t *testing.T) {
 	b := createBundle(t, ns, "metrics", keep,
 		objectResource(t, "db", configMap("db", map[string]any{"a": "b"}, map[string]any{limbov1alpha1.AnnotationDeletionDelay: delay.String()})))
 	b = waitReady(t, b)
+	waitEarlierTestsGone(t)
 	before := gatherEngineMetrics(t)
 
 	updateBundle(t, b, keep)
