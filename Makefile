@@ -26,6 +26,13 @@ build: ## Build limbo and kubectl-limbo (with its kubectl completion script) int
 	$(GO) build -o $(BIN)/ ./cmd/...
 	install -m 0755 cmd/kubectl-limbo/kubectl_complete-limbo $(BIN)/
 
+# The version of the release archives of `make dist`: the tag being released.
+VERSION        ?= $(shell git describe --tags --always --dirty)
+
+.PHONY: dist
+dist: ## Build kubectl-limbo's release archives, one per krew platform, and their checksums into dist/ (VERSION=v1.2.3).
+	build/dist.sh $(VERSION) dist
+
 .PHONY: cluster-bins
 cluster-bins: ## Build etcd, kube-apiserver, kube-controller-manager and kubectl from pinned modules (idempotent).
 	build/cluster-bins.sh

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"text/template"
@@ -69,17 +71,33 @@ func TestKrewManifest(t *testing.T) {
 	if len(plugin.Spec.Platforms) == 0 {
 		t.Fatal("no platforms")
 	}
+	// build/dist.sh builds an archive for each platform, and only those.
+	dist, err := os.ReadFile("../../build/dist.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`platforms=\$\{DIST_PLATFORMS:-([^}]*)\}`).FindSubmatch(dist)
+	if m == nil {
+		t.Fatal("build/dist.sh names no default platforms")
+	}
+	var manifest []string
+	for _, p := range plugin.Spec.Platforms {
+		manifest = append(manifest, p.Selector.MatchLabels["os"]+"/"+p.Selector.MatchLabels["arch"])
+	}
+	if built := strings.Fields(string(m[1])); !slices.Equal(built, manifest) {
+		t.Errorf("build/dist.sh builds %v, the manifest lists %v", built, manifest)
+	}
 	for _, p := range plugin.Spec.Platforms {
 		os, arch := p.Selector.MatchLabels["os"], p.Selector.MatchLabels["arch"]
-		bin := "kubectl-limbo"
-		if os == "windows" {
-			bin += ".exe"
+		bin, complete := "kubectl-limbo", "kubectl_complete-limbo"
+		if os == "windows" { // build/dist.sh: kubectl finds a batch file through PATHEXT
+			bin, complete = bin+".exe", complete+".bat"
 		}
 		files := map[string]bool{}
 		for _, f := range p.Files {
 			files[f.From] = true
 		}
-		if p.Bin != bin || !files[bin] || !files["kubectl_complete-limbo"] || len(p.Sha256) != 64 ||
+		if p.Bin != bin || !files[bin] || !files[complete] || len(p.Sha256) != 64 ||
 			!strings.HasSuffix(p.URI, fmt.Sprintf("/%s/kubectl-limbo_%s_%s_%s.tar.gz", tag, tag, os, arch)) {
 			t.Errorf("platform %s/%s: %+v", os, arch, p)
 		}
