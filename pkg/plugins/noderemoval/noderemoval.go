@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -13,7 +11,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -21,9 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 	"github.com/limbo-dev/limbo/pkg/plugin"
-	"github.com/limbo-dev/limbo/pkg/restmappings"
 )
 
 // Name is the plugin's registered name.
@@ -64,23 +59,6 @@ const (
 
 // labelRetryInterval re-runs the plugin after a failed label write.
 const labelRetryInterval = 10 * time.Second
-
-// nodeKind is a csi-baremetal kind of a node's resources, in delete order.
-type nodeKind struct {
-	kind string
-	// nodeField holds the Csibmnode's UUID (spec fields are capitalised).
-	nodeField []string
-	// clear are the finalizers cleared before the delete.
-	clear []string
-}
-
-// nodeKinds are deleted in this order, the Csibmnode after them all.
-var nodeKinds = []nodeKind{
-	{kind: KindDrive, nodeField: []string{"spec", "NodeId"}},
-	{kind: KindAvailableCapacity, nodeField: []string{"spec", "NodeId"}},
-	{kind: KindLogicalVolumeGroup, nodeField: []string{"spec", "Node"}, clear: []string{FinalizerLVG}},
-	{kind: KindVolume, nodeField: []string{"spec", "NodeId"}, clear: []string{FinalizerVolume}},
-}
 
 // Spec is the plugin's input; its schema is generated from it (plugin.SchemaOf).
 type Spec struct {
@@ -171,11 +149,6 @@ func (p *Plugin) ForgetResource(uid types.UID, resource string) {
 	p.state.ForgetResource(uid, resource)
 }
 
-// GVK is the csi-baremetal kind's GroupVersionKind.
-func GVK(kind string) schema.GroupVersionKind {
-	return schema.GroupVersionKind{Group: Group, Version: Version, Kind: kind}
-}
-
 // Describe names the plugin, its schema and its triggers: Nodes and the
 // csi-baremetal kinds, metadata only (a trigger needs no more: the plugin reads
 // them from the API server).
@@ -187,14 +160,6 @@ func (p *Plugin) Describe() plugin.Description {
 		watches = append(watches, m)
 	}
 	return plugin.Description{Name: Name, Schema: plugin.SchemaOf[Spec](), Watches: watches}
-}
-
-func kindGVKs() []schema.GroupVersionKind {
-	out := make([]schema.GroupVersionKind, len(nodeKinds))
-	for i, k := range nodeKinds {
-		out[i] = GVK(k.kind)
-	}
-	return out
 }
 
 // config is a spec ready to use.
@@ -234,128 +199,6 @@ func parse(raw []byte) (config, error) {
 func (*Plugin) CheckSpec(raw []byte) error {
 	_, err := parse(raw)
 	return err
-}
-
-// csiNode is a Csibmnode with its node's resources.
-type csiNode struct {
-	obj      *unstructured.Unstructured
-	hostname string
-	// internalIP is spec.Addresses.InternalIP ("" when unset).
-	internalIP string
-	// nodeName is the Node name recorded on it (AnnotationNodeName; "" when none).
-	nodeName  string
-	uuid      string
-	resources []plugin.ObjectItem // without Desired: set by Plan
-}
-
-// names are the Node names the node goes by: its hostname and the recorded name
-// of its Node when that differs.
-func (cn *csiNode) names() []string {
-	if cn.nodeName == "" || cn.nodeName == cn.hostname {
-		return []string{cn.hostname}
-	}
-	return []string{cn.hostname, cn.nodeName}
-}
-
-// displayName names the node in messages and events: its Node's name when known.
-func (cn *csiNode) displayName() string {
-	if cn.nodeName != "" {
-		return cn.nodeName
-	}
-	return cn.hostname
-}
-
-// inLimbo reports whether a countdown runs on any of the node's resources: it
-// was judged removed.
-func (cn *csiNode) inLimbo() bool {
-	for _, it := range cn.resources {
-		if _, ok := it.Object.GetAnnotations()[limbov1alpha1.AnnotationDeletionTimestamp]; ok {
-			return true
-		}
-	}
-	return false
-}
-
-// groupSeparator joins a node's names into its group: Node names are DNS
-// subdomains, which never hold a comma.
-const groupSeparator = ","
-
-// groupOf is the group of a node's resources; MayDelete reads the names back.
-func groupOf(names []string) string { return strings.Join(names, groupSeparator) }
-
-// groupNames are the Node names a group stands for.
-func groupNames(group string) []string { return strings.Split(group, groupSeparator) }
-
-// matchedBy is how a Csibmnode was matched to its Node.
-type matchedBy int
-
-const (
-	unmatched matchedBy = iota
-	// byName: a Node has its hostname or its recorded Node name.
-	byName
-	// byAddress: the one Node with its InternalIP, which no other Csibmnode goes
-	// by. Weaker than a name: a removed Node's address is handed on (DHCP, a
-	// hardware swap).
-	byAddress
-)
-
-// nodeIndex finds the Node of a Csibmnode.
-type nodeIndex struct {
-	byName map[string]*corev1.Node
-	byIP   map[string][]*corev1.Node
-	// claims are the Csibmnodes by the names they go by (csiNode.names).
-	claims map[string][]*csiNode
-}
-
-func newNodeIndex(nodes []corev1.Node, csiNodes []*csiNode) *nodeIndex {
-	ix := &nodeIndex{byName: map[string]*corev1.Node{}, byIP: map[string][]*corev1.Node{}, claims: map[string][]*csiNode{}}
-	for i := range nodes {
-		node := &nodes[i]
-		ix.byName[node.Name] = node
-		for _, a := range node.Status.Addresses {
-			if a.Type == corev1.NodeInternalIP && a.Address != "" && !slices.Contains(ix.byIP[a.Address], node) {
-				ix.byIP[a.Address] = append(ix.byIP[a.Address], node)
-			}
-		}
-	}
-	for _, cn := range csiNodes {
-		for _, name := range cn.names() {
-			ix.claims[name] = append(ix.claims[name], cn)
-		}
-	}
-	return ix
-}
-
-// match finds cn's Node: by a name it goes by, else by its InternalIP when that
-// is unambiguous (a hostname override, FQDN Node names: Node worker-3.example.com
-// for hostname worker-3). It is unambiguous when exactly one Node has the
-// address and no other Csibmnode goes by that Node's name or its short name (the
-// new Node's own Csibmnode, when the address passed to it). The address is not
-// used for a Csibmnode whose Node name is recorded (its Node is known), nor for
-// one in limbo: only a Node of its name brings it back.
-func (ix *nodeIndex) match(cn *csiNode) (*corev1.Node, matchedBy) {
-	for _, name := range cn.names() {
-		if node := ix.byName[name]; node != nil {
-			return node, byName
-		}
-	}
-	if cn.nodeName != "" || cn.internalIP == "" || cn.inLimbo() {
-		return nil, unmatched
-	}
-	candidates := ix.byIP[cn.internalIP]
-	if len(candidates) != 1 {
-		return nil, unmatched
-	}
-	node := candidates[0]
-	short, _, _ := strings.Cut(node.Name, ".")
-	for _, name := range []string{node.Name, short} {
-		for _, other := range ix.claims[name] {
-			if other != cn {
-				return nil, unmatched
-			}
-		}
-	}
-	return node, byAddress
 }
 
 // Plan mirrors the drain taint on Csibmnodes, records the names of their Nodes
@@ -438,129 +281,6 @@ func (p *Plugin) reportUndrained(req plugin.Request, undrained []string, taint T
 	}
 	st.nodes = now
 	return events
-}
-
-// listCSINodes lists the Csibmnodes and the resources of each, from the API
-// server. Field selectors on csi-baremetal's spec fields are not supported: every
-// kind is listed whole and filtered. Csibmnodes without a UUID or hostname are
-// not judged.
-func listCSINodes(ctx context.Context, r client.Reader) ([]*csiNode, error) {
-	list := func(kind string) ([]unstructured.Unstructured, error) {
-		l := &unstructured.UnstructuredList{}
-		l.SetGroupVersionKind(GVK(kind + "List"))
-		if err := r.List(ctx, l); err != nil {
-			if restmappings.NotServed(err) {
-				return nil, fmt.Errorf("csi-baremetal's CRDs are not installed: the API server does not serve %s %s/%s; install csi-baremetal (or its CRDs) first", kind, Group, Version)
-			}
-			return nil, fmt.Errorf("list %s.%s: %w", kind, Group, err)
-		}
-		for i := range l.Items {
-			l.Items[i].SetGroupVersionKind(GVK(kind))
-		}
-		return l.Items, nil
-	}
-	nodes, err := list(KindCsibmnode)
-	if err != nil {
-		return nil, err
-	}
-	byUUID := map[string]*csiNode{}
-	var out []*csiNode
-	for i := range nodes {
-		obj := &nodes[i]
-		uuid, _, _ := unstructured.NestedString(obj.Object, "spec", "UUID")
-		host, _, _ := unstructured.NestedString(obj.Object, "spec", "Addresses", "Hostname")
-		if uuid == "" || host == "" {
-			continue
-		}
-		ip, _, _ := unstructured.NestedString(obj.Object, "spec", "Addresses", "InternalIP")
-		cn := &csiNode{obj: obj, hostname: host, internalIP: ip, nodeName: obj.GetAnnotations()[AnnotationNodeName], uuid: uuid}
-		byUUID[uuid] = cn
-		out = append(out, cn)
-	}
-	for order, k := range nodeKinds {
-		items, err := list(k.kind)
-		if err != nil {
-			return nil, err
-		}
-		for i := range items {
-			id, _, _ := unstructured.NestedString(items[i].Object, k.nodeField...)
-			if cn := byUUID[id]; cn != nil {
-				cn.resources = append(cn.resources, plugin.ObjectItem{Object: &items[i], Group: groupOf(cn.names()), Order: order, ClearFinalizers: k.clear})
-			}
-		}
-	}
-	for _, cn := range out {
-		// The Csibmnode last, its finalizer kept: its own controller clears it.
-		cn.resources = append(cn.resources, plugin.ObjectItem{Object: cn.obj, Group: groupOf(cn.names()), Order: len(nodeKinds)})
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].hostname < out[j].hostname })
-	return out, nil
-}
-
-func hasTaint(node *corev1.Node, t Taint) bool {
-	for _, taint := range node.Spec.Taints {
-		if taint.Key == t.Key && taint.Value == t.Value && string(taint.Effect) == t.Effect {
-			return true
-		}
-	}
-	return false
-}
-
-// syncCsibmnode brings a matched Csibmnode in line with its Node, with a patch
-// that touches only the drain label and AnnotationNodeName, guarded by the
-// resourceVersion it decided on; a conflict re-reads and decides again.
-//   - The drain label, for a Node in scope: set while the Node is tainted,
-//     removed once it is not. A label of another value (planned-downtime) is
-//     someone else's: it is replaced while the Node is tainted, never removed.
-//   - AnnotationNodeName: the Node's name when it is not the hostname; a stale
-//     one goes.
-//
-// A drained Csibmnode matched only by address to an untainted Node is left as it
-// is: more likely the removed node's address was handed to another Node than its
-// taint removed, for a Node that limbo labelled through its address had its name
-// recorded in the same write, and is matched by that name from then on.
-func syncCsibmnode(ctx context.Context, req plugin.Request, cn *csiNode, node *corev1.Node, by matchedBy, inScope, tainted bool) error {
-	obj := cn.obj
-	for range 3 {
-		current := obj.GetLabels()[LabelDrain]
-		if by == byAddress && current == DrainValue && !tainted {
-			return nil
-		}
-		changes := map[string]any{}
-		switch {
-		case !inScope: // the nodeSelector names the Nodes whose taint is mirrored
-		case tainted && current != DrainValue:
-			changes["labels"] = map[string]any{LabelDrain: DrainValue}
-		case !tainted && current == DrainValue:
-			changes["labels"] = map[string]any{LabelDrain: nil}
-		}
-		recorded, hasRecord := obj.GetAnnotations()[AnnotationNodeName]
-		switch {
-		case node.Name != cn.hostname && recorded != node.Name:
-			changes["annotations"] = map[string]any{AnnotationNodeName: node.Name}
-		case node.Name == cn.hostname && hasRecord:
-			changes["annotations"] = map[string]any{AnnotationNodeName: nil}
-		}
-		if len(changes) == 0 {
-			return nil
-		}
-		changes["resourceVersion"] = obj.GetResourceVersion()
-		patch, err := json.Marshal(map[string]any{"metadata": changes})
-		if err != nil {
-			return err
-		}
-		err = req.Client.Patch(ctx, obj, client.RawPatch("application/merge-patch+json", patch))
-		if !apierrors.IsConflict(err) {
-			if err != nil {
-				return fmt.Errorf("label Csibmnode %s: %w", obj.GetName(), err)
-			}
-			return nil
-		}
-		if err := req.Reader.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
-			return fmt.Errorf("re-read Csibmnode %s: %w", obj.GetName(), err)
-		}
-	}
-	return fmt.Errorf("label Csibmnode %s: it kept changing", obj.GetName())
 }
 
 // MayDelete is the gate of a removed node's resources (group: the names the node

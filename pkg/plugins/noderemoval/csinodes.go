@@ -1,0 +1,155 @@
+package noderemoval
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+	"github.com/limbo-dev/limbo/pkg/plugin"
+	"github.com/limbo-dev/limbo/pkg/restmappings"
+)
+
+// The csi-baremetal side: the Csibmnodes and the resources of each node.
+
+// nodeKind is a csi-baremetal kind of a node's resources, in delete order.
+type nodeKind struct {
+	kind string
+	// nodeField holds the Csibmnode's UUID (spec fields are capitalised).
+	nodeField []string
+	// clear are the finalizers cleared before the delete.
+	clear []string
+}
+
+// nodeKinds are deleted in this order, the Csibmnode after them all.
+var nodeKinds = []nodeKind{
+	{kind: KindDrive, nodeField: []string{"spec", "NodeId"}},
+	{kind: KindAvailableCapacity, nodeField: []string{"spec", "NodeId"}},
+	{kind: KindLogicalVolumeGroup, nodeField: []string{"spec", "Node"}, clear: []string{FinalizerLVG}},
+	{kind: KindVolume, nodeField: []string{"spec", "NodeId"}, clear: []string{FinalizerVolume}},
+}
+
+// GVK is the csi-baremetal kind's GroupVersionKind.
+func GVK(kind string) schema.GroupVersionKind {
+	return schema.GroupVersionKind{Group: Group, Version: Version, Kind: kind}
+}
+
+func kindGVKs() []schema.GroupVersionKind {
+	out := make([]schema.GroupVersionKind, len(nodeKinds))
+	for i, k := range nodeKinds {
+		out[i] = GVK(k.kind)
+	}
+	return out
+}
+
+// csiNode is a Csibmnode with its node's resources.
+type csiNode struct {
+	obj      *unstructured.Unstructured
+	hostname string
+	// internalIP is spec.Addresses.InternalIP ("" when unset).
+	internalIP string
+	// nodeName is the Node name recorded on it (AnnotationNodeName; "" when none).
+	nodeName  string
+	uuid      string
+	resources []plugin.ObjectItem // without Desired: set by Plan
+}
+
+// names are the Node names the node goes by: its hostname and the recorded name
+// of its Node when that differs.
+func (cn *csiNode) names() []string {
+	if cn.nodeName == "" || cn.nodeName == cn.hostname {
+		return []string{cn.hostname}
+	}
+	return []string{cn.hostname, cn.nodeName}
+}
+
+// displayName names the node in messages and events: its Node's name when known.
+func (cn *csiNode) displayName() string {
+	if cn.nodeName != "" {
+		return cn.nodeName
+	}
+	return cn.hostname
+}
+
+// inLimbo reports whether a countdown runs on any of the node's resources: it
+// was judged removed.
+func (cn *csiNode) inLimbo() bool {
+	for _, it := range cn.resources {
+		if _, ok := it.Object.GetAnnotations()[limbov1alpha1.AnnotationDeletionTimestamp]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// groupSeparator joins a node's names into its group: Node names are DNS
+// subdomains, which never hold a comma.
+const groupSeparator = ","
+
+// groupOf is the group of a node's resources; MayDelete reads the names back.
+func groupOf(names []string) string { return strings.Join(names, groupSeparator) }
+
+// groupNames are the Node names a group stands for.
+func groupNames(group string) []string { return strings.Split(group, groupSeparator) }
+
+// listCSINodes lists the Csibmnodes and the resources of each, from the API
+// server. Field selectors on csi-baremetal's spec fields are not supported: every
+// kind is listed whole and filtered. Csibmnodes without a UUID or hostname are
+// not judged.
+func listCSINodes(ctx context.Context, r client.Reader) ([]*csiNode, error) {
+	list := func(kind string) ([]unstructured.Unstructured, error) {
+		l := &unstructured.UnstructuredList{}
+		l.SetGroupVersionKind(GVK(kind + "List"))
+		if err := r.List(ctx, l); err != nil {
+			if restmappings.NotServed(err) {
+				return nil, fmt.Errorf("csi-baremetal's CRDs are not installed: the API server does not serve %s %s/%s; install csi-baremetal (or its CRDs) first", kind, Group, Version)
+			}
+			return nil, fmt.Errorf("list %s.%s: %w", kind, Group, err)
+		}
+		for i := range l.Items {
+			l.Items[i].SetGroupVersionKind(GVK(kind))
+		}
+		return l.Items, nil
+	}
+	nodes, err := list(KindCsibmnode)
+	if err != nil {
+		return nil, err
+	}
+	byUUID := map[string]*csiNode{}
+	var out []*csiNode
+	for i := range nodes {
+		obj := &nodes[i]
+		uuid, _, _ := unstructured.NestedString(obj.Object, "spec", "UUID")
+		host, _, _ := unstructured.NestedString(obj.Object, "spec", "Addresses", "Hostname")
+		if uuid == "" || host == "" {
+			continue
+		}
+		ip, _, _ := unstructured.NestedString(obj.Object, "spec", "Addresses", "InternalIP")
+		cn := &csiNode{obj: obj, hostname: host, internalIP: ip, nodeName: obj.GetAnnotations()[AnnotationNodeName], uuid: uuid}
+		byUUID[uuid] = cn
+		out = append(out, cn)
+	}
+	for order, k := range nodeKinds {
+		items, err := list(k.kind)
+		if err != nil {
+			return nil, err
+		}
+		for i := range items {
+			id, _, _ := unstructured.NestedString(items[i].Object, k.nodeField...)
+			if cn := byUUID[id]; cn != nil {
+				cn.resources = append(cn.resources, plugin.ObjectItem{Object: &items[i], Group: groupOf(cn.names()), Order: order, ClearFinalizers: k.clear})
+			}
+		}
+	}
+	for _, cn := range out {
+		// The Csibmnode last, its finalizer kept: its own controller clears it.
+		cn.resources = append(cn.resources, plugin.ObjectItem{Object: cn.obj, Group: groupOf(cn.names()), Order: len(nodeKinds)})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].hostname < out[j].hostname })
+	return out, nil
+}
