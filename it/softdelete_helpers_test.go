@@ -144,29 +144,37 @@ func (d *configMapDeletion) wait(t testing.TB, timeout time.Duration) time.Time 
 	}
 }
 
-// waitEarlierTestsGone waits until no namespace is terminating and limbo's
-// deletion counter has stood still for a second: the earlier tests' namespaces,
-// deleted at their end, take their Bundles with them, and those teardowns' and
-// the reaper's deletions count in the process-wide metrics. A test that expects
-// an exact increment of one (run alone: not parallel) takes its baseline after
+// waitEarlierTestsGone waits until no Bundle is left in a terminating namespace
+// and limbo's deletion counter has stood still for a second: the earlier tests'
+// namespaces, deleted at their end, take their Bundles with them, and those
+// teardowns' and the reaper's deletions count in the process-wide metrics. (A
+// namespace may stay terminating for good once its Bundles are gone: its pods
+// wait for a kubelet the test cluster does not have.) A test that expects an
+// exact increment of one (run alone: not parallel) takes its baseline after
 // this.
 func waitEarlierTestsGone(t testing.TB) {
 	t.Helper()
 	var last engineMetrics
 	var since time.Time
 	testenv.Eventually(t, 2*testenv.DefaultTimeout, func() error {
-		var list corev1.NamespaceList
-		if err := env.Client.List(context.Background(), &list); err != nil {
+		var namespaces corev1.NamespaceList
+		if err := env.Client.List(context.Background(), &namespaces); err != nil {
 			return err
 		}
-		var terminating []string
-		for _, ns := range list.Items {
+		terminating := map[string]bool{}
+		for _, ns := range namespaces.Items {
 			if ns.Status.Phase == corev1.NamespaceTerminating {
-				terminating = append(terminating, ns.Name)
+				terminating[ns.Name] = true
 			}
 		}
-		if len(terminating) > 0 {
-			return fmt.Errorf("namespaces still terminating: %v", terminating)
+		var bundles limbov1alpha1.BundleList
+		if err := env.Client.List(context.Background(), &bundles); err != nil {
+			return err
+		}
+		for _, b := range bundles.Items {
+			if terminating[b.Namespace] {
+				return fmt.Errorf("Bundle %s/%s is in a terminating namespace", b.Namespace, b.Name)
+			}
 		}
 		if m := gatherEngineMetrics(t); since.IsZero() || m.deleted != last.deleted {
 			last, since = m, time.Now()
