@@ -94,3 +94,25 @@ func TestForgetResourceDropsItsUndrainedSeries(t *testing.T) {
 		t.Errorf("rack-b's series = %v, want 2", got)
 	}
 }
+
+// A Bundle deleted and made again under its name shares its series: the old
+// one forgotten after the new one reported leaves the new one's series.
+func TestForgetBundleLeavesTheSeriesOfABundleMadeAgain(t *testing.T) {
+	m := NewMetrics(prometheus.NewRegistry())
+	p := New(Options{Metrics: m})
+	old := plugin.Request{Bundle: &limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "shop", UID: "u1"}}, Resource: "nodes"}
+	again := plugin.Request{Bundle: &limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "shop", UID: "u2"}}, Resource: "nodes"}
+	p.reportUndrained(old, []string{"n1"}, DefaultDrainTaint)
+	p.reportUndrained(again, []string{"n1", "n2"}, DefaultDrainTaint)
+	p.ForgetBundle("u1")
+	if n := testutil.CollectAndCount(m.UndrainedNodes); n != 1 {
+		t.Fatalf("%d series after the old Bundle was forgotten, want the new one's", n)
+	}
+	if got := testutil.ToFloat64(m.UndrainedNodes.WithLabelValues("team", "shop", "nodes")); got != 2 {
+		t.Errorf("the series = %v, want the new Bundle's 2", got)
+	}
+	p.ForgetBundle("u2")
+	if n := testutil.CollectAndCount(m.UndrainedNodes); n != 0 {
+		t.Errorf("%d series after both were forgotten, want none", n)
+	}
+}

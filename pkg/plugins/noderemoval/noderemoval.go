@@ -106,6 +106,13 @@ type Options struct {
 type Plugin struct {
 	opts  Options
 	state plugin.ResourceStates[resourceState]
+
+	// seriesMu guards seriesOwner: the state that last set each series of the
+	// undrained-nodes gauge, by its labels. A Bundle deleted and made again under
+	// its name has the old one's labels: forgetting the old one must not take
+	// the new one's series.
+	seriesMu    sync.Mutex
+	seriesOwner map[string]*resourceState
 }
 
 // resourceState is what one Bundle resource reported of its undrained Nodes.
@@ -123,7 +130,7 @@ func New(opts Options) *Plugin {
 	if opts.Metrics == nil {
 		opts.Metrics = NewMetrics(nil)
 	}
-	p := &Plugin{opts: opts}
+	p := &Plugin{opts: opts, seriesOwner: map[string]*resourceState{}}
 	p.state = plugin.ResourceStates[resourceState]{
 		New: func() *resourceState { return &resourceState{} },
 		// A resource or Bundle gone takes its series with it: an alert on the
@@ -131,7 +138,14 @@ func New(opts Options) *Plugin {
 		Drop: func(st *resourceState) {
 			st.mu.Lock()
 			defer st.mu.Unlock()
-			if st.series != nil {
+			if st.series == nil {
+				return
+			}
+			key := strings.Join(st.series, "/")
+			p.seriesMu.Lock()
+			defer p.seriesMu.Unlock()
+			if p.seriesOwner[key] == st {
+				delete(p.seriesOwner, key)
 				opts.Metrics.UndrainedNodes.DeleteLabelValues(st.series...)
 			}
 		},
@@ -268,7 +282,10 @@ func (p *Plugin) reportUndrained(req plugin.Request, undrained []string, taint T
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	st.series = []string{req.Bundle.Namespace, req.Bundle.Name, req.Resource}
+	p.seriesMu.Lock()
+	p.seriesOwner[strings.Join(st.series, "/")] = st
 	p.opts.Metrics.UndrainedNodes.WithLabelValues(st.series...).Set(float64(len(undrained)))
+	p.seriesMu.Unlock()
 	now := map[string]bool{}
 	var events []plugin.Event
 	for _, name := range undrained {
