@@ -381,10 +381,8 @@ func parseObject(namespace string, res *Resource, mapper meta.RESTMapper) Errors
 		errs = fail(limbov1alpha1.ReasonProhibitedAnnotation, "object: %s is set by the controller only", key)
 	}
 	annotations := u.GetAnnotations()
-	if delay, set := annotations[limbov1alpha1.AnnotationDeletionDelay]; set {
-		if _, err := softdelete.ParseDelay(delay); err != nil {
-			errs = fail(limbov1alpha1.ReasonInvalidDeletionDelay, "object: %v", err)
-		}
+	if err := InvalidDelay(u); err != nil {
+		errs = fail(limbov1alpha1.ReasonInvalidDeletionDelay, "object: %v", err)
 	}
 	if owner := metav1.GetControllerOfNoCopy(u); owner != nil {
 		errs = fail(limbov1alpha1.ReasonInvalidObject, "object: metadata.ownerReferences: a controller owner reference (%s %q) is set; limbo is the controller of the objects it manages", owner.Kind, owner.Name)
@@ -593,6 +591,18 @@ var controllerOnlyAnnotations = []string{
 	limbov1alpha1.AnnotationReleased,
 	limbov1alpha1.AnnotationPluginResource,
 	limbov1alpha1.AnnotationGeneratedBy,
+}
+
+// InvalidDelay is the error of obj's limbo.dev/deletionDelay when it is set and
+// no valid delay; nil otherwise. A template or a generated object with one is
+// refused: applied, the object would be kept for good once it left.
+func InvalidDelay(obj metav1.Object) error {
+	delay, set := obj.GetAnnotations()[limbov1alpha1.AnnotationDeletionDelay]
+	if !set {
+		return nil
+	}
+	_, err := softdelete.ParseDelay(delay)
+	return err
 }
 
 // ControllerOnly names the annotations and labels of obj that only the controller

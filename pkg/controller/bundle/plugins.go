@@ -114,13 +114,10 @@ func (p *pass) syncPlugin(ctx context.Context, res *bundlespec.Resource) (limbov
 		if set := bundlespec.ControllerOnly(obj); len(set) > 0 {
 			return fail(limbov1alpha1.ResourceError, limbov1alpha1.ReasonProhibitedAnnotation, "plugin %q generated %s %q with %s, which only the controller sets", res.Plugin.Name, obj.GetKind(), obj.GetName(), strings.Join(set, ", "))
 		}
-		// A delay the plugin chose is checked as a template's is: applied, an
-		// invalid one would keep the object for good once it left (and after a
-		// teardown, with no Bundle left to say so).
-		if delay, own := obj.GetAnnotations()[limbov1alpha1.AnnotationDeletionDelay]; own {
-			if _, err := softdelete.ParseDelay(delay); err != nil {
-				return fail(limbov1alpha1.ResourceError, limbov1alpha1.ReasonInvalidDeletionDelay, "plugin %q generated %s %q with %s: %v", res.Plugin.Name, obj.GetKind(), obj.GetName(), limbov1alpha1.AnnotationDeletionDelay, err)
-			}
+		// A delay the plugin chose is checked as a template's is (after a
+		// teardown, no Bundle would be left to report it).
+		if err := bundlespec.InvalidDelay(obj); err != nil {
+			return fail(limbov1alpha1.ResourceError, limbov1alpha1.ReasonInvalidDeletionDelay, "plugin %q generated %s %q with %s: %v", res.Plugin.Name, obj.GetKind(), obj.GetName(), limbov1alpha1.AnnotationDeletionDelay, err)
 		}
 		// One object, one declaration: never a tug of war of applies between a
 		// template and a generator, or two generators.
