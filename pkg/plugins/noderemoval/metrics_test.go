@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 	"github.com/limbo-dev/limbo/pkg/plugin"
@@ -18,7 +19,7 @@ import (
 func TestReportUndrained(t *testing.T) {
 	m := NewMetrics(prometheus.NewRegistry())
 	p := New(Options{Metrics: m})
-	req := plugin.Request{Bundle: &limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "shop", UID: "u1"}}, Resource: "nodes"}
+	req := reportRequest("team", "shop", "u1", "nodes")
 	gauge := m.UndrainedNodes.WithLabelValues("team", "shop", "nodes")
 	for _, step := range []struct {
 		undrained  []string
@@ -43,8 +44,8 @@ func TestReportUndrained(t *testing.T) {
 func TestForgetBundleDropsItsUndrainedSeries(t *testing.T) {
 	m := NewMetrics(prometheus.NewRegistry())
 	p := New(Options{Metrics: m})
-	shop := plugin.Request{Bundle: &limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "shop", UID: "u1"}}, Resource: "nodes"}
-	other := plugin.Request{Bundle: &limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "other", UID: "u2"}}, Resource: "nodes"}
+	shop := reportRequest("team", "shop", "u1", "nodes")
+	other := reportRequest("team", "other", "u2", "nodes")
 	p.reportUndrained(shop, []string{"n1"}, DefaultDrainTaint)
 	p.reportUndrained(other, []string{"n2"}, DefaultDrainTaint)
 	p.ForgetBundle("u1")
@@ -64,7 +65,7 @@ func TestForgetBundleDropsItsUndrainedSeries(t *testing.T) {
 // drainTaint, not the default.
 func TestReportUndrainedNamesTheResourceTaint(t *testing.T) {
 	p := New(Options{Metrics: NewMetrics(prometheus.NewRegistry())})
-	req := plugin.Request{Bundle: &limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "shop", UID: "u1"}}, Resource: "nodes"}
+	req := reportRequest("team", "shop", "u1", "nodes")
 	events := p.reportUndrained(req, []string{"n1"}, Taint{Key: "example.com/retire", Value: "yes", Effect: "NoExecute"})
 	if len(events) != 1 {
 		t.Fatalf("%d events, want 1", len(events))
@@ -83,9 +84,8 @@ func TestReportUndrainedNamesTheResourceTaint(t *testing.T) {
 func TestForgetResourceDropsItsUndrainedSeries(t *testing.T) {
 	m := NewMetrics(prometheus.NewRegistry())
 	p := New(Options{Metrics: m})
-	bundle := &limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "shop", UID: "u1"}}
-	p.reportUndrained(plugin.Request{Bundle: bundle, Resource: "rack-a"}, []string{"n1"}, DefaultDrainTaint)
-	p.reportUndrained(plugin.Request{Bundle: bundle, Resource: "rack-b"}, []string{"n2", "n3"}, DefaultDrainTaint)
+	p.reportUndrained(reportRequest("team", "shop", "u1", "rack-a"), []string{"n1"}, DefaultDrainTaint)
+	p.reportUndrained(reportRequest("team", "shop", "u1", "rack-b"), []string{"n2", "n3"}, DefaultDrainTaint)
 	p.ForgetResource("u1", "rack-a")
 	if n := testutil.CollectAndCount(m.UndrainedNodes); n != 1 {
 		t.Errorf("%d series after rack-a was forgotten, want rack-b's only", n)
@@ -100,8 +100,8 @@ func TestForgetResourceDropsItsUndrainedSeries(t *testing.T) {
 func TestForgetBundleLeavesTheSeriesOfABundleMadeAgain(t *testing.T) {
 	m := NewMetrics(prometheus.NewRegistry())
 	p := New(Options{Metrics: m})
-	old := plugin.Request{Bundle: &limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "shop", UID: "u1"}}, Resource: "nodes"}
-	again := plugin.Request{Bundle: &limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "shop", UID: "u2"}}, Resource: "nodes"}
+	old := reportRequest("team", "shop", "u1", "nodes")
+	again := reportRequest("team", "shop", "u2", "nodes")
 	p.reportUndrained(old, []string{"n1"}, DefaultDrainTaint)
 	p.reportUndrained(again, []string{"n1", "n2"}, DefaultDrainTaint)
 	p.ForgetBundle("u1")
@@ -115,4 +115,9 @@ func TestForgetBundleLeavesTheSeriesOfABundleMadeAgain(t *testing.T) {
 	if n := testutil.CollectAndCount(m.UndrainedNodes); n != 0 {
 		t.Errorf("%d series after both were forgotten, want none", n)
 	}
+}
+
+// reportRequest is a request of resource of the Bundle namespace/name with uid.
+func reportRequest(namespace, name string, uid types.UID, resource string) plugin.Request {
+	return plugin.Request{Bundle: &limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, UID: uid}}, Resource: resource}
 }
