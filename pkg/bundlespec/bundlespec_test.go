@@ -232,6 +232,14 @@ func TestParse(t *testing.T) {
 			wantErrs: []Error{{"a", limbov1alpha1.ReasonUndeclaredReference, "uses undeclared references: !{host}"}},
 		},
 		{
+			name: "an escaped marker is text, no reference; an odd run of ! is one",
+			resources: func(t *testing.T) []limbov1alpha1.Resource {
+				return []limbov1alpha1.Resource{{Name: "a", Object: obj(t, map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "a"},
+					"data": map[string]any{"page.pug": "p !!{html}", "x": "!!!{host}"}})}}
+			},
+			wantErrs: []Error{{"a", limbov1alpha1.ReasonUndeclaredReference, "uses undeclared references: !{host}"}},
+		},
+		{
 			name: "unknown plugin, invalid plugin spec, invalid plugin delay",
 			resources: func(*testing.T) []limbov1alpha1.Resource {
 				return []limbov1alpha1.Resource{

@@ -156,9 +156,34 @@ var (
 	// wholeMarker matches a string that is nothing but a marker, which is replaced
 	// by the value with its type.
 	wholeMarker = regexp.MustCompile(`^!\{([^{}]+)\}$`)
-	// marker matches the markers anywhere in a string.
-	marker = regexp.MustCompile(`!\{([^{}]+)\}`)
+	// marker matches the markers anywhere in a string, with the run of ! before
+	// their { : two ! there are one ! of text (as $$ is in a Makefile), so
+	// that a template can hold the characters of a marker (a Pug template's
+	// !{html}: !!{html}). An odd run is a marker after half the rest in text
+	// (!!!{host}: "!" and the value), an even one is text (!!{html}: "!{html}").
+	marker = regexp.MustCompile(`(!+)\{([^{}]+)\}`)
 )
+
+// markerMatch is one match of marker in a string: the byte offsets of the whole
+// match and of the name, the ! of text before it, and whether it is text too.
+type markerMatch struct {
+	start, end, nameStart, nameEnd int
+	bangs                          string
+	escaped                        bool
+}
+
+func (m markerMatch) name(str string) string { return str[m.nameStart:m.nameEnd] }
+
+// markersIn returns the markers of str, escaped ones included, in order.
+func markersIn(str string) []markerMatch {
+	var out []markerMatch
+	for _, m := range marker.FindAllStringSubmatchIndex(str, -1) {
+		run := m[3] - m[2]
+		out = append(out, markerMatch{start: m[0], end: m[1], nameStart: m[4], nameEnd: m[5],
+			bangs: strings.Repeat("!", run/2), escaped: run%2 == 0})
+	}
+	return out
+}
 
 // Markers returns the distinct names used in the !{name} markers of obj's string
 // values, sorted. Map keys are not looked at, as Substitute does not replace
@@ -177,8 +202,10 @@ func Markers(obj map[string]interface{}) []string {
 				walk(v)
 			}
 		case string:
-			for _, match := range marker.FindAllStringSubmatch(value, -1) {
-				seen[match[1]] = true
+			for _, m := range markersIn(value) {
+				if !m.escaped {
+					seen[m.name(value)] = true
+				}
 			}
 		}
 	}
@@ -280,9 +307,10 @@ func (s substituter) walk(path *field.Path, value interface{}) (interface{}, err
 }
 
 func (s substituter) string(path *field.Path, str string) (interface{}, error) {
+	matches := markersIn(str)
 	if s.unresolved != nil {
-		for _, match := range marker.FindAllStringSubmatch(str, -1) {
-			if _, ok := s.values[match[1]]; !ok {
+		for _, m := range matches {
+			if _, ok := s.values[m.name(str)]; !ok && !m.escaped {
 				*s.unresolved = append(*s.unresolved, path.String())
 				return str, nil
 			}
@@ -298,23 +326,28 @@ func (s substituter) string(path *field.Path, str string) (interface{}, error) {
 		return deepCopy(value.Data), nil
 	}
 
+	if len(matches) == 0 {
+		return str, nil
+	}
 	var out strings.Builder
 	last := 0
-	for _, match := range marker.FindAllStringSubmatchIndex(str, -1) {
-		value, err := s.lookup(path, str[match[2]:match[3]])
+	for _, m := range matches {
+		out.WriteString(str[last:m.start])
+		out.WriteString(m.bangs)
+		last = m.end
+		if m.escaped {
+			out.WriteString(str[m.nameStart-1 : m.end]) // {name}
+			continue
+		}
+		value, err := s.lookup(path, m.name(str))
 		if err != nil {
 			return nil, err
 		}
 		text, err := toText(value.Data)
 		if err != nil {
-			return nil, fmt.Errorf("%s: reference %q: %w", path, str[match[2]:match[3]], err)
+			return nil, fmt.Errorf("%s: reference %q: %w", path, m.name(str), err)
 		}
-		out.WriteString(str[last:match[0]])
 		out.WriteString(text)
-		last = match[1]
-	}
-	if last == 0 {
-		return str, nil
 	}
 	out.WriteString(str[last:])
 	return out.String(), nil

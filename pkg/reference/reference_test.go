@@ -467,6 +467,27 @@ func TestSubstitute(t *testing.T) {
 			}),
 		},
 		{
+			name: "two ! before a marker's { are one ! of text",
+			obj: configMap(map[string]interface{}{
+				"whole":      "!!{host}",
+				"pug":        "p !!{html} by !{host}",
+				"undeclared": "!!{tag}",
+				"odd":        "!!!{host}",
+				"four":       "!!!!{host}",
+				"five":       "hey!!!!!{host}!",
+				"bang":       "!!{host}!{host}",
+			}),
+			want: configMap(map[string]interface{}{
+				"whole":      "!{host}",
+				"pug":        "p !{html} by db.internal",
+				"undeclared": "!{tag}",
+				"odd":        "!db.internal",
+				"four":       "!!{host}",
+				"five":       "hey!!db.internal!",
+				"bang":       "!{host}db.internal",
+			}),
+		},
+		{
 			name: "nil object",
 		},
 		{
@@ -606,6 +627,11 @@ func TestMarkers(t *testing.T) {
 				},
 			},
 			want: []string{"alpha", "beta", "zeta"},
+		},
+		{
+			name: "escaped markers are text",
+			obj:  map[string]interface{}{"data": map[string]interface{}{"a": "!!{text} !{used} !!!{more} !!!!{text2}"}},
+			want: []string{"more", "used"},
 		},
 	}
 	for _, tt := range tests {

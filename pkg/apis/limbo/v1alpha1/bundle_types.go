@@ -92,7 +92,7 @@ type Resource struct {
 // naming a value taken from that resource's live object.
 type Reference struct {
 	// Name makes !{name} usable in this resource. A reference without a name only
-	// orders.
+	// orders. (!!{name} is the escape: it is written as the text !{name}.)
 	// +optional
 	// +kubebuilder:validation:Pattern=`^[a-zA-Z0-9_-]+$`
 	Name string `json:"name,omitempty"`
