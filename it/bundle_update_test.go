@@ -2,6 +2,7 @@ package it
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
 	"testing"
 
@@ -86,5 +87,50 @@ func TestUpdatePropagatesThroughReferences(t *testing.T) {
 		}
 		return nil
 	})
+	waitReady(t, b)
+}
+
+// A key removed from a Secret template's stringData is removed from the live
+// Secret, as a key removed from its data is. The API server stores stringData as
+// data and keeps no stringData, so a server-side apply of stringData could never
+// remove a key it once wrote (kubernetes/kubernetes#108008): the credential a user
+// took out of the Bundle would stay in the Secret, the Bundle Ready.
+func TestUpdateRemovesSecretStringDataKey(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	secret := func(stringData map[string]any) map[string]any {
+		return map[string]any{"apiVersion": "v1", "kind": "Secret", "metadata": map[string]any{"name": "credentials"},
+			// stringData wins over data for a key in both, as the API server has it.
+			"data":       map[string]any{"user": base64.StdEncoding.EncodeToString([]byte("admin")), "token": base64.StdEncoding.EncodeToString([]byte("old"))},
+			"stringData": stringData}
+	}
+	wantData := func(want map[string]string) func(*unstructured.Unstructured) error {
+		return func(u *unstructured.Unstructured) error {
+			encoded, _, _ := unstructured.NestedStringMap(u.Object, "data")
+			got := map[string]string{}
+			for k, v := range encoded {
+				decoded, err := base64.StdEncoding.DecodeString(v)
+				if err != nil {
+					return fmt.Errorf("data.%s = %q: %v", k, v, err)
+				}
+				got[k] = string(decoded)
+			}
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				return fmt.Errorf("data = %v, want %v", got, want)
+			}
+			return nil
+		}
+	}
+	b := createBundle(t, ns, "secret", objectResource(t, "credentials", secret(map[string]any{"password": "s3cret", "token": "new"})))
+	waitReady(t, b)
+	live := waitObject(t, secretGVK, ns, "credentials", wantData(map[string]string{"user": "admin", "password": "s3cret", "token": "new"}))
+
+	// Someone else's key is theirs: limbo never wrote it.
+	patch := []byte(`{"data":{"theirs":"a2VwdA=="}}`)
+	if err := env.Client.Patch(context.Background(), live, client.RawPatch(types.MergePatchType, patch), client.FieldOwner("someone-else")); err != nil {
+		t.Fatal(err)
+	}
+	updateBundle(t, b, objectResource(t, "credentials", secret(map[string]any{"token": "new"})))
+	waitObject(t, secretGVK, ns, "credentials", wantData(map[string]string{"user": "admin", "token": "new", "theirs": "kept"}))
 	waitReady(t, b)
 }

@@ -25,8 +25,7 @@ import (
 //     other manager (or goes), so limbo's field set differs.
 //
 // Values are never compared, so a value the API server normalises (cpu "0.5"
-// stored as "500m") or a write-only field (a Secret's stringData) is not mistaken
-// for drift. The cache lives in memory: after a restart every object is applied
+// stored as "500m") is not mistaken for drift. The cache lives in memory: after a restart every object is applied
 // once, which the API server turns into a no-op, and the cache is learnt again.
 //
 // An entry is a map slot holding the object's UID and two digests, all fixed

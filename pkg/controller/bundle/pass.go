@@ -621,9 +621,11 @@ func (p *pass) sources(ctx context.Context, refs []limbov1alpha1.Reference) (map
 	return sources, nil
 }
 
-// own adds limbo's labels (the Bundle's, its shard's) and controller owner
-// reference to desired.
+// own makes desired what limbo applies: it adds limbo's labels (the Bundle's,
+// its shard's) and controller owner reference, and a Secret's stringData goes
+// into its data (foldStringData).
 func (p *pass) own(desired *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	foldStringData(desired)
 	labels := p.r.Shard.CopyLabels(p.bundle.Labels, desired.GetLabels())
 	labels[limbov1alpha1.LabelBundle] = p.bundle.Name
 	desired.SetLabels(labels)
