@@ -37,7 +37,8 @@ func chain(t *testing.T, extra ...limbov1alpha1.Resource) []limbov1alpha1.Resour
 // Default deletion (background, as kubectl delete does): the content goes in
 // reverse dependency order, each wave once the previous one is really gone, and
 // the Bundle stays (finalizer limbo.dev/teardown) until then, saying what
-// remains.
+// remains and, for an object being deleted, the finalizers that hold it: the user
+// who finds the Bundle Terminating for long learns whose work it waits for.
 func TestTeardownBackgroundReverseOrder(t *testing.T) {
 	t.Parallel()
 	ns := env.Namespace(t)
@@ -66,7 +67,7 @@ func TestTeardownBackgroundReverseOrder(t *testing.T) {
 		if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(b), cur); err != nil {
 			return fmt.Errorf("the Bundle: %w", err)
 		}
-		if err := conditionMessageIs(cur, "ContentRemaining", metav1.ConditionTrue, "SomeResourcesRemain", "waiting for ConfigMap mid to be deleted"); err != nil {
+		if err := conditionMessageIs(cur, "ContentRemaining", metav1.ConditionTrue, "SomeResourcesRemain", "waiting for ConfigMap mid (held by finalizers: "+holdFinalizer+") to be deleted"); err != nil {
 			return err
 		}
 		if err := conditionIs(cur, "DeletionFailure", metav1.ConditionFalse, "AsExpected"); err != nil {

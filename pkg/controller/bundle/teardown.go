@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -414,10 +415,18 @@ func (r *Reconciler) teardownPlugin(ctx context.Context, b *limbov1alpha1.Bundle
 	return out
 }
 
+// describeObjects names objects for the ContentRemaining message; an object being
+// deleted is named with its finalizers, which are what it waits for: a Bundle
+// Terminating for long then says whose work it waits for (a controller that is
+// gone, a volume still attached), as the namespace controller's
+// NamespaceFinalizersRemaining does.
 func describeObjects(objects []*unstructured.Unstructured) []string {
 	names := make([]string, len(objects))
 	for i, o := range objects {
 		names[i] = fmt.Sprintf("%s %s", o.GetKind(), o.GetName())
+		if finalizers := o.GetFinalizers(); o.GetDeletionTimestamp() != nil && len(finalizers) > 0 {
+			names[i] += " (held by finalizers: " + strings.Join(finalizers, ", ") + ")"
+		}
 	}
 	return names
 }

@@ -95,6 +95,30 @@ func TestTeardownWaves(t *testing.T) {
 	}
 }
 
+// The ContentRemaining message names an object being deleted with the finalizers
+// that hold it, and only such an object: another one's finalizers hold nothing yet.
+func TestDescribeObjects(t *testing.T) {
+	deleting := func(o *unstructured.Unstructured, finalizers ...string) *unstructured.Unstructured {
+		o.SetFinalizers(finalizers)
+		if o.GetDeletionTimestamp() == nil {
+			o.SetDeletionTimestamp(&metav1.Time{Time: time.Unix(1, 0)})
+		}
+		return o
+	}
+	withFinalizer := testObject(configMapGVK, "waiting")
+	withFinalizer.SetFinalizers([]string{"example.com/cleanup"})
+	got := describeObjects([]*unstructured.Unstructured{
+		testObject(configMapGVK, "plain"),
+		withFinalizer,
+		deleting(testObject(configMapGVK, "held"), "example.com/cleanup", "foregroundDeletion"),
+		deleting(testObject(secretGVK, "going")),
+	})
+	want := []string{"ConfigMap plain", "ConfigMap waiting", "ConfigMap held (held by finalizers: example.com/cleanup, foregroundDeletion)", "Secret going"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("describeObjects = %q, want %q", got, want)
+	}
+}
+
 // A teardown counts as DeletionFailure only what needs someone's attention.
 func TestIsTeardownFailure(t *testing.T) {
 	gr := schema.GroupResource{Resource: "configmaps"}
