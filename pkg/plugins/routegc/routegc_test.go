@@ -204,23 +204,30 @@ func TestPlanInventory(t *testing.T) {
 		route("198.19.4.0/24", "fd00::5"),       // node-3 over IPv6
 		route("198.19.5.0/24", "10.180.0.0005"), // unparsable next hop (the API would refuse it, a broken DB need not)
 		route("198.19.6.0/24/x", "10.180.0.3"),  // unparsable destination
+		route("198.19.7.0/24", "10.180.0.6"),    // node-4, SHUTOFF
+		route("198.19.8.0/24", "10.180.0.7"),    // node-5, ERROR
 	)
 	f.sim.AddServerAt("node-1", "10.180.0.3")
 	f.sim.AddServer(openstacksim.NovaServer{Name: "node-2", Addresses: map[string][]openstacksim.Address{
 		"cluster-net": {{Addr: "10.180.0.5"}, {Addr: "172.24.4.10", Type: "floating"}}}})
 	f.sim.AddServerAt("node-3", "fd00:0:0:0::5")
-	f.sim.AddServerAt("bastion", "10.180.0.200") // three pages of 2 with the fixture's page size
+	// A stopped or failed server is still the cluster's node: its route stays
+	// (removed, the node would come back without a pod network).
+	f.sim.AddServer(openstacksim.NovaServer{Name: "node-4", Status: "SHUTOFF", Addresses: map[string][]openstacksim.Address{"cluster-net": {{Addr: "10.180.0.6"}}}})
+	f.sim.AddServer(openstacksim.NovaServer{Name: "node-5", Status: "ERROR", Addresses: map[string][]openstacksim.Address{"cluster-net": {{Addr: "10.180.0.7"}}}})
+	f.sim.AddServerAt("bastion", "10.180.0.200") // four pages of 2 with the fixture's page size
 
 	res := f.mustPlan(t0)
-	want := []string{"198.19.1.0/24->10.180.0.3=true", "198.19.2.0/24->10.180.0.4=false", "198.19.3.0/24->172.24.4.10=true", "198.19.4.0/24->fd00::5=true"}
+	want := []string{"198.19.1.0/24->10.180.0.3=true", "198.19.2.0/24->10.180.0.4=false", "198.19.3.0/24->172.24.4.10=true", "198.19.4.0/24->fd00::5=true",
+		"198.19.7.0/24->10.180.0.6=true", "198.19.8.0/24->10.180.0.7=true"}
 	if got := items(res); !reflect.DeepEqual(got, want) {
 		t.Errorf("inventory = %q, want %q", got, want)
 	}
-	if want := "4 routes in 198.19.0.0/16, 1 orphaned; 4 servers; 2 unparsable routes, never touched"; res.Message != want || !res.Ready {
+	if want := "6 routes in 198.19.0.0/16, 1 orphaned; 6 servers; 2 unparsable routes, never touched"; res.Message != want || !res.Ready {
 		t.Errorf("message = %q (ready %v), want %q", res.Message, res.Ready, want)
 	}
-	if n := f.sim.Count(openstacksim.OpListServers); n != 3 {
-		t.Errorf("%d server pages read, want 3 (page size 2, 4 servers: the third page is empty)", n)
+	if n := f.sim.Count(openstacksim.OpListServers); n != 4 {
+		t.Errorf("%d server pages read, want 4 (page size 2, 6 servers: the fourth page is empty)", n)
 	}
 	if got := testutil.ToFloat64(f.metrics.Orphaned); got != 1 {
 		t.Errorf("orphaned counter = %v, want 1", got)
@@ -447,6 +454,23 @@ func TestDeleteExternal(t *testing.T) {
 				t.Errorf("a gone route was written (%d writes) or counted", n)
 			}
 		})
+	}
+}
+
+// A router that is gone holds no route: removing one of its routes succeeds and
+// writes nothing (the cluster's router deleted while a route waited in limbo must
+// not leave the Tombstone retrying for good).
+func TestDeleteExternalRouterGone(t *testing.T) {
+	f := newFixture(t, openstacksim.Config{}, nil)
+	f.sim.AddServerAt("node-1", "10.180.0.3")
+	if err := f.remove("198.19.2.0/24->10.180.0.4"); err != nil {
+		t.Errorf("removing a route of a router that is gone: %v", err)
+	}
+	if n := f.sim.Count(openstacksim.OpGetRouter); n == 0 {
+		t.Errorf("the router was not read")
+	}
+	if writes := f.sim.Calls(openstacksim.OpRemoveExtraRoutes, openstacksim.OpUpdateRouter); len(writes) != 0 {
+		t.Errorf("writes = %+v, want none", writes)
 	}
 }
 
