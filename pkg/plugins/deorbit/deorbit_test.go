@@ -111,7 +111,8 @@ func fakeCluster(t *testing.T, withSnapshots bool, objs ...client.Object) client
 
 // What deorbit takes: Bound claims of PVs a listed CSI driver provisioned (not
 // in-tree, NFS or hand-made ones, nor Pending claims), LoadBalancer Services only,
-// VolumeSnapshots when the CRD is there; and the PVs it waits for.
+// VolumeSnapshots when the CRD is there; and the PVs it waits for (Released ones
+// its provisioner deletes: not Failed, not Retain).
 func TestListSelects(t *testing.T) {
 	bound := pvc("bound", "pv-bound", corev1.ClaimBound)
 	other := pvc("other-driver", "pv-other", corev1.ClaimBound)
@@ -131,7 +132,12 @@ func TestListSelects(t *testing.T) {
 		}
 		return v
 	}
-	objs := []client.Object{bound, other, handMade, nfs, pending, migrated, unmigrated,
+	// A Released PV its owner chose to keep (reclaim policy Retain): its
+	// provisioner never deletes it, so deorbit must not wait for it (it would
+	// wait out its timeout, then report DeorbitTimedOut).
+	retained := pv("pv-retained", cinder, true, gone, corev1.VolumeReleased)
+	retained.Spec.PersistentVolumeReclaimPolicy = corev1.PersistentVolumeReclaimRetain
+	objs := []client.Object{bound, other, handMade, nfs, pending, migrated, unmigrated, retained,
 		inTree("pv-migrated", migrated, cinder), inTree("pv-unmigrated", unmigrated, ""),
 		pv("pv-bound", cinder, true, bound, corev1.VolumeBound),
 		pv("pv-other", "other.csi.example.com", true, other, corev1.VolumeBound),
