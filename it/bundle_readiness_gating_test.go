@@ -99,3 +99,31 @@ func TestReadinessGatingByKstatus(t *testing.T) {
 		t.Errorf("after data.observed = %q, want %q", got, want)
 	}
 }
+
+// A Deployment past its progress deadline (its pod never runs: the test cluster
+// has no scheduler) is Failed to kstatus: the resource is Error with the
+// Deployment's reason, the Bundle Stalled, a Warning event says so. Fixed (no
+// replicas to wait for), the Bundle is Ready again.
+func TestDeploymentPastItsProgressDeadlineIsAnError(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	web := func(replicas int64) limbov1alpha1.Resource {
+		d := deployment("web", replicas)
+		d["spec"].(map[string]any)["progressDeadlineSeconds"] = int64(1)
+		return objectResource(t, "web", d)
+	}
+	b := createBundle(t, ns, "stuck", web(1))
+	waitBundle(t, b, func(b *limbov1alpha1.Bundle) error {
+		if err := resourceIs(b, "web", limbov1alpha1.ResourceError, "ProgressDeadlineExceeded"); err != nil {
+			return err
+		}
+		if err := conditionIs(b, "Stalled", metav1.ConditionTrue, limbov1alpha1.ReasonResourceError); err != nil {
+			return err
+		}
+		return conditionIs(b, "Ready", metav1.ConditionFalse, limbov1alpha1.ReasonResourceError)
+	})
+	waitEventContaining(t, b, "Warning", "ProgressDeadlineExceeded", `resource "web"`)
+
+	updateBundle(t, b, web(0))
+	waitReady(t, b)
+}

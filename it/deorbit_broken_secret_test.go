@@ -52,7 +52,7 @@ func TestDeorbitBrokenKubeconfigSecret(t *testing.T) {
 			return w.untouched(lb)
 		})
 		deleteBundle(t, b, metav1.DeletePropagationBackground)
-		waitEventWith(t, b, corev1.EventTypeWarning, deorbit.EventDeorbitTimedOut, "timeout 3s passed", tc.message)
+		waitEventContaining(t, b, corev1.EventTypeWarning, deorbit.EventDeorbitTimedOut, "timeout 3s passed", tc.message)
 		waitBundleGone(t, b)
 		for _, o := range []client.Object{claim, lb} {
 			if err := w.untouched(o); err != nil {

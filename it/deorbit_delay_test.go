@@ -60,6 +60,6 @@ func TestDeorbitHonoursDeletionDelay(t *testing.T) {
 	}
 	w.waitGone(claim)
 	w.playProvisioner(volume)
-	waitEventWith(t, b, corev1.EventTypeNormal, limbov1alpha1.EventDeleted, "PersistentVolumeClaim "+ns+"/data in cluster workload-kubeconfig deleted")
+	waitEventContaining(t, b, corev1.EventTypeNormal, limbov1alpha1.EventDeleted, "PersistentVolumeClaim "+ns+"/data in cluster workload-kubeconfig deleted")
 	waitBundleGone(t, b)
 }

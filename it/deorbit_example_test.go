@@ -47,7 +47,7 @@ func TestDeorbitExample(t *testing.T) {
 		t.Fatal("the Bundle's ConfigMap went before deorbit was done")
 	}
 	w.playProvisioner(&corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "shop-data"}})
-	waitEventWith(t, b, corev1.EventTypeNormal, deorbit.EventDeorbitDone, "removed 1 PVCs, 1 LoadBalancer Services")
+	waitEventContaining(t, b, corev1.EventTypeNormal, deorbit.EventDeorbitDone, "removed 1 PVCs, 1 LoadBalancer Services")
 	waitBundleGone(t, b)
 	for _, o := range []client.Object{
 		&corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "archive"}},

@@ -35,7 +35,7 @@ func TestDeorbitExpediteInWorkloadCluster(t *testing.T) {
 		t.Fatalf("kubectl limbo expedite in the workload cluster: exit %d\nstdout: %s\nstderr: %s", code, stdout, stderr)
 	}
 	w.waitGone(claim)
-	waitEventWith(t, b, corev1.EventTypeNormal, limbov1alpha1.EventDeleted, "PersistentVolumeClaim "+ns+"/data in cluster workload-kubeconfig deleted")
+	waitEventContaining(t, b, corev1.EventTypeNormal, limbov1alpha1.EventDeleted, "PersistentVolumeClaim "+ns+"/data in cluster workload-kubeconfig deleted")
 	w.playProvisioner(volume)
 	waitBundleGone(t, b)
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"strings"
 	"testing"
 
@@ -349,25 +348,6 @@ func eventsWith(t testing.TB, b *limbov1alpha1.Bundle, reason, part string) []co
 		}
 	}
 	return out
-}
-
-// waitEventWith waits for an event of type and reason whose message contains
-// every part.
-func waitEventWith(t testing.TB, b *limbov1alpha1.Bundle, typ, reason string, parts ...string) corev1.Event {
-	t.Helper()
-	var found corev1.Event
-	testenv.Eventually(t, testenv.DefaultTimeout, func() error {
-		var seen []string
-		for _, e := range events(t, b) {
-			if e.Type == typ && e.Reason == reason && !slices.ContainsFunc(parts, func(p string) bool { return !strings.Contains(e.Message, p) }) {
-				found = e
-				return nil
-			}
-			seen = append(seen, e.Type+"/"+e.Reason+": "+e.Message)
-		}
-		return fmt.Errorf("no %s %s event with %q; events: %q", typ, reason, parts, seen)
-	})
-	return found
 }
 
 // volumeSnapshot is a VolumeSnapshot object of the second cluster.

@@ -25,7 +25,7 @@ func TestDeorbitLoadBalancerWait(t *testing.T) {
 	w.waitGone(lb)
 	goneAt := time.Now()
 	waitTeardown(t, b, "for load balancers (loadBalancerWait)")
-	waitEventWith(t, b, corev1.EventTypeNormal, deorbit.EventDeorbitWaiting, "loadBalancerWait 10s")
+	waitEventContaining(t, b, corev1.EventTypeNormal, deorbit.EventDeorbitWaiting, "loadBalancerWait 10s")
 	// Well within the wait, the Bundle is still there.
 	if until := time.Until(goneAt.Add(5 * time.Second)); until > 0 {
 		testenv.Consistently(t, until, func() error {
@@ -33,6 +33,6 @@ func TestDeorbitLoadBalancerWait(t *testing.T) {
 			return nil
 		})
 	}
-	waitEventWith(t, b, corev1.EventTypeNormal, deorbit.EventDeorbitDone, "removed 1 LoadBalancer Services")
+	waitEventContaining(t, b, corev1.EventTypeNormal, deorbit.EventDeorbitDone, "removed 1 LoadBalancer Services")
 	waitBundleGone(t, b)
 }

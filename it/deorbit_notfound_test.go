@@ -32,7 +32,7 @@ func TestDeorbitNotFoundMidway(t *testing.T) {
 	}
 	w.waitGone(claim)
 	w.playProvisioner(volume)
-	waitEventWith(t, b, corev1.EventTypeNormal, deorbit.EventDeorbitDone, "removed 1 PVCs, 1 LoadBalancer Services")
+	waitEventContaining(t, b, corev1.EventTypeNormal, deorbit.EventDeorbitDone, "removed 1 PVCs, 1 LoadBalancer Services")
 	waitBundleGone(t, b)
 	for _, reason := range []string{limbov1alpha1.EventDeleteFailed, deorbit.EventDeorbitFailed, deorbit.EventDeorbitTimedOut, limbov1alpha1.EventDeleted} {
 		if n := len(eventsWith(t, b, reason, "")); n != 0 {

@@ -17,7 +17,7 @@ func TestDeorbitRunsBeforeTheBundlesObjects(t *testing.T) {
 	ns := env.Namespace(t)
 	w := newWorkload(t, ns)
 	volume, lb, b := deorbitHeldByLoadBalancer(t, ns, w, objectResource(t, "settings", configMap("settings", map[string]any{"a": "b"}, nil)))
-	waitEventWith(t, b, corev1.EventTypeNormal, deorbit.EventDeorbitWaiting, "1 LoadBalancer Service ("+ns+"/ingress)")
+	waitEventContaining(t, b, corev1.EventTypeNormal, deorbit.EventDeorbitWaiting, "1 LoadBalancer Service ("+ns+"/ingress)")
 	waitTeardown(t, b, "plugin resource deorbit (")
 	if getObject(t, configMapGVK, ns, "settings") == nil {
 		t.Fatal("the Bundle's ConfigMap went before deorbit was done")
@@ -26,7 +26,7 @@ func TestDeorbitRunsBeforeTheBundlesObjects(t *testing.T) {
 	w.playProvisioner(volume)
 	w.releaseLoadBalancer(lb)
 	w.waitGone(lb)
-	waitEventWith(t, b, corev1.EventTypeNormal, deorbit.EventDeorbitDone, "removed 1 PVCs, 1 LoadBalancer Services")
+	waitEventContaining(t, b, corev1.EventTypeNormal, deorbit.EventDeorbitDone, "removed 1 PVCs, 1 LoadBalancer Services")
 	waitBundleGone(t, b)
 	if getObject(t, configMapGVK, ns, "settings") != nil {
 		t.Error("the Bundle is gone, its ConfigMap is not")

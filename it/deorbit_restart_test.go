@@ -18,14 +18,14 @@ func TestDeorbitResumesAfterRestart(t *testing.T) {
 	w := newWorkload(t, ns)
 	volume, lb, b := deorbitHeldByLoadBalancer(t, ns, w)
 	w.playProvisioner(volume)
-	waitEventWith(t, b, corev1.EventTypeNormal, deorbit.EventDeorbitDeleted, "deleted 1 PVC")
-	waitEventWith(t, b, corev1.EventTypeNormal, deorbit.EventDeorbitWaiting, "1 LoadBalancer Service ("+ns+"/ingress), being deleted")
+	waitEventContaining(t, b, corev1.EventTypeNormal, deorbit.EventDeorbitDeleted, "deleted 1 PVC")
+	waitEventContaining(t, b, corev1.EventTypeNormal, deorbit.EventDeorbitWaiting, "1 LoadBalancer Service ("+ns+"/ingress), being deleted")
 	if err := env.RestartController(nil); err != nil {
 		t.Fatal(err)
 	}
 	waitTeardown(t, b, "being deleted: 1 LoadBalancer Service ("+ns+"/ingress)")
 	w.releaseLoadBalancer(lb)
-	waitEventWith(t, b, corev1.EventTypeNormal, deorbit.EventDeorbitDone, "removed 1 PVCs, 1 LoadBalancer Services")
+	waitEventContaining(t, b, corev1.EventTypeNormal, deorbit.EventDeorbitDone, "removed 1 PVCs, 1 LoadBalancer Services")
 	waitBundleGone(t, b)
 
 	for _, tc := range []struct{ reason, part string }{

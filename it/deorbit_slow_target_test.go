@@ -75,7 +75,7 @@ func TestDeorbitSlowTargetNotGivenUp(t *testing.T) {
 		return nil
 	})
 	w.releaseLoadBalancer(lb)
-	waitEventWith(t, b, corev1.EventTypeNormal, deorbit.EventDeorbitDone, "removed 1 LoadBalancer Services")
+	waitEventContaining(t, b, corev1.EventTypeNormal, deorbit.EventDeorbitDone, "removed 1 LoadBalancer Services")
 	waitBundleGone(t, b)
 	notGivenUp()
 }

@@ -22,7 +22,7 @@ func TestDeorbitWithoutVolumeSnapshotCRD(t *testing.T) {
 	deleteBundle(t, b, metav1.DeletePropagationBackground)
 	w.waitGone(claim)
 	w.playProvisioner(volume)
-	waitEventWith(t, b, corev1.EventTypeNormal, deorbit.EventDeorbitDone, "removed 1 PVCs")
+	waitEventContaining(t, b, corev1.EventTypeNormal, deorbit.EventDeorbitDone, "removed 1 PVCs")
 	waitBundleGone(t, b)
 	if n := len(eventsWith(t, b, deorbit.EventDeorbitFailed, "")) + len(eventsWith(t, b, limbov1alpha1.EventDeleteFailed, "")); n != 0 {
 		t.Errorf("%d failure events", n)

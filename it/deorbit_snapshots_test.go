@@ -40,8 +40,8 @@ func TestDeorbitVolumeSnapshots(t *testing.T) {
 	for _, s := range snaps {
 		w.waitGone(s)
 	}
-	waitEventWith(t, b, corev1.EventTypeNormal, deorbit.EventDeorbitDeleted, "deleted 2 VolumeSnapshots")
-	waitEventWith(t, b, corev1.EventTypeNormal, deorbit.EventDeorbitDone, "removed 2 VolumeSnapshots")
+	waitEventContaining(t, b, corev1.EventTypeNormal, deorbit.EventDeorbitDeleted, "deleted 2 VolumeSnapshots")
+	waitEventContaining(t, b, corev1.EventTypeNormal, deorbit.EventDeorbitDone, "removed 2 VolumeSnapshots")
 	waitBundleGone(t, b)
 }
 

@@ -20,7 +20,7 @@ func TestDeorbitTimeoutNamesDebris(t *testing.T) {
 	waitArmed(t, b, "armed: 0 PVCs, 1 LoadBalancer Service")
 
 	deleteBundle(t, b, metav1.DeletePropagationBackground)
-	waitEventWith(t, b, corev1.EventTypeWarning, deorbit.EventDeorbitTimedOut, "timeout 8s passed", "debris left behind: 1 LoadBalancer Service ("+ns+"/stuck)")
+	waitEventContaining(t, b, corev1.EventTypeWarning, deorbit.EventDeorbitTimedOut, "timeout 8s passed", "debris left behind: 1 LoadBalancer Service ("+ns+"/stuck)")
 	waitBundleGone(t, b)
 	if getObject(t, configMapGVK, ns, "settings") != nil {
 		t.Error("the teardown did not go on after deorbit gave up: the ConfigMap is still there")

@@ -45,10 +45,10 @@ func TestDeorbitUnreachableTarget(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := deorbitBundle(t, ns, "0s", map[string]any{"kubeConfigSecretRef": map[string]any{"name": "dead-kubeconfig"}, "apiUnavailableTimeout": "5s", "timeout": "1h"})
-	waitEventWith(t, b, corev1.EventTypeWarning, "PluginFailed", "unreachable")
+	waitEventContaining(t, b, corev1.EventTypeWarning, "PluginFailed", "unreachable")
 
 	deleteBundle(t, b, metav1.DeletePropagationBackground)
-	waitEventWith(t, b, corev1.EventTypeWarning, deorbit.EventDeorbitFailed, "unreachable")
-	waitEventWith(t, b, corev1.EventTypeWarning, deorbit.EventDeorbitTimedOut, "apiUnavailableTimeout 5s", "connection refused")
+	waitEventContaining(t, b, corev1.EventTypeWarning, deorbit.EventDeorbitFailed, "unreachable")
+	waitEventContaining(t, b, corev1.EventTypeWarning, deorbit.EventDeorbitTimedOut, "apiUnavailableTimeout 5s", "connection refused")
 	waitBundleGone(t, b)
 }

@@ -16,8 +16,8 @@ func TestDeorbitWaitsForVolumesAndLoadBalancers(t *testing.T) {
 	ns := env.Namespace(t)
 	w := newWorkload(t, ns)
 	volume, lb, b := deorbitHeldByLoadBalancer(t, ns, w)
-	waitEventWith(t, b, corev1.EventTypeNormal, deorbit.EventDeorbitWaiting, "1 PV ("+volume.Name+") to be deleted by their provisioner")
-	waitEventWith(t, b, corev1.EventTypeNormal, deorbit.EventDeorbitWaiting, "1 LoadBalancer Service ("+ns+"/ingress), being deleted")
+	waitEventContaining(t, b, corev1.EventTypeNormal, deorbit.EventDeorbitWaiting, "1 PV ("+volume.Name+") to be deleted by their provisioner")
+	waitEventContaining(t, b, corev1.EventTypeNormal, deorbit.EventDeorbitWaiting, "1 LoadBalancer Service ("+ns+"/ingress), being deleted")
 	waitTeardown(t, b, "waiting for 1 PV ("+volume.Name+") to be deleted by their provisioner")
 	waitTeardown(t, b, "being deleted: 1 LoadBalancer Service ("+ns+"/ingress)")
 
@@ -27,6 +27,6 @@ func TestDeorbitWaitsForVolumesAndLoadBalancers(t *testing.T) {
 		t.Fatal("the Bundle is not being deleted")
 	}
 	w.releaseLoadBalancer(lb)
-	waitEventWith(t, b, corev1.EventTypeNormal, deorbit.EventDeorbitDone, "removed 1 PVCs, 1 LoadBalancer Services")
+	waitEventContaining(t, b, corev1.EventTypeNormal, deorbit.EventDeorbitDone, "removed 1 PVCs, 1 LoadBalancer Services")
 	waitBundleGone(t, b)
 }

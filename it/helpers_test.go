@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -293,6 +294,31 @@ func waitEvent(t testing.TB, b *limbov1alpha1.Bundle, typ, reason, message strin
 		}
 		return fmt.Errorf("no %s event %s %q; events: %q", typ, reason, message, seen)
 	})
+}
+
+// eventContaining finds an event on the Bundle with the type and reason whose
+// message contains every one of parts.
+func eventContaining(t testing.TB, b *limbov1alpha1.Bundle, typ, reason string, parts ...string) (corev1.Event, error) {
+	var seen []string
+	for _, e := range events(t, b) {
+		if e.Type == typ && e.Reason == reason && !slices.ContainsFunc(parts, func(p string) bool { return !strings.Contains(e.Message, p) }) {
+			return e, nil
+		}
+		seen = append(seen, fmt.Sprintf("%s/%s: %s", e.Type, e.Reason, e.Message))
+	}
+	return corev1.Event{}, fmt.Errorf("no %s event %s with %q; events: %q", typ, reason, parts, seen)
+}
+
+// waitEventContaining waits for eventContaining and returns the event.
+func waitEventContaining(t testing.TB, b *limbov1alpha1.Bundle, typ, reason string, parts ...string) corev1.Event {
+	t.Helper()
+	var found corev1.Event
+	testenv.Eventually(t, testenv.DefaultTimeout, func() error {
+		var err error
+		found, err = eventContaining(t, b, typ, reason, parts...)
+		return err
+	})
+	return found
 }
 
 // resourceMessageIs checks a resource's state, reason and message exactly.

@@ -37,7 +37,8 @@ func TestNodeRemovalCancel(t *testing.T) {
 	}
 	noPendingDeletions(t, b)
 	testenv.Eventually(t, testenv.DefaultTimeout, func() error {
-		return hasEventContaining(t, b, "Normal", limbov1alpha1.EventDeletionCancelled, n.uuid, "desired again")
+		_, err := eventContaining(t, b, "Normal", limbov1alpha1.EventDeletionCancelled, n.uuid, "desired again")
+		return err
 	})
 	n.waitLabelled(t, true) // still tainted: still drained
 }

@@ -60,7 +60,7 @@ func TestNodeRemovalIPReuse(t *testing.T) {
 	} else if name, ok := c.GetAnnotations()[noderemoval.AnnotationNodeName]; ok {
 		t.Errorf("w3's Csibmnode was bound to Node %s", name)
 	}
-	if hasEventContaining(t, b, "Normal", limbov1alpha1.EventDeletionCancelled, w3.uuid) == nil {
+	if _, err := eventContaining(t, b, "Normal", limbov1alpha1.EventDeletionCancelled, w3.uuid); err == nil {
 		t.Errorf("a countdown of %s was cancelled", w3.name)
 	}
 	for _, u := range w9.live(t) {

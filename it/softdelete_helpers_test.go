@@ -3,7 +3,6 @@ package it
 import (
 	"context"
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
@@ -72,33 +71,6 @@ func noPendingDeletions(t testing.TB, b *limbov1alpha1.Bundle) *limbov1alpha1.Bu
 		}
 		return nil
 	})
-}
-
-// hasEventContaining checks for an event on the Bundle with the type and reason
-// whose message contains every one of parts.
-func hasEventContaining(t testing.TB, b *limbov1alpha1.Bundle, typ, reason string, parts ...string) error {
-	var seen []string
-	for _, e := range events(t, b) {
-		if e.Type != typ || e.Reason != reason {
-			seen = append(seen, fmt.Sprintf("%s/%s: %s", e.Type, e.Reason, e.Message))
-			continue
-		}
-		all := true
-		for _, p := range parts {
-			all = all && strings.Contains(e.Message, p)
-		}
-		if all {
-			return nil
-		}
-		seen = append(seen, fmt.Sprintf("%s/%s: %s", e.Type, e.Reason, e.Message))
-	}
-	return fmt.Errorf("no %s event %s with %q; events: %q", typ, reason, parts, seen)
-}
-
-// waitEventContaining waits for hasEventContaining.
-func waitEventContaining(t testing.TB, b *limbov1alpha1.Bundle, typ, reason string, parts ...string) {
-	t.Helper()
-	testenv.Eventually(t, testenv.DefaultTimeout, func() error { return hasEventContaining(t, b, typ, reason, parts...) })
 }
 
 // configMapDeletion watches a ConfigMap and reports the time its deletion is seen
