@@ -65,21 +65,35 @@ func TestGeneratedObjectWaitsTheResourceDelay(t *testing.T) {
 	})
 }
 
-// A delay a plugin puts on an object it generates is checked as a template's is:
-// an invalid one is the resource's error, and the object is not applied (once
-// applied and left, it would never be deleted).
-func TestGeneratedObjectWithInvalidDelayIsRefused(t *testing.T) {
+// The annotations a plugin puts on an object it generates are checked as a
+// template's are: an invalid delay (once applied and left, the object would never
+// be deleted) or a mark only the controller sets is the resource's error, and the
+// object is not applied.
+func TestGeneratedObjectWithInvalidAnnotationIsRefused(t *testing.T) {
 	t.Parallel()
-	ns := env.Namespace(t)
-	domain := external.Domain(ns)
-	domain.Generate(&unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
-		"metadata": map[string]any{"name": "gen-config", "annotations": map[string]any{limbov1alpha1.AnnotationDeletionDelay: "1 day"}}}})
-	b := createBundle(t, ns, "shop", pluginResource("items", ns, ""))
-	waitBundle(t, b, func(cur *limbov1alpha1.Bundle) error {
-		return resourceMessageIs(cur, "items", limbov1alpha1.ResourceError, limbov1alpha1.ReasonInvalidDeletionDelay,
-			`plugin "test-external" generated ConfigMap "gen-config" with limbo.dev/deletionDelay: invalid limbo.dev/deletionDelay "1 day": time: unknown unit " day" in duration "1 day"`)
-	})
-	if getObject(t, configMapGVK, ns, "gen-config") != nil {
-		t.Error("the ConfigMap with the invalid delay was applied")
+	for _, tc := range []struct {
+		name, annotation, value string
+		reason, message         string
+	}{
+		{"invalid delay", limbov1alpha1.AnnotationDeletionDelay, "1 day", limbov1alpha1.ReasonInvalidDeletionDelay,
+			`plugin "test-external" generated ConfigMap "gen-config" with limbo.dev/deletionDelay: invalid limbo.dev/deletionDelay "1 day": time: unknown unit " day" in duration "1 day"`},
+		// A generator's copy of a live object in limbo would carry its countdown.
+		{"countdown mark", limbov1alpha1.AnnotationDeletionTimestamp, "2026-01-01T00:00:00Z", limbov1alpha1.ReasonProhibitedAnnotation,
+			`plugin "test-external" generated ConfigMap "gen-config" with annotation "limbo.dev/deletionTimestamp", which only the controller sets`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ns := env.Namespace(t)
+			domain := external.Domain(ns)
+			domain.Generate(&unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+				"metadata": map[string]any{"name": "gen-config", "annotations": map[string]any{tc.annotation: tc.value}}}})
+			b := createBundle(t, ns, "shop", pluginResource("items", ns, ""))
+			waitBundle(t, b, func(cur *limbov1alpha1.Bundle) error {
+				return resourceMessageIs(cur, "items", limbov1alpha1.ResourceError, tc.reason, tc.message)
+			})
+			if getObject(t, configMapGVK, ns, "gen-config") != nil {
+				t.Error("the ConfigMap was applied")
+			}
+		})
 	}
 }
