@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -94,6 +96,44 @@ func TestTeardownBackgroundReverseOrder(t *testing.T) {
 	if gone["top"] >= started["mid"] || gone["mid"] >= started["base"] {
 		t.Errorf("deletions out of order (top gone at %d, mid started at %d and gone at %d, base started at %d); events: %v",
 			gone["top"], started["mid"], gone["mid"], started["base"], log.events())
+	}
+}
+
+// A teardown DELETE the API server refuses (an admission policy, a webhook) is a
+// DeletionFailure naming the object and the refusal: the Bundle keeps its
+// finalizer and the next wave waits. Once the refusal goes, the teardown ends.
+func TestTeardownDeleteRefused(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	b := createBundle(t, ns, "refused", chain(t)...)
+	waitReady(t, b)
+	lift := refuseDeletes(t, getObject(t, configMapGVK, ns, "mid"), "configmaps")
+
+	deleteBundle(t, b, metav1.DeletePropagationBackground)
+	stuck := func() error {
+		cur := &limbov1alpha1.Bundle{}
+		if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(b), cur); err != nil {
+			return fmt.Errorf("the Bundle: %w", err)
+		}
+		c := meta.FindStatusCondition(cur.Status.Conditions, "DeletionFailure")
+		if c == nil || c.Status != metav1.ConditionTrue || c.Reason != "DeleteFailed" || !strings.Contains(c.Message, "mid") || !strings.Contains(c.Message, "refused by the test") {
+			return fmt.Errorf("DeletionFailure = %+v, want True/DeleteFailed naming mid and the refusal", c)
+		}
+		if !slices.Contains(cur.Finalizers, limbov1alpha1.FinalizerTeardown) {
+			return fmt.Errorf("finalizers = %v, want %s kept", cur.Finalizers, limbov1alpha1.FinalizerTeardown)
+		}
+		if base := getObject(t, configMapGVK, ns, "base"); base == nil || base.GetDeletionTimestamp() != nil {
+			return fmt.Errorf("ConfigMap base is deleted while mid, which depends on it, is still there")
+		}
+		return noObject(configMapGVK, ns, "top")()
+	}
+	testenv.Eventually(t, testenv.DefaultTimeout, stuck)
+	testenv.Consistently(t, 2*time.Second, stuck)
+
+	lift()
+	waitBundleGone(t, b)
+	for _, name := range []string{"top", "mid", "base"} {
+		waitGone(t, configMapGVK, ns, name)
 	}
 }
 

@@ -71,26 +71,26 @@ func TestNodeRemovalIsolation(t *testing.T) {
 // refuseDeletes installs a ValidatingAdmissionPolicy (no webhook server needed)
 // that denies DELETE of obj (resource is its kind's plural), and waits until the
 // API server enforces it.
-func refuseDeletes(t testing.TB, obj *unstructured.Unstructured, resource string) {
+func refuseDeletes(t testing.TB, obj *unstructured.Unstructured, resource string) (lift func()) {
 	t.Helper()
-	refuse(t, obj, resource, admissionregistrationv1.Delete, func(ctx context.Context) error {
+	return refuse(t, obj, resource, admissionregistrationv1.Delete, func(ctx context.Context) error {
 		return env.Client.Delete(ctx, obj.DeepCopy(), client.DryRunAll)
 	})
 }
 
 // refuseCreates is refuseDeletes for CREATE (and so for a server-side apply that
 // would create obj).
-func refuseCreates(t testing.TB, obj *unstructured.Unstructured, resource string) {
+func refuseCreates(t testing.TB, obj *unstructured.Unstructured, resource string) (lift func()) {
 	t.Helper()
-	refuse(t, obj, resource, admissionregistrationv1.Create, func(ctx context.Context) error {
+	return refuse(t, obj, resource, admissionregistrationv1.Create, func(ctx context.Context) error {
 		return env.Client.Create(ctx, obj.DeepCopy(), client.DryRunAll)
 	})
 }
 
 // refuse installs a ValidatingAdmissionPolicy that denies op on obj; probe makes
-// a dry-run of op, to tell when the API server enforces the policy (and, at the
-// end, no longer does).
-func refuse(t testing.TB, obj *unstructured.Unstructured, resource string, op admissionregistrationv1.OperationType, probe func(context.Context) error) {
+// a dry-run of op, to tell when the API server enforces the policy (and, once
+// lifted, no longer does). The test's end lifts it, if the test did not.
+func refuse(t testing.TB, obj *unstructured.Unstructured, resource string, op admissionregistrationv1.OperationType, probe func(context.Context) error) (lift func()) {
 	t.Helper()
 	ctx := context.Background()
 	name := "refuse-" + strings.ToLower(string(op)) + "-" + obj.GetNamespace() + "-" + obj.GetName()
@@ -130,18 +130,20 @@ func refuse(t testing.TB, obj *unstructured.Unstructured, resource string, op ad
 			return nil
 		}
 	}
-	t.Cleanup(func() {
+	lift = func() {
 		for _, o := range []client.Object{binding, policy} {
 			if err := env.Client.Delete(context.Background(), o); err != nil && !apierrors.IsNotFound(err) {
-				t.Errorf("cleanup: %v", err)
+				t.Errorf("lift the refusal: %v", err)
 			}
 		}
 		testenv.Eventually(t, testenv.DefaultTimeout, refused(false))
-	})
+	}
+	t.Cleanup(lift)
 	for _, o := range []client.Object{policy, binding} {
 		if err := env.Client.Create(ctx, o); err != nil {
 			t.Fatalf("create %T: %v", o, err)
 		}
 	}
 	testenv.Eventually(t, testenv.DefaultTimeout, refused(true))
+	return lift
 }
