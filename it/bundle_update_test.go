@@ -134,3 +134,40 @@ func TestUpdateRemovesSecretStringDataKey(t *testing.T) {
 	waitObject(t, secretGVK, ns, "credentials", wantData(map[string]string{"user": "admin", "token": "new", "theirs": "kept"}))
 	waitReady(t, b)
 }
+
+// The user guide's recipe for rolling a Deployment's pods out when their
+// ConfigMap changes: a pod-template annotation that references the ConfigMap's
+// resourceVersion changes with it, so the Deployment gets a new pod template.
+func TestRolloutOnConfigChangeRecipe(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	resources := func(mode string) []limbov1alpha1.Resource {
+		web := deployment("web", 0)
+		tmpl := web["spec"].(map[string]any)["template"].(map[string]any)
+		tmpl["metadata"].(map[string]any)["annotations"] = map[string]any{"example.com/config-version": "!{configVersion}"}
+		tmpl["spec"].(map[string]any)["containers"].([]any)[0].(map[string]any)["envFrom"] = []any{map[string]any{"configMapRef": map[string]any{"name": "app-config"}}}
+		return []limbov1alpha1.Resource{
+			objectResource(t, "app-config", configMap("app-config", map[string]any{"mode": mode}, nil)),
+			objectResource(t, "web", web, limbov1alpha1.Reference{Name: "configVersion", Resource: "app-config", Path: "metadata.resourceVersion"}),
+		}
+	}
+	podVersion := func(u *unstructured.Unstructured) string {
+		v, _, _ := unstructured.NestedString(u.Object, "spec", "template", "metadata", "annotations", "example.com/config-version")
+		return v
+	}
+	b := createBundle(t, ns, "rollout", resources("safe")...)
+	waitReady(t, b)
+	before := getObject(t, deploymentGVK, ns, "web")
+	if got, want := podVersion(before), getObject(t, configMapGVK, ns, "app-config").GetResourceVersion(); got != want {
+		t.Fatalf("pod template config-version = %q, want the ConfigMap's resourceVersion %q", got, want)
+	}
+
+	updateBundle(t, b, resources("fast")...)
+	waitObject(t, deploymentGVK, ns, "web", func(u *unstructured.Unstructured) error {
+		if want := getObject(t, configMapGVK, ns, "app-config").GetResourceVersion(); podVersion(u) != want || u.GetGeneration() == before.GetGeneration() {
+			return fmt.Errorf("pod template config-version = %q (generation %d), want the changed ConfigMap's %q in a new generation", podVersion(u), u.GetGeneration(), want)
+		}
+		return nil
+	})
+	waitReady(t, b)
+}
