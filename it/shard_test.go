@@ -8,6 +8,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/limbo-dev/limbo/it/testenv"
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
@@ -79,6 +81,34 @@ func TestShardsSplitBundles(t *testing.T) {
 	if getObject(t, configMapGVK, ns, "rest-keep") == nil {
 		t.Errorf("rest-keep was deleted")
 	}
+
+	// Moving Bundle rest to shard a (install.md "Sharding") hands it over: shard a
+	// re-applies its objects with its label, for good (the shard it left does not
+	// put its own back), and deletes its orphans from then on.
+	patch := []byte(fmt.Sprintf(`{"metadata":{"labels":{%q:"a"}}}`, shardLabel))
+	if err := env.Client.Patch(context.Background(), getBundle(t, bundleRest), client.RawPatch(types.MergePatchType, patch)); err != nil {
+		t.Fatalf("move Bundle rest to shard a: %v", err)
+	}
+	inShardA := func() error {
+		if got := getObject(t, configMapGVK, ns, "rest-keep").GetLabels()[shardLabel]; got != "a" {
+			return fmt.Errorf("rest-keep: label %s = %q, want a", shardLabel, got)
+		}
+		return nil
+	}
+	testenv.Eventually(t, testenv.DefaultTimeout, inShardA)
+	testenv.Consistently(t, 2*time.Second, inShardA)
+	extra := objectResource(t, "extra", configMap("rest-extra", map[string]any{"a": "b"}, nil))
+	updateBundle(t, bundleRest, keepRest, extra)
+	waitObject(t, configMapGVK, ns, "rest-extra", func(u *unstructured.Unstructured) error {
+		if got := u.GetLabels()[shardLabel]; got != "a" {
+			return fmt.Errorf("rest-extra: label %s = %q, want a", shardLabel, got)
+		}
+		return nil
+	})
+	waitReady(t, bundleRest)
+	updateBundle(t, bundleRest, keepRest)
+	waitGone(t, configMapGVK, ns, "rest-extra")
+	wantDeletions(t, map[string]*controllerprocess.Process{"a": shardA, "rest": shardRest}, map[string]float64{"a": 3, "rest": 1})
 }
 
 // wantDeletions checks each process's count of deletions it made.
