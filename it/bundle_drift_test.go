@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/limbo-dev/limbo/it/testenv"
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
@@ -120,4 +122,32 @@ func TestDeletedObjectRecreated(t *testing.T) {
 		return isControlledBy(u, bundle)
 	})
 	waitReady(t, b)
+}
+
+// Another writer that keeps changing a field limbo sets (an autoscaler, another
+// operator) is a fight neither side ends: limbo keeps putting the field back, and
+// says so once, naming the writer (docs/user-guide.md "Fields other controllers
+// set").
+func TestDriftFightIsReported(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	b := createBundle(t, ns, "fight", objectResource(t, "settings", configMap("settings", map[string]any{"mode": "safe"}, nil)))
+	waitReady(t, b)
+	for i := range 3 {
+		patch := []byte(fmt.Sprintf(`{"data":{"mode":"theirs-%d"}}`, i))
+		if err := env.Client.Patch(context.Background(), getObject(t, configMapGVK, ns, "settings"), client.RawPatch(types.MergePatchType, patch), client.FieldOwner("fighter")); err != nil {
+			t.Fatal(err)
+		}
+		testenv.Eventually(t, driftDeadline, func() error {
+			if mode := stringField(getObject(t, configMapGVK, ns, "settings"), "data", "mode"); mode != "safe" {
+				return fmt.Errorf("data.mode = %q, want safe put back", mode)
+			}
+			return nil
+		})
+	}
+	waitEventContaining(t, b, "Warning", limbov1alpha1.EventDriftRepeated,
+		`resource "settings": ConfigMap "settings" had fields limbo sets changed 3 times in 10m0s (by fighter), and put back each time`)
+	if n := countEvents(t, b, "Warning", limbov1alpha1.EventDriftRepeated); n != 1 {
+		t.Errorf("%d DriftRepeated events, want 1", n)
+	}
 }

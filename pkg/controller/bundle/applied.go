@@ -38,6 +38,9 @@ type appliedCache struct {
 	// resourceVersion and what the applying pass judged: few objects are
 	// updated at a time, so these stay out of every object's slot.
 	replacing map[uidKey]replacement
+	// drift counts the drift put back on each object, to tell a fight with
+	// another writer.
+	drift driftWatch
 }
 
 // applied is one apply: 33 bytes in the map's slot, nothing allocated.
@@ -263,9 +266,10 @@ func (c *appliedCache) record(obj *unstructured.Unstructured, hash, supersedes s
 func (c *appliedCache) forget(uid types.UID) {
 	k := keyOf(uid)
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	delete(c.m, k)
 	delete(c.replacing, k)
+	c.mu.Unlock()
+	c.drift.forget(uid)
 }
 
 // judge remembers st, the readiness the applying pass judged of answer (the API
@@ -310,17 +314,32 @@ func (r replacement) replaced(live *unstructured.Unstructured) bool {
 // upToDate reports whether live still holds what limbo applied, and what limbo
 // applied was the desired object whose hash is hash.
 func (c *appliedCache) upToDate(live *unstructured.Unstructured, hash string) bool {
+	upToDate, _ := c.compare(live, hash)
+	return upToDate
+}
+
+// drifted tells whether live is out of date only because someone changed or
+// removed a field limbo set: what limbo last applied is what it would apply now.
+func (c *appliedCache) drifted(live *unstructured.Unstructured, hash string) bool {
+	_, drifted := c.compare(live, hash)
+	return drifted
+}
+
+func (c *appliedCache) compare(live *unstructured.Unstructured, hash string) (upToDate, drifted bool) {
 	k := keyOf(live.GetUID())
 	c.mu.RLock()
 	last, ok := c.m[k]
 	r, replacing := c.replacing[k]
 	c.mu.RUnlock()
 	if h, valid := toDigest(hash); !ok || !valid || last.hash != h {
-		return false
+		return false, false
 	}
 	if replacing && r.replaced(live) {
-		return true // a stale copy from before limbo's own apply: nothing new
+		return true, false // a stale copy from before limbo's own apply: nothing new
 	}
 	fields, known := toDigest(ownedFields(live))
-	return last.fieldsKnown && known && fields == last.fields
+	if !last.fieldsKnown || !known {
+		return false, false
+	}
+	return fields == last.fields, fields != last.fields
 }

@@ -450,8 +450,20 @@ func (p *pass) syncOne(ctx context.Context, name string, tmpl *unstructured.Unst
 		if adopting {
 			event = limbov1alpha1.EventAdopted
 		}
+		var warnDrift func()
+		if !adopting && p.r.applied.drifted(live, hash) {
+			now := p.r.Clock.Now()
+			if n, warn := p.r.applied.drift.corrected(live.GetUID(), now); warn {
+				// The writers are read before the apply takes their fields back.
+				writers := p.r.recentWriters(ctx, gvk, live.GetNamespace(), live.GetName(), now)
+				warnDrift = func() { p.warnDrift(name, live, gvk.Kind, n, writers) }
+			}
+		}
 		if err := p.r.apply(ctx, desired, p.plan.Referenced(name)); err != nil {
 			return p.applyFailed(ctx, &out, desired, err)
+		}
+		if warnDrift != nil {
+			warnDrift()
 		}
 		p.r.applied.record(desired, hash, live.GetResourceVersion())
 		out.change = p.changed(ctx, name, desired, event)

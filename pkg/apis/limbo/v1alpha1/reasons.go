@@ -87,6 +87,10 @@ const (
 	// EventAPIWarning passes on a warning the API server answered the requests
 	// about a resource's object with (a deprecated API, a PodSecurity warning).
 	EventAPIWarning = "APIWarning"
+	// EventDriftRepeated says that another writer keeps changing fields of an
+	// object that limbo sets, and limbo keeps putting them back: a fight that
+	// only a change of the template (or of the other writer) ends.
+	EventDriftRepeated = "DriftRepeated"
 )
 
 // GetConditions returns the Bundle's conditions, as Flux's and kstatus's
