@@ -15,9 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/apimachinery/pkg/util/validation"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 	"github.com/limbo-dev/limbo/pkg/boundedtext"
@@ -33,8 +31,9 @@ var ErrUnknownPlugin = errors.New("unknown plugin")
 // PluginCatalog validates plugin resources against the compiled-in plugins.
 type PluginCatalog interface {
 	// ValidateSpec returns an error wrapping ErrUnknownPlugin for an unknown name,
-	// or the schema violations of spec.
-	ValidateSpec(name string, spec *apiextensionsv1.JSON) error
+	// or the schema violations of spec, but those of the unresolved fields
+	// (whose markers wait for their values).
+	ValidateSpec(name string, spec *apiextensionsv1.JSON, unresolved []string) error
 }
 
 // Error is one thing wrong with a Bundle's spec.
@@ -456,7 +455,9 @@ func validatePlugin(plugins PluginCatalog, r limbov1alpha1.Resource) error {
 		return ErrUnknownPlugin
 	}
 	spec, unresolved := r.Plugin.Spec, []string(nil)
-	if spec != nil && len(spec.Raw) > 0 && len(r.References) > 0 {
+	// Substituted even without references: an escaped marker is text (!!{x} is
+	// "!{x}"), and an undeclared one waits as unresolved (checkMarkers reports it).
+	if spec != nil && len(spec.Raw) > 0 {
 		var value any
 		if err := json.Unmarshal(spec.Raw, &value); err == nil {
 			// An invalid example is reported by checkReferences.
@@ -467,23 +468,7 @@ func validatePlugin(plugins PluginCatalog, r limbov1alpha1.Resource) error {
 			}
 		}
 	}
-	return withoutFields(plugins.ValidateSpec(r.Plugin.Name, spec), unresolved)
-}
-
-// withoutFields drops from err, a list of field errors, those of fields.
-func withoutFields(err error, fields []string) error {
-	var agg utilerrors.Aggregate
-	if len(fields) == 0 || !errors.As(err, &agg) {
-		return err
-	}
-	var kept []error
-	for _, e := range agg.Errors() {
-		if fe, ok := e.(*field.Error); ok && slices.Contains(fields, fe.Field) {
-			continue
-		}
-		kept = append(kept, e)
-	}
-	return utilerrors.NewAggregate(kept)
+	return plugins.ValidateSpec(r.Plugin.Name, spec, unresolved)
 }
 
 // checkReferences reports what is wrong with r's references whatever the

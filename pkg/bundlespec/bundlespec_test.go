@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"regexp"
+	"slices"
 	"testing"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -18,10 +19,11 @@ import (
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 )
 
-// catalog knows one plugin, "gc", whose spec must not have "bad".
+// catalog knows one plugin, "gc", whose spec must not have "bad", and whose
+// interval, unless unresolved, is a duration.
 type catalog struct{}
 
-func (catalog) ValidateSpec(name string, spec *apiextensionsv1.JSON) error {
+func (catalog) ValidateSpec(name string, spec *apiextensionsv1.JSON, unresolved []string) error {
 	if name != "gc" {
 		return fmt.Errorf("%w %q", ErrUnknownPlugin, name)
 	}
@@ -29,7 +31,7 @@ func (catalog) ValidateSpec(name string, spec *apiextensionsv1.JSON) error {
 		return errors.New("spec.bad: Forbidden")
 	}
 	var fields struct{ Interval *string }
-	if spec != nil && json.Unmarshal(spec.Raw, &fields) == nil && fields.Interval != nil && !intervalPattern.MatchString(*fields.Interval) {
+	if spec != nil && json.Unmarshal(spec.Raw, &fields) == nil && fields.Interval != nil && !intervalPattern.MatchString(*fields.Interval) && !slices.Contains(unresolved, "spec.interval") {
 		return field.ErrorList{field.Invalid(field.NewPath("spec", "interval"), *fields.Interval, "interval in body should match '^[0-9]+[smh]$'")}.ToAggregate()
 	}
 	return nil
@@ -322,6 +324,20 @@ func TestParse(t *testing.T) {
 			},
 			wantErrs: []Error{
 				{"bad", limbov1alpha1.ReasonInvalidPluginSpec, `plugin "gc": spec.interval: Invalid value: "soon": interval in body should match '^[0-9]+[smh]$'`},
+			},
+		},
+		{
+			name: "an escaped marker in a plugin spec is its text, checked as a value, with or without references",
+			resources: func(t *testing.T) []limbov1alpha1.Resource {
+				return []limbov1alpha1.Resource{
+					{Name: "db", Object: obj(t, cm("db", nil))},
+					{Name: "alone", Plugin: plugin("gc", "", `{"interval":"!!{iv}"}`)},
+					{Name: "referencing", References: []limbov1alpha1.Reference{{Resource: "db"}}, Plugin: plugin("gc", "", `{"interval":"!!{iv}"}`)},
+				}
+			},
+			wantErrs: []Error{
+				{"alone", limbov1alpha1.ReasonInvalidPluginSpec, `plugin "gc": spec.interval: Invalid value: "!{iv}": interval in body should match '^[0-9]+[smh]$'`},
+				{"referencing", limbov1alpha1.ReasonInvalidPluginSpec, `plugin "gc": spec.interval: Invalid value: "!{iv}": interval in body should match '^[0-9]+[smh]$'`},
 			},
 		},
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -20,7 +21,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	"github.com/limbo-dev/limbo/pkg/bundlespec"
-	"github.com/limbo-dev/limbo/pkg/reference"
 )
 
 // Registry holds the compiled-in plugins by name. It is the bundlespec.PluginCatalog
@@ -110,8 +110,12 @@ func (r *Registry) Names() []string {
 }
 
 // ValidateSpec checks spec against the schema of the plugin named name, then
-// with the plugin's own check (SpecChecker).
-func (r *Registry) ValidateSpec(name string, spec *apiextensionsv1.JSON) error {
+// with the plugin's own check (SpecChecker). unresolved are the fields of spec
+// whose reference markers still wait for their values (a Bundle validated before
+// its dependencies are Ready): their schema errors are not reported, and the
+// plugin's own check, which parses values, waits for the pass that validates the
+// spec again with the values in place (nil there).
+func (r *Registry) ValidateSpec(name string, spec *apiextensionsv1.JSON, unresolved []string) error {
 	p, ok := r.Get(name)
 	if !ok {
 		return fmt.Errorf("%w %q (known: %s)", bundlespec.ErrUnknownPlugin, name, strings.Join(r.Names(), ", "))
@@ -130,17 +134,28 @@ func (r *Registry) ValidateSpec(name string, spec *apiextensionsv1.JSON) error {
 		return fmt.Errorf("spec: %w", err)
 	}
 	if hasSchema {
-		if errs := v.validate(field.NewPath("spec"), value); len(errs) > 0 {
+		if errs := withoutFields(v.validate(field.NewPath("spec"), value), unresolved); len(errs) > 0 {
 			return errs.ToAggregate()
 		}
 	}
-	// A marker left in the spec is a reference without an example: the check
-	// parses values and a marker is none, so it waits for the pass, which
-	// validates the spec again with the references resolved.
-	if !hasCheck || len(reference.Markers(map[string]any{"spec": value})) > 0 {
+	if !hasCheck || len(unresolved) > 0 {
 		return nil
 	}
 	return specCheckError(checker.CheckSpec(raw))
+}
+
+// withoutFields drops from errs those of fields.
+func withoutFields(errs field.ErrorList, fields []string) field.ErrorList {
+	if len(fields) == 0 {
+		return errs
+	}
+	var kept field.ErrorList
+	for _, e := range errs {
+		if !slices.Contains(fields, e.Field) {
+			kept = append(kept, e)
+		}
+	}
+	return kept
 }
 
 // specCheckError gives a CheckSpec error the shape of the schema's errors, an

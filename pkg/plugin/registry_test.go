@@ -141,10 +141,11 @@ func TestRegistryValidateSpec(t *testing.T) {
 	r := newRegistry(t, fakePlugin{plugin.Description{Name: "widget", Schema: widgetSchema()}}, named("free"))
 	spec := func(s string) *apiextensionsv1.JSON { return &apiextensionsv1.JSON{Raw: []byte(s)} }
 	for _, tc := range []struct {
-		name   string
-		plugin string
-		spec   *apiextensionsv1.JSON
-		want   string // "" = valid
+		name       string
+		plugin     string
+		spec       *apiextensionsv1.JSON
+		unresolved []string // fields whose markers wait for their values
+		want       string   // "" = valid
 	}{
 		{name: "valid", plugin: "widget", spec: spec(`{"name":"w","interval":"5m","mode":"safe","size":3,"tags":["a"],"ref":{"name":"r"}}`)},
 		{name: "minimal", plugin: "widget", spec: spec(`{"name":"w"}`)},
@@ -186,9 +187,16 @@ func TestRegistryValidateSpec(t *testing.T) {
 		{name: "not JSON", plugin: "widget", spec: spec(`{bad`),
 			want: `spec: invalid character 'b' looking for beginning of object key string`},
 		{name: "a plugin without schema accepts any spec", plugin: "free", spec: spec(`{"anything":[1,2]}`)},
+		{name: "an unresolved field is judged once resolved", plugin: "widget", spec: spec(`{"name":"w","interval":"!{every}"}`),
+			unresolved: []string{"spec.interval"}},
+		{name: "only the unresolved fields wait", plugin: "widget", spec: spec(`{"name":"w","interval":"!{every}","mode":"x"}`),
+			unresolved: []string{"spec.interval"},
+			want:       `spec.mode: Unsupported value: "x": supported values: "fast", "safe"`},
+		{name: "marker characters as text are a value", plugin: "widget", spec: spec(`{"name":"w","interval":"!{every}"}`),
+			want: `spec.interval: Invalid value: "!{every}": interval in body should match '^[0-9]+[smh]$'`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := r.ValidateSpec(tc.plugin, tc.spec)
+			err := r.ValidateSpec(tc.plugin, tc.spec, tc.unresolved)
 			switch {
 			case tc.want == "" && err != nil:
 				t.Fatalf("ValidateSpec = %v, want valid", err)
@@ -203,7 +211,7 @@ func TestRegistryValidateSpec(t *testing.T) {
 // its UnknownPlugin spec error.
 func TestRegistryUnknownPluginIsErrUnknownPlugin(t *testing.T) {
 	r := newRegistry(t, named("a"))
-	err := r.ValidateSpec("b", nil)
+	err := r.ValidateSpec("b", nil, nil)
 	if !errors.Is(err, bundlespec.ErrUnknownPlugin) {
 		t.Fatalf("err = %v, want it to wrap bundlespec.ErrUnknownPlugin", err)
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -23,11 +24,11 @@ func ResolveSpec(res limbov1alpha1.Resource, sources map[string]reference.Source
 	if res.Plugin == nil || res.Plugin.Spec == nil || len(res.Plugin.Spec.Raw) == 0 {
 		return []byte("{}"), nil
 	}
-	if len(res.References) == 0 {
-		return res.Plugin.Spec.Raw, nil
-	}
+	// Substituted even without references: an escaped marker (!!{x}) is the
+	// text "!{x}". Decoded as the API server decodes (integers stay int64), so
+	// that a spec passes through unchanged but for its markers.
 	var value any
-	if err := json.Unmarshal(res.Plugin.Spec.Raw, &value); err != nil {
+	if err := utiljson.Unmarshal(res.Plugin.Spec.Raw, &value); err != nil {
 		return nil, err
 	}
 	values, err := reference.Resolve(res.References, sources, false)

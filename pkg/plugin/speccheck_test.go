@@ -60,6 +60,7 @@ func TestRegistryValidateSpecChecksWithSpecChecker(t *testing.T) {
 	for _, tc := range []struct {
 		name, plugin string
 		spec         *apiextensionsv1.JSON
+		unresolved   []string
 		want         string // "" = valid
 		checked      string // the spec CheckSpec saw; "" = not called
 	}{
@@ -73,7 +74,12 @@ func TestRegistryValidateSpecChecksWithSpecChecker(t *testing.T) {
 			want: `[spec.a: Required value, spec.b: Required value]`, checked: `{"name":"two"}`},
 		{name: "schema first", plugin: "checked", spec: &apiextensionsv1.JSON{Raw: []byte(`{"cidr":"nonsense"}`)},
 			want: `spec.name: Required value`},
-		{name: "unresolved reference", plugin: "checked", spec: &apiextensionsv1.JSON{Raw: []byte(`{"name":"a","cidr":"!{cidr}"}`)}},
+		{name: "unresolved reference", plugin: "checked", spec: &apiextensionsv1.JSON{Raw: []byte(`{"name":"a","cidr":"!{cidr}"}`)},
+			unresolved: []string{"spec.cidr"}},
+		// A marker's characters that are text (an escape, substituted by the
+		// caller) are a value like any other: checked.
+		{name: "marker characters as text", plugin: "checked", spec: &apiextensionsv1.JSON{Raw: []byte(`{"name":"a","cidr":"!{cidr}"}`)},
+			want: `spec.cidr: Invalid value: "!{cidr}": not a CIDR`, checked: `{"name":"a","cidr":"!{cidr}"}`},
 		{name: "not JSON", plugin: "checked", spec: &apiextensionsv1.JSON{Raw: []byte(`{bad`)},
 			want: `spec: invalid character 'b' looking for beginning of object key string`},
 		{name: "without a schema", plugin: "schemaless", spec: &apiextensionsv1.JSON{Raw: []byte(`{"cidr":"nonsense"}`)},
@@ -82,7 +88,7 @@ func TestRegistryValidateSpecChecksWithSpecChecker(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			seen = nil
-			err := r.ValidateSpec(tc.plugin, tc.spec)
+			err := r.ValidateSpec(tc.plugin, tc.spec, tc.unresolved)
 			switch {
 			case tc.want == "" && err != nil:
 				t.Errorf("ValidateSpec = %v, want valid", err)

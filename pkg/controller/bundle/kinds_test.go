@@ -69,7 +69,7 @@ func testPlan(t *testing.T, specs ...spec) *bundlespec.Plan {
 // anyPlugin is a plugin catalog that accepts every plugin resource.
 type anyPlugin struct{}
 
-func (anyPlugin) ValidateSpec(string, *apiextensionsv1.JSON) error { return nil }
+func (anyPlugin) ValidateSpec(string, *apiextensionsv1.JSON, []string) error { return nil }
 
 func testObject(gvk schema.GroupVersionKind, name string) *unstructured.Unstructured {
 	u := &unstructured.Unstructured{}

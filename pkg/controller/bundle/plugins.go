@@ -57,7 +57,7 @@ func (p *pass) syncPlugin(ctx context.Context, res *bundlespec.Resource) (limbov
 	// Parse checked the spec with the references' examples; the values they
 	// read are checked here, before the plugin sees them.
 	if len(res.References) > 0 {
-		if err := p.r.Plugins.ValidateSpec(res.Plugin.Name, &apiextensionsv1.JSON{Raw: spec}); err != nil {
+		if err := p.r.Plugins.ValidateSpec(res.Plugin.Name, &apiextensionsv1.JSON{Raw: spec}, nil); err != nil {
 			return fail(limbov1alpha1.ResourceError, limbov1alpha1.ReasonInvalidPluginSpec, "plugin %q, with its references resolved: %v", res.Plugin.Name, err)
 		}
 	}

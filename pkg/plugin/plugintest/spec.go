@@ -31,7 +31,7 @@ func ExpectSpecs(t testing.TB, p plugin.Plugin, cases []SpecCase) {
 		if tc.Spec != "" {
 			spec = &apiextensionsv1.JSON{Raw: []byte(tc.Spec)}
 		}
-		err := r.ValidateSpec(name, spec)
+		err := r.ValidateSpec(name, spec, nil)
 		switch {
 		case tc.Want == "" && err != nil:
 			t.Errorf("%s: %v, want valid", tc.Spec, err)
