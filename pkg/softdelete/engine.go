@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -368,7 +369,12 @@ func (e *Engine) Desired(ctx context.Context, eventTarget runtime.Object, obj cl
 
 // Release takes obj out of its Bundle's hands and starts its countdown: the
 // controller owner reference goes, the bundle label stays (so the reaper finds it
-// and a new Bundle of the same name can adopt it), and the object is stamped. The
+// and a new Bundle of the same name can adopt it), and the object is stamped.
+// The owner references to siblings go too, the UIDs of the Bundle's other
+// objects (a template may name one as obj's owner, its uid read by a
+// reference): the teardown deletes them, or the reaper at their own deadlines,
+// and the garbage collector deletes an object whose owners are all gone — at
+// once, its delay ignored. An owner reference to anything else stays. The
 // reaper deletes it at its deadline. A Bundle's teardown releases the objects
 // with a delay; a teardown or a pass releases an object that adopter, another
 // Bundle, declares to adopt (limbo.dev/adopt), delay or not, due or not: the
@@ -380,7 +386,7 @@ func (e *Engine) Desired(ctx context.Context, eventTarget runtime.Object, obj cl
 // as limbo, and a Bundle must not get deleted what its ServiceAccount may not
 // delete itself by handing it over. Refused, obj stays the Bundle's, and the
 // teardown reports the error as it would a refused delete.
-func (e *Engine) Release(ctx context.Context, eventTarget runtime.Object, obj client.Object, owner metav1.Object, adopter string) error {
+func (e *Engine) Release(ctx context.Context, eventTarget runtime.Object, obj client.Object, owner metav1.Object, siblings sets.Set[types.UID], adopter string) error {
 	if _, impersonated := impersonation.UserFrom(ctx); impersonated {
 		uid := obj.GetUID()
 		if err := e.Client.Delete(ctx, obj, client.DryRunAll, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
@@ -389,7 +395,7 @@ func (e *Engine) Release(ctx context.Context, eventTarget runtime.Object, obj cl
 			return err
 		}
 	}
-	refs := ownerReferencesWithout(obj, owner)
+	refs := ownerReferencesWithout(obj, func(uid types.UID) bool { return uid == owner.GetUID() || siblings.Has(uid) })
 	d := Decide(e.Clock.Now(), StateOf(obj, false))
 	annotations := map[string]any{limbov1alpha1.AnnotationReleased: FormatStamp(e.Clock.Now())}
 	if d.Action == ActionStamp || d.Action == ActionRestamp {
@@ -434,7 +440,8 @@ func (e *Engine) Release(ctx context.Context, eventTarget runtime.Object, obj cl
 // patch, guarded by obj's resourceVersion: a concurrent change is a Conflict, and
 // the caller decides again.
 func (e *Engine) Disown(ctx context.Context, eventTarget runtime.Object, obj client.Object, owner metav1.Object, why string) error {
-	metadata := map[string]any{"ownerReferences": ownerReferencesWithout(obj, owner), "resourceVersion": obj.GetResourceVersion()}
+	metadata := map[string]any{"ownerReferences": ownerReferencesWithout(obj, func(uid types.UID) bool { return uid == owner.GetUID() }),
+		"resourceVersion": obj.GetResourceVersion()}
 	cancelled := e.inLimbo(obj)
 	if cancelled {
 		maps.Copy(metadata, OutOfLimboPatch())
@@ -450,12 +457,13 @@ func (e *Engine) Disown(ctx context.Context, eventTarget runtime.Object, obj cli
 	return nil
 }
 
-// ownerReferencesWithout is obj's owner references but owner's (an empty list,
-// not nil, when none is left: a merge patch replaces the list whole).
-func ownerReferencesWithout(obj client.Object, owner metav1.Object) []metav1.OwnerReference {
+// ownerReferencesWithout is obj's owner references but those to the owners
+// drop names by UID (an empty list, not nil, when none is left: a merge patch
+// replaces the list whole).
+func ownerReferencesWithout(obj client.Object, drop func(types.UID) bool) []metav1.OwnerReference {
 	refs := []metav1.OwnerReference{}
 	for _, ref := range obj.GetOwnerReferences() {
-		if ref.UID != owner.GetUID() {
+		if !drop(ref.UID) {
 			refs = append(refs, ref)
 		}
 	}

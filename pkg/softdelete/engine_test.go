@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/record"
 	testingclock "k8s.io/utils/clock/testing"
@@ -700,7 +701,7 @@ func TestEngineRelease(t *testing.T) {
 
 	t.Run("not stamped: stamped, label kept, owner reference to the Bundle removed", func(t *testing.T) {
 		h := newHarness(t, owned(map[string]string{delayKey: "24h"}))
-		if err := h.engine.Release(context.Background(), b, h.live(t, "db"), b, ""); err != nil {
+		if err := h.engine.Release(context.Background(), b, h.live(t, "db"), b, nil, ""); err != nil {
 			t.Fatal(err)
 		}
 		want := []string{`PATCH ConfigMap team-a/db application/merge-patch+json {"metadata":{"annotations":{"limbo.dev/deletionTimestamp":"2025-03-14T12:30:45Z","limbo.dev/released":"2025-03-14T12:30:45Z"},"labels":{"limbo.dev/pending-deletion":"true"},` +
@@ -718,9 +719,24 @@ func TestEngineRelease(t *testing.T) {
 		}
 	})
 
+	t.Run("owner references to the Bundle's other objects go with the Bundle's; others stay", func(t *testing.T) {
+		u := owned(map[string]string{delayKey: "24h"})
+		sibling := metav1.OwnerReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "web", UID: "uid-web"}
+		u.SetOwnerReferences(append([]metav1.OwnerReference{sibling}, u.GetOwnerReferences()...))
+		h := newHarness(t, u)
+		if err := h.engine.Release(context.Background(), b, h.live(t, "db"), b, sets.New[types.UID]("uid-web", "uid-other-object"), ""); err != nil {
+			t.Fatal(err)
+		}
+		want := []string{`PATCH ConfigMap team-a/db application/merge-patch+json {"metadata":{"annotations":{"limbo.dev/deletionTimestamp":"2025-03-14T12:30:45Z","limbo.dev/released":"2025-03-14T12:30:45Z"},"labels":{"limbo.dev/pending-deletion":"true"},` +
+			refs + `,"resourceVersion":"999"}}`}
+		if !reflect.DeepEqual(h.calls, want) {
+			t.Errorf("API calls:\n%q\nwant:\n%q", h.calls, want)
+		}
+	})
+
 	t.Run("already stamped: the stamp is kept", func(t *testing.T) {
 		h := newHarness(t, owned(map[string]string{delayKey: "24h", stampKey: "2025-03-14T00:00:00Z"}))
-		if err := h.engine.Release(context.Background(), b, h.live(t, "db"), b, ""); err != nil {
+		if err := h.engine.Release(context.Background(), b, h.live(t, "db"), b, nil, ""); err != nil {
 			t.Fatal(err)
 		}
 		want := []string{`PATCH ConfigMap team-a/db application/merge-patch+json {"metadata":{"annotations":{"limbo.dev/released":"2025-03-14T12:30:45Z"},"labels":{"limbo.dev/pending-deletion":"true"},` + refs + `,"resourceVersion":"999"}}`}
@@ -741,7 +757,7 @@ func TestEngineRelease(t *testing.T) {
 			{nil, "(due)"},
 		} {
 			h := newHarness(t, owned(tc.annotations))
-			if err := h.engine.Release(context.Background(), b, h.live(t, "db"), b, "new"); err != nil {
+			if err := h.engine.Release(context.Background(), b, h.live(t, "db"), b, nil, "new"); err != nil {
 				t.Fatal(err)
 			}
 			want := []string{`PATCH ConfigMap team-a/db application/merge-patch+json {"metadata":{"annotations":{"limbo.dev/released":"2025-03-14T12:30:45Z"},"labels":{"limbo.dev/pending-deletion":"true"},` + refs + `,"resourceVersion":"999"}}`}
@@ -759,7 +775,7 @@ func TestEngineRelease(t *testing.T) {
 
 	t.Run("invalid delay: released unstamped with a warning, the reaper's to stamp once fixed", func(t *testing.T) {
 		h := newHarness(t, owned(map[string]string{delayKey: "forever"}))
-		if err := h.engine.Release(context.Background(), b, h.live(t, "db"), b, ""); err != nil {
+		if err := h.engine.Release(context.Background(), b, h.live(t, "db"), b, nil, ""); err != nil {
 			t.Fatal(err)
 		}
 		want := []string{`PATCH ConfigMap team-a/db application/merge-patch+json {"metadata":{"annotations":{"limbo.dev/released":"2025-03-14T12:30:45Z"},"labels":{"limbo.dev/pending-deletion":"true"},` + refs + `,"resourceVersion":"999"}}`}
@@ -785,7 +801,7 @@ func TestEngineRelease(t *testing.T) {
 		h := newHarness(t, owned(map[string]string{delayKey: "24h"}))
 		stale := h.live(t, "db")
 		stale.SetResourceVersion("998")
-		if err := h.engine.Release(context.Background(), b, stale, b, ""); !apierrors.IsConflict(unwrapAll(err)) {
+		if err := h.engine.Release(context.Background(), b, stale, b, nil, ""); !apierrors.IsConflict(unwrapAll(err)) {
 			t.Fatalf("err = %v, want a Conflict", err)
 		}
 		if refs := h.live(t, "db").GetOwnerReferences(); len(refs) != 2 {

@@ -16,6 +16,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -46,6 +48,7 @@ type pass struct {
 	declared map[string]string                     // objectKey of every object the spec declares or a plugin generated -> its resource
 	plugins  []pluginOutcome                       // plugin inventories, processed with the orphans
 	kinds    map[schema.GroupVersionKind]bool      // every kind the Bundle's objects have, generated ones included
+	siblings sets.Set[types.UID]                   // the UIDs of the objects labelled as the Bundle's, once listed for its orphans
 
 	// Outputs.
 	resources []limbov1alpha1.ResourceStatus
@@ -716,12 +719,14 @@ func (p *pass) emitResourceEvents() {
 // be listed at all (if not, the pass keeps the last pendingDeletions and decides
 // nothing more).
 func (p *pass) decideObjectOrphans(ctx context.Context) (ready, listed bool) {
-	orphans, err := p.r.orphans(ctx, p.bundle, p.kindList(ctx), p.declared)
+	labelled, err := p.r.labelled(ctx, p.bundle, p.kindList(ctx))
 	if err != nil {
 		p.fail(fmt.Errorf("list orphans: %w", err))
 		p.keepPreviousPending()
 		return false, false
 	}
+	orphans := orphansOf(p.bundle, labelled, p.declared)
+	p.siblings = uidsOf(labelled)
 	ready = p.allReady()
 	if len(orphans) > 0 && len(p.bundle.Spec.Resources) == 0 && !p.bundle.Spec.AllowEmpty {
 		// An empty spec more likely means a broken render than "delete it all".
@@ -827,7 +832,7 @@ func (p *pass) handOver(ctx context.Context, o client.Object, fresh metav1.Objec
 		return softdelete.ClaimDeferred, fmt.Errorf("hand %s %s over to Bundle %s: the fresh read is no object", gvk.Kind, o.GetName(), adopter.Name)
 	}
 	obj.GetObjectKind().SetGroupVersionKind(gvk)
-	switch err := p.r.Engine.Release(ctx, p.bundle, obj, p.bundle, adopter.Name); {
+	switch err := p.r.Engine.Release(ctx, p.bundle, obj, p.bundle, p.siblings, adopter.Name); {
 	case apierrors.IsConflict(err):
 		return softdelete.ClaimDeferred, nil
 	case client.IgnoreNotFound(err) != nil:
@@ -1012,20 +1017,25 @@ func objectKey(obj client.Object) string {
 	return bundlespec.ObjectKey(obj.GetObjectKind().GroupVersionKind().GroupKind(), obj.GetName())
 }
 
-// orphans lists the objects b controls, of kinds, that declared (the objects the
-// plan declares or its plugins generated) does not hold.
-func (r *Reconciler) orphans(ctx context.Context, b *limbov1alpha1.Bundle, kinds []schema.GroupVersionKind, declared map[string]string) ([]*unstructured.Unstructured, error) {
-	all, err := r.labelled(ctx, b, kinds)
-	if err != nil {
-		return nil, err
-	}
+// orphansOf is the objects of labelled that b controls and declared (the objects
+// the plan declares or its plugins generated) does not hold.
+func orphansOf(b *limbov1alpha1.Bundle, labelled []*unstructured.Unstructured, declared map[string]string) []*unstructured.Unstructured {
 	var out []*unstructured.Unstructured
-	for _, o := range controlledBy(b, all) {
+	for _, o := range controlledBy(b, labelled) {
 		if _, ok := declared[objectKey(o)]; !ok {
 			out = append(out, o)
 		}
 	}
-	return out, nil
+	return out
+}
+
+// uidsOf is the UIDs of objects.
+func uidsOf(objects []*unstructured.Unstructured) sets.Set[types.UID] {
+	uids := sets.New[types.UID]()
+	for _, o := range objects {
+		uids.Insert(o.GetUID())
+	}
+	return uids
 }
 
 // readinessRule returns the rule a CRD states for its objects, or nil.

@@ -84,7 +84,7 @@ func (r *Reconciler) teardown(ctx context.Context, b *limbov1alpha1.Bundle) (ctr
 		return ctrl.Result{RequeueAfter: min(teardownInterval, plugins.requeueAfter)}, nil
 	}
 	nextWave := func(objects []*unstructured.Unstructured) (ctrl.Result, bool, error) {
-		return r.nextWave(ctx, b, plan, controlledBy(b, objects), plugins)
+		return r.nextWave(ctx, b, plan, objects, plugins)
 	}
 	if res, acted, err := nextWave(objects); acted || err != nil {
 		return res, err
@@ -92,10 +92,13 @@ func (r *Reconciler) teardown(ctx context.Context, b *limbov1alpha1.Bundle) (ctr
 	return r.letGo(ctx, b, own, nextWave)
 }
 
-// nextWave deletes or releases the first wave of b's objects (those b controls)
-// that holds any, reports it in b's status and returns the requeue that waits for
-// it; acted is false when no wave holds an object.
-func (r *Reconciler) nextWave(ctx context.Context, b *limbov1alpha1.Bundle, plan *bundlespec.Plan, objects []*unstructured.Unstructured, plugins pluginTeardowns) (_ ctrl.Result, acted bool, _ error) {
+// nextWave deletes or releases the first wave of b's objects (of labelled, those
+// b controls) that holds any, reports it in b's status and returns the requeue
+// that waits for it; acted is false when no wave holds an object. A release
+// drops the owner references to every object of labelled, the released ones
+// included: the reaper deletes those at their deadlines.
+func (r *Reconciler) nextWave(ctx context.Context, b *limbov1alpha1.Bundle, plan *bundlespec.Plan, labelled []*unstructured.Unstructured, plugins pluginTeardowns) (_ ctrl.Result, acted bool, _ error) {
+	objects, siblings := controlledBy(b, labelled), uidsOf(labelled)
 	held := heldBy(objects)
 	for _, wave := range teardownWaves(plan, objects) {
 		if len(wave) == 0 {
@@ -111,7 +114,7 @@ func (r *Reconciler) nextWave(ctx context.Context, b *limbov1alpha1.Bundle, plan
 			octx := log.IntoContext(ctx, log.FromContext(ctx).WithValues("resource", lastResourceOf(b, o)))
 			adopter, adopted := r.releaseForAdoption(octx, b, o)
 			if _, delayed := o.GetAnnotations()[limbov1alpha1.AnnotationDeletionDelay]; delayed || adopted {
-				err = r.Engine.Release(octx, b, o, b, adopter)
+				err = r.Engine.Release(octx, b, o, b, siblings, adopter)
 				if err == nil || apierrors.IsNotFound(err) {
 					delete(held, objectKey(o)) // the reaper's now (or gone)
 				}
