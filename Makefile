@@ -53,7 +53,7 @@ generate: $(CONTROLLER_GEN) ## Generate deepcopy code and the CRDs in crds/.
 	$(CONTROLLER_GEN) object paths=./pkg/apis/... crd:crdVersions=v1 output:crd:artifacts:config=crds
 
 .PHONY: verify
-verify: ## Fail when generated files are stale, code is unformatted, or go vet or golangci-lint complains.
+verify: ## Fail when generated files are stale, code is unformatted, go.mod is not tidy, or go vet or golangci-lint complains.
 	@snapshot=$$(mktemp -d); trap 'rm -rf "$$snapshot"' EXIT; \
 	  cp -r crds "$$snapshot/crds"; find pkg/apis -name 'zz_generated*.go' -exec cp --parents {} "$$snapshot/" \; ; \
 	  $(MAKE) --no-print-directory generate; \
@@ -61,6 +61,8 @@ verify: ## Fail when generated files are stale, code is unformatted, or go vet o
 	    echo "verify: generated files were stale; they are regenerated now: commit them"; exit 1; fi
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$unformatted" ]; then echo "verify: not gofmt-formatted:"; echo "$$unformatted"; exit 1; fi
+	@# go.mod and go.sum list what the code imports, no more and no less.
+	@$(GO) mod tidy -diff >/dev/null 2>&1 || { echo "verify: go.mod or go.sum is not tidy: run go mod tidy"; $(GO) mod tidy -diff; exit 1; }
 	$(GO) vet ./...
 	$(MAKE) --no-print-directory lint
 	@echo "verify: ok"
