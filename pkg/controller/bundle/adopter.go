@@ -3,6 +3,7 @@ package bundle
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -15,28 +16,54 @@ import (
 // (pass.handOver) and a teardown (releaseForAdoption) release it to the adopter
 // instead, and the reaper holds it while a Bundle declares it to adopt it.
 
-// adopter is another Bundle of b's namespace, not being deleted, that declares o
-// to adopt it (limbo.dev/adopt); nil when there is none. A single controller
-// finds adopters in its cache (an index of the objects Bundles adopt). A shard's
-// cache holds only its own Bundles, and the adopter may be of another shard
-// (Bundles of one namespace can be): a sharded controller reads the namespace's
-// Bundles from the API server, as the reaper does — only when it is about to
-// delete or release an object, which is rare beside the applies.
-func (r *Reconciler) adopter(ctx context.Context, b *limbov1alpha1.Bundle, o client.Object) (*client.ObjectKey, error) {
-	var adopters limbov1alpha1.BundleList
+// adopters finds, for the objects of b that one teardown wave or one pass is
+// about to delete or release, another Bundle of b's namespace, not being
+// deleted, that declares the object to adopt it (limbo.dev/adopt). A single
+// controller finds adopters in its cache (an index of the objects Bundles adopt).
+// A shard's cache holds only its own Bundles, and the adopter may be of another
+// shard (Bundles of one namespace can be): a sharded controller reads the
+// namespace's Bundles from the API server, as the reaper does — once for the
+// wave or pass, on its first lookup, and only when it is about to delete or
+// release an object, which is rare beside the applies (each lookup listed them
+// again: a teardown of N objects listed every Bundle of the namespace N times).
+type adopters struct {
+	r *Reconciler
+	b *limbov1alpha1.Bundle
+
+	// once guards the sharded controller's listing; lookups run concurrently
+	// (a pass's orphans are handed over side by side).
+	once   sync.Once
+	listed []limbov1alpha1.Bundle
+	err    error
+}
+
+func (r *Reconciler) adopters(b *limbov1alpha1.Bundle) *adopters {
+	return &adopters{r: r, b: b}
+}
+
+// of is the adopter of o; nil when there is none.
+func (a *adopters) of(ctx context.Context, o client.Object) (*client.ObjectKey, error) {
 	gvk := o.GetObjectKind().GroupVersionKind()
+	var candidates []limbov1alpha1.Bundle
 	var err error
-	if r.Shard == nil {
+	if a.r.Shard == nil {
+		var list limbov1alpha1.BundleList
 		key := bundlespec.AdoptionKey(gvk.GroupKind(), o.GetName())
-		err = r.Client.List(ctx, &adopters, client.InNamespace(b.Namespace), client.MatchingFields{adoptionIndex: key}, client.UnsafeDisableDeepCopy)
+		err = a.r.Client.List(ctx, &list, client.InNamespace(a.b.Namespace), client.MatchingFields{adoptionIndex: key}, client.UnsafeDisableDeepCopy)
+		candidates = list.Items
 	} else {
-		err = r.APIReader.List(ctx, &adopters, client.InNamespace(b.Namespace))
+		a.once.Do(func() {
+			var list limbov1alpha1.BundleList
+			a.err = a.r.APIReader.List(ctx, &list, client.InNamespace(a.b.Namespace))
+			a.listed = list.Items
+		})
+		candidates, err = a.listed, a.err
 	}
 	if err != nil {
 		return nil, fmt.Errorf("list the Bundles adopting %s %s: %w", gvk.Kind, o.GetName(), err)
 	}
-	if a := bundlespec.Adopter(adopters.Items, gvk.GroupKind(), o.GetName(), b.Name); a != nil {
-		k := client.ObjectKeyFromObject(a)
+	if adopter := bundlespec.Adopter(candidates, gvk.GroupKind(), o.GetName(), a.b.Name); adopter != nil {
+		k := client.ObjectKeyFromObject(adopter)
 		return &k, nil
 	}
 	return nil, nil
@@ -52,8 +79,8 @@ func (r *Reconciler) adopter(ctx context.Context, b *limbov1alpha1.Bundle, o cli
 // --cascade=orphan for the next teardown pass either, as a merely disowned object
 // would be. A failed lookup releases too, with no adopter named: the reaper
 // decides on the API server's Bundles.
-func (r *Reconciler) releaseForAdoption(ctx context.Context, b *limbov1alpha1.Bundle, o client.Object) (string, bool) {
-	adopter, err := r.adopter(ctx, b, o)
+func (a *adopters) releaseForAdoption(ctx context.Context, o client.Object) (string, bool) {
+	adopter, err := a.of(ctx, o)
 	switch {
 	case err != nil:
 		return "", true

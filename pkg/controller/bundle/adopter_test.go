@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 	"github.com/limbo-dev/limbo/pkg/shard"
@@ -66,28 +67,42 @@ func TestAdopter(t *testing.T) {
 			if err := limbov1alpha1.AddToScheme(scheme); err != nil {
 				t.Fatal(err)
 			}
-			build := func(objects ...client.Object) client.Client {
+			apiLists := 0
+			build := func(lists *int, objects ...client.Object) client.Client {
 				for i, o := range objects {
 					objects[i] = o.DeepCopyObject().(client.Object)
 				}
-				return fake.NewClientBuilder().WithScheme(scheme).WithIndex(&limbov1alpha1.Bundle{}, adoptionIndex, adoptionKeys).WithObjects(objects...).Build()
+				return fake.NewClientBuilder().WithScheme(scheme).WithIndex(&limbov1alpha1.Bundle{}, adoptionIndex, adoptionKeys).WithObjects(objects...).
+					WithInterceptorFuncs(interceptor.Funcs{List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+						*lists++
+						return c.List(ctx, list, opts...)
+					}}).Build()
 			}
-			r := &Reconciler{Client: build(tt.cached...), APIReader: build(append(append([]client.Object{}, tt.cached...), tt.apiOnly...)...), Shard: tt.shard}
-			db := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "db"}}
-			db.SetGroupVersionKind(configMapGVK)
-			got, err := r.adopter(context.Background(), leaving, db)
-			if err != nil {
-				t.Fatal(err)
-			}
-			name := ""
-			if got != nil {
-				name = got.Name
-				if got.Namespace != "shop" {
-					t.Errorf("adopter %v is of another namespace", got)
+			r := &Reconciler{Client: build(new(int), tt.cached...), APIReader: build(&apiLists, append(append([]client.Object{}, tt.cached...), tt.apiOnly...)...), Shard: tt.shard}
+			adopters := r.adopters(leaving)
+			// A wave looks up each of its objects: db, then one nobody adopts.
+			for _, object := range []struct{ name, want string }{{"db", tt.want}, {"cache", ""}} {
+				o := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: object.name}}
+				o.SetGroupVersionKind(configMapGVK)
+				got, err := adopters.of(context.Background(), o)
+				if err != nil {
+					t.Fatal(err)
+				}
+				name := ""
+				if got != nil {
+					name = got.Name
+					if got.Namespace != "shop" {
+						t.Errorf("adopter %v is of another namespace", got)
+					}
+				}
+				if name != object.want {
+					t.Errorf("adopter of %s = %q, want %q", object.name, name, object.want)
 				}
 			}
-			if name != tt.want {
-				t.Errorf("adopter = %q, want %q", name, tt.want)
+			// The API server's Bundles are listed once for the wave, by a sharded
+			// controller only.
+			if want := map[bool]int{true: 1, false: 0}[tt.shard != nil]; apiLists != want {
+				t.Errorf("the API server's Bundles were listed %d times, want %d", apiLists, want)
 			}
 		})
 	}

@@ -49,6 +49,7 @@ type pass struct {
 	plugins  []pluginOutcome                       // plugin inventories, processed with the orphans
 	kinds    map[schema.GroupVersionKind]bool      // every kind the Bundle's objects have, generated ones included
 	siblings sets.Set[types.UID]                   // the UIDs of the objects labelled as the Bundle's, once listed for its orphans
+	adopters *adopters                             // the adopters of the orphans handed over
 
 	// Outputs.
 	resources []limbov1alpha1.ResourceStatus
@@ -79,7 +80,7 @@ type pass struct {
 
 func newPass(r *Reconciler, b *limbov1alpha1.Bundle) *pass {
 	return &pass{r: r, bundle: b, live: map[string]*unstructured.Unstructured{}, declared: map[string]string{},
-		kinds: map[schema.GroupVersionKind]bool{}, states: map[string]limbov1alpha1.ResourceState{}}
+		kinds: map[schema.GroupVersionKind]bool{}, states: map[string]limbov1alpha1.ResourceState{}, adopters: r.adopters(b)}
 }
 
 // after asks to come back within d (the earliest request wins).
@@ -820,7 +821,7 @@ func (p *pass) stillOrphan(ctx context.Context, o client.Object) softdelete.Clai
 // was read, is decided again.
 func (p *pass) handOver(ctx context.Context, o client.Object, fresh metav1.Object) (softdelete.ClaimVerdict, error) {
 	gvk := o.GetObjectKind().GroupVersionKind()
-	adopter, err := p.r.adopter(ctx, p.bundle, o)
+	adopter, err := p.adopters.of(ctx, o)
 	switch {
 	case err != nil:
 		return softdelete.ClaimDeferred, err

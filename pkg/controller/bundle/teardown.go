@@ -100,6 +100,7 @@ func (r *Reconciler) teardown(ctx context.Context, b *limbov1alpha1.Bundle) (ctr
 func (r *Reconciler) nextWave(ctx context.Context, b *limbov1alpha1.Bundle, plan *bundlespec.Plan, labelled []*unstructured.Unstructured, plugins pluginTeardowns) (_ ctrl.Result, acted bool, _ error) {
 	objects, siblings := controlledBy(b, labelled), uidsOf(labelled)
 	held := heldBy(objects)
+	adopters := r.adopters(b)
 	for _, wave := range teardownWaves(plan, objects) {
 		if len(wave) == 0 {
 			continue
@@ -112,7 +113,7 @@ func (r *Reconciler) nextWave(ctx context.Context, b *limbov1alpha1.Bundle, plan
 			var err error
 			// The audit trail names the resource the object was (the pass's does too).
 			octx := log.IntoContext(ctx, log.FromContext(ctx).WithValues("resource", lastResourceOf(b, o)))
-			adopter, adopted := r.releaseForAdoption(octx, b, o)
+			adopter, adopted := adopters.releaseForAdoption(octx, o)
 			if _, delayed := o.GetAnnotations()[limbov1alpha1.AnnotationDeletionDelay]; delayed || adopted {
 				err = r.Engine.Release(octx, b, o, b, siblings, adopter)
 				if err == nil || apierrors.IsNotFound(err) {
