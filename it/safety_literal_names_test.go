@@ -22,7 +22,7 @@ func TestTemplatedNameIsASpecError(t *testing.T) {
 		objectResource(t, "data", configMap("!{app}-data", map[string]any{"k": "v"}, nil),
 			limbov1alpha1.Reference{Name: "app", Resource: "app", Path: "metadata.name"}),
 	)
-	const msg = `object: metadata.name "!{app}-data" must be literal: references (!{…}) are not allowed in an object's name or namespace`
+	const msg = `object: metadata.name "!{app}-data" must be literal: references (!{…}) and their escapes (!!{…}) are not allowed in an object's name or namespace`
 	waitBundle(t, b, func(cur *limbov1alpha1.Bundle) error {
 		if err := resourceMessageIs(cur, "data", limbov1alpha1.ResourceError, "TemplatedName", msg); err != nil {
 			return err

@@ -361,10 +361,11 @@ func parseObject(namespace string, res *Resource, mapper meta.RESTMapper) Errors
 	}
 	// Names are literal: limbo tracks an object by the name its template states,
 	// so a name that a reference fills in would be tracked under one name and
-	// created under another (and deleted and re-created in a loop).
+	// created under another (and deleted and re-created in a loop). An escape
+	// (!!{x}) would be too: it is written as !{x}. Either holds "!{".
 	for _, field := range []string{"name", "namespace"} {
-		if value, _, _ := unstructured.NestedString(u.Object, "metadata", field); len(reference.Markers(map[string]any{field: value})) > 0 {
-			errs = fail(limbov1alpha1.ReasonTemplatedName, "object: metadata.%s %q must be literal: references (!{…}) are not allowed in an object's name or namespace", field, value)
+		if value, _, _ := unstructured.NestedString(u.Object, "metadata", field); strings.Contains(value, "!{") {
+			errs = fail(limbov1alpha1.ReasonTemplatedName, "object: metadata.%s %q must be literal: references (!{…}) and their escapes (!!{…}) are not allowed in an object's name or namespace", field, value)
 		}
 	}
 	if gvk == limbov1alpha1.BundleGVK || gvk == limbov1alpha1.TombstoneGVK {

@@ -211,12 +211,15 @@ func TestParse(t *testing.T) {
 						Object: obj(t, cm("!{app}-data", nil))},
 					{Name: "other", References: []limbov1alpha1.Reference{{Name: "ns", Resource: "app", Path: "metadata.namespace"}},
 						Object: obj(t, cm("other", map[string]any{"namespace": "!{ns}"}))},
+					// An escape is written as "!{x}": a name other than the template's too.
+					{Name: "escaped", Object: obj(t, cm("r!!{x}", nil))},
 				}
 			},
 			wantErrs: []Error{
-				{"data", limbov1alpha1.ReasonTemplatedName, `object: metadata.name "!{app}-data" must be literal: references (!{…}) are not allowed in an object's name or namespace`},
-				{"other", limbov1alpha1.ReasonTemplatedName, `object: metadata.namespace "!{ns}" must be literal: references (!{…}) are not allowed in an object's name or namespace`},
+				{"data", limbov1alpha1.ReasonTemplatedName, `object: metadata.name "!{app}-data" must be literal: references (!{…}) and their escapes (!!{…}) are not allowed in an object's name or namespace`},
+				{"other", limbov1alpha1.ReasonTemplatedName, `object: metadata.namespace "!{ns}" must be literal: references (!{…}) and their escapes (!!{…}) are not allowed in an object's name or namespace`},
 				{"other", limbov1alpha1.ReasonWrongNamespace, `object: namespace "!{ns}" is not the Bundle's namespace "team-a"`},
+				{"escaped", limbov1alpha1.ReasonTemplatedName, `object: metadata.name "r!!{x}" must be literal: references (!{…}) and their escapes (!!{…}) are not allowed in an object's name or namespace`},
 			},
 		},
 		{
