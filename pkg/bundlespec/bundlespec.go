@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
@@ -459,8 +460,10 @@ func validatePlugin(plugins PluginCatalog, r limbov1alpha1.Resource) error {
 	// Substituted even without references: an escaped marker is text (!!{x} is
 	// "!{x}"), and an undeclared one waits as unresolved (checkMarkers reports it).
 	if spec != nil && len(spec.Raw) > 0 {
+		// Decoded as the API server decodes (integers stay int64): the plugin's
+		// check must judge the spec the plugin will get (plugin.ResolveSpec).
 		var value any
-		if err := json.Unmarshal(spec.Raw, &value); err == nil {
+		if err := utiljson.Unmarshal(spec.Raw, &value); err == nil {
 			// An invalid example is reported by checkReferences.
 			if content, missing, err := reference.SubstituteExamples(map[string]any{"spec": value}, r.References); err == nil {
 				if raw, err := json.Marshal(content["spec"]); err == nil {

@@ -1,6 +1,7 @@
 package bundlespec
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -29,6 +30,10 @@ func (catalog) ValidateSpec(name string, spec *apiextensionsv1.JSON, unresolved 
 	}
 	if spec != nil && string(spec.Raw) == `{"bad":true}` {
 		return errors.New("spec.bad: Forbidden")
+	}
+	// Its spec reaches the check as written: a large integer keeps its digits.
+	if spec != nil && bytes.Contains(spec.Raw, []byte(`"n":`)) && !bytes.Contains(spec.Raw, []byte(`"n":9007199254740993`)) {
+		return fmt.Errorf("spec.n changed on its way: %s", spec.Raw)
 	}
 	var fields struct{ Interval *string }
 	if spec != nil && json.Unmarshal(spec.Raw, &fields) == nil && fields.Interval != nil && !intervalPattern.MatchString(*fields.Interval) && !slices.Contains(unresolved, "spec.interval") {
@@ -342,6 +347,13 @@ func TestParse(t *testing.T) {
 				{"alone", limbov1alpha1.ReasonInvalidPluginSpec, `plugin "gc": spec.interval: Invalid value: "!{iv}": interval in body should match '^[0-9]+[smh]$'`},
 				{"referencing", limbov1alpha1.ReasonInvalidPluginSpec, `plugin "gc": spec.interval: Invalid value: "!{iv}": interval in body should match '^[0-9]+[smh]$'`},
 			},
+		},
+		{
+			name: "a plugin spec is checked as the plugin gets it: integers keep their digits",
+			resources: func(t *testing.T) []limbov1alpha1.Resource {
+				return []limbov1alpha1.Resource{{Name: "big", Plugin: plugin("gc", "", `{"n":9007199254740993}`)}}
+			},
+			wantOrder: []string{"big"},
 		},
 	}
 	for _, tc := range cases {
