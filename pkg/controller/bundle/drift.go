@@ -45,9 +45,22 @@ type driftRecord struct {
 	warned time.Time
 }
 
-// corrected records that limbo is putting back drift on the object uid at now,
-// and reports the corrections within the window, and whether to warn: the
-// count reached driftRepeats and the last warning is a window old.
+// due reports whether a correction of the object uid at now would warn
+// (corrected's warn), without recording one: the writers must be read before the
+// apply takes their fields back, and only an apply that succeeded counts.
+func (w *driftWatch) due(uid types.UID, now time.Time) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	rec := w.m[keyOf(uid)]
+	if rec == nil {
+		return driftRepeats <= 1
+	}
+	return len(recent(rec.at, now))+1 >= driftRepeats && (rec.warned.IsZero() || now.Sub(rec.warned) >= driftWindow)
+}
+
+// corrected records that limbo put back drift on the object uid at now, and
+// reports the corrections within the window, and whether to warn: the count
+// reached driftRepeats and the last warning is a window old.
 func (w *driftWatch) corrected(uid types.UID, now time.Time) (n int, warn bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()

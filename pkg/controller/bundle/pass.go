@@ -454,20 +454,20 @@ func (p *pass) syncOne(ctx context.Context, name string, tmpl *unstructured.Unst
 		if adopting {
 			event = limbov1alpha1.EventAdopted
 		}
-		var warnDrift func()
-		if !adopting && p.r.applied.drifted(live, hash) {
-			now := p.r.Clock.Now()
-			if n, warn := p.r.applied.drift.corrected(live.GetUID(), now); warn {
-				// The writers are read before the apply takes their fields back.
-				writers := p.r.recentWriters(ctx, gvk, live.GetNamespace(), live.GetName(), now)
-				warnDrift = func() { p.warnDrift(name, live, gvk.Kind, n, writers) }
-			}
+		// Drift put back counts once the apply succeeded (a refused one puts
+		// nothing back, and its retries are no fight); the writers are read
+		// before the apply takes their fields back.
+		drifted, now, writers := !adopting && p.r.applied.drifted(live, hash), p.r.Clock.Now(), []string(nil)
+		if drifted && p.r.applied.drift.due(live.GetUID(), now) {
+			writers = p.r.recentWriters(ctx, gvk, live.GetNamespace(), live.GetName(), now)
 		}
 		if err := p.r.apply(ctx, desired, p.plan.Referenced(name)); err != nil {
 			return p.applyFailed(ctx, &out, desired, err)
 		}
-		if warnDrift != nil {
-			warnDrift()
+		if drifted {
+			if n, warn := p.r.applied.drift.corrected(live.GetUID(), now); warn {
+				p.warnDrift(name, live, gvk.Kind, n, writers)
+			}
 		}
 		p.r.applied.record(desired, hash, live.GetResourceVersion())
 		out.change = p.changed(ctx, name, desired, event)
