@@ -317,10 +317,26 @@ func (r *Reconciler) countdown(ctx context.Context, ts *limbov1alpha1.Tombstone)
 }
 
 // owningBundle reads ts's Bundle from the API server. why says why the Bundle
-// may not have the item deleted now: it is gone, being torn down, not ts's
-// owner, or no longer declares ts's plugin resource. A read error is returned:
-// the caller does nothing (fail closed).
+// may not have the item deleted now: its namespace is being deleted, it is gone,
+// being torn down, not ts's owner, or no longer declares ts's plugin resource. A
+// read error is returned: the caller does nothing (fail closed).
+//
+// The namespace comes first: the namespace controller deletes each kind of a
+// terminating namespace in turn, in no set order, and a Tombstone it deleted
+// while the Bundle is not yet being deleted would look forced (kubectl delete
+// tombstone) — the cleanup job's pending deletes run at once instead of being
+// cancelled with it.
 func (r *Reconciler) owningBundle(ctx context.Context, ts *limbov1alpha1.Tombstone) (*limbov1alpha1.Bundle, string, error) {
+	ns := &metav1.PartialObjectMetadata{}
+	ns.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
+	switch err := r.Reader.Get(ctx, client.ObjectKey{Name: ts.Namespace}, ns); {
+	case apierrors.IsNotFound(err):
+		return nil, "its namespace is gone", nil
+	case err != nil:
+		return nil, "", fmt.Errorf("read the Tombstone's namespace: %w", err)
+	case !ns.DeletionTimestamp.IsZero():
+		return nil, "its namespace is being deleted", nil
+	}
 	var b limbov1alpha1.Bundle
 	err := r.Reader.Get(ctx, client.ObjectKey{Namespace: ts.Namespace, Name: ts.Labels[limbov1alpha1.LabelBundle]}, &b)
 	switch {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -306,7 +307,11 @@ func newHarnessIntercepted(t *testing.T, failures int, funcs interceptor.Funcs) 
 	if err := limbov1alpha1.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
 	}
+	if err := corev1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
 	now := time.Date(2026, 3, 14, 12, 0, 0, 0, time.UTC)
+	namespace := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team"}}
 	b := &limbov1alpha1.Bundle{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "shop", UID: types.UID("bundle-uid")},
 		Spec:       limbov1alpha1.BundleSpec{Resources: []limbov1alpha1.Resource{{Name: "items", Plugin: &limbov1alpha1.PluginResource{Name: "flaky"}}}},
@@ -325,7 +330,7 @@ func newHarnessIntercepted(t *testing.T, failures int, funcs interceptor.Funcs) 
 		},
 		Spec: limbov1alpha1.TombstoneSpec{Plugin: "flaky", Resource: "items", Item: limbov1alpha1.ExternalItem{Kind: "Thing", ID: "42"}},
 	}
-	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(b, ts).WithStatusSubresource(&limbov1alpha1.Tombstone{}).WithInterceptorFuncs(funcs).Build()
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(namespace, b, ts).WithStatusSubresource(&limbov1alpha1.Tombstone{}).WithInterceptorFuncs(funcs).Build()
 	p := &flaky{failures: failures}
 	plugins, err := plugin.NewRegistry(p)
 	if err != nil {
