@@ -6,11 +6,14 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -142,7 +145,13 @@ func cancelDeletion(ctx context.Context, c client.Client, t target) (cancelResul
 		if err != nil {
 			return err
 		}
-		patch, removed, err := cancelPatch(obj, k)
+		var doomed map[types.UID]string
+		if k.Bundle == (client.ObjectKey{}) {
+			if doomed, err = doomedOwners(ctx, c, t, obj); err != nil {
+				return err
+			}
+		}
+		patch, removed, err := cancelPatch(obj, k, doomed)
 		if err != nil {
 			return fmt.Errorf("%s: %w", t, err)
 		}
@@ -315,12 +324,49 @@ func refuseUnlessInLimbo(ctx context.Context, c client.Client, t target, obj *me
 	return nil
 }
 
+// doomedOwners are the owners of obj, the object t as just read, that would have
+// the garbage collector delete it once cancel takes it from its Bundle: the
+// Bundle's other objects (labelled limbo.dev/bundle as obj is), which the Bundle
+// deletes when they leave it or it goes — a template may name one as owner —
+// and owners that are gone (the collector deletes an object whose owners are all
+// gone). By UID, with why each is doomed. An owner of a kind the API server does
+// not serve is kept (the collector cannot tell either, and keeps the object); an
+// owner that cannot be read refuses the cancel.
+func doomedOwners(ctx context.Context, c client.Client, t target, obj *metav1.PartialObjectMetadata) (map[types.UID]string, error) {
+	bundle := obj.GetLabels()[limbov1alpha1.LabelBundle]
+	doomed := map[types.UID]string{}
+	for _, ref := range obj.GetOwnerReferences() {
+		if isBundleController(ref) {
+			continue
+		}
+		gvk := schema.FromAPIVersionAndKind(ref.APIVersion, ref.Kind)
+		if _, err := c.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version); meta.IsNoMatchError(err) {
+			continue
+		}
+		owner := &metav1.PartialObjectMetadata{}
+		owner.SetGroupVersionKind(gvk)
+		err := c.Get(ctx, client.ObjectKey{Namespace: obj.GetNamespace(), Name: ref.Name}, owner)
+		switch {
+		case apierrors.IsNotFound(err):
+			doomed[ref.UID] = "gone"
+		case err != nil:
+			return nil, fmt.Errorf("cannot cancel %s: its owner %s %q cannot be read to tell whether it would have the garbage collector delete it: %w", t, ref.Kind, ref.Name, err)
+		case owner.GetUID() != ref.UID:
+			doomed[ref.UID] = "gone"
+		case bundle != "" && owner.GetLabels()[limbov1alpha1.LabelBundle] == bundle:
+			doomed[ref.UID] = "an object of Bundle " + strconv.Quote(bundle)
+		}
+	}
+	return doomed, nil
+}
+
 // cancelPatch is the JSON merge patch that cancels the deletion of obj, kept by
 // k, and a description of what it removes. The limbo marks go as the engine's
-// own cancel removes them (softdelete.OutOfLimboPatch); a Bundle controller
-// owner reference goes unless k is that controller; the limbo.dev/bundle label
-// goes unless a Bundle keeps obj.
-func cancelPatch(obj *metav1.PartialObjectMetadata, k keeper) ([]byte, []string, error) {
+// own cancel removes them (softdelete.OutOfLimboPatch); unless k is obj's
+// controller, a Bundle controller owner reference goes, and so do the owner
+// references to doomed owners (doomedOwners); the limbo.dev/bundle label goes
+// unless a Bundle keeps obj.
+func cancelPatch(obj *metav1.PartialObjectMetadata, k keeper, doomed map[types.UID]string) ([]byte, []string, error) {
 	annotations, labels := obj.GetAnnotations(), obj.GetLabels()
 	kept := k.Bundle != (client.ObjectKey{})
 	var removed []string
@@ -332,6 +378,10 @@ func cancelPatch(obj *metav1.PartialObjectMetadata, k keeper) ([]byte, []string,
 		for _, ref := range owners {
 			if isBundleController(ref) {
 				removed = append(removed, fmt.Sprintf("owner reference to Bundle %q", ref.Name))
+				continue
+			}
+			if why, ok := doomed[ref.UID]; ok {
+				removed = append(removed, fmt.Sprintf("owner reference to %s %q (%s)", ref.Kind, ref.Name, why))
 				continue
 			}
 			others = append(others, ref)

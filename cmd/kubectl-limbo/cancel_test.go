@@ -38,7 +38,7 @@ func TestCancel(t *testing.T) {
 	observer := bundleOwner("observer", false)
 	meta.OwnerReferences = []metav1.OwnerReference{otherOwner, bundleOwner("shop", true), observer}
 	deploy := &appsv1.Deployment{ObjectMeta: meta}
-	f := newFixture(t, nil, deploy)
+	f := newFixture(t, nil, deploy, anchor(), &limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "observer", UID: uid("observer")}})
 
 	code, out, errOut := f.run("cancel", "-n", "team-a", "deployment.apps/app")
 	if code != 0 || errOut != "" {
@@ -69,6 +69,46 @@ No Bundle manages it now; to bring it back under a Bundle, declare it there with
 	code, _, errOut = f.run("cancel", "-n", "team-a", "deployment.apps/app")
 	if want := "error: deployment.apps/app is not in limbo: it has neither the limbo.dev/deletionTimestamp annotation nor the limbo.dev/pending-deletion label, so there is no deletion to cancel\n"; code != 1 || errOut != want {
 		t.Errorf("second cancel: exit %d, stderr\n%s\nwant\n%s", code, errOut, want)
+	}
+}
+
+// anchor is the ConfigMap team-a/anchor, an owner outside any Bundle.
+func anchor() *corev1.ConfigMap {
+	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "anchor", UID: uid("anchor")}}
+}
+
+// An object cancel takes from its Bundle is kept: the owner references that
+// would have the garbage collector delete it go with the Bundle's — to the
+// Bundle's other objects (a template may name one as owner), which the Bundle
+// deletes, and to owners that are gone — and an owner outside the Bundle stays.
+func TestCancelDropsDoomedOwners(t *testing.T) {
+	meta := inLimbo("team-a", "cache", "shop", "24h", stampAgo(time.Hour))
+	sibling := metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: "web", UID: uid("web")}
+	gone := metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: "ghost", UID: uid("ghost")}
+	replaced := metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: "reborn", UID: uid("reborn before")}
+	external := metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: "anchor", UID: uid("anchor")}
+	unserved := metav1.OwnerReference{APIVersion: "example.com/v1", Kind: "Gizmo", Name: "g", UID: uid("g")}
+	meta.OwnerReferences = []metav1.OwnerReference{sibling, gone, replaced, external, unserved, bundleOwner("shop", true)}
+	web := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "web", UID: uid("web"),
+		Labels: map[string]string{limbov1alpha1.LabelBundle: "shop"}}}
+	reborn := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "reborn", UID: uid("reborn")}}
+	cm := &corev1.ConfigMap{ObjectMeta: meta}
+	f := newFixture(t, nil, cm, web, reborn, anchor())
+
+	code, out, errOut := f.run("cancel", "-n", "team-a", "configmap/cache")
+	if code != 0 || errOut != "" {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+	want := `configmap/cache: deletion cancelled; removed owner reference to ConfigMap "web" (an object of Bundle "shop"), owner reference to ConfigMap "ghost" (gone), owner reference to ConfigMap "reborn" (gone), owner reference to Bundle "shop", annotation limbo.dev/deletionTimestamp, label limbo.dev/pending-deletion=true, label limbo.dev/bundle=shop.`
+	if !strings.HasPrefix(out, want) {
+		t.Errorf("got\n%s\nwant it to start with\n%s", out, want)
+	}
+	var got corev1.ConfigMap
+	if err := f.client.Get(context.Background(), client.ObjectKeyFromObject(cm), &got); err != nil {
+		t.Fatal(err)
+	}
+	if want := []metav1.OwnerReference{external, unserved}; !reflect.DeepEqual(got.OwnerReferences, want) {
+		t.Errorf("owner references %+v, want %+v", got.OwnerReferences, want)
 	}
 }
 
@@ -125,7 +165,7 @@ func TestCancelConflict(t *testing.T) {
 	cm := &corev1.ConfigMap{ObjectMeta: meta}
 	added := metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: "anchor", UID: uid("anchor")}
 	funcs, patches := changedBeforeFirstPatch(func(live *corev1.ConfigMap) { live.OwnerReferences = append(live.OwnerReferences, added) })
-	f := newFixture(t, funcs, cm)
+	f := newFixture(t, funcs, cm, anchor())
 	if code, _, errOut := f.run("cancel", "-n", "team-a", "configmap/db-config"); code != 0 || *patches != 2 {
 		t.Fatalf("exit %d, %d patches, stderr %q", code, *patches, errOut)
 	}
@@ -463,7 +503,7 @@ func TestCancelKeptByTheBundleThatDeclaresIt(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			funcs, patches := recordPatches(tc.forbid)
 			cm := &corev1.ConfigMap{ObjectMeta: tc.meta}
-			f := newFixture(t, funcs, cm, tc.bundle)
+			f := newFixture(t, funcs, cm, tc.bundle, anchor())
 			code, out, errOut := f.run("cancel", "-n", "team-a", "configmap/keep")
 			var got corev1.ConfigMap
 			if err := f.client.Get(context.Background(), client.ObjectKeyFromObject(cm), &got); err != nil {
