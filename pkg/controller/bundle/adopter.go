@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -22,20 +23,26 @@ import (
 // controller finds adopters in its cache (an index of the objects Bundles adopt).
 // A shard's cache holds only its own Bundles, and the adopter may be of another
 // shard (Bundles of one namespace can be): a sharded controller reads the
-// namespace's Bundles from the API server, as the reaper does — once for the
-// wave or pass, on its first lookup, and only when it is about to delete or
-// release an object, which is rare beside the applies (each lookup listed them
-// again: a teardown of N objects listed every Bundle of the namespace N times).
+// namespace's Bundles from the API server, as the reaper does — only when it is
+// about to delete or release an object, which is rare beside the applies, and
+// then at most once every adoptersMaxAge for the wave or pass (each lookup
+// listed them again: a teardown of N objects listed every Bundle of the
+// namespace N times). An adopter created meanwhile is seen by the next listing:
+// the age bounds how late, as a listing per object bounded it by one request.
 type adopters struct {
 	r *Reconciler
 	b *limbov1alpha1.Bundle
 
-	// once guards the sharded controller's listing; lookups run concurrently
-	// (a pass's orphans are handed over side by side).
-	once   sync.Once
-	listed []limbov1alpha1.Bundle
-	err    error
+	// mu guards the sharded controller's listing; lookups run concurrently (a
+	// pass's orphans are handed over side by side).
+	mu       sync.Mutex
+	listedAt time.Time
+	listed   []limbov1alpha1.Bundle
 }
+
+// adoptersMaxAge is how long a sharded controller's listing of a namespace's
+// Bundles answers a wave's or a pass's lookups.
+const adoptersMaxAge = time.Second
 
 func (r *Reconciler) adopters(b *limbov1alpha1.Bundle) *adopters {
 	return &adopters{r: r, b: b}
@@ -52,12 +59,7 @@ func (a *adopters) of(ctx context.Context, o client.Object) (*client.ObjectKey, 
 		err = a.r.Client.List(ctx, &list, client.InNamespace(a.b.Namespace), client.MatchingFields{adoptionIndex: key}, client.UnsafeDisableDeepCopy)
 		candidates = list.Items
 	} else {
-		a.once.Do(func() {
-			var list limbov1alpha1.BundleList
-			a.err = a.r.APIReader.List(ctx, &list, client.InNamespace(a.b.Namespace))
-			a.listed = list.Items
-		})
-		candidates, err = a.listed, a.err
+		candidates, err = a.listing(ctx)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("list the Bundles adopting %s %s: %w", gvk.Kind, o.GetName(), err)
@@ -67,6 +69,24 @@ func (a *adopters) of(ctx context.Context, o client.Object) (*client.ObjectKey, 
 		return &k, nil
 	}
 	return nil, nil
+}
+
+// listing is the namespace's Bundles as the API server lists them, listed again
+// once the last listing is adoptersMaxAge old (or failed).
+func (a *adopters) listing(ctx context.Context) ([]limbov1alpha1.Bundle, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	now := a.r.Clock.Now()
+	if !a.listedAt.IsZero() && now.Sub(a.listedAt) < adoptersMaxAge {
+		return a.listed, nil
+	}
+	var list limbov1alpha1.BundleList
+	if err := a.r.APIReader.List(ctx, &list, client.InNamespace(a.b.Namespace)); err != nil {
+		a.listedAt = time.Time{}
+		return nil, err
+	}
+	a.listed, a.listedAt = list.Items, now
+	return a.listed, nil
 }
 
 // releaseForAdoption tells whether the teardown releases o, and to which

@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -78,10 +80,16 @@ func TestAdopter(t *testing.T) {
 						return c.List(ctx, list, opts...)
 					}}).Build()
 			}
-			r := &Reconciler{Client: build(new(int), tt.cached...), APIReader: build(&apiLists, append(append([]client.Object{}, tt.cached...), tt.apiOnly...)...), Shard: tt.shard}
+			clk := clocktesting.NewFakePassiveClock(time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC))
+			r := &Reconciler{Client: build(new(int), tt.cached...), APIReader: build(&apiLists, append(append([]client.Object{}, tt.cached...), tt.apiOnly...)...),
+				Shard: tt.shard, Clock: clk}
 			adopters := r.adopters(leaving)
-			// A wave looks up each of its objects: db, then one nobody adopts.
-			for _, object := range []struct{ name, want string }{{"db", tt.want}, {"cache", ""}} {
+			// A wave looks up each of its objects: db, then one nobody adopts,
+			// then db again, once the listing is adoptersMaxAge old.
+			for i, object := range []struct{ name, want string }{{"db", tt.want}, {"cache", ""}, {"db", tt.want}} {
+				if i == 2 {
+					clk.SetTime(clk.Now().Add(adoptersMaxAge))
+				}
 				o := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: object.name}}
 				o.SetGroupVersionKind(configMapGVK)
 				got, err := adopters.of(context.Background(), o)
@@ -99,9 +107,9 @@ func TestAdopter(t *testing.T) {
 					t.Errorf("adopter of %s = %q, want %q", object.name, name, object.want)
 				}
 			}
-			// The API server's Bundles are listed once for the wave, by a sharded
-			// controller only.
-			if want := map[bool]int{true: 1, false: 0}[tt.shard != nil]; apiLists != want {
+			// The API server's Bundles are listed by a sharded controller only:
+			// once for the first two lookups, again once that listing is old.
+			if want := map[bool]int{true: 2, false: 0}[tt.shard != nil]; apiLists != want {
 				t.Errorf("the API server's Bundles were listed %d times, want %d", apiLists, want)
 			}
 		})
