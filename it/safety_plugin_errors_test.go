@@ -119,3 +119,26 @@ func bundleControllerCounter(t testing.TB, name string) float64 {
 	}
 	return n
 }
+
+// A plugin that generates a cluster-scoped object gets its resource's Error
+// ClusterScoped, as a template of that kind is a spec error: owned by a
+// namespaced Bundle, the object would be one the garbage collector ignores and
+// no listing of the Bundle's namespace finds — never cleaned up. Nothing is
+// created.
+func TestPluginGeneratedClusterScopedObjectIsRefused(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	domain := external.Domain(ns)
+	domain.Set("keep", true)
+	name := ns + "-gen"
+	domain.Generate(&unstructured.Unstructured{Object: map[string]any{"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+		"metadata": map[string]any{"name": name}, "value": int64(1000)}})
+	b := createBundle(t, ns, "shop", pluginResource("items", ns, "1h"))
+	msg := fmt.Sprintf(`plugin "test-external" generated PriorityClass %q: PriorityClass is cluster-scoped; a Bundle holds namespaced objects only`, name)
+	waitBundle(t, b, func(cur *limbov1alpha1.Bundle) error {
+		return resourceMessageIs(cur, "items", limbov1alpha1.ResourceError, limbov1alpha1.ReasonClusterScoped, msg)
+	})
+	if err := noObject(schema.GroupVersionKind{Group: "scheduling.k8s.io", Version: "v1", Kind: "PriorityClass"}, "", name)(); err != nil {
+		t.Error(err)
+	}
+}

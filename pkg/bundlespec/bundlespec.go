@@ -389,12 +389,8 @@ func parseObject(namespace string, res *Resource, mapper meta.RESTMapper) Errors
 		errs = fail(limbov1alpha1.ReasonInvalidObject, "object: metadata.ownerReferences: a controller owner reference (%s %q) is set; limbo is the controller of the objects it manages", owner.Kind, owner.Name)
 	}
 	if mapper != nil {
-		mapping, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-		switch {
-		case err != nil:
-			errs = fail(limbov1alpha1.ReasonUnknownKind, "object: %v", err)
-		case mapping.Scope.Name() != meta.RESTScopeNameNamespace:
-			errs = fail(limbov1alpha1.ReasonClusterScoped, "object: %s is cluster-scoped; a Bundle holds namespaced objects only", gvk.Kind)
+		if reason, err := HeldKind(mapper, gvk); err != nil {
+			errs = fail(reason, "object: %v", err)
 		}
 	}
 	res.Template, res.GVK = u, gvk
@@ -444,6 +440,22 @@ func metadataTypeErrors(obj map[string]any) []string {
 		}
 	}
 	return problems
+}
+
+// HeldKind checks that a Bundle may hold objects of gvk, a template's or one a
+// plugin generates: a kind the API server serves (mapper), namespaced — a
+// cluster-scoped object owned by a namespaced Bundle is one the garbage
+// collector ignores and no listing of the Bundle's namespace finds, never
+// cleaned up. reason is the spec error's (UnknownKind, ClusterScoped).
+func HeldKind(mapper meta.RESTMapper, gvk schema.GroupVersionKind) (reason string, err error) {
+	mapping, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	switch {
+	case err != nil:
+		return limbov1alpha1.ReasonUnknownKind, err
+	case mapping.Scope.Name() != meta.RESTScopeNameNamespace:
+		return limbov1alpha1.ReasonClusterScoped, fmt.Errorf("%s is cluster-scoped; a Bundle holds namespaced objects only", gvk.Kind)
+	}
+	return "", nil
 }
 
 // validatePlugin checks r's plugin spec against the plugin's schema, with the
