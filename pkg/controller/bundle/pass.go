@@ -48,7 +48,7 @@ type pass struct {
 	declared map[string]string                     // objectKey of every object the spec declares or a plugin generated -> its resource
 	plugins  []pluginOutcome                       // plugin inventories, processed with the orphans
 	kinds    map[schema.GroupVersionKind]bool      // every kind the Bundle's objects have, generated ones included
-	siblings sets.Set[types.UID]                   // the UIDs of the objects labelled as the Bundle's, once listed for its orphans
+	labelled []*unstructured.Unstructured          // the objects labelled as the Bundle's, once listed for its orphans
 	adopters *adopters                             // the adopters of the orphans handed over
 
 	// Outputs.
@@ -727,7 +727,7 @@ func (p *pass) decideObjectOrphans(ctx context.Context) (ready, listed bool) {
 		return false, false
 	}
 	orphans := orphansOf(p.bundle, labelled, p.declared)
-	p.siblings = uidsOf(labelled)
+	p.labelled = labelled
 	ready = p.allReady()
 	if len(orphans) > 0 && len(p.bundle.Spec.Resources) == 0 && !p.bundle.Spec.AllowEmpty {
 		// An empty spec more likely means a broken render than "delete it all".
@@ -833,7 +833,9 @@ func (p *pass) handOver(ctx context.Context, o client.Object, fresh metav1.Objec
 		return softdelete.ClaimDeferred, fmt.Errorf("hand %s %s over to Bundle %s: the fresh read is no object", gvk.Kind, o.GetName(), adopter.Name)
 	}
 	obj.GetObjectKind().SetGroupVersionKind(gvk)
-	switch err := p.r.Engine.Release(ctx, p.bundle, obj, p.bundle, p.siblings, adopter.Name); {
+	// The owner references to the Bundle's other objects go too (Release): the
+	// set is made here, for the rare hand-over, not on every pass.
+	switch err := p.r.Engine.Release(ctx, p.bundle, obj, p.bundle, uidsOf(p.labelled), adopter.Name); {
 	case apierrors.IsConflict(err):
 		return softdelete.ClaimDeferred, nil
 	case client.IgnoreNotFound(err) != nil:
