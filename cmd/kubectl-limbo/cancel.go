@@ -6,14 +6,11 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -145,10 +142,12 @@ func cancelDeletion(ctx context.Context, c client.Client, t target) (cancelResul
 		if err != nil {
 			return err
 		}
+		// Taken from its Bundle, the object must not be left to the garbage
+		// collector by the owners that remain.
 		var doomed map[types.UID]string
 		if k.Bundle == (client.ObjectKey{}) {
-			if doomed, err = doomedOwners(ctx, c, t, obj); err != nil {
-				return err
+			if doomed, err = softdelete.DoomedOwners(ctx, c, c.RESTMapper(), obj, obj.GetLabels()[limbov1alpha1.LabelBundle]); err != nil {
+				return fmt.Errorf("cannot cancel %s: %w", t, err)
 			}
 		}
 		patch, removed, err := cancelPatch(obj, k, doomed)
@@ -324,48 +323,12 @@ func refuseUnlessInLimbo(ctx context.Context, c client.Client, t target, obj *me
 	return nil
 }
 
-// doomedOwners are the owners of obj, the object t as just read, that would have
-// the garbage collector delete it once cancel takes it from its Bundle: the
-// Bundle's other objects (labelled limbo.dev/bundle as obj is), which the Bundle
-// deletes when they leave it or it goes — a template may name one as owner —
-// and owners that are gone (the collector deletes an object whose owners are all
-// gone). By UID, with why each is doomed. An owner of a kind the API server does
-// not serve is kept (the collector cannot tell either, and keeps the object); an
-// owner that cannot be read refuses the cancel.
-func doomedOwners(ctx context.Context, c client.Client, t target, obj *metav1.PartialObjectMetadata) (map[types.UID]string, error) {
-	bundle := obj.GetLabels()[limbov1alpha1.LabelBundle]
-	doomed := map[types.UID]string{}
-	for _, ref := range obj.GetOwnerReferences() {
-		if isBundleController(ref) {
-			continue
-		}
-		gvk := schema.FromAPIVersionAndKind(ref.APIVersion, ref.Kind)
-		if _, err := c.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version); meta.IsNoMatchError(err) {
-			continue
-		}
-		owner := &metav1.PartialObjectMetadata{}
-		owner.SetGroupVersionKind(gvk)
-		err := c.Get(ctx, client.ObjectKey{Namespace: obj.GetNamespace(), Name: ref.Name}, owner)
-		switch {
-		case apierrors.IsNotFound(err):
-			doomed[ref.UID] = "gone"
-		case err != nil:
-			return nil, fmt.Errorf("cannot cancel %s: its owner %s %q cannot be read to tell whether it would have the garbage collector delete it: %w", t, ref.Kind, ref.Name, err)
-		case owner.GetUID() != ref.UID:
-			doomed[ref.UID] = "gone"
-		case bundle != "" && owner.GetLabels()[limbov1alpha1.LabelBundle] == bundle:
-			doomed[ref.UID] = "an object of Bundle " + strconv.Quote(bundle)
-		}
-	}
-	return doomed, nil
-}
-
 // cancelPatch is the JSON merge patch that cancels the deletion of obj, kept by
 // k, and a description of what it removes. The limbo marks go as the engine's
 // own cancel removes them (softdelete.OutOfLimboPatch); unless k is obj's
 // controller, a Bundle controller owner reference goes, and so do the owner
-// references to doomed owners (doomedOwners); the limbo.dev/bundle label goes
-// unless a Bundle keeps obj.
+// references to doomed owners (softdelete.DoomedOwners); the limbo.dev/bundle
+// label goes unless a Bundle keeps obj.
 func cancelPatch(obj *metav1.PartialObjectMetadata, k keeper, doomed map[types.UID]string) ([]byte, []string, error) {
 	annotations, labels := obj.GetAnnotations(), obj.GetLabels()
 	kept := k.Bundle != (client.ObjectKey{})

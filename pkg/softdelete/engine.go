@@ -15,7 +15,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -370,11 +369,9 @@ func (e *Engine) Desired(ctx context.Context, eventTarget runtime.Object, obj cl
 // Release takes obj out of its Bundle's hands and starts its countdown: the
 // controller owner reference goes, the bundle label stays (so the reaper finds it
 // and a new Bundle of the same name can adopt it), and the object is stamped.
-// The owner references to siblings go too, the UIDs of the Bundle's other
-// objects (a template may name one as obj's owner, its uid read by a
-// reference): the teardown deletes them, or the reaper at their own deadlines,
-// and the garbage collector deletes an object whose owners are all gone — at
-// once, its delay ignored. An owner reference to anything else stays. The
+// The owner references that would have the garbage collector delete obj once
+// the Bundle's is gone go too (DoomedOwners: the Bundle's other objects, owners
+// already gone) — it would delete obj at once, its delay ignored. The
 // reaper deletes it at its deadline. A Bundle's teardown releases the objects
 // with a delay; a teardown or a pass releases an object that adopter, another
 // Bundle, declares to adopt (limbo.dev/adopt), delay or not, due or not: the
@@ -386,7 +383,7 @@ func (e *Engine) Desired(ctx context.Context, eventTarget runtime.Object, obj cl
 // as limbo, and a Bundle must not get deleted what its ServiceAccount may not
 // delete itself by handing it over. Refused, obj stays the Bundle's, and the
 // teardown reports the error as it would a refused delete.
-func (e *Engine) Release(ctx context.Context, eventTarget runtime.Object, obj client.Object, owner metav1.Object, siblings sets.Set[types.UID], adopter string) error {
+func (e *Engine) Release(ctx context.Context, eventTarget runtime.Object, obj client.Object, owner metav1.Object, adopter string) error {
 	if _, impersonated := impersonation.UserFrom(ctx); impersonated {
 		uid := obj.GetUID()
 		if err := e.Client.Delete(ctx, obj, client.DryRunAll, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
@@ -395,7 +392,14 @@ func (e *Engine) Release(ctx context.Context, eventTarget runtime.Object, obj cl
 			return err
 		}
 	}
-	refs := ownerReferencesWithout(obj, func(uid types.UID) bool { return uid == owner.GetUID() || siblings.Has(uid) })
+	doomed, err := DoomedOwners(ctx, e.Reader, e.Client.RESTMapper(), obj, owner.GetName())
+	if err != nil {
+		return fmt.Errorf("release %s: %w", describe(obj), err)
+	}
+	refs := ownerReferencesWithout(obj, func(uid types.UID) bool {
+		_, isDoomed := doomed[uid]
+		return uid == owner.GetUID() || isDoomed
+	})
 	d := Decide(e.Clock.Now(), StateOf(obj, false))
 	annotations := map[string]any{limbov1alpha1.AnnotationReleased: FormatStamp(e.Clock.Now())}
 	if d.Action == ActionStamp || d.Action == ActionRestamp {

@@ -11,12 +11,12 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta/testrestmapper"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/sets"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/record"
 	testingclock "k8s.io/utils/clock/testing"
@@ -61,7 +61,7 @@ func newHarness(t *testing.T, objs ...client.Object) *harness {
 		t.Fatal(err)
 	}
 	h := &harness{recorder: record.NewFakeRecorder(100), registry: prometheus.NewRegistry()}
-	h.client = fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).
+	h.client = fake.NewClientBuilder().WithScheme(scheme).WithRESTMapper(testrestmapper.TestOnlyStaticRESTMapper(scheme)).WithObjects(objs...).
 		WithInterceptorFuncs(interceptor.Funcs{
 			Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
 				data, err := patch.Data(obj)
@@ -698,10 +698,16 @@ func TestEngineRelease(t *testing.T) {
 		return u
 	}
 	const refs = `"ownerReferences":[{"apiVersion":"v1","kind":"ConfigMap","name":"parent","uid":"uid-parent"}]`
+	// parent is an owner outside the Bundle: it exists, so its reference stays.
+	parent := func() *unstructured.Unstructured {
+		p := cm("parent", nil, nil)
+		p.SetUID("uid-parent")
+		return p
+	}
 
 	t.Run("not stamped: stamped, label kept, owner reference to the Bundle removed", func(t *testing.T) {
-		h := newHarness(t, owned(map[string]string{delayKey: "24h"}))
-		if err := h.engine.Release(context.Background(), b, h.live(t, "db"), b, nil, ""); err != nil {
+		h := newHarness(t, owned(map[string]string{delayKey: "24h"}), parent())
+		if err := h.engine.Release(context.Background(), b, h.live(t, "db"), b, ""); err != nil {
 			t.Fatal(err)
 		}
 		want := []string{`PATCH ConfigMap team-a/db application/merge-patch+json {"metadata":{"annotations":{"limbo.dev/deletionTimestamp":"2025-03-14T12:30:45Z","limbo.dev/released":"2025-03-14T12:30:45Z"},"labels":{"limbo.dev/pending-deletion":"true"},` +
@@ -719,14 +725,22 @@ func TestEngineRelease(t *testing.T) {
 		}
 	})
 
-	t.Run("owner references to the Bundle's other objects go with the Bundle's; others stay", func(t *testing.T) {
+	t.Run("owner references that would have the collector delete it go with the Bundle's; others stay", func(t *testing.T) {
 		u := owned(map[string]string{delayKey: "24h"})
-		sibling := metav1.OwnerReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "web", UID: "uid-web"}
-		u.SetOwnerReferences(append([]metav1.OwnerReference{sibling}, u.GetOwnerReferences()...))
-		h := newHarness(t, u)
-		if err := h.engine.Release(context.Background(), b, h.live(t, "db"), b, sets.New[types.UID]("uid-web", "uid-other-object"), ""); err != nil {
+		sibling := metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: "web", UID: "uid-web"}
+		gone := metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: "ghost", UID: "uid-ghost"}
+		replaced := metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: "reborn", UID: "uid-reborn-before"}
+		unserved := metav1.OwnerReference{APIVersion: "example.com/v1", Kind: "Gizmo", Name: "g", UID: "uid-g"}
+		u.SetOwnerReferences(append([]metav1.OwnerReference{sibling, gone, replaced, unserved}, u.GetOwnerReferences()...))
+		web := cm("web", nil, map[string]string{bundleKey: "shop"}) // an object of the Bundle, released or not
+		web.SetUID("uid-web")
+		reborn := cm("reborn", nil, nil)
+		reborn.SetUID("uid-reborn")
+		h := newHarness(t, u, web, reborn, parent())
+		if err := h.engine.Release(context.Background(), b, h.live(t, "db"), b, ""); err != nil {
 			t.Fatal(err)
 		}
+		refs := `"ownerReferences":[{"apiVersion":"example.com/v1","kind":"Gizmo","name":"g","uid":"uid-g"},{"apiVersion":"v1","kind":"ConfigMap","name":"parent","uid":"uid-parent"}]`
 		want := []string{`PATCH ConfigMap team-a/db application/merge-patch+json {"metadata":{"annotations":{"limbo.dev/deletionTimestamp":"2025-03-14T12:30:45Z","limbo.dev/released":"2025-03-14T12:30:45Z"},"labels":{"limbo.dev/pending-deletion":"true"},` +
 			refs + `,"resourceVersion":"999"}}`}
 		if !reflect.DeepEqual(h.calls, want) {
@@ -735,8 +749,8 @@ func TestEngineRelease(t *testing.T) {
 	})
 
 	t.Run("already stamped: the stamp is kept", func(t *testing.T) {
-		h := newHarness(t, owned(map[string]string{delayKey: "24h", stampKey: "2025-03-14T00:00:00Z"}))
-		if err := h.engine.Release(context.Background(), b, h.live(t, "db"), b, nil, ""); err != nil {
+		h := newHarness(t, owned(map[string]string{delayKey: "24h", stampKey: "2025-03-14T00:00:00Z"}), parent())
+		if err := h.engine.Release(context.Background(), b, h.live(t, "db"), b, ""); err != nil {
 			t.Fatal(err)
 		}
 		want := []string{`PATCH ConfigMap team-a/db application/merge-patch+json {"metadata":{"annotations":{"limbo.dev/released":"2025-03-14T12:30:45Z"},"labels":{"limbo.dev/pending-deletion":"true"},` + refs + `,"resourceVersion":"999"}}`}
@@ -756,8 +770,8 @@ func TestEngineRelease(t *testing.T) {
 			{map[string]string{delayKey: "1h", stampKey: "2025-03-14T00:00:00Z"}, "(deadline 2025-03-14T01:00:00Z)"},
 			{nil, "(due)"},
 		} {
-			h := newHarness(t, owned(tc.annotations))
-			if err := h.engine.Release(context.Background(), b, h.live(t, "db"), b, nil, "new"); err != nil {
+			h := newHarness(t, owned(tc.annotations), parent())
+			if err := h.engine.Release(context.Background(), b, h.live(t, "db"), b, "new"); err != nil {
 				t.Fatal(err)
 			}
 			want := []string{`PATCH ConfigMap team-a/db application/merge-patch+json {"metadata":{"annotations":{"limbo.dev/released":"2025-03-14T12:30:45Z"},"labels":{"limbo.dev/pending-deletion":"true"},` + refs + `,"resourceVersion":"999"}}`}
@@ -774,8 +788,8 @@ func TestEngineRelease(t *testing.T) {
 	})
 
 	t.Run("invalid delay: released unstamped with a warning, the reaper's to stamp once fixed", func(t *testing.T) {
-		h := newHarness(t, owned(map[string]string{delayKey: "forever"}))
-		if err := h.engine.Release(context.Background(), b, h.live(t, "db"), b, nil, ""); err != nil {
+		h := newHarness(t, owned(map[string]string{delayKey: "forever"}), parent())
+		if err := h.engine.Release(context.Background(), b, h.live(t, "db"), b, ""); err != nil {
 			t.Fatal(err)
 		}
 		want := []string{`PATCH ConfigMap team-a/db application/merge-patch+json {"metadata":{"annotations":{"limbo.dev/released":"2025-03-14T12:30:45Z"},"labels":{"limbo.dev/pending-deletion":"true"},` + refs + `,"resourceVersion":"999"}}`}
@@ -798,10 +812,10 @@ func TestEngineRelease(t *testing.T) {
 	})
 
 	t.Run("stale object: Conflict, nothing written", func(t *testing.T) {
-		h := newHarness(t, owned(map[string]string{delayKey: "24h"}))
+		h := newHarness(t, owned(map[string]string{delayKey: "24h"}), parent())
 		stale := h.live(t, "db")
 		stale.SetResourceVersion("998")
-		if err := h.engine.Release(context.Background(), b, stale, b, nil, ""); !apierrors.IsConflict(unwrapAll(err)) {
+		if err := h.engine.Release(context.Background(), b, stale, b, ""); !apierrors.IsConflict(unwrapAll(err)) {
 			t.Fatalf("err = %v, want a Conflict", err)
 		}
 		if refs := h.live(t, "db").GetOwnerReferences(); len(refs) != 2 {

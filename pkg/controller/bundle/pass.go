@@ -16,8 +16,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -48,7 +46,6 @@ type pass struct {
 	declared map[string]string                     // objectKey of every object the spec declares or a plugin generated -> its resource
 	plugins  []pluginOutcome                       // plugin inventories, processed with the orphans
 	kinds    map[schema.GroupVersionKind]bool      // every kind the Bundle's objects have, generated ones included
-	labelled []*unstructured.Unstructured          // the objects labelled as the Bundle's, once listed for its orphans
 	adopters *adopters                             // the adopters of the orphans handed over
 
 	// Outputs.
@@ -727,7 +724,6 @@ func (p *pass) decideObjectOrphans(ctx context.Context) (ready, listed bool) {
 		return false, false
 	}
 	orphans := orphansOf(p.bundle, labelled, p.declared)
-	p.labelled = labelled
 	ready = p.allReady()
 	if len(orphans) > 0 && len(p.bundle.Spec.Resources) == 0 && !p.bundle.Spec.AllowEmpty {
 		// An empty spec more likely means a broken render than "delete it all".
@@ -833,9 +829,7 @@ func (p *pass) handOver(ctx context.Context, o client.Object, fresh metav1.Objec
 		return softdelete.ClaimDeferred, fmt.Errorf("hand %s %s over to Bundle %s: the fresh read is no object", gvk.Kind, o.GetName(), adopter.Name)
 	}
 	obj.GetObjectKind().SetGroupVersionKind(gvk)
-	// The owner references to the Bundle's other objects go too (Release): the
-	// set is made here, for the rare hand-over, not on every pass.
-	switch err := p.r.Engine.Release(ctx, p.bundle, obj, p.bundle, uidsOf(p.labelled), adopter.Name); {
+	switch err := p.r.Engine.Release(ctx, p.bundle, obj, p.bundle, adopter.Name); {
 	case apierrors.IsConflict(err):
 		return softdelete.ClaimDeferred, nil
 	case client.IgnoreNotFound(err) != nil:
@@ -1030,15 +1024,6 @@ func orphansOf(b *limbov1alpha1.Bundle, labelled []*unstructured.Unstructured, d
 		}
 	}
 	return out
-}
-
-// uidsOf is the UIDs of objects.
-func uidsOf(objects []*unstructured.Unstructured) sets.Set[types.UID] {
-	uids := sets.New[types.UID]()
-	for _, o := range objects {
-		uids.Insert(o.GetUID())
-	}
-	return uids
 }
 
 // readinessRule returns the rule a CRD states for its objects, or nil.

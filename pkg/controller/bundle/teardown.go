@@ -94,11 +94,9 @@ func (r *Reconciler) teardown(ctx context.Context, b *limbov1alpha1.Bundle) (ctr
 
 // nextWave deletes or releases the first wave of b's objects (of labelled, those
 // b controls) that holds any, reports it in b's status and returns the requeue
-// that waits for it; acted is false when no wave holds an object. A release
-// drops the owner references to every object of labelled, the released ones
-// included: the reaper deletes those at their deadlines.
+// that waits for it; acted is false when no wave holds an object.
 func (r *Reconciler) nextWave(ctx context.Context, b *limbov1alpha1.Bundle, plan *bundlespec.Plan, labelled []*unstructured.Unstructured, plugins pluginTeardowns) (_ ctrl.Result, acted bool, _ error) {
-	objects, siblings := controlledBy(b, labelled), uidsOf(labelled)
+	objects := controlledBy(b, labelled)
 	held := heldBy(objects)
 	adopters := r.adopters(b)
 	for _, wave := range teardownWaves(plan, objects) {
@@ -115,7 +113,7 @@ func (r *Reconciler) nextWave(ctx context.Context, b *limbov1alpha1.Bundle, plan
 			octx := log.IntoContext(ctx, log.FromContext(ctx).WithValues("resource", lastResourceOf(b, o)))
 			adopter, adopted := adopters.releaseForAdoption(octx, o)
 			if _, delayed := o.GetAnnotations()[limbov1alpha1.AnnotationDeletionDelay]; delayed || adopted {
-				err = r.Engine.Release(octx, b, o, b, siblings, adopter)
+				err = r.Engine.Release(octx, b, o, b, adopter)
 				if err == nil || apierrors.IsNotFound(err) {
 					delete(held, objectKey(o)) // the reaper's now (or gone)
 				}
