@@ -471,7 +471,7 @@ func validatePlugin(plugins PluginCatalog, r limbov1alpha1.Resource) error {
 	spec, unresolved := r.Plugin.Spec, []string(nil)
 	// Substituted even without references: an escaped marker is text (!!{x} is
 	// "!{x}"), and an undeclared one waits as unresolved (checkMarkers reports it).
-	if spec != nil && len(spec.Raw) > 0 {
+	if spec != nil && bytes.Contains(spec.Raw, []byte("!{")) {
 		// Decoded as the API server decodes (integers stay int64): the plugin's
 		// check must judge the spec the plugin will get (plugin.ResolveSpec).
 		var value any

@@ -351,7 +351,7 @@ func TestParse(t *testing.T) {
 		{
 			name: "a plugin spec is checked as the plugin gets it: integers keep their digits",
 			resources: func(t *testing.T) []limbov1alpha1.Resource {
-				return []limbov1alpha1.Resource{{Name: "big", Plugin: plugin("gc", "", `{"n":9007199254740993}`)}}
+				return []limbov1alpha1.Resource{{Name: "big", Plugin: plugin("gc", "", `{"n":9007199254740993,"page":"!!{x}"}`)}}
 			},
 			wantOrder: []string{"big"},
 		},

@@ -1,6 +1,7 @@
 package plugin
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -26,7 +27,12 @@ func ResolveSpec(res limbov1alpha1.Resource, sources map[string]reference.Source
 	}
 	// Substituted even without references: an escaped marker (!!{x}) is the
 	// text "!{x}". Decoded as the API server decodes (integers stay int64), so
-	// that a spec passes through unchanged but for its markers.
+	// that a spec passes through unchanged but for its markers; one without a
+	// marker's characters is passed on as it is (every pass resolves every
+	// plugin resource's spec).
+	if !bytes.Contains(res.Plugin.Spec.Raw, []byte("!{")) {
+		return res.Plugin.Spec.Raw, nil
+	}
 	var value any
 	if err := utiljson.Unmarshal(res.Plugin.Spec.Raw, &value); err != nil {
 		return nil, err
