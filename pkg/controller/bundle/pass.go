@@ -717,13 +717,12 @@ func (p *pass) emitResourceEvents() {
 // be listed at all (if not, the pass keeps the last pendingDeletions and decides
 // nothing more).
 func (p *pass) decideObjectOrphans(ctx context.Context) (ready, listed bool) {
-	labelled, err := p.r.labelled(ctx, p.bundle, p.kindList(ctx))
+	orphans, err := p.r.orphans(ctx, p.bundle, p.kindList(ctx), p.declared)
 	if err != nil {
 		p.fail(fmt.Errorf("list orphans: %w", err))
 		p.keepPreviousPending()
 		return false, false
 	}
-	orphans := orphansOf(p.bundle, labelled, p.declared)
 	ready = p.allReady()
 	if len(orphans) > 0 && len(p.bundle.Spec.Resources) == 0 && !p.bundle.Spec.AllowEmpty {
 		// An empty spec more likely means a broken render than "delete it all".
@@ -1014,16 +1013,20 @@ func objectKey(obj client.Object) string {
 	return bundlespec.ObjectKey(obj.GetObjectKind().GroupVersionKind().GroupKind(), obj.GetName())
 }
 
-// orphansOf is the objects of labelled that b controls and declared (the objects
-// the plan declares or its plugins generated) does not hold.
-func orphansOf(b *limbov1alpha1.Bundle, labelled []*unstructured.Unstructured, declared map[string]string) []*unstructured.Unstructured {
+// orphans lists the objects b controls, of kinds, that declared (the objects the
+// plan declares or its plugins generated) does not hold.
+func (r *Reconciler) orphans(ctx context.Context, b *limbov1alpha1.Bundle, kinds []schema.GroupVersionKind, declared map[string]string) ([]*unstructured.Unstructured, error) {
+	all, err := r.labelled(ctx, b, kinds)
+	if err != nil {
+		return nil, err
+	}
 	var out []*unstructured.Unstructured
-	for _, o := range controlledBy(b, labelled) {
+	for _, o := range controlledBy(b, all) {
 		if _, ok := declared[objectKey(o)]; !ok {
 			out = append(out, o)
 		}
 	}
-	return out
+	return out, nil
 }
 
 // readinessRule returns the rule a CRD states for its objects, or nil.

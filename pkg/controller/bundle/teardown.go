@@ -84,7 +84,7 @@ func (r *Reconciler) teardown(ctx context.Context, b *limbov1alpha1.Bundle) (ctr
 		return ctrl.Result{RequeueAfter: min(teardownInterval, plugins.requeueAfter)}, nil
 	}
 	nextWave := func(objects []*unstructured.Unstructured) (ctrl.Result, bool, error) {
-		return r.nextWave(ctx, b, plan, objects, plugins)
+		return r.nextWave(ctx, b, plan, controlledBy(b, objects), plugins)
 	}
 	if res, acted, err := nextWave(objects); acted || err != nil {
 		return res, err
@@ -92,11 +92,10 @@ func (r *Reconciler) teardown(ctx context.Context, b *limbov1alpha1.Bundle) (ctr
 	return r.letGo(ctx, b, own, nextWave)
 }
 
-// nextWave deletes or releases the first wave of b's objects (of labelled, those
-// b controls) that holds any, reports it in b's status and returns the requeue
-// that waits for it; acted is false when no wave holds an object.
-func (r *Reconciler) nextWave(ctx context.Context, b *limbov1alpha1.Bundle, plan *bundlespec.Plan, labelled []*unstructured.Unstructured, plugins pluginTeardowns) (_ ctrl.Result, acted bool, _ error) {
-	objects := controlledBy(b, labelled)
+// nextWave deletes or releases the first wave of b's objects (those b controls)
+// that holds any, reports it in b's status and returns the requeue that waits for
+// it; acted is false when no wave holds an object.
+func (r *Reconciler) nextWave(ctx context.Context, b *limbov1alpha1.Bundle, plan *bundlespec.Plan, objects []*unstructured.Unstructured, plugins pluginTeardowns) (_ ctrl.Result, acted bool, _ error) {
 	held := heldBy(objects)
 	adopters := r.adopters(b)
 	for _, wave := range teardownWaves(plan, objects) {
