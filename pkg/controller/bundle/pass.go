@@ -208,6 +208,7 @@ func (p *pass) apply(ctx context.Context) {
 			p.states[p.plan.Order[i]] = statuses[i].State
 		}
 	}
+	boundResourceMessages(statuses)
 	p.resources = statuses
 	var all []*appliedChange
 	for _, c := range changes {
@@ -284,6 +285,7 @@ func (p *pass) reportSpecErrors() {
 		}
 		p.resources = append(p.resources, st)
 	}
+	boundResourceMessages(p.resources)
 	// Announced once: a pass of the same broken spec finds it in the condition.
 	if !p.sameAsBefore(limbov1alpha1.ReasonInvalidSpec, invalidSpecMessage(p.specErrs)) {
 		p.r.Recorder.Event(p.bundle, corev1.EventTypeWarning, limbov1alpha1.ReasonInvalidSpec, p.specErrs.Error())

@@ -101,6 +101,29 @@ func (p *pass) status() limbov1alpha1.BundleStatus {
 	return st
 }
 
+// resourceMessagesBudget bounds the messages of a Bundle's resources together:
+// with a few hundred resources failing at once with long errors, or readiness
+// messages copied from objects whose operators write at length, the status
+// would pass what etcd takes, and every status write of the Bundle would fail.
+const resourceMessagesBudget = 256 << 10
+
+// boundResourceMessages cuts each message of statuses to its share of
+// resourceMessagesBudget, at most bundlespec.MessageBudget (as every other
+// message of the status) and at least minResourceMessage.
+func boundResourceMessages(statuses []limbov1alpha1.ResourceStatus) {
+	share := bundlespec.MessageBudget
+	if n := len(statuses); n > 0 {
+		share = max(min(share, resourceMessagesBudget/n), minResourceMessage)
+	}
+	for i := range statuses {
+		statuses[i].Message = boundedtext.Cut(statuses[i].Message, share)
+	}
+}
+
+// minResourceMessage is the least of a resource's message kept, however many
+// resources share the budget.
+const minResourceMessage = 128
+
 // setPending fills pendingDeletions (soonest first; entries without a deadline
 // last; the first MaxPendingDeletionsListed of them, each message within
 // MaxPendingDeletionMessage) and the columns derived from it (from all of them).

@@ -310,3 +310,41 @@ func TestManagedKinds(t *testing.T) {
 		})
 	}
 }
+
+// The resources' messages are bounded one by one and together: each at most
+// MessageBudget, all of them within resourceMessagesBudget (a share each), and
+// none cut below minResourceMessage.
+func TestBoundResourceMessages(t *testing.T) {
+	long := strings.Repeat("x", 1<<20)
+	for _, tc := range []struct {
+		name      string
+		n         int
+		message   string
+		wantEach  int // the longest message kept, in bytes
+		wantShort bool
+	}{
+		{name: "short messages are kept whole", n: 3, message: "not ready", wantEach: len("not ready"), wantShort: true},
+		{name: "a few long ones: MessageBudget each", n: 2, message: long, wantEach: bundlespec.MessageBudget},
+		{name: "many long ones: a share of the budget each", n: 200, message: long, wantEach: resourceMessagesBudget / 200},
+		{name: "very many: never below the floor", n: 5000, message: long, wantEach: minResourceMessage},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			statuses := make([]limbov1alpha1.ResourceStatus, tc.n)
+			for i := range statuses {
+				statuses[i] = limbov1alpha1.ResourceStatus{Name: fmt.Sprint("r", i), Message: tc.message}
+			}
+			boundResourceMessages(statuses)
+			for _, st := range statuses {
+				if len(st.Message) > tc.wantEach {
+					t.Fatalf("%s: a message of %d bytes, want at most %d", st.Name, len(st.Message), tc.wantEach)
+				}
+				if tc.wantShort && st.Message != tc.message {
+					t.Fatalf("%s: %q, want it whole", st.Name, st.Message)
+				}
+				if !tc.wantShort && (len(st.Message) < tc.wantEach-8 || !strings.HasSuffix(st.Message, "…")) {
+					t.Fatalf("%s: %d bytes ending %q, want about %d, cut with …", st.Name, len(st.Message), st.Message[max(0, len(st.Message)-8):], tc.wantEach)
+				}
+			}
+		})
+	}
+}
