@@ -116,7 +116,9 @@ func boundResourceMessages(statuses []limbov1alpha1.ResourceStatus) {
 		share = max(min(share, resourceMessagesBudget/n), minResourceMessage)
 	}
 	for i := range statuses {
-		statuses[i].Message = boundedtext.Cut(statuses[i].Message, share)
+		if len(statuses[i].Message) > share { // every pass comes here: no copy of what fits
+			statuses[i].Message = boundedtext.Cut(statuses[i].Message, share)
+		}
 	}
 }
 
