@@ -363,9 +363,10 @@ func parseObject(namespace string, res *Resource, mapper meta.RESTMapper) Errors
 	// Names are literal: limbo tracks an object by the name its template states,
 	// so a name that a reference fills in would be tracked under one name and
 	// created under another (and deleted and re-created in a loop). An escape
-	// (!!{x}) would be too: it is written as !{x}. Either holds "!{".
+	// (!!{x}) would be too: it is written as !{x}. Either holds
+	// reference.MarkerOpening.
 	for _, field := range []string{"name", "namespace"} {
-		if value, _, _ := unstructured.NestedString(u.Object, "metadata", field); strings.Contains(value, "!{") {
+		if value, _, _ := unstructured.NestedString(u.Object, "metadata", field); strings.Contains(value, reference.MarkerOpening) {
 			errs = fail(limbov1alpha1.ReasonTemplatedName, "object: metadata.%s %q must be literal: references (!{…}) and their escapes (!!{…}) are not allowed in an object's name or namespace", field, value)
 		}
 	}
@@ -471,7 +472,7 @@ func validatePlugin(plugins PluginCatalog, r limbov1alpha1.Resource) error {
 	spec, unresolved := r.Plugin.Spec, []string(nil)
 	// Substituted even without references: an escaped marker is text (!!{x} is
 	// "!{x}"), and an undeclared one waits as unresolved (checkMarkers reports it).
-	if spec != nil && bytes.Contains(spec.Raw, []byte("!{")) {
+	if spec != nil && bytes.Contains(spec.Raw, []byte(reference.MarkerOpening)) {
 		// Decoded as the API server decodes (integers stay int64): the plugin's
 		// check must judge the spec the plugin will get (plugin.ResolveSpec).
 		var value any

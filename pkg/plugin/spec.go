@@ -30,7 +30,7 @@ func ResolveSpec(res limbov1alpha1.Resource, sources map[string]reference.Source
 	// that a spec passes through unchanged but for its markers; one without a
 	// marker's characters is passed on as it is (every pass resolves every
 	// plugin resource's spec).
-	if !bytes.Contains(res.Plugin.Spec.Raw, []byte("!{")) {
+	if !bytes.Contains(res.Plugin.Spec.Raw, []byte(reference.MarkerOpening)) {
 		return res.Plugin.Spec.Raw, nil
 	}
 	var value any

@@ -152,6 +152,11 @@ func resolve(ref v1alpha1.Reference, source Source, useExamples bool) (Value, er
 	}
 }
 
+// MarkerOpening opens every marker, and every escape of one (!!{x}): text
+// without it is the same substituted or not, so that callers can skip the
+// substitution of text that cannot change, and tell text that would.
+const MarkerOpening = "!{"
+
 var (
 	// wholeMarker matches a string that is nothing but a marker, which is replaced
 	// by the value with its type.
