@@ -116,6 +116,13 @@ type Servers struct {
 	// Unknown is the number of servers listed with status StatusUnknown: the
 	// stubs of a down cell's servers, whose addresses are not known.
 	Unknown int
+	// Unreadable is the number of the other servers whose addresses could not
+	// all be read: an entry of another shape than Nova's, an address that does
+	// not parse, or none at all where a server has them (any status but BUILD
+	// and ERROR: a server being built, or whose build failed, has none yet).
+	// What such a server's addresses are is not known either: Nova's network
+	// info cache can be empty for a while, and a proxy can rewrite an answer.
+	Unreadable int
 }
 
 // New authenticates and locates the network and compute endpoints.
@@ -229,10 +236,14 @@ func (c *Client) ListServers(ctx context.Context) (Servers, error) {
 		}
 		for _, s := range list {
 			out.Count++
-			if s.Status == StatusUnknown {
+			addrs, malformed := serverAddresses(s.Addresses)
+			switch {
+			case s.Status == StatusUnknown:
 				out.Unknown++
+			case malformed, len(addrs) == 0 && !withoutAddresses[s.Status]:
+				out.Unreadable++
 			}
-			for _, addr := range serverAddresses(s.Addresses) {
+			for _, addr := range addrs {
 				out.Addresses[addr] = s.ID
 			}
 		}
@@ -333,21 +344,32 @@ func (m microversion) atLeast(o microversion) bool {
 	return m.major > o.major || (m.major == o.major && m.minor >= o.minor)
 }
 
-// serverAddresses reads Nova's {"<network>":[{"addr":…}]}; anything else in
-// there is skipped.
-func serverAddresses(addresses map[string]any) []netip.Addr {
-	var out []netip.Addr
+// withoutAddresses are the server statuses in which Nova lists a server
+// without addresses as a matter of course: being built, or its build failed.
+var withoutAddresses = map[string]bool{"BUILD": true, "ERROR": true}
+
+// serverAddresses reads Nova's {"<network>":[{"addr":…}]}, and reports whether
+// anything in there was of another shape or did not parse (malformed): the
+// addresses read are then not all the server's.
+func serverAddresses(addresses map[string]any) (out []netip.Addr, malformed bool) {
 	for _, list := range addresses {
-		entries, _ := list.([]any)
+		entries, ok := list.([]any)
+		if !ok {
+			malformed = true
+			continue
+		}
 		for _, e := range entries {
 			m, _ := e.(map[string]any)
 			s, _ := m["addr"].(string)
-			if a, err := netip.ParseAddr(s); err == nil {
-				out = append(out, a.Unmap())
+			a, err := netip.ParseAddr(s)
+			if err != nil {
+				malformed = true
+				continue
 			}
+			out = append(out, a.Unmap())
 		}
 	}
-	return out
+	return out, malformed
 }
 
 // maxErrorText bounds the text of the errors a Client returns: an error answer's

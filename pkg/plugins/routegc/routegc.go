@@ -60,9 +60,10 @@ const (
 var ErrNoServers = errors.New("no Nova server listed for the project: the server list is treated as unknown, and no route is orphaned")
 
 // ErrIncompleteServers is the plan's error, after the count of such servers,
-// when Nova lists servers with status UNKNOWN: from compute microversion 2.69
-// the stubs of a down cell's servers, which carry no addresses, so that a route
-// to one of them would look orphaned.
+// when Nova lists servers whose addresses are not known: with status UNKNOWN
+// (from compute microversion 2.69 the stubs of a down cell's servers, which carry
+// no addresses), or without readable addresses (openstack.Servers.Unreadable).
+// A route to one of them would look orphaned.
 var ErrIncompleteServers = errors.New("the server list is incomplete and treated as unknown, and no route is orphaned")
 
 // Spec is the plugin's input; its schema is generated from it (plugin.SchemaOf).
@@ -350,6 +351,9 @@ func (p *Plugin) serverAddresses(ctx context.Context, api *openstack.Client) (ma
 	case list.Unknown > 0:
 		err = fmt.Errorf("%d of %d Nova servers listed with status %s (in a down cell, without addresses): %w",
 			list.Unknown, list.Count, openstack.StatusUnknown, ErrIncompleteServers)
+	case list.Unreadable > 0:
+		err = fmt.Errorf("%d of %d Nova servers listed without readable addresses: %w",
+			list.Unreadable, list.Count, ErrIncompleteServers)
 	}
 	if err != nil {
 		p.opts.Metrics.Failures.WithLabelValues(OpListServers).Inc()

@@ -215,7 +215,10 @@ func TestPlanInventory(t *testing.T) {
 	// (removed, the node would come back without a pod network).
 	f.sim.AddServer(openstacksim.NovaServer{Name: "node-4", Status: "SHUTOFF", Addresses: map[string][]openstacksim.Address{"cluster-net": {{Addr: "10.180.0.6"}}}})
 	f.sim.AddServer(openstacksim.NovaServer{Name: "node-5", Status: "ERROR", Addresses: map[string][]openstacksim.Address{"cluster-net": {{Addr: "10.180.0.7"}}}})
-	f.sim.AddServerAt("bastion", "10.180.0.200") // four pages of 2 with the fixture's page size
+	// Being built, or its build failed: no addresses yet, and none missing.
+	f.sim.AddServer(openstacksim.NovaServer{Name: "node-6", Status: "BUILD"})
+	f.sim.AddServer(openstacksim.NovaServer{Name: "node-7", Status: "ERROR"})
+	f.sim.AddServerAt("bastion", "10.180.0.200") // five pages of 2 with the fixture's page size
 
 	res := f.mustPlan(t0)
 	want := []string{"198.19.1.0/24->10.180.0.3=true", "198.19.2.0/24->10.180.0.4=false", "198.19.3.0/24->172.24.4.10=true", "198.19.4.0/24->fd00::5=true",
@@ -223,11 +226,11 @@ func TestPlanInventory(t *testing.T) {
 	if got := items(res); !reflect.DeepEqual(got, want) {
 		t.Errorf("inventory = %q, want %q", got, want)
 	}
-	if want := "6 routes in 198.19.0.0/16, 1 orphaned; 6 servers; 2 unparsable routes, never touched"; res.Message != want || !res.Ready {
+	if want := "6 routes in 198.19.0.0/16, 1 orphaned; 8 servers; 2 unparsable routes, never touched"; res.Message != want || !res.Ready {
 		t.Errorf("message = %q (ready %v), want %q", res.Message, res.Ready, want)
 	}
-	if n := f.sim.Count(openstacksim.OpListServers); n != 4 {
-		t.Errorf("%d server pages read, want 4 (page size 2, 6 servers: the fourth page is empty)", n)
+	if n := f.sim.Count(openstacksim.OpListServers); n != 5 {
+		t.Errorf("%d server pages read, want 5 (page size 2, 8 servers: the fifth page is empty)", n)
 	}
 	if got := testutil.ToFloat64(f.metrics.Orphaned); got != 1 {
 		t.Errorf("orphaned counter = %v, want 1", got)
@@ -329,6 +332,12 @@ func TestPlanRefusesUnknownDesiredSide(t *testing.T) {
 			f.sim.AddServer(openstacksim.NovaServer{Name: "node-2", Cell: "cell2", Addresses: map[string][]openstacksim.Address{"cluster-net": {{Addr: "10.180.0.4"}}}})
 			f.sim.SetCellDown("cell2", true)
 		}, "1 of 2 Nova servers listed with status UNKNOWN (in a down cell, without addresses): the server list is incomplete and treated as unknown, and no route is orphaned", routegc.OpListServers},
+		// node-2's network info cache emptied: Nova lists it ACTIVE with
+		// "addresses": {}, and the second route would look orphaned.
+		{"an active server listed without addresses", openstacksim.Config{}, func(f *fixture) {
+			f.sim.AddServerAt("node-1", "10.180.0.3")
+			f.sim.AddServer(openstacksim.NovaServer{Name: "node-2"})
+		}, "1 of 2 Nova servers listed without readable addresses: the server list is incomplete and treated as unknown, and no route is orphaned", routegc.OpListServers},
 		{"compute version document fails", openstacksim.Config{}, func(f *fixture) {
 			f.sim.AddServerAt("node-1", "10.180.0.3")
 			f.sim.Inject(openstacksim.OpComputeVersion, openstacksim.Fault{Status: 503, Times: 1})
