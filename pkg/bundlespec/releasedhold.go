@@ -24,9 +24,10 @@ const (
 	// current spec ran without adopting it (a spec error elsewhere, a dependency
 	// not Ready): held until someone fixes the Bundle.
 	HeldDeclaredNotAdopted
-	// HeldMayGenerate: that Bundle has a plugin resource and has not finished a
-	// pass of its current spec: a generator may make the object again, which
-	// nothing tells before the pass.
+	// HeldMayGenerate: that Bundle has a plugin resource that has not been
+	// Ready in a pass of its current spec (no pass yet, or the resource Blocked,
+	// failed, still planning): a generator may make the object again, which
+	// nothing tells before its plan of the current spec.
 	HeldMayGenerate
 	// HeldForAdopter: the object is due and another Bundle of its namespace, not
 	// being deleted, declares it to adopt it (limbo.dev/adopt): that Bundle's
@@ -56,7 +57,7 @@ func ReleasedHold(obj metav1.Object, gk schema.GroupKind, named *limbov1alpha1.B
 				return HeldDeclaredNotAdopted, named.Name, nil
 			}
 			return HeldDeclared, named.Name, nil
-		case !passed && HasPlugin(named):
+		case HasPlugin(named) && (!passed || !pluginsReady(named)):
 			return HeldMayGenerate, named.Name, nil
 		}
 	}
@@ -71,6 +72,21 @@ func ReleasedHold(obj metav1.Object, gk schema.GroupKind, named *limbov1alpha1.B
 		return HeldForAdopter, adopter.Name, nil
 	}
 	return NotHeld, "", nil
+}
+
+// pluginsReady tells whether b's last status has every plugin resource of its
+// spec Ready: each generator's plan then ran and its objects were applied.
+func pluginsReady(b *limbov1alpha1.Bundle) bool {
+	ready := map[string]bool{}
+	for _, st := range b.Status.Resources {
+		ready[st.Name] = st.State == limbov1alpha1.ResourceReady
+	}
+	for _, res := range b.Spec.Resources {
+		if res.Plugin != nil && !ready[res.Name] {
+			return false
+		}
+	}
+	return true
 }
 
 // HasPlugin tells whether b has a plugin resource.

@@ -42,8 +42,9 @@ type callKey struct {
 }
 
 type callState[T any] struct {
-	// inputHash is the hash of the running or last call's input.
-	inputHash [32]byte
+	// inputHash is the hash of the running or last call's input; resultHash
+	// that of the input of result.
+	inputHash, resultHash [32]byte
 	running   bool
 	// result and err are the last finished call; unread reports that no pass took
 	// it yet; seen that some pass did (so the resource's last known state exists).
@@ -77,8 +78,10 @@ type callOutcome[T any] struct {
 	err    error
 	// current: the result comes from a call of the current input that no pass has
 	// taken yet, so it is the truth to act on. Otherwise it is the last known
-	// state, and known says whether there is one (none while the first call runs).
-	current, known bool
+	// state, and known says whether there is one (none while the first call runs);
+	// stale, that it is of another input (the spec changed and the call of the new
+	// one is still running): it tells nothing of what the current input makes.
+	current, known, stale bool
 }
 
 func newBackgroundCalls[T any](done chan<- event.GenericEvent, forget func(uid types.UID, resource string, bundleGone bool)) *backgroundCalls[T] {
@@ -104,7 +107,7 @@ func (c *backgroundCalls[T]) call(ctx context.Context, b *limbov1alpha1.Bundle, 
 	}
 	if st.running { // started by an earlier pass: its end triggers the Bundle
 		st.notify = true
-		return st.lastKnown()
+		return st.lastKnown(hash)
 	}
 	if st.unread {
 		// A finished call of another input (the spec changed since) is only the
@@ -123,7 +126,7 @@ func (c *backgroundCalls[T]) call(ctx context.Context, b *limbov1alpha1.Bundle, 
 		return st.take(hash)
 	}
 	st.notify = true
-	return st.lastKnown()
+	return st.lastKnown(hash)
 }
 
 // take hands the finished call to a pass; it is current only for the input's
@@ -133,12 +136,13 @@ func (st *callState[T]) take(hash [32]byte) callOutcome[T] {
 	return callOutcome[T]{result: st.result, err: st.err, current: st.inputHash == hash, known: true}
 }
 
-// lastKnown is the last call a pass took, if any. The caller holds the lock.
-func (st *callState[T]) lastKnown() callOutcome[T] {
+// lastKnown is the last call a pass took, if any, for a pass whose input's hash
+// is hash. The caller holds the lock.
+func (st *callState[T]) lastKnown(hash [32]byte) callOutcome[T] {
 	if !st.seen {
 		return callOutcome[T]{}
 	}
-	return callOutcome[T]{result: st.result, err: st.err, known: true}
+	return callOutcome[T]{result: st.result, err: st.err, known: true, stale: st.resultHash != hash}
 }
 
 // run calls in the background, under plugin.CallTimeout, and keeps the result. ctx
@@ -160,6 +164,7 @@ func (c *backgroundCalls[T]) run(ctx context.Context, key callKey, st *callState
 		return
 	}
 	st.result, st.err, st.unread, st.running = result, err, true, false
+	st.resultHash = st.inputHash // one call runs at a time: the input it started with
 	notify := st.notify
 	close(finished)
 	c.mu.Unlock()

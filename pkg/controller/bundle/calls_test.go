@@ -159,13 +159,23 @@ func TestBackgroundCallOfAnOldSpecIsNotCurrent(t *testing.T) {
 	waitTriggered(t, done)
 
 	out := plan("B", gateB) // the spec changed before the triggered pass; B is slow
-	if out.current || !out.known || out.result.Message != "plan of A" {
-		t.Fatalf("spec B, slow: current %v, known %v, result %+v; want spec A's plan as the last known state only", out.current, out.known, out.result)
+	if out.current || !out.known || !out.stale || out.result.Message != "plan of A" {
+		t.Fatalf("spec B, slow: current %v, known %v, stale %v, result %+v; want spec A's plan as the last known, stale state only", out.current, out.known, out.stale, out.result)
+	}
+	if out := plan("B", gateB); out.current || !out.stale { // a pass while B's call runs
+		t.Fatalf("spec B, still running: %+v, want spec A's plan, stale", out)
 	}
 	close(gateB)
 	waitTriggered(t, done)
-	if out := plan("B", gateB); !out.current || out.result.Message != "plan of B" {
+	if out := plan("B", gateB); !out.current || out.stale || out.result.Message != "plan of B" {
 		t.Fatalf("spec B, finished: %+v, want its plan as current", out)
+	}
+	// A poll of the same spec that outlasts the wait: B's plan is the last
+	// known state, and of this spec.
+	gateC := make(chan struct{})
+	defer close(gateC)
+	if out := plan("B", gateC); out.current || !out.known || out.stale || out.result.Message != "plan of B" {
+		t.Fatalf("spec B, polled again, slow: %+v, want spec B's plan as the last known state, not stale", out)
 	}
 }
 

@@ -78,6 +78,16 @@ func (p *pass) syncPlugin(ctx context.Context, res *bundlespec.Resource) (limbov
 		// The first plan is still running; its end triggers the next pass.
 		return fail(limbov1alpha1.ResourceInProgress, limbov1alpha1.ReasonPlanning, "waiting for the plugin's first plan")
 	}
+	if planned.stale {
+		// The spec changed and its plan still runs. The last plan is of the old
+		// spec: what it generated tells nothing of what the new one makes (an
+		// object moved into this generator from a template or another generator
+		// would be an orphan in a pass that took it), so the resource is not
+		// Ready and the pass decides no orphan. What the old plan generated
+		// stays declared (not applied again): it is not listed as leaving.
+		p.declareStale(res, result)
+		return fail(limbov1alpha1.ResourceInProgress, limbov1alpha1.ReasonPlanning, "waiting for the plugin's plan of the changed spec")
+	}
 	if err == nil && result == nil {
 		err = errors.New("the plugin returned no result")
 	}
@@ -147,6 +157,24 @@ func (p *pass) syncPlugin(ctx context.Context, res *bundlespec.Resource) (limbov
 		}
 	}
 	return st, changes
+}
+
+// declareStale declares the objects a plan of res's previous spec generated
+// (result may be nil: that plan failed), but for those another resource
+// declares: the new spec may have moved them there.
+func (p *pass) declareStale(res *bundlespec.Resource, result *plugin.Result) {
+	if result == nil {
+		return
+	}
+	for _, obj := range result.Objects {
+		if obj.GetNamespace() != "" && obj.GetNamespace() != p.bundle.Namespace {
+			continue
+		}
+		if key := objectKey(obj); p.declared[key] == "" {
+			p.declared[key] = res.Name
+			p.kinds[obj.GroupVersionKind()] = true
+		}
+	}
 }
 
 // minPluginPoll is the shortest wait before a plugin resource's next pass

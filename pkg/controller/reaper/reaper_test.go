@@ -48,7 +48,7 @@ func inLimbo(name, stamp, delay string, controlled bool) *corev1.ConfigMap {
 // touches objects a Bundle still controls, plugin items (stamped, but never
 // labelled with a Bundle), or objects whose Bundle of the same name declares them (it adopts
 // them; a spec error stops its pass from adopting them, and never deletes what
-// it declares) or has a plugin resource and has not yet run a pass of its spec
+// it declares) or has a plugin resource that was not Ready in a pass of its spec
 // (a generator may make them again), and returns the time to the next deadline.
 // An object whose Bundle is being torn down is the reaper's: a teardown never
 // adopts, and one held by a dependency's finalizer must not hold the deadlines
@@ -69,6 +69,21 @@ func TestPass(t *testing.T) {
 	undeclared1.Labels[limbov1alpha1.LabelBundle] = "crate"
 	generatorHeld := inLimbo("maybe-generated", "2026-11-22T08:00:00Z", "1h", false)
 	generatorHeld.Labels[limbov1alpha1.LabelBundle] = "mill"
+	// "forge"'s new Bundle has run a pass of its spec, but its generator was
+	// Blocked on a dependency: what it makes is not known yet. "press"'s
+	// generator was Ready in its pass: what it did not make again is due.
+	blockedGenerator := inLimbo("blocked-generator", "2026-11-22T08:00:00Z", "1h", false)
+	blockedGenerator.Labels[limbov1alpha1.LabelBundle] = "forge"
+	notGenerated := inLimbo("not-generated", "2026-11-22T08:00:00Z", "1h", false)
+	notGenerated.Labels[limbov1alpha1.LabelBundle] = "press"
+	generatorBundle := func(name string, state limbov1alpha1.ResourceState) *limbov1alpha1.Bundle {
+		return &limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", Generation: 1},
+			Spec: limbov1alpha1.BundleSpec{Resources: []limbov1alpha1.Resource{
+				{Name: "db", Object: &runtime.RawExtension{Raw: []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"db"}}`)}},
+				{Name: "gen", Plugin: &limbov1alpha1.PluginResource{Name: "configmap"}}}},
+			Status: limbov1alpha1.BundleStatus{ObservedGeneration: 1, Resources: []limbov1alpha1.ResourceStatus{
+				{Name: "db", State: limbov1alpha1.ResourceReady}, {Name: "gen", State: state}}}}
+	}
 	notAdopted := inLimbo("not-adopted", "2026-11-22T08:00:00Z", "1h", false)
 	notAdopted.Labels[limbov1alpha1.LabelBundle] = "gift"
 	// "tidy" was created again declaring "declared", with an error elsewhere in its
@@ -104,6 +119,7 @@ func TestPass(t *testing.T) {
 		inLimbo("waiting", "2026-11-22T09:59:50Z", "30s", false), // deadline in 20s
 		inLimbo("controlled", "2026-11-22T08:00:00Z", "1h", true),
 		pluginItem, tornDown, recreated, notAdopted, declared, undeclared, invalid, undeclared1, generatorHeld,
+		blockedGenerator, notGenerated, generatorBundle("forge", limbov1alpha1.ResourceBlocked), generatorBundle("press", limbov1alpha1.ResourceReady),
 		&limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Name: "basket", Namespace: "ns", Generation: 1},
 			Spec: limbov1alpha1.BundleSpec{Resources: []limbov1alpha1.Resource{
 				{Name: "r", Object: &runtime.RawExtension{Raw: []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"recreated"}}`)}}}}},
@@ -133,7 +149,7 @@ func TestPass(t *testing.T) {
 	}
 	for name, want := range map[string]bool{"due": false, "waiting": true, "controlled": true, "plugin-item": true, "torn-down": false,
 		"recreated": true, "not-adopted": false, "declared": true, "undeclared": false, "not-declared-again": false, "maybe-generated": true,
-		"wanted": true, "named-only": false} {
+		"wanted": true, "named-only": false, "blocked-generator": true, "not-generated": false} {
 		if exists(name) != want {
 			t.Errorf("%s exists = %v, want %v", name, !want, want)
 		}
