@@ -45,7 +45,7 @@ type callState[T any] struct {
 	// inputHash is the hash of the running or last call's input; resultHash
 	// that of the input of result.
 	inputHash, resultHash [32]byte
-	running   bool
+	running               bool
 	// result and err are the last finished call; unread reports that no pass took
 	// it yet; seen that some pass did (so the resource's last known state exists).
 	result T
