@@ -124,6 +124,11 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 	if err != nil {
 		return nil, err
 	}
+	disco, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	mapper.Listed = restmappings.ListedBy(disco)
 	watches, missing := registry.ServedWatches(scheme, mapper)
 	for _, gvk := range missing {
 		ctrl.Log.Info("not watching a plugin's kind: the API server does not serve it (its plugin reports the missing kind when it runs)", "kind", gvk.String())
@@ -202,10 +207,6 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 		Clock:    clock.RealClock{},
 		Metrics:  metrics.Engine,
 		Shard:    shardSelector,
-	}
-	disco, err := discovery.NewDiscoveryClientForConfig(cfg)
-	if err != nil {
-		return nil, err
 	}
 	reap := reaper.New(mgr.GetClient(), mgr.GetAPIReader(), disco, engine, opts.ResyncPeriod)
 	reap.Namespaces = opts.Namespaces

@@ -1,17 +1,30 @@
 package restmappings
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 )
 
 // Remembering is a RESTMapper that keeps the mappings its delegate found; every
 // other question goes to the delegate.
 type Remembering struct {
+	// Listed tells whether the API server lists a group version (ListedBy), to
+	// tell a kind not served from one whose discovery failed (see
+	// unknownResources). Nil: a failed discovery is taken as the delegate words
+	// it.
+	Listed func(schema.GroupVersion) (bool, error)
+
 	newDelegate func() (meta.RESTMapper, error)
 
 	mu       sync.RWMutex
@@ -69,7 +82,7 @@ func (r *Remembering) RESTMapping(gk schema.GroupKind, versions ...string) (*met
 	}
 	m, err := delegate.RESTMapping(gk, versions...)
 	if err != nil {
-		return nil, err
+		return nil, r.unknownResources(err)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -101,7 +114,57 @@ func (r *Remembering) ResourcesFor(input schema.GroupVersionResource) ([]schema.
 
 // RESTMappings asks the delegate.
 func (r *Remembering) RESTMappings(gk schema.GroupKind, versions ...string) ([]*meta.RESTMapping, error) {
-	return r.current().RESTMappings(gk, versions...)
+	m, err := r.current().RESTMappings(gk, versions...)
+	return m, r.unknownResources(err)
+}
+
+// unknownResources turns err, a mapping's failure, into one that is not a
+// meta.NoMatchError when it only says that the resources of a group version the
+// API server lists could not be read. controller-runtime's mapper words a group
+// version whose resources aggregated discovery did not give (an aggregated API
+// whose service is unavailable, listed with freshness "Stale") as ErrResourceDiscoveryFailed
+// wrapping a NoResourceMatchError — as it words a group that is gone. Taken for
+// "not served", a teardown would find none of the kind's objects and let its
+// Bundle go: the garbage collector then deletes them, their delays ignored, once
+// the service is back. A listing that fails leaves err unknown too.
+func (r *Remembering) unknownResources(err error) error {
+	var failed *apiutil.ErrResourceDiscoveryFailed
+	if err == nil || r.Listed == nil || !errors.As(err, &failed) || !meta.IsNoMatchError(err) {
+		return err
+	}
+	for gv := range *failed {
+		switch listed, lerr := r.Listed(gv); {
+		case lerr != nil:
+			return fmt.Errorf("%s; discovery, asked whether %s is served, failed: %v", err, gv, lerr)
+		case listed:
+			return fmt.Errorf("the API server lists %s but its resources are not known (an aggregated API whose service is unavailable?): %s", gv, err)
+		}
+	}
+	return err
+}
+
+// ListedBy is a Remembering's Listed that asks d: a group version is listed
+// when discovery names it among its group's versions, or as one whose
+// resources it could not give (aggregated discovery's freshness "Stale", which
+// client-go reports as a failed group version and leaves out of the group).
+func ListedBy(d discovery.AggregatedDiscoveryInterfaceWithContext) func(schema.GroupVersion) (bool, error) {
+	return func(gv schema.GroupVersion) (bool, error) {
+		// The RESTMapper interface has no context; discovery's own timeout
+		// bounds the request.
+		groups, _, failed, err := d.GroupsAndMaybeResourcesWithContext(context.Background())
+		if err != nil {
+			return false, err
+		}
+		if _, ok := failed[gv]; ok {
+			return true, nil
+		}
+		for _, g := range groups.Groups {
+			if g.Name == gv.Group && slices.ContainsFunc(g.Versions, func(v metav1.GroupVersionForDiscovery) bool { return v.Version == gv.Version }) {
+				return true, nil
+			}
+		}
+		return false, nil
+	}
 }
 
 // ResourceSingularizer asks the delegate.
@@ -111,7 +174,8 @@ func (r *Remembering) ResourceSingularizer(resource string) (string, error) {
 
 // NotServed reports whether err, the answer to a request about objects of a
 // kind, says that the API server does not serve the kind: no REST mapping for it
-// (meta.NoKindMatchError: its CRD is not installed, or is gone) or a 404 on its
+// (meta.NoKindMatchError: its CRD is not installed, or is gone; a Remembering
+// with Listed tells a group version whose discovery failed apart) or a 404 on its
 // resource (the mapping remembered, the CRD gone since). Either way the kind has
 // no objects. A 404 can also pass by (an API server whose storage restarts):
 // where that matters, confirm with discovery (the reaper does).

@@ -1,15 +1,23 @@
 package restmappings
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"testing"
 
+	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 )
 
 // countingMapper maps the kinds in served and counts the questions.
@@ -147,5 +155,137 @@ func TestNotServed(t *testing.T) {
 		if got := NotServed(tc.err); got != tc.want {
 			t.Errorf("NotServed(%v) = %v, want %v", tc.err, got, tc.want)
 		}
+	}
+}
+
+// failingDiscoveryMapper answers every question with err.
+type failingDiscoveryMapper struct {
+	meta.RESTMapper
+	err error
+}
+
+func (m failingDiscoveryMapper) RESTMapping(schema.GroupKind, ...string) (*meta.RESTMapping, error) {
+	return nil, m.err
+}
+
+func (m failingDiscoveryMapper) RESTMappings(schema.GroupKind, ...string) ([]*meta.RESTMapping, error) {
+	return nil, m.err
+}
+
+// A mapping whose group version's discovery failed is not "not served" while
+// the API server lists that group version: an aggregated API whose service is
+// unavailable has objects all the same. controller-runtime's mapper words that
+// failure as a NoMatch error, as it words a group that is gone; a group the API
+// server does not list is gone, and an unanswered listing leaves it unknown.
+func TestRememberingDiscoveryFailed(t *testing.T) {
+	gk := schema.GroupKind{Group: "route.openshift.io", Kind: "Route"}
+	gv := gk.WithVersion("v1").GroupVersion()
+	discoveryFailed := func() error {
+		return &apiutil.ErrResourceDiscoveryFailed{gv: &meta.NoResourceMatchError{PartialResource: gv.WithResource("")}}
+	}
+	withRoutes := &metav1.APIGroupList{Groups: []metav1.APIGroup{{Name: "route.openshift.io", Versions: []metav1.GroupVersionForDiscovery{{GroupVersion: "route.openshift.io/v1", Version: "v1"}}}}}
+	withOtherVersion := &metav1.APIGroupList{Groups: []metav1.APIGroup{{Name: "route.openshift.io", Versions: []metav1.GroupVersionForDiscovery{{GroupVersion: "route.openshift.io/v2", Version: "v2"}}}}}
+	for _, tc := range []struct {
+		name          string
+		err           error
+		groups        *metav1.APIGroupList
+		groupsErr     error
+		wantNotServed bool
+	}{
+		{"discovery failed, group version listed", discoveryFailed(), withRoutes, nil, false},
+		{"discovery failed, group gone", discoveryFailed(), &metav1.APIGroupList{}, nil, true},
+		{"discovery failed, only another version listed", discoveryFailed(), withOtherVersion, nil, true},
+		{"discovery failed, listing the groups failed", discoveryFailed(), nil, errors.New("connection refused"), false},
+		{"no kind match", &meta.NoKindMatchError{GroupKind: gk}, withRoutes, nil, true},
+		{"discovery failed with a 503", &apiutil.ErrResourceDiscoveryFailed{gv: apierrors.NewServiceUnavailable("unavailable")}, &metav1.APIGroupList{}, nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := Remember(func() (meta.RESTMapper, error) { return failingDiscoveryMapper{err: tc.err}, nil })
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.Listed = func(gv schema.GroupVersion) (bool, error) {
+				if tc.groupsErr != nil {
+					return false, tc.groupsErr
+				}
+				for _, g := range tc.groups.Groups {
+					for _, v := range g.Versions {
+						if g.Name == gv.Group && v.Version == gv.Version {
+							return true, nil
+						}
+					}
+				}
+				return false, nil
+			}
+			_, err = r.RESTMapping(gk, "v1")
+			if err == nil || NotServed(err) != tc.wantNotServed {
+				t.Errorf("RESTMapping: %v, NotServed %v; want an error, NotServed %v", err, NotServed(err), tc.wantNotServed)
+			}
+			_, err = r.RESTMappings(gk, "v1")
+			if NotServed(err) != tc.wantNotServed {
+				t.Errorf("RESTMappings: %v, NotServed %v; want NotServed %v", err, NotServed(err), tc.wantNotServed)
+			}
+		})
+	}
+}
+
+// The same against controller-runtime's mapper and client-go's discovery client,
+// reading an API server's aggregated discovery in which an aggregated API's
+// group version is listed Stale (its service unavailable), then one in which
+// only another version is served, then one in which the group is gone.
+func TestRememberingStaleAggregatedGroup(t *testing.T) {
+	stale, v2Only := true, false
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var list apidiscoveryv2.APIGroupDiscoveryList
+		list.APIVersion, list.Kind = "apidiscovery.k8s.io/v2", "APIGroupDiscoveryList"
+		switch r.URL.Path {
+		case "/api":
+			list.Items = []apidiscoveryv2.APIGroupDiscovery{{Versions: []apidiscoveryv2.APIVersionDiscovery{{Version: "v1", Freshness: apidiscoveryv2.DiscoveryFreshnessCurrent,
+				Resources: []apidiscoveryv2.APIResourceDiscovery{{Resource: "configmaps", ResponseKind: &metav1.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, Scope: apidiscoveryv2.ScopeNamespace, Verbs: []string{"list"}}}}}}}
+		case "/apis":
+			switch {
+			case stale:
+				list.Items = []apidiscoveryv2.APIGroupDiscovery{{ObjectMeta: metav1.ObjectMeta{Name: "route.openshift.io"},
+					Versions: []apidiscoveryv2.APIVersionDiscovery{{Version: "v1", Freshness: apidiscoveryv2.DiscoveryFreshnessStale}}}}
+			case v2Only: // v1 no longer served
+				list.Items = []apidiscoveryv2.APIGroupDiscovery{{ObjectMeta: metav1.ObjectMeta{Name: "route.openshift.io"},
+					Versions: []apidiscoveryv2.APIVersionDiscovery{{Version: "v2", Freshness: apidiscoveryv2.DiscoveryFreshnessCurrent,
+						Resources: []apidiscoveryv2.APIResourceDiscovery{{Resource: "routes", ResponseKind: &metav1.GroupVersionKind{Group: "route.openshift.io", Version: "v2", Kind: "Route"}, Scope: apidiscoveryv2.ScopeNamespace, Verbs: []string{"list"}}}}}}}
+			}
+		default:
+			http.Error(w, "service unavailable", http.StatusServiceUnavailable)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList")
+		_ = json.NewEncoder(w).Encode(list)
+	}))
+	defer srv.Close()
+	cfg := &rest.Config{Host: srv.URL}
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Remember(func() (meta.RESTMapper, error) { return apiutil.NewDynamicRESTMapper(cfg, hc) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	disco, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Listed = ListedBy(disco)
+	route := schema.GroupKind{Group: "route.openshift.io", Kind: "Route"}
+	if _, err := r.RESTMapping(route, "v1"); err == nil || NotServed(err) {
+		t.Errorf("stale group version: %v, NotServed %v; want an error that is not NotServed", err, NotServed(err))
+	}
+	stale, v2Only = false, true
+	r.Reset()
+	if _, err := r.RESTMapping(route, "v1"); !NotServed(err) {
+		t.Errorf("version no longer served: %v, want NotServed", err)
+	}
+	v2Only = false
+	r.Reset()
+	if _, err := r.RESTMapping(route, "v1"); !NotServed(err) {
+		t.Errorf("group gone: %v, want NotServed", err)
 	}
 }

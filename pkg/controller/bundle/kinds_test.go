@@ -182,6 +182,40 @@ func TestWithWatchedKinds(t *testing.T) {
 	}
 }
 
+// servedVersions keeps one version of each kind: the first served of those
+// named, else the kind's preferred version; a kind not served at all keeps its
+// first.
+func TestServedVersions(t *testing.T) {
+	hpa := func(v string) schema.GroupVersionKind {
+		return schema.GroupVersionKind{Group: "autoscaling", Version: v, Kind: "HorizontalPodAutoscaler"}
+	}
+	widget := func(v string) schema.GroupVersionKind {
+		return schema.GroupVersionKind{Group: "example.com", Version: v, Kind: "Widget"}
+	}
+	gadget := schema.GroupVersionKind{Group: "gone.example.com", Version: "v1", Kind: "Gadget"}
+	mapper := meta.NewDefaultRESTMapper([]schema.GroupVersion{hpa("v2").GroupVersion(), widget("v1").GroupVersion(), configMapGVK.GroupVersion()})
+	for _, gvk := range []schema.GroupVersionKind{hpa("v2"), hpa("v1"), widget("v1"), configMapGVK} {
+		mapper.Add(gvk, meta.RESTScopeNamespace)
+	}
+	r := &Reconciler{Mapper: mapper}
+	for _, tc := range []struct {
+		name        string
+		kinds, want []schema.GroupVersionKind
+	}{
+		{"one version each", []schema.GroupVersionKind{configMapGVK, hpa("v1")}, []schema.GroupVersionKind{configMapGVK, hpa("v1")}},
+		{"two served versions: the first", []schema.GroupVersionKind{hpa("v1"), hpa("v2")}, []schema.GroupVersionKind{hpa("v1")}},
+		{"a version no longer served: the next", []schema.GroupVersionKind{hpa("v2beta1"), hpa("v2")}, []schema.GroupVersionKind{hpa("v2")}},
+		{"only a version no longer served: the preferred one", []schema.GroupVersionKind{widget("v1beta1")}, []schema.GroupVersionKind{widget("v1")}},
+		{"a kind not served at all", []schema.GroupVersionKind{gadget, configMapGVK}, []schema.GroupVersionKind{gadget, configMapGVK}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := r.servedVersions(tc.kinds); !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("servedVersions(%v) = %v, want %v", tc.kinds, got, tc.want)
+			}
+		})
+	}
+}
+
 // kindsOfEntries is the distinct kinds of pendingDeletions entries, in the order
 // they first appear.
 // itemLookup looks for plugin object items by the entries of this cluster that

@@ -954,9 +954,47 @@ func controlledBy(b *limbov1alpha1.Bundle, objects []*unstructured.Unstructured)
 	return out
 }
 
-// labelled lists the objects labelled with b's name, across kinds, sorted by kind
-// and name, from the cache.
+// servedVersions is kinds with one version of each group and kind, in their
+// order: every version of a kind lists the same objects, so listing two only
+// lists each object twice (a pending deletion counted twice, two deletes racing
+// at its deadline), and a version the API server stopped serving (a CRD's old
+// version set `served: false`) lists none — a teardown that took that for "no
+// objects" let its Bundle go, and the garbage collector deleted them, their
+// delays ignored. The version kept is the first of the kind's versions in kinds
+// that is served, else the kind's preferred version; a kind not served at all,
+// or whose mapping fails otherwise, keeps its first version (its listing finds
+// nothing, or reports the error).
+func (r *Reconciler) servedVersions(kinds []schema.GroupVersionKind) []schema.GroupVersionKind {
+	versions := map[schema.GroupKind][]string{}
+	var order []schema.GroupKind
+	for _, k := range kinds {
+		gk := k.GroupKind()
+		if _, ok := versions[gk]; !ok {
+			order = append(order, gk)
+		}
+		versions[gk] = append(versions[gk], k.Version)
+	}
+	out := make([]schema.GroupVersionKind, 0, len(order))
+	for _, gk := range order {
+		vs := versions[gk]
+		chosen := gk.WithVersion(vs[0])
+		switch m, err := r.Mapper.RESTMapping(gk, vs...); {
+		case err == nil:
+			chosen = m.GroupVersionKind
+		case restmappings.NotServed(err):
+			if m, err := r.Mapper.RESTMapping(gk); err == nil {
+				chosen = m.GroupVersionKind
+			}
+		}
+		out = append(out, chosen)
+	}
+	return out
+}
+
+// labelled lists the objects labelled with b's name, across kinds (one served
+// version of each), sorted by kind and name, from the cache.
 func (r *Reconciler) labelled(ctx context.Context, b *limbov1alpha1.Bundle, kinds []schema.GroupVersionKind) ([]*unstructured.Unstructured, error) {
+	kinds = r.servedVersions(kinds)
 	served := make([]schema.GroupVersionKind, 0, len(kinds))
 	for _, gvk := range kinds {
 		switch err := r.watcher.ensure(ctx, gvk); {
@@ -976,7 +1014,7 @@ func (r *Reconciler) labelled(ctx context.Context, b *limbov1alpha1.Bundle, kind
 // labelledFresh is labelled read from the API server, metadata only: it shows
 // what a pass wrote a moment ago, which the cache may not show yet.
 func (r *Reconciler) labelledFresh(ctx context.Context, b *limbov1alpha1.Bundle, kinds []schema.GroupVersionKind) ([]*unstructured.Unstructured, error) {
-	return listLabelled(kinds, func(gvk schema.GroupVersionKind) (client.ObjectList, error) {
+	return listLabelled(r.servedVersions(kinds), func(gvk schema.GroupVersionKind) (client.ObjectList, error) {
 		list := limboscan.MetadataList(gvk)
 		return list, r.APIReader.List(ctx, list, client.InNamespace(b.Namespace), client.MatchingLabels{limbov1alpha1.LabelBundle: b.Name})
 	})

@@ -273,7 +273,7 @@ func TestLetGo(t *testing.T) {
 			other := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "other", Labels: map[string]string{limbov1alpha1.LabelBundle: "other"}}}
 			c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(b, cm, other).Build()
 			told := 0
-			r := &Reconciler{Client: c, APIReader: c, startScan: &startScan{}, OnLetGo: func() { told++ }}
+			r := &Reconciler{Client: c, APIReader: c, Mapper: c.RESTMapper(), startScan: &startScan{}, OnLetGo: func() { told++ }}
 			r.startScan.done.Store(tc.scanned)
 			var settled []string
 			res, err := r.letGo(context.Background(), b.DeepCopy(), []schema.GroupVersionKind{configMapGVK}, func(fresh []*unstructured.Unstructured) (ctrl.Result, bool, error) {

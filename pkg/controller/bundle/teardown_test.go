@@ -157,23 +157,35 @@ type teardownFixture struct {
 
 func newTeardownFixture(t *testing.T, b *limbov1alpha1.Bundle, plugins *plugin.Registry, objects ...client.Object) *teardownFixture {
 	t.Helper()
+	return newTeardownFixtureServing(t, []schema.GroupVersionKind{configMapGVK, corev1.SchemeGroupVersion.WithKind("PersistentVolumeClaim")}, b, plugins, objects...)
+}
+
+// newTeardownFixtureServing is newTeardownFixture with an API server that
+// serves kinds (namespaced, all watched).
+func newTeardownFixtureServing(t *testing.T, kinds []schema.GroupVersionKind, b *limbov1alpha1.Bundle, plugins *plugin.Registry, objects ...client.Object) *teardownFixture {
+	t.Helper()
 	scheme := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{limbov1alpha1.AddToScheme, corev1.AddToScheme} {
 		if err := add(scheme); err != nil {
 			t.Fatal(err)
 		}
 	}
-	pvcGVK := corev1.SchemeGroupVersion.WithKind("PersistentVolumeClaim")
-	mapper := meta.NewDefaultRESTMapper(nil)
-	for _, gvk := range []schema.GroupVersionKind{configMapGVK, pvcGVK} {
-		mapper.Add(gvk, meta.RESTScopeNamespace)
+	// The versions of kinds are their groups' preferred ones, as discovery tells.
+	var preferred []schema.GroupVersion
+	for _, gvk := range kinds {
+		preferred = append(preferred, gvk.GroupVersion())
 	}
-	c := fake.NewClientBuilder().WithScheme(scheme).WithRESTMapper(mapper).
+	mapper := meta.NewDefaultRESTMapper(preferred)
+	builder := fake.NewClientBuilder().WithScheme(scheme).WithRESTMapper(mapper).
 		WithStatusSubresource(&limbov1alpha1.Bundle{}).
-		WithIndex(cachedObject(configMapGVK), bundleIndex, bundleLabel).
-		WithIndex(cachedObject(pvcGVK), bundleIndex, bundleLabel).
-		WithIndex(&limbov1alpha1.Bundle{}, adoptionIndex, adoptionKeys).
-		WithObjects(append([]client.Object{b}, objects...)...).Build()
+		WithIndex(&limbov1alpha1.Bundle{}, adoptionIndex, adoptionKeys)
+	watched := map[schema.GroupVersionKind]time.Time{}
+	for _, gvk := range kinds {
+		mapper.Add(gvk, meta.RESTScopeNamespace)
+		builder = builder.WithIndex(cachedObject(gvk), bundleIndex, bundleLabel)
+		watched[gvk] = time.Now()
+	}
+	c := builder.WithObjects(append([]client.Object{b}, objects...)...).Build()
 	reg := prometheus.NewRegistry()
 	clk := clock.RealClock{}
 	recorder := &record.FakeRecorder{}
@@ -182,7 +194,7 @@ func newTeardownFixture(t *testing.T, b *limbov1alpha1.Bundle, plugins *plugin.R
 		Client: c, APIReader: c, Mapper: mapper, Recorder: recorder, Plugins: plugins, Clock: clk,
 		Engine:    &softdelete.Engine{Client: c, Reader: c, Recorder: recorder, Clock: clk, Metrics: softdelete.NewMetrics(reg)},
 		Metrics:   NewMetrics(reg),
-		watcher:   &watcher{cache: countingCache{synced: true, calls: &atomic.Int32{}}, watched: map[schema.GroupVersionKind]time.Time{configMapGVK: time.Now(), pvcGVK: time.Now()}},
+		watcher:   &watcher{cache: countingCache{synced: true, calls: &atomic.Int32{}, mapper: mapper}, watched: watched},
 		plans:     newBackgroundCalls[*plugin.Result](done, nil),
 		teardowns: newBackgroundCalls[*plugin.TeardownResult](done, nil),
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -54,11 +55,22 @@ func TestEnsureWaitsOnlyWithinTheSyncTimeoutOfTheWatch(t *testing.T) {
 var limitRangeGVK = schema.GroupVersionKind{Version: "v1", Kind: "LimitRange"}
 
 // countingCache hands out an informer that has synced or not, and counts the
-// checks.
+// checks. With a mapper, it indexes the kinds the mapper serves and refuses the
+// others as a cache does (a NoMatch error).
 type countingCache struct {
 	cache.Cache
 	synced bool
 	calls  *atomic.Int32
+	mapper meta.RESTMapper
+}
+
+func (c countingCache) IndexField(ctx context.Context, obj client.Object, field string, extract client.IndexerFunc) error {
+	if c.mapper == nil {
+		return c.Cache.IndexField(ctx, obj, field, extract)
+	}
+	gvk := obj.GetObjectKind().GroupVersionKind()
+	_, err := c.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	return err
 }
 
 func (c countingCache) GetInformer(context.Context, client.Object, ...cache.InformerGetOption) (cache.Informer, error) {
