@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -50,7 +51,11 @@ func ResolveSpec(res limbov1alpha1.Resource, sources map[string]reference.Source
 
 // ResolveSpecFromStatus is ResolveSpec outside a pass: the plugin resource named
 // resource of b, with the sources read from the live objects b's status records
-// for the referenced resources.
+// for the referenced resources — only objects b controls, as a pass reads only
+// what it applied or adopted. The status records an object its resource could
+// not take too (NotOwned, Forbidden, ControlledByOther): read as limbo, its values
+// would reach the plugin, its errors and the Bundle's status, though the Bundle's
+// author may not read it.
 func ResolveSpecFromStatus(ctx context.Context, c client.Reader, b *limbov1alpha1.Bundle, resource string) ([]byte, error) {
 	res := b.PluginResource(resource)
 	if res == nil {
@@ -67,6 +72,9 @@ func ResolveSpecFromStatus(ctx context.Context, c client.Reader, b *limbov1alpha
 			u.SetKind(st.Object.Kind)
 			if err := c.Get(ctx, client.ObjectKey{Namespace: st.Object.Namespace, Name: st.Object.Name}, u); err != nil {
 				return nil, fmt.Errorf("resource %q: %w", ref.Resource, err)
+			}
+			if owner := metav1.GetControllerOf(u); owner == nil || owner.UID != b.UID {
+				return nil, fmt.Errorf("resource %q: %s %q is not the Bundle's (it does not control it): its values are not read", ref.Resource, st.Object.Kind, st.Object.Name)
 			}
 			sources[ref.Resource] = reference.Source{Object: u.Object, Secret: reference.IsSecret(u.Object)}
 		}

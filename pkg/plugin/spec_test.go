@@ -1,9 +1,16 @@
 package plugin_test
 
 import (
+	"context"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 	"github.com/limbo-dev/limbo/pkg/plugin"
@@ -44,4 +51,46 @@ func TestResolveSpec(t *testing.T) {
 func pluginResource(spec string, refs []limbov1alpha1.Reference) limbov1alpha1.Resource {
 	return limbov1alpha1.Resource{Name: "r", References: refs,
 		Plugin: &limbov1alpha1.PluginResource{Name: "gc", Spec: &apiextensionsv1.JSON{Raw: []byte(spec)}}}
+}
+
+// Outside a pass, a reference reads the object the Bundle's status records for
+// its resource only when the Bundle controls it: the status also records an
+// object its resource could not take (NotOwned, Forbidden), which the Bundle's
+// author may not be allowed to read, and limbo reads as itself.
+func TestResolveSpecFromStatus(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := corev1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	b := &limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", UID: "b-uid"}}
+	config := func(name string, controller types.UID) *corev1.ConfigMap {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: name}, Data: map[string]string{"host": name + ".local"}}
+		if controller != "" {
+			cm.OwnerReferences = []metav1.OwnerReference{{APIVersion: "limbo.dev/v1alpha1", Kind: "Bundle", Name: "web", UID: controller, Controller: ptr.To(true)}}
+		}
+		return cm
+	}
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(config("ours", "b-uid"), config("unowned", ""), config("others", "other-uid")).Build()
+	for _, tc := range []struct {
+		object, want, wantErr string
+	}{
+		{object: "ours", want: `{"url":"http://ours.local/"}`},
+		{object: "unowned", wantErr: `resource "db": ConfigMap "unowned" is not the Bundle's (it does not control it): its values are not read`},
+		{object: "others", wantErr: `resource "db": ConfigMap "others" is not the Bundle's (it does not control it): its values are not read`},
+	} {
+		t.Run(tc.object, func(t *testing.T) {
+			res := pluginResource(`{"url":"http://!{host}/"}`, []limbov1alpha1.Reference{{Name: "host", Resource: "db", Path: "data.host"}})
+			b := b.DeepCopy()
+			b.Spec.Resources = []limbov1alpha1.Resource{res}
+			b.Status.Resources = []limbov1alpha1.ResourceStatus{{Name: "db", State: limbov1alpha1.ResourceError, Reason: limbov1alpha1.ReasonNotOwned,
+				Object: &limbov1alpha1.ObjectReference{APIVersion: "v1", Kind: "ConfigMap", Namespace: "shop", Name: tc.object}}}
+			got, err := plugin.ResolveSpecFromStatus(context.Background(), c, b, res.Name)
+			switch {
+			case tc.wantErr != "" && (err == nil || err.Error() != tc.wantErr):
+				t.Fatalf("ResolveSpecFromStatus = %s, %v; want the error %q", got, err, tc.wantErr)
+			case tc.wantErr == "" && (err != nil || string(got) != tc.want):
+				t.Fatalf("ResolveSpecFromStatus = %s, %v; want %s", got, err, tc.want)
+			}
+		})
+	}
 }
