@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/utils/lru"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
@@ -125,12 +126,20 @@ func (a *answers) WrappedRoundTripper() http.RoundTripper { return a.next }
 // Cache builds Clients from kubeconfig Secrets and keeps them per Secret version.
 // A Secret's clients are dropped when it changes or is found gone, so that the
 // Cache holds no more than one set of clients (and their connections) per Secret
-// that exists. It is safe for concurrent use.
+// that exists, and only those of the MaxCachedClusters Secrets used last. It is
+// safe for concurrent use.
 type Cache struct {
 	opts    Options
 	mu      sync.Mutex
-	entries map[types.NamespacedName]entry
+	entries *lru.Cache // types.NamespacedName → entry
 }
+
+// MaxCachedClusters bounds a Cache. Secrets are named by Bundle specs, whose
+// authors can name a new one with every edit, and each set of clients keeps its
+// cluster's discovery (up to a bounded answer's 64 MiB, from a server the
+// author may run): kept for every Secret ever named, they grew limbo's memory
+// without end. One dropped and needed again discovers again.
+const MaxCachedClusters = 32
 
 type entry struct {
 	uid             types.UID
@@ -147,7 +156,9 @@ func NewCache(opts Options) *Cache {
 	if opts.Timeout <= 0 {
 		opts.Timeout = DefaultTimeout
 	}
-	return &Cache{opts: opts, entries: map[types.NamespacedName]entry{}}
+	return &Cache{opts: opts, entries: lru.NewWithEvictionFunc(MaxCachedClusters, func(_ lru.Key, e any) {
+		e.(entry).clients.http.CloseIdleConnections() // requests in flight finish
+	})}
 }
 
 // Clients returns the clients of the cluster whose kubeconfig is in the Secret ref
@@ -170,7 +181,7 @@ func (c *Cache) Clients(ctx context.Context, reader client.Reader, namespace str
 		return nil, &Error{Secret: name, Key: key, Reason: reason, Err: err}
 	}
 	c.mu.Lock()
-	cached, ok := c.entries[name]
+	cached, ok := c.entry(name)
 	c.mu.Unlock()
 	if ok && cached.uid == secret.UID && cached.resourceVersion == secret.ResourceVersion && cached.key == key {
 		return cached.clients, nil
@@ -188,16 +199,26 @@ func (c *Cache) Clients(ctx context.Context, reader client.Reader, namespace str
 // holds them is not disturbed.
 func (c *Cache) store(name types.NamespacedName, e *entry) {
 	c.mu.Lock()
-	old, ok := c.entries[name]
-	if e != nil {
-		c.entries[name] = *e
-	} else {
-		delete(c.entries, name)
+	old, ok := c.entry(name)
+	if e == nil {
+		c.entries.Remove(name) // the eviction closes its idle connections
+		c.mu.Unlock()
+		return
 	}
+	c.entries.Add(name, *e) // replacing an entry evicts nothing
 	c.mu.Unlock()
-	if ok && (e == nil || old.clients != e.clients) {
+	if ok && old.clients != e.clients {
 		old.clients.http.CloseIdleConnections()
 	}
+}
+
+// entry is the cached entry of a Secret. The caller holds c.mu.
+func (c *Cache) entry(name types.NamespacedName) (entry, bool) {
+	e, ok := c.entries.Get(name)
+	if !ok {
+		return entry{}, false
+	}
+	return e.(entry), true
 }
 
 // build makes the clients of one kubeconfig. It does not contact the cluster: the

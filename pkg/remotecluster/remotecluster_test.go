@@ -295,7 +295,7 @@ func TestClientsCachedPerSecretVersion(t *testing.T) {
 	if _, err := cache.Clients(context.Background(), readerOf(), "team", SecretRef{Name: "kc"}); err == nil {
 		t.Fatal("a missing Secret gave clients")
 	}
-	if n := len(cache.entries); n != 0 {
+	if n := cache.entries.Len(); n != 0 {
 		t.Errorf("the Cache holds %d entries after the Secret was found gone, want 0", n)
 	}
 	if get(secretWith("kc", "u1", "1", data), "") == first {
