@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+	"github.com/limbo-dev/limbo/pkg/boundedtext"
 	"github.com/limbo-dev/limbo/pkg/responselimit"
 	"github.com/limbo-dev/limbo/pkg/softdelete"
 )
@@ -228,8 +229,13 @@ var ErrNotResponsible = errors.New("not this resource's to delete any more")
 // ErrEmptyDesired is returned by Orphans when the desired side's listing is empty.
 var ErrEmptyDesired = errors.New("refusing to compute orphans: the listing of what should exist is empty, which more likely means it could not be listed")
 
+// ErrItemTooLong is returned by Orphans when an external item's kind, ID or name
+// is longer than a Tombstone holds (limbov1alpha1.MaxItemKind, MaxItemID,
+// MaxItemName).
+var ErrItemTooLong = errors.New("an item's kind, ID or name is longer than a Tombstone holds")
+
 // Orphans returns the existing items that should not exist, enforcing the safety
-// rule on the desired side's listing.
+// rule on the desired side's listing and the bounds of an item's fields.
 func (inv *Inventory) Orphans() ([]ObjectItem, []ExternalItem, error) {
 	if inv == nil {
 		return nil, nil, nil
@@ -242,6 +248,11 @@ func (inv *Inventory) Orphans() ([]ObjectItem, []ExternalItem, error) {
 		}
 	}
 	for _, e := range inv.External {
+		if len(e.Kind) > limbov1alpha1.MaxItemKind || len(e.ID) > limbov1alpha1.MaxItemID || len(e.Name) > limbov1alpha1.MaxItemName {
+			return nil, nil, fmt.Errorf("%w (%d, %d and %d bytes at most): %s item %q",
+				ErrItemTooLong, limbov1alpha1.MaxItemKind, limbov1alpha1.MaxItemID, limbov1alpha1.MaxItemName,
+				boundedtext.Cut(e.Kind, 64), boundedtext.Cut(e.ID, 128))
+		}
 		if !e.Desired {
 			external = append(external, e)
 		}

@@ -114,6 +114,23 @@ func TestInventoryOrphans(t *testing.T) {
 			wantErr: plugin.ErrEmptyDesired,
 		},
 		{
+			name:    "an ID longer than a Tombstone holds refuses the inventory",
+			inv:     &plugin.Inventory{DesiredListed: 1, External: []plugin.ExternalItem{ext("x", false), ext(strings.Repeat("i", limbov1alpha1.MaxItemID+1), true)}},
+			wantErr: plugin.ErrItemTooLong,
+		},
+		{
+			name: "a name longer than a Tombstone holds refuses the inventory",
+			inv: &plugin.Inventory{DesiredListed: 1, External: []plugin.ExternalItem{{ExternalItem: limbov1alpha1.ExternalItem{Kind: "Thing", ID: "x",
+				Name: strings.Repeat("n", limbov1alpha1.MaxItemName+1)}}}},
+			wantErr: plugin.ErrItemTooLong,
+		},
+		{
+			name: "fields at their bounds are fine",
+			inv: &plugin.Inventory{DesiredListed: 1, External: []plugin.ExternalItem{{ExternalItem: limbov1alpha1.ExternalItem{
+				Kind: strings.Repeat("k", limbov1alpha1.MaxItemKind), ID: strings.Repeat("i", limbov1alpha1.MaxItemID), Name: strings.Repeat("n", limbov1alpha1.MaxItemName)}}}},
+			wantExt: []string{strings.Repeat("i", limbov1alpha1.MaxItemID)},
+		},
+		{
 			name: "EmptyDesiredIsValid: everything is an orphan",
 			inv: &plugin.Inventory{
 				Objects:             []plugin.ObjectItem{{Object: cm("a")}},

@@ -25,6 +25,7 @@ const DurationPattern = `^(0|([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+)$`
 // separated by commas:
 //
 //	schema:"minLength=1"                    a non-empty string
+//	schema:"maxLength=2048"                 a string of at most 2,048 characters
 //	schema:"duration"                       a Go duration ≥ 0 (DurationPattern)
 //	schema:"enum=NoSchedule|NoExecute"      one of the values
 //	schema:"optional"                       not required, although without omitempty
@@ -119,12 +120,16 @@ func applyTag(prop *apiextensionsv1.JSONSchemaProps, tag string, owner reflect.T
 			optional = true
 		case "duration":
 			prop.Pattern = DurationPattern
-		case "minLength":
+		case "minLength", "maxLength":
 			n, err := strconv.ParseInt(value, 10, 64)
 			if err != nil {
 				panic(fmt.Sprintf("plugin.SchemaOf: %v.%s: schema tag %q: %v", owner, field, part, err))
 			}
-			prop.MinLength = &n
+			if key == "minLength" {
+				prop.MinLength = &n
+			} else {
+				prop.MaxLength = &n
+			}
 		case "enum":
 			for _, v := range strings.Split(value, "|") {
 				prop.Enum = append(prop.Enum, apiextensionsv1.JSON{Raw: []byte(strconv.Quote(v))})

@@ -11,7 +11,7 @@ import (
 )
 
 type schemaSpec struct {
-	Name     string                `json:"name" schema:"minLength=1"`
+	Name     string                `json:"name" schema:"minLength=1,maxLength=63"`
 	Effect   string                `json:"effect,omitempty" schema:"enum=NoSchedule|NoExecute"`
 	Every    *string               `json:"every,omitempty" schema:"duration"`
 	Wait     metav1.Duration       `json:"wait" schema:"optional"`
@@ -39,7 +39,7 @@ func TestSchemaOf(t *testing.T) {
 	for _, want := range []string{
 		`"required":["name"]`,
 		`"additionalProperties":false`,
-		`"name":{"type":"string","minLength":1}`,
+		`"name":{"type":"string","maxLength":63,"minLength":1}`,
 		`"effect":{"type":"string","enum":["NoSchedule","NoExecute"]}`,
 		`"every":{"type":"string","pattern":"` + strings.ReplaceAll(plugin.DurationPattern, `\`, `\\`) + `"}`,
 		`"wait":{"type":"string","pattern"`,

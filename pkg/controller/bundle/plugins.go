@@ -239,10 +239,14 @@ func (p *pass) decidePluginItems(ctx context.Context, ready bool) {
 		if !ready {
 			continue
 		}
-		for _, item := range orphanItems {
-			if _, ok := existing[softdelete.TombstoneKey(out.res.Name, item.ExternalItem)]; ok {
-				continue
-			}
+		newItems, held := newOrphanItems(out.res.Name, orphanItems, existing)
+		if held > 0 {
+			err := fmt.Errorf("resource %q: %d orphans not taken into limbo: the resource has %d Tombstones, the most one may have; they are taken as those end",
+				out.res.Name, held, MaxTombstonesPerResource)
+			p.r.Recorder.Eventf(p.bundle, corev1.EventTypeWarning, limbov1alpha1.ReasonPluginFailed, "%v", err)
+			p.fail(err)
+		}
+		for _, item := range newItems {
 			ts, err := p.r.Engine.OrphanExternal(ctx, p.bundle, out.res.Plugin.Name, out.res.Name, out.res.Plugin.DeletionDelay, item.ExternalItem)
 			if err != nil {
 				p.r.Recorder.Eventf(p.bundle, corev1.EventTypeWarning, limbov1alpha1.ReasonPluginFailed, "%v", err)
@@ -270,6 +274,38 @@ func (p *pass) decidePluginItems(ctx context.Context, ready bool) {
 		}
 	}
 	p.processUnjudgedItems(ctx)
+}
+
+// MaxTombstonesPerResource bounds the Tombstones of one plugin resource. Its
+// items come from a system the Bundle's author may run, which can name new
+// orphans on every poll (the ones before, no longer listed, keep their
+// countdowns): each is a Tombstone that etcd and every controller's cache keep,
+// for the whole delay. Far more than a cleanup job's orphans (a StorageOS
+// cluster's namespaces, a router's routes, a cluster's nodes).
+const MaxTombstonesPerResource = 10000
+
+// newOrphanItems is the orphans of resource that have no Tombstone among
+// existing (the Bundle's, by TombstoneKey) yet, as many as
+// MaxTombstonesPerResource leaves room for, and how many it holds back.
+func newOrphanItems(resource string, orphans []plugin.ExternalItem, existing map[string]*limbov1alpha1.Tombstone) (items []plugin.ExternalItem, held int) {
+	count := 0
+	for _, ts := range existing {
+		if ts.Spec.Resource == resource {
+			count++
+		}
+	}
+	for _, item := range orphans {
+		if _, ok := existing[softdelete.TombstoneKey(resource, item.ExternalItem)]; ok {
+			continue
+		}
+		if count >= MaxTombstonesPerResource {
+			held++
+			continue
+		}
+		items = append(items, item)
+		count++
+	}
+	return items, held
 }
 
 // tombstones lists the Bundle's Tombstones by the orphan each stands for.

@@ -1,10 +1,14 @@
 package bundle
 
 import (
+	"fmt"
+	"reflect"
 	"testing"
 	"time"
 
+	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 	"github.com/limbo-dev/limbo/pkg/plugin"
+	"github.com/limbo-dev/limbo/pkg/softdelete"
 )
 
 // A plugin resource's next pass for its poll: the plan's PollAfter, else the
@@ -34,6 +38,47 @@ func TestPollAfter(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := pollAfter(plugin.Description{DefaultPollInterval: tc.def}, tc.result); got != tc.want {
 				t.Errorf("pollAfter = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// A plugin resource's orphans become Tombstones up to MaxTombstonesPerResource:
+// a system that names new orphans on every poll cannot fill etcd and the
+// controller's memory. Orphans with a Tombstone are not made again, and other
+// resources' Tombstones do not count.
+func TestNewOrphanItems(t *testing.T) {
+	item := func(id string) plugin.ExternalItem {
+		return plugin.ExternalItem{ExternalItem: limbov1alpha1.ExternalItem{Kind: "Thing", ID: id}}
+	}
+	existingOf := func(resource string, n int) map[string]*limbov1alpha1.Tombstone {
+		out := map[string]*limbov1alpha1.Tombstone{}
+		for i := range n {
+			ts := &limbov1alpha1.Tombstone{Spec: limbov1alpha1.TombstoneSpec{Resource: resource, Item: item(fmt.Sprintf("old-%d", i)).ExternalItem}}
+			out[softdelete.TombstoneKey(resource, ts.Spec.Item)] = ts
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name     string
+		existing map[string]*limbov1alpha1.Tombstone
+		orphans  []plugin.ExternalItem
+		wantIDs  []string
+		wantHeld int
+	}{
+		{"room for all", existingOf("gc", 1), []plugin.ExternalItem{item("old-0"), item("a"), item("b")}, []string{"a", "b"}, 0},
+		{"one place left", existingOf("gc", MaxTombstonesPerResource-1), []plugin.ExternalItem{item("a"), item("b"), item("c")}, []string{"a"}, 2},
+		{"full: those with a Tombstone are not held", existingOf("gc", MaxTombstonesPerResource), []plugin.ExternalItem{item("old-1"), item("a")}, nil, 1},
+		{"another resource's Tombstones do not count", existingOf("other", MaxTombstonesPerResource), []plugin.ExternalItem{item("a")}, []string{"a"}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			items, held := newOrphanItems("gc", tc.orphans, tc.existing)
+			var ids []string
+			for _, it := range items {
+				ids = append(ids, it.ID)
+			}
+			if !reflect.DeepEqual(ids, tc.wantIDs) || held != tc.wantHeld {
+				t.Errorf("newOrphanItems = %v, held %d; want %v, held %d", ids, held, tc.wantIDs, tc.wantHeld)
 			}
 		})
 	}

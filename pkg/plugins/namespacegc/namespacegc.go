@@ -45,8 +45,9 @@ type Options struct {
 // Spec is the plugin's input; its schema is generated from it (plugin.SchemaOf).
 type Spec struct {
 	StorageOS struct {
-		// Endpoint is the StorageOS API's URL, scheme and port as given.
-		Endpoint string `json:"endpoint" schema:"minLength=1"`
+		// Endpoint is the StorageOS API's URL, scheme and port as given. It is
+		// in every item's name (bounded by limbov1alpha1.MaxItemName).
+		Endpoint string `json:"endpoint" schema:"minLength=1,maxLength=2048"`
 		// CredentialsSecretRef names a Secret in the Bundle's namespace with the
 		// keys username and password.
 		CredentialsSecretRef struct {

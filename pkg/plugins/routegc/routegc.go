@@ -70,14 +70,16 @@ var ErrIncompleteServers = errors.New("the server list is incomplete and treated
 type Spec struct {
 	OpenStack struct {
 		// AuthURL is Keystone's v3 endpoint.
-		AuthURL string `json:"authURL" schema:"minLength=1"`
+		AuthURL string `json:"authURL" schema:"minLength=1,maxLength=2048"`
 		Region  string `json:"region,omitempty"`
 		// CredentialsSecretRef names a Secret in the Bundle's namespace.
 		CredentialsSecretRef struct {
 			Name string `json:"name" schema:"minLength=1"`
 		} `json:"credentialsSecretRef"`
 	} `json:"openstack"`
-	RouterID string `json:"routerID" schema:"minLength=1"`
+	// RouterID is the Neutron router's ID. It is in every item's name (bounded
+	// by limbov1alpha1.MaxItemName).
+	RouterID string `json:"routerID" schema:"minLength=1,maxLength=255"`
 	// ClusterCIDR is the pod CIDR; only routes inside it are ever touched.
 	ClusterCIDR string `json:"clusterCIDR" schema:"minLength=1"`
 	// Interval is the poll period (default 5m), from MinInterval (1s) to

@@ -43,13 +43,25 @@ type TombstoneSpec struct {
 // ExternalItem identifies an item outside Kubernetes.
 type ExternalItem struct {
 	// Kind is the plugin's kind of item, for example StorageOSNamespace.
+	// +kubebuilder:validation:MaxLength=253
 	Kind string `json:"kind"`
 	// ID is the item's identity in the external system.
+	// +kubebuilder:validation:MaxLength=1024
 	ID string `json:"id"`
 	// Name is a human-readable name of the item.
+	// +kubebuilder:validation:MaxLength=4096
 	// +optional
 	Name string `json:"name,omitempty"`
 }
+
+// The bounds of an ExternalItem's fields (the Tombstone CRD's maxLength): a
+// plugin's items come from a system the Bundle's author may run, and each
+// orphan becomes a Tombstone that etcd and every controller's cache keep.
+const (
+	MaxItemKind = 253
+	MaxItemID   = 1024
+	MaxItemName = 4096
+)
 
 // TombstoneStatus records the countdown and the delete attempts.
 type TombstoneStatus struct {
