@@ -46,7 +46,10 @@ type pass struct {
 	declared map[string]string                     // objectKey of every object the spec declares or a plugin generated -> its resource
 	plugins  []pluginOutcome                       // plugin inventories, processed with the orphans
 	kinds    map[schema.GroupVersionKind]bool      // every kind the Bundle's objects have, generated ones included
-	adopters *adopters                             // the adopters of the orphans handed over
+	// keptKinds stay in status.managedKinds though the pass found nothing of
+	// them: the API server could not tell (decideUnseenOrphans).
+	keptKinds []schema.GroupVersionKind
+	adopters  *adopters // the adopters of the orphans handed over
 
 	// Outputs.
 	resources []limbov1alpha1.ResourceStatus
@@ -144,6 +147,7 @@ func (p *pass) run(ctx context.Context) {
 	p.apply(ctx)
 	if ready, listed := p.decideObjectOrphans(ctx); listed {
 		p.decidePluginItems(ctx, ready)
+		p.decideUnseenOrphans(ctx, ready)
 	}
 }
 
@@ -731,17 +735,69 @@ func (p *pass) decideObjectOrphans(ctx context.Context) (ready, listed bool) {
 		p.emptyGuard, ready = true, false
 	}
 	if !ready {
-		msg := msgWaitingForReady
-		if p.emptyGuard {
-			msg = msgEmptyBundle
-		}
-		for _, o := range orphans {
-			p.pending = append(p.pending, *p.r.Engine.Pending(o, msg))
-		}
+		p.holdAll(orphans)
 		return false, true
 	}
 	p.orphanAll(ctx, orphans)
 	return true, true
+}
+
+// holdAll lists orphans as pending, held back by the readiness gate or by the
+// guard against an emptied spec.
+func (p *pass) holdAll(orphans []*unstructured.Unstructured) {
+	msg := msgWaitingForReady
+	if p.emptyGuard {
+		msg = msgEmptyBundle
+	}
+	for _, o := range orphans {
+		p.pending = append(p.pending, *p.r.Engine.Pending(o, msg))
+	}
+}
+
+// decideUnseenOrphans asks the API server, before a kind leaves
+// status.managedKinds, whether the Bundle still controls objects of it, and
+// decides those as orphans (ready: deletions allowed). The cache shows only
+// this controller's shard: the objects a Bundle left in limbo before it moved
+// to another shard keep the old shard's label, and this pass found nothing of
+// their kind. Their kind then left the status, and with it the teardown's only
+// way to find them — its check with the API server lists the kinds the status
+// names: the Bundle went with them still controlled, and the garbage collector
+// deleted them at once, their delays ignored. A kind leaves the status only
+// once the API server shows nothing of it, which costs a listing only in the
+// pass that drops a kind (an orphan deleted, a resource of the last object of
+// its kind removed), never in a pass that changes nothing. A failed listing
+// keeps the kinds.
+func (p *pass) decideUnseenOrphans(ctx context.Context, ready bool) {
+	staying := map[schema.GroupKind]bool{}
+	for _, k := range p.managedKinds() {
+		staying[schema.FromAPIVersionAndKind(k.APIVersion, k.Kind).GroupKind()] = true
+	}
+	var leaving []schema.GroupVersionKind
+	for _, k := range kindsOf(p.bundle, nil) {
+		if !staying[k.GroupKind()] {
+			leaving = append(leaving, k)
+		}
+	}
+	if len(leaving) == 0 {
+		return
+	}
+	fresh, err := p.r.labelledFresh(ctx, p.bundle, leaving)
+	if err != nil {
+		p.keptKinds = append(p.keptKinds, leaving...)
+		p.fail(fmt.Errorf("list objects of kinds leaving the status: %w", err))
+		return
+	}
+	var orphans []*unstructured.Unstructured
+	for _, o := range controlledBy(p.bundle, fresh) {
+		if _, ok := p.declared[objectKey(o)]; !ok {
+			orphans = append(orphans, o)
+		}
+	}
+	if !ready {
+		p.holdAll(orphans)
+		return
+	}
+	p.orphanAll(ctx, orphans)
 }
 
 // orphanAll hands every orphan to the soft-delete engine, at most

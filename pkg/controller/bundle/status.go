@@ -159,8 +159,9 @@ func setPending(st *limbov1alpha1.BundleStatus, pending []limbov1alpha1.PendingD
 }
 
 // managedKinds is the status's record of the kinds the Bundle's objects have:
-// the plan's and its plugins' (this pass), and those of what is pending. A pass
-// that stopped at a spec error keeps the previous record.
+// the plan's and its plugins' (this pass), those of what is pending, and those
+// the API server could not be asked about (keptKinds). A pass that stopped at a
+// spec error keeps the previous record.
 func (p *pass) managedKinds() []limbov1alpha1.ManagedKind {
 	if len(p.specErrs) > 0 {
 		return p.bundle.Status.ManagedKinds
@@ -176,6 +177,9 @@ func (p *pass) managedKinds() []limbov1alpha1.ManagedKind {
 	}
 	for _, pd := range p.pending {
 		kinds[schema.FromAPIVersionAndKind(pd.APIVersion, pd.Kind)] = true
+	}
+	for _, k := range p.keptKinds {
+		kinds[k] = true
 	}
 	var out []limbov1alpha1.ManagedKind
 	for _, k := range sortedKinds(kinds) {
