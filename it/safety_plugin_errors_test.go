@@ -142,3 +142,25 @@ func TestPluginGeneratedClusterScopedObjectIsRefused(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// A plugin that generates one of limbo's own kinds (a Bundle) gets its resource's
+// Error InvalidObject, as a template of that kind is a spec error: limbo writes
+// its own kinds as itself, never as the Bundle's ServiceAccount, so a generated
+// Bundle would be one its author may not have been allowed to create. Nothing is
+// created.
+func TestPluginGeneratedBundleIsRefused(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	domain := external.Domain(ns)
+	domain.Set("keep", true)
+	domain.Generate(&unstructured.Unstructured{Object: map[string]any{"apiVersion": "limbo.dev/v1alpha1", "kind": "Bundle",
+		"metadata": map[string]any{"name": "inner"}, "spec": map[string]any{"resources": []any{}}}})
+	b := createBundle(t, ns, "shop", pluginResource("items", ns, "1h"))
+	waitBundle(t, b, func(cur *limbov1alpha1.Bundle) error {
+		return resourceMessageIs(cur, "items", limbov1alpha1.ResourceError, limbov1alpha1.ReasonInvalidObject,
+			`plugin "test-external" generated Bundle "inner": a Bundle cannot hold a Bundle`)
+	})
+	if err := noObject(limbov1alpha1.BundleGVK, ns, "inner")(); err != nil {
+		t.Error(err)
+	}
+}

@@ -370,7 +370,7 @@ func parseObject(namespace string, res *Resource, mapper meta.RESTMapper) Errors
 			errs = fail(limbov1alpha1.ReasonTemplatedName, "object: metadata.%s %q must be literal: references (!{…}) and their escapes (!!{…}) are not allowed in an object's name or namespace", field, value)
 		}
 	}
-	if gvk == limbov1alpha1.BundleGVK || gvk == limbov1alpha1.TombstoneGVK {
+	if LimbosOwnKind(gvk) {
 		errs = fail(limbov1alpha1.ReasonInvalidObject, "object: a Bundle cannot hold a %s", gvk.Kind)
 	}
 	switch ns := u.GetNamespace(); {
@@ -441,6 +441,14 @@ func metadataTypeErrors(obj map[string]any) []string {
 		}
 	}
 	return problems
+}
+
+// LimbosOwnKind tells whether gvk is one of limbo's own kinds (its API group,
+// any version): Bundles and Tombstones are limbo's to write — its writes of
+// them are never impersonated — so a Bundle, template or generated object,
+// holds none.
+func LimbosOwnKind(gvk schema.GroupVersionKind) bool {
+	return gvk.Group == limbov1alpha1.GroupVersion.Group
 }
 
 // HeldKind checks that a Bundle may hold objects of gvk, a template's or one a

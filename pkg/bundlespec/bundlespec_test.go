@@ -49,6 +49,7 @@ func mapper() meta.RESTMapper {
 	m.Add(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, meta.RESTScopeNamespace)
 	m.Add(schema.GroupVersionKind{Version: "v1", Kind: "Secret"}, meta.RESTScopeNamespace)
 	m.Add(schema.GroupVersionKind{Version: "v1", Kind: "Namespace"}, meta.RESTScopeRoot)
+	m.Add(schema.GroupVersionKind{Group: "limbo.dev", Version: "v1beta1", Kind: "Tombstone"}, meta.RESTScopeNamespace) // a version limbo may serve one day
 	return m
 }
 
@@ -192,6 +193,13 @@ func TestParse(t *testing.T) {
 				{"a", limbov1alpha1.ReasonProhibitedAnnotation, `object: annotation "limbo.dev/generatedBy" is set by the controller only`},
 				{"a", limbov1alpha1.ReasonProhibitedAnnotation, `object: label "limbo.dev/pending-deletion" is set by the controller only`},
 			},
+		},
+		{
+			name: "limbo's own kinds, any version",
+			resources: func(t *testing.T) []limbov1alpha1.Resource {
+				return []limbov1alpha1.Resource{{Name: "ts", Object: obj(t, map[string]any{"apiVersion": "limbo.dev/v1beta1", "kind": "Tombstone", "metadata": map[string]any{"name": "x"}})}}
+			},
+			wantErrs: []Error{{"ts", limbov1alpha1.ReasonInvalidObject, "object: a Bundle cannot hold a Tombstone"}},
 		},
 		{
 			name: "missing name",

@@ -121,6 +121,9 @@ func (p *pass) syncPlugin(ctx context.Context, res *bundlespec.Resource) (limbov
 		if obj.GetNamespace() != p.bundle.Namespace {
 			return fail(limbov1alpha1.ResourceError, limbov1alpha1.ReasonPluginFailed, "plugin %q generated %s %q in namespace %q; a Bundle's objects live in its own namespace", res.Plugin.Name, obj.GetKind(), obj.GetName(), obj.GetNamespace())
 		}
+		if bundlespec.LimbosOwnKind(obj.GroupVersionKind()) {
+			return fail(limbov1alpha1.ResourceError, limbov1alpha1.ReasonInvalidObject, "plugin %q generated %s %q: a Bundle cannot hold a %s", res.Plugin.Name, obj.GetKind(), obj.GetName(), obj.GetKind())
+		}
 		// (A kind not served yet fails its apply, as a template's does.)
 		if reason, err := bundlespec.HeldKind(p.r.Mapper, obj.GroupVersionKind()); reason == limbov1alpha1.ReasonClusterScoped {
 			return fail(limbov1alpha1.ResourceError, reason, "plugin %q generated %s %q: %v", res.Plugin.Name, obj.GetKind(), obj.GetName(), err)
