@@ -33,3 +33,46 @@ func TestTombstoneInBundlesShard(t *testing.T) {
 		t.Errorf("Tombstone labels %v: want the Bundle's shard label only", ts.Labels)
 	}
 }
+
+// A Tombstone made before its Bundle moved to this shard keeps the old shard's
+// labels, and this shard's cache does not show it: the pass that finds its item
+// an orphan again reads it from the API server, and moves it into the Bundle's
+// shard. Another Bundle's Tombstone of the name is left as it is.
+func TestTombstoneMovedIntoItsBundlesShard(t *testing.T) {
+	sel, err := shard.Parse("limbo.dev/shard=a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := bundle()
+	item := limbov1alpha1.ExternalItem{Kind: "StorageOSNamespace", ID: "4f7c", Name: "old-team"}
+	h := newHarness(t)
+	if _, err := h.engine.OrphanExternal(context.Background(), b, "namespace-gc", "storage-ns-gc", "10m", item); err != nil { // the rest's shard
+		t.Fatal(err)
+	}
+	h.engine.Shard = sel
+	b.Labels = map[string]string{"limbo.dev/shard": "a"}
+	ts, err := h.engine.OrphanExternal(context.Background(), b, "namespace-gc", "storage-ns-gc", "10m", item)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stored limbov1alpha1.Tombstone
+	if err := h.client.Get(context.Background(), client.ObjectKeyFromObject(ts), &stored); err != nil {
+		t.Fatal(err)
+	}
+	if !sel.Matches(stored.Labels) || stored.Labels[limbov1alpha1.LabelBundle] != b.Name || !sel.Matches(ts.Labels) {
+		t.Errorf("Tombstone labels %v (returned %v): want it moved into shard a, its Bundle label kept", stored.Labels, ts.Labels)
+	}
+
+	other := bundle()
+	other.UID = "another-bundle"
+	other.Labels = map[string]string{"limbo.dev/shard": "b"}
+	if _, err := h.engine.OrphanExternal(context.Background(), other, "namespace-gc", "storage-ns-gc", "10m", item); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.client.Get(context.Background(), client.ObjectKeyFromObject(ts), &stored); err != nil {
+		t.Fatal(err)
+	}
+	if stored.Labels["limbo.dev/shard"] != "a" {
+		t.Errorf("another Bundle's OrphanExternal moved the Tombstone: labels %v", stored.Labels)
+	}
+}

@@ -64,7 +64,7 @@ func (e *Engine) OrphanExternal(ctx context.Context, b *limbov1alpha1.Bundle, pl
 	err := e.Client.Create(ctx, ts)
 	switch {
 	case apierrors.IsAlreadyExists(err):
-		return ts, e.Client.Get(ctx, client.ObjectKeyFromObject(ts), ts)
+		return e.existingTombstone(ctx, b, client.ObjectKeyFromObject(ts))
 	case err != nil:
 		return nil, fmt.Errorf("create Tombstone for %s %q: %w", item.Kind, item.Name, err)
 	}
@@ -75,6 +75,29 @@ func (e *Engine) OrphanExternal(ctx context.Context, b *limbov1alpha1.Bundle, pl
 	}
 	e.Recorder.Event(b, corev1.EventTypeNormal, limbov1alpha1.EventDeletionScheduled, msg)
 	AuditTombstone(ctx, "stamped", ts, d.Deadline)
+	return ts, nil
+}
+
+// existingTombstone is the Tombstone key names, which an orphan of b has already,
+// read from the API server: a cache shows only this controller's shard, and a
+// Tombstone made before b moved to this shard keeps the old shard's labels (its
+// every pass failed on a Tombstone its cache could not show, and, the old shard
+// stopped, nothing deleted the item). Such a Tombstone of b is moved into b's
+// shard, so that this shard's passes and Tombstone controller take it over; the
+// move is guarded by its resourceVersion, as the old shard's writes are.
+func (e *Engine) existingTombstone(ctx context.Context, b *limbov1alpha1.Bundle, key client.ObjectKey) (*limbov1alpha1.Tombstone, error) {
+	ts := &limbov1alpha1.Tombstone{}
+	if err := e.Reader.Get(ctx, key, ts); err != nil {
+		return nil, fmt.Errorf("read Tombstone %s: %w", key.Name, err)
+	}
+	if owner := metav1.GetControllerOf(ts); owner == nil || owner.UID != b.UID || e.Shard.Matches(ts.Labels) {
+		return ts, nil
+	}
+	orig := ts.DeepCopy()
+	ts.Labels = e.Shard.CopyLabels(b.Labels, ts.Labels)
+	if err := e.Client.Patch(ctx, ts, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+		return nil, fmt.Errorf("move Tombstone %s into its Bundle's shard: %w", ts.Name, err)
+	}
 	return ts, nil
 }
 
