@@ -102,9 +102,26 @@ type Resource struct {
 	Adopt bool
 }
 
-// ObjectKey names an object among a Bundle's: its kind's group and kind and its
-// name (a Bundle's objects are in its namespace).
-func ObjectKey(gk schema.GroupKind, name string) string { return gk.String() + "/" + name }
+// ObjectKey names an object among a Bundle's: its kind's group and kind
+// (StoredKind) and its name (a Bundle's objects are in its namespace).
+func ObjectKey(gk schema.GroupKind, name string) string { return StoredKind(gk).String() + "/" + name }
+
+// sameObjects maps a kind the API server serves under a second group to its
+// first: both groups serve the same stored objects.
+var sameObjects = map[schema.GroupKind]schema.GroupKind{
+	{Group: "events.k8s.io", Kind: "Event"}: {Kind: "Event"},
+}
+
+// StoredKind is the group and kind limbo knows gk's objects by: gk, or, for a
+// kind served under two groups (core and events.k8s.io Events), the first. An
+// Event declared under one group and listed under the other is one object: by
+// their own groups, it was an orphan of itself, deleted and created again.
+func StoredKind(gk schema.GroupKind) schema.GroupKind {
+	if first, ok := sameObjects[gk]; ok {
+		return first
+	}
+	return gk
+}
 
 // ObjectKey is the ObjectKey of r's template ("" for a plugin resource).
 func (r *Resource) ObjectKey() string {

@@ -513,3 +513,16 @@ func TestAdoptionKeysAndDeclares(t *testing.T) {
 		t.Errorf("AdoptionKeys with a template that does not decode = %q, want none", got)
 	}
 }
+
+// An object is known by its stored kind: a core Event and an events.k8s.io Event
+// of a name are one object (the API server serves the same stored Events under
+// both groups); other kinds keep their group.
+func TestObjectKeyOfAKindServedUnderTwoGroups(t *testing.T) {
+	core := ObjectKey(schema.GroupKind{Kind: "Event"}, "e")
+	if events := ObjectKey(schema.GroupKind{Group: "events.k8s.io", Kind: "Event"}, "e"); events != core {
+		t.Errorf("ObjectKey of events.k8s.io Event e = %q, of core Event e = %q: want one key", events, core)
+	}
+	if a, b := ObjectKey(schema.GroupKind{Group: "apps", Kind: "Deployment"}, "d"), ObjectKey(schema.GroupKind{Group: "extensions", Kind: "Deployment"}, "d"); a == b {
+		t.Errorf("ObjectKey merged two groups' Deployments: %q", a)
+	}
+}

@@ -193,8 +193,10 @@ func TestServedVersions(t *testing.T) {
 		return schema.GroupVersionKind{Group: "example.com", Version: v, Kind: "Widget"}
 	}
 	gadget := schema.GroupVersionKind{Group: "gone.example.com", Version: "v1", Kind: "Gadget"}
-	mapper := meta.NewDefaultRESTMapper([]schema.GroupVersion{hpa("v2").GroupVersion(), widget("v1").GroupVersion(), configMapGVK.GroupVersion()})
-	for _, gvk := range []schema.GroupVersionKind{hpa("v2"), hpa("v1"), widget("v1"), configMapGVK} {
+	event := schema.GroupVersionKind{Version: "v1", Kind: "Event"}
+	eventsEvent := schema.GroupVersionKind{Group: "events.k8s.io", Version: "v1", Kind: "Event"}
+	mapper := meta.NewDefaultRESTMapper([]schema.GroupVersion{hpa("v2").GroupVersion(), widget("v1").GroupVersion(), configMapGVK.GroupVersion(), eventsEvent.GroupVersion()})
+	for _, gvk := range []schema.GroupVersionKind{hpa("v2"), hpa("v1"), widget("v1"), configMapGVK, event, eventsEvent} {
 		mapper.Add(gvk, meta.RESTScopeNamespace)
 	}
 	r := &Reconciler{Mapper: mapper}
@@ -207,6 +209,8 @@ func TestServedVersions(t *testing.T) {
 		{"a version no longer served: the next", []schema.GroupVersionKind{hpa("v2beta1"), hpa("v2")}, []schema.GroupVersionKind{hpa("v2")}},
 		{"only a version no longer served: the preferred one", []schema.GroupVersionKind{widget("v1beta1")}, []schema.GroupVersionKind{widget("v1")}},
 		{"a kind not served at all", []schema.GroupVersionKind{gadget, configMapGVK}, []schema.GroupVersionKind{gadget, configMapGVK}},
+		{"a kind served under two groups: once, under the first", []schema.GroupVersionKind{eventsEvent, event}, []schema.GroupVersionKind{event}},
+		{"only under its second group", []schema.GroupVersionKind{eventsEvent}, []schema.GroupVersionKind{event}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := r.servedVersions(tc.kinds); !reflect.DeepEqual(got, tc.want) {

@@ -1024,7 +1024,7 @@ func (r *Reconciler) servedVersions(kinds []schema.GroupVersionKind) []schema.Gr
 	versions := map[schema.GroupKind][]string{}
 	var order []schema.GroupKind
 	for _, k := range kinds {
-		gk := k.GroupKind()
+		gk := bundlespec.StoredKind(k.GroupKind()) // a kind served under two groups is listed once
 		if _, ok := versions[gk]; !ok {
 			order = append(order, gk)
 		}
