@@ -49,7 +49,9 @@ func releasedHold(obj metav1.Object, gk schema.GroupKind, bundles []limbov1alpha
 	case bundlespec.HeldDeclared:
 		why = fmt.Sprintf("Bundle %s, which its label %s names, declares it: its next pass adopts it and cancels the deletion", by, limbov1alpha1.LabelBundle)
 	case bundlespec.HeldMayGenerate:
-		why = fmt.Sprintf("Bundle %s, which its label %s names, has a plugin resource not yet Ready in a pass of its current spec, which may make it again", by, limbov1alpha1.LabelBundle)
+		why = fmt.Sprintf("Bundle %s, which its label %s names, has not finished a pass of its current spec, whose plugin resources may make it again", by, limbov1alpha1.LabelBundle)
+	case bundlespec.HeldGeneratorNotReady:
+		why = fmt.Sprintf("Bundle %s, which its label %s names, has the plugin resource %q that made it, not Ready (see the Bundle's status): it may make it again", by, limbov1alpha1.LabelBundle, obj.GetAnnotations()[limbov1alpha1.AnnotationGeneratedBy])
 	case bundlespec.HeldForAdopter:
 		why = fmt.Sprintf("Bundle %s declares it to adopt it (%s); deleted only once no Bundle does", by, limbov1alpha1.AnnotationAdopt)
 	}

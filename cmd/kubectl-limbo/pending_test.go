@@ -526,7 +526,7 @@ clusters    ConfigMap          old       x        2026-03-01T14:00:00Z   120m
 // A released object (a teardown or a hand-over released it: label, released
 // mark, no controller) is held by the reaper while a Bundle decides it: the
 // Bundle its label names declares it (its pass adopts it), or has a plugin
-// resource not yet Ready in a pass of its current spec, or, once it is due,
+// resource and has not finished a pass of its current spec, or, once it is due,
 // another Bundle of its namespace declares it to adopt it. pending shows it held
 // and names that Bundle, as the reaper decides (releasedHold); an invalid delay
 // is never deleted, held or not.
@@ -573,7 +573,7 @@ ConfigMap   moved         gone         <none>                 held        no lim
 ConfigMap   redeclared    shop         2026-03-01T11:00:00Z   held        held by the reaper: Bundle shop, which its label limbo.dev/bundle names, declares it: its next pass adopts it and cancels the deletion
 ConfigMap   stalled-one   stalled      2026-03-01T11:00:00Z   held        held by the reaper: Bundle stalled, which its label limbo.dev/bundle names, declares it but has not adopted it (see the Bundle's status)
 ConfigMap   torn          torn-down    2026-03-01T11:00:00Z   held        held by the reaper: Bundle b declares it to adopt it (limbo.dev/adopt); deleted only once no Bundle does
-ConfigMap   generated     generating   2026-03-01T12:59:00Z   held        held by the reaper: Bundle generating, which its label limbo.dev/bundle names, has a plugin resource not yet Ready in a pass of its current spec, which may make it again
+ConfigMap   generated     generating   2026-03-01T12:59:00Z   held        held by the reaper: Bundle generating, which its label limbo.dev/bundle names, has not finished a pass of its current spec, whose plugin resources may make it again
 ConfigMap   invalid       gone         <none>                 never       invalid limbo.dev/deletionDelay "soon": time: invalid duration "soon"
 `
 	if got := trimTrailingSpaces(out); got != want {

@@ -24,11 +24,15 @@ const (
 	// current spec ran without adopting it (a spec error elsewhere, a dependency
 	// not Ready): held until someone fixes the Bundle.
 	HeldDeclaredNotAdopted
-	// HeldMayGenerate: that Bundle has a plugin resource that has not been
-	// Ready in a pass of its current spec (no pass yet, or the resource Blocked,
-	// failed, still planning): a generator may make the object again, which
-	// nothing tells before its plan of the current spec.
+	// HeldMayGenerate: that Bundle has a plugin resource and has not finished a
+	// pass of its current spec: a generator may make the object again, which
+	// nothing tells before the pass.
 	HeldMayGenerate
+	// HeldGeneratorNotReady: the object was generated, and the plugin resource
+	// that made it (limbo.dev/generatedBy), in that Bundle's spec, was not Ready
+	// in its pass of the current spec (Blocked, failed, still planning): it may
+	// make the object again, which nothing tells before its plan runs.
+	HeldGeneratorNotReady
 	// HeldForAdopter: the object is due and another Bundle of its namespace, not
 	// being deleted, declares it to adopt it (limbo.dev/adopt): that Bundle's
 	// pass cancels the countdown once its adopting apply succeeds.
@@ -57,8 +61,10 @@ func ReleasedHold(obj metav1.Object, gk schema.GroupKind, named *limbov1alpha1.B
 				return HeldDeclaredNotAdopted, named.Name, nil
 			}
 			return HeldDeclared, named.Name, nil
-		case HasPlugin(named) && (!passed || !pluginsReady(named)):
+		case !passed && HasPlugin(named):
 			return HeldMayGenerate, named.Name, nil
+		case generatorNotReady(named, obj.GetAnnotations()[limbov1alpha1.AnnotationGeneratedBy]):
+			return HeldGeneratorNotReady, named.Name, nil
 		}
 	}
 	if !softdelete.Due(now, obj) {
@@ -74,16 +80,18 @@ func ReleasedHold(obj metav1.Object, gk schema.GroupKind, named *limbov1alpha1.B
 	return NotHeld, "", nil
 }
 
-// pluginsReady tells whether b's last status has every plugin resource of its
-// spec Ready: each generator's plan then ran and its objects were applied.
-func pluginsReady(b *limbov1alpha1.Bundle) bool {
-	ready := map[string]bool{}
-	for _, st := range b.Status.Resources {
-		ready[st.Name] = st.State == limbov1alpha1.ResourceReady
+// generatorNotReady tells whether resource (a released object's
+// limbo.dev/generatedBy; "" for an object no plugin made) is a plugin resource of
+// b that its last status does not have Ready: its plan of b's spec has not run
+// (Blocked on a dependency, failed, still planning), so what it makes is not
+// known. A plugin resource that was Ready made what it makes.
+func generatorNotReady(b *limbov1alpha1.Bundle, resource string) bool {
+	if resource == "" || b.PluginResource(resource) == nil {
+		return false
 	}
-	for _, res := range b.Spec.Resources {
-		if res.Plugin != nil && !ready[res.Name] {
-			return false
+	for _, st := range b.Status.Resources {
+		if st.Name == resource {
+			return st.State != limbov1alpha1.ResourceReady
 		}
 	}
 	return true

@@ -363,7 +363,7 @@ func (r *Reaper) heldByBundle(ctx context.Context, gvk schema.GroupVersionKind, 
 	switch hold {
 	case bundlespec.HeldDeclared, bundlespec.HeldMayGenerate:
 		return holdRecheck, err
-	case bundlespec.HeldDeclaredNotAdopted, bundlespec.HeldForAdopter:
+	case bundlespec.HeldDeclaredNotAdopted, bundlespec.HeldForAdopter, bundlespec.HeldGeneratorNotReady:
 		return declaredRecheck, err
 	}
 	return 0, err

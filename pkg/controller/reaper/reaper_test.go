@@ -48,8 +48,9 @@ func inLimbo(name, stamp, delay string, controlled bool) *corev1.ConfigMap {
 // touches objects a Bundle still controls, plugin items (stamped, but never
 // labelled with a Bundle), or objects whose Bundle of the same name declares them (it adopts
 // them; a spec error stops its pass from adopting them, and never deletes what
-// it declares) or has a plugin resource that was not Ready in a pass of its spec
-// (a generator may make them again), and returns the time to the next deadline.
+// it declares) or has a plugin resource and has not yet run a pass of its spec,
+// or has the plugin resource that generated them not Ready (a generator may make
+// them again), and returns the time to the next deadline.
 // An object whose Bundle is being torn down is the reaper's: a teardown never
 // adopts, and one held by a dependency's finalizer must not hold the deadlines
 // of what it released.
@@ -69,13 +70,20 @@ func TestPass(t *testing.T) {
 	undeclared1.Labels[limbov1alpha1.LabelBundle] = "crate"
 	generatorHeld := inLimbo("maybe-generated", "2026-11-22T08:00:00Z", "1h", false)
 	generatorHeld.Labels[limbov1alpha1.LabelBundle] = "mill"
-	// "forge"'s new Bundle has run a pass of its spec, but its generator was
-	// Blocked on a dependency: what it makes is not known yet. "press"'s
-	// generator was Ready in its pass: what it did not make again is due.
-	blockedGenerator := inLimbo("blocked-generator", "2026-11-22T08:00:00Z", "1h", false)
-	blockedGenerator.Labels[limbov1alpha1.LabelBundle] = "forge"
-	notGenerated := inLimbo("not-generated", "2026-11-22T08:00:00Z", "1h", false)
-	notGenerated.Labels[limbov1alpha1.LabelBundle] = "press"
+	// "forge"'s new Bundle has run a pass of its spec, but its generator "gen"
+	// was Blocked on a dependency: what it makes is not known yet, so what "gen"
+	// made before stays; an object no plugin made is due. "press"'s generator
+	// was Ready in its pass: what it did not make again is due.
+	generated := func(name, bundle string) *corev1.ConfigMap {
+		cm := inLimbo(name, "2026-11-22T08:00:00Z", "1h", false)
+		cm.Labels[limbov1alpha1.LabelBundle] = bundle
+		cm.Annotations[limbov1alpha1.AnnotationGeneratedBy] = "gen"
+		return cm
+	}
+	blockedGenerator := generated("blocked-generator", "forge")
+	notGenerated := generated("not-generated", "press")
+	forgeTemplate := inLimbo("forge-template", "2026-11-22T08:00:00Z", "1h", false)
+	forgeTemplate.Labels[limbov1alpha1.LabelBundle] = "forge"
 	generatorBundle := func(name string, state limbov1alpha1.ResourceState) *limbov1alpha1.Bundle {
 		return &limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", Generation: 1},
 			Spec: limbov1alpha1.BundleSpec{Resources: []limbov1alpha1.Resource{
@@ -119,7 +127,7 @@ func TestPass(t *testing.T) {
 		inLimbo("waiting", "2026-11-22T09:59:50Z", "30s", false), // deadline in 20s
 		inLimbo("controlled", "2026-11-22T08:00:00Z", "1h", true),
 		pluginItem, tornDown, recreated, notAdopted, declared, undeclared, invalid, undeclared1, generatorHeld,
-		blockedGenerator, notGenerated, generatorBundle("forge", limbov1alpha1.ResourceBlocked), generatorBundle("press", limbov1alpha1.ResourceReady),
+		blockedGenerator, notGenerated, forgeTemplate, generatorBundle("forge", limbov1alpha1.ResourceBlocked), generatorBundle("press", limbov1alpha1.ResourceReady),
 		&limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Name: "basket", Namespace: "ns", Generation: 1},
 			Spec: limbov1alpha1.BundleSpec{Resources: []limbov1alpha1.Resource{
 				{Name: "r", Object: &runtime.RawExtension{Raw: []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"recreated"}}`)}}}}},
@@ -149,7 +157,7 @@ func TestPass(t *testing.T) {
 	}
 	for name, want := range map[string]bool{"due": false, "waiting": true, "controlled": true, "plugin-item": true, "torn-down": false,
 		"recreated": true, "not-adopted": false, "declared": true, "undeclared": false, "not-declared-again": false, "maybe-generated": true,
-		"wanted": true, "named-only": false, "blocked-generator": true, "not-generated": false} {
+		"wanted": true, "named-only": false, "blocked-generator": true, "not-generated": false, "forge-template": false} {
 		if exists(name) != want {
 			t.Errorf("%s exists = %v, want %v", name, !want, want)
 		}
