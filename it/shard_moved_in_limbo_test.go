@@ -17,8 +17,8 @@ import (
 
 // An object a Bundle left in limbo keeps its shard's label when the Bundle
 // moves to another shard, so the new shard's cache does not show it. The new
-// shard still counts it in pendingDeletions and remembers its kind, and a
-// teardown releases it. The kind used to leave status.managedKinds with the
+// shard still finds it before its kind leaves the status, counts it in
+// pendingDeletions, moves it into its shard, and a teardown releases it. The kind used to leave status.managedKinds with the
 // first pass in the new shard (the object was the last of its kind), the
 // teardown then found nothing of it, let the Bundle go with the object still
 // controlled, and the garbage collector deleted it at once: its hour ignored.
@@ -59,6 +59,14 @@ func TestObjectInLimboOfABundleMovedToAnotherShard(t *testing.T) {
 		return fmt.Errorf("managedKinds = %+v, want ConfigMap among them", cur.Status.ManagedKinds)
 	}
 	testenv.Consistently(t, 3*time.Second, stillListed)
+	// Moved into shard a: its passes see it in their cache, not by asking the
+	// API server every time.
+	waitObject(t, configMapGVK, ns, "old", func(u *unstructured.Unstructured) error {
+		if got := u.GetLabels()[shardLabel]; got != "a" {
+			return fmt.Errorf("old: label %s = %q, want a", shardLabel, got)
+		}
+		return nil
+	})
 
 	deleteBundle(t, b, metav1.DeletePropagationBackground)
 	waitObject(t, configMapGVK, ns, "old", func(u *unstructured.Unstructured) error {

@@ -765,8 +765,9 @@ func (p *pass) holdAll(orphans []*unstructured.Unstructured) {
 // deleted them at once, their delays ignored. A kind leaves the status only
 // once the API server shows nothing of it, which costs a listing only in the
 // pass that drops a kind (an orphan deleted, a resource of the last object of
-// its kind removed), never in a pass that changes nothing. A failed listing
-// keeps the kinds.
+// its kind removed), never in a pass that changes nothing: what it finds is
+// moved into this shard (Engine.MoveIntoShard), and the next pass sees it in
+// the cache. A failed listing keeps the kinds.
 func (p *pass) decideUnseenOrphans(ctx context.Context, ready bool) {
 	staying := map[schema.GroupKind]bool{}
 	for _, k := range p.managedKinds() {
@@ -789,9 +790,15 @@ func (p *pass) decideUnseenOrphans(ctx context.Context, ready bool) {
 	}
 	var orphans []*unstructured.Unstructured
 	for _, o := range controlledBy(p.bundle, fresh) {
-		if _, ok := p.declared[objectKey(o)]; !ok {
-			orphans = append(orphans, o)
+		if _, ok := p.declared[objectKey(o)]; ok {
+			continue
 		}
+		// Into this shard, so that the next pass finds it in the cache: not
+		// moved, it would be listed from the API server on every pass.
+		if _, err := p.r.Engine.MoveIntoShard(ctx, p.bundle, o); err != nil {
+			p.fail(err)
+		}
+		orphans = append(orphans, o)
 	}
 	if !ready {
 		p.holdAll(orphans)
