@@ -123,7 +123,13 @@ type Servers struct {
 	// What such a server's addresses are is not known either: Nova's network
 	// info cache can be empty for a while, and a proxy can rewrite an answer.
 	Unreadable int
+	// UnreadableServers names the first MaxNamedServers of them ("name (id)"),
+	// for an operator to find.
+	UnreadableServers []string
 }
+
+// MaxNamedServers bounds Servers.UnreadableServers.
+const MaxNamedServers = 5
 
 // New authenticates and locates the network and compute endpoints.
 func New(ctx context.Context, cfg Config) (*Client, error) {
@@ -242,6 +248,9 @@ func (c *Client) ListServers(ctx context.Context) (Servers, error) {
 				out.Unknown++
 			case malformed, len(addrs) == 0 && !withoutAddresses[s.Status]:
 				out.Unreadable++
+				if len(out.UnreadableServers) < MaxNamedServers {
+					out.UnreadableServers = append(out.UnreadableServers, fmt.Sprintf("%s (%s)", s.Name, s.ID))
+				}
 			}
 			for _, addr := range addrs {
 				out.Addresses[addr] = s.ID

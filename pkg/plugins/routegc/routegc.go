@@ -354,8 +354,8 @@ func (p *Plugin) serverAddresses(ctx context.Context, api *openstack.Client) (ma
 		err = fmt.Errorf("%d of %d Nova servers listed with status %s (in a down cell, without addresses): %w",
 			list.Unknown, list.Count, openstack.StatusUnknown, ErrIncompleteServers)
 	case list.Unreadable > 0:
-		err = fmt.Errorf("%d of %d Nova servers listed without readable addresses: %w",
-			list.Unreadable, list.Count, ErrIncompleteServers)
+		err = fmt.Errorf("%d of %d Nova servers listed without readable addresses (%s): %w",
+			list.Unreadable, list.Count, strings.Join(list.UnreadableServers, ", "), ErrIncompleteServers)
 	}
 	if err != nil {
 		p.opts.Metrics.Failures.WithLabelValues(OpListServers).Inc()

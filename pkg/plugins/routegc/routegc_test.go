@@ -337,7 +337,7 @@ func TestPlanRefusesUnknownDesiredSide(t *testing.T) {
 		{"an active server listed without addresses", openstacksim.Config{}, func(f *fixture) {
 			f.sim.AddServerAt("node-1", "10.180.0.3")
 			f.sim.AddServer(openstacksim.NovaServer{Name: "node-2"})
-		}, "1 of 2 Nova servers listed without readable addresses: the server list is incomplete and treated as unknown, and no route is orphaned", routegc.OpListServers},
+		}, "1 of 2 Nova servers listed without readable addresses (node-2 (", routegc.OpListServers}, // its name and ID, for an operator to find
 		{"compute version document fails", openstacksim.Config{}, func(f *fixture) {
 			f.sim.AddServerAt("node-1", "10.180.0.3")
 			f.sim.Inject(openstacksim.OpComputeVersion, openstacksim.Fault{Status: 503, Times: 1})
