@@ -176,7 +176,9 @@ func (p *pass) managedKinds() []limbov1alpha1.ManagedKind {
 		}
 	}
 	for _, pd := range p.pending {
-		kinds[schema.FromAPIVersionAndKind(pd.APIVersion, pd.Kind)] = true
+		if pd.Cluster == "" { // another cluster's kinds are not this one's
+			kinds[schema.FromAPIVersionAndKind(pd.APIVersion, pd.Kind)] = true
+		}
 	}
 	for _, k := range p.keptKinds {
 		kinds[k] = true

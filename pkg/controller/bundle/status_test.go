@@ -275,8 +275,9 @@ func TestPendingDeletionsCut(t *testing.T) {
 	}
 }
 
-// managedKinds records the pass's kinds and those of what is pending, sorted
-// (core group first), without Tombstones; a pass stopped by spec errors keeps the last record.
+// managedKinds records the pass's kinds, those of what is pending in this
+// cluster and the kinds kept (the API server could not tell), sorted (core group
+// first), without Tombstones; a pass stopped by spec errors keeps the last record.
 func TestManagedKinds(t *testing.T) {
 	previous := []limbov1alpha1.ManagedKind{{APIVersion: "v1", Kind: "Secret"}}
 	deployment := schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}
@@ -291,8 +292,10 @@ func TestManagedKinds(t *testing.T) {
 				pending: []limbov1alpha1.PendingDeletion{
 					{APIVersion: "v1", Kind: "Service", Name: "old"},
 					{APIVersion: limbov1alpha1.TombstoneGVK.GroupVersion().String(), Kind: limbov1alpha1.TombstoneGVK.Kind, Name: "ts"},
-				}},
-			want: []limbov1alpha1.ManagedKind{{APIVersion: "v1", Kind: "ConfigMap"}, {APIVersion: "v1", Kind: "Service"}, {APIVersion: "apps/v1", Kind: "Deployment"}}},
+					// deorbit's, in the cluster it tears down: not a kind of this one
+					{APIVersion: "snapshot.storage.k8s.io/v1", Kind: "VolumeSnapshot", Name: "snap", Cluster: "https://10.1.2.3:6443"},
+				}, keptKinds: []schema.GroupVersionKind{{Group: "example.com", Version: "v1", Kind: "Widget"}}},
+			want: []limbov1alpha1.ManagedKind{{APIVersion: "v1", Kind: "ConfigMap"}, {APIVersion: "v1", Kind: "Service"}, {APIVersion: "apps/v1", Kind: "Deployment"}, {APIVersion: "example.com/v1", Kind: "Widget"}}},
 		{name: "nothing", pass: &pass{kinds: map[schema.GroupVersionKind]bool{}}},
 		{name: "spec errors keep the last record",
 			pass: &pass{kinds: map[schema.GroupVersionKind]bool{configMap: true}, specErrs: bundlespec.Errors{{Resource: "a", Reason: limbov1alpha1.ReasonInvalidObject}}},
