@@ -44,8 +44,12 @@ type pass struct {
 	specErrs bundlespec.Errors
 	live     map[string]*unstructured.Unstructured // by resource name, after apply
 	declared map[string]string                     // objectKey of every object the spec declares or a plugin generated -> its resource
-	plugins  []pluginOutcome                       // plugin inventories, processed with the orphans
-	kinds    map[schema.GroupVersionKind]bool      // every kind the Bundle's objects have, generated ones included
+	// staleDeclared: what generators whose plan of a changed spec still runs
+	// made with the previous spec (declareStale), declared for the orphan
+	// decisions only.
+	staleDeclared map[string]string
+	plugins       []pluginOutcome                  // plugin inventories, processed with the orphans
+	kinds         map[schema.GroupVersionKind]bool // every kind the Bundle's objects have, generated ones included
 	// keptKinds stay in status.managedKinds though the pass found nothing of
 	// them: the API server could not tell (decideUnseenOrphans).
 	keptKinds []schema.GroupVersionKind
@@ -79,7 +83,7 @@ type pass struct {
 }
 
 func newPass(r *Reconciler, b *limbov1alpha1.Bundle) *pass {
-	return &pass{r: r, bundle: b, live: map[string]*unstructured.Unstructured{}, declared: map[string]string{},
+	return &pass{r: r, bundle: b, live: map[string]*unstructured.Unstructured{}, declared: map[string]string{}, staleDeclared: map[string]string{},
 		kinds: map[schema.GroupVersionKind]bool{}, states: map[string]limbov1alpha1.ResourceState{}, adopters: r.adopters(b)}
 }
 
@@ -723,6 +727,11 @@ func (p *pass) emitResourceEvents() {
 // be listed at all (if not, the pass keeps the last pendingDeletions and decides
 // nothing more).
 func (p *pass) decideObjectOrphans(ctx context.Context) (ready, listed bool) {
+	for key, res := range p.staleDeclared { // every resource has declared its own
+		if _, ok := p.declared[key]; !ok {
+			p.declared[key] = res
+		}
+	}
 	orphans, err := p.r.orphans(ctx, p.bundle, p.kindList(ctx), p.declared)
 	if err != nil {
 		p.fail(fmt.Errorf("list orphans: %w", err))

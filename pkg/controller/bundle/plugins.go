@@ -162,9 +162,10 @@ func (p *pass) syncPlugin(ctx context.Context, res *bundlespec.Resource) (limbov
 	return st, changes
 }
 
-// declareStale declares the objects a plan of res's previous spec generated
-// (result may be nil: that plan failed), but for those another resource
-// declares: the new spec may have moved them there.
+// declareStale records the objects a plan of res's previous spec generated
+// (result may be nil: that plan failed) as declared for the orphan decisions
+// only (staleDeclared): the new spec may have moved one to another resource,
+// whose declaration is not a duplicate of this one.
 func (p *pass) declareStale(res *bundlespec.Resource, result *plugin.Result) {
 	if result == nil {
 		return
@@ -173,10 +174,8 @@ func (p *pass) declareStale(res *bundlespec.Resource, result *plugin.Result) {
 		if obj.GetNamespace() != "" && obj.GetNamespace() != p.bundle.Namespace {
 			continue
 		}
-		if key := objectKey(obj); p.declared[key] == "" {
-			p.declared[key] = res.Name
-			p.kinds[obj.GroupVersionKind()] = true
-		}
+		p.staleDeclared[objectKey(obj)] = res.Name
+		p.kinds[obj.GroupVersionKind()] = true
 	}
 }
 
