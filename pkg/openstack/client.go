@@ -15,6 +15,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/extraroutes"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/routers"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
 	"github.com/gophercloud/gophercloud/v2/openstack/utils"
 	"github.com/gophercloud/gophercloud/v2/pagination"
 
@@ -118,10 +119,11 @@ type Servers struct {
 	Unknown int
 	// Unreadable is the number of the other servers whose addresses could not
 	// all be read: an entry of another shape than Nova's, an address that does
-	// not parse, or none at all where a server has them (any status but BUILD
-	// and ERROR: a server being built, or whose build failed, has none yet).
-	// What such a server's addresses are is not known either: Nova's network
-	// info cache can be empty for a while, and a proxy can rewrite an answer.
+	// not parse, or none at all where Neutron has ports of the server (Nova's
+	// network info cache can be empty for a while), or could not be asked.
+	// What such a server's addresses are is not known either. A server listed
+	// without addresses and without ports has none (booted without a network);
+	// one being built, or whose build failed (BUILD, ERROR), is not asked.
 	Unreadable int
 	// UnreadableServers names the first MaxNamedServers of them ("name (id)"),
 	// for an operator to find.
@@ -130,6 +132,10 @@ type Servers struct {
 
 // MaxNamedServers bounds Servers.UnreadableServers.
 const MaxNamedServers = 5
+
+// MaxPortChecks bounds the servers listed without addresses that one listing
+// asks Neutron about; the others count as Unreadable.
+const MaxPortChecks = 20
 
 // New authenticates and locates the network and compute endpoints.
 func New(ctx context.Context, cfg Config) (*Client, error) {
@@ -235,6 +241,13 @@ func (c *Client) ListServers(ctx context.Context) (Servers, error) {
 		return Servers{}, bounded(fmt.Errorf("list Nova servers: %w", err))
 	}
 	out := Servers{Addresses: map[netip.Addr]string{}}
+	var addressless []servers.Server
+	unreadable := func(s servers.Server) {
+		out.Unreadable++
+		if len(out.UnreadableServers) < MaxNamedServers {
+			out.UnreadableServers = append(out.UnreadableServers, fmt.Sprintf("%s (%s)", s.Name, s.ID))
+		}
+	}
 	err = servers.List(compute, servers.ListOpts{Limit: c.pageSize}).EachPage(ctx, func(_ context.Context, page pagination.Page) (bool, error) {
 		list, err := servers.ExtractServers(page)
 		if err != nil {
@@ -246,11 +259,10 @@ func (c *Client) ListServers(ctx context.Context) (Servers, error) {
 			switch {
 			case s.Status == StatusUnknown:
 				out.Unknown++
-			case malformed, len(addrs) == 0 && !withoutAddresses[s.Status]:
-				out.Unreadable++
-				if len(out.UnreadableServers) < MaxNamedServers {
-					out.UnreadableServers = append(out.UnreadableServers, fmt.Sprintf("%s (%s)", s.Name, s.ID))
-				}
+			case malformed:
+				unreadable(s)
+			case len(addrs) == 0 && !withoutAddresses[s.Status]:
+				addressless = append(addressless, s)
 			}
 			for _, addr := range addrs {
 				out.Addresses[addr] = s.ID
@@ -261,7 +273,37 @@ func (c *Client) ListServers(ctx context.Context) (Servers, error) {
 	if err != nil {
 		return Servers{}, bounded(fmt.Errorf("list Nova servers: %w", err))
 	}
+	for i, s := range addressless {
+		if i >= MaxPortChecks {
+			unreadable(s)
+			continue
+		}
+		switch has, err := c.hasPorts(ctx, s.ID); {
+		case err != nil:
+			return Servers{}, bounded(fmt.Errorf("list Nova servers: server %s (%s) is listed without addresses, and its Neutron ports could not be read: %w", s.Name, s.ID, err))
+		case has:
+			unreadable(s)
+		}
+	}
 	return out, nil
+}
+
+// hasPorts tells whether Neutron has a port of the server with a fixed address.
+func (c *Client) hasPorts(ctx context.Context, serverID string) (bool, error) {
+	pages, err := ports.List(c.network, ports.ListOpts{DeviceID: serverID}).AllPages(ctx)
+	if err != nil {
+		return false, classify(err)
+	}
+	list, err := ports.ExtractPorts(pages)
+	if err != nil {
+		return false, err
+	}
+	for _, p := range list {
+		if len(p.FixedIPs) > 0 {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // computeForListing is the compute client with the microversion of server

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/netip"
 	"slices"
@@ -32,6 +33,7 @@ const (
 	OpListServers       = "list_servers"
 	OpCreateServer      = "create_server"
 	OpDeleteServer      = "delete_server"
+	OpListPorts         = "list_ports"
 	// OpUnknown is a request that matches no route: 404, or 405 for a known
 	// path with another method.
 	OpUnknown = "unknown"
@@ -120,9 +122,12 @@ type NovaServer struct {
 	Status string // default ACTIVE
 	// Addresses by network name.
 	Addresses map[string][]Address
-	Cell      string // the Nova cell that holds it; default DefaultCell
-	created   time.Time
-	seq       int
+	// InfoCacheEmpty: Nova lists the server with "addresses": {} though its
+	// Neutron ports have them (its network info cache was emptied).
+	InfoCacheEmpty bool
+	Cell           string // the Nova cell that holds it; default DefaultCell
+	created        time.Time
+	seq            int
 }
 
 // Route is a router's static route, in Neutron's JSON shape.
@@ -488,6 +493,8 @@ func (s *Server) route(r *http.Request) route {
 			return match(put, OpAddExtraRoutes, true, s.extraRoutes(union), segs[2])
 		case len(segs) == 4 && segs[0] == "v2.0" && segs[1] == "routers" && segs[3] == "remove_extraroutes":
 			return match(put, OpRemoveExtraRoutes, true, s.extraRoutes(difference), segs[2])
+		case rest == "v2.0/ports":
+			return match(get, OpListPorts, true, s.handleListPorts, "")
 		}
 	case ServiceCompute:
 		switch {
@@ -1050,9 +1057,39 @@ func (s *Server) downCellServerJSON(base string, srv *NovaServer) map[string]any
 	}
 }
 
+// handleListPorts is Neutron's GET /v2.0/ports, filtered by device_id: a server's
+// ports, one per network it has a fixed address on (unfiltered: every server's).
+func (s *Server) handleListPorts(w http.ResponseWriter, r *http.Request, _, _ string) {
+	device := r.URL.Query().Get("device_id")
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ports := []map[string]any{}
+	for _, srv := range s.servers {
+		if device != "" && srv.ID != device {
+			continue
+		}
+		for _, network := range slices.Sorted(maps.Keys(srv.Addresses)) {
+			var ips []map[string]string
+			for _, a := range srv.Addresses[network] {
+				if a.Type == "" || a.Type == "fixed" {
+					ips = append(ips, map[string]string{"subnet_id": network + "-subnet", "ip_address": a.Addr})
+				}
+			}
+			if len(ips) > 0 {
+				ports = append(ports, map[string]any{"id": srv.ID + "-" + network, "name": "", "network_id": network, "device_id": srv.ID,
+					"device_owner": "compute:nova", "status": "ACTIVE", "admin_state_up": true, "fixed_ips": ips, "tenant_id": s.cfg.ProjectID, "project_id": s.cfg.ProjectID})
+			}
+		}
+	}
+	simhttp.WriteJSON(w, http.StatusOK, map[string]any{"ports": ports})
+}
+
 func (s *Server) serverJSON(base string, srv *NovaServer) map[string]any {
 	addresses := map[string][]map[string]any{}
 	for network, list := range srv.Addresses {
+		if srv.InfoCacheEmpty {
+			break
+		}
 		for _, a := range list {
 			version := 4
 			if ip, err := netip.ParseAddr(a.Addr); err == nil && ip.Is6() && !ip.Is4In6() {

@@ -216,8 +216,10 @@ func TestPlanInventory(t *testing.T) {
 	f.sim.AddServer(openstacksim.NovaServer{Name: "node-4", Status: "SHUTOFF", Addresses: map[string][]openstacksim.Address{"cluster-net": {{Addr: "10.180.0.6"}}}})
 	f.sim.AddServer(openstacksim.NovaServer{Name: "node-5", Status: "ERROR", Addresses: map[string][]openstacksim.Address{"cluster-net": {{Addr: "10.180.0.7"}}}})
 	// Being built, or its build failed: no addresses yet, and none missing.
+	// Booted without a network: no addresses, and no Neutron port either.
 	f.sim.AddServer(openstacksim.NovaServer{Name: "node-6", Status: "BUILD"})
 	f.sim.AddServer(openstacksim.NovaServer{Name: "node-7", Status: "ERROR"})
+	f.sim.AddServer(openstacksim.NovaServer{Name: "no-network"})
 	f.sim.AddServerAt("bastion", "10.180.0.200") // five pages of 2 with the fixture's page size
 
 	res := f.mustPlan(t0)
@@ -226,11 +228,14 @@ func TestPlanInventory(t *testing.T) {
 	if got := items(res); !reflect.DeepEqual(got, want) {
 		t.Errorf("inventory = %q, want %q", got, want)
 	}
-	if want := "6 routes in 198.19.0.0/16, 1 orphaned; 8 servers; 2 unparsable routes, never touched"; res.Message != want || !res.Ready {
+	if want := "6 routes in 198.19.0.0/16, 1 orphaned; 9 servers; 2 unparsable routes, never touched"; res.Message != want || !res.Ready {
 		t.Errorf("message = %q (ready %v), want %q", res.Message, res.Ready, want)
 	}
 	if n := f.sim.Count(openstacksim.OpListServers); n != 5 {
-		t.Errorf("%d server pages read, want 5 (page size 2, 8 servers: the fifth page is empty)", n)
+		t.Errorf("%d server pages read, want 5 (page size 2, 9 servers)", n)
+	}
+	if n := f.sim.Count(openstacksim.OpListPorts); n != 1 {
+		t.Errorf("%d port listings, want 1 (of the one server listed without addresses, in a status that has them)", n)
 	}
 	if got := testutil.ToFloat64(f.metrics.Orphaned); got != 1 {
 		t.Errorf("orphaned counter = %v, want 1", got)
@@ -333,11 +338,17 @@ func TestPlanRefusesUnknownDesiredSide(t *testing.T) {
 			f.sim.SetCellDown("cell2", true)
 		}, "1 of 2 Nova servers listed with status UNKNOWN (in a down cell, without addresses): the server list is incomplete and treated as unknown, and no route is orphaned", routegc.OpListServers},
 		// node-2's network info cache emptied: Nova lists it ACTIVE with
-		// "addresses": {}, and the second route would look orphaned.
-		{"an active server listed without addresses", openstacksim.Config{}, func(f *fixture) {
+		// "addresses": {} though its Neutron port has 10.180.0.4, and the second
+		// route would look orphaned.
+		{"an active server listed without addresses, its ports with", openstacksim.Config{}, func(f *fixture) {
 			f.sim.AddServerAt("node-1", "10.180.0.3")
-			f.sim.AddServer(openstacksim.NovaServer{Name: "node-2"})
+			f.sim.AddServer(openstacksim.NovaServer{Name: "node-2", InfoCacheEmpty: true, Addresses: map[string][]openstacksim.Address{"cluster-net": {{Addr: "10.180.0.4"}}}})
 		}, "1 of 2 Nova servers listed without readable addresses (node-2 (", routegc.OpListServers}, // its name and ID, for an operator to find
+		{"an active server listed without addresses, its ports unreadable", openstacksim.Config{}, func(f *fixture) {
+			f.sim.AddServerAt("node-1", "10.180.0.3")
+			f.sim.AddServer(openstacksim.NovaServer{Name: "node-2", InfoCacheEmpty: true, Addresses: map[string][]openstacksim.Address{"cluster-net": {{Addr: "10.180.0.4"}}}})
+			f.sim.Inject(openstacksim.OpListPorts, openstacksim.Fault{Status: 500, Times: 1})
+		}, "is listed without addresses, and its Neutron ports could not be read", routegc.OpListServers},
 		{"compute version document fails", openstacksim.Config{}, func(f *fixture) {
 			f.sim.AddServerAt("node-1", "10.180.0.3")
 			f.sim.Inject(openstacksim.OpComputeVersion, openstacksim.Fault{Status: 503, Times: 1})
