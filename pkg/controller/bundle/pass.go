@@ -44,6 +44,8 @@ type pass struct {
 	specErrs bundlespec.Errors
 	live     map[string]*unstructured.Unstructured // by resource name, after apply
 	declared map[string]string                     // objectKey of every object the spec declares or a plugin generated -> its resource
+	// gone: objectKey of the orphans this pass found gone (deleted, or already).
+	gone map[string]bool
 	// staleDeclared: what generators whose plan of a changed spec still runs
 	// made with the previous spec (declareStale), declared for the orphan
 	// decisions only.
@@ -83,7 +85,7 @@ type pass struct {
 }
 
 func newPass(r *Reconciler, b *limbov1alpha1.Bundle) *pass {
-	return &pass{r: r, bundle: b, live: map[string]*unstructured.Unstructured{}, declared: map[string]string{}, staleDeclared: map[string]string{},
+	return &pass{r: r, bundle: b, live: map[string]*unstructured.Unstructured{}, declared: map[string]string{}, staleDeclared: map[string]string{}, gone: map[string]bool{},
 		kinds: map[schema.GroupVersionKind]bool{}, states: map[string]limbov1alpha1.ResourceState{}, adopters: r.adopters(b)}
 }
 
@@ -751,6 +753,58 @@ func (p *pass) decideObjectOrphans(ctx context.Context) (ready, listed bool) {
 	return true, true
 }
 
+// decideUnlistedEntries reads from the API server each object of the previous
+// status's pendingDeletions that this pass neither listed nor saw go, and
+// decides as an orphan what the Bundle still controls (moved into this shard
+// first). The cache shows only this controller's shard: an object a Bundle left
+// in limbo before it moved to another shard keeps the old shard's label, and
+// passes of the new shard found it nowhere — neither listed nor deleted at its
+// deadline, for as long as the Bundle stayed. Moved, it is in the cache from the
+// next pass on. An entry vanishes otherwise only when its object went outside a
+// pass (a forced delete: one read, NotFound), so a pass that changes nothing
+// reads nothing. An object that cannot be read keeps its entry.
+func (p *pass) decideUnlistedEntries(ctx context.Context, ready bool) {
+	listed := map[string]bool{}
+	for _, pd := range p.pending {
+		listed[entryObjectKey(pd)] = true
+	}
+	var found []*unstructured.Unstructured
+	for _, pd := range p.bundle.Status.PendingDeletions {
+		gvk := schema.FromAPIVersionAndKind(pd.APIVersion, pd.Kind)
+		key := entryObjectKey(pd)
+		if pd.Cluster != "" || gvk == limbov1alpha1.TombstoneGVK || listed[key] || p.gone[key] || p.declared[key] != "" {
+			continue
+		}
+		o, err := p.r.getFresh(ctx, gvk, pd.Namespace, pd.Name)
+		switch {
+		case restmappings.NotServed(err), err == nil && o == nil:
+			continue // gone, with its kind or alone
+		case err != nil:
+			p.fail(err)
+			p.pending = append(p.pending, pd)
+			continue
+		}
+		if owner := metav1.GetControllerOf(o); owner == nil || owner.UID != p.bundle.UID {
+			continue // not the Bundle's (a plugin's object item, judged by its plugin)
+		}
+		if _, err := p.r.Engine.MoveIntoShard(ctx, p.bundle, o); err != nil {
+			p.fail(err)
+		}
+		found = append(found, o)
+	}
+	if !ready {
+		p.holdAll(found)
+		return
+	}
+	p.orphanAll(ctx, found)
+}
+
+// entryObjectKey is the objectKey of a pendingDeletions entry's object (entries
+// of one object under two versions of its kind have one key).
+func entryObjectKey(pd limbov1alpha1.PendingDeletion) string {
+	return bundlespec.ObjectKey(schema.FromAPIVersionAndKind(pd.APIVersion, pd.Kind).GroupKind(), pd.Name)
+}
+
 // holdAll lists orphans as pending, held back by the readiness gate or by the
 // guard against an emptied spec.
 func (p *pass) holdAll(orphans []*unstructured.Unstructured) {
@@ -778,6 +832,7 @@ func (p *pass) holdAll(orphans []*unstructured.Unstructured) {
 // moved into this shard (Engine.MoveIntoShard), and the next pass sees it in
 // the cache. A failed listing keeps the kinds.
 func (p *pass) decideUnseenOrphans(ctx context.Context, ready bool) {
+	p.decideUnlistedEntries(ctx, ready)
 	staying := map[schema.GroupKind]bool{}
 	for _, k := range p.managedKinds() {
 		staying[schema.FromAPIVersionAndKind(k.APIVersion, k.Kind).GroupKind()] = true
@@ -834,6 +889,7 @@ func (p *pass) orphanAll(ctx context.Context, orphans []*unstructured.Unstructur
 	for i, out := range outcomes {
 		if out.Gone {
 			p.r.applied.forget(orphans[i].GetUID())
+			p.gone[objectKey(orphans[i])] = true
 		}
 		if out.Pending != nil {
 			out.Pending.Resource = resources[i]
