@@ -122,8 +122,8 @@ type Servers struct {
 	// not parse, or none at all where Neutron has ports of the server (Nova's
 	// network info cache can be empty for a while), or could not be asked.
 	// What such a server's addresses are is not known either. A server listed
-	// without addresses and without ports has none (booted without a network);
-	// one being built, or whose build failed (BUILD, ERROR), is not asked.
+	// without addresses and without ports has none (booted without a network,
+	// or its build failed); one being built (BUILD) is not asked.
 	Unreadable int
 	// UnreadableServers names the first MaxNamedServers of them ("name (id)"),
 	// for an operator to find.
@@ -396,8 +396,9 @@ func (m microversion) atLeast(o microversion) bool {
 }
 
 // withoutAddresses are the server statuses in which Nova lists a server
-// without addresses as a matter of course: being built, or its build failed.
-var withoutAddresses = map[string]bool{"BUILD": true, "ERROR": true}
+// without addresses as a matter of course: being built. (One in ERROR has none
+// if its build failed, but it may have run before: its ports tell.)
+var withoutAddresses = map[string]bool{"BUILD": true}
 
 // serverAddresses reads Nova's {"<network>":[{"addr":…}]}, and reports whether
 // anything in there was of another shape or did not parse (malformed): the

@@ -740,11 +740,7 @@ func (p *pass) decideObjectOrphans(ctx context.Context) (ready, listed bool) {
 		p.keepPreviousPending()
 		return false, false
 	}
-	ready = p.allReady()
-	if len(orphans) > 0 && len(p.bundle.Spec.Resources) == 0 && !p.bundle.Spec.AllowEmpty {
-		// An empty spec more likely means a broken render than "delete it all".
-		p.emptyGuard, ready = true, false
-	}
+	ready = p.guardEmpty(orphans, p.allReady())
 	if !ready {
 		p.holdAll(orphans)
 		return false, true
@@ -753,56 +749,21 @@ func (p *pass) decideObjectOrphans(ctx context.Context) (ready, listed bool) {
 	return true, true
 }
 
-// decideUnlistedEntries reads from the API server each object of the previous
-// status's pendingDeletions that this pass neither listed nor saw go, and
-// decides as an orphan what the Bundle still controls (moved into this shard
-// first). The cache shows only this controller's shard: an object a Bundle left
-// in limbo before it moved to another shard keeps the old shard's label, and
-// passes of the new shard found it nowhere — neither listed nor deleted at its
-// deadline, for as long as the Bundle stayed. Moved, it is in the cache from the
-// next pass on. An entry vanishes otherwise only when its object went outside a
-// pass (a forced delete: one read, NotFound), so a pass that changes nothing
-// reads nothing. An object that cannot be read keeps its entry.
-func (p *pass) decideUnlistedEntries(ctx context.Context, ready bool) {
-	listed := map[string]bool{}
-	for _, pd := range p.pending {
-		listed[entryObjectKey(pd)] = true
-	}
-	var found []*unstructured.Unstructured
-	for _, pd := range p.bundle.Status.PendingDeletions {
-		gvk := schema.FromAPIVersionAndKind(pd.APIVersion, pd.Kind)
-		key := entryObjectKey(pd)
-		if pd.Cluster != "" || gvk == limbov1alpha1.TombstoneGVK || listed[key] || p.gone[key] || p.declared[key] != "" {
-			continue
-		}
-		o, err := p.r.getFresh(ctx, gvk, pd.Namespace, pd.Name)
-		switch {
-		case restmappings.NotServed(err), err == nil && o == nil:
-			continue // gone, with its kind or alone
-		case err != nil:
-			p.fail(err)
-			p.pending = append(p.pending, pd)
-			continue
-		}
-		if owner := metav1.GetControllerOf(o); owner == nil || owner.UID != p.bundle.UID {
-			continue // not the Bundle's (a plugin's object item, judged by its plugin)
-		}
-		if _, err := p.r.Engine.MoveIntoShard(ctx, p.bundle, o); err != nil {
-			p.fail(err)
-		}
-		found = append(found, o)
-	}
-	if !ready {
-		p.holdAll(found)
-		return
-	}
-	p.orphanAll(ctx, found)
-}
-
 // entryObjectKey is the objectKey of a pendingDeletions entry's object (entries
 // of one object under two versions of its kind have one key).
 func entryObjectKey(pd limbov1alpha1.PendingDeletion) string {
 	return bundlespec.ObjectKey(schema.FromAPIVersionAndKind(pd.APIVersion, pd.Kind).GroupKind(), pd.Name)
+}
+
+// guardEmpty is ready, unless orphans would be deleted by a spec without
+// resources that does not say spec.allowEmpty: an empty spec more likely means a
+// broken render than "delete it all" (p.emptyGuard then holds them).
+func (p *pass) guardEmpty(orphans []*unstructured.Unstructured, ready bool) bool {
+	if len(orphans) > 0 && len(p.bundle.Spec.Resources) == 0 && !p.bundle.Spec.AllowEmpty {
+		p.emptyGuard = true
+		return false
+	}
+	return ready
 }
 
 // holdAll lists orphans as pending, held back by the readiness gate or by the
@@ -817,54 +778,65 @@ func (p *pass) holdAll(orphans []*unstructured.Unstructured) {
 	}
 }
 
-// decideUnseenOrphans asks the API server, before a kind leaves
-// status.managedKinds, whether the Bundle still controls objects of it, and
-// decides those as orphans (ready: deletions allowed). The cache shows only
-// this controller's shard: the objects a Bundle left in limbo before it moved
-// to another shard keep the old shard's label, and this pass found nothing of
-// their kind. Their kind then left the status, and with it the teardown's only
-// way to find them — its check with the API server lists the kinds the status
-// names: the Bundle went with them still controlled, and the garbage collector
-// deleted them at once, their delays ignored. A kind leaves the status only
-// once the API server shows nothing of it, which costs a listing only in the
-// pass that drops a kind (an orphan deleted, a resource of the last object of
-// its kind removed), never in a pass that changes nothing: what it finds is
-// moved into this shard (Engine.MoveIntoShard), and the next pass sees it in
-// the cache. A failed listing keeps the kinds.
+// decideUnseenOrphans asks the API server for the objects the Bundle controls
+// of the kinds this pass could not account for, and decides those no pass
+// listed as orphans (ready: deletions allowed). The cache shows only this
+// controller's shard: what a Bundle left in limbo before it moved to another
+// shard keeps the old shard's label, and the new shard's passes found it
+// nowhere — neither listed nor deleted at its deadline, and when it was the last
+// of its kind, the kind left the status and with it the teardown's only way to
+// find it (its check with the API server lists the kinds the status names): the
+// Bundle went with it still controlled, and the garbage collector deleted it at
+// once, its delay ignored. The kinds asked about (metadata, by the Bundle's
+// label) are those that would leave status.managedKinds, and those of the
+// previous pendingDeletions entries of this namespace that this pass neither
+// listed nor saw go (a forced delete outside a pass, one listing): a pass that
+// changes nothing asks nothing. What they find is moved into this shard
+// (Engine.MoveIntoShard), so that the next pass sees it in the cache. A failed
+// listing keeps the kinds.
 func (p *pass) decideUnseenOrphans(ctx context.Context, ready bool) {
-	p.decideUnlistedEntries(ctx, ready)
+	listed := map[string]bool{}
+	for _, pd := range p.pending {
+		listed[entryObjectKey(pd)] = true
+	}
 	staying := map[schema.GroupKind]bool{}
 	for _, k := range p.managedKinds() {
 		staying[schema.FromAPIVersionAndKind(k.APIVersion, k.Kind).GroupKind()] = true
 	}
-	var leaving []schema.GroupVersionKind
+	ask := map[schema.GroupVersionKind]bool{}
 	for _, k := range kindsOf(p.bundle, nil) {
 		if !staying[k.GroupKind()] {
-			leaving = append(leaving, k)
+			ask[k] = true
 		}
 	}
-	if len(leaving) == 0 {
+	for _, pd := range p.bundle.Status.PendingDeletions {
+		gvk := schema.FromAPIVersionAndKind(pd.APIVersion, pd.Kind)
+		if key := entryObjectKey(pd); pd.Cluster == "" && pd.Namespace == p.bundle.Namespace && gvk != limbov1alpha1.TombstoneGVK &&
+			!listed[key] && !p.gone[key] && p.declared[key] == "" {
+			ask[gvk] = true
+		}
+	}
+	if len(ask) == 0 {
 		return
 	}
-	fresh, err := p.r.labelledFresh(ctx, p.bundle, leaving)
+	kinds := sortedKinds(ask)
+	fresh, err := p.r.labelledFresh(ctx, p.bundle, kinds)
 	if err != nil {
-		p.keptKinds = append(p.keptKinds, leaving...)
+		p.keptKinds = append(p.keptKinds, kinds...)
 		p.fail(fmt.Errorf("list objects of kinds leaving the status: %w", err))
 		return
 	}
 	var orphans []*unstructured.Unstructured
 	for _, o := range controlledBy(p.bundle, fresh) {
-		if _, ok := p.declared[objectKey(o)]; ok {
+		if key := objectKey(o); listed[key] || p.gone[key] || p.declared[key] != "" {
 			continue
 		}
-		// Into this shard, so that the next pass finds it in the cache: not
-		// moved, it would be listed from the API server on every pass.
 		if _, err := p.r.Engine.MoveIntoShard(ctx, p.bundle, o); err != nil {
 			p.fail(err)
 		}
 		orphans = append(orphans, o)
 	}
-	if !ready {
+	if !p.guardEmpty(orphans, ready) {
 		p.holdAll(orphans)
 		return
 	}

@@ -69,8 +69,9 @@ type Reconciler struct {
 	// ApplyConcurrency bounds the objects of one pass applied at once (the
 	// independent resources of a dependency wave); below 1 counts as 1.
 	ApplyConcurrency int
-	// OnLetGo is told when a teardown has let its Bundle go (nil: nobody).
-	OnLetGo func()
+	// OnHoldEnded is told when a teardown has let its Bundle go, or a pass made
+	// a plugin resource Ready (nil: nobody).
+	OnHoldEnded func()
 
 	watcher *watcher
 	// startScan finds the kinds holding objects of Bundles after a start;
@@ -162,8 +163,12 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	p.run(ctx)
 	status := p.status()
 	r.recordStatus(req.String(), status, int(status.PendingDeletionCount)) // everything a pass finds in limbo is the Bundle's
+	generatorReady := pluginBecameReady(&b, b.Status.Resources, status.Resources)
 	if err := r.writeStatus(ctx, &b, status); err != nil {
 		return ctrl.Result{}, err
+	}
+	if generatorReady && r.OnHoldEnded != nil {
+		r.OnHoldEnded() // released objects it generated may be held no more (bundlespec.ReleasedHold)
 	}
 	switch {
 	case len(p.errs) > 0:
@@ -180,6 +185,25 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, reconcile.TerminalError(p.specErrs)
 	}
 	return p.result(), nil
+}
+
+// pluginBecameReady tells whether a plugin resource of b is Ready in after and
+// was not in before.
+func pluginBecameReady(b *limbov1alpha1.Bundle, before, after []limbov1alpha1.ResourceStatus) bool {
+	ready := func(list []limbov1alpha1.ResourceStatus, name string) bool {
+		for _, st := range list {
+			if st.Name == name {
+				return st.State == limbov1alpha1.ResourceReady
+			}
+		}
+		return false
+	}
+	for _, res := range b.Spec.Resources {
+		if res.Plugin != nil && ready(after, res.Name) && !ready(before, res.Name) {
+			return true
+		}
+	}
+	return false
 }
 
 // serviceAccountOf is the ServiceAccount whose rights b's writes have ("": limbo's).

@@ -6,7 +6,10 @@ import (
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 )
 
 // A Conflict on the Bundle is requeued at once, as the cache catches up; one
@@ -31,6 +34,35 @@ func TestConflictOnBundle(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := conflictOnBundle(tc.err); got != tc.want {
 				t.Errorf("conflictOnBundle(%v) = %v, want %v", tc.err, got, tc.want)
+			}
+		})
+	}
+}
+
+// The reaper is told when a pass makes a plugin resource Ready, and only then:
+// the generated objects it holds for that resource may be its no more.
+func TestPluginBecameReady(t *testing.T) {
+	b := &limbov1alpha1.Bundle{Spec: limbov1alpha1.BundleSpec{Resources: []limbov1alpha1.Resource{
+		{Name: "cm", Object: &runtime.RawExtension{Raw: []byte(`{}`)}},
+		{Name: "gen", Plugin: &limbov1alpha1.PluginResource{Name: "configmap"}},
+	}}}
+	st := func(name string, state limbov1alpha1.ResourceState) limbov1alpha1.ResourceStatus {
+		return limbov1alpha1.ResourceStatus{Name: name, State: state}
+	}
+	for _, tc := range []struct {
+		name          string
+		before, after []limbov1alpha1.ResourceStatus
+		want          bool
+	}{
+		{"Blocked, then Ready", []limbov1alpha1.ResourceStatus{st("gen", limbov1alpha1.ResourceBlocked)}, []limbov1alpha1.ResourceStatus{st("gen", limbov1alpha1.ResourceReady)}, true},
+		{"first pass, Ready", nil, []limbov1alpha1.ResourceStatus{st("gen", limbov1alpha1.ResourceReady)}, true},
+		{"Ready before", []limbov1alpha1.ResourceStatus{st("gen", limbov1alpha1.ResourceReady)}, []limbov1alpha1.ResourceStatus{st("gen", limbov1alpha1.ResourceReady)}, false},
+		{"still planning", nil, []limbov1alpha1.ResourceStatus{st("gen", limbov1alpha1.ResourceInProgress)}, false},
+		{"a template Ready", nil, []limbov1alpha1.ResourceStatus{st("cm", limbov1alpha1.ResourceReady), st("gen", limbov1alpha1.ResourceError)}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := pluginBecameReady(b, tc.before, tc.after); got != tc.want {
+				t.Errorf("pluginBecameReady = %v, want %v", got, tc.want)
 			}
 		})
 	}

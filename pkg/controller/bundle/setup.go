@@ -42,10 +42,13 @@ type Options struct {
 	// OnManagedObjectEvent is told of every event on a managed object (the reaper
 	// listens for objects released to limbo).
 	OnManagedObjectEvent func(client.Object)
-	// OnLetGo is told when a teardown has let its Bundle go: the reaper, which
-	// leaves the objects a teardown released to it alone while their Bundle is
-	// there, looks at them again at once instead of at its next re-check.
-	OnLetGo func()
+	// OnHoldEnded is told when the reaper's hold on released objects may have
+	// ended: a teardown let its Bundle go (the reaper leaves the objects a
+	// teardown released alone while their Bundle is there), or a pass made a
+	// plugin resource Ready (its generated objects released by an earlier Bundle
+	// of the name are held until then). The reaper looks at them again at once
+	// instead of at its next re-check.
+	OnHoldEnded func()
 	// Shard is the controller's shard; its label keys are copied from a Bundle
 	// onto the objects it applies (nil: every Bundle, nothing to copy).
 	Shard *shard.Selector
@@ -104,7 +107,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) (*Reconciler, error) {
 
 		DefaultServiceAccount: opts.DefaultServiceAccount,
 		ApplyConcurrency:      opts.ApplyConcurrency,
-		OnLetGo:               opts.OnLetGo,
+		OnHoldEnded:               opts.OnHoldEnded,
 	}
 	if r.Client == nil {
 		r.Client = mgr.GetClient()

@@ -243,7 +243,7 @@ func (failingDiscovery) ServerPreferredNamespacedResources() ([]*metav1.APIResou
 
 // A teardown lets its Bundle go once the scan has tried every kind, and once
 // its objects as the API server lists them (which the cache may not show yet)
-// leave nothing to do; then it tells the reaper (OnLetGo), which leaves the
+// leave nothing to do; then it tells the reaper (OnHoldEnded), which leaves the
 // released objects alone while their Bundle is there.
 func TestLetGo(t *testing.T) {
 	configMapGVK := schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
@@ -273,7 +273,7 @@ func TestLetGo(t *testing.T) {
 			other := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "other", Labels: map[string]string{limbov1alpha1.LabelBundle: "other"}}}
 			c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(b, cm, other).Build()
 			told := 0
-			r := &Reconciler{Client: c, APIReader: c, Mapper: c.RESTMapper(), startScan: &startScan{}, OnLetGo: func() { told++ }}
+			r := &Reconciler{Client: c, APIReader: c, Mapper: c.RESTMapper(), startScan: &startScan{}, OnHoldEnded: func() { told++ }}
 			r.startScan.done.Store(tc.scanned)
 			var settled []string
 			res, err := r.letGo(context.Background(), b.DeepCopy(), []schema.GroupVersionKind{configMapGVK}, func(fresh []*unstructured.Unstructured) (ctrl.Result, bool, error) {

@@ -154,7 +154,7 @@ func (r *Reconciler) nextWave(ctx context.Context, b *limbov1alpha1.Bundle, plan
 //     watches would cost a mass deletion (a namespace's) many times that.
 //
 // (--cascade=foreground needs neither: the garbage collector deletes every
-// dependent it knows.) The reaper is told (OnLetGo) and looks again at once.
+// dependent it knows.) The reaper is told (OnHoldEnded) and looks again at once.
 func (r *Reconciler) letGo(ctx context.Context, b *limbov1alpha1.Bundle, kinds []schema.GroupVersionKind,
 	settle func(fresh []*unstructured.Unstructured) (ctrl.Result, bool, error)) (ctrl.Result, error) {
 	if !r.startScan.scanned() {
@@ -170,8 +170,8 @@ func (r *Reconciler) letGo(ctx context.Context, b *limbov1alpha1.Bundle, kinds [
 	if err := r.removeFinalizer(ctx, b); err != nil {
 		return ctrl.Result{}, err
 	}
-	if r.OnLetGo != nil {
-		r.OnLetGo()
+	if r.OnHoldEnded != nil {
+		r.OnHoldEnded()
 	}
 	return ctrl.Result{}, nil
 }

@@ -319,6 +319,10 @@ const holdRecheck = time.Second
 //   - that Bundle has a plugin resource and has not yet finished a pass of its
 //     current spec: a generator may make obj again, which nothing tells before
 //     the pass;
+//   - obj was generated, and the plugin resource that made it is not Ready in
+//     that Bundle's status (Blocked, failing, planning): it may make obj again
+//     once it runs; the Bundle's pass that makes it Ready tells the reaper
+//     (Poke), and declaredRecheck covers a poke lost;
 //   - obj is due and another Bundle of its namespace declares it to adopt it:
 //     that Bundle's pass cancels obj's countdown once its adopting apply
 //     succeeds, which a dependency that is not Ready may hold back past obj's

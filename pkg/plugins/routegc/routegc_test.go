@@ -215,8 +215,8 @@ func TestPlanInventory(t *testing.T) {
 	// (removed, the node would come back without a pod network).
 	f.sim.AddServer(openstacksim.NovaServer{Name: "node-4", Status: "SHUTOFF", Addresses: map[string][]openstacksim.Address{"cluster-net": {{Addr: "10.180.0.6"}}}})
 	f.sim.AddServer(openstacksim.NovaServer{Name: "node-5", Status: "ERROR", Addresses: map[string][]openstacksim.Address{"cluster-net": {{Addr: "10.180.0.7"}}}})
-	// Being built, or its build failed: no addresses yet, and none missing.
-	// Booted without a network: no addresses, and no Neutron port either.
+	// Being built: no addresses yet. Its build failed, or booted without a
+	// network: no addresses, and no Neutron port either.
 	f.sim.AddServer(openstacksim.NovaServer{Name: "node-6", Status: "BUILD"})
 	f.sim.AddServer(openstacksim.NovaServer{Name: "node-7", Status: "ERROR"})
 	f.sim.AddServer(openstacksim.NovaServer{Name: "no-network"})
@@ -234,8 +234,8 @@ func TestPlanInventory(t *testing.T) {
 	if n := f.sim.Count(openstacksim.OpListServers); n != 5 {
 		t.Errorf("%d server pages read, want 5 (page size 2, 9 servers)", n)
 	}
-	if n := f.sim.Count(openstacksim.OpListPorts); n != 1 {
-		t.Errorf("%d port listings, want 1 (of the one server listed without addresses, in a status that has them)", n)
+	if n := f.sim.Count(openstacksim.OpListPorts); n != 2 {
+		t.Errorf("%d port listings, want 2 (of the ERROR and the network-less servers listed without addresses; not of the one being built)", n)
 	}
 	if got := testutil.ToFloat64(f.metrics.Orphaned); got != 1 {
 		t.Errorf("orphaned counter = %v, want 1", got)
@@ -793,5 +793,29 @@ func TestOnePassAtATime(t *testing.T) {
 	}
 	if n := f.sim.Count(openstacksim.OpGetRouter); n != 1 {
 		t.Errorf("%d router reads, want 1", n)
+	}
+}
+
+// Neutron is asked about at most openstack.MaxPortChecks servers listed without
+// addresses per listing; the others count as unreadable, and the error names
+// openstack.MaxNamedServers of them.
+func TestPlanBoundsPortChecks(t *testing.T) {
+	f := newFixture(t, openstacksim.Config{}, nil)
+	f.sim.AddRouter(routerID, "cluster", route("198.19.1.0/24", "10.180.0.3"))
+	f.sim.AddServerAt("node-1", "10.180.0.3")
+	n := openstack.MaxPortChecks + 3
+	for i := range n {
+		f.sim.AddServer(openstacksim.NovaServer{Name: fmt.Sprintf("blank-%02d", i), InfoCacheEmpty: true,
+			Addresses: map[string][]openstacksim.Address{"cluster-net": {{Addr: fmt.Sprintf("10.180.2.%d", i)}}}})
+	}
+	_, err := f.plan(t0)
+	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("%d of %d Nova servers listed without readable addresses", n, n+1)) {
+		t.Fatalf("Plan: %v, want %d servers without readable addresses", err, n)
+	}
+	if named := strings.Count(err.Error(), "blank-"); named != openstack.MaxNamedServers {
+		t.Errorf("the error names %d servers, want %d: %v", named, openstack.MaxNamedServers, err)
+	}
+	if got := f.sim.Count(openstacksim.OpListPorts); got != openstack.MaxPortChecks {
+		t.Errorf("%d port listings, want %d", got, openstack.MaxPortChecks)
 	}
 }
