@@ -107,7 +107,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) (*Reconciler, error) {
 
 		DefaultServiceAccount: opts.DefaultServiceAccount,
 		ApplyConcurrency:      opts.ApplyConcurrency,
-		OnHoldEnded:               opts.OnHoldEnded,
+		OnHoldEnded:           opts.OnHoldEnded,
 	}
 	if r.Client == nil {
 		r.Client = mgr.GetClient()
