@@ -51,7 +51,7 @@ func releasedHold(obj metav1.Object, gk schema.GroupKind, bundles []limbov1alpha
 	case bundlespec.HeldMayGenerate:
 		why = fmt.Sprintf("Bundle %s, which its label %s names, has not finished a pass of its current spec, whose plugin resources may make it again", by, limbov1alpha1.LabelBundle)
 	case bundlespec.HeldGeneratorNotReady:
-		why = fmt.Sprintf("Bundle %s, which its label %s names, has the plugin resource %q that made it, not Ready (see the Bundle's status): it may make it again", by, limbov1alpha1.LabelBundle, obj.GetAnnotations()[limbov1alpha1.AnnotationGeneratedBy])
+		why = fmt.Sprintf("Bundle %s, which its label %s names, has %q, the plugin resource that made it, not Ready (see the Bundle's status): it may make it again", by, limbov1alpha1.LabelBundle, obj.GetAnnotations()[limbov1alpha1.AnnotationGeneratedBy])
 	case bundlespec.HeldForAdopter:
 		why = fmt.Sprintf("Bundle %s declares it to adopt it (%s); deleted only once no Bundle does", by, limbov1alpha1.AnnotationAdopt)
 	}

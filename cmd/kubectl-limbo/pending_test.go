@@ -526,8 +526,9 @@ clusters    ConfigMap          old       x        2026-03-01T14:00:00Z   120m
 // A released object (a teardown or a hand-over released it: label, released
 // mark, no controller) is held by the reaper while a Bundle decides it: the
 // Bundle its label names declares it (its pass adopts it), or has a plugin
-// resource and has not finished a pass of its current spec, or, once it is due,
-// another Bundle of its namespace declares it to adopt it. pending shows it held
+// resource and has not finished a pass of its current spec, or has the plugin
+// resource that generated it not Ready, or, once it is due, another Bundle of
+// its namespace declares it to adopt it. pending shows it held
 // and names that Bundle, as the reaper decides (releasedHold); an invalid delay
 // is never deleted, held or not.
 func TestPendingReleasedHeldByTheReaper(t *testing.T) {
@@ -546,11 +547,18 @@ func TestPendingReleasedHeldByTheReaper(t *testing.T) {
 	generating := shopDeclaring(t, nil, "gen")
 	generating.Name, generating.UID = "generating", uid("generating")
 	generating.Generation, generating.Status.ObservedGeneration = 2, 1
+	// Its pass of the current spec ran, its generator Blocked in it.
+	blockedGen := shopDeclaring(t, nil, "gen")
+	blockedGen.Name, blockedGen.UID = "blocked-gen", uid("blocked-gen")
+	blockedGen.Generation, blockedGen.Status.ObservedGeneration = 2, 2
+	blockedGen.Status.Resources = []limbov1alpha1.ResourceStatus{{Name: "gen", State: limbov1alpha1.ResourceBlocked}}
+	madeByGen := released("made", "blocked-gen", "1h", stampAgo(2*time.Hour))
+	madeByGen.Annotations[limbov1alpha1.AnnotationGeneratedBy] = "gen"
 	tornDown := shopDeclaring(t, []string{"torn"})
 	tornDown.Name, tornDown.UID = "torn-down", uid("torn-down")
 	tornDown.DeletionTimestamp, tornDown.Finalizers = &metav1.Time{Time: testNow}, []string{limbov1alpha1.FinalizerTeardown}
 	objs := []client.Object{
-		shop, stalled, generating, tornDown, adoptingBundle(t, "b", "moved", "early", "invalid", "torn"),
+		shop, stalled, generating, tornDown, blockedGen, madeByGen, adoptingBundle(t, "b", "moved", "early", "invalid", "torn"),
 		released("redeclared", "shop", "1h", stampAgo(2*time.Hour)),
 		released("stalled-one", "stalled", "1h", stampAgo(2*time.Hour)),
 		released("generated", "generating", "1h", stampAgo(time.Minute)),
@@ -566,15 +574,16 @@ func TestPendingReleasedHeldByTheReaper(t *testing.T) {
 	if code != 0 || errOut != "" {
 		t.Fatalf("exit %d, stderr %q", code, errOut)
 	}
-	want := `KIND        NAME          BUNDLE       DELETE-AFTER           TIME-LEFT   MESSAGE
-ConfigMap   free          gone         2026-03-01T11:00:00Z   due
-ConfigMap   early         gone         2026-03-01T12:59:00Z   59m
-ConfigMap   moved         gone         <none>                 held        no limbo.dev/deletionDelay: deleted without delay; held by the reaper: Bundle b declares it to adopt it (limbo.dev/adopt); deleted only once no Bundle does
-ConfigMap   redeclared    shop         2026-03-01T11:00:00Z   held        held by the reaper: Bundle shop, which its label limbo.dev/bundle names, declares it: its next pass adopts it and cancels the deletion
-ConfigMap   stalled-one   stalled      2026-03-01T11:00:00Z   held        held by the reaper: Bundle stalled, which its label limbo.dev/bundle names, declares it but has not adopted it (see the Bundle's status)
-ConfigMap   torn          torn-down    2026-03-01T11:00:00Z   held        held by the reaper: Bundle b declares it to adopt it (limbo.dev/adopt); deleted only once no Bundle does
-ConfigMap   generated     generating   2026-03-01T12:59:00Z   held        held by the reaper: Bundle generating, which its label limbo.dev/bundle names, has not finished a pass of its current spec, whose plugin resources may make it again
-ConfigMap   invalid       gone         <none>                 never       invalid limbo.dev/deletionDelay "soon": time: invalid duration "soon"
+	want := `KIND        NAME          BUNDLE        DELETE-AFTER           TIME-LEFT   MESSAGE
+ConfigMap   free          gone          2026-03-01T11:00:00Z   due
+ConfigMap   early         gone          2026-03-01T12:59:00Z   59m
+ConfigMap   moved         gone          <none>                 held        no limbo.dev/deletionDelay: deleted without delay; held by the reaper: Bundle b declares it to adopt it (limbo.dev/adopt); deleted only once no Bundle does
+ConfigMap   made          blocked-gen   2026-03-01T11:00:00Z   held        held by the reaper: Bundle blocked-gen, which its label limbo.dev/bundle names, has "gen", the plugin resource that made it, not Ready (see the Bundle's status): it may make it again
+ConfigMap   redeclared    shop          2026-03-01T11:00:00Z   held        held by the reaper: Bundle shop, which its label limbo.dev/bundle names, declares it: its next pass adopts it and cancels the deletion
+ConfigMap   stalled-one   stalled       2026-03-01T11:00:00Z   held        held by the reaper: Bundle stalled, which its label limbo.dev/bundle names, declares it but has not adopted it (see the Bundle's status)
+ConfigMap   torn          torn-down     2026-03-01T11:00:00Z   held        held by the reaper: Bundle b declares it to adopt it (limbo.dev/adopt); deleted only once no Bundle does
+ConfigMap   generated     generating    2026-03-01T12:59:00Z   held        held by the reaper: Bundle generating, which its label limbo.dev/bundle names, has not finished a pass of its current spec, whose plugin resources may make it again
+ConfigMap   invalid       gone          <none>                 never       invalid limbo.dev/deletionDelay "soon": time: invalid duration "soon"
 `
 	if got := trimTrailingSpaces(out); got != want {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
