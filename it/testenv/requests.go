@@ -113,6 +113,14 @@ func (e *Env) ResetControllerRequests() {
 // Writes keeps the requests that change something.
 func Writes(r Request) bool { return r.IsWrite() }
 
+// Reads keeps the reads: GETs (a LIST included) that are no watch.
+func Reads(r Request) bool { return r.Method == http.MethodGet && !r.Watch }
+
+// NotPath keeps the requests to any other path than path.
+func NotPath(path string) func(Request) bool {
+	return func(r Request) bool { return r.Path != path }
+}
+
 // InNamespace keeps the requests addressed to namespace ns.
 func InNamespace(ns string) func(Request) bool {
 	return func(r Request) bool { return r.InNamespace(ns) }
