@@ -86,15 +86,7 @@ func ReleasedHold(obj metav1.Object, gk schema.GroupKind, named *limbov1alpha1.B
 // (Blocked on a dependency, failed, still planning), so what it makes is not
 // known. A plugin resource that was Ready made what it makes.
 func generatorNotReady(b *limbov1alpha1.Bundle, resource string) bool {
-	if resource == "" || b.PluginResource(resource) == nil {
-		return false
-	}
-	for _, st := range b.Status.Resources {
-		if st.Name == resource {
-			return st.State != limbov1alpha1.ResourceReady
-		}
-	}
-	return true
+	return resource != "" && b.PluginResource(resource) != nil && !b.Status.ResourceReady(resource)
 }
 
 // HasPlugin tells whether b has a plugin resource.

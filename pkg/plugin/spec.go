@@ -73,7 +73,7 @@ func ResolveSpecFromStatus(ctx context.Context, c client.Reader, b *limbov1alpha
 			if err := c.Get(ctx, client.ObjectKey{Namespace: st.Object.Namespace, Name: st.Object.Name}, u); err != nil {
 				return nil, fmt.Errorf("resource %q: %w", ref.Resource, err)
 			}
-			if owner := metav1.GetControllerOf(u); owner == nil || owner.UID != b.UID {
+			if !metav1.IsControlledBy(u, b) {
 				return nil, fmt.Errorf("resource %q: %s %q is not the Bundle's (it does not control it): its values are not read", ref.Resource, st.Object.Kind, st.Object.Name)
 			}
 			sources[ref.Resource] = reference.Source{Object: u.Object, Secret: reference.IsSecret(u.Object)}

@@ -90,31 +90,31 @@ func (e *Engine) existingTombstone(ctx context.Context, b *limbov1alpha1.Bundle,
 	if err := e.Reader.Get(ctx, key, ts); err != nil {
 		return nil, fmt.Errorf("read Tombstone %s: %w", key.Name, err)
 	}
-	if _, err := e.MoveIntoShard(ctx, b, ts); err != nil {
+	if err := e.MoveIntoShard(ctx, b, ts); err != nil {
 		return nil, err
 	}
 	return ts, nil
 }
 
 // MoveIntoShard puts obj, which b controls, into b's shard (its labels under the
-// shard's keys), unless it is there already or b does not control it, and
-// reports whether it moved it. What a Bundle wrote before it moved to another
+// shard's keys), unless it is there already or b does not control it. What a
+// Bundle wrote before it moved to another
 // shard keeps the old shard's labels, so the new shard's cache does not show it;
 // moved, it does. The write is guarded by obj's resourceVersion, as the old
 // shard's writes are, so that the two never both act on a version.
-func (e *Engine) MoveIntoShard(ctx context.Context, b *limbov1alpha1.Bundle, obj client.Object) (bool, error) {
-	if owner := metav1.GetControllerOf(obj); owner == nil || owner.UID != b.UID || e.Shard.Matches(obj.GetLabels()) {
-		return false, nil
+func (e *Engine) MoveIntoShard(ctx context.Context, b *limbov1alpha1.Bundle, obj client.Object) error {
+	if !metav1.IsControlledBy(obj, b) || e.Shard.Matches(obj.GetLabels()) {
+		return nil
 	}
 	orig, ok := obj.DeepCopyObject().(client.Object)
 	if !ok {
-		return false, fmt.Errorf("move %s into its Bundle's shard: cannot copy it", obj.GetName())
+		return fmt.Errorf("move %s into its Bundle's shard: cannot copy it", obj.GetName())
 	}
 	obj.SetLabels(e.Shard.CopyLabels(b.Labels, obj.GetLabels()))
 	if err := e.Client.Patch(ctx, obj, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
-		return false, fmt.Errorf("move %s into its Bundle's shard: %w", obj.GetName(), err)
+		return fmt.Errorf("move %s into its Bundle's shard: %w", obj.GetName(), err)
 	}
-	return true, nil
+	return nil
 }
 
 // CancelTombstone removes a Tombstone without touching its item (RemoveTombstone),

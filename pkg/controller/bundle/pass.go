@@ -799,6 +799,8 @@ func (p *pass) decideUnseenOrphans(ctx context.Context, ready bool) {
 	for _, pd := range p.pending {
 		listed[entryObjectKey(pd)] = true
 	}
+	// Accounted for: listed by this pass, gone in it, or declared.
+	accounted := func(key string) bool { return listed[key] || p.gone[key] || p.declared[key] != "" }
 	staying := map[schema.GroupKind]bool{}
 	for _, k := range p.managedKinds() {
 		staying[schema.FromAPIVersionAndKind(k.APIVersion, k.Kind).GroupKind()] = true
@@ -811,8 +813,7 @@ func (p *pass) decideUnseenOrphans(ctx context.Context, ready bool) {
 	}
 	for _, pd := range p.bundle.Status.PendingDeletions {
 		gvk := schema.FromAPIVersionAndKind(pd.APIVersion, pd.Kind)
-		if key := entryObjectKey(pd); pd.Cluster == "" && pd.Namespace == p.bundle.Namespace && gvk != limbov1alpha1.TombstoneGVK &&
-			!listed[key] && !p.gone[key] && p.declared[key] == "" {
+		if pd.Cluster == "" && pd.Namespace == p.bundle.Namespace && gvk != limbov1alpha1.TombstoneGVK && !accounted(entryObjectKey(pd)) {
 			ask[gvk] = true
 		}
 	}
@@ -828,10 +829,10 @@ func (p *pass) decideUnseenOrphans(ctx context.Context, ready bool) {
 	}
 	var orphans []*unstructured.Unstructured
 	for _, o := range controlledBy(p.bundle, fresh) {
-		if key := objectKey(o); listed[key] || p.gone[key] || p.declared[key] != "" {
+		if accounted(objectKey(o)) {
 			continue
 		}
-		if _, err := p.r.Engine.MoveIntoShard(ctx, p.bundle, o); err != nil {
+		if err := p.r.Engine.MoveIntoShard(ctx, p.bundle, o); err != nil {
 			p.fail(err)
 		}
 		orphans = append(orphans, o)

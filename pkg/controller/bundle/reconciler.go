@@ -163,7 +163,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	p.run(ctx)
 	status := p.status()
 	r.recordStatus(req.String(), status, int(status.PendingDeletionCount)) // everything a pass finds in limbo is the Bundle's
-	generatorReady := pluginBecameReady(&b, b.Status.Resources, status.Resources)
+	generatorReady := pluginBecameReady(&b, &b.Status, &status)
 	if err := r.writeStatus(ctx, &b, status); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -189,17 +189,9 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 // pluginBecameReady tells whether a plugin resource of b is Ready in after and
 // was not in before.
-func pluginBecameReady(b *limbov1alpha1.Bundle, before, after []limbov1alpha1.ResourceStatus) bool {
-	ready := func(list []limbov1alpha1.ResourceStatus, name string) bool {
-		for _, st := range list {
-			if st.Name == name {
-				return st.State == limbov1alpha1.ResourceReady
-			}
-		}
-		return false
-	}
+func pluginBecameReady(b *limbov1alpha1.Bundle, before, after *limbov1alpha1.BundleStatus) bool {
 	for _, res := range b.Spec.Resources {
-		if res.Plugin != nil && ready(after, res.Name) && !ready(before, res.Name) {
+		if res.Plugin != nil && after.ResourceReady(res.Name) && !before.ResourceReady(res.Name) {
 			return true
 		}
 	}

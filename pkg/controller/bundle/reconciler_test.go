@@ -61,7 +61,8 @@ func TestPluginBecameReady(t *testing.T) {
 		{"a template Ready", nil, []limbov1alpha1.ResourceStatus{st("cm", limbov1alpha1.ResourceReady), st("gen", limbov1alpha1.ResourceError)}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := pluginBecameReady(b, tc.before, tc.after); got != tc.want {
+			before, after := &limbov1alpha1.BundleStatus{Resources: tc.before}, &limbov1alpha1.BundleStatus{Resources: tc.after}
+			if got := pluginBecameReady(b, before, after); got != tc.want {
 				t.Errorf("pluginBecameReady = %v, want %v", got, tc.want)
 			}
 		})

@@ -247,6 +247,17 @@ const MaxPendingDeletionsListed = 1000
 // Tombstone's status.lastError.
 const MaxPendingDeletionMessage = 512
 
+// ResourceReady reports whether the status has the resource named name Ready
+// (false when it does not list it).
+func (s *BundleStatus) ResourceReady(name string) bool {
+	for _, st := range s.Resources {
+		if st.Name == name {
+			return st.State == ResourceReady
+		}
+	}
+	return false
+}
+
 // PendingDeletionsCut reports whether PendingDeletions lists fewer entries than
 // are in limbo (MaxPendingDeletionsListed): what it leaves out must be found
 // another way.
