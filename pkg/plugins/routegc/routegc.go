@@ -110,6 +110,11 @@ func parse(raw []byte) (config, error) {
 	if err != nil {
 		return c, field.Invalid(field.NewPath("spec", "clusterCIDR"), c.ClusterCIDR, fmt.Sprintf("not a CIDR: %v", err))
 	}
+	if cidr.Bits() == 0 {
+		// Every route of the router, its default route and a VPN's included, would
+		// be inside it: each one whose next hop is no server's would be deleted.
+		return c, field.Invalid(field.NewPath("spec", "clusterCIDR"), c.ClusterCIDR, "the whole address space is no pod CIDR: every route of the router would be route-gc's")
+	}
 	c.cidr = cidr.Masked()
 	c.interval, err = plugin.ParseDurationIn("interval", c.Interval, DefaultInterval, plugin.DurationRange{Min: MinInterval, Max: MaxInterval})
 	return c, err

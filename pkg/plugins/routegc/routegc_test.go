@@ -756,6 +756,12 @@ func TestSchema(t *testing.T) {
 			Want: `spec.openstack.authURL: Invalid value: "https:///v3": not an http or https URL with a host (Keystone's v3 endpoint, for example https://keystone.example.com:5000/v3)`},
 		{Spec: `{` + auth + `,"routerID":"r1","clusterCIDR":"nonsense"}`,
 			Want: `spec.clusterCIDR: Invalid value: "nonsense": not a CIDR: netip.ParsePrefix("nonsense"): no '/'`},
+		{Spec: `{` + auth + `,"routerID":"r1","clusterCIDR":"0.0.0.0/0"}`,
+			Want: `spec.clusterCIDR: Invalid value: "0.0.0.0/0": the whole address space is no pod CIDR: every route of the router would be route-gc's`},
+		{Spec: `{` + auth + `,"routerID":"r1","clusterCIDR":"10.1.0.0/0"}`,
+			Want: `spec.clusterCIDR: Invalid value: "10.1.0.0/0": the whole address space is no pod CIDR: every route of the router would be route-gc's`},
+		{Spec: `{` + auth + `,"routerID":"r1","clusterCIDR":"::/0"}`,
+			Want: `spec.clusterCIDR: Invalid value: "::/0": the whole address space is no pod CIDR: every route of the router would be route-gc's`},
 		{Spec: `{` + auth + `,"routerID":"r1","clusterCIDR":"198.19.0.0/33"}`,
 			Want: `spec.clusterCIDR: Invalid value: "198.19.0.0/33": not a CIDR: netip.ParsePrefix("198.19.0.0/33"): prefix length out of range`},
 	})
