@@ -89,10 +89,13 @@ type Outcome struct {
 	// Pending is the object's entry for status.pendingDeletions while it exists
 	// and is still the caller's; nil when it is gone or no longer the caller's.
 	Pending *limbov1alpha1.PendingDeletion
-	// Requeue reports that the caller must come back after RequeueAfter (which may
-	// be zero: at once).
-	Requeue      bool
-	RequeueAfter time.Duration
+	// WakeAt is when the caller must come back (the end of a countdown): an
+	// instant, not a wait, so that the time the caller spends on other objects
+	// before it starts waiting does not make the deadline late. Zero: no need.
+	WakeAt time.Time
+	// ReadAgain reports that the object changed since it was read, or that its
+	// claim could not be judged yet: the caller reads it and decides again soon.
+	ReadAgain bool
 	// Err is a failed read or write; the caller retries.
 	Err error
 }
@@ -164,10 +167,16 @@ func Released(obj metav1.Object) bool {
 // when no Bundle is left). A delete is decided again on a fresh read, which claim
 // must accept; it carries UID and resourceVersion preconditions.
 func (e *Engine) Orphan(ctx context.Context, eventTarget runtime.Object, obj client.Object, claim Claim) Outcome {
+	return e.OrphanAt(ctx, eventTarget, obj, claim, e.Clock.Now())
+}
+
+// OrphanAt is Orphan deciding at now, the instant the caller judged what might
+// hold obj: a deadline that falls between that judgement and a later reading of
+// the clock would otherwise find obj due without the caller's check of it.
+func (e *Engine) OrphanAt(ctx context.Context, eventTarget runtime.Object, obj client.Object, claim Claim, now time.Time) Outcome {
 	if obj.GetDeletionTimestamp() != nil {
 		return Outcome{Pending: terminatingEntry(obj)}
 	}
-	now := e.Clock.Now()
 	return e.act(ctx, eventTarget, obj, claim, now, Decide(now, StateOf(obj, false)), false)
 }
 
@@ -182,12 +191,12 @@ func (e *Engine) act(ctx context.Context, eventTarget runtime.Object, obj client
 		case err != nil:
 			out.Err = err
 		case conflict:
-			out.Requeue = true
+			out.ReadAgain = true
 		default:
-			out.Requeue, out.RequeueAfter = true, d.RequeueAfter
+			out.WakeAt = now.Add(d.RequeueAfter)
 		}
 	case ActionWait:
-		out.Requeue, out.RequeueAfter = true, d.RequeueAfter
+		out.WakeAt = now.Add(d.RequeueAfter)
 	case ActionInvalid:
 		e.Recorder.Eventf(eventTarget, corev1.EventTypeWarning, limbov1alpha1.ReasonInvalidDeletionDelay, "%s is never deleted: %v", describe(obj), d.Err)
 	case ActionDelete:
@@ -287,7 +296,7 @@ func (e *Engine) decideFresh(ctx context.Context, eventTarget runtime.Object, ob
 	case verdict == ClaimDeferred:
 		// Still the caller's and in limbo: it stays listed, which is also how a
 		// Bundle's status goes on naming its kind for a teardown.
-		return Outcome{Pending: e.Pending(current, msgDeferred), Requeue: true}
+		return Outcome{Pending: e.Pending(current, msgDeferred), ReadAgain: true}
 	case current.GetDeletionTimestamp() != nil:
 		return Outcome{Pending: terminatingEntry(current)}
 	}
@@ -339,7 +348,7 @@ func (e *Engine) goneOrChanged(err error, obj client.Object, d Decision) (out Ou
 		e.recordGone(obj.GetUID())
 		return Outcome{Decision: d, Gone: true}, true
 	case apierrors.IsConflict(err):
-		return Outcome{Decision: d, Requeue: true, Pending: pendingEntry(obj, d, nil)}, true
+		return Outcome{Decision: d, ReadAgain: true, Pending: pendingEntry(obj, d, nil)}, true
 	}
 	return Outcome{}, false
 }

@@ -270,7 +270,7 @@ func TestEngineOrphan(t *testing.T) {
 			name:      "no delay, changed since the fresh read: the precondition fails; read and decide again at once",
 			deleteErr: apierrors.NewConflict(schema.GroupResource{Resource: "configmaps"}, "db", fmt.Errorf("Precondition failed: ResourceVersion in precondition: 999, ResourceVersion in object meta: 1000")),
 			wantCalls: []string{deleteCall},
-			want:      softdelete.Outcome{Requeue: true, Pending: entry(nil, nil, "deleting")},
+			want:      softdelete.Outcome{ReadAgain: true, Pending: entry(nil, nil, "deleting")},
 			wantLive:  func(*unstructured.Unstructured) error { return nil },
 		},
 		{
@@ -288,7 +288,7 @@ func TestEngineOrphan(t *testing.T) {
 			annotations: map[string]string{delayKey: "1h"},
 			wantCalls:   []string{stampPatch("2025-03-14T12:30:45Z")},
 			wantEvents:  []string{"Normal DeletionScheduled ConfigMap team-a/db is in limbo for 1h0m0s: deleted at 2025-03-14T13:30:45Z"},
-			want: softdelete.Outcome{Requeue: true, RequeueAfter: time.Hour - 250*time.Millisecond,
+			want: softdelete.Outcome{WakeAt: now.Add(time.Hour - 250*time.Millisecond),
 				Pending: entry(mt(nowSecond), mt(nowSecond.Add(time.Hour)), "")},
 			wantLive: func(u *unstructured.Unstructured) error {
 				if u.GetAnnotations()[stampKey] != "2025-03-14T12:30:45Z" || u.GetLabels()[pendingKey] != "true" || u.GetAnnotations()[delayKey] != "1h" {
@@ -302,14 +302,14 @@ func TestEngineOrphan(t *testing.T) {
 			annotations: map[string]string{delayKey: "0s"},
 			wantCalls:   []string{stampPatch("2025-03-14T12:30:45Z")},
 			wantEvents:  []string{"Normal DeletionScheduled ConfigMap team-a/db is in limbo for 0s: deleted at 2025-03-14T12:30:45Z"},
-			want:        softdelete.Outcome{Requeue: true, RequeueAfter: 0, Pending: entry(mt(nowSecond), mt(nowSecond), "")},
+			want:        softdelete.Outcome{WakeAt: now, Pending: entry(mt(nowSecond), mt(nowSecond), "")},
 			wantLive:    func(*unstructured.Unstructured) error { return nil },
 		},
 		{
 			name:        "countdown running: nothing written, back at the deadline",
 			annotations: map[string]string{delayKey: "1h", stampKey: "2025-03-14T12:00:00Z"},
 			labels:      map[string]string{pendingKey: "true"},
-			want: softdelete.Outcome{Requeue: true, RequeueAfter: 29*time.Minute + 14750*time.Millisecond,
+			want: softdelete.Outcome{WakeAt: now.Add(29*time.Minute + 14750*time.Millisecond),
 				Pending: entry(mt(at("2025-03-14T12:00:00Z")), mt(at("2025-03-14T13:00:00Z")), "")},
 			wantLive: func(*unstructured.Unstructured) error { return nil },
 		},
@@ -327,7 +327,7 @@ func TestEngineOrphan(t *testing.T) {
 			name:        "a second before the deadline: waits a second",
 			annotations: map[string]string{delayKey: "30m46250ms", stampKey: "2025-03-14T12:00:00Z"},
 			labels:      map[string]string{pendingKey: "true"},
-			want: softdelete.Outcome{Requeue: true, RequeueAfter: time.Second,
+			want: softdelete.Outcome{WakeAt: now.Add(time.Second),
 				Pending: entry(mt(at("2025-03-14T12:00:00Z")), mt(at("2025-03-14T12:30:46.25Z")), "")},
 			wantLive: func(*unstructured.Unstructured) error { return nil },
 		},
@@ -360,7 +360,7 @@ func TestEngineOrphan(t *testing.T) {
 				`Warning InvalidDeletionTimestamp ConfigMap team-a/db: invalid limbo.dev/deletionTimestamp "yesterday": not an RFC 3339 time; the countdown restarts`,
 				"Normal DeletionScheduled ConfigMap team-a/db is in limbo for 1h0m0s: deleted at 2025-03-14T13:30:45Z",
 			},
-			want: softdelete.Outcome{Requeue: true, RequeueAfter: time.Hour - 250*time.Millisecond,
+			want: softdelete.Outcome{WakeAt: now.Add(time.Hour - 250*time.Millisecond),
 				Pending: entry(mt(nowSecond), mt(nowSecond.Add(time.Hour)), "")},
 			wantLive: func(u *unstructured.Unstructured) error {
 				if got := u.GetAnnotations()[stampKey]; got != "2025-03-14T12:30:45Z" {
@@ -388,8 +388,8 @@ func TestEngineOrphan(t *testing.T) {
 			case tc.wantErr != "" && (out.Err == nil || !strings.Contains(out.Err.Error(), tc.wantErr)):
 				t.Errorf("Err = %v, want one saying %q", out.Err, tc.wantErr)
 			}
-			if out.Gone != tc.want.Gone || out.Requeue != tc.want.Requeue || out.RequeueAfter != tc.want.RequeueAfter {
-				t.Errorf("Gone/Requeue/RequeueAfter = %v/%v/%v, want %v/%v/%v", out.Gone, out.Requeue, out.RequeueAfter, tc.want.Gone, tc.want.Requeue, tc.want.RequeueAfter)
+			if out.Gone != tc.want.Gone || out.ReadAgain != tc.want.ReadAgain || !out.WakeAt.Equal(tc.want.WakeAt) {
+				t.Errorf("Gone/ReadAgain/WakeAt = %v/%v/%v, want %v/%v/%v", out.Gone, out.ReadAgain, out.WakeAt, tc.want.Gone, tc.want.ReadAgain, tc.want.WakeAt)
 			}
 			if !pendingEqual(out.Pending, tc.want.Pending) {
 				t.Errorf("Pending = %+v, want %+v", out.Pending, tc.want.Pending)
@@ -435,8 +435,8 @@ func TestEngineOrphanStaleObjectConflicts(t *testing.T) {
 	stale := h.live(t, "db")
 	stale.SetResourceVersion("998")
 	out := h.engine.Orphan(context.Background(), bundle(), stale, nil)
-	if out.Err != nil || !out.Requeue || out.RequeueAfter != 0 {
-		t.Fatalf("Err/Requeue/RequeueAfter = %v/%v/%v, want nil/true/0", out.Err, out.Requeue, out.RequeueAfter)
+	if out.Err != nil || !out.ReadAgain || !out.WakeAt.IsZero() {
+		t.Fatalf("Err/ReadAgain/WakeAt = %v/%v/%v, want nil/true/zero", out.Err, out.ReadAgain, out.WakeAt)
 	}
 	if got := h.events(); len(got) != 0 {
 		t.Errorf("events %q after a failed stamp", got)

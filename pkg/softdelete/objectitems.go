@@ -165,13 +165,12 @@ type ItemsOutcome struct {
 	// Pending are the entries of status.pendingDeletions for the orphans that
 	// still exist.
 	Pending []limbov1alpha1.PendingDeletion
-	// Requeue reports that the caller must come back within RequeueAfter (a
-	// deadline, a hold).
-	Requeue      bool
-	RequeueAfter time.Duration
+	// WakeAt is when the caller must come back (the earliest deadline or hold
+	// recheck), an instant for the reason Outcome.WakeAt is; zero: no need.
+	WakeAt time.Time
 	// ReadAgain reports that an item changed since it was read (a write or
 	// delete met a Conflict): the caller reads the items again soon and decides
-	// again. It is kept apart from RequeueAfter, which stays the earliest
+	// again. It is kept apart from WakeAt, which stays the earliest
 	// deadline of the other items: folded into it as "come back at once", it
 	// made the caller take a retry for a deadline, and a pass that also failed
 	// then had no deadline left to keep (up to the work queue's backoff late).
@@ -180,9 +179,10 @@ type ItemsOutcome struct {
 	Err error
 }
 
-func (o *ItemsOutcome) after(d time.Duration) {
-	if !o.Requeue || d < o.RequeueAfter {
-		o.Requeue, o.RequeueAfter = true, max(d, 0)
+// at asks to come back at t (the earliest request wins).
+func (o *ItemsOutcome) at(t time.Time) {
+	if o.WakeAt.IsZero() || t.Before(o.WakeAt) {
+		o.WakeAt = t
 	}
 }
 
@@ -207,6 +207,8 @@ func (o *ItemsOutcome) wrote(err error) (failed bool) {
 type decidedItem struct {
 	Item
 	d Decision
+	// at is the instant d was decided at, which d.RequeueAfter counts from.
+	at time.Time
 }
 
 // ProcessItems runs the state machine for each of a plugin resource's object
@@ -233,7 +235,7 @@ func (e *Engine) ProcessItems(ctx context.Context, eventTarget runtime.Object, s
 		case ActionCancel:
 			out.wrote(e.cancelItem(ctx, eventTarget, set, it.Object, "desired again"))
 		default:
-			groups[it.Group] = append(groups[it.Group], decidedItem{Item: it, d: d})
+			groups[it.Group] = append(groups[it.Group], decidedItem{Item: it, d: d, at: now})
 		}
 	}
 	names := make([]string, 0, len(groups))
@@ -262,7 +264,7 @@ func (e *Engine) processGroup(ctx context.Context, eventTarget runtime.Object, s
 			out.fail(err)
 		case h != "":
 			hold = h
-			out.after(HoldRecheckInterval)
+			out.at(e.Clock.Now().Add(HoldRecheckInterval))
 		}
 	}
 	var lower, level []string // items of lower orders, and of the current order, still there
@@ -314,10 +316,10 @@ func (e *Engine) processOrphanItem(ctx context.Context, eventTarget runtime.Obje
 		case conflict:
 			out.ReadAgain = true
 		default:
-			out.after(d.RequeueAfter)
+			out.at(x.at.Add(d.RequeueAfter))
 		}
 	case ActionWait:
-		out.after(d.RequeueAfter)
+		out.at(x.at.Add(d.RequeueAfter))
 	case ActionDelete:
 		p := pendingEntry(obj, d, nil)
 		switch {
@@ -325,7 +327,7 @@ func (e *Engine) processOrphanItem(ctx context.Context, eventTarget runtime.Obje
 			p.Message = "due; held: " + hold
 		case len(lower) > 0:
 			p.Message = "due; waiting for " + strings.Join(lower, ", ") + " to be deleted first"
-			out.after(HoldRecheckInterval)
+			out.at(e.Clock.Now().Add(HoldRecheckInterval))
 		default:
 			o := e.deleteItem(ctx, eventTarget, sub, x.Item, d)
 			switch {
@@ -333,13 +335,13 @@ func (e *Engine) processOrphanItem(ctx context.Context, eventTarget runtime.Obje
 				return true
 			case o.Err != nil:
 				out.fail(o.Err)
-			case o.Requeue && o.RequeueAfter == 0: // changed since it was read
+			case o.ReadAgain: // changed since it was read
 				out.ReadAgain = true
-			case o.Requeue:
-				out.after(o.RequeueAfter)
+			case !o.WakeAt.IsZero():
+				out.at(o.WakeAt)
 			default:
 				// Terminating: what holds it may be of a kind nobody watches.
-				out.after(HoldRecheckInterval)
+				out.at(e.Clock.Now().Add(HoldRecheckInterval))
 			}
 			p = o.Pending
 		}

@@ -51,7 +51,7 @@ func TestProcessItemsStamp(t *testing.T) {
 	if !reflect.DeepEqual(h.calls, want) {
 		t.Errorf("API calls:\n%q\nwant:\n%q", h.calls, want)
 	}
-	if out.Err != nil || !out.Requeue || out.RequeueAfter != 10*time.Minute-250*time.Millisecond {
+	if out.Err != nil || !out.WakeAt.Equal(now.Add(10*time.Minute-250*time.Millisecond)) {
 		t.Errorf("outcome = %+v", out)
 	}
 	if len(out.Pending) != 1 || out.Pending[0].DeleteAfter == nil || !out.Pending[0].DeleteAfter.Time.Equal(at("2025-03-14T12:40:45Z")) {
@@ -166,7 +166,7 @@ func TestProcessItemsGroupsAreIndependent(t *testing.T) {
 		got["n2-drive"] != "due; held: pod x is still bound to n2" || !strings.Contains(got["n3-drive"], "refused") {
 		t.Errorf("pending = %v", got)
 	}
-	if out.Err == nil || !out.Requeue {
+	if out.Err == nil || out.WakeAt.IsZero() {
 		t.Errorf("outcome = %+v, want the error and a requeue for the hold", out)
 	}
 }
@@ -309,8 +309,8 @@ func TestProcessItemsConflictIsReadAgain(t *testing.T) {
 			if want := []string{tc.wantCall}; !reflect.DeepEqual(h.calls, want) {
 				t.Errorf("API calls:\n%q\nwant:\n%q", h.calls, want)
 			}
-			if out.Err != nil || !out.ReadAgain || !out.Requeue || out.RequeueAfter <= 0 || out.RequeueAfter > 9*time.Minute+15*time.Second {
-				t.Errorf("Err/ReadAgain/Requeue/RequeueAfter = %v/%v/%v/%v, want nil/true/true/a deadline by y's (9m15s)", out.Err, out.ReadAgain, out.Requeue, out.RequeueAfter)
+			if out.Err != nil || !out.ReadAgain || !out.WakeAt.After(now) || out.WakeAt.After(now.Add(9*time.Minute+15*time.Second)) {
+				t.Errorf("Err/ReadAgain/WakeAt = %v/%v/%v, want nil/true/a deadline by y's (in 9m15s)", out.Err, out.ReadAgain, out.WakeAt)
 			}
 			got, ok := messages(out.Pending)["x"]
 			switch {

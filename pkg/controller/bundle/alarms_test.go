@@ -1,10 +1,12 @@
 package bundle
 
 import (
+	"errors"
 	"testing"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 )
 
@@ -38,5 +40,31 @@ func TestAlarms(t *testing.T) {
 	case e := <-wake:
 		t.Errorf("woke %s/%s again", e.Object.GetNamespace(), e.Object.GetName())
 	case <-time.After(50 * time.Millisecond):
+	}
+}
+
+// A countdown that ends now (a 0s delay just stamped) is a deadline like any
+// other: a pass that also fails on something else keeps it for the alarm, not
+// for the work queue's backoff (up to 30 s).
+func TestZeroDelayDeadlineSurvivesAFailedPass(t *testing.T) {
+	clk := clocktesting.NewFakePassiveClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	p := &pass{r: &Reconciler{Clock: clk}}
+	p.collect(nil, clk.Now(), false, nil) // Engine.Orphan of a 0s-delay orphan just stamped
+	p.fail(errors.New("delete ConfigMap ns/stuck: refused"))
+	if res := p.failedResult(); res.RequeueAfter == 0 {
+		t.Errorf("failedResult = %+v: the stamped orphan's deadline (now) is lost to the backoff", res)
+	}
+}
+
+// A pass comes back at an orphan's deadline, however long the other orphans of
+// the pass took after it was decided.
+func TestRequeueAtTheDeadlineNotAfterThePass(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	p := &pass{r: &Reconciler{Clock: clk}}
+	deadline := clk.Now().Add(10 * time.Second) // decided now: Wait until then
+	clk.Step(5 * time.Second)                   // the other orphans of the pass (stamps, fresh reads, deletes)
+	p.collect(nil, deadline, false, nil)
+	if got := clk.Now().Add(p.result().RequeueAfter); got.After(deadline) {
+		t.Errorf("requeued at %v, after the deadline %v", got, deadline)
 	}
 }

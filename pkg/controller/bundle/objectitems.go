@@ -38,7 +38,7 @@ func (p *pass) processObjectItems(ctx context.Context, out pluginOutcome, ready 
 	}
 	res := p.r.Engine.ProcessItems(ctx, p.bundle, set)
 	p.pending = append(p.pending, res.Pending...)
-	p.collect(nil, res.Requeue, res.RequeueAfter, res.Err)
+	p.collect(nil, res.WakeAt, false, res.Err)
 	if res.ReadAgain {
 		// Not at once: a Conflict that persists (something else writes the item
 		// all the time) would re-run the plan back to back.

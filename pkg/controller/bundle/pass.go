@@ -96,11 +96,11 @@ func (p *pass) after(d time.Duration) {
 	p.requeueAt = earliest(p.requeueAt, p.r.Clock.Now().Add(d))
 }
 
-// afterDeadline is after for the end of a countdown, in d.
-func (p *pass) afterDeadline(d time.Duration) {
+// atDeadline asks to come back at the end of a countdown, at; unlike other
+// requeues it is kept by a pass that fails (the alarm).
+func (p *pass) atDeadline(at time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	at := p.r.Clock.Now().Add(d)
 	p.requeueAt, p.deadlineAt = earliest(p.requeueAt, at), earliest(p.deadlineAt, at)
 }
 
@@ -867,7 +867,7 @@ func (p *pass) orphanAll(ctx context.Context, orphans []*unstructured.Unstructur
 		if out.Pending != nil {
 			out.Pending.Resource = resources[i]
 		}
-		p.collect(out.Pending, out.Requeue, out.RequeueAfter, out.Err)
+		p.collect(out.Pending, out.WakeAt, out.ReadAgain, out.Err)
 	}
 }
 

@@ -353,16 +353,19 @@ func (p *pass) cancelTombstonesOfRemovedResources(ctx context.Context) {
 	}
 }
 
-// collect records an engine outcome in the pass's outputs.
-func (p *pass) collect(pending *limbov1alpha1.PendingDeletion, requeue bool, after time.Duration, err error) {
+// collect records an engine outcome in the pass's outputs: its entry, when to
+// come back for a countdown's end (wakeAt, an instant: the time spent on other
+// objects since it was decided does not make it late), and whether to read and
+// decide again at once.
+func (p *pass) collect(pending *limbov1alpha1.PendingDeletion, wakeAt time.Time, readAgain bool, err error) {
 	if pending != nil {
 		p.pending = append(p.pending, *pending)
 	}
-	switch {
-	case requeue && after > 0: // a countdown's end
-		p.afterDeadline(after)
-	case requeue: // read and decide again
-		p.after(after)
+	if !wakeAt.IsZero() {
+		p.atDeadline(wakeAt)
+	}
+	if readAgain {
+		p.after(0)
 	}
 	p.fail(err)
 }

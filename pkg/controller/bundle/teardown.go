@@ -354,8 +354,8 @@ func (r *Reconciler) teardownPlugins(ctx context.Context, b *limbov1alpha1.Bundl
 				if items.Err != nil {
 					out.failures = append(out.failures, fmt.Sprintf("plugin resource %s: %v", name, items.Err))
 				}
-				if items.Requeue {
-					out.requeueAfter = min(out.requeueAfter, max(items.RequeueAfter, time.Second))
+				if !items.WakeAt.IsZero() {
+					out.requeueAfter = min(out.requeueAfter, max(items.WakeAt.Sub(r.Clock.Now()), time.Second))
 				}
 				if items.ReadAgain {
 					out.requeueAfter = min(out.requeueAfter, time.Second)

@@ -123,7 +123,7 @@ func (r *Reaper) Start(ctx context.Context) error {
 // pass processes everything in limbo that no Bundle controls and returns how long
 // until the soonest deadline.
 func (r *Reaper) pass(ctx context.Context, full bool) (time.Duration, error) {
-	wait := time.Duration(1<<63 - 1)
+	var wake time.Time // the soonest instant to come back at; zero: none
 	var errs []error
 	kinds, err := r.kindsToScan(full)
 	if err != nil {
@@ -146,12 +146,25 @@ func (r *Reaper) pass(ctx context.Context, full bool) (time.Duration, error) {
 			errs = append(errs, fmt.Errorf("%w: %w", errScanIncomplete, err))
 			continue
 		}
-		pending, kindWait, kindErrs := r.reapKind(ctx, gvk, items, bundles)
+		pending, kindWake, kindErrs := r.reapKind(ctx, gvk, items, bundles)
 		r.setPending(gvk, pending)
-		wait = min(wait, kindWait)
+		wake = earliest(wake, kindWake)
 		errs = append(errs, kindErrs...)
 	}
-	return wait, errors.Join(errs...)
+	if wake.IsZero() {
+		return time.Duration(1<<63 - 1), errors.Join(errs...)
+	}
+	// Counted from now, not from the decisions: what the rest of the pass took
+	// after an object was decided does not make its deadline late.
+	return max(wake.Sub(r.Clock.Now()), 0), errors.Join(errs...)
+}
+
+// earliest is the earlier of a and b, a zero time being none.
+func earliest(a, b time.Time) time.Time {
+	if a.IsZero() || (!b.IsZero() && b.Before(a)) {
+		return b
+	}
+	return a
 }
 
 // kindGone tells whether a LIST of gvk failed because the kind is no longer
@@ -224,12 +237,12 @@ func (r *Reaper) nextFullScan(incomplete bool, retry time.Duration) (after, next
 }
 
 // reapKind processes items, gvk's objects in limbo that no Bundle controls, and
-// returns how many are still in limbo, how long until the soonest deadline or
-// re-check, and the errors.
-func (r *Reaper) reapKind(ctx context.Context, gvk schema.GroupVersionKind, items []metav1.PartialObjectMetadata, bundles *passReads) (int, time.Duration, []error) {
-	wait := time.Duration(1<<63 - 1)
+// returns how many are still in limbo, the instant of the soonest deadline or
+// re-check (zero: none), and the errors.
+func (r *Reaper) reapKind(ctx context.Context, gvk schema.GroupVersionKind, items []metav1.PartialObjectMetadata, bundles *passReads) (int, time.Time, []error) {
+	var wake time.Time
 	if len(items) == 0 {
-		return 0, wait, nil
+		return 0, wake, nil
 	}
 	var errs []error
 	r.mu.Lock()
@@ -243,29 +256,33 @@ func (r *Reaper) reapKind(ctx context.Context, gvk schema.GroupVersionKind, item
 	pending := 0
 	for i := range items {
 		obj := &items[i]
-		if recheck, err := r.heldByBundle(ctx, gvk, obj, bundles); err != nil || recheck > 0 {
+		// One instant for the hold and the decision: a deadline between two
+		// readings of the clock would find obj due without its hold checked.
+		now := r.Clock.Now()
+		if recheck, err := r.heldByBundle(ctx, gvk, obj, bundles, now); err != nil || recheck > 0 {
 			// The Bundle of obj's name decides (see heldByBundle). Fail closed.
 			if err != nil {
 				errs = append(errs, err)
 				recheck = holdRecheck
 			}
 			pending++
-			wait = min(wait, recheck)
+			wake = earliest(wake, now.Add(recheck))
 			continue
 		}
-		out := r.Engine.Orphan(ctx, obj, obj, softdelete.ClaimReleased)
+		out := r.Engine.OrphanAt(ctx, obj, obj, softdelete.ClaimReleased, now)
 		if !out.Gone {
 			pending++
 		}
 		if out.Err != nil {
 			errs = append(errs, out.Err)
-			wait = min(wait, 5*time.Second)
+			wake = earliest(wake, now.Add(5*time.Second))
 		}
-		if out.Requeue {
-			wait = min(wait, out.RequeueAfter)
+		if out.ReadAgain {
+			wake = earliest(wake, now)
 		}
+		wake = earliest(wake, out.WakeAt)
 	}
-	return pending, wait, errs
+	return pending, wake, errs
 }
 
 // list returns gvk's objects in limbo that no Bundle controls.
@@ -337,7 +354,7 @@ const holdRecheck = time.Second
 // server, not the cache: an adopter may be of another shard, which this
 // controller's cache does not hold, and one created a moment ago counts. seen
 // memoises the Bundles read in one pass.
-func (r *Reaper) heldByBundle(ctx context.Context, gvk schema.GroupVersionKind, obj metav1.Object, seen *passReads) (time.Duration, error) {
+func (r *Reaper) heldByBundle(ctx context.Context, gvk schema.GroupVersionKind, obj metav1.Object, seen *passReads, now time.Time) (time.Duration, error) {
 	key := client.ObjectKey{Namespace: obj.GetNamespace(), Name: obj.GetLabels()[limbov1alpha1.LabelBundle]}
 	b, ok := seen.byKey[key]
 	if !ok {
@@ -363,7 +380,7 @@ func (r *Reaper) heldByBundle(ctx context.Context, gvk schema.GroupVersionKind, 
 		seen.byNamespace[ns] = list.Items
 		return list.Items, nil
 	}
-	hold, _, err := bundlespec.ReleasedHold(obj, gvk.GroupKind(), b, namespaceBundles, r.Clock.Now())
+	hold, _, err := bundlespec.ReleasedHold(obj, gvk.GroupKind(), b, namespaceBundles, now)
 	switch hold {
 	case bundlespec.HeldDeclared, bundlespec.HeldMayGenerate:
 		return holdRecheck, err

@@ -450,3 +450,50 @@ type failingDiscovery struct{ err error }
 func (f failingDiscovery) ServerPreferredNamespacedResources() ([]*metav1.APIResourceList, error) {
 	return nil, f.err
 }
+
+// The hold and the decision are taken at one instant: an object whose deadline
+// falls between two readings of the clock (here: the reaper's clock 1 ms before
+// it, the engine's at it) is not found due without the adopter check, made only
+// for due objects, and deleted although a Bundle declares it to adopt it.
+func TestHoldAndDeleteDecidedAtTheSameInstant(t *testing.T) {
+	wanted := inLimbo("wanted", "2026-11-22T09:00:00Z", "1h", false) // deadline == now
+	wanted.Labels[limbov1alpha1.LabelBundle] = "departed"
+	adopter := &limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Name: "adopter", Namespace: "ns", Generation: 1},
+		Spec: limbov1alpha1.BundleSpec{Resources: []limbov1alpha1.Resource{
+			{Name: "w", Object: &runtime.RawExtension{Raw: []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"wanted","annotations":{"limbo.dev/adopt":"true"}}}`)}},
+		}}}
+	r, c := newReaper(t, wanted, adopter)
+	r.Clock = clocktesting.NewFakePassiveClock(now.Add(-time.Millisecond))
+	if _, err := r.pass(context.Background(), true); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Get(context.Background(), client.ObjectKey{Namespace: "ns", Name: "wanted"}, &corev1.ConfigMap{}); err != nil {
+		t.Errorf("wanted: %v; want it kept for its adopter", err)
+	}
+}
+
+// A pass wakes at the soonest deadline it decided about, however long the rest
+// of the pass took: a scan that spends 5 s listing the kinds after ConfigMaps
+// does not wake 5 s late for a ConfigMap due 10 s after it was decided.
+func TestWaitCountsFromTheDecision(t *testing.T) {
+	waiting := inLimbo("waiting", "2026-11-22T09:00:10Z", "1h", false) // due at now+10s
+	clk := clocktesting.NewFakeClock(now)
+	r, _ := newReaperIntercepted(t, interceptor.Funcs{List: func(ctx context.Context, cl client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+		if m, ok := list.(*metav1.PartialObjectMetadataList); ok && m.GetObjectKind().GroupVersionKind().Kind == "SecretList" {
+			clk.Step(5 * time.Second) // a slow LIST (or many kinds) after ConfigMaps
+		}
+		return cl.List(ctx, list, opts...)
+	}}, waiting)
+	r.Clock, r.Engine.Clock = clk, clk
+	r.Discovery = fakeDiscovery{{GroupVersion: "v1", APIResources: []metav1.APIResource{
+		{Name: "configmaps", Kind: "ConfigMap", Namespaced: true, Verbs: metav1.Verbs{"list", "delete", "patch", "watch"}},
+		{Name: "secrets", Kind: "Secret", Namespaced: true, Verbs: metav1.Verbs{"list", "delete", "patch", "watch"}},
+	}}}
+	wait, err := r.pass(context.Background(), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if due := now.Add(10 * time.Second); clk.Now().Add(wait).After(due) {
+		t.Errorf("the pass ends at %v and sleeps %v: wakes at %v, after the deadline %v", clk.Now(), wait, clk.Now().Add(wait), due)
+	}
+}
