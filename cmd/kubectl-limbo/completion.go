@@ -13,10 +13,10 @@ import (
 
 // Shell completion. cobra's `completion` command prints the scripts for bash,
 // zsh, fish and powershell; kubectl (1.26+) completes `kubectl limbo ...` by
-// running kubectl_complete-limbo (build/kubectl_complete-limbo), which asks
-// cobra's hidden __complete command. The functions here are what __complete
-// answers with: they never fail, they offer nothing when the cluster cannot be
-// asked.
+// running kubectl_complete-limbo (cmd/kubectl-limbo/kubectl_complete-limbo),
+// which asks cobra's hidden __complete command. The functions here are what
+// __complete answers with: they never fail, they offer nothing when the cluster
+// cannot be asked.
 
 // registerCompletions adds the completion of -n/--namespace to root.
 func registerCompletions(root *cobra.Command, o *options) {

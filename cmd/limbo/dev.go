@@ -63,7 +63,7 @@ value) of the first, for plugins that act on another cluster (kubeConfigSecretRe
 	}
 	setupLogging := loggingFlags(cmd, true)
 	cmd.Flags().StringVar(&dataDir, "data-dir", "", "Keep the cluster's state here across restarts; empty uses a temporary directory removed on exit.")
-	cmd.Flags().StringVar(&binDir, "bin-dir", "", "Directory of etcd, kube-apiserver and kube-controller-manager; empty finds bin/ (or $LIMBO_BIN_DIR).")
+	cmd.Flags().StringVar(&binDir, "bin-dir", "", "Directory of etcd, kube-apiserver and kube-controller-manager; empty uses $LIMBO_BIN_DIR, else the nearest bin/ above the working directory that holds kube-apiserver.")
 	cmd.Flags().StringVar(&crdDir, "crds", "crds", "Directory of the CRDs to install (with the admission policy that comes with them).")
 	cmd.Flags().BoolVar(&runController, "controller", true, "Run the limbo controller in-process; --controller=false starts only the control plane.")
 	cmd.Flags().BoolVar(&simulators, "simulators", false, "Also start simulators of the external APIs the plugins use (StorageOS, OpenStack), for the plugin examples.")
