@@ -324,11 +324,11 @@ func TestEngineOrphan(t *testing.T) {
 			wantLateness: 1,
 		},
 		{
-			name:        "a second before the deadline: waits a second",
+			name:        "a second before the deadline: waits a second; the status shows the deadline rounded up to the second, as the API server keeps it",
 			annotations: map[string]string{delayKey: "30m46250ms", stampKey: "2025-03-14T12:00:00Z"},
 			labels:      map[string]string{pendingKey: "true"},
 			want: softdelete.Outcome{WakeAt: now.Add(time.Second),
-				Pending: entry(mt(at("2025-03-14T12:00:00Z")), mt(at("2025-03-14T12:30:46.25Z")), "")},
+				Pending: entry(mt(at("2025-03-14T12:00:00Z")), mt(at("2025-03-14T12:30:47Z")), "")},
 			wantLive: func(*unstructured.Unstructured) error { return nil },
 		},
 		{

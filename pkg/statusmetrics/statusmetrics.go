@@ -97,4 +97,6 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-func unixSeconds(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }
+// unixSeconds is t in seconds since the epoch. Not t.UnixNano: it overflows past
+// 2262, where a stamp written far ahead (kept until 9999) puts a deadline.
+func unixSeconds(t time.Time) float64 { return float64(t.Unix()) + float64(t.Nanosecond())/1e9 }

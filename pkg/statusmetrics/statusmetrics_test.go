@@ -84,3 +84,21 @@ func TestRegisterTwice(t *testing.T) {
 		t.Error("the second Register returned a collector that is not served")
 	}
 }
+
+// A deadline past 2262 (a stamp written far ahead is kept until 9999; a delay of
+// over ~236 years) is where time.UnixNano overflows: the gauge must not read it
+// as a time in the past (overdue).
+func TestUnixSecondsBeyond2262(t *testing.T) {
+	for _, tt := range []struct {
+		at   time.Time
+		want float64
+	}{
+		{time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC), 253402300799},
+		{time.Date(2318, 4, 12, 23, 47, 16, 0, time.UTC), 10990597636},
+		{time.Date(2026, 11, 28, 0, 0, 0, 500_000_000, time.UTC), 1795824000.5},
+	} {
+		if got := unixSeconds(tt.at); got != tt.want {
+			t.Errorf("unixSeconds(%v) = %v, want %v", tt.at, got, tt.want)
+		}
+	}
+}

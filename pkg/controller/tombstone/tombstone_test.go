@@ -454,3 +454,36 @@ func TestReconcileRemovalConflictIsReadAgain(t *testing.T) {
 		t.Errorf("the item was deleted %d times, want once", n)
 	}
 }
+
+// status.deleteAfter (kubectl get tombstones' DELETE-AFTER, and the
+// limbo_tombstone_delete_after_timestamp_seconds gauge) follows the deadline
+// when it comes early: expedited (or its delay lowered), a Tombstone whose
+// delete fails and is retried no longer shows the old deadline, a day ahead.
+func TestDeleteAfterFollowsAnExpedite(t *testing.T) {
+	h := newHarness(t, 5)
+	ctx := context.Background()
+	h.r.Clock = h.clock
+	ts := h.tombstone()
+	ts.Annotations[limbov1alpha1.AnnotationDeletionDelay] = "24h"
+	if err := h.client.Update(ctx, ts); err != nil {
+		t.Fatal(err)
+	}
+	h.reconcile()
+	if got := h.tombstone().Status.DeleteAfter; got == nil || !got.Time.Equal(h.clock.Now().Add(24*time.Hour)) {
+		t.Fatalf("deleteAfter = %v", got)
+	}
+	h.clock.Step(time.Minute)
+	ts = h.tombstone()
+	ts.Annotations[limbov1alpha1.AnnotationDeletionTimestamp] = softdelete.ExpediteStamp(h.clock.Now(), 24*time.Hour)
+	if err := h.client.Update(ctx, ts); err != nil {
+		t.Fatal(err)
+	}
+	h.reconcile() // due: the delete is tried, and fails
+	got := h.tombstone()
+	if got.Status.Attempts != 1 {
+		t.Fatalf("attempts = %d", got.Status.Attempts)
+	}
+	if got.Status.DeleteAfter == nil || got.Status.DeleteAfter.Time.After(h.clock.Now()) {
+		t.Errorf("status.deleteAfter = %v after the expedite (now %v), want the deadline that has come", got.Status.DeleteAfter, h.clock.Now())
+	}
+}
