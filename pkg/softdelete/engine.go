@@ -604,12 +604,14 @@ func describeGVK(obj client.Object) string {
 
 // terminatingEntry is the pendingDeletions entry of an object being deleted:
 // it stays listed, saying what holds it, until it is gone.
+// An object deleted before it was stamped shows no countdown (none ran).
 func terminatingEntry(obj client.Object) *limbov1alpha1.PendingDeletion {
-	p := pendingEntry(obj, Decide(obj.GetDeletionTimestamp().Time, StateOf(obj, false)), nil)
-	p.Message = "being deleted"
+	message := "being deleted"
 	if f := obj.GetFinalizers(); len(f) > 0 {
-		p.Message = "being deleted; held by finalizers: " + strings.Join(f, ", ")
+		message = "being deleted; held by finalizers: " + strings.Join(f, ", ")
 	}
+	p := heldEntry(obj, Decide(obj.GetDeletionTimestamp().Time, StateOf(obj, false)), message)
+	p.Message = message // an invalid delay no longer matters
 	return p
 }
 

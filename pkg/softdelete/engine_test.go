@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta/testrestmapper"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -1156,6 +1157,39 @@ func TestRemoveTombstone(t *testing.T) {
 				t.Errorf("a Tombstone is left: %v (err %v)", live.UID, getErr)
 			case tc.wantLive != "" && (getErr != nil || live.UID != types.UID(tc.wantLive) || live.DeletionTimestamp != nil || len(live.Finalizers) != 1):
 				t.Errorf("the Tombstone left: %v, deletion %v, finalizers %v (err %v); want %s untouched", live.UID, live.DeletionTimestamp, live.Finalizers, getErr, tc.wantLive)
+			}
+		})
+	}
+}
+
+// An orphan deleted by hand before a pass stamped it, held by a finalizer, is
+// listed as being deleted without a countdown: none ran, and an invented one
+// (its deletionTimestamp plus the delay) became the Bundle's NEXT-DELETION. A
+// stamped one keeps its own.
+func TestTerminatingEntryShowsOnlyARealCountdown(t *testing.T) {
+	e := &softdelete.Engine{Recorder: record.NewFakeRecorder(10), Clock: testingclock.NewFakePassiveClock(now), Metrics: softdelete.NewMetrics(prometheus.NewRegistry())}
+	for _, tc := range []struct {
+		name  string
+		stamp string
+		want  *limbov1alpha1.PendingDeletion
+	}{
+		{name: "never stamped", want: &limbov1alpha1.PendingDeletion{Kind: "PersistentVolumeClaim", APIVersion: "v1", Namespace: "ns", Name: "db",
+			Message: "being deleted; held by finalizers: kubernetes.io/pvc-protection"}},
+		{name: "stamped", stamp: "2025-03-14T12:00:00Z", want: &limbov1alpha1.PendingDeletion{Kind: "PersistentVolumeClaim", APIVersion: "v1", Namespace: "ns", Name: "db",
+			DeletionTimestamp: mt(at("2025-03-14T12:00:00Z")), DeleteAfter: mt(at("2025-03-15T12:00:00Z")),
+			Message: "being deleted; held by finalizers: kubernetes.io/pvc-protection"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "db",
+				Annotations:       map[string]string{delayKey: "24h"},
+				DeletionTimestamp: mt(now.Add(-time.Minute)), Finalizers: []string{"kubernetes.io/pvc-protection"}}}
+			if tc.stamp != "" {
+				pvc.Annotations[stampKey] = tc.stamp
+			}
+			pvc.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("PersistentVolumeClaim"))
+			out := e.Orphan(context.Background(), nil, pvc, nil)
+			if !pendingEqual(out.Pending, tc.want) {
+				t.Errorf("Pending = %+v, want %+v", out.Pending, tc.want)
 			}
 		})
 	}
