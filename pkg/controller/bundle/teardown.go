@@ -452,10 +452,10 @@ func (r *Reconciler) teardownStatus(ctx context.Context, b *limbov1alpha1.Bundle
 		st.PendingDeletionCount = max(st.PendingDeletionCount, prev.PendingDeletionCount)
 	}
 	meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: limbov1alpha1.ConditionContentRemaining, Status: metav1.ConditionTrue,
-		Reason: "SomeResourcesRemain", Message: "waiting for " + bundlespec.JoinBounded(names, ", ") + " to be deleted", ObservedGeneration: b.Generation})
+		Reason: limbov1alpha1.ReasonSomeResourcesRemain, Message: "waiting for " + bundlespec.JoinBounded(names, ", ") + " to be deleted", ObservedGeneration: b.Generation})
 	failure := metav1.Condition{Type: limbov1alpha1.ConditionDeletionFailure, Status: metav1.ConditionFalse, Reason: limbov1alpha1.ReasonAsExpected, ObservedGeneration: b.Generation}
 	if len(failures) > 0 {
-		failure.Status, failure.Reason, failure.Message = metav1.ConditionTrue, "DeleteFailed", bundlespec.JoinBounded(failures, "; ")
+		failure.Status, failure.Reason, failure.Message = metav1.ConditionTrue, limbov1alpha1.ReasonDeleteFailed, bundlespec.JoinBounded(failures, "; ")
 	}
 	meta.SetStatusCondition(&st.Conditions, failure)
 	inLimbo := 0

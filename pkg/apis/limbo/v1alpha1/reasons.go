@@ -26,6 +26,10 @@ const (
 	ReasonInvalidDeletionDelay = "InvalidDeletionDelay"
 	ReasonEmptyBundle          = "EmptyBundle"
 	ReasonAsExpected           = "AsExpected"
+	// ReasonSomeResourcesRemain (ContentRemaining) and ReasonDeleteFailed
+	// (DeletionFailure): a teardown's progress.
+	ReasonSomeResourcesRemain = "SomeResourcesRemain"
+	ReasonDeleteFailed        = "DeleteFailed"
 )
 
 // Reasons of a resource's state (status.resources[].reason) while it is processed.
