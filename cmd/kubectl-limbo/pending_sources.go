@@ -405,7 +405,7 @@ func tombstoneItem(t *limbov1alpha1.Tombstone, now time.Time) pendingItem {
 }
 
 // describeExternalItem names the external item of a Tombstone, for example
-// `namespace-gc: StorageOSNamespace "shop" (id 4f7c)`.
+// `namespace-gc: StorageOSNamespace "shop on StorageOS http://storageos.kube-system:5705" (id 4f7c)`.
 func describeExternalItem(t *limbov1alpha1.Tombstone) string {
 	item := t.Spec.Item
 	var b strings.Builder
@@ -460,7 +460,8 @@ func setCountdown(item *pendingItem, obj metav1.Object, now time.Time) {
 }
 
 // sortPending orders items soonest deletion first: running countdowns by
-// deadline (items without a delay count as due now), then the items whose
+// deadline (items without a delay have none: they come before every countdown,
+// overdue ones included), then the items whose
 // countdown is unknown, then those never deleted; ties by namespace, kind and
 // name, so that the order is deterministic.
 func sortPending(items []pendingItem) {
