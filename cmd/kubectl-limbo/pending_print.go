@@ -150,13 +150,14 @@ func timeLeftColumn(p *pendingItem, now time.Time) string {
 }
 
 // inLimboColumn is the IN-LIMBO column: how long ago the countdown started, as
-// kubectl's AGE.
+// kubectl's AGE; 0s for a stamp ahead of this machine's clock (the controller's
+// clock wrote it), where AGE would say "<invalid>".
 func inLimboColumn(p *pendingItem, now time.Time) string {
 	stamp, err := time.Parse(time.RFC3339, p.DeletionTimestamp)
 	if err != nil {
 		return "<unknown>"
 	}
-	return duration.HumanDuration(now.Sub(stamp))
+	return duration.HumanDuration(max(now.Sub(stamp), 0))
 }
 
 // humanDuration formats d as kubectl formats ages (duration.HumanDuration:

@@ -240,6 +240,17 @@ func TestTimeLeftDueAtDeadline(t *testing.T) {
 	}
 }
 
+// IN-LIMBO of a stamp the controller's clock wrote ahead of this machine's clock
+// is 0s, not kubectl's "<invalid>".
+func TestInLimboOfAStampAhead(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for stamp, want := range map[string]string{"2026-01-01T00:00:05Z": "0s", "2025-12-31T23:59:00Z": "60s", "yesterday": "<unknown>"} {
+		if got := inLimboColumn(&pendingItem{DeletionTimestamp: stamp}, now); got != want {
+			t.Errorf("IN-LIMBO of %s at %v = %q, want %q", stamp, now, got, want)
+		}
+	}
+}
+
 // -o wide adds the priority-1 columns DELAY and IN-LIMBO, as kubectl get -o wide
 // adds a CRD's priority-1 printer columns.
 func TestPendingWide(t *testing.T) {
