@@ -32,7 +32,10 @@ func ResolveSpec(res limbov1alpha1.Resource, sources map[string]reference.Source
 	// marker's characters is passed on as it is (every pass resolves every
 	// plugin resource's spec).
 	if !bytes.Contains(res.Plugin.Spec.Raw, []byte(reference.MarkerOpening)) {
-		return res.Plugin.Spec.Raw, nil
+		// A copy: a plan or teardown call outlives its pass, and the Bundle whose
+		// bytes these are is written to (a status or teardown-state patch decodes
+		// the answer into it).
+		return bytes.Clone(res.Plugin.Spec.Raw), nil
 	}
 	var value any
 	if err := utiljson.Unmarshal(res.Plugin.Spec.Raw, &value); err != nil {
