@@ -61,3 +61,37 @@ func TestOwnGeneratedDelay(t *testing.T) {
 		})
 	}
 }
+
+// A label or annotation value that is not a string (a whole-string reference
+// that resolved to a number, a null) is an error naming its key: unstructured's
+// getters return no map then, and limbo's own labels would silently have
+// replaced every label of the template (an apply that removes app=web from the
+// live object, where the API server refuses the number).
+func TestOwnRefusesNonStringMetadata(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		metadata map[string]any
+		want     string // the error; "" for none
+	}{
+		{name: "strings", metadata: map[string]any{"labels": map[string]any{"app": "web"}, "annotations": map[string]any{"a": "b"}}},
+		{name: "a number label", metadata: map[string]any{"labels": map[string]any{"app": "web", "replicas": int64(3)}},
+			want: `metadata.labels: the values of "replicas" (int64) are not strings (a reference that resolved to another type?)`},
+		{name: "a null annotation and a map", metadata: map[string]any{"annotations": map[string]any{"x": nil, "a": map[string]any{}}},
+			want: `metadata.annotations: the values of "a" (map[string]interface {}), "x" (<nil>) are not strings (a reference that resolved to another type?)`},
+		{name: "labels not a map", metadata: map[string]any{"labels": "app=web"}, want: "metadata.labels is not a map of strings"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newPass(&Reconciler{}, &limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Name: "shop", Namespace: "team-a", UID: "u1"}})
+			tc.metadata["name"] = "web"
+			desired, err := p.own(&unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": tc.metadata}})
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("own: %v", err)
+			case tc.want != "" && (err == nil || err.Error() != tc.want):
+				t.Fatalf("own: %v, want %q", err, tc.want)
+			case tc.want == "" && desired.GetLabels()[limbov1alpha1.LabelBundle] != "shop":
+				t.Errorf("labels = %v", desired.GetLabels())
+			}
+		})
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -650,6 +651,9 @@ func (p *pass) sources(ctx context.Context, refs []limbov1alpha1.Reference) (map
 // its shard's) and controller owner reference, and a Secret's stringData goes
 // into its data (foldStringData).
 func (p *pass) own(desired *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	if err := stringValued(desired, "labels", "annotations"); err != nil {
+		return nil, err
+	}
 	foldStringData(desired)
 	labels := p.r.Shard.CopyLabels(p.bundle.Labels, desired.GetLabels())
 	labels[limbov1alpha1.LabelBundle] = p.bundle.Name
@@ -666,6 +670,32 @@ func (p *pass) own(desired *unstructured.Unstructured) (*unstructured.Unstructur
 	return desired, nil
 }
 
+// stringValued refuses obj when a value of one of its metadata maps (fields:
+// labels, annotations) is not a string — a reference that resolved to a number,
+// say. unstructured's getters return no map at all then, and the labels limbo
+// sets would silently replace the object's, where the API server would have
+// refused the value. The error names the keys, not the values (one may come
+// from a Secret).
+func stringValued(obj *unstructured.Unstructured, fields ...string) error {
+	for _, field := range fields {
+		m, _, err := unstructured.NestedMap(obj.Object, "metadata", field)
+		if err != nil {
+			return fmt.Errorf("metadata.%s is not a map of strings", field)
+		}
+		var bad []string
+		for k, v := range m {
+			if _, ok := v.(string); !ok {
+				bad = append(bad, fmt.Sprintf("%q (%T)", k, v))
+			}
+		}
+		if len(bad) > 0 {
+			slices.Sort(bad)
+			return fmt.Errorf("metadata.%s: the values of %s are not strings (a reference that resolved to another type?)", field, strings.Join(bad, ", "))
+		}
+	}
+	return nil
+}
+
 // ownGenerated is own for an object the plugin resource res generated: it also
 // names that resource (AnnotationGeneratedBy), so that a teardown deletes the
 // object in the resource's wave, and carries the resource's deletionDelay unless
@@ -674,6 +704,9 @@ func (p *pass) own(desired *unstructured.Unstructured) (*unstructured.Unstructur
 // object of the Bundle is read from the live object when it is orphaned (as a
 // template's is), so it has to be on the object before then.
 func (p *pass) ownGenerated(obj *unstructured.Unstructured, res *bundlespec.Resource) (*unstructured.Unstructured, error) {
+	if err := stringValued(obj, "annotations"); err != nil {
+		return nil, err
+	}
 	annotations := obj.GetAnnotations()
 	if annotations == nil {
 		annotations = map[string]string{}
