@@ -254,19 +254,13 @@ type Plan struct {
 	Resources map[string]*Resource
 	// Objects maps the ObjectKey of each declared object to its resource.
 	Objects map[string]string
+	// referenced holds the resources a reference reads (Referenced): asked
+	// once per write, a scan of every reference made a long chain quadratic.
+	referenced map[string]bool
 }
 
 // Referenced reports whether a reference of any resource reads resource name.
-func (p *Plan) Referenced(name string) bool {
-	for _, r := range p.Resources {
-		for _, ref := range r.References {
-			if ref.Resource == name {
-				return true
-			}
-		}
-	}
-	return false
-}
+func (p *Plan) Referenced(name string) bool { return p.referenced[name] }
 
 // Parse validates b's spec and returns its plan, or every error found.
 func Parse(b *limbov1alpha1.Bundle, mapper meta.RESTMapper, plugins PluginCatalog) (*Plan, Errors) {
@@ -338,6 +332,12 @@ func Parse(b *limbov1alpha1.Bundle, mapper meta.RESTMapper, plugins PluginCatalo
 		return nil, errs
 	}
 	plan.Order = order
+	plan.referenced = map[string]bool{}
+	for _, r := range plan.Resources {
+		for _, ref := range r.References {
+			plan.referenced[ref.Resource] = true
+		}
+	}
 	return plan, nil
 }
 

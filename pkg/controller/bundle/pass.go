@@ -194,7 +194,7 @@ func (p *pass) apply(ctx context.Context) {
 	statuses := make([]limbov1alpha1.ResourceStatus, len(p.plan.Order))
 	changes := make([][]*appliedChange, len(p.plan.Order))
 	for _, wave := range waves(p.plan) {
-		lives := make([]*unstructured.Unstructured, len(p.plan.Order))
+		lives := make([]*unstructured.Unstructured, len(wave)) // by position in the wave
 		p.concurrently(len(wave), func(k int) {
 			i := wave[k]
 			res := p.plan.Resources[p.plan.Order[i]]
@@ -202,17 +202,17 @@ func (p *pass) apply(ctx context.Context) {
 				return
 			}
 			out := p.syncObject(ctx, res, p.unreadyDependencies(res.Name))
-			statuses[i], lives[i] = out.status, out.live
+			statuses[i], lives[k] = out.status, out.live
 			if out.change != nil {
 				changes[i] = []*appliedChange{out.change}
 			}
 		})
-		for _, i := range wave {
+		for k, i := range wave {
 			name := p.plan.Order[i]
 			if res := p.plan.Resources[name]; res.Object == nil {
 				statuses[i], changes[i] = p.syncPlugin(ctx, res)
-			} else if lives[i] != nil {
-				p.live[name] = lives[i]
+			} else if lives[k] != nil {
+				p.live[name] = lives[k]
 			}
 		}
 		for _, i := range wave {
