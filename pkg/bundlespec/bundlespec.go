@@ -264,6 +264,19 @@ func (p *Plan) Referenced(name string) bool { return p.referenced[name] }
 
 // Parse validates b's spec and returns its plan, or every error found.
 func Parse(b *limbov1alpha1.Bundle, mapper meta.RESTMapper, plugins PluginCatalog) (*Plan, Errors) {
+	plan, errs := ParsePartial(b, mapper, plugins)
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	return plan, nil
+}
+
+// ParsePartial is Parse, but with errors it also returns the plan as far as it
+// could be made: every resource, with the object of each whose template parsed,
+// and the dependency graph (Order is empty). What a resource references needs no
+// valid template, so a teardown of a Bundle whose spec went wrong (a kind's CRD
+// uninstalled, a typo) still deletes in reverse dependency order.
+func ParsePartial(b *limbov1alpha1.Bundle, mapper meta.RESTMapper, plugins PluginCatalog) (*Plan, Errors) {
 	plan := &Plan{Resources: map[string]*Resource{}, Objects: map[string]string{}}
 	var errs Errors
 	add := func(resource, reason, format string, args ...any) {
@@ -327,17 +340,17 @@ func Parse(b *limbov1alpha1.Bundle, mapper meta.RESTMapper, plugins PluginCatalo
 	case err != nil && len(errs) == 0: // a missing vertex is reported above
 		add("", limbov1alpha1.ReasonMissingReference, "%v", err)
 	}
-	if len(errs) > 0 {
-		sortErrors(b, errs)
-		return nil, errs
-	}
-	plan.Order = order
 	plan.referenced = map[string]bool{}
 	for _, r := range plan.Resources {
 		for _, ref := range r.References {
 			plan.referenced[ref.Resource] = true
 		}
 	}
+	if len(errs) > 0 {
+		sortErrors(b, errs)
+		return plan, errs
+	}
+	plan.Order = order
 	return plan, nil
 }
 

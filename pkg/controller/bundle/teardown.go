@@ -40,7 +40,11 @@ func (r *Reconciler) teardown(ctx context.Context, b *limbov1alpha1.Bundle) (ctr
 	if !controllerutil.ContainsFinalizer(b, limbov1alpha1.FinalizerTeardown) {
 		return ctrl.Result{}, nil
 	}
-	plan, specErrs := bundlespec.Parse(b, r.Mapper, r.Plugins) // an invalid spec is torn down in one wave
+	partial, specErrs := bundlespec.ParsePartial(b, r.Mapper, r.Plugins)
+	plan := partial
+	if len(specErrs) > 0 {
+		plan = nil // an invalid spec: only its dependency order is used (the waves)
+	}
 	// Removing a cleanup job stops its deletions: pending Tombstones are cancelled,
 	// never executed, whatever the cascade mode (the items stay). The items of a
 	// plugin teardown are that teardown's, not a cleanup job's.
@@ -84,7 +88,7 @@ func (r *Reconciler) teardown(ctx context.Context, b *limbov1alpha1.Bundle) (ctr
 		return ctrl.Result{RequeueAfter: min(teardownInterval, plugins.requeueAfter)}, nil
 	}
 	nextWave := func(objects []*unstructured.Unstructured) (ctrl.Result, bool, error) {
-		return r.nextWave(ctx, b, plan, controlledBy(b, objects), plugins)
+		return r.nextWave(ctx, b, partial, controlledBy(b, objects), plugins)
 	}
 	if res, acted, err := nextWave(objects); acted || err != nil {
 		return res, err
@@ -94,11 +98,12 @@ func (r *Reconciler) teardown(ctx context.Context, b *limbov1alpha1.Bundle) (ctr
 
 // nextWave deletes or releases the first wave of b's objects (those b controls)
 // that holds any, reports it in b's status and returns the requeue that waits for
-// it; acted is false when no wave holds an object.
-func (r *Reconciler) nextWave(ctx context.Context, b *limbov1alpha1.Bundle, plan *bundlespec.Plan, objects []*unstructured.Unstructured, plugins pluginTeardowns) (_ ctrl.Result, acted bool, _ error) {
+// it; acted is false when no wave holds an object. order is b's plan, valid or
+// not (bundlespec.ParsePartial): only its dependency order is used.
+func (r *Reconciler) nextWave(ctx context.Context, b *limbov1alpha1.Bundle, order *bundlespec.Plan, objects []*unstructured.Unstructured, plugins pluginTeardowns) (_ ctrl.Result, acted bool, _ error) {
 	held := heldBy(objects)
 	adopters := r.adopters(b)
-	for _, wave := range teardownWaves(plan, objects) {
+	for _, wave := range teardownWaves(order, objects) {
 		if len(wave) == 0 {
 			continue
 		}

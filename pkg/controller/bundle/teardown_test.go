@@ -95,6 +95,43 @@ func TestTeardownWaves(t *testing.T) {
 	}
 }
 
+// A Bundle deleted while its spec is invalid (a kind's CRD uninstalled:
+// UnknownKind) still goes in reverse dependency order: app before the db it
+// references, not both at once. The partial plan's graph needs only names and
+// references.
+func TestTeardownWavesOfAnInvalidSpec(t *testing.T) {
+	widgetGVK := schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Widget"}
+	raw := func(gvk schema.GroupVersionKind, name string) *runtime.RawExtension {
+		data, err := json.Marshal(testObject(gvk, name).Object)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &runtime.RawExtension{Raw: data}
+	}
+	b := &limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "shop"}, Spec: limbov1alpha1.BundleSpec{Resources: []limbov1alpha1.Resource{
+		{Name: "db", Object: raw(deploymentGVK, "db")},
+		{Name: "app", References: []limbov1alpha1.Reference{{Resource: "db"}}, Object: raw(deploymentGVK, "app")},
+		{Name: "widget", Object: raw(widgetGVK, "w")},
+	}}}
+	mapper := meta.NewDefaultRESTMapper(nil)
+	mapper.Add(deploymentGVK, meta.RESTScopeNamespace) // Widget's CRD is gone
+	partial, errs := bundlespec.ParsePartial(b, mapper, anyPlugin{})
+	if len(errs) == 0 {
+		t.Fatal("want UnknownKind")
+	}
+	var got [][]string
+	for _, wave := range teardownWaves(partial, []*unstructured.Unstructured{testObject(deploymentGVK, "app"), testObject(deploymentGVK, "db")}) {
+		var names []string
+		if len(wave) > 0 {
+			names = describeObjects(wave)
+		}
+		got = append(got, names)
+	}
+	if want := [][]string{nil, {"Deployment app"}, {"Deployment db"}}; !reflect.DeepEqual(got, want) {
+		t.Errorf("waves = %q, want %q", got, want)
+	}
+}
+
 // The ContentRemaining message names an object being deleted with the finalizers
 // that hold it, and only such an object: another one's finalizers hold nothing yet.
 func TestDescribeObjects(t *testing.T) {
