@@ -12,7 +12,8 @@
 // Without a Rule, readiness is computed with kstatus
 // (github.com/fluxcd/cli-utils/pkg/kstatus/status), so Deployments,
 // StatefulSets, DaemonSets, ReplicaSets, Jobs, PVCs, Services, Pods, PDBs and
-// any custom resource with standard conditions work without per-kind code here:
+// any custom resource with standard conditions work without per-kind code here
+// (one exception: Jobs, below):
 //
 //	kstatus      readiness
 //	Current      Ready
@@ -31,7 +32,7 @@
 //
 // # Stricter than kstatus
 //
-// limbo adds two checks on top of kstatus's verdict; they only ever make an
+// limbo adds three checks on top of kstatus's verdict; they only ever make an
 // object less ready, and they are skipped for an object being deleted, which
 // is InProgress/Terminating whatever its status says.
 //
@@ -58,6 +59,28 @@
 // (Pod, Deployment, Job, ...): their verdict is kstatus's. This matters for
 // Pods, the one such kind with a Ready condition: a Pod that has run to
 // completion has Ready=False for good, yet kstatus rightly calls it Current.
+//
+// Jobs: a batch Job is Ready only once it has the condition Complete=True.
+// kstatus calls a Job Current as soon as it has started ("Job in progress"),
+// which would let what depends on a migration Job go ahead, and the orphan
+// gate open, while the migration runs or is about to fail (Flux's
+// kustomize-controller met the same, fluxcd/kustomize-controller#553, and
+// waits for completion since). A Job with Failed=True keeps kstatus's verdict,
+// Failed with reason JobFailed; one with Complete=True keeps kstatus's
+// "Job Completed" message. Any other Job is InProgress, the first that applies:
+//
+//	SuccessCriteriaMet=True  JobSucceeding  Job met its success criteria, waiting for Complete (...)
+//	FailureTarget=True       JobFailing     Job failing (DeadlineExceeded), waiting for Failed (...)
+//	spec.suspend true        JobSuspended   Job suspended: spec.suspend is true
+//	no status.startTime      JobNotStarted  Job not started
+//	otherwise                JobRunning     Job running: 1 active, 0 succeeded of 1[, 2 failed]
+//
+// SuccessCriteriaMet (set before Complete since Kubernetes 1.31, and by a
+// success policy) is not enough: the Job's remaining pods may still run until
+// they have terminated and Complete follows, and a dependent should not start
+// beside them. A Job's status has no observedGeneration, so the generation
+// check does not apply to it: Complete=True is final, whatever changes to the
+// Job's metadata (its pod template cannot change) bump its generation.
 //
 // # Rules
 //

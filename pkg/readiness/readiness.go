@@ -7,6 +7,7 @@ import (
 
 	"github.com/fluxcd/cli-utils/pkg/kstatus/status"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 	"github.com/limbo-dev/limbo/pkg/fieldpath"
@@ -47,6 +48,22 @@ const (
 	ReasonFieldNotSet = "FieldNotSet"
 	// ReasonInvalidRule: the Rule cannot be evaluated on the object.
 	ReasonInvalidRule = "InvalidRule"
+
+	// The reasons of a Job that has not completed (jobNotComplete).
+
+	// ReasonJobRunning: the Job has started and has neither completed nor
+	// failed.
+	ReasonJobRunning = "JobRunning"
+	// ReasonJobNotStarted: the Job has no status.startTime yet (kstatus's
+	// reason for the same case).
+	ReasonJobNotStarted = "JobNotStarted"
+	// ReasonJobSuspended: the Job's spec.suspend is true.
+	ReasonJobSuspended = "JobSuspended"
+	// ReasonJobSucceeding: the Job has SuccessCriteriaMet=True, not yet
+	// Complete=True.
+	ReasonJobSucceeding = "JobSucceeding"
+	// ReasonJobFailing: the Job has FailureTarget=True, not yet Failed=True.
+	ReasonJobFailing = "JobFailing"
 )
 
 // Result is the readiness of an object: a State, a one-word CamelCase Reason and
@@ -138,10 +155,17 @@ func computeStatus(obj *unstructured.Unstructured) Result {
 		return Result{State: InProgress, Reason: ReasonLatestGenerationNotObserved, Message: message}
 	}
 
+	// A Job is Ready once it has completed, not once it has started.
+	if result.State != Failed {
+		if notComplete, ok := jobNotComplete(obj); ok {
+			return notComplete
+		}
+	}
+
 	if result.State == Failed || status.GetLegacyConditionsFn(obj) != nil {
 		return result
 	}
-	cond, found := readyCondition(obj)
+	cond, found := findCondition(obj, "Ready")
 	if !found || cond.status == "True" {
 		return result
 	}
@@ -317,9 +341,9 @@ type condition struct {
 	status, reason, message string
 }
 
-// readyCondition returns the first condition of type Ready in
+// findCondition returns the first condition of type condType in
 // status.conditions, skipping entries that are not maps.
-func readyCondition(obj *unstructured.Unstructured) (condition, bool) {
+func findCondition(obj *unstructured.Unstructured, condType string) (condition, bool) {
 	st, ok := obj.Object["status"].(map[string]interface{})
 	if !ok {
 		return condition{}, false
@@ -333,7 +357,7 @@ func readyCondition(obj *unstructured.Unstructured) (condition, bool) {
 		if !ok {
 			continue
 		}
-		if t, _ := m["type"].(string); t != "Ready" {
+		if t, _ := m["type"].(string); t != condType {
 			continue
 		}
 		s, _ := m["status"].(string)
@@ -342,6 +366,68 @@ func readyCondition(obj *unstructured.Unstructured) (condition, bool) {
 		return condition{status: s, reason: r, message: msg}, true
 	}
 	return condition{}, false
+}
+
+// jobGroupKind is the kind jobNotComplete applies to, in every version, as
+// kstatus matches it.
+var jobGroupKind = schema.GroupKind{Group: "batch", Kind: "Job"}
+
+// jobNotComplete is the Job rule: a Job is Ready only once it has the condition
+// Complete=True. kstatus calls a Job Current as soon as it has started ("Job in
+// progress"), which let a Deployment that depends on a migration Job be applied
+// while the migration ran, and the orphan gate open while the Job could still
+// fail (Flux met the same: fluxcd/kustomize-controller#553, fixed by a Job
+// status reader that waits for completion).
+//
+// For a Job without Complete=True or Failed=True it returns the InProgress
+// result that replaces kstatus's verdict, and true; for any other object, and
+// for a Job that has finished (kstatus's "Job Completed" and Failed/JobFailed
+// stand), false. SuccessCriteriaMet=True (set before Complete since Kubernetes
+// 1.31) does not count: the Job's remaining pods may still be running until
+// Complete follows, and a dependent should not start beside them. Likewise
+// FailureTarget=True is InProgress until Failed=True makes it Failed.
+func jobNotComplete(obj *unstructured.Unstructured) (Result, bool) {
+	if obj.GroupVersionKind().GroupKind() != jobGroupKind {
+		return Result{}, false
+	}
+	isTrue := func(condType string) (condition, bool) {
+		c, found := findCondition(obj, condType)
+		return c, found && c.status == "True"
+	}
+	if _, complete := isTrue("Complete"); complete {
+		return Result{}, false
+	}
+	if _, failed := isTrue("Failed"); failed {
+		return Result{}, false
+	}
+	if _, met := isTrue("SuccessCriteriaMet"); met {
+		return Result{State: InProgress, Reason: ReasonJobSucceeding,
+			Message: "Job met its success criteria, waiting for Complete (its remaining pods are terminating)"}, true
+	}
+	if c, failing := isTrue("FailureTarget"); failing {
+		why := ""
+		if c.reason != "" {
+			why = " (" + c.reason + ")"
+		}
+		return Result{State: InProgress, Reason: ReasonJobFailing,
+			Message: "Job failing" + why + ", waiting for Failed (its remaining pods are terminating)"}, true
+	}
+	if suspend, _, _ := unstructured.NestedBool(obj.Object, "spec", "suspend"); suspend {
+		return Result{State: InProgress, Reason: ReasonJobSuspended, Message: "Job suspended: spec.suspend is true"}, true
+	}
+	if start, _, _ := unstructured.NestedString(obj.Object, "status", "startTime"); start == "" {
+		return Result{State: InProgress, Reason: ReasonJobNotStarted, Message: "Job not started"}, true
+	}
+	active, _ := nestedInt(obj.Object, "status", "active")
+	succeeded, _ := nestedInt(obj.Object, "status", "succeeded")
+	message := fmt.Sprintf("Job running: %d active, %d succeeded", active, succeeded)
+	if completions, ok := nestedInt(obj.Object, "spec", "completions"); ok {
+		message += fmt.Sprintf(" of %d", completions)
+	}
+	if failed, _ := nestedInt(obj.Object, "status", "failed"); failed > 0 {
+		message += fmt.Sprintf(", %d failed", failed)
+	}
+	return Result{State: InProgress, Reason: ReasonJobRunning, Message: message}, true
 }
 
 // computeRule evaluates rule on obj.

@@ -102,25 +102,6 @@ func TestComputeKstatus(t *testing.T) {
 			message: "Progress deadline exceeded",
 		},
 		{
-			name: "Job failed",
-			obj: object(t, `{"apiVersion":"batch/v1","kind":"Job","metadata":{"name":"j","generation":1},
-				"spec":{"completions":1,"parallelism":1,"backoffLimit":6},
-				"status":{"startTime":"2026-01-01T00:00:00Z","failed":7,"conditions":[
-					{"type":"Failed","status":"True","reason":"BackoffLimitExceeded","message":"Job has reached the specified backoff limit"}]}}`),
-			state:   Failed,
-			reason:  "JobFailed",
-			message: "Job Failed. failed: 7/1",
-		},
-		{
-			name: "Job complete",
-			obj: object(t, `{"apiVersion":"batch/v1","kind":"Job","metadata":{"name":"j"},
-				"spec":{"completions":1},
-				"status":{"startTime":"2026-01-01T00:00:00Z","succeeded":1,"conditions":[{"type":"Complete","status":"True"}]}}`),
-			state:   Ready,
-			reason:  "Current",
-			message: "Job Completed. succeeded: 1/1",
-		},
-		{
 			name:    "PVC pending",
 			obj:     object(t, `{"apiVersion":"v1","kind":"PersistentVolumeClaim","metadata":{"name":"p"},"status":{"phase":"Pending"}}`),
 			state:   InProgress,
@@ -278,6 +259,214 @@ func TestComputeKstatus(t *testing.T) {
 	}
 }
 
+// TestComputeJob: a Job is Ready only once it has Complete=True (jobNotComplete);
+// kstatus alone calls a Job that has started Current. Failed=True stays
+// kstatus's Failed.
+func TestComputeJob(t *testing.T) {
+	// job returns a batch/v1 Job of generation 1 with the given spec and
+	// status (JSON object bodies).
+	job := func(spec, status string) *unstructured.Unstructured {
+		return object(t, `{"apiVersion":"batch/v1","kind":"Job","metadata":{"name":"migrate","namespace":"ns","generation":1},
+			"spec":`+spec+`,"status":`+status+`}`)
+	}
+	const (
+		oneOfOne = `{"completions":1,"parallelism":1,"backoffLimit":6}`
+		started  = `"startTime":"2026-01-01T00:00:00Z"`
+	)
+	tests := []struct {
+		name    string
+		obj     *unstructured.Unstructured
+		state   State
+		reason  string
+		message string
+	}{
+		{
+			// kstatus: Current, "Job in progress".
+			name:    "running",
+			obj:     job(oneOfOne, `{`+started+`,"active":1,"ready":1}`),
+			state:   InProgress,
+			reason:  "JobRunning",
+			message: "Job running: 1 active, 0 succeeded of 1",
+		},
+		{
+			name:    "running, retrying after failed pods",
+			obj:     job(oneOfOne, `{`+started+`,"active":1,"failed":2}`),
+			state:   InProgress,
+			reason:  "JobRunning",
+			message: "Job running: 1 active, 0 succeeded of 1, 2 failed",
+		},
+		{
+			name:    "running, some completions done",
+			obj:     job(`{"completions":3,"parallelism":1}`, `{`+started+`,"active":1,"succeeded":2}`),
+			state:   InProgress,
+			reason:  "JobRunning",
+			message: "Job running: 1 active, 2 succeeded of 3",
+		},
+		{
+			// A work queue Job: no completions, done when a pod succeeds and
+			// all have terminated.
+			name:    "running work queue, one pod succeeded",
+			obj:     job(`{"parallelism":2}`, `{`+started+`,"active":1,"succeeded":1}`),
+			state:   InProgress,
+			reason:  "JobRunning",
+			message: "Job running: 1 active, 1 succeeded",
+		},
+		{
+			// Started, but its pod not yet created (or not counted yet).
+			name:    "started, no pod counted yet",
+			obj:     job(oneOfOne, `{`+started+`}`),
+			state:   InProgress,
+			reason:  "JobRunning",
+			message: "Job running: 0 active, 0 succeeded of 1",
+		},
+		{
+			name:    "not started",
+			obj:     job(oneOfOne, `{}`),
+			state:   InProgress,
+			reason:  "JobNotStarted",
+			message: "Job not started",
+		},
+		{
+			name:    "not started, no status",
+			obj:     object(t, `{"apiVersion":"batch/v1","kind":"Job","metadata":{"name":"migrate","generation":1},"spec":{"completions":1}}`),
+			state:   InProgress,
+			reason:  "JobNotStarted",
+			message: "Job not started",
+		},
+		{
+			name: "created suspended",
+			obj: job(`{"completions":1,"parallelism":1,"suspend":true}`, `{"conditions":[
+				{"type":"Suspended","status":"True","reason":"JobSuspended","message":"Job suspended"}]}`),
+			state:   InProgress,
+			reason:  "JobSuspended",
+			message: "Job suspended: spec.suspend is true",
+		},
+		{
+			// kstatus: Current, as the startTime is still there.
+			name: "suspended after it started",
+			obj: job(`{"completions":1,"parallelism":1,"suspend":true}`, `{`+started+`,"conditions":[
+				{"type":"Suspended","status":"True","reason":"JobSuspended","message":"Job suspended"}]}`),
+			state:   InProgress,
+			reason:  "JobSuspended",
+			message: "Job suspended: spec.suspend is true",
+		},
+		{
+			// Suspended before the Job controller saw it.
+			name:    "suspended, no condition yet",
+			obj:     job(`{"completions":1,"parallelism":1,"suspend":true}`, `{`+started+`,"active":1}`),
+			state:   InProgress,
+			reason:  "JobSuspended",
+			message: "Job suspended: spec.suspend is true",
+		},
+		{
+			name: "resumed and running",
+			obj: job(`{"completions":1,"parallelism":1,"suspend":false}`, `{`+started+`,"active":1,"conditions":[
+				{"type":"Suspended","status":"False","reason":"JobResumed","message":"Job resumed"}]}`),
+			state:   InProgress,
+			reason:  "JobRunning",
+			message: "Job running: 1 active, 0 succeeded of 1",
+		},
+		{
+			name: "complete",
+			obj: job(oneOfOne, `{`+started+`,"succeeded":1,"completionTime":"2026-01-01T00:01:00Z","conditions":[
+				{"type":"Complete","status":"True"}]}`),
+			state:   Ready,
+			reason:  "Current",
+			message: "Job Completed. succeeded: 1/1",
+		},
+		{
+			// Kubernetes 1.31+: SuccessCriteriaMet first, then Complete once
+			// the Job's pods have terminated.
+			name: "complete, with SuccessCriteriaMet",
+			obj: job(oneOfOne, `{`+started+`,"succeeded":1,"conditions":[
+				{"type":"SuccessCriteriaMet","status":"True","reason":"CompletionsReached"},
+				{"type":"Complete","status":"True","reason":"CompletionsReached"}]}`),
+			state:   Ready,
+			reason:  "Current",
+			message: "Job Completed. succeeded: 1/1",
+		},
+		{
+			// kstatus: Current, "Job in progress".
+			name: "SuccessCriteriaMet, not yet Complete",
+			obj: job(`{"completions":3,"parallelism":3,"completionMode":"Indexed","successPolicy":{"rules":[{"succeededCount":1}]}}`,
+				`{`+started+`,"active":2,"succeeded":1,"conditions":[
+				{"type":"SuccessCriteriaMet","status":"True","reason":"SuccessPolicy"}]}`),
+			state:   InProgress,
+			reason:  "JobSucceeding",
+			message: "Job met its success criteria, waiting for Complete (its remaining pods are terminating)",
+		},
+		{
+			// Jobs have no status.observedGeneration: a change to a complete
+			// Job (a label) does not make it run again, and Complete is final.
+			name: "complete, generation changed since",
+			obj: object(t, `{"apiVersion":"batch/v1","kind":"Job","metadata":{"name":"migrate","generation":3},
+				"spec":{"completions":1},
+				"status":{`+started+`,"succeeded":1,"conditions":[{"type":"Complete","status":"True"}]}}`),
+			state:   Ready,
+			reason:  "Current",
+			message: "Job Completed. succeeded: 1/1",
+		},
+		{
+			name: "failed",
+			obj: job(oneOfOne, `{`+started+`,"failed":7,"conditions":[
+				{"type":"Failed","status":"True","reason":"BackoffLimitExceeded","message":"Job has reached the specified backoff limit"}]}`),
+			state:   Failed,
+			reason:  "JobFailed",
+			message: "Job Failed. failed: 7/1",
+		},
+		{
+			name: "failed, with FailureTarget",
+			obj: job(oneOfOne, `{`+started+`,"failed":7,"conditions":[
+				{"type":"FailureTarget","status":"True","reason":"BackoffLimitExceeded"},
+				{"type":"Failed","status":"True","reason":"BackoffLimitExceeded"}]}`),
+			state:   Failed,
+			reason:  "JobFailed",
+			message: "Job Failed. failed: 7/1",
+		},
+		{
+			name: "failed while suspended",
+			obj: job(`{"completions":1,"parallelism":1,"suspend":true}`, `{`+started+`,"failed":1,"conditions":[
+				{"type":"Failed","status":"True","reason":"DeadlineExceeded"}]}`),
+			state:   Failed,
+			reason:  "JobFailed",
+			message: "Job Failed. failed: 1/1",
+		},
+		{
+			// kstatus: Current, "Job in progress".
+			name: "FailureTarget, not yet Failed",
+			obj: job(oneOfOne, `{`+started+`,"active":1,"failed":1,"conditions":[
+				{"type":"FailureTarget","status":"True","reason":"DeadlineExceeded"}]}`),
+			state:   InProgress,
+			reason:  "JobFailing",
+			message: "Job failing (DeadlineExceeded), waiting for Failed (its remaining pods are terminating)",
+		},
+		{
+			name:    "being deleted",
+			obj:     object(t, `{"apiVersion":"batch/v1","kind":"Job","metadata":{"name":"migrate","deletionTimestamp":"2026-01-01T00:00:00Z"},"status":{`+started+`,"active":1}}`),
+			state:   InProgress,
+			reason:  "Terminating",
+			message: "Resource scheduled for deletion",
+		},
+		{
+			// The rule is batch's Job only.
+			name:    "a custom resource of kind Job",
+			obj:     object(t, `{"apiVersion":"example.com/v1","kind":"Job","metadata":{"name":"j"},"status":{`+started+`,"active":1}}`),
+			state:   Ready,
+			reason:  "Current",
+			message: "Resource is current",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := Compute(tt.obj, nil)
+			want := Result{State: tt.state, Reason: tt.reason, Message: tt.message}
+			if got != want {
+				t.Errorf("got %+v, want %+v", got, want)
+			}
+		})
+	}
+}
+
 // TestComputeMalformed feeds shapes that no API server would return for these
 // kinds, or that a buggy controller could write: Compute must answer, never
 // panic.
@@ -353,6 +542,21 @@ func TestComputeMalformed(t *testing.T) {
 			"apiVersion": "v1", "kind": "Pod",
 			"status": map[string]interface{}{"phase": "Running",
 				"containerStatuses": []interface{}{map[string]interface{}{"name": "app", "state": "waiting"}}}}), Failed, ""},
+		{"Job, spec.suspend is a string", raw(map[string]interface{}{
+			"apiVersion": "batch/v1", "kind": "Job",
+			"spec":   map[string]interface{}{"suspend": "true"},
+			"status": map[string]interface{}{"startTime": "2026-01-01T00:00:00Z"}}), InProgress,
+			"Job running: 0 active, 0 succeeded"},
+		{"Job, counts are strings", raw(map[string]interface{}{
+			"apiVersion": "batch/v1", "kind": "Job",
+			"spec":   map[string]interface{}{"completions": "1"},
+			"status": map[string]interface{}{"startTime": "2026-01-01T00:00:00Z", "active": "1", "succeeded": "0"}}), InProgress,
+			"Job running: 0 active, 0 succeeded"},
+		{"Job, startTime is a number", raw(map[string]interface{}{
+			"apiVersion": "batch/v1", "kind": "Job",
+			"status": map[string]interface{}{"startTime": int64(1)}}), InProgress, "Job not started"},
+		{"Job, spec is a string", raw(map[string]interface{}{
+			"apiVersion": "batch/v1", "kind": "Job", "spec": "run"}), InProgress, "Job not started"},
 		{"Pod, unknown phase", raw(map[string]interface{}{
 			"apiVersion": "v1", "kind": "Pod", "status": map[string]interface{}{"phase": "Exploded"}}), Failed,
 			"cannot compute status: unknown phase Exploded"},
