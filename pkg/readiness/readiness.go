@@ -129,6 +129,13 @@ func Compute(obj *unstructured.Unstructured, rule *Rule) (result Result) {
 		if isTerminating(obj) {
 			return Result{State: InProgress, Reason: ReasonTerminating, Message: "Resource scheduled for deletion"}
 		}
+		// The rule judges the status; a status that says it describes an older
+		// spec (status.observedGeneration behind) is judged once it catches up,
+		// as without a rule: right after limbo's apply, the previous
+		// generation's "Running" would let dependents and the orphan gate go.
+		if message, behind := generationBehind(obj); behind {
+			return Result{State: InProgress, Reason: ReasonLatestGenerationNotObserved, Message: message}
+		}
 		return computeRule(obj, rule)
 	}
 	return computeStatus(obj)

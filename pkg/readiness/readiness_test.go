@@ -716,9 +716,25 @@ func TestComputeRule(t *testing.T) {
 			message: `['status'].phase is "Running"`,
 		},
 		{
-			name: "rule overrides Ready and Stalled conditions and the generation",
-			obj: widget(`{"phase":"Running","observedGeneration":1,"conditions":[
+			name: "rule overrides Ready and Stalled conditions",
+			obj: widget(`{"phase":"Running","observedGeneration":2,"conditions":[
 				{"type":"Ready","status":"False"},{"type":"Stalled","status":"True"}]}`),
+			rule:    Rule{"status.phase", "Running"},
+			state:   Ready,
+			reason:  "FieldValueMatches",
+			message: `status.phase is "Running"`,
+		},
+		{
+			name:    "rule waits for a status of the latest generation",
+			obj:     widget(`{"phase":"Running","observedGeneration":1}`),
+			rule:    Rule{"status.phase", "Running"},
+			state:   InProgress,
+			reason:  ReasonLatestGenerationNotObserved,
+			message: "status.observedGeneration 1 is behind generation 2",
+		},
+		{
+			name:    "rule without status.observedGeneration: the rule alone",
+			obj:     widget(`{"phase":"Running"}`),
 			rule:    Rule{"status.phase", "Running"},
 			state:   Ready,
 			reason:  "FieldValueMatches",
