@@ -57,4 +57,10 @@
 // are base64 in the live object and are injected as they are, still encoded: that
 // is right for the data of the target Secret, but they must not be injected into
 // its stringData, which would encode them twice.
+//
+// The error of a path that cannot be evaluated on a Secret says what failed
+// (a filter or an index that meets no list, a missing key) without the Secret's
+// values, which client-go's JSONPath would print: the error is written to the
+// Bundle's status and events, which more people read than the Secret. Other
+// such errors are cut to a bounded length, as the value printed may be large.
 package reference

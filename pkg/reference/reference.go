@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+	"github.com/limbo-dev/limbo/pkg/boundedtext"
 	"github.com/limbo-dev/limbo/pkg/fieldpath"
 )
 
@@ -133,7 +134,10 @@ func resolve(ref v1alpha1.Reference, source Source, useExamples bool) (Value, er
 
 	results, err := path.FindResults(source.Object)
 	if err != nil {
-		return Value{}, err
+		if fromSecret {
+			return Value{}, secretCause(err, ref.Path)
+		}
+		return Value{}, boundCause(err)
 	}
 	// The template is a single {…} expression, so there is at most one list.
 	var found []interface{}
@@ -148,8 +152,68 @@ func resolve(ref v1alpha1.Reference, source Source, useExamples bool) (Value, er
 	case 1:
 		return Value{Data: deepCopy(found[0]), FromSecret: fromSecret}, nil
 	default:
+		if fromSecret {
+			// The count may be a value's length: data.password.* finds its bytes.
+			return Value{}, errors.New("several values found, exactly one is required")
+		}
 		return Value{}, fmt.Errorf("%d values found, exactly one is required", len(found))
 	}
+}
+
+// maxCauseText bounds the text of a cause that client-go's JSONPath wrote: some
+// of its errors print the value they could not use (a filter over an object
+// prints the object), which may be a ConfigMap's 1 MiB, and the error becomes a
+// resource's message, the Ready condition's and an event's.
+const maxCauseText = 1024
+
+// boundCause is err, or its text cut to maxCauseText.
+func boundCause(err error) error {
+	if len(err.Error()) <= maxCauseText {
+		return err
+	}
+	return errors.New(boundedtext.Cut(err.Error(), maxCauseText))
+}
+
+// withheld ends the causes secretCause rewrites, so that the reader knows why
+// they say less than for another kind.
+const withheld = "(a Secret's values are left out of errors)"
+
+var (
+	// notFound and outOfBounds are causes of client-go's JSONPath that hold no
+	// value: a key the path names (notFound checks it is the path's), indexes and
+	// a list's length.
+	notFound    = regexp.MustCompile(`^(.+) is not found$`)
+	outOfBounds = regexp.MustCompile(`^(array index out of bounds: index -?[0-9]+, length [0-9]+|starting index -?[0-9]+ is greater than ending index -?[0-9]+)$`)
+	// valueFree are other causes of client-go's JSONPath that hold no value.
+	valueFree = map[string]bool{
+		"can only compare one element at a time": true,
+		"incompatible types for comparison":      true,
+		"invalid type for comparison":            true,
+		"missing argument for comparison":        true,
+		"step must be > 0":                       true,
+	}
+)
+
+// secretCause is the cause of a failed evaluation of path on a Secret, keeping
+// only what client-go's JSONPath said that is known to hold no value: some of
+// its errors print the value they could not use (a filter over data prints
+// data, every key with its value), and the error is written where a Secret's
+// readers are not the only ones to look (the Bundle's status, events).
+func secretCause(err error, path string) error {
+	text := err.Error()
+	if m := notFound.FindStringSubmatch(text); m != nil && strings.Contains(path, m[1]) {
+		return err
+	}
+	if outOfBounds.MatchString(text) || valueFree[text] {
+		return err
+	}
+	switch {
+	case strings.HasSuffix(text, " is not array or slice and cannot be filtered"):
+		return errors.New("a filter ([?(…)]) meets a value that is not a list " + withheld)
+	case strings.HasSuffix(text, " is not array or slice"):
+		return errors.New("an index ([…]) meets a value that is not a list " + withheld)
+	}
+	return errors.New("the path cannot be evaluated on the Secret " + withheld)
 }
 
 // MarkerOpening opens every marker, and every escape of one (!!{x}): text

@@ -3,6 +3,7 @@ package reference
 import (
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -699,5 +700,127 @@ func TestResolveAndSubstitute(t *testing.T) {
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("Substitute() = %#v, want %#v", got, want)
+	}
+}
+
+// TestResolveWithholdsSecretValues: the error of a reference to a Secret says
+// what failed without a value of the Secret, as client-go's JSONPath would print
+// some (a filter over data prints data, every key with its value): the error
+// becomes the resource's message, the Ready condition's and a Warning event,
+// which more people read than the Secret. It still names the reference, the
+// path and the resource.
+func TestResolveWithholdsSecretValues(t *testing.T) {
+	const password, token = "aHVudGVyMg==", "c2VjcmV0LXRva2Vu"
+	object := func() map[string]interface{} {
+		return map[string]interface{}{
+			"apiVersion": "v1",
+			"kind":       "Secret",
+			"metadata":   map[string]interface{}{"name": "db-secret", "finalizers": []interface{}{"example.com/keep"}},
+			"data":       map[string]interface{}{"password": password, "token": token},
+		}
+	}
+	const withheld = " (a Secret's values are left out of errors)"
+	tests := []struct {
+		name    string
+		path    string
+		source  Source
+		wantErr string
+	}{
+		{
+			name:    "filter over data",
+			path:    `data[?(@.k=="x")]`,
+			wantErr: `reference "pw": path "data[?(@.k==\"x\")]" in resource "db-secret": a filter ([?(…)]) meets a value that is not a list` + withheld,
+		},
+		{
+			name:    "filter over a live Secret not declared as one",
+			path:    `data[?(@.k=="x")]`,
+			source:  Source{Object: object()},
+			wantErr: `reference "pw": path "data[?(@.k==\"x\")]" in resource "db-secret": a filter ([?(…)]) meets a value that is not a list` + withheld,
+		},
+		{
+			name:    "filter over a value",
+			path:    `data.password[?(@=="x")]`,
+			wantErr: `reference "pw": path "data.password[?(@==\"x\")]" in resource "db-secret": a filter ([?(…)]) meets a value that is not a list` + withheld,
+		},
+		{
+			name:    "existence filter over a value",
+			path:    `data['token'][?(@.x)]`,
+			wantErr: `reference "pw": path "data['token'][?(@.x)]" in resource "db-secret": a filter ([?(…)]) meets a value that is not a list` + withheld,
+		},
+		{
+			name:    "index on a map",
+			path:    "data[0]",
+			wantErr: `reference "pw": path "data[0]" in resource "db-secret": an index ([…]) meets a value that is not a list` + withheld,
+		},
+		{
+			name:    "range over a string",
+			path:    "data.password[*]",
+			wantErr: `reference "pw": path "data.password[*]" in resource "db-secret": an index ([…]) meets a value that is not a list` + withheld,
+		},
+		{
+			name:    "slice of a string",
+			path:    "data.password[0:4]",
+			wantErr: `reference "pw": path "data.password[0:4]" in resource "db-secret": an index ([…]) meets a value that is not a list` + withheld,
+		},
+		{
+			name:    "missing key",
+			path:    "data.missing",
+			wantErr: `reference "pw": path "data.missing" in resource "db-secret": missing is not found`,
+		},
+		{
+			name:    "key under a value",
+			path:    "data.password.x",
+			wantErr: `reference "pw": path "data.password.x" in resource "db-secret": x is not found`,
+		},
+		{
+			name:    "index out of range",
+			path:    "metadata.finalizers[3]",
+			wantErr: `reference "pw": path "metadata.finalizers[3]" in resource "db-secret": array index out of bounds: index 3, length 1`,
+		},
+		{
+			name:    "comparison of a string with a number",
+			path:    "metadata.finalizers[?(@>1)]",
+			wantErr: `reference "pw": path "metadata.finalizers[?(@>1)]" in resource "db-secret": incompatible types for comparison`,
+		},
+		{
+			// The count would be the length of a value: data.token.* finds its
+			// bytes.
+			name:    "several values",
+			path:    "data.token.*",
+			wantErr: `reference "pw": path "data.token.*" in resource "db-secret": several values found, exactly one is required`,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			source := tt.source
+			if source.Object == nil {
+				source = Source{Object: object(), Secret: true}
+			}
+			refs := []v1alpha1.Reference{{Name: "pw", Resource: "db-secret", Path: tt.path}}
+			_, err := Resolve(refs, map[string]Source{"db-secret": source}, false)
+			checkError(t, err, tt.wantErr)
+			for _, value := range []string{password, token, "hunter2"} {
+				if strings.Contains(err.Error(), value) {
+					t.Errorf("the error holds the Secret's value %q: %v", value, err)
+				}
+			}
+		})
+	}
+}
+
+// TestResolveBoundsCause: an error of client-go's JSONPath that prints the value
+// it could not use is cut, as a ConfigMap's value may be 1 MiB and the error
+// becomes an event; it keeps its start, and still names the reference.
+func TestResolveBoundsCause(t *testing.T) {
+	big := strings.Repeat("x", 1<<20)
+	object := map[string]interface{}{"apiVersion": "v1", "kind": "ConfigMap", "data": map[string]interface{}{"big": big}}
+	refs := []v1alpha1.Reference{{Name: "v", Resource: "cfg", Path: `data[?(@.k=="x")]`}}
+	_, err := Resolve(refs, map[string]Source{"cfg": {Object: object}}, false)
+	const start = `reference "v": path "data[?(@.k==\"x\")]" in resource "cfg": map[big:xxx`
+	if err == nil || !strings.HasPrefix(err.Error(), start) || !strings.HasSuffix(err.Error(), "…") {
+		t.Fatalf("error = %.200q…, want it to start %q and be cut (…)", err, start)
+	}
+	if n := len(err.Error()); n > len(start)+maxCauseText {
+		t.Errorf("error of %d bytes, want at most %d", n, len(start)+maxCauseText)
 	}
 }
