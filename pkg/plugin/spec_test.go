@@ -2,6 +2,8 @@ package plugin_test
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -45,6 +47,21 @@ func TestResolveSpec(t *testing.T) {
 				t.Fatalf("ResolveSpec = %s, want %s", got, tc.want)
 			}
 		})
+	}
+}
+
+// A plugin spec is bounded as an object is: a value used by many markers is
+// refused (reference.ErrTooLarge) before the spec is built and marshalled.
+func TestResolveSpecBound(t *testing.T) {
+	big := map[string]reference.Source{"db": {Object: map[string]any{"data": map[string]any{"v": strings.Repeat("x", 1<<20)}}}}
+	ref := []limbov1alpha1.Reference{{Name: "v", Resource: "db", Path: "data.v"}}
+	got, err := plugin.ResolveSpec(pluginResource(`{"urls":["!{v}","!{v}","!{v}","!{v}"]}`, ref), big)
+	if !errors.Is(err, reference.ErrTooLarge) || got != nil {
+		t.Fatalf("ResolveSpec = %d bytes, %v; want reference.ErrTooLarge", len(got), err)
+	}
+	const want = `spec.urls[2]: !{v} (1048578 bytes, after 2097156 bytes of values substituted before it): the values substituted into one object are limited to 3 MiB (3145728 bytes)`
+	if err.Error() != want {
+		t.Errorf("error = %q, want %q", err, want)
 	}
 }
 

@@ -49,6 +49,12 @@
 // the names an object uses so that validation can report undeclared ones before
 // any value is resolved.
 //
+// What Substitute puts into one object is bounded: past MaxSubstitutedBytes of
+// values (a whole value counted by its JSON size, an interpolated one by its
+// text's length) it stops with an error wrapping ErrTooLarge, before the object
+// is built, so that one value used by many markers cannot make an object of
+// gigabytes.
+//
 // # Secrets
 //
 // A value read from a Secret (apiVersion v1, kind Secret) may only be injected

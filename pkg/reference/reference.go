@@ -288,14 +288,35 @@ func Markers(obj map[string]interface{}) []string {
 	return names
 }
 
+// MaxSubstitutedBytes bounds the values Substitute puts into one object, counted
+// as they are put: a value substituted for a whole-string marker by its JSON
+// size, one interpolated into a longer string by its text's length. One value
+// used by many markers is otherwise an object of their product: a ConfigMap's
+// 1 MiB value used by a thousand markers, 1 GiB, which the controller would
+// marshal (to hash it, then to apply it) before the API server refused it, and
+// be OOM-killed again after every restart.
+//
+// The API server takes no request body over 3 MiB (k8s.io/apiserver's
+// MaxRequestBodyBytes: twice etcd's default 1.5 MiB, as the JSON of an object
+// is larger than what etcd stores) and bounds what a JSON patch's copies add
+// at the same 3 MiB (JSONPatchMaxCopyBytes): an object that needs more cannot
+// be applied. The object's own text, within the Bundle's, comes on top.
+const MaxSubstitutedBytes = 3 << 20
+
+// ErrTooLarge is wrapped by the error of a substitution whose values would pass
+// MaxSubstitutedBytes.
+var ErrTooLarge = fmt.Errorf("the values substituted into one object are limited to %d MiB (%d bytes)", MaxSubstitutedBytes>>20, MaxSubstitutedBytes)
+
 // Substitute returns a deep copy of obj, an object's unstructured content, with
-// the markers of its string values replaced by values; obj is not modified.
+// the markers of its string values replaced by values; obj is not modified. A
+// substitution that would put more than MaxSubstitutedBytes of values into obj
+// stops there, with an error wrapping ErrTooLarge.
 //
 // Whether obj is a Secret, and so may take values read from Secrets, is decided
 // on obj as given, before substitution. Maps are walked in key order, so that
 // the error returned, for the first offending field, is always the same.
 func Substitute(obj map[string]interface{}, values Values) (map[string]interface{}, error) {
-	s := substituter{values: values, targetIsSecret: IsSecret(obj)}
+	s := &substituter{values: values, targetIsSecret: IsSecret(obj)}
 	out, err := s.walk(nil, obj)
 	if err != nil {
 		return nil, err
@@ -304,9 +325,9 @@ func Substitute(obj map[string]interface{}, values Values) (map[string]interface
 	return substituted, nil
 }
 
-// SubstituteExamples is Substitute with the examples of refs standing in for
-// their values, to check a resource before its references can be resolved (a
-// plugin spec against its schema). A string with a marker whose reference has
+// SubstituteExamples is Substitute, bound included, with the examples of refs
+// standing in for their values, to check a resource before its references can
+// be resolved (a plugin spec against its schema). A string with a marker whose reference has
 // no example is left as it is, and its path is returned: its value is known
 // only once resolved. The Secret rule is not checked (bundlespec checks it on
 // the declared kinds).
@@ -323,7 +344,7 @@ func SubstituteExamples(obj map[string]interface{}, refs []v1alpha1.Reference) (
 		values[ref.Name] = Value{Data: example}
 	}
 	var unresolved []string
-	s := substituter{values: values, unresolved: &unresolved}
+	s := &substituter{values: values, unresolved: &unresolved}
 	out, err := s.walk(nil, obj)
 	if err != nil {
 		return nil, nil, err
@@ -338,9 +359,19 @@ type substituter struct {
 	// unresolved, when set, collects the paths of strings with a marker that
 	// values lacks, left as they are (SubstituteExamples).
 	unresolved *[]string
+	// substituted is the size of the values substituted so far, against
+	// MaxSubstitutedBytes; secretCounted reports that it counts a value read
+	// from a Secret.
+	substituted   int
+	secretCounted bool
+	// sizes and texts hold, by reference name, the JSON size of a value
+	// substituted whole and the text of one interpolated: each is computed once,
+	// however many markers use the value.
+	sizes map[string]int
+	texts map[string]string
 }
 
-func (s substituter) walk(path *field.Path, value interface{}) (interface{}, error) {
+func (s *substituter) walk(path *field.Path, value interface{}) (interface{}, error) {
 	switch value := value.(type) {
 	case map[string]interface{}:
 		if value == nil {
@@ -375,7 +406,7 @@ func (s substituter) walk(path *field.Path, value interface{}) (interface{}, err
 	}
 }
 
-func (s substituter) string(path *field.Path, str string) (interface{}, error) {
+func (s *substituter) string(path *field.Path, str string) (interface{}, error) {
 	matches := markersIn(str)
 	if s.unresolved != nil {
 		for _, m := range matches {
@@ -388,6 +419,19 @@ func (s substituter) string(path *field.Path, str string) (interface{}, error) {
 	if match := wholeMarker.FindStringSubmatch(str); match != nil {
 		value, err := s.lookup(path, match[1])
 		if err != nil {
+			return nil, err
+		}
+		size, ok := s.sizes[match[1]]
+		if !ok {
+			// Unstructured content always marshals.
+			raw, _ := json.Marshal(value.Data)
+			size = len(raw)
+			if s.sizes == nil {
+				s.sizes = map[string]int{}
+			}
+			s.sizes[match[1]] = size
+		}
+		if err := s.add(path, match[1], value, size); err != nil {
 			return nil, err
 		}
 		// Each use gets its own copy, so that the result shares no memory with
@@ -412,9 +456,18 @@ func (s substituter) string(path *field.Path, str string) (interface{}, error) {
 		if err != nil {
 			return nil, err
 		}
-		text, err := toText(value.Data)
-		if err != nil {
-			return nil, fmt.Errorf("%s: reference %q: %w", path, m.name(str), err)
+		text, ok := s.texts[m.name(str)]
+		if !ok {
+			if text, err = toText(value.Data); err != nil {
+				return nil, fmt.Errorf("%s: reference %q: %w", path, m.name(str), err)
+			}
+			if s.texts == nil {
+				s.texts = map[string]string{}
+			}
+			s.texts[m.name(str)] = text
+		}
+		if err := s.add(path, m.name(str), value, len(text)); err != nil {
+			return nil, err
 		}
 		out.WriteString(text)
 	}
@@ -422,7 +475,22 @@ func (s substituter) string(path *field.Path, str string) (interface{}, error) {
 	return out.String(), nil
 }
 
-func (s substituter) lookup(path *field.Path, name string) (Value, error) {
+// add counts the size bytes of value, of the reference name, substituted at
+// path, or fails if they would pass MaxSubstitutedBytes.
+func (s *substituter) add(path *field.Path, name string, value Value, size int) error {
+	if size > MaxSubstitutedBytes-s.substituted {
+		if value.FromSecret || s.secretCounted {
+			// The sizes would tell the error's readers a Secret value's length.
+			return fmt.Errorf("%s: !{%s}: %w", path, name, ErrTooLarge)
+		}
+		return fmt.Errorf("%s: !{%s} (%d bytes, after %d bytes of values substituted before it): %w", path, name, size, s.substituted, ErrTooLarge)
+	}
+	s.substituted += size
+	s.secretCounted = s.secretCounted || value.FromSecret
+	return nil
+}
+
+func (s *substituter) lookup(path *field.Path, name string) (Value, error) {
 	value, ok := s.values[name]
 	if !ok {
 		return Value{}, fmt.Errorf("%s: !{%s} refers to undeclared reference %q", path, name, name)

@@ -2,7 +2,9 @@ package reference
 
 import (
 	"errors"
+	"fmt"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -700,6 +702,130 @@ func TestResolveAndSubstitute(t *testing.T) {
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("Substitute() = %#v, want %#v", got, want)
+	}
+}
+
+// TestSubstituteBound: the values substituted into one object are bounded, so
+// that a value used by many markers cannot make an object the controller
+// cannot hold (a ConfigMap's 1 MiB value, a thousand markers: 1 GiB, marshalled
+// before the API server could refuse it). Whole values count by their JSON
+// size, interpolated ones by their text's length; the template's own text does
+// not count.
+func TestSubstituteBound(t *testing.T) {
+	const mib = 1 << 20
+	// quarter is a string whose JSON, with its quotes, is a quarter of the bound.
+	quarter := strings.Repeat("x", MaxSubstitutedBytes/4-2)
+	values := Values{
+		"mib":     {Data: strings.Repeat("x", mib)},
+		"quarter": {Data: quarter},
+		"list":    {Data: []interface{}{quarter}}, // JSON: ["…"], two bytes more
+		"host":    {Data: "db.internal"},
+		"secret":  {Data: quarter, FromSecret: true},
+	}
+	markers := func(n int, marker string) map[string]interface{} {
+		data := map[string]interface{}{}
+		for i := 0; i < n; i++ {
+			data[fmt.Sprintf("k%04d", i)] = marker
+		}
+		return map[string]interface{}{"apiVersion": "v1", "kind": "ConfigMap", "data": data}
+	}
+	tests := []struct {
+		name    string
+		obj     map[string]interface{}
+		wantErr string
+	}{
+		{
+			name:    "a thousand whole markers of a 1 MiB value",
+			obj:     markers(1000, "!{mib}"),
+			wantErr: `data.k0002: !{mib} (1048578 bytes, after 2097156 bytes of values substituted before it): the values substituted into one object are limited to 3 MiB (3145728 bytes)`,
+		},
+		{
+			name:    "a thousand interpolated markers of a 1 MiB value",
+			obj:     markers(1000, "v=!{mib}"),
+			wantErr: `data.k0003: !{mib} (1048576 bytes, after 3145728 bytes of values substituted before it): the values substituted into one object are limited to 3 MiB (3145728 bytes)`,
+		},
+		{
+			name:    "many markers in one string",
+			obj:     markers(1, strings.Repeat("!{mib}", 1000)),
+			wantErr: `data.k0000: !{mib} (1048576 bytes, after 3145728 bytes of values substituted before it): the values substituted into one object are limited to 3 MiB (3145728 bytes)`,
+		},
+		{
+			name: "whole values up to the bound",
+			obj:  markers(4, "!{quarter}"),
+		},
+		{
+			name: "a short value past the bound",
+			obj: map[string]interface{}{"apiVersion": "v1", "kind": "ConfigMap", "data": map[string]interface{}{
+				"a": "!{quarter}", "b": "!{quarter}", "c": "!{quarter}", "d": "!{quarter}", "e": "!{host}",
+			}},
+			wantErr: `data.e: !{host} (13 bytes, after 3145728 bytes of values substituted before it): the values substituted into one object are limited to 3 MiB (3145728 bytes)`,
+		},
+		{
+			// The sizes would tell a Secret value's length.
+			name: "a Secret's values past the bound, without sizes",
+			obj: map[string]interface{}{"apiVersion": "v1", "kind": "Secret", "data": map[string]interface{}{
+				"a": "!{secret}", "b": "!{quarter}", "c": "!{quarter}", "d": "!{quarter}", "e": "!{host}",
+			}},
+			wantErr: `data.e: !{host}: the values substituted into one object are limited to 3 MiB (3145728 bytes)`,
+		},
+		{
+			name:    "a whole list counts by its JSON",
+			obj:     markers(4, "!{list}"),
+			wantErr: `data.k0003: !{list} (786434 bytes, after 2359302 bytes of values substituted before it): the values substituted into one object are limited to 3 MiB (3145728 bytes)`,
+		},
+		{
+			name: "interpolated strings count by their length",
+			obj:  markers(1, "!{mib}-!{mib}-!{mib}"),
+		},
+		{
+			name: "the template's own text does not count",
+			obj:  markers(1, strings.Repeat("text !!{mib} ", 400000)+"!{host}"),
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := Substitute(tt.obj, values)
+			checkError(t, err, tt.wantErr)
+			if tt.wantErr != "" {
+				if !errors.Is(err, ErrTooLarge) {
+					t.Errorf("errors.Is(err, ErrTooLarge) = false for %v", err)
+				}
+				if got != nil {
+					t.Errorf("Substitute() returned an object with its error")
+				}
+			}
+		})
+	}
+}
+
+// TestSubstituteExamplesBound: examples are bounded as values are, so that
+// validating a Bundle cannot be made to build a huge plugin spec either.
+func TestSubstituteExamplesBound(t *testing.T) {
+	refs := []v1alpha1.Reference{{Name: "v", Resource: "src", Path: "data.v", Example: example(`"` + strings.Repeat("x", 1<<20) + `"`)}}
+	obj := map[string]interface{}{"spec": map[string]interface{}{"a": "!{v}", "b": "!{v}", "c": "!{v}", "d": "!{v}"}}
+	_, _, err := SubstituteExamples(obj, refs)
+	checkError(t, err, `spec.c: !{v} (1048578 bytes, after 2097156 bytes of values substituted before it): the values substituted into one object are limited to 3 MiB (3145728 bytes)`)
+}
+
+// TestSubstituteBoundsWhileSubstituting: the bound is counted as values are
+// put in, not on the object once built, which would be too late.
+func TestSubstituteBoundsWhileSubstituting(t *testing.T) {
+	data := map[string]interface{}{}
+	for i := 0; i < 1000; i++ {
+		data[fmt.Sprintf("k%04d", i)] = "v=!{v}"
+	}
+	obj := map[string]interface{}{"apiVersion": "v1", "kind": "ConfigMap", "data": data}
+	values := Values{"v": {Data: strings.Repeat("x", 1<<20)}}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err := Substitute(obj, values)
+	runtime.ReadMemStats(&after)
+	if !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("Substitute() error = %v, want ErrTooLarge", err)
+	}
+	// The bound, and the strings.Builder's growth to it, and some.
+	if allocated := after.TotalAlloc - before.TotalAlloc; allocated > 8*MaxSubstitutedBytes {
+		t.Errorf("Substitute() allocated %d MiB before refusing, want less than %d MiB", allocated>>20, 8*MaxSubstitutedBytes>>20)
 	}
 }
 

@@ -396,7 +396,7 @@ func (p *pass) syncOne(ctx context.Context, name string, tmpl *unstructured.Unst
 	var hash string
 	if live == nil && len(waiting) == 0 {
 		if desired, err = build(); err != nil {
-			return fail(limbov1alpha1.ResourceError, limbov1alpha1.ReasonReferenceError, "%v", err)
+			return fail(limbov1alpha1.ResourceError, referenceFailureReason(err), "%v", err)
 		}
 		hash = hashOf(desired)
 		created, err := p.r.createOnly(ctx, desired, p.plan.Referenced(name))
@@ -454,7 +454,7 @@ func (p *pass) syncOne(ctx context.Context, name string, tmpl *unstructured.Unst
 	}
 	if desired == nil {
 		if desired, err = build(); err != nil {
-			return fail(limbov1alpha1.ResourceError, limbov1alpha1.ReasonReferenceError, "%v", err)
+			return fail(limbov1alpha1.ResourceError, referenceFailureReason(err), "%v", err)
 		}
 		hash = hashOf(desired)
 	}
@@ -608,6 +608,17 @@ func (p *pass) changed(ctx context.Context, resource string, obj *unstructured.U
 	c := &appliedChange{resource: resource, kind: obj.GetKind(), name: obj.GetName(), event: event}
 	log.FromContext(ctx).V(1).Info("applied", "resource", resource, "object", fmt.Sprintf("%s %s/%s", c.kind, obj.GetNamespace(), c.name), "change", c.verb())
 	return c
+}
+
+// referenceFailureReason is the resource's reason for err, a failure to resolve
+// or substitute its references. Values that would make the object too large
+// need someone's change (a smaller value, fewer markers): the Bundle is Stalled.
+// Anything else may clear when the referenced object changes: ReferenceError.
+func referenceFailureReason(err error) string {
+	if errors.Is(err, reference.ErrTooLarge) {
+		return limbov1alpha1.ReasonSubstitutionTooLarge
+	}
+	return limbov1alpha1.ReasonReferenceError
 }
 
 // resolve returns content with the values of refs substituted.

@@ -38,6 +38,10 @@ const (
 	ReasonNotOwned             = "NotOwned"
 	ReasonControlledByOther    = "ControlledByOther"
 	ReasonReferenceError       = "ReferenceError"
+	// ReasonSubstitutionTooLarge: the values of the resource's references would
+	// put more into its object than limbo substitutes (reference.MaxSubstitutedBytes),
+	// which needs someone's change.
+	ReasonSubstitutionTooLarge = "SubstitutionTooLarge"
 	ReasonApplyFailed          = "ApplyFailed"
 	// ReasonForbidden, ReasonInvalid and ReasonBadRequest: the API server refused
 	// the apply as it stands (its status reason), which needs someone's change.
