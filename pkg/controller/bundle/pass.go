@@ -641,6 +641,13 @@ func (p *pass) sources(ctx context.Context, refs []limbov1alpha1.Reference) (map
 	sources := map[string]reference.Source{}
 	for _, ref := range refs {
 		dep := p.plan.Resources[ref.Resource]
+		if ref.Name != "" && dep.Plugin != nil && p.live[ref.Resource] == nil && p.states[ref.Resource] == limbov1alpha1.ResourceReady {
+			// A value is read from a generator's first object; a cleanup job
+			// (namespace-gc, route-gc, ...) makes none, and "not available yet"
+			// would wait for ever.
+			return nil, fmt.Errorf("reference %q: plugin resource %q generated no object to read a value from (plugin %q); only a plugin that generates objects can be read, or reference it without a name and path, for order alone",
+				ref.Name, ref.Resource, dep.Plugin.Name)
+		}
 		src := reference.Source{}
 		if live := p.live[ref.Resource]; live != nil {
 			full, err := p.r.bodies.full(ctx, p.r.APIReader, live)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -15,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+	"github.com/limbo-dev/limbo/pkg/plugin"
 )
 
 // A resource whose references would substitute more than
@@ -76,4 +78,53 @@ func TestSubstitutionTooLargeIsResourceError(t *testing.T) {
 	if !found {
 		t.Errorf("no Warning %s event for amp", limbov1alpha1.ReasonSubstitutionTooLarge)
 	}
+}
+
+// A named reference to a plugin resource that generates no object (a cleanup
+// job, like namespace-gc) says so once the plugin resource is Ready,
+// instead of "value not available yet" for ever.
+func TestReferenceToAPluginThatGeneratesNothing(t *testing.T) {
+	registry, err := plugin.NewRegistry(idleCleanup{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resources := []limbov1alpha1.Resource{
+		{Name: "sweep", Plugin: &limbov1alpha1.PluginResource{Name: "idle"}},
+		{Name: "cfg", Object: &runtime.RawExtension{Raw: []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cfg"},"data":{"k":"!{x}"}}`)},
+			References: []limbov1alpha1.Reference{{Name: "x", Resource: "sweep", Path: "metadata.name"}}},
+	}
+	b := deletedBundle(resources, limbov1alpha1.BundleStatus{})
+	b.DeletionTimestamp, b.Finalizers = nil, []string{limbov1alpha1.FinalizerTeardown}
+	f := newTeardownFixture(t, b, registry)
+	const want = `reference "x": plugin resource "sweep" generated no object to read a value from (plugin "idle"); only a plugin that generates objects can be read, or reference it without a name and path, for order alone`
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		// The plugin plans in the background: the first passes find it Planning.
+		_, _ = f.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(b)})
+		var cfg limbov1alpha1.ResourceStatus
+		for _, r := range f.status(t).Resources {
+			if r.Name == "cfg" {
+				cfg = r
+			}
+		}
+		if cfg.State == limbov1alpha1.ResourceError {
+			if cfg.Reason != limbov1alpha1.ReasonReferenceError || cfg.Message != want {
+				t.Errorf("cfg: %s %s %q, want ReferenceError %q", cfg.State, cfg.Reason, cfg.Message, want)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("cfg: %s %s %q after 10s, want Error", cfg.State, cfg.Reason, cfg.Message)
+		}
+		time.Sleep(10 * time.Millisecond) // poll
+	}
+}
+
+// idleCleanup is a cleanup job with nothing to clean: Ready, no objects, no items.
+type idleCleanup struct{}
+
+func (idleCleanup) Describe() plugin.Description { return plugin.Description{Name: "idle"} }
+
+func (idleCleanup) Plan(context.Context, plugin.Request) (*plugin.Result, error) {
+	return &plugin.Result{Ready: true}, nil
 }
