@@ -483,7 +483,7 @@ func TestDeleteAfterFollowsAnExpedite(t *testing.T) {
 	if got.Status.Attempts != 1 {
 		t.Fatalf("attempts = %d", got.Status.Attempts)
 	}
-	if got.Status.DeleteAfter == nil || got.Status.DeleteAfter.Time.After(h.clock.Now()) {
+	if got.Status.DeleteAfter == nil || got.Status.DeleteAfter.After(h.clock.Now()) {
 		t.Errorf("status.deleteAfter = %v after the expedite (now %v), want the deadline that has come", got.Status.DeleteAfter, h.clock.Now())
 	}
 }
