@@ -27,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+	"github.com/limbo-dev/limbo/pkg/impersonation"
 	"github.com/limbo-dev/limbo/pkg/softdelete"
 )
 
@@ -565,6 +566,25 @@ func TestEngineOrphanDecidesDeleteOnFreshRead(t *testing.T) {
 			wantPend: "-",
 		},
 		{
+			// A pass adopts with its apply, then cancels in a second write: in
+			// between the object is controlled and still carries every limbo mark.
+			name: "adopted a moment ago, its countdown not cancelled yet: still marked released, but controlled: not the reaper's",
+			fresh: func(u *unstructured.Unstructured) {
+				u.SetAnnotations(map[string]string{delayKey: "1m", stampKey: "2025-03-14T12:00:00Z", limbov1alpha1.AnnotationReleased: "2025-03-14T12:00:00Z"})
+				u.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "limbo.dev/v1alpha1", Kind: "Bundle", Name: "shop", UID: "uid-new", Controller: ptr.To(true)}})
+			},
+			claim:    softdelete.ClaimReleased,
+			released: true,
+			wantPend: "-",
+		},
+		{
+			name: "controlled by another owner since the pass decided: not this Bundle's",
+			fresh: func(u *unstructured.Unstructured) {
+				u.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "limbo.dev/v1alpha1", Kind: "Bundle", Name: "other", UID: "uid-other", Controller: ptr.To(true)}})
+			},
+			wantPend: "-",
+		},
+		{
 			name:     "its Bundle changed just before the delete: not deleted, still listed",
 			fresh:    func(*unstructured.Unstructured) {},
 			claim:    func(metav1.Object) (softdelete.ClaimVerdict, error) { return softdelete.ClaimDeferred, nil },
@@ -809,6 +829,31 @@ func TestEngineRelease(t *testing.T) {
 		h.calls = nil
 		if out := h.engine.Orphan(context.Background(), live, live, softdelete.ClaimReleased); out.Err != nil || out.Decision.Action != softdelete.ActionStamp {
 			t.Fatalf("after the fix: %+v, want a stamp", out)
+		}
+	})
+
+	t.Run("unparsable stamp: restamped now as it is released, as the event says", func(t *testing.T) {
+		h := newHarness(t, owned(map[string]string{delayKey: "24h", stampKey: "yesterday"}), parent())
+		if err := h.engine.Release(context.Background(), b, h.live(t, "db"), b, ""); err != nil {
+			t.Fatal(err)
+		}
+		if got := h.live(t, "db").GetAnnotations()[stampKey]; got != "2025-03-14T12:30:45Z" {
+			t.Errorf("stamp = %q, want the countdown restarted now (2025-03-14T12:30:45Z), as the DeletionScheduled event announces", got)
+		}
+	})
+
+	t.Run("as a ServiceAccount that may not delete it: refused, still the Bundle's, nothing written", func(t *testing.T) {
+		h := newHarness(t, owned(map[string]string{delayKey: "24h"}), parent())
+		h.deleteErr = apierrors.NewForbidden(schema.GroupResource{Resource: "configmaps"}, "db", errors.New(`User "system:serviceaccount:team-a:deployer" cannot delete`))
+		ctx := impersonation.WithServiceAccount(context.Background(), ns, "deployer")
+		if err := h.engine.Release(ctx, b, h.live(t, "db"), b, ""); !apierrors.IsForbidden(unwrapAll(err)) {
+			t.Fatalf("err = %v, want the dry-run delete's Forbidden", err)
+		}
+		if want := []string{"DELETE ConfigMap team-a/db uid=uid-db"}; !reflect.DeepEqual(h.calls, want) { // the dry run, only
+			t.Errorf("API calls:\n%q\nwant:\n%q", h.calls, want)
+		}
+		if live := h.live(t, "db"); softdelete.Released(live) || metav1.GetControllerOf(live) == nil {
+			t.Errorf("handed over to the reaper, which deletes as limbo: %v", live.Object["metadata"])
 		}
 	})
 

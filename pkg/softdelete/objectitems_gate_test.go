@@ -1,0 +1,77 @@
+package softdelete_test
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	"github.com/limbo-dev/limbo/pkg/softdelete"
+)
+
+// A gate that cannot tell whether a group may go holds the group's due items:
+// a failed read of what holds a node is never a yes.
+func TestProcessItemsGateFailureHolds(t *testing.T) {
+	h := newHarness(t, cm("n1-drive", stamped("2025-03-14T12:00:00Z"), nil))
+	out := h.engine.ProcessItems(context.Background(), bundle(), softdelete.ItemSet{Owner: owner, Delay: "10m",
+		Items: []softdelete.Item{h.item(t, "n1-drive", false, "n1", 0)},
+		MayDelete: func(context.Context, string) (string, error) {
+			return "", errors.New("list the pods of n1: 503 Service Unavailable")
+		}})
+	if len(h.calls) != 0 {
+		t.Errorf("API calls %q, want none", h.calls)
+	}
+	if got := messages(out.Pending)["n1-drive"]; got != "due; held: cannot tell whether it may be deleted: list the pods of n1: 503 Service Unavailable" {
+		t.Errorf("pending message %q", got)
+	}
+	if out.Err == nil {
+		t.Error("no error: the gate's failure would not be retried")
+	}
+}
+
+// An item whose only finalizers are listed to clear, not terminating: they are
+// cleared, then it is deleted in the same pass.
+func TestProcessItemsClearedThenDeleted(t *testing.T) {
+	h := newHarness(t, withFinalizers(cm("drive", stamped("2025-03-14T12:00:00Z"), nil), "drive-cleanup"))
+	out := h.engine.ProcessItems(context.Background(), bundle(), softdelete.ItemSet{Owner: owner, Delay: "10m",
+		Items: []softdelete.Item{h.item(t, "drive", false, "n1", 0, "drive-cleanup")}})
+	want := []string{
+		`PATCH ConfigMap team-a/drive application/merge-patch+json {"metadata":{"finalizers":[],"resourceVersion":"999"}}`,
+		"DELETE ConfigMap team-a/drive uid=uid-drive rv=1000 propagation=Background",
+	}
+	if !reflect.DeepEqual(h.calls, want) {
+		t.Errorf("API calls:\n%q\nwant:\n%q", h.calls, want)
+	}
+	if h.get(t, "drive") != nil || len(out.Pending) != 0 || out.Err != nil {
+		t.Errorf("drive kept: %+v", out)
+	}
+}
+
+// While the Bundle is not Ready, the gate is not asked.
+func TestProcessItemsHoldAsksNoGate(t *testing.T) {
+	h := newHarness(t, cm("due", stamped("2025-03-14T12:00:00Z"), nil))
+	h.engine.ProcessItems(context.Background(), bundle(), softdelete.ItemSet{Owner: owner, Delay: "10m", Hold: "not ready",
+		Items: []softdelete.Item{h.item(t, "due", false, "n1", 0)},
+		MayDelete: func(context.Context, string) (string, error) {
+			t.Error("the gate was asked while the Bundle is not Ready")
+			return "", nil
+		}})
+}
+
+// A failed write of the resource's delay on an item counting down is listed
+// with it, as any failed write.
+func TestProcessItemsDelayRefreshFailureListed(t *testing.T) {
+	h := newHarness(t, cm("drive", map[string]string{delayKey: "24h", stampKey: "2025-03-14T12:30:00Z", ownerKey: owner}, nil))
+	h.engine.Client = interceptor.NewClient(h.client.(client.WithWatch), interceptor.Funcs{Patch: func(context.Context, client.WithWatch, client.Object, client.Patch, ...client.PatchOption) error {
+		return errors.New("injected: 500 Internal Server Error")
+	}})
+	out := h.engine.ProcessItems(context.Background(), bundle(), softdelete.ItemSet{Owner: owner, Delay: "10m",
+		Items: []softdelete.Item{h.item(t, "drive", false, "n1", 0)}})
+	if got := messages(out.Pending)["drive"]; !strings.Contains(got, "500 Internal Server Error") || out.Err == nil {
+		t.Errorf("pending message %q, err %v: want the failed write", got, out.Err)
+	}
+}
