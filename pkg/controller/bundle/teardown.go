@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -328,7 +329,7 @@ func (r *Reconciler) teardownPlugins(ctx context.Context, b *limbov1alpha1.Bundl
 		}
 		res := plan.Resources[name]
 		p, _ := r.Plugins.Get(res.Plugin.Name)
-		call := r.teardownPlugin(ctx, b, name, p.(plugin.TearDowner))
+		call := r.teardownPlugin(ctx, b, name, res.Plugin.Name, p.(plugin.TearDowner))
 		if !call.current {
 			out.remaining = append(out.remaining, fmt.Sprintf("plugin resource %s (its teardown call is running)", name))
 			out.carried = true
@@ -381,10 +382,17 @@ func (r *Reconciler) teardownPlugins(ctx context.Context, b *limbov1alpha1.Bundl
 // teardownPlugin runs one Teardown call of the plugin resource name, beside the
 // pass, and keeps the state a finished call returned on the Bundle. The outcome
 // is current when there is a finished call to act on.
-func (r *Reconciler) teardownPlugin(ctx context.Context, b *limbov1alpha1.Bundle, name string, tearDowner plugin.TearDowner) callOutcome[*plugin.TeardownResult] {
+func (r *Reconciler) teardownPlugin(ctx context.Context, b *limbov1alpha1.Bundle, name, pluginName string, tearDowner plugin.TearDowner) callOutcome[*plugin.TeardownResult] {
 	spec, err := plugin.ResolveSpecFromStatus(ctx, r.APIReader, b, name)
 	if err != nil {
 		return callOutcome[*plugin.TeardownResult]{err: fmt.Errorf("spec: %w", err), current: true}
+	}
+	// As a pass does: the values the references read are checked before the
+	// plugin sees them. A deorbit whose kubeConfigSecretRef resolved to null
+	// was never armed (every pass refused it), and read as absent it would
+	// have torn down limbo's own cluster.
+	if err := r.Plugins.ValidateSpec(pluginName, &apiextensionsv1.JSON{Raw: spec}, nil); err != nil {
+		return callOutcome[*plugin.TeardownResult]{err: fmt.Errorf("spec, with its references resolved: %w", err), current: true}
 	}
 	secrets, err := impersonation.SecretReader(ctx, r.Client, r.APIReader)
 	if err != nil {

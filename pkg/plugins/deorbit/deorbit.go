@@ -1,6 +1,7 @@
 package deorbit
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
@@ -87,6 +89,18 @@ func parse(raw []byte) (config, error) {
 	var c config
 	if err := json.Unmarshal(raw, &c.Spec); err != nil {
 		return c, err
+	}
+	// Absent, these two widen what deorbit deletes: limbo's own cluster, any
+	// CSI driver. An explicit null — a reference that resolved to null, say —
+	// is no way to ask for that.
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &fields); err != nil {
+		return c, err
+	}
+	for _, name := range []string{"kubeConfigSecretRef", "provisioners"} {
+		if v, ok := fields[name]; ok && string(bytes.TrimSpace(v)) == "null" {
+			return c, field.Invalid(field.NewPath("spec", name), nil, "null: leave the field out to mean its default (for kubeConfigSecretRef: this cluster)")
+		}
 	}
 	c.snapshots = c.VolumeSnapshots == nil || *c.VolumeSnapshots
 	var err error

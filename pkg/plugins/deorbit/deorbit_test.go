@@ -46,7 +46,18 @@ func TestSchema(t *testing.T) {
 		{Spec: `{"kubeConfigSecretRef":{"name":""}}`, Want: `spec.kubeConfigSecretRef.name: Invalid value: "": kubeConfigSecretRef.name in body should be at least 1 chars long`},
 		{Spec: `{"timeout":"-1h"}`, Want: `spec.timeout: Invalid value: "-1h": timeout in body should match '` + plugin.DurationPattern + `'`},
 		{Spec: `{"provisoners":[]}`, Want: `spec: Invalid value: "provisoners": .provisoners in body is a forbidden property`},
+		// A reference that resolved to null must not widen what is deleted:
+		// absent, the target is this cluster and the drivers any.
+		{Spec: `{"kubeConfigSecretRef":null}`, Want: `spec.kubeConfigSecretRef: Invalid value: "null": kubeConfigSecretRef in body must be of type object: "null"`},
+		{Spec: `{"provisioners":null}`, Want: `spec.provisioners: Invalid value: "null": provisioners in body must be of type array: "null"`},
 	})
+	// parse, the plugin's own reading, refuses them too (a caller that skipped
+	// the schema must not get "this cluster" for null).
+	for _, spec := range []string{`{"kubeConfigSecretRef":null}`, `{"provisioners": null }`} {
+		if _, err := parse([]byte(spec)); err == nil || !strings.Contains(err.Error(), "leave the field out") {
+			t.Errorf("parse(%s) = %v, want it refused", spec, err)
+		}
+	}
 	cfg, err := parse([]byte(`{}`))
 	if err != nil || !cfg.snapshots || cfg.lbWait != DefaultLoadBalancerWait || cfg.timeout != DefaultTimeout || cfg.apiUnavailable != DefaultAPIUnavailableTimeout {
 		t.Errorf("defaults: %+v, %v", cfg, err)
