@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -150,6 +151,8 @@ func (p *Plugin) Describe() plugin.Description {
 // target is the cluster deorbit acts on.
 type target struct {
 	reader client.Reader // from the API server, never a cache
+	// local records when this cluster answered; nil for another cluster.
+	local *answering
 	// cluster is the other cluster the items live in, and clients its clients;
 	// nil: this one.
 	cluster *softdelete.Cluster
@@ -159,7 +162,8 @@ type target struct {
 
 func (p *Plugin) target(ctx context.Context, req plugin.Request, cfg config) (target, error) {
 	if cfg.KubeConfigSecretRef == nil {
-		return target{reader: req.Reader, name: "this cluster"}, nil
+		local := &answering{Reader: req.Reader}
+		return target{reader: local, local: local, name: "this cluster"}, nil
 	}
 	clients, err := p.clusters.Clients(ctx, req.SecretsReader(), req.Bundle.Namespace, *cfg.KubeConfigSecretRef)
 	if err != nil {
@@ -217,16 +221,43 @@ func (p *Plugin) read(ctx context.Context, req plugin.Request, cfg config) (targ
 // overloaded server may time out (a large listing) while the others are
 // answered. When nothing was, the failed request may have been the pass's only
 // one: the server is asked for its version, whose answer LastAnswer records.
-// This cluster's reader keeps no record of answers: false.
+// This cluster's reads are recorded by the answering reader the target wraps
+// them in (remote clients record theirs in LastAnswer).
 func (t target) answered(ctx context.Context, began time.Time) bool {
 	if t.clients == nil {
-		return false
+		return t.local != nil && !t.local.last().Before(began)
 	}
 	if t.clients.LastAnswer().Before(began) {
 		_ = t.clients.Discovery.RESTClient().Get().AbsPath("/version").Do(ctx).Error() // only whether it answers matters
 	}
 	return !t.clients.LastAnswer().Before(began)
 }
+
+// answering is a reader of this cluster that records when it last answered (a
+// read that succeeded or that the API server refused with a status): a pass
+// whose claims' listing timed out after the volumes' was answered is slow, not
+// unreachable, as for another cluster (remotecluster.Clients.LastAnswer).
+type answering struct {
+	client.Reader
+	at atomic.Int64 // UnixNano of the last answer
+}
+
+func (a *answering) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	return a.record(a.Reader.Get(ctx, key, obj, opts...))
+}
+
+func (a *answering) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	return a.record(a.Reader.List(ctx, list, opts...))
+}
+
+func (a *answering) record(err error) error {
+	if err == nil || !remotecluster.IsUnreachable(err) {
+		a.at.Store(time.Now().UnixNano())
+	}
+	return err
+}
+
+func (a *answering) last() time.Time { return time.Unix(0, a.at.Load()) }
 
 // unreachableError is a read of a target that answered nothing during it: what
 // apiUnavailableTimeout counts.

@@ -670,3 +670,30 @@ func TestTeardownStateTimes(t *testing.T) {
 		t.Errorf("a state that cannot be encoded: %+v, %v", res, err)
 	}
 }
+
+// Without a kubeConfigSecretRef the target is this cluster, the one limbo talks
+// to: a listing of it that times out is slow, never unreachable, and is retried
+// until timeout, not given up after apiUnavailableTimeout with its volumes left
+// behind.
+func TestTeardownThisClusterIsNeverUnreachable(t *testing.T) {
+	timedOut := &url.Error{Op: "Get", URL: "https://10.96.0.1:443/api/v1/persistentvolumeclaims?limit=500", Err: context.DeadlineExceeded}
+	claim := pvc("data", "pv-data", corev1.ClaimBound)
+	target := fakeCluster(t, false, claim, pv("pv-data", cinder, true, claim, corev1.VolumeBound))
+	slow := interceptor.NewClient(target, interceptor.Funcs{List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+		if _, ok := list.(*corev1.PersistentVolumeClaimList); ok {
+			return timedOut
+		}
+		return c.List(ctx, list, opts...)
+	}})
+	h := newTeardownHarness(t, `{"apiUnavailableTimeout":"2m","timeout":"24h"}`, slow)
+	for _, at := range []time.Duration{0, time.Minute, 3 * time.Minute} {
+		h.now = now.Add(at)
+		res, err := h.pass()
+		if res.Done {
+			t.Fatalf("gave up %v after the deletion on this cluster: %s", at, res.Warning)
+		}
+		if err == nil || strings.Contains(err.Error(), "is unreachable") {
+			t.Errorf("pass %v after the deletion: %v, want the listing's failure, not unreachable", at, err)
+		}
+	}
+}
