@@ -8,11 +8,14 @@ import (
 
 	"github.com/limbo-dev/limbo/it/testenv"
 	"github.com/limbo-dev/limbo/pkg/openstack/openstacksim"
+	"github.com/limbo-dev/limbo/pkg/plugins/routegc"
 )
 
-// Servers on every page count: with Nova's page size capped at 50, 230 servers
-// take five pages; routes to the newest server (first page) and to the oldest
-// (last page) are desired, and only the route to no server is an orphan.
+// Servers on every page count: with Nova's max_limit at 50, 230 servers take
+// five pages; routes to the newest server (first page) and to the oldest (last
+// page) are desired, and only the route to no server is an orphan. The message
+// says the listing took several pages (a down cell shows on the first only),
+// and a Warning event says it once.
 func TestRouteGCPaginatesServers(t *testing.T) {
 	t.Parallel()
 	const servers = 230
@@ -25,21 +28,24 @@ func TestRouteGCPaginatesServers(t *testing.T) {
 
 	f.start("1h")
 	f.waitTombstone(orphan, "1h")
-	f.waitReady(fmt.Sprintf("3 routes in 198.19.0.0/16, 1 orphaned; %d servers", servers))
+	f.waitReady(fmt.Sprintf("3 routes in 198.19.0.0/16, 1 orphaned; %d servers in 5 pages "+
+		"(a down Nova cell shows on the first page only: Nova needs list_records_by_skipping_down_cells = false)", servers))
+	waitEventContaining(t, f.bundle, "Warning", routegc.EventServersPaged, "list_records_by_skipping_down_cells is false")
 	testenv.Consistently(t, 3*time.Second, func() error {
 		if list := tombstones(t, f.ns); len(list) != 1 {
 			return fmt.Errorf("tombstones = %v, want only the orphan's", tombstoneItems(t, f.ns))
 		}
 		return nil
 	})
-	// The first poll: page 1 without a marker, pages 2 to 5 after the last
-	// server of the page before.
+	// The first poll: page 1 without any parameter (a limit would turn a down
+	// cell's stubs off), pages 2 to 5 after the last server of the page before,
+	// as Nova links them (without a limit either).
 	calls := f.sim.Calls(openstacksim.OpListServers)
 	if len(calls) < 5 {
 		t.Fatalf("%d server pages read, want at least 5", len(calls))
 	}
 	for i, c := range calls[:5] {
-		if hasMarker := strings.Contains(c.Path, "marker="); hasMarker != (i > 0) || c.Status != 200 {
+		if hasMarker := strings.Contains(c.Path, "marker="); hasMarker != (i > 0) || strings.Contains(c.Path, "limit=") || c.Status != 200 {
 			t.Errorf("page %d: GET %s = %d", i+1, c.Path, c.Status)
 		}
 	}

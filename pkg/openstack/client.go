@@ -26,9 +26,6 @@ import (
 // DefaultTimeout bounds one HTTP request when Config.Timeout is zero.
 const DefaultTimeout = 10 * time.Second
 
-// DefaultPageSize is the number of servers asked for per Nova page.
-const DefaultPageSize = 500
-
 // ExtensionAtomicExtraRoutes is the alias of Neutron's extension that adds
 // add_extraroutes and remove_extraroutes.
 const ExtensionAtomicExtraRoutes = "extraroute-atomic"
@@ -69,8 +66,6 @@ type Config struct {
 	Credentials Credentials
 	// Timeout bounds each HTTP request; zero means DefaultTimeout.
 	Timeout time.Duration
-	// PageSize is the Nova page size; zero means DefaultPageSize.
-	PageSize int
 	// Now is the clock of MicroversionRecheck; nil means time.Now.
 	Now func() time.Time
 }
@@ -92,9 +87,8 @@ type Router struct {
 
 // Client talks to one project's Neutron and Nova.
 type Client struct {
-	network  *gophercloud.ServiceClient
-	compute  *gophercloud.ServiceClient
-	pageSize int
+	network *gophercloud.ServiceClient
+	compute *gophercloud.ServiceClient
 
 	now func() time.Time
 
@@ -114,6 +108,13 @@ type Servers struct {
 	Addresses map[netip.Addr]string
 	// Count is the number of servers listed, Unknown included.
 	Count int
+	// Pages is the number of pages the listing read, an empty last one
+	// included. Nova lists a down cell's servers (as stubs, counted in
+	// Unknown) on the first page only: a page after it carries a marker, and
+	// Nova then leaves a down cell's servers out and still answers 200, unless
+	// list_records_by_skipping_down_cells is false (then it answers 500). A
+	// listing of more than one page is known complete only there.
+	Pages int
 	// Unknown is the number of servers listed with status StatusUnknown: the
 	// stubs of a down cell's servers, whose addresses are not known.
 	Unknown int
@@ -178,15 +179,11 @@ func newClient(ctx context.Context, cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("nova endpoint: %w", err)
 	}
-	pageSize := cfg.PageSize
-	if pageSize <= 0 {
-		pageSize = DefaultPageSize
-	}
 	now := cfg.Now
 	if now == nil {
 		now = time.Now
 	}
-	return &Client{network: network, compute: compute, pageSize: pageSize, now: now}, nil
+	return &Client{network: network, compute: compute, now: now}, nil
 }
 
 // Router reads a router's routes and revision.
@@ -235,6 +232,13 @@ func (c *Client) SetRoutes(ctx context.Context, routerID string, routes []Route,
 // ListServers lists every Nova server the project sees, all pages, at
 // microversion MicroversionDownCells where the cloud supports it (so that a
 // down cell's servers are counted in Unknown instead of missing unseen).
+//
+// The first request has no parameter at all: Nova lists a down cell's stubs
+// only to a request without limit, marker, sort_key, sort_dir or filters
+// (servers.py _is_cell_down_supported), also at 2.69, and a limit would turn
+// them off for good. Without a limit Nova answers a page of its max_limit
+// (default 1000) and links the next by a marker; those pages are followed as
+// Nova links them, and no longer show a down cell (Servers.Pages).
 func (c *Client) ListServers(ctx context.Context) (Servers, error) {
 	compute, err := c.computeForListing(ctx)
 	if err != nil {
@@ -248,11 +252,21 @@ func (c *Client) ListServers(ctx context.Context) (Servers, error) {
 			out.UnreadableServers = append(out.UnreadableServers, fmt.Sprintf("%s (%s)", s.Name, s.ID))
 		}
 	}
-	err = servers.List(compute, servers.ListOpts{Limit: c.pageSize}).EachPage(ctx, func(_ context.Context, page pagination.Page) (bool, error) {
+	// emptyNext: the last page handled linked a next one, which gophercloud
+	// read and found empty (it hands no empty page on). It was a page too: one
+	// with a marker, on which Nova shows no down cell.
+	emptyNext := false
+	err = servers.List(compute, servers.ListOpts{}).EachPage(ctx, func(_ context.Context, page pagination.Page) (bool, error) {
 		list, err := servers.ExtractServers(page)
 		if err != nil {
 			return false, err
 		}
+		next, err := page.NextPageURL()
+		if err != nil {
+			return false, err
+		}
+		out.Pages++
+		emptyNext = next != ""
 		for _, s := range list {
 			out.Count++
 			addrs, malformed := serverAddresses(s.Addresses)
@@ -272,6 +286,9 @@ func (c *Client) ListServers(ctx context.Context) (Servers, error) {
 	})
 	if err != nil {
 		return Servers{}, bounded(fmt.Errorf("list Nova servers: %w", err))
+	}
+	if emptyNext {
+		out.Pages++
 	}
 	for i, s := range addressless {
 		if i >= MaxPortChecks {

@@ -3,6 +3,7 @@ package openstack_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/limbo-dev/limbo/pkg/openstack"
+	"github.com/limbo-dev/limbo/pkg/openstack/openstacksim"
 	"github.com/limbo-dev/limbo/pkg/responselimit"
 )
 
@@ -68,6 +70,63 @@ func TestNewBoundsKeystoneAnswers(t *testing.T) {
 			}
 			if n := served.Load(); !tc.readAll && n >= int64(tc.answerMiB)<<20 {
 				t.Errorf("all %d MiB of the answer were read", n>>20)
+			}
+		})
+	}
+}
+
+// newSimClient is a Client of a simulator started with cfg.
+func newSimClient(t *testing.T, cfg openstacksim.Config) (*openstack.Client, *openstacksim.Server) {
+	t.Helper()
+	sim := openstacksim.New(cfg)
+	srv := httptest.NewServer(sim)
+	t.Cleanup(srv.Close)
+	c := sim.Config()
+	client, err := openstack.New(context.Background(), openstack.Config{AuthURL: openstacksim.AuthURL(srv.URL), Region: cfg.Region,
+		Credentials: openstack.Credentials{ApplicationCredentialID: c.ApplicationCredentialID, ApplicationCredentialSecret: c.ApplicationCredentialSecret}})
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	return client, sim
+}
+
+// The listing asks for no page size: the first request has no parameter (Nova
+// lists a down cell's stubs to no other), Nova answers its max_limit and links
+// the next page by a marker, and Pages counts what was read — an empty last
+// page too (a full page links one), since it was a marker request as well.
+func TestListServersPages(t *testing.T) {
+	for _, tc := range []struct {
+		servers, maxLimit, pages int
+	}{
+		{3, 0, 1}, // Nova's max_limit 1000
+		{3, 4, 1},
+		{4, 4, 2}, // a full page links a next one, empty
+		{5, 2, 3},
+		{6, 2, 4},
+	} {
+		t.Run(fmt.Sprintf("%d servers, max_limit %d", tc.servers, tc.maxLimit), func(t *testing.T) {
+			client, sim := newSimClient(t, openstacksim.Config{MaxLimit: tc.maxLimit})
+			for i := range tc.servers {
+				sim.AddServerAt(fmt.Sprintf("node-%d", i), fmt.Sprintf("10.0.0.%d", i+1))
+			}
+			list, err := client.ListServers(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if list.Count != tc.servers || len(list.Addresses) != tc.servers || list.Pages != tc.pages {
+				t.Errorf("listed %d servers, %d addresses in %d pages; want %d in %d", list.Count, len(list.Addresses), list.Pages, tc.servers, tc.pages)
+			}
+			calls := sim.Calls(openstacksim.OpListServers)
+			if len(calls) != tc.pages {
+				t.Fatalf("%d listing requests, want %d", len(calls), tc.pages)
+			}
+			if calls[0].Path != "/compute/v2.1/servers/detail" || calls[0].Microversion != openstack.MicroversionDownCells {
+				t.Errorf("first request: GET %s at %q, want no parameter, at %s", calls[0].Path, calls[0].Microversion, openstack.MicroversionDownCells)
+			}
+			for _, c := range calls[1:] {
+				if !strings.HasPrefix(c.Path, "/compute/v2.1/servers/detail?marker=") || c.Microversion != openstack.MicroversionDownCells {
+					t.Errorf("GET %s at %q, want Nova's next link (a marker alone), at %s", c.Path, c.Microversion, openstack.MicroversionDownCells)
+				}
 			}
 		})
 	}

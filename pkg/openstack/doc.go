@@ -18,16 +18,21 @@
 //     "If-Match: revision_number=N" (412 when the router changed meanwhile),
 //     PUT /v2.0/routers/{id}/remove_extraroutes {"router":{"routes":[…]}}
 //     (removing a route that is not there is allowed).
-//   - Nova: GET {compute}/servers/detail?limit=N, following
-//     servers_links rel=next (…&marker=<last id>) until there is none or a page
-//     is empty; each server's addresses are
+//   - Nova: GET {compute}/servers/detail without parameters (Nova answers a
+//     page of its max_limit, 1000 by default), following servers_links
+//     rel=next (…?marker=<last id>) until there is none or a page is empty;
+//     each server's addresses are
 //     {"<network>":[{"addr","version","OS-EXT-IPS:type":"fixed"|"floating"}]}.
 //     Where the compute endpoint's version document (GET {compute}/ →
 //     {"version":{"version":"<max>","min_version":…}}) allows it, the listing
 //     asks for microversion 2.69 (X-OpenStack-Nova-API-Version and
 //     OpenStack-API-Version: compute 2.69), at which Nova lists a down cell's
-//     servers as stubs {"id","status":"UNKNOWN","tenant_id","created","links"};
-//     below it Nova leaves them out. Servers.Unknown counts the stubs.
+//     servers as stubs {"id","status":"UNKNOWN","tenant_id","created","links"}
+//     — to a request without paging, sorting or filter parameters only, so
+//     on the first page only: below 2.69, and on the pages after the first,
+//     Nova leaves them out (or answers 500 with
+//     list_records_by_skipping_down_cells = false). Servers.Unknown counts
+//     the stubs, Servers.Pages the pages.
 //
 // # Errors
 //

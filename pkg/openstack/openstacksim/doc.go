@@ -23,12 +23,16 @@
 //	Nova (/compute)
 //	GET  /compute/                        version document {"versions":[{"id":"v2.1","version":max,…}]}
 //	GET  /compute/v2.1/                   version document {"version":{"id":"v2.1","version":max,"min_version":"2.1",…}}
-//	GET  /compute/v2.1/servers/detail?limit=&marker=   a page, newest first, with servers_links
-//	                                      rel=next when the page is full; 400 unknown marker.
+//	GET  /compute/v2.1/servers/detail?limit=&marker=   a page, newest first, of at most
+//	                                      Config.MaxLimit servers (also without a limit), with
+//	                                      servers_links rel=next (the request's parameters and
+//	                                      marker=<last id>) when the page is full; 400 unknown marker.
 //	                                      Servers of a down cell (SetCellDown): from microversion
-//	                                      2.69 stubs {"id","status":"UNKNOWN","tenant_id","created",
-//	                                      "links"}, below it left out (Nova's default), or 500 with
-//	                                      Config.FailListingOnDownCell
+//	                                      2.69, to a request with no parameter but all_tenants,
+//	                                      stubs {"id","status":"UNKNOWN","tenant_id","created",
+//	                                      "links"}; otherwise (below 2.69, or with limit, marker,
+//	                                      sort_key, sort_dir or a filter) left out (Nova's default),
+//	                                      or 500 with Config.FailListingOnDownCell
 //	POST /compute/v2.1/servers            {"server":{"name","networks":[{"fixed_ip"}],…}} → 202, ACTIVE
 //	                                      at once with those addresses; 400 without a name
 //	DELETE /compute/v2.1/servers/{id}     204; 404

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -88,7 +89,9 @@ type Config struct {
 	WithoutAtomicExtraRoutes bool
 	// MaxRoutes is Neutron's max_routes; default 30.
 	MaxRoutes int
-	// MaxLimit is Nova's osapi_max_limit, the largest page; default 1000.
+	// MaxLimit is Nova's [api] max_limit (osapi_max_limit before Rocky), the
+	// largest page: it caps a request's limit, and is the page of a request
+	// without one; default 1000. A full page links the next (servers_links).
 	MaxLimit int
 	// ComputeMaxVersion is the highest compute microversion Nova accepts and
 	// its version documents report, "2.N"; default DefaultComputeMaxVersion.
@@ -96,8 +99,9 @@ type Config struct {
 	// cannot show a down cell's servers at all.
 	ComputeMaxVersion string
 	// FailListingOnDownCell is Nova's `[api] list_records_by_skipping_down_cells
-	// = false`: a server listing below MicroversionDownCells while a cell is
-	// down answers 500 instead of leaving that cell's servers out.
+	// = false`: while a cell is down, a server listing that gets no stubs of its
+	// servers (below MicroversionDownCells, or with a paging, sorting or filter
+	// parameter: see SetCellDown) answers 500 instead of leaving them out.
 	FailListingOnDownCell bool
 	// Now is the clock; default time.Now.
 	Now func() time.Time
@@ -340,9 +344,13 @@ func (s *Server) SetAtomic(on bool) {
 
 // SetCellDown takes a Nova cell down or brings it back. While it is down, the
 // server listing shows its servers as stubs with status UNKNOWN and no
-// addresses to a request at MicroversionDownCells or above, and otherwise
-// leaves them out and still answers 200 (or 500 with
-// Config.FailListingOnDownCell), as Nova does.
+// addresses to a request at MicroversionDownCells or above that has no query
+// parameter but all_tenants, and otherwise leaves them out and still answers
+// 200 (or 500 with Config.FailListingOnDownCell), as Nova does
+// (servers.py _is_cell_down_supported): a stub has nothing to sort, filter or
+// page by, so limit, marker, sort_key, sort_dir or any filter turn the stubs
+// off, also at 2.69. Every page after the first is such a request: its
+// servers_links href carries a marker.
 func (s *Server) SetCellDown(cell string, down bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -950,10 +958,25 @@ func (m microversion) less(o microversion) bool {
 
 func (m microversion) String() string { return fmt.Sprintf("%d.%d", m.major, m.minor) }
 
+// cellDownSupported is Nova's _is_cell_down_supported beyond the microversion:
+// a down cell's servers are listed as stubs only to a request without paging
+// (limit, marker), sorting (sort_key, sort_dir) or filter parameters, but for
+// all_tenants. A stub has none of the fields to sort or filter by, and no
+// place in a marker's order.
+func cellDownSupported(q url.Values) bool {
+	for k := range q {
+		if k != "all_tenants" {
+			return false
+		}
+	}
+	return true
+}
+
 func (s *Server) handleListServers(w http.ResponseWriter, r *http.Request, base, _ string) {
 	q := r.URL.Query()
-	limit := s.cfg.MaxLimit
-	if v := q.Get("limit"); v != "" {
+	limit := s.cfg.MaxLimit // Nova's page without a limit (common.get_limit_and_marker)
+	if q.Has("limit") {
+		v := q.Get("limit")
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 0 {
 			writeServiceError(w, ServiceCompute, http.StatusBadRequest, "Invalid input for query parameters limit. Value: "+v)
@@ -963,7 +986,7 @@ func (s *Server) handleListServers(w http.ResponseWriter, r *http.Request, base,
 	}
 	served, _ := s.servedMicroversion(requestedMicroversion(r)) // accepted by ServeHTTP
 	downCellStubs, _ := parseMicroversion(MicroversionDownCells)
-	stubs := !served.less(downCellStubs)
+	stubs := !served.less(downCellStubs) && cellDownSupported(q)
 	s.mu.Lock()
 	if !stubs && s.cfg.FailListingOnDownCell && s.anyCellDownLocked() {
 		s.mu.Unlock()
@@ -974,7 +997,7 @@ func (s *Server) handleListServers(w http.ResponseWriter, r *http.Request, base,
 	list := make([]*NovaServer, 0, len(s.servers))
 	for _, srv := range s.servers {
 		if s.downCells[srv.Cell] && !stubs {
-			continue // Nova's default below 2.69: a down cell's servers are left out, and the answer is still 200
+			continue // Nova's default without stubs: a down cell's servers are left out, and the answer is still 200
 		}
 		list = append(list, srv)
 	}
@@ -1000,9 +1023,18 @@ func (s *Server) handleListServers(w http.ResponseWriter, r *http.Request, base,
 	}
 	s.mu.Unlock()
 	body := map[string]any{"servers": servers}
+	// Nova's _get_collection_links: a full page (of the request's limit, or of
+	// max_limit without one) links the next, with the request's parameters and
+	// the last server as the marker (a request without a limit links a next
+	// page without one: of max_limit again).
 	if limit > 0 && len(page) == limit {
-		next := fmt.Sprintf("%s/compute/v2.1/servers/detail?limit=%d&marker=%s", base, limit, page[len(page)-1].ID)
-		body["servers_links"] = []map[string]string{{"rel": "next", "href": next}}
+		next := url.Values{}
+		for k, v := range q {
+			next[k] = v
+		}
+		next.Set("marker", page[len(page)-1].ID)
+		href := base + "/compute/v2.1/servers/detail?" + next.Encode()
+		body["servers_links"] = []map[string]string{{"rel": "next", "href": href}}
 	}
 	simhttp.WriteJSON(w, http.StatusOK, body)
 }

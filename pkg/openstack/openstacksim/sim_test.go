@@ -328,14 +328,21 @@ func TestNovaServerPages(t *testing.T) {
 	if !reflect.DeepEqual(seen, ids) {
 		t.Errorf("paged ids = %q, want %q", seen, ids)
 	}
-	// The page size is capped by osapi_max_limit; an unknown marker is 400.
+	// The page size is capped by max_limit, and is max_limit without a limit:
+	// Nova's next link then carries the marker alone.
 	if _, _, body := f.do(http.MethodGet, "/compute/v2.1/servers/detail?limit=100", nil, nil); len(body["servers"].([]any)) != 3 || body["servers_links"] == nil {
 		t.Errorf("limit above max_limit: %v", body)
 	}
+	status, _, body := f.do(http.MethodGet, "/compute/v2.1/servers/detail", nil, nil)
+	links, _ := body["servers_links"].([]any)
+	if status != 200 || len(body["servers"].([]any)) != 3 || len(links) != 1 || links[0].(map[string]any)["href"] != f.base+"/compute/v2.1/servers/detail?marker="+ids[2] {
+		t.Errorf("without a limit: %v, want a page of max_limit (3) linking ?marker=%s", body, ids[2])
+	}
+	// An unknown marker is 400.
 	if status, _, body := f.do(http.MethodGet, "/compute/v2.1/servers/detail?marker=nope", nil, nil); status != 400 || body["badRequest"] == nil {
 		t.Errorf("unknown marker = %d %v", status, body)
 	}
-	status, _, body := f.do(http.MethodPost, "/compute/v2.1/servers", map[string]any{"server": map[string]any{
+	status, _, body = f.do(http.MethodPost, "/compute/v2.1/servers", map[string]any{"server": map[string]any{
 		"name": "node-9", "imageRef": "img", "flavorRef": "1", "networks": []map[string]string{{"uuid": "net", "fixed_ip": "10.0.0.9"}}}}, nil)
 	created, _ := body["server"].(map[string]any)
 	if status != 202 || created["id"] == "" {
@@ -429,10 +436,12 @@ func TestNovaMicroversionsAndDownCells(t *testing.T) {
 			}
 		}
 	})
+	at269 := map[string]string{"X-OpenStack-Nova-API-Version": "2.69"}
 	for _, tc := range []struct {
 		name   string
 		cfg    openstacksim.Config
 		header map[string]string
+		query  string // of the listing, after "?"
 		// asked: the microversion the call log records; status of the listing;
 		// stub: the down cell's server is listed as a stub (otherwise, with 200,
 		// left out); served: the version the answer names.
@@ -441,16 +450,25 @@ func TestNovaMicroversionsAndDownCells(t *testing.T) {
 		stub   bool
 		served string
 	}{
-		{"no microversion", openstacksim.Config{}, nil, "", 200, false, "2.1"},
-		{"2.68", openstacksim.Config{}, map[string]string{"X-OpenStack-Nova-API-Version": "2.68"}, "2.68", 200, false, "2.68"},
-		{"2.69, legacy header", openstacksim.Config{}, map[string]string{"X-OpenStack-Nova-API-Version": "2.69"}, "2.69", 200, true, "2.69"},
-		{"2.69, OpenStack-API-Version", openstacksim.Config{}, map[string]string{"OpenStack-API-Version": "volume 3.0, compute 2.69"}, "2.69", 200, true, "2.69"},
-		{"OpenStack-API-Version wins", openstacksim.Config{}, map[string]string{"OpenStack-API-Version": "compute 2.1", "X-OpenStack-Nova-API-Version": "2.69"}, "2.1", 200, false, "2.1"},
-		{"latest", openstacksim.Config{}, map[string]string{"X-OpenStack-Nova-API-Version": "latest"}, "latest", 200, true, openstacksim.DefaultComputeMaxVersion},
-		{"above the maximum", openstacksim.Config{ComputeMaxVersion: "2.60"}, map[string]string{"X-OpenStack-Nova-API-Version": "2.69"}, "2.69", 406, false, ""},
-		{"malformed", openstacksim.Config{}, map[string]string{"X-OpenStack-Nova-API-Version": "two"}, "two", 400, false, ""},
-		{"failing on a down cell", openstacksim.Config{FailListingOnDownCell: true}, nil, "", 500, false, ""},
-		{"failing on a down cell, at 2.69", openstacksim.Config{FailListingOnDownCell: true}, map[string]string{"X-OpenStack-Nova-API-Version": "2.69"}, "2.69", 200, true, "2.69"},
+		{"no microversion", openstacksim.Config{}, nil, "", "", 200, false, "2.1"},
+		{"2.68", openstacksim.Config{}, map[string]string{"X-OpenStack-Nova-API-Version": "2.68"}, "", "2.68", 200, false, "2.68"},
+		{"2.69, legacy header", openstacksim.Config{}, at269, "", "2.69", 200, true, "2.69"},
+		{"2.69, OpenStack-API-Version", openstacksim.Config{}, map[string]string{"OpenStack-API-Version": "volume 3.0, compute 2.69"}, "", "2.69", 200, true, "2.69"},
+		{"OpenStack-API-Version wins", openstacksim.Config{}, map[string]string{"OpenStack-API-Version": "compute 2.1", "X-OpenStack-Nova-API-Version": "2.69"}, "", "2.1", 200, false, "2.1"},
+		{"latest", openstacksim.Config{}, map[string]string{"X-OpenStack-Nova-API-Version": "latest"}, "", "latest", 200, true, openstacksim.DefaultComputeMaxVersion},
+		{"above the maximum", openstacksim.Config{ComputeMaxVersion: "2.60"}, map[string]string{"X-OpenStack-Nova-API-Version": "2.69"}, "", "2.69", 406, false, ""},
+		{"malformed", openstacksim.Config{}, map[string]string{"X-OpenStack-Nova-API-Version": "two"}, "", "two", 400, false, ""},
+		{"failing on a down cell", openstacksim.Config{FailListingOnDownCell: true}, nil, "", "", 500, false, ""},
+		{"failing on a down cell, at 2.69", openstacksim.Config{FailListingOnDownCell: true}, at269, "", "2.69", 200, true, "2.69"},
+		// Nova's _is_cell_down_supported: paging, sorting or a filter turn the
+		// stubs off at 2.69 too (a stub has nothing to page, sort or filter by);
+		// all_tenants is the one filter allowed.
+		{"2.69 with a limit", openstacksim.Config{}, at269, "limit=10", "2.69", 200, false, "2.69"},
+		{"2.69 with sort_key", openstacksim.Config{}, at269, "sort_key=created_at", "2.69", 200, false, "2.69"},
+		{"2.69 with sort_dir", openstacksim.Config{}, at269, "sort_dir=desc", "2.69", 200, false, "2.69"},
+		{"2.69 with a filter", openstacksim.Config{}, at269, "name=node", "2.69", 200, false, "2.69"},
+		{"2.69 with all_tenants", openstacksim.Config{}, at269, "all_tenants=1", "2.69", 200, true, "2.69"},
+		{"failing on a down cell, at 2.69 with a limit", openstacksim.Config{FailListingOnDownCell: true}, at269, "limit=10", "2.69", 500, false, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t, tc.cfg)
@@ -458,7 +476,11 @@ func TestNovaMicroversionsAndDownCells(t *testing.T) {
 			up := f.sim.AddServerAt("node-1", "10.0.0.1")
 			down := f.sim.AddServer(openstacksim.NovaServer{Name: "node-2", Cell: "cell2", Addresses: map[string][]openstacksim.Address{"net": {{Addr: "10.0.0.2"}}}})
 			f.sim.SetCellDown("cell2", true)
-			status, hdr, body := f.do(http.MethodGet, "/compute/v2.1/servers/detail", nil, tc.header)
+			path := "/compute/v2.1/servers/detail"
+			if tc.query != "" {
+				path += "?" + tc.query
+			}
+			status, hdr, body := f.do(http.MethodGet, path, nil, tc.header)
 			if status != tc.status {
 				t.Fatalf("listing = %d %v, want %d", status, body, tc.status)
 			}
@@ -491,9 +513,69 @@ func TestNovaMicroversionsAndDownCells(t *testing.T) {
 			}
 			// Back up: listed in full again.
 			f.sim.SetCellDown("cell2", false)
-			_, _, body = f.do(http.MethodGet, "/compute/v2.1/servers/detail", nil, tc.header)
+			_, _, body = f.do(http.MethodGet, path, nil, tc.header)
 			if srv := listed(body)[down.ID]; srv == nil || srv["status"] != "ACTIVE" || srv["addresses"] == nil {
 				t.Errorf("after the cell is back: %v", srv)
+			}
+		})
+	}
+}
+
+// A down cell on a listing of several pages, at 2.69: its stubs are on the
+// first page only (the one request without parameters); every page after it
+// follows a link with a marker, on which Nova leaves the down cell out and
+// still answers 200, or answers 500 with FailListingOnDownCell.
+func TestNovaDownCellOnPages(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		fail     bool
+		downLast bool     // the down cell's server is the oldest (on the second page)
+		want     []string // per page, names or "UNKNOWN"; "500" for a failed page
+	}{
+		{"a stub on the first page", false, false, []string{"UNKNOWN node-3", "node-2 node-1"}},
+		{"on the second page, skipped", false, true, []string{"node-3 node-2", "node-1"}},
+		{"on the second page, failing", true, true, []string{"node-3 node-2", "500"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, openstacksim.Config{MaxLimit: 2, FailListingOnDownCell: tc.fail})
+			f.login()
+			down := openstacksim.NovaServer{Name: "node-0", Cell: "cell2", Addresses: map[string][]openstacksim.Address{"net": {{Addr: "10.0.0.9"}}}}
+			if tc.downLast {
+				f.sim.AddServer(down)
+			}
+			for i := 1; i <= 3; i++ {
+				f.sim.AddServerAt(fmt.Sprintf("node-%d", i), fmt.Sprintf("10.0.0.%d", i))
+			}
+			if !tc.downLast {
+				f.sim.AddServer(down)
+			}
+			f.sim.SetCellDown("cell2", true)
+			var pages []string
+			for path := "/compute/v2.1/servers/detail"; path != "" && len(pages) < 5; {
+				status, _, body := f.do(http.MethodGet, path, nil, map[string]string{"X-OpenStack-Nova-API-Version": "2.69"})
+				if status != 200 {
+					pages = append(pages, fmt.Sprint(status))
+					break
+				}
+				var names []string
+				for _, s := range body["servers"].([]any) {
+					srv := s.(map[string]any)
+					if srv["status"] == "UNKNOWN" {
+						names = append(names, "UNKNOWN")
+						continue
+					}
+					names = append(names, srv["name"].(string))
+				}
+				if len(names) > 0 {
+					pages = append(pages, strings.Join(names, " "))
+				}
+				path = ""
+				if links, ok := body["servers_links"].([]any); ok {
+					path = strings.TrimPrefix(links[0].(map[string]any)["href"].(string), f.base)
+				}
+			}
+			if !reflect.DeepEqual(pages, tc.want) {
+				t.Errorf("pages = %q, want %q", pages, tc.want)
 			}
 		})
 	}

@@ -13,8 +13,10 @@
 //     changes nothing.
 //   - So is a listing with a down Nova cell's servers in it: at compute
 //     microversion 2.69, asked for where the cloud has it, Nova lists them as
-//     stubs with status UNKNOWN and no addresses (below 2.69 it leaves them
-//     out by default, which no client can see).
+//     stubs with status UNKNOWN and no addresses, to a request without paging
+//     parameters: the listing's first. Below 2.69, and on the pages after the
+//     first (a marker), it leaves them out by default, which no client can
+//     see; a listing of several pages says so in the message and an event.
 //   - Removal is atomic (remove_extraroutes) where Neutron has
 //     extraroute-atomic, otherwise a whole-list update guarded by the router's
 //     revision_number (If-Match), re-read on 412: a route another client adds

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -130,8 +131,6 @@ func (*Plugin) CheckSpec(raw []byte) error {
 type Options struct {
 	// Metrics receive the counters; nil counts into unregistered ones.
 	Metrics *Metrics
-	// PageSize is the Nova page size; zero means openstack.DefaultPageSize.
-	PageSize int
 	// Now is the clients' clock (openstack.Config.Now); nil means time.Now.
 	Now func() time.Time
 }
@@ -154,6 +153,9 @@ type resourceState struct {
 	result   *plugin.Result
 	nextPoll time.Time
 	orphans  map[string]bool // item IDs orphaned at the last poll
+	// paged: the last poll's server listing took more than one page (told
+	// once, by an EventServersPaged, until a listing fits one page again).
+	paged bool
 }
 
 // New returns the plugin.
@@ -208,12 +210,13 @@ func (p *Plugin) Plan(ctx context.Context, req plugin.Request) (*plugin.Result, 
 		p.opts.Metrics.Failures.WithLabelValues(OpGetRouter).Inc()
 		return nil, err
 	}
-	addrs, servers, err := p.serverAddresses(ctx, api)
+	servers, err := p.serverAddresses(ctx, api)
 	if err != nil {
 		return nil, err
 	}
+	addrs := servers.Addresses
 
-	inv := &plugin.Inventory{DesiredListed: servers}
+	inv := &plugin.Inventory{DesiredListed: servers.Count}
 	inCIDR, unparsable := 0, 0
 	orphans := map[string]bool{}
 	for _, r := range router.Routes {
@@ -243,7 +246,10 @@ func (p *Plugin) Plan(ctx context.Context, req plugin.Request) (*plugin.Result, 
 		}
 		st.orphans = orphans
 	}
-	msg := fmt.Sprintf("%d routes in %s, %d orphaned; %d servers", inCIDR, cfg.cidr, len(orphans), servers)
+	msg := fmt.Sprintf("%d routes in %s, %d orphaned; %d servers", inCIDR, cfg.cidr, len(orphans), servers.Count)
+	if servers.Pages > 1 {
+		msg += fmt.Sprintf(" in %d pages (a down Nova cell shows on the first page only: Nova needs list_records_by_skipping_down_cells = false)", servers.Pages)
+	}
 	if unparsable > 0 {
 		msg += fmt.Sprintf("; %d unparsable routes, never touched", unparsable)
 	}
@@ -251,8 +257,28 @@ func (p *Plugin) Plan(ctx context.Context, req plugin.Request) (*plugin.Result, 
 	st.result = &plugin.Result{Inventory: inv, Ready: true, Message: msg}
 	res := *st.result
 	res.PollAfter = st.nextPoll.Sub(req.Now)
+	// Told once, not on every poll (the message says it all along); the cached
+	// result, which later plans return, holds no event.
+	if servers.Pages > 1 && !st.paged {
+		res.Events = []plugin.Event{{Type: corev1.EventTypeWarning, Reason: EventServersPaged, Message: fmt.Sprintf(
+			"route-gc: Nova listed the %d servers of the project in %d pages: %s", servers.Count, servers.Pages, pagedCaveat)}}
+	}
+	st.paged = servers.Pages > 1
 	return &res, nil
 }
+
+// EventServersPaged is the Warning event of a poll whose server listing took
+// more than one page, once until a listing fits one page again.
+const EventServersPaged = "ServersPaged"
+
+// pagedCaveat is why a listing of more than one page is worth telling: a down
+// cell is seen on the first page only (openstack.Servers.Pages). route-gc
+// cannot see how Nova is configured, and a project with more servers than
+// Nova's max_limit cannot be listed in one page: it goes on, and says so (in
+// the message at every poll, and in an event once).
+const pagedCaveat = "Nova shows a down cell's servers on the first page only, and leaves them out of the others " +
+	"unless its [api] list_records_by_skipping_down_cells is false (then it fails the listing): " +
+	"set it, or the routes of a down cell's servers can be orphaned and removed while the cell is down"
 
 // DeleteExternal removes one orphaned route: atomically where Neutron has
 // extraroute-atomic, otherwise by a revision-guarded update of the whole list,
@@ -288,12 +314,12 @@ func (p *Plugin) DeleteExternal(ctx context.Context, req plugin.Request, item li
 	if err != nil {
 		return err
 	}
-	addrs, _, err := p.serverAddresses(ctx, api)
+	servers, err := p.serverAddresses(ctx, api)
 	if err != nil {
 		return fmt.Errorf("not removing route %s: %w", item.ID, err)
 	}
 	hop, _ := netip.ParseAddr(route.NextHop) // parsed by ParseItemID
-	if server, ok := addrs[hop.Unmap()]; ok {
+	if server, ok := servers.Addresses[hop.Unmap()]; ok {
 		// Desired again: not retried (a forced Tombstone, which no pass cancels,
 		// would retry for good), the Tombstone is cancelled; the next plan polls
 		// again, or its cached inventory would make the Tombstone anew.
@@ -349,7 +375,7 @@ func removeRoute(ctx context.Context, api *openstack.Client, routerID string, ro
 
 // serverAddresses lists the servers' addresses; a failed, empty or incomplete
 // (a down cell's servers in it) listing is an error (and counted).
-func (p *Plugin) serverAddresses(ctx context.Context, api *openstack.Client) (map[netip.Addr]string, int, error) {
+func (p *Plugin) serverAddresses(ctx context.Context, api *openstack.Client) (openstack.Servers, error) {
 	list, err := api.ListServers(ctx)
 	switch {
 	case err != nil:
@@ -364,9 +390,9 @@ func (p *Plugin) serverAddresses(ctx context.Context, api *openstack.Client) (ma
 	}
 	if err != nil {
 		p.opts.Metrics.Failures.WithLabelValues(OpListServers).Inc()
-		return nil, 0, err
+		return openstack.Servers{}, err
 	}
-	return list.Addresses, list.Count, nil
+	return list, nil
 }
 
 // ItemID is a route's item ID, "<destination>-><nexthop>".
@@ -440,7 +466,7 @@ func (p *Plugin) client(ctx context.Context, req plugin.Request, spec Spec) (*op
 	if err != nil {
 		return nil, err
 	}
-	cfg := openstack.Config{AuthURL: spec.OpenStack.AuthURL, Region: spec.OpenStack.Region, Credentials: creds, PageSize: p.opts.PageSize, Now: p.opts.Now}
+	cfg := openstack.Config{AuthURL: spec.OpenStack.AuthURL, Region: spec.OpenStack.Region, Credentials: creds, Now: p.opts.Now}
 	id := plugin.IdentityOf(cfg.AuthURL, cfg.Region, creds.ApplicationCredentialID, creds.Username, creds.ProjectID, creds.UserDomainName)
 	return p.clients.Get(id, []string{creds.ApplicationCredentialSecret, creds.Password}, func() (*openstack.Client, error) {
 		c, err := openstack.New(ctx, cfg)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"net/url"
 	"reflect"
 	"strings"
 	"testing"
@@ -96,6 +97,9 @@ const (
 
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
+// pagedNote is what the message says of a server listing of several pages.
+const pagedNote = "a down Nova cell shows on the first page only: Nova needs list_records_by_skipping_down_cells = false"
+
 func route(dst, hop string) openstacksim.Route {
 	return openstacksim.Route{Destination: dst, NextHop: hop}
 }
@@ -132,7 +136,7 @@ func newFixture(t *testing.T, cfg openstacksim.Config, secret map[string]string)
 	return &fixture{
 		t: t, sim: sim, base: base, metrics: m,
 		k8s:    fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).WithObjects(s).Build(),
-		plugin: routegc.New(routegc.Options{Metrics: m, PageSize: 2}),
+		plugin: routegc.New(routegc.Options{Metrics: m}),
 		bundle: &limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Name: "cluster", Namespace: "team", UID: types.UID("uid-" + t.Name())}},
 	}
 }
@@ -194,7 +198,7 @@ func items(res *plugin.Result) []string {
 // is a fixed or floating address of a server on any page; routes outside the
 // CIDR and unparsable ones are not in it.
 func TestPlanInventory(t *testing.T) {
-	f := newFixture(t, openstacksim.Config{}, nil)
+	f := newFixture(t, openstacksim.Config{MaxLimit: 2}, nil)
 	f.sim.AddRouter(routerID, "cluster",
 		route("198.19.1.0/24", "10.180.0.3"),    // node-1, fixed
 		route("198.19.2.0/24", "10.180.0.4"),    // nobody: orphan
@@ -220,7 +224,7 @@ func TestPlanInventory(t *testing.T) {
 	f.sim.AddServer(openstacksim.NovaServer{Name: "node-6", Status: "BUILD"})
 	f.sim.AddServer(openstacksim.NovaServer{Name: "node-7", Status: "ERROR"})
 	f.sim.AddServer(openstacksim.NovaServer{Name: "no-network"})
-	f.sim.AddServerAt("bastion", "10.180.0.200") // five pages of 2 with the fixture's page size
+	f.sim.AddServerAt("bastion", "10.180.0.200") // five pages of Nova's max_limit of 2
 
 	res := f.mustPlan(t0)
 	want := []string{"198.19.1.0/24->10.180.0.3=true", "198.19.2.0/24->10.180.0.4=false", "198.19.3.0/24->172.24.4.10=true", "198.19.4.0/24->fd00::5=true",
@@ -228,11 +232,11 @@ func TestPlanInventory(t *testing.T) {
 	if got := items(res); !reflect.DeepEqual(got, want) {
 		t.Errorf("inventory = %q, want %q", got, want)
 	}
-	if want := "6 routes in 198.19.0.0/16, 1 orphaned; 9 servers; 2 unparsable routes, never touched"; res.Message != want || !res.Ready {
+	if want := "6 routes in 198.19.0.0/16, 1 orphaned; 9 servers in 5 pages (" + pagedNote + "); 2 unparsable routes, never touched"; res.Message != want || !res.Ready {
 		t.Errorf("message = %q (ready %v), want %q", res.Message, res.Ready, want)
 	}
 	if n := f.sim.Count(openstacksim.OpListServers); n != 5 {
-		t.Errorf("%d server pages read, want 5 (page size 2, 9 servers)", n)
+		t.Errorf("%d server pages read, want 5 (max_limit 2, 9 servers)", n)
 	}
 	if n := f.sim.Count(openstacksim.OpListPorts); n != 2 {
 		t.Errorf("%d port listings, want 2 (of the ERROR and the network-less servers listed without addresses; not of the one being built)", n)
@@ -324,7 +328,7 @@ func TestPlanRefusesUnknownDesiredSide(t *testing.T) {
 			f.sim.AddServerAt("node-1", "10.180.0.3")
 			f.sim.Inject(openstacksim.OpListServers, openstacksim.Fault{Status: 500, Times: 1})
 		}, "list Nova servers", routegc.OpListServers},
-		{"second page fails", openstacksim.Config{}, func(f *fixture) {
+		{"second page fails", openstacksim.Config{MaxLimit: 2}, func(f *fixture) {
 			for i := range 3 {
 				f.sim.AddServerAt(fmt.Sprintf("node-%d", i), fmt.Sprintf("10.180.1.%d", i))
 			}
@@ -616,11 +620,11 @@ func TestComputeMicroversion(t *testing.T) {
 		{"2.1", "", 1},
 	} {
 		t.Run("max="+tc.max, func(t *testing.T) {
-			f := newFixture(t, openstacksim.Config{ComputeMaxVersion: tc.max}, nil)
+			f := newFixture(t, openstacksim.Config{ComputeMaxVersion: tc.max, MaxLimit: 2}, nil)
 			clock := t0
-			f.plugin = routegc.New(routegc.Options{Metrics: f.metrics, PageSize: 2, Now: func() time.Time { return clock }})
+			f.plugin = routegc.New(routegc.Options{Metrics: f.metrics, Now: func() time.Time { return clock }})
 			f.sim.AddRouter(routerID, "cluster", route("198.19.1.0/24", "10.180.0.3"))
-			for i := range 3 { // two pages of 2 with the fixture's page size
+			for i := range 3 { // two pages of Nova's max_limit of 2
 				f.sim.AddServerAt(fmt.Sprintf("node-%d", i), fmt.Sprintf("10.180.0.%d", 3+i))
 			}
 			res := f.mustPlan(t0)
@@ -648,6 +652,120 @@ func TestComputeMicroversion(t *testing.T) {
 			}
 			if n := f.sim.Count(openstacksim.OpComputeVersion); n != want {
 				t.Errorf("%d reads of the compute version document after %v, want %d", n, openstack.MicroversionRecheck, want)
+			}
+		})
+	}
+}
+
+// The listing's first request carries no parameter: Nova lists a down cell's
+// servers as stubs (at 2.69) only to a request without limit, marker, sorting
+// or filters, so a limit would hide the down cell on every page. Nova answers
+// it with a page of its max_limit and links the next by a marker; a listing
+// of several pages says so in the message at every poll, and in a Warning
+// event once: a down cell is seen on the first page only.
+func TestPlanListingPages(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		servers   int
+		pages     int
+		wantEvent bool
+	}{
+		{"one page", 3, 1, false},
+		{"three pages", 5, 3, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, openstacksim.Config{MaxLimit: 2}, nil)
+			if tc.pages == 1 {
+				f = newFixture(t, openstacksim.Config{}, nil) // max_limit 1000
+			}
+			f.sim.AddRouter(routerID, "cluster", route("198.19.1.0/24", "10.180.0.3"))
+			for i := range tc.servers {
+				f.sim.AddServerAt(fmt.Sprintf("node-%d", i), fmt.Sprintf("10.180.0.%d", 3+i))
+			}
+			res := f.mustPlan(t0)
+			want := fmt.Sprintf("1 routes in 198.19.0.0/16, 0 orphaned; %d servers", tc.servers)
+			if tc.pages > 1 {
+				want += fmt.Sprintf(" in %d pages (%s)", tc.pages, pagedNote)
+			}
+			if res.Message != want {
+				t.Errorf("message = %q, want %q", res.Message, want)
+			}
+			calls := f.sim.Calls(openstacksim.OpListServers)
+			if len(calls) != tc.pages {
+				t.Fatalf("%d listing calls, want %d", len(calls), tc.pages)
+			}
+			for i, c := range calls {
+				_, raw, _ := strings.Cut(c.Path, "?")
+				query, _ := url.ParseQuery(raw)
+				switch {
+				case i == 0 && c.Path != "/compute/v2.1/servers/detail":
+					t.Errorf("first page: GET %s, want no parameter (a limit turns a down cell's stubs off)", c.Path)
+				case i > 0 && (query.Get("marker") == "" || query.Has("limit")):
+					t.Errorf("page %d: GET %s, want Nova's next link: a marker, no limit", i+1, c.Path)
+				}
+			}
+			if got := len(res.Events); (got == 1) != tc.wantEvent || got > 1 ||
+				(got == 1 && (res.Events[0].Type != corev1.EventTypeWarning || res.Events[0].Reason != routegc.EventServersPaged ||
+					!strings.Contains(res.Events[0].Message, "list_records_by_skipping_down_cells is false"))) {
+				t.Errorf("events = %+v, want a Warning %s: %v", res.Events, routegc.EventServersPaged, tc.wantEvent)
+			}
+			// Once: not from the cached result, nor from the next poll's.
+			if again := f.mustPlan(t0.Add(time.Second)); len(again.Events) != 0 || again.Message != want {
+				t.Errorf("cached plan: events %+v, message %q", again.Events, again.Message)
+			}
+			if later := f.mustPlan(t0.Add(time.Hour)); len(later.Events) != 0 || later.Message != want {
+				t.Errorf("next poll: events %+v, message %q", later.Events, later.Message)
+			}
+		})
+	}
+}
+
+// A down cell on a listing of several pages: Nova shows its stubs on the first
+// page only (they make the listing incomplete, as on one page); on a later
+// page it fails the listing where list_records_by_skipping_down_cells is false,
+// and otherwise leaves them out unseen — the case route-gc cannot tell, which
+// its message and the docs ask to configure away.
+func TestPlanDownCellWithPages(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		cfg      openstacksim.Config
+		downLast bool   // the down cell's server is the oldest (last page); otherwise the newest (first)
+		wantErr  string // empty: the plan succeeds
+		want     []string
+	}{
+		{"a stub on the first page", openstacksim.Config{MaxLimit: 2}, false,
+			"1 of 3 Nova servers listed with status UNKNOWN (in a down cell, without addresses)", nil},
+		{"a later page, Nova failing on down cells", openstacksim.Config{MaxLimit: 2, FailListingOnDownCell: true}, true, "list Nova servers", nil},
+		// What the message's note is about: Nova's default skips the down cell
+		// on the marker page and answers 200; its server's route looks orphaned.
+		{"a later page, Nova skipping down cells", openstacksim.Config{MaxLimit: 2}, true, "",
+			[]string{"198.19.1.0/24->10.180.0.3=false", "198.19.2.0/24->10.180.0.4=true"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, tc.cfg, nil)
+			f.sim.AddRouter(routerID, "cluster", route("198.19.1.0/24", "10.180.0.3"), route("198.19.2.0/24", "10.180.0.4"))
+			inCell2 := openstacksim.NovaServer{Name: "node-1", Cell: "cell2", Addresses: map[string][]openstacksim.Address{"cluster-net": {{Addr: "10.180.0.3"}}}}
+			if tc.downLast {
+				f.sim.AddServer(inCell2) // listed newest first: the oldest is on the last page
+			}
+			f.sim.AddServerAt("node-2", "10.180.0.4")
+			f.sim.AddServerAt("node-3", "10.180.0.5")
+			if !tc.downLast {
+				f.sim.AddServer(inCell2)
+			}
+			f.sim.SetCellDown("cell2", true)
+			res, err := f.plan(t0)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("Plan = %v, %v; want an error containing %q", res, err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Plan: %v", err)
+			}
+			if got := items(res); !reflect.DeepEqual(got, tc.want) || !strings.Contains(res.Message, "2 servers in 2 pages ("+pagedNote+")") {
+				t.Errorf("inventory = %q, message %q; want %q and the note on pages", got, res.Message, tc.want)
 			}
 		})
 	}
