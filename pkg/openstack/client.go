@@ -12,6 +12,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2"
 	gcopenstack "github.com/gophercloud/gophercloud/v2/openstack"
 	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/servers"
+	"github.com/gophercloud/gophercloud/v2/openstack/identity/v3/tokens"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/extraroutes"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/routers"
@@ -80,7 +81,10 @@ type Route = routers.Route
 
 // Router is the part of a Neutron router route-gc reads.
 type Router struct {
-	ID             string
+	ID string
+	// ProjectID is the project that owns the router (Neutron's project_id, or
+	// tenant_id where only that is set).
+	ProjectID      string
 	Routes         []Route
 	RevisionNumber int
 }
@@ -89,6 +93,8 @@ type Router struct {
 type Client struct {
 	network *gophercloud.ServiceClient
 	compute *gophercloud.ServiceClient
+	// project is the ID of the project the token is scoped to.
+	project string
 
 	now func() time.Time
 
@@ -170,6 +176,10 @@ func newClient(ctx context.Context, cfg Config) (*Client, error) {
 	if err := gcopenstack.Authenticate(ctx, provider, opts); err != nil {
 		return nil, fmt.Errorf("keystone authentication: %w", err)
 	}
+	project, err := tokenProject(provider)
+	if err != nil {
+		return nil, fmt.Errorf("keystone authentication: %w", err)
+	}
 	eo := gophercloud.EndpointOpts{Region: cfg.Region}
 	network, err := gcopenstack.NewNetworkV2(provider, eo)
 	if err != nil {
@@ -183,8 +193,30 @@ func newClient(ctx context.Context, cfg Config) (*Client, error) {
 	if now == nil {
 		now = time.Now
 	}
-	return &Client{network: network, compute: compute, now: now}, nil
+	return &Client{network: network, compute: compute, project: project, now: now}, nil
 }
+
+// tokenProject is the ID of the project the token is scoped to (a password
+// scoped to a project, or an application credential, which always is). A
+// re-authentication uses the same credentials, so the same project.
+func tokenProject(provider *gophercloud.ProviderClient) (string, error) {
+	res, ok := provider.GetAuthResult().(tokens.CreateResult)
+	if !ok {
+		return "", fmt.Errorf("no Keystone v3 token (%T)", provider.GetAuthResult())
+	}
+	project, err := res.ExtractProject()
+	if err != nil {
+		return "", fmt.Errorf("the token's project: %w", err)
+	}
+	if project == nil || project.ID == "" {
+		return "", errors.New("the token is scoped to no project: the credentials must be scoped to the router's project")
+	}
+	return project.ID, nil
+}
+
+// ProjectID is the ID of the project the client's token is scoped to: Nova
+// lists that project's servers (without all_tenants, whatever the roles).
+func (c *Client) ProjectID() string { return c.project }
 
 // Router reads a router's routes and revision.
 func (c *Client) Router(ctx context.Context, id string) (*Router, error) {
@@ -192,7 +224,11 @@ func (c *Client) Router(ctx context.Context, id string) (*Router, error) {
 	if err != nil {
 		return nil, bounded(fmt.Errorf("get router %s: %w", id, classify(err)))
 	}
-	return &Router{ID: r.ID, Routes: r.Routes, RevisionNumber: r.RevisionNumber}, nil
+	project := r.ProjectID
+	if project == "" {
+		project = r.TenantID
+	}
+	return &Router{ID: r.ID, ProjectID: project, Routes: r.Routes, RevisionNumber: r.RevisionNumber}, nil
 }
 
 // HasExtension reports whether Neutron lists the extension alias.

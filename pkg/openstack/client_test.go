@@ -131,3 +131,53 @@ func TestListServersPages(t *testing.T) {
 		})
 	}
 }
+
+// The client knows the project its token is scoped to, whatever the kind of
+// credentials, and a router's project: route-gc holds one against the other
+// (Nova lists the token's project's servers only).
+func TestProjects(t *testing.T) {
+	const other = "c1a5e7a2b4d64f0e8a9b1c2d3e4f5a6b"
+	sim := openstacksim.New(openstacksim.Config{Admin: true})
+	srv := httptest.NewServer(sim)
+	defer srv.Close()
+	c := sim.Config()
+	r := sim.AddRouter("", "cluster")
+	if err := sim.SetRouterProject(r.ID, other); err != nil {
+		t.Fatal(err)
+	}
+	for name, creds := range map[string]openstack.Credentials{
+		"application credential": {ApplicationCredentialID: c.ApplicationCredentialID, ApplicationCredentialSecret: c.ApplicationCredentialSecret},
+		"password":               {Username: c.Username, Password: c.Password, ProjectID: c.ProjectID, UserDomainName: c.UserDomainName},
+	} {
+		t.Run(name, func(t *testing.T) {
+			client, err := openstack.New(context.Background(), openstack.Config{AuthURL: openstacksim.AuthURL(srv.URL), Credentials: creds})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := client.ProjectID(); got != c.ProjectID {
+				t.Errorf("ProjectID = %q, want %q", got, c.ProjectID)
+			}
+			router, err := client.Router(context.Background(), r.ID)
+			if err != nil || router.ProjectID != other {
+				t.Errorf("Router = %+v, %v; want project %s", router, err, other)
+			}
+		})
+	}
+}
+
+// A token scoped to no project (a domain-scoped or unscoped one) lists no
+// project's servers: the login fails, before any endpoint is used.
+func TestNewNeedsAProjectToken(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("X-Subject-Token", "token")
+		w.WriteHeader(http.StatusCreated)
+		_, _ = io.WriteString(w, `{"token":{"methods":["password"],"domain":{"id":"default","name":"Default"},"catalog":[]}}`)
+	}))
+	defer srv.Close()
+	_, err := openstack.New(context.Background(), openstack.Config{AuthURL: srv.URL + "/v3",
+		Credentials: openstack.Credentials{ApplicationCredentialID: "id", ApplicationCredentialSecret: "secret"}})
+	if err == nil || !strings.Contains(err.Error(), "the token is scoped to no project") {
+		t.Errorf("New = %v, want the token refused", err)
+	}
+}

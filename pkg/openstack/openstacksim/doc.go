@@ -14,7 +14,9 @@
 //	GET  /network/                        version document {"versions":[{"id":"v2.0",…}]}
 //	GET  /network/v2.0/extensions         {"extensions":[…]}
 //	GET  /network/v2.0/extensions/{alias} {"extension":{…}}; 404 when not enabled
-//	GET  /network/v2.0/routers/{id}       {"router":{…,"routes":[…],"revision_number":N}}; 404
+//	GET  /network/v2.0/routers/{id}       {"router":{…,"project_id","routes":[…],"revision_number":N}};
+//	                                      404, also for a router of another project (SetRouterProject)
+//	                                      unless Config.Admin (then on every router call)
 //	PUT  /network/v2.0/routers/{id}       {"router":{"routes":[…]}} replaces the list; with
 //	                                      "If-Match: revision_number=N", 412 unless the router is at N;
 //	                                      400 invalid route or too many routes
@@ -45,7 +47,7 @@
 // is 2.1): 400 when malformed, 406 outside 2.1 to Config.ComputeMaxVersion; the
 // answer names the version it served in both headers.
 //
-// Test controls (AddRouter, SetRoutes, AddServer, DeleteServer, SetAtomic,
+// Test controls (AddRouter, SetRoutes, SetRouterProject, AddServer, DeleteServer, SetAtomic,
 // SetCellDown, SetOutage, Inject, Before, ExpireTokens, Calls, …) are safe for
 // concurrent use with request handling.
 package openstacksim

@@ -80,6 +80,11 @@ type Config struct {
 	Username, Password, UserDomainName, ProjectID string
 	// Accepted application credential.
 	ApplicationCredentialID, ApplicationCredentialSecret string
+	// Admin gives the credentials' user the admin role (on ProjectID): as
+	// Neutron's default policy does, it sees and updates the routers of every
+	// project. Without it, a router of another project (SetRouterProject) is
+	// not found (404), as Neutron hides it.
+	Admin bool
 	// Region of the catalog's endpoints.
 	Region string
 	// TokenTTL is how long a token is valid; default 1h.
@@ -142,8 +147,10 @@ type Route struct {
 
 // Router is a simulated Neutron router.
 type Router struct {
-	ID             string
-	Name           string
+	ID   string
+	Name string
+	// ProjectID is the project that owns it; empty is Config.ProjectID.
+	ProjectID      string
 	Routes         []Route
 	RevisionNumber int
 	updated        time.Time
@@ -280,6 +287,19 @@ func (s *Server) SetRoutes(id string, routes ...Route) error {
 		return fmt.Errorf("openstacksim: no router %s", id)
 	}
 	s.changeLocked(r, slices.Clone(routes))
+	return nil
+}
+
+// SetRouterProject gives a router to another project (its project_id and
+// tenant_id): only an Admin sees it then.
+func (s *Server) SetRouterProject(id, projectID string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.routers[id]
+	if !ok {
+		return fmt.Errorf("openstacksim: no router %s", id)
+	}
+	r.ProjectID = projectID
 	return nil
 }
 
@@ -631,7 +651,7 @@ func (s *Server) handleCreateToken(w http.ResponseWriter, r *http.Request, base,
 		"expires_at": expires.Format("2006-01-02T15:04:05.000000Z"),
 		"project":    map[string]any{"id": s.cfg.ProjectID, "name": "cluster", "domain": domain},
 		"is_domain":  false,
-		"roles":      []map[string]string{{"id": "9fe2ff9ee4384b1894a90878d3e92bab", "name": "member"}},
+		"roles":      s.roles(),
 		"catalog":    s.catalog(base),
 	}
 	if method == "application_credential" {
@@ -639,6 +659,15 @@ func (s *Server) handleCreateToken(w http.ResponseWriter, r *http.Request, base,
 	}
 	w.Header().Set("X-Subject-Token", token)
 	simhttp.WriteJSON(w, http.StatusCreated, map[string]any{"token": body})
+}
+
+// roles are the roles of the credentials' user on its project.
+func (s *Server) roles() []map[string]string {
+	roles := []map[string]string{{"id": "9fe2ff9ee4384b1894a90878d3e92bab", "name": "member"}}
+	if s.cfg.Admin {
+		roles = append(roles, map[string]string{"id": "d3c1a3f6b0e54b2b9c4e8f7a6b5c4d3e", "name": "admin"})
+	}
+	return roles
 }
 
 func (s *Server) catalog(base string) []map[string]any {
@@ -714,7 +743,7 @@ func (s *Server) handleGetRouter(w http.ResponseWriter, _ *http.Request, _, id s
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r, ok := s.routers[id]
-	if !ok {
+	if !ok || !s.visibleLocked(r) {
 		writeNeutronError(w, http.StatusNotFound, "RouterNotFound", fmt.Sprintf("Router %s could not be found", id))
 		return
 	}
@@ -758,7 +787,7 @@ func (s *Server) handleUpdateRouter(w http.ResponseWriter, r *http.Request, _, i
 	defer s.mu.Unlock()
 	rt, found := s.routers[id]
 	switch {
-	case !found:
+	case !found || !s.visibleLocked(rt):
 		writeNeutronError(w, http.StatusNotFound, "RouterNotFound", fmt.Sprintf("Router %s could not be found", id))
 	case constrained && rt.RevisionNumber != want:
 		writeNeutronError(w, http.StatusPreconditionFailed, "RevisionNumberConstraintFailed", fmt.Sprintf("Constrained to %d, but current revision is %d", want, rt.RevisionNumber))
@@ -788,7 +817,7 @@ func (s *Server) extraRoutes(combine func(current, change []Route) []Route) hand
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		rt, found := s.routers[id]
-		if !found {
+		if !found || !s.visibleLocked(rt) {
 			writeNeutronError(w, http.StatusNotFound, "RouterNotFound", fmt.Sprintf("Router %s could not be found", id))
 			return
 		}
@@ -830,14 +859,29 @@ func (s *Server) changeLocked(r *Router, routes []Route) {
 	r.updated = s.now()
 }
 
+// visibleLocked tells whether the credentials see router r: Neutron's policy
+// shows a project's routers to its members, and every router to an admin; to
+// anyone else, one of another project does not exist (404).
+func (s *Server) visibleLocked(r *Router) bool {
+	return s.cfg.Admin || s.routerProject(r) == s.cfg.ProjectID
+}
+
+func (s *Server) routerProject(r *Router) string {
+	if r.ProjectID != "" {
+		return r.ProjectID
+	}
+	return s.cfg.ProjectID
+}
+
 func (s *Server) routerJSON(r *Router) map[string]any {
 	routes := r.Routes
 	if routes == nil {
 		routes = []Route{}
 	}
+	project := s.routerProject(r)
 	return map[string]any{
 		"id": r.ID, "name": r.Name, "status": "ACTIVE", "admin_state_up": true,
-		"tenant_id": s.cfg.ProjectID, "project_id": s.cfg.ProjectID,
+		"tenant_id": project, "project_id": project,
 		"external_gateway_info": nil, "distributed": false, "ha": false,
 		"routes": routes, "revision_number": r.RevisionNumber,
 		"created_at": r.created.Format(time.RFC3339), "updated_at": r.updated.Format(time.RFC3339),

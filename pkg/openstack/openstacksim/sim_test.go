@@ -265,6 +265,60 @@ func TestRouters(t *testing.T) {
 	}
 }
 
+// A router of another project (SetRouterProject): Neutron's policy shows it,
+// with its project_id, to an admin, who may update it too; to a member of
+// another project it does not exist, whatever the call (404).
+func TestRouterOfAnotherProject(t *testing.T) {
+	const other = "c1a5e7a2b4d64f0e8a9b1c2d3e4f5a6b"
+	a := openstacksim.Route{Destination: "198.19.1.0/24", NextHop: "10.0.0.1"}
+	for _, tc := range []struct {
+		name   string
+		admin  bool
+		status int
+	}{
+		{"member", false, 404},
+		{"admin", true, 200},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, openstacksim.Config{Admin: tc.admin})
+			c := f.sim.Config()
+			_, _, token := f.do(http.MethodPost, "/identity/v3/auth/tokens", appCredAuth(c.ApplicationCredentialID, c.ApplicationCredentialSecret), nil)
+			var roles []string
+			for _, r := range token["token"].(map[string]any)["roles"].([]any) {
+				roles = append(roles, r.(map[string]any)["name"].(string))
+			}
+			if slices.Contains(roles, "admin") != tc.admin {
+				t.Errorf("the token's roles = %q", roles)
+			}
+			f.login()
+			r := f.sim.AddRouter("", "cluster", a)
+			if err := f.sim.SetRouterProject(r.ID, other); err != nil {
+				t.Fatal(err)
+			}
+			path := "/network/v2.0/routers/" + r.ID
+			status, _, body := f.do(http.MethodGet, path, nil, nil)
+			if status != tc.status {
+				t.Fatalf("GET = %d %v, want %d", status, body, tc.status)
+			}
+			if router, _ := body["router"].(map[string]any); tc.admin && (router["project_id"] != other || router["tenant_id"] != other) {
+				t.Errorf("GET = %v, want project_id and tenant_id %s", body, other)
+			}
+			if !tc.admin && body["NeutronError"].(map[string]any)["type"] != "RouterNotFound" {
+				t.Errorf("GET = %v, want RouterNotFound", body)
+			}
+			for _, op := range []string{"", "/remove_extraroutes", "/add_extraroutes"} {
+				if status, _, body := f.do(http.MethodPut, path+op, routesBody(a), nil); status != tc.status {
+					t.Errorf("PUT %s = %d %v, want %d", path+op, status, body, tc.status)
+				}
+			}
+		})
+	}
+	f := newFixture(t, openstacksim.Config{})
+	if err := f.sim.SetRouterProject("nope", other); err == nil {
+		t.Error("SetRouterProject of no router succeeded")
+	}
+}
+
 // OnRoutesChanged is told of every change of a router's routes, by the API and
 // by the test's own calls alike, with the routes before and after.
 func TestOnRoutesChanged(t *testing.T) {

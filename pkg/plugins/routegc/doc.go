@@ -17,6 +17,9 @@
 //     parameters: the listing's first. Below 2.69, and on the pages after the
 //     first (a marker), it leaves them out by default, which no client can
 //     see; a listing of several pages says so in the message and an event.
+//   - A router of another project than the credentials' is refused: Nova
+//     lists the token's project's servers only, and every route would look
+//     orphaned (an admin token sees any project's router).
 //   - Removal is atomic (remove_extraroutes) where Neutron has
 //     extraroute-atomic, otherwise a whole-list update guarded by the router's
 //     revision_number (If-Match), re-read on 412: a route another client adds

@@ -67,6 +67,14 @@ var ErrNoServers = errors.New("no Nova server listed for the project: the server
 // A route to one of them would look orphaned.
 var ErrIncompleteServers = errors.New("the server list is incomplete and treated as unknown, and no route is orphaned")
 
+// ErrOtherProject is the error of a router of another project than the one the
+// credentials are scoped to, after both projects. Neutron shows any project's
+// router to an admin, but Nova (without all_tenants) lists only the token's
+// project's servers: judged against them, every route of the router would be
+// an orphan.
+var ErrOtherProject = errors.New("the credentials must be scoped to the router's project, where the nodes are servers: " +
+	"Nova lists the servers of the credentials' project only, and against them every route would look orphaned")
+
 // Spec is the plugin's input; its schema is generated from it (plugin.SchemaOf).
 type Spec struct {
 	OpenStack struct {
@@ -206,6 +214,9 @@ func (p *Plugin) Plan(ctx context.Context, req plugin.Request) (*plugin.Result, 
 		return nil, err
 	}
 	router, err := api.Router(ctx, cfg.RouterID)
+	if err == nil {
+		err = sameProject(api, router)
+	}
 	if err != nil {
 		p.opts.Metrics.Failures.WithLabelValues(OpGetRouter).Inc()
 		return nil, err
@@ -352,6 +363,11 @@ func removeRoute(ctx context.Context, api *openstack.Client, routerID string, ro
 			return false, nil // the router is gone, and its routes with it
 		case err != nil:
 			return false, err
+		}
+		if err := sameProject(api, router); err != nil {
+			return false, err // the last check judged the route against the servers of another project
+		}
+		switch {
 		case !slices.Contains(router.Routes, route):
 			return false, nil
 		case atomic:
@@ -371,6 +387,16 @@ func removeRoute(ctx context.Context, api *openstack.Client, routerID string, ro
 		// 412: the router changed since we read it; read it again.
 	}
 	return false, fmt.Errorf("router %s kept changing during %d attempts to remove route %s->%s: %w", routerID, maxUpdateAttempts, route.DestinationCIDR, route.NextHop, openstack.ErrRevisionMismatch)
+}
+
+// sameProject refuses a router that is not of the project the credentials are
+// scoped to (ErrOtherProject): Nova lists that project's servers only. One whose
+// project Neutron did not say is refused too.
+func sameProject(api *openstack.Client, router *openstack.Router) error {
+	if router.ProjectID == api.ProjectID() {
+		return nil
+	}
+	return fmt.Errorf("router %s belongs to project %q, but the credentials are scoped to project %q: %w", router.ID, router.ProjectID, api.ProjectID(), ErrOtherProject)
 }
 
 // serverAddresses lists the servers' addresses; a failed, empty or incomplete

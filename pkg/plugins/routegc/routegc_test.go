@@ -771,6 +771,54 @@ func TestPlanDownCellWithPages(t *testing.T) {
 	}
 }
 
+// Credentials scoped to another project than the router's: an admin's token
+// sees the router (Neutron shows any project's to an admin), but Nova, without
+// all_tenants, lists the servers of the token's project only, and judged
+// against them every route of the router would be an orphan. The plan refuses,
+// naming both projects, and orphans nothing; a removal refuses too (retried:
+// the credentials can be fixed), before writing anything.
+func TestRouterOfAnotherProject(t *testing.T) {
+	const clusterProject = "c1a5e7a2b4d64f0e8a9b1c2d3e4f5a6b"
+	for _, atomic := range []bool{true, false} {
+		t.Run(fmt.Sprintf("atomic=%v", atomic), func(t *testing.T) {
+			f := newFixture(t, openstacksim.Config{Admin: true, WithoutAtomicExtraRoutes: !atomic}, nil)
+			f.sim.AddRouter(routerID, "cluster", route("198.19.1.0/24", "10.180.0.3"), route("198.19.2.0/24", "10.180.0.4"))
+			if err := f.sim.SetRouterProject(routerID, clusterProject); err != nil {
+				t.Fatal(err)
+			}
+			f.sim.AddServerAt("bastion", "192.168.0.10") // the one server of the token's project
+			wantErr := fmt.Sprintf("router %s belongs to project %q, but the credentials are scoped to project %q: the credentials must be scoped to the router's project",
+				routerID, clusterProject, openstacksim.DefaultProjectID)
+
+			res, err := f.plan(t0)
+			if !errors.Is(err, routegc.ErrOtherProject) || !strings.Contains(err.Error(), wantErr) || res != nil {
+				t.Fatalf("Plan = %v, %v; want an error containing %q", res, err, wantErr)
+			}
+			if got := testutil.ToFloat64(f.metrics.Failures.WithLabelValues(routegc.OpGetRouter)); got != 1 {
+				t.Errorf("failures{get_router} = %v, want 1", got)
+			}
+			if got := testutil.ToFloat64(f.metrics.Orphaned); got != 0 {
+				t.Errorf("orphaned counter = %v", got)
+			}
+			err = f.remove("198.19.2.0/24->10.180.0.4")
+			if !errors.Is(err, routegc.ErrOtherProject) || errors.Is(err, plugin.ErrNotResponsible) || !strings.Contains(err.Error(), wantErr) {
+				t.Errorf("DeleteExternal = %v, want a retried error containing %q", err, wantErr)
+			}
+			if n := len(f.sim.Calls(openstacksim.OpRemoveExtraRoutes, openstacksim.OpUpdateRouter)); n != 0 || len(f.routes()) != 2 {
+				t.Errorf("%d writes, routes %v: the router of another project was touched", n, f.routes())
+			}
+
+			// In the token's project, the same router and servers are judged.
+			if err := f.sim.SetRouterProject(routerID, ""); err != nil {
+				t.Fatal(err)
+			}
+			if got := items(f.mustPlan(t0.Add(time.Second))); !reflect.DeepEqual(got, []string{"198.19.1.0/24->10.180.0.3=false", "198.19.2.0/24->10.180.0.4=false"}) {
+				t.Errorf("inventory = %q", got)
+			}
+		})
+	}
+}
+
 // A removal makes the next plan poll again, so the cached inventory never
 // lists a route that is gone.
 func TestDeleteExternalInvalidatesTheCache(t *testing.T) {
