@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"net/http"
 	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -62,7 +65,9 @@ type Credentials struct {
 type Config struct {
 	// AuthURL is Keystone's v3 endpoint, for example https://keystone:5000/v3.
 	AuthURL string
-	// Region selects the catalog's endpoints; empty takes the first.
+	// Region selects the catalog's endpoints; empty takes the one region in
+	// which the catalog has both a network and a compute endpoint (an error
+	// when there are several, or none).
 	Region      string
 	Credentials Credentials
 	// Timeout bounds each HTTP request; zero means DefaultTimeout.
@@ -180,7 +185,13 @@ func newClient(ctx context.Context, cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("keystone authentication: %w", err)
 	}
-	eo := gophercloud.EndpointOpts{Region: cfg.Region}
+	region := cfg.Region
+	if region == "" {
+		if region, err = catalogRegion(provider); err != nil {
+			return nil, err
+		}
+	}
+	eo := gophercloud.EndpointOpts{Region: region}
 	network, err := gcopenstack.NewNetworkV2(provider, eo)
 	if err != nil {
 		return nil, fmt.Errorf("neutron endpoint: %w", err)
@@ -212,6 +223,71 @@ func tokenProject(provider *gophercloud.ProviderClient) (string, error) {
 		return "", errors.New("the token is scoped to no project: the credentials must be scoped to the router's project")
 	}
 	return project.ID, nil
+}
+
+// catalogRegion is the region to use when the spec names none: the one region
+// in which the token's catalog has both a (public) network and a compute
+// endpoint. gophercloud, given no region, takes the first endpoint of each
+// service on its own, and Keystone orders each service's endpoints as it
+// likes: the router could be read in one region and the servers listed in
+// another, where none of them is a node, and every route would look orphaned.
+// Several such regions, or none, are an error naming the regions.
+func catalogRegion(provider *gophercloud.ProviderClient) (string, error) {
+	res, ok := provider.GetAuthResult().(tokens.CreateResult)
+	if !ok {
+		return "", fmt.Errorf("service catalog: no Keystone v3 token (%T)", provider.GetAuthResult())
+	}
+	catalog, err := res.ExtractServiceCatalog()
+	if err != nil {
+		return "", fmt.Errorf("service catalog: %w", err)
+	}
+	network, compute := endpointRegions(catalog, "network"), endpointRegions(catalog, "compute")
+	var shared []string
+	for _, r := range network {
+		if slices.Contains(compute, r) {
+			shared = append(shared, r)
+		}
+	}
+	switch {
+	case len(shared) == 1:
+		return shared[0], nil
+	case len(shared) > 1:
+		return "", fmt.Errorf("service catalog: openstack.region is empty, and the catalog has network and compute endpoints in the regions %s: set openstack.region to the router's", quoted(shared))
+	case len(network) == 0 || len(compute) == 0:
+		return "", nil // no endpoint of one service at all: gophercloud says which
+	}
+	return "", fmt.Errorf("service catalog: no region has both a network and a compute endpoint (network in %s, compute in %s): set openstack.region", quoted(network), quoted(compute))
+}
+
+// endpointRegions are the regions of the catalog's public endpoints of service
+// type typ (the interface gophercloud uses), in the catalog's order, each once:
+// region_id, or region where that is all an endpoint has.
+func endpointRegions(catalog *tokens.ServiceCatalog, typ string) []string {
+	var out []string
+	for _, entry := range catalog.Entries {
+		if entry.Type != typ {
+			continue
+		}
+		for _, ep := range entry.Endpoints {
+			region := ep.RegionID
+			if region == "" {
+				region = ep.Region
+			}
+			if gophercloud.Availability(ep.Interface) == gophercloud.AvailabilityPublic && !slices.Contains(out, region) {
+				out = append(out, region)
+			}
+		}
+	}
+	return out
+}
+
+// quoted renders names as "a", "b".
+func quoted(names []string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = strconv.Quote(n)
+	}
+	return strings.Join(q, ", ")
 }
 
 // ProjectID is the ID of the project the client's token is scoped to: Nova

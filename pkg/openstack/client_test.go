@@ -181,3 +181,65 @@ func TestNewNeedsAProjectToken(t *testing.T) {
 		t.Errorf("New = %v, want the token refused", err)
 	}
 }
+
+// With no region configured, the client uses the one region in which the
+// catalog has both a network and a compute endpoint: gophercloud alone takes
+// each service's first endpoint, and could read the router in one region and
+// list the servers of another. Several such regions, or none, are an error
+// that names them; a configured region is used as it is.
+func TestRegion(t *testing.T) {
+	const one, two = openstacksim.DefaultRegion, "RegionTwo"
+	for _, tc := range []struct {
+		name    string
+		region  string // configured
+		regions map[string][]string
+		want    string // the region of every network and compute call
+		wantErr string
+	}{
+		{"one region", "", nil, one, ""},
+		// Keystone lists compute's RegionTwo endpoint first: the first-of-each
+		// choice mixed the regions.
+		{"compute in two regions, network in one", "", map[string][]string{"compute": {two, one}}, one, ""},
+		{"network in two regions, compute in one", "", map[string][]string{"network": {two, one}}, one, ""},
+		{"both in two regions", "", map[string][]string{"network": {one, two}, "compute": {two, one}}, "",
+			`openstack.region is empty, and the catalog has network and compute endpoints in the regions "RegionOne", "RegionTwo": set openstack.region`},
+		{"in no region both", "", map[string][]string{"compute": {two}}, "",
+			`no region has both a network and a compute endpoint (network in "RegionOne", compute in "RegionTwo"): set openstack.region`},
+		{"both in two regions, one configured", two, map[string][]string{"network": {one, two}, "compute": {one, two}}, two, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sim := openstacksim.New(openstacksim.Config{CatalogRegions: tc.regions})
+			srv := httptest.NewServer(sim)
+			defer srv.Close()
+			c := sim.Config()
+			r := sim.AddRouter("", "cluster")
+			sim.AddServerAt("node-1", "10.0.0.1")
+			client, err := openstack.New(context.Background(), openstack.Config{AuthURL: openstacksim.AuthURL(srv.URL), Region: tc.region,
+				Credentials: openstack.Credentials{ApplicationCredentialID: c.ApplicationCredentialID, ApplicationCredentialSecret: c.ApplicationCredentialSecret}})
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Errorf("New = %v, want an error containing %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := client.Router(context.Background(), r.ID); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := client.ListServers(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			calls := sim.Calls(openstacksim.OpNetworkVersions, openstacksim.OpGetRouter, openstacksim.OpComputeVersion, openstacksim.OpListServers)
+			if len(calls) != 4 {
+				t.Fatalf("calls = %+v, want the network's version document, the router, the compute's version document and a listing", calls)
+			}
+			for _, call := range calls {
+				if call.Region != tc.want {
+					t.Errorf("%s %s in region %q, want %q", call.Method, call.Path, call.Region, tc.want)
+				}
+			}
+		})
+	}
+}

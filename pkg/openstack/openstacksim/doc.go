@@ -8,7 +8,9 @@
 //	GET  /identity/v3                     version document
 //	POST /identity/v3/auth/tokens         password (user name+domain or id, scope project id) or
 //	                                      application_credential (id, secret) → 201, X-Subject-Token,
-//	                                      {"token":{…,"catalog":[identity, network, compute]}};
+//	                                      {"token":{…,"catalog":[identity, network, compute]}}, each
+//	                                      in Config.Region, or in Config.CatalogRegions (another
+//	                                      region's endpoints under /regions/<region>/…);
 //	                                      400 malformed; 401 bad credentials
 //	Neutron (/network)
 //	GET  /network/                        version document {"versions":[{"id":"v2.0",…}]}

@@ -87,6 +87,13 @@ type Config struct {
 	Admin bool
 	// Region of the catalog's endpoints.
 	Region string
+	// CatalogRegions lists, by service type (ServiceIdentity, ServiceNetwork,
+	// ServiceCompute), the regions of the service's endpoints in the catalog,
+	// in the catalog's order; a service not named has Region only. Region's
+	// endpoint is at the service's own path (/network), another region's at
+	// /regions/<region>/network. Every region serves the same routers and
+	// servers: Call.Region tells which region's endpoint a request used.
+	CatalogRegions map[string][]string
 	// TokenTTL is how long a token is valid; default 1h.
 	TokenTTL time.Duration
 	// WithoutAtomicExtraRoutes starts Neutron without extraroute-atomic (a
@@ -161,7 +168,10 @@ type Router struct {
 type Call struct {
 	Op     string
 	Method string
-	Path   string // with the query
+	Path   string // with the query, without a /regions/<region> prefix
+	// Region is the region of the endpoint the request used (see
+	// Config.CatalogRegions).
+	Region string
 	// IfMatch is the If-Match request header, where one was sent.
 	IfMatch string
 	Status  int
@@ -450,13 +460,22 @@ type route struct {
 
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	base, region := "http://"+r.Host, s.cfg.Region
+	if rest, ok := strings.CutPrefix(r.URL.Path, regionsPrefix); ok {
+		// Another region's endpoint (Config.CatalogRegions): the same services,
+		// whose links stay in that region.
+		name, path, _ := strings.Cut(rest, "/")
+		region, base = name, base+regionsPrefix+name
+		r = r.Clone(r.Context())
+		r.URL.Path, r.URL.RawPath = "/"+path, ""
+	}
 	rt := s.route(r)
 	rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
 	arrived := s.now()
 	requested := requestedMicroversion(r)
 	defer func() {
 		s.mu.Lock()
-		s.calls = append(s.calls, Call{Op: rt.op, Method: r.Method, Path: r.URL.RequestURI(), IfMatch: r.Header.Get("If-Match"),
+		s.calls = append(s.calls, Call{Op: rt.op, Method: r.Method, Path: r.URL.RequestURI(), Region: region, IfMatch: r.Header.Get("If-Match"),
 			Microversion: requested, Status: rec.status, Time: arrived})
 		s.mu.Unlock()
 	}()
@@ -482,8 +501,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.runHooks(rt.op)
-	rt.h(rec, r, "http://"+r.Host, rt.id)
+	rt.h(rec, r, base, rt.id)
 }
+
+// regionsPrefix is the path prefix of another region's endpoints.
+const regionsPrefix = "/regions/"
 
 func (s *Server) route(r *http.Request) route {
 	path := strings.TrimSuffix(r.URL.EscapedPath(), "/")
@@ -605,7 +627,7 @@ type tokenRequest struct {
 	} `json:"auth"`
 }
 
-func (s *Server) handleCreateToken(w http.ResponseWriter, r *http.Request, base, _ string) {
+func (s *Server) handleCreateToken(w http.ResponseWriter, r *http.Request, _, _ string) {
 	var req tokenRequest
 	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&req); err != nil || req.Auth == nil || req.Auth.Identity == nil || len(req.Auth.Identity.Methods) != 1 {
 		writeServiceError(w, ServiceIdentity, http.StatusBadRequest, "Expecting to find identity in auth.")
@@ -652,7 +674,7 @@ func (s *Server) handleCreateToken(w http.ResponseWriter, r *http.Request, base,
 		"project":    map[string]any{"id": s.cfg.ProjectID, "name": "cluster", "domain": domain},
 		"is_domain":  false,
 		"roles":      s.roles(),
-		"catalog":    s.catalog(base),
+		"catalog":    s.catalog("http://" + r.Host), // the root, also when asked through another region
 	}
 	if method == "application_credential" {
 		body["application_credential"] = map[string]any{"id": s.cfg.ApplicationCredentialID, "name": "route-gc", "restricted": true}
@@ -671,17 +693,27 @@ func (s *Server) roles() []map[string]string {
 }
 
 func (s *Server) catalog(base string) []map[string]any {
-	entry := func(typ, name, url string) map[string]any {
+	entry := func(typ, name, path string) map[string]any {
+		regions := s.cfg.CatalogRegions[typ]
+		if len(regions) == 0 {
+			regions = []string{s.cfg.Region}
+		}
 		var eps []map[string]string
-		for _, iface := range []string{"public", "internal", "admin"} {
-			eps = append(eps, map[string]string{"id": newID(), "interface": iface, "region": s.cfg.Region, "region_id": s.cfg.Region, "url": url})
+		for _, region := range regions {
+			url := base + path
+			if region != s.cfg.Region {
+				url = base + regionsPrefix + region + path
+			}
+			for _, iface := range []string{"public", "internal", "admin"} {
+				eps = append(eps, map[string]string{"id": newID(), "interface": iface, "region": region, "region_id": region, "url": url})
+			}
 		}
 		return map[string]any{"id": newID(), "type": typ, "name": name, "endpoints": eps}
 	}
 	return []map[string]any{
-		entry("identity", "keystone", AuthURL(base)),
-		entry("network", "neutron", base+"/network"),
-		entry("compute", "nova", base+"/compute/v2.1"),
+		entry(ServiceIdentity, "keystone", "/identity/v3"),
+		entry(ServiceNetwork, "neutron", "/network"),
+		entry(ServiceCompute, "nova", "/compute/v2.1"),
 	}
 }
 

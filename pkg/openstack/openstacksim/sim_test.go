@@ -265,6 +265,49 @@ func TestRouters(t *testing.T) {
 	}
 }
 
+// CatalogRegions puts a service's endpoints in several regions, in order;
+// another region's endpoints serve the same state under /regions/<region>,
+// the call log names the region a request used, and links stay in it.
+func TestCatalogRegions(t *testing.T) {
+	f := newFixture(t, openstacksim.Config{MaxLimit: 1, CatalogRegions: map[string][]string{openstacksim.ServiceCompute: {"RegionTwo", "RegionOne"}}})
+	c := f.sim.Config()
+	_, _, token := f.do(http.MethodPost, "/identity/v3/auth/tokens", appCredAuth(c.ApplicationCredentialID, c.ApplicationCredentialSecret), nil)
+	endpoints := map[string][]string{}
+	for _, e := range token["token"].(map[string]any)["catalog"].([]any) {
+		entry := e.(map[string]any)
+		for _, ep := range entry["endpoints"].([]any) {
+			if ep := ep.(map[string]any); ep["interface"] == "public" {
+				endpoints[entry["type"].(string)] = append(endpoints[entry["type"].(string)], ep["region_id"].(string)+" "+strings.TrimPrefix(ep["url"].(string), f.base))
+			}
+		}
+	}
+	want := map[string][]string{
+		"identity": {"RegionOne /identity/v3"},
+		"network":  {"RegionOne /network"},
+		"compute":  {"RegionTwo /regions/RegionTwo/compute/v2.1", "RegionOne /compute/v2.1"},
+	}
+	if !reflect.DeepEqual(endpoints, want) {
+		t.Errorf("public endpoints = %q, want %q", endpoints, want)
+	}
+	f.login()
+	f.sim.AddServerAt("node-1", "10.0.0.1")
+	f.sim.AddServerAt("node-2", "10.0.0.2")
+	status, _, body := f.do(http.MethodGet, "/regions/RegionTwo/compute/v2.1/servers/detail", nil, nil)
+	links, _ := body["servers_links"].([]any)
+	if status != 200 || len(body["servers"].([]any)) != 1 || len(links) != 1 ||
+		!strings.HasPrefix(links[0].(map[string]any)["href"].(string), f.base+"/regions/RegionTwo/compute/v2.1/servers/detail?marker=") {
+		t.Errorf("listing in RegionTwo = %d %v, want a page linking the next in RegionTwo", status, body)
+	}
+	f.do(http.MethodGet, "/compute/v2.1/servers/detail", nil, nil)
+	var log []string
+	for _, call := range f.sim.Calls(openstacksim.OpListServers) {
+		log = append(log, call.Region+" "+call.Path)
+	}
+	if want := []string{"RegionTwo /compute/v2.1/servers/detail", "RegionOne /compute/v2.1/servers/detail"}; !reflect.DeepEqual(log, want) {
+		t.Errorf("call log = %q, want %q", log, want)
+	}
+}
+
 // A router of another project (SetRouterProject): Neutron's policy shows it,
 // with its project_id, to an admin, who may update it too; to a member of
 // another project it does not exist, whatever the call (404).

@@ -1,6 +1,7 @@
 package routegc_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -814,6 +815,52 @@ func TestRouterOfAnotherProject(t *testing.T) {
 			}
 			if got := items(f.mustPlan(t0.Add(time.Second))); !reflect.DeepEqual(got, []string{"198.19.1.0/24->10.180.0.3=false", "198.19.2.0/24->10.180.0.4=false"}) {
 				t.Errorf("inventory = %q", got)
+			}
+		})
+	}
+}
+
+// A spec without a region: the router is read, and the servers listed, in the
+// one region that has both a network and a compute endpoint (the first of each
+// could be two regions: RegionOne's router judged against RegionTwo's
+// servers). Where both are in several regions, the plan asks for
+// openstack.region.
+func TestRegionLeftEmpty(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		regions map[string][]string
+		wantErr string
+	}{
+		{"compute's first endpoint in another region", map[string][]string{openstacksim.ServiceCompute: {"RegionTwo", "RegionOne"}}, ""},
+		{"both in two regions", map[string][]string{openstacksim.ServiceNetwork: {"RegionOne", "RegionTwo"}, openstacksim.ServiceCompute: {"RegionTwo", "RegionOne"}},
+			`the catalog has network and compute endpoints in the regions "RegionOne", "RegionTwo": set openstack.region`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, openstacksim.Config{CatalogRegions: tc.regions}, nil)
+			f.sim.AddRouter(routerID, "cluster", route("198.19.1.0/24", "10.180.0.3"))
+			f.sim.AddServerAt("node-1", "10.180.0.3")
+			req := f.request(t0)
+			req.Spec = bytes.Replace(req.Spec, []byte(`"region":"RegionOne",`), nil, 1)
+			res, err := f.plugin.Plan(context.Background(), req)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("Plan = %v, %v; want an error containing %q", res, err, tc.wantErr)
+				}
+				if got := testutil.ToFloat64(f.metrics.Failures.WithLabelValues(routegc.OpAuthenticate)); got != 1 {
+					t.Errorf("failures{authenticate} = %v, want 1", got)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Plan: %v", err)
+			}
+			if got := items(res); !reflect.DeepEqual(got, []string{"198.19.1.0/24->10.180.0.3=true"}) {
+				t.Errorf("inventory = %q", got)
+			}
+			for _, c := range f.sim.Calls(openstacksim.OpGetRouter, openstacksim.OpListServers) {
+				if c.Region != "RegionOne" {
+					t.Errorf("%s %s in %s, want RegionOne", c.Method, c.Path, c.Region)
+				}
 			}
 		})
 	}
