@@ -43,7 +43,9 @@ const MicroversionDownCells = "2.69"
 const StatusUnknown = "UNKNOWN"
 
 var (
-	// ErrNotFound: the router (or extension) does not exist (404).
+	// ErrNotFound: the router (or extension) was not found (404). For a router
+	// that is no proof it is gone: Neutron answers 404 as well for a router the
+	// token may not see (another project's, to a non-admin).
 	ErrNotFound = errors.New("openstack: not found")
 	// ErrRevisionMismatch: an update guarded by If-Match found the router at
 	// another revision (412): read it again and retry.
@@ -298,7 +300,7 @@ func (c *Client) ProjectID() string { return c.project }
 func (c *Client) Router(ctx context.Context, id string) (*Router, error) {
 	r, err := routers.Get(ctx, c.network, id).Extract()
 	if err != nil {
-		return nil, bounded(fmt.Errorf("get router %s: %w", id, classify(err)))
+		return nil, bounded(fmt.Errorf("get router %s: %w", id, routerError(id, err)))
 	}
 	project := r.ProjectID
 	if project == "" {
@@ -323,7 +325,7 @@ func (c *Client) HasExtension(ctx context.Context, alias string) (bool, error) {
 // not there are fine.
 func (c *Client) RemoveRoutes(ctx context.Context, routerID string, routes []Route) error {
 	if err := extraroutes.Remove(ctx, c.network, routerID, extraroutes.Opts{Routes: &routes}).Err; err != nil {
-		return bounded(fmt.Errorf("remove_extraroutes on router %s: %w", routerID, classify(err)))
+		return bounded(fmt.Errorf("remove_extraroutes on router %s: %w", routerID, routerError(routerID, err)))
 	}
 	return nil
 }
@@ -336,7 +338,7 @@ func (c *Client) SetRoutes(ctx context.Context, routerID string, routes []Route,
 	}
 	opts := routers.UpdateOpts{Routes: &routes, RevisionNumber: &revision}
 	if err := routers.Update(ctx, c.network, routerID, opts).Err; err != nil {
-		return bounded(fmt.Errorf("update routes of router %s at revision %d: %w", routerID, revision, classify(err)))
+		return bounded(fmt.Errorf("update routes of router %s at revision %d: %w", routerID, revision, routerError(routerID, err)))
 	}
 	return nil
 }
@@ -589,6 +591,17 @@ type cutError struct {
 
 func (e *cutError) Error() string   { return e.text }
 func (e *cutError) Unwrap() []error { return e.is }
+
+// routerError is classify's error of a call on router id, a 404 said to be
+// what it is: no router these credentials can see, which is not proof that
+// there is none.
+func routerError(id string, err error) error {
+	err = classify(err)
+	if errors.Is(err, ErrNotFound) {
+		return fmt.Errorf("router %s not found or not visible to these credentials (Neutron answers 404 for both): %w", id, err)
+	}
+	return err
+}
 
 func classify(err error) error {
 	switch {

@@ -37,6 +37,8 @@
 // # Errors
 //
 // HTTP errors are gophercloud's; ErrNotFound and ErrRevisionMismatch are
-// matched with errors.Is for the codes callers act on (404, 412). Every call
+// matched with errors.Is for the codes callers act on (404, 412). A 404 on a
+// router says "not found or not visible to these credentials": Neutron answers
+// it for a router the token may not see as for one that is gone. Every call
 // runs under the caller's context and each HTTP request under Config.Timeout.
 package openstack

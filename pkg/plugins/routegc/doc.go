@@ -25,7 +25,8 @@
 //     revision_number (If-Match), re-read on 412: a route another client adds
 //     meanwhile is never lost.
 //   - Before removing, the route's next hop is checked again against a fresh
-//     server listing.
+//     server listing. A 404 on the router is an error, retried, never "the
+//     route is gone": Neutron answers it for a router the token may not see.
 //   - Routes outside the cluster CIDR, or whose destination does not parse, are
 //     never touched.
 //

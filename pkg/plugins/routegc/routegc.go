@@ -293,7 +293,8 @@ const pagedCaveat = "Nova shows a down cell's servers on the first page only, an
 
 // DeleteExternal removes one orphaned route: atomically where Neutron has
 // extraroute-atomic, otherwise by a revision-guarded update of the whole list,
-// re-read on 412. A route (or router) already gone is success. The route's
+// re-read on 412. A route no longer on the router is success; a router not
+// found (404) is an error, retried (removeRoute). The route's
 // next hop is checked again first: a route whose server came back is refused
 // (plugin.ErrNotResponsible: its Tombstone is cancelled, also a forced one), one
 // that cannot be judged (no server listed, or a down cell's) is not removed and
@@ -351,6 +352,17 @@ func (p *Plugin) DeleteExternal(ctx context.Context, req plugin.Request, item li
 }
 
 // removeRoute removes route from the router and reports whether it was there.
+//
+// A 404 on the router — its read, remove_extraroutes or the guarded update — is
+// an error, retried, and never "the route is gone": Neutron answers 404 as well
+// for a router these credentials may not see (another project's, once the
+// credentials changed), where the route may still be. No 404 is about the route
+// alone: a route missing from a router that was read is success (below), and
+// remove_extraroutes of a route that is not there answers 200. (The other
+// 404 of remove_extraroutes, extraroute-atomic disabled since it was asked, is
+// retried too, and the next attempt asks again.) A router deleted on purpose
+// leaves its Tombstones retrying until the resource is removed or routerID
+// changed (then they are cancelled: RefuseMovedItem).
 func removeRoute(ctx context.Context, api *openstack.Client, routerID string, route openstack.Route) (bool, error) {
 	atomic, err := api.HasExtension(ctx, openstack.ExtensionAtomicExtraRoutes)
 	if err != nil {
@@ -358,10 +370,7 @@ func removeRoute(ctx context.Context, api *openstack.Client, routerID string, ro
 	}
 	for range maxUpdateAttempts {
 		router, err := api.Router(ctx, routerID)
-		switch {
-		case errors.Is(err, openstack.ErrNotFound):
-			return false, nil // the router is gone, and its routes with it
-		case err != nil:
+		if err != nil {
 			return false, err
 		}
 		if err := sameProject(api, router); err != nil {
@@ -379,8 +388,6 @@ func removeRoute(ctx context.Context, api *openstack.Client, routerID string, ro
 		switch {
 		case err == nil:
 			return true, nil
-		case errors.Is(err, openstack.ErrNotFound):
-			return false, nil
 		case !errors.Is(err, openstack.ErrRevisionMismatch):
 			return false, err
 		}

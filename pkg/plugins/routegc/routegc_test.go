@@ -369,6 +369,11 @@ func TestPlanRefusesUnknownDesiredSide(t *testing.T) {
 			f.sim.AddServerAt("node-1", "10.180.0.3")
 			f.sim.Inject(openstacksim.OpGetRouter, openstacksim.Fault{Status: 500, Times: 1})
 		}, "get router", routegc.OpGetRouter},
+		// Deleted, or of another project to a member's token: Neutron cannot say.
+		{"router not found", openstacksim.Config{}, func(f *fixture) {
+			f.sim.AddServerAt("node-1", "10.180.0.3")
+			f.sim.Inject(openstacksim.OpGetRouter, openstacksim.Fault{Status: 404, Times: 1})
+		}, "get router " + routerID + ": router " + routerID + " not found or not visible to these credentials", routegc.OpGetRouter},
 		{"network endpoint down", openstacksim.Config{}, func(f *fixture) {
 			f.sim.AddServerAt("node-1", "10.180.0.3")
 			f.sim.SetOutage(openstacksim.ServiceNetwork, true)
@@ -482,20 +487,62 @@ func TestDeleteExternal(t *testing.T) {
 	}
 }
 
-// A router that is gone holds no route: removing one of its routes succeeds and
-// writes nothing (the cluster's router deleted while a route waited in limbo must
-// not leave the Tombstone retrying for good).
-func TestDeleteExternalRouterGone(t *testing.T) {
-	f := newFixture(t, openstacksim.Config{}, nil)
-	f.sim.AddServerAt("node-1", "10.180.0.3")
-	if err := f.remove("198.19.2.0/24->10.180.0.4"); err != nil {
-		t.Errorf("removing a route of a router that is gone: %v", err)
-	}
-	if n := f.sim.Count(openstacksim.OpGetRouter); n == 0 {
-		t.Errorf("the router was not read")
-	}
-	if writes := f.sim.Calls(openstacksim.OpRemoveExtraRoutes, openstacksim.OpUpdateRouter); len(writes) != 0 {
-		t.Errorf("writes = %+v, want none", writes)
+// A 404 on the router during a removal is no proof that the route is gone:
+// Neutron answers 404 as well for a router these credentials may not see (a
+// member's token and another project's router, after the credentials
+// changed), where the route still is. Whether the read, remove_extraroutes or
+// the guarded update answers it, the removal fails with an error that says so
+// and is retried (not refused: the credentials can be fixed), writing nothing
+// more. A router deleted on purpose retries too, until the resource goes or
+// routerID changes.
+func TestDeleteExternalRouterNotFound(t *testing.T) {
+	const wantErr = "router " + routerID + " not found or not visible to these credentials"
+	orphan := route("198.19.2.0/24", "10.180.0.4")
+	for _, tc := range []struct {
+		name  string
+		cfg   openstacksim.Config
+		setup func(f *fixture)
+		// routes: the router's routes afterwards, nil when there is no router.
+		routes []openstacksim.Route
+	}{
+		{"router deleted", openstacksim.Config{}, func(*fixture) {}, nil},
+		{"router of another project", openstacksim.Config{}, func(f *fixture) {
+			f.sim.AddRouter(routerID, "cluster", orphan)
+			if err := f.sim.SetRouterProject(routerID, "c1a5e7a2b4d64f0e8a9b1c2d3e4f5a6b"); err != nil {
+				t.Fatal(err)
+			}
+		}, []openstacksim.Route{orphan}},
+		{"404 on the read", openstacksim.Config{}, func(f *fixture) {
+			f.sim.AddRouter(routerID, "cluster", orphan)
+			f.sim.Inject(openstacksim.OpGetRouter, openstacksim.Fault{Status: 404, Times: 1})
+		}, []openstacksim.Route{orphan}},
+		{"404 on remove_extraroutes", openstacksim.Config{}, func(f *fixture) {
+			f.sim.AddRouter(routerID, "cluster", orphan)
+			f.sim.Inject(openstacksim.OpRemoveExtraRoutes, openstacksim.Fault{Status: 404, Times: 1})
+		}, []openstacksim.Route{orphan}},
+		{"404 on the guarded update", openstacksim.Config{WithoutAtomicExtraRoutes: true}, func(f *fixture) {
+			f.sim.AddRouter(routerID, "cluster", orphan)
+			f.sim.Inject(openstacksim.OpUpdateRouter, openstacksim.Fault{Status: 404, Times: 1})
+		}, []openstacksim.Route{orphan}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, tc.cfg, nil)
+			f.sim.AddServerAt("node-1", "10.180.0.3")
+			tc.setup(f)
+			err := f.remove(routegc.ItemID(openstack.Route{DestinationCIDR: orphan.Destination, NextHop: orphan.NextHop}))
+			if err == nil || !strings.Contains(err.Error(), wantErr) || !errors.Is(err, openstack.ErrNotFound) || errors.Is(err, plugin.ErrNotResponsible) {
+				t.Fatalf("DeleteExternal = %v, want a retried error containing %q", err, wantErr)
+			}
+			if got := testutil.ToFloat64(f.metrics.Failures.WithLabelValues(routegc.OpRemoveRoute)); got != 1 {
+				t.Errorf("failures{remove_route} = %v, want 1", got)
+			}
+			if got := testutil.ToFloat64(f.metrics.Removed); got != 0 {
+				t.Errorf("removed counter = %v", got)
+			}
+			if r, ok := f.sim.Router(routerID); ok != (tc.routes != nil) || !reflect.DeepEqual(r.Routes, tc.routes) {
+				t.Errorf("router %v (found %v), want the routes %v", r.Routes, ok, tc.routes)
+			}
+		})
 	}
 }
 
