@@ -72,6 +72,17 @@ type ItemSet struct {
 	// Cluster, when set, is the cluster the items live in when it is not the
 	// engine's own (a plugin acting on a workload cluster).
 	Cluster *Cluster
+	// NotBefore, when set, is an instant no countdown of Owner's ends before:
+	// the start of what decides the items (a Bundle's creation, its teardown).
+	// Owner names a Bundle by name only, and stamps stay on items a Bundle left
+	// behind (a teardown that gave up): an item whose deadline, its stamp plus
+	// Delay, is earlier was stamped for an earlier Bundle of the same name, and
+	// is decided as if it had no stamp: stamped again, never due at once. The
+	// deadline is compared, not the stamp, since `kubectl limbo expedite` sets
+	// a stamp back by the delay, to make the deadline its countdown's start.
+	// The engine never stamps an item earlier than NotBefore (a clock behind the
+	// API server's that wrote it).
+	NotBefore time.Time
 }
 
 // Cluster is another cluster that object items live in.
@@ -229,7 +240,7 @@ func (e *Engine) ProcessItems(ctx context.Context, eventTarget runtime.Object, s
 			}
 			continue
 		}
-		d := Decide(now, set.State(it))
+		d := set.decide(now, it)
 		switch d.Action {
 		case ActionNone:
 		case ActionCancel:
@@ -353,7 +364,8 @@ func (e *Engine) processOrphanItem(ctx context.Context, eventTarget runtime.Obje
 }
 
 // State is what Decide reads of it, an item of s, and what ProcessItems decides
-// on: its live annotations with the resource's delay in place of the object's own.
+// on: its live annotations with the resource's delay in place of the object's
+// own, and without a stamp of an earlier owner (NotBefore).
 func (s ItemSet) State(it Item) State {
 	st := StateOf(it.Object, it.Desired)
 	ann := make(map[string]string, len(st.Annotations)+1)
@@ -364,8 +376,39 @@ func (s ItemSet) State(it Item) State {
 	if s.Delay != "" {
 		ann[limbov1alpha1.AnnotationDeletionDelay] = s.Delay
 	}
+	if !it.Desired && s.earlierOwners(ann) { // a desired one's stamp goes (Cancel)
+		delete(ann, limbov1alpha1.AnnotationDeletionTimestamp)
+	}
 	st.Annotations = ann
 	return st
+}
+
+// earlierOwners reports whether the stamp of ann, an item's annotations with
+// s's delay, is an earlier owner's: its deadline is before s.NotBefore (to the
+// second, as stamps are). Without a delay an item is due at once, stamp or not.
+func (s ItemSet) earlierOwners(ann map[string]string) bool {
+	if s.NotBefore.IsZero() {
+		return false
+	}
+	stamp, err := time.Parse(time.RFC3339, ann[limbov1alpha1.AnnotationDeletionTimestamp])
+	if err != nil {
+		return false // none, or unparsable: Decide stamps it anyway
+	}
+	delay, err := ParseDelay(ann[limbov1alpha1.AnnotationDeletionDelay])
+	return err == nil && stamp.Add(delay).Before(truncateStamp(s.NotBefore))
+}
+
+// decide is the decision about it, an item of s, at now: Decide on its State,
+// with a new countdown started at s.NotBefore at the earliest, so that a clock
+// behind the one that set NotBefore does not write a stamp the next pass would
+// take for an earlier owner's.
+func (s ItemSet) decide(now time.Time, it Item) Decision {
+	d := Decide(now, s.State(it))
+	if start := truncateStamp(s.NotBefore); (d.Action == ActionStamp || d.Action == ActionRestamp) && d.Stamp.Before(start) {
+		d.Stamp, d.Deadline = start, start.Add(d.Delay)
+		d.RequeueAfter = max(d.Deadline.Sub(now), 0)
+	}
+	return d
 }
 
 // CancelItem takes a plugin's object item out of limbo: the stamp, the delay, the

@@ -389,3 +389,84 @@ func TestProcessItemsDeleteFailedAsAnObject(t *testing.T) {
 	}
 	h.wantOneDeletion(t, softdelete.ResultFailed)
 }
+
+// A stamp whose deadline is before ItemSet.NotBefore is an earlier owner's: a
+// Bundle of the same name, deleted and made again, finds the stamps its
+// predecessor left (deorbit's debris after it gave up, at 10m past the hour) and
+// its teardown (NotBefore: its deletion, 12:30:00) starts their countdowns
+// again, evented as any stamp, instead of deleting them at once. Before, the
+// first teardown pass deleted them: the grace was skipped. The deadline decides,
+// not the stamp: an expedited item (stamp set back by the delay) is due.
+func TestProcessItemsNotBefore(t *testing.T) {
+	stampAt := func(stamp string) string {
+		return `PATCH ConfigMap team-a/x application/merge-patch+json {"metadata":{"annotations":{"limbo.dev/deletionDelay":"10m","limbo.dev/deletionTimestamp":"` + stamp +
+			`","limbo.dev/pluginResource":"team-a/shop/node-removal"},"labels":{"limbo.dev/pending-deletion":"true"},"resourceVersion":"999"}}`
+	}
+	const deleted = "DELETE ConfigMap team-a/x uid=uid-x rv=999 propagation=Background"
+	inLimbo := map[string]string{pendingKey: "true"}
+	for _, tc := range []struct {
+		name      string
+		stamp     string // "": none
+		unlabeled bool   // the stamp without the pending-deletion label
+		desired   bool
+		notBefore string // "": none
+		want      []string
+		deadline  string // of the item's pendingDeletions entry; "": no entry
+	}{
+		{name: "no NotBefore: an old stamp is due, as ever", stamp: "2025-03-11T12:10:00Z",
+			want: []string{deleted}},
+		{name: "an earlier owner's stamp: stamped again, not deleted", stamp: "2025-03-11T12:10:00Z", notBefore: "2025-03-14T12:30:00Z",
+			want: []string{stampAt("2025-03-14T12:30:45Z")}, deadline: "2025-03-14T12:40:45Z"},
+		{name: "an earlier owner's stamp due a second before NotBefore", stamp: "2025-03-14T12:19:59Z", notBefore: "2025-03-14T12:30:00Z",
+			want: []string{stampAt("2025-03-14T12:30:45Z")}, deadline: "2025-03-14T12:40:45Z"},
+		{name: "stamped after NotBefore: kept", stamp: "2025-03-14T12:30:10Z", notBefore: "2025-03-14T12:30:00Z",
+			deadline: "2025-03-14T12:40:10Z"},
+		{name: "stamped after NotBefore, and due: deleted", stamp: "2025-03-14T12:20:00Z", notBefore: "2025-03-14T12:15:00Z",
+			want: []string{deleted}},
+		{name: "expedited: the stamp before NotBefore, the deadline not: deleted", stamp: "2025-03-14T12:20:10Z", notBefore: "2025-03-14T12:30:00Z",
+			want: []string{deleted}},
+		{name: "a stamp before NotBefore whose deadline is not: kept", stamp: "2025-03-14T12:25:00Z", notBefore: "2025-03-14T12:30:00Z",
+			deadline: "2025-03-14T12:35:00Z"},
+		{name: "NotBefore with a fraction of a second, as stamps are", stamp: "2025-03-14T12:20:00Z", notBefore: "2025-03-14T12:30:00.75Z",
+			want: []string{deleted}},
+		{name: "an unstamped item, the clock behind NotBefore: stamped at NotBefore", notBefore: "2025-03-14T12:30:47Z",
+			want: []string{stampAt("2025-03-14T12:30:47Z")}, deadline: "2025-03-14T12:40:47Z"},
+		{name: "desired again, with an earlier owner's stamp and no label: cancelled", stamp: "2025-03-11T12:10:00Z", unlabeled: true, desired: true, notBefore: "2025-03-14T12:30:00Z",
+			want: []string{`PATCH ConfigMap team-a/x application/merge-patch+json {"metadata":{"annotations":{"limbo.dev/deletionDelay":null,"limbo.dev/deletionTimestamp":null,"limbo.dev/pluginResource":null},"labels":{"limbo.dev/pending-deletion":null},"resourceVersion":"999"}}`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			item := cm("x", nil, nil)
+			if tc.stamp != "" {
+				item = cm("x", stamped(tc.stamp), inLimbo)
+			}
+			if tc.unlabeled {
+				item.SetLabels(nil)
+			}
+			h := newHarness(t, item)
+			set := softdelete.ItemSet{Owner: owner, Delay: "10m", Items: []softdelete.Item{h.item(t, "x", tc.desired, "n1", 0)}}
+			if tc.notBefore != "" {
+				set.NotBefore = at(tc.notBefore)
+			}
+			out := h.engine.ProcessItems(context.Background(), bundle(), set)
+			if out.Err != nil {
+				t.Fatal(out.Err)
+			}
+			if !reflect.DeepEqual(h.calls, tc.want) {
+				t.Errorf("API calls:\n%q\nwant:\n%q", h.calls, tc.want)
+			}
+			switch {
+			case tc.deadline == "" && len(out.Pending) != 0:
+				t.Errorf("pending = %+v, want none", out.Pending)
+			case tc.deadline != "" && (len(out.Pending) != 1 || out.Pending[0].DeleteAfter == nil || !out.Pending[0].DeleteAfter.Time.Equal(at(tc.deadline))):
+				t.Errorf("pending = %+v, want one entry due at %s", out.Pending, tc.deadline)
+			case tc.deadline != "" && !out.WakeAt.Equal(at(tc.deadline)):
+				t.Errorf("wake at %v, want %s", out.WakeAt, tc.deadline)
+			}
+			if restamped := len(tc.want) == 1 && strings.Contains(tc.want[0], `"limbo.dev/pending-deletion":"true"`); restamped {
+				if ev := h.events(); len(ev) != 1 || !strings.HasPrefix(ev[0], "Normal DeletionScheduled ConfigMap team-a/x is in limbo for 10m0s: deleted at "+tc.deadline) {
+					t.Errorf("events %q, want DeletionScheduled as for any stamp", ev)
+				}
+			}
+		})
+	}
+}

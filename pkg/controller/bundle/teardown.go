@@ -352,7 +352,14 @@ func (r *Reconciler) teardownPlugins(ctx context.Context, b *limbov1alpha1.Bundl
 				out.requeueAfter = min(out.requeueAfter, result.RequeueAfter)
 			}
 			if len(result.Items) > 0 {
-				items := r.Engine.ProcessItems(ctx, b, softdelete.ItemSet{Owner: softdelete.ItemOwner(client.ObjectKeyFromObject(b), name), Delay: res.Plugin.DeletionDelay, Items: result.Items, Cluster: result.Cluster})
+				// The grace runs from the teardown's start: a stamp left on the
+				// debris of an earlier Bundle of this name (a deorbit that gave
+				// up) does not shorten it.
+				set := softdelete.ItemSet{Owner: softdelete.ItemOwner(client.ObjectKeyFromObject(b), name), Delay: res.Plugin.DeletionDelay, Items: result.Items, Cluster: result.Cluster}
+				if b.DeletionTimestamp != nil {
+					set.NotBefore = b.DeletionTimestamp.Time
+				}
+				items := r.Engine.ProcessItems(ctx, b, set)
 				for _, pd := range items.Pending {
 					pd.Resource = name
 					out.pending = append(out.pending, pd)

@@ -432,6 +432,43 @@ func TestTeardownPluginItemsAreCounted(t *testing.T) {
 	}
 }
 
+// A plugin teardown's grace runs from the Bundle's deletion. The stamps a
+// teardown that gave up left on the debris name only the Bundle's name and
+// resource: a Bundle shop/web made again (GitOps) and deleted finds its
+// predecessor's, 3 days old, on the claim. Before, its first teardown pass
+// deleted the claim at once; its countdown starts again.
+func TestTeardownPluginItemsOfAnEarlierBundleWaitTheGrace(t *testing.T) {
+	registry, err := plugin.NewRegistry(sweeper{done: &atomic.Bool{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	claim := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "data", UID: "pvc-uid",
+		Labels: map[string]string{limbov1alpha1.LabelPendingDeletion: "true"},
+		Annotations: map[string]string{limbov1alpha1.AnnotationDeletionTimestamp: softdelete.FormatStamp(time.Now().Add(-72 * time.Hour)),
+			limbov1alpha1.AnnotationDeletionDelay: "1h", limbov1alpha1.AnnotationPluginResource: "shop/web/sweep"}}}
+	resources := []limbov1alpha1.Resource{{Name: "sweep", Plugin: &limbov1alpha1.PluginResource{Name: "sweeper", DeletionDelay: "1h"}}}
+	status := limbov1alpha1.BundleStatus{ObservedGeneration: 1,
+		Resources: []limbov1alpha1.ResourceStatus{{Name: "sweep", State: limbov1alpha1.ResourceReady}}}
+	f := newTeardownFixture(t, deletedBundle(resources, status), registry, claim)
+
+	f.reconcile(t)
+	var b limbov1alpha1.Bundle
+	if err := f.c.Get(context.Background(), client.ObjectKeyFromObject(f.bundle), &b); err != nil {
+		t.Fatal(err)
+	}
+	var cur corev1.PersistentVolumeClaim
+	if err := f.c.Get(context.Background(), client.ObjectKeyFromObject(claim), &cur); err != nil {
+		t.Fatalf("the claim stamped for an earlier Bundle shop/web was deleted by the first teardown pass: %v", err)
+	}
+	stamp, err := time.Parse(time.RFC3339, cur.Annotations[limbov1alpha1.AnnotationDeletionTimestamp])
+	if err != nil || stamp.Before(b.DeletionTimestamp.Time) {
+		t.Errorf("the claim's stamp is %q (%v), want one from the Bundle's deletion (%v) on", cur.Annotations[limbov1alpha1.AnnotationDeletionTimestamp], err, b.DeletionTimestamp)
+	}
+	if st := f.status(t); len(st.PendingDeletions) != 1 || st.PendingDeletions[0].DeleteAfter == nil || st.PendingDeletions[0].DeleteAfter.Time.Before(b.DeletionTimestamp.Add(time.Hour)) {
+		t.Errorf("pendingDeletions = %+v, want the claim due an hour after the Bundle's deletion", st.PendingDeletions)
+	}
+}
+
 // Of the entries a teardown's status carries over from the Bundle's passes, the
 // Bundle counts in limbo only those of objects it still controls, and another
 // cluster's items (which only their plugin's teardown decides).
