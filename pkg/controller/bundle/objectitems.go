@@ -27,7 +27,11 @@ func (p *pass) processObjectItems(ctx context.Context, out pluginOutcome, ready 
 	if out.inventory == nil || len(out.inventory.Objects) == 0 {
 		return
 	}
-	set := softdelete.ItemSet{Owner: softdelete.ItemOwner(client.ObjectKeyFromObject(p.bundle), out.res.Name), Delay: out.res.Plugin.DeletionDelay, Items: out.inventory.Objects}
+	// An item whose deadline came before the Bundle was made carries the stamp
+	// of an earlier Bundle of its name whose teardown did not take it out of
+	// limbo (its finalizer removed by hand): its countdown starts again.
+	set := softdelete.ItemSet{Owner: softdelete.ItemOwner(client.ObjectKeyFromObject(p.bundle), out.res.Name), Delay: out.res.Plugin.DeletionDelay, Items: out.inventory.Objects,
+		NotBefore: p.bundle.CreationTimestamp.Time}
 	if !ready {
 		set.Hold = msgWaitingForReady
 	}
