@@ -3,9 +3,11 @@ package noderemoval
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -56,7 +58,7 @@ type csiNode struct {
 	// nodeName is the Node name recorded on it (AnnotationNodeName; "" when none).
 	nodeName  string
 	uuid      string
-	resources []plugin.ObjectItem // without Desired: set by Plan
+	resources []plugin.ObjectItem // without Desired and Group: set by Plan
 }
 
 // names are the Node names the node goes by: its hostname and the recorded name
@@ -87,15 +89,30 @@ func (cn *csiNode) inLimbo() bool {
 	return false
 }
 
-// groupSeparator joins a node's names into its group: Node names are DNS
-// subdomains, which never hold a comma.
-const groupSeparator = ","
+// A node's group is the names it went by, joined by groupSeparator, then
+// groupUUIDSeparator and its UUID: Node names are DNS subdomains, which hold
+// neither separator, so the UUID is all after the first "/" whatever it holds.
+const (
+	groupSeparator     = ","
+	groupUUIDSeparator = "/"
+)
 
-// groupOf is the group of a node's resources; MayDelete reads the names back.
-func groupOf(names []string) string { return strings.Join(names, groupSeparator) }
+// group is the group of the node's resources, which MayDelete reads back
+// (groupParts): the names the node goes by (its hostname first), the name of the
+// Node matched to it now when that is another (node; nil for none), and its UUID.
+func (cn *csiNode) group(node *corev1.Node) string {
+	names := cn.names()
+	if node != nil && !slices.Contains(names, node.Name) {
+		names = append(names, node.Name)
+	}
+	return strings.Join(names, groupSeparator) + groupUUIDSeparator + cn.uuid
+}
 
-// groupNames are the Node names a group stands for.
-func groupNames(group string) []string { return strings.Split(group, groupSeparator) }
+// groupParts are the Node names (the hostname first) and the UUID of a group.
+func groupParts(group string) (names []string, uuid string) {
+	joined, uuid, _ := strings.Cut(group, groupUUIDSeparator)
+	return strings.Split(joined, groupSeparator), uuid
+}
 
 // listCSINodes lists the Csibmnodes and the resources of each, from the API
 // server. Field selectors on csi-baremetal's spec fields are not supported: every
@@ -142,13 +159,13 @@ func listCSINodes(ctx context.Context, r client.Reader) ([]*csiNode, error) {
 		for i := range items {
 			id, _, _ := unstructured.NestedString(items[i].Object, k.nodeField...)
 			if cn := byUUID[id]; cn != nil {
-				cn.resources = append(cn.resources, plugin.ObjectItem{Object: &items[i], Group: groupOf(cn.names()), Order: order, ClearFinalizers: k.clear})
+				cn.resources = append(cn.resources, plugin.ObjectItem{Object: &items[i], Order: order, ClearFinalizers: k.clear})
 			}
 		}
 	}
 	for _, cn := range out {
 		// The Csibmnode last, its finalizer kept: its own controller clears it.
-		cn.resources = append(cn.resources, plugin.ObjectItem{Object: cn.obj, Group: groupOf(cn.names()), Order: len(nodeKinds)})
+		cn.resources = append(cn.resources, plugin.ObjectItem{Object: cn.obj, Order: len(nodeKinds)})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].hostname < out[j].hostname })
 	return out, nil

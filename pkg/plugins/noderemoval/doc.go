@@ -3,16 +3,20 @@
 // that was deleted go through limbo's soft-delete engine, and the Node coming back
 // cancels.
 //
-//   - A Csibmnode's Node has its hostname, or the Node name recorded on it
-//     (AnnotationNodeName), or else its InternalIP when that is unambiguous (see
-//     nodeIndex.match); the Node's name is recorded when it is not the hostname.
+//   - A Csibmnode's Node carries its UUID in csi-baremetal's annotation
+//     (AnnotationCSINodeUUID), or has its hostname, or the Node name recorded on
+//     it (AnnotationNodeName), or else its InternalIP when that is unambiguous;
+//     a Node of its name or address that the annotation gives to another
+//     Csibmnode keeps it but is not mirrored on it (see nodeIndex.match). The
+//     Node's name is recorded when it is not the hostname.
 //   - A Node in scope with the drain taint (key, value and effect) gets the label
 //     node.dell.com/drain=drain on its Csibmnode; the taint gone, the label goes.
 //   - A Node gone whose Csibmnode is labelled: the Csibmnode and the Drives,
 //     AvailableCapacities, LogicalVolumeGroups and Volumes with its UUID are
 //     orphans (object items), stamped with the resource's deletionDelay.
-//   - At the deadline, once no pod matching nodePodSelector is bound to the node
-//     under any name it went by (the gate, MayDelete): Drives, AvailableCapacities, LogicalVolumeGroups and
+//   - At the deadline, once no Node has a name it went by or carries its UUID,
+//     and no pod matching nodePodSelector is bound to the node under any name it
+//     went by (the gate, MayDelete): Drives, AvailableCapacities, LogicalVolumeGroups and
 //     Volumes (their csi finalizers cleared first), the Csibmnode last with its
 //     finalizer kept, for csi-baremetal's node controller to clear. One node is one
 //     group: its trouble never blocks another node.

@@ -6,11 +6,14 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 	"github.com/limbo-dev/limbo/pkg/plugin"
@@ -266,5 +269,211 @@ func TestGateHoldsWhileTheNodeIsBack(t *testing.T) {
 	hold, err := New(Options{}).MayDelete(context.Background(), testRequest(c, `{}`), group)
 	if err != nil || !strings.Contains(hold, "Node w3.example.com exists again") {
 		t.Errorf("MayDelete(%q) = %q, %v; want held by the Node w3.example.com", group, hold, err)
+	}
+}
+
+// withCSIUUID is node carrying csi-baremetal's annotation naming the Csibmnode
+// whose UUID is uuid.
+func withCSIUUID(node *corev1.Node, uuid string) *corev1.Node {
+	node.Annotations = map[string]string{AnnotationCSINodeUUID: uuid}
+	return node
+}
+
+// csi-baremetal's annotation on a Node (nodes.csi-baremetal.dell.com/uuid)
+// names the Csibmnode it matched to it: that Node is the Csibmnode's, whatever
+// its name and addresses (FQDN Node names never recorded, an InternalIP that
+// changed), even with removeUndrained: true. A Node of its name or address whose
+// annotation names another UUID keeps it too (fail closed) but is not mirrored
+// on it; the annotation never makes a Csibmnode gone.
+func TestPlanMatchesCsibmnodeByCSIBaremetalUUID(t *testing.T) {
+	const movedIP = "10.0.0.9" // the Node's InternalIP now; the Csibmnode still has sharedIP
+	w3 := func(labels, annotations map[string]string) client.Object {
+		return csibmnodeObj("w3-uuid", "w3", sharedIP, labels, annotations)
+	}
+	inLimbo := map[string]string{limbov1alpha1.AnnotationDeletionTimestamp: "2024-01-01T00:00:00Z"}
+	for _, tc := range []struct {
+		name string
+		spec string // default {"removeUndrained":true}
+		objs []client.Object
+		// What Plan decides of Csibmnode w3-uuid and leaves on it.
+		wantDesired  bool
+		wantGroup    string // "" not checked
+		wantLabel    bool
+		wantNodeName string // AnnotationNodeName; "" absent
+		wantMessage  string // a part of the resource's message; "" not checked
+	}{{
+		name:        "FQDN Node name never recorded, its InternalIP changed: matched by UUID, its name recorded",
+		objs:        []client.Object{w3(nil, nil), withCSIUUID(kubeNode("w3.example.com", movedIP, false), "w3-uuid")},
+		wantDesired: true, wantGroup: "w3,w3.example.com/w3-uuid", wantNodeName: "w3.example.com",
+	}, {
+		name:        "the same Node drain-tainted: labelled",
+		objs:        []client.Object{w3(nil, nil), withCSIUUID(kubeNode("w3.example.com", movedIP, true), "w3-uuid")},
+		wantDesired: true, wantLabel: true, wantNodeName: "w3.example.com",
+	}, {
+		name: "the same Node labelled, its taint gone: the label goes (a UUID is as sure as a name)",
+		objs: []client.Object{w3(drained, nil), withCSIUUID(kubeNode("w3.example.com", movedIP, false), "w3-uuid")},
+		spec: `{}`, wantDesired: true, wantNodeName: "w3.example.com",
+	}, {
+		name:        "in limbo, back under another name with its UUID: cancelled",
+		objs:        []client.Object{w3(drained, inLimbo), withCSIUUID(kubeNode("w3-rebuilt", movedIP, true), "w3-uuid")},
+		spec:        `{}`,
+		wantDesired: true, wantLabel: true, wantNodeName: "w3-rebuilt",
+	}, {
+		name: "UUID on w3.example.com, name on w3 (no annotation): w3.example.com is its Node",
+		objs: []client.Object{w3(nil, nil), kubeNode("w3", sharedIP, false), withCSIUUID(kubeNode("w3.example.com", movedIP, true), "w3-uuid")},
+		// The drain taint mirrored is w3.example.com's, and both names are gated.
+		wantDesired: true, wantGroup: "w3,w3.example.com/w3-uuid", wantLabel: true, wantNodeName: "w3.example.com",
+	}, {
+		name: "UUID on w3.example.com, name on w3 which carries another UUID: w3's taint is not mirrored",
+		objs: []client.Object{w3(drained, nil), withCSIUUID(kubeNode("w3", sharedIP, true), "w9-uuid"),
+			withCSIUUID(kubeNode("w3.example.com", movedIP, false), "w3-uuid")},
+		wantDesired: true, wantNodeName: "w3.example.com",
+	}, {
+		name:        "the Node of its hostname carries another UUID: kept, nothing written",
+		objs:        []client.Object{w3(nil, nil), withCSIUUID(kubeNode("w3", sharedIP, true), "w9-uuid")},
+		wantDesired: true, wantGroup: "w3/w3-uuid",
+		wantMessage: "Node in doubt, resources kept and Csibmnode left as it is: w3 (Node w3 carries nodes.csi-baremetal.dell.com/uuid=w9-uuid)",
+	}, {
+		name: "the Node of its recorded name carries another UUID, untainted: kept, label and record left",
+		objs: []client.Object{w3(drained, map[string]string{AnnotationNodeName: "w3.example.com"}),
+			withCSIUUID(kubeNode("w3.example.com", movedIP, false), "w9-uuid")},
+		wantDesired: true, wantLabel: true, wantNodeName: "w3.example.com",
+		wantMessage: "w3.example.com (Node w3.example.com carries nodes.csi-baremetal.dell.com/uuid=w9-uuid)",
+	}, {
+		name:        "the one Node of its address carries another UUID whose Csibmnode is not listed: kept, nothing written",
+		objs:        []client.Object{w3(nil, nil), withCSIUUID(kubeNode("w9", sharedIP, true), "w9-uuid")},
+		wantDesired: true, wantGroup: "w3,w9/w3-uuid",
+		wantMessage: "w3 (Node w9 carries nodes.csi-baremetal.dell.com/uuid=w9-uuid)",
+	}, {
+		name: "the address reused by w9 with its own Csibmnode's UUID: w3 still removed",
+		objs: []client.Object{w3(drained, nil), csibmnodeObj("w9-uuid", "w9", sharedIP, nil, nil),
+			withCSIUUID(kubeNode("w9", sharedIP, false), "w9-uuid")},
+		spec:        `{}`,
+		wantDesired: false, wantGroup: "w3/w3-uuid", wantLabel: true,
+	}, {
+		name:        "two Nodes carry its UUID: kept, nothing written",
+		objs:        []client.Object{w3(nil, nil), withCSIUUID(kubeNode("b", movedIP, true), "w3-uuid"), withCSIUUID(kubeNode("a", "", true), "w3-uuid")},
+		wantDesired: true,
+		wantMessage: "w3 (Nodes a, b all carry nodes.csi-baremetal.dell.com/uuid=w3-uuid)",
+	}, {
+		name:        "only another Node's UUID, no name or address of its own: removed",
+		objs:        []client.Object{w3(nil, nil), withCSIUUID(kubeNode("w9", movedIP, false), "w9-uuid")},
+		wantDesired: false, wantGroup: "w3/w3-uuid",
+	}, {
+		name:        "an empty annotation is none: matched by address",
+		objs:        []client.Object{w3(nil, nil), withCSIUUID(kubeNode("w3.example.com", sharedIP, false), "")},
+		wantDesired: true, wantNodeName: "w3.example.com",
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			spec := tc.spec
+			if spec == "" {
+				spec = `{"removeUndrained":true}`
+			}
+			objs := append([]client.Object{driveObj("w3-uuid"), kubeNode("stays", "10.0.0.100", false)}, tc.objs...)
+			c := fakeCluster(objs...)
+			res := mustPlan(t, c, spec)
+			desired, group := judged(t, res, "w3-uuid")
+			if desired != tc.wantDesired {
+				t.Errorf("w3's resources desired = %v, want %v (message %q)", desired, tc.wantDesired, res.Message)
+			}
+			if tc.wantGroup != "" && group != tc.wantGroup {
+				t.Errorf("w3's group = %q, want %q", group, tc.wantGroup)
+			}
+			if tc.wantMessage != "" && !strings.Contains(res.Message, tc.wantMessage) {
+				t.Errorf("message %q, want it to say %q", res.Message, tc.wantMessage)
+			}
+			live := liveCsibmnode(t, c, "w3-uuid")
+			if got := live.GetLabels()[LabelDrain] == DrainValue; got != tc.wantLabel {
+				t.Errorf("w3's drain label present = %v, want %v", got, tc.wantLabel)
+			}
+			if got := live.GetAnnotations()[AnnotationNodeName]; got != tc.wantNodeName {
+				t.Errorf("w3's %s = %q, want %q", AnnotationNodeName, got, tc.wantNodeName)
+			}
+		})
+	}
+}
+
+// The gate of a node that csi-baremetal matched by UUID to a Node of another name
+// (w3.example.com for hostname w3) checks that name: recorded on the Csibmnode
+// while the Node exists, and, when it never could be (the write refused), the
+// hostname under any domain that no Node has. A Node carrying the node's UUID
+// again, under any name, holds it too.
+func TestGateHoldsUnderTheNameOfTheUUIDMatch(t *testing.T) {
+	const spec = `{"removeUndrained":true,"nodePodSelector":{"matchLabels":{"app":"csi-baremetal-node"}}}`
+	for _, tc := range []struct {
+		name string
+		// refuse refuses every patch of Plan (the name is never recorded).
+		refuse bool
+		objs   []client.Object // pods, other Nodes
+		// back is created after the Node was deleted and the plan judged it gone.
+		back     client.Object
+		wantHold string // "" allows
+	}{{
+		name:     "a node pod bound to the Node's name, recorded",
+		objs:     []client.Object{nodePod("csi-node", "w3.example.com", "csi-baremetal-node")},
+		wantHold: "pod csi/csi-node (nodePodSelector) is still bound to node w3.example.com",
+	}, {
+		name: "a node pod bound to the Node's name, never recorded", refuse: true,
+		objs:     []client.Object{nodePod("csi-node", "w3.example.com", "csi-baremetal-node")},
+		wantHold: "pod csi/csi-node (nodePodSelector) is still bound to node w3.example.com",
+	}, {
+		name: "the name never recorded, two node pods on the hostname", refuse: true,
+		objs:     []client.Object{nodePod("csi-node-a", "w3", "csi-baremetal-node"), nodePod("csi-node-b", "w3", "csi-baremetal-node")},
+		wantHold: "pod csi/csi-node-a (nodePodSelector) is still bound to node w3 (and 1 more)",
+	}, {
+		name: "the name never recorded, a node pod on w3.other.example, a Node that exists", refuse: true,
+		objs: []client.Object{kubeNode("w3.other.example", "10.0.0.50", false), nodePod("csi-node", "w3.other.example", "csi-baremetal-node")},
+	}, {
+		name: "the name never recorded, a node pod on w30.example.com", refuse: true,
+		objs: []client.Object{nodePod("csi-node", "w30.example.com", "csi-baremetal-node")},
+	}, {
+		name:     "the Node back under another name, carrying its UUID",
+		back:     withCSIUUID(kubeNode("w3-rebuilt", "10.0.0.10", false), "w3-uuid"),
+		wantHold: "Node w3-rebuilt exists again (nodes.csi-baremetal.dell.com/uuid=w3-uuid)",
+	}, {
+		name: "another pod on the node",
+		objs: []client.Object{nodePod("web", "w3.example.com", "web")},
+	}, {
+		name: "a node pod on another node",
+		objs: []client.Object{nodePod("csi-node", "w9", "csi-baremetal-node")},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			fqdn := withCSIUUID(kubeNode("w3.example.com", "10.0.0.9", true), "w3-uuid")
+			c := fakeCluster(append([]client.Object{csibmnodeObj("w3-uuid", "w3", sharedIP, nil, nil), driveObj("w3-uuid"), fqdn,
+				kubeNode("stays", "10.0.0.100", false)}, tc.objs...)...)
+			planner := c
+			if tc.refuse {
+				planner = interceptor.NewClient(c.(client.WithWatch), interceptor.Funcs{
+					Patch: func(context.Context, client.WithWatch, client.Object, client.Patch, ...client.PatchOption) error {
+						return apierrors.NewForbidden(schema.GroupResource{Group: Group, Resource: "nodes"}, "w3-uuid", nil)
+					},
+				})
+			}
+			// The Node exists: matched by its UUID, not by its name or address.
+			res := mustPlan(t, planner, spec)
+			if desired, group := judged(t, res, "w3-uuid"); !desired || group != "w3,w3.example.com/w3-uuid" {
+				t.Fatalf("w3 while its Node runs: desired %v, group %q (message %q)", desired, group, res.Message)
+			}
+			if err := c.Delete(context.Background(), fqdn); err != nil {
+				t.Fatal(err)
+			}
+			res = mustPlan(t, planner, spec)
+			desired, group := judged(t, res, "w3-uuid")
+			if desired {
+				t.Fatalf("w3's resources are desired after its Node was deleted: %q", res.Message)
+			}
+			if tc.back != nil {
+				if err := c.Create(context.Background(), tc.back); err != nil {
+					t.Fatal(err)
+				}
+			}
+			hold, err := New(Options{}).MayDelete(context.Background(), testRequest(c, spec), group)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if hold != tc.wantHold {
+				t.Errorf("MayDelete(%q) = %q, want %q", group, hold, tc.wantHold)
+			}
+		})
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -11,7 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -55,6 +55,15 @@ const (
 	// says which name its pods are bound to or which Node coming back cancels,
 	// and it must survive a controller restart.
 	AnnotationNodeName = "node-removal.limbo.dev/nodeName"
+
+	// AnnotationCSINodeUUID on a Kubernetes Node is csi-baremetal's: the UUID
+	// (spec.UUID) of the Csibmnode that csi-baremetal's Node controller matched
+	// to it by all of its addresses (DeafultNodeIDAnnotationKey in csi-baremetal's
+	// pkg/crcontrollers/node/common; its operator waits for it on every Node
+	// before it deploys the node DaemonSet). csi-baremetal rewrites it only on a
+	// full address match, so a Node whose InternalIP changed keeps the UUID of
+	// its Csibmnode. limbo only reads it.
+	AnnotationCSINodeUUID = "nodes.csi-baremetal.dell.com/uuid"
 )
 
 // labelRetryInterval re-runs the plugin after a failed label write.
@@ -237,14 +246,18 @@ func (p *Plugin) Plan(ctx context.Context, req plugin.Request) (*plugin.Result, 
 	}
 	index := newNodeIndex(nodeList.Items, csiNodes)
 	res := &plugin.Result{Inventory: &plugin.Inventory{DesiredListed: len(nodeList.Items)}, Ready: true}
-	var removed, undrained, labelErrs []string
+	var removed, undrained, contests, labelErrs []string
 	for _, cn := range csiNodes {
-		node, by := index.match(cn)
+		node, by, why := index.match(cn)
 		desired := true
 		switch {
+		case by == contested:
+			// A Node that exists has its name or address: not gone (fail closed), but
+			// csi-baremetal says that Node is another's, so nothing of it is mirrored.
+			contests = append(contests, fmt.Sprintf("%s (%s)", cn.displayName(), why))
 		case node != nil:
 			// A Node that exists is never taken for gone, in scope or not, found by
-			// name or by address, whatever removeUndrained says.
+			// UUID, name or address, whatever removeUndrained says.
 			if err := syncCsibmnode(ctx, req, cn, node, by, cfg.nodes.Matches(labels.Set(node.Labels)), hasTaint(node, cfg.taint)); err != nil {
 				labelErrs = append(labelErrs, err.Error())
 			}
@@ -254,8 +267,10 @@ func (p *Plugin) Plan(ctx context.Context, req plugin.Request) (*plugin.Result, 
 		default:
 			undrained = append(undrained, cn.displayName())
 		}
+		group := cn.group(node)
 		for _, item := range cn.resources {
 			item.Desired = desired
+			item.Group = group
 			res.Inventory.Objects = append(res.Inventory.Objects, item)
 		}
 	}
@@ -266,6 +281,9 @@ func (p *Plugin) Plan(ctx context.Context, req plugin.Request) (*plugin.Result, 
 	}
 	if len(undrained) > 0 {
 		res.Message += fmt.Sprintf("; deleted without the drain label, resources left alone: %s", strings.Join(undrained, ", "))
+	}
+	if len(contests) > 0 {
+		res.Message += fmt.Sprintf("; Node in doubt, resources kept and Csibmnode left as it is: %s", strings.Join(contests, ", "))
 	}
 	if len(labelErrs) > 0 {
 		res.Message += "; " + strings.Join(labelErrs, "; ")
@@ -301,16 +319,20 @@ func (p *Plugin) reportUndrained(req plugin.Request, undrained []string, taint T
 }
 
 // MayDelete is the gate of a removed node's resources (group: the names the node
-// went by, see groupOf): no Node may have any of them, read fresh, and no pod
-// matching nodePodSelector may be bound to any of them. Both names are checked:
-// csi-baremetal's node pod is bound to the Node's name, which need not be the
-// Csibmnode's hostname.
+// went by and its UUID, see csiNode.group), read fresh: no Node may have any of
+// the names, no Node may carry its UUID in AnnotationCSINodeUUID (csi-baremetal
+// matched a Node to it again, under whatever name), and no pod matching
+// nodePodSelector may be bound to any of the names, nor to the hostname under a
+// domain (w3.example.com for hostname w3) that no Node has: csi-baremetal's node
+// pod is bound to the Node's name, which need not be the Csibmnode's hostname,
+// and limbo may never have learnt it (the Node gone before the Bundle was made,
+// or the write of its name refused).
 func (p *Plugin) MayDelete(ctx context.Context, req plugin.Request, group string) (string, error) {
 	cfg, err := parse(req.Spec)
 	if err != nil {
 		return "", err
 	}
-	names := groupNames(group)
+	names, uuid := groupParts(group)
 	for _, name := range names {
 		var node corev1.Node
 		switch err := req.Reader.Get(ctx, client.ObjectKey{Name: name}, &node); {
@@ -320,19 +342,55 @@ func (p *Plugin) MayDelete(ctx context.Context, req plugin.Request, group string
 			return "", fmt.Errorf("read Node %s: %w", name, err)
 		}
 	}
+	if uuid != "" {
+		var nodes corev1.NodeList
+		if err := req.Reader.List(ctx, &nodes); err != nil {
+			return "", fmt.Errorf("list Nodes: %w", err)
+		}
+		for i := range nodes.Items {
+			if csiUUIDOf(&nodes.Items[i]) == uuid {
+				return fmt.Sprintf("Node %s exists again (%s=%s)", nodes.Items[i].Name, AnnotationCSINodeUUID, uuid), nil
+			}
+		}
+	}
 	if cfg.pods == nil {
 		return "", nil
 	}
-	for _, name := range names {
-		var pods corev1.PodList
-		if err := req.Reader.List(ctx, &pods, client.MatchingLabelsSelector{Selector: cfg.pods},
-			client.MatchingFieldsSelector{Selector: fields.OneTermEqualSelector("spec.nodeName", name)}); err != nil {
-			return "", fmt.Errorf("list pods on node %s: %w", name, err)
+	var pods corev1.PodList
+	if err := req.Reader.List(ctx, &pods, client.MatchingLabelsSelector{Selector: cfg.pods}); err != nil {
+		return "", fmt.Errorf("list pods (nodePodSelector): %w", err)
+	}
+	bound := map[string][]*corev1.Pod{} // by node name
+	var domains []string                // node names hostname.<domain>, in pod order
+	for i := range pods.Items {
+		pod := &pods.Items[i]
+		name := pod.Spec.NodeName
+		switch {
+		case slices.Contains(names, name):
+		case strings.HasPrefix(name, names[0]+"."):
+			if len(bound[name]) == 0 {
+				domains = append(domains, name)
+			}
+		default:
+			continue
 		}
-		if n := len(pods.Items); n > 0 {
-			hold := fmt.Sprintf("pod %s/%s (nodePodSelector) is still bound to node %s", pods.Items[0].Namespace, pods.Items[0].Name, name)
-			if n > 1 {
-				hold += fmt.Sprintf(" (and %d more)", n-1)
+		bound[name] = append(bound[name], pod)
+	}
+	for _, name := range domains {
+		// Another node of the same short name that exists is not this one.
+		var node corev1.Node
+		switch err := req.Reader.Get(ctx, client.ObjectKey{Name: name}, &node); {
+		case err == nil:
+			delete(bound, name)
+		case !apierrors.IsNotFound(err):
+			return "", fmt.Errorf("read Node %s: %w", name, err)
+		}
+	}
+	for _, name := range slices.Concat(names, domains) {
+		if on := bound[name]; len(on) > 0 {
+			hold := fmt.Sprintf("pod %s/%s (nodePodSelector) is still bound to node %s", on[0].Namespace, on[0].Name, name)
+			if len(on) > 1 {
+				hold += fmt.Sprintf(" (and %d more)", len(on)-1)
 			}
 			return hold, nil
 		}
