@@ -379,7 +379,7 @@ func parseObject(namespace string, res *Resource, mapper meta.RESTMapper) Errors
 	if gvk.Kind == "" || gvk.Version == "" {
 		return fail(limbov1alpha1.ReasonInvalidObject, "object: apiVersion and kind are required")
 	}
-	for _, problem := range metadataTypeErrors(u.Object) {
+	for _, problem := range MetadataTypeErrors(u.Object) {
 		errs = fail(limbov1alpha1.ReasonInvalidObject, "object: %s", problem)
 	}
 	if _, ok := u.Object["metadata"]; !ok {
@@ -387,7 +387,7 @@ func parseObject(namespace string, res *Resource, mapper meta.RESTMapper) Errors
 		errs = fail(limbov1alpha1.ReasonInvalidObject, "object: metadata.name is required; the template has no %q (its keys: %s)",
 			"metadata", boundedtext.Join(slices.Sorted(maps.Keys(u.Object)), ", ", listBudget))
 	} else if name, _, _ := unstructured.NestedFieldNoCopy(u.Object, "metadata", "name"); name == nil || name == "" {
-		// (A name of another type is reported by metadataTypeErrors.)
+		// (A name of another type is reported by MetadataTypeErrors.)
 		errs = fail(limbov1alpha1.ReasonInvalidObject, "object: metadata.name is required")
 	}
 	// Names are literal: limbo tracks an object by the name its template states,
@@ -429,7 +429,7 @@ func parseObject(namespace string, res *Resource, mapper meta.RESTMapper) Errors
 	return errs
 }
 
-// metadataTypeErrors are the fields of obj's metadata that unstructured's
+// MetadataTypeErrors are the fields of obj's metadata that unstructured's
 // getters cannot read for their type: metadata that is not an object,
 // metadata.name or metadata.namespace that is not a string, metadata.labels or
 // metadata.annotations that is not a map of strings. A getter reads such a field
@@ -438,7 +438,7 @@ func parseObject(namespace string, res *Resource, mapper meta.RESTMapper) Errors
 // namespace and labels limbo sets would replace the template's without a word.
 // A null field is absent (as the API server reads it: `labels:` with nothing
 // under it in YAML).
-func metadataTypeErrors(obj map[string]any) []string {
+func MetadataTypeErrors(obj map[string]any) []string {
 	md, ok := obj["metadata"].(map[string]any)
 	if !ok {
 		if v := obj["metadata"]; v != nil {

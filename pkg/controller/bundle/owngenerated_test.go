@@ -66,19 +66,22 @@ func TestOwnGeneratedDelay(t *testing.T) {
 // that resolved to a number, a null) is an error naming its key: unstructured's
 // getters return no map then, and limbo's own labels would silently have
 // replaced every label of the template (an apply that removes app=web from the
-// live object, where the API server refuses the number).
+// live object, where the API server refuses the number). A null map is absent,
+// as in a template (bundlespec.MetadataTypeErrors).
 func TestOwnRefusesNonStringMetadata(t *testing.T) {
+	const hint = " (a reference that resolved to another type?)"
 	for _, tc := range []struct {
 		name     string
 		metadata map[string]any
 		want     string // the error; "" for none
 	}{
 		{name: "strings", metadata: map[string]any{"labels": map[string]any{"app": "web"}, "annotations": map[string]any{"a": "b"}}},
+		{name: "null maps are absent", metadata: map[string]any{"labels": nil, "annotations": nil}},
 		{name: "a number label", metadata: map[string]any{"labels": map[string]any{"app": "web", "replicas": int64(3)}},
-			want: `metadata.labels: the values of "replicas" (int64) are not strings (a reference that resolved to another type?)`},
+			want: `metadata.labels["replicas"] must be a string, not a number` + hint},
 		{name: "a null annotation and a map", metadata: map[string]any{"annotations": map[string]any{"x": nil, "a": map[string]any{}}},
-			want: `metadata.annotations: the values of "a" (map[string]interface {}), "x" (<nil>) are not strings (a reference that resolved to another type?)`},
-		{name: "labels not a map", metadata: map[string]any{"labels": "app=web"}, want: "metadata.labels is not a map of strings"},
+			want: `metadata.annotations["a"] must be a string, not an object; metadata.annotations["x"] must be a string, not null` + hint},
+		{name: "labels not a map", metadata: map[string]any{"labels": "app=web"}, want: "metadata.labels must be a map of strings, not a string" + hint},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := newPass(&Reconciler{}, &limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Name: "shop", Namespace: "team-a", UID: "u1"}})

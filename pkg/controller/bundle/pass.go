@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -669,7 +668,7 @@ func (p *pass) sources(ctx context.Context, refs []limbov1alpha1.Reference) (map
 // its shard's) and controller owner reference, and a Secret's stringData goes
 // into its data (foldStringData).
 func (p *pass) own(desired *unstructured.Unstructured) (*unstructured.Unstructured, error) {
-	if err := stringValued(desired, "labels", "annotations"); err != nil {
+	if err := metadataTyped(desired); err != nil {
 		return nil, err
 	}
 	foldStringData(desired)
@@ -688,28 +687,16 @@ func (p *pass) own(desired *unstructured.Unstructured) (*unstructured.Unstructur
 	return desired, nil
 }
 
-// stringValued refuses obj when a value of one of its metadata maps (fields:
-// labels, annotations) is not a string — a reference that resolved to a number,
-// say. unstructured's getters return no map at all then, and the labels limbo
-// sets would silently replace the object's, where the API server would have
-// refused the value. The error names the keys, not the values (one may come
+// metadataTyped refuses obj when its metadata has fields of the wrong type —
+// after references were resolved, a label that one filled with a number, say:
+// unstructured's getters return no map at all then, and the labels limbo sets
+// would silently replace the object's, where the API server would have refused
+// the value. The checks are the template's (bundlespec.MetadataTypeErrors: a
+// null map is absent); they name keys and types, never values (one may come
 // from a Secret).
-func stringValued(obj *unstructured.Unstructured, fields ...string) error {
-	for _, field := range fields {
-		m, _, err := unstructured.NestedMap(obj.Object, "metadata", field)
-		if err != nil {
-			return fmt.Errorf("metadata.%s is not a map of strings", field)
-		}
-		var bad []string
-		for k, v := range m {
-			if _, ok := v.(string); !ok {
-				bad = append(bad, fmt.Sprintf("%q (%T)", k, v))
-			}
-		}
-		if len(bad) > 0 {
-			slices.Sort(bad)
-			return fmt.Errorf("metadata.%s: the values of %s are not strings (a reference that resolved to another type?)", field, strings.Join(bad, ", "))
-		}
+func metadataTyped(obj *unstructured.Unstructured) error {
+	if problems := bundlespec.MetadataTypeErrors(obj.Object); len(problems) > 0 {
+		return fmt.Errorf("%s (a reference that resolved to another type?)", strings.Join(problems, "; "))
 	}
 	return nil
 }
@@ -722,7 +709,7 @@ func stringValued(obj *unstructured.Unstructured, fields ...string) error {
 // object of the Bundle is read from the live object when it is orphaned (as a
 // template's is), so it has to be on the object before then.
 func (p *pass) ownGenerated(obj *unstructured.Unstructured, res *bundlespec.Resource) (*unstructured.Unstructured, error) {
-	if err := stringValued(obj, "annotations"); err != nil {
+	if err := metadataTyped(obj); err != nil {
 		return nil, err
 	}
 	annotations := obj.GetAnnotations()

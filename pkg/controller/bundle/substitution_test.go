@@ -128,3 +128,25 @@ func (idleCleanup) Describe() plugin.Description { return plugin.Description{Nam
 func (idleCleanup) Plan(context.Context, plugin.Request) (*plugin.Result, error) {
 	return &plugin.Result{Ready: true}, nil
 }
+
+// A template whose `labels:` has nothing under it (null) is applied and Ready:
+// a null map is absent, in a template as after references are resolved.
+func TestNullLabelsTemplateIsApplied(t *testing.T) {
+	resources := []limbov1alpha1.Resource{{Name: "web", Object: &runtime.RawExtension{Raw: []byte(
+		`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"web","labels":null,"annotations":null},"data":{"a":"b"}}`)}}}
+	b := deletedBundle(resources, limbov1alpha1.BundleStatus{})
+	b.DeletionTimestamp, b.Finalizers = nil, []string{limbov1alpha1.FinalizerTeardown}
+	f := newTeardownFixture(t, b, nil)
+	ctx := context.Background()
+	if _, err := f.r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(b)}); err != nil {
+		t.Fatalf("Reconcile: %v", err)
+	}
+	for _, r := range f.status(t).Resources {
+		if r.State != limbov1alpha1.ResourceReady {
+			t.Errorf("resource %s: %s %s %q, want Ready", r.Name, r.State, r.Reason, r.Message)
+		}
+	}
+	if err := f.c.Get(ctx, client.ObjectKey{Namespace: b.Namespace, Name: "web"}, &corev1.ConfigMap{}); err != nil {
+		t.Errorf("ConfigMap web not created: %v", err)
+	}
+}
