@@ -352,9 +352,10 @@ func (r *Reconciler) teardownPlugins(ctx context.Context, b *limbov1alpha1.Bundl
 				out.requeueAfter = min(out.requeueAfter, result.RequeueAfter)
 			}
 			if len(result.Items) > 0 {
-				// The grace runs from the teardown's start: a stamp left on the
-				// debris of an earlier Bundle of this name (a deorbit that gave
-				// up) does not shorten it.
+				// A stamp left on the debris of an earlier Bundle of this name (a
+				// deorbit that gave up) whose deadline came before the teardown's
+				// start does not make the item due at once (NotBefore); one whose
+				// deadline is later still shortens the grace (docs/soft-delete.md).
 				set := softdelete.ItemSet{Owner: softdelete.ItemOwner(client.ObjectKeyFromObject(b), name), Delay: res.Plugin.DeletionDelay, Items: result.Items, Cluster: result.Cluster}
 				if b.DeletionTimestamp != nil {
 					set.NotBefore = b.DeletionTimestamp.Time
