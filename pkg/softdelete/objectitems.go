@@ -191,10 +191,15 @@ type ItemsOutcome struct {
 }
 
 // at asks to come back at t (the earliest request wins).
-func (o *ItemsOutcome) at(t time.Time) {
-	if o.WakeAt.IsZero() || t.Before(o.WakeAt) {
-		o.WakeAt = t
+func (o *ItemsOutcome) at(t time.Time) { o.WakeAt = Earliest(o.WakeAt, t) }
+
+// Earliest is the earlier of two instants to come back at, a zero time being
+// none (Outcome.WakeAt).
+func Earliest(a, b time.Time) time.Time {
+	if a.IsZero() || (!b.IsZero() && b.Before(a)) {
+		return b
 	}
+	return a
 }
 
 func (o *ItemsOutcome) fail(err error) { o.Err = errors.Join(o.Err, err) }

@@ -93,7 +93,7 @@ func newPass(r *Reconciler, b *limbov1alpha1.Bundle) *pass {
 func (p *pass) after(d time.Duration) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.requeueAt = earliest(p.requeueAt, p.r.Clock.Now().Add(d))
+	p.requeueAt = softdelete.Earliest(p.requeueAt, p.r.Clock.Now().Add(d))
 }
 
 // atDeadline asks to come back at the end of a countdown, at; unlike other
@@ -101,15 +101,7 @@ func (p *pass) after(d time.Duration) {
 func (p *pass) atDeadline(at time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.requeueAt, p.deadlineAt = earliest(p.requeueAt, at), earliest(p.deadlineAt, at)
-}
-
-// earliest is the earlier of at and t, or t when at is zero.
-func earliest(at, t time.Time) time.Time {
-	if at.IsZero() || t.Before(at) {
-		return t
-	}
-	return at
+	p.requeueAt, p.deadlineAt = softdelete.Earliest(p.requeueAt, at), softdelete.Earliest(p.deadlineAt, at)
 }
 
 // fail records a transient error: the work queue retries the Bundle with backoff.

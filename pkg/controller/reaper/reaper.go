@@ -148,7 +148,7 @@ func (r *Reaper) pass(ctx context.Context, full bool) (time.Duration, error) {
 		}
 		pending, kindWake, kindErrs := r.reapKind(ctx, gvk, items, bundles)
 		r.setPending(gvk, pending)
-		wake = earliest(wake, kindWake)
+		wake = softdelete.Earliest(wake, kindWake)
 		errs = append(errs, kindErrs...)
 	}
 	if wake.IsZero() {
@@ -157,14 +157,6 @@ func (r *Reaper) pass(ctx context.Context, full bool) (time.Duration, error) {
 	// Counted from now, not from the decisions: what the rest of the pass took
 	// after an object was decided does not make its deadline late.
 	return max(wake.Sub(r.Clock.Now()), 0), errors.Join(errs...)
-}
-
-// earliest is the earlier of a and b, a zero time being none.
-func earliest(a, b time.Time) time.Time {
-	if a.IsZero() || (!b.IsZero() && b.Before(a)) {
-		return b
-	}
-	return a
 }
 
 // kindGone tells whether a LIST of gvk failed because the kind is no longer
@@ -266,7 +258,7 @@ func (r *Reaper) reapKind(ctx context.Context, gvk schema.GroupVersionKind, item
 				recheck = holdRecheck
 			}
 			pending++
-			wake = earliest(wake, now.Add(recheck))
+			wake = softdelete.Earliest(wake, now.Add(recheck))
 			continue
 		}
 		out := r.Engine.OrphanAt(ctx, obj, obj, softdelete.ClaimReleased, now)
@@ -275,12 +267,12 @@ func (r *Reaper) reapKind(ctx context.Context, gvk schema.GroupVersionKind, item
 		}
 		if out.Err != nil {
 			errs = append(errs, out.Err)
-			wake = earliest(wake, now.Add(5*time.Second))
+			wake = softdelete.Earliest(wake, now.Add(5*time.Second))
 		}
 		if out.ReadAgain {
-			wake = earliest(wake, now)
+			wake = softdelete.Earliest(wake, now)
 		}
-		wake = earliest(wake, out.WakeAt)
+		wake = softdelete.Earliest(wake, out.WakeAt)
 	}
 	return pending, wake, errs
 }

@@ -239,7 +239,7 @@ func (t target) answered(ctx context.Context, began time.Time) bool {
 // unreachable, as for another cluster (remotecluster.Clients.LastAnswer).
 type answering struct {
 	client.Reader
-	at atomic.Int64 // UnixNano of the last answer
+	at atomic.Pointer[time.Time] // the last answer (with its monotonic reading)
 }
 
 func (a *answering) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
@@ -252,12 +252,19 @@ func (a *answering) List(ctx context.Context, list client.ObjectList, opts ...cl
 
 func (a *answering) record(err error) error {
 	if err == nil || !remotecluster.IsUnreachable(err) {
-		a.at.Store(time.Now().UnixNano())
+		now := time.Now()
+		a.at.Store(&now)
 	}
 	return err
 }
 
-func (a *answering) last() time.Time { return time.Unix(0, a.at.Load()) }
+// last is when the reader last answered; the zero time if it never did.
+func (a *answering) last() time.Time {
+	if t := a.at.Load(); t != nil {
+		return *t
+	}
+	return time.Time{}
+}
 
 // unreachableError is a read of a target that answered nothing during it: what
 // apiUnavailableTimeout counts.

@@ -671,11 +671,11 @@ func TestTeardownStateTimes(t *testing.T) {
 	}
 }
 
-// Without a kubeConfigSecretRef the target is this cluster, the one limbo talks
-// to: a listing of it that times out is slow, never unreachable, and is retried
-// until timeout, not given up after apiUnavailableTimeout with its volumes left
-// behind.
-func TestTeardownThisClusterIsNeverUnreachable(t *testing.T) {
+// Without a kubeConfigSecretRef the target is this cluster: a listing of it that
+// times out in a pass where it answered another request is slow, not
+// unreachable, and is retried until timeout, not given up after
+// apiUnavailableTimeout with its volumes left behind.
+func TestTeardownThisClusterAnsweringIsSlow(t *testing.T) {
 	timedOut := &url.Error{Op: "Get", URL: "https://10.96.0.1:443/api/v1/persistentvolumeclaims?limit=500", Err: context.DeadlineExceeded}
 	claim := pvc("data", "pv-data", corev1.ClaimBound)
 	target := fakeCluster(t, false, claim, pv("pv-data", cinder, true, claim, corev1.VolumeBound))
