@@ -209,13 +209,22 @@ func newClient(ctx context.Context, cfg Config) (*Client, error) {
 	return &Client{network: network, compute: compute, project: project, now: now}, nil
 }
 
+// v3Token is the Keystone v3 token the provider authenticated with.
+func v3Token(provider *gophercloud.ProviderClient) (tokens.CreateResult, error) {
+	res, ok := provider.GetAuthResult().(tokens.CreateResult)
+	if !ok {
+		return tokens.CreateResult{}, fmt.Errorf("no Keystone v3 token (%T)", provider.GetAuthResult())
+	}
+	return res, nil
+}
+
 // tokenProject is the ID of the project the token is scoped to (a password
 // scoped to a project, or an application credential, which always is). A
 // re-authentication uses the same credentials, so the same project.
 func tokenProject(provider *gophercloud.ProviderClient) (string, error) {
-	res, ok := provider.GetAuthResult().(tokens.CreateResult)
-	if !ok {
-		return "", fmt.Errorf("no Keystone v3 token (%T)", provider.GetAuthResult())
+	res, err := v3Token(provider)
+	if err != nil {
+		return "", err
 	}
 	project, err := res.ExtractProject()
 	if err != nil {
@@ -235,9 +244,9 @@ func tokenProject(provider *gophercloud.ProviderClient) (string, error) {
 // another, where none of them is a node, and every route would look orphaned.
 // Several such regions, or none, are an error naming the regions.
 func catalogRegion(provider *gophercloud.ProviderClient) (string, error) {
-	res, ok := provider.GetAuthResult().(tokens.CreateResult)
-	if !ok {
-		return "", fmt.Errorf("service catalog: no Keystone v3 token (%T)", provider.GetAuthResult())
+	res, err := v3Token(provider)
+	if err != nil {
+		return "", fmt.Errorf("service catalog: %w", err)
 	}
 	catalog, err := res.ExtractServiceCatalog()
 	if err != nil {
