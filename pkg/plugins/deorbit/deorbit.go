@@ -548,7 +548,7 @@ func (r *pass) progress(t target, c *contents) {
 // the resource's deletionDelay; now plus the delay for one not stamped yet), or
 // now if that passed, plus loadBalancerWait.
 func (r *pass) trackLoadBalancers(c *contents) {
-	items := softdelete.ItemSet{Delay: deletionDelay(r.req)}
+	items := softdelete.ItemSet{Delay: deletionDelay(r.req), NotBefore: r.start} // as the teardown hands them to the engine
 	for _, svc := range c.services {
 		if svc.DeletionTimestamp != nil || slices.Contains(svc.Finalizers, FinalizerLoadBalancerCleanup) {
 			continue
