@@ -180,8 +180,9 @@ type ItemsOutcome struct {
 	// recheck), an instant for the reason Outcome.WakeAt is; zero: no need.
 	WakeAt time.Time
 	// ReadAgain reports that an item changed since it was read (a write or
-	// delete met a Conflict): the caller reads the items again soon and decides
-	// again. It is kept apart from WakeAt, which stays the earliest
+	// delete met a Conflict), or that items were left untouched because the
+	// context was done (MsgItemsDeferred): the caller reads the items again
+	// soon and decides again. It is kept apart from WakeAt, which stays the earliest
 	// deadline of the other items: folded into it as "come back at once", it
 	// made the caller take a retry for a deadline, and a pass that also failed
 	// then had no deadline left to keep (up to the work queue's backoff late).
@@ -249,6 +250,10 @@ func (e *Engine) ProcessItems(ctx context.Context, eventTarget runtime.Object, s
 		switch d.Action {
 		case ActionNone:
 		case ActionCancel:
+			if ctx.Err() != nil {
+				out.ReadAgain = true // cancelled by the next pass (MsgItemsDeferred)
+				continue
+			}
 			out.wrote(e.cancelItem(ctx, eventTarget, set, it.Object, "desired again"))
 		default:
 			groups[it.Group] = append(groups[it.Group], decidedItem{Item: it, d: d, at: now})
@@ -288,11 +293,25 @@ func (e *Engine) processGroup(ctx context.Context, eventTarget runtime.Object, s
 		if i > 0 && x.Order != items[i-1].Order {
 			lower, level = append(lower, level...), nil
 		}
+		if ctx.Err() != nil {
+			// The caller's time for items ran out (or it stops): what is left
+			// is decided again by the next pass, untouched meanwhile.
+			out.Pending = append(out.Pending, set.pending(heldEntry(x.Object, x.d, MsgItemsDeferred)))
+			out.ReadAgain = true
+			level = append(level, set.ref(x.Object))
+			continue
+		}
 		if !e.processOrphanItem(ctx, eventTarget, set, x, hold, lower, out) {
 			level = append(level, set.ref(x.Object))
 		}
 	}
 }
+
+// MsgItemsDeferred is the pendingDeletions message of an item that a pass left
+// for the next one: ProcessItems stops acting once its context is done, so that
+// a backend whose writes hang (a dying cluster's admission webhook) holds a
+// worker for the caller's budget, not for every item's timeout in turn.
+const MsgItemsDeferred = "not acted on yet: the pass's time for items ran out; the next pass goes on"
 
 // processOrphanItem applies the decision about one orphan and reports whether it
 // is gone. hold keeps a due orphan (the gate, or the Bundle not Ready); lower

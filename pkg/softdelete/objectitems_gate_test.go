@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -73,5 +74,34 @@ func TestProcessItemsDelayRefreshFailureListed(t *testing.T) {
 		Items: []softdelete.Item{h.item(t, "drive", false, "n1", 0)}})
 	if got := messages(out.Pending)["drive"]; !strings.Contains(got, "500 Internal Server Error") || out.Err == nil {
 		t.Errorf("pending message %q, err %v: want the failed write", got, out.Err)
+	}
+}
+
+// Once its context is done — the caller's time for items ran out while a write
+// hung (a dying cluster's admission webhook) — ProcessItems acts on no further
+// item: those are listed as left for the next pass, untouched, and the caller is
+// asked to come back. Without it a pass held its worker for every item's write
+// timeout in turn.
+func TestProcessItemsStopsWhenTheContextIsDone(t *testing.T) {
+	h := newHarness(t, cm("a", nil, nil), cm("b", nil, nil), cm("c", nil, nil))
+	writes := 0
+	h.engine.Client = interceptor.NewClient(h.client.(client.WithWatch), interceptor.Funcs{Patch: func(ctx context.Context, _ client.WithWatch, _ client.Object, _ client.Patch, _ ...client.PatchOption) error {
+		writes++
+		<-ctx.Done() // the write hangs until the caller's budget ends
+		return ctx.Err()
+	}})
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	out := h.engine.ProcessItems(ctx, bundle(), softdelete.ItemSet{Owner: owner, Delay: "10m",
+		Items: []softdelete.Item{h.item(t, "a", false, "n1", 0), h.item(t, "b", false, "n1", 0), h.item(t, "c", false, "n2", 0)}})
+	if writes != 1 {
+		t.Errorf("%d writes, want 1 (the one that hung)", writes)
+	}
+	got := messages(out.Pending)
+	if len(got) != 3 || got["b"] != softdelete.MsgItemsDeferred || got["c"] != softdelete.MsgItemsDeferred {
+		t.Errorf("pending = %v, want b and c left for the next pass", got)
+	}
+	if !out.ReadAgain || out.Err == nil {
+		t.Errorf("ReadAgain %v, Err %v: want the caller back soon, and the hung write's error", out.ReadAgain, out.Err)
 	}
 }

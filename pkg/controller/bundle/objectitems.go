@@ -40,7 +40,9 @@ func (p *pass) processObjectItems(ctx context.Context, out pluginOutcome, ready 
 			return plugin.WithTimeout(ctx, func(ctx context.Context) (string, error) { return gate.MayDelete(ctx, out.req, group) })
 		}
 	}
-	res := p.r.Engine.ProcessItems(ctx, p.bundle, set)
+	ictx, cancel := context.WithTimeout(ctx, itemsBudget)
+	res := p.r.Engine.ProcessItems(ictx, p.bundle, set)
+	cancel()
 	p.pending = append(p.pending, res.Pending...)
 	p.collect(nil, res.WakeAt, false, res.Err)
 	if res.ReadAgain {

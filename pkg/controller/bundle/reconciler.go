@@ -44,6 +44,13 @@ const (
 	supersededRecheck = time.Second
 )
 
+// itemsBudget bounds the time a pass or a teardown pass spends acting on one
+// plugin resource's object items (softdelete.MsgItemsDeferred): a backend whose
+// writes hang — a dying cluster's admission webhook, each write waiting out its
+// timeout — held a Bundle worker for every item in turn, and with it the
+// deadlines of every other Bundle. What is left goes on in the next pass.
+const itemsBudget = 10 * time.Second
+
 // Reconciler reconciles Bundles. One Reconcile is one pass over one Bundle (see
 // pass); the reconciler holds what outlives a pass.
 type Reconciler struct {

@@ -360,7 +360,9 @@ func (r *Reconciler) teardownPlugins(ctx context.Context, b *limbov1alpha1.Bundl
 				if b.DeletionTimestamp != nil {
 					set.NotBefore = b.DeletionTimestamp.Time
 				}
-				items := r.Engine.ProcessItems(ctx, b, set)
+				ictx, cancel := context.WithTimeout(ctx, itemsBudget)
+				items := r.Engine.ProcessItems(ictx, b, set)
+				cancel()
 				for _, pd := range items.Pending {
 					pd.Resource = name
 					out.pending = append(out.pending, pd)
