@@ -277,7 +277,9 @@ func (e *Engine) processGroup(ctx context.Context, eventTarget runtime.Object, s
 		return cmp.Or(cmp.Compare(a.Order, b.Order), cmp.Compare(describe(a.Object), describe(b.Object)))
 	})
 	hold := set.Hold
-	if hold == "" && set.MayDelete != nil && slices.ContainsFunc(items, func(x decidedItem) bool { return x.d.Action == ActionDelete }) {
+	if hold == "" && set.MayDelete != nil && ctx.Err() == nil && slices.ContainsFunc(items, func(x decidedItem) bool { return x.d.Action == ActionDelete }) {
+		// (With the context done, every item is left for the next pass below:
+		// the gate is not asked then, its answer would be an error.)
 		h, err := set.MayDelete(ctx, group)
 		switch {
 		case err != nil:

@@ -105,3 +105,21 @@ func TestProcessItemsStopsWhenTheContextIsDone(t *testing.T) {
 		t.Errorf("ReadAgain %v, Err %v: want the caller back soon, and the hung write's error", out.ReadAgain, out.Err)
 	}
 }
+
+// A group reached after the context is done is not put to its gate (the gate's
+// answer would be an error, reported as one): its items are left for the next
+// pass like the others.
+func TestProcessItemsAsksNoGateOnceTheContextIsDone(t *testing.T) {
+	h := newHarness(t, cm("due", stamped("2025-03-14T12:00:00Z"), nil))
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	out := h.engine.ProcessItems(ctx, bundle(), softdelete.ItemSet{Owner: owner, Delay: "10m",
+		Items: []softdelete.Item{h.item(t, "due", false, "n1", 0)},
+		MayDelete: func(context.Context, string) (string, error) {
+			t.Error("the gate was asked with its context done")
+			return "", nil
+		}})
+	if got := messages(out.Pending)["due"]; got != softdelete.MsgItemsDeferred || out.Err != nil || len(h.calls) != 0 {
+		t.Errorf("pending %q, err %v, calls %q: want it left for the next pass, nothing written, no error", got, out.Err, h.calls)
+	}
+}
