@@ -1078,7 +1078,7 @@ func sortedKinds(kinds map[schema.GroupVersionKind]bool) []schema.GroupVersionKi
 func controlledBy(b *limbov1alpha1.Bundle, objects []*unstructured.Unstructured) []*unstructured.Unstructured {
 	var out []*unstructured.Unstructured
 	for _, o := range objects {
-		if owner := metav1.GetControllerOf(o); owner != nil && owner.UID == b.UID {
+		if metav1.IsControlledBy(o, b) {
 			out = append(out, o)
 		}
 	}
