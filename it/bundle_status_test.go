@@ -46,7 +46,7 @@ func TestStatusConditions(t *testing.T) {
 		return nil
 	})
 	kubectlWait(t, ns, "status", "Reconciling")
-	getBundles(t, ns, "status", "False", "0/2")
+	getBundles(t, ns, "status", "False", "0/2", "0")
 
 	// Ready.
 	setGadgetPhase(t, ns, "engine", "Running")
@@ -65,7 +65,7 @@ func TestStatusConditions(t *testing.T) {
 			t.Errorf("condition %s observes generation %d, not %d", c.Type, c.ObservedGeneration, ready.Generation)
 		}
 	}
-	getBundles(t, ns, "status", "True", "2/2")
+	getBundles(t, ns, "status", "True", "2/2", "0")
 
 	// A resource in error: Stalled, not Ready, not Reconciling.
 	createObject(t, ns, configMap("taken", map[string]any{"k": "theirs"}, nil))
@@ -84,7 +84,7 @@ func TestStatusConditions(t *testing.T) {
 		t.Errorf("observedGeneration = %d, want %d", stalled.Status.ObservedGeneration, stalled.Generation)
 	}
 	kubectlWait(t, ns, "status", "Stalled")
-	getBundles(t, ns, "status", "False", "2/3")
+	getBundles(t, ns, "status", "False", "2/3", "0")
 	out, err := kubectl(t, "get", "bundle", "status", "-n", ns, "-o", "wide")
 	if err != nil {
 		t.Fatalf("kubectl get bundle -o wide: %v\n%s", err, out)
@@ -141,8 +141,9 @@ func kubectlWait(t testing.TB, ns, name, cond string) {
 	}
 }
 
-// getBundles checks the READY and RESOURCES columns of `kubectl get bundles`.
-func getBundles(t testing.TB, ns, name, ready, resources string) {
+// getBundles asserts the READY, RESOURCES and PENDING columns of name in kubectl
+// get bundles (PENDING shows 0, not blank, before anything was in limbo).
+func getBundles(t testing.TB, ns, name, ready, resources, pending string) {
 	t.Helper()
 	testenv.Eventually(t, testenv.DefaultTimeout, func() error {
 		out, err := kubectl(t, "get", "bundles", "-n", ns, "--no-headers")
@@ -151,9 +152,9 @@ func getBundles(t testing.TB, ns, name, ready, resources string) {
 		}
 		for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
 			fields := strings.Fields(line)
-			if len(fields) >= 3 && fields[0] == name {
-				if fields[1] != ready || fields[2] != resources {
-					return fmt.Errorf("kubectl get bundles: %q, want READY %s and RESOURCES %s", line, ready, resources)
+			if len(fields) >= 4 && fields[0] == name {
+				if fields[1] != ready || fields[2] != resources || fields[3] != pending {
+					return fmt.Errorf("kubectl get bundles: %q, want READY %s, RESOURCES %s and PENDING %s", line, ready, resources, pending)
 				}
 				return nil
 			}

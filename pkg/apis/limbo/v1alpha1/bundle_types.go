@@ -161,8 +161,11 @@ type BundleStatus struct {
 	ResourcesReady string `json:"resourcesReady,omitempty"`
 
 	// PendingDeletionCount is the number of entries in limbo, those PendingDeletions
-	// lists and those past MaxPendingDeletionsListed, for the PENDING column.
+	// lists and those past MaxPendingDeletionsListed, for the PENDING column. Its
+	// default shows 0 there from the first status on: a merge patch of the status
+	// never carries a zero that was zero before.
 	// +optional
+	// +kubebuilder:default=0
 	PendingDeletionCount int32 `json:"pendingDeletionCount"`
 
 	// NextDeletion is when the soonest pending deletion is due, for the
