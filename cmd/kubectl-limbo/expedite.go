@@ -120,6 +120,15 @@ func expedite(ctx context.Context, c client.Client, t target, now func() time.Ti
 		case !stamped && labelled:
 			return fmt.Errorf("cannot expedite %s: it is labelled %s but has no %s annotation yet: its countdown starts when the controller stamps it",
 				t, limbov1alpha1.LabelPendingDeletion, limbov1alpha1.AnnotationDeletionTimestamp)
+		case !stamped && refuseUnlessInLimbo(ctx, c, t, obj) == nil:
+			// An orphan its Bundle holds before stamping it (a resource not
+			// Ready): in limbo, with no countdown to end yet.
+			if !hasDelay {
+				return fmt.Errorf("cannot expedite %s: it has no %s annotation: its Bundle no longer declares it, and deletes it without delay as soon as it may (it holds it now: kubectl limbo pending shows why)",
+					t, limbov1alpha1.AnnotationDeletionDelay)
+			}
+			return fmt.Errorf("cannot expedite %s yet: its Bundle no longer declares it and holds it before its countdown of %s starts (kubectl limbo pending shows why); the countdown starts when the Bundle may delete, or kubectl delete it now",
+				t, delay)
 		case !stamped:
 			return fmt.Errorf("%s is not in limbo: it has no %s annotation, so no deletion is scheduled",
 				t, limbov1alpha1.AnnotationDeletionTimestamp)

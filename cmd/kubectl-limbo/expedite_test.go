@@ -340,3 +340,27 @@ func TestExpediteReleasedHeld(t *testing.T) {
 		})
 	}
 }
+
+// An orphan its Bundle holds unstamped (a resource not Ready) is in limbo, with
+// no countdown to end yet: expedite says so, and that one without a delay is
+// deleted at once when the Bundle may — not "not in limbo, no deletion is
+// scheduled". An object the Bundle still declares is not in limbo.
+func TestExpediteHeldUnstampedOrphan(t *testing.T) {
+	shop := shopDeclaring(t, []string{"keep"})
+	held := &corev1.ConfigMap{ObjectMeta: managedBy("held", "shop", "1m")}
+	heldNoDelay := &corev1.ConfigMap{ObjectMeta: managedBy("held-nodelay", "shop", "")}
+	keep := &corev1.ConfigMap{ObjectMeta: managedBy("keep", "shop", "1m")}
+	f := newFixture(t, nil, shop, held, heldNoDelay, keep)
+	for name, want := range map[string]string{
+		"configmap/held": "error: cannot expedite configmap/held yet: its Bundle no longer declares it and holds it before its countdown of 1m0s starts " +
+			"(kubectl limbo pending shows why); the countdown starts when the Bundle may delete, or kubectl delete it now\n",
+		"configmap/held-nodelay": "error: cannot expedite configmap/held-nodelay: it has no limbo.dev/deletionDelay annotation: its Bundle no longer declares it, " +
+			"and deletes it without delay as soon as it may (it holds it now: kubectl limbo pending shows why)\n",
+		"configmap/keep": "error: configmap/keep is not in limbo: it has no limbo.dev/deletionTimestamp annotation, so no deletion is scheduled\n",
+	} {
+		code, out, errOut := f.run("expedite", "-n", "team-a", name)
+		if code != 1 || out != "" || errOut != want {
+			t.Errorf("%s: exit %d, stdout %q, stderr\n%s\nwant\n%s", name, code, out, errOut, want)
+		}
+	}
+}
