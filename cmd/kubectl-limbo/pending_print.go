@@ -100,7 +100,7 @@ func pendingTable(items []pendingItem, now time.Time) *metav1.Table {
 		p := &items[i]
 		table.Rows = append(table.Rows, metav1.TableRow{
 			Cells: []interface{}{kindColumn(p), p.Name, orNone(p.Bundle), deleteAfterColumn(p), timeLeftColumn(p, now),
-				orNone(p.DeletionDelay), inLimboColumn(p, now), p.Message},
+				delayColumn(p), inLimboColumn(p, now), p.Message},
 			// The object's metadata gives the NAMESPACE column of -A.
 			Object: runtime.RawExtension{Object: &metav1.PartialObjectMetadata{
 				ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: p.Name},
@@ -108,6 +108,16 @@ func pendingTable(items []pendingItem, now time.Time) *metav1.Table {
 		})
 	}
 	return table
+}
+
+// delayColumn is the DELAY column: the object's limbo.dev/deletionDelay, <none>
+// without one, <unknown> for a row known only from its Bundle's status (an item
+// in another cluster, an orphan the Bundle holds before stamping it).
+func delayColumn(p *pendingItem) string {
+	if p.DeletionDelay == "" && p.delayUnknown {
+		return "<unknown>"
+	}
+	return orNone(p.DeletionDelay)
 }
 
 func orNone(s string) string {

@@ -86,6 +86,9 @@ type pendingItem struct {
 
 	uid       types.UID
 	countdown countdown
+	// delayUnknown marks a row made from a Bundle's status alone (its entry
+	// names no delay): DELAY says <unknown>, not <none>.
+	delayUnknown bool
 	// object is the metadata of the object in limbo of an object row (nil for
 	// the rows of Tombstones and of Bundles' entries).
 	object *metav1.PartialObjectMetadata
@@ -206,13 +209,14 @@ func collectPending(ctx context.Context, src pendingSources, namespace string, n
 				continue
 			}
 			item := pendingItem{
-				Namespace:  entryNamespace(&bundle, &entry),
-				APIVersion: entry.APIVersion,
-				Kind:       entry.Kind,
-				Name:       entry.Name,
-				Bundle:     bundle.Name,
-				Cluster:    entry.Cluster,
-				countdown:  countdownHeld,
+				Namespace:    entryNamespace(&bundle, &entry),
+				APIVersion:   entry.APIVersion,
+				Kind:         entry.Kind,
+				Name:         entry.Name,
+				Bundle:       bundle.Name,
+				Cluster:      entry.Cluster,
+				countdown:    countdownHeld,
+				delayUnknown: true,
 			}
 			if entry.InvalidDelay() {
 				item.countdown = countdownNever

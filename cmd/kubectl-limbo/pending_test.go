@@ -259,15 +259,15 @@ func TestPendingWide(t *testing.T) {
 	if code != 0 || errOut != "" {
 		t.Fatalf("exit %d, stderr %q", code, errOut)
 	}
-	want := `KIND              NAME                 BUNDLE   DELETE-AFTER           TIME-LEFT   DELAY    IN-LIMBO    MESSAGE
-Secret            nodelay              <none>   <none>                 due         <none>   60s         no limbo.dev/deletionDelay: deleted without delay
-Deployment.apps   app                  shop     2026-03-01T11:10:00Z   due         10m      60m
-Tombstone         storage-ns-gc-4f7c   shop     2026-03-01T12:05:00Z   5m          10m      5m          namespace-gc: StorageOSNamespace "old-team" (id 4f7c); last error (attempt 2): 409: namespace still has volumes
-ConfigMap         db-config            shop     2026-03-02T11:59:00Z   23h         24h      60s         delete failed: etcd timeout
-ConfigMap         cache                shop     <unknown>              <unknown>   1h       <unknown>   invalid limbo.dev/deletionTimestamp "yesterday": not an RFC 3339 time; the countdown restarts
-ConfigMap         waiting              shop     <none>                 held        <none>   <unknown>   waiting for every resource of the Bundle to be Ready
-ConfigMap         legacy               shop     <none>                 never       <none>   <unknown>   invalid limbo.dev/deletionDelay "forever": time: invalid duration "forever"
-ConfigMap         negative             shop     <none>                 never       -5m      60s         invalid limbo.dev/deletionDelay "-5m": must not be negative; never deleted until fixed
+	want := `KIND              NAME                 BUNDLE   DELETE-AFTER           TIME-LEFT   DELAY       IN-LIMBO    MESSAGE
+Secret            nodelay              <none>   <none>                 due         <none>      60s         no limbo.dev/deletionDelay: deleted without delay
+Deployment.apps   app                  shop     2026-03-01T11:10:00Z   due         10m         60m
+Tombstone         storage-ns-gc-4f7c   shop     2026-03-01T12:05:00Z   5m          10m         5m          namespace-gc: StorageOSNamespace "old-team" (id 4f7c); last error (attempt 2): 409: namespace still has volumes
+ConfigMap         db-config            shop     2026-03-02T11:59:00Z   23h         24h         60s         delete failed: etcd timeout
+ConfigMap         cache                shop     <unknown>              <unknown>   1h          <unknown>   invalid limbo.dev/deletionTimestamp "yesterday": not an RFC 3339 time; the countdown restarts
+ConfigMap         waiting              shop     <none>                 held        <unknown>   <unknown>   waiting for every resource of the Bundle to be Ready
+ConfigMap         legacy               shop     <none>                 never       <unknown>   <unknown>   invalid limbo.dev/deletionDelay "forever": time: invalid duration "forever"
+ConfigMap         negative             shop     <none>                 never       -5m         60s         invalid limbo.dev/deletionDelay "-5m": must not be negative; never deleted until fixed
 `
 	if got := trimTrailingSpaces(out); got != want {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
