@@ -94,7 +94,11 @@ func (p *pass) status() limbov1alpha1.BundleStatus {
 		set(limbov1alpha1.ConditionStalled, metav1.ConditionTrue, limbov1alpha1.ReasonInvalidDeletionDelay, msg)
 		set(limbov1alpha1.ConditionReconciling, metav1.ConditionFalse, limbov1alpha1.ReasonInvalidDeletionDelay, "")
 	default:
-		set(limbov1alpha1.ConditionReady, metav1.ConditionTrue, limbov1alpha1.ReasonReady, fmt.Sprintf("%d resources ready", ready))
+		msg := fmt.Sprintf("%d resources ready", ready)
+		if ready == 1 {
+			msg = "1 resource ready"
+		}
+		set(limbov1alpha1.ConditionReady, metav1.ConditionTrue, limbov1alpha1.ReasonReady, msg)
 		set(limbov1alpha1.ConditionReconciling, metav1.ConditionFalse, limbov1alpha1.ReasonReady, "")
 		set(limbov1alpha1.ConditionStalled, metav1.ConditionFalse, limbov1alpha1.ReasonReady, "")
 	}

@@ -128,7 +128,7 @@ func TestStatusSummary(t *testing.T) {
 			pass: &pass{resources: []limbov1alpha1.ResourceStatus{ready("db")},
 				pending: []limbov1alpha1.PendingDeletion{{APIVersion: "v1", Kind: "ConfigMap", Name: "old", DeleteAfter: &metav1.Time{Time: time.Unix(100, 0)}}}},
 			resourcesReady: "1/1",
-			ready:          condition{T, limbov1alpha1.ReasonReady, "1 resources ready"},
+			ready:          condition{T, limbov1alpha1.ReasonReady, "1 resource ready"},
 			reconciling:    condition{F, limbov1alpha1.ReasonReady, ""},
 			stalled:        condition{F, limbov1alpha1.ReasonReady, ""},
 		},
