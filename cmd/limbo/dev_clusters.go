@@ -37,7 +37,7 @@ func startWorkloadCluster(ctx context.Context, binDir, dataDir string, local *re
 		_ = cluster.Stop()
 		return nil, err
 	}
-	fmt.Printf("limbo dev: workload cluster ready (state and logs in %s); its kubeconfig is %s and Secret %s/%s (key %s)\n",
+	fmt.Printf("limbo dev: workload cluster ready (state and logs in %s); for plugins that act on it (deorbit), its kubeconfig is %s and Secret %s/%s (key %s); kubectl uses the first cluster's, below\n",
 		cluster.DataDir, cluster.KubeconfigPath, workloadSecretNamespace, workloadSecretName, remotecluster.DefaultKey)
 	return cluster, nil
 }
