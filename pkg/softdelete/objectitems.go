@@ -246,7 +246,7 @@ func (e *Engine) ProcessItems(ctx context.Context, eventTarget runtime.Object, s
 			}
 			continue
 		}
-		d := set.decide(now, it)
+		d := set.Decide(now, it)
 		switch d.Action {
 		case ActionNone:
 		case ActionCancel:
@@ -389,48 +389,39 @@ func (e *Engine) processOrphanItem(ctx context.Context, eventTarget runtime.Obje
 	return false
 }
 
-// State is what Decide reads of it, an item of s, and what ProcessItems decides
-// on: its live annotations with the resource's delay in place of the object's
-// own, and without a stamp of an earlier owner (NotBefore).
+// State is what Decide reads of it, an item of s: its live annotations with the
+// resource's delay in place of the object's own.
 func (s ItemSet) State(it Item) State {
 	st := StateOf(it.Object, it.Desired)
 	ann := make(map[string]string, len(st.Annotations)+1)
 	for k, v := range st.Annotations {
 		ann[k] = v
 	}
-	delete(ann, limbov1alpha1.AnnotationDeletionDelay)
 	if s.Delay != "" {
 		ann[limbov1alpha1.AnnotationDeletionDelay] = s.Delay
-	}
-	if !it.Desired && s.earlierOwners(ann) { // a desired one's stamp goes (Cancel)
-		delete(ann, limbov1alpha1.AnnotationDeletionTimestamp)
 	}
 	st.Annotations = ann
 	return st
 }
 
-// earlierOwners reports whether the stamp of ann, an item's annotations with
-// s's delay, is an earlier owner's: its deadline is before s.NotBefore (to the
-// second, as stamps are). Without a delay an item is due at once, stamp or not.
-func (s ItemSet) earlierOwners(ann map[string]string) bool {
+// Decide is what ProcessItems decides about it, an item of s, at now: Decide on
+// its State, but a countdown whose deadline came before s.NotBefore (to the
+// second, as stamps are) is an earlier owner's, and the item is decided as if
+// it had no stamp; and a new countdown starts at s.NotBefore at the earliest, so
+// that a clock behind the one that set NotBefore does not write a stamp the next
+// pass would take for an earlier owner's.
+func (s ItemSet) Decide(now time.Time, it Item) Decision {
+	st := s.State(it)
+	d := Decide(now, st)
 	if s.NotBefore.IsZero() {
-		return false
+		return d
 	}
-	stamp, err := time.Parse(time.RFC3339, ann[limbov1alpha1.AnnotationDeletionTimestamp])
-	if err != nil {
-		return false // none, or unparsable: Decide stamps it anyway
+	start := truncateStamp(s.NotBefore)
+	if (d.Action == ActionWait || d.Action == ActionDelete) && !d.Deadline.IsZero() && d.Deadline.Before(start) {
+		delete(st.Annotations, limbov1alpha1.AnnotationDeletionTimestamp)
+		d = Decide(now, st)
 	}
-	delay, err := ParseDelay(ann[limbov1alpha1.AnnotationDeletionDelay])
-	return err == nil && stamp.Add(delay).Before(truncateStamp(s.NotBefore))
-}
-
-// decide is the decision about it, an item of s, at now: Decide on its State,
-// with a new countdown started at s.NotBefore at the earliest, so that a clock
-// behind the one that set NotBefore does not write a stamp the next pass would
-// take for an earlier owner's.
-func (s ItemSet) decide(now time.Time, it Item) Decision {
-	d := Decide(now, s.State(it))
-	if start := truncateStamp(s.NotBefore); (d.Action == ActionStamp || d.Action == ActionRestamp) && d.Stamp.Before(start) {
+	if (d.Action == ActionStamp || d.Action == ActionRestamp) && d.Stamp.Before(start) {
 		d.Stamp, d.Deadline = start, start.Add(d.Delay)
 		d.RequeueAfter = max(d.Deadline.Sub(now), 0)
 	}

@@ -554,7 +554,7 @@ func (r *pass) trackLoadBalancers(c *contents) {
 			continue
 		}
 		due := r.req.Now
-		if d := softdelete.Decide(r.req.Now, items.State(softdelete.Item{Object: svc})); d.Deadline.After(due) {
+		if d := items.Decide(r.req.Now, softdelete.Item{Object: svc}); d.Deadline.After(due) {
 			due = d.Deadline
 		}
 		// Never past the timeout, when the deorbit gives up anyway: a Service's
