@@ -663,6 +663,11 @@ func (p *pass) own(desired *unstructured.Unstructured) (*unstructured.Unstructur
 	if err := metadataTyped(desired); err != nil {
 		return nil, err
 	}
+	return p.ownTyped(desired)
+}
+
+// ownTyped is own for desired whose metadata metadataTyped accepted.
+func (p *pass) ownTyped(desired *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 	foldStringData(desired)
 	labels := p.r.Shard.CopyLabels(p.bundle.Labels, desired.GetLabels())
 	labels[limbov1alpha1.LabelBundle] = p.bundle.Name
@@ -713,7 +718,7 @@ func (p *pass) ownGenerated(obj *unstructured.Unstructured, res *bundlespec.Reso
 		annotations[limbov1alpha1.AnnotationDeletionDelay] = res.Plugin.DeletionDelay
 	}
 	obj.SetAnnotations(annotations)
-	return p.own(obj)
+	return p.ownTyped(obj)
 }
 
 func (p *pass) unreadyDependencies(name string) []string {
