@@ -629,14 +629,18 @@ func StateOf(obj metav1.Object, desired bool) State {
 	return State{Desired: desired, Annotations: obj.GetAnnotations(), PendingLabel: labelled}
 }
 
-// StatusDeadline is deadline as a status field holds it. metav1.Time keeps whole
-// seconds, so a deadline with a fraction (a delay of "1.5s") is rounded up: a
-// status never shows a deletion before it can come, and the status written is
-// the status read back — with the fraction, every pass found it changed and
-// wrote it again.
-func StatusDeadline(deadline time.Time) *metav1.Time {
-	t := deadline.Truncate(time.Second)
-	if t.Before(deadline) {
+// StatusDeadline is d's deadline as a status field holds it (a
+// pendingDeletions entry's deleteAfter, a Tombstone's), nil without one.
+// metav1.Time keeps whole seconds, so a deadline with a fraction (a delay of
+// "1.5s") is rounded up: a status never shows a deletion before it can come, and
+// the status written is the status read back — with the fraction, every pass
+// found it changed and wrote it again.
+func (d Decision) StatusDeadline() *metav1.Time {
+	if d.Deadline.IsZero() {
+		return nil
+	}
+	t := d.Deadline.Truncate(time.Second)
+	if t.Before(d.Deadline) {
 		t = t.Add(time.Second)
 	}
 	return &metav1.Time{Time: t}
@@ -651,7 +655,7 @@ func pendingEntry(obj client.Object, d Decision, err error) *limbov1alpha1.Pendi
 	}
 	if !d.Deadline.IsZero() {
 		p.DeletionTimestamp = &metav1.Time{Time: d.Stamp}
-		p.DeleteAfter = StatusDeadline(d.Deadline)
+		p.DeleteAfter = d.StatusDeadline()
 	}
 	switch {
 	case err != nil:

@@ -199,7 +199,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	status.LastAttemptTime = ptrTime(now)
 	// Due now: the deadline it waited for, or, expedited or its delay lowered,
 	// the one that has come since.
-	status.DeleteAfter = deleteAfter(softdelete.Decide(now, softdelete.StateOf(&ts, false)))
+	status.DeleteAfter = softdelete.Decide(now, softdelete.StateOf(&ts, false)).StatusDeadline()
 	if err := r.statuses.Patch(ctx, r.Client, &ts, &ts.Status, status, client.MergeFromWithOptimisticLock{}); err != nil {
 		r.deletes.release(&ts)
 		if apierrors.IsConflict(err) {
@@ -299,7 +299,7 @@ func (r *Reconciler) countdown(ctx context.Context, ts *limbov1alpha1.Tombstone)
 	}
 	d := softdelete.Decide(now, softdelete.StateOf(ts, false))
 	status := ts.Status.DeepCopy()
-	status.DeleteAfter = deleteAfter(d)
+	status.DeleteAfter = d.StatusDeadline()
 	switch d.Action {
 	case softdelete.ActionDelete:
 		return backoff()
@@ -398,15 +398,6 @@ func (r *Reconciler) writeStatus(ctx context.Context, ts *limbov1alpha1.Tombston
 }
 
 func ptrTime(t time.Time) *metav1.Time { return &metav1.Time{Time: t} }
-
-// deleteAfter is status.deleteAfter as decided by d: the deadline, or none (an
-// invalid delay, or no countdown yet).
-func deleteAfter(d softdelete.Decision) *metav1.Time {
-	if d.Deadline.IsZero() {
-		return nil
-	}
-	return softdelete.StatusDeadline(d.Deadline)
-}
 
 // pluginClient is the client of the plugins' requests.
 func (r *Reconciler) pluginClient() client.Client {
