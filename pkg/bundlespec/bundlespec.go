@@ -556,8 +556,14 @@ func checkReferences(r limbov1alpha1.Resource, resources map[string]*Resource) [
 			}
 		}
 		source := resources[ref.Resource]
-		if used[ref.Name] && !targetIsSecret && source != nil && source.Template != nil && reference.IsSecret(source.Template.Object) {
+		sourceIsSecret := source != nil && source.Template != nil && reference.IsSecret(source.Template.Object)
+		if used[ref.Name] && !targetIsSecret && sourceIsSecret {
 			problems = append(problems, fmt.Sprintf("reference %q reads Secret %q: a value read from a Secret may only be injected into a Secret", ref.Name, source.Template.GetName()))
+		}
+		// A path is evaluated on the live object, and a live Secret has no
+		// stringData: such a reference would never resolve.
+		if sourceIsSecret && fieldpath.StartsAt(ref.Path, "stringData") {
+			problems = append(problems, fmt.Sprintf("reference %q reads stringData of Secret %q, which the API server does not keep (it stores those keys base64-encoded in data): read data.<key> instead", ref.Name, source.Template.GetName()))
 		}
 	}
 	return problems

@@ -314,6 +314,30 @@ func TestParse(t *testing.T) {
 			},
 		},
 		{
+			name: "a reference to a Secret's stringData, which the API server does not keep",
+			resources: func(t *testing.T) []limbov1alpha1.Resource {
+				secret := func(name string, data map[string]any) map[string]any {
+					return map[string]any{"apiVersion": "v1", "kind": "Secret", "metadata": map[string]any{"name": name}, "stringData": data}
+				}
+				refs := func(path string) []limbov1alpha1.Reference {
+					return []limbov1alpha1.Reference{{Name: "pw", Resource: "creds", Path: path}}
+				}
+				return []limbov1alpha1.Resource{
+					{Name: "creds", Object: obj(t, secret("creds", map[string]any{"password": "secret"}))},
+					{Name: "copy", References: refs("stringData.password"), Object: obj(t, secret("copy", map[string]any{"password": "!{pw}"}))},
+					{Name: "braced", References: refs("{.stringData['password']}"), Object: obj(t, secret("braced", map[string]any{"password": "!{pw}"}))},
+					{Name: "from-data", References: refs("data.password"), Object: obj(t, secret("from-data", map[string]any{"password": "!{pw}"}))},
+					{Name: "config", References: []limbov1alpha1.Reference{{Name: "v", Resource: "settings", Path: "stringData.v"}},
+						Object: obj(t, cm("config", nil))},
+					{Name: "settings", Object: obj(t, cm("settings", nil))},
+				}
+			},
+			wantErrs: []Error{
+				{"copy", limbov1alpha1.ReasonInvalidReference, `reference "pw" reads stringData of Secret "creds", which the API server does not keep (it stores those keys base64-encoded in data): read data.<key> instead`},
+				{"braced", limbov1alpha1.ReasonInvalidReference, `reference "pw" reads stringData of Secret "creds", which the API server does not keep (it stores those keys base64-encoded in data): read data.<key> instead`},
+			},
+		},
+		{
 			name: "a template that names its controller",
 			resources: func(t *testing.T) []limbov1alpha1.Resource {
 				return []limbov1alpha1.Resource{{Name: "a", Object: obj(t, cm("a", map[string]any{"ownerReferences": []any{map[string]any{

@@ -35,6 +35,22 @@ func Normalize(path string) (string, error) {
 	return p, nil
 }
 
+// StartsAt reports whether path starts at the object's top-level field, in any
+// of the forms Normalize accepts: status, status.phase, ['status'].phase,
+// {.status.conditions[0]}; not statusText.
+func StartsAt(path, field string) bool {
+	p, err := Normalize(path)
+	if err != nil {
+		return false
+	}
+	for _, start := range []string{field, "['" + field + "']", `["` + field + `"]`} {
+		if rest, ok := strings.CutPrefix(p, start); ok && (rest == "" || rest[0] == '.' || rest[0] == '[') {
+			return true
+		}
+	}
+	return false
+}
+
 // Parse normalizes path and parses it into a JSONPath that yields the field's
 // values. allowMissingKeys makes a missing key yield nothing instead of an error.
 func Parse(path string, allowMissingKeys bool) (*jsonpath.JSONPath, error) {

@@ -97,3 +97,30 @@ func TestParse(t *testing.T) {
 		})
 	}
 }
+
+func TestStartsAt(t *testing.T) {
+	tests := []struct {
+		path, field string
+		want        bool
+	}{
+		{path: "status", field: "status", want: true},
+		{path: "status.phase", field: "status", want: true},
+		{path: "{.status.loadBalancer.ingress[0].ip}", field: "status", want: true},
+		{path: "$.status.phase", field: "status", want: true},
+		{path: "['status'].phase", field: "status", want: true},
+		{path: `["status"]`, field: "status", want: true},
+		{path: "status[0]", field: "status", want: true},
+		{path: "statusText", field: "status", want: false},
+		{path: "spec.status", field: "status", want: false},
+		{path: "['statusText']", field: "status", want: false},
+		{path: "stringData.password", field: "stringData", want: true},
+		{path: "data.password", field: "stringData", want: false},
+		{path: "", field: "status", want: false},
+		{path: "..status", field: "status", want: false},
+	}
+	for _, tt := range tests {
+		if got := StartsAt(tt.path, tt.field); got != tt.want {
+			t.Errorf("StartsAt(%q, %q) = %v, want %v", tt.path, tt.field, got, tt.want)
+		}
+	}
+}

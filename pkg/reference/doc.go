@@ -33,7 +33,10 @@
 // examples, a reference whose source object is not available takes its Example
 // instead, decoded as unstructured content is (integers become int64). A
 // reference that has neither yields an error that wraps ErrNotAvailable, so that
-// callers can tell "wait for the dependency" from a broken reference.
+// callers can tell "wait for the dependency" from a broken reference. A path into
+// the source's status that finds nothing yields an error that wraps
+// ErrStatusNotSet: a controller writes its object's status over time, so callers
+// wait for such a value as for a dependency.
 //
 // # Substitution
 //

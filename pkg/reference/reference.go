@@ -23,6 +23,14 @@ import (
 // not available and that has no example to stand in for it.
 var ErrNotAvailable = errors.New("value not available yet")
 
+// ErrStatusNotSet is wrapped by the error of a reference whose path, into the
+// source's status, finds nothing: no such key, an index past the end of a list,
+// a filter without a match. A status is written by the object's controller, often
+// after the object is Ready for kstatus (a LoadBalancer Service's ingress), so the
+// value may still come; a path into what the object declares (spec, data) that
+// finds nothing is a mistake.
+var ErrStatusNotSet = errors.New("status field not set yet")
+
 // Error is the error of one reference. It unwraps to its cause, so
 // errors.Is(err, ErrNotAvailable) tells a dependency that does not exist yet from
 // a broken reference.
@@ -135,9 +143,14 @@ func resolve(ref v1alpha1.Reference, source Source, useExamples bool) (Value, er
 	results, err := path.FindResults(source.Object)
 	if err != nil {
 		if fromSecret {
-			return Value{}, secretCause(err, ref.Path)
+			err = secretCause(err, ref.Path)
+		} else {
+			err = boundCause(err)
 		}
-		return Value{}, boundCause(err)
+		if fieldpath.StartsAt(ref.Path, "status") && findsNothing(err, ref.Path) {
+			return Value{}, notSet{err}
+		}
+		return Value{}, err
 	}
 	// The template is a single {…} expression, so there is at most one list.
 	var found []interface{}
@@ -148,6 +161,9 @@ func resolve(ref v1alpha1.Reference, source Source, useExamples bool) (Value, er
 	}
 	switch len(found) {
 	case 0:
+		if fieldpath.StartsAt(ref.Path, "status") {
+			return Value{}, notSet{errors.New("no value found")}
+		}
 		return Value{}, errors.New("no value found")
 	case 1:
 		return Value{Data: deepCopy(found[0]), FromSecret: fromSecret}, nil
@@ -214,6 +230,25 @@ func secretCause(err error, path string) error {
 		return errors.New("an index ([…]) meets a value that is not a list " + withheld)
 	}
 	return errors.New("the path cannot be evaluated on the Secret " + withheld)
+}
+
+// notSet is the cause of a reference whose path into the status finds nothing
+// (ErrStatusNotSet): its text is the cause's.
+type notSet struct{ cause error }
+
+func (e notSet) Error() string   { return e.cause.Error() }
+func (e notSet) Unwrap() []error { return []error{e.cause, ErrStatusNotSet} }
+
+// findsNothing reports whether err, a failed evaluation of path, says that
+// something the path names is not there: a key of the path, or an index past a
+// list's end. Other failures (a filter over a value that is not a list, a
+// comparison of the wrong types) say the path does not fit the object.
+func findsNothing(err error, path string) bool {
+	text := err.Error()
+	if m := notFound.FindStringSubmatch(text); m != nil {
+		return strings.Contains(path, m[1])
+	}
+	return strings.HasPrefix(text, "array index out of bounds: ")
 }
 
 // MarkerOpening opens every marker, and every escape of one (!!{x}): text

@@ -82,6 +82,8 @@ func TestResolve(t *testing.T) {
 		wantErr     string
 		// wantNotAvailable says that the error wraps ErrNotAvailable.
 		wantNotAvailable bool
+		// wantStatusNotSet says that the error wraps ErrStatusNotSet.
+		wantStatusNotSet bool
 	}{
 		{
 			name: "string",
@@ -169,9 +171,63 @@ func TestResolve(t *testing.T) {
 			wantErr: `reference "dbhost": path "data.nope" in resource "db-config": nope is not found`,
 		},
 		{
-			name:    "index out of range",
-			refs:    []v1alpha1.Reference{{Name: "type", Resource: "db-config", Path: "status.conditions[1].type"}},
-			wantErr: `reference "type": path "status.conditions[1].type" in resource "db-config": array index out of bounds: index 1, length 1`,
+			name:             "index out of range in the status: not set yet",
+			refs:             []v1alpha1.Reference{{Name: "type", Resource: "db-config", Path: "status.conditions[1].type"}},
+			wantErr:          `reference "type": path "status.conditions[1].type" in resource "db-config": array index out of bounds: index 1, length 1`,
+			wantStatusNotSet: true,
+		},
+		{
+			name:    "index out of range in the spec",
+			refs:    []v1alpha1.Reference{{Name: "zone", Resource: "db-config", Path: "spec.zones[2]"}},
+			wantErr: `reference "zone": path "spec.zones[2]" in resource "db-config": array index out of bounds: index 2, length 2`,
+		},
+		{
+			name:             "missing key in the status: not set yet",
+			refs:             []v1alpha1.Reference{{Name: "ip", Resource: "db-config", Path: "{.status.loadBalancer.ingress[0].ip}"}},
+			wantErr:          `reference "ip": path "{.status.loadBalancer.ingress[0].ip}" in resource "db-config": loadBalancer is not found`,
+			wantStatusNotSet: true,
+		},
+		{
+			name: "empty list in the status: not set yet",
+			refs: []v1alpha1.Reference{{Name: "ip", Resource: "lb", Path: "status.loadBalancer.ingress[0].ip"}},
+			sources: map[string]Source{"lb": {Object: map[string]interface{}{
+				"status": map[string]interface{}{"loadBalancer": map[string]interface{}{"ingress": []interface{}{}}},
+			}}},
+			wantErr:          `reference "ip": path "status.loadBalancer.ingress[0].ip" in resource "lb": array index out of bounds: index 0, length 0`,
+			wantStatusNotSet: true,
+		},
+		{
+			name:             "no status at all: not set yet",
+			refs:             []v1alpha1.Reference{{Name: "phase", Resource: "lb", Path: "['status'].phase"}},
+			sources:          map[string]Source{"lb": {Object: map[string]interface{}{"spec": map[string]interface{}{}}}},
+			wantErr:          `reference "phase": path "['status'].phase" in resource "lb": status is not found`,
+			wantStatusNotSet: true,
+		},
+		{
+			name:             "filter without a match in the status: not set yet",
+			refs:             []v1alpha1.Reference{{Name: "ok", Resource: "db-config", Path: `status.conditions[?(@.type=="Available")].status`}},
+			wantErr:          `reference "ok": path "status.conditions[?(@.type==\"Available\")].status" in resource "db-config": no value found`,
+			wantStatusNotSet: true,
+		},
+		{
+			name: "several values in the status",
+			refs: []v1alpha1.Reference{{Name: "types", Resource: "db-config", Path: "status.conditions[*].status"}},
+			sources: map[string]Source{"db-config": {Object: map[string]interface{}{"status": map[string]interface{}{"conditions": []interface{}{
+				map[string]interface{}{"status": "True"}, map[string]interface{}{"status": "False"},
+			}}}}},
+			wantErr: `reference "types": path "status.conditions[*].status" in resource "db-config": 2 values found, exactly one is required`,
+		},
+		{
+			name:    "a field named like the status is not the status",
+			refs:    []v1alpha1.Reference{{Name: "x", Resource: "db-config", Path: "statusText"}},
+			wantErr: `reference "x": path "statusText" in resource "db-config": statusText is not found`,
+		},
+		{
+			name: "a Secret's missing status key: not set yet, nothing of the Secret in the error",
+			refs: []v1alpha1.Reference{{Name: "x", Resource: "db-secret", Path: "status.x"}},
+			// secret() has no status.
+			wantErr:          `reference "x": path "status.x" in resource "db-secret": status is not found`,
+			wantStatusNotSet: true,
 		},
 		{
 			name:    "filter without a match",
@@ -299,6 +355,9 @@ func TestResolve(t *testing.T) {
 			if tt.wantErr != "" {
 				if got := errors.Is(err, ErrNotAvailable); got != tt.wantNotAvailable {
 					t.Errorf("errors.Is(err, ErrNotAvailable) = %v, want %v", got, tt.wantNotAvailable)
+				}
+				if got := errors.Is(err, ErrStatusNotSet); got != tt.wantStatusNotSet {
+					t.Errorf("errors.Is(err, ErrStatusNotSet) = %v, want %v", got, tt.wantStatusNotSet)
 				}
 				return
 			}

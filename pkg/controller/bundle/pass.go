@@ -387,7 +387,8 @@ func (p *pass) syncOne(ctx context.Context, name string, tmpl *unstructured.Unst
 	var hash string
 	if live == nil && len(waiting) == 0 {
 		if desired, err = build(); err != nil {
-			return fail(limbov1alpha1.ResourceError, referenceFailureReason(err), "%v", err)
+			state, reason, message := referenceFailure(err)
+			return fail(state, reason, "%s", message)
 		}
 		hash = hashOf(desired)
 		created, err := p.r.createOnly(ctx, desired, p.plan.Referenced(name))
@@ -445,7 +446,8 @@ func (p *pass) syncOne(ctx context.Context, name string, tmpl *unstructured.Unst
 	}
 	if desired == nil {
 		if desired, err = build(); err != nil {
-			return fail(limbov1alpha1.ResourceError, referenceFailureReason(err), "%v", err)
+			state, reason, message := referenceFailure(err)
+			return fail(state, reason, "%s", message)
 		}
 		hash = hashOf(desired)
 	}
@@ -601,15 +603,20 @@ func (p *pass) changed(ctx context.Context, resource string, obj *unstructured.U
 	return c
 }
 
-// referenceFailureReason is the resource's reason for err, a failure to resolve
-// or substitute its references. Values that would make the object too large
-// need someone's change (a smaller value, fewer markers): the Bundle is Stalled.
-// Anything else may clear when the referenced object changes: ReferenceError.
-func referenceFailureReason(err error) string {
-	if errors.Is(err, reference.ErrTooLarge) {
-		return limbov1alpha1.ReasonSubstitutionTooLarge
+// referenceFailure is the resource's state and reason for err, a failure to
+// resolve or substitute its references. A field of a dependency's status that is
+// not written yet is waited for: Blocked, as for a dependency that is not Ready.
+// Values that would make the object too large need someone's change (a smaller
+// value, fewer markers): the Bundle is Stalled. Anything else may clear when the
+// referenced object changes: ReferenceError.
+func referenceFailure(err error) (limbov1alpha1.ResourceState, string, string) {
+	switch {
+	case errors.Is(err, reference.ErrStatusNotSet):
+		return limbov1alpha1.ResourceBlocked, limbov1alpha1.ReasonValueNotSet, "waiting for a value: " + err.Error()
+	case errors.Is(err, reference.ErrTooLarge):
+		return limbov1alpha1.ResourceError, limbov1alpha1.ReasonSubstitutionTooLarge, err.Error()
 	}
-	return limbov1alpha1.ReasonReferenceError
+	return limbov1alpha1.ResourceError, limbov1alpha1.ReasonReferenceError, err.Error()
 }
 
 // resolve returns content with the values of refs substituted.

@@ -52,7 +52,8 @@ func (p *pass) syncPlugin(ctx context.Context, res *bundlespec.Resource) (limbov
 	}
 	spec, err := p.pluginSpec(ctx, res)
 	if err != nil {
-		return fail(limbov1alpha1.ResourceError, referenceFailureReason(err), "%v", err)
+		state, reason, message := referenceFailure(err)
+		return fail(state, reason, "%s", message)
 	}
 	// Parse checked the spec with the references' examples; the values they
 	// read are checked here, before the plugin sees them.

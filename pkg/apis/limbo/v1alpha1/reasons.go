@@ -35,9 +35,13 @@ const (
 // Reasons of a resource's state (status.resources[].reason) while it is processed.
 const (
 	ReasonDependenciesNotReady = "DependenciesNotReady"
-	ReasonNotOwned             = "NotOwned"
-	ReasonControlledByOther    = "ControlledByOther"
-	ReasonReferenceError       = "ReferenceError"
+	// ReasonValueNotSet: a reference reads a field of a Ready dependency's status
+	// that its controller has not written yet (a LoadBalancer Service's ingress);
+	// the resource waits for it, as for a dependency that is not Ready.
+	ReasonValueNotSet       = "ValueNotSet"
+	ReasonNotOwned          = "NotOwned"
+	ReasonControlledByOther = "ControlledByOther"
+	ReasonReferenceError    = "ReferenceError"
 	// ReasonSubstitutionTooLarge: the values of the resource's references would
 	// put more into its object than limbo substitutes (reference.MaxSubstitutedBytes),
 	// which needs someone's change.
