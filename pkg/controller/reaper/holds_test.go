@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -123,5 +125,40 @@ func TestTearingDownBundleHoldsNothing(t *testing.T) {
 	}
 	if err := c.Get(context.Background(), client.ObjectKey{Namespace: "ns", Name: "released"}, &corev1.ConfigMap{}); !apierrors.IsNotFound(err) {
 		t.Errorf("released: %v, want it deleted at its deadline", err)
+	}
+}
+
+// The Bundles a pass has read are read again once they are older than
+// maxReadAge: a pass that deletes many due objects one by one takes minutes,
+// and a Bundle re-created during it that declares an object due later in the
+// pass holds that object (its pass adopts it) — the pass's first answer, "no
+// such Bundle", must not delete it.
+func TestBundleCreatedDuringAPassHolds(t *testing.T) {
+	var r *Reaper
+	recreated := &limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Name: "shop", Namespace: "ns", Generation: 1},
+		Spec: limbov1alpha1.BundleSpec{Resources: []limbov1alpha1.Resource{
+			{Name: "s", Object: &runtime.RawExtension{Raw: []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"second"}}`)}}}}}
+	r, c := newReaperIntercepted(t, interceptor.Funcs{Delete: func(ctx context.Context, cl client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
+		if err := cl.Delete(ctx, obj, opts...); err != nil {
+			return err
+		}
+		if obj.GetName() == "first" {
+			// While the pass deletes "first", its user creates "shop" again,
+			// declaring "second"; the pass has gone on for a while.
+			if err := cl.Create(ctx, recreated.DeepCopy()); err != nil {
+				return err
+			}
+			r.Clock.(*clocktesting.FakePassiveClock).SetTime(now.Add(maxReadAge + time.Second))
+		}
+		return nil
+	}}, inLimbo("first", "2026-11-22T08:00:00Z", "1h", false), inLimbo("second", "2026-11-22T08:00:00Z", "1h", false))
+	if _, err := r.pass(context.Background(), true); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Get(context.Background(), client.ObjectKey{Namespace: "ns", Name: "first"}, &corev1.ConfigMap{}); !apierrors.IsNotFound(err) {
+		t.Errorf("first: %v, want it deleted at its deadline", err)
+	}
+	if err := c.Get(context.Background(), client.ObjectKey{Namespace: "ns", Name: "second"}, &corev1.ConfigMap{}); err != nil {
+		t.Errorf("second: %v, want it kept: the re-created Bundle declares it", err)
 	}
 }

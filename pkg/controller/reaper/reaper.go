@@ -129,7 +129,7 @@ func (r *Reaper) pass(ctx context.Context, full bool) (time.Duration, error) {
 	if err != nil {
 		errs = append(errs, fmt.Errorf("%w: %w", errScanIncomplete, err))
 	}
-	bundles := &passReads{byKey: map[client.ObjectKey]*limbov1alpha1.Bundle{}, byNamespace: map[string][]limbov1alpha1.Bundle{}}
+	bundles := &passReads{byKey: map[client.ObjectKey]timedRead[*limbov1alpha1.Bundle]{}, byNamespace: map[string]timedRead[[]limbov1alpha1.Bundle]{}}
 	for _, gvk := range kinds {
 		items, err := r.list(ctx, gvk)
 		if r.kindGone(gvk, err) {
@@ -345,31 +345,33 @@ const holdRecheck = time.Second
 // fresh read of Engine.Orphan sees it). The Bundles are read from the API
 // server, not the cache: an adopter may be of another shard, which this
 // controller's cache does not hold, and one created a moment ago counts. seen
-// memoises the Bundles read in one pass.
+// keeps the Bundles a pass read for maxReadAge.
 func (r *Reaper) heldByBundle(ctx context.Context, gvk schema.GroupVersionKind, obj metav1.Object, seen *passReads, now time.Time) (time.Duration, error) {
 	key := client.ObjectKey{Namespace: obj.GetNamespace(), Name: obj.GetLabels()[limbov1alpha1.LabelBundle]}
-	b, ok := seen.byKey[key]
-	if !ok {
-		b = &limbov1alpha1.Bundle{}
-		err := r.Reader.Get(ctx, key, b)
+	read := seen.byKey[key]
+	if !read.fresh(r.Clock.Now()) {
+		read = timedRead[*limbov1alpha1.Bundle]{value: &limbov1alpha1.Bundle{}, at: r.Clock.Now()}
+		err := r.Reader.Get(ctx, key, read.value)
 		switch {
 		case apierrors.IsNotFound(err):
-			b = nil
+			read.value = nil
 		case err != nil:
 			return 0, fmt.Errorf("read Bundle %s: %w", key, err)
 		}
-		seen.byKey[key] = b
+		seen.byKey[key] = read
 	}
+	b := read.value
 	namespaceBundles := func() ([]limbov1alpha1.Bundle, error) {
 		ns := obj.GetNamespace()
-		if bundles, ok := seen.byNamespace[ns]; ok {
-			return bundles, nil
+		if read := seen.byNamespace[ns]; read.fresh(r.Clock.Now()) {
+			return read.value, nil
 		}
+		at := r.Clock.Now()
 		var list limbov1alpha1.BundleList
 		if err := r.Reader.List(ctx, &list, client.InNamespace(ns)); err != nil {
 			return nil, fmt.Errorf("list the Bundles of namespace %s: %w", ns, err)
 		}
-		seen.byNamespace[ns] = list.Items
+		seen.byNamespace[ns] = timedRead[[]limbov1alpha1.Bundle]{value: list.Items, at: at}
 		return list.Items, nil
 	}
 	hold, _, err := bundlespec.ReleasedHold(obj, gvk.GroupKind(), b, namespaceBundles, now)
@@ -382,12 +384,32 @@ func (r *Reaper) heldByBundle(ctx context.Context, gvk schema.GroupVersionKind, 
 	return 0, err
 }
 
-// passReads are the Bundles one reaper pass read, so that each is read once.
+// passReads are the Bundles one reaper pass read, so that each is read once in
+// a while rather than once per object: an answer older than maxReadAge is read
+// again. A pass that deletes many due objects one by one takes minutes, and a
+// Bundle created (again) meanwhile that declares an object due later in the pass
+// holds it (its pass adopts it): the pass's first answer must not decide for it.
 type passReads struct {
 	// byKey: the Bundle of an object's label; nil: there is none.
-	byKey map[client.ObjectKey]*limbov1alpha1.Bundle
+	byKey map[client.ObjectKey]timedRead[*limbov1alpha1.Bundle]
 	// byNamespace: every Bundle of a namespace.
-	byNamespace map[string][]limbov1alpha1.Bundle
+	byNamespace map[string]timedRead[[]limbov1alpha1.Bundle]
+}
+
+// timedRead is an answer of the API server and when it was read.
+type timedRead[T any] struct {
+	value T
+	at    time.Time
+}
+
+// maxReadAge is how long a pass reuses a Bundle it read (see passReads): the
+// window in which a Bundle created after the read does not hold what it
+// declares, as a Bundle's pass has between its re-read and its DELETE.
+const maxReadAge = time.Second
+
+// fresh reports whether read, made at read.at, may still be used at now.
+func (read timedRead[T]) fresh(now time.Time) bool {
+	return !read.at.IsZero() && now.Sub(read.at) < maxReadAge
 }
 
 // declaredRecheck is how soon the reaper looks again at an object whose Bundle
