@@ -64,7 +64,45 @@ const (
 	ReasonJobSucceeding = "JobSucceeding"
 	// ReasonJobFailing: the Job has FailureTarget=True, not yet Failed=True.
 	ReasonJobFailing = "JobFailing"
+
+	// ReasonWaitForFirstConsumer: a PersistentVolumeClaim of a StorageClass that
+	// binds on first use, Pending until a Pod that uses it is scheduled
+	// (ClaimWaitsForConsumer).
+	ReasonWaitForFirstConsumer = "WaitForFirstConsumer"
 )
+
+// annotationSelectedNode is set on a claim by the scheduler once a Pod that uses
+// it is placed: from then on the claim is provisioned and bound.
+const annotationSelectedNode = "volume.kubernetes.io/selected-node"
+
+// PendingClaimClass reports whether obj is a PersistentVolumeClaim that is
+// Pending and that no scheduled Pod uses yet, and names its StorageClass. Such a
+// claim, of a class whose volumeBindingMode is WaitForFirstConsumer, binds only
+// once a Pod that uses it is scheduled: judged by kstatus (Bound or not) it would
+// hold what uses it, and so itself, for ever. A claim without a class name (none
+// was given and the cluster has no default class) binds to a matching volume
+// whenever one exists: not ok.
+func PendingClaimClass(obj *unstructured.Unstructured) (class string, ok bool) {
+	if obj.GetAPIVersion() != "v1" || obj.GetKind() != "PersistentVolumeClaim" || obj.GetDeletionTimestamp() != nil {
+		return "", false
+	}
+	if phase, _, _ := unstructured.NestedString(obj.Object, "status", "phase"); phase != "Pending" {
+		return "", false
+	}
+	if _, scheduled := obj.GetAnnotations()[annotationSelectedNode]; scheduled {
+		return "", false
+	}
+	class, _, _ = unstructured.NestedString(obj.Object, "spec", "storageClassName")
+	return class, class != ""
+}
+
+// ClaimWaitsForConsumer is the readiness of a claim that PendingClaimClass
+// found Pending, of class, a StorageClass that binds on first use: Ready, so that
+// what uses it is created.
+func ClaimWaitsForConsumer(class string) Result {
+	return Result{State: Ready, Reason: ReasonWaitForFirstConsumer,
+		Message: fmt.Sprintf("Pending until a Pod that uses it is scheduled: StorageClass %q binds on first use (volumeBindingMode WaitForFirstConsumer)", class)}
+}
 
 // Result is the readiness of an object: a State, a one-word CamelCase Reason and
 // a human Message.

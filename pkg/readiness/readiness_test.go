@@ -1,6 +1,7 @@
 package readiness
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -922,6 +923,33 @@ func TestRuleFromAnnotations(t *testing.T) {
 				t.Errorf("got %+v, want nil", got)
 			case tt.want != nil && (got == nil || *got != *tt.want):
 				t.Errorf("got %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestPendingClaimClass(t *testing.T) {
+	const claim = `{"apiVersion":"v1","kind":"PersistentVolumeClaim","metadata":{"name":"data"%s},"spec":{%s},"status":{%s}}`
+	tests := []struct {
+		name      string
+		obj       string
+		wantClass string
+		wantOK    bool
+	}{
+		{name: "pending, no Pod scheduled", obj: fmt.Sprintf(claim, ``, `"storageClassName":"lazy"`, `"phase":"Pending"`), wantClass: "lazy", wantOK: true},
+		{name: "pending, a Pod scheduled: being provisioned", obj: fmt.Sprintf(claim, `,"annotations":{"volume.kubernetes.io/selected-node":"n1"}`, `"storageClassName":"lazy"`, `"phase":"Pending"`)},
+		{name: "bound", obj: fmt.Sprintf(claim, ``, `"storageClassName":"lazy"`, `"phase":"Bound"`)},
+		{name: "no status yet", obj: `{"apiVersion":"v1","kind":"PersistentVolumeClaim","metadata":{"name":"data"},"spec":{"storageClassName":"lazy"}}`},
+		{name: "no class: binds to a matching volume", obj: fmt.Sprintf(claim, ``, ``, `"phase":"Pending"`)},
+		{name: "empty class: static binding", obj: fmt.Sprintf(claim, ``, `"storageClassName":""`, `"phase":"Pending"`)},
+		{name: "being deleted", obj: fmt.Sprintf(claim, `,"deletionTimestamp":"2026-11-22T10:00:00Z"`, `"storageClassName":"lazy"`, `"phase":"Pending"`)},
+		{name: "another kind", obj: `{"apiVersion":"example.com/v1","kind":"PersistentVolumeClaim","metadata":{"name":"data"},"spec":{"storageClassName":"lazy"},"status":{"phase":"Pending"}}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			class, ok := PendingClaimClass(object(t, tt.obj))
+			if class != tt.wantClass || ok != tt.wantOK {
+				t.Errorf("PendingClaimClass() = %q, %v; want %q, %v", class, ok, tt.wantClass, tt.wantOK)
 			}
 		})
 	}

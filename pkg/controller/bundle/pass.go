@@ -547,6 +547,9 @@ func (p *pass) ready(ctx context.Context, out objectResult, live *unstructured.U
 		return out
 	}
 	ready := readiness.Compute(live, rule)
+	if class, ok := readiness.PendingClaimClass(live); ok && rule == nil && ready.State == readiness.InProgress && p.r.bindsOnFirstUse(ctx, class) {
+		ready = readiness.ClaimWaitsForConsumer(class)
+	}
 	switch ready.State {
 	case readiness.Ready:
 		st.State = limbov1alpha1.ResourceReady

@@ -99,6 +99,8 @@ type Reconciler struct {
 	teardowns *backgroundCalls[*plugin.TeardownResult]
 	// alarms keep the deadlines of Bundles whose pass failed.
 	alarms *alarms
+	// bindingModes are the StorageClasses' volume binding modes read lately.
+	bindingModes bindingModes
 }
 
 // Reconcile runs one pass over a Bundle, or one step of its teardown. A Conflict
