@@ -170,6 +170,8 @@ func newClient(ctx context.Context, cfg Config) (*Client, error) {
 	// are whatever the Bundle's author wrote (responselimit).
 	provider.HTTPClient = http.Client{Timeout: timeout, Transport: responselimit.Transport(http.DefaultTransport)}
 	provider.UserAgent.Prepend("limbo-route-gc")
+	provider.MaxBackoffRetries = MaxRateLimitRetries
+	provider.RetryBackoffFunc = waitRetryAfter
 	c := cfg.Credentials
 	opts := gophercloud.AuthOptions{
 		IdentityEndpoint: cfg.AuthURL,
@@ -207,6 +209,55 @@ func newClient(ctx context.Context, cfg Config) (*Client, error) {
 		now = time.Now
 	}
 	return &Client{network: network, compute: compute, project: project, now: now}, nil
+}
+
+// A rate-limited request (429, or 498) is sent again after the Retry-After the
+// cloud answers with (1 s, 2 s, 4 s without one), at most MaxRateLimitRetries
+// times in a row and only when the wait is at most MaxRateLimitWait: a longer
+// one fails the request with the cloud's answer, so that a plugin call's budget
+// is not spent asleep; the plugin's call is retried with the work queue's
+// backoff.
+const (
+	MaxRateLimitRetries = 3
+	MaxRateLimitWait    = 10 * time.Second
+)
+
+// waitRetryAfter is the provider's RetryBackoffFunc: it waits as the cloud asks
+// (see MaxRateLimitRetries) and returns nil to send the request again, or the
+// cloud's answer to give up.
+func waitRetryAfter(ctx context.Context, answer *gophercloud.ErrUnexpectedResponseCode, _ error, retries uint) error {
+	wait, ok := retryAfter(answer.ResponseHeader.Get("Retry-After"), time.Now())
+	if !ok {
+		wait = time.Second << min(retries-1, 4)
+	}
+	if wait > MaxRateLimitWait {
+		return answer
+	}
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return answer
+	case <-timer.C:
+		return nil
+	}
+}
+
+// retryAfter reads a Retry-After header's value, delay-seconds or an HTTP date,
+// as the wait from now (none for a date past).
+func retryAfter(value string, now time.Time) (time.Duration, bool) {
+	value = strings.TrimSpace(value)
+	if value == "" {
+		return 0, false
+	}
+	if seconds, err := strconv.ParseUint(value, 10, 32); err == nil {
+		return time.Duration(seconds) * time.Second, true
+	}
+	at, err := http.ParseTime(value)
+	if err != nil {
+		return 0, false
+	}
+	return max(at.Sub(now), 0), true
 }
 
 // v3Token is the Keystone v3 token the provider authenticated with.

@@ -243,3 +243,42 @@ func TestRegion(t *testing.T) {
 		})
 	}
 }
+
+// A rate-limited request (429) is sent again after the Retry-After the cloud
+// asks for, up to openstack.MaxRateLimitWait: the listing succeeds. One told to
+// wait longer fails at once with the cloud's answer, so that the call's budget
+// is not spent asleep (the plugin's call is retried later); so does one refused
+// more than openstack.MaxRateLimitRetries times in a row.
+func TestRateLimitedRequests(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		fault     openstacksim.Fault
+		wantErr   bool
+		wantCalls int
+	}{
+		{"retried after Retry-After", openstacksim.Fault{Status: http.StatusTooManyRequests, Times: 2, RetryAfter: "0"}, false, 3},
+		{"retried without Retry-After", openstacksim.Fault{Status: http.StatusTooManyRequests, Times: 1}, false, 2},
+		{"told to wait too long", openstacksim.Fault{Status: http.StatusTooManyRequests, Times: 1, RetryAfter: "3600"}, true, 1},
+		{"refused again and again", openstacksim.Fault{Status: http.StatusTooManyRequests, Times: 100, RetryAfter: "0"}, true, openstack.MaxRateLimitRetries + 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			client, sim := newSimClient(t, openstacksim.Config{})
+			sim.AddServerAt("vm-1", "10.0.0.5")
+			sim.Inject(openstacksim.OpListServers, tc.fault)
+			servers, err := client.ListServers(context.Background())
+			switch {
+			case tc.wantErr && err == nil:
+				t.Fatalf("ListServers() = %+v, want the 429", servers)
+			case tc.wantErr && !strings.Contains(err.Error(), "429"):
+				t.Errorf("err = %v, want the cloud's 429", err)
+			case !tc.wantErr && err != nil:
+				t.Fatalf("ListServers: %v", err)
+			case !tc.wantErr && servers.Count != 1:
+				t.Errorf("Count = %d, want 1", servers.Count)
+			}
+			if got := sim.Count(openstacksim.OpListServers); got != tc.wantCalls {
+				t.Errorf("%d listing requests, want %d", got, tc.wantCalls)
+			}
+		})
+	}
+}

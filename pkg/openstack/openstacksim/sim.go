@@ -183,11 +183,13 @@ type Call struct {
 }
 
 // Fault is an injected error: the next Times requests of an operation, after
-// Skip of them succeeded, get Status with the service's error body.
+// Skip of them succeeded, get Status with the service's error body (a 429 or 413
+// as Nova's overLimit), and the Retry-After header RetryAfter when it is set.
 type Fault struct {
-	Status int
-	Times  int
-	Skip   int
+	Status     int
+	Times      int
+	Skip       int
+	RetryAfter string
 }
 
 // Server is the simulator. It implements http.Handler.
@@ -482,7 +484,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 	s.mu.Lock()
 	outage := s.outage[rt.service]
-	fault := s.takeFaultLocked(rt.op)
+	fault, retryAfter := s.takeFaultLocked(rt.op)
 	s.mu.Unlock()
 	switch {
 	case outage:
@@ -497,6 +499,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case rt.service == ServiceCompute && rt.auth && !s.acceptMicroversion(rec, requested):
 		return
 	case fault != 0:
+		if retryAfter != "" {
+			rec.Header().Set("Retry-After", retryAfter)
+		}
 		writeServiceError(rec, rt.service, fault, "injected failure")
 		return
 	}
@@ -563,17 +568,17 @@ func (s *Server) route(r *http.Request) route {
 	return route{op: OpUnknown, service: service, status: http.StatusNotFound}
 }
 
-func (s *Server) takeFaultLocked(op string) int {
+func (s *Server) takeFaultLocked(op string) (status int, retryAfter string) {
 	f := s.faults[op]
 	if f == nil || f.Times <= 0 {
-		return 0
+		return 0, ""
 	}
 	if f.Skip > 0 {
 		f.Skip--
-		return 0
+		return 0, ""
 	}
 	f.Times--
-	return f.Status
+	return f.Status, f.RetryAfter
 }
 
 func (s *Server) runHooks(op string) {
@@ -1266,7 +1271,8 @@ func writeServiceError(w http.ResponseWriter, service string, status int, msg st
 	case ServiceIdentity:
 		simhttp.WriteJSON(w, status, map[string]any{"error": map[string]any{"code": status, "message": msg, "title": http.StatusText(status)}})
 	default:
-		kind := map[int]string{400: "badRequest", 401: "unauthorized", 403: "forbidden", 404: "itemNotFound", 409: "conflictingRequest", 503: "serviceUnavailable"}[status]
+		kind := map[int]string{400: "badRequest", 401: "unauthorized", 403: "forbidden", 404: "itemNotFound", 409: "conflictingRequest",
+			413: "overLimit", 429: "overLimit", 503: "serviceUnavailable"}[status]
 		if kind == "" {
 			kind = "computeFault"
 		}
