@@ -54,7 +54,8 @@ to, the same ones the integration tests use, so that the plugin examples work
 locally: a StorageOS v2 API (namespace-gc) on --storageos-sim-addr, with the
 credentials storageos/storageos (see examples/namespace-gc), and OpenStack
 (Keystone v3, Neutron, Nova; route-gc) on --openstack-sim-addr, holding a demo
-router and servers (see examples/route-gc).
+router and servers (see examples/route-gc). It also installs csi-baremetal's CRDs
+(node-removal; see examples/node-removal) before the controller starts.
 
 With --clusters 2 it also starts a second control plane, standing for a workload
 cluster, and writes its kubeconfig into the Secret default/workload-kubeconfig (key
@@ -104,8 +105,19 @@ value) of the first, for plugins that act on another cluster (kubeConfigSecretRe
 		if _, err := os.Stat(crdDir); err != nil {
 			return fmt.Errorf("--crds: %w (run limbo dev in the repository's root, or point --crds at its crds/ directory)", err)
 		}
+		crdPaths := []string{crdDir}
+		if simulators {
+			// csi-baremetal stands in the cluster as the simulators do outside it:
+			// installed before the controller starts, as on a real cluster, so that
+			// node-removal watches its kinds (a CRD installed later is watched after
+			// a restart).
+			if _, err := os.Stat(csiBaremetalCRDs); err == nil {
+				crdPaths = append(crdPaths, csiBaremetalCRDs)
+				fmt.Printf("limbo dev: csi-baremetal's CRDs installed (%s); see examples/node-removal\n", csiBaremetalCRDs)
+			}
+		}
 		fmt.Fprintln(os.Stderr, "limbo dev: starting etcd, kube-apiserver and kube-controller-manager ...")
-		cluster, err := localcluster.Start(ctx, localcluster.Config{BinDir: binDir, DataDir: dataDir, CRDPaths: []string{crdDir}})
+		cluster, err := localcluster.Start(ctx, localcluster.Config{BinDir: binDir, DataDir: dataDir, CRDPaths: crdPaths})
 		if err != nil {
 			return err
 		}
@@ -140,6 +152,10 @@ value) of the first, for plugins that act on another cluster (kubeConfigSecretRe
 	}
 	return cmd
 }
+
+// csiBaremetalCRDs are the CRDs of csi-baremetal that node-removal reads, which
+// --simulators installs (relative to the repository's root, as --crds is).
+const csiBaremetalCRDs = "examples/node-removal/csi-baremetal-crds.yaml"
 
 // startOpenStackSim starts the OpenStack simulator with the demo router and
 // servers of examples/route-gc, and prints where it is and how to log in.
