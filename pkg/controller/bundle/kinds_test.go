@@ -317,3 +317,36 @@ func TestLastResourceOf(t *testing.T) {
 		}
 	}
 }
+
+// The previous status.resources names objects; one that the pass neither
+// declared nor accounted for otherwise (a resource dropped in the write that
+// moved the Bundle to this shard) makes the pass ask the API server. Objects of
+// other namespaces, entries without an object, and Tombstones do not.
+func TestUnaccountedResourceObjects(t *testing.T) {
+	obj := func(apiVersion, kind, ns, name string) *limbov1alpha1.ObjectReference {
+		return &limbov1alpha1.ObjectReference{APIVersion: apiVersion, Kind: kind, Namespace: ns, Name: name}
+	}
+	b := &limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns"}}
+	b.Status.Resources = []limbov1alpha1.ResourceStatus{
+		{Name: "keep", Object: obj("v1", "ConfigMap", "ns", "keep")},
+		{Name: "deploy", Object: obj("apps/v1beta2", "Deployment", "", "web")},
+		{Name: "elsewhere", Object: obj("v1", "ConfigMap", "other", "elsewhere")},
+		{Name: "job"},
+		{Name: "ts", Object: obj(limbov1alpha1.GroupVersion.String(), "Tombstone", "ns", "ts")},
+	}
+	known := map[string]bool{
+		bundlespec.ObjectKey(configMapGVK.GroupKind(), "keep"): true,
+		bundlespec.ObjectKey(deploymentGVK.GroupKind(), "web"): true, // any version of the kind
+	}
+	accounted := func(key string) bool { return known[key] }
+	if unaccountedResourceObjects(b, accounted) {
+		t.Errorf("every object the status names is accounted for, but the pass would ask")
+	}
+	b.Status.Resources = append(b.Status.Resources, limbov1alpha1.ResourceStatus{Name: "drop", Object: obj("v1", "ConfigMap", "ns", "drop")})
+	if !unaccountedResourceObjects(b, accounted) {
+		t.Errorf("ConfigMap drop is named by the status and not accounted for, but the pass would not ask")
+	}
+	if unaccountedResourceObjects(&limbov1alpha1.Bundle{}, accounted) {
+		t.Errorf("a Bundle without a status: the pass would ask")
+	}
+}

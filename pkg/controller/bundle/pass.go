@@ -833,10 +833,14 @@ func (p *pass) holdAll(orphans []*unstructured.Unstructured) {
 // find it (its check with the API server lists the kinds the status names): the
 // Bundle went with it still controlled, and the garbage collector deleted it at
 // once, its delay ignored. The kinds asked about (metadata, by the Bundle's
-// label) are those that would leave status.managedKinds, and those of the
+// label) are those that would leave status.managedKinds, those of the
 // previous pendingDeletions entries of this namespace that this pass neither
-// listed nor saw go (a forced delete outside a pass, one listing): a pass that
-// changes nothing asks nothing. What they find is moved into this shard
+// listed nor saw go (a forced delete outside a pass, one listing), and, when
+// the previous status.resources names an object this pass neither declared nor
+// accounted for (a resource dropped in the write that moved the Bundle to this
+// shard: its object was never in limbo, and its kind stays; see
+// unaccountedResourceObjects), every kind the status names: a pass that changes
+// nothing asks nothing. What they find is moved into this shard
 // (Engine.MoveIntoShard), so that the next pass sees it in the cache. A failed
 // listing keeps the kinds.
 func (p *pass) decideUnseenOrphans(ctx context.Context, ready bool) {
@@ -860,6 +864,11 @@ func (p *pass) decideUnseenOrphans(ctx context.Context, ready bool) {
 		gvk := schema.FromAPIVersionAndKind(pd.APIVersion, pd.Kind)
 		if pd.Cluster == "" && pd.Namespace == p.bundle.Namespace && gvk != limbov1alpha1.TombstoneGVK && !accounted(entryObjectKey(pd)) {
 			ask[gvk] = true
+		}
+	}
+	if unaccountedResourceObjects(p.bundle, accounted) {
+		for _, k := range kindsOf(p.bundle, nil) {
+			ask[k] = true
 		}
 	}
 	if len(ask) == 0 {
@@ -887,6 +896,32 @@ func (p *pass) decideUnseenOrphans(ctx context.Context, ready bool) {
 		return
 	}
 	p.orphanAll(ctx, orphans)
+}
+
+// unaccountedResourceObjects reports whether b's previous status names, as a
+// resource's object (status.resources), an object of b's namespace that
+// accounted (this pass declared it, listed it in limbo or saw it go) does not
+// know: a resource that left the spec whose object the cache did not show as an
+// orphan. That is a Bundle moved to this shard in the same write that dropped
+// the resource (its object carries the old shard's label, which the cache does
+// not select), or an object that never was (a resource that never got to
+// create it). A generator's entry names its first object only, so the caller
+// asks about every kind the status names, not just the named object's.
+func unaccountedResourceObjects(b *limbov1alpha1.Bundle, accounted func(key string) bool) bool {
+	for _, st := range b.Status.Resources {
+		o := st.Object
+		if o == nil || (o.Namespace != "" && o.Namespace != b.Namespace) {
+			continue
+		}
+		gvk := schema.FromAPIVersionAndKind(o.APIVersion, o.Kind)
+		if gvk == limbov1alpha1.TombstoneGVK {
+			continue
+		}
+		if !accounted(bundlespec.ObjectKey(gvk.GroupKind(), o.Name)) {
+			return true
+		}
+	}
+	return false
 }
 
 // orphanAll hands every orphan to the soft-delete engine, at most
