@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
@@ -311,20 +312,67 @@ func newOrphanItems(resource string, orphans []plugin.ExternalItem, existing map
 	return items, held
 }
 
-// tombstones lists the Bundle's Tombstones by the orphan each stands for.
+// tombstones lists the Bundle's Tombstones by the orphan each stands for, from
+// the cache. The cache shows only this controller's shard, and a Tombstone made
+// before the Bundle moved to this shard keeps the old shard's label: when the
+// previous status lists a Tombstone the cache does not hold (tombstonesUnseen),
+// the Bundle's Tombstones are listed from the API server too, and those found
+// there only are moved into this shard (Engine.MoveIntoShard), so that its
+// passes, not the old shard's Tombstone controller, judge them from then on
+// (cancel them when their item is desired again or their resource leaves). A
+// pass whose status names only Tombstones the cache holds asks nothing. A failed
+// move is an error of the pass; the Tombstone is judged all the same (its
+// removal is guarded by its resourceVersion).
 func (p *pass) tombstones(ctx context.Context) (map[string]*limbov1alpha1.Tombstone, error) {
 	var list limbov1alpha1.TombstoneList
 	if err := p.r.Client.List(ctx, &list, client.InNamespace(p.bundle.Namespace), client.MatchingLabels{limbov1alpha1.LabelBundle: p.bundle.Name}); err != nil {
 		return nil, fmt.Errorf("list Tombstones: %w", err)
 	}
 	out := map[string]*limbov1alpha1.Tombstone{}
+	names := map[string]bool{}
+	controlled := softdelete.ControlledBy(p.bundle.UID)
 	for i := range list.Items {
 		ts := &list.Items[i]
-		if v, _ := softdelete.ControlledBy(p.bundle.UID)(ts); v == softdelete.Claimed {
+		if v, _ := controlled(ts); v == softdelete.Claimed {
 			out[softdelete.TombstoneKey(ts.Spec.Resource, ts.Spec.Item)] = ts
+			names[ts.Name] = true
 		}
 	}
+	if !tombstonesUnseen(p.bundle, names) {
+		return out, nil
+	}
+	var fresh limbov1alpha1.TombstoneList
+	if err := p.r.APIReader.List(ctx, &fresh, client.InNamespace(p.bundle.Namespace), client.MatchingLabels{limbov1alpha1.LabelBundle: p.bundle.Name}); err != nil {
+		return nil, fmt.Errorf("list Tombstones the status names and the cache does not show: %w", err)
+	}
+	for i := range fresh.Items {
+		ts := &fresh.Items[i]
+		key := softdelete.TombstoneKey(ts.Spec.Resource, ts.Spec.Item)
+		if _, ok := out[key]; ok {
+			continue
+		}
+		if v, _ := controlled(ts); v != softdelete.Claimed {
+			continue
+		}
+		if err := p.r.Engine.MoveIntoShard(ctx, p.bundle, ts); err != nil {
+			p.fail(err)
+		}
+		out[key] = ts
+	}
 	return out, nil
+}
+
+// tombstonesUnseen reports whether b's previous pendingDeletions lists a
+// Tombstone of b's namespace that cached (the names of the Tombstones the cache
+// holds) lacks.
+func tombstonesUnseen(b *limbov1alpha1.Bundle, cached map[string]bool) bool {
+	for _, pd := range b.Status.PendingDeletions {
+		gvk := schema.FromAPIVersionAndKind(pd.APIVersion, pd.Kind)
+		if pd.Cluster == "" && gvk == limbov1alpha1.TombstoneGVK && (pd.Namespace == "" || pd.Namespace == b.Namespace) && !cached[pd.Name] {
+			return true
+		}
+	}
+	return false
 }
 
 // stillDeclares reports whether the Bundle's spec still has the plugin resource

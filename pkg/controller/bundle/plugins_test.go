@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 	"github.com/limbo-dev/limbo/pkg/plugin"
 	"github.com/limbo-dev/limbo/pkg/softdelete"
@@ -81,5 +83,30 @@ func TestNewOrphanItems(t *testing.T) {
 				t.Errorf("newOrphanItems = %v, held %d; want %v, held %d", ids, held, tc.wantIDs, tc.wantHeld)
 			}
 		})
+	}
+}
+
+// A pass asks the API server for the Bundle's Tombstones only when the previous
+// pendingDeletions lists one of its namespace that the cache does not hold (one
+// made before the Bundle moved to this shard); objects' entries, and another
+// cluster's, do not count.
+func TestTombstonesUnseen(t *testing.T) {
+	tsEntry := func(name string) limbov1alpha1.PendingDeletion {
+		return limbov1alpha1.PendingDeletion{APIVersion: limbov1alpha1.GroupVersion.String(), Kind: "Tombstone", Namespace: "ns", Name: name}
+	}
+	b := &limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns"}}
+	b.Status.PendingDeletions = []limbov1alpha1.PendingDeletion{
+		tsEntry("web-items-1"),
+		{APIVersion: "v1", Kind: "ConfigMap", Namespace: "ns", Name: "old"},
+		{APIVersion: limbov1alpha1.GroupVersion.String(), Kind: "Tombstone", Namespace: "ns", Name: "remote", Cluster: "workload"},
+	}
+	if tombstonesUnseen(b, map[string]bool{"web-items-1": true}) {
+		t.Errorf("the cache holds every Tombstone the status lists, but the pass would ask")
+	}
+	if !tombstonesUnseen(b, map[string]bool{}) {
+		t.Errorf("the status lists Tombstone web-items-1 and the cache lacks it, but the pass would not ask")
+	}
+	if tombstonesUnseen(&limbov1alpha1.Bundle{}, map[string]bool{}) {
+		t.Errorf("a Bundle without a status: the pass would ask")
 	}
 }
