@@ -2,11 +2,15 @@ package bundle
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 	"github.com/limbo-dev/limbo/pkg/limboscan"
@@ -81,6 +85,13 @@ func (p *pass) processUnjudgedItems(ctx context.Context) {
 		if listed[objectPendingKey(item)] {
 			continue
 		}
+		if !vouchedItem(p.bundle, item) {
+			// Another tenant's object naming this Bundle: neither listed nor
+			// cancelled (see vouchedItem).
+			log.FromContext(ctx).V(1).Info("ignored an object in limbo that names the Bundle in "+limbov1alpha1.AnnotationPluginResource+" but that its status does not vouch for",
+				"object", objectPendingKey(item))
+			continue
+		}
 		_, resource, _ := softdelete.SplitItemOwner(item.GetAnnotations()[limbov1alpha1.AnnotationPluginResource])
 		if res := p.plan.Resources[resource]; res == nil || res.Plugin == nil {
 			if err := p.r.Engine.CancelItem(ctx, p.bundle, item, fmt.Sprintf("resource %q left the Bundle", resource)); err == nil {
@@ -98,21 +109,94 @@ func (p *pass) processUnjudgedItems(ctx context.Context) {
 // cleanup job stops its deletions, and nobody else would decide them. The items
 // of the plugin resources in tearingDown (those with a teardown, which stamps its
 // items itself) are left to their teardown; so are items of other clusters.
-func (r *Reconciler) cancelObjectItems(ctx context.Context, b *limbov1alpha1.Bundle, tearingDown map[string]bool) error {
+//
+// Every object that names b in limbo.dev/pluginResource is cancelled (the safe
+// direction: cancelling never deletes), but a failed cancel does not stop the
+// others, nor, mostly, the teardown: anyone who may write an object can make it
+// name b, and b's ServiceAccount may not write it. One that b's status does not
+// vouch for (vouchedItem) is only logged; the others are failures, returned for
+// the DeletionFailure condition and told by a CancelFailed Warning, and the item
+// keeps limbo's marks (nothing deletes it: the reaper never acts on plugin
+// items). err is non-nil, and the teardown is retried before it goes on, only
+// for a failure that clears by itself (not a refusal) of an item that only b's
+// own namespace's writers or cluster-wide rights can write (holdsTeardown).
+func (r *Reconciler) cancelObjectItems(ctx context.Context, b *limbov1alpha1.Bundle, tearingDown map[string]bool) (failures []string, err error) {
 	kinds := itemLookup(&b.Status, func(pd limbov1alpha1.PendingDeletion) bool { return !tearingDown[pd.Resource] })
 	items, err := r.objectItemsInLimbo(ctx, b, kinds) // fresh: the last look
 	if err != nil {
-		return err
+		return nil, err
 	}
+	var hold error
 	for _, item := range items {
-		if _, resource, _ := softdelete.SplitItemOwner(item.GetAnnotations()[limbov1alpha1.AnnotationPluginResource]); tearingDown[resource] {
+		_, resource, _ := softdelete.SplitItemOwner(item.GetAnnotations()[limbov1alpha1.AnnotationPluginResource])
+		if tearingDown[resource] {
 			continue
 		}
-		if err := r.Engine.CancelItem(ctx, b, item, "the Bundle is being deleted"); err != nil {
-			return err
+		err := r.Engine.CancelItem(ctx, b, item, "the Bundle is being deleted")
+		if err == nil {
+			continue
+		}
+		if !vouchedItem(b, item) {
+			log.FromContext(ctx).Info("could not cancel an object in limbo that names the Bundle in "+limbov1alpha1.AnnotationPluginResource+" but that its status does not vouch for: left as it is",
+				"object", objectPendingKey(item), "error", err.Error())
+			continue
+		}
+		if holdsTeardown(b, item, err) {
+			hold = errors.Join(hold, err)
+			continue
+		}
+		msg := fmt.Sprintf("plugin resource %s: an item's deletion could not be cancelled, and it stays marked in limbo (nothing deletes it): %v", resource, err)
+		r.Recorder.Event(b, corev1.EventTypeWarning, limbov1alpha1.EventCancelFailed, msg)
+		failures = append(failures, msg)
+	}
+	return failures, hold
+}
+
+// vouchedItem reports whether item, an object found in limbo whose
+// limbo.dev/pluginResource names b, is b's as far as limbo can tell: the
+// annotation alone proves nothing, since whoever may write an object can write
+// it. item is b's when it is cluster-scoped or in b's namespace (objects only
+// cluster-wide rights or b's own namespace's writers can write: no other tenant
+// can forge those), or when b's last status lists it (a pass wrote that entry
+// when b's plugin judged the item). Not vouched for: an object in another
+// namespace that the status does not list — another tenant's forgery, or, rarely,
+// a real item whose entry the status lost (its list cut at
+// MaxPendingDeletionsListed, or a pass's status write that failed after a
+// stamp). Such an object is never listed in b's status, never decided, and only
+// cancelled at b's teardown, where a failure is ignored.
+func vouchedItem(b *limbov1alpha1.Bundle, item client.Object) bool {
+	if ns := item.GetNamespace(); ns == "" || ns == b.Namespace {
+		return true
+	}
+	return listedItem(&b.Status, item)
+}
+
+// listedItem reports whether st lists item, an object of this cluster, in
+// pendingDeletions (by group, kind, namespace and name: the entry's version may
+// be another served one).
+func listedItem(st *limbov1alpha1.BundleStatus, item client.Object) bool {
+	gk := item.GetObjectKind().GroupVersionKind().GroupKind()
+	for _, pd := range st.PendingDeletions {
+		if pd.Cluster == "" && pd.Namespace == item.GetNamespace() && pd.Name == item.GetName() &&
+			schema.FromAPIVersionAndKind(pd.APIVersion, pd.Kind).GroupKind() == gk {
+			return true
 		}
 	}
-	return nil
+	return false
+}
+
+// holdsTeardown reports whether err, from cancelling item (an item b vouches
+// for) at b's teardown, holds the teardown until a retry succeeds: an error
+// that clears by itself (a Conflict, a timeout, an unavailable API server) on
+// an item that no other tenant can write — cluster-scoped or in b's namespace.
+// A refusal (Forbidden, Invalid: b's ServiceAccount may not, or a webhook says
+// no) never clears by retrying; and an item in another namespace is written by
+// whoever owns that namespace, who could otherwise hold b's teardown for ever.
+func holdsTeardown(b *limbov1alpha1.Bundle, item client.Object, err error) bool {
+	if ns := item.GetNamespace(); ns != "" && ns != b.Namespace {
+		return false
+	}
+	return !apierrors.IsForbidden(err) && !apierrors.IsInvalid(err) && !apierrors.IsBadRequest(err) && !apierrors.IsMethodNotSupported(err)
 }
 
 // objectItemsInLimbo lists, from the API server, the objects of kinds that are in

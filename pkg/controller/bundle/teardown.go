@@ -52,7 +52,8 @@ func (r *Reconciler) teardown(ctx context.Context, b *limbov1alpha1.Bundle) (ctr
 	if err := r.cancelTombstones(ctx, b); err != nil {
 		return ctrl.Result{}, err
 	}
-	if err := r.cancelObjectItems(ctx, b, r.tearDownResources(plan)); err != nil {
+	itemFailures, err := r.cancelObjectItems(ctx, b, r.tearDownResources(plan))
+	if err != nil {
 		return ctrl.Result{}, err
 	}
 	// One listing serves the pass: the cascade mode's evidence, the objects to
@@ -82,6 +83,7 @@ func (r *Reconciler) teardown(ctx context.Context, b *limbov1alpha1.Bundle) (ctr
 	}
 	// Plugin teardowns run first: deorbit needs the objects still there.
 	plugins := r.teardownPlugins(ctx, b, plan, specErrs)
+	plugins.failures = append(itemFailures, plugins.failures...)
 	if len(plugins.remaining) > 0 {
 		if err := r.teardownStatus(ctx, b, plugins.remaining, plugins.failures, plugins, heldBy(controlledBy(b, objects))); err != nil {
 			return ctrl.Result{}, err

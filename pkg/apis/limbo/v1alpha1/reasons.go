@@ -96,6 +96,10 @@ const (
 	EventDeleted           = "Deleted"
 	EventInvalidStamp      = "InvalidDeletionTimestamp"
 	EventDeleteFailed      = "DeleteFailed"
+	// EventCancelFailed says that a deleted Bundle's teardown could not take one
+	// of its plugin's object items out of limbo (its ServiceAccount may not write
+	// it): the item keeps limbo's marks, and nothing deletes it.
+	EventCancelFailed = "CancelFailed"
 	// EventAPIWarning passes on a warning the API server answered the requests
 	// about a resource's object with (a deprecated API, a PodSecurity warning).
 	EventAPIWarning = "APIWarning"
