@@ -35,8 +35,10 @@ kind labelled limbo.dev/pending-deletion=true, every Tombstone (an external item
 pending deletion), and the pending deletions that Bundles report with a message,
 such as an invalid limbo.dev/deletionDelay (such an object is never deleted), or
 that the label listing cannot see (a cluster-scoped item, an item in another
-cluster). With -n, only the rows of that namespace are shown (a cluster-scoped
-item's row is its Bundle's namespace's).
+cluster). With -n, the rows are those -A shows in that namespace (a
+cluster-scoped item's row is its Bundle's namespace's), with the messages of
+the Bundles of every namespace; what the Bundles of that namespace report in
+other namespaces is left out, and a warning says how many items and where.
 
 An object released by a Bundle's teardown is "held" while the reaper keeps it
 for a Bundle that declares it (MESSAGE names the Bundle).
@@ -68,6 +70,9 @@ says how many), since kubectl would take their names for objects of this one.`,
 			items, err := collectPending(cmd.Context(), src, namespace, now, o.ErrOut)
 			if err != nil {
 				return err
+			}
+			if format != "" && format != "name" {
+				readDelays(cmd.Context(), src.Reader, items) // DELAY, deletionDelay
 			}
 			if len(items) == 0 && isTable(format) {
 				if po.allNamespaces {

@@ -89,6 +89,9 @@ type pendingItem struct {
 	// delayUnknown marks a row made from a Bundle's status alone (its entry
 	// names no delay): DELAY says <unknown>, not <none>.
 	delayUnknown bool
+	// fromStatus marks a row made from a Bundle's status alone: readDelays
+	// reads its object's delay, if it is of this cluster.
+	fromStatus bool
 	// object is the metadata of the object in limbo of an object row (nil for
 	// the rows of Tombstones and of Bundles' entries).
 	object *metav1.PartialObjectMetadata
@@ -131,9 +134,15 @@ func (p *pendingItem) key() itemKey {
 // collectPending lists what is in limbo in namespace ("" is every namespace) at
 // time now, soonest deletion first. Resource types that cannot be listed
 // (Forbidden, NotFound, MethodNotSupported) are skipped; the Forbidden ones are
-// named in a warning on warnings. With a namespace, every row is of that
-// namespace (inNamespace): the rows a Bundle of the namespace reports in another
-// are left out, with a warning.
+// named in a warning on warnings.
+//
+// With a namespace, the rows are those -A shows in that namespace (the
+// NAMESPACE column: the object's namespace, the reporting Bundle's for a
+// cluster-scoped item), each as -A shows it: the Bundles of every namespace are
+// read (bundlesFor), since a Bundle may report items of other namespaces (a
+// plugin's: node-removal's in default, deorbit's in a workload cluster's
+// namespaces), and its message belongs on their rows. What the Bundles of the
+// namespace report in other namespaces is left out, with a warning (notShown).
 func collectPending(ctx context.Context, src pendingSources, namespace string, now time.Time, warnings io.Writer) ([]pendingItem, error) {
 	var items []pendingItem
 	seen := map[types.UID]bool{}
@@ -153,15 +162,15 @@ func collectPending(ctx context.Context, src pendingSources, namespace string, n
 		items = append(items, item)
 	}
 
-	var bundles limbov1alpha1.BundleList
-	if err := src.Reader.List(ctx, &bundles, client.InNamespace(namespace)); err != nil {
-		if restmappings.NotServed(err) {
-			return nil, fmt.Errorf("listing Bundles: %w (are limbo's CRDs installed?)", err)
-		}
-		return nil, fmt.Errorf("listing Bundles: %w", err)
+	bundles, everyNamespace, err := listBundles(ctx, src.Reader, namespace)
+	if err != nil {
+		return nil, err
+	}
+	if !everyNamespace {
+		fmt.Fprintf(warnings, "Warning: not allowed to list Bundles in every namespace: items that only a Bundle of another namespace reports in namespace %s (an item in another cluster, say) are not shown\n", namespace)
 	}
 	tornDown := map[client.ObjectKey]bool{}
-	for _, b := range bundles.Items {
+	for _, b := range bundles {
 		if !b.DeletionTimestamp.IsZero() {
 			tornDown[client.ObjectKeyFromObject(&b)] = true
 		}
@@ -189,17 +198,30 @@ func collectPending(ctx context.Context, src pendingSources, namespace string, n
 	if err != nil {
 		return nil, err
 	}
+	if !everyNamespace {
+		// The Bundles of other namespaces that report the objects listed (a
+		// plugin's items: their limbo.dev/pluginResource names it) may still be
+		// readable one by one.
+		bundles = append(bundles, reportingBundles(ctx, src.Reader, namespace, objects, warnings)...)
+	}
 	for _, item := range objects {
-		holdReleased(&item, bundles.Items, now)
+		holdReleased(&item, bundles, now)
 		add(item)
 	}
 
 	var cut []string
-	for _, bundle := range bundles.Items {
-		if st := &bundle.Status; st.PendingDeletionsCut() {
-			cut = append(cut, fmt.Sprintf("%s/%s (%d of %d)", bundle.Namespace, bundle.Name, len(st.PendingDeletions), st.PendingDeletionCount))
-		}
+	notShown := map[itemKey]bool{}
+	for _, bundle := range bundles {
+		concerns := namespace == "" || bundle.Namespace == namespace // namespace, which -n asks for
 		for _, entry := range bundle.Status.PendingDeletions {
+			if ns := entryNamespace(&bundle, &entry); namespace != "" && ns != namespace {
+				// -A lists it in its namespace; -n of that namespace too.
+				if bundle.Namespace == namespace {
+					notShown[itemKey{entry.Cluster, entryGroupKind(&entry), ns, entry.Name}] = true
+				}
+				continue
+			}
+			concerns = true
 			// An entry adds its message to its object's row; a cluster-scoped one (a
 			// plugin's object item, a Csibmnode) is a row of its own: the label
 			// listing covers namespaced kinds only.
@@ -217,6 +239,7 @@ func collectPending(ctx context.Context, src pendingSources, namespace string, n
 				Cluster:      entry.Cluster,
 				countdown:    countdownHeld,
 				delayUnknown: true,
+				fromStatus:   true,
 			}
 			if entry.InvalidDelay() {
 				item.countdown = countdownNever
@@ -227,6 +250,9 @@ func collectPending(ctx context.Context, src pendingSources, namespace string, n
 				items[i].addMessage(entry.Message) // an empty message adds nothing
 				continue
 			}
+			// The delay the controller found invalid, as the object's row would
+			// show it (its limbo.dev/deletionDelay), where only the message says it.
+			item.DeletionDelay, _ = softdelete.InvalidDelayValue(entry.Message)
 			if entry.DeletionTimestamp != nil {
 				item.DeletionTimestamp = softdelete.FormatStamp(entry.DeletionTimestamp.Time)
 			}
@@ -238,6 +264,11 @@ func collectPending(ctx context.Context, src pendingSources, namespace string, n
 			item.addMessage(entry.Message)
 			add(item)
 		}
+		// A Bundle whose entries are all of other namespaces is not named: what
+		// its status leaves out concerns namespace as little as what it lists.
+		if st := &bundle.Status; st.PendingDeletionsCut() && concerns {
+			cut = append(cut, fmt.Sprintf("%s/%s (%d of %d)", bundle.Namespace, bundle.Name, len(st.PendingDeletions), st.PendingDeletionCount))
+		}
 	}
 
 	if len(cut) > 0 {
@@ -246,41 +277,151 @@ func collectPending(ctx context.Context, src pendingSources, namespace string, n
 		// entries' reasons) is shown for the entries it lists.
 		fmt.Fprintf(warnings, "Warning: the status of %s lists only the soonest of its entries in limbo; items of other clusters and cluster-scoped ones past them are not shown\n", strings.Join(cut, ", "))
 	}
-	items = inNamespace(items, namespace, warnings)
+	warnNotShown(warnings, namespace, notShown)
 	sortPending(items)
 	return items, nil
 }
 
-// inNamespace is items without the rows of namespaces other than namespace (""
-// keeps all). Without -A the table has no NAMESPACE column, and kubectl takes the
-// names -o name prints for objects of the namespace asked for: a row of another
-// namespace, which a Bundle of this one reports (deorbit's items, say), would read
-// as another object, and `| xargs kubectl delete -n NS` would hit it. The row of a
-// cluster-scoped item is in its Bundle's namespace (entryNamespace), and stays. A
-// warning on warnings says how many rows were left out, and where.
-func inNamespace(items []pendingItem, namespace string, warnings io.Writer) []pendingItem {
-	if namespace == "" {
-		return items
+// entryGroupKind is the group and kind of the object of a pendingDeletions
+// entry.
+func entryGroupKind(entry *limbov1alpha1.PendingDeletion) schema.GroupKind {
+	gv, _ := schema.ParseGroupVersion(entry.APIVersion)
+	return schema.GroupKind{Group: gv.Group, Kind: entry.Kind}
+}
+
+// listBundles lists the Bundles that may report what is in limbo in namespace
+// ("" is every namespace): those of every namespace, since a Bundle may report
+// items of other namespaces. everyNamespace is false when the user may not list
+// them all but may list namespace's: bundles are then namespace's only.
+func listBundles(ctx context.Context, c client.Reader, namespace string) (bundles []limbov1alpha1.Bundle, everyNamespace bool, err error) {
+	var list limbov1alpha1.BundleList
+	err = c.List(ctx, &list)
+	if apierrors.IsForbidden(err) && namespace != "" {
+		everyNamespace = false
+		err = c.List(ctx, &list, client.InNamespace(namespace))
+	} else {
+		everyNamespace = true
 	}
-	kept := items[:0]
-	var elsewhere []string
-	for _, item := range items {
-		if item.Namespace != namespace {
-			elsewhere = append(elsewhere, item.Namespace)
+	if err != nil {
+		if restmappings.NotServed(err) {
+			return nil, false, fmt.Errorf("listing Bundles: %w (are limbo's CRDs installed?)", err)
+		}
+		return nil, false, fmt.Errorf("listing Bundles: %w", err)
+	}
+	return list.Items, everyNamespace, nil
+}
+
+// reportingBundles reads, one by one, the Bundles of namespaces other than
+// namespace that report objects (reportingBundle: a plugin's items name theirs
+// in limbo.dev/pluginResource), for a user who may not list the Bundles of
+// every namespace. Those it cannot read are named in a warning on warnings:
+// what they say of their items (a message) is not shown.
+func reportingBundles(ctx context.Context, c client.Reader, namespace string, objects []pendingItem, warnings io.Writer) []limbov1alpha1.Bundle {
+	reports := map[client.ObjectKey]int{} // items of namespace each reports
+	var keys []client.ObjectKey
+	for _, item := range objects {
+		if item.object == nil {
 			continue
 		}
-		kept = append(kept, item)
-	}
-	if len(elsewhere) > 0 {
-		rows := "1 item"
-		if len(elsewhere) > 1 {
-			rows = fmt.Sprintf("%d items", len(elsewhere))
+		key, ok := reportingBundle(item.object)
+		if !ok || key.Namespace == namespace {
+			continue
 		}
-		names := slices.Compact(slices.Sorted(slices.Values(elsewhere)))
-		fmt.Fprintf(warnings, "Warning: not shown: %s that Bundles of namespace %s report in other namespaces (%s); kubectl limbo pending -A lists them\n",
-			rows, namespace, strings.Join(names, ", "))
+		if reports[key] == 0 {
+			keys = append(keys, key)
+		}
+		reports[key]++
 	}
-	return kept
+	var bundles []limbov1alpha1.Bundle
+	for _, key := range keys {
+		var b limbov1alpha1.Bundle
+		err := c.Get(ctx, key, &b)
+		switch {
+		case err == nil:
+			bundles = append(bundles, b)
+		case apierrors.IsNotFound(err):
+			// Gone: it reports nothing.
+		default:
+			what := "not allowed to get"
+			if !apierrors.IsForbidden(err) {
+				what = fmt.Sprintf("could not get (%v)", err)
+			}
+			items := "1 item"
+			if reports[key] > 1 {
+				items = fmt.Sprintf("%d items", reports[key])
+			}
+			fmt.Fprintf(warnings, "Warning: %s Bundle %s, which reports %s of namespace %s: what it says of them (a message, say) is not shown; kubectl limbo pending -n %s, by someone allowed, shows it\n",
+				what, key, items, namespace, key.Namespace)
+		}
+	}
+	return bundles
+}
+
+// warnNotShown says on warnings how many items the Bundles of namespace report
+// in other namespaces, which -n namespace leaves out, and where they are (-A,
+// or -n with their namespace, lists them): with or without a message, so
+// whether the row of such an item comes from its labelled object or from the
+// Bundle's status. Without -A the table has no NAMESPACE column, and kubectl
+// takes the names -o name prints for objects of the namespace asked for: a row
+// of another namespace would read as another object, and `| xargs kubectl
+// delete -n NS` would hit it.
+func warnNotShown(warnings io.Writer, namespace string, notShown map[itemKey]bool) {
+	if len(notShown) == 0 {
+		return
+	}
+	var elsewhere []string
+	for key := range notShown {
+		elsewhere = append(elsewhere, key.namespace)
+	}
+	items, pronoun := "1 item", "it"
+	if len(notShown) > 1 {
+		items, pronoun = fmt.Sprintf("%d items", len(notShown)), "them"
+	}
+	names := slices.Compact(slices.Sorted(slices.Values(elsewhere)))
+	where := "NAMESPACE"
+	if len(names) == 1 {
+		where = names[0]
+	}
+	fmt.Fprintf(warnings, "Warning: not shown: %s that Bundles of namespace %s report in other namespaces (%s); kubectl limbo pending -n %s, or -A, lists %s\n",
+		items, namespace, strings.Join(names, ", "), where, pronoun)
+}
+
+// readDelays fills DELAY (DeletionDelay) of the rows that only a Bundle's status
+// gives, for objects of this cluster, from the object itself (metadata only):
+// the entry names no delay, and the same limbo.dev/deletionDelay must read the
+// same whichever source gives the row (an orphan never labelled, for an invalid
+// delay, and a released object that is; a cluster-scoped item). A row whose
+// object cannot be read (gone, not allowed, a kind not served) keeps what its
+// entry tells: the invalid value its message quotes, else <unknown>. Only the
+// formats that show DELAY (-o wide, json, yaml, ...) need it.
+func readDelays(ctx context.Context, c client.Reader, items []pendingItem) {
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 8)
+	for i := range items {
+		p := &items[i]
+		if !p.fromStatus || p.Cluster != "" {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			obj := &metav1.PartialObjectMetadata{}
+			obj.SetGroupVersionKind(schema.FromAPIVersionAndKind(p.APIVersion, p.Kind))
+			// The namespace is ignored for a cluster-scoped kind (whose row is in
+			// its Bundle's namespace).
+			if err := c.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: p.Name}, obj); err != nil {
+				return
+			}
+			annotations := obj.GetAnnotations()
+			p.DeletionDelay, p.delayUnknown = annotations[limbov1alpha1.AnnotationDeletionDelay], false
+			if p.DeletionTimestamp == "" {
+				p.DeletionTimestamp = annotations[limbov1alpha1.AnnotationDeletionTimestamp]
+			}
+		}()
+	}
+	wg.Wait()
 }
 
 // holdReleased marks item, an object's row, held when the reaper holds the

@@ -266,7 +266,7 @@ Tombstone         storage-ns-gc-4f7c   shop     2026-03-01T12:05:00Z   5m       
 ConfigMap         db-config            shop     2026-03-02T11:59:00Z   23h         24h         60s         delete failed: etcd timeout
 ConfigMap         cache                shop     <unknown>              <unknown>   1h          <unknown>   invalid limbo.dev/deletionTimestamp "yesterday": not an RFC 3339 time; the countdown restarts
 ConfigMap         waiting              shop     <none>                 held        <unknown>   <unknown>   waiting for every resource of the Bundle to be Ready
-ConfigMap         legacy               shop     <none>                 never       <unknown>   <unknown>   invalid limbo.dev/deletionDelay "forever": time: invalid duration "forever"
+ConfigMap         legacy               shop     <none>                 never       forever     <unknown>   invalid limbo.dev/deletionDelay "forever": time: invalid duration "forever"
 ConfigMap         negative             shop     <none>                 never       -5m         60s         invalid limbo.dev/deletionDelay "-5m": must not be negative; never deleted until fixed
 `
 	if got := trimTrailingSpaces(out); got != want {
@@ -497,10 +497,12 @@ func deorbitLeak() []client.Object {
 // With -n, every row is of that namespace: without -A there is no NAMESPACE
 // column, and kubectl takes the names of -o name for objects of the namespace
 // asked for (`pending -n clusters -o name | xargs kubectl delete -n clusters`).
-// The rows a Bundle reports in other namespaces are left out, with a warning;
-// a cluster-scoped item's row is its Bundle's namespace's, and stays.
+// The items a Bundle reports in other namespaces are left out, with a warning
+// that counts them all, with a message or not; a cluster-scoped item's row is
+// its Bundle's namespace's, and stays. In the items' namespace, their rows carry
+// the Bundle's messages, as with -A.
 func TestPendingOnlyTheNamespaceAskedFor(t *testing.T) {
-	const warning = "Warning: not shown: 1 item that Bundles of namespace clusters report in other namespaces (apps); kubectl limbo pending -A lists them\n"
+	const warning = "Warning: not shown: 2 items that Bundles of namespace clusters report in other namespaces (apps); kubectl limbo pending -n apps, or -A, lists them\n"
 	for _, tc := range []struct {
 		name    string
 		args    []string
@@ -516,6 +518,11 @@ ConfigMap          old       x        2026-03-01T14:00:00Z   120m
 			wantOut: "persistentvolume/pv-data\nconfigmap/old\n"},
 		{name: "the items' namespace", args: []string{"-n", "apps", "-o", "name"},
 			wantOut: "configmap/data\nconfigmap/quiet\n"},
+		{name: "the items' namespace, with the Bundle's message", args: []string{"-n", "apps"},
+			wantOut: `KIND        NAME    BUNDLE   DELETE-AFTER           TIME-LEFT   MESSAGE
+ConfigMap   data    x        2026-03-01T13:00:00Z   60m         being deleted; held by finalizers: kubernetes.io/pvc-protection
+ConfigMap   quiet   x        2026-03-01T13:00:00Z   60m
+`},
 		{name: "every namespace", args: []string{"-A"},
 			wantOut: `NAMESPACE   KIND               NAME      BUNDLE   DELETE-AFTER           TIME-LEFT   MESSAGE
 clusters    PersistentVolume   pv-data   x        2026-03-01T12:01:00Z   60s

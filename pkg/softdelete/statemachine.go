@@ -2,6 +2,8 @@ package softdelete
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
@@ -176,12 +178,35 @@ func startCountdown(action Action, now time.Time, delay time.Duration, warning e
 func ParseDelay(value string) (time.Duration, error) {
 	delay, err := time.ParseDuration(value)
 	if err != nil {
-		return 0, fmt.Errorf("invalid %s %q: %w", limbov1alpha1.AnnotationDeletionDelay, value, err)
+		return 0, fmt.Errorf("%s%q: %w", invalidDelayPrefix, value, err)
 	}
 	if delay < 0 {
-		return 0, fmt.Errorf("invalid %s %q: must not be negative", limbov1alpha1.AnnotationDeletionDelay, value)
+		return 0, fmt.Errorf("%s%q: must not be negative", invalidDelayPrefix, value)
 	}
 	return delay, nil
+}
+
+// invalidDelayPrefix starts the error ParseDelay returns, which then quotes the
+// value.
+var invalidDelayPrefix = "invalid " + limbov1alpha1.AnnotationDeletionDelay + " "
+
+// InvalidDelayValue is the limbo.dev/deletionDelay value that msg names as
+// invalid, when msg carries an error of ParseDelay (a Bundle's
+// status.pendingDeletions entry for an object never deleted as it stands:
+// `invalid limbo.dev/deletionDelay "forever": ...; never deleted until fixed`);
+// ok is false for any other message. It lets a reader that sees only the
+// entry (kubectl limbo pending) show the value the object carries.
+func InvalidDelayValue(msg string) (value string, ok bool) {
+	i := strings.Index(msg, invalidDelayPrefix)
+	if i < 0 {
+		return "", false
+	}
+	quoted, err := strconv.QuotedPrefix(msg[i+len(invalidDelayPrefix):])
+	if err != nil {
+		return "", false
+	}
+	value, err = strconv.Unquote(quoted)
+	return value, err == nil
 }
 
 // FormatStamp formats t as a limbo.dev/deletionTimestamp value: RFC 3339 in

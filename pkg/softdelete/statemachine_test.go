@@ -554,3 +554,25 @@ func TestDecideStampYearRange(t *testing.T) {
 		})
 	}
 }
+
+// InvalidDelayValue reads back the value ParseDelay's error quotes, from a
+// message that carries it (a Bundle's status entry: "...; never deleted until
+// fixed", possibly after other text), and nothing from any other message.
+func TestInvalidDelayValue(t *testing.T) {
+	for _, value := range []string{"forever", "-5m", "", `a "quoted" delay`, "ünïcode"} {
+		_, err := softdelete.ParseDelay(value)
+		if err == nil {
+			t.Fatalf("ParseDelay(%q) accepted it", value)
+		}
+		for _, msg := range []string{err.Error(), err.Error() + "; never deleted until fixed", "in cluster c; " + err.Error()} {
+			if got, ok := softdelete.InvalidDelayValue(msg); !ok || got != value {
+				t.Errorf("InvalidDelayValue(%q) = %q, %v; want %q", msg, got, ok, value)
+			}
+		}
+	}
+	for _, msg := range []string{"", "waiting for every resource of the Bundle to be Ready", `invalid limbo.dev/deletionTimestamp "x": not an RFC 3339 time`, "invalid limbo.dev/deletionDelay unquoted"} {
+		if got, ok := softdelete.InvalidDelayValue(msg); ok {
+			t.Errorf("InvalidDelayValue(%q) = %q, want none", msg, got)
+		}
+	}
+}
