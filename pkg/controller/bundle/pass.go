@@ -370,8 +370,15 @@ func (p *pass) syncOne(ctx context.Context, name string, tmpl *unstructured.Unst
 		return out
 	}
 	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("resource", name))
+	// What the API server says about a Secret may quote its values: its
+	// warnings are not logged, and neither they nor its errors are passed on as
+	// they are (withholdSecretText).
+	isSecret := reference.IsSecret(tmpl.Object)
+	if isSecret {
+		ctx = apiwarning.Quiet(ctx)
+	}
 	ctx, warnings := apiwarning.Collect(ctx)
-	defer p.passOnWarnings(name, warnings)
+	defer p.passOnWarnings(name, isSecret, warnings)
 	if err := p.r.watcher.ensure(ctx, gvk); err != nil {
 		p.fail(err)
 		return fail(limbov1alpha1.ResourceError, limbov1alpha1.ReasonReadFailed, "watch %s: %v", gvk.Kind, err)
@@ -436,7 +443,7 @@ func (p *pass) syncOne(ctx context.Context, name string, tmpl *unstructured.Unst
 		// controlled (below).
 		cancelOnAdoption = adopting
 		if !cancelOnAdoption {
-			if err := p.cancel(ctx, live); err != nil {
+			if err := p.cancel(ctx, live, isSecret); err != nil {
 				return fail(limbov1alpha1.ResourceError, limbov1alpha1.ReasonApplyFailed, "%v", err)
 			}
 		}
@@ -483,7 +490,7 @@ func (p *pass) syncOne(ctx context.Context, name string, tmpl *unstructured.Unst
 		// delete of this Bundle would have left its objects behind. Until then
 		// the reaper leaves it to this Bundle, which declares it.
 		if cancelOnAdoption {
-			if err := p.cancel(ctx, live); err != nil {
+			if err := p.cancel(ctx, live, isSecret); err != nil {
 				return fail(limbov1alpha1.ResourceError, limbov1alpha1.ReasonApplyFailed, "%v", err)
 			}
 		}
@@ -517,9 +524,11 @@ func (p *pass) syncOne(ctx context.Context, name string, tmpl *unstructured.Unst
 	return p.ready(ctx, out, live)
 }
 
-// cancel ends live's countdown, if it has one: it is desired again.
-func (p *pass) cancel(ctx context.Context, live *unstructured.Unstructured) error {
+// cancel ends live's countdown, if it has one: it is desired again. The error
+// of a Secret's withholds what the API server said (withholdSecretText).
+func (p *pass) cancel(ctx context.Context, live *unstructured.Unstructured, isSecret bool) error {
 	_, err := p.r.Engine.Desired(ctx, p.bundle, live)
+	err = withholdSecretText(isSecret, err)
 	if err != nil {
 		p.fail(err)
 	}
@@ -528,9 +537,20 @@ func (p *pass) cancel(ctx context.Context, live *unstructured.Unstructured) erro
 
 // passOnWarnings makes each warning the API server answered the requests about
 // resource name's object with a Warning event on the Bundle: its author would
-// have seen them from kubectl (see package apiwarning).
-func (p *pass) passOnWarnings(name string, warnings func() []string) {
-	for _, text := range warnings() {
+// have seen them from kubectl (see package apiwarning). The text of a warning
+// about a Secret may quote its values (an admission policy's message may print
+// anything of the object): it is withheld, and the event only says that there
+// were warnings.
+func (p *pass) passOnWarnings(name string, isSecret bool, warnings func() []string) {
+	texts := warnings()
+	if isSecret {
+		if len(texts) > 0 {
+			p.r.Recorder.Eventf(p.bundle, corev1.EventTypeWarning, limbov1alpha1.EventAPIWarning,
+				"resource %q: the API server warns (%d warning(s); their text is withheld: it may quote the Secret's values)", name, len(texts))
+		}
+		return
+	}
+	for _, text := range texts {
 		p.r.Recorder.Eventf(p.bundle, corev1.EventTypeWarning, limbov1alpha1.EventAPIWarning, "resource %q: the API server warns: %s", name, text)
 	}
 }
@@ -572,13 +592,18 @@ const untypablePatch = "failed to create typed patch object"
 // applyFailed reports a failed apply of desired: back to the work queue, whose
 // rate limiter backs off; a refusal that needs someone's change also makes the
 // Bundle Stalled (see status).
+//
+// For a Secret, what the API server said is withheld (see withheldError): the
+// message of the resource, of the Bundle's conditions and events, and the log
+// line keep the reason and the fields named, not the text.
 func (p *pass) applyFailed(ctx context.Context, out *objectResult, desired *unstructured.Unstructured, err error) objectResult {
 	gvk := desired.GroupVersionKind()
-	err = fmt.Errorf("apply %s %q: %w", gvk.Kind, desired.GetName(), err)
+	reason := applyFailureReason(err)
+	err = fmt.Errorf("apply %s %q: %w", gvk.Kind, desired.GetName(), withholdSecretText(reference.IsSecret(desired.Object), err))
 	log.FromContext(ctx).Error(err, "apply failed", "bundle", p.bundle.Namespace+"/"+p.bundle.Name,
 		"object", fmt.Sprintf("%s/%s %s/%s", gvk.GroupVersion().String(), gvk.Kind, desired.GetNamespace(), desired.GetName()))
 	p.fail(err)
-	out.status.State, out.status.Reason, out.status.Message = limbov1alpha1.ResourceError, applyFailureReason(err), err.Error()
+	out.status.State, out.status.Reason, out.status.Message = limbov1alpha1.ResourceError, reason, err.Error()
 	out.live = nil
 	return *out
 }

@@ -1,0 +1,61 @@
+package bundle
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+)
+
+// The API server's answer about a Secret keeps its reason and the fields it
+// names, not its text; a client's error, or one about another kind, is kept.
+func TestWithholdSecretText(t *testing.T) {
+	secrets := schema.GroupResource{Resource: "secrets"}
+	invalid := apierrors.NewInvalid(schema.GroupKind{Kind: "Secret"}, "s", field.ErrorList{
+		field.Invalid(field.NewPath("data").Key("bad key"), "hunter2", "must be valid"),
+		{Type: "Whatever hunter2", Field: "data[x]", BadValue: "hunter2"},
+	})
+	untypable := apierrors.NewInternalError(errors.New(untypablePatch + " (ns/s; /v1, Kind=Secret): .immutable: expected boolean, got &{hunter2}"))
+	untypable.ErrStatus.Reason = ""
+	for _, tc := range []struct {
+		name   string
+		err    error
+		reason string
+		want   []string
+	}{
+		{"invalid", invalid, limbov1alpha1.ReasonInvalid, []string{"422 Invalid", "data[bad key]: Invalid value", withheldNote}},
+		{"forbidden", apierrors.NewForbidden(secrets, "s", errors.New("policy says hunter2")), limbov1alpha1.ReasonForbidden, []string{"403 Forbidden", withheldNote}},
+		{"untypable", untypable, limbov1alpha1.ReasonInvalid, []string{"500", "does not fit the kind's schema", withheldNote}},
+		{"internal", apierrors.NewInternalError(errors.New("illegal base64 data: hunter2")), limbov1alpha1.ReasonApplyFailed, []string{"500 InternalError", withheldNote}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := withholdSecretText(true, tc.err)
+			if strings.Contains(got.Error(), "hunter2") {
+				t.Errorf("withheld error %q quotes the value", got)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(got.Error(), w) {
+					t.Errorf("withheld error %q does not say %q", got, w)
+				}
+			}
+			if r := applyFailureReason(tc.err); r != tc.reason {
+				t.Errorf("applyFailureReason = %s, want %s", r, tc.reason)
+			}
+			if a, b := apierrors.ReasonForError(got), apierrors.ReasonForError(tc.err); a != b {
+				t.Errorf("withheld reason %q, want the answer's %q", a, b)
+			}
+			if kept := withholdSecretText(false, tc.err); kept != tc.err {
+				t.Errorf("the error of another kind is %v, want it as it is", kept)
+			}
+		})
+	}
+	client := errors.New("dial tcp: connection refused")
+	if got := withholdSecretText(true, client); got != client {
+		t.Errorf("a client's error became %v", got)
+	}
+}
