@@ -10,6 +10,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -59,6 +60,13 @@ func ResolveSpec(res limbov1alpha1.Resource, sources map[string]reference.Source
 // not take too (NotOwned, Forbidden, ControlledByOther): read as limbo, its values
 // would reach the plugin, its errors and the Bundle's status, though the Bundle's
 // author may not read it.
+//
+// The status is not trusted with where to read, either: written by a tenant (a
+// platform that grants bundles/status), it would make limbo, which reads here as
+// itself, tell whether any object of the cluster exists (NotFound, or "not the
+// Bundle's"). An object is read in the Bundle's namespace, where every object
+// of a Bundle is, whatever namespace the status names; one of a cluster-scoped
+// kind is not read at all, when c can tell (a client.Client can).
 func ResolveSpecFromStatus(ctx context.Context, c client.Reader, b *limbov1alpha1.Bundle, resource string) ([]byte, error) {
 	res := b.PluginResource(resource)
 	if res == nil {
@@ -73,7 +81,12 @@ func ResolveSpecFromStatus(ctx context.Context, c client.Reader, b *limbov1alpha
 			u := &unstructured.Unstructured{}
 			u.SetAPIVersion(st.Object.APIVersion)
 			u.SetKind(st.Object.Kind)
-			if err := c.Get(ctx, client.ObjectKey{Namespace: st.Object.Namespace, Name: st.Object.Name}, u); err != nil {
+			if scoper, ok := c.(objectScoper); ok {
+				if namespaced, err := scoper.IsObjectNamespaced(u); err == nil && !namespaced {
+					return nil, fmt.Errorf("resource %q: %s %q is cluster-scoped, not in the Bundle's namespace: its values are not read", ref.Resource, st.Object.Kind, st.Object.Name)
+				}
+			}
+			if err := c.Get(ctx, client.ObjectKey{Namespace: b.Namespace, Name: st.Object.Name}, u); err != nil {
 				return nil, fmt.Errorf("resource %q: %w", ref.Resource, err)
 			}
 			if !metav1.IsControlledBy(u, b) {
@@ -83,6 +96,12 @@ func ResolveSpecFromStatus(ctx context.Context, c client.Reader, b *limbov1alpha
 		}
 	}
 	return ResolveSpec(*res, sources)
+}
+
+// objectScoper tells a namespaced kind from a cluster-scoped one (client.Client
+// does).
+type objectScoper interface {
+	IsObjectNamespaced(obj runtime.Object) (bool, error)
 }
 
 // ParseDuration reads the optional duration field name of a spec (a *string

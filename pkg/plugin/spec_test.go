@@ -3,15 +3,18 @@ package plugin_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
@@ -107,6 +110,67 @@ func TestResolveSpecFromStatus(t *testing.T) {
 				t.Fatalf("ResolveSpecFromStatus = %s, %v; want the error %q", got, err, tc.wantErr)
 			case tc.wantErr == "" && (err != nil || string(got) != tc.want):
 				t.Fatalf("ResolveSpecFromStatus = %s, %v; want %s", got, err, tc.want)
+			}
+		})
+	}
+}
+
+// getRecorder is a client that records the keys of its Gets.
+type getRecorder struct {
+	client.Client
+	keys []string
+}
+
+func (g *getRecorder) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	g.keys = append(g.keys, obj.GetObjectKind().GroupVersionKind().Kind+" "+key.String())
+	return g.Client.Get(ctx, key, obj, opts...)
+}
+
+// The status is not the Bundle's own to trust: a platform that lets tenants
+// write bundles/status would otherwise get them limbo's reads (not made as the
+// Bundle's ServiceAccount) of any object of the cluster, whose existence the
+// error tells. A source is read in the Bundle's namespace, whatever the status
+// says, and a cluster-scoped kind (no template nor generated object has one)
+// is not read at all.
+func TestResolveSpecFromStatusReadsOnlyTheBundlesNamespace(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := corev1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	owned := []metav1.OwnerReference{{APIVersion: "limbo.dev/v1alpha1", Kind: "Bundle", Name: "web", UID: "b-uid", Controller: ptr.To(true)}}
+	objects := []client.Object{
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "db", OwnerReferences: owned}, Data: map[string]string{"host": "shop.local"}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "db", OwnerReferences: owned}, Data: map[string]string{"host": "kube-system.local"}},
+		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", OwnerReferences: owned}},
+	}
+	for _, tc := range []struct {
+		name, kind, namespace, objName, want, wantErr string
+		wantKeys                                      []string
+	}{
+		{name: "other namespace", kind: "ConfigMap", namespace: "kube-system", objName: "db", want: `{"url":"http://shop.local/"}`, wantKeys: []string{"ConfigMap shop/db"}},
+		{name: "no namespace", kind: "ConfigMap", objName: "db", want: `{"url":"http://shop.local/"}`, wantKeys: []string{"ConfigMap shop/db"}},
+		{name: "cluster-scoped", kind: "Node", objName: "n1",
+			wantErr: `resource "db": Node "n1" is cluster-scoped, not in the Bundle's namespace: its values are not read`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mapper := meta.NewDefaultRESTMapper(nil)
+			mapper.Add(corev1.SchemeGroupVersion.WithKind("ConfigMap"), meta.RESTScopeNamespace)
+			mapper.Add(corev1.SchemeGroupVersion.WithKind("Node"), meta.RESTScopeRoot)
+			c := &getRecorder{Client: fake.NewClientBuilder().WithScheme(scheme).WithRESTMapper(mapper).WithObjects(objects...).Build()}
+			res := pluginResource(`{"url":"http://!{host}/"}`, []limbov1alpha1.Reference{{Name: "host", Resource: "db", Path: "data.host"}})
+			b := &limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", UID: "b-uid"}}
+			b.Spec.Resources = []limbov1alpha1.Resource{res}
+			b.Status.Resources = []limbov1alpha1.ResourceStatus{{Name: "db", State: limbov1alpha1.ResourceReady,
+				Object: &limbov1alpha1.ObjectReference{APIVersion: "v1", Kind: tc.kind, Namespace: tc.namespace, Name: tc.objName}}}
+			got, err := plugin.ResolveSpecFromStatus(context.Background(), c, b, res.Name)
+			switch {
+			case tc.wantErr != "" && (err == nil || err.Error() != tc.wantErr):
+				t.Fatalf("ResolveSpecFromStatus = %s, %v; want the error %q", got, err, tc.wantErr)
+			case tc.wantErr == "" && (err != nil || string(got) != tc.want):
+				t.Fatalf("ResolveSpecFromStatus = %s, %v; want %s", got, err, tc.want)
+			}
+			if !slices.Equal(c.keys, tc.wantKeys) {
+				t.Errorf("reads %q, want %q", c.keys, tc.wantKeys)
 			}
 		})
 	}
