@@ -20,9 +20,10 @@ func TestBundleAdmissionRejectsInvalid(t *testing.T) {
 		return map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": name}}
 	}
 	cases := []struct {
-		name      string
-		resources []limbov1alpha1.Resource
-		want      string
+		name           string
+		resources      []limbov1alpha1.Resource
+		serviceAccount string
+		want           string
 	}{
 		{
 			name:      "both object and plugin",
@@ -54,13 +55,20 @@ func TestBundleAdmissionRejectsInvalid(t *testing.T) {
 			resources: []limbov1alpha1.Resource{{Name: "a", References: []limbov1alpha1.Reference{{Name: "x"}}, Object: rawObject(t, configMap("a"))}},
 			want:      "spec.resources[0].references[0].resource: Invalid value",
 		},
+		{
+			// It would be impersonated as system:serviceaccount:<ns>:x:y.
+			name:           "serviceAccountName not a ServiceAccount name",
+			resources:      []limbov1alpha1.Resource{{Name: "a", Object: rawObject(t, configMap("a"))}},
+			serviceAccount: "x:y",
+			want:           `spec.serviceAccountName: Invalid value: "x:y": spec.serviceAccountName in body should match`,
+		},
 	}
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := testenv.Context(t, testenv.DefaultTimeout)
 			b := &limbov1alpha1.Bundle{
 				ObjectMeta: metav1.ObjectMeta{Name: "invalid-" + string(rune('a'+i)), Namespace: ns},
-				Spec:       limbov1alpha1.BundleSpec{Resources: tc.resources},
+				Spec:       limbov1alpha1.BundleSpec{Resources: tc.resources, ServiceAccountName: tc.serviceAccount},
 			}
 			err := env.Client.Create(ctx, b)
 			if !apierrors.IsInvalid(err) {

@@ -52,9 +52,12 @@ type BundleSpec struct {
 	// cancels, deletions), so that the Bundle can do only what the ServiceAccount
 	// may. A write it may not make is an Error on that resource (reason
 	// Forbidden). Empty: the controller's --default-service-account, or limbo's
-	// own identity when that is empty too.
+	// own identity when that is empty too. A ServiceAccount name: a DNS-1123
+	// subdomain, as --default-service-account is checked (x:y would make
+	// another user's name).
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	ServiceAccountName string `json:"serviceAccountName,omitempty"`
 }
 
