@@ -142,12 +142,16 @@ func parseEndpoint(endpoint string) (*url.URL, error) {
 	if strings.TrimSpace(endpoint) == "" {
 		return nil, errors.New("storageos: endpoint is required")
 	}
+	// The scheme first: without one, Go's URL parser either takes the host for a
+	// scheme (storageos:5705) or fails with words of its own ("first path segment
+	// in URL cannot contain colon" for 127.0.0.1:5705), neither of which says what
+	// is missing.
+	if lower := strings.ToLower(endpoint); !strings.HasPrefix(lower, "http://") && !strings.HasPrefix(lower, "https://") {
+		return nil, fmt.Errorf("storageos: invalid endpoint %q: must start with http:// or https:// (for example http://storageos:5705)", endpoint)
+	}
 	u, err := url.Parse(endpoint)
 	if err != nil {
 		return nil, fmt.Errorf("storageos: invalid endpoint %q: %w", endpoint, err)
-	}
-	if u.Scheme != "http" && u.Scheme != "https" {
-		return nil, fmt.Errorf("storageos: invalid endpoint %q: scheme must be http or https (for example http://storageos:5705)", endpoint)
 	}
 	if u.Opaque != "" || u.Hostname() == "" {
 		return nil, fmt.Errorf("storageos: invalid endpoint %q: missing host", endpoint)

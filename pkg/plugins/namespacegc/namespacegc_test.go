@@ -223,6 +223,7 @@ func TestSchema(t *testing.T) {
 	const base = `"storageos":{"endpoint":"http://storageos:5705","credentialsSecretRef":{"name":"api"}}`
 	const durationRe = `'` + plugin.DurationPattern + `'`
 	const gcIntervalRange = `must be 0s (disabled) or a duration of at least 1s (90s, 1h30m)`
+	const noScheme = `must start with http:// or https:// (for example http://storageos:5705)`
 	plugintest.ExpectSpecs(t, namespacegc.New(namespacegc.Options{}), []plugintest.SpecCase{
 		{Spec: `{` + base + `}`},
 		{Spec: `{` + base + `,"gcInterval":"1h","gcDelay":"20s","exclude":["default","kube-system"]}`},
@@ -246,7 +247,15 @@ func TestSchema(t *testing.T) {
 		{Spec: `{` + base + `,"gcinterval":"1h"}`, Want: `spec: Invalid value: "gcinterval": .gcinterval in body is a forbidden property`},
 		// An endpoint the client cannot use is a spec error, not a failure of every plan.
 		{Spec: `{"storageos":{"endpoint":"storageos.kube-system:5705","credentialsSecretRef":{"name":"api"}}}`,
-			Want: `spec.storageos.endpoint: Invalid value: "storageos.kube-system:5705": storageos: invalid endpoint "storageos.kube-system:5705": scheme must be http or https (for example http://storageos:5705)`},
+			Want: `spec.storageos.endpoint: Invalid value: "storageos.kube-system:5705": storageos: invalid endpoint "storageos.kube-system:5705": ` + noScheme},
+		// An IP address and port: Go's URL parser fails on it ("first path segment
+		// in URL cannot contain colon"), which says nothing of the missing scheme.
+		{Spec: `{"storageos":{"endpoint":"127.0.0.1:5705","credentialsSecretRef":{"name":"api"}}}`,
+			Want: `spec.storageos.endpoint: Invalid value: "127.0.0.1:5705": storageos: invalid endpoint "127.0.0.1:5705": ` + noScheme},
+		{Spec: `{"storageos":{"endpoint":"[::1]:5705","credentialsSecretRef":{"name":"api"}}}`,
+			Want: `spec.storageos.endpoint: Invalid value: "[::1]:5705": storageos: invalid endpoint "[::1]:5705": ` + noScheme},
+		{Spec: `{"storageos":{"endpoint":"ftp://storageos:5705","credentialsSecretRef":{"name":"api"}}}`,
+			Want: `spec.storageos.endpoint: Invalid value: "ftp://storageos:5705": storageos: invalid endpoint "ftp://storageos:5705": ` + noScheme},
 		{Spec: `{"storageos":{"endpoint":"http://admin:secret@storageos:5705","credentialsSecretRef":{"name":"api"}}}`,
 			Want: `spec.storageos.endpoint: Invalid value: "http://admin:secret@storageos:5705": storageos: invalid endpoint "http://admin:secret@storageos:5705": credentials must not be part of the URL`},
 	})

@@ -1012,6 +1012,10 @@ func TestSchema(t *testing.T) {
 		// A login that cannot work is a spec error, not a failure of every poll.
 		{Spec: `{"openstack":{"authURL":"keystone.example.com/v3","credentialsSecretRef":{"name":"openstack"}},"routerID":"r1","clusterCIDR":"198.19.0.0/16"}`,
 			Want: `spec.openstack.authURL: Invalid value: "keystone.example.com/v3": not an http or https URL with a host (Keystone's v3 endpoint, for example https://keystone.example.com:5000/v3)`},
+		// An address and port without a scheme, which Go's URL parser refuses with
+		// its own words: the message is still the one about the scheme.
+		{Spec: `{"openstack":{"authURL":"10.0.0.5:5000/v3","credentialsSecretRef":{"name":"openstack"}},"routerID":"r1","clusterCIDR":"198.19.0.0/16"}`,
+			Want: `spec.openstack.authURL: Invalid value: "10.0.0.5:5000/v3": not an http or https URL with a host (Keystone's v3 endpoint, for example https://keystone.example.com:5000/v3)`},
 		{Spec: `{"openstack":{"authURL":"https:///v3","credentialsSecretRef":{"name":"openstack"}},"routerID":"r1","clusterCIDR":"198.19.0.0/16"}`,
 			Want: `spec.openstack.authURL: Invalid value: "https:///v3": not an http or https URL with a host (Keystone's v3 endpoint, for example https://keystone.example.com:5000/v3)`},
 		{Spec: `{` + auth + `,"routerID":"r1","clusterCIDR":"nonsense"}`,
