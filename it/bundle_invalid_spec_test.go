@@ -100,7 +100,7 @@ func TestInvalidSpec(t *testing.T) {
 			},
 			blame: "bad", reason: "InvalidDeletionDelay",
 			message: func(string, string) string {
-				return `object: invalid limbo.dev/deletionDelay "tomorrow": time: invalid duration "tomorrow"`
+				return `object: invalid limbo.dev/deletionDelay "tomorrow": not a duration (Go syntax: 10m, 24h, 1h30m)`
 			},
 			absent: func(ns, _ string) []objectKey { return []objectKey{{configMapGVK, ns, "bad"}} },
 		},
@@ -124,7 +124,7 @@ func TestInvalidSpec(t *testing.T) {
 			},
 			blame: "bad", reason: "InvalidDeletionDelay",
 			message: func(string, string) string {
-				return `plugin.deletionDelay: invalid limbo.dev/deletionDelay "tomorrow": time: invalid duration "tomorrow"` + "\n" + `unknown plugin "no-such-plugin"`
+				return `invalid plugin.deletionDelay "tomorrow": not a duration (Go syntax: 10m, 24h, 1h30m)` + "\n" + `unknown plugin "no-such-plugin"`
 			},
 		},
 		{

@@ -76,7 +76,7 @@ func TestGeneratedObjectWithInvalidAnnotationIsRefused(t *testing.T) {
 		reason, message         string
 	}{
 		{"invalid delay", limbov1alpha1.AnnotationDeletionDelay, "1 day", limbov1alpha1.ReasonInvalidDeletionDelay,
-			`plugin "test-external" generated ConfigMap "gen-config" with limbo.dev/deletionDelay: invalid limbo.dev/deletionDelay "1 day": time: unknown unit " day" in duration "1 day"`},
+			`plugin "test-external" generated ConfigMap "gen-config" with limbo.dev/deletionDelay: invalid limbo.dev/deletionDelay "1 day": not a duration (Go syntax: 10m, 24h, 1h30m)`},
 		// A generator's copy of a live object in limbo would carry its countdown.
 		{"countdown mark", limbov1alpha1.AnnotationDeletionTimestamp, "2026-01-01T00:00:00Z", limbov1alpha1.ReasonProhibitedAnnotation,
 			`plugin "test-external" generated ConfigMap "gen-config" with annotation "limbo.dev/deletionTimestamp", which only the controller sets`},

@@ -23,7 +23,7 @@ import (
 func TestSoftDeleteInvalidDelayNeverDeletes(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct{ delay, err string }{
-		{"forever", `invalid limbo.dev/deletionDelay "forever": time: invalid duration "forever"`},
+		{"forever", `invalid limbo.dev/deletionDelay "forever": not a duration (Go syntax: 10m, 24h, 1h30m)`},
 		{"-5m", `invalid limbo.dev/deletionDelay "-5m": must not be negative`},
 	} {
 		t.Run(tc.delay, func(t *testing.T) {
@@ -91,7 +91,7 @@ func TestSoftDeleteInvalidDelayInTemplate(t *testing.T) {
 			return err
 		}
 		return resourceMessageIs(cur, "db", limbov1alpha1.ResourceError, "InvalidDeletionDelay",
-			`object: invalid limbo.dev/deletionDelay "tomorrow": time: invalid duration "tomorrow"`)
+			`object: invalid limbo.dev/deletionDelay "tomorrow": not a duration (Go syntax: 10m, 24h, 1h30m)`)
 	})
 	if err := conditionIs(cur, "Ready", metav1.ConditionFalse, "InvalidSpec"); err != nil {
 		t.Error(err)

@@ -110,8 +110,8 @@ func TestExpediteRefuses(t *testing.T) {
 
 	for name, want := range map[string]string{
 		"configmap/kept":             "error: configmap/kept is not in limbo: it has no limbo.dev/deletionTimestamp annotation, so no deletion is scheduled\n",
-		"configmap/invalid":          `error: cannot expedite configmap/invalid: invalid limbo.dev/deletionDelay "soon": time: invalid duration "soon"; an object with an invalid delay is never deleted by the controller: fix the annotation, or kubectl delete it` + "\n",
-		"configmap/unstamped":        `error: cannot expedite configmap/unstamped: invalid limbo.dev/deletionDelay "soon": time: invalid duration "soon"; an object with an invalid delay is never deleted by the controller: fix the annotation, or kubectl delete it` + "\n",
+		"configmap/invalid":          `error: cannot expedite configmap/invalid: invalid limbo.dev/deletionDelay "soon": not a duration (Go syntax: 10m, 24h, 1h30m); an object with an invalid delay is never deleted by the controller: fix the annotation, or kubectl delete it` + "\n",
+		"configmap/unstamped":        `error: cannot expedite configmap/unstamped: invalid limbo.dev/deletionDelay "soon": not a duration (Go syntax: 10m, 24h, 1h30m); an object with an invalid delay is never deleted by the controller: fix the annotation, or kubectl delete it` + "\n",
 		"configmap/nodelay":          "error: cannot expedite configmap/nodelay: it has no limbo.dev/deletionDelay annotation, so it is deleted without delay as soon as the controller sees it\n",
 		"configmap/released-nodelay": "error: cannot expedite configmap/released-nodelay: it has no limbo.dev/deletionDelay annotation, so it is deleted without delay as soon as the controller sees it\n",
 		"configmap/labelled-unstamped": "error: cannot expedite configmap/labelled-unstamped: it is labelled limbo.dev/pending-deletion but has no limbo.dev/deletionTimestamp annotation yet: " +

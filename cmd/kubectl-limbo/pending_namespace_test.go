@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+	"github.com/limbo-dev/limbo/pkg/softdelete"
 )
 
 // nodeRemoval is node-removal's layout: Bundle csi-admin/csi-nodes reports the
@@ -162,7 +163,8 @@ func TestPendingDelayOfARowFromStatus(t *testing.T) {
 			Annotations: map[string]string{limbov1alpha1.AnnotationDeletionDelay: delay}}}
 	}
 	invalid := func(v string) string {
-		return `invalid limbo.dev/deletionDelay "` + v + `": time: invalid duration "` + v + `"; never deleted until fixed`
+		_, err := softdelete.ParseDelay(v)
+		return err.Error() + "; never deleted until fixed"
 	}
 	bundle := &limbov1alpha1.Bundle{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "shop", UID: uid("shop")},
@@ -188,10 +190,10 @@ func TestPendingDelayOfARowFromStatus(t *testing.T) {
 	want := `KIND        NAME               BUNDLE   DELETE-AFTER   TIME-LEFT   DELAY       IN-LIMBO    MESSAGE
 ConfigMap   waiting            shop     <none>         held        2h          <unknown>   waiting for every resource of the Bundle to be Ready
 ConfigMap   waiting-gone       shop     <none>         held        <unknown>   <unknown>   waiting for every resource of the Bundle to be Ready
-ConfigMap   gone-forever       shop     <none>         never       forever     <unknown>   invalid limbo.dev/deletionDelay "forever": time: invalid duration "forever"; never deleted until fixed
-ConfigMap   orphan-forever     shop     <none>         never       forever     <unknown>   invalid limbo.dev/deletionDelay "forever": time: invalid duration "forever"; never deleted until fixed
-ConfigMap   released-forever   gone     <none>         never       forever     <unknown>   invalid limbo.dev/deletionDelay "forever": time: invalid duration "forever"
-ConfigMap   remote-forever     shop     <none>         never       forever     <unknown>   in cluster workload-kubeconfig; invalid limbo.dev/deletionDelay "forever": time: invalid duration "forever"; never deleted until fixed
+ConfigMap   gone-forever       shop     <none>         never       forever     <unknown>   invalid limbo.dev/deletionDelay "forever": not a duration (Go syntax: 10m, 24h, 1h30m); never deleted until fixed
+ConfigMap   orphan-forever     shop     <none>         never       forever     <unknown>   invalid limbo.dev/deletionDelay "forever": not a duration (Go syntax: 10m, 24h, 1h30m); never deleted until fixed
+ConfigMap   released-forever   gone     <none>         never       forever     <unknown>   invalid limbo.dev/deletionDelay "forever": not a duration (Go syntax: 10m, 24h, 1h30m)
+ConfigMap   remote-forever     shop     <none>         never       forever     <unknown>   in cluster workload-kubeconfig; invalid limbo.dev/deletionDelay "forever": not a duration (Go syntax: 10m, 24h, 1h30m); never deleted until fixed
 `
 	if got := trimTrailingSpaces(out); got != want {
 		t.Errorf("got\n%s\nwant\n%s", got, want)

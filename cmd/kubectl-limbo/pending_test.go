@@ -41,7 +41,7 @@ func pendingObjects() []client.Object {
 				Message:     "delete failed: etcd timeout"},
 			// Invalid delay: never stamped nor labelled, only the Bundle knows.
 			{APIVersion: "v1", Kind: "ConfigMap", Name: "legacy",
-				Message: `invalid limbo.dev/deletionDelay "forever": time: invalid duration "forever"`},
+				Message: `invalid limbo.dev/deletionDelay "forever": not a duration (Go syntax: 10m, 24h, 1h30m)`},
 			// In limbo and listed, with an invalid delay: the controller's
 			// message says what the row's does, and more; it is said once.
 			{APIVersion: "v1", Kind: "ConfigMap", Name: "negative", Namespace: "team-a",
@@ -81,7 +81,7 @@ Tombstone         storage-ns-gc-4f7c   shop     2026-03-01T12:05:00Z   5m       
 ConfigMap         db-config            shop     2026-03-02T11:59:00Z   23h         delete failed: etcd timeout
 ConfigMap         cache                shop     <unknown>              <unknown>   invalid limbo.dev/deletionTimestamp "yesterday": not an RFC 3339 time; the countdown restarts
 ConfigMap         waiting              shop     <none>                 held        waiting for every resource of the Bundle to be Ready
-ConfigMap         legacy               shop     <none>                 never       invalid limbo.dev/deletionDelay "forever": time: invalid duration "forever"
+ConfigMap         legacy               shop     <none>                 never       invalid limbo.dev/deletionDelay "forever": not a duration (Go syntax: 10m, 24h, 1h30m)
 ConfigMap         negative             shop     <none>                 never       invalid limbo.dev/deletionDelay "-5m": must not be negative; never deleted until fixed
 `
 	if got := trimTrailingSpaces(out); got != want {
@@ -103,7 +103,7 @@ team-a      ConfigMap         db-config            shop     2026-03-02T11:59:00Z
 team-b      ConfigMap         other                web      2026-03-04T10:00:00Z   2d22h
 team-a      ConfigMap         cache                shop     <unknown>              <unknown>   invalid limbo.dev/deletionTimestamp "yesterday": not an RFC 3339 time; the countdown restarts
 team-a      ConfigMap         waiting              shop     <none>                 held        waiting for every resource of the Bundle to be Ready
-team-a      ConfigMap         legacy               shop     <none>                 never       invalid limbo.dev/deletionDelay "forever": time: invalid duration "forever"
+team-a      ConfigMap         legacy               shop     <none>                 never       invalid limbo.dev/deletionDelay "forever": not a duration (Go syntax: 10m, 24h, 1h30m)
 team-a      ConfigMap         negative             shop     <none>                 never       invalid limbo.dev/deletionDelay "-5m": must not be negative; never deleted until fixed
 `
 	if got := trimTrailingSpaces(out); got != want {
@@ -266,7 +266,7 @@ Tombstone         storage-ns-gc-4f7c   shop     2026-03-01T12:05:00Z   5m       
 ConfigMap         db-config            shop     2026-03-02T11:59:00Z   23h         24h         60s         delete failed: etcd timeout
 ConfigMap         cache                shop     <unknown>              <unknown>   1h          <unknown>   invalid limbo.dev/deletionTimestamp "yesterday": not an RFC 3339 time; the countdown restarts
 ConfigMap         waiting              shop     <none>                 held        <unknown>   <unknown>   waiting for every resource of the Bundle to be Ready
-ConfigMap         legacy               shop     <none>                 never       forever     <unknown>   invalid limbo.dev/deletionDelay "forever": time: invalid duration "forever"
+ConfigMap         legacy               shop     <none>                 never       forever     <unknown>   invalid limbo.dev/deletionDelay "forever": not a duration (Go syntax: 10m, 24h, 1h30m)
 ConfigMap         negative             shop     <none>                 never       -5m         60s         invalid limbo.dev/deletionDelay "-5m": must not be negative; never deleted until fixed
 `
 	if got := trimTrailingSpaces(out); got != want {
@@ -601,7 +601,7 @@ ConfigMap   redeclared    shop          2026-03-01T11:00:00Z   held        held 
 ConfigMap   stalled-one   stalled       2026-03-01T11:00:00Z   held        held by the reaper: Bundle stalled, which its label limbo.dev/bundle names, declares it but has not adopted it (see the Bundle's status)
 ConfigMap   torn          torn-down     2026-03-01T11:00:00Z   held        held by the reaper: Bundle b declares it to adopt it (limbo.dev/adopt); deleted only once no Bundle does
 ConfigMap   generated     generating    2026-03-01T12:59:00Z   held        held by the reaper: Bundle generating, which its label limbo.dev/bundle names, has not finished a pass of its current spec, whose plugin resources may make it again
-ConfigMap   invalid       gone          <none>                 never       invalid limbo.dev/deletionDelay "soon": time: invalid duration "soon"
+ConfigMap   invalid       gone          <none>                 never       invalid limbo.dev/deletionDelay "soon": not a duration (Go syntax: 10m, 24h, 1h30m)
 `
 	if got := trimTrailingSpaces(out); got != want {
 		t.Errorf("got\n%s\nwant\n%s", got, want)

@@ -307,8 +307,8 @@ func ParsePartial(b *limbov1alpha1.Bundle, mapper meta.RESTMapper, plugins Plugi
 				}
 			}
 		default:
-			if _, err := softdelete.ParseDelay(r.Plugin.DeletionDelay); r.Plugin.DeletionDelay != "" && err != nil {
-				add(r.Name, limbov1alpha1.ReasonInvalidDeletionDelay, "plugin.deletionDelay: %v", err)
+			if _, err := softdelete.ParseDelayOf("plugin.deletionDelay", r.Plugin.DeletionDelay); r.Plugin.DeletionDelay != "" && err != nil {
+				add(r.Name, limbov1alpha1.ReasonInvalidDeletionDelay, "%v", err)
 			}
 			switch err := validatePlugin(plugins, r); {
 			case errors.Is(err, ErrUnknownPlugin):

@@ -172,7 +172,7 @@ func TestParse(t *testing.T) {
 			},
 			wantErrs: []Error{
 				{"a", limbov1alpha1.ReasonProhibitedAnnotation, `object: annotation "limbo.dev/deletionTimestamp" is set by the controller only`},
-				{"a", limbov1alpha1.ReasonInvalidDeletionDelay, `object: invalid limbo.dev/deletionDelay "tomorrow": time: invalid duration "tomorrow"`},
+				{"a", limbov1alpha1.ReasonInvalidDeletionDelay, `object: invalid limbo.dev/deletionDelay "tomorrow": not a duration (Go syntax: 10m, 24h, 1h30m)`},
 			},
 		},
 		{
@@ -264,12 +264,14 @@ func TestParse(t *testing.T) {
 					{Name: "a", Plugin: plugin("nope", "", "")},
 					{Name: "b", Plugin: plugin("gc", "", `{"bad":true}`)},
 					{Name: "c", Plugin: plugin("gc", "-1h", "")},
+					{Name: "d", Plugin: plugin("gc", "10 minutes", "")},
 				}
 			},
 			wantErrs: []Error{
 				{"a", limbov1alpha1.ReasonUnknownPlugin, `unknown plugin "nope"`},
 				{"b", limbov1alpha1.ReasonInvalidPluginSpec, `plugin "gc": spec.bad: Forbidden`},
-				{"c", limbov1alpha1.ReasonInvalidDeletionDelay, `plugin.deletionDelay: invalid limbo.dev/deletionDelay "-1h": must not be negative`},
+				{"c", limbov1alpha1.ReasonInvalidDeletionDelay, `invalid plugin.deletionDelay "-1h": must not be negative`},
+				{"d", limbov1alpha1.ReasonInvalidDeletionDelay, `invalid plugin.deletionDelay "10 minutes": not a duration (Go syntax: 10m, 24h, 1h30m)`},
 			},
 		},
 		{

@@ -336,8 +336,8 @@ func TestEngineOrphan(t *testing.T) {
 		{
 			name:        "invalid delay: never deleted, nothing written, Warning",
 			annotations: map[string]string{delayKey: "forever"},
-			wantEvents:  []string{`Warning InvalidDeletionDelay ConfigMap team-a/db is never deleted: invalid limbo.dev/deletionDelay "forever": time: invalid duration "forever"`},
-			want:        softdelete.Outcome{Pending: entry(nil, nil, `invalid limbo.dev/deletionDelay "forever": time: invalid duration "forever"; never deleted until fixed`)},
+			wantEvents:  []string{`Warning InvalidDeletionDelay ConfigMap team-a/db is never deleted: invalid limbo.dev/deletionDelay "forever": not a duration (Go syntax: 10m, 24h, 1h30m)`},
+			want:        softdelete.Outcome{Pending: entry(nil, nil, `invalid limbo.dev/deletionDelay "forever": not a duration (Go syntax: 10m, 24h, 1h30m); never deleted until fixed`)},
 			wantLive: func(u *unstructured.Unstructured) error {
 				if _, ok := u.GetLabels()[pendingKey]; ok {
 					return fmt.Errorf("labelled: %v", u.GetLabels())
@@ -817,7 +817,7 @@ func TestEngineRelease(t *testing.T) {
 		if !reflect.DeepEqual(h.calls, want) {
 			t.Errorf("API calls:\n%q\nwant:\n%q", h.calls, want)
 		}
-		if got, want := h.events(), []string{`Warning InvalidDeletionDelay ConfigMap team-a/db released to limbo, never deleted until its delay is fixed: invalid limbo.dev/deletionDelay "forever": time: invalid duration "forever"`}; !reflect.DeepEqual(got, want) {
+		if got, want := h.events(), []string{`Warning InvalidDeletionDelay ConfigMap team-a/db released to limbo, never deleted until its delay is fixed: invalid limbo.dev/deletionDelay "forever": not a duration (Go syntax: 10m, 24h, 1h30m)`}; !reflect.DeepEqual(got, want) {
 			t.Errorf("events %q, want %q", got, want)
 		}
 		live := h.live(t, "db")

@@ -346,7 +346,7 @@ func TestHeldEntryOfObjectsAndItems(t *testing.T) {
 		{name: "counting down", annotations: map[string]string{delayKey: "10m", stampKey: "2025-03-14T12:25:00Z", ownerKey: owner}, wantMessage: hold, wantDue: true},
 		{name: "due", annotations: map[string]string{delayKey: "10m", stampKey: "2025-03-14T12:00:00Z", ownerKey: owner}, wantMessage: hold, wantDue: true},
 		{name: "invalid delay", annotations: map[string]string{delayKey: "soon", ownerKey: owner},
-			wantMessage: `invalid limbo.dev/deletionDelay "soon": time: invalid duration "soon"; never deleted until fixed`},
+			wantMessage: `invalid limbo.dev/deletionDelay "soon": not a duration (Go syntax: 10m, 24h, 1h30m); never deleted until fixed`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, cm("x", tc.annotations, nil))

@@ -173,21 +173,33 @@ func startCountdown(action Action, now time.Time, delay time.Duration, warning e
 // time.ParseDuration) that is not negative. The empty string is invalid. Spec
 // validation uses it too, so that both report the same error text, for example
 //
-//	invalid limbo.dev/deletionDelay "abc": time: invalid duration "abc"
+//	invalid limbo.dev/deletionDelay "abc": not a duration (Go syntax: 10m, 24h, 1h30m)
 //	invalid limbo.dev/deletionDelay "-5m": must not be negative
 func ParseDelay(value string) (time.Duration, error) {
+	return ParseDelayOf(limbov1alpha1.AnnotationDeletionDelay, value)
+}
+
+// ParseDelayOf is ParseDelay of a delay written elsewhere than in the annotation
+// (a plugin resource's plugin.deletionDelay): its errors name what the user wrote,
+// in the annotation's words:
+//
+//	invalid plugin.deletionDelay "10 minutes": not a duration (Go syntax: 10m, 24h, 1h30m)
+//
+// Go's own error ("time: unknown unit \" minutes\" in duration ...") is left
+// out: it says what the parser met, not what it wants.
+func ParseDelayOf(name, value string) (time.Duration, error) {
 	delay, err := time.ParseDuration(value)
 	if err != nil {
-		return 0, fmt.Errorf("%s%q: %w", invalidDelayPrefix, value, err)
+		return 0, fmt.Errorf("invalid %s %q: not a duration (Go syntax: 10m, 24h, 1h30m)", name, value)
 	}
 	if delay < 0 {
-		return 0, fmt.Errorf("%s%q: must not be negative", invalidDelayPrefix, value)
+		return 0, fmt.Errorf("invalid %s %q: must not be negative", name, value)
 	}
 	return delay, nil
 }
 
-// invalidDelayPrefix starts the error ParseDelay returns, which then quotes the
-// value.
+// invalidDelayPrefix starts the error ParseDelay returns (ParseDelayOf's words
+// for the annotation), which then quotes the value.
 var invalidDelayPrefix = "invalid " + limbov1alpha1.AnnotationDeletionDelay + " "
 
 // InvalidDelayValue is the limbo.dev/deletionDelay value that msg names as

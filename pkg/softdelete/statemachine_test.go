@@ -123,7 +123,7 @@ func TestDecide(t *testing.T) {
 			name:    "unparsable delay",
 			state:   softdelete.State{Annotations: annotations(delayKey, "abc")},
 			want:    softdelete.Decision{Action: softdelete.ActionInvalid},
-			wantErr: `invalid limbo.dev/deletionDelay "abc": time: invalid duration "abc"`,
+			wantErr: `invalid limbo.dev/deletionDelay "abc": not a duration (Go syntax: 10m, 24h, 1h30m)`,
 		},
 		{
 			name:    "negative delay",
@@ -135,19 +135,19 @@ func TestDecide(t *testing.T) {
 			name:    "empty delay",
 			state:   softdelete.State{Annotations: annotations(delayKey, "")},
 			want:    softdelete.Decision{Action: softdelete.ActionInvalid},
-			wantErr: `invalid limbo.dev/deletionDelay "": time: invalid duration ""`,
+			wantErr: `invalid limbo.dev/deletionDelay "": not a duration (Go syntax: 10m, 24h, 1h30m)`,
 		},
 		{
 			name:    "delay without unit",
 			state:   softdelete.State{Annotations: annotations(delayKey, "300")},
 			want:    softdelete.Decision{Action: softdelete.ActionInvalid},
-			wantErr: `invalid limbo.dev/deletionDelay "300": time: missing unit in duration "300"`,
+			wantErr: `invalid limbo.dev/deletionDelay "300": not a duration (Go syntax: 10m, 24h, 1h30m)`,
 		},
 		{
 			name:    "invalid delay, stamped long ago",
 			state:   softdelete.State{PendingLabel: true, Annotations: annotations(delayKey, "abc", stampKey, "2020-01-01T00:00:00Z")},
 			want:    softdelete.Decision{Action: softdelete.ActionInvalid},
-			wantErr: `invalid limbo.dev/deletionDelay "abc": time: invalid duration "abc"`,
+			wantErr: `invalid limbo.dev/deletionDelay "abc": not a duration (Go syntax: 10m, 24h, 1h30m)`,
 		},
 		{
 			name:    "negative delay, stamped long ago",
@@ -398,6 +398,26 @@ func TestStampRoundTrip(t *testing.T) {
 	}
 }
 
+// ParseDelayOf names the delay it parses: a plugin resource's plugin.deletionDelay
+// is reported as the field the user wrote, in the annotation's words.
+func TestParseDelayOf(t *testing.T) {
+	for value, want := range map[string]string{
+		"10 minutes": `invalid plugin.deletionDelay "10 minutes": not a duration (Go syntax: 10m, 24h, 1h30m)`,
+		"1d":         `invalid plugin.deletionDelay "1d": not a duration (Go syntax: 10m, 24h, 1h30m)`,
+		"-1h":        `invalid plugin.deletionDelay "-1h": must not be negative`,
+		"24h":        ``,
+	} {
+		_, err := softdelete.ParseDelayOf("plugin.deletionDelay", value)
+		got := ""
+		if err != nil {
+			got = err.Error()
+		}
+		if got != want {
+			t.Errorf("ParseDelayOf(plugin.deletionDelay, %q) error = %q, want %q", value, got, want)
+		}
+	}
+}
+
 func TestParseDelay(t *testing.T) {
 	tests := []struct {
 		value   string
@@ -411,10 +431,10 @@ func TestParseDelay(t *testing.T) {
 		{value: "5m", want: 5 * time.Minute},
 		{value: "1h30m", want: 90 * time.Minute},
 		{value: "720h", want: 720 * time.Hour},
-		{value: "abc", wantErr: `invalid limbo.dev/deletionDelay "abc": time: invalid duration "abc"`},
-		{value: "", wantErr: `invalid limbo.dev/deletionDelay "": time: invalid duration ""`},
-		{value: " 5m", wantErr: `invalid limbo.dev/deletionDelay " 5m": time: invalid duration " 5m"`},
-		{value: "1d", wantErr: `invalid limbo.dev/deletionDelay "1d": time: unknown unit "d" in duration "1d"`},
+		{value: "abc", wantErr: `invalid limbo.dev/deletionDelay "abc": not a duration (Go syntax: 10m, 24h, 1h30m)`},
+		{value: "", wantErr: `invalid limbo.dev/deletionDelay "": not a duration (Go syntax: 10m, 24h, 1h30m)`},
+		{value: " 5m", wantErr: `invalid limbo.dev/deletionDelay " 5m": not a duration (Go syntax: 10m, 24h, 1h30m)`},
+		{value: "1d", wantErr: `invalid limbo.dev/deletionDelay "1d": not a duration (Go syntax: 10m, 24h, 1h30m)`},
 		{value: "-5m", wantErr: `invalid limbo.dev/deletionDelay "-5m": must not be negative`},
 		{value: "-1ns", wantErr: `invalid limbo.dev/deletionDelay "-1ns": must not be negative`},
 	}
