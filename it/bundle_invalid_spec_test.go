@@ -91,7 +91,9 @@ func TestInvalidSpec(t *testing.T) {
 				return []limbov1alpha1.Resource{{Name: "bad", Plugin: plugin("no-such-plugin", "")}}
 			},
 			blame: "bad", reason: "UnknownPlugin",
-			message: func(string, string) string { return `unknown plugin "no-such-plugin"` },
+			message: func(string, string) string {
+				return `unknown plugin "no-such-plugin" (known: configmap, deorbit, namespace-gc, node-removal, route-gc, test-external, test-teardown)`
+			},
 		},
 		{
 			name: "invalid deletionDelay on a template",
@@ -124,7 +126,7 @@ func TestInvalidSpec(t *testing.T) {
 			},
 			blame: "bad", reason: "InvalidDeletionDelay",
 			message: func(string, string) string {
-				return `invalid plugin.deletionDelay "tomorrow": not a duration (Go syntax: 10m, 24h, 1h30m)` + "\n" + `unknown plugin "no-such-plugin"`
+				return `invalid plugin.deletionDelay "tomorrow": not a duration (Go syntax: 10m, 24h, 1h30m)` + "\n" + `unknown plugin "no-such-plugin" (known: configmap, deorbit, namespace-gc, node-removal, route-gc, test-external, test-teardown)`
 			},
 		},
 		{

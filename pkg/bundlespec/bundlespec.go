@@ -31,7 +31,8 @@ var ErrUnknownPlugin = errors.New("unknown plugin")
 
 // PluginCatalog validates plugin resources against the compiled-in plugins.
 type PluginCatalog interface {
-	// ValidateSpec returns an error wrapping ErrUnknownPlugin for an unknown name,
+	// ValidateSpec returns an error wrapping ErrUnknownPlugin for an unknown name
+	// (its text is the resource's message: `unknown plugin "x" (known: a, b)`),
 	// or the schema violations of spec, but those of the unresolved fields
 	// (whose markers wait for their values).
 	ValidateSpec(name string, spec *apiextensionsv1.JSON, unresolved []string) error
@@ -312,7 +313,8 @@ func ParsePartial(b *limbov1alpha1.Bundle, mapper meta.RESTMapper, plugins Plugi
 			}
 			switch err := validatePlugin(plugins, r); {
 			case errors.Is(err, ErrUnknownPlugin):
-				add(r.Name, limbov1alpha1.ReasonUnknownPlugin, "unknown plugin %q", r.Plugin.Name)
+				// The catalog's error: it names the plugins there are.
+				add(r.Name, limbov1alpha1.ReasonUnknownPlugin, "%v", err)
 			case err != nil:
 				add(r.Name, limbov1alpha1.ReasonInvalidPluginSpec, "plugin %q: %v", r.Plugin.Name, err)
 			}
@@ -505,7 +507,7 @@ func HeldKind(mapper meta.RESTMapper, gvk schema.GroupVersionKind) (reason strin
 // resolved, in the pass.
 func validatePlugin(plugins PluginCatalog, r limbov1alpha1.Resource) error {
 	if plugins == nil {
-		return ErrUnknownPlugin
+		return fmt.Errorf("%w %q (no plugins are registered)", ErrUnknownPlugin, r.Plugin.Name)
 	}
 	spec, unresolved := r.Plugin.Spec, []string(nil)
 	// Substituted even without references: an escaped marker is text (!!{x} is

@@ -26,7 +26,7 @@ type catalog struct{}
 
 func (catalog) ValidateSpec(name string, spec *apiextensionsv1.JSON, unresolved []string) error {
 	if name != "gc" {
-		return fmt.Errorf("%w %q", ErrUnknownPlugin, name)
+		return fmt.Errorf("%w %q (known: gc)", ErrUnknownPlugin, name)
 	}
 	if spec != nil && string(spec.Raw) == `{"bad":true}` {
 		return errors.New("spec.bad: Forbidden")
@@ -268,7 +268,7 @@ func TestParse(t *testing.T) {
 				}
 			},
 			wantErrs: []Error{
-				{"a", limbov1alpha1.ReasonUnknownPlugin, `unknown plugin "nope"`},
+				{"a", limbov1alpha1.ReasonUnknownPlugin, `unknown plugin "nope" (known: gc)`},
 				{"b", limbov1alpha1.ReasonInvalidPluginSpec, `plugin "gc": spec.bad: Forbidden`},
 				{"c", limbov1alpha1.ReasonInvalidDeletionDelay, `invalid plugin.deletionDelay "-1h": must not be negative`},
 				{"d", limbov1alpha1.ReasonInvalidDeletionDelay, `invalid plugin.deletionDelay "10 minutes": not a duration (Go syntax: 10m, 24h, 1h30m)`},
@@ -417,6 +417,16 @@ func TestParse(t *testing.T) {
 
 // A template copied from `kubectl get -o yaml` keeps the metadata the API
 // server set; a resourceVersion in it would make every apply a precondition.
+// Without a catalog no plugin is known, and the error says so.
+func TestParseUnknownPluginWithoutCatalog(t *testing.T) {
+	b := &limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Name: "b", Namespace: "ns"},
+		Spec: limbov1alpha1.BundleSpec{Resources: []limbov1alpha1.Resource{{Name: "gc", Plugin: &limbov1alpha1.PluginResource{Name: "gc"}}}}}
+	_, errs := Parse(b, mapper(), nil)
+	if want := (Errors{{"gc", limbov1alpha1.ReasonUnknownPlugin, `unknown plugin "gc" (no plugins are registered)`}}); !reflect.DeepEqual(errs, want) {
+		t.Errorf("errors %+v, want %+v", errs, want)
+	}
+}
+
 func TestParseDropsServerSetMetadata(t *testing.T) {
 	copied := cm("app", map[string]any{
 		"resourceVersion": "1234", "uid": "0f6e7a4c-0000-4000-8000-000000000000", "generation": 3,

@@ -101,12 +101,28 @@ func (r *Registry) ForgetResource(uid types.UID, resource string) {
 
 // Names lists the registered plugins, sorted.
 func (r *Registry) Names() []string {
+	if r == nil {
+		return nil
+	}
 	var names []string
 	for n := range r.plugins {
 		names = append(names, n)
 	}
 	sort.Strings(names)
 	return names
+}
+
+// UnknownPlugin is the error of a plugin resource naming a plugin r lacks: it
+// wraps bundlespec.ErrUnknownPlugin and lists the names r has, sorted, so that a
+// typo (namespace_gc) is seen next to the name meant:
+//
+//	unknown plugin "namespace_gc" (known: configmap, deorbit, namespace-gc, node-removal, route-gc)
+func (r *Registry) UnknownPlugin(name string) error {
+	names := r.Names()
+	if len(names) == 0 {
+		return fmt.Errorf("%w %q (no plugins are registered)", bundlespec.ErrUnknownPlugin, name)
+	}
+	return fmt.Errorf("%w %q (known: %s)", bundlespec.ErrUnknownPlugin, name, strings.Join(names, ", "))
 }
 
 // ValidateSpec checks spec against the schema of the plugin named name, then
@@ -118,7 +134,7 @@ func (r *Registry) Names() []string {
 func (r *Registry) ValidateSpec(name string, spec *apiextensionsv1.JSON, unresolved []string) error {
 	p, ok := r.Get(name)
 	if !ok {
-		return fmt.Errorf("%w %q (known: %s)", bundlespec.ErrUnknownPlugin, name, strings.Join(r.Names(), ", "))
+		return r.UnknownPlugin(name)
 	}
 	raw := []byte("{}")
 	if spec != nil && len(spec.Raw) > 0 {

@@ -219,6 +219,25 @@ func TestRegistryUnknownPluginIsErrUnknownPlugin(t *testing.T) {
 	_ = catalog
 }
 
+// The names an unknown plugin's error lists, when there are none to list: an
+// empty registry, or none at all (the Bundle reconciler's Plugins unset).
+func TestRegistryUnknownPluginWithoutPlugins(t *testing.T) {
+	empty := newRegistry(t)
+	var none *plugin.Registry
+	for _, tc := range []struct {
+		name string
+		r    *plugin.Registry
+	}{{"empty", empty}, {"nil", none}} {
+		err := tc.r.ValidateSpec("gc", nil, nil)
+		if want := `unknown plugin "gc" (no plugins are registered)`; err == nil || err.Error() != want || !errors.Is(err, bundlespec.ErrUnknownPlugin) {
+			t.Errorf("%s registry: err = %v, want %s wrapping bundlespec.ErrUnknownPlugin", tc.name, err, want)
+		}
+		if got := tc.r.UnknownPlugin("gc"); got.Error() != `unknown plugin "gc" (no plugins are registered)` {
+			t.Errorf("%s registry: UnknownPlugin = %v", tc.name, got)
+		}
+	}
+}
+
 // Watches groups the watched kinds across plugins: one prototype per Go type, with
 // the names of every plugin that watches it, in plugin name order.
 func TestRegistryWatches(t *testing.T) {

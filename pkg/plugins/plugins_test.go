@@ -7,7 +7,10 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+	"github.com/limbo-dev/limbo/pkg/bundlespec"
 	"github.com/limbo-dev/limbo/pkg/plugin"
 	"github.com/limbo-dev/limbo/pkg/plugins"
 )
@@ -68,5 +71,28 @@ func TestSpecCheckers(t *testing.T) {
 func TestNewRegistryRefusesAnExtraPluginNamedLikeACompiledInOne(t *testing.T) {
 	if _, err := plugins.NewRegistry(plugins.Options{}, extra{"namespace-gc"}); err == nil || err.Error() != `plugin "namespace-gc" registered twice` {
 		t.Errorf("err = %v", err)
+	}
+}
+
+// A Bundle naming a plugin that is not compiled in is told the names that are,
+// sorted, in the resource's spec error: namespace_gc is a typo of namespace-gc.
+func TestUnknownPluginNamesTheKnownOnes(t *testing.T) {
+	r, err := plugins.NewRegistry(plugins.Options{Metrics: prometheus.NewRegistry()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		want string
+	}{
+		{"namespace_gc", `unknown plugin "namespace_gc" (known: configmap, deorbit, namespace-gc, node-removal, route-gc)`},
+		{"NamespaceGC", `unknown plugin "NamespaceGC" (known: configmap, deorbit, namespace-gc, node-removal, route-gc)`},
+	} {
+		b := &limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Name: "b", Namespace: "default"},
+			Spec: limbov1alpha1.BundleSpec{Resources: []limbov1alpha1.Resource{{Name: "gc", Plugin: &limbov1alpha1.PluginResource{Name: tc.name}}}}}
+		_, errs := bundlespec.Parse(b, nil, r)
+		if len(errs) != 1 || errs[0].Reason != limbov1alpha1.ReasonUnknownPlugin || errs[0].Message != tc.want {
+			t.Errorf("plugin %q: errors %+v, want one %s: %s", tc.name, errs, limbov1alpha1.ReasonUnknownPlugin, tc.want)
+		}
 	}
 }

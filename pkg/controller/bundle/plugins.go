@@ -46,7 +46,7 @@ func (p *pass) syncPlugin(ctx context.Context, res *bundlespec.Resource) (limbov
 	}
 	plug, ok := p.r.Plugins.Get(res.Plugin.Name)
 	if !ok {
-		return fail(limbov1alpha1.ResourceError, limbov1alpha1.ReasonUnknownPlugin, "unknown plugin %q", res.Plugin.Name)
+		return fail(limbov1alpha1.ResourceError, limbov1alpha1.ReasonUnknownPlugin, "%v", p.r.Plugins.UnknownPlugin(res.Plugin.Name))
 	}
 	if waiting := p.unreadyDependencies(res.Name); len(waiting) > 0 {
 		return fail(limbov1alpha1.ResourceBlocked, limbov1alpha1.ReasonDependenciesNotReady, "%s", blockedMessage(waiting))

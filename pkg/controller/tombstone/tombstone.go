@@ -363,7 +363,7 @@ func (r *Reconciler) owningBundle(ctx context.Context, ts *limbov1alpha1.Tombsto
 func (r *Reconciler) deleteItem(ctx context.Context, ts *limbov1alpha1.Tombstone, b *limbov1alpha1.Bundle) error {
 	p, ok := r.Plugins.Get(ts.Spec.Plugin)
 	if !ok {
-		return fmt.Errorf("unknown plugin %q", ts.Spec.Plugin)
+		return r.Plugins.UnknownPlugin(ts.Spec.Plugin)
 	}
 	deleter, ok := p.(plugin.ExternalDeleter)
 	if !ok {
