@@ -77,6 +77,18 @@ value) of the first, for plugins that act on another cluster (kubeConfigSecretRe
 		if clusters != 1 && clusters != 2 {
 			return fmt.Errorf("--clusters is 1 or 2, not %d", clusters)
 		}
+		if binDir == "" {
+			// Looked up before anything starts, and the error names the flag:
+			// localcluster's "etcd not found in <wd>/bin" named a directory that
+			// nobody chose and need not exist.
+			dir, err := localcluster.FindBinDir()
+			if err != nil {
+				return fmt.Errorf("%w: pass --bin-dir <directory of %s, %s and %s>, "+
+					"or run limbo dev inside limbo's repository once `make cluster-bins` has put them into its bin/",
+					err, localcluster.EtcdBinary, localcluster.APIServerBinary, localcluster.ControllerManagerBinary)
+			}
+			binDir = dir
+		}
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
 

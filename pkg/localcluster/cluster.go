@@ -47,7 +47,7 @@ const WorkloadControllers = defaultControllerManagerSet + ",persistentvolume-bin
 // Config says where the binaries are and where the cluster keeps its state.
 type Config struct {
 	// BinDir holds etcd, kube-apiserver and kube-controller-manager. Empty means
-	// DefaultBinDir().
+	// FindBinDir().
 	BinDir string
 	// DataDir keeps the cluster's state (etcd data, keys, kubeconfig, logs) across
 	// restarts. Empty means a temporary directory that Stop removes.
@@ -80,17 +80,24 @@ type Cluster struct {
 	procs      []*process // in start order
 }
 
-// DefaultBinDir is $LIMBO_BIN_DIR, else the nearest bin/ above the working directory
-// that holds kube-apiserver, else "bin".
-func DefaultBinDir() string {
+// FindBinDir is $LIMBO_BIN_DIR, else the nearest bin/ above the working directory
+// that holds kube-apiserver. Without either, its error says where it looked:
+//
+//	no bin/ holding kube-apiserver in /tmp or any directory above it ($LIMBO_BIN_DIR is not set)
+//
+// (Its callers add what to do: a flag of their own, or $LIMBO_BIN_DIR.)
+func FindBinDir() (string, error) {
 	if dir := os.Getenv("LIMBO_BIN_DIR"); dir != "" {
-		return dir
+		return dir, nil
 	}
-	dir, err := os.Getwd()
-	for err == nil {
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", fmt.Errorf("no bin/ holding %s: the working directory: %w ($LIMBO_BIN_DIR is not set)", APIServerBinary, err)
+	}
+	for dir := wd; ; {
 		candidate := filepath.Join(dir, "bin")
-		if _, statErr := os.Stat(filepath.Join(candidate, APIServerBinary)); statErr == nil {
-			return candidate
+		if _, err := os.Stat(filepath.Join(candidate, APIServerBinary)); err == nil {
+			return candidate, nil
 		}
 		parent := filepath.Dir(dir)
 		if parent == dir {
@@ -98,7 +105,7 @@ func DefaultBinDir() string {
 		}
 		dir = parent
 	}
-	return "bin"
+	return "", fmt.Errorf("no bin/ holding %s in %s or any directory above it ($LIMBO_BIN_DIR is not set)", APIServerBinary, wd)
 }
 
 // RESTConfig returns a copy of the admin client configuration.
@@ -109,7 +116,11 @@ func (c *Cluster) RESTConfig() *rest.Config { return rest.CopyConfig(c.restConfi
 // whatever was started is stopped again.
 func Start(ctx context.Context, cfg Config) (cluster *Cluster, err error) {
 	if cfg.BinDir == "" {
-		cfg.BinDir = DefaultBinDir()
+		if cfg.BinDir, err = FindBinDir(); err != nil {
+			return nil, fmt.Errorf("%w: set $LIMBO_BIN_DIR to the directory of %s, %s and %s, "+
+				"or work inside limbo's repository once `make cluster-bins` has put them into its bin/",
+				err, EtcdBinary, APIServerBinary, ControllerManagerBinary)
+		}
 	}
 	if cfg.Controllers == "" {
 		cfg.Controllers = defaultControllerManagerSet
