@@ -49,6 +49,29 @@ func TestImpersonationForbiddenWrite(t *testing.T) {
 	}
 }
 
+// A misspelt spec.serviceAccountName (deployr for deployer) is refused by the API
+// server word for word as a real ServiceAccount without the rights would be; the
+// resource's message says that the ServiceAccount does not exist. A real one
+// refused keeps the API server's message alone (TestImpersonationForbiddenWrite).
+func TestImpersonationMissingServiceAccount(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	tenant(t, ns, "deployer", "get", "list", "watch", "create", "update", "patch", "delete")
+	b := createBundleAs(t, ns, "deployr", "shop", objectResource(t, "imp-a", configMap("imp-a", map[string]any{"a": "b"}, nil)))
+
+	want := `apply ConfigMap "imp-a": configmaps "imp-a" is forbidden: User "system:serviceaccount:` + ns + `:deployr" cannot patch resource "configmaps" in API group "" in the namespace "` + ns + `"` +
+		` (ServiceAccount "deployr" does not exist in namespace "` + ns + `")`
+	waitBundle(t, b, func(cur *limbov1alpha1.Bundle) error {
+		if err := resourceIs(cur, "imp-a", limbov1alpha1.ResourceError, string(metav1.StatusReasonForbidden)); err != nil {
+			return err
+		}
+		if msg := resourceStatus(cur, "imp-a").Message; msg != want {
+			return fmt.Errorf("imp-a's message\n%s\nwant\n%s", msg, want)
+		}
+		return nil
+	})
+}
+
 // An orphan the tenant may not delete stays, visibly: pendingDeletions says why
 // and a Warning event tells; nothing else is affected.
 func TestImpersonationForbiddenDeleteKeepsTheOrphan(t *testing.T) {

@@ -188,7 +188,7 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 	}
 	// Writes of a Bundle's objects impersonate its ServiceAccount; everything else
 	// (and every read) is limbo's.
-	writer := impersonation.NewClient(mgr.GetClient(), cfg)
+	writer := impersonation.NewClient(mgr.GetClient(), mgr.GetAPIReader(), cfg)
 	pluginClient := plugin.RequestClient(writer, mgr.GetAPIReader(), cachedWhole, opts.Namespaces)
 	coreClient, err := corev1client.NewForConfigAndClient(cfg, mgr.GetHTTPClient())
 	if err != nil {

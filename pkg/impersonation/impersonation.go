@@ -3,8 +3,11 @@ package impersonation
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -31,7 +34,20 @@ func WithServiceAccount(ctx context.Context, namespace, name string) context.Con
 
 // Username is the user name of the ServiceAccount name in namespace.
 func Username(namespace, name string) string {
-	return "system:serviceaccount:" + namespace + ":" + name
+	return serviceAccountPrefix + namespace + ":" + name
+}
+
+const serviceAccountPrefix = "system:serviceaccount:"
+
+// serviceAccountOf is the namespace and name of the ServiceAccount whose user
+// name is user (Username), if it is one.
+func serviceAccountOf(user string) (namespace, name string, ok bool) {
+	rest, ok := strings.CutPrefix(user, serviceAccountPrefix)
+	if !ok {
+		return "", "", false
+	}
+	namespace, name, ok = strings.Cut(rest, ":")
+	return namespace, name, ok && namespace != "" && name != "" && !strings.Contains(name, ":")
 }
 
 // UserFrom returns the user that writes made with ctx impersonate, if any.
@@ -73,9 +89,12 @@ func SecretReader(ctx context.Context, c client.Client, limbos client.Reader) (c
 // context) that writes as the identity in the context when there is one.
 type Client struct {
 	client.Client
-	config *rest.Config
-	scheme *runtime.Scheme
-	mapper meta.RESTMapper
+	// serviceAccounts reads a ServiceAccount, as limbo and uncached, after a
+	// write as it was refused; nil: not read.
+	serviceAccounts client.Reader
+	config          *rest.Config
+	scheme          *runtime.Scheme
+	mapper          meta.RESTMapper
 
 	mu      sync.Mutex // makes each writer once
 	writers *lru.Cache // username → client.Client
@@ -89,9 +108,38 @@ type Client struct {
 const maxWriters = 4096
 
 // NewClient wraps base; config (limbo's own) is copied with the impersonated
-// user for each identity's writer.
-func NewClient(base client.Client, config *rest.Config) *Client {
-	return &Client{Client: base, config: config, scheme: base.Scheme(), mapper: base.RESTMapper(), writers: lru.New(maxWriters)}
+// user for each identity's writer. serviceAccounts (the manager's API reader: a
+// cached Get would start an informer of every ServiceAccount) tells a write
+// refused because its ServiceAccount does not exist from one refused by RBAC
+// (see explainForbidden); nil leaves refusals as the API server words them.
+func NewClient(base client.Client, serviceAccounts client.Reader, config *rest.Config) *Client {
+	return &Client{Client: base, serviceAccounts: serviceAccounts, config: config, scheme: base.Scheme(), mapper: base.RESTMapper(), writers: lru.New(maxWriters)}
+}
+
+// explainForbidden adds to err, a write's error, that the ServiceAccount the
+// write impersonated does not exist, when err is Forbidden and one GET of the
+// ServiceAccount (as limbo) says it is not found:
+//
+//	configmaps "a" is forbidden: User "system:serviceaccount:default:deployr" cannot
+//	patch resource "configmaps" ... (ServiceAccount "deployr" does not exist in namespace "default")
+//
+// The API server words the refusal of a misspelt spec.serviceAccountName exactly as
+// that of a real ServiceAccount without the rights. The error stays Forbidden
+// (apierrors.IsForbidden, the resource's reason). Any other answer of the GET
+// (found, or limbo may not read ServiceAccounts) leaves err as it is.
+func (c *Client) explainForbidden(ctx context.Context, err error) error {
+	if err == nil || c.serviceAccounts == nil || !apierrors.IsForbidden(err) {
+		return err
+	}
+	user, _ := UserFrom(ctx)
+	namespace, name, ok := serviceAccountOf(user)
+	if !ok {
+		return err
+	}
+	if getErr := c.serviceAccounts.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &corev1.ServiceAccount{}); !apierrors.IsNotFound(getErr) {
+		return err
+	}
+	return fmt.Errorf("%w (ServiceAccount %q does not exist in namespace %q)", err, name, namespace)
 }
 
 // writer returns the client that writes obj (of kind gvk) with ctx.
@@ -137,7 +185,7 @@ func (c *Client) Create(ctx context.Context, obj client.Object, opts ...client.C
 	if err != nil {
 		return err
 	}
-	return w.Create(ctx, obj, opts...)
+	return c.explainForbidden(ctx, w.Create(ctx, obj, opts...))
 }
 
 // Update updates obj as the context's identity.
@@ -146,7 +194,7 @@ func (c *Client) Update(ctx context.Context, obj client.Object, opts ...client.U
 	if err != nil {
 		return err
 	}
-	return w.Update(ctx, obj, opts...)
+	return c.explainForbidden(ctx, w.Update(ctx, obj, opts...))
 }
 
 // Patch patches obj as the context's identity.
@@ -155,7 +203,7 @@ func (c *Client) Patch(ctx context.Context, obj client.Object, patch client.Patc
 	if err != nil {
 		return err
 	}
-	return w.Patch(ctx, obj, patch, opts...)
+	return c.explainForbidden(ctx, w.Patch(ctx, obj, patch, opts...))
 }
 
 // Delete deletes obj as the context's identity.
@@ -164,7 +212,7 @@ func (c *Client) Delete(ctx context.Context, obj client.Object, opts ...client.D
 	if err != nil {
 		return err
 	}
-	return w.Delete(ctx, obj, opts...)
+	return c.explainForbidden(ctx, w.Delete(ctx, obj, opts...))
 }
 
 // DeleteAllOf deletes objects of obj's kind as the context's identity.
@@ -173,7 +221,7 @@ func (c *Client) DeleteAllOf(ctx context.Context, obj client.Object, opts ...cli
 	if err != nil {
 		return err
 	}
-	return w.DeleteAllOf(ctx, obj, opts...)
+	return c.explainForbidden(ctx, w.DeleteAllOf(ctx, obj, opts...))
 }
 
 // Apply applies obj (server-side) as the context's identity.
@@ -182,7 +230,7 @@ func (c *Client) Apply(ctx context.Context, obj runtime.ApplyConfiguration, opts
 	if err != nil {
 		return err
 	}
-	return w.Apply(ctx, obj, opts...)
+	return c.explainForbidden(ctx, w.Apply(ctx, obj, opts...))
 }
 
 // applyGroupVersionKind is the kind an apply configuration names: typed ones

@@ -65,7 +65,7 @@ func TestClientWritesAsTheContextsIdentity(t *testing.T) {
 	server := &apiServer{}
 	ts := httptest.NewServer(server)
 	defer ts.Close()
-	c := NewClient(base, &rest.Config{Host: ts.URL})
+	c := NewClient(base, nil, &rest.Config{Host: ts.URL})
 
 	tenant := WithServiceAccount(context.Background(), "team-a", "tenant")
 	if user, ok := UserFrom(tenant); !ok || user != "system:serviceaccount:team-a:tenant" {
@@ -124,7 +124,7 @@ func TestClientWritesAsTheContextsIdentity(t *testing.T) {
 func TestClientWritersBounded(t *testing.T) {
 	mapper := meta.NewDefaultRESTMapper(nil)
 	base := fake.NewClientBuilder().WithRESTMapper(mapper).Build()
-	c := NewClient(base, &rest.Config{Host: "https://example.invalid"})
+	c := NewClient(base, nil, &rest.Config{Host: "https://example.invalid"})
 	writer := func(i int) client.Client {
 		t.Helper()
 		w, err := c.clientAs(Username("team-a", fmt.Sprintf("sa-%d", i)))
@@ -157,7 +157,7 @@ func TestSecretReader(t *testing.T) {
 	if r, err := SecretReader(as, limbos, limbos); err == nil {
 		t.Errorf("an identity and a client that cannot impersonate: reader %T, want an error", r)
 	}
-	ic := NewClient(limbos, &rest.Config{Host: "https://example.invalid"})
+	ic := NewClient(limbos, nil, &rest.Config{Host: "https://example.invalid"})
 	if r, err := SecretReader(as, ic, limbos); err != nil || r == limbos {
 		t.Errorf("an identity and an impersonating client: %T, %v; want a reader as the identity", r, err)
 	}
