@@ -22,7 +22,7 @@ RUN_ARGS       ?= --clusters 2
 export LIMBO_BIN_DIR := $(BIN)
 
 .PHONY: build
-build: ## Build limbo and kubectl-limbo (with its kubectl completion script) into bin/.
+build: ## Build limbo, kubectl-limbo (with its kubectl completion script) and limbo-bench into bin/.
 	$(GO) build -o $(BIN)/ ./cmd/...
 	install -m 0755 cmd/kubectl-limbo/kubectl_complete-limbo $(BIN)/
 

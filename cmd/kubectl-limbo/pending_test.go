@@ -215,6 +215,8 @@ func TestHumanDuration(t *testing.T) {
 	for d, want := range map[time.Duration]string{
 		time.Millisecond:                  "1s",
 		45 * time.Second:                  "45s",
+		2*time.Minute - 2*time.Second:     "118s", // a 2m delay just after the release (examples/soft-delete)
+		24*time.Hour - 2*time.Second:      "23h",
 		59*time.Second + time.Millisecond: "60s",
 		9*time.Minute + 30*time.Second:    "9m30s",
 		time.Hour:                         "60m",
