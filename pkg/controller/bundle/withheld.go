@@ -3,6 +3,7 @@ package bundle
 import (
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -15,6 +16,15 @@ import (
 // withheldNote ends what limbo says of the API server's answer about a Secret
 // instead of its message.
 const withheldNote = "(its message is withheld: it may quote the Secret's values)"
+
+// valueFreeRefusal matches the refusals (403 Forbidden) that come before any
+// look at the object: the authorizer's ("secrets \"password\" is forbidden: User
+// \"system:serviceaccount:team-a:tenant\" cannot patch resource \"secrets\" ...";
+// an authorizer is given the request's attributes, never its body) and the
+// namespace lifecycle's ("unable to create new content in namespace x because it
+// is being terminated"). They are kept whole: they say who may not do what,
+// which is what the Bundle's author needs to read.
+var valueFreeRefusal = regexp.MustCompile(`^[^ ]+ "[^"]*" is forbidden: (User "[^"]*" cannot [a-z]+ resource "[^"]*" |unable to create new content in namespace [^ ]+ because it is being terminated$)`)
 
 // maxWithheldCauses bounds the fields a withheld answer names; maxCauseField
 // bounds the text of each.
@@ -54,6 +64,9 @@ func withholdSecretText(isSecret bool, err error) error {
 		return err
 	}
 	in := status.Status()
+	if in.Reason == metav1.StatusReasonForbidden && valueFreeRefusal.MatchString(in.Message) {
+		return err
+	}
 	out := metav1.Status{Status: metav1.StatusFailure, Reason: in.Reason, Code: in.Code}
 	var b strings.Builder
 	fmt.Fprintf(&b, "the API server answered %d", in.Code)

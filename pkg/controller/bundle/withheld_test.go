@@ -54,6 +54,23 @@ func TestWithholdSecretText(t *testing.T) {
 			}
 		})
 	}
+	// Refusals made before anyone looks at the object are kept whole: who may
+	// not do what is what the author needs to read.
+	for _, kept := range []error{
+		apierrors.NewForbidden(secrets, "password", errors.New(`User "system:serviceaccount:team-a:tenant" cannot patch resource "secrets" in API group "" in the namespace "team-a"`)),
+		apierrors.NewForbidden(secrets, "password", errors.New(`User "system:serviceaccount:team-a:deployr" cannot patch resource "secrets" in API group "" in the namespace "team-a" (ServiceAccount "deployr" does not exist in namespace "team-a")`)),
+		apierrors.NewForbidden(secrets, "password", errors.New("unable to create new content in namespace team-a because it is being terminated")),
+	} {
+		if got := withholdSecretText(true, kept); got != kept {
+			t.Errorf("the refusal %q became %q", kept, got)
+		}
+	}
+	// One that only looks like it is withheld: text after the namespace
+	// lifecycle's sentence may come from elsewhere.
+	lookalike := apierrors.NewForbidden(secrets, "s", errors.New("unable to create new content in namespace x because it is being terminated; hunter2"))
+	if got := withholdSecretText(true, lookalike); strings.Contains(got.Error(), "hunter2") {
+		t.Errorf("withheld error %q quotes the value", got)
+	}
 	client := errors.New("dial tcp: connection refused")
 	if got := withholdSecretText(true, client); got != client {
 		t.Errorf("a client's error became %v", got)
