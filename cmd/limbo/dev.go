@@ -120,9 +120,7 @@ value) of the first, for plugins that act on another cluster (kubeConfigSecretRe
 		crdPaths := []string{crdDir}
 		if simulators {
 			// csi-baremetal stands in the cluster as the simulators do outside it:
-			// installed before the controller starts, as on a real cluster, so that
-			// node-removal watches its kinds (a CRD installed later is watched after
-			// a restart).
+			// installed before the controller starts, as on a real cluster.
 			if _, err := os.Stat(csiBaremetalCRDs); err == nil {
 				crdPaths = append(crdPaths, csiBaremetalCRDs)
 				fmt.Printf("limbo dev: csi-baremetal's CRDs installed (%s); see examples/node-removal\n", csiBaremetalCRDs)

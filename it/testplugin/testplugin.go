@@ -16,7 +16,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -235,11 +237,18 @@ func (d *Domain) hold(ctx context.Context, c Call) error {
 
 // Describe names the plugin.
 func (p *Plugin) Describe() plugin.Description {
+	signal := &metav1.PartialObjectMetadata{}
+	signal.SetGroupVersionKind(SignalKind)
 	return plugin.Description{Name: Name, Schema: &apiextensionsv1.JSONSchemaProps{
 		Type: "object", Required: []string{"domain"},
 		Properties: map[string]apiextensionsv1.JSONSchemaProps{"domain": {Type: "string"}},
-	}}
+	}, Watches: []client.Object{signal}}
 }
+
+// SignalKind is a kind the plugin watches (metadata only) whose CRD no test
+// environment installs: a test installs it while the controller runs, and an
+// object of it then runs the plugin's Bundles again.
+var SignalKind = schema.GroupVersionKind{Group: "late.test.limbo.dev", Version: "v1", Kind: "Signal"}
 
 func (p *Plugin) domainOf(spec []byte) (*Domain, error) {
 	var s struct {

@@ -97,12 +97,7 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 			&apiextensionsv1.CustomResourceDefinition{}: {Label: everything(), Transform: bundle.TrimCRDForCache},
 		},
 	}
-	if len(opts.Namespaces) > 0 {
-		cacheOpts.DefaultNamespaces = map[string]cache.Config{}
-		for _, ns := range opts.Namespaces {
-			cacheOpts.DefaultNamespaces[ns] = cache.Config{}
-		}
-	}
+	cacheOpts.DefaultNamespaces = bundle.NamespaceConfigs(opts.Namespaces)
 	// Metrics are registered here, with the registry the manager's /metrics
 	// serves, and not at package init.
 	metrics := NewMetrics(ctrlmetrics.Registry)
@@ -130,8 +125,9 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 	}
 	mapper.Listed = restmappings.ListedBy(disco)
 	watches, missing := registry.ServedWatches(scheme, mapper)
-	for _, gvk := range missing {
-		ctrl.Log.Info("not watching a plugin's kind: the API server does not serve it (its plugin reports the missing kind when it runs)", "kind", gvk.String())
+	for _, w := range missing {
+		ctrl.Log.Info("not watching a plugin's kind yet: the API server does not serve it (its plugin reports the missing kind when it runs; the watch starts once its CRD is established)",
+			"kind", w.GVK(scheme).String())
 	}
 	// The kinds plugins watch are cached whole; of every other kind the cache
 	// holds only what limbo manages, so plugins read those from the API server

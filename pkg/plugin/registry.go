@@ -216,18 +216,24 @@ type Watch struct {
 	Plugins []string
 }
 
+// GVK is the kind of w's prototype (empty if scheme does not know a typed one).
+func (w Watch) GVK(scheme *runtime.Scheme) schema.GroupVersionKind {
+	gvk, _ := apiutil.GVKForObject(w.Object, scheme)
+	return gvk
+}
+
 // ServedWatches splits Watches into the kinds the API server serves and those it
 // does not (a CRD not installed). Only served kinds can be cached and watched:
 // controller-runtime fails the cache's construction, and the controller's start
 // after its sync timeout, on a kind without a REST mapping.
-func (r *Registry) ServedWatches(scheme *runtime.Scheme, mapper meta.RESTMapper) (served []Watch, missing []schema.GroupVersionKind) {
+func (r *Registry) ServedWatches(scheme *runtime.Scheme, mapper meta.RESTMapper) (served, missing []Watch) {
 	for _, w := range r.Watches() {
 		gvk, err := apiutil.GVKForObject(w.Object, scheme)
 		if err == nil {
 			_, err = mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 		}
 		if err != nil {
-			missing = append(missing, gvk)
+			missing = append(missing, w)
 			continue
 		}
 		served = append(served, w)

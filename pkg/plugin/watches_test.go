@@ -39,7 +39,8 @@ func TestServedWatches(t *testing.T) {
 	if want := []client.Object{&corev1.Node{}, served}; !reflect.DeepEqual(got, want) {
 		t.Errorf("served = %v, want %v", got, want)
 	}
-	if want := []schema.GroupVersionKind{{Group: "csi.example", Version: "v1", Kind: "Volume"}}; !reflect.DeepEqual(missing, want) {
-		t.Errorf("missing = %v, want %v", missing, want)
+	if len(missing) != 1 || missing[0].Object.GetObjectKind().GroupVersionKind() != (schema.GroupVersionKind{Group: "csi.example", Version: "v1", Kind: "Volume"}) ||
+		!reflect.DeepEqual(missing[0].Plugins, []string{"nodes"}) {
+		t.Errorf("missing = %v, want the Volume watch of plugin nodes", missing)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -155,14 +156,41 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) (*Reconciler, error) {
 		}
 	}
 	if opts.Plugins != nil {
-		watches, _ := opts.Plugins.ServedWatches(mgr.GetScheme(), mgr.GetRESTMapper()) // the manager logs the others
+		watches, missing := opts.Plugins.ServedWatches(mgr.GetScheme(), mgr.GetRESTMapper()) // the manager logs the others
+		byPlugins := func(plugins []string) handler.EventHandler {
+			return handler.EnqueueRequestsFromMapFunc(r.bundlesUsing(plugins))
+		}
 		for _, w := range watches {
-			if err := c.Watch(source.Kind[client.Object](mgr.GetCache(), w.Object, handler.EnqueueRequestsFromMapFunc(r.bundlesUsing(w.Plugins)))); err != nil {
+			if err := c.Watch(source.Kind[client.Object](mgr.GetCache(), w.Object, byPlugins(w.Plugins))); err != nil {
+				return nil, err
+			}
+		}
+		if len(missing) > 0 {
+			r.lateWatches = newLateWatches(mgr.GetScheme(), mgr.GetRESTMapper(), missing)
+			r.lateWatches.watch, r.lateWatches.handler = c.Watch, byPlugins
+			r.lateWatches.newCache = func() (cache.Cache, error) {
+				return cache.New(mgr.GetConfig(), cache.Options{HTTPClient: mgr.GetHTTPClient(), Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
+					DefaultNamespaces: NamespaceConfigs(opts.Namespaces)})
+			}
+			if err := mgr.Add(r.lateWatches); err != nil {
 				return nil, err
 			}
 		}
 	}
 	return r, nil
+}
+
+// NamespaceConfigs is a cache's DefaultNamespaces for namespaces (nil: every
+// namespace).
+func NamespaceConfigs(namespaces []string) map[string]cache.Config {
+	if len(namespaces) == 0 {
+		return nil
+	}
+	out := make(map[string]cache.Config, len(namespaces))
+	for _, ns := range namespaces {
+		out[ns] = cache.Config{}
+	}
+	return out
 }
 
 // EnsureWatch makes the reconciler watch objects of gvk (the reaper uses it for
