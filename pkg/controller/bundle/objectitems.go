@@ -85,15 +85,23 @@ func (p *pass) processUnjudgedItems(ctx context.Context) {
 		if listed[objectPendingKey(item)] {
 			continue
 		}
+		_, resource, _ := softdelete.SplitItemOwner(item.GetAnnotations()[limbov1alpha1.AnnotationPluginResource])
+		left := p.plan.Resources[resource] == nil || p.plan.Resources[resource].Plugin == nil
 		if !vouchedItem(p.bundle, item) {
-			// Another tenant's object naming this Bundle: neither listed nor
-			// cancelled (see vouchedItem).
-			log.FromContext(ctx).V(1).Info("ignored an object in limbo that names the Bundle in "+limbov1alpha1.AnnotationPluginResource+" but that its status does not vouch for",
-				"object", objectPendingKey(item))
+			// Another tenant's object naming this Bundle, or, rarely, a real item
+			// whose entry the status lost: never listed. One of a resource that
+			// left is still cancelled (cancelling never deletes): a real one kept
+			// stamped would be due at once for a resource of that name added
+			// again. A refusal (another tenant's object) is only logged.
+			if left {
+				if err := p.r.Engine.CancelItem(ctx, p.bundle, item, fmt.Sprintf("resource %q left the Bundle", resource)); err != nil {
+					log.FromContext(ctx).V(1).Info("could not cancel an object in limbo that names the Bundle in "+limbov1alpha1.AnnotationPluginResource+" but that its status does not vouch for",
+						"object", objectPendingKey(item), "error", err.Error())
+				}
+			}
 			continue
 		}
-		_, resource, _ := softdelete.SplitItemOwner(item.GetAnnotations()[limbov1alpha1.AnnotationPluginResource])
-		if res := p.plan.Resources[resource]; res == nil || res.Plugin == nil {
+		if left {
 			if err := p.r.Engine.CancelItem(ctx, p.bundle, item, fmt.Sprintf("resource %q left the Bundle", resource)); err == nil {
 				continue
 			}
@@ -141,7 +149,7 @@ func (r *Reconciler) cancelObjectItems(ctx context.Context, b *limbov1alpha1.Bun
 				"object", objectPendingKey(item), "error", err.Error())
 			continue
 		}
-		if holdsTeardown(b, item, err) {
+		if holdsTeardown(err) {
 			hold = errors.Join(hold, err)
 			continue
 		}
@@ -185,17 +193,14 @@ func listedItem(st *limbov1alpha1.BundleStatus, item client.Object) bool {
 	return false
 }
 
-// holdsTeardown reports whether err, from cancelling item (an item b vouches
-// for) at b's teardown, holds the teardown until a retry succeeds: an error
-// that clears by itself (a Conflict, a timeout, an unavailable API server) on
-// an item that no other tenant can write — cluster-scoped or in b's namespace.
-// A refusal (Forbidden, Invalid: b's ServiceAccount may not, or a webhook says
-// no) never clears by retrying; and an item in another namespace is written by
-// whoever owns that namespace, who could otherwise hold b's teardown for ever.
-func holdsTeardown(b *limbov1alpha1.Bundle, item client.Object, err error) bool {
-	if ns := item.GetNamespace(); ns != "" && ns != b.Namespace {
-		return false
-	}
+// holdsTeardown reports whether err, from cancelling an item its Bundle vouches
+// for at the Bundle's teardown, holds the teardown until a retry succeeds: an
+// error that clears by itself (a Conflict with a writer of the item — csi-baremetal
+// rewrites its Volumes —, a timeout, an unavailable API server), wherever the
+// item is. A refusal (Forbidden, Invalid: the Bundle's ServiceAccount may not, or
+// a webhook says no) never clears by retrying. An item the status does not vouch
+// for never holds it (another tenant could write it).
+func holdsTeardown(err error) bool {
 	return !apierrors.IsForbidden(err) && !apierrors.IsInvalid(err) && !apierrors.IsBadRequest(err) && !apierrors.IsMethodNotSupported(err)
 }
 

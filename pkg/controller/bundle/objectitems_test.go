@@ -62,29 +62,20 @@ func TestVouchedItem(t *testing.T) {
 // Only a retry-able failure on an item that no other tenant can write holds
 // the teardown.
 func TestHoldsTeardown(t *testing.T) {
-	b := &limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web"}}
 	gr := schema.GroupResource{Resource: "configmaps"}
-	forbidden := apierrors.NewForbidden(gr, "x", errors.New("no"))
-	timeout := apierrors.NewServerTimeout(gr, "patch", 1)
-	conflict := apierrors.NewConflict(gr, "x", errors.New("changed"))
-	invalid := apierrors.NewInvalid(schema.GroupKind{Kind: "ConfigMap"}, "x", nil)
 	for _, tc := range []struct {
-		ns   string
 		err  error
 		want bool
 	}{
-		{"shop", timeout, true},
-		{"shop", conflict, true},
-		{"", timeout, true},
-		{"shop", forbidden, false},
-		{"", forbidden, false},
-		{"shop", invalid, false},
-		{"team-b", timeout, false},
-		{"team-b", conflict, false},
-		{"team-b", forbidden, false},
+		{apierrors.NewServerTimeout(gr, "patch", 1), true},
+		{apierrors.NewConflict(gr, "x", errors.New("changed")), true},
+		{apierrors.NewServiceUnavailable("later"), true},
+		{apierrors.NewForbidden(gr, "x", errors.New("no")), false},
+		{apierrors.NewInvalid(schema.GroupKind{Kind: "ConfigMap"}, "x", nil), false},
+		{apierrors.NewBadRequest("no"), false},
 	} {
-		if got := holdsTeardown(b, itemAt(configMapGVK, tc.ns, "x"), tc.err); got != tc.want {
-			t.Errorf("item in %q, %v: holdsTeardown = %v, want %v", tc.ns, tc.err, got, tc.want)
+		if got := holdsTeardown(tc.err); got != tc.want {
+			t.Errorf("%v: holdsTeardown = %v, want %v", tc.err, got, tc.want)
 		}
 	}
 }
@@ -219,5 +210,43 @@ func TestTeardownTransientCancelFailureHolds(t *testing.T) {
 	var b limbov1alpha1.Bundle
 	if err := f.c.Get(context.Background(), client.ObjectKeyFromObject(f.bundle), &b); err != nil {
 		t.Fatalf("the Bundle went while its item's cancel is to be retried: %v", err)
+	}
+}
+
+// A pass does not list an item its status does not vouch for, but one of a
+// plugin resource that left the Bundle is still cancelled (cancelling never
+// deletes): a real item whose entry the status lost (its list cut, a status
+// write failed) kept its stamp, and a resource of that name added again would
+// find it due at once. A forged one that the ServiceAccount may not write is
+// left as it is, and fails nothing.
+func TestPassCancelsUnvouchedItemsOfAResourceThatLeft(t *testing.T) {
+	owner := "shop/web/sweep" // the Bundle has no resource "sweep" any more
+	status := limbov1alpha1.BundleStatus{ObservedGeneration: 1,
+		ManagedKinds: []limbov1alpha1.ManagedKind{{APIVersion: "v1", Kind: "ConfigMap"}}}
+	setPending(&status, []limbov1alpha1.PendingDeletion{
+		{APIVersion: "v1", Kind: "ConfigMap", Namespace: "shop", Name: "mine", Resource: "sweep"},
+	})
+	b := &limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", UID: "b-uid", Generation: 2},
+		Spec: limbov1alpha1.BundleSpec{Resources: []limbov1alpha1.Resource{configMapResource(t, "app")}}, Status: status}
+	f := newTeardownFixture(t, b, nil,
+		itemInLimbo("shop", "mine", owner), itemInLimbo("workload", "lost", owner), itemInLimbo("team-b", "bait", owner))
+	refusePatches(f, apierrors.NewForbidden(schema.GroupResource{Resource: "configmaps"}, "x", errors.New("the tenant may not")), "team-b/bait")
+
+	if _, err := f.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(b)}); err != nil {
+		t.Fatalf("Reconcile: %v", err)
+	}
+	if f.inLimbo(t, "shop", "mine") {
+		t.Errorf("the listed item of the resource that left was not cancelled")
+	}
+	if f.inLimbo(t, "workload", "lost") {
+		t.Errorf("the real item the status lost was not cancelled: a resource named sweep added again would find it due")
+	}
+	if !f.inLimbo(t, "team-b", "bait") {
+		t.Errorf("the forged item was written")
+	}
+	for _, pd := range f.status(t).PendingDeletions {
+		if pd.Name == "bait" || pd.Name == "lost" {
+			t.Errorf("pendingDeletions lists an item the status did not vouch for: %+v", pd)
+		}
 	}
 }
