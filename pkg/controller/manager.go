@@ -208,7 +208,8 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 	reap.Namespaces = opts.Namespaces
 	reap.Shard = shardSelector
 	bundles, err := bundle.SetupWithManager(mgr, bundle.Options{Workers: opts.Workers, ApplyConcurrency: opts.ApplyConcurrency, Engine: engine, Plugins: registry, OnManagedObjectEvent: reap.Observe, OnHoldEnded: reap.Poke, Shard: shardSelector,
-		Client: writer, PluginClient: pluginClient, DefaultServiceAccount: opts.DefaultServiceAccount, Metrics: metrics.Bundles, Discovery: disco, Namespaces: opts.Namespaces})
+		Client: writer, PluginClient: pluginClient, DefaultServiceAccount: opts.DefaultServiceAccount, Metrics: metrics.Bundles, Discovery: disco, Namespaces: opts.Namespaces,
+		PluginWatches: &bundle.PluginWatches{Served: watches, Missing: missing}})
 	if err != nil {
 		return nil, err
 	}

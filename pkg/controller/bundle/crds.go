@@ -132,9 +132,6 @@ func (r *Reconciler) bundlesNamingKindOf(ctx context.Context, obj client.Object)
 		return nil
 	}
 	r.crdsServing.seen(crd.Name, r.Clock.Now())
-	if r.lateWatches != nil {
-		r.lateWatches.serving(crd)
-	}
 	return r.bundlesNaming(ctx, crdKind(crd))
 }
 

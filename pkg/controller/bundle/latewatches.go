@@ -5,13 +5,15 @@ import (
 	"sync"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/limbo-dev/limbo/pkg/plugin"
@@ -29,10 +31,10 @@ import (
 // gets a cache of its own, started beside the controller, whose events the
 // controller watches like those of the kinds served at the start. Plugins read
 // such a kind from the API server (plugin.RequestClient knows only the kinds
-// cached at the start), as before.
+// cached at the start), as before. A kind whose CRD stops serving it has its
+// cache stopped and waits again, so that a CRD installed anew is watched anew.
 type lateWatches struct {
 	scheme *runtime.Scheme
-	mapper meta.RESTMapper
 	// newCache makes the cache of one late kind (every object of it, in the
 	// controller's namespaces).
 	newCache func() (cache.Cache, error)
@@ -42,16 +44,23 @@ type lateWatches struct {
 	handler func(plugins []string) handler.EventHandler
 
 	mu sync.Mutex
-	// waiting are the watches of kinds not served yet, by kind.
+	// ctx is Start's, once it runs: the caches live in it.
+	ctx context.Context
+	// waiting are the watches of kinds not served; served, those whose kinds
+	// are served and that wait for Start; running, those started, with the
+	// cancel of their cache.
 	waiting map[schema.GroupVersionKind]plugin.Watch
-	// requests carries the watches to start to Start's loop, which outlives the
-	// CRD event that asks for one.
-	requests chan plugin.Watch
+	served  []plugin.Watch
+	running map[schema.GroupVersionKind]runningWatch
 }
 
-func newLateWatches(scheme *runtime.Scheme, mapper meta.RESTMapper, missing []plugin.Watch) *lateWatches {
-	l := &lateWatches{scheme: scheme, mapper: mapper, waiting: map[schema.GroupVersionKind]plugin.Watch{},
-		requests: make(chan plugin.Watch, len(missing))}
+type runningWatch struct {
+	watch plugin.Watch
+	stop  context.CancelFunc
+}
+
+func newLateWatches(scheme *runtime.Scheme, missing []plugin.Watch) *lateWatches {
+	l := &lateWatches{scheme: scheme, waiting: map[schema.GroupVersionKind]plugin.Watch{}, running: map[schema.GroupVersionKind]runningWatch{}}
 	for _, w := range missing {
 		if gvk := w.GVK(scheme); !gvk.Empty() {
 			l.waiting[gvk] = w
@@ -60,68 +69,119 @@ func newLateWatches(scheme *runtime.Scheme, mapper meta.RESTMapper, missing []pl
 	return l
 }
 
-// serving is told of crd, which serves its kinds now: the watches waiting for
-// one of them are handed to Start.
-func (l *lateWatches) serving(crd *apiextensionsv1.CustomResourceDefinition) {
-	for _, v := range crd.Spec.Versions {
-		if v.Served {
-			l.request(schema.GroupVersionKind{Group: crd.Spec.Group, Version: v.Name, Kind: crd.Spec.Names.Kind})
-		}
+// crdEvents is the handler of CRD events that starts and stops the late
+// watches: an established CRD serves its versions' kinds (the CRDs of the
+// informer's first list too, for a CRD established between the manager's
+// build and that list), a deleted one serves none, and an update serves the
+// versions the new object does. It enqueues nothing.
+func (l *lateWatches) crdEvents() handler.EventHandler {
+	return handler.Funcs{
+		CreateFunc: func(_ context.Context, e event.CreateEvent, _ workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			l.serves(e.Object, true)
+		},
+		UpdateFunc: func(_ context.Context, e event.UpdateEvent, _ workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			l.serves(e.ObjectNew, true)
+		},
+		DeleteFunc: func(_ context.Context, e event.DeleteEvent, _ workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			l.serves(e.Object, false)
+		},
 	}
 }
 
-// request hands the watch of gvk to Start if it waits, once: the channel holds
-// every watch that waited at the start.
-func (l *lateWatches) request(gvk schema.GroupVersionKind) {
+// serves brings the watches of obj's kinds (obj a CRD) in line with what it
+// serves: none when it is not established, is being deleted or exists (any)
+// more.
+func (l *lateWatches) serves(obj client.Object, exists bool) {
+	crd, ok := obj.(*apiextensionsv1.CustomResourceDefinition)
+	if !ok {
+		return
+	}
+	serving := exists && established(crd) && crd.DeletionTimestamp == nil
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if w, ok := l.waiting[gvk]; ok {
-		delete(l.waiting, gvk)
-		l.requests <- w
-	}
-}
-
-// Start starts the watches handed to it until ctx ends. The kinds that came to
-// be served between the controller's start and the CRD informer's first list
-// (whose CRDs are not passed as new) are looked up once first.
-func (l *lateWatches) Start(ctx context.Context) error {
-	l.mu.Lock()
-	var served []schema.GroupVersionKind
-	for gvk := range l.waiting {
-		if _, err := l.mapper.RESTMapping(gvk.GroupKind(), gvk.Version); err == nil {
-			served = append(served, gvk)
-		}
-	}
-	l.mu.Unlock()
-	for _, gvk := range served {
-		l.request(gvk)
-	}
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case w := <-l.requests:
-			if err := l.start(ctx, w); err != nil {
-				log.FromContext(ctx).Error(err, "could not watch a plugin's kind that is served now; it is watched after a restart", "kind", w.GVK(l.scheme).String())
+	for _, v := range crd.Spec.Versions {
+		gvk := schema.GroupVersionKind{Group: crd.Spec.Group, Version: v.Name, Kind: crd.Spec.Names.Kind}
+		switch on := serving && v.Served; {
+		case on:
+			if w, ok := l.waiting[gvk]; ok {
+				delete(l.waiting, gvk)
+				l.served = append(l.served, w)
+			}
+		case !on:
+			if r, ok := l.running[gvk]; ok {
+				r.stop()
+				delete(l.running, gvk)
+				l.waiting[gvk] = r.watch
+				log.FromContext(l.ctx).Info("stopped watching a plugin's kind that the API server no longer serves", "kind", gvk.String())
 			}
 		}
 	}
+	// A version no longer listed at all stops being watched too.
+	for gvk, r := range l.running {
+		if gvk.Group == crd.Spec.Group && gvk.Kind == crd.Spec.Names.Kind && !lists(crd, gvk.Version) {
+			r.stop()
+			delete(l.running, gvk)
+			l.waiting[gvk] = r.watch
+		}
+	}
+	l.startServedLocked()
 }
 
-// start starts a cache of w's kind and the controller's watch of it.
-func (l *lateWatches) start(ctx context.Context, w plugin.Watch) error {
+func lists(crd *apiextensionsv1.CustomResourceDefinition, version string) bool {
+	for _, v := range crd.Spec.Versions {
+		if v.Name == version {
+			return true
+		}
+	}
+	return false
+}
+
+// Start lets the watches start, now and as their kinds come to be served, until
+// ctx ends.
+func (l *lateWatches) Start(ctx context.Context) error {
+	l.mu.Lock()
+	l.ctx = ctx
+	l.startServedLocked()
+	l.mu.Unlock()
+	<-ctx.Done()
+	return nil
+}
+
+// startServedLocked starts the served watches, once Start runs.
+func (l *lateWatches) startServedLocked() {
+	if l.ctx == nil {
+		return
+	}
+	for _, w := range l.served {
+		gvk := w.GVK(l.scheme)
+		stop, err := l.start(w)
+		if err != nil {
+			log.FromContext(l.ctx).Error(err, "could not watch a plugin's kind that is served now; it is tried again when its CRD changes", "kind", gvk.String())
+			l.waiting[gvk] = w
+			continue
+		}
+		l.running[gvk] = runningWatch{watch: w, stop: stop}
+		log.FromContext(l.ctx).Info("watching a plugin's kind that the API server serves now", "kind", gvk.String(), "plugins", w.Plugins)
+	}
+	l.served = nil
+}
+
+// start starts a cache of w's kind and the controller's watch of it; stop
+// stops the cache.
+func (l *lateWatches) start(w plugin.Watch) (stop context.CancelFunc, err error) {
 	c, err := l.newCache()
 	if err != nil {
-		return err
+		return nil, err
 	}
+	ctx, stop := context.WithCancel(l.ctx)
 	go func() {
 		if err := c.Start(ctx); err != nil {
 			log.FromContext(ctx).Error(err, "the cache of a plugin's kind stopped", "kind", w.GVK(l.scheme).String())
 		}
 	}()
 	if err := l.watch(source.Kind[client.Object](c, w.Object, l.handler(w.Plugins))); err != nil {
-		return err
+		stop()
+		return nil, err
 	}
-	log.FromContext(ctx).Info("watching a plugin's kind that the API server serves now", "kind", w.GVK(l.scheme).String(), "plugins", w.Plugins)
-	return nil
+	return stop, nil
 }

@@ -101,9 +101,6 @@ type Reconciler struct {
 	alarms *alarms
 	// bindingModes are the StorageClasses' volume binding modes read lately.
 	bindingModes bindingModes
-	// lateWatches start the watches of plugins' kinds served after the start
-	// (nil: none waits).
-	lateWatches *lateWatches
 }
 
 // Reconcile runs one pass over a Bundle, or one step of its teardown. A Conflict

@@ -67,6 +67,15 @@ type Options struct {
 	Discovery limboscan.Discovery
 	// Namespaces are the controller's, for that scan; empty is every namespace.
 	Namespaces []string
+	// PluginWatches are the plugins' watches split by whether the API server
+	// served their kinds when the manager's cache was built (which caches the
+	// served ones whole); nil: split here.
+	PluginWatches *PluginWatches
+}
+
+// PluginWatches are plugin.Registry.ServedWatches' answer.
+type PluginWatches struct {
+	Served, Missing []plugin.Watch
 }
 
 // ManagedSelector selects the objects a Bundle manages or last managed.
@@ -156,7 +165,12 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) (*Reconciler, error) {
 		}
 	}
 	if opts.Plugins != nil {
-		watches, missing := opts.Plugins.ServedWatches(mgr.GetScheme(), mgr.GetRESTMapper()) // the manager logs the others
+		split := opts.PluginWatches
+		if split == nil {
+			split = &PluginWatches{}
+			split.Served, split.Missing = opts.Plugins.ServedWatches(mgr.GetScheme(), mgr.GetRESTMapper())
+		}
+		watches, missing := split.Served, split.Missing
 		byPlugins := func(plugins []string) handler.EventHandler {
 			return handler.EnqueueRequestsFromMapFunc(r.bundlesUsing(plugins))
 		}
@@ -166,13 +180,16 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) (*Reconciler, error) {
 			}
 		}
 		if len(missing) > 0 {
-			r.lateWatches = newLateWatches(mgr.GetScheme(), mgr.GetRESTMapper(), missing)
-			r.lateWatches.watch, r.lateWatches.handler = c.Watch, byPlugins
-			r.lateWatches.newCache = func() (cache.Cache, error) {
+			late := newLateWatches(mgr.GetScheme(), missing)
+			late.watch, late.handler = c.Watch, byPlugins
+			late.newCache = func() (cache.Cache, error) {
 				return cache.New(mgr.GetConfig(), cache.Options{HTTPClient: mgr.GetHTTPClient(), Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
-					DefaultNamespaces: NamespaceConfigs(opts.Namespaces)})
+					DefaultNamespaces: NamespaceConfigs(opts.Namespaces), DefaultTransform: TrimForCache})
 			}
-			if err := mgr.Add(r.lateWatches); err != nil {
+			if err := c.Watch(source.Kind[client.Object](mgr.GetCache(), &apiextensionsv1.CustomResourceDefinition{}, late.crdEvents())); err != nil {
+				return nil, err
+			}
+			if err := mgr.Add(late); err != nil {
 				return nil, err
 			}
 		}
