@@ -228,7 +228,7 @@ const (
 func waitRetryAfter(ctx context.Context, answer *gophercloud.ErrUnexpectedResponseCode, _ error, retries uint) error {
 	wait, ok := retryAfter(answer.ResponseHeader.Get("Retry-After"), time.Now())
 	if !ok {
-		wait = time.Second << min(retries-1, 4)
+		wait = time.Second << min(max(retries, 1)-1, 4) // retries counts from 1
 	}
 	if wait > MaxRateLimitWait {
 		return answer
@@ -237,7 +237,7 @@ func waitRetryAfter(ctx context.Context, answer *gophercloud.ErrUnexpectedRespon
 	defer timer.Stop()
 	select {
 	case <-ctx.Done():
-		return answer
+		return fmt.Errorf("waiting %s to send again a request the cloud rate-limited: %w", wait, ctx.Err())
 	case <-timer.C:
 		return nil
 	}

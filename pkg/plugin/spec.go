@@ -66,7 +66,8 @@ func ResolveSpec(res limbov1alpha1.Resource, sources map[string]reference.Source
 // itself, tell whether any object of the cluster exists (NotFound, or "not the
 // Bundle's"). An object is read in the Bundle's namespace, where every object
 // of a Bundle is, whatever namespace the status names; one of a cluster-scoped
-// kind is not read at all, when c can tell (a client.Client can).
+// kind, or of a kind whose scope c cannot tell (a client.Client can), is not read
+// at all.
 func ResolveSpecFromStatus(ctx context.Context, c client.Reader, b *limbov1alpha1.Bundle, resource string) ([]byte, error) {
 	res := b.PluginResource(resource)
 	if res == nil {
@@ -81,10 +82,15 @@ func ResolveSpecFromStatus(ctx context.Context, c client.Reader, b *limbov1alpha
 			u := &unstructured.Unstructured{}
 			u.SetAPIVersion(st.Object.APIVersion)
 			u.SetKind(st.Object.Kind)
-			if scoper, ok := c.(objectScoper); ok {
-				if namespaced, err := scoper.IsObjectNamespaced(u); err == nil && !namespaced {
-					return nil, fmt.Errorf("resource %q: %s %q is cluster-scoped, not in the Bundle's namespace: its values are not read", ref.Resource, st.Object.Kind, st.Object.Name)
-				}
+			scoper, ok := c.(objectScoper)
+			if !ok {
+				return nil, fmt.Errorf("resource %q: the reader cannot tell whether %s is namespaced: its values are not read", ref.Resource, st.Object.Kind)
+			}
+			switch namespaced, err := scoper.IsObjectNamespaced(u); {
+			case err != nil:
+				return nil, fmt.Errorf("resource %q: %s: %w", ref.Resource, st.Object.Kind, err)
+			case !namespaced:
+				return nil, fmt.Errorf("resource %q: %s %q is cluster-scoped, not in the Bundle's namespace: its values are not read", ref.Resource, st.Object.Kind, st.Object.Name)
 			}
 			if err := c.Get(ctx, client.ObjectKey{Namespace: b.Namespace, Name: st.Object.Name}, u); err != nil {
 				return nil, fmt.Errorf("resource %q: %w", ref.Resource, err)

@@ -90,7 +90,9 @@ func TestResolveSpecFromStatus(t *testing.T) {
 		}
 		return cm
 	}
-	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(config("ours", "b-uid"), config("unowned", ""), config("others", "other-uid")).Build()
+	mapper := meta.NewDefaultRESTMapper(nil)
+	mapper.Add(corev1.SchemeGroupVersion.WithKind("ConfigMap"), meta.RESTScopeNamespace)
+	c := fake.NewClientBuilder().WithScheme(scheme).WithRESTMapper(mapper).WithObjects(config("ours", "b-uid"), config("unowned", ""), config("others", "other-uid")).Build()
 	for _, tc := range []struct {
 		object, want, wantErr string
 	}{
@@ -173,5 +175,29 @@ func TestResolveSpecFromStatusReadsOnlyTheBundlesNamespace(t *testing.T) {
 				t.Errorf("reads %q, want %q", c.keys, tc.wantKeys)
 			}
 		})
+	}
+}
+
+// getOnly is a reader that cannot tell a kind's scope.
+type getOnly struct{ client.Reader }
+
+// A reader that cannot tell whether the status's kind is namespaced reads
+// nothing (fail closed: a cluster-scoped kind's Get ignores the namespace).
+func TestResolveSpecFromStatusNeedsTheScope(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := corev1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	c := &getRecorder{Client: fake.NewClientBuilder().WithScheme(scheme).Build()}
+	res := pluginResource(`{"url":"http://!{host}/"}`, []limbov1alpha1.Reference{{Name: "host", Resource: "db", Path: "data.host"}})
+	b := &limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", UID: "b-uid"}}
+	b.Spec.Resources = []limbov1alpha1.Resource{res}
+	b.Status.Resources = []limbov1alpha1.ResourceStatus{{Name: "db", State: limbov1alpha1.ResourceReady,
+		Object: &limbov1alpha1.ObjectReference{APIVersion: "v1", Kind: "Node", Name: "n1"}}}
+	if _, err := plugin.ResolveSpecFromStatus(context.Background(), getOnly{c}, b, res.Name); err == nil || !strings.Contains(err.Error(), "cannot tell whether Node is namespaced") {
+		t.Errorf("err = %v, want the scope refusal", err)
+	}
+	if len(c.keys) != 0 {
+		t.Errorf("read %v, want nothing", c.keys)
 	}
 }
