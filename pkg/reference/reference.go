@@ -217,7 +217,7 @@ var (
 // readers are not the only ones to look (the Bundle's status, events).
 func secretCause(err error, path string) error {
 	text := err.Error()
-	if m := notFound.FindStringSubmatch(text); m != nil && strings.Contains(path, m[1]) {
+	if pathKeyMissing(text, path) {
 		return err
 	}
 	if outOfBounds.MatchString(text) || valueFree[text] {
@@ -245,10 +245,14 @@ func (e notSet) Unwrap() []error { return []error{e.cause, ErrStatusNotSet} }
 // comparison of the wrong types) say the path does not fit the object.
 func findsNothing(err error, path string) bool {
 	text := err.Error()
-	if m := notFound.FindStringSubmatch(text); m != nil {
-		return strings.Contains(path, m[1])
-	}
-	return strings.HasPrefix(text, "array index out of bounds: ")
+	return pathKeyMissing(text, path) || strings.HasPrefix(text, "array index out of bounds: ")
+}
+
+// pathKeyMissing reports whether text, a cause of client-go's JSONPath, is
+// "<key> is not found" for a key that path names (and so holds no value).
+func pathKeyMissing(text, path string) bool {
+	m := notFound.FindStringSubmatch(text)
+	return m != nil && strings.Contains(path, m[1])
 }
 
 // MarkerOpening opens every marker, and every escape of one (!!{x}): text
