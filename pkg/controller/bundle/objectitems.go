@@ -86,26 +86,27 @@ func (p *pass) processUnjudgedItems(ctx context.Context) {
 			continue
 		}
 		_, resource, _ := softdelete.SplitItemOwner(item.GetAnnotations()[limbov1alpha1.AnnotationPluginResource])
-		left := p.plan.Resources[resource] == nil || p.plan.Resources[resource].Plugin == nil
-		if !vouchedItem(p.bundle, item) {
-			// Another tenant's object naming this Bundle, or, rarely, a real item
-			// whose entry the status lost: never listed. One of a resource that
-			// left is still cancelled (cancelling never deletes): a real one kept
-			// stamped would be due at once for a resource of that name added
-			// again. A refusal (another tenant's object) is only logged.
-			if left {
-				if err := p.r.Engine.CancelItem(ctx, p.bundle, item, fmt.Sprintf("resource %q left the Bundle", resource)); err != nil {
-					log.FromContext(ctx).V(1).Info("could not cancel an object in limbo that names the Bundle in "+limbov1alpha1.AnnotationPluginResource+" but that its status does not vouch for",
-						"object", objectPendingKey(item), "error", err.Error())
-				}
-			}
-			continue
-		}
-		if left {
-			if err := p.r.Engine.CancelItem(ctx, p.bundle, item, fmt.Sprintf("resource %q left the Bundle", resource)); err == nil {
+		// An object the status does not vouch for — another tenant's naming this
+		// Bundle, or, rarely, a real item whose entry the status lost — is never
+		// listed. One of a resource that left is still cancelled (cancelling never
+		// deletes): a real one kept stamped would be due at once for a resource of
+		// that name added again; its refusal (another tenant's object) is only
+		// logged, not retried.
+		vouched := vouchedItem(p.bundle, item)
+		if res := p.plan.Resources[resource]; res == nil || res.Plugin == nil {
+			err := p.r.Engine.CancelItem(ctx, p.bundle, item, fmt.Sprintf("resource %q left the Bundle", resource))
+			switch {
+			case err == nil:
+				continue
+			case !vouched:
+				log.FromContext(ctx).V(1).Info("could not cancel an object in limbo that names the Bundle in "+limbov1alpha1.AnnotationPluginResource+" but that its status does not vouch for",
+					"object", objectPendingKey(item), "error", err.Error())
 				continue
 			}
 			p.after(retryInterval)
+		}
+		if !vouched {
+			continue
 		}
 		p.pending = append(p.pending, *p.r.Engine.Pending(item,
 			fmt.Sprintf("not judged by resource %q in this pass (its plan failed, is still running, or left it out): the countdown is kept, and nothing is deleted until the plugin judges it again", resource)))
@@ -126,8 +127,8 @@ func (p *pass) processUnjudgedItems(ctx context.Context) {
 // the DeletionFailure condition and told by a CancelFailed Warning, and the item
 // keeps limbo's marks (nothing deletes it: the reaper never acts on plugin
 // items). err is non-nil, and the teardown is retried before it goes on, only
-// for a failure that clears by itself (not a refusal) of an item that only b's
-// own namespace's writers or cluster-wide rights can write (holdsTeardown).
+// for a failure that clears by itself (not a refusal) of an item b vouches for
+// (holdsTeardown).
 func (r *Reconciler) cancelObjectItems(ctx context.Context, b *limbov1alpha1.Bundle, tearingDown map[string]bool) (failures []string, err error) {
 	kinds := itemLookup(&b.Status, func(pd limbov1alpha1.PendingDeletion) bool { return !tearingDown[pd.Resource] })
 	items, err := r.objectItemsInLimbo(ctx, b, kinds) // fresh: the last look
@@ -170,8 +171,9 @@ func (r *Reconciler) cancelObjectItems(ctx context.Context, b *limbov1alpha1.Bun
 // namespace that the status does not list — another tenant's forgery, or, rarely,
 // a real item whose entry the status lost (its list cut at
 // MaxPendingDeletionsListed, or a pass's status write that failed after a
-// stamp). Such an object is never listed in b's status, never decided, and only
-// cancelled at b's teardown, where a failure is ignored.
+// stamp). Such an object is never listed in b's status nor decided; it is
+// cancelled when its resource leaves b and at b's teardown, and a failure then
+// is only logged.
 func vouchedItem(b *limbov1alpha1.Bundle, item client.Object) bool {
 	if ns := item.GetNamespace(); ns == "" || ns == b.Namespace {
 		return true
