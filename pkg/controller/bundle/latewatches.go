@@ -88,52 +88,39 @@ func (l *lateWatches) crdEvents() handler.EventHandler {
 	}
 }
 
-// serves brings the watches of obj's kinds (obj a CRD) in line with what it
-// serves: none when it is not established, is being deleted or exists (any)
-// more.
+// serves brings the watches of obj's kinds (obj a CRD) in line with the
+// versions it serves: none when it is not established, is being deleted or
+// exists no more. A running watch of a version not served stops (its kind waits
+// again); a waiting one of a version served starts.
 func (l *lateWatches) serves(obj client.Object, exists bool) {
 	crd, ok := obj.(*apiextensionsv1.CustomResourceDefinition)
 	if !ok {
 		return
 	}
-	serving := exists && established(crd) && crd.DeletionTimestamp == nil
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for _, v := range crd.Spec.Versions {
-		gvk := schema.GroupVersionKind{Group: crd.Spec.Group, Version: v.Name, Kind: crd.Spec.Names.Kind}
-		switch on := serving && v.Served; {
-		case on:
-			if w, ok := l.waiting[gvk]; ok {
-				delete(l.waiting, gvk)
-				l.served = append(l.served, w)
-			}
-		case !on:
-			if r, ok := l.running[gvk]; ok {
-				r.stop()
-				delete(l.running, gvk)
-				l.waiting[gvk] = r.watch
-				log.FromContext(l.ctx).Info("stopped watching a plugin's kind that the API server no longer serves", "kind", gvk.String())
-			}
+	served := map[string]bool{}
+	if exists && established(crd) && crd.DeletionTimestamp == nil {
+		for _, v := range crd.Spec.Versions {
+			served[v.Name] = v.Served
 		}
 	}
-	// A version no longer listed at all stops being watched too.
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	for gvk, r := range l.running {
-		if gvk.Group == crd.Spec.Group && gvk.Kind == crd.Spec.Names.Kind && !lists(crd, gvk.Version) {
+		if gvk.Group == crd.Spec.Group && gvk.Kind == crd.Spec.Names.Kind && !served[gvk.Version] {
 			r.stop()
 			delete(l.running, gvk)
 			l.waiting[gvk] = r.watch
+			log.FromContext(l.ctx).Info("stopped watching a plugin's kind that the API server no longer serves", "kind", gvk.String())
+		}
+	}
+	for version, on := range served {
+		gvk := schema.GroupVersionKind{Group: crd.Spec.Group, Version: version, Kind: crd.Spec.Names.Kind}
+		if w, ok := l.waiting[gvk]; ok && on {
+			delete(l.waiting, gvk)
+			l.served = append(l.served, w)
 		}
 	}
 	l.startServedLocked()
-}
-
-func lists(crd *apiextensionsv1.CustomResourceDefinition, version string) bool {
-	for _, v := range crd.Spec.Versions {
-		if v.Name == version {
-			return true
-		}
-	}
-	return false
 }
 
 // Start lets the watches start, now and as their kinds come to be served, until
