@@ -87,11 +87,9 @@ type pendingItem struct {
 	uid       types.UID
 	countdown countdown
 	// delayUnknown marks a row made from a Bundle's status alone (its entry
-	// names no delay): DELAY says <unknown>, not <none>.
+	// names no delay) whose object's delay was not read (readDelays reads it,
+	// for an object of this cluster): DELAY says <unknown>, not <none>.
 	delayUnknown bool
-	// fromStatus marks a row made from a Bundle's status alone: readDelays
-	// reads its object's delay, if it is of this cluster.
-	fromStatus bool
 	// object is the metadata of the object in limbo of an object row (nil for
 	// the rows of Tombstones and of Bundles' entries).
 	object *metav1.PartialObjectMetadata
@@ -241,7 +239,6 @@ func collectPending(ctx context.Context, src pendingSources, namespace string, n
 				Cluster:      entry.Cluster,
 				countdown:    countdownHeld,
 				delayUnknown: true,
-				fromStatus:   true,
 			}
 			if entry.InvalidDelay() {
 				item.countdown = countdownNever
@@ -401,7 +398,7 @@ func readDelays(ctx context.Context, c client.Reader, items []pendingItem) {
 	sem := make(chan struct{}, 8)
 	for i := range items {
 		p := &items[i]
-		if !p.fromStatus || p.Cluster != "" {
+		if !p.delayUnknown || p.Cluster != "" {
 			continue
 		}
 		wg.Add(1)
