@@ -6,6 +6,7 @@ import (
 	"time"
 
 	storagev1 "k8s.io/api/storage/v1"
+	utilcache "k8s.io/apimachinery/pkg/util/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 )
@@ -16,8 +17,8 @@ import (
 // its claims then wait to be Bound, as kstatus says, the way they did before
 // limbo looked.
 func (r *Reconciler) bindsOnFirstUse(ctx context.Context, class string) bool {
-	now := r.Clock.Now()
-	if mode, ok := r.bindingModes.get(class, now); ok {
+	modes := r.bindingModes.of(r)
+	if mode, ok := modes.Get(class); ok {
 		return mode == storagev1.VolumeBindingWaitForFirstConsumer
 	}
 	var sc storagev1.StorageClass
@@ -29,43 +30,29 @@ func (r *Reconciler) bindsOnFirstUse(ctx context.Context, class string) bool {
 	if sc.VolumeBindingMode != nil {
 		mode = *sc.VolumeBindingMode
 	}
-	r.bindingModes.put(class, mode, now)
+	modes.Add(class, mode, bindingModeTTL)
 	return mode == storagev1.VolumeBindingWaitForFirstConsumer
 }
 
 // bindingModeTTL is how long a StorageClass's binding mode read is reused: the
 // mode cannot change, but a class can be deleted and created again with another.
 // A claim waiting for its first consumer is judged at every pass of its Bundle,
-// which would otherwise read its class each time.
-const bindingModeTTL = 5 * time.Minute
+// which would otherwise read its class each time. maxBindingModes bounds the
+// classes remembered (a cluster has a handful).
+const (
+	bindingModeTTL  = 5 * time.Minute
+	maxBindingModes = 256
+)
 
-// bindingModes remembers StorageClasses' binding modes for bindingModeTTL. The
-// zero value is ready to use.
+// bindingModes remembers StorageClasses' binding modes, by class name, for
+// bindingModeTTL by the Reconciler's clock. The zero value is ready to use.
 type bindingModes struct {
-	mu    sync.Mutex
-	modes map[string]timedMode
+	once  sync.Once
+	cache *utilcache.LRUExpireCache
 }
 
-type timedMode struct {
-	mode storagev1.VolumeBindingMode
-	at   time.Time
-}
-
-func (m *bindingModes) get(class string, now time.Time) (storagev1.VolumeBindingMode, bool) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	read, ok := m.modes[class]
-	if !ok || now.Sub(read.at) >= bindingModeTTL || now.Before(read.at) {
-		return "", false
-	}
-	return read.mode, true
-}
-
-func (m *bindingModes) put(class string, mode storagev1.VolumeBindingMode, now time.Time) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.modes == nil {
-		m.modes = map[string]timedMode{}
-	}
-	m.modes[class] = timedMode{mode: mode, at: now}
+// of is the cache, made at the first use with r's clock.
+func (m *bindingModes) of(r *Reconciler) *utilcache.LRUExpireCache {
+	m.once.Do(func() { m.cache = utilcache.NewLRUExpireCacheWithClock(maxBindingModes, r.Clock) })
+	return m.cache
 }
