@@ -59,6 +59,12 @@ func installCRD(t testing.TB, crd *apiextensionsv1.CustomResourceDefinition) {
 			t.Errorf("delete CRD %s: %v", crd.Name, err)
 		}
 	})
+	waitEstablished(t, crd)
+}
+
+// waitEstablished waits until crd is established.
+func waitEstablished(t testing.TB, crd *apiextensionsv1.CustomResourceDefinition) {
+	t.Helper()
 	testenv.Eventually(t, testenv.DefaultTimeout, func() error {
 		cur := &apiextensionsv1.CustomResourceDefinition{}
 		if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(crd), cur); err != nil {

@@ -2,13 +2,10 @@ package it
 
 import (
 	"context"
-	"fmt"
 	"testing"
 
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/limbo-dev/limbo/it/testenv"
 	"github.com/limbo-dev/limbo/it/testplugin"
@@ -39,18 +36,7 @@ func TestPluginKindServedAfterTheStartIsWatched(t *testing.T) {
 	if err := env.Client.Create(context.Background(), crd); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
-	testenv.Eventually(t, testenv.DefaultTimeout, func() error {
-		cur := &apiextensionsv1.CustomResourceDefinition{}
-		if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(crd), cur); err != nil {
-			return err
-		}
-		for _, c := range cur.Status.Conditions {
-			if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
-				return nil
-			}
-		}
-		return fmt.Errorf("CRD %s not established yet", crd.Name)
-	})
+	waitEstablished(t, crd)
 	signal := &unstructured.Unstructured{}
 	signal.SetGroupVersionKind(testplugin.SignalKind)
 	signal.SetName("go")
