@@ -205,7 +205,7 @@ func (c *Client) ListNamespaces(ctx context.Context) ([]Namespace, error) {
 // DeleteNamespace deletes a namespace with DELETE
 // /v2/namespaces/{id}?version=<version>. id and version come from
 // ListNamespaces. A nil error means the server deleted it. Errors match
-// ErrNotFound (already gone; callers usually treat this as success),
+// ErrNotFound (probably already gone: list again to be sure),
 // ErrNamespaceNotEmpty (it still holds volumes), ErrStaleVersion (list
 // again), ErrUnauthorized, or otherwise an *APIError or a transport error.
 func (c *Client) DeleteNamespace(ctx context.Context, id, version string) error {

@@ -32,7 +32,7 @@
 // Status codes with a meaning for callers also match a sentinel through
 // errors.Is:
 //
-//	404 (any call)             ErrNotFound           callers usually treat it as success
+//	404 (DeleteNamespace)      ErrNotFound           probably already gone; list again to be sure
 //	409 (DeleteNamespace)      ErrNamespaceNotEmpty  the namespace still has volumes; retry later
 //	412 (DeleteNamespace)      ErrStaleVersion       list again and retry with the new version
 //	401 (after one re-login)   ErrUnauthorized

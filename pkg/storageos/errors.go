@@ -14,8 +14,9 @@ import (
 // errors.Is(err, ErrNotFound) and similar work on any error this package
 // returns.
 var (
-	// ErrNotFound: the entity does not exist (404). For DeleteNamespace the
-	// namespace is already gone, which callers usually treat as success.
+	// ErrNotFound: DeleteNamespace got 404. The namespace is probably already
+	// gone; a 404 that is not StorageOS's (a proxy's, a route this StorageOS
+	// version lacks) looks the same, so a caller confirms by listing again.
 	ErrNotFound = errors.New("storageos: not found")
 
 	// ErrNamespaceNotEmpty: DeleteNamespace got 409 {"error":"in use"}. The
@@ -79,7 +80,12 @@ func newAPIError(op string, status int, body []byte) *APIError {
 	e := &APIError{Operation: op, StatusCode: status, Message: errorMessage(status, body)}
 	switch status {
 	case http.StatusNotFound:
-		e.kind = ErrNotFound
+		// 404 means "already gone" only for a namespace delete. To a login or
+		// a listing it means a wrong endpoint (or a proxy's page), which no
+		// caller may take for success.
+		if op == OpDeleteNamespace {
+			e.kind = ErrNotFound
+		}
 	case http.StatusUnauthorized:
 		e.kind = ErrUnauthorized
 	case http.StatusForbidden:

@@ -233,6 +233,7 @@ func (p *Plugin) DeleteExternal(ctx context.Context, req plugin.Request, item li
 	if err != nil {
 		return err
 	}
+	var notFound error // the 404 of the previous attempt's delete
 	for attempt := 0; attempt < 3; attempt++ {
 		list, err := api.ListNamespaces(ctx)
 		if err != nil {
@@ -244,13 +245,22 @@ func (p *Plugin) DeleteExternal(ctx context.Context, req plugin.Request, item li
 				current = &list[i]
 			}
 		}
-		if current == nil {
+		switch {
+		case current == nil:
 			return nil // already gone
+		case notFound != nil:
+			return fmt.Errorf("StorageOS namespace %q is still listed after its delete answered 404 (a proxy's page, or an endpoint that is not this StorageOS?): %w", name, notFound)
 		}
 		err = api.DeleteNamespace(ctx, current.ID, current.Version)
 		switch {
-		case err == nil, errors.Is(err, storageos.ErrNotFound):
+		case err == nil:
 			return nil
+		case errors.Is(err, storageos.ErrNotFound):
+			// Gone, most likely; but a 404 that is not StorageOS's looks the
+			// same, and a Deleted event for a namespace that still exists
+			// would be a false audit trail: the listing decides.
+			notFound = err
+			continue
 		case errors.Is(err, storageos.ErrStaleVersion):
 			continue // changed since we listed it: list again
 		case errors.Is(err, storageos.ErrNamespaceNotEmpty):

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
@@ -48,6 +49,9 @@ type fixture struct {
 	// beforeDelete, when set, runs before the simulator answers a
 	// DELETE /v2/namespaces/{id}: it makes races happen on cue.
 	beforeDelete func(r *http.Request)
+	// answer, when set, may answer a request in the simulator's place (a
+	// proxy's page, an endpoint that moved): it returns true when it did.
+	answer func(w http.ResponseWriter, r *http.Request) bool
 }
 
 func newFixture(t *testing.T, opts namespacegc.Options, k8sNamespaces ...string) *fixture {
@@ -55,8 +59,11 @@ func newFixture(t *testing.T, opts namespacegc.Options, k8sNamespaces ...string)
 	f := &fixture{t: t, sim: storageossim.New(storageossim.Config{Username: "admin", Password: "s3cret"}), plugin: namespacegc.New(opts)}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		f.mu.Lock()
-		hook := f.beforeDelete
+		hook, answer := f.beforeDelete, f.answer
 		f.mu.Unlock()
+		if answer != nil && answer(w, r) {
+			return
+		}
 		if hook != nil && r.Method == http.MethodDelete {
 			hook(r)
 		}
@@ -756,6 +763,74 @@ func TestDeleteExternalGoneIsSuccess(t *testing.T) {
 			t.Error("the new namespace of the same name was deleted: items are identified by id")
 		}
 	})
+}
+
+// A 404 that is not the namespace's — a proxy's page for the DELETE, or a 404
+// to the login the DELETE's 401 led to — does not end the Tombstone as
+// deleted: the namespace is still listed, so DeleteExternal fails (and the
+// Tombstone retries) instead of reporting a deletion that did not happen.
+func TestDeleteExternalForeign404(t *testing.T) {
+	tests := []struct {
+		name   string
+		answer func(deleted *bool) func(w http.ResponseWriter, r *http.Request) bool
+		want   string
+	}{
+		{
+			name: "a proxy's 404 page for the DELETE",
+			answer: func(*bool) func(w http.ResponseWriter, r *http.Request) bool {
+				return func(w http.ResponseWriter, r *http.Request) bool {
+					if r.Method != http.MethodDelete {
+						return false
+					}
+					w.Header().Set("Content-Type", "text/html")
+					w.WriteHeader(http.StatusNotFound)
+					_, _ = io.WriteString(w, "<html><body><h1>404 Not Found</h1>default backend</body></html>")
+					return true
+				}
+			},
+			want: "still listed after its delete answered 404",
+		},
+		{
+			name: "a 404 to the login after the DELETE's 401",
+			answer: func(deleted *bool) func(w http.ResponseWriter, r *http.Request) bool {
+				return func(w http.ResponseWriter, r *http.Request) bool {
+					switch {
+					case r.Method == http.MethodDelete:
+						*deleted = true
+						w.WriteHeader(http.StatusUnauthorized)
+						_, _ = io.WriteString(w, `{"error":"authentication required"}`)
+						return true
+					case *deleted && r.URL.Path == "/v2/auth/login":
+						w.WriteHeader(http.StatusNotFound)
+						_, _ = io.WriteString(w, "404 page not found")
+						return true
+					}
+					return false
+				}
+			},
+			want: "login: HTTP 404",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t, namespacegc.Options{}, "default")
+			f.sim.AddNamespace("a")
+			var deleted bool
+			f.mu.Lock()
+			f.answer = tt.answer(&deleted)
+			f.mu.Unlock()
+			err := f.deleteExternal(f.spec(""), "a")
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("DeleteExternal = %v, want an error containing %q", err, tt.want)
+			}
+			if errors.Is(err, storageos.ErrNotFound) && !strings.Contains(err.Error(), "still listed") {
+				t.Errorf("DeleteExternal = %v: a 404 not to the delete matches ErrNotFound", err)
+			}
+			if _, ok := f.sim.Namespace("a"); !ok {
+				t.Fatal("backend namespace a is gone: the test's 404 did not stand in for the simulator")
+			}
+		})
+	}
 }
 
 // An item found on another endpoint than the spec names now is refused as not
