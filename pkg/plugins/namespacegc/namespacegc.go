@@ -76,7 +76,19 @@ type resourceState struct {
 	mu     sync.Mutex
 	seen   map[string]bool // Kubernetes Namespaces at the last plan
 	gone   map[string]bool // backend namespaces orphaned by a deletion or a GC run
-	nextGC time.Time
+	// firstPlan and lastGC (zero before the first) time the collections:
+	// the next is due gcDelay after the first plan, then gcInterval after the
+	// last, with the spec's values of the moment, so that an edit to either
+	// takes effect at once rather than after the run the old one scheduled.
+	firstPlan, lastGC time.Time
+}
+
+// nextGC is when the next collection is due under cfg.
+func (st *resourceState) nextGC(cfg *config) time.Time {
+	if st.lastGC.IsZero() {
+		return st.firstPlan.Add(cfg.delay)
+	}
+	return st.lastGC.Add(cfg.interval)
 }
 
 func newResourceState() *resourceState {
@@ -154,14 +166,12 @@ func (p *Plugin) Plan(ctx context.Context, req plugin.Request) (*plugin.Result, 
 		st.gone[name] = true // even when this is the first time we see it
 	}
 	st.seen = present
-	gcRun := false
-	if cfg.interval > 0 {
-		if st.nextGC.IsZero() {
-			st.nextGC = req.Now.Add(cfg.delay)
-		}
-		if !req.Now.Before(st.nextGC) {
-			gcRun, st.nextGC = true, req.Now.Add(cfg.interval)
-		}
+	if st.firstPlan.IsZero() {
+		st.firstPlan = req.Now
+	}
+	gcRun := cfg.interval > 0 && !req.Now.Before(st.nextGC(&cfg))
+	if gcRun {
+		st.lastGC = req.Now
 	}
 	exclude := map[string]bool{}
 	for _, name := range cfg.Exclude {
@@ -193,7 +203,7 @@ func (p *Plugin) Plan(ctx context.Context, req plugin.Request) (*plugin.Result, 
 	res := &plugin.Result{Inventory: inv, Ready: true,
 		Message: fmt.Sprintf("%d StorageOS namespaces, %d orphaned", len(backend), orphans)}
 	if cfg.interval > 0 {
-		res.PollAfter = st.nextGC.Sub(req.Now)
+		res.PollAfter = st.nextGC(&cfg).Sub(req.Now)
 	}
 	return res, nil
 }

@@ -385,6 +385,37 @@ func TestPlanGCRunLate(t *testing.T) {
 	}
 }
 
+// An edit of gcInterval or gcDelay takes effect at once: the next collection is
+// due by the new values (gcDelay after the first plan, gcInterval after the
+// last collection), not at the time the old values had scheduled.
+func TestPlanGCScheduleEdited(t *testing.T) {
+	for _, tt := range []struct {
+		name            string
+		before, after   string
+		editAt, checkAt time.Duration
+		wantPollAfter   time.Duration
+	}{
+		{name: "gcInterval shortened", before: `"gcInterval":"24h","gcDelay":"0s"`, after: `"gcInterval":"1m","gcDelay":"0s"`,
+			editAt: 2 * time.Minute, checkAt: 2 * time.Minute, wantPollAfter: time.Minute},
+		{name: "gcDelay shortened before the first collection", before: `"gcInterval":"1h","gcDelay":"1h"`, after: `"gcInterval":"1h","gcDelay":"1m"`,
+			editAt: 30 * time.Second, checkAt: time.Minute, wantPollAfter: time.Hour},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t, namespacegc.Options{}, "default")
+			f.mustPlan(f.spec(tt.before), t0)
+			f.sim.AddNamespace("stray")
+			if res := f.mustPlan(f.spec(tt.after), t0.Add(tt.editAt)); tt.checkAt != tt.editAt {
+				expectJudged(t, f.judged(res), map[string]bool{"default": true}) // not collected yet
+			}
+			res := f.mustPlan(f.spec(tt.after), t0.Add(tt.checkAt))
+			expectJudged(t, f.judged(res), map[string]bool{"default": true, "stray": false})
+			if res.PollAfter != tt.wantPollAfter {
+				t.Errorf("PollAfter = %v, want %v", res.PollAfter, tt.wantPollAfter)
+			}
+		})
+	}
+}
+
 // gcDelay 0s: the first plan is a GC run.
 func TestPlanGCDelayZero(t *testing.T) {
 	f := newFixture(t, namespacegc.Options{}, "default")
