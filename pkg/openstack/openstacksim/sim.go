@@ -484,7 +484,6 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 	s.mu.Lock()
 	outage := s.outage[rt.service]
-	fault, retryAfter := s.takeFaultLocked(rt.op)
 	s.mu.Unlock()
 	switch {
 	case outage:
@@ -498,7 +497,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	case rt.service == ServiceCompute && rt.auth && !s.acceptMicroversion(rec, requested):
 		return
-	case fault != 0:
+	}
+	// A fault is taken by the first request that reaches the operation: one
+	// refused before (401, a microversion) does not use it up unanswered.
+	s.mu.Lock()
+	fault, retryAfter := s.takeFaultLocked(rt.op)
+	s.mu.Unlock()
+	if fault != 0 {
 		if retryAfter != "" {
 			rec.Header().Set("Retry-After", retryAfter)
 		}
@@ -888,12 +893,33 @@ func (s *Server) changeLocked(r *Router, routes []Route) {
 	if routes == nil {
 		routes = []Route{}
 	}
+	if sameRoutes(r.Routes, routes) {
+		return // Neutron leaves an unchanged router's revision_number alone
+	}
 	if s.cfg.OnRoutesChanged != nil {
 		s.cfg.OnRoutesChanged(r.ID, slices.Clone(r.Routes), slices.Clone(routes))
 	}
 	r.Routes = routes
 	r.RevisionNumber++
 	r.updated = s.now()
+}
+
+// sameRoutes tells whether two route lists hold the same routes, in any order
+// (Neutron keeps them as rows, not as a list).
+func sameRoutes(a, b []Route) bool {
+	in := map[Route]int{}
+	for _, r := range a {
+		in[r]++
+	}
+	for _, r := range b {
+		in[r]--
+	}
+	for _, n := range in {
+		if n != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // visibleLocked tells whether the credentials see router r: Neutron's policy

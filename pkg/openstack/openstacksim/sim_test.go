@@ -250,6 +250,15 @@ func TestRouters(t *testing.T) {
 	if got, _ := f.sim.Router(r.ID); got.RevisionNumber != 4 || !reflect.DeepEqual(got.Routes, []openstacksim.Route{a, c}) {
 		t.Errorf("Router = %+v", got)
 	}
+	// A call that changes nothing leaves revision_number alone, as Neutron does.
+	status, _, body = f.do(http.MethodPut, path+"/remove_extraroutes", routesBody(b), nil)
+	if routes, rev := routesOf(body); status != 200 || !reflect.DeepEqual(routes, []openstacksim.Route{a, c}) || rev != 4 {
+		t.Errorf("remove_extraroutes of a missing route = %d %v, want revision 4 kept", status, body)
+	}
+	status, _, body = f.do(http.MethodPut, path, routesBody(c, a), nil)
+	if _, rev := routesOf(body); status != 200 || rev != 4 {
+		t.Errorf("PUT of the same routes in another order = %d %v, want revision 4 kept", status, body)
+	}
 
 	// The call log records every request with its If-Match and status.
 	var log []string
@@ -259,6 +268,7 @@ func TestRouters(t *testing.T) {
 	want := []string{
 		fmt.Sprintf(`PUT %s "revision_number=1" 200`, path), fmt.Sprintf(`PUT %s "revision_number=1" 412`, path),
 		fmt.Sprintf(`PUT %s "etag" 400`, path), fmt.Sprintf(`PUT %s "" 400`, path), fmt.Sprintf(`PUT %s "" 400`, path),
+		fmt.Sprintf(`PUT %s "" 200`, path),
 	}
 	if !reflect.DeepEqual(log, want) {
 		t.Errorf("call log = %q, want %q", log, want)
@@ -470,6 +480,15 @@ func TestFaultsAndOutages(t *testing.T) {
 	f.sim.Inject(openstacksim.OpGetRouter, openstacksim.Fault{Status: 500, Times: 2, Skip: 1})
 	if got := []int{get(), get(), get(), get()}; !reflect.DeepEqual(got, []int{200, 500, 500, 200}) {
 		t.Errorf("statuses with Skip 1, Times 2 = %v", got)
+	}
+	// A request refused before its operation (an expired token's 401) does
+	// not use up a fault: the next one that reaches the operation gets it.
+	f.sim.Inject(openstacksim.OpGetRouter, openstacksim.Fault{Status: 503, Times: 1})
+	f.sim.ExpireTokens()
+	first := get()
+	f.login()
+	if got := []int{first, get(), get()}; !reflect.DeepEqual(got, []int{401, 503, 200}) {
+		t.Errorf("statuses of a fault injected with the token expired = %v, want [401 503 200]", got)
 	}
 	f.sim.SetOutage(openstacksim.ServiceNetwork, true)
 	if status := get(); status != 503 {
