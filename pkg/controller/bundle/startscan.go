@@ -44,6 +44,9 @@ type startScan struct {
 	// forbidden are the kinds the controller may not list: skipped, tried again
 	// without an error, every forbiddenRetryMax at most.
 	forbidden limboscan.Forbidden
+	// unavailable are the API groups discovery could not read: skipped and
+	// tried again as the forbidden kinds are.
+	unavailable limboscan.Unavailable
 
 	// done is set once every kind discovery named has been scanned once, read or
 	// not: teardowns wait for it before they let a Bundle go (see scanned).
@@ -82,10 +85,10 @@ func (s *startScan) Start(ctx context.Context) error {
 		case err != nil:
 			wait = s.backoff.When("scan")
 			logger.Error(err, "scan of kinds for objects of Bundles; retrying", "after", wait)
-		case forbidden > 0:
+		case forbidden > 0 || s.unavailable.Any():
 			forbiddenWait = min(max(2*forbiddenWait, firstForbiddenRetry), forbiddenRetryMax)
 			wait = forbiddenWait
-			logger.V(1).Info("every kind scanned but those the controller may not list; trying them again", "kinds", len(read), "forbidden", forbidden, "after", wait)
+			logger.V(1).Info("every kind scanned but those the controller may not list or whose API group is unavailable; trying them again", "kinds", len(read), "forbidden", forbidden, "after", wait)
 		default:
 			logger.V(1).Info("every kind scanned for objects of Bundles", "kinds", len(read))
 			return nil
@@ -107,10 +110,12 @@ const scanConcurrency = 8
 // scan reads every kind discovery names and read does not hold, watches those
 // that hold objects of Bundles, and records the kinds it read in read. It sets
 // done once it has tried every kind discovery named, even when discovery
-// failed for some API groups (it names the others). It returns how many kinds
-// the controller may not list (not read, and not an error) and the errors.
+// failed for some API groups (it names the others; those groups are recorded
+// in unavailable, not an error). It returns how many kinds the controller may
+// not list (not read, and not an error) and the errors.
 func (s *startScan) scan(ctx context.Context, read map[schema.GroupVersionKind]bool) (int, error) {
 	kinds, discoveryErr := limboscan.Kinds(s.discovery, "watch")
+	partial := s.unavailable.Note(ctx, discoveryErr)
 	var todo []limboscan.Kind
 	for _, k := range kinds {
 		// Tombstones carry their Bundle's label, but they are the engine's
@@ -146,6 +151,9 @@ func (s *startScan) scan(ctx context.Context, read map[schema.GroupVersionKind]b
 	}
 	if len(kinds) > 0 || discoveryErr == nil {
 		s.done.Store(true)
+	}
+	if partial {
+		discoveryErr = nil // the groups read are scanned; the others are tried again later (Start)
 	}
 	return refused, errors.Join(append([]error{discoveryErr}, failed...)...)
 }

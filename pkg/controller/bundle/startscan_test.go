@@ -113,6 +113,9 @@ func TestStartScan(t *testing.T) {
 		wantDone   bool
 		// wantForbidden is how many kinds the controller may not list.
 		wantForbidden int
+		// wantUnavailable: API groups are recorded unavailable (tried again
+		// later, without an error).
+		wantUnavailable bool
 		// wantRetry are the LISTs of the scan after (nothing failing then).
 		wantRetry []string
 	}{{
@@ -163,13 +166,17 @@ func TestStartScan(t *testing.T) {
 		wantDone:   true,
 		wantRetry:  []string{`ConfigMap ns="" limbo.dev/bundle limit=1`},
 	}, {
-		name:      "discovery failed for some groups: the others are read",
-		discovery: &discovery.ErrGroupDiscoveryFailed{Groups: map[schema.GroupVersion]error{{Group: "metrics.k8s.io", Version: "v1beta1"}: errors.New("unavailable")}},
-		wantLists: everyKind,
-		wantWatch: "[]",
-		wantErr:   "unable to retrieve the complete list of server APIs: metrics.k8s.io/v1beta1: unavailable",
-		wantDone:  true,
-		wantRetry: []string{},
+		// An aggregated API whose service is down (a stale metrics-server
+		// APIService) is not an error: before, the scan logged one every
+		// minute for as long as it stayed down. Its groups are tried again as
+		// the forbidden kinds are.
+		name:            "discovery failed for some groups: the others are read, without an error",
+		discovery:       &discovery.ErrGroupDiscoveryFailed{Groups: map[schema.GroupVersion]error{{Group: "metrics.k8s.io", Version: "v1beta1"}: errors.New("unavailable")}},
+		wantLists:       everyKind,
+		wantWatch:       "[]",
+		wantDone:        true,
+		wantUnavailable: true,
+		wantRetry:       []string{},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			reader := &scanReader{holds: tc.holds, failing: tc.failing}
@@ -188,6 +195,9 @@ func TestStartScan(t *testing.T) {
 				}}
 			read := map[schema.GroupVersionKind]bool{}
 			refused, err := s.scan(context.Background(), read)
+			if got := s.unavailable.Any(); got != tc.wantUnavailable {
+				t.Errorf("API groups recorded unavailable: %v, want %v", got, tc.wantUnavailable)
+			}
 			if refused != tc.wantForbidden {
 				t.Errorf("kinds refused = %d, want %d", refused, tc.wantForbidden)
 			}

@@ -50,6 +50,10 @@ type Reaper struct {
 	poke chan struct{}
 	// forbidden are the kinds the controller may not list: skipped.
 	forbidden limboscan.Forbidden
+	// unavailable are the API groups the last full scan's discovery could not
+	// read: skipped without an error, the full scan retried as an incomplete
+	// one.
+	unavailable limboscan.Unavailable
 
 	mu    sync.Mutex
 	kinds map[schema.GroupVersionKind]bool
@@ -100,7 +104,7 @@ func (r *Reaper) Start(ctx context.Context) error {
 		wait, err := r.pass(ctx, full)
 		if full {
 			var after time.Duration
-			after, retry = r.nextFullScan(errors.Is(err, errScanIncomplete), retry)
+			after, retry = r.nextFullScan(errors.Is(err, errScanIncomplete) || r.unavailable.Any(), retry)
 			nextFull = r.Clock.Now().Add(after)
 		}
 		if err != nil {
@@ -126,6 +130,9 @@ func (r *Reaper) pass(ctx context.Context, full bool) (time.Duration, error) {
 	var wake time.Time // the soonest instant to come back at; zero: none
 	var errs []error
 	kinds, err := r.kindsToScan(full)
+	if full && r.unavailable.Note(ctx, err) {
+		err = nil // the groups read are scanned; the full scan runs again soon for the others (Start)
+	}
 	if err != nil {
 		errs = append(errs, fmt.Errorf("%w: %w", errScanIncomplete, err))
 	}
@@ -176,7 +183,11 @@ func (r *Reaper) kindGone(gvk schema.GroupVersionKind, err error) bool {
 		return false
 	}
 	served, derr := limboscan.Kinds(r.Discovery, "delete", "patch")
-	return derr == nil && !slices.ContainsFunc(served, func(k limboscan.Kind) bool { return k.Kind == gvk })
+	// Discovery that failed for other API groups (an aggregated API down)
+	// still tells about gvk's.
+	failed, partial := limboscan.FailedGroups(derr)
+	known := derr == nil || partial && !slices.Contains(failed, gvk.GroupVersion())
+	return known && !slices.ContainsFunc(served, func(k limboscan.Kind) bool { return k.Kind == gvk })
 }
 
 // forgetKind stops listing gvk between full scans and takes its count out of the

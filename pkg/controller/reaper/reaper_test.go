@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/tools/record"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
@@ -346,11 +347,14 @@ func TestKindGone(t *testing.T) {
 		name       string
 		err        error
 		discovered bool // discovery still lists ConfigMaps
+		otherDown  bool // discovery fails for another API group
 		wantGone   bool
 	}{
-		{"no REST mapping", noMatch, false, true},
-		{"404, and discovery no longer serves it", notFound, false, true},
-		{"404, but discovery still serves it: kept", notFound, true, false},
+		{"no REST mapping", noMatch, false, false, true},
+		{"404, and discovery no longer serves it", notFound, false, false, true},
+		{"404, and discovery no longer serves it while another group is unavailable", notFound, false, true, true},
+		{"404, but discovery still serves it: kept", notFound, true, false, false},
+		{"404, but discovery still serves it while another group is unavailable: kept", notFound, true, true, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			gone := false
@@ -369,8 +373,13 @@ func TestKindGone(t *testing.T) {
 				t.Fatalf("pending after the full scan = %v, want 1", got)
 			}
 			gone = true
+			served := r.Discovery.(fakeDiscovery)
 			if !tc.discovered {
-				r.Discovery = fakeDiscovery{}
+				served = fakeDiscovery{}
+			}
+			r.Discovery = served
+			if tc.otherDown {
+				r.Discovery = partialDiscovery{lists: served, down: metricsDown}
 			}
 			for range 2 {
 				if _, err := r.pass(context.Background(), false); (err == nil) != tc.wantGone || (err != nil && !errors.Is(err, errScanIncomplete)) {
@@ -446,6 +455,51 @@ func (f fakeDiscovery) ServerPreferredNamespacedResources() ([]*metav1.APIResour
 }
 
 type failingDiscovery struct{ err error }
+
+// partialDiscovery names the kinds of lists and fails for the API groups of
+// down: an aggregated API whose service is unavailable.
+type partialDiscovery struct {
+	lists fakeDiscovery
+	down  schema.GroupVersion
+}
+
+func (f partialDiscovery) ServerPreferredNamespacedResources() ([]*metav1.APIResourceList, error) {
+	return f.lists, &discovery.ErrGroupDiscoveryFailed{Groups: map[schema.GroupVersion]error{f.down: errors.New("the server is currently unable to handle the request")}}
+}
+
+// metricsDown is the API group of a stale metrics-server APIService.
+var metricsDown = schema.GroupVersion{Group: "metrics.k8s.io", Version: "v1beta1"}
+
+// An API group discovery cannot read (an aggregated API whose service is
+// down) does not fail the full scan: the other kinds are reaped, the pass has
+// no error (before, it logged one at every full scan for as long as the
+// service stayed down), and the full scan is retried soon, as an incomplete
+// one, for the objects of that group once it is back; a discovery that reads
+// every group again lets the full scans return to their interval.
+func TestUnavailableAPIGroup(t *testing.T) {
+	r, c := newReaper(t, inLimbo("due", "2026-11-22T08:00:00Z", "1h", false))
+	served := r.Discovery.(fakeDiscovery)
+	r.Discovery = partialDiscovery{lists: served, down: metricsDown}
+	if _, err := r.pass(context.Background(), true); err != nil {
+		t.Fatalf("full pass with an API group unavailable: %v, want no error", err)
+	}
+	if err := c.Get(context.Background(), client.ObjectKey{Namespace: "ns", Name: "due"}, &corev1.ConfigMap{}); !apierrors.IsNotFound(err) {
+		t.Errorf("due object of a served kind: Get = %v, want it deleted", err)
+	}
+	if !r.unavailable.Any() {
+		t.Error("the unavailable group was not recorded")
+	}
+	if after, _ := r.nextFullScan(r.unavailable.Any(), 0); after != firstFullScanRetry {
+		t.Errorf("next full scan in %v, want the incomplete scan's retry %v", after, firstFullScanRetry)
+	}
+	r.Discovery = served
+	if _, err := r.pass(context.Background(), true); err != nil {
+		t.Fatal(err)
+	}
+	if r.unavailable.Any() {
+		t.Error("the group is still recorded unavailable after a discovery that read every group")
+	}
+}
 
 func (f failingDiscovery) ServerPreferredNamespacedResources() ([]*metav1.APIResourceList, error) {
 	return nil, f.err
