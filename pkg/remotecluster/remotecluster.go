@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -188,6 +189,7 @@ func (c *Cache) Clients(ctx context.Context, reader client.Reader, namespace str
 	}
 	clients, err := c.build(secret.Data[key], name, key)
 	if err != nil {
+		c.store(name, nil) // the clients of the Secret's previous version are never used again
 		return nil, err
 	}
 	c.store(name, &entry{uid: secret.UID, resourceVersion: secret.ResourceVersion, key: key, clients: clients})
@@ -257,7 +259,18 @@ func (c *Cache) build(kubeconfig []byte, secret types.NamespacedName, key string
 	if err != nil {
 		return fail(ReasonInvalidKubeconfig, err)
 	}
-	return &Clients{Client: cl, Discovery: disco, RESTMapper: mapper, Host: cfg.Host, http: httpClient, answers: seen}, nil
+	return &Clients{Client: cl, Discovery: disco, RESTMapper: mapper, Host: hostForMessages(cfg.Host), http: httpClient, answers: seen}, nil
+}
+
+// hostForMessages is an API server URL as messages may show it: a password in
+// it (https://user:password@host, which client-go sends as basic auth) goes into
+// Bundle status, events and annotations, read by more people than the Secret.
+func hostForMessages(host string) string {
+	u, err := url.Parse(host)
+	if err != nil || u.User == nil {
+		return host
+	}
+	return u.Redacted()
 }
 
 // restConfigFrom parses a kubeconfig and refuses one that names no server: client-go

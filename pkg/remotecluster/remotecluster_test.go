@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -300,6 +301,41 @@ func TestClientsCachedPerSecretVersion(t *testing.T) {
 	}
 	if get(secretWith("kc", "u1", "1", data), "") == first {
 		t.Error("clients reused after the Secret was found gone")
+	}
+	// A version whose kubeconfig is broken drops the clients of the one before:
+	// never used again, they kept its credentials and connections.
+	if _, err := cache.Clients(context.Background(), readerOf(secretWith("kc", "u1", "3", map[string][]byte{"value": []byte("not: [a kubeconfig")})), "team", SecretRef{Name: "kc"}); err == nil {
+		t.Fatal("a broken kubeconfig gave clients")
+	}
+	if n := cache.entries.Len(); n != 0 {
+		t.Errorf("the Cache holds %d entries after the Secret's kubeconfig broke, want 0", n)
+	}
+}
+
+// A password in the server's URL (sent as basic auth) never reaches Host, which
+// deorbit writes into status, events and annotations.
+func TestClientsHostWithoutPassword(t *testing.T) {
+	srv := fakeAPIServer(t, false)
+	u, err := url.Parse(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.User = url.UserPassword("admin", "S3CRET")
+	cfg, err := clientcmd.Load(kubeconfigFor(t, srv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Clusters["remote"].Server = u.String()
+	kubeconfig, err := clientcmd.Write(*cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clients, err := NewCache(Options{}).Clients(context.Background(), readerOf(secretWith("kc", "u1", "1", map[string][]byte{"value": kubeconfig})), "team", SecretRef{Name: "kc"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(clients.Host, "S3CRET") || !strings.Contains(clients.Host, u.Host) {
+		t.Errorf("Host = %q, want the server's URL without its password", clients.Host)
 	}
 }
 

@@ -2,11 +2,14 @@ package remotecluster
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -42,5 +45,43 @@ func TestIsUnreachable(t *testing.T) {
 		if got := IsUnreachable(tc.err); got != tc.want {
 			t.Errorf("%s: IsUnreachable(%v) = %v, want %v", tc.name, tc.err, got, tc.want)
 		}
+	}
+}
+
+// A server that answers, only not as the kubeconfig expects — plain HTTP where
+// it says https, a TLS handshake the server refuses (a client certificate
+// required) — is a broken kubeconfig, not a cluster that is gone: deorbit
+// retries it until its timeout instead of giving up after a few minutes of
+// "unreachable" and leaking what the target holds. The errors are those
+// net/http really returns.
+func TestIsUnreachableMisconfiguredTarget(t *testing.T) {
+	plain := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	defer plain.Close()
+	mutual := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	mutual.TLS = &tls.Config{ClientAuth: tls.RequireAnyClientCert}
+	mutual.StartTLS()
+	defer mutual.Close()
+	closed := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	closed.Close()
+	trusting := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // test servers' certificates
+	for _, tc := range []struct {
+		name string
+		url  string
+		want bool
+	}{
+		{"https to a plain HTTP server", strings.Replace(plain.URL, "http://", "https://", 1), false},
+		{"a client certificate required", mutual.URL, false},
+		{"connection refused", closed.URL, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp, err := trusting.Get(tc.url)
+			if err == nil {
+				resp.Body.Close()
+				t.Fatal("the request succeeded; the test needs it to fail")
+			}
+			if got := IsUnreachable(err); got != tc.want {
+				t.Errorf("IsUnreachable(%v) = %v, want %v", err, got, tc.want)
+			}
+		})
 	}
 }
