@@ -73,9 +73,9 @@ type Plugin struct {
 
 // resourceState is what one Bundle resource saw of the namespaces.
 type resourceState struct {
-	mu     sync.Mutex
-	seen   map[string]bool // Kubernetes Namespaces at the last plan
-	gone   map[string]bool // backend namespaces orphaned by a deletion or a GC run
+	mu   sync.Mutex
+	seen map[string]bool // Kubernetes Namespaces at the last plan
+	gone map[string]bool // backend namespaces orphaned by a deletion or a GC run
 	// firstPlan and lastGC (zero before the first) time the collections:
 	// the next is due gcDelay after the first plan, then gcInterval after the
 	// last, with the spec's values of the moment, so that an edit to either
