@@ -81,6 +81,34 @@ type Clients struct {
 	http *http.Client
 	// answers is http's transport: it sees every response (LastAnswer).
 	answers *answers
+	// uid is ClusterUID's answer, once read.
+	uid atomic.Pointer[types.UID]
+}
+
+// ClusterUID is the UID of the cluster's kube-system Namespace (ClusterUID),
+// read once through the clients and then remembered.
+func (c *Clients) ClusterUID(ctx context.Context) (types.UID, error) {
+	if uid := c.uid.Load(); uid != nil {
+		return *uid, nil
+	}
+	uid, err := ClusterUID(ctx, c.Client)
+	if err != nil {
+		return "", err
+	}
+	c.uid.Store(&uid)
+	return uid, nil
+}
+
+// ClusterUID is the UID of the kube-system Namespace reader reads: a cluster's
+// identity whatever address reaches it (kubeadm and Cluster API take it so),
+// where an API server URL is not — https://kubernetes.default.svc and a load
+// balancer's name reach one cluster.
+func ClusterUID(ctx context.Context, reader client.Reader) (types.UID, error) {
+	var ns corev1.Namespace
+	if err := reader.Get(ctx, client.ObjectKey{Name: metav1.NamespaceSystem}, &ns); err != nil {
+		return "", err
+	}
+	return ns.UID, nil
 }
 
 // LastAnswer is when the API server last answered a request of these clients,
@@ -340,6 +368,9 @@ const (
 	ReasonSecretUnreadable  Reason = "SecretUnreadable"
 	ReasonKeyMissing        Reason = "KeyMissing"
 	ReasonInvalidKubeconfig Reason = "InvalidKubeconfig"
+	// ReasonThisCluster: the kubeconfig reaches the cluster the caller runs in
+	// (the same ClusterUID), which a caller that means another cluster refuses.
+	ReasonThisCluster Reason = "ThisCluster"
 )
 
 // Error is a kubeconfig Secret that cannot give clients. A plugin returns it from

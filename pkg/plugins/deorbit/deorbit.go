@@ -12,6 +12,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -132,6 +133,8 @@ type Options struct {
 type Plugin struct {
 	opts     Options
 	clusters *remotecluster.Cache
+	// localUID is this cluster's remotecluster.ClusterUID, once read.
+	localUID atomic.Pointer[types.UID]
 }
 
 // New returns the plugin.
@@ -169,9 +172,39 @@ func (p *Plugin) target(ctx context.Context, req plugin.Request, cfg config) (ta
 	if err != nil {
 		return target{}, err
 	}
+	if err := p.notThisCluster(ctx, req, clients, *cfg.KubeConfigSecretRef); err != nil {
+		return target{}, err
+	}
 	name := cfg.KubeConfigSecretRef.Name
 	return target{reader: clients.Client, cluster: &softdelete.Cluster{Name: name, Client: clients.Client}, clients: clients,
 		name: fmt.Sprintf("the cluster of kubeconfig Secret %s (%s)", name, clients.Host)}, nil
+}
+
+// notThisCluster refuses a kubeconfig that reaches limbo's own cluster (a
+// kubernetes.default.svc server, a management cluster's own kubeconfig Secret
+// named by mistake): deorbit would treat it as another cluster — its selection
+// every namespace's, its stamps over other Bundles' delays, none of the
+// warnings of this-cluster mode — with the kubeconfig's identity. Mode follows
+// intent: without kubeConfigSecretRef deorbit acts on this cluster. When
+// either cluster's kube-system Namespace cannot be read (the kubeconfig's
+// identity may not get Namespaces; a read that failed, tried again next pass)
+// nothing is known, and the kubeconfig is taken as it is.
+func (p *Plugin) notThisCluster(ctx context.Context, req plugin.Request, clients *remotecluster.Clients, ref remotecluster.SecretRef) error {
+	local := p.localUID.Load()
+	if local == nil {
+		uid, err := remotecluster.ClusterUID(ctx, req.Reader)
+		if err != nil {
+			return nil
+		}
+		p.localUID.Store(&uid)
+		local = &uid
+	}
+	remote, err := clients.ClusterUID(ctx)
+	if err != nil || remote != *local {
+		return nil
+	}
+	return &remotecluster.Error{Secret: types.NamespacedName{Namespace: req.Bundle.Namespace, Name: ref.Name}, Key: ref.KeyOrDefault(), Reason: remotecluster.ReasonThisCluster,
+		Err: fmt.Errorf("it reaches limbo's own cluster (%s; its kube-system Namespace has UID %s here too): deorbit refuses it; to deorbit this cluster, leave kubeConfigSecretRef out", clients.Host, remote)}
 }
 
 // Plan is the armed report: what deorbit would remove from its target, read from

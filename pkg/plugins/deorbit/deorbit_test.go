@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -433,7 +434,7 @@ func TestTeardownGivesUp(t *testing.T) {
 
 // targetServer serves, over HTTP, the API of an empty target cluster: discovery
 // of v1 (no API group, so no VolumeSnapshot CRD), empty lists of PVs, PVCs and
-// Services, and its version. answer overrides it per request path: a status to
+// Services, its kube-system Namespace (UID targetClusterUID), and its version. answer overrides it per request path: a status to
 // answer with (0: none), or hangs to hold the request until the client gives up.
 func targetServer(t *testing.T, answer func(path string) int) *httptest.Server {
 	t.Helper()
@@ -456,6 +457,7 @@ func targetServer(t *testing.T, answer func(path string) int) *httptest.Server {
 			body = metav1.APIGroupList{TypeMeta: metav1.TypeMeta{Kind: "APIGroupList", APIVersion: "v1"}}
 		case "/api/v1":
 			body = metav1.APIResourceList{TypeMeta: metav1.TypeMeta{Kind: "APIResourceList", APIVersion: "v1"}, GroupVersion: "v1", APIResources: []metav1.APIResource{
+				{Name: "namespaces", Kind: "Namespace", Verbs: metav1.Verbs{"get"}},
 				{Name: "persistentvolumes", Kind: "PersistentVolume", Verbs: metav1.Verbs{"list"}},
 				{Name: "persistentvolumeclaims", Namespaced: true, Kind: "PersistentVolumeClaim", Verbs: metav1.Verbs{"list"}},
 				{Name: "services", Namespaced: true, Kind: "Service", Verbs: metav1.Verbs{"list"}},
@@ -466,6 +468,8 @@ func targetServer(t *testing.T, answer func(path string) int) *httptest.Server {
 			body = corev1.PersistentVolumeClaimList{TypeMeta: metav1.TypeMeta{Kind: "PersistentVolumeClaimList", APIVersion: "v1"}}
 		case "/api/v1/services":
 			body = corev1.ServiceList{TypeMeta: metav1.TypeMeta{Kind: "ServiceList", APIVersion: "v1"}}
+		case "/api/v1/namespaces/kube-system":
+			body = corev1.Namespace{TypeMeta: metav1.TypeMeta{Kind: "Namespace", APIVersion: "v1"}, ObjectMeta: metav1.ObjectMeta{Name: "kube-system", UID: targetClusterUID}}
 		default:
 			w.WriteHeader(http.StatusNotFound)
 			return
@@ -479,6 +483,75 @@ func targetServer(t *testing.T, answer func(path string) int) *httptest.Server {
 
 // hangs is targetServer's answer that holds a request until the client gives up.
 const hangs = -1
+
+// targetClusterUID is the UID of targetServer's kube-system Namespace.
+const targetClusterUID = "target-cluster-uid"
+
+// kubeconfigOf is a kubeconfig of srv, with a token.
+func kubeconfigOf(srv *httptest.Server) []byte {
+	return []byte(fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters: [{name: target, cluster: {server: %q}}]
+contexts: [{name: target, context: {cluster: target, user: deorbit}}]
+users: [{name: deorbit, user: {token: secret}}]
+current-context: target
+`, srv.URL))
+}
+
+// A kubeconfig that reaches limbo's own cluster — the same kube-system
+// Namespace UID through both — is refused, armed and at teardown alike,
+// before anything of the target is listed, stamped or deleted: deorbit would
+// have treated this cluster as another one, every namespace's claims included.
+// When the UIDs differ, or this cluster's kube-system cannot be read, the
+// kubeconfig is used as before.
+func TestTargetIsThisClusterRefused(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		localUID types.UID // "": no kube-system Namespace here
+		refused  bool
+	}{
+		{"the same cluster", targetClusterUID, true},
+		{"another cluster", "this-cluster-uid", false},
+		{"this cluster's identity unknown", "", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var listed atomic.Int32
+			srv := targetServer(t, func(path string) int {
+				if strings.HasSuffix(path, "/persistentvolumeclaims") || strings.HasSuffix(path, "/services") {
+					listed.Add(1)
+				}
+				return 0
+			})
+			objs := []client.Object{remotecluster.NewKubeconfigSecret("team", "target", kubeconfigOf(srv))}
+			if tc.localUID != "" {
+				objs = append(objs, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "kube-system", UID: tc.localUID}})
+			}
+			local := fakeCluster(t, false, objs...)
+			h := newTeardownHarness(t, `{"kubeConfigSecretRef":{"name":"target"},"volumeSnapshots":false}`, local)
+			armed, planErr := h.plugin.Plan(context.Background(), plugin.Request{Bundle: h.bundle, Resource: "deorbit",
+				Spec: h.bundle.Spec.Resources[0].Plugin.Spec.Raw, Reader: local, Now: now})
+			res, err := h.pass()
+			if !tc.refused {
+				if planErr != nil || err != nil || !res.Done {
+					t.Fatalf("armed: %v, %v; teardown: %+v, %v; want the target used", armed, planErr, res, err)
+				}
+				return
+			}
+			for what, err := range map[string]error{"armed": planErr, "teardown": err} {
+				var secretErr *remotecluster.Error
+				if !errors.As(err, &secretErr) || secretErr.Reason != remotecluster.ReasonThisCluster || !strings.Contains(err.Error(), "reaches limbo's own cluster") {
+					t.Errorf("%s: %v; want a %s refusal", what, err, remotecluster.ReasonThisCluster)
+				}
+			}
+			if res.Done || len(res.Items) != 0 {
+				t.Errorf("teardown: %+v; want nothing done", res)
+			}
+			if n := listed.Load(); n != 0 {
+				t.Errorf("%d listings of the target's claims and Services, want none", n)
+			}
+		})
+	}
+}
 
 // A target that answers some requests and times out another is slow, not
 // unreachable: its passes fail and are retried (evented), never given up for
@@ -509,14 +582,7 @@ func TestTeardownSlowTargetIsNotUnreachable(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := targetServer(t, tc.answer)
-			kubeconfig := fmt.Sprintf(`apiVersion: v1
-kind: Config
-clusters: [{name: target, cluster: {server: %q}}]
-contexts: [{name: target, context: {cluster: target, user: deorbit}}]
-users: [{name: deorbit, user: {token: secret}}]
-current-context: target
-`, srv.URL)
-			secrets := fakeCluster(t, false, remotecluster.NewKubeconfigSecret("team", "target", []byte(kubeconfig)))
+			secrets := fakeCluster(t, false, remotecluster.NewKubeconfigSecret("team", "target", kubeconfigOf(srv)))
 			h := newTeardownHarness(t, fmt.Sprintf(`{"kubeConfigSecretRef":{"name":"target"},"volumeSnapshots":%v,"apiUnavailableTimeout":"2m","timeout":"1h"}`, tc.snapshots), secrets)
 			// Requests time out soon, so that a pass that waits for one is short.
 			h.plugin.clusters = remotecluster.NewCache(remotecluster.Options{Timeout: 500 * time.Millisecond})
