@@ -54,10 +54,15 @@ func inLimbo(name, stamp, delay string, controlled bool) *corev1.ConfigMap {
 // them again), and returns the time to the next deadline.
 // An object whose Bundle is being torn down is the reaper's: a teardown never
 // adopts, and one held by a dependency's finalizer must not hold the deadlines
-// of what it released.
+// of what it released. A due object without a controller but without the
+// released mark is not the reaper's: only a teardown (or a hand-over) releases,
+// and an object a Bundle was counting down when it was deleted with
+// --cascade=orphan keeps the label and stamps, its controller gone.
 func TestPass(t *testing.T) {
 	pluginItem := inLimbo("plugin-item", "2026-11-22T08:00:00Z", "1h", false)
 	delete(pluginItem.Labels, limbov1alpha1.LabelBundle)
+	notReleased := inLimbo("not-released", "2026-11-22T08:00:00Z", "1h", false)
+	delete(notReleased.Annotations, limbov1alpha1.AnnotationReleased)
 	tornDown := inLimbo("torn-down", "2026-11-22T08:00:00Z", "1h", false)
 	tornDown.Labels[limbov1alpha1.LabelBundle] = "cart"
 	// Released by a Bundle "basket" that was deleted and created again: the new one
@@ -127,7 +132,7 @@ func TestPass(t *testing.T) {
 		inLimbo("due", "2026-11-22T09:00:00Z", "1h", false),      // deadline == now
 		inLimbo("waiting", "2026-11-22T09:59:50Z", "30s", false), // deadline in 20s
 		inLimbo("controlled", "2026-11-22T08:00:00Z", "1h", true),
-		pluginItem, tornDown, recreated, notAdopted, declared, undeclared, invalid, undeclared1, generatorHeld,
+		pluginItem, notReleased, tornDown, recreated, notAdopted, declared, undeclared, invalid, undeclared1, generatorHeld,
 		blockedGenerator, notGenerated, forgeTemplate, generatorBundle("forge", limbov1alpha1.ResourceBlocked), generatorBundle("press", limbov1alpha1.ResourceReady),
 		&limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Name: "basket", Namespace: "ns", Generation: 1},
 			Spec: limbov1alpha1.BundleSpec{Resources: []limbov1alpha1.Resource{
@@ -156,7 +161,7 @@ func TestPass(t *testing.T) {
 	exists := func(name string) bool {
 		return c.Get(context.Background(), client.ObjectKey{Namespace: "ns", Name: name}, &corev1.ConfigMap{}) == nil
 	}
-	for name, want := range map[string]bool{"due": false, "waiting": true, "controlled": true, "plugin-item": true, "torn-down": false,
+	for name, want := range map[string]bool{"due": false, "waiting": true, "controlled": true, "plugin-item": true, "not-released": true, "torn-down": false,
 		"recreated": true, "not-adopted": false, "declared": true, "undeclared": false, "not-declared-again": false, "maybe-generated": true,
 		"wanted": true, "named-only": false, "blocked-generator": true, "not-generated": false, "forge-template": false} {
 		if exists(name) != want {
