@@ -198,6 +198,47 @@ func TestPassOfOneShard(t *testing.T) {
 	}
 }
 
+// A reaper of some namespaces (--namespaces) lists and deletes only the
+// objects in limbo there: installs that split a cluster's namespaces each reap
+// their own, and one may not be granted the others'.
+func TestPassOfSomeNamespaces(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		namespaces []string
+		wantListed []string // the namespaces of the reaper's LISTs of ConfigMaps; "" is every namespace
+		wantKeptB  bool
+	}{
+		{name: "every namespace", wantListed: []string{""}, wantKeptB: false},
+		{name: "namespace a only", namespaces: []string{"a"}, wantListed: []string{"a"}, wantKeptB: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			inA := inLimbo("due", "2026-11-22T09:00:00Z", "1h", false)
+			inA.Namespace = "a"
+			inB := inLimbo("due", "2026-11-22T09:00:00Z", "1h", false)
+			inB.Namespace, inB.UID = "b", "uid-due-b"
+			var listed []string
+			r, c := newReaperIntercepted(t, interceptor.Funcs{List: func(ctx context.Context, cl client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+				if _, ok := list.(*metav1.PartialObjectMetadataList); ok {
+					listed = append(listed, (&client.ListOptions{}).ApplyOptions(opts).Namespace)
+				}
+				return cl.List(ctx, list, opts...)
+			}}, inA, inB)
+			r.Namespaces = tc.namespaces
+			if _, err := r.pass(context.Background(), true); err != nil {
+				t.Fatal(err)
+			}
+			if fmt.Sprint(listed) != fmt.Sprint(tc.wantListed) {
+				t.Errorf("ConfigMaps listed in namespaces %q, want %q", listed, tc.wantListed)
+			}
+			for ns, wantKept := range map[string]bool{"a": false, "b": tc.wantKeptB} {
+				if kept := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "due"}, &corev1.ConfigMap{}) == nil; kept != wantKept {
+					t.Errorf("the due object in namespace %s kept = %v, want %v", ns, kept, wantKept)
+				}
+			}
+		})
+	}
+}
+
 // A released object that a Bundle of another shard declares to adopt is held
 // at its deadline: this shard's cache does not hold that Bundle, so the reaper
 // reads the namespace's Bundles from the API server — only for objects that
