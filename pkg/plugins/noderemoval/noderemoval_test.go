@@ -1,10 +1,12 @@
 package noderemoval
 
 import (
+	"errors"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/limbo-dev/limbo/pkg/plugin"
 	"github.com/limbo-dev/limbo/pkg/plugin/plugintest"
 )
 
@@ -60,5 +62,19 @@ func TestParseBadSelector(t *testing.T) {
 	s, err := parse([]byte(`{}`))
 	if err != nil || s.taint != DefaultDrainTaint || s.pods != nil {
 		t.Errorf("defaults: %+v, %v", s, err)
+	}
+}
+
+// A listing of no Nodes orphans nothing, even with removeUndrained: every
+// Csibmnode would be judged gone, and an empty listing more likely means a
+// broken one than a cluster without Nodes. The plugin reports what its Node
+// listing returned (DesiredListed), and the inventory's safety rule refuses.
+func TestPlanWithoutNodesOrphansNothing(t *testing.T) {
+	c := fakeCluster(csibmnodeObj("w3-uuid", "w3", sharedIP, drained, nil), driveObj("w3-uuid"),
+		csibmnodeObj("w4-uuid", "w4", "10.0.0.4", nil, nil), driveObj("w4-uuid"))
+	res := mustPlan(t, c, `{"removeUndrained":true}`)
+	objects, external, err := res.Inventory.Orphans()
+	if !errors.Is(err, plugin.ErrEmptyDesired) || len(objects)+len(external) != 0 {
+		t.Errorf("Orphans = %d objects, %d external items, %v; want none and %v", len(objects), len(external), err, plugin.ErrEmptyDesired)
 	}
 }
