@@ -25,6 +25,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/record"
+	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -34,6 +36,7 @@ import (
 	"github.com/limbo-dev/limbo/pkg/plugin"
 	"github.com/limbo-dev/limbo/pkg/plugin/plugintest"
 	"github.com/limbo-dev/limbo/pkg/remotecluster"
+	"github.com/limbo-dev/limbo/pkg/softdelete"
 )
 
 const cinder = "cinder.csi.openstack.org"
@@ -370,6 +373,39 @@ func TestTeardownProgress(t *testing.T) {
 	res, err = h.pass()
 	if err != nil || !res.Done || len(res.Events) != 0 {
 		t.Errorf("pass after done: %+v, %v", res, err)
+	}
+}
+
+// VolumeSnapshots are deleted before the claims and Services (DESIGN §4): the
+// engine goes through the items' groups in name order, and deorbit's group of
+// snapshots sorts first. Nothing else puts them first: by kind, as within a
+// group, they come last, and they are named to come last by name too.
+func TestTeardownDeletesSnapshotsFirst(t *testing.T) {
+	claim := pvc("a-data", "pv-data", corev1.ClaimBound)
+	target := fakeCluster(t, true, claim, pv("pv-data", cinder, true, claim, corev1.VolumeBound),
+		service("lb", corev1.ServiceTypeLoadBalancer), snapshot("z-snap"), snapshot("zz-snap"))
+	var deletes []string // the kinds of the DELETEs, in the order they were sent
+	recording := interceptor.NewClient(target, interceptor.Funcs{Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
+		deletes = append(deletes, obj.GetObjectKind().GroupVersionKind().Kind)
+		return c.Delete(ctx, obj, opts...)
+	}})
+	h := newTeardownHarness(t, `{}`, recording)
+	res, err := h.pass()
+	if err != nil || len(res.Items) != 4 {
+		t.Fatalf("first pass: %+v, %v; want 4 items", res, err)
+	}
+	// The items as the teardown hands them to the engine, but without the
+	// resource's delay: all are due in this one pass, as all are once a delay
+	// that started for them together ends.
+	engine := &softdelete.Engine{Client: recording, Reader: recording, Recorder: &record.FakeRecorder{},
+		Clock: clocktesting.NewFakePassiveClock(now), Metrics: softdelete.NewMetrics(prometheus.NewRegistry())}
+	out := engine.ProcessItems(context.Background(), h.bundle, softdelete.ItemSet{Owner: softdelete.ItemOwner(client.ObjectKeyFromObject(h.bundle), "deorbit"),
+		Items: res.Items, NotBefore: now})
+	if out.Err != nil || len(deletes) != 4 {
+		t.Fatalf("DELETEs %v (%v); want one per item", deletes, out.Err)
+	}
+	if got := strings.Join(deletes[:2], ","); got != "VolumeSnapshot,VolumeSnapshot" {
+		t.Errorf("DELETEs in the order %v; want the VolumeSnapshots' first", deletes)
 	}
 }
 
