@@ -365,8 +365,11 @@ func TestTeardownProgress(t *testing.T) {
 	if !res.Done || strings.Join(reasons(res.Events), ",") != "Normal DeorbitDone" || !strings.Contains(res.Message, "removed 1 PVCs, 1 LoadBalancer Services") {
 		t.Errorf("after the wait: %+v", res)
 	}
-	if n := testutil.CollectAndCount(h.metrics, "limbo_deorbit_phase_duration_seconds"); n != 3 {
-		t.Errorf("phase duration series: %d, want delete, wait and total", n)
+	// From the deletion at 12:00: the items were seen gone at 12:02, and the
+	// load-balancer wait ended the deorbit at 12:07.
+	want := map[string]phaseObservations{PhaseDelete: {1, 120}, PhaseWait: {1, 300}, PhaseTotal: {1, 420}}
+	if got := phaseDurations(t, h.metrics); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("phase durations (count, seconds) %v, want %v", got, want)
 	}
 	// Done is kept: later passes touch nothing (a nil reader would panic).
 	h.reader = nil
@@ -407,6 +410,37 @@ func TestTeardownDeletesSnapshotsFirst(t *testing.T) {
 	if got := strings.Join(deletes[:2], ","); got != "VolumeSnapshot,VolumeSnapshot" {
 		t.Errorf("DELETEs in the order %v; want the VolumeSnapshots' first", deletes)
 	}
+}
+
+// phaseObservations are what limbo_deorbit_phase_duration_seconds observed of
+// a phase: how many durations, and their sum in seconds.
+type phaseObservations struct {
+	count uint64
+	sum   float64
+}
+
+// phaseDurations are reg's observations of limbo_deorbit_phase_duration_seconds,
+// by phase.
+func phaseDurations(t *testing.T, reg *prometheus.Registry) map[string]phaseObservations {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]phaseObservations{}
+	for _, f := range families {
+		if f.GetName() != "limbo_deorbit_phase_duration_seconds" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "phase" {
+					out[l.GetValue()] = phaseObservations{m.GetHistogram().GetSampleCount(), m.GetHistogram().GetSampleSum()}
+				}
+			}
+		}
+	}
+	return out
 }
 
 // errReader fails every read with err.
