@@ -35,8 +35,10 @@ func TestNarrowedRBAC(t *testing.T) {
 	env.WithoutController(t)
 	ns := env.Namespace(t)
 	user := "limbo-narrowed-" + ns
-	grantNarrowedRBAC(t, user)
-	p := env.ControllerProcessWithKubeconfig(t, "narrowed", kubeconfigAs(t, user), "--namespaces", ns, "--leader-elect=false")
+	grantNarrowedRBAC(t, user, ns)
+	// With leader election, on a Lease in ns under the install's Role.
+	p := env.ControllerProcessWithKubeconfig(t, "narrowed", kubeconfigAs(t, user), "--namespaces", ns,
+		"--leader-elect=true", "--leader-election-namespace", ns, "--leader-election-id", "limbo-narrowed")
 
 	waitReady(t, createBundle(t, ns, "config", objectResource(t, "config", configMap("config", map[string]any{"k": "v"}, nil))))
 	limits := createBundle(t, ns, "limits", objectResource(t, "range", map[string]any{
@@ -85,23 +87,49 @@ func TestNarrowedRBAC(t *testing.T) {
 			t.Errorf("the log has %q: a kind the controller may not list failed a scan%s", failure, controllerprocess.Tail(p.LogPath, 20))
 		}
 	}
+
+	// A teardown under the install's role: the Bundle's finalizer goes, and its
+	// object with it.
+	config := &limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "config"}}
+	deleteBundle(t, config, metav1.DeletePropagationBackground)
+	waitBundleGone(t, config)
+	waitGone(t, configMapGVK, ns, "config")
 }
 
-// grantNarrowedRBAC grants user the install's limbo-controller ClusterRole and
-// a managed-objects role narrowed to ConfigMaps, and LimitRanges without list
-// and watch, until the test ends.
-func grantNarrowedRBAC(t testing.TB, user string) {
+// grantNarrowedRBAC grants user the install's limbo-controller ClusterRole, its
+// limbo-leader-election Role in leaderNamespace, and a managed-objects role
+// narrowed to ConfigMaps, and LimitRanges without list and watch, until the
+// test ends (the Role goes with its namespace).
+func grantNarrowedRBAC(t testing.TB, user, leaderNamespace string) {
 	t.Helper()
 	var controllerRole rbacv1.ClusterRole
+	var leaderRole rbacv1.Role
 	for _, u := range readManifests(t, filepath.Join(env.RepoRoot, "build", "deploy", "rbac.yaml")) {
-		if u.GetKind() == "ClusterRole" && u.GetName() == "limbo-controller" {
+		switch {
+		case u.GetKind() == "ClusterRole" && u.GetName() == "limbo-controller":
 			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &controllerRole); err != nil {
+				t.Fatal(err)
+			}
+		case u.GetKind() == "Role" && u.GetName() == "limbo-leader-election":
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &leaderRole); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
-	if len(controllerRole.Rules) == 0 {
-		t.Fatal("build/deploy/rbac.yaml has no ClusterRole limbo-controller")
+	if len(controllerRole.Rules) == 0 || len(leaderRole.Rules) == 0 {
+		t.Fatal("build/deploy/rbac.yaml has no ClusterRole limbo-controller or no Role limbo-leader-election")
+	}
+	// The leader-election Role, in the test's namespace: the Lease is there.
+	ns := leaderNamespace
+	for _, obj := range []client.Object{
+		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: user + "-leader-election"}, Rules: leaderRole.Rules},
+		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: user + "-leader-election"},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: user + "-leader-election"},
+			Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}}},
+	} {
+		if err := env.Client.Create(context.Background(), obj); err != nil {
+			t.Fatalf("create %T: %v", obj, err)
+		}
 	}
 	managed := []rbacv1.PolicyRule{
 		{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}},
