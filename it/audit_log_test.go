@@ -25,7 +25,8 @@ func TestAuditLogRecordsEveryDeletion(t *testing.T) {
 	env.WithoutController(t)
 	ns := env.Namespace(t)
 	proc := env.ControllerProcess(t, "audit", "--namespaces", ns, "--leader-elect=false") // the default log format and level
-	const doomedDelay, backDelay, keepDelay = 2 * time.Second, time.Hour, time.Second
+	// keep's delay is long enough to read its stamp before the reaper deletes it.
+	const doomedDelay, backDelay, keepDelay = 2 * time.Second, time.Hour, 3 * time.Second
 	withDelay := func(name string, d time.Duration) limbov1alpha1.Resource {
 		return objectResource(t, name, configMap(name, map[string]any{"a": "b"}, map[string]any{limbov1alpha1.AnnotationDeletionDelay: d.String()}))
 	}
@@ -49,6 +50,7 @@ func TestAuditLogRecordsEveryDeletion(t *testing.T) {
 	if err := env.Client.Delete(context.Background(), b); err != nil {
 		t.Fatalf("delete Bundle: %v", err)
 	}
+	_, keepStamp := waitInLimbo(t, configMapGVK, ns, "keep")
 	waitGone(t, configMapGVK, ns, "keep")
 
 	for _, want := range []auditLine{
@@ -57,9 +59,10 @@ func TestAuditLogRecordsEveryDeletion(t *testing.T) {
 		{msg: "stamped", bundle: bundleKey, resource: "back", object: "back", uid: uids["back"], deadline: backStamp.Add(backDelay)},
 		{msg: "cancelled", bundle: bundleKey, resource: "back", object: "back", uid: uids["back"]},
 		// The teardown's release names the resource, as the pass's stamps do.
-		{msg: "stamped", bundle: bundleKey, resource: "keep", object: "keep", uid: uids["keep"], anyDeadline: true},
-		// The reaper knows the Bundle (its label) but not the resource.
-		{msg: "deleted", bundle: bundleKey, object: "keep", uid: uids["keep"], anyResource: true},
+		{msg: "stamped", bundle: bundleKey, resource: "keep", object: "keep", uid: uids["keep"], deadline: keepStamp.Add(keepDelay)},
+		// The reaper knows the Bundle (its label) but not the resource; its
+		// line has the deadline too (DESIGN §6: every deletion line does).
+		{msg: "deleted", bundle: bundleKey, object: "keep", uid: uids["keep"], anyResource: true, deadline: keepStamp.Add(keepDelay)},
 	} {
 		testenv.Eventually(t, testenv.DefaultTimeout, func() error { return findAuditLine(proc.LogPath, ns, want) })
 	}
