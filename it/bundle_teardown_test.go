@@ -274,14 +274,22 @@ type configMapLog struct {
 type configMapEvent struct {
 	typ         watch.EventType
 	name        string
+	uid         types.UID
 	terminating bool
+	// inLimbo: the object carries the deletion stamp or the pending-deletion
+	// label.
+	inLimbo bool
 }
 
 func (e configMapEvent) String() string {
+	s := fmt.Sprintf("%s %s", e.typ, e.name)
 	if e.terminating {
-		return fmt.Sprintf("%s %s (terminating)", e.typ, e.name)
+		s += " (terminating)"
 	}
-	return fmt.Sprintf("%s %s", e.typ, e.name)
+	if e.inLimbo {
+		s += " (in limbo)"
+	}
+	return s
 }
 
 func watchConfigMaps(t testing.TB, ns string) *configMapLog {
@@ -304,7 +312,9 @@ func watchConfigMaps(t testing.TB, ns string) *configMapLog {
 				continue
 			}
 			l.mu.Lock()
-			l.evs = append(l.evs, configMapEvent{typ: ev.Type, name: cm.Name, terminating: cm.DeletionTimestamp != nil})
+			_, stamped := cm.Annotations[limbov1alpha1.AnnotationDeletionTimestamp]
+			_, labelled := cm.Labels[limbov1alpha1.LabelPendingDeletion]
+			l.evs = append(l.evs, configMapEvent{typ: ev.Type, name: cm.Name, uid: cm.UID, terminating: cm.DeletionTimestamp != nil, inLimbo: stamped || labelled})
 			l.mu.Unlock()
 		}
 	}()
