@@ -164,3 +164,28 @@ func TestPluginGeneratedBundleIsRefused(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// A plugin that generates an object in another namespace than its Bundle's gets
+// its resource's Error PluginFailed, naming the object and the namespace: a
+// Bundle's objects live in its own namespace (owned by a namespaced Bundle, an
+// object elsewhere is one the garbage collector deletes at once as its owner's
+// dangling reference, and that no listing of the Bundle's namespace finds).
+// Nothing is created there.
+func TestPluginGeneratedObjectInAnotherNamespaceIsRefused(t *testing.T) {
+	t.Parallel()
+	ns, other := env.Namespace(t), env.Namespace(t)
+	domain := external.Domain(ns)
+	domain.Set("keep", true)
+	domain.Generate(&unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": map[string]any{"name": "gen", "namespace": other}, "data": map[string]any{"k": "v"}}})
+	b := createBundle(t, ns, "shop", pluginResource("items", ns, "1h"))
+	msg := fmt.Sprintf(`plugin "test-external" generated ConfigMap "gen" in namespace %q; a Bundle's objects live in its own namespace`, other)
+	waitBundle(t, b, func(cur *limbov1alpha1.Bundle) error {
+		return resourceMessageIs(cur, "items", limbov1alpha1.ResourceError, limbov1alpha1.ReasonPluginFailed, msg)
+	})
+	for _, namespace := range []string{other, ns} {
+		if err := noObject(configMapGVK, namespace, "gen")(); err != nil {
+			t.Error(err)
+		}
+	}
+}
