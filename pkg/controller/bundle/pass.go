@@ -50,8 +50,12 @@ type pass struct {
 	// made with the previous spec (declareStale), declared for the orphan
 	// decisions only.
 	staleDeclared map[string]string
-	plugins       []pluginOutcome                  // plugin inventories, processed with the orphans
-	kinds         map[schema.GroupVersionKind]bool // every kind the Bundle's objects have, generated ones included
+	// idleGenerators: the plugin resources this pass processed that acted on no
+	// plan (Blocked, failed, still at their first plan): what they generated
+	// before stays theirs (heldByIdleGenerator).
+	idleGenerators map[string]bool
+	plugins        []pluginOutcome                  // plugin inventories, processed with the orphans
+	kinds          map[schema.GroupVersionKind]bool // every kind the Bundle's objects have, generated ones included
 	// keptKinds stay in status.managedKinds though the pass found nothing of
 	// them: the API server could not tell (decideUnseenOrphans).
 	keptKinds []schema.GroupVersionKind
@@ -85,7 +89,7 @@ type pass struct {
 }
 
 func newPass(r *Reconciler, b *limbov1alpha1.Bundle) *pass {
-	return &pass{r: r, bundle: b, live: map[string]*unstructured.Unstructured{}, declared: map[string]string{}, staleDeclared: map[string]string{}, gone: map[string]bool{},
+	return &pass{r: r, bundle: b, live: map[string]*unstructured.Unstructured{}, declared: map[string]string{}, staleDeclared: map[string]string{}, idleGenerators: map[string]bool{}, gone: map[string]bool{},
 		kinds: map[schema.GroupVersionKind]bool{}, states: map[string]limbov1alpha1.ResourceState{}, adopters: r.adopters(b)}
 }
 
