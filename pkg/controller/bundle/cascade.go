@@ -27,22 +27,28 @@ import (
 // keep such a Bundle's teardown from deleting anything:
 //
 //   - orphanCascades remembers the finalizer from the Bundle's watch events,
-//     which arrive in order whatever the cache holds by the time of the pass;
+//     which arrive in order whatever the cache holds by the time of the pass
+//     (and foregroundDeletion alike: --cascade=foreground's, which the
+//     collector removes as soon as the dependents are gone — at once for a
+//     Bundle whose objects are in another cluster — and after which limbo's
+//     teardown would otherwise run the plugin teardowns foreground skips);
 //   - after a restart (the memory is gone), an object the Bundle declares that is
 //     labelled with its name, that nothing controls and that limbo did not
 //     release is the collector's work (limbo keeps the objects it manages
 //     controlled, and a teardown that releases one marks it);
 //   - when neither tells, the Bundle's own history: its versions since the
-//     deletion, read back one by one (orphanedInHistory). That covers the case
+//     deletion, read back one by one (cascadeInHistory; foregroundDeletion
+//     too). That covers the case
 //     the other two miss — limbo's watch did not show the version that carried
 //     orphan (limbo down, or its watch relisting after a kube-apiserver restart)
 //     and the collector, its graph stale, removed orphan without orphaning
 //     anything.
 
-// orphanCascades is the set of Bundles seen deleted with --cascade=orphan, and
-// how far back each deleted Bundle's history has been read.
+// orphanCascades is the set of Bundles seen deleted with --cascade=orphan or
+// --cascade=foreground, and how far back each deleted Bundle's history has
+// been read.
 type orphanCascades struct {
-	uids sync.Map // UID → true
+	uids sync.Map // UID → the cascade's finalizer (cascadeFinalizers)
 	// readBack maps a UID to the resource version down to which the Bundle's
 	// history showed no orphan: later reads stop there.
 	readBack sync.Map // UID → uint64
@@ -58,15 +64,36 @@ func (c *orphanCascades) predicate() predicate.Funcs {
 	}
 }
 
+// cascadeFinalizers are the finalizers a delete's propagation policy puts on
+// the deleted object, orphan (--cascade=orphan) and foregroundDeletion
+// (--cascade=foreground), until the garbage collector is done with its
+// dependents.
+var cascadeFinalizers = []string{metav1.FinalizerOrphanDependents, metav1.FinalizerDeleteDependents}
+
+// cascadeOf is the cascade finalizer obj, being deleted, carries ("": none).
+func cascadeOf(obj client.Object) string {
+	if obj.GetDeletionTimestamp() == nil {
+		return ""
+	}
+	for _, f := range cascadeFinalizers {
+		if controllerutil.ContainsFinalizer(obj, f) {
+			return f
+		}
+	}
+	return ""
+}
+
 func (c *orphanCascades) observe(obj client.Object) {
-	if obj.GetDeletionTimestamp() != nil && controllerutil.ContainsFinalizer(obj, metav1.FinalizerOrphanDependents) {
-		c.uids.Store(obj.GetUID(), true)
+	if f := cascadeOf(obj); f != "" {
+		c.uids.Store(obj.GetUID(), f)
 	}
 }
 
-func (c *orphanCascades) has(uid types.UID) bool {
-	_, ok := c.uids.Load(uid)
-	return ok
+// cascade is the cascade finalizer the Bundle of uid was seen with ("": none).
+func (c *orphanCascades) cascade(uid types.UID) string {
+	f, _ := c.uids.Load(uid)
+	s, _ := f.(string)
+	return s
 }
 
 func (c *orphanCascades) forget(uid types.UID) {
@@ -78,7 +105,7 @@ func (c *orphanCascades) forget(uid types.UID) {
 // --cascade=orphan (see orphanCascades); objects are the ones labelled with b's
 // name, the evidence after a restart.
 func (r *Reconciler) deletedWithOrphanCascade(b *limbov1alpha1.Bundle, plan *bundlespec.Plan, objects []*unstructured.Unstructured) bool {
-	if controllerutil.ContainsFinalizer(b, metav1.FinalizerOrphanDependents) || r.orphanCascades.has(b.UID) {
+	if controllerutil.ContainsFinalizer(b, metav1.FinalizerOrphanDependents) || r.orphanCascades.cascade(b.UID) == metav1.FinalizerOrphanDependents {
 		return true
 	}
 	if plan == nil {
@@ -101,65 +128,67 @@ const historyDepth = 16
 // before resource version rv, nil if no Bundle of that name existed then.
 type versionBefore func(ctx context.Context, key types.NamespacedName, rv uint64) (*metav1.PartialObjectMetadata, error)
 
-// orphanedInHistory reports whether b, being deleted, carried the finalizer
-// orphan in a version since its deletion, reading its versions back from the
-// current one until the one before the deletion, a version at or below
-// readBack (read before: no orphan there), or historyDepth versions.
+// cascadeInHistory returns the cascade finalizer (orphan or
+// foregroundDeletion) b, being deleted, carried in a version since its
+// deletion ("": none), reading its versions back from the current one until the
+// one before the deletion, a version at or below readBack (read before: none
+// there), or historyDepth versions.
 //
 // Resource versions are comparable integers (KEP-5504, GA in Kubernetes 1.35),
 // so the version before rv is the one an exact read at rv-1 returns. A history
 // the API server has compacted (410 Expired: kube-apiserver compacts etcd every
 // five minutes by default) tells nothing; any other error is returned, and the
 // mode stays undecided.
-func orphanedInHistory(ctx context.Context, b client.Object, readBack uint64, before versionBefore) (bool, error) {
+func cascadeInHistory(ctx context.Context, b client.Object, readBack uint64, before versionBefore) (string, error) {
 	rv, err := strconv.ParseUint(b.GetResourceVersion(), 10, 64)
 	if err != nil {
-		return false, nil // not an integer: no history to read
+		return "", nil // not an integer: no history to read
 	}
 	for range historyDepth {
 		if rv <= readBack+1 {
-			return false, nil
+			return "", nil
 		}
 		prev, err := before(ctx, client.ObjectKeyFromObject(b), rv)
 		switch {
 		case apierrors.IsResourceExpired(err) || apierrors.IsGone(err):
-			return false, nil
+			return "", nil
 		case err != nil:
-			return false, err
+			return "", err
 		case prev == nil || prev.UID != b.GetUID() || prev.DeletionTimestamp == nil:
-			return false, nil // reached the Bundle before its deletion
-		case controllerutil.ContainsFinalizer(prev, metav1.FinalizerOrphanDependents):
-			return true, nil
+			return "", nil // reached the Bundle before its deletion
+		}
+		if f := cascadeOf(prev); f != "" {
+			return f, nil
 		}
 		prevRV, err := strconv.ParseUint(prev.ResourceVersion, 10, 64)
 		if err != nil || prevRV >= rv {
-			return false, nil
+			return "", nil
 		}
 		rv = prevRV
 	}
-	return false, nil
+	return "", nil
 }
 
-// orphanedInHistory reads b's history (see orphanedInHistory) back to where an
+// cascadeInHistory reads b's history (see cascadeInHistory) back to where an
 // earlier pass stopped, and remembers the answer.
-func (r *Reconciler) orphanedInHistory(ctx context.Context, b *limbov1alpha1.Bundle) (bool, error) {
+func (r *Reconciler) cascadeInHistory(ctx context.Context, b *limbov1alpha1.Bundle) (string, error) {
 	var readBack uint64
 	if v, ok := r.orphanCascades.readBack.Load(b.UID); ok {
 		readBack = v.(uint64)
 	}
-	orphaned, err := orphanedInHistory(ctx, b, readBack, r.bundleVersionBefore)
+	cascade, err := cascadeInHistory(ctx, b, readBack, r.bundleVersionBefore)
 	switch {
 	case err != nil:
-		return false, err
-	case orphaned:
-		ctrl.LoggerFrom(ctx).Info("an earlier version of the deleted Bundle carried the finalizer orphan: deleted with --cascade=orphan")
-		r.orphanCascades.uids.Store(b.UID, true)
+		return "", err
+	case cascade != "":
+		ctrl.LoggerFrom(ctx).Info("an earlier version of the deleted Bundle carried a cascade's finalizer: deleted with that cascade", "finalizer", cascade)
+		r.orphanCascades.uids.Store(b.UID, cascade)
 	default:
 		if rv, err := strconv.ParseUint(b.ResourceVersion, 10, 64); err == nil {
 			r.orphanCascades.readBack.Store(b.UID, rv)
 		}
 	}
-	return orphaned, nil
+	return cascade, nil
 }
 
 // bundleVersionBefore is a versionBefore that reads the API server: an exact

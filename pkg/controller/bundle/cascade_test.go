@@ -45,6 +45,9 @@ func TestOrphanedByCollector(t *testing.T) {
 	}
 }
 
+// The Bundle's watch events are remembered for the cascade finalizer they
+// carried: the garbage collector may remove it before the teardown's first
+// look (at once for --cascade=foreground when the dependents are elsewhere).
 func TestOrphanCascadesRememberTheFinalizer(t *testing.T) {
 	bundle := func(uid string, deleting bool, finalizers ...string) *limbov1alpha1.Bundle {
 		b := &limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Name: "shop", UID: types.UID("u-" + uid), Finalizers: finalizers}}
@@ -59,25 +62,32 @@ func TestOrphanCascadesRememberTheFinalizer(t *testing.T) {
 	orphaning := bundle("1", true, metav1.FinalizerOrphanDependents, limbov1alpha1.FinalizerTeardown)
 	orphaned := bundle("1", true, limbov1alpha1.FinalizerTeardown) // the collector is done
 	background := bundle("2", true, limbov1alpha1.FinalizerTeardown)
+	foreground := bundle("3", true, metav1.FinalizerDeleteDependents, limbov1alpha1.FinalizerTeardown)
+	foregroundDone := bundle("3", true, limbov1alpha1.FinalizerTeardown)
+	const orphan, fg = metav1.FinalizerOrphanDependents, metav1.FinalizerDeleteDependents
 
 	steps := []struct {
 		name string
 		run  func() bool
 		uid  string
-		want bool
+		want string
 	}{
-		{"a live Bundle", func() bool { return p.Create(event.CreateEvent{Object: live}) }, "1", false},
-		{"deleted with --cascade=orphan", func() bool { return p.Update(event.UpdateEvent{ObjectOld: live, ObjectNew: orphaning}) }, "1", true},
-		{"the collector removed its finalizer", func() bool { return p.Update(event.UpdateEvent{ObjectOld: orphaning, ObjectNew: orphaned}) }, "1", true},
-		{"another Bundle deleted in the background", func() bool { return p.Create(event.CreateEvent{Object: background}) }, "2", false},
-		{"gone", func() bool { return p.Delete(event.DeleteEvent{Object: orphaned}) }, "1", false},
+		{"a live Bundle", func() bool { return p.Create(event.CreateEvent{Object: live}) }, "1", ""},
+		{"deleted with --cascade=orphan", func() bool { return p.Update(event.UpdateEvent{ObjectOld: live, ObjectNew: orphaning}) }, "1", orphan},
+		{"the collector removed its finalizer", func() bool { return p.Update(event.UpdateEvent{ObjectOld: orphaning, ObjectNew: orphaned}) }, "1", orphan},
+		{"another Bundle deleted in the background", func() bool { return p.Create(event.CreateEvent{Object: background}) }, "2", ""},
+		{"a third deleted with --cascade=foreground", func() bool { return p.Create(event.CreateEvent{Object: foreground}) }, "3", fg},
+		{"the collector removed foregroundDeletion", func() bool {
+			return p.Update(event.UpdateEvent{ObjectOld: foreground, ObjectNew: foregroundDone})
+		}, "3", fg},
+		{"gone", func() bool { return p.Delete(event.DeleteEvent{Object: orphaned}) }, "1", ""},
 	}
 	for _, s := range steps {
 		if !s.run() {
 			t.Errorf("%s: the predicate dropped the event; it must let every event through", s.name)
 		}
-		if got := c.has(bundle(s.uid, false).UID); got != s.want {
-			t.Errorf("%s: remembered %v, want %v", s.name, got, s.want)
+		if got := c.cascade(bundle(s.uid, false).UID); got != s.want {
+			t.Errorf("%s: remembered %q, want %q", s.name, got, s.want)
 		}
 	}
 }
@@ -97,13 +107,14 @@ func TestDeletedWithOrphanCascade(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
 		finalizers []string
-		remembered bool
+		remembered string // the cascade finalizer the Bundle was seen with
 		plan       *bundlespec.Plan
 		objects    []*unstructured.Unstructured
 		want       bool
 	}{
 		{name: "the orphan finalizer", finalizers: []string{metav1.FinalizerOrphanDependents}, want: true},
-		{name: "seen with the orphan finalizer", remembered: true, want: true},
+		{name: "seen with the orphan finalizer", remembered: metav1.FinalizerOrphanDependents, want: true},
+		{name: "seen with foregroundDeletion: not orphan", remembered: metav1.FinalizerDeleteDependents},
 		{name: "declared objects still controlled: background", plan: declared, objects: []*unstructured.Unstructured{object("db", true)}},
 		{name: "a declared object lost its controller: the collector orphaned it", plan: declared, objects: []*unstructured.Unstructured{object("db", false)}, want: true},
 		{name: "an undeclared object without a controller is no evidence", plan: declared, objects: []*unstructured.Unstructured{object("other", false)}},
@@ -112,8 +123,8 @@ func TestDeletedWithOrphanCascade(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			b := &limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Name: "shop", UID: "b-1", Finalizers: tc.finalizers}}
 			r := &Reconciler{}
-			if tc.remembered {
-				r.orphanCascades.uids.Store(b.UID, true)
+			if tc.remembered != "" {
+				r.orphanCascades.uids.Store(b.UID, tc.remembered)
 			}
 			if got := r.deletedWithOrphanCascade(b, tc.plan, tc.objects); got != tc.want {
 				t.Errorf("deletedWithOrphanCascade = %v, want %v", got, tc.want)
@@ -122,7 +133,7 @@ func TestDeletedWithOrphanCascade(t *testing.T) {
 	}
 }
 
-func TestOrphanedInHistory(t *testing.T) {
+func TestCascadeInHistory(t *testing.T) {
 	// version is the Bundle's metadata at a resource version.
 	version := func(rv string, uid types.UID, deleting bool, finalizers ...string) *metav1.PartialObjectMetadata {
 		m := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "shop", UID: uid, ResourceVersion: rv, Finalizers: finalizers}}
@@ -141,7 +152,7 @@ func TestOrphanedInHistory(t *testing.T) {
 		// server answers there.
 		history map[uint64]*metav1.PartialObjectMetadata
 		errs    map[uint64]error
-		want    bool
+		want    string // the cascade finalizer found
 		wantErr bool
 		// reads are the resource versions read, in order.
 		reads []uint64
@@ -154,7 +165,13 @@ func TestOrphanedInHistory(t *testing.T) {
 		name:    "the collector removed orphan: the version before carried it",
 		current: "30",
 		history: map[uint64]*metav1.PartialObjectMetadata{29: version("25", uid, true, metav1.FinalizerOrphanDependents, limbov1alpha1.FinalizerTeardown)},
-		want:    true,
+		want:    metav1.FinalizerOrphanDependents,
+		reads:   []uint64{29},
+	}, {
+		name:    "the collector removed foregroundDeletion: the version before carried it",
+		current: "30",
+		history: map[uint64]*metav1.PartialObjectMetadata{29: version("25", uid, true, metav1.FinalizerDeleteDependents, limbov1alpha1.FinalizerTeardown)},
+		want:    metav1.FinalizerDeleteDependents,
 		reads:   []uint64{29},
 	}, {
 		name:    "orphan further back, behind the teardown's status writes",
@@ -164,7 +181,7 @@ func TestOrphanedInHistory(t *testing.T) {
 			34: version("30", uid, true, limbov1alpha1.FinalizerTeardown),
 			29: version("21", uid, true, metav1.FinalizerOrphanDependents, limbov1alpha1.FinalizerTeardown),
 		},
-		want:  true,
+		want:  metav1.FinalizerOrphanDependents,
 		reads: []uint64{39, 34, 29},
 	}, {
 		name:     "read back before down to 30: stops there",
@@ -231,12 +248,12 @@ func TestOrphanedInHistory(t *testing.T) {
 				reads = append(reads, rv-1)
 				return tc.history[rv-1], tc.errs[rv-1]
 			}
-			got, err := orphanedInHistory(context.Background(), b, tc.readBack, before)
+			got, err := cascadeInHistory(context.Background(), b, tc.readBack, before)
 			if (err != nil) != tc.wantErr {
 				t.Fatalf("err = %v, want error %v", err, tc.wantErr)
 			}
 			if got != tc.want {
-				t.Errorf("orphanedInHistory = %v, want %v", got, tc.want)
+				t.Errorf("cascadeInHistory = %q, want %q", got, tc.want)
 			}
 			if !slices.Equal(reads, tc.reads) {
 				t.Errorf("read at %v, want %v", reads, tc.reads)

@@ -33,7 +33,9 @@ import (
 //
 //   - --cascade=orphan (finalizer orphan) and --cascade=foreground (finalizer
 //     foregroundDeletion): the garbage collector orphans or deletes the dependents;
-//     limbo deletes nothing and lets the Bundle go.
+//     limbo deletes nothing and lets the Bundle go. The finalizer may be gone by
+//     the first pass (the collector was quicker): the mode is then what the
+//     Bundle's watch events or its history showed (see orphanCascades).
 //   - background (kubectl's default): objects go in reverse dependency order, each
 //     wave once the previous one is gone. Objects with a deletion delay are released
 //     to the reaper instead of deleted.
@@ -64,11 +66,14 @@ func (r *Reconciler) teardown(ctx context.Context, b *limbov1alpha1.Bundle) (ctr
 		return ctrl.Result{}, err
 	}
 	orphan := r.deletedWithOrphanCascade(b, plan, objects)
-	if !orphan && !controllerutil.ContainsFinalizer(b, metav1.FinalizerDeleteDependents) {
-		// No evidence at hand: what did the delete say? (Foreground is foreground.)
-		if orphan, err = r.orphanedInHistory(ctx, b); err != nil {
+	foreground := controllerutil.ContainsFinalizer(b, metav1.FinalizerDeleteDependents) || r.orphanCascades.cascade(b.UID) == metav1.FinalizerDeleteDependents
+	if !orphan && !foreground {
+		// No evidence at hand: what did the delete say?
+		cascade, err := r.cascadeInHistory(ctx, b)
+		if err != nil {
 			return ctrl.Result{}, err
 		}
+		orphan, foreground = cascade == metav1.FinalizerOrphanDependents, cascade == metav1.FinalizerDeleteDependents
 	}
 	if orphan { // nothing is deleted
 		if err := r.orphanContent(ctx, b, objects); err != nil {
@@ -78,7 +83,7 @@ func (r *Reconciler) teardown(ctx context.Context, b *limbov1alpha1.Bundle) (ctr
 			return ctrl.Result{}, false, r.orphanContent(ctx, b, fresh)
 		})
 	}
-	if controllerutil.ContainsFinalizer(b, metav1.FinalizerDeleteDependents) {
+	if foreground {
 		return ctrl.Result{}, r.removeFinalizer(ctx, b)
 	}
 	// Plugin teardowns run first: deorbit needs the objects still there.

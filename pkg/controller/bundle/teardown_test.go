@@ -432,6 +432,38 @@ func TestTeardownPluginItemsAreCounted(t *testing.T) {
 	}
 }
 
+// A Bundle seen deleted with --cascade=foreground is let go without its plugin
+// teardowns also once the garbage collector has removed foregroundDeletion —
+// at once when its dependents are elsewhere, as deorbit's. Before, a teardown
+// that came after the collector took the delete for a background one and ran
+// deorbit: which mode a user got depended on which controller looked first.
+func TestTeardownForegroundSeenBeforeTheCollectorWasDone(t *testing.T) {
+	registry, err := plugin.NewRegistry(sweeper{done: &atomic.Bool{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	claim := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "data"}}
+	resources := []limbov1alpha1.Resource{{Name: "sweep", Plugin: &limbov1alpha1.PluginResource{Name: "sweeper", DeletionDelay: "1h"}}}
+	status := limbov1alpha1.BundleStatus{ObservedGeneration: 1,
+		Resources: []limbov1alpha1.ResourceStatus{{Name: "sweep", State: limbov1alpha1.ResourceReady}}}
+	f := newTeardownFixture(t, deletedBundle(resources, status), registry, claim)
+	f.r.orphanCascades.observe(&limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{UID: f.bundle.UID, DeletionTimestamp: f.bundle.DeletionTimestamp,
+		Finalizers: []string{metav1.FinalizerDeleteDependents, limbov1alpha1.FinalizerTeardown}}})
+
+	f.reconcile(t)
+	var b limbov1alpha1.Bundle
+	if err := f.c.Get(context.Background(), client.ObjectKeyFromObject(f.bundle), &b); !apierrors.IsNotFound(err) && (err != nil || controllerutil.ContainsFinalizer(&b, limbov1alpha1.FinalizerTeardown)) {
+		t.Fatalf("the Bundle was not let go: %v, finalizers %v", err, b.Finalizers)
+	}
+	var cur corev1.PersistentVolumeClaim
+	if err := f.c.Get(context.Background(), client.ObjectKeyFromObject(claim), &cur); err != nil {
+		t.Fatal(err)
+	}
+	if _, stamped := cur.Annotations[limbov1alpha1.AnnotationDeletionTimestamp]; stamped {
+		t.Errorf("the plugin's teardown ran: the claim is stamped (%v)", cur.Annotations)
+	}
+}
+
 // A plugin teardown's grace runs from the Bundle's deletion. The stamps a
 // teardown that gave up left on the debris name only the Bundle's name and
 // resource: a Bundle shop/web made again (GitOps) and deleted finds its
