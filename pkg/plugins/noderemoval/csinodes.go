@@ -56,9 +56,12 @@ type csiNode struct {
 	// internalIP is spec.Addresses.InternalIP ("" when unset).
 	internalIP string
 	// nodeName is the Node name recorded on it (AnnotationNodeName; "" when none).
-	nodeName  string
-	uuid      string
-	resources []plugin.ObjectItem // without Desired and Group: set by Plan
+	nodeName string
+	uuid     string
+	// sharedUUID: another Csibmnode has this one's UUID (a hand-made copy, a
+	// restore): which node the resources of the UUID are is in doubt.
+	sharedUUID bool
+	resources  []plugin.ObjectItem // without Desired and Group: set by Plan
 }
 
 // names are the Node names the node goes by: its hostname and the recorded name
@@ -117,8 +120,10 @@ func groupParts(group string) (names []string, uuid string) {
 // listCSINodes lists the Csibmnodes and the resources of each, from the API
 // server. Field selectors on csi-baremetal's spec fields are not supported: every
 // kind is listed whole and filtered. Csibmnodes without a UUID or hostname are
-// not judged.
-func listCSINodes(ctx context.Context, r client.Reader) ([]*csiNode, error) {
+// not judged: their names are returned in unjudged. The resources of a UUID
+// that several Csibmnodes carry go with the last listed, and every one of them
+// is marked sharedUUID.
+func listCSINodes(ctx context.Context, r client.Reader) (out []*csiNode, unjudged []string, err error) {
 	list := func(kind string) ([]unstructured.Unstructured, error) {
 		l := &unstructured.UnstructuredList{}
 		l.SetGroupVersionKind(GVK(kind + "List"))
@@ -135,26 +140,29 @@ func listCSINodes(ctx context.Context, r client.Reader) ([]*csiNode, error) {
 	}
 	nodes, err := list(KindCsibmnode)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	byUUID := map[string]*csiNode{}
-	var out []*csiNode
 	for i := range nodes {
 		obj := &nodes[i]
 		uuid, _, _ := unstructured.NestedString(obj.Object, "spec", "UUID")
 		host, _, _ := unstructured.NestedString(obj.Object, "spec", "Addresses", "Hostname")
 		if uuid == "" || host == "" {
+			unjudged = append(unjudged, obj.GetName())
 			continue
 		}
 		ip, _, _ := unstructured.NestedString(obj.Object, "spec", "Addresses", "InternalIP")
 		cn := &csiNode{obj: obj, hostname: host, internalIP: ip, nodeName: obj.GetAnnotations()[AnnotationNodeName], uuid: uuid}
+		if other := byUUID[uuid]; other != nil {
+			other.sharedUUID, cn.sharedUUID = true, true
+		}
 		byUUID[uuid] = cn
 		out = append(out, cn)
 	}
 	for order, k := range nodeKinds {
 		items, err := list(k.kind)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		for i := range items {
 			id, _, _ := unstructured.NestedString(items[i].Object, k.nodeField...)
@@ -168,5 +176,5 @@ func listCSINodes(ctx context.Context, r client.Reader) ([]*csiNode, error) {
 		cn.resources = append(cn.resources, plugin.ObjectItem{Object: cn.obj, Order: len(nodeKinds)})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].hostname < out[j].hostname })
-	return out, nil
+	return out, unjudged, nil
 }

@@ -477,3 +477,36 @@ func TestGateHoldsUnderTheNameOfTheUUIDMatch(t *testing.T) {
 		})
 	}
 }
+
+// Two Csibmnodes that carry one UUID (a hand-made copy, a restore) leave in
+// doubt whose the UUID's Drives, Volumes, ... are: the resources went with the
+// last one listed, and a stale drained copy whose Node is gone took a live
+// node's Drive with it into limbo. Every item of both is kept, neither is
+// labelled, and the message says why. A Csibmnode without a UUID or hostname is
+// not judged, and the message names it (before, it was left out unsaid).
+func TestPlanKeepsCsibmnodesSharingAUUID(t *testing.T) {
+	live := csibmnodeObj("shared", "w1", "10.0.0.1", nil, nil)
+	live.SetName("a-live")
+	stale := csibmnodeObj("shared", "w1-old", "10.0.0.9", drained, nil)
+	stale.SetName("b-stale")
+	nameless := csibmnodeObj("nameless", "", "10.0.0.3", drained, nil)
+	c := fakeCluster(live, stale, nameless, driveObj("shared"), kubeNode("w1", "10.0.0.1", true))
+	res := mustPlan(t, c, `{"removeUndrained":true}`)
+	for _, it := range res.Inventory.Objects {
+		if !it.Desired {
+			t.Errorf("%s %s is an orphan; want every item of a shared UUID kept", it.Object.GetObjectKind().GroupVersionKind().Kind, it.Object.GetName())
+		}
+	}
+	if n := len(res.Inventory.Objects); n != 3 {
+		t.Errorf("%d items, want both Csibmnodes and the Drive", n)
+	}
+	for _, want := range []string{"w1 (its UUID shared is another Csibmnode's too)", "w1-old (its UUID shared is another Csibmnode's too)",
+		"Csibmnodes without spec.UUID or spec.Addresses.Hostname, not judged: nameless"} {
+		if !strings.Contains(res.Message, want) {
+			t.Errorf("message %q lacks %q", res.Message, want)
+		}
+	}
+	if labels := liveCsibmnode(t, c, "a-live").GetLabels(); labels[LabelDrain] != "" {
+		t.Errorf("Csibmnode a-live of the tainted Node w1 was labelled (%v): a Csibmnode in doubt is left as it is", labels)
+	}
+}

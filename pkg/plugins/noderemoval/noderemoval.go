@@ -233,7 +233,7 @@ func (p *Plugin) Plan(ctx context.Context, req plugin.Request) (*plugin.Result, 
 	if err != nil {
 		return nil, err
 	}
-	csiNodes, err := listCSINodes(ctx, req.Reader)
+	csiNodes, unjudged, err := listCSINodes(ctx, req.Reader)
 	if err != nil {
 		return nil, err
 	}
@@ -251,6 +251,10 @@ func (p *Plugin) Plan(ctx context.Context, req plugin.Request) (*plugin.Result, 
 		node, by, why := index.match(cn)
 		desired := true
 		switch {
+		case cn.sharedUUID:
+			// Whose are the Drives, Volumes, ... of the UUID? One of the
+			// Csibmnodes may be a live node's: none is judged, none mirrored.
+			contests = append(contests, fmt.Sprintf("%s (its UUID %s is another Csibmnode's too)", cn.displayName(), cn.uuid))
 		case by == contested:
 			// A Node that exists has its name or address: not gone (fail closed), but
 			// csi-baremetal says that Node is another's, so nothing of it is mirrored.
@@ -284,6 +288,9 @@ func (p *Plugin) Plan(ctx context.Context, req plugin.Request) (*plugin.Result, 
 	}
 	if len(contests) > 0 {
 		res.Message += fmt.Sprintf("; Node in doubt, resources kept and Csibmnode left as it is: %s", strings.Join(contests, ", "))
+	}
+	if len(unjudged) > 0 {
+		res.Message += fmt.Sprintf("; Csibmnodes without spec.UUID or spec.Addresses.Hostname, not judged: %s", strings.Join(unjudged, ", "))
 	}
 	if len(labelErrs) > 0 {
 		res.Message += "; " + strings.Join(labelErrs, "; ")
