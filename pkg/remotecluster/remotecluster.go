@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -287,16 +286,18 @@ func (c *Cache) build(kubeconfig []byte, secret types.NamespacedName, key string
 	if err != nil {
 		return fail(ReasonInvalidKubeconfig, err)
 	}
-	return &Clients{Client: cl, Discovery: disco, RESTMapper: mapper, Host: hostForMessages(cfg.Host), http: httpClient, answers: seen}, nil
+	return &Clients{Client: cl, Discovery: disco, RESTMapper: mapper, Host: hostForMessages(cfg), http: httpClient, answers: seen}, nil
 }
 
-// hostForMessages is an API server URL as messages may show it: a password in
-// it (https://user:password@host, which client-go sends as basic auth) goes into
-// Bundle status, events and annotations, read by more people than the Secret.
-func hostForMessages(host string) string {
-	u, err := url.Parse(host)
-	if err != nil || u.User == nil {
-		return host
+// hostForMessages is cfg's API server URL as messages may show it: a password
+// in it (https://user:password@host, or user:password@host, which client-go
+// completes with https:// — either sent as basic auth) would go into Bundle
+// status, events and annotations, read by more people than the Secret. The URL
+// is the one client-go talks to, so that no spelling escapes the redaction.
+func hostForMessages(cfg *rest.Config) string {
+	u, _, err := rest.DefaultServerUrlFor(cfg)
+	if err != nil {
+		return "(an API server URL that does not parse)"
 	}
 	return u.Redacted()
 }

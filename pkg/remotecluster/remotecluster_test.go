@@ -312,30 +312,32 @@ func TestClientsCachedPerSecretVersion(t *testing.T) {
 	}
 }
 
-// A password in the server's URL (sent as basic auth) never reaches Host, which
-// deorbit writes into status, events and annotations.
+// A password in the server's URL (sent as basic auth), with or without a
+// scheme (client-go adds https://), never reaches Host, which deorbit writes
+// into status, events and annotations.
 func TestClientsHostWithoutPassword(t *testing.T) {
 	srv := fakeAPIServer(t, false)
 	u, err := url.Parse(srv.URL)
 	if err != nil {
 		t.Fatal(err)
 	}
-	u.User = url.UserPassword("admin", "S3CRET")
-	cfg, err := clientcmd.Load(kubeconfigFor(t, srv))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Clusters["remote"].Server = u.String()
-	kubeconfig, err := clientcmd.Write(*cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	clients, err := NewCache(Options{}).Clients(context.Background(), readerOf(secretWith("kc", "u1", "1", map[string][]byte{"value": kubeconfig})), "team", SecretRef{Name: "kc"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if strings.Contains(clients.Host, "S3CRET") || !strings.Contains(clients.Host, u.Host) {
-		t.Errorf("Host = %q, want the server's URL without its password", clients.Host)
+	for _, server := range []string{"https://admin:S3CRET@" + u.Host, "admin:S3CRET@" + u.Host} {
+		cfg, err := clientcmd.Load(kubeconfigFor(t, srv))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Clusters["remote"].Server = server
+		kubeconfig, err := clientcmd.Write(*cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		clients, err := NewCache(Options{}).Clients(context.Background(), readerOf(secretWith("kc", "u1", "1", map[string][]byte{"value": kubeconfig})), "team", SecretRef{Name: "kc"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(clients.Host, "S3CRET") || !strings.Contains(clients.Host, u.Host) {
+			t.Errorf("server %q: Host = %q, want the server's URL without its password", server, clients.Host)
+		}
 	}
 }
 

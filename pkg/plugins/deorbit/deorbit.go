@@ -12,6 +12,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -172,12 +173,12 @@ func (p *Plugin) target(ctx context.Context, req plugin.Request, cfg config) (ta
 	if err != nil {
 		return target{}, err
 	}
-	if err := p.notThisCluster(ctx, req, clients, *cfg.KubeConfigSecretRef); err != nil {
-		return target{}, err
-	}
 	name := cfg.KubeConfigSecretRef.Name
-	return target{reader: clients.Client, cluster: &softdelete.Cluster{Name: name, Client: clients.Client}, clients: clients,
-		name: fmt.Sprintf("the cluster of kubeconfig Secret %s (%s)", name, clients.Host)}, nil
+	t := target{reader: clients.Client, cluster: &softdelete.Cluster{Name: name, Client: clients.Client}, clients: clients,
+		name: fmt.Sprintf("the cluster of kubeconfig Secret %s (%s)", name, clients.Host)}
+	// t goes with the error: whether the target answered tells a gone target
+	// from a slow one (read).
+	return t, p.notThisCluster(ctx, req, clients, *cfg.KubeConfigSecretRef)
 }
 
 // notThisCluster refuses a kubeconfig that reaches limbo's own cluster (a
@@ -185,22 +186,34 @@ func (p *Plugin) target(ctx context.Context, req plugin.Request, cfg config) (ta
 // named by mistake): deorbit would treat it as another cluster — its selection
 // every namespace's, its stamps over other Bundles' delays, none of the
 // warnings of this-cluster mode — with the kubeconfig's identity. Mode follows
-// intent: without kubeConfigSecretRef deorbit acts on this cluster. When
-// either cluster's kube-system Namespace cannot be read (the kubeconfig's
-// identity may not get Namespaces; a read that failed, tried again next pass)
-// nothing is known, and the kubeconfig is taken as it is.
+// intent: without kubeConfigSecretRef deorbit acts on this cluster. A read that
+// fails fails the pass (retried: the check is not skipped for a moment's
+// error), but for the answers that say a kube-system Namespace cannot be read
+// at all (an identity that may not get Namespaces, a cluster without one):
+// then nothing is known, and the kubeconfig is taken as it is.
 func (p *Plugin) notThisCluster(ctx context.Context, req plugin.Request, clients *remotecluster.Clients, ref remotecluster.SecretRef) error {
+	unknowable := func(err error) bool {
+		return apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) || apierrors.IsNotFound(err)
+	}
 	local := p.localUID.Load()
 	if local == nil {
 		uid, err := remotecluster.ClusterUID(ctx, req.Reader)
-		if err != nil {
+		switch {
+		case unknowable(err):
 			return nil
+		case err != nil:
+			return fmt.Errorf("read this cluster's kube-system Namespace, to tell it from the target: %w", err)
 		}
 		p.localUID.Store(&uid)
 		local = &uid
 	}
 	remote, err := clients.ClusterUID(ctx)
-	if err != nil || remote != *local {
+	switch {
+	case unknowable(err):
+		return nil
+	case err != nil:
+		return fmt.Errorf("read the target's kube-system Namespace, to tell it from this cluster: %w", err)
+	case remote != *local:
 		return nil
 	}
 	return &remotecluster.Error{Secret: types.NamespacedName{Namespace: req.Bundle.Namespace, Name: ref.Name}, Key: ref.KeyOrDefault(), Reason: remotecluster.ReasonThisCluster,

@@ -572,23 +572,31 @@ current-context: target
 // Namespace UID through both — is refused, armed and at teardown alike,
 // before anything of the target is listed, stamped or deleted: deorbit would
 // have treated this cluster as another one, every namespace's claims included.
-// When the UIDs differ, or this cluster's kube-system cannot be read, the
-// kubeconfig is used as before.
+// When the UIDs differ, or a kube-system cannot be read at all (NotFound,
+// Forbidden), the kubeconfig is used as before; any other failure to read the
+// target's fails the pass, retried, rather than skip the check.
 func TestTargetIsThisClusterRefused(t *testing.T) {
 	for _, tc := range []struct {
-		name     string
-		localUID types.UID // "": no kube-system Namespace here
-		refused  bool
+		name       string
+		localUID   types.UID // "": no kube-system Namespace here
+		kubeSystem int       // the target's answer to the kube-system read (0: the Namespace)
+		refused    string    // the error: "" for none
 	}{
-		{"the same cluster", targetClusterUID, true},
-		{"another cluster", "this-cluster-uid", false},
-		{"this cluster's identity unknown", "", false},
+		{name: "the same cluster", localUID: targetClusterUID, refused: "reaches limbo's own cluster"},
+		{name: "another cluster", localUID: "this-cluster-uid"},
+		{name: "this cluster's identity unknown", localUID: ""},
+		{name: "the target's identity may not read it", localUID: targetClusterUID, kubeSystem: http.StatusForbidden},
+		{name: "the target's read failed: not skipped", localUID: targetClusterUID, kubeSystem: http.StatusInternalServerError,
+			refused: "read the target's kube-system Namespace, to tell it from this cluster"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var listed atomic.Int32
 			srv := targetServer(t, func(path string) int {
 				if strings.HasSuffix(path, "/persistentvolumeclaims") || strings.HasSuffix(path, "/services") {
 					listed.Add(1)
+				}
+				if path == "/api/v1/namespaces/kube-system" {
+					return tc.kubeSystem
 				}
 				return 0
 			})
@@ -601,16 +609,19 @@ func TestTargetIsThisClusterRefused(t *testing.T) {
 			armed, planErr := h.plugin.Plan(context.Background(), plugin.Request{Bundle: h.bundle, Resource: "deorbit",
 				Spec: h.bundle.Spec.Resources[0].Plugin.Spec.Raw, Reader: local, Now: now})
 			res, err := h.pass()
-			if !tc.refused {
+			if tc.refused == "" {
 				if planErr != nil || err != nil || !res.Done {
 					t.Fatalf("armed: %v, %v; teardown: %+v, %v; want the target used", armed, planErr, res, err)
 				}
 				return
 			}
 			for what, err := range map[string]error{"armed": planErr, "teardown": err} {
+				if err == nil || !strings.Contains(err.Error(), tc.refused) {
+					t.Errorf("%s: %v; want an error containing %q", what, err, tc.refused)
+				}
 				var secretErr *remotecluster.Error
-				if !errors.As(err, &secretErr) || secretErr.Reason != remotecluster.ReasonThisCluster || !strings.Contains(err.Error(), "reaches limbo's own cluster") {
-					t.Errorf("%s: %v; want a %s refusal", what, err, remotecluster.ReasonThisCluster)
+				if isRefusal := errors.As(err, &secretErr) && secretErr.Reason == remotecluster.ReasonThisCluster; isRefusal != (tc.localUID == targetClusterUID && tc.kubeSystem == 0) {
+					t.Errorf("%s: %v; a %s refusal %v, want it only for the same cluster", what, err, remotecluster.ReasonThisCluster, isRefusal)
 				}
 			}
 			if res.Done || len(res.Items) != 0 {
