@@ -26,7 +26,7 @@ import (
 // Bundle, which then looks like a background delete. Three pieces of evidence
 // keep such a Bundle's teardown from deleting anything:
 //
-//   - orphanCascades remembers the finalizer from the Bundle's watch events,
+//   - cascades remembers the finalizer from the Bundle's watch events,
 //     which arrive in order whatever the cache holds by the time of the pass
 //     (and foregroundDeletion alike: --cascade=foreground's, which the
 //     collector removes as soon as the dependents are gone — at once for a
@@ -44,18 +44,18 @@ import (
 //     and the collector, its graph stale, removed orphan without orphaning
 //     anything.
 
-// orphanCascades is the set of Bundles seen deleted with --cascade=orphan or
+// cascades is the set of Bundles seen deleted with --cascade=orphan or
 // --cascade=foreground, and how far back each deleted Bundle's history has
 // been read.
-type orphanCascades struct {
+type cascades struct {
 	uids sync.Map // UID → the cascade's finalizer (cascadeFinalizers)
 	// readBack maps a UID to the resource version down to which the Bundle's
-	// history showed no orphan: later reads stop there.
+	// history showed no cascade finalizer: later reads stop there.
 	readBack sync.Map // UID → uint64
 }
 
 // predicate records what a Bundle's events say and lets every event through.
-func (c *orphanCascades) predicate() predicate.Funcs {
+func (c *cascades) predicate() predicate.Funcs {
 	return predicate.Funcs{
 		CreateFunc:  func(e event.CreateEvent) bool { c.observe(e.Object); return true },
 		UpdateFunc:  func(e event.UpdateEvent) bool { c.observe(e.ObjectNew); return true },
@@ -83,29 +83,32 @@ func cascadeOf(obj client.Object) string {
 	return ""
 }
 
-func (c *orphanCascades) observe(obj client.Object) {
-	if f := cascadeOf(obj); f != "" {
+// observe remembers the cascade obj's event shows. orphan, once seen, stays:
+// a second delete may change the propagation finalizers, and of two cascades
+// asked for, the one that deletes nothing is the one to keep.
+func (c *cascades) observe(obj client.Object) {
+	if f := cascadeOf(obj); f != "" && c.cascade(obj.GetUID()) != metav1.FinalizerOrphanDependents {
 		c.uids.Store(obj.GetUID(), f)
 	}
 }
 
 // cascade is the cascade finalizer the Bundle of uid was seen with ("": none).
-func (c *orphanCascades) cascade(uid types.UID) string {
+func (c *cascades) cascade(uid types.UID) string {
 	f, _ := c.uids.Load(uid)
 	s, _ := f.(string)
 	return s
 }
 
-func (c *orphanCascades) forget(uid types.UID) {
+func (c *cascades) forget(uid types.UID) {
 	c.uids.Delete(uid)
 	c.readBack.Delete(uid)
 }
 
 // deletedWithOrphanCascade reports whether b, being deleted, was deleted with
-// --cascade=orphan (see orphanCascades); objects are the ones labelled with b's
+// --cascade=orphan (see cascades); objects are the ones labelled with b's
 // name, the evidence after a restart.
 func (r *Reconciler) deletedWithOrphanCascade(b *limbov1alpha1.Bundle, plan *bundlespec.Plan, objects []*unstructured.Unstructured) bool {
-	if controllerutil.ContainsFinalizer(b, metav1.FinalizerOrphanDependents) || r.orphanCascades.cascade(b.UID) == metav1.FinalizerOrphanDependents {
+	if controllerutil.ContainsFinalizer(b, metav1.FinalizerOrphanDependents) || r.cascades.cascade(b.UID) == metav1.FinalizerOrphanDependents {
 		return true
 	}
 	if plan == nil {
@@ -173,7 +176,7 @@ func cascadeInHistory(ctx context.Context, b client.Object, readBack uint64, bef
 // earlier pass stopped, and remembers the answer.
 func (r *Reconciler) cascadeInHistory(ctx context.Context, b *limbov1alpha1.Bundle) (string, error) {
 	var readBack uint64
-	if v, ok := r.orphanCascades.readBack.Load(b.UID); ok {
+	if v, ok := r.cascades.readBack.Load(b.UID); ok {
 		readBack = v.(uint64)
 	}
 	cascade, err := cascadeInHistory(ctx, b, readBack, r.bundleVersionBefore)
@@ -182,10 +185,10 @@ func (r *Reconciler) cascadeInHistory(ctx context.Context, b *limbov1alpha1.Bund
 		return "", err
 	case cascade != "":
 		ctrl.LoggerFrom(ctx).Info("an earlier version of the deleted Bundle carried a cascade's finalizer: deleted with that cascade", "finalizer", cascade)
-		r.orphanCascades.uids.Store(b.UID, cascade)
+		r.cascades.uids.Store(b.UID, cascade)
 	default:
 		if rv, err := strconv.ParseUint(b.ResourceVersion, 10, 64); err == nil {
-			r.orphanCascades.readBack.Store(b.UID, rv)
+			r.cascades.readBack.Store(b.UID, rv)
 		}
 	}
 	return cascade, nil

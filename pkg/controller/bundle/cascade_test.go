@@ -48,7 +48,7 @@ func TestOrphanedByCollector(t *testing.T) {
 // The Bundle's watch events are remembered for the cascade finalizer they
 // carried: the garbage collector may remove it before the teardown's first
 // look (at once for --cascade=foreground when the dependents are elsewhere).
-func TestOrphanCascadesRememberTheFinalizer(t *testing.T) {
+func TestCascadesRememberTheFinalizer(t *testing.T) {
 	bundle := func(uid string, deleting bool, finalizers ...string) *limbov1alpha1.Bundle {
 		b := &limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Name: "shop", UID: types.UID("u-" + uid), Finalizers: finalizers}}
 		if deleting {
@@ -56,7 +56,7 @@ func TestOrphanCascadesRememberTheFinalizer(t *testing.T) {
 		}
 		return b
 	}
-	var c orphanCascades
+	var c cascades
 	p := c.predicate()
 	live := bundle("1", false, limbov1alpha1.FinalizerTeardown)
 	orphaning := bundle("1", true, metav1.FinalizerOrphanDependents, limbov1alpha1.FinalizerTeardown)
@@ -75,6 +75,9 @@ func TestOrphanCascadesRememberTheFinalizer(t *testing.T) {
 		{"a live Bundle", func() bool { return p.Create(event.CreateEvent{Object: live}) }, "1", ""},
 		{"deleted with --cascade=orphan", func() bool { return p.Update(event.UpdateEvent{ObjectOld: live, ObjectNew: orphaning}) }, "1", orphan},
 		{"the collector removed its finalizer", func() bool { return p.Update(event.UpdateEvent{ObjectOld: orphaning, ObjectNew: orphaned}) }, "1", orphan},
+		{"a second delete asked for foreground: orphan stays", func() bool {
+			return p.Update(event.UpdateEvent{ObjectOld: orphaned, ObjectNew: bundle("1", true, fg, limbov1alpha1.FinalizerTeardown)})
+		}, "1", orphan},
 		{"another Bundle deleted in the background", func() bool { return p.Create(event.CreateEvent{Object: background}) }, "2", ""},
 		{"a third deleted with --cascade=foreground", func() bool { return p.Create(event.CreateEvent{Object: foreground}) }, "3", fg},
 		{"the collector removed foregroundDeletion", func() bool {
@@ -124,7 +127,7 @@ func TestDeletedWithOrphanCascade(t *testing.T) {
 			b := &limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Name: "shop", UID: "b-1", Finalizers: tc.finalizers}}
 			r := &Reconciler{}
 			if tc.remembered != "" {
-				r.orphanCascades.uids.Store(b.UID, tc.remembered)
+				r.cascades.uids.Store(b.UID, tc.remembered)
 			}
 			if got := r.deletedWithOrphanCascade(b, tc.plan, tc.objects); got != tc.want {
 				t.Errorf("deletedWithOrphanCascade = %v, want %v", got, tc.want)

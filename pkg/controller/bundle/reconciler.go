@@ -88,8 +88,9 @@ type Reconciler struct {
 	applied   appliedCache
 	// bodies are the bodies of metadata-only objects that references read.
 	bodies bodies
-	// orphanCascades are the Bundles seen deleted with --cascade=orphan.
-	orphanCascades orphanCascades
+	// cascades are the Bundles seen deleted with --cascade=orphan or
+	// --cascade=foreground.
+	cascades cascades
 	// crdsServing are when CRDs were last seen to start serving a kind.
 	crdsServing crdsServing
 	// statuses writes Bundle status, and knows it ahead of the cache.

@@ -35,7 +35,7 @@ import (
 //     foregroundDeletion): the garbage collector orphans or deletes the dependents;
 //     limbo deletes nothing and lets the Bundle go. The finalizer may be gone by
 //     the first pass (the collector was quicker): the mode is then what the
-//     Bundle's watch events or its history showed (see orphanCascades).
+//     Bundle's watch events or its history showed (see cascades).
 //   - background (kubectl's default): objects go in reverse dependency order, each
 //     wave once the previous one is gone. Objects with a deletion delay are released
 //     to the reaper instead of deleted.
@@ -66,7 +66,7 @@ func (r *Reconciler) teardown(ctx context.Context, b *limbov1alpha1.Bundle) (ctr
 		return ctrl.Result{}, err
 	}
 	orphan := r.deletedWithOrphanCascade(b, plan, objects)
-	foreground := controllerutil.ContainsFinalizer(b, metav1.FinalizerDeleteDependents) || r.orphanCascades.cascade(b.UID) == metav1.FinalizerDeleteDependents
+	foreground := controllerutil.ContainsFinalizer(b, metav1.FinalizerDeleteDependents) || r.cascades.cascade(b.UID) == metav1.FinalizerDeleteDependents
 	if !orphan && !foreground {
 		// No evidence at hand: what did the delete say?
 		cascade, err := r.cascadeInHistory(ctx, b)

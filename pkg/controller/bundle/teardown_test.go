@@ -236,7 +236,7 @@ func newTeardownFixtureServing(t *testing.T, kinds []schema.GroupVersionKind, b 
 		teardowns: newBackgroundCalls[*plugin.TeardownResult](done, nil),
 	}
 	// No --cascade=orphan in the Bundle's history: none to read back.
-	r.orphanCascades.readBack.Store(b.UID, uint64(1)<<62)
+	r.cascades.readBack.Store(b.UID, uint64(1)<<62)
 	return &teardownFixture{r: r, c: c, reg: reg, bundle: b}
 }
 
@@ -447,7 +447,7 @@ func TestTeardownForegroundSeenBeforeTheCollectorWasDone(t *testing.T) {
 	status := limbov1alpha1.BundleStatus{ObservedGeneration: 1,
 		Resources: []limbov1alpha1.ResourceStatus{{Name: "sweep", State: limbov1alpha1.ResourceReady}}}
 	f := newTeardownFixture(t, deletedBundle(resources, status), registry, claim)
-	f.r.orphanCascades.observe(&limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{UID: f.bundle.UID, DeletionTimestamp: f.bundle.DeletionTimestamp,
+	f.r.cascades.observe(&limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{UID: f.bundle.UID, DeletionTimestamp: f.bundle.DeletionTimestamp,
 		Finalizers: []string{metav1.FinalizerDeleteDependents, limbov1alpha1.FinalizerTeardown}}})
 
 	f.reconcile(t)
