@@ -197,6 +197,9 @@ func (p *pass) syncPlugin(ctx context.Context, res *bundlespec.Resource) (limbov
 // that planned in this pass (and dropped it) or comes later in it (the first
 // come is the holder, as always).
 func (p *pass) heldByIdleGenerator(ctx context.Context, obj *unstructured.Unstructured, gen string) (string, error) {
+	if len(p.idleGenerators) == 0 {
+		return "", nil // the common pass: no read of the object before syncOne's
+	}
 	gvk := obj.GroupVersionKind()
 	if err := p.r.watcher.ensure(ctx, gvk); err != nil {
 		p.fail(err)
