@@ -85,10 +85,10 @@ func (s *startScan) Start(ctx context.Context) error {
 		case err != nil:
 			wait = s.backoff.When("scan")
 			logger.Error(err, "scan of kinds for objects of Bundles; retrying", "after", wait)
-		case forbidden > 0 || s.unavailable.Any():
+		case forbidden > 0:
 			forbiddenWait = min(max(2*forbiddenWait, firstForbiddenRetry), forbiddenRetryMax)
 			wait = forbiddenWait
-			logger.V(1).Info("every kind scanned but those the controller may not list or whose API group is unavailable; trying them again", "kinds", len(read), "forbidden", forbidden, "after", wait)
+			logger.V(1).Info("every kind scanned but those the controller may not list or whose API group is unavailable; trying them again", "kinds", len(read), "notRead", forbidden, "after", wait)
 		default:
 			logger.V(1).Info("every kind scanned for objects of Bundles", "kinds", len(read))
 			return nil
@@ -112,7 +112,8 @@ const scanConcurrency = 8
 // done once it has tried every kind discovery named, even when discovery
 // failed for some API groups (it names the others; those groups are recorded
 // in unavailable, not an error). It returns how many kinds the controller may
-// not list (not read, and not an error) and the errors.
+// not list and API groups discovery could not read (neither read, nor an
+// error: tried again later) and the errors.
 func (s *startScan) scan(ctx context.Context, read map[schema.GroupVersionKind]bool) (int, error) {
 	kinds, discoveryErr := limboscan.Kinds(s.discovery, "watch")
 	partial := s.unavailable.Note(ctx, discoveryErr)
@@ -153,7 +154,11 @@ func (s *startScan) scan(ctx context.Context, read map[schema.GroupVersionKind]b
 		s.done.Store(true)
 	}
 	if partial {
-		discoveryErr = nil // the groups read are scanned; the others are tried again later (Start)
+		// The groups read are scanned; the others are tried again later, as
+		// the kinds the controller may not list (Start).
+		groups, _ := limboscan.FailedGroups(discoveryErr)
+		refused += len(groups)
+		discoveryErr = nil
 	}
 	return refused, errors.Join(append([]error{discoveryErr}, failed...)...)
 }

@@ -111,7 +111,8 @@ func TestStartScan(t *testing.T) {
 		wantWatch  string
 		wantErr    string
 		wantDone   bool
-		// wantForbidden is how many kinds the controller may not list.
+		// wantForbidden is how many kinds the controller may not list and
+		// API groups discovery could not read.
 		wantForbidden int
 		// wantUnavailable: API groups are recorded unavailable (tried again
 		// later, without an error).
@@ -176,6 +177,7 @@ func TestStartScan(t *testing.T) {
 		wantWatch:       "[]",
 		wantDone:        true,
 		wantUnavailable: true,
+		wantForbidden:   1, // the group, tried again later
 		wantRetry:       []string{},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -104,7 +104,7 @@ func (r *Reaper) Start(ctx context.Context) error {
 		wait, err := r.pass(ctx, full)
 		if full {
 			var after time.Duration
-			after, retry = r.nextFullScan(errors.Is(err, errScanIncomplete) || r.unavailable.Any(), retry)
+			after, retry = r.afterFullScan(err, retry)
 			nextFull = r.Clock.Now().Add(after)
 		}
 		if err != nil {
@@ -219,6 +219,13 @@ const (
 	firstFullScanRetry = 5 * time.Second
 	maxFullScanRetry   = 5 * time.Minute
 )
+
+// afterFullScan is nextFullScan after a full pass that returned err: one that
+// could not list every kind, or whose discovery missed API groups, is
+// incomplete.
+func (r *Reaper) afterFullScan(err error, retry time.Duration) (after, nextRetry time.Duration) {
+	return r.nextFullScan(errors.Is(err, errScanIncomplete) || r.unavailable.Any(), retry)
+}
 
 // nextFullScan returns how long after a full scan the next one runs, and the
 // retry wait to remember: FullScanInterval after a complete scan (none when the

@@ -500,8 +500,6 @@ func (f fakeDiscovery) ServerPreferredNamespacedResources() ([]*metav1.APIResour
 	return f, nil
 }
 
-type failingDiscovery struct{ err error }
-
 // partialDiscovery names the kinds of lists and fails for the API groups of
 // down: an aggregated API whose service is unavailable.
 type partialDiscovery struct {
@@ -526,7 +524,8 @@ func TestUnavailableAPIGroup(t *testing.T) {
 	r, c := newReaper(t, inLimbo("due", "2026-11-22T08:00:00Z", "1h", false))
 	served := r.Discovery.(fakeDiscovery)
 	r.Discovery = partialDiscovery{lists: served, down: metricsDown}
-	if _, err := r.pass(context.Background(), true); err != nil {
+	_, err := r.pass(context.Background(), true)
+	if err != nil {
 		t.Fatalf("full pass with an API group unavailable: %v, want no error", err)
 	}
 	if err := c.Get(context.Background(), client.ObjectKey{Namespace: "ns", Name: "due"}, &corev1.ConfigMap{}); !apierrors.IsNotFound(err) {
@@ -535,17 +534,19 @@ func TestUnavailableAPIGroup(t *testing.T) {
 	if !r.unavailable.Any() {
 		t.Error("the unavailable group was not recorded")
 	}
-	if after, _ := r.nextFullScan(r.unavailable.Any(), 0); after != firstFullScanRetry {
+	if after, _ := r.afterFullScan(err, 0); after != firstFullScanRetry {
 		t.Errorf("next full scan in %v, want the incomplete scan's retry %v", after, firstFullScanRetry)
 	}
 	r.Discovery = served
-	if _, err := r.pass(context.Background(), true); err != nil {
+	if _, err = r.pass(context.Background(), true); err != nil {
 		t.Fatal(err)
 	}
-	if r.unavailable.Any() {
-		t.Error("the group is still recorded unavailable after a discovery that read every group")
+	if after, _ := r.afterFullScan(err, firstFullScanRetry); after != r.FullScanInterval {
+		t.Errorf("next full scan in %v after a discovery that read every group, want the interval %v", after, r.FullScanInterval)
 	}
 }
+
+type failingDiscovery struct{ err error }
 
 func (f failingDiscovery) ServerPreferredNamespacedResources() ([]*metav1.APIResourceList, error) {
 	return nil, f.err
