@@ -781,3 +781,47 @@ func TestAPIErrorText(t *testing.T) {
 		t.Errorf("error text = %q, want %q", err, want)
 	}
 }
+
+// A 404 means "already gone" only to a namespace delete: to a login or a
+// listing it is a wrong endpoint (or a proxy's page), which no caller may take
+// for success, so only DeleteNamespace's matches ErrNotFound.
+func TestNotFoundIsOnlyTheDeletes(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		path string // answered 404 (a plain-text page); the rest by the simulator
+		call func(c *storageos.Client, ns storageossim.Namespace) error
+		want bool
+	}{
+		{"login", "/v2/auth/login", func(c *storageos.Client, _ storageossim.Namespace) error {
+			_, err := c.ListNamespaces(context.Background())
+			return err
+		}, false},
+		{"list", "/v2/namespaces", func(c *storageos.Client, _ storageossim.Namespace) error {
+			_, err := c.ListNamespaces(context.Background())
+			return err
+		}, false},
+		{"delete", "/v2/namespaces/", func(c *storageos.Client, ns storageossim.Namespace) error {
+			return c.DeleteNamespace(context.Background(), ns.ID, ns.Version)
+		}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, withWrap(func(next http.Handler) http.Handler {
+				return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					if r.URL.Path == tc.path || strings.HasSuffix(tc.path, "/") && strings.HasPrefix(r.URL.Path, tc.path) {
+						http.NotFound(w, r)
+						return
+					}
+					next.ServeHTTP(w, r)
+				})
+			}))
+			ns := h.sim.AddNamespace("team-a")
+			err := tc.call(h.client, ns)
+			if err == nil {
+				t.Fatal("the call succeeded; want the 404's error")
+			}
+			if got := errors.Is(err, storageos.ErrNotFound); got != tc.want {
+				t.Errorf("%v: errors.Is(ErrNotFound) = %v, want %v", err, got, tc.want)
+			}
+		})
+	}
+}

@@ -244,7 +244,7 @@ func (p *Plugin) DeleteExternal(ctx context.Context, req plugin.Request, item li
 		return err
 	}
 	var notFound error // the 404 of the previous attempt's delete
-	for attempt := 0; attempt < 3; attempt++ {
+	for attempt := 1; ; attempt++ {
 		list, err := api.ListNamespaces(ctx)
 		if err != nil {
 			return err
@@ -268,19 +268,23 @@ func (p *Plugin) DeleteExternal(ctx context.Context, req plugin.Request, item li
 		case errors.Is(err, storageos.ErrNotFound):
 			// Gone, most likely; but a 404 that is not StorageOS's looks the
 			// same, and a Deleted event for a namespace that still exists
-			// would be a false audit trail: the listing decides.
+			// would be a false audit trail: the next listing decides.
 			notFound = err
-			continue
+		case errors.Is(err, storageos.ErrStaleVersion) && attempt < maxDeleteAttempts:
+			// changed since we listed it: list again
 		case errors.Is(err, storageos.ErrStaleVersion):
-			continue // changed since we listed it: list again
+			return fmt.Errorf("StorageOS namespace %q kept changing: %w", name, storageos.ErrStaleVersion)
 		case errors.Is(err, storageos.ErrNamespaceNotEmpty):
 			return fmt.Errorf("StorageOS namespace %q still holds volumes: %w", name, err)
 		default:
 			return err
 		}
 	}
-	return fmt.Errorf("StorageOS namespace %q kept changing: %w", name, storageos.ErrStaleVersion)
 }
+
+// maxDeleteAttempts bounds the deletes of one DeleteExternal that a changed
+// namespace (412) sends again with the version listed anew.
+const maxDeleteAttempts = 3
 
 // ItemName is a backend namespace's item name: its name and the endpoint it was
 // found on, which DeleteExternal holds against the endpoint the resource names

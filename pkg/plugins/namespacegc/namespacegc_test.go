@@ -805,6 +805,9 @@ func TestDeleteExternalForeign404(t *testing.T) {
 		name   string
 		answer func(deleted *bool) func(w http.ResponseWriter, r *http.Request) bool
 		want   string
+		// notFound: the error wraps storageos.ErrNotFound (the delete's 404),
+		// which a 404 to a login must not.
+		notFound bool
 	}{
 		{
 			name: "a proxy's 404 page for the DELETE",
@@ -819,7 +822,8 @@ func TestDeleteExternalForeign404(t *testing.T) {
 					return true
 				}
 			},
-			want: "still listed after its delete answered 404",
+			want:     "still listed after its delete answered 404",
+			notFound: true,
 		},
 		{
 			name: "a 404 to the login after the DELETE's 401",
@@ -841,6 +845,29 @@ func TestDeleteExternalForeign404(t *testing.T) {
 			},
 			want: "login: HTTP 404",
 		},
+		{
+			// Two stale versions, then a proxy's 404: the 404 is still
+			// confirmed by a listing, not reported as a namespace that kept
+			// changing.
+			name: "a proxy's 404 page after two stale versions",
+			answer: func(*bool) func(w http.ResponseWriter, r *http.Request) bool {
+				deletes := 0
+				return func(w http.ResponseWriter, r *http.Request) bool {
+					if r.Method != http.MethodDelete {
+						return false
+					}
+					if deletes++; deletes <= 2 {
+						w.WriteHeader(http.StatusPreconditionFailed)
+						_, _ = io.WriteString(w, `{"error":"namespace version mismatch"}`)
+						return true
+					}
+					http.NotFound(w, r)
+					return true
+				}
+			},
+			want:     "still listed after its delete answered 404",
+			notFound: true,
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -854,8 +881,8 @@ func TestDeleteExternalForeign404(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("DeleteExternal = %v, want an error containing %q", err, tt.want)
 			}
-			if errors.Is(err, storageos.ErrNotFound) && !strings.Contains(err.Error(), "still listed") {
-				t.Errorf("DeleteExternal = %v: a 404 not to the delete matches ErrNotFound", err)
+			if got := errors.Is(err, storageos.ErrNotFound); got != tt.notFound {
+				t.Errorf("DeleteExternal = %v: matches storageos.ErrNotFound %v, want %v", err, got, tt.notFound)
 			}
 			if _, ok := f.sim.Namespace("a"); !ok {
 				t.Fatal("backend namespace a is gone: the test's 404 did not stand in for the simulator")
