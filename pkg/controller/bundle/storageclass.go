@@ -6,6 +6,7 @@ import (
 	"time"
 
 	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	utilcache "k8s.io/apimachinery/pkg/util/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -24,6 +25,12 @@ func (r *Reconciler) bindsOnFirstUse(ctx context.Context, class string) bool {
 	var sc storagev1.StorageClass
 	if err := r.APIReader.Get(ctx, client.ObjectKey{Name: class}, &sc); err != nil {
 		log.FromContext(ctx).V(1).Info("StorageClass not read: its claims wait to be Bound", "storageClass", class, "error", err.Error())
+		if apierrors.IsNotFound(err) || apierrors.IsForbidden(err) {
+			// An answer that stands (a class that does not exist, a role
+			// without the read): remembered a while, or a claim of a missing
+			// class cost a GET at every pass of its Bundle. Other errors pass.
+			modes.Add(class, storagev1.VolumeBindingImmediate, unreadableClassTTL)
+		}
 		return false
 	}
 	mode := storagev1.VolumeBindingImmediate
@@ -39,9 +46,13 @@ func (r *Reconciler) bindsOnFirstUse(ctx context.Context, class string) bool {
 // A claim waiting for its first consumer is judged at every pass of its Bundle,
 // which would otherwise read its class each time. maxBindingModes bounds the
 // classes remembered (a cluster has a handful).
+// unreadableClassTTL is how long a class found missing or forbidden is taken as
+// binding at once without asking again: short, so that a class created for a
+// waiting claim is seen soon.
 const (
-	bindingModeTTL  = 5 * time.Minute
-	maxBindingModes = 256
+	bindingModeTTL     = 5 * time.Minute
+	unreadableClassTTL = 30 * time.Second
+	maxBindingModes    = 256
 )
 
 // bindingModes remembers StorageClasses' binding modes, by class name, for
