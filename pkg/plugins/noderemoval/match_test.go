@@ -396,8 +396,9 @@ func TestPlanMatchesCsibmnodeByCSIBaremetalUUID(t *testing.T) {
 // The gate of a node that csi-baremetal matched by UUID to a Node of another name
 // (w3.example.com for hostname w3) checks that name: recorded on the Csibmnode
 // while the Node exists, and, when it never could be (the write refused), the
-// hostname under any domain that no Node has. A Node carrying the node's UUID
-// again, under any name, holds it too.
+// hostname under any domain, unless a Node of that name is another Csibmnode's
+// (csi-baremetal's UUID annotation). A Node carrying the node's UUID again,
+// under any name, holds it too.
 func TestGateHoldsUnderTheNameOfTheUUIDMatch(t *testing.T) {
 	const spec = `{"removeUndrained":true,"nodePodSelector":{"matchLabels":{"app":"csi-baremetal-node"}}}`
 	for _, tc := range []struct {
@@ -421,8 +422,15 @@ func TestGateHoldsUnderTheNameOfTheUUIDMatch(t *testing.T) {
 		objs:     []client.Object{nodePod("csi-node-a", "w3", "csi-baremetal-node"), nodePod("csi-node-b", "w3", "csi-baremetal-node")},
 		wantHold: "pod csi/csi-node-a (nodePodSelector) is still bound to node w3 (and 1 more)",
 	}, {
-		name: "the name never recorded, a node pod on w3.other.example, a Node that exists", refuse: true,
-		objs: []client.Object{kubeNode("w3.other.example", "10.0.0.50", false), nodePod("csi-node", "w3.other.example", "csi-baremetal-node")},
+		name: "the name never recorded, a node pod on w3.other.example, another Csibmnode's Node", refuse: true,
+		objs: []client.Object{withCSIUUID(kubeNode("w3.other.example", "10.0.0.50", false), "other-uuid"), nodePod("csi-node", "w3.other.example", "csi-baremetal-node")},
+	}, {
+		// Tied to no Csibmnode: it may be w3 back under its FQDN (its UUID
+		// unreadable to limbo, its name never recorded). Before, it let w3's
+		// resources go.
+		name: "the name never recorded, a node pod on w3.other.example, a Node tied to no Csibmnode", refuse: true,
+		objs:     []client.Object{kubeNode("w3.other.example", "10.0.0.50", false), nodePod("csi-node", "w3.other.example", "csi-baremetal-node")},
+		wantHold: "pod csi/csi-node (nodePodSelector) is still bound to node w3.other.example",
 	}, {
 		name: "the name never recorded, a node pod on w30.example.com", refuse: true,
 		objs: []client.Object{nodePod("csi-node", "w30.example.com", "csi-baremetal-node")},

@@ -330,7 +330,8 @@ func (p *Plugin) reportUndrained(req plugin.Request, undrained []string, taint T
 // the names, no Node may carry its UUID in AnnotationCSINodeUUID (csi-baremetal
 // matched a Node to it again, under whatever name), and no pod matching
 // nodePodSelector may be bound to any of the names, nor to the hostname under a
-// domain (w3.example.com for hostname w3) that no Node has: csi-baremetal's node
+// domain (w3.example.com for hostname w3) unless a Node of that name exists that
+// csi-baremetal tied to another Csibmnode: csi-baremetal's node
 // pod is bound to the Node's name, which need not be the Csibmnode's hostname,
 // and limbo may never have learnt it (the Node gone before the Bundle was made,
 // or the write of its name refused).
@@ -384,12 +385,16 @@ func (p *Plugin) MayDelete(ctx context.Context, req plugin.Request, group string
 		bound[name] = append(bound[name], pod)
 	}
 	for _, name := range domains {
-		// Another node of the same short name that exists is not this one.
+		// A Node of the hostname under a domain that csi-baremetal tied to
+		// another Csibmnode (its UUID is not this one's: checked above) is
+		// another node of the same short name. One it tied to none may be this
+		// node back under its FQDN, its name never recorded: it holds (fail
+		// closed).
 		var node corev1.Node
 		switch err := req.Reader.Get(ctx, client.ObjectKey{Name: name}, &node); {
-		case err == nil:
+		case err == nil && csiUUIDOf(&node) != "":
 			delete(bound, name)
-		case !apierrors.IsNotFound(err):
+		case err != nil && !apierrors.IsNotFound(err):
 			return "", fmt.Errorf("read Node %s: %w", name, err)
 		}
 	}
