@@ -27,15 +27,7 @@ func TestBundleObjectBeingDeletedIsRecreatedOnceGone(t *testing.T) {
 	waitReady(t, b)
 	old := getObject(t, configMapGVK, ns, "settings")
 
-	patchObject(t, configMapGVK, ns, "settings", fmt.Sprintf(`{"metadata":{"finalizers":[%q]}}`, holdFinalizer))
-	released := false
-	release := func() {
-		if !released {
-			released = true
-			patchObject(t, configMapGVK, ns, "settings", `{"metadata":{"finalizers":null}}`)
-		}
-	}
-	t.Cleanup(release) // the namespace cannot go while settings is held
+	release := holdConfigMap(t, ns, "settings")
 	deleteObject(t, old)
 
 	deleting := func(cur *limbov1alpha1.Bundle) error {

@@ -27,15 +27,7 @@ func TestTeardownGeneratedObjectAfterItsDependents(t *testing.T) {
 	if getObject(t, configMapGVK, ns, "app-settings") == nil {
 		t.Fatal("the generated ConfigMap app-settings does not exist")
 	}
-	patchObject(t, configMapGVK, ns, "app", fmt.Sprintf(`{"metadata":{"finalizers":[%q]}}`, holdFinalizer))
-	released := false
-	release := func() {
-		if !released {
-			released = true
-			patchObject(t, configMapGVK, ns, "app", `{"metadata":{"finalizers":null}}`)
-		}
-	}
-	t.Cleanup(release)
+	release := holdConfigMap(t, ns, "app")
 
 	deleteBundle(t, b, metav1.DeletePropagationBackground)
 	testenv.Eventually(t, testenv.DefaultTimeout, func() error {

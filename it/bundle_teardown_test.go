@@ -27,6 +27,20 @@ import (
 // that the test can watch a teardown wave wait for it.
 const holdFinalizer = "test.limbo.dev/hold"
 
+// holdConfigMap puts holdFinalizer on ConfigMap ns/name and returns what takes
+// it off again, once; that runs when the test ends too (the test's namespace
+// cannot go while the object is held).
+func holdConfigMap(t testing.TB, ns, name string) (release func()) {
+	t.Helper()
+	patchObject(t, configMapGVK, ns, name, fmt.Sprintf(`{"metadata":{"finalizers":[%q]}}`, holdFinalizer))
+	var once sync.Once
+	release = func() {
+		once.Do(func() { patchObject(t, configMapGVK, ns, name, `{"metadata":{"finalizers":null}}`) })
+	}
+	t.Cleanup(release)
+	return release
+}
+
 // chain is base <- mid <- top: mid depends on base, top on mid.
 func chain(t *testing.T, extra ...limbov1alpha1.Resource) []limbov1alpha1.Resource {
 	return append([]limbov1alpha1.Resource{
@@ -49,7 +63,7 @@ func TestTeardownBackgroundReverseOrder(t *testing.T) {
 	if !slices.Contains(getBundle(t, b).Finalizers, limbov1alpha1.FinalizerTeardown) {
 		t.Fatalf("finalizers = %v, want %s", getBundle(t, b).Finalizers, limbov1alpha1.FinalizerTeardown)
 	}
-	patchObject(t, configMapGVK, ns, "mid", fmt.Sprintf(`{"metadata":{"finalizers":[%q]}}`, holdFinalizer))
+	release := holdConfigMap(t, ns, "mid")
 
 	log := watchConfigMaps(t, ns)
 	deleteBundle(t, b, metav1.DeletePropagationBackground)
@@ -83,7 +97,7 @@ func TestTeardownBackgroundReverseOrder(t *testing.T) {
 	testenv.Eventually(t, testenv.DefaultTimeout, remaining)
 	testenv.Consistently(t, 3*time.Second, remaining)
 
-	patchObject(t, configMapGVK, ns, "mid", `{"metadata":{"finalizers":null}}`)
+	release()
 	waitGone(t, configMapGVK, ns, "base")
 	waitBundleGone(t, b)
 

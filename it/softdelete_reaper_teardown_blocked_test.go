@@ -22,8 +22,7 @@ func TestReaperReleasedWhileTeardownBlocked(t *testing.T) {
 		objectResource(t, "top", top, limbov1alpha1.Reference{Resource: "mid"}),
 		objectResource(t, "mid", configMap("mid", map[string]any{"k": "v"}, nil)))
 	waitReady(t, b)
-	patchObject(t, configMapGVK, ns, "mid", fmt.Sprintf(`{"metadata":{"finalizers":[%q]}}`, holdFinalizer))
-	t.Cleanup(func() { patchObject(t, configMapGVK, ns, "mid", `{"metadata":{"finalizers":null}}`) })
+	holdConfigMap(t, ns, "mid")
 
 	deleteBundle(t, b, metav1.DeletePropagationBackground)
 	testenv.Eventually(t, testenv.DefaultTimeout, func() error {
