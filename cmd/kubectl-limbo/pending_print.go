@@ -87,7 +87,7 @@ var pendingColumns = []metav1.TableColumnDefinition{
 	{Name: "Name", Type: "string", Format: "name", Description: "The name of the object in limbo, or of the Tombstone of an external item."},
 	{Name: "Bundle", Type: "string", Description: "The Bundle that managed it (label limbo.dev/bundle)."},
 	{Name: "Delete-After", Type: "string", Description: "The deadline: limbo.dev/deletionTimestamp + limbo.dev/deletionDelay."},
-	{Name: "Time-Left", Type: "string", Description: "Time to the deadline; due once it has come."},
+	{Name: "Time-Left", Type: "string", Description: "Time to the deadline; due once it has come; deleting once the deletion runs."},
 	{Name: "Delay", Type: "string", Priority: 1, Description: "The limbo.dev/deletionDelay annotation."},
 	{Name: "In-Limbo", Type: "string", Priority: 1, Description: "Time since the countdown started (limbo.dev/deletionTimestamp)."},
 	{Name: "Message", Type: "string", Description: "Why the item is special: an invalid delay or stamp, a Bundle's message, a Tombstone's item and last error."},
@@ -140,9 +140,11 @@ func deleteAfterColumn(p *pendingItem) string {
 }
 
 // timeLeftColumn is the TIME-LEFT column: the time until the deadline, "due"
-// once it has come.
+// once it has come, "deleting" once the deletion runs.
 func timeLeftColumn(p *pendingItem, now time.Time) string {
 	switch {
+	case p.countdown == countdownDeleting:
+		return "deleting"
 	case p.countdown == countdownNow:
 		return "due"
 	case p.countdown == countdownNever:

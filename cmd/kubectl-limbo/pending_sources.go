@@ -65,6 +65,10 @@ const (
 	countdownHeld
 	// countdownNever: the item is never deleted as it is (invalid delay).
 	countdownNever
+	// countdownDeleting: the item has a deletionTimestamp: its deletion runs
+	// (a Tombstone's external delete, an object's finalizers), whatever its
+	// countdown said.
+	countdownDeleting
 )
 
 // pendingItem is one row of `pending`.
@@ -426,9 +430,10 @@ func readDelays(ctx context.Context, c client.Reader, items []pendingItem) {
 // holdReleased marks item, an object's row, held when the reaper holds the
 // object (releasedHold: a Bundle of its namespace declares it), and says for
 // which Bundle: its countdown, if any, is shown, but it is not deleted while the
-// hold lasts. An invalid delay stays "never".
+// hold lasts. An invalid delay stays "never"; an object being deleted stays
+// "deleting": no hold stops that.
 func holdReleased(item *pendingItem, bundles []limbov1alpha1.Bundle, now time.Time) {
-	if item.object == nil || item.countdown == countdownNever {
+	if item.object == nil || item.countdown == countdownNever || item.countdown == countdownDeleting {
 		return
 	}
 	if h, ok := releasedHold(item.object, item.groupKind(), bundles, now); ok {
@@ -521,6 +526,7 @@ func objectItem(obj *metav1.PartialObjectMetadata, now time.Time) pendingItem {
 		item.Bundle = bundle.Name // a plugin's object item
 	}
 	setCountdown(&item, obj, now)
+	markDeleting(&item, obj)
 	return item
 }
 
@@ -545,7 +551,22 @@ func tombstoneItem(t *limbov1alpha1.Tombstone, now time.Time) pendingItem {
 	if t.Status.LastError != "" {
 		item.addMessage(fmt.Sprintf("last error (attempt %d): %s", t.Status.Attempts, t.Status.LastError))
 	}
+	markDeleting(&item, t)
 	return item
+}
+
+// markDeleting marks item deleting when obj is being deleted (a Tombstone
+// force-deleted, its external delete running; an object held by a finalizer):
+// a countdown would read as time still left to cancel it. MESSAGE says so as
+// the Bundle's entry for it does (softdelete.TerminatingMessage), so that the
+// entry's message merged into the row adds nothing. DELETE-AFTER keeps the
+// deadline, if any.
+func markDeleting(item *pendingItem, obj metav1.Object) {
+	if obj.GetDeletionTimestamp() == nil {
+		return
+	}
+	item.countdown = countdownDeleting
+	item.addMessage(softdelete.TerminatingMessage(obj))
 }
 
 // describeExternalItem names the external item of a Tombstone, for example
@@ -604,14 +625,14 @@ func setCountdown(item *pendingItem, obj metav1.Object, now time.Time) {
 }
 
 // sortPending orders items soonest deletion first: running countdowns by
-// deadline (items without a delay have none: they come before every countdown,
-// overdue ones included), then the items whose
+// deadline (items being deleted and items without a delay have none: they come
+// before every countdown, overdue ones included), then the items whose
 // countdown is unknown, then those never deleted; ties by namespace, kind and
 // name, so that the order is deterministic.
 func sortPending(items []pendingItem) {
 	rank := func(p *pendingItem) int {
 		switch p.countdown {
-		case countdownRunning, countdownNow:
+		case countdownRunning, countdownNow, countdownDeleting:
 			return 0
 		case countdownUnknown, countdownHeld:
 			return 1
@@ -620,7 +641,7 @@ func sortPending(items []pendingItem) {
 		}
 	}
 	deadline := func(p *pendingItem) time.Time {
-		if p.DeleteAfter == nil {
+		if p.DeleteAfter == nil || p.countdown == countdownDeleting {
 			return time.Time{}
 		}
 		return *p.DeleteAfter

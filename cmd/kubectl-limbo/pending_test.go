@@ -653,3 +653,43 @@ func TestPendingWarnsOfACutStatus(t *testing.T) {
 		t.Errorf("stderr %q, want %q", errOut, want)
 	}
 }
+
+// An item with a deletionTimestamp is being deleted, whatever its countdown
+// says: a Tombstone force-deleted (its external delete runs), a released object
+// held by a finalizer, even one the reaper would hold for a Bundle. It reads
+// "deleting", first, as the Bundle's entry for it says ("being deleted; held by
+// finalizers: ...", said once), not a countdown that seems to leave time to
+// cancel it.
+func TestPendingItemsBeingDeleted(t *testing.T) {
+	deleting := func(m metav1.ObjectMeta, finalizer string, since time.Duration) metav1.ObjectMeta {
+		m.Finalizers = []string{finalizer}
+		m.DeletionTimestamp = &metav1.Time{Time: testNow.Add(-since).Truncate(time.Second)}
+		return m
+	}
+	tomb := &limbov1alpha1.Tombstone{
+		ObjectMeta: deleting(inLimbo("team-a", "shop-gc-1", "shop", "24h", stampAgo(time.Minute)), limbov1alpha1.FinalizerHardDelete, 30*time.Second),
+		Spec:       limbov1alpha1.TombstoneSpec{Plugin: "namespace-gc", Item: limbov1alpha1.ExternalItem{Kind: "StorageOSNamespace", ID: "1", Name: "old"}},
+	}
+	data := deleting(inLimbo("team-a", "data", "shop", "24h", stampAgo(time.Hour)), "kubernetes.io/pvc-protection", 10*time.Minute)
+	data.Annotations[limbov1alpha1.AnnotationReleased] = stampAgo(time.Hour)
+	// Bundle shop declares "data" again: the reaper would hold it, were it not
+	// being deleted already.
+	shop := shopDeclaring(t, []string{"data"})
+	shop.Status.PendingDeletions = []limbov1alpha1.PendingDeletion{{APIVersion: "v1", Kind: "ConfigMap", Namespace: "team-a", Name: "data",
+		DeleteAfter: &metav1.Time{Time: testNow.Add(23 * time.Hour).Truncate(time.Second)},
+		Message:     "being deleted; held by finalizers: kubernetes.io/pvc-protection"}}
+	f := newFixture(t, nil, tomb, &corev1.ConfigMap{ObjectMeta: data}, shop,
+		&corev1.ConfigMap{ObjectMeta: inLimbo("team-a", "soon", "shop", "1h", stampAgo(59*time.Minute))})
+	code, out, errOut := f.run("pending", "-n", "team-a")
+	if code != 0 || errOut != "" {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+	want := `KIND        NAME        BUNDLE   DELETE-AFTER           TIME-LEFT   MESSAGE
+ConfigMap   data        shop     2026-03-02T11:00:00Z   deleting    being deleted; held by finalizers: kubernetes.io/pvc-protection
+Tombstone   shop-gc-1   shop     2026-03-02T11:59:00Z   deleting    namespace-gc: StorageOSNamespace "old" (id 1); being deleted; held by finalizers: limbo.dev/hard-delete
+ConfigMap   soon        shop     2026-03-01T12:01:00Z   60s
+`
+	if got := trimTrailingSpaces(out); got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+}

@@ -606,13 +606,20 @@ func describeGVK(obj client.Object) string {
 // it stays listed, saying what holds it, until it is gone.
 // An object deleted before it was stamped shows no countdown (none ran).
 func terminatingEntry(obj client.Object) *limbov1alpha1.PendingDeletion {
-	message := "being deleted"
-	if f := obj.GetFinalizers(); len(f) > 0 {
-		message = "being deleted; held by finalizers: " + strings.Join(f, ", ")
-	}
+	message := TerminatingMessage(obj)
 	p := heldEntry(obj, Decide(obj.GetDeletionTimestamp().Time, StateOf(obj, false)), message)
 	p.Message = message // an invalid delay no longer matters
 	return p
+}
+
+// TerminatingMessage says that obj, which has a deletionTimestamp, is being
+// deleted, and which finalizers hold it: the message of its pendingDeletions
+// entry, and of its row in kubectl limbo pending, which thus read the same.
+func TerminatingMessage(obj metav1.Object) string {
+	if f := obj.GetFinalizers(); len(f) > 0 {
+		return "being deleted; held by finalizers: " + strings.Join(f, ", ")
+	}
+	return "being deleted"
 }
 
 // Due reports whether obj, an orphan, is to be deleted at now (Decide's Delete):
