@@ -121,6 +121,16 @@ func (p *pendingItem) addMessage(msg string) {
 	p.Message += msg
 }
 
+// hold marks the item held: something (its message says what) keeps it from
+// being deleted, its countdown, if any, still shown in DELETE-AFTER. An invalid
+// delay stays "never" (the hold ending would not delete it), an item being
+// deleted "deleting" (no hold stops that).
+func (p *pendingItem) hold() {
+	if p.countdown != countdownNever && p.countdown != countdownDeleting {
+		p.countdown = countdownHeld
+	}
+}
+
 // itemKey identifies an item across the sources.
 type itemKey struct {
 	cluster   string
@@ -251,6 +261,11 @@ func collectPending(ctx context.Context, src pendingSources, namespace string, n
 				item.addMessage("in cluster " + entry.Cluster)
 			} else if i, ok := index[item.key()]; ok {
 				items[i].addMessage(entry.Message) // an empty message adds nothing
+				if entry.Held() {
+					// A stamped orphan its Bundle holds back: its deadline may have
+					// come, but it is not deleted while the hold lasts.
+					items[i].hold()
+				}
 				continue
 			}
 			// The delay the controller found invalid, as the object's row would
@@ -263,6 +278,9 @@ func collectPending(ctx context.Context, src pendingSources, namespace string, n
 				t := entry.DeleteAfter.UTC()
 				item.DeleteAfter = &t
 				item.countdown = countdownRunning
+			}
+			if entry.Held() {
+				item.hold() // its deadline shown, not its countdown: the Bundle holds it
 			}
 			item.addMessage(entry.Message)
 			add(item)
@@ -434,10 +452,10 @@ func readDelays(ctx context.Context, c client.Reader, items []pendingItem) {
 // "deleting": no hold stops that.
 func holdReleased(item *pendingItem, bundles []limbov1alpha1.Bundle, now time.Time) {
 	if item.object == nil || item.countdown == countdownNever || item.countdown == countdownDeleting {
-		return
+		return // no hold to tell of: the hold ending would change nothing
 	}
 	if h, ok := releasedHold(item.object, item.groupKind(), bundles, now); ok {
-		item.countdown = countdownHeld
+		item.hold()
 		item.addMessage("held by the reaper: " + h.Why)
 	}
 }

@@ -693,3 +693,42 @@ ConfigMap   soon        shop     2026-03-01T12:01:00Z   60s
 		t.Errorf("got\n%s\nwant\n%s", got, want)
 	}
 }
+
+// A stamped orphan that its Bundle holds back (its readiness gate, its guard
+// against an emptied spec) is held, as an unstamped one is, though its deadline
+// has come: the controller does not delete it while the hold lasts. Its row
+// comes from its labelled object, or, cluster-scoped (a plugin's object item),
+// from the entry alone; another message (a failed delete) holds nothing.
+func TestPendingStampedOrphanHeldByItsBundle(t *testing.T) {
+	overdue := &metav1.Time{Time: testNow.Add(-48 * time.Hour).Truncate(time.Second)}
+	entry := func(namespace, kind, name, message string) limbov1alpha1.PendingDeletion {
+		return limbov1alpha1.PendingDeletion{APIVersion: "v1", Kind: kind, Namespace: namespace, Name: name, DeleteAfter: overdue, Message: message}
+	}
+	bundle := &limbov1alpha1.Bundle{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "shop", UID: uid("shop")},
+		Status: limbov1alpha1.BundleStatus{PendingDeletions: []limbov1alpha1.PendingDeletion{
+			entry("team-a", "ConfigMap", "not-ready", limbov1alpha1.PendingMessageWaitingForReady),
+			entry("team-a", "ConfigMap", "emptied", limbov1alpha1.PendingMessageEmptyBundle),
+			entry("team-a", "ConfigMap", "failed", "delete failed: etcd timeout"),
+			entry("", "Namespace", "node-item", limbov1alpha1.PendingMessageWaitingForReady),
+		}},
+	}
+	objs := []client.Object{bundle}
+	for _, name := range []string{"not-ready", "emptied", "failed"} {
+		objs = append(objs, &corev1.ConfigMap{ObjectMeta: inLimbo("team-a", name, "shop", "1h", stampAgo(49*time.Hour))})
+	}
+	f := newFixture(t, nil, objs...)
+	code, out, errOut := f.run("pending", "-n", "team-a")
+	if code != 0 || errOut != "" {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+	want := `KIND        NAME        BUNDLE   DELETE-AFTER           TIME-LEFT   MESSAGE
+ConfigMap   failed      shop     2026-02-27T12:00:00Z   due         delete failed: etcd timeout
+ConfigMap   emptied     shop     2026-02-27T12:00:00Z   held        not deleted: the Bundle's spec has no resources; set spec.allowEmpty: true to delete what it manages
+ConfigMap   not-ready   shop     2026-02-27T12:00:00Z   held        waiting for every resource of the Bundle to be Ready
+Namespace   node-item   shop     2026-02-27T12:00:00Z   held        waiting for every resource of the Bundle to be Ready
+`
+	if got := trimTrailingSpaces(out); got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+}

@@ -1298,8 +1298,8 @@ func (r *Reconciler) readinessRule(ctx context.Context, gvk schema.GroupVersionK
 // Messages of orphans held back: by the readiness gate, and by the guard against
 // an emptied spec.
 const (
-	msgWaitingForReady = "waiting for every resource of the Bundle to be Ready"
-	msgEmptyBundle     = "not deleted: the Bundle's spec has no resources; set spec.allowEmpty: true to delete what it manages"
+	msgWaitingForReady = limbov1alpha1.PendingMessageWaitingForReady
+	msgEmptyBundle     = limbov1alpha1.PendingMessageEmptyBundle
 )
 
 // blockedMessage is the message of a resource Blocked on its dependencies.

@@ -308,6 +308,21 @@ type PendingDeletion struct {
 	Message string `json:"message,omitempty"`
 }
 
+// Messages of the pendingDeletions entries of orphans their Bundle holds back,
+// countdown or not: by its readiness gate, and by its guard against an emptied
+// spec. kubectl limbo pending reads them (Held) to show such an orphan held.
+const (
+	PendingMessageWaitingForReady = "waiting for every resource of the Bundle to be Ready"
+	PendingMessageEmptyBundle     = "not deleted: the Bundle's spec has no resources; set spec.allowEmpty: true to delete what it manages"
+)
+
+// Held reports whether the entry's orphan is held back by its Bundle (its
+// readiness gate, its guard against an emptied spec): not deleted, even once
+// its DeleteAfter has come, until the hold ends.
+func (p *PendingDeletion) Held() bool {
+	return p.Message == PendingMessageWaitingForReady || p.Message == PendingMessageEmptyBundle
+}
+
 // InvalidDelay reports whether the entry is never deleted as it stands: it has
 // no deadline because its limbo.dev/deletionDelay is invalid, which its message
 // names. An entry without a deadline for any other reason waits on something
