@@ -199,47 +199,16 @@ func cancelKeeper(ctx context.Context, c client.Client, t target, obj *metav1.Pa
 	if !softdelete.HasLimboMark(obj) {
 		return keeper{}, refuseUnlessInLimbo(ctx, c, t, obj)
 	}
-	gk := t.mapping.GroupVersionKind.GroupKind()
-	// role names the Bundle at key in an error, with a %s for the key.
-	read := func(key client.ObjectKey, role string) (*limbov1alpha1.Bundle, error) {
-		var b limbov1alpha1.Bundle
-		err := c.Get(ctx, key, &b)
-		switch {
-		case apierrors.IsNotFound(err):
-			return nil, nil
-		case err != nil:
-			return nil, fmt.Errorf("cannot cancel %s: %s cannot be read to tell whether it declares it again: %w",
-				t, fmt.Sprintf(role, key), err)
-		}
-		return &b, nil
-	}
-	declares := func(b *limbov1alpha1.Bundle, role string) (bool, error) {
-		if !b.DeletionTimestamp.IsZero() {
-			return false, nil
-		}
-		d, err := bundlespec.DeclaresReadably(b, gk, t.name)
-		if err != nil {
-			return false, fmt.Errorf("cannot cancel %s: whether %s declares it again cannot be told: %w; fix the Bundle's spec first",
-				t, fmt.Sprintf(role, client.ObjectKeyFromObject(b)), err)
-		}
-		return d != bundlespec.NotDeclared, nil
-	}
-
+	check := declarationCheck{ctx: ctx, c: c, t: t, verb: "cancel"}
 	var controller *limbov1alpha1.Bundle
 	if owner := bundleControllerOf(obj); owner != nil {
-		const role = "its controller, Bundle %s,"
-		key := client.ObjectKey{Namespace: obj.GetNamespace(), Name: owner.Name}
-		b, err := read(key, role)
-		if err != nil {
+		key, b, declared, err := check.controller(obj, owner)
+		switch {
+		case err != nil:
 			return keeper{}, err
-		}
-		if b != nil && b.UID == owner.UID {
-			switch declared, err := declares(b, role); {
-			case err != nil:
-				return keeper{}, err
-			case declared:
-				return keeper{Bundle: key}, nil
-			}
+		case declared:
+			return keeper{Bundle: key}, nil
+		case b != nil && b.UID == owner.UID:
 			return keeper{}, nil
 		}
 		controller = b // gone, or another Bundle of the name now: its reference goes
@@ -252,7 +221,7 @@ func cancelKeeper(ctx context.Context, c client.Client, t target, obj *metav1.Pa
 	key := client.ObjectKey{Namespace: obj.GetNamespace(), Name: label}
 	named := controller
 	if named == nil || named.Name != label {
-		b, err := read(key, role)
+		b, err := check.read(key, role)
 		if err != nil {
 			return keeper{}, err
 		}
@@ -261,7 +230,7 @@ func cancelKeeper(ctx context.Context, c client.Client, t target, obj *metav1.Pa
 	if named == nil {
 		return keeper{}, nil
 	}
-	switch declared, err := declares(named, role); {
+	switch declared, err := check.declares(named, role); {
 	case err != nil:
 		return keeper{}, err
 	case declared:
@@ -269,6 +238,59 @@ func cancelKeeper(ctx context.Context, c client.Client, t target, obj *metav1.Pa
 			t, key, limbov1alpha1.LabelBundle)
 	}
 	return keeper{}, nil
+}
+
+// declarationCheck reads Bundles to tell whether they declare t again. Its
+// errors, which say that this cannot be told, refuse verb (cancel, expedite).
+type declarationCheck struct {
+	ctx  context.Context
+	c    client.Client
+	t    target
+	verb string
+}
+
+// read reads the Bundle at key; nil when it is not found. role names it in an
+// error, with a %s for the key.
+func (d declarationCheck) read(key client.ObjectKey, role string) (*limbov1alpha1.Bundle, error) {
+	var b limbov1alpha1.Bundle
+	err := d.c.Get(d.ctx, key, &b)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("cannot %s %s: %s cannot be read to tell whether it declares it again: %w",
+			d.verb, d.t, fmt.Sprintf(role, key), err)
+	}
+	return &b, nil
+}
+
+// declares tells whether b declares t and is not being deleted (a teardown
+// never keeps anything). role names b in an error, as for read.
+func (d declarationCheck) declares(b *limbov1alpha1.Bundle, role string) (bool, error) {
+	if !b.DeletionTimestamp.IsZero() {
+		return false, nil
+	}
+	declared, err := bundlespec.DeclaresReadably(b, d.t.mapping.GroupVersionKind.GroupKind(), d.t.name)
+	if err != nil {
+		return false, fmt.Errorf("cannot %s %s: whether %s declares it again cannot be told: %w; fix the Bundle's spec first",
+			d.verb, d.t, fmt.Sprintf(role, client.ObjectKeyFromObject(b)), err)
+	}
+	return declared != bundlespec.NotDeclared, nil
+}
+
+// controller reads obj's controller, the limbo.dev Bundle of owner
+// (bundleControllerOf), at key, and tells whether it declares obj again
+// (declares): its next pass then takes obj out of limbo, cancelling its
+// countdown. b is what was read at key: nil when gone, another Bundle of the
+// name when its UID is not owner's (declared is then false).
+func (d declarationCheck) controller(obj metav1.Object, owner *metav1.OwnerReference) (key client.ObjectKey, b *limbov1alpha1.Bundle, declared bool, err error) {
+	const role = "its controller, Bundle %s,"
+	key = client.ObjectKey{Namespace: obj.GetNamespace(), Name: owner.Name}
+	if b, err = d.read(key, role); err != nil || b == nil || b.UID != owner.UID {
+		return key, b, false, err
+	}
+	declared, err = d.declares(b, role)
+	return key, b, declared, err
 }
 
 // refuseUnlessInLimbo returns nil when obj, the object t as just read, which has

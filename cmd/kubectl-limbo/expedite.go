@@ -39,7 +39,8 @@ reports of the object and the reaper's hold. kubectl delete deletes it at once,
 without going through the controller.
 
 The object must be in limbo (stamped with limbo.dev/deletionTimestamp), have a
-valid delay, and not be already being deleted.`,
+valid delay, not be already being deleted, and not be declared again by its
+controller, a Bundle (whose next pass would cancel the countdown).`,
 		Example:           expediteExample,
 		Args:              cobra.RangeArgs(1, 2),
 		ValidArgsFunction: o.completeInLimbo,
@@ -87,6 +88,7 @@ type expediteResult struct {
 // latest when its countdown started by the controller's, which wrote the stamp.
 // A clock ahead of the controller's thus cannot postpone the deletion. It
 // refuses an object already being deleted, one that is not in limbo (no stamp),
+// one its controlling Bundle declares again (refuseDeclaredAgain),
 // and one whose delay is missing or invalid. The JSON merge patch carries the
 // resourceVersion that was read, so a concurrent change (a cancel, say) makes it
 // fail with a Conflict; it is then read and checked again.
@@ -133,6 +135,9 @@ func expedite(ctx context.Context, c client.Client, t target, now func() time.Ti
 			return fmt.Errorf("%s is not in limbo: it has no %s annotation, so no deletion is scheduled",
 				t, limbov1alpha1.AnnotationDeletionTimestamp)
 		}
+		if err := refuseDeclaredAgain(ctx, c, t, obj); err != nil {
+			return err
+		}
 
 		at := now()
 		if started, err := time.Parse(time.RFC3339, current); err == nil && started.Before(at) {
@@ -162,6 +167,25 @@ func expedite(ctx context.Context, c client.Client, t target, now func() time.Ti
 		return expediteResult{}, err
 	}
 	return result, nil
+}
+
+// refuseDeclaredAgain refuses to expedite obj, the object t as just read, when
+// its controller, a Bundle, declares it again (re-added, its pass not run yet
+// or stalled): that pass takes it out of limbo, cancelling the countdown, so
+// "due now" would be false. A Bundle that cannot be read, or whose spec cannot
+// be, does not refuse: expedite needs no right on Bundles, and an object
+// expedited in vain is deleted by no one.
+func refuseDeclaredAgain(ctx context.Context, c client.Client, t target, obj *metav1.PartialObjectMetadata) error {
+	owner := bundleControllerOf(obj)
+	if owner == nil {
+		return nil
+	}
+	key, _, declared, err := declarationCheck{ctx: ctx, c: c, t: t, verb: "expedite"}.controller(obj, owner)
+	if err != nil || !declared {
+		return nil
+	}
+	return fmt.Errorf("cannot expedite %s: its controller, Bundle %s, declares it again: its next pass takes it out of limbo, which cancels the countdown; to have it deleted, remove it from the Bundle's spec (then expedite it once it is stamped again), or kubectl delete it",
+		t, key)
 }
 
 // holdSuffix is what expedite's refusal of obj, an object in limbo without a

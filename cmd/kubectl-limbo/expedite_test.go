@@ -106,7 +106,13 @@ func TestExpediteRefuses(t *testing.T) {
 	terminatingMeta.Finalizers = []string{"example.com/in-use"}
 	terminatingMeta.DeletionTimestamp = &metav1.Time{Time: testNow.Add(-time.Minute)}
 	terminating := &corev1.ConfigMap{ObjectMeta: terminatingMeta}
-	f := newFixture(t, nil, notInLimbo, invalid, noDelay, unstamped, releasedNoDelay, labelledUnstamped, terminating)
+	// Its controller declares it again (re-added): the Bundle's next pass takes
+	// it out of limbo, cancelling the countdown expedite would end.
+	declaredAgainMeta := inLimbo("team-a", "declared-again", "shop", "24h", stampAgo(time.Hour))
+	declaredAgainMeta.OwnerReferences = []metav1.OwnerReference{bundleOwner("shop", true)}
+	declaredAgain := &corev1.ConfigMap{ObjectMeta: declaredAgainMeta}
+	f := newFixture(t, nil, notInLimbo, invalid, noDelay, unstamped, releasedNoDelay, labelledUnstamped, terminating,
+		declaredAgain, shopDeclaring(t, []string{"declared-again"}))
 
 	for name, want := range map[string]string{
 		"configmap/kept":             "error: configmap/kept is not in limbo: it has no limbo.dev/deletionTimestamp annotation, so no deletion is scheduled\n",
@@ -118,6 +124,8 @@ func TestExpediteRefuses(t *testing.T) {
 			"its countdown starts when the controller stamps it\n",
 		"configmap/terminating": "error: cannot expedite configmap/terminating: it is already being deleted (since 2026-03-01T11:59:00Z); held by finalizers: example.com/in-use; " +
 			"expedite cannot hasten it: the API server deletes it once its finalizers are removed\n",
+		"configmap/declared-again": "error: cannot expedite configmap/declared-again: its controller, Bundle team-a/shop, declares it again: its next pass takes it out of limbo, which cancels the countdown; " +
+			"to have it deleted, remove it from the Bundle's spec (then expedite it once it is stamped again), or kubectl delete it\n",
 		"configmap/missing": "error: configmaps \"missing\" not found\n",
 		"gizmo/x":           "error: the server doesn't have a resource type \"gizmo\"\n",
 		"configmap":         "error: resource(s) were provided, but no name was specified\n",
@@ -129,7 +137,7 @@ func TestExpediteRefuses(t *testing.T) {
 	}
 
 	// Nothing was written.
-	for _, obj := range []client.Object{notInLimbo, invalid, noDelay, unstamped, releasedNoDelay, labelledUnstamped, terminating} {
+	for _, obj := range []client.Object{notInLimbo, invalid, noDelay, unstamped, releasedNoDelay, labelledUnstamped, terminating, declaredAgain} {
 		var got corev1.ConfigMap
 		if err := f.client.Get(context.Background(), client.ObjectKeyFromObject(obj), &got); err != nil {
 			t.Fatal(err)
