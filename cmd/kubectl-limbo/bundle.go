@@ -8,11 +8,19 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 	"github.com/limbo-dev/limbo/pkg/softdelete"
 )
+
+// conflictBackoff paces expedite's and cancel's retries after a Conflict (the
+// object changed between read and patch). retry.DefaultRetry gives up after
+// about 50 ms, which an object its own controller rewrites often (a
+// csi-baremetal Volume, a rolling Deployment) outlasts; this one keeps trying
+// for about 3 s, which a user at a prompt still waits for.
+var conflictBackoff = wait.Backoff{Steps: 10, Duration: 10 * time.Millisecond, Factor: 2, Jitter: 0.1, Cap: time.Second}
 
 // bundleControllerOf is obj's controller owner reference when it is a limbo.dev
 // Bundle, else nil.

@@ -127,7 +127,7 @@ func cancelDeletion(ctx context.Context, c client.Client, t target) (cancelResul
 		return cancelResult{}, tombstoneCancelError(ctx, c, t)
 	}
 	var result cancelResult
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	err := retry.RetryOnConflict(conflictBackoff, func() error {
 		obj, err := getMetadata(ctx, c, t)
 		if err != nil {
 			return err

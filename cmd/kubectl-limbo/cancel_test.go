@@ -572,3 +572,41 @@ func TestCancelBeingDeleted(t *testing.T) {
 		})
 	}
 }
+
+// rewrittenFor makes someone else write each ConfigMap patched (its data, not
+// limbo's marks) before every patch during busy after the first one: each such
+// patch meets a Conflict, as on an object its own controller keeps rewriting.
+func rewrittenFor(busy time.Duration) *interceptor.Funcs {
+	var first time.Time
+	return &interceptor.Funcs{Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+		if first.IsZero() {
+			first = time.Now()
+		}
+		if time.Since(first) < busy {
+			var live corev1.ConfigMap
+			if err := c.Get(ctx, client.ObjectKeyFromObject(obj), &live); err != nil {
+				return err
+			}
+			live.Data = map[string]string{"tick": time.Now().String()}
+			if err := c.Update(ctx, &live); err != nil {
+				return err
+			}
+		}
+		return c.Patch(ctx, obj, patch, opts...)
+	}}
+}
+
+// An object rewritten by others for a while (a csi-baremetal Volume) is still
+// expedited and cancelled: the retries after a Conflict outlast a busy spell
+// of 300 ms, which retry.DefaultRetry (about 50 ms) did not.
+func TestConflictRetriesOutlastABusyObject(t *testing.T) {
+	for _, verb := range []string{"expedite", "cancel"} {
+		t.Run(verb, func(t *testing.T) {
+			cm := &corev1.ConfigMap{ObjectMeta: inLimbo("team-a", "busy", "shop", "24h", stampAgo(time.Hour))}
+			f := newFixture(t, rewrittenFor(300*time.Millisecond), cm)
+			if code, out, errOut := f.run(verb, "-n", "team-a", "configmap/busy"); code != 0 {
+				t.Errorf("exit %d, stdout %q, stderr %q", code, out, errOut)
+			}
+		})
+	}
+}

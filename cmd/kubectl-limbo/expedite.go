@@ -94,7 +94,7 @@ type expediteResult struct {
 // fail with a Conflict; it is then read and checked again.
 func expedite(ctx context.Context, c client.Client, t target, now func() time.Time) (expediteResult, error) {
 	var result expediteResult
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	err := retry.RetryOnConflict(conflictBackoff, func() error {
 		obj, err := getMetadata(ctx, c, t)
 		if err != nil {
 			return err
