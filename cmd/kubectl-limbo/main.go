@@ -49,7 +49,11 @@ func run(ctx context.Context, args []string, streams genericiooptions.IOStreams,
 
 // newRootCommand returns the `kubectl limbo` command with its subcommands.
 func newRootCommand(streams genericiooptions.IOStreams, newClients func(*genericclioptions.ConfigFlags) clientFactory, now func() time.Time) *cobra.Command {
-	configFlags := genericclioptions.NewConfigFlags(true).WithDiscoveryBurst(300).WithDiscoveryQPS(50.0)
+	// The warning printer, as kubectl wires it: the RESTMapper's short-name
+	// expander warns on it when a short name could match another resource
+	// than the one taken (cm of two API groups), as kubectl get warns.
+	configFlags := genericclioptions.NewConfigFlags(true).WithDiscoveryBurst(300).WithDiscoveryQPS(50.0).
+		WithWarningPrinter(streams)
 	if newClients == nil {
 		newClients = newKubeconfigFactory
 	}

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"reflect"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 )
 
 // TYPE/NAME arguments are resolved by cli-runtime's resource builder, as
@@ -53,5 +55,20 @@ func TestResolveTarget(t *testing.T) {
 		if got, err := o.resolve(args); err == nil {
 			t.Errorf("%v: no error, resolved to %s", args, got)
 		}
+	}
+}
+
+// The kubectl flags carry a warning printer, as kubectl's do: without one,
+// cli-runtime's RESTMapper drops the warning that a short name could match
+// another resource than the one taken. cli-runtime keeps it unexported; its
+// presence is what can be told without an API server.
+func TestConfigFlagsPrintWarnings(t *testing.T) {
+	var flags *genericclioptions.ConfigFlags
+	newRootCommand(genericiooptions.NewTestIOStreamsDiscard(), func(f *genericclioptions.ConfigFlags) clientFactory {
+		flags = f
+		return newKubeconfigFactory(f)
+	}, nil)
+	if reflect.ValueOf(flags).Elem().FieldByName("warningPrinter").IsNil() {
+		t.Error("ConfigFlags without WithWarningPrinter: short-name ambiguity warnings are dropped")
 	}
 }
