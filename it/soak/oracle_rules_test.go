@@ -62,7 +62,19 @@ func TestOracleRules(t *testing.T) {
 		final:     meta("30", nil, true),
 		deletedAt: base.Add(time.Second),
 	}, {
-		name: "declared again in limbo, but an outage hid it until the deadline: a race, allowed",
+		name: "declared again in limbo, but a kube-apiserver outage hid it until the deadline: a race, allowed",
+		history: func(o *oracle) {
+			o.undeclared(20, base, "b0-r0")
+			o.declared("b0", 25, "b0-r0")
+			o.objects["b0-r0"].desired[1].since = base.Add(500 * time.Millisecond)
+			o.outages = append(o.outages, outage{what: outageAPIServer, start: base.Add(600 * time.Millisecond), end: base.Add(5 * time.Second)})
+		},
+		final:     meta("30", stamped("2s", base), true),
+		deletedAt: base.Add(5 * time.Second),
+	}, {
+		// A restarted controller lists again: it sees the declaration, and
+		// cannot have been hidden from it.
+		name: "declared again in limbo, deleted after a controller restart: not a race",
 		history: func(o *oracle) {
 			o.undeclared(20, base, "b0-r0")
 			o.declared("b0", 25, "b0-r0")
@@ -71,6 +83,7 @@ func TestOracleRules(t *testing.T) {
 		},
 		final:     meta("30", stamped("2s", base), true),
 		deletedAt: base.Add(5 * time.Second),
+		want:      "while its Bundle declared it",
 	}, {
 		name: "stamped and deleted while declared, across an outage",
 		history: func(o *oracle) {

@@ -593,12 +593,13 @@ func (o *oracle) judgeDeletion(m *objectModel, inc *incarnation, at time.Time) {
 	if span, ok := spanAt(m.desired, rv); ok {
 		desired = true
 		stamp, _ := parseStamp(meta)
-		if deadline, ok := deadlineOf(meta); ok && !stamp.After(span.since) && o.outageBetween(span.since, deadline) {
-			// Declared again while in limbo (stamped before), but limbo
-			// could not see it before the deadline: which of the two it
-			// acts on first is a race that the contract does not decide.
+		if deadline, ok := deadlineOf(meta); ok && !stamp.After(span.since) && o.apiOutageBetween(span.since, deadline) {
+			// Declared again while in limbo (stamped before), but a
+			// kube-apiserver outage kept it from limbo until the deadline:
+			// which of the two limbo acts on first is a race that the
+			// contract does not decide.
 			o.stats.outageRaces++
-			o.logf("%s deleted while declared since %s, but an outage hid the declaration until its deadline %s",
+			o.logf("%s deleted while declared since %s, but a kube-apiserver outage hid the declaration until its deadline %s",
 				what, span.since.Format("15:04:05.000"), deadline.Format("15:04:05"))
 		} else {
 			o.violatef("%s deleted while its Bundle declared it (or kept it: a spec emptied without allowEmpty)", what)
@@ -661,9 +662,18 @@ func deadlineOf(meta metav1.ObjectMeta) (time.Time, bool) {
 	return stamp.Add(delay), err == nil && stamped
 }
 
-// outageBetween tells whether an outage overlapped [from, to + redeclareGuard].
-func (o *oracle) outageBetween(from, to time.Time) bool {
-	return overlaps(o.outages, from, to.Add(redeclareGuard), o.effectiveEnd)
+// apiOutageBetween tells whether a kube-apiserver outage (until limbo is back
+// after it, see effectiveEnd) overlapped [from, to + redeclareGuard]. Only such
+// an outage can hide a declaration from limbo: a controller killed and started
+// again lists everything afresh, the declaration included, before it acts.
+func (o *oracle) apiOutageBetween(from, to time.Time) bool {
+	var api []outage
+	for _, out := range o.outages {
+		if out.what == outageAPIServer {
+			api = append(api, out)
+		}
+	}
+	return overlaps(api, from, to.Add(redeclareGuard), o.effectiveEnd)
 }
 
 // overlaps tells whether one of outs overlapped [from, to], each ending at
@@ -848,6 +858,6 @@ func (o *oracle) report() []string {
 			s.cancels, s.controllerRestarts, s.apiRestarts, s.watchGaps, s.collectorHolds),
 		fmt.Sprintf("max lateness: %v raw (%s); %v with outages taken off (%s)",
 			s.maxLateness.Round(time.Millisecond), s.maxLatenessObject, s.maxAdjustedLateness.Round(time.Millisecond), s.maxAdjustedLatenessObject),
-		fmt.Sprintf("violations: %d (and %d deletions of objects declared again while an outage hid it from limbo until their deadline)", len(o.violations), s.outageRaces),
+		fmt.Sprintf("violations: %d (and %d deletions of objects declared again while a kube-apiserver outage hid it from limbo until their deadline)", len(o.violations), s.outageRaces),
 	}, s.collectorEvidence...)
 }
