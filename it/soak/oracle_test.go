@@ -80,6 +80,10 @@ type incarnation struct {
 	deleted bool
 	// overdue: a missed deadline was already reported.
 	overdue bool
+	// gapFrom, for an incarnation that vanished in a watch gap, is the least
+	// revision its deletion may have had (one past the last one seen); its
+	// deletion is judged as if at any revision from there to the list's.
+	gapFrom int64
 }
 
 // objectModel is what the generator asked for one ConfigMap name, and its
@@ -100,10 +104,6 @@ type objectModel struct {
 	live    *incarnation
 }
 
-func openAt(spans []rvInterval, rv int64) bool {
-	return slices.ContainsFunc(spans, func(i rvInterval) bool { return i.contains(rv) })
-}
-
 // spanAt is the span that contains rv.
 func spanAt(spans []rvInterval, rv int64) (rvInterval, bool) {
 	i := slices.IndexFunc(spans, func(i rvInterval) bool { return i.contains(rv) })
@@ -111,6 +111,12 @@ func spanAt(spans []rvInterval, rv int64) (rvInterval, bool) {
 		return rvInterval{}, false
 	}
 	return spans[i], true
+}
+
+// spanThroughout is the span that contains every revision of [from, to].
+func spanThroughout(spans []rvInterval, from, to int64) (rvInterval, bool) {
+	span, ok := spanAt(spans, from)
+	return span, ok && span.contains(to)
 }
 
 func isOpen(spans []rvInterval) bool { return len(spans) > 0 && spans[len(spans)-1].to == 0 }
@@ -464,9 +470,7 @@ func (o *oracle) watch(ctx context.Context, cs kubernetes.Interface, namespace, 
 }
 
 // resync lists the ConfigMaps after the watch lost its place and returns the
-// list's revision. An object known to exist that the list lacks was deleted in
-// the gap: it is judged on its last state seen, at the list's revision and
-// time, which bound the deletion's from above.
+// list's revision (see relisted).
 func (o *oracle) resync(ctx context.Context, cs kubernetes.Interface, namespace, lost string) string {
 	for ctx.Err() == nil {
 		list, err := cs.CoreV1().ConfigMaps(namespace).List(ctx, metav1.ListOptions{})
@@ -474,31 +478,46 @@ func (o *oracle) resync(ctx context.Context, cs kubernetes.Interface, namespace,
 			sleep(ctx, 100*time.Millisecond)
 			continue
 		}
-		now := time.Now()
-		listed := map[types.UID]bool{}
-		for i := range list.Items {
-			listed[list.Items[i].UID] = true
-			o.observe(watch.Modified, list.Items[i].ObjectMeta, now)
-		}
-		o.mu.Lock()
-		o.stats.watchGaps++
-		o.logf("watch lost its place at revision %s; listed again at revision %s", lost, list.ResourceVersion)
-		var vanished []metav1.ObjectMeta
-		for _, m := range o.objects {
-			if m.live != nil && !m.live.deleted && !listed[m.live.uid] {
-				meta := *m.live.meta.DeepCopy()
-				meta.ResourceVersion = list.ResourceVersion
-				vanished = append(vanished, meta)
-			}
-		}
-		o.mu.Unlock()
-		for _, meta := range vanished {
-			o.Log("%s vanished in the watch gap", meta.Name)
-			o.observe(watch.Deleted, meta, now)
-		}
+		o.relisted(lost, list, time.Now())
 		return list.ResourceVersion
 	}
 	return lost
+}
+
+// relisted takes in a list made at time now after the watch lost its place at
+// revision lost. An incarnation known to exist that the list lacks was deleted
+// in the gap: it is judged first, on its last state seen, at the list's
+// revision and time, which bound the deletion from above (its last revision
+// seen bounds it from below: see gapFrom). Only then are the listed items
+// taken in, so that an object deleted and created again under the same name in
+// the gap does not replace its first incarnation before that one is judged.
+func (o *oracle) relisted(lost string, list *corev1.ConfigMapList, now time.Time) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.stats.watchGaps++
+	o.logf("watch lost its place at revision %s; listed again at revision %s", lost, list.ResourceVersion)
+	listed := map[types.UID]bool{}
+	for i := range list.Items {
+		listed[list.Items[i].UID] = true
+	}
+	var vanished []*incarnation
+	for _, m := range o.objects {
+		if m.live != nil && !m.live.deleted && !listed[m.live.uid] {
+			vanished = append(vanished, m.live)
+		}
+	}
+	sort.Slice(vanished, func(i, j int) bool { return vanished[i].meta.Name < vanished[j].meta.Name })
+	for _, inc := range vanished {
+		seen, _ := strconv.ParseInt(inc.meta.ResourceVersion, 10, 64)
+		inc.gapFrom = seen + 1
+		meta := *inc.meta.DeepCopy()
+		meta.ResourceVersion = list.ResourceVersion
+		o.logf("%s (uid %s) vanished in the watch gap", meta.Name, short(meta.UID))
+		o.observeLocked(watch.Deleted, meta, now)
+	}
+	for i := range list.Items {
+		o.observeLocked(watch.Modified, list.Items[i].ObjectMeta, now)
+	}
 }
 
 // watchingAfter tells whether the watch (re)connected after t.
@@ -527,6 +546,10 @@ func bundleOf(name string) string {
 func (o *oracle) observe(typ watch.EventType, meta metav1.ObjectMeta, at time.Time) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	o.observeLocked(typ, meta, at)
+}
+
+func (o *oracle) observeLocked(typ watch.EventType, meta metav1.ObjectMeta, at time.Time) {
 	m := o.object(bundleOf(meta.Name), meta.Name)
 	inc := o.incarnations[meta.UID]
 	if inc == nil {
@@ -589,8 +612,15 @@ func (o *oracle) judgeDeletion(m *objectModel, inc *incarnation, at time.Time) {
 	// teardown): it must be one the contract allows.
 	o.stats.engineDeletions++
 	o.logf("%s deleted by limbo", what)
+	// The revisions the deletion may have had: rv itself, or for one that
+	// vanished in a watch gap, any from gapFrom to rv. A rule that holds
+	// through a span of revisions is broken only if it held through them all.
+	from := rv
+	if inc.gapFrom > 0 && inc.gapFrom < rv {
+		from = inc.gapFrom
+	}
 	desired := false
-	if span, ok := spanAt(m.desired, rv); ok {
+	if span, ok := spanThroughout(m.desired, from, rv); ok {
 		desired = true
 		stamp, _ := parseStamp(meta)
 		if deadline, ok := deadlineOf(meta); ok && !stamp.After(span.since) && o.apiOutageBetween(span.since, deadline) {
@@ -605,7 +635,7 @@ func (o *oracle) judgeDeletion(m *objectModel, inc *incarnation, at time.Time) {
 			o.violatef("%s deleted while its Bundle declared it (or kept it: a spec emptied without allowEmpty)", what)
 		}
 	}
-	if openAt(m.protected, rv) {
+	if _, ok := spanThroughout(m.protected, from, rv); ok {
 		o.violatef("%s deleted although --cascade=orphan left it behind (\"nothing is deleted\")", what)
 	}
 	if m.foreign && meta.Labels[limbov1alpha1.LabelBundle] == "" {
