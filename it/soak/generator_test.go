@@ -3,6 +3,7 @@ package soak
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"math/rand/v2"
@@ -423,14 +424,34 @@ func (g *generator) forceDelete(ctx context.Context, s *slot) bool {
 	if !ok {
 		return false
 	}
-	g.oracle.forcing(v.uid)
 	err := g.mutate(s, "force-delete", fmt.Sprintf("%s uid %s (desired %v)", name, short(v.uid), v.desired), func() error {
-		return g.clientset.CoreV1().ConfigMaps(g.namespace).Delete(ctx, name, metav1.DeleteOptions{
+		// Marked before the DELETE, inside the operation: the watch may see
+		// the deletion before the DELETE returns, and a deletion seen
+		// meanwhile is judged after it (mutate). A DELETE refused leaves
+		// the object limbo's: its deletion by limbo is judged as any other.
+		g.oracle.forcing(v.uid)
+		err := g.clientset.CoreV1().ConfigMaps(g.namespace).Delete(ctx, name, metav1.DeleteOptions{
 			GracePeriodSeconds: new(int64),
 			Preconditions:      &metav1.Preconditions{UID: &v.uid},
 		})
+		if refused(err) {
+			g.oracle.notForced(v.uid)
+		}
+		return err
 	})
 	return err == nil || apierrors.IsNotFound(err) || apierrors.IsConflict(err)
+}
+
+// refused tells whether a write failed with an answer that it was not done
+// (the object gone, a precondition failed, invalid, forbidden...), rather than
+// with no answer or one that leaves it in doubt (a timeout, an internal error).
+func refused(err error) bool {
+	var status apierrors.APIStatus
+	if err == nil || !errors.As(err, &status) {
+		return false
+	}
+	return !apierrors.IsTimeout(err) && !apierrors.IsServerTimeout(err) && !apierrors.IsInternalError(err) &&
+		!apierrors.IsUnexpectedServerError(err) && !apierrors.IsServiceUnavailable(err)
 }
 
 // kubectlLimbo runs `kubectl limbo <verb> configmap/<name>`.

@@ -2,14 +2,19 @@ package soak
 
 import (
 	"context"
+	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
@@ -269,4 +274,56 @@ func TestOracleResyncRecreatedInGap(t *testing.T) {
 			t.Errorf("%d deletions by limbo judged, want 1", o.stats.engineDeletions)
 		}
 	})
+}
+
+// The generator's own DELETE excuses a deletion only when it went through: one
+// refused (the object gone already, or another incarnation) leaves the object
+// limbo's, and a deletion by limbo is judged.
+func TestOracleForceDeleteRefused(t *testing.T) {
+	live := metav1.ObjectMeta{Name: "b0-r0", UID: "cccccccc-0000", ResourceVersion: "11",
+		Labels: map[string]string{limbov1alpha1.LabelBundle: "b0"}}
+	deleted := live
+	deleted.ResourceVersion = "30"
+	for _, tt := range []struct {
+		name string
+		// refuse is the DELETE's error; nil: accepted.
+		refuse error
+		// watched: the watch sees the deletion before the DELETE returns.
+		watched bool
+		want    string
+	}{
+		{name: "refused: not found", refuse: apierrors.NewNotFound(schema.GroupResource{Resource: "configmaps"}, "b0-r0"), want: "while its Bundle declared it"},
+		{name: "refused: UID precondition", refuse: apierrors.NewConflict(schema.GroupResource{Resource: "configmaps"}, "b0-r0", fmt.Errorf("uid mismatch")), want: "while its Bundle declared it"},
+		{name: "accepted: allowed"},
+		{name: "accepted, seen before the DELETE returned: allowed", watched: true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			o := newOracle()
+			o.declared("b0", 10, "b0-r0")
+			o.observe(watch.Added, live, time.Now())
+			cs := fake.NewClientset()
+			cs.PrependReactor("delete", "configmaps", func(k8stesting.Action) (bool, runtime.Object, error) {
+				if tt.watched {
+					o.observe(watch.Deleted, deleted, time.Now())
+				}
+				return true, nil, tt.refuse
+			})
+			g := &generator{oracle: o, namespace: "ns", clientset: cs, pause: &sync.RWMutex{}}
+			s := &slot{name: "b0", rng: rand.New(rand.NewPCG(1, 1))}
+			if !g.forceDelete(context.Background(), s) {
+				t.Fatal("forceDelete found nothing to delete")
+			}
+			if !tt.watched {
+				// limbo's deletion (refused), or the generator's (accepted).
+				o.observe(watch.Deleted, deleted, time.Now())
+			}
+			got := strings.Join(o.violations, "\n")
+			if tt.want == "" && got != "" {
+				t.Errorf("violations %q, want none", got)
+			}
+			if tt.want != "" && !strings.Contains(got, tt.want) {
+				t.Errorf("violations %q, want one saying %q", got, tt.want)
+			}
+		})
+	}
 }

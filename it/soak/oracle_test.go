@@ -75,7 +75,8 @@ type incarnation struct {
 	// garbage collector may remove the owner reference of a Bundle deleted with
 	// --cascade=orphan before the generator records the deletion.
 	controller types.UID
-	// forced: the generator deleted it itself (kubectl delete).
+	// forced: the generator deleted it itself (kubectl delete), or may have: a
+	// DELETE without an answer.
 	forced  bool
 	deleted bool
 	// overdue: a missed deadline was already reported.
@@ -288,7 +289,8 @@ func (o *oracle) bundleDeleted(uid types.UID, f fate, rv int64) {
 	}
 }
 
-// forcing: the generator is about to delete uid itself.
+// forcing: the generator is about to delete uid itself (notForced takes it
+// back if the DELETE is refused).
 func (o *oracle) forcing(uid types.UID) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -296,6 +298,16 @@ func (o *oracle) forcing(uid types.UID) {
 		inc.forced = true
 	} else {
 		o.incarnations[uid] = &incarnation{uid: uid, forced: true}
+	}
+}
+
+// notForced: the generator's DELETE of uid was refused; the object is still
+// limbo's to delete.
+func (o *oracle) notForced(uid types.UID) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if inc := o.incarnations[uid]; inc != nil {
+		inc.forced = false
 	}
 }
 
