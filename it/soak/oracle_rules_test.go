@@ -153,6 +153,15 @@ func TestOracleRules(t *testing.T) {
 		final:     metav1.ObjectMeta{Name: "b0-r0", UID: "cccccccc-0000", ResourceVersion: "30", Annotations: map[string]string{limbov1alpha1.AnnotationDeletionDelay: "1s"}},
 		deletedAt: base.Add(time.Hour),
 		want:      "cancel",
+	}, {
+		// A successful cancel proves the object was there at its write, so
+		// the deletion came after it, whatever the last state carries (a
+		// limbo.dev/bundle label put back after the cancel, say).
+		name:      "deleted after kubectl limbo cancel, the Bundle's label on it",
+		history:   func(o *oracle) { o.undeclared(20, base, "b0-r0"); o.cancelled("b0-r0") },
+		final:     meta("30", stamped("1s", base), true),
+		deletedAt: base.Add(1100 * time.Millisecond),
+		want:      "cancel",
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

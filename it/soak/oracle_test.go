@@ -650,7 +650,9 @@ func (o *oracle) judgeDeletion(m *objectModel, inc *incarnation, at time.Time) {
 	if _, ok := spanThroughout(m.protected, from, rv); ok {
 		o.violatef("%s deleted although --cascade=orphan left it behind (\"nothing is deleted\")", what)
 	}
-	if m.foreign && meta.Labels[limbov1alpha1.LabelBundle] == "" {
+	if m.foreign {
+		// The cancel succeeded, so the object was there at its write: the
+		// deletion came after it, whatever the last state carries.
 		o.violatef("%s deleted after kubectl limbo cancel made it unmanaged", what)
 	}
 	due, ok := o.checkDeadline(what, meta, at)
