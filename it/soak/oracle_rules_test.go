@@ -162,6 +162,18 @@ func TestOracleRules(t *testing.T) {
 		final:     meta("30", stamped("1s", base), true),
 		deletedAt: base.Add(1100 * time.Millisecond),
 		want:      "cancel",
+	}, {
+		// The Bundle's deletion with --cascade=foreground excuses only the
+		// deletions after it: one at an earlier revision is not the garbage
+		// collector's.
+		name: "deleted while declared, before the Bundle's deletion with --cascade=foreground",
+		history: func(o *oracle) {
+			o.bundleDeleted(bundleUID, fateForeground, 40)
+			o.undeclared(40, base, "b0-r0")
+		},
+		final:     meta("30", map[string]string{limbov1alpha1.AnnotationDeletionDelay: "1h"}, true),
+		deletedAt: base,
+		want:      "while its Bundle declared it",
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -170,8 +170,10 @@ type oracle struct {
 	objects      map[string]*objectModel
 	incarnations map[types.UID]*incarnation
 	fates        map[types.UID]fate
-	outages      []outage
-	stats        stats
+	// fateRevs are the revisions of the Bundles' deletions.
+	fateRevs map[types.UID]int64
+	outages  []outage
+	stats    stats
 	// slots defer the judging of a deletion while an operation on its Bundle is
 	// between its write and the model's update.
 	slots map[string]*slotOps
@@ -191,6 +193,7 @@ func newOracle() *oracle {
 		objects:      map[string]*objectModel{},
 		incarnations: map[types.UID]*incarnation{},
 		fates:        map[types.UID]fate{},
+		fateRevs:     map[types.UID]int64{},
 		slots:        map[string]*slotOps{},
 		stats:        stats{ops: map[string]int{}},
 	}
@@ -278,6 +281,7 @@ func (o *oracle) bundleDeleted(uid types.UID, f fate, rv int64) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.fates[uid] = f
+	o.fateRevs[uid] = rv
 	if f != fateOrphan {
 		return
 	}
@@ -615,7 +619,9 @@ func (o *oracle) judgeDeletion(m *objectModel, inc *incarnation, at time.Time) {
 		m.foreign, m.protected = false, closeAt(m.protected, rv)
 		return
 	}
-	if o.fates[controllerUID(meta)] == fateForeground {
+	if c := controllerUID(meta); o.fates[c] == fateForeground && rv > o.fateRevs[c] {
+		// After the Bundle's deletion: the garbage collector's. One before it
+		// (observed, or judged, after it) is limbo's, and judged below.
 		o.stats.foregroundDeletions++
 		o.logf("%s deleted by --cascade=foreground", what)
 		return
