@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -67,14 +68,14 @@ says how many), since kubectl would take their names for objects of this one.`,
 				return err
 			}
 			now := o.now()
-			items, err := collectPending(cmd.Context(), src, namespace, now, o.ErrOut)
-			if err != nil {
-				return err
+			items, incomplete := collectPending(cmd.Context(), src, namespace, now, o.ErrOut)
+			if incomplete != nil && !errors.Is(incomplete, errIncomplete) {
+				return incomplete
 			}
 			if format != "" && format != "name" {
 				readDelays(cmd.Context(), src.Reader, items) // DELAY, deletionDelay
 			}
-			if len(items) == 0 && isTable(format) {
+			if len(items) == 0 && isTable(format) && incomplete == nil {
 				if po.allNamespaces {
 					fmt.Fprintln(o.ErrOut, "Nothing in limbo.")
 				} else {
@@ -82,7 +83,10 @@ says how many), since kubectl would take their names for objects of this one.`,
 				}
 				return nil
 			}
-			return po.printPending(o.Out, o.ErrOut, items, now)
+			if err := po.printPending(o.Out, o.ErrOut, items, now); err != nil {
+				return err
+			}
+			return incomplete // what could be listed is printed; the command still fails
 		},
 	}
 	cmd.Flags().BoolVarP(&po.allNamespaces, "all-namespaces", "A", false, "List what is in limbo in every namespace.")

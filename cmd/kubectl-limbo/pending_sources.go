@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -15,7 +14,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/discovery"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
@@ -155,6 +153,7 @@ func (p *pendingItem) key() itemKey {
 // plugin's: node-removal's in default, deorbit's in a workload cluster's
 // namespaces), and its message belongs on their rows. What the Bundles of the
 // namespace report in other namespaces is left out, with a warning (notShown).
+// An error wrapping errIncomplete comes with the items that could be listed.
 func collectPending(ctx context.Context, src pendingSources, namespace string, now time.Time, warnings io.Writer) ([]pendingItem, error) {
 	var items []pendingItem
 	seen := map[types.UID]bool{}
@@ -208,9 +207,9 @@ func collectPending(ctx context.Context, src pendingSources, namespace string, n
 		add(item)
 	}
 
-	objects, err := listPendingObjects(ctx, src, namespace, now, warnings)
-	if err != nil {
-		return nil, err
+	objects, incomplete := listPendingObjects(ctx, src, namespace, now, warnings)
+	if incomplete != nil && !errors.Is(incomplete, errIncomplete) {
+		return nil, incomplete
 	}
 	if !everyNamespace {
 		// The Bundles of other namespaces that report the objects listed (a
@@ -300,7 +299,7 @@ func collectPending(ctx context.Context, src pendingSources, namespace string, n
 	}
 	warnNotShown(warnings, namespace, notShown)
 	sortPending(items)
-	return items, nil
+	return items, incomplete
 }
 
 // entryGroupKind is the group and kind of the object of a pendingDeletions
@@ -460,23 +459,29 @@ func holdReleased(item *pendingItem, bundles []limbov1alpha1.Bundle, now time.Ti
 	}
 }
 
+// errIncomplete marks a listing that left out the resource types whose LIST
+// failed (a conversion webhook down, a timeout): what could be listed is
+// printed, as kubectl get does, and the command then fails with it.
+var errIncomplete = errors.New("the list above is incomplete")
+
 // listPendingObjects lists the objects labelled limbo.dev/pending-deletion=true
 // of every namespaced, listable resource type, metadata only (package
 // limboscan). Resource types that cannot be listed (Forbidden, NotFound,
 // MethodNotSupported) are skipped; the Forbidden ones, and the API groups whose
-// discovery failed, are named in a warning on warnings.
+// discovery failed, are named in a warning on warnings. Those whose LIST fails
+// otherwise are named in a warning too, and the error, with the items of the
+// others, wraps errIncomplete.
 func listPendingObjects(ctx context.Context, src pendingSources, namespace string, now time.Time, warnings io.Writer) ([]pendingItem, error) {
 	kinds, err := limboscan.Kinds(src.Discovery)
 	if err != nil {
-		var groupErr *discovery.ErrGroupDiscoveryFailed
-		if !errors.As(err, &groupErr) {
+		groups, partial := limboscan.FailedGroups(err)
+		if !partial {
 			return nil, fmt.Errorf("discovering resource types: %w", err)
 		}
-		failed := make([]string, 0, len(groupErr.Groups))
-		for gv := range groupErr.Groups {
+		failed := make([]string, 0, len(groups))
+		for _, gv := range groups {
 			failed = append(failed, gv.String())
 		}
-		sort.Strings(failed)
 		fmt.Fprintf(warnings, "Warning: could not discover %s; objects of these API groups in limbo are not shown\n", strings.Join(failed, ", "))
 	}
 
@@ -514,9 +519,11 @@ func listPendingObjects(ctx context.Context, src pendingSources, namespace strin
 
 	var items []pendingItem
 	var forbidden []string
+	var failed []error
 	for i, res := range results {
 		if res.err != nil {
-			return nil, res.err
+			failed = append(failed, res.err)
+			fmt.Fprintf(warnings, "Warning: %v; objects of this type in limbo are not shown\n", res.err)
 		}
 		if res.forbidden {
 			forbidden = append(forbidden, kinds[i].Resource.GroupResource().String())
@@ -525,6 +532,9 @@ func listPendingObjects(ctx context.Context, src pendingSources, namespace strin
 	}
 	if len(forbidden) > 0 {
 		fmt.Fprintf(warnings, "Warning: not allowed to list %s; objects of these types in limbo are not shown\n", strings.Join(forbidden, ", "))
+	}
+	if len(failed) > 0 {
+		return items, fmt.Errorf("%w: %d resource types could not be listed", errIncomplete, len(failed))
 	}
 	return items, nil
 }
