@@ -278,7 +278,10 @@ func collectPending(ctx context.Context, src pendingSources, namespace string, n
 				item.DeleteAfter = &t
 				item.countdown = countdownRunning
 			}
-			if entry.Held() {
+			switch {
+			case entry.BeingDeleted():
+				item.countdown = countdownDeleting // as markDeleting does for a row of the object
+			case entry.Held():
 				item.hold() // its deadline shown, not its countdown: the Bundle holds it
 			}
 			item.addMessage(entry.Message)

@@ -685,16 +685,22 @@ func TestPendingItemsBeingDeleted(t *testing.T) {
 	shop.Status.PendingDeletions = []limbov1alpha1.PendingDeletion{{APIVersion: "v1", Kind: "ConfigMap", Namespace: "team-a", Name: "data",
 		DeleteAfter: &metav1.Time{Time: testNow.Add(23 * time.Hour).Truncate(time.Second)},
 		Message:     "being deleted; held by finalizers: kubernetes.io/pvc-protection"}}
+	// A cluster-scoped item (a plugin's) has no row but its entry's: the entry
+	// says it is being deleted.
+	shop.Status.PendingDeletions = append(shop.Status.PendingDeletions, limbov1alpha1.PendingDeletion{APIVersion: "csi-baremetal.dell.com/v1", Kind: "Drive", Name: "drive-1",
+		DeleteAfter: &metav1.Time{Time: testNow.Add(22 * time.Hour).Truncate(time.Second)},
+		Message:     "being deleted; held by finalizers: dell.emc.csi/drive-cleanup"})
 	f := newFixture(t, nil, tomb, &corev1.ConfigMap{ObjectMeta: data}, shop,
 		&corev1.ConfigMap{ObjectMeta: inLimbo("team-a", "soon", "shop", "1h", stampAgo(59*time.Minute))})
 	code, out, errOut := f.run("pending", "-n", "team-a")
 	if code != 0 || errOut != "" {
 		t.Fatalf("exit %d, stderr %q", code, errOut)
 	}
-	want := `KIND        NAME        BUNDLE   DELETE-AFTER           TIME-LEFT   MESSAGE
-ConfigMap   data        shop     2026-03-02T11:00:00Z   deleting    being deleted; held by finalizers: kubernetes.io/pvc-protection
-Tombstone   shop-gc-1   shop     2026-03-02T11:59:00Z   deleting    namespace-gc: StorageOSNamespace "old" (id 1); being deleted; held by finalizers: limbo.dev/hard-delete
-ConfigMap   soon        shop     2026-03-01T12:01:00Z   60s
+	want := `KIND                           NAME        BUNDLE   DELETE-AFTER           TIME-LEFT   MESSAGE
+ConfigMap                      data        shop     2026-03-02T11:00:00Z   deleting    being deleted; held by finalizers: kubernetes.io/pvc-protection
+Drive.csi-baremetal.dell.com   drive-1     shop     2026-03-02T10:00:00Z   deleting    being deleted; held by finalizers: dell.emc.csi/drive-cleanup
+Tombstone                      shop-gc-1   shop     2026-03-02T11:59:00Z   deleting    namespace-gc: StorageOSNamespace "old" (id 1); being deleted; held by finalizers: limbo.dev/hard-delete
+ConfigMap                      soon        shop     2026-03-01T12:01:00Z   60s
 `
 	if got := trimTrailingSpaces(out); got != want {
 		t.Errorf("got\n%s\nwant\n%s", got, want)

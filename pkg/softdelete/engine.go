@@ -617,9 +617,9 @@ func terminatingEntry(obj client.Object) *limbov1alpha1.PendingDeletion {
 // entry, and of its row in kubectl limbo pending, which thus read the same.
 func TerminatingMessage(obj metav1.Object) string {
 	if f := obj.GetFinalizers(); len(f) > 0 {
-		return "being deleted; held by finalizers: " + strings.Join(f, ", ")
+		return limbov1alpha1.PendingMessageBeingDeleted + "; held by finalizers: " + strings.Join(f, ", ")
 	}
-	return "being deleted"
+	return limbov1alpha1.PendingMessageBeingDeleted
 }
 
 // Due reports whether obj, an orphan, is to be deleted at now (Decide's Delete):

@@ -316,6 +316,16 @@ const (
 	PendingMessageEmptyBundle     = "not deleted: the Bundle's spec has no resources; set spec.allowEmpty: true to delete what it manages"
 )
 
+// PendingMessageBeingDeleted begins the message of an entry whose object has a
+// deletionTimestamp ("being deleted", then the finalizers holding it).
+const PendingMessageBeingDeleted = "being deleted"
+
+// BeingDeleted reports whether the entry's object is being deleted: its
+// deletion runs, whatever its countdown said.
+func (p *PendingDeletion) BeingDeleted() bool {
+	return strings.HasPrefix(p.Message, PendingMessageBeingDeleted)
+}
+
 // Held reports whether the entry's orphan is held back by its Bundle (its
 // readiness gate, its guard against an emptied spec): not deleted, even once
 // its DeleteAfter has come, until the hold ends.
