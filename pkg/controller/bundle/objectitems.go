@@ -37,7 +37,7 @@ func (p *pass) processObjectItems(ctx context.Context, out pluginOutcome, ready 
 	set := softdelete.ItemSet{Owner: softdelete.ItemOwner(client.ObjectKeyFromObject(p.bundle), out.res.Name), Delay: out.res.Plugin.DeletionDelay, Items: out.inventory.Objects,
 		NotBefore: p.bundle.CreationTimestamp.Time}
 	if !ready {
-		set.Hold = msgWaitingForReady
+		set.Hold = limbov1alpha1.PendingMessageWaitingForReady
 	}
 	if gate, ok := out.plugin.(plugin.DeleteGate); ok {
 		set.MayDelete = func(ctx context.Context, group string) (string, error) {

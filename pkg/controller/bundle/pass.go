@@ -117,6 +117,22 @@ func (p *pass) fail(err error) {
 	}
 }
 
+// readLive reads the live object gvk ns/name (nil: none; fresh: from the API
+// server, see getLive), its kind watched first. A failure is the pass's
+// (fail), and its error says which step failed.
+func (p *pass) readLive(ctx context.Context, gvk schema.GroupVersionKind, namespace, name string, fresh bool) (*unstructured.Unstructured, error) {
+	if err := p.r.watcher.ensure(ctx, gvk); err != nil {
+		p.fail(err)
+		return nil, fmt.Errorf("watch %s: %w", gvk.Kind, err)
+	}
+	live, err := p.r.getLive(ctx, gvk, namespace, name, fresh)
+	if err != nil {
+		p.fail(err)
+		return nil, err
+	}
+	return live, nil
+}
+
 func (p *pass) result() ctrl.Result {
 	return p.requeueTo(p.requeueAt)
 }
@@ -383,15 +399,10 @@ func (p *pass) syncOne(ctx context.Context, name string, tmpl *unstructured.Unst
 	}
 	ctx, warnings := apiwarning.Collect(ctx)
 	defer p.passOnWarnings(name, isSecret, warnings)
-	if err := p.r.watcher.ensure(ctx, gvk); err != nil {
-		p.fail(err)
-		return fail(limbov1alpha1.ResourceError, limbov1alpha1.ReasonReadFailed, "watch %s: %v", gvk.Kind, err)
-	}
 	// A blocked resource writes nothing, so only a read tells whether an object
 	// it is not allowed to take is in its way.
-	live, err := p.r.getLive(ctx, gvk, tmpl.GetNamespace(), tmpl.GetName(), len(waiting) > 0)
+	live, err := p.readLive(ctx, gvk, tmpl.GetNamespace(), tmpl.GetName(), len(waiting) > 0)
 	if err != nil {
-		p.fail(err)
 		return fail(limbov1alpha1.ResourceError, limbov1alpha1.ReasonReadFailed, "%v", err)
 	}
 	var desired *unstructured.Unstructured
@@ -843,9 +854,9 @@ func (p *pass) guardEmpty(orphans []*unstructured.Unstructured, ready bool) bool
 // holdAll lists orphans as pending, held back by the readiness gate or by the
 // guard against an emptied spec.
 func (p *pass) holdAll(orphans []*unstructured.Unstructured) {
-	msg := msgWaitingForReady
+	msg := limbov1alpha1.PendingMessageWaitingForReady
 	if p.emptyGuard {
-		msg = msgEmptyBundle
+		msg = limbov1alpha1.PendingMessageEmptyBundle
 	}
 	for _, o := range orphans {
 		p.pending = append(p.pending, *p.r.Engine.Pending(o, msg))
@@ -1294,13 +1305,6 @@ func (r *Reconciler) readinessRule(ctx context.Context, gvk schema.GroupVersionK
 	}
 	return readiness.RuleFromAnnotations(crd.Annotations)
 }
-
-// Messages of orphans held back: by the readiness gate, and by the guard against
-// an emptied spec.
-const (
-	msgWaitingForReady = limbov1alpha1.PendingMessageWaitingForReady
-	msgEmptyBundle     = limbov1alpha1.PendingMessageEmptyBundle
-)
 
 // blockedMessage is the message of a resource Blocked on its dependencies.
 func blockedMessage(waiting []string) string {

@@ -200,14 +200,8 @@ func (p *pass) heldByIdleGenerator(ctx context.Context, obj *unstructured.Unstru
 	if len(p.idleGenerators) == 0 {
 		return "", nil // the common pass: no read of the object before syncOne's
 	}
-	gvk := obj.GroupVersionKind()
-	if err := p.r.watcher.ensure(ctx, gvk); err != nil {
-		p.fail(err)
-		return "", fmt.Errorf("watch %s: %w", gvk.Kind, err)
-	}
-	live, err := p.r.getLive(ctx, gvk, obj.GetNamespace(), obj.GetName(), false)
+	live, err := p.readLive(ctx, obj.GroupVersionKind(), obj.GetNamespace(), obj.GetName(), false)
 	if err != nil || live == nil {
-		p.fail(err)
 		return "", err
 	}
 	if owner := metav1.GetControllerOf(live); owner == nil || owner.UID != p.bundle.UID {
