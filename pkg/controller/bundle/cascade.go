@@ -104,11 +104,17 @@ func (c *cascades) forget(uid types.UID) {
 	c.readBack.Delete(uid)
 }
 
+// deletedWith reports whether b, being deleted, carries the cascade finalizer f
+// or was seen with it (see cascades).
+func (r *Reconciler) deletedWith(b *limbov1alpha1.Bundle, f string) bool {
+	return controllerutil.ContainsFinalizer(b, f) || r.cascades.cascade(b.UID) == f
+}
+
 // deletedWithOrphanCascade reports whether b, being deleted, was deleted with
 // --cascade=orphan (see cascades); objects are the ones labelled with b's
 // name, the evidence after a restart.
 func (r *Reconciler) deletedWithOrphanCascade(b *limbov1alpha1.Bundle, plan *bundlespec.Plan, objects []*unstructured.Unstructured) bool {
-	if controllerutil.ContainsFinalizer(b, metav1.FinalizerOrphanDependents) || r.cascades.cascade(b.UID) == metav1.FinalizerOrphanDependents {
+	if r.deletedWith(b, metav1.FinalizerOrphanDependents) {
 		return true
 	}
 	if plan == nil {

@@ -66,7 +66,7 @@ func (r *Reconciler) teardown(ctx context.Context, b *limbov1alpha1.Bundle) (ctr
 		return ctrl.Result{}, err
 	}
 	orphan := r.deletedWithOrphanCascade(b, plan, objects)
-	foreground := controllerutil.ContainsFinalizer(b, metav1.FinalizerDeleteDependents) || r.cascades.cascade(b.UID) == metav1.FinalizerDeleteDependents
+	foreground := r.deletedWith(b, metav1.FinalizerDeleteDependents)
 	if !orphan && !foreground {
 		// No evidence at hand: what did the delete say?
 		cascade, err := r.cascadeInHistory(ctx, b)
