@@ -41,18 +41,18 @@ func (r *Reconciler) bindsOnFirstUse(ctx context.Context, class string) bool {
 	return mode == storagev1.VolumeBindingWaitForFirstConsumer
 }
 
-// bindingModeTTL is how long a StorageClass's binding mode read is reused: the
-// mode cannot change, but a class can be deleted and created again with another.
-// A claim waiting for its first consumer is judged at every pass of its Bundle,
-// which would otherwise read its class each time. maxBindingModes bounds the
-// classes remembered (a cluster has a handful).
-// unreadableClassTTL is how long a class found missing or forbidden is taken as
-// binding at once without asking again: short, so that a class created for a
-// waiting claim is seen soon.
 const (
-	bindingModeTTL     = 5 * time.Minute
+	// bindingModeTTL is how long a StorageClass's binding mode read is reused:
+	// the mode cannot change, but a class can be deleted and created again with
+	// another. A claim waiting for its first consumer is judged at every pass of
+	// its Bundle, which would otherwise read its class each time.
+	bindingModeTTL = 5 * time.Minute
+	// unreadableClassTTL is how long a class found missing or forbidden is taken
+	// as binding at once without asking again: short, so that a class created
+	// for a waiting claim is seen soon.
 	unreadableClassTTL = 30 * time.Second
-	maxBindingModes    = 256
+	// maxBindingModes bounds the classes remembered (a cluster has a handful).
+	maxBindingModes = 256
 )
 
 // bindingModes remembers StorageClasses' binding modes, by class name, for
