@@ -184,7 +184,15 @@ func specCheckError(err error) error {
 	case err == nil:
 		return nil
 	case errors.As(err, &agg):
-		return agg
+		errs := make(field.ErrorList, 0, len(agg.Errors()))
+		for _, e := range agg.Errors() {
+			if !errors.As(e, &fe) {
+				return agg // not the plugin's field errors: as it is
+			}
+			errs = append(errs, fe)
+		}
+		sortErrors(errs)
+		return errs.ToAggregate()
 	case errors.As(err, &fe):
 		return field.ErrorList{fe}.ToAggregate()
 	}

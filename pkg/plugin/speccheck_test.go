@@ -31,7 +31,8 @@ func (c checkedPlugin) CheckSpec(raw []byte) error {
 	case "plain":
 		return errors.New("not usable")
 	case "two":
-		return field.ErrorList{field.Required(field.NewPath("spec", "a"), ""), field.Required(field.NewPath("spec", "b"), "")}.ToAggregate()
+		// Out of order: the registry sorts them (a plugin's errors from a map).
+		return field.ErrorList{field.Required(field.NewPath("spec", "b"), ""), field.Required(field.NewPath("spec", "a"), "")}.ToAggregate()
 	}
 	if spec.CIDR == "" {
 		return nil

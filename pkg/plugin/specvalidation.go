@@ -1,8 +1,10 @@
 package plugin
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -79,7 +81,19 @@ func (v *specValidator) validate(path *field.Path, value any) field.ErrorList {
 			errs = append(errs, field.Invalid(at, value, verr.Error()))
 		}
 	}
+	sortErrors(errs)
 	return errs
+}
+
+// sortErrors puts errs in the order of their fields, then of their messages.
+// The schema validator finds forbidden properties by walking a map, as label
+// validation walks matchLabels, in another order at each call: sorted, the same
+// spec always reads the same, which is what keeps the Bundle's condition, and
+// so its status and events, still.
+func sortErrors(errs field.ErrorList) {
+	slices.SortStableFunc(errs, func(a, b *field.Error) int {
+		return cmp.Or(cmp.Compare(a.Field, b.Field), cmp.Compare(a.Error(), b.Error()))
+	})
 }
 
 // durationErrors reports the durations in value that match DurationPattern but

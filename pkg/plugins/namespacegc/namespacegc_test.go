@@ -243,7 +243,7 @@ func TestSchema(t *testing.T) {
 		{Spec: `{` + base + `,"gcInterval":"1ns"}`, Want: `spec.gcInterval: Invalid value: "1ns": ` + gcIntervalRange},
 		{Spec: `{` + base + `,"gcInterval":"999ms"}`, Want: `spec.gcInterval: Invalid value: "999ms": ` + gcIntervalRange},
 		{Spec: `{}`, Want: `spec.storageos: Required value`},
-		{Spec: `{"storageos":{}}`, Want: `[spec.storageos.endpoint: Required value, spec.storageos.credentialsSecretRef: Required value]`},
+		{Spec: `{"storageos":{}}`, Want: `[spec.storageos.credentialsSecretRef: Required value, spec.storageos.endpoint: Required value]`},
 		{Spec: `{"storageos":{"endpoint":"","credentialsSecretRef":{"name":"api"}}}`,
 			Want: `spec.storageos.endpoint: Invalid value: "": storageos.endpoint in body should be at least 1 chars long`},
 		{Spec: `{"storageos":{"endpoint":"x","credentialsSecretRef":{}}}`, Want: `spec.storageos.credentialsSecretRef.name: Required value`},

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -202,13 +203,13 @@ func parse(raw []byte) (config, error) {
 	var err error
 	c.nodes = labels.Everything()
 	if c.NodeSelector != nil {
-		if c.nodes, err = metav1.LabelSelectorAsSelector(c.NodeSelector); err != nil {
-			return c, field.Invalid(field.NewPath("spec", "nodeSelector"), field.OmitValueType{}, err.Error())
+		if c.nodes, err = parseSelector(field.NewPath("spec", "nodeSelector"), c.NodeSelector); err != nil {
+			return c, err
 		}
 	}
 	if c.NodePodSelector != nil {
-		if c.pods, err = metav1.LabelSelectorAsSelector(c.NodePodSelector); err != nil {
-			return c, field.Invalid(field.NewPath("spec", "nodePodSelector"), field.OmitValueType{}, err.Error())
+		if c.pods, err = parseSelector(field.NewPath("spec", "nodePodSelector"), c.NodePodSelector); err != nil {
+			return c, err
 		}
 	}
 	c.taint = DefaultDrainTaint
@@ -216,6 +217,21 @@ func parse(raw []byte) (config, error) {
 		c.taint = *c.DrainTaint
 	}
 	return c, nil
+}
+
+// parseSelector reads the label selector at path. Its errors are all reported,
+// each under its own field: LabelSelectorAsSelector stops at the first bad
+// label of matchLabels, a map, so that a selector with two would name either
+// from one pass to the next.
+func parseSelector(path *field.Path, s *metav1.LabelSelector) (labels.Selector, error) {
+	if errs := metav1validation.ValidateLabelSelector(s, metav1validation.LabelSelectorValidationOptions{}, path); len(errs) > 0 {
+		return nil, errs.ToAggregate()
+	}
+	sel, err := metav1.LabelSelectorAsSelector(s)
+	if err != nil {
+		return nil, field.Invalid(path, field.OmitValueType{}, err.Error())
+	}
+	return sel, nil
 }
 
 // CheckSpec refuses a spec that parse refuses (plugin.SpecChecker).

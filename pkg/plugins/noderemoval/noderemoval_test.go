@@ -43,13 +43,16 @@ func TestSchema(t *testing.T) {
 		{Spec: `{"nodeselector":{}}`, Want: `spec: Invalid value: "nodeselector": .nodeselector in body is a forbidden property`},
 		// Selectors the schema lets through and the plugin's parse refuses (CheckSpec).
 		{Spec: `{"nodeSelector":{"matchExpressions":[{"key":"pool","operator":"Near","values":["storage"]}]}}`,
-			Want: `spec.nodeSelector: Invalid value: "Near" is not a valid label selector operator`},
+			Want: `spec.nodeSelector.matchExpressions[0].operator: Invalid value: "Near": not a valid selector operator`},
 		{Spec: `{"nodeSelector":{"matchExpressions":[{"key":"pool","operator":"In"}]}}`,
-			Want: `spec.nodeSelector: Invalid value: values: Invalid value: null: for 'in', 'notin' operators, values set can't be empty`},
+			Want: "spec.nodeSelector.matchExpressions[0].values: Required value: must be specified when `operator` is 'In' or 'NotIn'"},
 		{Spec: `{"nodeSelector":{"matchLabels":{"pool":"not a label value"}}}`,
-			Want: `spec.nodeSelector: Invalid value: values[0][pool]: Invalid value: "not a label value": a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')`},
+			Want: `spec.nodeSelector.matchLabels: Invalid value: "not a label value": a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')`},
+		// Every bad label is named, always in one order (matchLabels is a map).
+		{Spec: `{"nodeSelector":{"matchLabels":{"z":"*","a":"*","":"x"}}}`,
+			Want: `[spec.nodeSelector.matchLabels: Invalid value: "": name part must be non-empty, spec.nodeSelector.matchLabels: Invalid value: "": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]'), spec.nodeSelector.matchLabels: Invalid value: "*": a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')]`},
 		{Spec: `{"nodePodSelector":{"matchExpressions":[{"key":"app","operator":"Exists","values":["x"]}]}}`,
-			Want: `spec.nodePodSelector: Invalid value: values: Invalid value: ["x"]: values set must be empty for exists and does not exist`},
+			Want: "spec.nodePodSelector.matchExpressions[0].values: Forbidden: may not be specified when `operator` is 'Exists' or 'DoesNotExist'"},
 	})
 }
 

@@ -983,7 +983,7 @@ func TestSchema(t *testing.T) {
 		{Spec: `{` + base + `,"interval":"1s"}`},
 		{Spec: `{` + base + `,"interval":"8760h"}`},
 		{Spec: `{` + auth + `,"routerID":"r1","clusterCIDR":"198.19.7.1/16"}`}, // host bits are masked
-		{Spec: ``, Want: `[spec.openstack: Required value, spec.routerID: Required value, spec.clusterCIDR: Required value]`},
+		{Spec: ``, Want: `[spec.clusterCIDR: Required value, spec.openstack: Required value, spec.routerID: Required value]`},
 		{Spec: `{"openstack":{},"routerID":"r1","clusterCIDR":"198.19.0.0/16"}`,
 			Want: `[spec.openstack.authURL: Required value, spec.openstack.credentialsSecretRef: Required value]`},
 		{Spec: `{"openstack":{"authURL":"x","credentialsSecretRef":{}},"routerID":"r1","clusterCIDR":"198.19.0.0/16"}`,
