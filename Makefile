@@ -102,7 +102,8 @@ soak: cluster-bins ## The long soak (docs/reliability.md): SOAK_OPS operations (
 
 # FUZZ_TARGETS are package:target pairs; `make fuzz` runs each for FUZZTIME.
 FUZZ_TARGETS := pkg/reference:FuzzResolvePath pkg/reference:FuzzSubstitute pkg/softdelete:FuzzParseDelay \
-	pkg/softdelete:FuzzDecide pkg/bundlespec:FuzzParse pkg/plugins:FuzzValidateSpec
+	pkg/softdelete:FuzzDecide pkg/softdelete:FuzzItemSetDecide \
+	pkg/bundlespec:FuzzParse pkg/plugins:FuzzValidateSpec
 FUZZTIME     ?= 2m
 
 .PHONY: fuzz

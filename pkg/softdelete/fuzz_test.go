@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 )
 
@@ -124,6 +126,60 @@ func FuzzDecide(f *testing.F) {
 		annotations[limbov1alpha1.AnnotationDeletionTimestamp] = ExpediteStamp(at, delay)
 		if e := Decide(at, State{Annotations: annotations}); e.Action != ActionDelete {
 			t.Errorf("after expedite (stamp %q, delay %v) at %v: got %s, want Delete", annotations[limbov1alpha1.AnnotationDeletionTimestamp], delay, at, e.Action)
+		}
+	})
+}
+
+// FuzzItemSetDecide: for a plugin's item whatever its annotations, the
+// resource's delay and the instant no countdown of the owner ends before
+// (ItemSet.NotBefore: the Bundle's creation or teardown), at any time, a
+// delete comes only at a deadline that is both past and not before that
+// instant (an earlier Bundle's countdown is never this one's), a stamp is never
+// written before it, and an item with an invalid resource delay is never
+// deleted.
+func FuzzItemSetDecide(f *testing.F) {
+	now := time.Date(2026, 11, 22, 17, 0, 0, 500_000_000, time.UTC).Unix()
+	f.Add("90s", "2026-11-22T16:00:00Z", now, int64(3600), true)
+	f.Add("90s", "2026-11-22T17:00:00Z", now, int64(-60), true)
+	f.Add("", "", now, int64(0), false)
+	f.Add("", "2026-11-22T16:59:00Z", now, int64(30), true)
+	f.Add("1h", "garbage", now, int64(-7200), true)
+	f.Add("-1s", "", now, int64(10), true)
+	f.Add("0s", "2026-11-22T17:00:01Z", now, int64(1), true)
+	f.Fuzz(func(t *testing.T, delayValue, stampValue string, unix, notBeforeOffset int64, hasNotBefore bool) {
+		const span = 230 * 365 * 24 * 3600
+		at := time.Unix((unix%span+span)%span, 0).UTC()
+		set := ItemSet{Delay: delayValue}
+		if hasNotBefore {
+			set.NotBefore = at.Add(time.Duration(notBeforeOffset%(365*24*3600)) * time.Second)
+		}
+		item := &metav1.PartialObjectMetadata{}
+		if stampValue != "" {
+			item.SetAnnotations(map[string]string{limbov1alpha1.AnnotationDeletionTimestamp: stampValue})
+		}
+		d := set.Decide(at, Item{Object: item})
+		start := truncateStamp(set.NotBefore)
+		if _, err := ParseDelay(delayValue); delayValue != "" && err != nil {
+			if d.Action == ActionDelete {
+				t.Fatalf("invalid delay %q: deleted", delayValue)
+			}
+			return
+		}
+		switch d.Action {
+		case ActionDelete:
+			if at.Before(d.Deadline) {
+				t.Fatalf("Delete at %v before the deadline %v", at, d.Deadline)
+			}
+			if !set.NotBefore.IsZero() && delayValue != "" && d.Deadline.Before(start) {
+				t.Fatalf("Delete on a deadline %v before NotBefore %v (stamp %q, delay %q)", d.Deadline, set.NotBefore, stampValue, delayValue)
+			}
+		case ActionStamp, ActionRestamp:
+			if !set.NotBefore.IsZero() && d.Stamp.Before(start) {
+				t.Fatalf("stamp %v written before NotBefore %v", d.Stamp, set.NotBefore)
+			}
+			if d.RequeueAfter < 0 || !d.Deadline.Equal(d.Stamp.Add(d.Delay)) && d.Deadline != lastDeadline {
+				t.Fatalf("stamp %v, delay %v: deadline %v, RequeueAfter %v", d.Stamp, d.Delay, d.Deadline, d.RequeueAfter)
+			}
 		}
 	})
 }
