@@ -215,9 +215,17 @@ No Bundle manages it now; to bring it back under a Bundle, declare it there with
 		if lines := strings.Split(strings.TrimSpace(noHeaders), "\n"); len(lines) != 2 || strings.HasPrefix(lines[0], "KIND") {
 			t.Errorf("pending --no-headers prints:\n%s\nwant the two rows only", noHeaders)
 		}
+		want := []string{"tombstone.limbo.dev/" + ts.Name, "configmap/x"}
 		names := strings.Fields(k.must(t, "pending", "-n", ns, "-o", "name"))
-		if want := []string{"tombstone.limbo.dev/" + ts.Name, "configmap/x"}; !sameSet(names, want) {
+		if !sameSet(names, want) {
 			t.Errorf("pending -o name prints %v, want %v", names, want)
+		}
+		// Lists read a page at a time (the API server's continue tokens) lose
+		// nothing: the Bundles, two of them at least with a second one here, are
+		// more than a page of 1.
+		createBundle(t, ns, "second", objectResource(t, "c", configMap("second", map[string]any{"a": "b"}, nil)))
+		if paged := strings.Fields(k.must(t, "pending", "-n", ns, "-o", "name", "--chunk-size", "1")); !sameSet(paged, want) {
+			t.Errorf("pending -o name --chunk-size 1 prints %v, want %v", paged, want)
 		}
 	})
 

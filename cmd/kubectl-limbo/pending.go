@@ -23,13 +23,14 @@ const pendingExample = `  # What is in limbo in the current namespace, soonest d
 type pendingOptions struct {
 	allNamespaces bool
 	noHeaders     bool
+	chunkSize     int64
 	print         *genericclioptions.PrintFlags
 }
 
 func newPendingCommand(o *options) *cobra.Command {
 	po := &pendingOptions{print: genericclioptions.NewPrintFlags("")}
 	cmd := &cobra.Command{
-		Use:   "pending [-A | -n NAMESPACE] [-o wide|json|yaml|name|...] [--no-headers]",
+		Use:   "pending [-A | -n NAMESPACE] [-o wide|json|yaml|name|...] [--no-headers] [--chunk-size N]",
 		Short: "List what is in limbo and when it is deleted",
 		Long: `List what is in limbo, soonest deletion first: every object of a namespaced
 kind labelled limbo.dev/pending-deletion=true, every Tombstone (an external item
@@ -47,7 +48,9 @@ for a Bundle that declares it (MESSAGE names the Bundle).
 DELETE-AFTER is limbo.dev/deletionTimestamp + limbo.dev/deletionDelay; TIME-LEFT
 is "due" once it has passed. -o wide adds DELAY and IN-LIMBO (time since the
 countdown started). -o name leaves out the items in another cluster (a warning
-says how many), since kubectl would take their names for objects of this one.`,
+says how many), since kubectl would take their names for objects of this one.
+
+Every list is read in pages of --chunk-size objects, as kubectl get reads it.`,
 		Example: pendingExample,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -63,7 +66,7 @@ says how many), since kubectl would take their names for objects of this one.`,
 				}
 				namespace = ns
 			}
-			src, err := newPendingSources(o.clients)
+			src, err := newPendingSources(o.clients, po.chunkSize)
 			if err != nil {
 				return err
 			}
@@ -91,6 +94,7 @@ says how many), since kubectl would take their names for objects of this one.`,
 	}
 	cmd.Flags().BoolVarP(&po.allNamespaces, "all-namespaces", "A", false, "List what is in limbo in every namespace.")
 	cmd.Flags().BoolVar(&po.noHeaders, "no-headers", false, "When using the default or wide output format, don't print headers.")
+	cmd.Flags().Int64Var(&po.chunkSize, "chunk-size", 500, "Return large lists in chunks rather than all at once. Pass 0 to disable.")
 	po.print.AddFlags(cmd)
 	cmd.Flags().Lookup("output").Usage = fmt.Sprintf("Output format. One of: (wide, %s). Default: a table.", strings.Join(po.print.AllowedFormats(), ", "))
 	return cmd

@@ -18,6 +18,7 @@ import (
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 	"github.com/limbo-dev/limbo/pkg/limboscan"
+	"github.com/limbo-dev/limbo/pkg/listpages"
 	"github.com/limbo-dev/limbo/pkg/restmappings"
 	"github.com/limbo-dev/limbo/pkg/softdelete"
 )
@@ -29,9 +30,21 @@ type pendingSources struct {
 	Reader client.Reader
 	// Discovery tells which kinds there are.
 	Discovery limboscan.Discovery
+	// ChunkSize is the most objects one answer to a LIST holds (kubectl's
+	// --chunk-size): each list is read page by page (listpages.Each), so that a
+	// big cluster is not read in one answer. 0 reads each in one answer.
+	ChunkSize int64
 }
 
-func newPendingSources(f clientFactory) (pendingSources, error) {
+// listOptions are opts with the page size of ChunkSize.
+func (s pendingSources) listOptions(opts ...client.ListOption) []client.ListOption {
+	if s.ChunkSize > 0 {
+		opts = append(opts, client.Limit(s.ChunkSize))
+	}
+	return opts
+}
+
+func newPendingSources(f clientFactory, chunkSize int64) (pendingSources, error) {
 	c, err := f.Client()
 	if err != nil {
 		return pendingSources{}, err
@@ -43,7 +56,7 @@ func newPendingSources(f clientFactory) (pendingSources, error) {
 	// A resource type installed since the cache was written must not be
 	// missed: what is in limbo has to be complete.
 	d.Invalidate()
-	return pendingSources{Reader: c, Discovery: d}, nil
+	return pendingSources{Reader: c, Discovery: d, ChunkSize: chunkSize}, nil
 }
 
 // countdown says what is known of an item's deadline.
@@ -173,7 +186,7 @@ func collectPending(ctx context.Context, src pendingSources, namespace string, n
 		items = append(items, item)
 	}
 
-	bundles, everyNamespace, err := listBundles(ctx, src.Reader, namespace)
+	bundles, everyNamespace, err := listBundles(ctx, src, namespace)
 	if err != nil {
 		return nil, err
 	}
@@ -190,21 +203,23 @@ func collectPending(ctx context.Context, src pendingSources, namespace string, n
 	}
 
 	// Tombstones first, so that they are shown with their item.
-	var tombstones limbov1alpha1.TombstoneList
-	if err := src.Reader.List(ctx, &tombstones, client.InNamespace(namespace)); err != nil {
+	err = listpages.Each(ctx, src.Reader, func() *limbov1alpha1.TombstoneList { return &limbov1alpha1.TombstoneList{} },
+		func(tombstones *limbov1alpha1.TombstoneList) {
+			for i := range tombstones.Items {
+				ts := &tombstones.Items[i]
+				item := tombstoneItem(ts, now)
+				if tornDown[client.ObjectKey{Namespace: ts.Namespace, Name: item.Bundle}] {
+					// The teardown cancels it (DESIGN §4: removing a cleanup job stops its
+					// deletions), and the Tombstone controller does nothing meanwhile:
+					// shown as due, it would read as about to be deleted.
+					item.countdown, item.DeleteAfter = countdownHeld, nil
+					item.addMessage("its Bundle is being deleted: the deletion is cancelled, the item kept")
+				}
+				add(item)
+			}
+		}, src.listOptions(client.InNamespace(namespace))...)
+	if err != nil {
 		return nil, fmt.Errorf("listing Tombstones: %w", err)
-	}
-	for i := range tombstones.Items {
-		ts := &tombstones.Items[i]
-		item := tombstoneItem(ts, now)
-		if tornDown[client.ObjectKey{Namespace: ts.Namespace, Name: item.Bundle}] {
-			// The teardown cancels it (DESIGN §4: removing a cleanup job stops its
-			// deletions), and the Tombstone controller does nothing meanwhile:
-			// shown as due, it would read as about to be deleted.
-			item.countdown, item.DeleteAfter = countdownHeld, nil
-			item.addMessage("its Bundle is being deleted: the deletion is cancelled, the item kept")
-		}
-		add(item)
 	}
 
 	objects, incomplete := listPendingObjects(ctx, src, namespace, now, warnings)
@@ -316,12 +331,16 @@ func entryGroupKind(entry *limbov1alpha1.PendingDeletion) schema.GroupKind {
 // ("" is every namespace): those of every namespace, since a Bundle may report
 // items of other namespaces. everyNamespace is false when the user may not list
 // them all but may list namespace's: bundles are then namespace's only.
-func listBundles(ctx context.Context, c client.Reader, namespace string) (bundles []limbov1alpha1.Bundle, everyNamespace bool, err error) {
-	var list limbov1alpha1.BundleList
-	err = c.List(ctx, &list)
+func listBundles(ctx context.Context, src pendingSources, namespace string) (bundles []limbov1alpha1.Bundle, everyNamespace bool, err error) {
+	list := func(opts ...client.ListOption) error {
+		bundles = nil
+		return listpages.Each(ctx, src.Reader, func() *limbov1alpha1.BundleList { return &limbov1alpha1.BundleList{} },
+			func(page *limbov1alpha1.BundleList) { bundles = append(bundles, page.Items...) }, src.listOptions(opts...)...)
+	}
+	err = list()
 	if apierrors.IsForbidden(err) && namespace != "" {
 		everyNamespace = false
-		err = c.List(ctx, &list, client.InNamespace(namespace))
+		err = list(client.InNamespace(namespace))
 	} else {
 		everyNamespace = true
 	}
@@ -331,7 +350,7 @@ func listBundles(ctx context.Context, c client.Reader, namespace string) (bundle
 		}
 		return nil, false, fmt.Errorf("listing Bundles: %w", err)
 	}
-	return list.Items, everyNamespace, nil
+	return bundles, everyNamespace, nil
 }
 
 // reportingBundles reads, one by one, the Bundles of namespaces other than
@@ -502,7 +521,7 @@ func listPendingObjects(ctx context.Context, src pendingSources, namespace strin
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			objects, err := limboscan.List(ctx, src.Reader, k.Kind, namespace, nil)
+			objects, err := limboscan.List(ctx, src.Reader, k.Kind, namespace, nil, src.listOptions()...)
 			switch {
 			case apierrors.IsForbidden(err):
 				results[i].forbidden = true

@@ -3,7 +3,10 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -18,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+	"github.com/limbo-dev/limbo/pkg/listpages/listpagestest"
 )
 
 // pendingObjects is a cluster with things in limbo in team-a and team-b.
@@ -743,5 +747,45 @@ Namespace   node-item   shop     2026-02-27T12:00:00Z   held        waiting for 
 `
 	if got := trimTrailingSpaces(out); got != want {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+}
+
+// --chunk-size pages every LIST pending makes (the Bundles, the Tombstones and
+// the objects of each kind), as kubectl get does, and every page counts: the
+// rows are those of one answer per list.
+func TestPendingChunkSize(t *testing.T) {
+	objects := append(pendingObjects(),
+		&limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: "team-b", Name: "web", UID: uid("web")},
+			Status: limbov1alpha1.BundleStatus{PendingDeletions: []limbov1alpha1.PendingDeletion{
+				{APIVersion: "v1", Kind: "ConfigMap", Name: "web-legacy",
+					Message: `invalid limbo.dev/deletionDelay "soon": not a duration (Go syntax: 10m, 24h, 1h30m)`},
+			}}},
+		&limbov1alpha1.Tombstone{ObjectMeta: inLimbo("team-b", "web-routes-1", "web", "10m", stampAgo(time.Minute))},
+	)
+	unpaged := newFixture(t, nil, objects...)
+	_, want, _ := unpaged.run("pending", "-A", "--chunk-size", "0")
+
+	pages := map[string][]int64{} // list kind: the limit of each page read
+	var mu sync.Mutex
+	f := newFixture(t, &interceptor.Funcs{List: listpagestest.List(func(list client.ObjectList, o *client.ListOptions) {
+		mu.Lock() // the kinds are listed concurrently
+		defer mu.Unlock()
+		kind := list.GetObjectKind().GroupVersionKind().Kind
+		if kind == "" {
+			kind = fmt.Sprintf("%T", list)
+		}
+		pages[kind] = append(pages[kind], o.Limit)
+	})}, objects...)
+	code, out, errOut := f.run("pending", "-A", "--chunk-size", "1")
+	if code != 0 || errOut != "" {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+	if out != want {
+		t.Errorf("in pages of 1:\n%s\nwant what one answer per list gives:\n%s", out, want)
+	}
+	for kind, n := range map[string]int{"*v1alpha1.BundleList": 2, "*v1alpha1.TombstoneList": 2, "ConfigMapList": 4} {
+		if got := pages[kind]; len(got) != n || slices.ContainsFunc(got, func(limit int64) bool { return limit != 1 }) {
+			t.Errorf("%s read with the limits %v, want %d pages of 1", kind, got, n)
+		}
 	}
 }

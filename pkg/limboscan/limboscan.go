@@ -12,6 +12,7 @@ import (
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 	"github.com/limbo-dev/limbo/pkg/apiwarning"
+	"github.com/limbo-dev/limbo/pkg/listpages"
 )
 
 // Discovery is what the scan needs of discovery: the namespaced resource types,
@@ -95,31 +96,35 @@ func Holds(ctx context.Context, r client.Reader, gvk schema.GroupVersionKind, na
 }
 
 // List returns the metadata of the objects of kind gvk in namespace (""
-// is every namespace) that are labelled limbo.dev/pending-deletion=true, each
-// with its GroupVersionKind set. The reader must list straight from the API
-// server (a manager's APIReader, or a plain client): a cached reader would start
-// an informer for every kind. The API server's warnings about the kind are
-// dropped (see package apiwarning): the scans list every kind, used or not. opts
-// add to the list's options (a resourceVersion to read from the watch cache).
-// What the selector does not match is dropped here too: an aggregated API may
-// ignore a label selector, and an object listed as in limbo may be deleted.
+// is every namespace) that are labelled limbo.dev/pending-deletion=true, and
+// that within selects (nil: all), each with its GroupVersionKind set. The reader
+// must list straight from the API server (a manager's APIReader, or a plain
+// client): a cached reader would start an informer for every kind. The API
+// server's warnings about the kind are dropped (see package apiwarning): the
+// scans list every kind, used or not. opts add to the list's options (a
+// resourceVersion to read from the watch cache; a client.Limit, to read page by
+// page: listpages.Each). What the selectors do not match is dropped here too: an
+// aggregated API may ignore a label selector, and an object listed as in limbo
+// may be deleted.
 func List(ctx context.Context, r client.Reader, gvk schema.GroupVersionKind, namespace string, within labels.Selector, opts ...client.ListOption) ([]metav1.PartialObjectMetadata, error) {
-	list := MetadataList(gvk)
 	inLimbo := labels.SelectorFromSet(labels.Set{limbov1alpha1.LabelPendingDeletion: "true"})
 	if within != nil {
 		if reqs, selectable := within.Requirements(); selectable {
 			inLimbo = inLimbo.Add(reqs...)
 		}
 	}
-	if err := r.List(apiwarning.Quiet(ctx), list, append([]client.ListOption{client.InNamespace(namespace), client.MatchingLabelsSelector{Selector: inLimbo}}, opts...)...); err != nil {
+	var items []metav1.PartialObjectMetadata
+	err := listpages.Each(apiwarning.Quiet(ctx), r, func() *metav1.PartialObjectMetadataList { return MetadataList(gvk) },
+		func(page *metav1.PartialObjectMetadataList) {
+			for _, item := range page.Items {
+				if inLimbo.Matches(labels.Set(item.Labels)) {
+					item.SetGroupVersionKind(gvk)
+					items = append(items, item)
+				}
+			}
+		}, append([]client.ListOption{client.InNamespace(namespace), client.MatchingLabelsSelector{Selector: inLimbo}}, opts...)...)
+	if err != nil {
 		return nil, err
-	}
-	items := list.Items[:0]
-	for _, item := range list.Items {
-		if inLimbo.Matches(labels.Set(item.Labels)) {
-			item.SetGroupVersionKind(gvk)
-			items = append(items, item)
-		}
 	}
 	return items, nil
 }

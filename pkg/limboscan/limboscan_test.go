@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+	"github.com/limbo-dev/limbo/pkg/listpages/listpagestest"
 )
 
 type fakeDiscovery struct {
@@ -124,6 +125,31 @@ func TestList(t *testing.T) {
 // An API that ignores the label selector (an aggregated one may) lists
 // everything: List keeps only what the selector matches, since what it returns
 // is taken to be in limbo.
+// With a client.Limit, List reads every page: a namespace's objects in limbo
+// are not cut at the first.
+func TestListPages(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := corev1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	pending := map[string]string{limbov1alpha1.LabelPendingDeletion: "true"}
+	var objects []client.Object
+	for _, name := range []string{"a", "b", "c"} {
+		objects = append(objects, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, Labels: pending}})
+	}
+	pages := 0
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objects...).WithInterceptorFuncs(interceptor.Funcs{
+		List: listpagestest.List(func(client.ObjectList, *client.ListOptions) { pages++ }),
+	}).Build()
+	items, err := List(context.Background(), c, corev1.SchemeGroupVersion.WithKind("ConfigMap"), "ns", nil, client.Limit(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(items) != 3 || pages != 2 {
+		t.Errorf("List read %d objects in %d pages, want 3 in 2", len(items), pages)
+	}
+}
+
 func TestListFiltersWhatTheServerDidNot(t *testing.T) {
 	scheme := runtime.NewScheme()
 	if err := corev1.AddToScheme(scheme); err != nil {

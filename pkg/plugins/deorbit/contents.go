@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/limbo-dev/limbo/pkg/listpages"
 	"github.com/limbo-dev/limbo/pkg/plugin"
 	"github.com/limbo-dev/limbo/pkg/restmappings"
 )
@@ -136,17 +137,7 @@ const listPageSize = 500
 
 // listPaged lists all of a kind page by page, handing each page to add.
 func listPaged[L client.ObjectList](ctx context.Context, r client.Reader, newPage func() L, add func(L)) error {
-	next := ""
-	for {
-		page := newPage()
-		if err := r.List(ctx, page, client.Limit(listPageSize), client.Continue(next)); err != nil {
-			return err
-		}
-		add(page)
-		if next = page.GetContinue(); next == "" {
-			return nil
-		}
-	}
+	return listpages.Each(ctx, r, newPage, add, client.Limit(listPageSize))
 }
 
 // provisioned reports whether pv is deorbit's: a volume that a listed CSI driver

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -33,6 +32,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+	"github.com/limbo-dev/limbo/pkg/listpages/listpagestest"
 	"github.com/limbo-dev/limbo/pkg/plugin"
 	"github.com/limbo-dev/limbo/pkg/plugin/plugintest"
 	"github.com/limbo-dev/limbo/pkg/remotecluster"
@@ -219,34 +219,11 @@ func TestListPaged(t *testing.T) {
 	}
 	pages := map[string][]int64{} // list kind: the limit of each call
 	target := fakeCluster(t, true, objs...)
-	paging := interceptor.NewClient(target, interceptor.Funcs{List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
-		o := (&client.ListOptions{}).ApplyOptions(opts)
+	// The fake serves everything at once; a real API server pages so.
+	paging := interceptor.NewClient(target, interceptor.Funcs{List: listpagestest.List(func(list client.ObjectList, o *client.ListOptions) {
 		kind := fmt.Sprintf("%T", list)
 		pages[kind] = append(pages[kind], o.Limit)
-		if err := c.List(ctx, list); err != nil {
-			return err
-		}
-		// The fake serves everything at once; a real API server pages so.
-		items, err := meta.ExtractList(list)
-		if err != nil {
-			return err
-		}
-		from := 0
-		if o.Continue != "" {
-			if from, err = strconv.Atoi(o.Continue); err != nil {
-				return err
-			}
-		}
-		to := min(from+int(o.Limit), len(items))
-		if o.Limit == 0 {
-			to = len(items)
-		}
-		list.SetContinue("")
-		if to < len(items) {
-			list.SetContinue(fmt.Sprint(to))
-		}
-		return meta.SetList(list, items[from:to])
-	}})
+	})})
 	cfg, err := parse([]byte(`{}`))
 	if err != nil {
 		t.Fatal(err)
