@@ -220,6 +220,14 @@ No Bundle manages it now; to bring it back under a Bundle, declare it there with
 		if !sameSet(names, want) {
 			t.Errorf("pending -o name prints %v, want %v", names, want)
 		}
+		// -l selects by the labels of the objects and Tombstones, on the API server.
+		if selected := strings.Fields(k.must(t, "pending", "-n", ns, "-o", "name", "-l", limbov1alpha1.LabelBundle+"=shop")); !sameSet(selected, want) {
+			t.Errorf("pending -o name -l %s=shop prints %v, want %v", limbov1alpha1.LabelBundle, selected, want)
+		}
+		stdout, stderr, code := k.run(t, "pending", "-n", ns, "-l", limbov1alpha1.LabelBundle+"!=shop")
+		if wantErr := fmt.Sprintf("Nothing in limbo with labels %s!=shop in namespace %s.\n", limbov1alpha1.LabelBundle, ns); code != 0 || stdout != "" || stderr != wantErr {
+			t.Errorf("pending -l %s!=shop: exit %d, stdout %q, stderr %q; want 0, nothing, %q", limbov1alpha1.LabelBundle, code, stdout, stderr, wantErr)
+		}
 		// Lists read a page at a time (the API server's continue tokens) lose
 		// nothing: the Bundles, two of them at least with a second one here, are
 		// more than a page of 1.

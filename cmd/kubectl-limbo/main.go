@@ -2,7 +2,7 @@
 // `kubectl limbo ...` lists what is in limbo and when it goes, expedites or
 // cancels a deletion, and shows a Bundle's dependency graph.
 //
-//	kubectl limbo pending [-A | -n NS] [-o wide|json|yaml|name] [--no-headers] [--chunk-size N]
+//	kubectl limbo pending [-A | -n NS] [-l SELECTOR] [-o wide|json|yaml|name] [--no-headers] [--chunk-size N]
 //	kubectl limbo expedite TYPE/NAME
 //	kubectl limbo cancel TYPE/NAME
 //	kubectl limbo graph BUNDLE [-o text|dot]

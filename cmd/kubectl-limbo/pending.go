@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 )
 
@@ -14,6 +15,10 @@ const pendingExample = `  # What is in limbo in the current namespace, soonest d
 
   # ... in every namespace, with each object's delay and how long it has waited
   kubectl limbo pending -A -o wide
+
+  # ... of the objects labelled app=shop; of Bundle shop's objects and Tombstones
+  kubectl limbo pending -l app=shop
+  kubectl limbo pending -l limbo.dev/bundle=shop
 
   # ... as JSON, or as TYPE/NAME for other kubectl commands
   kubectl limbo pending -n team-a -o json
@@ -24,13 +29,14 @@ type pendingOptions struct {
 	allNamespaces bool
 	noHeaders     bool
 	chunkSize     int64
+	selector      string
 	print         *genericclioptions.PrintFlags
 }
 
 func newPendingCommand(o *options) *cobra.Command {
 	po := &pendingOptions{print: genericclioptions.NewPrintFlags("")}
 	cmd := &cobra.Command{
-		Use:   "pending [-A | -n NAMESPACE] [-o wide|json|yaml|name|...] [--no-headers] [--chunk-size N]",
+		Use:   "pending [-A | -n NAMESPACE] [-l SELECTOR] [-o wide|json|yaml|name|...] [--no-headers] [--chunk-size N]",
 		Short: "List what is in limbo and when it is deleted",
 		Long: `List what is in limbo, soonest deletion first: every object of a namespaced
 kind labelled limbo.dev/pending-deletion=true, every Tombstone (an external item
@@ -50,6 +56,13 @@ is "due" once it has passed. -o wide adds DELAY and IN-LIMBO (time since the
 countdown started). -o name leaves out the items in another cluster (a warning
 says how many), since kubectl would take their names for objects of this one.
 
+-l selects rows by the labels of the object each names, as kubectl get -l: the
+object in limbo, or the Tombstone (its own labels: limbo.dev/bundle and
+limbo.dev/pending-deletion, say), not the Bundle. A row that only a Bundle's
+status gives is selected by the labels of its object, read from the cluster;
+one whose object cannot be read (in another cluster, gone, not allowed) is
+left out, with a warning.
+
 Every list is read in pages of --chunk-size objects, as kubectl get reads it.`,
 		Example: pendingExample,
 		Args:    cobra.NoArgs,
@@ -66,23 +79,34 @@ Every list is read in pages of --chunk-size objects, as kubectl get reads it.`,
 				}
 				namespace = ns
 			}
+			selector, err := labels.Parse(po.selector)
+			if err != nil {
+				return err
+			}
 			src, err := newPendingSources(o.clients, po.chunkSize)
 			if err != nil {
 				return err
 			}
 			now := o.now()
-			items, incomplete := collectPending(cmd.Context(), src, namespace, now, o.ErrOut)
+			items, incomplete := collectPending(cmd.Context(), src, namespace, selector, now, o.ErrOut)
 			if incomplete != nil && !errors.Is(incomplete, errIncomplete) {
 				return incomplete
 			}
-			if format != "" && format != "name" {
-				readDelays(cmd.Context(), src.Reader, items) // DELAY, deletionDelay
+			if (format != "" && format != "name") || po.selector != "" {
+				readStatusOnlyObjects(cmd.Context(), src.Reader, items) // DELAY, deletionDelay; the labels -l matches
+			}
+			if po.selector != "" {
+				items = selectRows(items, selector, o.ErrOut)
 			}
 			if len(items) == 0 && isTable(format) && incomplete == nil {
+				matching := ""
+				if po.selector != "" {
+					matching = fmt.Sprintf(" with labels %s", selector)
+				}
 				if po.allNamespaces {
-					fmt.Fprintln(o.ErrOut, "Nothing in limbo.")
+					fmt.Fprintf(o.ErrOut, "Nothing in limbo%s.\n", matching)
 				} else {
-					fmt.Fprintf(o.ErrOut, "Nothing in limbo in namespace %s.\n", namespace)
+					fmt.Fprintf(o.ErrOut, "Nothing in limbo%s in namespace %s.\n", matching, namespace)
 				}
 				return nil
 			}
@@ -94,6 +118,7 @@ Every list is read in pages of --chunk-size objects, as kubectl get reads it.`,
 	}
 	cmd.Flags().BoolVarP(&po.allNamespaces, "all-namespaces", "A", false, "List what is in limbo in every namespace.")
 	cmd.Flags().BoolVar(&po.noHeaders, "no-headers", false, "When using the default or wide output format, don't print headers.")
+	cmd.Flags().StringVarP(&po.selector, "selector", "l", "", "Selector (label query) to filter on, supports '=', '==', '!=', 'in', 'notin' (e.g. -l key1=value1,key2=value2): the labels of the object in limbo, or of the Tombstone, each row names. Matching objects must satisfy all of the specified label constraints.")
 	cmd.Flags().Int64Var(&po.chunkSize, "chunk-size", 500, "Return large lists in chunks rather than all at once. Pass 0 to disable.")
 	po.print.AddFlags(cmd)
 	cmd.Flags().Lookup("output").Usage = fmt.Sprintf("Output format. One of: (wide, %s). Default: a table.", strings.Join(po.print.AllowedFormats(), ", "))

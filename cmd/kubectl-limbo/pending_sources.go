@@ -12,6 +12,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -101,10 +102,17 @@ type pendingItem struct {
 
 	uid       types.UID
 	countdown countdown
+	// statusOnly marks a row made from a Bundle's status alone: no object of it
+	// was listed (readStatusOnlyObjects reads it, for an object of this cluster).
+	statusOnly bool
 	// delayUnknown marks a row made from a Bundle's status alone (its entry
-	// names no delay) whose object's delay was not read (readDelays reads it,
-	// for an object of this cluster): DELAY says <unknown>, not <none>.
+	// names no delay) whose object's delay was not read: DELAY says <unknown>,
+	// not <none>.
 	delayUnknown bool
+	// labels are the labels of the object of a statusOnly row, once read
+	// (labelsRead): what -l matches.
+	labels     map[string]string
+	labelsRead bool
 	// object is the metadata of the object in limbo of an object row (nil for
 	// the rows of Tombstones and of Bundles' entries).
 	object *metav1.PartialObjectMetadata
@@ -155,7 +163,9 @@ func (p *pendingItem) key() itemKey {
 }
 
 // collectPending lists what is in limbo in namespace ("" is every namespace) at
-// time now, soonest deletion first. Resource types that cannot be listed
+// time now, soonest deletion first: the objects and Tombstones that selector
+// selects, by their labels, on the API server (a row that only a Bundle's status
+// gives is selected by selectRows), and the rows of the Bundles' statuses. Resource types that cannot be listed
 // (Forbidden, NotFound, MethodNotSupported) are skipped; the Forbidden ones are
 // named in a warning on warnings.
 //
@@ -167,7 +177,7 @@ func (p *pendingItem) key() itemKey {
 // namespaces), and its message belongs on their rows. What the Bundles of the
 // namespace report in other namespaces is left out, with a warning (notShown).
 // An error wrapping errIncomplete comes with the items that could be listed.
-func collectPending(ctx context.Context, src pendingSources, namespace string, now time.Time, warnings io.Writer) ([]pendingItem, error) {
+func collectPending(ctx context.Context, src pendingSources, namespace string, selector labels.Selector, now time.Time, warnings io.Writer) ([]pendingItem, error) {
 	var items []pendingItem
 	seen := map[types.UID]bool{}
 	index := map[itemKey]int{}
@@ -217,12 +227,12 @@ func collectPending(ctx context.Context, src pendingSources, namespace string, n
 				}
 				add(item)
 			}
-		}, src.listOptions(client.InNamespace(namespace))...)
+		}, src.listOptions(client.InNamespace(namespace), client.MatchingLabelsSelector{Selector: selector})...)
 	if err != nil {
 		return nil, fmt.Errorf("listing Tombstones: %w", err)
 	}
 
-	objects, incomplete := listPendingObjects(ctx, src, namespace, now, warnings)
+	objects, incomplete := listPendingObjects(ctx, src, namespace, selector, now, warnings)
 	if incomplete != nil && !errors.Is(incomplete, errIncomplete) {
 		return nil, incomplete
 	}
@@ -266,6 +276,7 @@ func collectPending(ctx context.Context, src pendingSources, namespace string, n
 				Bundle:       bundle.Name,
 				Cluster:      entry.Cluster,
 				countdown:    countdownHeld,
+				statusOnly:   true,
 				delayUnknown: true,
 			}
 			if entry.InvalidDelay() {
@@ -388,12 +399,8 @@ func reportingBundles(ctx context.Context, c client.Reader, namespace string, ob
 			if !apierrors.IsForbidden(err) {
 				what = fmt.Sprintf("could not get (%v)", err)
 			}
-			items := "1 item"
-			if reports[key] > 1 {
-				items = fmt.Sprintf("%d items", reports[key])
-			}
 			fmt.Fprintf(warnings, "Warning: %s Bundle %s, which reports %s of namespace %s: what it says of them (a message, say) is not shown; kubectl limbo pending -n %s, by someone allowed, shows it\n",
-				what, key, items, namespace, key.Namespace)
+				what, key, plural(reports[key], "item"), namespace, key.Namespace)
 		}
 	}
 	return bundles
@@ -428,20 +435,21 @@ func warnNotShown(warnings io.Writer, namespace string, notShown map[itemKey]boo
 		items, namespace, strings.Join(names, ", "), where, pronoun)
 }
 
-// readDelays fills DELAY (DeletionDelay) of the rows that only a Bundle's status
-// gives, for objects of this cluster, from the object itself (metadata only):
-// the entry names no delay, and the same limbo.dev/deletionDelay must read the
-// same whichever source gives the row (an orphan never labelled, for an invalid
-// delay, and a released object that is; a cluster-scoped item). A row whose
-// object cannot be read (gone, not allowed, a kind not served) keeps what its
-// entry tells: the invalid value its message quotes, else <unknown>. Only the
-// formats that show DELAY (-o wide, json, yaml, ...) need it.
-func readDelays(ctx context.Context, c client.Reader, items []pendingItem) {
+// readStatusOnlyObjects reads the object of each row that only a Bundle's
+// status gives, for objects of this cluster (metadata only): its labels, which
+// -l matches (selectRows), and its DELAY (DeletionDelay): the entry names no
+// delay, and the same limbo.dev/deletionDelay must read the same whichever
+// source gives the row (an orphan never labelled, for an invalid delay, and a
+// released object that is; a cluster-scoped item). A row whose object cannot be
+// read (gone, not allowed, a kind not served) keeps what its entry tells: the
+// invalid value its message quotes, else <unknown>, and no labels. Only the
+// formats that show DELAY (-o wide, json, yaml, ...) and -l need it.
+func readStatusOnlyObjects(ctx context.Context, c client.Reader, items []pendingItem) {
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 8)
 	for i := range items {
 		p := &items[i]
-		if !p.delayUnknown || p.Cluster != "" {
+		if !p.statusOnly || p.Cluster != "" {
 			continue
 		}
 		wg.Add(1)
@@ -456,6 +464,7 @@ func readDelays(ctx context.Context, c client.Reader, items []pendingItem) {
 			if err := c.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: p.Name}, obj); err != nil {
 				return
 			}
+			p.labels, p.labelsRead = obj.GetLabels(), true
 			annotations := obj.GetAnnotations()
 			p.DeletionDelay, p.delayUnknown = annotations[limbov1alpha1.AnnotationDeletionDelay], false
 			if p.DeletionTimestamp == "" {
@@ -464,6 +473,53 @@ func readDelays(ctx context.Context, c client.Reader, items []pendingItem) {
 		}()
 	}
 	wg.Wait()
+}
+
+// selectRows keeps the rows of items whose object selector selects (-l), as
+// kubectl get -l selects objects: by the labels of the object the row names,
+// the object in limbo or the Tombstone. The rows of listed objects and
+// Tombstones were selected by their LIST (collectPending); a row that only a
+// Bundle's status gives is selected by its object's labels, read by
+// readStatusOnlyObjects; not by the Bundle's, which are not the object's
+// (`-o name | xargs kubectl delete` acts on the object). A row whose object's
+// labels cannot be read (an item in another cluster; an object gone, or not
+// allowed) cannot be told to match: it is left out, and a warning on warnings
+// says how many.
+func selectRows(items []pendingItem, selector labels.Selector, warnings io.Writer) []pendingItem {
+	kept := items[:0]
+	var elsewhere, unread int
+	for _, p := range items {
+		switch {
+		case !p.statusOnly:
+			kept = append(kept, p)
+		case p.Cluster != "":
+			elsewhere++
+		case !p.labelsRead:
+			unread++
+		case selector.Matches(labels.Set(p.labels)):
+			kept = append(kept, p)
+		}
+	}
+	var left []string
+	if elsewhere > 0 {
+		left = append(left, plural(elsewhere, "item")+" in another cluster")
+	}
+	if unread > 0 {
+		left = append(left, plural(unread, "item")+" whose object could not be read (gone, or not allowed)")
+	}
+	if len(left) > 0 {
+		fmt.Fprintf(warnings, "Warning: -l leaves out %s, which only a Bundle's status reports: their labels cannot be matched; without -l they are listed\n",
+			strings.Join(left, " and "))
+	}
+	return kept
+}
+
+// plural is n things: "1 item", "3 items".
+func plural(n int, thing string) string {
+	if n == 1 {
+		return "1 " + thing
+	}
+	return fmt.Sprintf("%d %ss", n, thing)
 }
 
 // holdReleased marks item, an object's row, held when the reaper holds the
@@ -493,7 +549,7 @@ var errIncomplete = errors.New("the list above is incomplete")
 // discovery failed, are named in a warning on warnings. Those whose LIST fails
 // otherwise are named in a warning too, and the error, with the items of the
 // others, wraps errIncomplete.
-func listPendingObjects(ctx context.Context, src pendingSources, namespace string, now time.Time, warnings io.Writer) ([]pendingItem, error) {
+func listPendingObjects(ctx context.Context, src pendingSources, namespace string, selector labels.Selector, now time.Time, warnings io.Writer) ([]pendingItem, error) {
 	kinds, err := limboscan.Kinds(src.Discovery)
 	if err != nil {
 		groups, partial := limboscan.FailedGroups(err)
@@ -521,7 +577,7 @@ func listPendingObjects(ctx context.Context, src pendingSources, namespace strin
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			objects, err := limboscan.List(ctx, src.Reader, k.Kind, namespace, nil, src.listOptions()...)
+			objects, err := limboscan.List(ctx, src.Reader, k.Kind, namespace, selector, src.listOptions()...)
 			switch {
 			case apierrors.IsForbidden(err):
 				results[i].forbidden = true
