@@ -54,6 +54,14 @@ func TestKubectlLimboHeldOrphan(t *testing.T) {
 		t.Errorf("pending does not show old held:\n%s", table)
 	}
 
+	// cancel's completion offers the held orphan, which only the Bundle's status
+	// lists, with the stamped one. (KUBECONFIG is set: the word completed is
+	// the last argument.)
+	offered, completeErr, code := k.exec(t, k.bin, "__complete", "cancel", "-n", ns, "configmap/")
+	if code != 0 || !sameSet(strings.Fields(offered), []string{"configmap/old", "configmap/stamped", ":4"}) {
+		t.Errorf("completing cancel configmap/: exit %d, stderr %q, offers %q; want configmap/old and configmap/stamped", code, completeErr, offered)
+	}
+
 	// Not fatal: what becomes of an orphan whose cancel failed is the point.
 	stdout, stderr, code := k.run(t, "cancel", "configmap/old", "-n", ns)
 	want := `configmap/old: deletion cancelled; removed owner reference to Bundle "shop", label limbo.dev/bundle=shop.

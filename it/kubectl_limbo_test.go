@@ -253,7 +253,8 @@ No Bundle manages it now; to bring it back under a Bundle, declare it there with
 		}{
 			{[]string{"graph", "-n", ns, ""}, "shop"},
 			{[]string{"expedite", "-n", ns, "configmap/"}, "configmap/x"},
-			{[]string{"cancel", "-n", ns, "tombstones", ""}, ts.Name},
+			{[]string{"expedite", "-n", ns, "tombstones", ""}, ts.Name},
+			{[]string{"cancel", "-n", ns, "configmaps", ""}, "x"},
 			{[]string{"pending", "-n", ns[:len(ns)-1]}, ns},
 		} {
 			stdout, stderr, code := k.exec(t, kubectl, append([]string{"__complete", "limbo"}, tc.args...)...)

@@ -75,14 +75,19 @@ func entryNamespace(b *limbov1alpha1.Bundle, entry *limbov1alpha1.PendingDeletio
 // namespace: the kind tells which, so either reading matches.
 func pendingEntry(b *limbov1alpha1.Bundle, gk schema.GroupKind, namespace, name string) *limbov1alpha1.PendingDeletion {
 	for i := range b.Status.PendingDeletions {
-		entry := &b.Status.PendingDeletions[i]
-		gv, err := schema.ParseGroupVersion(entry.APIVersion)
-		if err == nil && entry.Cluster == "" && entry.Name == name && entry.Kind == gk.Kind && gv.Group == gk.Group &&
-			(entry.Namespace == namespace || entryNamespace(b, entry) == namespace) {
+		if entry := &b.Status.PendingDeletions[i]; entry.Name == name && entryOf(b, entry, gk, namespace) {
 			return entry
 		}
 	}
 	return nil
+}
+
+// entryOf tells whether entry, of b's status.pendingDeletions, is of an object
+// of kind gk in namespace ("" for a cluster-scoped kind) in this cluster, as
+// pendingEntry reads it.
+func entryOf(b *limbov1alpha1.Bundle, entry *limbov1alpha1.PendingDeletion, gk schema.GroupKind, namespace string) bool {
+	return entry.Cluster == "" && entryGroupKind(entry) == gk &&
+		(entry.Namespace == namespace || entryNamespace(b, entry) == namespace)
 }
 
 // bundleReport is what the Bundle that reports obj (reportingBundle) says of it

@@ -68,7 +68,7 @@ namespace-gc, the Kubernetes Namespace). Nor can a plugin's object item in limbo
 same reason.`,
 		Example:           cancelExample,
 		Args:              cobra.RangeArgs(1, 2),
-		ValidArgsFunction: o.completeInLimbo,
+		ValidArgsFunction: o.completeObjects(namesToCancel),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			t, c, err := o.resolveWithClient(args)
 			if err != nil {
@@ -132,11 +132,8 @@ func cancelDeletion(ctx context.Context, c client.Client, t target) (cancelResul
 		if err != nil {
 			return err
 		}
-		if err := refuseTerminating(t, obj, "cancel"); err != nil {
+		if err := refuseToCancel(t, obj); err != nil {
 			return err
-		}
-		if owner, ok := obj.GetAnnotations()[limbov1alpha1.AnnotationPluginResource]; ok {
-			return pluginItemCancelError(t, owner)
 		}
 		k, err := cancelKeeper(ctx, c, t, obj)
 		if err != nil {
@@ -164,6 +161,19 @@ func cancelDeletion(ctx context.Context, c client.Client, t target) (cancelResul
 		return cancelResult{}, err
 	}
 	return result, nil
+}
+
+// refuseToCancel refuses, from obj alone (the object t as just read), what
+// cancel never takes out of limbo: an object already being deleted, and a
+// plugin's object item (its plugin would put it back).
+func refuseToCancel(t target, obj *metav1.PartialObjectMetadata) error {
+	if err := refuseTerminating(t, obj, "cancel"); err != nil {
+		return err
+	}
+	if owner, ok := obj.GetAnnotations()[limbov1alpha1.AnnotationPluginResource]; ok {
+		return pluginItemCancelError(t, owner)
+	}
+	return nil
 }
 
 // cancelKeeper is the Bundle that keeps obj, the object t as just read, once

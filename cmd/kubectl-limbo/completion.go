@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -9,6 +11,7 @@ import (
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 	"github.com/limbo-dev/limbo/pkg/limboscan"
+	"github.com/limbo-dev/limbo/pkg/softdelete"
 )
 
 // Shell completion. cobra's `completion` command prints the scripts for bash,
@@ -61,21 +64,27 @@ func (o *options) names(cmd *cobra.Command, list *metav1.PartialObjectMetadataLi
 	return names
 }
 
-// completeInLimbo completes the TYPE/NAME or TYPE NAME argument of expedite and
+// objectNames are the names of the objects of t's type in t's namespace that a
+// command accepts (t names none).
+type objectNames func(ctx context.Context, c client.Client, t target) ([]string, error)
+
+// completeObjects completes the TYPE/NAME or TYPE NAME argument of expedite and
 // cancel: first the resource types that can hold objects in limbo (as kubectl
 // api-resources -o name prints them: configmaps, deployments.apps), then the
-// objects of that type that are in limbo.
-func (o *options) completeInLimbo(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
-	switch {
-	case len(args) == 0 && strings.Contains(toComplete, "/"):
-		typ, _, _ := strings.Cut(toComplete, "/")
-		return filterPrefix(o.namesInLimbo(cmd, typ, typ+"/"), toComplete), cobra.ShellCompDirectiveNoFileComp
-	case len(args) == 0:
-		return filterPrefix(o.resourceTypes(), toComplete), cobra.ShellCompDirectiveNoFileComp
-	case len(args) == 1 && !strings.Contains(args[0], "/"):
-		return filterPrefix(o.namesInLimbo(cmd, args[0], ""), toComplete), cobra.ShellCompDirectiveNoFileComp
+// objects of that type that the command accepts, which names lists.
+func (o *options) completeObjects(names objectNames) cobra.CompletionFunc {
+	return func(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+		switch {
+		case len(args) == 0 && strings.Contains(toComplete, "/"):
+			typ, _, _ := strings.Cut(toComplete, "/")
+			return filterPrefix(o.objectNames(cmd, names, typ, typ+"/"), toComplete), cobra.ShellCompDirectiveNoFileComp
+		case len(args) == 0:
+			return filterPrefix(o.resourceTypes(), toComplete), cobra.ShellCompDirectiveNoFileComp
+		case len(args) == 1 && !strings.Contains(args[0], "/"):
+			return filterPrefix(o.objectNames(cmd, names, args[0], ""), toComplete), cobra.ShellCompDirectiveNoFileComp
+		}
+		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
-	return nil, cobra.ShellCompDirectiveNoFileComp
 }
 
 // resourceTypes are the namespaced resource types that can be listed.
@@ -96,23 +105,91 @@ func (o *options) resourceTypes() []string {
 	return names
 }
 
-// namesInLimbo are the names, each after prefix, of the objects of type typ
-// that are in limbo in the namespace.
-func (o *options) namesInLimbo(cmd *cobra.Command, typ, prefix string) []string {
+// objectNames are what names lists of type typ in the namespace, each after
+// prefix; nothing when they cannot be listed.
+func (o *options) objectNames(cmd *cobra.Command, names objectNames, typ, prefix string) []string {
 	// The name only completes the arguments; resolve reads no object.
 	t, c, err := o.resolveWithClient([]string{typ, "-"})
 	if err != nil {
 		return nil
 	}
-	objects, err := limboscan.List(cmd.Context(), c, t.mapping.GroupVersionKind, t.namespace, nil)
+	found, err := names(cmd.Context(), c, t)
 	if err != nil {
 		return nil
 	}
+	out := make([]string, 0, len(found))
+	for _, name := range found {
+		out = append(out, prefix+name)
+	}
+	return out
+}
+
+// namesInLimbo are the names of the objects of t's type in limbo (labelled
+// limbo.dev/pending-deletion), Tombstones included: what expedite accepts, a
+// stamp to set back.
+func namesInLimbo(ctx context.Context, c client.Client, t target) ([]string, error) {
+	objects, err := limboscan.List(ctx, c, t.mapping.GroupVersionKind, t.namespace, nil)
+	if err != nil {
+		return nil, err
+	}
 	names := make([]string, 0, len(objects))
 	for _, obj := range objects {
-		names = append(names, prefix+obj.Name)
+		names = append(names, obj.Name)
 	}
-	return names
+	return names, nil
+}
+
+// namesToCancel are the names of the objects of t's type that cancel accepts:
+// those in limbo (labelled limbo.dev/pending-deletion) and the orphans that
+// only their Bundle's status.pendingDeletions lists, never stamped nor
+// labelled (held while a resource of the Bundle is not Ready, an invalid
+// delay), which cancel takes out of limbo too (refuseUnlessInLimbo); not those
+// it refuses from the object alone (refuseToCancel: being deleted, a plugin's
+// item), nor any Tombstone (cancel refuses them all: the plugin would find the
+// item again). Whether the object's Bundle declares it again, which refuses some
+// more, is left to cancel, which says why. The Bundles are those of the
+// namespace: an object is managed by a Bundle of its own namespace.
+func namesToCancel(ctx context.Context, c client.Client, t target) ([]string, error) {
+	gk := t.mapping.GroupVersionKind.GroupKind()
+	if isTombstone(gk) {
+		return nil, nil
+	}
+	objects, err := limboscan.List(ctx, c, t.mapping.GroupVersionKind, t.namespace, nil)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	seen := map[string]bool{}
+	for i := range objects {
+		obj := &objects[i]
+		seen[obj.Name] = true
+		if refuseToCancel(t, obj) == nil {
+			names = append(names, obj.Name)
+		}
+	}
+	var bundles limbov1alpha1.BundleList
+	if err := c.List(ctx, &bundles, client.InNamespace(t.namespace)); err != nil {
+		return names, nil // the labelled ones are still offered
+	}
+	for i := range bundles.Items {
+		b := &bundles.Items[i]
+		for j := range b.Status.PendingDeletions {
+			entry := &b.Status.PendingDeletions[j]
+			if seen[entry.Name] || !entryOf(b, entry, gk, t.namespace) {
+				continue
+			}
+			seen[entry.Name] = true
+			obj, err := getMetadata(ctx, c, target{mapping: t.mapping, namespace: t.namespace, name: entry.Name})
+			if err != nil || refuseToCancel(t, obj) != nil {
+				continue
+			}
+			if softdelete.HasLimboMark(obj) || bundleControllerOf(obj) != nil {
+				names = append(names, obj.Name)
+			}
+		}
+	}
+	slices.Sort(names)
+	return names, nil
 }
 
 func filterPrefix(candidates []string, prefix string) []string {

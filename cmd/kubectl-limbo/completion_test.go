@@ -3,9 +3,12 @@ package main
 import (
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 )
 
 // complete runs cobra's __complete, as kubectl_complete-limbo and the shell
@@ -69,6 +72,45 @@ func TestCompletionScripts(t *testing.T) {
 		code, out, errOut := f.run("completion", shell)
 		if code != 0 || !strings.Contains(out, want) {
 			t.Errorf("completion %s: exit %d, stderr %q, no %q in the script", shell, code, errOut, want)
+		}
+	}
+}
+
+// cancel completes what cancel accepts: the objects in limbo and the orphans
+// only their Bundle's status lists (held before their countdown, never
+// stamped nor labelled); not what it refuses from the object alone (an object
+// being deleted, a plugin's item), nor any Tombstone. expedite completes the
+// objects in limbo, Tombstones included.
+func TestCompletionOfCancel(t *testing.T) {
+	controlledByShop := []metav1.OwnerReference{{APIVersion: limbov1alpha1.GroupVersion.String(), Kind: "Bundle", Name: "shop", UID: uid("shop"), Controller: ptr(true)}}
+	pluginItem := inLimbo("team-a", "item", "", "10m", stampAgo(time.Minute))
+	pluginItem.Annotations[limbov1alpha1.AnnotationPluginResource] = "team-a/shop/nodes"
+	going := inLimbo("team-a", "going", "shop", "10m", stampAgo(time.Minute))
+	going.DeletionTimestamp, going.Finalizers = &metav1.Time{Time: testNow}, []string{"example.com/hold"}
+	objects := append(pendingObjects(),
+		// Listed by Bundle shop as waiting for its resources to be Ready; its
+		// controller, unstamped.
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "waiting", UID: uid("waiting"), OwnerReferences: controlledByShop,
+			Labels: map[string]string{limbov1alpha1.LabelBundle: "shop"}}},
+		// Listed by Bundle shop for its invalid delay, but no Bundle controls it
+		// any more: cancel says it is not in limbo.
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "legacy", UID: uid("legacy")}},
+		&corev1.ConfigMap{ObjectMeta: pluginItem},
+		&corev1.ConfigMap{ObjectMeta: going},
+	)
+	f := newFixture(t, nil, objects...)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-n", "team-a", "cancel", "configmaps", ""}, "cache db-config negative waiting"},
+		{[]string{"-n", "team-a", "cancel", "cm/"}, "cm/cache cm/db-config cm/negative cm/waiting"},
+		{[]string{"-n", "team-a", "cancel", "tombstones", ""}, ""},
+		{[]string{"-n", "team-a", "expedite", "configmaps", ""}, "cache db-config going item negative"},
+		{[]string{"-n", "team-a", "expedite", "tombstones", ""}, "storage-ns-gc-4f7c"},
+	} {
+		if got := strings.Join(f.complete(t, tc.args...), " "); got != tc.want {
+			t.Errorf("completing %q: %q, want %q", tc.args, got, tc.want)
 		}
 	}
 }

@@ -43,7 +43,7 @@ valid delay, not be already being deleted, and not be declared again by its
 controller, a Bundle (whose next pass would cancel the countdown).`,
 		Example:           expediteExample,
 		Args:              cobra.RangeArgs(1, 2),
-		ValidArgsFunction: o.completeInLimbo,
+		ValidArgsFunction: o.completeObjects(namesInLimbo),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			t, c, err := o.resolveWithClient(args)
 			if err != nil {
