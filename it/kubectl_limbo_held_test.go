@@ -76,6 +76,11 @@ No Bundle manages it now; to bring it back under a Bundle, declare it there with
 		!strings.HasSuffix(stdout, fmt.Sprintf("\nBundle %s/shop reports: %s\n", ns, held)) {
 		t.Errorf("expedite configmap/stamped prints:\n%s\nwant the Bundle's report %q", stdout, held)
 	}
+	// Held, the expedited orphan shows how long it has been in limbo (seconds),
+	// not the stamp moved back by its 1h delay.
+	if wide := k.must(t, "pending", "-n", ns, "-o", "wide"); !regexpMatches(`(?m)^ConfigMap +stamped +shop +\S+ +held +1h +\d+s +`, wide) {
+		t.Errorf("pending -o wide has no row for stamped with DELAY 1h and IN-LIMBO in seconds:\n%s", wide)
+	}
 	stampedUID := string(getObject(t, configMapGVK, ns, "stamped").GetUID())
 	testenv.Consistently(t, 2*time.Second, existsWithUID(t, configMapGVK, ns, "stamped", stampedUID))
 

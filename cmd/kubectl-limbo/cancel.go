@@ -395,6 +395,9 @@ func cancelPatch(obj *metav1.PartialObjectMetadata, k keeper, doomed map[types.U
 	outOfLimbo := softdelete.OutOfLimboPatch()
 	removeAnnotations := outOfLimbo["annotations"].(map[string]any)
 	removeLabels := outOfLimbo["labels"].(map[string]any)
+	if _, ok := annotations[limbov1alpha1.AnnotationExpeditedFrom]; ok {
+		removeAnnotations[limbov1alpha1.AnnotationExpeditedFrom] = nil // expedite's note on the countdown cancelled
+	}
 	labelKeys := slices.Sorted(maps.Keys(removeLabels))
 	if !kept {
 		labelKeys = append(labelKeys, limbov1alpha1.LabelBundle)

@@ -38,6 +38,10 @@ gate, ...): kubectl limbo pending shows what, and expedite prints what the Bundl
 reports of the object and the reaper's hold. kubectl delete deletes it at once,
 without going through the controller.
 
+The stamp it moved is recorded in the annotation limbo.dev/expeditedFrom, so
+that kubectl limbo pending -o wide counts IN-LIMBO from when the countdown
+started; the controller never reads it.
+
 The object must be in limbo (stamped with limbo.dev/deletionTimestamp), have a
 valid delay, not be already being deleted, and not be declared again by its
 controller, a Bundle (whose next pass would cancel the countdown).`,
@@ -147,7 +151,10 @@ func expedite(ctx context.Context, c client.Client, t target, now func() time.Ti
 		patch, err := json.Marshal(map[string]any{
 			"metadata": map[string]any{
 				"resourceVersion": obj.GetResourceVersion(),
-				"annotations":     map[string]any{limbov1alpha1.AnnotationDeletionTimestamp: stamp},
+				"annotations": map[string]any{
+					limbov1alpha1.AnnotationDeletionTimestamp: stamp,
+					limbov1alpha1.AnnotationExpeditedFrom:     countdownStartAfter(annotations, stamp),
+				},
 			},
 		})
 		if err != nil {
@@ -167,6 +174,40 @@ func expedite(ctx context.Context, c client.Client, t target, now func() time.Ti
 		return expediteResult{}, err
 	}
 	return result, nil
+}
+
+// countdownStart is when the countdown of an object with annotations started:
+// the limbo.dev/expeditedFrom that expedite wrote, while it is a stamp later
+// than the object's limbo.dev/deletionTimestamp (the stamp expedite moved back
+// from it), else the stamp itself. A limbo.dev/expeditedFrom not later than the
+// stamp is stale: the controller's cancel leaves it (only kubectl limbo cancel
+// removes it), and a countdown that starts again later is stamped later than
+// it. "" when the object has no stamp.
+func countdownStart(annotations map[string]string) string {
+	stamp := annotations[limbov1alpha1.AnnotationDeletionTimestamp]
+	if from := annotations[limbov1alpha1.AnnotationExpeditedFrom]; laterStamp(from, stamp) {
+		return from
+	}
+	return stamp
+}
+
+// countdownStartAfter is the limbo.dev/expeditedFrom that expedite writes with
+// the new stamp of an object with annotations: when its countdown started
+// (countdownStart), if that is later than the new stamp; else nil, which
+// removes a stale one (a delay of 0s may move no stamp; an unparsable stamp
+// tells nothing).
+func countdownStartAfter(annotations map[string]string, stamp string) any {
+	if start := countdownStart(annotations); laterStamp(start, stamp) {
+		return start
+	}
+	return nil
+}
+
+// laterStamp tells whether a and b are stamps (RFC 3339) and a is the later.
+func laterStamp(a, b string) bool {
+	at, aErr := time.Parse(time.RFC3339, a)
+	bt, bErr := time.Parse(time.RFC3339, b)
+	return aErr == nil && bErr == nil && at.After(bt)
 }
 
 // refuseDeclaredAgain refuses to expedite obj, the object t as just read, when

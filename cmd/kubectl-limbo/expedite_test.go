@@ -372,3 +372,82 @@ func TestExpediteHeldUnstampedOrphan(t *testing.T) {
 		}
 	}
 }
+
+// When a countdown started: the stamp, or the limbo.dev/expeditedFrom that
+// expedite wrote while the stamp is earlier (moved back from it); and what
+// expedite writes with a new stamp.
+func TestCountdownStart(t *testing.T) {
+	const (
+		started = "2026-03-01T11:59:00Z"
+		moved   = "2026-03-01T10:59:00Z" // started, expedited with a 1h delay
+		later   = "2026-03-02T08:00:00Z" // a countdown started again after a cancel
+	)
+	for _, tt := range []struct {
+		name, stamp, from string
+		want              string // countdownStart
+		newStamp          string
+		wantFrom          any // countdownStartAfter with newStamp
+	}{
+		{name: "never expedited", stamp: started, want: started, newStamp: moved, wantFrom: started},
+		{name: "expedited", stamp: moved, from: started, want: started, newStamp: "2026-03-01T10:00:00Z", wantFrom: started},
+		{name: "stale: stamped again since", stamp: later, from: started, want: later, newStamp: "2026-03-02T07:00:00Z", wantFrom: later},
+		{name: "stale: the same stamp", stamp: started, from: started, want: started, newStamp: started, wantFrom: nil},
+		{name: "a delay of 0s moves nothing", stamp: started, want: started, newStamp: started, wantFrom: nil},
+		{name: "unparsable from", stamp: moved, from: "yesterday", want: moved, newStamp: "2026-03-01T10:00:00Z", wantFrom: moved},
+		{name: "unparsable stamp", stamp: "yesterday", from: started, want: "yesterday", newStamp: moved, wantFrom: nil},
+		{name: "no stamp", want: "", newStamp: moved, wantFrom: nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			annotations := map[string]string{limbov1alpha1.AnnotationDeletionTimestamp: tt.stamp}
+			if tt.from != "" {
+				annotations[limbov1alpha1.AnnotationExpeditedFrom] = tt.from
+			}
+			if got := countdownStart(annotations); got != tt.want {
+				t.Errorf("countdownStart = %q, want %q", got, tt.want)
+			}
+			if got := countdownStartAfter(annotations, tt.newStamp); got != tt.wantFrom {
+				t.Errorf("countdownStartAfter(%s) = %v, want %v", tt.newStamp, got, tt.wantFrom)
+			}
+		})
+	}
+}
+
+// After expedite, IN-LIMBO still counts from when the countdown started, not
+// from the stamp moved back by the delay; expediting again keeps that start,
+// and cancel removes expedite's note with the limbo marks.
+func TestExpediteKeepsTheTimeInLimbo(t *testing.T) {
+	f := newFixture(t, nil, &corev1.ConfigMap{ObjectMeta: inLimbo("team-a", "db", "", "1h", stampAgo(time.Minute))})
+	inLimboOfDB := func() string {
+		t.Helper()
+		code, out, errOut := f.run("pending", "-n", "team-a", "-o", "wide")
+		if code != 0 {
+			t.Fatalf("pending: exit %d, stderr %q", code, errOut)
+		}
+		for _, line := range strings.Split(out, "\n") {
+			if fields := strings.Fields(line); len(fields) >= 7 && fields[1] == "db" {
+				return fields[6]
+			}
+		}
+		t.Fatalf("no row of db in\n%s", out)
+		return ""
+	}
+	for range 2 {
+		if code, _, errOut := f.run("expedite", "configmap/db", "-n", "team-a"); code != 0 {
+			t.Fatalf("expedite: exit %d, stderr %q", code, errOut)
+		}
+		if got := inLimboOfDB(); got != "60s" {
+			t.Errorf("IN-LIMBO after expedite: %s, want 60s (since the countdown started, not since the stamp moved back by the 1h delay)", got)
+		}
+	}
+	code, out, errOut := f.run("cancel", "configmap/db", "-n", "team-a")
+	if code != 0 || !strings.Contains(out, "annotation "+limbov1alpha1.AnnotationExpeditedFrom) {
+		t.Errorf("cancel: exit %d, stdout %q, stderr %q; want %s removed", code, out, errOut, limbov1alpha1.AnnotationExpeditedFrom)
+	}
+	var cm corev1.ConfigMap
+	if err := f.client.Get(context.Background(), client.ObjectKey{Namespace: "team-a", Name: "db"}, &cm); err != nil {
+		t.Fatal(err)
+	}
+	if from, ok := cm.Annotations[limbov1alpha1.AnnotationExpeditedFrom]; ok {
+		t.Errorf("cancel left %s=%s", limbov1alpha1.AnnotationExpeditedFrom, from)
+	}
+}

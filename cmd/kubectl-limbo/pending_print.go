@@ -163,9 +163,14 @@ func timeLeftColumn(p *pendingItem, now time.Time) string {
 
 // inLimboColumn is the IN-LIMBO column: how long ago the countdown started, as
 // kubectl's AGE; 0s for a stamp ahead of this machine's clock (the controller's
-// clock wrote it), where AGE would say "<invalid>".
+// clock wrote it), where AGE would say "<invalid>". An expedited countdown
+// started at its ExpeditedFrom, not at the stamp expedite moved back.
 func inLimboColumn(p *pendingItem, now time.Time) string {
-	stamp, err := time.Parse(time.RFC3339, p.DeletionTimestamp)
+	start := p.DeletionTimestamp
+	if p.ExpeditedFrom != "" {
+		start = p.ExpeditedFrom
+	}
+	stamp, err := time.Parse(time.RFC3339, start)
 	if err != nil {
 		return "<unknown>"
 	}

@@ -92,10 +92,14 @@ type pendingItem struct {
 	Bundle     string `json:"bundle,omitempty"`
 	// Cluster is the cluster of an item in another cluster (deorbit's, in a
 	// workload cluster), as the Bundle's status names it; empty for this one.
-	Cluster           string     `json:"cluster,omitempty"`
-	DeletionDelay     string     `json:"deletionDelay,omitempty"`
-	DeletionTimestamp string     `json:"deletionTimestamp,omitempty"`
-	DeleteAfter       *time.Time `json:"deleteAfter,omitempty"`
+	Cluster           string `json:"cluster,omitempty"`
+	DeletionDelay     string `json:"deletionDelay,omitempty"`
+	DeletionTimestamp string `json:"deletionTimestamp,omitempty"`
+	// ExpeditedFrom is the limbo.dev/expeditedFrom annotation of an expedited
+	// item, when the countdown really started (countdownStart): IN-LIMBO counts
+	// from it.
+	ExpeditedFrom string     `json:"expeditedFrom,omitempty"`
+	DeleteAfter   *time.Time `json:"deleteAfter,omitempty"`
 	// TimeLeft is the TIME-LEFT column; set when printed.
 	TimeLeft string `json:"timeLeft"`
 	Message  string `json:"message,omitempty"`
@@ -470,6 +474,9 @@ func readStatusOnlyObjects(ctx context.Context, c client.Reader, items []pending
 			if p.DeletionTimestamp == "" {
 				p.DeletionTimestamp = annotations[limbov1alpha1.AnnotationDeletionTimestamp]
 			}
+			if p.DeletionTimestamp == annotations[limbov1alpha1.AnnotationDeletionTimestamp] {
+				setExpeditedFrom(p, annotations) // the entry's stamp is the object's
+			}
 		}()
 	}
 	wg.Wait()
@@ -704,6 +711,7 @@ func setCountdown(item *pendingItem, obj metav1.Object, now time.Time) {
 	delay, hasDelay := annotations[limbov1alpha1.AnnotationDeletionDelay]
 	item.DeletionDelay = delay
 	item.DeletionTimestamp = annotations[limbov1alpha1.AnnotationDeletionTimestamp]
+	setExpeditedFrom(item, annotations)
 	d := softdelete.Decide(now, softdelete.StateOf(obj, false))
 	switch d.Action {
 	case softdelete.ActionWait, softdelete.ActionDelete:
@@ -727,6 +735,15 @@ func setCountdown(item *pendingItem, obj metav1.Object, now time.Time) {
 		item.addMessage(d.Err.Error())
 	default:
 		item.countdown = countdownUnknown
+	}
+}
+
+// setExpeditedFrom sets item's ExpeditedFrom from the annotations of its
+// object: its limbo.dev/expeditedFrom, while it tells when the countdown started
+// (countdownStart).
+func setExpeditedFrom(item *pendingItem, annotations map[string]string) {
+	if start := countdownStart(annotations); start != annotations[limbov1alpha1.AnnotationDeletionTimestamp] {
+		item.ExpeditedFrom = start
 	}
 }
 

@@ -49,3 +49,12 @@ const (
 	// FieldManager is the server-side apply field manager of every write limbo makes.
 	FieldManager = "limbo"
 )
+
+// AnnotationExpeditedFrom is written by kubectl limbo expedite, not by the
+// controller (it is not one of DESIGN.md §2's names): the
+// limbo.dev/deletionTimestamp it moved back, when the countdown really started,
+// so that kubectl limbo pending shows the time spent in limbo rather than the
+// delay. The controller never reads it: deadlines come from the stamp alone. It
+// counts only while it is later than the stamp (a countdown started again since
+// is later than it).
+const AnnotationExpeditedFrom = "limbo.dev/expeditedFrom"
