@@ -174,6 +174,27 @@ func TestOracleRules(t *testing.T) {
 		final:     meta("30", map[string]string{limbov1alpha1.AnnotationDeletionDelay: "1h"}, true),
 		deletedAt: base,
 		want:      "while its Bundle declared it",
+	}, {
+		// A standby's kill restarts nothing that acts: the leader's watches
+		// may still back off after a kube-apiserver outage.
+		name: "late after a kube-apiserver outage, a standby killed meanwhile: allowed",
+		history: func(o *oracle) {
+			o.undeclared(20, base, "b0-r0")
+			o.outages = append(o.outages, outage{what: outageAPIServer, start: base.Add(500 * time.Millisecond), end: base.Add(10 * time.Second)},
+				outage{what: outageController, start: base.Add(11 * time.Second), end: base.Add(11100 * time.Millisecond), stale: true})
+		},
+		final:     meta("30", stamped("1s", base), true),
+		deletedAt: base.Add(15 * time.Second),
+	}, {
+		name: "late after a kube-apiserver outage and a restart afresh",
+		history: func(o *oracle) {
+			o.undeclared(20, base, "b0-r0")
+			o.outages = append(o.outages, outage{what: outageAPIServer, start: base.Add(500 * time.Millisecond), end: base.Add(10 * time.Second)},
+				outage{what: outageController, start: base.Add(11 * time.Second), end: base.Add(11100 * time.Millisecond)})
+		},
+		final:     meta("30", stamped("1s", base), true),
+		deletedAt: base.Add(15 * time.Second),
+		want:      "more than 2s late",
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

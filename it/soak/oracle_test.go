@@ -60,6 +60,11 @@ func (i rvInterval) contains(rv int64) bool { return rv > i.from && (i.to == 0 |
 type outage struct {
 	what       string
 	start, end time.Time // end is zero while it lasts
+	// stale: a controller outage after which the controller that acts is not
+	// a process started afresh (a standby's kill, or a failover to a standby
+	// that ran through a kube-apiserver outage): its watches may still back
+	// off, so it does not end a kube-apiserver outage early (effectiveEnd).
+	stale bool
 }
 
 // incarnation is one object (one UID) as the watch saw it.
@@ -139,6 +144,7 @@ func closeAt(spans []rvInterval, rv int64) []rvInterval {
 // stats are the run's figures.
 type stats struct {
 	ops                                      map[string]int
+	chaos                                    map[string]int
 	engineDeletions, immediateDeletions      int
 	forcedDeletions, foregroundDeletions     int
 	cancels, controllerRestarts, apiRestarts int
@@ -195,7 +201,7 @@ func newOracle() *oracle {
 		fates:        map[types.UID]fate{},
 		fateRevs:     map[types.UID]int64{},
 		slots:        map[string]*slotOps{},
-		stats:        stats{ops: map[string]int{}},
+		stats:        stats{ops: map[string]int{}, chaos: map[string]int{}},
 	}
 }
 
@@ -236,6 +242,13 @@ func (o *oracle) end(bundle string) {
 		o.judgeDeletion(o.objects[inc.meta.Name], inc, s.at[i])
 	}
 	s.queued, s.at = nil, nil
+}
+
+// countChaos counts a chaos event (a kill, a restart) by type.
+func (o *oracle) countChaos(event string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.stats.chaos[event]++
 }
 
 // countOp counts an operation by type.
@@ -335,11 +348,15 @@ func (o *oracle) cancelled(name string) {
 	o.stats.cancels++
 }
 
-func (o *oracle) outageStarted(what string) {
+func (o *oracle) outageStarted(what string) { o.outageStartedAt(what, time.Now()) }
+
+// outageStartedAt: an outage began at start (before it was seen: a
+// controller replica that exited on its own).
+func (o *oracle) outageStartedAt(what string, start time.Time) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	o.outages = append(o.outages, outage{what: what, start: time.Now()})
-	o.logf("outage: %s", what)
+	o.outages = append(o.outages, outage{what: what, start: start})
+	o.logf("outage: %s (since %s)", what, start.Format("15:04:05.000"))
 	switch what {
 	case outageController:
 		o.stats.controllerRestarts++
@@ -348,12 +365,15 @@ func (o *oracle) outageStarted(what string) {
 	}
 }
 
-func (o *oracle) outageEnded(what string) {
+func (o *oracle) outageEnded(what string) { o.outageEndedAs(what, false) }
+
+// outageEndedAs ends an outage; stale: see outage.stale.
+func (o *oracle) outageEndedAs(what string, stale bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	for i := len(o.outages) - 1; i >= 0; i-- {
 		if o.outages[i].what == what && o.outages[i].end.IsZero() {
-			o.outages[i].end = time.Now()
+			o.outages[i].end, o.outages[i].stale = time.Now(), stale
 			o.logf("outage over: %s after %v", what, o.outages[i].end.Sub(o.outages[i].start).Round(time.Millisecond))
 			return
 		}
@@ -748,7 +768,7 @@ func (o *oracle) effectiveEnd(out outage) time.Time {
 	}
 	end := out.end.Add(out.end.Sub(out.start))
 	for _, restart := range o.outages {
-		if restart.what == outageController && !restart.end.IsZero() && restart.start.After(out.end) && restart.end.Before(end) {
+		if restart.what == outageController && !restart.stale && !restart.end.IsZero() && restart.start.After(out.end) && restart.end.Before(end) {
 			end = restart.end
 		}
 	}
@@ -899,13 +919,19 @@ func (o *oracle) report() []string {
 		total += n
 	}
 	sort.Strings(ops)
+	var chaos []string
+	for event, n := range o.stats.chaos {
+		chaos = append(chaos, fmt.Sprintf("%s=%d", event, n))
+	}
+	sort.Strings(chaos)
 	s := o.stats
 	return append([]string{
 		fmt.Sprintf("operations: %d (%s)", total, strings.Join(ops, " ")),
 		fmt.Sprintf("deletions: %d by limbo (%d without delay), %d forced by the generator, %d by --cascade=foreground",
 			s.engineDeletions, s.immediateDeletions, s.forcedDeletions, s.foregroundDeletions),
-		fmt.Sprintf("cancels: %d; controller restarts (SIGKILL): %d; kube-apiserver restarts: %d (watch relisted %d times); Bundles the garbage collector still held: %d",
+		fmt.Sprintf("cancels: %d; controller outages: %d; kube-apiserver restarts: %d (watch relisted %d times); Bundles the garbage collector still held: %d",
 			s.cancels, s.controllerRestarts, s.apiRestarts, s.watchGaps, s.collectorHolds),
+		fmt.Sprintf("chaos: %s", strings.Join(chaos, " ")),
 		fmt.Sprintf("max lateness: %v raw (%s); %v with outages taken off (%s)",
 			s.maxLateness.Round(time.Millisecond), s.maxLatenessObject, s.maxAdjustedLateness.Round(time.Millisecond), s.maxAdjustedLatenessObject),
 		fmt.Sprintf("violations: %d (and %d deletions of objects declared again while a kube-apiserver outage hid it from limbo until their deadline)", len(o.violations), s.outageRaces),

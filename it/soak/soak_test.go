@@ -19,8 +19,9 @@ import (
 // slots is how many Bundles the generator drives at once.
 const slots = 6
 
-// TestSoak runs the generator against a controller that is killed and
-// restarted at random, and fails on any violation the oracle finds.
+// TestSoak runs the generator against two controller replicas with leader
+// election, one of them (the leader or the standby) killed and restarted at
+// random, and fails on any violation the oracle finds.
 func TestSoak(t *testing.T) {
 	run := startSoak(t, "soak", fmt.Sprintf("%d Bundles", slots))
 	ctx, namespace, seed, ops := run.ctx, run.namespace, run.seed, run.ops
@@ -50,10 +51,13 @@ func TestSoak(t *testing.T) {
 		}
 	}()
 
-	controller := run.startController(t, bin)
 	pause := &sync.RWMutex{}
-	chaos := &chaos{oracle: o, controller: controller, pause: pause, rng: rand.New(rand.NewPCG(uint64(seed), slots)), ops: ops}
-	defer func() { _ = chaos.controller.Kill() }() // the last one started
+	chaos := &replicaChaos{oracle: o, replicas: run.startReplicas(t, bin), pause: pause, rng: rand.New(rand.NewPCG(uint64(seed), slots)), ops: ops}
+	chaos.started = []time.Time{time.Now(), time.Now()}
+	defer chaos.killAll() // the last ones started
+	if err := chaos.waitLeader(ctx, leaderTimeout); err != nil {
+		t.Fatal(err)
+	}
 
 	quiet := rest.CopyConfig(env.Config)
 	quiet.WarningHandler = rest.NoWarnings{} // spec.allowEmpty, while the CRD lacks it
@@ -97,10 +101,8 @@ func TestSoak(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if chaos.controller.Alive() != nil {
-		if err := chaos.restartController(ctx, 0); err != nil {
-			t.Fatal(err)
-		}
+	if err := chaos.finish(ctx); err != nil {
+		t.Fatal(err)
 	}
 	opsTime := time.Since(started)
 
@@ -124,7 +126,7 @@ func TestSoak(t *testing.T) {
 	violations := o.violations
 	o.mu.Unlock()
 	run.report(t, append(o.report(), fmt.Sprintf("time: %v of operations, %v in all", opsTime.Round(time.Second), time.Since(started).Round(time.Second))),
-		violations, chaos.controller.LogPath)
+		violations, chaos.logPaths())
 }
 
 // chaos kills and restarts the controller at random, and restarts
