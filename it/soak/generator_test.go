@@ -89,6 +89,39 @@ type slot struct {
 	// retired: the garbage collector still holds the deleted Bundle; the slot
 	// sits out the rest of the run.
 	retired bool
+	// deps maps a declared resource to the resources it depends on (a
+	// reference without a name, which only orders). Only resources of a lower
+	// index are depended on, so the graph has no cycle.
+	deps map[string][]string
+}
+
+// dependOn picks the dependencies of resource r among the declared resources
+// of a lower index: none a third of the time, else one or two.
+func dependOn(s *slot, r string) []string {
+	var lower []string
+	for _, d := range slices.Sorted(maps.Keys(s.resources)) {
+		if d < r {
+			lower = append(lower, d)
+		}
+	}
+	if len(lower) == 0 || s.rng.IntN(3) == 0 {
+		return nil
+	}
+	s.rng.Shuffle(len(lower), func(i, j int) { lower[i], lower[j] = lower[j], lower[i] })
+	return slices.Sorted(slices.Values(lower[:1+s.rng.IntN(min(2, len(lower)))]))
+}
+
+// dropDeps removes every dependency on the resources gone: a spec that
+// references a resource it does not declare is invalid.
+func dropDeps(s *slot, gone ...string) {
+	for r, deps := range s.deps {
+		deps = slices.DeleteFunc(slices.Clone(deps), func(d string) bool { return slices.Contains(gone, d) || !hasKey(s.resources, d) })
+		if len(deps) == 0 || !hasKey(s.resources, r) {
+			delete(s.deps, r)
+		} else {
+			s.deps[r] = deps
+		}
+	}
 }
 
 func objectName(bundle, resource string) string { return bundle + "-" + resource }
@@ -135,7 +168,7 @@ func (g *generator) step(ctx context.Context, s *slot) bool {
 		{"add", 18, g.add}, {"remove", 18, g.remove}, {"edit-template-delay", 8, g.editTemplateDelay},
 		{"edit-live-delay", 8, g.editLiveDelay}, {"force-delete", 8, g.forceDelete}, {"expedite", 8, g.expedite},
 		{"cancel", 6, g.cancel}, {"empty", 3, g.empty}, {"empty-guarded", 3, g.emptyGuarded},
-		{"delete-bundle-background", 2, g.deleteBundle(fateBackground)},
+		{"delete-bundle-background", 4, g.deleteBundle(fateBackground)},
 		{"delete-bundle-orphan", 2, g.deleteBundle(fateOrphan)},
 		{"delete-bundle-foreground", 2, g.deleteBundle(fateForeground)},
 	} {
@@ -189,7 +222,11 @@ func (g *generator) template(s *slot, resource string) map[string]any {
 	if s.adopt[resource] {
 		annotations[limbov1alpha1.AnnotationAdopt] = "true"
 	}
-	return map[string]any{
+	var references []any
+	for _, d := range s.deps[resource] {
+		references = append(references, map[string]any{"resource": d})
+	}
+	template := map[string]any{
 		"name": resource,
 		"object": map[string]any{
 			"apiVersion": "v1",
@@ -202,6 +239,10 @@ func (g *generator) template(s *slot, resource string) map[string]any {
 			"data": map[string]any{"bundle": s.name},
 		},
 	}
+	if len(references) > 0 {
+		template["references"] = references
+	}
+	return template
 }
 
 // spec is the Bundle spec for s: its resources (none while guarded) and
@@ -258,13 +299,16 @@ func needsAdopt(s *slot, v view) bool {
 // limbo from an earlier Bundle of the same name are declared only when that
 // cannot race their deadline.
 func (g *generator) create(ctx context.Context, s *slot) bool {
-	s.resources, s.adopt, s.guarded = map[string]string{}, map[string]bool{}, false
+	s.resources, s.adopt, s.guarded, s.deps = map[string]string{}, map[string]bool{}, false, map[string][]string{}
 	now := time.Now()
 	for i := range resourcesPerBundle {
 		r := resourceName(i)
 		v := g.oracle.view(objectName(s.name, r))
 		if s.rng.IntN(2) == 0 || !safeToDeclare(v, now) {
 			continue
+		}
+		if deps := dependOn(s, r); len(deps) > 0 {
+			s.deps[r] = deps
 		}
 		s.resources[r] = g.randomDelay(s)
 		s.adopt[r] = needsAdopt(s, v)
@@ -275,7 +319,7 @@ func (g *generator) create(ctx context.Context, s *slot) bool {
 		"metadata":   map[string]any{"name": s.name, "namespace": g.namespace},
 		"spec":       g.spec(s, len(s.resources) == 0),
 	}}
-	err := g.mutate(s, "create", fmt.Sprint(s.resources), func() error {
+	err := g.mutate(s, "create", fmt.Sprintf("%v depends %v", s.resources, s.deps), func() error {
 		if err := g.stillSafe(s, slices.Sorted(maps.Keys(s.resources))...); err != nil {
 			return err
 		}
@@ -306,13 +350,16 @@ func (g *generator) add(ctx context.Context, s *slot) bool {
 	}
 	r := candidates[s.rng.IntN(len(candidates))]
 	v := g.oracle.view(objectName(s.name, r))
+	if deps := dependOn(s, r); len(deps) > 0 {
+		s.deps[r] = deps
+	}
 	s.resources[r] = g.randomDelay(s)
 	s.adopt[r] = needsAdopt(s, v)
 	op := "add"
 	if v.exists {
 		op = "re-add"
 	}
-	err := g.mutate(s, op, fmt.Sprintf("%s delay=%q adopt=%v", r, s.resources[r], s.adopt[r]), func() error {
+	err := g.mutate(s, op, fmt.Sprintf("%s delay=%q adopt=%v depends %v", r, s.resources[r], s.adopt[r], s.deps[r]), func() error {
 		if err := g.stillSafe(s, r); err != nil {
 			return err
 		}
@@ -325,6 +372,7 @@ func (g *generator) add(ctx context.Context, s *slot) bool {
 	})
 	if err != nil {
 		delete(s.resources, r)
+		delete(s.deps, r)
 	}
 	return err == nil
 }
@@ -337,8 +385,9 @@ func (g *generator) remove(ctx context.Context, s *slot) bool {
 	g.settle(ctx, s)
 	keys := slices.Sorted(maps.Keys(s.resources))
 	r := keys[s.rng.IntN(len(keys))]
-	delay := s.resources[r]
+	delay, deps := s.resources[r], cloneDeps(s.deps)
 	delete(s.resources, r)
+	dropDeps(s, r) // the resources that depended on it no longer do
 	err := g.mutate(s, "remove", r, func() error {
 		rv, err := g.writeSpec(ctx, s, len(s.resources) == 0)
 		if err != nil {
@@ -348,7 +397,7 @@ func (g *generator) remove(ctx context.Context, s *slot) bool {
 		return nil
 	})
 	if err != nil {
-		s.resources[r] = delay
+		s.resources[r], s.deps = delay, deps
 	}
 	return err == nil
 }
@@ -506,8 +555,8 @@ func (g *generator) cancel(ctx context.Context, s *slot) bool {
 // empty removes every resource, with allowEmpty: true.
 func (g *generator) empty(ctx context.Context, s *slot) bool {
 	g.settle(ctx, s)
-	old := s.resources
-	s.resources = map[string]string{}
+	old, deps := s.resources, s.deps
+	s.resources, s.deps = map[string]string{}, map[string][]string{}
 	err := g.mutate(s, "empty", "allowEmpty=true", func() error {
 		rv, err := g.writeSpec(ctx, s, true)
 		if err != nil {
@@ -517,9 +566,17 @@ func (g *generator) empty(ctx context.Context, s *slot) bool {
 		return nil
 	})
 	if err != nil {
-		s.resources = old
+		s.resources, s.deps = old, deps
 	}
 	return err == nil
+}
+
+func cloneDeps(deps map[string][]string) map[string][]string {
+	out := make(map[string][]string, len(deps))
+	for r, d := range deps {
+		out[r] = slices.Clone(d)
+	}
+	return out
 }
 
 // emptyGuarded writes a spec without resources and without allowEmpty, as a
@@ -576,11 +633,12 @@ func (g *generator) emptyGuarded(ctx context.Context, s *slot) bool {
 // restore writes the resources back after emptyGuarded, maybe without one.
 func (g *generator) restore(ctx context.Context, s *slot) bool {
 	s.guarded = false
-	old := maps.Clone(s.resources)
+	old, deps := maps.Clone(s.resources), cloneDeps(s.deps)
 	var dropped []string
 	if r := resourceName(s.rng.IntN(resourcesPerBundle)); hasKey(s.resources, r) && s.rng.IntN(2) == 0 {
 		dropped = append(dropped, r)
 		delete(s.resources, r)
+		dropDeps(s, r)
 	}
 	err := g.mutate(s, "restore", fmt.Sprintf("without %v", dropped), func() error {
 		rv, err := g.writeSpec(ctx, s, false)
@@ -591,7 +649,7 @@ func (g *generator) restore(ctx context.Context, s *slot) bool {
 		return nil
 	})
 	if err != nil {
-		s.guarded, s.resources = true, old
+		s.guarded, s.resources, s.deps = true, old, deps
 		return false
 	}
 	s.held = nil
@@ -605,12 +663,12 @@ func hasKey[V any](m map[string]V, k string) bool {
 
 // allowEmpty sets allowEmpty: true after emptyGuarded: the deletions proceed.
 func (g *generator) allowEmpty(ctx context.Context, s *slot) bool {
-	old := s.resources
+	old, deps := s.resources, s.deps
 	err := g.mutate(s, "allow-empty", "", func() error {
-		s.resources = map[string]string{}
+		s.resources, s.deps = map[string]string{}, map[string][]string{}
 		rv, err := g.writeSpec(ctx, s, true)
 		if err != nil {
-			s.resources = old
+			s.resources, s.deps = old, deps
 			return err
 		}
 		g.oracle.undeclared(rv, time.Now(), append(g.objectNames(s, slices.Sorted(maps.Keys(old))...), s.held...)...)
@@ -635,7 +693,13 @@ func (g *generator) deleteBundle(f fate) func(context.Context, *slot) bool {
 			fateForeground: metav1.DeletePropagationForeground,
 		}[f]
 		declared := g.objectNames(s, slices.Sorted(maps.Keys(s.resources))...)
-		err := g.mutate(s, "delete-bundle-"+string(f), "", func() error {
+		dependents := map[string][]string{} // object -> the objects that depend on it
+		for r, deps := range s.deps {
+			for _, d := range deps {
+				dependents[objectName(s.name, d)] = append(dependents[objectName(s.name, d)], objectName(s.name, r))
+			}
+		}
+		err := g.mutate(s, "delete-bundle-"+string(f), fmt.Sprintf("depends %v", s.deps), func() error {
 			if f == fateOrphan {
 				if err := g.stillSafe(s, g.allResources()...); err != nil {
 					return err
@@ -653,6 +717,7 @@ func (g *generator) deleteBundle(f fate) func(context.Context, *slot) bool {
 			}
 			rv := revision(&deleted)
 			g.oracle.bundleDeleted(s.uid, f, rv)
+			g.oracle.teardownOrder(s.uid, dependents)
 			g.oracle.undeclared(rv, time.Now(), declared...)
 			return nil
 		})
@@ -660,7 +725,7 @@ func (g *generator) deleteBundle(f fate) func(context.Context, *slot) bool {
 			return false
 		}
 		uid := s.uid
-		s.uid, s.resources, s.adopt, s.guarded, s.held = "", map[string]string{}, map[string]bool{}, false, nil
+		s.uid, s.resources, s.adopt, s.guarded, s.held, s.deps = "", map[string]string{}, map[string]bool{}, false, nil, nil
 		// limbo's part: its teardown finalizer goes.
 		holds := func(limbosOnly bool) error {
 			b, err := g.bundles().Get(ctx, s.name, metav1.GetOptions{})

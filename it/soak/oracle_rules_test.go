@@ -219,6 +219,63 @@ func TestOracleRules(t *testing.T) {
 	}
 }
 
+// A background teardown deletes an object only once every object that
+// depends on it is gone or released (reverse dependency order, DESIGN §3).
+// b0-r1 depends on b0-r0.
+func TestOracleTeardownOrder(t *testing.T) {
+	base := time.Now().Add(-time.Minute)
+	bundleUID := types.UID("bbbbbbbb-0000")
+	yes := true
+	object := func(name, uid, rv string, controlled bool) metav1.ObjectMeta {
+		m := metav1.ObjectMeta{Name: name, UID: types.UID(uid), ResourceVersion: rv, Labels: map[string]string{limbov1alpha1.LabelBundle: "b0"}}
+		if controlled {
+			m.OwnerReferences = []metav1.OwnerReference{{APIVersion: "limbo.dev/v1alpha1", Kind: "Bundle", Name: "b0", UID: bundleUID, Controller: &yes}}
+		}
+		return m
+	}
+	dependency, dependent := object("b0-r0", "cccccccc-0000", "11", true), object("b0-r1", "dddddddd-0000", "12", true)
+	for _, tt := range []struct {
+		name string
+		fate fate
+		// before happens between the Bundle's deletion and the dependency's.
+		before func(o *oracle)
+		want   string
+	}{
+		{name: "the dependency deleted first", fate: fateBackground, before: func(*oracle) {}, want: "which depends on it, was still controlled"},
+		{name: "the dependency released first", fate: fateBackground, before: func(o *oracle) {
+			o.observe(watch.Modified, object("b0-r0", "cccccccc-0000", "25", false), base.Add(time.Second))
+		}, want: "b0-r0 (uid cccccccc, revision 25) released by its Bundle's teardown while b0-r1"},
+		{name: "the dependent deleted first: allowed", fate: fateBackground, before: func(o *oracle) {
+			o.observe(watch.Deleted, object("b0-r1", "dddddddd-0000", "25", true), base.Add(time.Second))
+		}},
+		{name: "the dependent released first: allowed", fate: fateBackground, before: func(o *oracle) {
+			o.observe(watch.Modified, object("b0-r1", "dddddddd-0000", "25", false), base.Add(time.Second))
+		}},
+		{name: "--cascade=foreground (the garbage collector's order): allowed", fate: fateForeground, before: func(*oracle) {}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			o := newOracle()
+			o.declared("b0", 10, "b0-r0", "b0-r1")
+			o.observe(watch.Added, dependency, base)
+			o.observe(watch.Added, dependent, base)
+			o.bundleDeleted(bundleUID, tt.fate, 20)
+			o.teardownOrder(bundleUID, map[string][]string{"b0-r0": {"b0-r1"}})
+			o.undeclared(20, base, "b0-r0", "b0-r1")
+			tt.before(o)
+			deleted := dependency
+			deleted.ResourceVersion = "30"
+			o.observe(watch.Deleted, deleted, base.Add(2*time.Second))
+			got := strings.Join(o.violations, "\n")
+			if tt.want == "" && got != "" {
+				t.Errorf("violations %q, want none", got)
+			}
+			if tt.want != "" && !strings.Contains(got, tt.want) {
+				t.Errorf("violations %q, want one saying %q", got, tt.want)
+			}
+		})
+	}
+}
+
 // An object that stays past its deadline is reported by checkOverdue, and at
 // the end as neither lost nor leaked twice.
 func TestOracleOverdue(t *testing.T) {

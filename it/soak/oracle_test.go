@@ -90,6 +90,10 @@ type incarnation struct {
 	// revision its deletion may have had (one past the last one seen); its
 	// deletion is judged as if at any revision from there to the list's.
 	gapFrom int64
+	// siblings, for a deleted incarnation, are the other objects its controller
+	// still controlled when the deletion was seen: the watch delivers in
+	// revision order, so that is their state just before the deletion.
+	siblings []string
 }
 
 // objectModel is what the generator asked for one ConfigMap name, and its
@@ -149,6 +153,9 @@ type stats struct {
 	forcedDeletions, foregroundDeletions     int
 	cancels, controllerRestarts, apiRestarts int
 	watchGaps, outageRaces                   int
+	// orderedTeardownSteps counts deletions and releases by a background
+	// teardown of objects that others depended on: the order was checked.
+	orderedTeardownSteps int
 	// collectorHolds counts deleted Bundles the garbage collector still held
 	// with its own finalizer when the wait ended (limbo's finalizer gone), and
 	// collectorEvidence says what the controller manager logged about them.
@@ -178,8 +185,18 @@ type oracle struct {
 	fates        map[types.UID]fate
 	// fateRevs are the revisions of the Bundles' deletions.
 	fateRevs map[types.UID]int64
-	outages  []outage
-	stats    stats
+	// dependents are, per Bundle incarnation deleted, the objects that depended
+	// on each object in its last spec: a background teardown deletes an
+	// object only once those are gone or released (DESIGN §3).
+	dependents map[types.UID]map[string][]string
+	// releases are, per Bundle incarnation whose dependents are not known yet,
+	// the objects seen leaving its control (see teardownOrder).
+	releases map[types.UID][]release
+	// relisting: the objects seen now come from a re-list after a watch gap,
+	// not in revision order.
+	relisting bool
+	outages   []outage
+	stats     stats
 	// slots defer the judging of a deletion while an operation on its Bundle is
 	// between its write and the model's update.
 	slots map[string]*slotOps
@@ -200,6 +217,8 @@ func newOracle() *oracle {
 		incarnations: map[types.UID]*incarnation{},
 		fates:        map[types.UID]fate{},
 		fateRevs:     map[types.UID]int64{},
+		dependents:   map[types.UID]map[string][]string{},
+		releases:     map[types.UID][]release{},
 		slots:        map[string]*slotOps{},
 		stats:        stats{ops: map[string]int{}, chaos: map[string]int{}},
 	}
@@ -304,6 +323,56 @@ func (o *oracle) bundleDeleted(uid types.UID, f fate, rv int64) {
 			o.logf("%s left behind by --cascade=orphan", m.name)
 		}
 	}
+}
+
+// teardownOrder: in the last spec of the Bundle incarnation uid, dependents[x]
+// are the objects that depend on object x. Releases seen before are judged now.
+func (o *oracle) teardownOrder(uid types.UID, dependents map[string][]string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.dependents[uid] = dependents
+	for _, r := range o.releases[uid] {
+		o.checkOrder(uid, r)
+	}
+	delete(o.releases, uid)
+}
+
+// release is an object seen leaving the control of a Bundle: deleted, or
+// released (its controller reference removed), at revision rv, while siblings
+// were still controlled by that Bundle.
+type release struct {
+	what     string
+	name     string
+	rv       int64
+	siblings []string
+}
+
+// checkOrder checks, for an object that left the control of the Bundle
+// incarnation c, that a background teardown of c took it only once every
+// object that depends on it was gone or released: reverse dependency order,
+// each wave once the previous one is gone (DESIGN §3), for the objects it
+// deletes and for the ones with a delay, which it releases instead.
+func (o *oracle) checkOrder(c types.UID, r release) {
+	if o.fates[c] != fateBackground || r.rv <= o.fateRevs[c] || len(o.dependents[c][r.name]) == 0 {
+		return
+	}
+	o.stats.orderedTeardownSteps++
+	for _, d := range o.dependents[c][r.name] {
+		if slices.Contains(r.siblings, d) {
+			o.violatef("%s by its Bundle's teardown while %s, which depends on it, was still controlled by the Bundle (not reverse dependency order)", r.what, d)
+		}
+	}
+}
+
+// controlledBy are the names of the live objects that c controls.
+func (o *oracle) controlledBy(c types.UID) []string {
+	var names []string
+	for _, m := range o.objects {
+		if m.live != nil && !m.live.deleted && controllerUID(m.live.meta) == c {
+			names = append(names, m.name)
+		}
+	}
+	return names
 }
 
 // forcing: the generator is about to delete uid itself (notForced takes it
@@ -551,9 +620,11 @@ func (o *oracle) relisted(lost string, list *corev1.ConfigMapList, now time.Time
 		o.logf("%s (uid %s) vanished in the watch gap", meta.Name, short(meta.UID))
 		o.observeLocked(watch.Deleted, meta, now)
 	}
+	o.relisting = true
 	for i := range list.Items {
 		o.observeLocked(watch.Modified, list.Items[i].ObjectMeta, now)
 	}
+	o.relisting = false
 }
 
 // watchingAfter tells whether the watch (re)connected after t.
@@ -592,9 +663,19 @@ func (o *oracle) observeLocked(typ watch.EventType, meta metav1.ObjectMeta, at t
 		inc = &incarnation{uid: meta.UID}
 		o.incarnations[meta.UID] = inc
 	}
+	was := controllerUID(inc.meta)
 	inc.meta, inc.seenAt = meta, at
 	if uid := controllerUID(meta); uid != "" {
 		inc.controller = uid
+	}
+	if typ == watch.Modified && was != "" && controllerUID(meta) != was && !o.relisting {
+		rv, _ := strconv.ParseInt(meta.ResourceVersion, 10, 64)
+		r := release{what: fmt.Sprintf("%s (uid %s, revision %d) released", meta.Name, short(meta.UID), rv), name: meta.Name, rv: rv, siblings: o.controlledBy(was)}
+		if _, known := o.dependents[was]; known {
+			o.checkOrder(was, r)
+		} else {
+			o.releases[was] = append(o.releases[was], r)
+		}
 	}
 	if typ != watch.Deleted {
 		if m.live != inc {
@@ -615,6 +696,9 @@ func (o *oracle) observeLocked(typ watch.EventType, meta metav1.ObjectMeta, at t
 	inc.deleted = true
 	if m.live == inc {
 		m.live = nil
+	}
+	if c := controllerUID(meta); c != "" {
+		inc.siblings = o.controlledBy(c)
 	}
 	if s := o.slot(m.bundle); s.busy {
 		s.queued, s.at = append(s.queued, inc), append(s.at, at)
@@ -675,6 +759,9 @@ func (o *oracle) judgeDeletion(m *objectModel, inc *incarnation, at time.Time) {
 	}
 	if _, ok := spanThroughout(m.protected, from, rv); ok {
 		o.violatef("%s deleted although --cascade=orphan left it behind (\"nothing is deleted\")", what)
+	}
+	if c := controllerUID(meta); c != "" && inc.gapFrom == 0 {
+		o.checkOrder(c, release{what: what + " deleted", name: meta.Name, rv: rv, siblings: inc.siblings})
 	}
 	if m.foreign {
 		// The cancel succeeded, so the object was there at its write: the
@@ -931,7 +1018,7 @@ func (o *oracle) report() []string {
 			s.engineDeletions, s.immediateDeletions, s.forcedDeletions, s.foregroundDeletions),
 		fmt.Sprintf("cancels: %d; controller outages: %d; kube-apiserver restarts: %d (watch relisted %d times); Bundles the garbage collector still held: %d",
 			s.cancels, s.controllerRestarts, s.apiRestarts, s.watchGaps, s.collectorHolds),
-		fmt.Sprintf("chaos: %s", strings.Join(chaos, " ")),
+		fmt.Sprintf("chaos: %s; objects another depended on that a teardown deleted or released (order checked): %d", strings.Join(chaos, " "), s.orderedTeardownSteps),
 		fmt.Sprintf("max lateness: %v raw (%s); %v with outages taken off (%s)",
 			s.maxLateness.Round(time.Millisecond), s.maxLatenessObject, s.maxAdjustedLateness.Round(time.Millisecond), s.maxAdjustedLatenessObject),
 		fmt.Sprintf("violations: %d (and %d deletions of objects declared again while a kube-apiserver outage hid it from limbo until their deadline)", len(o.violations), s.outageRaces),
