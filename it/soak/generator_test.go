@@ -93,7 +93,23 @@ type slot struct {
 	// reference without a name, which only orders). Only resources of a lower
 	// index are depended on, so the graph has no cycle.
 	deps map[string][]string
+	// invalid is the spec error the spec carries (one of faults); empty while
+	// it is valid. faultDelays and faultRefs are that error: delays and
+	// references that the spec's templates carry on top of the model's.
+	invalid     string
+	faultDelays map[string]string
+	faultRefs   map[string][]string
 }
+
+// The spec errors the generator writes (DESIGN §2: "never a reason to delete
+// anything"), each on a Bundle that declares objects.
+const (
+	faultInvalidDelay      = "invalid-delay"      // limbo.dev/deletionDelay "banana" or "-5s" on a template
+	faultMissingDependency = "missing-dependency" // a reference to a resource the Bundle does not have
+	faultDependencyCycle   = "dependency-cycle"   // two resources that depend on each other
+)
+
+var invalidDelays = []string{"banana", "-5s"}
 
 // dependOn picks the dependencies of resource r among the declared resources
 // of a lower index: none a third of the time, else one or two.
@@ -157,6 +173,10 @@ func (g *generator) step(ctx context.Context, s *slot) bool {
 		}
 		return g.allowEmpty(ctx, s)
 	}
+	if s.invalid != "" {
+		sleep(ctx, time.Until(s.holdUntil))
+		return g.fixSpec(ctx, s)
+	}
 	type op struct {
 		name   string
 		weight int
@@ -168,6 +188,9 @@ func (g *generator) step(ctx context.Context, s *slot) bool {
 		{"add", 18, g.add}, {"remove", 18, g.remove}, {"edit-template-delay", 8, g.editTemplateDelay},
 		{"edit-live-delay", 8, g.editLiveDelay}, {"force-delete", 8, g.forceDelete}, {"expedite", 8, g.expedite},
 		{"cancel", 6, g.cancel}, {"empty", 3, g.empty}, {"empty-guarded", 3, g.emptyGuarded},
+		{faultInvalidDelay, 4, g.invalidSpec(faultInvalidDelay)},
+		{faultMissingDependency, 4, g.invalidSpec(faultMissingDependency)},
+		{faultDependencyCycle, 4, g.invalidSpec(faultDependencyCycle)},
 		{"delete-bundle-background", 4, g.deleteBundle(fateBackground)},
 		{"delete-bundle-orphan", 2, g.deleteBundle(fateOrphan)},
 		{"delete-bundle-foreground", 2, g.deleteBundle(fateForeground)},
@@ -222,8 +245,11 @@ func (g *generator) template(s *slot, resource string) map[string]any {
 	if s.adopt[resource] {
 		annotations[limbov1alpha1.AnnotationAdopt] = "true"
 	}
+	if d, ok := s.faultDelays[resource]; ok {
+		annotations[limbov1alpha1.AnnotationDeletionDelay] = d
+	}
 	var references []any
-	for _, d := range s.deps[resource] {
+	for _, d := range append(slices.Clone(s.deps[resource]), s.faultRefs[resource]...) {
 		references = append(references, map[string]any{"resource": d})
 	}
 	template := map[string]any{
@@ -589,22 +615,10 @@ func (g *generator) emptyGuarded(ctx context.Context, s *slot) bool {
 	g.settle(ctx, s)
 	// The guard holds the countdowns that already run as well (it deletes
 	// nothing): to the model, those orphans are kept like the declared
-	// resources until the guard ends. Not when one of them may be deleted
-	// before the write lands (see redeclareGuard), as for a re-add.
-	var held []string
-	var lastDeadline time.Time
-	now := time.Now()
-	for _, r := range g.allResources() {
-		name := objectName(s.name, r)
-		if v := g.oracle.view(name); !hasKey(s.resources, r) && v.exists && controllerUID(v.meta) == s.uid {
-			if !safeToDeclare(v, now) {
-				return false
-			}
-			held = append(held, name)
-			if at, ok := earliestDeletion(v, now); ok {
-				lastDeadline = latest(lastDeadline, at)
-			}
-		}
+	// resources until the guard ends.
+	held, lastDeadline, ok := g.orphans(s)
+	if !ok {
+		return false
 	}
 	op := "empty-guarded"
 	if len(held) > 0 {
@@ -626,6 +640,123 @@ func (g *generator) emptyGuarded(ctx context.Context, s *slot) bool {
 	s.held, s.holdUntil = held, time.Time{}
 	if s.rng.IntN(2) == 0 {
 		s.holdUntil = lastDeadline.Add(time.Second)
+	}
+	return true
+}
+
+// orphans are the objects s's Bundle controls and no longer declares (counting
+// down), and the latest of their deadlines; false when one of them may be
+// deleted before a write lands (see redeclareGuard), as for a re-add: a write
+// that is to hold them must not race them.
+func (g *generator) orphans(s *slot) ([]string, time.Time, bool) {
+	var held []string
+	var lastDeadline time.Time
+	now := time.Now()
+	for _, r := range g.allResources() {
+		name := objectName(s.name, r)
+		if v := g.oracle.view(name); !hasKey(s.resources, r) && v.exists && controllerUID(v.meta) == s.uid {
+			if !safeToDeclare(v, now) {
+				return nil, time.Time{}, false
+			}
+			held = append(held, name)
+			if at, ok := earliestDeletion(v, now); ok {
+				lastDeadline = latest(lastDeadline, at)
+			}
+		}
+	}
+	return held, lastDeadline, true
+}
+
+// invalidSpec writes a spec with the error fault (and, two times in three,
+// without one more resource), as a broken render would: limbo writes and deletes
+// nothing of the Bundle until the spec is fixed (DESIGN §2, docs/soft-delete.md
+// "Invalid delays") — neither the objects the spec declares, nor the object
+// the same edit removed, nor the orphans already counting down, deadline or
+// not. The oracle holds every object the Bundle controls while the spec is
+// invalid; the next operation on s is fixSpec.
+func (g *generator) invalidSpec(fault string) func(context.Context, *slot) bool {
+	return func(ctx context.Context, s *slot) bool {
+		keys := slices.Sorted(maps.Keys(s.resources))
+		if len(keys) == 0 || (fault == faultDependencyCycle && len(keys) < 2) {
+			return false
+		}
+		g.settle(ctx, s)
+		held, lastDeadline, ok := g.orphans(s)
+		if !ok {
+			return false
+		}
+		s.rng.Shuffle(len(keys), func(i, j int) { keys[i], keys[j] = keys[j], keys[i] })
+		r := keys[0]
+		s.faultDelays, s.faultRefs = map[string]string{}, map[string][]string{}
+		detail := ""
+		switch fault {
+		case faultInvalidDelay:
+			s.faultDelays[r] = invalidDelays[s.rng.IntN(len(invalidDelays))]
+			detail = fmt.Sprintf("%s delay=%q", r, s.faultDelays[r])
+		case faultMissingDependency:
+			s.faultRefs[r] = []string{"ghost"}
+			detail = fmt.Sprintf("%s depends on ghost", r)
+		case faultDependencyCycle:
+			s.faultRefs[r], s.faultRefs[keys[1]] = []string{keys[1]}, []string{r}
+			detail = fmt.Sprintf("%s and %s depend on each other", r, keys[1])
+		}
+		old, deps := maps.Clone(s.resources), cloneDeps(s.deps)
+		var removed []string
+		rest := keys[1:] // the resources the error is not on
+		if fault == faultDependencyCycle {
+			rest = keys[2:]
+		}
+		var removedDelay time.Duration
+		if len(rest) > 0 && s.rng.IntN(3) > 0 {
+			removed = append(removed, rest[0])
+			removedDelay, _ = time.ParseDuration(s.resources[rest[0]]) // "": 0
+			delete(s.resources, rest[0])
+			dropDeps(s, rest[0])
+		}
+		s.invalid = fault
+		err := g.mutate(s, fault, fmt.Sprintf("%s, removing %v, holding %v", detail, removed, held), func() error {
+			rv, err := g.writeSpec(ctx, s, false)
+			if err != nil {
+				return err
+			}
+			g.oracle.undeclared(rv, time.Now(), g.objectNames(s, removed...)...)
+			g.oracle.specInvalid(s.uid, rv)
+			return nil
+		})
+		if err != nil {
+			s.invalid, s.faultDelays, s.faultRefs, s.resources, s.deps = "", nil, nil, old, deps
+			return false
+		}
+		// The error stays long enough for limbo to act on it (and to be
+		// caught deleting); half the time past every deadline it holds, the
+		// removed object's as if its countdown had started with the write.
+		s.holdUntil = time.Now().Add(time.Second + time.Duration(s.rng.Int64N(int64(2*time.Second))))
+		if s.rng.IntN(2) == 0 {
+			if len(removed) > 0 {
+				lastDeadline = latest(lastDeadline, time.Now().Add(removedDelay))
+			}
+			s.holdUntil = latest(s.holdUntil, lastDeadline.Add(time.Second))
+		}
+		return true
+	}
+}
+
+// fixSpec writes the spec again without its error: the deletions the error
+// held proceed, the removed object's countdown starts.
+func (g *generator) fixSpec(ctx context.Context, s *slot) bool {
+	fault, delays, refs := s.invalid, s.faultDelays, s.faultRefs
+	s.invalid, s.faultDelays, s.faultRefs = "", nil, nil
+	err := g.mutate(s, "fix-spec", fault, func() error {
+		rv, err := g.writeSpec(ctx, s, len(s.resources) == 0)
+		if err != nil {
+			return err
+		}
+		g.oracle.specValid(s.uid, rv, time.Now())
+		return nil
+	})
+	if err != nil {
+		s.invalid, s.faultDelays, s.faultRefs = fault, delays, refs
+		return false
 	}
 	return true
 }

@@ -195,6 +195,46 @@ func TestOracleRules(t *testing.T) {
 		final:     meta("30", stamped("1s", base), true),
 		deletedAt: base.Add(15 * time.Second),
 		want:      "more than 2s late",
+	}, {
+		// A spec error deletes nothing (DESIGN §2): not an orphan whose
+		// deadline passed while the spec was invalid.
+		name: "deleted past its deadline while the Bundle's spec was invalid",
+		history: func(o *oracle) {
+			o.undeclared(20, base, "b0-r0")
+			o.specInvalid(bundleUID, 25)
+		},
+		final:     meta("30", stamped("1s", base), true),
+		deletedAt: base.Add(1100 * time.Millisecond),
+		want:      "spec of its Bundle (uid bbbbbbbb) was invalid",
+	}, {
+		name: "deleted without a delay while the Bundle's spec was invalid (removed by the same edit)",
+		history: func(o *oracle) {
+			o.undeclared(25, base, "b0-r0")
+			o.specInvalid(bundleUID, 25)
+		},
+		final:     meta("30", nil, true),
+		deletedAt: base.Add(100 * time.Millisecond),
+		want:      "was invalid",
+	}, {
+		// The error held the deletion: it is due once the spec is fixed, and
+		// not late before then.
+		name: "deleted after the spec was fixed: allowed, due from the fix",
+		history: func(o *oracle) {
+			o.undeclared(20, base, "b0-r0")
+			o.specInvalid(bundleUID, 25)
+			o.specValid(bundleUID, 28, base.Add(10*time.Second))
+		},
+		final:     meta("30", stamped("1s", base), true),
+		deletedAt: base.Add(10500 * time.Millisecond),
+	}, {
+		// Another Bundle's error holds nothing of this one's.
+		name: "deleted at its deadline while another Bundle's spec was invalid: allowed",
+		history: func(o *oracle) {
+			o.undeclared(20, base, "b0-r0")
+			o.specInvalid("eeeeeeee-0000", 25)
+		},
+		final:     meta("30", stamped("1s", base), true),
+		deletedAt: base.Add(1100 * time.Millisecond),
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -216,6 +256,44 @@ func TestOracleRules(t *testing.T) {
 				t.Errorf("violations %q, want one saying %q", got, tt.want)
 			}
 		})
+	}
+}
+
+// An orphan that a spec error holds is not due: checkOverdue does not report
+// it while the spec is invalid, and at the end it must still exist (it is
+// kept, not leaked); once the spec is fixed it is due again.
+func TestOracleHeldByInvalidSpec(t *testing.T) {
+	base := time.Now().Add(-time.Minute)
+	yes := true
+	live := metav1.ObjectMeta{Name: "b0-r0", UID: "cccccccc-0000", ResourceVersion: "11",
+		Annotations:     map[string]string{limbov1alpha1.AnnotationDeletionDelay: "1s", limbov1alpha1.AnnotationDeletionTimestamp: base.Format(time.RFC3339)},
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "limbo.dev/v1alpha1", Kind: "Bundle", Name: "b0", UID: "bbbbbbbb-0000", Controller: &yes}}}
+	o := newOracle()
+	o.declared("b0", 10, "b0-r0")
+	o.observe(watch.Added, live, base)
+	o.undeclared(20, base, "b0-r0")
+	o.specInvalid("bbbbbbbb-0000", 21)
+	o.checkOverdue(time.Now())
+	o.finalCheck()
+	if len(o.violations) != 0 {
+		t.Fatalf("violations %q, want none: the spec error holds the object", o.violations)
+	}
+	deleted := live
+	deleted.ResourceVersion = "30"
+	o.observe(watch.Deleted, deleted, time.Now())
+	if got := strings.Join(o.violations, "\n"); !strings.Contains(got, "was invalid") || !strings.Contains(got, "uid cccccccc") {
+		t.Errorf("violations %q, want one saying the object was deleted while its Bundle's spec was invalid", got)
+	}
+
+	fixed := newOracle()
+	fixed.declared("b0", 10, "b0-r0")
+	fixed.observe(watch.Added, live, base)
+	fixed.undeclared(20, base, "b0-r0")
+	fixed.specInvalid("bbbbbbbb-0000", 21)
+	fixed.specValid("bbbbbbbb-0000", 22, time.Now().Add(-10*time.Second))
+	fixed.checkOverdue(time.Now())
+	if len(fixed.violations) != 1 || !strings.Contains(fixed.violations[0], "still exists") {
+		t.Errorf("violations %q, want one saying the object still exists 10 s after the fix", fixed.violations)
 	}
 }
 

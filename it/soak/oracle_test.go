@@ -185,6 +185,9 @@ type oracle struct {
 	fates        map[types.UID]fate
 	// fateRevs are the revisions of the Bundles' deletions.
 	fateRevs map[types.UID]int64
+	// invalid are, per Bundle incarnation, the revisions in which its spec had
+	// an error: nothing it controls may be deleted then (DESIGN §2).
+	invalid map[types.UID][]rvInterval
 	// dependents are, per Bundle incarnation deleted, the objects that depended
 	// on each object in its last spec: a background teardown deletes an
 	// object only once those are gone or released (DESIGN §3).
@@ -217,6 +220,7 @@ func newOracle() *oracle {
 		incarnations: map[types.UID]*incarnation{},
 		fates:        map[types.UID]fate{},
 		fateRevs:     map[types.UID]int64{},
+		invalid:      map[types.UID][]rvInterval{},
 		dependents:   map[types.UID]map[string][]string{},
 		releases:     map[types.UID][]release{},
 		slots:        map[string]*slotOps{},
@@ -325,6 +329,27 @@ func (o *oracle) bundleDeleted(uid types.UID, f fate, rv int64) {
 	}
 }
 
+// specInvalid: a write at revision rv gave the spec of the Bundle incarnation
+// uid an error.
+func (o *oracle) specInvalid(uid types.UID, rv int64) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.invalid[uid] = open(o.invalid[uid], rv, time.Now())
+}
+
+// specValid: a write at revision rv, at time at, fixed the spec of uid. What
+// the error held is due from then on (at the earliest).
+func (o *oracle) specValid(uid types.UID, rv int64, at time.Time) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.invalid[uid] = closeAt(o.invalid[uid], rv)
+	for _, m := range o.objects {
+		if m.live != nil && !m.live.deleted && controllerUID(m.live.meta) == uid && !isOpen(m.desired) {
+			m.undesiredAt = latest(m.undesiredAt, at)
+		}
+	}
+}
+
 // teardownOrder: in the last spec of the Bundle incarnation uid, dependents[x]
 // are the objects that depend on object x. Releases seen before are judged now.
 func (o *oracle) teardownOrder(uid types.UID, dependents map[string][]string) {
@@ -373,6 +398,13 @@ func (o *oracle) controlledBy(c types.UID) []string {
 		}
 	}
 	return names
+}
+
+// heldByInvalidSpec tells whether the spec of the Bundle that controls inc is
+// invalid now.
+func (o *oracle) heldByInvalidSpec(inc *incarnation) bool {
+	c := controllerUID(inc.meta)
+	return c != "" && isOpen(o.invalid[c])
 }
 
 // forcing: the generator is about to delete uid itself (notForced takes it
@@ -760,7 +792,11 @@ func (o *oracle) judgeDeletion(m *objectModel, inc *incarnation, at time.Time) {
 	if _, ok := spanThroughout(m.protected, from, rv); ok {
 		o.violatef("%s deleted although --cascade=orphan left it behind (\"nothing is deleted\")", what)
 	}
-	if c := controllerUID(meta); c != "" && inc.gapFrom == 0 {
+	c := controllerUID(meta)
+	if _, ok := spanThroughout(o.invalid[c], from, rv); c != "" && ok {
+		o.violatef("%s deleted while the spec of its Bundle (uid %s) was invalid (a spec error deletes nothing)", what, short(c))
+	}
+	if c != "" && inc.gapFrom == 0 {
 		o.checkOrder(c, release{what: what + " deleted", name: meta.Name, rv: rv, siblings: inc.siblings})
 	}
 	if m.foreign {
@@ -914,7 +950,7 @@ func (o *oracle) adjust(due time.Time) time.Time {
 // when limbo must not delete it (or it is not limbo's to delete).
 func (o *oracle) dueLocked(m *objectModel, now time.Time) (time.Time, bool) {
 	inc := m.live
-	if inc == nil || inc.deleted || inc.forced || isOpen(m.desired) || isOpen(m.protected) || m.foreign {
+	if inc == nil || inc.deleted || inc.forced || isOpen(m.desired) || isOpen(m.protected) || m.foreign || o.heldByInvalidSpec(inc) {
 		return time.Time{}, false
 	}
 	if o.fates[controllerUID(inc.meta)] == fateForeground {
@@ -984,7 +1020,8 @@ func (o *oracle) finalCheck() {
 	for _, name := range names {
 		m := o.objects[name]
 		exists := m.live != nil && !m.live.deleted
-		keep := isOpen(m.desired) || isOpen(m.protected) || m.foreign
+		held := exists && o.heldByInvalidSpec(m.live)
+		keep := isOpen(m.desired) || isOpen(m.protected) || m.foreign || held
 		switch {
 		case keep && !exists:
 			o.violatef("lost: %s should exist (declared %v, left behind %v, cancelled %v) but does not",
