@@ -160,6 +160,52 @@ func (g *generator) run(ctx context.Context, s *slot, ops int) {
 	}
 }
 
+// op is an operation the generator picks at random, with its weight.
+type op struct {
+	name   string
+	weight int
+	do     func(context.Context, *slot) bool
+}
+
+// ops are the operations picked at random on a Bundle that exists, and is
+// neither guarded nor invalid.
+func (g *generator) ops() []op {
+	return []op{
+		{"add", 18, g.add}, {"remove", 18, g.remove}, {"edit-template-delay", 8, g.editTemplateDelay},
+		{"edit-live-delay", 8, g.editLiveDelay}, {"force-delete", 8, g.forceDelete}, {"expedite", 8, g.expedite},
+		{"cancel", 6, g.cancel}, {"empty", 3, g.empty}, {"empty-guarded", 4, g.emptyGuarded(false)},
+		{"empty-guarded-holding", 3, g.emptyGuarded(true)},
+		{faultInvalidDelay, 4, g.invalidSpec(faultInvalidDelay)},
+		{faultMissingDependency, 4, g.invalidSpec(faultMissingDependency)},
+		{faultDependencyCycle, 4, g.invalidSpec(faultDependencyCycle)},
+		{"delete-bundle-background", 4, g.deleteBundle(fateBackground)},
+		{"delete-bundle-orphan", 2, g.deleteBundle(fateOrphan)},
+		{"delete-bundle-foreground", 2, g.deleteBundle(fateForeground)},
+	}
+}
+
+// expectedOps are the operations a run performs at least once unless skipped:
+// the ones picked at random and the ones that follow them (create after a
+// Bundle's deletion, re-add of an object in limbo, the two ends of a guard, the
+// fix of a spec error).
+func (g *generator) expectedOps() []string {
+	var names []string
+	follow := map[string][]string{
+		"add":                  {"create", "re-add"},
+		"empty-guarded":        {"restore", "allow-empty"},
+		faultInvalidDelay:      {"fix-spec"},
+		faultMissingDependency: {"fix-spec"},
+		faultDependencyCycle:   {"fix-spec"},
+	}
+	for _, o := range g.ops() {
+		if !g.skip[o.name] {
+			names = append(append(names, o.name), follow[o.name]...)
+		}
+	}
+	slices.Sort(names)
+	return slices.Compact(names)
+}
+
 // step picks and performs one operation; false if the one picked had nothing
 // to act on.
 func (g *generator) step(ctx context.Context, s *slot) bool {
@@ -168,7 +214,17 @@ func (g *generator) step(ctx context.Context, s *slot) bool {
 	}
 	if s.guarded {
 		sleep(ctx, time.Until(s.holdUntil))
-		if s.rng.IntN(2) == 0 {
+		// restore is the chance of a restore, in fourths: even, unless one of
+		// the two ends was not done yet in the run (see expectedOps): that one
+		// 3 times in 4.
+		restore := 2
+		switch done, _ := g.oracle.opCounts(); {
+		case done["restore"] == 0 && done["allow-empty"] > 0:
+			restore = 3
+		case done["allow-empty"] == 0 && done["restore"] > 0:
+			restore = 1
+		}
+		if s.rng.IntN(4) < restore {
 			return g.restore(ctx, s)
 		}
 		return g.allowEmpty(ctx, s)
@@ -177,28 +233,21 @@ func (g *generator) step(ctx context.Context, s *slot) bool {
 		sleep(ctx, time.Until(s.holdUntil))
 		return g.fixSpec(ctx, s)
 	}
-	type op struct {
-		name   string
-		weight int
-		do     func(context.Context, *slot) bool
-	}
 	var ops []op
 	total := 0
-	for _, o := range []op{
-		{"add", 18, g.add}, {"remove", 18, g.remove}, {"edit-template-delay", 8, g.editTemplateDelay},
-		{"edit-live-delay", 8, g.editLiveDelay}, {"force-delete", 8, g.forceDelete}, {"expedite", 8, g.expedite},
-		{"cancel", 6, g.cancel}, {"empty", 3, g.empty}, {"empty-guarded", 3, g.emptyGuarded},
-		{faultInvalidDelay, 4, g.invalidSpec(faultInvalidDelay)},
-		{faultMissingDependency, 4, g.invalidSpec(faultMissingDependency)},
-		{faultDependencyCycle, 4, g.invalidSpec(faultDependencyCycle)},
-		{"delete-bundle-background", 4, g.deleteBundle(fateBackground)},
-		{"delete-bundle-orphan", 2, g.deleteBundle(fateOrphan)},
-		{"delete-bundle-foreground", 2, g.deleteBundle(fateForeground)},
-	} {
-		if !g.skip[o.name] {
-			ops = append(ops, o)
-			total += o.weight
+	done, ordered := g.oracle.opCounts()
+	for _, o := range g.ops() {
+		if g.skip[o.name] {
+			continue
 		}
+		if done[o.name] == 0 || (o.name == "delete-bundle-background" && ordered == 0 && len(s.deps) > 0) {
+			// Not done yet in the run (or no teardown in waves yet, and this
+			// Bundle has dependencies): picked more often, so that even the
+			// short form does every operation (see expectedOps, notCovered).
+			o.weight *= 4
+		}
+		ops = append(ops, o)
+		total += o.weight
 	}
 	// Most operations need something to act on (an object in limbo, say): try
 	// a few, so that the rarer ones happen too.
@@ -410,7 +459,11 @@ func (g *generator) remove(ctx context.Context, s *slot) bool {
 	}
 	g.settle(ctx, s)
 	keys := slices.Sorted(maps.Keys(s.resources))
-	r := keys[s.rng.IntN(len(keys))]
+	return g.removeResource(ctx, s, keys[s.rng.IntN(len(keys))])
+}
+
+// removeResource takes resource r out of the Bundle, which has converged.
+func (g *generator) removeResource(ctx context.Context, s *slot, r string) bool {
 	delay, deps := s.resources[r], cloneDeps(s.deps)
 	delete(s.resources, r)
 	dropDeps(s, r) // the resources that depended on it no longer do
@@ -608,16 +661,38 @@ func cloneDeps(deps map[string][]string) map[string][]string {
 // emptyGuarded writes a spec without resources and without allowEmpty, as a
 // broken render would: nothing may be deleted (DESIGN §2), so the model keeps
 // every resource declared.
-func (g *generator) emptyGuarded(ctx context.Context, s *slot) bool {
+func (g *generator) emptyGuarded(holding bool) func(context.Context, *slot) bool {
+	return func(ctx context.Context, s *slot) bool { return g.emptyGuard(ctx, s, holding) }
+}
+
+// emptyGuard is emptyGuarded; holding: only when orphans count down (the
+// random pick of empty-guarded finds some only now and then).
+func (g *generator) emptyGuard(ctx context.Context, s *slot, holding bool) bool {
 	if len(s.resources) == 0 {
 		return false
 	}
 	g.settle(ctx, s)
+	if held, _, ok := g.orphans(s); holding && ok && len(held) == 0 {
+		// Nothing counts down: remove a resource with a delay of 3 s or
+		// more first (orphans() refuses one due within redeclareGuard).
+		var long []string
+		for _, r := range slices.Sorted(maps.Keys(s.resources)) {
+			if d, err := time.ParseDuration(s.resources[r]); err == nil && d >= 3*time.Second {
+				long = append(long, r)
+			}
+		}
+		if len(long) == 0 || len(s.resources) == 1 {
+			return false // none, or the last one (the guard needs a resource)
+		}
+		if !g.removeResource(ctx, s, long[s.rng.IntN(len(long))]) {
+			return false
+		}
+	}
 	// The guard holds the countdowns that already run as well (it deletes
 	// nothing): to the model, those orphans are kept like the declared
 	// resources until the guard ends.
 	held, lastDeadline, ok := g.orphans(s)
-	if !ok {
+	if !ok || (holding && len(held) == 0) {
 		return false
 	}
 	op := "empty-guarded"

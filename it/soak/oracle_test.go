@@ -3,6 +3,7 @@ package soak
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strconv"
@@ -272,6 +273,14 @@ func (o *oracle) countChaos(event string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.stats.chaos[event]++
+}
+
+// opCounts are the operations done so far, by type, and how many times a
+// teardown's order was checked (orderedTeardownSteps).
+func (o *oracle) opCounts() (map[string]int, int) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return maps.Clone(o.stats.ops), o.stats.orderedTeardownSteps
 }
 
 // countOp counts an operation by type.

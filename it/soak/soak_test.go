@@ -127,6 +127,43 @@ func TestSoak(t *testing.T) {
 	o.mu.Unlock()
 	run.report(t, append(o.report(), fmt.Sprintf("time: %v of operations, %v in all", opsTime.Round(time.Second), time.Since(started).Round(time.Second))),
 		violations, chaos.logPaths())
+	if missing := o.notCovered(g); len(missing) > 0 {
+		msg := fmt.Sprintf("soak: coverage: never happened in %d operations with seed %d: %s", ops, seed, strings.Join(missing, ", "))
+		if ops < coverageOps {
+			t.Log(msg + " (not a failure below the short form's operations)")
+		} else {
+			t.Error(msg)
+		}
+	}
+}
+
+// coverageOps is the short form's number of operations: a run of at least as
+// many fails when one of the generator's operations, or of the chaos's kinds
+// of kills, never happened.
+const coverageOps = 300
+
+// notCovered lists what a run was to exercise and did not: each operation the
+// generator performs (unless skipped), both kinds of kills and the
+// kube-apiserver restart, and a background teardown that deleted or released
+// an object another one depended on (its order checked).
+func (o *oracle) notCovered(g *generator) []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var missing []string
+	for _, name := range g.expectedOps() {
+		if o.stats.ops[name] == 0 {
+			missing = append(missing, name)
+		}
+	}
+	for _, event := range []string{"kill-leader", "kill-standby", "restart-kube-apiserver"} {
+		if o.stats.chaos[event] == 0 {
+			missing = append(missing, event)
+		}
+	}
+	if !g.skip["delete-bundle-background"] && o.stats.orderedTeardownSteps == 0 {
+		missing = append(missing, "a teardown that deleted or released an object another one depended on")
+	}
+	return missing
 }
 
 // chaos kills and restarts the controller at random, and restarts
