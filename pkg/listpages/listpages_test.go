@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -18,7 +19,7 @@ import (
 func TestEach(t *testing.T) {
 	var objects []client.Object
 	for i := range 5 {
-		objects = append(objects, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: fmt.Sprintf("cm-%d", i)}})
+		objects = append(objects, configMap(i))
 	}
 	for _, tt := range []struct {
 		name      string
@@ -52,4 +53,91 @@ func TestEach(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A continue token that has expired (410 Gone) is not the end of the list: as
+// client-go's pager does, the list is read again whole, in one answer without
+// Limit, and add gets that answer in place of the pages read before, so no
+// object is handed over twice, and none that was deleted meanwhile. An
+// expired first page (a resourceVersion too old) has nothing to fall back from.
+func TestEachAfterAnExpiredContinueToken(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		// expire is the request (1 is the first page) answered with 410 Gone.
+		expire    int
+		opts      []client.ListOption
+		want      string
+		wantErr   bool
+		wantReads string // each request's limit/continue/resourceVersion
+	}{
+		{name: "on the second page", expire: 2,
+			want:      "[cm-1 cm-2 cm-3 cm-4 cm-5]",
+			wantReads: "[2// 2/2/ 0//]"},
+		{name: "on the third page", expire: 3,
+			want:      "[cm-1 cm-2 cm-3 cm-4 cm-5]",
+			wantReads: "[2// 2/2/ 2/4/ 0//]"},
+		// The whole list is read at the caller's resourceVersion, as client-go's
+		// pager reads it.
+		{name: "from the watch cache", expire: 2, opts: []client.ListOption{&client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: "0"}}},
+			want:      "[cm-1 cm-2 cm-3 cm-4 cm-5]",
+			wantReads: "[2//0 2/2/ 0//0]"},
+		{name: "on the first page", expire: 1, wantErr: true,
+			wantReads: "[2//]"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var objects []client.Object
+			for i := range 5 {
+				objects = append(objects, configMap(i))
+			}
+			var reads []string
+			paged := listpagestest.List(nil)
+			c := fake.NewClientBuilder().WithObjects(objects...).WithInterceptorFuncs(interceptor.Funcs{
+				List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+					lo := (&client.ListOptions{}).ApplyOptions(opts)
+					rv := ""
+					if lo.Raw != nil {
+						rv = lo.Raw.ResourceVersion
+					}
+					reads = append(reads, fmt.Sprintf("%d/%s/%s", lo.Limit, lo.Continue, rv))
+					if len(reads) == 1 {
+						// The list changes after its first page: the whole list read
+						// again must show it as it is now.
+						if err := c.Delete(ctx, configMap(0)); err != nil {
+							return err
+						}
+						if err := c.Create(ctx, configMap(5)); err != nil {
+							return err
+						}
+					}
+					if len(reads) == tt.expire {
+						return apierrors.NewResourceExpired("The provided continue parameter is too old to display a consistent list result.")
+					}
+					return paged(ctx, c, list, opts...)
+				},
+			}).Build()
+			var names []string
+			err := listpages.Each(context.Background(), c, func() *corev1.ConfigMapList { return &corev1.ConfigMapList{} },
+				func(page *corev1.ConfigMapList) {
+					for _, cm := range page.Items {
+						names = append(names, cm.Name)
+					}
+				}, append([]client.ListOption{client.InNamespace("a"), client.Limit(2)}, tt.opts...)...)
+			if tt.wantErr != (err != nil) || fmt.Sprint(reads) != tt.wantReads {
+				t.Fatalf("error %v after the reads (limit/continue/resourceVersion) %v; want error: %v, reads %s", err, reads, tt.wantErr, tt.wantReads)
+			}
+			if tt.wantErr {
+				if !apierrors.IsResourceExpired(err) || names != nil {
+					t.Errorf("error %v, handed over %v; want the 410 and nothing handed over", err, names)
+				}
+				return
+			}
+			if fmt.Sprint(names) != tt.want {
+				t.Errorf("handed over %v, want %s: the list as read again whole, each ConfigMap once", names, tt.want)
+			}
+		})
+	}
+}
+
+func configMap(i int) *corev1.ConfigMap {
+	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: fmt.Sprintf("cm-%d", i)}}
 }
