@@ -46,7 +46,8 @@ that the label listing cannot see (a cluster-scoped item, an item in another
 cluster). With -n, the rows are those -A shows in that namespace (a
 cluster-scoped item's row is its Bundle's namespace's), with the messages of
 the Bundles of every namespace; what the Bundles of that namespace report in
-other namespaces is left out, and a warning says how many items and where.
+other namespaces is left out, and a warning says how many items and where (with
+-l, how many -l selects there).
 
 An object released by a Bundle's teardown is "held" while the reaper keeps it
 for a Bundle that declares it (MESSAGE names the Bundle).

@@ -109,3 +109,40 @@ func TestPendingSelectorOnTheServer(t *testing.T) {
 		}
 	}
 }
+
+// With -n NS -l, the warning about what the Bundles of NS report in other
+// namespaces counts only what -n of those namespaces (or -A) lists with the same
+// -l: the items whose objects it selects, by their labels read from the cluster.
+func TestPendingSelectorNotShownElsewhere(t *testing.T) {
+	objects := nodeRemoval() // csi-admin/csi-nodes reports pvc-w1-data and pvc-w2-data in default
+	for _, obj := range objects {
+		if obj.GetName() == "pvc-w1-data" {
+			obj.GetLabels()["app"] = "shop"
+		}
+	}
+	const scratchUnread = "Warning: -l leaves out 1 item whose object could not be read (gone, or not allowed), which only a Bundle's status reports: their labels cannot be matched; without -l they are listed\n"
+	for _, tt := range []struct {
+		name   string
+		args   []string
+		want   string
+		stderr string
+	}{
+		{name: "without -l: both", args: []string{"-n", "csi-admin", "-o", "name"},
+			want:   "namespace/w1-scratch\n",
+			stderr: "Warning: not shown: 2 items that Bundles of namespace csi-admin report in other namespaces (default); kubectl limbo pending -n default, or -A, lists them\n"},
+		{name: "the one -l selects", args: []string{"-n", "csi-admin", "-l", "app=shop", "-o", "name"},
+			stderr: "Warning: not shown: 1 item that Bundles of namespace csi-admin report in other namespaces (default); kubectl limbo pending -n default, or -A, lists it\n" + scratchUnread},
+		{name: "which -n default -l lists", args: []string{"-n", "default", "-l", "app=shop", "-o", "name"},
+			want: "configmap/pvc-w1-data\n"},
+		{name: "none -l selects: no warning", args: []string{"-n", "csi-admin", "-l", "app=none", "-o", "name"},
+			stderr: scratchUnread},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t, nil, objects...)
+			code, out, errOut := f.run(append([]string{"pending"}, tt.args...)...)
+			if code != 0 || out != tt.want || errOut != tt.stderr {
+				t.Errorf("exit %d, stdout %q, stderr %q\nwant 0, %q, %q", code, out, errOut, tt.want, tt.stderr)
+			}
+		})
+	}
+}

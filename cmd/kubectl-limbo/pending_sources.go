@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -252,14 +253,15 @@ func collectPending(ctx context.Context, src pendingSources, namespace string, s
 	}
 
 	var cut []string
-	notShown := map[itemKey]bool{}
+	notShown := map[itemKey]pendingItem{}
 	for _, bundle := range bundles {
 		concerns := namespace == "" || bundle.Namespace == namespace // namespace, which -n asks for
 		for _, entry := range bundle.Status.PendingDeletions {
 			if ns := entryNamespace(&bundle, &entry); namespace != "" && ns != namespace {
 				// -A lists it in its namespace; -n of that namespace too.
 				if bundle.Namespace == namespace {
-					notShown[itemKey{entry.Cluster, entryGroupKind(&entry), ns, entry.Name}] = true
+					item := pendingItem{Namespace: ns, APIVersion: entry.APIVersion, Kind: entry.Kind, Name: entry.Name, Cluster: entry.Cluster, statusOnly: true}
+					notShown[item.key()] = item
 				}
 				continue
 			}
@@ -330,7 +332,7 @@ func collectPending(ctx context.Context, src pendingSources, namespace string, s
 		// entries' reasons) is shown for the entries it lists.
 		fmt.Fprintf(warnings, "Warning: the status of %s lists only the soonest of its entries in limbo; items of other clusters and cluster-scoped ones past them are not shown\n", strings.Join(cut, ", "))
 	}
-	warnNotShown(warnings, namespace, notShown)
+	warnNotShown(warnings, namespace, listedElsewhere(ctx, src.Reader, notShown, selector))
 	sortPending(items)
 	return items, incomplete
 }
@@ -410,21 +412,40 @@ func reportingBundles(ctx context.Context, c client.Reader, namespace string, ob
 	return bundles
 }
 
+// listedElsewhere are the items of notShown (the Bundles of the namespace -n
+// asks for report them in other namespaces, which it leaves out) that -A, or -n
+// with their namespace, lists with selector (-l): all of them when selector is
+// empty; else those whose object it selects by the labels read from the
+// cluster, as selectRows selects a row only a Bundle's status gives (its object
+// labelled in limbo or not: the row of a labelled one is selected by the same
+// labels, on the API server). An item whose labels cannot be read (in another
+// cluster, gone, not allowed) is left out by -l there too: it is not counted.
+func listedElsewhere(ctx context.Context, r client.Reader, notShown map[itemKey]pendingItem, selector labels.Selector) []pendingItem {
+	items := slices.Collect(maps.Values(notShown))
+	if selector.Empty() {
+		return items
+	}
+	readStatusOnlyObjects(ctx, r, items)
+	return slices.DeleteFunc(items, func(p pendingItem) bool {
+		return !p.labelsRead || !selector.Matches(labels.Set(p.labels))
+	})
+}
+
 // warnNotShown says on warnings how many items the Bundles of namespace report
-// in other namespaces, which -n namespace leaves out, and where they are (-A,
-// or -n with their namespace, lists them): with or without a message, so
-// whether the row of such an item comes from its labelled object or from the
-// Bundle's status. Without -A the table has no NAMESPACE column, and kubectl
-// takes the names -o name prints for objects of the namespace asked for: a row
-// of another namespace would read as another object, and `| xargs kubectl
-// delete -n NS` would hit it.
-func warnNotShown(warnings io.Writer, namespace string, notShown map[itemKey]bool) {
+// in other namespaces that -n namespace leaves out, although -A or -n with their
+// namespace lists them (listedElsewhere), and where they are: with or without
+// a message, so whether the row of such an item comes from its labelled object
+// or from the Bundle's status. Without -A the table has no NAMESPACE column,
+// and kubectl takes the names -o name prints for objects of the namespace asked
+// for: a row of another namespace would read as another object, and `| xargs
+// kubectl delete -n NS` would hit it.
+func warnNotShown(warnings io.Writer, namespace string, notShown []pendingItem) {
 	if len(notShown) == 0 {
 		return
 	}
 	var elsewhere []string
-	for key := range notShown {
-		elsewhere = append(elsewhere, key.namespace)
+	for _, item := range notShown {
+		elsewhere = append(elsewhere, item.Namespace)
 	}
 	items, pronoun := "1 item", "it"
 	if len(notShown) > 1 {
