@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+	"github.com/limbo-dev/limbo/pkg/listpages"
 	"github.com/limbo-dev/limbo/pkg/softdelete"
 )
 
@@ -130,4 +131,14 @@ func refuseTerminating(t target, obj metav1.Object, verb string) error {
 	}
 	return fmt.Errorf("cannot %s %s: it is %s; %s: the API server deletes it once its finalizers are removed",
 		verb, t, state, what)
+}
+
+// namespaceBundles lists the Bundles of namespace in pages of
+// defaultChunkSize, as pending lists them: a namespace may hold many.
+func namespaceBundles(ctx context.Context, c client.Reader, namespace string) ([]limbov1alpha1.Bundle, error) {
+	var bundles []limbov1alpha1.Bundle
+	err := listpages.Each(ctx, c, func() *limbov1alpha1.BundleList { return &limbov1alpha1.BundleList{} },
+		func(page *limbov1alpha1.BundleList) { bundles = append(bundles, page.Items...) },
+		client.InNamespace(namespace), client.Limit(defaultChunkSize))
+	return bundles, err
 }

@@ -6,11 +6,14 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 	"github.com/limbo-dev/limbo/pkg/limboscan"
+	"github.com/limbo-dev/limbo/pkg/listpages"
 	"github.com/limbo-dev/limbo/pkg/softdelete"
 )
 
@@ -28,8 +31,7 @@ func registerCompletions(root *cobra.Command, o *options) {
 
 // completeNamespaces offers the names of the namespaces.
 func (o *options) completeNamespaces(cmd *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
-	return filterPrefix(o.names(cmd, &metav1.PartialObjectMetadataList{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "NamespaceList"}}),
-		toComplete), cobra.ShellCompDirectiveNoFileComp
+	return filterPrefix(o.names(cmd, corev1.SchemeGroupVersion.WithKind("NamespaceList")), toComplete), cobra.ShellCompDirectiveNoFileComp
 }
 
 // completeBundles offers the names of the Bundles of the namespace, for the
@@ -42,24 +44,30 @@ func (o *options) completeBundles(cmd *cobra.Command, args []string, toComplete 
 	if err != nil {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
-	bundles := &metav1.PartialObjectMetadataList{}
-	bundles.SetGroupVersionKind(limbov1alpha1.GroupVersion.WithKind("BundleList"))
-	return filterPrefix(o.names(cmd, bundles, client.InNamespace(namespace)), toComplete), cobra.ShellCompDirectiveNoFileComp
+	return filterPrefix(o.names(cmd, limbov1alpha1.GroupVersion.WithKind("BundleList"), client.InNamespace(namespace)), toComplete),
+		cobra.ShellCompDirectiveNoFileComp
 }
 
-// names lists the objects of list's kind, metadata only, and returns their
-// names; nothing when they cannot be listed.
-func (o *options) names(cmd *cobra.Command, list *metav1.PartialObjectMetadataList, opts ...client.ListOption) []string {
+// names lists the objects of the list kind listGVK, metadata only, in pages of
+// defaultChunkSize, and returns their names; nothing when they cannot be
+// listed.
+func (o *options) names(cmd *cobra.Command, listGVK schema.GroupVersionKind, opts ...client.ListOption) []string {
 	c, err := o.clients.Client()
 	if err != nil {
 		return nil
 	}
-	if err := c.List(cmd.Context(), list, opts...); err != nil {
+	var names []string
+	err = listpages.Each(cmd.Context(), c, func() *metav1.PartialObjectMetadataList {
+		page := &metav1.PartialObjectMetadataList{}
+		page.SetGroupVersionKind(listGVK)
+		return page
+	}, func(page *metav1.PartialObjectMetadataList) {
+		for _, item := range page.Items {
+			names = append(names, item.Name)
+		}
+	}, append(opts, client.Limit(defaultChunkSize))...)
+	if err != nil {
 		return nil
-	}
-	names := make([]string, 0, len(list.Items))
-	for _, item := range list.Items {
-		names = append(names, item.Name)
 	}
 	return names
 }
@@ -128,7 +136,7 @@ func (o *options) objectNames(cmd *cobra.Command, names objectNames, typ, prefix
 // limbo.dev/pending-deletion), Tombstones included: what expedite accepts, a
 // stamp to set back.
 func namesInLimbo(ctx context.Context, c client.Client, t target) ([]string, error) {
-	objects, err := limboscan.List(ctx, c, t.mapping.GroupVersionKind, t.namespace, nil)
+	objects, err := limboscan.List(ctx, c, t.mapping.GroupVersionKind, t.namespace, nil, client.Limit(defaultChunkSize))
 	if err != nil {
 		return nil, err
 	}
@@ -154,7 +162,7 @@ func namesToCancel(ctx context.Context, c client.Client, t target) ([]string, er
 	if isTombstone(gk) {
 		return nil, nil
 	}
-	objects, err := limboscan.List(ctx, c, t.mapping.GroupVersionKind, t.namespace, nil)
+	objects, err := limboscan.List(ctx, c, t.mapping.GroupVersionKind, t.namespace, nil, client.Limit(defaultChunkSize))
 	if err != nil {
 		return nil, err
 	}
@@ -167,12 +175,12 @@ func namesToCancel(ctx context.Context, c client.Client, t target) ([]string, er
 			names = append(names, obj.Name)
 		}
 	}
-	var bundles limbov1alpha1.BundleList
-	if err := c.List(ctx, &bundles, client.InNamespace(t.namespace)); err != nil {
+	bundles, err := namespaceBundles(ctx, c, t.namespace)
+	if err != nil {
 		return names, nil // the labelled ones are still offered
 	}
-	for i := range bundles.Items {
-		b := &bundles.Items[i]
+	for i := range bundles {
+		b := &bundles[i]
 		for j := range b.Status.PendingDeletions {
 			entry := &b.Status.PendingDeletions[j]
 			if seen[entry.Name] || !entryOf(b, entry, gk, t.namespace) {

@@ -1,14 +1,20 @@
 package main
 
 import (
+	"fmt"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+	"github.com/limbo-dev/limbo/pkg/listpages/listpagestest"
 )
 
 // complete runs cobra's __complete, as kubectl_complete-limbo and the shell
@@ -111,6 +117,36 @@ func TestCompletionOfCancel(t *testing.T) {
 	} {
 		if got := strings.Join(f.complete(t, tc.args...), " "); got != tc.want {
 			t.Errorf("completing %q: %q, want %q", tc.args, got, tc.want)
+		}
+	}
+}
+
+// Completion reads every list in pages of defaultChunkSize, as pending does by
+// default: the objects of a type, the Bundles whose status cancel's completion
+// reads, the Bundles graph completes, the namespaces.
+func TestCompletionReadsInPages(t *testing.T) {
+	var mu sync.Mutex
+	limits := map[string][]int64{} // list kind: the limit of each page read
+	f := newFixture(t, &interceptor.Funcs{List: listpagestest.List(func(list client.ObjectList, o *client.ListOptions) {
+		mu.Lock()
+		defer mu.Unlock()
+		kind := list.GetObjectKind().GroupVersionKind().Kind
+		if kind == "" {
+			kind = fmt.Sprintf("%T", list)
+		}
+		limits[kind] = append(limits[kind], o.Limit)
+	})}, append(pendingObjects(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-a"}})...)
+	for _, args := range [][]string{
+		{"-n", "team-a", "cancel", "configmaps", ""},
+		{"-n", "team-a", "expedite", "cm/"},
+		{"-n", "team-a", "graph", ""},
+		{"pending", "-n", ""},
+	} {
+		f.complete(t, args...)
+	}
+	for _, kind := range []string{"ConfigMapList", "*v1alpha1.BundleList", "BundleList", "NamespaceList"} {
+		if got := limits[kind]; len(got) == 0 || slices.ContainsFunc(got, func(limit int64) bool { return limit != defaultChunkSize }) {
+			t.Errorf("%s read with the limits %v, want pages of %d", kind, got, defaultChunkSize)
 		}
 	}
 }

@@ -258,10 +258,10 @@ func reaperHoldOf(ctx context.Context, c client.Client, t target, obj metav1.Obj
 	if !softdelete.Released(obj) || isTombstone(t.mapping.GroupVersionKind.GroupKind()) {
 		return reaperHold{}, false, nil
 	}
-	var bundles limbov1alpha1.BundleList
-	if err := c.List(ctx, &bundles, client.InNamespace(obj.GetNamespace())); err != nil {
+	bundles, err := namespaceBundles(ctx, c, obj.GetNamespace())
+	if err != nil {
 		return reaperHold{}, false, err
 	}
-	h, ok := releasedHold(obj, t.mapping.GroupVersionKind.GroupKind(), bundles.Items, now)
+	h, ok := releasedHold(obj, t.mapping.GroupVersionKind.GroupKind(), bundles, now)
 	return h, ok, nil
 }

@@ -24,6 +24,11 @@ const pendingExample = `  # What is in limbo in the current namespace, soonest d
   kubectl limbo pending -n team-a -o json
   kubectl limbo pending -n team-a -o name`
 
+// defaultChunkSize is the most objects one answer to a LIST holds unless
+// pending's --chunk-size says otherwise: kubectl get's default. Completion
+// reads in pages of it too.
+const defaultChunkSize = 500
+
 // pendingOptions are the flags of `pending`.
 type pendingOptions struct {
 	allNamespaces bool
@@ -120,7 +125,7 @@ Every list is read in pages of --chunk-size objects, as kubectl get reads it.`,
 	cmd.Flags().BoolVarP(&po.allNamespaces, "all-namespaces", "A", false, "List what is in limbo in every namespace.")
 	cmd.Flags().BoolVar(&po.noHeaders, "no-headers", false, "When using the default or wide output format, don't print headers.")
 	cmd.Flags().StringVarP(&po.selector, "selector", "l", "", "Selector (label query) to filter on, supports '=', '==', '!=', 'in', 'notin' (e.g. -l key1=value1,key2=value2): the labels of the object in limbo, or of the Tombstone, each row names. Matching objects must satisfy all of the specified label constraints.")
-	cmd.Flags().Int64Var(&po.chunkSize, "chunk-size", 500, "Return large lists in chunks rather than all at once. Pass 0 to disable.")
+	cmd.Flags().Int64Var(&po.chunkSize, "chunk-size", defaultChunkSize, "Return large lists in chunks rather than all at once. Pass 0 to disable.")
 	po.print.AddFlags(cmd)
 	cmd.Flags().Lookup("output").Usage = fmt.Sprintf("Output format. One of: (wide, %s). Default: a table.", strings.Join(po.print.AllowedFormats(), ", "))
 	return cmd
