@@ -132,17 +132,21 @@ func (o *options) objectNames(cmd *cobra.Command, names objectNames, typ, prefix
 	return out
 }
 
-// namesInLimbo are the names of the objects of t's type in limbo (labelled
-// limbo.dev/pending-deletion), Tombstones included: what expedite accepts, a
-// stamp to set back.
-func namesInLimbo(ctx context.Context, c client.Client, t target) ([]string, error) {
+// namesToExpedite are the names of the objects of t's type that expedite
+// accepts, judged from the object alone (checkExpedite): in limbo (labelled
+// limbo.dev/pending-deletion), Tombstones included, stamped, with a valid
+// delay, and not being deleted. Whether the object's Bundle declares it again,
+// which refuses some more, is left to expedite, which says why.
+func namesToExpedite(ctx context.Context, c client.Client, t target) ([]string, error) {
 	objects, err := limboscan.List(ctx, c, t.mapping.GroupVersionKind, t.namespace, nil, client.Limit(defaultChunkSize))
 	if err != nil {
 		return nil, err
 	}
-	names := make([]string, 0, len(objects))
-	for _, obj := range objects {
-		names = append(names, obj.Name)
+	var names []string
+	for i := range objects {
+		if check, err := checkExpedite(t, &objects[i]); err == nil && check.verdict == expeditable {
+			names = append(names, objects[i].Name)
+		}
 	}
 	return names, nil
 }

@@ -53,7 +53,7 @@ func TestCompletion(t *testing.T) {
 		// Resource types, then the objects of that type in limbo.
 		{[]string{"expedite", ""}, "configmaps secrets deployments.apps bundles.limbo.dev tombstones.limbo.dev"},
 		{[]string{"cancel", "deploy"}, "deployments.apps"},
-		{[]string{"-n", "team-a", "expedite", "cm/"}, "cm/cache cm/db-config cm/negative"},
+		{[]string{"-n", "team-a", "expedite", "cm/"}, "cm/cache cm/db-config"},
 		{[]string{"-n", "team-a", "expedite", "configmap/d"}, "configmap/db-config"},
 		{[]string{"-n", "team-a", "cancel", "configmaps", ""}, "cache db-config negative"},
 		{[]string{"-n", "team-a", "expedite", "tombstone", ""}, "storage-ns-gc-4f7c"},
@@ -85,8 +85,7 @@ func TestCompletionScripts(t *testing.T) {
 // cancel completes what cancel accepts: the objects in limbo and the orphans
 // only their Bundle's status lists (held before their countdown, never
 // stamped nor labelled); not what it refuses from the object alone (an object
-// being deleted, a plugin's item), nor any Tombstone. expedite completes the
-// objects in limbo, Tombstones included.
+// being deleted, a plugin's item), nor any Tombstone.
 func TestCompletionOfCancel(t *testing.T) {
 	controlledByShop := []metav1.OwnerReference{{APIVersion: limbov1alpha1.GroupVersion.String(), Kind: "Bundle", Name: "shop", UID: uid("shop"), Controller: ptr(true)}}
 	pluginItem := inLimbo("team-a", "item", "", "10m", stampAgo(time.Minute))
@@ -112,8 +111,6 @@ func TestCompletionOfCancel(t *testing.T) {
 		{[]string{"-n", "team-a", "cancel", "configmaps", ""}, "cache db-config negative waiting"},
 		{[]string{"-n", "team-a", "cancel", "cm/"}, "cm/cache cm/db-config cm/negative cm/waiting"},
 		{[]string{"-n", "team-a", "cancel", "tombstones", ""}, ""},
-		{[]string{"-n", "team-a", "expedite", "configmaps", ""}, "cache db-config going item negative"},
-		{[]string{"-n", "team-a", "expedite", "tombstones", ""}, "storage-ns-gc-4f7c"},
 	} {
 		if got := strings.Join(f.complete(t, tc.args...), " "); got != tc.want {
 			t.Errorf("completing %q: %q, want %q", tc.args, got, tc.want)
@@ -147,6 +144,40 @@ func TestCompletionReadsInPages(t *testing.T) {
 	for _, kind := range []string{"ConfigMapList", "*v1alpha1.BundleList", "BundleList", "NamespaceList"} {
 		if got := limits[kind]; len(got) == 0 || slices.ContainsFunc(got, func(limit int64) bool { return limit != defaultChunkSize }) {
 			t.Errorf("%s read with the limits %v, want pages of %d", kind, got, defaultChunkSize)
+		}
+	}
+}
+
+// expedite completes what it accepts, judged from the object alone (as cancel's
+// completion judges with refuseToCancel): a stamp to set back (an unparsable
+// one too: expedite stamps anew), a valid delay, no deletion running — a
+// plugin's item and a Tombstone as well. Not an object with an invalid delay or
+// none, one labelled but not stamped yet, nor one or a Tombstone being deleted.
+func TestCompletionOfExpedite(t *testing.T) {
+	pluginItem := inLimbo("team-a", "item", "", "10m", stampAgo(time.Minute))
+	pluginItem.Annotations[limbov1alpha1.AnnotationPluginResource] = "team-a/shop/nodes"
+	going := inLimbo("team-a", "going", "shop", "10m", stampAgo(time.Minute))
+	going.DeletionTimestamp, going.Finalizers = &metav1.Time{Time: testNow}, []string{"example.com/hold"}
+	tombGoing := inLimbo("team-a", "shop-routes-1", "shop", "10m", stampAgo(time.Minute))
+	tombGoing.DeletionTimestamp, tombGoing.Finalizers = &metav1.Time{Time: testNow}, []string{limbov1alpha1.FinalizerHardDelete}
+	objects := append(pendingObjects(), // cache (unparsable stamp), db-config, negative (-5m), the Secret nodelay, a Tombstone
+		&corev1.ConfigMap{ObjectMeta: pluginItem},
+		&corev1.ConfigMap{ObjectMeta: going},
+		&corev1.ConfigMap{ObjectMeta: inLimbo("team-a", "unstamped", "shop", "10m", "")},
+		&limbov1alpha1.Tombstone{ObjectMeta: tombGoing},
+	)
+	f := newFixture(t, nil, objects...)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-n", "team-a", "expedite", "configmaps", ""}, "cache db-config item"},
+		{[]string{"-n", "team-a", "expedite", "cm/"}, "cm/cache cm/db-config cm/item"},
+		{[]string{"-n", "team-a", "expedite", "secrets", ""}, ""},
+		{[]string{"-n", "team-a", "expedite", "tombstones", ""}, "storage-ns-gc-4f7c"},
+	} {
+		if got := strings.Join(f.complete(t, tc.args...), " "); got != tc.want {
+			t.Errorf("completing %q: %q, want %q", tc.args, got, tc.want)
 		}
 	}
 }

@@ -47,7 +47,7 @@ valid delay, not be already being deleted, and not be declared again by its
 controller, a Bundle (whose next pass would cancel the countdown).`,
 		Example:           expediteExample,
 		Args:              cobra.RangeArgs(1, 2),
-		ValidArgsFunction: o.completeObjects(namesInLimbo),
+		ValidArgsFunction: o.completeObjects(namesToExpedite),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			t, c, err := o.resolveWithClient(args)
 			if err != nil {
@@ -103,57 +103,43 @@ func expedite(ctx context.Context, c client.Client, t target, now func() time.Ti
 		if err != nil {
 			return err
 		}
-		if err := refuseTerminating(t, obj, "expedite"); err != nil {
+		check, err := checkExpedite(t, obj)
+		if err != nil {
 			return err
 		}
-		annotations := obj.GetAnnotations()
-		// An invalid delay first: the controller never stamps an orphan that has
-		// one, and "not in limbo" would not say why.
-		value, hasDelay := annotations[limbov1alpha1.AnnotationDeletionDelay]
-		delay, err := softdelete.ParseDelay(value)
-		if hasDelay && err != nil {
-			return fmt.Errorf("cannot expedite %s: %w; an object with an invalid delay is never deleted by the controller: fix the annotation, or kubectl delete it",
-				t, err)
-		}
-		current, stamped := annotations[limbov1alpha1.AnnotationDeletionTimestamp]
-		_, labelled := obj.GetLabels()[limbov1alpha1.LabelPendingDeletion]
-		switch {
-		case !hasDelay && (stamped || labelled || softdelete.Released(obj)):
-			// In limbo without a delay (a teardown releases such an object to an
-			// adopter without stamping it): nothing to set back.
+		switch check.verdict {
+		case inLimboWithoutDelay:
 			return fmt.Errorf("cannot expedite %s: it has no %s annotation, so it is deleted without delay as soon as the controller sees it%s",
 				t, limbov1alpha1.AnnotationDeletionDelay, holdSuffix(ctx, c, t, obj, now()))
-		case !stamped && labelled:
-			return fmt.Errorf("cannot expedite %s: it is labelled %s but has no %s annotation yet: its countdown starts when the controller stamps it",
-				t, limbov1alpha1.LabelPendingDeletion, limbov1alpha1.AnnotationDeletionTimestamp)
-		case !stamped && refuseUnlessInLimbo(ctx, c, t, obj) == nil:
+		case unstamped:
+			if refuseUnlessInLimbo(ctx, c, t, obj) != nil {
+				return fmt.Errorf("%s is not in limbo: it has no %s annotation, so no deletion is scheduled",
+					t, limbov1alpha1.AnnotationDeletionTimestamp)
+			}
 			// An orphan its Bundle holds before stamping it (a resource not
 			// Ready): in limbo, with no countdown to end yet.
-			if !hasDelay {
+			if !check.hasDelay {
 				return fmt.Errorf("cannot expedite %s: it has no %s annotation: its Bundle no longer declares it, and deletes it without delay as soon as it may (it holds it now: kubectl limbo pending shows why)",
 					t, limbov1alpha1.AnnotationDeletionDelay)
 			}
 			return fmt.Errorf("cannot expedite %s yet: its Bundle no longer declares it and holds it before its countdown of %s starts (kubectl limbo pending shows why); the countdown starts when the Bundle may delete, or kubectl delete it now",
-				t, delay)
-		case !stamped:
-			return fmt.Errorf("%s is not in limbo: it has no %s annotation, so no deletion is scheduled",
-				t, limbov1alpha1.AnnotationDeletionTimestamp)
+				t, check.delay)
 		}
 		if err := refuseDeclaredAgain(ctx, c, t, obj); err != nil {
 			return err
 		}
 
 		at := now()
-		if started, err := time.Parse(time.RFC3339, current); err == nil && started.Before(at) {
+		if started, err := time.Parse(time.RFC3339, check.stamp); err == nil && started.Before(at) {
 			at = started // the controller's clock wrote it: its deadline has come by that clock too
 		}
-		stamp := softdelete.ExpediteStamp(at, delay)
+		stamp := softdelete.ExpediteStamp(at, check.delay)
 		patch, err := json.Marshal(map[string]any{
 			"metadata": map[string]any{
 				"resourceVersion": obj.GetResourceVersion(),
 				"annotations": map[string]any{
 					limbov1alpha1.AnnotationDeletionTimestamp: stamp,
-					limbov1alpha1.AnnotationExpeditedFrom:     countdownStartAfter(annotations, stamp),
+					limbov1alpha1.AnnotationExpeditedFrom:     countdownStartAfter(obj.GetAnnotations(), stamp),
 				},
 			},
 		})
@@ -167,13 +153,78 @@ func expedite(ctx context.Context, c client.Client, t target, now func() time.Ti
 		if err != nil {
 			return err
 		}
-		result = expediteResult{Stamp: stamp, Delay: delay, Deadline: parsed.Add(delay), Object: obj}
+		result = expediteResult{Stamp: stamp, Delay: check.delay, Deadline: parsed.Add(check.delay), Object: obj}
 		return nil
 	})
 	if err != nil {
 		return expediteResult{}, err
 	}
 	return result, nil
+}
+
+// expediteVerdict is what expedite makes of an object that checkExpedite does
+// not refuse outright.
+type expediteVerdict int
+
+const (
+	// expeditable: stamped, with a valid delay: its stamp can be set back,
+	// unless its controller, a Bundle, declares it again (refuseDeclaredAgain).
+	expeditable expediteVerdict = iota
+	// inLimboWithoutDelay: stamped, labelled limbo.dev/pending-deletion or
+	// released, without a limbo.dev/deletionDelay (a teardown releases such an
+	// object to an adopter without stamping it): it is deleted without delay as
+	// soon as the controller sees it, so there is no stamp to set back.
+	inLimboWithoutDelay
+	// unstamped: neither stamped nor labelled: not in limbo, or an orphan its
+	// Bundle holds before stamping it (refuseUnlessInLimbo tells); no countdown
+	// to end either way.
+	unstamped
+)
+
+// expediteCheck is what checkExpedite reads of an object.
+type expediteCheck struct {
+	verdict expediteVerdict
+	// stamp is its limbo.dev/deletionTimestamp, possibly unparsable (expedite
+	// then stamps from now).
+	stamp string
+	// delay is its limbo.dev/deletionDelay, when hasDelay.
+	delay    time.Duration
+	hasDelay bool
+}
+
+// checkExpedite judges obj, the object t as just read, from obj alone. It
+// refuses with an error what expedite refuses whatever obj's Bundles say: an
+// object being deleted, one with an invalid delay, one labelled
+// limbo.dev/pending-deletion whose countdown has not started (no stamp). Of the
+// others, the verdict tells whether there is a stamp to set back
+// (expeditable); expedite says why there is none after reading the Bundles, and
+// completion offers only the expeditable.
+func checkExpedite(t target, obj *metav1.PartialObjectMetadata) (expediteCheck, error) {
+	if err := refuseTerminating(t, obj, "expedite"); err != nil {
+		return expediteCheck{}, err
+	}
+	annotations := obj.GetAnnotations()
+	// An invalid delay first: the controller never stamps an orphan that has
+	// one, and "not in limbo" would not say why.
+	value, hasDelay := annotations[limbov1alpha1.AnnotationDeletionDelay]
+	delay, err := softdelete.ParseDelay(value)
+	if hasDelay && err != nil {
+		return expediteCheck{}, fmt.Errorf("cannot expedite %s: %w; an object with an invalid delay is never deleted by the controller: fix the annotation, or kubectl delete it",
+			t, err)
+	}
+	stamp, stamped := annotations[limbov1alpha1.AnnotationDeletionTimestamp]
+	_, labelled := obj.GetLabels()[limbov1alpha1.LabelPendingDeletion]
+	check := expediteCheck{stamp: stamp, delay: delay, hasDelay: hasDelay}
+	switch {
+	case !hasDelay && (stamped || labelled || softdelete.Released(obj)):
+		check.verdict = inLimboWithoutDelay
+	case !stamped && labelled:
+		return expediteCheck{}, fmt.Errorf("cannot expedite %s: it is labelled %s but has no %s annotation yet: its countdown starts when the controller stamps it",
+			t, limbov1alpha1.LabelPendingDeletion, limbov1alpha1.AnnotationDeletionTimestamp)
+	case !stamped:
+		check.verdict = unstamped
+	}
+	return check, nil
 }
 
 // countdownStart is when the countdown of an object with annotations started:
