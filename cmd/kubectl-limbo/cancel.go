@@ -33,7 +33,8 @@ func newCancelCommand(o *options) *cobra.Command {
 		Short: "Keep an object that is in limbo",
 		Long: `Keep an object that is in limbo. It removes the limbo marks, as the controller
 does when an object is desired again: the limbo.dev/deletionTimestamp and
-limbo.dev/released annotations and the limbo.dev/pending-deletion label.
+limbo.dev/released annotations and the limbo.dev/pending-deletion label, and
+the note kubectl limbo expedite leaves (limbo.dev/expeditedFrom).
 
 cancel reads the object's Bundle (its controller, or for an object a teardown
 released, the Bundle its limbo.dev/bundle label names) and fails, writing
@@ -395,9 +396,6 @@ func cancelPatch(obj *metav1.PartialObjectMetadata, k keeper, doomed map[types.U
 	outOfLimbo := softdelete.OutOfLimboPatch()
 	removeAnnotations := outOfLimbo["annotations"].(map[string]any)
 	removeLabels := outOfLimbo["labels"].(map[string]any)
-	if _, ok := annotations[limbov1alpha1.AnnotationExpeditedFrom]; ok {
-		removeAnnotations[limbov1alpha1.AnnotationExpeditedFrom] = nil // expedite's note on the countdown cancelled
-	}
 	labelKeys := slices.Sorted(maps.Keys(removeLabels))
 	if !kept {
 		labelKeys = append(labelKeys, limbov1alpha1.LabelBundle)

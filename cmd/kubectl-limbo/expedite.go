@@ -231,9 +231,9 @@ func checkExpedite(t target, obj *metav1.PartialObjectMetadata) (expediteCheck, 
 // the limbo.dev/expeditedFrom that expedite wrote, while it is a stamp later
 // than the object's limbo.dev/deletionTimestamp (the stamp expedite moved back
 // from it), else the stamp itself. A limbo.dev/expeditedFrom not later than the
-// stamp is stale: the controller's cancel leaves it (only kubectl limbo cancel
-// removes it), and a countdown that starts again later is stamped later than
-// it. "" when the object has no stamp.
+// stamp is stale: every cancel removes the note, but an older controller's left
+// it, and a countdown that starts again later is stamped later than it. "" when
+// the object has no stamp.
 func countdownStart(annotations map[string]string) string {
 	stamp := annotations[limbov1alpha1.AnnotationDeletionTimestamp]
 	if from := annotations[limbov1alpha1.AnnotationExpeditedFrom]; laterStamp(from, stamp) {

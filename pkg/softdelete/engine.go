@@ -495,22 +495,30 @@ var (
 	limboLabels      = []string{limbov1alpha1.LabelPendingDeletion}
 )
 
+// limboNotes are annotations that tell of a countdown without marking anything
+// in limbo: limbo.dev/expeditedFrom, which kubectl limbo expedite writes and
+// the controller never reads. A cancel removes them with the marks, so that
+// nothing of limbo's is left on the object; an object that carries a note alone
+// is not in limbo (HasLimboMark, Decide), so a note never causes a write.
+var limboNotes = []string{limbov1alpha1.AnnotationExpeditedFrom}
+
 // OutOfLimboPatch is the metadata of the JSON merge patch that takes an object
-// out of limbo: every limbo mark goes. The engine's cancels send it, and so does
-// `kubectl limbo cancel`.
+// out of limbo: every limbo mark goes, and every note of the countdown (a null
+// for an absent annotation changes nothing). The engine's cancels send it, and
+// so does `kubectl limbo cancel`.
 func OutOfLimboPatch() map[string]any {
-	drop := func(keys []string) map[string]any {
-		m := make(map[string]any, len(keys))
-		for _, k := range keys {
+	drop := func(keys ...[]string) map[string]any {
+		m := map[string]any{}
+		for _, k := range slices.Concat(keys...) {
 			m[k] = nil
 		}
 		return m
 	}
-	return map[string]any{"annotations": drop(limboAnnotations), "labels": drop(limboLabels)}
+	return map[string]any{"annotations": drop(limboAnnotations, limboNotes), "labels": drop(limboLabels)}
 }
 
 // HasLimboMark reports whether obj carries any of the marks OutOfLimboPatch
-// removes.
+// removes; a note (limbo.dev/expeditedFrom) is no mark.
 func HasLimboMark(obj metav1.Object) bool {
 	has := func(m map[string]string, keys []string) bool {
 		return slices.ContainsFunc(keys, func(k string) bool { _, ok := m[k]; return ok })

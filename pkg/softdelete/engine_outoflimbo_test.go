@@ -1,6 +1,8 @@
 package softdelete_test
 
 import (
+	"maps"
+	"slices"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -10,29 +12,31 @@ import (
 )
 
 // HasLimboMark sees each mark that OutOfLimboPatch removes, and only those: an
-// object the patch was applied to has none left.
+// object the patch was applied to has none left. The patch also removes
+// expedite's note (limbo.dev/expeditedFrom), which is no mark: an object that
+// carries it alone is not in limbo, and nothing is written for it.
 func TestHasLimboMarkMatchesOutOfLimboPatch(t *testing.T) {
 	patch := softdelete.OutOfLimboPatch()
-	var marked []metav1.ObjectMeta
-	for key := range patch["annotations"].(map[string]any) {
-		marked = append(marked, metav1.ObjectMeta{Annotations: map[string]string{key: "x"}})
+	removed := slices.Concat(slices.Sorted(maps.Keys(patch["annotations"].(map[string]any))), slices.Sorted(maps.Keys(patch["labels"].(map[string]any))))
+	want := []string{limbov1alpha1.AnnotationDeletionTimestamp, limbov1alpha1.AnnotationExpeditedFrom, limbov1alpha1.AnnotationReleased, limbov1alpha1.LabelPendingDeletion}
+	if !slices.Equal(removed, want) {
+		t.Errorf("OutOfLimboPatch removes %v, want the stamp, expedite's note, the released mark and the pending-deletion label: %v", removed, want)
 	}
-	for key := range patch["labels"].(map[string]any) {
-		marked = append(marked, metav1.ObjectMeta{Labels: map[string]string{key: "x"}})
-	}
-	if len(marked) != 3 {
-		t.Errorf("OutOfLimboPatch removes %d marks, want the stamp, the released mark and the pending-deletion label", len(marked))
-	}
-	for _, m := range marked {
-		if !softdelete.HasLimboMark(&m) {
-			t.Errorf("HasLimboMark(%v %v) = false", m.Annotations, m.Labels)
+	for _, tc := range []struct {
+		meta metav1.ObjectMeta
+		want bool
+	}{
+		{metav1.ObjectMeta{Annotations: map[string]string{limbov1alpha1.AnnotationDeletionTimestamp: "x"}}, true},
+		{metav1.ObjectMeta{Annotations: map[string]string{limbov1alpha1.AnnotationReleased: "x"}}, true},
+		{metav1.ObjectMeta{Labels: map[string]string{limbov1alpha1.LabelPendingDeletion: "x"}}, true},
+		{metav1.ObjectMeta{Annotations: map[string]string{limbov1alpha1.AnnotationExpeditedFrom: "x"}}, false},
+		{metav1.ObjectMeta{
+			Annotations: map[string]string{limbov1alpha1.AnnotationDeletionDelay: "1h", limbov1alpha1.AnnotationGeneratedBy: "settings"},
+			Labels:      map[string]string{limbov1alpha1.LabelBundle: "shop"},
+		}, false},
+	} {
+		if got := softdelete.HasLimboMark(&tc.meta); got != tc.want {
+			t.Errorf("HasLimboMark(%v %v) = %v, want %v", tc.meta.Annotations, tc.meta.Labels, got, tc.want)
 		}
-	}
-	other := metav1.ObjectMeta{
-		Annotations: map[string]string{limbov1alpha1.AnnotationDeletionDelay: "1h", limbov1alpha1.AnnotationGeneratedBy: "settings"},
-		Labels:      map[string]string{limbov1alpha1.LabelBundle: "shop"},
-	}
-	if softdelete.HasLimboMark(&other) {
-		t.Errorf("HasLimboMark(%v %v) = true: none of them is a limbo mark", other.Annotations, other.Labels)
 	}
 }

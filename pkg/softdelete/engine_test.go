@@ -35,9 +35,10 @@ import (
 // controller-runtime's fake client, with a fake clock at now (statemachine_test.go).
 
 const (
-	ns         = "team-a"
-	pendingKey = limbov1alpha1.LabelPendingDeletion
-	bundleKey  = limbov1alpha1.LabelBundle
+	ns           = "team-a"
+	pendingKey   = limbov1alpha1.LabelPendingDeletion
+	expeditedKey = limbov1alpha1.AnnotationExpeditedFrom
+	bundleKey    = limbov1alpha1.LabelBundle
 )
 
 var configMapGVK = schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
@@ -467,7 +468,7 @@ func TestEngineDisown(t *testing.T) {
 		{name: "no countdown", obj: owned("db", nil, nil),
 			wantPatch: `{"metadata":{"ownerReferences":[],"resourceVersion":"999"}}`},
 		{name: "in limbo", obj: owned("db", stampedDB, map[string]string{pendingKey: "true"}),
-			wantPatch:  `{"metadata":{"annotations":{"limbo.dev/deletionTimestamp":null,"limbo.dev/released":null},"labels":{"limbo.dev/pending-deletion":null},"ownerReferences":[],"resourceVersion":"999"}}`,
+			wantPatch:  `{"metadata":{"annotations":{"limbo.dev/deletionTimestamp":null,"limbo.dev/expeditedFrom":null,"limbo.dev/released":null},"labels":{"limbo.dev/pending-deletion":null},"ownerReferences":[],"resourceVersion":"999"}}`,
 			wantEvents: []string{"Normal DeletionCancelled ConfigMap team-a/db: deletion cancelled (why)"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -660,7 +661,7 @@ func unwrapAll(err error) error {
 }
 
 func TestEngineDesired(t *testing.T) {
-	const cancelPatch = `PATCH ConfigMap team-a/db application/merge-patch+json {"metadata":{"annotations":{"limbo.dev/deletionTimestamp":null,"limbo.dev/released":null},"labels":{"limbo.dev/pending-deletion":null}}}`
+	const cancelPatch = `PATCH ConfigMap team-a/db application/merge-patch+json {"metadata":{"annotations":{"limbo.dev/deletionTimestamp":null,"limbo.dev/expeditedFrom":null,"limbo.dev/released":null},"labels":{"limbo.dev/pending-deletion":null}}}`
 	tests := []struct {
 		name          string
 		annotations   map[string]string
@@ -671,6 +672,13 @@ func TestEngineDesired(t *testing.T) {
 		{name: "stamped and labelled", annotations: map[string]string{delayKey: "1h", stampKey: "2025-03-14T12:00:00Z"}, labels: map[string]string{bundleKey: "shop", pendingKey: "true"}, wantCancelled: true},
 		{name: "labelled only", labels: map[string]string{bundleKey: "shop", pendingKey: "true"}, wantCancelled: true},
 		{name: "stamped with an invalid delay", annotations: map[string]string{delayKey: "soon", stampKey: "2025-03-14T12:00:00Z"}, wantCancelled: true},
+		// kubectl limbo expedite's note of when the countdown started goes with
+		// the countdown: nothing of limbo's is left.
+		{name: "expedited", annotations: map[string]string{delayKey: "1h", stampKey: "2025-03-14T11:00:00Z", expeditedKey: "2025-03-14T12:00:00Z"},
+			labels: map[string]string{bundleKey: "shop", pendingKey: "true"}, wantCancelled: true},
+		// A note alone (left by a cancel that did not remove it) is no mark: a
+		// pass writes nothing for it.
+		{name: "a note only: nothing written", annotations: map[string]string{delayKey: "1h", expeditedKey: "2025-03-14T12:00:00Z"}, labels: map[string]string{bundleKey: "shop"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -699,6 +707,9 @@ func TestEngineDesired(t *testing.T) {
 			}
 			if _, ok := live.GetLabels()[pendingKey]; ok {
 				t.Errorf("label kept: %v", live.GetLabels())
+			}
+			if _, ok := live.GetAnnotations()[expeditedKey]; ok && tc.wantCancelled {
+				t.Errorf("expedite's note kept: %v", live.GetAnnotations())
 			}
 			if live.GetLabels()[bundleKey] != tc.labels[bundleKey] || live.GetAnnotations()[delayKey] != tc.annotations[delayKey] {
 				t.Errorf("cancel changed more than the stamp and the label: %v %v", live.GetLabels(), live.GetAnnotations())

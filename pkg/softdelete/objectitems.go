@@ -436,17 +436,17 @@ func (e *Engine) CancelItem(ctx context.Context, eventTarget runtime.Object, obj
 }
 
 // cancelItem is CancelItem of an item of set, in set's cluster.
+//
+// The patch is OutOfLimboPatch's, plus the delay and the owner, which the
+// engine wrote on the item too (an object's own delay is its user's).
 func (e *Engine) cancelItem(ctx context.Context, eventTarget runtime.Object, set ItemSet, obj client.Object, why string) error {
 	sub := set.subject(e, eventTarget, obj)
-	_, err := e.cancel(ctx, eventTarget, sub, map[string]any{"metadata": map[string]any{
-		"annotations": map[string]any{
-			limbov1alpha1.AnnotationDeletionTimestamp: nil,
-			limbov1alpha1.AnnotationDeletionDelay:     nil,
-			limbov1alpha1.AnnotationPluginResource:    nil,
-		},
-		"labels":          map[string]any{limbov1alpha1.LabelPendingDeletion: nil},
-		"resourceVersion": obj.GetResourceVersion(),
-	}}, cancelledBecause(sub.ref, why), why)
+	metadata := OutOfLimboPatch()
+	annotations := metadata["annotations"].(map[string]any)
+	annotations[limbov1alpha1.AnnotationDeletionDelay] = nil
+	annotations[limbov1alpha1.AnnotationPluginResource] = nil
+	metadata["resourceVersion"] = obj.GetResourceVersion()
+	_, err := e.cancel(ctx, eventTarget, sub, map[string]any{"metadata": metadata}, cancelledBecause(sub.ref, why), why)
 	return err
 }
 

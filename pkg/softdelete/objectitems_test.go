@@ -65,17 +65,23 @@ func TestProcessItemsStamp(t *testing.T) {
 	}
 }
 
-// A desired item in limbo for this resource loses everything limbo wrote; one
-// in limbo for another resource is left alone.
+// A desired item in limbo for this resource loses everything limbo wrote (its
+// expedited countdown's note too); one in limbo for another resource is left
+// alone.
 func TestProcessItemsCancel(t *testing.T) {
 	other := map[string]string{delayKey: "10m", stampKey: "2025-03-14T12:00:00Z", ownerKey: "team-b/x/node-removal"}
-	h := newHarness(t, cm("mine", stamped("2025-03-14T12:00:00Z"), map[string]string{pendingKey: "true"}),
+	expedited := stamped("2025-03-14T12:00:00Z")
+	expedited[expeditedKey] = "2025-03-14T12:05:00Z"
+	h := newHarness(t, cm("mine", expedited, map[string]string{pendingKey: "true"}),
 		cm("theirs", other, map[string]string{pendingKey: "true"}))
 	out := h.engine.ProcessItems(context.Background(), bundle(), softdelete.ItemSet{Owner: owner, Delay: "10m",
 		Items: []softdelete.Item{h.item(t, "mine", true, "n1", 0), h.item(t, "theirs", false, "n1", 0)}})
-	want := []string{`PATCH ConfigMap team-a/mine application/merge-patch+json {"metadata":{"annotations":{"limbo.dev/deletionDelay":null,"limbo.dev/deletionTimestamp":null,"limbo.dev/pluginResource":null},"labels":{"limbo.dev/pending-deletion":null},"resourceVersion":"999"}}`}
+	want := []string{`PATCH ConfigMap team-a/mine application/merge-patch+json {"metadata":{"annotations":{"limbo.dev/deletionDelay":null,"limbo.dev/deletionTimestamp":null,"limbo.dev/expeditedFrom":null,"limbo.dev/pluginResource":null,"limbo.dev/released":null},"labels":{"limbo.dev/pending-deletion":null},"resourceVersion":"999"}}`}
 	if !reflect.DeepEqual(h.calls, want) {
 		t.Errorf("API calls:\n%q\nwant:\n%q", h.calls, want)
+	}
+	if left := h.live(t, "mine").GetAnnotations(); len(left) != 0 {
+		t.Errorf("left on the item: %v, want nothing of limbo's", left)
 	}
 	if got := messages(out.Pending); len(got) != 1 || !strings.Contains(got["theirs"], "team-b/x/node-removal") {
 		t.Errorf("pending = %v, want only theirs, naming its owner", got)
@@ -252,7 +258,7 @@ func TestProcessItemsInAnotherCluster(t *testing.T) {
 		t.Errorf("the engine's own cluster got %q", local.calls)
 	}
 	want := []string{
-		`PATCH ConfigMap team-a/back application/merge-patch+json {"metadata":{"annotations":{"limbo.dev/deletionDelay":null,"limbo.dev/deletionTimestamp":null,"limbo.dev/pluginResource":null},"labels":{"limbo.dev/pending-deletion":null},"resourceVersion":"999"}}`,
+		`PATCH ConfigMap team-a/back application/merge-patch+json {"metadata":{"annotations":{"limbo.dev/deletionDelay":null,"limbo.dev/deletionTimestamp":null,"limbo.dev/expeditedFrom":null,"limbo.dev/pluginResource":null,"limbo.dev/released":null},"labels":{"limbo.dev/pending-deletion":null},"resourceVersion":"999"}}`,
 		`DELETE ConfigMap team-a/due uid=uid-due rv=999 propagation=Background`,
 		`PATCH ConfigMap team-a/new application/merge-patch+json {"metadata":{"annotations":{"limbo.dev/deletionDelay":"10m","limbo.dev/deletionTimestamp":"2025-03-14T12:30:45Z","limbo.dev/pluginResource":"team-a/shop/node-removal"},"labels":{"limbo.dev/pending-deletion":"true"},"resourceVersion":"999"}}`,
 	}
@@ -295,7 +301,7 @@ func TestProcessItemsConflictIsReadAgain(t *testing.T) {
 		{name: "the resource's delay written", item: cm("x", map[string]string{delayKey: "24h", stampKey: "2025-03-14T12:25:00Z", ownerKey: owner}, nil),
 			wantCall: `PATCH ConfigMap team-a/x application/merge-patch+json {"metadata":{"annotations":{"limbo.dev/deletionDelay":"10m"},"resourceVersion":"998"}}`},
 		{name: "cancel", item: cm("x", due, map[string]string{pendingKey: "true"}), desired: true,
-			wantCall:    `PATCH ConfigMap team-a/x application/merge-patch+json {"metadata":{"annotations":{"limbo.dev/deletionDelay":null,"limbo.dev/deletionTimestamp":null,"limbo.dev/pluginResource":null},"labels":{"limbo.dev/pending-deletion":null},"resourceVersion":"998"}}`,
+			wantCall:    `PATCH ConfigMap team-a/x application/merge-patch+json {"metadata":{"annotations":{"limbo.dev/deletionDelay":null,"limbo.dev/deletionTimestamp":null,"limbo.dev/expeditedFrom":null,"limbo.dev/pluginResource":null,"limbo.dev/released":null},"labels":{"limbo.dev/pending-deletion":null},"resourceVersion":"998"}}`,
 			wantPending: "-"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -432,7 +438,7 @@ func TestProcessItemsNotBefore(t *testing.T) {
 		{name: "an unstamped item, the clock behind NotBefore: stamped at NotBefore", notBefore: "2025-03-14T12:30:47Z",
 			want: []string{stampAt("2025-03-14T12:30:47Z")}, deadline: "2025-03-14T12:40:47Z"},
 		{name: "desired again, with an earlier owner's stamp and no label: cancelled", stamp: "2025-03-11T12:10:00Z", unlabeled: true, desired: true, notBefore: "2025-03-14T12:30:00Z",
-			want: []string{`PATCH ConfigMap team-a/x application/merge-patch+json {"metadata":{"annotations":{"limbo.dev/deletionDelay":null,"limbo.dev/deletionTimestamp":null,"limbo.dev/pluginResource":null},"labels":{"limbo.dev/pending-deletion":null},"resourceVersion":"999"}}`}},
+			want: []string{`PATCH ConfigMap team-a/x application/merge-patch+json {"metadata":{"annotations":{"limbo.dev/deletionDelay":null,"limbo.dev/deletionTimestamp":null,"limbo.dev/expeditedFrom":null,"limbo.dev/pluginResource":null,"limbo.dev/released":null},"labels":{"limbo.dev/pending-deletion":null},"resourceVersion":"999"}}`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			item := cm("x", nil, nil)

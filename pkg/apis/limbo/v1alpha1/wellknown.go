@@ -54,7 +54,8 @@ const (
 // controller (it is not one of DESIGN.md §2's names): the
 // limbo.dev/deletionTimestamp it moved back, when the countdown really started,
 // so that kubectl limbo pending shows the time spent in limbo rather than the
-// delay. The controller never reads it: deadlines come from the stamp alone. It
-// counts only while it is later than the stamp (a countdown started again since
-// is later than it).
+// delay. The controller never reads it: deadlines come from the stamp alone;
+// its cancels remove it with the limbo marks (softdelete.OutOfLimboPatch), but
+// it is no mark itself. It counts only while it is later than the stamp (a
+// countdown started again since is later than it).
 const AnnotationExpeditedFrom = "limbo.dev/expeditedFrom"
