@@ -42,30 +42,10 @@ func TestNoOpReconcileMakesZeroWrites(t *testing.T) {
 	}{{configMapGVK, "config"}, {widgetGVK, "widget"}, {deploymentGVK, "web"}, {configMapGVK, "app"}}
 	for i, o := range managed {
 		t.Run("label on "+o.gvk.Kind+" "+o.name, func(t *testing.T) {
-			env.ResetControllerRequests()
-			before := reconciles(t)
-			addLabel(t, o.gvk, ns, o.name, "test.limbo.dev/poke", fmt.Sprint(i))
-			// The label event triggers a reconcile of the Bundle (this one, as no
-			// other Bundle is busy; at worst another's, which only weakens the
-			// wait, not the assertion below).
-			testenv.Eventually(t, 10*time.Second, func() error {
-				if n := reconciles(t); n <= before {
-					return fmt.Errorf("no reconcile since the label was added (%v)", n)
-				}
-				return nil
-			})
+			pokeForPasses(t, 1, func() { addLabel(t, o.gvk, ns, o.name, "test.limbo.dev/poke", fmt.Sprint(i)) })
 			// Nor reads: but for the body of config, which app's reference
 			// reads and which the label changed (its resourceVersion).
-			configBody := testenv.NotPath("/api/v1/namespaces/" + ns + "/configmaps/config")
-			testenv.Consistently(t, 2*time.Second, func() error {
-				if writes := env.ControllerRequests(testenv.Writes, testenv.InNamespace(ns)); len(writes) > 0 {
-					return fmt.Errorf("a no-op reconcile wrote:%s", testenv.FormatRequests(writes))
-				}
-				if reads := env.ControllerRequests(testenv.Reads, testenv.InNamespace(ns), configBody); len(reads) > 0 {
-					return fmt.Errorf("a no-op reconcile read:%s", testenv.FormatRequests(reads))
-				}
-				return nil
-			})
+			noRequestsAfterPass(t, ns, testenv.NotPath("/api/v1/namespaces/"+ns+"/configmaps/config"))
 		})
 	}
 
@@ -127,27 +107,8 @@ func TestNoOpReconcileWithServerNormalizedValues(t *testing.T) {
 			waitReady(t, b)
 			quiesce(t, ns)
 
-			env.ResetControllerRequests()
-			before := reconciles(t)
-			addLabel(t, tc.gvk, ns, "web", "test.limbo.dev/poke", "1")
-			testenv.Eventually(t, 10*time.Second, func() error {
-				if n := reconciles(t); n <= before {
-					return fmt.Errorf("no reconcile since the label was added (%v)", n)
-				}
-				return nil
-			})
-			// Nor reads: but for the body of config, which app's reference
-			// reads and which the label changed (its resourceVersion).
-			configBody := testenv.NotPath("/api/v1/namespaces/" + ns + "/configmaps/config")
-			testenv.Consistently(t, 2*time.Second, func() error {
-				if writes := env.ControllerRequests(testenv.Writes, testenv.InNamespace(ns)); len(writes) > 0 {
-					return fmt.Errorf("a no-op reconcile wrote:%s", testenv.FormatRequests(writes))
-				}
-				if reads := env.ControllerRequests(testenv.Reads, testenv.InNamespace(ns), configBody); len(reads) > 0 {
-					return fmt.Errorf("a no-op reconcile read:%s", testenv.FormatRequests(reads))
-				}
-				return nil
-			})
+			pokeForPasses(t, 1, func() { addLabel(t, tc.gvk, ns, "web", "test.limbo.dev/poke", "1") })
+			noRequestsAfterPass(t, ns)
 		})
 	}
 }
@@ -156,14 +117,55 @@ func TestNoOpReconcileWithServerNormalizedValues(t *testing.T) {
 // events and status writes of the Bundle's creation are behind us.
 func quiesce(t testing.TB, ns string) {
 	t.Helper()
+	awaitQuiet(t, func() []testenv.Request { return env.ControllerRequests(testenv.Writes, testenv.InNamespace(ns)) })
+}
+
+// awaitQuiet waits until writes, the controller's writes that matter since the
+// request log's last reset, stay none for a while. It resets the log.
+func awaitQuiet(t testing.TB, writes func() []testenv.Request) {
+	t.Helper()
 	testenv.Eventually(t, 30*time.Second, func() error {
 		env.ResetControllerRequests()
 		deadline := time.Now().Add(1500 * time.Millisecond)
 		for time.Now().Before(deadline) {
-			if writes := env.ControllerRequests(testenv.Writes, testenv.InNamespace(ns)); len(writes) > 0 {
-				return fmt.Errorf("the controller is still writing:%s", testenv.FormatRequests(writes))
+			if w := writes(); len(w) > 0 {
+				return fmt.Errorf("the controller is still writing:%s", testenv.FormatRequests(w))
 			}
 			time.Sleep(50 * time.Millisecond)
+		}
+		return nil
+	})
+}
+
+// pokeForPasses resets the controller's request log, calls poke — changes the
+// controller watches that trigger a pass of each of n Bundles — and waits until
+// the Bundle controller has finished n more reconciles. They are those
+// Bundles' when no other Bundle is busy; at worst some are another's, which
+// only weakens the wait, not what the caller asserts of the requests next.
+func pokeForPasses(t testing.TB, n int, poke func()) {
+	t.Helper()
+	env.ResetControllerRequests()
+	before := reconciles(t)
+	poke()
+	testenv.Eventually(t, 10*time.Second, func() error {
+		if done := reconciles(t) - before; done < float64(n) {
+			return fmt.Errorf("%v reconciles since the poke, want %d", done, n)
+		}
+		return nil
+	})
+}
+
+// noRequestsAfterPass checks, for a while after pokeForPasses, that the
+// controller sends no write and no read that keep passes in ns: a pass with
+// nothing to change reads everything from its cache.
+func noRequestsAfterPass(t testing.TB, ns string, keep ...func(testenv.Request) bool) {
+	t.Helper()
+	testenv.Consistently(t, 2*time.Second, func() error {
+		if writes := env.ControllerRequests(testenv.Writes, testenv.InNamespace(ns)); len(writes) > 0 {
+			return fmt.Errorf("a no-op reconcile wrote:%s", testenv.FormatRequests(writes))
+		}
+		if reads := env.ControllerRequests(append([]func(testenv.Request) bool{testenv.Reads, testenv.InNamespace(ns)}, keep...)...); len(reads) > 0 {
+			return fmt.Errorf("a no-op reconcile read:%s", testenv.FormatRequests(reads))
 		}
 		return nil
 	})
