@@ -76,6 +76,25 @@ func TestNoOpRePassOfUnreadyBundleMakesZeroWrites(t *testing.T) {
 			},
 		},
 		{
+			// Every pass (and every retry of the backoff) tries the apply
+			// again, which is meant: only the API server can tell whether it
+			// still refuses it (an admission policy or a CRD's schema may have
+			// changed), and a refused apply stores nothing. The message shown
+			// must not change with the order of the causes the API server
+			// found (sortedCauses).
+			name: "Stalled: template refused as Invalid with several causes",
+			resources: func(t testing.TB, _ string) []limbov1alpha1.Resource {
+				// Keys no ConfigMap may have (label values would do, but the
+				// Bundle's admission refuses those already).
+				keys := map[string]any{"first key!": "v", "second key?": "v", "third key#": "v"}
+				return []limbov1alpha1.Resource{objectResource(t, "refused", configMap("refused", keys, nil))}
+			},
+			reached: func(b *limbov1alpha1.Bundle) error {
+				return resourceIs(b, "refused", limbov1alpha1.ResourceError, limbov1alpha1.ReasonInvalid)
+			},
+			retried: testenv.Request{Method: "PATCH", Path: "configmaps/refused"},
+		},
+		{
 			name: "Blocked: dependency never Ready",
 			resources: func(t testing.TB, _ string) []limbov1alpha1.Resource {
 				return []limbov1alpha1.Resource{

@@ -613,6 +613,7 @@ const untypablePatch = "failed to create typed patch object"
 // line keep the reason and the fields named, not the text.
 func (p *pass) applyFailed(ctx context.Context, out *objectResult, desired *unstructured.Unstructured, err error) objectResult {
 	gvk := desired.GroupVersionKind()
+	err = sortedCauses(err) // the same refusal, the same message: a re-pass rewrites nothing
 	reason := applyFailureReason(err)
 	err = fmt.Errorf("apply %s %q: %w", gvk.Kind, desired.GetName(), withholdSecretText(reference.IsSecret(desired.Object), err))
 	log.FromContext(ctx).Error(err, "apply failed", "bundle", p.bundle.Namespace+"/"+p.bundle.Name,

@@ -1,0 +1,74 @@
+package bundle
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// The API server's Invalid answer lists its causes in the order its validation
+// walked a map; limbo shows them sorted, so that the same refusal reads the
+// same at every pass. Answers in another form are kept as they are.
+func TestSortedCauses(t *testing.T) {
+	configMap := schema.GroupKind{Kind: "ConfigMap"}
+	badKey := func(key string) *field.Error {
+		return field.Invalid(field.NewPath("data"), key, "a valid config key must consist of alphanumeric characters")
+	}
+	first, second := badKey("first key!"), badKey("second key?")
+	required := field.Required(field.NewPath("data"), "")
+	const sorted = `ConfigMap "refused" is invalid: [data: Invalid value: "first key!": a valid config key must consist of alphanumeric characters, ` +
+		`data: Invalid value: "second key?": a valid config key must consist of alphanumeric characters]`
+	for _, tc := range []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"several causes, in order", apierrors.NewInvalid(configMap, "refused", field.ErrorList{first, second}), sorted},
+		{"several causes, in another order", apierrors.NewInvalid(configMap, "refused", field.ErrorList{second, first}), sorted},
+		{"a cause twice (listed once)", apierrors.NewInvalid(configMap, "refused", field.ErrorList{second, first, second}), sorted},
+		{"one cause", apierrors.NewInvalid(configMap, "refused", field.ErrorList{required}), `ConfigMap "refused" is invalid: data: Required value`},
+		{"one cause twice", apierrors.NewInvalid(configMap, "refused", field.ErrorList{required, required}), `ConfigMap "refused" is invalid: data: Required value`},
+		{"wrapped: kept", fmt.Errorf("apply: %w", apierrors.NewInvalid(configMap, "refused", field.ErrorList{second, first})),
+			`apply: ConfigMap "refused" is invalid: [data: Invalid value: "second key?": a valid config key must consist of alphanumeric characters, ` +
+				`data: Invalid value: "first key!": a valid config key must consist of alphanumeric characters]`},
+		{"not Invalid", apierrors.NewBadRequest("b, a"), "b, a"},
+		{"not the API server's", errors.New("connection refused"), "connection refused"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := sortedCauses(tc.err)
+			if got.Error() != tc.want {
+				t.Errorf("sortedCauses(%q) = %q, want %q", tc.err, got, tc.want)
+			}
+			if applyFailureReason(got) != applyFailureReason(tc.err) {
+				t.Errorf("reason %s, want %s kept", applyFailureReason(got), applyFailureReason(tc.err))
+			}
+		})
+	}
+}
+
+// A webhook's Invalid answer, its own message beside causes, is kept: its
+// order is the webhook's, and its text is not a list limbo can take apart.
+func TestSortedCausesKeepsOtherMessages(t *testing.T) {
+	err := apierrors.NewInvalid(schema.GroupKind{Kind: "ConfigMap"}, "refused", field.ErrorList{
+		field.Invalid(field.NewPath("data", "b"), "x", "no"), field.Invalid(field.NewPath("data", "a"), "y", "no")})
+	err.ErrStatus.Message = `admission webhook "check.example" denied the request: b and a are wrong`
+	if got := sortedCauses(err); got != error(err) {
+		t.Errorf("sortedCauses changed a webhook's answer: %q", got)
+	}
+}
+
+// The causes in the details are sorted too: a Secret's refusal shows the fields
+// they name, not the message (withholdSecretText).
+func TestSortedCausesSortsDetails(t *testing.T) {
+	err := apierrors.NewInvalid(schema.GroupKind{Kind: "Secret"}, "s", field.ErrorList{
+		field.Invalid(field.NewPath("data", "z"), "x", "bad"), field.Invalid(field.NewPath("data", "a"), "y", "bad")})
+	got := withholdSecretText(true, sortedCauses(err)).Error()
+	const want = `the API server answered 422 Invalid: data.a: Invalid value; data.z: Invalid value ` + withheldNote
+	if got != want {
+		t.Errorf("withheld = %q, want %q", got, want)
+	}
+}
