@@ -158,6 +158,36 @@ func TestNoOpRePassOfUnreadyBundleMakesZeroWrites(t *testing.T) {
 			},
 			poke: objectKey{configMapGVK, "", "leaving"},
 		},
+		{
+			name: "NotOwned: an object of the name limbo does not manage",
+			prepare: func(t testing.TB, ns string) *limbov1alpha1.Bundle {
+				createObject(t, ns, configMap("taken", map[string]any{"k": "someone else's"}, nil))
+				return nil
+			},
+			resources: func(t testing.TB, _ string) []limbov1alpha1.Resource {
+				return []limbov1alpha1.Resource{objectResource(t, "taken", configMap("taken", map[string]any{"k": "v"}, nil))}
+			},
+			reached: func(b *limbov1alpha1.Bundle) error {
+				return resourceIs(b, "taken", limbov1alpha1.ResourceError, limbov1alpha1.ReasonNotOwned)
+			},
+		},
+		{
+			name: "ControlledByOther: an object another controller owns",
+			prepare: func(t testing.TB, ns string) *limbov1alpha1.Bundle {
+				owner := createObject(t, ns, configMap("owner", map[string]any{"k": "v"}, nil))
+				owned := configMap("owned", map[string]any{"k": "v"}, nil)
+				owned["metadata"].(map[string]any)["ownerReferences"] = []any{map[string]any{
+					"apiVersion": "v1", "kind": "ConfigMap", "name": "owner", "uid": string(owner.GetUID()), "controller": true}}
+				createObject(t, ns, owned)
+				return nil
+			},
+			resources: func(t testing.TB, _ string) []limbov1alpha1.Resource {
+				return []limbov1alpha1.Resource{objectResource(t, "owned", configMap("owned", map[string]any{"k": "v"}, nil))}
+			},
+			reached: func(b *limbov1alpha1.Bundle) error {
+				return resourceIs(b, "owned", limbov1alpha1.ResourceError, limbov1alpha1.ReasonControlledByOther)
+			},
+		},
 	}
 
 	namespaces := make([]string, len(states))

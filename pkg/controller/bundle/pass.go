@@ -400,8 +400,12 @@ func (p *pass) syncOne(ctx context.Context, name string, tmpl *unstructured.Unst
 	ctx, warnings := apiwarning.Collect(ctx)
 	defer p.passOnWarnings(name, isSecret, warnings)
 	// A blocked resource writes nothing, so only a read tells whether an object
-	// it is not allowed to take is in its way.
-	live, err := p.readLive(ctx, gvk, tmpl.GetNamespace(), tmpl.GetName(), len(waiting) > 0)
+	// it is not allowed to take is in its way. One found in the way before is
+	// read too: the create-only apply below would find it as well, but as a
+	// write the API server refuses, at every pass while it stays (each
+	// recheck, each event of the Bundle's).
+	fresh := len(waiting) > 0 || p.wasInTheWay(name)
+	live, err := p.readLive(ctx, gvk, tmpl.GetNamespace(), tmpl.GetName(), fresh)
 	if err != nil {
 		return fail(limbov1alpha1.ResourceError, limbov1alpha1.ReasonReadFailed, "%v", err)
 	}
@@ -537,6 +541,18 @@ func (p *pass) syncOne(ctx context.Context, name string, tmpl *unstructured.Unst
 		return out
 	}
 	return p.ready(ctx, out, live)
+}
+
+// wasInTheWay reports whether the status last written found an object that is
+// not the Bundle's where resource name's object goes (NotOwned,
+// ControlledByOther). Such an object is not labelled, so not in the cache.
+func (p *pass) wasInTheWay(name string) bool {
+	for _, st := range p.bundle.Status.Resources {
+		if st.Name == name {
+			return st.State == limbov1alpha1.ResourceError && (st.Reason == limbov1alpha1.ReasonNotOwned || st.Reason == limbov1alpha1.ReasonControlledByOther)
+		}
+	}
+	return false
 }
 
 // cancel ends live's countdown, if it has one: it is desired again. The error
