@@ -68,8 +68,11 @@ func TestNoOpRePassOfUnreadyBundleMakesZeroWrites(t *testing.T) {
 		{
 			name: "Stalled: plugin spec with several schema errors",
 			resources: func(_ testing.TB, _ string) []limbov1alpha1.Resource {
+				// Fields the schema forbids among them: the schema validator
+				// finds those by walking a map (sorted since 7d1cf68). Without
+				// them this row passes on the code before that fix too.
 				return []limbov1alpha1.Resource{{Name: "gc", Plugin: &limbov1alpha1.PluginResource{Name: namespacegc.Name, Spec: &apiextensionsv1.JSON{
-					Raw: []byte(`{"storageos":{"endpoint":1,"credentialsSecretRef":{}},"gcInterval":"soon","gcDelay":2,"exclude":"default"}`)}}}}
+					Raw: []byte(`{"storageos":{"endpoint":1,"credentialsSecretRef":{}},"gcInterval":"soon","exclude":"default","zeta":1,"alpha":2,"mu":3}`)}}}}
 			},
 			reached: func(b *limbov1alpha1.Bundle) error {
 				return resourceIs(b, "gc", limbov1alpha1.ResourceError, limbov1alpha1.ReasonInvalidPluginSpec)
