@@ -229,30 +229,14 @@ func (c *replicaChaos) supervise(ctx context.Context) error {
 }
 
 // restartAPIServer restarts kube-apiserver while the controllers run. The
-// generator's writes pause meanwhile, so that none is in doubt. The leader
-// cannot renew its Lease meanwhile and may exit: supervise starts it again.
+// leader cannot renew its Lease meanwhile and may exit: supervise starts it
+// again.
 func (c *replicaChaos) restartAPIServer(ctx context.Context) error {
-	c.pause.Lock()
-	defer c.pause.Unlock()
-	began := time.Now()
-	c.oracle.outageStarted(outageAPIServer)
 	c.oracle.countChaos("restart-kube-apiserver")
-	if err := env.Cluster.RestartAPIServer(ctx); err != nil {
-		return fmt.Errorf("restart kube-apiserver: %w", err)
-	}
-	c.oracle.outageEnded(outageAPIServer)
-	c.apiBack = time.Now()
-	// The generator writes again once the oracle sees again. The old
-	// kube-apiserver serves its watches until it exits, so a watch that
-	// connected after the restart began is on the new one.
-	if err := pollErr(ctx, time.Minute, func() error {
-		if !c.oracle.watchingAfter(began) {
-			return fmt.Errorf("the oracle's watch did not reconnect")
-		}
-		return nil
-	}); err != nil {
+	if err := restartAPIServer(ctx, c.pause, c.oracle); err != nil {
 		return err
 	}
+	c.apiBack = time.Now()
 	c.apiRestarted = true
 	return c.supervise(ctx)
 }

@@ -234,28 +234,34 @@ func (c *chaos) restartController(ctx context.Context, down time.Duration) error
 	return nil
 }
 
-// restartAPIServer restarts kube-apiserver while the controller runs. The
-// generator's writes pause meanwhile, so that none is in doubt.
+// restartAPIServer restarts kube-apiserver while the controller runs.
 func (c *chaos) restartAPIServer(ctx context.Context) error {
-	c.pause.Lock()
-	defer c.pause.Unlock()
-	began := time.Now()
-	c.oracle.outageStarted(outageAPIServer)
-	if err := env.Cluster.RestartAPIServer(ctx); err != nil {
-		return fmt.Errorf("restart kube-apiserver: %w", err)
-	}
-	c.oracle.outageEnded(outageAPIServer)
-	// The generator writes again once the oracle sees again. The old
-	// kube-apiserver serves its watches until it exits, so a watch that
-	// connected after the restart began is on the new one.
-	if err := pollErr(ctx, time.Minute, func() error {
-		if !c.oracle.watchingAfter(began) {
-			return fmt.Errorf("the oracle's watch did not reconnect")
-		}
-		return nil
-	}); err != nil {
+	if err := restartAPIServer(ctx, c.pause, c.oracle); err != nil {
 		return err
 	}
 	c.apiRestarted = true
 	return nil
+}
+
+// restartAPIServer restarts kube-apiserver, the oracle counting the outage,
+// and returns once the oracle watches the new one. The generator's writes
+// pause meanwhile (pause), so that none is in doubt.
+func restartAPIServer(ctx context.Context, pause *sync.RWMutex, o observer) error {
+	pause.Lock()
+	defer pause.Unlock()
+	began := time.Now()
+	o.outageStarted(outageAPIServer)
+	if err := env.Cluster.RestartAPIServer(ctx); err != nil {
+		return fmt.Errorf("restart kube-apiserver: %w", err)
+	}
+	o.outageEnded(outageAPIServer)
+	// The generator writes again once the oracle sees again. The old
+	// kube-apiserver serves its watches until it exits, so a watch that
+	// connected after the restart began is on the new one.
+	return pollErr(ctx, time.Minute, func() error {
+		if !o.watchingAfter(began) {
+			return fmt.Errorf("the oracle's watch did not reconnect")
+		}
+		return nil
+	})
 }
