@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -382,10 +383,12 @@ func decodeState(s string) (state, error) {
 	return st, err
 }
 
-// validate refuses counts no pass could have stored.
+// validate refuses counts no pass could have stored. It names the first bad
+// count in key order: its text is in the DeorbitFailed event, and a map walk
+// would name another of several from one pass to the next.
 func (st state) validate() error {
-	for key, n := range st.Found {
-		if n < 0 || n > maxFound {
+	for _, key := range slices.Sorted(maps.Keys(st.Found)) {
+		if n := st.Found[key]; n < 0 || n > maxFound {
 			return fmt.Errorf("found[%q] = %d is outside [0, %d]", key, n, maxFound)
 		}
 	}

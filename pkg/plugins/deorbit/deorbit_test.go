@@ -821,3 +821,32 @@ func TestTeardownThisClusterAnsweringIsSlow(t *testing.T) {
 		}
 	}
 }
+
+// A forged state with several bad counts is discarded with the same event text
+// at every pass that meets it (a teardown whose state write failed meets it
+// again): validate names the first bad count in key order, not in the order a
+// map walk gives, so that the same input never makes a second, different
+// Warning.
+func TestTeardownForgedStateEventIsStable(t *testing.T) {
+	const forged = `{"found":{"PVCs":-1,"LoadBalancer Services":-2,"VolumeSnapshots":-3,"PVs":-4}}`
+	var first string
+	for i := range 50 {
+		h := newTeardownHarness(t, `{}`, fakeCluster(t, false))
+		h.state = forged
+		res, _ := h.pass()
+		if len(res.Events) == 0 {
+			t.Fatalf("pass %d: no event for a forged state", i)
+		}
+		got := res.Events[0].Message
+		if i == 0 {
+			first = got
+			if !strings.Contains(got, `found["LoadBalancer Services"] = -2`) {
+				t.Errorf("event %q does not name the first bad count in key order", got)
+			}
+			continue
+		}
+		if got != first {
+			t.Fatalf("pass %d: the same forged state gave another event:\n%s\nthen:\n%s", i, first, got)
+		}
+	}
+}
