@@ -1076,3 +1076,37 @@ func removeBackendNamespace(t *testing.T, sim *storageossim.Server, name string)
 		t.Fatalf("delete %s: %d %s", name, rec.Code, rec.Body)
 	}
 }
+
+// Plan on a world that does not change gives the same result every time, item
+// order, message and poll included: a Bundle's re-pass over it writes nothing.
+// The world mixes every judgement: desired, excluded, orphaned by a deletion,
+// by a Terminating Namespace and by a GC run, and left unjudged.
+func TestPlanOfAnUnchangedWorldIsIdentical(t *testing.T) {
+	for _, tc := range []struct {
+		name, extra string
+	}{
+		{name: "GC off", extra: noGC},
+		{name: "after a GC run", extra: `"gcInterval":"1h","gcDelay":"0s","exclude":["default","keep"]`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, namespacegc.Options{}, "default", "a", "gone", "going")
+			for _, name := range []string{"a", "gone", "going", "keep", "stray", "b", "c"} {
+				f.sim.AddNamespace(name)
+			}
+			spec := f.spec(tc.extra)
+			f.mustPlan(spec, t0) // sees the Namespaces, and runs the GC if due
+			f.deleteNamespace("gone")
+			f.terminate("going")
+			at := t0.Add(time.Second)
+			first := f.mustPlan(spec, at)
+			if len(orphans(t, first)) < 2 {
+				t.Fatalf("the world has orphans %q; want those of the deletion and the termination at least", orphans(t, first))
+			}
+			for i := range 20 {
+				if again := f.mustPlan(spec, at); !reflect.DeepEqual(again, first) {
+					t.Fatalf("plan %d of the same world differs:\n%+v\n%+v", i+2, first, again)
+				}
+			}
+		})
+	}
+}
