@@ -1,10 +1,14 @@
 package noderemoval
 
 import (
+	"context"
 	"errors"
+	"reflect"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/limbo-dev/limbo/pkg/plugin"
 	"github.com/limbo-dev/limbo/pkg/plugin/plugintest"
@@ -79,5 +83,56 @@ func TestPlanWithoutNodesOrphansNothing(t *testing.T) {
 	objects, external, err := res.Inventory.Orphans()
 	if !errors.Is(err, plugin.ErrEmptyDesired) || len(objects)+len(external) != 0 {
 		t.Errorf("Orphans = %d objects, %d external items, %v; want none and %v", len(objects), len(external), err, plugin.ErrEmptyDesired)
+	}
+}
+
+// Plan on a world that does not change gives the same result every time, item
+// order, groups, message and events included: a Bundle's re-pass over it
+// writes nothing. The first plan of a Plugin may differ from the next (it
+// writes the drain labels and node names, and tells each undrained Node once);
+// from the second on, nothing may. The world holds a Csibmnode of each kind of
+// judgement, and two of one hostname (a node replaced under its name).
+func TestPlanOfAnUnchangedWorldIsIdentical(t *testing.T) {
+	c := fakeCluster(
+		csibmnodeObj("w1-uuid", "w1", "10.0.0.1", nil, nil), driveObj("w1-uuid"), kubeNode("w1", "10.0.0.1", true),
+		csibmnodeObj("w2-uuid", "w2", "10.0.0.2", drained, nil), driveObj("w2-uuid"), kubeNode("w2", "10.0.0.2", false),
+		csibmnodeObj("w3-uuid", "w3", sharedIP, drained, nil), driveObj("w3-uuid"),
+		csibmnodeObj("w4-uuid", "w4", "10.0.0.4", nil, nil), driveObj("w4-uuid"),
+		csibmnodeObj("w5-uuid", "w5", "10.0.0.5", nil, nil), csibmnodeObj("w5-copy", "w5b", "10.0.0.55", nil, nil),
+		csibmnodeObj("w7-uuid", "w7", "10.0.0.7", nil, nil), driveObj("w7-uuid"), kubeNode("w7.example.com", "10.0.0.7", false),
+		csibmnodeObj("w8-old", "w8", "10.0.0.8", drained, nil), driveObj("w8-old"),
+		csibmnodeObj("w8-new", "w8", "10.0.0.8", nil, nil), driveObj("w8-new"), kubeNode("w8", "10.0.0.8", false),
+		csibmnodeObj("no-host", "", "", nil, nil),
+	)
+	// Two Csibmnodes that carry one UUID: both in doubt.
+	copyOfW5 := liveCsibmnode(t, c, "w5-copy")
+	if err := unstructured.SetNestedField(copyOfW5.Object, "w5-uuid", "spec", "UUID"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Update(context.Background(), copyOfW5); err != nil {
+		t.Fatal(err)
+	}
+	p := New(Options{})
+	req := testRequest(c, `{}`)
+	if _, err := p.Plan(context.Background(), req); err != nil {
+		t.Fatalf("first plan: %v", err)
+	}
+	second, err := p.Plan(context.Background(), req)
+	if err != nil {
+		t.Fatalf("second plan: %v", err)
+	}
+	for _, want := range []string{"removed (in limbo)", "deleted without the drain label", "Node in doubt", "not judged"} {
+		if !strings.Contains(second.Message, want) {
+			t.Fatalf("message %q lacks %q: the world misses a judgement", second.Message, want)
+		}
+	}
+	for i := range 20 {
+		again, err := p.Plan(context.Background(), req)
+		if err != nil {
+			t.Fatalf("plan %d: %v", i+3, err)
+		}
+		if !reflect.DeepEqual(again, second) {
+			t.Fatalf("plan %d of the same world differs from the second:\n%+v\n%+v", i+3, second, again)
+		}
 	}
 }
