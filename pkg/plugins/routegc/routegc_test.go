@@ -1089,3 +1089,46 @@ func TestPlanBoundsPortChecks(t *testing.T) {
 		t.Errorf("%d port listings, want %d", got, openstack.MaxPortChecks)
 	}
 }
+
+// Polls of a world that does not change give the same result every time, item
+// order and message included: a Bundle's re-pass over it writes nothing.
+// PollAfter is the one field that may differ, by design (the jitter spreads
+// the polls of many Bundles; it decides only when the next pass comes), and
+// the first poll's ServersPaged event is told once.
+func TestPollsOfAnUnchangedWorldAreIdentical(t *testing.T) {
+	f := newFixture(t, openstacksim.Config{MaxLimit: 2}, nil)
+	f.sim.AddRouter(routerID, "cluster",
+		route("198.19.1.0/24", "10.180.0.3"),
+		route("198.19.2.0/24", "10.180.0.4"),
+		route("198.19.3.0/24", "172.24.4.10"),
+		route("10.0.0.0/8", "10.180.0.99"),
+		route("198.19.4.0/24", "fd00::5"),
+		route("198.19.5.0/24", "10.180.0.0005"),
+		route("198.19.9.0/24", "10.180.0.9"),
+	)
+	f.sim.AddServerAt("node-1", "10.180.0.3")
+	f.sim.AddServer(openstacksim.NovaServer{Name: "node-2", Addresses: map[string][]openstacksim.Address{
+		"cluster-net": {{Addr: "10.180.0.5"}, {Addr: "172.24.4.10", Type: "floating"}}, "storage-net": {{Addr: "10.190.0.5"}}}})
+	f.sim.AddServerAt("node-3", "fd00:0:0:0::5")
+	now := t0
+	wait := f.mustPlan(now).PollAfter
+	var second *plugin.Result
+	for i := range 20 {
+		now = now.Add(wait) // due: each plan polls
+		res := f.mustPlan(now)
+		wait, res.PollAfter = res.PollAfter, 0
+		if i == 0 {
+			second = res
+			if !strings.Contains(second.Message, "2 orphaned") {
+				t.Fatalf("message %q: the world is meant to have 2 orphans", second.Message)
+			}
+			continue
+		}
+		if !reflect.DeepEqual(res, second) {
+			t.Fatalf("poll %d of the same world differs from the second:\n%+v\n%+v", i+2, second, res)
+		}
+	}
+	if n := f.sim.Count(openstacksim.OpGetRouter); n != 21 {
+		t.Errorf("%d router reads, want 21: every plan polled", n)
+	}
+}
