@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"reflect"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -848,5 +849,56 @@ func TestTeardownForgedStateEventIsStable(t *testing.T) {
 		if got != first {
 			t.Fatalf("pass %d: the same forged state gave another event:\n%s\nthen:\n%s", i, first, got)
 		}
+	}
+}
+
+// Plan and Teardown on a world that does not change give the same result every
+// time, items, message, events and kept state included: a Bundle's re-pass over
+// it writes nothing. Teardown is called each time from one kept state, as a
+// pass whose state write failed calls it again. The world has several PVs
+// waiting for their provisioner (read through a map), claims and Services.
+func TestCallsOnAnUnchangedWorldAreIdentical(t *testing.T) {
+	var objs []client.Object
+	for _, name := range []string{"d", "a", "c", "b"} {
+		claim := pvc("data-"+name, "pv-"+name, corev1.ClaimBound)
+		objs = append(objs, claim, pv("pv-"+name, cinder, true, claim, corev1.VolumeBound))
+		gone := pvc("gone-"+name, "pv-gone-"+name, corev1.ClaimBound) // its PV Released, the claim gone
+		objs = append(objs, pv("pv-gone-"+name, cinder, true, gone, corev1.VolumeReleased))
+		objs = append(objs, service("lb-"+name, corev1.ServiceTypeLoadBalancer))
+	}
+	target := fakeCluster(t, true, append(objs, snapshot("snap-1"), snapshot("snap-2"))...)
+	for _, tc := range []struct {
+		name string
+		call func(h *teardownHarness) (any, error)
+	}{
+		{name: "Plan", call: func(h *teardownHarness) (any, error) {
+			return h.plugin.Plan(context.Background(), plugin.Request{Bundle: h.bundle, Resource: "deorbit",
+				Spec: h.bundle.Spec.Resources[0].Plugin.Spec.Raw, Reader: h.reader, Now: h.now})
+		}},
+		{name: "Teardown, first pass", call: func(h *teardownHarness) (any, error) {
+			h.state = ""
+			return h.pass()
+		}},
+		{name: "Teardown, from a kept state", call: func(h *teardownHarness) (any, error) {
+			h.state = `{"found":{"PVCs":6,"LoadBalancer Services":4},"waiting":{"PVs":true}}`
+			return h.pass()
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newTeardownHarness(t, `{}`, target)
+			first, err := tc.call(h)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range 20 {
+				again, err := tc.call(h)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !reflect.DeepEqual(again, first) {
+					t.Fatalf("call %d on the same world differs:\n%+v\n%+v", i+2, first, again)
+				}
+			}
+		})
 	}
 }
