@@ -22,6 +22,7 @@ import (
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 	"github.com/limbo-dev/limbo/pkg/impersonation"
+	"github.com/limbo-dev/limbo/pkg/invalidcauses"
 	"github.com/limbo-dev/limbo/pkg/shard"
 )
 
@@ -577,7 +578,10 @@ func patchWith(ctx context.Context, c client.Client, obj client.Object, patch ma
 		return err
 	}
 	if err := c.Patch(ctx, obj, client.RawPatch("application/merge-patch+json", data)); err != nil {
-		return fmt.Errorf("update %s: %w", describe(obj), err)
+		// The error becomes a pendingDeletions message and, in a teardown, a
+		// condition's: one refusal, one text (an object its CRD's schema no
+		// longer accepts is refused at every pass).
+		return fmt.Errorf("update %s: %w", describe(obj), invalidcauses.Sorted(err))
 	}
 	return nil
 }

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/record"
 	testingclock "k8s.io/utils/clock/testing"
@@ -52,6 +53,8 @@ type harness struct {
 	calls    []string
 	// deleteErr, when set, is what every Delete returns (the object is not deleted).
 	deleteErr error
+	// patchErr, when set, is what every Patch returns (the object is not changed).
+	patchErr error
 }
 
 func newHarness(t *testing.T, objs ...client.Object) *harness {
@@ -72,6 +75,9 @@ func newHarness(t *testing.T, objs ...client.Object) *harness {
 					return err
 				}
 				h.calls = append(h.calls, fmt.Sprintf("PATCH %s %s/%s %s %s", kindOf(c, obj), obj.GetNamespace(), obj.GetName(), patch.Type(), data))
+				if h.patchErr != nil {
+					return h.patchErr
+				}
 				return c.Patch(ctx, obj, patch, opts...)
 			},
 			Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
@@ -446,6 +452,28 @@ func TestEngineOrphanStaleObjectConflicts(t *testing.T) {
 	}
 	if _, stamped := h.live(t, "db").GetAnnotations()[stampKey]; stamped {
 		t.Error("db was stamped")
+	}
+}
+
+// A stamp refused as Invalid shows the API server's causes sorted in the
+// object's pendingDeletions entry: the API server lists them in the order its
+// validation walked a map (an object its CRD's schema no longer accepts), and
+// another order at the next pass would be another status write.
+func TestEngineStampRefusedShowsCausesSorted(t *testing.T) {
+	h := newHarness(t, cm("db", map[string]string{delayKey: "1h"}, nil))
+	bad := func(f string) *field.Error { return field.Invalid(field.NewPath("spec", f), "x", "not allowed") }
+	var messages []string
+	for _, causes := range []field.ErrorList{{bad("b"), bad("a")}, {bad("a"), bad("b")}} {
+		h.patchErr = apierrors.NewInvalid(schema.GroupKind{Group: "example.com", Kind: "Widget"}, "db", causes)
+		out := h.engine.Orphan(context.Background(), bundle(), h.live(t, "db"), nil)
+		if out.Err == nil || out.Pending == nil {
+			t.Fatalf("Err/Pending = %v/%v, want the refusal listed", out.Err, out.Pending)
+		}
+		messages = append(messages, out.Pending.Message)
+	}
+	const want = `[spec.a: Invalid value: "x": not allowed, spec.b: Invalid value: "x": not allowed]`
+	if messages[0] != messages[1] || !strings.Contains(messages[0], want) {
+		t.Errorf("messages %q; want one text, with %s", messages, want)
 	}
 }
 

@@ -24,6 +24,7 @@ import (
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 	"github.com/limbo-dev/limbo/pkg/apiwarning"
 	"github.com/limbo-dev/limbo/pkg/bundlespec"
+	"github.com/limbo-dev/limbo/pkg/invalidcauses"
 	"github.com/limbo-dev/limbo/pkg/limboscan"
 	"github.com/limbo-dev/limbo/pkg/readiness"
 	"github.com/limbo-dev/limbo/pkg/reference"
@@ -629,7 +630,7 @@ const untypablePatch = "failed to create typed patch object"
 // line keep the reason and the fields named, not the text.
 func (p *pass) applyFailed(ctx context.Context, out *objectResult, desired *unstructured.Unstructured, err error) objectResult {
 	gvk := desired.GroupVersionKind()
-	err = sortedCauses(err) // the same refusal, the same message: a re-pass rewrites nothing
+	err = invalidcauses.Sorted(err) // the same refusal, the same message: a re-pass rewrites nothing
 	reason := applyFailureReason(err)
 	err = fmt.Errorf("apply %s %q: %w", gvk.Kind, desired.GetName(), withholdSecretText(reference.IsSecret(desired.Object), err))
 	log.FromContext(ctx).Error(err, "apply failed", "bundle", p.bundle.Namespace+"/"+p.bundle.Name,

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+	"github.com/limbo-dev/limbo/pkg/invalidcauses"
 )
 
 // The API server's answer about a Secret keeps its reason and the fields it
@@ -74,5 +75,17 @@ func TestWithholdSecretText(t *testing.T) {
 	client := errors.New("dial tcp: connection refused")
 	if got := withholdSecretText(true, client); got != client {
 		t.Errorf("a client's error became %v", got)
+	}
+}
+
+// A Secret's refusal, its causes sorted as applyFailed sorts them, names the
+// fields in that order: the withheld text of one refusal is one text.
+func TestWithheldCausesSorted(t *testing.T) {
+	err := apierrors.NewInvalid(schema.GroupKind{Kind: "Secret"}, "s", field.ErrorList{
+		field.Invalid(field.NewPath("data", "z"), "x", "bad"), field.Invalid(field.NewPath("data", "a"), "y", "bad")})
+	got := withholdSecretText(true, invalidcauses.Sorted(err)).Error()
+	const want = `the API server answered 422 Invalid: data.a: Invalid value; data.z: Invalid value ` + withheldNote
+	if got != want {
+		t.Errorf("withheld = %q, want %q", got, want)
 	}
 }

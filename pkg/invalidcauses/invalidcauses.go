@@ -1,4 +1,11 @@
-package bundle
+// Package invalidcauses gives the API server's Invalid answers one text for
+// one refusal. The API server lists an Invalid answer's causes in the order its
+// validation found them, and validation walks maps (a ConfigMap's keys, a custom
+// resource's properties): the same refusal reads differently from one request
+// to the next. What limbo shows of such an answer — a resource's message, a
+// pendingDeletions entry, a condition, an event — is written again whenever
+// its text changes, so every place that shows one sorts its causes first.
+package invalidcauses
 
 import (
 	"cmp"
@@ -10,7 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// sortedCauses returns err, or, when err is the API server's Invalid answer
+// Sorted returns err, or, when err is the API server's Invalid answer
 // with several causes in the form apierrors.NewInvalid writes (`Kind "name" is
 // invalid: [field: what, field: what]`), the same answer with its causes, in
 // the message and in its details, sorted by field and text.
@@ -23,7 +30,7 @@ import (
 // nothing changed, wrote its status and emitted the event again at every pass
 // that drew another order. A message in any other form (an admission
 // webhook's, a single cause) is left as it is.
-func sortedCauses(err error) error {
+func Sorted(err error) error {
 	var status *apierrors.StatusError
 	if !errors.As(err, &status) || status.Error() != err.Error() { // wrapped: the text is not the answer's alone
 		return err

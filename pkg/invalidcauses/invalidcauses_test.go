@@ -1,8 +1,9 @@
-package bundle
+package invalidcauses
 
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -13,7 +14,7 @@ import (
 // The API server's Invalid answer lists its causes in the order its validation
 // walked a map; limbo shows them sorted, so that the same refusal reads the
 // same at every pass. Answers in another form are kept as they are.
-func TestSortedCauses(t *testing.T) {
+func TestSorted(t *testing.T) {
 	configMap := schema.GroupKind{Kind: "ConfigMap"}
 	badKey := func(key string) *field.Error {
 		return field.Invalid(field.NewPath("data"), key, "a valid config key must consist of alphanumeric characters")
@@ -39,12 +40,12 @@ func TestSortedCauses(t *testing.T) {
 		{"not the API server's", errors.New("connection refused"), "connection refused"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := sortedCauses(tc.err)
+			got := Sorted(tc.err)
 			if got.Error() != tc.want {
-				t.Errorf("sortedCauses(%q) = %q, want %q", tc.err, got, tc.want)
+				t.Errorf("Sorted(%q) = %q, want %q", tc.err, got, tc.want)
 			}
-			if applyFailureReason(got) != applyFailureReason(tc.err) {
-				t.Errorf("reason %s, want %s kept", applyFailureReason(got), applyFailureReason(tc.err))
+			if apierrors.ReasonForError(got) != apierrors.ReasonForError(tc.err) {
+				t.Errorf("reason %s, want %s kept", apierrors.ReasonForError(got), apierrors.ReasonForError(tc.err))
 			}
 		})
 	}
@@ -56,19 +57,25 @@ func TestSortedCausesKeepsOtherMessages(t *testing.T) {
 	err := apierrors.NewInvalid(schema.GroupKind{Kind: "ConfigMap"}, "refused", field.ErrorList{
 		field.Invalid(field.NewPath("data", "b"), "x", "no"), field.Invalid(field.NewPath("data", "a"), "y", "no")})
 	err.ErrStatus.Message = `admission webhook "check.example" denied the request: b and a are wrong`
-	if got := sortedCauses(err); got != error(err) {
+	if got := Sorted(err); got != error(err) {
 		t.Errorf("sortedCauses changed a webhook's answer: %q", got)
 	}
 }
 
 // The causes in the details are sorted too: a Secret's refusal shows the fields
-// they name, not the message (withholdSecretText).
+// they name, not the message (the Bundle reconciler's withholdSecretText).
 func TestSortedCausesSortsDetails(t *testing.T) {
 	err := apierrors.NewInvalid(schema.GroupKind{Kind: "Secret"}, "s", field.ErrorList{
 		field.Invalid(field.NewPath("data", "z"), "x", "bad"), field.Invalid(field.NewPath("data", "a"), "y", "bad")})
-	got := withholdSecretText(true, sortedCauses(err)).Error()
-	const want = `the API server answered 422 Invalid: data.a: Invalid value; data.z: Invalid value ` + withheldNote
-	if got != want {
-		t.Errorf("withheld = %q, want %q", got, want)
+	var status apierrors.APIStatus
+	if !errors.As(Sorted(err), &status) {
+		t.Fatal("Sorted lost the API status")
+	}
+	var fields []string
+	for _, c := range status.Status().Details.Causes {
+		fields = append(fields, c.Field)
+	}
+	if got := strings.Join(fields, " "); got != "data.a data.z" {
+		t.Errorf("causes' fields = %s, want data.a data.z", got)
 	}
 }
