@@ -1,6 +1,7 @@
 package bundle
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"sort"
@@ -142,10 +143,13 @@ func setPending(st *limbov1alpha1.BundleStatus, pending []limbov1alpha1.PendingD
 			return a.DeleteAfter.Before(b.DeleteAfter)
 		case (a.DeleteAfter == nil) != (b.DeleteAfter == nil):
 			return a.DeleteAfter != nil
-		case a.Kind != b.Kind:
-			return a.Kind < b.Kind
 		}
-		return a.Name < b.Name
+		// Then by what names the item, whole: entries alike in all but one of
+		// these (PVCs of two namespaces, one name in two clusters) must not keep
+		// the order they came in, which is the callers', so that the same
+		// entries always make the same status.
+		return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Name, b.Name), cmp.Compare(a.Namespace, b.Namespace),
+			cmp.Compare(a.APIVersion, b.APIVersion), cmp.Compare(a.Cluster, b.Cluster), cmp.Compare(a.Resource, b.Resource)) < 0
 	})
 	st.PendingDeletionCount = int32(len(sorted))
 	st.PendingDeletions = sorted

@@ -215,6 +215,33 @@ func TestSetPending(t *testing.T) {
 	}
 }
 
+// Entries alike in kind, name and deadline (a PVC of one name in two namespaces
+// or two clusters) are listed in one order whatever order they came in: the
+// same entries make the same status.
+func TestSetPendingOrdersAlikeEntries(t *testing.T) {
+	at := &metav1.Time{Time: time.Unix(100, 0)}
+	pvc := func(namespace, cluster string) limbov1alpha1.PendingDeletion {
+		return limbov1alpha1.PendingDeletion{APIVersion: "v1", Kind: "PersistentVolumeClaim", Namespace: namespace, Name: "data", Cluster: cluster, DeleteAfter: at}
+	}
+	entries := []limbov1alpha1.PendingDeletion{pvc("b", ""), pvc("a", "workload"), pvc("a", "")}
+	var first []limbov1alpha1.PendingDeletion
+	for _, order := range [][]int{{0, 1, 2}, {2, 1, 0}, {1, 0, 2}, {1, 2, 0}} {
+		var input []limbov1alpha1.PendingDeletion
+		for _, i := range order {
+			input = append(input, entries[i])
+		}
+		var st limbov1alpha1.BundleStatus
+		setPending(&st, input)
+		if first == nil {
+			first = st.PendingDeletions
+			continue
+		}
+		if !reflect.DeepEqual(st.PendingDeletions, first) {
+			t.Errorf("input order %v: listed %v, want %v", order, st.PendingDeletions, first)
+		}
+	}
+}
+
 // Past MaxPendingDeletionsListed entries, the status lists the soonest and
 // counts them all (a status of thousands could not be written); a pass that
 // keeps the previous status's entries (a spec error, a failed listing) keeps it
