@@ -6,6 +6,7 @@ package listpages
 
 import (
 	"context"
+	"fmt"
 	"slices"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -20,17 +21,26 @@ import (
 // already fixes the snapshot read), as client-go's pager sends them.
 //
 // A continue token expires once the API server has compacted its snapshot
-// (about 5 minutes): the next page is then refused with 410 Gone. As client-go's
-// pager does (FullListIfExpired), the list is then read again whole, in one
-// answer with the caller's opts but no limit, and that answer is handed to add
-// in place of the pages read so far. That is why the pages are held until the
+// (about 5 minutes): the next page is then refused with 410 Gone. The list is
+// then read again from its first page, once, and those pages are handed to add
+// in place of the pages read before. That is why the pages are held until the
 // list is complete: add never sees an object twice, nor parts of two
 // snapshots. Every caller keeps the whole list anyway; the pages spare the API
-// server, not this process. A 410 on the first page (a resourceVersion the
-// caller asked for that is too old) is returned: there is no snapshot to fall
-// back from.
+// server, not this process. client-go's pager reads the list whole instead
+// (FullListIfExpired), in one answer: a caller that pages to keep each answer
+// bounded (deorbit, reading a workload cluster) would then be refused by its
+// own bound, after reading the data twice. A second expiry, and a 410 on the
+// first page (a resourceVersion the caller asked for that is too old), are
+// returned.
+//
+// An API server that answers the same token again, or pages without end (an
+// aggregated API's bug), fails the read rather than holding the caller (the
+// reaper scans every kind in turn) for ever.
 func Each[L client.ObjectList](ctx context.Context, r client.Reader, newPage func() L, add func(L), opts ...client.ListOption) error {
 	pages, err := readPages(ctx, r, newPage, opts)
+	if apierrors.IsResourceExpired(err) && len(pages) > 0 {
+		pages, err = readPages(ctx, r, newPage, opts)
+	}
 	if err != nil {
 		return err
 	}
@@ -40,29 +50,31 @@ func Each[L client.ObjectList](ctx context.Context, r client.Reader, newPage fun
 	return nil
 }
 
-// readPages reads the list of opts page by page, or whole when a continue token
-// expires (Each).
+// MaxPages bounds the pages of one list: 10,000 pages of kubectl's 500 are 5
+// million objects.
+const MaxPages = 10_000
+
+// readPages reads the list of opts page by page. On an error it returns the
+// pages read before it with the error (Each tells an expired token from there).
 func readPages[L client.ObjectList](ctx context.Context, r client.Reader, newPage func() L, opts []client.ListOption) ([]L, error) {
 	var pages []L
-	pageOpts := opts
-	for continuing := false; ; continuing = true {
+	pageOpts, token := opts, ""
+	for {
 		page := newPage()
-		err := r.List(ctx, page, pageOpts...)
-		if continuing && apierrors.IsResourceExpired(err) {
-			whole := newPage()
-			if err := r.List(ctx, whole, append(slices.Clip(opts), wholeList{})...); err != nil {
-				return nil, err
-			}
-			return []L{whole}, nil
-		}
-		if err != nil {
-			return nil, err
+		if err := r.List(ctx, page, pageOpts...); err != nil {
+			return pages, err
 		}
 		pages = append(pages, page)
 		next := page.GetContinue()
-		if next == "" {
+		switch {
+		case next == "":
 			return pages, nil
+		case next == token:
+			return nil, fmt.Errorf("the API server answered the continue token it was sent (%d pages read): the list does not end", len(pages))
+		case len(pages) == MaxPages:
+			return nil, fmt.Errorf("the list goes on past %d pages", MaxPages)
 		}
+		token = next
 		pageOpts = append(slices.Clip(opts), continueFrom(next))
 	}
 }
@@ -76,20 +88,6 @@ func (token continueFrom) ApplyToList(lo *client.ListOptions) {
 	if lo.Raw != nil {
 		raw := *lo.Raw // the caller's, which the first page was read with
 		raw.ResourceVersion, raw.ResourceVersionMatch = "", ""
-		lo.Raw = &raw
-	}
-}
-
-// wholeList asks for the whole list in one answer, whatever page size the
-// options before it set; the caller's resourceVersion, if any, is kept, as
-// client-go's pager keeps it for its full list.
-type wholeList struct{}
-
-func (wholeList) ApplyToList(lo *client.ListOptions) {
-	lo.Limit, lo.Continue = 0, ""
-	if lo.Raw != nil {
-		raw := *lo.Raw
-		raw.Limit, raw.Continue = 0, ""
 		lo.Raw = &raw
 	}
 }

@@ -3,6 +3,8 @@ package listpages_test
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -55,34 +57,36 @@ func TestEach(t *testing.T) {
 	}
 }
 
-// A continue token that has expired (410 Gone) is not the end of the list: as
-// client-go's pager does, the list is read again whole, in one answer without
-// Limit, and add gets that answer in place of the pages read before, so no
-// object is handed over twice, and none that was deleted meanwhile. An
-// expired first page (a resourceVersion too old) has nothing to fall back from.
+// A continue token that has expired (410 Gone) is not the end of the list: the
+// list is read again from its first page, once, and add gets those pages in
+// place of the pages read before, so no object is handed over twice, and none
+// that was deleted meanwhile. Each answer stays a page (deorbit pages to keep
+// its answers bounded). An expired first page (a resourceVersion too old) has
+// nothing to fall back from, and a second expiry is returned.
 func TestEachAfterAnExpiredContinueToken(t *testing.T) {
 	for _, tt := range []struct {
 		name string
-		// expire is the request (1 is the first page) answered with 410 Gone.
-		expire    int
+		// expire are the requests (1 is the first page) answered with 410 Gone.
+		expire    []int
 		opts      []client.ListOption
 		want      string
 		wantErr   bool
 		wantReads string // each request's limit/continue/resourceVersion
 	}{
-		{name: "on the second page", expire: 2,
+		{name: "on the second page", expire: []int{2},
 			want:      "[cm-1 cm-2 cm-3 cm-4 cm-5]",
-			wantReads: "[2// 2/2/ 0//]"},
-		{name: "on the third page", expire: 3,
+			wantReads: "[2// 2/2/ 2// 2/2/ 2/4/]"},
+		{name: "on the third page", expire: []int{3},
 			want:      "[cm-1 cm-2 cm-3 cm-4 cm-5]",
-			wantReads: "[2// 2/2/ 2/4/ 0//]"},
-		// The whole list is read at the caller's resourceVersion, as client-go's
-		// pager reads it.
-		{name: "from the watch cache", expire: 2, opts: []client.ListOption{&client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: "0"}}},
+			wantReads: "[2// 2/2/ 2/4/ 2// 2/2/ 2/4/]"},
+		// The list is read again at the caller's resourceVersion.
+		{name: "from the watch cache", expire: []int{2}, opts: []client.ListOption{&client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: "0"}}},
 			want:      "[cm-1 cm-2 cm-3 cm-4 cm-5]",
-			wantReads: "[2//0 2/2/ 0//0]"},
-		{name: "on the first page", expire: 1, wantErr: true,
+			wantReads: "[2//0 2/2/ 2//0 2/2/ 2/4/]"},
+		{name: "on the first page", expire: []int{1}, wantErr: true,
 			wantReads: "[2//]"},
+		{name: "twice", expire: []int{2, 4}, wantErr: true,
+			wantReads: "[2// 2/2/ 2// 2/2/]"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var objects []client.Object
@@ -109,7 +113,7 @@ func TestEachAfterAnExpiredContinueToken(t *testing.T) {
 							return err
 						}
 					}
-					if len(reads) == tt.expire {
+					if slices.Contains(tt.expire, len(reads)) {
 						return apierrors.NewResourceExpired("The provided continue parameter is too old to display a consistent list result.")
 					}
 					return paged(ctx, c, list, opts...)
@@ -132,7 +136,39 @@ func TestEachAfterAnExpiredContinueToken(t *testing.T) {
 				return
 			}
 			if fmt.Sprint(names) != tt.want {
-				t.Errorf("handed over %v, want %s: the list as read again whole, each ConfigMap once", names, tt.want)
+				t.Errorf("handed over %v, want %s: the list as read again, each ConfigMap once", names, tt.want)
+			}
+		})
+	}
+}
+
+// An API server that answers the token it was sent, or pages without end,
+// fails the read: the caller (the reaper scans every kind in turn) is not held
+// for ever.
+func TestEachListThatDoesNotEnd(t *testing.T) {
+	for _, tt := range []struct {
+		name      string
+		next      func(sent string) string // the token answered to the token sent
+		wantReads int
+		wantErr   string
+	}{
+		{name: "the same token again", next: func(sent string) string { return "again" }, wantReads: 2, wantErr: "answered the continue token it was sent"},
+		{name: "a new token every time", next: func(sent string) string { return sent + "x" }, wantReads: listpages.MaxPages, wantErr: "past 10000 pages"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			reads := 0
+			c := fake.NewClientBuilder().WithInterceptorFuncs(interceptor.Funcs{
+				List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+					reads++
+					list.SetContinue(tt.next((&client.ListOptions{}).ApplyOptions(opts).Continue))
+					return nil
+				},
+			}).Build()
+			handed := 0
+			err := listpages.Each(context.Background(), c, func() *corev1.ConfigMapList { return &corev1.ConfigMapList{} },
+				func(*corev1.ConfigMapList) { handed++ })
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) || reads != tt.wantReads || handed != 0 {
+				t.Errorf("error %v after %d reads, %d pages handed over; want %q after %d, none handed over", err, reads, handed, tt.wantErr, tt.wantReads)
 			}
 		})
 	}
