@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/utils/ptr"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 )
@@ -215,6 +216,32 @@ func TestOracleRules(t *testing.T) {
 		final:     meta("30", nil, true),
 		deletedAt: base.Add(100 * time.Millisecond),
 		want:      "was invalid",
+	}, {
+		// Released (its owner reference dropped) while the spec was invalid,
+		// then deleted: the deletion is still of an object the Bundle
+		// controlled, and the release is a write a spec error never makes.
+		name: "released while the Bundle's spec was invalid, then deleted",
+		history: func(o *oracle) {
+			o.undeclared(20, base, "b0-r0")
+			o.specInvalid(bundleUID, 25)
+			o.observe(watch.Modified, meta("27", stamped("1s", base), false), base.Add(time.Second))
+		},
+		created:   ptr.To(meta("11", stamped("1s", base), true)),
+		final:     meta("30", stamped("1s", base), false),
+		deletedAt: base.Add(1100 * time.Millisecond),
+		want:      "released while the spec of its Bundle (uid bbbbbbbb) was invalid",
+	}, {
+		name: "released, not deleted, while the Bundle's spec was invalid",
+		history: func(o *oracle) {
+			o.undeclared(20, base, "b0-r0")
+			o.specInvalid(bundleUID, 25)
+			o.observe(watch.Modified, meta("27", stamped("1s", base), false), base.Add(time.Second))
+			o.specValid(bundleUID, 28, base.Add(2*time.Second))
+		},
+		created:   ptr.To(meta("11", stamped("1s", base), true)),
+		final:     meta("30", stamped("1s", base), false),
+		deletedAt: base.Add(2100 * time.Millisecond),
+		want:      "released while the spec of its Bundle (uid bbbbbbbb) was invalid",
 	}, {
 		// The error held the deletion: it is due once the spec is fixed, and
 		// not late before then.

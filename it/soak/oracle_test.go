@@ -711,6 +711,12 @@ func (o *oracle) observeLocked(typ watch.EventType, meta metav1.ObjectMeta, at t
 	}
 	if typ == watch.Modified && was != "" && controllerUID(meta) != was && !o.relisting {
 		rv, _ := strconv.ParseInt(meta.ResourceVersion, 10, 64)
+		if _, ok := spanAt(o.invalid[was], rv); ok {
+			// A spec error writes nothing: no release (a later deletion of the
+			// object, no longer controlled, would escape the rule below).
+			o.violatef("%s (uid %s, revision %d) released while the spec of its Bundle (uid %s) was invalid (a spec error writes nothing)",
+				meta.Name, short(meta.UID), rv, short(was))
+		}
 		r := release{what: fmt.Sprintf("%s (uid %s, revision %d) released", meta.Name, short(meta.UID), rv), name: meta.Name, rv: rv, siblings: o.controlledBy(was)}
 		if _, known := o.dependents[was]; known {
 			o.checkOrder(was, r)
@@ -802,6 +808,11 @@ func (o *oracle) judgeDeletion(m *objectModel, inc *incarnation, at time.Time) {
 		o.violatef("%s deleted although --cascade=orphan left it behind (\"nothing is deleted\")", what)
 	}
 	c := controllerUID(meta)
+	if c == "" {
+		// Released before: judged as its last controller's (a release while
+		// the spec was invalid is flagged where it is seen).
+		c = inc.controller
+	}
 	if _, ok := spanThroughout(o.invalid[c], from, rv); c != "" && ok {
 		o.violatef("%s deleted while the spec of its Bundle (uid %s) was invalid (a spec error deletes nothing)", what, short(c))
 	}
