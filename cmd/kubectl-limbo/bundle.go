@@ -136,9 +136,13 @@ func refuseTerminating(t target, obj metav1.Object, verb string) error {
 // namespaceBundles lists the Bundles of namespace in pages of
 // defaultChunkSize, as pending lists them: a namespace may hold many.
 func namespaceBundles(ctx context.Context, c client.Reader, namespace string) ([]limbov1alpha1.Bundle, error) {
+	return readBundles(ctx, c, client.InNamespace(namespace), client.Limit(defaultChunkSize))
+}
+
+// readBundles reads every Bundle opts select, in the pages opts ask for.
+func readBundles(ctx context.Context, c client.Reader, opts ...client.ListOption) ([]limbov1alpha1.Bundle, error) {
 	var bundles []limbov1alpha1.Bundle
 	err := listpages.Each(ctx, c, func() *limbov1alpha1.BundleList { return &limbov1alpha1.BundleList{} },
-		func(page *limbov1alpha1.BundleList) { bundles = append(bundles, page.Items...) },
-		client.InNamespace(namespace), client.Limit(defaultChunkSize))
+		func(page *limbov1alpha1.BundleList) { bundles = append(bundles, page.Items...) }, opts...)
 	return bundles, err
 }

@@ -349,15 +349,10 @@ func entryGroupKind(entry *limbov1alpha1.PendingDeletion) schema.GroupKind {
 // items of other namespaces. everyNamespace is false when the user may not list
 // them all but may list namespace's: bundles are then namespace's only.
 func listBundles(ctx context.Context, src pendingSources, namespace string) (bundles []limbov1alpha1.Bundle, everyNamespace bool, err error) {
-	list := func(opts ...client.ListOption) error {
-		bundles = nil
-		return listpages.Each(ctx, src.Reader, func() *limbov1alpha1.BundleList { return &limbov1alpha1.BundleList{} },
-			func(page *limbov1alpha1.BundleList) { bundles = append(bundles, page.Items...) }, src.listOptions(opts...)...)
-	}
-	err = list()
+	bundles, err = readBundles(ctx, src.Reader, src.listOptions()...)
 	if apierrors.IsForbidden(err) && namespace != "" {
 		everyNamespace = false
-		err = list(client.InNamespace(namespace))
+		bundles, err = readBundles(ctx, src.Reader, src.listOptions(client.InNamespace(namespace))...)
 	} else {
 		everyNamespace = true
 	}
@@ -447,9 +442,9 @@ func warnNotShown(warnings io.Writer, namespace string, notShown []pendingItem) 
 	for _, item := range notShown {
 		elsewhere = append(elsewhere, item.Namespace)
 	}
-	items, pronoun := "1 item", "it"
+	items, pronoun := plural(len(notShown), "item"), "it"
 	if len(notShown) > 1 {
-		items, pronoun = fmt.Sprintf("%d items", len(notShown)), "them"
+		pronoun = "them"
 	}
 	names := slices.Compact(slices.Sorted(slices.Values(elsewhere)))
 	where := "NAMESPACE"

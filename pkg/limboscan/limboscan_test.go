@@ -122,9 +122,6 @@ func TestList(t *testing.T) {
 	}
 }
 
-// An API that ignores the label selector (an aggregated one may) lists
-// everything: List keeps only what the selector matches, since what it returns
-// is taken to be in limbo.
 // With a client.Limit, List reads every page: a namespace's objects in limbo
 // are not cut at the first.
 func TestListPages(t *testing.T) {
@@ -150,6 +147,9 @@ func TestListPages(t *testing.T) {
 	}
 }
 
+// An API that ignores the label selector (an aggregated one may) lists
+// everything: List keeps only what the selector matches, since what it returns
+// is taken to be in limbo.
 func TestListFiltersWhatTheServerDidNot(t *testing.T) {
 	scheme := runtime.NewScheme()
 	if err := corev1.AddToScheme(scheme); err != nil {

@@ -177,7 +177,7 @@ func FuzzItemSetDecide(f *testing.F) {
 			if !set.NotBefore.IsZero() && d.Stamp.Before(start) {
 				t.Fatalf("stamp %v written before NotBefore %v", d.Stamp, set.NotBefore)
 			}
-			if d.RequeueAfter < 0 || !d.Deadline.Equal(d.Stamp.Add(d.Delay)) && d.Deadline != lastDeadline {
+			if d.RequeueAfter < 0 || !d.Deadline.Equal(d.Stamp.Add(d.Delay)) && !d.Deadline.Equal(lastDeadline) {
 				t.Fatalf("stamp %v, delay %v: deadline %v, RequeueAfter %v", d.Stamp, d.Delay, d.Deadline, d.RequeueAfter)
 			}
 		}

@@ -428,9 +428,9 @@ func (s ItemSet) Decide(now time.Time, it Item) Decision {
 	return d
 }
 
-// CancelItem takes a plugin's object item out of limbo: the stamp, the delay, the
-// owner and the label go (the object is not limbo's: nothing of limbo's is left
-// on it). An object already gone is success.
+// CancelItem takes a plugin's object item out of limbo: every limbo mark and
+// note (OutOfLimboPatch), the delay and the owner go (the object is not limbo's:
+// nothing of limbo's is left on it). An object already gone is success.
 func (e *Engine) CancelItem(ctx context.Context, eventTarget runtime.Object, obj client.Object, why string) error {
 	return e.cancelItem(ctx, eventTarget, ItemSet{}, obj, why)
 }
