@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+	"github.com/limbo-dev/limbo/pkg/fanout"
 	"github.com/limbo-dev/limbo/pkg/limboscan"
 	"github.com/limbo-dev/limbo/pkg/listpages"
 	"github.com/limbo-dev/limbo/pkg/softdelete"
@@ -183,6 +184,9 @@ func namesToCancel(ctx context.Context, c client.Client, t target) ([]string, er
 	if err != nil {
 		return names, nil // the labelled ones are still offered
 	}
+	// The orphans only a status lists (held, never stamped): each is read, side
+	// by side (a Bundle that is not Ready may hold a thousand).
+	var statusOnly []string
 	for i := range bundles {
 		b := &bundles[i]
 		for j := range b.Status.PendingDeletions {
@@ -191,13 +195,17 @@ func namesToCancel(ctx context.Context, c client.Client, t target) ([]string, er
 				continue
 			}
 			seen[entry.Name] = true
-			obj, err := getMetadata(ctx, c, target{mapping: t.mapping, namespace: t.namespace, name: entry.Name})
-			if err != nil || refuseToCancel(t, obj) != nil {
-				continue
-			}
-			if softdelete.HasLimboMark(obj) || bundleControllerOf(obj) != nil {
-				names = append(names, obj.Name)
-			}
+			statusOnly = append(statusOnly, entry.Name)
+		}
+	}
+	offered := make([]bool, len(statusOnly))
+	fanout.Each(concurrentReads, len(statusOnly), func(i int) {
+		obj, err := getMetadata(ctx, c, target{mapping: t.mapping, namespace: t.namespace, name: statusOnly[i]})
+		offered[i] = err == nil && refuseToCancel(t, obj) == nil && (softdelete.HasLimboMark(obj) || bundleControllerOf(obj) != nil)
+	})
+	for i, name := range statusOnly {
+		if offered[i] {
+			names = append(names, name)
 		}
 	}
 	slices.Sort(names)

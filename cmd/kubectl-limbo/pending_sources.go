@@ -8,7 +8,6 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -19,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+	"github.com/limbo-dev/limbo/pkg/fanout"
 	"github.com/limbo-dev/limbo/pkg/limboscan"
 	"github.com/limbo-dev/limbo/pkg/listpages"
 	"github.com/limbo-dev/limbo/pkg/restmappings"
@@ -465,38 +465,37 @@ func warnNotShown(warnings io.Writer, namespace string, notShown []pendingItem) 
 // invalid value its message quotes, else <unknown>, and no labels. Only the
 // formats that show DELAY (-o wide, json, yaml, ...) and -l need it.
 func readStatusOnlyObjects(ctx context.Context, c client.Reader, items []pendingItem) {
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 8)
+	var rows []*pendingItem
 	for i := range items {
-		p := &items[i]
-		if !p.statusOnly || p.Cluster != "" {
-			continue
+		if p := &items[i]; p.statusOnly && p.Cluster == "" {
+			rows = append(rows, p)
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			obj := &metav1.PartialObjectMetadata{}
-			obj.SetGroupVersionKind(schema.FromAPIVersionAndKind(p.APIVersion, p.Kind))
-			// The namespace is ignored for a cluster-scoped kind (whose row is in
-			// its Bundle's namespace).
-			if err := c.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: p.Name}, obj); err != nil {
-				return
-			}
-			p.labels, p.labelsRead = obj.GetLabels(), true
-			annotations := obj.GetAnnotations()
-			p.DeletionDelay, p.delayUnknown = annotations[limbov1alpha1.AnnotationDeletionDelay], false
-			if p.DeletionTimestamp == "" {
-				p.DeletionTimestamp = annotations[limbov1alpha1.AnnotationDeletionTimestamp]
-			}
-			if p.DeletionTimestamp == annotations[limbov1alpha1.AnnotationDeletionTimestamp] {
-				setExpeditedFrom(p, annotations) // the entry's stamp is the object's
-			}
-		}()
 	}
-	wg.Wait()
+	fanout.Each(concurrentReads, len(rows), func(i int) {
+		p := rows[i]
+		obj := &metav1.PartialObjectMetadata{}
+		obj.SetGroupVersionKind(schema.FromAPIVersionAndKind(p.APIVersion, p.Kind))
+		// The namespace is ignored for a cluster-scoped kind (whose row is in
+		// its Bundle's namespace).
+		if err := c.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: p.Name}, obj); err != nil {
+			return
+		}
+		p.labels, p.labelsRead = obj.GetLabels(), true
+		annotations := obj.GetAnnotations()
+		p.DeletionDelay, p.delayUnknown = annotations[limbov1alpha1.AnnotationDeletionDelay], false
+		if p.DeletionTimestamp == "" {
+			p.DeletionTimestamp = annotations[limbov1alpha1.AnnotationDeletionTimestamp]
+		}
+		if p.DeletionTimestamp == annotations[limbov1alpha1.AnnotationDeletionTimestamp] {
+			setExpeditedFrom(p, annotations) // the entry's stamp is the object's
+		}
+
+	})
 }
+
+// concurrentReads bounds the requests kubectl limbo makes side by side: a LIST
+// per kind, a GET per row only a Bundle's status gives.
+const concurrentReads = 8
 
 // selectRows keeps the rows of items whose object selector selects (-l), as
 // kubectl get -l selects objects: by the labels of the object the row names,
@@ -592,31 +591,24 @@ func listPendingObjects(ctx context.Context, src pendingSources, namespace strin
 		err       error
 	}
 	results := make([]result, len(kinds))
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 8)
-	for i, k := range kinds {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			objects, err := limboscan.List(ctx, src.Reader, k.Kind, namespace, selector, src.listOptions()...)
-			switch {
-			case apierrors.IsForbidden(err):
-				results[i].forbidden = true
-				return
-			case apierrors.IsNotFound(err), apierrors.IsMethodNotSupported(err):
-				return
-			case err != nil:
-				results[i].err = fmt.Errorf("listing %s: %w", k.Resource.GroupResource(), err)
-				return
-			}
-			for j := range objects {
-				results[i].items = append(results[i].items, objectItem(&objects[j], now))
-			}
-		}()
-	}
-	wg.Wait()
+	fanout.Each(concurrentReads, len(kinds), func(i int) {
+		k := kinds[i]
+		objects, err := limboscan.List(ctx, src.Reader, k.Kind, namespace, selector, src.listOptions()...)
+		switch {
+		case apierrors.IsForbidden(err):
+			results[i].forbidden = true
+			return
+		case apierrors.IsNotFound(err), apierrors.IsMethodNotSupported(err):
+			return
+		case err != nil:
+			results[i].err = fmt.Errorf("listing %s: %w", k.Resource.GroupResource(), err)
+			return
+		}
+		for j := range objects {
+			results[i].items = append(results[i].items, objectItem(&objects[j], now))
+		}
+
+	})
 
 	var items []pendingItem
 	var forbidden []string

@@ -24,6 +24,7 @@ import (
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 	"github.com/limbo-dev/limbo/pkg/apiwarning"
 	"github.com/limbo-dev/limbo/pkg/bundlespec"
+	"github.com/limbo-dev/limbo/pkg/fanout"
 	"github.com/limbo-dev/limbo/pkg/invalidcauses"
 	"github.com/limbo-dev/limbo/pkg/limboscan"
 	"github.com/limbo-dev/limbo/pkg/readiness"
@@ -247,22 +248,7 @@ func (p *pass) apply(ctx context.Context) {
 // the caller folds in order afterwards; of the pass's own state, calls only read,
 // or record through the locked after and fail.
 func (p *pass) concurrently(n int, do func(i int)) {
-	concurrently(p.r.ApplyConcurrency, n, do)
-}
-
-// concurrently calls do(0) … do(n-1), at most limit (at least 1) at a time, and
-// returns when every call has.
-func concurrently(limit, n int, do func(i int)) {
-	slots := make(chan struct{}, max(limit, 1))
-	var wg sync.WaitGroup
-	for i := range n {
-		slots <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-slots }()
-			do(i)
-		})
-	}
-	wg.Wait()
+	fanout.Each(p.r.ApplyConcurrency, n, do)
 }
 
 // waves groups plan.Order's indices by dependency depth: wave 0 holds the

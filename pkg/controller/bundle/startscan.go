@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+	"github.com/limbo-dev/limbo/pkg/fanout"
 	"github.com/limbo-dev/limbo/pkg/limboscan"
 )
 
@@ -127,7 +128,7 @@ func (s *startScan) scan(ctx context.Context, read map[schema.GroupVersionKind]b
 	}
 	failed := make([]error, len(todo))
 	forbidden := make([]bool, len(todo))
-	concurrently(scanConcurrency, len(todo), func(i int) {
+	fanout.Each(scanConcurrency, len(todo), func(i int) {
 		k := todo[i]
 		holds, err := s.holds(ctx, k.Kind)
 		if err != nil && s.forbidden.Skip(ctx, k.Kind, err) {
