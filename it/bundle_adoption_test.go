@@ -13,6 +13,7 @@ import (
 
 	"github.com/limbo-dev/limbo/it/testenv"
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+	"github.com/limbo-dev/limbo/pkg/readiness"
 )
 
 // notOwnedMessage is the message of a resource whose object exists and is not
@@ -35,20 +36,6 @@ func TestAdoption(t *testing.T) {
 	}
 	template := func(annotations map[string]any) map[string]any {
 		return configMap("taken", map[string]any{"owner": "limbo"}, annotations)
-	}
-	// untouched checks that the object is exactly as its creator left it.
-	untouched := func(t *testing.T, before *unstructured.Unstructured) {
-		t.Helper()
-		testenv.Consistently(t, 2*time.Second, func() error {
-			now := getObject(t, configMapGVK, before.GetNamespace(), before.GetName())
-			if now == nil {
-				return fmt.Errorf("the object was deleted")
-			}
-			if now.GetResourceVersion() != before.GetResourceVersion() {
-				return fmt.Errorf("the object was written: resourceVersion %s, was %s; now %v", now.GetResourceVersion(), before.GetResourceVersion(), now.Object)
-			}
-			return nil
-		})
 	}
 	adopted := func(t *testing.T, b *limbov1alpha1.Bundle, before *unstructured.Unstructured) *unstructured.Unstructured {
 		t.Helper()
@@ -178,11 +165,63 @@ func TestAdoption(t *testing.T) {
 	})
 }
 
+// untouched checks for a while that the ConfigMap before is exactly as its
+// creator left it: neither written nor deleted.
+func untouched(t testing.TB, before *unstructured.Unstructured) {
+	t.Helper()
+	testenv.Consistently(t, 2*time.Second, func() error {
+		now := getObject(t, configMapGVK, before.GetNamespace(), before.GetName())
+		if now == nil {
+			return fmt.Errorf("%s %s was deleted", before.GetKind(), before.GetName())
+		}
+		if now.GetResourceVersion() != before.GetResourceVersion() {
+			return fmt.Errorf("%s %s was written: resourceVersion %s, was %s; now %v", before.GetKind(), before.GetName(), now.GetResourceVersion(), before.GetResourceVersion(), now.Object)
+		}
+		return nil
+	})
+}
+
 // deleteObject deletes u, with its UID as precondition.
 func deleteObject(t testing.TB, u *unstructured.Unstructured) {
 	t.Helper()
 	uid := u.GetUID()
 	if err := env.Client.Delete(testenv.Context(t, testenv.DefaultTimeout), u, &client.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}}); err != nil {
 		t.Fatalf("delete %s %s: %v", u.GetKind(), u.GetName(), err)
+	}
+}
+
+// Generated objects found in the way are read, not created, at each pass while
+// they stay (objectsInTheWay), also when the generator's status tells the state
+// of another of its objects (a Gadget not Ready, last); that never holds back
+// their apply: the one labelled as the Bundle's is adopted, and the one
+// deleted is created, by the pass the label's event brings.
+func TestGeneratorObjectsInTheWayAreTakenOnceFree(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	labelled := createObject(t, ns, configMap("gen-labelled", map[string]any{"owner": "someone"}, nil))
+	deleted := createObject(t, ns, configMap("gen-deleted", map[string]any{"owner": "someone"}, nil))
+	external.Domain(ns).Generate(generated(configMap("gen-labelled", map[string]any{"owner": "limbo"}, nil)),
+		generated(configMap("gen-deleted", map[string]any{"owner": "limbo"}, nil)), generated(gadget("gen-waiting")))
+	b := createBundle(t, ns, "adopt", pluginResource("gen", ns, "1h"))
+	waitBundle(t, b, func(cur *limbov1alpha1.Bundle) error {
+		// The Gadget's state: the pass got past both ConfigMaps before it.
+		return resourceIs(cur, "gen", limbov1alpha1.ResourceInProgress, readiness.ReasonFieldNotSet)
+	})
+	untouched(t, labelled)
+	untouched(t, deleted)
+
+	deleteObject(t, deleted)
+	addLabel(t, configMapGVK, ns, "gen-labelled", limbov1alpha1.LabelBundle, "adopt")
+	owner := getBundle(t, b)
+	for _, name := range []string{"gen-labelled", "gen-deleted"} {
+		waitObject(t, configMapGVK, ns, name, func(u *unstructured.Unstructured) error {
+			if got := stringField(u, "data", "owner"); got != "limbo" {
+				return fmt.Errorf("%s: data.owner = %q, want the plugin's limbo", name, got)
+			}
+			return isControlledBy(u, owner)
+		})
+	}
+	if after := getObject(t, configMapGVK, ns, "gen-labelled"); after.GetUID() != labelled.GetUID() {
+		t.Errorf("ConfigMap gen-labelled was created again (uid %s), not adopted (uid %s)", after.GetUID(), labelled.GetUID())
 	}
 }

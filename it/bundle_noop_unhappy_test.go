@@ -7,11 +7,13 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/limbo-dev/limbo/it/testenv"
 	"github.com/limbo-dev/limbo/it/testplugin"
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 	"github.com/limbo-dev/limbo/pkg/plugins/namespacegc"
+	"github.com/limbo-dev/limbo/pkg/readiness"
 )
 
 // steadyState is a Bundle that is not Ready and stays so: a pass of it has
@@ -33,6 +35,10 @@ type steadyState struct {
 	// retried is the one write a re-pass of the state is meant to make, as
 	// method and path in the namespace (zero: none); the state says why.
 	retried testenv.Request
+	// read, when set, is the one read (GET) of the namespace's objects a
+	// re-pass of the state is meant to make, as retried is given (zero: its
+	// reads are not checked).
+	read testenv.Request
 }
 
 // A pass of a Bundle that is not Ready, and that nothing has changed since the
@@ -175,6 +181,45 @@ func TestNoOpRePassOfUnreadyBundleMakesZeroWrites(t *testing.T) {
 			},
 		},
 		{
+			// The generator's status says InProgress (its last object that is
+			// not Ready decides), not NotOwned: the object in the way is still
+			// read, not found again by the create-only apply.
+			name: "generator: an object in the way, then one not Ready",
+			prepare: func(t testing.TB, ns string) *limbov1alpha1.Bundle {
+				createObject(t, ns, configMap("gen-taken", map[string]any{"k": "someone else's"}, nil))
+				external.Domain(ns).Generate(generated(configMap("gen-taken", map[string]any{"k": "v"}, nil)), generated(gadget("gen-waiting")))
+				return nil
+			},
+			resources: func(_ testing.TB, ns string) []limbov1alpha1.Resource {
+				return []limbov1alpha1.Resource{pluginResource("gen", ns, "1h")}
+			},
+			reached: func(b *limbov1alpha1.Bundle) error {
+				// The Gadget's reason: the pass got past the ConfigMap before it.
+				return resourceIs(b, "gen", limbov1alpha1.ResourceInProgress, readiness.ReasonFieldNotSet)
+			},
+			read: testenv.Request{Method: "GET", Path: "configmaps/gen-taken"},
+		},
+		{
+			// The generator's status says NotOwned: of its objects, only the
+			// one in the way is read; the one the API server refuses to create
+			// (retried at every pass, as a template's) is not read first.
+			name: "generator: an object refused, then one in the way",
+			prepare: func(t testing.TB, ns string) *limbov1alpha1.Bundle {
+				createObject(t, ns, configMap("gen-taken", map[string]any{"k": "someone else's"}, nil))
+				external.Domain(ns).Generate(generated(configMap("gen-refused", map[string]any{"no key!": "v"}, nil)),
+					generated(configMap("gen-taken", map[string]any{"k": "v"}, nil)))
+				return nil
+			},
+			resources: func(_ testing.TB, ns string) []limbov1alpha1.Resource {
+				return []limbov1alpha1.Resource{pluginResource("gen", ns, "1h")}
+			},
+			reached: func(b *limbov1alpha1.Bundle) error {
+				return resourceIs(b, "gen", limbov1alpha1.ResourceError, limbov1alpha1.ReasonNotOwned)
+			},
+			retried: testenv.Request{Method: "PATCH", Path: "configmaps/gen-refused"},
+			read:    testenv.Request{Method: "GET", Path: "configmaps/gen-taken"},
+		},
+		{
 			name: "ControlledByOther: an object another controller owns",
 			prepare: func(t testing.TB, ns string) *limbov1alpha1.Bundle {
 				owner := createObject(t, ns, configMap("owner", map[string]any{"k": "v"}, nil))
@@ -218,13 +263,20 @@ func TestNoOpRePassOfUnreadyBundleMakesZeroWrites(t *testing.T) {
 		return
 	}
 
-	// retried is a state's write meant to happen, as a request in its namespace.
+	// except keeps the requests other than meant, a request of state i's
+	// (retried, read) as the state gives it, its path in the namespace.
+	except := func(i int, meant testenv.Request) func(testenv.Request) bool {
+		path := "/api/v1/namespaces/" + namespaces[i] + "/" + meant.Path
+		return func(r testenv.Request) bool { return r.Method != meant.Method || r.Path != path }
+	}
 	unexpected := func(i int) []testenv.Request {
-		retried := states[i].retried
-		retried.Path = "/api/v1/namespaces/" + namespaces[i] + "/" + retried.Path
-		return env.ControllerRequests(testenv.Writes, testenv.InNamespace(namespaces[i]), func(r testenv.Request) bool {
-			return r.Method != retried.Method || r.Path != retried.Path
-		})
+		return env.ControllerRequests(testenv.Writes, testenv.InNamespace(namespaces[i]), except(i, states[i].retried))
+	}
+	unexpectedReads := func(i int) []testenv.Request {
+		if states[i].read == (testenv.Request{}) {
+			return nil
+		}
+		return env.ControllerRequests(testenv.Reads, testenv.InNamespace(namespaces[i]), except(i, states[i].read))
 	}
 	awaitQuiet(t, func() []testenv.Request {
 		var all []testenv.Request
@@ -250,6 +302,9 @@ func TestNoOpRePassOfUnreadyBundleMakesZeroWrites(t *testing.T) {
 					if writes := unexpected(i); len(writes) > 0 {
 						return fmt.Errorf("a re-pass with nothing to change wrote:%s", testenv.FormatRequests(writes))
 					}
+					if reads := unexpectedReads(i); len(reads) > 0 {
+						return fmt.Errorf("a re-pass with nothing to change read:%s", testenv.FormatRequests(reads))
+					}
 					return nil
 				})
 				if err := st.reached(getBundle(t, &limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: namespaces[i], Name: "state"}})); err != nil {
@@ -258,4 +313,9 @@ func TestNoOpRePassOfUnreadyBundleMakesZeroWrites(t *testing.T) {
 			})
 		}
 	})
+}
+
+// generated is obj (unstructured content) as the test plugin generates it.
+func generated(obj map[string]any) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: obj}
 }

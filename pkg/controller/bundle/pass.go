@@ -232,6 +232,10 @@ func (p *pass) apply(ctx context.Context) {
 			p.states[p.plan.Order[i]] = statuses[i].State
 		}
 	}
+	// What the spec no longer declares is no longer looked for. A generator
+	// that did not plan in this pass declares nothing: what it found in the
+	// way is forgotten too, and found again, once, when it plans.
+	p.r.inTheWay.keepDeclared(p.bundle, p.declared, p.staleDeclared)
 	boundResourceMessages(statuses)
 	p.resources = statuses
 	var all []*appliedChange
@@ -365,9 +369,14 @@ type objectResult struct {
 // with a Conflict if it does, so an object limbo does not manage is never written;
 // only then is it read from the API server and judged by the adoption rules.
 func (p *pass) syncOne(ctx context.Context, name string, tmpl *unstructured.Unstructured, adopt bool, waiting []string,
-	build func() (*unstructured.Unstructured, error)) objectResult {
+	build func() (*unstructured.Unstructured, error)) (out objectResult) {
 	gvk := tmpl.GroupVersionKind()
-	out := objectResult{status: limbov1alpha1.ResourceStatus{Name: name, Object: &limbov1alpha1.ObjectReference{
+	key := objectKey(tmpl)
+	// The outcome is what the next pass knows of this object: in the way or
+	// not. A failure before the object was judged (a read) forgets it: found
+	// again, it costs one refused create.
+	defer func() { p.r.inTheWay.record(p.bundle, key, foundInTheWay(out.status)) }()
+	out = objectResult{status: limbov1alpha1.ResourceStatus{Name: name, Object: &limbov1alpha1.ObjectReference{
 		APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind, Namespace: tmpl.GetNamespace(), Name: tmpl.GetName(),
 	}}}
 	st := &out.status
@@ -391,7 +400,7 @@ func (p *pass) syncOne(ctx context.Context, name string, tmpl *unstructured.Unst
 	// read too: the create-only apply below would find it as well, but as a
 	// write the API server refuses, at every pass while it stays (each
 	// recheck, each event of the Bundle's).
-	fresh := len(waiting) > 0 || p.wasInTheWay(name)
+	fresh := len(waiting) > 0 || p.wasInTheWay(name, key)
 	live, err := p.readLive(ctx, gvk, tmpl.GetNamespace(), tmpl.GetName(), fresh)
 	if err != nil {
 		return fail(limbov1alpha1.ResourceError, limbov1alpha1.ReasonReadFailed, "%v", err)
@@ -530,16 +539,18 @@ func (p *pass) syncOne(ctx context.Context, name string, tmpl *unstructured.Unst
 	return p.ready(ctx, out, live)
 }
 
-// wasInTheWay reports whether the status last written found an object that is
-// not the Bundle's where resource name's object goes (NotOwned,
-// ControlledByOther). Such an object is not labelled, so not in the cache.
-func (p *pass) wasInTheWay(name string) bool {
-	for _, st := range p.bundle.Status.Resources {
-		if st.Name == name {
-			return st.State == limbov1alpha1.ResourceError && (st.Reason == limbov1alpha1.ReasonNotOwned || st.Reason == limbov1alpha1.ReasonControlledByOther)
-		}
+// wasInTheWay reports whether the last sync of the object key, which resource
+// name declares, found an object that is not the Bundle's where it goes
+// (NotOwned, ControlledByOther): as this process remembers it (see
+// objectsInTheWay), or, for an object resource, as the status last written
+// says (a process before this one found it). Such an object is not labelled,
+// so not in the cache.
+func (p *pass) wasInTheWay(name, key string) bool {
+	if p.r.inTheWay.has(p.bundle, key) {
+		return true
 	}
-	return false
+	res := p.plan.Resources[name]
+	return res != nil && res.Object != nil && statusSaysInTheWay(&p.bundle.Status, name, key)
 }
 
 // cancel ends live's countdown, if it has one: it is desired again. The error

@@ -102,6 +102,8 @@ type Reconciler struct {
 	alarms *alarms
 	// bindingModes are the StorageClasses' volume binding modes read lately.
 	bindingModes bindingModes
+	// inTheWay are the objects the passes found in the way of their Bundles.
+	inTheWay objectsInTheWay
 }
 
 // Reconcile runs one pass over a Bundle, or one step of its teardown. A Conflict
@@ -144,6 +146,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if apierrors.IsNotFound(err) {
 			r.forgetStatus(req.String())
 			r.statuses.Forget(req.NamespacedName)
+			r.inTheWay.forget(req.NamespacedName)
 			// A plugin's state of the Bundle was made by a call of it: the
 			// calls know every UID the plugins may remember.
 			for _, uid := range append(r.plans.forgetBundle(req.NamespacedName), r.teardowns.forgetBundle(req.NamespacedName)...) {
