@@ -99,6 +99,11 @@ type slot struct {
 	invalid     string
 	faultDelays map[string]string
 	faultRefs   map[string][]string
+	// gated: the Bundle also declares gateResource, a Widget whose readiness
+	// the generator sets (mark-unready, mark-ready). gateUnready: its status
+	// says Ready False; it is kept by a Bundle deleted with --cascade=orphan
+	// and adopted, still not Ready, by the next Bundle of the name.
+	gated, gateUnready bool
 }
 
 // The spec errors the generator writes (DESIGN §2: "never a reason to delete
@@ -111,12 +116,40 @@ const (
 
 var invalidDelays = []string{"banana", "-5s"}
 
+// gateResource is the resource of a gated Bundle whose readiness the
+// generator controls: a Widget (it/testdata/crds, installed with the control
+// plane) named <bundle>-gate, without a delay. kstatus calls a Widget whose
+// Ready condition is False InProgress, and limbo holds the Bundle's orphans
+// while it is (DESIGN §3, step 6); the resources that depend on it are Blocked
+// meanwhile. It is no ConfigMap: the oracle does not watch it, and judges
+// what it holds, not its own deletion.
+const gateResource = "gate"
+
+var widgetGVR = schema.GroupVersionResource{Group: "test.limbo.dev", Version: "v1", Resource: "widgets"}
+
+// declares tells whether s's spec declares resource r.
+func (s *slot) declares(r string) bool {
+	return hasKey(s.resources, r) || (r == gateResource && s.gated && !s.guarded)
+}
+
 // dependOn picks the dependencies of resource r among the declared resources
-// of a lower index: none a third of the time, else one or two.
-func dependOn(s *slot, r string) []string {
+// of a lower index (the gate is lower than any): none a third of the time,
+// else one or two. adopt: r's object exists and the Bundle is to take it over;
+// then not on a gate that is not Ready, at any depth: limbo leaves a Blocked
+// resource's object as it is, and one left behind by --cascade=orphan and never
+// adopted would outlive the Bundle's deletion with --cascade=foreground (not
+// its dependent), which the model does not foresee.
+func dependOn(s *slot, r string, adopt bool) []string {
 	var lower []string
+	block := map[string]bool{}
+	if adopt {
+		block = blocked(s)
+	}
+	if s.gated && (!adopt || !s.gateUnready) {
+		lower = append(lower, gateResource)
+	}
 	for _, d := range slices.Sorted(maps.Keys(s.resources)) {
-		if d < r {
+		if d < r && !block[d] {
 			lower = append(lower, d)
 		}
 	}
@@ -131,7 +164,7 @@ func dependOn(s *slot, r string) []string {
 // references a resource it does not declare is invalid.
 func dropDeps(s *slot, gone ...string) {
 	for r, deps := range s.deps {
-		deps = slices.DeleteFunc(slices.Clone(deps), func(d string) bool { return slices.Contains(gone, d) || !hasKey(s.resources, d) })
+		deps = slices.DeleteFunc(slices.Clone(deps), func(d string) bool { return slices.Contains(gone, d) || !s.declares(d) })
 		if len(deps) == 0 || !hasKey(s.resources, r) {
 			delete(s.deps, r)
 		} else {
@@ -181,6 +214,7 @@ func (g *generator) ops() []op {
 		{"delete-bundle-background", 4, g.deleteBundle(fateBackground)},
 		{"delete-bundle-orphan", 2, g.deleteBundle(fateOrphan)},
 		{"delete-bundle-foreground", 2, g.deleteBundle(fateForeground)},
+		{"mark-unready", 8, g.markUnready}, {"mark-ready", 10, g.markReady},
 	}
 }
 
@@ -218,7 +252,7 @@ func (g *generator) step(ctx context.Context, s *slot) bool {
 		// the two ends was not done yet in the run (see expectedOps): that one
 		// 3 times in 4.
 		restore := 2
-		switch done, _ := g.oracle.opCounts(); {
+		switch done, _, _ := g.oracle.opCounts(); {
 		case done["restore"] == 0 && done["allow-empty"] > 0:
 			restore = 3
 		case done["allow-empty"] == 0 && done["restore"] > 0:
@@ -235,15 +269,18 @@ func (g *generator) step(ctx context.Context, s *slot) bool {
 	}
 	var ops []op
 	total := 0
-	done, ordered := g.oracle.opCounts()
+	done, ordered, keptNotReady := g.oracle.opCounts()
 	for _, o := range g.ops() {
 		if g.skip[o.name] {
 			continue
 		}
-		if done[o.name] == 0 || (o.name == "delete-bundle-background" && ordered == 0 && len(s.deps) > 0) {
+		if done[o.name] == 0 || (o.name == "delete-bundle-background" && ordered == 0 && len(s.deps) > 0) ||
+			(keptNotReady == 0 && ((o.name == "mark-unready" && s.gated) || (o.name == "remove" && s.gateUnready))) {
 			// Not done yet in the run (or no teardown in waves yet, and this
-			// Bundle has dependencies): picked more often, so that even the
-			// short form does every operation (see expectedOps, notCovered).
+			// Bundle has dependencies; or no orphan kept by a gate not Ready
+			// yet, and this Bundle has a gate): picked more often, so that
+			// even the short form does every operation (see expectedOps,
+			// notCovered).
 			o.weight *= 4
 		}
 		ops = append(ops, o)
@@ -277,7 +314,7 @@ func (g *generator) mutate(s *slot, op, detail string, write func() error) error
 		g.oracle.Log("%s %s %s: %v", s.name, op, detail, err)
 		return err
 	}
-	g.oracle.countOp(op)
+	g.oracle.countOp(op, s.gateUnready && op != "mark-unready" && op != "mark-ready")
 	g.oracle.Log("%s %s %s", s.name, op, detail)
 	return nil
 }
@@ -320,10 +357,26 @@ func (g *generator) template(s *slot, resource string) map[string]any {
 	return template
 }
 
-// spec is the Bundle spec for s: its resources (none while guarded) and
-// allowEmpty.
+// gateTemplate is the template of s's gate: a Widget without a delay.
+func (g *generator) gateTemplate(s *slot) map[string]any {
+	return map[string]any{
+		"name": gateResource,
+		"object": map[string]any{
+			"apiVersion": widgetGVR.GroupVersion().String(),
+			"kind":       "Widget",
+			"metadata":   map[string]any{"name": objectName(s.name, gateResource), "labels": map[string]any{"soak": "true"}},
+			"spec":       map[string]any{"bundle": s.name},
+		},
+	}
+}
+
+// spec is the Bundle spec for s: its resources (none while guarded, the gate
+// included) and allowEmpty.
 func (g *generator) spec(s *slot, allowEmpty bool) map[string]any {
 	resources := []any{}
+	if s.declares(gateResource) {
+		resources = append(resources, g.gateTemplate(s))
+	}
 	if !s.guarded {
 		for _, r := range slices.Sorted(maps.Keys(s.resources)) {
 			resources = append(resources, g.template(s, r))
@@ -382,7 +435,7 @@ func (g *generator) create(ctx context.Context, s *slot) bool {
 		if s.rng.IntN(2) == 0 || !safeToDeclare(v, now) {
 			continue
 		}
-		if deps := dependOn(s, r); len(deps) > 0 {
+		if deps := dependOn(s, r, v.exists); len(deps) > 0 {
 			s.deps[r] = deps
 		}
 		s.resources[r] = g.randomDelay(s)
@@ -404,6 +457,11 @@ func (g *generator) create(ctx context.Context, s *slot) bool {
 		}
 		s.uid = obj.GetUID()
 		g.oracle.declared(s.name, revision(obj), g.objectNames(s, slices.Sorted(maps.Keys(s.resources))...)...)
+		if s.gateUnready {
+			// The gate a --cascade=orphan left behind, not Ready: the new
+			// Bundle adopts it as it is.
+			g.oracle.holdStarted(holdNotReady, s.uid, revision(obj))
+		}
 		return nil
 	})
 	return err == nil
@@ -425,7 +483,7 @@ func (g *generator) add(ctx context.Context, s *slot) bool {
 	}
 	r := candidates[s.rng.IntN(len(candidates))]
 	v := g.oracle.view(objectName(s.name, r))
-	if deps := dependOn(s, r); len(deps) > 0 {
+	if deps := dependOn(s, r, v.exists && controllerUID(v.meta) != s.uid); len(deps) > 0 {
 		s.deps[r] = deps
 	}
 	s.resources[r] = g.randomDelay(s)
@@ -742,6 +800,27 @@ func (g *generator) orphans(s *slot) ([]string, time.Time, bool) {
 	return held, lastDeadline, true
 }
 
+// stampedOrphans is orphans, once every orphan with a delay is stamped (but
+// those a hold keeps from it): a hold must not race a stamp that limbo decided
+// before it, and is about to write. False if one is not stamped within a few
+// seconds, or if orphans is.
+func (g *generator) stampedOrphans(ctx context.Context, s *slot) ([]string, time.Time, bool) {
+	err := pollErr(ctx, 5*time.Second, func() error {
+		held, _, _ := g.orphans(s)
+		for _, name := range held {
+			v := g.oracle.view(name)
+			if _, stamped := parseStamp(v.meta); !v.held && !stamped && hasKey(v.meta.Annotations, limbov1alpha1.AnnotationDeletionDelay) {
+				return fmt.Errorf("%s is not stamped yet", name)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, time.Time{}, false
+	}
+	return g.orphans(s)
+}
+
 // invalidSpec writes a spec with the error fault (and, two times in three,
 // without one more resource), as a broken render would: limbo writes and deletes
 // nothing of the Bundle until the spec is fixed (DESIGN §2, docs/soft-delete.md
@@ -756,7 +835,7 @@ func (g *generator) invalidSpec(fault string) func(context.Context, *slot) bool 
 			return false
 		}
 		g.settle(ctx, s)
-		held, lastDeadline, ok := g.orphans(s)
+		held, lastDeadline, ok := g.stampedOrphans(ctx, s)
 		if !ok {
 			return false
 		}
@@ -795,7 +874,7 @@ func (g *generator) invalidSpec(fault string) func(context.Context, *slot) bool 
 				return err
 			}
 			g.oracle.undeclared(rv, time.Now(), g.objectNames(s, removed...)...)
-			g.oracle.specInvalid(s.uid, rv)
+			g.oracle.holdStarted(holdInvalidSpec, s.uid, rv)
 			return nil
 		})
 		if err != nil {
@@ -826,7 +905,7 @@ func (g *generator) fixSpec(ctx context.Context, s *slot) bool {
 		if err != nil {
 			return err
 		}
-		g.oracle.specValid(s.uid, rv, time.Now())
+		g.oracle.holdEnded(holdInvalidSpec, s.uid, rv, time.Now())
 		return nil
 	})
 	if err != nil {
@@ -871,10 +950,11 @@ func hasKey[V any](m map[string]V, k string) bool {
 func (g *generator) allowEmpty(ctx context.Context, s *slot) bool {
 	old, deps := s.resources, s.deps
 	err := g.mutate(s, "allow-empty", "", func() error {
-		s.resources, s.deps = map[string]string{}, map[string][]string{}
+		// Not guarded any more: a gated Bundle keeps its gate.
+		s.resources, s.deps, s.guarded = map[string]string{}, map[string][]string{}, false
 		rv, err := g.writeSpec(ctx, s, true)
 		if err != nil {
-			s.resources, s.deps = old, deps
+			s.resources, s.deps, s.guarded = old, deps, true
 			return err
 		}
 		g.oracle.undeclared(rv, time.Now(), append(g.objectNames(s, slices.Sorted(maps.Keys(old))...), s.held...)...)
@@ -932,6 +1012,9 @@ func (g *generator) deleteBundle(f fate) func(context.Context, *slot) bool {
 		}
 		uid := s.uid
 		s.uid, s.resources, s.adopt, s.guarded, s.held, s.deps = "", map[string]string{}, map[string]bool{}, false, nil, nil
+		// The teardown deletes the gate, the garbage collector too; the next
+		// one is created without a status: Ready (kstatus: no conditions).
+		s.gateUnready = s.gateUnready && f == fateOrphan
 		// limbo's part: its teardown finalizer goes.
 		holds := func(limbosOnly bool) error {
 			b, err := g.bundles().Get(ctx, s.name, metav1.GetOptions{})
@@ -969,13 +1052,33 @@ func (g *generator) deleteBundle(f fate) func(context.Context, *slot) bool {
 	}
 }
 
+// blocked are the resources of s that depend, at any depth, on a gate that is
+// not Ready: limbo leaves them Blocked, writing nothing (DESIGN §3, step 3).
+func blocked(s *slot) map[string]bool {
+	out := map[string]bool{}
+	for changed := s.gateUnready; changed; {
+		changed = false
+		for r, deps := range s.deps {
+			if !out[r] && slices.ContainsFunc(deps, func(d string) bool { return d == gateResource || out[d] }) {
+				out[r], changed = true, true
+			}
+		}
+	}
+	return out
+}
+
 // settle waits until limbo applied s's spec: every declared object exists,
-// controlled by the Bundle, with the declared delay and out of limbo.
+// controlled by the Bundle, with the declared delay and out of limbo — but
+// those that a gate not Ready blocks, which limbo leaves as they are.
 // Operations that make objects leave the Bundle wait for it, so that what
 // leaves is known.
 func (g *generator) settle(ctx context.Context, s *slot) {
+	skip := blocked(s)
 	poll(ctx, settleTimeout, func() error {
 		for r, delay := range s.resources {
+			if skip[r] {
+				continue
+			}
 			name := objectName(s.name, r)
 			v := g.oracle.view(name)
 			got := v.meta.Annotations[limbov1alpha1.AnnotationDeletionDelay]
@@ -996,6 +1099,115 @@ func (g *generator) settle(ctx context.Context, s *slot) {
 		}
 		return nil
 	}, g.oracle, "Bundle "+s.name+" to converge")
+}
+
+// markUnready makes s's gate not Ready: its status, written as its operator
+// would, says Ready False. From that write on, until markReady or the
+// Bundle's deletion, limbo must neither stamp nor delete the Bundle's orphans
+// (holdNotReady). Limbo reads the gate from its cache, the orphans from
+// another: no precondition orders the status write against a stamp or a
+// deletion decided a moment before, so the write is made only when none can
+// come within redeclareGuard — every orphan with a delay is stamped, none is
+// due soon — and the operation ends once the Bundle's status shows the gate
+// not Ready (limbo saw it), so that the next operation on the Bundle is not
+// raced either.
+func (g *generator) markUnready(ctx context.Context, s *slot) bool {
+	if !s.gated || s.gateUnready {
+		return false
+	}
+	g.settle(ctx, s)
+	if !g.gateSeen(ctx, s, limbov1alpha1.ResourceReady) {
+		return false
+	}
+	held, _, ok := g.stampedOrphans(ctx, s)
+	if !ok {
+		return false
+	}
+	s.gateUnready = true
+	err := g.mutate(s, "mark-unready", fmt.Sprintf("orphans %v", held), func() error {
+		rv, err := g.setGate(ctx, s, false)
+		if err != nil {
+			return err
+		}
+		g.oracle.holdStarted(holdNotReady, s.uid, rv)
+		return nil
+	})
+	if err != nil {
+		s.gateUnready = false
+		return false
+	}
+	g.gateSeen(ctx, s, limbov1alpha1.ResourceInProgress)
+	return true
+}
+
+// markReady makes s's gate Ready again: what the Bundle held is due from
+// then on.
+func (g *generator) markReady(ctx context.Context, s *slot) bool {
+	if !s.gateUnready {
+		return false
+	}
+	err := g.mutate(s, "mark-ready", "", func() error {
+		rv, err := g.setGate(ctx, s, true)
+		if err != nil {
+			return err
+		}
+		g.oracle.holdEnded(holdNotReady, s.uid, rv, time.Now())
+		return nil
+	})
+	if err != nil {
+		return false
+	}
+	s.gateUnready = false
+	return true
+}
+
+// setGate writes the Ready condition of s's gate through the status
+// subresource and returns the revision written.
+func (g *generator) setGate(ctx context.Context, s *slot, ready bool) (int64, error) {
+	status := "False"
+	if ready {
+		status = "True"
+	}
+	patch, err := json.Marshal(map[string]any{"status": map[string]any{"conditions": []any{
+		map[string]any{"type": "Ready", "status": status, "reason": "Soak", "message": "set by the soak's generator"},
+	}}})
+	if err != nil {
+		return 0, err
+	}
+	obj, err := g.dynamic.Resource(widgetGVR).Namespace(g.namespace).Patch(ctx, objectName(s.name, gateResource), types.MergePatchType, patch, metav1.PatchOptions{}, "status")
+	if err != nil {
+		return 0, err
+	}
+	return revision(obj), nil
+}
+
+// gateSeen waits until the status of s's Bundle, for its current generation,
+// shows the gate in state; false (a violation past settleTimeout) if it does
+// not.
+func (g *generator) gateSeen(ctx context.Context, s *slot, state limbov1alpha1.ResourceState) bool {
+	err := pollErr(ctx, settleTimeout, func() error {
+		b, err := g.bundles().Get(ctx, s.name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		observed, _, _ := unstructured.NestedInt64(b.Object, "status", "observedGeneration")
+		resources, _, _ := unstructured.NestedSlice(b.Object, "status", "resources")
+		for _, r := range resources {
+			if r, _ := r.(map[string]any); r["name"] == gateResource {
+				if r["state"] == string(state) && observed == b.GetGeneration() {
+					return nil
+				}
+				return fmt.Errorf("the gate is %v (%v), generation %d observed %d, want %s", r["state"], r["message"], b.GetGeneration(), observed, state)
+			}
+		}
+		return fmt.Errorf("the status of Bundle %s does not name the gate", s.name)
+	})
+	if err != nil && ctx.Err() == nil {
+		g.oracle.mu.Lock()
+		g.oracle.violatef("waited %v for Bundle %s to show its gate %s: %v", settleTimeout, s.name, state, err)
+		g.oracle.mu.Unlock()
+	}
+	return err == nil
 }
 
 // quiet waits until no object of s may be deleted within redeclareGuard, so

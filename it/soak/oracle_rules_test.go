@@ -202,7 +202,7 @@ func TestOracleRules(t *testing.T) {
 		name: "deleted past its deadline while the Bundle's spec was invalid",
 		history: func(o *oracle) {
 			o.undeclared(20, base, "b0-r0")
-			o.specInvalid(bundleUID, 25)
+			o.holdStarted(holdInvalidSpec, bundleUID, 25)
 		},
 		final:     meta("30", stamped("1s", base), true),
 		deletedAt: base.Add(1100 * time.Millisecond),
@@ -211,7 +211,7 @@ func TestOracleRules(t *testing.T) {
 		name: "deleted without a delay while the Bundle's spec was invalid (removed by the same edit)",
 		history: func(o *oracle) {
 			o.undeclared(25, base, "b0-r0")
-			o.specInvalid(bundleUID, 25)
+			o.holdStarted(holdInvalidSpec, bundleUID, 25)
 		},
 		final:     meta("30", nil, true),
 		deletedAt: base.Add(100 * time.Millisecond),
@@ -223,7 +223,7 @@ func TestOracleRules(t *testing.T) {
 		name: "released while the Bundle's spec was invalid, then deleted",
 		history: func(o *oracle) {
 			o.undeclared(20, base, "b0-r0")
-			o.specInvalid(bundleUID, 25)
+			o.holdStarted(holdInvalidSpec, bundleUID, 25)
 			o.observe(watch.Modified, meta("27", stamped("1s", base), false), base.Add(time.Second))
 		},
 		created:   ptr.To(meta("11", stamped("1s", base), true)),
@@ -234,9 +234,9 @@ func TestOracleRules(t *testing.T) {
 		name: "released, not deleted, while the Bundle's spec was invalid",
 		history: func(o *oracle) {
 			o.undeclared(20, base, "b0-r0")
-			o.specInvalid(bundleUID, 25)
+			o.holdStarted(holdInvalidSpec, bundleUID, 25)
 			o.observe(watch.Modified, meta("27", stamped("1s", base), false), base.Add(time.Second))
-			o.specValid(bundleUID, 28, base.Add(2*time.Second))
+			o.holdEnded(holdInvalidSpec, bundleUID, 28, base.Add(2*time.Second))
 		},
 		created:   ptr.To(meta("11", stamped("1s", base), true)),
 		final:     meta("30", stamped("1s", base), false),
@@ -248,8 +248,8 @@ func TestOracleRules(t *testing.T) {
 		name: "deleted after the spec was fixed: allowed, due from the fix",
 		history: func(o *oracle) {
 			o.undeclared(20, base, "b0-r0")
-			o.specInvalid(bundleUID, 25)
-			o.specValid(bundleUID, 28, base.Add(10*time.Second))
+			o.holdStarted(holdInvalidSpec, bundleUID, 25)
+			o.holdEnded(holdInvalidSpec, bundleUID, 28, base.Add(10*time.Second))
 		},
 		final:     meta("30", stamped("1s", base), true),
 		deletedAt: base.Add(10500 * time.Millisecond),
@@ -258,7 +258,54 @@ func TestOracleRules(t *testing.T) {
 		name: "deleted at its deadline while another Bundle's spec was invalid: allowed",
 		history: func(o *oracle) {
 			o.undeclared(20, base, "b0-r0")
-			o.specInvalid("eeeeeeee-0000", 25)
+			o.holdStarted(holdInvalidSpec, "eeeeeeee-0000", 25)
+		},
+		final:     meta("30", stamped("1s", base), true),
+		deletedAt: base.Add(1100 * time.Millisecond),
+	}, {
+		// Orphans go to the soft-delete engine only when every resource is
+		// Ready (DESIGN §3, step 6): not one stamped before the gate went.
+		name: "deleted past its deadline while a resource of the Bundle was not Ready",
+		history: func(o *oracle) {
+			o.undeclared(20, base, "b0-r0")
+			o.holdStarted(holdNotReady, bundleUID, 25)
+		},
+		final:     meta("30", stamped("1s", base), true),
+		deletedAt: base.Add(1100 * time.Millisecond),
+		want:      "a resource of its Bundle (uid bbbbbbbb) was not Ready",
+	}, {
+		name: "deleted without a delay while a resource of the Bundle was not Ready",
+		history: func(o *oracle) {
+			o.holdStarted(holdNotReady, bundleUID, 15)
+			o.undeclared(20, base, "b0-r0")
+		},
+		final:     meta("30", nil, true),
+		deletedAt: base.Add(100 * time.Millisecond),
+		want:      "was not Ready",
+	}, {
+		name: "deleted once the Bundle was Ready again: allowed, due from then",
+		history: func(o *oracle) {
+			o.undeclared(20, base, "b0-r0")
+			o.holdStarted(holdNotReady, bundleUID, 25)
+			o.holdEnded(holdNotReady, bundleUID, 28, base.Add(10*time.Second))
+		},
+		final:     meta("30", stamped("1s", base), true),
+		deletedAt: base.Add(10500 * time.Millisecond),
+	}, {
+		// A deleted Bundle is torn down whatever its readiness.
+		name: "deleted by the teardown of a Bundle not Ready: allowed",
+		history: func(o *oracle) {
+			o.undeclared(20, base, "b0-r0")
+			o.holdStarted(holdNotReady, bundleUID, 25)
+			o.bundleDeleted(bundleUID, fateBackground, 28)
+		},
+		final:     meta("30", nil, true),
+		deletedAt: base.Add(100 * time.Millisecond),
+	}, {
+		name: "deleted at its deadline while another Bundle was not Ready: allowed",
+		history: func(o *oracle) {
+			o.undeclared(20, base, "b0-r0")
+			o.holdStarted(holdNotReady, "eeeeeeee-0000", 25)
 		},
 		final:     meta("30", stamped("1s", base), true),
 		deletedAt: base.Add(1100 * time.Millisecond),
@@ -286,41 +333,148 @@ func TestOracleRules(t *testing.T) {
 	}
 }
 
-// An orphan that a spec error holds is not due: checkOverdue does not report
-// it while the spec is invalid, and at the end it must still exist (it is
-// kept, not leaked); once the spec is fixed it is due again.
-func TestOracleHeldByInvalidSpec(t *testing.T) {
+// An orphan that a hold keeps (a spec error, a resource not Ready) is not
+// due: checkOverdue does not report it while the hold lasts, and at the end it
+// must still exist (it is kept, not leaked); once the hold ends it is due
+// again. The Bundle's deletion ends the readiness hold (torn down whatever its
+// readiness), not the spec error's.
+func TestOracleHeld(t *testing.T) {
 	base := time.Now().Add(-time.Minute)
 	yes := true
 	live := metav1.ObjectMeta{Name: "b0-r0", UID: "cccccccc-0000", ResourceVersion: "11",
 		Annotations:     map[string]string{limbov1alpha1.AnnotationDeletionDelay: "1s", limbov1alpha1.AnnotationDeletionTimestamp: base.Format(time.RFC3339)},
 		OwnerReferences: []metav1.OwnerReference{{APIVersion: "limbo.dev/v1alpha1", Kind: "Bundle", Name: "b0", UID: "bbbbbbbb-0000", Controller: &yes}}}
-	o := newOracle()
-	o.declared("b0", 10, "b0-r0")
-	o.observe(watch.Added, live, base)
-	o.undeclared(20, base, "b0-r0")
-	o.specInvalid("bbbbbbbb-0000", 21)
-	o.checkOverdue(time.Now())
-	o.finalCheck()
-	if len(o.violations) != 0 {
-		t.Fatalf("violations %q, want none: the spec error holds the object", o.violations)
+	held := func(h *hold) *oracle {
+		o := newOracle()
+		o.declared("b0", 10, "b0-r0")
+		o.observe(watch.Added, live, base)
+		o.undeclared(20, base, "b0-r0")
+		o.holdStarted(h, "bbbbbbbb-0000", 21)
+		return o
 	}
-	deleted := live
-	deleted.ResourceVersion = "30"
-	o.observe(watch.Deleted, deleted, time.Now())
-	if got := strings.Join(o.violations, "\n"); !strings.Contains(got, "was invalid") || !strings.Contains(got, "uid cccccccc") {
-		t.Errorf("violations %q, want one saying the object was deleted while its Bundle's spec was invalid", got)
-	}
+	for _, tt := range []struct {
+		h    *hold
+		want string
+	}{{holdInvalidSpec, "was invalid"}, {holdNotReady, "was not Ready"}} {
+		t.Run(tt.h.name, func(t *testing.T) {
+			o := held(tt.h)
+			o.checkOverdue(time.Now())
+			o.finalCheck()
+			if len(o.violations) != 0 {
+				t.Fatalf("violations %q, want none: the hold keeps the object", o.violations)
+			}
+			deleted := live
+			deleted.ResourceVersion = "30"
+			o.observe(watch.Deleted, deleted, time.Now())
+			if got := strings.Join(o.violations, "\n"); !strings.Contains(got, tt.want) || !strings.Contains(got, "uid cccccccc") {
+				t.Errorf("violations %q, want one saying the object was deleted while its Bundle %s", got, tt.want)
+			}
 
-	fixed := newOracle()
-	fixed.declared("b0", 10, "b0-r0")
-	fixed.observe(watch.Added, live, base)
-	fixed.undeclared(20, base, "b0-r0")
-	fixed.specInvalid("bbbbbbbb-0000", 21)
-	fixed.specValid("bbbbbbbb-0000", 22, time.Now().Add(-10*time.Second))
-	fixed.checkOverdue(time.Now())
-	if len(fixed.violations) != 1 || !strings.Contains(fixed.violations[0], "still exists") {
-		t.Errorf("violations %q, want one saying the object still exists 10 s after the fix", fixed.violations)
+			ended := held(tt.h)
+			ended.holdEnded(tt.h, "bbbbbbbb-0000", 22, time.Now().Add(-10*time.Second))
+			ended.checkOverdue(time.Now())
+			if len(ended.violations) != 1 || !strings.Contains(ended.violations[0], "still exists") {
+				t.Errorf("violations %q, want one saying the object still exists 10 s after the hold ended", ended.violations)
+			}
+
+			// The deletion of the Bundle 10 s ago.
+			torn := held(tt.h)
+			torn.bundleDeleted("bbbbbbbb-0000", fateBackground, 22)
+			torn.checkOverdue(time.Now().Add(10 * time.Second))
+			if got := len(torn.violations); (tt.h == holdNotReady) != (got == 1) {
+				t.Errorf("violations %q after the Bundle's deletion; want one saying the object still exists only for the readiness hold", torn.violations)
+			}
+		})
+	}
+}
+
+// While a hold is in force, limbo writes no limbo.dev/deletionTimestamp on
+// what the Bundle controls: an orphan is not stamped while the spec is invalid
+// (limbo writes nothing) or while a resource is not Ready (the orphans wait
+// for the soft-delete engine). kubectl limbo expedite moves a stamp, and a
+// teardown stamps what it releases: those are allowed.
+func TestOracleStampedWhileHeld(t *testing.T) {
+	base := time.Now().Add(-time.Minute)
+	bundleUID := types.UID("bbbbbbbb-0000")
+	yes := true
+	object := func(rv string, stamp time.Time, controlled bool) metav1.ObjectMeta {
+		m := metav1.ObjectMeta{Name: "b0-r0", UID: "cccccccc-0000", ResourceVersion: rv,
+			Annotations: map[string]string{limbov1alpha1.AnnotationDeletionDelay: "4s"}, Labels: map[string]string{limbov1alpha1.LabelBundle: "b0"}}
+		if !stamp.IsZero() {
+			m.Annotations[limbov1alpha1.AnnotationDeletionTimestamp] = stamp.Format(time.RFC3339)
+		}
+		if controlled {
+			m.OwnerReferences = []metav1.OwnerReference{{APIVersion: "limbo.dev/v1alpha1", Kind: "Bundle", Name: "b0", UID: bundleUID, Controller: &yes}}
+		}
+		return m
+	}
+	for _, tt := range []struct {
+		name string
+		// first is the object before the hold (created at revision 11);
+		// history acts on the oracle after it (the hold starts at revision 25),
+		// then the object is seen as next.
+		first   metav1.ObjectMeta
+		history func(o *oracle)
+		next    metav1.ObjectMeta
+		relist  bool
+		want    string
+	}{{
+		name:  "stamped while a resource was not Ready",
+		first: object("11", time.Time{}, true), next: object("30", base, true),
+		history: func(o *oracle) { o.holdStarted(holdNotReady, bundleUID, 25) },
+		want:    "b0-r0 (uid cccccccc, revision 30) stamped while a resource of its Bundle (uid bbbbbbbb) was not Ready",
+	}, {
+		name:  "stamped while the spec was invalid",
+		first: object("11", time.Time{}, true), next: object("30", base, true),
+		history: func(o *oracle) { o.holdStarted(holdInvalidSpec, bundleUID, 25) },
+		want:    "stamped while the spec of its Bundle (uid bbbbbbbb) was invalid",
+	}, {
+		name:  "stamped once the Bundle was Ready again: allowed",
+		first: object("11", time.Time{}, true), next: object("30", base, true),
+		history: func(o *oracle) {
+			o.holdStarted(holdNotReady, bundleUID, 25)
+			o.holdEnded(holdNotReady, bundleUID, 28, base)
+		},
+	}, {
+		name:  "stamped and released by the teardown of a Bundle not Ready: allowed",
+		first: object("11", time.Time{}, true), next: object("30", base, false),
+		history: func(o *oracle) {
+			o.holdStarted(holdNotReady, bundleUID, 25)
+			o.bundleDeleted(bundleUID, fateBackground, 28)
+		},
+	}, {
+		name:  "a stamp moved (kubectl limbo expedite) while a resource was not Ready: allowed",
+		first: object("11", base, true), next: object("30", base.Add(-4*time.Second), true),
+		history: func(o *oracle) { o.holdStarted(holdNotReady, bundleUID, 25) },
+	}, {
+		name:  "stamped in a watch gap that began in the hold",
+		first: object("26", time.Time{}, true), next: object("30", base, true), relist: true,
+		history: func(o *oracle) { o.holdStarted(holdNotReady, bundleUID, 25) },
+		want:    "stamped while a resource of its Bundle (uid bbbbbbbb) was not Ready",
+	}, {
+		name:  "stamped in a watch gap that began before the hold: allowed (it may have come first)",
+		first: object("11", time.Time{}, true), next: object("30", base, true), relist: true,
+		history: func(o *oracle) { o.holdStarted(holdNotReady, bundleUID, 25) },
+	}} {
+		t.Run(tt.name, func(t *testing.T) {
+			o := newOracle()
+			o.declared("b0", 10, "b0-r0")
+			o.observe(watch.Added, tt.first, base)
+			o.undeclared(20, base, "b0-r0")
+			tt.history(o)
+			if tt.relist {
+				o.relisted("27", &corev1.ConfigMapList{ListMeta: metav1.ListMeta{ResourceVersion: "30"}, Items: []corev1.ConfigMap{{ObjectMeta: tt.next}}}, base.Add(time.Second))
+			} else {
+				o.observe(watch.Modified, tt.next, base.Add(time.Second))
+			}
+			got := strings.Join(o.violations, "\n")
+			if tt.want == "" && got != "" {
+				t.Errorf("violations %q, want none", got)
+			}
+			if tt.want != "" && !strings.Contains(got, tt.want) {
+				t.Errorf("violations %q, want one saying %q", got, tt.want)
+			}
+		})
 	}
 }
 

@@ -157,6 +157,12 @@ type stats struct {
 	// orderedTeardownSteps counts deletions and releases by a background
 	// teardown of objects that others depended on: the order was checked.
 	orderedTeardownSteps int
+	// opsNotReady counts the operations made while their Bundle's gate was
+	// not Ready, by type.
+	opsNotReady map[string]int
+	// held counts, by hold name, the orphans a hold kept until it ended (their
+	// deletion was due from then on).
+	held map[string]int
 	// collectorHolds counts deleted Bundles the garbage collector still held
 	// with its own finalizer when the wait ended (limbo's finalizer gone), and
 	// collectorEvidence says what the controller manager logged about them.
@@ -186,9 +192,10 @@ type oracle struct {
 	fates        map[types.UID]fate
 	// fateRevs are the revisions of the Bundles' deletions.
 	fateRevs map[types.UID]int64
-	// invalid are, per Bundle incarnation, the revisions in which its spec had
-	// an error: nothing it controls may be deleted then (DESIGN §2).
-	invalid map[types.UID][]rvInterval
+	// holds are, per hold and Bundle incarnation, the revisions in which the
+	// hold was in force: nothing the Bundle controls may be deleted or stamped
+	// then (see hold).
+	holds map[*hold]map[types.UID][]rvInterval
 	// dependents are, per Bundle incarnation deleted, the objects that depended
 	// on each object in its last spec: a background teardown deletes an
 	// object only once those are gone or released (DESIGN §3).
@@ -210,9 +217,20 @@ type oracle struct {
 
 // slotOps tracks the operation in flight on one Bundle slot.
 type slotOps struct {
-	busy   bool
-	queued []*incarnation
-	at     []time.Time
+	busy bool
+	// queued are the judgements deferred until the operation ends.
+	queued []func()
+}
+
+// judge judges now, or once the operation in flight on bundle updated the
+// model: its write may land (and limbo act on it) before the generator
+// records it.
+func (o *oracle) judge(bundle string, judgement func()) {
+	if s := o.slot(bundle); s.busy {
+		s.queued = append(s.queued, judgement)
+		return
+	}
+	judgement()
 }
 
 func newOracle() *oracle {
@@ -221,11 +239,11 @@ func newOracle() *oracle {
 		incarnations: map[types.UID]*incarnation{},
 		fates:        map[types.UID]fate{},
 		fateRevs:     map[types.UID]int64{},
-		invalid:      map[types.UID][]rvInterval{},
+		holds:        map[*hold]map[types.UID][]rvInterval{holdInvalidSpec: {}, holdNotReady: {}},
 		dependents:   map[types.UID]map[string][]string{},
 		releases:     map[types.UID][]release{},
 		slots:        map[string]*slotOps{},
-		stats:        stats{ops: map[string]int{}, chaos: map[string]int{}},
+		stats:        stats{ops: map[string]int{}, chaos: map[string]int{}, held: map[string]int{}, opsNotReady: map[string]int{}},
 	}
 }
 
@@ -256,16 +274,17 @@ func (o *oracle) begin(bundle string) {
 	o.slot(bundle).busy = true
 }
 
-// end ends the operation begun on bundle and judges the deletions it deferred.
+// end ends the operation begun on bundle and makes the judgements it
+// deferred.
 func (o *oracle) end(bundle string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	s := o.slot(bundle)
 	s.busy = false
-	for i, inc := range s.queued {
-		o.judgeDeletion(o.objects[inc.meta.Name], inc, s.at[i])
+	for _, judgement := range s.queued {
+		judgement()
 	}
-	s.queued, s.at = nil, nil
+	s.queued = nil
 }
 
 // countChaos counts a chaos event (a kill, a restart) by type.
@@ -275,19 +294,24 @@ func (o *oracle) countChaos(event string) {
 	o.stats.chaos[event]++
 }
 
-// opCounts are the operations done so far, by type, and how many times a
-// teardown's order was checked (orderedTeardownSteps).
-func (o *oracle) opCounts() (map[string]int, int) {
+// opCounts are the operations done so far, by type, how many times a
+// teardown's order was checked (orderedTeardownSteps), and how many orphans a
+// gate not Ready kept until it ended (held).
+func (o *oracle) opCounts() (map[string]int, int, int) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	return maps.Clone(o.stats.ops), o.stats.orderedTeardownSteps
+	return maps.Clone(o.stats.ops), o.stats.orderedTeardownSteps, o.stats.held[holdNotReady.name]
 }
 
-// countOp counts an operation by type.
-func (o *oracle) countOp(op string) {
+// countOp counts an operation by type, and apart when its Bundle's gate was
+// not Ready (notReady).
+func (o *oracle) countOp(op string, notReady bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.stats.ops[op]++
+	if notReady {
+		o.stats.opsNotReady[op]++
+	}
 }
 
 // --- what the generator did ---
@@ -327,6 +351,9 @@ func (o *oracle) bundleDeleted(uid types.UID, f fate, rv int64) {
 	defer o.mu.Unlock()
 	o.fates[uid] = f
 	o.fateRevs[uid] = rv
+	// Torn down whatever its readiness: what the hold kept is due (or left
+	// behind) from the deletion on.
+	o.endHold(holdNotReady, uid, rv, time.Now())
 	if f != fateOrphan {
 		return
 	}
@@ -338,25 +365,72 @@ func (o *oracle) bundleDeleted(uid types.UID, f fate, rv int64) {
 	}
 }
 
-// specInvalid: a write at revision rv gave the spec of the Bundle incarnation
-// uid an error.
-func (o *oracle) specInvalid(uid types.UID, rv int64) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.invalid[uid] = open(o.invalid[uid], rv, time.Now())
+// hold is a reason why a Bundle incarnation must neither delete nor stamp
+// (write limbo.dev/deletionTimestamp on) any object it controls, for a span of
+// revisions: from the write that started it to the one that ended it. What it
+// kept is due from that end on, at the earliest (holdEnded), and must still
+// exist at the end of the run while the hold lasts (finalCheck).
+type hold struct {
+	name string
+	// while says what held, of the Bundle whose short UID fills its %s.
+	while string
+	// releases: removing the object's controller reference breaks the hold too.
+	releases bool
 }
 
-// specValid: a write at revision rv, at time at, fixed the spec of uid. What
-// the error held is due from then on (at the earliest).
-func (o *oracle) specValid(uid types.UID, rv int64, at time.Time) {
+var (
+	// holdInvalidSpec: the spec has an error; limbo writes and deletes nothing
+	// of the Bundle until it is fixed (DESIGN §2) — not the objects it
+	// declares, not the orphans, past their deadlines or not.
+	holdInvalidSpec = &hold{name: "invalid spec", while: "the spec of its Bundle (uid %s) was invalid (a spec error writes nothing)", releases: true}
+	// holdNotReady: a resource of the Bundle is not Ready (its own status, or
+	// Blocked by a dependency that is not); its orphans go to the soft-delete
+	// engine only when every resource is Ready (DESIGN §3, step 6), so none is
+	// stamped or deleted meanwhile. The Bundle's deletion ends it: a deleted
+	// Bundle is torn down whatever its readiness (bundleDeleted). A release is
+	// not the pass's: only a teardown and kubectl limbo cancel release.
+	holdNotReady = &hold{name: "not Ready", while: "a resource of its Bundle (uid %s) was not Ready (a half-applied Bundle deletes nothing)"}
+)
+
+// holdStarted: a write at revision rv started h on the Bundle incarnation uid.
+func (o *oracle) holdStarted(h *hold, uid types.UID, rv int64) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	o.invalid[uid] = closeAt(o.invalid[uid], rv)
+	o.holds[h][uid] = open(o.holds[h][uid], rv, time.Now())
+}
+
+// holdEnded: a write at revision rv, at time at, ended h on uid.
+func (o *oracle) holdEnded(h *hold, uid types.UID, rv int64, at time.Time) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.endHold(h, uid, rv, at)
+}
+
+// endHold ends h on uid at revision rv, at time at: what it kept is due from
+// then on (at the earliest).
+func (o *oracle) endHold(h *hold, uid types.UID, rv int64, at time.Time) {
+	if !isOpen(o.holds[h][uid]) {
+		return
+	}
+	o.holds[h][uid] = closeAt(o.holds[h][uid], rv)
 	for _, m := range o.objects {
 		if m.live != nil && !m.live.deleted && controllerUID(m.live.meta) == uid && !isOpen(m.desired) {
 			m.undesiredAt = latest(m.undesiredAt, at)
+			o.stats.held[h.name]++
 		}
 	}
+}
+
+// holdsThroughout are the holds on the Bundle incarnation c in force through
+// every revision of [from, to].
+func (o *oracle) holdsThroughout(c types.UID, from, to int64) []*hold {
+	var in []*hold
+	for _, h := range []*hold{holdInvalidSpec, holdNotReady} {
+		if _, ok := spanThroughout(o.holds[h][c], from, to); c != "" && ok {
+			in = append(in, h)
+		}
+	}
+	return in
 }
 
 // teardownOrder: in the last spec of the Bundle incarnation uid, dependents[x]
@@ -409,11 +483,10 @@ func (o *oracle) controlledBy(c types.UID) []string {
 	return names
 }
 
-// heldByInvalidSpec tells whether the spec of the Bundle that controls inc is
-// invalid now.
-func (o *oracle) heldByInvalidSpec(inc *incarnation) bool {
+// heldNow tells whether a hold on the Bundle that controls inc is in force.
+func (o *oracle) heldNow(inc *incarnation) bool {
 	c := controllerUID(inc.meta)
-	return c != "" && isOpen(o.invalid[c])
+	return c != "" && (isOpen(o.holds[holdInvalidSpec][c]) || isOpen(o.holds[holdNotReady][c]))
 }
 
 // forcing: the generator is about to delete uid itself (notForced takes it
@@ -505,6 +578,9 @@ type view struct {
 	desired   bool
 	protected bool
 	foreign   bool
+	// held: a hold on the Bundle that controls it is in force (see hold):
+	// limbo may not delete it until that Bundle's generator ends the hold.
+	held bool
 }
 
 func (o *oracle) view(name string) view {
@@ -516,15 +592,16 @@ func (o *oracle) view(name string) view {
 	}
 	v := view{desired: isOpen(m.desired), protected: isOpen(m.protected), foreign: m.foreign}
 	if m.live != nil && !m.live.deleted {
-		v.exists, v.uid, v.meta = true, m.live.uid, *m.live.meta.DeepCopy()
+		v.exists, v.uid, v.meta, v.held = true, m.live.uid, *m.live.meta.DeepCopy(), o.heldNow(m.live)
 	}
 	return v
 }
 
 // earliestDeletion is the earliest time limbo may delete the object of v
-// (zero: at once), and false when it never may.
+// (zero: at once), and false when it never may (or not while a hold, which
+// only the generator's next operation on the Bundle ends, is in force).
 func earliestDeletion(v view, now time.Time) (time.Time, bool) {
-	if !v.exists || v.desired || v.protected || v.foreign {
+	if !v.exists || v.desired || v.protected || v.foreign || v.held {
 		return time.Time{}, false
 	}
 	value, ok := v.meta.Annotations[limbov1alpha1.AnnotationDeletionDelay]
@@ -704,18 +781,35 @@ func (o *oracle) observeLocked(typ watch.EventType, meta metav1.ObjectMeta, at t
 		inc = &incarnation{uid: meta.UID}
 		o.incarnations[meta.UID] = inc
 	}
-	was := controllerUID(inc.meta)
+	prev := inc.meta
+	was := controllerUID(prev)
 	inc.meta, inc.seenAt = meta, at
 	if uid := controllerUID(meta); uid != "" {
 		inc.controller = uid
 	}
+	rv, _ := strconv.ParseInt(meta.ResourceVersion, 10, 64)
+	if _, stamped := parseStamp(meta); typ == watch.Modified && prev.UID != "" && stamped && !hasKey(prev.Annotations, limbov1alpha1.AnnotationDeletionTimestamp) {
+		// Stamped by limbo (kubectl limbo expedite only moves a stamp). After
+		// a watch gap the stamp came somewhere after the last revision seen.
+		from := rv
+		if o.relisting {
+			prevRV, _ := strconv.ParseInt(prev.ResourceVersion, 10, 64)
+			from = prevRV + 1
+		}
+		c := inc.controller
+		o.judge(m.bundle, func() {
+			for _, h := range o.holdsThroughout(c, from, rv) {
+				o.violatef("%s (uid %s, revision %d) stamped while "+h.while, meta.Name, short(meta.UID), rv, short(c))
+			}
+		})
+	}
 	if typ == watch.Modified && was != "" && controllerUID(meta) != was && !o.relisting {
-		rv, _ := strconv.ParseInt(meta.ResourceVersion, 10, 64)
-		if _, ok := spanAt(o.invalid[was], rv); ok {
-			// A spec error writes nothing: no release (a later deletion of the
-			// object, no longer controlled, would escape the rule below).
-			o.violatef("%s (uid %s, revision %d) released while the spec of its Bundle (uid %s) was invalid (a spec error writes nothing)",
-				meta.Name, short(meta.UID), rv, short(was))
+		for _, h := range o.holdsThroughout(was, rv, rv) {
+			if h.releases {
+				// No release (a later deletion of the object, no longer
+				// controlled, would escape the rule in judgeDeletion).
+				o.violatef("%s (uid %s, revision %d) released while "+h.while, meta.Name, short(meta.UID), rv, short(was))
+			}
 		}
 		r := release{what: fmt.Sprintf("%s (uid %s, revision %d) released", meta.Name, short(meta.UID), rv), name: meta.Name, rv: rv, siblings: o.controlledBy(was)}
 		if _, known := o.dependents[was]; known {
@@ -732,7 +826,6 @@ func (o *oracle) observeLocked(typ watch.EventType, meta metav1.ObjectMeta, at t
 				// a kube-apiserver restart for seconds) created it for a Bundle
 				// already deleted with --cascade=orphan: that Bundle's objects are
 				// left behind, this one too ("nothing is deleted").
-				rv, _ := strconv.ParseInt(meta.ResourceVersion, 10, 64)
 				m.protected = open(m.protected, rv, at)
 				o.logf("%s left behind by --cascade=orphan: created after its Bundle's deletion", meta.Name)
 			}
@@ -747,11 +840,7 @@ func (o *oracle) observeLocked(typ watch.EventType, meta metav1.ObjectMeta, at t
 	if c := controllerUID(meta); c != "" {
 		inc.siblings = o.controlledBy(c)
 	}
-	if s := o.slot(m.bundle); s.busy {
-		s.queued, s.at = append(s.queued, inc), append(s.at, at)
-		return
-	}
-	o.judgeDeletion(m, inc, at)
+	o.judge(m.bundle, func() { o.judgeDeletion(m, inc, at) })
 }
 
 func short(uid types.UID) string { return string(uid)[:8] }
@@ -813,8 +902,8 @@ func (o *oracle) judgeDeletion(m *objectModel, inc *incarnation, at time.Time) {
 		// the spec was invalid is flagged where it is seen).
 		c = inc.controller
 	}
-	if _, ok := spanThroughout(o.invalid[c], from, rv); c != "" && ok {
-		o.violatef("%s deleted while the spec of its Bundle (uid %s) was invalid (a spec error deletes nothing)", what, short(c))
+	for _, h := range o.holdsThroughout(c, from, rv) {
+		o.violatef("%s deleted while "+h.while, what, short(c))
 	}
 	if c != "" && inc.gapFrom == 0 {
 		o.checkOrder(c, release{what: what + " deleted", name: meta.Name, rv: rv, siblings: inc.siblings})
@@ -970,7 +1059,7 @@ func (o *oracle) adjust(due time.Time) time.Time {
 // when limbo must not delete it (or it is not limbo's to delete).
 func (o *oracle) dueLocked(m *objectModel, now time.Time) (time.Time, bool) {
 	inc := m.live
-	if inc == nil || inc.deleted || inc.forced || isOpen(m.desired) || isOpen(m.protected) || m.foreign || o.heldByInvalidSpec(inc) {
+	if inc == nil || inc.deleted || inc.forced || isOpen(m.desired) || isOpen(m.protected) || m.foreign || o.heldNow(inc) {
 		return time.Time{}, false
 	}
 	if o.fates[controllerUID(inc.meta)] == fateForeground {
@@ -1040,7 +1129,7 @@ func (o *oracle) finalCheck() {
 	for _, name := range names {
 		m := o.objects[name]
 		exists := m.live != nil && !m.live.deleted
-		held := exists && o.heldByInvalidSpec(m.live)
+		held := exists && o.heldNow(m.live)
 		keep := isOpen(m.desired) || isOpen(m.protected) || m.foreign || held
 		switch {
 		case keep && !exists:
@@ -1068,6 +1157,11 @@ func (o *oracle) report() []string {
 		chaos = append(chaos, fmt.Sprintf("%s=%d", event, n))
 	}
 	sort.Strings(chaos)
+	var notReady []string
+	for op, n := range o.stats.opsNotReady {
+		notReady = append(notReady, fmt.Sprintf("%s=%d", op, n))
+	}
+	sort.Strings(notReady)
 	s := o.stats
 	return append([]string{
 		fmt.Sprintf("operations: %d (%s)", total, strings.Join(ops, " ")),
@@ -1076,6 +1170,8 @@ func (o *oracle) report() []string {
 		fmt.Sprintf("cancels: %d; controller outages: %d; kube-apiserver restarts: %d (watch relisted %d times); Bundles the garbage collector still held: %d",
 			s.cancels, s.controllerRestarts, s.apiRestarts, s.watchGaps, s.collectorHolds),
 		fmt.Sprintf("chaos: %s; objects another depended on that a teardown deleted or released (order checked): %d", strings.Join(chaos, " "), s.orderedTeardownSteps),
+		fmt.Sprintf("operations while a gate was not Ready: %s; orphans kept by a hold until it ended: %d while the spec was invalid, %d while a resource was not Ready",
+			strings.Join(notReady, " "), s.held[holdInvalidSpec.name], s.held[holdNotReady.name]),
 		fmt.Sprintf("max lateness: %v raw (%s); %v with outages taken off (%s)",
 			s.maxLateness.Round(time.Millisecond), s.maxLatenessObject, s.maxAdjustedLateness.Round(time.Millisecond), s.maxAdjustedLatenessObject),
 		fmt.Sprintf("violations: %d (and %d deletions of objects declared again while a kube-apiserver outage hid it from limbo until their deadline)", len(o.violations), s.outageRaces),

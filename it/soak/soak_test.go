@@ -79,7 +79,8 @@ func TestSoak(t *testing.T) {
 	var workers sync.WaitGroup
 	all := make([]*slot, slots)
 	for i := range slots {
-		s := &slot{name: fmt.Sprintf("b%d", i), rng: rand.New(rand.NewPCG(uint64(seed), uint64(i)))}
+		// Half the Bundles have a gate whose readiness the generator sets.
+		s := &slot{name: fmt.Sprintf("b%d", i), rng: rand.New(rand.NewPCG(uint64(seed), uint64(i))), gated: i%2 == 0}
 		all[i] = s
 		n := ops / slots
 		if i < ops%slots {
@@ -106,6 +107,13 @@ func TestSoak(t *testing.T) {
 	}
 	opsTime := time.Since(started)
 
+	// Every gate Ready again: what the Bundles held is due, and the
+	// resources they blocked are applied.
+	for _, s := range all {
+		if s.uid != "" && s.gateUnready {
+			g.markReady(ctx, s)
+		}
+	}
 	// Let every countdown end, then check what is left.
 	for ctx.Err() == nil {
 		until, n := o.pendingUntil(time.Now())
@@ -144,8 +152,9 @@ const coverageOps = 300
 
 // notCovered lists what a run was to exercise and did not: each operation the
 // generator performs (unless skipped), both kinds of kills and the
-// kube-apiserver restart, and a background teardown that deleted or released
-// an object another one depended on (its order checked).
+// kube-apiserver restart, a background teardown that deleted or released
+// an object another one depended on (its order checked), and an orphan that a
+// gate not Ready kept.
 func (o *oracle) notCovered(g *generator) []string {
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -162,6 +171,9 @@ func (o *oracle) notCovered(g *generator) []string {
 	}
 	if !g.skip["delete-bundle-background"] && o.stats.orderedTeardownSteps == 0 {
 		missing = append(missing, "a teardown that deleted or released an object another one depended on")
+	}
+	if !g.skip["mark-unready"] && o.stats.held[holdNotReady.name] == 0 {
+		missing = append(missing, "an orphan kept while a resource of its Bundle was not Ready")
 	}
 	return missing
 }
