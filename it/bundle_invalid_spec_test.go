@@ -136,7 +136,7 @@ func TestInvalidSpec(t *testing.T) {
 			},
 			blame: "bad", reason: "ProhibitedAnnotation",
 			message: func(string, string) string {
-				return `object: annotation "limbo.dev/deletionTimestamp" is set by the controller only`
+				return `object: annotation "limbo.dev/deletionTimestamp" is set by limbo only`
 			},
 			absent: func(ns, _ string) []objectKey { return []objectKey{{configMapGVK, ns, "bad"}} },
 		},
@@ -149,7 +149,7 @@ func TestInvalidSpec(t *testing.T) {
 			},
 			blame: "bad", reason: "ProhibitedAnnotation",
 			message: func(string, string) string {
-				return `object: label "limbo.dev/pending-deletion" is set by the controller only`
+				return `object: label "limbo.dev/pending-deletion" is set by limbo only`
 			},
 			absent: func(ns, _ string) []objectKey { return []objectKey{{configMapGVK, ns, "bad"}} },
 		},
@@ -162,7 +162,7 @@ func TestInvalidSpec(t *testing.T) {
 			},
 			blame: "bad", reason: "ProhibitedAnnotation",
 			message: func(string, string) string {
-				return `object: annotation "limbo.dev/released" is set by the controller only`
+				return `object: annotation "limbo.dev/released" is set by limbo only`
 			},
 			absent: func(ns, _ string) []objectKey { return []objectKey{{configMapGVK, ns, "bad"}} },
 		},

@@ -79,7 +79,7 @@ func TestGeneratedObjectWithInvalidAnnotationIsRefused(t *testing.T) {
 			`plugin "test-external" generated ConfigMap "gen-config" with limbo.dev/deletionDelay: invalid limbo.dev/deletionDelay "1 day": not a duration (Go syntax: 10m, 24h, 1h30m)`},
 		// A generator's copy of a live object in limbo would carry its countdown.
 		{"countdown mark", limbov1alpha1.AnnotationDeletionTimestamp, "2026-01-01T00:00:00Z", limbov1alpha1.ReasonProhibitedAnnotation,
-			`plugin "test-external" generated ConfigMap "gen-config" with annotation "limbo.dev/deletionTimestamp", which only the controller sets`},
+			`plugin "test-external" generated ConfigMap "gen-config" with annotation "limbo.dev/deletionTimestamp", which only limbo sets`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

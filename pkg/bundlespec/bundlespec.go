@@ -411,8 +411,8 @@ func parseObject(namespace string, res *Resource, mapper meta.RESTMapper) Errors
 	case ns != namespace:
 		errs = fail(limbov1alpha1.ReasonWrongNamespace, "object: namespace %q is not the Bundle's namespace %q", ns, namespace)
 	}
-	for _, key := range ControllerOnly(u) {
-		errs = fail(limbov1alpha1.ReasonProhibitedAnnotation, "object: %s is set by the controller only", key)
+	for _, key := range LimboOnly(u) {
+		errs = fail(limbov1alpha1.ReasonProhibitedAnnotation, "object: %s is set by limbo only", key)
 	}
 	annotations := u.GetAnnotations()
 	if err := InvalidDelay(u); err != nil {
@@ -628,17 +628,21 @@ func sortErrors(b *limbov1alpha1.Bundle, errs Errors) {
 	sort.SliceStable(errs, func(i, j int) bool { return index[errs[i].Resource] < index[errs[j].Resource] })
 }
 
-// controllerOnlyAnnotations are the marks of limbo's soft delete that only the
-// controller writes. Declared in a template (copied from a live object's YAML, say),
-// they would pass limbo's own decisions off as made: a released mark makes the
-// object the reaper's once a --cascade=orphan delete drops its owner reference, a
-// plugin resource's mark has a teardown cancel its countdown and delete it in the
-// first wave, a generator's mark moves it to another teardown wave.
-var controllerOnlyAnnotations = []string{
+// limboOnlyAnnotations are the marks of limbo's soft delete that only the
+// controller writes, and the note that only kubectl limbo expedite writes.
+// Declared in a template (copied from a live object's YAML, say), a mark would
+// pass limbo's own decisions off as made: a released mark makes the object the
+// reaper's once a --cascade=orphan delete drops its owner reference, a plugin
+// resource's mark has a teardown cancel its countdown and delete it in the first
+// wave, a generator's mark moves it to another teardown wave. The note would
+// misdate the countdown kubectl limbo shows, and come back with every apply
+// after a cancel removed it.
+var limboOnlyAnnotations = []string{
 	limbov1alpha1.AnnotationDeletionTimestamp,
 	limbov1alpha1.AnnotationReleased,
 	limbov1alpha1.AnnotationPluginResource,
 	limbov1alpha1.AnnotationGeneratedBy,
+	limbov1alpha1.AnnotationExpeditedFrom,
 }
 
 // InvalidDelay is the error of obj's limbo.dev/deletionDelay when it is set and
@@ -653,12 +657,12 @@ func InvalidDelay(obj metav1.Object) error {
 	return err
 }
 
-// ControllerOnly names the annotations and labels of obj that only the controller
-// sets (`annotation "limbo.dev/released"`), in a fixed order: a template or a
+// LimboOnly names the annotations and labels of obj that only limbo sets
+// (`annotation "limbo.dev/released"`), in a fixed order: a template or a
 // generated object that sets one is refused.
-func ControllerOnly(obj metav1.Object) []string {
+func LimboOnly(obj metav1.Object) []string {
 	var set []string
-	for _, key := range controllerOnlyAnnotations {
+	for _, key := range limboOnlyAnnotations {
 		if _, ok := obj.GetAnnotations()[key]; ok {
 			set = append(set, fmt.Sprintf("annotation %q", key))
 		}

@@ -171,27 +171,29 @@ func TestParse(t *testing.T) {
 				}}))}}
 			},
 			wantErrs: []Error{
-				{"a", limbov1alpha1.ReasonProhibitedAnnotation, `object: annotation "limbo.dev/deletionTimestamp" is set by the controller only`},
+				{"a", limbov1alpha1.ReasonProhibitedAnnotation, `object: annotation "limbo.dev/deletionTimestamp" is set by limbo only`},
 				{"a", limbov1alpha1.ReasonInvalidDeletionDelay, `object: invalid limbo.dev/deletionDelay "tomorrow": not a duration (Go syntax: 10m, 24h, 1h30m)`},
 			},
 		},
 		{
-			name: "the controller's soft-delete marks",
+			name: "limbo's soft-delete marks and expedite's note",
 			resources: func(t *testing.T) []limbov1alpha1.Resource {
 				return []limbov1alpha1.Resource{{Name: "a", Object: obj(t, cm("a", map[string]any{
 					"annotations": map[string]any{
 						limbov1alpha1.AnnotationReleased:       "2026-01-01T00:00:00Z",
 						limbov1alpha1.AnnotationPluginResource: "team-a/shop/gc",
 						limbov1alpha1.AnnotationGeneratedBy:    "gen",
+						limbov1alpha1.AnnotationExpeditedFrom:  "2026-01-01T00:00:00Z",
 					},
 					"labels": map[string]any{limbov1alpha1.LabelPendingDeletion: "true"},
 				}))}}
 			},
 			wantErrs: []Error{
-				{"a", limbov1alpha1.ReasonProhibitedAnnotation, `object: annotation "limbo.dev/released" is set by the controller only`},
-				{"a", limbov1alpha1.ReasonProhibitedAnnotation, `object: annotation "limbo.dev/pluginResource" is set by the controller only`},
-				{"a", limbov1alpha1.ReasonProhibitedAnnotation, `object: annotation "limbo.dev/generatedBy" is set by the controller only`},
-				{"a", limbov1alpha1.ReasonProhibitedAnnotation, `object: label "limbo.dev/pending-deletion" is set by the controller only`},
+				{"a", limbov1alpha1.ReasonProhibitedAnnotation, `object: annotation "limbo.dev/released" is set by limbo only`},
+				{"a", limbov1alpha1.ReasonProhibitedAnnotation, `object: annotation "limbo.dev/pluginResource" is set by limbo only`},
+				{"a", limbov1alpha1.ReasonProhibitedAnnotation, `object: annotation "limbo.dev/generatedBy" is set by limbo only`},
+				{"a", limbov1alpha1.ReasonProhibitedAnnotation, `object: annotation "limbo.dev/expeditedFrom" is set by limbo only`},
+				{"a", limbov1alpha1.ReasonProhibitedAnnotation, `object: label "limbo.dev/pending-deletion" is set by limbo only`},
 			},
 		},
 		{

@@ -140,8 +140,8 @@ func (p *pass) syncPlugin(ctx context.Context, res *bundlespec.Resource) (limbov
 		if reason, err := bundlespec.HeldKind(p.r.Mapper, obj.GroupVersionKind()); reason == limbov1alpha1.ReasonClusterScoped {
 			return fail(limbov1alpha1.ResourceError, reason, "plugin %q generated %s %q: %v", res.Plugin.Name, obj.GetKind(), obj.GetName(), err)
 		}
-		if set := bundlespec.ControllerOnly(obj); len(set) > 0 {
-			return fail(limbov1alpha1.ResourceError, limbov1alpha1.ReasonProhibitedAnnotation, "plugin %q generated %s %q with %s, which only the controller sets", res.Plugin.Name, obj.GetKind(), obj.GetName(), strings.Join(set, ", "))
+		if set := bundlespec.LimboOnly(obj); len(set) > 0 {
+			return fail(limbov1alpha1.ResourceError, limbov1alpha1.ReasonProhibitedAnnotation, "plugin %q generated %s %q with %s, which only limbo sets", res.Plugin.Name, obj.GetKind(), obj.GetName(), strings.Join(set, ", "))
 		}
 		// A delay the plugin chose is checked as a template's is (after a
 		// teardown, no Bundle would be left to report it).
