@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -55,7 +56,8 @@ locally: a StorageOS v2 API (namespace-gc) on --storageos-sim-addr, with the
 credentials storageos/storageos (see examples/namespace-gc), and OpenStack
 (Keystone v3, Neutron, Nova; route-gc) on --openstack-sim-addr, holding a demo
 router and servers (see examples/route-gc). It also installs csi-baremetal's CRDs
-(node-removal; see examples/node-removal) before the controller starts.
+(node-removal; see examples/node-removal), found beside the --crds directory, before
+the controller starts.
 
 With --clusters 2 it also starts a second control plane, standing for a workload
 cluster, and writes its kubeconfig into the Secret default/workload-kubeconfig (key
@@ -121,9 +123,11 @@ value) of the first, for plugins that act on another cluster (kubeConfigSecretRe
 		if simulators {
 			// csi-baremetal stands in the cluster as the simulators do outside it:
 			// installed before the controller starts, as on a real cluster.
-			if _, err := os.Stat(csiBaremetalCRDs); err == nil {
-				crdPaths = append(crdPaths, csiBaremetalCRDs)
-				fmt.Printf("limbo dev: csi-baremetal's CRDs installed (%s); see examples/node-removal\n", csiBaremetalCRDs)
+			if path, err := csiBaremetalCRDsBeside(crdDir); err != nil {
+				fmt.Fprintf(os.Stderr, "limbo dev: csi-baremetal's CRDs not installed: %v; examples/node-removal needs them (kubectl apply -f %s from the repository)\n", err, csiBaremetalCRDs)
+			} else {
+				crdPaths = append(crdPaths, path)
+				fmt.Printf("limbo dev: csi-baremetal's CRDs installed (%s); see examples/node-removal\n", path)
 			}
 		}
 		fmt.Fprintln(os.Stderr, "limbo dev: starting etcd, kube-apiserver and kube-controller-manager ...")
@@ -164,8 +168,19 @@ value) of the first, for plugins that act on another cluster (kubeConfigSecretRe
 }
 
 // csiBaremetalCRDs are the CRDs of csi-baremetal that node-removal reads, which
-// --simulators installs (relative to the repository's root, as --crds is).
+// --simulators installs, relative to the repository's root.
 const csiBaremetalCRDs = "examples/node-removal/csi-baremetal-crds.yaml"
+
+// csiBaremetalCRDsBeside finds csiBaremetalCRDs in the repository whose crds/
+// directory crdDir is: --crds pointing into the repository from elsewhere finds
+// them too, not only a limbo dev run in the repository's root.
+func csiBaremetalCRDsBeside(crdDir string) (string, error) {
+	path := filepath.Join(crdDir, "..", csiBaremetalCRDs)
+	if _, err := os.Stat(path); err != nil {
+		return "", err
+	}
+	return path, nil
+}
 
 // startOpenStackSim starts the OpenStack simulator with the demo router and
 // servers of examples/route-gc, and prints where it is and how to log in.

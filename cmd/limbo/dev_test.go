@@ -31,3 +31,16 @@ func TestDevWithoutBinDir(t *testing.T) {
 		t.Errorf("limbo dev error = %v\nwant %s", err, want)
 	}
 }
+
+// --simulators finds csi-baremetal's CRDs beside the crds/ directory that
+// --crds names, wherever limbo dev runs, and reports when there are none there.
+func TestCSIBaremetalCRDsBesideTheCRDs(t *testing.T) {
+	// The test runs in cmd/limbo: the repository's crds/ is two levels up.
+	path, err := csiBaremetalCRDsBeside(filepath.Join("..", "..", "crds"))
+	if want := filepath.Join("..", "..", csiBaremetalCRDs); err != nil || path != want {
+		t.Errorf("csiBaremetalCRDsBeside(../../crds) = %q, %v; want %q", path, err, want)
+	}
+	if path, err := csiBaremetalCRDsBeside(filepath.Join(t.TempDir(), "crds")); err == nil {
+		t.Errorf("csiBaremetalCRDsBeside(a directory outside the repository) = %q, want an error", path)
+	}
+}
