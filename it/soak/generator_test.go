@@ -205,7 +205,8 @@ type op struct {
 func (g *generator) ops() []op {
 	return []op{
 		{"add", 18, g.add}, {"remove", 18, g.remove}, {"edit-template-delay", 8, g.editTemplateDelay},
-		{"edit-live-delay", 8, g.editLiveDelay}, {"force-delete", 8, g.forceDelete}, {"expedite", 8, g.expedite},
+		{"edit-live-delay", 8, g.editLiveDelay}, {"invalid-live-delay", 6, g.invalidLiveDelay}, {"fix-live-delay", 6, g.fixLiveDelay},
+		{"force-delete", 8, g.forceDelete}, {"expedite", 8, g.expedite},
 		{"cancel", 6, g.cancel}, {"empty", 3, g.empty}, {"empty-guarded", 4, g.emptyGuarded(false)},
 		{"empty-guarded-holding", 3, g.emptyGuarded(true)},
 		{faultInvalidDelay, 4, g.invalidSpec(faultInvalidDelay)},
@@ -575,24 +576,57 @@ func (g *generator) pick(s *slot, keep func(view) bool) (string, view, bool) {
 	return names[i], views[i], true
 }
 
-// inLimbo: an object no Bundle declares, not cancelled, with a delay.
+// inLimbo: an object no Bundle declares, not cancelled, with a delay (valid
+// or not).
 func inLimbo(v view) bool {
 	_, hasDelay := v.meta.Annotations[limbov1alpha1.AnnotationDeletionDelay]
 	return !v.desired && !v.foreign && hasDelay
 }
 
+// counting: an object in limbo whose delay is valid, so that its countdown
+// runs (or waits for a hold).
+func counting(v view) bool { return inLimbo(v) && !invalidDelay(v.meta) }
+
 // editLiveDelay sets a new delay on an object in limbo, as `kubectl annotate
 // --overwrite` would: its deadline moves (DESIGN §4).
 func (g *generator) editLiveDelay(ctx context.Context, s *slot) bool {
-	name, v, ok := g.pick(s, inLimbo)
+	name, v, ok := g.pick(s, counting)
 	if !ok {
 		return false
 	}
-	delay := delays[1+s.rng.IntN(len(delays)-1)]
-	err := g.mutate(s, "edit-live-delay", fmt.Sprintf("%s %q->%q", name, v.meta.Annotations[limbov1alpha1.AnnotationDeletionDelay], delay), func() error {
+	return g.setLiveDelay(ctx, s, "edit-live-delay", name, v, delays[1+s.rng.IntN(len(delays)-1)])
+}
+
+// invalidLiveDelay sets an invalid delay on an object in limbo, as a user's
+// typo would: limbo never deletes it until the delay is valid again (DESIGN
+// §4; docs/soft-delete.md "Invalid delays"); a stamp it carries stays.
+func (g *generator) invalidLiveDelay(ctx context.Context, s *slot) bool {
+	name, v, ok := g.pick(s, counting)
+	if !ok {
+		return false
+	}
+	return g.setLiveDelay(ctx, s, "invalid-live-delay", name, v, invalidDelays[s.rng.IntN(len(invalidDelays))])
+}
+
+// fixLiveDelay sets a valid delay on an object whose delay is invalid: its
+// countdown runs from the stamp it carries (written before the delay became
+// invalid), or from a stamp written now.
+func (g *generator) fixLiveDelay(ctx context.Context, s *slot) bool {
+	name, v, ok := g.pick(s, func(v view) bool { return invalidDelay(v.meta) })
+	if !ok {
+		return false
+	}
+	return g.setLiveDelay(ctx, s, "fix-live-delay", name, v, delays[1+s.rng.IntN(len(delays)-1)])
+}
+
+// setLiveDelay writes delay on the object of v, as operation op; the UID is a
+// precondition (never the next incarnation), and a write that lands first
+// makes limbo decide again (its deletes carry a resourceVersion precondition).
+func (g *generator) setLiveDelay(ctx context.Context, s *slot, op, name string, v view, delay string) bool {
+	err := g.mutate(s, op, fmt.Sprintf("%s %q->%q", name, v.meta.Annotations[limbov1alpha1.AnnotationDeletionDelay], delay), func() error {
 		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{
 			"annotations": map[string]any{limbov1alpha1.AnnotationDeletionDelay: delay},
-			"uid":         v.uid, // a precondition: never the next incarnation
+			"uid":         v.uid,
 		}})
 		_, err := g.clientset.CoreV1().ConfigMaps(g.namespace).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
 		if err == nil {
@@ -654,7 +688,7 @@ func (g *generator) kubectlLimbo(ctx context.Context, verb, name string) error {
 func (g *generator) expedite(ctx context.Context, s *slot) bool {
 	name, v, ok := g.pick(s, func(v view) bool {
 		_, stamped := parseStamp(v.meta)
-		return inLimbo(v) && stamped
+		return counting(v) && stamped // kubectl limbo refuses an invalid delay
 	})
 	if !ok {
 		return false
@@ -809,7 +843,8 @@ func (g *generator) stampedOrphans(ctx context.Context, s *slot) ([]string, time
 		held, _, _ := g.orphans(s)
 		for _, name := range held {
 			v := g.oracle.view(name)
-			if _, stamped := parseStamp(v.meta); !v.held && !stamped && hasKey(v.meta.Annotations, limbov1alpha1.AnnotationDeletionDelay) {
+			// An invalid delay is never stamped (nor deleted).
+			if _, stamped := parseStamp(v.meta); !v.held && !stamped && counting(v) {
 				return fmt.Errorf("%s is not stamped yet", name)
 			}
 		}

@@ -112,6 +112,24 @@ func TestOracleRules(t *testing.T) {
 		deletedAt: base.Add(time.Second),
 		want:      "without a valid",
 	}, {
+		// An invalid delay on the live object: never deleted (DESIGN §4),
+		// whatever its stamp says.
+		name:      "deleted while its live delay was invalid",
+		history:   func(o *oracle) { o.undeclared(20, base, "b0-r0") },
+		final:     meta("30", stamped("soon", base), true),
+		deletedAt: base.Add(time.Hour),
+		want:      "deleted with an invalid delay",
+	}, {
+		// Stamped with a valid delay, made invalid, then valid again at
+		// base+5s: the stamp written before stays, so it is due at once.
+		name: "its delay made invalid, then valid again: due from the stamp written before, not before the fix",
+		history: func(o *oracle) {
+			o.undeclared(20, base, "b0-r0")
+			o.touched("cccccccc-0000", base.Add(5*time.Second))
+		},
+		final:     meta("30", stamped("2s", base), true),
+		deletedAt: base.Add(5500 * time.Millisecond),
+	}, {
 		name:      "deleted late",
 		history:   func(o *oracle) { o.undeclared(20, base, "b0-r0") },
 		final:     meta("30", stamped("1s", base), true),
@@ -385,6 +403,60 @@ func TestOracleHeld(t *testing.T) {
 				t.Errorf("violations %q after the Bundle's deletion; want one saying the object still exists only for the readiness hold", torn.violations)
 			}
 		})
+	}
+}
+
+// An object whose live delay is invalid is never due: checkOverdue does not
+// report it and at the end it must still exist (kept, not leaked). Once a later
+// edit makes the delay valid, it is due from its stamp (written before the
+// delay became invalid), and not before that edit.
+func TestOracleInvalidLiveDelay(t *testing.T) {
+	base := time.Now().Add(-time.Minute)
+	live := func(rv, delay string) metav1.ObjectMeta {
+		return metav1.ObjectMeta{Name: "b0-r0", UID: "cccccccc-0000", ResourceVersion: rv,
+			Annotations: map[string]string{limbov1alpha1.AnnotationDeletionDelay: delay, limbov1alpha1.AnnotationDeletionTimestamp: base.Format(time.RFC3339)},
+			Labels:      map[string]string{limbov1alpha1.LabelBundle: "b0"}}
+	}
+	invalid := func() *oracle {
+		o := newOracle()
+		o.declared("b0", 10, "b0-r0")
+		o.observe(watch.Added, live("11", "1s"), base)
+		o.undeclared(20, base, "b0-r0")
+		o.observe(watch.Modified, live("21", "-5s"), base.Add(100*time.Millisecond))
+		o.touched("cccccccc-0000", base.Add(100*time.Millisecond))
+		return o
+	}
+
+	o := invalid()
+	o.checkOverdue(time.Now())
+	o.finalCheck()
+	if len(o.violations) != 0 {
+		t.Fatalf("violations %q, want none: an invalid delay keeps the object", o.violations)
+	}
+	o.observe(watch.Deleted, live("30", "-5s"), time.Now())
+	if got := strings.Join(o.violations, "\n"); !strings.Contains(got, "b0-r0 (uid cccccccc, revision 30") || !strings.Contains(got, "deleted with an invalid delay") {
+		t.Errorf("violations %q, want one saying b0-r0 was deleted with an invalid delay", got)
+	}
+
+	// Never stamped either.
+	unstamped := live("22", "soon")
+	delete(unstamped.Annotations, limbov1alpha1.AnnotationDeletionTimestamp)
+	stamped := live("23", "soon")
+	o = invalid()
+	o.observe(watch.Modified, unstamped, time.Now())
+	o.observe(watch.Modified, stamped, time.Now())
+	if got := strings.Join(o.violations, "\n"); !strings.Contains(got, "b0-r0 (uid cccccccc, revision 23) stamped although its delay \"soon\" is invalid") {
+		t.Errorf("violations %q, want one saying b0-r0 was stamped with an invalid delay", got)
+	}
+
+	// Made valid 10 s ago: due from the old stamp, but not before the edit.
+	fixed := invalid()
+	fixedAt := time.Now().Add(-10 * time.Second)
+	fixed.observe(watch.Modified, live("25", "2s"), fixedAt)
+	fixed.touched("cccccccc-0000", fixedAt)
+	fixed.checkOverdue(time.Now())
+	if len(fixed.violations) != 1 || !strings.Contains(fixed.violations[0], "still exists 10s after it was due") {
+		t.Errorf("violations %q, want one saying the object still exists 10 s after its delay was made valid", fixed.violations)
 	}
 }
 

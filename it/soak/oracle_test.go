@@ -802,6 +802,13 @@ func (o *oracle) observeLocked(typ watch.EventType, meta metav1.ObjectMeta, at t
 				o.violatef("%s (uid %s, revision %d) stamped while "+h.while, meta.Name, short(meta.UID), rv, short(c))
 			}
 		})
+		if invalidDelay(meta) && !o.relisting {
+			// Stamps are written with a resourceVersion precondition, so this
+			// one was decided on the invalid delay (after a watch gap, the delay
+			// may have come after the stamp).
+			o.violatef("%s (uid %s, revision %d) stamped although its delay %q is invalid (never deleted until it is made valid)",
+				meta.Name, short(meta.UID), rv, meta.Annotations[limbov1alpha1.AnnotationDeletionDelay])
+		}
 	}
 	if typ == watch.Modified && was != "" && controllerUID(meta) != was && !o.relisting {
 		for _, h := range o.holdsThroughout(was, rv, rv) {
@@ -942,7 +949,10 @@ func (o *oracle) checkDeadline(what string, meta metav1.ObjectMeta, at time.Time
 	}
 	delay, err := softdelete.ParseDelay(value)
 	if err != nil {
-		o.violatef("%s deleted with an invalid delay: %v", what, err)
+		// Never deleted until the delay is made valid again (DESIGN §4): the
+		// deletion was decided on this state (deletes carry a resourceVersion
+		// precondition), so no later fix excuses it.
+		o.violatef("%s deleted with an invalid delay (never deleted until it is made valid): %v", what, err)
 		return time.Time{}, false
 	}
 	stamp, ok := parseStamp(meta)
@@ -955,6 +965,14 @@ func (o *oracle) checkDeadline(what string, meta metav1.ObjectMeta, at time.Time
 		o.violatef("%s deleted %v before its deadline %s", what, deadline.Sub(at).Round(time.Millisecond), deadline.Format(time.RFC3339))
 	}
 	return deadline, true
+}
+
+// invalidDelay tells whether meta carries a limbo.dev/deletionDelay that does
+// not parse (or is negative): limbo never deletes such an object (DESIGN §4).
+func invalidDelay(meta metav1.ObjectMeta) bool {
+	value, ok := meta.Annotations[limbov1alpha1.AnnotationDeletionDelay]
+	_, err := softdelete.ParseDelay(value)
+	return ok && err != nil
 }
 
 // deadlineOf is the deadline of a stamped object with a valid delay.
@@ -1116,8 +1134,9 @@ func (o *oracle) pendingUntil(now time.Time) (time.Time, int) {
 }
 
 // finalCheck checks, once everything is due, that nothing was lost and nothing
-// leaked: the objects a Bundle declares, that --cascade=orphan left behind or
-// that were cancelled exist; every other object is gone.
+// leaked: the objects a Bundle declares, that --cascade=orphan left behind, that
+// were cancelled or whose live delay is invalid exist; every other object is
+// gone.
 func (o *oracle) finalCheck() {
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -1130,7 +1149,10 @@ func (o *oracle) finalCheck() {
 		m := o.objects[name]
 		exists := m.live != nil && !m.live.deleted
 		held := exists && o.heldNow(m.live)
-		keep := isOpen(m.desired) || isOpen(m.protected) || m.foreign || held
+		// An invalid delay on the live object: never deleted until it is made
+		// valid (DESIGN §4).
+		neverDue := exists && invalidDelay(m.live.meta)
+		keep := isOpen(m.desired) || isOpen(m.protected) || m.foreign || held || neverDue
 		switch {
 		case keep && !exists:
 			o.violatef("lost: %s should exist (declared %v, left behind %v, cancelled %v) but does not",
