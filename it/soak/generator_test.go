@@ -61,16 +61,23 @@ type generator struct {
 	// pause is held (read) by every mutation, and (write) across a
 	// kube-apiserver restart, so that no write is in doubt.
 	pause *sync.RWMutex
+	// slots are every Bundle slot of the run: a hand-over writes the spec of
+	// another one than its own.
+	slots []*slot
 }
 
 // slot is one Bundle name and the spec the generator last wrote for it.
 type slot struct {
+	// mu is held by the slot's worker while it performs an operation, and by
+	// the worker of another slot that hands an object over to this one.
+	mu   sync.Mutex
 	name string
 	rng  *rand.Rand
 	// uid is the live Bundle's UID; empty while there is none.
 	uid types.UID
 	// resources maps resource name to its delay, as declared (or, while
-	// guarded, as declared before the spec was emptied).
+	// guarded, as declared before the spec was emptied). A resource handed
+	// over from another Bundle is named after its object (see objectOf).
 	resources map[string]string
 	// adopt lists resources declared with limbo.dev/adopt: "true" (objects
 	// without a controller that are not the Bundle's by label).
@@ -175,13 +182,47 @@ func dropDeps(s *slot, gone ...string) {
 
 func objectName(bundle, resource string) string { return bundle + "-" + resource }
 
+// objectOf is the name of the object of s's resource r: <bundle>-<r>, or r
+// itself for an object handed over from another Bundle, which keeps its name
+// (resourceOf).
+func (s *slot) objectOf(r string) string {
+	if strings.Contains(r, "-") {
+		return r
+	}
+	return objectName(s.name, r)
+}
+
+// resourceOf is the resource of s that declares object name: r for
+// <bundle>-<r>, the object's name for another Bundle's.
+func (s *slot) resourceOf(name string) string {
+	if r, ok := strings.CutPrefix(name, s.name+"-"); ok {
+		return r
+	}
+	return name
+}
+
+// elsewhere tells whether the object of v is another Bundle's: declared by
+// another slot, or controlled by a Bundle of another name (handed over).
+// s declares it only by a hand-over (handOver), never by add or create: its
+// resource would be ControlledByOther, and s not Ready, which the model does
+// not foresee there.
+func elsewhere(s *slot, v view) bool {
+	return slices.ContainsFunc(v.declarers, func(b string) bool { return b != s.name }) ||
+		(controllerUID(v.meta) != "" && v.meta.Labels[limbov1alpha1.LabelBundle] != s.name)
+}
+
 func resourceName(i int) string { return "r" + strconv.Itoa(i) }
 
 // run performs ops operations on s, then returns.
 func (g *generator) run(ctx context.Context, s *slot, ops int) {
 	misses := 0
 	for done := 0; done < ops && ctx.Err() == nil && !s.retired; {
-		if g.step(ctx, s) {
+		s.mu.Lock()
+		stepped := g.step(ctx, s)
+		// Drawn under the lock: a hand-over to s draws from s.rng too.
+		think := time.Duration(s.rng.Int64N(int64(maxThinkTime)))
+		s.mu.Unlock()
+		if stepped {
 			done, misses = done+1, 0
 		} else if misses++; misses > maxMisses {
 			g.oracle.mu.Lock()
@@ -189,7 +230,7 @@ func (g *generator) run(ctx context.Context, s *slot, ops int) {
 			g.oracle.mu.Unlock()
 			return
 		}
-		sleep(ctx, time.Duration(s.rng.Int64N(int64(maxThinkTime))))
+		sleep(ctx, think)
 	}
 }
 
@@ -200,12 +241,21 @@ type op struct {
 	do     func(context.Context, *slot) bool
 }
 
+// holdingOps make the Bundle hold its orphans (a gate not Ready, a spec error,
+// an emptied spec): not while one of them is handed over to another Bundle,
+// which waits for the end of its countdown (the generator would wait for the
+// adoption, and the Bundle's worker end its run with the hold on).
+var holdingOps = map[string]bool{
+	"mark-unready": true, "empty-guarded": true, "empty-guarded-holding": true,
+	faultInvalidDelay: true, faultMissingDependency: true, faultDependencyCycle: true,
+}
+
 // ops are the operations picked at random on a Bundle that exists, and is
 // neither guarded nor invalid.
 func (g *generator) ops() []op {
 	return []op{
 		{"add", 18, g.add}, {"remove", 18, g.remove}, {"edit-template-delay", 8, g.editTemplateDelay},
-		{"edit-live-delay", 8, g.editLiveDelay}, {"invalid-live-delay", 6, g.invalidLiveDelay}, {"fix-live-delay", 6, g.fixLiveDelay},
+		{"edit-live-delay", 8, g.editLiveDelay}, {"invalid-live-delay", 6, g.invalidLiveDelay}, {"fix-live-delay", 10, g.fixLiveDelay},
 		{"force-delete", 8, g.forceDelete}, {"expedite", 8, g.expedite},
 		{"cancel", 6, g.cancel}, {"empty", 3, g.empty}, {"empty-guarded", 4, g.emptyGuarded(false)},
 		{"empty-guarded-holding", 3, g.emptyGuarded(true)},
@@ -216,6 +266,7 @@ func (g *generator) ops() []op {
 		{"delete-bundle-orphan", 2, g.deleteBundle(fateOrphan)},
 		{"delete-bundle-foreground", 2, g.deleteBundle(fateForeground)},
 		{"mark-unready", 8, g.markUnready}, {"mark-ready", 10, g.markReady},
+		{"hand-over", 6, g.handOver},
 	}
 }
 
@@ -271,17 +322,19 @@ func (g *generator) step(ctx context.Context, s *slot) bool {
 	var ops []op
 	total := 0
 	done, ordered, keptNotReady := g.oracle.opCounts()
+	handOvers, givingAway := g.oracle.handOverCounts(), g.oracle.givingAway(s.uid)
 	for _, o := range g.ops() {
-		if g.skip[o.name] {
+		if g.skip[o.name] || (holdingOps[o.name] && givingAway) {
 			continue
 		}
 		if done[o.name] == 0 || (o.name == "delete-bundle-background" && ordered == 0 && len(s.deps) > 0) ||
-			(keptNotReady == 0 && ((o.name == "mark-unready" && s.gated) || (o.name == "remove" && s.gateUnready))) {
+			(keptNotReady == 0 && ((o.name == "mark-unready" && s.gated) || (o.name == "remove" && s.gateUnready))) ||
+			(o.name == "hand-over" && len(missingVariants(handOvers)) > 0) {
 			// Not done yet in the run (or no teardown in waves yet, and this
 			// Bundle has dependencies; or no orphan kept by a gate not Ready
-			// yet, and this Bundle has a gate): picked more often, so that
-			// even the short form does every operation (see expectedOps,
-			// notCovered).
+			// yet, and this Bundle has a gate; or a variant of hand-over not
+			// done yet): picked more often, so that even the short form does
+			// every operation (see expectedOps, notCovered).
 			o.weight *= 4
 		}
 		ops = append(ops, o)
@@ -345,7 +398,7 @@ func (g *generator) template(s *slot, resource string) map[string]any {
 			"apiVersion": "v1",
 			"kind":       "ConfigMap",
 			"metadata": map[string]any{
-				"name":        objectName(s.name, resource),
+				"name":        s.objectOf(resource),
 				"labels":      map[string]any{"soak": "true"},
 				"annotations": annotations,
 			},
@@ -411,7 +464,7 @@ func (g *generator) writeSpec(ctx context.Context, s *slot, allowEmpty bool) (in
 func (g *generator) objectNames(s *slot, resources ...string) []string {
 	names := make([]string, len(resources))
 	for i, r := range resources {
-		names[i] = objectName(s.name, r)
+		names[i] = s.objectOf(r)
 	}
 	return names
 }
@@ -433,7 +486,7 @@ func (g *generator) create(ctx context.Context, s *slot) bool {
 	for i := range resourcesPerBundle {
 		r := resourceName(i)
 		v := g.oracle.view(objectName(s.name, r))
-		if s.rng.IntN(2) == 0 || !safeToDeclare(v, now) {
+		if s.rng.IntN(2) == 0 || !safeToDeclare(v, now) || elsewhere(s, v) {
 			continue
 		}
 		if deps := dependOn(s, r, v.exists); len(deps) > 0 {
@@ -449,7 +502,7 @@ func (g *generator) create(ctx context.Context, s *slot) bool {
 		"spec":       g.spec(s, len(s.resources) == 0),
 	}}
 	err := g.mutate(s, "create", fmt.Sprintf("%v depends %v", s.resources, s.deps), func() error {
-		if err := g.stillSafe(s, slices.Sorted(maps.Keys(s.resources))...); err != nil {
+		if err := g.stillSafe(g.objectNames(s, slices.Sorted(maps.Keys(s.resources))...)...); err != nil {
 			return err
 		}
 		obj, err := g.bundles().Create(ctx, bundle, metav1.CreateOptions{})
@@ -475,7 +528,7 @@ func (g *generator) add(ctx context.Context, s *slot) bool {
 	var candidates []string
 	for i := range resourcesPerBundle {
 		r := resourceName(i)
-		if _, ok := s.resources[r]; !ok && safeToDeclare(g.oracle.view(objectName(s.name, r)), now) {
+		if v := g.oracle.view(objectName(s.name, r)); !hasKey(s.resources, r) && safeToDeclare(v, now) && !elsewhere(s, v) {
 			candidates = append(candidates, r)
 		}
 	}
@@ -494,7 +547,7 @@ func (g *generator) add(ctx context.Context, s *slot) bool {
 		op = "re-add"
 	}
 	err := g.mutate(s, op, fmt.Sprintf("%s delay=%q adopt=%v depends %v", r, s.resources[r], s.adopt[r], s.deps[r]), func() error {
-		if err := g.stillSafe(s, r); err != nil {
+		if err := g.stillSafe(objectName(s.name, r)); err != nil {
 			return err
 		}
 		rv, err := g.writeSpec(ctx, s, false)
@@ -531,7 +584,7 @@ func (g *generator) removeResource(ctx context.Context, s *slot, r string) bool 
 		if err != nil {
 			return err
 		}
-		g.oracle.undeclared(rv, time.Now(), objectName(s.name, r))
+		g.oracle.undeclared(s.name, rv, time.Now(), s.objectOf(r))
 		return nil
 	})
 	if err != nil {
@@ -723,6 +776,170 @@ func (g *generator) cancel(ctx context.Context, s *slot) bool {
 	return err == nil || strings.Contains(err.Error(), "not found")
 }
 
+// The variants of a hand-over (handOver): the order of its two writes, and
+// whether the Bundle it leaves is deleted right after.
+const (
+	handOverRemoveFirst  = "remove-first"
+	handOverAddFirst     = "add-first"
+	handOverGiverDeleted = "giver-deleted"
+)
+
+// missingVariants are the variants of hand-over that counts lacks.
+func missingVariants(counts map[string]int) []string {
+	var missing []string
+	for _, v := range []string{handOverAddFirst, handOverRemoveFirst, handOverGiverDeleted} {
+		if counts[v] == 0 {
+			missing = append(missing, v)
+		}
+	}
+	return missing
+}
+
+// handOver moves a resource of s to another Bundle of the run, as a user
+// moving an object (a PVC and its data) from one Bundle to another does
+// (docs/soft-delete.md, "Moving an object from one Bundle to another"): the
+// other Bundle declares the same object (same name) with limbo.dev/adopt:
+// "true", and s drops it — in either order. At the end of its countdown s
+// hands the object over instead of deleting it (its teardown releases it at
+// once), and the other Bundle adopts it. From the other Bundle's write on, the
+// oracle keeps the object declared (never deleted, by s's countdown or
+// teardown), holds the other Bundle's orphans until it is seen adopting it
+// (holdAdopting: its resource is not Ready meanwhile), and settle of that
+// Bundle wants it controlled by it and out of limbo. Remove-first waits,
+// between the two writes, until the object is gone or cannot be deleted
+// within redeclareGuard (a write of another Bundle's spec cannot be ordered
+// against a delete decided a moment before): without a delay, the object goes
+// with the removal and the other Bundle makes a new one. Now and then, and at
+// least once in a run, s is deleted right after, with any cascade: a teardown
+// releases the object to its adopter, --cascade=orphan leaves it to it, and
+// --cascade=foreground has the garbage collector delete it if s still
+// controls it ("everything now", DESIGN §3), and the adopter makes a new one.
+func (g *generator) handOver(ctx context.Context, s *slot) bool {
+	if s.gateUnready || len(s.resources) == 0 || g.oracle.adoptingInto(s.uid) {
+		// A gate not Ready holds s's countdowns; so does an adoption s waits
+		// for (see receiver).
+		return false
+	}
+	g.settle(ctx, s)
+	keys := slices.Sorted(maps.Keys(s.resources))
+	r := keys[s.rng.IntN(len(keys))]
+	name := s.objectOf(r)
+	if invalidDelay(g.oracle.view(name).meta) {
+		return false // never due: s would never hand it over
+	}
+	t := g.receiver(ctx, s, name)
+	if t == nil {
+		return false
+	}
+	defer t.mu.Unlock()
+	// The hold on t's orphans must not race a stamp or a deletion that t's
+	// pass decided before it saw the write (as for markUnready).
+	if _, _, ok := g.stampedOrphans(ctx, t); !ok {
+		return false
+	}
+	missing := missingVariants(g.oracle.handOverCounts())
+	order := []string{handOverRemoveFirst, handOverAddFirst}[s.rng.IntN(2)]
+	if slices.Contains(missing, handOverRemoveFirst) != slices.Contains(missing, handOverAddFirst) {
+		order = missing[0] // the order not done yet
+	}
+	// Rarely: the adopter then waits for its 30 s recheck of an object in
+	// the way (docs/bundle-api.md), as nothing wakes it.
+	deleteGiver := slices.Contains(missing, handOverGiverDeleted) || s.rng.IntN(6) == 0
+
+	sDelay, sAdopt, sDeps := s.resources[r], s.adopt[r], cloneDeps(s.deps)
+	delete(s.resources, r)
+	delete(s.adopt, r)
+	dropDeps(s, r)
+	tr := t.resourceOf(name)
+	t.resources[tr], t.adopt[tr] = g.randomDelay(t), true
+	if deps := dependOn(t, tr, true); len(deps) > 0 {
+		t.deps[tr] = deps
+	}
+	removed, declared := false, false
+	remove := func() error {
+		rv, err := g.writeSpec(ctx, s, len(s.resources) == 0)
+		if err != nil {
+			return err
+		}
+		g.oracle.undeclared(s.name, rv, time.Now(), name)
+		removed = true
+		return nil
+	}
+	declare := func() error {
+		rv, err := g.writeSpec(ctx, t, false)
+		if err != nil {
+			return err
+		}
+		g.oracle.declared(t.name, rv, name)
+		g.oracle.adopting(t.name, t.uid, rv, name)
+		declared = true
+		return nil
+	}
+	g.oracle.begin(t.name) // the object's deletion, seen meanwhile, is judged once both writes are in the model
+	err := g.mutate(s, "hand-over", fmt.Sprintf("%s to %s (%s; delay %q, depends %v)", name, t.name, order, t.resources[tr], t.deps[tr]), func() error {
+		if order == handOverAddFirst {
+			if err := declare(); err != nil {
+				return err
+			}
+			// t waits for it now: s must drop it (no write fails for good
+			// while kube-apiserver runs).
+			return pollErr(ctx, settleTimeout, remove)
+		}
+		if err := remove(); err != nil {
+			return err
+		}
+		if err := pollErr(ctx, 20*time.Second, func() error { return g.stillSafe(name) }); err != nil {
+			return err
+		}
+		return declare()
+	})
+	g.oracle.end(t.name)
+	if !removed {
+		s.resources[r], s.adopt[r], s.deps = sDelay, sAdopt, sDeps
+	}
+	if !declared {
+		delete(t.resources, tr)
+		delete(t.adopt, tr)
+		delete(t.deps, tr)
+	}
+	if err != nil {
+		return removed
+	}
+	g.oracle.handedOver(order)
+	if deleteGiver && g.deleteBundle([]fate{fateBackground, fateBackground, fateOrphan, fateForeground}[s.rng.IntN(4)])(ctx, s) {
+		g.oracle.handedOver(handOverGiverDeleted)
+	}
+	return true
+}
+
+// receiver picks another slot to hand object name over to, and returns it
+// locked; nil if none may take it now. Its worker's lock is only tried: two
+// workers that hand objects to each other must not wait for each other. The
+// receiver waits for no other adoption (one hold at a time, see adopting) and
+// hands nothing over itself: a Bundle that waits to adopt an object holds its
+// orphans, so two Bundles that hand objects to each other would wait for each
+// other for good (each resource ControlledByOther, DESIGN §3 step 6).
+func (g *generator) receiver(ctx context.Context, s *slot, name string) *slot {
+	var found *slot
+	// The other workers are mostly in an operation: try for a moment.
+	_ = pollErr(ctx, time.Second, func() error {
+		for _, i := range s.rng.Perm(len(g.slots)) {
+			t := g.slots[i]
+			if t == s || !t.mu.TryLock() {
+				continue
+			}
+			if t.uid != "" && !t.guarded && t.invalid == "" && !t.retired && !t.declaresObject(name) && !hasKey(t.resources, t.resourceOf(name)) &&
+				!g.oracle.adoptingInto(t.uid) && !g.oracle.givingAway(t.uid) {
+				found = t
+				return nil
+			}
+			t.mu.Unlock()
+		}
+		return fmt.Errorf("no Bundle may take %s now", name)
+	})
+	return found
+}
+
 // empty removes every resource, with allowEmpty: true.
 func (g *generator) empty(ctx context.Context, s *slot) bool {
 	g.settle(ctx, s)
@@ -733,7 +950,7 @@ func (g *generator) empty(ctx context.Context, s *slot) bool {
 		if err != nil {
 			return err
 		}
-		g.oracle.undeclared(rv, time.Now(), g.objectNames(s, slices.Sorted(maps.Keys(old))...)...)
+		g.oracle.undeclared(s.name, rv, time.Now(), g.objectNames(s, slices.Sorted(maps.Keys(old))...)...)
 		return nil
 	})
 	if err != nil {
@@ -819,9 +1036,8 @@ func (g *generator) orphans(s *slot) ([]string, time.Time, bool) {
 	var held []string
 	var lastDeadline time.Time
 	now := time.Now()
-	for _, r := range g.allResources() {
-		name := objectName(s.name, r)
-		if v := g.oracle.view(name); !hasKey(s.resources, r) && v.exists && controllerUID(v.meta) == s.uid {
+	for _, name := range g.oracle.controlled(s.uid) {
+		if v := g.oracle.view(name); !s.declaresObject(name) && v.exists && controllerUID(v.meta) == s.uid {
 			if !safeToDeclare(v, now) {
 				return nil, time.Time{}, false
 			}
@@ -908,7 +1124,7 @@ func (g *generator) invalidSpec(fault string) func(context.Context, *slot) bool 
 			if err != nil {
 				return err
 			}
-			g.oracle.undeclared(rv, time.Now(), g.objectNames(s, removed...)...)
+			g.oracle.undeclared(s.name, rv, time.Now(), g.objectNames(s, removed...)...)
 			g.oracle.holdStarted(holdInvalidSpec, s.uid, rv)
 			return nil
 		})
@@ -965,7 +1181,7 @@ func (g *generator) restore(ctx context.Context, s *slot) bool {
 		if err != nil {
 			return err
 		}
-		g.oracle.undeclared(rv, time.Now(), append(g.objectNames(s, dropped...), s.held...)...)
+		g.oracle.undeclared(s.name, rv, time.Now(), append(g.objectNames(s, dropped...), s.held...)...)
 		return nil
 	})
 	if err != nil {
@@ -992,7 +1208,7 @@ func (g *generator) allowEmpty(ctx context.Context, s *slot) bool {
 			s.resources, s.deps, s.guarded = old, deps, true
 			return err
 		}
-		g.oracle.undeclared(rv, time.Now(), append(g.objectNames(s, slices.Sorted(maps.Keys(old))...), s.held...)...)
+		g.oracle.undeclared(s.name, rv, time.Now(), append(g.objectNames(s, slices.Sorted(maps.Keys(old))...), s.held...)...)
 		return nil
 	})
 	if err == nil {
@@ -1017,12 +1233,12 @@ func (g *generator) deleteBundle(f fate) func(context.Context, *slot) bool {
 		dependents := map[string][]string{} // object -> the objects that depend on it
 		for r, deps := range s.deps {
 			for _, d := range deps {
-				dependents[objectName(s.name, d)] = append(dependents[objectName(s.name, d)], objectName(s.name, r))
+				dependents[s.objectOf(d)] = append(dependents[s.objectOf(d)], s.objectOf(r))
 			}
 		}
 		err := g.mutate(s, "delete-bundle-"+string(f), fmt.Sprintf("depends %v", s.deps), func() error {
 			if f == fateOrphan {
-				if err := g.stillSafe(s, g.allResources()...); err != nil {
+				if err := g.stillSafe(g.objectsOf(s)...); err != nil {
 					return err
 				}
 			}
@@ -1037,9 +1253,9 @@ func (g *generator) deleteBundle(f fate) func(context.Context, *slot) bool {
 				return err
 			}
 			rv := revision(&deleted)
-			g.oracle.bundleDeleted(s.uid, f, rv)
+			g.oracle.bundleDeleted(s.name, s.uid, f, rv)
 			g.oracle.teardownOrder(s.uid, dependents)
-			g.oracle.undeclared(rv, time.Now(), declared...)
+			g.oracle.undeclared(s.name, rv, time.Now(), declared...)
 			return nil
 		})
 		if err != nil {
@@ -1114,7 +1330,7 @@ func (g *generator) settle(ctx context.Context, s *slot) {
 			if skip[r] {
 				continue
 			}
-			name := objectName(s.name, r)
+			name := s.objectOf(r)
 			v := g.oracle.view(name)
 			got := v.meta.Annotations[limbov1alpha1.AnnotationDeletionDelay]
 			_, stamped := v.meta.Annotations[limbov1alpha1.AnnotationDeletionTimestamp]
@@ -1128,8 +1344,10 @@ func (g *generator) settle(ctx context.Context, s *slot) {
 				// edit-live-delay): server-side apply removes only fields
 				// limbo owns. The oracle reads the live delay.
 				return fmt.Errorf("%s has delay %q, declared %q", name, got, delay)
-			case stamped || v.meta.Labels[limbov1alpha1.LabelPendingDeletion] != "":
-				return fmt.Errorf("%s is still in limbo", name)
+			case stamped || v.meta.Labels[limbov1alpha1.LabelPendingDeletion] != "" || hasKey(v.meta.Annotations, limbov1alpha1.AnnotationReleased):
+				// A handed-over object too, once adopted (DESIGN §3, step 4:
+				// its countdown cancelled).
+				return fmt.Errorf("%s is still in limbo: %v", name, limboAnnotations(v.meta))
 			}
 		}
 		return nil
@@ -1248,24 +1466,32 @@ func (g *generator) gateSeen(ctx context.Context, s *slot, state limbov1alpha1.R
 // quiet waits until no object of s may be deleted within redeclareGuard, so
 // that a --cascade=orphan does not race a deadline.
 func (g *generator) quiet(ctx context.Context, s *slot) bool {
-	return pollErr(ctx, 20*time.Second, func() error { return g.stillSafe(s, g.allResources()...) }) == nil
+	return pollErr(ctx, 20*time.Second, func() error { return g.stillSafe(g.objectsOf(s)...) }) == nil
 }
 
-func (g *generator) allResources() []string {
-	all := make([]string, resourcesPerBundle)
-	for i := range all {
-		all[i] = resourceName(i)
+// objectsOf are the objects s may control: those of its names, those it
+// declares (handed over from other Bundles included) and those it controls.
+func (g *generator) objectsOf(s *slot) []string {
+	names := g.oracle.controlled(s.uid)
+	for i := range resourcesPerBundle {
+		names = append(names, objectName(s.name, resourceName(i)))
 	}
-	return all
+	names = append(names, g.objectNames(s, slices.Collect(maps.Keys(s.resources))...)...)
+	slices.Sort(names)
+	return slices.Compact(names)
 }
 
-// stillSafe checks, right before a write, that no object of the resources
-// may be deleted within redeclareGuard: the check made when the operation was
+// declaresObject tells whether a resource of s declares object name.
+func (s *slot) declaresObject(name string) bool {
+	return slices.ContainsFunc(slices.Collect(maps.Keys(s.resources)), func(r string) bool { return s.objectOf(r) == name })
+}
+
+// stillSafe checks, right before a write, that none of the objects names may
+// be deleted within redeclareGuard: the check made when the operation was
 // picked may be stale by then (a kube-apiserver restart pauses writes).
-func (g *generator) stillSafe(s *slot, resources ...string) error {
+func (g *generator) stillSafe(names ...string) error {
 	now := time.Now()
-	for _, r := range resources {
-		name := objectName(s.name, r)
+	for _, name := range names {
 		if !safeToDeclare(g.oracle.view(name), now) {
 			return fmt.Errorf("not done: %s may be deleted within %v", name, redeclareGuard)
 		}

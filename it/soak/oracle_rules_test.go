@@ -53,12 +53,12 @@ func TestOracleRules(t *testing.T) {
 		want      string // a substring of the violation; empty: none
 	}{{
 		name:      "deleted at its deadline",
-		history:   func(o *oracle) { o.undeclared(20, base, "b0-r0") },
+		history:   func(o *oracle) { o.undeclared("b0", 20, base, "b0-r0") },
 		final:     meta("30", stamped("2s", base), true),
 		deletedAt: base.Add(2100 * time.Millisecond),
 	}, {
 		name:      "deleted before its deadline",
-		history:   func(o *oracle) { o.undeclared(20, base, "b0-r0") },
+		history:   func(o *oracle) { o.undeclared("b0", 20, base, "b0-r0") },
 		final:     meta("30", stamped("2s", base), true),
 		deletedAt: base.Add(1900 * time.Millisecond),
 		want:      "before its deadline",
@@ -70,13 +70,13 @@ func TestOracleRules(t *testing.T) {
 		want:      "while its Bundle declared it",
 	}, {
 		name:      "declared again after the deletion's revision: allowed",
-		history:   func(o *oracle) { o.undeclared(20, base, "b0-r0"); o.declared("b0", 31, "b0-r0") },
+		history:   func(o *oracle) { o.undeclared("b0", 20, base, "b0-r0"); o.declared("b0", 31, "b0-r0") },
 		final:     meta("30", nil, true),
 		deletedAt: base.Add(time.Second),
 	}, {
 		name: "declared again in limbo, but a kube-apiserver outage hid it until the deadline: a race, allowed",
 		history: func(o *oracle) {
-			o.undeclared(20, base, "b0-r0")
+			o.undeclared("b0", 20, base, "b0-r0")
 			o.declared("b0", 25, "b0-r0")
 			o.objects["b0-r0"].desired[1].since = base.Add(500 * time.Millisecond)
 			o.outages = append(o.outages, outage{what: outageAPIServer, start: base.Add(600 * time.Millisecond), end: base.Add(5 * time.Second)})
@@ -88,7 +88,7 @@ func TestOracleRules(t *testing.T) {
 		// cannot have been hidden from it.
 		name: "declared again in limbo, deleted after a controller restart: not a race",
 		history: func(o *oracle) {
-			o.undeclared(20, base, "b0-r0")
+			o.undeclared("b0", 20, base, "b0-r0")
 			o.declared("b0", 25, "b0-r0")
 			o.objects["b0-r0"].desired[1].since = base.Add(500 * time.Millisecond)
 			o.outages = append(o.outages, outage{what: outageController, start: base.Add(600 * time.Millisecond), end: base.Add(5 * time.Second)})
@@ -107,7 +107,7 @@ func TestOracleRules(t *testing.T) {
 		want:      "while its Bundle declared it",
 	}, {
 		name:      "deleted with a delay but no stamp",
-		history:   func(o *oracle) { o.undeclared(20, base, "b0-r0") },
+		history:   func(o *oracle) { o.undeclared("b0", 20, base, "b0-r0") },
 		final:     meta("30", map[string]string{limbov1alpha1.AnnotationDeletionDelay: "0s"}, true),
 		deletedAt: base.Add(time.Second),
 		want:      "without a valid",
@@ -115,7 +115,7 @@ func TestOracleRules(t *testing.T) {
 		// An invalid delay on the live object: never deleted (DESIGN §4),
 		// whatever its stamp says.
 		name:      "deleted while its live delay was invalid",
-		history:   func(o *oracle) { o.undeclared(20, base, "b0-r0") },
+		history:   func(o *oracle) { o.undeclared("b0", 20, base, "b0-r0") },
 		final:     meta("30", stamped("soon", base), true),
 		deletedAt: base.Add(time.Hour),
 		want:      "deleted with an invalid delay",
@@ -124,21 +124,21 @@ func TestOracleRules(t *testing.T) {
 		// base+5s: the stamp written before stays, so it is due at once.
 		name: "its delay made invalid, then valid again: due from the stamp written before, not before the fix",
 		history: func(o *oracle) {
-			o.undeclared(20, base, "b0-r0")
+			o.undeclared("b0", 20, base, "b0-r0")
 			o.touched("cccccccc-0000", base.Add(5*time.Second))
 		},
 		final:     meta("30", stamped("2s", base), true),
 		deletedAt: base.Add(5500 * time.Millisecond),
 	}, {
 		name:      "deleted late",
-		history:   func(o *oracle) { o.undeclared(20, base, "b0-r0") },
+		history:   func(o *oracle) { o.undeclared("b0", 20, base, "b0-r0") },
 		final:     meta("30", stamped("1s", base), true),
 		deletedAt: base.Add(3100 * time.Millisecond),
 		want:      "more than 2s late",
 	}, {
 		name: "late across a controller outage: allowed up to 2s after it",
 		history: func(o *oracle) {
-			o.undeclared(20, base, "b0-r0")
+			o.undeclared("b0", 20, base, "b0-r0")
 			o.outages = append(o.outages, outage{what: outageController, start: base.Add(500 * time.Millisecond), end: base.Add(6 * time.Second)})
 		},
 		final:     meta("30", stamped("1s", base), true),
@@ -147,8 +147,8 @@ func TestOracleRules(t *testing.T) {
 		name:    "left behind by --cascade=orphan",
 		created: new(meta("11", nil, true)),
 		history: func(o *oracle) {
-			o.undeclared(20, base, "b0-r0")
-			o.bundleDeleted(bundleUID, fateOrphan, 20)
+			o.undeclared("b0", 20, base, "b0-r0")
+			o.bundleDeleted("b0", bundleUID, fateOrphan, 20)
 		},
 		final:     meta("30", stamped("0s", base), false),
 		deletedAt: base.Add(time.Second),
@@ -156,8 +156,8 @@ func TestOracleRules(t *testing.T) {
 	}, {
 		name: "deleted by --cascade=foreground",
 		history: func(o *oracle) {
-			o.bundleDeleted(bundleUID, fateForeground, 20)
-			o.undeclared(20, base, "b0-r0")
+			o.bundleDeleted("b0", bundleUID, fateForeground, 20)
+			o.undeclared("b0", 20, base, "b0-r0")
 		},
 		final:     meta("30", map[string]string{limbov1alpha1.AnnotationDeletionDelay: "1h"}, true),
 		deletedAt: base,
@@ -168,7 +168,7 @@ func TestOracleRules(t *testing.T) {
 		deletedAt: base,
 	}, {
 		name:      "deleted after kubectl limbo cancel",
-		history:   func(o *oracle) { o.undeclared(20, base, "b0-r0"); o.cancelled("b0-r0") },
+		history:   func(o *oracle) { o.undeclared("b0", 20, base, "b0-r0"); o.cancelled("b0-r0") },
 		final:     metav1.ObjectMeta{Name: "b0-r0", UID: "cccccccc-0000", ResourceVersion: "30", Annotations: map[string]string{limbov1alpha1.AnnotationDeletionDelay: "1s"}},
 		deletedAt: base.Add(time.Hour),
 		want:      "cancel",
@@ -177,7 +177,7 @@ func TestOracleRules(t *testing.T) {
 		// the deletion came after it, whatever the last state carries (a
 		// limbo.dev/bundle label put back after the cancel, say).
 		name:      "deleted after kubectl limbo cancel, the Bundle's label on it",
-		history:   func(o *oracle) { o.undeclared(20, base, "b0-r0"); o.cancelled("b0-r0") },
+		history:   func(o *oracle) { o.undeclared("b0", 20, base, "b0-r0"); o.cancelled("b0-r0") },
 		final:     meta("30", stamped("1s", base), true),
 		deletedAt: base.Add(1100 * time.Millisecond),
 		want:      "cancel",
@@ -187,8 +187,8 @@ func TestOracleRules(t *testing.T) {
 		// collector's.
 		name: "deleted while declared, before the Bundle's deletion with --cascade=foreground",
 		history: func(o *oracle) {
-			o.bundleDeleted(bundleUID, fateForeground, 40)
-			o.undeclared(40, base, "b0-r0")
+			o.bundleDeleted("b0", bundleUID, fateForeground, 40)
+			o.undeclared("b0", 40, base, "b0-r0")
 		},
 		final:     meta("30", map[string]string{limbov1alpha1.AnnotationDeletionDelay: "1h"}, true),
 		deletedAt: base,
@@ -198,7 +198,7 @@ func TestOracleRules(t *testing.T) {
 		// may still back off after a kube-apiserver outage.
 		name: "late after a kube-apiserver outage, a standby killed meanwhile: allowed",
 		history: func(o *oracle) {
-			o.undeclared(20, base, "b0-r0")
+			o.undeclared("b0", 20, base, "b0-r0")
 			o.outages = append(o.outages, outage{what: outageAPIServer, start: base.Add(500 * time.Millisecond), end: base.Add(10 * time.Second)},
 				outage{what: outageController, start: base.Add(11 * time.Second), end: base.Add(11100 * time.Millisecond), stale: true})
 		},
@@ -207,7 +207,7 @@ func TestOracleRules(t *testing.T) {
 	}, {
 		name: "late after a kube-apiserver outage and a restart afresh",
 		history: func(o *oracle) {
-			o.undeclared(20, base, "b0-r0")
+			o.undeclared("b0", 20, base, "b0-r0")
 			o.outages = append(o.outages, outage{what: outageAPIServer, start: base.Add(500 * time.Millisecond), end: base.Add(10 * time.Second)},
 				outage{what: outageController, start: base.Add(11 * time.Second), end: base.Add(11100 * time.Millisecond)})
 		},
@@ -219,7 +219,7 @@ func TestOracleRules(t *testing.T) {
 		// deadline passed while the spec was invalid.
 		name: "deleted past its deadline while the Bundle's spec was invalid",
 		history: func(o *oracle) {
-			o.undeclared(20, base, "b0-r0")
+			o.undeclared("b0", 20, base, "b0-r0")
 			o.holdStarted(holdInvalidSpec, bundleUID, 25)
 		},
 		final:     meta("30", stamped("1s", base), true),
@@ -228,7 +228,7 @@ func TestOracleRules(t *testing.T) {
 	}, {
 		name: "deleted without a delay while the Bundle's spec was invalid (removed by the same edit)",
 		history: func(o *oracle) {
-			o.undeclared(25, base, "b0-r0")
+			o.undeclared("b0", 25, base, "b0-r0")
 			o.holdStarted(holdInvalidSpec, bundleUID, 25)
 		},
 		final:     meta("30", nil, true),
@@ -240,7 +240,7 @@ func TestOracleRules(t *testing.T) {
 		// controlled, and the release is a write a spec error never makes.
 		name: "released while the Bundle's spec was invalid, then deleted",
 		history: func(o *oracle) {
-			o.undeclared(20, base, "b0-r0")
+			o.undeclared("b0", 20, base, "b0-r0")
 			o.holdStarted(holdInvalidSpec, bundleUID, 25)
 			o.observe(watch.Modified, meta("27", stamped("1s", base), false), base.Add(time.Second))
 		},
@@ -251,7 +251,7 @@ func TestOracleRules(t *testing.T) {
 	}, {
 		name: "released, not deleted, while the Bundle's spec was invalid",
 		history: func(o *oracle) {
-			o.undeclared(20, base, "b0-r0")
+			o.undeclared("b0", 20, base, "b0-r0")
 			o.holdStarted(holdInvalidSpec, bundleUID, 25)
 			o.observe(watch.Modified, meta("27", stamped("1s", base), false), base.Add(time.Second))
 			o.holdEnded(holdInvalidSpec, bundleUID, 28, base.Add(2*time.Second))
@@ -265,7 +265,7 @@ func TestOracleRules(t *testing.T) {
 		// not late before then.
 		name: "deleted after the spec was fixed: allowed, due from the fix",
 		history: func(o *oracle) {
-			o.undeclared(20, base, "b0-r0")
+			o.undeclared("b0", 20, base, "b0-r0")
 			o.holdStarted(holdInvalidSpec, bundleUID, 25)
 			o.holdEnded(holdInvalidSpec, bundleUID, 28, base.Add(10*time.Second))
 		},
@@ -275,7 +275,7 @@ func TestOracleRules(t *testing.T) {
 		// Another Bundle's error holds nothing of this one's.
 		name: "deleted at its deadline while another Bundle's spec was invalid: allowed",
 		history: func(o *oracle) {
-			o.undeclared(20, base, "b0-r0")
+			o.undeclared("b0", 20, base, "b0-r0")
 			o.holdStarted(holdInvalidSpec, "eeeeeeee-0000", 25)
 		},
 		final:     meta("30", stamped("1s", base), true),
@@ -285,7 +285,7 @@ func TestOracleRules(t *testing.T) {
 		// Ready (DESIGN §3, step 6): not one stamped before the gate went.
 		name: "deleted past its deadline while a resource of the Bundle was not Ready",
 		history: func(o *oracle) {
-			o.undeclared(20, base, "b0-r0")
+			o.undeclared("b0", 20, base, "b0-r0")
 			o.holdStarted(holdNotReady, bundleUID, 25)
 		},
 		final:     meta("30", stamped("1s", base), true),
@@ -295,7 +295,7 @@ func TestOracleRules(t *testing.T) {
 		name: "deleted without a delay while a resource of the Bundle was not Ready",
 		history: func(o *oracle) {
 			o.holdStarted(holdNotReady, bundleUID, 15)
-			o.undeclared(20, base, "b0-r0")
+			o.undeclared("b0", 20, base, "b0-r0")
 		},
 		final:     meta("30", nil, true),
 		deletedAt: base.Add(100 * time.Millisecond),
@@ -303,7 +303,7 @@ func TestOracleRules(t *testing.T) {
 	}, {
 		name: "deleted once the Bundle was Ready again: allowed, due from then",
 		history: func(o *oracle) {
-			o.undeclared(20, base, "b0-r0")
+			o.undeclared("b0", 20, base, "b0-r0")
 			o.holdStarted(holdNotReady, bundleUID, 25)
 			o.holdEnded(holdNotReady, bundleUID, 28, base.Add(10*time.Second))
 		},
@@ -313,16 +313,16 @@ func TestOracleRules(t *testing.T) {
 		// A deleted Bundle is torn down whatever its readiness.
 		name: "deleted by the teardown of a Bundle not Ready: allowed",
 		history: func(o *oracle) {
-			o.undeclared(20, base, "b0-r0")
+			o.undeclared("b0", 20, base, "b0-r0")
 			o.holdStarted(holdNotReady, bundleUID, 25)
-			o.bundleDeleted(bundleUID, fateBackground, 28)
+			o.bundleDeleted("b0", bundleUID, fateBackground, 28)
 		},
 		final:     meta("30", nil, true),
 		deletedAt: base.Add(100 * time.Millisecond),
 	}, {
 		name: "deleted at its deadline while another Bundle was not Ready: allowed",
 		history: func(o *oracle) {
-			o.undeclared(20, base, "b0-r0")
+			o.undeclared("b0", 20, base, "b0-r0")
 			o.holdStarted(holdNotReady, "eeeeeeee-0000", 25)
 		},
 		final:     meta("30", stamped("1s", base), true),
@@ -366,7 +366,7 @@ func TestOracleHeld(t *testing.T) {
 		o := newOracle()
 		o.declared("b0", 10, "b0-r0")
 		o.observe(watch.Added, live, base)
-		o.undeclared(20, base, "b0-r0")
+		o.undeclared("b0", 20, base, "b0-r0")
 		o.holdStarted(h, "bbbbbbbb-0000", 21)
 		return o
 	}
@@ -397,7 +397,7 @@ func TestOracleHeld(t *testing.T) {
 
 			// The deletion of the Bundle 10 s ago.
 			torn := held(tt.h)
-			torn.bundleDeleted("bbbbbbbb-0000", fateBackground, 22)
+			torn.bundleDeleted("b0", "bbbbbbbb-0000", fateBackground, 22)
 			torn.checkOverdue(time.Now().Add(10 * time.Second))
 			if got := len(torn.violations); (tt.h == holdNotReady) != (got == 1) {
 				t.Errorf("violations %q after the Bundle's deletion; want one saying the object still exists only for the readiness hold", torn.violations)
@@ -421,7 +421,7 @@ func TestOracleInvalidLiveDelay(t *testing.T) {
 		o := newOracle()
 		o.declared("b0", 10, "b0-r0")
 		o.observe(watch.Added, live("11", "1s"), base)
-		o.undeclared(20, base, "b0-r0")
+		o.undeclared("b0", 20, base, "b0-r0")
 		o.observe(watch.Modified, live("21", "-5s"), base.Add(100*time.Millisecond))
 		o.touched("cccccccc-0000", base.Add(100*time.Millisecond))
 		return o
@@ -512,7 +512,7 @@ func TestOracleStampedWhileHeld(t *testing.T) {
 		first: object("11", time.Time{}, true), next: object("30", base, false),
 		history: func(o *oracle) {
 			o.holdStarted(holdNotReady, bundleUID, 25)
-			o.bundleDeleted(bundleUID, fateBackground, 28)
+			o.bundleDeleted("b0", bundleUID, fateBackground, 28)
 		},
 	}, {
 		name:  "a stamp moved (kubectl limbo expedite) while a resource was not Ready: allowed",
@@ -532,7 +532,7 @@ func TestOracleStampedWhileHeld(t *testing.T) {
 			o := newOracle()
 			o.declared("b0", 10, "b0-r0")
 			o.observe(watch.Added, tt.first, base)
-			o.undeclared(20, base, "b0-r0")
+			o.undeclared("b0", 20, base, "b0-r0")
 			tt.history(o)
 			if tt.relist {
 				o.relisted("27", &corev1.ConfigMapList{ListMeta: metav1.ListMeta{ResourceVersion: "30"}, Items: []corev1.ConfigMap{{ObjectMeta: tt.next}}}, base.Add(time.Second))
@@ -589,9 +589,9 @@ func TestOracleTeardownOrder(t *testing.T) {
 			o.declared("b0", 10, "b0-r0", "b0-r1")
 			o.observe(watch.Added, dependency, base)
 			o.observe(watch.Added, dependent, base)
-			o.bundleDeleted(bundleUID, tt.fate, 20)
+			o.bundleDeleted("b0", bundleUID, tt.fate, 20)
 			o.teardownOrder(bundleUID, map[string][]string{"b0-r0": {"b0-r1"}})
-			o.undeclared(20, base, "b0-r0", "b0-r1")
+			o.undeclared("b0", 20, base, "b0-r0", "b0-r1")
 			tt.before(o)
 			deleted := dependency
 			deleted.ResourceVersion = "30"
@@ -615,7 +615,7 @@ func TestOracleOverdue(t *testing.T) {
 	o.declared("b0", 10, "b0-r0")
 	o.observe(watch.Added, metav1.ObjectMeta{Name: "b0-r0", UID: "cccccccc-0000", ResourceVersion: "11",
 		Annotations: map[string]string{limbov1alpha1.AnnotationDeletionDelay: "1s", limbov1alpha1.AnnotationDeletionTimestamp: base.Format(time.RFC3339)}}, base)
-	o.undeclared(20, base, "b0-r0")
+	o.undeclared("b0", 20, base, "b0-r0")
 	o.checkOverdue(time.Now())
 	o.finalCheck()
 	if len(o.violations) != 1 || !strings.Contains(o.violations[0], "still exists") {
@@ -636,8 +636,8 @@ func TestOracleCreatedAfterOrphanCascade(t *testing.T) {
 	base := time.Now().Add(-time.Minute)
 	o := newOracle()
 	o.declared("b0", 10, "b0-r0")
-	o.undeclared(19, base, "b0-r0")
-	o.bundleDeleted(bundleUID, fateOrphan, 20)
+	o.undeclared("b0", 19, base, "b0-r0")
+	o.bundleDeleted("b0", bundleUID, fateOrphan, 20)
 	o.observe(watch.Added, late, base.Add(time.Second))
 	o.checkOverdue(time.Now())
 	o.finalCheck()
@@ -694,7 +694,7 @@ func TestOracleResyncRecreatedInGap(t *testing.T) {
 		o := newOracle()
 		o.declared("b0", 10, "b0-r0")
 		o.observe(watch.Added, old, time.Now())
-		o.undeclared(20, time.Now(), "b0-r0")
+		o.undeclared("b0", 20, time.Now(), "b0-r0")
 		o.declared("b0", 30, "b0-r0")
 		relist(o)
 		if len(o.violations) != 0 {
@@ -747,6 +747,145 @@ func TestOracleForceDeleteRefused(t *testing.T) {
 				// limbo's deletion (refused), or the generator's (accepted).
 				o.observe(watch.Deleted, deleted, time.Now())
 			}
+			got := strings.Join(o.violations, "\n")
+			if tt.want == "" && got != "" {
+				t.Errorf("violations %q, want none", got)
+			}
+			if tt.want != "" && !strings.Contains(got, tt.want) {
+				t.Errorf("violations %q, want one saying %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// An object handed over from one Bundle (b0) to another (b3), which declares it
+// to adopt it: from that write on it is never deleted, by b0's countdown or
+// teardown, until it leaves b3 in turn (but by --cascade=foreground while b0
+// still controls it: "everything now"); b3 hands none of its orphans to the
+// soft-delete engine until it is seen controlling it; and at the end it must
+// be b3's.
+func TestOracleHandOver(t *testing.T) {
+	base := time.Now().Add(-time.Minute)
+	giver, adopter := types.UID("bbbbbbbb-0000"), types.UID("dddddddd-0000")
+	yes := true
+	object := func(name, uid, rv string, controller types.UID, annotations map[string]string) metav1.ObjectMeta {
+		m := metav1.ObjectMeta{Name: name, UID: types.UID(uid), ResourceVersion: rv, Annotations: annotations, Labels: map[string]string{}}
+		if controller != "" {
+			bundle := map[types.UID]string{giver: "b0", adopter: "b3"}[controller]
+			m.Labels[limbov1alpha1.LabelBundle] = bundle
+			m.OwnerReferences = []metav1.OwnerReference{{APIVersion: "limbo.dev/v1alpha1", Kind: "Bundle", Name: bundle, UID: controller, Controller: &yes}}
+		} else {
+			m.Labels[limbov1alpha1.LabelBundle] = "b0" // released by b0
+		}
+		return m
+	}
+	stamped := func(delay string) map[string]string {
+		return map[string]string{limbov1alpha1.AnnotationDeletionDelay: delay, limbov1alpha1.AnnotationDeletionTimestamp: base.Format(time.RFC3339)}
+	}
+	// The object is b5-r2, handed over to b0 before: its name says nothing of
+	// the Bundle that controls it.
+	const name = "b5-r2"
+	handed := func(rv string, controller types.UID) metav1.ObjectMeta {
+		return object(name, "cccccccc-0000", rv, controller, stamped("1s"))
+	}
+	for _, tt := range []struct {
+		name    string
+		history func(o *oracle)
+		want    string // a substring of the violations; empty: none
+	}{{
+		name: "add-first, deleted by the giver's countdown",
+		history: func(o *oracle) {
+			o.declared("b3", 30, name)
+			o.adopting("b3", adopter, 30, name)
+			o.undeclared("b0", 31, base, name)
+			o.observe(watch.Deleted, handed("40", giver), base.Add(2*time.Second))
+		},
+		want: "b5-r2 (uid cccccccc, revision 40, annotations map[controller:bbbbbbbb deletionDelay:1s deletionTimestamp:" + base.Format(time.RFC3339) + " label:bundle:b0]) deleted while its Bundle declared it",
+	}, {
+		name: "remove-first, deleted by the giver's countdown after the adopter's write",
+		history: func(o *oracle) {
+			o.undeclared("b0", 20, base, name)
+			o.declared("b3", 25, name)
+			o.adopting("b3", adopter, 25, name)
+			o.observe(watch.Deleted, handed("30", giver), base.Add(2*time.Second))
+		},
+		want: "deleted while its Bundle declared it",
+	}, {
+		name: "remove-first, deleted before the adopter's write: allowed",
+		history: func(o *oracle) {
+			o.undeclared("b0", 20, base, name)
+			o.observe(watch.Deleted, handed("22", giver), base.Add(1100*time.Millisecond))
+			o.declared("b3", 25, name)
+			o.adopting("b3", adopter, 25, name)
+		},
+	}, {
+		name: "handed over, adopted, then deleted by the adopter's countdown: allowed",
+		history: func(o *oracle) {
+			o.declared("b3", 30, name)
+			o.adopting("b3", adopter, 30, name)
+			o.undeclared("b0", 31, base, name)
+			o.observe(watch.Modified, handed("35", ""), base.Add(time.Second))
+			o.observe(watch.Modified, object(name, "cccccccc-0000", "36", adopter, nil), base.Add(time.Second))
+			o.undeclared("b3", 40, base.Add(2*time.Second), name)
+			o.observe(watch.Deleted, object(name, "cccccccc-0000", "45", adopter, stamped("1s")), base.Add(2100*time.Millisecond))
+		},
+	}, {
+		// --cascade=orphan leaves behind what no other Bundle takes.
+		name: "the giver deleted with --cascade=orphan: adopted, not left behind; then deleted by the adopter's countdown: allowed",
+		history: func(o *oracle) {
+			o.declared("b3", 30, name)
+			o.adopting("b3", adopter, 30, name)
+			o.undeclared("b0", 31, base, name)
+			o.bundleDeleted("b0", giver, fateOrphan, 32)
+			o.observe(watch.Modified, handed("33", ""), base.Add(time.Second))
+			o.observe(watch.Modified, object(name, "cccccccc-0000", "34", adopter, nil), base.Add(time.Second))
+			o.undeclared("b3", 40, base.Add(2*time.Second), name)
+			o.observe(watch.Deleted, object(name, "cccccccc-0000", "45", adopter, stamped("1s")), base.Add(2100*time.Millisecond))
+		},
+	}, {
+		// Seen before the deletion of the Bundle is recorded: judged after.
+		name: "the giver deleted with --cascade=foreground before it handed the object over: the garbage collector's, allowed",
+		history: func(o *oracle) {
+			o.declared("b3", 30, name)
+			o.adopting("b3", adopter, 30, name)
+			o.undeclared("b0", 31, base, name)
+			o.begin("b0")
+			o.observe(watch.Deleted, handed("35", giver), base.Add(time.Second))
+			o.bundleDeleted("b0", giver, fateForeground, 32)
+			o.end("b0")
+		},
+	}, {
+		name: "the adopter's orphan stamped while it waited to adopt",
+		history: func(o *oracle) {
+			o.adopting("b3", adopter, 30, name)
+			o.observe(watch.Modified, object("b3-r0", "eeeeeeee-0000", "32", adopter, stamped("4s")), base.Add(time.Second))
+		},
+		want: "b3-r0 (uid eeeeeeee, revision 32) stamped while a resource of its Bundle (uid dddddddd) waited to adopt an object",
+	}, {
+		name: "the adopter's orphan stamped once it adopted: allowed",
+		history: func(o *oracle) {
+			o.adopting("b3", adopter, 30, name)
+			o.observe(watch.Modified, object(name, "cccccccc-0000", "31", adopter, nil), base.Add(time.Second))
+			o.observe(watch.Modified, object("b3-r0", "eeeeeeee-0000", "32", adopter, stamped("4s")), base.Add(time.Second))
+		},
+	}, {
+		name: "never adopted",
+		history: func(o *oracle) {
+			o.declared("b3", 30, name)
+			o.adopting("b3", adopter, 30, name)
+			o.undeclared("b0", 31, base, name)
+			o.finalCheck()
+		},
+		want: "not adopted: b5-r2 (uid cccccccc, annotations map[controller:bbbbbbbb deletionDelay:1s deletionTimestamp:" + base.Format(time.RFC3339) + " label:bundle:b0]) is not controlled by Bundle b3 (uid dddddddd), which declared it to adopt it at revision 30",
+	}} {
+		t.Run(tt.name, func(t *testing.T) {
+			o := newOracle()
+			o.declared("b0", 10, name)
+			o.declared("b3", 10, "b3-r0")
+			o.observe(watch.Added, handed("11", giver), base.Add(-time.Minute))
+			o.observe(watch.Added, object("b3-r0", "eeeeeeee-0000", "12", adopter, map[string]string{limbov1alpha1.AnnotationDeletionDelay: "4s"}), base.Add(-time.Minute))
+			o.undeclared("b3", 20, base, "b3-r0")
+			tt.history(o)
 			got := strings.Join(o.violations, "\n")
 			if tt.want == "" && got != "" {
 				t.Errorf("violations %q, want none", got)

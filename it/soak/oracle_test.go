@@ -100,8 +100,12 @@ type incarnation struct {
 // objectModel is what the generator asked for one ConfigMap name, and its
 // current incarnation.
 type objectModel struct {
-	name   string
-	bundle string
+	name string
+	// declarers are the Bundle slots whose spec declares the object (or keeps
+	// it: a spec with no resources and no allowEmpty). Two while it is handed
+	// over: the Bundle it goes to declares it to adopt it before the one it
+	// leaves drops it.
+	declarers map[string]bool
 	// desired are the revisions in which a Bundle declared the object (or kept
 	// it while a spec with no resources and no allowEmpty is refused).
 	desired []rvInterval
@@ -113,6 +117,21 @@ type objectModel struct {
 	// foreign: kubectl limbo cancel made it an unmanaged object.
 	foreign bool
 	live    *incarnation
+	// adopter is the Bundle that declared the object to adopt it while
+	// another may have controlled it, until it is seen controlling it (see
+	// holdAdopting); zero when none waits.
+	adopter adopter
+}
+
+// adopter is a Bundle incarnation (uid) of a slot that waits to adopt an object,
+// since the write at revision since, which returned at time at; object is the
+// incarnation that existed then (none: the adopter makes a new one).
+type adopter struct {
+	slot   string
+	uid    types.UID
+	since  int64
+	at     time.Time
+	object types.UID
 }
 
 // spanAt is the span that contains rv.
@@ -163,6 +182,15 @@ type stats struct {
 	// held counts, by hold name, the orphans a hold kept until it ended (their
 	// deletion was due from then on).
 	held map[string]int
+	// handOvers counts hand-overs by variant (see missingVariants), and
+	// adoptions the objects seen adopted by the Bundle that waited for them
+	// (the same incarnation).
+	handOvers map[string]int
+	adoptions int
+	// maxAdoptionWait is the longest an adopter waited, from its write to the
+	// adoption seen (the countdown it waits for included).
+	maxAdoptionWait       time.Duration
+	maxAdoptionWaitObject string
 	// collectorHolds counts deleted Bundles the garbage collector still held
 	// with its own finalizer when the wait ended (limbo's finalizer gone), and
 	// collectorEvidence says what the controller manager logged about them.
@@ -225,12 +253,31 @@ type slotOps struct {
 // judge judges now, or once the operation in flight on bundle updated the
 // model: its write may land (and limbo act on it) before the generator
 // records it.
-func (o *oracle) judge(bundle string, judgement func()) {
-	if s := o.slot(bundle); s.busy {
-		s.queued = append(s.queued, judgement)
-		return
+func (o *oracle) judge(judgement func(), bundles ...string) {
+	for _, b := range bundles {
+		if s := o.slot(b); s.busy {
+			// Again once this one ended: another may still be busy.
+			s.queued = append(s.queued, func() { o.judge(judgement, bundles...) })
+			return
+		}
 	}
 	judgement()
+}
+
+// bundlesOf are the Bundle slots whose operations may concern object m, meta
+// its state: the one of its name, those that declare it, and the one of its
+// limbo.dev/bundle label (the Bundle that manages it, or last did).
+func bundlesOf(m *objectModel, meta metav1.ObjectMeta) []string {
+	bundles := append([]string{bundleOf(m.name)}, slices.Sorted(maps.Keys(m.declarers))...)
+	if b := meta.Labels[limbov1alpha1.LabelBundle]; b != "" {
+		bundles = append(bundles, b)
+	}
+	return bundles
+}
+
+// busy tells whether an operation on one of bundles is in flight.
+func (o *oracle) busy(bundles []string) bool {
+	return slices.ContainsFunc(bundles, func(b string) bool { return o.slot(b).busy })
 }
 
 func newOracle() *oracle {
@@ -239,18 +286,18 @@ func newOracle() *oracle {
 		incarnations: map[types.UID]*incarnation{},
 		fates:        map[types.UID]fate{},
 		fateRevs:     map[types.UID]int64{},
-		holds:        map[*hold]map[types.UID][]rvInterval{holdInvalidSpec: {}, holdNotReady: {}},
+		holds:        map[*hold]map[types.UID][]rvInterval{holdInvalidSpec: {}, holdNotReady: {}, holdAdopting: {}},
 		dependents:   map[types.UID]map[string][]string{},
 		releases:     map[types.UID][]release{},
 		slots:        map[string]*slotOps{},
-		stats:        stats{ops: map[string]int{}, chaos: map[string]int{}, held: map[string]int{}, opsNotReady: map[string]int{}},
+		stats:        stats{ops: map[string]int{}, chaos: map[string]int{}, held: map[string]int{}, opsNotReady: map[string]int{}, handOvers: map[string]int{}},
 	}
 }
 
-func (o *oracle) object(bundle, name string) *objectModel {
+func (o *oracle) object(name string) *objectModel {
 	m := o.objects[name]
 	if m == nil {
-		m = &objectModel{name: name, bundle: bundle}
+		m = &objectModel{name: name, declarers: map[string]bool{}}
 		o.objects[name] = m
 	}
 	return m
@@ -316,49 +363,140 @@ func (o *oracle) countOp(op string, notReady bool) {
 
 // --- what the generator did ---
 
-// declared: a Bundle write at revision rv declares names.
+// declared: a write of bundle's spec at revision rv declares names.
 func (o *oracle) declared(bundle string, rv int64, names ...string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	for _, name := range names {
-		m := o.object(bundle, name)
+		m := o.object(name)
+		m.declarers[bundle] = true
 		m.desired = open(m.desired, rv, time.Now())
 		m.protected = closeAt(m.protected, rv)
 		m.foreign = false
 	}
 }
 
-// undeclared: a Bundle write (or the Bundle's deletion) at revision rv, at
-// time at, stops declaring names.
-func (o *oracle) undeclared(rv int64, at time.Time, names ...string) {
+// undeclared: a write of bundle's spec (or its deletion) at revision rv, at
+// time at, stops declaring names. An object another Bundle declares stays
+// desired.
+func (o *oracle) undeclared(bundle string, rv int64, at time.Time, names ...string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	for _, name := range names {
 		m := o.objects[name]
-		if m == nil || !isOpen(m.desired) {
+		if m == nil || !m.declarers[bundle] {
 			continue
 		}
-		m.desired = closeAt(m.desired, rv)
-		m.undesiredAt = at
+		delete(m.declarers, bundle)
+		if m.adopter.slot == bundle {
+			// Dropped before it adopted it: its resource, not Ready, is gone.
+			o.endHold(holdAdopting, m.adopter.uid, rv, at)
+			m.adopter = adopter{}
+		}
+		if len(m.declarers) == 0 {
+			m.desired = closeAt(m.desired, rv)
+			m.undesiredAt = at
+		}
 	}
 }
 
-// bundleDeleted: the Bundle incarnation uid was deleted with cascade f at
-// revision rv. Every object it controls is then left behind (orphan),
-// deleted by the garbage collector (foreground), or torn down (background).
-func (o *oracle) bundleDeleted(uid types.UID, f fate, rv int64) {
+// adopting: a write of bundle's spec (the Bundle incarnation uid) at revision
+// rv declared name to adopt it (limbo.dev/adopt) while another Bundle may
+// control it. Until uid is seen controlling it, that resource is not Ready
+// (ControlledByOther, while the other Bundle's countdown runs: docs/soft-delete.md,
+// "Moving an object from one Bundle to another"), and the Bundle hands none of
+// its orphans to the soft-delete engine (holdAdopting). The generator starts no
+// second one on the same Bundle meanwhile.
+func (o *oracle) adopting(bundle string, uid types.UID, rv int64, name string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	m := o.object(name)
+	m.adopter = adopter{slot: bundle, uid: uid, since: rv, at: time.Now()}
+	if m.live != nil && !m.live.deleted {
+		m.adopter.object = m.live.uid
+	}
+	o.holds[holdAdopting][uid] = open(o.holds[holdAdopting][uid], rv, time.Now())
+	if inc := m.live; inc != nil && !inc.deleted && controllerUID(inc.meta) == uid {
+		// Adopted before the write returned.
+		seen, _ := strconv.ParseInt(inc.meta.ResourceVersion, 10, 64)
+		o.adoptedLocked(m, seen, time.Now())
+	}
+}
+
+// adoptedLocked: m's adopter was seen controlling it at revision rv, at time
+// at: its resource is Ready, and what the hold kept is due from then on.
+func (o *oracle) adoptedLocked(m *objectModel, rv int64, at time.Time) {
+	o.endHold(holdAdopting, m.adopter.uid, rv, at)
+	wait := at.Sub(m.adopter.at)
+	how := "made anew" // the object it was to adopt was gone
+	if m.live.uid == m.adopter.object {
+		how = "adopted"
+		o.stats.adoptions++
+	}
+	o.logf("%s %s by Bundle %s (uid %s), declared to adopt it at revision %d, %v before", m.name, how, m.adopter.slot, short(m.adopter.uid), m.adopter.since, wait.Round(time.Millisecond))
+	if wait > o.stats.maxAdoptionWait {
+		o.stats.maxAdoptionWait, o.stats.maxAdoptionWaitObject = wait, m.name
+	}
+	m.adopter = adopter{}
+}
+
+// adoptingInto tells whether the Bundle incarnation uid waits to adopt an
+// object.
+func (o *oracle) adoptingInto(uid types.UID) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return isOpen(o.holds[holdAdopting][uid])
+}
+
+// givingAway tells whether an object that the Bundle incarnation uid controls
+// waits to be adopted by another Bundle: uid must not hold its orphans then
+// (the hand-over happens at the end of its countdown).
+func (o *oracle) givingAway(uid types.UID) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, m := range o.objects {
+		if m.adopter.uid != "" && m.live != nil && !m.live.deleted && controllerUID(m.live.meta) == uid {
+			return true
+		}
+	}
+	return false
+}
+
+// handedOver counts a hand-over of the variant.
+func (o *oracle) handedOver(variant string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.stats.handOvers[variant]++
+}
+
+// handOverCounts are the hand-overs done so far, by variant.
+func (o *oracle) handOverCounts() map[string]int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return maps.Clone(o.stats.handOvers)
+}
+
+// bundleDeleted: the Bundle incarnation uid of slot bundle was deleted with
+// cascade f at revision rv. Every object it controls is then left behind
+// (orphan), deleted by the garbage collector (foreground), or torn down
+// (background).
+func (o *oracle) bundleDeleted(bundle string, uid types.UID, f fate, rv int64) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.fates[uid] = f
 	o.fateRevs[uid] = rv
-	// Torn down whatever its readiness: what the hold kept is due (or left
+	// Torn down whatever its readiness: what the holds kept is due (or left
 	// behind) from the deletion on.
 	o.endHold(holdNotReady, uid, rv, time.Now())
+	o.endHold(holdAdopting, uid, rv, time.Now())
 	if f != fateOrphan {
 		return
 	}
 	for _, m := range o.objects {
-		if m.live != nil && !m.live.deleted && m.live.controller == uid {
+		// One another Bundle declares (to adopt it) is not left behind: that
+		// Bundle adopts it.
+		declaredElsewhere := slices.ContainsFunc(slices.Collect(maps.Keys(m.declarers)), func(b string) bool { return b != bundle })
+		if m.live != nil && !m.live.deleted && m.live.controller == uid && !declaredElsewhere {
 			m.protected = open(m.protected, rv, time.Now())
 			o.logf("%s left behind by --cascade=orphan", m.name)
 		}
@@ -390,6 +528,14 @@ var (
 	// Bundle is torn down whatever its readiness (bundleDeleted). A release is
 	// not the pass's: only a teardown and kubectl limbo cancel release.
 	holdNotReady = &hold{name: "not Ready", while: "a resource of its Bundle (uid %s) was not Ready (a half-applied Bundle deletes nothing)"}
+	// holdAdopting: a resource of the Bundle declares an object to adopt it
+	// that another Bundle still controls (ControlledByOther) or that it has
+	// not adopted yet: not Ready either, so the same holds (see adopting). It
+	// ends when the Bundle is seen controlling the object, drops it, or is
+	// deleted.
+	holdAdopting = &hold{name: "adopting", while: "a resource of its Bundle (uid %s) waited to adopt an object another Bundle controlled (not Ready: a half-applied Bundle deletes nothing)"}
+	// holdKinds are every kind of hold.
+	holdKinds = []*hold{holdInvalidSpec, holdNotReady, holdAdopting}
 )
 
 // holdStarted: a write at revision rv started h on the Bundle incarnation uid.
@@ -425,7 +571,7 @@ func (o *oracle) endHold(h *hold, uid types.UID, rv int64, at time.Time) {
 // every revision of [from, to].
 func (o *oracle) holdsThroughout(c types.UID, from, to int64) []*hold {
 	var in []*hold
-	for _, h := range []*hold{holdInvalidSpec, holdNotReady} {
+	for _, h := range holdKinds {
 		if _, ok := spanThroughout(o.holds[h][c], from, to); c != "" && ok {
 			in = append(in, h)
 		}
@@ -483,10 +629,21 @@ func (o *oracle) controlledBy(c types.UID) []string {
 	return names
 }
 
+// controlled are, sorted, the names of the live objects that the Bundle
+// incarnation c controls (none for no Bundle).
+func (o *oracle) controlled(c types.UID) []string {
+	if c == "" {
+		return nil
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return slices.Sorted(slices.Values(o.controlledBy(c)))
+}
+
 // heldNow tells whether a hold on the Bundle that controls inc is in force.
 func (o *oracle) heldNow(inc *incarnation) bool {
 	c := controllerUID(inc.meta)
-	return c != "" && (isOpen(o.holds[holdInvalidSpec][c]) || isOpen(o.holds[holdNotReady][c]))
+	return c != "" && slices.ContainsFunc(holdKinds, func(h *hold) bool { return isOpen(o.holds[h][c]) })
 }
 
 // forcing: the generator is about to delete uid itself (notForced takes it
@@ -572,10 +729,12 @@ const (
 
 // view is what the generator may know of an object.
 type view struct {
-	exists    bool
-	uid       types.UID
-	meta      metav1.ObjectMeta
-	desired   bool
+	exists  bool
+	uid     types.UID
+	meta    metav1.ObjectMeta
+	desired bool
+	// declarers are the Bundle slots that declare it.
+	declarers []string
 	protected bool
 	foreign   bool
 	// held: a hold on the Bundle that controls it is in force (see hold):
@@ -590,7 +749,7 @@ func (o *oracle) view(name string) view {
 	if m == nil {
 		return view{}
 	}
-	v := view{desired: isOpen(m.desired), protected: isOpen(m.protected), foreign: m.foreign}
+	v := view{desired: isOpen(m.desired), declarers: slices.Sorted(maps.Keys(m.declarers)), protected: isOpen(m.protected), foreign: m.foreign}
 	if m.live != nil && !m.live.deleted {
 		v.exists, v.uid, v.meta, v.held = true, m.live.uid, *m.live.meta.DeepCopy(), o.heldNow(m.live)
 	}
@@ -775,7 +934,7 @@ func (o *oracle) observe(typ watch.EventType, meta metav1.ObjectMeta, at time.Ti
 }
 
 func (o *oracle) observeLocked(typ watch.EventType, meta metav1.ObjectMeta, at time.Time) {
-	m := o.object(bundleOf(meta.Name), meta.Name)
+	m := o.object(meta.Name)
 	inc := o.incarnations[meta.UID]
 	if inc == nil {
 		inc = &incarnation{uid: meta.UID}
@@ -797,11 +956,11 @@ func (o *oracle) observeLocked(typ watch.EventType, meta metav1.ObjectMeta, at t
 			from = prevRV + 1
 		}
 		c := inc.controller
-		o.judge(m.bundle, func() {
+		o.judge(func() {
 			for _, h := range o.holdsThroughout(c, from, rv) {
 				o.violatef("%s (uid %s, revision %d) stamped while "+h.while, meta.Name, short(meta.UID), rv, short(c))
 			}
-		})
+		}, bundlesOf(m, meta)...)
 		if invalidDelay(meta) && !o.relisting {
 			// Stamps are written with a resourceVersion precondition, so this
 			// one was decided on the invalid delay (after a watch gap, the delay
@@ -838,6 +997,9 @@ func (o *oracle) observeLocked(typ watch.EventType, meta metav1.ObjectMeta, at t
 			}
 		}
 		m.live = inc
+		if m.adopter.uid != "" && controllerUID(meta) == m.adopter.uid {
+			o.adoptedLocked(m, rv, at)
+		}
 		return
 	}
 	inc.deleted = true
@@ -847,7 +1009,7 @@ func (o *oracle) observeLocked(typ watch.EventType, meta metav1.ObjectMeta, at t
 	if c := controllerUID(meta); c != "" {
 		inc.siblings = o.controlledBy(c)
 	}
-	o.judge(m.bundle, func() { o.judgeDeletion(m, inc, at) })
+	o.judge(func() { o.judgeDeletion(m, inc, at) }, bundlesOf(m, meta)...)
 }
 
 func short(uid types.UID) string { return string(uid)[:8] }
@@ -897,7 +1059,7 @@ func (o *oracle) judgeDeletion(m *objectModel, inc *incarnation, at time.Time) {
 			o.logf("%s deleted while declared since %s, but a kube-apiserver outage hid the declaration until its deadline %s",
 				what, span.since.Format("15:04:05.000"), deadline.Format("15:04:05"))
 		} else {
-			o.violatef("%s deleted while its Bundle declared it (or kept it: a spec emptied without allowEmpty)", what)
+			o.violatef("%s deleted while its Bundle declared it (or kept it: a spec emptied without allowEmpty; or another Bundle declared it to adopt it)", what)
 		}
 	}
 	if _, ok := spanThroughout(m.protected, from, rv); ok {
@@ -1105,7 +1267,7 @@ func (o *oracle) checkOverdue(now time.Time) {
 	defer o.mu.Unlock()
 	for _, m := range o.objects {
 		due, ok := o.dueLocked(m, now)
-		if !ok || m.live.overdue || o.slot(m.bundle).busy {
+		if !ok || m.live.overdue || o.busy(bundlesOf(m, m.live.meta)) {
 			continue
 		}
 		if adjusted := o.adjust(due); now.Sub(adjusted) > lateTolerance {
@@ -1136,7 +1298,7 @@ func (o *oracle) pendingUntil(now time.Time) (time.Time, int) {
 // finalCheck checks, once everything is due, that nothing was lost and nothing
 // leaked: the objects a Bundle declares, that --cascade=orphan left behind, that
 // were cancelled or whose live delay is invalid exist; every other object is
-// gone.
+// gone; and every object a Bundle declared to adopt it was adopted.
 func (o *oracle) finalCheck() {
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -1159,8 +1321,23 @@ func (o *oracle) finalCheck() {
 				name, isOpen(m.desired), isOpen(m.protected), m.foreign)
 		case !keep && exists && !m.live.overdue:
 			o.violatef("leaked: %s (uid %s, annotations %v) should be gone but exists", name, short(m.live.uid), limboAnnotations(m.live.meta))
+		case m.adopter.uid != "" && exists:
+			// Its adopter is Ready once it adopted it: the Bundle it left
+			// handed it over at the end of its countdown, or released it in
+			// its teardown (the generator holds neither back meanwhile).
+			o.violatef("not adopted: %s (uid %s, annotations %v) is not controlled by Bundle %s (uid %s), which declared it to adopt it at revision %d",
+				name, short(m.live.uid), limboAnnotations(m.live.meta), m.adopter.slot, short(m.adopter.uid), m.adopter.since)
 		}
 	}
+}
+
+// formatCounts is counts as sorted name=count pairs.
+func formatCounts(counts map[string]int) string {
+	var out []string
+	for _, name := range slices.Sorted(maps.Keys(counts)) {
+		out = append(out, fmt.Sprintf("%s=%d", name, counts[name]))
+	}
+	return strings.Join(out, " ")
 }
 
 // report is the run's figures, one line each.
@@ -1192,8 +1369,10 @@ func (o *oracle) report() []string {
 		fmt.Sprintf("cancels: %d; controller outages: %d; kube-apiserver restarts: %d (watch relisted %d times); Bundles the garbage collector still held: %d",
 			s.cancels, s.controllerRestarts, s.apiRestarts, s.watchGaps, s.collectorHolds),
 		fmt.Sprintf("chaos: %s; objects another depended on that a teardown deleted or released (order checked): %d", strings.Join(chaos, " "), s.orderedTeardownSteps),
-		fmt.Sprintf("operations while a gate was not Ready: %s; orphans kept by a hold until it ended: %d while the spec was invalid, %d while a resource was not Ready",
-			strings.Join(notReady, " "), s.held[holdInvalidSpec.name], s.held[holdNotReady.name]),
+		fmt.Sprintf("operations while a gate was not Ready: %s; orphans kept by a hold until it ended: %d while the spec was invalid, %d while a resource was not Ready, %d while a resource waited to adopt an object",
+			strings.Join(notReady, " "), s.held[holdInvalidSpec.name], s.held[holdNotReady.name], s.held[holdAdopting.name]),
+		fmt.Sprintf("hand-overs: %s; objects adopted by the Bundle that waited for them: %d (the same incarnation), the longest wait %v (%s)",
+			formatCounts(s.handOvers), s.adoptions, s.maxAdoptionWait.Round(time.Millisecond), s.maxAdoptionWaitObject),
 		fmt.Sprintf("max lateness: %v raw (%s); %v with outages taken off (%s)",
 			s.maxLateness.Round(time.Millisecond), s.maxLatenessObject, s.maxAdjustedLateness.Round(time.Millisecond), s.maxAdjustedLatenessObject),
 		fmt.Sprintf("violations: %d (and %d deletions of objects declared again while a kube-apiserver outage hid it from limbo until their deadline)", len(o.violations), s.outageRaces),

@@ -80,8 +80,10 @@ func TestSoak(t *testing.T) {
 	all := make([]*slot, slots)
 	for i := range slots {
 		// Half the Bundles have a gate whose readiness the generator sets.
-		s := &slot{name: fmt.Sprintf("b%d", i), rng: rand.New(rand.NewPCG(uint64(seed), uint64(i))), gated: i%2 == 0}
-		all[i] = s
+		all[i] = &slot{name: fmt.Sprintf("b%d", i), rng: rand.New(rand.NewPCG(uint64(seed), uint64(i))), gated: i%2 == 0}
+	}
+	g.slots = all
+	for i, s := range all {
 		n := ops / slots
 		if i < ops%slots {
 			n++
@@ -153,8 +155,8 @@ const coverageOps = 300
 // notCovered lists what a run was to exercise and did not: each operation the
 // generator performs (unless skipped), both kinds of kills and the
 // kube-apiserver restart, a background teardown that deleted or released
-// an object another one depended on (its order checked), and an orphan that a
-// gate not Ready kept.
+// an object another one depended on (its order checked), an orphan that a
+// gate not Ready kept, and each variant of hand-over with an adoption.
 func (o *oracle) notCovered(g *generator) []string {
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -174,6 +176,14 @@ func (o *oracle) notCovered(g *generator) []string {
 	}
 	if !g.skip["mark-unready"] && o.stats.held[holdNotReady.name] == 0 {
 		missing = append(missing, "an orphan kept while a resource of its Bundle was not Ready")
+	}
+	if !g.skip["hand-over"] {
+		for _, v := range missingVariants(o.stats.handOvers) {
+			missing = append(missing, "a hand-over "+v)
+		}
+		if o.stats.adoptions == 0 {
+			missing = append(missing, "an object adopted by the Bundle it was handed over to")
+		}
 	}
 	return missing
 }
