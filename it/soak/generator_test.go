@@ -241,13 +241,18 @@ type op struct {
 	do     func(context.Context, *slot) bool
 }
 
-// holdingOps make the Bundle hold its orphans (a gate not Ready, a spec error,
-// an emptied spec): not while one of them is handed over to another Bundle,
-// which waits for the end of its countdown (the generator would wait for the
-// adoption, and the Bundle's worker end its run with the hold on).
-var holdingOps = map[string]bool{
+// notWhileGiving are the operations not made on a Bundle while one of its
+// objects is handed over to another Bundle, which waits for the end of its
+// countdown. Those that make the Bundle hold its orphans (a gate not Ready, a
+// spec error, an emptied spec): the generator would wait for the adoption, and
+// the Bundle's worker might end its run with the hold on. Its deletion: then
+// nothing wakes the adopter, which adopts the object at its 30 s recheck of an
+// object in the way (docs/bundle-api.md) — a hand-over does that once a run
+// (handOverGiverDeleted), more would only make the run longer.
+var notWhileGiving = map[string]bool{
 	"mark-unready": true, "empty-guarded": true, "empty-guarded-holding": true,
 	faultInvalidDelay: true, faultMissingDependency: true, faultDependencyCycle: true,
+	"delete-bundle-background": true, "delete-bundle-orphan": true, "delete-bundle-foreground": true,
 }
 
 // ops are the operations picked at random on a Bundle that exists, and is
@@ -324,7 +329,7 @@ func (g *generator) step(ctx context.Context, s *slot) bool {
 	done, ordered, keptNotReady := g.oracle.opCounts()
 	handOvers, givingAway := g.oracle.handOverCounts(), g.oracle.givingAway(s.uid)
 	for _, o := range g.ops() {
-		if g.skip[o.name] || (holdingOps[o.name] && givingAway) {
+		if g.skip[o.name] || (notWhileGiving[o.name] && givingAway) {
 			continue
 		}
 		if done[o.name] == 0 || (o.name == "delete-bundle-background" && ordered == 0 && len(s.deps) > 0) ||
@@ -333,8 +338,9 @@ func (g *generator) step(ctx context.Context, s *slot) bool {
 			// Not done yet in the run (or no teardown in waves yet, and this
 			// Bundle has dependencies; or no orphan kept by a gate not Ready
 			// yet, and this Bundle has a gate; or a variant of hand-over not
-			// done yet): picked more often, so that even the short form does
-			// every operation (see expectedOps, notCovered).
+			// done yet, or no object adopted yet): picked more often, so that
+			// even the short form does every operation (see expectedOps,
+			// notCovered).
 			o.weight *= 4
 		}
 		ops = append(ops, o)
@@ -777,17 +783,20 @@ func (g *generator) cancel(ctx context.Context, s *slot) bool {
 }
 
 // The variants of a hand-over (handOver): the order of its two writes, and
-// whether the Bundle it leaves is deleted right after.
+// whether the Bundle it leaves is deleted right after; and its outcome that a
+// run must see: the object adopted (the same one, not made anew).
 const (
 	handOverRemoveFirst  = "remove-first"
 	handOverAddFirst     = "add-first"
 	handOverGiverDeleted = "giver-deleted"
+	handOverAdopted      = "adopted"
 )
 
-// missingVariants are the variants of hand-over that counts lacks.
+// missingVariants are the variants (and outcome) of hand-over that counts
+// lacks, the orders first.
 func missingVariants(counts map[string]int) []string {
 	var missing []string
-	for _, v := range []string{handOverAddFirst, handOverRemoveFirst, handOverGiverDeleted} {
+	for _, v := range []string{handOverAddFirst, handOverRemoveFirst, handOverGiverDeleted, handOverAdopted} {
 		if counts[v] == 0 {
 			missing = append(missing, v)
 		}
@@ -809,8 +818,8 @@ func missingVariants(counts map[string]int) []string {
 // between the two writes, until the object is gone or cannot be deleted
 // within redeclareGuard (a write of another Bundle's spec cannot be ordered
 // against a delete decided a moment before): without a delay, the object goes
-// with the removal and the other Bundle makes a new one. Now and then, and at
-// least once in a run, s is deleted right after, with any cascade: a teardown
+// with the removal and the other Bundle makes a new one. Once a run (the first
+// hand-over), s is deleted right after, with any cascade: a teardown
 // releases the object to its adopter, --cascade=orphan leaves it to it, and
 // --cascade=foreground has the garbage collector delete it if s still
 // controls it ("everything now", DESIGN §3), and the adopter makes a new one.
@@ -842,9 +851,8 @@ func (g *generator) handOver(ctx context.Context, s *slot) bool {
 	if slices.Contains(missing, handOverRemoveFirst) != slices.Contains(missing, handOverAddFirst) {
 		order = missing[0] // the order not done yet
 	}
-	// Rarely: the adopter then waits for its 30 s recheck of an object in
-	// the way (docs/bundle-api.md), as nothing wakes it.
-	deleteGiver := slices.Contains(missing, handOverGiverDeleted) || s.rng.IntN(6) == 0
+	// Once a run (see notWhileGiving).
+	deleteGiver := slices.Contains(missing, handOverGiverDeleted)
 
 	sDelay, sAdopt, sDeps := s.resources[r], s.adopt[r], cloneDeps(s.deps)
 	delete(s.resources, r)

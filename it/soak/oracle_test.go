@@ -183,10 +183,9 @@ type stats struct {
 	// deletion was due from then on).
 	held map[string]int
 	// handOvers counts hand-overs by variant (see missingVariants), and
-	// adoptions the objects seen adopted by the Bundle that waited for them
-	// (the same incarnation).
+	// their objects seen adopted by the Bundle that waited for them (the
+	// same incarnation) as handOverAdopted.
 	handOvers map[string]int
-	adoptions int
 	// maxAdoptionWait is the longest an adopter waited, from its write to the
 	// adoption seen (the countdown it waits for included).
 	maxAdoptionWait       time.Duration
@@ -431,7 +430,7 @@ func (o *oracle) adoptedLocked(m *objectModel, rv int64, at time.Time) {
 	how := "made anew" // the object it was to adopt was gone
 	if m.live.uid == m.adopter.object {
 		how = "adopted"
-		o.stats.adoptions++
+		o.stats.handOvers[handOverAdopted]++
 	}
 	o.logf("%s %s by Bundle %s (uid %s), declared to adopt it at revision %d, %v before", m.name, how, m.adopter.slot, short(m.adopter.uid), m.adopter.since, wait.Round(time.Millisecond))
 	if wait > o.stats.maxAdoptionWait {
@@ -469,7 +468,8 @@ func (o *oracle) handedOver(variant string) {
 	o.stats.handOvers[variant]++
 }
 
-// handOverCounts are the hand-overs done so far, by variant.
+// handOverCounts are the hand-overs done so far, by variant, and their objects
+// adopted.
 func (o *oracle) handOverCounts() map[string]int {
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -1371,8 +1371,8 @@ func (o *oracle) report() []string {
 		fmt.Sprintf("chaos: %s; objects another depended on that a teardown deleted or released (order checked): %d", strings.Join(chaos, " "), s.orderedTeardownSteps),
 		fmt.Sprintf("operations while a gate was not Ready: %s; orphans kept by a hold until it ended: %d while the spec was invalid, %d while a resource was not Ready, %d while a resource waited to adopt an object",
 			strings.Join(notReady, " "), s.held[holdInvalidSpec.name], s.held[holdNotReady.name], s.held[holdAdopting.name]),
-		fmt.Sprintf("hand-overs: %s; objects adopted by the Bundle that waited for them: %d (the same incarnation), the longest wait %v (%s)",
-			formatCounts(s.handOvers), s.adoptions, s.maxAdoptionWait.Round(time.Millisecond), s.maxAdoptionWaitObject),
+		fmt.Sprintf("hand-overs: %s (adopted: the same object, not made anew); the longest wait for an adoption %v (%s)",
+			formatCounts(s.handOvers), s.maxAdoptionWait.Round(time.Millisecond), s.maxAdoptionWaitObject),
 		fmt.Sprintf("max lateness: %v raw (%s); %v with outages taken off (%s)",
 			s.maxLateness.Round(time.Millisecond), s.maxLatenessObject, s.maxAdjustedLateness.Round(time.Millisecond), s.maxAdjustedLatenessObject),
 		fmt.Sprintf("violations: %d (and %d deletions of objects declared again while a kube-apiserver outage hid it from limbo until their deadline)", len(o.violations), s.outageRaces),
