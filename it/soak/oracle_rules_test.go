@@ -869,6 +869,18 @@ func TestOracleHandOver(t *testing.T) {
 			o.observe(watch.Modified, object("b3-r0", "eeeeeeee-0000", "32", adopter, stamped("4s")), base.Add(time.Second))
 		},
 	}, {
+		// The adoption's revision is somewhere in the gap: the stamp may have
+		// come after it.
+		name: "adopted in a watch gap, the adopter's orphan stamped in it: allowed",
+		history: func(o *oracle) {
+			o.adopting("b3", adopter, 30, name)
+			o.observe(watch.Modified, object("b3-r0", "eeeeeeee-0000", "31", adopter, map[string]string{limbov1alpha1.AnnotationDeletionDelay: "4s"}), base)
+			o.relisted("31", &corev1.ConfigMapList{ListMeta: metav1.ListMeta{ResourceVersion: "40"}, Items: []corev1.ConfigMap{
+				{ObjectMeta: object("b3-r0", "eeeeeeee-0000", "38", adopter, stamped("4s"))},
+				{ObjectMeta: object(name, "cccccccc-0000", "35", adopter, nil)},
+			}}, base.Add(time.Second))
+		},
+	}, {
 		name: "never adopted",
 		history: func(o *oracle) {
 			o.declared("b3", 30, name)

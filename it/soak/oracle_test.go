@@ -418,17 +418,18 @@ func (o *oracle) adopting(bundle string, uid types.UID, rv int64, name string) {
 	if inc := m.live; inc != nil && !inc.deleted && controllerUID(inc.meta) == uid {
 		// Adopted before the write returned.
 		seen, _ := strconv.ParseInt(inc.meta.ResourceVersion, 10, 64)
-		o.adoptedLocked(m, seen, time.Now())
+		o.adoptedLocked(m, inc.uid, seen, time.Now())
 	}
 }
 
-// adoptedLocked: m's adopter was seen controlling it at revision rv, at time
-// at: its resource is Ready, and what the hold kept is due from then on.
-func (o *oracle) adoptedLocked(m *objectModel, rv int64, at time.Time) {
+// adoptedLocked: m's adopter was seen controlling it, the incarnation uid, at
+// revision rv, at time at: its resource is Ready, and what the hold kept is due
+// from then on.
+func (o *oracle) adoptedLocked(m *objectModel, uid types.UID, rv int64, at time.Time) {
 	o.endHold(holdAdopting, m.adopter.uid, rv, at)
 	wait := at.Sub(m.adopter.at)
 	how := "made anew" // the object it was to adopt was gone
-	if m.live.uid == m.adopter.object {
+	if uid == m.adopter.object {
 		how = "adopted"
 		o.stats.handOvers[handOverAdopted]++
 	}
@@ -897,6 +898,17 @@ func (o *oracle) relisted(lost string, list *corev1.ConfigMapList, now time.Time
 		o.logf("%s (uid %s) vanished in the watch gap", meta.Name, short(meta.UID))
 		o.observeLocked(watch.Deleted, meta, now)
 	}
+	// An adoption in the gap ends its hold before anything else is taken in:
+	// a stamp of the adopter's orphan in the gap may have come after it. Its
+	// revision is unknown, so the hold ends at the earliest it may have: a
+	// rule broken only if it held through the whole gap.
+	lostRV, _ := strconv.ParseInt(lost, 10, 64)
+	for i := range list.Items {
+		meta := list.Items[i].ObjectMeta
+		if m := o.objects[meta.Name]; m != nil && m.adopter.uid != "" && controllerUID(meta) == m.adopter.uid {
+			o.adoptedLocked(m, meta.UID, lostRV+1, now)
+		}
+	}
 	o.relisting = true
 	for i := range list.Items {
 		o.observeLocked(watch.Modified, list.Items[i].ObjectMeta, now)
@@ -998,7 +1010,7 @@ func (o *oracle) observeLocked(typ watch.EventType, meta metav1.ObjectMeta, at t
 		}
 		m.live = inc
 		if m.adopter.uid != "" && controllerUID(meta) == m.adopter.uid {
-			o.adoptedLocked(m, rv, at)
+			o.adoptedLocked(m, meta.UID, rv, at)
 		}
 		return
 	}
