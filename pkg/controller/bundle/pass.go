@@ -842,11 +842,40 @@ func (p *pass) decideObjectOrphans(ctx context.Context) (ready, listed bool) {
 	}
 	ready = p.guardEmpty(orphans, p.allReady())
 	if !ready {
-		p.holdAll(orphans)
+		if p.emptyGuard {
+			p.holdAll(orphans)
+			return false, true
+		}
+		adopted, held := p.adoptedOrphans(ctx, orphans)
+		p.holdAll(held)
+		p.orphanAll(ctx, adopted, false)
 		return false, true
 	}
-	p.orphanAll(ctx, orphans)
+	p.orphanAll(ctx, orphans, true)
 	return true, true
+}
+
+// adoptedOrphans splits orphans into those another Bundle of the namespace
+// declares to adopt (limbo.dev/adopt) and the rest, for a pass whose resources
+// are not all Ready. The gate holds back deletions of a half rolled-out Bundle,
+// and a hand-over deletes nothing: the object goes on, the adopter's. Held back
+// too, two Bundles that swap objects wait for each other for good — each one's
+// resource of the other's object is ControlledByOther, not Ready, so neither
+// hands over what the other waits for. So a Bundle that is not Ready still
+// counts down the orphans another Bundle declares to adopt, and hands them over
+// at the deadline; one whose adopter has gone by then is held as the rest
+// (stillOrphan). A failed lookup holds the orphan, and the pass retries.
+func (p *pass) adoptedOrphans(ctx context.Context, orphans []*unstructured.Unstructured) (adopted, held []*unstructured.Unstructured) {
+	for _, o := range orphans {
+		adopter, err := p.adopters.of(ctx, o)
+		p.fail(err)
+		if adopter != nil {
+			adopted = append(adopted, o)
+		} else {
+			held = append(held, o)
+		}
+	}
+	return adopted, held
 }
 
 // entryObjectKey is the objectKey of a pendingDeletions entry's object (entries
@@ -950,7 +979,7 @@ func (p *pass) decideUnseenOrphans(ctx context.Context, ready bool) {
 		p.holdAll(orphans)
 		return
 	}
-	p.orphanAll(ctx, orphans)
+	p.orphanAll(ctx, orphans, true)
 }
 
 // unaccountedResourceObjects reports whether b's previous status names, as a
@@ -985,16 +1014,24 @@ func unaccountedResourceObjects(b *limbov1alpha1.Bundle, accounted func(key stri
 // cost about one round trip, not one per object. Each orphan is its own object
 // with its own fresh read and claim, so their order does not matter; the
 // outcomes are recorded in the listed order, for a deterministic status.
-func (p *pass) orphanAll(ctx context.Context, orphans []*unstructured.Unstructured) {
+// ready is the readiness gate's verdict: when false, an orphan is only handed
+// over, never deleted (see adoptedOrphans).
+func (p *pass) orphanAll(ctx context.Context, orphans []*unstructured.Unstructured, ready bool) {
 	resources := make([]string, len(orphans))
 	outcomes := make([]softdelete.Outcome, len(orphans))
+	held := make([]bool, len(orphans))
 	p.concurrently(len(orphans), func(i int) {
 		o := orphans[i]
 		resources[i] = lastResourceOf(p.bundle, o)
 		octx := log.IntoContext(ctx, log.FromContext(ctx).WithValues("resource", resources[i]))
-		outcomes[i] = p.r.Engine.Orphan(octx, p.bundle, o, p.stillOrphan(octx, o))
+		outcomes[i] = p.r.Engine.Orphan(octx, p.bundle, o, p.stillOrphan(octx, o, ready, &held[i]))
 	})
 	for i, out := range outcomes {
+		if held[i] {
+			// Due, and no adopter any more: the readiness gate holds it.
+			p.holdAll(orphans[i : i+1])
+			continue
+		}
 		if out.Gone {
 			p.r.applied.forget(orphans[i].GetUID())
 			p.gone[objectKey(orphans[i])] = true
@@ -1017,8 +1054,9 @@ func (p *pass) orphanAll(ctx context.Context, orphans []*unstructured.Unstructur
 // behind limbo's back. A failed read defers too, with its error (the entry says
 // it, and the pass fails and comes back).
 // The one window left is between this read and the DELETE: no precondition
-// spans two objects.
-func (p *pass) stillOrphan(ctx context.Context, o client.Object) softdelete.Claim {
+// spans two objects. Unless ready (the readiness gate's verdict), o may only be
+// handed over: without an adopter it is not deleted, and *held says so.
+func (p *pass) stillOrphan(ctx context.Context, o client.Object, ready bool, held *bool) softdelete.Claim {
 	controlled := softdelete.ControlledBy(p.bundle.UID)
 	return func(fresh metav1.Object) (softdelete.ClaimVerdict, error) {
 		if v, err := controlled(fresh); v != softdelete.Claimed {
@@ -1034,7 +1072,12 @@ func (p *pass) stillOrphan(ctx context.Context, o client.Object) softdelete.Clai
 				"generation", p.bundle.Generation, "now", cur.Generation)
 			return softdelete.ClaimDeferred, nil
 		}
-		return p.handOver(ctx, o, fresh)
+		v, err := p.handOver(ctx, o, fresh)
+		if v == softdelete.Claimed && !ready {
+			*held = true
+			return softdelete.NotClaimed, nil
+		}
+		return v, err
 	}
 }
 
