@@ -1,6 +1,8 @@
 package bundle
 
 import (
+	"slices"
+	"strings"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -98,6 +100,24 @@ func (w *objectsInTheWay) keepDeclared(b *limbov1alpha1.Bundle, declared ...map[
 	if len(rec.keys) == 0 {
 		delete(w.bundles, name)
 	}
+}
+
+// awaiting lists, in order, the Bundles of namespace whose last sync found the
+// object key in the way: a change of that object (released by the Bundle
+// that controlled it, deleted) may be what they wait for. Only objects the
+// cache holds — labelled as some Bundle's, as one handed over is — are seen
+// changing; the 30 s recheck finds the rest.
+func (w *objectsInTheWay) awaiting(namespace, key string) []types.NamespacedName {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var names []types.NamespacedName
+	for name, rec := range w.bundles {
+		if name.Namespace == namespace && rec.keys[key] {
+			names = append(names, name)
+		}
+	}
+	slices.SortFunc(names, func(a, b types.NamespacedName) int { return strings.Compare(a.Name, b.Name) })
+	return names
 }
 
 // forget drops what is remembered of the Bundle name: it is gone.

@@ -1,11 +1,14 @@
 package bundle
 
 import (
+	"reflect"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 	"github.com/limbo-dev/limbo/pkg/bundlespec"
@@ -138,5 +141,33 @@ func TestWasInTheWay(t *testing.T) {
 				t.Errorf("wasInTheWay(%q, %q) = %v, want %v", tc.resource, tc.key, got, tc.want)
 			}
 		})
+	}
+}
+
+// An event of an object wakes the Bundle its label names and every Bundle of
+// its namespace whose last sync found it in the way — a Bundle waiting to adopt
+// it adopts it when its controller lets it go, not at the next recheck — and
+// no other: not one that found another object in the way, nor one of another
+// namespace.
+func TestWatchEventWakesTheBundlesTheObjectWasInTheWayOf(t *testing.T) {
+	w := &watcher{inTheWay: &objectsInTheWay{}}
+	w.inTheWay.record(shopBundle("u1"), takenKey, true)
+	w.inTheWay.record(&limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "cafe", UID: "u2"}}, takenKey, true)
+	w.inTheWay.record(&limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "bar", UID: "u3"}}, waitingKey, true)
+	w.inTheWay.record(&limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: "other", Name: "deli", UID: "u4"}}, takenKey, true)
+
+	taken := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "taken",
+		Labels: map[string]string{limbov1alpha1.LabelBundle: "old"}}}
+	got := w.bundlesOf(configMapKind.GroupKind(), taken)
+	want := []reconcile.Request{
+		{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "old"}},
+		{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "cafe"}},
+		{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "shop"}},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("requests = %v, want %v", got, want)
+	}
+	if got := w.bundlesOf(schema.GroupKind{Kind: "Secret"}, taken); len(got) != 1 {
+		t.Errorf("a Secret of the name wakes %v, want its labelled Bundle only", got)
 	}
 }

@@ -33,6 +33,9 @@ type watcher struct {
 	// onEvent is also told of every event, for the reaper; onDelete of every
 	// deletion.
 	onEvent, onDelete func(client.Object)
+	// inTheWay, when set, names the Bundles an object was in the way of, which
+	// its events wake too (see bundlesOf).
+	inTheWay *objectsInTheWay
 
 	// syncTimeout is how long after the watch of a kind starts its cache may
 	// take to sync (0: the package's syncTimeout).
@@ -120,7 +123,9 @@ func (w *watcher) start(gvk schema.GroupVersionKind) (time.Time, error) {
 	if err := w.cache.IndexField(context.Background(), obj, bundleIndex, bundleLabel); err != nil {
 		return time.Time{}, fmt.Errorf("index %s by %s: %w", gvk.Kind, limbov1alpha1.LabelBundle, err)
 	}
-	enqueue := handler.EnqueueRequestsFromMapFunc(w.bundleOf)
+	enqueue := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, obj client.Object) []reconcile.Request {
+		return w.bundlesOf(gvk.GroupKind(), obj)
+	})
 	events := handler.Funcs{
 		CreateFunc:  enqueue.Create,
 		UpdateFunc:  enqueue.Update,
@@ -184,15 +189,24 @@ func (w *watcher) syncedKinds(ctx context.Context) []schema.GroupVersionKind {
 	return out
 }
 
-// bundleOf maps a managed object to the Bundle named by its label: the Bundle that
-// manages it, or a Bundle of that name that may adopt it.
-func (w *watcher) bundleOf(_ context.Context, obj client.Object) []reconcile.Request {
+// bundlesOf maps a managed object of kind gk to the Bundle named by its label
+// — the Bundle that manages it, or a Bundle of that name that may adopt it —
+// and to the Bundles it was last found in the way of: a Bundle that declares
+// it to adopt it (limbo.dev/adopt) while another controls it adopts it as soon
+// as the other lets it go (a teardown's release, a hand-over) or creates it
+// once it is gone, not at its next recheck.
+func (w *watcher) bundlesOf(gk schema.GroupKind, obj client.Object) []reconcile.Request {
 	if w.onEvent != nil {
 		w.onEvent(obj)
 	}
-	name := obj.GetLabels()[limbov1alpha1.LabelBundle]
-	if name == "" {
-		return nil
+	var reqs []reconcile.Request
+	if name := obj.GetLabels()[limbov1alpha1.LabelBundle]; name != "" {
+		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: obj.GetNamespace(), Name: name}})
 	}
-	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: obj.GetNamespace(), Name: name}}}
+	if w.inTheWay != nil {
+		for _, name := range w.inTheWay.awaiting(obj.GetNamespace(), bundlespec.ObjectKey(gk, obj.GetName())) {
+			reqs = append(reqs, reconcile.Request{NamespacedName: name})
+		}
+	}
+	return reqs
 }
