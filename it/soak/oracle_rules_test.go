@@ -862,6 +862,16 @@ func TestOracleHandOver(t *testing.T) {
 		},
 		want: "b3-r0 (uid eeeeeeee, revision 32) stamped while a resource of its Bundle (uid dddddddd) waited to adopt an object",
 	}, {
+		// A swap: b0 waits for b3-r0 as b3 waits for b5-r2. A hand-over deletes
+		// nothing: neither Bundle's readiness holds it back.
+		name: "the adopter's orphan stamped while it waited to adopt, another Bundle waiting for that orphan: allowed",
+		history: func(o *oracle) {
+			o.adopting("b3", adopter, 30, name)
+			o.declared("b0", 31, "b3-r0")
+			o.adopting("b0", giver, 31, "b3-r0")
+			o.observe(watch.Modified, object("b3-r0", "eeeeeeee-0000", "32", adopter, stamped("4s")), base.Add(time.Second))
+		},
+	}, {
 		name: "the adopter's orphan stamped once it adopted: allowed",
 		history: func(o *oracle) {
 			o.adopting("b3", adopter, 30, name)

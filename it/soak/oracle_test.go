@@ -121,6 +121,9 @@ type objectModel struct {
 	// another may have controlled it, until it is seen controlling it (see
 	// holdAdopting); zero when none waits.
 	adopter adopter
+	// awaited are the revisions in which an adopter waited for it: its
+	// controller may stamp it then, Ready or not (see handOverStamp).
+	awaited []rvInterval
 }
 
 // adopter is a Bundle incarnation (uid) of a slot that waits to adopt an object,
@@ -390,7 +393,7 @@ func (o *oracle) undeclared(bundle string, rv int64, at time.Time, names ...stri
 		if m.adopter.slot == bundle {
 			// Dropped before it adopted it: its resource, not Ready, is gone.
 			o.endHold(holdAdopting, m.adopter.uid, rv, at)
-			m.adopter = adopter{}
+			m.adopter, m.awaited = adopter{}, closeAt(m.awaited, rv)
 		}
 		if len(m.declarers) == 0 {
 			m.desired = closeAt(m.desired, rv)
@@ -411,6 +414,7 @@ func (o *oracle) adopting(bundle string, uid types.UID, rv int64, name string) {
 	defer o.mu.Unlock()
 	m := o.object(name)
 	m.adopter = adopter{slot: bundle, uid: uid, since: rv, at: time.Now()}
+	m.awaited = open(m.awaited, rv, time.Now())
 	if m.live != nil && !m.live.deleted {
 		m.adopter.object = m.live.uid
 	}
@@ -437,7 +441,17 @@ func (o *oracle) adoptedLocked(m *objectModel, uid types.UID, rv int64, at time.
 	if wait > o.stats.maxAdoptionWait {
 		o.stats.maxAdoptionWait, o.stats.maxAdoptionWaitObject = wait, m.name
 	}
-	m.adopter = adopter{}
+	m.adopter, m.awaited = adopter{}, closeAt(m.awaited, rv)
+}
+
+// handOverStamp tells whether a stamp of m at revision rv is free of h, a hold
+// on the Bundle that controlled m: a hand-over deletes nothing, so a Bundle
+// that is not Ready still counts down an orphan another Bundle declares to
+// adopt, and hands it over at its deadline (docs/soft-delete.md, "Moving an
+// object from one Bundle to another"). A spec error writes nothing at all.
+func handOverStamp(m *objectModel, h *hold, rv int64) bool {
+	_, awaited := spanThroughout(m.awaited, rv, rv)
+	return awaited && h != holdInvalidSpec
 }
 
 // adoptingInto tells whether the Bundle incarnation uid waits to adopt an
@@ -970,7 +984,9 @@ func (o *oracle) observeLocked(typ watch.EventType, meta metav1.ObjectMeta, at t
 		c := inc.controller
 		o.judge(func() {
 			for _, h := range o.holdsThroughout(c, from, rv) {
-				o.violatef("%s (uid %s, revision %d) stamped while "+h.while, meta.Name, short(meta.UID), rv, short(c))
+				if !handOverStamp(m, h, rv) {
+					o.violatef("%s (uid %s, revision %d) stamped while "+h.while, meta.Name, short(meta.UID), rv, short(c))
+				}
 			}
 		}, bundlesOf(m, meta)...)
 		if invalidDelay(meta) && !o.relisting {
