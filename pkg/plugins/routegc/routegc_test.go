@@ -32,6 +32,7 @@ import (
 func TestResponsible(t *testing.T) {
 	v4 := netip.MustParsePrefix("198.19.0.0/16")
 	v6 := netip.MustParsePrefix("fd00:10::/48")
+	host := netip.MustParsePrefix("198.19.0.2/32") // a cluster CIDR of one address
 	for _, tc := range []struct {
 		cluster     netip.Prefix
 		destination string
@@ -63,6 +64,8 @@ func TestResponsible(t *testing.T) {
 		{v6, "::/0", false, false},
 		{v6, "198.19.1.0/24", false, false}, // another family
 		{v6, "fd00:10::/129", false, true},
+		{host, "198.19.0.2/32", true, false},
+		{host, "198.19.0.2/31", false, false}, // last address, 198.19.0.3, outside
 	} {
 		got, err := routegc.Responsible(tc.cluster, tc.destination)
 		if got != tc.want || (err != nil) != tc.wantErr {
@@ -354,6 +357,13 @@ func TestPlanRefusesUnknownDesiredSide(t *testing.T) {
 			f.sim.AddServer(openstacksim.NovaServer{Name: "node-2", InfoCacheEmpty: true, Addresses: map[string][]openstacksim.Address{"cluster-net": {{Addr: "10.180.0.4"}}}})
 			f.sim.Inject(openstacksim.OpListPorts, openstacksim.Fault{Status: 500, Times: 1})
 		}, "is listed without addresses, and its Neutron ports could not be read", routegc.OpListServers},
+		// node-2's address on one network does not parse: the one read on the
+		// other network is not all of its addresses.
+		{"a server with an address that does not parse beside one that does", openstacksim.Config{}, func(f *fixture) {
+			f.sim.AddServerAt("node-1", "10.180.0.3")
+			f.sim.AddServer(openstacksim.NovaServer{Name: "node-2", Addresses: map[string][]openstacksim.Address{
+				"cluster-net": {{Addr: "10.180.0.0004"}}, "storage-net": {{Addr: "10.190.0.4"}}}})
+		}, "1 of 2 Nova servers listed without readable addresses (node-2 (", routegc.OpListServers},
 		{"compute version document fails", openstacksim.Config{}, func(f *fixture) {
 			f.sim.AddServerAt("node-1", "10.180.0.3")
 			f.sim.Inject(openstacksim.OpComputeVersion, openstacksim.Fault{Status: 503, Times: 1})
@@ -581,6 +591,9 @@ func TestDeleteExternalRetriesOnRevisionMismatch(t *testing.T) {
 	if err := f.remove("198.19.2.0/24->10.180.0.4"); !errors.Is(err, openstack.ErrRevisionMismatch) {
 		t.Errorf("err = %v, want a revision mismatch", err)
 	}
+	if n := len(f.sim.Calls(openstacksim.OpUpdateRouter)) - 2; n != 5 {
+		t.Errorf("%d guarded updates of a router that never stops changing, want 5", n)
+	}
 }
 
 // The route's next hop is checked again before the removal: a server that came
@@ -719,6 +732,7 @@ func TestPlanListingPages(t *testing.T) {
 		wantEvent bool
 	}{
 		{"one page", 3, 1, false},
+		{"two pages", 3, 2, true},
 		{"three pages", 5, 3, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -913,6 +927,23 @@ func TestRegionLeftEmpty(t *testing.T) {
 	}
 }
 
+// A next hop written as an IPv4-mapped IPv6 address is the server's IPv4
+// address: its route is desired, and its removal refused.
+func TestIPv4MappedNextHop(t *testing.T) {
+	f := newFixture(t, openstacksim.Config{}, nil)
+	f.sim.AddRouter(routerID, "cluster", route("198.19.1.0/24", "::ffff:10.180.0.3"), route("198.19.2.0/24", "::ffff:10.180.0.4"))
+	f.sim.AddServerAt("node-1", "10.180.0.3")
+	if got, want := items(f.mustPlan(t0)), []string{"198.19.1.0/24->::ffff:10.180.0.3=true", "198.19.2.0/24->::ffff:10.180.0.4=false"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("inventory = %q, want %q", got, want)
+	}
+	if err := f.remove("198.19.1.0/24->::ffff:10.180.0.3"); !errors.Is(err, plugin.ErrNotResponsible) || !strings.Contains(err.Error(), "next hop is an address of server") {
+		t.Errorf("removing the route of node-1: err = %v, want it refused", err)
+	}
+	if len(f.routes()) != 2 {
+		t.Errorf("routes = %v", f.routes())
+	}
+}
+
 // A removal makes the next plan poll again, so the cached inventory never
 // lists a route that is gone.
 func TestDeleteExternalInvalidatesTheCache(t *testing.T) {
@@ -926,6 +957,26 @@ func TestDeleteExternalInvalidatesTheCache(t *testing.T) {
 	res := f.mustPlan(t0.Add(time.Second))
 	if got := items(res); !reflect.DeepEqual(got, []string{"198.19.1.0/24->10.180.0.3=true"}) {
 		t.Errorf("inventory after the removal = %q", got)
+	}
+}
+
+// The orphaned counter counts a route each time it becomes an orphan: a route
+// removed and added again, still without a server, is counted again.
+func TestOrphanedCountsEachTimeARouteBecomesOne(t *testing.T) {
+	f := newFixture(t, openstacksim.Config{}, nil)
+	orphan := route("198.19.2.0/24", "10.180.0.4")
+	f.sim.AddRouter(routerID, "cluster", route("198.19.1.0/24", "10.180.0.3"), orphan)
+	f.sim.AddServerAt("node-1", "10.180.0.3")
+	f.mustPlan(t0)
+	if err := f.remove("198.19.2.0/24->10.180.0.4"); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.sim.AddRoutes(routerID, orphan); err != nil {
+		t.Fatal(err)
+	}
+	f.mustPlan(t0.Add(time.Second))
+	if got := testutil.ToFloat64(f.metrics.Orphaned); got != 2 {
+		t.Errorf("orphaned counter = %v, want 2", got)
 	}
 }
 
@@ -1130,5 +1181,8 @@ func TestPollsOfAnUnchangedWorldAreIdentical(t *testing.T) {
 	}
 	if n := f.sim.Count(openstacksim.OpGetRouter); n != 21 {
 		t.Errorf("%d router reads, want 21: every plan polled", n)
+	}
+	if got := testutil.ToFloat64(f.metrics.Orphaned); got != 2 {
+		t.Errorf("orphaned counter = %v after 21 polls of the same 2 orphans, want 2: each counted when it became one", got)
 	}
 }
