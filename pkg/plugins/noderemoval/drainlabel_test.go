@@ -6,7 +6,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 )
@@ -60,20 +59,24 @@ func TestNodeSelectorScopesTheDrainLabelOnly(t *testing.T) {
 // and decided again, and its other labels are kept.
 func TestDrainLabelRereadsOnConflict(t *testing.T) {
 	base := fakeCluster(csibmnodeObj("w1-uuid", "w1", "10.0.0.1", nil, nil), driveObj("w1-uuid"), kubeNode("w1", "10.0.0.1", true))
-	conflicts := 0
+	patches, conflicts := 0, 0
 	c := interceptor.NewClient(base.(client.WithWatch), interceptor.Funcs{
 		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
-			if conflicts == 0 {
-				conflicts++
+			if patches == 0 {
 				// csi-baremetal's own write lands between the read and the patch.
 				cn := liveCsibmnode(t, c, "w1-uuid")
 				cn.SetLabels(map[string]string{"csi-baremetal/owned": "true"})
 				if err := c.Update(ctx, cn); err != nil {
 					t.Fatal(err)
 				}
-				return apierrors.NewConflict(schema.GroupResource{Group: Group, Resource: "csibmnodes"}, obj.GetName(), nil)
 			}
-			return c.Patch(ctx, obj, patch, opts...)
+			patches++
+			// The API server's own answer: the patch's resourceVersion is stale.
+			err := c.Patch(ctx, obj, patch, opts...)
+			if apierrors.IsConflict(err) {
+				conflicts++
+			}
+			return err
 		},
 	})
 	res := mustPlan(t, c, `{}`)
@@ -86,6 +89,30 @@ func TestDrainLabelRereadsOnConflict(t *testing.T) {
 	}
 	if conflicts != 1 {
 		t.Errorf("%d conflicts, want 1", conflicts)
+	}
+}
+
+// The spec's drainTaint replaces the default one: a Node tainted with it is
+// drained, one with the default taint is not.
+func TestDrainTaintOfTheSpec(t *testing.T) {
+	const spec = `{"drainTaint":{"key":"example.com/retire","effect":"NoExecute"}}`
+	retire := kubeNode("w1", "10.0.0.1", false)
+	retire.Spec.Taints = []corev1.Taint{{Key: "example.com/retire", Effect: corev1.TaintEffectNoExecute}}
+	for _, tc := range []struct {
+		name      string
+		node      *corev1.Node
+		wantLabel bool
+	}{
+		{"tainted with the spec's taint: labelled", retire, true},
+		{"tainted with the default taint: not labelled", kubeNode("w1", "10.0.0.1", true), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := fakeCluster(csibmnodeObj("w1-uuid", "w1", "10.0.0.1", nil, nil), driveObj("w1-uuid"), tc.node)
+			mustPlan(t, c, spec)
+			if got := liveCsibmnode(t, c, "w1-uuid").GetLabels()[LabelDrain] == DrainValue; got != tc.wantLabel {
+				t.Errorf("drain label present = %v, want %v", got, tc.wantLabel)
+			}
+		})
 	}
 }
 

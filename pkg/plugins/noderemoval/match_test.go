@@ -38,9 +38,15 @@ func csibmnodeObj(uuid, hostname, ip string, labels, annotations map[string]stri
 
 // driveObj is a Drive of the Csibmnode whose UUID is uuid.
 func driveObj(uuid string) *unstructured.Unstructured {
-	u := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"NodeId": uuid}}}
-	u.SetGroupVersionKind(GVK(KindDrive))
-	u.SetName(uuid + "-drive")
+	return resourceObj(KindDrive, "NodeId", uuid)
+}
+
+// resourceObj is a csi-baremetal resource of kind named uuid-<kind>, whose spec
+// field holds the UUID of its Csibmnode.
+func resourceObj(kind, field, uuid string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{field: uuid}}}
+	u.SetGroupVersionKind(GVK(kind))
+	u.SetName(uuid + "-" + strings.ToLower(kind))
 	return u
 }
 
@@ -63,6 +69,12 @@ func nodePod(name, node, app string) *corev1.Pod {
 }
 
 var drained = map[string]string{LabelDrain: DrainValue}
+
+// withAddress is node with one more address.
+func withAddress(node *corev1.Node, typ corev1.NodeAddressType, address string) *corev1.Node {
+	node.Status.Addresses = append(node.Status.Addresses, corev1.NodeAddress{Type: typ, Address: address})
+	return node
+}
 
 // fakeCluster is an API server holding objs, with the pods' spec.nodeName
 // field selector the gate uses.
@@ -156,9 +168,29 @@ func TestPlanMatchesCsibmnodeToItsNode(t *testing.T) {
 		objs:        []client.Object{w3(drained, nil), kubeNode("w9", sharedIP, false)},
 		wantDesired: true, wantLabel: true,
 	}, {
+		name: "the address reused by w9.example.com, whose Csibmnode recorded that name",
+		objs: []client.Object{w3(drained, nil), csibmnodeObj("w9-uuid", "node-9", sharedIP, nil, map[string]string{AnnotationNodeName: "w9.example.com"}),
+			kubeNode("w9.example.com", sharedIP, false)},
+		wantDesired: false, wantLabel: true,
+	}, {
 		name:        "two Nodes with the address",
 		objs:        []client.Object{w3(drained, nil), kubeNode("a", sharedIP, false), kubeNode("b", sharedIP, false)},
 		wantDesired: false, wantLabel: true,
+	}, {
+		// Only an InternalIP is an address a Csibmnode goes by: another Node's
+		// ExternalIP of the same value makes no second candidate.
+		name:        "FQDN Node name, drained, another Node's ExternalIP the same",
+		objs:        []client.Object{w3(drained, nil), kubeNode("w3.example.com", sharedIP, true), withAddress(kubeNode("gw", "", false), corev1.NodeExternalIP, sharedIP)},
+		wantDesired: true, wantLabel: true, wantNodeName: "w3.example.com",
+	}, {
+		name:        "FQDN Node name, drained, its InternalIP listed twice",
+		objs:        []client.Object{w3(drained, nil), withAddress(kubeNode("w3.example.com", sharedIP, true), corev1.NodeInternalIP, sharedIP)},
+		wantDesired: true, wantLabel: true, wantNodeName: "w3.example.com",
+	}, {
+		// planned-downtime is csi-baremetal's maintenance, not a drain for removal.
+		name:        "the Node gone, its Csibmnode labelled with another value",
+		objs:        []client.Object{w3(map[string]string{LabelDrain: "planned-downtime"}, nil)},
+		wantDesired: true,
 	}, {
 		name:        "two Nodes with the address, removeUndrained",
 		spec:        `{"removeUndrained":true}`,
@@ -272,6 +304,44 @@ func TestGateHoldsWhileTheNodeIsBack(t *testing.T) {
 	}
 }
 
+// The gate read fresh for a group: a pod bound to any name the node went by
+// holds it (a recorded name need not be the hostname under a domain), and a
+// Node that cannot be read is an error, never taken for gone.
+func TestMayDeleteOfAGroup(t *testing.T) {
+	const spec = `{"nodePodSelector":{"matchLabels":{"app":"csi-baremetal-node"}}}`
+	for _, tc := range []struct {
+		name     string
+		group    string
+		pod      *corev1.Pod
+		failGet  string // the Node whose read fails
+		wantHold string
+		wantErr  bool
+	}{
+		{"a node pod bound to the recorded name", "w3,storage-a/w3-uuid", nodePod("csi-node", "storage-a", "csi-baremetal-node"), "",
+			"pod csi/csi-node (nodePodSelector) is still bound to node storage-a", false},
+		{"no node pod", "w3,storage-a/w3-uuid", nodePod("csi-node", "w9", "csi-baremetal-node"), "", "", false},
+		{"the Node of the hostname unreadable", "w3,storage-a/w3-uuid", nodePod("csi-node", "w9", "csi-baremetal-node"), "w3", "", true},
+		{"the Node of the recorded name unreadable", "w3,storage-a/w3-uuid", nodePod("csi-node", "w9", "csi-baremetal-node"), "storage-a", "", true},
+		{"a node pod on the hostname under a domain, that Node unreadable", "w3/w3-uuid", nodePod("csi-node", "w3.example.com", "csi-baremetal-node"), "w3.example.com", "", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			base := fakeCluster(tc.pod, kubeNode("stays", "10.0.0.100", false))
+			c := interceptor.NewClient(base.(client.WithWatch), interceptor.Funcs{
+				Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+					if _, ok := obj.(*corev1.Node); ok && key.Name == tc.failGet {
+						return apierrors.NewServiceUnavailable("etcd is slow")
+					}
+					return c.Get(ctx, key, obj, opts...)
+				},
+			})
+			hold, err := New(Options{}).MayDelete(context.Background(), testRequest(c, spec), tc.group)
+			if hold != tc.wantHold || (err != nil) != tc.wantErr {
+				t.Errorf("MayDelete(%q) = %q, %v; want %q, error %v", tc.group, hold, err, tc.wantHold, tc.wantErr)
+			}
+		})
+	}
+}
+
 // withCSIUUID is node carrying csi-baremetal's annotation naming the Csibmnode
 // whose UUID is uuid.
 func withCSIUUID(node *corev1.Node, uuid string) *corev1.Node {
@@ -359,6 +429,10 @@ func TestPlanMatchesCsibmnodeByCSIBaremetalUUID(t *testing.T) {
 		name:        "only another Node's UUID, no name or address of its own: removed",
 		objs:        []client.Object{w3(nil, nil), withCSIUUID(kubeNode("w9", movedIP, false), "w9-uuid")},
 		wantDesired: false, wantGroup: "w3/w3-uuid",
+	}, {
+		name:        "the Node gone, its recorded name its hostname: one name",
+		objs:        []client.Object{w3(nil, map[string]string{AnnotationNodeName: "w3"})},
+		wantDesired: false, wantGroup: "w3/w3-uuid", wantNodeName: "w3",
 	}, {
 		name:        "an empty annotation is none: matched by address",
 		objs:        []client.Object{w3(nil, nil), withCSIUUID(kubeNode("w3.example.com", sharedIP, false), "")},

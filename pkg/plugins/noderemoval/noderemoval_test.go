@@ -3,6 +3,7 @@ package noderemoval
 import (
 	"context"
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -83,6 +84,33 @@ func TestPlanWithoutNodesOrphansNothing(t *testing.T) {
 	objects, external, err := res.Inventory.Orphans()
 	if !errors.Is(err, plugin.ErrEmptyDesired) || len(objects)+len(external) != 0 {
 		t.Errorf("Orphans = %d objects, %d external items, %v; want none and %v", len(objects), len(external), err, plugin.ErrEmptyDesired)
+	}
+}
+
+// A removed node's resources are found by the field each kind holds its UUID in,
+// and deleted in order: Drives, AvailableCapacities, LogicalVolumeGroups and
+// Volumes (their finalizers cleared), the Csibmnode last, its finalizer kept.
+func TestPlanOrdersTheResourcesOfANode(t *testing.T) {
+	volume := resourceObj(KindVolume, "NodeId", "w3-uuid")
+	volume.SetNamespace("default")
+	misfiled := resourceObj(KindLogicalVolumeGroup, "NodeId", "w3-uuid") // not LogicalVolumeGroup's field
+	misfiled.SetName("misfiled")
+	c := fakeCluster(csibmnodeObj("w3-uuid", "w3", sharedIP, drained, nil), kubeNode("stays", "10.0.0.100", false),
+		resourceObj(KindAvailableCapacity, "NodeId", "w3-uuid"), resourceObj(KindLogicalVolumeGroup, "Node", "w3-uuid"), volume, driveObj("w3-uuid"), misfiled)
+	res := mustPlan(t, c, `{}`)
+	var got []string
+	for _, it := range res.Inventory.Objects {
+		got = append(got, fmt.Sprintf("%d %s %s desired=%v clear=%v", it.Order, it.Object.GetObjectKind().GroupVersionKind().Kind, it.Object.GetName(), it.Desired, it.ClearFinalizers))
+	}
+	want := []string{
+		"0 Drive w3-uuid-drive desired=false clear=[]",
+		"1 AvailableCapacity w3-uuid-availablecapacity desired=false clear=[]",
+		"2 LogicalVolumeGroup w3-uuid-logicalvolumegroup desired=false clear=[" + FinalizerLVG + "]",
+		"3 Volume w3-uuid-volume desired=false clear=[" + FinalizerVolume + "]",
+		"4 Node w3-uuid desired=false clear=[]",
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("inventory:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
 
