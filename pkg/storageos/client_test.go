@@ -782,46 +782,75 @@ func TestAPIErrorText(t *testing.T) {
 	}
 }
 
-// A 404 means "already gone" only to a namespace delete: to a login or a
-// listing it is a wrong endpoint (or a proxy's page), which no caller may take
-// for success, so only DeleteNamespace's matches ErrNotFound.
+// A 404 means "already gone" and a 409 "still holds volumes" only to a
+// namespace delete: to a login or a listing a 404 is a wrong endpoint (or a
+// proxy's page), which no caller may take for success, and a 409 "already
+// exists"; so only DeleteNamespace's match ErrNotFound and ErrNamespaceNotEmpty.
 func TestNotFoundIsOnlyTheDeletes(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		path string // answered 404 (a plain-text page); the rest by the simulator
-		call func(c *storageos.Client, ns storageossim.Namespace) error
-		want bool
-	}{
-		{"login", "/v2/auth/login", func(c *storageos.Client, _ storageossim.Namespace) error {
-			_, err := c.ListNamespaces(context.Background())
-			return err
-		}, false},
-		{"list", "/v2/namespaces", func(c *storageos.Client, _ storageossim.Namespace) error {
-			_, err := c.ListNamespaces(context.Background())
-			return err
-		}, false},
-		{"delete", "/v2/namespaces/", func(c *storageos.Client, ns storageossim.Namespace) error {
-			return c.DeleteNamespace(context.Background(), ns.ID, ns.Version)
-		}, true},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			h := newHarness(t, withWrap(func(next http.Handler) http.Handler {
-				return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-					if r.URL.Path == tc.path || strings.HasSuffix(tc.path, "/") && strings.HasPrefix(r.URL.Path, tc.path) {
-						http.NotFound(w, r)
-						return
-					}
-					next.ServeHTTP(w, r)
-				})
-			}))
-			ns := h.sim.AddNamespace("team-a")
-			err := tc.call(h.client, ns)
-			if err == nil {
-				t.Fatal("the call succeeded; want the 404's error")
+	for _, status := range []struct {
+		code     int
+		sentinel error
+	}{{http.StatusNotFound, storageos.ErrNotFound}, {http.StatusConflict, storageos.ErrNamespaceNotEmpty}} {
+		for _, tc := range []struct {
+			name string
+			path string // answered status.code (a plain-text page); the rest by the simulator
+			call func(c *storageos.Client, ns storageossim.Namespace) error
+			want bool
+		}{
+			{"login", "/v2/auth/login", func(c *storageos.Client, _ storageossim.Namespace) error {
+				_, err := c.ListNamespaces(context.Background())
+				return err
+			}, false},
+			{"list", "/v2/namespaces", func(c *storageos.Client, _ storageossim.Namespace) error {
+				_, err := c.ListNamespaces(context.Background())
+				return err
+			}, false},
+			{"delete", "/v2/namespaces/", func(c *storageos.Client, ns storageossim.Namespace) error {
+				return c.DeleteNamespace(context.Background(), ns.ID, ns.Version)
+			}, true},
+		} {
+			t.Run(fmt.Sprintf("%s %d", tc.name, status.code), func(t *testing.T) {
+				h := newHarness(t, withWrap(func(next http.Handler) http.Handler {
+					return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+						if r.URL.Path == tc.path || strings.HasSuffix(tc.path, "/") && strings.HasPrefix(r.URL.Path, tc.path) {
+							http.Error(w, http.StatusText(status.code), status.code)
+							return
+						}
+						next.ServeHTTP(w, r)
+					})
+				}))
+				ns := h.sim.AddNamespace("team-a")
+				err := tc.call(h.client, ns)
+				if err == nil {
+					t.Fatalf("the call succeeded; want the %d's error", status.code)
+				}
+				if got := errors.Is(err, status.sentinel); got != tc.want {
+					t.Errorf("%v: errors.Is(%v) = %v, want %v", err, status.sentinel, got, tc.want)
+				}
+			})
+		}
+	}
+}
+
+// Only a 2xx is a delete done: an answer of another status that the HTTP client
+// does not follow (300 without a Location) is an error, and the namespace stays.
+func TestDeleteNamespaceRedirectionIsNoSuccess(t *testing.T) {
+	h := newHarness(t, withWrap(func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == http.MethodDelete {
+				w.WriteHeader(http.StatusMultipleChoices)
+				return
 			}
-			if got := errors.Is(err, storageos.ErrNotFound); got != tc.want {
-				t.Errorf("%v: errors.Is(ErrNotFound) = %v, want %v", err, got, tc.want)
-			}
+			next.ServeHTTP(w, r)
 		})
+	}))
+	ns := h.sim.AddNamespace("team-a")
+	err := h.client.DeleteNamespace(context.Background(), ns.ID, ns.Version)
+	var apiErr *storageos.APIError
+	if !errors.As(err, &apiErr) || apiErr.StatusCode != http.StatusMultipleChoices {
+		t.Fatalf("DeleteNamespace = %v, want the 300's *APIError", err)
+	}
+	if _, ok := h.sim.Namespace("team-a"); !ok {
+		t.Error("the namespace is gone")
 	}
 }

@@ -17,11 +17,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 	"github.com/limbo-dev/limbo/pkg/plugin"
@@ -559,6 +561,21 @@ func TestPlanExcludeWinsOverDeletion(t *testing.T) {
 	expectJudged(t, f.judged(f.mustPlan(spec, t0.Add(time.Second))), map[string]bool{"default": true, "a": true})
 }
 
+// An exclusion forgets the deletion seen before it: lifted again, the namespace
+// is judged like any other not in Kubernetes, an orphan at the next GC run and
+// not before.
+func TestPlanExcludeForgetsADeletion(t *testing.T) {
+	f := newFixture(t, namespacegc.Options{}, "default", "a")
+	f.sim.AddNamespace("a")
+	spec := f.spec(`"gcInterval":"1h","gcDelay":"1h"`)
+	f.mustPlan(spec, t0)
+	f.deleteNamespace("a")
+	expectJudged(t, f.judged(f.mustPlan(spec, t0.Add(time.Second))), map[string]bool{"default": true, "a": false})
+	expectJudged(t, f.judged(f.mustPlan(f.spec(`"gcInterval":"1h","gcDelay":"1h","exclude":["default","a"]`), t0.Add(2*time.Second))), map[string]bool{"default": true, "a": true})
+	expectJudged(t, f.judged(f.mustPlan(spec, t0.Add(3*time.Second))), map[string]bool{"default": true})
+	expectJudged(t, f.judged(f.mustPlan(spec, t0.Add(time.Hour))), map[string]bool{"default": true, "a": false})
+}
+
 // A Terminating Namespace counts as gone: its deletion has begun, and the
 // namespace controller is emptying it.
 func TestPlanTerminatingNamespaceCountsAsGone(t *testing.T) {
@@ -1015,6 +1032,31 @@ func TestDeleteExternalNamespaceExistsAgain(t *testing.T) {
 	f.terminate("a")
 	if err := f.deleteExternal(f.spec(""), "a"); err != nil {
 		t.Fatalf("DeleteExternal with the Namespace Terminating: %v", err)
+	}
+}
+
+// A Kubernetes Namespace that cannot be read is not taken for gone: the delete
+// fails (retried), without calling the backend.
+func TestDeleteExternalNamespaceUnreadable(t *testing.T) {
+	f := newFixture(t, namespacegc.Options{}, "default", "a")
+	f.sim.AddNamespace("a")
+	f.k8s = interceptor.NewClient(f.k8s, interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			if _, ok := obj.(*corev1.Namespace); ok {
+				return apierrors.NewServiceUnavailable("etcd is slow")
+			}
+			return c.Get(ctx, key, obj, opts...)
+		},
+	})
+	err := f.deleteExternal(f.spec(""), "a")
+	if want := `check Kubernetes Namespace "a"`; err == nil || !strings.HasPrefix(err.Error(), want) || errors.Is(err, plugin.ErrNotResponsible) {
+		t.Fatalf("error = %v, want %q, not wrapping plugin.ErrNotResponsible", err, want)
+	}
+	if _, ok := f.sim.Namespace("a"); !ok {
+		t.Fatal("deleted")
+	}
+	if n := f.sim.Calls(storageossim.OpDeleteNamespace); n != 0 {
+		t.Errorf("%d %s calls, want 0", n, storageossim.OpDeleteNamespace)
 	}
 }
 
