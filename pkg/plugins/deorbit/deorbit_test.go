@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -66,6 +67,11 @@ func TestSchema(t *testing.T) {
 	cfg, err := parse([]byte(`{}`))
 	if err != nil || !cfg.snapshots || cfg.lbWait != DefaultLoadBalancerWait || cfg.timeout != DefaultTimeout || cfg.apiUnavailable != DefaultAPIUnavailableTimeout {
 		t.Errorf("defaults: %+v, %v", cfg, err)
+	}
+	for spec, want := range map[string]bool{`{"volumeSnapshots":true}`: true, `{"volumeSnapshots":false}`: false} {
+		if cfg, err := parse([]byte(spec)); err != nil || cfg.snapshots != want {
+			t.Errorf("parse(%s): snapshots %v, %v; want %v", spec, cfg.snapshots, err, want)
+		}
 	}
 }
 
@@ -153,7 +159,12 @@ func TestListSelects(t *testing.T) {
 	// wait out its timeout, then report DeorbitTimedOut).
 	retained := pv("pv-retained", cinder, true, gone, corev1.VolumeReleased)
 	retained.Spec.PersistentVolumeReclaimPolicy = corev1.PersistentVolumeReclaimRetain
-	objs := []client.Object{bound, other, handMade, nfs, pending, migrated, unmigrated, retained,
+	// An in-tree volume made by hand (no provisioned-by), marked migrated to the
+	// listed driver: not deorbit's either.
+	handMadeMigrated := pvc("hand-made-migrated", "pv-hand-migrated", corev1.ClaimBound)
+	handMadeInTree := inTree("pv-hand-migrated", handMadeMigrated, cinder)
+	delete(handMadeInTree.Annotations, AnnotationProvisionedBy)
+	objs := []client.Object{bound, other, handMade, nfs, pending, migrated, unmigrated, retained, handMadeMigrated, handMadeInTree,
 		inTree("pv-migrated", migrated, cinder), inTree("pv-unmigrated", unmigrated, ""),
 		pv("pv-bound", cinder, true, bound, corev1.VolumeBound),
 		pv("pv-other", "other.csi.example.com", true, other, corev1.VolumeBound),
@@ -206,6 +217,63 @@ func TestListSelects(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A claim being deleted stays an item until it is gone, whatever its phase (one
+// deleted while its binding was still Pending), and its PV, its claim no longer
+// live, is waited for.
+func TestListKeepsAClaimBeingDeleted(t *testing.T) {
+	claim := pvc("binding", "pv-binding", corev1.ClaimPending)
+	claim.Finalizers, claim.DeletionTimestamp = []string{"kubernetes.io/pvc-protection"}, &metav1.Time{Time: now}
+	cfg, err := parse([]byte(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := list(context.Background(), fakeCluster(t, false, claim, pv("pv-binding", cinder, true, claim, corev1.VolumeBound)), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := c.debris(), "1 PVC (app/binding); 1 PV (pv-binding)"; got != want {
+		t.Errorf("debris %q, want %q", got, want)
+	}
+}
+
+// A VolumeSnapshot listing that fails, but for a CRD not installed, fails the
+// read: the claims are not deleted before the snapshots of their volumes.
+func TestListFailsOnASnapshotListingError(t *testing.T) {
+	claim := pvc("data", "pv-data", corev1.ClaimBound)
+	target := interceptor.NewClient(fakeCluster(t, true, claim, pv("pv-data", cinder, true, claim, corev1.VolumeBound)), interceptor.Funcs{
+		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+			if list.GetObjectKind().GroupVersionKind().Group == VolumeSnapshotGVK.Group {
+				return apierrors.NewServiceUnavailable("the snapshot webhook is down")
+			}
+			return c.List(ctx, list, opts...)
+		}})
+	cfg, err := parse([]byte(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, err := list(context.Background(), target, cfg); err == nil || !strings.Contains(err.Error(), "list VolumeSnapshots") {
+		t.Errorf("list = %+v, %v; want the VolumeSnapshots' error", c, err)
+	}
+}
+
+// A kind's description names five items at most, and says how many more.
+func TestKindDescribe(t *testing.T) {
+	for n, want := range map[int]string{
+		0: "",
+		1: "1 PV (pv-0)",
+		5: "5 PVs (pv-0, pv-1, pv-2, pv-3, pv-4)",
+		7: "7 PVs (pv-0, pv-1, pv-2, pv-3, pv-4 and 2 more)",
+	} {
+		k := kind{singular: "PV", plural: "PVs"}
+		for i := range n {
+			k.names = append(k.names, fmt.Sprintf("pv-%d", i))
+		}
+		if got := k.describe(); got != want {
+			t.Errorf("describe of %d = %q, want %q", n, got, want)
+		}
 	}
 }
 
@@ -335,8 +403,8 @@ func TestTeardownProgress(t *testing.T) {
 	}
 	h.now = now.Add(4 * time.Minute)
 	res, _ = h.pass()
-	if res.Done || len(res.Events) != 0 || !strings.Contains(res.Message, "waiting until 2026-03-14T12:06:00Z") {
-		t.Errorf("during the load-balancer wait: done %v, events %+v, message %q", res.Done, res.Events, res.Message)
+	if res.Done || len(res.Events) != 0 || !strings.Contains(res.Message, "waiting until 2026-03-14T12:06:00Z") || res.RequeueAfter != 2*time.Minute {
+		t.Errorf("during the load-balancer wait: done %v, events %+v, message %q, requeue after %v", res.Done, res.Events, res.Message, res.RequeueAfter)
 	}
 	h.now = now.Add(7 * time.Minute)
 	res, _ = h.pass()
@@ -354,6 +422,50 @@ func TestTeardownProgress(t *testing.T) {
 	res, err = h.pass()
 	if err != nil || !res.Done || len(res.Events) != 0 {
 		t.Errorf("pass after done: %+v, %v", res, err)
+	}
+}
+
+// The load-balancer wait is for the LoadBalancer Services no finalizer guards,
+// and lasts until the latest of their waits: one whose countdown ends later
+// (stamped at 12:30: due 12:31) holds it past another's (due 12:01).
+func TestTeardownLoadBalancerWait(t *testing.T) {
+	stamped := func(svc *corev1.Service, at time.Time) *corev1.Service {
+		svc.Annotations = map[string]string{limbov1alpha1.AnnotationDeletionTimestamp: at.Format(time.RFC3339)}
+		return svc
+	}
+	for _, tc := range []struct {
+		name     string
+		services []client.Object
+		want     string // the message at 12:04, the Services gone; "" done
+	}{
+		{"guarded by the cleanup finalizer", []client.Object{service("lb", corev1.ServiceTypeLoadBalancer, FinalizerLoadBalancerCleanup)}, ""},
+		{"one without the finalizer", []client.Object{service("lb", corev1.ServiceTypeLoadBalancer)}, "waiting until 2026-03-14T12:06:00Z"},
+		{"two without the finalizer, the later first", []client.Object{stamped(service("a-lb", corev1.ServiceTypeLoadBalancer), now.Add(30*time.Minute)),
+			service("b-lb", corev1.ServiceTypeLoadBalancer)}, "waiting until 2026-03-14T12:36:00Z"},
+		{"two without the finalizer, the later last", []client.Object{service("a-lb", corev1.ServiceTypeLoadBalancer),
+			stamped(service("b-lb", corev1.ServiceTypeLoadBalancer), now.Add(30*time.Minute))}, "waiting until 2026-03-14T12:36:00Z"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			target := fakeCluster(t, false, tc.services...)
+			h := newTeardownHarness(t, `{"loadBalancerWait":"5m"}`, target)
+			if res, err := h.pass(); err != nil || res.Done || len(res.Items) != len(tc.services) {
+				t.Fatalf("first pass: %+v, %v", res, err)
+			}
+			for _, svc := range tc.services {
+				svc.SetFinalizers(nil)
+				if err := target.Update(context.Background(), svc); err != nil {
+					t.Fatal(err)
+				}
+				if err := target.Delete(context.Background(), svc); err != nil {
+					t.Fatal(err)
+				}
+			}
+			h.now = now.Add(4 * time.Minute)
+			res, err := h.pass()
+			if err != nil || res.Done != (tc.want == "") || !strings.Contains(res.Message, tc.want) {
+				t.Errorf("at 12:04: done %v, message %q, %v; want %q", res.Done, res.Message, err, tc.want)
+			}
+		})
 	}
 }
 
@@ -477,6 +589,31 @@ func TestTeardownGivesUp(t *testing.T) {
 	}
 	if got := testutil.ToFloat64(h.plugin.opts.Metrics.Failures.WithLabelValues(StepList)); got != 2 {
 		t.Errorf("list failures %v, want 2", got)
+	}
+}
+
+// The unreachable time is of the current run of unreachable passes: a pass that
+// reads the target, or fails otherwise, ends the run, and the next starts anew.
+func TestTeardownUnreachableRunStartsAnew(t *testing.T) {
+	refused := &url.Error{Op: "Get", URL: "https://10.0.0.1:6443/api", Err: syscall.ECONNREFUSED}
+	claim := pvc("data", "pv-data", corev1.ClaimBound)
+	target := fakeCluster(t, false, claim, pv("pv-data", cinder, true, claim, corev1.VolumeBound))
+	for _, tc := range []struct {
+		name    string
+		between client.Reader
+	}{
+		{"a pass that read the target", target},
+		{"a pass that failed otherwise", errReader{errors.New("forbidden")}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newTeardownHarness(t, `{"apiUnavailableTimeout":"2m","timeout":"1h"}`, errReader{refused})
+			for i, reader := range []client.Reader{errReader{refused}, tc.between, errReader{refused}, errReader{refused}} {
+				h.reader, h.now = reader, now.Add(time.Duration(i)*time.Minute)
+				if res, _ := h.pass(); res.Done {
+					t.Fatalf("gave up at pass %d, unreachable for 1m at most: %s", i, res.Warning)
+				}
+			}
+		})
 	}
 }
 
