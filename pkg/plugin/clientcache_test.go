@@ -42,12 +42,19 @@ func TestClientCache(t *testing.T) {
 			t.Errorf("step %d (%s, %s): client %d, want %d", i, s.id, s.secret, got, s.want)
 		}
 	}
+	// Secrets are told apart one by one: moved from one to the next is changed.
+	if c, err := cache.Get("d", []string{"pw", ""}, newClient); err != nil || *c != 4 {
+		t.Fatalf("d: client %v, %v; want a new one (4)", c, err)
+	}
+	if c, err := cache.Get("d", []string{"", "pw"}, newClient); err != nil || *c != 5 {
+		t.Errorf("d, the secret in the other place: client %v, %v; want a new one (5)", c, err)
+	}
 	failing := func() (*int, error) { return nil, errors.New("login refused") }
 	if _, err := cache.Get("c", []string{"pw"}, failing); err == nil {
 		t.Fatal("a failed login returned no error")
 	}
-	if got := get("c", "pw"); got != 4 {
-		t.Errorf("after a failed login: client %d, want a new one (4)", got)
+	if got := get("c", "pw"); got != 6 {
+		t.Errorf("after a failed login: client %d, want a new one (6)", got)
 	}
 }
 

@@ -119,6 +119,12 @@ func TestInventoryOrphans(t *testing.T) {
 			wantErr: plugin.ErrItemTooLong,
 		},
 		{
+			name: "a kind longer than a Tombstone holds refuses the inventory",
+			inv: &plugin.Inventory{DesiredListed: 1, External: []plugin.ExternalItem{{ExternalItem: limbov1alpha1.ExternalItem{
+				Kind: strings.Repeat("k", limbov1alpha1.MaxItemKind+1), ID: "x", Name: "x"}}}},
+			wantErr: plugin.ErrItemTooLong,
+		},
+		{
 			name: "a name longer than a Tombstone holds refuses the inventory",
 			inv: &plugin.Inventory{DesiredListed: 1, External: []plugin.ExternalItem{{ExternalItem: limbov1alpha1.ExternalItem{Kind: "Thing", ID: "x",
 				Name: strings.Repeat("n", limbov1alpha1.MaxItemName+1)}}}},
@@ -324,5 +330,35 @@ func TestResourceStates(t *testing.T) {
 	}
 	if c := states.Of(req("u2", "a")); c == a || *c != 3 {
 		t.Errorf("a re-created Bundle shares its predecessor's state")
+	}
+}
+
+// An item found on another place than the one the spec names now is refused for
+// good (ErrNotResponsible); one found there, or named before names carried a
+// place, is not.
+func TestRefuseMovedItem(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		refused bool
+	}{
+		{plugin.ItemNameOn("x", "router r1"), false},
+		{plugin.ItemNameOn("x", "router r0"), true},
+		{"x", false},
+	} {
+		err := plugin.RefuseMovedItem(limbov1alpha1.ExternalItem{Kind: "Thing", ID: "x", Name: tc.name}, "router r1", "routerID")
+		if (err != nil) != tc.refused || (err != nil && !errors.Is(err, plugin.ErrNotResponsible)) {
+			t.Errorf("RefuseMovedItem(%q) = %v, want refused %v (ErrNotResponsible)", tc.name, err, tc.refused)
+		}
+	}
+}
+
+// A Secret's key set to an empty value is missing: Values names every key needed.
+func TestSecretValues(t *testing.T) {
+	s := plugin.Secret{Name: "creds", Data: map[string][]byte{"username": []byte("admin"), "password": {}}}
+	if v, err := s.Values("username"); err != nil || !reflect.DeepEqual(v, []string{"admin"}) {
+		t.Errorf("Values(username) = %q, %v", v, err)
+	}
+	if v, err := s.Values("username", "password"); err == nil || err.Error() != `credentials Secret "creds" needs the keys username and password` {
+		t.Errorf("Values(username, password) = %q, %v; want the empty password refused", v, err)
 	}
 }

@@ -162,6 +162,7 @@ func TestParseDurationIn(t *testing.T) {
 		{value: ptr.To("1h"), r: plugin.DurationRange{Min: 2 * time.Hour}, err: `spec.every: Invalid value: "1h": must be a duration of at least 2h0m0s`},
 		{value: ptr.To("1h"), r: plugin.DurationRange{Max: time.Minute}, err: `spec.every: Invalid value: "1h": must be a duration ≥ 0 and at most 1m0s`},
 		{value: ptr.To("1ns"), r: plugin.DurationRange{}, want: time.Nanosecond},
+		{value: ptr.To("-1ns"), r: plugin.DurationRange{}, err: `spec.every: Invalid value: "-1ns": must be a duration ≥ 0 (90s, 1h30m)`},
 	} {
 		got, err := plugin.ParseDurationIn("every", tc.value, time.Minute, tc.r)
 		switch {
