@@ -170,6 +170,16 @@ func TestErrors(t *testing.T) {
 			wantMsg: "dependency cycle: a -> b -> c -> a",
 		},
 		{
+			// b is done before the cycle a -> c -> a closes: not on its path.
+			name: "cycle after a finished branch",
+			spec: spec{
+				vertices: []string{"a", "b", "c"},
+				edges:    [][2]string{{"a", "b"}, {"a", "c"}, {"c", "a"}},
+			},
+			wantErr: &CycleError{Path: []string{"a", "c", "a"}},
+			wantMsg: "dependency cycle: a -> c -> a",
+		},
+		{
 			name: "cycle reached through a vertex outside it",
 			spec: spec{
 				vertices: []string{"x", "a", "b", "c"},
@@ -284,6 +294,15 @@ func TestReverseWaves(t *testing.T) {
 				edges:    [][2]string{{"a", "c"}, {"a", "b"}, {"b", "c"}},
 			},
 			want: [][]string{{"a"}, {"b"}, {"c"}},
+		},
+		{
+			// The search meets v (through r) before a: the wave keeps insertion order.
+			name: "a wave in insertion order, not in the search's",
+			spec: spec{
+				vertices: []string{"r", "a", "v", "s"},
+				edges:    [][2]string{{"r", "v"}, {"s", "a"}},
+			},
+			want: [][]string{{"r", "s"}, {"a", "v"}},
 		},
 	}
 	for _, tt := range tests {
