@@ -192,6 +192,24 @@ func TestComputeKstatus(t *testing.T) {
 			message: "the Ready condition's observedGeneration 2 is not generation 3",
 		},
 		{
+			name: "custom resource whose Ready=True condition is of a later generation",
+			obj: object(t, `{"apiVersion":"cert-manager.io/v1","kind":"Certificate","metadata":{"name":"c","generation":3},
+				"status":{"conditions":[{"type":"Ready","status":"True","reason":"Ready","observedGeneration":4}]}}`),
+			state:   InProgress,
+			reason:  "LatestGenerationNotObserved",
+			message: "the Ready condition's observedGeneration 4 is not generation 3",
+		},
+		{
+			// Another condition's generation says nothing of the Ready one's.
+			name: "custom resource whose Ready=True condition is of an older generation than another condition",
+			obj: object(t, `{"apiVersion":"cert-manager.io/v1","kind":"Certificate","metadata":{"name":"c","generation":3},
+				"status":{"conditions":[{"type":"Issuing","status":"False","reason":"Done","observedGeneration":3},
+				{"type":"Ready","status":"True","reason":"Ready","observedGeneration":2}]}}`),
+			state:   InProgress,
+			reason:  "LatestGenerationNotObserved",
+			message: "the Ready condition's observedGeneration 2 is not generation 3",
+		},
+		{
 			name: "custom resource whose Ready=True condition is of its generation",
 			obj: object(t, `{"apiVersion":"cert-manager.io/v1","kind":"Certificate","metadata":{"name":"c","generation":3},
 				"status":{"conditions":[{"type":"Ready","status":"True","reason":"Ready","observedGeneration":3}]}}`),
@@ -366,6 +384,23 @@ func TestComputeJob(t *testing.T) {
 			state:   InProgress,
 			reason:  "JobRunning",
 			message: "Job running: 1 active, 0 succeeded of 1",
+		},
+		{
+			// Jobs do not write Complete=False; one that did is not complete.
+			name:    "Complete=False",
+			obj:     job(oneOfOne, `{`+started+`,"active":1,"conditions":[{"type":"Complete","status":"False"}]}`),
+			state:   InProgress,
+			reason:  "JobRunning",
+			message: "Job running: 1 active, 0 succeeded of 1",
+		},
+		{
+			name: "failed",
+			obj: job(oneOfOne, `{`+started+`,"failed":7,"conditions":[
+				{"type":"FailureTarget","status":"True","reason":"BackoffLimitExceeded"},
+				{"type":"Failed","status":"True","reason":"BackoffLimitExceeded","message":"Job has reached the specified backoff limit"}]}`),
+			state:   Failed,
+			reason:  "JobFailed",
+			message: "Job Failed. failed: 7/1",
 		},
 		{
 			name: "complete",
@@ -732,6 +767,14 @@ func TestComputeRule(t *testing.T) {
 			state:   InProgress,
 			reason:  ReasonLatestGenerationNotObserved,
 			message: "status.observedGeneration 1 is behind generation 2",
+		},
+		{
+			name:    "rule waits while status.observedGeneration is ahead of the generation",
+			obj:     widget(`{"phase":"Running","observedGeneration":3}`),
+			rule:    Rule{"status.phase", "Running"},
+			state:   InProgress,
+			reason:  ReasonLatestGenerationNotObserved,
+			message: "status.observedGeneration 3 is ahead of generation 2",
 		},
 		{
 			name:    "rule without status.observedGeneration: the rule alone",
