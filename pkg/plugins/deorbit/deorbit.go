@@ -592,14 +592,16 @@ func (r *pass) progress(t target, c *contents) {
 }
 
 // trackLoadBalancers pushes the load-balancer wait past the delete of each
-// LoadBalancer Service that no finalizer guards: its deadline, as the state
-// machine decides it for the Service as an item of the resource (the stamp plus
-// the resource's deletionDelay; now plus the delay for one not stamped yet), or
-// now if that passed, plus loadBalancerWait.
+// LoadBalancer Service without the cloud controller's finalizer: its deadline,
+// as the state machine decides it for the Service as an item of the resource
+// (the stamp plus the resource's deletionDelay; now plus the delay for one not
+// stamped yet), or now if that passed, plus loadBalancerWait. One being deleted
+// but held by another finalizer counts too, at every pass that sees it: its load
+// balancer goes only once it is gone.
 func (r *pass) trackLoadBalancers(c *contents) {
 	items := softdelete.ItemSet{Delay: deletionDelay(r.req), NotBefore: r.start} // as the teardown hands them to the engine
 	for _, svc := range c.services {
-		if svc.DeletionTimestamp != nil || slices.Contains(svc.Finalizers, FinalizerLoadBalancerCleanup) {
+		if slices.Contains(svc.Finalizers, FinalizerLoadBalancerCleanup) {
 			continue
 		}
 		due := r.req.Now

@@ -425,14 +425,18 @@ func TestTeardownProgress(t *testing.T) {
 	}
 }
 
-// The load-balancer wait is for the LoadBalancer Services no finalizer guards,
-// and lasts until the latest of their waits: one whose countdown ends later
-// (stamped at 12:30: due 12:31) holds it past another's (due 12:01).
+// The load-balancer wait is for the LoadBalancer Services without the cloud
+// controller's finalizer, and lasts until the latest of their waits: one whose
+// countdown ends later (stamped at 12:30: due 12:31) holds it past another's
+// (due 12:01). One held by another finalizer is waited for too: its load
+// balancer goes once it is gone.
 func TestTeardownLoadBalancerWait(t *testing.T) {
 	stamped := func(svc *corev1.Service, at time.Time) *corev1.Service {
 		svc.Annotations = map[string]string{limbov1alpha1.AnnotationDeletionTimestamp: at.Format(time.RFC3339)}
 		return svc
 	}
+	held := service("lb", corev1.ServiceTypeLoadBalancer, "example.com/hold")
+	held.DeletionTimestamp = &metav1.Time{Time: now}
 	for _, tc := range []struct {
 		name     string
 		services []client.Object
@@ -440,6 +444,7 @@ func TestTeardownLoadBalancerWait(t *testing.T) {
 	}{
 		{"guarded by the cleanup finalizer", []client.Object{service("lb", corev1.ServiceTypeLoadBalancer, FinalizerLoadBalancerCleanup)}, ""},
 		{"one without the finalizer", []client.Object{service("lb", corev1.ServiceTypeLoadBalancer)}, "waiting until 2026-03-14T12:06:00Z"},
+		{"one without the finalizer, held by another", []client.Object{held}, "waiting until 2026-03-14T12:06:00Z"},
 		{"two without the finalizer, the later first", []client.Object{stamped(service("a-lb", corev1.ServiceTypeLoadBalancer), now.Add(30*time.Minute)),
 			service("b-lb", corev1.ServiceTypeLoadBalancer)}, "waiting until 2026-03-14T12:36:00Z"},
 		{"two without the finalizer, the later last", []client.Object{service("a-lb", corev1.ServiceTypeLoadBalancer),
@@ -456,7 +461,7 @@ func TestTeardownLoadBalancerWait(t *testing.T) {
 				if err := target.Update(context.Background(), svc); err != nil {
 					t.Fatal(err)
 				}
-				if err := target.Delete(context.Background(), svc); err != nil {
+				if err := target.Delete(context.Background(), svc); client.IgnoreNotFound(err) != nil {
 					t.Fatal(err)
 				}
 			}
