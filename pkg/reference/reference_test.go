@@ -997,15 +997,17 @@ func TestResolveWithholdsSecretValues(t *testing.T) {
 // it could not use is cut, as a ConfigMap's value may be 1 MiB and the error
 // becomes an event; it keeps its start, and still names the reference.
 func TestResolveBoundsCause(t *testing.T) {
-	big := strings.Repeat("x", 1<<20)
-	object := map[string]interface{}{"apiVersion": "v1", "kind": "ConfigMap", "data": map[string]interface{}{"big": big}}
-	refs := []v1alpha1.Reference{{Name: "v", Resource: "cfg", Path: `data[?(@.k=="x")]`}}
-	_, err := Resolve(refs, map[string]Source{"cfg": {Object: object}}, false)
-	const start = `reference "v": path "data[?(@.k==\"x\")]" in resource "cfg": map[big:xxx`
-	if err == nil || !strings.HasPrefix(err.Error(), start) || !strings.HasSuffix(err.Error(), "…") {
-		t.Fatalf("error = %.200q…, want it to start %q and be cut (…)", err, start)
-	}
-	if n := len(err.Error()); n > len(start)+maxCauseText {
-		t.Errorf("error of %d bytes, want at most %d", n, len(start)+maxCauseText)
+	for _, size := range []int{2 * maxCauseText, 1 << 20} {
+		big := strings.Repeat("x", size)
+		object := map[string]interface{}{"apiVersion": "v1", "kind": "ConfigMap", "data": map[string]interface{}{"big": big}}
+		refs := []v1alpha1.Reference{{Name: "v", Resource: "cfg", Path: `data[?(@.k=="x")]`}}
+		_, err := Resolve(refs, map[string]Source{"cfg": {Object: object}}, false)
+		const start = `reference "v": path "data[?(@.k==\"x\")]" in resource "cfg": map[big:xxx`
+		if err == nil || !strings.HasPrefix(err.Error(), start) || !strings.HasSuffix(err.Error(), "…") {
+			t.Fatalf("value of %d bytes: error = %.200q…, want it to start %q and be cut (…)", size, err, start)
+		}
+		if n := len(err.Error()); n > len(start)+maxCauseText {
+			t.Errorf("value of %d bytes: error of %d bytes, want at most %d", size, n, len(start)+maxCauseText)
+		}
 	}
 }
