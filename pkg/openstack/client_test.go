@@ -165,6 +165,84 @@ func TestProjects(t *testing.T) {
 	}
 }
 
+// rewritingServer serves sim over HTTP, each answer's body passed through
+// rewrite: an OpenStack that answers in an older or other shape.
+func rewritingServer(t *testing.T, sim *openstacksim.Server, rewrite func(r *http.Request, body string) string) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec := httptest.NewRecorder()
+		sim.ServeHTTP(rec, r)
+		for k, v := range rec.Header() {
+			if k != "Content-Length" {
+				w.Header()[k] = v
+			}
+		}
+		w.WriteHeader(rec.Code)
+		_, _ = io.WriteString(w, rewrite(r, rec.Body.String()))
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// newClientOf is a Client of srv, serving sim, with sim's application credential.
+func newClientOf(t *testing.T, sim *openstacksim.Server, srv *httptest.Server) *openstack.Client {
+	t.Helper()
+	c := sim.Config()
+	client, err := openstack.New(context.Background(), openstack.Config{AuthURL: openstacksim.AuthURL(srv.URL),
+		Credentials: openstack.Credentials{ApplicationCredentialID: c.ApplicationCredentialID, ApplicationCredentialSecret: c.ApplicationCredentialSecret}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return client
+}
+
+// A Neutron that names a router's project by tenant_id alone (before
+// project_id was added) still says whose the router is.
+func TestRouterProjectFromTenantID(t *testing.T) {
+	const other = "c1a5e7a2b4d64f0e8a9b1c2d3e4f5a6b"
+	sim := openstacksim.New(openstacksim.Config{Admin: true})
+	r := sim.AddRouter("", "cluster")
+	if err := sim.SetRouterProject(r.ID, other); err != nil {
+		t.Fatal(err)
+	}
+	srv := rewritingServer(t, sim, func(req *http.Request, body string) string {
+		if req.Method != http.MethodGet || !strings.HasSuffix(req.URL.Path, "/routers/"+r.ID) {
+			return body
+		}
+		without := strings.Replace(body, `"project_id":"`+other+`",`, "", 1)
+		if without == body {
+			t.Errorf("the router's answer names no project_id: %s", body)
+		}
+		return without
+	})
+	if router, err := newClientOf(t, sim, srv).Router(context.Background(), r.ID); err != nil || router.ProjectID != other {
+		t.Errorf("Router = %+v, %v; want project %s", router, err, other)
+	}
+}
+
+// A compute version document that states its highest microversion as
+// max_version, not version, is read too: the listing asks for 2.69.
+func TestComputeMaxVersion(t *testing.T) {
+	sim := openstacksim.New(openstacksim.Config{})
+	sim.AddServerAt("node-1", "10.180.0.3")
+	srv := rewritingServer(t, sim, func(req *http.Request, body string) string {
+		if req.Method != http.MethodGet || strings.TrimSuffix(req.URL.Path, "/") != "/compute/v2.1" {
+			return body
+		}
+		renamed := strings.Replace(body, `"version":"`+openstacksim.DefaultComputeMaxVersion+`"`, `"max_version":"`+openstacksim.DefaultComputeMaxVersion+`"`, 1)
+		if renamed == body {
+			t.Errorf("the version document states no version: %s", body)
+		}
+		return renamed
+	})
+	if _, err := newClientOf(t, sim, srv).ListServers(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if calls := sim.Calls(openstacksim.OpListServers); len(calls) != 1 || calls[0].Microversion != openstack.MicroversionDownCells {
+		t.Errorf("listing calls %+v, want one at microversion %s", calls, openstack.MicroversionDownCells)
+	}
+}
+
 // A token scoped to no project (a domain-scoped or unscoped one) lists no
 // project's servers: the login fails, before any endpoint is used.
 func TestNewNeedsAProjectToken(t *testing.T) {
