@@ -1,0 +1,288 @@
+package bundle
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+	"github.com/limbo-dev/limbo/pkg/plugin"
+)
+
+// The decisions of a pass about what it deletes, adopts and leaves alone, on
+// a fake API server: one pass (or a few) of a Bundle shop/web, then what is
+// left of each object. The integration tests (it/) run the same rules on a real
+// one; these say which decision of the pass makes each outcome.
+
+// livingBundle is the Bundle shop/web (UID b-uid, generation 1), not being
+// deleted, with resources.
+func livingBundle(resources ...limbov1alpha1.Resource) *limbov1alpha1.Bundle {
+	b := deletedBundle(resources, limbov1alpha1.BundleStatus{})
+	b.DeletionTimestamp = nil
+	return b
+}
+
+// cmResource is a resource that declares the ConfigMap name (with
+// annotations), after the resources it depends on (references for order).
+func cmResource(t *testing.T, name string, annotations map[string]string, dependsOn ...string) limbov1alpha1.Resource {
+	t.Helper()
+	meta := map[string]any{"name": name}
+	if annotations != nil {
+		meta["annotations"] = annotations
+	}
+	raw, err := json.Marshal(map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": map[string]any{"k": "v"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := limbov1alpha1.Resource{Name: name, Object: &runtime.RawExtension{Raw: raw}}
+	for _, dep := range dependsOn {
+		res.References = append(res.References, limbov1alpha1.Reference{Resource: dep})
+	}
+	return res
+}
+
+// foreignConfigMap is a ConfigMap of shop that is not the Bundle's: labels
+// and a controller as given (controller: its UID; "" for none).
+func foreignConfigMap(name string, labels map[string]string, controller types.UID) *corev1.ConfigMap {
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: name, Labels: labels}, Data: map[string]string{"k": "theirs"}}
+	if controller != "" {
+		yes := true
+		cm.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: "other", UID: controller, Controller: &yes}}
+	}
+	return cm
+}
+
+// releasedConfigMap is a ConfigMap a teardown of an earlier Bundle shop/web
+// released: labelled with its name, nothing controls it, its countdown (1h)
+// started at stamp.
+func releasedConfigMap(name, stamp string) *corev1.ConfigMap {
+	cm := foreignConfigMap(name, map[string]string{limbov1alpha1.LabelBundle: "web", limbov1alpha1.LabelPendingDeletion: "true"}, "")
+	cm.Annotations = map[string]string{limbov1alpha1.AnnotationDeletionDelay: "1h", limbov1alpha1.AnnotationDeletionTimestamp: stamp, limbov1alpha1.AnnotationReleased: "web"}
+	return cm
+}
+
+// neverReady is a plugin resource's plugin whose plan is never Ready: the
+// Bundle is half rolled out.
+type neverReady struct{}
+
+func (neverReady) Describe() plugin.Description { return plugin.Description{Name: "never-ready"} }
+
+func (neverReady) Plan(context.Context, plugin.Request) (*plugin.Result, error) {
+	return &plugin.Result{Ready: false, Message: "not yet"}, nil
+}
+
+// liveConfigMap is the ConfigMap name as the fake API server has it; nil when
+// there is none.
+func (f *teardownFixture) liveConfigMap(t *testing.T, name string) *corev1.ConfigMap {
+	t.Helper()
+	var cm corev1.ConfigMap
+	switch err := f.c.Get(context.Background(), client.ObjectKey{Namespace: "shop", Name: name}, &cm); {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		t.Fatal(err)
+	}
+	return &cm
+}
+
+// resourceState is resource name's state and reason in the Bundle's status.
+func (f *teardownFixture) resourceState(t *testing.T, name string) (limbov1alpha1.ResourceState, string) {
+	t.Helper()
+	for _, st := range f.status(t).Resources {
+		if st.Name == name {
+			return st.State, st.Reason
+		}
+	}
+	return "", ""
+}
+
+func TestPassOrphanDecisions(t *testing.T) {
+	stamp := "2020-01-01T00:00:00Z"
+	for _, tc := range []struct {
+		name       string
+		resources  func(t *testing.T) []limbov1alpha1.Resource
+		allowEmpty bool
+		objects    func() []client.Object
+		// kept are the ConfigMaps that must be there after the pass, unwritten
+		// (the resourceVersion they were created with); gone those that must
+		// not.
+		kept, gone []string
+		// adopted are the ConfigMaps the Bundle must control after the pass,
+		// out of limbo.
+		adopted []string
+		// pending are the names pendingDeletions lists, with their message.
+		pending map[string]string
+		// states are resources' states and reasons after the pass.
+		states map[string][2]string
+	}{{
+		name: "every resource Ready: the orphan goes",
+		resources: func(t *testing.T) []limbov1alpha1.Resource {
+			return []limbov1alpha1.Resource{cmResource(t, "keep", nil)}
+		},
+		objects: func() []client.Object {
+			return []client.Object{bundleConfigMap("keep", nil), bundleConfigMap("x", nil)}
+		},
+		gone:   []string{"x"},
+		states: map[string][2]string{"keep": {"Ready", ""}},
+	}, {
+		name: "a resource not Ready: the orphan is kept, waiting",
+		resources: func(t *testing.T) []limbov1alpha1.Resource {
+			return []limbov1alpha1.Resource{cmResource(t, "keep", nil), {Name: "gate", Plugin: &limbov1alpha1.PluginResource{Name: "never-ready"}}}
+		},
+		objects: func() []client.Object {
+			return []client.Object{bundleConfigMap("keep", nil), bundleConfigMap("x", nil), releasedConfigMap("released", stamp)}
+		},
+		kept:    []string{"x", "released"},
+		pending: map[string]string{"x": limbov1alpha1.PendingMessageWaitingForReady},
+	}, {
+		name: "an object in the way (NotOwned) is untouched, and the orphan is kept",
+		resources: func(t *testing.T) []limbov1alpha1.Resource {
+			return []limbov1alpha1.Resource{cmResource(t, "keep", nil), cmResource(t, "taken", nil)}
+		},
+		objects: func() []client.Object {
+			return []client.Object{bundleConfigMap("keep", nil), bundleConfigMap("x", nil), foreignConfigMap("taken", nil, "")}
+		},
+		kept:    []string{"x", "taken"},
+		pending: map[string]string{"x": limbov1alpha1.PendingMessageWaitingForReady},
+		states:  map[string][2]string{"taken": {"Error", limbov1alpha1.ReasonNotOwned}, "keep": {"Ready", ""}},
+	}, {
+		name: "an object another controller controls is untouched, though labelled with the Bundle's name",
+		resources: func(t *testing.T) []limbov1alpha1.Resource {
+			return []limbov1alpha1.Resource{cmResource(t, "taken", map[string]string{limbov1alpha1.AnnotationAdopt: "true"})}
+		},
+		objects: func() []client.Object {
+			return []client.Object{bundleConfigMap("x", nil), foreignConfigMap("taken", map[string]string{limbov1alpha1.LabelBundle: "web"}, "other-uid")}
+		},
+		kept:    []string{"x", "taken"},
+		pending: map[string]string{"x": limbov1alpha1.PendingMessageWaitingForReady},
+		states:  map[string][2]string{"taken": {"Error", limbov1alpha1.ReasonControlledByOther}},
+	}, {
+		name:      "an empty spec without allowEmpty deletes nothing",
+		resources: func(*testing.T) []limbov1alpha1.Resource { return nil },
+		objects:   func() []client.Object { return []client.Object{bundleConfigMap("x", nil)} },
+		kept:      []string{"x"},
+		pending:   map[string]string{"x": limbov1alpha1.PendingMessageEmptyBundle},
+	}, {
+		name:       "an empty spec with allowEmpty deletes what the Bundle manages",
+		resources:  func(*testing.T) []limbov1alpha1.Resource { return nil },
+		allowEmpty: true,
+		objects:    func() []client.Object { return []client.Object{bundleConfigMap("x", nil)} },
+		gone:       []string{"x"},
+	}, {
+		name: "an object only labelled with the Bundle's name (a released one) is no orphan of it",
+		resources: func(t *testing.T) []limbov1alpha1.Resource {
+			return []limbov1alpha1.Resource{cmResource(t, "keep", nil)}
+		},
+		objects: func() []client.Object {
+			return []client.Object{bundleConfigMap("keep", nil), releasedConfigMap("released", stamp)}
+		},
+		kept:   []string{"released"},
+		states: map[string][2]string{"keep": {"Ready", ""}},
+	}, {
+		name: "an object labelled with the Bundle's name that nothing controls is adopted, its countdown cancelled",
+		resources: func(t *testing.T) []limbov1alpha1.Resource {
+			return []limbov1alpha1.Resource{cmResource(t, "back", nil)}
+		},
+		objects: func() []client.Object { return []client.Object{releasedConfigMap("back", stamp)} },
+		adopted: []string{"back"},
+		states:  map[string][2]string{"back": {"Ready", ""}},
+	}, {
+		name: "an object nothing controls is adopted when its template says limbo.dev/adopt",
+		resources: func(t *testing.T) []limbov1alpha1.Resource {
+			return []limbov1alpha1.Resource{cmResource(t, "mine", map[string]string{limbov1alpha1.AnnotationAdopt: "true"})}
+		},
+		objects: func() []client.Object { return []client.Object{foreignConfigMap("mine", nil, "")} },
+		adopted: []string{"mine"},
+		states:  map[string][2]string{"mine": {"Ready", ""}},
+	}, {
+		name: "a resource waiting for its dependencies writes nothing: no create, and the object it will adopt keeps its countdown",
+		resources: func(t *testing.T) []limbov1alpha1.Resource {
+			return []limbov1alpha1.Resource{{Name: "gate", Plugin: &limbov1alpha1.PluginResource{Name: "never-ready"}},
+				cmResource(t, "new", nil, "gate"), cmResource(t, "back", nil, "gate")}
+		},
+		objects: func() []client.Object { return []client.Object{releasedConfigMap("back", stamp)} },
+		kept:    []string{"back"},
+		gone:    []string{"new"},
+		states: map[string][2]string{"new": {"Blocked", limbov1alpha1.ReasonDependenciesNotReady},
+			"back": {"Blocked", limbov1alpha1.ReasonDependenciesNotReady}},
+	}, {
+		name: "an object of the Bundle being deleted is left to go, not applied",
+		resources: func(t *testing.T) []limbov1alpha1.Resource {
+			return []limbov1alpha1.Resource{cmResource(t, "going", nil)}
+		},
+		objects: func() []client.Object {
+			going := bundleConfigMap("going", nil, "example.com/hold")
+			now := metav1.Now()
+			going.DeletionTimestamp = &now
+			return []client.Object{going}
+		},
+		kept:   []string{"going"},
+		states: map[string][2]string{"going": {"Deleting", limbov1alpha1.ReasonBeingDeleted}},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			registry, err := plugin.NewRegistry(neverReady{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			b := livingBundle(tc.resources(t)...)
+			b.Spec.AllowEmpty = tc.allowEmpty
+			objects := tc.objects()
+			f := newTeardownFixture(t, b, registry, objects...)
+			before, deleting := map[string]string{}, map[string]bool{}
+			for _, o := range objects {
+				before[o.GetName()] = f.liveConfigMap(t, o.GetName()).ResourceVersion
+				deleting[o.GetName()] = o.GetDeletionTimestamp() != nil
+			}
+			f.reconcile(t)
+			for _, name := range tc.kept {
+				switch cm := f.liveConfigMap(t, name); {
+				case cm == nil:
+					t.Errorf("ConfigMap %s was deleted", name)
+				case cm.DeletionTimestamp != nil && !deleting[name]:
+					t.Errorf("ConfigMap %s is being deleted", name)
+				case cm.ResourceVersion != before[name]:
+					t.Errorf("ConfigMap %s was written: %+v", name, cm.ObjectMeta)
+				}
+			}
+			for _, name := range tc.gone {
+				if cm := f.liveConfigMap(t, name); cm != nil {
+					t.Errorf("ConfigMap %s is still there: %+v", name, cm.ObjectMeta)
+				}
+			}
+			for _, name := range tc.adopted {
+				switch cm := f.liveConfigMap(t, name); {
+				case cm == nil:
+					t.Errorf("ConfigMap %s was deleted", name)
+				case !metav1.IsControlledBy(cm, b):
+					t.Errorf("ConfigMap %s is not controlled by the Bundle: %+v", name, cm.OwnerReferences)
+				case cm.Labels[limbov1alpha1.LabelPendingDeletion] != "" || cm.Annotations[limbov1alpha1.AnnotationDeletionTimestamp] != "":
+					t.Errorf("ConfigMap %s is still in limbo: %+v", name, cm.ObjectMeta)
+				}
+			}
+			got := map[string]string{}
+			for _, pd := range f.status(t).PendingDeletions {
+				got[pd.Name] = pd.Message
+			}
+			if len(got) != len(tc.pending) {
+				t.Errorf("pendingDeletions = %v, want %v", got, tc.pending)
+			}
+			for name, msg := range tc.pending {
+				if got[name] != msg {
+					t.Errorf("pendingDeletions[%s] = %q, want %q", name, got[name], msg)
+				}
+			}
+			for name, want := range tc.states {
+				if state, reason := f.resourceState(t, name); string(state) != want[0] || reason != want[1] {
+					t.Errorf("resource %s: %s %s, want %s %s", name, state, reason, want[0], want[1])
+				}
+			}
+		})
+	}
+}
