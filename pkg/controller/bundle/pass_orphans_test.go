@@ -3,14 +3,18 @@ package bundle
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 	"github.com/limbo-dev/limbo/pkg/plugin"
@@ -282,6 +286,150 @@ func TestPassOrphanDecisions(t *testing.T) {
 				if state, reason := f.resourceState(t, name); string(state) != want[0] || reason != want[1] {
 					t.Errorf("resource %s: %s %s, want %s %s", name, state, reason, want[0], want[1])
 				}
+			}
+		})
+	}
+}
+
+// An orphan due for deletion is deleted only on what its fresh read and the
+// Bundle read again at that moment say (stillOrphan), and handed over to a
+// Bundle that declares it to adopt it instead (handOver): the Bundle shop/web
+// declares keep, and x, which it controls, left its spec. Each case changes
+// what the API server answers at the moment of the delete; x must be kept
+// (still the Bundle's), released, or gone.
+func TestPassOrphanClaims(t *testing.T) {
+	bundleMeta := func(obj client.Object) (*metav1.PartialObjectMetadata, bool) {
+		m, ok := obj.(*metav1.PartialObjectMetadata)
+		return m, ok && m.Kind == "Bundle"
+	}
+	// next is another Bundle of shop that declares x, to adopt it.
+	next := livingBundle(cmResource(t, "x", map[string]string{limbov1alpha1.AnnotationAdopt: "true"}))
+	next.Name, next.UID = "next", "next-uid"
+	for _, tc := range []struct {
+		name string
+		// adopter: next is there.
+		adopter bool
+		// client, apiReader, engineReader and engineClient change the
+		// answers of the reconciler's cache and API server reads, the
+		// engine's fresh reads and its writes (nil: as they are).
+		client, apiReader, engineReader, engineClient *interceptor.Funcs
+		// want is what becomes of x: kept (the Bundle's still), released (no
+		// controller, in limbo), gone.
+		want string
+	}{{
+		name: "nothing changed: x goes",
+		want: "gone",
+	}, {
+		name: "the Bundle's spec changed since the pass read it: x is kept",
+		apiReader: &interceptor.Funcs{Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			err := c.Get(ctx, key, obj, opts...)
+			if m, ok := bundleMeta(obj); ok {
+				m.Generation++
+			}
+			return err
+		}},
+		want: "kept",
+	}, {
+		name: "the Bundle is being deleted: x is kept, for the teardown",
+		apiReader: &interceptor.Funcs{Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			err := c.Get(ctx, key, obj, opts...)
+			if m, ok := bundleMeta(obj); ok {
+				now := metav1.Now()
+				m.DeletionTimestamp = &now
+			}
+			return err
+		}},
+		want: "kept",
+	}, {
+		name: "a Bundle of the same name was created again: x is kept",
+		apiReader: &interceptor.Funcs{Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			err := c.Get(ctx, key, obj, opts...)
+			if m, ok := bundleMeta(obj); ok {
+				m.UID = "another-uid"
+			}
+			return err
+		}},
+		want: "kept",
+	}, {
+		name: "the Bundle cannot be read again: x is kept",
+		apiReader: &interceptor.Funcs{Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			if _, ok := bundleMeta(obj); ok {
+				return apierrors.NewServiceUnavailable("etcd is away")
+			}
+			return c.Get(ctx, key, obj, opts...)
+		}},
+		want: "kept",
+	}, {
+		name: "the fresh read shows x controlled by another: x is left alone",
+		engineReader: &interceptor.Funcs{Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			err := c.Get(ctx, key, obj, opts...)
+			if key.Name == "x" {
+				yes := true
+				obj.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: "other", UID: "other-uid", Controller: &yes}})
+			}
+			return err
+		}},
+		want: "kept",
+	}, {
+		name:    "another Bundle declares x to adopt it: x is released to it, not deleted",
+		adopter: true,
+		want:    "released",
+	}, {
+		name: "the adopters cannot be listed: x is kept",
+		client: &interceptor.Funcs{List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+			if _, ok := list.(*limbov1alpha1.BundleList); ok {
+				return apierrors.NewServiceUnavailable("the cache is away")
+			}
+			return c.List(ctx, list, opts...)
+		}},
+		want: "kept",
+	}, {
+		name:    "the release conflicts (x changed since it was read): x is kept, decided again",
+		adopter: true,
+		engineClient: &interceptor.Funcs{Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+			return apierrors.NewConflict(schema.GroupResource{Resource: "configmaps"}, obj.GetName(), errors.New("changed"))
+		}},
+		want: "kept",
+	}, {
+		name:    "the release is refused: x is kept",
+		adopter: true,
+		engineClient: &interceptor.Funcs{Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+			return apierrors.NewForbidden(schema.GroupResource{Resource: "configmaps"}, obj.GetName(), errors.New("no"))
+		}},
+		want: "kept",
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := livingBundle(cmResource(t, "keep", nil))
+			objects := []client.Object{bundleConfigMap("keep", nil), bundleConfigMap("x", nil)}
+			if tc.adopter {
+				objects = append(objects, next.DeepCopy())
+			}
+			f := newTeardownFixture(t, b, nil, objects...)
+			wrap := func(funcs *interceptor.Funcs) client.WithWatch {
+				if funcs == nil {
+					return f.c.(client.WithWatch)
+				}
+				return interceptor.NewClient(f.c.(client.WithWatch), *funcs)
+			}
+			f.r.Client = wrap(tc.client)
+			f.r.APIReader = wrap(tc.apiReader)
+			f.r.Engine.Reader = wrap(tc.engineReader)
+			f.r.Engine.Client = wrap(tc.engineClient)
+			_, _ = f.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(b)})
+			cm := f.liveConfigMap(t, "x")
+			got := "kept"
+			switch {
+			case cm == nil:
+				got = "gone"
+			case !metav1.IsControlledBy(cm, b) && cm.Labels[limbov1alpha1.LabelPendingDeletion] == "true":
+				got = "released"
+			case !metav1.IsControlledBy(cm, b):
+				got = "disowned"
+			case cm.DeletionTimestamp != nil:
+				got = "being deleted"
+			}
+			if got != tc.want {
+				t.Errorf("x is %s, want %s", got, tc.want)
 			}
 		})
 	}
