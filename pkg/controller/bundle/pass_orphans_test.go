@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"reflect"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -430,6 +432,137 @@ func TestPassOrphanClaims(t *testing.T) {
 			}
 			if got != tc.want {
 				t.Errorf("x is %s, want %s", got, tc.want)
+			}
+		})
+	}
+}
+
+// otherShard marks the objects the fixture's cache does not show: labelled
+// for the shard a Bundle moved from (see decideUnseenOrphans).
+const otherShard = "test.limbo.dev/other-shard"
+
+// hideOtherShard is the reconciler's cache of a shard: its lists leave out the
+// objects marked otherShard.
+func hideOtherShard(c client.WithWatch) client.WithWatch {
+	return interceptor.NewClient(c, interceptor.Funcs{List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+		if err := c.List(ctx, list, opts...); err != nil {
+			return err
+		}
+		items, err := apimeta.ExtractList(list)
+		if err != nil {
+			return err
+		}
+		var shown []runtime.Object
+		for _, item := range items {
+			if o, ok := item.(client.Object); !ok || o.GetAnnotations()[otherShard] == "" {
+				shown = append(shown, item)
+			}
+		}
+		return apimeta.SetList(list, shown)
+	}})
+}
+
+// A Bundle moved to this shard in the write that dropped resource x: its
+// object x carries the old shard's label, which this shard's cache does not
+// select, so only the API server shows it (decideUnseenOrphans). x is decided
+// like any orphan — deleted when every resource is Ready, held otherwise —
+// and nothing else the API server shows is: keep (declared), y (an orphan the
+// cache showed, in limbo already), released (a predecessor's, which the
+// Bundle does not control).
+func TestPassUnseenOrphans(t *testing.T) {
+	stamp := "2020-01-01T00:00:00Z"
+	hidden := func(cm *corev1.ConfigMap) *corev1.ConfigMap {
+		cm.Annotations = map[string]string{otherShard: "old"}
+		return cm
+	}
+	for _, tc := range []struct {
+		name     string
+		notReady bool
+		// empty: the spec has no resources (and does not allowEmpty), and the
+		// cache shows none of the objects.
+		empty   bool
+		kept    []string
+		gone    []string
+		pending []string
+	}{{
+		name:    "every resource Ready: x goes, once",
+		kept:    []string{"keep", "y", "released"},
+		gone:    []string{"x"},
+		pending: []string{"y"},
+	}, {
+		name:     "a resource not Ready: x is held",
+		notReady: true,
+		kept:     []string{"keep", "y", "released", "x"},
+		pending:  []string{"x", "y"},
+	}, {
+		name:    "an emptied spec: what only the API server shows is held",
+		empty:   true,
+		kept:    []string{"keep", "y", "released", "x"},
+		pending: []string{"keep", "x", "y"},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			registry, err := plugin.NewRegistry(neverReady{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			resources := []limbov1alpha1.Resource{cmResource(t, "keep", nil)}
+			if tc.empty {
+				resources = nil
+			}
+			if tc.notReady {
+				resources = append(resources, limbov1alpha1.Resource{Name: "gate", Plugin: &limbov1alpha1.PluginResource{Name: "never-ready"}})
+			}
+			b := livingBundle(resources...)
+			b.Status.Resources = []limbov1alpha1.ResourceStatus{
+				{Name: "keep", State: limbov1alpha1.ResourceReady, Object: &limbov1alpha1.ObjectReference{APIVersion: "v1", Kind: "ConfigMap", Namespace: "shop", Name: "keep"}},
+				{Name: "x", State: limbov1alpha1.ResourceReady, Object: &limbov1alpha1.ObjectReference{APIVersion: "v1", Kind: "ConfigMap", Namespace: "shop", Name: "x"}},
+			}
+			released := releasedConfigMap("released", stamp)
+			released.Annotations[otherShard] = "old"
+			objects := []client.Object{
+				bundleConfigMap("keep", nil),
+				bundleConfigMap("y", map[string]string{limbov1alpha1.AnnotationDeletionDelay: "1h"}),
+				hidden(bundleConfigMap("x", nil)),
+				released,
+			}
+			if tc.empty {
+				for _, o := range objects {
+					annotations := o.GetAnnotations()
+					if annotations == nil {
+						annotations = map[string]string{}
+					}
+					annotations[otherShard] = "old"
+					o.SetAnnotations(annotations)
+				}
+			}
+			f := newTeardownFixture(t, b, registry, objects...)
+			f.r.Client = hideOtherShard(f.c.(client.WithWatch))
+			before := map[string]string{}
+			for _, o := range objects {
+				before[o.GetName()] = f.liveConfigMap(t, o.GetName()).ResourceVersion
+			}
+			_, _ = f.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(b)})
+			for _, name := range tc.kept {
+				switch cm := f.liveConfigMap(t, name); {
+				case cm == nil:
+					t.Errorf("ConfigMap %s was deleted", name)
+				case !metav1.IsControlledBy(cm, b) && name != "released":
+					t.Errorf("ConfigMap %s is no longer the Bundle's: %+v", name, cm.ObjectMeta)
+				case name != "y" && name != "keep" && cm.ResourceVersion != before[name]: // keep is applied, y stamped
+					t.Errorf("ConfigMap %s was written: %+v", name, cm.ObjectMeta)
+				}
+			}
+			for _, name := range tc.gone {
+				if cm := f.liveConfigMap(t, name); cm != nil {
+					t.Errorf("ConfigMap %s is still there: %+v", name, cm.ObjectMeta)
+				}
+			}
+			var got []string
+			for _, pd := range f.status(t).PendingDeletions {
+				got = append(got, pd.Name)
+			}
+			if !reflect.DeepEqual(got, tc.pending) {
+				t.Errorf("pendingDeletions name %v, want %v", got, tc.pending)
 			}
 		})
 	}
