@@ -5,12 +5,15 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -565,5 +568,162 @@ func TestPassUnseenOrphans(t *testing.T) {
 				t.Errorf("pendingDeletions name %v, want %v", got, tc.pending)
 			}
 		})
+	}
+}
+
+// inventoried is a plugin whose plan is Ready and inventories two orphans: the
+// ConfigMap debris of the Bundle's namespace and the external item Thing 1.
+type inventoried struct{}
+
+func (inventoried) Describe() plugin.Description { return plugin.Description{Name: "inventoried"} }
+
+func (inventoried) Plan(ctx context.Context, req plugin.Request) (*plugin.Result, error) {
+	debris := &unstructured.Unstructured{}
+	debris.SetGroupVersionKind(configMapGVK)
+	if err := req.Reader.Get(ctx, client.ObjectKey{Namespace: req.Bundle.Namespace, Name: "debris"}, debris); err != nil {
+		return nil, err
+	}
+	return &plugin.Result{Ready: true, Inventory: &plugin.Inventory{
+		Objects:       []plugin.ObjectItem{{Object: debris}},
+		External:      []plugin.ExternalItem{{ExternalItem: limbov1alpha1.ExternalItem{Kind: "Thing", ID: "1"}}},
+		DesiredListed: 1,
+	}}, nil
+}
+
+// A plugin's orphans — object items and external items — are decided with the
+// Bundle's own: deleted, or given a Tombstone, only when every resource is
+// Ready; held, untouched, while one is not.
+func TestPassPluginItemsWaitForReady(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		notReady bool
+	}{
+		{name: "every resource Ready: the orphans go"},
+		{name: "a resource not Ready: the orphans are held", notReady: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			registry, err := plugin.NewRegistry(neverReady{}, inventoried{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			resources := []limbov1alpha1.Resource{{Name: "sweep", Plugin: &limbov1alpha1.PluginResource{Name: "inventoried"}}}
+			if tc.notReady {
+				resources = append(resources, limbov1alpha1.Resource{Name: "gate", Plugin: &limbov1alpha1.PluginResource{Name: "never-ready"}})
+			}
+			b := livingBundle(resources...)
+			debris := foreignConfigMap("debris", nil, "")
+			f := newTeardownFixture(t, b, registry, debris)
+			before := f.liveConfigMap(t, "debris").ResourceVersion
+			// The plugin plans in the background: the first passes find it
+			// Planning; the pass that finds its plan decides its items.
+			deadline := time.Now().Add(10 * time.Second)
+			for {
+				_, _ = f.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(b)})
+				if state, _ := f.resourceState(t, "sweep"); state == limbov1alpha1.ResourceReady {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatal("sweep not Ready after 10s")
+				}
+				time.Sleep(10 * time.Millisecond) // poll
+			}
+			var tombstones limbov1alpha1.TombstoneList
+			if err := f.c.List(context.Background(), &tombstones, client.InNamespace("shop")); err != nil {
+				t.Fatal(err)
+			}
+			cm := f.liveConfigMap(t, "debris")
+			if !tc.notReady {
+				if cm != nil {
+					t.Errorf("debris is still there: %+v", cm.ObjectMeta)
+				}
+				if len(tombstones.Items) != 1 {
+					t.Errorf("%d Tombstones, want 1 for Thing 1", len(tombstones.Items))
+				}
+				return
+			}
+			if cm == nil || cm.ResourceVersion != before {
+				t.Errorf("debris was written or deleted while a resource is not Ready: %+v", cm)
+			}
+			if len(tombstones.Items) != 0 {
+				t.Errorf("%d Tombstones while a resource is not Ready, want none", len(tombstones.Items))
+			}
+		})
+	}
+}
+
+// slowSecondPlan is a plugin whose first plan inventories the external
+// orphan Thing 1, and whose later plans run until release is closed: the
+// passes meanwhile get the first plan's result as the last known state.
+type slowSecondPlan struct {
+	calls   *atomic.Int32
+	release chan struct{}
+}
+
+func (slowSecondPlan) Describe() plugin.Description {
+	return plugin.Description{Name: "slow-second-plan"}
+}
+
+func (p slowSecondPlan) Plan(ctx context.Context, _ plugin.Request) (*plugin.Result, error) {
+	if p.calls.Add(1) > 1 {
+		select {
+		case <-p.release:
+		case <-ctx.Done():
+		}
+	}
+	return &plugin.Result{Ready: true, Inventory: &plugin.Inventory{
+		External:      []plugin.ExternalItem{{ExternalItem: limbov1alpha1.ExternalItem{Kind: "Thing", ID: "1"}}},
+		DesiredListed: 1,
+	}}, nil
+}
+
+// A plan's inventory decides its items once, in the pass that takes it: a
+// pass that only has the last known plan (the next one still runs) decides
+// nothing from it. The item a Tombstone stood for, its Tombstone done and
+// gone, is not given another on what an old plan said: it may exist again by
+// now.
+func TestPassActsOnAPlanOnce(t *testing.T) {
+	slow := slowSecondPlan{calls: &atomic.Int32{}, release: make(chan struct{})}
+	defer close(slow.release)
+	registry, err := plugin.NewRegistry(slow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := livingBundle(limbov1alpha1.Resource{Name: "sweep", Plugin: &limbov1alpha1.PluginResource{Name: "slow-second-plan"}})
+	f := newTeardownFixture(t, b, registry)
+	f.r.plans.wait = 10 * time.Millisecond // a pass waits for a plan that long, not plugin.CallWait
+	ctx := context.Background()
+	tombstones := func() []limbov1alpha1.Tombstone {
+		var list limbov1alpha1.TombstoneList
+		if err := f.c.List(ctx, &list, client.InNamespace("shop")); err != nil {
+			t.Fatal(err)
+		}
+		return list.Items
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for len(tombstones()) == 0 {
+		_, _ = f.r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(b)})
+		if time.Now().After(deadline) {
+			t.Fatal("no Tombstone for Thing 1 after 10s")
+		}
+		time.Sleep(10 * time.Millisecond) // poll: the plugin plans in the background
+	}
+	// The Tombstone controller deleted Thing 1 and removed the Tombstone.
+	for _, ts := range tombstones() {
+		ts.Finalizers = nil
+		if err := f.c.Update(ctx, &ts); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.c.Delete(ctx, &ts); client.IgnoreNotFound(err) != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 3 {
+		_, _ = f.r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(b)})
+		if n := len(tombstones()); n != 0 {
+			t.Fatalf("%d Tombstones after a pass that had only the last known plan, want none", n)
+		}
+	}
+	if state, _ := f.resourceState(t, "sweep"); state != limbov1alpha1.ResourceReady {
+		t.Errorf("sweep: %s, want Ready on its last known plan", state)
 	}
 }
