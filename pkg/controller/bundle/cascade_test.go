@@ -84,6 +84,9 @@ func TestCascadesRememberTheFinalizer(t *testing.T) {
 			return p.Update(event.UpdateEvent{ObjectOld: foreground, ObjectNew: foregroundDone})
 		}, "3", fg},
 		{"gone", func() bool { return p.Delete(event.DeleteEvent{Object: orphaned}) }, "1", ""},
+		{"a live Bundle that carries orphan: no cascade until it is deleted", func() bool {
+			return p.Create(event.CreateEvent{Object: bundle("4", false, orphan, limbov1alpha1.FinalizerTeardown)})
+		}, "4", ""},
 	}
 	for _, s := range steps {
 		if !s.run() {
@@ -204,6 +207,14 @@ func TestCascadeInHistory(t *testing.T) {
 		current: "20",
 		history: map[uint64]*metav1.PartialObjectMetadata{19: version("15", "b-0", true, metav1.FinalizerOrphanDependents)},
 		reads:   []uint64{19},
+	}, {
+		name:    "a version before that is not older: stops, whatever is further back",
+		current: "20",
+		history: map[uint64]*metav1.PartialObjectMetadata{
+			19: version("25", uid, true, limbov1alpha1.FinalizerTeardown),
+			24: version("10", uid, true, metav1.FinalizerOrphanDependents),
+		},
+		reads: []uint64{19},
 	}, {
 		name:    "no Bundle of the name then",
 		current: "20",
