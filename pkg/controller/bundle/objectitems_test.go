@@ -73,6 +73,7 @@ func TestHoldsTeardown(t *testing.T) {
 		{apierrors.NewForbidden(gr, "x", errors.New("no")), false},
 		{apierrors.NewInvalid(schema.GroupKind{Kind: "ConfigMap"}, "x", nil), false},
 		{apierrors.NewBadRequest("no"), false},
+		{apierrors.NewMethodNotSupported(gr, "patch"), false},
 	} {
 		if got := holdsTeardown(tc.err); got != tc.want {
 			t.Errorf("%v: holdsTeardown = %v, want %v", tc.err, got, tc.want)
