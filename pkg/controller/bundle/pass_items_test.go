@@ -4,9 +4,12 @@ import (
 	"context"
 	"sync/atomic"
 	"testing"
+	"time"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -113,5 +116,78 @@ func TestPassCancelsTombstonesOfAnotherPlugin(t *testing.T) {
 	_, _ = f.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(b)})
 	if err := f.c.Get(context.Background(), client.ObjectKeyFromObject(ts), &limbov1alpha1.Tombstone{}); !apierrors.IsNotFound(err) {
 		t.Errorf("the Tombstone of plugin old-plugin is still there (%v), want it cancelled", err)
+	}
+}
+
+// slowGenerator is a generator whose first plan makes the ConfigMap gen, and
+// whose later plans run until release is closed.
+type slowGenerator struct {
+	calls   *atomic.Int32
+	release chan struct{}
+}
+
+func (slowGenerator) Describe() plugin.Description { return plugin.Description{Name: "slow-generator"} }
+
+func (g slowGenerator) Plan(ctx context.Context, _ plugin.Request) (*plugin.Result, error) {
+	if g.calls.Add(1) > 1 {
+		select {
+		case <-g.release:
+		case <-ctx.Done():
+		}
+	}
+	gen := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": map[string]any{"name": "gen"}, "data": map[string]any{"k": "v"}}}
+	return &plugin.Result{Ready: true, Objects: []*unstructured.Unstructured{gen}}, nil
+}
+
+// While the plan of a generator's changed spec still runs, what its last plan
+// (of the old spec) generated stays declared: it is not listed as leaving the
+// Bundle, and the generator is not Ready.
+func TestPassStalePlanKeepsItsObjectsDeclared(t *testing.T) {
+	slow := slowGenerator{calls: &atomic.Int32{}, release: make(chan struct{})}
+	defer close(slow.release)
+	registry, err := plugin.NewRegistry(slow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := func(v string) *apiextensionsv1.JSON { return &apiextensionsv1.JSON{Raw: []byte(`{"v":"` + v + `"}`)} }
+	b := livingBundle(limbov1alpha1.Resource{Name: "sweep", Plugin: &limbov1alpha1.PluginResource{Name: "slow-generator", Spec: spec("1")}})
+	f := newTeardownFixture(t, b, registry)
+	f.r.plans.wait = 10 * time.Millisecond // a pass waits for a plan that long, not plugin.CallWait
+	ctx := context.Background()
+	key := client.ObjectKeyFromObject(b)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, _ = f.r.Reconcile(ctx, ctrl.Request{NamespacedName: key})
+		if state, _ := f.resourceState(t, "sweep"); state == limbov1alpha1.ResourceReady {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("sweep not Ready after 10s")
+		}
+		time.Sleep(10 * time.Millisecond) // poll: the plugin plans in the background
+	}
+	if f.liveConfigMap(t, "gen") == nil {
+		t.Fatal("gen was not created")
+	}
+	var cur limbov1alpha1.Bundle
+	if err := f.c.Get(ctx, key, &cur); err != nil {
+		t.Fatal(err)
+	}
+	cur.Spec.Resources[0].Plugin.Spec = spec("2")
+	if err := f.c.Update(ctx, &cur); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		_, _ = f.r.Reconcile(ctx, ctrl.Request{NamespacedName: key})
+		if state, _ := f.resourceState(t, "sweep"); state != limbov1alpha1.ResourceInProgress {
+			t.Errorf("sweep: %s while the plan of its changed spec runs, want InProgress", state)
+		}
+		if pending := f.status(t).PendingDeletions; len(pending) != 0 {
+			t.Errorf("pendingDeletions = %+v while the plan of the changed spec runs, want none: gen is still declared", pending)
+		}
+		if f.liveConfigMap(t, "gen") == nil {
+			t.Fatal("gen was deleted")
+		}
 	}
 }
