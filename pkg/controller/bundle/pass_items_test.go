@@ -191,3 +191,36 @@ func TestPassStalePlanKeepsItsObjectsDeclared(t *testing.T) {
 		}
 	}
 }
+
+// An item in limbo whose deadline came before its Bundle was made carries
+// the stamp of an earlier Bundle of the name (whose teardown did not take it
+// out of limbo): a pass's countdown of it starts again, it is not due at once.
+func TestPassItemsOfAnEarlierBundleWaitTheirDelay(t *testing.T) {
+	registry, err := plugin.NewRegistry(inventoried{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := livingBundle(limbov1alpha1.Resource{Name: "sweep", Plugin: &limbov1alpha1.PluginResource{Name: "inventoried", DeletionDelay: "1h"}})
+	b.CreationTimestamp = metav1.Now()
+	debris := itemInLimbo("shop", "debris", "shop/web/sweep") // stamped in 2020
+	f := newTeardownFixture(t, b, registry, debris)
+	f.r.plans.wait = 10 * time.Millisecond
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, _ = f.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(b)})
+		if state, _ := f.resourceState(t, "sweep"); state == limbov1alpha1.ResourceReady {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("sweep not Ready after 10s")
+		}
+		time.Sleep(10 * time.Millisecond) // poll: the plugin plans in the background
+	}
+	cm := f.liveConfigMap(t, "debris")
+	if cm == nil {
+		t.Fatal("debris, stamped for an earlier Bundle shop/web, was deleted at once")
+	}
+	if stamp, err := time.Parse(time.RFC3339, cm.Annotations[limbov1alpha1.AnnotationDeletionTimestamp]); err != nil || stamp.Before(b.CreationTimestamp.Time.Truncate(time.Second)) {
+		t.Errorf("debris's stamp is %q (%v), want one from the Bundle's creation on", cm.Annotations[limbov1alpha1.AnnotationDeletionTimestamp], err)
+	}
+}

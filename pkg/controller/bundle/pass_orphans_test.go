@@ -727,3 +727,88 @@ func TestPassActsOnAPlanOnce(t *testing.T) {
 		t.Errorf("sweep: %s, want Ready on its last known plan", state)
 	}
 }
+
+// A pass that cannot judge what is in limbo — the spec is invalid, or the
+// orphans cannot be listed — keeps listing what the last status had there
+// (and with it its kinds, which a teardown lists), and deletes nothing. A
+// spec error still cancels the Tombstones of plugin resources that left
+// (cancelling never deletes).
+func TestPassThatCannotJudgeKeepsWhatIsInLimbo(t *testing.T) {
+	invalid := limbov1alpha1.Resource{Name: "cfg", Object: &runtime.RawExtension{Raw: []byte(
+		`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cfg"},"data":{"k":"!{nowhere}"}}`)}}
+	failLists := &interceptor.Funcs{List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+		switch list.(type) {
+		case *limbov1alpha1.BundleList, *limbov1alpha1.TombstoneList:
+			return c.List(ctx, list, opts...)
+		}
+		return apierrors.NewServiceUnavailable("the cache is away")
+	}}
+	for _, tc := range []struct {
+		name      string
+		resources func(t *testing.T) []limbov1alpha1.Resource
+		client    *interceptor.Funcs
+		// tombstoneCancelled: the Tombstone of resource gone, which left.
+		tombstoneCancelled bool
+	}{{
+		name:               "the spec is invalid",
+		resources:          func(*testing.T) []limbov1alpha1.Resource { return []limbov1alpha1.Resource{invalid} },
+		tombstoneCancelled: true,
+	}, {
+		name: "the orphans cannot be listed",
+		resources: func(t *testing.T) []limbov1alpha1.Resource {
+			return []limbov1alpha1.Resource{cmResource(t, "keep", nil)}
+		},
+		client: failLists,
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := livingBundle(tc.resources(t)...)
+			status := limbov1alpha1.BundleStatus{ObservedGeneration: 1,
+				ManagedKinds: []limbov1alpha1.ManagedKind{{APIVersion: "v1", Kind: "ConfigMap"}}}
+			setPending(&status, []limbov1alpha1.PendingDeletion{{APIVersion: "v1", Kind: "ConfigMap", Namespace: "shop", Name: "x", Resource: "x",
+				Message: limbov1alpha1.PendingMessageWaitingForReady}})
+			b.Status = status
+			yes := true
+			ts := &limbov1alpha1.Tombstone{
+				ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web-gone-thing-1", Labels: map[string]string{limbov1alpha1.LabelBundle: "web"},
+					Finalizers:      []string{limbov1alpha1.FinalizerHardDelete},
+					OwnerReferences: []metav1.OwnerReference{{APIVersion: limbov1alpha1.GroupVersion.String(), Kind: "Bundle", Name: "web", UID: "b-uid", Controller: &yes}}},
+				Spec: limbov1alpha1.TombstoneSpec{Plugin: "never-ready", Resource: "gone", Item: limbov1alpha1.ExternalItem{Kind: "Thing", ID: "1"}},
+			}
+			f := newTeardownFixture(t, b, nil, bundleConfigMap("x", nil), ts)
+			if tc.client != nil {
+				f.r.Client = interceptor.NewClient(f.c.(client.WithWatch), *tc.client)
+			}
+			before := f.liveConfigMap(t, "x").ResourceVersion
+			_, _ = f.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(b)})
+			if cm := f.liveConfigMap(t, "x"); cm == nil || cm.ResourceVersion != before {
+				t.Errorf("x was deleted or written: %+v", cm)
+			}
+			st := f.status(t)
+			found := false
+			for _, pd := range st.PendingDeletions {
+				found = found || pd.Name == "x"
+			}
+			if !found {
+				t.Errorf("pendingDeletions = %+v, want x still listed", st.PendingDeletions)
+			}
+			if len(st.ManagedKinds) == 0 || st.ManagedKinds[0].Kind != "ConfigMap" {
+				t.Errorf("managedKinds = %+v, want ConfigMap kept", st.ManagedKinds)
+			}
+			err := f.c.Get(context.Background(), client.ObjectKeyFromObject(ts), &limbov1alpha1.Tombstone{})
+			if cancelled := apierrors.IsNotFound(err); cancelled != tc.tombstoneCancelled {
+				t.Errorf("the Tombstone of resource gone cancelled: %v (%v), want %v", cancelled, err, tc.tombstoneCancelled)
+			}
+		})
+	}
+}
+
+// An empty spec that leaves nothing behind is no trouble: the guard against an
+// emptied spec speaks only when there is something it keeps from deletion.
+func TestPassEmptySpecWithNothingToDelete(t *testing.T) {
+	b := livingBundle()
+	f := newTeardownFixture(t, b, nil)
+	f.reconcile(t)
+	if c := apimeta.FindStatusCondition(f.status(t).Conditions, limbov1alpha1.ConditionReady); c == nil || c.Status != metav1.ConditionTrue {
+		t.Errorf("Ready = %+v, want True", c)
+	}
+}

@@ -51,6 +51,9 @@ func TestTeardownDecisions(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
 		finalizers []string
+		// notOurs: limbo's finalizer is gone (taken off by hand, or by an
+		// earlier teardown); another finalizer holds the Bundle.
+		notOurs bool
 		// client, engineReader change the answers of the reconciler's cache
 		// and of the engine's fresh reads (nil: as they are).
 		client, engineReader *interceptor.Funcs
@@ -81,9 +84,17 @@ func TestTeardownDecisions(t *testing.T) {
 		finalizers: []string{metav1.FinalizerOrphanDependents},
 		want: map[string]string{"plain": "disowned", "delayed": "disowned", "adoptee": "disowned", "going": "disowned",
 			"predecessor": "untouched", "theirs": "untouched", "collected": "disowned"},
+	}, {
+		name:    "limbo's finalizer is gone: nothing is touched",
+		notOurs: true,
+		want: map[string]string{"plain": "untouched", "delayed": "untouched", "adoptee": "untouched", "going": "untouched",
+			"predecessor": "untouched", "theirs": "untouched", "collected": "untouched"},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := deletedBundle(nil, limbov1alpha1.BundleStatus{}, tc.finalizers...)
+			if tc.notOurs {
+				b.Finalizers = []string{"example.com/hold"}
+			}
 			objs := objects()
 			f := newTeardownFixture(t, b, nil, objs...)
 			if tc.client != nil {
