@@ -77,6 +77,21 @@ func releasedConfigMap(name, stamp string) *corev1.ConfigMap {
 	return cm
 }
 
+// labelledCache is the reconciler's cache as it is: it holds the objects
+// labelled with a Bundle's name, not the others (an object in the way is read
+// from the API server).
+func labelledCache(c client.WithWatch) client.WithWatch {
+	return interceptor.NewClient(c, interceptor.Funcs{Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+		if err := c.Get(ctx, key, obj, opts...); err != nil {
+			return err
+		}
+		if _, limbos := obj.(*limbov1alpha1.Bundle); !limbos && obj.GetLabels()[limbov1alpha1.LabelBundle] == "" {
+			return apierrors.NewNotFound(schema.GroupResource{Resource: "configmaps"}, key.Name)
+		}
+		return nil
+	}})
+}
+
 // neverReady is a plugin resource's plugin whose plan is never Ready: the
 // Bundle is half rolled out.
 type neverReady struct{}
@@ -222,6 +237,14 @@ func TestPassOrphanDecisions(t *testing.T) {
 		states: map[string][2]string{"new": {"Blocked", limbov1alpha1.ReasonDependenciesNotReady},
 			"back": {"Blocked", limbov1alpha1.ReasonDependenciesNotReady}},
 	}, {
+		name: "a resource waiting for its dependencies reads its object in the way, and says so",
+		resources: func(t *testing.T) []limbov1alpha1.Resource {
+			return []limbov1alpha1.Resource{{Name: "gate", Plugin: &limbov1alpha1.PluginResource{Name: "never-ready"}}, cmResource(t, "taken", nil, "gate")}
+		},
+		objects: func() []client.Object { return []client.Object{foreignConfigMap("taken", nil, "")} },
+		kept:    []string{"taken"},
+		states:  map[string][2]string{"taken": {"Error", limbov1alpha1.ReasonNotOwned}},
+	}, {
 		name: "an object of the Bundle being deleted is left to go, not applied",
 		resources: func(t *testing.T) []limbov1alpha1.Resource {
 			return []limbov1alpha1.Resource{cmResource(t, "going", nil)}
@@ -244,6 +267,7 @@ func TestPassOrphanDecisions(t *testing.T) {
 			b.Spec.AllowEmpty = tc.allowEmpty
 			objects := tc.objects()
 			f := newTeardownFixture(t, b, registry, objects...)
+			f.r.Client = labelledCache(f.c.(client.WithWatch))
 			before, deleting := map[string]string{}, map[string]bool{}
 			for _, o := range objects {
 				before[o.GetName()] = f.liveConfigMap(t, o.GetName()).ResourceVersion
