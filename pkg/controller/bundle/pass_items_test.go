@@ -2,6 +2,7 @@ package bundle
 
 import (
 	"context"
+	"errors"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -222,5 +223,75 @@ func TestPassItemsOfAnEarlierBundleWaitTheirDelay(t *testing.T) {
 	}
 	if stamp, err := time.Parse(time.RFC3339, cm.Annotations[limbov1alpha1.AnnotationDeletionTimestamp]); err != nil || stamp.Before(b.CreationTimestamp.Time.Truncate(time.Second)) {
 		t.Errorf("debris's stamp is %q (%v), want one from the Bundle's creation on", cm.Annotations[limbov1alpha1.AnnotationDeletionTimestamp], err)
+	}
+}
+
+// switchingGenerator generates the ConfigMap moving in its first plan only
+// (first), or in every plan but its first.
+type switchingGenerator struct {
+	name  string
+	first bool // generates moving in its first plan only; else from its second on
+	calls *atomic.Int32
+}
+
+func (g switchingGenerator) Describe() plugin.Description { return plugin.Description{Name: g.name} }
+
+func (g switchingGenerator) Plan(context.Context, plugin.Request) (*plugin.Result, error) {
+	out := &plugin.Result{Ready: true}
+	if n := g.calls.Add(1); (n == 1) == g.first {
+		out.Objects = []*unstructured.Unstructured{{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+			"metadata": map[string]any{"name": "moving"}, "data": map[string]any{"k": "v"}}}}
+	}
+	return out, nil
+}
+
+// brokenPlan is a plugin whose plans fail: its resource is an idle generator.
+type brokenPlan struct{}
+
+func (brokenPlan) Describe() plugin.Description { return plugin.Description{Name: "broken"} }
+
+func (brokenPlan) Plan(context.Context, plugin.Request) (*plugin.Result, error) {
+	return nil, errors.New("the backend is down")
+}
+
+// An object a generator dropped in this pass's plan is free for another to
+// take in the same pass, even while some other generator is idle: only an
+// idle generator (one that did not plan) keeps what it generated before.
+func TestPassObjectDroppedByAGeneratorThatPlannedIsFree(t *testing.T) {
+	from := switchingGenerator{name: "from", first: true, calls: &atomic.Int32{}}
+	to := switchingGenerator{name: "to", calls: &atomic.Int32{}}
+	registry, err := plugin.NewRegistry(brokenPlan{}, from, to)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := livingBundle(
+		limbov1alpha1.Resource{Name: "idle", Plugin: &limbov1alpha1.PluginResource{Name: "broken"}},
+		limbov1alpha1.Resource{Name: "a", Plugin: &limbov1alpha1.PluginResource{Name: "from"}},
+		limbov1alpha1.Resource{Name: "b", Plugin: &limbov1alpha1.PluginResource{Name: "to"}},
+	)
+	f := newTeardownFixture(t, b, registry)
+	f.r.plans.wait = 10 * time.Millisecond
+	ctx := context.Background()
+	deadline := time.Now().Add(10 * time.Second)
+	for f.liveConfigMap(t, "moving") == nil { // a's first plan makes it
+		_, _ = f.r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(b)})
+		if time.Now().After(deadline) {
+			t.Fatal("moving not generated after 10s")
+		}
+		time.Sleep(10 * time.Millisecond) // poll: the plugins plan in the background
+	}
+	for {
+		_, _ = f.r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(b)})
+		state, reason := f.resourceState(t, "b")
+		if reason == limbov1alpha1.ReasonDuplicateObject {
+			t.Fatalf("b: %s %s; want it to take moving, which a dropped in its plan", state, reason)
+		}
+		if cm := f.liveConfigMap(t, "moving"); cm != nil && cm.Annotations[limbov1alpha1.AnnotationGeneratedBy] == "b" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("moving not b's after 10s (b: %s %s)", state, reason)
+		}
+		time.Sleep(10 * time.Millisecond) // poll
 	}
 }
