@@ -221,7 +221,7 @@ func TestPassItemsOfAnEarlierBundleWaitTheirDelay(t *testing.T) {
 	if cm == nil {
 		t.Fatal("debris, stamped for an earlier Bundle shop/web, was deleted at once")
 	}
-	if stamp, err := time.Parse(time.RFC3339, cm.Annotations[limbov1alpha1.AnnotationDeletionTimestamp]); err != nil || stamp.Before(b.CreationTimestamp.Time.Truncate(time.Second)) {
+	if stamp, err := time.Parse(time.RFC3339, cm.Annotations[limbov1alpha1.AnnotationDeletionTimestamp]); err != nil || stamp.Before(b.CreationTimestamp.Truncate(time.Second)) {
 		t.Errorf("debris's stamp is %q (%v), want one from the Bundle's creation on", cm.Annotations[limbov1alpha1.AnnotationDeletionTimestamp], err)
 	}
 }
