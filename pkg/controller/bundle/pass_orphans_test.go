@@ -338,6 +338,9 @@ func TestPassOrphanClaims(t *testing.T) {
 		name string
 		// adopter: next is there.
 		adopter bool
+		// notReady: the Bundle also declares a plugin resource that is never
+		// Ready (the readiness gate is closed).
+		notReady bool
 		// client, apiReader, engineReader and engineClient change the
 		// answers of the reconciler's cache and API server reads, the
 		// engine's fresh reads and its writes (nil: as they are).
@@ -426,14 +429,48 @@ func TestPassOrphanClaims(t *testing.T) {
 			return apierrors.NewForbidden(schema.GroupResource{Resource: "configmaps"}, obj.GetName(), errors.New("no"))
 		}},
 		want: "kept",
+	}, {
+		// A hand-over deletes nothing: two Bundles that swap objects would
+		// otherwise wait for each other for good (see adoptedOrphans).
+		name:     "a resource not Ready, another Bundle declares x to adopt it: x is released to it all the same",
+		adopter:  true,
+		notReady: true,
+		want:     "released",
+	}, {
+		name:     "a resource not Ready, no Bundle adopts x: x is kept",
+		notReady: true,
+		want:     "kept",
+	}, {
+		name:     "a resource not Ready, the adopter gone by the moment of the delete: x is kept, not deleted",
+		adopter:  true,
+		notReady: true,
+		client: func() *interceptor.Funcs {
+			var lists atomic.Int32
+			return &interceptor.Funcs{List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+				if _, ok := list.(*limbov1alpha1.BundleList); ok && lists.Add(1) > 1 {
+					return nil // the adopter is gone: an empty list
+				}
+				return c.List(ctx, list, opts...)
+			}}
+		}(),
+		want: "kept",
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
-			b := livingBundle(cmResource(t, "keep", nil))
+			resources := []limbov1alpha1.Resource{cmResource(t, "keep", nil)}
+			var registry *plugin.Registry
+			if tc.notReady {
+				resources = append(resources, limbov1alpha1.Resource{Name: "gate", Plugin: &limbov1alpha1.PluginResource{Name: "never-ready"}})
+				var err error
+				if registry, err = plugin.NewRegistry(neverReady{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			b := livingBundle(resources...)
 			objects := []client.Object{bundleConfigMap("keep", nil), bundleConfigMap("x", nil)}
 			if tc.adopter {
 				objects = append(objects, next.DeepCopy())
 			}
-			f := newTeardownFixture(t, b, nil, objects...)
+			f := newTeardownFixture(t, b, registry, objects...)
 			wrap := func(funcs *interceptor.Funcs) client.WithWatch {
 				if funcs == nil {
 					return f.c.(client.WithWatch)
