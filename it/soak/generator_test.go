@@ -243,16 +243,18 @@ type op struct {
 
 // notWhileGiving are the operations not made on a Bundle while one of its
 // objects is handed over to another Bundle, which waits for the end of its
-// countdown. Those that make the Bundle hold its orphans (a gate not Ready, a
-// spec error, an emptied spec): the generator would wait for the adoption, and
-// the Bundle's worker might end its run with the hold on. Its deletion: then
-// nothing wakes the adopter, which adopts the object at its 30 s recheck of an
-// object in the way (docs/bundle-api.md) — a hand-over does that once a run
-// (handOverGiverDeleted), more would only make the run longer.
+// countdown. Those that make the Bundle hold its orphans: a spec error or an
+// emptied spec writes nothing, so the generator would wait for the adoption,
+// and the Bundle's worker might end its run with the hold on. A gate not Ready
+// no longer holds a hand-over (it deletes nothing), but the model does not
+// foresee the rest of that case: an adopter deleted before it adopted leaves
+// the released object to the reaper, which deletes it once due while its
+// giver is still not Ready. The Bundle's deletion is made (the teardown
+// releases the object to the adopter, whom the object's change wakes), and
+// once a run right after a hand-over (handOverGiverDeleted).
 var notWhileGiving = map[string]bool{
 	"mark-unready": true, "empty-guarded": true, "empty-guarded-holding": true,
 	faultInvalidDelay: true, faultMissingDependency: true, faultDependencyCycle: true,
-	"delete-bundle-background": true, "delete-bundle-orphan": true, "delete-bundle-foreground": true,
 }
 
 // ops are the operations picked at random on a Bundle that exists, and is
@@ -767,7 +769,12 @@ func (g *generator) expedite(ctx context.Context, s *slot) bool {
 func (g *generator) cancel(ctx context.Context, s *slot) bool {
 	name, _, ok := g.pick(s, func(v view) bool {
 		_, stamped := parseStamp(v.meta)
-		return inLimbo(v) && (stamped || v.meta.Labels[limbov1alpha1.LabelPendingDeletion] != "")
+		// Only an object of s's Bundle: one handed over to another Bundle keeps
+		// its name, and that Bundle's spec may be invalid meanwhile, which the
+		// oracle judges a release at (at once: it cannot tell the cancel's from
+		// limbo's).
+		return inLimbo(v) && (stamped || v.meta.Labels[limbov1alpha1.LabelPendingDeletion] != "") &&
+			v.meta.Labels[limbov1alpha1.LabelBundle] == s.name
 	})
 	if !ok {
 		return false
