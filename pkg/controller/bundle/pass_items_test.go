@@ -157,17 +157,7 @@ func TestPassStalePlanKeepsItsObjectsDeclared(t *testing.T) {
 	f.r.plans.wait = 10 * time.Millisecond // a pass waits for a plan that long, not plugin.CallWait
 	ctx := context.Background()
 	key := client.ObjectKeyFromObject(b)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		_, _ = f.r.Reconcile(ctx, ctrl.Request{NamespacedName: key})
-		if state, _ := f.resourceState(t, "sweep"); state == limbov1alpha1.ResourceReady {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("sweep not Ready after 10s")
-		}
-		time.Sleep(10 * time.Millisecond) // poll: the plugin plans in the background
-	}
+	f.reconcileUntil(t, "sweep not Ready", f.resourceReady(t, "sweep"))
 	if f.liveConfigMap(t, "gen") == nil {
 		t.Fatal("gen was not created")
 	}
@@ -206,17 +196,7 @@ func TestPassItemsOfAnEarlierBundleWaitTheirDelay(t *testing.T) {
 	debris := itemInLimbo("shop", "debris", "shop/web/sweep") // stamped in 2020
 	f := newTeardownFixture(t, b, registry, debris)
 	f.r.plans.wait = 10 * time.Millisecond
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		_, _ = f.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(b)})
-		if state, _ := f.resourceState(t, "sweep"); state == limbov1alpha1.ResourceReady {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("sweep not Ready after 10s")
-		}
-		time.Sleep(10 * time.Millisecond) // poll: the plugin plans in the background
-	}
+	f.reconcileUntil(t, "sweep not Ready", f.resourceReady(t, "sweep"))
 	cm := f.liveConfigMap(t, "debris")
 	if cm == nil {
 		t.Fatal("debris, stamped for an earlier Bundle shop/web, was deleted at once")
@@ -271,27 +251,13 @@ func TestPassObjectDroppedByAGeneratorThatPlannedIsFree(t *testing.T) {
 	)
 	f := newTeardownFixture(t, b, registry)
 	f.r.plans.wait = 10 * time.Millisecond
-	ctx := context.Background()
-	deadline := time.Now().Add(10 * time.Second)
-	for f.liveConfigMap(t, "moving") == nil { // a's first plan makes it
-		_, _ = f.r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(b)})
-		if time.Now().After(deadline) {
-			t.Fatal("moving not generated after 10s")
-		}
-		time.Sleep(10 * time.Millisecond) // poll: the plugins plan in the background
-	}
-	for {
-		_, _ = f.r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(b)})
-		state, reason := f.resourceState(t, "b")
-		if reason == limbov1alpha1.ReasonDuplicateObject {
+	// a's first plan makes it.
+	f.reconcileUntil(t, "moving not generated", func() bool { return f.liveConfigMap(t, "moving") != nil })
+	f.reconcileUntil(t, "moving not b's", func() bool {
+		if state, reason := f.resourceState(t, "b"); reason == limbov1alpha1.ReasonDuplicateObject {
 			t.Fatalf("b: %s %s; want it to take moving, which a dropped in its plan", state, reason)
 		}
-		if cm := f.liveConfigMap(t, "moving"); cm != nil && cm.Annotations[limbov1alpha1.AnnotationGeneratedBy] == "b" {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("moving not b's after 10s (b: %s %s)", state, reason)
-		}
-		time.Sleep(10 * time.Millisecond) // poll
-	}
+		cm := f.liveConfigMap(t, "moving")
+		return cm != nil && cm.Annotations[limbov1alpha1.AnnotationGeneratedBy] == "b"
+	})
 }

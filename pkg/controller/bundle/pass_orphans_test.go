@@ -675,19 +675,8 @@ func TestPassPluginItemsWaitForReady(t *testing.T) {
 			debris := foreignConfigMap("debris", nil, "")
 			f := newTeardownFixture(t, b, registry, debris)
 			before := f.liveConfigMap(t, "debris").ResourceVersion
-			// The plugin plans in the background: the first passes find it
-			// Planning; the pass that finds its plan decides its items.
-			deadline := time.Now().Add(10 * time.Second)
-			for {
-				_, _ = f.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(b)})
-				if state, _ := f.resourceState(t, "sweep"); state == limbov1alpha1.ResourceReady {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatal("sweep not Ready after 10s")
-				}
-				time.Sleep(10 * time.Millisecond) // poll
-			}
+			// The pass that finds the plugin's plan decides its items.
+			f.reconcileUntil(t, "sweep not Ready", f.resourceReady(t, "sweep"))
 			var tombstones limbov1alpha1.TombstoneList
 			if err := f.c.List(context.Background(), &tombstones, client.InNamespace("shop")); err != nil {
 				t.Fatal(err)
@@ -760,14 +749,7 @@ func TestPassActsOnAPlanOnce(t *testing.T) {
 		}
 		return list.Items
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for len(tombstones()) == 0 {
-		_, _ = f.r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(b)})
-		if time.Now().After(deadline) {
-			t.Fatal("no Tombstone for Thing 1 after 10s")
-		}
-		time.Sleep(10 * time.Millisecond) // poll: the plugin plans in the background
-	}
+	f.reconcileUntil(t, "no Tombstone for Thing 1", func() bool { return len(tombstones()) > 0 })
 	// The Tombstone controller deleted Thing 1 and removed the Tombstone.
 	for _, ts := range tombstones() {
 		ts.Finalizers = nil

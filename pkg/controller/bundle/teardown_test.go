@@ -248,6 +248,33 @@ func (f *teardownFixture) reconcile(t *testing.T) {
 	}
 }
 
+// reconcileUntil runs passes of the fixture's Bundle until done holds, failing
+// t after 10 s with what has not happened: the plugins plan in the background,
+// so the first passes may find them still planning.
+func (f *teardownFixture) reconcileUntil(t *testing.T, what string, done func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, _ = f.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(f.bundle)})
+		if done() {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s after 10s", what)
+		}
+		time.Sleep(10 * time.Millisecond) // poll
+	}
+}
+
+// resourceReady tells whether resource name is Ready in the fixture's Bundle's
+// status.
+func (f *teardownFixture) resourceReady(t *testing.T, name string) func() bool {
+	return func() bool {
+		state, _ := f.resourceState(t, name)
+		return state == limbov1alpha1.ResourceReady
+	}
+}
+
 // status is the fixture's Bundle's status as the API server has it.
 func (f *teardownFixture) status(t *testing.T) limbov1alpha1.BundleStatus {
 	t.Helper()
