@@ -97,6 +97,9 @@ type Outcome struct {
 	// ReadAgain reports that the object changed since it was read, or that its
 	// claim could not be judged yet: the caller reads it and decides again soon.
 	ReadAgain bool
+	// Held reports that the object was due and its claim held it (ClaimHeld):
+	// not deleted, and no entry; the caller lists it with the hold's reason.
+	Held bool
 	// Err is a failed read or write; the caller retries.
 	Err error
 }
@@ -124,6 +127,11 @@ const (
 	// decided (or could not be read again): not deleted now, still listed, and
 	// decided again at once.
 	ClaimDeferred
+	// ClaimHeld: still the caller's and due, but the caller may not delete now
+	// (a Bundle's readiness gate): not deleted, and the Outcome says Held, so
+	// that the caller lists it with its own reason and comes back when the hold
+	// ends. Unlike NotClaimed, it is still the caller's.
+	ClaimHeld
 )
 
 // msgDeferred is the pendingDeletions message of an orphan whose delete a
@@ -294,6 +302,9 @@ func (e *Engine) decideFresh(ctx context.Context, eventTarget runtime.Object, ob
 	case verdict == NotClaimed:
 		log.FromContext(ctx).V(1).Info("not deleted: no longer an orphan of this owner", "object", describeGVK(obj), "uid", string(obj.GetUID()))
 		return Outcome{}
+	case verdict == ClaimHeld:
+		log.FromContext(ctx).V(1).Info("not deleted: due, and held by its owner", "object", describeGVK(obj), "uid", string(obj.GetUID()))
+		return Outcome{Held: true}
 	case verdict == ClaimDeferred:
 		// Still the caller's and in limbo: it stays listed, which is also how a
 		// Bundle's status goes on naming its kind for a teardown.

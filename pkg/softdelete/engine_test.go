@@ -559,6 +559,7 @@ func TestEngineOrphanDecidesDeleteOnFreshRead(t *testing.T) {
 		wantCalls  []string
 		wantGone   bool
 		wantErr    bool
+		wantHeld   bool
 		wantPend   string // Pending.Message; "-" for no entry
 		wantResult string
 	}{
@@ -620,6 +621,13 @@ func TestEngineOrphanDecidesDeleteOnFreshRead(t *testing.T) {
 			wantPend: "not deleted yet: it or its Bundle changed just before the delete; deciding again",
 		},
 		{
+			// The caller lists it with its own reason (a Bundle's readiness gate).
+			name:     "held by its claim (a Bundle not Ready, no adopter): not deleted, Held, no entry",
+			fresh:    func(*unstructured.Unstructured) {},
+			claim:    func(metav1.Object) (softdelete.ClaimVerdict, error) { return softdelete.ClaimHeld, nil },
+			wantHeld: true, wantPend: "-",
+		},
+		{
 			name:  "the claim failed (its hand-over refused): not deleted, listed with the error, which the caller retries",
 			fresh: func(*unstructured.Unstructured) {},
 			claim: func(metav1.Object) (softdelete.ClaimVerdict, error) {
@@ -664,8 +672,8 @@ func TestEngineOrphanDecidesDeleteOnFreshRead(t *testing.T) {
 			if !reflect.DeepEqual(h.calls, tc.wantCalls) {
 				t.Errorf("API calls:\n%s\nwant:\n%s", strings.Join(h.calls, "\n"), strings.Join(tc.wantCalls, "\n"))
 			}
-			if (out.Err != nil) != tc.wantErr || out.Gone != tc.wantGone {
-				t.Errorf("Err/Gone = %v/%v, want an error %v/%v", out.Err, out.Gone, tc.wantErr, tc.wantGone)
+			if (out.Err != nil) != tc.wantErr || out.Gone != tc.wantGone || out.Held != tc.wantHeld {
+				t.Errorf("Err/Gone/Held = %v/%v/%v, want an error %v/%v/%v", out.Err, out.Gone, out.Held, tc.wantErr, tc.wantGone, tc.wantHeld)
 			}
 			switch {
 			case tc.wantPend == "-" && out.Pending != nil:

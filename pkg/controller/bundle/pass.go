@@ -1019,15 +1019,14 @@ func unaccountedResourceObjects(b *limbov1alpha1.Bundle, accounted func(key stri
 func (p *pass) orphanAll(ctx context.Context, orphans []*unstructured.Unstructured, ready bool) {
 	resources := make([]string, len(orphans))
 	outcomes := make([]softdelete.Outcome, len(orphans))
-	held := make([]bool, len(orphans))
 	p.concurrently(len(orphans), func(i int) {
 		o := orphans[i]
 		resources[i] = lastResourceOf(p.bundle, o)
 		octx := log.IntoContext(ctx, log.FromContext(ctx).WithValues("resource", resources[i]))
-		outcomes[i] = p.r.Engine.Orphan(octx, p.bundle, o, p.stillOrphan(octx, o, ready, &held[i]))
+		outcomes[i] = p.r.Engine.Orphan(octx, p.bundle, o, p.stillOrphan(octx, o, ready))
 	})
 	for i, out := range outcomes {
-		if held[i] {
+		if out.Held {
 			// Due, and no adopter any more: the readiness gate holds it.
 			p.holdAll(orphans[i : i+1])
 			continue
@@ -1055,8 +1054,8 @@ func (p *pass) orphanAll(ctx context.Context, orphans []*unstructured.Unstructur
 // it, and the pass fails and comes back).
 // The one window left is between this read and the DELETE: no precondition
 // spans two objects. Unless ready (the readiness gate's verdict), o may only be
-// handed over: without an adopter it is not deleted, and *held says so.
-func (p *pass) stillOrphan(ctx context.Context, o client.Object, ready bool, held *bool) softdelete.Claim {
+// handed over: without an adopter it is held (ClaimHeld), not deleted.
+func (p *pass) stillOrphan(ctx context.Context, o client.Object, ready bool) softdelete.Claim {
 	controlled := softdelete.ControlledBy(p.bundle.UID)
 	return func(fresh metav1.Object) (softdelete.ClaimVerdict, error) {
 		if v, err := controlled(fresh); v != softdelete.Claimed {
@@ -1074,8 +1073,7 @@ func (p *pass) stillOrphan(ctx context.Context, o client.Object, ready bool, hel
 		}
 		v, err := p.handOver(ctx, o, fresh)
 		if v == softdelete.Claimed && !ready {
-			*held = true
-			return softdelete.NotClaimed, nil
+			return softdelete.ClaimHeld, nil
 		}
 		return v, err
 	}

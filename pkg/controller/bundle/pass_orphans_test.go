@@ -348,6 +348,9 @@ func TestPassOrphanClaims(t *testing.T) {
 		// want is what becomes of x: kept (the Bundle's still), released (no
 		// controller, in limbo), gone.
 		want string
+		// pending, when set, is the message of x's status.pendingDeletions
+		// entry: why it is kept.
+		pending string
 	}{{
 		name: "nothing changed: x goes",
 		want: "gone",
@@ -440,6 +443,7 @@ func TestPassOrphanClaims(t *testing.T) {
 		name:     "a resource not Ready, no Bundle adopts x: x is kept",
 		notReady: true,
 		want:     "kept",
+		pending:  limbov1alpha1.PendingMessageWaitingForReady,
 	}, {
 		name:     "a resource not Ready, the adopter gone by the moment of the delete: x is kept, not deleted",
 		adopter:  true,
@@ -453,7 +457,8 @@ func TestPassOrphanClaims(t *testing.T) {
 				return c.List(ctx, list, opts...)
 			}}
 		}(),
-		want: "kept",
+		want:    "kept",
+		pending: limbov1alpha1.PendingMessageWaitingForReady,
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			resources := []limbov1alpha1.Resource{cmResource(t, "keep", nil)}
@@ -496,6 +501,18 @@ func TestPassOrphanClaims(t *testing.T) {
 			}
 			if got != tc.want {
 				t.Errorf("x is %s, want %s", got, tc.want)
+			}
+			if tc.pending == "" {
+				return
+			}
+			var entries []string
+			for _, pd := range f.status(t).PendingDeletions {
+				if pd.Name == "x" {
+					entries = append(entries, pd.Message)
+				}
+			}
+			if want := []string{tc.pending}; !reflect.DeepEqual(entries, want) {
+				t.Errorf("x's pendingDeletions entries say %q, want %q", entries, want)
 			}
 		})
 	}
