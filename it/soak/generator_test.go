@@ -246,14 +246,14 @@ type op struct {
 // countdown. Those that make the Bundle hold its orphans: a spec error or an
 // emptied spec writes nothing, so the generator would wait for the adoption,
 // and the Bundle's worker might end its run with the hold on. A gate not Ready
-// no longer holds a hand-over (it deletes nothing), but the model does not
-// foresee the rest of that case: an adopter deleted before it adopted leaves
-// the released object to the reaper, which deletes it once due while its
-// giver is still not Ready. The Bundle's deletion is made (the teardown
-// releases the object to the adopter, whom the object's change wakes), and
-// once a run right after a hand-over (handOverGiverDeleted).
+// does not hold a hand-over (it deletes nothing, session 33): mark-unready is
+// made, and until a run saw an object handed over while its giver was not
+// Ready (handOverGiverNotReady), picked more often on a Bundle that gives one
+// away. The Bundle's deletion is made (the teardown releases the object to the
+// adopter, whom the object's change wakes), and once a run right after a
+// hand-over (handOverGiverDeleted).
 var notWhileGiving = map[string]bool{
-	"mark-unready": true, "empty-guarded": true, "empty-guarded-holding": true,
+	"empty-guarded": true, "empty-guarded-holding": true,
 	faultInvalidDelay: true, faultMissingDependency: true, faultDependencyCycle: true,
 }
 
@@ -336,13 +336,15 @@ func (g *generator) step(ctx context.Context, s *slot) bool {
 		}
 		if done[o.name] == 0 || (o.name == "delete-bundle-background" && ordered == 0 && len(s.deps) > 0) ||
 			(keptNotReady == 0 && ((o.name == "mark-unready" && s.gated) || (o.name == "remove" && s.gateUnready))) ||
-			(o.name == "hand-over" && len(missingVariants(handOvers)) > 0) {
+			(o.name == "hand-over" && len(missingVariants(handOvers)) > 0) ||
+			(o.name == "mark-unready" && givingAway && handOvers[handOverGiverNotReady] == 0) {
 			// Not done yet in the run (or no teardown in waves yet, and this
 			// Bundle has dependencies; or no orphan kept by a gate not Ready
 			// yet, and this Bundle has a gate; or a variant of hand-over not
-			// done yet, or no object adopted yet): picked more often, so that
-			// even the short form does every operation (see expectedOps,
-			// notCovered).
+			// done yet, or no object adopted yet, or none handed over by a
+			// Bundle not Ready, and this one gives one away): picked more
+			// often, so that even the short form does every operation (see
+			// expectedOps, notCovered).
 			o.weight *= 4
 		}
 		ops = append(ops, o)
@@ -789,21 +791,26 @@ func (g *generator) cancel(ctx context.Context, s *slot) bool {
 	return err == nil || strings.Contains(err.Error(), "not found")
 }
 
-// The variants of a hand-over (handOver): the order of its two writes, and
-// whether the Bundle it leaves is deleted right after; and its outcome that a
-// run must see: the object adopted (the same one, not made anew).
+// The variants of a hand-over (handOver): the order of its two writes, a swap
+// (two Bundles exchange objects at once), and whether the Bundle it leaves is
+// deleted right after; and its outcomes that a run must see: the object adopted
+// (the same one, not made anew), and one handed over while a resource of the
+// Bundle it leaves was not Ready (the generator makes its gate not Ready while
+// the object waits for its deadline).
 const (
-	handOverRemoveFirst  = "remove-first"
-	handOverAddFirst     = "add-first"
-	handOverGiverDeleted = "giver-deleted"
-	handOverAdopted      = "adopted"
+	handOverRemoveFirst   = "remove-first"
+	handOverAddFirst      = "add-first"
+	handOverSwap          = "swap"
+	handOverGiverDeleted  = "giver-deleted"
+	handOverAdopted       = "adopted"
+	handOverGiverNotReady = "giver-not-ready"
 )
 
-// missingVariants are the variants (and outcome) of hand-over that counts
+// missingVariants are the variants (and outcomes) of hand-over that counts
 // lacks, the orders first.
 func missingVariants(counts map[string]int) []string {
 	var missing []string
-	for _, v := range []string{handOverAddFirst, handOverRemoveFirst, handOverGiverDeleted, handOverAdopted} {
+	for _, v := range []string{handOverAddFirst, handOverRemoveFirst, handOverSwap, handOverGiverDeleted, handOverAdopted, handOverGiverNotReady} {
 		if counts[v] == 0 {
 			missing = append(missing, v)
 		}
@@ -854,22 +861,23 @@ func (g *generator) handOver(ctx context.Context, s *slot) bool {
 		return false
 	}
 	missing := missingVariants(g.oracle.handOverCounts())
+	if slices.Contains(missing, handOverSwap) || s.rng.IntN(3) == 0 {
+		if q, ok := g.swapPick(ctx, s, t); ok {
+			return g.swap(ctx, s, t, r, q)
+		}
+	}
 	order := []string{handOverRemoveFirst, handOverAddFirst}[s.rng.IntN(2)]
 	if slices.Contains(missing, handOverRemoveFirst) != slices.Contains(missing, handOverAddFirst) {
 		order = missing[0] // the order not done yet
 	}
 	// Once a run (see notWhileGiving).
 	deleteGiver := slices.Contains(missing, handOverGiverDeleted)
+	// s's gate made not Ready while the object waits for its deadline, until a
+	// run saw a hand-over then: only with a delay that leaves the time to.
+	delay, _ := time.ParseDuration(s.resources[r])
+	unready := !deleteGiver && s.gated && slices.Contains(missing, handOverGiverNotReady) && delay >= 3*time.Second
 
-	sDelay, sAdopt, sDeps := s.resources[r], s.adopt[r], cloneDeps(s.deps)
-	delete(s.resources, r)
-	delete(s.adopt, r)
-	dropDeps(s, r)
-	tr := t.resourceOf(name)
-	t.resources[tr], t.adopt[tr] = g.randomDelay(t), true
-	if deps := dependOn(t, tr, true); len(deps) > 0 {
-		t.deps[tr] = deps
-	}
+	mv := g.move(s, t, r)
 	removed, declared := false, false
 	remove := func() error {
 		rv, err := g.writeSpec(ctx, s, len(s.resources) == 0)
@@ -891,7 +899,7 @@ func (g *generator) handOver(ctx context.Context, s *slot) bool {
 		return nil
 	}
 	g.oracle.begin(t.name) // the object's deletion, seen meanwhile, is judged once both writes are in the model
-	err := g.mutate(s, "hand-over", fmt.Sprintf("%s to %s (%s; delay %q, depends %v)", name, t.name, order, t.resources[tr], t.deps[tr]), func() error {
+	err := g.mutate(s, "hand-over", fmt.Sprintf("%s to %s (%s; delay %q, depends %v)", name, t.name, order, t.resources[mv.tr], t.deps[mv.tr]), func() error {
 		if order == handOverAddFirst {
 			if err := declare(); err != nil {
 				return err
@@ -910,12 +918,10 @@ func (g *generator) handOver(ctx context.Context, s *slot) bool {
 	})
 	g.oracle.end(t.name)
 	if !removed {
-		s.resources[r], s.adopt[r], s.deps = sDelay, sAdopt, sDeps
+		mv.undoRemove()
 	}
 	if !declared {
-		delete(t.resources, tr)
-		delete(t.adopt, tr)
-		delete(t.deps, tr)
+		mv.undoDeclare()
 	}
 	if err != nil {
 		return removed
@@ -924,6 +930,126 @@ func (g *generator) handOver(ctx context.Context, s *slot) bool {
 	if deleteGiver && g.deleteBundle([]fate{fateBackground, fateBackground, fateOrphan, fateForeground}[s.rng.IntN(4)])(ctx, s) {
 		g.oracle.handedOver(handOverGiverDeleted)
 	}
+	if unready {
+		g.markUnready(ctx, s)
+	}
+	return true
+}
+
+// move is the model's side of handing the object of s's resource r over to
+// t: s no longer declares it, and t declares it (under tr, see resourceOf)
+// with limbo.dev/adopt, a delay and dependencies of its own. undoRemove and
+// undoDeclare take either side back when its write was not made.
+type move struct {
+	s, t  *slot
+	r, tr string
+	// delay, adopt and deps are s's before.
+	delay string
+	adopt bool
+	deps  map[string][]string
+}
+
+func (g *generator) move(s, t *slot, r string) *move {
+	mv := &move{s: s, t: t, r: r, tr: t.resourceOf(s.objectOf(r)), delay: s.resources[r], adopt: s.adopt[r], deps: cloneDeps(s.deps)}
+	delete(s.resources, r)
+	delete(s.adopt, r)
+	dropDeps(s, r)
+	t.resources[mv.tr], t.adopt[mv.tr] = g.randomDelay(t), true
+	if deps := dependOn(t, mv.tr, true); len(deps) > 0 {
+		t.deps[mv.tr] = deps
+	}
+	return mv
+}
+
+func (mv *move) undoRemove() {
+	mv.s.resources[mv.r], mv.s.adopt[mv.r], mv.s.deps = mv.delay, mv.adopt, mv.deps
+}
+
+func (mv *move) undoDeclare() {
+	delete(mv.t.resources, mv.tr)
+	delete(mv.t.adopt, mv.tr)
+	delete(mv.t.deps, mv.tr)
+}
+
+// swapPick picks a resource q of t whose object s may take in a swap (t
+// locked): t's gate is Ready, its object is t's, applied, with a valid delay,
+// and s declares no object of its name. False if there is none (or t does not
+// converge, or an orphan of s is not stamped yet: s waits to adopt from the
+// swap's first write on, see stampedOrphans).
+func (g *generator) swapPick(ctx context.Context, s, t *slot) (string, bool) {
+	if t.gateUnready || len(t.resources) == 0 {
+		return "", false
+	}
+	g.settle(ctx, t)
+	var candidates []string
+	for _, q := range slices.Sorted(maps.Keys(t.resources)) {
+		y := t.objectOf(q)
+		v := g.oracle.view(y)
+		if v.exists && controllerUID(v.meta) == t.uid && !invalidDelay(v.meta) && !s.declaresObject(y) && !hasKey(s.resources, s.resourceOf(y)) {
+			candidates = append(candidates, q)
+		}
+	}
+	if len(candidates) == 0 {
+		return "", false
+	}
+	if _, _, ok := g.stampedOrphans(ctx, s); !ok {
+		return "", false
+	}
+	return candidates[s.rng.IntN(len(candidates))], true
+}
+
+// swap is a hand-over both ways at once: s drops its resource r's object x and
+// declares t's resource q's object y to adopt it, in one write, and t then
+// drops y and declares x, in one write. From its write on each Bundle waits to
+// adopt (not Ready: its resource of the other's object is ControlledByOther),
+// and until t's write x is an orphan of s that no Bundle adopts, which s's
+// readiness holds (the oracle's holdAdopting on s: neither stamped nor deleted).
+// From t's write on each counts down and hands over the object the other
+// declares to adopt, not Ready as it is (a hand-over deletes nothing: session
+// 33, it/bundle_adoption_swap_test.go); before that fix the two waited for
+// each other for good. The oracle keeps both objects declared from the
+// adopter's write on, wants each handed over through limbo at its deadline
+// (judgeHandOver) and adopted in time (checkAdoptionLocked), and settle wants
+// them adopted.
+func (g *generator) swap(ctx context.Context, s, t *slot, r, q string) bool {
+	x, y := s.objectOf(r), t.objectOf(q)
+	toT := g.move(s, t, r)
+	toS := g.move(t, s, q)
+	written := map[*slot]bool{}
+	write := func(b *slot, gone, taken string) error {
+		rv, err := g.writeSpec(ctx, b, false)
+		if err != nil {
+			return err
+		}
+		g.oracle.undeclared(b.name, rv, time.Now(), gone)
+		g.oracle.declared(b.name, rv, taken)
+		g.oracle.adopting(b.name, b.uid, rv, taken)
+		written[b] = true
+		return nil
+	}
+	g.oracle.begin(t.name) // as in handOver
+	err := g.mutate(s, "hand-over", fmt.Sprintf("%s to %s for %s (%s; delays %q and %q, depends %v and %v)",
+		x, t.name, y, handOverSwap, t.resources[toT.tr], s.resources[toS.tr], t.deps[toT.tr], s.deps[toS.tr]), func() error {
+		if err := write(s, x, y); err != nil {
+			return err
+		}
+		// s waits for y now: t must give it (no write fails for good while
+		// kube-apiserver runs).
+		return pollErr(ctx, settleTimeout, func() error { return write(t, y, x) })
+	})
+	g.oracle.end(t.name)
+	if !written[t] {
+		toS.undoRemove()
+		toT.undoDeclare()
+	}
+	if !written[s] {
+		toT.undoRemove()
+		toS.undoDeclare()
+	}
+	if err != nil {
+		return written[s]
+	}
+	g.oracle.handedOver(handOverSwap)
 	return true
 }
 
@@ -1066,16 +1192,19 @@ func (g *generator) orphans(s *slot) ([]string, time.Time, bool) {
 }
 
 // stampedOrphans is orphans, once every orphan with a delay is stamped (but
-// those a hold keeps from it): a hold must not race a stamp that limbo decided
-// before it, and is about to write. False if one is not stamped within a few
-// seconds, or if orphans is.
+// those a hold keeps from it), an object s gives away to another Bundle
+// included: a hold must not race a stamp that limbo decided before it, and is
+// about to write (and a gate made not Ready while s gives an object away is
+// made so while the object waits for its deadline, stamped). False if one is
+// not stamped within a few seconds, or if orphans is.
 func (g *generator) stampedOrphans(ctx context.Context, s *slot) ([]string, time.Time, bool) {
 	err := pollErr(ctx, 5*time.Second, func() error {
 		held, _, _ := g.orphans(s)
 		for _, name := range held {
 			v := g.oracle.view(name)
+			givenAway := elsewhere(s, v) && hasKey(v.meta.Annotations, limbov1alpha1.AnnotationDeletionDelay) && !invalidDelay(v.meta)
 			// An invalid delay is never stamped (nor deleted).
-			if _, stamped := parseStamp(v.meta); !v.held && !stamped && counting(v) {
+			if _, stamped := parseStamp(v.meta); !v.held && !stamped && (counting(v) || givenAway) {
 				return fmt.Errorf("%s is not stamped yet", name)
 			}
 		}

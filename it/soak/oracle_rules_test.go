@@ -788,10 +788,31 @@ func TestOracleHandOver(t *testing.T) {
 	handed := func(rv string, controller types.UID) metav1.ObjectMeta {
 		return object(name, "cccccccc-0000", rv, controller, stamped("1s"))
 	}
+	// swap: b0 drops b5-r2 and declares b3-r1 to adopt it at revision 30, b3
+	// drops b3-r1 and declares b5-r2 at 31.
+	swap := func(o *oracle) {
+		o.observe(watch.Modified, object(name, "cccccccc-0000", "14", giver, map[string]string{limbov1alpha1.AnnotationDeletionDelay: "1s"}), base.Add(-time.Minute))
+		o.declared("b3", 15, "b3-r1")
+		o.observe(watch.Added, object("b3-r1", "ffffffff-0000", "16", adopter, map[string]string{limbov1alpha1.AnnotationDeletionDelay: "1s"}), base.Add(-time.Minute))
+		o.undeclared("b0", 30, base, name)
+		o.declared("b0", 30, "b3-r1")
+		o.adopting("b0", giver, 30, "b3-r1")
+		o.undeclared("b3", 31, base, "b3-r1")
+		o.declared("b3", 31, name)
+		o.adopting("b3", adopter, 31, name)
+	}
+	// b3-r0, b3's orphan counting down since base, goes (forced: not
+	// judged), so that a case checks what is overdue after it.
+	gone := func(o *oracle) {
+		o.forcing("eeeeeeee-0000")
+		o.observe(watch.Deleted, object("b3-r0", "eeeeeeee-0000", "13", adopter, map[string]string{limbov1alpha1.AnnotationDeletionDelay: "4s"}), base)
+	}
 	for _, tt := range []struct {
 		name    string
 		history func(o *oracle)
 		want    string // a substring of the violations; empty: none
+		// counts are hand-overs by variant the oracle must have counted.
+		counts map[string]int
 	}{{
 		name: "add-first, deleted by the giver's countdown",
 		history: func(o *oracle) {
@@ -891,6 +912,215 @@ func TestOracleHandOver(t *testing.T) {
 			}}, base.Add(time.Second))
 		},
 	}, {
+		name: "handed over before its deadline",
+		history: func(o *oracle) {
+			o.declared("b3", 30, name)
+			o.adopting("b3", adopter, 30, name)
+			o.undeclared("b0", 31, base, name)
+			o.observe(watch.Modified, handed("35", ""), base.Truncate(time.Second).Add(500*time.Millisecond)) // the stamp is to the second
+		},
+		want: "b5-r2 (uid cccccccc, revision 35, annotations map[deletionDelay:1s deletionTimestamp:" + base.Format(time.RFC3339) + " label:bundle:b0]) handed over 500ms before its deadline",
+	}, {
+		name: "handed over without going through limbo (no stamp)",
+		history: func(o *oracle) {
+			o.declared("b3", 30, name)
+			o.adopting("b3", adopter, 30, name)
+			o.undeclared("b0", 31, base, name)
+			o.observe(watch.Modified, object(name, "cccccccc-0000", "35", "", map[string]string{limbov1alpha1.AnnotationDeletionDelay: "1s"}), base.Add(2*time.Second))
+		},
+		want: "handed over without a valid limbo.dev/deletionTimestamp although it has a delay of 1s",
+	}, {
+		// Released by its teardown: at once, deadline or not.
+		name: "released by the giver's teardown before the deadline: allowed",
+		history: func(o *oracle) {
+			o.declared("b3", 30, name)
+			o.adopting("b3", adopter, 30, name)
+			o.undeclared("b0", 31, base, name)
+			o.begin("b0")
+			o.observe(watch.Modified, handed("35", ""), base.Add(500*time.Millisecond))
+			o.bundleDeleted("b0", giver, fateBackground, 33)
+			o.end("b0")
+		},
+	}, {
+		// A hand-over deletes nothing: it proceeds at the deadline while the
+		// giver is not Ready (session 33), and the adopter adopts it.
+		name: "the giver not Ready, handed over at the deadline and adopted: allowed",
+		history: func(o *oracle) {
+			o.declared("b3", 30, name)
+			o.adopting("b3", adopter, 30, name)
+			o.undeclared("b0", 31, base, name)
+			o.observe(watch.Modified, handed("32", giver), base.Add(100*time.Millisecond))
+			o.holdStarted(holdNotReady, giver, 33)
+			o.observe(watch.Modified, handed("35", ""), base.Add(1100*time.Millisecond))
+			o.observe(watch.Modified, object(name, "cccccccc-0000", "36", adopter, nil), base.Add(1200*time.Millisecond))
+			gone(o)
+			o.checkOverdue(time.Now().Add(time.Minute))
+			o.finalCheck()
+		},
+		counts: map[string]int{handOverGiverNotReady: 1, handOverAdopted: 1},
+	}, {
+		name: "the giver not Ready, not handed over: not adopted in time",
+		history: func(o *oracle) {
+			o.declared("b3", 30, name)
+			o.adopting("b3", adopter, 30, name)
+			o.undeclared("b0", 31, base, name)
+			o.observe(watch.Modified, handed("32", giver), base.Add(100*time.Millisecond))
+			o.holdStarted(holdNotReady, giver, 33)
+			o.checkOverdue(time.Now())
+			if len(o.violations) > 0 {
+				return // not yet: the adopter's write was a moment ago
+			}
+			o.checkOverdue(time.Now().Add(adoptionTolerance + time.Second))
+		},
+		want: "not adopted in time: b5-r2 (uid cccccccc, annotations map[controller:bbbbbbbb deletionDelay:1s deletionTimestamp:" + base.Format(time.RFC3339) + " label:bundle:b0]) is not controlled by Bundle b3 (uid dddddddd), which declared it to adopt it at revision 30",
+	}, {
+		name: "released, not adopted in time",
+		history: func(o *oracle) {
+			o.declared("b3", 30, name)
+			o.adopting("b3", adopter, 30, name)
+			o.undeclared("b0", 31, base, name)
+			o.observe(watch.Modified, handed("35", ""), time.Now())
+			o.checkOverdue(time.Now().Add(adoptionTolerance + time.Second))
+		},
+		want: "not adopted in time: b5-r2",
+	}, {
+		// It writes nothing until the error is fixed: due from the fix.
+		name: "not adopted while the adopter's spec is invalid: allowed",
+		history: func(o *oracle) {
+			o.declared("b3", 30, name)
+			o.adopting("b3", adopter, 30, name)
+			o.holdStarted(holdInvalidSpec, adopter, 31)
+			o.undeclared("b0", 32, base, name)
+			o.observe(watch.Modified, handed("35", ""), base.Add(2*time.Second))
+			o.checkOverdue(time.Now().Add(time.Minute))
+			o.holdEnded(holdInvalidSpec, adopter, 40, time.Now().Add(time.Minute))
+			o.checkOverdue(time.Now().Add(time.Minute + adoptionTolerance - time.Second))
+		},
+	}, {
+		// The adopter went before the hand-over: the giver, not Ready, holds
+		// the object as any other orphan (stillOrphan answers "not claimed").
+		name: "the giver not Ready, the adopter gone before the hand-over, deleted by the giver",
+		history: func(o *oracle) {
+			o.declared("b3", 30, name)
+			o.adopting("b3", adopter, 30, name)
+			o.undeclared("b0", 31, base, name)
+			o.observe(watch.Modified, handed("32", giver), base.Add(100*time.Millisecond))
+			o.holdStarted(holdNotReady, giver, 33)
+			o.bundleDeleted("b3", adopter, fateBackground, 34)
+			o.undeclared("b3", 34, base.Add(500*time.Millisecond), name)
+			o.observe(watch.Deleted, handed("40", giver), base.Add(2*time.Second))
+		},
+		want: "b5-r2 (uid cccccccc, revision 40, annotations map[controller:bbbbbbbb deletionDelay:1s deletionTimestamp:" + base.Format(time.RFC3339) + " label:bundle:b0]) deleted while a resource of its Bundle (uid bbbbbbbb) was not Ready",
+	}, {
+		name: "the giver not Ready, the adopter gone before the hand-over, kept: allowed",
+		history: func(o *oracle) {
+			o.declared("b3", 30, name)
+			o.adopting("b3", adopter, 30, name)
+			o.undeclared("b0", 31, base, name)
+			o.observe(watch.Modified, handed("32", giver), base.Add(100*time.Millisecond))
+			o.holdStarted(holdNotReady, giver, 33)
+			o.bundleDeleted("b3", adopter, fateBackground, 34)
+			o.undeclared("b3", 34, base.Add(500*time.Millisecond), name)
+			gone(o)
+			o.checkOverdue(time.Now().Add(time.Minute))
+			o.finalCheck()
+		},
+	}, {
+		// Release ends hold: the released object is the reaper's, which
+		// deletes it once due when no Bundle declares it to adopt it any more.
+		name: "the giver not Ready, handed over, the adopter gone before it adopted, deleted by the reaper: allowed",
+		history: func(o *oracle) {
+			o.declared("b3", 30, name)
+			o.adopting("b3", adopter, 30, name)
+			o.undeclared("b0", 31, base, name)
+			o.observe(watch.Modified, handed("32", giver), base.Add(100*time.Millisecond))
+			o.holdStarted(holdNotReady, giver, 33)
+			o.observe(watch.Modified, handed("35", ""), base.Add(1100*time.Millisecond))
+			o.bundleDeleted("b3", adopter, fateBackground, 36)
+			o.undeclared("b3", 36, base.Add(1500*time.Millisecond), name)
+			o.observe(watch.Deleted, handed("40", ""), base.Add(2*time.Second))
+		},
+		counts: map[string]int{handOverGiverNotReady: 1},
+	}, {
+		name: "a swap: the dropped object stamped before the other Bundle declares it",
+		history: func(o *oracle) {
+			o.observe(watch.Modified, object(name, "cccccccc-0000", "14", giver, map[string]string{limbov1alpha1.AnnotationDeletionDelay: "1s"}), base.Add(-time.Minute))
+			o.declared("b3", 15, "b3-r1")
+			o.undeclared("b0", 30, base, name)
+			o.declared("b0", 30, "b3-r1")
+			o.adopting("b0", giver, 30, "b3-r1")
+			o.observe(watch.Modified, handed("31", giver), base.Add(100*time.Millisecond))
+		},
+		want: "b5-r2 (uid cccccccc, revision 31) stamped while a resource of its Bundle (uid bbbbbbbb) waited to adopt an object",
+	}, {
+		name: "a swap: the dropped object deleted before the other Bundle declares it",
+		history: func(o *oracle) {
+			o.declared("b3", 15, "b3-r1")
+			o.undeclared("b0", 30, base, name)
+			o.declared("b0", 30, "b3-r1")
+			o.adopting("b0", giver, 30, "b3-r1")
+			o.observe(watch.Deleted, object(name, "cccccccc-0000", "31", giver, nil), base.Add(100*time.Millisecond))
+		},
+		want: "deleted while a resource of its Bundle (uid bbbbbbbb) waited to adopt an object",
+	}, {
+		name: "a swap: an object deleted by the Bundle it leaves",
+		history: func(o *oracle) {
+			swap(o)
+			o.observe(watch.Modified, object("b3-r1", "ffffffff-0000", "32", adopter, stamped("1s")), base.Add(100*time.Millisecond))
+			o.observe(watch.Deleted, object("b3-r1", "ffffffff-0000", "40", adopter, stamped("1s")), base.Add(1100*time.Millisecond))
+		},
+		want: "b3-r1 (uid ffffffff, revision 40, annotations map[controller:dddddddd deletionDelay:1s deletionTimestamp:" + base.Format(time.RFC3339) + " label:bundle:b3]) deleted while its Bundle declared it",
+	}, {
+		name: "a swap: stamped by both Bundles, not Ready, handed over at the deadlines and adopted: allowed",
+		history: func(o *oracle) {
+			swap(o)
+			o.observe(watch.Modified, handed("32", giver), base.Add(100*time.Millisecond))
+			o.observe(watch.Modified, object("b3-r1", "ffffffff-0000", "33", adopter, stamped("1s")), base.Add(100*time.Millisecond))
+			o.observe(watch.Modified, handed("34", ""), base.Add(1100*time.Millisecond))
+			o.observe(watch.Modified, object("b3-r1", "ffffffff-0000", "35", "", stamped("1s")), base.Add(1100*time.Millisecond))
+			o.observe(watch.Modified, object("b3-r1", "ffffffff-0000", "36", giver, nil), base.Add(1200*time.Millisecond))
+			o.observe(watch.Modified, object(name, "cccccccc-0000", "37", adopter, nil), base.Add(1200*time.Millisecond))
+			gone(o)
+			o.checkOverdue(time.Now().Add(time.Minute))
+			o.finalCheck()
+		},
+		counts: map[string]int{handOverAdopted: 2},
+	}, {
+		name: "a swap: one object never handed over",
+		history: func(o *oracle) {
+			swap(o)
+			o.observe(watch.Modified, handed("32", giver), base.Add(100*time.Millisecond))
+			o.observe(watch.Modified, object("b3-r1", "ffffffff-0000", "33", adopter, stamped("1s")), base.Add(100*time.Millisecond))
+			o.observe(watch.Modified, handed("34", ""), base.Add(1100*time.Millisecond))
+			o.observe(watch.Modified, object(name, "cccccccc-0000", "37", adopter, nil), base.Add(1200*time.Millisecond))
+			o.checkOverdue(time.Now().Add(adoptionTolerance + time.Second))
+		},
+		want: "not adopted in time: b3-r1 (uid ffffffff, annotations map[controller:dddddddd deletionDelay:1s deletionTimestamp:" + base.Format(time.RFC3339) + " label:bundle:b3]) is not controlled by Bundle b0 (uid bbbbbbbb), which declared it to adopt it at revision 30",
+	}, {
+		// Each not Ready (its resource of the other's object is
+		// ControlledByOther), and the readiness gate holding hand-overs too:
+		// they wait for each other for good (before session 33).
+		name: "a swap: neither object stamped",
+		history: func(o *oracle) {
+			swap(o)
+			o.checkOverdue(time.Now())
+			if len(o.violations) > 0 {
+				return // not yet: due a second (the delay) after the second write
+			}
+			o.checkOverdue(time.Now().Add(time.Second + adoptionTolerance + time.Second))
+		},
+		want: "not adopted in time: b3-r1 (uid ffffffff, annotations map[controller:dddddddd deletionDelay:1s label:bundle:b3]) is not controlled by Bundle b0",
+	}, {
+		// b0 drops it after b3's write: not handed over before that.
+		name: "add-first, not dropped yet: no adoption due",
+		history: func(o *oracle) {
+			o.observe(watch.Modified, object(name, "cccccccc-0000", "14", giver, map[string]string{limbov1alpha1.AnnotationDeletionDelay: "1s"}), base.Add(-time.Minute))
+			o.declared("b3", 30, name)
+			o.adopting("b3", adopter, 30, name)
+			gone(o)
+			o.checkOverdue(time.Now().Add(time.Minute))
+		},
+	}, {
 		name: "never adopted",
 		history: func(o *oracle) {
 			o.declared("b3", 30, name)
@@ -914,6 +1144,11 @@ func TestOracleHandOver(t *testing.T) {
 			}
 			if tt.want != "" && !strings.Contains(got, tt.want) {
 				t.Errorf("violations %q, want one saying %q", got, tt.want)
+			}
+			for variant, n := range tt.counts {
+				if o.stats.handOvers[variant] != n {
+					t.Errorf("hand-overs %s: %d, want %d", variant, o.stats.handOvers[variant], n)
+				}
 			}
 		})
 	}

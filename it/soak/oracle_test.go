@@ -26,6 +26,11 @@ const (
 	// lateTolerance is how late a deletion may be after its deadline while the
 	// controller is up (DESIGN §4: deadlines are honoured to the second).
 	lateTolerance = 2 * time.Second
+	// adoptionTolerance is how late an adoption may be after the giver's
+	// countdown ended (or its release was seen) while the controller is up: the
+	// giver's pass hands the object over at the deadline (lateTolerance, as a
+	// deletion), and the adopter's pass it wakes adopts it (as much again).
+	adoptionTolerance = 2 * lateTolerance
 	// redeclareGuard is the least time between declaring an object in limbo again
 	// and the earliest moment limbo may delete it. A Bundle's spec and the
 	// object are two objects: no precondition can order a spec write against a
@@ -114,6 +119,9 @@ type objectModel struct {
 	protected []rvInterval
 	// undesiredAt is when it last stopped being desired.
 	undesiredAt time.Time
+	// droppedAt is when a Bundle last stopped declaring it, another one
+	// declaring it or not (a hand-over's giver).
+	droppedAt time.Time
 	// foreign: kubectl limbo cancel made it an unmanaged object.
 	foreign bool
 	live    *incarnation
@@ -128,13 +136,17 @@ type objectModel struct {
 
 // adopter is a Bundle incarnation (uid) of a slot that waits to adopt an object,
 // since the write at revision since, which returned at time at; object is the
-// incarnation that existed then (none: the adopter makes a new one).
+// incarnation that existed then (none: the adopter makes a new one). from is
+// when a spec error of the adopter, which writes nothing, last ended (zero:
+// none); overdue: a late adoption was already reported.
 type adopter struct {
-	slot   string
-	uid    types.UID
-	since  int64
-	at     time.Time
-	object types.UID
+	slot    string
+	uid     types.UID
+	since   int64
+	at      time.Time
+	object  types.UID
+	from    time.Time
+	overdue bool
 }
 
 // spanAt is the span that contains rv.
@@ -390,6 +402,7 @@ func (o *oracle) undeclared(bundle string, rv int64, at time.Time, names ...stri
 			continue
 		}
 		delete(m.declarers, bundle)
+		m.droppedAt = at
 		if m.adopter.slot == bundle {
 			// Dropped before it adopted it: its resource, not Ready, is gone.
 			o.endHold(holdAdopting, m.adopter.uid, rv, at)
@@ -442,6 +455,27 @@ func (o *oracle) adoptedLocked(m *objectModel, uid types.UID, rv int64, at time.
 		o.stats.maxAdoptionWait, o.stats.maxAdoptionWaitObject = wait, m.name
 	}
 	m.adopter, m.awaited = adopter{}, closeAt(m.awaited, rv)
+}
+
+// judgeHandOver judges a release of m by its controller was at revision rv,
+// seen at time at, meta its state then: when a Bundle waited to adopt m, and
+// was had not been deleted (its teardown releases at once, and the garbage
+// collector after --cascade=orphan), it is a pass's hand-over, which comes at
+// the end of the object's countdown, as a deletion would: through limbo,
+// stamped, at or after its deadline (DESIGN §4; docs/soft-delete.md, "Moving an
+// object from one Bundle to another"). The stamp stays on the released object.
+// A hand-over while a resource of was is not Ready is allowed (it deletes
+// nothing), and counted (handOverGiverNotReady).
+func (o *oracle) judgeHandOver(m *objectModel, meta metav1.ObjectMeta, was types.UID, rv int64, at time.Time) {
+	if _, awaited := spanAt(m.awaited, rv); !awaited || m.foreign || (o.fates[was] != "" && rv > o.fateRevs[was]) {
+		return
+	}
+	what := fmt.Sprintf("%s (uid %s, revision %d, annotations %v)", meta.Name, short(meta.UID), rv, limboAnnotations(meta))
+	o.checkDeadline(what, "handed over", meta, at)
+	if _, notReady := spanAt(o.holds[holdNotReady][was], rv); notReady {
+		o.stats.handOvers[handOverGiverNotReady]++
+		o.logf("%s handed over while a resource of its Bundle (uid %s) was not Ready", what, short(was))
+	}
 }
 
 // handOverStamp tells whether a stamp of m at revision rv is free of h, a hold
@@ -578,6 +612,10 @@ func (o *oracle) endHold(h *hold, uid types.UID, rv int64, at time.Time) {
 		if m.live != nil && !m.live.deleted && controllerUID(m.live.meta) == uid && !isOpen(m.desired) {
 			m.undesiredAt = latest(m.undesiredAt, at)
 			o.stats.held[h.name]++
+		}
+		if h == holdInvalidSpec && m.adopter.uid == uid {
+			// The adopter wrote nothing meanwhile: it may adopt from now on.
+			m.adopter.from = latest(m.adopter.from, at)
 		}
 	}
 }
@@ -1005,6 +1043,7 @@ func (o *oracle) observeLocked(typ watch.EventType, meta metav1.ObjectMeta, at t
 				o.violatef("%s (uid %s, revision %d) released while "+h.while, meta.Name, short(meta.UID), rv, short(was))
 			}
 		}
+		o.judge(func() { o.judgeHandOver(m, meta, was, rv, at) }, bundlesOf(m, meta)...)
 		r := release{what: fmt.Sprintf("%s (uid %s, revision %d) released", meta.Name, short(meta.UID), rv), name: meta.Name, rv: rv, siblings: o.controlledBy(was)}
 		if _, known := o.dependents[was]; known {
 			o.checkOrder(was, r)
@@ -1094,12 +1133,21 @@ func (o *oracle) judgeDeletion(m *objectModel, inc *incarnation, at time.Time) {
 		o.violatef("%s deleted although --cascade=orphan left it behind (\"nothing is deleted\")", what)
 	}
 	c := controllerUID(meta)
-	if c == "" {
+	released := c == ""
+	if released {
 		// Released before: judged as its last controller's (a release while
 		// the spec was invalid is flagged where it is seen).
 		c = inc.controller
 	}
 	for _, h := range o.holdsThroughout(c, from, rv) {
+		if released && !h.releases {
+			// A release ends the readiness holds: the object is no longer
+			// the Bundle's to keep, but the reaper's (a hand-over by a pass
+			// not Ready whose adopter then dropped the object, or went,
+			// before adopting it: deleted once due, docs/design-decisions.md,
+			// "A hand-over does not wait for the readiness gate").
+			continue
+		}
 		o.violatef("%s deleted while "+h.while, what, short(c))
 	}
 	if c != "" && inc.gapFrom == 0 {
@@ -1110,7 +1158,10 @@ func (o *oracle) judgeDeletion(m *objectModel, inc *incarnation, at time.Time) {
 		// deletion came after it, whatever the last state carries.
 		o.violatef("%s deleted after kubectl limbo cancel made it unmanaged", what)
 	}
-	due, ok := o.checkDeadline(what, meta, at)
+	if !hasKey(meta.Annotations, limbov1alpha1.AnnotationDeletionDelay) {
+		o.stats.immediateDeletions++
+	}
+	due, ok := o.checkDeadline(what, "deleted", meta, at)
 	if !ok || desired {
 		return // not due at all: no lateness
 	}
@@ -1128,13 +1179,13 @@ func (o *oracle) judgeDeletion(m *objectModel, inc *incarnation, at time.Time) {
 	}
 }
 
-// checkDeadline checks that an object deleted by limbo at time at carried a
+// checkDeadline checks that an object that left limbo at time at — deleted by
+// limbo, or handed over to another Bundle (verb says which) — carried a
 // deadline that had come, and returns that deadline (for an object without a
 // delay: zero, it is due at once).
-func (o *oracle) checkDeadline(what string, meta metav1.ObjectMeta, at time.Time) (time.Time, bool) {
+func (o *oracle) checkDeadline(what, verb string, meta metav1.ObjectMeta, at time.Time) (time.Time, bool) {
 	value, ok := meta.Annotations[limbov1alpha1.AnnotationDeletionDelay]
 	if !ok {
-		o.stats.immediateDeletions++
 		return time.Time{}, true
 	}
 	delay, err := softdelete.ParseDelay(value)
@@ -1142,17 +1193,17 @@ func (o *oracle) checkDeadline(what string, meta metav1.ObjectMeta, at time.Time
 		// Never deleted until the delay is made valid again (DESIGN §4): the
 		// deletion was decided on this state (deletes carry a resourceVersion
 		// precondition), so no later fix excuses it.
-		o.violatef("%s deleted with an invalid delay (never deleted until it is made valid): %v", what, err)
+		o.violatef("%s %s with an invalid delay (never deleted until it is made valid): %v", what, verb, err)
 		return time.Time{}, false
 	}
 	stamp, ok := parseStamp(meta)
 	if !ok {
-		o.violatef("%s deleted without a valid %s although it has a delay of %v", what, limbov1alpha1.AnnotationDeletionTimestamp, delay)
+		o.violatef("%s %s without a valid %s although it has a delay of %v", what, verb, limbov1alpha1.AnnotationDeletionTimestamp, delay)
 		return time.Time{}, false
 	}
 	deadline := stamp.Add(delay)
 	if at.Before(deadline) {
-		o.violatef("%s deleted %v before its deadline %s", what, deadline.Sub(at).Round(time.Millisecond), deadline.Format(time.RFC3339))
+		o.violatef("%s %s %v before its deadline %s", what, verb, deadline.Sub(at).Round(time.Millisecond), deadline.Format(time.RFC3339))
 	}
 	return deadline, true
 }
@@ -1294,6 +1345,7 @@ func (o *oracle) checkOverdue(now time.Time) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	for _, m := range o.objects {
+		o.checkAdoptionLocked(m, now)
 		due, ok := o.dueLocked(m, now)
 		if !ok || m.live.overdue || o.busy(bundlesOf(m, m.live.meta)) {
 			continue
@@ -1304,6 +1356,62 @@ func (o *oracle) checkOverdue(now time.Time) {
 				m.name, short(m.live.uid), limboAnnotations(m.live.meta), now.Sub(due).Round(time.Millisecond),
 				due.Format("15:04:05.000"), now.Sub(adjusted).Round(time.Millisecond))
 		}
+	}
+}
+
+// adoptionDueLocked is when m's adopter must have adopted it (adopted in
+// time): the object it waits for — the same incarnation — once the Bundle that
+// controls it (the giver) no longer declares it, goes through limbo as any
+// orphan and is handed over at the end of its countdown, whether the giver is
+// Ready or not (a hand-over deletes nothing): at stamp + delay, or, not stamped
+// yet, at delay after the giver dropped it or the adopter declared it,
+// whichever came later (the stamp is due then; without a delay it is handed
+// over at once); or it was released already (by the giver's pass or its
+// teardown: when that was seen). Never before the adopter's write, nor while
+// the adopter's spec is invalid (it writes nothing) or before that error was
+// fixed. False when no adoption is due: none waits, the object is not the one
+// it waited for (made anew), its giver still declares it, its delay is invalid
+// (never handed over), or its giver was deleted with --cascade=orphan or
+// foreground (the garbage collector's part).
+func (o *oracle) adoptionDueLocked(m *objectModel) (time.Time, bool) {
+	a, inc := m.adopter, m.live
+	if a.uid == "" || a.overdue || inc == nil || inc.deleted || inc.uid != a.object || isOpen(o.holds[holdInvalidSpec][a.uid]) {
+		return time.Time{}, false
+	}
+	var due time.Time
+	switch c := controllerUID(inc.meta); {
+	case c == "":
+		due = inc.seenAt
+	case c == a.uid, o.fates[c] == fateOrphan, o.fates[c] == fateForeground, m.declarers[inc.meta.Labels[limbov1alpha1.LabelBundle]]:
+		return time.Time{}, false
+	default:
+		var delay time.Duration
+		if value, ok := inc.meta.Annotations[limbov1alpha1.AnnotationDeletionDelay]; ok {
+			var err error
+			if delay, err = softdelete.ParseDelay(value); err != nil {
+				return time.Time{}, false
+			}
+		}
+		due = latest(m.droppedAt, a.at).Add(delay)
+		if deadline, ok := deadlineOf(inc.meta); ok {
+			due = deadline
+		}
+	}
+	return latest(due, a.at, a.from, inc.touchedAt), true
+}
+
+// checkAdoptionLocked reports an adoption that did not come within
+// adoptionTolerance of its due time (outages taken off, see adjust).
+func (o *oracle) checkAdoptionLocked(m *objectModel, now time.Time) {
+	due, ok := o.adoptionDueLocked(m)
+	if !ok || o.busy(bundlesOf(m, m.live.meta)) {
+		return
+	}
+	if adjusted := o.adjust(due); now.Sub(adjusted) > adoptionTolerance {
+		m.adopter.overdue = true
+		o.violatef("not adopted in time: %s (uid %s, annotations %v) is not controlled by Bundle %s (uid %s), which declared it to adopt it at revision %d, %v after it was to be handed over at %s (%v after outages are taken off): more than %v",
+			m.name, short(m.live.uid), limboAnnotations(m.live.meta), m.adopter.slot, short(m.adopter.uid), m.adopter.since,
+			now.Sub(due).Round(time.Millisecond), due.Format("15:04:05.000"), now.Sub(adjusted).Round(time.Millisecond), adoptionTolerance)
 	}
 }
 
