@@ -844,7 +844,18 @@ func (g *generator) handOver(ctx context.Context, s *slot) bool {
 		return false
 	}
 	g.settle(ctx, s)
+	missing := missingVariants(g.oracle.handOverCounts())
+	// Once a run (see notWhileGiving).
+	deleteGiver := slices.Contains(missing, handOverGiverDeleted)
 	keys := slices.Sorted(maps.Keys(s.resources))
+	// s's gate made not Ready while the object waits for its deadline, until a
+	// run saw a hand-over then: an object with a delay that leaves the time to.
+	unready := !deleteGiver && s.gated && slices.Contains(missing, handOverGiverNotReady)
+	if long := longDelayed(s); unready && len(long) > 0 {
+		keys = long
+	} else {
+		unready = false
+	}
 	r := keys[s.rng.IntN(len(keys))]
 	name := s.objectOf(r)
 	if invalidDelay(g.oracle.view(name).meta) {
@@ -860,8 +871,7 @@ func (g *generator) handOver(ctx context.Context, s *slot) bool {
 	if _, _, ok := g.stampedOrphans(ctx, t); !ok {
 		return false
 	}
-	missing := missingVariants(g.oracle.handOverCounts())
-	if slices.Contains(missing, handOverSwap) || s.rng.IntN(3) == 0 {
+	if !unready && (slices.Contains(missing, handOverSwap) || s.rng.IntN(3) == 0) {
 		if q, ok := g.swapPick(ctx, s, t); ok {
 			return g.swap(ctx, s, t, r, q)
 		}
@@ -870,12 +880,6 @@ func (g *generator) handOver(ctx context.Context, s *slot) bool {
 	if slices.Contains(missing, handOverRemoveFirst) != slices.Contains(missing, handOverAddFirst) {
 		order = missing[0] // the order not done yet
 	}
-	// Once a run (see notWhileGiving).
-	deleteGiver := slices.Contains(missing, handOverGiverDeleted)
-	// s's gate made not Ready while the object waits for its deadline, until a
-	// run saw a hand-over then: only with a delay that leaves the time to.
-	delay, _ := time.ParseDuration(s.resources[r])
-	unready := !deleteGiver && s.gated && slices.Contains(missing, handOverGiverNotReady) && delay >= 3*time.Second
 
 	mv := g.move(s, t, r)
 	removed, declared := false, false
@@ -930,10 +934,31 @@ func (g *generator) handOver(ctx context.Context, s *slot) bool {
 	if deleteGiver && g.deleteBundle([]fate{fateBackground, fateBackground, fateOrphan, fateForeground}[s.rng.IntN(4)])(ctx, s) {
 		g.oracle.handedOver(handOverGiverDeleted)
 	}
-	if unready {
-		g.markUnready(ctx, s)
+	if unready && g.markUnready(ctx, s) {
+		// The gate stays not Ready until s handed the object over (at its
+		// deadline: a hand-over deletes nothing), or the adoption rule
+		// reports it late.
+		_ = pollErr(ctx, settleTimeout, func() error {
+			if v := g.oracle.view(name); v.exists && controllerUID(v.meta) == s.uid {
+				return fmt.Errorf("%s not handed over yet", name)
+			}
+			return nil
+		})
 	}
 	return true
+}
+
+// longDelayed are the resources of s whose delay is 3 s or more, sorted: an
+// object of theirs stays in limbo long enough for an operation to come in
+// between (its delay is the template's once s has converged).
+func longDelayed(s *slot) []string {
+	var long []string
+	for _, r := range slices.Sorted(maps.Keys(s.resources)) {
+		if d, err := time.ParseDuration(s.resources[r]); err == nil && d >= 3*time.Second {
+			long = append(long, r)
+		}
+	}
+	return long
 }
 
 // move is the model's side of handing the object of s's resource r over to
@@ -1122,15 +1147,18 @@ func (g *generator) emptyGuard(ctx context.Context, s *slot, holding bool) bool 
 		return false
 	}
 	g.settle(ctx, s)
+	for r := range s.resources {
+		if !g.oracle.view(s.objectOf(r)).exists {
+			// Blocked by a gate not Ready (settle does not wait for it), and
+			// gone (force-deleted): a spec without templates would never make
+			// it again, and the model keeps every resource declared.
+			return false
+		}
+	}
 	if held, _, ok := g.orphans(s); holding && ok && len(held) == 0 {
 		// Nothing counts down: remove a resource with a delay of 3 s or
 		// more first (orphans() refuses one due within redeclareGuard).
-		var long []string
-		for _, r := range slices.Sorted(maps.Keys(s.resources)) {
-			if d, err := time.ParseDuration(s.resources[r]); err == nil && d >= 3*time.Second {
-				long = append(long, r)
-			}
-		}
+		long := longDelayed(s)
 		if len(long) == 0 || len(s.resources) == 1 {
 			return false // none, or the last one (the guard needs a resource)
 		}
