@@ -34,6 +34,11 @@ func TestEach(t *testing.T) {
 		// The API server refuses a continue token with a resourceVersion: the
 		// pages after the first carry none.
 		{name: "from the watch cache", opts: []client.ListOption{client.Limit(2), &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: "0"}}}, wantPages: 3},
+		// Nor a resourceVersionMatch, which the API server refuses with a
+		// continue token too.
+		{name: "not older than a resourceVersion", opts: []client.ListOption{client.Limit(2), &client.ListOptions{Raw: &metav1.ListOptions{
+			ResourceVersion: "1", ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan,
+		}}}, wantPages: 3},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			pages := 0
@@ -139,6 +144,37 @@ func TestEachAfterAnExpiredContinueToken(t *testing.T) {
 				t.Errorf("handed over %v, want %s: the list as read again, each ConfigMap once", names, tt.want)
 			}
 		})
+	}
+}
+
+// Only an expired token is read again: any other error on a later page (the
+// API server overloaded, a timeout) fails the read at once, and nothing is
+// handed over. A list cut short is not the list: deorbit would take the
+// objects it did not see for deleted.
+func TestEachOtherErrorOnALaterPage(t *testing.T) {
+	var objects []client.Object
+	for i := range 5 {
+		objects = append(objects, configMap(i))
+	}
+	reads := 0
+	paged := listpagestest.List(nil)
+	c := fake.NewClientBuilder().WithObjects(objects...).WithInterceptorFuncs(interceptor.Funcs{
+		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+			if reads++; reads == 2 {
+				return apierrors.NewTooManyRequests("the server is overloaded", 1)
+			}
+			return paged(ctx, c, list, opts...)
+		},
+	}).Build()
+	var names []string
+	err := listpages.Each(context.Background(), c, func() *corev1.ConfigMapList { return &corev1.ConfigMapList{} },
+		func(page *corev1.ConfigMapList) {
+			for _, cm := range page.Items {
+				names = append(names, cm.Name)
+			}
+		}, client.InNamespace("a"), client.Limit(2))
+	if !apierrors.IsTooManyRequests(err) || reads != 2 || names != nil {
+		t.Errorf("error %v after %d reads, handed over %v; want the 429 after 2 reads, nothing handed over", err, reads, names)
 	}
 }
 

@@ -15,13 +15,16 @@ import (
 // List is an interceptor.Funcs List that answers with at most Limit objects
 // and a continue token for the rest, as the API server does; the token is the
 // offset of the next page. Like the API server, it refuses a continue token
-// with a resourceVersion. pages, if not nil, is called with each list read and
+// with a resourceVersion or a resourceVersionMatch. pages, if not nil, is called with each list read and
 // its options, so that a test can count the pages.
 func List(pages func(list client.ObjectList, opts *client.ListOptions)) func(context.Context, client.WithWatch, client.ObjectList, ...client.ListOption) error {
 	return func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
 		lo := (&client.ListOptions{}).ApplyOptions(opts)
 		if lo.Continue != "" && lo.Raw != nil && lo.Raw.ResourceVersion != "" {
 			return apierrors.NewBadRequest("specifying resource version is not allowed when using continue")
+		}
+		if lo.Continue != "" && lo.Raw != nil && lo.Raw.ResourceVersionMatch != "" {
+			return apierrors.NewBadRequest("resourceVersionMatch is forbidden when continue is provided")
 		}
 		whole := *lo
 		whole.Limit, whole.Continue = 0, ""
