@@ -159,3 +159,60 @@ func TestPatchFailureForgets(t *testing.T) {
 		t.Error("a failed write is still remembered")
 	}
 }
+
+// What w remembers is its own copy: neither the object written through (a
+// pass may go on editing it in place) nor the status Known hands out (the next
+// pass edits it) can change the status the API server holds as far as w knows.
+func TestRememberedStatusIsACopy(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		edit func(written, known *limbov1alpha1.Bundle)
+	}{
+		{"the object written through is edited", func(written, _ *limbov1alpha1.Bundle) {
+			written.Status.PendingDeletions[0].Name = "edited"
+		}},
+		{"the status Known handed out is edited", func(_, known *limbov1alpha1.Bundle) {
+			known.Status.PendingDeletions[0].Name = "edited"
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			w, _, b := pendingWritten(t)
+			known := bundle("u1", "1")
+			w.Known(known, &known.Status)
+			tt.edit(b, known)
+			stale := bundle("u1", "1")
+			w.Known(stale, &stale.Status)
+			if got := stale.Status.PendingDeletions; len(got) != 1 || got[0].Name != "db" {
+				t.Errorf("a pass on a stale copy starts from %+v, want the written [db]", got)
+			}
+		})
+	}
+}
+
+// Forget drops what w remembers: an object of the name, seen again in the
+// cache, is taken as the cache shows it.
+func TestForget(t *testing.T) {
+	w, _, b := pendingWritten(t)
+	w.Forget(client.ObjectKeyFromObject(b))
+	stale := bundle("u1", "1")
+	w.Known(stale, &stale.Status)
+	if stale.Status.PendingDeletionCount != 0 {
+		t.Errorf("a forgotten write still replaces the cached status: %+v", stale.Status)
+	}
+}
+
+// Patch passes its options to the merge patch: a write decided on a fresh read
+// (client.MergeFromWithOptimisticLock) carries the resourceVersion it was
+// decided on, so that the API server refuses it if the object changed since.
+func TestPatchWithOptimisticLock(t *testing.T) {
+	w, c := &bundleStatuses{}, &statusPatches{rv: 4}
+	b := bundle("u1", "4")
+	pending := bundle("u1", "", "db").Status
+	if err := w.Patch(context.Background(), c, b, &b.Status, &pending, client.MergeFromWithOptimisticLock{}); err != nil {
+		t.Fatal(err)
+	}
+	want := `{"metadata":{"resourceVersion":"4"},"status":{"pendingDeletionCount":1,"pendingDeletions":[{"apiVersion":"","kind":"ConfigMap","name":"db"}]}}`
+	if len(c.bodies) != 1 || c.bodies[0] != want {
+		t.Errorf("patches %q, want [%s]", c.bodies, want)
+	}
+}
