@@ -42,7 +42,15 @@ func TestParseMetrics(t *testing.T) {
 	if got := s.By("apiserver_request_total", "verb", "resource"); len(got) != 2 || got["PATCH/bundles"] != 3 || got["GET/configmaps"] != 12 {
 		t.Errorf("By = %v", got)
 	}
+	// By sums the series that share the keys' values: without keys, all of them.
+	if got := s.By("apiserver_request_total"); len(got) != 1 || got[""] != 15 {
+		t.Errorf("By without keys = %v, want the sum of both series", got)
+	}
 	for _, smp := range s {
+		// The name is the sample's name, not one of its labels.
+		if _, ok := smp.Labels["__name__"]; ok || smp.Name == "" {
+			t.Errorf("sample %q has labels %v", smp.Name, smp.Labels)
+		}
 		if smp.Name == "weird" && smp.Labels["msg"] != `a "quoted", comma\ and } brace` {
 			t.Errorf("escaped label = %q", smp.Labels["msg"])
 		}
