@@ -128,12 +128,20 @@ func TestTearingDownBundleHoldsNothing(t *testing.T) {
 	}
 }
 
-// The Bundles a pass has read are read again once they are older than
-// maxReadAge: a pass that deletes many due objects one by one takes minutes,
+// The Bundles a pass has read are read again once they are maxReadAge old: a
+// pass that deletes many due objects one by one takes minutes,
 // and a Bundle re-created during it that declares an object due later in the
 // pass holds that object (its pass adopts it) — the pass's first answer, "no
 // such Bundle", must not delete it.
 func TestBundleCreatedDuringAPassHolds(t *testing.T) {
+	for _, after := range []time.Duration{maxReadAge, maxReadAge + time.Second} {
+		t.Run(after.String(), func(t *testing.T) { bundleCreatedDuringAPassHolds(t, after) })
+	}
+}
+
+// bundleCreatedDuringAPassHolds creates the Bundle as the pass deletes its
+// first object, after (its clock) into the pass.
+func bundleCreatedDuringAPassHolds(t *testing.T, after time.Duration) {
 	var r *Reaper
 	recreated := &limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Name: "shop", Namespace: "ns", Generation: 1},
 		Spec: limbov1alpha1.BundleSpec{Resources: []limbov1alpha1.Resource{
@@ -148,7 +156,7 @@ func TestBundleCreatedDuringAPassHolds(t *testing.T) {
 			if err := cl.Create(ctx, recreated.DeepCopy()); err != nil {
 				return err
 			}
-			r.Clock.(*clocktesting.FakePassiveClock).SetTime(now.Add(maxReadAge + time.Second))
+			r.Clock.(*clocktesting.FakePassiveClock).SetTime(now.Add(after))
 		}
 		return nil
 	}}, inLimbo("first", "2026-11-22T08:00:00Z", "1h", false), inLimbo("second", "2026-11-22T08:00:00Z", "1h", false))

@@ -109,10 +109,8 @@ func (r *Reaper) Start(ctx context.Context) error {
 		}
 		if err != nil {
 			logger.Error(err, "reaper pass")
-			wait = min(wait, 5*time.Second)
 		}
-		wait = min(wait, nextFull.Sub(r.Clock.Now()))
-		timer := time.NewTimer(max(wait, time.Millisecond))
+		timer := time.NewTimer(sleepAfterPass(wait, err, nextFull.Sub(r.Clock.Now())))
 		select {
 		case <-ctx.Done():
 			timer.Stop()
@@ -122,6 +120,21 @@ func (r *Reaper) Start(ctx context.Context) error {
 		case <-timer.C:
 		}
 	}
+}
+
+// failedPassRetry is how soon a pass that failed (in part) runs again: a LIST
+// that failed between full scans is retried only by it.
+const failedPassRetry = 5 * time.Second
+
+// sleepAfterPass is how long Start sleeps after a pass that returned wait and
+// err, the next full scan due in untilFull: until the soonest of the pass's
+// wait, the full scan and, after a failure, failedPassRetry; at least a
+// millisecond.
+func sleepAfterPass(wait time.Duration, err error, untilFull time.Duration) time.Duration {
+	if err != nil {
+		wait = min(wait, failedPassRetry)
+	}
+	return max(min(wait, untilFull), time.Millisecond)
 }
 
 // pass processes everything in limbo that no Bundle controls and returns how long

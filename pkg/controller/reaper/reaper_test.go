@@ -290,7 +290,9 @@ func TestHeldForAnAdopterOfAnotherShard(t *testing.T) {
 }
 
 // A full scan that could not list every kind is incomplete, and runs again
-// soon; a failed write of one object does not make the scan incomplete.
+// soon; a failed write of one object does not make the scan incomplete: the
+// next full scan runs after the interval (the object is retried by the pass's
+// own wait).
 func TestIncompleteScan(t *testing.T) {
 	failing := errors.New("the API server is not answering")
 	cases := []struct {
@@ -321,6 +323,13 @@ func TestIncompleteScan(t *testing.T) {
 			_, err := r.pass(context.Background(), true)
 			if (err != nil) != tc.wantErr || errors.Is(err, errScanIncomplete) != tc.wantIncomplete {
 				t.Fatalf("error %v; want an error %v, incomplete %v", err, tc.wantErr, tc.wantIncomplete)
+			}
+			wantAfter := r.FullScanInterval
+			if tc.wantIncomplete {
+				wantAfter = firstFullScanRetry
+			}
+			if after, _ := r.afterFullScan(err, 0); after != wantAfter {
+				t.Errorf("next full scan in %v, want %v", after, wantAfter)
 			}
 		})
 	}
@@ -394,13 +403,20 @@ func TestKindGone(t *testing.T) {
 		err        error
 		discovered bool // discovery still lists ConfigMaps
 		otherDown  bool // discovery fails for another API group
+		ownDown    bool // discovery fails for ConfigMaps' API group
+		discoDown  bool // discovery fails
 		wantGone   bool
 	}{
-		{"no REST mapping", noMatch, false, false, true},
-		{"404, and discovery no longer serves it", notFound, false, false, true},
-		{"404, and discovery no longer serves it while another group is unavailable", notFound, false, true, true},
-		{"404, but discovery still serves it: kept", notFound, true, false, false},
-		{"404, but discovery still serves it while another group is unavailable: kept", notFound, true, true, false},
+		{"no REST mapping", noMatch, false, false, false, false, true},
+		{"404, and discovery no longer serves it", notFound, false, false, false, false, true},
+		{"404, and discovery no longer serves it while another group is unavailable", notFound, false, true, false, false, true},
+		{"404, but discovery still serves it: kept", notFound, true, false, false, false, false},
+		{"404, but discovery still serves it while another group is unavailable: kept", notFound, true, true, false, false, false},
+		// Discovery that cannot tell does not make a 404 the kind's end.
+		{"404, and discovery of its own group fails: kept", notFound, false, false, true, false, false},
+		{"404, and discovery fails: kept", notFound, false, false, false, true, false},
+		// Only a 404 says the kind may be gone: another failure is the pass's.
+		{"500, and discovery no longer serves it: kept", apierrors.NewInternalError(errors.New("etcd timeout")), false, false, false, false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			gone := false
@@ -426,6 +442,12 @@ func TestKindGone(t *testing.T) {
 			r.Discovery = served
 			if tc.otherDown {
 				r.Discovery = partialDiscovery{lists: served, down: metricsDown}
+			}
+			if tc.ownDown {
+				r.Discovery = partialDiscovery{lists: served, down: corev1.SchemeGroupVersion}
+			}
+			if tc.discoDown {
+				r.Discovery = failingDiscovery{errors.New("the API server is not answering")}
 			}
 			for range 2 {
 				if _, err := r.pass(context.Background(), false); (err == nil) != tc.wantGone || (err != nil && !errors.Is(err, errScanIncomplete)) {
@@ -596,5 +618,35 @@ func TestWaitCountsFromTheDecision(t *testing.T) {
 	}
 	if due := now.Add(10 * time.Second); clk.Now().Add(wait).After(due) {
 		t.Errorf("the pass ends at %v and sleeps %v: wakes at %v, after the deadline %v", clk.Now(), wait, clk.Now().Add(wait), due)
+	}
+}
+
+// After a pass, the reaper sleeps until the soonest of its wait, the next full
+// scan and, after a failure, failedPassRetry: a pass between full scans whose
+// LIST failed returns no wait at all (it decided nothing), and would otherwise
+// leave that kind's due objects until the next full scan, an hour later.
+func TestSleepAfterPass(t *testing.T) {
+	never := time.Duration(1<<63 - 1)
+	failed := fmt.Errorf("%w: %w", errScanIncomplete, errors.New("the API server is not answering"))
+	for _, tc := range []struct {
+		name      string
+		wait      time.Duration
+		err       error
+		untilFull time.Duration
+		want      time.Duration
+	}{
+		{"a deadline", 20 * time.Second, nil, time.Hour, 20 * time.Second},
+		{"nothing in limbo: the next full scan", never, nil, time.Hour, time.Hour},
+		{"a failed LIST", never, failed, time.Hour, failedPassRetry},
+		{"a failed pass with a deadline sooner", time.Second, failed, time.Hour, time.Second},
+		{"the full scan sooner", 20 * time.Second, failed, 2 * time.Second, 2 * time.Second},
+		{"a deadline passed: at least a millisecond", 0, nil, time.Hour, time.Millisecond},
+		{"the full scan late: at least a millisecond", time.Minute, nil, -time.Second, time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := sleepAfterPass(tc.wait, tc.err, tc.untilFull); got != tc.want {
+				t.Errorf("sleepAfterPass(%v, %v, %v) = %v, want %v", tc.wait, tc.err, tc.untilFull, got, tc.want)
+			}
+		})
 	}
 }
