@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
@@ -317,5 +318,39 @@ func TestExternalDeletePanics(t *testing.T) {
 				t.Error("the turn was not given back")
 			}
 		})
+	}
+}
+
+// Reconcile takes a turn of the plugin resource before it deletes: a due
+// Tombstone of a resource whose only turn a hanging delete holds starts no
+// delete, and waits to be woken (the requeue is the safety net).
+func TestReconcileWaitsForATurn(t *testing.T) {
+	ctx := context.Background()
+	h := newHarness(t, 0)
+	h.plugin.gate = make(chan struct{})
+	h.r.deletes.wait = 10 * time.Millisecond
+	second := h.tombstone()
+	second.Name, second.UID, second.ResourceVersion = "shop-items-43", "tombstone-uid-43", ""
+	second.Spec.Item.ID = "43"
+	if err := h.client.Create(ctx, second); err != nil {
+		t.Fatal(err)
+	}
+	secondKey := client.ObjectKeyFromObject(second)
+	for _, key := range []client.ObjectKey{h.key, secondKey} { // the countdowns
+		if _, err := h.r.Reconcile(ctx, ctrl.Request{NamespacedName: key}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.clock.Step(time.Minute)
+	h.reconcile() // the first delete starts, and hangs
+	res, err := h.r.Reconcile(ctx, ctrl.Request{NamespacedName: secondKey})
+	if err != nil || res.RequeueAfter != plugin.CallTimeout || h.plugin.calls.Load() != 1 {
+		t.Errorf("the second Tombstone: %+v, %v, %d deletes; want no delete, a requeue after %v", res, err, h.plugin.calls.Load(), plugin.CallTimeout)
+	}
+	close(h.plugin.gate)
+	// The first delete's end triggers it; the turn it frees wakes the second.
+	woken := map[string]bool{triggered(t, h.done): true, triggered(t, h.done): true}
+	if !woken[h.key.Name] || !woken[secondKey.Name] {
+		t.Errorf("triggered %v, want both Tombstones", woken)
 	}
 }

@@ -67,6 +67,11 @@ func TestReconcileDeletesOnlyForItsBundle(t *testing.T) {
 			deleting(h, &n)
 		}},
 		{name: "its Bundle is being deleted", change: func(h *harness) { deleting(h, bundleOf(h)) }},
+		{name: "its Bundle is gone", change: func(h *harness) {
+			if err := h.client.Delete(ctx, bundleOf(h)); err != nil {
+				t.Fatal(err)
+			}
+		}},
 		{name: "its Bundle was made again since", change: func(h *harness) {
 			b := bundleOf(h)
 			if err := h.client.Delete(ctx, b); err != nil {
@@ -262,5 +267,34 @@ func TestReconcileFinishedDeleteOfAPredecessor(t *testing.T) {
 	}
 	if ts := h.tombstone(); ts == nil || ts.UID != "tombstone-uid-2" || !controllerutil.ContainsFinalizer(ts, limbov1alpha1.FinalizerHardDelete) {
 		t.Errorf("the new Tombstone: %+v, want it kept with its finalizer", ts)
+	}
+}
+
+// An attempt marker that cannot be written (the API server fails, the
+// Tombstone is gone) deletes nothing: the marker is what a cancel landing
+// first turns into a Conflict. The turn it reserved goes back: the next
+// reconcile deletes the item, not one that finds every turn of the resource
+// taken by a delete that never ran.
+func TestReconcileAttemptMarkerFails(t *testing.T) {
+	ctx := context.Background()
+	failing := errors.New("injected: 500 Internal Server Error")
+	var failMarker atomic.Bool
+	h := newHarnessIntercepted(t, 0, interceptor.Funcs{SubResourcePatch: func(ctx context.Context, c client.Client, subResource string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+		if failMarker.Swap(false) {
+			return failing
+		}
+		return c.SubResource(subResource).Patch(ctx, obj, patch, opts...)
+	}})
+	h.reconcile() // the countdown
+	h.clock.Step(time.Minute)
+	failMarker.Store(true)
+	if _, err := h.r.Reconcile(ctx, ctrl.Request{NamespacedName: h.key}); !errors.Is(err, failing) {
+		t.Errorf("Reconcile: %v, want the failed write", err)
+	}
+	if n := h.plugin.calls.Load(); n != 0 {
+		t.Fatalf("the item was deleted %d times without its attempt marker, want never", n)
+	}
+	if res := h.reconcile(); res != (ctrl.Result{}) || h.plugin.calls.Load() != 1 || h.tombstone() != nil {
+		t.Errorf("the next reconcile: %+v, %d deletes, Tombstone %+v; want the item deleted, the Tombstone gone", res, h.plugin.calls.Load(), h.tombstone())
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -27,6 +28,7 @@ import (
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 	"github.com/limbo-dev/limbo/pkg/bundlespec"
+	"github.com/limbo-dev/limbo/pkg/impersonation"
 	"github.com/limbo-dev/limbo/pkg/plugin"
 	"github.com/limbo-dev/limbo/pkg/softdelete"
 )
@@ -90,16 +92,27 @@ func TestBackoffLeft(t *testing.T) {
 type flaky struct {
 	failures int
 	message  string // of the failures; "": a 503's
+	err      error  // of the failures, when set
 	calls    atomic.Int32
 	gate     chan struct{}
+
+	mu sync.Mutex
+	// client and user are the last delete's Request.Client and the user its
+	// context impersonates ("": none).
+	client client.Client
+	user   string
 }
 
 func (f *flaky) Describe() plugin.Description { return plugin.Description{Name: "flaky"} }
 func (f *flaky) Plan(context.Context, plugin.Request) (*plugin.Result, error) {
 	return &plugin.Result{Ready: true}, nil
 }
-func (f *flaky) DeleteExternal(ctx context.Context, _ plugin.Request, _ limbov1alpha1.ExternalItem) error {
+func (f *flaky) DeleteExternal(ctx context.Context, req plugin.Request, _ limbov1alpha1.ExternalItem) error {
 	n := f.calls.Add(1)
+	f.mu.Lock()
+	f.client = req.Client
+	f.user, _ = impersonation.UserFrom(ctx)
+	f.mu.Unlock()
 	if f.gate != nil {
 		select {
 		case <-f.gate:
@@ -108,6 +121,9 @@ func (f *flaky) DeleteExternal(ctx context.Context, _ plugin.Request, _ limbov1a
 		}
 	}
 	if int(n) <= f.failures {
+		if f.err != nil {
+			return f.err
+		}
 		if f.message != "" {
 			return errors.New(f.message)
 		}
@@ -426,6 +442,31 @@ func TestReconcileRestamps(t *testing.T) {
 	}
 	if res := h.reconcile(); res.RequeueAfter != time.Minute || h.plugin.calls.Load() != 0 {
 		t.Errorf("after the stamp: %+v, %d deletes; want to wait a minute", res, h.plugin.calls.Load())
+	}
+}
+
+// A stamp that meets a Conflict (the Tombstone changed since it was read) is
+// read and decided again soon: without a written stamp, no change of the
+// Tombstone brings the next reconcile.
+func TestReconcileStampConflictIsReadAgain(t *testing.T) {
+	var patches atomic.Int32
+	h := newHarnessIntercepted(t, 0, interceptor.Funcs{Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+		if patches.Add(1) == 1 {
+			return apierrors.NewConflict(limbov1alpha1.GroupVersion.WithResource("tombstones").GroupResource(), obj.GetName(), errors.New("the object has been modified"))
+		}
+		return c.Patch(ctx, obj, patch, opts...)
+	}})
+	ts := h.tombstone()
+	ts.Annotations[limbov1alpha1.AnnotationDeletionTimestamp] = "yesterday"
+	if err := h.client.Update(context.Background(), ts); err != nil {
+		t.Fatal(err)
+	}
+	if res := h.reconcile(); res.RequeueAfter != conflictRetry {
+		t.Errorf("after the Conflict: %+v, want a retry after %v", res, conflictRetry)
+	}
+	h.reconcile()
+	if got := h.tombstone().Annotations[limbov1alpha1.AnnotationDeletionTimestamp]; got != "2026-03-14T12:00:00Z" {
+		t.Errorf("stamp %q after the retry, want now's", got)
 	}
 }
 
