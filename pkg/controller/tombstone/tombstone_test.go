@@ -528,3 +528,48 @@ func TestDeleteAfterFollowsAnExpedite(t *testing.T) {
 		t.Errorf("status.deleteAfter = %v after the expedite (now %v), want the deadline that has come", got.Status.DeleteAfter, h.clock.Now())
 	}
 }
+
+// A reconcile on a cached copy from before the controller's own status write
+// (the cache behind) starts from the status written, not the stale one: it
+// does not write the same status again.
+func TestReconcileStaleCacheWritesNoStatusAgain(t *testing.T) {
+	var statusPatches atomic.Int32
+	h := newHarnessIntercepted(t, 0, interceptor.Funcs{SubResourcePatch: func(ctx context.Context, c client.Client, subResource string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+		statusPatches.Add(1)
+		return c.SubResource(subResource).Patch(ctx, obj, patch, opts...)
+	}})
+	stale := h.tombstone() // before the countdown's status write
+	h.reconcile()          // the countdown: status.deleteAfter written
+	if n := statusPatches.Load(); n != 1 {
+		t.Fatalf("%d status writes for the countdown, want 1", n)
+	}
+	h.r.Client = interceptor.NewClient(h.client.(client.WithWatch), interceptor.Funcs{Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+		if ts, ok := obj.(*limbov1alpha1.Tombstone); ok {
+			stale.DeepCopyInto(ts)
+			return nil
+		}
+		return c.Get(ctx, key, obj, opts...)
+	}})
+	if res := h.reconcile(); res.RequeueAfter != time.Minute {
+		t.Errorf("Reconcile = %+v, want the countdown", res)
+	}
+	if n := statusPatches.Load(); n != 1 {
+		t.Errorf("%d status writes, want 1: the stale copy's status was written again", n)
+	}
+}
+
+// A Tombstone gone by the time its item's deletion removes it (deleted with
+// its Bundle, say) is what the removal wanted: no error, no retry.
+func TestReconcileRemovalOfATombstoneGone(t *testing.T) {
+	h := newHarnessIntercepted(t, 0, interceptor.Funcs{Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+		return apierrors.NewNotFound(limbov1alpha1.GroupVersion.WithResource("tombstones").GroupResource(), obj.GetName())
+	}})
+	h.reconcile() // the countdown
+	h.clock.Step(time.Minute)
+	if res, err := h.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: h.key}); err != nil || res != (ctrl.Result{}) {
+		t.Errorf("Reconcile = %+v, %v; want done", res, err)
+	}
+	if n := h.plugin.calls.Load(); n != 1 {
+		t.Errorf("the item was deleted %d times, want once", n)
+	}
+}
