@@ -80,7 +80,7 @@ func defaultResources() []*metav1.APIResourceList {
 type testClients struct {
 	flags     *genericclioptions.ConfigFlags
 	client    client.Client
-	discovery testDiscovery
+	discovery discovery.CachedDiscoveryInterface
 }
 
 func (f *testClients) ToRESTConfig() (*rest.Config, error) {

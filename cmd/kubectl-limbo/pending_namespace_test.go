@@ -42,6 +42,17 @@ func nodeRemoval() []client.Object {
 	return []client.Object{b, item("pvc-w1-data", stampAgo(2*time.Hour)), item("pvc-w2-data", stampAgo(time.Minute))}
 }
 
+// cutStatus is objs with the status of each Bundle cut: it counts one more
+// entry than it lists.
+func cutStatus(objs []client.Object) []client.Object {
+	for _, obj := range objs {
+		if b, ok := obj.(*limbov1alpha1.Bundle); ok {
+			b.Status.PendingDeletionCount = int32(len(b.Status.PendingDeletions) + 1)
+		}
+	}
+	return objs
+}
+
 // deorbitShop is deorbit's layout: Bundle default/shop reports the items it
 // tears down in a workload cluster, in that cluster's namespaces shop and
 // workload.
@@ -135,6 +146,18 @@ ConfigMap   pvc-w2-data   csi-nodes   2026-03-01T12:59:00Z   59m
 ConfigMap   pvc-w1-data   csi-nodes   2026-03-01T11:00:00Z   due
 ConfigMap   pvc-w2-data   csi-nodes   2026-03-01T12:59:00Z   59m
 `},
+		// A Bundle gone has nothing to say of its items: no warning.
+		{name: "nor to read the reporting Bundle, which is gone", objs: nodeRemoval()[1:], funcs: forbidBundles(""),
+			args: []string{"-n", "default"}, wantErr: "",
+			wantOut: `KIND        NAME          BUNDLE      DELETE-AFTER           TIME-LEFT   MESSAGE
+ConfigMap   pvc-w1-data   csi-nodes   2026-03-01T11:00:00Z   due
+ConfigMap   pvc-w2-data   csi-nodes   2026-03-01T12:59:00Z   59m
+`},
+		// A Bundle whose status is cut, but none of whose entries is in the
+		// namespace asked for, is not named: what it leaves out concerns that
+		// namespace as little as what it lists.
+		{name: "a cut status of other namespaces' items", objs: cutStatus(nodeRemoval()), args: []string{"-n", "elsewhere"},
+			wantErr: "Nothing in limbo in namespace elsewhere.\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t, tc.funcs, tc.objs...)

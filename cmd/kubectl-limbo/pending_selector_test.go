@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -123,6 +124,7 @@ func TestPendingSelectorNotShownElsewhere(t *testing.T) {
 	const scratchUnread = "Warning: -l leaves out 1 item whose object could not be read (gone, or not allowed), which only a Bundle's status reports: their labels cannot be matched; without -l they are listed\n"
 	for _, tt := range []struct {
 		name   string
+		gone   string // the name of an object deleted
 		args   []string
 		want   string
 		stderr string
@@ -136,8 +138,15 @@ func TestPendingSelectorNotShownElsewhere(t *testing.T) {
 			want: "configmap/pvc-w1-data\n"},
 		{name: "none -l selects: no warning", args: []string{"-n", "csi-admin", "-l", "app=none", "-o", "name"},
 			stderr: scratchUnread},
+		// -l there leaves out an item whose object is gone: it is not counted.
+		{name: "an item whose object is gone", gone: "pvc-w2-data", args: []string{"-n", "csi-admin", "-l", "app=shop", "-o", "name"},
+			stderr: "Warning: not shown: 1 item that Bundles of namespace csi-admin report in other namespaces (default); kubectl limbo pending -n default, or -A, lists it\n" + scratchUnread},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
+			objects := objects
+			if tt.gone != "" {
+				objects = slices.DeleteFunc(slices.Clone(objects), func(o client.Object) bool { return o.GetName() == tt.gone })
+			}
 			f := newFixture(t, nil, objects...)
 			code, out, errOut := f.run(append([]string{"pending"}, tt.args...)...)
 			if code != 0 || out != tt.want || errOut != tt.stderr {

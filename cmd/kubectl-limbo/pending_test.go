@@ -621,6 +621,53 @@ ConfigMap   invalid       gone          <none>                 never       inval
 	}
 }
 
+// The reaper holds only what it acts on, for the Bundles of the object's own
+// namespace: an object whose Bundle counts it down (not released) is not held
+// for an adopter (that Bundle's pass decides), and a Bundle of another
+// namespace, though of the name its label gives, holds nothing. The Bundle its
+// label names is found wherever it comes in the namespace's list, first too.
+// An invalid delay is never deleted: a hold is not told of.
+func TestPendingReaperHoldsOnlyWhatItActsOn(t *testing.T) {
+	released := func(name, label string) *corev1.ConfigMap {
+		m := inLimbo("team-a", name, label, "1h", stampAgo(2*time.Hour)) // due
+		m.Annotations[limbov1alpha1.AnnotationReleased] = stampAgo(time.Hour)
+		return &corev1.ConfigMap{ObjectMeta: m}
+	}
+	// First of the namespace's Bundles, its pass of the current spec not run.
+	first := shopDeclaring(t, []string{"first", "first-invalid"})
+	first.Name, first.UID = "a-first", uid("a-first")
+	first.Generation, first.Status.ObservedGeneration = 3, 2
+	// Of the name "stray" gives, in another namespace.
+	elsewhere := shopDeclaring(t, []string{"stray"})
+	elsewhere.Namespace, elsewhere.Name, elsewhere.UID = "team-b", "elsewhere", uid("elsewhere")
+	elsewhere.Generation, elsewhere.Status.ObservedGeneration = 3, 2
+	objs := []client.Object{
+		first, elsewhere, adoptingBundle(t, "b", "counting"),
+		released("first", "a-first"),
+		func() *corev1.ConfigMap {
+			cm := released("first-invalid", "a-first")
+			cm.Annotations[limbov1alpha1.AnnotationDeletionDelay] = "soon"
+			return cm
+		}(),
+		released("stray", "elsewhere"),
+		&corev1.ConfigMap{ObjectMeta: inLimbo("team-a", "counting", "gone", "1h", stampAgo(2*time.Hour))},
+	}
+	f := newFixture(t, nil, objs...)
+	code, out, errOut := f.run("pending", "-n", "team-a")
+	if code != 0 || errOut != "" {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+	want := `KIND        NAME            BUNDLE      DELETE-AFTER           TIME-LEFT   MESSAGE
+ConfigMap   counting        gone        2026-03-01T11:00:00Z   due
+ConfigMap   stray           elsewhere   2026-03-01T11:00:00Z   due
+ConfigMap   first           a-first     2026-03-01T11:00:00Z   held        held by the reaper: Bundle a-first, which its label limbo.dev/bundle names, declares it: its next pass adopts it and cancels the deletion
+ConfigMap   first-invalid   a-first     <none>                 never       invalid limbo.dev/deletionDelay "soon": not a duration (Go syntax: 10m, 24h, 1h30m)
+`
+	if got := trimTrailingSpaces(out); got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+}
+
 // An aggregated API may ignore the label selector and list every object: only
 // those labelled limbo.dev/pending-deletion=true are in limbo.
 func TestPendingIgnoresObjectsWithoutTheLabel(t *testing.T) {
