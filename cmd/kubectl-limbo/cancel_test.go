@@ -204,6 +204,33 @@ func TestCancelTombstoneRefused(t *testing.T) {
 	}
 }
 
+// The refusal of a Tombstone says how to keep its item, as its plugin decides
+// what it deletes: a namespace-gc item named by id only names that Namespace.
+func TestCancelTombstoneRefusedSaysHowToKeep(t *testing.T) {
+	for _, tc := range []struct {
+		plugin string
+		item   limbov1alpha1.ExternalItem
+		want   string
+	}{
+		{"namespace-gc", limbov1alpha1.ExternalItem{Kind: "StorageOSNamespace", ID: "old-team"},
+			`or re-create what makes it desired (for namespace-gc: the Kubernetes Namespace "old-team"). Deleting the Tombstone would delete the item now`},
+		{"route-gc", limbov1alpha1.ExternalItem{Kind: "Route", ID: "10.0.0.0/24 via 10.0.0.9"},
+			"To keep the item, re-create what makes it desired (for route-gc: a server of the project with the route's next hop as its address). Deleting the Tombstone would delete the item now"},
+		{"other", limbov1alpha1.ExternalItem{Kind: "Thing", ID: "42"},
+			"To keep the item, re-create what makes it desired. Deleting the Tombstone would delete the item now"},
+	} {
+		t.Run(tc.plugin, func(t *testing.T) {
+			tomb := &limbov1alpha1.Tombstone{ObjectMeta: inLimbo("team-a", "gc-1", "shop", "10m", stampAgo(time.Minute)),
+				Spec: limbov1alpha1.TombstoneSpec{Plugin: tc.plugin, Resource: "gc", Item: tc.item}}
+			f := newFixture(t, nil, tomb)
+			code, out, errOut := f.run("cancel", "-n", "team-a", "tombstones/gc-1")
+			if code != 1 || out != "" || !strings.HasSuffix(errOut, tc.want+"\n") {
+				t.Errorf("exit %d, stdout %q, stderr\n%s\nwant it to end with\n%s", code, out, errOut, tc.want)
+			}
+		})
+	}
+}
+
 // A plugin's object item in limbo is refused like a Tombstone: its plugin would
 // stamp it again on its next pass, so "cancelled" would be a lie.
 func TestCancelPluginItemRefused(t *testing.T) {
@@ -482,6 +509,9 @@ func TestCancelKeptByTheBundleThatDeclaresIt(t *testing.T) {
 		// safe reading for deleting, the wrong one for keeping).
 		{name: "controller with a template that cannot be read", meta: controlled(), bundle: shopWithBrokenTemplate(t),
 			wantErr: "error: cannot cancel configmap/keep: whether its controller, Bundle team-a/shop, declares it again cannot be told: " +
+				`the template of resource "broken" cannot be read: json: cannot unmarshal number into Go struct field .metadata.name of type string; fix the Bundle's spec first` + "\n"},
+		{name: "released, the Bundle of its label's name with a template that cannot be read", meta: released(), bundle: shopWithBrokenTemplate(t),
+			wantErr: "error: cannot cancel configmap/keep: whether Bundle team-a/shop, which its label limbo.dev/bundle names, declares it again cannot be told: " +
 				`the template of resource "broken" cannot be read: json: cannot unmarshal number into Go struct field .metadata.name of type string; fix the Bundle's spec first` + "\n"},
 		{name: "controller declares it but is being deleted", meta: controlled(), bundle: deleting,
 			wantOut: `configmap/keep: deletion cancelled; removed owner reference to Bundle "shop", annotation limbo.dev/deletionTimestamp, label limbo.dev/pending-deletion=true, label limbo.dev/bundle=shop.` + "\n" +

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -9,7 +11,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
@@ -47,6 +51,7 @@ func TestCompletion(t *testing.T) {
 		{[]string{"-n", "team-a", "graph", ""}, "shop"},
 		{[]string{"-n", "team-a", "graph", "x"}, ""},
 		{[]string{"graph", ""}, ""},
+		{[]string{"-n", "team-a", "graph", "shop", ""}, ""}, // graph takes one Bundle
 		// Namespaces, for every command.
 		{[]string{"pending", "-n", ""}, "default team-a team-b"},
 		{[]string{"graph", "--namespace", "team-"}, "team-a team-b"},
@@ -84,8 +89,10 @@ func TestCompletionScripts(t *testing.T) {
 
 // cancel completes what cancel accepts: the objects in limbo and the orphans
 // only their Bundle's status lists (held before their countdown, never
-// stamped nor labelled); not what it refuses from the object alone (an object
-// being deleted, a plugin's item), nor any Tombstone.
+// stamped nor labelled), in order; not what it refuses from the object alone
+// (an object being deleted, a plugin's item), nor any Tombstone, nor an object
+// of the name of another kind's entry. Bundles that cannot be listed still
+// leave the objects in limbo offered.
 func TestCompletionOfCancel(t *testing.T) {
 	controlledByShop := []metav1.OwnerReference{{APIVersion: limbov1alpha1.GroupVersion.String(), Kind: "Bundle", Name: "shop", UID: uid("shop"), Controller: ptr(true)}}
 	pluginItem := inLimbo("team-a", "item", "", "10m", stampAgo(time.Minute))
@@ -102,19 +109,41 @@ func TestCompletionOfCancel(t *testing.T) {
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "legacy", UID: uid("legacy")}},
 		&corev1.ConfigMap{ObjectMeta: pluginItem},
 		&corev1.ConfigMap{ObjectMeta: going},
+		// Bundle shop lists the Deployment app, not this ConfigMap, which it
+		// controls and declares.
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "app", UID: uid("app-config"), OwnerReferences: controlledByShop,
+			Labels: map[string]string{limbov1alpha1.LabelBundle: "shop"}}},
+		// Held by Bundle early, unstamped: its name comes before the others'.
+		&limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "early", UID: uid("early")},
+			Status: limbov1alpha1.BundleStatus{PendingDeletions: []limbov1alpha1.PendingDeletion{
+				{APIVersion: "v1", Kind: "ConfigMap", Name: "aardvark", Message: "waiting for every resource of the Bundle to be Ready"}}}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "aardvark", UID: uid("aardvark"),
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: limbov1alpha1.GroupVersion.String(), Kind: "Bundle", Name: "early", UID: uid("early"), Controller: ptr(true)}},
+			Labels:          map[string]string{limbov1alpha1.LabelBundle: "early"}}},
 	)
 	f := newFixture(t, nil, objects...)
 	for _, tc := range []struct {
 		args []string
 		want string
 	}{
-		{[]string{"-n", "team-a", "cancel", "configmaps", ""}, "cache db-config negative waiting"},
-		{[]string{"-n", "team-a", "cancel", "cm/"}, "cm/cache cm/db-config cm/negative cm/waiting"},
+		{[]string{"-n", "team-a", "cancel", "configmaps", ""}, "aardvark cache db-config negative waiting"},
+		{[]string{"-n", "team-a", "cancel", "cm/"}, "cm/aardvark cm/cache cm/db-config cm/negative cm/waiting"},
 		{[]string{"-n", "team-a", "cancel", "tombstones", ""}, ""},
 	} {
 		if got := strings.Join(f.complete(t, tc.args...), " "); got != tc.want {
 			t.Errorf("completing %q: %q, want %q", tc.args, got, tc.want)
 		}
+	}
+
+	forbidBundles := &interceptor.Funcs{List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+		if _, ok := list.(*limbov1alpha1.BundleList); ok {
+			return apierrors.NewForbidden(schema.GroupResource{Group: "limbo.dev", Resource: "bundles"}, "", errors.New("no"))
+		}
+		return c.List(ctx, list, opts...)
+	}}
+	f = newFixture(t, forbidBundles, objects...)
+	if got := strings.Join(f.complete(t, "-n", "team-a", "cancel", "configmaps", ""), " "); got != "cache db-config negative" {
+		t.Errorf("completing with the Bundles forbidden: %q, want the objects in limbo", got)
 	}
 }
 

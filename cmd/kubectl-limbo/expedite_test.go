@@ -100,6 +100,12 @@ func TestExpediteRefuses(t *testing.T) {
 	releasedMeta := inLimbo("team-a", "released-nodelay", "a", "", "")
 	releasedMeta.Annotations[limbov1alpha1.AnnotationReleased] = stampAgo(time.Minute)
 	releasedNoDelay := &corev1.ConfigMap{ObjectMeta: releasedMeta}
+	// Released, neither stamped nor labelled pending-deletion: the released
+	// mark alone puts it in limbo.
+	releasedOnlyMeta := inLimbo("team-a", "released-only", "a", "", "")
+	releasedOnlyMeta.Annotations[limbov1alpha1.AnnotationReleased] = stampAgo(time.Minute)
+	delete(releasedOnlyMeta.Labels, limbov1alpha1.LabelPendingDeletion)
+	releasedOnly := &corev1.ConfigMap{ObjectMeta: releasedOnlyMeta}
 	labelledUnstamped := &corev1.ConfigMap{ObjectMeta: inLimbo("team-a", "labelled-unstamped", "shop", "1h", "")}
 	// Already being deleted, held by a finalizer: nothing to hasten.
 	terminatingMeta := inLimbo("team-a", "terminating", "shop", "1h", stampAgo(2*time.Hour))
@@ -111,7 +117,7 @@ func TestExpediteRefuses(t *testing.T) {
 	declaredAgainMeta := inLimbo("team-a", "declared-again", "shop", "24h", stampAgo(time.Hour))
 	declaredAgainMeta.OwnerReferences = []metav1.OwnerReference{bundleOwner("shop", true)}
 	declaredAgain := &corev1.ConfigMap{ObjectMeta: declaredAgainMeta}
-	f := newFixture(t, nil, notInLimbo, invalid, noDelay, unstamped, releasedNoDelay, labelledUnstamped, terminating,
+	f := newFixture(t, nil, notInLimbo, invalid, noDelay, unstamped, releasedNoDelay, releasedOnly, labelledUnstamped, terminating,
 		declaredAgain, shopDeclaring(t, []string{"declared-again"}))
 
 	for name, want := range map[string]string{
@@ -120,6 +126,7 @@ func TestExpediteRefuses(t *testing.T) {
 		"configmap/unstamped":        `error: cannot expedite configmap/unstamped: invalid limbo.dev/deletionDelay "soon": not a duration (Go syntax: 10m, 24h, 1h30m); an object with an invalid delay is never deleted by the controller: fix the annotation, or kubectl delete it` + "\n",
 		"configmap/nodelay":          "error: cannot expedite configmap/nodelay: it has no limbo.dev/deletionDelay annotation, so it is deleted without delay as soon as the controller sees it\n",
 		"configmap/released-nodelay": "error: cannot expedite configmap/released-nodelay: it has no limbo.dev/deletionDelay annotation, so it is deleted without delay as soon as the controller sees it\n",
+		"configmap/released-only":    "error: cannot expedite configmap/released-only: it has no limbo.dev/deletionDelay annotation, so it is deleted without delay as soon as the controller sees it\n",
 		"configmap/labelled-unstamped": "error: cannot expedite configmap/labelled-unstamped: it is labelled limbo.dev/pending-deletion but has no limbo.dev/deletionTimestamp annotation yet: " +
 			"its countdown starts when the controller stamps it\n",
 		"configmap/terminating": "error: cannot expedite configmap/terminating: it is already being deleted (since 2026-03-01T11:59:00Z); held by finalizers: example.com/in-use; " +
@@ -137,7 +144,7 @@ func TestExpediteRefuses(t *testing.T) {
 	}
 
 	// Nothing was written.
-	for _, obj := range []client.Object{notInLimbo, invalid, noDelay, unstamped, releasedNoDelay, labelledUnstamped, terminating, declaredAgain} {
+	for _, obj := range []client.Object{notInLimbo, invalid, noDelay, unstamped, releasedNoDelay, releasedOnly, labelledUnstamped, terminating, declaredAgain} {
 		var got corev1.ConfigMap
 		if err := f.client.Get(context.Background(), client.ObjectKeyFromObject(obj), &got); err != nil {
 			t.Fatal(err)
@@ -346,6 +353,25 @@ func TestExpediteReleasedHeld(t *testing.T) {
 				t.Errorf("exit %d, stderr %q, stdout\n%s\nwant\n%s", code, errOut, out, tc.wantOut)
 			}
 		})
+	}
+}
+
+// expedite reads the Bundles of the object's namespace only: a tenant who may
+// not list the Bundles of every namespace is still told of the reaper's hold.
+func TestExpediteReadsItsNamespacesBundles(t *testing.T) {
+	m := inLimbo("team-a", "moved", "gone", "1h", stampAgo(time.Hour))
+	m.Annotations[limbov1alpha1.AnnotationReleased] = stampAgo(time.Hour)
+	funcs := &interceptor.Funcs{List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+		if _, ok := list.(*limbov1alpha1.BundleList); ok && (&client.ListOptions{}).ApplyOptions(opts).Namespace != "team-a" {
+			return apierrors.NewForbidden(schema.GroupResource{Group: "limbo.dev", Resource: "bundles"}, "", errors.New("only team-a"))
+		}
+		return c.List(ctx, list, opts...)
+	}}
+	f := newFixture(t, funcs, adoptingBundle(t, "b", "moved"), &corev1.ConfigMap{ObjectMeta: m})
+	code, out, errOut := f.run("expedite", "-n", "team-a", "configmap/moved")
+	const want = "The reaper holds it: Bundle b declares it to adopt it (limbo.dev/adopt); deleted only once no Bundle does\n"
+	if code != 0 || errOut != "" || !strings.HasSuffix(out, want) {
+		t.Errorf("exit %d, stderr %q, stdout\n%s\nwant it to end with\n%s", code, errOut, out, want)
 	}
 }
 

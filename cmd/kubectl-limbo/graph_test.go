@@ -99,6 +99,8 @@ func TestGraphInvalid(t *testing.T) {
 		"cycle":   "error: bundle team-a/cycle: dependency cycle: app -> db-config -> frontend -> app\n",
 		"missing": "error: bundle team-a/missing: resource \"frontend\" references missing resource \"cdn\"\n",
 		"absent":  "error: bundles.limbo.dev \"absent\" not found\n",
+		// Another type than Bundle is refused, not read as a Bundle.
+		"configmap/cycle": "error: expected a Bundle, got configmap/cycle\n",
 	} {
 		for _, format := range []string{"text", "dot"} {
 			code, out, errOut := f.run("graph", name, "-n", "team-a", "-o", format)
@@ -110,5 +112,21 @@ func TestGraphInvalid(t *testing.T) {
 	code, _, errOut := f.run("graph", "shop", "-o", "svg")
 	if code != 1 || errOut != "error: unsupported output format \"svg\": use text or dot\n" {
 		t.Errorf("-o svg: exit %d, stderr %q", code, errOut)
+	}
+}
+
+// Graphviz IDs are quoted, with quotes and backslashes escaped and a newline
+// written as \n (a line break in a label).
+func TestDotID(t *testing.T) {
+	for s, want := range map[string]string{
+		"app":         `"app"`,
+		"team-a/shop": `"team-a/shop"`,
+		"app\nReady":  `"app\nReady"`,
+		`say "hi"`:    `"say \"hi\""`,
+		`a\b`:         `"a\\b"`,
+	} {
+		if got := dotID(s); got != want {
+			t.Errorf("dotID(%q) = %s, want %s", s, got, want)
+		}
 	}
 }
