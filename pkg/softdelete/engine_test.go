@@ -1,6 +1,7 @@
 package softdelete_test
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -92,6 +93,9 @@ func newHarness(t *testing.T, objs ...client.Object) *harness {
 				}
 				if o.PropagationPolicy != nil {
 					call += " propagation=" + string(*o.PropagationPolicy)
+				}
+				if len(o.DryRun) > 0 {
+					call += " dryRun=" + strings.Join(o.DryRun, ",")
 				}
 				h.calls = append(h.calls, call)
 				if h.deleteErr != nil {
@@ -479,6 +483,20 @@ func TestEngineStampRefusedShowsCausesSorted(t *testing.T) {
 
 // Disown removes the Bundle's owner reference, and takes the object out of limbo
 // if a countdown runs on it (event DeletionCancelled then).
+// A dependent gone before Disown's write has no owner reference left to remove:
+// no error, no event.
+func TestEngineDisownOfAnObjectGone(t *testing.T) {
+	b := bundle()
+	h := newHarness(t)
+	gone := cm("db", map[string]string{delayKey: "1h", stampKey: "2025-03-14T12:00:00Z"}, map[string]string{pendingKey: "true"})
+	if err := h.engine.Disown(context.Background(), b, gone, b, "why"); err != nil {
+		t.Errorf("err = %v, want none: a dependent gone is disowned", err)
+	}
+	if ev := h.events(); len(ev) != 0 {
+		t.Errorf("events %q, want none", ev)
+	}
+}
+
 func TestEngineDisown(t *testing.T) {
 	b := bundle()
 	owned := func(name string, annotations, labels map[string]string) *unstructured.Unstructured {
@@ -514,6 +532,66 @@ func TestEngineDisown(t *testing.T) {
 	}
 }
 
+// Released is the reaper's claim: it takes only an object that a Release
+// handed over — the Bundle's label, the released mark, and no controller.
+func TestReleased(t *testing.T) {
+	released := map[string]string{limbov1alpha1.AnnotationReleased: "2025-03-14T12:00:00Z"}
+	labelled := map[string]string{bundleKey: "shop"}
+	for _, tc := range []struct {
+		name        string
+		annotations map[string]string
+		labels      map[string]string
+		controlled  bool
+		want        bool
+	}{
+		{name: "labelled, marked, no controller", annotations: released, labels: labelled, want: true},
+		{name: "no Bundle label (kubectl limbo cancel, a plugin's item)", annotations: released},
+		{name: "no released mark (orphaned by the garbage collector)", labels: labelled},
+		{name: "controlled (adopted)", annotations: released, labels: labelled, controlled: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			obj := cm("db", tc.annotations, tc.labels)
+			if tc.controlled {
+				obj.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "limbo.dev/v1alpha1", Kind: "Bundle", Name: "shop", UID: "uid-shop", Controller: ptr.To(true)}})
+			}
+			if got := softdelete.Released(obj); got != tc.want {
+				t.Errorf("Released = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// A countdown wakes its caller at its deadline, reckoned from the instant the
+// decision was made: a stamp write that takes a while does not make the wake-up
+// late by as much.
+func TestStampWakesAtTheDeadlineHoweverLongTheWrite(t *testing.T) {
+	slowPatch := func(h *harness, clk *testingclock.FakePassiveClock) client.Client {
+		return interceptor.NewClient(h.client.(client.WithWatch), interceptor.Funcs{Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+			clk.SetTime(clk.Now().Add(5 * time.Second))
+			return c.Patch(ctx, obj, patch, opts...)
+		}})
+	}
+	deadline := at("2025-03-14T12:40:45Z") // stamped at 12:30:45 with 10m
+	t.Run("an object", func(t *testing.T) {
+		h := newHarness(t, cm("db", map[string]string{delayKey: "10m"}, nil))
+		clk := testingclock.NewFakePassiveClock(now)
+		h.engine.Clock, h.engine.Client = clk, slowPatch(h, clk)
+		if out := h.engine.Orphan(context.Background(), bundle(), h.live(t, "db"), nil); out.Decision.Action != softdelete.ActionStamp || !out.WakeAt.Equal(deadline) {
+			t.Errorf("outcome %+v, want stamped, WakeAt %v", out, deadline)
+		}
+	})
+	t.Run("a plugin's object item", func(t *testing.T) {
+		h := newHarness(t, cm("drive", nil, nil))
+		clk := testingclock.NewFakePassiveClock(now)
+		h.engine.Clock, h.engine.Client = clk, slowPatch(h, clk)
+		out := h.engine.ProcessItems(context.Background(), bundle(), softdelete.ItemSet{Owner: owner, Delay: "10m",
+			Items: []softdelete.Item{h.item(t, "drive", false, "n1", 0)}})
+		if out.Err != nil || !out.WakeAt.Equal(deadline) {
+			t.Errorf("outcome %+v, want WakeAt %v", out, deadline)
+		}
+	})
+}
+
 // An object the engine deleted is counted once: a pass that decides again on a
 // copy from before the delete (the cache has not seen it yet) finds it gone on
 // its fresh read, and that is the same deletion, not one more object found gone.
@@ -530,6 +608,35 @@ func TestEngineCountsItsDeletionOnce(t *testing.T) {
 			}
 		}
 		h.wantOneDeletion(t, softdelete.ResultDeleted)
+	})
+	// The engine remembers its deletes for a minute or more (two generations,
+	// turned over once a minute has passed): a burst of deletes in the same
+	// minute forgets none of them, nor does the turn-over that follows.
+	t.Run("deleted in a burst, a turn-over since, each decided again on its stale copy", func(t *testing.T) {
+		names := []string{"a", "b", "c", "d"}
+		var objs []client.Object
+		for _, n := range names {
+			objs = append(objs, cm(n, due, map[string]string{pendingKey: "true"}))
+		}
+		h := newHarness(t, objs...)
+		clk := testingclock.NewFakePassiveClock(now)
+		h.engine.Clock = clk
+		stale := map[string]*unstructured.Unstructured{}
+		for i, at := range []time.Duration{0, time.Second, 2 * time.Second, 62 * time.Second} {
+			clk.SetTime(now.Add(at))
+			stale[names[i]] = h.live(t, names[i])
+			if out := h.engine.Orphan(context.Background(), bundle(), stale[names[i]].DeepCopy(), nil); !out.Gone {
+				t.Fatalf("%s: outcome %+v, want deleted", names[i], out)
+			}
+		}
+		for _, n := range names {
+			if out := h.engine.Orphan(context.Background(), bundle(), stale[n], nil); !out.Gone {
+				t.Fatalf("%s again: outcome %+v, want gone", n, out)
+			}
+		}
+		if got := h.metric(t, "limbo_deletions_total", softdelete.ResultGone); got != 0 {
+			t.Errorf("limbo_deletions_total{gone} = %v, want 0: each was the engine's own delete", got)
+		}
 	})
 	t.Run("gone before the engine came", func(t *testing.T) {
 		h := newHarness(t, cm("db", due, map[string]string{pendingKey: "true"}))
@@ -684,6 +791,24 @@ func TestEngineOrphanDecidesDeleteOnFreshRead(t *testing.T) {
 			h.wantOneDeletion(t, tc.wantResult)
 		})
 	}
+}
+
+// A due orphan whose fresh read fails is not decided on the stale copy, nor
+// taken for gone: nothing is deleted, it stays listed with the error, and the
+// caller retries.
+func TestEngineOrphanFreshReadFailed(t *testing.T) {
+	h := newHarness(t, cm("db", map[string]string{delayKey: "1m", stampKey: "2025-03-14T12:00:00Z"}, map[string]string{pendingKey: "true"}))
+	h.engine.Reader = interceptor.NewClient(h.client.(client.WithWatch), interceptor.Funcs{Get: func(context.Context, client.WithWatch, client.ObjectKey, client.Object, ...client.GetOption) error {
+		return apierrors.NewServiceUnavailable("etcd leader changed")
+	}})
+	out := h.engine.Orphan(context.Background(), bundle(), h.live(t, "db"), nil)
+	if out.Err == nil || out.Gone || out.Pending == nil || !strings.HasPrefix(out.Pending.Message, "read ConfigMap team-a/db before deleting it: ") {
+		t.Errorf("outcome %+v, pending %+v: want the read's error, listed, not gone", out, out.Pending)
+	}
+	if len(h.calls) != 0 {
+		t.Errorf("API calls %q, want none", h.calls)
+	}
+	h.wantOneDeletion(t, "")
 }
 
 func unwrapAll(err error) error {
@@ -896,11 +1021,48 @@ func TestEngineRelease(t *testing.T) {
 		if err := h.engine.Release(ctx, b, h.live(t, "db"), b, ""); !apierrors.IsForbidden(unwrapAll(err)) {
 			t.Fatalf("err = %v, want the dry-run delete's Forbidden", err)
 		}
-		if want := []string{"DELETE ConfigMap team-a/db uid=uid-db"}; !reflect.DeepEqual(h.calls, want) { // the dry run, only
+		if want := []string{"DELETE ConfigMap team-a/db uid=uid-db dryRun=All"}; !reflect.DeepEqual(h.calls, want) { // the dry run, only
 			t.Errorf("API calls:\n%q\nwant:\n%q", h.calls, want)
 		}
 		if live := h.live(t, "db"); softdelete.Released(live) || metav1.GetControllerOf(live) == nil {
 			t.Errorf("handed over to the reaper, which deletes as limbo: %v", live.Object["metadata"])
+		}
+	})
+
+	// The ServiceAccount's permission is asked by a dry run, which must stay
+	// one: a real delete here would delete the object as the Bundle goes, its
+	// delay ignored.
+	t.Run("as a ServiceAccount that may delete it: asked by a dry run, then released, not deleted", func(t *testing.T) {
+		h := newHarness(t, owned(map[string]string{delayKey: "24h"}), parent())
+		ctx := impersonation.WithServiceAccount(context.Background(), ns, "deployer")
+		if err := h.engine.Release(ctx, b, h.live(t, "db"), b, ""); err != nil {
+			t.Fatal(err)
+		}
+		want := []string{"DELETE ConfigMap team-a/db uid=uid-db dryRun=All",
+			`PATCH ConfigMap team-a/db application/merge-patch+json {"metadata":{"annotations":{"limbo.dev/deletionTimestamp":"2025-03-14T12:30:45Z","limbo.dev/released":"2025-03-14T12:30:45Z"},"labels":{"limbo.dev/pending-deletion":"true"},` +
+				refs + `,"resourceVersion":"999"}}`}
+		if !reflect.DeepEqual(h.calls, want) {
+			t.Errorf("API calls:\n%q\nwant:\n%q", h.calls, want)
+		}
+		if live := h.live(t, "db"); !softdelete.Released(live) {
+			t.Errorf("not released: %v", live.Object["metadata"])
+		}
+	})
+
+	// A dry run that finds nothing to delete is no refusal of the
+	// ServiceAccount's: the release goes on, and its guarded write tells whether
+	// the object is still there. No DeleteFailed warning blames the ServiceAccount.
+	t.Run("as a ServiceAccount, the dry run finding it gone: no refusal", func(t *testing.T) {
+		h := newHarness(t, owned(map[string]string{delayKey: "24h"}), parent())
+		h.deleteErr = apierrors.NewNotFound(schema.GroupResource{Resource: "configmaps"}, "db")
+		ctx := impersonation.WithServiceAccount(context.Background(), ns, "deployer")
+		if err := h.engine.Release(ctx, b, h.live(t, "db"), b, ""); err != nil {
+			t.Fatalf("err = %v, want the release written", err)
+		}
+		for _, e := range h.events() {
+			if strings.HasPrefix(e, "Warning") {
+				t.Errorf("event %q, want no warning", e)
+			}
 		}
 	})
 
@@ -930,6 +1092,12 @@ func TestEnginePending(t *testing.T) {
 	if !pendingEqual(p, want) {
 		t.Errorf("stamped: %+v, want %+v", p, want)
 	}
+	// An unparsable stamp is no countdown: it restarts when the hold ends.
+	p = h.engine.Pending(cm("db", map[string]string{delayKey: "1h", stampKey: "yesterday"}, nil), "waiting")
+	want = &limbov1alpha1.PendingDeletion{APIVersion: "v1", Kind: "ConfigMap", Namespace: ns, Name: "db", Message: "waiting"}
+	if !pendingEqual(p, want) {
+		t.Errorf("unparsable stamp: %+v, want %+v", p, want)
+	}
 	p = h.engine.Pending(cm("db", map[string]string{delayKey: "never"}, nil), "waiting")
 	if p.DeleteAfter != nil || !strings.HasPrefix(p.Message, `invalid limbo.dev/deletionDelay "never"`) {
 		t.Errorf("invalid delay: %+v, want the error, not the waiting message", p)
@@ -955,6 +1123,12 @@ func TestEngineTombstones(t *testing.T) {
 		}
 		if other := softdelete.TombstoneName("shop", "storage-ns-gc", limbov1alpha1.ExternalItem{Kind: item.Kind, ID: "other"}); other == name {
 			t.Errorf("two items share the Tombstone %q", name)
+		}
+		// Two long Bundle names that differ past the cut share the shortened
+		// prefix: the hash, which covers the Bundle's name, tells them apart.
+		long := strings.Repeat("b", 250)
+		if a, b := softdelete.TombstoneName(long+"-1", "storage-ns-gc", item), softdelete.TombstoneName(long+"-2", "storage-ns-gc", item); a == b {
+			t.Errorf("two Bundles share Tombstone name %q", a)
 		}
 	})
 
@@ -1012,6 +1186,33 @@ func TestEngineTombstones(t *testing.T) {
 		ts.Status.Attempts, ts.Status.LastError = 2, "409: namespace still has volumes"
 		if p := h.engine.TombstonePending(&ts); p.Message != `StorageOSNamespace "old-team": attempt 2 failed: 409: namespace still has volumes` {
 			t.Errorf("TombstonePending message = %q", p.Message)
+		}
+	})
+
+	// No delay: due at once. An empty limbo.dev/deletionDelay would be an
+	// invalid one, and the item never deleted.
+	t.Run("orphan without a delay: no delay annotation, due at once", func(t *testing.T) {
+		h := newHarness(t)
+		ts, err := h.engine.OrphanExternal(context.Background(), bundle(), "namespace-gc", "storage-ns-gc", "", item)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(ts.Annotations, map[string]string{stampKey: "2025-03-14T12:30:45Z"}) || !softdelete.Due(now, ts) {
+			t.Errorf("Tombstone annotations %v, due %v: want the stamp only, due", ts.Annotations, softdelete.Due(now, ts))
+		}
+		if got, want := h.events(), []string{`Normal DeletionScheduled StorageOSNamespace "old-team" is in limbo (Tombstone ` + name + `)`}; !reflect.DeepEqual(got, want) {
+			t.Errorf("events %q, want %q", got, want)
+		}
+	})
+
+	t.Run("pending with an invalid delay: never deleted until fixed", func(t *testing.T) {
+		h := newHarness(t)
+		ts := &limbov1alpha1.Tombstone{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name,
+			Annotations: map[string]string{delayKey: "never", stampKey: "2025-03-14T12:00:00Z"}},
+			Spec: limbov1alpha1.TombstoneSpec{Item: item}}
+		want := `StorageOSNamespace "old-team": invalid limbo.dev/deletionDelay "never": not a duration (Go syntax: 10m, 24h, 1h30m); never deleted until fixed`
+		if p := h.engine.TombstonePending(ts); p.Message != want || p.DeleteAfter != nil {
+			t.Errorf("TombstonePending = %+v, want message %q and no deadline", p, want)
 		}
 	})
 
@@ -1262,9 +1463,13 @@ func TestTerminatingEntryShowsOnlyARealCountdown(t *testing.T) {
 	e := &softdelete.Engine{Recorder: record.NewFakeRecorder(10), Clock: testingclock.NewFakePassiveClock(now), Metrics: softdelete.NewMetrics(prometheus.NewRegistry())}
 	for _, tc := range []struct {
 		name  string
+		delay string // "" for 24h
 		stamp string
 		want  *limbov1alpha1.PendingDeletion
 	}{
+		// Being deleted, it goes whatever its delay says: what holds it is the news.
+		{name: "an invalid delay", delay: "never", want: &limbov1alpha1.PendingDeletion{Kind: "PersistentVolumeClaim", APIVersion: "v1", Namespace: "ns", Name: "db",
+			Message: "being deleted; held by finalizers: kubernetes.io/pvc-protection"}},
 		{name: "never stamped", want: &limbov1alpha1.PendingDeletion{Kind: "PersistentVolumeClaim", APIVersion: "v1", Namespace: "ns", Name: "db",
 			Message: "being deleted; held by finalizers: kubernetes.io/pvc-protection"}},
 		{name: "stamped", stamp: "2025-03-14T12:00:00Z", want: &limbov1alpha1.PendingDeletion{Kind: "PersistentVolumeClaim", APIVersion: "v1", Namespace: "ns", Name: "db",
@@ -1273,7 +1478,7 @@ func TestTerminatingEntryShowsOnlyARealCountdown(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "db",
-				Annotations:       map[string]string{delayKey: "24h"},
+				Annotations:       map[string]string{delayKey: cmp.Or(tc.delay, "24h")},
 				DeletionTimestamp: mt(now.Add(-time.Minute)), Finalizers: []string{"kubernetes.io/pvc-protection"}}}
 			if tc.stamp != "" {
 				pvc.Annotations[stampKey] = tc.stamp

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 	"github.com/limbo-dev/limbo/pkg/softdelete"
@@ -212,25 +213,39 @@ func TestProcessItemsDelayRefreshed(t *testing.T) {
 		hold      string
 		mayDelete func(context.Context, string) (string, error)
 		noDelay   bool // the resource has no deletionDelay
-		want      []string
+		// lower, when set, is an item of a lower order, due, that a finalizer
+		// it keeps holds: x waits for it.
+		lower *unstructured.Unstructured
+		want  []string
 	}{
 		{name: "counting down", item: cm("x", oldDelay("2025-03-14T12:25:00Z"), nil), want: []string{refresh("x")}},
 		{name: "counting down, the Bundle not Ready", item: cm("x", oldDelay("2025-03-14T12:25:00Z"), nil), hold: "not ready", want: []string{refresh("x")}},
 		{name: "due, the Bundle not Ready", item: cm("x", oldDelay("2025-03-14T12:00:00Z"), nil), hold: "not ready", want: []string{refresh("x")}},
 		{name: "due, the gate closed", item: cm("x", oldDelay("2025-03-14T12:00:00Z"), nil), mayDelete: closed, want: []string{refresh("x")}},
 		{name: "due and deleted: no write before", item: cm("x", oldDelay("2025-03-14T12:00:00Z"), nil), want: []string{"DELETE ConfigMap team-a/x uid=uid-x rv=999 propagation=Background"}},
+		{name: "due, waiting for a lower order's item to go", item: cm("x", oldDelay("2025-03-14T12:00:00Z"), nil),
+			lower: withFinalizers(cm("a", stamped("2025-03-14T12:00:00Z"), nil), "kept"),
+			want:  []string{"DELETE ConfigMap team-a/a uid=uid-a rv=999 propagation=Background", refresh("x")}},
 		{name: "the delay already the resource's", item: cm("x", stamped("2025-03-14T12:25:00Z"), nil), hold: "not ready", want: nil},
 		{name: "the resource's delay removed, the Bundle not Ready: the annotation goes", item: cm("x", oldDelay("2025-03-14T12:25:00Z"), nil), hold: "not ready", noDelay: true,
 			want: []string{`PATCH ConfigMap team-a/x application/merge-patch+json {"metadata":{"annotations":{"limbo.dev/deletionDelay":null},"resourceVersion":"999"}}`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h := newHarness(t, tc.item)
+			objs := []client.Object{tc.item}
+			if tc.lower != nil {
+				objs = append(objs, tc.lower)
+			}
+			h := newHarness(t, objs...)
 			delay := "10m"
 			if tc.noDelay {
 				delay = ""
 			}
+			items := []softdelete.Item{h.item(t, "x", false, "n1", 1)}
+			if tc.lower != nil {
+				items = append(items, h.item(t, tc.lower.GetName(), false, "n1", 0))
+			}
 			out := h.engine.ProcessItems(context.Background(), bundle(), softdelete.ItemSet{Owner: owner, Delay: delay, Hold: tc.hold, MayDelete: tc.mayDelete,
-				Items: []softdelete.Item{h.item(t, "x", false, "n1", 0)}})
+				Items: items})
 			if out.Err != nil {
 				t.Fatal(out.Err)
 			}

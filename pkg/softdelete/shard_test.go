@@ -2,6 +2,7 @@ package softdelete_test
 
 import (
 	"context"
+	"reflect"
 	"testing"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -50,10 +51,31 @@ func TestTombstoneMovedIntoItsBundlesShard(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.engine.Shard = sel
+	name := softdelete.TombstoneName(b.Name, "storage-ns-gc", item)
+
+	// A Bundle of the name that does not control it (another UID: b re-created)
+	// does not take it into its shard.
+	successor := bundle()
+	successor.UID = "uid-successor"
+	successor.Labels = map[string]string{"limbo.dev/shard": "a"}
+	h.calls = nil
+	if _, err := h.engine.OrphanExternal(context.Background(), successor, "namespace-gc", "storage-ns-gc", "10m", item); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"CREATE Tombstone team-a/" + name}; !reflect.DeepEqual(h.calls, want) {
+		t.Errorf("another Bundle's OrphanExternal: API calls %q, want only the refused create %q", h.calls, want)
+	}
+
 	b.Labels = map[string]string{"limbo.dev/shard": "a"}
+	h.calls = nil
 	ts, err := h.engine.OrphanExternal(context.Background(), b, "namespace-gc", "storage-ns-gc", "10m", item)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The move is guarded by the resourceVersion read, as the old shard's writes are.
+	if want := []string{"CREATE Tombstone team-a/" + name,
+		`PATCH Tombstone team-a/` + name + ` application/merge-patch+json {"metadata":{"labels":{"limbo.dev/shard":"a"},"resourceVersion":"1"}}`}; !reflect.DeepEqual(h.calls, want) {
+		t.Errorf("API calls:\n%q\nwant:\n%q", h.calls, want)
 	}
 	var stored limbov1alpha1.Tombstone
 	if err := h.client.Get(context.Background(), client.ObjectKeyFromObject(ts), &stored); err != nil {
