@@ -24,6 +24,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/limbo-dev/limbo/pkg/responselimit"
 )
@@ -167,6 +169,21 @@ contexts: [{name: c, context: {cluster: c, user: u}}]
 users: [{name: u, user: {exec: {apiVersion: client.authentication.k8s.io/v1, command: /bin/sh, args: ["-c", "cat /etc/shadow"]}}}]
 current-context: c
 `)
+	caFileAmongClusters := []byte(`apiVersion: v1
+kind: Config
+clusters:
+- {name: a, cluster: {server: "https://a.example", certificate-authority: /etc/ssl/ca.crt}}
+- {name: b, cluster: {server: "https://b.example"}}
+- {name: c, cluster: {server: "https://c.example"}}
+- {name: d, cluster: {server: "https://d.example"}}
+- {name: e, cluster: {server: "https://e.example"}}
+- {name: f, cluster: {server: "https://f.example"}}
+- {name: g, cluster: {server: "https://g.example"}}
+- {name: h, cluster: {server: "https://h.example"}}
+contexts: [{name: b, context: {cluster: b, user: u}}]
+users: [{name: u, user: {token: t}}]
+current-context: b
+`)
 	for _, tc := range []struct {
 		name    string
 		reader  *secretReader
@@ -185,6 +202,9 @@ current-context: c
 		{"no server", readerOf(secretWith("kc", "u1", "1", map[string][]byte{"value": noServer})), SecretRef{Name: "kc"}, ReasonInvalidKubeconfig, `InvalidKubeconfig`},
 		{"credentials from the controller's files", readerOf(secretWith("kc", "u1", "1", map[string][]byte{"value": tokenFile})), SecretRef{Name: "kc"}, ReasonInvalidKubeconfig,
 			`the kubeconfig uses tokenFile, certificate-authority: credentials must be embedded`},
+		// Any cluster of the kubeconfig, not only the last one looked at.
+		{"a file of one cluster among several", readerOf(secretWith("kc", "u1", "1", map[string][]byte{"value": caFileAmongClusters})), SecretRef{Name: "kc"}, ReasonInvalidKubeconfig,
+			`the kubeconfig uses certificate-authority: credentials must be embedded`},
 		{"credentials from a command", readerOf(secretWith("kc", "u1", "1", map[string][]byte{"value": execCommand})), SecretRef{Name: "kc"}, ReasonInvalidKubeconfig,
 			`the kubeconfig uses exec: credentials must be embedded`},
 	} {
@@ -279,6 +299,7 @@ func TestClientsCachedPerSecretVersion(t *testing.T) {
 	if again := get(secretWith("kc", "u1", "1", data), "value"); again != first {
 		t.Error("the same Secret version built new clients")
 	}
+	// Each change is made to the version cached: one thing differs at a time.
 	for _, tc := range []struct {
 		name   string
 		secret *corev1.Secret
@@ -288,7 +309,8 @@ func TestClientsCachedPerSecretVersion(t *testing.T) {
 		{"new UID", secretWith("kc", "u2", "1", data), ""},
 		{"other key", secretWith("kc", "u1", "1", data), "other"},
 	} {
-		if get(tc.secret, tc.key) == first {
+		cached := get(secretWith("kc", "u1", "1", data), "")
+		if get(tc.secret, tc.key) == cached {
 			t.Errorf("%s: clients reused", tc.name)
 		}
 	}
@@ -309,6 +331,12 @@ func TestClientsCachedPerSecretVersion(t *testing.T) {
 	}
 	if n := cache.entries.Len(); n != 0 {
 		t.Errorf("the Cache holds %d entries after the Secret's kubeconfig broke, want 0", n)
+	}
+	// Clusters used in turn each keep their clients (the Cache holds many).
+	other := secretWith("kc2", "u9", "1", data)
+	one, two := get(secretWith("kc", "u1", "1", data), ""), get(other, "")
+	if get(secretWith("kc", "u1", "1", data), "") != one || get(other, "") != two {
+		t.Error("two Secrets used in turn built new clients")
 	}
 }
 
@@ -451,6 +479,31 @@ func TestClientsLastAnswer(t *testing.T) {
 // The clients that the Cache lets go of (a rotated kubeconfig) have their idle
 // connections closed, through client-go's wrappers of the transport.
 func TestClientsIdleConnectionsClosed(t *testing.T) {
+	t.Run("replaced by the Secret's next version", func(t *testing.T) {
+		testIdleConnectionsClosed(t, func(cache *Cache, data map[string][]byte) error {
+			_, err := cache.Clients(context.Background(), readerOf(secretWith("kc", "u1", "2", data)), "team", SecretRef{Name: "kc"})
+			return err
+		})
+	})
+	// The least recently used cluster's clients go when the Cache is full: their
+	// connections must not stay open with nothing to use them.
+	t.Run("evicted by other clusters", func(t *testing.T) {
+		testIdleConnectionsClosed(t, func(cache *Cache, data map[string][]byte) error {
+			for i := range MaxCachedClusters {
+				name := "other-" + strconv.Itoa(i)
+				if _, err := cache.Clients(context.Background(), readerOf(secretWith(name, "u-"+name, "1", data)), "team", SecretRef{Name: name}); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	})
+}
+
+// testIdleConnectionsClosed makes a request with the clients of Secret kc,
+// version 1, lets go of them with letGo, and checks that their idle connection
+// is closed then, and not before.
+func testIdleConnectionsClosed(t *testing.T, letGo func(*Cache, map[string][]byte) error) {
 	closed := make(chan struct{}, 16)
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 	srv.Config.ConnState = func(_ net.Conn, state http.ConnState) {
@@ -475,12 +528,46 @@ func TestClientsIdleConnectionsClosed(t *testing.T) {
 		t.Fatal("the connection closed before the clients were let go of")
 	default:
 	}
-	if _, err := cache.Clients(ctx, readerOf(secretWith("kc", "u1", "2", data)), "team", SecretRef{Name: "kc"}); err != nil {
+	if err := letGo(cache, data); err != nil {
 		t.Fatal(err)
 	}
 	select {
 	case <-closed:
 	case <-time.After(10 * time.Second):
 		t.Error("the idle connection of the replaced clients is still open")
+	}
+}
+
+// A Cache without options uses the scheme of client-go and DefaultTimeout for
+// every request (a zero or negative timeout would be none).
+func TestNewCacheDefaults(t *testing.T) {
+	kubeconfig := kubeconfigFor(t, fakeAPIServer(t, false))
+	for _, timeout := range []time.Duration{0, -time.Second} {
+		clients, err := NewCache(Options{Timeout: timeout}).Clients(context.Background(), readerOf(secretWith("kc", "u1", "1", map[string][]byte{"value": kubeconfig})), "team", SecretRef{Name: "kc"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if clients.http.Timeout != DefaultTimeout {
+			t.Errorf("Timeout %v: requests time out after %v, want %v", timeout, clients.http.Timeout, DefaultTimeout)
+		}
+	}
+}
+
+// A cluster's UID is read once: kube-system's UID does not change, and every
+// pass asks for it.
+func TestClientsClusterUIDReadOnce(t *testing.T) {
+	gets := 0
+	c := &Clients{Client: fake.NewClientBuilder().WithObjects(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "kube-system", UID: "uid-cluster"}}).
+		WithInterceptorFuncs(interceptor.Funcs{Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			gets++
+			return c.Get(ctx, key, obj, opts...)
+		}}).Build()}
+	for range 2 {
+		if uid, err := c.ClusterUID(context.Background()); err != nil || uid != "uid-cluster" {
+			t.Fatalf("ClusterUID = %q, %v", uid, err)
+		}
+	}
+	if gets != 1 {
+		t.Errorf("%d reads of kube-system, want 1", gets)
 	}
 }

@@ -3,9 +3,11 @@ package remotecluster
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -39,6 +41,12 @@ func TestIsUnreachable(t *testing.T) {
 		{"connection reset, wrapped", fmt.Errorf("list PVCs: %w", &url.Error{Op: "Get", URL: "https://10.0.0.1", Err: syscall.ECONNRESET}), true},
 		{"dropped connection", &url.Error{Op: "Get", URL: "https://10.0.0.1", Err: io.ErrUnexpectedEOF}, true},
 		{"deadline", fmt.Errorf("list: %w", context.DeadlineExceeded), true},
+		// A network error that no URL error wraps (a resolver's, a dialer's).
+		{"host not resolved", &net.DNSError{Err: "no such host", Name: "remote.example", IsNotFound: true}, true},
+		// A certificate that is not for the host, or not valid, is a server
+		// that answered: the kubeconfig is wrong, the cluster is not gone.
+		{"certificate for another host", &url.Error{Op: "Get", URL: "https://10.0.0.1", Err: x509.HostnameError{Certificate: &x509.Certificate{}, Host: "10.0.0.1"}}, false},
+		{"certificate expired", &url.Error{Op: "Get", URL: "https://10.0.0.1", Err: x509.CertificateInvalidError{Cert: &x509.Certificate{}, Reason: x509.Expired}}, false},
 		{"kubeconfig Secret problem", &Error{Secret: types.NamespacedName{Namespace: "a", Name: "b"}, Reason: ReasonSecretNotFound, Err: &url.Error{Err: syscall.ECONNREFUSED}}, false},
 		{"anything else", errors.New("boom"), false},
 	} {
