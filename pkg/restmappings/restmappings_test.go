@@ -235,31 +235,16 @@ func TestRememberingDiscoveryFailed(t *testing.T) {
 // only another version is served, then one in which the group is gone.
 func TestRememberingStaleAggregatedGroup(t *testing.T) {
 	stale, v2Only := true, false
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var list apidiscoveryv2.APIGroupDiscoveryList
-		list.APIVersion, list.Kind = "apidiscovery.k8s.io/v2", "APIGroupDiscoveryList"
-		switch r.URL.Path {
-		case "/api":
-			list.Items = []apidiscoveryv2.APIGroupDiscovery{{Versions: []apidiscoveryv2.APIVersionDiscovery{{Version: "v1", Freshness: apidiscoveryv2.DiscoveryFreshnessCurrent,
-				Resources: []apidiscoveryv2.APIResourceDiscovery{{Resource: "configmaps", ResponseKind: &metav1.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, Scope: apidiscoveryv2.ScopeNamespace, Verbs: []string{"list"}}}}}}}
-		case "/apis":
-			switch {
-			case stale:
-				list.Items = []apidiscoveryv2.APIGroupDiscovery{{ObjectMeta: metav1.ObjectMeta{Name: "route.openshift.io"},
-					Versions: []apidiscoveryv2.APIVersionDiscovery{{Version: "v1", Freshness: apidiscoveryv2.DiscoveryFreshnessStale}}}}
-			case v2Only: // v1 no longer served
-				list.Items = []apidiscoveryv2.APIGroupDiscovery{{ObjectMeta: metav1.ObjectMeta{Name: "route.openshift.io"},
-					Versions: []apidiscoveryv2.APIVersionDiscovery{{Version: "v2", Freshness: apidiscoveryv2.DiscoveryFreshnessCurrent,
-						Resources: []apidiscoveryv2.APIResourceDiscovery{{Resource: "routes", ResponseKind: &metav1.GroupVersionKind{Group: "route.openshift.io", Version: "v2", Kind: "Route"}, Scope: apidiscoveryv2.ScopeNamespace, Verbs: []string{"list"}}}}}}}
-			}
-		default:
-			http.Error(w, "service unavailable", http.StatusServiceUnavailable)
-			return
+	srv := discoveryServer(t, func() []apidiscoveryv2.APIGroupDiscovery {
+		switch {
+		case stale:
+			return []apidiscoveryv2.APIGroupDiscovery{{ObjectMeta: metav1.ObjectMeta{Name: "route.openshift.io"},
+				Versions: []apidiscoveryv2.APIVersionDiscovery{{Version: "v1", Freshness: apidiscoveryv2.DiscoveryFreshnessStale}}}}
+		case v2Only: // v1 no longer served
+			return routesV2Only
 		}
-		w.Header().Set("Content-Type", "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList")
-		_ = json.NewEncoder(w).Encode(list)
-	}))
-	defer srv.Close()
+		return nil
+	})
 	cfg := &rest.Config{Host: srv.URL}
 	hc, err := rest.HTTPClientFor(cfg)
 	if err != nil {
@@ -287,5 +272,139 @@ func TestRememberingStaleAggregatedGroup(t *testing.T) {
 	r.Reset()
 	if _, err := r.RESTMapping(route, "v1"); !NotServed(err) {
 		t.Errorf("group gone: %v, want NotServed", err)
+	}
+}
+
+// routesV2Only is the aggregated discovery of a group whose v2 alone is served.
+var routesV2Only = []apidiscoveryv2.APIGroupDiscovery{{ObjectMeta: metav1.ObjectMeta{Name: "route.openshift.io"},
+	Versions: []apidiscoveryv2.APIVersionDiscovery{{Version: "v2", Freshness: apidiscoveryv2.DiscoveryFreshnessCurrent,
+		Resources: []apidiscoveryv2.APIResourceDiscovery{{Resource: "routes", ResponseKind: &metav1.GroupVersionKind{Group: "route.openshift.io", Version: "v2", Kind: "Route"}, Scope: apidiscoveryv2.ScopeNamespace, Verbs: []string{"list"}}}}}}}
+
+// discoveryServer is an API server's aggregated discovery: ConfigMaps in the
+// core group, and the groups apis returns; apis nil answers every request 503.
+func discoveryServer(t *testing.T, apis func() []apidiscoveryv2.APIGroupDiscovery) *httptest.Server {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var list apidiscoveryv2.APIGroupDiscoveryList
+		list.APIVersion, list.Kind = "apidiscovery.k8s.io/v2", "APIGroupDiscoveryList"
+		switch {
+		case apis == nil:
+			http.Error(w, "service unavailable", http.StatusServiceUnavailable)
+			return
+		case r.URL.Path == "/api":
+			list.Items = []apidiscoveryv2.APIGroupDiscovery{{Versions: []apidiscoveryv2.APIVersionDiscovery{{Version: "v1", Freshness: apidiscoveryv2.DiscoveryFreshnessCurrent,
+				Resources: []apidiscoveryv2.APIResourceDiscovery{{Resource: "configmaps", ResponseKind: &metav1.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, Scope: apidiscoveryv2.ScopeNamespace, Verbs: []string{"list"}}}}}}}
+		case r.URL.Path == "/apis":
+			list.Items = apis()
+		default:
+			http.Error(w, "service unavailable", http.StatusServiceUnavailable)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList")
+		_ = json.NewEncoder(w).Encode(list)
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// ListedBy says whether the API server lists a group version, served or stale;
+// a discovery that fails is an error, never a "not listed" (which would make a
+// kind not served, and its objects forgotten).
+func TestListedBy(t *testing.T) {
+	v1 := schema.GroupVersion{Group: "route.openshift.io", Version: "v1"}
+	v2 := schema.GroupVersion{Group: "route.openshift.io", Version: "v2"}
+	serving := func() []apidiscoveryv2.APIGroupDiscovery { return routesV2Only }
+	for _, tc := range []struct {
+		name    string
+		apis    func() []apidiscoveryv2.APIGroupDiscovery
+		gv      schema.GroupVersion
+		want    bool
+		wantErr bool
+	}{
+		{name: "served", apis: serving, gv: v2, want: true},
+		{name: "another version of the group", apis: serving, gv: v1},
+		{name: "another group", apis: serving, gv: schema.GroupVersion{Group: "apps.openshift.io", Version: "v2"}},
+		{name: "discovery failing", gv: v2, wantErr: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			disco, err := discovery.NewDiscoveryClientForConfig(&rest.Config{Host: discoveryServer(t, tc.apis).URL})
+			if err != nil {
+				t.Fatal(err)
+			}
+			listed, err := ListedBy(disco)(tc.gv)
+			if listed != tc.want || (err != nil) != tc.wantErr {
+				t.Errorf("ListedBy(%v) = %v, %v; want %v, an error %v", tc.gv, listed, err, tc.want, tc.wantErr)
+			}
+		})
+	}
+}
+
+// Only a NoMatch from a failed discovery is put to Listed: any other error
+// (a 503 of the group's discovery) is returned as it is, its meaning kept, and
+// without Listed nothing is asked.
+func TestRememberingLeavesOtherErrorsAlone(t *testing.T) {
+	gv := schema.GroupVersion{Group: "route.openshift.io", Version: "v1"}
+	for _, tc := range []struct {
+		name   string
+		err    error
+		listed func(schema.GroupVersion) (bool, error)
+	}{
+		{name: "discovery failed with a 503", err: &apiutil.ErrResourceDiscoveryFailed{gv: apierrors.NewServiceUnavailable("unavailable")},
+			listed: func(schema.GroupVersion) (bool, error) {
+				t.Error("Listed asked about a discovery that did not fail with a NoMatch")
+				return true, nil
+			}},
+		{name: "discovery failed, no Listed", err: &apiutil.ErrResourceDiscoveryFailed{gv: &meta.NoResourceMatchError{PartialResource: gv.WithResource("")}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := Remember(func() (meta.RESTMapper, error) { return failingDiscoveryMapper{err: tc.err}, nil })
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.Listed = tc.listed
+			if _, err := r.RESTMapping(schema.GroupKind{Group: gv.Group, Kind: "Route"}, gv.Version); err != tc.err {
+				t.Errorf("RESTMapping: %v, want the delegate's error as it is", err)
+			}
+		})
+	}
+}
+
+// resettingMapper is a delegate whose answer comes after a Reset (a CRD
+// deleted while the question was asked): reset is called before it answers.
+type resettingMapper struct {
+	meta.RESTMapper
+	reset func()
+}
+
+func (m resettingMapper) RESTMapping(gk schema.GroupKind, versions ...string) (*meta.RESTMapping, error) {
+	m.reset()
+	return m.RESTMapper.RESTMapping(gk, versions...)
+}
+
+// The answer of a delegate that a Reset replaced while it answered is returned
+// but not remembered: the next question goes to the new delegate, which may
+// know the kind is gone.
+func TestRememberingForgetsAnAnswerFromBeforeAReset(t *testing.T) {
+	widget := schema.GroupKind{Group: "example.com", Kind: "Widget"}
+	var r *Remembering
+	var made []*countingMapper
+	r, err := Remember(func() (meta.RESTMapper, error) {
+		d := &countingMapper{served: map[schema.GroupVersionKind]bool{widget.WithVersion("v1"): true}}
+		made = append(made, d)
+		if len(made) == 1 {
+			return resettingMapper{RESTMapper: d, reset: func() { r.Reset() }}, nil
+		}
+		return d, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.RESTMapping(widget, "v1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.RESTMapping(widget, "v1"); err != nil {
+		t.Fatal(err)
+	}
+	if len(made) != 2 || made[1].asked != 1 {
+		t.Errorf("%d delegates, the new one asked %d times; want 2 and 1: the old delegate's answer was remembered", len(made), made[len(made)-1].asked)
 	}
 }
