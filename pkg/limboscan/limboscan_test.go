@@ -44,7 +44,16 @@ func lists() []*metav1.APIResourceList {
 		{GroupVersion: "apps/v1", APIResources: []metav1.APIResource{
 			{Name: "deployments", Kind: "Deployment", Namespaced: true, Verbs: all},
 		}},
-		{GroupVersion: "bad/group/version"},
+		// What a broken aggregated API can put in discovery: skipped.
+		{GroupVersion: "bad/group/version", APIResources: []metav1.APIResource{
+			{Name: "widgets", Kind: "Widget", Namespaced: true, Verbs: all},
+		}},
+		nil,
+		// The same group version twice (discovery merged from two sources):
+		// its kinds once.
+		{GroupVersion: "apps/v1", APIResources: []metav1.APIResource{
+			{Name: "deployments", Kind: "Deployment", Namespaced: true, Verbs: all},
+		}},
 	}
 }
 
@@ -102,7 +111,17 @@ func TestList(t *testing.T) {
 		cm("b", "in-limbo-too", pending),
 		cm("a", "kept", map[string]string{limbov1alpha1.LabelBundle: "shop"}),
 		cm("a", "other-value", map[string]string{limbov1alpha1.LabelPendingDeletion: "false"}),
-	).Build()
+	).WithInterceptorFuncs(interceptor.Funcs{List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+		if err := c.List(ctx, list, opts...); err != nil {
+			return err
+		}
+		// The API server's items of a metadata list say what they are,
+		// not which kind.
+		for i := range list.(*metav1.PartialObjectMetadataList).Items {
+			list.(*metav1.PartialObjectMetadataList).Items[i].TypeMeta = metav1.TypeMeta{APIVersion: "meta.k8s.io/v1", Kind: "PartialObjectMetadata"}
+		}
+		return nil
+	}}).Build()
 	gvk := corev1.SchemeGroupVersion.WithKind("ConfigMap")
 	for ns, want := range map[string]string{"a": "[a/in-limbo]", "": "[a/in-limbo b/in-limbo-too]", "c": "[]"} {
 		items, err := List(context.Background(), c, gvk, ns, nil)
@@ -119,6 +138,17 @@ func TestList(t *testing.T) {
 		if got := fmt.Sprint(names); got != want {
 			t.Errorf("List in %q = %s, want %s", ns, got, want)
 		}
+	}
+}
+
+// A failed list is an error and no items: never a partial list taken for all
+// there is in limbo.
+func TestListFailed(t *testing.T) {
+	c := fake.NewClientBuilder().WithInterceptorFuncs(interceptor.Funcs{List: func(context.Context, client.WithWatch, client.ObjectList, ...client.ListOption) error {
+		return errors.New("connection refused")
+	}}).Build()
+	if items, err := List(context.Background(), c, corev1.SchemeGroupVersion.WithKind("ConfigMap"), "a", nil); err == nil || items != nil {
+		t.Errorf("List = %v, %v; want no items and the error", items, err)
 	}
 }
 
