@@ -94,6 +94,11 @@ func TestForbiddenWriteNamesAMissingServiceAccount(t *testing.T) {
 					return c.Patch(ctx, u.DeepCopy(), client.RawPatch("application/merge-patch+json", []byte(`{}`)))
 				},
 				"delete": func() error { return c.Delete(ctx, u.DeepCopy()) },
+				"create": func() error { return c.Create(ctx, u.DeepCopy()) },
+				"update": func() error { return c.Update(ctx, u.DeepCopy()) },
+				"deleteAllOf": func() error {
+					return c.DeleteAllOf(ctx, u.DeepCopy(), client.InNamespace("default"))
+				},
 			}
 			for verb, write := range writes {
 				gets.Store(0)

@@ -15,6 +15,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -160,5 +162,57 @@ func TestSecretReader(t *testing.T) {
 	ic := NewClient(limbos, nil, &rest.Config{Host: "https://example.invalid"})
 	if r, err := SecretReader(as, ic, limbos); err != nil || r == limbos {
 		t.Errorf("an identity and an impersonating client: %T, %v; want a reader as the identity", r, err)
+	}
+}
+
+// Only a well-formed ServiceAccount username names a ServiceAccount to look
+// for: another user, or one with an empty or extra part, is not one (a GET of
+// it would find nothing, and the refusal would blame a ServiceAccount "missing").
+func TestServiceAccountOfUser(t *testing.T) {
+	for _, tc := range []struct {
+		user, namespace, name string
+		ok                    bool
+	}{
+		{user: "system:serviceaccount:team-a:deployer", namespace: "team-a", name: "deployer", ok: true},
+		{user: "system:serviceaccount::deployer"},
+		{user: "system:serviceaccount:team-a:"},
+		{user: "system:serviceaccount:team-a:deployer:extra"},
+		{user: "system:serviceaccount:team-a"},
+		{user: "alice"},
+	} {
+		namespace, name, ok := serviceAccountOf(tc.user)
+		if ok != tc.ok || (ok && (namespace != tc.namespace || name != tc.name)) {
+			t.Errorf("serviceAccountOf(%q) = %q, %q, %v; want %q, %q, %v", tc.user, namespace, name, ok, tc.namespace, tc.name, tc.ok)
+		}
+	}
+}
+
+// A Bundle's own ServiceAccount wins over the controller's default.
+func TestServiceAccountOfBundle(t *testing.T) {
+	named := &limbov1alpha1.Bundle{Spec: limbov1alpha1.BundleSpec{ServiceAccountName: "deployer"}}
+	if got := ServiceAccountOf(named, "default-sa"); got != "deployer" {
+		t.Errorf("named: %q, want the Bundle's deployer", got)
+	}
+	if got := ServiceAccountOf(&limbov1alpha1.Bundle{}, "default-sa"); got != "default-sa" {
+		t.Errorf("unnamed: %q, want the default", got)
+	}
+}
+
+// The kind of an apply configuration, typed (client-go's, through pointers) or
+// built from an unstructured object: it decides whether a write is limbo's
+// own (its group) or impersonated.
+func TestApplyGroupVersionKind(t *testing.T) {
+	bundle := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "limbo.dev/v1alpha1", "kind": "Bundle", "metadata": map[string]any{"name": "shop", "namespace": "team-a"}}}
+	for _, tc := range []struct {
+		name string
+		obj  runtime.ApplyConfiguration
+		want schema.GroupVersionKind
+	}{
+		{name: "typed", obj: appsv1ac.Deployment("web", "team-a"), want: schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}},
+		{name: "from unstructured", obj: client.ApplyConfigurationFromUnstructured(bundle), want: limbov1alpha1.BundleGVK},
+	} {
+		if got := applyGroupVersionKind(tc.obj); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }
