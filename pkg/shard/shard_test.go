@@ -15,6 +15,7 @@ func TestParse(t *testing.T) {
 		wantErr bool
 	}{
 		{expr: "", wantNil: true},
+		{expr: " ", wantNil: true}, // no requirement: no shard either
 		{expr: "limbo.dev/shard=a"},
 		{expr: "!limbo.dev/shard"},
 		{expr: "limbo.dev/shard in (a,b),tier!=x"},
