@@ -1,6 +1,7 @@
 package fieldpath
 
 import (
+	"encoding/json"
 	"fmt"
 	"reflect"
 	"strings"
@@ -71,6 +72,9 @@ func TestParse(t *testing.T) {
 		{path: "status.phase[", err: "invalid JSONPath: "},
 		{path: "status.phase}{.a", err: "braces are not allowed"},
 		{path: "data.host}", err: "braces are not allowed"},
+		// An opening brace alone is not a template's: nothing is cut off the
+		// path's end (it read status.phas).
+		{path: "{.status.phase", err: "invalid JSONPath: "},
 		{path: "..phase", err: "recursive descent"},
 	}
 	for _, tt := range tests {
@@ -121,6 +125,28 @@ func TestStartsAt(t *testing.T) {
 	for _, tt := range tests {
 		if got := StartsAt(tt.path, tt.field); got != tt.want {
 			t.Errorf("StartsAt(%q, %q) = %v, want %v", tt.path, tt.field, got, tt.want)
+		}
+	}
+}
+
+// TypeOf names a JSON value's type as messages say it: "a number", not "float64".
+func TestTypeOf(t *testing.T) {
+	for _, tt := range []struct {
+		v    any
+		want string
+	}{
+		{nil, "null"},
+		{"Running", "a string"},
+		{true, "a boolean"},
+		{int64(3), "a number"},
+		{1.5, "a number"},
+		{json.Number("3"), "a number"},
+		{[]any{"a"}, "a list"},
+		{map[string]any{"a": 1}, "an object"},
+		{int8(3), "a int8"}, // not from JSON: its Go type
+	} {
+		if got := TypeOf(tt.v); got != tt.want {
+			t.Errorf("TypeOf(%#v) = %q, want %q", tt.v, got, tt.want)
 		}
 	}
 }
