@@ -69,6 +69,7 @@ func TestBodies(t *testing.T) {
 		{"an error answer within its limit is read whole", 404, responselimit.MaxErrorBody, responselimit.MaxErrorBody, ""},
 		{"an endless error answer fails at its limit", 500, -1, responselimit.MaxErrorBody,
 			"response body too large: an error answer of GET https://keystone.example.com/v3/auth/tokens is longer than 64 KiB"},
+		{"a 400 is an error answer", 400, -1, responselimit.MaxErrorBody, "an error answer of GET"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var served int64
@@ -106,6 +107,10 @@ func TestCallBudget(t *testing.T) {
 	if read != responselimit.MaxBody/2 {
 		t.Errorf("second answer: read %d bytes, want the %d left of the budget", read, responselimit.MaxBody/2)
 	}
+	// The call is over its budget: its next answer reads nothing.
+	if read, err := get(ctx, t, rt); read != 0 || !errors.Is(err, responselimit.ErrTooLarge) {
+		t.Errorf("third answer: read %d, %v; want nothing and ErrTooLarge", read, err)
+	}
 	// Another call has its own budget; a request without one only the limits.
 	for name, ctx := range map[string]context.Context{
 		"another call": responselimit.WithBudget(context.Background(), responselimit.MaxBody),
@@ -137,5 +142,74 @@ func TestWrapped(t *testing.T) {
 	(&http.Client{Transport: rt}).CloseIdleConnections()
 	if !under.closed {
 		t.Errorf("CloseIdleConnections did not reach the transport under")
+	}
+}
+
+// A call's budget (CallBudget) holds two answers of the largest size: a pass's
+// pages and its discovery.
+func TestCallBudgetHoldsTwoLargestAnswers(t *testing.T) {
+	var served int64
+	rt := responselimit.Transport(answering(200, responselimit.MaxBody, &served))
+	ctx := responselimit.WithBudget(context.Background(), responselimit.CallBudget)
+	for i := range 2 {
+		if read, err := get(ctx, t, rt); err != nil || read != responselimit.MaxBody {
+			t.Errorf("answer %d: read %d, %v; want it whole", i, read, err)
+		}
+	}
+}
+
+// The budget's error names its size as written: in MiB or KiB when whole, in
+// bytes otherwise.
+func TestCallBudgetNamesItsSize(t *testing.T) {
+	for budget, want := range map[int64]string{
+		3 << 20:      "longer than 3 MiB",
+		1<<20 + 1:    "longer than 1048577 bytes",
+		1 << 10:      "longer than 1 KiB",
+		1<<10 + 1<<9: "longer than 1536 bytes",
+		1000:         "longer than 1000 bytes",
+	} {
+		var served int64
+		_, err := get(responselimit.WithBudget(context.Background(), budget), t, responselimit.Transport(answering(200, -1, &served)))
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("budget %d: %v, want it %q", budget, err, want)
+		}
+	}
+}
+
+// A body that failed keeps failing, and takes nothing more from the server.
+func TestBodyFailedStaysFailed(t *testing.T) {
+	var served int64
+	req, err := http.NewRequest(http.MethodGet, "https://keystone.example.com/v3", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := responselimit.Transport(answering(500, -1, &served)).RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if _, err := io.Copy(io.Discard, resp.Body); !errors.Is(err, responselimit.ErrTooLarge) {
+		t.Fatalf("first read: %v, want ErrTooLarge", err)
+	}
+	before := served
+	if n, err := resp.Body.Read(make([]byte, 4096)); n != 0 || !errors.Is(err, responselimit.ErrTooLarge) || served != before {
+		t.Errorf("read again: %d bytes, %v, %d more taken from the server; want 0, ErrTooLarge, none", n, err, served-before)
+	}
+}
+
+// A response without a body (as a HEAD's may come) is passed on as it is, and
+// no transport given is the default one.
+func TestTransportEdges(t *testing.T) {
+	bodiless := roundTripperFunc(func(*http.Request) (*http.Response, error) { return &http.Response{StatusCode: 200}, nil })
+	req, err := http.NewRequest(http.MethodHead, "https://keystone.example.com/v3", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp, err := responselimit.Transport(bodiless).RoundTrip(req); err != nil || resp.Body != nil {
+		t.Errorf("bodiless answer: %+v, %v; want it as it came", resp, err)
+	}
+	w, ok := responselimit.Transport(nil).(interface{ WrappedRoundTripper() http.RoundTripper })
+	if !ok || w.WrappedRoundTripper() != http.DefaultTransport {
+		t.Error("Transport(nil) does not wrap http.DefaultTransport")
 	}
 }
