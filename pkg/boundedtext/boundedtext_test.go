@@ -1,6 +1,7 @@
 package boundedtext_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/limbo-dev/limbo/pkg/boundedtext"
@@ -23,5 +24,29 @@ func TestCut(t *testing.T) {
 		if got := boundedtext.Cut(tc.s, tc.n); got != tc.want || len(got) > tc.n {
 			t.Errorf("Cut(%q, %d) = %q, want %q", tc.s, tc.n, got, tc.want)
 		}
+	}
+}
+
+// Join keeps the items that fit, never goes past its budget, and says how many
+// it left out (bundlespec's TestJoinBounded has the messages' cases).
+func TestJoin(t *testing.T) {
+	long := strings.Repeat("b", 30)
+	for _, tc := range []struct {
+		name   string
+		items  []string
+		budget int
+		want   string
+	}{
+		{"all fit", []string{"a", "b", "c"}, 100, "a, b, c"},
+		{"the first fits, two left out", []string{"aaaa", "bbbb", "cccc"}, 20, "aaaa, … and 2 more"},
+		// ", … and 1 more" is 16 bytes: the first item is cut to leave room for it.
+		{"the first cut, with room for the tail", []string{"aaaaaaaaaa", long}, 20, "a…, … and 1 more"},
+		{"none", nil, 10, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := boundedtext.Join(tc.items, ", ", tc.budget); got != tc.want || len(got) > tc.budget {
+				t.Errorf("Join(%q, %d) = %q (%d bytes), want %q", tc.items, tc.budget, got, len(got), tc.want)
+			}
+		})
 	}
 }
