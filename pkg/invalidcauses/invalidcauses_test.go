@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
@@ -77,5 +78,57 @@ func TestSortedCausesSortsDetails(t *testing.T) {
 	}
 	if got := strings.Join(fields, " "); got != "data.a data.z" {
 		t.Errorf("causes' fields = %s, want data.a data.z", got)
+	}
+}
+
+// Sorted answers a new error: the API server's, which the caller may still
+// hold, is not reordered under it.
+func TestSortedLeavesTheAnswerAlone(t *testing.T) {
+	err := apierrors.NewInvalid(schema.GroupKind{Kind: "ConfigMap"}, "refused", field.ErrorList{
+		field.Invalid(field.NewPath("data", "z"), "x", "bad"), field.Invalid(field.NewPath("data", "a"), "y", "bad")})
+	before := err.Error()
+	Sorted(err)
+	if err.Error() != before || err.ErrStatus.Details.Causes[0].Field != "data.z" {
+		t.Errorf("the answer changed: %q, first cause %s", err, err.ErrStatus.Details.Causes[0].Field)
+	}
+}
+
+// Causes of the same text (one line in the message) are ordered by type in the
+// details, so that those too read the same whatever order they came in.
+func TestSortedTiesByType(t *testing.T) {
+	invalid := metav1.StatusCause{Type: metav1.CauseTypeFieldValueInvalid, Field: "data", Message: "bad"}
+	required := metav1.StatusCause{Type: metav1.CauseTypeFieldValueRequired, Field: "data", Message: "bad"}
+	other := metav1.StatusCause{Type: metav1.CauseTypeFieldValueInvalid, Field: "data.a", Message: "bad"}
+	for _, causes := range [][]metav1.StatusCause{{invalid, required, other}, {required, invalid, other}} {
+		err := &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Reason: metav1.StatusReasonInvalid, Code: 422,
+			Message: `ConfigMap "x" is invalid: [data: bad, data.a: bad]`, Details: &metav1.StatusDetails{Causes: causes}}}
+		var status apierrors.APIStatus
+		if !errors.As(Sorted(err), &status) {
+			t.Fatal("Sorted lost the API status")
+		}
+		var types []string
+		for _, c := range status.Status().Details.Causes {
+			types = append(types, c.Field+":"+string(c.Type))
+		}
+		if got := strings.Join(types, " "); got != "data.a:FieldValueInvalid data:FieldValueInvalid data:FieldValueRequired" {
+			t.Errorf("causes = %s, want data.a's, then data's Invalid before its Required", got)
+		}
+	}
+}
+
+// Only an Invalid answer's causes are the list its message ends with; another
+// reason's message, even ending with brackets, is kept as it is, and so is an
+// Invalid answer that has no causes.
+func TestSortedKeepsOtherReasons(t *testing.T) {
+	err := &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Reason: metav1.StatusReasonBadRequest, Code: 400,
+		Message: "refused: [b: no, a: no]", Details: &metav1.StatusDetails{Causes: []metav1.StatusCause{
+			{Field: "b", Message: "no"}, {Field: "a", Message: "no"}}}}}
+	if got := Sorted(err); got != error(err) {
+		t.Errorf("Sorted changed a BadRequest: %q", got)
+	}
+	// An Invalid answer without details (a webhook's, an aggregated API's).
+	bare := &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Reason: metav1.StatusReasonInvalid, Code: 422, Message: "refused: [b, a]"}}
+	if got := Sorted(bare); got != error(bare) {
+		t.Errorf("Sorted changed an Invalid answer without details: %q", got)
 	}
 }
