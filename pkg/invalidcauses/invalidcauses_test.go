@@ -87,7 +87,9 @@ func TestSortedLeavesTheAnswerAlone(t *testing.T) {
 	err := apierrors.NewInvalid(schema.GroupKind{Kind: "ConfigMap"}, "refused", field.ErrorList{
 		field.Invalid(field.NewPath("data", "z"), "x", "bad"), field.Invalid(field.NewPath("data", "a"), "y", "bad")})
 	before := err.Error()
-	Sorted(err)
+	if sorted := Sorted(err); sorted == nil {
+		t.Fatal("Sorted answered no error")
+	}
 	if err.Error() != before || err.ErrStatus.Details.Causes[0].Field != "data.z" {
 		t.Errorf("the answer changed: %q, first cause %s", err, err.ErrStatus.Details.Causes[0].Field)
 	}

@@ -205,7 +205,8 @@ func TestTransportEdges(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if resp, err := responselimit.Transport(bodiless).RoundTrip(req); err != nil || resp.Body != nil {
+	resp, err := responselimit.Transport(bodiless).RoundTrip(req) //nolint:bodyclose // the point: there is no body to close
+	if err != nil || resp.Body != nil {
 		t.Errorf("bodiless answer: %+v, %v; want it as it came", resp, err)
 	}
 	w, ok := responselimit.Transport(nil).(interface{ WrappedRoundTripper() http.RoundTripper })
