@@ -489,6 +489,9 @@ func (p *pass) syncOne(ctx context.Context, name string, tmpl *unstructured.Unst
 		if err := p.r.apply(ctx, desired, p.plan.Referenced(name)); err != nil {
 			return p.applyFailed(ctx, &out, desired, err)
 		}
+		if err := p.intoShard(ctx, desired); err != nil {
+			p.fail(err)
+		}
 		if drifted {
 			if n, warn := p.r.applied.drift.corrected(live.GetUID(), now); warn {
 				p.warnDrift(name, live, gvk.Kind, n, writers)
@@ -747,6 +750,35 @@ func (p *pass) ownTyped(desired *unstructured.Unstructured) (*unstructured.Unstr
 		Name: p.bundle.Name, UID: p.bundle.UID, Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
 	}))
 	return desired, nil
+}
+
+// intoShard moves applied, the API server's answer to limbo's apply, into the
+// Bundle's shard when the apply left it outside: a label key of the shard's
+// selector that the Bundle lacks is removed from the applied configuration,
+// but the apply removes only what limbo's apply owns, and a key
+// Engine.MoveIntoShard wrote (a merge patch, when the object was found in
+// another shard's limbo) is not. The object then kept the old shard's label
+// for good, shown in that shard's cache and not in this one's
+// (it/shard_move_back_test.go). Only the labels are patched (metadata: a
+// Secret's data is not read back), guarded by applied's resourceVersion.
+func (p *pass) intoShard(ctx context.Context, applied *unstructured.Unstructured) error {
+	if p.r.Shard.Matches(applied.GetLabels()) {
+		return nil
+	}
+	meta := &metav1.PartialObjectMetadata{}
+	meta.SetGroupVersionKind(applied.GroupVersionKind())
+	meta.SetNamespace(applied.GetNamespace())
+	meta.SetName(applied.GetName())
+	meta.SetUID(applied.GetUID())
+	meta.SetResourceVersion(applied.GetResourceVersion())
+	meta.SetLabels(applied.GetLabels())
+	meta.SetOwnerReferences(applied.GetOwnerReferences())
+	if err := p.r.Engine.MoveIntoShard(ctx, p.bundle, meta); err != nil {
+		return err
+	}
+	applied.SetLabels(meta.GetLabels())
+	applied.SetResourceVersion(meta.GetResourceVersion())
+	return nil
 }
 
 // metadataTyped refuses obj when its metadata has fields of the wrong type —
