@@ -111,6 +111,9 @@ type slot struct {
 	// says Ready False; it is kept by a Bundle deleted with --cascade=orphan
 	// and adopted, still not Ready, by the next Bundle of the name.
 	gated, gateUnready bool
+	// shard is the shard the Bundle is in (shardA or shardRest): every write
+	// of its spec carries its label (see writeSpec).
+	shard string
 }
 
 // The spec errors the generator writes (DESIGN §2: "never a reason to delete
@@ -273,7 +276,7 @@ func (g *generator) ops() []op {
 		{"delete-bundle-orphan", 2, g.deleteBundle(fateOrphan)},
 		{"delete-bundle-foreground", 2, g.deleteBundle(fateForeground)},
 		{"mark-unready", 8, g.markUnready}, {"mark-ready", 10, g.markReady},
-		{"hand-over", 6, g.handOver},
+		{"hand-over", 6, g.handOver}, {"move-shard", 6, g.moveShard},
 	}
 }
 
@@ -329,7 +332,7 @@ func (g *generator) step(ctx context.Context, s *slot) bool {
 	var ops []op
 	total := 0
 	done, ordered, keptNotReady := g.oracle.opCounts()
-	handOvers, givingAway := g.oracle.handOverCounts(), g.oracle.givingAway(s.uid)
+	handOvers, givingAway, moves := g.oracle.handOverCounts(), g.oracle.givingAway(s.uid), g.oracle.moveCounts()
 	for _, o := range g.ops() {
 		if g.skip[o.name] || (notWhileGiving[o.name] && givingAway) {
 			continue
@@ -337,6 +340,7 @@ func (g *generator) step(ctx context.Context, s *slot) bool {
 		if done[o.name] == 0 || (o.name == "delete-bundle-background" && ordered == 0 && len(s.deps) > 0) ||
 			(keptNotReady == 0 && ((o.name == "mark-unready" && s.gated) || (o.name == "remove" && s.gateUnready))) ||
 			(o.name == "hand-over" && len(missingVariants(handOvers)) > 0) ||
+			(o.name == "move-shard" && len(missingMoves(moves)) > 0) ||
 			(o.name == "mark-unready" && givingAway && handOvers[handOverGiverNotReady] == 0) {
 			// Not done yet in the run (or no teardown in waves yet, and this
 			// Bundle has dependencies; or no orphan kept by a gate not Ready
@@ -458,9 +462,11 @@ func revision(obj metav1.Object) int64 {
 	return rv
 }
 
-// writeSpec patches the spec of s's Bundle and returns the revision written.
+// writeSpec patches the spec of s's Bundle, and its shard label (the same,
+// unless a move-shard changed s.shard), and returns the revision written.
 func (g *generator) writeSpec(ctx context.Context, s *slot, allowEmpty bool) (int64, error) {
-	patch, err := json.Marshal(map[string]any{"spec": g.spec(s, allowEmpty)})
+	patch, err := json.Marshal(map[string]any{"spec": g.spec(s, allowEmpty),
+		"metadata": map[string]any{"labels": map[string]any{shardLabel: shardLabelValue(s.shard)}}})
 	if err != nil {
 		return 0, err
 	}
@@ -505,10 +511,15 @@ func (g *generator) create(ctx context.Context, s *slot) bool {
 		s.resources[r] = g.randomDelay(s)
 		s.adopt[r] = needsAdopt(s, v)
 	}
+	s.shard = []string{shardA, shardRest}[s.rng.IntN(2)]
+	metadata := map[string]any{"name": s.name, "namespace": g.namespace}
+	if s.shard == shardA {
+		metadata["labels"] = map[string]any{shardLabel: shardA}
+	}
 	bundle := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": limbov1alpha1.GroupVersion.String(),
 		"kind":       "Bundle",
-		"metadata":   map[string]any{"name": s.name, "namespace": g.namespace},
+		"metadata":   metadata,
 		"spec":       g.spec(s, len(s.resources) == 0),
 	}}
 	err := g.mutate(s, "create", fmt.Sprintf("%v depends %v", s.resources, s.deps), func() error {
@@ -520,6 +531,7 @@ func (g *generator) create(ctx context.Context, s *slot) bool {
 			return err
 		}
 		s.uid = obj.GetUID()
+		g.oracle.inShard(s.name, s.uid, s.shard, time.Now())
 		g.oracle.declared(s.name, revision(obj), g.objectNames(s, slices.Sorted(maps.Keys(s.resources))...)...)
 		if s.gateUnready {
 			// The gate a --cascade=orphan left behind, not Ready: the new
@@ -533,7 +545,11 @@ func (g *generator) create(ctx context.Context, s *slot) bool {
 
 // add declares a resource that the Bundle does not declare: new, or back from
 // limbo (which cancels its countdown).
-func (g *generator) add(ctx context.Context, s *slot) bool {
+func (g *generator) add(ctx context.Context, s *slot) bool { return g.addResource(ctx, s, nil) }
+
+// addResource is add, in a write that moves the Bundle to the other shard
+// too with mv.
+func (g *generator) addResource(ctx context.Context, s *slot, mv *shardMove) bool {
 	now := time.Now()
 	var candidates []string
 	for i := range resourcesPerBundle {
@@ -556,22 +572,14 @@ func (g *generator) add(ctx context.Context, s *slot) bool {
 	if v.exists {
 		op = "re-add"
 	}
-	err := g.mutate(s, op, fmt.Sprintf("%s delay=%q adopt=%v depends %v", r, s.resources[r], s.adopt[r], s.deps[r]), func() error {
-		if err := g.stillSafe(objectName(s.name, r)); err != nil {
-			return err
-		}
-		rv, err := g.writeSpec(ctx, s, false)
-		if err != nil {
-			return err
-		}
-		g.oracle.declared(s.name, rv, objectName(s.name, r))
-		return nil
-	})
-	if err != nil {
+	ok := g.writeSpecAs(ctx, s, op, fmt.Sprintf("%s delay=%q adopt=%v depends %v", r, s.resources[r], s.adopt[r], s.deps[r]), mv,
+		func() error { return g.stillSafe(objectName(s.name, r)) },
+		func(rv int64) { g.oracle.declared(s.name, rv, objectName(s.name, r)) })
+	if !ok {
 		delete(s.resources, r)
 		delete(s.deps, r)
 	}
-	return err == nil
+	return ok
 }
 
 // remove takes a resource out of the Bundle: its object goes to limbo.
@@ -581,26 +589,21 @@ func (g *generator) remove(ctx context.Context, s *slot) bool {
 	}
 	g.settle(ctx, s)
 	keys := slices.Sorted(maps.Keys(s.resources))
-	return g.removeResource(ctx, s, keys[s.rng.IntN(len(keys))])
+	return g.removeResource(ctx, s, keys[s.rng.IntN(len(keys))], nil)
 }
 
-// removeResource takes resource r out of the Bundle, which has converged.
-func (g *generator) removeResource(ctx context.Context, s *slot, r string) bool {
+// removeResource takes resource r out of the Bundle, which has converged (in
+// a write that moves it to the other shard too with mv).
+func (g *generator) removeResource(ctx context.Context, s *slot, r string, mv *shardMove) bool {
 	delay, deps := s.resources[r], cloneDeps(s.deps)
 	delete(s.resources, r)
 	dropDeps(s, r) // the resources that depended on it no longer do
-	err := g.mutate(s, "remove", r, func() error {
-		rv, err := g.writeSpec(ctx, s, len(s.resources) == 0)
-		if err != nil {
-			return err
-		}
-		g.oracle.undeclared(s.name, rv, time.Now(), s.objectOf(r))
-		return nil
-	})
-	if err != nil {
+	ok := g.writeSpecAs(ctx, s, "remove", r, mv, nil,
+		func(rv int64) { g.oracle.undeclared(s.name, rv, time.Now(), s.objectOf(r)) })
+	if !ok {
 		s.resources[r], s.deps = delay, deps
 	}
-	return err == nil
+	return ok
 }
 
 // editTemplateDelay changes the delay a resource's template declares.
@@ -804,13 +807,17 @@ const (
 	handOverGiverDeleted  = "giver-deleted"
 	handOverAdopted       = "adopted"
 	handOverGiverNotReady = "giver-not-ready"
+	// handOverAcrossShards: the Bundle that takes the object is in the other
+	// shard. Once a run only: the adopter's cache does not show the object,
+	// so it adopts it at its 30 s recheck (inTheWayRecheck).
+	handOverAcrossShards = "across-shards"
 )
 
 // missingVariants are the variants (and outcomes) of hand-over that counts
 // lacks, the orders first.
 func missingVariants(counts map[string]int) []string {
 	var missing []string
-	for _, v := range []string{handOverAddFirst, handOverRemoveFirst, handOverSwap, handOverGiverDeleted, handOverAdopted, handOverGiverNotReady} {
+	for _, v := range []string{handOverAddFirst, handOverRemoveFirst, handOverSwap, handOverGiverDeleted, handOverAdopted, handOverGiverNotReady, handOverAcrossShards} {
 		if counts[v] == 0 {
 			missing = append(missing, v)
 		}
@@ -873,7 +880,11 @@ func (g *generator) handOver(ctx context.Context, s *slot) bool {
 	}
 	if !unready && (slices.Contains(missing, handOverSwap) || s.rng.IntN(3) == 0) {
 		if q, ok := g.swapPick(ctx, s, t); ok {
-			return g.swap(ctx, s, t, r, q)
+			ok := g.swap(ctx, s, t, r, q)
+			if ok && t.shard != s.shard {
+				g.oracle.handedOver(handOverAcrossShards)
+			}
+			return ok
 		}
 	}
 	order := []string{handOverRemoveFirst, handOverAddFirst}[s.rng.IntN(2)]
@@ -931,6 +942,9 @@ func (g *generator) handOver(ctx context.Context, s *slot) bool {
 		return removed
 	}
 	g.oracle.handedOver(order)
+	if t.shard != s.shard {
+		g.oracle.handedOver(handOverAcrossShards)
+	}
 	if deleteGiver && g.deleteBundle([]fate{fateBackground, fateBackground, fateOrphan, fateForeground}[s.rng.IntN(4)])(ctx, s) {
 		g.oracle.handedOver(handOverGiverDeleted)
 	}
@@ -1087,6 +1101,8 @@ func (g *generator) swap(ctx context.Context, s, t *slot, r, q string) bool {
 // other for good (each resource ControlledByOther, DESIGN §3 step 6).
 func (g *generator) receiver(ctx context.Context, s *slot, name string) *slot {
 	var found *slot
+	// In s's shard, but once a run (see handOverAcrossShards).
+	across := g.oracle.handOverCounts()[handOverAcrossShards] == 0
 	// The other workers are mostly in an operation: try for a moment.
 	_ = pollErr(ctx, time.Second, func() error {
 		for _, i := range s.rng.Perm(len(g.slots)) {
@@ -1095,6 +1111,7 @@ func (g *generator) receiver(ctx context.Context, s *slot, name string) *slot {
 				continue
 			}
 			if t.uid != "" && !t.guarded && t.invalid == "" && !t.retired && !t.declaresObject(name) && !hasKey(t.resources, t.resourceOf(name)) &&
+				(across || t.shard == s.shard) &&
 				!g.oracle.adoptingInto(t.uid) && !g.oracle.givingAway(t.uid) {
 				found = t
 				return nil
@@ -1162,7 +1179,7 @@ func (g *generator) emptyGuard(ctx context.Context, s *slot, holding bool) bool 
 		if len(long) == 0 || len(s.resources) == 1 {
 			return false // none, or the last one (the guard needs a resource)
 		}
-		if !g.removeResource(ctx, s, long[s.rng.IntN(len(long))]) {
+		if !g.removeResource(ctx, s, long[s.rng.IntN(len(long))], nil) {
 			return false
 		}
 	}
@@ -1511,6 +1528,10 @@ func (g *generator) settle(ctx context.Context, s *slot) {
 				return fmt.Errorf("%s does not exist", name)
 			case controllerUID(v.meta) != s.uid:
 				return fmt.Errorf("%s is not controlled by Bundle %s (uid %s)", name, s.name, short(s.uid))
+			case v.meta.Labels[shardLabel] != map[string]string{shardA: shardA}[s.shard]:
+				// Applied by the shard the Bundle is in, with its label
+				// (a move-shard's new shard re-applies it).
+				return fmt.Errorf("%s has %s=%q, its Bundle is in shard %s", name, shardLabel, v.meta.Labels[shardLabel], s.shard)
 			case delay != "" && got != delay:
 				// A template without a delay leaves one set by hand (an
 				// edit-live-delay): server-side apply removes only fields

@@ -3,6 +3,7 @@ package soak
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -1151,5 +1152,169 @@ func TestOracleHandOver(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Sharded (oracle.chaosShard): a controller outage of the shard the chaos
+// kills excuses lateness only for the objects acted on by that shard — of a
+// Bundle in it at the time (by its shard log, moves included), or released
+// with its label — and a restart there ends a kube-apiserver outage early for
+// those alone. A move is no outage: a Bundle moved out of the shard that is
+// down is due from the move on.
+func TestOracleShards(t *testing.T) {
+	base := time.Date(2026, 11, 29, 17, 0, 0, 0, time.UTC)
+	bundleUID := types.UID("bbbbbbbb-0000")
+	yes := true
+	object := func(rv string, controlled bool, shard string) metav1.ObjectMeta {
+		m := metav1.ObjectMeta{Name: "b0-r0", UID: "cccccccc-0000", ResourceVersion: rv,
+			Annotations: map[string]string{limbov1alpha1.AnnotationDeletionDelay: "1s", limbov1alpha1.AnnotationDeletionTimestamp: base.Format(time.RFC3339)},
+			Labels:      map[string]string{limbov1alpha1.LabelBundle: "b0"}}
+		if shard == shardA {
+			m.Labels[shardLabel] = shardA
+		}
+		if controlled {
+			m.OwnerReferences = []metav1.OwnerReference{{APIVersion: "limbo.dev/v1alpha1", Kind: "Bundle", Name: "b0", UID: bundleUID, Controller: &yes}}
+		}
+		return m
+	}
+	// The deadline is base+1s; the rest's controller is down from base to
+	// base+10s.
+	restDown := outage{what: outageController, start: base, end: base.Add(10 * time.Second)}
+	tests := []struct {
+		name string
+		// moves are the Bundle's shards after the first, at base + each key.
+		shard     string
+		moves     map[time.Duration]string
+		outages   []outage
+		final     metav1.ObjectMeta
+		deletedAt time.Duration // after base
+		want      string
+	}{{
+		name: "in the shard that was down: excused", shard: shardRest, outages: []outage{restDown},
+		final: object("30", true, shardRest), deletedAt: 11 * time.Second,
+	}, {
+		name: "in the other shard: late", shard: shardA, outages: []outage{restDown},
+		final: object("30", true, shardA), deletedAt: 11 * time.Second, want: "more than 2s late",
+	}, {
+		name: "in the other shard, the object still labelled with the one down: late", shard: shardA, outages: []outage{restDown},
+		final: object("30", true, shardRest), deletedAt: 11 * time.Second, want: "more than 2s late",
+	}, {
+		name: "moved out of the shard down: due from the move, in time", shard: shardRest, moves: map[time.Duration]string{5 * time.Second: shardA},
+		outages: []outage{restDown}, final: object("30", true, shardRest), deletedAt: 6 * time.Second,
+	}, {
+		name: "moved out of the shard down: due from the move, late", shard: shardRest, moves: map[time.Duration]string{5 * time.Second: shardA},
+		outages: []outage{restDown}, final: object("30", true, shardRest), deletedAt: 9 * time.Second, want: "more than 2s late",
+	}, {
+		name: "moved into the shard down: excused until it is back", shard: shardA, moves: map[time.Duration]string{500 * time.Millisecond: shardRest},
+		outages: []outage{restDown}, final: object("30", true, shardA), deletedAt: 11 * time.Second,
+	}, {
+		name: "moved into the shard down after the deadline plus tolerance: late", shard: shardA, moves: map[time.Duration]string{5 * time.Second: shardRest},
+		outages: []outage{restDown}, final: object("30", true, shardA), deletedAt: 11 * time.Second, want: "more than 2s late",
+	}, {
+		name: "released with the label of the shard down: the reaper's, excused", shard: shardA, outages: []outage{restDown},
+		final: object("30", false, shardRest), deletedAt: 11 * time.Second,
+	}, {
+		name: "released with the other shard's label: late", shard: shardRest, outages: []outage{restDown},
+		final: object("30", false, shardA), deletedAt: 11 * time.Second, want: "more than 2s late",
+	}, {
+		// kube-apiserver away from base to base+4s: back for sure at base+8s;
+		// the rest's leader started afresh at base+5s ends that early for the
+		// rest only.
+		name: "an API outage ended early by a restart of the other shard: excused", shard: shardA,
+		outages: []outage{{what: outageAPIServer, start: base, end: base.Add(4 * time.Second)}, {what: outageController, start: base.Add(4500 * time.Millisecond), end: base.Add(5 * time.Second)}},
+		final:   object("30", true, shardA), deletedAt: 9 * time.Second,
+	}, {
+		name: "an API outage ended early by a restart of its shard: late", shard: shardRest,
+		outages: []outage{{what: outageAPIServer, start: base, end: base.Add(4 * time.Second)}, {what: outageController, start: base.Add(4500 * time.Millisecond), end: base.Add(5 * time.Second)}},
+		final:   object("30", true, shardRest), deletedAt: 9 * time.Second, want: "more than 2s late",
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := newOracle()
+			o.chaosShard = shardRest
+			o.inShard("b0", bundleUID, tt.shard, base.Add(-time.Hour))
+			for _, d := range slices.Sorted(maps.Keys(tt.moves)) {
+				o.inShard("b0", bundleUID, tt.moves[d], base.Add(d))
+			}
+			o.declared("b0", 10, "b0-r0")
+			created := object("11", true, tt.shard)
+			o.observe(watch.Added, created, base.Add(-time.Minute))
+			o.undeclared("b0", 20, base.Add(-time.Second), "b0-r0")
+			o.outages = tt.outages
+			o.observe(watch.Deleted, tt.final, base.Add(tt.deletedAt))
+			got := strings.Join(o.violations, "\n")
+			if tt.want == "" && got != "" {
+				t.Errorf("violations %q, want none", got)
+			}
+			if tt.want != "" && !strings.Contains(got, tt.want) {
+				t.Errorf("violations %q, want one saying %q", got, tt.want)
+			}
+		})
+	}
+
+	// Not deleted at all: checkOverdue reports it once the shard that acts on
+	// it had the time to, not while the shard it is in is down.
+	overdue := func(shard string, down bool) []string {
+		o := newOracle()
+		o.chaosShard = shardRest
+		now := time.Now()
+		o.inShard("b0", bundleUID, shard, now.Add(-time.Hour))
+		o.declared("b0", 10, "b0-r0")
+		m := object("11", true, shard)
+		m.Annotations[limbov1alpha1.AnnotationDeletionTimestamp] = now.Add(-10 * time.Second).Format(time.RFC3339)
+		o.observe(watch.Added, m, now.Add(-time.Minute))
+		o.undeclared("b0", 20, now.Add(-time.Minute), "b0-r0")
+		if down {
+			o.outageStartedAt(outageController, now.Add(-10*time.Second)) // and lasts
+		}
+		o.checkOverdue(now)
+		return o.violations
+	}
+	if v := overdue(shardRest, true); len(v) != 0 {
+		t.Errorf("an object of the shard down: violations %q, want none", v)
+	}
+	if v := overdue(shardA, true); len(v) != 1 || !strings.Contains(v[0], "still exists") {
+		t.Errorf("an object of the other shard: violations %q, want one saying it still exists", v)
+	}
+}
+
+// Sharded, a hand-over across shards: the released object keeps the giver's
+// shard label, which the adopter's cache does not select, so its release
+// does not wake the adopter; the adopter's recheck of the objects in its way
+// (inTheWayRecheck) finds it. Within the same shard the release wakes it.
+func TestOracleShardsAdoption(t *testing.T) {
+	giver, adopter := types.UID("bbbbbbbb-0000"), types.UID("dddddddd-0000")
+	yes := true
+	run := func(objectShard string, late time.Duration) []string {
+		now := time.Now()
+		o := newOracle()
+		o.chaosShard = shardRest
+		o.inShard("b0", giver, objectShard, now.Add(-time.Hour))
+		o.inShard("b3", adopter, shardRest, now.Add(-time.Hour))
+		m := metav1.ObjectMeta{Name: "b0-r0", UID: "cccccccc-0000", ResourceVersion: "11",
+			Labels:          map[string]string{limbov1alpha1.LabelBundle: "b0"},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "limbo.dev/v1alpha1", Kind: "Bundle", Name: "b0", UID: giver, Controller: &yes}}}
+		if objectShard == shardA {
+			m.Labels[shardLabel] = shardA
+		}
+		o.declared("b0", 10, "b0-r0")
+		o.observe(watch.Added, m, now.Add(-time.Hour))
+		o.declared("b3", 20, "b0-r0")
+		o.adopting("b3", adopter, 20, "b0-r0")
+		o.undeclared("b0", 21, now.Add(-time.Hour), "b0-r0")
+		released := *m.DeepCopy()
+		released.ResourceVersion, released.OwnerReferences = "22", nil
+		o.observe(watch.Modified, released, now)
+		o.checkOverdue(now.Add(late))
+		return o.violations
+	}
+	if v := run(shardA, adoptionTolerance+time.Second); len(v) != 0 {
+		t.Errorf("across shards, before the recheck: violations %q, want none", v)
+	}
+	if v := run(shardA, inTheWayRecheck+adoptionTolerance+time.Second); len(v) != 1 || !strings.Contains(v[0], "not adopted in time") {
+		t.Errorf("across shards, after the recheck: violations %q, want one saying not adopted in time", v)
+	}
+	if v := run(shardRest, adoptionTolerance+time.Second); len(v) != 1 || !strings.Contains(v[0], "not adopted in time") {
+		t.Errorf("in one shard: violations %q, want one saying not adopted in time", v)
 	}
 }

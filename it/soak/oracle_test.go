@@ -201,6 +201,8 @@ type stats struct {
 	// their objects seen adopted by the Bundle that waited for them (the
 	// same incarnation) as handOverAdopted.
 	handOvers map[string]int
+	// moves counts move-shard operations by variant (see missingMoves).
+	moves map[string]int
 	// maxAdoptionWait is the longest an adopter waited, from its write to the
 	// adoption seen (the countdown it waits for included).
 	maxAdoptionWait       time.Duration
@@ -255,6 +257,13 @@ type oracle struct {
 	slots map[string]*slotOps
 	// watchingSince is when the watch last (re)connected.
 	watchingSince time.Time
+	// chaosShard is the shard whose controllers the chaos kills (its
+	// controller outages are outages for its Bundles' objects only), and
+	// shards are the shards each Bundle incarnation was in, over time (see
+	// shardLog). Empty: the run is not sharded, every outage counts for every
+	// object.
+	chaosShard string
+	shards     map[types.UID]shardLog
 }
 
 // slotOps tracks the operation in flight on one Bundle slot.
@@ -304,7 +313,8 @@ func newOracle() *oracle {
 		dependents:   map[types.UID]map[string][]string{},
 		releases:     map[types.UID][]release{},
 		slots:        map[string]*slotOps{},
-		stats:        stats{ops: map[string]int{}, chaos: map[string]int{}, held: map[string]int{}, opsNotReady: map[string]int{}, handOvers: map[string]int{}},
+		stats:        stats{ops: map[string]int{}, chaos: map[string]int{}, held: map[string]int{}, opsNotReady: map[string]int{}, handOvers: map[string]int{}, moves: map[string]int{}},
+		shards:       map[types.UID]shardLog{},
 	}
 }
 
@@ -1117,7 +1127,7 @@ func (o *oracle) judgeDeletion(m *objectModel, inc *incarnation, at time.Time) {
 	if span, ok := spanThroughout(m.desired, from, rv); ok {
 		desired = true
 		stamp, _ := parseStamp(meta)
-		if deadline, ok := deadlineOf(meta); ok && !stamp.After(span.since) && o.apiOutageBetween(span.since, deadline) {
+		if deadline, ok := deadlineOf(meta); ok && !stamp.After(span.since) && o.apiOutageBetween(span.since, deadline, o.governor(meta)) {
 			// Declared again while in limbo (stamped before), but a
 			// kube-apiserver outage kept it from limbo until the deadline:
 			// which of the two limbo acts on first is a race that the
@@ -1166,7 +1176,7 @@ func (o *oracle) judgeDeletion(m *objectModel, inc *incarnation, at time.Time) {
 		return // not due at all: no lateness
 	}
 	due = latest(due, m.undesiredAt, inc.touchedAt)
-	late, adjusted := at.Sub(due), at.Sub(o.adjust(due))
+	late, adjusted := at.Sub(due), at.Sub(o.adjust(due, o.governor(meta)))
 	if late > o.stats.maxLateness {
 		o.stats.maxLateness, o.stats.maxLatenessObject = late, what
 	}
@@ -1224,17 +1234,18 @@ func deadlineOf(meta metav1.ObjectMeta) (time.Time, bool) {
 }
 
 // apiOutageBetween tells whether a kube-apiserver outage (until limbo is back
-// after it, see effectiveEnd) overlapped [from, to + redeclareGuard]. Only such
-// an outage can hide a declaration from limbo: a controller killed and started
-// again lists everything afresh, the declaration included, before it acts.
-func (o *oracle) apiOutageBetween(from, to time.Time) bool {
+// after it for an object of the shards tl, see effectiveEnd) overlapped
+// [from, to + redeclareGuard]. Only such an outage can hide a declaration from
+// limbo: a controller killed and started again lists everything afresh, the
+// declaration included, before it acts.
+func (o *oracle) apiOutageBetween(from, to time.Time, tl shardLog) bool {
 	var api []outage
-	for _, out := range o.outages {
+	for _, out := range o.outagesFor(tl) {
 		if out.what == outageAPIServer {
 			api = append(api, out)
 		}
 	}
-	return overlaps(api, from, to.Add(redeclareGuard), o.effectiveEnd)
+	return overlaps(api, from, to.Add(redeclareGuard), func(out outage) time.Time { return out.end })
 }
 
 // overlaps tells whether one of outs overlapped [from, to], each ending at
@@ -1252,14 +1263,18 @@ func overlaps(outs []outage, from, to time.Time, end func(outage) time.Time) boo
 // exponentially while the API was away (DESIGN §6: transient errors go back
 // to the work queue, with its backoff; client-go's watches likewise), so its
 // next attempt comes up to one outage length after the API is back.
-// A controller restart after that starts afresh, without backoff.
-func (o *oracle) effectiveEnd(out outage) time.Time {
+// A controller restart after that starts afresh, without backoff — for the
+// objects of its shard: of a Bundle in the shard the chaos kills (see
+// oracle.chaosShard) when the restart ended, by tl; every object when the run
+// is not sharded (tl nil).
+func (o *oracle) effectiveEnd(out outage, tl shardLog) time.Time {
 	if out.end.IsZero() || out.what != outageAPIServer {
 		return out.end
 	}
 	end := out.end.Add(out.end.Sub(out.start))
 	for _, restart := range o.outages {
-		if restart.what == outageController && !restart.stale && !restart.end.IsZero() && restart.start.After(out.end) && restart.end.Before(end) {
+		if restart.what == outageController && !restart.stale && !restart.end.IsZero() && restart.start.After(out.end) && restart.end.Before(end) &&
+			(tl == nil || tl.at(restart.end) == o.chaosShard) {
 			end = restart.end
 		}
 	}
@@ -1296,12 +1311,14 @@ func limboAnnotations(meta metav1.ObjectMeta) map[string]string {
 
 // adjust moves a due time past every outage that overlaps the tolerance
 // window after it: limbo cannot delete while it is down. The result is far in
-// the future while such an outage lasts.
-func (o *oracle) adjust(due time.Time) time.Time {
+// the future while such an outage lasts. tls are the shards of the Bundles
+// whose controllers must act (see outagesFor): none, every outage counts.
+func (o *oracle) adjust(due time.Time, tls ...shardLog) time.Time {
+	outs := o.outagesFor(tls...)
 	for changed := true; changed; {
 		changed = false
-		for _, out := range o.outages {
-			end := o.effectiveEnd(out)
+		for _, out := range outs {
+			end := out.end
 			if out.start.After(due.Add(lateTolerance)) || (!end.IsZero() && !end.After(due)) {
 				continue
 			}
@@ -1350,7 +1367,7 @@ func (o *oracle) checkOverdue(now time.Time) {
 		if !ok || m.live.overdue || o.busy(bundlesOf(m, m.live.meta)) {
 			continue
 		}
-		if adjusted := o.adjust(due); now.Sub(adjusted) > lateTolerance {
+		if adjusted := o.adjust(due, o.governor(m.live.meta)); now.Sub(adjusted) > lateTolerance {
 			m.live.overdue = true
 			o.violatef("%s (uid %s, annotations %v) still exists %v after it was due at %s (%v after outages are taken off)",
 				m.name, short(m.live.uid), limboAnnotations(m.live.meta), now.Sub(due).Round(time.Millisecond),
@@ -1397,8 +1414,23 @@ func (o *oracle) adoptionDueLocked(m *objectModel) (time.Time, bool) {
 			due = deadline
 		}
 	}
-	return latest(due, a.at, a.from, inc.touchedAt), true
+	due = latest(due, a.at, a.from, inc.touchedAt)
+	if l := o.shardLogOf(a.uid); l != nil && shardOfLabels(inc.meta.Labels) != l.at(due) {
+		// The object carries another shard's label than the adopter's (the
+		// giver's, in another shard): the adopter's cache does not hold it, so
+		// its hand-over does not wake the adopter, whose recheck of the
+		// objects in its way finds it (docs/design-decisions.md, "An object's
+		// events wake the Bundles it was in the way of": only objects the
+		// cache holds are seen changing).
+		due = due.Add(inTheWayRecheck)
+	}
+	return due, true
 }
+
+// inTheWayRecheck is how often a Bundle checks again the objects in the way
+// of its resources (ControlledByOther, NotOwned) that its cache may not show
+// changing (pkg/controller/bundle conflictRecheckInterval).
+const inTheWayRecheck = 30 * time.Second
 
 // checkAdoptionLocked reports an adoption that did not come within
 // adoptionTolerance of its due time (outages taken off, see adjust).
@@ -1407,7 +1439,8 @@ func (o *oracle) checkAdoptionLocked(m *objectModel, now time.Time) {
 	if !ok || o.busy(bundlesOf(m, m.live.meta)) {
 		return
 	}
-	if adjusted := o.adjust(due); now.Sub(adjusted) > adoptionTolerance {
+	// The giver's controller hands it over, the adopter's adopts it.
+	if adjusted := o.adjust(due, o.governor(m.live.meta), o.shardLogOf(m.adopter.uid)); now.Sub(adjusted) > adoptionTolerance {
 		m.adopter.overdue = true
 		o.violatef("not adopted in time: %s (uid %s, annotations %v) is not controlled by Bundle %s (uid %s), which declared it to adopt it at revision %d, %v after it was to be handed over at %s (%v after outages are taken off): more than %v",
 			m.name, short(m.live.uid), limboAnnotations(m.live.meta), m.adopter.slot, short(m.adopter.uid), m.adopter.since,
@@ -1425,7 +1458,7 @@ func (o *oracle) pendingUntil(now time.Time) (time.Time, int) {
 	for _, m := range o.objects {
 		if due, ok := o.dueLocked(m, now); ok {
 			n++
-			until = latest(until, o.adjust(due))
+			until = latest(until, o.adjust(due, o.governor(m.live.meta)))
 		}
 	}
 	return until, n
@@ -1509,6 +1542,7 @@ func (o *oracle) report() []string {
 			strings.Join(notReady, " "), s.held[holdInvalidSpec.name], s.held[holdNotReady.name], s.held[holdAdopting.name]),
 		fmt.Sprintf("hand-overs: %s (adopted: the same object, not made anew); the longest wait for an adoption %v (%s)",
 			formatCounts(s.handOvers), s.maxAdoptionWait.Round(time.Millisecond), s.maxAdoptionWaitObject),
+		fmt.Sprintf("shard moves: %s", formatCounts(s.moves)),
 		fmt.Sprintf("max lateness: %v raw (%s); %v with outages taken off (%s)",
 			s.maxLateness.Round(time.Millisecond), s.maxLatenessObject, s.maxAdjustedLateness.Round(time.Millisecond), s.maxAdjustedLatenessObject),
 		fmt.Sprintf("violations: %d (and %d deletions of objects declared again while a kube-apiserver outage hid it from limbo until their deadline)", len(o.violations), s.outageRaces),

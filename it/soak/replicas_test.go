@@ -26,16 +26,12 @@ const (
 	leaderTimeout = time.Minute
 )
 
-// startReplicas builds limbo into bin and starts two replicas of it with
-// leader election (a Lease in the run's namespace), each logging among the
-// artifacts, and waits until one of them leads.
-func (r *soakRun) startReplicas(t *testing.T, bin string) []*controllerprocess.Process {
+// startReplicas starts two replicas of limboBin with leader election (a
+// Lease in the run's namespace), the shard of every Bundle without the shard
+// label (shardRest), each logging among the artifacts.
+func (r *soakRun) startReplicas(t *testing.T, limboBin string) []*controllerprocess.Process {
 	t.Helper()
-	limboBin, err := controllerprocess.Build(r.ctx, env.RepoRoot, bin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	args := []string{"--zap-log-level", "info",
+	args := []string{"--zap-log-level", "info", "--watch-label-selector", shardSelectors[shardRest],
 		"--leader-elect", "--leader-election-namespace", r.namespace, "--leader-election-id", soakLease,
 		"--leader-election-lease-duration", soakLeaseDuration.String(),
 		"--leader-election-renew-deadline", soakRenewDeadline.String(),

@@ -19,9 +19,10 @@ import (
 // slots is how many Bundles the generator drives at once.
 const slots = 6
 
-// TestSoak runs the generator against two controller replicas with leader
-// election, one of them (the leader or the standby) killed and restarted at
-// random, and fails on any violation the oracle finds.
+// TestSoak runs the generator against sharded controllers (see shardA): shard
+// a's process, and the rest's two replicas with leader election, one of them
+// (the leader or the standby) killed and restarted at random; and fails on any
+// violation the oracle finds.
 func TestSoak(t *testing.T) {
 	run := startSoak(t, "soak", fmt.Sprintf("%d Bundles", slots))
 	ctx, namespace, seed, ops := run.ctx, run.namespace, run.seed, run.ops
@@ -32,6 +33,7 @@ func TestSoak(t *testing.T) {
 	}
 
 	o := newOracle()
+	o.chaosShard = shardRest // the chaos kills the rest's replicas, never shard a's process
 	run.keepLog(t, &o.journal)
 	list, err := env.Clientset.CoreV1().ConfigMaps(namespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
@@ -52,7 +54,13 @@ func TestSoak(t *testing.T) {
 	}()
 
 	pause := &sync.RWMutex{}
-	chaos := &replicaChaos{oracle: o, replicas: run.startReplicas(t, bin), pause: pause, rng: rand.New(rand.NewPCG(uint64(seed), slots)), ops: ops}
+	limboBin, err := controllerprocess.Build(ctx, env.RepoRoot, bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shardACtl := run.startShardA(t, limboBin)
+	defer func() { _ = shardACtl.Kill() }()
+	chaos := &replicaChaos{oracle: o, replicas: run.startReplicas(t, limboBin), pause: pause, rng: rand.New(rand.NewPCG(uint64(seed), slots)), ops: ops}
 	chaos.started = []time.Time{time.Now(), time.Now()}
 	defer chaos.killAll() // the last ones started
 	if err := chaos.waitLeader(ctx, leaderTimeout); err != nil {
@@ -131,12 +139,18 @@ func TestSoak(t *testing.T) {
 		}
 	}
 	o.finalCheck()
+	if err := shardACtl.Alive(); err != nil {
+		// Never killed: it must have run throughout.
+		o.mu.Lock()
+		o.violatef("shard a's controller exited: %v: %v", err, controllerprocess.Tail(shardACtl.LogPath, 10))
+		o.mu.Unlock()
+	}
 
 	o.mu.Lock()
 	violations := o.violations
 	o.mu.Unlock()
 	run.report(t, append(o.report(), fmt.Sprintf("time: %v of operations, %v in all", opsTime.Round(time.Second), time.Since(started).Round(time.Second))),
-		violations, chaos.logPaths())
+		violations, chaos.logPaths()+" and "+shardACtl.LogPath)
 	if missing := o.notCovered(g); len(missing) > 0 {
 		msg := fmt.Sprintf("soak: coverage: never happened in %d operations with seed %d: %s", ops, seed, strings.Join(missing, ", "))
 		if ops < coverageOps {
@@ -180,6 +194,11 @@ func (o *oracle) notCovered(g *generator) []string {
 	if !g.skip["hand-over"] {
 		for _, v := range missingVariants(o.stats.handOvers) {
 			missing = append(missing, "a hand-over "+v)
+		}
+	}
+	if !g.skip["move-shard"] {
+		for _, v := range missingMoves(o.stats.moves) {
+			missing = append(missing, "a move-shard "+v)
 		}
 	}
 	return missing
