@@ -3,10 +3,10 @@
 // removed and declared again with deletion delays of 0 to 6 s and dependencies
 // among them, delays edited, objects deleted by hand, expedited and cancelled
 // with kubectl limbo, spec errors written and fixed, a custom resource made
-// not Ready and Ready again, Bundles emptied and deleted with each cascade —
-// while one of two `limbo controller` processes with leader election, the
-// leader or the standby, is killed with SIGKILL and restarted at random, and
-// kube-apiserver is restarted. An oracle, kept from the operations and a watch
+// not Ready and Ready again, Bundles emptied, deleted with each cascade and
+// moved between two shards — while one of the two `limbo controller` processes
+// with leader election of one shard, the leader or the standby, is killed with
+// SIGKILL and restarted at random, and kube-apiserver is restarted. An oracle, kept from the operations and a watch
 // of every object, checks each deletion against DESIGN.md §2–§4.
 //
 // The short form (LIMBO_SOAK_OPS, default 300 operations) runs with
