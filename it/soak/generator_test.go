@@ -816,13 +816,18 @@ const (
 // missingVariants are the variants (and outcomes) of hand-over that counts
 // lacks, the orders first.
 func missingVariants(counts map[string]int) []string {
-	var missing []string
-	for _, v := range []string{handOverAddFirst, handOverRemoveFirst, handOverSwap, handOverGiverDeleted, handOverAdopted, handOverGiverNotReady, handOverAcrossShards} {
+	return missingOf(counts, handOverAddFirst, handOverRemoveFirst, handOverSwap, handOverGiverDeleted, handOverAdopted, handOverGiverNotReady, handOverAcrossShards)
+}
+
+// missingOf are the variants, in the order given, that counts has none of.
+func missingOf(counts map[string]int, variants ...string) []string {
+	var none []string
+	for _, v := range variants {
 		if counts[v] == 0 {
-			missing = append(missing, v)
+			none = append(none, v)
 		}
 	}
-	return missing
+	return none
 }
 
 // handOver moves a resource of s to another Bundle of the run, as a user

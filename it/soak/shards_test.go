@@ -183,13 +183,7 @@ const (
 
 // missingMoves are the variants of move-shard that counts lacks.
 func missingMoves(counts map[string]int) []string {
-	var missing []string
-	for _, v := range []string{moveWithDrop, moveWithAdd, moveInLimbo, moveNotReady, moveToA, moveToRest} {
-		if counts[v] == 0 {
-			missing = append(missing, v)
-		}
-	}
-	return missing
+	return missingOf(counts, moveWithDrop, moveWithAdd, moveInLimbo, moveNotReady, moveToA, moveToRest)
 }
 
 func (o *oracle) moved(variants []string) {
