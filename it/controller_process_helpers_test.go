@@ -12,6 +12,21 @@ import (
 // Helpers of the tests that run the controller as processes (leader_election_*,
 // shard_*, audit_log_*).
 
+// shardLabel is the label by which the shard tests split Bundles.
+const shardLabel = "limbo.dev/shard"
+
+// startShards starts two controller processes for namespace ns that split its
+// Bundles as two shards of an install would: "a" (shardLabel=a) and "rest"
+// (!shardLabel), without leader election.
+func startShards(t *testing.T, ns string) map[string]*controllerprocess.Process {
+	t.Helper()
+	procs := map[string]*controllerprocess.Process{}
+	for name, selector := range map[string]string{"a": shardLabel + "=a", "rest": "!" + shardLabel} {
+		procs[name] = env.ControllerProcess(t, "shard-"+name, "--namespaces", ns, "--leader-elect=false", "--watch-label-selector", selector)
+	}
+	return procs
+}
+
 // metricsOf scrapes a controller process's /metrics.
 func metricsOf(t testing.TB, p *controllerprocess.Process) controllerprocess.Samples {
 	t.Helper()

@@ -20,10 +20,7 @@ import (
 func TestObjectMovedIntoAShardFollowsItsBundleBack(t *testing.T) {
 	env.WithoutController(t)
 	ns := env.Namespace(t)
-	const shardLabel = "limbo.dev/shard"
-	for name, selector := range map[string]string{"a": shardLabel + "=a", "rest": "!" + shardLabel} {
-		env.ControllerProcess(t, "shard-"+name, "--namespaces", ns, "--leader-elect=false", "--watch-label-selector", selector)
-	}
+	startShards(t, ns)
 	keep := objectResource(t, "keep", configMap("keep", map[string]any{"a": "b"}, nil))
 	x := objectResource(t, "x", configMap("x", map[string]any{"a": "b"}, map[string]any{limbov1alpha1.AnnotationDeletionDelay: "1h"}))
 	b := waitReady(t, createBundle(t, ns, "web", keep, x))

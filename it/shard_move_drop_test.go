@@ -11,7 +11,6 @@ import (
 
 	"github.com/limbo-dev/limbo/it/testenv"
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
-	"github.com/limbo-dev/limbo/pkg/controllerprocess"
 )
 
 // A Bundle moved to another shard in the same write that drops two of its
@@ -27,11 +26,7 @@ import (
 func TestObjectsDroppedInTheWriteThatMovesTheirBundle(t *testing.T) {
 	env.WithoutController(t)
 	ns := env.Namespace(t)
-	const shardLabel = "limbo.dev/shard"
-	procs := map[string]*controllerprocess.Process{}
-	for name, selector := range map[string]string{"a": shardLabel + "=a", "rest": "!" + shardLabel} {
-		procs[name] = env.ControllerProcess(t, "shard-"+name, "--namespaces", ns, "--leader-elect=false", "--watch-label-selector", selector)
-	}
+	procs := startShards(t, ns)
 	keep := objectResource(t, "keep", configMap("keep", map[string]any{"a": "b"}, nil))
 	drop := objectResource(t, "drop", configMap("drop", map[string]any{"a": "b"}, nil))
 	later := objectResource(t, "later", configMap("later", map[string]any{"a": "b"}, map[string]any{limbov1alpha1.AnnotationDeletionDelay: "1h"}))

@@ -28,10 +28,7 @@ import (
 func TestObjectsInLimboOfABundleMovedToAnotherShard(t *testing.T) {
 	env.WithoutController(t)
 	ns := env.Namespace(t)
-	const shardLabel = "limbo.dev/shard"
-	for name, selector := range map[string]string{"shard-a": shardLabel + "=a", "shard-rest": "!" + shardLabel} {
-		env.ControllerProcess(t, name, "--namespaces", ns, "--leader-elect=false", "--watch-label-selector", selector)
-	}
+	startShards(t, ns)
 	hour := map[string]any{limbov1alpha1.AnnotationDeletionDelay: "1h"}
 	keep := objectResource(t, "keep", configMap("keep", map[string]any{"a": "b"}, nil))
 	old := objectResource(t, "old", configMap("old", map[string]any{"a": "b"}, hour))

@@ -31,7 +31,6 @@ import (
 // each with the in-process controller's options and its own selector.
 func TestTombstonesOfABundleMovedToAnotherShard(t *testing.T) {
 	env.WithoutController(t)
-	const shardLabel = "limbo.dev/shard"
 	again := newExternalItems(t)
 	ns := again.ns
 	removedDomain := ns + "-removed"

@@ -24,7 +24,6 @@ import (
 func TestReleasedObjectOfARetiredShardRelabelled(t *testing.T) {
 	env.WithoutController(t)
 	ns := env.Namespace(t)
-	const shardLabel = "limbo.dev/shard"
 	shardA := env.ControllerProcess(t, "shard-a", "--namespaces", ns, "--leader-elect=false", "--watch-label-selector", shardLabel+"=a")
 	shardRest := env.ControllerProcess(t, "shard-rest", "--namespaces", ns, "--leader-elect=false", "--watch-label-selector", "!"+shardLabel)
 	// A Bundle of the rest, so that its controller watches ConfigMaps.

@@ -23,7 +23,6 @@ import (
 func TestShardsSplitBundles(t *testing.T) {
 	env.WithoutController(t)
 	ns := env.Namespace(t)
-	const shardLabel = "limbo.dev/shard"
 	shardArgs := func(selector string) []string {
 		return []string{"--namespaces", ns, "--leader-elect=false", "--watch-label-selector", selector}
 	}
