@@ -15,7 +15,7 @@ import (
 	"github.com/limbo-dev/limbo/pkg/controllerprocess"
 )
 
-// TestSoak runs the controllers sharded, the way docs/install.md ("Sharding")
+// The soak runs the controllers sharded, the way docs/install.md ("Sharding")
 // does: Bundles labelled limbo.dev/shard=a are shard a's, a single process
 // without leader election that the chaos never kills; every other Bundle is
 // the rest's, the two replicas with leader election that it kills. A Bundle
