@@ -45,13 +45,7 @@ func TestEach(t *testing.T) {
 			c := fake.NewClientBuilder().WithObjects(objects...).WithInterceptorFuncs(interceptor.Funcs{
 				List: listpagestest.List(func(client.ObjectList, *client.ListOptions) { pages++ }),
 			}).Build()
-			var names []string
-			err := listpages.Each(context.Background(), c, func() *corev1.ConfigMapList { return &corev1.ConfigMapList{} },
-				func(page *corev1.ConfigMapList) {
-					for _, cm := range page.Items {
-						names = append(names, cm.Name)
-					}
-				}, append([]client.ListOption{client.InNamespace("a")}, tt.opts...)...)
+			names, err := configMapNames(c, append([]client.ListOption{client.InNamespace("a")}, tt.opts...)...)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -124,13 +118,7 @@ func TestEachAfterAnExpiredContinueToken(t *testing.T) {
 					return paged(ctx, c, list, opts...)
 				},
 			}).Build()
-			var names []string
-			err := listpages.Each(context.Background(), c, func() *corev1.ConfigMapList { return &corev1.ConfigMapList{} },
-				func(page *corev1.ConfigMapList) {
-					for _, cm := range page.Items {
-						names = append(names, cm.Name)
-					}
-				}, append([]client.ListOption{client.InNamespace("a"), client.Limit(2)}, tt.opts...)...)
+			names, err := configMapNames(c, append([]client.ListOption{client.InNamespace("a"), client.Limit(2)}, tt.opts...)...)
 			if tt.wantErr != (err != nil) || fmt.Sprint(reads) != tt.wantReads {
 				t.Fatalf("error %v after the reads (limit/continue/resourceVersion) %v; want error: %v, reads %s", err, reads, tt.wantErr, tt.wantReads)
 			}
@@ -166,13 +154,7 @@ func TestEachOtherErrorOnALaterPage(t *testing.T) {
 			return paged(ctx, c, list, opts...)
 		},
 	}).Build()
-	var names []string
-	err := listpages.Each(context.Background(), c, func() *corev1.ConfigMapList { return &corev1.ConfigMapList{} },
-		func(page *corev1.ConfigMapList) {
-			for _, cm := range page.Items {
-				names = append(names, cm.Name)
-			}
-		}, client.InNamespace("a"), client.Limit(2))
+	names, err := configMapNames(c, client.InNamespace("a"), client.Limit(2))
 	if !apierrors.IsTooManyRequests(err) || reads != 2 || names != nil {
 		t.Errorf("error %v after %d reads, handed over %v; want the 429 after 2 reads, nothing handed over", err, reads, names)
 	}
@@ -208,6 +190,19 @@ func TestEachListThatDoesNotEnd(t *testing.T) {
 			}
 		})
 	}
+}
+
+// configMapNames reads the ConfigMaps through listpages.Each and answers the
+// names it was handed, in order (nil when none was).
+func configMapNames(c client.Client, opts ...client.ListOption) ([]string, error) {
+	var names []string
+	err := listpages.Each(context.Background(), c, func() *corev1.ConfigMapList { return &corev1.ConfigMapList{} },
+		func(page *corev1.ConfigMapList) {
+			for _, cm := range page.Items {
+				names = append(names, cm.Name)
+			}
+		}, opts...)
+	return names, err
 }
 
 func configMap(i int) *corev1.ConfigMap {
