@@ -445,17 +445,23 @@ func TestReconcileRestamps(t *testing.T) {
 	}
 }
 
-// A stamp that meets a Conflict (the Tombstone changed since it was read) is
-// read and decided again soon: without a written stamp, no change of the
-// Tombstone brings the next reconcile.
-func TestReconcileStampConflictIsReadAgain(t *testing.T) {
+// firstPatchConflicts answers the first PATCH with a Conflict, as the API server
+// does when the Tombstone changed since it was read, and lets the rest through.
+func firstPatchConflicts() interceptor.Funcs {
 	var patches atomic.Int32
-	h := newHarnessIntercepted(t, 0, interceptor.Funcs{Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+	return interceptor.Funcs{Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
 		if patches.Add(1) == 1 {
 			return apierrors.NewConflict(limbov1alpha1.GroupVersion.WithResource("tombstones").GroupResource(), obj.GetName(), errors.New("the object has been modified"))
 		}
 		return c.Patch(ctx, obj, patch, opts...)
-	}})
+	}}
+}
+
+// A stamp that meets a Conflict (the Tombstone changed since it was read) is
+// read and decided again soon: without a written stamp, no change of the
+// Tombstone brings the next reconcile.
+func TestReconcileStampConflictIsReadAgain(t *testing.T) {
+	h := newHarnessIntercepted(t, 0, firstPatchConflicts())
 	ts := h.tombstone()
 	ts.Annotations[limbov1alpha1.AnnotationDeletionTimestamp] = "yesterday"
 	if err := h.client.Update(context.Background(), ts); err != nil {
@@ -475,13 +481,7 @@ func TestReconcileStampConflictIsReadAgain(t *testing.T) {
 // deleted once. Before, the finalizer's removal was not guarded, and a Tombstone
 // of the same name made since was stripped of its finalizer.
 func TestReconcileRemovalConflictIsReadAgain(t *testing.T) {
-	var patches atomic.Int32
-	h := newHarnessIntercepted(t, 0, interceptor.Funcs{Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
-		if patches.Add(1) == 1 {
-			return apierrors.NewConflict(limbov1alpha1.GroupVersion.WithResource("tombstones").GroupResource(), obj.GetName(), errors.New("the object has been modified"))
-		}
-		return c.Patch(ctx, obj, patch, opts...)
-	}})
+	h := newHarnessIntercepted(t, 0, firstPatchConflicts())
 	h.reconcile() // the countdown
 	h.clock.Step(time.Minute)
 	if res := h.reconcile(); res.RequeueAfter != conflictRetry {
