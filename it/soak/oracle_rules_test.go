@@ -814,6 +814,8 @@ func TestOracleHandOver(t *testing.T) {
 		want    string // a substring of the violations; empty: none
 		// counts are hand-overs by variant the oracle must have counted.
 		counts map[string]int
+		// after, if set, checks the oracle once history ran.
+		after func(t *testing.T, o *oracle)
 	}{{
 		name: "add-first, deleted by the giver's countdown",
 		history: func(o *oracle) {
@@ -1122,6 +1124,29 @@ func TestOracleHandOver(t *testing.T) {
 			o.checkOverdue(time.Now().Add(time.Minute))
 		},
 	}, {
+		// The run's final wait (pendingUntil): b3's orphan b3-r0 is held while
+		// b3 waits to adopt b5-r2, and due 4 s after the adoption; a wait that
+		// ended while it was held judged it leaked a moment after the adoption
+		// (seed 808322342).
+		name: "the final wait lasts until the adoption, then until what its hold kept is due",
+		history: func(o *oracle) {
+			o.declared("b3", 30, name)
+			o.adopting("b3", adopter, 30, name)
+			o.undeclared("b0", 31, base, name)
+		},
+		after: func(t *testing.T, o *oracle) {
+			now := time.Now()
+			if until, n := o.pendingUntil(now); n != 1 || until.IsZero() {
+				t.Errorf("waiting for the adoption: pendingUntil = %v, %d; want the adoption's due time, 1", until, n)
+			}
+			adopted := now.Add(time.Second)
+			o.observe(watch.Modified, object(name, "cccccccc-0000", "36", adopter, nil), adopted)
+			if until, n := o.pendingUntil(adopted); n != 1 || until.Before(adopted.Add(4*time.Second)) {
+				t.Errorf("adopted: pendingUntil = %v, %d; want b3-r0 due 4s after the adoption at %v, 1", until, n, adopted)
+			}
+		},
+		counts: map[string]int{handOverAdopted: 1},
+	}, {
 		name: "never adopted",
 		history: func(o *oracle) {
 			o.declared("b3", 30, name)
@@ -1145,6 +1170,9 @@ func TestOracleHandOver(t *testing.T) {
 			}
 			if tt.want != "" && !strings.Contains(got, tt.want) {
 				t.Errorf("violations %q, want one saying %q", got, tt.want)
+			}
+			if tt.after != nil {
+				tt.after(t, o)
 			}
 			for variant, n := range tt.counts {
 				if o.stats.handOvers[variant] != n {

@@ -1449,7 +1449,11 @@ func (o *oracle) checkAdoptionLocked(m *objectModel, now time.Time) {
 }
 
 // pendingUntil is the latest time at which some object may still be due
-// (outages taken off), and how many objects limbo must still delete.
+// (outages taken off), and how many objects limbo must still delete or hand
+// over. An adoption to come counts until its tolerance ends: it ends its
+// adopter's hold (holdAdopting), and what the hold kept is due only from then
+// on — a wait that ended while it was held found nothing due, and judged it
+// leaked a moment after the adoption (seed 808322342).
 func (o *oracle) pendingUntil(now time.Time) (time.Time, int) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -1459,6 +1463,10 @@ func (o *oracle) pendingUntil(now time.Time) (time.Time, int) {
 		if due, ok := o.dueLocked(m, now); ok {
 			n++
 			until = latest(until, o.adjust(due, o.governor(m.live.meta)))
+		}
+		if due, ok := o.adoptionDueLocked(m); ok {
+			n++
+			until = latest(until, o.adjust(due, o.governor(m.live.meta), o.shardLogOf(m.adopter.uid)).Add(adoptionTolerance))
 		}
 	}
 	return until, n
