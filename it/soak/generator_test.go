@@ -1457,9 +1457,6 @@ func (g *generator) deleteBundle(f fate) func(context.Context, *slot) bool {
 		}
 		uid := s.uid
 		s.uid, s.resources, s.adopt, s.guarded, s.held, s.deps = "", map[string]string{}, map[string]bool{}, false, nil, nil
-		// The teardown deletes the gate, the garbage collector too; the next
-		// one is created without a status: Ready (kstatus: no conditions).
-		s.gateUnready = s.gateUnready && f == fateOrphan
 		// limbo's part: its teardown finalizer goes.
 		holds := func(limbosOnly bool) error {
 			b, err := g.bundles().Get(ctx, s.name, metav1.GetOptions{})
@@ -1493,8 +1490,31 @@ func (g *generator) deleteBundle(f fate) func(context.Context, *slot) bool {
 			g.oracle.mu.Unlock()
 			s.retired = true
 		}
+		// The teardown deletes the gate, the garbage collector too, and the
+		// next one is created without a status: Ready (kstatus: no
+		// conditions). But a gate the Bundle did not control is left as it
+		// is — kept by an earlier --cascade=orphan, and the Bundle deleted
+		// before its first pass adopted it — and the next Bundle of the name
+		// adopts it still not Ready (seed 808322342: its resources Blocked for
+		// good, the model taking the gate for Ready).
+		s.gateUnready = s.gateUnready && g.gateExists(ctx, s)
 		return true
 	}
+}
+
+// gateExists tells whether s's gate exists (asked until kube-apiserver
+// answers, within settleTimeout).
+func (g *generator) gateExists(ctx context.Context, s *slot) bool {
+	exists := true
+	_ = pollErr(ctx, settleTimeout, func() error {
+		_, err := g.dynamic.Resource(widgetGVR).Namespace(g.namespace).Get(ctx, objectName(s.name, gateResource), metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			exists = false
+			return nil
+		}
+		return err
+	})
+	return exists
 }
 
 // blocked are the resources of s that depend, at any depth, on a gate that is
