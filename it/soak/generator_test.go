@@ -808,8 +808,10 @@ const (
 	handOverAdopted       = "adopted"
 	handOverGiverNotReady = "giver-not-ready"
 	// handOverAcrossShards: the Bundle that takes the object is in the other
-	// shard. Once a run only: the adopter's cache does not show the object,
-	// so it adopts it at its 30 s recheck (inTheWayRecheck).
+	// shard; the release writes the adopter's shard label, so that the
+	// adopter's cache shows the object and its release wakes the adopter, as
+	// within one shard (until session 35 it was adopted only at the
+	// adopter's 30 s recheck, inTheWayRecheck, and made once a run).
 	handOverAcrossShards = "across-shards"
 )
 
@@ -1106,8 +1108,6 @@ func (g *generator) swap(ctx context.Context, s, t *slot, r, q string) bool {
 // other for good (each resource ControlledByOther, DESIGN §3 step 6).
 func (g *generator) receiver(ctx context.Context, s *slot, name string) *slot {
 	var found *slot
-	// In s's shard, but once a run (see handOverAcrossShards).
-	across := g.oracle.handOverCounts()[handOverAcrossShards] == 0
 	// The other workers are mostly in an operation: try for a moment.
 	_ = pollErr(ctx, time.Second, func() error {
 		for _, i := range s.rng.Perm(len(g.slots)) {
@@ -1116,7 +1116,6 @@ func (g *generator) receiver(ctx context.Context, s *slot, name string) *slot {
 				continue
 			}
 			if t.uid != "" && !t.guarded && t.invalid == "" && !t.retired && !t.declaresObject(name) && !hasKey(t.resources, t.resourceOf(name)) &&
-				(across || t.shard == s.shard) &&
 				!g.oracle.adoptingInto(t.uid) && !g.oracle.givingAway(t.uid) {
 				found = t
 				return nil

@@ -1306,14 +1306,17 @@ func TestOracleShards(t *testing.T) {
 	}
 }
 
-// Sharded, a hand-over across shards: the released object keeps the giver's
-// shard label, which the adopter's cache does not select, so its release
-// does not wake the adopter; the adopter's recheck of the objects in its way
-// (inTheWayRecheck) finds it. Within the same shard the release wakes it.
+// Sharded, a hand-over across shards: a release to the adopter writes the
+// adopter's shard label, and wakes it as within one shard; an object the giver
+// still controls past its deadline (not handed over) is late as within one
+// shard. Only an object released with another shard's label than the
+// adopter's — its lookup of the adopter failed — waits for the adopter's
+// recheck of the objects in its way (inTheWayRecheck): its cache does not
+// select it, so the release does not wake the adopter.
 func TestOracleShardsAdoption(t *testing.T) {
 	giver, adopter := types.UID("bbbbbbbb-0000"), types.UID("dddddddd-0000")
 	yes := true
-	run := func(objectShard string, late time.Duration) []string {
+	run := func(objectShard string, late time.Duration, release bool) []string {
 		now := time.Now()
 		o := newOracle()
 		o.chaosShard = shardRest
@@ -1330,19 +1333,24 @@ func TestOracleShardsAdoption(t *testing.T) {
 		o.declared("b3", 20, "b0-r0")
 		o.adopting("b3", adopter, 20, "b0-r0")
 		o.undeclared("b0", 21, now.Add(-time.Hour), "b0-r0")
-		released := *m.DeepCopy()
-		released.ResourceVersion, released.OwnerReferences = "22", nil
-		o.observe(watch.Modified, released, now)
+		if release {
+			released := *m.DeepCopy()
+			released.ResourceVersion, released.OwnerReferences = "22", nil
+			o.observe(watch.Modified, released, now)
+		}
 		o.checkOverdue(now.Add(late))
 		return o.violations
 	}
-	if v := run(shardA, adoptionTolerance+time.Second); len(v) != 0 {
-		t.Errorf("across shards, before the recheck: violations %q, want none", v)
+	if v := run(shardA, adoptionTolerance+time.Second, true); len(v) != 0 {
+		t.Errorf("released with the giver's label, before the recheck: violations %q, want none", v)
 	}
-	if v := run(shardA, inTheWayRecheck+adoptionTolerance+time.Second); len(v) != 1 || !strings.Contains(v[0], "not adopted in time") {
-		t.Errorf("across shards, after the recheck: violations %q, want one saying not adopted in time", v)
+	if v := run(shardA, inTheWayRecheck+adoptionTolerance+time.Second, true); len(v) != 1 || !strings.Contains(v[0], "not adopted in time") {
+		t.Errorf("released with the giver's label, after the recheck: violations %q, want one saying not adopted in time", v)
 	}
-	if v := run(shardRest, adoptionTolerance+time.Second); len(v) != 1 || !strings.Contains(v[0], "not adopted in time") {
-		t.Errorf("in one shard: violations %q, want one saying not adopted in time", v)
+	if v := run(shardRest, adoptionTolerance+time.Second, true); len(v) != 1 || !strings.Contains(v[0], "not adopted in time") {
+		t.Errorf("released with the adopter's label: violations %q, want one saying not adopted in time", v)
+	}
+	if v := run(shardA, adoptionTolerance+time.Second, false); len(v) != 1 || !strings.Contains(v[0], "not adopted in time") {
+		t.Errorf("never handed over by a giver of another shard: violations %q, want one saying not adopted in time", v)
 	}
 }

@@ -1415,13 +1415,14 @@ func (o *oracle) adoptionDueLocked(m *objectModel) (time.Time, bool) {
 		}
 	}
 	due = latest(due, a.at, a.from, inc.touchedAt)
-	if l := o.shardLogOf(a.uid); l != nil && shardOfLabels(inc.meta.Labels) != l.at(due) {
-		// The object carries another shard's label than the adopter's (the
-		// giver's, in another shard): the adopter's cache does not hold it, so
-		// its hand-over does not wake the adopter, whose recheck of the
-		// objects in its way finds it (docs/design-decisions.md, "An object's
-		// events wake the Bundles it was in the way of": only objects the
-		// cache holds are seen changing).
+	if l := o.shardLogOf(a.uid); l != nil && controllerUID(inc.meta) == "" && shardOfLabels(inc.meta.Labels) != l.at(due) {
+		// Released with another shard's label than the adopter's: a release
+		// to an adopter writes the adopter's shard label (so that its cache
+		// holds the object and the release wakes it), but one whose lookup of
+		// the adopter failed keeps the giver's, and the adopter's recheck of
+		// the objects in its way finds it (docs/design-decisions.md, "An
+		// object's events wake the Bundles it was in the way of": only
+		// objects the cache holds are seen changing).
 		due = due.Add(inTheWayRecheck)
 	}
 	return due, true

@@ -218,8 +218,10 @@ type shardMove struct {
 // move: the new shard takes over at its first pass.
 func (g *generator) moveShard(ctx context.Context, s *slot) bool {
 	if g.oracle.givingAway(s.uid) || g.oracle.adoptingInto(s.uid) {
-		// Its hand-over would be across shards, which the adopter's 30 s
-		// recheck ends: once a run is enough (handOverAcrossShards).
+		// An adopter moved after the object was released to it finds the
+		// object, which carries the shard label it had then, only at its
+		// 30 s recheck of the objects in its way: not while a hand-over
+		// waits (hand-overs across shards are handOverAcrossShards).
 		return false
 	}
 	missing := missingMoves(g.oracle.moveCounts())

@@ -93,3 +93,20 @@ func (s *Selector) CopyLabels(bundleLabels, to map[string]string) map[string]str
 	}
 	return to
 }
+
+// PatchLabels sets, in labels (a merge patch's metadata.labels), the bundle's
+// labels under the selector's keys, and null for those keys the Bundle does not
+// have: CopyLabels as a merge patch writes it. It is how a release hands an
+// object over to a Bundle of another shard.
+func (s *Selector) PatchLabels(bundleLabels map[string]string, labels map[string]any) {
+	if s == nil {
+		return
+	}
+	for _, k := range s.keys {
+		if v, ok := bundleLabels[k]; ok {
+			labels[k] = v
+		} else {
+			labels[k] = nil
+		}
+	}
+}

@@ -79,6 +79,24 @@ func TestShardsSplitBundlesAndTheirObjects(t *testing.T) {
 				if tc.template["app"] != "" && objLabels["app"] != tc.template["app"] {
 					t.Errorf("other labels of the template are lost: %v", objLabels)
 				}
+				// PatchLabels is CopyLabels as a merge patch: applied to the
+				// template, the same labels.
+				patch := map[string]any{}
+				copier.PatchLabels(tc.bundleLabels, patch)
+				patched := maps.Clone(tc.template)
+				if patched == nil {
+					patched = map[string]string{}
+				}
+				for k, v := range patch {
+					if v == nil {
+						delete(patched, k)
+					} else {
+						patched[k] = v.(string)
+					}
+				}
+				if !maps.Equal(patched, objLabels) {
+					t.Errorf("patched by %s: %v (patch %v), copied: %v", copier, patched, patch, objLabels)
+				}
 			}
 		})
 	}
@@ -89,6 +107,10 @@ func TestNilSelectsEverythingAndCopiesNothing(t *testing.T) {
 	in := map[string]string{"x": "y"}
 	if got := s.CopyLabels(map[string]string{"limbo.dev/shard": "a"}, in); !reflect.DeepEqual(got, map[string]string{"x": "y"}) {
 		t.Errorf("CopyLabels = %v", got)
+	}
+	patch := map[string]any{"x": "y"}
+	if s.PatchLabels(map[string]string{"limbo.dev/shard": "a"}, patch); !reflect.DeepEqual(patch, map[string]any{"x": "y"}) {
+		t.Errorf("PatchLabels: patch %v", patch)
 	}
 	if !s.Matches(nil) || !s.LabelSelector().Empty() || s.String() != "" {
 		t.Errorf("nil selector must select everything")

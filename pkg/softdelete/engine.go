@@ -397,14 +397,18 @@ func (e *Engine) Desired(ctx context.Context, eventTarget runtime.Object, obj cl
 // with a delay; a teardown or a pass releases an object that adopter, another
 // Bundle, declares to adopt (limbo.dev/adopt), delay or not, due or not: the
 // reaper holds it while a Bundle declares it to adopt it and deletes it, once
-// due, when none does any more (adopter "": none).
+// due, when none does any more (adopter nil: none). Released to an adopter, obj
+// goes into the adopter's shard (its labels under the shard's keys): a
+// sharded controller's cache shows only its own shard, and an adopter of
+// another shard would neither see obj nor be woken by its release — it
+// adopted at its recheck of the objects in its way, 30 s later.
 //
 // Writes made as a Bundle's ServiceAccount (impersonation) release only what that
 // ServiceAccount may delete, which a dry-run delete as it tells: the reaper deletes
 // as limbo, and a Bundle must not get deleted what its ServiceAccount may not
 // delete itself by handing it over. Refused, obj stays the Bundle's, and the
 // teardown reports the error as it would a refused delete.
-func (e *Engine) Release(ctx context.Context, eventTarget runtime.Object, obj client.Object, owner metav1.Object, adopter string) error {
+func (e *Engine) Release(ctx context.Context, eventTarget runtime.Object, obj client.Object, owner metav1.Object, adopter *limbov1alpha1.Bundle) error {
 	if _, impersonated := impersonation.UserFrom(ctx); impersonated {
 		uid := obj.GetUID()
 		if err := e.Client.Delete(ctx, obj, client.DryRunAll, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
@@ -426,10 +430,14 @@ func (e *Engine) Release(ctx context.Context, eventTarget runtime.Object, obj cl
 	if d.Action == ActionStamp || d.Action == ActionRestamp {
 		annotations[limbov1alpha1.AnnotationDeletionTimestamp] = FormatStamp(d.Stamp)
 	}
+	labels := map[string]any{limbov1alpha1.LabelPendingDeletion: "true"}
+	if adopter != nil {
+		e.Shard.PatchLabels(adopter.Labels, labels)
+	}
 	patch := map[string]any{"metadata": map[string]any{
 		"ownerReferences": refs,
 		"annotations":     annotations,
-		"labels":          map[string]any{limbov1alpha1.LabelPendingDeletion: "true"},
+		"labels":          labels,
 		// The owner references are replaced whole: guard against a concurrent change.
 		"resourceVersion": obj.GetResourceVersion(),
 	}}
@@ -442,14 +450,14 @@ func (e *Engine) Release(ctx context.Context, eventTarget runtime.Object, obj cl
 		// delay is fixed, and never deletes it until then.
 		e.Recorder.Eventf(eventTarget, corev1.EventTypeWarning, limbov1alpha1.ReasonInvalidDeletionDelay,
 			"%s released to limbo, never deleted until its delay is fixed: %v", describe(obj), d.Err)
-	case adopter != "":
+	case adopter != nil:
 		due := "due"
 		if !d.Deadline.IsZero() {
 			due = "deadline " + d.Deadline.UTC().Format(time.RFC3339)
 		}
 		e.Recorder.Eventf(eventTarget, corev1.EventTypeNormal, limbov1alpha1.EventDeletionScheduled,
-			"%s released to limbo for Bundle %q, which declares it to adopt it: deleted if no Bundle does any more (%s)", describe(obj), adopter, due)
-		auditLog(ctx, eventTarget, obj, "released", d.Deadline, "adopter", adopter)
+			"%s released to limbo for Bundle %q, which declares it to adopt it: deleted if no Bundle does any more (%s)", describe(obj), adopter.Name, due)
+		auditLog(ctx, eventTarget, obj, "released", d.Deadline, "adopter", adopter.Name)
 	case !d.Deadline.IsZero():
 		e.Recorder.Eventf(eventTarget, corev1.EventTypeNormal, limbov1alpha1.EventDeletionScheduled,
 			"%s released to limbo for %v: deleted at %s", describe(obj), d.Delay, d.Deadline.UTC().Format(time.RFC3339))

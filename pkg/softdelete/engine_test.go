@@ -30,6 +30,7 @@ import (
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 	"github.com/limbo-dev/limbo/pkg/impersonation"
+	"github.com/limbo-dev/limbo/pkg/shard"
 	"github.com/limbo-dev/limbo/pkg/softdelete"
 )
 
@@ -900,7 +901,7 @@ func TestEngineRelease(t *testing.T) {
 
 	t.Run("not stamped: stamped, label kept, owner reference to the Bundle removed", func(t *testing.T) {
 		h := newHarness(t, owned(map[string]string{delayKey: "24h"}), parent())
-		if err := h.engine.Release(context.Background(), b, h.live(t, "db"), b, ""); err != nil {
+		if err := h.engine.Release(context.Background(), b, h.live(t, "db"), b, nil); err != nil {
 			t.Fatal(err)
 		}
 		want := []string{`PATCH ConfigMap team-a/db application/merge-patch+json {"metadata":{"annotations":{"limbo.dev/deletionTimestamp":"2025-03-14T12:30:45Z","limbo.dev/released":"2025-03-14T12:30:45Z"},"labels":{"limbo.dev/pending-deletion":"true"},` +
@@ -930,7 +931,7 @@ func TestEngineRelease(t *testing.T) {
 		reborn := cm("reborn", nil, nil)
 		reborn.SetUID("uid-reborn")
 		h := newHarness(t, u, web, reborn, parent())
-		if err := h.engine.Release(context.Background(), b, h.live(t, "db"), b, ""); err != nil {
+		if err := h.engine.Release(context.Background(), b, h.live(t, "db"), b, nil); err != nil {
 			t.Fatal(err)
 		}
 		refs := `"ownerReferences":[{"apiVersion":"example.com/v1","kind":"Gizmo","name":"g","uid":"uid-g"},{"apiVersion":"v1","kind":"ConfigMap","name":"parent","uid":"uid-parent"}]`
@@ -943,7 +944,7 @@ func TestEngineRelease(t *testing.T) {
 
 	t.Run("already stamped: the stamp is kept", func(t *testing.T) {
 		h := newHarness(t, owned(map[string]string{delayKey: "24h", stampKey: "2025-03-14T00:00:00Z"}), parent())
-		if err := h.engine.Release(context.Background(), b, h.live(t, "db"), b, ""); err != nil {
+		if err := h.engine.Release(context.Background(), b, h.live(t, "db"), b, nil); err != nil {
 			t.Fatal(err)
 		}
 		want := []string{`PATCH ConfigMap team-a/db application/merge-patch+json {"metadata":{"annotations":{"limbo.dev/released":"2025-03-14T12:30:45Z"},"labels":{"limbo.dev/pending-deletion":"true"},` + refs + `,"resourceVersion":"999"}}`}
@@ -964,7 +965,7 @@ func TestEngineRelease(t *testing.T) {
 			{nil, "(due)"},
 		} {
 			h := newHarness(t, owned(tc.annotations), parent())
-			if err := h.engine.Release(context.Background(), b, h.live(t, "db"), b, "new"); err != nil {
+			if err := h.engine.Release(context.Background(), b, h.live(t, "db"), b, &limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "new"}}); err != nil {
 				t.Fatal(err)
 			}
 			want := []string{`PATCH ConfigMap team-a/db application/merge-patch+json {"metadata":{"annotations":{"limbo.dev/released":"2025-03-14T12:30:45Z"},"labels":{"limbo.dev/pending-deletion":"true"},` + refs + `,"resourceVersion":"999"}}`}
@@ -980,9 +981,44 @@ func TestEngineRelease(t *testing.T) {
 		}
 	})
 
+	// A sharded controller's cache shows only its shard: released to an
+	// adopter, the object goes into the adopter's shard, so that the adopter
+	// sees it and is woken; released to none, it keeps its Bundle's, and its
+	// shard's reaper deletes it.
+	t.Run("sharded: released into the adopter's shard", func(t *testing.T) {
+		sel, err := shard.Parse("limbo.dev/shard=a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tc := range []struct {
+			name    string
+			adopter *limbov1alpha1.Bundle
+			labels  string
+		}{
+			{"an adopter of the rest", &limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "new"}}, `{"limbo.dev/pending-deletion":"true","limbo.dev/shard":null}`},
+			{"an adopter of shard b", &limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "new", Labels: map[string]string{"limbo.dev/shard": "b", "team": "x"}}},
+				`{"limbo.dev/pending-deletion":"true","limbo.dev/shard":"b"}`},
+			{"no adopter", nil, `{"limbo.dev/pending-deletion":"true"}`},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				live := owned(map[string]string{delayKey: "1h"})
+				live.SetLabels(map[string]string{bundleKey: "shop", "limbo.dev/shard": "a"})
+				h := newHarness(t, live, parent())
+				h.engine.Shard = sel
+				if err := h.engine.Release(context.Background(), b, h.live(t, "db"), b, tc.adopter); err != nil {
+					t.Fatal(err)
+				}
+				want := []string{`PATCH ConfigMap team-a/db application/merge-patch+json {"metadata":{"annotations":{"limbo.dev/deletionTimestamp":"2025-03-14T12:30:45Z","limbo.dev/released":"2025-03-14T12:30:45Z"},"labels":` + tc.labels + `,` + refs + `,"resourceVersion":"999"}}`}
+				if !reflect.DeepEqual(h.calls, want) {
+					t.Errorf("API calls:\n%q\nwant:\n%q", h.calls, want)
+				}
+			})
+		}
+	})
+
 	t.Run("invalid delay: released unstamped with a warning, the reaper's to stamp once fixed", func(t *testing.T) {
 		h := newHarness(t, owned(map[string]string{delayKey: "forever"}), parent())
-		if err := h.engine.Release(context.Background(), b, h.live(t, "db"), b, ""); err != nil {
+		if err := h.engine.Release(context.Background(), b, h.live(t, "db"), b, nil); err != nil {
 			t.Fatal(err)
 		}
 		want := []string{`PATCH ConfigMap team-a/db application/merge-patch+json {"metadata":{"annotations":{"limbo.dev/released":"2025-03-14T12:30:45Z"},"labels":{"limbo.dev/pending-deletion":"true"},` + refs + `,"resourceVersion":"999"}}`}
@@ -1006,7 +1042,7 @@ func TestEngineRelease(t *testing.T) {
 
 	t.Run("unparsable stamp: restamped now as it is released, as the event says", func(t *testing.T) {
 		h := newHarness(t, owned(map[string]string{delayKey: "24h", stampKey: "yesterday"}), parent())
-		if err := h.engine.Release(context.Background(), b, h.live(t, "db"), b, ""); err != nil {
+		if err := h.engine.Release(context.Background(), b, h.live(t, "db"), b, nil); err != nil {
 			t.Fatal(err)
 		}
 		if got := h.live(t, "db").GetAnnotations()[stampKey]; got != "2025-03-14T12:30:45Z" {
@@ -1018,7 +1054,7 @@ func TestEngineRelease(t *testing.T) {
 		h := newHarness(t, owned(map[string]string{delayKey: "24h"}), parent())
 		h.deleteErr = apierrors.NewForbidden(schema.GroupResource{Resource: "configmaps"}, "db", errors.New(`User "system:serviceaccount:team-a:deployer" cannot delete`))
 		ctx := impersonation.WithServiceAccount(context.Background(), ns, "deployer")
-		if err := h.engine.Release(ctx, b, h.live(t, "db"), b, ""); !apierrors.IsForbidden(unwrapAll(err)) {
+		if err := h.engine.Release(ctx, b, h.live(t, "db"), b, nil); !apierrors.IsForbidden(unwrapAll(err)) {
 			t.Fatalf("err = %v, want the dry-run delete's Forbidden", err)
 		}
 		if want := []string{"DELETE ConfigMap team-a/db uid=uid-db dryRun=All"}; !reflect.DeepEqual(h.calls, want) { // the dry run, only
@@ -1035,7 +1071,7 @@ func TestEngineRelease(t *testing.T) {
 	t.Run("as a ServiceAccount that may delete it: asked by a dry run, then released, not deleted", func(t *testing.T) {
 		h := newHarness(t, owned(map[string]string{delayKey: "24h"}), parent())
 		ctx := impersonation.WithServiceAccount(context.Background(), ns, "deployer")
-		if err := h.engine.Release(ctx, b, h.live(t, "db"), b, ""); err != nil {
+		if err := h.engine.Release(ctx, b, h.live(t, "db"), b, nil); err != nil {
 			t.Fatal(err)
 		}
 		want := []string{"DELETE ConfigMap team-a/db uid=uid-db dryRun=All",
@@ -1056,7 +1092,7 @@ func TestEngineRelease(t *testing.T) {
 		h := newHarness(t, owned(map[string]string{delayKey: "24h"}), parent())
 		h.deleteErr = apierrors.NewNotFound(schema.GroupResource{Resource: "configmaps"}, "db")
 		ctx := impersonation.WithServiceAccount(context.Background(), ns, "deployer")
-		if err := h.engine.Release(ctx, b, h.live(t, "db"), b, ""); err != nil {
+		if err := h.engine.Release(ctx, b, h.live(t, "db"), b, nil); err != nil {
 			t.Fatalf("err = %v, want the release written", err)
 		}
 		for _, e := range h.events() {
@@ -1070,7 +1106,7 @@ func TestEngineRelease(t *testing.T) {
 		h := newHarness(t, owned(map[string]string{delayKey: "24h"}), parent())
 		stale := h.live(t, "db")
 		stale.SetResourceVersion("998")
-		if err := h.engine.Release(context.Background(), b, stale, b, ""); !apierrors.IsConflict(unwrapAll(err)) {
+		if err := h.engine.Release(context.Background(), b, stale, b, nil); !apierrors.IsConflict(unwrapAll(err)) {
 			t.Fatalf("err = %v, want a Conflict", err)
 		}
 		if refs := h.live(t, "db").GetOwnerReferences(); len(refs) != 2 {

@@ -48,8 +48,9 @@ func (r *Reconciler) adopters(b *limbov1alpha1.Bundle) *adopters {
 	return &adopters{r: r, b: b}
 }
 
-// of is the adopter of o; nil when there is none.
-func (a *adopters) of(ctx context.Context, o client.Object) (*client.ObjectKey, error) {
+// of is the adopter of o; nil when there is none. It is shared (a cached
+// Bundle, or the listing's): read it, never change it.
+func (a *adopters) of(ctx context.Context, o client.Object) (*limbov1alpha1.Bundle, error) {
 	gvk := o.GetObjectKind().GroupVersionKind()
 	var candidates []limbov1alpha1.Bundle
 	var err error
@@ -64,11 +65,7 @@ func (a *adopters) of(ctx context.Context, o client.Object) (*client.ObjectKey, 
 	if err != nil {
 		return nil, fmt.Errorf("list the Bundles adopting %s %s: %w", gvk.Kind, o.GetName(), err)
 	}
-	if adopter := bundlespec.Adopter(candidates, gvk.GroupKind(), o.GetName(), a.b.Name); adopter != nil {
-		k := client.ObjectKeyFromObject(adopter)
-		return &k, nil
-	}
-	return nil, nil
+	return bundlespec.Adopter(candidates, gvk.GroupKind(), o.GetName(), a.b.Name), nil
 }
 
 // listing is the namespace's Bundles as the API server lists them, listed again
@@ -90,7 +87,7 @@ func (a *adopters) listing(ctx context.Context) ([]limbov1alpha1.Bundle, error) 
 }
 
 // releaseForAdoption tells whether the teardown releases o, and to which
-// adopter: another Bundle of b's namespace that declares o to adopt it
+// adopter (nil: none named): another Bundle of b's namespace that declares o to adopt it
 // (limbo.dev/adopt). The teardown then releases o, even without a delay, instead
 // of deleting it with b: the reaper holds a released object while a Bundle
 // declares it to adopt it, the adopter adopts it (an object moved by deleting the
@@ -99,13 +96,13 @@ func (a *adopters) listing(ctx context.Context) ([]limbov1alpha1.Bundle, error) 
 // --cascade=orphan for the next teardown pass either, as a merely disowned object
 // would be. A failed lookup releases too, with no adopter named: the reaper
 // decides on the API server's Bundles.
-func (a *adopters) releaseForAdoption(ctx context.Context, o client.Object) (string, bool) {
+func (a *adopters) releaseForAdoption(ctx context.Context, o client.Object) (*limbov1alpha1.Bundle, bool) {
 	adopter, err := a.of(ctx, o)
 	switch {
 	case err != nil:
-		return "", true
+		return nil, true
 	case adopter != nil:
-		return adopter.Name, true
+		return adopter, true
 	}
-	return "", false
+	return nil, false
 }

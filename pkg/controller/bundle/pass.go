@@ -1139,14 +1139,14 @@ func (p *pass) handOver(ctx context.Context, o client.Object, fresh metav1.Objec
 		return softdelete.ClaimDeferred, fmt.Errorf("hand %s %s over to Bundle %s: the fresh read is no object", gvk.Kind, o.GetName(), adopter.Name)
 	}
 	obj.GetObjectKind().SetGroupVersionKind(gvk)
-	switch err := p.r.Engine.Release(ctx, p.bundle, obj, p.bundle, adopter.Name); {
+	switch err := p.r.Engine.Release(ctx, p.bundle, obj, p.bundle, adopter); {
 	case apierrors.IsConflict(err):
 		return softdelete.ClaimDeferred, nil
 	case client.IgnoreNotFound(err) != nil:
 		return softdelete.ClaimDeferred, fmt.Errorf("hand %s %s over to Bundle %s: %w", gvk.Kind, o.GetName(), adopter.Name, err)
 	}
 	if p.r.alarms != nil {
-		p.r.alarms.now(*adopter)
+		p.r.alarms.now(client.ObjectKeyFromObject(adopter))
 	}
 	return softdelete.NotClaimed, nil
 }
