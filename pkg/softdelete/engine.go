@@ -475,7 +475,7 @@ func (e *Engine) Release(ctx context.Context, eventTarget runtime.Object, obj cl
 func (e *Engine) Disown(ctx context.Context, eventTarget runtime.Object, obj client.Object, owner metav1.Object, why string) error {
 	metadata := map[string]any{"ownerReferences": ownerReferencesWithout(obj, func(uid types.UID) bool { return uid == owner.GetUID() }),
 		"resourceVersion": obj.GetResourceVersion()}
-	cancelled := e.inLimbo(obj)
+	cancelled := e.InLimbo(obj)
 	if cancelled {
 		maps.Copy(metadata, OutOfLimboPatch())
 	}
@@ -503,8 +503,8 @@ func ownerReferencesWithout(obj client.Object, drop func(types.UID) bool) []meta
 	return refs
 }
 
-// inLimbo reports whether a countdown runs on obj that a cancel would stop.
-func (e *Engine) inLimbo(obj client.Object) bool {
+// InLimbo reports whether a countdown runs on obj that a cancel would stop.
+func (e *Engine) InLimbo(obj client.Object) bool {
 	return Decide(e.Clock.Now(), StateOf(obj, true)).Action == ActionCancel
 }
 
@@ -556,7 +556,7 @@ func (e *Engine) CancelCountdown(ctx context.Context, eventTarget runtime.Object
 // cancelObject takes obj out of limbo if a countdown runs on it, announced with
 // message, and reports whether it did.
 func (e *Engine) cancelObject(ctx context.Context, eventTarget runtime.Object, obj client.Object, message, why string) (bool, error) {
-	if !e.inLimbo(obj) {
+	if !e.InLimbo(obj) {
 		return false, nil
 	}
 	return e.cancel(ctx, eventTarget, e.objectSubject(eventTarget, obj), map[string]any{"metadata": OutOfLimboPatch()}, message, why)

@@ -84,6 +84,11 @@ type pass struct {
 	// emptyGuard is set when an empty spec would have deleted what the Bundle
 	// manages: nothing is deleted (spec.allowEmpty).
 	emptyGuard bool
+	// shardCheck asks the API server, once, whether the Bundle is still this
+	// shard's (see stillInShard); left is its answer: the Bundle left, and the
+	// pass neither acts on its orphans nor writes its status.
+	shardCheck sync.Once
+	left       bool
 
 	// mu guards requeueAt, deadlineAt and errs, which the concurrent applies of a
 	// wave set.
@@ -385,6 +390,11 @@ func (p *pass) syncOne(ctx context.Context, name string, tmpl *unstructured.Unst
 		out.live = nil
 		return out
 	}
+	// A write for a Bundle that left the shard, or changed, since the cache
+	// showed it (stillInShard) is not made: the pass ends without a status.
+	left := func() objectResult {
+		return fail(limbov1alpha1.ResourceInProgress, limbov1alpha1.ReasonProgressing, "the Bundle changed or left this controller's shard; the next pass decides")
+	}
 	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("resource", name))
 	// What the API server says about a Secret may quote its values: its
 	// warnings are not logged, and neither they nor its errors are passed on as
@@ -413,6 +423,9 @@ func (p *pass) syncOne(ctx context.Context, name string, tmpl *unstructured.Unst
 			return fail(state, reason, "%s", message)
 		}
 		hash = hashOf(desired)
+		if !p.stillInShard(ctx) {
+			return left()
+		}
 		created, err := p.r.createOnly(ctx, desired, p.plan.Referenced(name))
 		switch {
 		case err != nil:
@@ -457,6 +470,9 @@ func (p *pass) syncOne(ctx context.Context, name string, tmpl *unstructured.Unst
 		// adopts (one a teardown released), which goes once the object is
 		// controlled (below).
 		cancelOnAdoption = adopting
+		if !cancelOnAdoption && p.r.Engine.InLimbo(live) && !p.stillInShard(ctx) {
+			return left()
+		}
 		if !cancelOnAdoption {
 			if err := p.cancel(ctx, live, isSecret); err != nil {
 				return fail(limbov1alpha1.ResourceError, limbov1alpha1.ReasonApplyFailed, "%v", err)
@@ -485,6 +501,9 @@ func (p *pass) syncOne(ctx context.Context, name string, tmpl *unstructured.Unst
 		drifted, now, writers := !adopting && p.r.applied.drifted(live, hash), p.r.Clock.Now(), []string(nil)
 		if drifted && p.r.applied.drift.due(live.GetUID(), now) {
 			writers = p.r.recentWriters(ctx, gvk, live.GetNamespace(), live.GetName(), now)
+		}
+		if !p.stillInShard(ctx) {
+			return left()
 		}
 		if err := p.r.apply(ctx, desired, p.plan.Referenced(name)); err != nil {
 			return p.applyFailed(ctx, &out, desired, err)
@@ -752,6 +771,44 @@ func (p *pass) ownTyped(desired *unstructured.Unstructured) (*unstructured.Unstr
 	return desired, nil
 }
 
+// stillInShard reports whether the Bundle this pass decided on, from this
+// shard's cache, is still this shard's as the API server shows it: the same
+// UID and generation, its labels still selected by the shard. A sharded
+// controller asks it once a pass, before anything a pass writes for a Bundle
+// beyond its declared objects — a stamp, a delete, a release, an object or a
+// Tombstone moved into the shard, a Tombstone made, the status — and a single
+// controller never (its cache is its only writer's view). A shard whose cache
+// has not seen the Bundle leave yet (a watch that took seconds to reconnect
+// after a kube-apiserver restart, or a loaded process, in the soak) decided on
+// the old spec for a Bundle another shard handles now: it stamped an object
+// the new spec declares, found it with the API server and moved it into its
+// own shard, in a fight with the new shard's passes (seed 341751649), and
+// wrote the status of a spec error the user had fixed over the new shard's
+// (seed 743617509, whose orphan was then neither stamped nor deleted). The
+// same for a spec changed since the cache's copy. A Bundle that left (or a
+// failed read) is left to the next pass, and the change's event, or the
+// retry, brings it. A pass that changes nothing asks nothing.
+func (p *pass) stillInShard(ctx context.Context) bool {
+	if p.r.Shard == nil {
+		return true
+	}
+	p.shardCheck.Do(func() {
+		cur := &metav1.PartialObjectMetadata{}
+		cur.SetGroupVersionKind(limbov1alpha1.GroupVersion.WithKind("Bundle"))
+		err := p.r.APIReader.Get(ctx, client.ObjectKeyFromObject(p.bundle), cur)
+		switch {
+		case err != nil:
+			p.fail(fmt.Errorf("read the Bundle again before acting on its orphans: %w", err))
+			p.left = true
+		case cur.UID != p.bundle.UID || cur.Generation != p.bundle.Generation || !p.r.Shard.Matches(cur.Labels):
+			log.FromContext(ctx).V(1).Info("the Bundle changed or left the shard since the cache showed it: its orphans wait for the next pass",
+				"generation", p.bundle.Generation, "now", cur.Generation, "labels", cur.Labels)
+			p.left = true
+		}
+	})
+	return !p.left
+}
+
 // intoShard moves applied, the API server's answer to limbo's apply, into the
 // Bundle's shard when the apply left it outside: a label key of the shard's
 // selector that the Bundle lacks is removed from the applied configuration,
@@ -762,7 +819,7 @@ func (p *pass) ownTyped(desired *unstructured.Unstructured) (*unstructured.Unstr
 // (it/shard_move_back_test.go). Only the labels are patched (metadata: a
 // Secret's data is not read back), guarded by applied's resourceVersion.
 func (p *pass) intoShard(ctx context.Context, applied *unstructured.Unstructured) error {
-	if p.r.Shard.Matches(applied.GetLabels()) {
+	if p.r.Shard.Matches(applied.GetLabels()) || !p.stillInShard(ctx) {
 		return nil
 	}
 	meta := &metav1.PartialObjectMetadata{}
@@ -991,6 +1048,10 @@ func (p *pass) decideUnseenOrphans(ctx context.Context, ready bool) {
 		return
 	}
 	kinds := sortedKinds(ask)
+	if !p.stillInShard(ctx) {
+		p.keptKinds = append(p.keptKinds, kinds...)
+		return
+	}
 	fresh, err := p.r.labelledFresh(ctx, p.bundle, kinds)
 	if err != nil {
 		p.keptKinds = append(p.keptKinds, kinds...)
@@ -1049,6 +1110,9 @@ func unaccountedResourceObjects(b *limbov1alpha1.Bundle, accounted func(key stri
 // ready is the readiness gate's verdict: when false, an orphan is only handed
 // over, never deleted (see adoptedOrphans).
 func (p *pass) orphanAll(ctx context.Context, orphans []*unstructured.Unstructured, ready bool) {
+	if len(orphans) == 0 || !p.stillInShard(ctx) {
+		return
+	}
 	resources := make([]string, len(orphans))
 	outcomes := make([]softdelete.Outcome, len(orphans))
 	p.concurrently(len(orphans), func(i int) {

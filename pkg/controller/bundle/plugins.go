@@ -296,6 +296,9 @@ func (p *pass) decidePluginItems(ctx context.Context, ready bool) {
 		if !ready {
 			continue
 		}
+		if len(orphanItems) > 0 && !p.stillInShard(ctx) {
+			continue
+		}
 		newItems, held := newOrphanItems(out.res.Name, orphanItems, existing)
 		if held > 0 {
 			err := fmt.Errorf("resource %q: %d orphans not taken into limbo: the resource has %d Tombstones, the most one may have; they are taken as those end",
@@ -391,7 +394,7 @@ func (p *pass) tombstones(ctx context.Context) (map[string]*limbov1alpha1.Tombst
 			names[ts.Name] = true
 		}
 	}
-	if !tombstonesUnseen(p.bundle, names) {
+	if !tombstonesUnseen(p.bundle, names) || !p.stillInShard(ctx) {
 		return out, nil
 	}
 	var fresh limbov1alpha1.TombstoneList

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/tools/record"
@@ -126,6 +127,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return result, err
 }
 
+// leftShardRetry is how soon a pass that found its Bundle gone from the shard,
+// or changed, comes back if no event brings it first: the cache's event of the
+// change normally does, within moments.
+const leftShardRetry = time.Second
+
 // conflictOnBundle reports whether err is a Conflict on a write of the Bundle
 // itself (its status, its finalizer) — the API server's answer names the
 // resource — and not on one of its objects, in a pass or a teardown: those back
@@ -175,6 +181,11 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	p := newPass(r, &b)
 	p.run(ctx)
 	status := p.status()
+	if p.left || (!equality.Semantic.DeepEqual(b.Status, status) && !p.stillInShard(ctx)) {
+		// Not this shard's any more, or changed since the cache showed it:
+		// the status is the other shard's, or the next pass's, to write.
+		return ctrl.Result{RequeueAfter: leftShardRetry}, errors.Join(p.errs...)
+	}
 	r.recordStatus(req.String(), status, int(status.PendingDeletionCount)) // everything a pass finds in limbo is the Bundle's
 	generatorReady := pluginBecameReady(&b, &b.Status, &status)
 	if err := r.writeStatus(ctx, &b, status); err != nil {

@@ -1,0 +1,111 @@
+package bundle
+
+import (
+	"context"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+	"github.com/limbo-dev/limbo/pkg/plugin"
+	"github.com/limbo-dev/limbo/pkg/shard"
+)
+
+// A sharded controller whose cache still shows a Bundle that the API server
+// shows moved to another shard, or changed since (a watch reconnecting after
+// a kube-apiserver restart took seconds in the soak, seed 341751649), decided
+// on a spec that no longer holds: it must not apply it, nor act on the
+// Bundle's orphans — no stamp — nor write its status, which is the other
+// shard's (or the next pass's) now. While the API server shows the Bundle as the cache does, the
+// orphan is stamped as usual.
+func TestPassOfABundleThatLeftTheShard(t *testing.T) {
+	sel, err := shard.Parse("limbo.dev/shard=a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		// apiLabels and apiGeneration are the Bundle's as the API server
+		// shows them; the cache's are limbo.dev/shard=a and 1.
+		apiLabels     map[string]string
+		apiGeneration int64
+		acts          bool
+		// invalid: the cached spec has an error (a delay "banana"), which the
+		// user fixed in the write that moved the Bundle: a pass of it writes
+		// only its status (seed 743617509).
+		invalid bool
+	}{
+		{name: "still in the shard", apiLabels: map[string]string{"limbo.dev/shard": "a"}, apiGeneration: 1, acts: true},
+		{name: "moved to another shard", apiLabels: nil, apiGeneration: 1},
+		{name: "moved to another shard with a spec change", apiLabels: map[string]string{"limbo.dev/shard": "b"}, apiGeneration: 2},
+		{name: "changed since", apiLabels: map[string]string{"limbo.dev/shard": "a"}, apiGeneration: 2},
+		{name: "a spec error, still in the shard", apiLabels: map[string]string{"limbo.dev/shard": "a"}, apiGeneration: 1, invalid: true, acts: true},
+		{name: "a spec error, moved to another shard", apiLabels: nil, apiGeneration: 2, invalid: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			registry, err := plugin.NewRegistry()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var keepAnnotations map[string]string
+			if tc.invalid {
+				keepAnnotations = map[string]string{limbov1alpha1.AnnotationDeletionDelay: "banana"}
+			}
+			b := livingBundle(cmResource(t, "keep", keepAnnotations))
+			b.Labels = map[string]string{"limbo.dev/shard": "a"}
+			inShard := func(o client.Object) client.Object {
+				o.SetLabels(map[string]string{limbov1alpha1.LabelBundle: "web", "limbo.dev/shard": "a"})
+				return o
+			}
+			f := newTeardownFixture(t, b, registry, inShard(bundleConfigMap("keep", nil)),
+				inShard(bundleConfigMap("y", map[string]string{limbov1alpha1.AnnotationDeletionDelay: "1h"})))
+			f.r.Shard, f.r.Engine.Shard = sel, sel
+			f.r.APIReader = movedBundle{Reader: f.c, labels: tc.apiLabels, generation: tc.apiGeneration}
+			before, keepBefore := f.liveConfigMap(t, "y").ResourceVersion, f.liveConfigMap(t, "keep").ResourceVersion
+
+			result, _ := f.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(b)})
+
+			y := f.liveConfigMap(t, "y")
+			stamped := y.Labels[limbov1alpha1.LabelPendingDeletion] == "true"
+			written := len(f.status(t).PendingDeletions) > 0
+			if tc.invalid {
+				// A spec error writes nothing but its status.
+				written, stamped = len(f.status(t).Conditions) > 0, false
+			}
+			switch {
+			case tc.acts && tc.invalid && !written:
+				t.Errorf("the status of the spec error was not written: %+v", f.status(t))
+			case tc.acts && !tc.invalid && (!stamped || !written):
+				t.Errorf("y stamped %v, listed in the status %v: want both", stamped, written)
+			case !tc.acts && (stamped || y.ResourceVersion != before):
+				t.Errorf("y was written: %+v", y.ObjectMeta)
+			case !tc.acts && f.liveConfigMap(t, "keep").ResourceVersion != keepBefore:
+				t.Errorf("keep was applied from the spec the cache showed: %+v", f.liveConfigMap(t, "keep").ObjectMeta)
+			case !tc.acts && written:
+				t.Errorf("the status was written: %+v", f.status(t))
+			case !tc.acts && result.RequeueAfter == 0:
+				t.Errorf("Reconcile = %+v: want a retry, in case no event brings the change", result)
+			}
+		})
+	}
+}
+
+// movedBundle is the API server's view of a Bundle that moved: its Bundle
+// reads (metadata) show labels and generation instead of the stored ones.
+type movedBundle struct {
+	client.Reader
+	labels     map[string]string
+	generation int64
+}
+
+func (m movedBundle) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if err := m.Reader.Get(ctx, key, obj, opts...); err != nil {
+		return err
+	}
+	if pm, ok := obj.(*metav1.PartialObjectMetadata); ok && pm.Kind == "Bundle" {
+		pm.Labels, pm.Generation = m.labels, m.generation
+	}
+	return nil
+}
