@@ -94,6 +94,9 @@ func (p *pass) processUnjudgedItems(ctx context.Context) {
 		// logged, not retried.
 		vouched := vouchedItem(p.bundle, item)
 		if res := p.plan.Resources[resource]; res == nil || res.Plugin == nil {
+			if !p.stillInShard(ctx) {
+				return
+			}
 			err := p.r.Engine.CancelItem(ctx, p.bundle, item, fmt.Sprintf("resource %q left the Bundle", resource))
 			switch {
 			case err == nil:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -17,8 +18,8 @@ import (
 // shows moved to another shard, or changed since (a watch reconnecting after
 // a kube-apiserver restart took seconds in the soak, seed 341751649), decided
 // on a spec that no longer holds: it must not apply it, nor act on the
-// Bundle's orphans — no stamp — nor write its status, which is the other
-// shard's (or the next pass's) now. While the API server shows the Bundle as the cache does, the
+// Bundle's orphans — no stamp, no Tombstone cancelled — nor write its status,
+// which is the other shard's (or the next pass's) now. While the API server shows the Bundle as the cache does, the
 // orphan is stamped as usual.
 func TestPassOfABundleThatLeftTheShard(t *testing.T) {
 	sel, err := shard.Parse("limbo.dev/shard=a")
@@ -59,14 +60,27 @@ func TestPassOfABundleThatLeftTheShard(t *testing.T) {
 				o.SetLabels(map[string]string{limbov1alpha1.LabelBundle: "web", "limbo.dev/shard": "a"})
 				return o
 			}
+			// A Tombstone of a plugin resource that left the spec: cancelled
+			// by a pass that acts.
+			yes := true
+			ts := &limbov1alpha1.Tombstone{
+				ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web-sweep-thing-1", Labels: map[string]string{limbov1alpha1.LabelBundle: "web", "limbo.dev/shard": "a"},
+					Finalizers:      []string{limbov1alpha1.FinalizerHardDelete},
+					OwnerReferences: []metav1.OwnerReference{{APIVersion: limbov1alpha1.GroupVersion.String(), Kind: "Bundle", Name: "web", UID: "b-uid", Controller: &yes}}},
+				Spec: limbov1alpha1.TombstoneSpec{Plugin: "old-plugin", Resource: "sweep", Item: limbov1alpha1.ExternalItem{Kind: "Thing", ID: "1"}},
+			}
 			f := newTeardownFixture(t, b, registry, inShard(bundleConfigMap("keep", nil)),
-				inShard(bundleConfigMap("y", map[string]string{limbov1alpha1.AnnotationDeletionDelay: "1h"})))
+				inShard(bundleConfigMap("y", map[string]string{limbov1alpha1.AnnotationDeletionDelay: "1h"})), ts)
 			f.r.Shard, f.r.Engine.Shard = sel, sel
 			f.r.APIReader = movedBundle{Reader: f.c, labels: tc.apiLabels, generation: tc.apiGeneration}
 			before, keepBefore := f.liveConfigMap(t, "y").ResourceVersion, f.liveConfigMap(t, "keep").ResourceVersion
 
 			result, _ := f.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(b)})
 
+			cancelled := apierrors.IsNotFound(f.c.Get(context.Background(), client.ObjectKeyFromObject(ts), &limbov1alpha1.Tombstone{}))
+			if cancelled != tc.acts {
+				t.Errorf("the Tombstone of the resource that left was cancelled: %v, want %v", cancelled, tc.acts)
+			}
 			y := f.liveConfigMap(t, "y")
 			stamped := y.Labels[limbov1alpha1.LabelPendingDeletion] == "true"
 			written := len(f.status(t).PendingDeletions) > 0

@@ -328,6 +328,9 @@ func (p *pass) decidePluginItems(ctx context.Context, ready bool) {
 			p.pending = append(p.pending, p.r.Engine.TombstonePending(ts))
 			continue
 		}
+		if !p.stillInShard(ctx) {
+			return
+		}
 		if err := p.r.Engine.CancelTombstone(ctx, p.bundle, ts, why); err != nil {
 			p.fail(err)
 			p.pending = append(p.pending, p.r.Engine.TombstonePending(ts))
@@ -451,6 +454,9 @@ func (p *pass) cancelTombstonesOfRemovedResources(ctx context.Context) {
 		ts := existing[key]
 		if p.stillDeclares(ts) {
 			continue
+		}
+		if !p.stillInShard(ctx) {
+			return
 		}
 		if err := p.r.Engine.CancelTombstone(ctx, p.bundle, ts, fmt.Sprintf("resource %q left the Bundle", ts.Spec.Resource)); err != nil {
 			p.fail(err)
