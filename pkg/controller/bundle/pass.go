@@ -85,8 +85,8 @@ type pass struct {
 	// manages: nothing is deleted (spec.allowEmpty).
 	emptyGuard bool
 	// shardCheck asks the API server, once, whether the Bundle is still this
-	// shard's (see stillInShard); left is its answer: the Bundle left, and the
-	// pass neither acts on its orphans nor writes its status.
+	// shard's (see stillInShard); left is its answer: the Bundle left (or
+	// changed), and the pass writes nothing more, not its status either.
 	shardCheck sync.Once
 	left       bool
 
@@ -774,9 +774,9 @@ func (p *pass) ownTyped(desired *unstructured.Unstructured) (*unstructured.Unstr
 // stillInShard reports whether the Bundle this pass decided on, from this
 // shard's cache, is still this shard's as the API server shows it: the same
 // UID and generation, its labels still selected by the shard. A sharded
-// controller asks it once a pass, before anything a pass writes for a Bundle
-// beyond its declared objects — a stamp, a delete, a release, an object or a
-// Tombstone moved into the shard, a Tombstone made, the status — and a single
+// controller asks it once a pass, before the pass's first write — a create,
+// an apply, a cancel, a stamp, a delete, a release, an object or a Tombstone
+// moved into the shard, a Tombstone made, a changed status — and a single
 // controller never (its cache is its only writer's view). A shard whose cache
 // has not seen the Bundle leave yet (a watch that took seconds to reconnect
 // after a kube-apiserver restart, or a loaded process, in the soak) decided on
@@ -784,10 +784,11 @@ func (p *pass) ownTyped(desired *unstructured.Unstructured) (*unstructured.Unstr
 // the new spec declares, found it with the API server and moved it into its
 // own shard, in a fight with the new shard's passes (seed 341751649), and
 // wrote the status of a spec error the user had fixed over the new shard's
-// (seed 743617509, whose orphan was then neither stamped nor deleted). The
-// same for a spec changed since the cache's copy. A Bundle that left (or a
-// failed read) is left to the next pass, and the change's event, or the
-// retry, brings it. A pass that changes nothing asks nothing.
+// (seed 743617509, whose orphan was then neither stamped nor deleted); its
+// applies would write the old spec's values over the new shard's. The same
+// for a spec changed since the cache's copy. A Bundle that left (or a failed
+// read) is left to the next pass, and the change's event, or the retry,
+// brings it. A pass that changes nothing asks nothing.
 func (p *pass) stillInShard(ctx context.Context) bool {
 	if p.r.Shard == nil {
 		return true
@@ -798,10 +799,10 @@ func (p *pass) stillInShard(ctx context.Context) bool {
 		err := p.r.APIReader.Get(ctx, client.ObjectKeyFromObject(p.bundle), cur)
 		switch {
 		case err != nil:
-			p.fail(fmt.Errorf("read the Bundle again before acting on its orphans: %w", err))
+			p.fail(fmt.Errorf("read the Bundle again before writing for it: %w", err))
 			p.left = true
 		case cur.UID != p.bundle.UID || cur.Generation != p.bundle.Generation || !p.r.Shard.Matches(cur.Labels):
-			log.FromContext(ctx).V(1).Info("the Bundle changed or left the shard since the cache showed it: its orphans wait for the next pass",
+			log.FromContext(ctx).V(1).Info("the Bundle changed or left the shard since the cache showed it: the next pass writes for it",
 				"generation", p.bundle.Generation, "now", cur.Generation, "labels", cur.Labels)
 			p.left = true
 		}

@@ -19,8 +19,8 @@ import (
 // a kube-apiserver restart took seconds in the soak, seed 341751649), decided
 // on a spec that no longer holds: it must not apply it, nor act on the
 // Bundle's orphans — no stamp, no Tombstone cancelled — nor write its status,
-// which is the other shard's (or the next pass's) now. While the API server shows the Bundle as the cache does, the
-// orphan is stamped as usual.
+// which is the other shard's (or the next pass's) now. While the API server
+// shows the Bundle as the cache does, the pass acts as usual.
 func TestPassOfABundleThatLeftTheShard(t *testing.T) {
 	sel, err := shard.Parse("limbo.dev/shard=a")
 	if err != nil {
