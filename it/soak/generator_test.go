@@ -791,6 +791,20 @@ func (g *generator) cancel(ctx context.Context, s *slot) bool {
 		}
 		return err
 	})
+	if err == nil {
+		// The next operation on s decides on the oracle's view of the
+		// object: one that still shows it the Bundle's would re-add it
+		// without limbo.dev/adopt, and the object, now nobody's, would be
+		// NotOwned for good (seed 850750713: a re-add 34 ms after the cancel).
+		_ = pollErr(ctx, settleTimeout, func() error {
+			v := g.oracle.view(name)
+			_, stamped := v.meta.Annotations[limbov1alpha1.AnnotationDeletionTimestamp]
+			if v.exists && (stamped || v.meta.Labels[limbov1alpha1.LabelPendingDeletion] != "") {
+				return fmt.Errorf("the cancel of %s is not seen yet", name)
+			}
+			return nil
+		})
+	}
 	return err == nil || strings.Contains(err.Error(), "not found")
 }
 
