@@ -1014,9 +1014,10 @@ func (p *pass) holdAll(orphans []*unstructured.Unstructured) {
 // accounted for (a resource dropped in the write that moved the Bundle to this
 // shard: its object was never in limbo, and its kind stays; see
 // unaccountedResourceObjects), every kind the status names: a pass that changes
-// nothing asks nothing. What they find is moved into this shard
-// (Engine.MoveIntoShard), so that the next pass sees it in the cache. A failed
-// listing keeps the kinds.
+// nothing asks nothing. A sharded controller's first such pass of a Bundle asks
+// about every kind the Bundle uses, hints or not (onboardedBundles). What they
+// find is moved into this shard (Engine.MoveIntoShard), so that the next pass
+// sees it in the cache. A failed listing keeps the kinds.
 func (p *pass) decideUnseenOrphans(ctx context.Context, ready bool) {
 	listed := map[string]bool{}
 	for _, pd := range p.pending {
@@ -1045,7 +1046,21 @@ func (p *pass) decideUnseenOrphans(ctx context.Context, ready bool) {
 			ask[k] = true
 		}
 	}
+	// A sharded controller's first such pass of the Bundle asks about every
+	// kind it uses (onboardedBundles).
+	onboarding := p.r.Shard != nil && !p.r.onboarded.has(p.bundle)
+	if onboarding {
+		for _, k := range kindsOf(p.bundle, p.plan) {
+			ask[k] = true
+		}
+		for k := range p.kinds {
+			ask[k] = true
+		}
+	}
 	if len(ask) == 0 {
+		if onboarding {
+			p.r.onboarded.add(p.bundle)
+		}
 		return
 	}
 	kinds := sortedKinds(ask)
@@ -1056,8 +1071,11 @@ func (p *pass) decideUnseenOrphans(ctx context.Context, ready bool) {
 	fresh, err := p.r.labelledFresh(ctx, p.bundle, kinds)
 	if err != nil {
 		p.keptKinds = append(p.keptKinds, kinds...)
-		p.fail(fmt.Errorf("list objects of kinds leaving the status: %w", err))
+		p.fail(fmt.Errorf("list the Bundle's objects with the API server: %w", err))
 		return
+	}
+	if onboarding {
+		p.r.onboarded.add(p.bundle)
 	}
 	var orphans []*unstructured.Unstructured
 	for _, o := range controlledBy(p.bundle, fresh) {

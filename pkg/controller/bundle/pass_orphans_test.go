@@ -525,6 +525,11 @@ const otherShard = "test.limbo.dev/other-shard"
 // hideOtherShard is the reconciler's cache of a shard: its lists leave out the
 // objects marked otherShard.
 func hideOtherShard(c client.WithWatch) client.WithWatch {
+	return cacheShowing(c, func(o client.Object) bool { return o.GetAnnotations()[otherShard] == "" })
+}
+
+// cacheShowing is a cache whose lists show only the objects shown accepts.
+func cacheShowing(c client.WithWatch, shown func(client.Object) bool) client.WithWatch {
 	return interceptor.NewClient(c, interceptor.Funcs{List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
 		if err := c.List(ctx, list, opts...); err != nil {
 			return err
@@ -533,13 +538,13 @@ func hideOtherShard(c client.WithWatch) client.WithWatch {
 		if err != nil {
 			return err
 		}
-		var shown []runtime.Object
+		var kept []runtime.Object
 		for _, item := range items {
-			if o, ok := item.(client.Object); !ok || o.GetAnnotations()[otherShard] == "" {
-				shown = append(shown, item)
+			if o, ok := item.(client.Object); !ok || shown(o) {
+				kept = append(kept, item)
 			}
 		}
-		return apimeta.SetList(list, shown)
+		return apimeta.SetList(list, kept)
 	}})
 }
 

@@ -123,3 +123,59 @@ func (m movedBundle) Get(ctx context.Context, key client.ObjectKey, obj client.O
 	}
 	return nil
 }
+
+// A Bundle new to a sharded controller's cache (moved into its shard, or the
+// controller started) may have objects that another shard labelled and that
+// no hint of its status names any more: a spec error's pass rewrote
+// status.resources without their objects (seed 606416444). The first pass that
+// judges orphans looks for every kind the Bundle uses with the API server: x,
+// dropped from the spec, is moved into the shard and counts down; the pass
+// after asks nothing more.
+func TestPassOfABundleNewToTheShardLooksForItsObjects(t *testing.T) {
+	sel, err := shard.Parse("limbo.dev/shard=a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	registry, err := plugin.NewRegistry()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := livingBundle(cmResource(t, "keep", nil))
+	b.Labels = map[string]string{"limbo.dev/shard": "a"}
+	// The status a spec error's pass wrote: the resource, no object named.
+	b.Status.Resources = []limbov1alpha1.ResourceStatus{{Name: "keep", State: limbov1alpha1.ResourceBlocked, Reason: limbov1alpha1.ReasonInvalidSpec}}
+	keep := bundleConfigMap("keep", nil)
+	keep.Labels["limbo.dev/shard"] = "a"
+	x := bundleConfigMap("x", map[string]string{limbov1alpha1.AnnotationDeletionDelay: "1h"}) // the rest's
+	f := newTeardownFixture(t, b, registry, keep, x)
+	f.r.Shard, f.r.Engine.Shard = sel, sel
+	lists := 0
+	f.r.Client = cacheShowing(f.c.(client.WithWatch), func(o client.Object) bool { return sel.Matches(o.GetLabels()) })
+	f.r.APIReader = countingLists{Reader: f.c, n: &lists}
+
+	for pass := range 2 {
+		if _, err := f.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(b)}); err != nil {
+			t.Fatalf("pass %d: %v", pass, err)
+		}
+		if pass == 0 {
+			if got := f.liveConfigMap(t, "x"); got.Labels["limbo.dev/shard"] != "a" || got.Labels[limbov1alpha1.LabelPendingDeletion] != "true" {
+				t.Fatalf("x after the first pass: labels %v: want it moved into shard a and counting down", got.Labels)
+			}
+			lists = 0
+		}
+	}
+	if lists != 0 {
+		t.Errorf("the second pass listed %d times with the API server: want none", lists)
+	}
+}
+
+// countingLists counts a Reader's lists.
+type countingLists struct {
+	client.Reader
+	n *int
+}
+
+func (c countingLists) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	*c.n++
+	return c.Reader.List(ctx, list, opts...)
+}

@@ -105,6 +105,8 @@ type Reconciler struct {
 	bindingModes bindingModes
 	// inTheWay are the objects the passes found in the way of their Bundles.
 	inTheWay objectsInTheWay
+	// onboarded are the Bundles a sharded controller looked for everything of.
+	onboarded onboardedBundles
 }
 
 // Reconcile runs one pass over a Bundle, or one step of its teardown. A Conflict
@@ -153,6 +155,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			r.forgetStatus(req.String())
 			r.statuses.Forget(req.NamespacedName)
 			r.inTheWay.forget(req.NamespacedName)
+			r.onboarded.forget(req.NamespacedName)
 			// A plugin's state of the Bundle was made by a call of it: the
 			// calls know every UID the plugins may remember.
 			for _, uid := range append(r.plans.forgetBundle(req.NamespacedName), r.teardowns.forgetBundle(req.NamespacedName)...) {
