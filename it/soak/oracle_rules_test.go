@@ -341,13 +341,7 @@ func TestOracleRules(t *testing.T) {
 			o.observe(watch.Added, created, base.Add(-time.Minute))
 			tt.history(o)
 			o.observe(watch.Deleted, tt.final, tt.deletedAt)
-			got := strings.Join(o.violations, "\n")
-			if tt.want == "" && got != "" {
-				t.Errorf("violations %q, want none", got)
-			}
-			if tt.want != "" && !strings.Contains(got, tt.want) {
-				t.Errorf("violations %q, want one saying %q", got, tt.want)
-			}
+			wantViolation(t, o.violations, tt.want)
 		})
 	}
 }
@@ -540,13 +534,7 @@ func TestOracleStampedWhileHeld(t *testing.T) {
 			} else {
 				o.observe(watch.Modified, tt.next, base.Add(time.Second))
 			}
-			got := strings.Join(o.violations, "\n")
-			if tt.want == "" && got != "" {
-				t.Errorf("violations %q, want none", got)
-			}
-			if tt.want != "" && !strings.Contains(got, tt.want) {
-				t.Errorf("violations %q, want one saying %q", got, tt.want)
-			}
+			wantViolation(t, o.violations, tt.want)
 		})
 	}
 }
@@ -597,13 +585,7 @@ func TestOracleTeardownOrder(t *testing.T) {
 			deleted := dependency
 			deleted.ResourceVersion = "30"
 			o.observe(watch.Deleted, deleted, base.Add(2*time.Second))
-			got := strings.Join(o.violations, "\n")
-			if tt.want == "" && got != "" {
-				t.Errorf("violations %q, want none", got)
-			}
-			if tt.want != "" && !strings.Contains(got, tt.want) {
-				t.Errorf("violations %q, want one saying %q", got, tt.want)
-			}
+			wantViolation(t, o.violations, tt.want)
 		})
 	}
 }
@@ -748,13 +730,7 @@ func TestOracleForceDeleteRefused(t *testing.T) {
 				// limbo's deletion (refused), or the generator's (accepted).
 				o.observe(watch.Deleted, deleted, time.Now())
 			}
-			got := strings.Join(o.violations, "\n")
-			if tt.want == "" && got != "" {
-				t.Errorf("violations %q, want none", got)
-			}
-			if tt.want != "" && !strings.Contains(got, tt.want) {
-				t.Errorf("violations %q, want one saying %q", got, tt.want)
-			}
+			wantViolation(t, o.violations, tt.want)
 		})
 	}
 }
@@ -1164,13 +1140,7 @@ func TestOracleHandOver(t *testing.T) {
 			o.observe(watch.Added, object("b3-r0", "eeeeeeee-0000", "12", adopter, map[string]string{limbov1alpha1.AnnotationDeletionDelay: "4s"}), base.Add(-time.Minute))
 			o.undeclared("b3", 20, base, "b3-r0")
 			tt.history(o)
-			got := strings.Join(o.violations, "\n")
-			if tt.want == "" && got != "" {
-				t.Errorf("violations %q, want none", got)
-			}
-			if tt.want != "" && !strings.Contains(got, tt.want) {
-				t.Errorf("violations %q, want one saying %q", got, tt.want)
-			}
+			wantViolation(t, o.violations, tt.want)
 			if tt.after != nil {
 				tt.after(t, o)
 			}
@@ -1270,13 +1240,7 @@ func TestOracleShards(t *testing.T) {
 			o.undeclared("b0", 20, base.Add(-time.Second), "b0-r0")
 			o.outages = tt.outages
 			o.observe(watch.Deleted, tt.final, base.Add(tt.deletedAt))
-			got := strings.Join(o.violations, "\n")
-			if tt.want == "" && got != "" {
-				t.Errorf("violations %q, want none", got)
-			}
-			if tt.want != "" && !strings.Contains(got, tt.want) {
-				t.Errorf("violations %q, want one saying %q", got, tt.want)
-			}
+			wantViolation(t, o.violations, tt.want)
 		})
 	}
 
@@ -1352,5 +1316,18 @@ func TestOracleShardsAdoption(t *testing.T) {
 	}
 	if v := run(shardA, adoptionTolerance+time.Second, false); len(v) != 1 || !strings.Contains(v[0], "not adopted in time") {
 		t.Errorf("never handed over by a giver of another shard: violations %q, want one saying not adopted in time", v)
+	}
+}
+
+// wantViolation checks violations: none when want is empty, else one that
+// says want.
+func wantViolation(t *testing.T, violations []string, want string) {
+	t.Helper()
+	got := strings.Join(violations, "\n")
+	if want == "" && got != "" {
+		t.Errorf("violations %q, want none", got)
+	}
+	if want != "" && !strings.Contains(got, want) {
+		t.Errorf("violations %q, want one saying %q", got, want)
 	}
 }

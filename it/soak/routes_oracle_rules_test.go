@@ -136,13 +136,7 @@ func TestRouteOracleRules(t *testing.T) {
 			o.addHop(route, "", base)
 			tc.history(o)
 			o.judge(time.Now().Add(time.Hour))
-			got := strings.Join(o.violations, "\n")
-			if tc.want == "" && got != "" {
-				t.Errorf("violations: %s", got)
-			}
-			if tc.want != "" && !strings.Contains(got, tc.want) {
-				t.Errorf("violations %q, want one with %q", got, tc.want)
-			}
+			wantViolation(t, o.violations, tc.want)
 		})
 	}
 
