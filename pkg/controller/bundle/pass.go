@@ -794,20 +794,32 @@ func (p *pass) stillInShard(ctx context.Context) bool {
 		return true
 	}
 	p.shardCheck.Do(func() {
-		cur := &metav1.PartialObjectMetadata{}
-		cur.SetGroupVersionKind(limbov1alpha1.GroupVersion.WithKind("Bundle"))
-		err := p.r.APIReader.Get(ctx, client.ObjectKeyFromObject(p.bundle), cur)
+		cur, err := p.readBundleAgain(ctx)
 		switch {
 		case err != nil:
 			p.fail(fmt.Errorf("read the Bundle again before writing for it: %w", err))
 			p.left = true
-		case cur.UID != p.bundle.UID || cur.Generation != p.bundle.Generation || !p.r.Shard.Matches(cur.Labels):
+		case !p.decidedOn(cur) || !p.r.Shard.Matches(cur.Labels):
 			log.FromContext(ctx).V(1).Info("the Bundle changed or left the shard since the cache showed it: the next pass writes for it",
 				"generation", p.bundle.Generation, "now", cur.Generation, "labels", cur.Labels)
 			p.left = true
 		}
 	})
 	return !p.left
+}
+
+// readBundleAgain reads the Bundle's metadata from the API server, past the
+// cache the pass decided on.
+func (p *pass) readBundleAgain(ctx context.Context) (*metav1.PartialObjectMetadata, error) {
+	cur := &metav1.PartialObjectMetadata{}
+	cur.SetGroupVersionKind(limbov1alpha1.GroupVersion.WithKind("Bundle"))
+	return cur, p.r.APIReader.Get(ctx, client.ObjectKeyFromObject(p.bundle), cur)
+}
+
+// decidedOn reports whether cur, read again, is the Bundle of the spec this
+// pass decided on: the same UID and generation.
+func (p *pass) decidedOn(cur *metav1.PartialObjectMetadata) bool {
+	return cur.UID == p.bundle.UID && cur.Generation == p.bundle.Generation
 }
 
 // intoShard moves applied, the API server's answer to limbo's apply, into the
@@ -1176,12 +1188,11 @@ func (p *pass) stillOrphan(ctx context.Context, o client.Object, ready bool) sof
 		if v, err := controlled(fresh); v != softdelete.Claimed {
 			return v, err
 		}
-		cur := &metav1.PartialObjectMetadata{}
-		cur.SetGroupVersionKind(limbov1alpha1.GroupVersion.WithKind("Bundle"))
-		if err := p.r.APIReader.Get(ctx, client.ObjectKeyFromObject(p.bundle), cur); err != nil {
+		cur, err := p.readBundleAgain(ctx)
+		if err != nil {
 			return softdelete.ClaimDeferred, fmt.Errorf("read the Bundle again before deleting %s %s: %w", o.GetObjectKind().GroupVersionKind().Kind, o.GetName(), err)
 		}
-		if cur.UID != p.bundle.UID || cur.Generation != p.bundle.Generation || cur.DeletionTimestamp != nil {
+		if !p.decidedOn(cur) || cur.DeletionTimestamp != nil {
 			log.FromContext(ctx).V(1).Info("not deleted: the Bundle changed since the pass read it", "object", o.GetName(),
 				"generation", p.bundle.Generation, "now", cur.Generation)
 			return softdelete.ClaimDeferred, nil

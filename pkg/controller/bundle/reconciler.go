@@ -184,7 +184,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	p := newPass(r, &b)
 	p.run(ctx)
 	status := p.status()
-	if p.left || (!equality.Semantic.DeepEqual(b.Status, status) && !p.stillInShard(ctx)) {
+	if p.left || (r.Shard != nil && !equality.Semantic.DeepEqual(b.Status, status) && !p.stillInShard(ctx)) {
 		// Not this shard's any more, or changed since the cache showed it:
 		// the status is the other shard's, or the next pass's, to write.
 		return ctrl.Result{RequeueAfter: leftShardRetry}, errors.Join(p.errs...)
