@@ -7,7 +7,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/watch"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
@@ -87,12 +86,7 @@ type releaseWatch struct {
 
 func watchReleases(t testing.TB, ns, name string) *releaseWatch {
 	t.Helper()
-	w, err := env.Clientset.CoreV1().ConfigMaps(ns).Watch(context.Background(), metav1.ListOptions{
-		FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String(),
-	})
-	if err != nil {
-		t.Fatalf("watch ConfigMap %s: %v", name, err)
-	}
+	w := watchConfigMap(t, ns, name)
 	r := &releaseWatch{}
 	go func() {
 		for ev := range w.ResultChan() {
@@ -105,7 +99,6 @@ func watchReleases(t testing.TB, ns, name string) *releaseWatch {
 			r.mu.Unlock()
 		}
 	}()
-	t.Cleanup(w.Stop)
 	return r
 }
 

@@ -83,12 +83,7 @@ type configMapDeletion struct {
 
 func watchConfigMapDeletion(t testing.TB, ns, name string) *configMapDeletion {
 	t.Helper()
-	w, err := env.Clientset.CoreV1().ConfigMaps(ns).Watch(context.Background(), metav1.ListOptions{
-		FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String(),
-	})
-	if err != nil {
-		t.Fatalf("watch ConfigMap %s: %v", name, err)
-	}
+	w := watchConfigMap(t, ns, name)
 	d := &configMapDeletion{w: w, done: make(chan time.Time, 1)}
 	go func() {
 		for ev := range w.ResultChan() {
@@ -100,8 +95,20 @@ func watchConfigMapDeletion(t testing.TB, ns, name string) *configMapDeletion {
 			}
 		}
 	}()
-	t.Cleanup(w.Stop)
 	return d
+}
+
+// watchConfigMap watches ConfigMap ns/name until the test ends.
+func watchConfigMap(t testing.TB, ns, name string) watch.Interface {
+	t.Helper()
+	w, err := env.Clientset.CoreV1().ConfigMaps(ns).Watch(context.Background(), metav1.ListOptions{
+		FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String(),
+	})
+	if err != nil {
+		t.Fatalf("watch ConfigMap %s: %v", name, err)
+	}
+	t.Cleanup(w.Stop)
+	return w
 }
 
 // wait returns when the deletion was seen, failing t after timeout.
