@@ -111,5 +111,5 @@ func (p *pass) emitAppliedEvent(changes []*appliedChange) {
 	if more := len(changes) - maxChangesInEvent; more > 0 {
 		parts = append(parts, fmt.Sprintf("and %d more", more))
 	}
-	p.r.Recorder.Event(p.bundle, corev1.EventTypeNormal, reason, strings.Join(parts, "; "))
+	p.announce(corev1.EventTypeNormal, reason, "%s", strings.Join(parts, "; "))
 }

@@ -57,6 +57,7 @@ func TestAppliedEvent(t *testing.T) {
 			rec := record.NewFakeRecorder(10)
 			p := &pass{r: &Reconciler{Recorder: rec}, bundle: &limbov1alpha1.Bundle{}}
 			p.emitAppliedEvent(tc.changes)
+			p.emitAnnouncements()
 			close(rec.Events)
 			var got []string
 			for e := range rec.Events {

@@ -155,7 +155,7 @@ func (p *pass) warnDrift(name string, obj metav1.Object, kind string, n int, wri
 	if len(writers) > 0 {
 		by = strings.Join(writers, ", ")
 	}
-	p.r.Recorder.Eventf(p.bundle, corev1.EventTypeWarning, limbov1alpha1.EventDriftRepeated,
+	p.announce(corev1.EventTypeWarning, limbov1alpha1.EventDriftRepeated,
 		"resource %q: %s %q had fields limbo sets changed %d times in %s (by %s), and put back each time; "+
 			"leave the fields another controller manages out of the template", name, kind, obj.GetName(), n, driftWindow, by)
 }

@@ -89,11 +89,20 @@ type pass struct {
 	// changed), and the pass writes nothing more, not its status either.
 	shardCheck sync.Once
 	left       bool
+	// announcements are the pass's events on its Bundle, held until the pass
+	// ends (emitAnnouncements): they announce what it did and what its status
+	// says, and a pass that writes no status — the Bundle left the shard —
+	// announces nothing (a stale shard's InvalidSpec of a spec the user fixed
+	// in the moving write would mislead).
+	announcements []announcement
 
-	// mu guards requeueAt, deadlineAt and errs, which the concurrent applies of a
-	// wave set.
+	// mu guards requeueAt, deadlineAt, errs and announcements, which the
+	// concurrent applies of a wave set.
 	mu sync.Mutex
 }
+
+// announcement is an event of a pass on its Bundle.
+type announcement struct{ eventType, reason, message string }
 
 func newPass(r *Reconciler, b *limbov1alpha1.Bundle) *pass {
 	return &pass{r: r, bundle: b, live: map[string]*unstructured.Unstructured{}, declared: map[string]string{}, staleDeclared: map[string]string{}, idleGenerators: map[string]bool{}, gone: map[string]bool{},
@@ -122,6 +131,21 @@ func (p *pass) fail(err error) {
 		defer p.mu.Unlock()
 		p.errs = append(p.errs, err)
 	}
+}
+
+// announce holds an event on the Bundle until the pass ends.
+func (p *pass) announce(eventType, reason, format string, args ...any) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.announcements = append(p.announcements, announcement{eventType, reason, fmt.Sprintf(format, args...)})
+}
+
+// emitAnnouncements emits the events the pass held, in the order it made them.
+func (p *pass) emitAnnouncements() {
+	for _, a := range p.announcements {
+		p.r.Recorder.Event(p.bundle, a.eventType, a.reason, a.message)
+	}
+	p.announcements = nil
 }
 
 // readLive reads the live object gvk ns/name (nil: none; fresh: from the API
@@ -306,7 +330,7 @@ func (p *pass) reportSpecErrors() {
 	boundResourceMessages(p.resources)
 	// Announced once: a pass of the same broken spec finds it in the condition.
 	if !p.sameAsBefore(limbov1alpha1.ReasonInvalidSpec, invalidSpecMessage(p.specErrs)) {
-		p.r.Recorder.Event(p.bundle, corev1.EventTypeWarning, limbov1alpha1.ReasonInvalidSpec, p.specErrs.Error())
+		p.announce(corev1.EventTypeWarning, limbov1alpha1.ReasonInvalidSpec, "%s", p.specErrs.Error())
 	}
 	// Keep what is already in limbo visible while the spec is broken.
 	p.keepPreviousPending()
@@ -596,13 +620,13 @@ func (p *pass) passOnWarnings(name string, isSecret bool, warnings func() []stri
 	texts := warnings()
 	if isSecret {
 		if len(texts) > 0 {
-			p.r.Recorder.Eventf(p.bundle, corev1.EventTypeWarning, limbov1alpha1.EventAPIWarning,
+			p.announce(corev1.EventTypeWarning, limbov1alpha1.EventAPIWarning,
 				"resource %q: the API server warns (%d warning(s); their text is withheld: it may quote the Secret's values)", name, len(texts))
 		}
 		return
 	}
 	for _, text := range texts {
-		p.r.Recorder.Eventf(p.bundle, corev1.EventTypeWarning, limbov1alpha1.EventAPIWarning, "resource %q: the API server warns: %s", name, text)
+		p.announce(corev1.EventTypeWarning, limbov1alpha1.EventAPIWarning, "resource %q: the API server warns: %s", name, text)
 	}
 }
 
@@ -920,7 +944,7 @@ func (p *pass) emitResourceEvents() {
 	for _, st := range p.resources {
 		prev := before[st.Name]
 		if st.State == limbov1alpha1.ResourceError && (prev.State != st.State || prev.Reason != st.Reason || prev.Message != st.Message) {
-			p.r.Recorder.Eventf(p.bundle, corev1.EventTypeWarning, st.Reason, "resource %q: %s", st.Name, st.Message)
+			p.announce(corev1.EventTypeWarning, st.Reason, "resource %q: %s", st.Name, st.Message)
 		}
 	}
 }

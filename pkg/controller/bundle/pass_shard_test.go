@@ -2,10 +2,13 @@ package bundle
 
 import (
 	"context"
+	"slices"
+	"strings"
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -73,9 +76,16 @@ func TestPassOfABundleThatLeftTheShard(t *testing.T) {
 				inShard(bundleConfigMap("y", map[string]string{limbov1alpha1.AnnotationDeletionDelay: "1h"})), ts)
 			f.r.Shard, f.r.Engine.Shard = sel, sel
 			f.r.APIReader = movedBundle{Reader: f.c, labels: tc.apiLabels, generation: tc.apiGeneration}
+			events := make(chan string, 16)
+			f.r.Recorder = &record.FakeRecorder{Events: events}
 			before, keepBefore := f.liveConfigMap(t, "y").ResourceVersion, f.liveConfigMap(t, "keep").ResourceVersion
 
 			result, _ := f.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(b)})
+			close(events)
+			var announced []string
+			for e := range events {
+				announced = append(announced, e)
+			}
 
 			cancelled := apierrors.IsNotFound(f.c.Get(context.Background(), client.ObjectKeyFromObject(ts), &limbov1alpha1.Tombstone{}))
 			if cancelled != tc.acts {
@@ -101,6 +111,18 @@ func TestPassOfABundleThatLeftTheShard(t *testing.T) {
 				t.Errorf("the status was written: %+v", f.status(t))
 			case !tc.acts && result.RequeueAfter == 0:
 				t.Errorf("Reconcile = %+v: want a retry, in case no event brings the change", result)
+			}
+			// The pass's events announce what its status says: a pass that
+			// writes no status announces nothing (the InvalidSpec of a spec the
+			// user fixed in the moving write would mislead).
+			invalidAnnounced := slices.ContainsFunc(announced, func(e string) bool {
+				return strings.HasPrefix(e, "Warning "+limbov1alpha1.ReasonInvalidSpec+" ")
+			})
+			switch {
+			case !tc.acts && len(announced) > 0:
+				t.Errorf("a pass that wrote no status emitted events: %q", announced)
+			case tc.acts && tc.invalid && !invalidAnnounced:
+				t.Errorf("the spec error was not announced: events %q", announced)
 			}
 		})
 	}

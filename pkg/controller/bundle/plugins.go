@@ -113,7 +113,7 @@ func (p *pass) syncPlugin(ctx context.Context, res *bundlespec.Resource) (limbov
 	}
 	if planned.current { // a plan's events once, not on every pass that reuses it
 		for _, ev := range result.Events {
-			p.r.Recorder.Event(p.bundle, ev.Type, ev.Reason, ev.Message)
+			p.announce(ev.Type, ev.Reason, "%s", ev.Message)
 		}
 	}
 	if _, _, err := result.Inventory.Orphans(); err != nil {
@@ -303,13 +303,13 @@ func (p *pass) decidePluginItems(ctx context.Context, ready bool) {
 		if held > 0 {
 			err := fmt.Errorf("resource %q: %d orphans not taken into limbo: the resource has %d Tombstones, the most one may have; they are taken as those end",
 				out.res.Name, held, MaxTombstonesPerResource)
-			p.r.Recorder.Eventf(p.bundle, corev1.EventTypeWarning, limbov1alpha1.ReasonPluginFailed, "%v", err)
+			p.announce(corev1.EventTypeWarning, limbov1alpha1.ReasonPluginFailed, "%v", err)
 			p.fail(err)
 		}
 		for _, item := range newItems {
 			ts, err := p.r.Engine.OrphanExternal(ctx, p.bundle, out.res.Plugin.Name, out.res.Name, out.res.Plugin.DeletionDelay, item.ExternalItem)
 			if err != nil {
-				p.r.Recorder.Eventf(p.bundle, corev1.EventTypeWarning, limbov1alpha1.ReasonPluginFailed, "%v", err)
+				p.announce(corev1.EventTypeWarning, limbov1alpha1.ReasonPluginFailed, "%v", err)
 				p.fail(err)
 				continue
 			}

@@ -184,11 +184,13 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	p := newPass(r, &b)
 	p.run(ctx)
 	status := p.status()
-	if p.left || (r.Shard != nil && !equality.Semantic.DeepEqual(b.Status, status) && !p.stillInShard(ctx)) {
+	if p.left || (r.Shard != nil && (len(p.announcements) > 0 || !equality.Semantic.DeepEqual(b.Status, status)) && !p.stillInShard(ctx)) {
 		// Not this shard's any more, or changed since the cache showed it:
-		// the status is the other shard's, or the next pass's, to write.
+		// the status, and what the pass would announce, are the other
+		// shard's, or the next pass's.
 		return ctrl.Result{RequeueAfter: leftShardRetry}, errors.Join(p.errs...)
 	}
+	p.emitAnnouncements()
 	r.recordStatus(req.String(), status, int(status.PendingDeletionCount)) // everything a pass finds in limbo is the Bundle's
 	generatorReady := pluginBecameReady(&b, &b.Status, &status)
 	if err := r.writeStatus(ctx, &b, status); err != nil {
