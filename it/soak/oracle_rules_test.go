@@ -1153,8 +1153,8 @@ func TestOracleHandOver(t *testing.T) {
 	}
 }
 
-// Sharded (oracle.chaosShard): a controller outage of the shard the chaos
-// kills excuses lateness only for the objects acted on by that shard — of a
+// Sharded (oracle.sharded): a controller outage of a shard (outage.shard)
+// excuses lateness only for the objects acted on by that shard — of a
 // Bundle in it at the time (by its shard log, moves included), or released
 // with its label — and a restart there ends a kube-apiserver outage early for
 // those alone. A move is no outage: a Bundle moved out of the shard that is
@@ -1177,7 +1177,8 @@ func TestOracleShards(t *testing.T) {
 	}
 	// The deadline is base+1s; the rest's controller is down from base to
 	// base+10s.
-	restDown := outage{what: outageController, start: base, end: base.Add(10 * time.Second)}
+	restDown := outage{what: outageController, shard: shardRest, start: base, end: base.Add(10 * time.Second)}
+	aDown := outage{what: outageController, shard: shardA, start: base, end: base.Add(10 * time.Second)}
 	tests := []struct {
 		name string
 		// moves are the Bundle's shards after the first, at base + each key.
@@ -1193,6 +1194,19 @@ func TestOracleShards(t *testing.T) {
 	}, {
 		name: "in the other shard: late", shard: shardA, outages: []outage{restDown},
 		final: object("30", true, shardA), deletedAt: 11 * time.Second, want: "more than 2s late",
+	}, {
+		name: "shard a down, in shard a: excused", shard: shardA, outages: []outage{aDown},
+		final: object("30", true, shardA), deletedAt: 11 * time.Second,
+	}, {
+		name: "shard a down, in the rest: late", shard: shardRest, outages: []outage{aDown},
+		final: object("30", true, shardRest), deletedAt: 11 * time.Second, want: "more than 2s late",
+	}, {
+		name: "both down, shard a longer, in the rest: excused until the rest is back only", shard: shardRest,
+		outages: []outage{{what: outageController, shard: shardRest, start: base, end: base.Add(4 * time.Second)}, aDown},
+		final:   object("30", true, shardRest), deletedAt: 7 * time.Second, want: "more than 2s late",
+	}, {
+		name: "moved from the rest into shard a while a is down: excused until a is back", shard: shardRest, moves: map[time.Duration]string{500 * time.Millisecond: shardA},
+		outages: []outage{aDown}, final: object("30", true, shardRest), deletedAt: 11 * time.Second,
 	}, {
 		name: "in the other shard, the object still labelled with the one down: late", shard: shardA, outages: []outage{restDown},
 		final: object("30", true, shardRest), deletedAt: 11 * time.Second, want: "more than 2s late",
@@ -1219,17 +1233,25 @@ func TestOracleShards(t *testing.T) {
 		// the rest's leader started afresh at base+5s ends that early for the
 		// rest only.
 		name: "an API outage ended early by a restart of the other shard: excused", shard: shardA,
-		outages: []outage{{what: outageAPIServer, start: base, end: base.Add(4 * time.Second)}, {what: outageController, start: base.Add(4500 * time.Millisecond), end: base.Add(5 * time.Second)}},
+		outages: []outage{{what: outageAPIServer, start: base, end: base.Add(4 * time.Second)}, {what: outageController, shard: shardRest, start: base.Add(4500 * time.Millisecond), end: base.Add(5 * time.Second)}},
 		final:   object("30", true, shardA), deletedAt: 9 * time.Second,
 	}, {
 		name: "an API outage ended early by a restart of its shard: late", shard: shardRest,
-		outages: []outage{{what: outageAPIServer, start: base, end: base.Add(4 * time.Second)}, {what: outageController, start: base.Add(4500 * time.Millisecond), end: base.Add(5 * time.Second)}},
+		outages: []outage{{what: outageAPIServer, start: base, end: base.Add(4 * time.Second)}, {what: outageController, shard: shardRest, start: base.Add(4500 * time.Millisecond), end: base.Add(5 * time.Second)}},
 		final:   object("30", true, shardRest), deletedAt: 9 * time.Second, want: "more than 2s late",
+	}, {
+		name: "an API outage ended early by a restart of shard a: late for shard a", shard: shardA,
+		outages: []outage{{what: outageAPIServer, start: base, end: base.Add(4 * time.Second)}, {what: outageController, shard: shardA, start: base.Add(4500 * time.Millisecond), end: base.Add(5 * time.Second)}},
+		final:   object("30", true, shardA), deletedAt: 9 * time.Second, want: "more than 2s late",
+	}, {
+		name: "an API outage ended early by a restart of shard a: excused for the rest", shard: shardRest,
+		outages: []outage{{what: outageAPIServer, start: base, end: base.Add(4 * time.Second)}, {what: outageController, shard: shardA, start: base.Add(4500 * time.Millisecond), end: base.Add(5 * time.Second)}},
+		final:   object("30", true, shardRest), deletedAt: 9 * time.Second,
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			o := newOracle()
-			o.chaosShard = shardRest
+			o.sharded = true
 			o.inShard("b0", bundleUID, tt.shard, base.Add(-time.Hour))
 			for _, d := range slices.Sorted(maps.Keys(tt.moves)) {
 				o.inShard("b0", bundleUID, tt.moves[d], base.Add(d))
@@ -1248,7 +1270,7 @@ func TestOracleShards(t *testing.T) {
 	// it had the time to, not while the shard it is in is down.
 	overdue := func(shard string, down bool) []string {
 		o := newOracle()
-		o.chaosShard = shardRest
+		o.sharded = true
 		now := time.Now()
 		o.inShard("b0", bundleUID, shard, now.Add(-time.Hour))
 		o.declared("b0", 10, "b0-r0")
@@ -1257,7 +1279,7 @@ func TestOracleShards(t *testing.T) {
 		o.observe(watch.Added, m, now.Add(-time.Minute))
 		o.undeclared("b0", 20, now.Add(-time.Minute), "b0-r0")
 		if down {
-			o.outageStartedAt(outageController, now.Add(-10*time.Second)) // and lasts
+			o.outageStartedAt(outageController, shardRest, now.Add(-10*time.Second)) // and lasts
 		}
 		o.checkOverdue(now)
 		return o.violations
@@ -1283,7 +1305,7 @@ func TestOracleShardsAdoption(t *testing.T) {
 	run := func(objectShard string, late time.Duration, release bool) []string {
 		now := time.Now()
 		o := newOracle()
-		o.chaosShard = shardRest
+		o.sharded = true
 		o.inShard("b0", giver, objectShard, now.Add(-time.Hour))
 		o.inShard("b3", adopter, shardRest, now.Add(-time.Hour))
 		m := metav1.ObjectMeta{Name: "b0-r0", UID: "cccccccc-0000", ResourceVersion: "11",

@@ -64,7 +64,11 @@ func (i rvInterval) contains(rv int64) bool { return rv > i.from && (i.to == 0 |
 // outage is a span in which limbo could not act: the controller process was
 // down (killed until ready again), or kube-apiserver was restarting.
 type outage struct {
-	what       string
+	what string
+	// shard is the shard whose controller a controller outage took down: the
+	// Bundles in it, and what its reaper acts on, wait (see outagesFor). ""
+	// in a run not sharded, and for kube-apiserver's: everything waits.
+	shard      string
 	start, end time.Time // end is zero while it lasts
 	// stale: a controller outage after which the controller that acts is not
 	// a process started afresh (a standby's kill, or a failover to a standby
@@ -257,13 +261,12 @@ type oracle struct {
 	slots map[string]*slotOps
 	// watchingSince is when the watch last (re)connected.
 	watchingSince time.Time
-	// chaosShard is the shard whose controllers the chaos kills (its
-	// controller outages are outages for its Bundles' objects only), and
-	// shards are the shards each Bundle incarnation was in, over time (see
-	// shardLog). Empty: the run is not sharded, every outage counts for every
-	// object.
-	chaosShard string
-	shards     map[types.UID]shardLog
+	// sharded: the run's controllers are sharded, and a controller outage
+	// is one for its shard's objects only (outage.shard); shards are the
+	// shards each Bundle incarnation was in, over time (see shardLog). Not
+	// sharded: every outage counts for every object.
+	sharded bool
+	shards  map[types.UID]shardLog
 }
 
 // slotOps tracks the operation in flight on one Bundle slot.
@@ -751,15 +754,19 @@ func (o *oracle) cancelled(name string) {
 	o.stats.cancels++
 }
 
-func (o *oracle) outageStarted(what string) { o.outageStartedAt(what, time.Now()) }
+// outageStarted and outageEnded are the observer's: an outage of kube-apiserver,
+// or of the controller of a run not sharded.
+func (o *oracle) outageStarted(what string) { o.outageStartedAt(what, "", time.Now()) }
+
+func (o *oracle) outageEnded(what string) { o.outageEndedAs(what, "", false) }
 
 // outageStartedAt: an outage began at start (before it was seen: a
-// controller replica that exited on its own).
-func (o *oracle) outageStartedAt(what string, start time.Time) {
+// controller replica that exited on its own); shard: see outage.shard.
+func (o *oracle) outageStartedAt(what, shard string, start time.Time) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	o.outages = append(o.outages, outage{what: what, start: start})
-	o.logf("outage: %s (since %s)", what, start.Format("15:04:05.000"))
+	o.outages = append(o.outages, outage{what: what, shard: shard, start: start})
+	o.logf("outage: %s%s (since %s)", what, ofShard(shard), start.Format("15:04:05.000"))
 	switch what {
 	case outageController:
 		o.stats.controllerRestarts++
@@ -768,19 +775,26 @@ func (o *oracle) outageStartedAt(what string, start time.Time) {
 	}
 }
 
-func (o *oracle) outageEnded(what string) { o.outageEndedAs(what, false) }
-
-// outageEndedAs ends an outage; stale: see outage.stale.
-func (o *oracle) outageEndedAs(what string, stale bool) {
+// outageEndedAs ends the outage of what (of shard) that lasts; stale: see
+// outage.stale.
+func (o *oracle) outageEndedAs(what, shard string, stale bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	for i := len(o.outages) - 1; i >= 0; i-- {
-		if o.outages[i].what == what && o.outages[i].end.IsZero() {
+		if o.outages[i].what == what && o.outages[i].shard == shard && o.outages[i].end.IsZero() {
 			o.outages[i].end, o.outages[i].stale = time.Now(), stale
-			o.logf("outage over: %s after %v", what, o.outages[i].end.Sub(o.outages[i].start).Round(time.Millisecond))
+			o.logf("outage over: %s%s after %v", what, ofShard(shard), o.outages[i].end.Sub(o.outages[i].start).Round(time.Millisecond))
 			return
 		}
 	}
+}
+
+// ofShard names shard in a log line ("" for none).
+func ofShard(shard string) string {
+	if shard == "" {
+		return ""
+	}
+	return " of shard " + shard
 }
 
 const (
@@ -1264,9 +1278,8 @@ func overlaps(outs []outage, from, to time.Time, end func(outage) time.Time) boo
 // to the work queue, with its backoff; client-go's watches likewise), so its
 // next attempt comes up to one outage length after the API is back.
 // A controller restart after that starts afresh, without backoff — for the
-// objects of its shard: of a Bundle in the shard the chaos kills (see
-// oracle.chaosShard) when the restart ended, by tl; every object when the run
-// is not sharded (tl nil).
+// objects of its shard: of a Bundle in the restarted shard (outage.shard) when
+// the restart ended, by tl; every object when the run is not sharded (tl nil).
 func (o *oracle) effectiveEnd(out outage, tl shardLog) time.Time {
 	if out.end.IsZero() || out.what != outageAPIServer {
 		return out.end
@@ -1274,7 +1287,7 @@ func (o *oracle) effectiveEnd(out outage, tl shardLog) time.Time {
 	end := out.end.Add(out.end.Sub(out.start))
 	for _, restart := range o.outages {
 		if restart.what == outageController && !restart.stale && !restart.end.IsZero() && restart.start.After(out.end) && restart.end.Before(end) &&
-			(tl == nil || tl.at(restart.end) == o.chaosShard) {
+			(tl == nil || tl.at(restart.end) == restart.shard) {
 			end = restart.end
 		}
 	}

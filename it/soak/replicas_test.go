@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -48,28 +49,32 @@ func (r *soakRun) startReplicas(t *testing.T, limboBin string) []*controllerproc
 	return replicas
 }
 
-// replicaChaos kills one of two controller replicas every 2 to 7 s (1 to 3 s
-// until both kinds happened) at random —
-// the leader or the standby — and starts it again, and restarts kube-apiserver once, a third
-// of the way into the run. A replica that exits on its own (a leader that
-// could not renew its Lease exits) is started again too.
+// replicaChaos kills a controller process every 2 to 7 s (1 to 3 s until
+// every kind happened) at random — one of the rest's two replicas (the
+// leader or the standby), or, one time in four, shard a's single process —
+// and starts it again, and restarts kube-apiserver once, a third of the way
+// into the run. A replica that exits on its own (a leader that could not
+// renew its Lease exits) is started again too.
 //
-// The oracle's controller outage is the span without a leader known to act:
-// it starts with each kill and ends once a live replica reports that it leads
-// (leader_election_master_status): a standby's kill ends it at once, a
-// leader's once the standby took over (after up to the lease's duration) or
-// the restarted replica won the Lease.
+// The oracle's controller outage of the rest is the span without a leader
+// known to act: it starts with each kill and ends once a live replica reports
+// that it leads (leader_election_master_status): a standby's kill ends it at
+// once, a leader's once the standby took over (after up to the lease's
+// duration) or the restarted replica won the Lease. Shard a's lasts from its
+// kill until its process started again is ready (its caches synced). Each is
+// an outage of its shard's objects only (outage.shard).
 type replicaChaos struct {
 	oracle       *oracle
 	replicas     []*controllerprocess.Process // the ones running, or the last ones
+	shardA       *controllerprocess.Process   // the one running, or the last one
 	pause        *sync.RWMutex
 	rng          *rand.Rand
 	ops          int
 	apiRestarted bool
-	// leaderKills and standbyKills count the kills of each kind: until both
-	// happened, the next kill is of the kind missing, and comes early, so
-	// that even a short run has both.
-	leaderKills, standbyKills int
+	// leaderKills, standbyKills and shardAKills count the kills of each
+	// kind: until all happened, the next kill is of a kind missing, and comes
+	// early, so that even a short run has them all.
+	leaderKills, standbyKills, shardAKills int
 	// started are when the replicas were started; apiBack is when
 	// kube-apiserver was back from its restart.
 	started []time.Time
@@ -79,7 +84,7 @@ type replicaChaos struct {
 func (c *replicaChaos) run(ctx context.Context) error {
 	for {
 		wait := 2*time.Second + time.Duration(c.rng.Int64N(int64(5*time.Second)))
-		if c.leaderKills == 0 || c.standbyKills == 0 {
+		if c.leaderKills == 0 || c.standbyKills == 0 || c.shardAKills == 0 {
 			wait = time.Second + time.Duration(c.rng.Int64N(int64(2*time.Second)))
 		}
 		next := time.Now().Add(wait)
@@ -100,6 +105,13 @@ func (c *replicaChaos) run(ctx context.Context) error {
 			}
 			continue
 		}
+		down := time.Duration(c.rng.Int64N(int64(1500 * time.Millisecond)))
+		if c.rng.IntN(4) == 0 || (c.shardAKills == 0 && c.leaderKills > 0 && c.standbyKills > 0) {
+			if err := c.killShardA(ctx, down); err != nil {
+				return err
+			}
+			continue
+		}
 		leaderWanted := c.rng.IntN(2) == 0
 		switch {
 		case c.leaderKills == 0 && c.standbyKills > 0:
@@ -107,11 +119,32 @@ func (c *replicaChaos) run(ctx context.Context) error {
 		case c.standbyKills == 0 && c.leaderKills > 0:
 			leaderWanted = false
 		}
-		down := time.Duration(c.rng.Int64N(int64(1500 * time.Millisecond)))
 		if err := c.kill(ctx, leaderWanted, down); err != nil {
 			return err
 		}
 	}
+}
+
+// killShardA kills shard a's process with SIGKILL, waits down and starts it
+// again. Its outage ends once the new process is ready: without leader
+// election it acts as soon as its caches synced, and, started afresh, without
+// the backoff of a process that ran through a kube-apiserver outage.
+func (c *replicaChaos) killShardA(ctx context.Context, down time.Duration) error {
+	c.shardAKills++
+	c.oracle.outageStartedAt(outageController, shardA, time.Now())
+	c.oracle.countChaos("kill-shard-a")
+	c.oracle.Log("chaos: kill shard a's controller (pid %d), down %v", c.shardA.Pid(), down.Round(time.Millisecond))
+	if err := c.shardA.Kill(); err != nil {
+		return fmt.Errorf("kill shard a's controller: %w", err)
+	}
+	sleep(ctx, down)
+	next, err := c.shardA.StartAgain(context.Background())
+	if err != nil {
+		return fmt.Errorf("restart shard a's controller: %w", err)
+	}
+	c.shardA = next
+	c.oracle.outageEndedAs(outageController, shardA, false)
+	return nil
 }
 
 // leader is the index of the replica that reports that it leads, or -1.
@@ -156,7 +189,7 @@ func (c *replicaChaos) kill(ctx context.Context, leaderWanted bool, down time.Du
 		victim, role = 1-lead, "standby"
 		c.standbyKills++
 	}
-	c.oracle.outageStarted(outageController)
+	c.oracle.outageStartedAt(outageController, shardRest, time.Now())
 	c.oracle.countChaos("kill-" + strings.Fields(role)[0])
 	c.oracle.Log("chaos: kill the %s, replica %d (pid %d), down %v", role, victim, c.replicas[victim].Pid(), down.Round(time.Millisecond))
 	if err := c.replicas[victim].Kill(); err != nil {
@@ -164,7 +197,7 @@ func (c *replicaChaos) kill(ctx context.Context, leaderWanted bool, down time.Du
 	}
 	ended := false
 	if role == "standby" && c.leader(ctx) == lead {
-		c.oracle.outageEndedAs(outageController, true) // the leader goes on
+		c.oracle.outageEndedAs(outageController, shardRest, true) // the leader goes on
 		ended = true
 	}
 	sleep(ctx, down)
@@ -186,7 +219,7 @@ func (c *replicaChaos) endOutage(after string) error {
 	}
 	lead := c.leader(context.Background())
 	stale := lead < 0 || !c.started[lead].After(c.apiBack)
-	c.oracle.outageEndedAs(outageController, stale)
+	c.oracle.outageEndedAs(outageController, shardRest, stale)
 	return nil
 }
 
@@ -205,13 +238,17 @@ func (c *replicaChaos) startAgain(i int) error {
 // kubelet restarts a Pod's container. That is a failover the chaos did not
 // make: its outage starts a renew deadline before the exit was seen (a leader
 // gives up, and exits, after failing to renew for that long), and ends once a
-// replica leads.
+// replica leads. Shard a's process, without leader election, has no reason
+// to exit: that it did is a violation (shardAAlive).
 func (c *replicaChaos) supervise(ctx context.Context) error {
+	if err := c.shardAAlive(); err != nil {
+		return err
+	}
 	for i, p := range c.replicas {
 		if p.Alive() == nil {
 			continue
 		}
-		c.oracle.outageStartedAt(outageController, time.Now().Add(-soakRenewDeadline))
+		c.oracle.outageStartedAt(outageController, shardRest, time.Now().Add(-soakRenewDeadline))
 		c.oracle.countChaos("exited-on-its-own")
 		c.oracle.Log("chaos: replica %d (pid %d) exited on its own: %v", i, p.Pid(), controllerprocess.Tail(p.LogPath, 5))
 		if err := c.startAgain(i); err != nil {
@@ -221,6 +258,27 @@ func (c *replicaChaos) supervise(ctx context.Context) error {
 			return err
 		}
 	}
+	return nil
+}
+
+// shardAAlive reports a violation if shard a's process exited on its own (the
+// chaos starts it again at once after a kill), and starts it again, its
+// outage from the time the exit was seen until it is ready.
+func (c *replicaChaos) shardAAlive() error {
+	err := c.shardA.Alive()
+	if err == nil {
+		return nil
+	}
+	c.oracle.mu.Lock()
+	c.oracle.violatef("shard a's controller exited: %v: %v", err, controllerprocess.Tail(c.shardA.LogPath, 10))
+	c.oracle.mu.Unlock()
+	c.oracle.outageStartedAt(outageController, shardA, time.Now())
+	next, err := c.shardA.StartAgain(context.Background())
+	if err != nil {
+		return fmt.Errorf("restart shard a's controller: %w", err)
+	}
+	c.shardA = next
+	c.oracle.outageEndedAs(outageController, shardA, false)
 	return nil
 }
 
@@ -237,18 +295,19 @@ func (c *replicaChaos) restartAPIServer(ctx context.Context) error {
 	return c.supervise(ctx)
 }
 
-// logPaths are the replicas' logs.
+// logPaths are the controllers' logs.
 func (c *replicaChaos) logPaths() string {
 	var paths []string
-	for _, p := range c.replicas {
+	for _, p := range append(slices.Clone(c.replicas), c.shardA) {
 		paths = append(paths, p.LogPath)
 	}
 	return strings.Join(paths, " and ")
 }
 
-// finish makes sure both replicas run and one leads, for the end of the run.
-// A run too short to reach them still kills the leader and the standby once
-// each, as it restarts kube-apiserver.
+// finish makes sure both replicas run and one leads, and shard a's process
+// runs, for the end of the run. A run too short to reach them still kills the
+// leader, the standby and shard a's process once each, as it restarts
+// kube-apiserver.
 func (c *replicaChaos) finish(ctx context.Context) error {
 	if err := c.supervise(ctx); err != nil {
 		return err
@@ -261,11 +320,16 @@ func (c *replicaChaos) finish(ctx context.Context) error {
 			return err
 		}
 	}
+	if c.shardAKills == 0 && ctx.Err() == nil {
+		if err := c.killShardA(ctx, 0); err != nil {
+			return err
+		}
+	}
 	return c.waitLeader(context.Background(), leaderTimeout)
 }
 
 func (c *replicaChaos) killAll() {
-	for _, p := range c.replicas {
+	for _, p := range append(slices.Clone(c.replicas), c.shardA) {
 		_ = p.Kill()
 	}
 }

@@ -17,9 +17,10 @@ import (
 
 // The soak runs the controllers sharded, the way docs/install.md ("Sharding")
 // does: Bundles labelled limbo.dev/shard=a are shard a's, a single process
-// without leader election that the chaos never kills; every other Bundle is
-// the rest's, the two replicas with leader election that it kills. A Bundle
-// is created in either shard, and move-shard relabels it to the other.
+// without leader election; every other Bundle is the rest's, two replicas with
+// leader election. The chaos kills both shards' processes, each on its own
+// (see replicaChaos). A Bundle is created in either shard, and move-shard
+// relabels it to the other.
 const (
 	shardLabel = "limbo.dev/shard"
 	shardA     = "a"
@@ -54,9 +55,8 @@ func otherShard(shard string) string {
 }
 
 // startShardA starts shard a's controller: one process, without leader
-// election, logging among the artifacts. The chaos does not kill it: its
-// Bundles' objects have no controller outage (see oracle.chaosShard), only
-// kube-apiserver's restart.
+// election, logging among the artifacts. Its outages are its Bundles'
+// objects' only (see outage.shard).
 func (r *soakRun) startShardA(t *testing.T, limboBin string) *controllerprocess.Process {
 	t.Helper()
 	p, err := controllerprocess.Start(r.ctx, controllerprocess.Config{Bin: limboBin, Kubeconfig: env.Cluster.KubeconfigPath,
@@ -107,7 +107,7 @@ func (o *oracle) inShard(bundle string, uid types.UID, shard string, at time.Tim
 // shardLogOf is the shard log of Bundle incarnation uid; nil when the run
 // is not sharded or the Bundle is unknown (every outage counts then).
 func (o *oracle) shardLogOf(uid types.UID) shardLog {
-	if o.chaosShard == "" {
+	if !o.sharded {
 		return nil
 	}
 	return o.shards[uid]
@@ -119,7 +119,7 @@ func (o *oracle) shardLogOf(uid types.UID) shardLog {
 // the reaper of the shard its labels name, which a release keeps. Nil when the
 // run is not sharded.
 func (o *oracle) governor(meta metav1.ObjectMeta) shardLog {
-	if o.chaosShard == "" {
+	if !o.sharded {
 		return nil
 	}
 	if l := o.shards[controllerUID(meta)]; l != nil {
@@ -131,8 +131,8 @@ func (o *oracle) governor(meta metav1.ObjectMeta) shardLog {
 // outagesFor are the outages that kept limbo from acting on an object acted
 // on by the controllers of tls (any of them: an adoption needs the giver's and
 // the adopter's), each ending when limbo is back for it (effectiveEnd). A
-// kube-apiserver outage is every shard's. A controller outage of the shard
-// the chaos kills counts only over the times at which a log of tls was in
+// kube-apiserver outage is every shard's. A controller outage of a shard
+// (outage.shard) counts only over the times at which a log of tls was in
 // that shard: a Bundle moved out of it during the outage is acted on by the
 // other shard's first pass from the move on, one moved into it waits from the
 // move until the outage ends. A nil log, or a run not sharded: every outage.
@@ -144,12 +144,12 @@ func (o *oracle) outagesFor(tls ...shardLog) []outage {
 	for _, tl := range tls {
 		for _, out := range o.outages {
 			out.end = o.effectiveEnd(out, tl)
-			if out.what != outageController || tl == nil {
+			if out.what != outageController || tl == nil || out.shard == "" {
 				outs = append(outs, out)
 				continue
 			}
 			for i, span := range tl {
-				if span.shard != o.chaosShard {
+				if span.shard != out.shard {
 					continue
 				}
 				piece := out
