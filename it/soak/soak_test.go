@@ -183,10 +183,11 @@ func TestSoak(t *testing.T) {
 const coverageOps = 300
 
 // notCovered lists what a run was to exercise and did not: each operation the
-// generator performs (unless skipped), both kinds of kills and the
-// kube-apiserver restart, a background teardown that deleted or released
-// an object another one depended on (its order checked), an orphan that a
-// gate not Ready kept, and each variant of hand-over and an object it adopted.
+// generator performs (unless skipped), every kind of kill (the rest's leader,
+// its standby, shard a's process) and the kube-apiserver restart, a
+// background teardown that deleted or released an object another one
+// depended on (its order checked), an orphan that a gate not Ready kept, and
+// each variant of hand-over and an object it adopted.
 func (o *oracle) notCovered(g *generator) []string {
 	o.mu.Lock()
 	defer o.mu.Unlock()
