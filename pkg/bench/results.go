@@ -369,6 +369,19 @@ func (s *Shards) print(w io.Writer) {
 		}
 	}
 	tw.Flush()
+	fmt.Fprintf(w, "\nafter a restart of every controller, until idle\n\n")
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "SHARDS\tIDLE AFTER\tCONTROLLER\tCPU\tREQUESTS")
+	for _, run := range s.Runs {
+		for k, c := range run.Controllers {
+			idle := ""
+			if k == 0 {
+				idle = fmt.Sprintf("%.1fs", run.RestartSeconds)
+			}
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%.1fs\t%s\n", run.Shards, idle, orDefault(c.Selector, "(every Bundle)"), c.RestartCPUSeconds, formatCounts(c.RestartRequests))
+		}
+	}
+	tw.Flush()
 	fmt.Fprintf(w, "\n  note: %s\n", s.Note)
 }
 

@@ -150,3 +150,20 @@ func wantPrinted(t *testing.T, res *Results, wants []printed) string {
 	}
 	return out
 }
+
+func TestPrintShards(t *testing.T) {
+	res := &Results{Shards: &Shards{Bundles: 1000, Objects: 10, Runs: []ShardRun{
+		{Shards: 1, ConvergeSeconds: 206.3, RestartSeconds: 40.2, Controllers: []ShardController{
+			{CPUSeconds: 67.3, Requests: map[string]float64{"GET": 10019}, RestartCPUSeconds: 12.5, RestartRequests: map[string]float64{"GET": 1010}}}},
+		{Shards: 2, ConvergeSeconds: 106.6, RestartSeconds: 25.7, Controllers: []ShardController{
+			{Selector: "limbo.dev/shard=0", CPUSeconds: 22.1, RestartCPUSeconds: 7.5, RestartRequests: map[string]float64{"GET": 1005}},
+			{Selector: "limbo.dev/shard=1", CPUSeconds: 22.5, RestartCPUSeconds: 7.4, RestartRequests: map[string]float64{"GET": 1004}}}},
+	}}}
+	wantPrinted(t, res, []printed{
+		{"the converge of one controller", "1       206.3s    (every Bundle)"},
+		{"the restart table", "after a restart of every controller, until idle"},
+		{"one controller's restart", "1       40.2s       (every Bundle)     12.5s  {GET=1010}"},
+		{"the first shard's restart", "2       25.7s       limbo.dev/shard=0  7.5s   {GET=1005}"},
+		{"the second shard's restart, its time on the first line only", "2                   limbo.dev/shard=1  7.4s   {GET=1004}"},
+	})
+}

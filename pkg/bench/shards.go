@@ -35,6 +35,10 @@ type Shards struct {
 type ShardRun struct {
 	Shards          int     `json:"shards"`
 	ConvergeSeconds float64 `json:"convergeSeconds"`
+	// RestartSeconds is how long the controllers, every one stopped and
+	// started again once the workload converged (a rollout), took from their
+	// start until the last of them went idle (see restartShards).
+	RestartSeconds float64 `json:"restartSeconds"`
 	// Controllers are the figures of each controller process.
 	Controllers []ShardController `json:"controllers"`
 }
@@ -50,6 +54,11 @@ type ShardController struct {
 	HeapMiB    float64            `json:"heapMiB"`
 	RSSMiB     float64            `json:"rssMiB"`
 	PeakRSSMiB float64            `json:"peakRSSMiB"`
+	// RestartRequests and RestartCPUSeconds are what the process started
+	// again cost from its start until idle, its caches' initial lists
+	// included.
+	RestartRequests   map[string]float64 `json:"restartRequests"`
+	RestartCPUSeconds float64            `json:"restartCPUSeconds"`
 }
 
 const shardNote = "each run converges its own namespace (new Bundles, new ConfigMaps) with controllers restricted to it (--namespaces); " +
@@ -164,5 +173,53 @@ func (r *runner) convergeShards(ctx context.Context, n int) (*ShardRun, error) {
 		}
 		run.Controllers = append(run.Controllers, c)
 	}
+	if err := r.restartShards(ctx, procs, run); err != nil {
+		return nil, fmt.Errorf("restart: %w", err)
+	}
 	return run, nil
+}
+
+// restartShards stops every controller of run and starts it again, all at
+// once as a rollout of their Deployments would, and records what the new
+// processes cost until they are idle. A controller's first pass of each
+// Bundle after a start reads it and checks its objects (the no-op check has
+// no memory of the last process's applies); a sharded controller's also looks
+// for each Bundle's objects with the API server, one LIST per kind (a moved
+// Bundle's objects carry another shard's label, which its cache does not
+// select: see onboardedBundles in pkg/controller/bundle).
+func (r *runner) restartShards(ctx context.Context, procs []*controllerprocess.Process, run *ShardRun) error {
+	for _, p := range procs {
+		p.Stop()
+	}
+	fmt.Fprintf(r.log, "limbo-bench: shards: restarting %d controller(s) ...\n", len(procs))
+	start := time.Now()
+	if err := parallel(ctx, len(procs), len(procs), func(ctx context.Context, k int) error {
+		p, err := procs[k].StartAgain(ctx)
+		if err != nil {
+			return err
+		}
+		procs[k] = p
+		return nil
+	}); err != nil {
+		return err
+	}
+	var last time.Time
+	for k, p := range procs {
+		if err := quiesce(ctx, p); err != nil {
+			return err
+		}
+		// quiesce returns once the controller has been idle for quiet.
+		if idle := time.Now().Add(-quiet); idle.After(last) {
+			last = idle
+		}
+		m, err := p.Metrics(ctx)
+		if err != nil {
+			return err
+		}
+		run.Controllers[k].RestartRequests = m.By("rest_client_requests_total", "method")
+		run.Controllers[k].RestartCPUSeconds = round1(m.Sum("process_cpu_seconds_total", nil))
+	}
+	run.RestartSeconds = round1(last.Sub(start).Seconds())
+	fmt.Fprintf(r.log, "limbo-bench: shards: %d controller(s) idle %.1fs after their restart\n", len(procs), run.RestartSeconds)
+	return nil
 }
