@@ -138,6 +138,13 @@ func (c *replicaChaos) killShardA(ctx context.Context, down time.Duration) error
 		return fmt.Errorf("kill shard a's controller: %w", err)
 	}
 	sleep(ctx, down)
+	return c.startShardAAgain()
+}
+
+// startShardAAgain starts shard a's process again and ends its outage once the
+// new process is ready. It is not bound to the run's context: the run needs
+// its controllers to finish.
+func (c *replicaChaos) startShardAAgain() error {
 	next, err := c.shardA.StartAgain(context.Background())
 	if err != nil {
 		return fmt.Errorf("restart shard a's controller: %w", err)
@@ -273,13 +280,7 @@ func (c *replicaChaos) shardAAlive() error {
 	c.oracle.violatef("shard a's controller exited: %v: %v", err, controllerprocess.Tail(c.shardA.LogPath, 10))
 	c.oracle.mu.Unlock()
 	c.oracle.outageStartedAt(outageController, shardA, time.Now())
-	next, err := c.shardA.StartAgain(context.Background())
-	if err != nil {
-		return fmt.Errorf("restart shard a's controller: %w", err)
-	}
-	c.shardA = next
-	c.oracle.outageEndedAs(outageController, shardA, false)
-	return nil
+	return c.startShardAAgain()
 }
 
 // restartAPIServer restarts kube-apiserver while the controllers run. The

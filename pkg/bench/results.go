@@ -353,36 +353,38 @@ func (r *Results) printPhases(w io.Writer) {
 	fmt.Fprintf(w, "  time: %s; total %.0fs\n", strings.Join(phases, ", "), r.TotalSeconds)
 }
 
-// print writes the shard comparison as a table: one line per controller.
+// print writes the shard comparison as two tables, the converge and the
+// restart after it: one line per controller.
 func (s *Shards) print(w io.Writer) {
 	fmt.Fprintf(w, "shards: converge %d Bundles × %d ConfigMaps (%d objects)\n\n", s.Bundles, s.Objects, s.Bundles*s.Objects)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "SHARDS\tCONVERGE\tCONTROLLER\tCPU\tHEAP\tRSS\tPEAK RSS\tREQUESTS")
-	for _, run := range s.Runs {
-		for k, c := range run.Controllers {
-			converge := ""
-			if k == 0 {
-				converge = fmt.Sprintf("%.1fs", run.ConvergeSeconds)
-			}
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%.1fs\t%.1f MiB\t%.1f MiB\t%.1f MiB\t%s\n", run.Shards, converge, orDefault(c.Selector, "(every Bundle)"),
-				c.CPUSeconds, c.HeapMiB, c.RSSMiB, c.PeakRSSMiB, formatCounts(c.Requests))
-		}
-	}
-	tw.Flush()
+	s.printRows(w, "SHARDS\tCONVERGE\tCONTROLLER\tCPU\tHEAP\tRSS\tPEAK RSS\tREQUESTS", func(run ShardRun) float64 { return run.ConvergeSeconds },
+		func(c ShardController) string {
+			return fmt.Sprintf("%.1fs\t%.1f MiB\t%.1f MiB\t%.1f MiB\t%s", c.CPUSeconds, c.HeapMiB, c.RSSMiB, c.PeakRSSMiB, formatCounts(c.Requests))
+		})
 	fmt.Fprintf(w, "\nafter a restart of every controller, until idle\n\n")
-	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "SHARDS\tIDLE AFTER\tCONTROLLER\tCPU\tREQUESTS")
+	s.printRows(w, "SHARDS\tIDLE AFTER\tCONTROLLER\tCPU\tREQUESTS", func(run ShardRun) float64 { return run.RestartSeconds },
+		func(c ShardController) string {
+			return fmt.Sprintf("%.1fs\t%s", c.RestartCPUSeconds, formatCounts(c.RestartRequests))
+		})
+	fmt.Fprintf(w, "\n  note: %s\n", s.Note)
+}
+
+// printRows writes a table of header: one row per controller of every run,
+// with the run's shards, its figure in seconds (on its first controller's row
+// only), the controller's selector, and the rest of the row.
+func (s *Shards) printRows(w io.Writer, header string, figure func(ShardRun) float64, rest func(ShardController) string) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, header)
 	for _, run := range s.Runs {
 		for k, c := range run.Controllers {
-			idle := ""
+			shown := ""
 			if k == 0 {
-				idle = fmt.Sprintf("%.1fs", run.RestartSeconds)
+				shown = fmt.Sprintf("%.1fs", figure(run))
 			}
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%.1fs\t%s\n", run.Shards, idle, orDefault(c.Selector, "(every Bundle)"), c.RestartCPUSeconds, formatCounts(c.RestartRequests))
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", run.Shards, shown, orDefault(c.Selector, "(every Bundle)"), rest(c))
 		}
 	}
 	tw.Flush()
-	fmt.Fprintf(w, "\n  note: %s\n", s.Note)
 }
 
 var phaseOrder = []string{"setup", "converge", "converge-unthrottled", "kro", "noop", "deletion", "memory", "shards"}
