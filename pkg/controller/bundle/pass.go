@@ -541,7 +541,12 @@ func (p *pass) syncOne(ctx context.Context, name string, tmpl *unstructured.Unst
 			}
 		}
 		p.r.applied.record(desired, hash, live.GetResourceVersion())
-		out.change = p.changed(ctx, name, desired, event)
+		// An apply the API server answered with the live version changed
+		// nothing (the first pass after a start applies every object again:
+		// appliedCache): nothing to announce.
+		if adopting || desired.GetResourceVersion() != live.GetResourceVersion() {
+			out.change = p.changed(ctx, name, desired, event)
+		}
 		// Controlled now, the adopted object's countdown goes. Cancelled before,
 		// an object that nothing controls and that carries no mark of limbo's
 		// is left behind for good if this Bundle never adopts it (it drops the
