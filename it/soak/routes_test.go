@@ -40,7 +40,8 @@ var routeDelays = []string{"0s", "1s", "2s", "4s"}
 
 // TestSoakRoutes runs route-gc's external items through the soft-delete engine
 // at random — servers going and coming back, routes added again, Tombstones
-// forced, the delay edited — while the controller is killed and restarted at
+// forced, the delay edited, the Bundle moved to the other shard — while the
+// two shards' controllers (one process each) are killed and restarted at
 // random, and checks every route removal with a routeOracle.
 func TestSoakRoutes(t *testing.T) {
 	run := startSoak(t, "route soak", fmt.Sprintf("%d routes", routeHops))
@@ -77,14 +78,19 @@ func TestSoakRoutes(t *testing.T) {
 	}
 	spec := fmt.Sprintf(`{"openstack":{"authURL":%q,"region":"RegionOne","credentialsSecretRef":{"name":%q}},"routerID":%q,"clusterCIDR":%q,"interval":"1s"}`,
 		openstacksim.AuthURL(base), routeSecret, routeRouterID, routeCIDR)
+	// The Bundle starts in either shard; move-shard moves it to the other.
 	b := &limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Name: routeBundle, Namespace: namespace}, Spec: limbov1alpha1.BundleSpec{
 		Resources: []limbov1alpha1.Resource{{Name: routeResource, Plugin: &limbov1alpha1.PluginResource{
 			Name: routegc.Name, DeletionDelay: routeDelays[rng.IntN(len(routeDelays))], Spec: &apiextensionsv1.JSON{Raw: []byte(spec)},
 		}}},
 	}}
+	if rng.IntN(2) == 0 {
+		b.Labels = map[string]string{shardLabel: shardA}
+	}
 	if err := env.Client.Create(ctx, b); err != nil {
 		t.Fatal(err)
 	}
+	o.Log("Bundle %s created in shard %s", b.Name, shardOfLabels(b.Labels))
 
 	watchCtx, stopWatch := context.WithCancel(ctx)
 	watchDone := make(chan struct{})
@@ -100,11 +106,10 @@ func TestSoakRoutes(t *testing.T) {
 		}
 	}()
 
-	controller := run.startController(t, t.TempDir())
 	// kube-apiserver restarts are TestSoak's: here the oracle's Tombstone watch
 	// must see every Tombstone a removal goes through.
-	chaos := &chaos{oracle: o, controller: controller, pause: &sync.RWMutex{}, rng: rand.New(rand.NewPCG(uint64(seed), 1)), ops: ops, apiRestarted: true}
-	defer func() { _ = chaos.controller.Kill() }()
+	chaos := &chaos{oracle: o, controllers: run.startShards(t, t.TempDir()), pause: &sync.RWMutex{}, rng: rand.New(rand.NewPCG(uint64(seed), 1)), ops: ops, apiRestarted: true}
+	defer chaos.killAll()
 
 	g := &routeGenerator{oracle: o, sim: sim, rng: rng, namespace: namespace, bundle: b.Name}
 	started := time.Now()
@@ -122,10 +127,8 @@ func TestSoakRoutes(t *testing.T) {
 	if err := <-chaosDone; err != nil {
 		t.Fatal(err)
 	}
-	if chaos.controller.Alive() != nil {
-		if err := chaos.restartController(ctx, 0); err != nil {
-			t.Fatal(err)
-		}
+	if err := chaos.ensureRunning(ctx); err != nil {
+		t.Fatal(err)
 	}
 	opsTime := time.Since(started)
 
@@ -142,7 +145,7 @@ func TestSoakRoutes(t *testing.T) {
 	violations := o.violations
 	o.mu.Unlock()
 	run.report(t, append(o.report(), fmt.Sprintf("time: %v of operations, %v in all", opsTime.Round(time.Second), time.Since(started).Round(time.Second))),
-		violations, chaos.controller.LogPath)
+		violations, chaos.logPaths())
 }
 
 // routeGenerator performs the route soak's operations.
@@ -156,7 +159,9 @@ type routeGenerator struct {
 
 // step performs one operation, picked at random: a server deleted or created,
 // a removed route added again, a Tombstone forced (deleted, as `kubectl delete
-// tombstone` does), the delay edited.
+// tombstone` does), the delay edited, the Bundle moved to the other shard
+// (its Tombstones carry the old shard's label: the new shard's first pass
+// moves them into its own, docs/install.md "Sharding").
 func (g *routeGenerator) step(ctx context.Context) {
 	hops := g.hopsSnapshot()
 	h := hops[g.rng.IntN(len(hops))]
@@ -175,7 +180,7 @@ func (g *routeGenerator) step(ctx context.Context) {
 			g.oracle.Log("route %s added again", id)
 			g.oracle.countOp("route-again")
 		}
-	case n < 92:
+	case n < 88:
 		if name := g.oracle.liveTombstone(id); name != "" {
 			g.oracle.forced(name, time.Now())
 			// What `kubectl delete tombstone` sends: a delete by name.
@@ -185,19 +190,40 @@ func (g *routeGenerator) step(ctx context.Context) {
 			}
 			g.oracle.countOp("force")
 		}
-	default:
+	case n < 94:
 		delay := routeDelays[g.rng.IntN(len(routeDelays))]
-		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			var b limbov1alpha1.Bundle
-			if err := env.Client.Get(ctx, types.NamespacedName{Namespace: g.namespace, Name: g.bundle}, &b); err != nil {
-				return err
-			}
-			b.Spec.Resources[0].Plugin.DeletionDelay = delay
-			return env.Client.Update(ctx, &b)
-		})
+		err := g.updateBundle(ctx, func(b *limbov1alpha1.Bundle) { b.Spec.Resources[0].Plugin.DeletionDelay = delay })
 		g.oracle.Log("deletionDelay %s: %v", delay, err)
 		g.oracle.countOp("edit-delay")
+	default:
+		var to string
+		err := g.updateBundle(ctx, func(b *limbov1alpha1.Bundle) {
+			to = otherShard(shardOfLabels(b.Labels))
+			if to == shardA {
+				metav1.SetMetaDataLabel(&b.ObjectMeta, shardLabel, shardA)
+			} else {
+				delete(b.Labels, shardLabel)
+			}
+		})
+		g.oracle.Log("move Bundle %s to shard %s: %v", g.bundle, to, err)
+		g.oracle.countOp("move-shard")
+		if g.oracle.liveTombstones() > 0 {
+			// Counted apart: the Tombstones that carry the old shard's label.
+			g.oracle.countOp("move-shard-in-limbo")
+		}
 	}
+}
+
+// updateBundle reads the Bundle, changes it and writes it, again on a conflict.
+func (g *routeGenerator) updateBundle(ctx context.Context, change func(b *limbov1alpha1.Bundle)) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var b limbov1alpha1.Bundle
+		if err := env.Client.Get(ctx, types.NamespacedName{Namespace: g.namespace, Name: g.bundle}, &b); err != nil {
+			return err
+		}
+		change(&b)
+		return env.Client.Update(ctx, &b)
+	})
 }
 
 // hopsSnapshot copies the hops, in route order.
@@ -210,6 +236,19 @@ func (g *routeGenerator) hopsSnapshot() []hopModel {
 		out = append(out, *g.oracle.hops[routeIDOf(r)])
 	}
 	return out
+}
+
+// liveTombstones counts the Tombstones the watch sees.
+func (o *routeOracle) liveTombstones() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	n := 0
+	for _, rec := range o.tombstones {
+		if rec.gone.IsZero() {
+			n++
+		}
+	}
+	return n
 }
 
 // liveTombstone is the name of a Tombstone of route id the watch sees, or "".

@@ -93,21 +93,24 @@ func (r *soakRun) keepLog(t *testing.T, j *journal) {
 	})
 }
 
-// startController builds limbo into bin and starts one replica of it, logging
-// among the artifacts. It is killed with SIGKILL: it does not release a Lease,
-// and needs none.
-func (r *soakRun) startController(t *testing.T, bin string) *controllerprocess.Process {
+// startShards builds limbo into bin and starts one process of each shard
+// (shardSelectors), without leader election, logging among the artifacts.
+// They are killed with SIGKILL: they do not release a Lease, and need none.
+func (r *soakRun) startShards(t *testing.T, bin string) []*controllerprocess.Process {
 	t.Helper()
 	limboBin, err := controllerprocess.Build(r.ctx, env.RepoRoot, bin)
 	if err != nil {
 		t.Fatal(err)
 	}
-	controller, err := controllerprocess.Start(r.ctx, controllerprocess.Config{Bin: limboBin, Kubeconfig: env.Cluster.KubeconfigPath,
-		LogPath: filepath.Join(r.artifacts, "controller.log"), Args: []string{"--leader-elect=false", "--zap-log-level", "info"}})
-	if err != nil {
-		t.Fatal(err)
+	var controllers []*controllerprocess.Process
+	for _, shard := range []string{shardA, shardRest} {
+		p, err := controllerprocess.Start(r.ctx, shardConfig(r, limboBin, shard))
+		if err != nil {
+			t.Fatal(err)
+		}
+		controllers = append(controllers, p)
 	}
-	return controller
+	return controllers
 }
 
 // report logs the run's report lines, and fails t with the violations, saying

@@ -59,13 +59,19 @@ func otherShard(shard string) string {
 // objects' only (see outage.shard).
 func (r *soakRun) startShardA(t *testing.T, limboBin string) *controllerprocess.Process {
 	t.Helper()
-	p, err := controllerprocess.Start(r.ctx, controllerprocess.Config{Bin: limboBin, Kubeconfig: env.Cluster.KubeconfigPath,
-		Name: "limbo controller shard a", LogPath: filepath.Join(r.artifacts, "controller-shard-a.log"),
-		Args: []string{"--zap-log-level", "info", "--leader-elect=false", "--watch-label-selector", shardSelectors[shardA]}})
+	p, err := controllerprocess.Start(r.ctx, shardConfig(r, limboBin, shardA))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// shardConfig is the configuration of a process of shard without leader
+// election, logging among the run's artifacts.
+func shardConfig(r *soakRun, limboBin, shard string) controllerprocess.Config {
+	return controllerprocess.Config{Bin: limboBin, Kubeconfig: env.Cluster.KubeconfigPath,
+		Name: "limbo controller shard " + shard, LogPath: filepath.Join(r.artifacts, "controller-shard-"+shard+".log"),
+		Args: []string{"--zap-log-level", "info", "--leader-elect=false", "--watch-label-selector", shardSelectors[shard]}}
 }
 
 // --- the oracle's side ---

@@ -221,12 +221,13 @@ func (o *oracle) notCovered(g *generator) []string {
 	return missing
 }
 
-// chaos kills and restarts the controller at random, and restarts
+// chaos kills and restarts one of the controllers at random, and restarts
 // kube-apiserver once, a third of the way into the run (unless apiRestarted is
-// set from the start).
+// set from the start). Its oracle is told of every controller outage as
+// limbo's (not of a shard: see observer).
 type chaos struct {
 	oracle       observer
-	controller   *controllerprocess.Process // the one running, or the last one
+	controllers  []*controllerprocess.Process // the ones running, or the last ones
 	pause        *sync.RWMutex
 	rng          *rand.Rand
 	ops          int
@@ -255,7 +256,7 @@ func (c *chaos) run(ctx context.Context) error {
 			}
 			continue
 		}
-		if err := c.restartController(ctx, time.Duration(c.rng.Int64N(int64(1500*time.Millisecond)))); err != nil {
+		if err := c.restartController(ctx, c.rng.IntN(len(c.controllers)), time.Duration(c.rng.Int64N(int64(1500*time.Millisecond)))); err != nil {
 			return err
 		}
 	}
@@ -271,22 +272,51 @@ func (o *oracle) opsDone() int {
 	return n
 }
 
-// restartController kills the controller with SIGKILL, waits down, and starts
+// restartController kills controller i with SIGKILL, waits down, and starts
 // it again; the outage lasts until the new one is ready.
-func (c *chaos) restartController(ctx context.Context, down time.Duration) error {
+func (c *chaos) restartController(ctx context.Context, i int, down time.Duration) error {
 	c.oracle.outageStarted(outageController)
-	if err := c.controller.Kill(); err != nil {
+	if err := c.controllers[i].Kill(); err != nil {
 		return fmt.Errorf("kill the controller: %w", err)
 	}
 	sleep(ctx, down)
-	// The restart is not bound to ctx: the run needs a controller to finish.
-	next, err := c.controller.StartAgain(context.Background())
+	// The restart is not bound to ctx: the run needs its controllers to finish.
+	next, err := c.controllers[i].StartAgain(context.Background())
 	if err != nil {
 		return fmt.Errorf("restart the controller: %w", err)
 	}
-	c.controller = next
+	c.controllers[i] = next
 	c.oracle.outageEnded(outageController)
 	return nil
+}
+
+// ensureRunning starts again every controller that is not running (the
+// chaos's last kill, cut short by the end of the run).
+func (c *chaos) ensureRunning(ctx context.Context) error {
+	for i, p := range c.controllers {
+		if p.Alive() != nil {
+			if err := c.restartController(ctx, i, 0); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// logPaths are the controllers' logs.
+func (c *chaos) logPaths() string {
+	var paths []string
+	for _, p := range c.controllers {
+		paths = append(paths, p.LogPath)
+	}
+	return strings.Join(paths, " and ")
+}
+
+// killAll kills the controllers at the end of the run.
+func (c *chaos) killAll() {
+	for _, p := range c.controllers {
+		_ = p.Kill()
+	}
 }
 
 // restartAPIServer restarts kube-apiserver while the controller runs.
