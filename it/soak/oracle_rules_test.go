@@ -1244,6 +1244,17 @@ func TestOracleShards(t *testing.T) {
 		outages: []outage{{what: outageAPIServer, start: base, end: base.Add(4 * time.Second)}, {what: outageController, shard: shardA, start: base.Add(4500 * time.Millisecond), end: base.Add(5 * time.Second)}},
 		final:   object("30", true, shardA), deletedAt: 9 * time.Second, want: "more than 2s late",
 	}, {
+		// Seed 995699865: the Bundle was in shard a when shard a restarted
+		// afresh, then moved to the rest, whose controller ran through the API
+		// outage and still backs off: from the move on, the rest's end holds.
+		name: "an API outage ended early by a restart of shard a, then moved to the rest: excused", shard: shardA, moves: map[time.Duration]string{5500 * time.Millisecond: shardRest},
+		outages: []outage{{what: outageAPIServer, start: base, end: base.Add(4 * time.Second)}, {what: outageController, shard: shardA, start: base.Add(4500 * time.Millisecond), end: base.Add(5 * time.Second)}},
+		final:   object("30", true, shardA), deletedAt: 7500 * time.Millisecond,
+	}, {
+		name: "an API outage ended early by a restart of shard a, then moved to the rest: late after the rest's end", shard: shardA, moves: map[time.Duration]string{5500 * time.Millisecond: shardRest},
+		outages: []outage{{what: outageAPIServer, start: base, end: base.Add(4 * time.Second)}, {what: outageController, shard: shardA, start: base.Add(4500 * time.Millisecond), end: base.Add(5 * time.Second)}},
+		final:   object("30", true, shardA), deletedAt: 11 * time.Second, want: "more than 2s late",
+	}, {
 		name: "an API outage ended early by a restart of shard a: excused for the rest", shard: shardRest,
 		outages: []outage{{what: outageAPIServer, start: base, end: base.Add(4 * time.Second)}, {what: outageController, shard: shardA, start: base.Add(4500 * time.Millisecond), end: base.Add(5 * time.Second)}},
 		final:   object("30", true, shardRest), deletedAt: 9 * time.Second,

@@ -1278,16 +1278,17 @@ func overlaps(outs []outage, from, to time.Time, end func(outage) time.Time) boo
 // to the work queue, with its backoff; client-go's watches likewise), so its
 // next attempt comes up to one outage length after the API is back.
 // A controller restart after that starts afresh, without backoff — for the
-// objects of its shard: of a Bundle in the restarted shard (outage.shard) when
-// the restart ended, by tl; every object when the run is not sharded (tl nil).
-func (o *oracle) effectiveEnd(out outage, tl shardLog) time.Time {
+// objects of its shard: shard's restarts (outage.shard) end it early; every
+// restart does when shard is "" (a run not sharded, or an object of no known
+// Bundle).
+func (o *oracle) effectiveEnd(out outage, shard string) time.Time {
 	if out.end.IsZero() || out.what != outageAPIServer {
 		return out.end
 	}
 	end := out.end.Add(out.end.Sub(out.start))
 	for _, restart := range o.outages {
 		if restart.what == outageController && !restart.stale && !restart.end.IsZero() && restart.start.After(out.end) && restart.end.Before(end) &&
-			(tl == nil || tl.at(restart.end) == restart.shard) {
+			(shard == "" || restart.shard == shard) {
 			end = restart.end
 		}
 	}

@@ -136,12 +136,16 @@ func (o *oracle) governor(meta metav1.ObjectMeta) shardLog {
 
 // outagesFor are the outages that kept limbo from acting on an object acted
 // on by the controllers of tls (any of them: an adoption needs the giver's and
-// the adopter's), each ending when limbo is back for it (effectiveEnd). A
-// kube-apiserver outage is every shard's. A controller outage of a shard
-// (outage.shard) counts only over the times at which a log of tls was in
-// that shard: a Bundle moved out of it during the outage is acted on by the
-// other shard's first pass from the move on, one moved into it waits from the
-// move until the outage ends. A nil log, or a run not sharded: every outage.
+// the adopter's), each ending when limbo is back for it (effectiveEnd). A log
+// is cut into its spans, one per shard the Bundle was in: a controller outage
+// of a shard (outage.shard) counts only over the spans in that shard — a
+// Bundle moved out of it during the outage is acted on by the other shard's
+// first pass from the move on, one moved into it waits from the move until
+// the outage ends — and a kube-apiserver outage counts over every span, each
+// ending when that span's shard is back (a shard restarted afresh after the
+// API came back ends it early for its span only: seed 995699865, a Bundle
+// that moved from a shard restarted afresh to one still backing off). A nil
+// log, or a run not sharded: every outage, whole.
 func (o *oracle) outagesFor(tls ...shardLog) []outage {
 	if len(tls) == 0 {
 		tls = []shardLog{nil}
@@ -149,16 +153,17 @@ func (o *oracle) outagesFor(tls ...shardLog) []outage {
 	var outs []outage
 	for _, tl := range tls {
 		for _, out := range o.outages {
-			out.end = o.effectiveEnd(out, tl)
-			if out.what != outageController || tl == nil || out.shard == "" {
+			if tl == nil || (out.what == outageController && out.shard == "") {
+				out.end = o.effectiveEnd(out, "")
 				outs = append(outs, out)
 				continue
 			}
 			for i, span := range tl {
-				if span.shard != out.shard {
+				if out.what == outageController && span.shard != out.shard {
 					continue
 				}
 				piece := out
+				piece.end = o.effectiveEnd(out, span.shard)
 				if i > 0 && span.from.After(piece.start) {
 					piece.start = span.from
 				}
