@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -1471,13 +1472,35 @@ func listLabelled(kinds []schema.GroupVersionKind, list func(schema.GroupVersion
 		}
 		out = append(out, items...)
 	}
-	sort.SliceStable(out, func(i, j int) bool {
-		if out[i].GetKind() != out[j].GetKind() {
-			return out[i].GetKind() < out[j].GetKind()
-		}
-		return out[i].GetName() < out[j].GetName()
-	})
+	sortObjects(out)
 	return out, nil
+}
+
+// sortObjects sorts objects by kind and name.
+func sortObjects(objects []*unstructured.Unstructured) {
+	sort.SliceStable(objects, func(i, j int) bool {
+		if objects[i].GetKind() != objects[j].GetKind() {
+			return objects[i].GetKind() < objects[j].GetKind()
+		}
+		return objects[i].GetName() < objects[j].GetName()
+	})
+}
+
+// withUnseen is cached with what fresh shows and cached lacks, sorted by
+// kind and name.
+func withUnseen(cached, fresh []*unstructured.Unstructured) []*unstructured.Unstructured {
+	seen := map[string]bool{}
+	for _, o := range cached {
+		seen[objectKey(o)] = true
+	}
+	out := slices.Clone(cached)
+	for _, o := range fresh {
+		if !seen[objectKey(o)] {
+			out = append(out, o)
+		}
+	}
+	sortObjects(out)
+	return out
 }
 
 // objectKey identifies an object of a Bundle across versions of its kind.

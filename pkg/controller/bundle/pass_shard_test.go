@@ -201,3 +201,42 @@ func (c countingLists) List(ctx context.Context, list client.ObjectList, opts ..
 	*c.n++
 	return c.Reader.List(ctx, list, opts...)
 }
+
+// A Bundle deleted after it moved to this shard may have objects that still
+// carry the old shard's label — a resource Blocked since the move (its gate not
+// Ready) was never applied again — which this shard's cache does not select.
+// The teardown must still go in reverse dependency order: app, which depends
+// on db, is released before db, not after (seed 101963686: the waves saw only
+// db, released it, and app went later, found by the final listing).
+func TestTeardownOfABundleMovedToTheShardKeepsTheOrder(t *testing.T) {
+	sel, err := shard.Parse("limbo.dev/shard=a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	registry, err := plugin.NewRegistry()
+	if err != nil {
+		t.Fatal(err)
+	}
+	delay := map[string]string{limbov1alpha1.AnnotationDeletionDelay: "1h"}
+	b := deletedBundle([]limbov1alpha1.Resource{cmResource(t, "db", delay), cmResource(t, "app", delay, "db")}, limbov1alpha1.BundleStatus{})
+	b.Labels = map[string]string{"limbo.dev/shard": "a"}
+	db := bundleConfigMap("db", delay)
+	db.Labels["limbo.dev/shard"] = "a"
+	app := bundleConfigMap("app", delay) // still the old shard's: no label of shard a
+	f := newTeardownFixture(t, b, registry, db, app)
+	f.r.Shard, f.r.Engine.Shard = sel, sel
+	f.r.Client = cacheShowing(f.c.(client.WithWatch), func(o client.Object) bool {
+		_, isBundle := o.(*limbov1alpha1.Bundle)
+		return isBundle || sel.Matches(o.GetLabels())
+	})
+	f.r.APIReader = f.c
+
+	if _, err := f.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(b)}); err != nil {
+		t.Fatal(err)
+	}
+	appReleased := metav1.GetControllerOf(f.liveConfigMap(t, "app")) == nil
+	dbReleased := metav1.GetControllerOf(f.liveConfigMap(t, "db")) == nil
+	if !appReleased || dbReleased {
+		t.Errorf("after the teardown's first wave: app released %v, db released %v; want app first, db still the Bundle's", appReleased, dbReleased)
+	}
+}

@@ -65,6 +65,20 @@ func (r *Reconciler) teardown(ctx context.Context, b *limbov1alpha1.Bundle) (ctr
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	if r.Shard != nil {
+		// A sharded controller's cache shows only what carries its shard's
+		// label. An object of a Bundle that moved into the shard keeps the old
+		// shard's until a pass applies it again — never, for a resource
+		// Blocked since the move — and the waves must see it to keep their
+		// order (seed 101963686: db released before the app that depends on
+		// it, which only the final listing found). One LIST per kind per
+		// teardown pass, sharded only.
+		fresh, err := r.labelledFresh(ctx, b, own)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		objects = withUnseen(objects, fresh)
+	}
 	orphan := r.deletedWithOrphanCascade(b, plan, objects)
 	foreground := r.deletedWith(b, metav1.FinalizerDeleteDependents)
 	if !orphan && !foreground {
