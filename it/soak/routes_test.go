@@ -172,9 +172,7 @@ func (g *routeGenerator) step(ctx context.Context) {
 		g.sim.DeleteServer(h.serverID)
 		g.oracle.countOp("server-down")
 	case n < 70 && h.serverID == "":
-		srv := g.sim.AddServerAt("node-"+h.route.NextHop, h.route.NextHop)
-		g.oracle.serverUp(id, srv.ID, time.Now())
-		g.oracle.countOp("server-up")
+		g.serverUp(h)
 	case n < 80 && !h.onRouter:
 		if err := g.sim.AddRoutes(routeRouterID, h.route); err == nil {
 			g.oracle.Log("route %s added again", id)
@@ -207,11 +205,32 @@ func (g *routeGenerator) step(ctx context.Context) {
 		})
 		g.oracle.Log("move Bundle %s to shard %s: %v", g.bundle, to, err)
 		g.oracle.countOp("move-shard")
-		if g.oracle.liveTombstones() > 0 {
-			// Counted apart: the Tombstones that carry the old shard's label.
-			g.oracle.countOp("move-shard-in-limbo")
+		if g.oracle.liveTombstones() == 0 {
+			return
+		}
+		// Counted apart: the Tombstones that carry the old shard's label.
+		g.oracle.countOp("move-shard-in-limbo")
+		// Half the time a route in limbo is desired again at once: the new
+		// shard's first pass must find its Tombstone, which its cache does not
+		// show, and cancel it (a new orphan decision would find it otherwise).
+		if g.rng.IntN(2) == 0 {
+			return
+		}
+		for _, h := range hops {
+			if h.serverID == "" && g.oracle.liveTombstone(routeIDOf(h.route)) != "" {
+				g.serverUp(h)
+				g.oracle.countOp("move-shard-desired-again")
+				return
+			}
 		}
 	}
+}
+
+// serverUp creates a server on h's next hop: its route is desired again.
+func (g *routeGenerator) serverUp(h hopModel) {
+	srv := g.sim.AddServerAt("node-"+h.route.NextHop, h.route.NextHop)
+	g.oracle.serverUp(routeIDOf(h.route), srv.ID, time.Now())
+	g.oracle.countOp("server-up")
 }
 
 // updateBundle reads the Bundle, changes it and writes it, again on a conflict.
