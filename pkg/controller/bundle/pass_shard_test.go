@@ -25,10 +25,7 @@ import (
 // which is the other shard's (or the next pass's) now. While the API server
 // shows the Bundle as the cache does, the pass acts as usual.
 func TestPassOfABundleThatLeftTheShard(t *testing.T) {
-	sel, err := shard.Parse("limbo.dev/shard=a")
-	if err != nil {
-		t.Fatal(err)
-	}
+	sel, registry := shardA(t)
 	for _, tc := range []struct {
 		name string
 		// apiLabels and apiGeneration are the Bundle's as the API server
@@ -49,10 +46,6 @@ func TestPassOfABundleThatLeftTheShard(t *testing.T) {
 		{name: "a spec error, moved to another shard", apiLabels: nil, apiGeneration: 2, invalid: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			registry, err := plugin.NewRegistry()
-			if err != nil {
-				t.Fatal(err)
-			}
 			var keepAnnotations map[string]string
 			if tc.invalid {
 				keepAnnotations = map[string]string{limbov1alpha1.AnnotationDeletionDelay: "banana"}
@@ -154,14 +147,7 @@ func (m movedBundle) Get(ctx context.Context, key client.ObjectKey, obj client.O
 // dropped from the spec, is moved into the shard and counts down; the pass
 // after asks nothing more.
 func TestPassOfABundleNewToTheShardLooksForItsObjects(t *testing.T) {
-	sel, err := shard.Parse("limbo.dev/shard=a")
-	if err != nil {
-		t.Fatal(err)
-	}
-	registry, err := plugin.NewRegistry()
-	if err != nil {
-		t.Fatal(err)
-	}
+	sel, registry := shardA(t)
 	b := livingBundle(cmResource(t, "keep", nil))
 	b.Labels = map[string]string{"limbo.dev/shard": "a"}
 	// The status a spec error's pass wrote: the resource, no object named.
@@ -209,14 +195,7 @@ func (c countingLists) List(ctx context.Context, list client.ObjectList, opts ..
 // on db, is released before db, not after (seed 101963686: the waves saw only
 // db, released it, and app went later, found by the final listing).
 func TestTeardownOfABundleMovedToTheShardKeepsTheOrder(t *testing.T) {
-	sel, err := shard.Parse("limbo.dev/shard=a")
-	if err != nil {
-		t.Fatal(err)
-	}
-	registry, err := plugin.NewRegistry()
-	if err != nil {
-		t.Fatal(err)
-	}
+	sel, registry := shardA(t)
 	delay := map[string]string{limbov1alpha1.AnnotationDeletionDelay: "1h"}
 	b := deletedBundle([]limbov1alpha1.Resource{cmResource(t, "db", delay), cmResource(t, "app", delay, "db")}, limbov1alpha1.BundleStatus{})
 	b.Labels = map[string]string{"limbo.dev/shard": "a"}
@@ -239,4 +218,18 @@ func TestTeardownOfABundleMovedToTheShardKeepsTheOrder(t *testing.T) {
 	if !appReleased || dbReleased {
 		t.Errorf("after the teardown's first wave: app released %v, db released %v; want app first, db still the Bundle's", appReleased, dbReleased)
 	}
+}
+
+// shardA is the selector of shard a, and a registry without plugins.
+func shardA(t *testing.T) (*shard.Selector, *plugin.Registry) {
+	t.Helper()
+	sel, err := shard.Parse("limbo.dev/shard=a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	registry, err := plugin.NewRegistry()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sel, registry
 }
