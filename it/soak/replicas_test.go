@@ -297,12 +297,12 @@ func (c *replicaChaos) restartAPIServer(ctx context.Context) error {
 }
 
 // logPaths are the controllers' logs.
-func (c *replicaChaos) logPaths() string {
-	var paths []string
-	for _, p := range append(slices.Clone(c.replicas), c.shardA) {
-		paths = append(paths, p.LogPath)
-	}
-	return strings.Join(paths, " and ")
+func (c *replicaChaos) logPaths() string { return logPathsOf(c.processes()) }
+
+// processes are the controller processes running, or the last ones: the
+// rest's replicas, then shard a's.
+func (c *replicaChaos) processes() []*controllerprocess.Process {
+	return append(slices.Clone(c.replicas), c.shardA)
 }
 
 // finish makes sure both replicas run and one leads, and shard a's process
@@ -329,8 +329,4 @@ func (c *replicaChaos) finish(ctx context.Context) error {
 	return c.waitLeader(context.Background(), leaderTimeout)
 }
 
-func (c *replicaChaos) killAll() {
-	for _, p := range append(slices.Clone(c.replicas), c.shardA) {
-		_ = p.Kill()
-	}
-}
+func (c *replicaChaos) killAll() { killProcesses(c.processes()) }

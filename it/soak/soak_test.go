@@ -304,17 +304,23 @@ func (c *chaos) ensureRunning(ctx context.Context) error {
 }
 
 // logPaths are the controllers' logs.
-func (c *chaos) logPaths() string {
+func (c *chaos) logPaths() string { return logPathsOf(c.controllers) }
+
+// killAll kills the controllers at the end of the run.
+func (c *chaos) killAll() { killProcesses(c.controllers) }
+
+// logPathsOf names the logs of processes, for a run's report.
+func logPathsOf(processes []*controllerprocess.Process) string {
 	var paths []string
-	for _, p := range c.controllers {
+	for _, p := range processes {
 		paths = append(paths, p.LogPath)
 	}
 	return strings.Join(paths, " and ")
 }
 
-// killAll kills the controllers at the end of the run.
-func (c *chaos) killAll() {
-	for _, p := range c.controllers {
+// killProcesses kills processes, as the end of a run does.
+func killProcesses(processes []*controllerprocess.Process) {
+	for _, p := range processes {
 		_ = p.Kill()
 	}
 }
