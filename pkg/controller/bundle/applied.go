@@ -2,6 +2,7 @@ package bundle
 
 import (
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"strings"
@@ -25,8 +26,11 @@ import (
 //     other manager (or goes), so limbo's field set differs.
 //
 // Values are never compared, so a value the API server normalises (cpu "0.5"
-// stored as "500m") is not mistaken for drift. The cache lives in memory: after a restart every object is applied
-// once, which the API server turns into a no-op, and the cache is learnt again.
+// stored as "500m") is not mistaken for drift. The cache lives in memory; a
+// restarted process learns it again from what the Bundles' status recorded
+// (seed): an object no one wrote since and whose desired object is the same is
+// not applied again, any other once (which the API server turns into a no-op
+// when nothing changed).
 //
 // An entry is a map slot holding the object's UID and two digests, all fixed
 // size: about 60 bytes per managed object, where a sync.Map of boxed strings
@@ -251,15 +255,20 @@ func (c *appliedCache) record(obj *unstructured.Unstructured, hash, supersedes s
 	k := keyOf(obj.GetUID())
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.m == nil {
-		c.m = map[uidKey]applied{}
-		c.replacing = map[uidKey]replacement{}
-	}
+	c.allocate()
 	c.m[k] = applied{hash: h, fields: fields, fieldsKnown: known}
 	if supersedes == "" {
 		delete(c.replacing, k)
 	} else {
 		c.replacing[k] = replacement{supersedes: supersedes}
+	}
+}
+
+// allocate makes the maps of an empty cache; c.mu is held.
+func (c *appliedCache) allocate() {
+	if c.m == nil {
+		c.m = map[uidKey]applied{}
+		c.replacing = map[uidKey]replacement{}
 	}
 }
 
@@ -342,4 +351,46 @@ func (c *appliedCache) compare(live *unstructured.Unstructured, hash string) (up
 		return false, false
 	}
 	return fields == last.fields, fields != last.fields
+}
+
+// appliedDigest is what status.resources[].appliedDigest records of live, an
+// object found holding what limbo applied of the desired object whose hash is
+// hash: a digest of hash, live's UID and its resourceVersion; "" for an object
+// without either. A later process finds the same digest only on an object no
+// one has written since (every write changes the resourceVersion) when it
+// would apply the same desired object again: that apply would change nothing.
+func appliedDigest(hash string, live *unstructured.Unstructured) string {
+	uid, version := live.GetUID(), live.GetResourceVersion()
+	if hash == "" || uid == "" || version == "" {
+		return ""
+	}
+	sum := sha256.New()
+	for _, part := range []string{hash, string(uid), version} {
+		sum.Write([]byte(part))
+		sum.Write([]byte{0})
+	}
+	return base64.RawURLEncoding.EncodeToString(sum.Sum(nil)[:len(digest{})])
+}
+
+// seed remembers an apply that an earlier process made — this one's memory of
+// its applies starts empty — when recorded, the appliedDigest the Bundle's
+// status holds for live, is live's for the desired object whose hash is hash:
+// live is then exactly the copy found holding that apply, and the apply need
+// not be made again. Its field set is the one to compare later copies with
+// (compare). What this process remembers of live itself comes first: seed
+// changes nothing then, nor for a copy without limbo's field set.
+func (c *appliedCache) seed(live *unstructured.Unstructured, hash, recorded string) {
+	h, valid := toDigest(hash)
+	fields, known := toDigest(ownedFields(live))
+	if recorded == "" || !valid || !known || recorded != appliedDigest(hash, live) {
+		return
+	}
+	k := keyOf(live.GetUID())
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.m[k]; ok {
+		return
+	}
+	c.allocate()
+	c.m[k] = applied{hash: h, fields: fields, fieldsKnown: true}
 }

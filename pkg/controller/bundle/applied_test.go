@@ -176,3 +176,79 @@ func TestKeyOf(t *testing.T) {
 		}
 	}
 }
+
+// A restarted process remembers no apply; the status of the Bundle recorded the
+// digest of each object found applied (appliedDigest), and an object still at
+// that resourceVersion, whose desired object is the same, is up to date without
+// an apply. Anything else about it — a write since, another desired object,
+// another object of the name — needs the apply.
+func TestAppliedCacheSeed(t *testing.T) {
+	desired := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "a"}, "data": map[string]any{"k": "v"}}}
+	hash := hashOf(desired)
+	changed := desired.DeepCopy()
+	changed.Object["data"] = map[string]any{"k": "w"}
+	ours := `{"f:data":{"f:k":{}}}`
+	applied := withManagedFields(desired, entry("limbo", metav1.ManagedFieldsOperationApply, ours))
+	applied.SetUID("3f1c2a4e-8b6d-4e0f-9a7b-1c2d3e4f5a6b")
+	applied.SetResourceVersion("41")
+	recorded := appliedDigest(hash, applied)
+	if recorded == "" || len(recorded) != 22 {
+		t.Fatalf("appliedDigest = %q, want 22 characters (128 bits, base64)", recorded)
+	}
+
+	at := func(version string, uid types.UID) *unstructured.Unstructured {
+		u := applied.DeepCopy()
+		u.SetResourceVersion(version)
+		u.SetUID(uid)
+		return u
+	}
+	cases := []struct {
+		name     string
+		live     *unstructured.Unstructured
+		hash     string
+		recorded string
+		want     bool
+	}{
+		{"the copy the status recorded", applied, hash, recorded, true},
+		{"cached copy of it (managedFields trimmed to a digest)", trimmed(t, applied), hash, recorded, true},
+		{"written since (another resourceVersion)", at("42", applied.GetUID()), hash, recorded, false},
+		{"another object of the name", at("41", "0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d"), hash, recorded, false},
+		{"the desired object changed", applied, hashOf(changed), recorded, false},
+		{"nothing recorded", applied, hash, "", false},
+		{"limbo's field set is gone", withManagedFields(applied), hash, recorded, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var c appliedCache
+			c.seed(tc.live, tc.hash, tc.recorded)
+			if got := c.upToDate(tc.live, tc.hash); got != tc.want {
+				t.Errorf("upToDate after seed = %v, want %v", got, tc.want)
+			}
+		})
+	}
+
+	// What this process remembers comes first: a seed does not undo an apply
+	// it recorded since (of another desired object).
+	var c appliedCache
+	answer := withManagedFields(changed, entry("limbo", metav1.ManagedFieldsOperationApply, ours))
+	answer.SetUID(applied.GetUID())
+	answer.SetResourceVersion("41")
+	c.record(answer, hashOf(changed), "")
+	c.seed(applied, hash, recorded)
+	if c.upToDate(applied, hash) {
+		t.Error("a seed replaced what this process recorded of its own apply")
+	}
+	if !c.upToDate(answer, hashOf(changed)) {
+		t.Error("this process's own apply is forgotten after a seed")
+	}
+}
+
+// trimmed is u as the cache holds it (TrimForCache).
+func trimmed(t *testing.T, u *unstructured.Unstructured) *unstructured.Unstructured {
+	t.Helper()
+	out, err := TrimForCache(u.DeepCopy())
+	if err != nil {
+		t.Fatalf("TrimForCache: %v", err)
+	}
+	return out.(*unstructured.Unstructured)
+}

@@ -457,6 +457,7 @@ func (p *pass) syncOne(ctx context.Context, name string, tmpl *unstructured.Unst
 			return p.applyFailed(ctx, &out, desired, err)
 		case created:
 			p.r.applied.record(desired, hash, "")
+			st.AppliedDigest = appliedDigest(hash, desired)
 			out.change = p.changed(ctx, name, desired, limbov1alpha1.EventCreated)
 			return p.ready(ctx, out, desired)
 		}
@@ -515,6 +516,9 @@ func (p *pass) syncOne(ctx context.Context, name string, tmpl *unstructured.Unst
 		hash = hashOf(desired)
 	}
 	// Here live is the Bundle's, or one it adopts.
+	if !adopting {
+		p.r.applied.seed(live, hash, p.recordedDigest(name, live))
+	}
 	if adopting || !p.r.applied.upToDate(live, hash) {
 		event := limbov1alpha1.EventUpdated
 		if adopting {
@@ -542,9 +546,11 @@ func (p *pass) syncOne(ctx context.Context, name string, tmpl *unstructured.Unst
 			}
 		}
 		p.r.applied.record(desired, hash, live.GetResourceVersion())
+		st.AppliedDigest = appliedDigest(hash, desired)
 		// An apply the API server answered with the live version changed
-		// nothing (the first pass after a start applies every object again:
-		// appliedCache): nothing to announce.
+		// nothing (the first pass after a start applies again every object
+		// the status does not vouch for: appliedCache.seed): nothing to
+		// announce.
 		if adopting || desired.GetResourceVersion() != live.GetResourceVersion() {
 			out.change = p.changed(ctx, name, desired, event)
 		}
@@ -588,7 +594,19 @@ func (p *pass) syncOne(ctx context.Context, name string, tmpl *unstructured.Unst
 		}
 		return out
 	}
+	st.AppliedDigest = appliedDigest(hash, live)
 	return p.ready(ctx, out, live)
+}
+
+// recordedDigest is the appliedDigest the Bundle's status holds for live, the
+// object of resource name ("" if none): what a pass of an earlier process found
+// applied (appliedCache.seed).
+func (p *pass) recordedDigest(name string, live *unstructured.Unstructured) string {
+	st := p.bundle.Status.Resource(name)
+	if st == nil || st.Object == nil || st.Object.UID != string(live.GetUID()) {
+		return ""
+	}
+	return st.AppliedDigest
 }
 
 // wasInTheWay reports whether the last sync of the object key, which resource

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -103,7 +104,38 @@ func (p *pass) status() limbov1alpha1.BundleStatus {
 		set(limbov1alpha1.ConditionReconciling, metav1.ConditionFalse, limbov1alpha1.ReasonReady, "")
 		set(limbov1alpha1.ConditionStalled, metav1.ConditionFalse, limbov1alpha1.ReasonReady, "")
 	}
+	settleAppliedDigests(&b.Status, &st)
 	return st
+}
+
+// settleAppliedDigests keeps the digests of next (appliedDigest) from being a
+// reason to write it: a digest follows the object's resourceVersion, which
+// changes with every write of anyone's (a Deployment's status, a label), and a
+// status write for each would undo the no-op pass. A digest last written stays
+// true for good — it matches only a copy of the object no one has written since
+// (appliedCache.seed) — so a resource for which this pass found none keeps the
+// one last written for the same object, and a status that differs from the last
+// written in its digests alone keeps those.
+func settleAppliedDigests(last, next *limbov1alpha1.BundleStatus) {
+	lastOf := func(r *limbov1alpha1.ResourceStatus) string {
+		l := last.Resource(r.Name)
+		if l == nil || l.Object == nil || r.Object == nil || l.Object.UID == "" || l.Object.UID != r.Object.UID {
+			return ""
+		}
+		return l.AppliedDigest
+	}
+	found := make([]string, len(next.Resources))
+	for i := range next.Resources {
+		r := &next.Resources[i]
+		found[i] = cmp.Or(r.AppliedDigest, lastOf(r))
+		r.AppliedDigest = lastOf(r)
+	}
+	if equality.Semantic.DeepEqual(*last, *next) {
+		return
+	}
+	for i := range next.Resources {
+		next.Resources[i].AppliedDigest = found[i]
+	}
 }
 
 // resourceMessagesBudget bounds the messages of a Bundle's resources together:

@@ -378,3 +378,48 @@ func TestBoundResourceMessages(t *testing.T) {
 		})
 	}
 }
+
+// The digests of the objects found applied (appliedDigest) follow their
+// resourceVersions: they are written with a status that changed anyway, never
+// as its only change (a no-op pass writes nothing); a resource whose pass found
+// no digest keeps the one last written for the same object.
+func TestSettleAppliedDigests(t *testing.T) {
+	res := func(name, uid, digest string, state limbov1alpha1.ResourceState) limbov1alpha1.ResourceStatus {
+		return limbov1alpha1.ResourceStatus{Name: name, State: state, AppliedDigest: digest,
+			Object: &limbov1alpha1.ObjectReference{APIVersion: "v1", Kind: "ConfigMap", Name: name, UID: uid}}
+	}
+	ready, waiting := limbov1alpha1.ResourceReady, limbov1alpha1.ResourceInProgress
+	last := limbov1alpha1.BundleStatus{ObservedGeneration: 1, ResourcesReady: "2/2", Resources: []limbov1alpha1.ResourceStatus{
+		res("a", "ua", "a1", ready), res("b", "ub", "b1", ready),
+	}}
+	cases := []struct {
+		name string
+		next limbov1alpha1.BundleStatus
+		want []string // the digests of next after settling
+	}{
+		{"only digests changed: the last written stay", limbov1alpha1.BundleStatus{ObservedGeneration: 1, ResourcesReady: "2/2", Resources: []limbov1alpha1.ResourceStatus{
+			res("a", "ua", "a2", ready), res("b", "ub", "", ready),
+		}}, []string{"a1", "b1"}},
+		{"the status changed: fresh digests, the last for a resource that found none", limbov1alpha1.BundleStatus{ObservedGeneration: 2, ResourcesReady: "2/2", Resources: []limbov1alpha1.ResourceStatus{
+			res("a", "ua", "a2", ready), res("b", "ub", "", ready),
+		}}, []string{"a2", "b1"}},
+		{"another object of the name keeps no digest of the last", limbov1alpha1.BundleStatus{ObservedGeneration: 1, ResourcesReady: "1/2", Resources: []limbov1alpha1.ResourceStatus{
+			res("a", "ua", "", ready), res("b", "ub2", "", waiting),
+		}}, []string{"a1", ""}},
+		{"a resource new to the status", limbov1alpha1.BundleStatus{ObservedGeneration: 2, ResourcesReady: "3/3", Resources: []limbov1alpha1.ResourceStatus{
+			res("a", "ua", "", ready), res("b", "ub", "b1", ready), res("c", "uc", "c1", ready),
+		}}, []string{"a1", "b1", "c1"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			settleAppliedDigests(&last, &tc.next)
+			var got []string
+			for _, r := range tc.next.Resources {
+				got = append(got, r.AppliedDigest)
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("digests = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

@@ -222,6 +222,14 @@ type ResourceStatus struct {
 	// Object is the live object of an object resource.
 	// +optional
 	Object *ObjectReference `json:"object,omitempty"`
+	// AppliedDigest is a digest of the object as limbo last found it holding
+	// what it applied: of the desired object, the live object's UID and its
+	// resourceVersion then. A restarted limbo, which no longer remembers its
+	// applies, skips the apply of an object still at that resourceVersion when
+	// it would apply the same again (any write to the object changes its
+	// resourceVersion). Limbo's own bookkeeping: its format may change.
+	// +optional
+	AppliedDigest string `json:"appliedDigest,omitempty"`
 }
 
 // ObjectReference names one object, down to its UID.
@@ -256,12 +264,19 @@ const MaxPendingDeletionMessage = 512
 // ResourceReady reports whether the status has the resource named name Ready
 // (false when it does not list it).
 func (s *BundleStatus) ResourceReady(name string) bool {
-	for _, st := range s.Resources {
-		if st.Name == name {
-			return st.State == ResourceReady
+	st := s.Resource(name)
+	return st != nil && st.State == ResourceReady
+}
+
+// Resource is the status of the resource named name; nil when the status does
+// not list it.
+func (s *BundleStatus) Resource(name string) *ResourceStatus {
+	for i := range s.Resources {
+		if s.Resources[i].Name == name {
+			return &s.Resources[i]
 		}
 	}
-	return false
+	return nil
 }
 
 // PendingDeletionsCut reports whether PendingDeletions lists fewer entries than
