@@ -859,9 +859,14 @@ func (p *pass) stillInShard(ctx context.Context) bool {
 // readBundleAgain reads the Bundle's metadata from the API server, past the
 // cache the pass decided on.
 func (p *pass) readBundleAgain(ctx context.Context) (*metav1.PartialObjectMetadata, error) {
+	return p.r.readBundleAgain(ctx, p.bundle)
+}
+
+// readBundleAgain reads b's metadata from the API server, past the cache.
+func (r *Reconciler) readBundleAgain(ctx context.Context, b *limbov1alpha1.Bundle) (*metav1.PartialObjectMetadata, error) {
 	cur := &metav1.PartialObjectMetadata{}
 	cur.SetGroupVersionKind(limbov1alpha1.GroupVersion.WithKind("Bundle"))
-	return cur, p.r.APIReader.Get(ctx, client.ObjectKeyFromObject(p.bundle), cur)
+	return cur, r.APIReader.Get(ctx, client.ObjectKeyFromObject(b), cur)
 }
 
 // decidedOn reports whether cur, read again, is the Bundle of the spec this

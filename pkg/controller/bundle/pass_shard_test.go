@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
@@ -217,6 +218,53 @@ func TestTeardownOfABundleMovedToTheShardKeepsTheOrder(t *testing.T) {
 	dbReleased := metav1.GetControllerOf(f.liveConfigMap(t, "db")) == nil
 	if !appReleased || dbReleased {
 		t.Errorf("after the teardown's first wave: app released %v, db released %v; want app first, db still the Bundle's", appReleased, dbReleased)
+	}
+}
+
+// A Bundle relabelled into another shard while being deleted is the other
+// shard's to tear down; a shard whose cache still shows it in the shard (its
+// watch reconnecting) would tear it down beside that one — releases and
+// deletes twice, each shard's events and status writes. A teardown pass asks
+// the API server first, as a pass does before its first write, and makes no
+// write for a Bundle that left the shard.
+func TestTeardownOfABundleThatLeftTheShard(t *testing.T) {
+	sel, registry := shardA(t)
+	for _, tc := range []struct {
+		name      string
+		apiLabels map[string]string
+		acts      bool
+	}{
+		{name: "still in the shard", apiLabels: map[string]string{"limbo.dev/shard": "a"}, acts: true},
+		{name: "moved to another shard", apiLabels: map[string]string{"limbo.dev/shard": "b"}},
+		{name: "moved to the rest", apiLabels: nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := deletedBundle([]limbov1alpha1.Resource{cmResource(t, "db", nil)}, limbov1alpha1.BundleStatus{})
+			b.Labels = map[string]string{"limbo.dev/shard": "a"}
+			db := bundleConfigMap("db", nil)
+			db.Labels["limbo.dev/shard"] = "a"
+			f := newTeardownFixture(t, b, registry, db)
+			f.r.Shard, f.r.Engine.Shard = sel, sel
+			f.r.APIReader = movedBundle{Reader: f.c, labels: tc.apiLabels, generation: b.Generation}
+			events := make(chan string, 16)
+			f.r.Recorder = &record.FakeRecorder{Events: events}
+
+			result, err := f.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(b)})
+			close(events)
+			gone := apierrors.IsNotFound(f.c.Get(context.Background(), client.ObjectKeyFromObject(db), &corev1.ConfigMap{}))
+			switch {
+			case err != nil && tc.acts:
+				t.Fatalf("Reconcile: %v", err)
+			case gone != tc.acts:
+				t.Errorf("db deleted: %v, want %v", gone, tc.acts)
+			case !tc.acts && len(events) > 0:
+				t.Errorf("a teardown of a Bundle that left the shard emitted events: %d", len(events))
+			case !tc.acts && len(f.status(t).Resources)+len(f.status(t).Conditions) > 0:
+				t.Errorf("a teardown of a Bundle that left the shard wrote its status: %+v", f.status(t))
+			case !tc.acts && result.RequeueAfter == 0:
+				t.Errorf("Reconcile = %+v: want a retry, in case no event brings the change", result)
+			}
+		})
 	}
 }
 

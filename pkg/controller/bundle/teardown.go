@@ -43,6 +43,21 @@ func (r *Reconciler) teardown(ctx context.Context, b *limbov1alpha1.Bundle) (ctr
 	if !controllerutil.ContainsFinalizer(b, limbov1alpha1.FinalizerTeardown) {
 		return ctrl.Result{}, nil
 	}
+	if r.Shard != nil {
+		// A Bundle relabelled while being deleted is the new shard's to tear
+		// down; this one's cache may not show the move yet (a watch
+		// reconnecting), and two teardowns side by side would release and
+		// delete twice, each with its events and status. One GET per teardown
+		// pass, sharded only.
+		cur, err := r.readBundleAgain(ctx, b)
+		if err != nil {
+			return ctrl.Result{}, client.IgnoreNotFound(err)
+		}
+		if cur.UID != b.UID || !r.Shard.Matches(cur.Labels) {
+			log.FromContext(ctx).V(1).Info("the Bundle left the shard since the cache showed it: the other shard tears it down", "labels", cur.Labels)
+			return ctrl.Result{RequeueAfter: leftShardRetry}, nil
+		}
+	}
 	partial, specErrs := bundlespec.ParsePartial(b, r.Mapper, r.Plugins)
 	plan := partial
 	if len(specErrs) > 0 {
