@@ -117,8 +117,13 @@ func (p *pass) status() limbov1alpha1.BundleStatus {
 // one last written for the same object, and a status that differs from the last
 // written in its digests alone keeps those.
 func settleAppliedDigests(last, next *limbov1alpha1.BundleStatus) {
-	lastOf := func(r *limbov1alpha1.ResourceStatus) string {
-		l := last.Resource(r.Name)
+	lastOf := func(i int, r *limbov1alpha1.ResourceStatus) string {
+		var l *limbov1alpha1.ResourceStatus
+		if i < len(last.Resources) && last.Resources[i].Name == r.Name {
+			l = &last.Resources[i] // the order is the spec's: usually unchanged
+		} else {
+			l = last.Resource(r.Name)
+		}
 		if l == nil || l.Object == nil || r.Object == nil || l.Object.UID == "" || l.Object.UID != r.Object.UID {
 			return ""
 		}
@@ -127,8 +132,9 @@ func settleAppliedDigests(last, next *limbov1alpha1.BundleStatus) {
 	found := make([]string, len(next.Resources))
 	for i := range next.Resources {
 		r := &next.Resources[i]
-		found[i] = cmp.Or(r.AppliedDigest, lastOf(r))
-		r.AppliedDigest = lastOf(r)
+		kept := lastOf(i, r)
+		found[i] = cmp.Or(r.AppliedDigest, kept)
+		r.AppliedDigest = kept
 	}
 	if equality.Semantic.DeepEqual(*last, *next) {
 		return
