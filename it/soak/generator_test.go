@@ -276,7 +276,7 @@ func (g *generator) ops() []op {
 		{"delete-bundle-orphan", 2, g.deleteBundle(fateOrphan)},
 		{"delete-bundle-foreground", 2, g.deleteBundle(fateForeground)},
 		{"mark-unready", 8, g.markUnready}, {"mark-ready", 10, g.markReady},
-		{"hand-over", 6, g.handOver}, {"move-shard", 6, g.moveShard},
+		{"hand-over", 6, g.handOver}, {"move-shard", 6, g.moveShard}, {"drift", 5, g.drift},
 	}
 }
 
@@ -1545,6 +1545,69 @@ func blocked(s *slot) map[string]bool {
 		}
 	}
 	return out
+}
+
+// drift changes the data of an object s declares and controls, as someone's
+// kubectl edit would: limbo puts it back (objects are kept as declared), also
+// after an edit made while the controller was down — a restarted controller
+// must not take the object for one it applied and skip it
+// (status.resources[].appliedDigest). keptAsDeclared checks at the end.
+func (g *generator) drift(ctx context.Context, s *slot) bool {
+	name, _, ok := g.pick(s, func(v view) bool { return v.desired && controllerUID(v.meta) == s.uid })
+	if !ok {
+		return false
+	}
+	return g.mutate(s, "drift", name, func() error { return g.driftObject(ctx, name) }) == nil
+}
+
+// driftObject changes the data of the object named name as kubectl edit would
+// (an update by another field manager).
+func (g *generator) driftObject(ctx context.Context, name string) error {
+	_, err := g.clientset.CoreV1().ConfigMaps(g.namespace).Patch(ctx, name, types.MergePatchType, []byte(`{"data":{"bundle":"drifted"}}`),
+		metav1.PatchOptions{FieldManager: "soak-drift"})
+	return err
+}
+
+// driftWhileDown drifts, as drift does, a few objects of shard that a Bundle
+// declares and controls, picked with rng: the chaos calls it while no
+// controller of the shard runs (after a kill, before the process or its
+// standby is back), the window where a restarted controller, which remembers
+// no apply, could take the object for one it applied.
+func (g *generator) driftWhileDown(ctx context.Context, shard string, rng *rand.Rand) {
+	names := g.oracle.controlledIn(shard)
+	for _, i := range rng.Perm(len(names))[:min(len(names), driftsWhileDown)] {
+		if err := g.driftObject(ctx, names[i]); err != nil {
+			g.oracle.Log("chaos: drift %s while shard %s is down: %v", names[i], shard, err)
+			continue
+		}
+		g.oracle.countChaos("drift-while-down")
+		g.oracle.Log("chaos: drift %s while shard %s is down", names[i], shard)
+	}
+}
+
+// driftsWhileDown is how many objects driftWhileDown drifts at a time.
+const driftsWhileDown = 3
+
+// keptAsDeclared waits until every object s declares holds the data of its
+// template — but those that a gate not Ready blocks (see settle): a drift
+// limbo did not put back is a violation.
+func (g *generator) keptAsDeclared(ctx context.Context, s *slot) {
+	skip := blocked(s)
+	poll(ctx, settleTimeout, func() error {
+		for r := range s.resources {
+			if skip[r] {
+				continue
+			}
+			cm, err := g.clientset.CoreV1().ConfigMaps(g.namespace).Get(ctx, s.objectOf(r), metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			if got := cm.Data["bundle"]; got != s.name {
+				return fmt.Errorf("%s has data.bundle %q, its template %q", cm.Name, got, s.name)
+			}
+		}
+		return nil
+	}, g.oracle, "Bundle "+s.name+"'s objects to hold what it declares")
 }
 
 // settle waits until limbo applied s's spec: every declared object exists,

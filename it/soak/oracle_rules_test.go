@@ -1187,7 +1187,10 @@ func TestOracleShards(t *testing.T) {
 		outages   []outage
 		final     metav1.ObjectMeta
 		deletedAt time.Duration // after base
-		want      string
+		// releasedAt, when set, is when the watch saw the object released
+		// (final without its deletion), after base.
+		releasedAt time.Duration
+		want       string
 	}{{
 		name: "in the shard that was down: excused", shard: shardRest, outages: []outage{restDown},
 		final: object("30", true, shardRest), deletedAt: 11 * time.Second,
@@ -1228,6 +1231,19 @@ func TestOracleShards(t *testing.T) {
 	}, {
 		name: "released with the other shard's label: late", shard: shardRest, outages: []outage{restDown},
 		final: object("30", false, shardA), deletedAt: 11 * time.Second, want: "more than 2s late",
+	}, {
+		// Seed 241325230: a Bundle moved to the rest while its object, still
+		// labelled with shard a, counted down; the rest was down over the
+		// deadline, the Bundle deleted meanwhile, and the rest's teardown
+		// released the object to shard a's reaper once it was back.
+		name: "released with the other shard's label by the shard down once back: excused until the release", shard: shardRest, outages: []outage{restDown},
+		releasedAt: 10500 * time.Millisecond, final: object("30", false, shardA), deletedAt: 11 * time.Second,
+	}, {
+		name: "released with the other shard's label by the shard down once back: late after the release", shard: shardRest, outages: []outage{restDown},
+		releasedAt: 10500 * time.Millisecond, final: object("30", false, shardA), deletedAt: 14 * time.Second, want: "more than 2s late",
+	}, {
+		name: "released with the other shard's label before the outage: late", shard: shardRest, outages: []outage{restDown},
+		releasedAt: -500 * time.Millisecond, final: object("30", false, shardA), deletedAt: 11 * time.Second, want: "more than 2s late",
 	}, {
 		// kube-apiserver away from base to base+4s: back for sure at base+8s;
 		// the rest's leader started afresh at base+5s ends that early for the
@@ -1272,6 +1288,11 @@ func TestOracleShards(t *testing.T) {
 			o.observe(watch.Added, created, base.Add(-time.Minute))
 			o.undeclared("b0", 20, base.Add(-time.Second), "b0-r0")
 			o.outages = tt.outages
+			if tt.releasedAt != 0 {
+				released := *tt.final.DeepCopy()
+				released.ResourceVersion = "25"
+				o.observe(watch.Modified, released, base.Add(tt.releasedAt))
+			}
 			o.observe(watch.Deleted, tt.final, base.Add(tt.deletedAt))
 			wantViolation(t, o.violations, tt.want)
 		})

@@ -96,6 +96,10 @@ type incarnation struct {
 	deleted bool
 	// overdue: a missed deadline was already reported.
 	overdue bool
+	// releasedAt is when the watch saw its controller let it go (a teardown's
+	// release): from then on the reaper acts on it (see governors). Zero
+	// while controlled, or when the release fell in a watch gap.
+	releasedAt time.Time
 	// gapFrom, for an incarnation that vanished in a watch gap, is the least
 	// revision its deletion may have had (one past the last one seen); its
 	// deletion is judged as if at any revision from there to the list's.
@@ -362,6 +366,26 @@ func (o *oracle) end(bundle string) {
 }
 
 // countChaos counts a chaos event (a kill, a restart) by type.
+// controlledIn lists, sorted, the objects of shard that exist, are declared
+// and controlled by a Bundle, and are not in limbo.
+func (o *oracle) controlledIn(shard string) []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var names []string
+	for name, m := range o.objects {
+		if m.live == nil || m.live.deleted || !isOpen(m.desired) {
+			continue
+		}
+		meta := m.live.meta
+		if _, stamped := parseStamp(meta); stamped || controllerUID(meta) == "" || shardOfLabels(meta.Labels) != shard {
+			continue
+		}
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return names
+}
+
 func (o *oracle) countChaos(event string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -1059,6 +1083,9 @@ func (o *oracle) observeLocked(typ watch.EventType, meta metav1.ObjectMeta, at t
 				meta.Name, short(meta.UID), rv, meta.Annotations[limbov1alpha1.AnnotationDeletionDelay])
 		}
 	}
+	if typ == watch.Modified && was != "" && controllerUID(meta) == "" && !o.relisting {
+		inc.releasedAt = at
+	}
 	if typ == watch.Modified && was != "" && controllerUID(meta) != was && !o.relisting {
 		for _, h := range o.holdsThroughout(was, rv, rv) {
 			if h.releases {
@@ -1141,7 +1168,7 @@ func (o *oracle) judgeDeletion(m *objectModel, inc *incarnation, at time.Time) {
 	if span, ok := spanThroughout(m.desired, from, rv); ok {
 		desired = true
 		stamp, _ := parseStamp(meta)
-		if deadline, ok := deadlineOf(meta); ok && !stamp.After(span.since) && o.apiOutageBetween(span.since, deadline, o.governor(meta)) {
+		if deadline, ok := deadlineOf(meta); ok && !stamp.After(span.since) && o.apiOutageBetween(span.since, deadline, o.governors(inc)...) {
 			// Declared again while in limbo (stamped before), but a
 			// kube-apiserver outage kept it from limbo until the deadline:
 			// which of the two limbo acts on first is a race that the
@@ -1190,7 +1217,7 @@ func (o *oracle) judgeDeletion(m *objectModel, inc *incarnation, at time.Time) {
 		return // not due at all: no lateness
 	}
 	due = latest(due, m.undesiredAt, inc.touchedAt)
-	late, adjusted := at.Sub(due), at.Sub(o.adjust(due, o.governor(meta)))
+	late, adjusted := at.Sub(due), at.Sub(o.adjust(due, o.governors(inc)...))
 	if late > o.stats.maxLateness {
 		o.stats.maxLateness, o.stats.maxLatenessObject = late, what
 	}
@@ -1252,9 +1279,9 @@ func deadlineOf(meta metav1.ObjectMeta) (time.Time, bool) {
 // [from, to + redeclareGuard]. Only such an outage can hide a declaration from
 // limbo: a controller killed and started again lists everything afresh, the
 // declaration included, before it acts.
-func (o *oracle) apiOutageBetween(from, to time.Time, tl shardLog) bool {
+func (o *oracle) apiOutageBetween(from, to time.Time, tls ...shardLog) bool {
 	var api []outage
-	for _, out := range o.outagesFor(tl) {
+	for _, out := range o.outagesFor(tls...) {
 		if out.what == outageAPIServer {
 			api = append(api, out)
 		}
@@ -1381,7 +1408,7 @@ func (o *oracle) checkOverdue(now time.Time) {
 		if !ok || m.live.overdue || o.busy(bundlesOf(m, m.live.meta)) {
 			continue
 		}
-		if adjusted := o.adjust(due, o.governor(m.live.meta)); now.Sub(adjusted) > lateTolerance {
+		if adjusted := o.adjust(due, o.governors(m.live)...); now.Sub(adjusted) > lateTolerance {
 			m.live.overdue = true
 			o.violatef("%s (uid %s, annotations %v) still exists %v after it was due at %s (%v after outages are taken off)",
 				m.name, short(m.live.uid), limboAnnotations(m.live.meta), now.Sub(due).Round(time.Millisecond),
@@ -1455,7 +1482,7 @@ func (o *oracle) checkAdoptionLocked(m *objectModel, now time.Time) {
 		return
 	}
 	// The giver's controller hands it over, the adopter's adopts it.
-	if adjusted := o.adjust(due, o.governor(m.live.meta), o.shardLogOf(m.adopter.uid)); now.Sub(adjusted) > adoptionTolerance {
+	if adjusted := o.adjust(due, append(o.governors(m.live), o.shardLogOf(m.adopter.uid))...); now.Sub(adjusted) > adoptionTolerance {
 		m.adopter.overdue = true
 		o.violatef("not adopted in time: %s (uid %s, annotations %v) is not controlled by Bundle %s (uid %s), which declared it to adopt it at revision %d, %v after it was to be handed over at %s (%v after outages are taken off): more than %v",
 			m.name, short(m.live.uid), limboAnnotations(m.live.meta), m.adopter.slot, short(m.adopter.uid), m.adopter.since,
@@ -1477,11 +1504,11 @@ func (o *oracle) pendingUntil(now time.Time) (time.Time, int) {
 	for _, m := range o.objects {
 		if due, ok := o.dueLocked(m, now); ok {
 			n++
-			until = latest(until, o.adjust(due, o.governor(m.live.meta)))
+			until = latest(until, o.adjust(due, o.governors(m.live)...))
 		}
 		if due, ok := o.adoptionDueLocked(m); ok {
 			n++
-			until = latest(until, o.adjust(due, o.governor(m.live.meta), o.shardLogOf(m.adopter.uid)).Add(adoptionTolerance))
+			until = latest(until, o.adjust(due, append(o.governors(m.live), o.shardLogOf(m.adopter.uid))...).Add(adoptionTolerance))
 		}
 	}
 	return until, n

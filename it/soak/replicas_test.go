@@ -79,6 +79,17 @@ type replicaChaos struct {
 	// kube-apiserver was back from its restart.
 	started []time.Time
 	apiBack time.Time
+	// drift, when set, drifts an object of a shard none of whose controllers
+	// runs (generator.driftWhileDown).
+	drift func(ctx context.Context, shard string, rng *rand.Rand)
+}
+
+// driftWhileDown drifts an object of shard, which none of its controllers
+// serves now.
+func (c *replicaChaos) driftWhileDown(ctx context.Context, shard string) {
+	if c.drift != nil {
+		c.drift(ctx, shard, c.rng)
+	}
 }
 
 func (c *replicaChaos) run(ctx context.Context) error {
@@ -137,6 +148,7 @@ func (c *replicaChaos) killShardA(ctx context.Context, down time.Duration) error
 	if err := c.shardA.Kill(); err != nil {
 		return fmt.Errorf("kill shard a's controller: %w", err)
 	}
+	c.driftWhileDown(ctx, shardA)
 	sleep(ctx, down)
 	return c.startShardAAgain()
 }
@@ -206,6 +218,8 @@ func (c *replicaChaos) kill(ctx context.Context, leaderWanted bool, down time.Du
 	if role == "standby" && c.leader(ctx) == lead {
 		c.oracle.outageEndedAs(outageController, shardRest, true) // the leader goes on
 		ended = true
+	} else if role == "leader" {
+		c.driftWhileDown(ctx, shardRest) // until the standby takes over
 	}
 	sleep(ctx, down)
 	if err := c.startAgain(victim); err != nil {
@@ -308,7 +322,8 @@ func (c *replicaChaos) processes() []*controllerprocess.Process {
 // finish makes sure both replicas run and one leads, and shard a's process
 // runs, for the end of the run. A run too short to reach them still kills the
 // leader, the standby and shard a's process once each, as it restarts
-// kube-apiserver.
+// kube-apiserver; and every run ends with a kill of the leader and of shard
+// a's process, each drifting objects while down.
 func (c *replicaChaos) finish(ctx context.Context) error {
 	if err := c.supervise(ctx); err != nil {
 		return err
@@ -322,6 +337,21 @@ func (c *replicaChaos) finish(ctx context.Context) error {
 		}
 	}
 	if c.shardAKills == 0 && ctx.Err() == nil {
+		if err := c.killShardA(ctx, 0); err != nil {
+			return err
+		}
+	}
+	// One failover more of each shard, with its drifts made while down, after
+	// the generator's last operation: a later change of a Bundle (a template
+	// edited, a move) would re-apply a drifted object that a restarted
+	// controller skipped, and hide it from keptAsDeclared.
+	if c.drift != nil && ctx.Err() == nil {
+		if err := c.waitLeader(ctx, leaderTimeout); err != nil {
+			return err
+		}
+		if err := c.kill(ctx, true, 0); err != nil {
+			return err
+		}
 		if err := c.killShardA(ctx, 0); err != nil {
 			return err
 		}

@@ -77,10 +77,13 @@ func (j *journal) Log(format string, args ...any) {
 }
 
 // keepLog writes the oracle's log (j) to operations.log among the artifacts when
-// t failed, and removes the artifacts when it passed.
+// t failed, and removes the artifacts when it passed — unless LIMBO_SOAK_KEEP
+// is set, which keeps a passing run's too (to study what a rule, or a mutant
+// of limbo, let through).
 func (r *soakRun) keepLog(t *testing.T, j *journal) {
 	t.Cleanup(func() {
-		if !t.Failed() {
+		keep := os.Getenv("LIMBO_SOAK_KEEP") != ""
+		if !t.Failed() && !keep {
 			_ = os.RemoveAll(r.artifacts)
 			return
 		}

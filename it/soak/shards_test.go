@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/limbo-dev/limbo/pkg/controllerprocess"
@@ -119,19 +118,32 @@ func (o *oracle) shardLogOf(uid types.UID) shardLog {
 	return o.shards[uid]
 }
 
-// governor is the shard log by which an object in state meta is acted on:
-// its controller's (the Bundle's passes and teardown, whatever shard label
-// the object still carries); without a controller (released by a teardown),
-// the reaper of the shard its labels name, which a release keeps. Nil when the
-// run is not sharded.
-func (o *oracle) governor(meta metav1.ObjectMeta) shardLog {
+// governors are the shard logs by which incarnation inc, in the state last
+// seen, is acted on: its controller's (the Bundle's passes and teardown,
+// whatever shard label the object still carries); without a controller
+// (released by a teardown), its last controller's until the release was seen,
+// the reaper's of the shard its labels name (which a release keeps) from then
+// on: until the release the countdown was that Bundle's to end (an object in
+// limbo of a Bundle moved to the rest and deleted while the rest was down over
+// the deadline, released once it was back: seed 241325230). A release not
+// seen (a watch gap): the reaper's alone. Nil when the run is not sharded.
+func (o *oracle) governors(inc *incarnation) []shardLog {
 	if !o.sharded {
 		return nil
 	}
-	if l := o.shards[controllerUID(meta)]; l != nil {
-		return l
+	if l := o.shards[controllerUID(inc.meta)]; l != nil {
+		return []shardLog{l}
 	}
-	return shardLog{{shard: shardOfLabels(meta.Labels)}}
+	reaper := shardSpan{from: inc.releasedAt, shard: shardOfLabels(inc.meta.Labels)}
+	var l shardLog
+	if !inc.releasedAt.IsZero() {
+		for _, span := range o.shards[inc.controller] {
+			if span.from.Before(inc.releasedAt) {
+				l = append(l, span)
+			}
+		}
+	}
+	return []shardLog{append(l, reaper)}
 }
 
 // outagesFor are the outages that kept limbo from acting on an object acted

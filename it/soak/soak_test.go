@@ -91,6 +91,7 @@ func TestSoak(t *testing.T) {
 		all[i] = &slot{name: fmt.Sprintf("b%d", i), rng: rand.New(rand.NewPCG(uint64(seed), uint64(i))), gated: i%2 == 0}
 	}
 	g.slots = all
+	chaos.drift = g.driftWhileDown
 	for i, s := range all {
 		n := ops / slots
 		if i < ops%slots {
@@ -150,6 +151,9 @@ func TestSoak(t *testing.T) {
 	for _, s := range all {
 		if s.uid != "" && !s.guarded {
 			g.settle(ctx, s)
+			if s.invalid == "" { // limbo writes nothing of a Bundle whose spec is invalid
+				g.keptAsDeclared(ctx, s)
+			}
 		}
 	}
 	// A hold that ended meanwhile — an adopter that made the object anew
@@ -184,7 +188,8 @@ const coverageOps = 300
 
 // notCovered lists what a run was to exercise and did not: each operation the
 // generator performs (unless skipped), every kind of kill (the rest's leader,
-// its standby, shard a's process) and the kube-apiserver restart, a
+// its standby, shard a's process), a drift while a shard's controllers were
+// down, and the kube-apiserver restart, a
 // background teardown that deleted or released an object another one
 // depended on (its order checked), an orphan that a gate not Ready kept, and
 // each variant of hand-over and an object it adopted.
@@ -197,7 +202,7 @@ func (o *oracle) notCovered(g *generator) []string {
 			missing = append(missing, name)
 		}
 	}
-	for _, event := range []string{"kill-leader", "kill-standby", "kill-shard-a", "restart-kube-apiserver"} {
+	for _, event := range []string{"kill-leader", "kill-standby", "kill-shard-a", "restart-kube-apiserver", "drift-while-down"} {
 		if o.stats.chaos[event] == 0 {
 			missing = append(missing, event)
 		}
