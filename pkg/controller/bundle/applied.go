@@ -373,23 +373,33 @@ func appliedDigest(hash string, live *unstructured.Unstructured) string {
 }
 
 // seed remembers an apply that an earlier process made — this one's memory of
-// its applies starts empty — when recorded, the appliedDigest the Bundle's
+// its applies starts empty — when recorded(), the appliedDigest the Bundle's
 // status holds for live, is live's for the desired object whose hash is hash:
 // live is then exactly the copy found holding that apply, and the apply need
 // not be made again. Its field set is the one to compare later copies with
 // (compare). What this process remembers of live itself comes first: seed
-// changes nothing then, nor for a copy without limbo's field set.
-func (c *appliedCache) seed(live *unstructured.Unstructured, hash, recorded string) {
-	h, valid := toDigest(hash)
-	fields, known := toDigest(ownedFields(live))
-	if recorded == "" || !valid || !known || recorded != appliedDigest(hash, live) {
+// changes nothing then (and asks recorded nothing), nor for a copy without
+// limbo's field set.
+func (c *appliedCache) seed(live *unstructured.Unstructured, hash string, recorded func() string) {
+	k := keyOf(live.GetUID())
+	c.mu.RLock()
+	_, known := c.m[k]
+	c.mu.RUnlock()
+	if known {
 		return
 	}
-	k := keyOf(live.GetUID())
+	h, valid := toDigest(hash)
+	fields, owned := toDigest(ownedFields(live))
+	if !valid || !owned {
+		return
+	}
+	if d := recorded(); d == "" || d != appliedDigest(hash, live) {
+		return
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if _, ok := c.m[k]; ok {
-		return
+		return // recorded meanwhile by a pass of this process: that one stands
 	}
 	c.allocate()
 	c.m[k] = applied{hash: h, fields: fields, fieldsKnown: true}

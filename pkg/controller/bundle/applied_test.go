@@ -220,7 +220,7 @@ func TestAppliedCacheSeed(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			var c appliedCache
-			c.seed(tc.live, tc.hash, tc.recorded)
+			c.seed(tc.live, tc.hash, func() string { return tc.recorded })
 			if got := c.upToDate(tc.live, tc.hash); got != tc.want {
 				t.Errorf("upToDate after seed = %v, want %v", got, tc.want)
 			}
@@ -234,7 +234,7 @@ func TestAppliedCacheSeed(t *testing.T) {
 	answer.SetUID(applied.GetUID())
 	answer.SetResourceVersion("41")
 	c.record(answer, hashOf(changed), "")
-	c.seed(applied, hash, recorded)
+	c.seed(applied, hash, func() string { t.Error("asked for the digest of an object this process remembers"); return recorded })
 	if c.upToDate(applied, hash) {
 		t.Error("a seed replaced what this process recorded of its own apply")
 	}

@@ -517,7 +517,7 @@ func (p *pass) syncOne(ctx context.Context, name string, tmpl *unstructured.Unst
 	}
 	// Here live is the Bundle's, or one it adopts.
 	if !adopting {
-		p.r.applied.seed(live, hash, p.recordedDigest(name, live))
+		p.r.applied.seed(live, hash, func() string { return p.recordedDigest(name, live) })
 	}
 	if adopting || !p.r.applied.upToDate(live, hash) {
 		event := limbov1alpha1.EventUpdated
