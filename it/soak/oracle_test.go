@@ -365,7 +365,6 @@ func (o *oracle) end(bundle string) {
 	s.queued = nil
 }
 
-// countChaos counts a chaos event (a kill, a restart) by type.
 // controlledIn lists, sorted, the objects of shard that exist, are declared
 // and controlled by a Bundle, and are not in limbo.
 func (o *oracle) controlledIn(shard string) []string {
@@ -386,6 +385,7 @@ func (o *oracle) controlledIn(shard string) []string {
 	return names
 }
 
+// countChaos counts a chaos event (a kill, a restart) by type.
 func (o *oracle) countChaos(event string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()

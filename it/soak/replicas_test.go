@@ -79,12 +79,12 @@ type replicaChaos struct {
 	// kube-apiserver was back from its restart.
 	started []time.Time
 	apiBack time.Time
-	// drift, when set, drifts an object of a shard none of whose controllers
+	// drift, when set, drifts objects of a shard none of whose controllers
 	// runs (generator.driftWhileDown).
 	drift func(ctx context.Context, shard string, rng *rand.Rand)
 }
 
-// driftWhileDown drifts an object of shard, which none of its controllers
+// driftWhileDown drifts objects of shard, which none of its controllers
 // serves now.
 func (c *replicaChaos) driftWhileDown(ctx context.Context, shard string) {
 	if c.drift != nil {
