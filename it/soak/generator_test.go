@@ -886,8 +886,12 @@ func (g *generator) handOver(ctx context.Context, s *slot) bool {
 	}
 	r := keys[s.rng.IntN(len(keys))]
 	name := s.objectOf(r)
-	if invalidDelay(g.oracle.view(name).meta) {
-		return false // never due: s would never hand it over
+	if v := g.oracle.view(name); invalidDelay(v.meta) || declaredByOther(v, s.name) {
+		// Never due: s would never hand it over. Or another Bundle waits
+		// to adopt it already — one that declared it when a hand-over to it
+		// left the object gone and s's create made it anew (seed 27222360):
+		// the model has one adopter per object.
+		return false
 	}
 	t := g.receiver(ctx, s, name)
 	if t == nil {
@@ -1045,7 +1049,7 @@ func (g *generator) swapPick(ctx context.Context, s, t *slot) (string, bool) {
 	for _, q := range slices.Sorted(maps.Keys(t.resources)) {
 		y := t.objectOf(q)
 		v := g.oracle.view(y)
-		if v.exists && controllerUID(v.meta) == t.uid && !invalidDelay(v.meta) && !s.declaresObject(y) && !hasKey(s.resources, s.resourceOf(y)) {
+		if v.exists && controllerUID(v.meta) == t.uid && !invalidDelay(v.meta) && !s.declaresObject(y) && !declaredByOther(v, t.name) && !hasKey(s.resources, s.resourceOf(y)) {
 			candidates = append(candidates, q)
 		}
 	}
@@ -1056,6 +1060,12 @@ func (g *generator) swapPick(ctx context.Context, s, t *slot) (string, bool) {
 		return "", false
 	}
 	return candidates[s.rng.IntN(len(candidates))], true
+}
+
+// declaredByOther tells whether a Bundle other than slot declares the object
+// of v (to adopt it, or in a hand-over's overlap).
+func declaredByOther(v view, slot string) bool {
+	return slices.ContainsFunc(v.declarers, func(d string) bool { return d != slot })
 }
 
 // swap is a hand-over both ways at once: s drops its resource r's object x and
