@@ -602,11 +602,7 @@ func (p *pass) syncOne(ctx context.Context, name string, tmpl *unstructured.Unst
 // object of resource name ("" if none): what a pass of an earlier process found
 // applied (appliedCache.seed).
 func (p *pass) recordedDigest(name string, live *unstructured.Unstructured) string {
-	st := p.bundle.Status.Resource(name)
-	if st == nil || st.Object == nil || st.Object.UID != string(live.GetUID()) {
-		return ""
-	}
-	return st.AppliedDigest
+	return digestOfObject(p.bundle.Status.Resource(name), string(live.GetUID()))
 }
 
 // wasInTheWay reports whether the last sync of the object key, which resource

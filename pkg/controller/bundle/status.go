@@ -124,10 +124,10 @@ func settleAppliedDigests(last, next *limbov1alpha1.BundleStatus) {
 		} else {
 			l = last.Resource(r.Name)
 		}
-		if l == nil || l.Object == nil || r.Object == nil || l.Object.UID == "" || l.Object.UID != r.Object.UID {
+		if r.Object == nil {
 			return ""
 		}
-		return l.AppliedDigest
+		return digestOfObject(l, r.Object.UID)
 	}
 	found := make([]string, len(next.Resources))
 	for i := range next.Resources {
@@ -142,6 +142,16 @@ func settleAppliedDigests(last, next *limbov1alpha1.BundleStatus) {
 	for i := range next.Resources {
 		next.Resources[i].AppliedDigest = found[i]
 	}
+}
+
+// digestOfObject is the appliedDigest st, a status entry last written,
+// records, when it is of the object whose UID is uid; "" otherwise (no entry,
+// no object, another object of the name).
+func digestOfObject(st *limbov1alpha1.ResourceStatus, uid string) string {
+	if st == nil || st.Object == nil || uid == "" || st.Object.UID != uid {
+		return ""
+	}
+	return st.AppliedDigest
 }
 
 // resourceMessagesBudget bounds the messages of a Bundle's resources together:
