@@ -1125,28 +1125,32 @@ func (p *pass) decideUnseenOrphans(ctx context.Context, ready bool) {
 		return
 	}
 	kinds := sortedKinds(ask)
-	if !p.stillInShard(ctx) {
-		p.keptKinds = append(p.keptKinds, kinds...)
-		return
-	}
 	fresh, err := p.r.labelledFresh(ctx, p.bundle, kinds)
 	if err != nil {
 		p.keptKinds = append(p.keptKinds, kinds...)
 		p.fail(fmt.Errorf("list the Bundle's objects with the API server: %w", err))
 		return
 	}
+	var orphans []*unstructured.Unstructured
+	for _, o := range controlledBy(p.bundle, fresh) {
+		if !accounted(objectKey(o)) {
+			orphans = append(orphans, o)
+		}
+	}
+	// The listing is a read: the shard check guards what it leads to. A
+	// Bundle with nothing unaccounted — every Bundle at a sharded
+	// controller's restart, as a rule — costs this listing alone.
+	if len(orphans) > 0 && !p.stillInShard(ctx) {
+		p.keptKinds = append(p.keptKinds, kinds...)
+		return
+	}
 	if onboarding {
 		p.r.onboarded.add(p.bundle)
 	}
-	var orphans []*unstructured.Unstructured
-	for _, o := range controlledBy(p.bundle, fresh) {
-		if accounted(objectKey(o)) {
-			continue
-		}
+	for _, o := range orphans {
 		if err := p.r.Engine.MoveIntoShard(ctx, p.bundle, o); err != nil {
 			p.fail(err)
 		}
-		orphans = append(orphans, o)
 	}
 	if !p.guardEmpty(orphans, ready) {
 		p.holdAll(orphans)

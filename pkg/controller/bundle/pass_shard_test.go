@@ -158,9 +158,9 @@ func TestPassOfABundleNewToTheShardLooksForItsObjects(t *testing.T) {
 	x := bundleConfigMap("x", map[string]string{limbov1alpha1.AnnotationDeletionDelay: "1h"}) // the rest's
 	f := newTeardownFixture(t, b, registry, keep, x)
 	f.r.Shard, f.r.Engine.Shard = sel, sel
-	lists := 0
+	var lists int
 	f.r.Client = cacheShowing(f.c.(client.WithWatch), func(o client.Object) bool { return sel.Matches(o.GetLabels()) })
-	f.r.APIReader = countingLists{Reader: f.c, n: &lists}
+	f.r.APIReader = countingReads{Reader: f.c, lists: &lists}
 
 	for pass := range 2 {
 		if _, err := f.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(b)}); err != nil {
@@ -178,15 +178,97 @@ func TestPassOfABundleNewToTheShardLooksForItsObjects(t *testing.T) {
 	}
 }
 
-// countingLists counts a Reader's lists.
-type countingLists struct {
-	client.Reader
-	n *int
+// A sharded controller's start finds every Bundle new to it, and the first
+// pass of each looks for its objects with the API server (decideUnseenOrphans).
+// For a Bundle with nothing unaccounted that listing is all it sends: the shard
+// check (a read of the Bundle again) guards the writes the listing leads to,
+// and there are none — at a restart of 500 Bundles per shard at QPS 50 it cost
+// ~10 s before users' changes were looked at. An object the listing finds of
+// the shard the Bundle came from is moved in and counts down, after the check;
+// one found when the Bundle has left the shard (the cache is behind) is left
+// alone, and its kind stays in status.managedKinds.
+func TestOnboardingReadsTheBundleAgainOnlyBeforeAWrite(t *testing.T) {
+	sel, registry := shardA(t)
+	for _, tc := range []struct {
+		name string
+		// orphan: the API server also has x, dropped from the spec, labelled
+		// with the shard the Bundle came from (the cache does not show it).
+		orphan bool
+		// apiLabels are the Bundle's labels as the API server shows them.
+		apiLabels       map[string]string
+		wantBundleReads int
+		wantMoved, kept bool
+	}{
+		{name: "nothing unaccounted", apiLabels: map[string]string{"limbo.dev/shard": "a"}},
+		{name: "nothing unaccounted, the Bundle left the shard", apiLabels: nil},
+		{name: "an orphan of the old shard", orphan: true, apiLabels: map[string]string{"limbo.dev/shard": "a"}, wantBundleReads: 1, wantMoved: true},
+		{name: "an orphan, the Bundle left the shard", orphan: true, apiLabels: nil, wantBundleReads: 1, kept: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := livingBundle(cmResource(t, "keep", nil))
+			b.Labels = map[string]string{"limbo.dev/shard": "a"}
+			keep := bundleConfigMap("keep", nil)
+			keep.Labels["limbo.dev/shard"] = "a"
+			objects := []client.Object{keep}
+			if tc.orphan {
+				objects = append(objects, bundleConfigMap("x", map[string]string{limbov1alpha1.AnnotationDeletionDelay: "1h"}))
+			}
+			f := newTeardownFixture(t, b, registry, objects...)
+			f.r.Shard, f.r.Engine.Shard = sel, sel
+			f.r.Client = cacheShowing(f.c.(client.WithWatch), func(o client.Object) bool { return sel.Matches(o.GetLabels()) })
+			var lists, bundleReads int
+			f.r.APIReader = countingReads{Reader: movedBundle{Reader: f.c, labels: tc.apiLabels, generation: b.Generation}, lists: &lists, bundleReads: &bundleReads}
+			xBefore := ""
+			if tc.orphan {
+				xBefore = f.liveConfigMap(t, "x").ResourceVersion
+			}
+
+			p := newPass(f.r, b)
+			if !p.planSpec(context.Background()) {
+				t.Fatalf("spec errors: %v", p.specErrs)
+			}
+			p.decideUnseenOrphans(context.Background(), true)
+
+			if lists != 1 || bundleReads != tc.wantBundleReads {
+				t.Errorf("listed %d times and read the Bundle again %d times: want 1 listing and %d reads", lists, bundleReads, tc.wantBundleReads)
+			}
+			if tc.orphan {
+				x := f.liveConfigMap(t, "x")
+				moved := x.Labels["limbo.dev/shard"] == "a" && x.Labels[limbov1alpha1.LabelPendingDeletion] == "true"
+				switch {
+				case moved != tc.wantMoved:
+					t.Errorf("x moved into shard a and counting down: %v, want %v (labels %v)", moved, tc.wantMoved, x.Labels)
+				case !tc.wantMoved && x.ResourceVersion != xBefore:
+					t.Errorf("x was written: %+v", x.ObjectMeta)
+				}
+			}
+			if kept := len(p.keptKinds) > 0; kept != tc.kept {
+				t.Errorf("kinds kept in status.managedKinds: %v, want any: %v", p.keptKinds, tc.kept)
+			}
+			if onboarded := f.r.onboarded.has(b); onboarded == tc.kept {
+				t.Errorf("the Bundle counts as looked for: %v, want %v", onboarded, !tc.kept)
+			}
+		})
+	}
 }
 
-func (c countingLists) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
-	*c.n++
+// countingReads counts a Reader's lists and, when bundleReads is set, its
+// reads of a Bundle.
+type countingReads struct {
+	client.Reader
+	lists, bundleReads *int
+}
+
+func (c countingReads) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	*c.lists++
 	return c.Reader.List(ctx, list, opts...)
+}
+
+func (c countingReads) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if pm, ok := obj.(*metav1.PartialObjectMetadata); ok && pm.Kind == "Bundle" && c.bundleReads != nil {
+		*c.bundleReads++
+	}
+	return c.Reader.Get(ctx, key, obj, opts...)
 }
 
 // A Bundle deleted after it moved to this shard may have objects that still
