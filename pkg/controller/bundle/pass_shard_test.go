@@ -350,6 +350,29 @@ func TestTeardownOfABundleThatLeftTheShard(t *testing.T) {
 	}
 }
 
+// A sharded teardown lists the Bundle's objects with the API server at its
+// start (its cache does not select what another shard labelled). Its last pass
+// — nothing left to delete or release — lets the Bundle go on that listing:
+// nothing was written since, so a second one (letGo's) would show the same.
+// One LIST per kind per deleted Bundle, where it was two.
+func TestShardedTeardownsLastPassListsOnce(t *testing.T) {
+	sel, registry := shardA(t)
+	b := deletedBundle([]limbov1alpha1.Resource{cmResource(t, "db", nil)}, limbov1alpha1.BundleStatus{})
+	b.Labels = map[string]string{"limbo.dev/shard": "a"}
+	f := newTeardownFixture(t, b, registry)
+	f.r.Shard, f.r.Engine.Shard = sel, sel
+	var lists int
+	f.r.APIReader = countingReads{Reader: f.c, lists: &lists}
+
+	f.reconcile(t)
+	if err := f.c.Get(context.Background(), client.ObjectKeyFromObject(b), &limbov1alpha1.Bundle{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("the Bundle after its teardown's last pass: %v, want it gone (its finalizer removed)", err)
+	}
+	if lists != 1 {
+		t.Errorf("the teardown's last pass listed %d times with the API server: want 1 (one kind, once)", lists)
+	}
+}
+
 // shardA is the selector of shard a, and a registry without plugins.
 func shardA(t *testing.T) (*shard.Selector, *plugin.Registry) {
 	t.Helper()

@@ -288,7 +288,10 @@ func TestLetGo(t *testing.T) {
 			r := &Reconciler{Client: c, APIReader: c, Mapper: c.RESTMapper(), startScan: &startScan{}, OnHoldEnded: func() { told++ }}
 			r.startScan.done.Store(tc.scanned)
 			var settled []string
-			res, err := r.letGo(context.Background(), b.DeepCopy(), []schema.GroupVersionKind{configMapGVK}, func(fresh []*unstructured.Unstructured) (ctrl.Result, bool, error) {
+			list := func() ([]*unstructured.Unstructured, error) {
+				return r.labelledFresh(context.Background(), b, []schema.GroupVersionKind{configMapGVK})
+			}
+			res, err := r.letGo(context.Background(), b.DeepCopy(), list, func(fresh []*unstructured.Unstructured) (ctrl.Result, bool, error) {
 				for _, o := range fresh {
 					settled = append(settled, o.GetKind()+"/"+o.GetName())
 				}

@@ -80,6 +80,9 @@ func (r *Reconciler) teardown(ctx context.Context, b *limbov1alpha1.Bundle) (ctr
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	listFresh := func() ([]*unstructured.Unstructured, error) { return r.labelledFresh(ctx, b, own) }
+	// listedFresh is what letGo lists with once the waves are done.
+	listedFresh := listFresh
 	if r.Shard != nil {
 		// A sharded controller's cache shows only what carries its shard's
 		// label. An object of a Bundle that moved into the shard keeps the old
@@ -87,12 +90,14 @@ func (r *Reconciler) teardown(ctx context.Context, b *limbov1alpha1.Bundle) (ctr
 		// Blocked since the move — and the waves must see it to keep their
 		// order (seed 101963686: db released before the app that depends on
 		// it, which only the final listing found). One LIST per kind per
-		// teardown pass, sharded only.
-		fresh, err := r.labelledFresh(ctx, b, own)
+		// teardown pass, sharded only; a pass whose waves are done lets the
+		// Bundle go on it (nothing of the Bundle's was written since).
+		fresh, err := listFresh()
 		if err != nil {
 			return ctrl.Result{}, err
 		}
 		objects = withUnseen(objects, fresh)
+		listedFresh = func() ([]*unstructured.Unstructured, error) { return fresh, nil }
 	}
 	orphan := r.deletedWithOrphanCascade(b, plan, objects)
 	foreground := r.deletedWith(b, metav1.FinalizerDeleteDependents)
@@ -108,7 +113,8 @@ func (r *Reconciler) teardown(ctx context.Context, b *limbov1alpha1.Bundle) (ctr
 		if err := r.orphanContent(ctx, b, objects); err != nil {
 			return ctrl.Result{}, err
 		}
-		return r.letGo(ctx, b, own, func(fresh []*unstructured.Unstructured) (ctrl.Result, bool, error) {
+		// Listed again: orphanContent wrote on what the first listing showed.
+		return r.letGo(ctx, b, listFresh, func(fresh []*unstructured.Unstructured) (ctrl.Result, bool, error) {
 			return ctrl.Result{}, false, r.orphanContent(ctx, b, fresh)
 		})
 	}
@@ -130,7 +136,7 @@ func (r *Reconciler) teardown(ctx context.Context, b *limbov1alpha1.Bundle) (ctr
 	if res, acted, err := nextWave(objects); acted || err != nil {
 		return res, err
 	}
-	return r.letGo(ctx, b, own, nextWave)
+	return r.letGo(ctx, b, listedFresh, nextWave)
 }
 
 // nextWave deletes or releases the first wave of b's objects (those b controls)
@@ -183,26 +189,28 @@ func (r *Reconciler) nextWave(ctx context.Context, b *limbov1alpha1.Bundle, orde
 //     hold one of b's objects (see startScan), which must be found before the
 //     Bundle goes. What the teardown found meanwhile is orphaned, deleted or
 //     released at once — due deletions are not held back by the scan.
-//   - once settle has found nothing more to do with b's objects of kinds as the
-//     API server lists them (metadata only, by b's label). The teardown decided
-//     on its cache, which may not show yet what a pass wrote a moment before
-//     the delete (an object it created or adopted); the garbage collector's
-//     graph may not either, and once the Bundle is gone the collector deletes an
-//     object still controlled by it — at once, its deletionDelay ignored, even
-//     after --cascade=orphan (the soak caught that, seed 696338874). settle
-//     returns acted when it wrote something and the teardown comes back. kinds
-//     are those b's spec and status name (kindsOf), which a pass's writes are
-//     of: a LIST each, once per Bundle deleted, where every kind the controller
-//     watches would cost a mass deletion (a namespace's) many times that.
+//   - once settle has found nothing more to do with b's objects as the API
+//     server lists them (list: metadata only, by b's label). The teardown
+//     decided on its cache, which may not show yet what a pass wrote a moment
+//     before the delete (an object it created or adopted); the garbage
+//     collector's graph may not either, and once the Bundle is gone the
+//     collector deletes an object still controlled by it — at once, its
+//     deletionDelay ignored, even after --cascade=orphan (the soak caught that,
+//     seed 696338874). settle returns acted when it wrote something and the
+//     teardown comes back. The kinds listed are those b's spec and status name
+//     (kindsOf), which a pass's writes are of: a LIST each, once per Bundle
+//     deleted, where every kind the controller watches would cost a mass
+//     deletion (a namespace's) many times that. (A sharded teardown's list
+//     returns the listing its pass began with, when nothing was written since.)
 //
 // (--cascade=foreground needs neither: the garbage collector deletes every
 // dependent it knows.) The reaper is told (OnHoldEnded) and looks again at once.
-func (r *Reconciler) letGo(ctx context.Context, b *limbov1alpha1.Bundle, kinds []schema.GroupVersionKind,
+func (r *Reconciler) letGo(ctx context.Context, b *limbov1alpha1.Bundle, list func() ([]*unstructured.Unstructured, error),
 	settle func(fresh []*unstructured.Unstructured) (ctrl.Result, bool, error)) (ctrl.Result, error) {
 	if !r.startScan.scanned() {
 		return ctrl.Result{RequeueAfter: startScanWait}, nil
 	}
-	fresh, err := r.labelledFresh(ctx, b, kinds)
+	fresh, err := list()
 	if err != nil {
 		return ctrl.Result{}, err
 	}
