@@ -372,6 +372,34 @@ func appliedDigest(hash string, live *unstructured.Unstructured) string {
 	return base64.RawURLEncoding.EncodeToString(sum.Sum(nil)[:len(digest{})])
 }
 
+// joinDigests is the appliedDigest of a generator's status entry: the digests
+// of its objects (appliedDigest), comma-separated, at most maxGeneratedDigests
+// of them (a restarted process applies the objects past them again, once).
+func joinDigests(digests []string) string {
+	return strings.Join(digests[:min(len(digests), maxGeneratedDigests)], ",")
+}
+
+// maxGeneratedDigests bounds the digests a generator's status entry records:
+// 23 bytes each, so that a Bundle of many generators, each of many objects,
+// stays far below what etcd takes.
+const maxGeneratedDigests = 16
+
+// vouches reports whether recorded, an appliedDigest a status entry holds —
+// one object's digest, or a generator's (joinDigests) — holds digest, the
+// appliedDigest of a live copy. A digest names its object's UID: no entry
+// vouches for another object than the one it was taken of.
+func vouches(recorded, digest string) bool {
+	if digest == "" {
+		return false
+	}
+	for d := range strings.SplitSeq(recorded, ",") {
+		if d == digest {
+			return true
+		}
+	}
+	return false
+}
+
 // seed remembers an apply that an earlier process made — this one's memory of
 // its applies starts empty — when recorded(), the appliedDigest the Bundle's
 // status holds for live, is live's for the desired object whose hash is hash:
@@ -393,7 +421,7 @@ func (c *appliedCache) seed(live *unstructured.Unstructured, hash string, record
 	if !valid || !owned {
 		return
 	}
-	if d := recorded(); d == "" || d != appliedDigest(hash, live) {
+	if !vouches(recorded(), appliedDigest(hash, live)) {
 		return
 	}
 	c.mu.Lock()

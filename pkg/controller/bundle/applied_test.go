@@ -1,6 +1,7 @@
 package bundle
 
 import (
+	"slices"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -216,6 +217,11 @@ func TestAppliedCacheSeed(t *testing.T) {
 		{"the desired object changed", applied, hashOf(changed), recorded, false},
 		{"nothing recorded", applied, hash, "", false},
 		{"limbo's field set is gone", withManagedFields(applied), hash, recorded, false},
+		// A generator's entry records the digests of its objects together.
+		{"one of a generator's objects", applied, hash, joinDigests([]string{appliedDigest(hash, at("7", "0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d")), recorded}), true},
+		{"a generator's object written since", at("42", applied.GetUID()), hash, joinDigests([]string{appliedDigest(hash, at("7", "0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d")), recorded}), false},
+		{"a generator's object past the digests recorded", applied, hash, joinDigests(append(slices.Repeat([]string{appliedDigest(hash, at("7", "0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d"))}, maxGeneratedDigests), recorded)), false},
+		{"a digest cut short", applied, hash, recorded[:21], false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

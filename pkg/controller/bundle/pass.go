@@ -517,7 +517,7 @@ func (p *pass) syncOne(ctx context.Context, name string, tmpl *unstructured.Unst
 	}
 	// Here live is the Bundle's, or one it adopts.
 	if !adopting {
-		p.r.applied.seed(live, hash, func() string { return p.recordedDigest(name, live) })
+		p.r.applied.seed(live, hash, func() string { return p.recordedDigest(name) })
 	}
 	if adopting || !p.r.applied.upToDate(live, hash) {
 		event := limbov1alpha1.EventUpdated
@@ -598,11 +598,14 @@ func (p *pass) syncOne(ctx context.Context, name string, tmpl *unstructured.Unst
 	return p.ready(ctx, out, live)
 }
 
-// recordedDigest is the appliedDigest the Bundle's status holds for live, the
-// object of resource name ("" if none): what a pass of an earlier process found
-// applied (appliedCache.seed).
-func (p *pass) recordedDigest(name string, live *unstructured.Unstructured) string {
-	return digestOfObject(p.bundle.Status.Resource(name), string(live.GetUID()))
+// recordedDigest is the appliedDigest the Bundle's status holds for resource
+// name ("" if none): what a pass of an earlier process found applied
+// (appliedCache.seed), of its object or of a generator's objects (joinDigests).
+func (p *pass) recordedDigest(name string) string {
+	if st := p.bundle.Status.Resource(name); st != nil {
+		return st.AppliedDigest
+	}
+	return ""
 }
 
 // wasInTheWay reports whether the last sync of the object key, which resource

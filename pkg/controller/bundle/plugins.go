@@ -126,6 +126,11 @@ func (p *pass) syncPlugin(ctx context.Context, res *bundlespec.Resource) (limbov
 	if !result.Ready {
 		st.State, st.Reason = limbov1alpha1.ResourceInProgress, limbov1alpha1.ReasonPluginNotReady
 	}
+	// The digests of the objects found holding limbo's apply, together in the
+	// resource's entry: a restarted process applies again only the others
+	// (appliedCache.seed). A pass that fails on an object records none (the
+	// last written stay: settleAppliedDigests).
+	var digests []string
 	for _, obj := range result.Objects {
 		if obj.GetNamespace() == "" {
 			obj.SetNamespace(p.bundle.Namespace)
@@ -169,6 +174,9 @@ func (p *pass) syncPlugin(ctx context.Context, res *bundlespec.Resource) (limbov
 		p.kinds[obj.GroupVersionKind()] = true
 		out := p.syncOne(ctx, res.Name, obj, false, nil, func() (*unstructured.Unstructured, error) { return p.ownGenerated(obj.DeepCopy(), res) })
 		objSt := out.status
+		if objSt.AppliedDigest != "" {
+			digests = append(digests, objSt.AppliedDigest)
+		}
 		if out.live != nil && p.live[res.Name] == nil {
 			p.live[res.Name] = out.live // references to a generator read its first object
 		}
@@ -182,6 +190,7 @@ func (p *pass) syncPlugin(ctx context.Context, res *bundlespec.Resource) (limbov
 			st.State, st.Reason, st.Message = objSt.State, objSt.Reason, objSt.Message
 		}
 	}
+	st.AppliedDigest = joinDigests(digests)
 	return st, changes
 }
 

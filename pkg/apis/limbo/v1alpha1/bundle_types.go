@@ -227,7 +227,9 @@ type ResourceStatus struct {
 	// resourceVersion then. A restarted limbo, which no longer remembers its
 	// applies, skips the apply of an object still at that resourceVersion when
 	// it would apply the same again (any write to the object changes its
-	// resourceVersion). Limbo's own bookkeeping: its format may change.
+	// resourceVersion). A plugin resource that generates objects records the
+	// digests of its objects, comma-separated (at most 16). Limbo's own
+	// bookkeeping: its format may change.
 	// +optional
 	AppliedDigest string `json:"appliedDigest,omitempty"`
 }
