@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -963,18 +964,55 @@ func (p *pass) allReady() bool {
 	return true
 }
 
-// emitResourceEvents emits a Warning for every resource that newly went into Error.
+// maxResourceEvents is how many resources newly in Error a pass announces one
+// by one; one more event names the rest, whose messages are in the status. A
+// Bundle of a thousand resources that fail at once (its namespace being
+// deleted, a quota) would send a thousand events in one pass: ~20 s of the
+// client's budget at QPS 50, with every other Bundle's events queued behind.
+const maxResourceEvents = 10
+
+// emitResourceEvents emits a Warning for every resource that newly went into
+// Error, named after its reason — up to maxResourceEvents of them, then one
+// for the rest: named after their reason if they share one, ResourceError
+// otherwise.
 func (p *pass) emitResourceEvents() {
 	before := map[string]limbov1alpha1.ResourceStatus{}
 	for _, st := range p.bundle.Status.Resources {
 		before[st.Name] = st
 	}
+	var rest []limbov1alpha1.ResourceStatus
+	announced := 0
 	for _, st := range p.resources {
 		prev := before[st.Name]
-		if st.State == limbov1alpha1.ResourceError && (prev.State != st.State || prev.Reason != st.Reason || prev.Message != st.Message) {
+		if st.State != limbov1alpha1.ResourceError || (prev.State == st.State && prev.Reason == st.Reason && prev.Message == st.Message) {
+			continue
+		}
+		if announced < maxResourceEvents {
 			p.announce(corev1.EventTypeWarning, st.Reason, "resource %q: %s", st.Name, st.Message)
+			announced++
+		} else {
+			rest = append(rest, st)
 		}
 	}
+	if len(rest) == 0 {
+		return
+	}
+	reason := rest[0].Reason
+	for _, st := range rest {
+		if st.Reason != reason {
+			reason = limbov1alpha1.ReasonResourceError
+			break
+		}
+	}
+	names := make([]string, len(rest))
+	for i, st := range rest {
+		names[i] = strconv.Quote(st.Name)
+		if reason == limbov1alpha1.ReasonResourceError {
+			names[i] += " (" + st.Reason + ")"
+		}
+	}
+	p.announce(corev1.EventTypeWarning, reason, "%d more resources went into Error: %s; their messages are in the Bundle's status.resources",
+		len(rest), bundlespec.JoinBounded(names, ", "))
 }
 
 // decideObjectOrphans finds the objects this Bundle controls that left its spec
