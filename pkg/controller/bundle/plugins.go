@@ -128,8 +128,9 @@ func (p *pass) syncPlugin(ctx context.Context, res *bundlespec.Resource) (limbov
 	}
 	// The digests of the objects found holding limbo's apply, together in the
 	// resource's entry: a restarted process applies again only the others
-	// (appliedCache.seed). A pass that fails on an object records none (the
-	// last written stay: settleAppliedDigests).
+	// (appliedCache.seed). An object whose apply failed has none and is left
+	// out; a pass that refuses an object of the plan (fail, below) records
+	// none at all, and the last written stay (settleAppliedDigests).
 	var digests []string
 	for _, obj := range result.Objects {
 		if obj.GetNamespace() == "" {
