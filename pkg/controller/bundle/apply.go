@@ -98,18 +98,27 @@ func (p *pass) emitAppliedEvent(changes []*appliedChange) {
 	if len(changes) == 0 {
 		return
 	}
-	reason := changes[0].event
+	reason := sharedReason(len(changes), func(i int) string { return changes[i].event }, limbov1alpha1.EventApplied)
 	var parts []string
-	for i, c := range changes {
-		if c.event != reason {
-			reason = limbov1alpha1.EventApplied
-		}
-		if i < maxChangesInEvent {
-			parts = append(parts, c.String())
-		}
+	for _, c := range changes[:min(len(changes), maxChangesInEvent)] {
+		parts = append(parts, c.String())
 	}
 	if more := len(changes) - maxChangesInEvent; more > 0 {
 		parts = append(parts, fmt.Sprintf("and %d more", more))
 	}
 	p.announce(corev1.EventTypeNormal, reason, "%s", strings.Join(parts, "; "))
+}
+
+// sharedReason is the reason of an event that sums up n things: the one
+// reasonOf gives each of them when they all have the same, mixed otherwise.
+func sharedReason(n int, reasonOf func(i int) string, mixed string) string {
+	for i := 1; i < n; i++ {
+		if reasonOf(i) != reasonOf(0) {
+			return mixed
+		}
+	}
+	if n == 0 {
+		return mixed
+	}
+	return reasonOf(0)
 }

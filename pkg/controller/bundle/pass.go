@@ -997,13 +997,7 @@ func (p *pass) emitResourceEvents() {
 	if len(rest) == 0 {
 		return
 	}
-	reason := rest[0].Reason
-	for _, st := range rest {
-		if st.Reason != reason {
-			reason = limbov1alpha1.ReasonResourceError
-			break
-		}
-	}
+	reason := sharedReason(len(rest), func(i int) string { return rest[i].Reason }, limbov1alpha1.ReasonResourceError)
 	names := make([]string, len(rest))
 	for i, st := range rest {
 		names[i] = strconv.Quote(st.Name)
