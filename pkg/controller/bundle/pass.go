@@ -1026,6 +1026,7 @@ func (p *pass) decideObjectOrphans(ctx context.Context) (ready, listed bool) {
 		p.keepPreviousPending()
 		return false, false
 	}
+	orphans = p.notIdleGenerated(orphans)
 	ready = p.guardEmpty(orphans, p.allReady())
 	if !ready {
 		if p.emptyGuard {
@@ -1187,6 +1188,9 @@ func (p *pass) decideUnseenOrphans(ctx context.Context, ready bool) {
 			p.fail(err)
 		}
 	}
+	// Moved in also when an idle generator holds it: the pass that finds it
+	// dropped must see it in the cache.
+	orphans = p.notIdleGenerated(orphans)
 	if !p.guardEmpty(orphans, ready) {
 		p.holdAll(orphans)
 		return

@@ -3,6 +3,7 @@ package bundle
 import (
 	"context"
 	"errors"
+	"reflect"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -260,4 +261,119 @@ func TestPassObjectDroppedByAGeneratorThatPlannedIsFree(t *testing.T) {
 		cm := f.liveConfigMap(t, "moving")
 		return cm != nil && cm.Annotations[limbov1alpha1.AnnotationGeneratedBy] == "b"
 	})
+}
+
+// scriptedPlugin plans as plan says for its nth plan (from 1).
+type scriptedPlugin struct {
+	name  string
+	plan  func(n int32) (*plugin.Result, error)
+	calls *atomic.Int32
+}
+
+func scripted(name string, plan func(n int32) (*plugin.Result, error)) scriptedPlugin {
+	return scriptedPlugin{name: name, plan: plan, calls: &atomic.Int32{}}
+}
+
+func (p scriptedPlugin) Describe() plugin.Description { return plugin.Description{Name: p.name} }
+
+func (p scriptedPlugin) Plan(context.Context, plugin.Request) (*plugin.Result, error) {
+	return p.plan(p.calls.Add(1))
+}
+
+// generating is a plan's result that generates the ConfigMap name.
+func generating(ready bool, name string) *plugin.Result {
+	return &plugin.Result{Ready: ready, Objects: []*unstructured.Unstructured{{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": map[string]any{"name": name}, "data": map[string]any{"k": "v"}}}}}
+}
+
+var errBackendDown = errors.New("the backend is down")
+
+// What a generator generated stays its own while it does not plan (Blocked on
+// a dependency, its plan failing): it is no orphan, so pendingDeletions does
+// not list it as held back until the Bundle is Ready — it would be deleted
+// then only if the generator's next plan drops it. What the generator dropped
+// before, in limbo already, stays listed.
+func TestPassIdleGeneratorsObjectsAreNotPending(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		plugins []plugin.Plugin
+		spec    []limbov1alpha1.Resource
+		// state: the idle generator's, once idle; pending: the names listed then.
+		idle, kept string
+		state      limbov1alpha1.ResourceState
+		pending    []string
+	}{{
+		name: "its plan fails",
+		plugins: []plugin.Plugin{scripted("gen", func(n int32) (*plugin.Result, error) {
+			if n == 1 {
+				return generating(true, "kept"), nil
+			}
+			return nil, errBackendDown
+		})},
+		spec:  []limbov1alpha1.Resource{{Name: "gen", Plugin: &limbov1alpha1.PluginResource{Name: "gen"}}},
+		idle:  "gen",
+		kept:  "kept",
+		state: limbov1alpha1.ResourceError,
+	}, {
+		name: "it is Blocked on a dependency no longer Ready",
+		plugins: []plugin.Plugin{
+			scripted("dep", func(n int32) (*plugin.Result, error) { return generating(n == 1, "dep"), nil }),
+			scripted("gen", func(int32) (*plugin.Result, error) { return generating(true, "kept"), nil }),
+		},
+		spec: []limbov1alpha1.Resource{
+			{Name: "dep", Plugin: &limbov1alpha1.PluginResource{Name: "dep"}},
+			{Name: "gen", Plugin: &limbov1alpha1.PluginResource{Name: "gen"}, References: []limbov1alpha1.Reference{{Resource: "dep"}}},
+		},
+		idle:  "gen",
+		kept:  "kept",
+		state: limbov1alpha1.ResourceBlocked,
+	}, {
+		name: "it dropped the object before its plan failed",
+		plugins: []plugin.Plugin{scripted("gen", func(n int32) (*plugin.Result, error) {
+			switch {
+			case n == 1:
+				return generating(true, "dropped"), nil
+			case n < 4:
+				return &plugin.Result{Ready: true}, nil
+			}
+			return nil, errBackendDown
+		})},
+		spec:    []limbov1alpha1.Resource{{Name: "gen", Plugin: &limbov1alpha1.PluginResource{Name: "gen", DeletionDelay: "1h"}}},
+		idle:    "gen",
+		kept:    "dropped",
+		state:   limbov1alpha1.ResourceError,
+		pending: []string{"dropped"},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			registry, err := plugin.NewRegistry(tc.plugins...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b := livingBundle(tc.spec...)
+			f := newTeardownFixture(t, b, registry)
+			f.r.plans.wait = 10 * time.Millisecond
+			f.reconcileUntil(t, tc.kept+" not generated", func() bool { return f.liveConfigMap(t, tc.kept) != nil })
+			f.reconcileUntil(t, tc.idle+" not "+string(tc.state), func() bool {
+				state, _ := f.resourceState(t, tc.idle)
+				return state == tc.state
+			})
+			for range 2 {
+				_, _ = f.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(b)}) // the failing plan's error
+				st := f.status(t)
+				var pending []string
+				for _, pd := range st.PendingDeletions {
+					pending = append(pending, pd.Name)
+				}
+				if !reflect.DeepEqual(pending, tc.pending) {
+					t.Errorf("pendingDeletions = %+v while %s is %s, want %v", st.PendingDeletions, tc.idle, tc.state, tc.pending)
+				}
+				if want := []limbov1alpha1.ManagedKind{{APIVersion: "v1", Kind: "ConfigMap"}}; !reflect.DeepEqual(st.ManagedKinds, want) {
+					t.Errorf("managedKinds = %+v, want %+v: %s is still the Bundle's", st.ManagedKinds, want, tc.kept)
+				}
+				if f.liveConfigMap(t, tc.kept) == nil {
+					t.Fatalf("%s was deleted", tc.kept)
+				}
+			}
+		})
+	}
 }

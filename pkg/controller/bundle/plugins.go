@@ -217,14 +217,44 @@ func (p *pass) heldByIdleGenerator(ctx context.Context, obj *unstructured.Unstru
 	if owner := metav1.GetControllerOf(live); owner == nil || owner.UID != p.bundle.UID {
 		return "", nil
 	}
-	holder := live.GetAnnotations()[limbov1alpha1.AnnotationGeneratedBy]
-	if holder == "" || holder == gen || !p.idleGenerators[holder] {
-		return "", nil
+	if holder := p.idleHolder(live); holder != gen {
+		return holder, nil
+	}
+	return "", nil
+}
+
+// idleHolder is the generator resource of the spec that generated o, an object
+// of the Bundle, when this pass processed it without a plan to act on
+// (idleGenerators); "" for any other object. Such a generator declares nothing
+// in the pass, yet what it generated before is still its own: neither another
+// generator's to take (heldByIdleGenerator) nor an orphan, until a plan of it
+// drops the object.
+func (p *pass) idleHolder(o metav1.Object) string {
+	holder := o.GetAnnotations()[limbov1alpha1.AnnotationGeneratedBy]
+	if holder == "" || !p.idleGenerators[holder] {
+		return ""
 	}
 	if res := p.plan.Resources[holder]; res == nil || res.Plugin == nil {
-		return "", nil
+		return ""
 	}
-	return holder, nil
+	return holder
+}
+
+// notIdleGenerated is orphans without the objects an idle generator holds
+// (idleHolder), which it records as that generator's declarations, their kinds
+// the Bundle's (status.managedKinds). An object in limbo stays an orphan: a
+// plan of its generator dropped it, and an idle generator says nothing new.
+func (p *pass) notIdleGenerated(orphans []*unstructured.Unstructured) []*unstructured.Unstructured {
+	out := orphans[:0:0]
+	for _, o := range orphans {
+		if holder := p.idleHolder(o); holder != "" && !softdelete.HasLimboMark(o) {
+			p.declared[objectKey(o)] = holder
+			p.kinds[o.GroupVersionKind()] = true
+			continue
+		}
+		out = append(out, o)
+	}
+	return out
 }
 
 // declareStale records the objects a plan of res's previous spec generated
