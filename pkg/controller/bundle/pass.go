@@ -1167,29 +1167,33 @@ func (p *pass) decideUnseenOrphans(ctx context.Context, ready bool) {
 		p.fail(fmt.Errorf("list the Bundle's objects with the API server: %w", err))
 		return
 	}
-	var orphans []*unstructured.Unstructured
+	// Moved in: every object found outside the shard, declared or not. A
+	// declared one that this pass did not apply (Blocked, failed) is not moved
+	// by an apply, and once it leaves the spec the cache would not show it.
+	var orphans, outside []*unstructured.Unstructured
 	for _, o := range controlledBy(p.bundle, fresh) {
 		if !accounted(objectKey(o)) {
 			orphans = append(orphans, o)
+		}
+		if !p.r.Engine.Shard.Matches(o.GetLabels()) {
+			outside = append(outside, o)
 		}
 	}
 	// The listing is a read: the shard check guards what it leads to. A
 	// Bundle with nothing unaccounted — every Bundle at a sharded
 	// controller's restart, as a rule — costs this listing alone.
-	if len(orphans) > 0 && !p.stillInShard(ctx) {
+	if (len(orphans) > 0 || len(outside) > 0) && !p.stillInShard(ctx) {
 		p.keptKinds = append(p.keptKinds, kinds...)
 		return
 	}
 	if onboarding {
 		p.r.onboarded.add(p.bundle)
 	}
-	for _, o := range orphans {
+	for _, o := range outside {
 		if err := p.r.Engine.MoveIntoShard(ctx, p.bundle, o); err != nil {
 			p.fail(err)
 		}
 	}
-	// Moved in also when an idle generator holds it: the pass that finds it
-	// dropped must see it in the cache.
 	orphans = p.notIdleGenerated(orphans)
 	if !p.guardEmpty(orphans, ready) {
 		p.holdAll(orphans)

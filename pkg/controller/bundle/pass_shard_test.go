@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -385,4 +386,46 @@ func shardA(t *testing.T) (*shard.Selector, *plugin.Registry) {
 		t.Fatal(err)
 	}
 	return sel, registry
+}
+
+// A Bundle moved into the shard while a resource of it is Blocked (its gate not
+// Ready): the resource's object, of the old shard, was declared, so the
+// onboarding pass did not move it in, and Blocked, so no apply moved it either.
+// Once the spec dropped the resource, this shard's cache did not show it: it
+// was neither listed nor deleted at its deadline (seed 200868468: the Bundle's
+// teardown found it, 6 s late). The onboarding pass moves in every object of the
+// Bundle it finds outside the shard, declared or not.
+func TestOnboardingMovesInABlockedResourcesObject(t *testing.T) {
+	sel, _ := shardA(t)
+	registry, err := plugin.NewRegistry(neverReady{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := livingBundle(limbov1alpha1.Resource{Name: "gate", Plugin: &limbov1alpha1.PluginResource{Name: "never-ready"}}, cmResource(t, "blocked", nil, "gate"))
+	b.Labels = map[string]string{"limbo.dev/shard": "a"}
+	f := newTeardownFixture(t, b, registry, bundleConfigMap("blocked", nil)) // the old shard's
+	f.r.Shard, f.r.Engine.Shard = sel, sel
+	f.r.Client = cacheShowing(f.c.(client.WithWatch), func(o client.Object) bool { return sel.Matches(o.GetLabels()) })
+	f.r.APIReader = f.c
+	f.r.plans.wait = 10 * time.Millisecond
+	f.reconcileUntil(t, "blocked not Blocked", func() bool {
+		state, _ := f.resourceState(t, "blocked")
+		return state == limbov1alpha1.ResourceBlocked
+	})
+	if got := f.liveConfigMap(t, "blocked").Labels; got["limbo.dev/shard"] != "a" {
+		t.Fatalf("blocked's labels after the Bundle's first passes in shard a: %v, want it moved into shard a", got)
+	}
+
+	var cur limbov1alpha1.Bundle
+	if err := f.c.Get(context.Background(), client.ObjectKeyFromObject(b), &cur); err != nil {
+		t.Fatal(err)
+	}
+	cur.Spec.Resources = cur.Spec.Resources[:1]
+	if err := f.c.Update(context.Background(), &cur); err != nil {
+		t.Fatal(err)
+	}
+	f.reconcile(t)
+	if pending := f.status(t).PendingDeletions; len(pending) != 1 || pending[0].Name != "blocked" {
+		t.Errorf("pendingDeletions after the spec dropped blocked: %+v, want blocked", pending)
+	}
 }
