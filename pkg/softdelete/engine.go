@@ -195,15 +195,7 @@ func (e *Engine) act(ctx context.Context, eventTarget runtime.Object, obj client
 	out := Outcome{Decision: d}
 	switch d.Action {
 	case ActionStamp, ActionRestamp:
-		conflict, err := e.stampAndAnnounce(ctx, eventTarget, e.objectSubject(eventTarget, obj), d)
-		switch {
-		case err != nil:
-			out.Err = err
-		case conflict:
-			out.ReadAgain = true
-		default:
-			out.WakeAt = now.Add(d.RequeueAfter)
-		}
+		out = e.stamp(ctx, eventTarget, e.objectSubject(eventTarget, obj), d, now)
 	case ActionWait:
 		out.WakeAt = now.Add(d.RequeueAfter)
 	case ActionInvalid:
@@ -242,6 +234,23 @@ func (e *Engine) objectSubject(eventTarget runtime.Object, obj client.Object) su
 		audit: func(ctx context.Context, msg string, deadline time.Time, extra ...any) {
 			auditLog(ctx, eventTarget, obj, msg, deadline, extra...)
 		}}
+}
+
+// stamp starts s's countdown (stampAndAnnounce), decided at now, and says when
+// to come back: at the deadline's requeue; at once to read again after a
+// Conflict.
+func (e *Engine) stamp(ctx context.Context, eventTarget runtime.Object, s subject, d Decision, now time.Time) Outcome {
+	out := Outcome{Decision: d}
+	conflict, err := e.stampAndAnnounce(ctx, eventTarget, s, d)
+	switch {
+	case err != nil:
+		out.Err = err
+	case conflict:
+		out.ReadAgain = true
+	default:
+		out.WakeAt = now.Add(d.RequeueAfter)
+	}
+	return out
 }
 
 // stampAndAnnounce starts s's countdown as d (a Stamp or Restamp) says: the stamp

@@ -205,6 +205,23 @@ func Earliest(a, b time.Time) time.Time {
 
 func (o *ItemsOutcome) fail(err error) { o.Err = errors.Join(o.Err, err) }
 
+// follow records what an item's Outcome asks of the caller: a failure, a read
+// again (it changed since it was read), or a time to come back. It reports
+// whether the Outcome asked any of these.
+func (o *ItemsOutcome) follow(item Outcome) bool {
+	switch {
+	case item.Err != nil:
+		o.fail(item.Err)
+	case item.ReadAgain:
+		o.ReadAgain = true
+	case !item.WakeAt.IsZero():
+		o.at(item.WakeAt)
+	default:
+		return false
+	}
+	return true
+}
+
 // wrote records the outcome of a write on an item as it was read: a Conflict (it
 // changed since) means read and decide again, at once, and is no error. It reports
 // whether the write failed otherwise.
@@ -345,15 +362,10 @@ func (e *Engine) processOrphanItem(ctx context.Context, eventTarget runtime.Obje
 	}
 	switch d.Action {
 	case ActionStamp, ActionRestamp:
-		conflict, stampErr := e.stampAndAnnounce(ctx, eventTarget, sub, d)
-		switch {
-		case stampErr != nil:
-			err = stampErr
-			out.fail(err)
-		case conflict:
-			out.ReadAgain = true
-		default:
-			out.at(x.at.Add(d.RequeueAfter))
+		o := e.stamp(ctx, eventTarget, sub, d, x.at)
+		out.follow(o)
+		if o.Err != nil {
+			err = o.Err
 		}
 	case ActionWait:
 		out.at(x.at.Add(d.RequeueAfter))
@@ -367,16 +379,10 @@ func (e *Engine) processOrphanItem(ctx context.Context, eventTarget runtime.Obje
 			out.at(e.Clock.Now().Add(HoldRecheckInterval))
 		default:
 			o := e.deleteItem(ctx, eventTarget, sub, x.Item, d)
-			switch {
-			case o.Gone:
+			if o.Gone {
 				return true
-			case o.Err != nil:
-				out.fail(o.Err)
-			case o.ReadAgain: // changed since it was read
-				out.ReadAgain = true
-			case !o.WakeAt.IsZero():
-				out.at(o.WakeAt)
-			default:
+			}
+			if !out.follow(o) {
 				// Terminating: what holds it may be of a kind nobody watches.
 				out.at(e.Clock.Now().Add(HoldRecheckInterval))
 			}
