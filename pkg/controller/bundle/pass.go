@@ -841,19 +841,42 @@ func (p *pass) stillInShard(ctx context.Context) bool {
 	if p.r.Shard == nil {
 		return true
 	}
-	p.shardCheck.Do(func() {
-		cur, err := p.readBundleAgain(ctx)
-		switch {
-		case err != nil:
-			p.fail(fmt.Errorf("read the Bundle again before writing for it: %w", err))
-			p.left = true
-		case !p.decidedOn(cur) || !p.r.Shard.Matches(cur.Labels):
-			log.FromContext(ctx).V(1).Info("the Bundle changed or left the shard since the cache showed it: the next pass writes for it",
-				"generation", p.bundle.Generation, "now", cur.Generation, "labels", cur.Labels)
-			p.left = true
-		}
-	})
+	p.shardCheck.Do(func() { p.checkShard(ctx) })
 	return !p.left
+}
+
+// stillInShardAfter is stillInShard asked again (once p.left, no more), for the
+// writes a read of the API server made after the first answer leads to: such a
+// read may show what the shard the Bundle moved to wrote since, an object it
+// took out of limbo because its new spec declares it again. Seed 166862835: an
+// onboarding listing found such an object, and the pass, on its answer from
+// before the move, moved it in and stamped it. A Bundle the read shows written
+// by another shard has left this one before that read, so the answer after it
+// sees the move.
+func (p *pass) stillInShardAfter(ctx context.Context) bool {
+	if p.r.Shard == nil {
+		return true
+	}
+	p.shardCheck.Do(func() {}) // this answer is the pass's from now on
+	if !p.left {
+		p.checkShard(ctx)
+	}
+	return !p.left
+}
+
+// checkShard reads the Bundle again and sets p.left when it changed or left
+// the shard, or could not be read.
+func (p *pass) checkShard(ctx context.Context) {
+	cur, err := p.readBundleAgain(ctx)
+	switch {
+	case err != nil:
+		p.fail(fmt.Errorf("read the Bundle again before writing for it: %w", err))
+		p.left = true
+	case !p.decidedOn(cur) || !p.r.Shard.Matches(cur.Labels):
+		log.FromContext(ctx).V(1).Info("the Bundle changed or left the shard since the cache showed it: the next pass writes for it",
+			"generation", p.bundle.Generation, "now", cur.Generation, "labels", cur.Labels)
+		p.left = true
+	}
 }
 
 // readBundleAgain reads the Bundle's metadata from the API server, past the
@@ -1179,10 +1202,11 @@ func (p *pass) decideUnseenOrphans(ctx context.Context, ready bool) {
 			outside = append(outside, o)
 		}
 	}
-	// The listing is a read: the shard check guards what it leads to. A
-	// Bundle with nothing unaccounted — every Bundle at a sharded
-	// controller's restart, as a rule — costs this listing alone.
-	if (len(orphans) > 0 || len(outside) > 0) && !p.stillInShard(ctx) {
+	// The listing is a read: the shard check guards what it leads to, asked
+	// after it (stillInShardAfter). A Bundle with nothing unaccounted — every
+	// Bundle at a sharded controller's restart, as a rule — costs this
+	// listing alone.
+	if (len(orphans) > 0 || len(outside) > 0) && !p.stillInShardAfter(ctx) {
 		p.keptKinds = append(p.keptKinds, kinds...)
 		return
 	}

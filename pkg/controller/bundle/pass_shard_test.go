@@ -429,3 +429,109 @@ func TestOnboardingMovesInABlockedResourcesObject(t *testing.T) {
 		t.Errorf("pendingDeletions after the spec dropped blocked: %+v, want blocked", pending)
 	}
 }
+
+// A pass that asked whether the Bundle is still in the shard (before an apply,
+// say) and then lists the Bundle's objects with the API server may find what
+// the shard the Bundle moved to wrote since: the listing is newer than the
+// answer. Seed 166862835: shard a's onboarding pass found b2-r2 out of limbo —
+// the other shard had cancelled its countdown, the moved Bundle declaring it
+// again — and, on its answer from before the move, moved it in and stamped it.
+// What the listing leads to is asked for again, after it.
+func TestOnboardingAsksAgainAfterTheListing(t *testing.T) {
+	sel, registry := shardA(t)
+	b := livingBundle(cmResource(t, "keep", nil))
+	b.Labels = map[string]string{"limbo.dev/shard": "a"}
+	keep := bundleConfigMap("keep", nil)
+	keep.Labels["limbo.dev/shard"] = "a"
+	f := newTeardownFixture(t, b, registry, keep, bundleConfigMap("x", map[string]string{limbov1alpha1.AnnotationDeletionDelay: "1h"}))
+	f.r.Shard, f.r.Engine.Shard = sel, sel
+	f.r.Client = cacheShowing(f.c.(client.WithWatch), func(o client.Object) bool { return sel.Matches(o.GetLabels()) })
+	moved := &movingBundle{Reader: f.c, after: 1}
+	f.r.APIReader = moved
+	xBefore := f.liveConfigMap(t, "x").ResourceVersion
+
+	p := newPass(f.r, b)
+	if !p.planSpec(context.Background()) {
+		t.Fatalf("spec errors: %v", p.specErrs)
+	}
+	if !p.stillInShard(context.Background()) { // the apply's check: still in shard a
+		t.Fatal("the first read of the Bundle says it left shard a")
+	}
+	p.decideUnseenOrphans(context.Background(), true)
+
+	if x := f.liveConfigMap(t, "x"); x.ResourceVersion != xBefore {
+		t.Errorf("x was written by a pass of a Bundle that left the shard before the listing: %+v", x.ObjectMeta)
+	}
+	if moved.reads != 2 {
+		t.Errorf("read the Bundle %d times, want 2: the check, and again before the listing's writes", moved.reads)
+	}
+}
+
+// movingBundle is the API server's view of a Bundle that leaves shard a
+// after its first reads (metadata): from then on, it has no shard label.
+type movingBundle struct {
+	client.Reader
+	after, reads int
+}
+
+func (m *movingBundle) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if err := m.Reader.Get(ctx, key, obj, opts...); err != nil {
+		return err
+	}
+	if pm, ok := obj.(*metav1.PartialObjectMetadata); ok && pm.Kind == "Bundle" {
+		if m.reads++; m.reads > m.after {
+			pm.Labels = nil
+		}
+	}
+	return nil
+}
+
+// The same for the Tombstones a pass lists with the API server (the previous
+// status names one the cache lacks): one the listing finds outside the shard
+// is moved in only if the Bundle is still the shard's after the listing.
+func TestTombstonesListedAreMovedInOnlyAfterAskingAgain(t *testing.T) {
+	sel, registry := shardA(t)
+	b := livingBundle(cmResource(t, "keep", nil))
+	b.Labels = map[string]string{"limbo.dev/shard": "a"}
+	b.Status.PendingDeletions = []limbov1alpha1.PendingDeletion{{APIVersion: limbov1alpha1.GroupVersion.String(), Kind: "Tombstone", Namespace: "shop", Name: "web-sweep-thing-1"}}
+	yes := true
+	ts := &limbov1alpha1.Tombstone{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web-sweep-thing-1", Labels: map[string]string{limbov1alpha1.LabelBundle: "web"},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: limbov1alpha1.GroupVersion.String(), Kind: "Bundle", Name: "web", UID: "b-uid", Controller: &yes}}},
+		Spec: limbov1alpha1.TombstoneSpec{Plugin: "sweeper", Resource: "sweep", Item: limbov1alpha1.ExternalItem{Kind: "Thing", ID: "1"}},
+	}
+	for _, tc := range []struct {
+		name      string
+		after     int // the Bundle reads that still show it in shard a
+		wantMoved bool
+	}{
+		{name: "the Bundle stays", after: 2, wantMoved: true},
+		{name: "the Bundle left before the listing", after: 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newTeardownFixture(t, b.DeepCopy(), registry, ts.DeepCopy())
+			f.r.Shard, f.r.Engine.Shard = sel, sel
+			f.r.Client = cacheShowing(f.c.(client.WithWatch), func(o client.Object) bool { return sel.Matches(o.GetLabels()) })
+			f.r.APIReader = &movingBundle{Reader: f.c, after: tc.after}
+
+			p := newPass(f.r, b)
+			if !p.stillInShard(context.Background()) { // the apply's check
+				t.Fatal("the first read of the Bundle says it left shard a")
+			}
+			got, err := p.tombstones(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			var live limbov1alpha1.Tombstone
+			if err := f.c.Get(context.Background(), client.ObjectKeyFromObject(ts), &live); err != nil {
+				t.Fatal(err)
+			}
+			if moved := live.Labels["limbo.dev/shard"] == "a"; moved != tc.wantMoved {
+				t.Errorf("the Tombstone moved into shard a: %v, want %v (labels %v)", moved, tc.wantMoved, live.Labels)
+			}
+			if found := len(got) == 1; found != tc.wantMoved {
+				t.Errorf("the pass found %d Tombstones, want the listed one only if the Bundle stays: %v", len(got), tc.wantMoved)
+			}
+		})
+	}
+}

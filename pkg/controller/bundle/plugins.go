@@ -437,22 +437,32 @@ func (p *pass) tombstones(ctx context.Context) (map[string]*limbov1alpha1.Tombst
 			names[ts.Name] = true
 		}
 	}
-	if !tombstonesUnseen(p.bundle, names) || !p.stillInShard(ctx) {
+	if !tombstonesUnseen(p.bundle, names) {
 		return out, nil
 	}
 	var fresh limbov1alpha1.TombstoneList
 	if err := p.r.APIReader.List(ctx, &fresh, client.InNamespace(p.bundle.Namespace), client.MatchingLabels{limbov1alpha1.LabelBundle: p.bundle.Name}); err != nil {
 		return nil, fmt.Errorf("list Tombstones the status names and the cache does not show: %w", err)
 	}
+	found := map[string]*limbov1alpha1.Tombstone{}
 	for i := range fresh.Items {
 		ts := &fresh.Items[i]
 		key := softdelete.TombstoneKey(ts.Spec.Resource, ts.Spec.Item)
 		if _, ok := out[key]; ok {
 			continue
 		}
-		if v, _ := controlled(ts); v != softdelete.Claimed {
-			continue
+		if v, _ := controlled(ts); v == softdelete.Claimed {
+			found[key] = ts
 		}
+	}
+	// The listing may show what the shard the Bundle moved to wrote since the
+	// pass last asked (stillInShardAfter): what it found is the pass's only if
+	// the Bundle is still this shard's after it.
+	if len(found) == 0 || !p.stillInShardAfter(ctx) {
+		return out, nil
+	}
+	for _, key := range slices.Sorted(maps.Keys(found)) {
+		ts := found[key]
 		if err := p.r.Engine.MoveIntoShard(ctx, p.bundle, ts); err != nil {
 			p.fail(err)
 		}
