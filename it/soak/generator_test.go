@@ -82,6 +82,11 @@ type slot struct {
 	// adopt lists resources declared with limbo.dev/adopt: "true" (objects
 	// without a controller that are not the Bundle's by label).
 	adopt map[string]bool
+	// generated lists resources declared as a generator — a resource of the
+	// configmap plugin, whose plan makes the object the template would be, its
+	// delay the resource's plugin.deletionDelay — rather than as a template.
+	// Never one declared to adopt: a plugin's objects carry no limbo.dev/adopt.
+	generated map[string]bool
 	// guarded: the spec was emptied without allowEmpty; the resources are
 	// kept (DESIGN §2) until the spec is restored or allowEmpty is set.
 	guarded bool
@@ -392,6 +397,9 @@ func (g *generator) randomDelay(s *slot) string { return delays[s.rng.IntN(len(d
 // --- the Bundle's spec ---
 
 func (g *generator) template(s *slot, resource string) map[string]any {
+	if s.generated[resource] {
+		return g.generatorTemplate(s, resource)
+	}
 	annotations := map[string]any{}
 	if d := s.resources[resource]; d != "" {
 		annotations[limbov1alpha1.AnnotationDeletionDelay] = d
@@ -423,6 +431,34 @@ func (g *generator) template(s *slot, resource string) map[string]any {
 		template["references"] = references
 	}
 	return template
+}
+
+// generatorTemplate is resource r of s as a configmap plugin resource: it
+// generates the ConfigMap template would declare (its name and data), with the
+// declared delay (or the spec error's) as its plugin.deletionDelay.
+func (g *generator) generatorTemplate(s *slot, r string) map[string]any {
+	plugin := map[string]any{"name": "configmap", "spec": map[string]any{"name": s.objectOf(r), "data": map[string]any{"bundle": s.name}}}
+	if d := s.resources[r]; d != "" {
+		plugin["deletionDelay"] = d
+	}
+	if d, ok := s.faultDelays[r]; ok {
+		plugin["deletionDelay"] = d
+	}
+	out := map[string]any{"name": r, "plugin": plugin}
+	var references []any
+	for _, d := range append(slices.Clone(s.deps[r]), s.faultRefs[r]...) {
+		references = append(references, map[string]any{"resource": d})
+	}
+	if len(references) > 0 {
+		out["references"] = references
+	}
+	return out
+}
+
+// declareAs records how resource r of s is declared: as a generator a third
+// of the time, unless it is declared to adopt.
+func declareAs(s *slot, r string) {
+	s.generated[r] = !s.adopt[r] && s.rng.IntN(3) == 0
 }
 
 // gateTemplate is the template of s's gate: a Widget without a delay.
@@ -497,7 +533,7 @@ func needsAdopt(s *slot, v view) bool {
 // limbo from an earlier Bundle of the same name are declared only when that
 // cannot race their deadline.
 func (g *generator) create(ctx context.Context, s *slot) bool {
-	s.resources, s.adopt, s.guarded, s.deps = map[string]string{}, map[string]bool{}, false, map[string][]string{}
+	s.resources, s.adopt, s.generated, s.guarded, s.deps = map[string]string{}, map[string]bool{}, map[string]bool{}, false, map[string][]string{}
 	now := time.Now()
 	for i := range resourcesPerBundle {
 		r := resourceName(i)
@@ -510,6 +546,7 @@ func (g *generator) create(ctx context.Context, s *slot) bool {
 		}
 		s.resources[r] = g.randomDelay(s)
 		s.adopt[r] = needsAdopt(s, v)
+		declareAs(s, r)
 	}
 	s.shard = []string{shardA, shardRest}[s.rng.IntN(2)]
 	metadata := map[string]any{"name": s.name, "namespace": g.namespace}
@@ -522,7 +559,7 @@ func (g *generator) create(ctx context.Context, s *slot) bool {
 		"metadata":   metadata,
 		"spec":       g.spec(s, len(s.resources) == 0),
 	}}
-	err := g.mutate(s, "create", fmt.Sprintf("%v depends %v", s.resources, s.deps), func() error {
+	err := g.mutate(s, "create", fmt.Sprintf("%v depends %v generated %v", s.resources, s.deps, trueKeys(s.generated)), func() error {
 		if err := g.stillSafe(g.objectNames(s, slices.Sorted(maps.Keys(s.resources))...)...); err != nil {
 			return err
 		}
@@ -568,16 +605,18 @@ func (g *generator) addResource(ctx context.Context, s *slot, mv *shardMove) boo
 	}
 	s.resources[r] = g.randomDelay(s)
 	s.adopt[r] = needsAdopt(s, v)
+	declareAs(s, r)
 	op := "add"
 	if v.exists {
 		op = "re-add"
 	}
-	ok := g.writeSpecAs(ctx, s, op, fmt.Sprintf("%s delay=%q adopt=%v depends %v", r, s.resources[r], s.adopt[r], s.deps[r]), mv,
+	ok := g.writeSpecAs(ctx, s, op, fmt.Sprintf("%s delay=%q adopt=%v generated=%v depends %v", r, s.resources[r], s.adopt[r], s.generated[r], s.deps[r]), mv,
 		func() error { return g.stillSafe(objectName(s.name, r)) },
 		func(rv int64) { g.oracle.declared(s.name, rv, objectName(s.name, r)) })
 	if !ok {
 		delete(s.resources, r)
 		delete(s.deps, r)
+		delete(s.generated, r)
 	}
 	return ok
 }
@@ -1014,16 +1053,17 @@ func longDelayed(s *slot) []string {
 type move struct {
 	s, t  *slot
 	r, tr string
-	// delay, adopt and deps are s's before.
-	delay string
-	adopt bool
-	deps  map[string][]string
+	// delay, adopt, generated and deps are s's before.
+	delay            string
+	adopt, generated bool
+	deps             map[string][]string
 }
 
 func (g *generator) move(s, t *slot, r string) *move {
-	mv := &move{s: s, t: t, r: r, tr: t.resourceOf(s.objectOf(r)), delay: s.resources[r], adopt: s.adopt[r], deps: cloneDeps(s.deps)}
+	mv := &move{s: s, t: t, r: r, tr: t.resourceOf(s.objectOf(r)), delay: s.resources[r], adopt: s.adopt[r], generated: s.generated[r], deps: cloneDeps(s.deps)}
 	delete(s.resources, r)
 	delete(s.adopt, r)
+	delete(s.generated, r)
 	dropDeps(s, r)
 	t.resources[mv.tr], t.adopt[mv.tr] = g.randomDelay(t), true
 	if deps := dependOn(t, mv.tr, true); len(deps) > 0 {
@@ -1033,7 +1073,7 @@ func (g *generator) move(s, t *slot, r string) *move {
 }
 
 func (mv *move) undoRemove() {
-	mv.s.resources[mv.r], mv.s.adopt[mv.r], mv.s.deps = mv.delay, mv.adopt, mv.deps
+	mv.s.resources[mv.r], mv.s.adopt[mv.r], mv.s.generated[mv.r], mv.s.deps = mv.delay, mv.adopt, mv.generated, mv.deps
 }
 
 func (mv *move) undoDeclare() {
@@ -1416,6 +1456,18 @@ func (g *generator) restore(ctx context.Context, s *slot) bool {
 	}
 	s.held = nil
 	return true
+}
+
+// trueKeys are m's keys whose value is true, sorted.
+func trueKeys(m map[string]bool) []string {
+	var out []string
+	for k, v := range m {
+		if v {
+			out = append(out, k)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 func hasKey[V any](m map[string]V, k string) bool {

@@ -192,7 +192,8 @@ const coverageOps = 300
 // down, and the kube-apiserver restart, a
 // background teardown that deleted or released an object another one
 // depended on (its order checked), an orphan that a gate not Ready kept, and
-// each variant of hand-over and an object it adopted.
+// each variant of hand-over and an object it adopted, and a deletion of an
+// object a generator resource made.
 func (o *oracle) notCovered(g *generator) []string {
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -209,6 +210,9 @@ func (o *oracle) notCovered(g *generator) []string {
 	}
 	if !g.skip["delete-bundle-background"] && o.stats.orderedTeardownSteps == 0 {
 		missing = append(missing, "a teardown that deleted or released an object another one depended on")
+	}
+	if o.stats.generatedDeletions == 0 {
+		missing = append(missing, "a deletion of an object a plugin generated")
 	}
 	if !g.skip["mark-unready"] && o.stats.held[holdNotReady.name] == 0 {
 		missing = append(missing, "an orphan kept while a resource of its Bundle was not Ready")
