@@ -852,7 +852,9 @@ func (p *pass) stillInShard(ctx context.Context) bool {
 // onboarding listing found such an object, and the pass, on its answer from
 // before the move, moved it in and stamped it. A Bundle the read shows written
 // by another shard has left this one before that read, so the answer after it
-// sees the move.
+// sees the move. It sets p.left outside shardCheck: it is for the pass's
+// sequential steps (the orphan and item decisions), not for its concurrent
+// applies.
 func (p *pass) stillInShardAfter(ctx context.Context) bool {
 	if p.r.Shard == nil {
 		return true
