@@ -80,6 +80,9 @@ type Reconciler struct {
 	// OnHoldEnded is told when a teardown has let its Bundle go, or a pass made
 	// a plugin resource Ready (nil: nobody).
 	OnHoldEnded func()
+	// OnSpecPassed is told of a Bundle whose status now observes a new
+	// generation (nil: nobody).
+	OnSpecPassed func(client.ObjectKey)
 
 	watcher *watcher
 	// startScan finds the kinds holding objects of Bundles after a start;
@@ -193,11 +196,15 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	p.emitAnnouncements()
 	r.recordStatus(req.String(), status, int(status.PendingDeletionCount)) // everything a pass finds in limbo is the Bundle's
 	generatorReady := pluginBecameReady(&b, &b.Status, &status)
+	specPassed := status.ObservedGeneration != b.Status.ObservedGeneration
 	if err := r.writeStatus(ctx, &b, status); err != nil {
 		return ctrl.Result{}, err
 	}
 	if generatorReady && r.OnHoldEnded != nil {
 		r.OnHoldEnded() // released objects it generated may be held no more (bundlespec.ReleasedHold)
+	}
+	if specPassed && r.OnSpecPassed != nil {
+		r.OnSpecPassed(req.NamespacedName) // what the reaper leaves to the Bundle may be the reaper's again
 	}
 	switch {
 	case len(p.errs) > 0:

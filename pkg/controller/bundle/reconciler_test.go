@@ -1,15 +1,19 @@
 package bundle
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+	"github.com/limbo-dev/limbo/pkg/plugin"
 )
 
 // A Conflict on the Bundle is requeued at once, as the cache catches up; one
@@ -66,5 +70,38 @@ func TestPluginBecameReady(t *testing.T) {
 				t.Errorf("pluginBecameReady = %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+// The reaper is told of each pass whose status observes a new generation of the
+// Bundle (OnSpecPassed: what it leaves to the Bundle may be its own again), once
+// per generation: a pass of an unchanged spec tells nothing.
+func TestOnSpecPassedOncePerGeneration(t *testing.T) {
+	registry, err := plugin.NewRegistry()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := livingBundle(cmResource(t, "a", nil))
+	f := newTeardownFixture(t, b, registry)
+	var told []client.ObjectKey
+	f.r.OnSpecPassed = func(key client.ObjectKey) { told = append(told, key) }
+	key := client.ObjectKeyFromObject(b)
+	f.reconcile(t)
+	f.reconcile(t)
+	if want := []client.ObjectKey{key}; !reflect.DeepEqual(told, want) {
+		t.Errorf("told after two passes of the first spec: %v, want %v", told, want)
+	}
+	var cur limbov1alpha1.Bundle
+	if err := f.c.Get(context.Background(), key, &cur); err != nil {
+		t.Fatal(err)
+	}
+	cur.Spec.Resources = append(cur.Spec.Resources, cmResource(t, "b", nil))
+	cur.Generation++
+	if err := f.c.Update(context.Background(), &cur); err != nil {
+		t.Fatal(err)
+	}
+	f.reconcile(t)
+	if want := []client.ObjectKey{key, key}; !reflect.DeepEqual(told, want) {
+		t.Errorf("told after a pass of the changed spec: %v, want %v", told, want)
 	}
 }

@@ -50,6 +50,12 @@ type Options struct {
 	// of the name are held until then). The reaper looks at them again at once
 	// instead of at its next re-check.
 	OnHoldEnded func()
+	// OnSpecPassed is told of a Bundle whose status now observes a new
+	// generation: a released object the reaper leaves to that Bundle, declared
+	// and not adopted or declared to adopt, may be the reaper's again (the new
+	// spec dropped it), and the reaper looks at once rather than at its next
+	// re-check.
+	OnSpecPassed func(client.ObjectKey)
 	// Shard is the controller's shard; its label keys are copied from a Bundle
 	// onto the objects it applies (nil: every Bundle, nothing to copy).
 	Shard *shard.Selector
@@ -118,6 +124,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) (*Reconciler, error) {
 		DefaultServiceAccount: opts.DefaultServiceAccount,
 		ApplyConcurrency:      opts.ApplyConcurrency,
 		OnHoldEnded:           opts.OnHoldEnded,
+		OnSpecPassed:          opts.OnSpecPassed,
 	}
 	if r.Client == nil {
 		r.Client = mgr.GetClient()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"sync"
@@ -57,6 +58,9 @@ type Reaper struct {
 
 	mu    sync.Mutex
 	kinds map[schema.GroupVersionKind]bool
+	// holders are the Bundles the last pass left an object to until someone
+	// fixes them (declaredRecheck): SpecPassed wakes the reaper for them.
+	holders map[client.ObjectKey]bool
 }
 
 // Discovery is what the reaper needs of discovery: the kinds it may find in limbo.
@@ -84,6 +88,21 @@ func (r *Reaper) Observe(obj client.Object) {
 		r.mu.Unlock()
 	}
 	r.Poke()
+}
+
+// SpecPassed tells the reaper that a pass of a new spec of the Bundle key ran
+// (its status's observedGeneration moved). An object the reaper leaves to that
+// Bundle until someone fixes it (declaredRecheck: declared and not adopted,
+// declared to adopt) may be the reaper's again — the new spec dropped it — and
+// it is looked at now rather than up to declaredRecheck later, maybe that long
+// past its deadline. A Bundle the reaper holds nothing for costs nothing.
+func (r *Reaper) SpecPassed(key client.ObjectKey) {
+	r.mu.Lock()
+	held := r.holders[key]
+	r.mu.Unlock()
+	if held {
+		r.Poke()
+	}
 }
 
 // Poke makes the reaper run a pass soon.
@@ -149,7 +168,8 @@ func (r *Reaper) pass(ctx context.Context, full bool) (time.Duration, error) {
 	if err != nil {
 		errs = append(errs, fmt.Errorf("%w: %w", errScanIncomplete, err))
 	}
-	bundles := &passReads{byKey: map[client.ObjectKey]timedRead[*limbov1alpha1.Bundle]{}, byNamespace: map[string]timedRead[[]limbov1alpha1.Bundle]{}}
+	bundles := &passReads{byKey: map[client.ObjectKey]timedRead[*limbov1alpha1.Bundle]{}, byNamespace: map[string]timedRead[[]limbov1alpha1.Bundle]{},
+		holders: map[client.ObjectKey]bool{}}
 	for _, gvk := range kinds {
 		items, err := r.list(ctx, gvk)
 		if r.kindGone(gvk, err) {
@@ -171,6 +191,12 @@ func (r *Reaper) pass(ctx context.Context, full bool) (time.Duration, error) {
 		wake = softdelete.Earliest(wake, kindWake)
 		errs = append(errs, kindErrs...)
 	}
+	r.mu.Lock()
+	if len(errs) > 0 { // what a failed listing or read left out is kept
+		maps.Copy(bundles.holders, r.holders)
+	}
+	r.holders = bundles.holders
+	r.mu.Unlock()
 	if wake.IsZero() {
 		return time.Duration(1<<63 - 1), errors.Join(errs...)
 	}
@@ -405,11 +431,12 @@ func (r *Reaper) heldByBundle(ctx context.Context, gvk schema.GroupVersionKind, 
 		seen.byNamespace[ns] = timedRead[[]limbov1alpha1.Bundle]{value: list.Items, at: at}
 		return list.Items, nil
 	}
-	hold, _, err := bundlespec.ReleasedHold(obj, gvk.GroupKind(), b, namespaceBundles, now)
+	hold, holder, err := bundlespec.ReleasedHold(obj, gvk.GroupKind(), b, namespaceBundles, now)
 	switch hold {
 	case bundlespec.HeldDeclared, bundlespec.HeldMayGenerate:
 		return holdRecheck, err
 	case bundlespec.HeldDeclaredNotAdopted, bundlespec.HeldForAdopter, bundlespec.HeldGeneratorNotReady:
+		seen.holders[client.ObjectKey{Namespace: obj.GetNamespace(), Name: holder}] = true
 		return declaredRecheck, err
 	}
 	return 0, err
@@ -425,6 +452,9 @@ type passReads struct {
 	byKey map[client.ObjectKey]timedRead[*limbov1alpha1.Bundle]
 	// byNamespace: every Bundle of a namespace.
 	byNamespace map[string]timedRead[[]limbov1alpha1.Bundle]
+	// holders: the Bundles the pass left an object to until someone fixes
+	// them (Reaper.holders).
+	holders map[client.ObjectKey]bool
 }
 
 // timedRead is an answer of the API server and when it was read.

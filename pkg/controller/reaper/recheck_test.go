@@ -112,3 +112,57 @@ func TestBundlesReadOncePerPass(t *testing.T) {
 		t.Errorf("Bundle reads for two due objects of one Bundle: %d GETs, %d LISTs; want 1 of each", gets, lists)
 	}
 }
+
+// A hold that waits for someone to fix a Bundle (declaredRecheck) ends when a
+// pass of that Bundle's new spec runs: a spec that no longer declares the
+// object, or an adopter that no longer declares it to adopt it. The Bundle
+// controller tells the reaper of such a pass (SpecPassed), and the reaper
+// looks again at once when it holds something for that Bundle — not up to
+// declaredRecheck later, when the object may have been due for that long.
+func TestSpecPassedWakesTheReaperForItsHolds(t *testing.T) {
+	configMap := func(name string) *runtime.RawExtension {
+		return &runtime.RawExtension{Raw: []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"` + name + `","annotations":{"limbo.dev/adopt":"true"}}}`)}
+	}
+	passed := limbov1alpha1.BundleStatus{ObservedGeneration: 1, Conditions: []metav1.Condition{
+		{Type: limbov1alpha1.ConditionStalled, Status: metav1.ConditionTrue, Reason: limbov1alpha1.ReasonInvalidSpec}}}
+	for _, tc := range []struct {
+		name    string
+		bundles []client.Object
+		holder  string
+	}{
+		{name: "declared by its Bundle, whose pass ran without adopting it", holder: "shop", bundles: []client.Object{&limbov1alpha1.Bundle{
+			ObjectMeta: metav1.ObjectMeta{Name: "shop", Namespace: "ns", Generation: 1},
+			Spec:       limbov1alpha1.BundleSpec{Resources: []limbov1alpha1.Resource{{Name: "r", Object: configMap("held")}}},
+			Status:     passed}}},
+		{name: "due, and another Bundle declares it to adopt it", holder: "adopter", bundles: []client.Object{&limbov1alpha1.Bundle{
+			ObjectMeta: metav1.ObjectMeta{Name: "adopter", Namespace: "ns", Generation: 1},
+			Spec:       limbov1alpha1.BundleSpec{Resources: []limbov1alpha1.Resource{{Name: "r", Object: configMap("held")}}},
+			Status:     passed}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			held := inLimbo("held", "2026-11-22T08:00:00Z", "1h", false) // due
+			r, _ := newReaper(t, append(tc.bundles, held)...)
+			if wait, err := r.pass(context.Background(), true); err != nil || wait != declaredRecheck {
+				t.Fatalf("pass: wait %v, err %v; want the object held until declaredRecheck", wait, err)
+			}
+			r.SpecPassed(client.ObjectKey{Namespace: "ns", Name: "other"})
+			if poked(r) {
+				t.Errorf("a pass of another Bundle's spec woke the reaper")
+			}
+			r.SpecPassed(client.ObjectKey{Namespace: "ns", Name: tc.holder})
+			if !poked(r) {
+				t.Errorf("a pass of %s's new spec did not wake the reaper, which holds an object for it", tc.holder)
+			}
+		})
+	}
+}
+
+// poked reports whether r was poked since, and takes the poke.
+func poked(r *Reaper) bool {
+	select {
+	case <-r.poke:
+		return true
+	default:
+		return false
+	}
+}
