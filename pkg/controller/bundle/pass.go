@@ -1578,16 +1578,28 @@ func sortObjects(objects []*unstructured.Unstructured) {
 	})
 }
 
-// withUnseen is cached with what fresh shows and cached lacks, sorted by
-// kind and name.
-func withUnseen(cached, fresh []*unstructured.Unstructured) []*unstructured.Unstructured {
+// unseenBy is the keys of the objects of fresh that cached lacks.
+func unseenBy(cached, fresh []*unstructured.Unstructured) map[string]bool {
 	seen := map[string]bool{}
 	for _, o := range cached {
 		seen[objectKey(o)] = true
 	}
-	out := slices.Clone(cached)
+	out := map[string]bool{}
 	for _, o := range fresh {
 		if !seen[objectKey(o)] {
+			out[objectKey(o)] = true
+		}
+	}
+	return out
+}
+
+// withUnseen is cached with what fresh shows and cached lacks (unseenBy),
+// sorted by kind and name.
+func withUnseen(cached, fresh []*unstructured.Unstructured) []*unstructured.Unstructured {
+	unseen := unseenBy(cached, fresh)
+	out := slices.Clone(cached)
+	for _, o := range fresh {
+		if unseen[objectKey(o)] {
 			out = append(out, o)
 		}
 	}

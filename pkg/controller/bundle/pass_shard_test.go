@@ -535,3 +535,53 @@ func TestTombstonesListedAreMovedInOnlyAfterAskingAgain(t *testing.T) {
 		})
 	}
 }
+
+// A sharded teardown paces its waves by the watch events of the objects it
+// released or deleted (teardownInterval between them otherwise). An object
+// the shard's cache does not show (the old shard's label, seed 320151056: a
+// resource Blocked since the Bundle moved) sends it none: each such wave cost
+// the whole interval, 2 s, past the deadlines of the waves after it. A wave
+// whose objects were all found by the API server listing alone, and all
+// released or deleted, is followed at once; one with an object of the cache
+// waits for its event as before.
+func TestShardedTeardownFollowsAWaveOfUnseenObjectsAtOnce(t *testing.T) {
+	sel, registry := shardA(t)
+	delay := map[string]string{limbov1alpha1.AnnotationDeletionDelay: "1h"}
+	for _, tc := range []struct {
+		name     string
+		appShard string // app's shard label: "" for the old shard's
+		want     time.Duration
+	}{
+		{name: "app of the old shard", want: waveUnseenRequeue},
+		{name: "app of this shard", appShard: "a", want: teardownInterval},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := deletedBundle([]limbov1alpha1.Resource{cmResource(t, "db", delay), cmResource(t, "app", delay, "db")}, limbov1alpha1.BundleStatus{})
+			b.Labels = map[string]string{"limbo.dev/shard": "a"}
+			db := bundleConfigMap("db", delay)
+			db.Labels["limbo.dev/shard"] = "a"
+			app := bundleConfigMap("app", delay)
+			if tc.appShard != "" {
+				app.Labels["limbo.dev/shard"] = tc.appShard
+			}
+			f := newTeardownFixture(t, b, registry, db, app)
+			f.r.Shard, f.r.Engine.Shard = sel, sel
+			f.r.Client = cacheShowing(f.c.(client.WithWatch), func(o client.Object) bool {
+				_, isBundle := o.(*limbov1alpha1.Bundle)
+				return isBundle || sel.Matches(o.GetLabels())
+			})
+			f.r.APIReader = f.c
+
+			res, err := f.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(b)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if metav1.GetControllerOf(f.liveConfigMap(t, "app")) != nil {
+				t.Fatal("the first wave did not release app")
+			}
+			if res.RequeueAfter != tc.want {
+				t.Errorf("requeue after the first wave: %v, want %v", res.RequeueAfter, tc.want)
+			}
+		})
+	}
+}

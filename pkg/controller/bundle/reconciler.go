@@ -32,6 +32,9 @@ const (
 	conflictRecheckInterval = 30 * time.Second
 	// teardownInterval paces teardown waves between watch events.
 	teardownInterval = 2 * time.Second
+	// waveUnseenRequeue follows a teardown wave of objects the cache did not
+	// show, all released or gone (nextWave): nothing else brings the next.
+	waveUnseenRequeue = 10 * time.Millisecond
 	// startScanWait is how soon a teardown held back by the start scan (see
 	// startScan) looks again. It costs no request, and the scan runs once, for
 	// well under a second after a start: the Bundle goes soon after it.

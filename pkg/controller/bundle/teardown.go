@@ -83,6 +83,8 @@ func (r *Reconciler) teardown(ctx context.Context, b *limbov1alpha1.Bundle) (ctr
 	listFresh := func() ([]*unstructured.Unstructured, error) { return r.labelledFresh(ctx, b, own) }
 	// listedFresh is what letGo lists with once the waves are done.
 	listedFresh := listFresh
+	// unseen are the objects only the API server's listing showed (nextWave).
+	var unseen map[string]bool
 	if r.Shard != nil {
 		// A sharded controller's cache shows only what carries its shard's
 		// label. An object of a Bundle that moved into the shard keeps the old
@@ -96,6 +98,7 @@ func (r *Reconciler) teardown(ctx context.Context, b *limbov1alpha1.Bundle) (ctr
 		if err != nil {
 			return ctrl.Result{}, err
 		}
+		unseen = unseenBy(objects, fresh)
 		objects = withUnseen(objects, fresh)
 		listedFresh = func() ([]*unstructured.Unstructured, error) { return fresh, nil }
 	}
@@ -130,20 +133,28 @@ func (r *Reconciler) teardown(ctx context.Context, b *limbov1alpha1.Bundle) (ctr
 		}
 		return ctrl.Result{RequeueAfter: min(teardownInterval, plugins.requeueAfter)}, nil
 	}
-	nextWave := func(objects []*unstructured.Unstructured) (ctrl.Result, bool, error) {
-		return r.nextWave(ctx, b, partial, controlledBy(b, objects), plugins)
+	nextWave := func(unseen map[string]bool) func(objects []*unstructured.Unstructured) (ctrl.Result, bool, error) {
+		return func(objects []*unstructured.Unstructured) (ctrl.Result, bool, error) {
+			return r.nextWave(ctx, b, partial, controlledBy(b, objects), unseen, plugins)
+		}
 	}
-	if res, acted, err := nextWave(objects); acted || err != nil {
+	if res, acted, err := nextWave(unseen)(objects); acted || err != nil {
 		return res, err
 	}
-	return r.letGo(ctx, b, listedFresh, nextWave)
+	return r.letGo(ctx, b, listedFresh, nextWave(nil))
 }
 
 // nextWave deletes or releases the first wave of b's objects (those b controls)
 // that holds any, reports it in b's status and returns the requeue that waits for
 // it; acted is false when no wave holds an object. order is b's plan, valid or
-// not (bundlespec.ParsePartial): only its dependency order is used.
-func (r *Reconciler) nextWave(ctx context.Context, b *limbov1alpha1.Bundle, order *bundlespec.Plan, objects []*unstructured.Unstructured, plugins pluginTeardowns) (_ ctrl.Result, acted bool, _ error) {
+// not (bundlespec.ParsePartial): only its dependency order is used. The
+// requeue is teardownInterval, the pace between the watch events of the
+// wave's objects, which bring the next pass as soon as the cache shows them
+// released or gone; a wave whose objects were all unseen — shown by the API
+// server's listing only, of another shard's label — sends no event, and once
+// each is released or gone the next wave follows at once (waveUnseenRequeue):
+// the next pass lists them from the API server too.
+func (r *Reconciler) nextWave(ctx context.Context, b *limbov1alpha1.Bundle, order *bundlespec.Plan, objects []*unstructured.Unstructured, unseen map[string]bool, plugins pluginTeardowns) (_ ctrl.Result, acted bool, _ error) {
 	held := heldBy(objects)
 	adopters := r.adopters(b)
 	for _, wave := range teardownWaves(order, objects) {
@@ -151,10 +162,14 @@ func (r *Reconciler) nextWave(ctx context.Context, b *limbov1alpha1.Bundle, orde
 			continue
 		}
 		failures := plugins.failures // warnings of plugin teardowns that gave up
+		// settled: every object of the wave is unseen, and released or gone.
+		settled := true
 		for _, o := range wave {
 			if o.GetDeletionTimestamp() != nil {
+				settled = false
 				continue // on its way out
 			}
+			settled = settled && unseen[objectKey(o)]
 			var err error
 			// The audit trail names the resource the object was (the pass's does too).
 			octx := log.IntoContext(ctx, log.FromContext(ctx).WithValues("resource", lastResourceOf(b, o)))
@@ -163,11 +178,15 @@ func (r *Reconciler) nextWave(ctx context.Context, b *limbov1alpha1.Bundle, orde
 				err = r.Engine.Release(octx, b, o, b, adopter)
 				if err == nil || apierrors.IsNotFound(err) {
 					delete(held, objectKey(o)) // the reaper's now (or gone)
+				} else {
+					settled = false
 				}
 			} else {
 				out := r.Engine.Orphan(octx, b, o, softdelete.ControlledBy(b.UID))
 				if err = out.Err; out.Gone {
 					delete(held, objectKey(o))
+				} else {
+					settled = false
 				}
 			}
 			if isTeardownFailure(err) {
@@ -177,6 +196,9 @@ func (r *Reconciler) nextWave(ctx context.Context, b *limbov1alpha1.Bundle, orde
 		}
 		if err := r.teardownStatus(ctx, b, describeObjects(wave), failures, plugins, held); err != nil {
 			return ctrl.Result{}, true, err
+		}
+		if settled {
+			return ctrl.Result{RequeueAfter: waveUnseenRequeue}, true, nil
 		}
 		return ctrl.Result{RequeueAfter: teardownInterval}, true, nil
 	}
