@@ -61,6 +61,10 @@ type Reaper struct {
 	// holders are the Bundles the last pass left an object to until someone
 	// fixes them (declaredRecheck): SpecPassed wakes the reaper for them.
 	holders map[client.ObjectKey]bool
+	// passedDuring are the Bundles SpecPassed named since the running pass
+	// began: one it finds holding an object after it read that Bundle wakes it
+	// at its end.
+	passedDuring map[client.ObjectKey]bool
 }
 
 // Discovery is what the reaper needs of discovery: the kinds it may find in limbo.
@@ -99,6 +103,9 @@ func (r *Reaper) Observe(obj client.Object) {
 func (r *Reaper) SpecPassed(key client.ObjectKey) {
 	r.mu.Lock()
 	held := r.holders[key]
+	if r.passedDuring != nil {
+		r.passedDuring[key] = true
+	}
 	r.mu.Unlock()
 	if held {
 		r.Poke()
@@ -170,6 +177,9 @@ func (r *Reaper) pass(ctx context.Context, full bool) (time.Duration, error) {
 	}
 	bundles := &passReads{byKey: map[client.ObjectKey]timedRead[*limbov1alpha1.Bundle]{}, byNamespace: map[string]timedRead[[]limbov1alpha1.Bundle]{},
 		holders: map[client.ObjectKey]bool{}}
+	r.mu.Lock()
+	r.passedDuring = map[client.ObjectKey]bool{}
+	r.mu.Unlock()
 	for _, gvk := range kinds {
 		items, err := r.list(ctx, gvk)
 		if r.kindGone(gvk, err) {
@@ -196,7 +206,14 @@ func (r *Reaper) pass(ctx context.Context, full bool) (time.Duration, error) {
 		maps.Copy(bundles.holders, r.holders)
 	}
 	r.holders = bundles.holders
+	// A pass of a holder's new spec that ended after this pass read the
+	// holder: its SpecPassed found no hold yet.
+	passed := slices.ContainsFunc(slices.Collect(maps.Keys(r.holders)), func(k client.ObjectKey) bool { return r.passedDuring[k] })
+	r.passedDuring = nil
 	r.mu.Unlock()
+	if passed {
+		r.Poke()
+	}
 	if wake.IsZero() {
 		return time.Duration(1<<63 - 1), errors.Join(errs...)
 	}

@@ -166,3 +166,32 @@ func poked(r *Reaper) bool {
 		return false
 	}
 }
+
+// A pass of the holder's new spec may end while a reaper pass runs, after that
+// pass read the holder: SpecPassed then finds no hold recorded yet, and the
+// reaper pass that finds the hold wakes the reaper again at its end.
+func TestSpecPassedDuringAReaperPass(t *testing.T) {
+	held := inLimbo("held", "2026-11-22T08:00:00Z", "1h", false) // due
+	shop := &limbov1alpha1.Bundle{
+		ObjectMeta: metav1.ObjectMeta{Name: "shop", Namespace: "ns", Generation: 1},
+		Spec:       limbov1alpha1.BundleSpec{Resources: []limbov1alpha1.Resource{{Name: "r", Object: &runtime.RawExtension{Raw: []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"held"}}`)}}}},
+		Status: limbov1alpha1.BundleStatus{ObservedGeneration: 1, Conditions: []metav1.Condition{
+			{Type: limbov1alpha1.ConditionStalled, Status: metav1.ConditionTrue, Reason: limbov1alpha1.ReasonInvalidSpec}}},
+	}
+	r, c := newReaper(t, shop, held)
+	r.Reader = interceptor.NewClient(c.(client.WithWatch), interceptor.Funcs{
+		Get: func(ctx context.Context, cl client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			err := cl.Get(ctx, key, obj, opts...)
+			if _, ok := obj.(*limbov1alpha1.Bundle); ok {
+				r.SpecPassed(key) // the Bundle's pass of its next spec, just after this read
+			}
+			return err
+		},
+	})
+	if _, err := r.pass(context.Background(), true); err != nil {
+		t.Fatal(err)
+	}
+	if !poked(r) {
+		t.Error("a pass of shop's new spec that ended during the reaper's pass did not wake the reaper")
+	}
+}
