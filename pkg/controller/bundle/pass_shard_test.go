@@ -279,20 +279,7 @@ func (c countingReads) Get(ctx context.Context, key client.ObjectKey, obj client
 // on db, is released before db, not after (seed 101963686: the waves saw only
 // db, released it, and app went later, found by the final listing).
 func TestTeardownOfABundleMovedToTheShardKeepsTheOrder(t *testing.T) {
-	sel, registry := shardA(t)
-	delay := map[string]string{limbov1alpha1.AnnotationDeletionDelay: "1h"}
-	b := deletedBundle([]limbov1alpha1.Resource{cmResource(t, "db", delay), cmResource(t, "app", delay, "db")}, limbov1alpha1.BundleStatus{})
-	b.Labels = map[string]string{"limbo.dev/shard": "a"}
-	db := bundleConfigMap("db", delay)
-	db.Labels["limbo.dev/shard"] = "a"
-	app := bundleConfigMap("app", delay) // still the old shard's: no label of shard a
-	f := newTeardownFixture(t, b, registry, db, app)
-	f.r.Shard, f.r.Engine.Shard = sel, sel
-	f.r.Client = cacheShowing(f.c.(client.WithWatch), func(o client.Object) bool {
-		_, isBundle := o.(*limbov1alpha1.Bundle)
-		return isBundle || sel.Matches(o.GetLabels())
-	})
-	f.r.APIReader = f.c
+	f, b := movedTeardown(t, "") // app still the old shard's: no label of shard a
 
 	if _, err := f.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(b)}); err != nil {
 		t.Fatal(err)
@@ -545,8 +532,6 @@ func TestTombstonesListedAreMovedInOnlyAfterAskingAgain(t *testing.T) {
 // released or deleted, is followed at once; one with an object of the cache
 // waits for its event as before.
 func TestShardedTeardownFollowsAWaveOfUnseenObjectsAtOnce(t *testing.T) {
-	sel, registry := shardA(t)
-	delay := map[string]string{limbov1alpha1.AnnotationDeletionDelay: "1h"}
 	for _, tc := range []struct {
 		name     string
 		appShard string // app's shard label: "" for the old shard's
@@ -556,22 +541,7 @@ func TestShardedTeardownFollowsAWaveOfUnseenObjectsAtOnce(t *testing.T) {
 		{name: "app of this shard", appShard: "a", want: teardownInterval},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			b := deletedBundle([]limbov1alpha1.Resource{cmResource(t, "db", delay), cmResource(t, "app", delay, "db")}, limbov1alpha1.BundleStatus{})
-			b.Labels = map[string]string{"limbo.dev/shard": "a"}
-			db := bundleConfigMap("db", delay)
-			db.Labels["limbo.dev/shard"] = "a"
-			app := bundleConfigMap("app", delay)
-			if tc.appShard != "" {
-				app.Labels["limbo.dev/shard"] = tc.appShard
-			}
-			f := newTeardownFixture(t, b, registry, db, app)
-			f.r.Shard, f.r.Engine.Shard = sel, sel
-			f.r.Client = cacheShowing(f.c.(client.WithWatch), func(o client.Object) bool {
-				_, isBundle := o.(*limbov1alpha1.Bundle)
-				return isBundle || sel.Matches(o.GetLabels())
-			})
-			f.r.APIReader = f.c
-
+			f, b := movedTeardown(t, tc.appShard)
 			res, err := f.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(b)})
 			if err != nil {
 				t.Fatal(err)
@@ -584,4 +554,30 @@ func TestShardedTeardownFollowsAWaveOfUnseenObjectsAtOnce(t *testing.T) {
 			}
 		})
 	}
+}
+
+// movedTeardown is a shard a controller's fixture of a deleted Bundle of shard
+// a that declares db and app, which depends on db, both with a delay and
+// both existing: db of shard a, app with appShard's label ("" for the shard the
+// Bundle came from, which the cache does not show).
+func movedTeardown(t *testing.T, appShard string) (*teardownFixture, *limbov1alpha1.Bundle) {
+	t.Helper()
+	sel, registry := shardA(t)
+	delay := map[string]string{limbov1alpha1.AnnotationDeletionDelay: "1h"}
+	b := deletedBundle([]limbov1alpha1.Resource{cmResource(t, "db", delay), cmResource(t, "app", delay, "db")}, limbov1alpha1.BundleStatus{})
+	b.Labels = map[string]string{"limbo.dev/shard": "a"}
+	db := bundleConfigMap("db", delay)
+	db.Labels["limbo.dev/shard"] = "a"
+	app := bundleConfigMap("app", delay)
+	if appShard != "" {
+		app.Labels["limbo.dev/shard"] = appShard
+	}
+	f := newTeardownFixture(t, b, registry, db, app)
+	f.r.Shard, f.r.Engine.Shard = sel, sel
+	f.r.Client = cacheShowing(f.c.(client.WithWatch), func(o client.Object) bool {
+		_, isBundle := o.(*limbov1alpha1.Bundle)
+		return isBundle || sel.Matches(o.GetLabels())
+	})
+	f.r.APIReader = f.c
+	return f, b
 }
