@@ -510,7 +510,14 @@ func (g *generator) writeSpec(ctx context.Context, s *slot, allowEmpty bool) (in
 	if err != nil {
 		return 0, err
 	}
+	g.noteGenerators(s)
 	return revision(obj), nil
+}
+
+// noteGenerators tells the oracle whether the spec just written for s
+// declares a generator resource (see oracle.generators).
+func (g *generator) noteGenerators(s *slot) {
+	g.oracle.declaresGenerators(s.name, s.uid, !s.guarded && slices.ContainsFunc(slices.Collect(maps.Keys(s.resources)), func(r string) bool { return s.generated[r] }))
 }
 
 func (g *generator) objectNames(s *slot, resources ...string) []string {
@@ -569,6 +576,7 @@ func (g *generator) create(ctx context.Context, s *slot) bool {
 		}
 		s.uid = obj.GetUID()
 		g.oracle.inShard(s.name, s.uid, s.shard, time.Now())
+		g.noteGenerators(s)
 		g.oracle.declared(s.name, revision(obj), g.objectNames(s, slices.Sorted(maps.Keys(s.resources))...)...)
 		if s.gateUnready {
 			// The gate a --cascade=orphan left behind, not Ready: the new
@@ -1532,6 +1540,7 @@ func (g *generator) deleteBundle(f fate) func(context.Context, *slot) bool {
 			}
 			rv := revision(&deleted)
 			g.oracle.bundleDeleted(s.name, s.uid, f, rv)
+			g.oracle.declaresGenerators(s.name, s.uid, false) // a Bundle being deleted holds nothing
 			g.oracle.teardownOrder(s.uid, dependents)
 			g.oracle.undeclared(s.name, rv, time.Now(), declared...)
 			return nil

@@ -1190,7 +1190,10 @@ func TestOracleShards(t *testing.T) {
 		// releasedAt, when set, is when the watch saw the object released
 		// (final without its deletion), after base.
 		releasedAt time.Duration
-		want       string
+		// generates: the Bundle of the object's name declares a generator
+		// resource.
+		generates bool
+		want      string
 	}{{
 		name: "in the shard that was down: excused", shard: shardRest, outages: []outage{restDown},
 		final: object("30", true, shardRest), deletedAt: 11 * time.Second,
@@ -1231,6 +1234,12 @@ func TestOracleShards(t *testing.T) {
 	}, {
 		name: "released with the other shard's label: late", shard: shardRest, outages: []outage{restDown},
 		final: object("30", false, shardA), deletedAt: 11 * time.Second, want: "more than 2s late",
+	}, {
+		// Seed 450555276: the reaper holds a released object while the Bundle
+		// of its name has a generator and has not passed its current spec
+		// (it may make the object again), and that Bundle's shard was down.
+		name: "released with the other shard's label, its Bundle's generator in the shard down: excused", shard: shardRest, outages: []outage{restDown},
+		final: object("30", false, shardA), deletedAt: 11 * time.Second, generates: true,
 	}, {
 		// Seed 241325230: a Bundle moved to the rest while its object, still
 		// labelled with shard a, counted down; the rest was down over the
@@ -1284,6 +1293,7 @@ func TestOracleShards(t *testing.T) {
 				o.inShard("b0", bundleUID, tt.moves[d], base.Add(d))
 			}
 			o.declared("b0", 10, "b0-r0")
+			o.declaresGenerators("b0", bundleUID, tt.generates)
 			created := object("11", true, tt.shard)
 			o.observe(watch.Added, created, base.Add(-time.Minute))
 			o.undeclared("b0", 20, base.Add(-time.Second), "b0-r0")

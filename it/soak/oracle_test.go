@@ -274,6 +274,12 @@ type oracle struct {
 	// sharded: every outage counts for every object.
 	sharded bool
 	shards  map[types.UID]shardLog
+	// generators are the Bundle slots whose current spec declares a generator
+	// resource, and the incarnation that does: the reaper holds a released
+	// object of the slot's name while that Bundle has not passed its current
+	// spec (it may make the object again), so its shard's outages count too
+	// (governors).
+	generators map[string]types.UID
 }
 
 // slotOps tracks the operation in flight on one Bundle slot.
@@ -325,6 +331,7 @@ func newOracle() *oracle {
 		slots:        map[string]*slotOps{},
 		stats:        stats{ops: map[string]int{}, chaos: map[string]int{}, held: map[string]int{}, opsNotReady: map[string]int{}, handOvers: map[string]int{}, moves: map[string]int{}},
 		shards:       map[types.UID]shardLog{},
+		generators:   map[string]types.UID{},
 	}
 }
 
@@ -386,6 +393,18 @@ func (o *oracle) controlledIn(shard string) []string {
 	}
 	slices.Sort(names)
 	return names
+}
+
+// declaresGenerators records whether the spec just written for Bundle
+// incarnation uid of slot bundle declares a generator resource.
+func (o *oracle) declaresGenerators(bundle string, uid types.UID, yes bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if yes {
+		o.generators[bundle] = uid
+	} else {
+		delete(o.generators, bundle)
+	}
 }
 
 // countChaos counts a chaos event (a kill, a restart) by type.

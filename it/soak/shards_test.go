@@ -11,6 +11,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 
+	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 	"github.com/limbo-dev/limbo/pkg/controllerprocess"
 )
 
@@ -126,7 +127,10 @@ func (o *oracle) shardLogOf(uid types.UID) shardLog {
 // on: until the release the countdown was that Bundle's to end (an object in
 // limbo of a Bundle moved to the rest and deleted while the rest was down over
 // the deadline, released once it was back: seed 241325230). A release not
-// seen (a watch gap): the reaper's alone. Nil when the run is not sharded.
+// seen (a watch gap): the reaper's alone. And while the Bundle of its name
+// declares a generator resource, that Bundle's too: the reaper holds the
+// object until that Bundle has passed its current spec, which may make it
+// again (seed 450555276). Nil when the run is not sharded.
 func (o *oracle) governors(inc *incarnation) []shardLog {
 	if !o.sharded {
 		return nil
@@ -143,7 +147,11 @@ func (o *oracle) governors(inc *incarnation) []shardLog {
 			}
 		}
 	}
-	return []shardLog{append(l, reaper)}
+	logs := []shardLog{append(l, reaper)}
+	if uid, ok := o.generators[inc.meta.Labels[limbov1alpha1.LabelBundle]]; ok && o.shards[uid] != nil {
+		logs = append(logs, o.shards[uid])
+	}
+	return logs
 }
 
 // outagesFor are the outages that kept limbo from acting on an object acted
