@@ -1241,6 +1241,13 @@ func TestOracleShards(t *testing.T) {
 		name: "released with the other shard's label, its Bundle's generator in the shard down: excused", shard: shardRest, outages: []outage{restDown},
 		final: object("30", false, shardA), deletedAt: 11 * time.Second, generates: true,
 	}, {
+		// The reaper reads that Bundle every second: a second more.
+		name: "released, its Bundle's generator in the shard down: excused until a second past the tolerance", shard: shardRest, outages: []outage{restDown},
+		final: object("30", false, shardA), deletedAt: 12500 * time.Millisecond, generates: true,
+	}, {
+		name: "released, its Bundle's generator in the shard down: late past that second", shard: shardRest, outages: []outage{restDown},
+		final: object("30", false, shardA), deletedAt: 13500 * time.Millisecond, generates: true, want: "more than 3s late",
+	}, {
 		// Seed 241325230: a Bundle moved to the rest while its object, still
 		// labelled with shard a, counted down; the rest was down over the
 		// deadline, the Bundle deleted meanwhile, and the rest's teardown

@@ -1249,9 +1249,9 @@ func (o *oracle) judgeDeletion(m *objectModel, inc *incarnation, at time.Time) {
 	if adjusted > o.stats.maxAdjustedLateness {
 		o.stats.maxAdjustedLateness, o.stats.maxAdjustedLatenessObject = adjusted, what
 	}
-	if adjusted > lateTolerance && !inc.overdue {
+	if tolerance := o.lateToleranceOf(inc); adjusted > tolerance && !inc.overdue {
 		o.violatef("%s deleted %v after it was due at %s (%v after outages are taken off): more than %v late",
-			what, late.Round(time.Millisecond), due.Format("15:04:05.000"), adjusted.Round(time.Millisecond), lateTolerance)
+			what, late.Round(time.Millisecond), due.Format("15:04:05.000"), adjusted.Round(time.Millisecond), tolerance)
 	}
 }
 
@@ -1422,6 +1422,18 @@ func (o *oracle) dueLocked(m *objectModel, now time.Time) (time.Time, bool) {
 	return latest(due, m.undesiredAt, inc.touchedAt), true
 }
 
+// lateToleranceOf is how late limbo may delete inc: lateTolerance, and for a
+// released object while the Bundle of its name declares a generator a
+// second more — the reaper holds it until that Bundle has passed its current
+// spec, which it reads every second (reaper.holdRecheck), the pass of another
+// shard telling it nothing (seed 450555276: 2.5 s after that shard was back).
+func (o *oracle) lateToleranceOf(inc *incarnation) time.Duration {
+	if _, generating := o.generators[inc.meta.Labels[limbov1alpha1.LabelBundle]]; generating && controllerUID(inc.meta) == "" {
+		return lateTolerance + time.Second
+	}
+	return lateTolerance
+}
+
 // checkOverdue reports every object whose deadline passed by more than the
 // tolerance (outages taken off) and which still exists.
 func (o *oracle) checkOverdue(now time.Time) {
@@ -1433,7 +1445,7 @@ func (o *oracle) checkOverdue(now time.Time) {
 		if !ok || m.live.overdue || o.busy(bundlesOf(m, m.live.meta)) {
 			continue
 		}
-		if adjusted := o.adjust(due, o.governors(m.live)...); now.Sub(adjusted) > lateTolerance {
+		if adjusted := o.adjust(due, o.governors(m.live)...); now.Sub(adjusted) > o.lateToleranceOf(m.live) {
 			m.live.overdue = true
 			o.violatef("%s (uid %s, annotations %v) still exists %v after it was due at %s (%v after outages are taken off)",
 				m.name, short(m.live.uid), limboAnnotations(m.live.meta), now.Sub(due).Round(time.Millisecond),
