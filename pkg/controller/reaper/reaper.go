@@ -58,8 +58,8 @@ type Reaper struct {
 
 	mu    sync.Mutex
 	kinds map[schema.GroupVersionKind]bool
-	// holders are the Bundles the last pass left an object to until someone
-	// fixes them (declaredRecheck): SpecPassed wakes the reaper for them.
+	// holders are the Bundles the last pass left an object to: SpecPassed
+	// wakes the reaper for them, before its re-check.
 	holders map[client.ObjectKey]bool
 	// passedDuring are the Bundles SpecPassed named since the running pass
 	// began: one it finds holding an object after it read that Bundle wakes it
@@ -96,10 +96,11 @@ func (r *Reaper) Observe(obj client.Object) {
 
 // SpecPassed tells the reaper that a pass of a new spec of the Bundle key ran
 // (its status's observedGeneration moved). An object the reaper leaves to that
-// Bundle until someone fixes it (declaredRecheck: declared and not adopted,
-// declared to adopt) may be the reaper's again — the new spec dropped it — and
-// it is looked at now rather than up to declaredRecheck later, maybe that long
-// past its deadline. A Bundle the reaper holds nothing for costs nothing.
+// Bundle may be the reaper's again — the pass it waited for ran (holdRecheck),
+// or the new spec dropped what it declared, or declared to adopt
+// (declaredRecheck) — and it is looked at now rather than at its re-check, up
+// to declaredRecheck later, maybe that long past its deadline. A Bundle the
+// reaper holds nothing for costs nothing.
 func (r *Reaper) SpecPassed(key client.ObjectKey) {
 	r.mu.Lock()
 	held := r.holders[key]
@@ -449,11 +450,13 @@ func (r *Reaper) heldByBundle(ctx context.Context, gvk schema.GroupVersionKind, 
 		return list.Items, nil
 	}
 	hold, holder, err := bundlespec.ReleasedHold(obj, gvk.GroupKind(), b, namespaceBundles, now)
+	if hold != bundlespec.NotHeld {
+		seen.holders[client.ObjectKey{Namespace: obj.GetNamespace(), Name: holder}] = true
+	}
 	switch hold {
 	case bundlespec.HeldDeclared, bundlespec.HeldMayGenerate:
 		return holdRecheck, err
 	case bundlespec.HeldDeclaredNotAdopted, bundlespec.HeldForAdopter, bundlespec.HeldGeneratorNotReady:
-		seen.holders[client.ObjectKey{Namespace: obj.GetNamespace(), Name: holder}] = true
 		return declaredRecheck, err
 	}
 	return 0, err
@@ -469,8 +472,7 @@ type passReads struct {
 	byKey map[client.ObjectKey]timedRead[*limbov1alpha1.Bundle]
 	// byNamespace: every Bundle of a namespace.
 	byNamespace map[string]timedRead[[]limbov1alpha1.Bundle]
-	// holders: the Bundles the pass left an object to until someone fixes
-	// them (Reaper.holders).
+	// holders: the Bundles the pass left an object to (Reaper.holders).
 	holders map[client.ObjectKey]bool
 }
 

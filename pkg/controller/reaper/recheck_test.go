@@ -3,6 +3,7 @@ package reaper
 import (
 	"context"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -113,12 +114,13 @@ func TestBundlesReadOncePerPass(t *testing.T) {
 	}
 }
 
-// A hold that waits for someone to fix a Bundle (declaredRecheck) ends when a
-// pass of that Bundle's new spec runs: a spec that no longer declares the
-// object, or an adopter that no longer declares it to adopt it. The Bundle
-// controller tells the reaper of such a pass (SpecPassed), and the reaper
-// looks again at once when it holds something for that Bundle — not up to
-// declaredRecheck later, when the object may have been due for that long.
+// A hold ends when a pass of the holding Bundle's new spec runs: the pass it
+// waited for (holdRecheck), or a spec that no longer declares the object, or
+// an adopter that no longer declares it to adopt it (declaredRecheck). The
+// Bundle controller tells the reaper of such a pass (SpecPassed), and the
+// reaper looks again at once when it holds something for that Bundle — not at
+// its re-check, up to declaredRecheck later, when the object may have been due
+// for that long.
 func TestSpecPassedWakesTheReaperForItsHolds(t *testing.T) {
 	configMap := func(name string) *runtime.RawExtension {
 		return &runtime.RawExtension{Raw: []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"` + name + `","annotations":{"limbo.dev/adopt":"true"}}}`)}
@@ -129,12 +131,19 @@ func TestSpecPassedWakesTheReaperForItsHolds(t *testing.T) {
 		name    string
 		bundles []client.Object
 		holder  string
+		wait    time.Duration
 	}{
-		{name: "declared by its Bundle, whose pass ran without adopting it", holder: "shop", bundles: []client.Object{&limbov1alpha1.Bundle{
+		{name: "declared by its Bundle, whose first pass has not run", holder: "shop", wait: holdRecheck, bundles: []client.Object{&limbov1alpha1.Bundle{
+			ObjectMeta: metav1.ObjectMeta{Name: "shop", Namespace: "ns", Generation: 1},
+			Spec:       limbov1alpha1.BundleSpec{Resources: []limbov1alpha1.Resource{{Name: "r", Object: configMap("held")}}}}}},
+		{name: "its Bundle may generate it, its pass has not run", holder: "shop", wait: holdRecheck, bundles: []client.Object{&limbov1alpha1.Bundle{
+			ObjectMeta: metav1.ObjectMeta{Name: "shop", Namespace: "ns", Generation: 1},
+			Spec:       limbov1alpha1.BundleSpec{Resources: []limbov1alpha1.Resource{{Name: "gen", Plugin: &limbov1alpha1.PluginResource{Name: "configmap"}}}}}}},
+		{name: "declared by its Bundle, whose pass ran without adopting it", holder: "shop", wait: declaredRecheck, bundles: []client.Object{&limbov1alpha1.Bundle{
 			ObjectMeta: metav1.ObjectMeta{Name: "shop", Namespace: "ns", Generation: 1},
 			Spec:       limbov1alpha1.BundleSpec{Resources: []limbov1alpha1.Resource{{Name: "r", Object: configMap("held")}}},
 			Status:     passed}}},
-		{name: "due, and another Bundle declares it to adopt it", holder: "adopter", bundles: []client.Object{&limbov1alpha1.Bundle{
+		{name: "due, and another Bundle declares it to adopt it", holder: "adopter", wait: declaredRecheck, bundles: []client.Object{&limbov1alpha1.Bundle{
 			ObjectMeta: metav1.ObjectMeta{Name: "adopter", Namespace: "ns", Generation: 1},
 			Spec:       limbov1alpha1.BundleSpec{Resources: []limbov1alpha1.Resource{{Name: "r", Object: configMap("held")}}},
 			Status:     passed}}},
@@ -142,8 +151,8 @@ func TestSpecPassedWakesTheReaperForItsHolds(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			held := inLimbo("held", "2026-11-22T08:00:00Z", "1h", false) // due
 			r, _ := newReaper(t, append(tc.bundles, held)...)
-			if wait, err := r.pass(context.Background(), true); err != nil || wait != declaredRecheck {
-				t.Fatalf("pass: wait %v, err %v; want the object held until declaredRecheck", wait, err)
+			if wait, err := r.pass(context.Background(), true); err != nil || wait != tc.wait {
+				t.Fatalf("pass: wait %v, err %v; want the object held, looked at again after %v", wait, err, tc.wait)
 			}
 			r.SpecPassed(client.ObjectKey{Namespace: "ns", Name: "other"})
 			if poked(r) {
