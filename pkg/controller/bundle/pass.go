@@ -1200,7 +1200,7 @@ func (p *pass) decideUnseenOrphans(ctx context.Context, ready bool) {
 		if !accounted(objectKey(o)) {
 			orphans = append(orphans, o)
 		}
-		if !p.r.Engine.Shard.Matches(o.GetLabels()) {
+		if !p.r.Shard.Matches(o.GetLabels()) {
 			outside = append(outside, o)
 		}
 	}
@@ -1593,10 +1593,9 @@ func unseenBy(cached, fresh []*unstructured.Unstructured) map[string]bool {
 	return out
 }
 
-// withUnseen is cached with what fresh shows and cached lacks (unseenBy),
-// sorted by kind and name.
-func withUnseen(cached, fresh []*unstructured.Unstructured) []*unstructured.Unstructured {
-	unseen := unseenBy(cached, fresh)
+// withUnseen is cached with the objects of fresh that unseen names (unseenBy:
+// those cached lacks), sorted by kind and name.
+func withUnseen(cached, fresh []*unstructured.Unstructured, unseen map[string]bool) []*unstructured.Unstructured {
 	out := slices.Clone(cached)
 	for _, o := range fresh {
 		if unseen[objectKey(o)] {

@@ -99,7 +99,7 @@ func (r *Reconciler) teardown(ctx context.Context, b *limbov1alpha1.Bundle) (ctr
 			return ctrl.Result{}, err
 		}
 		unseen = unseenBy(objects, fresh)
-		objects = withUnseen(objects, fresh)
+		objects = withUnseen(objects, fresh, unseen)
 		listedFresh = func() ([]*unstructured.Unstructured, error) { return fresh, nil }
 	}
 	orphan := r.deletedWithOrphanCascade(b, plan, objects)

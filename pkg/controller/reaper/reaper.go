@@ -209,7 +209,10 @@ func (r *Reaper) pass(ctx context.Context, full bool) (time.Duration, error) {
 	r.holders = bundles.holders
 	// A pass of a holder's new spec that ended after this pass read the
 	// holder: its SpecPassed found no hold yet.
-	passed := slices.ContainsFunc(slices.Collect(maps.Keys(r.holders)), func(k client.ObjectKey) bool { return r.passedDuring[k] })
+	passed := false
+	for k := range r.passedDuring {
+		passed = passed || r.holders[k]
+	}
 	r.passedDuring = nil
 	r.mu.Unlock()
 	if passed {
