@@ -410,10 +410,7 @@ func (g *generator) template(s *slot, resource string) map[string]any {
 	if d, ok := s.faultDelays[resource]; ok {
 		annotations[limbov1alpha1.AnnotationDeletionDelay] = d
 	}
-	var references []any
-	for _, d := range append(slices.Clone(s.deps[resource]), s.faultRefs[resource]...) {
-		references = append(references, map[string]any{"resource": d})
-	}
+	references := g.references(s, resource)
 	template := map[string]any{
 		"name": resource,
 		"object": map[string]any{
@@ -445,12 +442,18 @@ func (g *generator) generatorTemplate(s *slot, r string) map[string]any {
 		plugin["deletionDelay"] = d
 	}
 	out := map[string]any{"name": r, "plugin": plugin}
-	var references []any
-	for _, d := range append(slices.Clone(s.deps[r]), s.faultRefs[r]...) {
-		references = append(references, map[string]any{"resource": d})
-	}
-	if len(references) > 0 {
+	if references := g.references(s, r); len(references) > 0 {
 		out["references"] = references
+	}
+	return out
+}
+
+// references are the references of s's resource r, a template's or a
+// generator's: its dependencies and the spec error's.
+func (g *generator) references(s *slot, r string) []any {
+	var out []any
+	for _, d := range append(slices.Clone(s.deps[r]), s.faultRefs[r]...) {
+		out = append(out, map[string]any{"resource": d})
 	}
 	return out
 }
@@ -517,7 +520,11 @@ func (g *generator) writeSpec(ctx context.Context, s *slot, allowEmpty bool) (in
 // noteGenerators tells the oracle whether the spec just written for s
 // declares a generator resource (see oracle.generators).
 func (g *generator) noteGenerators(s *slot) {
-	g.oracle.declaresGenerators(s.name, s.uid, !s.guarded && slices.ContainsFunc(slices.Collect(maps.Keys(s.resources)), func(r string) bool { return s.generated[r] }))
+	generates := false
+	for r := range s.resources {
+		generates = generates || s.generated[r]
+	}
+	g.oracle.declaresGenerators(s.name, s.uid, generates && !s.guarded)
 }
 
 func (g *generator) objectNames(s *slot, resources ...string) []string {

@@ -123,8 +123,11 @@ func TestSoak(t *testing.T) {
 	// before the error (settle skips those) is never made while it lasts
 	// (limbo writes nothing of the Bundle), and would be lost: that error is
 	// fixed (seed 447453100).
+	missing := func(s *slot) bool {
+		return slices.ContainsFunc(g.objectNames(s, slices.Collect(maps.Keys(s.resources))...), func(name string) bool { return !o.view(name).exists })
+	}
 	for _, s := range all {
-		if s.uid != "" && s.invalid != "" && slices.ContainsFunc(g.objectNames(s, slices.Collect(maps.Keys(s.resources))...), func(name string) bool { return !o.view(name).exists }) {
+		if s.uid != "" && s.invalid != "" && missing(s) {
 			sleep(ctx, time.Until(s.holdUntil))
 			g.fixSpec(ctx, s)
 		}
@@ -135,7 +138,7 @@ func TestSoak(t *testing.T) {
 	// (limbo applies nothing of an emptied spec), and would be lost: that
 	// guard ends (seed 221804979).
 	for _, s := range all {
-		if s.uid != "" && s.guarded && slices.ContainsFunc(g.objectNames(s, slices.Collect(maps.Keys(s.resources))...), func(name string) bool { return !o.view(name).exists }) {
+		if s.uid != "" && s.guarded && missing(s) {
 			sleep(ctx, time.Until(s.holdUntil))
 			g.restore(ctx, s)
 		}
