@@ -195,7 +195,7 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 	// kubectl's events/v1 reads too, correlated so that they stay an audit trail
 	// (pkg/eventrecorder, docs/design-decisions.md). Not the manager's, whose
 	// correlator merges and drops an object's events.
-	recorder, stopEvents := eventrecorder.New(coreClient.Events(""), mgr.GetScheme(), "limbo", ctrl.Log.WithName("events"))
+	recorder, stopEvents := eventrecorder.New(coreClient.Events(""), mgr.GetScheme(), "limbo", ctrl.Log.WithName("events"), metrics.EventsDropped)
 	engine := &softdelete.Engine{
 		Client:   writer,
 		Reader:   mgr.GetAPIReader(),

@@ -4,6 +4,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/limbo-dev/limbo/pkg/controller/bundle"
+	"github.com/limbo-dev/limbo/pkg/eventrecorder"
 	"github.com/limbo-dev/limbo/pkg/softdelete"
 	"github.com/limbo-dev/limbo/pkg/statusmetrics"
 )
@@ -17,6 +18,8 @@ type Metrics struct {
 	Engine  *softdelete.Metrics
 	Bundles *bundle.Metrics
 	Status  *statusmetrics.Collector
+	// EventsDropped counts events the recorder had no room to send.
+	EventsDropped prometheus.Counter
 }
 
 // NewMetrics builds the controllers' metrics and registers them with reg,
@@ -26,5 +29,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Engine:  softdelete.NewMetrics(reg),
 		Bundles: bundle.NewMetrics(reg),
 		Status:  statusmetrics.Register(reg),
+
+		EventsDropped: eventrecorder.NewDroppedCounter(reg),
 	}
 }

@@ -11,4 +11,9 @@
 // last ones. Here events are merged and rate-limited only when they are the same
 // event — the same object, type, reason and message — so a repeated warning is
 // still counted and held back, and no two objects' deletions are ever one event.
+//
+// client-go's broadcaster drops what does not fit in its channels of 1,000
+// while one goroutine sends the events one by one; its sink here is a send
+// queue (sendQueue) that holds up to 10,000, so a mass deletion keeps its
+// audit trail.
 package eventrecorder

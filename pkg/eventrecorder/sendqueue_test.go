@@ -1,0 +1,149 @@
+package eventrecorder
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// scriptedSink answers each write with the next error of its script (nil once
+// the script is out) and records the calls.
+type scriptedSink struct {
+	mu      sync.Mutex
+	answers []error
+	calls   []string
+}
+
+func (s *scriptedSink) answer(call string, e *corev1.Event) (*corev1.Event, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.calls = append(s.calls, call+" "+e.Message)
+	if len(s.answers) == 0 {
+		return e, nil
+	}
+	err := s.answers[0]
+	s.answers = s.answers[1:]
+	return nil, err
+}
+
+func (s *scriptedSink) Create(e *corev1.Event) (*corev1.Event, error) {
+	if e.ResourceVersion != "" {
+		return nil, errors.New("a create with a resourceVersion")
+	}
+	return s.answer("create", e)
+}
+func (s *scriptedSink) Update(e *corev1.Event) (*corev1.Event, error) { return s.answer("update", e) }
+func (s *scriptedSink) Patch(e *corev1.Event, _ []byte) (*corev1.Event, error) {
+	return s.answer("patch", e)
+}
+
+func TestSendQueueWrites(t *testing.T) {
+	events := schema.GroupResource{Resource: "events"}
+	unreachable := errors.New("dial tcp 127.0.0.1:6443: connect: connection refused")
+	var twelveTimes []error
+	for range maxTriesPerEvent {
+		twelveTimes = append(twelveTimes, unreachable)
+	}
+	cases := []struct {
+		name string
+		// writes are "create m" or "patch m", m the event's message.
+		writes  []string
+		answers []error
+		calls   []string
+	}{
+		{"a new event is created", []string{"create a"}, nil, []string{"create a"}},
+		{"a merged event is patched", []string{"create a", "patch a"}, nil, []string{"create a", "patch a"}},
+		{"an event gone since is created again", []string{"patch a"},
+			[]error{apierrors.NewNotFound(events, "a")}, []string{"patch a", "create a"}},
+		{"a refused event is given up, the next one sent", []string{"create a", "create b"},
+			[]error{apierrors.NewForbidden(events, "a", errors.New("no"))}, []string{"create a", "create b"}},
+		{"an event already there is given up", []string{"create a", "create b"},
+			[]error{apierrors.NewAlreadyExists(events, "a")}, []string{"create a", "create b"}},
+		{"an unreachable API server: the write is tried again, in order", []string{"create a", "create b"},
+			[]error{unreachable, unreachable}, []string{"create a", "create a", "create a", "create b"}},
+		{"tried 12 times at most", []string{"create a", "create b"}, twelveTimes,
+			append(slices.Repeat([]string{"create a"}, maxTriesPerEvent), "create b")},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			sink := &scriptedSink{answers: tc.answers}
+			q := newSendQueue(sink, logr.Discard(), func() { t.Error("an event was dropped") }, 10, time.Millisecond)
+			for _, w := range tc.writes {
+				verb, message, _ := strings.Cut(w, " ")
+				e := &corev1.Event{Message: message}
+				e.ResourceVersion = "7" // as the correlator keeps a sent event
+				if verb == "patch" {
+					if _, err := q.Patch(e, []byte(`{}`)); err != nil {
+						t.Fatal(err)
+					}
+					continue
+				}
+				e.ResourceVersion = ""
+				if _, err := q.Create(e); err != nil {
+					t.Fatal(err)
+				}
+			}
+			q.close(time.Minute)
+			if !slices.Equal(sink.calls, tc.calls) {
+				t.Errorf("calls %q, want %q", sink.calls, tc.calls)
+			}
+		})
+	}
+}
+
+// Beyond its limit the queue drops an event and counts it; what it holds is
+// still sent.
+func TestSendQueueDropsBeyondItsLimit(t *testing.T) {
+	sink := &gatedSink{open: make(chan struct{})}
+	dropped := 0
+	q := newSendQueue(sink, logr.Discard(), func() { dropped++ }, 3, time.Millisecond)
+	if _, err := q.Create(&corev1.Event{Message: "0"}); err != nil {
+		t.Fatal(err)
+	}
+	// The first write is out of the queue, waiting for the API server.
+	poll(t, "the first write taken", func() bool {
+		q.mu.Lock()
+		defer q.mu.Unlock()
+		return len(q.pending) == 0
+	})
+	for _, m := range []string{"1", "2", "3", "4"} {
+		if _, err := q.Create(&corev1.Event{Message: m}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(sink.open)
+	q.close(time.Minute)
+	if got, want := sink.sent(), []string{"0", "1", "2", "3"}; !slices.Equal(got, want) || dropped != 1 {
+		t.Errorf("sent %q, dropped %d; want %q, 1 dropped", got, dropped, want)
+	}
+}
+
+// A stop sends what is queued for its grace only: an API server that does not
+// answer does not hold it.
+func TestSendQueueStopsAfterItsGrace(t *testing.T) {
+	sink := &gatedSink{open: make(chan struct{})}
+	defer close(sink.open)
+	q := newSendQueue(sink, logr.Discard(), func() {}, 10, time.Millisecond)
+	for _, m := range []string{"a", "b"} {
+		if _, err := q.Create(&corev1.Event{Message: m}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	q.close(10 * time.Millisecond)
+	if _, err := q.Create(&corev1.Event{Message: "after"}); err != nil {
+		t.Fatal(err)
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if len(q.pending) != 0 {
+		t.Errorf("%d writes still queued after the stop", len(q.pending))
+	}
+}
