@@ -155,12 +155,22 @@ func (s ItemSet) subject(e *Engine, eventTarget runtime.Object, obj client.Objec
 	keys := s.auditKeys(obj)
 	return subject{obj: obj, client: s.client(e), ref: s.ref(obj),
 		stampAnnotations: map[string]any{
-			limbov1alpha1.AnnotationDeletionDelay:  s.Delay,
+			limbov1alpha1.AnnotationDeletionDelay:  s.delayValue(),
 			limbov1alpha1.AnnotationPluginResource: s.Owner,
 		},
 		audit: func(ctx context.Context, msg string, deadline time.Time, extra ...any) {
 			auditLog(ctx, eventTarget, obj, msg, deadline, slices.Concat(keys, extra)...)
 		}}
+}
+
+// delayValue is the limbo.dev/deletionDelay a merge patch writes on an item of
+// s: the resource's delay, or null (the annotation goes) when it has none, as
+// an empty one is invalid.
+func (s ItemSet) delayValue() any {
+	if s.Delay == "" {
+		return nil
+	}
+	return s.Delay
 }
 
 // pending is obj's pendingDeletions entry, naming its cluster.
@@ -344,12 +354,8 @@ func (e *Engine) processOrphanItem(ctx context.Context, eventTarget runtime.Obje
 		// The resource's delay changed: the item says the delay its countdown
 		// runs with, held or not, which `kubectl limbo pending` and `expedite`
 		// read. (An item deleted now is not written first.)
-		var delay any = set.Delay
-		if set.Delay == "" {
-			delay = nil // no delay: the annotation goes (an empty one is invalid)
-		}
 		err = patchWith(ctx, sub.client, obj, map[string]any{"metadata": map[string]any{
-			"annotations":     map[string]any{limbov1alpha1.AnnotationDeletionDelay: delay},
+			"annotations":     map[string]any{limbov1alpha1.AnnotationDeletionDelay: set.delayValue()},
 			"resourceVersion": obj.GetResourceVersion(),
 		}})
 		if !out.wrote(err) {
@@ -403,8 +409,13 @@ func (s ItemSet) State(it Item) State {
 	for k, v := range st.Annotations {
 		ann[k] = v
 	}
+	// The resource's delay decides, whatever the item's own says: none deletes
+	// it at once (an own delay kept decided a countdown whose stamp wrote an
+	// empty delay, invalid at the next pass: never deleted).
 	if s.Delay != "" {
 		ann[limbov1alpha1.AnnotationDeletionDelay] = s.Delay
+	} else {
+		delete(ann, limbov1alpha1.AnnotationDeletionDelay)
 	}
 	st.Annotations = ann
 	return st

@@ -256,6 +256,39 @@ func TestProcessItemsDelayRefreshed(t *testing.T) {
 	}
 }
 
+// A resource without a delay deletes its orphan items at once, whatever delay
+// they carry of their own (an object a Bundle of the target cluster made with
+// its own limbo.dev/deletionDelay, a value set by hand): the resource's delay
+// decides items. It stamped them with their own delay and wrote an empty one,
+// which the next pass found invalid, and the item was never deleted.
+func TestProcessItemsWithoutADelay(t *testing.T) {
+	del := "DELETE ConfigMap team-a/x uid=uid-x rv=999 propagation=Background"
+	for _, tc := range []struct {
+		name  string
+		delay string // the resource's
+		own   map[string]string
+		want  []string
+	}{
+		{"its own delay", "", map[string]string{delayKey: "24h"}, []string{del}},
+		{"its own delay invalid", "", map[string]string{delayKey: "soon"}, []string{del}},
+		{"its own delay empty", "", map[string]string{delayKey: ""}, []string{del}},
+		{"the resource's delay over an invalid own one", "10m", map[string]string{delayKey: "soon"},
+			[]string{`PATCH ConfigMap team-a/x application/merge-patch+json {"metadata":{"annotations":{"limbo.dev/deletionDelay":"10m","limbo.dev/deletionTimestamp":"2025-03-14T12:30:45Z","limbo.dev/pluginResource":"team-a/shop/node-removal"},"labels":{"limbo.dev/pending-deletion":"true"},"resourceVersion":"999"}}`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, cm("x", tc.own, nil))
+			out := h.engine.ProcessItems(context.Background(), bundle(), softdelete.ItemSet{Owner: owner, Delay: tc.delay,
+				Items: []softdelete.Item{h.item(t, "x", false, "n1", 0)}})
+			if out.Err != nil {
+				t.Fatal(out.Err)
+			}
+			if !reflect.DeepEqual(h.calls, tc.want) {
+				t.Errorf("API calls:\n%q\nwant:\n%q", h.calls, tc.want)
+			}
+		})
+	}
+}
+
 // Items of another cluster (ItemSet.Cluster) are stamped, cancelled and deleted
 // through that cluster's client, never the engine's own, and their
 // pendingDeletions entries and events name the cluster.
