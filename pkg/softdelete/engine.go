@@ -257,7 +257,8 @@ func (e *Engine) stamp(ctx context.Context, eventTarget runtime.Object, s subjec
 // and the pending-deletion label, on the object as read, then the event and the
 // audit line. The write carries the resourceVersion read: a concurrent change (a
 // re-add, an edited delay) makes it a Conflict, reported as conflict and not as
-// an error, since it means "read and decide again" (DESIGN.md §4).
+// an error, since it means "read and decide again" (DESIGN.md §4); so does an
+// object deleted meanwhile (NotFound).
 func (e *Engine) stampAndAnnounce(ctx context.Context, eventTarget runtime.Object, s subject, d Decision) (conflict bool, err error) {
 	if d.Action == ActionRestamp {
 		e.Recorder.Eventf(eventTarget, corev1.EventTypeWarning, limbov1alpha1.EventInvalidStamp, "%s: %v", s.ref, d.Err)
@@ -270,7 +271,9 @@ func (e *Engine) stampAndAnnounce(ctx context.Context, eventTarget runtime.Objec
 		"resourceVersion": s.obj.GetResourceVersion(),
 	}})
 	switch {
-	case apierrors.IsConflict(err):
+	case apierrors.IsConflict(err), apierrors.IsNotFound(err):
+		// NotFound: deleted by someone else since it was read, which the next
+		// read shows; no failure.
 		return true, nil
 	case err != nil:
 		return false, err

@@ -460,6 +460,24 @@ func TestEngineOrphanStaleObjectConflicts(t *testing.T) {
 	}
 }
 
+// An orphan deleted by someone else before its stamp (the cache had not shown
+// the delete yet) is read again, as after a Conflict: NotFound is no failure.
+// The pass failed with "not found" in the object's entry and backed off.
+func TestEngineOrphanGoneBeforeItsStamp(t *testing.T) {
+	h := newHarness(t, cm("db", map[string]string{delayKey: "1h"}, nil))
+	cached := h.live(t, "db")
+	if err := h.client.Delete(context.Background(), cached.DeepCopy()); err != nil {
+		t.Fatal(err)
+	}
+	out := h.engine.Orphan(context.Background(), bundle(), cached, nil)
+	if out.Err != nil || !out.ReadAgain || !out.WakeAt.IsZero() || out.Pending == nil || out.Pending.Message != "" {
+		t.Fatalf("Err/ReadAgain/WakeAt/Pending = %v/%v/%v/%+v, want nil/true/zero/an entry without a message", out.Err, out.ReadAgain, out.WakeAt, out.Pending)
+	}
+	if got := h.events(); len(got) != 0 {
+		t.Errorf("events %q after a failed stamp", got)
+	}
+}
+
 // A stamp refused as Invalid shows the API server's causes sorted in the
 // object's pendingDeletions entry: the API server lists them in the order its
 // validation walked a map (an object its CRD's schema no longer accepts), and

@@ -233,11 +233,11 @@ func (o *ItemsOutcome) follow(item Outcome) bool {
 }
 
 // wrote records the outcome of a write on an item as it was read: a Conflict (it
-// changed since) means read and decide again, at once, and is no error. It reports
-// whether the write failed otherwise.
+// changed since) or NotFound (it was deleted since) means read and decide again,
+// at once, and is no error. It reports whether the write failed otherwise.
 func (o *ItemsOutcome) wrote(err error) (failed bool) {
 	switch {
-	case apierrors.IsConflict(err):
+	case apierrors.IsConflict(err), apierrors.IsNotFound(err):
 		o.ReadAgain = true
 		return false
 	case err != nil:

@@ -256,6 +256,30 @@ func TestProcessItemsDelayRefreshed(t *testing.T) {
 	}
 }
 
+// An item deleted by someone else since it was read is read again, whatever the
+// write that found it gone — a stamp, the delay written back: no failure.
+func TestProcessItemsItemGoneBeforeItsWrite(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		item *unstructured.Unstructured
+	}{
+		{"its stamp", cm("x", nil, nil)},
+		{"its delay written back", cm("x", map[string]string{delayKey: "24h", stampKey: "2025-03-14T12:25:00Z", ownerKey: owner}, nil)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, tc.item)
+			read := h.item(t, "x", false, "n1", 0)
+			if err := h.client.Delete(context.Background(), read.Object.DeepCopyObject().(client.Object)); err != nil {
+				t.Fatal(err)
+			}
+			out := h.engine.ProcessItems(context.Background(), bundle(), softdelete.ItemSet{Owner: owner, Delay: "10m", Items: []softdelete.Item{read}})
+			if out.Err != nil || !out.ReadAgain {
+				t.Errorf("Err/ReadAgain = %v/%v, want nil/true", out.Err, out.ReadAgain)
+			}
+		})
+	}
+}
+
 // A resource without a delay deletes its orphan items at once, whatever delay
 // they carry of their own (an object a Bundle of the target cluster made with
 // its own limbo.dev/deletionDelay, a value set by hand): the resource's delay
