@@ -173,6 +173,19 @@ func (r *Reconciler) nextWave(ctx context.Context, b *limbov1alpha1.Bundle, orde
 			var err error
 			// The audit trail names the resource the object was (the pass's does too).
 			octx := log.IntoContext(ctx, log.FromContext(ctx).WithValues("resource", lastResourceOf(b, o)))
+			if declaredInLimbo(b, o) {
+				// Its countdown is from before the spec declared it again: no
+				// pass took it back (the Bundle deleted first, or a spec error
+				// stopping every pass). Taken out of limbo, it is released by
+				// the next pass with a countdown from the Bundle's deletion,
+				// as every object the Bundle declared when it went; the old,
+				// long due, had the reaper delete it at once.
+				if _, err = r.Engine.Desired(octx, b, o); isTeardownFailure(err) {
+					failures = append(failures, err.Error())
+				}
+				settled = false
+				continue
+			}
 			adopter, adopted := adopters.releaseForAdoption(octx, o)
 			if _, delayed := o.GetAnnotations()[limbov1alpha1.AnnotationDeletionDelay]; delayed || adopted {
 				err = r.Engine.Release(octx, b, o, b, adopter)
@@ -203,6 +216,16 @@ func (r *Reconciler) nextWave(ctx context.Context, b *limbov1alpha1.Bundle, orde
 		return ctrl.Result{RequeueAfter: teardownInterval}, true, nil
 	}
 	return ctrl.Result{}, false, nil
+}
+
+// declaredInLimbo reports whether o, an object b controls, counts down while
+// a template of b's spec that can be read declares it.
+func declaredInLimbo(b *limbov1alpha1.Bundle, o client.Object) bool {
+	if _, stamped := o.GetAnnotations()[limbov1alpha1.AnnotationDeletionTimestamp]; !stamped {
+		return false
+	}
+	declared, _ := bundlespec.DeclaresReadably(b, o.GetObjectKind().GroupVersionKind().GroupKind(), o.GetName())
+	return declared != bundlespec.NotDeclared
 }
 
 // letGo removes b's finalizer once nothing of b's is left to find:
