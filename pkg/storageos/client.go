@@ -209,15 +209,26 @@ func (c *Client) ListNamespaces(ctx context.Context) ([]Namespace, error) {
 // ErrNamespaceNotEmpty (it still holds volumes), ErrStaleVersion (list
 // again), ErrUnauthorized, or otherwise an *APIError or a transport error.
 func (c *Client) DeleteNamespace(ctx context.Context, id, version string) error {
-	if id == "" {
-		return fmt.Errorf("storageos: %s: empty namespace id", OpDeleteNamespace)
-	}
 	if version == "" {
 		return fmt.Errorf("storageos: %s: empty version for namespace %q", OpDeleteNamespace, id)
 	}
+	return c.deleteNamespace(ctx, id, url.Values{"version": {version}})
+}
+
+// DeleteNamespaceAnyVersion deletes the namespace id whatever its version
+// (DELETE /v2/namespaces/{id}?ignore-version=true): for a namespace known by
+// its ID only, which StorageOS never gives another namespace. Errors as
+// DeleteNamespace's, but no ErrStaleVersion.
+func (c *Client) DeleteNamespaceAnyVersion(ctx context.Context, id string) error {
+	return c.deleteNamespace(ctx, id, url.Values{"ignore-version": {"true"}})
+}
+
+func (c *Client) deleteNamespace(ctx context.Context, id string, q url.Values) error {
+	if id == "" {
+		return fmt.Errorf("storageos: %s: empty namespace id", OpDeleteNamespace)
+	}
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	q := url.Values{"version": {version}}
 	resp, err := c.authed(ctx, OpDeleteNamespace, http.MethodDelete, "/namespaces/"+url.PathEscape(id)+"?"+q.Encode(), nil)
 	if err != nil {
 		return err

@@ -854,3 +854,29 @@ func TestDeleteNamespaceRedirectionIsNoSuccess(t *testing.T) {
 		t.Error("the namespace is gone")
 	}
 }
+
+// DeleteNamespaceAnyVersion deletes a namespace whatever its version (a stale
+// one is no 412), refuses one that holds volumes, and says 404 for one gone.
+func TestDeleteNamespaceAnyVersion(t *testing.T) {
+	h := newHarness(t)
+	ns := h.sim.AddNamespace("team-a")
+	if err := h.sim.SetVolumes("team-a", 1); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := h.client.DeleteNamespaceAnyVersion(ctx, ns.ID); !errors.Is(err, storageos.ErrNamespaceNotEmpty) {
+		t.Fatalf("first delete = %v, want ErrNamespaceNotEmpty", err)
+	}
+	if err := h.sim.SetVolumes("team-a", 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.client.DeleteNamespaceAnyVersion(ctx, ns.ID); err != nil {
+		t.Fatalf("second delete: %v", err)
+	}
+	if _, ok := h.sim.Namespace("team-a"); ok {
+		t.Error("team-a still exists")
+	}
+	if err := h.client.DeleteNamespaceAnyVersion(ctx, ns.ID); !errors.Is(err, storageos.ErrNotFound) {
+		t.Fatalf("third delete = %v, want ErrNotFound", err)
+	}
+}

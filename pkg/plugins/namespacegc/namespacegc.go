@@ -195,8 +195,10 @@ func (p *Plugin) Plan(ctx context.Context, req plugin.Request) (*plugin.Result, 
 		}
 		inv.External = append(inv.External, item)
 	}
+	// A deletion is forgotten once its backend namespace is gone; a listing of
+	// none at all (StorageOS always has its default one) shows nothing gone.
 	for name := range st.gone {
-		if !inBackend[name] {
+		if !inBackend[name] && len(backend) > 0 {
 			delete(st.gone, name)
 		}
 	}
@@ -249,6 +251,9 @@ func (p *Plugin) DeleteExternal(ctx context.Context, req plugin.Request, item li
 		if err != nil {
 			return err
 		}
+		if len(list) == 0 {
+			return deleteUnlisted(ctx, api, name, item.ID)
+		}
 		var current *storageos.Namespace
 		for i := range list {
 			if list[i].ID == item.ID {
@@ -279,6 +284,23 @@ func (p *Plugin) DeleteExternal(ctx context.Context, req plugin.Request, item li
 		default:
 			return err
 		}
+	}
+}
+
+// deleteUnlisted deletes the namespace id (named name) after a listing of no
+// namespace at all: StorageOS always has its default one, so such a listing —
+// a proxy's, or a StorageOS restarting — is no proof that the namespace is
+// gone, and a Deleted event for one that still exists would be a false audit
+// trail. The DELETE by its ID decides, its version ignored (StorageOS never
+// gives an ID to another namespace): 404 is gone, the listing agreeing.
+func deleteUnlisted(ctx context.Context, api *storageos.Client, name, id string) error {
+	switch err := api.DeleteNamespaceAnyVersion(ctx, id); {
+	case err == nil, errors.Is(err, storageos.ErrNotFound):
+		return nil
+	case errors.Is(err, storageos.ErrNamespaceNotEmpty):
+		return fmt.Errorf("StorageOS namespace %q still holds volumes: %w", name, err)
+	default:
+		return err
 	}
 }
 

@@ -1152,3 +1152,82 @@ func TestPlanOfAnUnchangedWorldIsIdentical(t *testing.T) {
 		})
 	}
 }
+
+// emptyListings answers every namespace listing with an empty array, as a
+// proxy or a StorageOS restarting may, while the namespaces stay.
+func emptyListings(w http.ResponseWriter, r *http.Request) bool {
+	if r.Method != http.MethodGet || r.URL.Path != "/v2/namespaces" {
+		return false
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = io.WriteString(w, "[]")
+	return true
+}
+
+// A listing with no namespace at all — StorageOS always has its default one —
+// is no proof that the namespace is gone: the DELETE by its ID, the version
+// ignored (the ID is never reused), decides. The namespace was reported deleted
+// (a Deleted event, the Tombstone ended) while StorageOS still held it.
+func TestDeleteExternalEmptyListing(t *testing.T) {
+	t.Run("the namespace is there: deleted", func(t *testing.T) {
+		f := newFixture(t, namespacegc.Options{}, "default")
+		f.sim.AddNamespace("a")
+		f.mu.Lock()
+		f.answer = emptyListings
+		f.mu.Unlock()
+		if err := f.deleteExternal(f.spec(""), "a"); err != nil {
+			t.Fatalf("DeleteExternal = %v, want nil", err)
+		}
+		if _, ok := f.sim.Namespace("a"); ok {
+			t.Error("backend namespace a still exists")
+		}
+	})
+	t.Run("the namespace holds volumes: an error", func(t *testing.T) {
+		f := newFixture(t, namespacegc.Options{}, "default")
+		f.sim.AddNamespace("a")
+		if err := f.sim.SetVolumes("a", 1); err != nil {
+			t.Fatal(err)
+		}
+		f.mu.Lock()
+		f.answer = emptyListings
+		f.mu.Unlock()
+		if err := f.deleteExternal(f.spec(""), "a"); !errors.Is(err, storageos.ErrNamespaceNotEmpty) {
+			t.Fatalf("DeleteExternal = %v, want storageos.ErrNamespaceNotEmpty", err)
+		}
+		if _, ok := f.sim.Namespace("a"); !ok {
+			t.Error("a namespace with volumes was deleted")
+		}
+	})
+	t.Run("no namespace at all: 404 is success", func(t *testing.T) {
+		f := newFixture(t, namespacegc.Options{}, "default")
+		removeBackendNamespace(t, f.sim, "default")
+		before := f.sim.Calls(storageossim.OpDeleteNamespace)
+		err := f.deleteItem(f.spec(""), limbov1alpha1.ExternalItem{Kind: namespacegc.ItemKind, ID: "5f2b8a4e-0000-4000-8000-000000000000", Name: "gone"})
+		if err != nil {
+			t.Fatalf("DeleteExternal = %v, want nil", err)
+		}
+		if n := f.sim.Calls(storageossim.OpDeleteNamespace) - before; n != 1 {
+			t.Errorf("%d DELETE calls, want 1", n)
+		}
+	})
+}
+
+// A plan that lists no StorageOS namespace at all forgets no Kubernetes
+// Namespace it saw deleted: once the namespace is listed again, it is an orphan.
+// It was forgotten, and found again only by the next garbage collection (with
+// gcInterval 0s, never).
+func TestPlanEmptyListingForgetsNoDeletion(t *testing.T) {
+	f := newFixture(t, namespacegc.Options{}, "default", "a")
+	f.sim.AddNamespace("a")
+	spec := f.spec(noGC)
+	f.mustPlan(spec, t0)
+	f.deleteNamespace("a")
+	f.mu.Lock()
+	f.answer = emptyListings
+	f.mu.Unlock()
+	expectJudged(t, f.judged(f.mustPlan(spec, t0.Add(time.Second))), map[string]bool{})
+	f.mu.Lock()
+	f.answer = nil
+	f.mu.Unlock()
+	expectJudged(t, f.judged(f.mustPlan(spec, t0.Add(2*time.Second))), map[string]bool{"default": true, "a": false})
+}
