@@ -30,7 +30,9 @@ import (
 type externalDeletes struct {
 	// done is told of the Tombstones to reconcile again: a delete of theirs
 	// finished in the background, or a turn of their resource freed.
-	done        chan<- event.GenericEvent
+	done chan<- event.GenericEvent
+	// await waits up to wait for a delete to finish (plugin.AwaitCall).
+	await       func(ctx context.Context, finished <-chan struct{}, wait time.Duration) bool
 	wait        time.Duration
 	perResource int
 
@@ -65,7 +67,7 @@ type deleteCall struct {
 }
 
 func newExternalDeletes(done chan<- event.GenericEvent, perResource int) *externalDeletes {
-	return &externalDeletes{done: done, wait: plugin.CallWait, perResource: max(perResource, 1),
+	return &externalDeletes{done: done, wait: plugin.CallWait, await: plugin.AwaitCall, perResource: max(perResource, 1),
 		calls: map[types.NamespacedName]*deleteCall{}, running: map[resourceKey]int{},
 		queued: map[resourceKey][]types.NamespacedName{}, woken: map[types.NamespacedName]resourceKey{}}
 }
@@ -178,12 +180,18 @@ func (d *externalDeletes) start(ctx context.Context, ts *limbov1alpha1.Tombstone
 		}
 	}()
 
-	finished = plugin.AwaitCall(ctx, call.finished, d.wait)
+	finished = d.await(ctx, call.finished, d.wait)
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if !finished {
-		call.notify = true
-		return false, nil
+		select {
+		case <-call.finished:
+			// It ended after the wait, before this lock: it found nobody to
+			// trigger, so it is this worker's to record.
+		default:
+			call.notify = true
+			return false, nil
+		}
 	}
 	delete(d.calls, key)
 	return true, call.err

@@ -92,6 +92,32 @@ func TestExternalDeletesOutlastTheWait(t *testing.T) {
 	}
 }
 
+// A delete that ends as the wait runs out — after the timer fired, before the
+// worker takes the lock — is handed to the worker as finished: its end found
+// nobody waiting for a trigger, and the Tombstone waited for the resync (30
+// minutes; never with --resync-period=0s), its backoff lost.
+func TestExternalDeleteEndingAsTheWaitRunsOut(t *testing.T) {
+	done := make(chan event.GenericEvent, 4)
+	d := newExternalDeletes(done, 1)
+	d.await = func(_ context.Context, finished <-chan struct{}, _ time.Duration) bool {
+		<-finished // the timer fired as the delete ended
+		return false
+	}
+	ts := testTombstone("a", "shop", "items")
+	if !d.reserve(ts) {
+		t.Fatal("no turn")
+	}
+	failure := errors.New("backend says no")
+	finished, err := d.start(context.Background(), ts, 1, func(context.Context) error { return failure })
+	if !finished || err != failure {
+		t.Fatalf("start = (%v, %v), want the delete finished with its error", finished, err)
+	}
+	if _, _, ok := d.pending(ts); ok {
+		t.Error("the finished delete is still pending")
+	}
+	noTrigger(t, done)
+}
+
 // A delete outlives the pass that started it but not the manager: it runs under
 // the pass's context, which controller-runtime cancels only when the manager
 // stops; the turn is given back.
@@ -227,7 +253,9 @@ func TestExternalDeletesPredecessorAndForget(t *testing.T) {
 // A Tombstone whose delete hangs does not hold its worker: the reconcile that
 // starts it returns after the wait with the attempt counted; one that comes
 // while it runs starts no other; when it ends the Tombstone is triggered, and
-// the next reconcile records the deletion and removes the Tombstone.
+// the next reconcile records the deletion and removes the Tombstone. Each
+// reconcile while it runs requeues after plugin.CallTimeout, the delete's
+// bound, in case its trigger is dropped.
 func TestReconcileHangingDelete(t *testing.T) {
 	h := newHarness(t, 0)
 	h.plugin.gate = make(chan struct{})
@@ -236,8 +264,8 @@ func TestReconcileHangingDelete(t *testing.T) {
 	h.clock.Step(time.Minute)
 
 	for i := range 2 {
-		if res := h.reconcile(); res != (ctrl.Result{}) {
-			t.Fatalf("reconcile %d while the delete hangs: %+v, want no requeue (its end triggers the Tombstone)", i+1, res)
+		if res := h.reconcile(); res != (ctrl.Result{RequeueAfter: plugin.CallTimeout}) {
+			t.Fatalf("reconcile %d while the delete hangs: %+v, want the safety net's requeue after %v (its end triggers the Tombstone)", i+1, res, plugin.CallTimeout)
 		}
 		ts := h.tombstone()
 		if ts == nil || !controllerutil.ContainsFinalizer(ts, limbov1alpha1.FinalizerHardDelete) || ts.Status.Attempts != 1 {

@@ -143,7 +143,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	r.statuses.Known(&cached, &cached.Status)
 	if call, running, ok := r.deletes.pending(&cached); ok {
 		if running {
-			return ctrl.Result{}, nil // its end triggers the Tombstone
+			// Its end triggers the Tombstone; the requeue is the safety net for a
+			// trigger dropped (plugin.Trigger never blocks).
+			return ctrl.Result{RequeueAfter: plugin.CallTimeout}, nil
 		}
 		return r.recordFinished(ctx, req.NamespacedName, call)
 	}
@@ -210,7 +212,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	item := ts.DeepCopy() // the delete may outlive this reconcile
 	finished, err := r.deletes.start(ctx, &ts, status.Attempts, func(ctx context.Context) error { return r.deleteItem(ctx, item, b) })
 	if !finished {
-		return ctrl.Result{}, nil // its end triggers the Tombstone
+		return ctrl.Result{RequeueAfter: plugin.CallTimeout}, nil // its end triggers the Tombstone; the requeue is the safety net
 	}
 	return r.record(ctx, &ts, status.Attempts, err)
 }
