@@ -106,6 +106,9 @@ func bundleReport(ctx context.Context, c client.Client, t target, obj metav1.Obj
 		return key, ""
 	}
 	if entry := pendingEntry(&b, t.mapping.GroupVersionKind.GroupKind(), t.namespace, t.name); entry != nil {
+		if specInvalid(&b) {
+			return key, joinMessages(entry.Message, msgSpecInvalid)
+		}
 		return key, entry.Message
 	}
 	return key, ""

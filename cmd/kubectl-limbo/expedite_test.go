@@ -205,11 +205,22 @@ func TestExpediteHeld(t *testing.T) {
 			entry("ConfigMap", "team-a", "worker-1-volume", "due; held: the node is still cordoned"),
 		}},
 	}
+	// A Bundle whose spec is invalid decides nothing: its entry of the last
+	// pass says nothing, the Bundle's condition does.
+	broken := &limbov1alpha1.Bundle{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "broken", UID: uid("broken")},
+		Status: limbov1alpha1.BundleStatus{
+			Conditions:       []metav1.Condition{{Type: limbov1alpha1.ConditionStalled, Status: metav1.ConditionTrue, Reason: limbov1alpha1.ReasonInvalidSpec}},
+			PendingDeletions: []limbov1alpha1.PendingDeletion{entry("ConfigMap", "team-a", "frozen", "")},
+		},
+	}
+	frozen := inLimbo("team-a", "frozen", "broken", "1h", stampAgo(time.Minute))
+	frozen.OwnerReferences = []metav1.OwnerReference{bundleOwner("broken", true)}
 	pluginItem := inLimbo("team-a", "worker-1-volume", "", "1h", stampAgo(time.Minute))
 	delete(pluginItem.Labels, limbov1alpha1.LabelBundle)
 	pluginItem.Annotations[limbov1alpha1.AnnotationPluginResource] = "infra/nodes/node-removal"
 	objs := []client.Object{
-		shop, nodes,
+		shop, nodes, broken, &corev1.ConfigMap{ObjectMeta: frozen},
 		&corev1.ConfigMap{ObjectMeta: withOwner(inLimbo("team-a", "held", "shop", "1h", stampAgo(time.Minute)))},
 		&corev1.ConfigMap{ObjectMeta: withOwner(inLimbo("team-a", "running", "shop", "1h", stampAgo(time.Minute)))},
 		// Released by a teardown: no owner, the label names the Bundle.
@@ -224,6 +235,7 @@ func TestExpediteHeld(t *testing.T) {
 	}{
 		{"configmap/held", "2026-03-01T10:59:00Z", "1h0m0s", "Bundle team-a/shop reports: waiting for every resource of the Bundle to be Ready\n"},
 		{"configmap/running", "2026-03-01T10:59:00Z", "1h0m0s", ""},
+		{"configmap/frozen", "2026-03-01T10:59:00Z", "1h0m0s", "Bundle team-a/broken reports: not deleted while the Bundle's spec is invalid (see its Stalled condition)\n"},
 		{"configmap/released", "2026-03-01T10:59:00Z", "1h0m0s", ""},
 		{"configmap/unknown-bundle", "2026-03-01T10:59:00Z", "1h0m0s", ""},
 		{"configmap/worker-1-volume", "2026-03-01T10:59:00Z", "1h0m0s", "Bundle infra/nodes reports: due; held: the node is still cordoned\n"},

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -139,10 +140,25 @@ func (p *pendingItem) addMessage(msg string) {
 		p.Message = msg
 		return
 	}
-	if p.Message != "" {
-		p.Message += "; "
+	p.Message = joinMessages(p.Message, msg)
+}
+
+// msgSpecInvalid is the message of an orphan whose Bundle's spec is invalid.
+const msgSpecInvalid = "not deleted while the Bundle's spec is invalid (see its Stalled condition)"
+
+// specInvalid reports whether b's last pass found its spec invalid: it writes
+// and deletes nothing of b's until the spec is fixed (DESIGN §2).
+func specInvalid(b *limbov1alpha1.Bundle) bool {
+	c := meta.FindStatusCondition(b.Status.Conditions, limbov1alpha1.ConditionStalled)
+	return c != nil && c.Status == metav1.ConditionTrue && c.Reason == limbov1alpha1.ReasonInvalidSpec
+}
+
+// joinMessages is a and b, "; "-separated when both are set.
+func joinMessages(a, b string) string {
+	if a == "" {
+		return b
 	}
-	p.Message += msg
+	return a + "; " + b
 }
 
 // hold marks the item held: something (its message says what) keeps it from
@@ -256,6 +272,7 @@ func collectPending(ctx context.Context, src pendingSources, namespace string, s
 	notShown := map[itemKey]pendingItem{}
 	for _, bundle := range bundles {
 		concerns := namespace == "" || bundle.Namespace == namespace // namespace, which -n asks for
+		frozen := specInvalid(&bundle)
 		for _, entry := range bundle.Status.PendingDeletions {
 			if ns := entryNamespace(&bundle, &entry); namespace != "" && ns != namespace {
 				// -A lists it in its namespace; -n of that namespace too.
@@ -266,6 +283,13 @@ func collectPending(ctx context.Context, src pendingSources, namespace string, s
 				continue
 			}
 			concerns = true
+			held := entry.Held()
+			if frozen && !entry.BeingDeleted() {
+				// Its pass decides nothing until the spec is fixed: the entry is
+				// the last one it wrote, due or not.
+				entry.Message = joinMessages(entry.Message, msgSpecInvalid)
+				held = true
+			}
 			// An entry adds its message to its object's row; a cluster-scoped one (a
 			// plugin's object item, a Csibmnode) is a row of its own: the label
 			// listing covers namespaced kinds only.
@@ -292,7 +316,7 @@ func collectPending(ctx context.Context, src pendingSources, namespace string, s
 				item.addMessage("in cluster " + entry.Cluster)
 			} else if i, ok := index[item.key()]; ok {
 				items[i].addMessage(entry.Message) // an empty message adds nothing
-				if entry.Held() {
+				if held {
 					// A stamped orphan its Bundle holds back: its deadline may have
 					// come, but it is not deleted while the hold lasts.
 					items[i].hold()
@@ -313,7 +337,7 @@ func collectPending(ctx context.Context, src pendingSources, namespace string, s
 			switch {
 			case entry.BeingDeleted():
 				item.countdown = countdownDeleting // as markDeleting does for a row of the object
-			case entry.Held():
+			case held:
 				item.hold() // its deadline shown, not its countdown: the Bundle holds it
 			}
 			item.addMessage(entry.Message)

@@ -797,6 +797,35 @@ Namespace   node-item   shop     2026-02-27T12:00:00Z   held        waiting for 
 	}
 }
 
+// A Bundle whose spec is invalid decides nothing about its orphans (DESIGN §2:
+// a spec error writes and deletes nothing): its objects in limbo are held,
+// not due, though their deadlines have come, whatever their entries say. They
+// showed as due, and expedite said the next pass would delete them.
+func TestPendingOrphansOfAnInvalidSpecAreHeld(t *testing.T) {
+	overdue := &metav1.Time{Time: testNow.Add(-48 * time.Hour).Truncate(time.Second)}
+	bundle := &limbov1alpha1.Bundle{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "shop", UID: uid("shop")},
+		Status: limbov1alpha1.BundleStatus{
+			Conditions: []metav1.Condition{{Type: limbov1alpha1.ConditionStalled, Status: metav1.ConditionTrue, Reason: limbov1alpha1.ReasonInvalidSpec}},
+			PendingDeletions: []limbov1alpha1.PendingDeletion{
+				{APIVersion: "v1", Kind: "ConfigMap", Namespace: "team-a", Name: "db", DeleteAfter: overdue},
+				{APIVersion: "v1", Kind: "Namespace", Name: "node-item", DeleteAfter: overdue, Message: "delete failed: etcd timeout"},
+			}},
+	}
+	f := newFixture(t, nil, bundle, &corev1.ConfigMap{ObjectMeta: inLimbo("team-a", "db", "shop", "1h", stampAgo(49*time.Hour))})
+	code, out, errOut := f.run("pending", "-n", "team-a")
+	if code != 0 || errOut != "" {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+	want := `KIND        NAME        BUNDLE   DELETE-AFTER           TIME-LEFT   MESSAGE
+ConfigMap   db          shop     2026-02-27T12:00:00Z   held        not deleted while the Bundle's spec is invalid (see its Stalled condition)
+Namespace   node-item   shop     2026-02-27T12:00:00Z   held        delete failed: etcd timeout; not deleted while the Bundle's spec is invalid (see its Stalled condition)
+`
+	if got := trimTrailingSpaces(out); got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+}
+
 // --chunk-size pages every LIST pending makes (the Bundles, the Tombstones and
 // the objects of each kind), as kubectl get does, and every page counts: the
 // rows are those of one answer per list.
