@@ -81,8 +81,13 @@ same reason.`,
 			}
 			fmt.Fprintf(o.Out, "%s: deletion cancelled; removed %s.\n", t, strings.Join(result.Removed, ", "))
 			if k := result.Keeper; k.Bundle == (client.ObjectKey{}) {
-				fmt.Fprintf(o.Out, "No Bundle manages it now; to bring it back under a Bundle, declare it there with the annotation %s: \"true\".\n",
-					limbov1alpha1.AnnotationAdopt)
+				if adopter := adopterOf(cmd.Context(), c, t); adopter != nil {
+					fmt.Fprintf(o.Out, "Bundle %s declares it to adopt it (%s): its next pass adopts it and applies its template over it; to keep the object as it is, remove it from that Bundle's spec.\n",
+						client.ObjectKeyFromObject(adopter), limbov1alpha1.AnnotationAdopt)
+				} else {
+					fmt.Fprintf(o.Out, "No Bundle manages it now; to bring it back under a Bundle, declare it there with the annotation %s: \"true\".\n",
+						limbov1alpha1.AnnotationAdopt)
+				}
 			} else {
 				fmt.Fprintf(o.Out, "Bundle %s declares it again and keeps managing it: its owner reference and the label %s=%s are kept.\n",
 					k.Bundle, limbov1alpha1.LabelBundle, k.Bundle.Name)
@@ -90,6 +95,19 @@ same reason.`,
 			return nil
 		},
 	}
+}
+
+// adopterOf is the Bundle of t's namespace that declares t to adopt it, nil when
+// none does or the Bundles cannot be listed (nothing more to say then).
+func adopterOf(ctx context.Context, c client.Client, t target) *limbov1alpha1.Bundle {
+	if t.namespace == "" {
+		return nil // a Bundle declares objects of its own namespace only
+	}
+	bundles, err := namespaceBundles(ctx, c, t.namespace)
+	if err != nil {
+		return nil
+	}
+	return bundlespec.Adopter(bundles, t.mapping.GroupVersionKind.GroupKind(), t.name, "")
 }
 
 // cancelResult is what cancelDeletion removed, and the Bundle that keeps the

@@ -640,3 +640,17 @@ func TestConflictRetriesOutlastABusyObject(t *testing.T) {
 		})
 	}
 }
+
+// A released object that another Bundle declares to adopt is taken over by that
+// Bundle's next pass: cancel says so, where it said that no Bundle manages it.
+func TestCancelOfAnObjectAnotherBundleAdopts(t *testing.T) {
+	m := inLimbo("team-a", "keep", "shop", "24h", stampAgo(time.Hour))
+	m.Annotations[limbov1alpha1.AnnotationReleased] = stampAgo(time.Hour)
+	f := newFixture(t, nil, &corev1.ConfigMap{ObjectMeta: m}, adoptingBundle(t, "next", "keep"))
+	code, out, errOut := f.run("cancel", "-n", "team-a", "configmap/keep")
+	want := "configmap/keep: deletion cancelled; removed annotation limbo.dev/deletionTimestamp, annotation limbo.dev/released, label limbo.dev/pending-deletion=true, label limbo.dev/bundle=shop.\n" +
+		"Bundle team-a/next declares it to adopt it (limbo.dev/adopt): its next pass adopts it and applies its template over it; to keep the object as it is, remove it from that Bundle's spec.\n"
+	if code != 0 || out != want || errOut != "" {
+		t.Errorf("exit %d, stderr %q, stdout\n%s\nwant\n%s", code, errOut, out, want)
+	}
+}
