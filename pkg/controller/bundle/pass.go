@@ -531,7 +531,18 @@ func (p *pass) syncOne(ctx context.Context, name string, tmpl *unstructured.Unst
 		if !p.stillInShard(ctx) {
 			return left()
 		}
+		if adopting {
+			// Adopted only as it was read: another Bundle adopting it at the
+			// same moment (under the same field manager, whose apply would drop
+			// the other's owner reference) or a delete and re-create since makes
+			// this a Conflict, decided again on the next read.
+			desired.SetResourceVersion(live.GetResourceVersion())
+		}
 		if err := p.r.apply(ctx, desired, p.plan.Referenced(name)); err != nil {
+			if adopting && apierrors.IsConflict(err) {
+				p.after(conflictRetry)
+				return fail(limbov1alpha1.ResourceInProgress, limbov1alpha1.ReasonProgressing, "%s %q changed since it was read for its adoption; checking again", gvk.Kind, tmpl.GetName())
+			}
 			return p.applyFailed(ctx, &out, desired, err)
 		}
 		if err := p.intoShard(ctx, desired); err != nil {
