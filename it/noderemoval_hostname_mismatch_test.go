@@ -2,6 +2,7 @@ package it
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -59,7 +60,7 @@ func TestNodeRemovalHostnameMismatchPodGate(t *testing.T) {
 	fqdn := n.registerUnderFQDN(t, drainTaint)
 	csiPod := n.podOn(t, ns, "csi-node", fqdn.Name, map[string]string{"app": "csi-baremetal-node"})
 	b := nodeRemovalBundle(t, ns, "2s", map[string]any{"nodePodSelector": map[string]any{"matchLabels": map[string]any{"app": "csi-baremetal-node"}}})
-	n.waitLabelled(t, true) // matched by its address
+	n.waitMarkedDrained(t) // matched by its address
 	deleteNode(t, fqdn.Name)
 
 	n.waitHeldByPod(t, b, ns, "csi-node", fqdn.Name)
@@ -68,4 +69,18 @@ func TestNodeRemovalHostnameMismatchPodGate(t *testing.T) {
 	}
 
 	n.deletePodAndWaitRemoved(t, csiPod)
+}
+
+// waitMarkedDrained waits until n's Csibmnode, whose hostname is not its Node's
+// name, is marked drained with limbo's annotation and carries no drain label:
+// csi-baremetal's operator would take its hostname for its Node's name, find no
+// Node of that name, and remove the live node's records at once.
+func (n *csiNode) waitMarkedDrained(t testing.TB) {
+	t.Helper()
+	waitObject(t, noderemoval.GVK(noderemoval.KindCsibmnode), "", n.uuid, func(u *unstructured.Unstructured) error {
+		if u.GetAnnotations()[noderemoval.AnnotationDrained] != "true" || u.GetLabels()[noderemoval.LabelDrain] != "" {
+			return fmt.Errorf("Csibmnode %s: annotations %v, labels %v; want %s and no %s", n.uuid, u.GetAnnotations(), u.GetLabels(), noderemoval.AnnotationDrained, noderemoval.LabelDrain)
+		}
+		return nil
+	})
 }

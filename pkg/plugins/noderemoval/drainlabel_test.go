@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 )
@@ -135,5 +136,16 @@ func TestDrainLabelOfAnotherValue(t *testing.T) {
 				t.Errorf("%s = %q, want %q", LabelDrain, got, tc.want)
 			}
 		})
+	}
+}
+
+// onlyTheOperatorsLabel fails t when Csibmnode cn carries the drain label while
+// its hostname is not the name of the Node it was matched to (recorded in
+// AnnotationNodeName): csi-baremetal's operator would look for a Node of the
+// hostname, find none, and remove the records of a live node at once.
+func onlyTheOperatorsLabel(t *testing.T, cn *unstructured.Unstructured) {
+	t.Helper()
+	if name := cn.GetAnnotations()[AnnotationNodeName]; name != "" && cn.GetLabels()[LabelDrain] == DrainValue {
+		t.Errorf("Csibmnode %s of Node %s carries %s=%s: csi-baremetal's operator takes its hostname for its Node's name", cn.GetName(), name, LabelDrain, DrainValue)
 	}
 }

@@ -214,7 +214,7 @@ func TestPlanMatchesCsibmnodeToItsNode(t *testing.T) {
 		wantDesired: true, wantNodeName: "w3.example.com",
 	}, {
 		name:        "FQDN Node name recorded, the Node gone, another Node on the address",
-		objs:        []client.Object{w3(drained, map[string]string{AnnotationNodeName: "w3.example.com"}), kubeNode("w9", sharedIP, false)},
+		objs:        []client.Object{w3(nil, map[string]string{AnnotationNodeName: "w3.example.com", AnnotationDrained: "true"}), kubeNode("w9", sharedIP, false)},
 		wantDesired: false, wantLabel: true, wantNodeName: "w3.example.com",
 	}, {
 		name:        "FQDN Node name recorded, the Node back under that name",
@@ -237,9 +237,10 @@ func TestPlanMatchesCsibmnodeToItsNode(t *testing.T) {
 				t.Errorf("w3's resources desired = %v, want %v (message %q)", desired, tc.wantDesired, res.Message)
 			}
 			live := liveCsibmnode(t, c, "w3-uuid")
-			if got := live.GetLabels()[LabelDrain] == DrainValue; got != tc.wantLabel {
-				t.Errorf("w3's drain label present = %v, want %v", got, tc.wantLabel)
+			if got := wasDrained(live); got != tc.wantLabel {
+				t.Errorf("w3 drained = %v (labels %v, annotations %v), want %v", got, live.GetLabels(), live.GetAnnotations(), tc.wantLabel)
 			}
+			onlyTheOperatorsLabel(t, live)
 			if got := live.GetAnnotations()[AnnotationNodeName]; got != tc.wantNodeName {
 				t.Errorf("w3's %s = %q, want %q", AnnotationNodeName, got, tc.wantNodeName)
 			}
@@ -404,8 +405,8 @@ func TestPlanMatchesCsibmnodeByCSIBaremetalUUID(t *testing.T) {
 		wantDesired: true, wantGroup: "w3/w3-uuid",
 		wantMessage: "Node in doubt, resources kept and Csibmnode left as it is: w3 (Node w3 carries nodes.csi-baremetal.dell.com/uuid=w9-uuid)",
 	}, {
-		name: "the Node of its recorded name carries another UUID, untainted: kept, label and record left",
-		objs: []client.Object{w3(drained, map[string]string{AnnotationNodeName: "w3.example.com"}),
+		name: "the Node of its recorded name carries another UUID, untainted: kept, drained mark and record left",
+		objs: []client.Object{w3(nil, map[string]string{AnnotationNodeName: "w3.example.com", AnnotationDrained: "true"}),
 			withCSIUUID(kubeNode("w3.example.com", movedIP, false), "w9-uuid")},
 		wantDesired: true, wantLabel: true, wantNodeName: "w3.example.com",
 		wantMessage: "w3.example.com (Node w3.example.com carries nodes.csi-baremetal.dell.com/uuid=w9-uuid)",
@@ -457,9 +458,10 @@ func TestPlanMatchesCsibmnodeByCSIBaremetalUUID(t *testing.T) {
 				t.Errorf("message %q, want it to say %q", res.Message, tc.wantMessage)
 			}
 			live := liveCsibmnode(t, c, "w3-uuid")
-			if got := live.GetLabels()[LabelDrain] == DrainValue; got != tc.wantLabel {
-				t.Errorf("w3's drain label present = %v, want %v", got, tc.wantLabel)
+			if got := wasDrained(live); got != tc.wantLabel {
+				t.Errorf("w3 drained = %v (labels %v, annotations %v), want %v", got, live.GetLabels(), live.GetAnnotations(), tc.wantLabel)
 			}
+			onlyTheOperatorsLabel(t, live)
 			if got := live.GetAnnotations()[AnnotationNodeName]; got != tc.wantNodeName {
 				t.Errorf("w3's %s = %q, want %q", AnnotationNodeName, got, tc.wantNodeName)
 			}

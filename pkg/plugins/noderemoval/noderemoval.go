@@ -57,6 +57,13 @@ const (
 	// and it must survive a controller restart.
 	AnnotationNodeName = "node-removal.limbo.dev/nodeName"
 
+	// AnnotationDrained on a Csibmnode whose hostname is not its Node's name
+	// says, in place of the drain label, that its Node was drained for
+	// removal: csi-baremetal's operator reads the label with the hostname as
+	// the Node's name, finds no Node of that name, and removes the live node's
+	// records at once (it never labels such a Csibmnode itself).
+	AnnotationDrained = "node-removal.limbo.dev/drained"
+
 	// AnnotationCSINodeUUID on a Kubernetes Node is csi-baremetal's: the UUID
 	// (spec.UUID) of the Csibmnode that csi-baremetal's Node controller matched
 	// to it by all of its addresses (DeafultNodeIDAnnotationKey in csi-baremetal's
@@ -281,7 +288,7 @@ func (p *Plugin) Plan(ctx context.Context, req plugin.Request) (*plugin.Result, 
 			if err := syncCsibmnode(ctx, req, cn, node, by, cfg.nodes.Matches(labels.Set(node.Labels)), hasTaint(node, cfg.taint)); err != nil {
 				labelErrs = append(labelErrs, err.Error())
 			}
-		case cn.obj.GetLabels()[LabelDrain] == DrainValue || cfg.RemoveUndrained:
+		case wasDrained(cn.obj) || cfg.RemoveUndrained:
 			desired = false
 			removed = append(removed, cn.displayName())
 		default:
