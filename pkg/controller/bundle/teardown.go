@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -122,6 +123,7 @@ func (r *Reconciler) teardown(ctx context.Context, b *limbov1alpha1.Bundle) (ctr
 		})
 	}
 	if foreground {
+		r.teardownsSkipped(b)
 		return ctrl.Result{}, r.removeFinalizer(ctx, b)
 	}
 	// Plugin teardowns run first: deorbit needs the objects still there.
@@ -380,6 +382,19 @@ func (r *Reconciler) hasTeardown(res limbov1alpha1.Resource) bool {
 	}
 	_, has := p.(plugin.TearDowner)
 	return has
+}
+
+// teardownsSkipped says, with a Warning event each, which plugin teardowns
+// (deorbit's) a foreground delete of b goes without: the garbage collector
+// deletes everything at once, and a cleanup must not be skipped without a word
+// (Argo CD deletes and prunes in foreground by default).
+func (r *Reconciler) teardownsSkipped(b *limbov1alpha1.Bundle) {
+	for _, res := range b.Spec.Resources {
+		if r.hasTeardown(res) {
+			r.Recorder.Eventf(b, corev1.EventTypeWarning, limbov1alpha1.EventTeardownSkipped,
+				"plugin resource %s (%s): its teardown did not run: the Bundle was deleted with --cascade=foreground, which deletes everything at once; delete with --cascade=background (kubectl's default) to run it", res.Name, res.Plugin.Name)
+		}
+	}
 }
 
 // invalidSpecHolds is what a teardown of b, whose spec is invalid (no plan;

@@ -107,6 +107,12 @@ const (
 	// object that limbo sets, and limbo keeps putting them back: a fight that
 	// only a change of the template (or of the other writer) ends.
 	EventDriftRepeated = "DriftRepeated"
+	// EventTeardownSkipped says that a Bundle deleted with
+	// --cascade=foreground went without the teardown of a plugin resource
+	// (deorbit's): the garbage collector deletes everything at once, and
+	// nothing of the cleanup ran. Argo CD prunes and deletes in foreground by
+	// default.
+	EventTeardownSkipped = "TeardownSkipped"
 )
 
 // GetConditions returns the Bundle's conditions, as Flux's and kstatus's

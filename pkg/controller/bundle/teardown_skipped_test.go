@@ -1,0 +1,39 @@
+package bundle
+
+import (
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
+
+	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+	"github.com/limbo-dev/limbo/pkg/plugin"
+)
+
+// A Bundle deleted with --cascade=foreground goes without its plugin
+// teardowns (deorbit's), as documented, and says so: a Warning event for each,
+// once. Argo CD deletes and prunes in foreground by default; the cleanup was
+// skipped without a word.
+func TestForegroundDeleteSaysWhichTeardownsItSkips(t *testing.T) {
+	registry, err := plugin.NewRegistry(sweeper{done: &atomic.Bool{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sweep := limbov1alpha1.Resource{Name: "sweep", Plugin: &limbov1alpha1.PluginResource{Name: "sweeper"}}
+	b := deletedBundle([]limbov1alpha1.Resource{sweep, configMapResource(t, "cm")}, limbov1alpha1.BundleStatus{}, metav1.FinalizerDeleteDependents)
+	f := newTeardownFixture(t, b, registry)
+	events := make(chan string, 10)
+	f.r.Recorder = &record.FakeRecorder{Events: events}
+	f.reconcile(t)
+	close(events)
+	var got []string
+	for e := range events {
+		got = append(got, e)
+	}
+	want := "Warning TeardownSkipped plugin resource sweep (sweeper): its teardown did not run: the Bundle was deleted with --cascade=foreground"
+	if len(got) != 1 || !strings.HasPrefix(got[0], want) {
+		t.Errorf("events %q, want one starting %q", got, want)
+	}
+}
