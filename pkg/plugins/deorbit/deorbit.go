@@ -163,12 +163,16 @@ type target struct {
 	cluster *softdelete.Cluster
 	clients *remotecluster.Clients
 	name    string
+	// identity is the cluster as the teardown pins it (state.Target): this
+	// one, or another by its kube-system Namespace's UID (by its address when
+	// that cannot be read).
+	identity string
 }
 
 func (p *Plugin) target(ctx context.Context, req plugin.Request, cfg config) (target, error) {
 	if cfg.KubeConfigSecretRef == nil {
 		local := &answering{Reader: req.Reader}
-		return target{reader: local, local: local, name: "this cluster"}, nil
+		return target{reader: local, local: local, name: "this cluster", identity: "this cluster"}, nil
 	}
 	clients, err := p.clusters.Clients(ctx, req.SecretsReader(), req.Bundle.Namespace, *cfg.KubeConfigSecretRef)
 	if err != nil {
@@ -179,7 +183,14 @@ func (p *Plugin) target(ctx context.Context, req plugin.Request, cfg config) (ta
 		name: fmt.Sprintf("the cluster of kubeconfig Secret %s (%s)", name, clients.Host)}
 	// t goes with the error: whether the target answered tells a gone target
 	// from a slow one (read).
-	return t, p.notThisCluster(ctx, req, clients, *cfg.KubeConfigSecretRef)
+	if err := p.notThisCluster(ctx, req, clients, *cfg.KubeConfigSecretRef); err != nil {
+		return t, err
+	}
+	t.identity = "the cluster at " + clients.Host
+	if uid, err := clients.ClusterUID(ctx); err == nil { // read by notThisCluster: no request
+		t.identity = fmt.Sprintf("the cluster whose kube-system Namespace has UID %s", uid)
+	}
+	return t, nil
 }
 
 // notThisCluster refuses a kubeconfig that reaches limbo's own cluster (a
@@ -228,7 +239,7 @@ func (p *Plugin) Plan(ctx context.Context, req plugin.Request) (*plugin.Result, 
 	if err != nil {
 		return nil, err
 	}
-	t, c, err := p.read(ctx, req, cfg)
+	t, c, err := p.read(ctx, req, cfg, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -238,9 +249,14 @@ func (p *Plugin) Plan(ctx context.Context, req plugin.Request) (*plugin.Result, 
 // read finds the target and lists its contents, counting a failure by its step.
 // A failure to talk to the target is an *unreachableError only if the target
 // answered nothing meanwhile (target.answered).
-func (p *Plugin) read(ctx context.Context, req plugin.Request, cfg config) (target, *contents, error) {
+func (p *Plugin) read(ctx context.Context, req plugin.Request, cfg config, accept func(target) error) (target, *contents, error) {
 	began := time.Now() // LastAnswer's clock: req.Now may be another (tests set it)
 	t, err := p.target(ctx, req, cfg)
+	if err == nil && accept != nil {
+		if err = accept(t); err != nil {
+			return t, nil, err // nothing of a target refused is read
+		}
+	}
 	var c *contents
 	if err == nil {
 		c, err = list(ctx, t.reader, cfg)
@@ -347,6 +363,9 @@ type state struct {
 	Debris string `json:"debris,omitempty"`
 	// LastError is the last failure evented, so that a failure is evented once.
 	LastError string `json:"lastError,omitempty"`
+	// Target is the cluster the teardown began on (target.identity): a later
+	// pass acts on that one only.
+	Target string `json:"target,omitempty"`
 }
 
 // maxFound bounds a count of state.Found: far more items of a kind than any
@@ -432,7 +451,7 @@ func (p *Plugin) Teardown(ctx context.Context, req plugin.Request) (*plugin.Tear
 	if ts := req.Bundle.DeletionTimestamp; ts != nil {
 		r.start = ts.Time
 	}
-	t, c, err := p.read(ctx, req, cfg)
+	t, c, err := p.read(ctx, req, cfg, r.pin)
 	if err != nil {
 		r.failed(err)
 	} else {
@@ -448,6 +467,22 @@ func (p *Plugin) Teardown(ctx context.Context, req plugin.Request) (*plugin.Tear
 	}
 	r.res.State = state
 	return r.res, r.err
+}
+
+// pin refuses a target other than the one the teardown began on: a spec edited
+// during a teardown (its kubeConfigSecretRef removed: this cluster, every
+// namespace's claims and Services) or a kubeconfig Secret written anew for
+// another cluster of the same name would turn the deletions on a cluster that
+// is not the one being torn down. Retried, as any failure, until timeout.
+func (r *pass) pin(t target) error {
+	switch r.st.Target {
+	case "":
+		r.st.Target = t.identity
+	case t.identity:
+	default:
+		return fmt.Errorf("the target changed since the teardown began: it began on %s and is now %s; deorbit acts only on the cluster it began on: put kubeConfigSecretRef and its Secret back, or remove the resource to go without it", r.st.Target, t.identity)
+	}
+	return nil
 }
 
 // restartedFrom says what a discarded state leaves.

@@ -1044,3 +1044,36 @@ func TestCallsOnAnUnchangedWorldAreIdentical(t *testing.T) {
 		})
 	}
 }
+
+// A teardown acts on the cluster it began on only: a spec edited during the
+// teardown to name another target (here a kubeconfig Secret, after this
+// cluster; the other way round, a kubeConfigSecretRef removed, turned the
+// deletions on every namespace of limbo's own cluster) fails each pass, as any
+// failure, and nothing of the new target is listed or handed out.
+func TestTeardownKeepsToTheClusterItBeganOn(t *testing.T) {
+	var listed atomic.Int32
+	srv := targetServer(t, func(path string) int {
+		if strings.HasSuffix(path, "/persistentvolumeclaims") || strings.HasSuffix(path, "/services") {
+			listed.Add(1)
+		}
+		return 0
+	})
+	claim := pvc("data", "pv-data", corev1.ClaimBound)
+	local := fakeCluster(t, false, claim, pv("pv-data", cinder, true, claim, corev1.VolumeBound),
+		remotecluster.NewKubeconfigSecret("team", "target", kubeconfigOf(srv)),
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "kube-system", UID: "this-cluster-uid"}})
+	h := newTeardownHarness(t, `{"volumeSnapshots":false}`, local)
+	if res, err := h.pass(); err != nil || res.Done || len(res.Items) != 1 {
+		t.Fatalf("first pass, on this cluster: %+v, %v; want its claim handed out", res, err)
+	}
+	h.bundle.Spec.Resources[0].Plugin.Spec.Raw = []byte(`{"kubeConfigSecretRef":{"name":"target"},"volumeSnapshots":false}`)
+	h.now = now.Add(time.Minute)
+	res, err := h.pass()
+	const want = "the target changed since the teardown began: it began on this cluster and is now the cluster whose kube-system Namespace has UID " + string(targetClusterUID)
+	if err == nil || !strings.Contains(err.Error(), want) || res.Done || len(res.Items) != 0 {
+		t.Errorf("pass after the edit: %+v, %v; want no items and an error containing %q", res, err, want)
+	}
+	if n := listed.Load(); n != 0 {
+		t.Errorf("%d listings of the new target's claims and Services, want none", n)
+	}
+}
