@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -259,9 +260,12 @@ func (c *Cache) build(kubeconfig []byte, secret types.NamespacedName, key string
 	if len(kubeconfig) == 0 {
 		return fail(ReasonKeyMissing, fmt.Errorf("no key %q (or it is empty)", key))
 	}
-	cfg, err := restConfigFrom(kubeconfig)
+	cfg, redact, err := restConfigFrom(kubeconfig)
 	if err != nil {
 		return fail(ReasonInvalidKubeconfig, err)
+	}
+	fail = func(reason Reason, err error) (*Clients, error) {
+		return nil, &Error{Secret: secret, Key: key, Reason: reason, Err: redact(err)}
 	}
 	cfg.Timeout = c.opts.Timeout
 	cfg.QPS, cfg.Burst = defaultQPS, defaultBurst
@@ -306,25 +310,63 @@ func hostForMessages(cfg *rest.Config) string {
 // would otherwise fall back to localhost, the wrong cluster. It also refuses one
 // that reads credentials from the controller's file system or runs a command
 // (see embeddedOnly).
-func restConfigFrom(kubeconfig []byte) (*rest.Config, error) {
+// Its errors, and those redact is given, show no password of a server or proxy
+// URL (credentialsRedacted).
+func restConfigFrom(kubeconfig []byte) (_ *rest.Config, redact func(error) error, _ error) {
 	raw, err := clientcmd.Load(kubeconfig)
 	if err != nil {
-		return nil, fmt.Errorf("not a kubeconfig: %w", err)
+		return nil, nil, fmt.Errorf("not a kubeconfig: %w", err)
 	}
+	redact = credentialsRedacted(raw)
 	if len(raw.Clusters) == 0 {
-		return nil, errors.New("the kubeconfig has no cluster")
+		return nil, nil, errors.New("the kubeconfig has no cluster")
 	}
 	if err := embeddedOnly(raw); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	cfg, err := clientcmd.NewDefaultClientConfig(*raw, &clientcmd.ConfigOverrides{}).ClientConfig()
 	if err != nil {
-		return nil, err
+		return nil, nil, redact(err)
 	}
 	if cfg.Host == "" {
-		return nil, errors.New("the kubeconfig names no server")
+		return nil, nil, errors.New("the kubeconfig names no server")
 	}
-	return cfg, nil
+	return cfg, redact, nil
+}
+
+// credentialsRedacted returns a function that replaces, in an error's text,
+// each server and proxy URL of cfg's clusters that carries credentials
+// (user:password@) with its redacted form: client-go quotes a URL it cannot
+// use whole ("invalid 'proxy-url' \"socks5h://user:password@...\"", a parse
+// error of the server), and the error goes into Bundle status and events,
+// read by more people than the Secret. A URL that does not parse is not shown
+// at all.
+func credentialsRedacted(cfg *clientcmdapi.Config) func(error) error {
+	replacements := map[string]string{}
+	for _, c := range cfg.Clusters {
+		for _, raw := range []string{c.Server, c.ProxyURL} {
+			if !strings.Contains(raw, "@") {
+				continue
+			}
+			replacements[raw] = "(a URL with credentials that does not parse)"
+			if u, err := url.Parse(raw); err == nil && u.User != nil {
+				replacements[raw] = u.Redacted()
+			}
+		}
+	}
+	return func(err error) error {
+		if err == nil || len(replacements) == 0 {
+			return err
+		}
+		msg := err.Error()
+		for raw, shown := range replacements {
+			msg = strings.ReplaceAll(msg, raw, shown)
+		}
+		if msg == err.Error() {
+			return err
+		}
+		return errors.New(msg)
+	}
 }
 
 // embeddedOnly refuses a kubeconfig any of whose users or clusters keeps its

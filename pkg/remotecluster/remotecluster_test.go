@@ -571,3 +571,38 @@ func TestClientsClusterUIDReadOnce(t *testing.T) {
 		t.Errorf("%d reads of kube-system, want 1", gets)
 	}
 }
+
+// A kubeconfig refused for a server or proxy URL that does not parse leaves the
+// password in it out of the error, which goes into Bundle status and events:
+// client-go's errors quote such URLs whole.
+func TestInvalidKubeconfigErrorWithoutPassword(t *testing.T) {
+	srv := fakeAPIServer(t, false)
+	for _, tc := range []struct {
+		name   string
+		change func(c *clientcmdapi.Cluster)
+	}{
+		{"a server URL that does not parse", func(c *clientcmdapi.Cluster) { c.Server = "https://admin:S3/CRET@host%zz:6443" }},
+		{"a proxy URL of an unknown scheme", func(c *clientcmdapi.Cluster) { c.ProxyURL = "ftp://admin:S3CRET@proxy:1080" }},
+		{"a proxy URL that does not parse", func(c *clientcmdapi.Cluster) { c.ProxyURL = "socks5h://admin:S3CRET@proxy%zz:1080" }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := clientcmd.Load(kubeconfigFor(t, srv))
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.change(cfg.Clusters["remote"])
+			kubeconfig, err := clientcmd.Write(*cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = NewCache(Options{}).Clients(context.Background(), readerOf(secretWith("kc", "u1", "1", map[string][]byte{"value": kubeconfig})), "team", SecretRef{Name: "kc"})
+			var kcErr *Error
+			if !errors.As(err, &kcErr) || kcErr.Reason != ReasonInvalidKubeconfig {
+				t.Fatalf("Clients = %v, want an InvalidKubeconfig error", err)
+			}
+			if strings.Contains(err.Error(), "S3") {
+				t.Errorf("error %q shows the password", err)
+			}
+		})
+	}
+}
