@@ -537,7 +537,10 @@ func (r *Reconciler) teardownPlugin(ctx context.Context, b *limbov1alpha1.Bundle
 			merr = r.Client.Patch(ctx, b, client.RawPatch(types.MergePatchType, patch))
 		}
 		if merr != nil {
-			out.err = errors.Join(out.err, fmt.Errorf("keep the teardown state: %w", merr))
+			// Not kept, the result is not acted on: its items, events and end
+			// are the next call's, from the state before it (deorbit: a
+			// load-balancer wait lost would end the deorbit early).
+			return callOutcome[*plugin.TeardownResult]{err: errors.Join(out.err, fmt.Errorf("keep the teardown state (the pass is not acted on and is retried): %w", merr)), current: true}
 		}
 	}
 	return out
