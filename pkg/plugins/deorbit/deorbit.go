@@ -239,6 +239,11 @@ func (p *Plugin) Plan(ctx context.Context, req plugin.Request) (*plugin.Result, 
 	if err != nil {
 		return nil, err
 	}
+	// Both count from the Bundle's deletion: a delay that is not shorter than
+	// the timeout gives up before anything is due, and deletes nothing.
+	if delay, err := time.ParseDuration(deletionDelay(req)); err == nil && delay >= cfg.timeout {
+		return nil, fmt.Errorf("deletionDelay %v is not shorter than timeout %v: both run from the Bundle's deletion, and deorbit would give up before anything is due; shorten the delay or lengthen the timeout", delay, cfg.timeout)
+	}
 	t, c, err := p.read(ctx, req, cfg, nil)
 	if err != nil {
 		return nil, err

@@ -1077,3 +1077,27 @@ func TestTeardownKeepsToTheClusterItBeganOn(t *testing.T) {
 		t.Errorf("%d listings of the new target's claims and Services, want none", n)
 	}
 }
+
+// A deletionDelay that is not shorter than timeout is refused while the Bundle
+// lives: both run from the Bundle's deletion, and the teardown gave up before
+// anything was due, deleting nothing.
+func TestArmedRefusesADelayNotShorterThanTheTimeout(t *testing.T) {
+	local := fakeCluster(t, false)
+	for _, tc := range []struct {
+		delay, spec string
+		refused     bool
+	}{
+		{"24h", `{}`, true}, // the default timeout, 24h
+		{"25h", `{"timeout":"24h"}`, true},
+		{"1h", `{"timeout":"24h"}`, false},
+		{"", `{}`, false},
+	} {
+		h := newTeardownHarness(t, tc.spec, local)
+		h.bundle.Spec.Resources[0].Plugin.DeletionDelay = tc.delay
+		_, err := h.plugin.Plan(context.Background(), plugin.Request{Bundle: h.bundle, Resource: "deorbit",
+			Spec: h.bundle.Spec.Resources[0].Plugin.Spec.Raw, Reader: local, Now: now})
+		if refused := err != nil && strings.Contains(err.Error(), "is not shorter than timeout"); refused != tc.refused {
+			t.Errorf("delay %q, spec %s: Plan error %v, want refused %v", tc.delay, tc.spec, err, tc.refused)
+		}
+	}
+}
