@@ -34,6 +34,11 @@ const DefaultTimeout = 10 * time.Second
 // add_extraroutes and remove_extraroutes.
 const ExtensionAtomicExtraRoutes = "extraroute-atomic"
 
+// ExtensionRevisionIfMatch is the alias of Neutron's extension that honours an
+// update's If-Match: revision_number=N; without it the header is ignored, and
+// a whole-list update of a router's routes is unguarded.
+const ExtensionRevisionIfMatch = "revision-if-match"
+
 // MicroversionDownCells is the compute microversion from which Nova lists the
 // servers of a down cell as stubs with status StatusUnknown and no addresses;
 // below it Nova leaves them out by default and still answers 200.

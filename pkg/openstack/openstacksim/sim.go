@@ -73,6 +73,10 @@ const MicroversionDownCells = "2.69"
 // extension.
 const ExtensionAtomicExtraRoutes = "extraroute-atomic"
 
+// ExtensionRevisionIfMatch is the alias of Neutron's revision-if-match
+// extension: an update's If-Match: revision_number=N is honoured.
+const ExtensionRevisionIfMatch = "revision-if-match"
+
 // Config configures a Server. The zero value is usable.
 type Config struct {
 	// Accepted password credentials: user name (in UserDomainName) and
@@ -99,6 +103,10 @@ type Config struct {
 	// WithoutAtomicExtraRoutes starts Neutron without extraroute-atomic (a
 	// cloud older than Ussuri): only the revision-guarded whole-list update.
 	WithoutAtomicExtraRoutes bool
+	// WithoutRevisionIfMatch starts Neutron without the revision-if-match
+	// extension (no revisions service plugin): it is not listed, and an
+	// update's If-Match header is ignored, as Neutron ignores it then.
+	WithoutRevisionIfMatch bool
 	// MaxRoutes is Neutron's max_routes; default 30.
 	MaxRoutes int
 	// MaxLimit is Nova's [api] max_limit (osapi_max_limit before Rocky), the
@@ -756,7 +764,9 @@ func (s *Server) extensions() []map[string]any {
 		ext("router", "Neutron L3 Router", "Router abstraction for layer 3 forwarding."),
 		ext("extraroute", "Neutron Extra Route", "Extra routes configuration for L3 router"),
 		ext("standard-attr-revisions", "Resource revision numbers", "This extension will display the revision number of neutron resources."),
-		ext("revision-if-match", "If-Match constraints based on revision_number", "Extension indicating that If-Match based on revision_number is supported."),
+	}
+	if !s.cfg.WithoutRevisionIfMatch {
+		out = append(out, ext(ExtensionRevisionIfMatch, "If-Match constraints based on revision_number", "Extension indicating that If-Match based on revision_number is supported."))
 	}
 	s.mu.Lock()
 	atomic := s.atomic
@@ -825,6 +835,7 @@ func (s *Server) handleUpdateRouter(w http.ResponseWriter, r *http.Request, _, i
 		writeNeutronError(w, http.StatusBadRequest, "InvalidInput", err.Error())
 		return
 	}
+	constrained = constrained && !s.cfg.WithoutRevisionIfMatch
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	rt, found := s.routers[id]

@@ -368,6 +368,18 @@ func removeRoute(ctx context.Context, api *openstack.Client, routerID string, ro
 	if err != nil {
 		return false, err
 	}
+	if !atomic {
+		// The whole-list update is safe only if Neutron honours its If-Match:
+		// without revision-if-match it ignores it, and a route the cloud
+		// provider added since the read would go with the orphan.
+		guarded, err := api.HasExtension(ctx, openstack.ExtensionRevisionIfMatch)
+		if err != nil {
+			return false, err
+		}
+		if !guarded {
+			return false, fmt.Errorf("Neutron has neither %s nor %s: a whole-list update of router %s's routes could drop a route added meanwhile, so route %s->%s is not removed", openstack.ExtensionAtomicExtraRoutes, openstack.ExtensionRevisionIfMatch, routerID, route.DestinationCIDR, route.NextHop)
+		}
+	}
 	for range maxUpdateAttempts {
 		router, err := api.Router(ctx, routerID)
 		if err != nil {

@@ -1186,3 +1186,25 @@ func TestPollsOfAnUnchangedWorldAreIdentical(t *testing.T) {
 		t.Errorf("orphaned counter = %v after 21 polls of the same 2 orphans, want 2: each counted when it became one", got)
 	}
 }
+
+// Without extraroute-atomic, a route is removed by a whole-list update guarded
+// by the router's revision, which Neutron honours only with revision-if-match:
+// without either, the removal is refused (retried, says why) and nothing is
+// written. The unguarded update dropped a route the cloud provider added
+// between the read and the write.
+func TestDeleteExternalWithoutAGuardedUpdate(t *testing.T) {
+	f := newFixture(t, openstacksim.Config{WithoutAtomicExtraRoutes: true, WithoutRevisionIfMatch: true}, nil)
+	keep, orphan := route("198.19.1.0/24", "10.180.0.3"), route("198.19.2.0/24", "10.180.0.4")
+	f.sim.AddRouter(routerID, "cluster", keep, orphan)
+	f.sim.AddServerAt("node-1", "10.180.0.3")
+	err := f.remove("198.19.2.0/24->10.180.0.4")
+	if err == nil || !strings.Contains(err.Error(), "Neutron has neither extraroute-atomic nor revision-if-match") {
+		t.Errorf("remove = %v, want a refusal naming both extensions", err)
+	}
+	if got := f.routes(); !reflect.DeepEqual(got, []openstacksim.Route{keep, orphan}) {
+		t.Errorf("routes = %v, want them untouched", got)
+	}
+	if writes := f.sim.Calls(openstacksim.OpRemoveExtraRoutes, openstacksim.OpUpdateRouter); len(writes) != 0 {
+		t.Errorf("writes %+v, want none", writes)
+	}
+}
