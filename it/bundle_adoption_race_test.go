@@ -48,7 +48,7 @@ func TestAdoptionRacesAnotherAdopter(t *testing.T) {
 			other := &unstructured.Unstructured{Object: configMap("taken", map[string]any{"owner": "boss"}, nil)}
 			other.SetNamespace(ns)
 			other.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: "boss", UID: boss.GetUID(), Controller: ptr.To(true)}})
-			if err := env.Client.Patch(req.Context(), other, client.Apply, client.FieldOwner(limbov1alpha1.FieldManager), client.ForceOwnership); err != nil {
+			if err := env.Client.Apply(req.Context(), client.ApplyConfigurationFromUnstructured(other), client.FieldOwner(limbov1alpha1.FieldManager), client.ForceOwnership); err != nil {
 				t.Errorf("the other adopter's apply: %v", err)
 			}
 		}

@@ -53,8 +53,8 @@ type sendQueue struct {
 	mu       sync.Mutex
 	received int
 	pending  []write
-	closed  bool
-	wake    chan struct{}
+	closed   bool
+	wake     chan struct{}
 	// ctx ends a pause between tries once the queue is closed and its grace
 	// has passed; done closes when the sending goroutine returns.
 	ctx  context.Context

@@ -377,7 +377,7 @@ func removeRoute(ctx context.Context, api *openstack.Client, routerID string, ro
 			return false, err
 		}
 		if !guarded {
-			return false, fmt.Errorf("Neutron has neither %s nor %s: a whole-list update of router %s's routes could drop a route added meanwhile, so route %s->%s is not removed", openstack.ExtensionAtomicExtraRoutes, openstack.ExtensionRevisionIfMatch, routerID, route.DestinationCIDR, route.NextHop)
+			return false, fmt.Errorf("neither %s nor %s in Neutron: a whole-list update of router %s's routes could drop a route added meanwhile, so route %s->%s is not removed", openstack.ExtensionAtomicExtraRoutes, openstack.ExtensionRevisionIfMatch, routerID, route.DestinationCIDR, route.NextHop)
 		}
 	}
 	for range maxUpdateAttempts {

@@ -1198,7 +1198,7 @@ func TestDeleteExternalWithoutAGuardedUpdate(t *testing.T) {
 	f.sim.AddRouter(routerID, "cluster", keep, orphan)
 	f.sim.AddServerAt("node-1", "10.180.0.3")
 	err := f.remove("198.19.2.0/24->10.180.0.4")
-	if err == nil || !strings.Contains(err.Error(), "Neutron has neither extraroute-atomic nor revision-if-match") {
+	if err == nil || !strings.Contains(err.Error(), "neither extraroute-atomic nor revision-if-match in Neutron") {
 		t.Errorf("remove = %v, want a refusal naming both extensions", err)
 	}
 	if got := f.routes(); !reflect.DeepEqual(got, []openstacksim.Route{keep, orphan}) {
