@@ -58,9 +58,26 @@ func (po *pendingOptions) printPending(out, warnings io.Writer, items []pendingI
 			}
 		}
 		warnLeftOut(warnings, elsewhere)
+		warnNamespacesUnnamed(warnings, items)
 		return nil
 	}
 	return printer.PrintObj(newPendingList(items, now), out)
+}
+
+// warnNamespacesUnnamed says on warnings that -o name named objects of several
+// namespaces without their namespaces (-A): kubectl, given those names, acts
+// in one namespace, and `| xargs kubectl delete` would delete objects of the
+// current namespace's of the same names, not those in limbo.
+func warnNamespacesUnnamed(warnings io.Writer, items []pendingItem) {
+	namespaces := map[string]bool{}
+	for _, it := range items {
+		if it.Cluster == "" && it.Namespace != "" {
+			namespaces[it.Namespace] = true
+		}
+	}
+	if len(namespaces) > 1 {
+		fmt.Fprintf(warnings, "Warning: the names are of %d namespaces and -o name prints no namespace: kubectl acts on them in one namespace; list one namespace (-n) to act on its names\n", len(namespaces))
+	}
 }
 
 // warnLeftOut says on warnings how many items of other clusters -o name left

@@ -865,3 +865,26 @@ func TestPendingChunkSize(t *testing.T) {
 		}
 	}
 }
+
+// -o name prints no namespace: names of several namespaces (-A) come with a
+// warning, since kubectl acts on them in one namespace; `| xargs kubectl
+// delete` would have deleted the current namespace's objects of those names.
+func TestPendingNameOfSeveralNamespacesWarns(t *testing.T) {
+	objs := []client.Object{
+		&corev1.ConfigMap{ObjectMeta: inLimbo("team-a", "a", "shop", "1h", stampAgo(time.Minute))},
+		&corev1.ConfigMap{ObjectMeta: inLimbo("team-b", "b", "shop", "1h", stampAgo(time.Minute))},
+	}
+	for _, tc := range []struct {
+		args []string
+		warn bool
+	}{
+		{[]string{"pending", "-A", "-o", "name"}, true},
+		{[]string{"pending", "-n", "team-a", "-o", "name"}, false},
+	} {
+		f := newFixture(t, nil, objs...)
+		code, _, errOut := f.run(tc.args...)
+		if code != 0 || strings.Contains(errOut, "-o name prints no namespace") != tc.warn {
+			t.Errorf("%v: exit %d, stderr %q; want a warning %v", tc.args, code, errOut, tc.warn)
+		}
+	}
+}
