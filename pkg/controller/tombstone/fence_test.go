@@ -298,3 +298,23 @@ func TestReconcileAttemptMarkerFails(t *testing.T) {
 		t.Errorf("the next reconcile: %+v, %d deletes, Tombstone %+v; want the item deleted, the Tombstone gone", res, h.plugin.calls.Load(), h.tombstone())
 	}
 }
+
+// A failed delete whose status write fails still waits its backoff: the
+// reconcile returns the requeue, not the error, which controller-runtime
+// would retry within milliseconds (dropping the requeue), sending the delete
+// again at once.
+func TestReconcileFailureRecordFails(t *testing.T) {
+	var h *harness
+	h = newHarnessIntercepted(t, 1, interceptor.Funcs{SubResourcePatch: func(ctx context.Context, c client.Client, subResource string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+		if h.plugin.calls.Load() > 0 { // the writes before the delete pass; the failure's record does not
+			return errors.New("injected: 500 Internal Server Error")
+		}
+		return c.SubResource(subResource).Patch(ctx, obj, patch, opts...)
+	}})
+	h.reconcile() // the countdown
+	h.clock.Step(time.Minute)
+	res, err := h.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: h.key})
+	if err != nil || res != (ctrl.Result{RequeueAfter: retryBackoff(1)}) || h.plugin.calls.Load() != 1 {
+		t.Errorf("Reconcile = %+v, %v after %d deletes; want the backoff's requeue (%v), no error, one delete", res, err, h.plugin.calls.Load(), retryBackoff(1))
+	}
+}

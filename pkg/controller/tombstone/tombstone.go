@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
@@ -251,7 +252,13 @@ func (r *Reconciler) record(ctx context.Context, ts *limbov1alpha1.Tombstone, at
 		backoff := retryBackoff(attempt)
 		r.Recorder.Eventf(ts, corev1.EventTypeWarning, limbov1alpha1.EventDeleteFailed, "delete %s %q (attempt %d, next in %v): %s", ts.Spec.Item.Kind, ts.Spec.Item.ID, attempt, backoff, msg)
 		r.Engine.RecordFailure()
-		return ctrl.Result{RequeueAfter: backoff}, r.writeStatus(ctx, ts, status)
+		if err := r.writeStatus(ctx, ts, status); err != nil {
+			// Logged, not returned: controller-runtime drops the requeue of a
+			// reconcile that fails and retries within milliseconds, which
+			// would send the delete again at once, its backoff lost.
+			log.FromContext(ctx).Error(err, "record a failed delete in the Tombstone's status", "attempt", attempt)
+		}
+		return ctrl.Result{RequeueAfter: backoff}, nil
 	}
 	r.done.Store(client.ObjectKeyFromObject(ts), ts.UID)
 	forced := !ts.DeletionTimestamp.IsZero()
