@@ -73,6 +73,18 @@ func TestOptionsValidate(t *testing.T) {
 			o.LeaseDuration, o.RenewDeadline, o.RetryPeriod = 15*time.Second, 14*time.Second, 2*time.Second
 		}, "--leader-election-lease-duration 15s: must be longer than --leader-election-renew-deadline plus --leader-election-retry-period (16s)"},
 		{"no retry period", func(o *Options) { o.RetryPeriod = 0 }, "--leader-election-retry-period 0s"},
+		// The Lease keeps whole seconds: 900ms would be written as 0, which the
+		// API server refuses (no leader ever), and 12.5s as 12s, no longer than
+		// the 12s a leader may act after its last renewal.
+		{"a lease under a second", func(o *Options) {
+			o.LeaseDuration, o.RenewDeadline, o.RetryPeriod = 900*time.Millisecond, 500*time.Millisecond, 200*time.Millisecond
+		}, "--leader-election-lease-duration 900ms: must be at least 1s"},
+		{"a lease longer than renew deadline plus retry period only by its fraction of a second", func(o *Options) {
+			o.LeaseDuration, o.RenewDeadline, o.RetryPeriod = 12500*time.Millisecond, 10*time.Second, 2*time.Second
+		}, "--leader-election-lease-duration 12.5s: must be longer than --leader-election-renew-deadline plus --leader-election-retry-period (12s), in whole seconds as the Lease keeps it (12s)"},
+		{"renew deadline within client-go's jitter of the retry period", func(o *Options) {
+			o.RenewDeadline, o.RetryPeriod = 5500*time.Millisecond, 5*time.Second
+		}, "--leader-election-renew-deadline 5.5s: must be longer than 1.2 times --leader-election-retry-period (5s)"},
 		{"no Lease namespace", func(o *Options) { o.LeaderElectionNamespace = "" }, "--leader-election-namespace and --leader-election-id must be set"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

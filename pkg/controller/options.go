@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/tools/leaderelection"
 
 	"github.com/limbo-dev/limbo/pkg/plugin"
 	"github.com/limbo-dev/limbo/pkg/plugins/namespacegc"
@@ -149,13 +150,20 @@ func (o Options) Validate() error {
 		// A leader gives up at most RenewDeadline (and a retry) after its last
 		// renewal; a standby takes over LeaseDuration after it. The other way
 		// round, two replicas would act at once for a moment.
+		// The Lease keeps its duration in whole seconds (client-go truncates),
+		// and a standby reads it there: that, not the flag, is what is
+		// compared. client-go also wants the renew deadline above the retry
+		// period with its jitter, or the manager fails at start naming no flag.
+		lease := o.LeaseDuration.Truncate(time.Second)
 		switch {
 		case o.RetryPeriod <= 0:
 			bad("leader-election-retry-period", o.RetryPeriod, "must be above 0")
-		case o.RenewDeadline <= o.RetryPeriod:
-			bad("leader-election-renew-deadline", o.RenewDeadline, fmt.Sprintf("must be longer than --leader-election-retry-period (%v)", o.RetryPeriod))
-		case o.LeaseDuration <= o.RenewDeadline+o.RetryPeriod:
-			bad("leader-election-lease-duration", o.LeaseDuration, fmt.Sprintf("must be longer than --leader-election-renew-deadline plus --leader-election-retry-period (%v): a leader may act until then after its last renewal", o.RenewDeadline+o.RetryPeriod))
+		case float64(o.RenewDeadline) <= leaderelection.JitterFactor*float64(o.RetryPeriod):
+			bad("leader-election-renew-deadline", o.RenewDeadline, fmt.Sprintf("must be longer than %v times --leader-election-retry-period (%v), client-go's jitter", leaderelection.JitterFactor, o.RetryPeriod))
+		case lease < time.Second:
+			bad("leader-election-lease-duration", o.LeaseDuration, "must be at least 1s: the Lease keeps it in whole seconds, and the API server refuses 0")
+		case lease <= o.RenewDeadline+o.RetryPeriod:
+			bad("leader-election-lease-duration", o.LeaseDuration, fmt.Sprintf("must be longer than --leader-election-renew-deadline plus --leader-election-retry-period (%v), in whole seconds as the Lease keeps it (%v): a leader may act until then after its last renewal", o.RenewDeadline+o.RetryPeriod, lease))
 		}
 		if o.LeaderElectionNamespace == "" || o.LeaderElectionID == "" {
 			errs = append(errs, fmt.Errorf("--leader-election-namespace and --leader-election-id must be set with --leader-elect"))
