@@ -497,6 +497,12 @@ func (r *Reconciler) teardownPlugins(ctx context.Context, b *limbov1alpha1.Bundl
 // pass, and keeps the state a finished call returned on the Bundle. The outcome
 // is current when there is a finished call to act on.
 func (r *Reconciler) teardownPlugin(ctx context.Context, b *limbov1alpha1.Bundle, name, pluginName string, tearDowner plugin.TearDowner) callOutcome[*plugin.TeardownResult] {
+	doneKey := limbov1alpha1.AnnotationTeardownDonePrefix + name
+	if b.Annotations[doneKey] == "true" {
+		// Done: its spec's references may name objects the waves have deleted
+		// since, and a spec that no longer resolves must not hold the Bundle.
+		return callOutcome[*plugin.TeardownResult]{result: &plugin.TeardownResult{Done: true, Message: "done"}, current: true}
+	}
 	spec, err := plugin.ResolveSpecFromStatus(ctx, r.APIReader, b, name)
 	if err != nil {
 		return callOutcome[*plugin.TeardownResult]{err: fmt.Errorf("spec: %w", err), current: true}
@@ -531,8 +537,15 @@ func (r *Reconciler) teardownPlugin(ctx context.Context, b *limbov1alpha1.Bundle
 		}
 		return out
 	}
-	if out.result.State != req.TeardownState {
-		patch, merr := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{key: out.result.State}}})
+	if out.result.State != req.TeardownState || out.result.Done {
+		annotations := map[string]any{}
+		if out.result.State != req.TeardownState {
+			annotations[key] = out.result.State
+		}
+		if out.result.Done {
+			annotations[doneKey] = "true"
+		}
+		patch, merr := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": annotations}})
 		if merr == nil {
 			merr = r.Client.Patch(ctx, b, client.RawPatch(types.MergePatchType, patch))
 		}

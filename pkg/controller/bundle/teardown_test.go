@@ -215,7 +215,11 @@ func newTeardownFixtureServing(t *testing.T, kinds []schema.GroupVersionKind, b 
 	mapper := meta.NewDefaultRESTMapper(preferred)
 	builder := fake.NewClientBuilder().WithScheme(scheme).WithRESTMapper(mapper).
 		WithStatusSubresource(&limbov1alpha1.Bundle{}).
-		WithIndex(&limbov1alpha1.Bundle{}, adoptionIndex, adoptionKeys)
+		WithIndex(&limbov1alpha1.Bundle{}, adoptionIndex, adoptionKeys).
+		// The API server's field selector, which a teardown's read of the
+		// Bundle's history uses (cascadeInHistory): the fake client's version
+		// of it answers with the Bundle as it is now.
+		WithIndex(&limbov1alpha1.Bundle{}, "metadata.name", func(o client.Object) []string { return []string{o.GetName()} })
 	watched := map[schema.GroupVersionKind]time.Time{}
 	for _, gvk := range kinds {
 		mapper.Add(gvk, meta.RESTScopeNamespace)

@@ -29,6 +29,11 @@ const (
 	// Bundle being torn down: the state of that resource's teardown (a plugin's
 	// own, opaque), so that a restarted controller resumes it.
 	AnnotationTeardownStatePrefix = "teardown.limbo.dev/"
+	// AnnotationTeardownDonePrefix, followed by a plugin resource's name, is
+	// "true" on a Bundle being torn down once that resource's teardown is done:
+	// later passes neither call the plugin again nor resolve its spec, whose
+	// references may name objects the teardown's waves have deleted since.
+	AnnotationTeardownDonePrefix = "teardown-done.limbo.dev/"
 	// AnnotationReadyWhenFieldPath and AnnotationReadyWhenFieldValue, on a
 	// CustomResourceDefinition, state the readiness rule of its objects: the JSONPath
 	// (status.phase, .status.phase or {.status.phase}) must yield the value.
