@@ -65,6 +65,10 @@ type pass struct {
 	resources []limbov1alpha1.ResourceStatus
 	states    map[string]limbov1alpha1.ResourceState
 	pending   []limbov1alpha1.PendingDeletion
+	// orphansUndecided says why this pass decided nothing about the orphans
+	// (their listing failed): its status says Reconciling, retried, however
+	// Ready its resources are.
+	orphansUndecided string
 	// unlisted counts the entries in limbo that a previous status kept by
 	// keepPreviousPending counted but did not list (MaxPendingDeletionsListed).
 	unlisted int32

@@ -29,7 +29,9 @@ func (p *pass) decideObjectOrphans(ctx context.Context) (ready, listed bool) {
 	}
 	orphans, err := p.r.orphans(ctx, p.bundle, p.kindList(ctx), p.declared)
 	if err != nil {
-		p.fail(fmt.Errorf("list orphans: %w", err))
+		err = fmt.Errorf("list orphans: %w", err)
+		p.fail(err)
+		p.orphansUndecided = err.Error()
 		p.keepPreviousPending()
 		return false, false
 	}

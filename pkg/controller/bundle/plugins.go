@@ -313,6 +313,7 @@ func (p *pass) decidePluginItems(ctx context.Context, ready bool) {
 	existing, err := p.tombstones(ctx)
 	if err != nil {
 		p.fail(err)
+		p.orphansUndecided = err.Error()
 		// Nothing of the plugins' is judged: what was in limbo stays listed, and
 		// the next pass looks for it again.
 		p.keepPreviousPending()
@@ -498,6 +499,7 @@ func (p *pass) cancelTombstonesOfRemovedResources(ctx context.Context) {
 	existing, err := p.tombstones(ctx)
 	if err != nil {
 		p.fail(err)
+		p.orphansUndecided = err.Error()
 		return
 	}
 	for _, key := range slices.Sorted(maps.Keys(existing)) {

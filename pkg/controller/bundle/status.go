@@ -95,17 +95,29 @@ func (p *pass) status() limbov1alpha1.BundleStatus {
 		set(limbov1alpha1.ConditionReady, metav1.ConditionFalse, limbov1alpha1.ReasonInvalidDeletionDelay, msg)
 		set(limbov1alpha1.ConditionStalled, metav1.ConditionTrue, limbov1alpha1.ReasonInvalidDeletionDelay, msg)
 		set(limbov1alpha1.ConditionReconciling, metav1.ConditionFalse, limbov1alpha1.ReasonInvalidDeletionDelay, "")
+	case p.orphansUndecided != "":
+		// Its resources are Ready, but what left the spec was not decided on:
+		// the generation is not done (kstatus: InProgress), and is retried.
+		set(limbov1alpha1.ConditionReady, metav1.ConditionTrue, limbov1alpha1.ReasonReady, readyMessage(ready))
+		set(limbov1alpha1.ConditionReconciling, metav1.ConditionTrue, limbov1alpha1.ReasonProgressingWithRetry,
+			"nothing decided about what left the spec: "+bundlespec.Bound(p.orphansUndecided))
+		set(limbov1alpha1.ConditionStalled, metav1.ConditionFalse, limbov1alpha1.ReasonProgressingWithRetry, "")
 	default:
-		msg := fmt.Sprintf("%d resources ready", ready)
-		if ready == 1 {
-			msg = "1 resource ready"
-		}
-		set(limbov1alpha1.ConditionReady, metav1.ConditionTrue, limbov1alpha1.ReasonReady, msg)
+		set(limbov1alpha1.ConditionReady, metav1.ConditionTrue, limbov1alpha1.ReasonReady, readyMessage(ready))
 		set(limbov1alpha1.ConditionReconciling, metav1.ConditionFalse, limbov1alpha1.ReasonReady, "")
 		set(limbov1alpha1.ConditionStalled, metav1.ConditionFalse, limbov1alpha1.ReasonReady, "")
 	}
 	settleAppliedDigests(&b.Status, &st)
 	return st
+}
+
+// readyMessage is the Ready condition's message of a Bundle whose ready
+// resources are all there are.
+func readyMessage(ready int) string {
+	if ready == 1 {
+		return "1 resource ready"
+	}
+	return fmt.Sprintf("%d resources ready", ready)
 }
 
 // settleAppliedDigests keeps the digests of next (appliedDigest) from being a
