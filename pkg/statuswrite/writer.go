@@ -21,6 +21,12 @@ type Status[S any] interface {
 // ready to use; a Writer is safe for concurrent use.
 type Writer[S any, P Status[S]] struct {
 	last sync.Map // types.NamespacedName → *written[S]
+	// unsure are the objects a write to failed (types.NamespacedName → UID):
+	// what the API server holds is unknown — the write before it, which the
+	// cache may not show yet, or this one, which may have landed — and a merge
+	// patch computed against a guess would leave out a field set back to the
+	// guess's value. Their next write replaces the status whole.
+	unsure sync.Map
 }
 
 type written[S any] struct {
@@ -56,16 +62,28 @@ func (w *Writer[S, P]) Known(obj client.Object, status P) {
 // client.MergeFromWithOptimisticLock). On success obj is the API server's
 // response; errors are returned as they are.
 func (w *Writer[S, P]) Patch(ctx context.Context, c client.Client, obj client.Object, status, want P, opts ...client.MergeFromOption) error {
+	key := client.ObjectKeyFromObject(obj)
+	if uid, unsure := w.unsure.Load(key); unsure && uid == obj.GetUID() {
+		// The status replaced whole, guarded by the resourceVersion of the copy
+		// decided on: a copy older than the API server's is a Conflict, and
+		// the next pass, on a newer copy, writes again.
+		*status = *want.DeepCopy()
+		if err := c.Status().Update(ctx, obj); err != nil {
+			return err
+		}
+		w.unsure.Delete(key)
+		w.last.Store(key, &written[S]{uid: obj.GetUID(), resourceVersion: obj.GetResourceVersion(), status: *status.DeepCopy()})
+		return nil
+	}
 	if equality.Semantic.DeepEqual(status, want) {
 		return nil
 	}
-	key := client.ObjectKeyFromObject(obj)
 	orig := obj.DeepCopyObject().(client.Object)
 	*status = *want.DeepCopy()
 	if err := c.Status().Patch(ctx, obj, client.MergeFromWithOptions(orig, opts...)); err != nil {
-		// What the API server holds is unknown again: the next pass trusts its
-		// cache (and a failed write is retried).
+		// What the API server holds is unknown again (see unsure).
 		w.last.Delete(key)
+		w.unsure.Store(key, obj.GetUID())
 		return err
 	}
 	w.last.Store(key, &written[S]{uid: obj.GetUID(), resourceVersion: obj.GetResourceVersion(), status: *status.DeepCopy()})
@@ -73,4 +91,7 @@ func (w *Writer[S, P]) Patch(ctx context.Context, c client.Client, obj client.Ob
 }
 
 // Forget drops what w remembers of the object named key (it is gone).
-func (w *Writer[S, P]) Forget(key types.NamespacedName) { w.last.Delete(key) }
+func (w *Writer[S, P]) Forget(key types.NamespacedName) {
+	w.last.Delete(key)
+	w.unsure.Delete(key)
+}

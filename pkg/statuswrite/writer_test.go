@@ -2,6 +2,7 @@ package statuswrite
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strconv"
 	"testing"
@@ -46,8 +47,19 @@ func (statusWriter) Create(context.Context, client.Object, client.Object, ...cli
 	panic("not used")
 }
 
-func (statusWriter) Update(context.Context, client.Object, ...client.SubResourceUpdateOption) error {
-	panic("not used")
+func (w statusWriter) Update(_ context.Context, obj client.Object, _ ...client.SubResourceUpdateOption) error {
+	b := obj.(*limbov1alpha1.Bundle)
+	data, err := json.Marshal(b.Status)
+	if err != nil {
+		return err
+	}
+	w.c.bodies = append(w.c.bodies, "UPDATE rv="+obj.GetResourceVersion()+" "+string(data))
+	if w.c.err != nil {
+		return w.c.err
+	}
+	w.c.rv++
+	obj.SetResourceVersion(strconv.Itoa(w.c.rv))
+	return nil
 }
 
 func (statusWriter) Apply(context.Context, runtime.ApplyConfiguration, ...client.SubResourceApplyOption) error {
@@ -157,6 +169,40 @@ func TestPatchFailureForgets(t *testing.T) {
 	}
 	if _, ok := w.last.Load(client.ObjectKeyFromObject(b)); ok {
 		t.Error("a failed write is still remembered")
+	}
+}
+
+// After a failed write, what the API server holds is unknown: the one before,
+// which the cache may not show yet, or the failed one, which may have landed.
+// The next write replaces the status whole, guarded by the resourceVersion of
+// the copy decided on, even when that copy already holds what is wanted; a
+// merge patch against the copy left out a field set back to the copy's value,
+// and the API server kept the earlier write's. Then patches resume.
+func TestWriteAfterAFailureReplacesTheStatus(t *testing.T) {
+	w, c, _ := pendingWritten(t) // the server holds "db is pending", resourceVersion 2
+	c.err = errors.New("timeout")
+	cached := bundle("u1", "1") // the cache has not caught up: no pending deletion
+	w.Known(cached, &cached.Status)
+	none := bundle("u1", "").Status
+	if err := w.Patch(context.Background(), c, cached, &cached.Status, &none); err == nil {
+		t.Fatal("the error was not returned")
+	}
+	c.err = nil
+	cached = bundle("u1", "1")
+	w.Known(cached, &cached.Status)
+	if err := w.Patch(context.Background(), c, cached, &cached.Status, &none); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := c.bodies[len(c.bodies)-1], `UPDATE rv=1 {"pendingDeletionCount":0}`; got != want {
+		t.Errorf("write after the failure: %s, want %s", got, want)
+	}
+	again := bundle("u1", "").Status
+	again.PendingDeletionCount = 1
+	if err := w.Patch(context.Background(), c, cached, &cached.Status, &again); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.bodies[len(c.bodies)-1]; got != `{"metadata":{"resourceVersion":"3"},"status":{"pendingDeletionCount":1}}` && got != `{"status":{"pendingDeletionCount":1}}` {
+		t.Errorf("the write after: %s, want a merge patch", got)
 	}
 }
 
