@@ -124,6 +124,14 @@ func (f *fixture) deleteItem(spec []byte, item limbov1alpha1.ExternalItem) error
 	return f.plugin.DeleteExternal(context.Background(), f.request(spec, t0), item)
 }
 
+// answerWith puts answer in front of the simulator: a request it answers
+// (true) does not reach it; nil takes it away.
+func (f *fixture) answerWith(answer func(w http.ResponseWriter, r *http.Request) bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.answer = answer
+}
+
 func (f *fixture) onDelete(hook func(r *http.Request)) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -891,9 +899,7 @@ func TestDeleteExternalForeign404(t *testing.T) {
 			f := newFixture(t, namespacegc.Options{}, "default")
 			f.sim.AddNamespace("a")
 			var deleted bool
-			f.mu.Lock()
-			f.answer = tt.answer(&deleted)
-			f.mu.Unlock()
+			f.answerWith(tt.answer(&deleted))
 			err := f.deleteExternal(f.spec(""), "a")
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("DeleteExternal = %v, want an error containing %q", err, tt.want)
@@ -1172,9 +1178,7 @@ func TestDeleteExternalEmptyListing(t *testing.T) {
 	t.Run("the namespace is there: deleted", func(t *testing.T) {
 		f := newFixture(t, namespacegc.Options{}, "default")
 		f.sim.AddNamespace("a")
-		f.mu.Lock()
-		f.answer = emptyListings
-		f.mu.Unlock()
+		f.answerWith(emptyListings)
 		if err := f.deleteExternal(f.spec(""), "a"); err != nil {
 			t.Fatalf("DeleteExternal = %v, want nil", err)
 		}
@@ -1188,9 +1192,7 @@ func TestDeleteExternalEmptyListing(t *testing.T) {
 		if err := f.sim.SetVolumes("a", 1); err != nil {
 			t.Fatal(err)
 		}
-		f.mu.Lock()
-		f.answer = emptyListings
-		f.mu.Unlock()
+		f.answerWith(emptyListings)
 		if err := f.deleteExternal(f.spec(""), "a"); !errors.Is(err, storageos.ErrNamespaceNotEmpty) {
 			t.Fatalf("DeleteExternal = %v, want storageos.ErrNamespaceNotEmpty", err)
 		}
@@ -1222,12 +1224,8 @@ func TestPlanEmptyListingForgetsNoDeletion(t *testing.T) {
 	spec := f.spec(noGC)
 	f.mustPlan(spec, t0)
 	f.deleteNamespace("a")
-	f.mu.Lock()
-	f.answer = emptyListings
-	f.mu.Unlock()
+	f.answerWith(emptyListings)
 	expectJudged(t, f.judged(f.mustPlan(spec, t0.Add(time.Second))), map[string]bool{})
-	f.mu.Lock()
-	f.answer = nil
-	f.mu.Unlock()
+	f.answerWith(nil)
 	expectJudged(t, f.judged(f.mustPlan(spec, t0.Add(2*time.Second))), map[string]bool{"default": true, "a": false})
 }
