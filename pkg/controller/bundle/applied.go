@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+	"github.com/limbo-dev/limbo/pkg/reference"
 	"github.com/limbo-dev/limbo/pkg/sharedmeta"
 )
 
@@ -359,9 +360,14 @@ func (c *appliedCache) compare(live *unstructured.Unstructured, hash string) (up
 // without either. A later process finds the same digest only on an object no
 // one has written since (every write changes the resourceVersion) when it
 // would apply the same desired object again: that apply would change nothing.
+//
+// A Secret gets none: its hash covers its data, and the status is read by more
+// people than the Secret — with the template, the UID and a resourceVersion
+// near the Bundle's, a digest would let them test guesses of a short value
+// (a PIN) offline. A restarted process applies a Bundle's Secrets once again.
 func appliedDigest(hash string, live *unstructured.Unstructured) string {
 	uid, version := live.GetUID(), live.GetResourceVersion()
-	if hash == "" || uid == "" || version == "" {
+	if hash == "" || uid == "" || version == "" || reference.IsSecret(live.Object) {
 		return ""
 	}
 	sum := sha256.New()
