@@ -60,6 +60,11 @@ func (es Errors) Error() string {
 	return JoinBounded(es.Messages(), "; ")
 }
 
+// Has reports whether one of the errors has reason.
+func (es Errors) Has(reason string) bool {
+	return slices.ContainsFunc(es, func(e Error) bool { return e.Reason == reason })
+}
+
 // Messages are the errors' texts, one each.
 func (es Errors) Messages() []string {
 	msgs := make([]string, len(es))
@@ -491,6 +496,10 @@ func LimbosOwnKind(gvk schema.GroupVersionKind) bool {
 func HeldKind(mapper meta.RESTMapper, gvk schema.GroupVersionKind) (reason string, err error) {
 	mapping, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 	switch {
+	case err != nil && !meta.IsNoMatchError(err):
+		// Discovery failed, or an aggregated API is unavailable: not an
+		// unknown kind, and not for good.
+		return limbov1alpha1.ReasonKindUnavailable, fmt.Errorf("whether the API server serves %s cannot be told now (retried): %w", gvk.Kind, err)
 	case err != nil:
 		return limbov1alpha1.ReasonUnknownKind, err
 	case mapping.Scope.Name() != meta.RESTScopeNameNamespace:

@@ -218,6 +218,10 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	case len(p.specErrs) > 0 && r.kindComing(ctx, &b, p.specErrs):
 		// A CRD established a moment ago that discovery does not serve yet.
 		return ctrl.Result{RequeueAfter: kindComingRetry}, nil
+	case p.specErrs.Has(limbov1alpha1.ReasonKindUnavailable):
+		// Discovery failed for a kind: retried with the work queue's backoff,
+		// not left until the next spec change or resync.
+		return p.failedResult(), p.specErrs
 	case len(p.specErrs) > 0:
 		// Retrying does not help; the next spec change triggers a pass (and a
 		// CRD that starts serving a kind it names: see bundlesNamingKindOf).

@@ -73,6 +73,10 @@ const (
 	ReasonInvalidReference     = "InvalidReference"
 	ReasonInvalidObject        = "InvalidObject"
 	ReasonUnknownKind          = "UnknownKind"
+	// ReasonKindUnavailable: whether the API server serves a template's kind
+	// could not be told (discovery failed, an aggregated API unavailable): a
+	// spec error of the moment, retried with backoff.
+	ReasonKindUnavailable = "KindUnavailable"
 	ReasonClusterScoped        = "ClusterScoped"
 	ReasonWrongNamespace       = "WrongNamespace"
 	ReasonProhibitedAnnotation = "ProhibitedAnnotation"
