@@ -142,6 +142,13 @@ func resolve(ref v1alpha1.Reference, source Source, useExamples bool) (Value, er
 
 	results, err := path.FindResults(source.Object)
 	if err != nil {
+		if !fromSecret && (strings.Contains(ref.Path, ".*") || strings.Contains(ref.Path, "..")) {
+			// client-go walks .* and .. over a map in no set order and names
+			// the first value it cannot follow: the same object failed another
+			// way at each pass (a status write and a Warning each). A Secret's
+			// causes have fixed words already (secretCause).
+			return Value{}, errors.New("the path's wildcard or recursive descent reaches a value it cannot follow")
+		}
 		if fromSecret {
 			err = secretCause(err, ref.Path)
 		} else {

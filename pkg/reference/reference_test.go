@@ -1011,3 +1011,28 @@ func TestResolveBoundsCause(t *testing.T) {
 		}
 	}
 }
+
+// A path with a wildcard or a recursive descent that fails on an object fails
+// the same way at each pass: client-go walks * and .. over a map in random
+// order and names the first value it cannot follow, so the same object gave
+// another error (and another status write and Warning) pass after pass, and a
+// status path flipped between Blocked (not set) and Error.
+func TestResolveWildcardErrorIsStable(t *testing.T) {
+	object := map[string]interface{}{"spec": map[string]interface{}{"a": int64(3), "b": map[string]interface{}{"app": "x"}, "c": false, "d": "x"}}
+	for _, path := range []string{"spec.*[?(@.x==1)]", "status..x[?(@.y==1)]"} {
+		if path[0] == 's' && path[1] == 't' {
+			object["status"] = object["spec"]
+		}
+		seen := map[string]bool{}
+		for range 200 {
+			_, err := Resolve([]v1alpha1.Reference{{Name: "v", Resource: "r", Path: path}}, map[string]Source{"r": {Object: object}}, false)
+			if err == nil {
+				t.Fatalf("%s: no error", path)
+			}
+			seen[err.Error()] = true
+		}
+		if len(seen) != 1 {
+			t.Errorf("%s: %d different errors: %v", path, len(seen), seen)
+		}
+	}
+}
