@@ -64,19 +64,19 @@ const (
 // Reasons of spec errors, as they appear in resource states and the Stalled
 // condition's message.
 const (
-	ReasonInvalidResource      = "InvalidResource"
-	ReasonDuplicateName        = "DuplicateName"
-	ReasonDuplicateObject      = "DuplicateObject"
-	ReasonMissingReference     = "MissingReference"
-	ReasonDependencyCycle      = "DependencyCycle"
-	ReasonUndeclaredReference  = "UndeclaredReference"
-	ReasonInvalidReference     = "InvalidReference"
-	ReasonInvalidObject        = "InvalidObject"
-	ReasonUnknownKind          = "UnknownKind"
+	ReasonInvalidResource     = "InvalidResource"
+	ReasonDuplicateName       = "DuplicateName"
+	ReasonDuplicateObject     = "DuplicateObject"
+	ReasonMissingReference    = "MissingReference"
+	ReasonDependencyCycle     = "DependencyCycle"
+	ReasonUndeclaredReference = "UndeclaredReference"
+	ReasonInvalidReference    = "InvalidReference"
+	ReasonInvalidObject       = "InvalidObject"
+	ReasonUnknownKind         = "UnknownKind"
 	// ReasonKindUnavailable: whether the API server serves a template's kind
 	// could not be told (discovery failed, an aggregated API unavailable): a
 	// spec error of the moment, retried with backoff.
-	ReasonKindUnavailable = "KindUnavailable"
+	ReasonKindUnavailable      = "KindUnavailable"
 	ReasonClusterScoped        = "ClusterScoped"
 	ReasonWrongNamespace       = "WrongNamespace"
 	ReasonProhibitedAnnotation = "ProhibitedAnnotation"
