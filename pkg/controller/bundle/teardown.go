@@ -159,7 +159,7 @@ func (r *Reconciler) teardown(ctx context.Context, b *limbov1alpha1.Bundle) (ctr
 func (r *Reconciler) nextWave(ctx context.Context, b *limbov1alpha1.Bundle, order *bundlespec.Plan, objects []*unstructured.Unstructured, unseen map[string]bool, plugins pluginTeardowns) (_ ctrl.Result, acted bool, _ error) {
 	held := heldBy(objects)
 	adopters := r.adopters(b)
-	for _, wave := range teardownWaves(order, objects) {
+	for _, wave := range teardownWaves(order, objects, recordedKeys(b)) {
 		if len(wave) == 0 {
 			continue
 		}
@@ -285,7 +285,7 @@ func isTeardownFailure(err error) bool {
 // then the resources' objects in reverse dependency order. An object a generator
 // plugin made goes in its plugin resource's wave (AnnotationGeneratedBy), after
 // the objects of the resources that depend on it.
-func teardownWaves(plan *bundlespec.Plan, objects []*unstructured.Unstructured) [][]*unstructured.Unstructured {
+func teardownWaves(plan *bundlespec.Plan, objects []*unstructured.Unstructured, recorded map[string]string) [][]*unstructured.Unstructured {
 	if plan == nil {
 		return [][]*unstructured.Unstructured{objects}
 	}
@@ -306,6 +306,11 @@ func teardownWaves(plan *bundlespec.Plan, objects []*unstructured.Unstructured) 
 				waveOf[name] = len(waves)
 			}
 			key := plan.Resources[name].ObjectKey()
+			if key == "" {
+				// A template that cannot be read far enough to name its object
+				// (a typo in its apiVersion): the object its status recorded.
+				key = recorded[name]
+			}
 			if o, ok := byKey[key]; key != "" && ok {
 				wave = append(wave, o)
 				delete(byKey, key)
@@ -324,6 +329,21 @@ func teardownWaves(plan *bundlespec.Plan, objects []*unstructured.Unstructured) 
 		waves[i] = append(waves[i], o)
 	}
 	return waves
+}
+
+// recordedKeys are the keys (objectKey) of the objects b's status recorded, by
+// resource.
+func recordedKeys(b *limbov1alpha1.Bundle) map[string]string {
+	keys := map[string]string{}
+	for _, st := range b.Status.Resources {
+		if st.Object != nil && st.Object.Name != "" {
+			gv, err := schema.ParseGroupVersion(st.Object.APIVersion)
+			if err == nil {
+				keys[st.Name] = bundlespec.ObjectKey(gv.WithKind(st.Object.Kind).GroupKind(), st.Object.Name)
+			}
+		}
+	}
+	return keys
 }
 
 // cancelTombstones removes b's Tombstones without deleting their items.

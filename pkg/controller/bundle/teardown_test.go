@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -81,7 +82,7 @@ func TestTeardownWaves(t *testing.T) {
 			if tc.plan != nil {
 				plan = testPlan(t, tc.plan...)
 			}
-			for _, wave := range teardownWaves(plan, tc.objects) {
+			for _, wave := range teardownWaves(plan, tc.objects, nil) {
 				var names []string
 				if len(wave) > 0 {
 					names = describeObjects(wave)
@@ -120,7 +121,7 @@ func TestTeardownWavesOfAnInvalidSpec(t *testing.T) {
 		t.Fatal("want UnknownKind")
 	}
 	var got [][]string
-	for _, wave := range teardownWaves(partial, []*unstructured.Unstructured{testObject(deploymentGVK, "app"), testObject(deploymentGVK, "db")}) {
+	for _, wave := range teardownWaves(partial, []*unstructured.Unstructured{testObject(deploymentGVK, "app"), testObject(deploymentGVK, "db")}, recordedKeys(b)) {
 		var names []string
 		if len(wave) > 0 {
 			names = describeObjects(wave)
@@ -129,6 +130,26 @@ func TestTeardownWavesOfAnInvalidSpec(t *testing.T) {
 	}
 	if want := [][]string{nil, {"Deployment app"}, {"Deployment db"}}; !reflect.DeepEqual(got, want) {
 		t.Errorf("waves = %q, want %q", got, want)
+	}
+
+	// A template whose object cannot even be named now (a typo in its
+	// apiVersion: "apps/") goes in its resource's wave all the same, by the
+	// object its status recorded: it went first, before what depends on it.
+	typo := raw(deploymentGVK, "db")
+	typo.Raw = []byte(strings.Replace(string(typo.Raw), `"apps/v1"`, `"apps/"`, 1))
+	b.Spec.Resources[0].Object = typo
+	b.Status.Resources = []limbov1alpha1.ResourceStatus{{Name: "db", Object: &limbov1alpha1.ObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "team", Name: "db"}}}
+	partial, _ = bundlespec.ParsePartial(b, mapper, anyPlugin{})
+	got = nil
+	for _, wave := range teardownWaves(partial, []*unstructured.Unstructured{testObject(deploymentGVK, "app"), testObject(deploymentGVK, "db")}, recordedKeys(b)) {
+		var names []string
+		if len(wave) > 0 {
+			names = describeObjects(wave)
+		}
+		got = append(got, names)
+	}
+	if want := [][]string{nil, {"Deployment app"}, {"Deployment db"}}; !reflect.DeepEqual(got, want) {
+		t.Errorf("a template that cannot be named: waves = %q, want %q", got, want)
 	}
 }
 
