@@ -77,19 +77,11 @@ func TestTeardownWaves(t *testing.T) {
 			want:    [][]string{{"Secret db"}, {"ConfigMap db"}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var got [][]string
 			var plan *bundlespec.Plan
 			if tc.plan != nil {
 				plan = testPlan(t, tc.plan...)
 			}
-			for _, wave := range teardownWaves(plan, tc.objects, nil) {
-				var names []string
-				if len(wave) > 0 {
-					names = describeObjects(wave)
-				}
-				got = append(got, names)
-			}
-			if !reflect.DeepEqual(got, tc.want) {
+			if got := waveNames(plan, tc.objects, nil); !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("waves = %q, want %q", got, tc.want)
 			}
 		})
@@ -120,15 +112,9 @@ func TestTeardownWavesOfAnInvalidSpec(t *testing.T) {
 	if len(errs) == 0 {
 		t.Fatal("want UnknownKind")
 	}
-	var got [][]string
-	for _, wave := range teardownWaves(partial, []*unstructured.Unstructured{testObject(deploymentGVK, "app"), testObject(deploymentGVK, "db")}, recordedKeys(b)) {
-		var names []string
-		if len(wave) > 0 {
-			names = describeObjects(wave)
-		}
-		got = append(got, names)
-	}
-	if want := [][]string{nil, {"Deployment app"}, {"Deployment db"}}; !reflect.DeepEqual(got, want) {
+	objects := []*unstructured.Unstructured{testObject(deploymentGVK, "app"), testObject(deploymentGVK, "db")}
+	want := [][]string{nil, {"Deployment app"}, {"Deployment db"}}
+	if got := waveNames(partial, objects, recordedKeys(b)); !reflect.DeepEqual(got, want) {
 		t.Errorf("waves = %q, want %q", got, want)
 	}
 
@@ -140,17 +126,23 @@ func TestTeardownWavesOfAnInvalidSpec(t *testing.T) {
 	b.Spec.Resources[0].Object = typo
 	b.Status.Resources = []limbov1alpha1.ResourceStatus{{Name: "db", Object: &limbov1alpha1.ObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "team", Name: "db"}}}
 	partial, _ = bundlespec.ParsePartial(b, mapper, anyPlugin{})
-	got = nil
-	for _, wave := range teardownWaves(partial, []*unstructured.Unstructured{testObject(deploymentGVK, "app"), testObject(deploymentGVK, "db")}, recordedKeys(b)) {
+	if got := waveNames(partial, objects, recordedKeys(b)); !reflect.DeepEqual(got, want) {
+		t.Errorf("a template that cannot be named: waves = %q, want %q", got, want)
+	}
+}
+
+// waveNames is teardownWaves's waves, each as describeObjects names its objects
+// (nil for an empty one).
+func waveNames(plan *bundlespec.Plan, objects []*unstructured.Unstructured, recorded map[string]string) [][]string {
+	var got [][]string
+	for _, wave := range teardownWaves(plan, objects, recorded) {
 		var names []string
 		if len(wave) > 0 {
 			names = describeObjects(wave)
 		}
 		got = append(got, names)
 	}
-	if want := [][]string{nil, {"Deployment app"}, {"Deployment db"}}; !reflect.DeepEqual(got, want) {
-		t.Errorf("a template that cannot be named: waves = %q, want %q", got, want)
-	}
+	return got
 }
 
 // The ContentRemaining message names an object being deleted with the finalizers
