@@ -990,6 +990,9 @@ func (g *generator) handOver(ctx context.Context, s *slot) bool {
 		return nil
 	}
 	declare := func() error {
+		if err := g.holdSafe(t, ""); err != nil {
+			return err
+		}
 		rv, err := g.writeSpec(ctx, t, false)
 		if err != nil {
 			return err
@@ -1015,7 +1018,7 @@ func (g *generator) handOver(ctx context.Context, s *slot) bool {
 		if err := pollErr(ctx, 20*time.Second, func() error { return g.stillSafe(name) }); err != nil {
 			return err
 		}
-		return declare()
+		return pollErr(ctx, 20*time.Second, declare) // until t's orphans are safe too (holdSafe)
 	})
 	g.oracle.end(t.name)
 	if !removed {
@@ -1149,6 +1152,9 @@ func (g *generator) swap(ctx context.Context, s, t *slot, r, q string) bool {
 	toS := g.move(t, s, q)
 	written := map[*slot]bool{}
 	write := func(b *slot, gone, taken string) error {
+		if err := g.holdSafe(b, gone); err != nil {
+			return err
+		}
 		rv, err := g.writeSpec(ctx, b, false)
 		if err != nil {
 			return err
@@ -1309,11 +1315,16 @@ func (g *generator) emptyGuard(ctx context.Context, s *slot, holding bool) bool 
 // deleted before a write lands (see redeclareGuard), as for a re-add: a write
 // that is to hold them must not race them.
 func (g *generator) orphans(s *slot) ([]string, time.Time, bool) {
+	return g.orphansBut(s, "")
+}
+
+// orphansBut is orphans without the object except.
+func (g *generator) orphansBut(s *slot, except string) ([]string, time.Time, bool) {
 	var held []string
 	var lastDeadline time.Time
 	now := time.Now()
 	for _, name := range g.oracle.controlled(s.uid) {
-		if v := g.oracle.view(name); !s.declaresObject(name) && v.exists && controllerUID(v.meta) == s.uid {
+		if v := g.oracle.view(name); name != except && !s.declaresObject(name) && v.exists && controllerUID(v.meta) == s.uid {
 			if !safeToDeclare(v, now) {
 				return nil, time.Time{}, false
 			}
@@ -1324,6 +1335,20 @@ func (g *generator) orphans(s *slot) ([]string, time.Time, bool) {
 		}
 	}
 	return held, lastDeadline, true
+}
+
+// holdSafe re-checks, right before a write that starts a hold on b (an
+// adoption it waits for), that none of b's orphans but except (the object the
+// write itself drops) may be deleted within redeclareGuard: the check made when
+// the operation was picked may be stale by then, and no precondition orders
+// the write against a delete limbo decided a moment before (seed 111301111: a
+// swap's second write, 3.6 s after its check, landed as an overdue orphan of
+// the same Bundle was deleted).
+func (g *generator) holdSafe(b *slot, except string) error {
+	if _, _, ok := g.orphansBut(b, except); !ok {
+		return fmt.Errorf("not done: an orphan of %s may be deleted within %v", b.name, redeclareGuard)
+	}
+	return nil
 }
 
 // stampedOrphans is orphans, once every orphan with a delay is stamped (but
