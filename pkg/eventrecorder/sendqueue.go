@@ -103,14 +103,19 @@ func (q *sendQueue) Patch(event *corev1.Event, patch []byte) (*corev1.Event, err
 func (q *sendQueue) add(w write) {
 	q.mu.Lock()
 	q.received++
-	full := q.closed || len(q.pending) >= q.limit
+	closed := q.closed
+	full := closed || len(q.pending) >= q.limit
 	if !full {
 		q.pending = append(q.pending, w)
 	}
 	q.mu.Unlock()
 	if full {
 		q.dropped()
-		q.log.Error(nil, "Event dropped: too many events waiting to be sent", "limit", q.limit, "object", w.event.InvolvedObject, "reason", w.event.Reason, "message", w.event.Message)
+		why := "too many events waiting to be sent"
+		if closed {
+			why = "the recorder is stopped"
+		}
+		q.log.Error(nil, "Event dropped: "+why, "limit", q.limit, "object", w.event.InvolvedObject, "reason", w.event.Reason, "message", w.event.Message)
 		return
 	}
 	select {

@@ -1,6 +1,7 @@
 package bundle
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"slices"
@@ -82,6 +83,13 @@ type callOutcome[T any] struct {
 	// stale, that it is of another input (the spec changed and the call of the new
 	// one is still running): it tells nothing of what the current input makes.
 	current, known, stale bool
+}
+
+// callInput is the input of a call (backgroundCalls.call) made of parts, a
+// plugin's name first: NUL-separated, so that no two lists of parts give the
+// same bytes.
+func callInput(parts ...[]byte) []byte {
+	return bytes.Join(parts, []byte{0})
 }
 
 func newBackgroundCalls[T any](done chan<- event.GenericEvent, forget func(uid types.UID, resource string, bundleGone bool)) *backgroundCalls[T] {

@@ -80,7 +80,7 @@ func (p *pass) syncPlugin(ctx context.Context, res *bundlespec.Resource) (limbov
 	req := plugin.Request{Bundle: p.bundle, Resource: res.Name, Spec: spec, Client: p.r.pluginClient(), Reader: p.r.APIReader, Secrets: secrets, Now: p.r.Clock.Now()}
 	// The plugin's name is part of the input: a resource renamed to another
 	// plugin with the same spec must not be handed the other plugin's result.
-	input := append([]byte(res.Plugin.Name+"\x00"), spec...)
+	input := callInput([]byte(res.Plugin.Name), spec)
 	planned := p.r.plans.call(ctx, p.bundle, res.Name, input, func(ctx context.Context, b *limbov1alpha1.Bundle) (*plugin.Result, error) {
 		req := req
 		req.Bundle = b

@@ -542,7 +542,7 @@ func (r *Reconciler) teardownPlugin(ctx context.Context, b *limbov1alpha1.Bundle
 	req := plugin.Request{Bundle: b, Resource: name, Spec: spec, Client: r.pluginClient(), Reader: r.APIReader, Secrets: secrets, Now: r.Clock.Now(), TeardownState: b.Annotations[key]}
 	// The call's input is the spec and the state it resumes from: a result is
 	// acted on once, and the next call starts from the state it left.
-	input := append(append(append([]byte(pluginName+"\x00"), spec...), 0), req.TeardownState...)
+	input := callInput([]byte(pluginName), spec, []byte(req.TeardownState))
 	out := r.teardowns.call(ctx, b, name, input, func(ctx context.Context, b *limbov1alpha1.Bundle) (*plugin.TeardownResult, error) {
 		req := req
 		req.Bundle = b
