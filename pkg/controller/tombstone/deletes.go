@@ -58,6 +58,9 @@ type deleteCall struct {
 	// uid is the Tombstone's the delete is for: a Tombstone re-created under
 	// the name is another.
 	uid types.UID
+	// tombstone is that Tombstone as the delete began, for the record of a
+	// delete that ended after its cancel (recordFinished).
+	tombstone *limbov1alpha1.Tombstone
 	// attempt is the status.attempts the attempt marker wrote for this delete.
 	attempt  int32
 	err      error
@@ -72,9 +75,9 @@ func newExternalDeletes(done chan<- event.GenericEvent, perResource int) *extern
 		queued: map[resourceKey][]types.NamespacedName{}, woken: map[types.NamespacedName]resourceKey{}}
 }
 
-// pending returns ts's delete that runs (running) or finished and is not yet
-// recorded; ok is false when there is none. A finished one is handed over once:
-// the caller records it.
+// pending returns the delete of ts's name that runs (running) or finished and
+// is not yet recorded — ts's, or a predecessor's (call.uid says) — ok is false
+// when there is none. A finished one is handed over once: the caller records it.
 func (d *externalDeletes) pending(ts *limbov1alpha1.Tombstone) (call *deleteCall, running, ok bool) {
 	key := types.NamespacedName{Namespace: ts.Namespace, Name: ts.Name}
 	d.mu.Lock()
@@ -91,9 +94,6 @@ func (d *externalDeletes) pending(ts *limbov1alpha1.Tombstone) (call *deleteCall
 		return call, true, true
 	}
 	delete(d.calls, key)
-	if call.uid != ts.UID {
-		return nil, false, false // a predecessor's: its Tombstone is gone
-	}
 	return call, false, true
 }
 
@@ -159,7 +159,7 @@ func (d *externalDeletes) wakeNext(res resourceKey) {
 func (d *externalDeletes) start(ctx context.Context, ts *limbov1alpha1.Tombstone, attempt int32, del func(context.Context) error) (finished bool, err error) {
 	key := types.NamespacedName{Namespace: ts.Namespace, Name: ts.Name}
 	res := resourceOf(ts)
-	call := &deleteCall{uid: ts.UID, attempt: attempt, finished: make(chan struct{})}
+	call := &deleteCall{uid: ts.UID, tombstone: ts.DeepCopy(), attempt: attempt, finished: make(chan struct{})}
 	d.mu.Lock()
 	d.calls[key] = call
 	d.mu.Unlock()
@@ -197,17 +197,20 @@ func (d *externalDeletes) start(ctx context.Context, ts *limbov1alpha1.Tombstone
 	return true, call.err
 }
 
-// forget drops the record of a Tombstone that is gone.
-func (d *externalDeletes) forget(key types.NamespacedName) {
+// forget drops the record of a Tombstone that is gone, and returns its delete
+// if one finished unrecorded (nil otherwise): the caller records it.
+func (d *externalDeletes) forget(key types.NamespacedName) *deleteCall {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if call, ok := d.calls[key]; ok {
 		select {
 		case <-call.finished:
 			delete(d.calls, key)
+			return call
 		default: // running: its end triggers the name, which is forgotten then
 		}
 	}
+	return nil
 }
 
 // trigger queues key's Tombstone; if the trigger is dropped, the fallback

@@ -215,8 +215,9 @@ func TestExternalDeletesTurnsPerResource(t *testing.T) {
 }
 
 // The outcome of a predecessor's delete (a Tombstone of the same name, gone and
-// re-created) is not handed to its successor, and a forgotten Tombstone's
-// finished delete is dropped.
+// re-created) is handed over as the predecessor's (its UID), never recorded as
+// the successor's, and a forgotten Tombstone's finished delete is handed over
+// once, then dropped.
 func TestExternalDeletesPredecessorAndForget(t *testing.T) {
 	done := make(chan event.GenericEvent, 4)
 	d := newExternalDeletes(done, 1)
@@ -239,12 +240,17 @@ func TestExternalDeletesPredecessorAndForget(t *testing.T) {
 	finishInBackground()
 	successor := old.DeepCopy()
 	successor.UID = "successor"
+	if call, _, ok := d.pending(successor); !ok || call.uid != old.UID {
+		t.Fatalf("the successor's name was handed %+v (ok %v), want the predecessor's delete", call, ok)
+	}
 	if call, _, ok := d.pending(successor); ok {
-		t.Fatalf("the successor was handed its predecessor's delete: %+v", call)
+		t.Fatalf("the predecessor's delete was handed over twice: %+v", call)
 	}
 
 	finishInBackground()
-	d.forget(types.NamespacedName{Namespace: old.Namespace, Name: old.Name})
+	if call := d.forget(types.NamespacedName{Namespace: old.Namespace, Name: old.Name}); call == nil || call.uid != old.UID {
+		t.Errorf("forget handed over %+v, want the finished delete", call)
+	}
 	if _, _, ok := d.pending(old); ok {
 		t.Error("a forgotten Tombstone's delete is still pending")
 	}
@@ -380,5 +386,50 @@ func TestReconcileWaitsForATurn(t *testing.T) {
 	woken := map[string]bool{triggered(t, h.done): true, triggered(t, h.done): true}
 	if !woken[h.key.Name] || !woken[secondKey.Name] {
 		t.Errorf("triggered %v, want both Tombstones", woken)
+	}
+}
+
+// A delete already sent when its Tombstone is cancelled cannot be called back:
+// the item is gone all the same, and the audit trail says so rather than only
+// "cancelled" — an event on the Tombstone, the deletion counted. A delete of a
+// cancelled Tombstone that failed deleted nothing: nothing more is said.
+func TestReconcileDeleteFinishingAfterItsCancel(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		failures  int
+		wantEvent string
+		wantCount float64
+	}{
+		{name: "the delete succeeds", wantEvent: `Warning Deleted Thing "42" deleted: its deletion was cancelled while the delete ran, too late to call it back`, wantCount: 1},
+		{name: "the delete fails", failures: 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			h := newHarness(t, tc.failures)
+			h.plugin.gate = make(chan struct{})
+			h.r.deletes.wait = 10 * time.Millisecond
+			h.reconcile() // the countdown
+			h.clock.Step(time.Minute)
+			h.reconcile() // the delete starts, and hangs
+			for h.event() != "" {
+			}
+			// Cancelled (its item declared again) while the delete runs.
+			if err := softdelete.RemoveTombstone(ctx, h.client, h.tombstone()); err != nil {
+				t.Fatal(err)
+			}
+			close(h.plugin.gate)
+			triggered(t, h.done)
+			h.reconcile()
+			if got := h.event(); got != tc.wantEvent {
+				t.Errorf("event %q, want %q", got, tc.wantEvent)
+			}
+			if got := h.sample("limbo_deletions_total", softdelete.ResultDeleted).GetCounter().GetValue(); got != tc.wantCount {
+				t.Errorf(`limbo_deletions_total{result="deleted"} = %v, want %v`, got, tc.wantCount)
+			}
+			h.reconcile()
+			if got := h.event(); got != "" {
+				t.Errorf("a second reconcile recorded %q again", got)
+			}
+		})
 	}
 }

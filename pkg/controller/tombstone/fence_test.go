@@ -260,6 +260,8 @@ func TestReconcileFinishedDeleteOfAPredecessor(t *testing.T) {
 		t.Fatal(err)
 	}
 	stale.Store(old) // the cache has not seen the new one yet
+	for h.event() != "" {
+	}
 	close(h.plugin.gate)
 	triggered(t, h.done)
 	if _, err := h.r.Reconcile(ctx, ctrl.Request{NamespacedName: h.key}); err != nil {
@@ -267,6 +269,10 @@ func TestReconcileFinishedDeleteOfAPredecessor(t *testing.T) {
 	}
 	if ts := h.tombstone(); ts == nil || ts.UID != "tombstone-uid-2" || !controllerutil.ContainsFinalizer(ts, limbov1alpha1.FinalizerHardDelete) {
 		t.Errorf("the new Tombstone: %+v, want it kept with its finalizer", ts)
+	}
+	// The predecessor's delete is recorded as its own: the item is gone.
+	if got, want := h.event(), `Warning Deleted Thing "42" deleted: its deletion was cancelled while the delete ran, too late to call it back`; got != want {
+		t.Errorf("event %q, want %q", got, want)
 	}
 }
 

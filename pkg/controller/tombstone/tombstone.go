@@ -136,8 +136,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Client.Get(ctx, req.NamespacedName, &cached); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.statuses.Forget(req.NamespacedName)
-			r.deletes.forget(req.NamespacedName)
 			r.done.Delete(req.NamespacedName)
+			if call := r.deletes.forget(req.NamespacedName); call != nil {
+				r.recordAfterCancel(ctx, call)
+			}
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -219,16 +221,39 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 }
 
 // recordFinished records a delete that finished in the background on a fresh
-// read of its Tombstone. A Tombstone cancelled meanwhile is left as it is.
+// read of its Tombstone. A Tombstone cancelled meanwhile (gone, its finalizer
+// removed, or made again since) is left as it is: recordAfterCancel.
 func (r *Reconciler) recordFinished(ctx context.Context, key client.ObjectKey, call *deleteCall) (ctrl.Result, error) {
 	var ts limbov1alpha1.Tombstone
-	if err := r.Reader.Get(ctx, key, &ts); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+	if err := r.Reader.Get(ctx, key, &ts); client.IgnoreNotFound(err) != nil {
+		// The retry finds no finished delete: a Tombstone still due sends it
+		// again (an item gone is success), one cancelled sends nothing — only
+		// the Warning of a cancel that came too late is lost.
+		return ctrl.Result{}, err
+	} else if err == nil && ts.UID == call.uid && controllerutil.ContainsFinalizer(&ts, limbov1alpha1.FinalizerHardDelete) {
+		return r.record(ctx, &ts, call.attempt, call.err)
 	}
-	if ts.UID != call.uid || !controllerutil.ContainsFinalizer(&ts, limbov1alpha1.FinalizerHardDelete) {
-		return ctrl.Result{}, nil
+	r.recordAfterCancel(ctx, call)
+	return ctrl.Result{}, nil
+}
+
+// recordAfterCancel records a delete that finished after its Tombstone was
+// cancelled: the cancel landed after the attempt marker, and a delete sent
+// cannot be called back. One that succeeded deleted the item all the same,
+// which the audit trail says beside the "cancelled" of the cancel (a Warning
+// on the Tombstone, the deletion counted and logged); one that failed deleted
+// nothing, and the item stays as the cancel wanted.
+func (r *Reconciler) recordAfterCancel(ctx context.Context, call *deleteCall) {
+	if call.err != nil {
+		log.FromContext(ctx).V(1).Info("a delete whose Tombstone was cancelled meanwhile failed: the item stays", "error", call.err.Error())
+		return
 	}
-	return r.record(ctx, &ts, call.attempt, call.err)
+	ts := call.tombstone
+	d := softdelete.Decide(r.Clock.Now(), softdelete.StateOf(ts, false))
+	r.Engine.RecordDeletion(time.Time{}) // no countdown of its ended: it was cancelled
+	r.Recorder.Eventf(ts, corev1.EventTypeWarning, limbov1alpha1.EventDeleted,
+		"%s %q deleted: its deletion was cancelled while the delete ran, too late to call it back", ts.Spec.Item.Kind, ts.Spec.Item.ID)
+	softdelete.AuditTombstone(ctx, "deleted", ts, d.Deadline, "cancelledWhileDeleting", true)
 }
 
 // record records the outcome of ts's delete attempt number attempt: a failure
