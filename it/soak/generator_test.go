@@ -524,7 +524,7 @@ func (g *generator) noteGenerators(s *slot) {
 	for r := range s.resources {
 		generates = generates || s.generated[r]
 	}
-	g.oracle.declaresGenerators(s.name, s.uid, generates && !s.guarded)
+	g.oracle.declaresGenerators(s.name, s.uid, generates && !s.guarded, time.Now())
 }
 
 func (g *generator) objectNames(s *slot, resources ...string) []string {
@@ -1572,7 +1572,7 @@ func (g *generator) deleteBundle(f fate) func(context.Context, *slot) bool {
 			}
 			rv := revision(&deleted)
 			g.oracle.bundleDeleted(s.name, s.uid, f, rv)
-			g.oracle.declaresGenerators(s.name, s.uid, false) // a Bundle being deleted holds nothing
+			g.oracle.declaresGenerators(s.name, s.uid, false, time.Now()) // a Bundle being deleted holds nothing
 			g.oracle.teardownOrder(s.uid, dependents)
 			g.oracle.undeclared(s.name, rv, time.Now(), declared...)
 			return nil

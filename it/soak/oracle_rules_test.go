@@ -1191,9 +1191,11 @@ func TestOracleShards(t *testing.T) {
 		// (final without its deletion), after base.
 		releasedAt time.Duration
 		// generates: the Bundle of the object's name declares a generator
-		// resource.
-		generates bool
-		want      string
+		// resource; generatorDeleted, when set, is when that Bundle was
+		// deleted, after base.
+		generates        bool
+		generatorDeleted time.Duration
+		want             string
 	}{{
 		name: "in the shard that was down: excused", shard: shardRest, outages: []outage{restDown},
 		final: object("30", true, shardRest), deletedAt: 11 * time.Second,
@@ -1248,6 +1250,25 @@ func TestOracleShards(t *testing.T) {
 		name: "released, its Bundle's generator in the shard down: late past that second", shard: shardRest, outages: []outage{restDown},
 		final: object("30", false, shardA), deletedAt: 13500 * time.Millisecond, generates: true, want: "more than 3s late",
 	}, {
+		// Seeds 176699246 and 580248476: that Bundle deleted once its shard
+		// was back ended the hold; the reaper's next look deleted the object.
+		name: "released, its Bundle's generator in the shard down, deleted after: excused until a second past the tolerance", shard: shardRest, outages: []outage{restDown},
+		final: object("30", false, shardA), deletedAt: 12500 * time.Millisecond, generates: true, generatorDeleted: 10200 * time.Millisecond,
+	}, {
+		name: "released, its Bundle's generator in the shard down, deleted after: late past that second", shard: shardRest, outages: []outage{restDown},
+		final: object("30", false, shardA), deletedAt: 13500 * time.Millisecond, generates: true, generatorDeleted: 10200 * time.Millisecond, want: "more than 3s late",
+	}, {
+		// Deleted during the outage: the hold ended then, the rest of the
+		// outage is no excuse.
+		name: "released, its Bundle's generator deleted while its shard was down: due a second past the tolerance after", shard: shardRest, outages: []outage{restDown},
+		final: object("30", false, shardA), deletedAt: 6500 * time.Millisecond, generates: true, generatorDeleted: 4 * time.Second,
+	}, {
+		name: "released, its Bundle's generator deleted while its shard was down: late past that", shard: shardRest, outages: []outage{restDown},
+		final: object("30", false, shardA), deletedAt: 7500 * time.Millisecond, generates: true, generatorDeleted: 4 * time.Second, want: "more than 3s late",
+	}, {
+		name: "released, its Bundle's generator deleted before the deadline: late", shard: shardRest, outages: []outage{restDown},
+		final: object("30", false, shardA), deletedAt: 11 * time.Second, generates: true, generatorDeleted: 500 * time.Millisecond, want: "more than 2s late",
+	}, {
 		// Seed 241325230: a Bundle moved to the rest while its object, still
 		// labelled with shard a, counted down; the rest was down over the
 		// deadline, the Bundle deleted meanwhile, and the rest's teardown
@@ -1300,7 +1321,10 @@ func TestOracleShards(t *testing.T) {
 				o.inShard("b0", bundleUID, tt.moves[d], base.Add(d))
 			}
 			o.declared("b0", 10, "b0-r0")
-			o.declaresGenerators("b0", bundleUID, tt.generates)
+			o.declaresGenerators("b0", bundleUID, tt.generates, base.Add(-time.Hour))
+			if tt.generatorDeleted != 0 {
+				o.declaresGenerators("b0", bundleUID, false, base.Add(tt.generatorDeleted))
+			}
 			created := object("11", true, tt.shard)
 			o.observe(watch.Added, created, base.Add(-time.Minute))
 			o.undeclared("b0", 20, base.Add(-time.Second), "b0-r0")

@@ -274,12 +274,21 @@ type oracle struct {
 	// sharded: every outage counts for every object.
 	sharded bool
 	shards  map[types.UID]shardLog
-	// generators are the Bundle slots whose current spec declares a generator
-	// resource, and the incarnation that does: the reaper holds a released
-	// object of the slot's name while that Bundle has not passed its current
-	// spec (it may make the object again), so its shard's outages count too
-	// (governors).
-	generators map[string]types.UID
+	// generators are, by Bundle slot, the times a Bundle incarnation's spec
+	// declared a generator resource: the reaper holds a released object of
+	// the slot's name while that Bundle has not passed its current spec (it
+	// may make the object again), so its shard's outages count too
+	// (governors) — until its deletion ends the hold, not from the moment the
+	// oracle learns of it (seeds 176699246, 580248476: that Bundle deleted
+	// once its shard was back, the object deleted a second later).
+	generators map[string][]generatorSpan
+}
+
+// generatorSpan is a time Bundle incarnation uid declared a generator
+// resource, until a spec without one or its deletion (zero: it still does).
+type generatorSpan struct {
+	uid   types.UID
+	until time.Time
 }
 
 // slotOps tracks the operation in flight on one Bundle slot.
@@ -331,7 +340,7 @@ func newOracle() *oracle {
 		slots:        map[string]*slotOps{},
 		stats:        stats{ops: map[string]int{}, chaos: map[string]int{}, held: map[string]int{}, opsNotReady: map[string]int{}, handOvers: map[string]int{}, moves: map[string]int{}},
 		shards:       map[types.UID]shardLog{},
-		generators:   map[string]types.UID{},
+		generators:   map[string][]generatorSpan{},
 	}
 }
 
@@ -395,16 +404,39 @@ func (o *oracle) controlledIn(shard string) []string {
 	return names
 }
 
-// declaresGenerators records whether the spec just written for Bundle
-// incarnation uid of slot bundle declares a generator resource.
-func (o *oracle) declaresGenerators(bundle string, uid types.UID, yes bool) {
+// declaresGenerators records whether the spec just written at time at for
+// Bundle incarnation uid of slot bundle declares a generator resource (no
+// after its deletion).
+func (o *oracle) declaresGenerators(bundle string, uid types.UID, yes bool, at time.Time) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if yes {
-		o.generators[bundle] = uid
-	} else {
-		delete(o.generators, bundle)
+	spans := o.generators[bundle]
+	if n := len(spans); n > 0 && spans[n-1].until.IsZero() {
+		if yes && spans[n-1].uid == uid {
+			return
+		}
+		spans[n-1].until = at
 	}
+	if yes {
+		spans = append(spans, generatorSpan{uid: uid})
+	}
+	o.generators[bundle] = spans
+}
+
+// generatorsHolding are the generator spans of the Bundle of inc's name that
+// may have held inc, released, at or after due (when it was due): the
+// reaper leaves it to that Bundle.
+func (o *oracle) generatorsHolding(inc *incarnation, due time.Time) []generatorSpan {
+	if controllerUID(inc.meta) != "" {
+		return nil
+	}
+	var holding []generatorSpan
+	for _, span := range o.generators[inc.meta.Labels[limbov1alpha1.LabelBundle]] {
+		if span.until.IsZero() || span.until.After(due) {
+			holding = append(holding, span)
+		}
+	}
+	return holding
 }
 
 // countChaos counts a chaos event (a kill, a restart) by type.
@@ -1193,7 +1225,7 @@ func (o *oracle) judgeDeletion(m *objectModel, inc *incarnation, at time.Time) {
 	if span, ok := spanThroughout(m.desired, from, rv); ok {
 		desired = true
 		stamp, _ := parseStamp(meta)
-		if deadline, ok := deadlineOf(meta); ok && !stamp.After(span.since) && o.apiOutageBetween(span.since, deadline, o.governors(inc)...) {
+		if deadline, ok := deadlineOf(meta); ok && !stamp.After(span.since) && o.apiOutageBetween(span.since, deadline, o.governors(inc, deadline)...) {
 			// Declared again while in limbo (stamped before), but a
 			// kube-apiserver outage kept it from limbo until the deadline:
 			// which of the two limbo acts on first is a race that the
@@ -1242,14 +1274,14 @@ func (o *oracle) judgeDeletion(m *objectModel, inc *incarnation, at time.Time) {
 		return // not due at all: no lateness
 	}
 	due = latest(due, m.undesiredAt, inc.touchedAt)
-	late, adjusted := at.Sub(due), at.Sub(o.adjust(due, o.governors(inc)...))
+	late, adjusted := at.Sub(due), at.Sub(o.adjust(due, o.governors(inc, due)...))
 	if late > o.stats.maxLateness {
 		o.stats.maxLateness, o.stats.maxLatenessObject = late, what
 	}
 	if adjusted > o.stats.maxAdjustedLateness {
 		o.stats.maxAdjustedLateness, o.stats.maxAdjustedLatenessObject = adjusted, what
 	}
-	if tolerance := o.lateToleranceOf(inc); adjusted > tolerance && !inc.overdue {
+	if tolerance := o.lateToleranceOf(inc, due); adjusted > tolerance && !inc.overdue {
 		o.violatef("%s deleted %v after it was due at %s (%v after outages are taken off): more than %v late",
 			what, late.Round(time.Millisecond), due.Format("15:04:05.000"), adjusted.Round(time.Millisecond), tolerance)
 	}
@@ -1422,13 +1454,15 @@ func (o *oracle) dueLocked(m *objectModel, now time.Time) (time.Time, bool) {
 	return latest(due, m.undesiredAt, inc.touchedAt), true
 }
 
-// lateToleranceOf is how late limbo may delete inc: lateTolerance, and for a
-// released object while the Bundle of its name declares a generator a
-// second more — the reaper holds it until that Bundle has passed its current
-// spec, which it reads every second (reaper.holdRecheck), the pass of another
-// shard telling it nothing (seed 450555276: 2.5 s after that shard was back).
-func (o *oracle) lateToleranceOf(inc *incarnation) time.Duration {
-	if _, generating := o.generators[inc.meta.Labels[limbov1alpha1.LabelBundle]]; generating && controllerUID(inc.meta) == "" {
+// lateToleranceOf is how late limbo may delete inc, due at due:
+// lateTolerance, and for a released object while the Bundle of its name
+// declares a generator (at due or after: generatorsHolding) a second more —
+// the reaper holds it until that Bundle has passed its current spec or is
+// deleted, which it reads every second (reaper.holdRecheck), the pass of
+// another shard telling it nothing (seed 450555276: 2.5 s after that shard
+// was back).
+func (o *oracle) lateToleranceOf(inc *incarnation, due time.Time) time.Duration {
+	if len(o.generatorsHolding(inc, due)) > 0 {
 		return lateTolerance + time.Second
 	}
 	return lateTolerance
@@ -1445,7 +1479,7 @@ func (o *oracle) checkOverdue(now time.Time) {
 		if !ok || m.live.overdue || o.busy(bundlesOf(m, m.live.meta)) {
 			continue
 		}
-		if adjusted := o.adjust(due, o.governors(m.live)...); now.Sub(adjusted) > o.lateToleranceOf(m.live) {
+		if adjusted := o.adjust(due, o.governors(m.live, due)...); now.Sub(adjusted) > o.lateToleranceOf(m.live, due) {
 			m.live.overdue = true
 			o.violatef("%s (uid %s, annotations %v) still exists %v after it was due at %s (%v after outages are taken off)",
 				m.name, short(m.live.uid), limboAnnotations(m.live.meta), now.Sub(due).Round(time.Millisecond),
@@ -1519,7 +1553,7 @@ func (o *oracle) checkAdoptionLocked(m *objectModel, now time.Time) {
 		return
 	}
 	// The giver's controller hands it over, the adopter's adopts it.
-	if adjusted := o.adjust(due, append(o.governors(m.live), o.shardLogOf(m.adopter.uid))...); now.Sub(adjusted) > adoptionTolerance {
+	if adjusted := o.adjust(due, append(o.governors(m.live, due), o.shardLogOf(m.adopter.uid))...); now.Sub(adjusted) > adoptionTolerance {
 		m.adopter.overdue = true
 		o.violatef("not adopted in time: %s (uid %s, annotations %v) is not controlled by Bundle %s (uid %s), which declared it to adopt it at revision %d, %v after it was to be handed over at %s (%v after outages are taken off): more than %v",
 			m.name, short(m.live.uid), limboAnnotations(m.live.meta), m.adopter.slot, short(m.adopter.uid), m.adopter.since,
@@ -1541,11 +1575,11 @@ func (o *oracle) pendingUntil(now time.Time) (time.Time, int) {
 	for _, m := range o.objects {
 		if due, ok := o.dueLocked(m, now); ok {
 			n++
-			until = latest(until, o.adjust(due, o.governors(m.live)...))
+			until = latest(until, o.adjust(due, o.governors(m.live, due)...))
 		}
 		if due, ok := o.adoptionDueLocked(m); ok {
 			n++
-			until = latest(until, o.adjust(due, append(o.governors(m.live), o.shardLogOf(m.adopter.uid))...).Add(adoptionTolerance))
+			until = latest(until, o.adjust(due, append(o.governors(m.live, due), o.shardLogOf(m.adopter.uid))...).Add(adoptionTolerance))
 		}
 	}
 	return until, n

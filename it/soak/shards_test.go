@@ -11,7 +11,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 
-	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 	"github.com/limbo-dev/limbo/pkg/controllerprocess"
 )
 
@@ -80,6 +79,9 @@ func shardConfig(r *soakRun, limboBin, shard string) controllerprocess.Config {
 type shardSpan struct {
 	from  time.Time
 	shard string
+	// gone: from here on the Bundle acts on nothing (deleted; see
+	// oracle.governors), so no outage counts.
+	gone bool
 }
 
 // shardLog is the shards a Bundle incarnation was in, oldest first: the one
@@ -128,10 +130,11 @@ func (o *oracle) shardLogOf(uid types.UID) shardLog {
 // limbo of a Bundle moved to the rest and deleted while the rest was down over
 // the deadline, released once it was back: seed 241325230). A release not
 // seen (a watch gap): the reaper's alone. And while the Bundle of its name
-// declares a generator resource, that Bundle's too: the reaper holds the
-// object until that Bundle has passed its current spec, which may make it
-// again (seed 450555276). Nil when the run is not sharded.
-func (o *oracle) governors(inc *incarnation) []shardLog {
+// declares a generator resource at due or after (generatorsHolding), that
+// Bundle's too, until its deletion: the reaper holds the object until that
+// Bundle has passed its current spec, which may make it again (seed
+// 450555276). Nil when the run is not sharded.
+func (o *oracle) governors(inc *incarnation, due time.Time) []shardLog {
 	if !o.sharded {
 		return nil
 	}
@@ -148,8 +151,15 @@ func (o *oracle) governors(inc *incarnation) []shardLog {
 		}
 	}
 	logs := []shardLog{append(l, reaper)}
-	if uid, ok := o.generators[inc.meta.Labels[limbov1alpha1.LabelBundle]]; ok && o.shards[uid] != nil {
-		logs = append(logs, o.shards[uid])
+	for _, span := range o.generatorsHolding(inc, due) {
+		l := o.shards[span.uid]
+		if l == nil {
+			continue
+		}
+		if !span.until.IsZero() {
+			l = append(slices.Clip(l), shardSpan{from: span.until, gone: true})
+		}
+		logs = append(logs, l)
 	}
 	return logs
 }
@@ -179,7 +189,7 @@ func (o *oracle) outagesFor(tls ...shardLog) []outage {
 				continue
 			}
 			for i, span := range tl {
-				if out.what == outageController && span.shard != out.shard {
+				if span.gone || (out.what == outageController && span.shard != out.shard) {
 					continue
 				}
 				piece := out
