@@ -20,6 +20,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 	"github.com/limbo-dev/limbo/pkg/shard"
@@ -285,13 +286,12 @@ func TestLetGo(t *testing.T) {
 			other := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "other", Labels: map[string]string{limbov1alpha1.LabelBundle: "other"}}}
 			c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(b, cm, other).Build()
 			told := 0
-			r := &Reconciler{Client: c, APIReader: c, Mapper: c.RESTMapper(), startScan: &startScan{}, OnHoldEnded: func() { told++ }}
-			r.startScan.done.Store(tc.scanned)
+			r := &Reconciler{Client: c, APIReader: c, Mapper: c.RESTMapper(), OnHoldEnded: func() { told++ }}
 			var settled []string
 			list := func() ([]*unstructured.Unstructured, error) {
 				return r.labelledFresh(context.Background(), b, []schema.GroupVersionKind{configMapGVK})
 			}
-			res, err := r.letGo(context.Background(), b.DeepCopy(), list, func(fresh []*unstructured.Unstructured) (ctrl.Result, bool, error) {
+			res, err := r.letGo(context.Background(), b.DeepCopy(), tc.scanned, list, func(fresh []*unstructured.Unstructured) (ctrl.Result, bool, error) {
 				for _, o := range fresh {
 					settled = append(settled, o.GetKind()+"/"+o.GetName())
 				}
@@ -320,5 +320,45 @@ func TestLetGo(t *testing.T) {
 				t.Errorf("the reaper was told %d times, want %d", told, want)
 			}
 		})
+	}
+}
+
+// A teardown lets its Bundle go only if the start scan was done before the
+// pass listed the Bundle's objects: a scan that ends during the pass may have
+// just watched a kind holding one of them (named only by a status write that
+// failed), which the pass's listing did not cover and letGo's does not
+// either (the kinds the spec and status name). Before, the Bundle went, and
+// the garbage collector deleted that object at once, its delay ignored.
+func TestTeardownLetsGoOnlyOnAListingAfterTheScan(t *testing.T) {
+	status := limbov1alpha1.BundleStatus{ObservedGeneration: 1}
+	b := deletedBundle([]limbov1alpha1.Resource{configMapResource(t, "cm")}, status) // cm is gone already
+	f := newTeardownFixture(t, b, nil)
+	f.r.startScan = &startScan{}
+	// The scan ends as the pass lists the Bundle's objects (not its
+	// Tombstones, listed before).
+	f.r.Client = interceptor.NewClient(f.c.(client.WithWatch), interceptor.Funcs{List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+		if _, tombstones := list.(*limbov1alpha1.TombstoneList); !tombstones {
+			f.r.startScan.done.Store(true)
+		}
+		return c.List(ctx, list, opts...)
+	}})
+	res, err := f.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(b)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cur limbov1alpha1.Bundle
+	if err := f.c.Get(context.Background(), client.ObjectKeyFromObject(b), &cur); err != nil {
+		t.Fatalf("the Bundle was let go on a listing made before the scan was done: %v", err)
+	}
+	if !slices.Contains(cur.Finalizers, limbov1alpha1.FinalizerTeardown) {
+		t.Fatalf("finalizers %v: let go on a listing made before the scan was done", cur.Finalizers)
+	}
+	if res.RequeueAfter != startScanWait {
+		t.Errorf("requeue after %v, want %v", res.RequeueAfter, startScanWait)
+	}
+	// The next pass lists with the scan done: it lets the Bundle go.
+	f.reconcile(t)
+	if err := f.c.Get(context.Background(), client.ObjectKeyFromObject(b), &cur); err == nil && slices.Contains(cur.Finalizers, limbov1alpha1.FinalizerTeardown) {
+		t.Errorf("the Bundle is still held after a pass whose listing came after the scan")
 	}
 }

@@ -75,8 +75,11 @@ func (r *Reconciler) teardown(ctx context.Context, b *limbov1alpha1.Bundle) (ctr
 		return ctrl.Result{}, err
 	}
 	// One listing serves the pass: the cascade mode's evidence, the objects to
-	// orphan or the ones to delete.
+	// orphan or the ones to delete. Whether the start scan was done is read
+	// before it: a scan that ends during the pass may have watched a kind this
+	// listing did not cover (letGo).
 	own := kindsOf(b, plan)
+	scanned := r.startScan.scanned()
 	objects, err := r.labelled(ctx, b, withWatchedKinds(own, r.watcher.syncedKinds(ctx)))
 	if err != nil {
 		return ctrl.Result{}, err
@@ -118,7 +121,7 @@ func (r *Reconciler) teardown(ctx context.Context, b *limbov1alpha1.Bundle) (ctr
 			return ctrl.Result{}, err
 		}
 		// Listed again: orphanContent wrote on what the first listing showed.
-		return r.letGo(ctx, b, listFresh, func(fresh []*unstructured.Unstructured) (ctrl.Result, bool, error) {
+		return r.letGo(ctx, b, scanned, listFresh, func(fresh []*unstructured.Unstructured) (ctrl.Result, bool, error) {
 			return ctrl.Result{}, false, r.orphanContent(ctx, b, fresh)
 		})
 	}
@@ -143,7 +146,7 @@ func (r *Reconciler) teardown(ctx context.Context, b *limbov1alpha1.Bundle) (ctr
 	if res, acted, err := nextWave(unseen)(objects); acted || err != nil {
 		return res, err
 	}
-	return r.letGo(ctx, b, listedFresh, nextWave(nil))
+	return r.letGo(ctx, b, scanned, listedFresh, nextWave(nil))
 }
 
 // nextWave deletes or releases the first wave of b's objects (those b controls)
@@ -232,10 +235,13 @@ func declaredInLimbo(b *limbov1alpha1.Bundle, o client.Object) bool {
 
 // letGo removes b's finalizer once nothing of b's is left to find:
 //
-//   - once the start scan has tried every kind: a kind only that scan knows may
-//     hold one of b's objects (see startScan), which must be found before the
-//     Bundle goes. What the teardown found meanwhile is orphaned, deleted or
-//     released at once — due deletions are not held back by the scan.
+//   - once the start scan has tried every kind (scanned: it had when the pass
+//     made its first listing, which covers the kinds the scan watched — the
+//     scan ending during the pass would leave one of them unlisted): a kind
+//     only that scan knows may hold one of b's objects (see startScan), which
+//     must be found before the Bundle goes. What the teardown found meanwhile
+//     is orphaned, deleted or released at once — due deletions are not held
+//     back by the scan.
 //   - once settle has found nothing more to do with b's objects as the API
 //     server lists them (list: metadata only, by b's label). The teardown
 //     decided on its cache, which may not show yet what a pass wrote a moment
@@ -252,9 +258,9 @@ func declaredInLimbo(b *limbov1alpha1.Bundle, o client.Object) bool {
 //
 // (--cascade=foreground needs neither: the garbage collector deletes every
 // dependent it knows.) The reaper is told (OnHoldEnded) and looks again at once.
-func (r *Reconciler) letGo(ctx context.Context, b *limbov1alpha1.Bundle, list func() ([]*unstructured.Unstructured, error),
+func (r *Reconciler) letGo(ctx context.Context, b *limbov1alpha1.Bundle, scanned bool, list func() ([]*unstructured.Unstructured, error),
 	settle func(fresh []*unstructured.Unstructured) (ctrl.Result, bool, error)) (ctrl.Result, error) {
-	if !r.startScan.scanned() {
+	if !scanned {
 		return ctrl.Result{RequeueAfter: startScanWait}, nil
 	}
 	fresh, err := list()
