@@ -181,13 +181,22 @@ func (r *Reaper) pass(ctx context.Context, full bool) (time.Duration, error) {
 	r.mu.Lock()
 	r.passedDuring = map[client.ObjectKey]bool{}
 	r.mu.Unlock()
-	for _, gvk := range kinds {
+	for i := 0; i < len(kinds); i++ { // kinds grows when a kind is served at another version
+		gvk := kinds[i]
 		items, err := r.list(ctx, gvk)
-		if r.kindGone(gvk, err) {
+		if gone, servedAs := r.kindGone(gvk, err); gone {
 			// Its CRD (or API service) went, and its objects with it. Listed
 			// between full scans, it would fail every pass for good; a full scan
-			// finds it again if it comes back.
+			// finds it again if it comes back. A kind served at another version
+			// (the template named one its CRD no longer serves, or one that is
+			// not the preferred) is listed at that one, now and from then on.
 			r.forgetKind(gvk)
+			if !servedAs.Empty() && !slices.Contains(kinds, servedAs) {
+				r.mu.Lock()
+				r.kinds[servedAs] = true
+				r.mu.Unlock()
+				kinds = append(kinds, servedAs)
+			}
 			continue
 		}
 		if err != nil && r.forbidden.Skip(ctx, gvk, err) {
@@ -227,27 +236,32 @@ func (r *Reaper) pass(ctx context.Context, full bool) (time.Duration, error) {
 }
 
 // kindGone tells whether a LIST of gvk failed because the kind is no longer
-// served: it has no REST mapping, or the LIST answered 404 and discovery no longer
-// lists it. A 404 alone is not enough: the API server answers 404 for a served
-// custom resource for a moment at times (after an etcd restart, just after its
-// CRD was added), and a kind forgotten then would not be listed again before the
-// next full scan (--resync-period) — its released objects left past their
-// deadlines. Such a pass is incomplete, and retried within seconds.
-func (r *Reaper) kindGone(gvk schema.GroupVersionKind, err error) bool {
-	switch {
-	case err == nil:
-		return false
-	case meta.IsNoMatchError(err):
-		return true
-	case !apierrors.IsNotFound(err):
-		return false
+// served at gvk's version: it has no REST mapping, or the LIST answered 404 and
+// discovery no longer lists it. A 404 alone is not enough: the API server
+// answers 404 for a served custom resource for a moment at times (after an etcd
+// restart, just after its CRD was added), and a kind forgotten then would not be
+// listed again before the next full scan (--resync-period) — its released
+// objects left past their deadlines. Such a pass is incomplete, and retried
+// within seconds. servedAs is the version of gvk's group and kind that
+// discovery serves, if any: the objects are there, listed at that version.
+func (r *Reaper) kindGone(gvk schema.GroupVersionKind, err error) (gone bool, servedAs schema.GroupVersionKind) {
+	if err == nil || !meta.IsNoMatchError(err) && !apierrors.IsNotFound(err) {
+		return false, schema.GroupVersionKind{}
 	}
 	served, derr := limboscan.Kinds(r.Discovery, "delete", "patch")
+	for _, k := range served {
+		if k.Kind.GroupKind() == gvk.GroupKind() && k.Kind != gvk {
+			servedAs = k.Kind
+		}
+	}
+	if meta.IsNoMatchError(err) {
+		return true, servedAs
+	}
 	// Discovery that failed for other API groups (an aggregated API down)
 	// still tells about gvk's.
 	failed, partial := limboscan.FailedGroups(derr)
 	known := derr == nil || partial && !slices.Contains(failed, gvk.GroupVersion())
-	return known && !slices.ContainsFunc(served, func(k limboscan.Kind) bool { return k.Kind == gvk })
+	return known && !slices.ContainsFunc(served, func(k limboscan.Kind) bool { return k.Kind == gvk }), servedAs
 }
 
 // forgetKind stops listing gvk between full scans and takes its count out of the

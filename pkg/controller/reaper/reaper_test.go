@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -648,5 +649,37 @@ func TestSleepAfterPass(t *testing.T) {
 				t.Errorf("sleepAfterPass(%v, %v, %v) = %v, want %v", tc.wait, tc.err, tc.untilFull, got, tc.want)
 			}
 		})
+	}
+}
+
+// A released object is observed with the version its Bundle's template named;
+// when that version is not (or no longer) the one discovery serves — a CRD
+// that stopped serving v1 for v2, or a transient 404 of a version that is not
+// the preferred one — the kind goes on being listed at the version served,
+// and the object is reaped on time. Before, the kind was forgotten until the
+// next full scan (never, with --resync-period=0): the object stayed past its
+// deadline.
+func TestKindServedAtAnotherVersion(t *testing.T) {
+	old := schema.GroupVersionKind{Version: "v0", Kind: "ConfigMap"} // the template's; discovery serves v1
+	due := inLimbo("due", "2026-11-22T09:00:00Z", "1m", false)
+	r, c := newReaperIntercepted(t, interceptor.Funcs{List: func(ctx context.Context, cl client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+		if list.GetObjectKind().GroupVersionKind().Version == old.Version {
+			return apierrors.NewNotFound(schema.GroupResource{Resource: "configmaps"}, "")
+		}
+		return cl.List(ctx, list, opts...)
+	}}, due)
+	observed := &metav1.PartialObjectMetadata{ObjectMeta: *due.ObjectMeta.DeepCopy()}
+	observed.SetGroupVersionKind(old)
+	r.Observe(observed)
+	if _, err := r.pass(context.Background(), false); err != nil {
+		t.Fatal(err)
+	}
+	var cm corev1.ConfigMap
+	if err := c.Get(context.Background(), client.ObjectKeyFromObject(due), &cm); !apierrors.IsNotFound(err) {
+		t.Errorf("the due object is still there (%v): its kind was forgotten", err)
+	}
+	kinds, _ := r.kindsToScan(false)
+	if want := []schema.GroupVersionKind{corev1.SchemeGroupVersion.WithKind("ConfigMap")}; !slices.Equal(kinds, want) {
+		t.Errorf("kinds listed between full scans = %v, want %v", kinds, want)
 	}
 }
