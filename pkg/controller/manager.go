@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -172,7 +173,7 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 		return nil, fmt.Errorf("create manager: %w", err)
 	}
 	if opts.LeaderElect {
-		if err := checkLeaseNamespace(mgr.GetAPIReader(), opts.LeaderElectionNamespace); err != nil {
+		if err := checkLeaseNamespace(mgr.GetAPIReader(), opts.LeaderElectionNamespace, opts.LeaderElectionID); err != nil {
 			return nil, err
 		}
 	}
@@ -265,15 +266,21 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	return mgr.Start(ctx)
 }
 
-// checkLeaseNamespace fails when the Lease's namespace does not exist: the
+// checkLeaseNamespace fails when the Lease's namespace does not exist, or when
+// the controller may not read its Lease there (no Role in that namespace): the
 // election would retry forever, and the replica would look ready while it never
-// reconciles. A namespace it may not read is left to the election to report.
-func checkLeaseNamespace(reader client.Reader, namespace string) error {
+// reconciles. A namespace it may not read, or a read that fails otherwise, is
+// left to the election to report.
+func checkLeaseNamespace(reader client.Reader, namespace, name string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	err := reader.Get(ctx, client.ObjectKey{Name: namespace}, &corev1.Namespace{})
 	if apierrors.IsNotFound(err) {
 		return fmt.Errorf("leader election: namespace %q does not exist; create it, choose another with --leader-election-namespace, or run a single replica with --leader-elect=false", namespace)
+	}
+	err = reader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &coordinationv1.Lease{})
+	if apierrors.IsForbidden(err) {
+		return fmt.Errorf("leader election: the controller may not read its Lease %s/%s (%w); grant it get, create and update on leases there (the Role limbo-leader-election of build/deploy/rbac.yaml), or choose the namespace that has it with --leader-election-namespace", namespace, name, err)
 	}
 	return nil
 }

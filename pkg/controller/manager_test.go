@@ -1,26 +1,47 @@
 package controller
 
 import (
+	"context"
+	"errors"
+	"math"
 	"strings"
 	"testing"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 )
 
-// A Lease namespace that does not exist stops the controller with a message that
-// says what to do; one that exists passes.
+// A Lease namespace that does not exist, or a Lease the controller may not
+// read (no Role in that namespace: the election would be refused for ever,
+// every replica ready and none reconciling), stops the controller with a
+// message that says what to do; a namespace that exists passes, with its Lease
+// or without (the first leader creates it).
 func TestCheckLeaseNamespace(t *testing.T) {
 	c := fake.NewClientBuilder().WithScheme(NewScheme()).WithObjects(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "limbo-system"}}).Build()
-	if err := checkLeaseNamespace(c, "limbo-system"); err != nil {
+	if err := checkLeaseNamespace(c, "limbo-system", "limbo"); err != nil {
 		t.Errorf("existing namespace: %v", err)
 	}
-	err := checkLeaseNamespace(c, "missing")
+	err := checkLeaseNamespace(c, "missing", "limbo")
 	if err == nil || !strings.Contains(err.Error(), "--leader-election-namespace") || !strings.Contains(err.Error(), "--leader-elect=false") {
 		t.Errorf("missing namespace: %v, want an error naming the flags", err)
+	}
+	forbidden := interceptor.NewClient(c.(client.WithWatch), interceptor.Funcs{Get: func(ctx context.Context, cl client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+		if _, lease := obj.(*coordinationv1.Lease); lease {
+			return apierrors.NewForbidden(schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}, key.Name, errors.New("RBAC: no Role"))
+		}
+		return cl.Get(ctx, key, obj, opts...)
+	}})
+	err = checkLeaseNamespace(forbidden, "limbo-system", "limbo")
+	if err == nil || !strings.Contains(err.Error(), `may not read its Lease limbo-system/limbo`) || !strings.Contains(err.Error(), "--leader-election-namespace") {
+		t.Errorf("Lease forbidden: %v, want an error naming the Lease and the flag", err)
 	}
 }
 
@@ -52,8 +73,10 @@ func TestOptionsValidate(t *testing.T) {
 	}{
 		{"defaults", func(*Options) {}, ""},
 		{"no leader election, odd lease timings", func(o *Options) { o.LeaderElect, o.LeaseDuration = false, time.Second }, ""},
-		{"QPS 0 (client-go would use 5)", func(o *Options) { o.QPS = 0 }, "--kube-api-qps 0: must be above 0"},
+		{"QPS 0 (client-go would use 5)", func(o *Options) { o.QPS = 0 }, "--kube-api-qps 0: must be a number above 0"},
 		{"negative QPS (client-go would not limit)", func(o *Options) { o.QPS = -1 }, "--kube-api-qps -1"},
+		{"QPS NaN (client-go would not limit)", func(o *Options) { o.QPS = float32(math.NaN()) }, "--kube-api-qps NaN: must be a number above 0"},
+		{"QPS infinite (client-go would not limit)", func(o *Options) { o.QPS = float32(math.Inf(1)) }, "--kube-api-qps +Inf: must be a number above 0"},
 		{"burst below 1", func(o *Options) { o.Burst = -1 }, "--kube-api-burst -1: must be at least 1"},
 		{"no workers", func(o *Options) { o.Workers = 0 }, "--workers 0"},
 		{"no apply concurrency", func(o *Options) { o.ApplyConcurrency = 0 }, "--apply-concurrency 0"},
@@ -86,6 +109,10 @@ func TestOptionsValidate(t *testing.T) {
 			o.RenewDeadline, o.RetryPeriod = 5500*time.Millisecond, 5*time.Second
 		}, "--leader-election-renew-deadline 5.5s: must be longer than 1.2 times --leader-election-retry-period (5s)"},
 		{"no Lease namespace", func(o *Options) { o.LeaderElectionNamespace = "" }, "--leader-election-namespace and --leader-election-id must be set"},
+		// The API server refuses such a Lease for ever: no leader, every replica ready.
+		{"a Lease name that is no name", func(o *Options) { o.LeaderElectionID = "limbo_controller" }, "--leader-election-id limbo_controller: not a Lease name"},
+		{"a Lease namespace that is no name", func(o *Options) { o.LeaderElectionNamespace = "Limbo" }, "--leader-election-namespace Limbo: not a namespace name"},
+		{"no leader election, no Lease name needed", func(o *Options) { o.LeaderElect, o.LeaderElectionID = false, "x_y" }, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := DefaultOptions()

@@ -3,6 +3,7 @@ package controller
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -119,7 +120,8 @@ func (o Options) Validate() error {
 		invalid bool
 		why     string
 	}{
-		{"kube-api-qps", o.QPS, o.QPS <= 0, "must be above 0"},
+		// NaN and +Inf pass "> 0" the wrong way round: client-go then has no limiter at all.
+		{"kube-api-qps", o.QPS, !(o.QPS > 0) || math.IsInf(float64(o.QPS), 1), "must be a number above 0"},
 		{"kube-api-burst", o.Burst, o.Burst < 1, "must be at least 1"},
 		{"workers", o.Workers, o.Workers < 1, "must be at least 1"},
 		{"apply-concurrency", o.ApplyConcurrency, o.ApplyConcurrency < 1, "must be at least 1"},
@@ -167,6 +169,14 @@ func (o Options) Validate() error {
 		}
 		if o.LeaderElectionNamespace == "" || o.LeaderElectionID == "" {
 			errs = append(errs, fmt.Errorf("--leader-election-namespace and --leader-election-id must be set with --leader-elect"))
+		} else {
+			// The API server refuses such a Lease at every try: no leader, ever.
+			for _, msg := range validation.IsDNS1123Subdomain(o.LeaderElectionID) {
+				bad("leader-election-id", o.LeaderElectionID, "not a Lease name: "+msg)
+			}
+			for _, msg := range validation.IsDNS1123Label(o.LeaderElectionNamespace) {
+				bad("leader-election-namespace", o.LeaderElectionNamespace, "not a namespace name: "+msg)
+			}
 		}
 	}
 	return errors.Join(errs...)
