@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -164,11 +165,13 @@ func ClaimReleased(fresh metav1.Object) (ClaimVerdict, error) {
 // `kubectl limbo cancel` took out of limbo (mark and label gone) and objects the
 // garbage collector orphaned (--cascade=orphan: no mark) are not. An object
 // released with an invalid delay has no stamp yet: the reaper stamps it once the
-// delay is fixed.
+// delay is fixed. Nor is one whose label names no Bundle that can exist (empty,
+// or no object name: never written by limbo): no Bundle of its name can be read
+// to decide its holds, and bad marks never delete.
 func Released(obj metav1.Object) bool {
-	_, labelled := obj.GetLabels()[limbov1alpha1.LabelBundle]
+	bundle, labelled := obj.GetLabels()[limbov1alpha1.LabelBundle]
 	_, released := obj.GetAnnotations()[limbov1alpha1.AnnotationReleased]
-	return labelled && released && metav1.GetControllerOf(obj) == nil
+	return labelled && released && metav1.GetControllerOf(obj) == nil && len(validation.IsDNS1123Subdomain(bundle)) == 0
 }
 
 // Orphan runs the state machine for obj, an object that is no longer desired, and

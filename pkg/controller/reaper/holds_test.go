@@ -3,6 +3,7 @@ package reaper
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -168,5 +169,30 @@ func bundleCreatedDuringAPassHolds(t *testing.T, after time.Duration) {
 	}
 	if err := c.Get(context.Background(), client.ObjectKey{Namespace: "ns", Name: "second"}, &corev1.ConfigMap{}); err != nil {
 		t.Errorf("second: %v, want it kept: the re-created Bundle declares it", err)
+	}
+}
+
+// An object whose limbo.dev/bundle label names no Bundle that can exist (empty,
+// or no object name: written by hand, never by limbo) is not the reaper's: it
+// is never deleted, and it holds nothing — before, the read of a Bundle named
+// "" failed at every pass, which held the object and ran every pass of the
+// shared reaper again after holdRecheck, for every tenant, for good.
+func TestReleasedWithABundleLabelThatIsNoName(t *testing.T) {
+	for _, label := range []string{"", "Shop_1"} {
+		t.Run(fmt.Sprintf("%q", label), func(t *testing.T) {
+			forged := inLimbo("forged", "2026-11-22T08:00:00Z", "1h", false) // due
+			forged.Labels[limbov1alpha1.LabelBundle] = label
+			r, c := newReaper(t, forged)
+			wait, err := r.pass(context.Background(), true)
+			if err != nil {
+				t.Errorf("pass: %v", err)
+			}
+			if wait == holdRecheck {
+				t.Errorf("wait = holdRecheck: the pass comes back every second")
+			}
+			if err := c.Get(context.Background(), client.ObjectKey{Namespace: "ns", Name: "forged"}, &corev1.ConfigMap{}); err != nil {
+				t.Errorf("forged: %v, want it kept", err)
+			}
+		})
 	}
 }
