@@ -2,6 +2,9 @@ package bundle
 
 import (
 	"context"
+	"maps"
+	"slices"
+	"strings"
 	"sync"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -33,6 +36,14 @@ import (
 // such a kind from the API server (plugin.RequestClient knows only the kinds
 // cached at the start), as before. A kind whose CRD stops serving it has its
 // cache stopped and waits again, so that a CRD installed anew is watched anew.
+//
+// The controller's Watch waits while the controller starts: it holds its lock
+// until its sources have synced, and the CRD informer's first list, whose
+// events call serves, is one of them. So serves only records what is served
+// and wakes Start's goroutine, which starts the watches without holding the
+// lock serves takes; a CRD established before the controller started (a
+// standby replica that takes the lease after csi-baremetal was installed) once
+// held that first list, and so the controller's start, until its sync timeout.
 type lateWatches struct {
 	scheme *runtime.Scheme
 	// newCache makes the cache of one late kind (every object of it, in the
@@ -42,28 +53,28 @@ type lateWatches struct {
 	watch func(source.Source) error
 	// handler maps the events of a kind to the Bundles using its plugins.
 	handler func(plugins []string) handler.EventHandler
+	// wake tells Start's goroutine that a kind came to be served.
+	wake chan struct{}
 
-	mu sync.Mutex
-	// ctx is Start's, once it runs: the caches live in it.
-	ctx context.Context
-	// waiting are the watches of kinds not served; served, those whose kinds
-	// are served and that wait for Start; running, those started, with the
-	// cancel of their cache.
-	waiting map[schema.GroupVersionKind]plugin.Watch
-	served  []plugin.Watch
-	running map[schema.GroupVersionKind]runningWatch
+	mu      sync.Mutex
+	watches map[schema.GroupVersionKind]*lateWatch
 }
 
-type runningWatch struct {
+// lateWatch is the watch of one kind not served at the start.
+type lateWatch struct {
 	watch plugin.Watch
-	stop  context.CancelFunc
+	// served: a CRD serves its kind now, and it runs or is to start (once it
+	// failed to start, it waits for its CRD to change).
+	served bool
+	// stop stops its cache; nil while it does not run.
+	stop context.CancelFunc
 }
 
 func newLateWatches(scheme *runtime.Scheme, missing []plugin.Watch) *lateWatches {
-	l := &lateWatches{scheme: scheme, waiting: map[schema.GroupVersionKind]plugin.Watch{}, running: map[schema.GroupVersionKind]runningWatch{}}
+	l := &lateWatches{scheme: scheme, wake: make(chan struct{}, 1), watches: map[schema.GroupVersionKind]*lateWatch{}}
 	for _, w := range missing {
 		if gvk := w.GVK(scheme); !gvk.Empty() {
-			l.waiting[gvk] = w
+			l.watches[gvk] = &lateWatch{watch: w}
 		}
 	}
 	return l
@@ -91,7 +102,7 @@ func (l *lateWatches) crdEvents() handler.EventHandler {
 // serves brings the watches of obj's kinds (obj a CRD) in line with the
 // versions it serves: none when it is not established, is being deleted or
 // exists no more. A running watch of a version not served stops (its kind waits
-// again); a waiting one of a version served starts.
+// again); one of a version served now is to start (Start's goroutine does).
 func (l *lateWatches) serves(obj client.Object, exists bool) {
 	crd, ok := obj.(*apiextensionsv1.CustomResourceDefinition)
 	if !ok {
@@ -105,62 +116,84 @@ func (l *lateWatches) serves(obj client.Object, exists bool) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for gvk, r := range l.running {
-		if gvk.Group == crd.Spec.Group && gvk.Kind == crd.Spec.Names.Kind && !served[gvk.Version] {
-			r.stop()
-			delete(l.running, gvk)
-			l.waiting[gvk] = r.watch
-			log.FromContext(l.ctx).Info("stopped watching a plugin's kind that the API server no longer serves", "kind", gvk.String())
-		}
-	}
-	for version, on := range served {
-		gvk := schema.GroupVersionKind{Group: crd.Spec.Group, Version: version, Kind: crd.Spec.Names.Kind}
-		if w, ok := l.waiting[gvk]; ok && on {
-			delete(l.waiting, gvk)
-			l.served = append(l.served, w)
-		}
-	}
-	l.startServedLocked()
-}
-
-// Start lets the watches start, now and as their kinds come to be served, until
-// ctx ends.
-func (l *lateWatches) Start(ctx context.Context) error {
-	l.mu.Lock()
-	l.ctx = ctx
-	l.startServedLocked()
-	l.mu.Unlock()
-	<-ctx.Done()
-	return nil
-}
-
-// startServedLocked starts the served watches, once Start runs.
-func (l *lateWatches) startServedLocked() {
-	if l.ctx == nil {
-		return
-	}
-	for _, w := range l.served {
-		gvk := w.GVK(l.scheme)
-		stop, err := l.start(w)
-		if err != nil {
-			log.FromContext(l.ctx).Error(err, "could not watch a plugin's kind that is served now; it is tried again when its CRD changes", "kind", gvk.String())
-			l.waiting[gvk] = w
+	for gvk, w := range l.watches {
+		if gvk.Group != crd.Spec.Group || gvk.Kind != crd.Spec.Names.Kind || w.served == served[gvk.Version] {
 			continue
 		}
-		l.running[gvk] = runningWatch{watch: w, stop: stop}
-		log.FromContext(l.ctx).Info("watching a plugin's kind that the API server serves now", "kind", gvk.String(), "plugins", w.Plugins)
+		w.served = served[gvk.Version]
+		switch {
+		case w.served:
+			select {
+			case l.wake <- struct{}{}:
+			default: // woken already
+			}
+		case w.stop != nil:
+			w.stop()
+			w.stop = nil
+			log.Log.Info("stopped watching a plugin's kind that the API server no longer serves", "kind", gvk.String())
+		}
 	}
-	l.served = nil
+}
+
+// Start starts the watches of the kinds served, now and as they come to be,
+// until ctx ends; their caches end with it.
+func (l *lateWatches) Start(ctx context.Context) error {
+	for {
+		l.startServed(ctx)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-l.wake:
+		}
+	}
+}
+
+// startServed starts, one by one, the watches whose kinds are served and that
+// do not run. The start is made without the lock (see lateWatches): a kind no
+// longer served by the time it ran has its cache stopped again.
+func (l *lateWatches) startServed(ctx context.Context) {
+	for ctx.Err() == nil {
+		gvk, w := l.nextToStart()
+		if w == nil {
+			return
+		}
+		stop, err := l.start(ctx, w.watch)
+		l.mu.Lock()
+		switch {
+		case err != nil:
+			w.served = false // tried again when its CRD changes
+			log.FromContext(ctx).Error(err, "could not watch a plugin's kind that is served now; it is tried again when its CRD changes", "kind", gvk.String())
+		case !w.served:
+			stop()
+		default:
+			w.stop = stop
+			log.FromContext(ctx).Info("watching a plugin's kind that the API server serves now", "kind", gvk.String(), "plugins", w.watch.Plugins)
+		}
+		l.mu.Unlock()
+	}
+}
+
+// nextToStart is the first watch, by kind, that is served and does not run;
+// nil when there is none.
+func (l *lateWatches) nextToStart() (schema.GroupVersionKind, *lateWatch) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, gvk := range slices.SortedFunc(maps.Keys(l.watches), func(a, b schema.GroupVersionKind) int { return strings.Compare(a.String(), b.String()) }) {
+		if w := l.watches[gvk]; w.served && w.stop == nil {
+			return gvk, w
+		}
+	}
+	return schema.GroupVersionKind{}, nil
 }
 
 // start starts a cache of w's kind and the controller's watch of it; stop
 // stops the cache.
-func (l *lateWatches) start(w plugin.Watch) (stop context.CancelFunc, err error) {
+func (l *lateWatches) start(ctx context.Context, w plugin.Watch) (stop context.CancelFunc, err error) {
 	c, err := l.newCache()
 	if err != nil {
 		return nil, err
 	}
-	ctx, stop := context.WithCancel(l.ctx)
+	ctx, stop = context.WithCancel(ctx)
 	go func() {
 		if err := c.Start(ctx); err != nil {
 			log.FromContext(ctx).Error(err, "the cache of a plugin's kind stopped", "kind", w.GVK(l.scheme).String())
