@@ -33,7 +33,7 @@ func TestCheckLeaseNamespace(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "--leader-election-namespace") || !strings.Contains(err.Error(), "--leader-elect=false") {
 		t.Errorf("missing namespace: %v, want an error naming the flags", err)
 	}
-	forbidden := interceptor.NewClient(c.(client.WithWatch), interceptor.Funcs{Get: func(ctx context.Context, cl client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	forbidden := interceptor.NewClient(c, interceptor.Funcs{Get: func(ctx context.Context, cl client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 		if _, lease := obj.(*coordinationv1.Lease); lease {
 			return apierrors.NewForbidden(schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}, key.Name, errors.New("RBAC: no Role"))
 		}
