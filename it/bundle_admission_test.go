@@ -1,6 +1,7 @@
 package it
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -23,6 +24,7 @@ func TestBundleAdmissionRejectsInvalid(t *testing.T) {
 		name           string
 		resources      []limbov1alpha1.Resource
 		serviceAccount string
+		bundleName     string // "" a short one
 		want           string
 	}{
 		{
@@ -62,12 +64,37 @@ func TestBundleAdmissionRejectsInvalid(t *testing.T) {
 			serviceAccount: "x:y",
 			want:           `spec.serviceAccountName: Invalid value: "x:y": spec.serviceAccountName in body should match`,
 		},
+		{
+			// The value of the limbo.dev/bundle label on its objects: every
+			// write of them would be refused, and nothing said why.
+			name:       "a name longer than a label value",
+			resources:  []limbov1alpha1.Resource{{Name: "a", Object: rawObject(t, configMap("a"))}},
+			bundleName: strings.Repeat("b", 64),
+			want:       "a Bundle's name has at most 63 characters",
+		},
+		{
+			// client-go's JSONPath parser recurses once per token: a long
+			// path once overflowed the controller's stack.
+			name: "a reference path longer than 1024 characters",
+			resources: []limbov1alpha1.Resource{{Name: "a", References: []limbov1alpha1.Reference{{Name: "x", Resource: "b", Path: "data" + strings.Repeat(" ", 1021) + "host"}},
+				Object: rawObject(t, configMap("a"))}},
+			want: "spec.resources[0].references[0].path: Too long",
+		},
+		{
+			name:      "more than 1000 resources (the status could outgrow etcd's object size)",
+			resources: manyConfigMapResources(t, 1001),
+			want:      "spec.resources: Too many: 1001: must have at most 1000 items",
+		},
 	}
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := testenv.Context(t, testenv.DefaultTimeout)
+			name := tc.bundleName
+			if name == "" {
+				name = "invalid-" + string(rune('a'+i))
+			}
 			b := &limbov1alpha1.Bundle{
-				ObjectMeta: metav1.ObjectMeta{Name: "invalid-" + string(rune('a'+i)), Namespace: ns},
+				ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 				Spec:       limbov1alpha1.BundleSpec{Resources: tc.resources, ServiceAccountName: tc.serviceAccount},
 			}
 			err := env.Client.Create(ctx, b)
@@ -79,4 +106,15 @@ func TestBundleAdmissionRejectsInvalid(t *testing.T) {
 			}
 		})
 	}
+}
+
+// manyConfigMapResources is n resources, each a ConfigMap.
+func manyConfigMapResources(t *testing.T, n int) []limbov1alpha1.Resource {
+	t.Helper()
+	out := make([]limbov1alpha1.Resource, n)
+	for i := range out {
+		name := fmt.Sprintf("cm-%d", i)
+		out[i] = limbov1alpha1.Resource{Name: name, Object: rawObject(t, map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": name}})}
+	}
+	return out
 }

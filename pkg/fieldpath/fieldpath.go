@@ -12,6 +12,14 @@ import (
 // ErrEmpty is returned for a path that names no field.
 var ErrEmpty = errors.New("the path is empty")
 
+// MaxLength is the longest path Parse takes (a reference's path, a
+// readyWhenFieldPath), far longer than any field path: client-go's JSONPath
+// parser recurses once per token, and a path of a million and a half spaces
+// overflowed the stack — a fatal error no recovery catches — while one of a
+// few hundred thousand took seconds and hundreds of MB. The CRD's schema
+// bounds a reference's path to it too.
+const MaxLength = 1024
+
 // Normalize returns path in canonical form: without surrounding braces, without
 // the leading "$" and without the leading "." (status.phase, ['status'].phase).
 // It accepts, alike, status.phase, .status.phase, $.status.phase, {.status.phase}
@@ -54,6 +62,9 @@ func StartsAt(path, field string) bool {
 // Parse normalizes path and parses it into a JSONPath that yields the field's
 // values. allowMissingKeys makes a missing key yield nothing instead of an error.
 func Parse(path string, allowMissingKeys bool) (*jsonpath.JSONPath, error) {
+	if len(path) > MaxLength {
+		return nil, fmt.Errorf("the path is longer than %d characters (%d)", MaxLength, len(path))
+	}
 	p, err := Normalize(path)
 	if err != nil {
 		return nil, err

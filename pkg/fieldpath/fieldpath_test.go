@@ -150,3 +150,24 @@ func TestTypeOf(t *testing.T) {
 		}
 	}
 }
+
+// A path longer than MaxLength is refused before the JSONPath parser sees it:
+// that parser recurses once per token, and a path of a few hundred thousand
+// spaces or fields took seconds and hundreds of MB, one of a million and a
+// half overflowed the stack — a fatal error no recovery catches, which
+// stopped the controller and its standby in turn.
+func TestParseRefusesALongPath(t *testing.T) {
+	for _, path := range []string{
+		"data" + strings.Repeat(" ", 300_000) + "host",
+		strings.Repeat("a.", 150_000) + "a",
+		"data." + strings.Repeat("x", MaxLength),
+	} {
+		_, err := Parse(path, false)
+		if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("longer than %d characters", MaxLength)) {
+			t.Errorf("Parse of a %d-character path: %v, want it refused as too long", len(path), err)
+		}
+	}
+	if _, err := Parse("data."+strings.Repeat("x", MaxLength-len("data.")), false); err != nil {
+		t.Errorf("a path of MaxLength characters: %v", err)
+	}
+}

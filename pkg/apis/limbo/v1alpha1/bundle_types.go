@@ -21,6 +21,10 @@ import (
 // +kubebuilder:printcolumn:name="NEXT-DELETION",type=string,JSONPath=`.status.nextDeletion`,description="When the soonest pending deletion is due"
 // +kubebuilder:printcolumn:name="AGE",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:printcolumn:name="MESSAGE",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].message`,priority=1,description="The Ready condition's message"
+// A Bundle's name has at most 63 characters: it is the value of the
+// limbo.dev/bundle label on each of its objects (checked on create only, so that
+// a Bundle made before the rule can still be updated and deleted).
+// +kubebuilder:validation:XValidation:rule="oldSelf.hasValue() || self.metadata.name.size() <= 63",message="a Bundle's name has at most 63 characters: it is the value of the limbo.dev/bundle label on its objects",optionalOldSelf=true
 type Bundle struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
@@ -34,9 +38,12 @@ type Bundle struct {
 
 // BundleSpec is what the Bundle declares.
 type BundleSpec struct {
-	// Resources are the objects and plugins of the Bundle. Names are unique.
+	// Resources are the objects and plugins of the Bundle. Names are unique. At
+	// most 1000: the status keeps an entry for each, and a Bundle past etcd's
+	// object size could never write its status again (split it instead).
 	// +listType=map
 	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=1000
 	// +optional
 	Resources []Resource `json:"resources,omitempty"`
 
@@ -106,6 +113,7 @@ type Reference struct {
 
 	// Path is a JSONPath into the referenced resource's live object, for example
 	// data.host; .data.host and {.data.host} are read alike.
+	// +kubebuilder:validation:MaxLength=1024
 	// +optional
 	Path string `json:"path,omitempty"`
 
