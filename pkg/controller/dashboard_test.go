@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	"sigs.k8s.io/yaml"
 )
 
 const dashboardPath = "../../build/deploy/monitoring/dashboard.json"
@@ -172,4 +173,36 @@ func registered(reg prometheus.Registerer, name string) bool {
 	}
 	var already prometheus.AlreadyRegisteredError
 	return errors.As(err, &already) || strings.Contains(err.Error(), "same fully-qualified name")
+}
+
+// The per-object metrics name the Bundle's namespace in their own label
+// `namespace`; the Prometheus operator adds the target's (limbo-system) under
+// the same name, and without honorLabels Prometheus keeps its own and renames
+// limbo's to exported_namespace: the dashboard's namespace variable, its
+// per-namespace panel and every `max by (namespace, bundle)` would see
+// limbo-system alone, merging same-named Bundles of different tenants.
+func TestPodMonitorKeepsTheMetricsNamespace(t *testing.T) {
+	raw, err := os.ReadFile("../../build/deploy/monitoring/podmonitor.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var monitor struct {
+		Spec struct {
+			PodMetricsEndpoints []struct {
+				Port        string `json:"port"`
+				HonorLabels bool   `json:"honorLabels"`
+			} `json:"podMetricsEndpoints"`
+		} `json:"spec"`
+	}
+	if err := yaml.Unmarshal(raw, &monitor); err != nil {
+		t.Fatal(err)
+	}
+	if len(monitor.Spec.PodMetricsEndpoints) == 0 {
+		t.Fatal("the PodMonitor has no endpoint")
+	}
+	for _, e := range monitor.Spec.PodMetricsEndpoints {
+		if !e.HonorLabels {
+			t.Errorf("endpoint %q: honorLabels false: the metrics' namespace label would become exported_namespace", e.Port)
+		}
+	}
 }
