@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	clocktesting "k8s.io/utils/clock/testing"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -875,5 +876,25 @@ func TestPassEmptySpecWithNothingToDelete(t *testing.T) {
 	f.reconcile(t)
 	if c := apimeta.FindStatusCondition(f.status(t).Conditions, limbov1alpha1.ConditionReady); c == nil || c.Status != metav1.ConditionTrue {
 		t.Errorf("Ready = %+v, want True", c)
+	}
+}
+
+// An orphan the engine must read and decide again (its write met a Conflict, or
+// its Bundle's generation moved past the cache) brings the pass back after
+// conflictRetry, not at once: the cache shows the new version only once its
+// watch delivers it (seconds after an API server restart), and a pass every
+// millisecond, served before every event-driven one and starting a plugin plan
+// each time, would conflict again until then.
+func TestReadAgainIsNotAtOnce(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
+	p := newPass(&Reconciler{Clock: clk}, livingBundle())
+	p.collect(nil, time.Time{}, true, nil)
+	if got := p.result().RequeueAfter; got < conflictRetry {
+		t.Errorf("requeue after %v, want at least conflictRetry (%v)", got, conflictRetry)
+	}
+	// A countdown ending sooner still wins.
+	p.collect(nil, clk.Now().Add(10*time.Millisecond), true, nil)
+	if got := p.result().RequeueAfter; got != 10*time.Millisecond {
+		t.Errorf("requeue after %v, want the deadline's 10ms", got)
 	}
 }

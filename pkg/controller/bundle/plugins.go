@@ -522,7 +522,10 @@ func (p *pass) cancelTombstonesOfRemovedResources(ctx context.Context) {
 // collect records an engine outcome in the pass's outputs: its entry, when to
 // come back for a countdown's end (wakeAt, an instant: the time spent on other
 // objects since it was decided does not make it late), and whether to read and
-// decide again at once.
+// decide again — after conflictRetry, not at once: the newer version reaches
+// the cache with its watch event (seconds after an API server restart), and a
+// pass each millisecond until then, served before the event-driven ones and
+// starting a plugin plan each time, would only meet the same Conflict.
 func (p *pass) collect(pending *limbov1alpha1.PendingDeletion, wakeAt time.Time, readAgain bool, err error) {
 	if pending != nil {
 		p.pending = append(p.pending, *pending)
@@ -531,7 +534,7 @@ func (p *pass) collect(pending *limbov1alpha1.PendingDeletion, wakeAt time.Time,
 		p.atDeadline(wakeAt)
 	}
 	if readAgain {
-		p.after(0)
+		p.after(conflictRetry)
 	}
 	p.fail(err)
 }
