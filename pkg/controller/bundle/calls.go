@@ -31,10 +31,19 @@ type backgroundCalls[T any] struct {
 	// left its spec —: the call may have left state in its plugin after the
 	// reconciler had the plugins forget it. Nil: nobody.
 	forget func(uid types.UID, resource string, bundleGone bool)
+	// now is the time (time.Now; tests set it).
+	now func() time.Time
 
 	mu    sync.Mutex
 	calls map[callKey]*callState[T]
 }
+
+// unreadMaxAge is how long a finished call stays current while no pass takes
+// it. Its end triggers the Bundle, whose next pass takes it within moments; one
+// left unread longer was left by passes that did not ask (its resource Blocked
+// on a dependency, or failing before the call): what it saw then is the last
+// known state, not the truth to decide items on.
+const unreadMaxAge = time.Minute
 
 type callKey struct {
 	bundle   types.NamespacedName
@@ -53,6 +62,8 @@ type callState[T any] struct {
 	err    error
 	unread bool
 	seen   bool
+	// finishedAt is when the last call finished (unreadMaxAge).
+	finishedAt time.Time
 	// notify: a pass stopped waiting for the running call, so its end must
 	// trigger the Bundle.
 	notify bool
@@ -93,7 +104,7 @@ func callInput(parts ...[]byte) []byte {
 }
 
 func newBackgroundCalls[T any](done chan<- event.GenericEvent, forget func(uid types.UID, resource string, bundleGone bool)) *backgroundCalls[T] {
-	return &backgroundCalls[T]{done: done, wait: plugin.CallWait, forget: forget, calls: map[callKey]*callState[T]{}}
+	return &backgroundCalls[T]{done: done, wait: plugin.CallWait, forget: forget, now: time.Now, calls: map[callKey]*callState[T]{}}
 }
 
 // call returns the outcome of the call of b's plugin resource on input: one that
@@ -110,7 +121,7 @@ func (c *backgroundCalls[T]) call(ctx context.Context, b *limbov1alpha1.Bundle, 
 		st = &callState[T]{}
 		c.calls[key] = st
 	}
-	if st.unread && st.inputHash == hash {
+	if st.unread && st.inputHash == hash && c.now().Sub(st.finishedAt) <= unreadMaxAge {
 		return st.take(hash)
 	}
 	if st.running { // started by an earlier pass: its end triggers the Bundle
@@ -118,9 +129,10 @@ func (c *backgroundCalls[T]) call(ctx context.Context, b *limbov1alpha1.Bundle, 
 		return st.lastKnown(hash)
 	}
 	if st.unread {
-		// A finished call of another input (the spec changed since) is only the
-		// last known state: were it still unread when the new call's wait ends,
-		// it would be taken as the new input's result.
+		// A finished call of another input (the spec changed since), or one
+		// left unread past unreadMaxAge, is only the last known state: were it
+		// still unread when the new call's wait ends, it would be taken as the
+		// new call's result.
 		st.unread, st.seen = false, true
 	}
 	st.running, st.inputHash, st.finished = true, hash, make(chan struct{})
@@ -171,7 +183,7 @@ func (c *backgroundCalls[T]) run(ctx context.Context, key callKey, st *callState
 		}
 		return
 	}
-	st.result, st.err, st.unread, st.running = result, err, true, false
+	st.result, st.err, st.unread, st.running, st.finishedAt = result, err, true, false, c.now()
 	st.resultHash = st.inputHash // one call runs at a time: the input it started with
 	notify := st.notify
 	close(finished)

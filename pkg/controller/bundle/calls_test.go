@@ -316,3 +316,45 @@ func TestBackgroundCallPanics(t *testing.T) {
 		time.Sleep(50 * time.Millisecond) // an unrecovered panic ends the process meanwhile
 	})
 }
+
+// A call that finished in the background and that no pass took for longer
+// than unreadMaxAge — its resource Blocked or failing meanwhile, so no pass
+// asked for its plan — is not current when a pass asks at last: it is the last
+// known state (readiness), and a new call starts, whose result decides items.
+// Before, a plan hours old stamped object items and made Tombstones (without a
+// delay: deletions at once) of what was an orphan then.
+func TestBackgroundCallLeftUnreadGrowsStale(t *testing.T) {
+	done := make(chan event.GenericEvent, 4)
+	calls := newBackgroundCalls[*plugin.Result](done, nil)
+	calls.wait = 10 * time.Millisecond
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	var clockNow atomic.Pointer[time.Time]
+	clockNow.Store(&now)
+	calls.now = func() time.Time { return *clockNow.Load() }
+	g := &gatedPlugin{gate: make(chan struct{})}
+	b := &limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "shop", UID: "u"}}
+	req := plugin.Request{Resource: "gc", Spec: []byte(`{}`)}
+	plan := func() callOutcome[*plugin.Result] {
+		return calls.call(context.Background(), b, req.Resource, req.Spec, func(ctx context.Context, _ *limbov1alpha1.Bundle) (*plugin.Result, error) { return g.Plan(ctx, req) })
+	}
+
+	g.message.Store("old")
+	if out := plan(); out.current { // slow: finishes in the background
+		t.Fatalf("the slow call is current at once: %+v", out)
+	}
+	g.gate <- struct{}{}
+	<-done // its end triggers the Bundle; the pass that comes finds the resource Blocked
+	later := now.Add(unreadMaxAge + time.Second)
+	clockNow.Store(&later)
+
+	g.message.Store("new")
+	out := plan()
+	if out.current || !out.known || out.result == nil || out.result.Message != "old" {
+		t.Fatalf("the call left unread %v: %+v, want it as the last known state, not current", unreadMaxAge, out)
+	}
+	g.gate <- struct{}{} // the new call, started by that pass
+	<-done
+	if out := plan(); !out.current || out.result.Message != "new" {
+		t.Errorf("the next pass: %+v, want the new call, current", out)
+	}
+}
