@@ -58,11 +58,14 @@ func causeText(c metav1.StatusCause) string { return c.Field + ": " + c.Message 
 
 // causesText is the list of causes as the API server's message writes it
 // (utilerrors.NewAggregate): each distinct text once, in order, and in
-// brackets when there are several.
+// brackets when there are several. Linear: a template of tens of thousands of
+// refused keys brings as many causes, at every refused apply.
 func causesText(causes []metav1.StatusCause) string {
 	var texts []string
+	seen := make(map[string]bool, len(causes))
 	for _, c := range causes {
-		if text := causeText(c); !slices.Contains(texts, text) {
+		if text := causeText(c); !seen[text] {
+			seen[text] = true
 			texts = append(texts, text)
 		}
 	}

@@ -134,3 +134,20 @@ func TestSortedKeepsOtherReasons(t *testing.T) {
 		t.Errorf("Sorted changed an Invalid answer without details: %q", got)
 	}
 }
+
+// BenchmarkSortedManyCauses: an Invalid answer of a ConfigMap template with
+// 20,000 keys the API server refuses (each fits in a Bundle), sorted at every
+// refused apply. Listing each distinct cause once by looking it up in the
+// causes so far was quadratic: 1.5 s an answer at 20,000 causes.
+func BenchmarkSortedManyCauses(b *testing.B) {
+	var causes field.ErrorList
+	for i := range 20_000 {
+		causes = append(causes, field.Invalid(field.NewPath("data"), fmt.Sprintf("a b%05d", 20_000-i), "a valid config key must consist of alphanumeric characters"))
+	}
+	err := apierrors.NewInvalid(schema.GroupKind{Kind: "ConfigMap"}, "refused", causes)
+	for b.Loop() {
+		if Sorted(err) == err {
+			b.Fatal("not sorted")
+		}
+	}
+}
