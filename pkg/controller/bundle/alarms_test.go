@@ -1,12 +1,18 @@
 package bundle
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
 
+	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 )
 
@@ -67,4 +73,32 @@ func TestRequeueAtTheDeadlineNotAfterThePass(t *testing.T) {
 	if got := clk.Now().Add(p.result().RequeueAfter); got.After(deadline) {
 		t.Errorf("requeued at %v, after the deadline %v", got, deadline)
 	}
+}
+
+// A pass whose status write fails keeps its deadlines for the alarm: an orphan
+// it stamped is deleted on time, not when the work queue's backoff (up to
+// 30 s) brings the Bundle back. Before, the failed write returned no requeue,
+// and Reconcile cleared even the alarm an earlier pass had set.
+func TestStatusWriteFailureKeepsTheAlarm(t *testing.T) {
+	b := livingBundle(cmResource(t, "keep", nil))
+	f := newTeardownFixture(t, b, nil, bundleConfigMap("keep", nil), bundleConfigMap("x", map[string]string{limbov1alpha1.AnnotationDeletionDelay: "1h"}))
+	wake := make(chan event.GenericEvent, 4)
+	f.r.alarms = newAlarms(wake)
+	f.r.Client = interceptor.NewClient(f.c.(client.WithWatch), interceptor.Funcs{SubResourcePatch: func(ctx context.Context, c client.Client, subResource string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+		return apierrors.NewInternalError(errors.New("etcdserver: request timed out"))
+	}})
+	key := client.ObjectKeyFromObject(b)
+	if _, err := f.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: key}); err == nil {
+		t.Fatal("Reconcile succeeded; want the status write's error")
+	}
+	if cm := f.liveConfigMap(t, "x"); cm == nil || cm.Annotations[limbov1alpha1.AnnotationDeletionTimestamp] == "" {
+		t.Fatalf("x was not stamped: %+v", cm)
+	}
+	f.r.alarms.mu.Lock()
+	timer := f.r.alarms.timers[key]
+	f.r.alarms.mu.Unlock()
+	if timer == nil {
+		t.Error("no alarm for x's deadline: it waits for the work queue's backoff")
+	}
+	f.r.alarms.clear(key)
 }

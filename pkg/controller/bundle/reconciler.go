@@ -201,7 +201,9 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	generatorReady := pluginBecameReady(&b, &b.Status, &status)
 	specPassed := status.ObservedGeneration != b.Status.ObservedGeneration
 	if err := r.writeStatus(ctx, &b, status); err != nil {
-		return ctrl.Result{}, err
+		// The pass's deadlines go with the error, for Reconcile's alarm: what it
+		// stamped is due then, whatever its status says.
+		return p.failedResult(), err
 	}
 	if generatorReady && r.OnHoldEnded != nil {
 		r.OnHoldEnded() // released objects it generated may be held no more (bundlespec.ReleasedHold)
