@@ -172,8 +172,10 @@ func (p *pass) decideUnseenOrphans(ctx context.Context, ready bool) {
 	kinds := sortedKinds(ask)
 	fresh, err := p.r.labelledFresh(ctx, p.bundle, kinds)
 	if err != nil {
+		err = fmt.Errorf("list the Bundle's objects with the API server: %w", err)
 		p.keptKinds = append(p.keptKinds, kinds...)
-		p.fail(fmt.Errorf("list the Bundle's objects with the API server: %w", err))
+		p.fail(err)
+		p.orphansUndecided = err.Error() // what only it would show is not decided
 		return
 	}
 	// Moved in: every object found outside the shard, declared or not. A
