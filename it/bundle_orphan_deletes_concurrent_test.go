@@ -33,6 +33,16 @@ func TestOrphanDeletesOfOnePassRunSideBySide(t *testing.T) {
 		secondArrived  bool
 		held           bool
 	)
+	// A test that fails before the second DELETE lets the held one go: it
+	// holds one of the controller's workers, which the parallel tests share.
+	t.Cleanup(func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if !secondArrived {
+			secondArrived = true
+			close(second)
+		}
+	})
 	env.InterceptController(t, func(req *http.Request, send func(*http.Request) (*http.Response, error)) (*http.Response, error) {
 		if req.Method != http.MethodDelete || !strings.HasPrefix(req.URL.Path, prefix) {
 			return send(req)

@@ -36,8 +36,12 @@ func TestOrphanInterruptedByItsBundlesDeletionStaysTheBundles(t *testing.T) {
 		held          bool
 		reread        = make(chan struct{})
 		release       = make(chan struct{})
+		releaseOnce   = sync.OnceFunc(func() { close(release) })
 		limboDeletedX bool
 	)
+	// A test that fails before the release lets the held read go: it holds
+	// one of the controller's workers, which the parallel tests share.
+	t.Cleanup(releaseOnce)
 	env.InterceptController(t, func(req *http.Request, send func(*http.Request) (*http.Response, error)) (*http.Response, error) {
 		switch {
 		case req.Method == http.MethodGet && req.URL.Path == bundlePath:
@@ -80,7 +84,7 @@ func TestOrphanInterruptedByItsBundlesDeletionStaysTheBundles(t *testing.T) {
 		t.Fatal("the controller never read the Bundle again before deleting x")
 	}
 	deleteBundle(t, b, metav1.DeletePropagationBackground)
-	close(release)
+	releaseOnce()
 
 	waitGone(t, configMapGVK, ns, "x")
 	waitBundleGone(t, b)

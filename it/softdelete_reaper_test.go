@@ -63,7 +63,10 @@ func TestSoftDeleteReaperAfterBundleDeletion(t *testing.T) {
 	if at.Before(deadline) {
 		t.Errorf("the reaper deleted db at %s, before its deadline %s", at, deadline)
 	}
-	if late := at.Sub(deadline); late > 3*time.Second {
+	// A bound of the bugs this guards against (a deadline left to the next
+	// full scan, or to a backoff), not of the machine: a parallel race test
+	// may hold the reaper's one loop for a few seconds.
+	if late := at.Sub(deadline); late > 10*time.Second {
 		t.Errorf("the reaper deleted db %v after its deadline", late)
 	}
 }

@@ -56,7 +56,10 @@ func TestBackgroundCallsNeverHoldAPass(t *testing.T) {
 		return calls.call(ctx, b, req.Resource, req.Spec, func(ctx context.Context, _ *limbov1alpha1.Bundle) (*plugin.Result, error) { return g.Plan(ctx, req) })
 	}
 
-	// A fast first call is current.
+	// A fast first call is current: one that ends within the wait (an hour
+	// here, so that a goroutine scheduled late on a loaded machine is still
+	// "fast").
+	calls.wait = time.Hour
 	g.message.Store("first")
 	go func() { g.gate <- struct{}{} }()
 	if out := plan(); !out.current || out.result.Message != "first" {
@@ -67,6 +70,7 @@ func TestBackgroundCallsNeverHoldAPass(t *testing.T) {
 	}
 
 	// A slow one: the pass gets the last known state, not current.
+	calls.wait = 50 * time.Millisecond
 	g.message.Store("second")
 	start := time.Now()
 	out := plan()
