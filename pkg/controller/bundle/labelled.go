@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -169,11 +170,22 @@ func (r *Reconciler) labelled(ctx context.Context, b *limbov1alpha1.Bundle, kind
 }
 
 // labelledFresh is labelled read from the API server, metadata only: it shows
-// what a pass wrote a moment ago, which the cache may not show yet.
+// what a pass wrote a moment ago, which the cache may not show yet. A 404 for
+// a kind discovery still serves (or cannot tell about) is an error, not the
+// kind's end: the API server answers 404 for a served custom resource for a
+// moment at times, and a teardown that took the kind for empty would let its
+// Bundle go with an object of it the garbage collector then deletes at once.
 func (r *Reconciler) labelledFresh(ctx context.Context, b *limbov1alpha1.Bundle, kinds []schema.GroupVersionKind) ([]*unstructured.Unstructured, error) {
 	return listLabelled(r.servedVersions(kinds), func(gvk schema.GroupVersionKind) (client.ObjectList, error) {
 		list := limboscan.MetadataList(gvk)
-		return list, r.APIReader.List(ctx, list, client.InNamespace(b.Namespace), client.MatchingLabels{limbov1alpha1.LabelBundle: b.Name})
+		err := r.APIReader.List(ctx, list, client.InNamespace(b.Namespace), client.MatchingLabels{limbov1alpha1.LabelBundle: b.Name})
+		if apierrors.IsNotFound(err) && r.Discovery != nil {
+			if _, as, known := limboscan.Serving(r.Discovery, gvk); !known || !as.Empty() {
+				// Not wrapped: a NotFound would read as the kind's end.
+				return list, fmt.Errorf("the API server answered 404 for %s, which discovery still serves (retried): %v", gvk.Kind, err)
+			}
+		}
+		return list, err
 	})
 }
 

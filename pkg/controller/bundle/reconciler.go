@@ -17,6 +17,7 @@ import (
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 	"github.com/limbo-dev/limbo/pkg/impersonation"
+	"github.com/limbo-dev/limbo/pkg/limboscan"
 	"github.com/limbo-dev/limbo/pkg/plugin"
 	"github.com/limbo-dev/limbo/pkg/shard"
 	"github.com/limbo-dev/limbo/pkg/softdelete"
@@ -67,6 +68,9 @@ type Reconciler struct {
 	// APIReader reads from the API server, for objects the cache cannot hold: an
 	// existing object that limbo does not manage yet.
 	APIReader client.Reader
+	// Discovery confirms that a kind whose LIST answered 404 is no longer
+	// served (labelledFresh); nil: a 404 is taken for the kind's end.
+	Discovery limboscan.Discovery
 	Mapper    meta.RESTMapper
 	Recorder  record.EventRecorder
 	Engine    *softdelete.Engine

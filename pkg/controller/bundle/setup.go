@@ -163,6 +163,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) (*Reconciler, error) {
 	}
 	r.watcher = &watcher{cache: mgr.GetCache(), controller: c, onEvent: opts.OnManagedObjectEvent, watched: map[schema.GroupVersionKind]time.Time{},
 		onDelete: func(obj client.Object) { r.bodies.forget(obj.GetUID()) }, inTheWay: &r.inTheWay}
+	r.Discovery = opts.Discovery
 	if opts.Discovery != nil {
 		r.startScan = &startScan{discovery: opts.Discovery, reader: mgr.GetAPIReader(), namespaces: opts.Namespaces,
 			selector: opts.Shard.And(ManagedSelector()), watch: r.watcher.ensure,

@@ -28,12 +28,15 @@ import (
 
 // scanDiscovery serves the kinds of a cluster: ConfigMaps, PodTemplates,
 // Deployments, Tombstones, a kind that cannot be watched, a subresource; err
-// is its error (a group whose discovery failed).
-type scanDiscovery struct{ err error }
+// is its error (a group whose discovery failed); drop, a kind it leaves out.
+type scanDiscovery struct {
+	err  error
+	drop string
+}
 
 func (d scanDiscovery) ServerPreferredNamespacedResources() ([]*metav1.APIResourceList, error) {
 	all := metav1.Verbs{"list", "watch", "delete", "patch"}
-	return []*metav1.APIResourceList{
+	lists := []*metav1.APIResourceList{
 		{GroupVersion: "v1", APIResources: []metav1.APIResource{
 			{Name: "configmaps", Kind: "ConfigMap", Namespaced: true, Verbs: all},
 			{Name: "podtemplates", Kind: "PodTemplate", Namespaced: true, Verbs: all},
@@ -46,7 +49,11 @@ func (d scanDiscovery) ServerPreferredNamespacedResources() ([]*metav1.APIResour
 		{GroupVersion: "limbo.dev/v1alpha1", APIResources: []metav1.APIResource{
 			{Name: "tombstones", Kind: "Tombstone", Namespaced: true, Verbs: all},
 		}},
-	}, d.err
+	}
+	for _, l := range lists {
+		l.APIResources = slices.DeleteFunc(l.APIResources, func(r metav1.APIResource) bool { return r.Kind == d.drop })
+	}
+	return lists, d.err
 }
 
 // scanReader answers the scan's LISTs: an object in namespace holds[kind], if
@@ -360,5 +367,36 @@ func TestTeardownLetsGoOnlyOnAListingAfterTheScan(t *testing.T) {
 	f.reconcile(t)
 	if err := f.c.Get(context.Background(), client.ObjectKeyFromObject(b), &cur); err == nil && slices.Contains(cur.Finalizers, limbov1alpha1.FinalizerTeardown) {
 		t.Errorf("the Bundle is still held after a pass whose listing came after the scan")
+	}
+}
+
+// A 404 on the teardown's last listing of the Bundle's objects, for a kind
+// discovery still serves, is not the kind's end: the API server answers 404
+// for a served custom resource for a moment at times (its storage
+// restarting). The pass fails and is retried; before, it took the kind for
+// empty and let the Bundle go, and the garbage collector deleted at once an
+// object of it that the cache did not show yet.
+func TestTeardownTransient404IsNoKindGone(t *testing.T) {
+	b := deletedBundle([]limbov1alpha1.Resource{configMapResource(t, "cm")}, limbov1alpha1.BundleStatus{ObservedGeneration: 1})
+	f := newTeardownFixture(t, b, nil)
+	f.r.Discovery = scanDiscovery{} // serves ConfigMaps
+	f.r.APIReader = interceptor.NewClient(f.c.(client.WithWatch), interceptor.Funcs{List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+		if _, bundles := list.(*limbov1alpha1.BundleList); bundles {
+			return c.List(ctx, list, opts...)
+		}
+		return apierrors.NewNotFound(schema.GroupResource{Resource: "configmaps"}, "")
+	}})
+	if _, err := f.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(b)}); err == nil {
+		t.Error("Reconcile succeeded; want the listing's 404 as an error (retried)")
+	}
+	var cur limbov1alpha1.Bundle
+	if err := f.c.Get(context.Background(), client.ObjectKeyFromObject(b), &cur); err != nil || !slices.Contains(cur.Finalizers, limbov1alpha1.FinalizerTeardown) {
+		t.Fatalf("the Bundle was let go on a listing answered 404 for a kind still served (%v, finalizers %v)", err, cur.Finalizers)
+	}
+	// Gone from discovery too: the kind is gone, and so are its objects.
+	f.r.Discovery = scanDiscovery{drop: "ConfigMap"}
+	f.reconcile(t)
+	if err := f.c.Get(context.Background(), client.ObjectKeyFromObject(b), &cur); err == nil && slices.Contains(cur.Finalizers, limbov1alpha1.FinalizerTeardown) {
+		t.Error("the Bundle is still held once discovery no longer serves the kind")
 	}
 }

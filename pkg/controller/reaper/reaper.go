@@ -248,20 +248,14 @@ func (r *Reaper) kindGone(gvk schema.GroupVersionKind, err error) (gone bool, se
 	if err == nil || !meta.IsNoMatchError(err) && !apierrors.IsNotFound(err) {
 		return false, schema.GroupVersionKind{}
 	}
-	served, derr := limboscan.Kinds(r.Discovery, "delete", "patch")
-	for _, k := range served {
-		if k.Kind.GroupKind() == gvk.GroupKind() && k.Kind != gvk {
-			servedAs = k.Kind
-		}
+	exact, as, known := limboscan.Serving(r.Discovery, gvk, "delete", "patch")
+	if as != gvk {
+		servedAs = as
 	}
 	if meta.IsNoMatchError(err) {
 		return true, servedAs
 	}
-	// Discovery that failed for other API groups (an aggregated API down)
-	// still tells about gvk's.
-	failed, partial := limboscan.FailedGroups(derr)
-	known := derr == nil || partial && !slices.Contains(failed, gvk.GroupVersion())
-	return known && !slices.ContainsFunc(served, func(k limboscan.Kind) bool { return k.Kind == gvk }), servedAs
+	return known && !exact, servedAs
 }
 
 // forgetKind stops listing gvk between full scans and takes its count out of the
