@@ -257,6 +257,16 @@ func (r *Reconciler) writeStatus(ctx context.Context, b *limbov1alpha1.Bundle, s
 	return client.IgnoreNotFound(r.statuses.Patch(ctx, r.Client, b, &b.Status, &status))
 }
 
+// objectDeleted forgets what the Reconciler keeps of obj, an object of a watched
+// kind that is gone, whoever deleted it (a namespace's deletion, the garbage
+// collector, a user): a UID never comes back, and only limbo's own deletes
+// forgot their records before, so every other deletion left its entries for
+// good.
+func (r *Reconciler) objectDeleted(obj client.Object) {
+	r.bodies.forget(obj.GetUID())
+	r.applied.forget(obj.GetUID())
+}
+
 // pluginClient is the client of the plugins' requests.
 func (r *Reconciler) pluginClient() client.Client {
 	if r.PluginClient != nil {

@@ -162,7 +162,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) (*Reconciler, error) {
 		return nil, fmt.Errorf("index Bundles by the objects they adopt: %w", err)
 	}
 	r.watcher = &watcher{cache: mgr.GetCache(), controller: c, onEvent: opts.OnManagedObjectEvent, watched: map[schema.GroupVersionKind]time.Time{},
-		onDelete: func(obj client.Object) { r.bodies.forget(obj.GetUID()) }, inTheWay: &r.inTheWay}
+		onDelete: r.objectDeleted, inTheWay: &r.inTheWay}
 	r.Discovery = opts.Discovery
 	if opts.Discovery != nil {
 		r.startScan = &startScan{discovery: opts.Discovery, reader: mgr.GetAPIReader(), namespaces: opts.Namespaces,
