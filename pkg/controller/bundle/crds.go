@@ -2,6 +2,7 @@ package bundle
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -243,6 +244,9 @@ func (c *crdsServing) seen(name string, at time.Time) {
 	if c.at == nil {
 		c.at = map[string]time.Time{}
 	}
+	// A time older than kindComingWindow tells since's callers nothing any
+	// more: forgotten, or every CRD ever changed would stay for good.
+	maps.DeleteFunc(c.at, func(_ string, t time.Time) bool { return at.Sub(t) > kindComingWindow })
 	c.at[name] = at
 }
 

@@ -164,3 +164,18 @@ func TestTrimCRDForCache(t *testing.T) {
 		t.Errorf("lost what limbo reads: %+v", got)
 	}
 }
+
+// What crdsServing remembers goes once it is older than kindComingWindow, when
+// it tells nothing any more: a process that saw thousands of CRDs change kept
+// them all.
+func TestCRDsServingForgetsOldTimes(t *testing.T) {
+	var c crdsServing
+	start := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	c.seen("old.example.com", start)
+	c.seen("new.example.com", start.Add(kindComingWindow+time.Second))
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, kept := c.at["old.example.com"]; kept || len(c.at) != 1 {
+		t.Errorf("remembered %v, want only new.example.com", c.at)
+	}
+}
