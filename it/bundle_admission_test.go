@@ -81,9 +81,9 @@ func TestBundleAdmissionRejectsInvalid(t *testing.T) {
 			want: "spec.resources[0].references[0].path: Too long",
 		},
 		{
-			name:      "more than 1000 resources (the status could outgrow etcd's object size)",
-			resources: manyConfigMapResources(t, 1001),
-			want:      "spec.resources: Too many: 1001: must have at most 1000 items",
+			name:      "more than 2000 resources (the status could outgrow etcd's object size)",
+			resources: manyConfigMapResources(t, 2001),
+			want:      "spec.resources: Too many: 2001: must have at most 2000 items",
 		},
 	}
 	for i, tc := range cases {

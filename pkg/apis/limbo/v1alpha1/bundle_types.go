@@ -39,11 +39,11 @@ type Bundle struct {
 // BundleSpec is what the Bundle declares.
 type BundleSpec struct {
 	// Resources are the objects and plugins of the Bundle. Names are unique. At
-	// most 1000: the status keeps an entry for each, and a Bundle past etcd's
+	// most 2000: the status keeps an entry for each, and a Bundle past etcd's
 	// object size could never write its status again (split it instead).
 	// +listType=map
 	// +listMapKey=name
-	// +kubebuilder:validation:MaxItems=1000
+	// +kubebuilder:validation:MaxItems=2000
 	// +optional
 	Resources []Resource `json:"resources,omitempty"`
 
