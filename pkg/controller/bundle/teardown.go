@@ -453,13 +453,35 @@ func (r *Reconciler) teardownPlugins(ctx context.Context, b *limbov1alpha1.Bundl
 	if plan == nil {
 		return r.invalidSpecHolds(b, specErrs, out)
 	}
+	if len(out.resources) == 0 {
+		return out
+	}
+	// The state each teardown resumes from, and whether it is done, as the
+	// last pass kept them: read from the API server, as the cache may show the
+	// Bundle from before that write (a lagging watch), and a call resumed from
+	// the older state would overwrite the newer one (deorbit: a load-balancer
+	// wait lost, the deorbit ended early). One GET per pass of a Bundle with a
+	// plugin teardown.
+	kept, err := r.readBundleAgain(ctx, b)
+	if err == nil && kept.UID != b.UID {
+		err = fmt.Errorf("the Bundle was replaced since the cache showed it")
+	}
+	if err != nil {
+		for _, name := range plan.Order {
+			if out.resources[name] {
+				out.remaining = append(out.remaining, fmt.Sprintf("plugin resource %s", name))
+				out.failures = append(out.failures, fmt.Sprintf("plugin resource %q teardown: read the state it resumes from: %v", name, err))
+			}
+		}
+		return out
+	}
 	for _, name := range plan.Order {
 		if !out.resources[name] {
 			continue
 		}
 		res := plan.Resources[name]
 		p, _ := r.Plugins.Get(res.Plugin.Name)
-		call := r.teardownPlugin(ctx, b, name, res.Plugin.Name, p.(plugin.TearDowner))
+		call := r.teardownPlugin(ctx, b, kept.Annotations, name, res.Plugin.Name, p.(plugin.TearDowner))
 		if !call.current {
 			out.remaining = append(out.remaining, fmt.Sprintf("plugin resource %s (its teardown call is running)", name))
 			out.carried = true
@@ -520,11 +542,13 @@ func (r *Reconciler) teardownPlugins(ctx context.Context, b *limbov1alpha1.Bundl
 }
 
 // teardownPlugin runs one Teardown call of the plugin resource name, beside the
-// pass, and keeps the state a finished call returned on the Bundle. The outcome
-// is current when there is a finished call to act on.
-func (r *Reconciler) teardownPlugin(ctx context.Context, b *limbov1alpha1.Bundle, name, pluginName string, tearDowner plugin.TearDowner) callOutcome[*plugin.TeardownResult] {
+// pass, and keeps the state a finished call returned on the Bundle. kept are the
+// Bundle's annotations as the API server has them (the state and done marks
+// the last pass kept). The outcome is current when there is a finished call to
+// act on.
+func (r *Reconciler) teardownPlugin(ctx context.Context, b *limbov1alpha1.Bundle, kept map[string]string, name, pluginName string, tearDowner plugin.TearDowner) callOutcome[*plugin.TeardownResult] {
 	doneKey := limbov1alpha1.AnnotationTeardownDonePrefix + name
-	if b.Annotations[doneKey] == "true" {
+	if kept[doneKey] == "true" {
 		// Done: its spec's references may name objects the waves have deleted
 		// since, and a spec that no longer resolves must not hold the Bundle.
 		return callOutcome[*plugin.TeardownResult]{result: &plugin.TeardownResult{Done: true, Message: "done"}, current: true}
@@ -545,7 +569,7 @@ func (r *Reconciler) teardownPlugin(ctx context.Context, b *limbov1alpha1.Bundle
 		return callOutcome[*plugin.TeardownResult]{err: err, current: true}
 	}
 	key := limbov1alpha1.AnnotationTeardownStatePrefix + name
-	req := plugin.Request{Bundle: b, Resource: name, Spec: spec, Client: r.pluginClient(), Reader: r.APIReader, Secrets: secrets, Now: r.Clock.Now(), TeardownState: b.Annotations[key]}
+	req := plugin.Request{Bundle: b, Resource: name, Spec: spec, Client: r.pluginClient(), Reader: r.APIReader, Secrets: secrets, Now: r.Clock.Now(), TeardownState: kept[key]}
 	// The call's input is the spec and the state it resumes from: a result is
 	// acted on once, and the next call starts from the state it left.
 	input := callInput([]byte(pluginName), spec, []byte(req.TeardownState))
