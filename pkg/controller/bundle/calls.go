@@ -177,8 +177,11 @@ func (c *backgroundCalls[T]) run(ctx context.Context, key callKey, st *callState
 	result, err := plugin.WithTimeout(ctx, func(ctx context.Context) (T, error) { return call(ctx, b) })
 	c.mu.Lock()
 	if gone := st.gone; gone != callLive {
+		// The resource may be back in the spec since (a new call of it made a
+		// new state): what the plugins keep of it is that call's now.
+		_, back := c.calls[key]
 		c.mu.Unlock()
-		if c.forget != nil { // the plugins' Forget methods: plugin code too
+		if c.forget != nil && !back { // the plugins' Forget methods: plugin code too
 			_ = plugin.Recover(ctx, func() { c.forget(key.uid, key.resource, gone == callBundleGone) })
 		}
 		return

@@ -362,3 +362,34 @@ func TestBackgroundCallLeftUnreadGrowsStale(t *testing.T) {
 		t.Errorf("the next pass: %+v, want the new call, current", out)
 	}
 }
+
+// A call of a resource that left the spec and came back while it ran does not
+// have the plugins forget the resource when it ends: its state is the new
+// call's now. Before, the late end dropped it (namespace-gc's GC delay began
+// again, node-removal's gauge series went).
+func TestBackgroundCallOfAResourceReAdded(t *testing.T) {
+	told := make(chan string, 2)
+	calls := newBackgroundCalls[*plugin.Result](make(chan event.GenericEvent, 4), func(_ types.UID, resource string, _ bool) { told <- resource })
+	calls.wait = time.Millisecond
+	release := make(chan struct{})
+	b := &limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "shop", UID: "u"}}
+	slow := func(context.Context, *limbov1alpha1.Bundle) (*plugin.Result, error) {
+		<-release
+		return &plugin.Result{}, nil
+	}
+	fast := func(context.Context, *limbov1alpha1.Bundle) (*plugin.Result, error) { return &plugin.Result{}, nil }
+	calls.call(context.Background(), b, "gc", []byte(`{}`), slow)
+	calls.forgetRemoved(types.NamespacedName{Namespace: "ns", Name: "shop"}, "u", map[string]bool{}) // gc left the spec
+	calls.call(context.Background(), b, "gc", []byte(`{}`), fast)                                     // and came back
+	close(release)
+	// The first call's end: nothing forgotten. Polled with a deadline, as its
+	// end runs in the background.
+	deadline := time.Now().Add(2 * time.Second)
+	for time.Now().Before(deadline) {
+		select {
+		case resource := <-told:
+			t.Fatalf("the plugins were told to forget %q, which is back in the spec", resource)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
