@@ -216,10 +216,7 @@ func TestBackgroundCallOutlivingItsState(t *testing.T) {
 	calls.wait = time.Millisecond
 	release := make(chan struct{})
 	b := &limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "shop", UID: "u"}}
-	slow := func(context.Context, *limbov1alpha1.Bundle) (*plugin.Result, error) {
-		<-release
-		return &plugin.Result{}, nil
-	}
+	slow := callEndingAt(release)
 	calls.call(context.Background(), b, "gc", []byte(`{}`), slow)
 	calls.call(context.Background(), b, "routes", []byte(`{}`), slow)
 	if removed := calls.forgetRemoved(types.NamespacedName{Namespace: "ns", Name: "shop"}, "u", map[string]bool{"routes": true}); fmt.Sprint(removed) != "[gc]" {
@@ -373,11 +370,8 @@ func TestBackgroundCallOfAResourceReAdded(t *testing.T) {
 	calls.wait = time.Millisecond
 	release := make(chan struct{})
 	b := &limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "shop", UID: "u"}}
-	slow := func(context.Context, *limbov1alpha1.Bundle) (*plugin.Result, error) {
-		<-release
-		return &plugin.Result{}, nil
-	}
-	fast := func(context.Context, *limbov1alpha1.Bundle) (*plugin.Result, error) { return &plugin.Result{}, nil }
+	slow := callEndingAt(release)
+	fast := callEndingAt(nil)
 	calls.call(context.Background(), b, "gc", []byte(`{}`), slow)
 	calls.forgetRemoved(types.NamespacedName{Namespace: "ns", Name: "shop"}, "u", map[string]bool{}) // gc left the spec
 	calls.call(context.Background(), b, "gc", []byte(`{}`), fast)                                     // and came back
@@ -391,5 +385,16 @@ func TestBackgroundCallOfAResourceReAdded(t *testing.T) {
 			t.Fatalf("the plugins were told to forget %q, which is back in the spec", resource)
 		case <-time.After(10 * time.Millisecond):
 		}
+	}
+}
+
+// callEndingAt is a plugin call that ends, with an empty result, once end is
+// closed (at once for nil).
+func callEndingAt(end <-chan struct{}) func(context.Context, *limbov1alpha1.Bundle) (*plugin.Result, error) {
+	return func(context.Context, *limbov1alpha1.Bundle) (*plugin.Result, error) {
+		if end != nil {
+			<-end
+		}
+		return &plugin.Result{}, nil
 	}
 }
