@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 	"github.com/limbo-dev/limbo/pkg/plugin"
@@ -580,4 +581,38 @@ func movedTeardown(t *testing.T, appShard string) (*teardownFixture, *limbov1alp
 	})
 	f.r.APIReader = f.c
 	return f, b
+}
+
+// A Bundle that leaves the controller's cache (deleted, or moved to another
+// shard) takes what the controller remembers of it along, on the event: moved
+// away and back before a reconcile ran (the work queue merges the two events,
+// and the reconcile finds the Bundle there), the status this shard wrote before
+// the move stood in for the other shard's, and its onboarding scan — the look
+// for what the other shard left in limbo — was skipped.
+func TestBundleLeavingTheCacheIsForgotten(t *testing.T) {
+	b := livingBundle(cmResource(t, "keep", nil))
+	f := newTeardownFixture(t, b, nil)
+	r := f.r
+	r.onboarded.add(b)
+	key := client.ObjectKeyFromObject(b)
+	if err := f.c.Get(context.Background(), key, b); err != nil {
+		t.Fatal(err)
+	}
+	want := limbov1alpha1.BundleStatus{ObservedGeneration: 7}
+	if err := r.statuses.Patch(context.Background(), f.c, b, &b.Status, &want); err != nil {
+		t.Fatal(err)
+	}
+	if !r.bundleLeft().Delete(event.DeleteEvent{Object: b}) {
+		t.Error("the delete event was filtered out")
+	}
+	if r.onboarded.has(b) {
+		t.Error("the Bundle is still onboarded after it left the cache")
+	}
+	back := b.DeepCopy()
+	back.ResourceVersion = "999" // another shard wrote since
+	got := limbov1alpha1.BundleStatus{ObservedGeneration: 9}
+	r.statuses.Known(back, &got)
+	if got.ObservedGeneration != 9 {
+		t.Errorf("status %+v: the status written before the Bundle left stands in for the API server's (%v)", got, key)
+	}
 }

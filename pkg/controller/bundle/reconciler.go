@@ -13,6 +13,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
@@ -255,6 +257,22 @@ func (r *Reconciler) serviceAccountOf(b *limbov1alpha1.Bundle) string {
 // writeStatus writes status when it differs from what the Bundle has.
 func (r *Reconciler) writeStatus(ctx context.Context, b *limbov1alpha1.Bundle, status limbov1alpha1.BundleStatus) error {
 	return client.IgnoreNotFound(r.statuses.Patch(ctx, r.Client, b, &b.Status, &status))
+}
+
+// bundleLeft forgets, on the event, what the Reconciler remembers of a Bundle
+// that left its cache — deleted, or moved to another shard — and lets every
+// event through: moved away and back before a reconcile ran (the work queue
+// merges the two events, and the reconcile finds the Bundle there, so its
+// NotFound path never ran), the status this shard wrote before the move stood
+// in for the other shard's, and its onboarding scan, the look for what the
+// other shard left in limbo, was skipped.
+func (r *Reconciler) bundleLeft() predicate.Funcs {
+	return predicate.Funcs{DeleteFunc: func(e event.DeleteEvent) bool {
+		key := client.ObjectKeyFromObject(e.Object)
+		r.statuses.Forget(key)
+		r.onboarded.forget(key)
+		return true
+	}}
 }
 
 // objectDeleted forgets what the Reconciler keeps of obj, an object of a watched

@@ -140,7 +140,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) (*Reconciler, error) {
 		Named("bundle").
 		// The first predicate only records (and passes every event): the cascade
 		// mode of a deleted Bundle, which its later events no longer show.
-		For(&limbov1alpha1.Bundle{}, builder.WithPredicates(r.cascades.predicate(), bundleChanged)).
+		For(&limbov1alpha1.Bundle{}, builder.WithPredicates(r.cascades.predicate(), r.bundleLeft(), bundleChanged)).
 		// A Tombstone's progress (attempts, lastError, gone) shows in pendingDeletions.
 		Owns(&limbov1alpha1.Tombstone{}).
 		// A plugin call that outlasted its pass triggers the next one, as does
