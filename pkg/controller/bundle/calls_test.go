@@ -374,7 +374,7 @@ func TestBackgroundCallOfAResourceReAdded(t *testing.T) {
 	fast := callEndingAt(nil)
 	calls.call(context.Background(), b, "gc", []byte(`{}`), slow)
 	calls.forgetRemoved(types.NamespacedName{Namespace: "ns", Name: "shop"}, "u", map[string]bool{}) // gc left the spec
-	calls.call(context.Background(), b, "gc", []byte(`{}`), fast)                                     // and came back
+	calls.call(context.Background(), b, "gc", []byte(`{}`), fast)                                    // and came back
 	close(release)
 	// The first call's end: nothing forgotten. Polled with a deadline, as its
 	// end runs in the background.
