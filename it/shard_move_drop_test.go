@@ -54,7 +54,9 @@ func TestObjectsDroppedInTheWriteThatMovesTheirBundle(t *testing.T) {
 		}
 		return nil
 	})
-	testenv.Consistently(t, 3*time.Second, func() error {
+	// The pass that stamps "later" writes its status after: waited for, then
+	// kept.
+	laterAlone := func() error {
 		cur := getBundle(t, b)
 		if cur.Status.PendingDeletionCount != 1 || len(cur.Status.PendingDeletions) != 1 || cur.Status.PendingDeletions[0].Name != "later" {
 			return fmt.Errorf("pendingDeletions = %+v (count %d), want later alone", cur.Status.PendingDeletions, cur.Status.PendingDeletionCount)
@@ -66,7 +68,9 @@ func TestObjectsDroppedInTheWriteThatMovesTheirBundle(t *testing.T) {
 			return fmt.Errorf("later was deleted, an hour early")
 		}
 		return nil
-	})
+	}
+	testenv.Eventually(t, testenv.DefaultTimeout, laterAlone)
+	testenv.Consistently(t, 3*time.Second, laterAlone)
 	// The new shard deleted "drop"; the shard the Bundle left deleted nothing.
 	wantDeletions(t, procs, map[string]float64{"a": 1, "rest": 0})
 }
