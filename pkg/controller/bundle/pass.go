@@ -135,6 +135,13 @@ func (p *pass) fail(err error) {
 	}
 }
 
+// failUndecided records err, a listing that failed, as fail does, and as why
+// this pass decided nothing about the orphans (orphansUndecided).
+func (p *pass) failUndecided(err error) {
+	p.fail(err)
+	p.orphansUndecided = err.Error()
+}
+
 // announce holds an event on the Bundle until the pass ends.
 func (p *pass) announce(eventType, reason, format string, args ...any) {
 	p.mu.Lock()

@@ -30,8 +30,7 @@ func (p *pass) decideObjectOrphans(ctx context.Context) (ready, listed bool) {
 	orphans, err := p.r.orphans(ctx, p.bundle, p.kindList(ctx), p.declared)
 	if err != nil {
 		err = fmt.Errorf("list orphans: %w", err)
-		p.fail(err)
-		p.orphansUndecided = err.Error()
+		p.failUndecided(err)
 		p.keepPreviousPending()
 		return false, false
 	}
@@ -174,8 +173,7 @@ func (p *pass) decideUnseenOrphans(ctx context.Context, ready bool) {
 	if err != nil {
 		err = fmt.Errorf("list the Bundle's objects with the API server: %w", err)
 		p.keptKinds = append(p.keptKinds, kinds...)
-		p.fail(err)
-		p.orphansUndecided = err.Error() // what only it would show is not decided
+		p.failUndecided(err) // what only it would show is not decided
 		return
 	}
 	// Moved in: every object found outside the shard, declared or not. A

@@ -315,8 +315,7 @@ func (p *pass) pluginSpec(ctx context.Context, res *bundlespec.Resource) ([]byte
 func (p *pass) decidePluginItems(ctx context.Context, ready bool) {
 	existing, err := p.tombstones(ctx)
 	if err != nil {
-		p.fail(err)
-		p.orphansUndecided = err.Error()
+		p.failUndecided(err)
 		// Nothing of the plugins' is judged: what was in limbo stays listed, and
 		// the next pass looks for it again.
 		p.keepPreviousPending()
@@ -501,8 +500,7 @@ func (p *pass) stillDeclares(ts *limbov1alpha1.Tombstone) bool {
 func (p *pass) cancelTombstonesOfRemovedResources(ctx context.Context) {
 	existing, err := p.tombstones(ctx)
 	if err != nil {
-		p.fail(err)
-		p.orphansUndecided = err.Error()
+		p.failUndecided(err)
 		return
 	}
 	for _, key := range slices.Sorted(maps.Keys(existing)) {
