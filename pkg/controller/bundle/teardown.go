@@ -462,18 +462,9 @@ func (r *Reconciler) teardownPlugins(ctx context.Context, b *limbov1alpha1.Bundl
 	// the older state would overwrite the newer one (deorbit: a load-balancer
 	// wait lost, the deorbit ended early). One GET per pass of a Bundle with a
 	// plugin teardown.
-	kept, err := r.readBundleAgain(ctx, b)
-	if err == nil && kept.UID != b.UID {
-		err = fmt.Errorf("the Bundle was replaced since the cache showed it")
-	}
-	if err != nil {
-		for _, name := range plan.Order {
-			if out.resources[name] {
-				out.remaining = append(out.remaining, fmt.Sprintf("plugin resource %s", name))
-				out.failures = append(out.failures, fmt.Sprintf("plugin resource %q teardown: read the state it resumes from: %v", name, err))
-			}
-		}
-		return out
+	kept, keptErr := r.readBundleAgain(ctx, b)
+	if keptErr == nil && kept.UID != b.UID {
+		keptErr = fmt.Errorf("the Bundle was replaced since the cache showed it")
 	}
 	for _, name := range plan.Order {
 		if !out.resources[name] {
@@ -481,7 +472,12 @@ func (r *Reconciler) teardownPlugins(ctx context.Context, b *limbov1alpha1.Bundl
 		}
 		res := plan.Resources[name]
 		p, _ := r.Plugins.Get(res.Plugin.Name)
-		call := r.teardownPlugin(ctx, b, kept.Annotations, name, res.Plugin.Name, p.(plugin.TearDowner))
+		var call callOutcome[*plugin.TeardownResult]
+		if keptErr != nil { // fails as a call would: the resource remains, named in DeletionFailure
+			call = callOutcome[*plugin.TeardownResult]{err: fmt.Errorf("read the state it resumes from: %w", keptErr), current: true}
+		} else {
+			call = r.teardownPlugin(ctx, b, kept.Annotations, name, res.Plugin.Name, p.(plugin.TearDowner))
+		}
 		if !call.current {
 			out.remaining = append(out.remaining, fmt.Sprintf("plugin resource %s (its teardown call is running)", name))
 			out.carried = true
