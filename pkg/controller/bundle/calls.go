@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
@@ -31,8 +32,8 @@ type backgroundCalls[T any] struct {
 	// left its spec —: the call may have left state in its plugin after the
 	// reconciler had the plugins forget it. Nil: nobody.
 	forget func(uid types.UID, resource string, bundleGone bool)
-	// now is the time (time.Now; tests set it).
-	now func() time.Time
+	// clock tells the time (clock.RealClock; tests set another).
+	clock clock.PassiveClock
 
 	mu    sync.Mutex
 	calls map[callKey]*callState[T]
@@ -104,7 +105,7 @@ func callInput(parts ...[]byte) []byte {
 }
 
 func newBackgroundCalls[T any](done chan<- event.GenericEvent, forget func(uid types.UID, resource string, bundleGone bool)) *backgroundCalls[T] {
-	return &backgroundCalls[T]{done: done, wait: plugin.CallWait, forget: forget, now: time.Now, calls: map[callKey]*callState[T]{}}
+	return &backgroundCalls[T]{done: done, wait: plugin.CallWait, forget: forget, clock: clock.RealClock{}, calls: map[callKey]*callState[T]{}}
 }
 
 // call returns the outcome of the call of b's plugin resource on input: one that
@@ -121,7 +122,7 @@ func (c *backgroundCalls[T]) call(ctx context.Context, b *limbov1alpha1.Bundle, 
 		st = &callState[T]{}
 		c.calls[key] = st
 	}
-	if st.unread && st.inputHash == hash && c.now().Sub(st.finishedAt) <= unreadMaxAge {
+	if st.unread && st.inputHash == hash && c.clock.Since(st.finishedAt) <= unreadMaxAge {
 		return st.take(hash)
 	}
 	if st.running { // started by an earlier pass: its end triggers the Bundle
@@ -186,7 +187,7 @@ func (c *backgroundCalls[T]) run(ctx context.Context, key callKey, st *callState
 		}
 		return
 	}
-	st.result, st.err, st.unread, st.running, st.finishedAt = result, err, true, false, c.now()
+	st.result, st.err, st.unread, st.running, st.finishedAt = result, err, true, false, c.clock.Now()
 	st.resultHash = st.inputHash // one call runs at a time: the input it started with
 	notify := st.notify
 	close(finished)

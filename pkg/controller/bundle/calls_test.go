@@ -11,6 +11,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
@@ -329,9 +330,8 @@ func TestBackgroundCallLeftUnreadGrowsStale(t *testing.T) {
 	calls := newBackgroundCalls[*plugin.Result](done, nil)
 	calls.wait = 10 * time.Millisecond
 	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	var clockNow atomic.Pointer[time.Time]
-	clockNow.Store(&now)
-	calls.now = func() time.Time { return *clockNow.Load() }
+	clk := clocktesting.NewFakePassiveClock(now)
+	calls.clock = clk
 	g := &gatedPlugin{gate: make(chan struct{})}
 	b := &limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "shop", UID: "u"}}
 	req := plugin.Request{Resource: "gc", Spec: []byte(`{}`)}
@@ -345,8 +345,7 @@ func TestBackgroundCallLeftUnreadGrowsStale(t *testing.T) {
 	}
 	g.gate <- struct{}{}
 	<-done // its end triggers the Bundle; the pass that comes finds the resource Blocked
-	later := now.Add(unreadMaxAge + time.Second)
-	clockNow.Store(&later)
+	clk.SetTime(now.Add(unreadMaxAge + time.Second))
 
 	g.message.Store("new")
 	out := plan()
