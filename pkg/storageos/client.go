@@ -26,6 +26,7 @@ const DefaultTimeout = 10 * time.Second
 const (
 	OpLogin           = "login"
 	OpListNamespaces  = "list_namespaces"
+	OpGetNamespace    = "get_namespace"
 	OpDeleteNamespace = "delete_namespace"
 )
 
@@ -212,23 +213,12 @@ func (c *Client) DeleteNamespace(ctx context.Context, id, version string) error 
 	if version == "" {
 		return fmt.Errorf("storageos: %s: empty version for namespace %q", OpDeleteNamespace, id)
 	}
-	return c.deleteNamespace(ctx, id, url.Values{"version": {version}})
-}
-
-// DeleteNamespaceAnyVersion deletes the namespace id whatever its version
-// (DELETE /v2/namespaces/{id}?ignore-version=true): for a namespace known by
-// its ID only, which StorageOS never gives another namespace. Errors as
-// DeleteNamespace's, but no ErrStaleVersion.
-func (c *Client) DeleteNamespaceAnyVersion(ctx context.Context, id string) error {
-	return c.deleteNamespace(ctx, id, url.Values{"ignore-version": {"true"}})
-}
-
-func (c *Client) deleteNamespace(ctx context.Context, id string, q url.Values) error {
 	if id == "" {
 		return fmt.Errorf("storageos: %s: empty namespace id", OpDeleteNamespace)
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
+	q := url.Values{"version": {version}}
 	resp, err := c.authed(ctx, OpDeleteNamespace, http.MethodDelete, "/namespaces/"+url.PathEscape(id)+"?"+q.Encode(), nil)
 	if err != nil {
 		return err
@@ -237,6 +227,35 @@ func (c *Client) deleteNamespace(ctx context.Context, id string, q url.Values) e
 		return newAPIError(OpDeleteNamespace, resp.status, resp.body)
 	}
 	return nil
+}
+
+// GetNamespace reads the namespace id (GET /v2/namespaces/{id}). Errors match
+// ErrNotFound (an id not known to the server — or a 404 that is not
+// StorageOS's: a caller that needs proof of a deletion lists again),
+// ErrUnauthorized, or otherwise an *APIError or a transport error.
+func (c *Client) GetNamespace(ctx context.Context, id string) (*Namespace, error) {
+	if id == "" {
+		return nil, fmt.Errorf("storageos: %s: empty namespace id", OpGetNamespace)
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	resp, err := c.authed(ctx, OpGetNamespace, http.MethodGet, "/namespaces/"+url.PathEscape(id), nil)
+	if err != nil {
+		return nil, err
+	}
+	if !success(resp.status) {
+		return nil, newAPIError(OpGetNamespace, resp.status, resp.body)
+	}
+	var ns Namespace
+	if err := json.Unmarshal(resp.body, &ns); err != nil {
+		return nil, fmt.Errorf("storageos: %s: decoding response: %w", OpGetNamespace, err)
+	}
+	if ns.ID != id || ns.Version == "" {
+		// A 200 that is not the namespace asked for (a proxy's page that
+		// happens to be JSON) is no answer.
+		return nil, fmt.Errorf("storageos: %s: the answer is not namespace %q (id %q, version %q)", OpGetNamespace, id, ns.ID, ns.Version)
+	}
+	return &ns, nil
 }
 
 func success(status int) bool { return status >= 200 && status < 300 }

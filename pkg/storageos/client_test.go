@@ -855,28 +855,23 @@ func TestDeleteNamespaceRedirectionIsNoSuccess(t *testing.T) {
 	}
 }
 
-// DeleteNamespaceAnyVersion deletes a namespace whatever its version (a stale
-// one is no 412), refuses one that holds volumes, and says 404 for one gone.
-func TestDeleteNamespaceAnyVersion(t *testing.T) {
+// GetNamespace reads one namespace by its id, with the version a delete needs,
+// and says ErrNotFound for one gone.
+func TestGetNamespace(t *testing.T) {
 	h := newHarness(t)
 	ns := h.sim.AddNamespace("team-a")
-	if err := h.sim.SetVolumes("team-a", 1); err != nil {
-		t.Fatal(err)
-	}
 	ctx := context.Background()
-	if err := h.client.DeleteNamespaceAnyVersion(ctx, ns.ID); !errors.Is(err, storageos.ErrNamespaceNotEmpty) {
-		t.Fatalf("first delete = %v, want ErrNamespaceNotEmpty", err)
+	got, err := h.client.GetNamespace(ctx, ns.ID)
+	if err != nil {
+		t.Fatalf("GetNamespace: %v", err)
 	}
-	if err := h.sim.SetVolumes("team-a", 0); err != nil {
-		t.Fatal(err)
+	if got.ID != ns.ID || got.Name != "team-a" || got.Version != ns.Version {
+		t.Fatalf("GetNamespace = %+v, want %+v", got, ns)
 	}
-	if err := h.client.DeleteNamespaceAnyVersion(ctx, ns.ID); err != nil {
-		t.Fatalf("second delete: %v", err)
+	if err := h.client.DeleteNamespace(ctx, got.ID, got.Version); err != nil {
+		t.Fatalf("DeleteNamespace: %v", err)
 	}
-	if _, ok := h.sim.Namespace("team-a"); ok {
-		t.Error("team-a still exists")
-	}
-	if err := h.client.DeleteNamespaceAnyVersion(ctx, ns.ID); !errors.Is(err, storageos.ErrNotFound) {
-		t.Fatalf("third delete = %v, want ErrNotFound", err)
+	if _, err := h.client.GetNamespace(ctx, ns.ID); !errors.Is(err, storageos.ErrNotFound) {
+		t.Fatalf("GetNamespace after the delete = %v, want ErrNotFound", err)
 	}
 }

@@ -1,6 +1,6 @@
 // Package storageos is a small client for the StorageOS v2 REST API. It covers
-// only what the namespace-gc plugin needs: logging in, listing namespaces and
-// deleting a namespace.
+// only what the namespace-gc plugin needs: logging in, listing namespaces,
+// reading one and deleting one.
 //
 // # Wire format
 //
@@ -18,7 +18,10 @@
 //     makes it log in again.
 //   - GET /v2/namespaces returns a JSON array of Namespace objects:
 //     {"id","name","labels","createdAt","updatedAt","version"}.
-//   - DELETE /v2/namespaces/{id}?version=<version>. 200 means deleted,
+//   - GET /v2/namespaces/{id} returns one Namespace; 404 {"error":"not found"}.
+//   - DELETE /v2/namespaces/{id}?version=<version> (version is required by
+//     the API, also with ignore-version=true, which this client never sends:
+//     a namespace known by its id alone is read first). 200 means deleted,
 //     404 {"error":"not found"}, 409 {"error":"in use"} (the namespace still
 //     holds volumes; the server enforces "only if empty"), and 412 means a
 //     stale version.
@@ -32,7 +35,7 @@
 // Status codes with a meaning for callers also match a sentinel through
 // errors.Is:
 //
-//	404 (DeleteNamespace)      ErrNotFound           probably already gone; list again to be sure
+//	404 (Delete/GetNamespace)  ErrNotFound           probably already gone; list again to be sure
 //	409 (DeleteNamespace)      ErrNamespaceNotEmpty  the namespace still has volumes; retry later
 //	412 (DeleteNamespace)      ErrStaleVersion       list again and retry with the new version
 //	401 (after one re-login)   ErrUnauthorized
@@ -55,6 +58,6 @@
 // requests and retries. There are two series:
 // limbo_storageos_request_duration_seconds{operation,code} and
 // limbo_storageos_requests_total{operation,code}. The operation is "login",
-// "list_namespaces" or "delete_namespace". The code is the HTTP status code,
+// "list_namespaces", "get_namespace" or "delete_namespace". The code is the HTTP status code,
 // or "timeout", "canceled" or "error" when no response arrived.
 package storageos

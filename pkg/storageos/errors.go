@@ -14,7 +14,7 @@ import (
 // errors.Is(err, ErrNotFound) and similar work on any error this package
 // returns.
 var (
-	// ErrNotFound: DeleteNamespace got 404. The namespace is probably already
+	// ErrNotFound: DeleteNamespace or GetNamespace got 404. The namespace is probably already
 	// gone; a 404 that is not StorageOS's (a proxy's, a route this StorageOS
 	// version lacks) looks the same, so a caller confirms by listing again.
 	ErrNotFound = errors.New("storageos: not found")
@@ -80,10 +80,10 @@ func newAPIError(op string, status int, body []byte) *APIError {
 	e := &APIError{Operation: op, StatusCode: status, Message: errorMessage(status, body)}
 	switch status {
 	case http.StatusNotFound:
-		// 404 means "already gone" only for a namespace delete. To a login or
-		// a listing it means a wrong endpoint (or a proxy's page), which no
+		// 404 means "not there" only for a namespace's own path. To a login
+		// or a listing it means a wrong endpoint (or a proxy's page), which no
 		// caller may take for success.
-		if op == OpDeleteNamespace {
+		if op == OpDeleteNamespace || op == OpGetNamespace {
 			e.kind = ErrNotFound
 		}
 	case http.StatusUnauthorized:

@@ -252,7 +252,15 @@ func (p *Plugin) DeleteExternal(ctx context.Context, req plugin.Request, item li
 			return err
 		}
 		if len(list) == 0 {
-			return deleteUnlisted(ctx, api, name, item.ID)
+			// StorageOS always has its default namespace: a listing of none at
+			// all (a proxy's answer, a StorageOS restarting) proves nothing, and
+			// neither does a 404 from the same front. The namespace read by its
+			// id gives the version to delete it with; a 404 is no proof either.
+			ns, err := api.GetNamespace(ctx, item.ID)
+			if err != nil {
+				return fmt.Errorf("StorageOS listed no namespace at all (it always has its default one: a proxy's answer, or a StorageOS restarting?), and reading namespace %q failed: not taken as proof that it is gone: %w", name, err)
+			}
+			list = []storageos.Namespace{*ns}
 		}
 		var current *storageos.Namespace
 		for i := range list {
@@ -284,23 +292,6 @@ func (p *Plugin) DeleteExternal(ctx context.Context, req plugin.Request, item li
 		default:
 			return err
 		}
-	}
-}
-
-// deleteUnlisted deletes the namespace id (named name) after a listing of no
-// namespace at all: StorageOS always has its default one, so such a listing —
-// a proxy's, or a StorageOS restarting — is no proof that the namespace is
-// gone, and a Deleted event for one that still exists would be a false audit
-// trail. The DELETE by its ID decides, its version ignored (StorageOS never
-// gives an ID to another namespace): 404 is gone, the listing agreeing.
-func deleteUnlisted(ctx context.Context, api *storageos.Client, name, id string) error {
-	switch err := api.DeleteNamespaceAnyVersion(ctx, id); {
-	case err == nil, errors.Is(err, storageos.ErrNotFound):
-		return nil
-	case errors.Is(err, storageos.ErrNamespaceNotEmpty):
-		return fmt.Errorf("StorageOS namespace %q still holds volumes: %w", name, err)
-	default:
-		return err
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"reflect"
 	"sort"
 	"strings"
@@ -1116,7 +1117,7 @@ func removeBackendNamespace(t *testing.T, sim *storageossim.Server, name string)
 	if login.Code != http.StatusOK {
 		t.Fatalf("login: %d %s", login.Code, login.Body)
 	}
-	req := httptest.NewRequest(http.MethodDelete, "/v2/namespaces/"+ns.ID+"?ignore-version=true", nil)
+	req := httptest.NewRequest(http.MethodDelete, "/v2/namespaces/"+ns.ID+"?version="+url.QueryEscape(ns.Version), nil)
 	req.Header.Set("Authorization", login.Header().Get("Authorization"))
 	rec := httptest.NewRecorder()
 	sim.ServeHTTP(rec, req)
@@ -1171,9 +1172,11 @@ func emptyListings(w http.ResponseWriter, r *http.Request) bool {
 }
 
 // A listing with no namespace at all — StorageOS always has its default one —
-// is no proof that the namespace is gone: the DELETE by its ID, the version
-// ignored (the ID is never reused), decides. The namespace was reported deleted
-// (a Deleted event, the Tombstone ended) while StorageOS still held it.
+// is no proof that the namespace is gone, and neither is a 404 from the same
+// front: the namespace read by its id gives the version to delete it with. The
+// namespace was reported deleted (a Deleted event, the Tombstone ended) while
+// StorageOS still held it: first on the empty listing alone, then on a 404 to
+// a DELETE sent without the version the API requires.
 func TestDeleteExternalEmptyListing(t *testing.T) {
 	t.Run("the namespace is there: deleted", func(t *testing.T) {
 		f := newFixture(t, namespacegc.Options{}, "default")
@@ -1200,18 +1203,45 @@ func TestDeleteExternalEmptyListing(t *testing.T) {
 			t.Error("a namespace with volumes was deleted")
 		}
 	})
-	t.Run("no namespace at all: 404 is success", func(t *testing.T) {
+	t.Run("the front answers 404 for the namespace too: an error, the namespace kept", func(t *testing.T) {
+		f := newFixture(t, namespacegc.Options{}, "default")
+		f.sim.AddNamespace("a")
+		f.answerWith(emptyListingsAnd404)
+		err := f.deleteExternal(f.spec(""), "a")
+		if err == nil || !errors.Is(err, storageos.ErrNotFound) {
+			t.Fatalf("DeleteExternal = %v, want an error wrapping storageos.ErrNotFound", err)
+		}
+		if _, ok := f.sim.Namespace("a"); !ok {
+			t.Error("backend namespace a is gone")
+		}
+	})
+	t.Run("no namespace at all: an error", func(t *testing.T) {
 		f := newFixture(t, namespacegc.Options{}, "default")
 		removeBackendNamespace(t, f.sim, "default")
 		before := f.sim.Calls(storageossim.OpDeleteNamespace)
 		err := f.deleteItem(f.spec(""), limbov1alpha1.ExternalItem{Kind: namespacegc.ItemKind, ID: "5f2b8a4e-0000-4000-8000-000000000000", Name: "gone"})
-		if err != nil {
-			t.Fatalf("DeleteExternal = %v, want nil", err)
+		if !errors.Is(err, storageos.ErrNotFound) {
+			t.Fatalf("DeleteExternal = %v, want an error wrapping storageos.ErrNotFound", err)
 		}
-		if n := f.sim.Calls(storageossim.OpDeleteNamespace) - before; n != 1 {
-			t.Errorf("%d DELETE calls, want 1", n)
+		if n := f.sim.Calls(storageossim.OpDeleteNamespace) - before; n != 0 {
+			t.Errorf("%d DELETE calls, want none", n)
 		}
 	})
+}
+
+// emptyListingsAnd404 is emptyListings, and 404 in StorageOS's words to every
+// request for one namespace, as a front that is not this StorageOS may answer.
+func emptyListingsAnd404(w http.ResponseWriter, r *http.Request) bool {
+	if emptyListings(w, r) {
+		return true
+	}
+	if !strings.HasPrefix(r.URL.Path, "/v2/namespaces/") {
+		return false
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusNotFound)
+	_, _ = io.WriteString(w, `{"error":"not found"}`)
+	return true
 }
 
 // A plan that lists no StorageOS namespace at all forgets no Kubernetes

@@ -11,7 +11,8 @@
 //	POST   /v2/namespaces              {"name","labels"} → 201 Namespace; 409 already exists
 //	GET    /v2/namespaces/{id}         → 200 Namespace; 404
 //	DELETE /v2/namespaces/{id}?version=<v>[&ignore-version=true]
-//	                                   → 200; 400 version missing; 404 unknown id;
+//	                                   → 200; 400 version missing (also with
+//	                                     ignore-version); 404 unknown id;
 //	                                     412 stale version; 409 {"error":"in use"} while it holds volumes
 //
 // Every call except login returns 401 {"error":"authentication required"}

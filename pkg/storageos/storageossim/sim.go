@@ -501,8 +501,10 @@ func (s *Server) handleDelete(w http.ResponseWriter, r *http.Request, id string)
 		}
 		ignoreVersion = b
 	}
-	version, hasVersion := q.Get("version"), q.Has("version")
-	if !ignoreVersion && (!hasVersion || version == "") {
+	// The API requires version (openapi.yaml: in query, required: true), also
+	// with ignore-version, which only stops it being compared.
+	version := q.Get("version")
+	if version == "" {
 		writeError(w, http.StatusBadRequest, "version is required")
 		return
 	}

@@ -309,11 +309,12 @@ func TestDelete(t *testing.T) {
 	wantError(t, del(ns.ID, "?version="+url.QueryEscape(updated.Version)), 404, MsgNotFound)
 
 	b := s.AddNamespace("b")
-	if r := del(b.ID, "?ignore-version=true"); r.status != 200 {
+	wantError(t, del(b.ID, "?ignore-version=true"), 400, "version is required")
+	if r := del(b.ID, "?version=stale&ignore-version=true"); r.status != 200 {
 		t.Fatalf("ignore-version delete: %d %s", r.status, r.body)
 	}
-	if got := s.Calls(OpDeleteNamespace); got != 10 {
-		t.Errorf("Calls(delete) = %d, want 10", got)
+	if got := s.Calls(OpDeleteNamespace); got != 11 {
+		t.Errorf("Calls(delete) = %d, want 11", got)
 	}
 }
 
