@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -293,11 +296,9 @@ func (c *Cache) build(kubeconfig []byte, secret types.NamespacedName, key string
 	return &Clients{Client: cl, Discovery: disco, RESTMapper: mapper, Host: hostForMessages(cfg), http: httpClient, answers: seen}, nil
 }
 
-// hostForMessages is cfg's API server URL as messages may show it: a password
-// in it (https://user:password@host, or user:password@host, which client-go
-// completes with https:// — either sent as basic auth) would go into Bundle
-// status, events and annotations, read by more people than the Secret. The URL
-// is the one client-go talks to, so that no spelling escapes the redaction.
+// hostForMessages is cfg's API server URL as messages show it: the one client-go
+// talks to (a server written host:port completed with its scheme). It carries no
+// credentials (restConfigFrom refuses them); Redacted all the same.
 func hostForMessages(cfg *rest.Config) string {
 	u, _, err := rest.DefaultServerUrlFor(cfg)
 	if err != nil {
@@ -309,19 +310,22 @@ func hostForMessages(cfg *rest.Config) string {
 // restConfigFrom parses a kubeconfig and refuses one that names no server: client-go
 // would otherwise fall back to localhost, the wrong cluster. It also refuses one
 // that reads credentials from the controller's file system or runs a command
-// (see embeddedOnly).
-// Its errors, and those redact is given, show no password of a server or proxy
-// URL (credentialsRedacted).
+// (see embeddedOnly), or whose server URL carries credentials (see
+// urlCredentials). Its errors, and those redact is given, show no password of a
+// proxy URL.
 func restConfigFrom(kubeconfig []byte) (_ *rest.Config, redact func(error) error, _ error) {
 	raw, err := clientcmd.Load(kubeconfig)
 	if err != nil {
 		return nil, nil, fmt.Errorf("not a kubeconfig: %w", err)
 	}
-	redact = credentialsRedacted(raw)
 	if len(raw.Clusters) == 0 {
 		return nil, nil, errors.New("the kubeconfig has no cluster")
 	}
 	if err := embeddedOnly(raw); err != nil {
+		return nil, nil, err
+	}
+	redact, err = urlCredentials(raw)
+	if err != nil {
 		return nil, nil, err
 	}
 	cfg, err := clientcmd.NewDefaultClientConfig(*raw, &clientcmd.ConfigOverrides{}).ClientConfig()
@@ -334,25 +338,33 @@ func restConfigFrom(kubeconfig []byte) (_ *rest.Config, redact func(error) error
 	return cfg, redact, nil
 }
 
-// credentialsRedacted returns a function that replaces, in an error's text,
-// each server and proxy URL of cfg's clusters that carries credentials
-// (user:password@) with its redacted form: client-go quotes a URL it cannot
-// use whole ("invalid 'proxy-url' \"socks5h://user:password@...\"", a parse
-// error of the server), and the error goes into Bundle status and events,
-// read by more people than the Secret. A URL that does not parse is not shown
-// at all.
-func credentialsRedacted(cfg *clientcmdapi.Config) func(error) error {
+// urlCredentials refuses a kubeconfig a server URL of which carries credentials
+// (user:password@, basic auth, which Kubernetes has not taken since 1.19):
+// client-go builds every request URL from it and logs that whole ("Waited
+// before sending request"), and quotes it, escaped, in its errors, which go
+// into Bundle status and events, read by more people than the Secret. A proxy
+// URL may carry credentials (an HTTP or SOCKS proxy's), if it parses: redact
+// replaces it, as written and as client-go quotes it, with its redacted form in
+// an error's text. The errors name the cluster and show no URL.
+func urlCredentials(cfg *clientcmdapi.Config) (redact func(error) error, _ error) {
 	replacements := map[string]string{}
-	for _, c := range cfg.Clusters {
-		for _, raw := range []string{c.Server, c.ProxyURL} {
-			if !strings.Contains(raw, "@") {
-				continue
-			}
-			replacements[raw] = "(a URL with credentials that does not parse)"
-			if u, err := url.Parse(raw); err == nil && u.User != nil {
-				replacements[raw] = u.Redacted()
-			}
+	for _, name := range slices.Sorted(maps.Keys(cfg.Clusters)) {
+		c := cfg.Clusters[name]
+		if c == nil {
+			continue
 		}
+		if strings.Contains(c.Server, "@") {
+			return nil, fmt.Errorf("the server URL of cluster %q carries credentials (user:password@; not shown): Kubernetes has not taken basic auth since 1.19, and client-go logs request URLs whole; give the kubeconfig's user a token or a client certificate", name)
+		}
+		if !strings.Contains(c.ProxyURL, "@") {
+			continue
+		}
+		u, err := url.Parse(c.ProxyURL)
+		if err != nil || u.User == nil {
+			return nil, fmt.Errorf("the proxy-url of cluster %q carries credentials and does not parse as a URL (not shown)", name)
+		}
+		quoted := strconv.Quote(c.ProxyURL)
+		replacements[c.ProxyURL], replacements[quoted[1:len(quoted)-1]] = u.Redacted(), u.Redacted()
 	}
 	return func(err error) error {
 		if err == nil || len(replacements) == 0 {
@@ -366,7 +378,7 @@ func credentialsRedacted(cfg *clientcmdapi.Config) func(error) error {
 			return err
 		}
 		return errors.New(msg)
-	}
+	}, nil
 }
 
 // embeddedOnly refuses a kubeconfig any of whose users or clusters keeps its
