@@ -173,7 +173,7 @@ func newClient(ctx context.Context, cfg Config) (*Client, error) {
 	}
 	// Every answer read bounded: authURL, and the catalog's endpoints after it,
 	// are whatever the Bundle's author wrote (responselimit).
-	provider.HTTPClient = http.Client{Timeout: timeout, Transport: responselimit.Transport(http.DefaultTransport)}
+	provider.HTTPClient = http.Client{Timeout: timeout, Transport: responselimit.Transport(http.DefaultTransport), CheckRedirect: responselimit.RefuseRedirects}
 	provider.UserAgent.Prepend("limbo-route-gc")
 	provider.MaxBackoffRetries = MaxRateLimitRetries
 	provider.RetryBackoffFunc = waitRetryAfter

@@ -360,3 +360,34 @@ func TestRateLimitedRequests(t *testing.T) {
 		})
 	}
 }
+
+// A front that answers the guarded whole-list PUT with a redirect is not
+// followed: Go's client would send it again as a GET, whose 200 gophercloud
+// took for the update's (a route reported removed while it stays), and would
+// send X-Auth-Token, which it strips from no redirect, wherever it points.
+func TestRedirectNotFollowed(t *testing.T) {
+	sim := openstacksim.New(openstacksim.Config{})
+	r := sim.AddRouter("", "r", openstacksim.Route{Destination: "198.19.1.0/24", NextHop: "10.0.0.5"})
+	var redirected atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if strings.HasSuffix(req.URL.Path, "/routers/"+r.ID+"/") {
+			redirected.Add(1)
+		}
+		if req.Method == http.MethodPut && strings.HasSuffix(req.URL.Path, "/routers/"+r.ID) {
+			http.Redirect(w, req, req.URL.Path+"/", http.StatusMovedPermanently)
+			return
+		}
+		sim.ServeHTTP(w, req)
+	}))
+	t.Cleanup(srv.Close)
+	c := newClientOf(t, sim, srv)
+	if err := c.SetRoutes(context.Background(), r.ID, nil, r.RevisionNumber); err == nil {
+		t.Fatal("SetRoutes = nil, want the redirect's error")
+	}
+	if n := redirected.Load(); n != 0 {
+		t.Errorf("the redirect was followed (%d requests to it)", n)
+	}
+	if got, _ := sim.Router(r.ID); len(got.Routes) != 1 {
+		t.Errorf("routes = %v, want the one route kept", got.Routes)
+	}
+}

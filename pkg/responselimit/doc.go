@@ -13,4 +13,7 @@
 // (WithBudget), the budget that all the responses of one plugin call share —
 // a server's endless pages stop there. A body past its bound fails its read with
 // an error that wraps ErrTooLarge; what was read before it is still returned.
+//
+// RefuseRedirects is those clients' CheckRedirect: a redirect is an error, not
+// followed (a write re-sent as a GET, and its token, to wherever it points).
 package responselimit

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"sync/atomic"
 
 	utilnet "k8s.io/apimachinery/pkg/util/net"
@@ -123,7 +124,10 @@ func redacted(req *http.Request) string {
 	if req.URL == nil {
 		return ""
 	}
-	u := *req.URL
+	return redactedURL(*req.URL)
+}
+
+func redactedURL(u url.URL) string {
 	u.User, u.RawQuery, u.ForceQuery, u.Fragment = nil, "", false, ""
 	return u.String()
 }
@@ -137,4 +141,24 @@ func size(n int64) string {
 		return fmt.Sprintf("%d KiB", n>>10)
 	}
 	return fmt.Sprintf("%d bytes", n)
+}
+
+// RefuseRedirects is the CheckRedirect of the clients of those endpoints: a
+// redirect is not followed, and its answer (3xx) is the caller's, an error. Go's
+// client sends a DELETE or PUT answered 301, 302 or 303 again as a GET, whose
+// 200 a caller reads as the write's (a namespace or a route reported deleted
+// that stays); and it forwards headers such as OpenStack's X-Auth-Token to
+// wherever the redirect points, and a 307's body (credentials, at a login) with
+// them.
+func RefuseRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+
+// RedirectMessage says what a redirect refused (RefuseRedirects) answered: where
+// to, its credentials and query left out, so that the endpoint can be named as
+// it is.
+func RedirectMessage(header http.Header) string {
+	to := "another location"
+	if u, err := url.Parse(header.Get("Location")); err == nil && header.Get("Location") != "" {
+		to = redactedURL(*u)
+	}
+	return "redirected to " + to + ": not followed; name the endpoint it redirects to"
 }

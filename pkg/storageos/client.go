@@ -121,6 +121,7 @@ func New(cfg Config) (*Client, error) {
 		*hc = *cfg.HTTPClient
 	}
 	hc.Transport = responselimit.Transport(hc.Transport)
+	hc.CheckRedirect = responselimit.RefuseRedirects
 	return &Client{
 		base:     base,
 		username: cfg.Username,
@@ -191,7 +192,7 @@ func (c *Client) ListNamespaces(ctx context.Context) ([]Namespace, error) {
 		return nil, err
 	}
 	if !success(resp.status) {
-		return nil, newAPIError(OpListNamespaces, resp.status, resp.body)
+		return nil, newAPIError(OpListNamespaces, resp)
 	}
 	var nss []Namespace
 	if err := json.Unmarshal(resp.body, &nss); err != nil {
@@ -224,7 +225,7 @@ func (c *Client) DeleteNamespace(ctx context.Context, id, version string) error 
 		return err
 	}
 	if !success(resp.status) {
-		return newAPIError(OpDeleteNamespace, resp.status, resp.body)
+		return newAPIError(OpDeleteNamespace, resp)
 	}
 	return nil
 }
@@ -244,7 +245,7 @@ func (c *Client) GetNamespace(ctx context.Context, id string) (*Namespace, error
 		return nil, err
 	}
 	if !success(resp.status) {
-		return nil, newAPIError(OpGetNamespace, resp.status, resp.body)
+		return nil, newAPIError(OpGetNamespace, resp)
 	}
 	var ns Namespace
 	if err := json.Unmarshal(resp.body, &ns); err != nil {
@@ -291,7 +292,7 @@ func (c *Client) authed(ctx context.Context, op, method, pathAndQuery string, bo
 		return nil, err
 	}
 	if resp.status == http.StatusUnauthorized {
-		return nil, newAPIError(op, resp.status, resp.body) // matches ErrUnauthorized
+		return nil, newAPIError(op, resp) // matches ErrUnauthorized
 	}
 	return resp, nil
 }
@@ -348,7 +349,7 @@ func (c *Client) loginLocked(ctx context.Context) (string, error) {
 		return "", err
 	}
 	if !success(resp.status) {
-		return "", newAPIError(OpLogin, resp.status, resp.body)
+		return "", newAPIError(OpLogin, resp)
 	}
 	token := tokenFromHeader(resp.header.Get("Authorization"))
 	if token == "" {

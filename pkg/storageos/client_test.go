@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -873,5 +874,37 @@ func TestGetNamespace(t *testing.T) {
 	}
 	if _, err := h.client.GetNamespace(ctx, ns.ID); !errors.Is(err, storageos.ErrNotFound) {
 		t.Fatalf("GetNamespace after the delete = %v, want ErrNotFound", err)
+	}
+}
+
+// A front that answers a DELETE with a redirect (a trailing-slash rule) is not
+// followed: Go's client would send the DELETE again as a GET, whose 200 read as
+// "deleted" while the namespace stays, and would send the bearer token to
+// wherever the redirect points.
+func TestRedirectNotFollowed(t *testing.T) {
+	var redirected atomic.Int32
+	h := newHarness(t, withWrap(func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if strings.HasSuffix(r.URL.Path, "/") {
+				redirected.Add(1)
+			}
+			if r.Method == http.MethodDelete {
+				http.Redirect(w, r, r.URL.Path+"/?"+r.URL.RawQuery, http.StatusMovedPermanently)
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}))
+	ns := h.sim.AddNamespace("team-a")
+	err := h.client.DeleteNamespace(context.Background(), ns.ID, ns.Version)
+	var apiErr *storageos.APIError
+	if !errors.As(err, &apiErr) || apiErr.StatusCode != http.StatusMovedPermanently || !strings.Contains(err.Error(), "redirect") {
+		t.Fatalf("DeleteNamespace = %v, want the 301's *APIError saying it was not followed", err)
+	}
+	if n := redirected.Load(); n != 0 {
+		t.Errorf("the redirect was followed (%d requests to it)", n)
+	}
+	if _, ok := h.sim.Namespace("team-a"); !ok {
+		t.Error("the namespace is gone")
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/limbo-dev/limbo/pkg/boundedtext"
+	"github.com/limbo-dev/limbo/pkg/responselimit"
 )
 
 // Sentinel errors. An *APIError unwraps to at most one of them, so
@@ -76,8 +77,12 @@ func (e *APIError) Unwrap() error { return e.kind }
 const maxMessageLen = 512
 
 // newAPIError builds the error for a non-2xx response to operation op.
-func newAPIError(op string, status int, body []byte) *APIError {
-	e := &APIError{Operation: op, StatusCode: status, Message: errorMessage(status, body)}
+func newAPIError(op string, resp *response) *APIError {
+	status := resp.status
+	e := &APIError{Operation: op, StatusCode: status, Message: errorMessage(status, resp.body)}
+	if status >= 300 && status < 400 {
+		e.Message = responselimit.RedirectMessage(resp.header)
+	}
 	switch status {
 	case http.StatusNotFound:
 		// 404 means "not there" only for a namespace's own path. To a login
