@@ -197,6 +197,51 @@ func (g *Graph) ReverseWaves() ([][]string, error) {
 	return result, nil
 }
 
+// Sortable returns a copy of g that TopologicalSort and ReverseWaves accept:
+// without its edges to vertices never added, and without the edge that closes
+// each cycle (the back edge a depth-first search in insertion order meets).
+// Every other edge is kept, so that what can still be ordered is: a Bundle
+// deleted while its spec names a missing resource, or has a cycle, is torn
+// down dependents first all the same, not in one wave.
+func (g *Graph) Sortable() *Graph {
+	const (
+		_ = iota
+		inProgress
+		done
+	)
+	state := make(map[string]int, len(g.vertices))
+	closing := map[edge]bool{}
+	var visit func(vertex string)
+	visit = func(vertex string) {
+		state[vertex] = inProgress
+		for _, dependency := range g.dependencies[vertex] {
+			switch {
+			case !g.added[dependency]:
+			case state[dependency] == inProgress:
+				closing[edge{from: vertex, to: dependency}] = true
+			case state[dependency] == 0:
+				visit(dependency)
+			}
+		}
+		state[vertex] = done
+	}
+	for _, vertex := range g.vertices {
+		if state[vertex] == 0 {
+			visit(vertex)
+		}
+	}
+	sortable := New()
+	for _, vertex := range g.vertices {
+		sortable.AddVertex(vertex)
+	}
+	for _, e := range g.edges {
+		if g.added[e.to] && !closing[e] {
+			sortable.AddEdge(e.from, e.to)
+		}
+	}
+	return sortable
+}
+
 // checkEdges returns a *MissingVertexError for the first edge, in insertion
 // order, whose dependency was never added.
 func (g *Graph) checkEdges() error {

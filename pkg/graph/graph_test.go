@@ -384,3 +384,49 @@ func TestForResources(t *testing.T) {
 		t.Errorf("TopologicalSort() = %q, want %q", got, want)
 	}
 }
+
+// Sortable drops what keeps a graph from being sorted — edges to vertices never
+// added, and the edge that closes each cycle — and keeps every other edge, so
+// that a teardown of a Bundle whose spec became invalid still deletes
+// dependents before what they depend on.
+func TestSortable(t *testing.T) {
+	tests := []struct {
+		name string
+		spec spec
+		want [][]string // its ReverseWaves
+	}{
+		{name: "a valid graph is kept whole", spec: smith, want: [][]string{{"a", "d"}, {"c", "e"}, {"b"}}},
+		{
+			name: "a dangling edge is dropped, the others kept",
+			spec: spec{vertices: []string{"db", "app", "web"}, edges: [][2]string{{"app", "db"}, {"app", "cache"}, {"web", "app"}}},
+			want: [][]string{{"web"}, {"app"}, {"db"}},
+		},
+		{
+			// The search from db meets web, app, then db again: app -> db
+			// closes the cycle and goes.
+			name: "the edge that closes a cycle is dropped",
+			spec: spec{vertices: []string{"db", "app", "web"}, edges: [][2]string{{"app", "db"}, {"web", "app"}, {"db", "web"}}},
+			want: [][]string{{"db"}, {"web"}, {"app"}},
+		},
+		{
+			name: "a self-reference is dropped",
+			spec: spec{vertices: []string{"a", "b"}, edges: [][2]string{{"a", "a"}, {"b", "a"}}},
+			want: [][]string{{"b"}, {"a"}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := tt.spec.build()
+			got, err := g.Sortable().ReverseWaves()
+			if err != nil {
+				t.Fatalf("Sortable().ReverseWaves() error = %v", err)
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("Sortable().ReverseWaves() = %q, want %q", got, tt.want)
+			}
+			if _, err := g.TopologicalSort(); (err == nil) != (tt.name == "a valid graph is kept whole") {
+				t.Errorf("the original graph changed: TopologicalSort() error = %v", err)
+			}
+		})
+	}
+}

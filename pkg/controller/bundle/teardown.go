@@ -300,8 +300,10 @@ func teardownWaves(plan *bundlespec.Plan, objects []*unstructured.Unstructured, 
 		byKey[objectKey(o)] = o
 	}
 	waves := [][]*unstructured.Unstructured{nil}
-	resourceWaves, err := plan.Graph.ReverseWaves()
-	if err != nil {
+	// A spec that became invalid may reference a resource it does not declare,
+	// or make a cycle: the references that can be ordered still are.
+	resourceWaves, err := plan.Graph.Sortable().ReverseWaves()
+	if err != nil { // cannot be: Sortable's graph sorts
 		return [][]*unstructured.Unstructured{objects}
 	}
 	waveOf := map[string]int{} // plugin resource -> its wave

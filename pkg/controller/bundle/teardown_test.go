@@ -131,6 +131,50 @@ func TestTeardownWavesOfAnInvalidSpec(t *testing.T) {
 	}
 }
 
+// A Bundle deleted after an edit made its spec reference a resource it does not
+// declare, or made a cycle, is torn down dependents first all the same: the
+// references that can be ordered are. Both went in one wave, db deleted with
+// what depends on it.
+func TestTeardownWavesOfABrokenGraph(t *testing.T) {
+	objects := []*unstructured.Unstructured{testObject(deploymentGVK, "app"), testObject(deploymentGVK, "db"), testObject(deploymentGVK, "web")}
+	for _, tc := range []struct {
+		name string
+		refs map[string][]string
+		want [][]string
+	}{
+		{name: "a reference to a resource not declared",
+			refs: map[string][]string{"app": {"db", "cache"}, "web": {"app"}},
+			want: [][]string{nil, {"Deployment web"}, {"Deployment app"}, {"Deployment db"}}},
+		{name: "a cycle",
+			refs: map[string][]string{"app": {"db"}, "web": {"app"}, "db": {"web"}},
+			want: [][]string{nil, {"Deployment db"}, {"Deployment web"}, {"Deployment app"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := &limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "shop"}}
+			for _, name := range []string{"db", "app", "web"} {
+				data, err := json.Marshal(testObject(deploymentGVK, name).Object)
+				if err != nil {
+					t.Fatal(err)
+				}
+				r := limbov1alpha1.Resource{Name: name, Object: &runtime.RawExtension{Raw: data}}
+				for _, ref := range tc.refs[name] {
+					r.References = append(r.References, limbov1alpha1.Reference{Resource: ref})
+				}
+				b.Spec.Resources = append(b.Spec.Resources, r)
+			}
+			mapper := meta.NewDefaultRESTMapper(nil)
+			mapper.Add(deploymentGVK, meta.RESTScopeNamespace)
+			partial, errs := bundlespec.ParsePartial(b, mapper, anyPlugin{})
+			if len(errs) == 0 {
+				t.Fatal("want a spec error")
+			}
+			if got := waveNames(partial, objects, recordedKeys(b)); !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("waves = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
 // waveNames is teardownWaves's waves, each as describeObjects names its objects
 // (nil for an empty one).
 func waveNames(plan *bundlespec.Plan, objects []*unstructured.Unstructured, recorded map[string]string) [][]string {
