@@ -324,6 +324,13 @@ func (p *pass) reportSpecErrors() {
 			reason[e.Resource] = e.Reason
 		}
 	}
+	// The object each resource's status recorded stays: a teardown finds there
+	// the object of a template it cannot read far enough to name it
+	// (teardownWaves), and the object is still the resource's.
+	recorded := map[string]*limbov1alpha1.ObjectReference{}
+	for _, st := range p.bundle.Status.Resources {
+		recorded[st.Name] = st.Object
+	}
 	seen := map[string]bool{}
 	for _, r := range p.bundle.Spec.Resources {
 		if seen[r.Name] {
@@ -334,6 +341,7 @@ func (p *pass) reportSpecErrors() {
 		if msgs := byResource[r.Name]; len(msgs) > 0 {
 			st = limbov1alpha1.ResourceStatus{Name: r.Name, State: limbov1alpha1.ResourceError, Reason: reason[r.Name], Message: bundlespec.JoinBounded(msgs, "; ")}
 		}
+		st.Object = recorded[r.Name].DeepCopy()
 		p.resources = append(p.resources, st)
 	}
 	boundResourceMessages(p.resources)
