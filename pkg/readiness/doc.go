@@ -13,7 +13,7 @@
 // (github.com/fluxcd/cli-utils/pkg/kstatus/status), so Deployments,
 // StatefulSets, DaemonSets, ReplicaSets, Jobs, PVCs, Services, Pods, PDBs and
 // any custom resource with standard conditions work without per-kind code here
-// (one exception: Jobs, below):
+// (exceptions: Jobs, failed Pods and paused Deployments, below):
 //
 //	kstatus      readiness
 //	Current      Ready
@@ -32,7 +32,7 @@
 //
 // # Stricter than kstatus
 //
-// limbo adds three checks on top of kstatus's verdict; they only ever make an
+// limbo adds these checks on top of kstatus's verdict; they only ever make an
 // object less ready, and they are skipped for an object being deleted, which
 // is InProgress/Terminating whatever its status says.
 //
@@ -81,6 +81,18 @@
 // beside them. A Job's status has no observedGeneration, so the generation
 // check does not apply to it: Complete=True is final, whatever changes to the
 // Job's metadata (its pod template cannot change) bump its generation.
+//
+// Pods: a Pod in phase Failed is Failed, reason PodFailed, with the message
+// "Pod failed[: <status.reason>][: <status.message>]". kstatus calls it Current
+// ("Pod has completed, but not successfully"), which let what depends on a
+// migration run as a bare Pod go ahead after the migration failed.
+//
+// Deployments: one with spec.paused true that kstatus finds in progress is
+// InProgress with reason DeploymentPaused ("Deployment is paused (spec.paused):
+// its rollout waits for kubectl rollout resume"), not kstatus's LessReplicas or
+// ReplicaSetNotAvailable: nothing is wrong, the rollout waits for its user. It
+// is not Ready: the template limbo applied has not rolled out. One paused after
+// its rollout completed keeps kstatus's verdict, Current.
 //
 // # Rules
 //

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/fluxcd/cli-utils/pkg/kstatus/status"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -64,6 +65,12 @@ const (
 	ReasonJobSucceeding = "JobSucceeding"
 	// ReasonJobFailing: the Job has FailureTarget=True, not yet Failed=True.
 	ReasonJobFailing = "JobFailing"
+
+	// ReasonPodFailed: a Pod in phase Failed (podFailed).
+	ReasonPodFailed = "PodFailed"
+	// ReasonDeploymentPaused: a Deployment with spec.paused true that has not
+	// rolled out (isPaused).
+	ReasonDeploymentPaused = "DeploymentPaused"
 
 	// ReasonWaitForFirstConsumer: a PersistentVolumeClaim of a StorageClass that
 	// binds on first use, Pending until a Pod that uses it is scheduled
@@ -205,6 +212,14 @@ func computeStatus(obj *unstructured.Unstructured) Result {
 		if notComplete, ok := jobNotComplete(obj); ok {
 			return notComplete
 		}
+	}
+
+	if failed, ok := podFailed(obj); ok {
+		return failed
+	}
+	if result.State == InProgress && isPaused(obj) {
+		return Result{State: InProgress, Reason: ReasonDeploymentPaused,
+			Message: "Deployment is paused (spec.paused): its rollout waits for kubectl rollout resume"}
 	}
 
 	if result.State == Failed || status.GetLegacyConditionsFn(obj) != nil {
@@ -473,6 +488,46 @@ func jobNotComplete(obj *unstructured.Unstructured) (Result, bool) {
 		message += fmt.Sprintf(", %d failed", failed)
 	}
 	return Result{State: InProgress, Reason: ReasonJobRunning, Message: message}, true
+}
+
+// podGroupKind and deploymentGroupKind are the kinds podFailed and isPaused
+// apply to.
+var (
+	podGroupKind        = schema.GroupKind{Kind: "Pod"}
+	deploymentGroupKind = schema.GroupKind{Group: "apps", Kind: "Deployment"}
+)
+
+// podFailed is the Pod rule: a Pod in phase Failed is Failed, as a Job that
+// failed is. kstatus calls it Current ("Pod has completed, but not
+// successfully"): a migration run as a bare Pod that failed let its dependents
+// be applied and the orphan gate open.
+func podFailed(obj *unstructured.Unstructured) (Result, bool) {
+	if obj.GroupVersionKind().GroupKind() != podGroupKind {
+		return Result{}, false
+	}
+	if phase, _, _ := unstructured.NestedString(obj.Object, "status", "phase"); phase != "Failed" {
+		return Result{}, false
+	}
+	why := []string{"Pod failed"}
+	for _, field := range []string{"reason", "message"} {
+		if v, _, _ := unstructured.NestedString(obj.Object, "status", field); v != "" {
+			why = append(why, v)
+		}
+	}
+	return Result{State: Failed, Reason: ReasonPodFailed, Message: strings.Join(why, ": ")}, true
+}
+
+// isPaused tells a Deployment with spec.paused true: one that kstatus finds in
+// progress waits for kubectl rollout resume, not for a fault to clear, and says
+// so (kstatus's reasons, LessReplicas or ReplicaSetNotAvailable, sent users
+// looking for one). It stays InProgress: its dependents wait for the template
+// limbo applied, and a paused rollout has not applied it.
+func isPaused(obj *unstructured.Unstructured) bool {
+	if obj.GroupVersionKind().GroupKind() != deploymentGroupKind {
+		return false
+	}
+	paused, _, _ := unstructured.NestedBool(obj.Object, "spec", "paused")
+	return paused
 }
 
 // computeRule evaluates rule on obj.

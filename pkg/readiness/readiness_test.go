@@ -997,3 +997,88 @@ func TestPendingClaimClass(t *testing.T) {
 		})
 	}
 }
+
+// A bare Pod that failed is Failed, as a failed Job is: kstatus calls it Current
+// ("Pod has completed, but not successfully"), which let a migration run as a
+// Pod that failed open its dependents and the orphan gate. A paused Deployment
+// stays InProgress, as kstatus says, but with a reason that says why — kstatus's
+// ("ReplicaSet not Available", "LessReplicas") sent the user looking for a fault.
+func TestComputeWorkloadRules(t *testing.T) {
+	tests := []struct {
+		name    string
+		obj     *unstructured.Unstructured
+		state   State
+		reason  string
+		message string
+	}{
+		{
+			name: "a Pod that failed",
+			obj: object(t, `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"migrate"},
+				"status":{"phase":"Failed","reason":"DeadlineExceeded","message":"Pod was active on the node longer than the specified deadline"}}`),
+			state:   Failed,
+			reason:  "PodFailed",
+			message: "Pod failed: DeadlineExceeded: Pod was active on the node longer than the specified deadline",
+		},
+		{
+			name:    "a Pod that failed without a reason",
+			obj:     object(t, `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"migrate"},"status":{"phase":"Failed"}}`),
+			state:   Failed,
+			reason:  "PodFailed",
+			message: "Pod failed",
+		},
+		{
+			name: "a Pod that succeeded keeps kstatus's verdict",
+			obj: object(t, `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"migrate"},
+				"status":{"phase":"Succeeded"}}`),
+			state:   Ready,
+			reason:  "Current",
+			message: "Pod has completed successfully",
+		},
+		{
+			name: "a Deployment paused after its rollout keeps kstatus's verdict",
+			obj: object(t, `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"app","generation":3},
+				"spec":{"replicas":1,"paused":true},
+				"status":{"observedGeneration":3,"replicas":1,"updatedReplicas":1,"readyReplicas":1,"availableReplicas":1,"conditions":[
+					{"type":"Available","status":"True","reason":"MinimumReplicasAvailable"},
+					{"type":"Progressing","status":"Unknown","reason":"DeploymentPaused","message":"Deployment is paused"}]}}`),
+			state:   Ready,
+			reason:  "Current",
+			message: "Deployment is available. Replicas: 1",
+		},
+		{
+			name: "a Deployment paused with a template not rolled out",
+			obj: object(t, `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"app","generation":4},
+				"spec":{"replicas":2,"paused":true},
+				"status":{"observedGeneration":4,"replicas":2,"updatedReplicas":0,"readyReplicas":2,"availableReplicas":2,"conditions":[
+					{"type":"Available","status":"True","reason":"MinimumReplicasAvailable"},
+					{"type":"Progressing","status":"Unknown","reason":"DeploymentPaused","message":"Deployment is paused"}]}}`),
+			state:   InProgress,
+			reason:  "DeploymentPaused",
+			message: "Deployment is paused (spec.paused): its rollout waits for kubectl rollout resume",
+		},
+		{
+			name: "a Deployment paused from its creation",
+			obj: object(t, `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"app","generation":1},
+				"spec":{"replicas":2,"paused":true},"status":{"observedGeneration":1}}`),
+			state:   InProgress,
+			reason:  "DeploymentPaused",
+			message: "Deployment is paused (spec.paused): its rollout waits for kubectl rollout resume",
+		},
+		{
+			name: "a custom resource of kind Pod that failed",
+			obj: object(t, `{"apiVersion":"example.com/v1","kind":"Pod","metadata":{"name":"p"},"status":{"phase":"Failed"}}`),
+			state:   Ready,
+			reason:  "Current",
+			message: "Resource is current",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := Compute(tt.obj, nil)
+			want := Result{State: tt.state, Reason: tt.reason, Message: tt.message}
+			if got != want {
+				t.Errorf("got %+v, want %+v", got, want)
+			}
+		})
+	}
+}
