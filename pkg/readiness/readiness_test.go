@@ -1065,8 +1065,8 @@ func TestComputeWorkloadRules(t *testing.T) {
 			message: "Deployment is paused (spec.paused): its rollout waits for kubectl rollout resume",
 		},
 		{
-			name: "a custom resource of kind Pod that failed",
-			obj: object(t, `{"apiVersion":"example.com/v1","kind":"Pod","metadata":{"name":"p"},"status":{"phase":"Failed"}}`),
+			name:    "a custom resource of kind Pod that failed",
+			obj:     object(t, `{"apiVersion":"example.com/v1","kind":"Pod","metadata":{"name":"p"},"status":{"phase":"Failed"}}`),
 			state:   Ready,
 			reason:  "Current",
 			message: "Resource is current",
