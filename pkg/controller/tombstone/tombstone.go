@@ -43,15 +43,35 @@ const (
 // marked. It is read from status, so that neither a restart nor another trigger
 // of the Tombstone cuts it short. A Tombstone deleted since its last attempt
 // (kubectl delete: force) does not wait: the user asked for a delete now.
+//
+// Both times are whole seconds once stored, one of the API server's clock, one
+// of the controller's: a force in the second of the last attempt counts as
+// after it (a force a moment after a failed attempt waited out the backoff,
+// up to five minutes), and the forced attempt is marked after the force
+// (attemptTime), so that its failure backs off again.
 func backoffLeft(now time.Time, ts *limbov1alpha1.Tombstone) time.Duration {
 	s := ts.Status
 	if s.LastError == "" || s.LastAttemptTime == nil {
 		return 0
 	}
-	if !ts.DeletionTimestamp.IsZero() && ts.DeletionTimestamp.After(s.LastAttemptTime.Time) {
+	if !ts.DeletionTimestamp.IsZero() && !ts.DeletionTimestamp.Time.Before(s.LastAttemptTime.Truncate(time.Second)) {
 		return 0
 	}
 	return max(s.LastAttemptTime.Add(retryBackoff(s.Attempts)).Sub(now), 0)
+}
+
+// attemptTime is the status.lastAttemptTime of an attempt made at now on ts:
+// now, or, for a Tombstone being deleted (forced), at least a second past its
+// deletionTimestamp — the whole second stored must tell the forced attempt from
+// one before the force (backoffLeft), whatever the two clocks' difference.
+func attemptTime(now time.Time, ts *limbov1alpha1.Tombstone) time.Time {
+	if ts.DeletionTimestamp.IsZero() {
+		return now
+	}
+	if after := ts.DeletionTimestamp.Truncate(time.Second).Add(time.Second); after.After(now) {
+		return after
+	}
+	return now
 }
 
 // retryBackoff is how long after its attempts-th failed delete (1 for the
@@ -201,7 +221,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	status := ts.Status.DeepCopy()
 	status.Attempts++
 	now := r.Clock.Now()
-	status.LastAttemptTime = ptrTime(now)
+	status.LastAttemptTime = ptrTime(attemptTime(now, &ts))
 	// Due now: the deadline it waited for, or, expedited or its delay lowered,
 	// the one that has come since.
 	status.DeleteAfter = softdelete.Decide(now, softdelete.StateOf(&ts, false)).StatusDeadline()

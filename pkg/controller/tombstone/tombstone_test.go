@@ -77,11 +77,53 @@ func TestBackoffLeft(t *testing.T) {
 		{"capped", limbov1alpha1.TombstoneStatus{Attempts: 30, LastError: "503", LastAttemptTime: &metav1.Time{Time: at}}, nil, at, 5 * time.Minute},
 		{"forced after the last attempt", limbov1alpha1.TombstoneStatus{Attempts: 3, LastError: "503", LastAttemptTime: &metav1.Time{Time: at}}, &metav1.Time{Time: at.Add(time.Second)}, at.Add(time.Second), 0},
 		{"forced, and that attempt failed", limbov1alpha1.TombstoneStatus{Attempts: 3, LastError: "503", LastAttemptTime: &metav1.Time{Time: at}}, &metav1.Time{Time: at.Add(-time.Second)}, at.Add(time.Second), 3 * time.Second},
+		// The two are whole seconds once stored: the force, a moment after the
+		// attempt, waited out the backoff.
+		{"forced in the second of the last attempt", limbov1alpha1.TombstoneStatus{Attempts: 9, LastError: "503", LastAttemptTime: &metav1.Time{Time: at}}, &metav1.Time{Time: at}, at.Add(time.Second), 0},
+		{"forced in the second of the last attempt, not yet stored", limbov1alpha1.TombstoneStatus{Attempts: 9, LastError: "503", LastAttemptTime: &metav1.Time{Time: at.Add(300 * time.Millisecond)}}, &metav1.Time{Time: at}, at.Add(time.Second), 0},
+		// The forced attempt is marked a second past the force (attemptTime).
+		{"the forced attempt failed", limbov1alpha1.TombstoneStatus{Attempts: 9, LastError: "503", LastAttemptTime: &metav1.Time{Time: at.Add(time.Second)}}, &metav1.Time{Time: at}, at.Add(time.Second), 256 * time.Second},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ts := &limbov1alpha1.Tombstone{ObjectMeta: metav1.ObjectMeta{DeletionTimestamp: tc.deleted}, Status: tc.status}
 			if got := backoffLeft(tc.now, ts); got != tc.want {
 				t.Errorf("backoffLeft = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// An attempt on a Tombstone being deleted (forced) is marked at least a second
+// past the force, in whole seconds, whatever the controller's clock says: its
+// failure then backs off (backoffLeft), where a mark in the force's second, or
+// before it on a controller clock behind the API server's, tried again at once,
+// for as long as the clocks disagreed.
+func TestAttemptTime(t *testing.T) {
+	at := time.Date(2026, 3, 14, 12, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name    string
+		deleted *metav1.Time
+		now     time.Time
+		want    time.Time
+	}{
+		{"not forced", nil, at.Add(300 * time.Millisecond), at.Add(300 * time.Millisecond)},
+		{"forced in the same second", &metav1.Time{Time: at}, at.Add(300 * time.Millisecond), at.Add(time.Second)},
+		{"forced, the controller's clock behind", &metav1.Time{Time: at}, at.Add(-700 * time.Millisecond), at.Add(time.Second)},
+		{"forced long before", &metav1.Time{Time: at}, at.Add(time.Minute), at.Add(time.Minute)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ts := &limbov1alpha1.Tombstone{ObjectMeta: metav1.ObjectMeta{DeletionTimestamp: tc.deleted}}
+			got := attemptTime(tc.now, ts)
+			if !got.Equal(tc.want) {
+				t.Errorf("attemptTime = %v, want %v", got, tc.want)
+			}
+			if tc.deleted == nil {
+				return
+			}
+			// Stored, and failed: the next check backs off.
+			ts.Status = limbov1alpha1.TombstoneStatus{Attempts: 1, LastError: "503", LastAttemptTime: &metav1.Time{Time: got.Truncate(time.Second)}}
+			if left := backoffLeft(got, ts); left == 0 {
+				t.Errorf("after the forced attempt failed: backoffLeft = 0, want its backoff")
 			}
 		})
 	}
