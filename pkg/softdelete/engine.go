@@ -707,7 +707,9 @@ func pendingEntry(obj client.Object, d Decision, err error) *limbov1alpha1.Pendi
 		Namespace: obj.GetNamespace(), Name: obj.GetName(),
 	}
 	if !d.Deadline.IsZero() {
-		p.DeletionTimestamp = &metav1.Time{Time: d.Stamp}
+		// In whole seconds, as stored: a stamp written by hand with a fraction
+		// would make every pass's wanted status unlike the stored one.
+		p.DeletionTimestamp = &metav1.Time{Time: d.Stamp.Truncate(time.Second)}
 		p.DeleteAfter = d.StatusDeadline()
 	}
 	switch {
