@@ -83,6 +83,14 @@ type ItemSet struct {
 	// The engine never stamps an item earlier than NotBefore (a clock behind the
 	// API server's that wrote it).
 	NotBefore time.Time
+	// CountFrom, when set, is the instant every countdown of the set runs from:
+	// an item without a stamp is stamped then, not when it is first listed. A
+	// teardown's delay runs from the Bundle's deletion ("grace between the
+	// teardown's start and the deletions", DESIGN §5), however late an item is
+	// first listed — its cluster unreachable, or the controller down, for a while
+	// — so that deorbit's timeout, which runs from the deletion too, does not
+	// end before the items are due. A malformed stamp is stamped anew at now.
+	CountFrom time.Time
 }
 
 // Cluster is another cluster that object items live in.
@@ -430,7 +438,7 @@ func (s ItemSet) State(it Item) State {
 func (s ItemSet) Decide(now time.Time, it Item) Decision {
 	st := s.State(it)
 	d := Decide(now, st)
-	if s.NotBefore.IsZero() {
+	if s.NotBefore.IsZero() && s.CountFrom.IsZero() {
 		return d
 	}
 	start := truncateStamp(s.NotBefore)
@@ -438,9 +446,15 @@ func (s ItemSet) Decide(now time.Time, it Item) Decision {
 		delete(st.Annotations, limbov1alpha1.AnnotationDeletionTimestamp)
 		d = Decide(now, st)
 	}
-	if (d.Action == ActionStamp || d.Action == ActionRestamp) && d.Stamp.Before(start) {
-		d.Stamp, d.Deadline = start, start.Add(d.Delay)
+	stampAt := func(t time.Time) {
+		d.Stamp, d.Deadline = t, t.Add(d.Delay)
 		d.RequeueAfter = max(d.Deadline.Sub(now), 0)
+	}
+	if from := truncateStamp(s.CountFrom); d.Action == ActionStamp && !s.CountFrom.IsZero() && from.Before(d.Stamp) {
+		stampAt(from)
+	}
+	if (d.Action == ActionStamp || d.Action == ActionRestamp) && d.Stamp.Before(start) {
+		stampAt(start)
 	}
 	return d
 }

@@ -548,3 +548,53 @@ func TestProcessItemsNotBefore(t *testing.T) {
 		})
 	}
 }
+
+// A teardown's countdowns run from the Bundle's deletion (ItemSet.CountFrom): an
+// item first listed later — its cluster unreachable, the controller down — is
+// stamped at the deletion, and due at the deletion plus the delay. deorbit's
+// timeout runs from the deletion too: items stamped when first listed, an hour
+// and a half late with a 1h delay and a 2h timeout, were not due before it gave
+// up, and nothing was deleted.
+func TestProcessItemsCountFrom(t *testing.T) {
+	stampAt := func(stamp string) string {
+		return `PATCH ConfigMap team-a/x application/merge-patch+json {"metadata":{"annotations":{"limbo.dev/deletionDelay":"10m","limbo.dev/deletionTimestamp":"` + stamp +
+			`","limbo.dev/pluginResource":"team-a/shop/node-removal"},"labels":{"limbo.dev/pending-deletion":"true"},"resourceVersion":"999"}}`
+	}
+	inLimbo := map[string]string{pendingKey: "true"}
+	for _, tc := range []struct {
+		name     string
+		stamp    string // "": none
+		from     string
+		want     []string
+		deadline string // of the item's pendingDeletions entry; "": no entry
+	}{
+		{name: "first listed 45s after the deletion: stamped at the deletion", from: "2025-03-14T12:30:00Z",
+			want: []string{stampAt("2025-03-14T12:30:00Z")}, deadline: "2025-03-14T12:40:00Z"},
+		{name: "first listed past the deletion plus the delay: stamped at the deletion, due", from: "2025-03-14T10:00:00.5Z",
+			want: []string{stampAt("2025-03-14T10:00:00Z")}, deadline: "2025-03-14T10:10:00Z"},
+		{name: "an earlier owner's stamp: stamped anew at the deletion", stamp: "2025-03-11T12:10:00Z", from: "2025-03-14T12:30:00Z",
+			want: []string{stampAt("2025-03-14T12:30:00Z")}, deadline: "2025-03-14T12:40:00Z"},
+		{name: "a stamp of this teardown: kept", stamp: "2025-03-14T12:30:10Z", from: "2025-03-14T12:30:00Z",
+			deadline: "2025-03-14T12:40:10Z"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			item := cm("x", nil, nil)
+			if tc.stamp != "" {
+				item = cm("x", stamped(tc.stamp), inLimbo)
+			}
+			h := newHarness(t, item)
+			set := softdelete.ItemSet{Owner: owner, Delay: "10m", Items: []softdelete.Item{h.item(t, "x", false, "n1", 0)},
+				NotBefore: at(tc.from), CountFrom: at(tc.from)}
+			out := h.engine.ProcessItems(context.Background(), bundle(), set)
+			if out.Err != nil {
+				t.Fatal(out.Err)
+			}
+			if !reflect.DeepEqual(h.calls, tc.want) {
+				t.Errorf("API calls:\n%q\nwant:\n%q", h.calls, tc.want)
+			}
+			if len(out.Pending) != 1 || out.Pending[0].DeleteAfter == nil || !out.Pending[0].DeleteAfter.Time.Equal(at(tc.deadline)) {
+				t.Errorf("pending = %+v, want one entry due at %s", out.Pending, tc.deadline)
+			}
+		})
+	}
+}

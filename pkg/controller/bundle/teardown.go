@@ -506,9 +506,11 @@ func (r *Reconciler) teardownPlugins(ctx context.Context, b *limbov1alpha1.Bundl
 				// deorbit that gave up) whose deadline came before the teardown's
 				// start does not make the item due at once (NotBefore); one whose
 				// deadline is later still shortens the grace (docs/soft-delete.md).
+				// The delay runs from the deletion, however late an item is first
+				// listed (CountFrom).
 				set := softdelete.ItemSet{Owner: softdelete.ItemOwner(client.ObjectKeyFromObject(b), name), Delay: res.Plugin.DeletionDelay, Items: result.Items, Cluster: result.Cluster}
 				if b.DeletionTimestamp != nil {
-					set.NotBefore = b.DeletionTimestamp.Time
+					set.NotBefore, set.CountFrom = b.DeletionTimestamp.Time, b.DeletionTimestamp.Time
 				}
 				ictx, cancel := context.WithTimeout(ctx, itemsBudget)
 				items := r.Engine.ProcessItems(ictx, b, set)

@@ -639,7 +639,7 @@ func (r *pass) progress(t target, c *contents) {
 // but held by another finalizer counts too, at every pass that sees it: its load
 // balancer goes only once it is gone.
 func (r *pass) trackLoadBalancers(c *contents) {
-	items := softdelete.ItemSet{Delay: deletionDelay(r.req), NotBefore: r.start} // as the teardown hands them to the engine
+	items := softdelete.ItemSet{Delay: deletionDelay(r.req), NotBefore: r.start, CountFrom: r.start} // as the teardown hands them to the engine
 	for _, svc := range c.services {
 		if slices.Contains(svc.Finalizers, FinalizerLoadBalancerCleanup) {
 			continue
