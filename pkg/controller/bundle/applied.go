@@ -64,6 +64,11 @@ type replacement struct {
 	// cache that has not caught up with the apply yet still shows that copy,
 	// which must not be mistaken for drift and applied again.
 	supersedes string
+	// generation is the answer's metadata.generation (0: the kind keeps none):
+	// a cached copy of an older one is older than the apply too, whatever its
+	// resourceVersion — another writer's update of the old generation (a
+	// rollout's status) that landed between limbo's read and its apply.
+	generation int64
 	// judged is what the applying pass judged of the API server's answer, for
 	// the passes that run while the cache still shows the replaced copy; nil
 	// until it judged.
@@ -261,7 +266,7 @@ func (c *appliedCache) record(obj *unstructured.Unstructured, hash, supersedes s
 	if supersedes == "" {
 		delete(c.replacing, k)
 	} else {
-		c.replacing[k] = replacement{supersedes: supersedes}
+		c.replacing[k] = replacement{supersedes: supersedes, generation: obj.GetGeneration()}
 	}
 }
 
@@ -316,9 +321,14 @@ func (c *appliedCache) superseded(live *unstructured.Unstructured) (*judgedApply
 	return r.judged, true
 }
 
-// replaced reports whether live is the copy the apply replaced.
+// replaced reports whether live is the copy the apply replaced, or another copy
+// older than the apply: of an older generation.
 func (r replacement) replaced(live *unstructured.Unstructured) bool {
-	return live.GetResourceVersion() == r.supersedes
+	if live.GetResourceVersion() == r.supersedes {
+		return true
+	}
+	generation := live.GetGeneration()
+	return generation > 0 && generation < r.generation
 }
 
 // upToDate reports whether live still holds what limbo applied, and what limbo

@@ -287,3 +287,58 @@ func TestObjectDeletedForgetsItsRecords(t *testing.T) {
 		t.Errorf("records of the deleted object kept: %d applied, %d replacing", len(r.applied.m), len(r.applied.replacing))
 	}
 }
+
+// A cached copy of an older generation than limbo's apply answered is
+// superseded, whatever its resourceVersion: another writer's status update (the
+// Deployment controller's, a rollout becoming Available) that landed between
+// limbo's read and its apply reaches the cache after the apply, and was taken
+// for current — the previous generation judged Ready, dependants and the orphan
+// gate let go while the new one had not rolled out. A copy of the apply's
+// generation, or one without a generation (a ConfigMap's), is superseded only
+// when it is the very copy the apply replaced.
+func TestAppliedCacheSupersededByGeneration(t *testing.T) {
+	desired := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": map[string]any{"name": "db"}, "spec": map[string]any{"replicas": int64(1)}}}
+	hash := hashOf(desired)
+	copyAt := func(rv string, generation int64) *unstructured.Unstructured {
+		u := withManagedFields(desired, entry("limbo", metav1.ManagedFieldsOperationApply, `{"f:spec":{"f:replicas":{}}}`))
+		u.SetUID("u1")
+		u.SetResourceVersion(rv)
+		u.SetGeneration(generation)
+		return u
+	}
+	var c appliedCache
+	answer := copyAt("102", 6)
+	c.record(answer, hash, "100")
+	c.judge(answer, limbov1alpha1.ResourceStatus{State: limbov1alpha1.ResourceInProgress, Reason: "LatestGenerationNotObserved"}, false)
+	for _, tc := range []struct {
+		name string
+		live *unstructured.Unstructured
+		want bool
+	}{
+		{"the copy the apply replaced", copyAt("100", 5), true},
+		{"another writer's update of the old generation, cached after the apply", copyAt("101", 5), true},
+		{"the answer", copyAt("102", 6), false},
+		{"a later copy of the apply's generation", copyAt("103", 6), false},
+		{"a later generation", copyAt("104", 7), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			judged, ok := c.superseded(tc.live)
+			if ok != tc.want {
+				t.Fatalf("superseded = %v, want %v", ok, tc.want)
+			}
+			if ok && (judged == nil || judged.state != limbov1alpha1.ResourceInProgress) {
+				t.Errorf("judged = %+v, want the applying pass's InProgress", judged)
+			}
+		})
+	}
+	// Without generations (a ConfigMap's), only the replaced copy.
+	var cm appliedCache
+	answer = copyAt("202", 0)
+	cm.record(answer, hash, "200")
+	if _, ok := cm.superseded(copyAt("201", 0)); ok {
+		t.Error("a copy without a generation other than the replaced one is taken for superseded")
+	}
+	if _, ok := cm.superseded(copyAt("200", 0)); !ok {
+		t.Error("the replaced copy without a generation is not superseded")
+	}
+}
