@@ -61,6 +61,9 @@ type generator struct {
 	// pause is held (read) by every mutation, and (write) across a
 	// kube-apiserver restart, so that no write is in doubt.
 	pause *sync.RWMutex
+	// awaitingPause, when set (a test's), is called by every mutation right
+	// before it waits for pause: what it checked before is decided by then.
+	awaitingPause func()
 	// slots are every Bundle slot of the run: a hand-over writes the spec of
 	// another one than its own.
 	slots []*slot
@@ -378,6 +381,9 @@ func (g *generator) step(ctx context.Context, s *slot) bool {
 // mutate runs write as operation op on s: counted, logged, and with
 // deletions observed meanwhile judged once the model is updated.
 func (g *generator) mutate(s *slot, op, detail string, write func() error) error {
+	if g.awaitingPause != nil {
+		g.awaitingPause()
+	}
 	g.pause.RLock()
 	defer g.pause.RUnlock()
 	g.oracle.begin(s.name)
@@ -552,7 +558,7 @@ func (g *generator) create(ctx context.Context, s *slot) bool {
 	for i := range resourcesPerBundle {
 		r := resourceName(i)
 		v := g.oracle.view(objectName(s.name, r))
-		if s.rng.IntN(2) == 0 || !safeToDeclare(v, now) || elsewhere(s, v) {
+		if s.rng.IntN(2) == 0 || !g.oracle.safeToDeclare(v, now) || elsewhere(s, v) {
 			continue
 		}
 		if deps := dependOn(s, r, v.exists); len(deps) > 0 {
@@ -606,7 +612,7 @@ func (g *generator) addResource(ctx context.Context, s *slot, mv *shardMove) boo
 	var candidates []string
 	for i := range resourcesPerBundle {
 		r := resourceName(i)
-		if v := g.oracle.view(objectName(s.name, r)); !hasKey(s.resources, r) && safeToDeclare(v, now) && !elsewhere(s, v) {
+		if v := g.oracle.view(objectName(s.name, r)); !hasKey(s.resources, r) && g.oracle.safeToDeclare(v, now) && !elsewhere(s, v) {
 			candidates = append(candidates, r)
 		}
 	}
@@ -1292,6 +1298,9 @@ func (g *generator) emptyGuard(ctx context.Context, s *slot, holding bool) bool 
 	}
 	s.guarded = true
 	err := g.mutate(s, op, fmt.Sprintf("allowEmpty=false, holding %v", held), func() error {
+		if err := g.holdSafe(s, ""); err != nil { // the check above may be stale (markUnready)
+			return err
+		}
 		rv, err := g.writeSpec(ctx, s, false)
 		if err != nil {
 			return err
@@ -1325,7 +1334,7 @@ func (g *generator) orphansBut(s *slot, except string) ([]string, time.Time, boo
 	now := time.Now()
 	for _, name := range g.oracle.controlled(s.uid) {
 		if v := g.oracle.view(name); name != except && !s.declaresObject(name) && v.exists && controllerUID(v.meta) == s.uid {
-			if !safeToDeclare(v, now) {
+			if !g.oracle.safeToDeclare(v, now) {
 				return nil, time.Time{}, false
 			}
 			held = append(held, name)
@@ -1338,8 +1347,9 @@ func (g *generator) orphansBut(s *slot, except string) ([]string, time.Time, boo
 }
 
 // holdSafe re-checks, right before a write that starts a hold on b (an
-// adoption it waits for), that none of b's orphans but except (the object the
-// write itself drops) may be deleted within redeclareGuard: the check made when
+// adoption it waits for, a gate made not Ready), that none of b's orphans but
+// except (the object the write itself drops) may be deleted within
+// redeclareGuard: the check made when
 // the operation was picked may be stale by then, and no precondition orders
 // the write against a delete limbo decided a moment before (seed 111301111: a
 // swap's second write, 3.6 s after its check, landed as an overdue orphan of
@@ -1424,6 +1434,15 @@ func (g *generator) invalidSpec(fault string) func(context.Context, *slot) bool 
 		}
 		s.invalid = fault
 		err := g.mutate(s, fault, fmt.Sprintf("%s, removing %v, holding %v", detail, removed, held), func() error {
+			// The check above may be stale (markUnready); the object the
+			// same edit removes is not an orphan before it lands.
+			except := ""
+			if len(removed) > 0 {
+				except = s.objectOf(removed[0])
+			}
+			if err := g.holdSafe(s, except); err != nil {
+				return err
+			}
 			rv, err := g.writeSpec(ctx, s, false)
 			if err != nil {
 				return err
@@ -1784,6 +1803,13 @@ func (g *generator) markUnready(ctx context.Context, s *slot) bool {
 	}
 	s.gateUnready = true
 	err := g.mutate(s, "mark-unready", fmt.Sprintf("orphans %v", held), func() error {
+		// The check above may be stale by now: a kube-apiserver restart
+		// pauses the write (mutate), for 18 s in seed 283296643, while the
+		// orphans' deadlines pass; one overdue when the write lands is
+		// deleted by a pass that has not seen it yet.
+		if err := g.holdSafe(s, ""); err != nil {
+			return err
+		}
 		rv, err := g.setGate(ctx, s, false)
 		if err != nil {
 			return err
@@ -1898,7 +1924,7 @@ func (s *slot) declaresObject(name string) bool {
 func (g *generator) stillSafe(names ...string) error {
 	now := time.Now()
 	for _, name := range names {
-		if !safeToDeclare(g.oracle.view(name), now) {
+		if !g.oracle.safeToDeclare(g.oracle.view(name), now) {
 			return fmt.Errorf("not done: %s may be deleted within %v", name, redeclareGuard)
 		}
 	}

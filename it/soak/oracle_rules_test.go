@@ -8,16 +8,19 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
@@ -1424,5 +1427,73 @@ func wantViolation(t *testing.T, violations []string, want string) {
 	}
 	if want != "" && !strings.Contains(got, want) {
 		t.Errorf("violations %q, want one saying %q", got, want)
+	}
+}
+
+// markUnready checks its Bundle's orphans, then writes the gate through
+// mutate, which waits while a kube-apiserver restart pauses the writes: an
+// orphan due within redeclareGuard by the time the write may land must stop
+// it, however safe it was at the check (seed 283296643: the check passed
+// 2.6 s before b3-r3's deadline, the write landed 16 s after it, and limbo
+// deleted b3-r3 on a cache that had not seen the gate not Ready yet). Here
+// the orphan becomes due while the write waits by an expedite (its stamp set
+// back by its delay), rather than by the time the restart took.
+func TestOracleMarkUnreadyAfterPause(t *testing.T) {
+	const bundleUID = types.UID("bbbbbbbb-0000")
+	o := newOracle()
+	// b3-r3, handed over to b2 and dropped by it: b2's orphan, stamped, due in
+	// an hour.
+	stamp := time.Now().Truncate(time.Second)
+	orphan := func(rv string, stamp time.Time) metav1.ObjectMeta {
+		return metav1.ObjectMeta{Name: "b3-r3", UID: "cccccccc-0000", ResourceVersion: rv,
+			Labels:          map[string]string{limbov1alpha1.LabelBundle: "b2"},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "limbo.dev/v1alpha1", Kind: "Bundle", Name: "b2", UID: bundleUID, Controller: ptr.To(true)}},
+			Annotations:     map[string]string{limbov1alpha1.AnnotationDeletionDelay: "1h", limbov1alpha1.AnnotationDeletionTimestamp: stamp.Format(time.RFC3339)}}
+	}
+	o.observe(watch.Added, orphan("11", stamp), time.Now())
+
+	var patched atomic.Bool
+	dyn := dynamicfake.NewSimpleDynamicClient(runtime.NewScheme())
+	dyn.PrependReactor("get", "bundles", func(k8stesting.Action) (bool, runtime.Object, error) {
+		// The Bundle's status shows the gate as the last status write left it.
+		state := limbov1alpha1.ResourceReady
+		if patched.Load() {
+			state = limbov1alpha1.ResourceInProgress
+		}
+		return true, &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "limbo.dev/v1alpha1", "kind": "Bundle",
+			"metadata": map[string]any{"name": "b2", "namespace": "ns", "uid": string(bundleUID), "generation": int64(1)},
+			"status": map[string]any{"observedGeneration": int64(1), "resources": []any{
+				map[string]any{"name": gateResource, "state": string(state)},
+			}},
+		}}, nil
+	})
+	dyn.PrependReactor("patch", "widgets", func(k8stesting.Action) (bool, runtime.Object, error) {
+		patched.Store(true)
+		return true, &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "test.limbo.dev/v1", "kind": "Widget",
+			"metadata": map[string]any{"name": "b2-gate", "namespace": "ns", "resourceVersion": "40"},
+		}}, nil
+	})
+	checked := make(chan struct{}, 1)
+	g := &generator{oracle: o, namespace: "ns", dynamic: dyn, pause: &sync.RWMutex{},
+		awaitingPause: func() { checked <- struct{}{} }}
+	s := &slot{name: "b2", uid: bundleUID, gated: true, rng: rand.New(rand.NewPCG(1, 1))}
+
+	// A kube-apiserver restart holds the writes from before the check until
+	// the orphan is due.
+	g.pause.Lock()
+	done := make(chan bool)
+	go func() { done <- g.markUnready(context.Background(), s) }()
+	<-checked // the orphans were checked; the write waits for the pause
+	o.observe(watch.Modified, orphan("12", stamp.Add(-time.Hour)), time.Now())
+	g.pause.Unlock()
+	if ok := <-done; ok || patched.Load() {
+		t.Errorf("mark-unready (done: %v) wrote the gate not Ready (%v), b2's orphan b3-r3 due", ok, patched.Load())
+	} else if s.gateUnready {
+		t.Error("the slot takes the gate for not Ready after a refused write")
+	}
+	if len(o.violations) > 0 {
+		t.Errorf("violations %q", o.violations)
 	}
 }

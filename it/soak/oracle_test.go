@@ -934,10 +934,26 @@ func earliestDeletion(v view, now time.Time) (time.Time, bool) {
 }
 
 // safeToDeclare tells whether declaring the object of v now cannot race its
-// deletion (see redeclareGuard).
-func safeToDeclare(v view, now time.Time) bool {
+// deletion (see redeclareGuard). Right after a kube-apiserver outage limbo's
+// caches lag more than redeclareGuard (its watches back off while the API is
+// away, see effectiveEnd): until limbo is back, the guard counts from then.
+func (o *oracle) safeToDeclare(v view, now time.Time) bool {
 	at, may := earliestDeletion(v, now)
-	return !may || !at.Before(now.Add(redeclareGuard))
+	return !may || !at.Before(latest(now, o.apiSettledAt()).Add(redeclareGuard))
+}
+
+// apiSettledAt is when limbo is back after the kube-apiserver outages so far
+// (effectiveEnd), at the latest; zero when there was none.
+func (o *oracle) apiSettledAt() time.Time {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var at time.Time
+	for _, out := range o.outages {
+		if out.what == outageAPIServer {
+			at = latest(at, o.effectiveEnd(out, ""))
+		}
+	}
+	return at
 }
 
 func parseStamp(meta metav1.ObjectMeta) (time.Time, bool) {
