@@ -8,6 +8,9 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -53,6 +56,28 @@ type contents struct {
 	volumes []*corev1.PersistentVolume
 }
 
+// volumeSnapshotCRD names the CustomResourceDefinition that serves VolumeSnapshots.
+const volumeSnapshotCRD = "volumesnapshots.snapshot.storage.k8s.io"
+
+// snapshotsGone is notFound, the 404 of the VolumeSnapshot listing, when the
+// CRD that serves them is gone; otherwise an error that is not NotFound. The
+// API server answers 404 for a served custom resource for a moment at times (its
+// storage restarting, in a dying cluster likely): taken for "not installed", the
+// snapshots a teardown stamped counted as deleted, deorbit reported done, and
+// they stayed.
+func snapshotsGone(ctx context.Context, r client.Reader, notFound error) error {
+	crd := &metav1.PartialObjectMetadata{}
+	crd.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"))
+	switch err := r.Get(ctx, client.ObjectKey{Name: volumeSnapshotCRD}, crd); {
+	case apierrors.IsNotFound(err):
+		return notFound
+	case err != nil:
+		return fmt.Errorf("answered 404 (%v), and its CustomResourceDefinition %s could not be read to tell whether it is gone: %w", notFound, volumeSnapshotCRD, err)
+	default:
+		return fmt.Errorf("answered 404 while its CustomResourceDefinition %s exists (its storage restarting?): retried", volumeSnapshotCRD)
+	}
+}
+
 // list reads the target's contents from its API server: VolumeSnapshots (unless
 // skipped), PVs, PVCs and Services. Any failed listing fails it: a partial
 // inventory is never acted on.
@@ -71,6 +96,9 @@ func list(ctx context.Context, r client.Reader, cfg config) (*contents, error) {
 				c.snapshots = append(c.snapshots, &l.Items[i])
 			}
 		})
+		if apierrors.IsNotFound(err) {
+			err = snapshotsGone(ctx, r, err)
+		}
 		switch {
 		case restmappings.NotServed(err):
 			c.snapshots, c.snapshotsSkipped = nil, "the VolumeSnapshot CRD is not installed"
