@@ -14,7 +14,7 @@ import (
 
 // alarms wake Bundles whose pass failed at the time the pass asked to come back
 // (a deadline). controller-runtime drops the RequeueAfter of a pass that returns
-// an error, and the work queue backs the Bundle off instead (up to maxRetryDelay):
+// an error, and the work queue backs the Bundle off instead (up to retry.MaxDelay):
 // one orphan whose delete keeps failing, or a plugin whose backend is down, would
 // make every other deadline of the Bundle up to 30 s late. One alarm per Bundle:
 // a later pass replaces it.

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"golang.org/x/time/rate"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 
 	"k8s.io/apimachinery/pkg/labels"
@@ -26,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+	"github.com/limbo-dev/limbo/pkg/controller/retry"
 	"github.com/limbo-dev/limbo/pkg/limboscan"
 	"github.com/limbo-dev/limbo/pkg/plugin"
 	"github.com/limbo-dev/limbo/pkg/shard"
@@ -153,7 +153,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) (*Reconciler, error) {
 			builder.WithPredicates(crdServing)).
 		Watches(&apiextensionsv1.CustomResourceDefinition{}, handler.EnqueueRequestsFromMapFunc(r.kindGone),
 			builder.WithPredicates(crdStopsServing)).
-		WithOptions(controller.Options{MaxConcurrentReconciles: opts.Workers, RateLimiter: retryRateLimiter()}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: opts.Workers, RateLimiter: retry.RateLimiter()}).
 		Build(r)
 	if err != nil {
 		return nil, err
@@ -248,23 +248,4 @@ func (r *Reconciler) bundlesUsing(plugins []string) handler.MapFunc {
 		}
 		return out
 	}
-}
-
-// maxRetryDelay caps the work queue's backoff for a Bundle whose pass failed on a
-// transient error (a plugin's backend down, a webhook refusing, a timeout).
-// controller-runtime's default doubles the delay on every failed pass up to
-// 1000 s, and every event that re-runs a failing pass counts: a namespace-gc
-// Bundle whose backend was down for ten seconds while Namespaces came and went
-// failed sixteen times and was next tried minutes after the backend was back,
-// with its poll interval lost (a failed pass has no RequeueAfter).
-const maxRetryDelay = 30 * time.Second
-
-// retryRateLimiter is controller-runtime's default rate limiter (per-item
-// exponential backoff from 5 ms, and an overall 10 retries/s with bursts of
-// 100) with the per-item backoff capped at maxRetryDelay.
-func retryRateLimiter() workqueue.TypedRateLimiter[reconcile.Request] {
-	return workqueue.NewTypedMaxOfRateLimiter(
-		workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](5*time.Millisecond, maxRetryDelay),
-		&workqueue.TypedBucketRateLimiter[reconcile.Request]{Limiter: rate.NewLimiter(rate.Limit(10), 100)},
-	)
 }

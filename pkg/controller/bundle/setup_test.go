@@ -5,38 +5,10 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 )
-
-// A Bundle that keeps failing is retried at most maxRetryDelay apart, however
-// many passes failed; its first retries stay fast.
-func TestRetryRateLimiterCapsBackoff(t *testing.T) {
-	limiter := retryRateLimiter()
-	req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "storage"}}
-	var delays []time.Duration
-	for range 40 {
-		delays = append(delays, limiter.When(req))
-	}
-	if delays[0] > time.Second {
-		t.Errorf("first retry after %v, want a fast one", delays[0])
-	}
-	for i, d := range delays {
-		if d > maxRetryDelay {
-			t.Fatalf("retry %d after %v, want at most %v", i+1, d, maxRetryDelay)
-		}
-	}
-	if last := delays[len(delays)-1]; last != maxRetryDelay {
-		t.Errorf("retry after 40 failures after %v, want the cap %v", last, maxRetryDelay)
-	}
-	limiter.Forget(req)
-	if d := limiter.When(req); d > time.Second {
-		t.Errorf("after a success the next failure waits %v, want a fast retry again", d)
-	}
-}
 
 // A Bundle is passed again for a new spec, a deletion, changed finalizers and
 // the informer's periodic resync (--resync-period), not for limbo's own status

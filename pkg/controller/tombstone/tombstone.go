@@ -26,6 +26,7 @@ import (
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 	"github.com/limbo-dev/limbo/pkg/bundlespec"
+	"github.com/limbo-dev/limbo/pkg/controller/retry"
 	"github.com/limbo-dev/limbo/pkg/impersonation"
 	"github.com/limbo-dev/limbo/pkg/plugin"
 	"github.com/limbo-dev/limbo/pkg/softdelete"
@@ -126,7 +127,7 @@ func SetupWithManager(mgr ctrl.Manager, c, pluginClient client.Client, defaultSe
 	r.DefaultServiceAccount = defaultServiceAccount
 	return ctrl.NewControllerManagedBy(mgr).Named("tombstone").For(&limbov1alpha1.Tombstone{}, builder.WithPredicates(notStatusOnly)).
 		WatchesRawSource(source.Channel(done, &handler.EnqueueRequestForObject{})).
-		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).Complete(r)
+		WithOptions(controller.Options{MaxConcurrentReconciles: workers, RateLimiter: retry.RateLimiter()}).Complete(r)
 }
 
 // notStatusOnly drops the controller's own status writes (attempts, lastError):
