@@ -184,7 +184,9 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	// as its ServiceAccount (limbo's own kinds stay limbo's: see impersonation).
 	ctx = impersonation.WithServiceAccount(ctx, b.Namespace, r.serviceAccountOf(&b))
 	if !b.DeletionTimestamp.IsZero() {
-		return r.teardown(ctx, &b)
+		res, err := r.teardown(ctx, &b)
+		r.teardownFailed(ctx, &b, err)
+		return res, err
 	}
 	if !controllerutil.ContainsFinalizer(&b, limbov1alpha1.FinalizerTeardown) {
 		orig := b.DeepCopy()

@@ -661,6 +661,31 @@ func (r *Reconciler) teardownStatus(ctx context.Context, b *limbov1alpha1.Bundle
 	return r.writeStatus(ctx, b, st)
 }
 
+// teardownFailed reports err, the error a teardown pass of b returned before it
+// wrote its status (a listing refused: RBAC narrowed, an aggregated API down),
+// in DeletionFailure, and in a Warning event when the condition did not say it
+// already: the Bundle stayed Terminating with neither, the cause in the log
+// only. A Conflict or a NotFound is the next pass's to decide, and a status
+// write that fails is the log's (the pass's error goes back to the work queue
+// all the same).
+func (r *Reconciler) teardownFailed(ctx context.Context, b *limbov1alpha1.Bundle, err error) {
+	if err == nil || apierrors.IsConflict(err) || apierrors.IsNotFound(err) || ctx.Err() != nil {
+		return
+	}
+	msg := bundlespec.JoinBounded([]string{"the teardown pass failed, retried: " + err.Error()}, "")
+	if c := meta.FindStatusCondition(b.Status.Conditions, limbov1alpha1.ConditionDeletionFailure); c != nil &&
+		c.Status == metav1.ConditionTrue && c.Reason == limbov1alpha1.ReasonTeardownFailed && c.Message == msg {
+		return
+	}
+	st := *b.Status.DeepCopy()
+	meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: limbov1alpha1.ConditionDeletionFailure, Status: metav1.ConditionTrue,
+		Reason: limbov1alpha1.ReasonTeardownFailed, Message: msg, ObservedGeneration: b.Generation})
+	r.Recorder.Event(b, corev1.EventTypeWarning, limbov1alpha1.ReasonTeardownFailed, msg)
+	if werr := r.writeStatus(ctx, b, st); werr != nil {
+		log.FromContext(ctx).Error(werr, "write the status of a failed teardown pass")
+	}
+}
+
 // heldObjects are, by objectKey, the objects of a Bundle being torn down that it
 // still controls. Of the entries its status carries over from its passes, only
 // theirs are still the Bundle's in limbo: an object the teardown released is the

@@ -30,6 +30,10 @@ const (
 	// (DeletionFailure): a teardown's progress.
 	ReasonSomeResourcesRemain = "SomeResourcesRemain"
 	ReasonDeleteFailed        = "DeleteFailed"
+	// ReasonTeardownFailed (DeletionFailure, and a Warning event): a teardown
+	// pass failed before it could judge the Bundle's content (a listing
+	// refused, an API unavailable); retried.
+	ReasonTeardownFailed = "TeardownFailed"
 )
 
 // Reasons of a resource's state (status.resources[].reason) while it is processed.
