@@ -55,6 +55,9 @@ var (
 	// ErrRevisionMismatch: an update guarded by If-Match found the router at
 	// another revision (412): read it again and retry.
 	ErrRevisionMismatch = errors.New("openstack: the router changed since it was read (revision mismatch)")
+	// ErrUnauthorized: Keystone refused the credentials (401 to the
+	// authentication).
+	ErrUnauthorized = errors.New("openstack: Keystone refused the credentials")
 )
 
 // Credentials authenticate with Keystone v3: an application credential (ID and
@@ -188,6 +191,9 @@ func newClient(ctx context.Context, cfg Config) (*Client, error) {
 		opts.Username, opts.Password, opts.DomainName, opts.TenantID = c.Username, c.Password, c.UserDomainName, c.ProjectID
 	}
 	if err := gcopenstack.Authenticate(ctx, provider, opts); err != nil {
+		if gophercloud.ResponseCodeIs(err, http.StatusUnauthorized) {
+			return nil, fmt.Errorf("keystone authentication: %w: %w", ErrUnauthorized, err)
+		}
 		return nil, fmt.Errorf("keystone authentication: %w", err)
 	}
 	project, err := tokenProject(provider)
@@ -640,7 +646,7 @@ func bounded(err error) error {
 		return err
 	}
 	cut := &cutError{text: boundedtext.Cut(text, maxErrorText)}
-	for _, sentinel := range []error{ErrNotFound, ErrRevisionMismatch, responselimit.ErrTooLarge, context.DeadlineExceeded, context.Canceled} {
+	for _, sentinel := range []error{ErrNotFound, ErrRevisionMismatch, ErrUnauthorized, responselimit.ErrTooLarge, context.DeadlineExceeded, context.Canceled} {
 		if errors.Is(err, sentinel) {
 			cut.is = append(cut.is, sentinel)
 		}

@@ -2,9 +2,12 @@ package plugin
 
 import (
 	"crypto/sha256"
+	"errors"
 	"strings"
 	"sync"
+	"time"
 
+	"k8s.io/utils/clock"
 	"k8s.io/utils/lru"
 )
 
@@ -14,9 +17,37 @@ import (
 // the new one. The secrets are kept only as a digest: the cache holds no
 // credential of its own beside the client's. It keeps the clients of the
 // MaxCachedClients identities used last. The zero value is ready to use.
+//
+// A client its backend refused the credentials of (newClient's error matches
+// ErrCredentialsRefused) is not tried again with the same secrets for
+// FailedClientRetry: its error is returned. Every failed pass, Tombstone attempt
+// and event retried the login at once, a dozen times in the first ten seconds
+// of a wrong password — enough for Keystone's lockout_failure_attempts to lock
+// the account. Other failures (an endpoint down) are tried again at once.
 type ClientCache[C any] struct {
+	// Clock tells the time of failures; nil: the real clock.
+	Clock clock.PassiveClock
+
 	mu      sync.Mutex
 	clients *lru.Cache // id → cachedClient[C]; made on first use
+	failed  *lru.Cache // id → failedClient
+}
+
+// FailedClientRetry is how long a ClientCache returns the error of a client
+// whose credentials were refused, its identity and secrets unchanged, before it
+// tries again.
+const FailedClientRetry = 30 * time.Second
+
+// ErrCredentialsRefused marks the error of a client whose backend refused its
+// credentials (a 401 to its login): see ClientCache.
+var ErrCredentialsRefused = errors.New("credentials refused")
+
+// failedClient is a client that could not be made: with which secrets, why and
+// when.
+type failedClient struct {
+	secrets [sha256.Size]byte
+	err     error
+	at      time.Time
 }
 
 // MaxCachedClients bounds a ClientCache: identities come from Bundle specs, whose
@@ -38,17 +69,58 @@ func (c *ClientCache[C]) Get(id string, secrets []string, newClient func() (C, e
 	if cached, ok := c.lookup(id); ok && cached.secrets == digest {
 		return cached.client, nil
 	}
+	if err := c.recentFailure(id, digest); err != nil {
+		var none C
+		return none, err
+	}
 	client, err := newClient()
 	if err != nil {
+		if errors.Is(err, ErrCredentialsRefused) {
+			c.mu.Lock()
+			c.failed.Add(id, failedClient{secrets: digest, err: err, at: c.now()})
+			c.mu.Unlock()
+		}
 		return client, err
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.failed.Remove(id)
 	if cached, ok := c.lookupLocked(id); ok && cached.secrets == digest {
 		return cached.client, nil // another caller made one meanwhile: one session, not two
 	}
 	c.clients.Add(id, cachedClient[C]{client: client, secrets: digest})
 	return client, nil
+}
+
+// recentFailure is the error of the client of id that could not be made with
+// the secrets whose digest is digest, less than FailedClientRetry ago; nil if
+// there is none.
+func (c *ClientCache[C]) recentFailure(id string, digest [sha256.Size]byte) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.init()
+	v, ok := c.failed.Get(id)
+	if !ok {
+		return nil
+	}
+	if f := v.(failedClient); f.secrets == digest && c.now().Sub(f.at) < FailedClientRetry {
+		return f.err
+	}
+	return nil
+}
+
+func (c *ClientCache[C]) now() time.Time {
+	if c.Clock == nil {
+		return time.Now()
+	}
+	return c.Clock.Now()
+}
+
+// init makes the caches on first use; c.mu is held.
+func (c *ClientCache[C]) init() {
+	if c.clients == nil {
+		c.clients, c.failed = lru.New(MaxCachedClients), lru.New(MaxCachedClients)
+	}
 }
 
 func (c *ClientCache[C]) lookup(id string) (cachedClient[C], bool) {
@@ -59,9 +131,7 @@ func (c *ClientCache[C]) lookup(id string) (cachedClient[C], bool) {
 
 // lookupLocked is lookup with c.mu held.
 func (c *ClientCache[C]) lookupLocked(id string) (cachedClient[C], bool) {
-	if c.clients == nil {
-		c.clients = lru.New(MaxCachedClients)
-	}
+	c.init()
 	v, ok := c.clients.Get(id)
 	if !ok {
 		return cachedClient[C]{}, false

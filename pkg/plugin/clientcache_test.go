@@ -4,6 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
+
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/limbo-dev/limbo/pkg/plugin"
 )
@@ -53,8 +56,56 @@ func TestClientCache(t *testing.T) {
 	if _, err := cache.Get("c", []string{"pw"}, failing); err == nil {
 		t.Fatal("a failed login returned no error")
 	}
-	if got := get("c", "pw"); got != 6 {
-		t.Errorf("after a failed login: client %d, want a new one (6)", got)
+	if got := get("c", "pw2"); got != 6 {
+		t.Errorf("after a failed login, another password: client %d, want a new one (6)", got)
+	}
+}
+
+// A client whose credentials its backend refused is not tried again with the
+// same secrets for FailedClientRetry: its error is returned; another failure
+// (an endpoint down) is tried again at once. Every failed pass
+// and Tombstone attempt logged in again at once, a dozen times in the first ten
+// seconds of a wrong password — Keystone's lockout_failure_attempts locks the
+// account.
+func TestClientCacheFailureNotRetriedAtOnce(t *testing.T) {
+	clk := clocktesting.NewFakePassiveClock(time.Date(2026, 3, 14, 12, 0, 0, 0, time.UTC))
+	cache := plugin.ClientCache[*int]{Clock: clk}
+	logins := 0
+	refused := fmt.Errorf("keystone authentication: %w: 401", plugin.ErrCredentialsRefused)
+	login := func(ok bool) func() (*int, error) {
+		return func() (*int, error) {
+			logins++
+			if !ok {
+				return nil, refused
+			}
+			return new(int), nil
+		}
+	}
+	if _, err := cache.Get("keystone", []string{"wrong"}, login(false)); !errors.Is(err, refused) {
+		t.Fatalf("first login: %v, want it refused", err)
+	}
+	clk.SetTime(clk.Now().Add(plugin.FailedClientRetry - time.Second))
+	if _, err := cache.Get("keystone", []string{"wrong"}, login(false)); !errors.Is(err, refused) || logins != 1 {
+		t.Errorf("within the retry wait: %v after %d logins, want the first's error, 1 login", err, logins)
+	}
+	if c, err := cache.Get("keystone", []string{"fixed"}, login(true)); err != nil || c == nil || logins != 2 {
+		t.Errorf("the password fixed: %v after %d logins, want a client at once", err, logins)
+	}
+	if _, err := cache.Get("other", []string{"wrong"}, login(false)); !errors.Is(err, refused) {
+		t.Fatal(err)
+	}
+	clk.SetTime(clk.Now().Add(plugin.FailedClientRetry))
+	if c, err := cache.Get("other", []string{"wrong"}, login(true)); err != nil || c == nil || logins != 4 {
+		t.Errorf("after the retry wait: %v after %d logins, want a new login", err, logins)
+	}
+	down := func() (*int, error) { logins++; return nil, errors.New("neutron endpoint: 503") }
+	for range 2 {
+		if _, err := cache.Get("down", []string{"pw"}, down); err == nil {
+			t.Fatal("an endpoint down: no error")
+		}
+	}
+	if logins != 6 {
+		t.Errorf("an endpoint down: %d logins, want each Get to try again", logins-4)
 	}
 }
 

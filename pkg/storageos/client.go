@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/limbo-dev/limbo/pkg/responselimit"
+	"k8s.io/utils/clock"
 )
 
 // DefaultTimeout is the per-call timeout used when Config.Timeout is zero.
@@ -60,7 +61,17 @@ type Config struct {
 	Timeout time.Duration
 	// Metrics, if not nil, records every HTTP request.
 	Metrics *Metrics
+	// Clock tells the time of a refused login (LoginRetry); nil: the real
+	// clock.
+	Clock clock.PassiveClock
 }
+
+// LoginRetry is how long after StorageOS refused the credentials (401 to the
+// login) a Client answers every call with that refusal rather than logging in
+// again: each failed pass retried the login at once, a dozen times in the first
+// ten seconds of a wrong password, enough to lock an account where failed
+// logins are counted.
+const LoginRetry = 30 * time.Second
 
 // Namespace is a StorageOS namespace as returned by GET /v2/namespaces.
 type Namespace struct {
@@ -87,8 +98,14 @@ type Client struct {
 	timeout  time.Duration
 	metrics  *Metrics
 
+	clock clock.PassiveClock
+
 	mu    sync.Mutex
 	token string // bare JWT, without "Bearer "
+	// refused is the error of the last login, when StorageOS refused the
+	// credentials (401), at refusedAt; nil after a login that succeeded.
+	refused   error
+	refusedAt time.Time
 
 	// loginSem serialises logins (capacity 1), so that concurrent calls
 	// hitting the same expired token share one re-login.
@@ -129,6 +146,7 @@ func New(cfg Config) (*Client, error) {
 		hc:       hc,
 		timeout:  timeout,
 		metrics:  cfg.Metrics,
+		clock:    cfg.Clock,
 		loginSem: make(chan struct{}, 1),
 	}, nil
 }
@@ -335,8 +353,16 @@ func (c *Client) acquireLogin(ctx context.Context) error {
 
 func (c *Client) releaseLogin() { <-c.loginSem }
 
-// loginLocked performs POST /v2/auth/login. The caller holds loginSem.
+// loginLocked performs POST /v2/auth/login, unless StorageOS refused the
+// credentials less than LoginRetry ago: then that refusal is the answer. The
+// caller holds loginSem.
 func (c *Client) loginLocked(ctx context.Context) (string, error) {
+	c.mu.Lock()
+	refused, at := c.refused, c.refusedAt
+	c.mu.Unlock()
+	if refused != nil && c.now().Sub(at) < LoginRetry {
+		return "", refused
+	}
 	body, err := json.Marshal(struct {
 		Username string `json:"username"`
 		Password string `json:"password"`
@@ -349,7 +375,13 @@ func (c *Client) loginLocked(ctx context.Context) (string, error) {
 		return "", err
 	}
 	if !success(resp.status) {
-		return "", newAPIError(OpLogin, resp)
+		err := newAPIError(OpLogin, resp)
+		if resp.status == http.StatusUnauthorized {
+			c.mu.Lock()
+			c.refused, c.refusedAt = err, c.now()
+			c.mu.Unlock()
+		}
+		return "", err
 	}
 	token := tokenFromHeader(resp.header.Get("Authorization"))
 	if token == "" {
@@ -359,9 +391,16 @@ func (c *Client) loginLocked(ctx context.Context) (string, error) {
 		return "", ErrNoAuthToken
 	}
 	c.mu.Lock()
-	c.token = token
+	c.token, c.refused = token, nil
 	c.mu.Unlock()
 	return token, nil
+}
+
+func (c *Client) now() time.Time {
+	if c.clock == nil {
+		return time.Now()
+	}
+	return c.clock.Now()
 }
 
 // tokenFromHeader returns the JWT from an Authorization response header,

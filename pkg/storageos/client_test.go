@@ -19,6 +19,7 @@ import (
 	"github.com/limbo-dev/limbo/pkg/responselimit"
 	"github.com/limbo-dev/limbo/pkg/storageos"
 	"github.com/limbo-dev/limbo/pkg/storageos/storageossim"
+	clocktesting "k8s.io/utils/clock/testing"
 )
 
 const (
@@ -906,5 +907,35 @@ func TestRedirectNotFollowed(t *testing.T) {
 	}
 	if _, ok := h.sim.Namespace("team-a"); !ok {
 		t.Error("the namespace is gone")
+	}
+}
+
+// Credentials StorageOS refused are not sent again for LoginRetry: each call
+// answers with the refusal. Every failed pass logged in again, a dozen times in
+// the first ten seconds of a wrong password.
+func TestRefusedLoginNotRetriedAtOnce(t *testing.T) {
+	sim := storageossim.New(storageossim.Config{Username: user, Password: pass})
+	srv := httptest.NewServer(sim)
+	t.Cleanup(srv.Close)
+	clk := clocktesting.NewFakePassiveClock(time.Date(2026, 3, 14, 12, 0, 0, 0, time.UTC))
+	c, err := storageos.New(storageos.Config{Endpoint: srv.URL, Username: user, Password: "wrong", HTTPClient: srv.Client(), Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for range 3 {
+		if _, err := c.ListNamespaces(ctx); !errors.Is(err, storageos.ErrUnauthorized) {
+			t.Fatalf("ListNamespaces = %v, want ErrUnauthorized", err)
+		}
+	}
+	if n := sim.Calls(storageossim.OpLogin); n != 1 {
+		t.Errorf("%d logins for three calls within %v, want 1", n, storageos.LoginRetry)
+	}
+	clk.SetTime(clk.Now().Add(storageos.LoginRetry))
+	if _, err := c.ListNamespaces(ctx); !errors.Is(err, storageos.ErrUnauthorized) {
+		t.Fatalf("ListNamespaces = %v, want ErrUnauthorized", err)
+	}
+	if n := sim.Calls(storageossim.OpLogin); n != 2 {
+		t.Errorf("%d logins after the retry wait, want 2", n)
 	}
 }

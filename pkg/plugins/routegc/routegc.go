@@ -518,6 +518,9 @@ func (p *Plugin) client(ctx context.Context, req plugin.Request, spec Spec) (*op
 		if err != nil {
 			p.opts.Metrics.Failures.WithLabelValues(OpAuthenticate).Inc()
 		}
+		if errors.Is(err, openstack.ErrUnauthorized) { // not tried again at once (ClientCache)
+			err = fmt.Errorf("%w: %w", plugin.ErrCredentialsRefused, err)
+		}
 		return c, err
 	})
 }

@@ -460,6 +460,27 @@ func TestCredentials(t *testing.T) {
 	})
 }
 
+// Credentials Keystone refused are not tried again at once: every failed pass
+// and Tombstone attempt logged in again, a dozen times in the first ten seconds
+// of a wrong password, and Keystone's lockout_failure_attempts locks the
+// account. They are, once plugin.FailedClientRetry has passed, or the Secret
+// has changed.
+func TestRefusedCredentialsNotRetriedAtOnce(t *testing.T) {
+	cfg := openstacksim.New(openstacksim.Config{}).Config()
+	wrong := map[string]string{routegc.KeyUsername: cfg.Username, routegc.KeyPassword: "wrong", routegc.KeyProjectID: cfg.ProjectID, routegc.KeyUserDomainName: cfg.UserDomainName}
+	f := newFixture(t, openstacksim.Config{}, wrong)
+	f.sim.AddRouter(routerID, "cluster", route("198.19.1.0/24", "10.180.0.3"))
+	f.sim.AddServerAt("node-1", "10.180.0.3")
+	for range 3 {
+		if _, err := f.plan(t0); err == nil || !errors.Is(err, plugin.ErrCredentialsRefused) {
+			t.Fatalf("Plan err = %v, want the credentials refused", err)
+		}
+	}
+	if n := f.sim.Count(openstacksim.OpCreateToken); n != 1 {
+		t.Errorf("%d authentications for three plans within %v, want 1", n, plugin.FailedClientRetry)
+	}
+}
+
 // Removal uses remove_extraroutes where Neutron has extraroute-atomic, and the
 // revision-guarded update otherwise; either way only the route goes.
 func TestDeleteExternal(t *testing.T) {
