@@ -427,7 +427,11 @@ func (e *Engine) Release(ctx context.Context, eventTarget runtime.Object, obj cl
 	if _, impersonated := impersonation.UserFrom(ctx); impersonated {
 		uid := obj.GetUID()
 		if err := e.Client.Delete(ctx, obj, client.DryRunAll, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
-			err = fmt.Errorf("release %s: its Bundle's ServiceAccount may not delete it: %w", describe(obj), err)
+			why := "the dry-run delete that tells whether its Bundle's ServiceAccount may delete it failed"
+			if apierrors.IsForbidden(err) {
+				why = "its Bundle's ServiceAccount may not delete it"
+			}
+			err = fmt.Errorf("release %s: %s: %w", describe(obj), why, err)
 			e.Recorder.Eventf(eventTarget, corev1.EventTypeWarning, limbov1alpha1.EventDeleteFailed, "%s: %v", describe(obj), err)
 			return err
 		}

@@ -1083,6 +1083,22 @@ func TestEngineRelease(t *testing.T) {
 		}
 	})
 
+	// A dry run that fails otherwise (a timeout, a 5xx) does not blame the
+	// ServiceAccount: the message sent users to its RBAC for an API server's
+	// hiccup.
+	t.Run("as a ServiceAccount, the dry run failing otherwise: refused, the ServiceAccount not blamed", func(t *testing.T) {
+		h := newHarness(t, owned(map[string]string{delayKey: "24h"}), parent())
+		h.deleteErr = apierrors.NewServiceUnavailable("etcd leader changed")
+		ctx := impersonation.WithServiceAccount(context.Background(), ns, "deployer")
+		err := h.engine.Release(ctx, b, h.live(t, "db"), b, nil)
+		if err == nil || strings.Contains(err.Error(), "may not delete") || !strings.Contains(err.Error(), "etcd leader changed") {
+			t.Fatalf("err = %v, want the dry run's failure, not a refusal", err)
+		}
+		if live := h.live(t, "db"); softdelete.Released(live) {
+			t.Errorf("released although the dry run failed: %v", live.Object["metadata"])
+		}
+	})
+
 	// The ServiceAccount's permission is asked by a dry run, which must stay
 	// one: a real delete here would delete the object as the Bundle goes, its
 	// delay ignored.
