@@ -224,7 +224,10 @@ func (r *Reconciler) EnsureWatch(gvk schema.GroupVersionKind) error {
 	return r.watcher.ensure(context.Background(), gvk)
 }
 
-// bundlesUsing maps any event to the Bundles that hold a resource of one of plugins.
+// bundlesUsing maps any event to the Bundles that hold a resource of one of
+// plugins. The Bundles are read from the cache as they are, not copied: every
+// event of every kind a compiled-in plugin watches (each Node's, each
+// Namespace's) lists them all, whether or not a Bundle uses the plugin.
 func (r *Reconciler) bundlesUsing(plugins []string) handler.MapFunc {
 	wanted := map[string]bool{}
 	for _, p := range plugins {
@@ -232,7 +235,7 @@ func (r *Reconciler) bundlesUsing(plugins []string) handler.MapFunc {
 	}
 	return func(ctx context.Context, _ client.Object) []reconcile.Request {
 		var bundles limbov1alpha1.BundleList
-		if err := r.Client.List(ctx, &bundles); err != nil {
+		if err := r.Client.List(ctx, &bundles, client.UnsafeDisableDeepCopy); err != nil {
 			// A map function cannot return an error; the resync is the safety net.
 			log.FromContext(ctx).Error(err, "list Bundles to trigger for a plugin's watch", "plugins", plugins)
 			return nil
