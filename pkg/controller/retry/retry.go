@@ -3,7 +3,6 @@ package retry
 import (
 	"time"
 
-	"golang.org/x/time/rate"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
@@ -19,12 +18,12 @@ import (
 // ran its due delete, or a user's kubectl delete, about T minutes late.
 const MaxDelay = 30 * time.Second
 
-// RateLimiter is controller-runtime's default rate limiter (per-item exponential
-// backoff from 5 ms, and an overall 10 retries/s with bursts of 100) with the
-// per-item backoff capped at MaxDelay.
+// RateLimiter is controller-runtime's per-item exponential backoff, from 5 ms,
+// capped at MaxDelay. Not its overall bucket of 10 retries/s (bursts of 100):
+// shared by every object, it made one tenant's failures every other tenant's
+// wait — after 1,000 failing Bundles, a healthy Bundle's first retry of a
+// transient error waited 1m30s, past MaxDelay. The workers bound how many
+// reconciles run at once, and the client's rate limiter what they send.
 func RateLimiter() workqueue.TypedRateLimiter[reconcile.Request] {
-	return workqueue.NewTypedMaxOfRateLimiter(
-		workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](5*time.Millisecond, MaxDelay),
-		&workqueue.TypedBucketRateLimiter[reconcile.Request]{Limiter: rate.NewLimiter(rate.Limit(10), 100)},
-	)
+	return workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](5*time.Millisecond, MaxDelay)
 }

@@ -1,6 +1,7 @@
 package retry
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -31,5 +32,18 @@ func TestRateLimiterCapsBackoff(t *testing.T) {
 	limiter.Forget(req)
 	if d := limiter.When(req); d > time.Second {
 		t.Errorf("after a success the next failure waits %v, want a fast retry again", d)
+	}
+}
+
+// One object's failures are not another's wait: after a thousand others failed,
+// an object's first retry is as fast as ever. controller-runtime's overall
+// bucket (10 retries/s, bursts of 100) made it wait 1m30s.
+func TestRateLimiterIsPerObject(t *testing.T) {
+	limiter := RateLimiter()
+	for i := range 1000 {
+		limiter.When(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "tenant-a", Name: fmt.Sprintf("b%d", i)}})
+	}
+	if d := limiter.When(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "tenant-b", Name: "healthy"}}); d > time.Second {
+		t.Errorf("another tenant's first retry after %v, want a fast one", d)
 	}
 }
