@@ -368,7 +368,12 @@ func (p *pass) decidePluginItems(ctx context.Context, ready bool) {
 			why = "the item is desired again"
 		}
 		if why == "" {
-			p.pending = append(p.pending, p.r.Engine.TombstonePending(ts))
+			pd := p.r.Engine.TombstonePending(ts)
+			if !ready && ts.DeletionTimestamp.IsZero() {
+				// The Tombstone controller holds it too (bundleReady).
+				pd.Message += "; held: " + limbov1alpha1.PendingMessageWaitingForReady
+			}
+			p.pending = append(p.pending, pd)
 			continue
 		}
 		if !p.stillInShard(ctx) {

@@ -211,6 +211,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// The Bundle's pass or teardown cancels it; until then nothing happens.
 		return ctrl.Result{RequeueAfter: recheckInterval}, nil
 	}
+	if ts.DeletionTimestamp.IsZero() && !bundleReady(b) {
+		// A half rolled-out Bundle never deletes (DESIGN §3, step 6): its
+		// external items wait, as its objects' countdowns do. A forced
+		// Tombstone (kubectl delete) does not.
+		return ctrl.Result{RequeueAfter: recheckInterval}, nil
+	}
 	if !r.deletes.reserve(&ts) {
 		// Every turn of the backend is taken; it is queued, and a turn that
 		// frees wakes it. The requeue is the safety net.
@@ -332,7 +338,8 @@ func (r *Reconciler) remove(ctx context.Context, ts *limbov1alpha1.Tombstone) (c
 }
 
 const (
-	// recheckInterval paces a Tombstone that waits for its Bundle's pass or teardown.
+	// recheckInterval paces a Tombstone that waits for its Bundle's pass or
+	// teardown, or for every resource of its Bundle to be Ready.
 	recheckInterval = 5 * time.Second
 	// conflictRetry is how soon a Tombstone whose write met a Conflict is read and
 	// decided again.
@@ -437,6 +444,22 @@ func (r *Reconciler) deleteItem(ctx context.Context, ts *limbov1alpha1.Tombstone
 	}
 	req := plugin.Request{Bundle: b, Resource: ts.Spec.Resource, Spec: spec, Client: r.pluginClient(), Reader: r.Reader, Secrets: secrets, Now: r.Clock.Now()}
 	return deleter.DeleteExternal(ctx, req, ts.Spec.Item)
+}
+
+// bundleReady tells whether b's last pass, of its current spec, found every
+// resource Ready: the gate of its orphans' deletions, which its Tombstones'
+// deletes go through too. A status behind the spec (a pass yet to run, or whose
+// status write failed) is not Ready.
+func bundleReady(b *limbov1alpha1.Bundle) bool {
+	if b.Status.ObservedGeneration != b.Generation {
+		return false
+	}
+	for _, st := range b.Status.Resources {
+		if st.State != limbov1alpha1.ResourceReady {
+			return false
+		}
+	}
+	return true
 }
 
 func ownedBy(ts *limbov1alpha1.Tombstone, b *limbov1alpha1.Bundle) bool {
