@@ -1082,3 +1082,31 @@ func TestComputeWorkloadRules(t *testing.T) {
 		})
 	}
 }
+
+// A StatefulSet is Ready once its rollout is done, by kstatus's rules without
+// per-kind code here (DESIGN §3 step 5): one mid-rollout counted Ready would open
+// the orphan gate while its pods are replaced.
+func TestComputeStatefulSet(t *testing.T) {
+	sts := func(spec, status string) *unstructured.Unstructured {
+		return object(t, `{"apiVersion":"apps/v1","kind":"StatefulSet","metadata":{"name":"db","namespace":"ns","generation":2},
+			"spec":`+spec+`,"status":`+status+`}`)
+	}
+	const spec = `{"replicas":3,"updateStrategy":{"type":"RollingUpdate"}}`
+	tests := []struct {
+		name  string
+		obj   *unstructured.Unstructured
+		state State
+	}{
+		{"rolled out", sts(spec, `{"observedGeneration":2,"replicas":3,"readyReplicas":3,"availableReplicas":3,"currentReplicas":3,"updatedReplicas":3,"currentRevision":"db-2","updateRevision":"db-2"}`), Ready},
+		{"pods being replaced", sts(spec, `{"observedGeneration":2,"replicas":3,"readyReplicas":3,"availableReplicas":3,"currentReplicas":2,"updatedReplicas":1,"currentRevision":"db-1","updateRevision":"db-2"}`), InProgress},
+		{"not all ready", sts(spec, `{"observedGeneration":2,"replicas":3,"readyReplicas":2,"availableReplicas":2,"currentReplicas":3,"updatedReplicas":3,"currentRevision":"db-2","updateRevision":"db-2"}`), InProgress},
+		{"its controller behind the spec", sts(spec, `{"observedGeneration":1,"replicas":3,"readyReplicas":3,"availableReplicas":3,"currentReplicas":3,"updatedReplicas":3,"currentRevision":"db-1","updateRevision":"db-1"}`), InProgress},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Compute(tt.obj, nil); got.State != tt.state {
+				t.Errorf("got %+v, want %s", got, tt.state)
+			}
+		})
+	}
+}
