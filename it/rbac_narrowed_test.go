@@ -56,17 +56,19 @@ func TestNarrowedRBAC(t *testing.T) {
 	})
 
 	probe := &http.Client{Timeout: 5 * time.Second}
-	testenv.Eventually(t, testenv.DefaultTimeout, func() error {
-		resp, err := probe.Get("http://" + p.ProbeAddr + "/readyz")
-		if err != nil {
-			return fmt.Errorf("readyz: %w", err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("readyz: %s", resp.Status)
-		}
-		return nil
-	})
+	for _, path := range []string{"/readyz", "/healthz"} { // DESIGN §6: both served
+		testenv.Eventually(t, testenv.DefaultTimeout, func() error {
+			resp, err := probe.Get("http://" + p.ProbeAddr + path)
+			if err != nil {
+				return fmt.Errorf("%s: %w", path, err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				return fmt.Errorf("%s: %s", path, resp.Status)
+			}
+			return nil
+		})
+	}
 
 	testenv.Eventually(t, testenv.DefaultTimeout, func() error {
 		log, err := os.ReadFile(p.LogPath)
