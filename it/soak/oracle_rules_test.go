@@ -420,8 +420,10 @@ func TestOracleInvalidLiveDelay(t *testing.T) {
 		o.declared("b0", 10, "b0-r0")
 		o.observe(watch.Added, live("11", "1s"), base)
 		o.undeclared("b0", 20, base, "b0-r0")
+		o.begin("b0") // invalid-live-delay is an operation of b0 (mutate)
 		o.observe(watch.Modified, live("21", "-5s"), base.Add(100*time.Millisecond))
 		o.touched("cccccccc-0000", base.Add(100*time.Millisecond))
+		o.end("b0")
 		return o
 	}
 
@@ -450,8 +452,10 @@ func TestOracleInvalidLiveDelay(t *testing.T) {
 	// Made valid 10 s ago: due from the old stamp, but not before the edit.
 	fixed := invalid()
 	fixedAt := time.Now().Add(-10 * time.Second)
+	fixed.begin("b0")
 	fixed.observe(watch.Modified, live("25", "2s"), fixedAt)
 	fixed.touched("cccccccc-0000", fixedAt)
+	fixed.end("b0")
 	fixed.checkOverdue(time.Now())
 	if len(fixed.violations) != 1 || !strings.Contains(fixed.violations[0], "still exists 10s after it was due") {
 		t.Errorf("violations %q, want one saying the object still exists 10 s after its delay was made valid", fixed.violations)
@@ -515,7 +519,10 @@ func TestOracleStampedWhileHeld(t *testing.T) {
 	}, {
 		name:  "a stamp moved (kubectl limbo expedite) while a resource was not Ready: allowed",
 		first: object("11", base, true), next: object("30", base.Add(-4*time.Second), true),
-		history: func(o *oracle) { o.holdStarted(holdNotReady, bundleUID, 25) },
+		history: func(o *oracle) {
+			o.holdStarted(holdNotReady, bundleUID, 25)
+			o.touched("cccccccc-0000", base.Add(time.Second))
+		},
 	}, {
 		name:  "stamped in a watch gap that began in the hold",
 		first: object("26", time.Time{}, true), next: object("30", base, true), relist: true,
@@ -1485,7 +1492,8 @@ func TestOracleMarkUnreadyAfterPause(t *testing.T) {
 	g.pause.Lock()
 	done := make(chan bool)
 	go func() { done <- g.markUnready(context.Background(), s) }()
-	<-checked // the orphans were checked; the write waits for the pause
+	<-checked                              // the orphans were checked; the write waits for the pause
+	o.touched("cccccccc-0000", time.Now()) // the expedite
 	o.observe(watch.Modified, orphan("12", stamp.Add(-time.Hour)), time.Now())
 	g.pause.Unlock()
 	if ok := <-done; ok || patched.Load() {

@@ -100,6 +100,11 @@ type incarnation struct {
 	// release): from then on the reaper acts on it (see governors). Zero
 	// while controlled, or when the release fell in a watch gap.
 	releasedAt time.Time
+	// viaHandOver: its release was a hand-over (awaited at its revision) or a
+	// cancel: only such a release ends the readiness holds; any other release
+	// while one is in force is a violation (a half-applied Bundle deletes
+	// nothing, and a release hands the object to the reaper).
+	viaHandOver bool
 	// gapFrom, for an incarnation that vanished in a watch gap, is the least
 	// revision its deletion may have had (one past the last one seen); its
 	// deletion is judged as if at any revision from there to the list's.
@@ -127,6 +132,8 @@ type objectModel struct {
 	protected []rvInterval
 	// undesiredAt is when it last stopped being desired.
 	undesiredAt time.Time
+	// leftAt is when a write last made it undesired (not moved by holds).
+	leftAt time.Time
 	// droppedAt is when a Bundle last stopped declaring it, another one
 	// declaring it or not (a hand-over's giver).
 	droppedAt time.Time
@@ -501,7 +508,7 @@ func (o *oracle) undeclared(bundle string, rv int64, at time.Time, names ...stri
 		}
 		if len(m.declarers) == 0 {
 			m.desired = closeAt(m.desired, rv)
-			m.undesiredAt = at
+			m.undesiredAt, m.leftAt = at, at
 		}
 	}
 }
@@ -1122,7 +1129,7 @@ func (o *oracle) observeLocked(typ watch.EventType, meta metav1.ObjectMeta, at t
 		inc = &incarnation{uid: meta.UID}
 		o.incarnations[meta.UID] = inc
 	}
-	prev := inc.meta
+	prev, prevSeenAt := inc.meta, inc.seenAt
 	was := controllerUID(prev)
 	inc.meta, inc.seenAt = meta, at
 	if uid := controllerUID(meta); uid != "" {
@@ -1153,6 +1160,10 @@ func (o *oracle) observeLocked(typ watch.EventType, meta metav1.ObjectMeta, at t
 				meta.Name, short(meta.UID), rv, meta.Annotations[limbov1alpha1.AnnotationDeletionDelay])
 		}
 	}
+	if typ == watch.Modified && prev.UID != "" && !o.relisting {
+		prevSeen := prevSeenAt
+		o.judge(func() { o.judgeDeadlineMoved(m, inc, prev, meta, rv, prevSeen) }, bundlesOf(m, meta)...)
+	}
 	if typ == watch.Modified && was != "" && controllerUID(meta) == "" && !o.relisting {
 		inc.releasedAt = at
 	}
@@ -1165,6 +1176,19 @@ func (o *oracle) observeLocked(typ watch.EventType, meta metav1.ObjectMeta, at t
 			}
 		}
 		o.judge(func() { o.judgeHandOver(m, meta, was, rv, at) }, bundlesOf(m, meta)...)
+		if controllerUID(meta) == "" {
+			o.judge(func() {
+				if _, awaited := spanAt(m.awaited, rv); awaited || m.foreign {
+					inc.viaHandOver = true
+					return
+				}
+				for _, h := range o.holdsThroughout(was, rv, rv) {
+					if !h.releases {
+						o.violatef("%s (uid %s, revision %d) released, to no Bundle waiting for it, while "+h.while, meta.Name, short(meta.UID), rv, short(was))
+					}
+				}
+			}, bundlesOf(m, meta)...)
+		}
 		r := release{what: fmt.Sprintf("%s (uid %s, revision %d) released", meta.Name, short(meta.UID), rv), name: meta.Name, rv: rv, siblings: o.controlledBy(was)}
 		if _, known := o.dependents[was]; known {
 			o.checkOrder(was, r)
@@ -1198,6 +1222,32 @@ func (o *oracle) observeLocked(typ watch.EventType, meta metav1.ObjectMeta, at t
 		inc.siblings = o.controlledBy(c)
 	}
 	o.judge(func() { o.judgeDeletion(m, inc, at) }, bundlesOf(m, meta)...)
+}
+
+// judgeDeadlineMoved: on an object no Bundle declares, limbo neither changes
+// the delay nor moves a stamp earlier, and a stamp it writes is not earlier than
+// the write that made the object an orphan; the generator's own edits (touched
+// since the previous state was seen) excepted. The deadline of a deletion is
+// judged on the object's last state: a stamp moved back, a delay dropped, or a
+// first stamp backdated by limbo made an early deletion look due.
+func (o *oracle) judgeDeadlineMoved(m *objectModel, inc *incarnation, prev, meta metav1.ObjectMeta, rv int64, prevSeen time.Time) {
+	if _, desired := spanAt(m.desired, rv); desired || inc.touchedAt.After(prevSeen) {
+		return
+	}
+	what := fmt.Sprintf("%s (uid %s, revision %d, annotations %v)", meta.Name, short(meta.UID), rv, limboAnnotations(meta))
+	d0, had := prev.Annotations[limbov1alpha1.AnnotationDeletionDelay]
+	if d1, has := meta.Annotations[limbov1alpha1.AnnotationDeletionDelay]; had && (!has || d1 != d0) {
+		o.violatef("%s: its delay %q changed to %q in limbo, not by the generator", what, d0, d1)
+	}
+	stamp, stamped := parseStamp(meta)
+	if !stamped {
+		return
+	}
+	if old, ok := parseStamp(prev); ok && stamp.Before(old) {
+		o.violatef("%s: its stamp moved back from %s, not by the generator", what, old.Format(time.RFC3339))
+	} else if !ok && !m.leftAt.IsZero() && stamp.Before(m.leftAt.Truncate(time.Second).Add(-time.Second)) {
+		o.violatef("%s stamped before it left its Bundle at %s", what, m.leftAt.Format("15:04:05.000"))
+	}
 }
 
 func short(uid types.UID) string { return string(uid)[:8] }
@@ -1241,7 +1291,7 @@ func (o *oracle) judgeDeletion(m *objectModel, inc *incarnation, at time.Time) {
 	if span, ok := spanThroughout(m.desired, from, rv); ok {
 		desired = true
 		stamp, _ := parseStamp(meta)
-		if deadline, ok := deadlineOf(meta); ok && !stamp.After(span.since) && o.apiOutageBetween(span.since, deadline, o.governors(inc, deadline)...) {
+		if deadline, ok := deadlineOf(meta); ok && !stamp.After(span.since) && o.apiOutageHid(span.since, deadline, at, o.governors(inc, deadline)...) {
 			// Declared again while in limbo (stamped before), but a
 			// kube-apiserver outage kept it from limbo until the deadline:
 			// which of the two limbo acts on first is a race that the
@@ -1264,7 +1314,7 @@ func (o *oracle) judgeDeletion(m *objectModel, inc *incarnation, at time.Time) {
 		c = inc.controller
 	}
 	for _, h := range o.holdsThroughout(c, from, rv) {
-		if released && !h.releases {
+		if released && !h.releases && (inc.viaHandOver || inc.releasedAt.IsZero()) {
 			// A release ends the readiness holds: the object is no longer
 			// the Bundle's to keep, but the reaper's (a hand-over by a pass
 			// not Ready whose adopter then dropped the object, or went,
@@ -1360,6 +1410,29 @@ func (o *oracle) apiOutageBetween(from, to time.Time, tls ...shardLog) bool {
 		}
 	}
 	return overlaps(api, from, to.Add(redeclareGuard), func(out outage) time.Time { return out.end })
+}
+
+// apiOutageHid tells whether a kube-apiserver outage hid a declaration made at
+// since from limbo until the deadline: the outage began before limbo could see
+// it (within redeclareGuard), limbo was not back long enough before the
+// deadline to see it — back at the outage's end plus its length at the latest,
+// its watches having backed off meanwhile (effectiveEnd) — and the deletion, at
+// at, came before limbo must have seen it. Any outage overlapping the span
+// excused any deletion, however long after limbo was back.
+func (o *oracle) apiOutageHid(since, deadline, at time.Time, tls ...shardLog) bool {
+	for _, out := range o.outagesFor(tls...) {
+		if out.what != outageAPIServer || out.start.After(since.Add(redeclareGuard)) {
+			continue
+		}
+		if out.end.IsZero() {
+			return true
+		}
+		seen := out.end.Add(out.end.Sub(out.start)).Add(redeclareGuard)
+		if out.end.After(since) && !deadline.After(seen) && !at.After(seen.Add(lateTolerance)) {
+			return true
+		}
+	}
+	return false
 }
 
 // overlaps tells whether one of outs overlapped [from, to], each ending at
