@@ -292,13 +292,7 @@ func TestComputeJob(t *testing.T) {
 		oneOfOne = `{"completions":1,"parallelism":1,"backoffLimit":6}`
 		started  = `"startTime":"2026-01-01T00:00:00Z"`
 	)
-	tests := []struct {
-		name    string
-		obj     *unstructured.Unstructured
-		state   State
-		reason  string
-		message string
-	}{
+	tests := []computeCase{
 		{
 			// kstatus: Current, "Job in progress".
 			name:    "running",
@@ -492,15 +486,7 @@ func TestComputeJob(t *testing.T) {
 			message: "Resource is current",
 		},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got := Compute(tt.obj, nil)
-			want := Result{State: tt.state, Reason: tt.reason, Message: tt.message}
-			if got != want {
-				t.Errorf("got %+v, want %+v", got, want)
-			}
-		})
-	}
+	runComputeCases(t, tests)
 }
 
 // TestComputeMalformed feeds shapes that no API server would return for these
@@ -1004,13 +990,7 @@ func TestPendingClaimClass(t *testing.T) {
 // stays InProgress, as kstatus says, but with a reason that says why — kstatus's
 // ("ReplicaSet not Available", "LessReplicas") sent the user looking for a fault.
 func TestComputeWorkloadRules(t *testing.T) {
-	tests := []struct {
-		name    string
-		obj     *unstructured.Unstructured
-		state   State
-		reason  string
-		message string
-	}{
+	tests := []computeCase{
 		{
 			name: "a Pod that failed",
 			obj: object(t, `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"migrate"},
@@ -1072,15 +1052,7 @@ func TestComputeWorkloadRules(t *testing.T) {
 			message: "Resource is current",
 		},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got := Compute(tt.obj, nil)
-			want := Result{State: tt.state, Reason: tt.reason, Message: tt.message}
-			if got != want {
-				t.Errorf("got %+v, want %+v", got, want)
-			}
-		})
-	}
+	runComputeCases(t, tests)
 }
 
 // A StatefulSet is Ready once its rollout is done, by kstatus's rules without
@@ -1106,6 +1078,29 @@ func TestComputeStatefulSet(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := Compute(tt.obj, nil); got.State != tt.state {
 				t.Errorf("got %+v, want %s", got, tt.state)
+			}
+		})
+	}
+}
+
+// computeCase is an object and the readiness Compute must find of it, without a
+// rule.
+type computeCase struct {
+	name    string
+	obj     *unstructured.Unstructured
+	state   State
+	reason  string
+	message string
+}
+
+func runComputeCases(t *testing.T, tests []computeCase) {
+	t.Helper()
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := Compute(tt.obj, nil)
+			want := Result{State: tt.state, Reason: tt.reason, Message: tt.message}
+			if got != want {
+				t.Errorf("got %+v, want %+v", got, want)
 			}
 		})
 	}
