@@ -35,6 +35,9 @@ const (
 	conflictRecheckInterval = 30 * time.Second
 	// teardownInterval paces teardown waves between watch events.
 	teardownInterval = 2 * time.Second
+	// maxFailingRetry bounds how long a teardown wave whose own writes keep
+	// failing waits before it tries again (failingRetry).
+	maxFailingRetry = time.Minute
 	// waveUnseenRequeue follows a teardown wave of objects the cache did not
 	// show, all released or gone (nextWave): nothing else brings the next.
 	waveUnseenRequeue = 10 * time.Millisecond

@@ -218,9 +218,26 @@ func (r *Reconciler) nextWave(ctx context.Context, b *limbov1alpha1.Bundle, orde
 		if settled {
 			return ctrl.Result{RequeueAfter: waveUnseenRequeue}, true, nil
 		}
+		if len(failures) > len(plugins.failures) { // the wave's own writes failed
+			return ctrl.Result{RequeueAfter: failingRetry(b, r.Clock.Now())}, true, nil
+		}
 		return ctrl.Result{RequeueAfter: teardownInterval}, true, nil
 	}
 	return ctrl.Result{}, false, nil
+}
+
+// failingRetry is how soon a teardown wave of b whose writes failed is tried
+// again: as long after as its deletes have been failing (DeletionFailure True,
+// DeleteFailed, since its last transition), from teardownInterval up to
+// maxFailingRetry. A webhook refusing the deletes had every object read and sent
+// a DELETE every 2 s, for good, on the client budget every tenant shares. Read
+// from the status: a restart keeps the pace.
+func failingRetry(b *limbov1alpha1.Bundle, now time.Time) time.Duration {
+	c := meta.FindStatusCondition(b.Status.Conditions, limbov1alpha1.ConditionDeletionFailure)
+	if c == nil || c.Status != metav1.ConditionTrue || c.Reason != limbov1alpha1.ReasonDeleteFailed {
+		return teardownInterval
+	}
+	return min(max(now.Sub(c.LastTransitionTime.Time), teardownInterval), maxFailingRetry)
 }
 
 // declaredInLimbo reports whether o, an object b controls, counts down while
