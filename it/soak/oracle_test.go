@@ -132,8 +132,6 @@ type objectModel struct {
 	protected []rvInterval
 	// undesiredAt is when it last stopped being desired.
 	undesiredAt time.Time
-	// leftAt is when a write last made it undesired (not moved by holds).
-	leftAt time.Time
 	// droppedAt is when a Bundle last stopped declaring it, another one
 	// declaring it or not (a hand-over's giver).
 	droppedAt time.Time
@@ -508,7 +506,7 @@ func (o *oracle) undeclared(bundle string, rv int64, at time.Time, names ...stri
 		}
 		if len(m.declarers) == 0 {
 			m.desired = closeAt(m.desired, rv)
-			m.undesiredAt, m.leftAt = at, at
+			m.undesiredAt = at
 		}
 	}
 }
@@ -1129,7 +1127,7 @@ func (o *oracle) observeLocked(typ watch.EventType, meta metav1.ObjectMeta, at t
 		inc = &incarnation{uid: meta.UID}
 		o.incarnations[meta.UID] = inc
 	}
-	prev, prevSeenAt := inc.meta, inc.seenAt
+	prev := inc.meta
 	was := controllerUID(prev)
 	inc.meta, inc.seenAt = meta, at
 	if uid := controllerUID(meta); uid != "" {
@@ -1159,10 +1157,6 @@ func (o *oracle) observeLocked(typ watch.EventType, meta metav1.ObjectMeta, at t
 			o.violatef("%s (uid %s, revision %d) stamped although its delay %q is invalid (never deleted until it is made valid)",
 				meta.Name, short(meta.UID), rv, meta.Annotations[limbov1alpha1.AnnotationDeletionDelay])
 		}
-	}
-	if typ == watch.Modified && prev.UID != "" && !o.relisting {
-		prevSeen := prevSeenAt
-		o.judge(func() { o.judgeDeadlineMoved(m, inc, prev, meta, rv, prevSeen) }, bundlesOf(m, meta)...)
 	}
 	if typ == watch.Modified && was != "" && controllerUID(meta) == "" && !o.relisting {
 		inc.releasedAt = at
@@ -1222,32 +1216,6 @@ func (o *oracle) observeLocked(typ watch.EventType, meta metav1.ObjectMeta, at t
 		inc.siblings = o.controlledBy(c)
 	}
 	o.judge(func() { o.judgeDeletion(m, inc, at) }, bundlesOf(m, meta)...)
-}
-
-// judgeDeadlineMoved: on an object no Bundle declares, limbo neither changes
-// the delay nor moves a stamp earlier, and a stamp it writes is not earlier than
-// the write that made the object an orphan; the generator's own edits (touched
-// since the previous state was seen) excepted. The deadline of a deletion is
-// judged on the object's last state: a stamp moved back, a delay dropped, or a
-// first stamp backdated by limbo made an early deletion look due.
-func (o *oracle) judgeDeadlineMoved(m *objectModel, inc *incarnation, prev, meta metav1.ObjectMeta, rv int64, prevSeen time.Time) {
-	if _, desired := spanAt(m.desired, rv); desired || inc.touchedAt.After(prevSeen) {
-		return
-	}
-	what := fmt.Sprintf("%s (uid %s, revision %d, annotations %v)", meta.Name, short(meta.UID), rv, limboAnnotations(meta))
-	d0, had := prev.Annotations[limbov1alpha1.AnnotationDeletionDelay]
-	if d1, has := meta.Annotations[limbov1alpha1.AnnotationDeletionDelay]; had && (!has || d1 != d0) {
-		o.violatef("%s: its delay %q changed to %q in limbo, not by the generator", what, d0, d1)
-	}
-	stamp, stamped := parseStamp(meta)
-	if !stamped {
-		return
-	}
-	if old, ok := parseStamp(prev); ok && stamp.Before(old) {
-		o.violatef("%s: its stamp moved back from %s, not by the generator", what, old.Format(time.RFC3339))
-	} else if !ok && !m.leftAt.IsZero() && stamp.Before(m.leftAt.Truncate(time.Second).Add(-time.Second)) {
-		o.violatef("%s stamped before it left its Bundle at %s", what, m.leftAt.Format("15:04:05.000"))
-	}
 }
 
 func short(uid types.UID) string { return string(uid)[:8] }
