@@ -1365,21 +1365,6 @@ func deadlineOf(meta metav1.ObjectMeta) (time.Time, bool) {
 	return stamp.Add(delay), err == nil && stamped
 }
 
-// apiOutageBetween tells whether a kube-apiserver outage (until limbo is back
-// after it for an object of the shards tl, see effectiveEnd) overlapped
-// [from, to + redeclareGuard]. Only such an outage can hide a declaration from
-// limbo: a controller killed and started again lists everything afresh, the
-// declaration included, before it acts.
-func (o *oracle) apiOutageBetween(from, to time.Time, tls ...shardLog) bool {
-	var api []outage
-	for _, out := range o.outagesFor(tls...) {
-		if out.what == outageAPIServer {
-			api = append(api, out)
-		}
-	}
-	return overlaps(api, from, to.Add(redeclareGuard), func(out outage) time.Time { return out.end })
-}
-
 // apiOutageHid tells whether a kube-apiserver outage hid a declaration made at
 // since from limbo until the deadline: the outage began before limbo could see
 // it (within redeclareGuard), limbo was not back long enough before the
