@@ -111,6 +111,15 @@ func (g *Graph) Dependencies(name string) []string {
 	return clone(g.dependencies[name])
 }
 
+// The states of a vertex in a depth-first search (TopologicalSort, Sortable).
+const (
+	_ = iota // unvisited: the zero value
+	// inProgress marks the vertices on the current path of the search;
+	// reaching one again closes a cycle.
+	inProgress
+	done
+)
+
 // TopologicalSort returns every vertex after the vertices it depends on. Among
 // vertices that could come in either order, the one added first comes first;
 // see the package documentation.
@@ -119,13 +128,6 @@ func (g *Graph) TopologicalSort() ([]string, error) {
 		return nil, err
 	}
 
-	const (
-		_ = iota // unvisited: the zero value
-		// inProgress marks the vertices on the current path of the search;
-		// reaching one again closes a cycle.
-		inProgress
-		done
-	)
 	state := make(map[string]int, len(g.vertices))
 	sorted := make([]string, 0, len(g.vertices))
 	var path []string
@@ -204,11 +206,6 @@ func (g *Graph) ReverseWaves() ([][]string, error) {
 // deleted while its spec names a missing resource, or has a cycle, is torn
 // down dependents first all the same, not in one wave.
 func (g *Graph) Sortable() *Graph {
-	const (
-		_ = iota
-		inProgress
-		done
-	)
 	state := make(map[string]int, len(g.vertices))
 	closing := map[edge]bool{}
 	var visit func(vertex string)
