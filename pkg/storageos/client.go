@@ -137,6 +137,10 @@ func New(cfg Config) (*Client, error) {
 	if cfg.HTTPClient != nil {
 		*hc = *cfg.HTTPClient
 	}
+	var clk clock.PassiveClock = clock.RealClock{}
+	if cfg.Clock != nil {
+		clk = cfg.Clock
+	}
 	hc.Transport = responselimit.Transport(hc.Transport)
 	hc.CheckRedirect = responselimit.RefuseRedirects
 	return &Client{
@@ -146,7 +150,7 @@ func New(cfg Config) (*Client, error) {
 		hc:       hc,
 		timeout:  timeout,
 		metrics:  cfg.Metrics,
-		clock:    cfg.Clock,
+		clock:    clk,
 		loginSem: make(chan struct{}, 1),
 	}, nil
 }
@@ -360,7 +364,7 @@ func (c *Client) loginLocked(ctx context.Context) (string, error) {
 	c.mu.Lock()
 	refused, at := c.refused, c.refusedAt
 	c.mu.Unlock()
-	if refused != nil && c.now().Sub(at) < LoginRetry {
+	if refused != nil && c.clock.Now().Sub(at) < LoginRetry {
 		return "", refused
 	}
 	body, err := json.Marshal(struct {
@@ -378,7 +382,7 @@ func (c *Client) loginLocked(ctx context.Context) (string, error) {
 		err := newAPIError(OpLogin, resp)
 		if resp.status == http.StatusUnauthorized {
 			c.mu.Lock()
-			c.refused, c.refusedAt = err, c.now()
+			c.refused, c.refusedAt = err, c.clock.Now()
 			c.mu.Unlock()
 		}
 		return "", err
@@ -394,13 +398,6 @@ func (c *Client) loginLocked(ctx context.Context) (string, error) {
 	c.token, c.refused = token, nil
 	c.mu.Unlock()
 	return token, nil
-}
-
-func (c *Client) now() time.Time {
-	if c.clock == nil {
-		return time.Now()
-	}
-	return c.clock.Now()
 }
 
 // tokenFromHeader returns the JWT from an Authorization response header,
