@@ -342,6 +342,10 @@ func (e *Engine) deleteChecked(ctx context.Context, eventTarget runtime.Object, 
 	if out, ok := e.goneOrChanged(err, obj, d); ok {
 		return out
 	}
+	var lost error // the error of a delete that took effect all the same
+	if err != nil && e.deleteTookEffect(ctx, obj) {
+		lost, err = err, nil
+	}
 	out := Outcome{Decision: d}
 	if err != nil {
 		e.RecordFailure()
@@ -353,7 +357,12 @@ func (e *Engine) deleteChecked(ctx context.Context, eventTarget runtime.Object, 
 	now := e.Clock.Now()
 	e.RecordDeletion(d.Deadline)
 	e.deleted.add(uid, now)
-	e.Recorder.Eventf(eventTarget, corev1.EventTypeNormal, limbov1alpha1.EventDeleted, "%s deleted", s.ref)
+	if lost != nil {
+		e.Recorder.Eventf(eventTarget, corev1.EventTypeNormal, limbov1alpha1.EventDeleted,
+			"%s deleted (the answer to its delete was lost, %v; a read showed it took effect)", s.ref, lost)
+	} else {
+		e.Recorder.Eventf(eventTarget, corev1.EventTypeNormal, limbov1alpha1.EventDeleted, "%s deleted", s.ref)
+	}
 	s.audit(ctx, "deleted", d.Deadline)
 	if len(obj.GetFinalizers()) == 0 {
 		out.Gone = true
@@ -363,6 +372,26 @@ func (e *Engine) deleteChecked(ctx context.Context, eventTarget runtime.Object, 
 	held.SetDeletionTimestamp(&metav1.Time{Time: now})
 	out.Pending = terminatingEntry(held)
 	return out
+}
+
+// deleteTookEffect tells, by a read from the API server, whether a delete of
+// obj that returned an error deleted it all the same: obj is gone, another
+// object has its name, or it is terminating (obj, just read, was not). A
+// timeout or a connection cut after the API server acted loses the answer, not
+// the delete; recorded as DeleteFailed, the object then gone, the audit trail
+// would have no Deleted for a deletion limbo made. A failed read tells nothing:
+// the delete failed, as far as anyone knows.
+func (e *Engine) deleteTookEffect(ctx context.Context, obj client.Object) bool {
+	current := &metav1.PartialObjectMetadata{}
+	current.SetGroupVersionKind(obj.GetObjectKind().GroupVersionKind())
+	err := e.Reader.Get(ctx, client.ObjectKeyFromObject(obj), current)
+	switch {
+	case apierrors.IsNotFound(err):
+		return true
+	case err != nil:
+		return false
+	}
+	return current.GetUID() != obj.GetUID() || current.GetDeletionTimestamp() != nil
 }
 
 // goneOrChanged is the outcome of a write on a due orphan that the API server

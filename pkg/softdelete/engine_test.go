@@ -55,6 +55,9 @@ type harness struct {
 	calls    []string
 	// deleteErr, when set, is what every Delete returns (the object is not deleted).
 	deleteErr error
+	// deleteLost, when set, is what every Delete returns after deleting the
+	// object: its answer was lost.
+	deleteLost error
 	// patchErr, when set, is what every Patch returns (the object is not changed).
 	patchErr error
 }
@@ -111,7 +114,10 @@ func newHarness(t *testing.T, objs ...client.Object) *harness {
 							fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", *o.Preconditions.UID, live.GetUID()))
 					}
 				}
-				return c.Delete(ctx, obj, opts...)
+				if err := c.Delete(ctx, obj, opts...); err != nil || h.deleteLost == nil {
+					return err
+				}
+				return h.deleteLost
 			},
 			Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
 				h.calls = append(h.calls, fmt.Sprintf("CREATE %s %s/%s", kindOf(c, obj), obj.GetNamespace(), obj.GetName()))

@@ -1,0 +1,106 @@
+package softdelete_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+	"github.com/limbo-dev/limbo/pkg/softdelete"
+)
+
+// A delete whose answer is lost (a timeout, a cut connection) after the API
+// server acted deleted the object: the engine reads it back and records a
+// deletion, with its Deleted event, not a DeleteFailed followed by an object
+// gone without a word. One that failed, as a read shows, stays a failure.
+func TestEngineDeleteWhoseAnswerWasLost(t *testing.T) {
+	due := map[string]string{delayKey: "1m", stampKey: "2025-03-14T12:00:00Z"}
+	pending := map[string]string{pendingKey: "true"}
+	timeout := apierrors.NewTimeoutError("request did not complete within the allotted timeout", 0)
+	cut := errors.New(`Delete "https://10.0.0.1:6443/api/v1/namespaces/team-a/configmaps/db": http2: client connection lost`)
+	tests := []struct {
+		name        string
+		finalizers  []string
+		deleteLost  error // the delete happened; this is what the client returned
+		deleteErr   error // the delete did not happen
+		readErr     bool  // the read-back fails too
+		wantGone    bool
+		wantErr     bool
+		wantEvent   string
+		wantResult  string
+		wantPending string // the pending entry's message prefix; "" for none
+	}{{
+		name:       "deleted, the answer timed out",
+		deleteLost: timeout,
+		wantGone:   true,
+		wantEvent:  "Normal Deleted ConfigMap team-a/db deleted (the answer to its delete was lost, " + timeout.Error() + "; a read showed it took effect)",
+		wantResult: softdelete.ResultDeleted,
+	}, {
+		name:       "deleted, the connection cut",
+		deleteLost: cut,
+		wantGone:   true,
+		wantEvent:  "Normal Deleted ConfigMap team-a/db deleted (the answer to its delete was lost, " + cut.Error() + "; a read showed it took effect)",
+		wantResult: softdelete.ResultDeleted,
+	}, {
+		name:        "terminating under a finalizer, the answer timed out",
+		finalizers:  []string{"example.com/backup"},
+		deleteLost:  timeout,
+		wantEvent:   "Normal Deleted ConfigMap team-a/db deleted (the answer to its delete was lost, " + timeout.Error() + "; a read showed it took effect)",
+		wantResult:  softdelete.ResultDeleted,
+		wantPending: limbov1alpha1.PendingMessageBeingDeleted,
+	}, {
+		name:        "not deleted: the read shows it still there",
+		deleteErr:   timeout,
+		wantErr:     true,
+		wantEvent:   "Warning DeleteFailed ConfigMap team-a/db: delete ConfigMap team-a/db: " + timeout.Error(),
+		wantResult:  softdelete.ResultFailed,
+		wantPending: "delete ConfigMap team-a/db: ",
+	}, {
+		name:        "deleted, but the read-back fails too: a failure as far as anyone knows",
+		deleteLost:  cut,
+		readErr:     true,
+		wantErr:     true,
+		wantEvent:   "Warning DeleteFailed ConfigMap team-a/db: delete ConfigMap team-a/db: " + cut.Error(),
+		wantResult:  softdelete.ResultFailed,
+		wantPending: "delete ConfigMap team-a/db: ",
+	}}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			obj := cm("db", due, pending)
+			obj.SetFinalizers(tc.finalizers)
+			h := newHarness(t, obj)
+			stale := h.live(t, "db")
+			h.deleteLost, h.deleteErr = tc.deleteLost, tc.deleteErr
+			if tc.readErr {
+				// The fresh read before the delete succeeds; the read-back after it fails.
+				reads := 0
+				h.engine.Reader = interceptor.NewClient(h.client.(client.WithWatch), interceptor.Funcs{Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+					if reads++; reads > 1 {
+						return apierrors.NewServiceUnavailable("etcd leader changed")
+					}
+					return c.Get(ctx, key, obj, opts...)
+				}})
+			}
+			out := h.engine.Orphan(context.Background(), bundle(), stale, nil)
+			if out.Gone != tc.wantGone || (out.Err != nil) != tc.wantErr {
+				t.Errorf("outcome %+v: want gone %v, error %v", out, tc.wantGone, tc.wantErr)
+			}
+			switch {
+			case tc.wantPending == "" && out.Pending != nil:
+				t.Errorf("pending %+v, want none", out.Pending)
+			case tc.wantPending != "" && (out.Pending == nil || !strings.HasPrefix(out.Pending.Message, tc.wantPending)):
+				t.Errorf("pending %+v, want a message starting %q", out.Pending, tc.wantPending)
+			}
+			if events := h.events(); !slices.Contains(events, tc.wantEvent) {
+				t.Errorf("events %q, want %q", events, tc.wantEvent)
+			}
+			h.wantOneDeletion(t, tc.wantResult)
+		})
+	}
+}
