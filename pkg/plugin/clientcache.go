@@ -16,7 +16,8 @@ import (
 // client whose secrets changed (a rotated password) is replaced, not kept beside
 // the new one. The secrets are kept only as a digest: the cache holds no
 // credential of its own beside the client's. It keeps the clients of the
-// MaxCachedClients identities used last. The zero value is ready to use.
+// MaxCachedClients identities used last, and drops a client unused for
+// MaxClientIdle. The zero value is ready to use.
 //
 // A client its backend refused the credentials of (newClient's error matches
 // ErrCredentialsRefused) is not tried again with the same secrets for
@@ -28,10 +29,23 @@ type ClientCache[C any] struct {
 	// Clock tells the time of failures; nil: the real clock.
 	Clock clock.PassiveClock
 
-	mu      sync.Mutex
-	clients *lru.Cache // id → cachedClient[C]; made on first use
-	failed  *lru.Cache // id → failedClient
+	mu        sync.Mutex
+	clients   *lru.Cache           // id → cachedClient[C]; made on first use
+	used      map[string]time.Time // id → the last Get of its client, for each id in clients
+	nextSweep time.Time            // when Get next drops the clients idle for MaxClientIdle
+	failed    *lru.Cache           // id → failedClient
 }
+
+// MaxClientIdle is how long a ClientCache keeps a client nobody asks for. The
+// clients of a Bundle deleted, or of a plugin resource edited to another
+// endpoint or user, are never asked for again; kept until MaxCachedClients
+// newer identities pushed them out, they held their sessions — and a
+// password-authenticated client its password, to log in again — for the life
+// of the process.
+const MaxClientIdle = time.Hour
+
+// clientSweepInterval is how often Get looks for idle clients to drop.
+const clientSweepInterval = time.Minute
 
 // FailedClientRetry is how long a ClientCache returns the error of a client
 // whose credentials were refused, its identity and secrets unchanged, before it
@@ -66,6 +80,7 @@ type cachedClient[C any] struct {
 // it. A failed newClient keeps nothing.
 func (c *ClientCache[C]) Get(id string, secrets []string, newClient func() (C, error)) (C, error) {
 	digest := sha256.Sum256([]byte(strings.Join(secrets, "\x00")))
+	c.sweepIdle()
 	if cached, ok := c.lookup(id); ok && cached.secrets == digest {
 		return cached.client, nil
 	}
@@ -89,6 +104,7 @@ func (c *ClientCache[C]) Get(id string, secrets []string, newClient func() (C, e
 		return cached.client, nil // another caller made one meanwhile: one session, not two
 	}
 	c.clients.Add(id, cachedClient[C]{client: client, secrets: digest})
+	c.used[id] = c.now()
 	return client, nil
 }
 
@@ -119,7 +135,27 @@ func (c *ClientCache[C]) now() time.Time {
 // init makes the caches on first use; c.mu is held.
 func (c *ClientCache[C]) init() {
 	if c.clients == nil {
-		c.clients, c.failed = lru.New(MaxCachedClients), lru.New(MaxCachedClients)
+		c.used = map[string]time.Time{}
+		c.clients = lru.NewWithEvictionFunc(MaxCachedClients, func(id lru.Key, _ any) { delete(c.used, id.(string)) })
+		c.failed = lru.New(MaxCachedClients)
+	}
+}
+
+// sweepIdle drops the clients unused for MaxClientIdle, at most once every
+// clientSweepInterval.
+func (c *ClientCache[C]) sweepIdle() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.init()
+	now := c.now()
+	if now.Before(c.nextSweep) {
+		return
+	}
+	c.nextSweep = now.Add(clientSweepInterval)
+	for id, used := range c.used {
+		if now.Sub(used) >= MaxClientIdle {
+			c.clients.Remove(id) // and from c.used, by the eviction func
+		}
 	}
 }
 
@@ -136,6 +172,12 @@ func (c *ClientCache[C]) lookupLocked(id string) (cachedClient[C], bool) {
 	if !ok {
 		return cachedClient[C]{}, false
 	}
+	now := c.now()
+	if now.Sub(c.used[id]) >= MaxClientIdle { // idle since the last sweep
+		c.clients.Remove(id)
+		return cachedClient[C]{}, false
+	}
+	c.used[id] = now
 	return v.(cachedClient[C]), true
 }
 

@@ -133,3 +133,35 @@ func TestClientCacheBounded(t *testing.T) {
 		t.Errorf("the client of the identity used longest ago is still kept after %d others", plugin.MaxCachedClients)
 	}
 }
+
+// A client nobody asks for is dropped after MaxClientIdle — the client of a
+// Bundle deleted is never asked for again, and kept it held its session and
+// password for the life of the process — while one in use stays, however long.
+func TestClientCacheDropsIdleClients(t *testing.T) {
+	clock := clocktesting.NewFakePassiveClock(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
+	cache := plugin.ClientCache[*int]{Clock: clock}
+	made := map[string]int{}
+	get := func(id string) {
+		t.Helper()
+		if _, err := cache.Get(id, []string{"pw"}, func() (*int, error) { made[id]++; return new(int), nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	get("gone-bundle")
+	get("busy")
+	for range 4 { // "busy" asked for every 20 minutes: 80 minutes in all
+		clock.SetTime(clock.Now().Add(20 * time.Minute))
+		get("busy")
+	}
+	if made["busy"] != 1 {
+		t.Errorf("the client in use was made %d times, want once", made["busy"])
+	}
+	if n := cache.Len(); n != 1 {
+		t.Errorf("%d clients kept %v after the first was last used, want 1 (the one in use)", n, 80*time.Minute)
+	}
+	clock.SetTime(clock.Now().Add(plugin.MaxClientIdle))
+	get("gone-bundle")
+	if made["gone-bundle"] != 2 {
+		t.Errorf("the client idle for %v was made %d times, want twice (dropped, made again)", plugin.MaxClientIdle, made["gone-bundle"])
+	}
+}
