@@ -364,7 +364,8 @@ type state struct {
 	ItemsGoneAt *time.Time `json:"itemsGoneAt,omitempty"`
 	// UnreachableSince is the start of the current run of unreachable passes.
 	UnreachableSince *time.Time `json:"unreachableSince,omitempty"`
-	// Debris is what the last successful pass saw remaining.
+	// Debris is what the last successful pass saw remaining ("none" for
+	// nothing); empty while no pass has listed the target.
 	Debris string `json:"debris,omitempty"`
 	// LastError is the last failure evented, so that a failure is evented once.
 	LastError string `json:"lastError,omitempty"`
@@ -549,8 +550,8 @@ func (r *pass) timedOut() bool { return !r.req.Now.Before(r.start.Add(r.cfg.time
 // it, and the teardown goes on.
 func (r *pass) giveUp(step, why string) {
 	debris := r.st.Debris
-	if debris == "" {
-		debris = "none seen"
+	if debris == "" { // no pass listed the target: "none" would read as a cluster found empty
+		debris = "unknown (the target cluster was never listed)"
 	}
 	msg := fmt.Sprintf("gave up: %s; debris left behind: %s", why, debris)
 	r.p.opts.Metrics.Failures.WithLabelValues(step).Inc()
@@ -564,7 +565,9 @@ func (r *pass) giveUp(step, why string) {
 func (r *pass) progress(t target, c *contents) {
 	now := r.req.Now
 	r.st.UnreachableSince, r.st.LastError = nil, ""
-	r.st.Debris = c.debris()
+	if r.st.Debris = c.debris(); r.st.Debris == "" {
+		r.st.Debris = "none"
+	}
 	if r.timedOut() {
 		r.giveUp(StepTimeout, fmt.Sprintf("timeout %v passed since the Bundle's deletion", r.cfg.timeout))
 		return

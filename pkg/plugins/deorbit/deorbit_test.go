@@ -589,7 +589,10 @@ func TestTeardownGivesUp(t *testing.T) {
 		t.Fatal("gave up on an answered error before the timeout")
 	}
 	h.now = now.Add(time.Hour)
-	if res, _ := h.pass(); !res.Done || !strings.Contains(res.Warning, "timeout 1h0m0s passed") || strings.Join(reasons(res.Events), ",") != "Warning DeorbitTimedOut" {
+	// Never listed, the target's debris is unknown, not "none": a cluster whose
+	// volumes were never seen must not read as one found empty.
+	if res, _ := h.pass(); !res.Done || !strings.Contains(res.Warning, "timeout 1h0m0s passed") || strings.Join(reasons(res.Events), ",") != "Warning DeorbitTimedOut" ||
+		!strings.HasSuffix(res.Warning, "debris left behind: unknown (the target cluster was never listed)") {
 		t.Errorf("past the timeout: %+v", res)
 	}
 	if got := testutil.ToFloat64(h.plugin.opts.Metrics.Failures.WithLabelValues(StepList)); got != 2 {
