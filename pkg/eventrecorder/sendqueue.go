@@ -171,7 +171,17 @@ func (q *sendQueue) send(w write) {
 	for try := 1; ; try++ {
 		err := q.write(w)
 		if err == nil || !retriable(err) {
-			if err != nil && !apierrors.IsAlreadyExists(err) && !apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
+			switch {
+			case err == nil || apierrors.IsAlreadyExists(err):
+			case apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
+				// Expected while a namespace goes, and not an error of limbo's;
+				// but a Warning there (a deorbit that gave up, a cancel refused,
+				// a delete failed) may be its only word, the Bundle and its
+				// status gone a moment later: the log keeps it.
+				if w.event.Type == corev1.EventTypeWarning {
+					q.log.Info("Warning event not recorded: its namespace is being deleted", "object", w.event.InvolvedObject, "reason", w.event.Reason, "message", w.event.Message)
+				}
+			default:
 				q.log.Error(err, "Event refused (will not retry)", "object", w.event.InvolvedObject, "reason", w.event.Reason, "message", w.event.Message)
 			}
 			return

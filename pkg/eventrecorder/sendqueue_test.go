@@ -2,6 +2,7 @@ package eventrecorder
 
 import (
 	"errors"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -9,8 +10,10 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
@@ -145,5 +148,38 @@ func TestSendQueueStopsAfterItsGrace(t *testing.T) {
 	defer q.mu.Unlock()
 	if len(q.pending) != 0 {
 		t.Errorf("%d writes still queued after the stop", len(q.pending))
+	}
+}
+
+// An event refused because its namespace is being deleted is not retried; a
+// Warning among them is logged — a deorbit's give-up or a refused cancel in a
+// namespace on its way out may be the only word of it, its Bundle's status
+// gone a moment later — and a Normal one is not (the audit lines log those
+// that matter, and a namespace's deletion would flood the log).
+func TestSendQueueLogsAWarningRefusedByATerminatingNamespace(t *testing.T) {
+	terminating := &apierrors.StatusError{ErrStatus: metav1.Status{
+		Status: metav1.StatusFailure, Code: http.StatusForbidden, Reason: metav1.StatusReasonForbidden,
+		Message: `events "b.17" is forbidden: unable to create new content in namespace ops because it is being terminated`,
+		Details: &metav1.StatusDetails{Causes: []metav1.StatusCause{{Type: corev1.NamespaceTerminatingCause, Message: "namespace ops is being terminated", Field: "metadata.namespace"}}},
+	}}
+	sink := &scriptedSink{answers: []error{terminating, terminating}}
+	var lines []string
+	log := funcr.New(func(prefix, args string) { lines = append(lines, args) }, funcr.Options{})
+	q := newSendQueue(sink, log, func() { t.Error("an event was dropped") }, 10, time.Millisecond)
+	for _, e := range []*corev1.Event{
+		{Type: corev1.EventTypeNormal, Reason: "Deleted", Message: "ConfigMap ops/a deleted"},
+		{Type: corev1.EventTypeWarning, Reason: "DeorbitTimedOut", Message: "gave up: timeout 24h0m0s passed"},
+	} {
+		if _, err := q.Create(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	q.close(time.Minute)
+	if len(sink.calls) != 2 {
+		t.Errorf("calls %q, want each event sent once", sink.calls)
+	}
+	want := `"level"=0 "msg"="Warning event not recorded: its namespace is being deleted" "object"={} "reason"="DeorbitTimedOut" "message"="gave up: timeout 24h0m0s passed"`
+	if len(lines) != 1 || !strings.HasPrefix(lines[0], `"level"=0 "msg"="Warning event not recorded`) || !strings.Contains(lines[0], `"reason"="DeorbitTimedOut" "message"="gave up: timeout 24h0m0s passed"`) {
+		t.Errorf("log lines %q, want one: %s", lines, want)
 	}
 }
