@@ -9,6 +9,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -272,8 +273,9 @@ func (e *Engine) ProcessItems(ctx context.Context, eventTarget runtime.Object, s
 	now := e.Clock.Now()
 	var out ItemsOutcome
 	groups := map[string][]decidedItem{}
+	ownersGone := map[client.ObjectKey]bool{}
 	for _, it := range set.Items {
-		if owner := it.Object.GetAnnotations()[limbov1alpha1.AnnotationPluginResource]; owner != "" && owner != set.Owner {
+		if owner := it.Object.GetAnnotations()[limbov1alpha1.AnnotationPluginResource]; owner != "" && owner != set.Owner && !e.ownerGone(ctx, owner, ownersGone) {
 			if !it.Desired {
 				p := pendingEntry(it.Object, Decide(now, StateOf(it.Object, false)), nil)
 				p.Message = "in limbo for plugin resource " + owner + "; left to it"
@@ -303,6 +305,31 @@ func (e *Engine) ProcessItems(ctx context.Context, eventTarget runtime.Object, s
 		e.processGroup(ctx, eventTarget, set, g, groups[g], &out)
 	}
 	return out
+}
+
+// ownerGone reports whether owner, an item's limbo.dev/pluginResource naming
+// another plugin resource than the set's, names a Bundle that no longer exists,
+// as the API server tells (memo keeps the answers of one ProcessItems). Such an
+// item is the set's to decide, as one without an owner is: its owner's
+// teardown did not take it out of limbo (its cancel refused, its finalizer
+// removed by hand, its namespace deleted), and left to it, it stayed marked in
+// limbo for good — never deleted, never cancelled, a node that came back listed
+// as pending deletion. Its countdown starts again (State): the gone owner's
+// stamp is not this resource's. A read that fails, or an owner of another form,
+// leaves the item to its owner (the safe side: nothing is deleted).
+func (e *Engine) ownerGone(ctx context.Context, owner string, memo map[client.ObjectKey]bool) bool {
+	key, _, ok := SplitItemOwner(owner)
+	if !ok {
+		return false
+	}
+	if gone, asked := memo[key]; asked {
+		return gone
+	}
+	b := &metav1.PartialObjectMetadata{}
+	b.SetGroupVersionKind(limbov1alpha1.GroupVersion.WithKind("Bundle"))
+	gone := apierrors.IsNotFound(e.Reader.Get(ctx, key, b))
+	memo[key] = gone
+	return gone
 }
 
 // processGroup decides one group's orphans: the gate is asked once if some are
@@ -424,6 +451,11 @@ func (s ItemSet) State(it Item) State {
 		ann[limbov1alpha1.AnnotationDeletionDelay] = s.Delay
 	} else {
 		delete(ann, limbov1alpha1.AnnotationDeletionDelay)
+	}
+	// A countdown of another owner (one gone: ProcessItems) is not s's: the
+	// item is stamped anew, with s's owner.
+	if owner := ann[limbov1alpha1.AnnotationPluginResource]; owner != "" && owner != s.Owner {
+		delete(ann, limbov1alpha1.AnnotationDeletionTimestamp)
 	}
 	st.Annotations = ann
 	return st

@@ -8,8 +8,11 @@ import (
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 	"github.com/limbo-dev/limbo/pkg/softdelete"
@@ -67,14 +70,14 @@ func TestProcessItemsStamp(t *testing.T) {
 }
 
 // A desired item in limbo for this resource loses everything limbo wrote (its
-// expedited countdown's note too); one in limbo for another resource is left
-// alone.
+// expedited countdown's note too); one in limbo for another resource, of a
+// Bundle that exists, is left alone.
 func TestProcessItemsCancel(t *testing.T) {
 	other := map[string]string{delayKey: "10m", stampKey: "2025-03-14T12:00:00Z", ownerKey: "team-b/x/node-removal"}
 	expedited := stamped("2025-03-14T12:00:00Z")
 	expedited[expeditedKey] = "2025-03-14T12:05:00Z"
 	h := newHarness(t, cm("mine", expedited, map[string]string{pendingKey: "true"}),
-		cm("theirs", other, map[string]string{pendingKey: "true"}))
+		cm("theirs", other, map[string]string{pendingKey: "true"}), bundleNamed("team-b", "x"))
 	out := h.engine.ProcessItems(context.Background(), bundle(), softdelete.ItemSet{Owner: owner, Delay: "10m",
 		Items: []softdelete.Item{h.item(t, "mine", true, "n1", 0), h.item(t, "theirs", false, "n1", 0)}})
 	want := []string{`PATCH ConfigMap team-a/mine application/merge-patch+json {"metadata":{"annotations":{"limbo.dev/deletionDelay":null,"limbo.dev/deletionTimestamp":null,"limbo.dev/expeditedFrom":null,"limbo.dev/pluginResource":null,"limbo.dev/released":null},"labels":{"limbo.dev/pending-deletion":null},"resourceVersion":"999"}}`}
@@ -596,5 +599,55 @@ func TestProcessItemsCountFrom(t *testing.T) {
 				t.Errorf("pending = %+v, want one entry due at %s", out.Pending, tc.deadline)
 			}
 		})
+	}
+}
+
+// bundleNamed is a Bundle that exists: the owner of items in limbo for one of
+// its resources.
+func bundleNamed(namespace, name string) *limbov1alpha1.Bundle {
+	b := bundle()
+	b.Namespace, b.Name, b.UID = namespace, name, types.UID("uid-"+name)
+	return b
+}
+
+// An item in limbo for a plugin resource whose Bundle is gone (its teardown's
+// cancel refused, its finalizer removed by hand, its namespace deleted) is no
+// longer left to it, for good: the set decides it as its own. An orphan's
+// countdown starts again under the set's owner (the gone owner's stamp, long
+// due, is not the set's); a desired one is taken out of limbo. Items of an
+// owner whose Bundle exists, or cannot be read, stay left to it.
+func TestProcessItemsOwnerGone(t *testing.T) {
+	gone := map[string]string{delayKey: "10m", stampKey: "2025-03-14T10:00:00Z", ownerKey: "ops/nr/node-removal"}
+	live := map[string]string{delayKey: "10m", stampKey: "2025-03-14T10:00:00Z", ownerKey: "team-b/x/node-removal"}
+	pending := map[string]string{pendingKey: "true"}
+	h := newHarness(t, cm("orphan", gone, pending), cm("desired", gone, pending), cm("theirs", live, pending), bundleNamed("team-b", "x"))
+	out := h.engine.ProcessItems(context.Background(), bundle(), softdelete.ItemSet{Owner: owner, Delay: "10m",
+		Items: []softdelete.Item{h.item(t, "orphan", false, "n1", 0), h.item(t, "desired", true, "n1", 0), h.item(t, "theirs", false, "n1", 0)}})
+	want := []string{
+		`PATCH ConfigMap team-a/desired application/merge-patch+json {"metadata":{"annotations":{"limbo.dev/deletionDelay":null,"limbo.dev/deletionTimestamp":null,"limbo.dev/expeditedFrom":null,"limbo.dev/pluginResource":null,"limbo.dev/released":null},"labels":{"limbo.dev/pending-deletion":null},"resourceVersion":"999"}}`,
+		`PATCH ConfigMap team-a/orphan application/merge-patch+json {"metadata":{"annotations":{"limbo.dev/deletionDelay":"10m","limbo.dev/deletionTimestamp":"2025-03-14T12:30:45Z","limbo.dev/pluginResource":"team-a/shop/node-removal"},"labels":{"limbo.dev/pending-deletion":"true"},"resourceVersion":"999"}}`,
+	}
+	if !reflect.DeepEqual(h.calls, want) {
+		t.Errorf("API calls:\n%q\nwant:\n%q", h.calls, want)
+	}
+	if out.Err != nil {
+		t.Errorf("outcome = %+v", out)
+	}
+	if got := messages(out.Pending); len(got) != 2 || !strings.Contains(got["theirs"], "left to it") || got["orphan"] != "" {
+		t.Errorf("pending = %q, want the orphan's new countdown and theirs left to it", got)
+	}
+
+	// The owner's Bundle cannot be read: left to it, nothing written.
+	h = newHarness(t, cm("orphan", gone, pending))
+	h.engine.Reader = interceptor.NewClient(h.client.(client.WithWatch), interceptor.Funcs{Get: func(context.Context, client.WithWatch, client.ObjectKey, client.Object, ...client.GetOption) error {
+		return apierrors.NewServiceUnavailable("etcd leader changed")
+	}})
+	out = h.engine.ProcessItems(context.Background(), bundle(), softdelete.ItemSet{Owner: owner, Delay: "10m",
+		Items: []softdelete.Item{h.item(t, "orphan", false, "n1", 0)}})
+	if len(h.calls) != 0 {
+		t.Errorf("API calls %q with the owner unreadable, want none", h.calls)
+	}
+	if got := messages(out.Pending); !strings.Contains(got["orphan"], "left to it") {
+		t.Errorf("pending = %q, want the orphan left to its owner", got)
 	}
 }
