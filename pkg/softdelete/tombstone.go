@@ -90,29 +90,37 @@ func (e *Engine) existingTombstone(ctx context.Context, b *limbov1alpha1.Bundle,
 	if err := e.Reader.Get(ctx, key, ts); err != nil {
 		return nil, fmt.Errorf("read Tombstone %s: %w", key.Name, err)
 	}
-	if err := e.MoveIntoShard(ctx, b, ts); err != nil {
+	if err := e.Relabel(ctx, b, ts); err != nil {
 		return nil, err
 	}
 	return ts, nil
 }
 
-// MoveIntoShard puts obj, which b controls, into b's shard (its labels under the
-// shard's keys), unless it is there already or b does not control it. What a
-// Bundle wrote before it moved to another
-// shard keeps the old shard's labels, so the new shard's cache does not show it;
-// moved, it does. The write is guarded by obj's resourceVersion, as the old
-// shard's writes are, so that the two never both act on a version.
-func (e *Engine) MoveIntoShard(ctx context.Context, b *limbov1alpha1.Bundle, obj client.Object) error {
-	if !metav1.IsControlledBy(obj, b) || e.Shard.Matches(obj.GetLabels()) {
+// Relabel gives obj, which b controls, the labels by which b's controller
+// finds it — limbo.dev/bundle with b's name, and b's shard's (its labels under
+// the shard's keys) — unless it has them or b does not control it. What a
+// Bundle wrote before it moved to another shard keeps the old shard's labels,
+// so the new shard's cache does not show it. An object whose limbo.dev/bundle
+// label another writer removed or changed (`kubectl label … limbo.dev/bundle-`)
+// is found by no listing of b's: in limbo, it was never deleted; declared, a
+// teardown let b go without it, and the garbage collector, which goes by the
+// owner reference alone, deleted it at once, its delay ignored. Relabelled,
+// either is b's again, as a drifted declared object's label is put back by its
+// apply. The write is guarded by obj's resourceVersion, as the old shard's
+// writes are, so that the two never both act on a version.
+func (e *Engine) Relabel(ctx context.Context, b *limbov1alpha1.Bundle, obj client.Object) error {
+	if !metav1.IsControlledBy(obj, b) || (obj.GetLabels()[limbov1alpha1.LabelBundle] == b.Name && e.Shard.Matches(obj.GetLabels())) {
 		return nil
 	}
 	orig, ok := obj.DeepCopyObject().(client.Object)
 	if !ok {
-		return fmt.Errorf("move %s into its Bundle's shard: cannot copy it", obj.GetName())
+		return fmt.Errorf("relabel %s: cannot copy it", obj.GetName())
 	}
-	obj.SetLabels(e.Shard.CopyLabels(b.Labels, obj.GetLabels()))
+	labels := e.Shard.CopyLabels(b.Labels, obj.GetLabels())
+	labels[limbov1alpha1.LabelBundle] = b.Name
+	obj.SetLabels(labels)
 	if err := e.Client.Patch(ctx, obj, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
-		return fmt.Errorf("move %s into its Bundle's shard: %w", obj.GetName(), err)
+		return fmt.Errorf("relabel %s: %w", obj.GetName(), err)
 	}
 	return nil
 }

@@ -121,7 +121,7 @@ func (p *pass) holdAll(orphans []*unstructured.Unstructured) {
 // unaccountedResourceObjects), every kind the status names: a pass that changes
 // nothing asks nothing. A sharded controller's first such pass of a Bundle asks
 // about every kind the Bundle uses, hints or not (onboardedBundles). What they
-// find is moved into this shard (Engine.MoveIntoShard), so that the next pass
+// find is moved into this shard (Engine.Relabel), so that the next pass
 // sees it in the cache. A failed listing keeps the kinds.
 func (p *pass) decideUnseenOrphans(ctx context.Context, ready bool) {
 	listed := map[string]bool{}
@@ -176,6 +176,16 @@ func (p *pass) decideUnseenOrphans(ctx context.Context, ready bool) {
 		p.failUndecided(err) // what only it would show is not decided
 		return
 	}
+	// Strays: what the status records that no listing by the Bundle's label
+	// shows, the Bundle still controlling it (recordedStrays).
+	inFresh := keysOf(fresh)
+	strays, err := p.r.recordedStrays(ctx, p.bundle, func(key string) bool { return accounted(key) || inFresh[key] })
+	if err != nil {
+		p.keptKinds = append(p.keptKinds, kinds...)
+		p.failUndecided(err)
+		return
+	}
+	fresh = append(fresh, strays...)
 	// Moved in: every object found outside the shard, declared or not. A
 	// declared one that this pass did not apply (Blocked, failed) is not moved
 	// by an apply, and once it leaves the spec the cache would not show it.
@@ -200,7 +210,7 @@ func (p *pass) decideUnseenOrphans(ctx context.Context, ready bool) {
 		p.r.onboarded.add(p.bundle)
 	}
 	for _, o := range outside {
-		if err := p.r.Engine.MoveIntoShard(ctx, p.bundle, o); err != nil {
+		if err := p.r.Engine.Relabel(ctx, p.bundle, o); err != nil {
 			p.fail(err)
 		}
 	}

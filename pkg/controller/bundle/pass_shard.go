@@ -97,7 +97,7 @@ func (p *pass) decidedOn(cur *metav1.PartialObjectMetadata) bool {
 // Bundle's shard when the apply left it outside: a label key of the shard's
 // selector that the Bundle lacks is removed from the applied configuration,
 // but the apply removes only what limbo's apply owns, and a key
-// Engine.MoveIntoShard wrote (a merge patch, when the object was found in
+// Engine.Relabel wrote (a merge patch, when the object was found in
 // another shard's limbo) is not. The object then kept the old shard's label
 // for good, shown in that shard's cache and not in this one's
 // (it/shard_move_back_test.go). Only the labels are patched (metadata: a
@@ -114,7 +114,7 @@ func (p *pass) intoShard(ctx context.Context, applied *unstructured.Unstructured
 	meta.SetResourceVersion(applied.GetResourceVersion())
 	meta.SetLabels(applied.GetLabels())
 	meta.SetOwnerReferences(applied.GetOwnerReferences())
-	if err := p.r.Engine.MoveIntoShard(ctx, p.bundle, meta); err != nil {
+	if err := p.r.Engine.Relabel(ctx, p.bundle, meta); err != nil {
 		return err
 	}
 	applied.SetLabels(meta.GetLabels())

@@ -424,7 +424,7 @@ func newOrphanItems(resource string, orphans []plugin.ExternalItem, existing map
 // before the Bundle moved to this shard keeps the old shard's label: when the
 // previous status lists a Tombstone the cache does not hold (tombstonesUnseen),
 // the Bundle's Tombstones are listed from the API server too, and those found
-// there only are moved into this shard (Engine.MoveIntoShard), so that its
+// there only are moved into this shard (Engine.Relabel), so that its
 // passes, not the old shard's Tombstone controller, judge them from then on
 // (cancel them when their item is desired again or their resource leaves). A
 // pass whose status names only Tombstones the cache holds asks nothing. A failed
@@ -471,7 +471,7 @@ func (p *pass) tombstones(ctx context.Context) (map[string]*limbov1alpha1.Tombst
 	}
 	for _, key := range slices.Sorted(maps.Keys(found)) {
 		ts := found[key]
-		if err := p.r.Engine.MoveIntoShard(ctx, p.bundle, ts); err != nil {
+		if err := p.r.Engine.Relabel(ctx, p.bundle, ts); err != nil {
 			p.fail(err)
 		}
 		out[key] = ts

@@ -284,6 +284,14 @@ func (r *Reconciler) letGo(ctx context.Context, b *limbov1alpha1.Bundle, scanned
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	// An object b controls that lost its label is in no listing: found by
+	// name, relabelled, it is settled as the others (recordedStrays).
+	listed := keysOf(fresh)
+	strays, err := r.recordedStrays(ctx, b, func(key string) bool { return listed[key] })
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	fresh = append(fresh, strays...)
 	if res, acted, err := settle(fresh); acted || err != nil {
 		return res, err
 	}

@@ -121,6 +121,12 @@ const (
 	// nothing of the cleanup ran. Argo CD prunes and deletes in foreground by
 	// default.
 	EventTeardownSkipped = "TeardownSkipped"
+	// EventRelabelled says that limbo put back the limbo.dev/bundle label of an
+	// object its Bundle controls, which another writer removed or changed:
+	// limbo finds a Bundle's objects by that label, and one without it was
+	// never deleted in limbo, or deleted at once by the garbage collector when
+	// its Bundle went.
+	EventRelabelled = "Relabelled"
 )
 
 // GetConditions returns the Bundle's conditions, as Flux's and kstatus's
