@@ -72,7 +72,8 @@ type Spec struct {
 	// LoadBalancerWait is how long a LoadBalancer Service that no finalizer guards
 	// counts as still there after its delete (default 5m).
 	LoadBalancerWait *string `json:"loadBalancerWait,omitempty" schema:"duration"`
-	// Timeout gives up, from the Bundle's deletion (default 24h).
+	// Timeout gives up, from deorbit's first teardown pass, normally the
+	// Bundle's deletion (default 24h).
 	Timeout *string `json:"timeout,omitempty" schema:"duration"`
 	// APIUnavailableTimeout gives up once the target has been unreachable this
 	// long (default 2m): every pass failing as remotecluster.IsUnreachable with
@@ -239,8 +240,9 @@ func (p *Plugin) Plan(ctx context.Context, req plugin.Request) (*plugin.Result, 
 	if err != nil {
 		return nil, err
 	}
-	// Both count from the Bundle's deletion: a delay that is not shorter than
-	// the timeout gives up before anything is due, and deletes nothing.
+	// Both count from the Bundle's deletion (the timeout from deorbit's first
+	// pass, normally then): a delay that is not shorter than the timeout gives
+	// up before anything is due, and deletes nothing.
 	if delay, err := time.ParseDuration(deletionDelay(req)); err == nil && delay >= cfg.timeout {
 		return nil, fmt.Errorf("deletionDelay %v is not shorter than timeout %v: both run from the Bundle's deletion, and deorbit would give up before anything is due; shorten the delay or lengthen the timeout", delay, cfg.timeout)
 	}
@@ -372,6 +374,10 @@ type state struct {
 	// Target is the cluster the teardown began on (target.identity): a later
 	// pass acts on that one only.
 	Target string `json:"target,omitempty"`
+	// Began is when the deorbit began (or started over): its first pass, which
+	// the timeout runs from; absent in a state kept by a limbo without it, which
+	// runs it from the Bundle's deletion.
+	Began *time.Time `json:"began,omitempty"`
 }
 
 // maxFound bounds a count of state.Found: far more items of a kind than any
@@ -384,13 +390,14 @@ const maxFound = 1 << 20
 // error, and the deorbit starts over from a fresh inventory of the target —
 // what it deletes is always read from there, never from the state, so a forged
 // state cannot make it delete more. A finished deorbit stays finished (its
-// message and warning kept): starting it over could only delete more.
-func decodeState(s string) (state, error) {
+// message and warning kept): starting it over could only delete more. now is
+// the pass's clock.
+func decodeState(s string, now time.Time) (state, error) {
 	var st state
 	var err error
 	if s != "" {
 		if err = json.Unmarshal([]byte(s), &st); err == nil {
-			err = st.validate()
+			err = st.validate(now)
 		}
 		if err != nil {
 			st = state{Finished: st.Finished, Warning: st.Warning}
@@ -410,12 +417,18 @@ func decodeState(s string) (state, error) {
 
 // validate refuses counts no pass could have stored. It names the first bad
 // count in key order: its text is in the DeorbitFailed event, and a map walk
-// would name another of several from one pass to the next.
-func (st state) validate() error {
+// would name another of several from one pass to the next. It refuses a start
+// after now, the pass's clock: the timeout runs from it, and one ahead would
+// put the give-up off at will (every other time of the state is bounded by
+// the timeout, or ends a deorbit sooner).
+func (st state) validate(now time.Time) error {
 	for _, key := range slices.Sorted(maps.Keys(st.Found)) {
 		if n := st.Found[key]; n < 0 || n > maxFound {
 			return fmt.Errorf("found[%q] = %d is outside [0, %d]", key, n, maxFound)
 		}
+	}
+	if st.Began != nil && st.Began.After(now) {
+		return fmt.Errorf("began %s is after this pass, %s", st.Began.UTC().Format(time.RFC3339Nano), now.UTC().Format(time.RFC3339Nano))
 	}
 	return nil
 }
@@ -433,7 +446,7 @@ func (st state) encode() (string, error) {
 
 // Teardown is one pass of the deorbit: items to the engine, waits, give-up.
 func (p *Plugin) Teardown(ctx context.Context, req plugin.Request) (*plugin.TeardownResult, error) {
-	st, stateErr := decodeState(req.TeardownState)
+	st, stateErr := decodeState(req.TeardownState, req.Now)
 	res := &plugin.TeardownResult{}
 	if stateErr != nil {
 		// Evented once: the state kept from now on is valid.
@@ -452,6 +465,12 @@ func (p *Plugin) Teardown(ctx context.Context, req plugin.Request) (*plugin.Tear
 	cfg, err := parse(req.Spec)
 	if err != nil {
 		return nil, err
+	}
+	if req.TeardownState == "" || stateErr != nil {
+		// The deorbit begins (or starts over) here; its timeout runs from here
+		// (pass.timeoutFrom).
+		began := req.Now
+		st.Began = &began
 	}
 	r := &pass{p: p, req: req, cfg: cfg, st: &st, res: res, start: req.Now}
 	if ts := req.Bundle.DeletionTimestamp; ts != nil {
@@ -533,7 +552,7 @@ func (r *pass) failed(err error) {
 		r.st.UnreachableSince = nil
 	}
 	if r.timedOut() {
-		r.giveUp(StepTimeout, fmt.Sprintf("timeout %v passed since the Bundle's deletion; last error: %v", r.cfg.timeout, err))
+		r.giveUp(StepTimeout, fmt.Sprintf("%s; last error: %v", r.timeoutPassed(), err))
 		return
 	}
 	if err.Error() != r.st.LastError {
@@ -544,7 +563,33 @@ func (r *pass) failed(err error) {
 	r.err = err
 }
 
-func (r *pass) timedOut() bool { return !r.req.Now.Before(r.start.Add(r.cfg.timeout)) }
+// timeoutFrom is when the timeout runs from: deorbit's first pass (state.Began),
+// or the Bundle's deletion if that is later (a clock behind the API server's)
+// or the state has none (kept by a limbo without it). Not the deletion alone: a
+// first pass past the deletion plus timeout — every replica down, the teardown
+// held by a spec error until the Bundle is edited, or by an earlier step —
+// gave up at once, its items (all due by then) never handed to the engine, and
+// the cluster's volumes and load balancers leaked with deorbit never run. Nor
+// one pass of deletes before giving up: an item not stamped yet is stamped in
+// one pass and deleted in the next, and the PVs and load balancers would not
+// be waited for. A target unreachable meanwhile is given up after
+// apiUnavailableTimeout, as always.
+func (r *pass) timeoutFrom() time.Time {
+	if began := r.st.Began; began != nil && began.After(r.start) {
+		return *began
+	}
+	return r.start
+}
+
+func (r *pass) timedOut() bool { return !r.req.Now.Before(r.timeoutFrom().Add(r.cfg.timeout)) }
+
+// timeoutPassed says why a pass past the timeout gives up.
+func (r *pass) timeoutPassed() string {
+	if from := r.timeoutFrom(); !from.Equal(r.start) {
+		return fmt.Sprintf("timeout %v passed since deorbit's first pass, at %s", r.cfg.timeout, from.UTC().Format(time.RFC3339))
+	}
+	return fmt.Sprintf("timeout %v passed since the Bundle's deletion", r.cfg.timeout)
+}
 
 // giveUp ends the deorbit leaving debris: Warning event DeorbitTimedOut naming
 // it, and the teardown goes on.
@@ -569,7 +614,7 @@ func (r *pass) progress(t target, c *contents) {
 		r.st.Debris = "none"
 	}
 	if r.timedOut() {
-		r.giveUp(StepTimeout, fmt.Sprintf("timeout %v passed since the Bundle's deletion", r.cfg.timeout))
+		r.giveUp(StepTimeout, r.timeoutPassed())
 		return
 	}
 	r.res.Items, r.res.Cluster = c.items(), t.cluster
@@ -655,7 +700,7 @@ func (r *pass) trackLoadBalancers(c *contents) {
 		// stamp (which its namespace's users may write) at year 9999 would make a
 		// time that JSON cannot hold.
 		until := due.Add(r.cfg.lbWait)
-		if end := r.start.Add(r.cfg.timeout); until.After(end) {
+		if end := r.timeoutFrom().Add(r.cfg.timeout); until.After(end) {
 			until = end
 		}
 		if r.st.LoadBalancersUntil == nil || until.After(*r.st.LoadBalancersUntil) {

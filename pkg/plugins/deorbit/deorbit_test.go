@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"reflect"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -584,9 +585,11 @@ func TestTeardownGivesUp(t *testing.T) {
 
 	// An error that is not unreachability waits for the timeout.
 	h = newTeardownHarness(t, `{"apiUnavailableTimeout":"2m","timeout":"1h"}`, errReader{errors.New("forbidden")})
-	h.now = now.Add(30 * time.Minute)
-	if res, _ := h.pass(); res.Done {
-		t.Fatal("gave up on an answered error before the timeout")
+	for _, at := range []time.Duration{0, 59 * time.Minute} {
+		h.now = now.Add(at)
+		if res, _ := h.pass(); res.Done {
+			t.Fatalf("gave up on an answered error %v after the deletion, before the timeout", at)
+		}
 	}
 	h.now = now.Add(time.Hour)
 	// Never listed, the target's debris is unknown, not "none": a cluster whose
@@ -595,8 +598,8 @@ func TestTeardownGivesUp(t *testing.T) {
 		!strings.HasSuffix(res.Warning, "debris left behind: unknown (the target cluster was never listed)") {
 		t.Errorf("past the timeout: %+v", res)
 	}
-	if got := testutil.ToFloat64(h.plugin.opts.Metrics.Failures.WithLabelValues(StepList)); got != 2 {
-		t.Errorf("list failures %v, want 2", got)
+	if got := testutil.ToFloat64(h.plugin.opts.Metrics.Failures.WithLabelValues(StepList)); got != 3 {
+		t.Errorf("list failures %v, want 3", got)
 	}
 }
 
@@ -623,6 +626,63 @@ func TestTeardownUnreachableRunStartsAnew(t *testing.T) {
 			}
 		})
 	}
+}
+
+// deorbit's first pass may come long after the Bundle's deletion (every limbo
+// replica down, the teardown held by a spec error until the Bundle is edited):
+// its timeout runs from that first pass, kept in the state. A first pass 25h
+// after the deletion, past a 24h timeout, hands the claim to the engine and
+// waits as any deorbit, until its own 24h have passed, instead of giving up
+// with nothing deleted; a target unreachable then is given up after
+// apiUnavailableTimeout, as always. A state kept by an older limbo, without
+// the first pass, still counts from the deletion.
+func TestTeardownFirstPassPastTheTimeout(t *testing.T) {
+	refused := &url.Error{Op: "Get", URL: "https://10.0.0.1:6443/api", Err: syscall.ECONNREFUSED}
+	type pass struct {
+		at      time.Duration // after the deletion
+		items   int
+		warning string // the give-up's, a part; "" not given up
+	}
+	for _, tc := range []struct {
+		name   string
+		state  string
+		target func(t *testing.T) client.Reader
+		passes []pass
+	}{
+		{name: "the target listed", target: boundClaim, passes: []pass{
+			{at: 25 * time.Hour, items: 1},
+			{at: 49*time.Hour - time.Second, items: 1},
+			{at: 49 * time.Hour, warning: "timeout 24h0m0s passed since deorbit's first pass, at 2026-03-15T13:00:00Z; debris left behind: 1 PVC (app/data)"},
+		}},
+		{name: "the target unreachable", target: func(*testing.T) client.Reader { return errReader{refused} }, passes: []pass{
+			{at: 25 * time.Hour},
+			{at: 25*time.Hour + time.Minute},
+			{at: 25*time.Hour + 2*time.Minute, warning: "the target was unreachable for 2m0s"},
+		}},
+		{name: "a state kept by an older limbo", state: `{"found":{"PVCs":1}}`, target: boundClaim, passes: []pass{
+			{at: 25 * time.Hour, warning: "timeout 24h0m0s passed since the Bundle's deletion; debris left behind: 1 PVC (app/data)"},
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newTeardownHarness(t, `{"timeout":"24h","apiUnavailableTimeout":"2m"}`, tc.target(t))
+			h.state = tc.state
+			for _, p := range tc.passes {
+				h.now = now.Add(p.at)
+				res, _ := h.pass()
+				gaveUp := slices.Contains(reasons(res.Events), "Warning DeorbitTimedOut")
+				if res.Done != (p.warning != "") || gaveUp != (p.warning != "") || len(res.Items) != p.items || !strings.Contains(res.Warning, p.warning) {
+					t.Fatalf("pass %v after the deletion: done %v, %d items, events %v, warning %q; want %d items, given up with %q",
+						p.at, res.Done, len(res.Items), reasons(res.Events), res.Warning, p.items, p.warning)
+				}
+			}
+		})
+	}
+}
+
+// boundClaim is a target holding a Bound claim of a CSI PV.
+func boundClaim(t *testing.T) client.Reader {
+	claim := pvc("data", "pv-data", corev1.ClaimBound)
+	return fakeCluster(t, false, claim, pv("pv-data", cinder, true, claim, corev1.VolumeBound))
 }
 
 // targetServer serves, over HTTP, the API of an empty target cluster: discovery
@@ -827,7 +887,8 @@ func TestTeardownSlowTargetIsNotUnreachable(t *testing.T) {
 
 // The teardown state is an annotation of the Bundle, which whoever edits the
 // Bundle may forge. One that does not read or does not validate (a count
-// outside [0, maxFound]) is discarded with a DeorbitFailed event, and the
+// outside [0, maxFound], a first pass after this one, which would put the
+// timeout off) is discarded with a DeorbitFailed event, and the
 // deorbit starts over from a fresh inventory (what it deletes is always read
 // from the target); a finished one stays finished. Never a panic.
 func TestTeardownForgedState(t *testing.T) {
@@ -852,6 +913,10 @@ func TestTeardownForgedState(t *testing.T) {
 			done: "deorbit done in 0s: nothing to remove", events: "Warning DeorbitFailed,Normal DeorbitDone"},
 		{name: "the bound", state: fmt.Sprintf(`{"found":{"PVCs":%d}}`, maxFound),
 			done: fmt.Sprintf("deorbit done in 0s: removed %d PVCs", maxFound), events: "Normal DeorbitDeleted,Normal DeorbitDone"},
+		{name: "a first pass after this one", state: `{"began":"2026-03-14T12:00:01Z"}`, discarded: true,
+			done: "deorbit done in 0s: nothing to remove", events: "Warning DeorbitFailed,Normal DeorbitDone"},
+		{name: "a first pass at this one", state: `{"began":"2026-03-14T12:00:00Z"}`,
+			done: "deorbit done in 0s: nothing to remove", events: "Normal DeorbitDone"},
 		{name: "a valid state", state: `{"found":{"PVCs":2}}`,
 			done: "deorbit done in 0s: removed 2 PVCs", events: "Normal DeorbitDeleted,Normal DeorbitDone"},
 		{name: "finished, with a forged count", state: `{"finished":"deorbit done in 1m0s: removed 1 PVCs","found":{"PVCs":-7}}`, discarded: true,
@@ -870,7 +935,7 @@ func TestTeardownForgedState(t *testing.T) {
 			if tc.kept != "" && res.State != tc.kept {
 				t.Errorf("state kept %s, want %s", res.State, tc.kept)
 			}
-			if _, err := decodeState(res.State); err != nil {
+			if _, err := decodeState(res.State, h.now); err != nil {
 				t.Errorf("the state kept does not validate: %v", err)
 			}
 			// The next pass repeats the end, and reports the discard no more.
@@ -897,7 +962,7 @@ func TestTeardownStateTimes(t *testing.T) {
 		if err != nil || res.Done || res.State == "" {
 			t.Fatalf("pass %d: state %q, done %v, err %v", i, res.State, res.Done, err)
 		}
-		st, err := decodeState(res.State)
+		st, err := decodeState(res.State, h.now)
 		if err != nil || st.LoadBalancersUntil == nil || !st.LoadBalancersUntil.Equal(now.Add(24*time.Hour)) {
 			t.Fatalf("pass %d: loadBalancersUntil %v (%v), want the timeout, %v", i, st.LoadBalancersUntil, err, now.Add(24*time.Hour))
 		}
