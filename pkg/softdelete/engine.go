@@ -442,10 +442,11 @@ func (e *Engine) Desired(ctx context.Context, eventTarget runtime.Object, obj cl
 // Bundle, declares to adopt (limbo.dev/adopt), delay or not, due or not: the
 // reaper holds it while a Bundle declares it to adopt it and deletes it, once
 // due, when none does any more (adopter nil: none). Released to an adopter, obj
-// goes into the adopter's shard (its labels under the shard's keys): a
-// sharded controller's cache shows only its own shard, and an adopter of
-// another shard would neither see obj nor be woken by its release — it
-// adopted at its recheck of the objects in its way, 30 s later.
+// goes into the adopter's shard (its labels under the shard's keys), once a
+// controller has passed the adopter: a sharded controller's cache shows only
+// its own shard, and an adopter of another shard would neither see obj nor be
+// woken by its release — it adopted at its recheck of the objects in its way,
+// 30 s later.
 //
 // Writes made as a Bundle's ServiceAccount (impersonation) release only what that
 // ServiceAccount may delete, which a dry-run delete as it tells: the reaper deletes
@@ -479,7 +480,13 @@ func (e *Engine) Release(ctx context.Context, eventTarget runtime.Object, obj cl
 		annotations[limbov1alpha1.AnnotationDeletionTimestamp] = FormatStamp(d.Stamp)
 	}
 	labels := map[string]any{limbov1alpha1.LabelPendingDeletion: "true"}
-	if adopter != nil {
+	if adopter != nil && adopter.Status.ObservedGeneration > 0 {
+		// Only into the shard of an adopter some controller has passed: one
+		// that none runs (a shard label's typo, a selector's value no
+		// controller has) would never adopt obj, and no other shard's cache,
+		// nor its reaper, would show it again — in limbo for good, in no
+		// Bundle's status. Kept in this shard, the reaper holds it while the
+		// adopter declares it, and the adopter, once run, finds it in its way.
 		e.Shard.PatchLabels(adopter.Labels, labels)
 	}
 	patch := map[string]any{"metadata": map[string]any{

@@ -1010,6 +1010,7 @@ func TestEngineRelease(t *testing.T) {
 	// sees it and is woken; released to none, it keeps its Bundle's, and its
 	// shard's reaper deletes it.
 	t.Run("sharded: released into the adopter's shard", func(t *testing.T) {
+		passed := limbov1alpha1.BundleStatus{ObservedGeneration: 1}
 		sel, err := shard.Parse("limbo.dev/shard=a")
 		if err != nil {
 			t.Fatal(err)
@@ -1019,9 +1020,13 @@ func TestEngineRelease(t *testing.T) {
 			adopter *limbov1alpha1.Bundle
 			labels  string
 		}{
-			{"an adopter of the rest", &limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "new"}}, `{"limbo.dev/pending-deletion":"true","limbo.dev/shard":null}`},
-			{"an adopter of shard b", &limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "new", Labels: map[string]string{"limbo.dev/shard": "b", "team": "x"}}},
+			{"an adopter of the rest", &limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "new"}, Status: passed}, `{"limbo.dev/pending-deletion":"true","limbo.dev/shard":null}`},
+			{"an adopter of shard b", &limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "new", Labels: map[string]string{"limbo.dev/shard": "b", "team": "x"}}, Status: passed},
 				`{"limbo.dev/pending-deletion":"true","limbo.dev/shard":"b"}`},
+			// A shard no controller runs (a typo): moved there, the object would
+			// be in no cache, no reaper's listing and no status, for good.
+			{"an adopter no controller has passed", &limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "new", Labels: map[string]string{"limbo.dev/shard": "zzz"}}},
+				`{"limbo.dev/pending-deletion":"true"}`},
 			{"no adopter", nil, `{"limbo.dev/pending-deletion":"true"}`},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
