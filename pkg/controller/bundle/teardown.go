@@ -126,7 +126,7 @@ func (r *Reconciler) teardown(ctx context.Context, b *limbov1alpha1.Bundle) (ctr
 		})
 	}
 	if foreground {
-		r.teardownsSkipped(b)
+		r.teardownsSkipped(ctx, b, controlledBy(b, objects))
 		return ctrl.Result{}, r.removeFinalizer(ctx, b)
 	}
 	// Plugin teardowns run first: deorbit needs the objects still there.
@@ -437,16 +437,31 @@ func (r *Reconciler) hasTeardown(res limbov1alpha1.Resource) bool {
 	return has
 }
 
-// teardownsSkipped says, with a Warning event each, which plugin teardowns
-// (deorbit's) a foreground delete of b goes without: the garbage collector
-// deletes everything at once, and a cleanup must not be skipped without a word
-// (Argo CD deletes and prunes in foreground by default).
-func (r *Reconciler) teardownsSkipped(b *limbov1alpha1.Bundle) {
+// teardownsSkipped says, with a Warning event each, what a foreground delete of
+// b goes without: the plugin teardowns (deorbit's), and the delays of objects,
+// b's own that the garbage collector deletes at once (one event, naming
+// them, and a log line each for the audit trail). A cleanup or a countdown
+// must not be skipped without a word: Argo CD deletes and prunes in foreground
+// by default.
+func (r *Reconciler) teardownsSkipped(ctx context.Context, b *limbov1alpha1.Bundle, objects []*unstructured.Unstructured) {
 	for _, res := range b.Spec.Resources {
 		if r.hasTeardown(res) {
 			r.Recorder.Eventf(b, corev1.EventTypeWarning, limbov1alpha1.EventTeardownSkipped,
 				"plugin resource %s (%s): its teardown did not run: the Bundle was deleted with --cascade=foreground, which deletes everything at once; delete with --cascade=background (kubectl's default) to run it", res.Name, res.Plugin.Name)
 		}
+	}
+	var delayed []*unstructured.Unstructured
+	for _, o := range objects {
+		if _, has := o.GetAnnotations()[limbov1alpha1.AnnotationDeletionDelay]; has && o.GetDeletionTimestamp() == nil {
+			delayed = append(delayed, o)
+			log.FromContext(ctx).Info("deleted at once by the garbage collector, its deletionDelay skipped: the Bundle was deleted with --cascade=foreground",
+				"object", objectKey(o), "deletionDelay", o.GetAnnotations()[limbov1alpha1.AnnotationDeletionDelay])
+		}
+	}
+	if len(delayed) > 0 {
+		r.Recorder.Eventf(b, corev1.EventTypeWarning, limbov1alpha1.EventTeardownSkipped,
+			"the deletionDelay of %d objects did not run: the Bundle was deleted with --cascade=foreground, and the garbage collector deletes them at once (%s); delete with --cascade=background (kubectl's default) to keep them for their delays",
+			len(delayed), bundlespec.JoinBounded(describeObjects(delayed), ", "))
 	}
 }
 

@@ -37,3 +37,27 @@ func TestForegroundDeleteSaysWhichTeardownsItSkips(t *testing.T) {
 		t.Errorf("events %q, want one starting %q", got, want)
 	}
 }
+
+// The objects with a deletionDelay that a foreground delete has the garbage
+// collector delete at once are named too, in one Warning: their countdowns
+// were skipped without a word.
+func TestForegroundDeleteSaysWhichDelaysItSkips(t *testing.T) {
+	b := deletedBundle([]limbov1alpha1.Resource{configMapResource(t, "db"), configMapResource(t, "cache"), configMapResource(t, "plain")},
+		limbov1alpha1.BundleStatus{}, metav1.FinalizerDeleteDependents)
+	f := newTeardownFixture(t, b, nil,
+		bundleConfigMap("db", map[string]string{limbov1alpha1.AnnotationDeletionDelay: "24h"}),
+		bundleConfigMap("cache", map[string]string{limbov1alpha1.AnnotationDeletionDelay: "1h"}),
+		bundleConfigMap("plain", nil))
+	events := make(chan string, 10)
+	f.r.Recorder = &record.FakeRecorder{Events: events}
+	f.reconcile(t)
+	close(events)
+	var got []string
+	for e := range events {
+		got = append(got, e)
+	}
+	want := "Warning TeardownSkipped the deletionDelay of 2 objects did not run: the Bundle was deleted with --cascade=foreground, and the garbage collector deletes them at once (ConfigMap cache, ConfigMap db)"
+	if len(got) != 1 || !strings.HasPrefix(got[0], want) {
+		t.Errorf("events %q, want one starting %q", got, want)
+	}
+}
