@@ -32,10 +32,14 @@ import (
 //     collector removes as soon as the dependents are gone — at once for a
 //     Bundle whose objects are in another cluster — and after which limbo's
 //     teardown would otherwise run the plugin teardowns foreground skips);
-//   - after a restart (the memory is gone), an object the Bundle declares that is
-//     labelled with its name, that nothing controls and that limbo did not
+//   - after a restart (the memory is gone), an object the Bundle declares and
+//     had (appliedByBundle), that nothing controls and that limbo did not
 //     release is the collector's work (limbo keeps the objects it manages
-//     controlled, and a teardown that releases one marks it);
+//     controlled, and a teardown that releases one marks it). An object that
+//     is only labelled with the Bundle's name proves nothing: a predecessor of
+//     the same name deleted with --cascade=orphan leaves its objects so, which
+//     a resource of the Bundle's that is Blocked never adopts, and anyone who
+//     may create an object in the namespace can make one;
 //   - when neither tells, the Bundle's own history: its versions since the
 //     deletion, read back one by one (cascadeInHistory; foregroundDeletion
 //     too). That covers the case
@@ -112,7 +116,7 @@ func (r *Reconciler) deletedWith(b *limbov1alpha1.Bundle, f string) bool {
 
 // deletedWithOrphanCascade reports whether b, being deleted, was deleted with
 // --cascade=orphan (see cascades); objects are the ones labelled with b's
-// name, the evidence after a restart.
+// name, among which the evidence after a restart.
 func (r *Reconciler) deletedWithOrphanCascade(b *limbov1alpha1.Bundle, plan *bundlespec.Plan, objects []*unstructured.Unstructured) bool {
 	if r.deletedWith(b, metav1.FinalizerOrphanDependents) {
 		return true
@@ -121,7 +125,7 @@ func (r *Reconciler) deletedWithOrphanCascade(b *limbov1alpha1.Bundle, plan *bun
 		return false
 	}
 	for _, o := range objects {
-		if _, declared := plan.Objects[objectKey(o)]; declared && orphanedByCollector(o) {
+		if _, declared := plan.Objects[objectKey(o)]; declared && orphanedByCollector(o) && appliedByBundle(b, o) {
 			return true
 		}
 	}
@@ -216,6 +220,24 @@ func (r *Reconciler) bundleVersionBefore(ctx context.Context, key types.Namespac
 	return &list.Items[0], nil
 }
 
+// appliedByBundle reports whether b's status records o, by its UID, as the
+// object of one of b's resources that b applied: with an appliedDigest, which a
+// pass records only for an object it created or applied and keeps only while
+// the object is the same (settleAppliedDigests), or Ready, which a pass judges
+// only of an object b controls (a Secret's entry has no digest). The entry of
+// a resource that waits for its dependencies records the UID of the labelled
+// object it found in its place too, which it adopts only once they are Ready.
+func appliedByBundle(b *limbov1alpha1.Bundle, o client.Object) bool {
+	for i := range b.Status.Resources {
+		st := &b.Status.Resources[i]
+		if st.Object != nil && st.Object.UID == string(o.GetUID()) && o.GetUID() != "" &&
+			(st.AppliedDigest != "" || st.State == limbov1alpha1.ResourceReady) {
+			return true
+		}
+	}
+	return false
+}
+
 // orphanedByCollector reports whether o, labelled with a Bundle's name, has lost
 // its controller without limbo releasing it.
 func orphanedByCollector(o client.Object) bool {
@@ -231,6 +253,14 @@ func orphanedByCollector(o client.Object) bool {
 // labelled with b's name: an object a teardown released (a predecessor's of the
 // same name, or b's own before the orphan delete) is the reaper's, not b's, and
 // keeps its countdown.
+//
+// A refused cancel (not holdsTeardown: Forbidden, Invalid) of an object b does
+// not vouch for — its status neither lists it in limbo nor records it as
+// applied — is only logged, as cancelObjectItems does with plugin items:
+// anyone who may create an object in the namespace can label and stamp one that
+// b's ServiceAccount may not write, and a refusal never clears, so it would
+// hold the Bundle for good. Left stamped, it is not deleted: the reaper acts on
+// released objects only.
 func (r *Reconciler) orphanContent(ctx context.Context, b *limbov1alpha1.Bundle, objects []*unstructured.Unstructured) error {
 	var err error
 	const why = "the Bundle was deleted with --cascade=orphan"
@@ -240,6 +270,11 @@ func (r *Reconciler) orphanContent(ctx context.Context, b *limbov1alpha1.Bundle,
 			continue
 		case owner == nil:
 			err = r.Engine.CancelCountdown(ctx, b, o, why)
+			if err != nil && !holdsTeardown(err) && !listedItem(&b.Status, o) && !appliedByBundle(b, o) {
+				ctrl.LoggerFrom(ctx).Info("could not take out of limbo an object labelled with the Bundle's name that its status does not vouch for: left as it is",
+					"object", objectPendingKey(o), "error", err.Error())
+				continue
+			}
 		case owner.UID == b.UID:
 			err = r.Engine.Disown(ctx, b, o, b, why)
 		default:

@@ -105,29 +105,55 @@ func TestDeletedWithOrphanCascade(t *testing.T) {
 		u.SetAPIVersion("v1")
 		u.SetKind("ConfigMap")
 		u.SetName(name)
+		u.SetUID(types.UID("uid-" + name))
 		if controlled {
 			u.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "limbo.dev/v1alpha1", Kind: "Bundle", Name: "shop", UID: "b-1", Controller: ptr.To(true)}})
 		}
 		return u
+	}
+	// recorded is a status whose resource db is in state, its object's UID
+	// uid and its appliedDigest digest ("": none).
+	recorded := func(state limbov1alpha1.ResourceState, uid, digest string) limbov1alpha1.BundleStatus {
+		return limbov1alpha1.BundleStatus{Resources: []limbov1alpha1.ResourceStatus{{Name: "db", State: state, AppliedDigest: digest,
+			Object: &limbov1alpha1.ObjectReference{APIVersion: "v1", Kind: "ConfigMap", Name: "db", UID: uid}}}}
 	}
 	for _, tc := range []struct {
 		name       string
 		finalizers []string
 		remembered string // the cascade finalizer the Bundle was seen with
 		plan       *bundlespec.Plan
+		status     limbov1alpha1.BundleStatus
 		objects    []*unstructured.Unstructured
 		want       bool
 	}{
 		{name: "the orphan finalizer", finalizers: []string{metav1.FinalizerOrphanDependents}, want: true},
 		{name: "seen with the orphan finalizer", remembered: metav1.FinalizerOrphanDependents, want: true},
 		{name: "seen with foregroundDeletion: not orphan", remembered: metav1.FinalizerDeleteDependents},
-		{name: "declared objects still controlled: background", plan: declared, objects: []*unstructured.Unstructured{object("db", true)}},
-		{name: "a declared object lost its controller: the collector orphaned it", plan: declared, objects: []*unstructured.Unstructured{object("db", false)}, want: true},
+		{name: "declared objects still controlled: background", plan: declared, status: recorded(limbov1alpha1.ResourceReady, "uid-db", "d"),
+			objects: []*unstructured.Unstructured{object("db", true)}},
+		{name: "a declared object lost its controller: the collector orphaned it", plan: declared, status: recorded(limbov1alpha1.ResourceReady, "uid-db", "d"),
+			objects: []*unstructured.Unstructured{object("db", false)}, want: true},
+		{name: "applied, then blocked by a dependency: the digest stays, and so does the evidence", plan: declared,
+			status: recorded(limbov1alpha1.ResourceBlocked, "uid-db", "d"), objects: []*unstructured.Unstructured{object("db", false)}, want: true},
+		{name: "Ready without a digest (a Secret has none): the Bundle's", plan: declared,
+			status: recorded(limbov1alpha1.ResourceReady, "uid-db", ""), objects: []*unstructured.Unstructured{object("db", false)}, want: true},
 		{name: "an undeclared object without a controller is no evidence", plan: declared, objects: []*unstructured.Unstructured{object("other", false)}},
-		{name: "no plan (an invalid spec): no evidence", objects: []*unstructured.Unstructured{object("db", false)}},
+		{name: "no plan (an invalid spec): no evidence", status: recorded(limbov1alpha1.ResourceReady, "uid-db", "d"), objects: []*unstructured.Unstructured{object("db", false)}},
+		// A labelled object without a controller that the Bundle never had: a
+		// predecessor's left by --cascade=orphan, which a Blocked resource
+		// writes nothing to adopt, or anyone's who may create one in the
+		// namespace. Taken for evidence, it turned a plain delete into an
+		// orphaning one: nothing deleted.
+		{name: "no status: a stray labelled object is no evidence", plan: declared, objects: []*unstructured.Unstructured{object("db", false)}},
+		{name: "db Blocked, no object recorded: no evidence", plan: declared,
+			status: recorded(limbov1alpha1.ResourceBlocked, "", ""), objects: []*unstructured.Unstructured{object("db", false)}},
+		{name: "db's entry records another object: no evidence", plan: declared,
+			status: recorded(limbov1alpha1.ResourceReady, "uid-earlier", "d"), objects: []*unstructured.Unstructured{object("db", false)}},
+		{name: "db Blocked on the object found in its place, never applied: no evidence", plan: declared,
+			status: recorded(limbov1alpha1.ResourceBlocked, "uid-db", ""), objects: []*unstructured.Unstructured{object("db", false)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			b := &limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Name: "shop", UID: "b-1", Finalizers: tc.finalizers}}
+			b := &limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Name: "shop", UID: "b-1", Finalizers: tc.finalizers}, Status: tc.status}
 			r := &Reconciler{}
 			if tc.remembered != "" {
 				r.cascades.uids.Store(b.UID, tc.remembered)
