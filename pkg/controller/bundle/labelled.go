@@ -179,14 +179,23 @@ func (r *Reconciler) labelledFresh(ctx context.Context, b *limbov1alpha1.Bundle,
 	return listLabelled(r.servedVersions(kinds), func(gvk schema.GroupVersionKind) (client.ObjectList, error) {
 		list := limboscan.MetadataList(gvk)
 		err := r.APIReader.List(ctx, list, client.InNamespace(b.Namespace), client.MatchingLabels{limbov1alpha1.LabelBundle: b.Name})
-		if apierrors.IsNotFound(err) && r.Discovery != nil {
-			if _, as, known := limboscan.Serving(r.Discovery, gvk); !known || !as.Empty() {
-				// Not wrapped: a NotFound would read as the kind's end.
-				return list, fmt.Errorf("the API server answered 404 for %s, which discovery still serves (retried): %v", gvk.Kind, err)
-			}
-		}
-		return list, err
+		return list, r.listError(gvk, err)
 	})
+}
+
+// listError is err, from a LIST of gvk read from the API server, with a 404 for
+// a kind discovery still serves (or cannot tell about) made an error that is no
+// NotFound: the API server answers 404 for a served custom resource for a
+// moment at times, and a caller that took the kind for empty would act as if
+// its objects were gone. Without Discovery, a 404 is the kind's end.
+func (r *Reconciler) listError(gvk schema.GroupVersionKind, err error) error {
+	if apierrors.IsNotFound(err) && r.Discovery != nil {
+		if _, as, known := limboscan.Serving(r.Discovery, gvk); !known || !as.Empty() {
+			// Not wrapped: a NotFound would read as the kind's end.
+			return fmt.Errorf("the API server answered 404 for %s, which discovery still serves (retried): %v", gvk.Kind, err)
+		}
+	}
+	return err
 }
 
 // listLabelled lists each kind of kinds with list and returns the objects, as

@@ -211,12 +211,19 @@ func holdsTeardown(err error) bool {
 
 // objectItemsInLimbo lists, from the API server, the objects of kinds that are in
 // limbo for one of b's plugin resources, in any namespace.
+//
+// kinds come from b's status, whose versions may no longer be served (a CRD
+// that moved to v2): each kind is listed at one served version
+// (servedVersions), and a 404 counts as the kind's end only when discovery
+// confirms it (listError). Either taken for "no items" lost the items for
+// good: their entries left the status, which alone says where to look, and
+// they kept their stamp, due at once for a resource of that name added again.
 func (r *Reconciler) objectItemsInLimbo(ctx context.Context, b *limbov1alpha1.Bundle, kinds []schema.GroupVersionKind, opts ...client.ListOption) ([]*metav1.PartialObjectMetadata, error) {
 	key := client.ObjectKeyFromObject(b)
 	var out []*metav1.PartialObjectMetadata
-	for _, gvk := range kinds {
+	for _, gvk := range r.servedVersions(kinds) {
 		items, err := limboscan.List(ctx, r.APIReader, gvk, "", nil, opts...)
-		if err != nil {
+		if err = r.listError(gvk, err); err != nil {
 			if restmappings.NotServed(err) {
 				continue // the kind is gone from the API server: so are its objects
 			}

@@ -74,7 +74,7 @@ type Reconciler struct {
 	// existing object that limbo does not manage yet.
 	APIReader client.Reader
 	// Discovery confirms that a kind whose LIST answered 404 is no longer
-	// served (labelledFresh); nil: a 404 is taken for the kind's end.
+	// served (listError: labelledFresh, objectItemsInLimbo); nil: a 404 is taken for the kind's end.
 	Discovery limboscan.Discovery
 	Mapper    meta.RESTMapper
 	Recorder  record.EventRecorder
