@@ -41,44 +41,54 @@ type Engine struct {
 	// (nil: a single controller, nothing to copy).
 	Shard *shard.Selector
 
-	deleted recentDeletes
+	// deleted are the UIDs of the objects the engine deleted lately. A pass
+	// deciding on a cache that has not seen such a delete yet finds the
+	// object gone on its fresh read: that is the same deletion, not one more
+	// object found gone — one count in limbo_deletions_total per deletion.
+	deleted recentSet[types.UID]
+	// ownersThere are the Bundles that owners of object items named lately
+	// and that existed then (ownerGone): a sibling's items seen at every pass
+	// cost a read of it a minute, not one a pass.
+	ownersThere recentSet[client.ObjectKey]
 }
 
-// recentDeletes are the UIDs of the objects an Engine deleted in the last
-// recentDeleteMemory (up to twice that). A pass deciding on a cache that has not
-// seen such a delete yet finds the object gone on its fresh read: that is the
-// same deletion, not one more object found gone — one count in
-// limbo_deletions_total per deletion. Two generations, the current one and the
-// one before, turned over every recentDeleteMemory: an add costs the same during
-// a mass deletion as at rest.
-type recentDeletes struct {
+// recentSet holds what was added in the last recentMemory (up to twice that):
+// two generations, the current one and the one before, turned over every
+// recentMemory, so that an add costs the same during a mass deletion as at
+// rest.
+type recentSet[K comparable] struct {
 	mu                sync.Mutex
-	current, previous map[types.UID]bool
+	current, previous map[K]bool
 	since             time.Time // when current began
 }
 
-// recentDeleteMemory is far longer than a cache lags behind a delete.
-const recentDeleteMemory = time.Minute
+// recentMemory is far longer than a cache lags behind a delete.
+const recentMemory = time.Minute
 
-func (r *recentDeletes) add(uid types.UID, now time.Time) {
+func (r *recentSet[K]) add(k K, now time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.current == nil || now.Sub(r.since) > recentDeleteMemory {
-		r.previous, r.current, r.since = r.current, map[types.UID]bool{}, now
+	if r.current == nil || now.Sub(r.since) > recentMemory {
+		r.previous, r.current, r.since = r.current, map[K]bool{}, now
 	}
-	r.current[uid] = true
+	r.current[k] = true
 }
 
-func (r *recentDeletes) has(uid types.UID) bool {
+// has reports whether k was added lately, as of now: a set not added to for
+// twice recentMemory has forgotten everything.
+func (r *recentSet[K]) has(k K, now time.Time) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.current[uid] || r.previous[uid]
+	if now.Sub(r.since) > 2*recentMemory {
+		return false
+	}
+	return r.current[k] || r.previous[k]
 }
 
 // recordGone counts an object found gone when about to delete it, unless this
 // engine deleted it (a decision on a copy older than its own delete).
 func (e *Engine) recordGone(uid types.UID) {
-	if !e.deleted.has(uid) {
+	if !e.deleted.has(uid, e.Clock.Now()) {
 		e.Metrics.deletions.WithLabelValues(ResultGone).Inc()
 	}
 }
@@ -222,6 +232,9 @@ type subject struct {
 	// client writes obj: the engine's, or the client of the cluster that a
 	// plugin's item lives in.
 	client client.Client
+	// reader reads obj back from its API server, not a cache: the engine's
+	// Reader, or the client of the cluster that a plugin's item lives in.
+	reader client.Reader
 	// ref names obj in events and messages.
 	ref string
 	// stampAnnotations are written with the stamp: what a plugin's item needs to
@@ -233,7 +246,7 @@ type subject struct {
 
 // objectSubject is obj, one of the engine's own cluster that a Bundle owned.
 func (e *Engine) objectSubject(eventTarget runtime.Object, obj client.Object) subject {
-	return subject{obj: obj, client: e.Client, ref: describe(obj),
+	return subject{obj: obj, client: e.Client, reader: e.Reader, ref: describe(obj),
 		audit: func(ctx context.Context, msg string, deadline time.Time, extra ...any) {
 			auditLog(ctx, eventTarget, obj, msg, deadline, extra...)
 		}}
@@ -343,7 +356,7 @@ func (e *Engine) deleteChecked(ctx context.Context, eventTarget runtime.Object, 
 		return out
 	}
 	var lost error // the error of a delete that took effect all the same
-	if err != nil && e.deleteTookEffect(ctx, obj) {
+	if err != nil && answerLost(err) && deleteTookEffect(ctx, s.reader, obj) {
 		lost, err = err, nil
 	}
 	out := Outcome{Decision: d}
@@ -374,17 +387,32 @@ func (e *Engine) deleteChecked(ctx context.Context, eventTarget runtime.Object, 
 	return out
 }
 
-// deleteTookEffect tells, by a read from the API server, whether a delete of
-// obj that returned an error deleted it all the same: obj is gone, another
-// object has its name, or it is terminating (obj, just read, was not). A
-// timeout or a connection cut after the API server acted loses the answer, not
-// the delete; recorded as DeleteFailed, the object then gone, the audit trail
-// would have no Deleted for a deletion limbo made. A failed read tells nothing:
-// the delete failed, as far as anyone knows.
-func (e *Engine) deleteTookEffect(ctx context.Context, obj client.Object) bool {
+// answerLost reports whether err, from a write, may hide one the API server
+// made: a timeout, a connection cut, a server error. An answer that refused the
+// request (Forbidden, Invalid, 429 — the API server's own words on it) did not
+// write; read back, an object someone else deleted meanwhile would turn the
+// refusal into a Deleted.
+func answerLost(err error) bool {
+	switch {
+	case apierrors.IsForbidden(err), apierrors.IsUnauthorized(err), apierrors.IsInvalid(err), apierrors.IsBadRequest(err),
+		apierrors.IsMethodNotSupported(err), apierrors.IsNotAcceptable(err), apierrors.IsUnsupportedMediaType(err),
+		apierrors.IsTooManyRequests(err), apierrors.IsRequestEntityTooLargeError(err):
+		return false
+	}
+	return true
+}
+
+// deleteTookEffect tells, by a read from obj's API server through reader,
+// whether a delete of obj whose answer was lost (answerLost) deleted it all the
+// same: obj is gone, another object has its name, or it is terminating (obj,
+// just read, was not). A timeout or a connection cut after the API server
+// acted loses the answer, not the delete; recorded as DeleteFailed, the object
+// then gone, the audit trail would have no Deleted for a deletion limbo made. A
+// failed read tells nothing: the delete failed, as far as anyone knows.
+func deleteTookEffect(ctx context.Context, reader client.Reader, obj client.Object) bool {
 	current := &metav1.PartialObjectMetadata{}
 	current.SetGroupVersionKind(obj.GetObjectKind().GroupVersionKind())
-	err := e.Reader.Get(ctx, client.ObjectKeyFromObject(obj), current)
+	err := reader.Get(ctx, client.ObjectKeyFromObject(obj), current)
 	switch {
 	case apierrors.IsNotFound(err):
 		return true

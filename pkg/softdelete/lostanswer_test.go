@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
@@ -62,6 +63,15 @@ func TestEngineDeleteWhoseAnswerWasLost(t *testing.T) {
 		wantResult:  softdelete.ResultFailed,
 		wantPending: "delete ConfigMap team-a/db: ",
 	}, {
+		// Refused, the delete did not happen: the object gone meanwhile went by
+		// another hand, and the refusal stays a failure, no read asked.
+		name:        "refused, and gone meanwhile by another hand",
+		deleteLost:  apierrors.NewForbidden(schema.GroupResource{Resource: "configmaps"}, "db", errors.New("denied by policy")),
+		wantErr:     true,
+		wantEvent:   `Warning DeleteFailed ConfigMap team-a/db: delete ConfigMap team-a/db: configmaps "db" is forbidden: denied by policy`,
+		wantResult:  softdelete.ResultFailed,
+		wantPending: "delete ConfigMap team-a/db: ",
+	}, {
 		name:        "deleted, but the read-back fails too: a failure as far as anyone knows",
 		deleteLost:  cut,
 		readErr:     true,
@@ -102,5 +112,23 @@ func TestEngineDeleteWhoseAnswerWasLost(t *testing.T) {
 			}
 			h.wantOneDeletion(t, tc.wantResult)
 		})
+	}
+}
+
+// The read-back of an item in another cluster asks that cluster: asked of the
+// engine's own, where the item never was, a refused delete read as done — a
+// Deleted event, and the item, still there, listed nowhere.
+func TestProcessItemsDeleteFailedInAnotherCluster(t *testing.T) {
+	remote := newHarness(t, cm("due", stamped("2025-03-14T12:00:00Z"), map[string]string{pendingKey: "true"}))
+	remote.deleteErr = apierrors.NewInternalError(errors.New(`failed calling webhook "validate.example.com": connection refused`))
+	local := newHarness(t)
+	out := local.engine.ProcessItems(context.Background(), bundle(), softdelete.ItemSet{Owner: owner, Delay: "10m",
+		Cluster: &softdelete.Cluster{Name: "workload-kubeconfig", Client: remote.client},
+		Items:   []softdelete.Item{remote.item(t, "due", false, "g", 0)}})
+	if out.Err == nil || len(out.Pending) != 1 {
+		t.Errorf("outcome %+v: want the delete's error and the item listed", out)
+	}
+	if events := strings.Join(local.events(), "\n"); !strings.Contains(events, "Warning DeleteFailed ConfigMap team-a/due in cluster workload-kubeconfig") || strings.Contains(events, "Normal Deleted") {
+		t.Errorf("events:\n%s\nwant a DeleteFailed, no Deleted", events)
 	}
 }

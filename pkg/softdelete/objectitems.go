@@ -112,6 +112,14 @@ func (s ItemSet) client(e *Engine) client.Client {
 	return e.Client
 }
 
+// reader reads the set's items back from their API server.
+func (s ItemSet) reader(e *Engine) client.Reader {
+	if s.Cluster != nil {
+		return s.Cluster.Client
+	}
+	return e.Reader
+}
+
 // ref names obj in events and messages, with its cluster when it is not this one.
 func (s ItemSet) ref(obj client.Object) string {
 	if s.Cluster != nil {
@@ -162,7 +170,7 @@ func SplitItemOwner(owner string) (bundle client.ObjectKey, resource string, ok 
 // them).
 func (s ItemSet) subject(e *Engine, eventTarget runtime.Object, obj client.Object) subject {
 	keys := s.auditKeys(obj)
-	return subject{obj: obj, client: s.client(e), ref: s.ref(obj),
+	return subject{obj: obj, client: s.client(e), reader: s.reader(e), ref: s.ref(obj),
 		stampAnnotations: map[string]any{
 			limbov1alpha1.AnnotationDeletionDelay:  s.delayValue(),
 			limbov1alpha1.AnnotationPluginResource: s.Owner,
@@ -275,7 +283,7 @@ func (e *Engine) ProcessItems(ctx context.Context, eventTarget runtime.Object, s
 	groups := map[string][]decidedItem{}
 	ownersGone := map[client.ObjectKey]bool{}
 	for _, it := range set.Items {
-		if owner := it.Object.GetAnnotations()[limbov1alpha1.AnnotationPluginResource]; owner != "" && owner != set.Owner && !e.ownerGone(ctx, owner, ownersGone) {
+		if owner := it.Object.GetAnnotations()[limbov1alpha1.AnnotationPluginResource]; owner != "" && owner != set.Owner && !e.ownerGone(ctx, eventTarget, owner, ownersGone) {
 			if !it.Desired {
 				p := pendingEntry(it.Object, Decide(now, StateOf(it.Object, false)), nil)
 				p.Message = "in limbo for plugin resource " + owner + "; left to it"
@@ -316,20 +324,33 @@ func (e *Engine) ProcessItems(ctx context.Context, eventTarget runtime.Object, s
 // limbo for good — never deleted, never cancelled, a node that came back listed
 // as pending deletion. Its countdown starts again (State): the gone owner's
 // stamp is not this resource's. A read that fails, or an owner of another form,
-// leaves the item to its owner (the safe side: nothing is deleted).
-func (e *Engine) ownerGone(ctx context.Context, owner string, memo map[client.ObjectKey]bool) bool {
+// leaves the item to its owner (the safe side: nothing is deleted). An owner
+// that is eventTarget, the Bundle being processed, or that was there a moment
+// ago (Engine.ownersThere) is not read again: a sibling's items, seen at every
+// pass of their countdown, would cost a read each pass.
+func (e *Engine) ownerGone(ctx context.Context, eventTarget runtime.Object, owner string, memo map[client.ObjectKey]bool) bool {
 	key, _, ok := SplitItemOwner(owner)
 	if !ok {
 		return false
 	}
+	if target, isObject := eventTarget.(client.Object); isObject && client.ObjectKeyFromObject(target) == key {
+		return false
+	}
+	now := e.Clock.Now()
 	if gone, asked := memo[key]; asked {
 		return gone
 	}
+	if e.ownersThere.has(key, now) {
+		return false
+	}
 	b := &metav1.PartialObjectMetadata{}
 	b.SetGroupVersionKind(limbov1alpha1.GroupVersion.WithKind("Bundle"))
-	gone := apierrors.IsNotFound(e.Reader.Get(ctx, key, b))
-	memo[key] = gone
-	return gone
+	err := e.Reader.Get(ctx, key, b)
+	if err == nil {
+		e.ownersThere.add(key, now)
+	}
+	memo[key] = apierrors.IsNotFound(err)
+	return memo[key]
 }
 
 // processGroup decides one group's orphans: the gate is asked once if some are

@@ -637,6 +637,20 @@ func TestProcessItemsOwnerGone(t *testing.T) {
 		t.Errorf("pending = %q, want the orphan's new countdown and theirs left to it", got)
 	}
 
+	// A live owner is read once a minute at most, not at every pass: theirs,
+	// decided again, costs no read.
+	reads := 0
+	h.engine.Reader = interceptor.NewClient(h.client.(client.WithWatch), interceptor.Funcs{Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+		if obj.GetObjectKind().GroupVersionKind().Kind == "Bundle" {
+			reads++
+		}
+		return c.Get(ctx, key, obj, opts...)
+	}})
+	h.engine.ProcessItems(context.Background(), bundle(), softdelete.ItemSet{Owner: owner, Delay: "10m", Items: []softdelete.Item{h.item(t, "theirs", false, "n1", 0)}})
+	if reads != 0 {
+		t.Errorf("%d reads of a live owner read a moment before, want none", reads)
+	}
+
 	// The owner's Bundle cannot be read: left to it, nothing written.
 	h = newHarness(t, cm("orphan", gone, pending))
 	h.engine.Reader = interceptor.NewClient(h.client.(client.WithWatch), interceptor.Funcs{Get: func(context.Context, client.WithWatch, client.ObjectKey, client.Object, ...client.GetOption) error {

@@ -181,7 +181,7 @@ func (e *Engine) StampTombstone(ctx context.Context, ts *limbov1alpha1.Tombstone
 // tombstoneSubject is ts as the engine writes to it and reports about it: named
 // by its item, audited as its item.
 func (e *Engine) tombstoneSubject(ts *limbov1alpha1.Tombstone) subject {
-	return subject{obj: ts, client: e.Client, ref: tombstoneRef(ts),
+	return subject{obj: ts, client: e.Client, reader: e.Reader, ref: tombstoneRef(ts),
 		audit: func(ctx context.Context, msg string, deadline time.Time, extra ...any) {
 			AuditTombstone(ctx, msg, ts, deadline, extra...)
 		}}
