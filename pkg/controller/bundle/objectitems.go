@@ -39,10 +39,15 @@ func (p *pass) processObjectItems(ctx context.Context, out pluginOutcome, ready 
 	if !ready {
 		set.Hold = limbov1alpha1.PendingMessageWaitingForReady
 	}
-	if gate, ok := out.plugin.(plugin.DeleteGate); ok {
-		set.MayDelete = func(ctx context.Context, group string) (string, error) {
-			return plugin.WithTimeout(ctx, func(ctx context.Context) (string, error) { return gate.MayDelete(ctx, out.req, group) })
+	gate, _ := out.plugin.(plugin.DeleteGate)
+	set.MayDelete = func(ctx context.Context, group string) (string, error) {
+		if hold, err := p.itemsDecidedOnCurrent(ctx); hold != "" || err != nil {
+			return hold, err
 		}
+		if gate == nil {
+			return "", nil
+		}
+		return plugin.WithTimeout(ctx, func(ctx context.Context) (string, error) { return gate.MayDelete(ctx, out.req, group) })
 	}
 	ictx, cancel := context.WithTimeout(ctx, itemsBudget)
 	res := p.r.Engine.ProcessItems(ictx, p.bundle, set)
@@ -54,6 +59,27 @@ func (p *pass) processObjectItems(ctx context.Context, out pluginOutcome, ready 
 		// all the time) would re-run the plan back to back.
 		p.after(conflictRetry)
 	}
+}
+
+// itemsDecidedOnCurrent holds a group's due items (a non-empty hold) unless
+// the Bundle, read again from the API server, is still the one this pass
+// decided on: the same UID and generation, not being deleted, still in this
+// controller's shard. The pass read its Bundle from the cache, and the items
+// came from a plan of that spec: a Bundle deleted meanwhile ("removing a
+// cleanup job stops its deletions"), its plugin resource removed, its delay
+// raised, must not have a removed node's records deleted on the spec before —
+// the Bundle's own orphans were kept in that case (stillOrphan), its plugin's
+// items were not. Asked once per group with a due item: nothing is due, no
+// read. The Bundle's change brings the pass that decides on it.
+func (p *pass) itemsDecidedOnCurrent(ctx context.Context) (hold string, err error) {
+	cur, err := p.readBundleAgain(ctx)
+	if err != nil {
+		return "", fmt.Errorf("read the Bundle again before deleting its plugin's items: %w", err)
+	}
+	if !p.decidedOn(cur) || cur.DeletionTimestamp != nil || !p.stillInShard(ctx) {
+		return "the Bundle changed since this pass read it: decided again by the next pass", nil
+	}
+	return "", nil
 }
 
 // processUnjudgedItems handles the Bundle's object items in limbo that no plugin
