@@ -452,7 +452,11 @@ func (r *Reconciler) teardownsSkipped(ctx context.Context, b *limbov1alpha1.Bund
 	}
 	var delayed []*unstructured.Unstructured
 	for _, o := range objects {
-		if _, has := o.GetAnnotations()[limbov1alpha1.AnnotationDeletionDelay]; has && o.GetDeletionTimestamp() == nil {
+		// One the garbage collector is deleting for this delete counts (a
+		// Deployment waiting for its ReplicaSets is a while at it); one
+		// whose deletion began before the Bundle's is not this delete's doing.
+		deleting := o.GetDeletionTimestamp()
+		if _, has := o.GetAnnotations()[limbov1alpha1.AnnotationDeletionDelay]; has && (deleting == nil || !deleting.Before(b.DeletionTimestamp)) {
 			delayed = append(delayed, o)
 			log.FromContext(ctx).Info("deleted at once by the garbage collector, its deletionDelay skipped: the Bundle was deleted with --cascade=foreground",
 				"object", objectKey(o), "deletionDelay", o.GetAnnotations()[limbov1alpha1.AnnotationDeletionDelay])

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
@@ -44,10 +45,16 @@ func TestForegroundDeleteSaysWhichTeardownsItSkips(t *testing.T) {
 func TestForegroundDeleteSaysWhichDelaysItSkips(t *testing.T) {
 	b := deletedBundle([]limbov1alpha1.Resource{configMapResource(t, "db"), configMapResource(t, "cache"), configMapResource(t, "plain")},
 		limbov1alpha1.BundleStatus{}, metav1.FinalizerDeleteDependents)
+	// The garbage collector is at cache already (a foreground delete holds it
+	// while its own dependents go); old was being deleted before the Bundle was.
+	cache := bundleConfigMap("cache", map[string]string{limbov1alpha1.AnnotationDeletionDelay: "1h"}, metav1.FinalizerDeleteDependents)
+	cache.DeletionTimestamp = b.DeletionTimestamp
+	before := metav1.NewTime(b.DeletionTimestamp.Add(-time.Minute))
+	old := bundleConfigMap("old", map[string]string{limbov1alpha1.AnnotationDeletionDelay: "1h"}, "example.com/backup")
+	old.DeletionTimestamp = &before
 	f := newTeardownFixture(t, b, nil,
 		bundleConfigMap("db", map[string]string{limbov1alpha1.AnnotationDeletionDelay: "24h"}),
-		bundleConfigMap("cache", map[string]string{limbov1alpha1.AnnotationDeletionDelay: "1h"}),
-		bundleConfigMap("plain", nil))
+		cache, old, bundleConfigMap("plain", nil))
 	events := make(chan string, 10)
 	f.r.Recorder = &record.FakeRecorder{Events: events}
 	f.reconcile(t)
@@ -56,7 +63,7 @@ func TestForegroundDeleteSaysWhichDelaysItSkips(t *testing.T) {
 	for e := range events {
 		got = append(got, e)
 	}
-	want := "Warning TeardownSkipped the deletionDelay of 2 objects did not run: the Bundle was deleted with --cascade=foreground, and the garbage collector deletes them at once (ConfigMap cache, ConfigMap db)"
+	want := "Warning TeardownSkipped the deletionDelay of 2 objects did not run: the Bundle was deleted with --cascade=foreground, and the garbage collector deletes them at once (ConfigMap cache (held by finalizers: foregroundDeletion), ConfigMap db)"
 	if len(got) != 1 || !strings.HasPrefix(got[0], want) {
 		t.Errorf("events %q, want one starting %q", got, want)
 	}
