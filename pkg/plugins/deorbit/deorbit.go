@@ -390,18 +390,24 @@ const maxFound = 1 << 20
 // error, and the deorbit starts over from a fresh inventory of the target —
 // what it deletes is always read from there, never from the state, so a forged
 // state cannot make it delete more. A finished deorbit stays finished (its
-// message and warning kept): starting it over could only delete more. now is
-// the pass's clock.
+// message and warning kept): starting it over could only delete more. A first
+// pass (Began) after now, the pass's clock, is taken as now: the timeout runs
+// from it, and one ahead — forged, or written by a replica whose clock is
+// ahead of this one's — would put the give-up off; discarding the whole state
+// for it would lose the pin and the load-balancer wait.
 func decodeState(s string, now time.Time) (state, error) {
 	var st state
 	var err error
 	if s != "" {
 		if err = json.Unmarshal([]byte(s), &st); err == nil {
-			err = st.validate(now)
+			err = st.validate()
 		}
 		if err != nil {
 			st = state{Finished: st.Finished, Warning: st.Warning}
 		}
+	}
+	if st.Began != nil && st.Began.After(now) {
+		st.Began = &now
 	}
 	if st.Found == nil {
 		st.Found = map[string]int{}
@@ -417,18 +423,12 @@ func decodeState(s string, now time.Time) (state, error) {
 
 // validate refuses counts no pass could have stored. It names the first bad
 // count in key order: its text is in the DeorbitFailed event, and a map walk
-// would name another of several from one pass to the next. It refuses a start
-// after now, the pass's clock: the timeout runs from it, and one ahead would
-// put the give-up off at will (every other time of the state is bounded by
-// the timeout, or ends a deorbit sooner).
-func (st state) validate(now time.Time) error {
+// would name another of several from one pass to the next.
+func (st state) validate() error {
 	for _, key := range slices.Sorted(maps.Keys(st.Found)) {
 		if n := st.Found[key]; n < 0 || n > maxFound {
 			return fmt.Errorf("found[%q] = %d is outside [0, %d]", key, n, maxFound)
 		}
-	}
-	if st.Began != nil && st.Began.After(now) {
-		return fmt.Errorf("began %s is after this pass, %s", st.Began.UTC().Format(time.RFC3339Nano), now.UTC().Format(time.RFC3339Nano))
 	}
 	return nil
 }

@@ -913,8 +913,10 @@ func TestTeardownForgedState(t *testing.T) {
 			done: "deorbit done in 0s: nothing to remove", events: "Warning DeorbitFailed,Normal DeorbitDone"},
 		{name: "the bound", state: fmt.Sprintf(`{"found":{"PVCs":%d}}`, maxFound),
 			done: fmt.Sprintf("deorbit done in 0s: removed %d PVCs", maxFound), events: "Normal DeorbitDeleted,Normal DeorbitDone"},
-		{name: "a first pass after this one", state: `{"began":"2026-03-14T12:00:01Z"}`, discarded: true,
-			done: "deorbit done in 0s: nothing to remove", events: "Warning DeorbitFailed,Normal DeorbitDone"},
+		// Taken as this one (a replica's clock ahead of this one's, or
+		// forged): the rest of the state is kept.
+		{name: "a first pass after this one", state: `{"began":"2026-03-14T12:00:01Z","target":"this cluster","found":{"PVCs":2}}`,
+			done: "deorbit done in 0s: removed 2 PVCs", events: "Normal DeorbitDeleted,Normal DeorbitDone"},
 		{name: "a first pass at this one", state: `{"began":"2026-03-14T12:00:00Z"}`,
 			done: "deorbit done in 0s: nothing to remove", events: "Normal DeorbitDone"},
 		{name: "a valid state", state: `{"found":{"PVCs":2}}`,
