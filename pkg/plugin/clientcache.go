@@ -26,14 +26,15 @@ import (
 // of a wrong password — enough for Keystone's lockout_failure_attempts to lock
 // the account. Other failures (an endpoint down) are tried again at once.
 type ClientCache[C any] struct {
-	// Clock tells the time of failures; nil: the real clock.
-	Clock clock.PassiveClock
+	// Clock tells the time of failures and of uses, and runs the sweeps of
+	// idle clients; nil: the real clock.
+	Clock clock.WithDelayedExecution
 
-	mu        sync.Mutex
-	clients   *lru.Cache           // id → cachedClient[C]; made on first use
-	used      map[string]time.Time // id → the last Get of its client, for each id in clients
-	nextSweep time.Time            // when Get next drops the clients idle for MaxClientIdle
-	failed    *lru.Cache           // id → failedClient
+	mu       sync.Mutex
+	clients  *lru.Cache           // id → cachedClient[C]; made on first use
+	used     map[string]time.Time // id → the last Get of its client, for each id in clients
+	sweeping bool                 // a sweep of idle clients is due (sweepLater)
+	failed   *lru.Cache           // id → failedClient
 }
 
 // MaxClientIdle is how long a ClientCache keeps a client nobody asks for. The
@@ -44,7 +45,8 @@ type ClientCache[C any] struct {
 // of the process.
 const MaxClientIdle = time.Hour
 
-// clientSweepInterval is how often Get looks for idle clients to drop.
+// clientSweepInterval is how often, while it keeps a client, a ClientCache
+// looks for idle ones to drop.
 const clientSweepInterval = time.Minute
 
 // FailedClientRetry is how long a ClientCache returns the error of a client
@@ -80,7 +82,6 @@ type cachedClient[C any] struct {
 // it. A failed newClient keeps nothing.
 func (c *ClientCache[C]) Get(id string, secrets []string, newClient func() (C, error)) (C, error) {
 	digest := sha256.Sum256([]byte(strings.Join(secrets, "\x00")))
-	c.sweepIdle()
 	if cached, ok := c.lookup(id); ok && cached.secrets == digest {
 		return cached.client, nil
 	}
@@ -105,6 +106,7 @@ func (c *ClientCache[C]) Get(id string, secrets []string, newClient func() (C, e
 	}
 	c.clients.Add(id, cachedClient[C]{client: client, secrets: digest})
 	c.used[id] = c.now()
+	c.sweepLater()
 	return client, nil
 }
 
@@ -125,11 +127,13 @@ func (c *ClientCache[C]) recentFailure(id string, digest [sha256.Size]byte) erro
 	return nil
 }
 
-func (c *ClientCache[C]) now() time.Time {
+func (c *ClientCache[C]) now() time.Time { return c.clock().Now() }
+
+func (c *ClientCache[C]) clock() clock.WithDelayedExecution {
 	if c.Clock == nil {
-		return time.Now()
+		return clock.RealClock{}
 	}
-	return c.Clock.Now()
+	return c.Clock
 }
 
 // init makes the caches on first use; c.mu is held.
@@ -141,21 +145,33 @@ func (c *ClientCache[C]) init() {
 	}
 }
 
-// sweepIdle drops the clients unused for MaxClientIdle, at most once every
-// clientSweepInterval.
+// sweepLater has sweepIdle run in clientSweepInterval, unless it is due
+// already; c.mu is held. The sweeps run on a timer, not at Get: the cache of a
+// plugin whose last Bundle is gone is asked for nothing again.
+func (c *ClientCache[C]) sweepLater() {
+	if c.sweeping {
+		return
+	}
+	c.sweeping = true
+	// In a goroutine of its own: a fake clock runs the func while it holds
+	// its lock, which sweepLater's next AfterFunc takes.
+	c.clock().AfterFunc(clientSweepInterval, func() { go c.sweepIdle() })
+}
+
+// sweepIdle drops the clients unused for MaxClientIdle, and sweeps again later
+// while it keeps any.
 func (c *ClientCache[C]) sweepIdle() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.init()
 	now := c.now()
-	if now.Before(c.nextSweep) {
-		return
-	}
-	c.nextSweep = now.Add(clientSweepInterval)
 	for id, used := range c.used {
 		if now.Sub(used) >= MaxClientIdle {
 			c.clients.Remove(id) // and from c.used, by the eviction func
 		}
+	}
+	c.sweeping = false
+	if c.clients.Len() > 0 {
+		c.sweepLater()
 	}
 }
 

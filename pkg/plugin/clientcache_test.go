@@ -68,7 +68,7 @@ func TestClientCache(t *testing.T) {
 // seconds of a wrong password — Keystone's lockout_failure_attempts locks the
 // account.
 func TestClientCacheFailureNotRetriedAtOnce(t *testing.T) {
-	clk := clocktesting.NewFakePassiveClock(time.Date(2026, 3, 14, 12, 0, 0, 0, time.UTC))
+	clk := clocktesting.NewFakeClock(time.Date(2026, 3, 14, 12, 0, 0, 0, time.UTC))
 	cache := plugin.ClientCache[*int]{Clock: clk}
 	logins := 0
 	refused := fmt.Errorf("keystone authentication: %w: 401", plugin.ErrCredentialsRefused)
@@ -134,11 +134,12 @@ func TestClientCacheBounded(t *testing.T) {
 	}
 }
 
-// A client nobody asks for is dropped after MaxClientIdle — the client of a
-// Bundle deleted is never asked for again, and kept it held its session and
-// password for the life of the process — while one in use stays, however long.
+// A client nobody asks for is dropped after MaxClientIdle, asked for or not —
+// the client of a Bundle deleted is never asked for again, and kept it held
+// its session and password for the life of the process — while one in use
+// stays, however long.
 func TestClientCacheDropsIdleClients(t *testing.T) {
-	clock := clocktesting.NewFakePassiveClock(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
+	clock := clocktesting.NewFakeClock(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
 	cache := plugin.ClientCache[*int]{Clock: clock}
 	made := map[string]int{}
 	get := func(id string) {
@@ -147,21 +148,44 @@ func TestClientCacheDropsIdleClients(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// poll waits until cond holds: the sweeps run on the clock's timer, in a
+	// goroutine of their own.
+	poll := func(cond func() bool, what string) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for !cond() {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s after 10s", what)
+			}
+			time.Sleep(time.Millisecond) // poll
+		}
+	}
+	// step moves the clock once the next sweep is armed (the last one re-arms
+	// it while clients are kept).
+	step := func(d time.Duration) {
+		t.Helper()
+		poll(clock.HasWaiters, "no sweep armed")
+		clock.Step(d)
+	}
+	waitLen := func(want int, when string) {
+		t.Helper()
+		poll(func() bool { return cache.Len() == want }, fmt.Sprintf("not %d clients kept %s", want, when))
+	}
 	get("gone-bundle")
 	get("busy")
 	for range 4 { // "busy" asked for every 20 minutes: 80 minutes in all
-		clock.SetTime(clock.Now().Add(20 * time.Minute))
+		step(20 * time.Minute)
 		get("busy")
 	}
 	if made["busy"] != 1 {
 		t.Errorf("the client in use was made %d times, want once", made["busy"])
 	}
-	if n := cache.Len(); n != 1 {
-		t.Errorf("%d clients kept %v after the first was last used, want 1 (the one in use)", n, 80*time.Minute)
-	}
-	clock.SetTime(clock.Now().Add(plugin.MaxClientIdle))
+	waitLen(1, "80 minutes after the first was last used")
+	// Nobody asks for anything any more: the last goes too.
+	step(plugin.MaxClientIdle)
+	waitLen(0, "an hour after the last use of each")
 	get("gone-bundle")
 	if made["gone-bundle"] != 2 {
-		t.Errorf("the client idle for %v was made %d times, want twice (dropped, made again)", plugin.MaxClientIdle, made["gone-bundle"])
+		t.Errorf("the client dropped was made %d times, want twice (dropped, made again)", made["gone-bundle"])
 	}
 }
