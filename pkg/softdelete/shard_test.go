@@ -3,8 +3,10 @@ package softdelete_test
 import (
 	"context"
 	"reflect"
+	"strings"
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
@@ -53,19 +55,6 @@ func TestTombstoneMovedIntoItsBundlesShard(t *testing.T) {
 	h.engine.Shard = sel
 	name := softdelete.TombstoneName(b.Name, "storage-ns-gc", item)
 
-	// A Bundle of the name that does not control it (another UID: b re-created)
-	// does not take it into its shard.
-	successor := bundle()
-	successor.UID = "uid-successor"
-	successor.Labels = map[string]string{"limbo.dev/shard": "a"}
-	h.calls = nil
-	if _, err := h.engine.OrphanExternal(context.Background(), successor, "namespace-gc", "storage-ns-gc", "10m", item); err != nil {
-		t.Fatal(err)
-	}
-	if want := []string{"CREATE Tombstone team-a/" + name}; !reflect.DeepEqual(h.calls, want) {
-		t.Errorf("another Bundle's OrphanExternal: API calls %q, want only the refused create %q", h.calls, want)
-	}
-
 	b.Labels = map[string]string{"limbo.dev/shard": "a"}
 	h.calls = nil
 	ts, err := h.engine.OrphanExternal(context.Background(), b, "namespace-gc", "storage-ns-gc", "10m", item)
@@ -85,16 +74,33 @@ func TestTombstoneMovedIntoItsBundlesShard(t *testing.T) {
 		t.Errorf("Tombstone labels %v (returned %v): want it moved into shard a, its Bundle label kept", stored.Labels, ts.Labels)
 	}
 
-	other := bundle()
-	other.UID = "another-bundle"
-	other.Labels = map[string]string{"limbo.dev/shard": "b"}
-	if _, err := h.engine.OrphanExternal(context.Background(), other, "namespace-gc", "storage-ns-gc", "10m", item); err != nil {
+	// A Bundle of the name that does not control it (another UID: b deleted
+	// with --cascade=orphan and made anew, its teardown gone without it) does
+	// not take it into its shard: it removes it (a cancel; the item is never
+	// deleted by it) and makes its own. Left, it was listed as the new
+	// Bundle's, and nothing ever acted on it: the Tombstone controller took it
+	// for a replaced Bundle's.
+	successor := bundle()
+	successor.UID = "uid-successor"
+	successor.Labels = map[string]string{"limbo.dev/shard": "b"}
+	h.calls = nil
+	mine, err := h.engine.OrphanExternal(context.Background(), successor, "namespace-gc", "storage-ns-gc", "10m", item)
+	if err != nil {
 		t.Fatal(err)
+	}
+	if want := []string{"CREATE Tombstone team-a/" + name,
+		`PATCH Tombstone team-a/` + name + ` application/merge-patch+json {"metadata":{"finalizers":null,"resourceVersion":"2"}}`,
+		"DELETE Tombstone team-a/" + name + " uid=" + string(stored.UID),
+		"CREATE Tombstone team-a/" + name}; !reflect.DeepEqual(h.calls, want) {
+		t.Errorf("the successor's OrphanExternal: API calls:\n%q\nwant:\n%q", h.calls, want)
 	}
 	if err := h.client.Get(context.Background(), client.ObjectKeyFromObject(ts), &stored); err != nil {
 		t.Fatal(err)
 	}
-	if stored.Labels["limbo.dev/shard"] != "a" {
-		t.Errorf("another Bundle's OrphanExternal moved the Tombstone: labels %v", stored.Labels)
+	if !metav1.IsControlledBy(&stored, successor) || stored.Labels["limbo.dev/shard"] != "b" || mine.UID != stored.UID {
+		t.Errorf("Tombstone %s: owners %v, labels %v; want the successor's, in its shard", name, stored.OwnerReferences, stored.Labels)
+	}
+	if ev := strings.Join(h.events(), "\n"); !strings.Contains(ev, "DeletionCancelled") {
+		t.Errorf("events:\n%s\nwant the earlier Bundle's countdown cancelled", ev)
 	}
 }

@@ -61,11 +61,16 @@ func (e *Engine) OrphanExternal(ctx context.Context, b *limbov1alpha1.Bundle, pl
 	if delay != "" {
 		ts.Annotations[limbov1alpha1.AnnotationDeletionDelay] = delay
 	}
-	err := e.Client.Create(ctx, ts)
-	switch {
-	case apierrors.IsAlreadyExists(err):
-		return e.existingTombstone(ctx, b, client.ObjectKeyFromObject(ts))
-	case err != nil:
+	err := e.Client.Create(ctx, ts) // refused, ts is as it was: made again below if need be
+	if apierrors.IsAlreadyExists(err) {
+		existing, readErr := e.existingTombstone(ctx, b, client.ObjectKeyFromObject(ts))
+		if existing != nil || readErr != nil {
+			return existing, readErr
+		}
+		// An earlier Bundle's, removed: this one's is made now.
+		err = e.Client.Create(ctx, ts)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("create Tombstone for %s %q: %w", item.Kind, item.Name, err)
 	}
 	d := Decide(now, StateOf(ts, false))
@@ -85,10 +90,23 @@ func (e *Engine) OrphanExternal(ctx context.Context, b *limbov1alpha1.Bundle, pl
 // stopped, nothing deleted the item). Such a Tombstone of b is moved into b's
 // shard, so that this shard's passes and Tombstone controller take it over; the
 // move is guarded by its resourceVersion, as the old shard's writes are.
+//
+// One that b does not control is an earlier Bundle's of b's name (its owner
+// reference removed by --cascade=orphan, its teardown gone without it) or a
+// forgery: listed by b's passes as b's, it was never acted on — the Tombstone
+// controller takes it for a replaced Bundle's — nor cancelled, nor made anew.
+// It is removed (its countdown cancelled: its item is never deleted by it), and
+// existingTombstone returns neither Tombstone nor error: the caller makes b's.
 func (e *Engine) existingTombstone(ctx context.Context, b *limbov1alpha1.Bundle, key client.ObjectKey) (*limbov1alpha1.Tombstone, error) {
 	ts := &limbov1alpha1.Tombstone{}
 	if err := e.Reader.Get(ctx, key, ts); err != nil {
 		return nil, fmt.Errorf("read Tombstone %s: %w", key.Name, err)
+	}
+	if !metav1.IsControlledBy(ts, b) {
+		if err := e.CancelTombstone(ctx, b, ts, "it was not this Bundle's (an earlier Bundle's of its name): made anew"); err != nil {
+			return nil, fmt.Errorf("remove Tombstone %s, an earlier Bundle's: %w", key.Name, err)
+		}
+		return nil, nil
 	}
 	if err := e.Relabel(ctx, b, ts); err != nil {
 		return nil, err

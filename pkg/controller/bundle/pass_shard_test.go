@@ -357,8 +357,8 @@ func TestShardedTeardownsLastPassListsOnce(t *testing.T) {
 	if err := f.c.Get(context.Background(), client.ObjectKeyFromObject(b), &limbov1alpha1.Bundle{}); !apierrors.IsNotFound(err) {
 		t.Fatalf("the Bundle after its teardown's last pass: %v, want it gone (its finalizer removed)", err)
 	}
-	if lists != 1 {
-		t.Errorf("the teardown's last pass listed %d times with the API server: want 1 (one kind, once)", lists)
+	if lists != 2 {
+		t.Errorf("the teardown's last pass listed %d times with the API server: want 2 (one kind, once; the Bundle's Tombstones, once)", lists)
 	}
 }
 

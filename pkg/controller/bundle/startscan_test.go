@@ -381,7 +381,8 @@ func TestTeardownTransient404IsNoKindGone(t *testing.T) {
 	f := newTeardownFixture(t, b, nil)
 	f.r.Discovery = scanDiscovery{} // serves ConfigMaps
 	f.r.APIReader = interceptor.NewClient(f.c.(client.WithWatch), interceptor.Funcs{List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
-		if _, bundles := list.(*limbov1alpha1.BundleList); bundles {
+		switch list.(type) {
+		case *limbov1alpha1.BundleList, *limbov1alpha1.TombstoneList:
 			return c.List(ctx, list, opts...)
 		}
 		return apierrors.NewNotFound(schema.GroupResource{Resource: "configmaps"}, "")

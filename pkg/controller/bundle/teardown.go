@@ -379,10 +379,14 @@ func recordedKeys(b *limbov1alpha1.Bundle) map[string]string {
 	return keys
 }
 
-// cancelTombstones removes b's Tombstones without deleting their items.
+// cancelTombstones removes b's Tombstones without deleting their items. They
+// are listed from the API server: a cache shows only this controller's shard,
+// and one that a pass made a moment ago may not be in it yet — missed, it
+// outlived the Bundle, listed later by a Bundle of the same name that did not
+// control it.
 func (r *Reconciler) cancelTombstones(ctx context.Context, b *limbov1alpha1.Bundle) error {
 	var tombstones limbov1alpha1.TombstoneList
-	if err := r.Client.List(ctx, &tombstones, client.InNamespace(b.Namespace), client.MatchingLabels{limbov1alpha1.LabelBundle: b.Name}); err != nil {
+	if err := r.APIReader.List(ctx, &tombstones, client.InNamespace(b.Namespace), client.MatchingLabels{limbov1alpha1.LabelBundle: b.Name}); err != nil {
 		return err
 	}
 	for i := range tombstones.Items {
