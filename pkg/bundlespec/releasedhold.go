@@ -89,6 +89,17 @@ func generatorNotReady(b *limbov1alpha1.Bundle, resource string) bool {
 	return resource != "" && b.PluginResource(resource) != nil && !b.Status.ResourceReady(resource)
 }
 
+// MayGenerateAgain tells whether resource (an object's limbo.dev/generatedBy;
+// "" for an object no plugin made) is a plugin resource of b that has not
+// shown, in a pass of b's current spec, what it makes: the pass has not run,
+// or the resource was not Ready in it (Blocked, failed, still planning). An
+// object in limbo that it made before may be one it makes again — put back
+// into its spec, which nothing tells before its plan runs.
+func MayGenerateAgain(b *limbov1alpha1.Bundle, resource string) bool {
+	return resource != "" && b.PluginResource(resource) != nil &&
+		(b.Status.ObservedGeneration < b.Generation || !b.Status.ResourceReady(resource))
+}
+
 // HasPlugin tells whether b has a plugin resource.
 func HasPlugin(b *limbov1alpha1.Bundle) bool {
 	for _, res := range b.Spec.Resources {

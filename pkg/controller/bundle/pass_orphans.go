@@ -363,7 +363,8 @@ func (p *pass) handOver(ctx context.Context, o client.Object, fresh metav1.Objec
 
 // lastResourceOf is the resource that last declared obj, from b's last status:
 // its resources, or the pending deletion that carried the name on since the
-// resource left the spec.
+// resource left the spec; else, for a generated object (a generator's status
+// names its first object only), the generator its limbo.dev/generatedBy names.
 func lastResourceOf(b *limbov1alpha1.Bundle, obj client.Object) string {
 	kind := obj.GetObjectKind().GroupVersionKind().Kind
 	for _, st := range b.Status.Resources {
@@ -372,9 +373,9 @@ func lastResourceOf(b *limbov1alpha1.Bundle, obj client.Object) string {
 		}
 	}
 	for _, pd := range b.Status.PendingDeletions {
-		if pd.Cluster == "" && pd.Kind == kind && pd.Name == obj.GetName() {
+		if pd.Cluster == "" && pd.Kind == kind && pd.Name == obj.GetName() && pd.Resource != "" {
 			return pd.Resource
 		}
 	}
-	return ""
+	return obj.GetAnnotations()[limbov1alpha1.AnnotationGeneratedBy]
 }

@@ -100,7 +100,9 @@ func (p *pass) syncPlugin(ctx context.Context, res *bundlespec.Resource) (limbov
 		// Ready and the pass decides no orphan. What the old plan generated
 		// stays declared (not applied again): it is not listed as leaving.
 		p.declareStale(res, result)
-		declaredStale = true
+		// No last plan (it failed): nothing declared, so the resource is
+		// idle, and what it made stays its own.
+		declaredStale = result != nil
 		return fail(limbov1alpha1.ResourceInProgress, limbov1alpha1.ReasonPlanning, "waiting for the plugin's plan of the changed spec")
 	}
 	if err == nil && result == nil {

@@ -241,10 +241,16 @@ func failingRetry(b *limbov1alpha1.Bundle, now time.Time) time.Duration {
 }
 
 // declaredInLimbo reports whether o, an object b controls, counts down while
-// a template of b's spec that can be read declares it.
+// a template of b's spec that can be read declares it, or while the generator
+// that made it may make it again (bundlespec.MayGenerateAgain: put back into
+// its spec, its plan not run since) — released with its old stamp, long due,
+// the reaper deleted such an object at once.
 func declaredInLimbo(b *limbov1alpha1.Bundle, o client.Object) bool {
 	if _, stamped := o.GetAnnotations()[limbov1alpha1.AnnotationDeletionTimestamp]; !stamped {
 		return false
+	}
+	if bundlespec.MayGenerateAgain(b, o.GetAnnotations()[limbov1alpha1.AnnotationGeneratedBy]) {
+		return true
 	}
 	declared, _ := bundlespec.DeclaresReadably(b, o.GetObjectKind().GroupVersionKind().GroupKind(), o.GetName())
 	return declared != bundlespec.NotDeclared
