@@ -1326,6 +1326,27 @@ func TestEngineTombstones(t *testing.T) {
 		}
 	})
 
+	// A Tombstone whose external delete was tried (its answer lost, or its
+	// success not recorded before a restart) is cancelled saying so: the item
+	// may be gone, and the audit trail must not say only that it was kept.
+	t.Run("cancel after delete attempts: the message says the item may be gone", func(t *testing.T) {
+		last := metav1.NewTime(time.Date(2025, 3, 14, 12, 20, 0, 0, time.UTC))
+		ts := &limbov1alpha1.Tombstone{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: "uid-ts", Finalizers: []string{limbov1alpha1.FinalizerHardDelete},
+				Labels: map[string]string{bundleKey: "shop", pendingKey: "true"}},
+			Spec:   limbov1alpha1.TombstoneSpec{Plugin: "namespace-gc", Resource: "storage-ns-gc", Item: item},
+			Status: limbov1alpha1.TombstoneStatus{Attempts: 2, LastAttemptTime: &last},
+		}
+		h := newHarness(t, ts)
+		if err := h.engine.CancelTombstone(context.Background(), bundle(), ts, "the Bundle is being deleted"); err != nil {
+			t.Fatal(err)
+		}
+		want := []string{`Normal DeletionCancelled StorageOSNamespace "old-team": deletion cancelled (the Bundle is being deleted; 2 delete attempts were made, the last at 2025-03-14T12:20:00Z: the item may be gone already)`}
+		if got := h.events(); !reflect.DeepEqual(got, want) {
+			t.Errorf("events %q, want %q", got, want)
+		}
+	})
+
 	// The Tombstone went the moment its finalizer did (it was being deleted), and
 	// the Bundle's pass made a new one of the same name for the same item: the
 	// cancel's delete, by name, must not force that one.

@@ -145,10 +145,15 @@ func (e *Engine) Relabel(ctx context.Context, b *limbov1alpha1.Bundle, obj clien
 
 // CancelTombstone removes a Tombstone without touching its item (RemoveTombstone),
 // and announces the cancel. A Tombstone gone already is success, and no cancel
-// is announced.
+// is announced. One whose external delete was tried says so: a delete whose
+// answer was lost, or that a restart kept from being recorded, may have taken
+// effect, and the audit trail must not say only that the item was kept.
 func (e *Engine) CancelTombstone(ctx context.Context, eventTarget runtime.Object, ts *limbov1alpha1.Tombstone, why string) error {
 	if err := RemoveTombstone(ctx, e.Client, ts); err != nil {
 		return client.IgnoreNotFound(err)
+	}
+	if n, last := ts.Status.Attempts, ts.Status.LastAttemptTime; n > 0 && last != nil {
+		why += fmt.Sprintf("; %d delete attempts were made, the last at %s: the item may be gone already", n, last.UTC().Format(time.RFC3339))
 	}
 	s := e.tombstoneSubject(ts)
 	e.cancelled(ctx, eventTarget, s, cancelledBecause(s.ref, why), why)
