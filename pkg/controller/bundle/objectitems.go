@@ -31,6 +31,12 @@ func (p *pass) processObjectItems(ctx context.Context, out pluginOutcome, ready 
 	if out.inventory == nil || len(out.inventory.Objects) == 0 {
 		return
 	}
+	// Asked before the first write, as every write of a pass is: a stamp by a
+	// pass whose Bundle left the shard is recorded by no status (the shard's
+	// pass writes none), and only the status says where its items are.
+	if !p.stillInShard(ctx) {
+		return
+	}
 	// An item whose deadline came before the Bundle was made carries the stamp
 	// of an earlier Bundle of its name whose teardown did not take it out of
 	// limbo (its finalizer removed by hand): its countdown starts again.

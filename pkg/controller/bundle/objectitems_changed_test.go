@@ -57,3 +57,27 @@ func TestPassItemsNotDeletedAfterTheBundleChanged(t *testing.T) {
 		})
 	}
 }
+
+// A sharded pass whose Bundle left the shard stamps no plugin item: its stamp
+// would be recorded by no status (the pass writes none), and only the status
+// says where a Bundle's items in limbo are — a resource removed next, its
+// items were never cancelled, and added again, found them long due.
+func TestPassStampsNoItemOnceTheBundleLeftTheShard(t *testing.T) {
+	sel, _ := shardA(t)
+	registry, err := plugin.NewRegistry(inventoried{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := livingBundle(limbov1alpha1.Resource{Name: "sweep", Plugin: &limbov1alpha1.PluginResource{Name: "inventoried", DeletionDelay: "1h"}})
+	b.Labels = map[string]string{"limbo.dev/shard": "a"}
+	f := newTeardownFixture(t, b, registry, foreignConfigMap("debris", nil, ""))
+	f.r.Shard, f.r.Engine.Shard = sel, sel
+	// The API server's Bundle moved to another shard, its spec edited.
+	f.r.APIReader = movedBundle{Reader: f.c, labels: map[string]string{"limbo.dev/shard": "b"}, generation: b.Generation + 1}
+	for range 3 {
+		f.reconcile(t)
+	}
+	if debris := f.liveConfigMap(t, "debris"); debris == nil || debris.Annotations[limbov1alpha1.AnnotationDeletionTimestamp] != "" {
+		t.Errorf("debris: %v; want it there, not stamped by a pass of a Bundle that left the shard", debris)
+	}
+}
