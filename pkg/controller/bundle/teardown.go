@@ -1,6 +1,7 @@
 package bundle
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -602,10 +603,17 @@ func (r *Reconciler) teardownPlugins(ctx context.Context, b *limbov1alpha1.Bundl
 // act on.
 func (r *Reconciler) teardownPlugin(ctx context.Context, b *limbov1alpha1.Bundle, kept map[string]string, name, pluginName string, tearDowner plugin.TearDowner) callOutcome[*plugin.TeardownResult] {
 	doneKey := limbov1alpha1.AnnotationTeardownDonePrefix + name
-	if kept[doneKey] == "true" {
+	if done := kept[doneKey]; done != "" {
 		// Done: its spec's references may name objects the waves have deleted
 		// since, and a spec that no longer resolves must not hold the Bundle.
-		return callOutcome[*plugin.TeardownResult]{result: &plugin.TeardownResult{Done: true, Message: "done"}, current: true}
+		// The mark is "true", or the warning the teardown ended with (a
+		// deorbit that gave up, naming the debris), which DeletionFailure
+		// shows for the rest of the teardown, not only in the pass it ended.
+		result := &plugin.TeardownResult{Done: true, Message: "done"}
+		if done != "true" {
+			result.Warning = done
+		}
+		return callOutcome[*plugin.TeardownResult]{result: result, current: true}
 	}
 	spec, err := plugin.ResolveSpecFromStatus(ctx, r.APIReader, b, name)
 	if err != nil {
@@ -647,7 +655,7 @@ func (r *Reconciler) teardownPlugin(ctx context.Context, b *limbov1alpha1.Bundle
 			annotations[key] = out.result.State
 		}
 		if out.result.Done {
-			annotations[doneKey] = "true"
+			annotations[doneKey] = cmp.Or(bundlespec.Bound(out.result.Warning), "true")
 		}
 		patch, merr := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": annotations}})
 		if merr == nil {
