@@ -30,7 +30,8 @@ const (
 	// own, opaque), so that a restarted controller resumes it.
 	AnnotationTeardownStatePrefix = "teardown.limbo.dev/"
 	// AnnotationTeardownDonePrefix, followed by a plugin resource's name, is
-	// "true" on a Bundle being torn down once that resource's teardown is done:
+	// set on a Bundle being torn down once that resource's teardown is done —
+	// "true", or the warning it ended with, which DeletionFailure keeps showing:
 	// later passes neither call the plugin again nor resolve its spec, whose
 	// references may name objects the teardown's waves have deleted since.
 	AnnotationTeardownDonePrefix = "teardown-done.limbo.dev/"
