@@ -95,9 +95,18 @@ func generatorNotReady(b *limbov1alpha1.Bundle, resource string) bool {
 // or the resource was not Ready in it (Blocked, failed, still planning). An
 // object in limbo that it made before may be one it makes again — put back
 // into its spec, which nothing tells before its plan runs.
+//
+// The API server bumps a Bundle's generation when it marks it for deletion
+// (its finalizers hold it), and no pass of a teardown writes
+// observedGeneration: the spec of a Bundle being deleted is its generation
+// before that bump.
 func MayGenerateAgain(b *limbov1alpha1.Bundle, resource string) bool {
+	spec := b.Generation
+	if b.DeletionTimestamp != nil {
+		spec--
+	}
 	return resource != "" && b.PluginResource(resource) != nil &&
-		(b.Status.ObservedGeneration < b.Generation || !b.Status.ResourceReady(resource))
+		(b.Status.ObservedGeneration < spec || !b.Status.ResourceReady(resource))
 }
 
 // HasPlugin tells whether b has a plugin resource.

@@ -135,3 +135,32 @@ func TestPassGeneratedOrphanNamesItsGenerator(t *testing.T) {
 		}
 	}
 }
+
+// A generated object in limbo whose generator was Ready in the last pass of
+// the spec (it no longer makes it) keeps its countdown at the teardown: the
+// generation the API server bumped when it marked the Bundle for deletion is
+// no new spec. Taken for one, every such object was cancelled ("desired
+// again") and counted down anew from the deletion.
+func TestTeardownKeepsTheCountdownOfWhatAReadyGeneratorDropped(t *testing.T) {
+	stamp := time.Now().UTC().Add(-time.Hour).Truncate(time.Second).Format(time.RFC3339)
+	x := bundleConfigMap("x", map[string]string{limbov1alpha1.AnnotationDeletionDelay: "24h", limbov1alpha1.AnnotationDeletionTimestamp: stamp,
+		limbov1alpha1.AnnotationGeneratedBy: "gen"})
+	x.Labels[limbov1alpha1.LabelPendingDeletion] = "true"
+	registry, err := plugin.NewRegistry(configmap.New())
+	if err != nil {
+		t.Fatal(err)
+	}
+	gen := limbov1alpha1.Resource{Name: "gen", Plugin: &limbov1alpha1.PluginResource{Name: "configmap", DeletionDelay: "24h",
+		Spec: &apiextensionsv1.JSON{Raw: []byte(`{"name":"y","data":{"k":"v"}}`)}}}
+	b := deletedBundle([]limbov1alpha1.Resource{gen}, limbov1alpha1.BundleStatus{ObservedGeneration: 1,
+		Resources: []limbov1alpha1.ResourceStatus{{Name: "gen", State: limbov1alpha1.ResourceReady}}})
+	b.Generation = 2 // bumped by the deletion
+	f := newTeardownFixture(t, b, registry, x)
+	f.reconcileUntil(t, "x still controlled", func() bool {
+		live := f.liveConfigMap(t, "x")
+		return live == nil || metav1.GetControllerOf(live) == nil
+	})
+	if live := f.liveConfigMap(t, "x"); live == nil || live.Annotations[limbov1alpha1.AnnotationDeletionTimestamp] != stamp {
+		t.Errorf("x after the teardown: %v; want it released with its stamp %s kept", live, stamp)
+	}
+}
