@@ -1,7 +1,6 @@
 package bundle
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -68,7 +67,7 @@ func (r *Reconciler) teardown(ctx context.Context, b *limbov1alpha1.Bundle) (ctr
 	// Removing a cleanup job stops its deletions: pending Tombstones are cancelled,
 	// never executed, whatever the cascade mode (the items stay). The items of a
 	// plugin teardown are that teardown's, not a cleanup job's.
-	if err := r.cancelTombstones(ctx, b); err != nil {
+	if err := r.cancelTombstones(ctx, b, r.Client); err != nil {
 		return ctrl.Result{}, err
 	}
 	itemFailures, err := r.cancelObjectItems(ctx, b, r.tearDownResources(plan))
@@ -302,6 +301,9 @@ func (r *Reconciler) letGo(ctx context.Context, b *limbov1alpha1.Bundle, scanned
 	if res, acted, err := settle(fresh); acted || err != nil {
 		return res, err
 	}
+	if err := r.cancelTombstones(ctx, b, r.APIReader); err != nil {
+		return ctrl.Result{}, err
+	}
 	if err := r.removeFinalizer(ctx, b); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -386,14 +388,15 @@ func recordedKeys(b *limbov1alpha1.Bundle) map[string]string {
 	return keys
 }
 
-// cancelTombstones removes b's Tombstones without deleting their items. They
-// are listed from the API server: a cache shows only this controller's shard,
-// and one that a pass made a moment ago may not be in it yet — missed, it
-// outlived the Bundle, listed later by a Bundle of the same name that did not
-// control it.
-func (r *Reconciler) cancelTombstones(ctx context.Context, b *limbov1alpha1.Bundle) error {
+// cancelTombstones removes b's Tombstones, as reader lists them, without
+// deleting their items. Every teardown pass lists them from the cache; the
+// last, before b goes (letGo), from the API server: a cache shows only this
+// controller's shard, and one that a pass made a moment ago may not be in it
+// yet — missed, it outlived the Bundle, listed later by a Bundle of the same
+// name that did not control it.
+func (r *Reconciler) cancelTombstones(ctx context.Context, b *limbov1alpha1.Bundle, reader client.Reader) error {
 	var tombstones limbov1alpha1.TombstoneList
-	if err := r.APIReader.List(ctx, &tombstones, client.InNamespace(b.Namespace), client.MatchingLabels{limbov1alpha1.LabelBundle: b.Name}); err != nil {
+	if err := reader.List(ctx, &tombstones, client.InNamespace(b.Namespace), client.MatchingLabels{limbov1alpha1.LabelBundle: b.Name}); err != nil {
 		return err
 	}
 	for i := range tombstones.Items {
@@ -603,16 +606,14 @@ func (r *Reconciler) teardownPlugins(ctx context.Context, b *limbov1alpha1.Bundl
 // act on.
 func (r *Reconciler) teardownPlugin(ctx context.Context, b *limbov1alpha1.Bundle, kept map[string]string, name, pluginName string, tearDowner plugin.TearDowner) callOutcome[*plugin.TeardownResult] {
 	doneKey := limbov1alpha1.AnnotationTeardownDonePrefix + name
-	if done := kept[doneKey]; done != "" {
+	warningKey := limbov1alpha1.AnnotationTeardownWarningPrefix + name
+	if kept[doneKey] == "true" {
 		// Done: its spec's references may name objects the waves have deleted
 		// since, and a spec that no longer resolves must not hold the Bundle.
-		// The mark is "true", or the warning the teardown ended with (a
-		// deorbit that gave up, naming the debris), which DeletionFailure
-		// shows for the rest of the teardown, not only in the pass it ended.
-		result := &plugin.TeardownResult{Done: true, Message: "done"}
-		if done != "true" {
-			result.Warning = done
-		}
+		// The warning the teardown ended with (a deorbit that gave up, naming
+		// the debris) is kept beside the mark: DeletionFailure shows it for the
+		// rest of the teardown, not only in the pass it ended.
+		result := &plugin.TeardownResult{Done: true, Message: "done", Warning: kept[warningKey]}
 		return callOutcome[*plugin.TeardownResult]{result: result, current: true}
 	}
 	spec, err := plugin.ResolveSpecFromStatus(ctx, r.APIReader, b, name)
@@ -655,7 +656,10 @@ func (r *Reconciler) teardownPlugin(ctx context.Context, b *limbov1alpha1.Bundle
 			annotations[key] = out.result.State
 		}
 		if out.result.Done {
-			annotations[doneKey] = cmp.Or(bundlespec.Bound(out.result.Warning), "true")
+			annotations[doneKey] = "true"
+			if out.result.Warning != "" {
+				annotations[warningKey] = bundlespec.Bound(out.result.Warning)
+			}
 		}
 		patch, merr := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": annotations}})
 		if merr == nil {

@@ -85,3 +85,26 @@ func TestTeardownCancelsTombstonesItsCacheDoesNotShow(t *testing.T) {
 		t.Errorf("Tombstone %s after the teardown: %v, want it cancelled (gone)", ts.Name, err)
 	}
 }
+
+// A teardown pass that waits (a wave held by another controller's finalizer)
+// lists the Bundle's Tombstones from its cache, not the API server: 200
+// Bundles torn down at once, each pass every 2 s, cost 100 requests a second
+// of the budget every tenant shares. Only the last pass, before the Bundle
+// goes, asks the API server.
+func TestWaitingTeardownListsNoTombstonesFromTheAPIServer(t *testing.T) {
+	b := deletedBundle([]limbov1alpha1.Resource{configMapResource(t, "held")}, limbov1alpha1.BundleStatus{ObservedGeneration: 1})
+	f := newTeardownFixture(t, b, nil, bundleConfigMap("held", nil, "example.com/backup"))
+	lists := 0
+	f.r.APIReader = interceptor.NewClient(f.c.(client.WithWatch), interceptor.Funcs{List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+		if _, tombstones := list.(*limbov1alpha1.TombstoneList); tombstones {
+			lists++
+		}
+		return c.List(ctx, list, opts...)
+	}})
+	for range 3 {
+		f.reconcile(t)
+	}
+	if lists != 0 {
+		t.Errorf("%d Tombstone listings from the API server by passes that wait, want none", lists)
+	}
+}

@@ -30,11 +30,15 @@ const (
 	// own, opaque), so that a restarted controller resumes it.
 	AnnotationTeardownStatePrefix = "teardown.limbo.dev/"
 	// AnnotationTeardownDonePrefix, followed by a plugin resource's name, is
-	// set on a Bundle being torn down once that resource's teardown is done —
-	// "true", or the warning it ended with, which DeletionFailure keeps showing:
+	// "true" on a Bundle being torn down once that resource's teardown is done:
 	// later passes neither call the plugin again nor resolve its spec, whose
 	// references may name objects the teardown's waves have deleted since.
 	AnnotationTeardownDonePrefix = "teardown-done.limbo.dev/"
+	// AnnotationTeardownWarningPrefix, followed by a plugin resource's name,
+	// holds the warning that resource's teardown ended with (a deorbit that
+	// gave up, naming the debris), which DeletionFailure shows for the rest of
+	// the teardown.
+	AnnotationTeardownWarningPrefix = "teardown-warning.limbo.dev/"
 	// AnnotationReadyWhenFieldPath and AnnotationReadyWhenFieldValue, on a
 	// CustomResourceDefinition, state the readiness rule of its objects: the JSONPath
 	// (status.phase, .status.phase or {.status.phase}) must yield the value.
