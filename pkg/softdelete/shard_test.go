@@ -104,3 +104,23 @@ func TestTombstoneMovedIntoItsBundlesShard(t *testing.T) {
 		t.Errorf("events:\n%s\nwant the earlier Bundle's countdown cancelled", ev)
 	}
 }
+
+// An earlier Bundle's Tombstone already cancelled but held by another
+// finalizer is waited for: OrphanExternal fails (the pass retries) without
+// announcing its cancel again at every retry.
+func TestEarlierBundlesTombstoneStillBeingDeleted(t *testing.T) {
+	item := limbov1alpha1.ExternalItem{Kind: "StorageOSNamespace", ID: "4f7c", Name: "old-team"}
+	now := metav1.Now()
+	earlier := &limbov1alpha1.Tombstone{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: softdelete.TombstoneName("shop", "storage-ns-gc", item),
+		UID: "earlier", DeletionTimestamp: &now, Finalizers: []string{"example.com/backup"}, Labels: map[string]string{bundleKey: "shop"}},
+		Spec: limbov1alpha1.TombstoneSpec{Plugin: "namespace-gc", Resource: "storage-ns-gc", Item: item}}
+	h := newHarness(t, earlier)
+	for range 2 {
+		if _, err := h.engine.OrphanExternal(context.Background(), bundle(), "namespace-gc", "storage-ns-gc", "10m", item); err == nil || !strings.Contains(err.Error(), "is being deleted") {
+			t.Errorf("OrphanExternal: %v, want an error: the earlier Tombstone is being deleted", err)
+		}
+	}
+	if ev := h.events(); len(ev) != 0 {
+		t.Errorf("events %q, want none", ev)
+	}
+}

@@ -103,6 +103,11 @@ func (e *Engine) existingTombstone(ctx context.Context, b *limbov1alpha1.Bundle,
 		return nil, fmt.Errorf("read Tombstone %s: %w", key.Name, err)
 	}
 	if !metav1.IsControlledBy(ts, b) {
+		if ts.DeletionTimestamp != nil && !controllerutil.ContainsFinalizer(ts, limbov1alpha1.FinalizerHardDelete) {
+			// Cancelled already, held by another finalizer: made anew once it
+			// is gone, and not announced again at each retry.
+			return nil, fmt.Errorf("Tombstone %s, an earlier Bundle's, is being deleted (held by finalizers %v): this Bundle's is made once it is gone", key.Name, ts.Finalizers)
+		}
 		if err := e.CancelTombstone(ctx, b, ts, "it was not this Bundle's (an earlier Bundle's of its name): made anew"); err != nil {
 			return nil, fmt.Errorf("remove Tombstone %s, an earlier Bundle's: %w", key.Name, err)
 		}
@@ -149,11 +154,11 @@ func (e *Engine) Relabel(ctx context.Context, b *limbov1alpha1.Bundle, obj clien
 // answer was lost, or that a restart kept from being recorded, may have taken
 // effect, and the audit trail must not say only that the item was kept.
 func (e *Engine) CancelTombstone(ctx context.Context, eventTarget runtime.Object, ts *limbov1alpha1.Tombstone, why string) error {
+	if n, last := ts.Status.Attempts, ts.Status.LastAttemptTime; n > 0 && last != nil { // as the caller had it: the writes below read it back
+		why += fmt.Sprintf("; %d delete attempts were made, the last at %s: the item may be gone already", n, last.UTC().Format(time.RFC3339))
+	}
 	if err := RemoveTombstone(ctx, e.Client, ts); err != nil {
 		return client.IgnoreNotFound(err)
-	}
-	if n, last := ts.Status.Attempts, ts.Status.LastAttemptTime; n > 0 && last != nil {
-		why += fmt.Sprintf("; %d delete attempts were made, the last at %s: the item may be gone already", n, last.UTC().Format(time.RFC3339))
 	}
 	s := e.tombstoneSubject(ts)
 	e.cancelled(ctx, eventTarget, s, cancelledBecause(s.ref, why), why)

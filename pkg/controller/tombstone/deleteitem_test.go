@@ -136,4 +136,11 @@ func TestReconcileNotResponsible(t *testing.T) {
 	if got := h.sample("limbo_deletions_total", softdelete.ResultFailed).GetCounter().GetValue(); got != 0 {
 		t.Errorf(`limbo_deletions_total{result="failed"} = %v, want 0: nothing failed`, got)
 	}
+	// The plugin said the item stays: the cancel does not say it may be gone,
+	// though an attempt was made.
+	for e := h.event(); e != ""; e = h.event() {
+		if strings.Contains(e, "DeletionCancelled") && strings.Contains(e, "may be gone") {
+			t.Errorf("event %q: the plugin kept the item, yet the cancel says it may be gone", e)
+		}
+	}
 }

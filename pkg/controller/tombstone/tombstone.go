@@ -292,8 +292,12 @@ func (r *Reconciler) record(ctx context.Context, ts *limbov1alpha1.Tombstone, at
 		// The resource's spec no longer covers the item (narrowed since the
 		// countdown began), or the item is desired again: retrying cannot
 		// succeed, and the Bundle's pass cancels neither a Tombstone it no
-		// longer lists nor a forced one. The item stays as it is.
-		return ctrl.Result{}, r.Engine.CancelTombstone(ctx, ts, ts, err.Error())
+		// longer lists nor a forced one. The item stays as it is — the
+		// plugin's answer says so, whatever earlier attempts did: the cancel
+		// does not say it may be gone.
+		answered := ts.DeepCopy()
+		answered.Status.Attempts = 0
+		return ctrl.Result{}, r.Engine.CancelTombstone(ctx, answered, answered, err.Error())
 	}
 	if err != nil {
 		// Bounded: the error may carry what an endpoint answered, and the
