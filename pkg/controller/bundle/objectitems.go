@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -33,8 +34,12 @@ func (p *pass) processObjectItems(ctx context.Context, out pluginOutcome, ready 
 	}
 	// Asked before the first write, as every write of a pass is: a stamp by a
 	// pass whose Bundle left the shard is recorded by no status (the shard's
-	// pass writes none), and only the status says where its items are.
-	if !p.stillInShard(ctx) {
+	// pass writes none), and only the status says where its items are. Items
+	// all desired and none in limbo — node-removal's at rest — write nothing,
+	// and ask nothing.
+	if mayWrite := slices.ContainsFunc(out.inventory.Objects, func(it plugin.ObjectItem) bool {
+		return !it.Desired || softdelete.HasLimboMark(it.Object)
+	}); mayWrite && !p.stillInShard(ctx) {
 		return
 	}
 	// An item whose deadline came before the Bundle was made carries the stamp
