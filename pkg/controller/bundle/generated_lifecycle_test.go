@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -21,21 +22,9 @@ import (
 // stamp, long due, the reaper deleted it at once.
 func TestTeardownOfAGeneratedObjectItsGeneratorMayMakeAgain(t *testing.T) {
 	old := "2020-01-01T00:00:00Z"
-	x := bundleConfigMap("x", map[string]string{limbov1alpha1.AnnotationDeletionDelay: "1h", limbov1alpha1.AnnotationDeletionTimestamp: old,
-		limbov1alpha1.AnnotationGeneratedBy: "gen"})
-	x.Labels[limbov1alpha1.LabelPendingDeletion] = "true"
-	registry, err := plugin.NewRegistry(configmap.New())
-	if err != nil {
-		t.Fatal(err)
-	}
-	gen := limbov1alpha1.Resource{Name: "gen", Plugin: &limbov1alpha1.PluginResource{Name: "configmap", DeletionDelay: "1h",
-		Spec: &apiextensionsv1.JSON{Raw: []byte(`{"name":"x","data":{"k":"v"}}`)}}}
+	x, gen, registry := generatedInLimbo(t, old, "x")
 	f := newTeardownFixture(t, deletedBundle([]limbov1alpha1.Resource{gen}, limbov1alpha1.BundleStatus{}), registry, x)
-	f.reconcileUntil(t, "x still controlled", func() bool {
-		live := f.liveConfigMap(t, "x")
-		return live == nil || metav1.GetControllerOf(live) == nil
-	})
-	live := f.liveConfigMap(t, "x")
+	live := f.tearDownUntilReleased(t, "x")
 	if live == nil {
 		t.Fatal("x is gone: deleted at once")
 	}
@@ -143,24 +132,39 @@ func TestPassGeneratedOrphanNamesItsGenerator(t *testing.T) {
 // again") and counted down anew from the deletion.
 func TestTeardownKeepsTheCountdownOfWhatAReadyGeneratorDropped(t *testing.T) {
 	stamp := time.Now().UTC().Add(-time.Hour).Truncate(time.Second).Format(time.RFC3339)
-	x := bundleConfigMap("x", map[string]string{limbov1alpha1.AnnotationDeletionDelay: "24h", limbov1alpha1.AnnotationDeletionTimestamp: stamp,
+	x, gen, registry := generatedInLimbo(t, stamp, "y")
+	b := deletedBundle([]limbov1alpha1.Resource{gen}, limbov1alpha1.BundleStatus{ObservedGeneration: 1,
+		Resources: []limbov1alpha1.ResourceStatus{{Name: "gen", State: limbov1alpha1.ResourceReady}}})
+	b.Generation = 2 // bumped by the deletion
+	f := newTeardownFixture(t, b, registry, x)
+	if live := f.tearDownUntilReleased(t, "x"); live == nil || live.Annotations[limbov1alpha1.AnnotationDeletionTimestamp] != stamp {
+		t.Errorf("x after the teardown: %v; want it released with its stamp %s kept", live, stamp)
+	}
+}
+
+// generatedInLimbo is ConfigMap x, made by the configmap generator gen (delay
+// 1h) and in limbo since stamp, and gen, which now makes the ConfigMap makes.
+func generatedInLimbo(t *testing.T, stamp, makes string) (*corev1.ConfigMap, limbov1alpha1.Resource, *plugin.Registry) {
+	t.Helper()
+	x := bundleConfigMap("x", map[string]string{limbov1alpha1.AnnotationDeletionDelay: "1h", limbov1alpha1.AnnotationDeletionTimestamp: stamp,
 		limbov1alpha1.AnnotationGeneratedBy: "gen"})
 	x.Labels[limbov1alpha1.LabelPendingDeletion] = "true"
 	registry, err := plugin.NewRegistry(configmap.New())
 	if err != nil {
 		t.Fatal(err)
 	}
-	gen := limbov1alpha1.Resource{Name: "gen", Plugin: &limbov1alpha1.PluginResource{Name: "configmap", DeletionDelay: "24h",
-		Spec: &apiextensionsv1.JSON{Raw: []byte(`{"name":"y","data":{"k":"v"}}`)}}}
-	b := deletedBundle([]limbov1alpha1.Resource{gen}, limbov1alpha1.BundleStatus{ObservedGeneration: 1,
-		Resources: []limbov1alpha1.ResourceStatus{{Name: "gen", State: limbov1alpha1.ResourceReady}}})
-	b.Generation = 2 // bumped by the deletion
-	f := newTeardownFixture(t, b, registry, x)
-	f.reconcileUntil(t, "x still controlled", func() bool {
-		live := f.liveConfigMap(t, "x")
+	gen := limbov1alpha1.Resource{Name: "gen", Plugin: &limbov1alpha1.PluginResource{Name: "configmap", DeletionDelay: "1h",
+		Spec: &apiextensionsv1.JSON{Raw: []byte(`{"name":"` + makes + `","data":{"k":"v"}}`)}}}
+	return x, gen, registry
+}
+
+// tearDownUntilReleased runs teardown passes until ConfigMap name is no longer
+// controlled by the Bundle (released, or gone), and returns it (nil: gone).
+func (f *teardownFixture) tearDownUntilReleased(t *testing.T, name string) *corev1.ConfigMap {
+	t.Helper()
+	f.reconcileUntil(t, name+" still controlled", func() bool {
+		live := f.liveConfigMap(t, name)
 		return live == nil || metav1.GetControllerOf(live) == nil
 	})
-	if live := f.liveConfigMap(t, "x"); live == nil || live.Annotations[limbov1alpha1.AnnotationDeletionTimestamp] != stamp {
-		t.Errorf("x after the teardown: %v; want it released with its stamp %s kept", live, stamp)
-	}
+	return f.liveConfigMap(t, name)
 }

@@ -25,14 +25,7 @@ func TestForegroundDeleteSaysWhichTeardownsItSkips(t *testing.T) {
 	sweep := limbov1alpha1.Resource{Name: "sweep", Plugin: &limbov1alpha1.PluginResource{Name: "sweeper"}}
 	b := deletedBundle([]limbov1alpha1.Resource{sweep, configMapResource(t, "cm")}, limbov1alpha1.BundleStatus{}, metav1.FinalizerDeleteDependents)
 	f := newTeardownFixture(t, b, registry)
-	events := make(chan string, 10)
-	f.r.Recorder = &record.FakeRecorder{Events: events}
-	f.reconcile(t)
-	close(events)
-	var got []string
-	for e := range events {
-		got = append(got, e)
-	}
+	got := f.eventsOfAPass(t)
 	want := "Warning TeardownSkipped plugin resource sweep (sweeper): its teardown did not run: the Bundle was deleted with --cascade=foreground"
 	if len(got) != 1 || !strings.HasPrefix(got[0], want) {
 		t.Errorf("events %q, want one starting %q", got, want)
@@ -55,6 +48,17 @@ func TestForegroundDeleteSaysWhichDelaysItSkips(t *testing.T) {
 	f := newTeardownFixture(t, b, nil,
 		bundleConfigMap("db", map[string]string{limbov1alpha1.AnnotationDeletionDelay: "24h"}),
 		cache, old, bundleConfigMap("plain", nil))
+	got := f.eventsOfAPass(t)
+	want := "Warning TeardownSkipped the deletionDelay of 2 objects did not run: the Bundle was deleted with --cascade=foreground, and the garbage collector deletes them at once (ConfigMap cache (held by finalizers: foregroundDeletion), ConfigMap db)"
+	if len(got) != 1 || !strings.HasPrefix(got[0], want) {
+		t.Errorf("events %q, want one starting %q", got, want)
+	}
+}
+
+// eventsOfAPass runs one Reconcile of the fixture's Bundle and returns the
+// events it recorded.
+func (f *teardownFixture) eventsOfAPass(t *testing.T) []string {
+	t.Helper()
 	events := make(chan string, 10)
 	f.r.Recorder = &record.FakeRecorder{Events: events}
 	f.reconcile(t)
@@ -63,8 +67,5 @@ func TestForegroundDeleteSaysWhichDelaysItSkips(t *testing.T) {
 	for e := range events {
 		got = append(got, e)
 	}
-	want := "Warning TeardownSkipped the deletionDelay of 2 objects did not run: the Bundle was deleted with --cascade=foreground, and the garbage collector deletes them at once (ConfigMap cache (held by finalizers: foregroundDeletion), ConfigMap db)"
-	if len(got) != 1 || !strings.HasPrefix(got[0], want) {
-		t.Errorf("events %q, want one starting %q", got, want)
-	}
+	return got
 }
