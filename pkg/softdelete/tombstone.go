@@ -154,6 +154,9 @@ func (e *Engine) Relabel(ctx context.Context, b *limbov1alpha1.Bundle, obj clien
 // answer was lost, or that a restart kept from being recorded, may have taken
 // effect, and the audit trail must not say only that the item was kept.
 func (e *Engine) CancelTombstone(ctx context.Context, eventTarget runtime.Object, ts *limbov1alpha1.Tombstone, why string) error {
+	if ts.DeletionTimestamp != nil && !controllerutil.ContainsFinalizer(ts, limbov1alpha1.FinalizerHardDelete) {
+		return nil // cancelled already, held by another finalizer: not announced again at each pass
+	}
 	if n, last := ts.Status.Attempts, ts.Status.LastAttemptTime; n > 0 && last != nil { // as the caller had it: the writes below read it back
 		why += fmt.Sprintf("; %d delete attempts were made, the last at %s: the item may be gone already", n, last.UTC().Format(time.RFC3339))
 	}

@@ -127,6 +127,10 @@ func (r *Reconciler) teardown(ctx context.Context, b *limbov1alpha1.Bundle) (ctr
 	}
 	if foreground {
 		r.teardownsSkipped(ctx, b, controlledBy(b, objects))
+		// The last pass: the Tombstones the API server lists, as letGo's.
+		if err := r.cancelTombstones(ctx, b, r.APIReader); err != nil {
+			return ctrl.Result{}, err
+		}
 		return ctrl.Result{}, r.removeFinalizer(ctx, b)
 	}
 	// Plugin teardowns run first: deorbit needs the objects still there.
@@ -607,7 +611,7 @@ func (r *Reconciler) teardownPlugins(ctx context.Context, b *limbov1alpha1.Bundl
 func (r *Reconciler) teardownPlugin(ctx context.Context, b *limbov1alpha1.Bundle, kept map[string]string, name, pluginName string, tearDowner plugin.TearDowner) callOutcome[*plugin.TeardownResult] {
 	doneKey := limbov1alpha1.AnnotationTeardownDonePrefix + name
 	warningKey := limbov1alpha1.AnnotationTeardownWarningPrefix + name
-	if kept[doneKey] == "true" {
+	if kept[doneKey] != "" { // "true"; any value, as a mark written otherwise still says done
 		// Done: its spec's references may name objects the waves have deleted
 		// since, and a spec that no longer resolves must not hold the Bundle.
 		// The warning the teardown ended with (a deorbit that gave up, naming

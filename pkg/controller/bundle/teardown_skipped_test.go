@@ -56,11 +56,12 @@ func TestForegroundDeleteSaysWhichDelaysItSkips(t *testing.T) {
 }
 
 // eventsOfAPass runs one Reconcile of the fixture's Bundle and returns the
-// events it recorded.
+// events it recorded, its engine's too.
 func (f *teardownFixture) eventsOfAPass(t *testing.T) []string {
 	t.Helper()
 	events := make(chan string, 10)
 	f.r.Recorder = &record.FakeRecorder{Events: events}
+	f.r.Engine.Recorder = f.r.Recorder
 	f.reconcile(t)
 	close(events)
 	var got []string

@@ -2,6 +2,8 @@ package bundle
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -63,8 +65,17 @@ func TestPassReplacesAnEarlierBundlesTombstone(t *testing.T) {
 // before) outlived the Bundle, to be listed by a Bundle of the same name that
 // did not control it.
 func TestTeardownCancelsTombstonesItsCacheDoesNotShow(t *testing.T) {
+	for _, foreground := range []bool{false, true} {
+		t.Run(fmt.Sprintf("foreground %v", foreground), func(t *testing.T) { teardownCancelsTombstonesItsCacheDoesNotShow(t, foreground) })
+	}
+}
+
+func teardownCancelsTombstonesItsCacheDoesNotShow(t *testing.T, foreground bool) {
 	item := limbov1alpha1.ExternalItem{Kind: "Thing", ID: "1"}
 	b := deletedBundle(nil, limbov1alpha1.BundleStatus{ObservedGeneration: 1})
+	if foreground { // its one pass lets it go, as letGo's last does
+		b.Finalizers = append(b.Finalizers, metav1.FinalizerDeleteDependents)
+	}
 	yes := true
 	ts := &limbov1alpha1.Tombstone{ObjectMeta: metav1.ObjectMeta{
 		Namespace: "shop", Name: softdelete.TombstoneName("web", "sweep", item), UID: "ts-uid",
@@ -106,5 +117,25 @@ func TestWaitingTeardownListsNoTombstonesFromTheAPIServer(t *testing.T) {
 	}
 	if lists != 0 {
 		t.Errorf("%d Tombstone listings from the API server by passes that wait, want none", lists)
+	}
+}
+
+// A Tombstone cancelled already and held by another controller's finalizer is
+// not announced cancelled again at each teardown pass.
+func TestTeardownAnnouncesACancelledTombstoneOnce(t *testing.T) {
+	item := limbov1alpha1.ExternalItem{Kind: "Thing", ID: "1"}
+	b := deletedBundle([]limbov1alpha1.Resource{configMapResource(t, "held")}, limbov1alpha1.BundleStatus{ObservedGeneration: 1})
+	now := metav1.Now()
+	ts := &limbov1alpha1.Tombstone{ObjectMeta: metav1.ObjectMeta{
+		Namespace: "shop", Name: softdelete.TombstoneName("web", "sweep", item), UID: "ts-uid", DeletionTimestamp: &now,
+		Labels: map[string]string{limbov1alpha1.LabelBundle: "web"}, Finalizers: []string{"example.com/backup"},
+	}, Spec: limbov1alpha1.TombstoneSpec{Plugin: "external-only", Resource: "sweep", Item: item}}
+	f := newTeardownFixture(t, b, nil, ts, bundleConfigMap("held", nil, "example.com/backup"))
+	for range 3 {
+		for _, e := range f.eventsOfAPass(t) {
+			if strings.Contains(e, "DeletionCancelled") {
+				t.Errorf("event %q for a Tombstone cancelled already", e)
+			}
+		}
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -142,5 +144,33 @@ func TestReconcileNotResponsible(t *testing.T) {
 		if strings.Contains(e, "DeletionCancelled") && strings.Contains(e, "may be gone") {
 			t.Errorf("event %q: the plugin kept the item, yet the cancel says it may be gone", e)
 		}
+	}
+}
+
+// A "not mine" answer after an earlier attempt whose answer was lost: this
+// attempt deleted nothing, the earlier one may have — the cancel says so
+// (a route removed by a delete that timed out, its server back since).
+func TestReconcileNotResponsibleAfterAnEarlierAttempt(t *testing.T) {
+	h := newHarness(t, 1)
+	h.plugin.err = fmt.Errorf("its next hop is an address of server X again: %w", plugin.ErrNotResponsible)
+	h.reconcile() // the countdown
+	ts := h.tombstone()
+	earlier := metav1.NewTime(h.clock.Now().Add(30 * time.Second))
+	ts.Status.Attempts, ts.Status.LastAttemptTime = 1, &earlier
+	if err := h.client.Status().Update(context.Background(), ts); err != nil {
+		t.Fatal(err)
+	}
+	h.clock.Step(time.Hour)
+	if _, err := h.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: h.key}); err != nil {
+		t.Fatal(err)
+	}
+	var cancelled string
+	for e := h.event(); e != ""; e = h.event() {
+		if strings.Contains(e, "DeletionCancelled") {
+			cancelled = e
+		}
+	}
+	if !strings.Contains(cancelled, "1 delete attempts were made") || !strings.Contains(cancelled, "may be gone") {
+		t.Errorf("cancel event %q: want it to say the earlier attempt may have deleted the item", cancelled)
 	}
 }

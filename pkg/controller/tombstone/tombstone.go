@@ -292,11 +292,11 @@ func (r *Reconciler) record(ctx context.Context, ts *limbov1alpha1.Tombstone, at
 		// The resource's spec no longer covers the item (narrowed since the
 		// countdown began), or the item is desired again: retrying cannot
 		// succeed, and the Bundle's pass cancels neither a Tombstone it no
-		// longer lists nor a forced one. The item stays as it is — the
-		// plugin's answer says so, whatever earlier attempts did: the cancel
-		// does not say it may be gone.
+		// longer lists nor a forced one. The item stays as it is. This
+		// attempt deleted nothing (a plugin refuses before it calls its
+		// backend); the cancel says only what the earlier ones may have done.
 		answered := ts.DeepCopy()
-		answered.Status.Attempts = 0
+		answered.Status.Attempts = attempt - 1
 		return ctrl.Result{}, r.Engine.CancelTombstone(ctx, answered, answered, err.Error())
 	}
 	if err != nil {
