@@ -106,7 +106,7 @@ func (e *Engine) existingTombstone(ctx context.Context, b *limbov1alpha1.Bundle,
 		if ts.DeletionTimestamp != nil && !controllerutil.ContainsFinalizer(ts, limbov1alpha1.FinalizerHardDelete) {
 			// Cancelled already, held by another finalizer: made anew once it
 			// is gone, and not announced again at each retry.
-			return nil, fmt.Errorf("Tombstone %s, an earlier Bundle's, is being deleted (held by finalizers %v): this Bundle's is made once it is gone", key.Name, ts.Finalizers)
+			return nil, fmt.Errorf("an earlier Bundle's Tombstone %s is being deleted (held by finalizers %v): this Bundle's is made once it is gone", key.Name, ts.Finalizers)
 		}
 		if err := e.CancelTombstone(ctx, b, ts, "it was not this Bundle's (an earlier Bundle's of its name): made anew"); err != nil {
 			return nil, fmt.Errorf("remove Tombstone %s, an earlier Bundle's: %w", key.Name, err)
