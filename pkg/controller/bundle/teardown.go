@@ -127,10 +127,6 @@ func (r *Reconciler) teardown(ctx context.Context, b *limbov1alpha1.Bundle) (ctr
 	}
 	if foreground {
 		r.teardownsSkipped(ctx, b, controlledBy(b, objects))
-		// The last pass: the Tombstones the API server lists, as letGo's.
-		if err := r.cancelTombstones(ctx, b, r.APIReader); err != nil {
-			return ctrl.Result{}, err
-		}
 		return ctrl.Result{}, r.removeFinalizer(ctx, b)
 	}
 	// Plugin teardowns run first: deorbit needs the objects still there.
@@ -305,9 +301,6 @@ func (r *Reconciler) letGo(ctx context.Context, b *limbov1alpha1.Bundle, scanned
 	if res, acted, err := settle(fresh); acted || err != nil {
 		return res, err
 	}
-	if err := r.cancelTombstones(ctx, b, r.APIReader); err != nil {
-		return ctrl.Result{}, err
-	}
 	if err := r.removeFinalizer(ctx, b); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -394,7 +387,7 @@ func recordedKeys(b *limbov1alpha1.Bundle) map[string]string {
 
 // cancelTombstones removes b's Tombstones, as reader lists them, without
 // deleting their items. Every teardown pass lists them from the cache; the
-// last, before b goes (letGo), from the API server: a cache shows only this
+// last, before b goes (removeFinalizer), from the API server: a cache shows only this
 // controller's shard, and one that a pass made a moment ago may not be in it
 // yet — missed, it outlived the Bundle, listed later by a Bundle of the same
 // name that did not control it.
@@ -785,9 +778,14 @@ func (h heldObjects) holds(b *limbov1alpha1.Bundle, pd limbov1alpha1.PendingDele
 	return pd.Namespace == b.Namespace && h[bundlespec.ObjectKey(gk, pd.Name)]
 }
 
-// removeFinalizer lets b go. Its metrics are forgotten: nothing of it is in
-// limbo any more (whatever another finalizer keeps it for), as when it is gone.
+// removeFinalizer lets b go, after a last look at its Tombstones as the API
+// server lists them (cancelTombstones). Its metrics are forgotten: nothing of
+// it is in limbo any more (whatever another finalizer keeps it for), as when
+// it is gone.
 func (r *Reconciler) removeFinalizer(ctx context.Context, b *limbov1alpha1.Bundle) error {
+	if err := r.cancelTombstones(ctx, b, r.APIReader); err != nil {
+		return err
+	}
 	orig := b.DeepCopy()
 	controllerutil.RemoveFinalizer(b, limbov1alpha1.FinalizerTeardown)
 	if err := r.Client.Patch(ctx, b, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); client.IgnoreNotFound(err) != nil {
