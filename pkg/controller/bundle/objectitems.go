@@ -83,11 +83,11 @@ func (p *pass) processObjectItems(ctx context.Context, out pluginOutcome, ready 
 // items were not. Asked once per group with a due item: nothing is due, no
 // read. The Bundle's change brings the pass that decides on it.
 func (p *pass) itemsDecidedOnCurrent(ctx context.Context) (hold string, err error) {
-	cur, err := p.readBundleAgain(ctx)
+	_, current, err := p.bundleAsDecided(ctx)
 	if err != nil {
 		return "", fmt.Errorf("read the Bundle again before deleting its plugin's items: %w", err)
 	}
-	if !p.decidedOn(cur) || cur.DeletionTimestamp != nil || !p.stillInShard(ctx) {
+	if !current || !p.stillInShard(ctx) {
 		return "the Bundle changed since this pass read it: decided again by the next pass", nil
 	}
 	return "", nil

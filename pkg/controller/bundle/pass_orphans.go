@@ -304,11 +304,11 @@ func (p *pass) stillOrphan(ctx context.Context, o client.Object, ready bool) sof
 		if v, err := controlled(fresh); v != softdelete.Claimed {
 			return v, err
 		}
-		cur, err := p.readBundleAgain(ctx)
+		cur, current, err := p.bundleAsDecided(ctx)
 		if err != nil {
 			return softdelete.ClaimDeferred, fmt.Errorf("read the Bundle again before deleting %s %s: %w", o.GetObjectKind().GroupVersionKind().Kind, o.GetName(), err)
 		}
-		if !p.decidedOn(cur) || cur.DeletionTimestamp != nil {
+		if !current {
 			log.FromContext(ctx).V(1).Info("not deleted: the Bundle changed since the pass read it", "object", o.GetName(),
 				"generation", p.bundle.Generation, "now", cur.Generation)
 			return softdelete.ClaimDeferred, nil

@@ -87,6 +87,16 @@ func (r *Reconciler) readBundleAgain(ctx context.Context, b *limbov1alpha1.Bundl
 	return cur, r.APIReader.Get(ctx, client.ObjectKeyFromObject(b), cur)
 }
 
+// bundleAsDecided reads the Bundle again from the API server (cur) and reports
+// whether it is still the one this pass decided on (decidedOn) and not being
+// deleted: what a delete decided on the cached Bundle asks first.
+func (p *pass) bundleAsDecided(ctx context.Context) (cur *metav1.PartialObjectMetadata, current bool, err error) {
+	if cur, err = p.readBundleAgain(ctx); err != nil {
+		return nil, false, err
+	}
+	return cur, p.decidedOn(cur) && cur.DeletionTimestamp == nil, nil
+}
+
 // decidedOn reports whether cur, read again, is the Bundle of the spec this
 // pass decided on: the same UID and generation.
 func (p *pass) decidedOn(cur *metav1.PartialObjectMetadata) bool {
