@@ -304,19 +304,12 @@ func (e *Engine) stampAndAnnounce(ctx context.Context, eventTarget runtime.Objec
 // only an object that is still the same object (UID), still the caller's (claim)
 // and still due is deleted.
 func (e *Engine) decideFresh(ctx context.Context, eventTarget runtime.Object, obj client.Object, claim Claim, now time.Time) Outcome {
-	gvk := obj.GetObjectKind().GroupVersionKind()
-	current := &metav1.PartialObjectMetadata{}
-	current.SetGroupVersionKind(gvk)
-	err := e.Reader.Get(ctx, client.ObjectKeyFromObject(obj), current)
+	current, gone, err := readAgain(ctx, e.Reader, obj)
 	switch {
-	case apierrors.IsNotFound(err):
-		e.recordGone(obj.GetUID())
-		return Outcome{Gone: true}
 	case err != nil:
 		err = fmt.Errorf("read %s before deleting it: %w", describe(obj), err)
 		return Outcome{Err: err, Pending: pendingEntry(obj, Decision{}, err)}
-	case current.GetUID() != obj.GetUID():
-		// The orphan is gone; another object has its name now.
+	case gone:
 		e.recordGone(obj.GetUID())
 		return Outcome{Gone: true}
 	}
@@ -410,16 +403,23 @@ func answerLost(err error) bool {
 // then gone, the audit trail would have no Deleted for a deletion limbo made. A
 // failed read tells nothing: the delete failed, as far as anyone knows.
 func deleteTookEffect(ctx context.Context, reader client.Reader, obj client.Object) bool {
-	current := &metav1.PartialObjectMetadata{}
+	current, gone, err := readAgain(ctx, reader, obj)
+	return err == nil && (gone || current.GetDeletionTimestamp() != nil)
+}
+
+// readAgain reads obj's metadata through reader (from its API server): current
+// is obj as it is now; gone is true when obj no longer exists — not found, or
+// another object has its name (another UID).
+func readAgain(ctx context.Context, reader client.Reader, obj client.Object) (current *metav1.PartialObjectMetadata, gone bool, err error) {
+	current = &metav1.PartialObjectMetadata{}
 	current.SetGroupVersionKind(obj.GetObjectKind().GroupVersionKind())
-	err := reader.Get(ctx, client.ObjectKeyFromObject(obj), current)
-	switch {
+	switch err := reader.Get(ctx, client.ObjectKeyFromObject(obj), current); {
 	case apierrors.IsNotFound(err):
-		return true
+		return nil, true, nil
 	case err != nil:
-		return false
+		return nil, false, err
 	}
-	return current.GetUID() != obj.GetUID() || current.GetDeletionTimestamp() != nil
+	return current, current.GetUID() != obj.GetUID(), nil
 }
 
 // goneOrChanged is the outcome of a write on a due orphan that the API server

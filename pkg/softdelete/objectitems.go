@@ -344,7 +344,7 @@ func (e *Engine) ownerGone(ctx context.Context, eventTarget runtime.Object, owne
 		return false
 	}
 	b := &metav1.PartialObjectMetadata{}
-	b.SetGroupVersionKind(limbov1alpha1.GroupVersion.WithKind("Bundle"))
+	b.SetGroupVersionKind(limbov1alpha1.BundleGVK)
 	err := e.Reader.Get(ctx, key, b)
 	if err == nil {
 		e.ownersThere.add(key, now)

@@ -103,9 +103,8 @@ func (e *Engine) existingTombstone(ctx context.Context, b *limbov1alpha1.Bundle,
 		return nil, fmt.Errorf("read Tombstone %s: %w", key.Name, err)
 	}
 	if !metav1.IsControlledBy(ts, b) {
-		if ts.DeletionTimestamp != nil && !controllerutil.ContainsFinalizer(ts, limbov1alpha1.FinalizerHardDelete) {
-			// Cancelled already, held by another finalizer: made anew once it
-			// is gone, and not announced again at each retry.
+		if cancelledAlready(ts) {
+			// Made anew once it is gone, and not announced again at each retry.
 			return nil, fmt.Errorf("an earlier Bundle's Tombstone %s is being deleted (held by finalizers %v): this Bundle's is made once it is gone", key.Name, ts.Finalizers)
 		}
 		if err := e.CancelTombstone(ctx, b, ts, "it was not this Bundle's (an earlier Bundle's of its name): made anew"); err != nil {
@@ -154,8 +153,8 @@ func (e *Engine) Relabel(ctx context.Context, b *limbov1alpha1.Bundle, obj clien
 // answer was lost, or that a restart kept from being recorded, may have taken
 // effect, and the audit trail must not say only that the item was kept.
 func (e *Engine) CancelTombstone(ctx context.Context, eventTarget runtime.Object, ts *limbov1alpha1.Tombstone, why string) error {
-	if ts.DeletionTimestamp != nil && !controllerutil.ContainsFinalizer(ts, limbov1alpha1.FinalizerHardDelete) {
-		return nil // cancelled already, held by another finalizer: not announced again at each pass
+	if cancelledAlready(ts) {
+		return nil // not announced again at each pass
 	}
 	if n, last := ts.Status.Attempts, ts.Status.LastAttemptTime; n > 0 && last != nil { // as the caller had it: the writes below read it back
 		why += fmt.Sprintf("; %d delete attempts were made, the last at %s: the item may be gone already", n, last.UTC().Format(time.RFC3339))
@@ -166,6 +165,13 @@ func (e *Engine) CancelTombstone(ctx context.Context, eventTarget runtime.Object
 	s := e.tombstoneSubject(ts)
 	e.cancelled(ctx, eventTarget, s, cancelledBecause(s.ref, why), why)
 	return nil
+}
+
+// cancelledAlready reports whether ts is being deleted without its hard-delete
+// finalizer: cancelled (or its item deleted), held only by another
+// controller's finalizer until it goes.
+func cancelledAlready(ts *limbov1alpha1.Tombstone) bool {
+	return ts.DeletionTimestamp != nil && !controllerutil.ContainsFinalizer(ts, limbov1alpha1.FinalizerHardDelete)
 }
 
 // RemoveTombstone removes ts through c, once nothing is to touch its item any
