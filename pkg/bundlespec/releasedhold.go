@@ -105,8 +105,10 @@ func MayGenerateAgain(b *limbov1alpha1.Bundle, resource string) bool {
 	if b.DeletionTimestamp != nil {
 		spec--
 	}
-	return resource != "" && b.PluginResource(resource) != nil &&
-		(b.Status.ObservedGeneration < spec || !b.Status.ResourceReady(resource))
+	if b.Status.ObservedGeneration < spec { // no pass of the spec: not Ready in it
+		return resource != "" && b.PluginResource(resource) != nil
+	}
+	return generatorNotReady(b, resource)
 }
 
 // HasPlugin tells whether b has a plugin resource.

@@ -233,10 +233,7 @@ func sortObjects(objects []*unstructured.Unstructured) {
 
 // unseenBy is the keys of the objects of fresh that cached lacks.
 func unseenBy(cached, fresh []*unstructured.Unstructured) map[string]bool {
-	seen := map[string]bool{}
-	for _, o := range cached {
-		seen[objectKey(o)] = true
-	}
+	seen := keysOf(cached)
 	out := map[string]bool{}
 	for _, o := range fresh {
 		if !seen[objectKey(o)] {
