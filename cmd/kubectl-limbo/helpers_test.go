@@ -33,15 +33,15 @@ var testNow = time.Date(2026, 3, 1, 12, 0, 0, 700_000_000, time.UTC)
 
 // testDiscovery is the discovery of the tests: the kinds of defaultResources,
 // cached in memory as kubectl caches discovery. A non-nil err is returned, with
-// what is found, by ServerPreferredNamespacedResources, as by a partial
+// what is found, by ServerPreferredResources, as by a partial
 // discovery failure.
 type testDiscovery struct {
 	discovery.CachedDiscoveryInterface
 	err error
 }
 
-func (d testDiscovery) ServerPreferredNamespacedResources() ([]*metav1.APIResourceList, error) {
-	lists, err := d.CachedDiscoveryInterface.ServerPreferredNamespacedResources()
+func (d testDiscovery) ServerPreferredResources() ([]*metav1.APIResourceList, error) {
+	lists, err := d.CachedDiscoveryInterface.ServerPreferredResources()
 	if d.err != nil {
 		return lists, d.err
 	}

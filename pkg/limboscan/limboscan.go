@@ -15,13 +15,14 @@ import (
 	"github.com/limbo-dev/limbo/pkg/listpages"
 )
 
-// Discovery is what the scan needs of discovery: the namespaced resource types,
-// each in its preferred version. discovery.DiscoveryInterface implements it.
+// Discovery is what the scan needs of discovery: the resource types, each in
+// its preferred version. discovery.DiscoveryInterface implements it.
 type Discovery interface {
-	ServerPreferredNamespacedResources() ([]*metav1.APIResourceList, error)
+	ServerPreferredResources() ([]*metav1.APIResourceList, error)
 }
 
-// Kind is a namespaced kind that can hold objects in limbo.
+// Kind is a kind that can hold objects in limbo: namespaced, as Kinds returns
+// them, or, for a plugin's object items, cluster-scoped too (Serving).
 type Kind struct {
 	Resource schema.GroupVersionResource
 	Kind     schema.GroupVersionKind
@@ -34,7 +35,12 @@ type Kind struct {
 // naming them), Kinds returns the kinds of the other groups and that error, so
 // that the caller can scan what is there and say what is missing.
 func Kinds(d Discovery, verbs ...string) ([]Kind, error) {
-	lists, err := d.ServerPreferredNamespacedResources()
+	return kinds(d, true, verbs...)
+}
+
+// kinds is Kinds, of every scope unless namespacedOnly.
+func kinds(d Discovery, namespacedOnly bool, verbs ...string) ([]Kind, error) {
+	lists, err := d.ServerPreferredResources()
 	need := append([]string{"list"}, verbs...)
 	var kinds []Kind
 	for _, list := range lists {
@@ -46,7 +52,7 @@ func Kinds(d Discovery, verbs ...string) ([]Kind, error) {
 			continue
 		}
 		for _, r := range list.APIResources {
-			if !r.Namespaced || strings.Contains(r.Name, "/") || !hasVerbs(r.Verbs, need) {
+			if namespacedOnly && !r.Namespaced || strings.Contains(r.Name, "/") || !hasVerbs(r.Verbs, need) {
 				continue
 			}
 			kinds = append(kinds, Kind{Resource: gv.WithResource(r.Name), Kind: gv.WithKind(r.Kind)})

@@ -25,7 +25,7 @@ type fakeDiscovery struct {
 	err   error
 }
 
-func (f fakeDiscovery) ServerPreferredNamespacedResources() ([]*metav1.APIResourceList, error) {
+func (f fakeDiscovery) ServerPreferredResources() ([]*metav1.APIResourceList, error) {
 	return f.lists, f.err
 }
 

@@ -34,7 +34,7 @@ type scanDiscovery struct {
 	drop string
 }
 
-func (d scanDiscovery) ServerPreferredNamespacedResources() ([]*metav1.APIResourceList, error) {
+func (d scanDiscovery) ServerPreferredResources() ([]*metav1.APIResourceList, error) {
 	all := metav1.Verbs{"list", "watch", "delete", "patch"}
 	lists := []*metav1.APIResourceList{
 		{GroupVersion: "v1", APIResources: []metav1.APIResource{
@@ -257,7 +257,7 @@ func TestStartScanHoldsTeardownsUntilTried(t *testing.T) {
 
 type failingDiscovery struct{}
 
-func (failingDiscovery) ServerPreferredNamespacedResources() ([]*metav1.APIResourceList, error) {
+func (failingDiscovery) ServerPreferredResources() ([]*metav1.APIResourceList, error) {
 	return nil, errors.New("the API server is down")
 }
 

@@ -519,7 +519,7 @@ func newReaperIntercepted(t *testing.T, funcs interceptor.Funcs, objects ...clie
 
 type fakeDiscovery []*metav1.APIResourceList
 
-func (f fakeDiscovery) ServerPreferredNamespacedResources() ([]*metav1.APIResourceList, error) {
+func (f fakeDiscovery) ServerPreferredResources() ([]*metav1.APIResourceList, error) {
 	return f, nil
 }
 
@@ -530,7 +530,7 @@ type partialDiscovery struct {
 	down  schema.GroupVersion
 }
 
-func (f partialDiscovery) ServerPreferredNamespacedResources() ([]*metav1.APIResourceList, error) {
+func (f partialDiscovery) ServerPreferredResources() ([]*metav1.APIResourceList, error) {
 	return f.lists, &discovery.ErrGroupDiscoveryFailed{Groups: map[schema.GroupVersion]error{f.down: errors.New("the server is currently unable to handle the request")}}
 }
 
@@ -571,7 +571,7 @@ func TestUnavailableAPIGroup(t *testing.T) {
 
 type failingDiscovery struct{ err error }
 
-func (f failingDiscovery) ServerPreferredNamespacedResources() ([]*metav1.APIResourceList, error) {
+func (f failingDiscovery) ServerPreferredResources() ([]*metav1.APIResourceList, error) {
 	return nil, f.err
 }
 
