@@ -527,6 +527,9 @@ func (e *Engine) Release(ctx context.Context, eventTarget runtime.Object, obj cl
 	if err := e.patch(ctx, obj, patch); err != nil {
 		return err
 	}
+	if d.Action == ActionRestamp {
+		e.Recorder.Eventf(eventTarget, corev1.EventTypeWarning, limbov1alpha1.EventInvalidStamp, "%s: %v", describe(obj), d.Err)
+	}
 	switch {
 	case d.Action == ActionInvalid:
 		// Released all the same (the Bundle goes): the reaper stamps it once the
@@ -747,7 +750,7 @@ func Due(now time.Time, obj metav1.Object) bool {
 // still wanted.
 func StateOf(obj metav1.Object, desired bool) State {
 	_, labelled := obj.GetLabels()[limbov1alpha1.LabelPendingDeletion]
-	return State{Desired: desired, Annotations: obj.GetAnnotations(), PendingLabel: labelled}
+	return State{Desired: desired, Annotations: obj.GetAnnotations(), PendingLabel: labelled, Created: obj.GetCreationTimestamp().Time}
 }
 
 // StatusDeadline is d's deadline as a status field holds it (a

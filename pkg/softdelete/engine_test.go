@@ -943,6 +943,36 @@ func TestEngineRelease(t *testing.T) {
 		}
 	})
 
+	// A stamp the release replaces — unparsable, or a copy's whose countdown
+	// ended before the copy was made — is told by a Warning, as the pass and
+	// the reaper tell it; the release said only "released".
+	for _, tc := range []struct {
+		name, stamp string
+		created     time.Time
+		wantWarning string
+	}{
+		{"an unparsable stamp", "tomorrow", time.Time{},
+			`Warning InvalidDeletionTimestamp ConfigMap team-a/db: invalid limbo.dev/deletionTimestamp "tomorrow": not an RFC 3339 time; the countdown restarts`},
+		{"a copy's stamp", "2025-03-13T09:00:00Z", now.Add(-time.Hour),
+			`Warning InvalidDeletionTimestamp ConfigMap team-a/db: limbo.dev/deletionTimestamp "2025-03-13T09:00:00Z": its countdown ended at 2025-03-13T10:00:00Z, before this object was created at 2025-03-14T11:30:45Z; a copy of an object that was in limbo (restored from a backup, or re-created from its manifest) counts down anew`},
+	} {
+		t.Run("restamped, "+tc.name+": told by a Warning", func(t *testing.T) {
+			u := owned(map[string]string{delayKey: "1h", stampKey: tc.stamp})
+			u.SetCreationTimestamp(metav1.NewTime(tc.created))
+			h := newHarness(t, u, parent())
+			if err := h.engine.Release(context.Background(), b, h.live(t, "db"), b, nil); err != nil {
+				t.Fatal(err)
+			}
+			if live := h.live(t, "db"); live.GetAnnotations()[stampKey] != "2025-03-14T12:30:45Z" {
+				t.Errorf("stamp %q after the release, want the countdown restarted at 2025-03-14T12:30:45Z", live.GetAnnotations()[stampKey])
+			}
+			want := []string{tc.wantWarning, "Normal DeletionScheduled ConfigMap team-a/db released to limbo for 1h0m0s: deleted at 2025-03-14T13:30:45Z"}
+			if got := h.events(); !reflect.DeepEqual(got, want) {
+				t.Errorf("events %q, want %q", got, want)
+			}
+		})
+	}
+
 	t.Run("owner references that would have the collector delete it go with the Bundle's; others stay", func(t *testing.T) {
 		u := owned(map[string]string{delayKey: "24h"})
 		sibling := metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: "web", UID: "uid-web"}

@@ -479,6 +479,10 @@ func (s ItemSet) State(it Item) State {
 		delete(ann, limbov1alpha1.AnnotationDeletionTimestamp)
 	}
 	st.Annotations = ann
+	// An item's countdown may rightly end before the item was made: a
+	// teardown counts from the Bundle's deletion (CountFrom). NotBefore is the
+	// items' rule for a countdown not theirs.
+	st.Created = time.Time{}
 	return st
 }
 

@@ -50,7 +50,16 @@ type State struct {
 	// PendingLabel is whether the item carries the limbo.dev/pending-deletion
 	// label.
 	PendingLabel bool
+	// Created is the item's creationTimestamp; zero when unknown. A countdown
+	// that ended before it (by more than CopySlack) is not the item's own.
+	Created time.Time
 }
+
+// CopySlack is how far before its object's creation a countdown may have
+// ended and still be the object's: the controller that stamped it, the
+// kubectl that expedited it and the API server that set the creationTimestamp
+// read different clocks.
+const CopySlack = time.Minute
 
 // Decision is the outcome of Decide. Delay, Stamp and Deadline are set only for
 // orphans whose countdown they describe; they are zero for None, Cancel, Invalid
@@ -87,6 +96,13 @@ type Decision struct {
 //	  (or one outside years 0001–9999 in UTC)
 //	orphan with stamp T, now < T+D               Wait until T+D
 //	orphan with stamp T, now ≥ T+D               Delete
+//	orphan with stamp T, T+D before its creation Restamp: as Stamp, with a warning
+//
+// The last rule is for a copy of an object in limbo — restored from a backup,
+// re-created from its manifest, kubectl replace --force — which carries its
+// original's stamp: "a different object: the old countdown never deletes it"
+// (docs/soft-delete.md). A copy made before its original's deadline keeps that
+// deadline: nothing on it tells it from the original.
 //
 // A desired item is never Invalid: its delay is not read. A zero delay still
 // records a stamp, as an audit trail; the orphan is deleted on the pass that
@@ -132,6 +148,11 @@ func Decide(now time.Time, s State) Decision {
 	d := Decision{Delay: delay, Stamp: stamp.UTC(), Deadline: stamp.UTC().Add(delay)}
 	if d.Deadline.After(lastDeadline) {
 		d.Deadline = lastDeadline
+	}
+	if !s.Created.IsZero() && d.Deadline.Before(s.Created.Add(-CopySlack)) {
+		return startCountdown(ActionRestamp, now, delay, fmt.Errorf(
+			"%s %q: its countdown ended at %s, before this object was created at %s; a copy of an object that was in limbo (restored from a backup, or re-created from its manifest) counts down anew",
+			limbov1alpha1.AnnotationDeletionTimestamp, stampValue, d.Deadline.Format(time.RFC3339), s.Created.UTC().Format(time.RFC3339)))
 	}
 	if now.Before(d.Deadline) {
 		d.Action = ActionWait

@@ -305,6 +305,50 @@ func TestDecide(t *testing.T) {
 				Deadline: nowSecond.Add(time.Minute), RequeueAfter: time.Minute - 250*time.Millisecond},
 			wantErr: `invalid limbo.dev/deletionTimestamp "1577836800": not an RFC 3339 time; the countdown restarts`,
 		},
+		// A copy of an object in limbo (restored from a backup, re-created from
+		// its manifest, kubectl replace --force) carries its original's stamp;
+		// a countdown that ended before the copy was created is not its own.
+		{
+			name: "copy made after its original's deadline: the countdown restarts",
+			state: softdelete.State{Created: at("2025-03-14T12:00:00Z"),
+				Annotations: annotations(delayKey, "1h", stampKey, "2025-03-14T10:00:00Z")},
+			want: softdelete.Decision{Action: softdelete.ActionRestamp, Delay: time.Hour, Stamp: nowSecond,
+				Deadline: nowSecond.Add(time.Hour), RequeueAfter: time.Hour - 250*time.Millisecond},
+			wantErr: `limbo.dev/deletionTimestamp "2025-03-14T10:00:00Z": its countdown ended at 2025-03-14T11:00:00Z, before this object was created at 2025-03-14T12:00:00Z; a copy of an object that was in limbo (restored from a backup, or re-created from its manifest) counts down anew`,
+		},
+		{
+			name: "copy without a delay left: deleted, as any orphan without one",
+			state: softdelete.State{Created: at("2025-03-14T12:00:00Z"),
+				Annotations: annotations(stampKey, "2025-03-14T10:00:00Z")},
+			want: softdelete.Decision{Action: softdelete.ActionDelete},
+		},
+		{
+			name: "copy made before its original's deadline keeps that deadline",
+			state: softdelete.State{Created: at("2025-03-14T12:00:00Z"),
+				Annotations: annotations(delayKey, "1h", stampKey, "2025-03-14T11:30:00Z")},
+			want: softdelete.Decision{Action: softdelete.ActionDelete, Delay: time.Hour,
+				Stamp: at("2025-03-14T11:30:00Z"), Deadline: at("2025-03-14T12:30:00Z")},
+		},
+		{
+			name: "deadline less than a minute before the creation (clocks apart, an expedite): kept",
+			state: softdelete.State{Created: at("2025-03-14T12:00:00Z"),
+				Annotations: annotations(delayKey, "0s", stampKey, "2025-03-14T11:59:01Z")},
+			want: softdelete.Decision{Action: softdelete.ActionDelete,
+				Stamp: at("2025-03-14T11:59:01Z"), Deadline: at("2025-03-14T11:59:01Z")},
+		},
+		{
+			name: "deadline a minute before the creation: the countdown restarts",
+			state: softdelete.State{Created: at("2025-03-14T12:00:00Z"),
+				Annotations: annotations(delayKey, "0s", stampKey, "2025-03-14T11:58:59Z")},
+			want:    softdelete.Decision{Action: softdelete.ActionRestamp, Stamp: nowSecond, Deadline: nowSecond},
+			wantErr: `limbo.dev/deletionTimestamp "2025-03-14T11:58:59Z": its countdown ended at 2025-03-14T11:58:59Z, before this object was created at 2025-03-14T12:00:00Z; a copy of an object that was in limbo (restored from a backup, or re-created from its manifest) counts down anew`,
+		},
+		{
+			name: "copy desired again: cancelled, as any",
+			state: softdelete.State{Desired: true, Created: at("2025-03-14T12:00:00Z"),
+				Annotations: annotations(delayKey, "1h", stampKey, "2025-03-14T10:00:00Z")},
+			want: softdelete.Decision{Action: softdelete.ActionCancel},
+		},
 		{
 			name:  "unparsable stamp, zero delay",
 			state: softdelete.State{Annotations: annotations(delayKey, "0s", stampKey, "garbage")},
