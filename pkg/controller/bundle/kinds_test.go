@@ -300,9 +300,15 @@ func TestLastResourceOf(t *testing.T) {
 		Resources: []limbov1alpha1.ResourceStatus{
 			{Name: "gc"},
 			{Name: "db", Object: &limbov1alpha1.ObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "db"}},
+			{Name: "cert", Object: &limbov1alpha1.ObjectReference{APIVersion: "cert-manager.io/v1", Kind: "Certificate", Name: "web"}},
 		},
-		PendingDeletions: []limbov1alpha1.PendingDeletion{{APIVersion: "v1", Kind: "ConfigMap", Name: "old", Resource: "config"}},
+		PendingDeletions: []limbov1alpha1.PendingDeletion{
+			{APIVersion: "v1", Kind: "ConfigMap", Name: "old", Resource: "config"},
+			{APIVersion: "cert-manager.io/v1", Kind: "Certificate", Name: "api", Resource: "cert-api"},
+		},
 	}}
+	// Two kinds of one name in two groups: each is its own resource's.
+	acmeCert := schema.GroupVersionKind{Group: "acme.example.com", Version: "v1", Kind: "Certificate"}
 	for _, tc := range []struct {
 		obj  *unstructured.Unstructured
 		want string
@@ -311,6 +317,11 @@ func TestLastResourceOf(t *testing.T) {
 		{testObject(configMapGVK, "old"), "config"},
 		{testObject(configMapGVK, "db"), ""}, // same name, other kind
 		{testObject(secretGVK, "never"), ""},
+		{testObject(acmeCert, "web"), ""},
+		{testObject(acmeCert, "api"), ""},
+		{testObject(acmeCert.GroupKind().WithVersion("v2"), "web"), ""},
+		{testObject(schema.GroupVersionKind{Group: "cert-manager.io", Version: "v1", Kind: "Certificate"}, "web"), "cert"},
+		{testObject(schema.GroupVersionKind{Group: "cert-manager.io", Version: "v1beta1", Kind: "Certificate"}, "api"), "cert-api"},
 	} {
 		if got := lastResourceOf(b, tc.obj); got != tc.want {
 			t.Errorf("lastResourceOf(%s %s) = %q, want %q", tc.obj.GetKind(), tc.obj.GetName(), got, tc.want)

@@ -365,15 +365,20 @@ func (p *pass) handOver(ctx context.Context, o client.Object, fresh metav1.Objec
 // its resources, or the pending deletion that carried the name on since the
 // resource left the spec; else, for a generated object (a generator's status
 // names its first object only), the generator its limbo.dev/generatedBy names.
+// An object is matched by group, kind and name (any version): two resources may
+// declare objects of one kind and name in two groups.
 func lastResourceOf(b *limbov1alpha1.Bundle, obj client.Object) string {
-	kind := obj.GetObjectKind().GroupVersionKind().Kind
+	gk := bundlespec.StoredKind(obj.GetObjectKind().GroupVersionKind().GroupKind())
+	is := func(apiVersion, kind string) bool {
+		return bundlespec.StoredKind(schema.FromAPIVersionAndKind(apiVersion, kind).GroupKind()) == gk
+	}
 	for _, st := range b.Status.Resources {
-		if st.Object != nil && st.Object.Kind == kind && st.Object.Name == obj.GetName() {
+		if st.Object != nil && is(st.Object.APIVersion, st.Object.Kind) && st.Object.Name == obj.GetName() {
 			return st.Name
 		}
 	}
 	for _, pd := range b.Status.PendingDeletions {
-		if pd.Cluster == "" && pd.Kind == kind && pd.Name == obj.GetName() && pd.Resource != "" {
+		if pd.Cluster == "" && is(pd.APIVersion, pd.Kind) && pd.Name == obj.GetName() && pd.Resource != "" {
 			return pd.Resource
 		}
 	}
