@@ -216,6 +216,18 @@ func DeclaresReadably(b *limbov1alpha1.Bundle, gk schema.GroupKind, name string)
 	return NotDeclared, unreadable
 }
 
+// DeclaredDelay is the limbo.dev/deletionDelay of b's readable template that
+// declares the object of kind gk named name; "" when none declares it or the
+// template has no delay.
+func DeclaredDelay(b *limbov1alpha1.Bundle, gk schema.GroupKind, name string) string {
+	for _, res := range b.Spec.Resources {
+		if h, ok, err := HeaderOf(res); ok && err == nil && h.Name == name && h.GVK.GroupKind() == gk {
+			return h.Annotations[limbov1alpha1.AnnotationDeletionDelay]
+		}
+	}
+	return ""
+}
+
 // Adopter is the first of bundles, other than the one named except and not being
 // deleted, that declares the object of kind gk named name to adopt it
 // (limbo.dev/adopt); nil when none does. A Bundle being deleted never adopts.

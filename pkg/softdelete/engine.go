@@ -552,6 +552,27 @@ func (e *Engine) Release(ctx context.Context, eventTarget runtime.Object, obj cl
 	return nil
 }
 
+// KeepDelay writes delay, the one its Bundle's template declares, on obj, an
+// object its Bundle's pass did not apply (its resource Blocked, its apply
+// refused): a removal that follows is decided on the live object's delay. One
+// patch of the annotation alone, guarded by obj's resourceVersion; a Conflict
+// or an object gone is no failure (its change brings the next pass, which
+// decides again).
+func (e *Engine) KeepDelay(ctx context.Context, obj client.Object, delay string) error {
+	err := e.patch(ctx, obj, map[string]any{"metadata": map[string]any{
+		"annotations":     map[string]any{limbov1alpha1.AnnotationDeletionDelay: delay},
+		"resourceVersion": obj.GetResourceVersion(),
+	}})
+	if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err == nil {
+		log.FromContext(ctx).Info("wrote the template's deletion delay on an object its resource did not apply",
+			"object", describe(obj), "delay", delay)
+	}
+	return err
+}
+
 // Disown removes owner's owner reference from obj, as the garbage collector does
 // for a dependent of an owner deleted with --cascade=orphan, and takes obj out of
 // limbo if a countdown runs on it: for a dependent the collector missed (created

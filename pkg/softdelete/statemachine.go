@@ -190,6 +190,24 @@ func startCountdown(action Action, now time.Time, delay time.Duration, warning e
 	}
 }
 
+// Lengthens reports whether declared, the delay a Bundle's template declares
+// for an object, would give the object, whose annotations are live, a longer
+// countdown than its own delay: declared is valid, and live has no delay or a
+// shorter one. An invalid live delay is never replaced: an object with one is
+// never deleted.
+func Lengthens(live map[string]string, declared string) bool {
+	want, err := ParseDelay(declared)
+	if err != nil {
+		return false
+	}
+	value, ok := live[limbov1alpha1.AnnotationDeletionDelay]
+	if !ok {
+		return true
+	}
+	have, err := ParseDelay(value)
+	return err == nil && have < want
+}
+
 // ParseDelay parses a limbo.dev/deletionDelay value: a Go duration (see
 // time.ParseDuration) that is not negative. The empty string is invalid. Spec
 // validation uses it too, so that both report the same error text, for example

@@ -640,3 +640,27 @@ func TestInvalidDelayValue(t *testing.T) {
 		}
 	}
 }
+
+// Lengthens: a template's delay is written on a live object its pass did not
+// apply only to give it a longer countdown.
+func TestLengthens(t *testing.T) {
+	for _, tc := range []struct {
+		live     map[string]string
+		declared string
+		want     bool
+	}{
+		{nil, "1h", true},
+		{annotations(delayKey, "10m"), "1h", true},
+		{annotations(delayKey, "1h"), "1h", false},
+		{annotations(delayKey, "2h"), "1h", false},
+		{annotations(delayKey, "soon"), "1h", false}, // never deleted as it is
+		{annotations(delayKey, "10m"), "", false},    // no delay declared
+		{nil, "", false},
+		{nil, "-1h", false},
+		{nil, "0s", true}, // a zero delay still records a stamp: the audit trail
+	} {
+		if got := softdelete.Lengthens(tc.live, tc.declared); got != tc.want {
+			t.Errorf("Lengthens(%v, %q) = %v, want %v", tc.live, tc.declared, got, tc.want)
+		}
+	}
+}

@@ -521,11 +521,20 @@ func (p *pass) syncOne(ctx context.Context, name string, tmpl *unstructured.Unst
 			}
 		}
 	}
+	// Not applied this pass, the Bundle's object still gets the delay its
+	// template declares: a removal that follows is decided on the live one.
+	notApplied := func() {
+		if live != nil && !adopting {
+			p.keepDeclaredDelay(ctx, tmpl, live)
+		}
+	}
 	if len(waiting) > 0 {
+		notApplied()
 		return fail(limbov1alpha1.ResourceBlocked, limbov1alpha1.ReasonDependenciesNotReady, "%s", blockedMessage(waiting))
 	}
 	if desired == nil {
 		if desired, err = build(); err != nil {
+			notApplied()
 			state, reason, message := referenceFailure(err)
 			return fail(state, reason, "%s", message)
 		}
@@ -562,6 +571,7 @@ func (p *pass) syncOne(ctx context.Context, name string, tmpl *unstructured.Unst
 				p.after(conflictRetry)
 				return fail(limbov1alpha1.ResourceInProgress, limbov1alpha1.ReasonProgressing, "%s %q changed since it was read for its adoption; checking again", gvk.Kind, tmpl.GetName())
 			}
+			notApplied()
 			return p.applyFailed(ctx, &out, desired, err)
 		}
 		if err := p.intoShard(ctx, desired); err != nil {
@@ -658,6 +668,23 @@ func (p *pass) cancel(ctx context.Context, live *unstructured.Unstructured, isSe
 		p.fail(err)
 	}
 	return err
+}
+
+// keepDeclaredDelay writes the delay tmpl declares on live, the Bundle's
+// object that this pass does not apply, when it lengthens live's countdown
+// (softdelete.Lengthens). Users are told to put a delay on before they remove
+// an object; without it, a delay added while the resource was Blocked or its
+// apply refused never reached the object, and the removal that followed
+// deleted it at once (a teardown, in its wave). A shorter delay, or none,
+// waits for the apply: the safe direction.
+func (p *pass) keepDeclaredDelay(ctx context.Context, tmpl, live *unstructured.Unstructured) {
+	declared := tmpl.GetAnnotations()[limbov1alpha1.AnnotationDeletionDelay]
+	if !softdelete.Lengthens(live.GetAnnotations(), declared) || !p.stillInShard(ctx) {
+		return
+	}
+	if err := p.r.Engine.KeepDelay(ctx, live, declared); err != nil {
+		p.fail(err)
+	}
 }
 
 // passOnWarnings makes each warning the API server answered the requests about

@@ -191,6 +191,17 @@ func (r *Reconciler) nextWave(ctx context.Context, b *limbov1alpha1.Bundle, orde
 				settled = false
 				continue
 			}
+			if delay := bundlespec.DeclaredDelay(b, o.GetObjectKind().GroupVersionKind().GroupKind(), o.GetName()); softdelete.Lengthens(o.GetAnnotations(), delay) {
+				// Its template declares a delay no pass wrote on it (its
+				// resource Blocked, or its apply refused, until the Bundle
+				// went): written first (as a pass does: keepDeclaredDelay),
+				// and released with it by the next pass, not deleted.
+				if err = r.Engine.KeepDelay(octx, o, delay); isTeardownFailure(err) {
+					failures = append(failures, err.Error())
+				}
+				settled = false
+				continue
+			}
 			adopter, adopted := adopters.releaseForAdoption(octx, o)
 			if _, delayed := o.GetAnnotations()[limbov1alpha1.AnnotationDeletionDelay]; delayed || adopted {
 				err = r.Engine.Release(octx, b, o, b, adopter)
