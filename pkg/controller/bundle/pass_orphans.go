@@ -3,6 +3,7 @@ package bundle
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -34,6 +35,7 @@ func (p *pass) decideObjectOrphans(ctx context.Context) (ready, listed bool) {
 		p.keepPreviousPending()
 		return false, false
 	}
+	orphans = slices.DeleteFunc(orphans, p.heldByAResource)
 	orphans = p.notIdleGenerated(orphans)
 	ready = p.guardEmpty(orphans, p.allReady())
 	if !ready {
@@ -48,6 +50,20 @@ func (p *pass) decideObjectOrphans(ctx context.Context) (ready, listed bool) {
 	}
 	p.orphanAll(ctx, orphans, true)
 	return true, true
+}
+
+// heldByAResource reports whether o is, by its UID, the very object a resource
+// of this pass holds: listed under another group of its kind — an API server
+// may serve one stored kind under two groups, as OpenShift serves rbac's
+// RoleBindings as authorization.openshift.io's too —, its key is not the
+// declared one. A template moved from one group to the other had the object
+// deleted by the pass that applied it, and made again by the next, each pass
+// in turn.
+func (p *pass) heldByAResource(o *unstructured.Unstructured) bool {
+	uid := string(o.GetUID())
+	return uid != "" && slices.ContainsFunc(p.resources, func(st limbov1alpha1.ResourceStatus) bool {
+		return st.Object != nil && st.Object.UID == uid
+	})
 }
 
 // adoptedOrphans splits orphans into those another Bundle of the namespace
@@ -191,7 +207,7 @@ func (p *pass) decideUnseenOrphans(ctx context.Context, ready bool) {
 	// by an apply, and once it leaves the spec the cache would not show it.
 	var orphans, outside []*unstructured.Unstructured
 	for _, o := range controlledBy(p.bundle, fresh) {
-		if !accounted(objectKey(o)) {
+		if !accounted(objectKey(o)) && !p.heldByAResource(o) {
 			orphans = append(orphans, o)
 		}
 		if !p.r.Shard.Matches(o.GetLabels()) {
