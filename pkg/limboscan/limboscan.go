@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/selection"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
@@ -101,6 +102,29 @@ func Holds(ctx context.Context, r client.Reader, gvk schema.GroupVersionKind, na
 	return len(list.Items) > 0, nil
 }
 
+// NotEndpointCopies are the requirements that leave out the Endpoints and
+// EndpointSlices Kubernetes' endpoint controllers make for a Service: they copy
+// the Service's labels, limbo.dev/bundle and limbo.dev/pending-deletion
+// included, and are not a Bundle's objects. Selected, they were listed in
+// limbo under the Bundle's name (kubectl limbo pending: "deleted without
+// delay", due now), had countdowns "cancelled" that limbo never started, and,
+// watched after every start, each endpoint change ran a pass of the Service's
+// Bundle. Their controllers mark them with a managed-by label of their own
+// name; an EndpointSlice a Bundle declares does not carry those names.
+func NotEndpointCopies() []labels.Requirement {
+	must := func(r *labels.Requirement, err error) labels.Requirement {
+		if err != nil {
+			panic(err) // constant, valid requirements
+		}
+		return *r
+	}
+	return []labels.Requirement{
+		must(labels.NewRequirement("endpointslice.kubernetes.io/managed-by", selection.NotIn,
+			[]string{"endpointslice-controller.k8s.io", "endpointslicemirroring-controller.k8s.io"})),
+		must(labels.NewRequirement("endpoints.kubernetes.io/managed-by", selection.NotIn, []string{"endpoint-controller"})),
+	}
+}
+
 // List returns the metadata of the objects of kind gvk in namespace (""
 // is every namespace) that are labelled limbo.dev/pending-deletion=true, and
 // that within selects (nil: all), each with its GroupVersionKind set. The reader
@@ -113,7 +137,7 @@ func Holds(ctx context.Context, r client.Reader, gvk schema.GroupVersionKind, na
 // aggregated API may ignore a label selector, and an object listed as in limbo
 // may be deleted.
 func List(ctx context.Context, r client.Reader, gvk schema.GroupVersionKind, namespace string, within labels.Selector, opts ...client.ListOption) ([]metav1.PartialObjectMetadata, error) {
-	inLimbo := labels.SelectorFromSet(labels.Set{limbov1alpha1.LabelPendingDeletion: "true"})
+	inLimbo := labels.SelectorFromSet(labels.Set{limbov1alpha1.LabelPendingDeletion: "true"}).Add(NotEndpointCopies()...)
 	if within != nil {
 		if reqs, selectable := within.Requirements(); selectable {
 			inLimbo = inLimbo.Add(reqs...)

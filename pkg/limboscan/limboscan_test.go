@@ -111,6 +111,12 @@ func TestList(t *testing.T) {
 		cm("b", "in-limbo-too", pending),
 		cm("a", "kept", map[string]string{limbov1alpha1.LabelBundle: "shop"}),
 		cm("a", "other-value", map[string]string{limbov1alpha1.LabelPendingDeletion: "false"}),
+		// The endpoint controllers' copies of a Service's labels are not
+		// listed; an object of that label another manager set is.
+		cm("c", "endpoints-copy", map[string]string{limbov1alpha1.LabelPendingDeletion: "true", "endpoints.kubernetes.io/managed-by": "endpoint-controller"}),
+		cm("c", "slice-copy", map[string]string{limbov1alpha1.LabelPendingDeletion: "true", "endpointslice.kubernetes.io/managed-by": "endpointslice-controller.k8s.io"}),
+		cm("c", "mirrored-copy", map[string]string{limbov1alpha1.LabelPendingDeletion: "true", "endpointslice.kubernetes.io/managed-by": "endpointslicemirroring-controller.k8s.io"}),
+		cm("c", "declared-slice", map[string]string{limbov1alpha1.LabelPendingDeletion: "true", "endpointslice.kubernetes.io/managed-by": "example.com/my-controller"}),
 	).WithInterceptorFuncs(interceptor.Funcs{List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
 		if err := c.List(ctx, list, opts...); err != nil {
 			return err
@@ -123,7 +129,7 @@ func TestList(t *testing.T) {
 		return nil
 	}}).Build()
 	gvk := corev1.SchemeGroupVersion.WithKind("ConfigMap")
-	for ns, want := range map[string]string{"a": "[a/in-limbo]", "": "[a/in-limbo b/in-limbo-too]", "c": "[]"} {
+	for ns, want := range map[string]string{"a": "[a/in-limbo]", "": "[a/in-limbo b/in-limbo-too c/declared-slice]", "c": "[c/declared-slice]", "d": "[]"} {
 		items, err := List(context.Background(), c, gvk, ns, nil)
 		if err != nil {
 			t.Fatal(err)

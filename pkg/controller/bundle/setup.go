@@ -84,13 +84,15 @@ type PluginWatches struct {
 	Served, Missing []plugin.Watch
 }
 
-// ManagedSelector selects the objects a Bundle manages or last managed.
+// ManagedSelector selects the objects a Bundle manages or last managed: those
+// labelled with a Bundle's name, but the endpoint controllers' copies of a
+// Service's labels (limboscan.NotEndpointCopies).
 func ManagedSelector() labels.Selector {
 	req, err := labels.NewRequirement(limbov1alpha1.LabelBundle, selection.Exists, nil)
 	if err != nil {
 		panic(err) // a constant, valid requirement
 	}
-	return labels.NewSelector().Add(*req)
+	return labels.NewSelector().Add(*req).Add(limboscan.NotEndpointCopies()...)
 }
 
 // bundleChanged passes Bundle events that need a pass: a new spec, a deletion,

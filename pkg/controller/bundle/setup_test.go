@@ -5,6 +5,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
@@ -35,5 +36,27 @@ func TestBundleChanged(t *testing.T) {
 				t.Errorf("passed: %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+// The cache and the start scan select the objects labelled with a Bundle's
+// name, but not the Endpoints and EndpointSlices the endpoint controllers make
+// for a Service of a Bundle, which copy its labels: watched after every start,
+// each endpoint change ran a pass of the Service's Bundle.
+func TestManagedSelectorLeavesOutEndpointCopies(t *testing.T) {
+	for _, tc := range []struct {
+		labels labels.Set
+		want   bool
+	}{
+		{labels.Set{limbov1alpha1.LabelBundle: "web"}, true},
+		{labels.Set{}, false},
+		{labels.Set{limbov1alpha1.LabelBundle: "web", "endpoints.kubernetes.io/managed-by": "endpoint-controller"}, false},
+		{labels.Set{limbov1alpha1.LabelBundle: "web", "endpointslice.kubernetes.io/managed-by": "endpointslice-controller.k8s.io"}, false},
+		{labels.Set{limbov1alpha1.LabelBundle: "web", "endpointslice.kubernetes.io/managed-by": "endpointslicemirroring-controller.k8s.io"}, false},
+		{labels.Set{limbov1alpha1.LabelBundle: "web", "endpointslice.kubernetes.io/managed-by": "example.com/mine"}, true}, // declared in a Bundle
+	} {
+		if got := ManagedSelector().Matches(tc.labels); got != tc.want {
+			t.Errorf("ManagedSelector().Matches(%v) = %v, want %v", tc.labels, got, tc.want)
+		}
 	}
 }

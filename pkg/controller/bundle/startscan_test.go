@@ -99,9 +99,9 @@ func TestStartScan(t *testing.T) {
 	unavailable := apierrors.NewServiceUnavailable("etcd is not answering")
 	// everyKind are the LISTs of a scan of every namespace.
 	everyKind := []string{
-		`ConfigMap ns="" limbo.dev/bundle limit=1`,
-		`PodTemplate ns="" limbo.dev/bundle limit=1`,
-		`Deployment ns="" limbo.dev/bundle limit=1`,
+		`ConfigMap ns="" ` + notEndpointCopies + `limbo.dev/bundle limit=1`,
+		`PodTemplate ns="" ` + notEndpointCopies + `limbo.dev/bundle limit=1`,
+		`Deployment ns="" ` + notEndpointCopies + `limbo.dev/bundle limit=1`,
 	}
 	sharded, err := shard.Parse("limbo.dev/shard=a")
 	if err != nil {
@@ -139,11 +139,11 @@ func TestStartScan(t *testing.T) {
 		shard:      sharded,
 		holds:      map[string]string{"ConfigMap": "a", "Deployment": "b"},
 		wantLists: []string{
-			`ConfigMap ns="a" limbo.dev/bundle,limbo.dev/shard=a limit=1`,
-			`PodTemplate ns="a" limbo.dev/bundle,limbo.dev/shard=a limit=1`,
-			`PodTemplate ns="b" limbo.dev/bundle,limbo.dev/shard=a limit=1`,
-			`Deployment ns="a" limbo.dev/bundle,limbo.dev/shard=a limit=1`,
-			`Deployment ns="b" limbo.dev/bundle,limbo.dev/shard=a limit=1`,
+			`ConfigMap ns="a" ` + notEndpointCopies + `limbo.dev/bundle,limbo.dev/shard=a limit=1`,
+			`PodTemplate ns="a" ` + notEndpointCopies + `limbo.dev/bundle,limbo.dev/shard=a limit=1`,
+			`PodTemplate ns="b" ` + notEndpointCopies + `limbo.dev/bundle,limbo.dev/shard=a limit=1`,
+			`Deployment ns="a" ` + notEndpointCopies + `limbo.dev/bundle,limbo.dev/shard=a limit=1`,
+			`Deployment ns="b" ` + notEndpointCopies + `limbo.dev/bundle,limbo.dev/shard=a limit=1`,
 		},
 		wantWatch: "[/v1, Kind=ConfigMap apps/v1, Kind=Deployment]",
 		wantDone:  true,
@@ -155,7 +155,7 @@ func TestStartScan(t *testing.T) {
 		wantWatch: "[]",
 		wantErr:   "apps/v1, Resource=deployments: etcd is not answering",
 		wantDone:  true,
-		wantRetry: []string{`Deployment ns="" limbo.dev/bundle limit=1`},
+		wantRetry: []string{`Deployment ns="" ` + notEndpointCopies + `limbo.dev/bundle limit=1`},
 	}, {
 		name:          "a kind the controller may not list is skipped without an error, and tried again",
 		holds:         map[string]string{"Deployment": "shop"},
@@ -164,7 +164,7 @@ func TestStartScan(t *testing.T) {
 		wantWatch:     "[]",
 		wantDone:      true,
 		wantForbidden: 1,
-		wantRetry:     []string{`Deployment ns="" limbo.dev/bundle limit=1`},
+		wantRetry:     []string{`Deployment ns="" ` + notEndpointCopies + `limbo.dev/bundle limit=1`},
 	}, {
 		name:       "a kind whose watch does not sync is retried",
 		holds:      map[string]string{"ConfigMap": "shop"},
@@ -173,7 +173,7 @@ func TestStartScan(t *testing.T) {
 		wantWatch:  "[/v1, Kind=ConfigMap]",
 		wantErr:    "/v1, Resource=configmaps: not synced",
 		wantDone:   true,
-		wantRetry:  []string{`ConfigMap ns="" limbo.dev/bundle limit=1`},
+		wantRetry:  []string{`ConfigMap ns="" ` + notEndpointCopies + `limbo.dev/bundle limit=1`},
 	}, {
 		// An aggregated API whose service is down (a stale metrics-server
 		// APIService) is not an error: before, the scan logged one every
@@ -401,3 +401,8 @@ func TestTeardownTransient404IsNoKindGone(t *testing.T) {
 		t.Error("the Bundle is still held once discovery no longer serves the kind")
 	}
 }
+
+// notEndpointCopies is what every selector of the start scan begins with
+// (ManagedSelector: limboscan.NotEndpointCopies), sorted by key.
+const notEndpointCopies = "endpoints.kubernetes.io/managed-by notin (endpoint-controller)," +
+	"endpointslice.kubernetes.io/managed-by notin (endpointslice-controller.k8s.io,endpointslicemirroring-controller.k8s.io),"
