@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/limbo-dev/limbo/pkg/apiconflict"
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 	"github.com/limbo-dev/limbo/pkg/impersonation"
 	"github.com/limbo-dev/limbo/pkg/invalidcauses"
@@ -287,7 +288,7 @@ func (e *Engine) stampAndAnnounce(ctx context.Context, eventTarget runtime.Objec
 		"resourceVersion": s.obj.GetResourceVersion(),
 	}})
 	switch {
-	case apierrors.IsConflict(err), apierrors.IsNotFound(err):
+	case apiconflict.Is(err), apierrors.IsNotFound(err):
 		// NotFound: deleted by someone else since it was read, which the next
 		// read shows; no failure.
 		return true, nil
@@ -431,7 +432,7 @@ func (e *Engine) goneOrChanged(err error, obj client.Object, d Decision) (out Ou
 	case apierrors.IsNotFound(err):
 		e.recordGone(obj.GetUID())
 		return Outcome{Decision: d, Gone: true}, true
-	case apierrors.IsConflict(err):
+	case apiconflict.Is(err):
 		return Outcome{Decision: d, ReadAgain: true, Pending: pendingEntry(obj, d, nil)}, true
 	}
 	return Outcome{}, false
@@ -563,7 +564,7 @@ func (e *Engine) KeepDelay(ctx context.Context, obj client.Object, delay string)
 		"annotations":     map[string]any{limbov1alpha1.AnnotationDeletionDelay: delay},
 		"resourceVersion": obj.GetResourceVersion(),
 	}})
-	if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+	if apiconflict.Is(err) || apierrors.IsNotFound(err) {
 		return nil
 	}
 	if err == nil {

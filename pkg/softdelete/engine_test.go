@@ -304,6 +304,21 @@ func TestEngineOrphan(t *testing.T) {
 			wantLive:   func(*unstructured.Unstructured) error { return nil },
 		},
 		{
+			// Crossplane's Usage protection denies the DELETE of a resource in
+			// use with 409 and its message as the reason: a refusal, not a
+			// change since the read (read again and retried at once, for good,
+			// and reported nowhere).
+			name: "no delay, a webhook denies the delete with 409: a failure like any refusal",
+			deleteErr: &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: 409,
+				Reason: "This resource is in-use by 1 usage(s)", Message: `admission webhook "nousages.protection.crossplane.io" denied the request: in use`}},
+			wantCalls:  []string{deleteCall},
+			wantEvents: []string{`Warning DeleteFailed ConfigMap team-a/db: delete ConfigMap team-a/db: admission webhook "nousages.protection.crossplane.io" denied the request: in use`},
+			want:       softdelete.Outcome{Pending: entry(nil, nil, `delete ConfigMap team-a/db: admission webhook "nousages.protection.crossplane.io" denied the request: in use`)},
+			wantErr:    "in use",
+			wantResult: softdelete.ResultFailed,
+			wantLive:   func(*unstructured.Unstructured) error { return nil },
+		},
+		{
 			name:        "delay, no stamp: stamped now (to the second) and labelled, guarded by the resourceVersion",
 			annotations: map[string]string{delayKey: "1h"},
 			wantCalls:   []string{stampPatch("2025-03-14T12:30:45Z")},

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/limbo-dev/limbo/pkg/apiconflict"
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 )
 
@@ -254,7 +255,7 @@ func (o *ItemsOutcome) follow(item Outcome) bool {
 // at once, and is no error. It reports whether the write failed otherwise.
 func (o *ItemsOutcome) wrote(err error) (failed bool) {
 	switch {
-	case apierrors.IsConflict(err), apierrors.IsNotFound(err):
+	case apiconflict.Is(err), apierrors.IsNotFound(err):
 		o.ReadAgain = true
 		return false
 	case err != nil:

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
+	"github.com/limbo-dev/limbo/pkg/apiconflict"
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 )
 
@@ -199,7 +200,7 @@ func RemoveTombstone(ctx context.Context, c client.Client, ts *limbov1alpha1.Tom
 	}
 	uid := ts.UID
 	switch err := c.Delete(ctx, ts, client.Preconditions{UID: &uid}); {
-	case apierrors.IsConflict(err): // another Tombstone of the name: not ts's to touch
+	case apiconflict.Is(err): // another Tombstone of the name: not ts's to touch
 		return nil
 	case apierrors.IsNotFound(err) && hadFinalizer:
 		return nil

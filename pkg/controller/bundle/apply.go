@@ -7,12 +7,12 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/limbo-dev/limbo/pkg/apiconflict"
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 )
 
@@ -64,7 +64,7 @@ func (r *Reconciler) createOnly(ctx context.Context, desired *unstructured.Unstr
 	desired.SetResourceVersion(createOnlyVersion)
 	err := r.apply(ctx, desired, withBody)
 	switch {
-	case apierrors.IsConflict(err):
+	case apiconflict.Is(err):
 		desired.SetResourceVersion("")
 		return false, nil
 	case err != nil:

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/limbo-dev/limbo/pkg/apiconflict"
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 	"github.com/limbo-dev/limbo/pkg/apiwarning"
 	"github.com/limbo-dev/limbo/pkg/bundlespec"
@@ -567,7 +568,7 @@ func (p *pass) syncOne(ctx context.Context, name string, tmpl *unstructured.Unst
 			desired.SetResourceVersion(live.GetResourceVersion())
 		}
 		if err := p.r.apply(ctx, desired, p.plan.Referenced(name)); err != nil {
-			if adopting && apierrors.IsConflict(err) {
+			if adopting && apiconflict.Is(err) {
 				p.after(conflictRetry)
 				return fail(limbov1alpha1.ResourceInProgress, limbov1alpha1.ReasonProgressing, "%s %q changed since it was read for its adoption; checking again", gvk.Kind, tmpl.GetName())
 			}

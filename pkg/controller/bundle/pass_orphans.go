@@ -5,13 +5,13 @@ import (
 	"fmt"
 	"slices"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/limbo-dev/limbo/pkg/apiconflict"
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 	"github.com/limbo-dev/limbo/pkg/bundlespec"
 	"github.com/limbo-dev/limbo/pkg/softdelete"
@@ -366,7 +366,7 @@ func (p *pass) handOver(ctx context.Context, o client.Object, fresh metav1.Objec
 	}
 	obj.GetObjectKind().SetGroupVersionKind(gvk)
 	switch err := p.r.Engine.Release(ctx, p.bundle, obj, p.bundle, adopter); {
-	case apierrors.IsConflict(err):
+	case apiconflict.Is(err):
 		return softdelete.ClaimDeferred, nil
 	case client.IgnoreNotFound(err) != nil:
 		return softdelete.ClaimDeferred, fmt.Errorf("hand %s %s over to Bundle %s: %w", gvk.Kind, o.GetName(), adopter.Name, err)

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/limbo-dev/limbo/pkg/apiconflict"
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 	"github.com/limbo-dev/limbo/pkg/impersonation"
 	"github.com/limbo-dev/limbo/pkg/limboscan"
@@ -156,7 +157,7 @@ const leftShardRetry = time.Second
 // every apply).
 func conflictOnBundle(err error) bool {
 	var status apierrors.APIStatus
-	if !apierrors.IsConflict(err) || !errors.As(err, &status) {
+	if !apiconflict.Is(err) || !errors.As(err, &status) {
 		return false
 	}
 	d := status.Status().Details

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/limbo-dev/limbo/pkg/apiconflict"
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 	"github.com/limbo-dev/limbo/pkg/bundlespec"
 	"github.com/limbo-dev/limbo/pkg/impersonation"
@@ -326,7 +327,7 @@ func (r *Reconciler) letGo(ctx context.Context, b *limbov1alpha1.Bundle, scanned
 // is success), nor when it changed since the cache's copy the write was guarded
 // by (Conflict: the next pass decides on the new one).
 func isTeardownFailure(err error) bool {
-	return err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err)
+	return err != nil && !apierrors.IsNotFound(err) && !apiconflict.Is(err)
 }
 
 // teardownWaves groups objects for deletion: objects no resource declares first,
@@ -743,7 +744,7 @@ func (r *Reconciler) teardownStatus(ctx context.Context, b *limbov1alpha1.Bundle
 // write that fails is the log's (the pass's error goes back to the work queue
 // all the same).
 func (r *Reconciler) teardownFailed(ctx context.Context, b *limbov1alpha1.Bundle, err error) {
-	if err == nil || apierrors.IsConflict(err) || apierrors.IsNotFound(err) || ctx.Err() != nil {
+	if err == nil || apiconflict.Is(err) || apierrors.IsNotFound(err) || ctx.Err() != nil {
 		return
 	}
 	msg := bundlespec.JoinBounded([]string{"the teardown pass failed, retried: " + err.Error()}, "")

@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	"github.com/limbo-dev/limbo/pkg/apiconflict"
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 	"github.com/limbo-dev/limbo/pkg/bundlespec"
 	"github.com/limbo-dev/limbo/pkg/controller/retry"
@@ -234,7 +235,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	status.DeleteAfter = softdelete.Decide(now, softdelete.StateOf(&ts, false)).StatusDeadline()
 	if err := r.statuses.Patch(ctx, r.Client, &ts, &ts.Status, status, client.MergeFromWithOptimisticLock{}); err != nil {
 		r.deletes.release(&ts)
-		if apierrors.IsConflict(err) {
+		if apiconflict.Is(err) {
 			return ctrl.Result{RequeueAfter: conflictRetry}, nil // read and decide again
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -335,7 +336,7 @@ func (r *Reconciler) record(ctx context.Context, ts *limbov1alpha1.Tombstone, at
 // it was read, is read and decide again.
 func (r *Reconciler) remove(ctx context.Context, ts *limbov1alpha1.Tombstone) (ctrl.Result, error) {
 	err := softdelete.RemoveTombstone(ctx, r.Client, ts)
-	if apierrors.IsConflict(err) {
+	if apiconflict.Is(err) {
 		return ctrl.Result{RequeueAfter: conflictRetry}, nil
 	}
 	return ctrl.Result{}, client.IgnoreNotFound(err)

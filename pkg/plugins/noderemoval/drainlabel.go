@@ -6,10 +6,10 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/limbo-dev/limbo/pkg/apiconflict"
 	"github.com/limbo-dev/limbo/pkg/plugin"
 )
 
@@ -99,7 +99,7 @@ func syncCsibmnode(ctx context.Context, req plugin.Request, cn *csiNode, node *c
 			return err
 		}
 		err = req.Client.Patch(ctx, obj, client.RawPatch("application/merge-patch+json", patch))
-		if !apierrors.IsConflict(err) {
+		if !apiconflict.Is(err) {
 			if err != nil {
 				return fmt.Errorf("label Csibmnode %s: %w", obj.GetName(), err)
 			}
