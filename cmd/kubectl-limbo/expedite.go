@@ -90,7 +90,9 @@ type expediteResult struct {
 // softdelete.ExpediteStamp(min(now, stamp), delay), stamp being its current
 // one, so that its deadline has come: now by this machine's clock, and at the
 // latest when its countdown started by the controller's, which wrote the stamp.
-// A clock ahead of the controller's thus cannot postpone the deletion. It
+// A clock ahead of the controller's thus cannot postpone the deletion. The
+// deadline is no earlier than a minute before the object was made: one before
+// that is a copy's old countdown, which the controller would restart. It
 // refuses an object already being deleted, one that is not in limbo (no stamp),
 // one its controlling Bundle declares again (refuseDeclaredAgain),
 // and one whose delay is missing or invalid. The JSON merge patch carries the
@@ -132,6 +134,12 @@ func expedite(ctx context.Context, c client.Client, t target, now func() time.Ti
 		at := now()
 		if started, err := time.Parse(time.RFC3339, check.stamp); err == nil && started.Before(at) {
 			at = started // the controller's clock wrote it: its deadline has come by that clock too
+		}
+		// No earlier than the object's creation (less the clocks' slack): a
+		// deadline before it is a copy's old countdown, which the controller
+		// restarts (softdelete.CopySlack).
+		if created := obj.GetCreationTimestamp().Time; !created.IsZero() && at.Before(created.Add(-softdelete.CopySlack)) {
+			at = created.Add(-softdelete.CopySlack)
 		}
 		stamp := softdelete.ExpediteStamp(at, check.delay)
 		patch, err := json.Marshal(map[string]any{

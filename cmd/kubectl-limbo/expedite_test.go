@@ -55,6 +55,30 @@ func TestExpedite(t *testing.T) {
 	}
 }
 
+// A copy of an object in limbo (restored from a backup taken during its
+// countdown) keeps its original's deadline while that deadline comes after
+// the copy was made; expedited, its deadline went back to its original's
+// stamp, before the copy was made — which the controller takes for a copy's
+// old countdown and restarts: expedite postponed the deletion by a whole
+// delay. The deadline goes no earlier than the copy's creation (less the
+// clocks' slack) now.
+func TestExpediteACopy(t *testing.T) {
+	meta := inLimbo("team-a", "restored", "shop", "24h", stampAgo(3*time.Hour))
+	meta.CreationTimestamp = metav1.NewTime(testNow.Add(-time.Hour))
+	cm := &corev1.ConfigMap{ObjectMeta: meta}
+	f := newFixture(t, nil, cm)
+	if code, _, errOut := f.run("expedite", "configmap/restored", "-n", "team-a"); code != 0 {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+	var got corev1.ConfigMap
+	if err := f.client.Get(context.Background(), client.ObjectKeyFromObject(cm), &got); err != nil {
+		t.Fatal(err)
+	}
+	if d := softdelete.Decide(testNow, softdelete.StateOf(&got, false)); d.Action != softdelete.ActionDelete {
+		t.Errorf("Decide after expedite: %s (%v), want Delete", d.Action, d.Err)
+	}
+}
+
 func TestExpediteKinds(t *testing.T) {
 	tomb := &limbov1alpha1.Tombstone{ObjectMeta: inLimbo("team-a", "storage-ns-gc-4f7c", "shop", "10m", stampAgo(time.Minute))}
 	deploy := &appsv1.Deployment{ObjectMeta: inLimbo("team-a", "app", "shop", "90s", stampAgo(time.Second))}

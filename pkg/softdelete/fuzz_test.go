@@ -183,3 +183,36 @@ func FuzzItemSetDecide(f *testing.F) {
 		}
 	})
 }
+
+// FuzzDecideCopy: an orphan created at any instant within a day either side of
+// now (a copy of an object in limbo, or a controller's clock apart from the API
+// server's), with any delay and stamp, is never deleted by a countdown that
+// ended more than CopySlack before it was created, and the stamp a Stamp or
+// Restamp writes, decided again at the same instant, is not restamped again.
+func FuzzDecideCopy(f *testing.F) {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 250_000_000, time.UTC).Unix()
+	f.Add("1h", "2020-01-01T00:00:00Z", now, int64(0))
+	f.Add("1m", "2026-11-30T11:50:00Z", now, int64(-300))
+	f.Add("0s", "", now, int64(3600))
+	f.Add("24h", "2026-11-29T11:00:00Z", now, int64(-86400))
+	f.Fuzz(func(t *testing.T, delayValue, stampValue string, unix int64, createdOffset int64) {
+		const span = 230 * 365 * 24 * 3600
+		at := time.Unix((unix%span+span)%span, 0).UTC()
+		created := at.Add(time.Duration(createdOffset%86400) * time.Second)
+		annotations := map[string]string{limbov1alpha1.AnnotationDeletionDelay: delayValue}
+		if stampValue != "" {
+			annotations[limbov1alpha1.AnnotationDeletionTimestamp] = stampValue
+		}
+		d := Decide(at, State{Annotations: annotations, Created: created})
+		if d.Action == ActionDelete && !d.Deadline.IsZero() && d.Deadline.Before(created.Add(-CopySlack)) {
+			t.Fatalf("deleted by a countdown that ended at %v, the object created at %v", d.Deadline, created)
+		}
+		if d.Action != ActionStamp && d.Action != ActionRestamp {
+			return
+		}
+		annotations[limbov1alpha1.AnnotationDeletionTimestamp] = FormatStamp(d.Stamp)
+		if again := Decide(at, State{Annotations: annotations, Created: created}); again.Action == ActionRestamp {
+			t.Fatalf("the stamp %s written at %v for an object created at %v is restamped again: %v", FormatStamp(d.Stamp), at, created, again.Err)
+		}
+	})
+}

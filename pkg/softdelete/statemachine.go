@@ -91,7 +91,7 @@ type Decision struct {
 //	desired, otherwise                           None
 //	orphan without limbo.dev/deletionDelay       Delete
 //	orphan with an invalid delay                 Invalid (never deleted)
-//	orphan with delay D and no stamp             Stamp: stamp = now, to the second
+//	orphan with delay D and no stamp             Stamp: stamp = now, to the second (its creation if later)
 //	orphan with an unparsable stamp              Restamp: as Stamp, with a warning
 //	  (or one outside years 0001–9999 in UTC)
 //	orphan with stamp T, now < T+D               Wait until T+D
@@ -126,11 +126,11 @@ func Decide(now time.Time, s State) Decision {
 	}
 
 	if !stamped {
-		return startCountdown(ActionStamp, now, delay, nil)
+		return startCountdown(ActionStamp, now, s.Created, delay, nil)
 	}
 	stamp, err := time.Parse(time.RFC3339, stampValue)
 	if err != nil {
-		return startCountdown(ActionRestamp, now, delay, fmt.Errorf(
+		return startCountdown(ActionRestamp, now, s.Created, delay, fmt.Errorf(
 			"invalid %s %q: not an RFC 3339 time; the countdown restarts",
 			limbov1alpha1.AnnotationDeletionTimestamp, stampValue))
 	}
@@ -140,7 +140,7 @@ func Decide(now time.Time, s State) Decision {
 		// years 0001–9999 in UTC (9999-12-31T23:59:59-01:00 is in year 10000):
 		// the stamp is listed in status.pendingDeletions, whose date-time fields
 		// hold four-digit years only, so every status write would fail.
-		return startCountdown(ActionRestamp, now, delay, fmt.Errorf(
+		return startCountdown(ActionRestamp, now, s.Created, delay, fmt.Errorf(
 			"invalid %s %q: outside years 0001 to 9999 in UTC; the countdown restarts",
 			limbov1alpha1.AnnotationDeletionTimestamp, stampValue))
 	}
@@ -150,7 +150,7 @@ func Decide(now time.Time, s State) Decision {
 		d.Deadline = lastDeadline
 	}
 	if !s.Created.IsZero() && d.Deadline.Before(s.Created.Add(-CopySlack)) {
-		return startCountdown(ActionRestamp, now, delay, fmt.Errorf(
+		return startCountdown(ActionRestamp, now, s.Created, delay, fmt.Errorf(
 			"%s %q: its countdown ended at %s, before this object was created at %s; a copy of an object that was in limbo (restored from a backup, or re-created from its manifest) counts down anew",
 			limbov1alpha1.AnnotationDeletionTimestamp, stampValue, d.Deadline.Format(time.RFC3339), s.Created.UTC().Format(time.RFC3339)))
 	}
@@ -176,9 +176,15 @@ var lastDeadline = time.Date(9999, time.December, 31, 23, 59, 59, 0, time.UTC)
 // early is a forged one, and restarting its countdown is the safe direction.
 const firstStampYear = 1
 
-// startCountdown is the Decision of Stamp and Restamp: a new stamp at now.
-func startCountdown(action Action, now time.Time, delay time.Duration, warning error) Decision {
+// startCountdown is the Decision of Stamp and Restamp: a new stamp at now, or
+// at created (the object's creation, zero if unknown) when now is before it —
+// by a controller's clock behind the API server's, a stamp at now could end
+// before the creation, and be restarted by the next pass as a copy's.
+func startCountdown(action Action, now, created time.Time, delay time.Duration, warning error) Decision {
 	stamp := truncateStamp(now)
+	if c := truncateStamp(created); stamp.Before(c) {
+		stamp = c
+	}
 	deadline := stamp.Add(delay)
 	return Decision{
 		Action:       action,

@@ -344,6 +344,17 @@ func TestDecide(t *testing.T) {
 			wantErr: `limbo.dev/deletionTimestamp "2025-03-14T11:58:59Z": its countdown ended at 2025-03-14T11:58:59Z, before this object was created at 2025-03-14T12:00:00Z; a copy of an object that was in limbo (restored from a backup, or re-created from its manifest) counts down anew`,
 		},
 		{
+			// A clock behind the API server's by more than the delay and the
+			// slack: stamped at now, the next pass would find the same again.
+			name: "copy restamped by a clock behind the API server's: from its creation",
+			now:  at("2025-03-14T11:55:00.5Z"),
+			state: softdelete.State{Created: at("2025-03-14T12:00:00Z"),
+				Annotations: annotations(delayKey, "1m", stampKey, "2025-03-14T11:50:00Z")},
+			want: softdelete.Decision{Action: softdelete.ActionRestamp, Delay: time.Minute, Stamp: at("2025-03-14T12:00:00Z"),
+				Deadline: at("2025-03-14T12:01:00Z"), RequeueAfter: 6*time.Minute - 500*time.Millisecond},
+			wantErr: `limbo.dev/deletionTimestamp "2025-03-14T11:50:00Z": its countdown ended at 2025-03-14T11:51:00Z, before this object was created at 2025-03-14T12:00:00Z; a copy of an object that was in limbo (restored from a backup, or re-created from its manifest) counts down anew`,
+		},
+		{
 			name: "copy desired again: cancelled, as any",
 			state: softdelete.State{Desired: true, Created: at("2025-03-14T12:00:00Z"),
 				Annotations: annotations(delayKey, "1h", stampKey, "2025-03-14T10:00:00Z")},
