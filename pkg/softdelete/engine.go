@@ -553,23 +553,50 @@ func (e *Engine) Release(ctx context.Context, eventTarget runtime.Object, obj cl
 	return nil
 }
 
+// KeptDelayManager is the field manager of KeepDelay's writes. The delay it
+// writes is not the Bundle's apply's: when the template drops it later, the
+// apply leaves a field another manager owns, and DropKeptDelay removes it.
+const KeptDelayManager = "limbo-kept-delay"
+
 // KeepDelay writes delay, the one its Bundle's template declares, on obj, an
 // object its Bundle's pass did not apply (its resource Blocked, its apply
 // refused): a removal that follows is decided on the live object's delay. One
-// patch of the annotation alone, guarded by obj's resourceVersion; a Conflict
-// or an object gone is no failure (its change brings the next pass, which
-// decides again).
+// patch of the annotation alone, as KeptDelayManager, guarded by obj's
+// resourceVersion; a Conflict or an object gone is no failure (its change
+// brings the next pass, which decides again).
 func (e *Engine) KeepDelay(ctx context.Context, obj client.Object, delay string) error {
-	err := e.patch(ctx, obj, map[string]any{"metadata": map[string]any{
+	err := patchWith(ctx, e.Client, obj, map[string]any{"metadata": map[string]any{
 		"annotations":     map[string]any{limbov1alpha1.AnnotationDeletionDelay: delay},
 		"resourceVersion": obj.GetResourceVersion(),
-	}})
+	}}, client.FieldOwner(KeptDelayManager))
 	if apiconflict.Is(err) || apierrors.IsNotFound(err) {
 		return nil
 	}
 	if err == nil {
 		log.FromContext(ctx).Info("wrote the template's deletion delay on an object its resource did not apply",
 			"object", describe(obj), "delay", delay)
+	}
+	return err
+}
+
+// DropKeptDelay removes from obj, the answer to an apply of a template that
+// declares no delay, a delay KeepDelay wrote (KeptDelayManager owns a field of
+// it): server-side apply does not remove a field another manager owns, and the
+// delay the template no longer declares stayed for the object's life. A
+// Conflict or an object gone is no failure (the next pass looks again).
+func (e *Engine) DropKeptDelay(ctx context.Context, obj client.Object) error {
+	if !slices.ContainsFunc(obj.GetManagedFields(), func(m metav1.ManagedFieldsEntry) bool { return m.Manager == KeptDelayManager }) {
+		return nil
+	}
+	if _, ok := obj.GetAnnotations()[limbov1alpha1.AnnotationDeletionDelay]; !ok {
+		return nil
+	}
+	err := patchWith(ctx, e.Client, obj, map[string]any{"metadata": map[string]any{
+		"annotations":     map[string]any{limbov1alpha1.AnnotationDeletionDelay: nil},
+		"resourceVersion": obj.GetResourceVersion(),
+	}}, client.FieldOwner(KeptDelayManager))
+	if apiconflict.Is(err) || apierrors.IsNotFound(err) {
+		return nil
 	}
 	return err
 }
@@ -699,12 +726,12 @@ func (e *Engine) patch(ctx context.Context, obj client.Object, patch map[string]
 }
 
 // patchWith sends a JSON merge patch of obj's metadata through c.
-func patchWith(ctx context.Context, c client.Client, obj client.Object, patch map[string]any) error {
+func patchWith(ctx context.Context, c client.Client, obj client.Object, patch map[string]any, opts ...client.PatchOption) error {
 	data, err := json.Marshal(patch)
 	if err != nil {
 		return err
 	}
-	if err := c.Patch(ctx, obj, client.RawPatch("application/merge-patch+json", data)); err != nil {
+	if err := c.Patch(ctx, obj, client.RawPatch("application/merge-patch+json", data), opts...); err != nil {
 		// The error becomes a pendingDeletions message and, in a teardown, a
 		// condition's: one refusal, one text (an object its CRD's schema no
 		// longer accepts is refused at every pass).

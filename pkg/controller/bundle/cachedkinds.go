@@ -3,6 +3,7 @@ package bundle
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -13,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/limbo-dev/limbo/pkg/limboscan"
+	"github.com/limbo-dev/limbo/pkg/softdelete"
 )
 
 // ConfigMaps and Secrets are cached as metadata only (PartialObjectMetadata):
@@ -78,6 +80,13 @@ func asUnstructured(obj client.Object, gvk schema.GroupVersionKind) (*unstructur
 		u := &unstructured.Unstructured{Object: map[string]any{"metadata": metadata, metadataOnlyKey: true}}
 		if digest != "" {
 			u.Object[cachedOwnedFieldsKey] = digest
+		}
+		// An apply's answer keeps the entry of a delay the pass wrote while
+		// the resource was not applied: Engine.DropKeptDelay reads it.
+		if kept := slices.DeleteFunc(slices.Clone(o.ManagedFields), func(m metav1.ManagedFieldsEntry) bool {
+			return m.Manager != softdelete.KeptDelayManager
+		}); len(kept) > 0 {
+			u.SetManagedFields(kept)
 		}
 		u.SetGroupVersionKind(gvk)
 		return u, nil

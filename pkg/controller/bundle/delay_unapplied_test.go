@@ -2,6 +2,7 @@ package bundle
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -135,4 +136,23 @@ func TestTeardownReleasesWithTheTemplateDelay(t *testing.T) {
 	if live.Annotations[limbov1alpha1.AnnotationDeletionDelay] != "1h" || live.Annotations[limbov1alpha1.AnnotationDeletionTimestamp] == "" {
 		t.Errorf("db released without its declared delay's countdown: %v", live.Annotations)
 	}
+}
+
+// A template's delay the API server refuses to write (a webhook, a schema the
+// stored object no longer meets) does not hold the teardown for ever: the
+// object is decided as it is, as before the delay was declared.
+func TestTeardownWhoseTemplateDelayIsRefused(t *testing.T) {
+	b := deletedBundle([]limbov1alpha1.Resource{cmResource(t, "db", map[string]string{limbov1alpha1.AnnotationDeletionDelay: "1h"})}, limbov1alpha1.BundleStatus{})
+	f := newTeardownFixture(t, b, nil, bundleConfigMap("db", nil))
+	f.r.Engine.Client = interceptor.NewClient(f.c.(client.WithWatch), interceptor.Funcs{
+		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+			if patch.Type() == types.MergePatchType && obj.GetName() == "db" {
+				return apierrors.NewForbidden(schema.GroupResource{Resource: "configmaps"}, "db", errors.New("a policy forbids it"))
+			}
+			return c.Patch(ctx, obj, patch, opts...)
+		},
+	})
+	f.reconcileUntil(t, "the teardown held by a refused write of the template's delay", func() bool {
+		return f.liveConfigMap(t, "db") == nil
+	})
 }

@@ -578,6 +578,11 @@ func (p *pass) syncOne(ctx context.Context, name string, tmpl *unstructured.Unst
 		if err := p.intoShard(ctx, desired); err != nil {
 			p.fail(err)
 		}
+		if _, declared := tmpl.GetAnnotations()[limbov1alpha1.AnnotationDeletionDelay]; !declared {
+			if err := p.r.Engine.DropKeptDelay(ctx, desired); err != nil {
+				p.fail(err)
+			}
+		}
 		if drifted {
 			if n, warn := p.r.applied.drift.corrected(live.GetUID(), now); warn {
 				p.warnDrift(name, live, gvk.Kind, n, writers)
@@ -683,8 +688,16 @@ func (p *pass) keepDeclaredDelay(ctx context.Context, tmpl, live *unstructured.U
 	if !softdelete.Lengthens(live.GetAnnotations(), declared) || !p.stillInShard(ctx) {
 		return
 	}
-	if err := p.r.Engine.KeepDelay(ctx, live, declared); err != nil {
+	switch err := p.r.Engine.KeepDelay(ctx, live, declared); {
+	case err == nil:
+	case holdsTeardown(err): // clears by itself: retried
 		p.fail(err)
+	default:
+		// Refused (a webhook, a schema the stored object no longer meets):
+		// retrying changes nothing, and the resource's state already says
+		// why it is not applied.
+		log.FromContext(ctx).Info("could not write the template's deletion delay on an object its resource did not apply",
+			"object", objectKey(live), "error", err.Error())
 	}
 }
 

@@ -197,11 +197,19 @@ func (r *Reconciler) nextWave(ctx context.Context, b *limbov1alpha1.Bundle, orde
 				// resource Blocked, or its apply refused, until the Bundle
 				// went): written first (as a pass does: keepDeclaredDelay),
 				// and released with it by the next pass, not deleted.
-				if err = r.Engine.KeepDelay(octx, o, delay); isTeardownFailure(err) {
-					failures = append(failures, err.Error())
+				err = r.Engine.KeepDelay(octx, o, delay)
+				if err == nil || holdsTeardown(err) {
+					if isTeardownFailure(err) {
+						failures = append(failures, err.Error())
+					}
+					settled = false
+					continue
 				}
-				settled = false
-				continue
+				// Refused for good (a webhook, a schema the stored object no
+				// longer meets): decided on the object as it is, as before
+				// the template's delay, rather than held for ever.
+				log.FromContext(octx).Info("could not write the template's deletion delay on an object of the teardown: decided on the object as it is",
+					"object", objectKey(o), "error", err.Error())
 			}
 			adopter, adopted := adopters.releaseForAdoption(octx, o)
 			if _, delayed := o.GetAnnotations()[limbov1alpha1.AnnotationDeletionDelay]; delayed || adopted {
