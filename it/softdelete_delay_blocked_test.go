@@ -46,10 +46,15 @@ func TestSoftDeleteDelayAddedWhileBlocked(t *testing.T) {
 	waitObject(t, configMapGVK, ns, "db", delayIs(""))
 }
 
+// managers is u's field managers, with their operations and field sets.
 func managers(u *unstructured.Unstructured) []string {
 	var out []string
 	for _, m := range u.GetManagedFields() {
-		out = append(out, m.Manager+"/"+string(m.Operation)+":"+string(m.FieldsV1.Raw))
+		fields := ""
+		if m.FieldsV1 != nil {
+			fields = m.FieldsV1.GetRawString()
+		}
+		out = append(out, m.Manager+"/"+string(m.Operation)+":"+fields)
 	}
 	return out
 }
