@@ -543,6 +543,9 @@ func (r *Reconciler) teardownPlugins(ctx context.Context, b *limbov1alpha1.Bundl
 	if keptErr == nil && kept.UID != b.UID {
 		keptErr = fmt.Errorf("the Bundle was replaced since the cache showed it")
 	}
+	if keptErr == nil {
+		keptErr = r.forgetAnotherBundlesTeardown(ctx, b, kept)
+	}
 	for _, name := range plan.Order {
 		if !out.resources[name] {
 			continue
@@ -616,6 +619,37 @@ func (r *Reconciler) teardownPlugins(ctx context.Context, b *limbov1alpha1.Bundl
 	return out
 }
 
+// forgetAnotherBundlesTeardown removes from kept, b as the API server has it,
+// the teardown annotations another Bundle's teardown wrote
+// (AnnotationTeardownOf names it): b is a copy of that Bundle taken during its
+// teardown (a backup restored), and read as b's, its done marks skipped b's
+// plugin teardowns (deorbit: a workload cluster's volumes and load balancers
+// left behind) and its states resumed them from the other's. One write,
+// guarded by kept's resourceVersion; kept then holds the answer.
+func (r *Reconciler) forgetAnotherBundlesTeardown(ctx context.Context, b *limbov1alpha1.Bundle, kept *metav1.PartialObjectMetadata) error {
+	of, ok := kept.Annotations[limbov1alpha1.AnnotationTeardownOf]
+	if !ok || of == string(b.UID) {
+		return nil
+	}
+	annotations := map[string]any{limbov1alpha1.AnnotationTeardownOf: string(b.UID)}
+	for k := range kept.Annotations {
+		for _, prefix := range []string{limbov1alpha1.AnnotationTeardownStatePrefix, limbov1alpha1.AnnotationTeardownDonePrefix, limbov1alpha1.AnnotationTeardownWarningPrefix} {
+			if strings.HasPrefix(k, prefix) {
+				annotations[k] = nil
+			}
+		}
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": annotations, "resourceVersion": kept.ResourceVersion}})
+	if err == nil {
+		err = r.Client.Patch(ctx, kept, client.RawPatch(types.MergePatchType, patch))
+	}
+	if err != nil {
+		return fmt.Errorf("remove the teardown marks of Bundle %s, of which this one is a copy: %w", of, err)
+	}
+	log.FromContext(ctx).Info("removed the teardown marks of the Bundle this one is a copy of", "of", of)
+	return nil
+}
+
 // teardownPlugin runs one Teardown call of the plugin resource name, beside the
 // pass, and keeps the state a finished call returned on the Bundle. kept are the
 // Bundle's annotations as the API server has them (the state and done marks
@@ -672,6 +706,7 @@ func (r *Reconciler) teardownPlugin(ctx context.Context, b *limbov1alpha1.Bundle
 		if out.result.State != req.TeardownState {
 			annotations[key] = out.result.State
 		}
+		annotations[limbov1alpha1.AnnotationTeardownOf] = string(b.UID)
 		if out.result.Done {
 			annotations[doneKey] = "true"
 			if out.result.Warning != "" {

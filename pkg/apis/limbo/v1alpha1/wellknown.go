@@ -34,6 +34,11 @@ const (
 	// later passes neither call the plugin again nor resolve its spec, whose
 	// references may name objects the teardown's waves have deleted since.
 	AnnotationTeardownDonePrefix = "teardown-done.limbo.dev/"
+	// AnnotationTeardownOf is the UID of the Bundle whose teardown wrote the
+	// teardown annotations beside it (state, done marks, warnings). A copy of
+	// a Bundle taken during its teardown (a backup restored) carries another
+	// Bundle's: they are not read, and its own teardown starts afresh.
+	AnnotationTeardownOf = "teardown-of.limbo.dev"
 	// AnnotationTeardownWarningPrefix, followed by a plugin resource's name,
 	// holds the warning that resource's teardown ended with (a deorbit that
 	// gave up, naming the debris), which DeletionFailure shows for the rest of
