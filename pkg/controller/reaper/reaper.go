@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -65,6 +66,49 @@ type Reaper struct {
 	// began: one it finds holding an object after it read that Bundle wakes it
 	// at its end.
 	passedDuring map[client.ObjectKey]bool
+	// refusedSince are the objects whose last delete failed: since when, and
+	// when last tried (refusedRetry).
+	refusedSince map[types.UID]refusal
+}
+
+// refusal is how long an object's deletes have been failing.
+type refusal struct{ since, tried time.Time }
+
+// The retry of an object whose delete failed: as long after as its deletes
+// have been failing, from minRefusedRetry up to maxRefusedRetry. A webhook or
+// a policy refusing a released object's delete had the reaper list every known
+// kind again, and send the refused DELETE with a DeleteFailed event, every 5 s
+// for good.
+const (
+	minRefusedRetry = 5 * time.Second
+	maxRefusedRetry = time.Minute
+)
+
+// refusedRetry records a failed delete of uid at now and returns how soon to
+// try it again.
+func (r *Reaper) refusedRetry(uid types.UID, now time.Time) time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.refusedSince == nil {
+		r.refusedSince = map[types.UID]refusal{}
+	}
+	rf, ok := r.refusedSince[uid]
+	if !ok {
+		rf.since = now
+	}
+	rf.tried = now
+	r.refusedSince[uid] = rf
+	return min(max(now.Sub(rf.since), minRefusedRetry), maxRefusedRetry)
+}
+
+// notRefused forgets the failures of uid's deletes (it was decided without
+// one), and those of objects not tried for twice the longest retry (gone
+// meanwhile).
+func (r *Reaper) notRefused(uid types.UID, now time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.refusedSince, uid)
+	maps.DeleteFunc(r.refusedSince, func(_ types.UID, rf refusal) bool { return now.Sub(rf.tried) > 2*maxRefusedRetry })
 }
 
 // Discovery is what the reaper needs of discovery: the kinds it may find in limbo.
@@ -353,7 +397,9 @@ func (r *Reaper) reapKind(ctx context.Context, gvk schema.GroupVersionKind, item
 		}
 		if out.Err != nil {
 			errs = append(errs, out.Err)
-			wake = softdelete.Earliest(wake, now.Add(5*time.Second))
+			wake = softdelete.Earliest(wake, now.Add(r.refusedRetry(obj.GetUID(), now)))
+		} else {
+			r.notRefused(obj.GetUID(), now)
 		}
 		if out.ReadAgain {
 			wake = softdelete.Earliest(wake, now)

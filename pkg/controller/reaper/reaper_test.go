@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -681,5 +682,45 @@ func TestKindServedAtAnotherVersion(t *testing.T) {
 	kinds, _ := r.kindsToScan(false)
 	if want := []schema.GroupVersionKind{corev1.SchemeGroupVersion.WithKind("ConfigMap")}; !slices.Equal(kinds, want) {
 		t.Errorf("kinds listed between full scans = %v, want %v", kinds, want)
+	}
+}
+
+// A delete the API server refuses (a webhook, a policy: Forbidden) is retried
+// as long after as it has been refused, from 5 s up to a minute: at 5 s for
+// good, each retry listed every known kind again and sent the refused DELETE
+// with a DeleteFailed event. A delete that goes through ends the backoff.
+func TestRefusedDeleteBacksOff(t *testing.T) {
+	refuse := &atomic.Bool{}
+	refuse.Store(true)
+	r, c := newReaperIntercepted(t, interceptor.Funcs{Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
+		if refuse.Load() {
+			return apierrors.NewForbidden(schema.GroupResource{Resource: "configmaps"}, obj.GetName(), errors.New("a policy protects it"))
+		}
+		return c.Delete(ctx, obj, opts...)
+	}}, inLimbo("due", "2026-11-22T08:00:00Z", "1h", false))
+	clk := r.Clock.(*clocktesting.FakePassiveClock)
+	start := clk.Now()
+	for _, step := range []struct {
+		at   time.Duration // since the first refusal
+		want time.Duration // the pass's wait
+	}{{0, 5 * time.Second}, {5 * time.Second, 5 * time.Second}, {10 * time.Second, 10 * time.Second}, {30 * time.Second, 30 * time.Second}, {5 * time.Minute, time.Minute}} {
+		clk.SetTime(start.Add(step.at))
+		after, err := r.pass(context.Background(), true)
+		if err == nil {
+			t.Fatalf("at +%v: the refused delete is no error", step.at)
+		}
+		if after != step.want {
+			t.Errorf("at +%v: next pass in %v, want %v", step.at, after, step.want)
+		}
+	}
+	refuse.Store(false)
+	if _, err := r.pass(context.Background(), true); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Get(context.Background(), client.ObjectKey{Namespace: "ns", Name: "due"}, &corev1.ConfigMap{}); !apierrors.IsNotFound(err) {
+		t.Errorf("due object once the delete is allowed: Get = %v, want it deleted", err)
+	}
+	if len(r.refusedSince) != 0 {
+		t.Errorf("backoffs kept after the delete went through: %v", r.refusedSince)
 	}
 }
