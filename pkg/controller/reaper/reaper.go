@@ -201,11 +201,37 @@ const failedPassRetry = 5 * time.Second
 // err, the next full scan due in untilFull: until the soonest of the pass's
 // wait, the full scan and, after a failure, failedPassRetry; at least a
 // millisecond.
+//
+// Failures of one object's decision (objectFailure) are not: the pass's wait
+// already brings the object back, as long after as its deletes have been
+// failing (refusedRetry), and capped at failedPassRetry a refused delete was
+// tried again every 5 s for good.
 func sleepAfterPass(wait time.Duration, err error, untilFull time.Duration) time.Duration {
-	if err != nil {
+	if err != nil && !objectFailuresOnly(err) {
 		wait = min(wait, failedPassRetry)
 	}
 	return max(min(wait, untilFull), time.Millisecond)
+}
+
+// objectFailure is the failure of one object's decision (its delete refused,
+// say), which the pass's wait schedules again.
+type objectFailure struct{ err error }
+
+func (f objectFailure) Error() string { return f.err.Error() }
+func (f objectFailure) Unwrap() error { return f.err }
+
+// objectFailuresOnly reports whether err, a pass's, holds objectFailures only.
+func objectFailuresOnly(err error) bool {
+	if joined, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, e := range joined.Unwrap() {
+			if !objectFailuresOnly(e) {
+				return false
+			}
+		}
+		return true
+	}
+	_, ok := err.(objectFailure)
+	return ok
 }
 
 // pass processes everything in limbo that no Bundle controls and returns how long
@@ -396,7 +422,7 @@ func (r *Reaper) reapKind(ctx context.Context, gvk schema.GroupVersionKind, item
 			pending++
 		}
 		if out.Err != nil {
-			errs = append(errs, out.Err)
+			errs = append(errs, objectFailure{out.Err})
 			wake = softdelete.Earliest(wake, now.Add(r.refusedRetry(obj.GetUID(), now)))
 		} else {
 			r.notRefused(obj.GetUID(), now)

@@ -644,6 +644,8 @@ func TestSleepAfterPass(t *testing.T) {
 		{"the full scan sooner", 20 * time.Second, failed, 2 * time.Second, 2 * time.Second},
 		{"a deadline passed: at least a millisecond", 0, nil, time.Hour, time.Millisecond},
 		{"the full scan late: at least a millisecond", time.Minute, nil, -time.Second, time.Millisecond},
+		{"an object's refused delete: its own retry", time.Minute, errors.Join(objectFailure{errors.New("refused")}), time.Hour, time.Minute},
+		{"an object's refused delete and a failed LIST", time.Minute, errors.Join(objectFailure{errors.New("refused")}, failed), time.Hour, failedPassRetry},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := sleepAfterPass(tc.wait, tc.err, tc.untilFull); got != tc.want {
@@ -711,6 +713,11 @@ func TestRefusedDeleteBacksOff(t *testing.T) {
 		}
 		if after != step.want {
 			t.Errorf("at +%v: next pass in %v, want %v", step.at, after, step.want)
+		}
+		// Start sleeps that long: a refused delete is no failed pass, which
+		// would cap its sleep at failedPassRetry.
+		if slept := sleepAfterPass(after, err, time.Hour); slept != step.want {
+			t.Errorf("at +%v: Start sleeps %v after the pass, want %v", step.at, slept, step.want)
 		}
 	}
 	refuse.Store(false)
