@@ -44,6 +44,23 @@ func TestSoftDeleteDelayAddedWhileBlocked(t *testing.T) {
 	waitReady(t, b)
 	updateBundle(t, getBundle(t, b), gate, db(nil))
 	waitObject(t, configMapGVK, ns, "db", delayIs(""))
+
+	// Reverted while still Blocked: the template is again the one last
+	// applied, which skipped the apply as up to date, and the kept delay
+	// stayed.
+	setWidgetReady(t, ns, "gate", false)
+	waitBundle(t, b, func(cur *limbov1alpha1.Bundle) error {
+		return resourceIs(cur, "db", limbov1alpha1.ResourceBlocked, limbov1alpha1.ReasonDependenciesNotReady)
+	})
+	updateBundle(t, getBundle(t, b), gate, db(map[string]any{limbov1alpha1.AnnotationDeletionDelay: "1h"}))
+	waitObject(t, configMapGVK, ns, "db", delayIs("1h"))
+	updateBundle(t, getBundle(t, b), gate, db(nil))
+	waitBundle(t, b, func(cur *limbov1alpha1.Bundle) error {
+		return resourceIs(cur, "db", limbov1alpha1.ResourceBlocked, limbov1alpha1.ReasonDependenciesNotReady)
+	})
+	setWidgetReady(t, ns, "gate", true)
+	waitReady(t, b)
+	waitObject(t, configMapGVK, ns, "db", delayIs(""))
 }
 
 // managers is u's field managers, with their operations and field sets.

@@ -582,23 +582,34 @@ func (e *Engine) KeepDelay(ctx context.Context, obj client.Object, delay string)
 // DropKeptDelay removes from obj, the answer to an apply of a template that
 // declares no delay, a delay KeepDelay wrote (KeptDelayManager owns a field of
 // it): server-side apply does not remove a field another manager owns, and the
-// delay the template no longer declares stayed for the object's life. A
-// Conflict or an object gone is no failure (the next pass looks again).
-func (e *Engine) DropKeptDelay(ctx context.Context, obj client.Object) error {
+// delay the template no longer declares stayed for the object's life. The
+// patch goes through a metadata-only copy (obj, a Secret say, is left as it
+// is) and is guarded by obj's resourceVersion. done is false when it must be
+// tried again: a Conflict (the caller's next apply finds the entry again).
+func (e *Engine) DropKeptDelay(ctx context.Context, obj client.Object) (done bool, err error) {
 	if !slices.ContainsFunc(obj.GetManagedFields(), func(m metav1.ManagedFieldsEntry) bool { return m.Manager == KeptDelayManager }) {
-		return nil
+		return true, nil
 	}
 	if _, ok := obj.GetAnnotations()[limbov1alpha1.AnnotationDeletionDelay]; !ok {
-		return nil
+		return true, nil
 	}
-	err := patchWith(ctx, e.Client, obj, map[string]any{"metadata": map[string]any{
+	meta := &metav1.PartialObjectMetadata{}
+	meta.SetGroupVersionKind(obj.GetObjectKind().GroupVersionKind())
+	meta.SetNamespace(obj.GetNamespace())
+	meta.SetName(obj.GetName())
+	meta.SetUID(obj.GetUID())
+	meta.SetResourceVersion(obj.GetResourceVersion())
+	err = patchWith(ctx, e.Client, meta, map[string]any{"metadata": map[string]any{
 		"annotations":     map[string]any{limbov1alpha1.AnnotationDeletionDelay: nil},
 		"resourceVersion": obj.GetResourceVersion(),
 	}}, client.FieldOwner(KeptDelayManager))
-	if apiconflict.Is(err) || apierrors.IsNotFound(err) {
-		return nil
+	switch {
+	case apierrors.IsNotFound(err):
+		return true, nil
+	case apiconflict.Is(err):
+		return false, nil
 	}
-	return err
+	return err == nil, err
 }
 
 // Disown removes owner's owner reference from obj, as the garbage collector does

@@ -578,10 +578,11 @@ func (p *pass) syncOne(ctx context.Context, name string, tmpl *unstructured.Unst
 		if err := p.intoShard(ctx, desired); err != nil {
 			p.fail(err)
 		}
+		keptDropped := true
 		if _, declared := tmpl.GetAnnotations()[limbov1alpha1.AnnotationDeletionDelay]; !declared {
-			if err := p.r.Engine.DropKeptDelay(ctx, desired); err != nil {
-				p.fail(err)
-			}
+			done, err := p.r.Engine.DropKeptDelay(ctx, desired)
+			p.fail(withholdSecretText(isSecret, err))
+			keptDropped = done
 		}
 		if drifted {
 			if n, warn := p.r.applied.drift.corrected(live.GetUID(), now); warn {
@@ -590,6 +591,12 @@ func (p *pass) syncOne(ctx context.Context, name string, tmpl *unstructured.Unst
 		}
 		p.r.applied.record(desired, hash, live.GetResourceVersion())
 		st.AppliedDigest = appliedDigest(hash, desired)
+		if !keptDropped {
+			// Applied again by the next pass, whose answer shows the kept
+			// delay still: up to date, the object would keep it.
+			p.r.applied.forget(desired.GetUID())
+			p.after(conflictRetry)
+		}
 		// An apply the API server answered with the live version changed
 		// nothing (the first pass after a start applies again every object
 		// the status does not vouch for: appliedCache.seed): nothing to
@@ -690,6 +697,12 @@ func (p *pass) keepDeclaredDelay(ctx context.Context, tmpl, live *unstructured.U
 	}
 	switch err := p.r.Engine.KeepDelay(ctx, live, declared); {
 	case err == nil:
+		// Not up to date any more: the apply once the resource may be
+		// applied again answers with the kept delay's manager, and
+		// DropKeptDelay removes it if the template dropped the delay
+		// meanwhile (reverted while Blocked, the apply skipped as up to date,
+		// it stayed).
+		p.r.applied.forget(live.GetUID())
 	case holdsTeardown(err): // clears by itself: retried
 		p.fail(err)
 	default:
