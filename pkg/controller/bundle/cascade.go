@@ -90,7 +90,17 @@ func cascadeOf(obj client.Object) string {
 // observe remembers the cascade obj's event shows. orphan, once seen, stays:
 // a second delete may change the propagation finalizers, and of two cascades
 // asked for, the one that deletes nothing is the one to keep.
+//
+// A Bundle seen not being deleted is forgotten: only an etcd restored from a
+// snapshot taken before the delete "undeletes" a Bundle, and with the cascade
+// remembered, its next plain delete was taken for the one before the restore
+// (a foreground one had the teardown let the Bundle go at once, its delays
+// skipped).
 func (c *cascades) observe(obj client.Object) {
+	if obj.GetDeletionTimestamp() == nil {
+		c.uids.Delete(obj.GetUID())
+		return
+	}
 	if f := cascadeOf(obj); f != "" && c.cascade(obj.GetUID()) != metav1.FinalizerOrphanDependents {
 		c.uids.Store(obj.GetUID(), f)
 	}

@@ -83,6 +83,15 @@ func TestCascadesRememberTheFinalizer(t *testing.T) {
 		{"the collector removed foregroundDeletion", func() bool {
 			return p.Update(event.UpdateEvent{ObjectOld: foreground, ObjectNew: foregroundDone})
 		}, "3", fg},
+		// An etcd restored from a snapshot taken before the delete: the
+		// Bundle is not being deleted again, and its next plain delete was
+		// taken for the foreground one.
+		{"undeleted by an etcd restore", func() bool {
+			return p.Update(event.UpdateEvent{ObjectOld: foregroundDone, ObjectNew: bundle("3", false, limbov1alpha1.FinalizerTeardown)})
+		}, "3", ""},
+		{"deleted again in the background", func() bool {
+			return p.Update(event.UpdateEvent{ObjectOld: bundle("3", false, limbov1alpha1.FinalizerTeardown), ObjectNew: foregroundDone})
+		}, "3", ""},
 		{"gone", func() bool { return p.Delete(event.DeleteEvent{Object: orphaned}) }, "1", ""},
 		{"a live Bundle that carries orphan: no cascade until it is deleted", func() bool {
 			return p.Create(event.CreateEvent{Object: bundle("4", false, orphan, limbov1alpha1.FinalizerTeardown)})
