@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/limbo-dev/limbo/pkg/apiconflict"
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 	"github.com/limbo-dev/limbo/pkg/limboscan"
 	"github.com/limbo-dev/limbo/pkg/plugin"
@@ -240,10 +241,11 @@ func listedItem(st *limbov1alpha1.BundleStatus, item client.Object) bool {
 // error that clears by itself (a Conflict with a writer of the item — csi-baremetal
 // rewrites its Volumes —, a timeout, an unavailable API server), wherever the
 // item is. A refusal (Forbidden, Invalid: the Bundle's ServiceAccount may not, or
-// a webhook says no) never clears by retrying. An item the status does not vouch
+// a webhook says no, with a 409 of its own reason too) never clears by retrying. An item the status does not vouch
 // for never holds it (another tenant could write it).
 func holdsTeardown(err error) bool {
-	return !apierrors.IsForbidden(err) && !apierrors.IsInvalid(err) && !apierrors.IsBadRequest(err) && !apierrors.IsMethodNotSupported(err)
+	webhookDenial := apierrors.IsConflict(err) && !apiconflict.Is(err) // a 409 of a reason of its own
+	return !apierrors.IsForbidden(err) && !apierrors.IsInvalid(err) && !apierrors.IsBadRequest(err) && !apierrors.IsMethodNotSupported(err) && !webhookDenial
 }
 
 // objectItemsInLimbo lists, from the API server, the objects of kinds that are in

@@ -74,6 +74,8 @@ func TestHoldsTeardown(t *testing.T) {
 		{apierrors.NewInvalid(schema.GroupKind{Kind: "ConfigMap"}, "x", nil), false},
 		{apierrors.NewBadRequest("no"), false},
 		{apierrors.NewMethodNotSupported(gr, "patch"), false},
+		// A webhook's denial with code 409 (Crossplane's Usage protection).
+		{&apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: 409, Reason: "This resource is in-use by 1 usage(s)"}}, false},
 	} {
 		if got := holdsTeardown(tc.err); got != tc.want {
 			t.Errorf("%v: holdsTeardown = %v, want %v", tc.err, got, tc.want)
