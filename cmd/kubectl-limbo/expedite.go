@@ -138,8 +138,9 @@ func expedite(ctx context.Context, c client.Client, t target, now func() time.Ti
 		// No earlier than the object's creation (less the clocks' slack): a
 		// deadline before it is a copy's old countdown, which the controller
 		// restarts (softdelete.CopySlack).
-		if created := obj.GetCreationTimestamp().Time; !created.IsZero() && at.Before(created.Add(-softdelete.CopySlack)) {
-			at = created.Add(-softdelete.CopySlack)
+		// A second within it: the stamp is whole seconds, a delay need not be.
+		if earliest := obj.GetCreationTimestamp().Add(-softdelete.CopySlack + time.Second); !obj.GetCreationTimestamp().Time.IsZero() && at.Before(earliest) {
+			at = earliest
 		}
 		stamp := softdelete.ExpediteStamp(at, check.delay)
 		patch, err := json.Marshal(map[string]any{

@@ -63,7 +63,13 @@ func TestExpedite(t *testing.T) {
 // delay. The deadline goes no earlier than the copy's creation (less the
 // clocks' slack) now.
 func TestExpediteACopy(t *testing.T) {
-	meta := inLimbo("team-a", "restored", "shop", "24h", stampAgo(3*time.Hour))
+	for _, delay := range []string{"24h", "24h0.5s"} { // a stamp is whole seconds; a delay need not be
+		t.Run(delay, func(t *testing.T) { expediteACopy(t, delay) })
+	}
+}
+
+func expediteACopy(t *testing.T, delay string) {
+	meta := inLimbo("team-a", "restored", "shop", delay, stampAgo(3*time.Hour))
 	meta.CreationTimestamp = metav1.NewTime(testNow.Add(-time.Hour))
 	cm := &corev1.ConfigMap{ObjectMeta: meta}
 	f := newFixture(t, nil, cm)
