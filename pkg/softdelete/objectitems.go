@@ -480,10 +480,13 @@ func (s ItemSet) State(it Item) State {
 		delete(ann, limbov1alpha1.AnnotationDeletionTimestamp)
 	}
 	st.Annotations = ann
-	// An item's countdown may rightly end before the item was made: a
-	// teardown counts from the Bundle's deletion (CountFrom). NotBefore is the
-	// items' rule for a countdown not theirs.
-	st.Created = time.Time{}
+	// An item's countdown may rightly end before the item was made when a
+	// teardown counts it from the Bundle's deletion (CountFrom). Otherwise
+	// the copy rule holds for items too: a csi-baremetal Volume restored from
+	// a backup with its old, long-due stamp was deleted at once.
+	if !s.CountFrom.IsZero() {
+		st.Created = time.Time{}
+	}
 	return st
 }
 

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/kube-openapi/pkg/validation/strfmt"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
@@ -673,5 +674,27 @@ func TestLengthens(t *testing.T) {
 		if got := softdelete.Lengthens(tc.live, tc.declared); got != tc.want {
 			t.Errorf("Lengthens(%v, %q) = %v, want %v", tc.live, tc.declared, got, tc.want)
 		}
+	}
+}
+
+// A plugin's item restored from a backup with its old, long-due stamp counts
+// down anew, as any copy; one a teardown counts from the Bundle's deletion
+// (CountFrom) keeps a deadline that may come before the item was made.
+func TestItemSetDecideACopy(t *testing.T) {
+	item := func() softdelete.Item {
+		u := &unstructured.Unstructured{}
+		u.SetAPIVersion("csi-baremetal.dell.com/v1")
+		u.SetKind("Volume")
+		u.SetName("restored")
+		u.SetCreationTimestamp(metav1.NewTime(now.Add(-time.Hour)))
+		u.SetAnnotations(annotations(stampKey, "2025-03-10T00:00:00Z"))
+		return softdelete.Item{Object: u}
+	}
+	created := at("2025-03-01T00:00:00Z") // the Bundle's
+	if d := (softdelete.ItemSet{Delay: "1h", NotBefore: created}).Decide(now, item()); d.Action != softdelete.ActionRestamp {
+		t.Errorf("a restored item's old stamp: %s, want Restamp", d.Action)
+	}
+	if d := (softdelete.ItemSet{Delay: "1h", NotBefore: created, CountFrom: at("2025-03-10T00:00:00Z")}).Decide(now, item()); d.Action != softdelete.ActionDelete {
+		t.Errorf("an item a teardown counts from the Bundle's deletion: %s, want Delete", d.Action)
 	}
 }
