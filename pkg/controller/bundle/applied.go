@@ -278,6 +278,19 @@ func (c *appliedCache) allocate() {
 	}
 }
 
+// invalidate makes uid's object out of date for the next pass, whatever the
+// status vouches for (seed leaves an entry it knows alone): an entry that
+// matches no hash. Forgotten instead, the object was seeded again from the
+// appliedDigest the status holds, and found up to date.
+func (c *appliedCache) invalidate(uid types.UID) {
+	k := keyOf(uid)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.allocate()
+	c.m[k] = applied{}
+	delete(c.replacing, k)
+}
+
 func (c *appliedCache) forget(uid types.UID) {
 	k := keyOf(uid)
 	c.mu.Lock()

@@ -255,6 +255,21 @@ func TestAppliedCacheSeed(t *testing.T) {
 	if !c.upToDate(answer, hashOf(changed)) {
 		t.Error("this process's own apply is forgotten after a seed")
 	}
+
+	// An object made out of date on purpose (a kept delay still to drop)
+	// stays so: forgotten, it was seeded again from the digest the status
+	// holds, found up to date, and the kept delay stayed.
+	var d appliedCache
+	d.record(applied, hash, "")
+	d.invalidate(applied.GetUID())
+	d.seed(applied, hash, func() string { return recorded })
+	if d.upToDate(applied, hash) {
+		t.Error("an invalidated object is up to date after a seed from the status's digest")
+	}
+	d.record(applied, hash, "")
+	if !d.upToDate(applied, hash) {
+		t.Error("an invalidated object applied again is not up to date")
+	}
 }
 
 // trimmed is u as the cache holds it (TrimForCache).

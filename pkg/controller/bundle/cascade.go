@@ -98,7 +98,7 @@ func cascadeOf(obj client.Object) string {
 // skipped).
 func (c *cascades) observe(obj client.Object) {
 	if obj.GetDeletionTimestamp() == nil {
-		c.uids.Delete(obj.GetUID())
+		c.forget(obj.GetUID())
 		return
 	}
 	if f := cascadeOf(obj); f != "" && c.cascade(obj.GetUID()) != metav1.FinalizerOrphanDependents {

@@ -89,6 +89,14 @@ func TestCascadesRememberTheFinalizer(t *testing.T) {
 		{"undeleted by an etcd restore", func() bool {
 			return p.Update(event.UpdateEvent{ObjectOld: foregroundDone, ObjectNew: bundle("3", false, limbov1alpha1.FinalizerTeardown)})
 		}, "3", ""},
+		{"its history read back while it was being deleted is forgotten too", func() bool {
+			c.readBack.Store(bundle("3", false).UID, uint64(1000))
+			ok := p.Update(event.UpdateEvent{ObjectOld: foregroundDone, ObjectNew: bundle("3", false, limbov1alpha1.FinalizerTeardown)})
+			if _, kept := c.readBack.Load(bundle("3", false).UID); kept {
+				t.Error("the history read back before an etcd restore is kept: a later delete's history below it is not read")
+			}
+			return ok
+		}, "3", ""},
 		{"deleted again in the background", func() bool {
 			return p.Update(event.UpdateEvent{ObjectOld: bundle("3", false, limbov1alpha1.FinalizerTeardown), ObjectNew: foregroundDone})
 		}, "3", ""},

@@ -593,8 +593,11 @@ func (p *pass) syncOne(ctx context.Context, name string, tmpl *unstructured.Unst
 		st.AppliedDigest = appliedDigest(hash, desired)
 		if !keptDropped {
 			// Applied again by the next pass, whose answer shows the kept
-			// delay still: up to date, the object would keep it.
-			p.r.applied.forget(desired.GetUID())
+			// delay still: up to date, the object would keep it. Nor does the
+			// status vouch for this copy, which a restart would take for
+			// applied.
+			p.r.applied.invalidate(desired.GetUID())
+			st.AppliedDigest = ""
 			p.after(conflictRetry)
 		}
 		// An apply the API server answered with the live version changed
@@ -702,7 +705,7 @@ func (p *pass) keepDeclaredDelay(ctx context.Context, tmpl, live *unstructured.U
 		// DropKeptDelay removes it if the template dropped the delay
 		// meanwhile (reverted while Blocked, the apply skipped as up to date,
 		// it stayed).
-		p.r.applied.forget(live.GetUID())
+		p.r.applied.invalidate(live.GetUID())
 	case holdsTeardown(err): // clears by itself: retried
 		p.fail(err)
 	default:
