@@ -98,14 +98,7 @@ func TestTemplateDelayReachesAnObjectNotApplied(t *testing.T) {
 			}
 			// Then the user removes it (with the dependency that held it):
 			// its countdown starts, and it is not deleted.
-			var cur limbov1alpha1.Bundle
-			if err := f.c.Get(context.Background(), client.ObjectKeyFromObject(b), &cur); err != nil {
-				t.Fatal(err)
-			}
-			cur.Spec.Resources = cur.Spec.Resources[:1]
-			if err := f.c.Update(context.Background(), &cur); err != nil {
-				t.Fatal(err)
-			}
+			f.editResources(t, func(r []limbov1alpha1.Resource) []limbov1alpha1.Resource { return r[:1] })
 			f.r.Client = f.c
 			f.reconcile(t)
 			switch live := f.liveConfigMap(t, "db"); {

@@ -404,14 +404,7 @@ func TestOnboardingMovesInABlockedResourcesObject(t *testing.T) {
 		t.Fatalf("blocked's labels after the Bundle's first passes in shard a: %v, want it moved into shard a", got)
 	}
 
-	var cur limbov1alpha1.Bundle
-	if err := f.c.Get(context.Background(), client.ObjectKeyFromObject(b), &cur); err != nil {
-		t.Fatal(err)
-	}
-	cur.Spec.Resources = cur.Spec.Resources[:1]
-	if err := f.c.Update(context.Background(), &cur); err != nil {
-		t.Fatal(err)
-	}
+	f.editResources(t, func(r []limbov1alpha1.Resource) []limbov1alpha1.Resource { return r[:1] })
 	f.reconcile(t)
 	if pending := f.status(t).PendingDeletions; len(pending) != 1 || pending[0].Name != "blocked" {
 		t.Errorf("pendingDeletions after the spec dropped blocked: %+v, want blocked", pending)

@@ -301,6 +301,20 @@ func newTeardownFixtureServing(t *testing.T, kinds []schema.GroupVersionKind, b 
 	return &teardownFixture{r: r, c: c, reg: reg, bundle: b}
 }
 
+// editResources changes the resources of the fixture's Bundle on the fake API
+// server, as a user's edit would.
+func (f *teardownFixture) editResources(t *testing.T, edit func([]limbov1alpha1.Resource) []limbov1alpha1.Resource) {
+	t.Helper()
+	var cur limbov1alpha1.Bundle
+	if err := f.c.Get(context.Background(), client.ObjectKeyFromObject(f.bundle), &cur); err != nil {
+		t.Fatal(err)
+	}
+	cur.Spec.Resources = edit(cur.Spec.Resources)
+	if err := f.c.Update(context.Background(), &cur); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // reconcile runs one Reconcile of the fixture's Bundle.
 func (f *teardownFixture) reconcile(t *testing.T) {
 	t.Helper()
