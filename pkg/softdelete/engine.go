@@ -560,15 +560,11 @@ const KeptDelayManager = "limbo-kept-delay"
 
 // KeepDelay writes delay, the one its Bundle's template declares, on obj, an
 // object its Bundle's pass did not apply (its resource Blocked, its apply
-// refused): a removal that follows is decided on the live object's delay. One
-// patch of the annotation alone, as KeptDelayManager, guarded by obj's
-// resourceVersion; a Conflict or an object gone is no failure (its change
-// brings the next pass, which decides again).
+// refused): a removal that follows is decided on the live object's delay. A
+// Conflict or an object gone is no failure (its change brings the next pass,
+// which decides again).
 func (e *Engine) KeepDelay(ctx context.Context, obj client.Object, delay string) error {
-	err := patchWith(ctx, e.Client, obj, map[string]any{"metadata": map[string]any{
-		"annotations":     map[string]any{limbov1alpha1.AnnotationDeletionDelay: delay},
-		"resourceVersion": obj.GetResourceVersion(),
-	}}, client.FieldOwner(KeptDelayManager))
+	err := e.writeKeptDelay(ctx, obj, delay)
 	if apiconflict.Is(err) || apierrors.IsNotFound(err) {
 		return nil
 	}
@@ -582,10 +578,9 @@ func (e *Engine) KeepDelay(ctx context.Context, obj client.Object, delay string)
 // DropKeptDelay removes from obj, the answer to an apply of a template that
 // declares no delay, a delay KeepDelay wrote (KeptDelayManager owns a field of
 // it): server-side apply does not remove a field another manager owns, and the
-// delay the template no longer declares stayed for the object's life. The
-// patch goes through a metadata-only copy (obj, a Secret say, is left as it
-// is) and is guarded by obj's resourceVersion. done is false when it must be
-// tried again: a Conflict (the caller's next apply finds the entry again).
+// delay the template no longer declares stayed for the object's life. done is
+// false when it must be tried again: a Conflict (the caller's next apply finds
+// the entry again).
 func (e *Engine) DropKeptDelay(ctx context.Context, obj client.Object) (done bool, err error) {
 	if !slices.ContainsFunc(obj.GetManagedFields(), func(m metav1.ManagedFieldsEntry) bool { return m.Manager == KeptDelayManager }) {
 		return true, nil
@@ -593,23 +588,29 @@ func (e *Engine) DropKeptDelay(ctx context.Context, obj client.Object) (done boo
 	if _, ok := obj.GetAnnotations()[limbov1alpha1.AnnotationDeletionDelay]; !ok {
 		return true, nil
 	}
-	meta := &metav1.PartialObjectMetadata{}
-	meta.SetGroupVersionKind(obj.GetObjectKind().GroupVersionKind())
-	meta.SetNamespace(obj.GetNamespace())
-	meta.SetName(obj.GetName())
-	meta.SetUID(obj.GetUID())
-	meta.SetResourceVersion(obj.GetResourceVersion())
-	err = patchWith(ctx, e.Client, meta, map[string]any{"metadata": map[string]any{
-		"annotations":     map[string]any{limbov1alpha1.AnnotationDeletionDelay: nil},
-		"resourceVersion": obj.GetResourceVersion(),
-	}}, client.FieldOwner(KeptDelayManager))
-	switch {
+	switch err = e.writeKeptDelay(ctx, obj, nil); {
 	case apierrors.IsNotFound(err):
 		return true, nil
 	case apiconflict.Is(err):
 		return false, nil
 	}
 	return err == nil, err
+}
+
+// writeKeptDelay sets obj's limbo.dev/deletionDelay to delay (nil removes it)
+// as KeptDelayManager, guarded by obj's resourceVersion. The patch goes
+// through a metadata-only copy: obj (a Secret, say) is left as it is, and the
+// answer's body never reaches limbo's memory.
+func (e *Engine) writeKeptDelay(ctx context.Context, obj client.Object, delay any) error {
+	meta := &metav1.PartialObjectMetadata{}
+	meta.SetGroupVersionKind(obj.GetObjectKind().GroupVersionKind())
+	meta.SetNamespace(obj.GetNamespace())
+	meta.SetName(obj.GetName())
+	meta.SetUID(obj.GetUID())
+	return patchWith(ctx, e.Client, meta, map[string]any{"metadata": map[string]any{
+		"annotations":     map[string]any{limbov1alpha1.AnnotationDeletionDelay: delay},
+		"resourceVersion": obj.GetResourceVersion(),
+	}}, client.FieldOwner(KeptDelayManager))
 }
 
 // Disown removes owner's owner reference from obj, as the garbage collector does
