@@ -3,7 +3,6 @@ package bundle
 import (
 	"context"
 	"fmt"
-	"slices"
 	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -83,9 +82,15 @@ func asUnstructured(obj client.Object, gvk schema.GroupVersionKind) (*unstructur
 		}
 		// An apply's answer keeps the entry of a delay the pass wrote while
 		// the resource was not applied: Engine.DropKeptDelay reads it.
-		if kept := slices.DeleteFunc(slices.Clone(o.ManagedFields), func(m metav1.ManagedFieldsEntry) bool {
-			return m.Manager != softdelete.KeptDelayManager
-		}); len(kept) > 0 {
+		// Collected one by one: every cached copy passes here, and holds the
+		// digest's entry, which a copy of the whole list would allocate for.
+		var kept []metav1.ManagedFieldsEntry
+		for _, m := range o.ManagedFields {
+			if m.Manager == softdelete.KeptDelayManager {
+				kept = append(kept, m)
+			}
+		}
+		if len(kept) > 0 {
 			u.SetManagedFields(kept)
 		}
 		u.SetGroupVersionKind(gvk)
