@@ -101,13 +101,18 @@ func (r *Reaper) refusedRetry(uid types.UID, now time.Time) time.Duration {
 	return min(max(now.Sub(rf.since), minRefusedRetry), maxRefusedRetry)
 }
 
-// notRefused forgets the failures of uid's deletes (it was decided without
-// one), and those of objects not tried for twice the longest retry (gone
-// meanwhile).
-func (r *Reaper) notRefused(uid types.UID, now time.Time) {
+// notRefused forgets the failures of uid's deletes: it was decided without one.
+func (r *Reaper) notRefused(uid types.UID) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.refusedSince, uid)
+}
+
+// forgetStaleRefusals forgets the failures of objects not tried for twice the
+// longest retry (gone meanwhile): once a pass, not at each object's decision.
+func (r *Reaper) forgetStaleRefusals(now time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	maps.DeleteFunc(r.refusedSince, func(_ types.UID, rf refusal) bool { return now.Sub(rf.tried) > 2*maxRefusedRetry })
 }
 
@@ -281,6 +286,7 @@ func (r *Reaper) pass(ctx context.Context, full bool) (time.Duration, error) {
 		wake = softdelete.Earliest(wake, kindWake)
 		errs = append(errs, kindErrs...)
 	}
+	r.forgetStaleRefusals(r.Clock.Now())
 	r.mu.Lock()
 	if len(errs) > 0 { // what a failed listing or read left out is kept
 		maps.Copy(bundles.holders, r.holders)
@@ -425,7 +431,7 @@ func (r *Reaper) reapKind(ctx context.Context, gvk schema.GroupVersionKind, item
 			errs = append(errs, objectFailure{out.Err})
 			wake = softdelete.Earliest(wake, now.Add(r.refusedRetry(obj.GetUID(), now)))
 		} else {
-			r.notRefused(obj.GetUID(), now)
+			r.notRefused(obj.GetUID())
 		}
 		if out.ReadAgain {
 			wake = softdelete.Earliest(wake, now)
