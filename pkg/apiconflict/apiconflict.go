@@ -22,3 +22,9 @@ import (
 func Is(err error) bool {
 	return err != nil && apierrors.ReasonForError(err) == metav1.StatusReasonConflict
 }
+
+// Denied reports whether err is a 409 that is no Conflict of the API server's
+// own (Is): an admission webhook's denial, which retrying does not clear.
+func Denied(err error) bool {
+	return apierrors.IsConflict(err) && !Is(err)
+}

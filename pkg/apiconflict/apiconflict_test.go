@@ -37,6 +37,9 @@ func TestIs(t *testing.T) {
 		if got := Is(tc.err); got != tc.want {
 			t.Errorf("%s: Is = %v, want %v", tc.name, got, tc.want)
 		}
+		if got, want := Denied(tc.err), tc.name == "a webhook's denial with code 409"; got != want {
+			t.Errorf("%s: Denied = %v, want %v", tc.name, got, want)
+		}
 		if tc.name == "a webhook's denial with code 409" && !apierrors.IsConflict(tc.err) {
 			t.Error("apimachinery's IsConflict no longer takes a webhook's 409 for a Conflict: this package may go")
 		}

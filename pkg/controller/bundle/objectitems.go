@@ -244,8 +244,7 @@ func listedItem(st *limbov1alpha1.BundleStatus, item client.Object) bool {
 // a webhook says no, with a 409 of its own reason too) never clears by retrying. An item the status does not vouch
 // for never holds it (another tenant could write it).
 func holdsTeardown(err error) bool {
-	webhookDenial := apierrors.IsConflict(err) && !apiconflict.Is(err) // a 409 of a reason of its own
-	return !apierrors.IsForbidden(err) && !apierrors.IsInvalid(err) && !apierrors.IsBadRequest(err) && !apierrors.IsMethodNotSupported(err) && !webhookDenial
+	return !apierrors.IsForbidden(err) && !apierrors.IsInvalid(err) && !apierrors.IsBadRequest(err) && !apierrors.IsMethodNotSupported(err) && !apiconflict.Denied(err)
 }
 
 // objectItemsInLimbo lists, from the API server, the objects of kinds that are in
