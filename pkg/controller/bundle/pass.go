@@ -476,7 +476,7 @@ func (p *pass) syncOne(ctx context.Context, name string, tmpl *unstructured.Unst
 			p.r.applied.record(desired, hash, "")
 			st.AppliedDigest = appliedDigest(hash, desired)
 			out.change = p.changed(ctx, name, desired, limbov1alpha1.EventCreated)
-			return p.ready(ctx, out, desired)
+			return p.delayKept(tmpl, desired, p.ready(ctx, out, desired))
 		}
 		// Something of that name exists that the cache does not hold: read it
 		// and judge it like any live object.
@@ -620,7 +620,7 @@ func (p *pass) syncOne(ctx context.Context, name string, tmpl *unstructured.Unst
 				return fail(limbov1alpha1.ResourceError, limbov1alpha1.ReasonApplyFailed, "%v", err)
 			}
 		}
-		out = p.ready(ctx, out, desired)
+		out = p.delayKept(tmpl, desired, p.ready(ctx, out, desired))
 		p.r.applied.judge(desired, out.status, p.plan.Referenced(name))
 		return out
 	}
@@ -648,7 +648,37 @@ func (p *pass) syncOne(ctx context.Context, name string, tmpl *unstructured.Unst
 		return out
 	}
 	st.AppliedDigest = appliedDigest(hash, live)
-	return p.ready(ctx, out, live)
+	return p.delayKept(tmpl, live, p.ready(ctx, out, live))
+}
+
+// delayKept checks out, the resource judged on live — the API server's answer
+// to limbo's write, or the copy found up to date — against the delay tmpl
+// declares. An admission webhook or policy that removes limbo.dev/deletionDelay
+// (or shortens it) leaves an object that removing its resource deletes sooner
+// than its author declared — without a delay, at once — while the Bundle
+// reported it Ready. The resource is an Error that says so instead, and the
+// pass fails, to be retried with backoff and apply again: a policy that acts
+// on creation only lets the next apply, an update, put the delay on.
+func (p *pass) delayKept(tmpl, live *unstructured.Unstructured, out objectResult) objectResult {
+	declared := tmpl.GetAnnotations()[limbov1alpha1.AnnotationDeletionDelay]
+	if out.live == nil || !softdelete.Lengthens(live.GetAnnotations(), declared) {
+		return out
+	}
+	st := &out.status
+	st.State, st.Reason = limbov1alpha1.ResourceError, limbov1alpha1.ReasonDeletionDelayNotKept
+	if have, ok := live.GetAnnotations()[limbov1alpha1.AnnotationDeletionDelay]; ok {
+		st.Message = fmt.Sprintf("%s %q has %s %q, shorter than the %q its template declares: an admission webhook or policy changed what limbo wrote, and removing this resource would delete the object %s after it leaves the Bundle",
+			live.GetKind(), live.GetName(), limbov1alpha1.AnnotationDeletionDelay, have, declared, have)
+	} else {
+		st.Message = fmt.Sprintf("%s %q has no %s, though its template declares %q: an admission webhook or policy removed it from what limbo wrote, and removing this resource would delete the object at once",
+			live.GetKind(), live.GetName(), limbov1alpha1.AnnotationDeletionDelay, declared)
+	}
+	// Applied again on the retry, not skipped as up to date.
+	p.r.applied.invalidate(live.GetUID())
+	st.AppliedDigest = ""
+	p.fail(fmt.Errorf("resource %q: %s", st.Name, st.Message))
+	out.live = nil
+	return out
 }
 
 // recordedDigest is the appliedDigest the Bundle's status holds for resource

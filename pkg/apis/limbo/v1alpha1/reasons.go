@@ -63,6 +63,11 @@ const (
 	ReasonUnsafeInventory = "UnsafeInventory"
 	ReasonPlanning        = "Planning"
 	ReasonPluginNotReady  = "PluginNotReady"
+	// ReasonDeletionDelayNotKept: the object, as the API server answered limbo's
+	// write, has no limbo.dev/deletionDelay or a shorter one than its template
+	// declares — an admission webhook or policy removed or changed it — so that
+	// removing the resource would delete it sooner than declared.
+	ReasonDeletionDelayNotKept = "DeletionDelayNotKept"
 )
 
 // Reasons of spec errors, as they appear in resource states and the Stalled
