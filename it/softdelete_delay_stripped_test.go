@@ -3,13 +3,17 @@ package it
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/limbo-dev/limbo/it/testenv"
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
@@ -24,7 +28,7 @@ import (
 func TestSoftDeleteDelayStrippedByAdmission(t *testing.T) {
 	t.Parallel()
 	ns := env.Namespace(t)
-	stopStripping := stripDeletionDelay(t, ns, admissionregistrationv1.Create, admissionregistrationv1.Update)
+	stopStripping := stripAnnotation(t, ns, limbov1alpha1.AnnotationDeletionDelay, admissionregistrationv1.Create, admissionregistrationv1.Update)
 
 	db := objectResource(t, "db", configMap("db", map[string]any{"k": "v"}, map[string]any{limbov1alpha1.AnnotationDeletionDelay: "1h"}))
 	keep := objectResource(t, "keep", configMap("keep", map[string]any{"k": "v"}, nil))
@@ -60,7 +64,7 @@ func TestSoftDeleteDelayStrippedByAdmission(t *testing.T) {
 func TestSoftDeleteDelayStrippedOnCreateOnly(t *testing.T) {
 	t.Parallel()
 	ns := env.Namespace(t)
-	stripDeletionDelay(t, ns, admissionregistrationv1.Create)
+	stripAnnotation(t, ns, limbov1alpha1.AnnotationDeletionDelay, admissionregistrationv1.Create)
 
 	b := createBundle(t, ns, "stripped", objectResource(t, "db", configMap("db", map[string]any{"k": "v"}, map[string]any{limbov1alpha1.AnnotationDeletionDelay: "1h"})))
 	waitReady(t, b)
@@ -70,14 +74,14 @@ func TestSoftDeleteDelayStrippedOnCreateOnly(t *testing.T) {
 	waitEventContaining(t, b, "Warning", limbov1alpha1.ReasonDeletionDelayNotKept, `resource "db"`)
 }
 
-// stripDeletionDelay makes the API server remove limbo.dev/deletionDelay from
-// the ConfigMaps of ns on operations (Create among them), with a
-// MutatingAdmissionPolicy (no webhook server to run), once it is in force. The returned func removes it,
-// and waits until it no longer is; cleanup removes it too.
-func stripDeletionDelay(t *testing.T, ns string, operations ...admissionregistrationv1.OperationType) (stop func()) {
+// stripAnnotation makes the API server remove annotation key from the
+// ConfigMaps of ns on operations, with a MutatingAdmissionPolicy (no webhook
+// server to run), once it is in force. The returned func removes it, and waits
+// until it no longer is; cleanup removes it too.
+func stripAnnotation(t *testing.T, ns, key string, operations ...admissionregistrationv1.OperationType) (stop func()) {
 	t.Helper()
 	ctx := context.Background()
-	name := "strip-delay-" + ns
+	name := "strip-" + strings.NewReplacer("/", "-", ".", "-").Replace(strings.ToLower(key)) + "-" + ns
 	policy := &admissionregistrationv1.MutatingAdmissionPolicy{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: admissionregistrationv1.MutatingAdmissionPolicySpec{
@@ -93,8 +97,8 @@ func stripDeletionDelay(t *testing.T, ns string, operations ...admissionregistra
 			ReinvocationPolicy: admissionregistrationv1.NeverReinvocationPolicy,
 			Mutations: []admissionregistrationv1.Mutation{{
 				PatchType: admissionregistrationv1.PatchTypeJSONPatch,
-				JSONPatch: &admissionregistrationv1.JSONPatch{Expression: `has(object.metadata.annotations) && "` + limbov1alpha1.AnnotationDeletionDelay + `" in object.metadata.annotations ? ` +
-					`[JSONPatch{op: "remove", path: "/metadata/annotations/" + jsonpatch.escapeKey("` + limbov1alpha1.AnnotationDeletionDelay + `")}] : []`},
+				JSONPatch: &admissionregistrationv1.JSONPatch{Expression: `has(object.metadata.annotations) && "` + key + `" in object.metadata.annotations ? ` +
+					`[JSONPatch{op: "remove", path: "/metadata/annotations/" + jsonpatch.escapeKey("` + key + `")}] : []`},
 			}},
 		},
 	}
@@ -116,31 +120,41 @@ func stripDeletionDelay(t *testing.T, ns string, operations ...admissionregistra
 	remove := func() {
 		for _, err := range []error{env.Client.Delete(ctx, binding), env.Client.Delete(ctx, policy)} {
 			if err != nil && !apierrors.IsNotFound(err) {
-				t.Errorf("delete the policy stripping delays: %v", err)
+				t.Errorf("delete the policy stripping %s: %v", key, err)
 			}
 		}
 	}
 	t.Cleanup(remove)
 
-	// In force once a probe created with a delay comes back without one.
+	// In force once a probe written with the annotation — created with it, or
+	// updated to have it when the policy acts on updates — comes back without.
+	onUpdate := slices.Contains(operations, admissionregistrationv1.Update)
 	probe := 0
 	stripped := func() (bool, error) {
 		probe++
-		obj := configMap(fmt.Sprintf("probe-%d", probe), nil, map[string]any{limbov1alpha1.AnnotationDeletionDelay: "1h"})
-		obj["metadata"].(map[string]any)["namespace"] = ns
-		u := &unstructured.Unstructured{Object: obj}
+		u := &unstructured.Unstructured{Object: configMap(fmt.Sprintf("probe-%d", probe), nil, nil)}
+		u.SetNamespace(ns)
+		if !onUpdate {
+			u.SetAnnotations(map[string]string{key: "1h"})
+		}
 		if err := env.Client.Create(ctx, u); err != nil {
 			return false, err
 		}
 		defer func() { _ = env.Client.Delete(ctx, u) }()
-		_, kept := u.GetAnnotations()[limbov1alpha1.AnnotationDeletionDelay]
+		if onUpdate {
+			patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:"1h"}}}`, key)
+			if err := env.Client.Patch(ctx, u, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
+				return false, err
+			}
+		}
+		_, kept := u.GetAnnotations()[key]
 		return !kept, nil
 	}
 	probeIs := func(want bool) func() error {
 		return func() error {
 			got, err := stripped()
 			if err == nil && got != want {
-				err = fmt.Errorf("a ConfigMap created in %s loses its delay: %v, want %v", ns, got, want)
+				err = fmt.Errorf("a ConfigMap written in %s loses its %s: %v, want %v", ns, key, got, want)
 			}
 			return err
 		}
@@ -150,5 +164,37 @@ func stripDeletionDelay(t *testing.T, ns string, operations ...admissionregistra
 		t.Helper()
 		remove()
 		testenv.Eventually(t, testenv.DefaultTimeout, probeIs(false))
+	}
+}
+
+// An admission policy that removes limbo's stamp from what limbo writes left a
+// countdown that started anew at every pass — each announced "deleted at …",
+// none kept — and said nothing of why. The answer to the stamp is checked: the
+// object's pendingDeletions entry says what happened, and no DeletionScheduled
+// names a deadline.
+func TestSoftDeleteStampStrippedByAdmission(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	stripAnnotation(t, ns, limbov1alpha1.AnnotationDeletionTimestamp, admissionregistrationv1.Update)
+
+	db := objectResource(t, "db", configMap("db", map[string]any{"k": "v"}, map[string]any{limbov1alpha1.AnnotationDeletionDelay: "1h"}))
+	keep := objectResource(t, "keep", configMap("keep", map[string]any{"k": "v"}, nil))
+	b := waitReady(t, createBundle(t, ns, "stamp", db, keep))
+	updateBundle(t, getBundle(t, b), keep)
+	waitBundle(t, b, func(cur *limbov1alpha1.Bundle) error {
+		for _, pd := range cur.Status.PendingDeletions {
+			if pd.Name == "db" {
+				if !strings.Contains(pd.Message, "has no annotation "+limbov1alpha1.AnnotationDeletionTimestamp) || !strings.Contains(pd.Message, "admission webhook or policy") {
+					return fmt.Errorf("db's entry says %q", pd.Message)
+				}
+				return nil
+			}
+		}
+		return fmt.Errorf("no pendingDeletions entry for db: %+v", cur.Status.PendingDeletions)
+	})
+	for _, e := range events(t, b) {
+		if e.Reason == limbov1alpha1.EventDeletionScheduled {
+			t.Errorf("a deadline announced that no one keeps: %s", e.Message)
+		}
 	}
 }

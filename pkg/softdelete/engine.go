@@ -749,7 +749,41 @@ func patchWith(ctx context.Context, c client.Client, obj client.Object, patch ma
 		// longer accepts is refused at every pass).
 		return fmt.Errorf("update %s: %w", describe(obj), invalidcauses.Sorted(err))
 	}
+	if unkept := unkeptMarks(obj, patch); len(unkept) > 0 {
+		return fmt.Errorf("update %s: the API server's answer %s: an admission webhook or policy changed what limbo wrote (it must let limbo.dev/ labels and annotations through)",
+			describe(obj), strings.Join(unkept, ", "))
+	}
 	return nil
+}
+
+// unkeptMarks checks answer, the API server's answer to patch, for the labels
+// and annotations patch set (a string) or removed (nil), and says what it does
+// not hold as written. An admission webhook or policy that drops or rewrites
+// them (one that keeps only the annotations it allows) would otherwise leave,
+// unsaid, a countdown that starts anew at every pass and is never deleted
+// — its DeletionScheduled naming a deadline no one keeps — or a released
+// object the reaper never finds.
+func unkeptMarks(answer metav1.Object, patch map[string]any) []string {
+	metadata, _ := patch["metadata"].(map[string]any)
+	var out []string
+	for _, field := range []struct {
+		name string
+		have map[string]string
+	}{{"annotation", answer.GetAnnotations()}, {"label", answer.GetLabels()}} {
+		written, _ := metadata[field.name+"s"].(map[string]any)
+		for _, key := range slices.Sorted(maps.Keys(written)) {
+			value, has := field.have[key]
+			switch want, set := written[key].(string); {
+			case set && !has:
+				out = append(out, fmt.Sprintf("has no %s %s", field.name, key))
+			case set && value != want:
+				out = append(out, fmt.Sprintf("has %s %s %q, not %q", field.name, key, value, want))
+			case !set && written[key] == nil && has:
+				out = append(out, fmt.Sprintf("still has %s %s", field.name, key))
+			}
+		}
+	}
+	return out
 }
 
 // auditLog writes the audit trail of the engine's writes (events expire; logs
