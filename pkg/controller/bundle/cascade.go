@@ -271,9 +271,8 @@ func orphanedByCollector(o client.Object) bool {
 // b's ServiceAccount may not write, and a refusal never clears, so it would
 // hold the Bundle for good. Left stamped, it is not deleted: the reaper acts on
 // released objects only.
-func (r *Reconciler) orphanContent(ctx context.Context, b *limbov1alpha1.Bundle, objects []*unstructured.Unstructured) error {
+func (r *Reconciler) orphanContent(ctx context.Context, b *limbov1alpha1.Bundle, objects []*unstructured.Unstructured, why string) error {
 	var err error
-	const why = "the Bundle was deleted with --cascade=orphan"
 	for _, o := range objects {
 		switch owner := metav1.GetControllerOf(o); {
 		case owner == nil && softdelete.Released(o):

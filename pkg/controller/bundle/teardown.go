@@ -27,6 +27,7 @@ import (
 	"github.com/limbo-dev/limbo/pkg/impersonation"
 	"github.com/limbo-dev/limbo/pkg/plugin"
 	"github.com/limbo-dev/limbo/pkg/softdelete"
+	"github.com/limbo-dev/limbo/pkg/uninstall"
 )
 
 // teardown removes a deleted Bundle's content before its finalizer goes, modelled
@@ -107,8 +108,18 @@ func (r *Reconciler) teardown(ctx context.Context, b *limbov1alpha1.Bundle) (ctr
 		objects = withUnseen(objects, fresh, unseen)
 		listedFresh = func() ([]*unstructured.Unstructured, error) { return fresh, nil }
 	}
-	orphan := r.deletedWithOrphanCascade(b, plan, objects)
-	foreground := r.deletedWith(b, metav1.FinalizerDeleteDependents)
+	// limbo being uninstalled — its Bundle CRD deleted, and with it every
+	// Bundle, in background — deletes nothing: as --cascade=orphan.
+	uninstalling, err := uninstall.Going(ctx, r.APIReader, uninstall.BundlesCRD)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	why := "the Bundle was deleted with --cascade=orphan"
+	if uninstalling != "" {
+		why = "limbo is being uninstalled: its CRD " + uninstalling + " is being deleted"
+	}
+	orphan := uninstalling != "" || r.deletedWithOrphanCascade(b, plan, objects)
+	foreground := !orphan && r.deletedWith(b, metav1.FinalizerDeleteDependents)
 	if !orphan && !foreground {
 		// No evidence at hand: what did the delete say?
 		cascade, err := r.cascadeInHistory(ctx, b)
@@ -118,12 +129,12 @@ func (r *Reconciler) teardown(ctx context.Context, b *limbov1alpha1.Bundle) (ctr
 		orphan, foreground = cascade == metav1.FinalizerOrphanDependents, cascade == metav1.FinalizerDeleteDependents
 	}
 	if orphan { // nothing is deleted
-		if err := r.orphanContent(ctx, b, objects); err != nil {
+		if err := r.orphanContent(ctx, b, objects, why); err != nil {
 			return ctrl.Result{}, err
 		}
 		// Listed again: orphanContent wrote on what the first listing showed.
 		return r.letGo(ctx, b, scanned, listFresh, func(fresh []*unstructured.Unstructured) (ctrl.Result, bool, error) {
-			return ctrl.Result{}, false, r.orphanContent(ctx, b, fresh)
+			return ctrl.Result{}, false, r.orphanContent(ctx, b, fresh, why)
 		})
 	}
 	if foreground {
@@ -413,7 +424,14 @@ func recordedKeys(b *limbov1alpha1.Bundle) map[string]string {
 // name that did not control it.
 func (r *Reconciler) cancelTombstones(ctx context.Context, b *limbov1alpha1.Bundle, reader client.Reader) error {
 	var tombstones limbov1alpha1.TombstoneList
-	if err := reader.List(ctx, &tombstones, client.InNamespace(b.Namespace), client.MatchingLabels{limbov1alpha1.LabelBundle: b.Name}); err != nil {
+	switch err := reader.List(ctx, &tombstones, client.InNamespace(b.Namespace), client.MatchingLabels{limbov1alpha1.LabelBundle: b.Name}); {
+	case apierrors.IsNotFound(err), meta.IsNoMatchError(err):
+		// The kind is not served: its CRD is gone (limbo being uninstalled,
+		// the Tombstones' CRD deleted before the teardowns end), and so are
+		// the Tombstones. Failed, the teardown would hold its Bundle, and the
+		// Bundle CRD's deletion, for good.
+		return nil
+	case err != nil:
 		return err
 	}
 	for i := range tombstones.Items {

@@ -6,22 +6,26 @@ import (
 	"testing"
 	"time"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+	"github.com/limbo-dev/limbo/pkg/uninstall"
 )
 
 // `kubectl delete tombstone` forces the delete: the item goes at once, before
 // its deadline, and no countdown ended (no lateness is recorded). A forced
 // delete that fails backs off as any. A Tombstone deleted while its Bundle is
 // gone is cancelled instead: removing a cleanup job stops its deletions, the
-// item stays.
+// item stays. So is one deleted because limbo's CRDs are (an uninstall), its
+// Bundle not deleted yet.
 func TestReconcileForcedTombstone(t *testing.T) {
 	ctx := context.Background()
 	for _, tc := range []struct {
 		name         string
 		failures     int
 		bundleGone   bool
+		uninstalled  bool
 		wantCalls    int32
 		wantGone     bool
 		wantRequeue  time.Duration
@@ -30,6 +34,7 @@ func TestReconcileForcedTombstone(t *testing.T) {
 		{name: "deleted at once", wantCalls: 1, wantGone: true},
 		{name: "its delete fails: backs off", failures: 1, wantCalls: 1, wantRequeue: baseBackoff},
 		{name: "its Bundle is gone: cancelled, the item stays", bundleGone: true, wantCalls: 0, wantGone: true},
+		{name: "limbo uninstalled, its Bundle not deleted yet: cancelled, the item stays", uninstalled: true, wantCalls: 0, wantGone: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, tc.failures)
@@ -38,6 +43,17 @@ func TestReconcileForcedTombstone(t *testing.T) {
 			}
 			if tc.bundleGone {
 				if err := h.client.Delete(ctx, &limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "shop"}}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if tc.uninstalled {
+				// The CRD's own finalizer holds it while the API server deletes
+				// its objects.
+				crd := &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: uninstall.TombstonesCRD, Finalizers: []string{"customresourcecleanup.apiextensions.k8s.io"}}}
+				if err := h.client.Create(ctx, crd); err != nil {
+					t.Fatal(err)
+				}
+				if err := h.client.Delete(ctx, crd); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -32,6 +32,7 @@ import (
 	"github.com/limbo-dev/limbo/pkg/plugin"
 	"github.com/limbo-dev/limbo/pkg/softdelete"
 	"github.com/limbo-dev/limbo/pkg/statuswrite"
+	"github.com/limbo-dev/limbo/pkg/uninstall"
 )
 
 // Backoff of failed external deletes: 1s, 2s, 4s, ... capped.
@@ -396,6 +397,16 @@ func (r *Reconciler) countdown(ctx context.Context, ts *limbov1alpha1.Tombstone)
 // tombstone) — the cleanup job's pending deletes run at once instead of being
 // cancelled with it.
 func (r *Reconciler) owningBundle(ctx context.Context, ts *limbov1alpha1.Tombstone) (*limbov1alpha1.Bundle, string, error) {
+	// Uninstalling limbo deletes its CRDs, which delete every Tombstone and
+	// Bundle in background: the Tombstone's deletion is no user's force, and
+	// its Bundle may not be deleted yet (the API server deletes them one
+	// namespace after the other).
+	switch crd, err := uninstall.Going(ctx, r.Reader, uninstall.TombstonesCRD, uninstall.BundlesCRD); {
+	case err != nil:
+		return nil, "", err
+	case crd != "":
+		return nil, "limbo is being uninstalled: its CRD " + crd + " is being deleted", nil
+	}
 	ns := &metav1.PartialObjectMetadata{}
 	ns.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
 	switch err := r.Reader.Get(ctx, client.ObjectKey{Name: ts.Namespace}, ns); {
