@@ -52,8 +52,17 @@ func setDefaultGCPercent() {
 	}
 }
 
+// podNamespaceEnv is the environment variable the Deployment sets to the pod's
+// namespace (the downward API): --leader-election-namespace's default.
+const podNamespaceEnv = "POD_NAMESPACE"
+
 func newControllerCommand() *cobra.Command {
 	opts := controller.DefaultOptions()
+	if ns := os.Getenv(podNamespaceEnv); ns != "" {
+		// The Lease is in the namespace limbo is installed in, wherever an
+		// overlay moved it: a flag in the Deployment's args would not move.
+		opts.LeaderElectionNamespace = ns
+	}
 	var kubeconfig string
 	cmd := &cobra.Command{
 		Use:   "controller",

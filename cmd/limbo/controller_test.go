@@ -36,3 +36,15 @@ func TestDefaultGCPercent(t *testing.T) {
 		}
 	}
 }
+
+// The Lease is in the namespace the Deployment runs in (the downward API's
+// POD_NAMESPACE), wherever an overlay moved it: the flag, in its args, did not
+// move, and the controller in another namespace refused to start.
+func TestLeaderElectionNamespaceFromPod(t *testing.T) {
+	for _, tc := range []struct{ env, want string }{{"", "limbo-system"}, {"platform", "platform"}} {
+		t.Setenv(podNamespaceEnv, tc.env)
+		if got := newControllerCommand().Flags().Lookup("leader-election-namespace").DefValue; got != tc.want {
+			t.Errorf("POD_NAMESPACE=%q: --leader-election-namespace defaults to %q, want %q", tc.env, got, tc.want)
+		}
+	}
+}
