@@ -49,16 +49,34 @@ func TestBundleTeardownFinalizerAddedByController(t *testing.T) {
 	b := createBundle(t, ns, "stripped", objectResource(t, "settings", configMap("settings", map[string]any{"k": "v"}, nil)))
 	waitReady(t, b)
 
-	strip := fmt.Sprintf(`[{"op":"test","path":"/metadata/finalizers","value":[%q]},{"op":"remove","path":"/metadata/finalizers"}]`, limbov1alpha1.FinalizerTeardown)
-	if err := env.Client.Patch(context.Background(), getBundle(t, b), client.RawPatch(types.JSONPatchType, []byte(strip))); err != nil {
-		t.Fatalf("remove the finalizer: %v", err)
-	}
+	stripTeardownFinalizer(t, b)
 	testenv.Eventually(t, testenv.DefaultTimeout, func() error {
-		if cur := getBundle(t, b); !slices.Contains(cur.Finalizers, limbov1alpha1.FinalizerTeardown) {
+		cur := getBundle(t, b)
+		if !slices.Contains(cur.Finalizers, limbov1alpha1.FinalizerTeardown) {
 			return fmt.Errorf("finalizers %v, want %s added back by the controller", cur.Finalizers, limbov1alpha1.FinalizerTeardown)
+		}
+		if v, ok := cur.Annotations[limbov1alpha1.AnnotationTornDown]; ok {
+			return fmt.Errorf("the finalizer back, %s %q stays: any write could take the finalizer away again", limbov1alpha1.AnnotationTornDown, v)
 		}
 		return nil
 	})
+}
+
+// stripTeardownFinalizer removes b's teardown finalizer as a cluster without
+// limbo's admission policies would let any write do: marked
+// limbo.dev/tornDown, the way to let go of a Bundle by hand that the policy
+// lets through.
+func stripTeardownFinalizer(t testing.TB, b *limbov1alpha1.Bundle) {
+	t.Helper()
+	strip := fmt.Sprintf(`[{"op":"test","path":"/metadata/finalizers","value":[%q]},{"op":"remove","path":"/metadata/finalizers"},`+
+		`{"op":"add","path":"/metadata/annotations","value":{%q:"by hand"}}]`, limbov1alpha1.FinalizerTeardown, limbov1alpha1.AnnotationTornDown)
+	cur := getBundle(t, b)
+	if err := env.Client.Patch(context.Background(), cur, client.RawPatch(types.JSONPatchType, []byte(strip))); err != nil {
+		t.Fatalf("remove the finalizer: %v", err)
+	}
+	if slices.Contains(cur.Finalizers, limbov1alpha1.FinalizerTeardown) {
+		t.Fatalf("the finalizer stays: %v", cur.Finalizers)
+	}
 }
 
 // waitFinalizerPolicyActive waits until the API server applies the admission

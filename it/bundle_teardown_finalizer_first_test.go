@@ -1,14 +1,9 @@
 package it
 
 import (
-	"context"
-	"fmt"
 	"net/http"
 	"slices"
 	"testing"
-
-	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/limbo-dev/limbo/it/testenv"
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
@@ -28,10 +23,7 @@ func TestBundleTeardownFinalizerBeforeFirstObject(t *testing.T) {
 	var b *limbov1alpha1.Bundle
 	if err := env.RestartController(func() {
 		b = createBundle(t, ns, "fresh", objectResource(t, "settings", configMap("settings", map[string]any{"k": "v"}, nil)))
-		strip := fmt.Sprintf(`[{"op":"test","path":"/metadata/finalizers","value":[%q]},{"op":"remove","path":"/metadata/finalizers"}]`, limbov1alpha1.FinalizerTeardown)
-		if err := env.Client.Patch(context.Background(), getBundle(t, b), client.RawPatch(types.JSONPatchType, []byte(strip))); err != nil {
-			t.Fatalf("remove the finalizer: %v", err)
-		}
+		stripTeardownFinalizer(t, b)
 		env.ResetControllerRequests()
 	}); err != nil {
 		t.Fatal(err)

@@ -32,6 +32,8 @@ func TestDeployManifestsDryRun(t *testing.T) {
 		"clusterrole.rbac.authorization.k8s.io/limbo-managed-objects serverside-applied (server dry run)",
 		"mutatingadmissionpolicy.admissionregistration.k8s.io/limbo-bundle-teardown-finalizer serverside-applied (server dry run)",
 		"mutatingadmissionpolicybinding.admissionregistration.k8s.io/limbo-bundle-teardown-finalizer serverside-applied (server dry run)",
+		"mutatingadmissionpolicy.admissionregistration.k8s.io/limbo-bundle-teardown-finalizer-kept serverside-applied (server dry run)",
+		"mutatingadmissionpolicybinding.admissionregistration.k8s.io/limbo-bundle-teardown-finalizer-kept serverside-applied (server dry run)",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)

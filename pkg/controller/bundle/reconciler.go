@@ -195,6 +195,9 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if !controllerutil.ContainsFinalizer(&b, limbov1alpha1.FinalizerTeardown) {
 		orig := b.DeepCopy()
 		controllerutil.AddFinalizer(&b, limbov1alpha1.FinalizerTeardown)
+		// A mark of a finalizer let go by hand goes with it: left, it would
+		// let any later write take the finalizer away again.
+		delete(b.Annotations, limbov1alpha1.AnnotationTornDown)
 		if err := r.Client.Patch(ctx, &b, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
 			return ctrl.Result{}, client.IgnoreNotFound(err)
 		}

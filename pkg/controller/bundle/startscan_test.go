@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
+	clocktesting "k8s.io/utils/clock/testing"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -293,7 +294,7 @@ func TestLetGo(t *testing.T) {
 			other := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "other", Labels: map[string]string{limbov1alpha1.LabelBundle: "other"}}}
 			c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(b, cm, other).Build()
 			told := 0
-			r := &Reconciler{Client: c, APIReader: c, Mapper: c.RESTMapper(), OnHoldEnded: func() { told++ }}
+			r := &Reconciler{Client: c, APIReader: c, Mapper: c.RESTMapper(), OnHoldEnded: func() { told++ }, Clock: clocktesting.NewFakePassiveClock(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))}
 			var settled []string
 			list := func() ([]*unstructured.Unstructured, error) {
 				return r.labelledFresh(context.Background(), b, []schema.GroupVersionKind{configMapGVK})

@@ -861,6 +861,9 @@ func (r *Reconciler) removeFinalizer(ctx context.Context, b *limbov1alpha1.Bundl
 	}
 	orig := b.DeepCopy()
 	controllerutil.RemoveFinalizer(b, limbov1alpha1.FinalizerTeardown)
+	// Marked as limbo's: the admission policy puts back a teardown finalizer
+	// that another write removes (crds/admission-bundle-teardown-finalizer.yaml).
+	metav1.SetMetaDataAnnotation(&b.ObjectMeta, limbov1alpha1.AnnotationTornDown, softdelete.FormatStamp(r.Clock.Now()))
 	if err := r.Client.Patch(ctx, b, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); client.IgnoreNotFound(err) != nil {
 		return err
 	}

@@ -1,0 +1,68 @@
+package it
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/limbo-dev/limbo/it/testenv"
+	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+)
+
+// A PUT of a Bundle — `kubectl replace`, `helm upgrade --force`, Argo CD's
+// Replace=true — sends the manifest, which has no finalizers. On a Bundle
+// being torn down it took limbo.dev/teardown away mid-teardown: the API server
+// deleted the Bundle at once, and the garbage collector every object it still
+// controlled, the delayed ones of later waves too. The admission policy puts
+// back a teardown finalizer that a write other than limbo's removes.
+func TestTeardownFinalizerKeptThroughPut(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	b := createBundle(t, ns, "put",
+		objectResource(t, "app", configMap("app", map[string]any{"k": "v"}, nil), limbov1alpha1.Reference{Resource: "db"}),
+		objectResource(t, "db", configMap("db", map[string]any{"k": "v"}, map[string]any{limbov1alpha1.AnnotationDeletionDelay: "1h"})))
+	waitReady(t, b)
+	release := holdConfigMap(t, ns, "app")
+	deleteBundle(t, b, metav1.DeletePropagationBackground)
+	testenv.Eventually(t, testenv.DefaultTimeout, func() error {
+		cur := getBundle(t, b)
+		if cur == nil {
+			return fmt.Errorf("the Bundle is gone")
+		}
+		return conditionIs(cur, "ContentRemaining", metav1.ConditionTrue, "SomeResourcesRemain")
+	})
+
+	// The manifest again, as a PUT: no finalizers.
+	cur := getBundle(t, b)
+	cur.Finalizers = nil
+	if err := env.Client.Update(context.Background(), cur); err != nil {
+		t.Fatalf("PUT the Bundle: %v", err)
+	}
+	if !slices.Contains(cur.Finalizers, limbov1alpha1.FinalizerTeardown) {
+		t.Errorf("the PUT's answer has finalizers %v, want %s kept", cur.Finalizers, limbov1alpha1.FinalizerTeardown)
+	}
+	testenv.Consistently(t, 3*time.Second, func() error {
+		if getBundle(t, b) == nil {
+			return fmt.Errorf("the Bundle is gone mid-teardown")
+		}
+		if db := getObject(t, configMapGVK, ns, "db"); db == nil || db.GetDeletionTimestamp() != nil {
+			return fmt.Errorf("ConfigMap db, delayed 1h, is deleted")
+		}
+		return nil
+	})
+
+	// The teardown goes on: db is released, with its countdown.
+	release()
+	waitBundleGone(t, b)
+	waitObject(t, configMapGVK, ns, "db", func(u *unstructured.Unstructured) error {
+		if _, released := u.GetAnnotations()[limbov1alpha1.AnnotationReleased]; !released || u.GetAnnotations()[limbov1alpha1.AnnotationDeletionTimestamp] == "" {
+			return fmt.Errorf("ConfigMap db not released with a stamp: %v", u.GetAnnotations())
+		}
+		return nil
+	})
+}
