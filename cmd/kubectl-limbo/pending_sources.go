@@ -226,10 +226,10 @@ func collectPending(ctx context.Context, src pendingSources, namespace string, s
 	// namespace without a labelled object there (an item in another cluster) is
 	// rare, and the docs say it; the Bundles the objects listed name are read
 	// one by one below, and one that cannot be read is named.
-	tornDown := map[client.ObjectKey]bool{}
+	tornDown := map[client.ObjectKey]types.UID{}
 	for _, b := range bundles {
 		if !b.DeletionTimestamp.IsZero() {
-			tornDown[client.ObjectKeyFromObject(&b)] = true
+			tornDown[client.ObjectKeyFromObject(&b)] = b.UID
 		}
 	}
 
@@ -239,12 +239,12 @@ func collectPending(ctx context.Context, src pendingSources, namespace string, s
 			for i := range tombstones.Items {
 				ts := &tombstones.Items[i]
 				item := tombstoneItem(ts, now)
-				if tornDown[client.ObjectKey{Namespace: ts.Namespace, Name: item.Bundle}] {
+				if _, torn := tornDown[client.ObjectKey{Namespace: ts.Namespace, Name: item.Bundle}]; torn {
 					// The teardown cancels it (DESIGN §4: removing a cleanup job stops its
 					// deletions), and the Tombstone controller does nothing meanwhile:
 					// shown as due, it would read as about to be deleted.
 					item.countdown, item.DeleteAfter = countdownHeld, nil
-					item.addMessage("its Bundle is being deleted: the deletion is cancelled, the item kept")
+					item.addMessage(msgCancelledByTeardown)
 				}
 				add(item)
 			}
@@ -265,6 +265,7 @@ func collectPending(ctx context.Context, src pendingSources, namespace string, s
 	}
 	for _, item := range objects {
 		holdReleased(&item, bundles, now)
+		tellTeardown(&item, bundles)
 		add(item)
 	}
 
@@ -283,8 +284,17 @@ func collectPending(ctx context.Context, src pendingSources, namespace string, s
 				continue
 			}
 			concerns = true
-			held := entry.Held()
-			if frozen && !entry.BeingDeleted() {
+			// A Bundle being torn down decides nothing by its last pass's
+			// holds: its teardown releases what it counts down, with the
+			// countdown, to the reaper, which holds it or not (holdReleased),
+			// and cancels its plugins' items and Tombstones.
+			torn := !bundle.DeletionTimestamp.IsZero()
+			held := entry.Held() && !torn
+			if torn && entry.Held() {
+				entry.Message = "" // the last pass's hold, which no longer holds
+			}
+			cancelled := torn && entry.Cluster == "" && (entryGroupKind(&entry) == limbov1alpha1.TombstoneGVK.GroupKind() || entry.Namespace == "")
+			if frozen && !torn && !entry.BeingDeleted() {
 				// Its pass decides nothing until the spec is fixed: the entry is
 				// the last one it wrote, due or not.
 				entry.Message = joinMessages(entry.Message, msgSpecInvalid)
@@ -321,6 +331,10 @@ func collectPending(ctx context.Context, src pendingSources, namespace string, s
 					// come, but it is not deleted while the hold lasts.
 					items[i].hold()
 				}
+				if cancelled {
+					items[i].hold()
+					items[i].addMessage(msgCancelledByTeardown)
+				}
 				continue
 			}
 			// The delay the controller found invalid, as the object's row would
@@ -339,8 +353,16 @@ func collectPending(ctx context.Context, src pendingSources, namespace string, s
 				item.countdown = countdownDeleting // as markDeleting does for a row of the object
 			case held:
 				item.hold() // its deadline shown, not its countdown: the Bundle holds it
+			case cancelled:
+				// A Tombstone the teardown removed, a plugin's item it took out
+				// of limbo: listed by the status until the Bundle is gone,
+				// deleted by nothing.
+				item.hold()
 			}
 			item.addMessage(entry.Message)
+			if cancelled {
+				item.addMessage(msgCancelledByTeardown)
+			}
 			add(item)
 		}
 		// A Bundle whose entries are all of other namespaces is not named: what
@@ -580,6 +602,40 @@ func holdReleased(item *pendingItem, bundles []limbov1alpha1.Bundle, now time.Ti
 	if h, ok := releasedHold(item.object, item.groupKind(), bundles, now); ok {
 		item.hold()
 		item.addMessage("held by the reaper: " + h.Why)
+	}
+}
+
+// msgCancelledByTeardown is the message of an item a Bundle's teardown
+// cancels: a Tombstone, a plugin's item (DESIGN §4: removing a cleanup job
+// stops its deletions).
+const msgCancelledByTeardown = "its Bundle is being deleted: the deletion is cancelled, the item kept"
+
+// tellTeardown tells, on the row of an object in limbo whose Bundle is being
+// torn down, what the teardown does with it: a plugin's item it takes out of
+// limbo (held: deleted by nothing); an orphan the Bundle still controls it
+// releases to the reaper with its countdown (after the Bundle's plugin
+// teardowns, deorbit's, which may take hours), or deletes at once if it has
+// no delay. A released object is the reaper's already (holdReleased).
+func tellTeardown(item *pendingItem, bundles []limbov1alpha1.Bundle) {
+	obj := item.object
+	if obj == nil || item.countdown == countdownDeleting || softdelete.Released(obj) {
+		return
+	}
+	owner, _, isItem := softdelete.SplitItemOwner(obj.Annotations[limbov1alpha1.AnnotationPluginResource])
+	for i := range bundles {
+		b := &bundles[i]
+		if b.DeletionTimestamp.IsZero() {
+			continue
+		}
+		switch {
+		case isItem && owner == client.ObjectKeyFromObject(b):
+			item.hold()
+			item.addMessage(msgCancelledByTeardown)
+			return
+		case !isItem && metav1.IsControlledBy(obj, b):
+			item.addMessage("its Bundle is being torn down: the teardown releases it to the reaper with this countdown, once the Bundle's plugin teardowns are done")
+			return
+		}
 	}
 }
 
