@@ -137,7 +137,7 @@ func TestCancelOnlyBundleOwner(t *testing.T) {
 // reference any more, only the label and the stamp.
 func TestCancelReleased(t *testing.T) {
 	meta := inLimbo("team-a", "db-config", "shop", "24h", stampAgo(time.Hour))
-	meta.Annotations[limbov1alpha1.AnnotationReleased] = stampAgo(time.Hour)
+	meta = releasedBy(meta, stampAgo(time.Hour))
 	cm := &corev1.ConfigMap{ObjectMeta: meta}
 	f := newFixture(t, nil, cm)
 	code, out, errOut := f.run("cancel", "-n", "team-a", "configmap/db-config")
@@ -470,7 +470,7 @@ func TestCancelKeptByTheBundleThatDeclaresIt(t *testing.T) {
 	}
 	released := func() metav1.ObjectMeta {
 		m := inLimbo("team-a", "keep", "shop", "24h", stampAgo(time.Hour))
-		m.Annotations[limbov1alpha1.AnnotationReleased] = stampAgo(time.Hour)
+		m = releasedBy(m, stampAgo(time.Hour))
 		return m
 	}
 	staleController := controlled()
@@ -585,7 +585,7 @@ func TestCancelBeingDeleted(t *testing.T) {
 			"held by finalizers: example.com/in-use, example.com/backup; cancel cannot stop it: the API server deletes it once its finalizers are removed\n"},
 		{name: "released", ref: "cm/released", meta: func() metav1.ObjectMeta {
 			m := inLimbo("team-a", "released", "shop", "1h", stampAgo(2*time.Hour))
-			m.Annotations[limbov1alpha1.AnnotationReleased] = stampAgo(2 * time.Hour)
+			m = releasedBy(m, stampAgo(2 * time.Hour))
 			m.Finalizers = []string{"example.com/in-use"}
 			m.DeletionTimestamp = &deleted
 			return m
@@ -645,7 +645,7 @@ func TestConflictRetriesOutlastABusyObject(t *testing.T) {
 // Bundle's next pass: cancel says so, where it said that no Bundle manages it.
 func TestCancelOfAnObjectAnotherBundleAdopts(t *testing.T) {
 	m := inLimbo("team-a", "keep", "shop", "24h", stampAgo(time.Hour))
-	m.Annotations[limbov1alpha1.AnnotationReleased] = stampAgo(time.Hour)
+	m = releasedBy(m, stampAgo(time.Hour))
 	f := newFixture(t, nil, &corev1.ConfigMap{ObjectMeta: m}, adoptingBundle(t, "next", "keep"))
 	code, out, errOut := f.run("cancel", "-n", "team-a", "configmap/keep")
 	want := "configmap/keep: deletion cancelled; removed annotation limbo.dev/deletionTimestamp, annotation limbo.dev/released, label limbo.dev/pending-deletion=true, label limbo.dev/bundle=shop.\n" +

@@ -128,12 +128,12 @@ func TestExpediteRefuses(t *testing.T) {
 	// A teardown releases an object without a delay (to an adopter) unstamped:
 	// it is in limbo, labelled, and deleted as soon as the reaper sees it.
 	releasedMeta := inLimbo("team-a", "released-nodelay", "a", "", "")
-	releasedMeta.Annotations[limbov1alpha1.AnnotationReleased] = stampAgo(time.Minute)
+	releasedMeta = releasedBy(releasedMeta, stampAgo(time.Minute))
 	releasedNoDelay := &corev1.ConfigMap{ObjectMeta: releasedMeta}
 	// Released, neither stamped nor labelled pending-deletion: the released
 	// mark alone puts it in limbo.
 	releasedOnlyMeta := inLimbo("team-a", "released-only", "a", "", "")
-	releasedOnlyMeta.Annotations[limbov1alpha1.AnnotationReleased] = stampAgo(time.Minute)
+	releasedOnlyMeta = releasedBy(releasedOnlyMeta, stampAgo(time.Minute))
 	delete(releasedOnlyMeta.Labels, limbov1alpha1.LabelPendingDeletion)
 	releasedOnly := &corev1.ConfigMap{ObjectMeta: releasedOnlyMeta}
 	labelledUnstamped := &corev1.ConfigMap{ObjectMeta: inLimbo("team-a", "labelled-unstamped", "shop", "1h", "")}
@@ -346,7 +346,7 @@ func TestExpediteClockAhead(t *testing.T) {
 func TestExpediteReleasedHeld(t *testing.T) {
 	released := func(name, delay, stamp string) *corev1.ConfigMap {
 		m := inLimbo("team-a", name, "gone", delay, stamp)
-		m.Annotations[limbov1alpha1.AnnotationReleased] = stampAgo(time.Hour)
+		m = releasedBy(m, stampAgo(time.Hour))
 		return &corev1.ConfigMap{ObjectMeta: m}
 	}
 	adopter := adoptingBundle(t, "b", "moved", "nodelay")
@@ -402,7 +402,7 @@ func TestExpediteReleasedHeld(t *testing.T) {
 // not list the Bundles of every namespace is still told of the reaper's hold.
 func TestExpediteReadsItsNamespacesBundles(t *testing.T) {
 	m := inLimbo("team-a", "moved", "gone", "1h", stampAgo(time.Hour))
-	m.Annotations[limbov1alpha1.AnnotationReleased] = stampAgo(time.Hour)
+	m = releasedBy(m, stampAgo(time.Hour))
 	funcs := &interceptor.Funcs{List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
 		if _, ok := list.(*limbov1alpha1.BundleList); ok && (&client.ListOptions{}).ApplyOptions(opts).Namespace != "team-a" {
 			return apierrors.NewForbidden(schema.GroupResource{Group: "limbo.dev", Resource: "bundles"}, "", errors.New("only team-a"))

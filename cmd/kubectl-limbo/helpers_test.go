@@ -169,6 +169,19 @@ func inLimbo(namespace, name, bundle, delay, stamp string) metav1.ObjectMeta {
 	if stamp != "" {
 		m.Annotations[limbov1alpha1.AnnotationDeletionTimestamp] = stamp
 	}
+	if bundle != "" {
+		// Its Bundle counts it down: it controls it (the fixtures' Bundles have
+		// the UID uid(name)).
+		m.OwnerReferences = []metav1.OwnerReference{{APIVersion: limbov1alpha1.GroupVersion.String(), Kind: "Bundle", Name: bundle, UID: uid(bundle), Controller: ptr(true)}}
+	}
+	return m
+}
+
+// releasedBy marks m, an object in limbo (inLimbo), released by a teardown at
+// stamp: controlled by nobody, the reaper's.
+func releasedBy(m metav1.ObjectMeta, stamp string) metav1.ObjectMeta {
+	m.Annotations[limbov1alpha1.AnnotationReleased] = stamp
+	m.OwnerReferences = nil
 	return m
 }
 

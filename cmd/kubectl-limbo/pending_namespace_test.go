@@ -177,7 +177,7 @@ ConfigMap   pvc-w2-data   csi-nodes   2026-03-01T12:59:00Z   59m
 func TestPendingDelayOfARowFromStatus(t *testing.T) {
 	released := func(name, delay, stamp string) *corev1.ConfigMap {
 		m := inLimbo("team-a", name, "gone", delay, stamp)
-		m.Annotations[limbov1alpha1.AnnotationReleased] = stampAgo(time.Hour)
+		m = releasedBy(m, stampAgo(time.Hour))
 		return &corev1.ConfigMap{ObjectMeta: m}
 	}
 	orphan := func(name, delay string) *corev1.ConfigMap {

@@ -69,6 +69,7 @@ func pendingObjects() []client.Object {
 			Labels: map[string]string{limbov1alpha1.LabelBundle: "shop"}}},
 		tomb,
 		bundle,
+		&limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: "team-b", Name: "web", UID: uid("web")}},
 	}
 }
 
@@ -565,7 +566,7 @@ clusters    ConfigMap          old       x        2026-03-01T14:00:00Z   120m
 func TestPendingReleasedHeldByTheReaper(t *testing.T) {
 	released := func(name, label, delay, stamp string) *corev1.ConfigMap {
 		m := inLimbo("team-a", name, label, delay, stamp)
-		m.Annotations[limbov1alpha1.AnnotationReleased] = stampAgo(time.Hour)
+		m = releasedBy(m, stampAgo(time.Hour))
 		return &corev1.ConfigMap{ObjectMeta: m}
 	}
 	// Its pass of the current spec has not run yet.
@@ -630,7 +631,7 @@ ConfigMap   invalid       gone          <none>                 never       inval
 func TestPendingReaperHoldsOnlyWhatItActsOn(t *testing.T) {
 	released := func(name, label string) *corev1.ConfigMap {
 		m := inLimbo("team-a", name, label, "1h", stampAgo(2*time.Hour)) // due
-		m.Annotations[limbov1alpha1.AnnotationReleased] = stampAgo(time.Hour)
+		m = releasedBy(m, stampAgo(time.Hour))
 		return &corev1.ConfigMap{ObjectMeta: m}
 	}
 	// First of the namespace's Bundles, its pass of the current spec not run.
@@ -643,6 +644,7 @@ func TestPendingReaperHoldsOnlyWhatItActsOn(t *testing.T) {
 	elsewhere.Generation, elsewhere.Status.ObservedGeneration = 3, 2
 	objs := []client.Object{
 		first, elsewhere, adoptingBundle(t, "b", "counting"),
+		&limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "counter", UID: uid("counter")}},
 		released("first", "a-first"),
 		func() *corev1.ConfigMap {
 			cm := released("first-invalid", "a-first")
@@ -650,7 +652,7 @@ func TestPendingReaperHoldsOnlyWhatItActsOn(t *testing.T) {
 			return cm
 		}(),
 		released("stray", "elsewhere"),
-		&corev1.ConfigMap{ObjectMeta: inLimbo("team-a", "counting", "gone", "1h", stampAgo(2*time.Hour))},
+		&corev1.ConfigMap{ObjectMeta: inLimbo("team-a", "counting", "counter", "1h", stampAgo(2*time.Hour))},
 	}
 	f := newFixture(t, nil, objs...)
 	code, out, errOut := f.run("pending", "-n", "team-a")
@@ -658,7 +660,7 @@ func TestPendingReaperHoldsOnlyWhatItActsOn(t *testing.T) {
 		t.Fatalf("exit %d, stderr %q", code, errOut)
 	}
 	want := `KIND        NAME            BUNDLE      DELETE-AFTER           TIME-LEFT   MESSAGE
-ConfigMap   counting        gone        2026-03-01T11:00:00Z   due
+ConfigMap   counting        counter     2026-03-01T11:00:00Z   due
 ConfigMap   stray           elsewhere   2026-03-01T11:00:00Z   due
 ConfigMap   first           a-first     2026-03-01T11:00:00Z   held        held by the reaper: Bundle a-first, which its label limbo.dev/bundle names, declares it: its next pass adopts it and cancels the deletion
 ConfigMap   first-invalid   a-first     <none>                 never       invalid limbo.dev/deletionDelay "soon": not a duration (Go syntax: 10m, 24h, 1h30m)
@@ -729,7 +731,7 @@ func TestPendingItemsBeingDeleted(t *testing.T) {
 		Spec:       limbov1alpha1.TombstoneSpec{Plugin: "namespace-gc", Item: limbov1alpha1.ExternalItem{Kind: "StorageOSNamespace", ID: "1", Name: "old"}},
 	}
 	data := deleting(inLimbo("team-a", "data", "shop", "24h", stampAgo(time.Hour)), "kubernetes.io/pvc-protection", 10*time.Minute)
-	data.Annotations[limbov1alpha1.AnnotationReleased] = stampAgo(time.Hour)
+	data = releasedBy(data, stampAgo(time.Hour))
 	// Bundle shop declares "data" again: the reaper would hold it, were it not
 	// being deleted already.
 	shop := shopDeclaring(t, []string{"data"})
@@ -830,14 +832,16 @@ Namespace   node-item   shop     2026-02-27T12:00:00Z   held        delete faile
 // the objects of each kind), as kubectl get does, and every page counts: the
 // rows are those of one answer per list.
 func TestPendingChunkSize(t *testing.T) {
-	objects := append(pendingObjects(),
-		&limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: "team-b", Name: "web", UID: uid("web")},
-			Status: limbov1alpha1.BundleStatus{PendingDeletions: []limbov1alpha1.PendingDeletion{
+	objects := pendingObjects()
+	for _, o := range objects {
+		if b, ok := o.(*limbov1alpha1.Bundle); ok && b.Name == "web" {
+			b.Status.PendingDeletions = []limbov1alpha1.PendingDeletion{
 				{APIVersion: "v1", Kind: "ConfigMap", Name: "web-legacy",
 					Message: `invalid limbo.dev/deletionDelay "soon": not a duration (Go syntax: 10m, 24h, 1h30m)`},
-			}}},
-		&limbov1alpha1.Tombstone{ObjectMeta: inLimbo("team-b", "web-routes-1", "web", "10m", stampAgo(time.Minute))},
-	)
+			}
+		}
+	}
+	objects = append(objects, &limbov1alpha1.Tombstone{ObjectMeta: inLimbo("team-b", "web-routes-1", "web", "10m", stampAgo(time.Minute))})
 	unpaged := newFixture(t, nil, objects...)
 	_, want, _ := unpaged.run("pending", "-A", "--chunk-size", "0")
 

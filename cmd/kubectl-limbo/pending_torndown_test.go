@@ -34,9 +34,8 @@ func TestPendingOfABundleBeingTornDown(t *testing.T) {
 			shop.Status.Conditions = []metav1.Condition{{Type: limbov1alpha1.ConditionStalled, Status: metav1.ConditionTrue, Reason: limbov1alpha1.ReasonInvalidSpec}}
 		}
 		released := &corev1.ConfigMap{ObjectMeta: inLimbo("team-a", "db", "shop", "1h", stampAgo(30*time.Minute))}
-		released.Annotations[limbov1alpha1.AnnotationReleased] = stampAgo(time.Minute)
+		released.ObjectMeta = releasedBy(released.ObjectMeta, stampAgo(time.Minute))
 		counted := &corev1.ConfigMap{ObjectMeta: inLimbo("team-a", "cache", "shop", "1h", stampAgo(10*time.Minute))}
-		counted.OwnerReferences = []metav1.OwnerReference{{APIVersion: limbov1alpha1.GroupVersion.String(), Kind: "Bundle", Name: "shop", UID: shop.UID, Controller: ptr(true)}}
 		item := &corev1.ConfigMap{ObjectMeta: inLimbo("team-a", "drive", "", "1h", stampAgo(59*time.Minute))}
 		delete(item.Labels, limbov1alpha1.LabelBundle)
 		item.Annotations[limbov1alpha1.AnnotationPluginResource] = "team-a/shop/nodes"
