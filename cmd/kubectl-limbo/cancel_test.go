@@ -585,7 +585,7 @@ func TestCancelBeingDeleted(t *testing.T) {
 			"held by finalizers: example.com/in-use, example.com/backup; cancel cannot stop it: the API server deletes it once its finalizers are removed\n"},
 		{name: "released", ref: "cm/released", meta: func() metav1.ObjectMeta {
 			m := inLimbo("team-a", "released", "shop", "1h", stampAgo(2*time.Hour))
-			m = releasedBy(m, stampAgo(2 * time.Hour))
+			m = releasedBy(m, stampAgo(2*time.Hour))
 			m.Finalizers = []string{"example.com/in-use"}
 			m.DeletionTimestamp = &deleted
 			return m
