@@ -777,9 +777,16 @@ func TestPendingStampedOrphanHeldByItsBundle(t *testing.T) {
 			entry("team-a", "ConfigMap", "emptied", limbov1alpha1.PendingMessageEmptyBundle),
 			entry("team-a", "ConfigMap", "failed", "delete failed: etcd timeout"),
 			entry("", "Namespace", "node-item", limbov1alpha1.PendingMessageWaitingForReady),
+			// The holds other sources spell their own way: a plugin's delete
+			// gate, a plugin that did not judge its item, a Tombstone of a
+			// Bundle not Ready (the Tombstone controller waits for it).
+			entry("", "Namespace", "gated", limbov1alpha1.PendingMessageDueHeld+"csi-baremetal's operator is not running"),
+			entry("", "Namespace", "unjudged", `not judged by resource "nodes" in this pass (its plan failed, is still running, or left it out): the countdown is kept, and `+limbov1alpha1.PendingMessageNotJudged),
+			{APIVersion: limbov1alpha1.GroupVersion.String(), Kind: "Tombstone", Namespace: "team-a", Name: "shop-gc-1", DeleteAfter: overdue,
+				Message: `StorageOSNamespace "old"` + limbov1alpha1.PendingMessageHeld + limbov1alpha1.PendingMessageWaitingForReady},
 		}},
 	}
-	objs := []client.Object{bundle}
+	objs := []client.Object{bundle, &limbov1alpha1.Tombstone{ObjectMeta: inLimbo("team-a", "shop-gc-1", "shop", "1h", stampAgo(49*time.Hour))}}
 	for _, name := range []string{"not-ready", "emptied", "failed"} {
 		objs = append(objs, &corev1.ConfigMap{ObjectMeta: inLimbo("team-a", name, "shop", "1h", stampAgo(49*time.Hour))})
 	}
@@ -792,7 +799,10 @@ func TestPendingStampedOrphanHeldByItsBundle(t *testing.T) {
 ConfigMap   failed      shop     2026-02-27T12:00:00Z   due         delete failed: etcd timeout
 ConfigMap   emptied     shop     2026-02-27T12:00:00Z   held        not deleted: the Bundle's spec has no resources; set spec.allowEmpty: true to delete what it manages
 ConfigMap   not-ready   shop     2026-02-27T12:00:00Z   held        waiting for every resource of the Bundle to be Ready
+Namespace   gated       shop     2026-02-27T12:00:00Z   held        due; held: csi-baremetal's operator is not running
 Namespace   node-item   shop     2026-02-27T12:00:00Z   held        waiting for every resource of the Bundle to be Ready
+Namespace   unjudged    shop     2026-02-27T12:00:00Z   held        not judged by resource "nodes" in this pass (its plan failed, is still running, or left it out): the countdown is kept, and nothing is deleted until the plugin judges it again
+Tombstone   shop-gc-1   shop     2026-02-27T12:00:00Z   held        StorageOSNamespace "old"; held: waiting for every resource of the Bundle to be Ready
 `
 	if got := trimTrailingSpaces(out); got != want {
 		t.Errorf("got\n%s\nwant\n%s", got, want)

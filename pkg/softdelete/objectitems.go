@@ -436,7 +436,7 @@ func (e *Engine) processOrphanItem(ctx context.Context, eventTarget runtime.Obje
 		p := pendingEntry(obj, d, nil)
 		switch {
 		case hold != "":
-			p.Message = "due; held: " + hold
+			p.Message = limbov1alpha1.PendingMessageDueHeld + hold
 		case len(lower) > 0:
 			p.Message = "due; waiting for " + strings.Join(lower, ", ") + " to be deleted first"
 			out.at(e.Clock.Now().Add(HoldRecheckInterval))

@@ -150,7 +150,7 @@ func (p *pass) processUnjudgedItems(ctx context.Context) {
 			continue
 		}
 		p.pending = append(p.pending, *p.r.Engine.Pending(item,
-			fmt.Sprintf("not judged by resource %q in this pass (its plan failed, is still running, or left it out): the countdown is kept, and nothing is deleted until the plugin judges it again", resource)))
+			fmt.Sprintf("not judged by resource %q in this pass (its plan failed, is still running, or left it out): the countdown is kept, and %s", resource, limbov1alpha1.PendingMessageNotJudged)))
 	}
 }
 

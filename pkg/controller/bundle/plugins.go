@@ -373,7 +373,7 @@ func (p *pass) decidePluginItems(ctx context.Context, ready bool) {
 			pd := p.r.Engine.TombstonePending(ts)
 			if !ready && ts.DeletionTimestamp.IsZero() {
 				// The Tombstone controller holds it too (bundleReady).
-				pd.Message += "; held: " + limbov1alpha1.PendingMessageWaitingForReady
+				pd.Message += limbov1alpha1.PendingMessageHeld + limbov1alpha1.PendingMessageWaitingForReady
 			}
 			p.pending = append(p.pending, pd)
 			continue

@@ -341,6 +341,19 @@ const (
 	PendingMessageEmptyBundle     = "not deleted: the Bundle's spec has no resources; set spec.allowEmpty: true to delete what it manages"
 )
 
+// The other holds an entry's message tells of, each its own way: a
+// Tombstone's entry (which names its external item first) ends with
+// PendingMessageHeld and the reason, PendingMessageWaitingForReady while its
+// Bundle is not Ready (the Tombstone controller waits for it); a plugin's due
+// item its plugin's delete gate holds starts with PendingMessageDueHeld and the
+// gate's reason; one the plugin did not judge in the last pass ends with
+// PendingMessageNotJudged.
+const (
+	PendingMessageHeld      = "; held: "
+	PendingMessageDueHeld   = "due" + PendingMessageHeld
+	PendingMessageNotJudged = "nothing is deleted until the plugin judges it again"
+)
+
 // PendingMessageBeingDeleted begins the message of an entry whose object has a
 // deletionTimestamp ("being deleted", then the finalizers holding it).
 const PendingMessageBeingDeleted = "being deleted"
@@ -351,11 +364,15 @@ func (p *PendingDeletion) BeingDeleted() bool {
 	return strings.HasPrefix(p.Message, PendingMessageBeingDeleted)
 }
 
-// Held reports whether the entry's orphan is held back by its Bundle (its
-// readiness gate, its guard against an emptied spec): not deleted, even once
-// its DeleteAfter has come, until the hold ends.
+// Held reports whether the entry's orphan is held back (by its Bundle's
+// readiness gate or its guard against an emptied spec; a Tombstone by its
+// Bundle not Ready; a plugin's item by its plugin's delete gate, or not judged
+// by its plugin): not deleted, even once its DeleteAfter has come, until the
+// hold ends.
 func (p *PendingDeletion) Held() bool {
-	return p.Message == PendingMessageWaitingForReady || p.Message == PendingMessageEmptyBundle
+	return p.Message == PendingMessageWaitingForReady || p.Message == PendingMessageEmptyBundle ||
+		strings.HasSuffix(p.Message, PendingMessageHeld+PendingMessageWaitingForReady) ||
+		strings.HasPrefix(p.Message, PendingMessageDueHeld) || strings.HasSuffix(p.Message, PendingMessageNotJudged)
 }
 
 // InvalidDelay reports whether the entry is never deleted as it stands: it has
