@@ -226,17 +226,25 @@ func refuseToCancel(t target, obj *metav1.PartialObjectMetadata) error {
 // controller, and adopts it only if told to (limbo.dev/adopt).
 func cancelKeeper(ctx context.Context, c client.Client, t target, obj *metav1.PartialObjectMetadata) (keeper, error) {
 	if !softdelete.HasLimboMark(obj) {
-		return keeper{}, refuseUnlessInLimbo(ctx, c, t, obj)
+		_, err := refuseUnlessInLimbo(ctx, c, t, obj)
+		return keeper{}, err
 	}
 	check := declarationCheck{ctx: ctx, c: c, t: t, verb: "cancel"}
 	var controller *limbov1alpha1.Bundle
 	if owner := bundleControllerOf(obj); owner != nil {
 		key, b, declared, err := check.controller(obj, owner)
+		generator := obj.GetAnnotations()[limbov1alpha1.AnnotationGeneratedBy]
 		switch {
 		case err != nil:
 			return keeper{}, err
 		case declared:
 			return keeper{Bundle: key}, nil
+		case b != nil && b.UID == owner.UID && b.DeletionTimestamp.IsZero() && bundlespec.MayGenerateAgain(b, generator):
+			// Disowned and unlabelled, an object its generator makes again
+			// is in the way of its next pass for good (NotOwned: generated
+			// objects are never adopted), and the Bundle is never Ready.
+			return keeper{}, fmt.Errorf("cannot cancel %s: its controller, Bundle %s, may make it again (plugin resource %q, annotation %s, has not been Ready in a pass of the Bundle's spec): its next pass decides; cancel again once it has run, or remove the plugin resource",
+				t, key, generator, limbov1alpha1.AnnotationGeneratedBy)
 		case b != nil && b.UID == owner.UID:
 			return keeper{}, nil
 		}
@@ -336,28 +344,36 @@ func (d declarationCheck) controller(obj metav1.Object, owner *metav1.OwnerRefer
 // would break the Bundle. No precondition spans two objects: a Bundle that
 // declares the object again between this read and the patch finds it without
 // controller, and adopts it only if told to (limbo.dev/adopt).
-func refuseUnlessInLimbo(ctx context.Context, c client.Client, t target, obj *metav1.PartialObjectMetadata) error {
+//
+// An object whose controller is being deleted is in limbo whatever its Bundle
+// declares (tornDown): the teardown deletes it, or releases it with its delay,
+// when its wave comes. A cancel disowns it first, and the teardown then
+// leaves it (its release conflicts, its fresh read finds it not the Bundle's).
+func refuseUnlessInLimbo(ctx context.Context, c client.Client, t target, obj *metav1.PartialObjectMetadata) (tornDown bool, err error) {
 	unmarked := fmt.Sprintf("it has neither the %s annotation nor the %s label", limbov1alpha1.AnnotationDeletionTimestamp, limbov1alpha1.LabelPendingDeletion)
 	owner := bundleControllerOf(obj)
 	if owner == nil {
-		return fmt.Errorf("%s is not in limbo: %s, so there is no deletion to cancel", t, unmarked)
+		return false, fmt.Errorf("%s is not in limbo: %s, so there is no deletion to cancel", t, unmarked)
 	}
 
 	key := client.ObjectKey{Namespace: obj.GetNamespace(), Name: owner.Name}
 	cannotTell := fmt.Sprintf("cannot tell whether %s is in limbo: %s, and its controller, Bundle %s,", t, unmarked, key)
 	var bundle limbov1alpha1.Bundle
 	if err := c.Get(ctx, key, &bundle); err != nil {
-		return fmt.Errorf("%s cannot be read to tell whether it still declares it: %w", cannotTell, err)
+		return false, fmt.Errorf("%s cannot be read to tell whether it still declares it: %w", cannotTell, err)
 	}
 	if bundle.UID != owner.UID {
-		return fmt.Errorf("%s is gone: Bundle %s is another Bundle now (uid %s, not %s)", cannotTell, key, bundle.UID, owner.UID)
+		return false, fmt.Errorf("%s is gone: Bundle %s is another Bundle now (uid %s, not %s)", cannotTell, key, bundle.UID, owner.UID)
+	}
+	if !bundle.DeletionTimestamp.IsZero() {
+		return true, nil
 	}
 	notInLimbo := func(why string) error {
 		return fmt.Errorf("%s is not in limbo: its controller, Bundle %s, %s, so there is no deletion to cancel", t, key, why)
 	}
 	gk := t.mapping.GroupVersionKind.GroupKind()
 	if bundlespec.Declares(&bundle, gk, t.name) != bundlespec.NotDeclared {
-		return notInLimbo("still declares it")
+		return false, notInLimbo("still declares it")
 	}
 	// A generated object is declared by its plugin, not by a template: whether
 	// the plugin still generates it, only the controller knows, and it lists
@@ -365,13 +381,13 @@ func refuseUnlessInLimbo(ctx context.Context, c client.Client, t target, obj *me
 	if generator := obj.GetAnnotations()[limbov1alpha1.AnnotationGeneratedBy]; generator != "" &&
 		bundle.PluginResource(generator) != nil && pendingEntry(&bundle, gk, t.namespace, t.name) == nil {
 		if bundle.Status.PendingDeletionsCut() {
-			return fmt.Errorf("%s may still generate it (plugin resource %q, annotation %s), and lists only the soonest %d of its %d entries in status.pendingDeletions, not this one",
+			return false, fmt.Errorf("%s may still generate it (plugin resource %q, annotation %s), and lists only the soonest %d of its %d entries in status.pendingDeletions, not this one",
 				cannotTell, generator, limbov1alpha1.AnnotationGeneratedBy, len(bundle.Status.PendingDeletions), bundle.Status.PendingDeletionCount)
 		}
-		return notInLimbo(fmt.Sprintf("may still generate it (plugin resource %q, annotation %s), and does not list it in status.pendingDeletions",
+		return false, notInLimbo(fmt.Sprintf("may still generate it (plugin resource %q, annotation %s), and does not list it in status.pendingDeletions",
 			generator, limbov1alpha1.AnnotationGeneratedBy))
 	}
-	return nil
+	return false, nil
 }
 
 // cancelPatch is the JSON merge patch that cancels the deletion of obj, kept by

@@ -312,6 +312,7 @@ No Bundle manages it now; to bring it back under a Bundle, declare it there with
 		meta    metav1.ObjectMeta
 		forbid  bool // reading Bundles is forbidden
 		noShop  bool // the Bundle is gone
+		torn    bool // the Bundle is being deleted
 		cut     bool // the Bundle lists only the soonest of its entries in limbo
 		wantOut string
 		wantErr string
@@ -328,6 +329,10 @@ No Bundle manages it now; to bring it back under a Bundle, declare it there with
 		{name: "generated", meta: generated, cut: true,
 			wantErr: fmt.Sprintf(cannotTell, "generated") + `may still generate it (plugin resource "gen", annotation limbo.dev/generatedBy), ` +
 				"and lists only the soonest 1 of its 5000 entries in status.pendingDeletions, not this one\n"},
+		// Its Bundle being deleted, the teardown deletes it (or releases it,
+		// with its delay) when its wave comes, whatever the spec says.
+		{name: "keep", meta: managedBy("keep", "shop", "24h"), torn: true, wantOut: "configmap/keep" + removedAll},
+		{name: "generated", meta: generated, torn: true, wantOut: "configmap/generated" + removedAll},
 		{name: "renamed", meta: renamed,
 			wantErr: fmt.Sprintf(cannotTell, "renamed") + "is gone: Bundle team-a/shop is another Bundle now (uid uid-shop, not uid-the shop before)\n"},
 		{name: "forbidden", meta: managedBy("forbidden", "shop", ""), forbid: true,
@@ -341,6 +346,9 @@ No Bundle manages it now; to bring it back under a Bundle, declare it there with
 				Message: "waiting for every resource of the Bundle to be Ready"}}
 			if tc.cut {
 				shop.Status.PendingDeletionCount = 5000
+			}
+			if tc.torn {
+				shop.DeletionTimestamp, shop.Finalizers = &metav1.Time{Time: testNow}, []string{limbov1alpha1.FinalizerTeardown}
 			}
 			cm := &corev1.ConfigMap{ObjectMeta: tc.meta, Data: map[string]string{"k": "v"}}
 			objs := []client.Object{cm}

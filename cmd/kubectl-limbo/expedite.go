@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+	"github.com/limbo-dev/limbo/pkg/bundlespec"
 	"github.com/limbo-dev/limbo/pkg/softdelete"
 )
 
@@ -114,9 +115,12 @@ func expedite(ctx context.Context, c client.Client, t target, now func() time.Ti
 			return fmt.Errorf("cannot expedite %s: it has no %s annotation, so it is deleted without delay as soon as the controller sees it%s",
 				t, limbov1alpha1.AnnotationDeletionDelay, holdSuffix(ctx, c, t, obj, now()))
 		case unstamped:
-			if refuseUnlessInLimbo(ctx, c, t, obj) != nil {
+			switch tornDown, err := refuseUnlessInLimbo(ctx, c, t, obj); {
+			case err != nil:
 				return fmt.Errorf("%s is not in limbo: it has no %s annotation, so no deletion is scheduled",
 					t, limbov1alpha1.AnnotationDeletionTimestamp)
+			case tornDown:
+				return fmt.Errorf("cannot expedite %s yet: its Bundle is being deleted, and its teardown deletes it, or releases it to the reaper with its delay, when its wave comes (kubectl limbo pending shows it then); expedite it once released, or kubectl delete it now", t)
 			}
 			// An orphan its Bundle holds before stamping it (a resource not
 			// Ready): in limbo, with no countdown to end yet.
@@ -128,6 +132,9 @@ func expedite(ctx context.Context, c client.Client, t target, now func() time.Ti
 				t, check.delay)
 		}
 		if err := refuseDeclaredAgain(ctx, c, t, obj); err != nil {
+			return err
+		}
+		if err := refuseUndecided(ctx, c, t, obj); err != nil {
 			return err
 		}
 
@@ -281,12 +288,38 @@ func refuseDeclaredAgain(ctx context.Context, c client.Client, t target, obj *me
 	if owner == nil {
 		return nil
 	}
-	key, _, declared, err := declarationCheck{ctx: ctx, c: c, t: t, verb: "expedite"}.controller(obj, owner)
+	key, b, declared, err := declarationCheck{ctx: ctx, c: c, t: t, verb: "expedite"}.controller(obj, owner)
+	if err == nil && b != nil && b.UID == owner.UID && !b.DeletionTimestamp.IsZero() && bundlespec.DeclaredInLimbo(b, t.mapping.GroupVersionKind.GroupKind(), obj) {
+		// Its teardown takes it out of limbo and releases it with a
+		// countdown from the Bundle's deletion: the expedited one is lost.
+		return fmt.Errorf("cannot expedite %s: its controller, Bundle %s, is being deleted and declares it again (or its generator may make it again): its teardown restarts the countdown from the Bundle's deletion when it releases it; expedite it once released, or kubectl delete it",
+			t, key)
+	}
 	if err != nil || !declared {
 		return nil
 	}
 	return fmt.Errorf("cannot expedite %s: its controller, Bundle %s, declares it again: its next pass takes it out of limbo, which cancels the countdown; to have it deleted, remove it from the Bundle's spec (then expedite it once it is stamped again), or kubectl delete it",
 		t, key)
+}
+
+// refuseUndecided refuses to expedite obj, the object t as just read, when
+// nothing deletes it (noBundleDecides, held: a restored copy without owner
+// references): "due now" would be false. One the garbage collector deletes is
+// not refused, nor is a Tombstone (the Tombstone controller's), and a Bundle
+// that cannot be read does not refuse, as in refuseDeclaredAgain.
+func refuseUndecided(ctx context.Context, c client.Client, t target, obj *metav1.PartialObjectMetadata) error {
+	label := obj.GetLabels()[limbov1alpha1.LabelBundle]
+	if label == "" || t.mapping.GroupVersionKind.GroupKind() == limbov1alpha1.TombstoneGVK.GroupKind() {
+		return nil
+	}
+	named, err := declarationCheck{ctx: ctx, c: c, t: t, verb: "expedite"}.read(client.ObjectKey{Namespace: obj.GetNamespace(), Name: label}, "")
+	if err != nil {
+		return nil
+	}
+	if why, held, _ := noBundleDecides(obj, named); held {
+		return fmt.Errorf("cannot expedite %s: %s", t, why)
+	}
+	return nil
 }
 
 // holdSuffix is what expedite's refusal of obj, an object in limbo without a

@@ -640,41 +640,55 @@ func tellTeardown(item *pendingItem, bundles []limbov1alpha1.Bundle) {
 	}
 }
 
-// holdUncontrolled holds the row of an object in limbo that nothing deletes:
-// not released (the reaper's), not a plugin's item (its Bundle's by the
-// annotation), and not controlled by the Bundle its label names, which alone
-// decides it. A restore from a backup (Velero) drops owner references: a copy
-// of an object its Bundle was counting down comes back stamped and controlled
-// by nobody. An owner reference to an earlier Bundle of the name is the
-// garbage collector's to act on: it deletes the object, whatever its
-// countdown. The Bundles of the object's namespace are all listed (a user who
-// may not list every namespace's lists the namespace's, where the objects are).
+// holdUncontrolled holds the row of an object in limbo that no Bundle decides
+// (noBundleDecides). The Bundles of the object's namespace are all listed (a
+// user who may not list every namespace's lists the namespace's, where the
+// objects are).
 func holdUncontrolled(item *pendingItem, bundles []limbov1alpha1.Bundle) {
 	obj := item.object
-	if obj == nil || item.countdown == countdownNever || item.countdown == countdownDeleting || softdelete.Released(obj) {
+	if obj == nil || item.countdown == countdownNever || item.countdown == countdownDeleting {
 		return
 	}
-	if _, _, isItem := softdelete.SplitItemOwner(obj.Annotations[limbov1alpha1.AnnotationPluginResource]); isItem {
-		return
-	}
-	label := obj.Labels[limbov1alpha1.LabelBundle]
-	if label == "" {
-		return // no Bundle's: limbo's marks put by hand, its MESSAGE says what they mean
-	}
+	var named *limbov1alpha1.Bundle
 	for i := range bundles {
-		if b := &bundles[i]; b.Namespace == obj.Namespace && b.Name == label && metav1.IsControlledBy(obj, b) {
-			return
+		if b := &bundles[i]; b.Namespace == obj.Namespace && b.Name == obj.Labels[limbov1alpha1.LabelBundle] {
+			named = b
 		}
+	}
+	if why, held, undecided := noBundleDecides(obj, named); undecided {
+		if held {
+			item.hold()
+		}
+		item.addMessage(why)
+	}
+}
+
+// noBundleDecides tells why no Bundle decides obj, an object in limbo, when
+// none does: not released (the reaper's), not a plugin's item (its Bundle's by
+// the annotation), and not controlled by named, the Bundle its label names in
+// its namespace (nil: none), which alone decides it. A restore from a backup
+// (Velero) drops owner references: a copy of an object its Bundle was counting
+// down comes back stamped and controlled by nobody — nothing deletes it
+// (held). An owner reference to an earlier Bundle of the name is the garbage
+// collector's to act on: it deletes the object, whatever its countdown.
+func noBundleDecides(obj metav1.Object, named *limbov1alpha1.Bundle) (why string, held, undecided bool) {
+	label := obj.GetLabels()[limbov1alpha1.LabelBundle]
+	if label == "" || softdelete.Released(obj) {
+		return "", false, false // no Bundle's (its marks put by hand), or the reaper's
+	}
+	if _, _, isItem := softdelete.SplitItemOwner(obj.GetAnnotations()[limbov1alpha1.AnnotationPluginResource]); isItem {
+		return "", false, false
+	}
+	if named != nil && metav1.IsControlledBy(obj, named) {
+		return "", false, false
 	}
 	switch owner := metav1.GetControllerOfNoCopy(obj); {
 	case owner == nil:
-		item.hold()
-		item.addMessage("controlled by no Bundle (a restore from a backup drops owner references): nothing deletes it; declare it again in a Bundle, kubectl limbo cancel it, or delete it")
+		return "controlled by no Bundle (a restore from a backup drops owner references): nothing deletes it; declare it again in a Bundle, kubectl limbo cancel it, or delete it", true, true
 	case owner.Kind == "Bundle" && owner.Name == label && strings.HasPrefix(owner.APIVersion, limbov1alpha1.GroupVersion.Group+"/"):
-		item.addMessage(fmt.Sprintf("its owner reference names an earlier Bundle %s, gone: the garbage collector deletes it, whatever its countdown", label))
+		return fmt.Sprintf("its owner reference names an earlier Bundle %s, gone: the garbage collector deletes it, whatever its countdown", label), false, true
 	default:
-		item.hold()
-		item.addMessage(fmt.Sprintf("controlled by %s %s, not by Bundle %s, which its label %s names: no Bundle deletes it", owner.Kind, owner.Name, label, limbov1alpha1.LabelBundle))
+		return fmt.Sprintf("controlled by %s %s, not by Bundle %s, which its label %s names: no Bundle deletes it", owner.Kind, owner.Name, label, limbov1alpha1.LabelBundle), true, true
 	}
 }
 

@@ -111,6 +111,23 @@ func MayGenerateAgain(b *limbov1alpha1.Bundle, resource string) bool {
 	return generatorNotReady(b, resource)
 }
 
+// DeclaredInLimbo reports whether obj, an object of kind gk that b controls,
+// counts down while a template of b's spec that can be read declares it, or
+// while the generator that made it may make it again (MayGenerateAgain: put
+// back into its spec, its plan not run since). A teardown of b takes such an
+// object out of limbo and releases it with a countdown from b's deletion:
+// released with its old stamp, long due, the reaper deleted it at once.
+func DeclaredInLimbo(b *limbov1alpha1.Bundle, gk schema.GroupKind, obj metav1.Object) bool {
+	if _, stamped := obj.GetAnnotations()[limbov1alpha1.AnnotationDeletionTimestamp]; !stamped {
+		return false
+	}
+	if MayGenerateAgain(b, obj.GetAnnotations()[limbov1alpha1.AnnotationGeneratedBy]) {
+		return true
+	}
+	declared, _ := DeclaresReadably(b, gk, obj.GetName())
+	return declared != NotDeclared
+}
+
 // HasPlugin tells whether b has a plugin resource.
 func HasPlugin(b *limbov1alpha1.Bundle) bool {
 	for _, res := range b.Spec.Resources {

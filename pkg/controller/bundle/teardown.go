@@ -190,7 +190,7 @@ func (r *Reconciler) nextWave(ctx context.Context, b *limbov1alpha1.Bundle, orde
 			var err error
 			// The audit trail names the resource the object was (the pass's does too).
 			octx := log.IntoContext(ctx, log.FromContext(ctx).WithValues("resource", lastResourceOf(b, o)))
-			if declaredInLimbo(b, o) {
+			if bundlespec.DeclaredInLimbo(b, o.GetObjectKind().GroupVersionKind().GroupKind(), o) {
 				// Its countdown is from before the spec declared it again: no
 				// pass took it back (the Bundle deleted first, or a spec error
 				// stopping every pass). Taken out of limbo, it is released by
@@ -271,21 +271,6 @@ func failingRetry(b *limbov1alpha1.Bundle, now time.Time) time.Duration {
 	return min(max(now.Sub(c.LastTransitionTime.Time), teardownInterval), maxFailingRetry)
 }
 
-// declaredInLimbo reports whether o, an object b controls, counts down while
-// a template of b's spec that can be read declares it, or while the generator
-// that made it may make it again (bundlespec.MayGenerateAgain: put back into
-// its spec, its plan not run since) — released with its old stamp, long due,
-// the reaper deleted such an object at once.
-func declaredInLimbo(b *limbov1alpha1.Bundle, o client.Object) bool {
-	if _, stamped := o.GetAnnotations()[limbov1alpha1.AnnotationDeletionTimestamp]; !stamped {
-		return false
-	}
-	if bundlespec.MayGenerateAgain(b, o.GetAnnotations()[limbov1alpha1.AnnotationGeneratedBy]) {
-		return true
-	}
-	declared, _ := bundlespec.DeclaresReadably(b, o.GetObjectKind().GroupVersionKind().GroupKind(), o.GetName())
-	return declared != bundlespec.NotDeclared
-}
 
 // letGo removes b's finalizer once nothing of b's is left to find:
 //
