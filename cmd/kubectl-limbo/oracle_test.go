@@ -18,7 +18,9 @@ import (
 // its countdown; a cancel of an object its generator may make again, which
 // left the Bundle NotOwned for good.
 func TestExpediteAndCancelAsTheControllerActs(t *testing.T) {
-	stamped := func(name string) metav1.ObjectMeta { return inLimbo("team-a", name, "shop", "1h", stampAgo(10*time.Minute)) }
+	stamped := func(name string) metav1.ObjectMeta {
+		return inLimbo("team-a", name, "shop", "1h", stampAgo(10*time.Minute))
+	}
 	torn := func(b *limbov1alpha1.Bundle) *limbov1alpha1.Bundle {
 		b.DeletionTimestamp, b.Finalizers = &metav1.Time{Time: testNow}, []string{limbov1alpha1.FinalizerTeardown}
 		b.Generation, b.Status.ObservedGeneration = 2, 1

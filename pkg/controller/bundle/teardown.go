@@ -271,7 +271,6 @@ func failingRetry(b *limbov1alpha1.Bundle, now time.Time) time.Duration {
 	return min(max(now.Sub(c.LastTransitionTime.Time), teardownInterval), maxFailingRetry)
 }
 
-
 // letGo removes b's finalizer once nothing of b's is left to find:
 //
 //   - once the start scan has tried every kind (scanned: it had when the pass
