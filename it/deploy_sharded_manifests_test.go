@@ -107,12 +107,12 @@ func TestShardedAdmissionPolicySkipsUndeployedShards(t *testing.T) {
 	var policy *unstructured.Unstructured
 	for _, doc := range strings.Split(string(built), "\n---\n") {
 		u := &unstructured.Unstructured{}
-		if err := yaml.Unmarshal([]byte(doc), &u.Object); err == nil && u.GetKind() == "MutatingAdmissionPolicy" {
+		if err := yaml.Unmarshal([]byte(doc), &u.Object); err == nil && u.GetKind() == "MutatingAdmissionPolicy" && u.GetName() == "limbo-bundle-teardown-finalizer" {
 			policy = u
 		}
 	}
 	if policy == nil {
-		t.Fatalf("the sharded build has no MutatingAdmissionPolicy")
+		t.Fatalf("the sharded build has no MutatingAdmissionPolicy limbo-bundle-teardown-finalizer")
 	}
 	conditions, _, _ := unstructured.NestedSlice(policy.Object, "spec", "matchConditions")
 	if len(conditions) == 0 {
