@@ -35,16 +35,35 @@ var crdGVK = schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1
 // decides nothing on it.
 func Going(ctx context.Context, r client.Reader, names ...string) (string, error) {
 	for _, name := range names {
-		crd := &metav1.PartialObjectMetadata{}
-		crd.SetGroupVersionKind(crdGVK)
-		switch err := r.Get(ctx, client.ObjectKey{Name: name}, crd); {
-		case apierrors.IsNotFound(err):
-			continue
-		case err != nil:
-			return "", fmt.Errorf("read CRD %s, whose deletion would mean limbo is being uninstalled: %w", name, err)
-		case crd.DeletionTimestamp != nil:
+		found, deleting, err := read(ctx, r, name)
+		if err != nil {
+			return "", err
+		}
+		if found && deleting {
 			return name, nil
 		}
 	}
 	return "", nil
+}
+
+// Gone reports whether the CRD name is gone or being deleted, read from r (the
+// API server): a 404 for the LIST of its kind is then the kind's end, not a
+// moment's (an API server that has just started answers 404 for a custom
+// resource kind until it has loaded its CRDs).
+func Gone(ctx context.Context, r client.Reader, name string) (bool, error) {
+	found, deleting, err := read(ctx, r, name)
+	return err == nil && (!found || deleting), err
+}
+
+// read reads the CRD name's metadata from r.
+func read(ctx context.Context, r client.Reader, name string) (found, deleting bool, err error) {
+	crd := &metav1.PartialObjectMetadata{}
+	crd.SetGroupVersionKind(crdGVK)
+	switch err := r.Get(ctx, client.ObjectKey{Name: name}, crd); {
+	case apierrors.IsNotFound(err):
+		return false, false, nil
+	case err != nil:
+		return false, false, fmt.Errorf("read CRD %s, whose deletion would mean limbo is being uninstalled: %w", name, err)
+	}
+	return true, crd.DeletionTimestamp != nil, nil
 }

@@ -410,10 +410,14 @@ func (r *Reconciler) cancelTombstones(ctx context.Context, b *limbov1alpha1.Bund
 	var tombstones limbov1alpha1.TombstoneList
 	switch err := reader.List(ctx, &tombstones, client.InNamespace(b.Namespace), client.MatchingLabels{limbov1alpha1.LabelBundle: b.Name}); {
 	case apierrors.IsNotFound(err), meta.IsNoMatchError(err):
-		// The kind is not served: its CRD is gone (limbo being uninstalled,
-		// the Tombstones' CRD deleted before the teardowns end), and so are
-		// the Tombstones. Failed, the teardown would hold its Bundle, and the
-		// Bundle CRD's deletion, for good.
+		// The kind is not served. Its CRD gone or going (limbo being
+		// uninstalled, the Tombstones' CRD deleted before the teardowns end),
+		// so are the Tombstones: failed, the teardown would hold its Bundle,
+		// and the Bundle CRD's deletion, for good. Else a moment's 404 (an
+		// API server just started): retried.
+		if gone, goneErr := uninstall.Gone(ctx, r.APIReader, uninstall.TombstonesCRD); goneErr != nil || !gone {
+			return err
+		}
 		return nil
 	case err != nil:
 		return err
