@@ -294,7 +294,8 @@ func collectPending(ctx context.Context, src pendingSources, namespace string, s
 			if torn && entry.Held() {
 				entry.Message = "" // the last pass's hold, which no longer holds
 			}
-			cancelled := torn && entry.Cluster == "" && (entryGroupKind(&entry) == limbov1alpha1.TombstoneGVK.GroupKind() || entry.Namespace == "")
+			cancelled := torn && entry.Cluster == "" && (entryGroupKind(&entry) == limbov1alpha1.TombstoneGVK.GroupKind() ||
+				entry.Namespace == "" && !tearsDown(&bundle, entry.Resource))
 			if frozen && !torn && !entry.BeingDeleted() {
 				// Its pass decides nothing until the spec is fixed: the entry is
 				// the last one it wrote, due or not.
@@ -622,13 +623,15 @@ func tellTeardown(item *pendingItem, bundles []limbov1alpha1.Bundle) {
 	if obj == nil || item.countdown == countdownDeleting || softdelete.Released(obj) {
 		return
 	}
-	owner, _, isItem := softdelete.SplitItemOwner(obj.Annotations[limbov1alpha1.AnnotationPluginResource])
+	owner, resource, isItem := softdelete.SplitItemOwner(obj.Annotations[limbov1alpha1.AnnotationPluginResource])
 	for i := range bundles {
 		b := &bundles[i]
 		if b.DeletionTimestamp.IsZero() {
 			continue
 		}
 		switch {
+		case isItem && owner == client.ObjectKeyFromObject(b) && tearsDown(b, resource):
+			return // its teardown's own (deorbit's), which deletes it at its deadline
 		case isItem && owner == client.ObjectKeyFromObject(b):
 			item.hold()
 			item.addMessage(msgCancelledByTeardown)
@@ -690,6 +693,16 @@ func noBundleDecides(obj metav1.Object, named *limbov1alpha1.Bundle) (why string
 	default:
 		return fmt.Sprintf("controlled by %s %s, not by Bundle %s, which its label %s names: no Bundle deletes it", owner.Kind, owner.Name, label, limbov1alpha1.LabelBundle), true, true
 	}
+}
+
+// tearsDown reports whether b, being deleted, runs a plugin teardown for its
+// resource (deorbit's): its progress, or its end, is marked on b. The items of
+// such a resource are the teardown's, deleted at their deadlines; the teardown
+// cancels the items of every other plugin resource.
+func tearsDown(b *limbov1alpha1.Bundle, resource string) bool {
+	_, running := b.Annotations[limbov1alpha1.AnnotationTeardownStatePrefix+resource]
+	_, done := b.Annotations[limbov1alpha1.AnnotationTeardownDonePrefix+resource]
+	return resource != "" && (running || done)
 }
 
 // errIncomplete marks a listing that left out the resource types whose LIST

@@ -15,7 +15,8 @@ import (
 // A Bundle being torn down decides nothing by its last pass, whose entries its
 // status keeps until it is gone: its teardown releases the orphans it counts
 // down, countdown and all, to the reaper, which holds them or not; and it
-// cancels its Tombstones and its plugins' items. pending read the last pass's
+// cancels its Tombstones and its plugins' items — but those of a plugin
+// teardown (deorbit's), which it deletes at their deadlines. pending read the last pass's
 // holds (not Ready, an invalid spec) and showed held what the reaper deletes,
 // and a countdown, then due, for items nothing deletes any more.
 func TestPendingOfABundleBeingTornDown(t *testing.T) {
@@ -28,8 +29,11 @@ func TestPendingOfABundleBeingTornDown(t *testing.T) {
 				{APIVersion: "v1", Kind: "ConfigMap", Namespace: "team-a", Name: "db", DeleteAfter: in(30 * time.Minute), Message: limbov1alpha1.PendingMessageWaitingForReady},
 				{APIVersion: limbov1alpha1.GroupVersion.String(), Kind: "Tombstone", Namespace: "team-a", Name: "shop-gc-1", DeleteAfter: in(5 * time.Minute), Message: `StorageOSNamespace "old"`},
 				{APIVersion: "v1", Kind: "Namespace", Name: "node-item", DeleteAfter: in(-time.Minute)},
+				// deorbit's teardown's own item, which it deletes.
+				{APIVersion: "v1", Kind: "PersistentVolume", Name: "pv-1", Resource: "wipe", DeleteAfter: in(20 * time.Minute)},
 			}},
 		}
+		shop.Annotations = map[string]string{limbov1alpha1.AnnotationTeardownStatePrefix + "wipe": "volumes"}
 		if stalled {
 			shop.Status.Conditions = []metav1.Condition{{Type: limbov1alpha1.ConditionStalled, Status: metav1.ConditionTrue, Reason: limbov1alpha1.ReasonInvalidSpec}}
 		}
@@ -40,17 +44,24 @@ func TestPendingOfABundleBeingTornDown(t *testing.T) {
 		delete(item.Labels, limbov1alpha1.LabelBundle)
 		item.Annotations[limbov1alpha1.AnnotationPluginResource] = "team-a/shop/nodes"
 
-		f := newFixture(t, nil, []client.Object{shop, released, counted, item}...)
+		wiped := &corev1.ConfigMap{ObjectMeta: inLimbo("team-a", "volume", "", "1h", stampAgo(30*time.Minute))}
+		delete(wiped.Labels, limbov1alpha1.LabelBundle)
+		wiped.OwnerReferences = nil
+		wiped.Annotations[limbov1alpha1.AnnotationPluginResource] = "team-a/shop/wipe"
+
+		f := newFixture(t, nil, []client.Object{shop, released, counted, item, wiped}...)
 		code, out, errOut := f.run("pending", "-n", "team-a")
 		if code != 0 || errOut != "" {
 			t.Fatalf("exit %d, stderr %q", code, errOut)
 		}
-		want := `KIND        NAME        BUNDLE   DELETE-AFTER           TIME-LEFT   MESSAGE
-ConfigMap   db          shop     2026-03-01T12:30:00Z   30m
-ConfigMap   cache       shop     2026-03-01T12:50:00Z   50m         its Bundle is being torn down: the teardown releases it to the reaper with this countdown, once the Bundle's plugin teardowns are done
-Namespace   node-item   shop     2026-03-01T11:59:00Z   held        its Bundle is being deleted: the deletion is cancelled, the item kept
-ConfigMap   drive       shop     2026-03-01T12:01:00Z   held        its Bundle is being deleted: the deletion is cancelled, the item kept
-Tombstone   shop-gc-1   shop     2026-03-01T12:05:00Z   held        StorageOSNamespace "old"; its Bundle is being deleted: the deletion is cancelled, the item kept
+		want := `KIND               NAME        BUNDLE   DELETE-AFTER           TIME-LEFT   MESSAGE
+PersistentVolume   pv-1        shop     2026-03-01T12:20:00Z   20m
+ConfigMap          db          shop     2026-03-01T12:30:00Z   30m
+ConfigMap          volume      shop     2026-03-01T12:30:00Z   30m
+ConfigMap          cache       shop     2026-03-01T12:50:00Z   50m         its Bundle is being torn down: the teardown releases it to the reaper with this countdown, once the Bundle's plugin teardowns are done
+Namespace          node-item   shop     2026-03-01T11:59:00Z   held        its Bundle is being deleted: the deletion is cancelled, the item kept
+ConfigMap          drive       shop     2026-03-01T12:01:00Z   held        its Bundle is being deleted: the deletion is cancelled, the item kept
+Tombstone          shop-gc-1   shop     2026-03-01T12:05:00Z   held        StorageOSNamespace "old"; its Bundle is being deleted: the deletion is cancelled, the item kept
 `
 		if got := trimTrailingSpaces(out); got != want {
 			t.Errorf("spec invalid %v: got\n%s\nwant\n%s", stalled, got, want)
