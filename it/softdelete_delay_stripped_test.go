@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/limbo-dev/limbo/it/testenv"
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+	"github.com/limbo-dev/limbo/pkg/plugins/configmap"
 )
 
 // An admission policy that removes limbo.dev/deletionDelay from what limbo
@@ -197,4 +199,18 @@ func TestSoftDeleteStampStrippedByAdmission(t *testing.T) {
 			t.Errorf("a deadline announced that no one keeps: %s", e.Message)
 		}
 	}
+}
+
+// The same for an object a generator plugin makes, whose delay is its plugin
+// resource's deletionDelay, which no template states.
+func TestSoftDeleteGeneratedDelayStrippedByAdmission(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	stripAnnotation(t, ns, limbov1alpha1.AnnotationDeletionDelay, admissionregistrationv1.Create, admissionregistrationv1.Update)
+
+	b := createBundle(t, ns, "generated", limbov1alpha1.Resource{Name: "settings", Plugin: &limbov1alpha1.PluginResource{Name: configmap.Name,
+		DeletionDelay: "1h", Spec: &apiextensionsv1.JSON{Raw: []byte(`{"name":"app-settings","data":{"LOG_LEVEL":"info"}}`)}}})
+	waitBundle(t, b, func(cur *limbov1alpha1.Bundle) error {
+		return resourceIs(cur, "settings", limbov1alpha1.ResourceError, limbov1alpha1.ReasonDeletionDelayNotKept)
+	})
 }

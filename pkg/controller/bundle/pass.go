@@ -459,12 +459,17 @@ func (p *pass) syncOne(ctx context.Context, name string, tmpl *unstructured.Unst
 	}
 	var desired *unstructured.Unstructured
 	var hash string
+	// declared is the delay of the object as built (a generated object's is
+	// its plugin resource's deletionDelay, not in the template), read before
+	// a write puts the API server's answer in desired.
+	declared := ""
 	if live == nil && len(waiting) == 0 {
 		if desired, err = build(); err != nil {
 			state, reason, message := referenceFailure(err)
 			return fail(state, reason, "%s", message)
 		}
 		hash = hashOf(desired)
+		declared = desired.GetAnnotations()[limbov1alpha1.AnnotationDeletionDelay]
 		if !p.stillInShard(ctx) {
 			return left()
 		}
@@ -476,7 +481,7 @@ func (p *pass) syncOne(ctx context.Context, name string, tmpl *unstructured.Unst
 			p.r.applied.record(desired, hash, "")
 			st.AppliedDigest = appliedDigest(hash, desired)
 			out.change = p.changed(ctx, name, desired, limbov1alpha1.EventCreated)
-			return p.delayKept(tmpl, desired, p.ready(ctx, out, desired))
+			return p.delayKept(declared, desired, p.ready(ctx, out, desired))
 		}
 		// Something of that name exists that the cache does not hold: read it
 		// and judge it like any live object.
@@ -540,6 +545,7 @@ func (p *pass) syncOne(ctx context.Context, name string, tmpl *unstructured.Unst
 			return fail(state, reason, "%s", message)
 		}
 		hash = hashOf(desired)
+		declared = desired.GetAnnotations()[limbov1alpha1.AnnotationDeletionDelay]
 	}
 	// Here live is the Bundle's, or one it adopts.
 	if !adopting {
@@ -620,7 +626,7 @@ func (p *pass) syncOne(ctx context.Context, name string, tmpl *unstructured.Unst
 				return fail(limbov1alpha1.ResourceError, limbov1alpha1.ReasonApplyFailed, "%v", err)
 			}
 		}
-		out = p.delayKept(tmpl, desired, p.ready(ctx, out, desired))
+		out = p.delayKept(declared, desired, p.ready(ctx, out, desired))
 		p.r.applied.judge(desired, out.status, p.plan.Referenced(name))
 		return out
 	}
@@ -648,19 +654,18 @@ func (p *pass) syncOne(ctx context.Context, name string, tmpl *unstructured.Unst
 		return out
 	}
 	st.AppliedDigest = appliedDigest(hash, live)
-	return p.delayKept(tmpl, live, p.ready(ctx, out, live))
+	return p.delayKept(declared, live, p.ready(ctx, out, live))
 }
 
 // delayKept checks out, the resource judged on live — the API server's answer
-// to limbo's write, or the copy found up to date — against the delay tmpl
-// declares. An admission webhook or policy that removes limbo.dev/deletionDelay
+// to limbo's write, or the copy found up to date — against declared, the
+// delay of the object limbo built. An admission webhook or policy that removes limbo.dev/deletionDelay
 // (or shortens it) leaves an object that removing its resource deletes sooner
 // than its author declared — without a delay, at once — while the Bundle
 // reported it Ready. The resource is an Error that says so instead, and the
 // pass fails, to be retried with backoff and apply again: a policy that acts
 // on creation only lets the next apply, an update, put the delay on.
-func (p *pass) delayKept(tmpl, live *unstructured.Unstructured, out objectResult) objectResult {
-	declared := tmpl.GetAnnotations()[limbov1alpha1.AnnotationDeletionDelay]
+func (p *pass) delayKept(declared string, live *unstructured.Unstructured, out objectResult) objectResult {
 	if out.live == nil || !softdelete.Lengthens(live.GetAnnotations(), declared) {
 		return out
 	}
