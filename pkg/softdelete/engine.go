@@ -3,6 +3,7 @@ package softdelete
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -292,13 +293,16 @@ func (e *Engine) stampAndAnnounce(ctx context.Context, eventTarget runtime.Objec
 		// NotFound: deleted by someone else since it was read, which the next
 		// read shows; no failure.
 		return true, nil
+	case errors.Is(err, ErrMarksNotKept) && s.obj.GetAnnotations()[limbov1alpha1.AnnotationDeletionTimestamp] == FormatStamp(d.Stamp):
+		// The stamp landed (a policy dropped another mark): the countdown
+		// runs, and is announced, failing all the same.
 	case err != nil:
 		return false, err
 	}
 	e.Recorder.Eventf(eventTarget, corev1.EventTypeNormal, limbov1alpha1.EventDeletionScheduled,
 		"%s is in limbo for %v: deleted at %s", s.ref, d.Delay, d.Deadline.UTC().Format(time.RFC3339))
 	s.audit(ctx, "stamped", d.Deadline)
-	return false, nil
+	return false, err
 }
 
 // decideFresh reads obj from the API server and decides again on what it reads:
@@ -750,11 +754,15 @@ func patchWith(ctx context.Context, c client.Client, obj client.Object, patch ma
 		return fmt.Errorf("update %s: %w", describe(obj), invalidcauses.Sorted(err))
 	}
 	if unkept := unkeptMarks(obj, patch); len(unkept) > 0 {
-		return fmt.Errorf("update %s: the API server's answer %s: an admission webhook or policy changed what limbo wrote (it must let limbo.dev/ labels and annotations through)",
-			describe(obj), strings.Join(unkept, ", "))
+		return fmt.Errorf("update %s: the API server's answer %s: %w", describe(obj), strings.Join(unkept, ", "), ErrMarksNotKept)
 	}
 	return nil
 }
+
+// ErrMarksNotKept is wrapped by the error of a write whose answer does not hold
+// the labels and annotations it wrote as written (unkeptMarks). Retrying does
+// not clear it: the policy that changes them acts on every write.
+var ErrMarksNotKept = errors.New("an admission webhook or policy changed what limbo wrote (it must let limbo.dev/ labels and annotations through)")
 
 // unkeptMarks checks answer, the API server's answer to patch, for the labels
 // and annotations patch set (a string) or removed (nil), and says what it does

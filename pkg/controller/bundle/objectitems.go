@@ -241,10 +241,12 @@ func listedItem(st *limbov1alpha1.BundleStatus, item client.Object) bool {
 // error that clears by itself (a Conflict with a writer of the item — csi-baremetal
 // rewrites its Volumes —, a timeout, an unavailable API server), wherever the
 // item is. A refusal (Forbidden, Invalid: the Bundle's ServiceAccount may not, or
-// a webhook says no, with a 409 of its own reason too) never clears by retrying. An item the status does not vouch
+// a webhook says no, with a 409 of its own reason too; a policy that changes
+// limbo's marks in every answer) never clears by retrying. An item the status does not vouch
 // for never holds it (another tenant could write it).
 func holdsTeardown(err error) bool {
-	return !apierrors.IsForbidden(err) && !apierrors.IsInvalid(err) && !apierrors.IsBadRequest(err) && !apierrors.IsMethodNotSupported(err) && !apiconflict.Denied(err)
+	return !apierrors.IsForbidden(err) && !apierrors.IsInvalid(err) && !apierrors.IsBadRequest(err) && !apierrors.IsMethodNotSupported(err) && !apiconflict.Denied(err) &&
+		!errors.Is(err, softdelete.ErrMarksNotKept)
 }
 
 // objectItemsInLimbo lists, from the API server, the objects of kinds that are in

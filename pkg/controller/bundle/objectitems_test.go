@@ -3,6 +3,7 @@ package bundle
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -17,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+	"github.com/limbo-dev/limbo/pkg/softdelete"
 )
 
 // itemAt is an object of kind gvk at ns/name, as a listing in limbo returns it.
@@ -76,6 +78,9 @@ func TestHoldsTeardown(t *testing.T) {
 		{apierrors.NewMethodNotSupported(gr, "patch"), false},
 		// A webhook's denial with code 409 (Crossplane's Usage protection).
 		{&apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: 409, Reason: "This resource is in-use by 1 usage(s)"}}, false},
+		// A policy that strips limbo's marks (a template's delay written at a
+		// teardown) from every answer: retried, it held the Bundle for good.
+		{fmt.Errorf("update ConfigMap shop/db: the API server's answer has no annotation limbo.dev/deletionDelay: %w", softdelete.ErrMarksNotKept), false},
 	} {
 		if got := holdsTeardown(tc.err); got != tc.want {
 			t.Errorf("%v: holdsTeardown = %v, want %v", tc.err, got, tc.want)
