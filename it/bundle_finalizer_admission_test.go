@@ -95,3 +95,28 @@ func waitFinalizerPolicyActive(t *testing.T, ns string) {
 		return nil
 	})
 }
+
+// A Bundle created with limbo.dev/tornDown (a copy of one whose teardown had
+// ended, restored or re-applied from kubectl get -o yaml) gets the finalizer
+// at admission, so the controller never added it, and the mark stayed: it let
+// a later PUT take the finalizer away mid-teardown. A pass removes it.
+func TestBundleTornDownMarkOfACopyRemoved(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	b := &limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "copy",
+		Annotations: map[string]string{limbov1alpha1.AnnotationTornDown: "2026-11-30T10:00:00Z"}},
+		Spec: limbov1alpha1.BundleSpec{Resources: []limbov1alpha1.Resource{objectResource(t, "settings", configMap("settings", map[string]any{"k": "v"}, nil))}}}
+	if err := env.Client.Create(context.Background(), b); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, testenv.DefaultTimeout, func() error {
+		cur := getBundle(t, b)
+		if v, ok := cur.Annotations[limbov1alpha1.AnnotationTornDown]; ok {
+			return fmt.Errorf("%s %q stays on a live Bundle", limbov1alpha1.AnnotationTornDown, v)
+		}
+		if !slices.Contains(cur.Finalizers, limbov1alpha1.FinalizerTeardown) {
+			return fmt.Errorf("finalizers %v", cur.Finalizers)
+		}
+		return nil
+	})
+}

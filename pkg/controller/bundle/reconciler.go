@@ -192,11 +192,13 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		r.teardownFailed(ctx, &b, err)
 		return res, err
 	}
-	if !controllerutil.ContainsFinalizer(&b, limbov1alpha1.FinalizerTeardown) {
+	if _, letGo := b.Annotations[limbov1alpha1.AnnotationTornDown]; letGo || !controllerutil.ContainsFinalizer(&b, limbov1alpha1.FinalizerTeardown) {
 		orig := b.DeepCopy()
 		controllerutil.AddFinalizer(&b, limbov1alpha1.FinalizerTeardown)
-		// A mark of a finalizer let go by hand goes with it: left, it would
-		// let any later write take the finalizer away again.
+		// The mark of a teardown that ended (on a copy of a Bundle: a
+		// restore, kubectl get -o yaml) or of a finalizer let go by hand
+		// goes: left on a live Bundle, it would let any later write (a PUT)
+		// take the finalizer away again.
 		delete(b.Annotations, limbov1alpha1.AnnotationTornDown)
 		if err := r.Client.Patch(ctx, &b, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
 			return ctrl.Result{}, client.IgnoreNotFound(err)
