@@ -106,7 +106,14 @@ func bundleReport(ctx context.Context, c client.Client, t target, obj metav1.Obj
 		return key, ""
 	}
 	if entry := pendingEntry(&b, t.mapping.GroupVersionKind.GroupKind(), t.namespace, t.name); entry != nil {
-		if specInvalid(&b) {
+		switch {
+		case !b.DeletionTimestamp.IsZero() && entry.Held():
+			// The last pass's hold: a teardown decides by none (pending
+			// says the same).
+			return key, ""
+		case !b.DeletionTimestamp.IsZero():
+			return key, entry.Message
+		case specInvalid(&b):
 			return key, joinMessages(entry.Message, msgSpecInvalid)
 		}
 		return key, entry.Message

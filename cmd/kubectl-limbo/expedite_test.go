@@ -244,17 +244,26 @@ func TestExpediteHeld(t *testing.T) {
 			PendingDeletions: []limbov1alpha1.PendingDeletion{entry("ConfigMap", "team-a", "frozen", "")},
 		},
 	}
+	// A Bundle being torn down decides by none of its last pass's holds.
+	torn := &limbov1alpha1.Bundle{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "torn", UID: uid("torn"),
+			DeletionTimestamp: &metav1.Time{Time: testNow}, Finalizers: []string{limbov1alpha1.FinalizerTeardown}},
+		Status: limbov1alpha1.BundleStatus{PendingDeletions: []limbov1alpha1.PendingDeletion{
+			entry("ConfigMap", "team-a", "held-torn", limbov1alpha1.PendingMessageWaitingForReady),
+		}},
+	}
 	frozen := inLimbo("team-a", "frozen", "broken", "1h", stampAgo(time.Minute))
 	frozen.OwnerReferences = []metav1.OwnerReference{bundleOwner("broken", true)}
 	pluginItem := inLimbo("team-a", "worker-1-volume", "", "1h", stampAgo(time.Minute))
 	delete(pluginItem.Labels, limbov1alpha1.LabelBundle)
 	pluginItem.Annotations[limbov1alpha1.AnnotationPluginResource] = "infra/nodes/node-removal"
 	objs := []client.Object{
-		shop, nodes, broken, &corev1.ConfigMap{ObjectMeta: frozen},
+		shop, nodes, broken, torn, &corev1.ConfigMap{ObjectMeta: frozen},
+		&corev1.ConfigMap{ObjectMeta: inLimbo("team-a", "held-torn", "torn", "1h", stampAgo(time.Minute))},
 		&corev1.ConfigMap{ObjectMeta: withOwner(inLimbo("team-a", "held", "shop", "1h", stampAgo(time.Minute)))},
 		&corev1.ConfigMap{ObjectMeta: withOwner(inLimbo("team-a", "running", "shop", "1h", stampAgo(time.Minute)))},
 		// Released by a teardown: no owner, the label names the Bundle.
-		&corev1.ConfigMap{ObjectMeta: inLimbo("team-a", "released", "shop", "1h", stampAgo(time.Minute))},
+		&corev1.ConfigMap{ObjectMeta: releasedBy(inLimbo("team-a", "released", "shop", "1h", stampAgo(time.Minute)), stampAgo(time.Minute))},
 		&corev1.ConfigMap{ObjectMeta: inLimbo("team-a", "unknown-bundle", "gone", "1h", stampAgo(time.Minute))},
 		&corev1.ConfigMap{ObjectMeta: pluginItem},
 		&limbov1alpha1.Tombstone{ObjectMeta: inLimbo("team-a", "storage-ns-gc-4f7c", "shop", "10m", stampAgo(time.Minute))},
@@ -266,6 +275,7 @@ func TestExpediteHeld(t *testing.T) {
 		{"configmap/held", "2026-03-01T10:59:00Z", "1h0m0s", "Bundle team-a/shop reports: waiting for every resource of the Bundle to be Ready\n"},
 		{"configmap/running", "2026-03-01T10:59:00Z", "1h0m0s", ""},
 		{"configmap/frozen", "2026-03-01T10:59:00Z", "1h0m0s", "Bundle team-a/broken reports: not deleted while the Bundle's spec is invalid (see its Stalled condition)\n"},
+		{"configmap/held-torn", "2026-03-01T10:59:00Z", "1h0m0s", ""},
 		{"configmap/released", "2026-03-01T10:59:00Z", "1h0m0s", ""},
 		{"configmap/unknown-bundle", "2026-03-01T10:59:00Z", "1h0m0s", ""},
 		{"configmap/worker-1-volume", "2026-03-01T10:59:00Z", "1h0m0s", "Bundle infra/nodes reports: due; held: the node is still cordoned\n"},
