@@ -9,6 +9,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/limbo-dev/limbo/it/testenv"
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
@@ -19,7 +20,9 @@ import (
 // being torn down it took limbo.dev/teardown away mid-teardown: the API server
 // deleted the Bundle at once, and the garbage collector every object it still
 // controlled, the delayed ones of later waves too. The admission policy puts
-// back a teardown finalizer that a write other than limbo's removes.
+// back a teardown finalizer that a write other than limbo's removes — also one
+// carrying a copy's limbo.dev/tornDown (a manifest taken with kubectl get -o
+// yaml from a Bundle whose teardown had ended), which names another UID.
 func TestTeardownFinalizerKeptThroughPut(t *testing.T) {
 	t.Parallel()
 	ns := env.Namespace(t)
@@ -37,10 +40,16 @@ func TestTeardownFinalizerKeptThroughPut(t *testing.T) {
 		return conditionIs(cur, "ContentRemaining", metav1.ConditionTrue, "SomeResourcesRemain")
 	})
 
-	// The manifest again, as a PUT: no finalizers.
-	cur := getBundle(t, b)
-	cur.Finalizers = nil
-	if err := env.Client.Update(context.Background(), cur); err != nil {
+	// The manifest again, as a PUT: no finalizers, and the annotations it was
+	// created with — a copy's limbo.dev/tornDown, taken from a Bundle whose
+	// teardown had ended, which names that Bundle's UID.
+	var cur *limbov1alpha1.Bundle
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur = getBundle(t, b) // the resourceVersion a PUT of kubectl replace sends: the live one
+		cur.Finalizers = nil
+		cur.Annotations = map[string]string{limbov1alpha1.AnnotationTornDown: "uid-of-the-bundle-it-was-copied-from"}
+		return env.Client.Update(context.Background(), cur)
+	}); err != nil {
 		t.Fatalf("PUT the Bundle: %v", err)
 	}
 	if !slices.Contains(cur.Finalizers, limbov1alpha1.FinalizerTeardown) {

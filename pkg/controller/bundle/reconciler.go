@@ -192,14 +192,17 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		r.teardownFailed(ctx, &b, err)
 		return res, err
 	}
-	if _, letGo := b.Annotations[limbov1alpha1.AnnotationTornDown]; letGo || !controllerutil.ContainsFinalizer(&b, limbov1alpha1.FinalizerTeardown) {
+	if letGo := b.Annotations[limbov1alpha1.AnnotationTornDown] == string(b.UID); letGo || !controllerutil.ContainsFinalizer(&b, limbov1alpha1.FinalizerTeardown) {
 		orig := b.DeepCopy()
 		controllerutil.AddFinalizer(&b, limbov1alpha1.FinalizerTeardown)
-		// The mark of a teardown that ended (on a copy of a Bundle: a
-		// restore, kubectl get -o yaml) or of a finalizer let go by hand
-		// goes: left on a live Bundle, it would let any later write (a PUT)
-		// take the finalizer away again.
-		delete(b.Annotations, limbov1alpha1.AnnotationTornDown)
+		// The mark of a finalizer let go by hand goes: left on a live
+		// Bundle, it would let any later write take the finalizer away
+		// again. A copy's (restored, re-applied from kubectl get -o yaml,
+		// kept in Git) names another Bundle's UID: the policy ignores it,
+		// and it stays, not fought over with the tool that applies it.
+		if letGo {
+			delete(b.Annotations, limbov1alpha1.AnnotationTornDown)
+		}
 		if err := r.Client.Patch(ctx, &b, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
 			return ctrl.Result{}, client.IgnoreNotFound(err)
 		}

@@ -851,7 +851,7 @@ func (r *Reconciler) removeFinalizer(ctx context.Context, b *limbov1alpha1.Bundl
 	controllerutil.RemoveFinalizer(b, limbov1alpha1.FinalizerTeardown)
 	// Marked as limbo's: the admission policy puts back a teardown finalizer
 	// that another write removes (crds/admission-bundle-teardown-finalizer.yaml).
-	metav1.SetMetaDataAnnotation(&b.ObjectMeta, limbov1alpha1.AnnotationTornDown, softdelete.FormatStamp(r.Clock.Now()))
+	metav1.SetMetaDataAnnotation(&b.ObjectMeta, limbov1alpha1.AnnotationTornDown, string(b.UID))
 	if err := r.Client.Patch(ctx, b, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); client.IgnoreNotFound(err) != nil {
 		return err
 	}

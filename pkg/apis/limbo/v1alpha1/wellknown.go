@@ -58,9 +58,10 @@ const (
 
 	// FinalizerTeardown holds a Bundle while its content is removed in order.
 	FinalizerTeardown = "limbo.dev/teardown"
-	// AnnotationTornDown is the time limbo's teardown of a Bundle ended, set by
+	// AnnotationTornDown is the UID of a Bundle whose teardown ended, set by
 	// the write that removes FinalizerTeardown: the admission policy puts back
-	// the finalizer that any other write removes (a PUT of the manifest).
+	// the finalizer that any other write removes (a PUT of the manifest). A
+	// copy of a Bundle carries its source's UID, which the policy ignores.
 	AnnotationTornDown = "limbo.dev/tornDown"
 	// FinalizerHardDelete holds a Tombstone until its external item is deleted.
 	FinalizerHardDelete = "limbo.dev/hard-delete"
