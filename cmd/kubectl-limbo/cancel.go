@@ -88,6 +88,9 @@ same reason.`,
 					fmt.Fprintf(o.Out, "No Bundle manages it now; to bring it back under a Bundle, declare it there with the annotation %s: \"true\".\n",
 						limbov1alpha1.AnnotationAdopt)
 				}
+			} else if k.Generator != "" {
+				fmt.Fprintf(o.Out, "Bundle %s may make it again (plugin resource %q has not been Ready in a pass of its spec) and keeps managing it: its owner reference and the label %s=%s are kept; if the plugin does not make it again, the Bundle's next pass starts a new countdown.\n",
+					k.Bundle, k.Generator, limbov1alpha1.LabelBundle, k.Bundle.Name)
 			} else {
 				fmt.Fprintf(o.Out, "Bundle %s declares it again and keeps managing it: its owner reference and the label %s=%s are kept.\n",
 					k.Bundle, limbov1alpha1.LabelBundle, k.Bundle.Name)
@@ -126,6 +129,9 @@ type cancelResult struct {
 type keeper struct {
 	// Bundle is the Bundle's key; zero when no Bundle keeps the object.
 	Bundle client.ObjectKey
+	// Generator is the plugin resource of Bundle that may make the object
+	// again ("" when Bundle's template declares it).
+	Generator string
 }
 
 // cancelDeletion takes t out of limbo: it removes the limbo marks that
@@ -240,11 +246,13 @@ func cancelKeeper(ctx context.Context, c client.Client, t target, obj *metav1.Pa
 		case declared:
 			return keeper{Bundle: key}, nil
 		case b != nil && b.UID == owner.UID && b.DeletionTimestamp.IsZero() && bundlespec.MayGenerateAgain(b, generator):
-			// Disowned and unlabelled, an object its generator makes again
-			// is in the way of its next pass for good (NotOwned: generated
-			// objects are never adopted), and the Bundle is never Ready.
-			return keeper{}, fmt.Errorf("cannot cancel %s: its controller, Bundle %s, may make it again (plugin resource %q, annotation %s, has not been Ready in a pass of the Bundle's spec): its next pass decides; cancel again once it has run, or remove the plugin resource",
-				t, key, generator, limbov1alpha1.AnnotationGeneratedBy)
+			// Kept the Bundle's: disowned and unlabelled, an object its
+			// generator makes again would be in the way of its next pass for
+			// good (NotOwned: generated objects are never adopted), and the
+			// Bundle never Ready. If the generator does not make it again,
+			// the pass counts it down anew — refused, the cancel could not
+			// be made again before that pass deleted it, long due.
+			return keeper{Bundle: key, Generator: generator}, nil
 		case b != nil && b.UID == owner.UID:
 			return keeper{}, nil
 		}
