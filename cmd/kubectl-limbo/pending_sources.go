@@ -294,8 +294,18 @@ func collectPending(ctx context.Context, src pendingSources, namespace string, s
 			if torn && entry.Held() {
 				entry.Message = "" // the last pass's hold, which no longer holds
 			}
-			cancelled := torn && entry.Cluster == "" && (entryGroupKind(&entry) == limbov1alpha1.TombstoneGVK.GroupKind() ||
-				entry.Namespace == "" && !tearsDown(&bundle, entry.Resource))
+			// What the teardown does with a Tombstone or a cluster-scoped
+			// plugin item (the rows of others are their objects'): cancelled
+			// holds nothing back but says so (cancelledWhy).
+			cancelledWhy := ""
+			switch {
+			case !torn || entry.Cluster != "":
+			case entryGroupKind(&entry) == limbov1alpha1.TombstoneGVK.GroupKind():
+				cancelledWhy = msgCancelledByTeardown
+			case entry.Namespace == "":
+				cancelledWhy = teardownOfItem(&bundle, entry.Resource)
+			}
+			cancelled := cancelledWhy != ""
 			if frozen && !torn && !entry.BeingDeleted() {
 				// Its pass decides nothing until the spec is fixed: the entry is
 				// the last one it wrote, due or not.
@@ -335,7 +345,7 @@ func collectPending(ctx context.Context, src pendingSources, namespace string, s
 				}
 				if cancelled {
 					items[i].hold()
-					items[i].addMessage(msgCancelledByTeardown)
+					items[i].addMessage(cancelledWhy)
 				}
 				continue
 			}
@@ -363,7 +373,7 @@ func collectPending(ctx context.Context, src pendingSources, namespace string, s
 			}
 			item.addMessage(entry.Message)
 			if cancelled {
-				item.addMessage(msgCancelledByTeardown)
+				item.addMessage(cancelledWhy)
 			}
 			add(item)
 		}
@@ -630,11 +640,11 @@ func tellTeardown(item *pendingItem, bundles []limbov1alpha1.Bundle) {
 			continue
 		}
 		switch {
-		case isItem && owner == client.ObjectKeyFromObject(b) && tearsDown(b, resource):
-			return // its teardown's own (deorbit's), which deletes it at its deadline
 		case isItem && owner == client.ObjectKeyFromObject(b):
-			item.hold()
-			item.addMessage(msgCancelledByTeardown)
+			if why := teardownOfItem(b, resource); why != "" {
+				item.hold()
+				item.addMessage(why)
+			}
 			return
 		case !isItem && metav1.IsControlledBy(obj, b):
 			item.addMessage("its Bundle is being torn down: the teardown releases it to the reaper with this countdown, once the Bundle's plugin teardowns are done")
@@ -695,14 +705,27 @@ func noBundleDecides(obj metav1.Object, named *limbov1alpha1.Bundle) (why string
 	}
 }
 
-// tearsDown reports whether b, being deleted, runs a plugin teardown for its
-// resource (deorbit's): its progress, or its end, is marked on b. The items of
-// such a resource are the teardown's, deleted at their deadlines; the teardown
-// cancels the items of every other plugin resource.
-func tearsDown(b *limbov1alpha1.Bundle, resource string) bool {
-	_, running := b.Annotations[limbov1alpha1.AnnotationTeardownStatePrefix+resource]
-	_, done := b.Annotations[limbov1alpha1.AnnotationTeardownDonePrefix+resource]
-	return resource != "" && (running || done)
+// teardownOfItem says what b's teardown does with an item of its plugin
+// resource: "" when a plugin teardown (deorbit's) runs for the resource — its
+// own item, deleted at its deadline; its progress is marked on b —, else why
+// nothing deletes the item: that teardown ended (a deorbit that gave up leaves
+// its leftovers stamped, its warning names them), or the teardown cancels the
+// items of every other plugin resource.
+func teardownOfItem(b *limbov1alpha1.Bundle, resource string) string {
+	if resource == "" {
+		return msgCancelledByTeardown
+	}
+	if _, done := b.Annotations[limbov1alpha1.AnnotationTeardownDonePrefix+resource]; done {
+		why := fmt.Sprintf("the teardown of resource %q ended", resource)
+		if warning := b.Annotations[limbov1alpha1.AnnotationTeardownWarningPrefix+resource]; warning != "" {
+			why += " (" + warning + ")"
+		}
+		return why + ": nothing deletes it"
+	}
+	if _, running := b.Annotations[limbov1alpha1.AnnotationTeardownStatePrefix+resource]; running {
+		return ""
+	}
+	return msgCancelledByTeardown
 }
 
 // errIncomplete marks a listing that left out the resource types whose LIST

@@ -33,7 +33,10 @@ func TestPendingOfABundleBeingTornDown(t *testing.T) {
 				{APIVersion: "v1", Kind: "PersistentVolume", Name: "pv-1", Resource: "wipe", DeleteAfter: in(20 * time.Minute)},
 			}},
 		}
-		shop.Annotations = map[string]string{limbov1alpha1.AnnotationTeardownStatePrefix + "wipe": "volumes"}
+		shop.Annotations = map[string]string{limbov1alpha1.AnnotationTeardownStatePrefix + "wipe": "volumes",
+			// A deorbit that gave up: its leftovers keep their stamps, and nothing deletes them.
+			limbov1alpha1.AnnotationTeardownDonePrefix + "old-wipe":    "true",
+			limbov1alpha1.AnnotationTeardownWarningPrefix + "old-wipe": "gave up after 24h: PersistentVolumeClaim team-a/left"}
 		if stalled {
 			shop.Status.Conditions = []metav1.Condition{{Type: limbov1alpha1.ConditionStalled, Status: metav1.ConditionTrue, Reason: limbov1alpha1.ReasonInvalidSpec}}
 		}
@@ -49,7 +52,12 @@ func TestPendingOfABundleBeingTornDown(t *testing.T) {
 		wiped.OwnerReferences = nil
 		wiped.Annotations[limbov1alpha1.AnnotationPluginResource] = "team-a/shop/wipe"
 
-		f := newFixture(t, nil, []client.Object{shop, released, counted, item, wiped}...)
+		left := &corev1.ConfigMap{ObjectMeta: inLimbo("team-a", "left", "", "1h", stampAgo(2*time.Hour))}
+		delete(left.Labels, limbov1alpha1.LabelBundle)
+		left.OwnerReferences = nil
+		left.Annotations[limbov1alpha1.AnnotationPluginResource] = "team-a/shop/old-wipe"
+
+		f := newFixture(t, nil, []client.Object{shop, released, counted, item, wiped, left}...)
 		code, out, errOut := f.run("pending", "-n", "team-a")
 		if code != 0 || errOut != "" {
 			t.Fatalf("exit %d, stderr %q", code, errOut)
@@ -59,6 +67,7 @@ PersistentVolume   pv-1        shop     2026-03-01T12:20:00Z   20m
 ConfigMap          db          shop     2026-03-01T12:30:00Z   30m
 ConfigMap          volume      shop     2026-03-01T12:30:00Z   30m
 ConfigMap          cache       shop     2026-03-01T12:50:00Z   50m         its Bundle is being torn down: the teardown releases it to the reaper with this countdown, once the Bundle's plugin teardowns are done
+ConfigMap          left        shop     2026-03-01T11:00:00Z   held        the teardown of resource "old-wipe" ended (gave up after 24h: PersistentVolumeClaim team-a/left): nothing deletes it
 Namespace          node-item   shop     2026-03-01T11:59:00Z   held        its Bundle is being deleted: the deletion is cancelled, the item kept
 ConfigMap          drive       shop     2026-03-01T12:01:00Z   held        its Bundle is being deleted: the deletion is cancelled, the item kept
 Tombstone          shop-gc-1   shop     2026-03-01T12:05:00Z   held        StorageOSNamespace "old"; its Bundle is being deleted: the deletion is cancelled, the item kept
