@@ -522,14 +522,25 @@ func (e *Engine) Release(ctx context.Context, eventTarget runtime.Object, obj cl
 		// adopter declares it, and the adopter, once run, finds it in its way.
 		e.Shard.PatchLabels(adopter.Labels, labels)
 	}
-	patch := map[string]any{"metadata": map[string]any{
-		"ownerReferences": refs,
+	// Two writes, each guarded by the resourceVersion it decided on: the
+	// marks first, kept in the answer or the release fails, and then the
+	// owner references (replaced whole). One write that lost its marks to an
+	// admission policy (one that drops limbo.dev/ keys a tenant's write adds)
+	// left the object owned by nobody and unmarked — the evidence of a
+	// --cascade=orphan delete, which ended the teardown deleting nothing
+	// more. Between the two, a controlled object with the marks is released
+	// again by the next pass, its stamp kept.
+	if err := e.patch(ctx, obj, map[string]any{"metadata": map[string]any{
 		"annotations":     annotations,
 		"labels":          labels,
-		// The owner references are replaced whole: guard against a concurrent change.
 		"resourceVersion": obj.GetResourceVersion(),
-	}}
-	if err := e.patch(ctx, obj, patch); err != nil {
+	}}); err != nil {
+		return err
+	}
+	if err := e.patch(ctx, obj, map[string]any{"metadata": map[string]any{
+		"ownerReferences": refs,
+		"resourceVersion": obj.GetResourceVersion(),
+	}}); err != nil {
 		return err
 	}
 	if d.Action == ActionRestamp {

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
@@ -36,5 +38,34 @@ func TestStampAnnouncedWhenOnlyTheLabelIsDropped(t *testing.T) {
 	}
 	if events := h.events(); !slices.ContainsFunc(events, func(e string) bool { return strings.Contains(e, limbov1alpha1.EventDeletionScheduled) }) {
 		t.Errorf("events %q, want %s", events, limbov1alpha1.EventDeletionScheduled)
+	}
+}
+
+// A release whose marks a policy drops (one that strips the limbo.dev/ keys a
+// tenant's write adds: limbo writes as the Bundle's ServiceAccount) fails and
+// leaves the object its Bundle's. In one write with the owner references, it
+// left an object owned by nobody and unmarked — what a --cascade=orphan delete
+// leaves, which ended the teardown deleting nothing more.
+func TestReleaseWhoseMarksAreDroppedKeepsTheOwner(t *testing.T) {
+	b := bundle()
+	u := cm("db", map[string]string{delayKey: "1h"}, map[string]string{bundleKey: "shop"})
+	owner := metav1.OwnerReference{APIVersion: limbov1alpha1.GroupVersion.String(), Kind: "Bundle", Name: "shop", UID: b.UID, Controller: ptr.To(true)}
+	u.SetOwnerReferences([]metav1.OwnerReference{owner})
+	h := newHarness(t, u)
+	h.engine.Client = interceptor.NewClient(h.client.(client.WithWatch), interceptor.Funcs{Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+		data, err := patch.Data(obj)
+		if err != nil {
+			return err
+		}
+		// The policy: limbo.dev/ annotations and labels the write adds go.
+		stripped := strings.NewReplacer(`"limbo.dev/released"`, `"x-released"`, `"limbo.dev/deletionTimestamp"`, `"x-stamp"`, `"limbo.dev/pending-deletion"`, `"x-pending"`).Replace(string(data))
+		return c.Patch(ctx, obj, client.RawPatch(patch.Type(), []byte(stripped)), opts...)
+	}})
+	err := h.engine.Release(context.Background(), b, h.live(t, "db"), b, nil)
+	if !errors.Is(err, softdelete.ErrMarksNotKept) {
+		t.Fatalf("Release: %v, want the marks not kept", err)
+	}
+	if live := h.live(t, "db"); !metav1.IsControlledBy(live, b) {
+		t.Errorf("owner references %v: the object is no longer its Bundle's", live.GetOwnerReferences())
 	}
 }

@@ -943,8 +943,7 @@ func TestEngineRelease(t *testing.T) {
 		if err := h.engine.Release(context.Background(), b, h.live(t, "db"), b, nil); err != nil {
 			t.Fatal(err)
 		}
-		want := []string{`PATCH ConfigMap team-a/db application/merge-patch+json {"metadata":{"annotations":{"limbo.dev/deletionTimestamp":"2025-03-14T12:30:45Z","limbo.dev/released":"2025-03-14T12:30:45Z"},"labels":{"limbo.dev/pending-deletion":"true"},` +
-			refs + `,"resourceVersion":"999"}}`}
+		want := []string{`PATCH ConfigMap team-a/db application/merge-patch+json {"metadata":{"annotations":{"limbo.dev/deletionTimestamp":"2025-03-14T12:30:45Z","limbo.dev/released":"2025-03-14T12:30:45Z"},"labels":{"limbo.dev/pending-deletion":"true"},"resourceVersion":"999"}}`, `PATCH ConfigMap team-a/db application/merge-patch+json {"metadata":{` + refs + `,"resourceVersion":"1000"}}`}
 		if !reflect.DeepEqual(h.calls, want) {
 			t.Errorf("API calls:\n%q\nwant:\n%q", h.calls, want)
 		}
@@ -1004,8 +1003,7 @@ func TestEngineRelease(t *testing.T) {
 			t.Fatal(err)
 		}
 		refs := `"ownerReferences":[{"apiVersion":"example.com/v1","kind":"Gizmo","name":"g","uid":"uid-g"},{"apiVersion":"v1","kind":"ConfigMap","name":"parent","uid":"uid-parent"}]`
-		want := []string{`PATCH ConfigMap team-a/db application/merge-patch+json {"metadata":{"annotations":{"limbo.dev/deletionTimestamp":"2025-03-14T12:30:45Z","limbo.dev/released":"2025-03-14T12:30:45Z"},"labels":{"limbo.dev/pending-deletion":"true"},` +
-			refs + `,"resourceVersion":"999"}}`}
+		want := []string{`PATCH ConfigMap team-a/db application/merge-patch+json {"metadata":{"annotations":{"limbo.dev/deletionTimestamp":"2025-03-14T12:30:45Z","limbo.dev/released":"2025-03-14T12:30:45Z"},"labels":{"limbo.dev/pending-deletion":"true"},"resourceVersion":"999"}}`, `PATCH ConfigMap team-a/db application/merge-patch+json {"metadata":{` + refs + `,"resourceVersion":"1000"}}`}
 		if !reflect.DeepEqual(h.calls, want) {
 			t.Errorf("API calls:\n%q\nwant:\n%q", h.calls, want)
 		}
@@ -1016,7 +1014,7 @@ func TestEngineRelease(t *testing.T) {
 		if err := h.engine.Release(context.Background(), b, h.live(t, "db"), b, nil); err != nil {
 			t.Fatal(err)
 		}
-		want := []string{`PATCH ConfigMap team-a/db application/merge-patch+json {"metadata":{"annotations":{"limbo.dev/released":"2025-03-14T12:30:45Z"},"labels":{"limbo.dev/pending-deletion":"true"},` + refs + `,"resourceVersion":"999"}}`}
+		want := []string{`PATCH ConfigMap team-a/db application/merge-patch+json {"metadata":{"annotations":{"limbo.dev/released":"2025-03-14T12:30:45Z"},"labels":{"limbo.dev/pending-deletion":"true"},"resourceVersion":"999"}}`, `PATCH ConfigMap team-a/db application/merge-patch+json {"metadata":{` + refs + `,"resourceVersion":"1000"}}`}
 		if !reflect.DeepEqual(h.calls, want) {
 			t.Errorf("API calls:\n%q\nwant:\n%q", h.calls, want)
 		}
@@ -1037,7 +1035,7 @@ func TestEngineRelease(t *testing.T) {
 			if err := h.engine.Release(context.Background(), b, h.live(t, "db"), b, &limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "new"}}); err != nil {
 				t.Fatal(err)
 			}
-			want := []string{`PATCH ConfigMap team-a/db application/merge-patch+json {"metadata":{"annotations":{"limbo.dev/released":"2025-03-14T12:30:45Z"},"labels":{"limbo.dev/pending-deletion":"true"},` + refs + `,"resourceVersion":"999"}}`}
+			want := []string{`PATCH ConfigMap team-a/db application/merge-patch+json {"metadata":{"annotations":{"limbo.dev/released":"2025-03-14T12:30:45Z"},"labels":{"limbo.dev/pending-deletion":"true"},"resourceVersion":"999"}}`, `PATCH ConfigMap team-a/db application/merge-patch+json {"metadata":{` + refs + `,"resourceVersion":"1000"}}`}
 			if !reflect.DeepEqual(h.calls, want) {
 				t.Errorf("API calls:\n%q\nwant:\n%q", h.calls, want)
 			}
@@ -1082,7 +1080,7 @@ func TestEngineRelease(t *testing.T) {
 				if err := h.engine.Release(context.Background(), b, h.live(t, "db"), b, tc.adopter); err != nil {
 					t.Fatal(err)
 				}
-				want := []string{`PATCH ConfigMap team-a/db application/merge-patch+json {"metadata":{"annotations":{"limbo.dev/deletionTimestamp":"2025-03-14T12:30:45Z","limbo.dev/released":"2025-03-14T12:30:45Z"},"labels":` + tc.labels + `,` + refs + `,"resourceVersion":"999"}}`}
+				want := []string{`PATCH ConfigMap team-a/db application/merge-patch+json {"metadata":{"annotations":{"limbo.dev/deletionTimestamp":"2025-03-14T12:30:45Z","limbo.dev/released":"2025-03-14T12:30:45Z"},"labels":` + tc.labels + `,"resourceVersion":"999"}}`, `PATCH ConfigMap team-a/db application/merge-patch+json {"metadata":{` + refs + `,"resourceVersion":"1000"}}`}
 				if !reflect.DeepEqual(h.calls, want) {
 					t.Errorf("API calls:\n%q\nwant:\n%q", h.calls, want)
 				}
@@ -1095,7 +1093,7 @@ func TestEngineRelease(t *testing.T) {
 		if err := h.engine.Release(context.Background(), b, h.live(t, "db"), b, nil); err != nil {
 			t.Fatal(err)
 		}
-		want := []string{`PATCH ConfigMap team-a/db application/merge-patch+json {"metadata":{"annotations":{"limbo.dev/released":"2025-03-14T12:30:45Z"},"labels":{"limbo.dev/pending-deletion":"true"},` + refs + `,"resourceVersion":"999"}}`}
+		want := []string{`PATCH ConfigMap team-a/db application/merge-patch+json {"metadata":{"annotations":{"limbo.dev/released":"2025-03-14T12:30:45Z"},"labels":{"limbo.dev/pending-deletion":"true"},"resourceVersion":"999"}}`, `PATCH ConfigMap team-a/db application/merge-patch+json {"metadata":{` + refs + `,"resourceVersion":"1000"}}`}
 		if !reflect.DeepEqual(h.calls, want) {
 			t.Errorf("API calls:\n%q\nwant:\n%q", h.calls, want)
 		}
@@ -1165,8 +1163,7 @@ func TestEngineRelease(t *testing.T) {
 			t.Fatal(err)
 		}
 		want := []string{"DELETE ConfigMap team-a/db uid=uid-db dryRun=All",
-			`PATCH ConfigMap team-a/db application/merge-patch+json {"metadata":{"annotations":{"limbo.dev/deletionTimestamp":"2025-03-14T12:30:45Z","limbo.dev/released":"2025-03-14T12:30:45Z"},"labels":{"limbo.dev/pending-deletion":"true"},` +
-				refs + `,"resourceVersion":"999"}}`}
+			`PATCH ConfigMap team-a/db application/merge-patch+json {"metadata":{"annotations":{"limbo.dev/deletionTimestamp":"2025-03-14T12:30:45Z","limbo.dev/released":"2025-03-14T12:30:45Z"},"labels":{"limbo.dev/pending-deletion":"true"},"resourceVersion":"999"}}`, `PATCH ConfigMap team-a/db application/merge-patch+json {"metadata":{` + refs + `,"resourceVersion":"1000"}}`}
 		if !reflect.DeepEqual(h.calls, want) {
 			t.Errorf("API calls:\n%q\nwant:\n%q", h.calls, want)
 		}
