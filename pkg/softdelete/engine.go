@@ -513,6 +513,9 @@ func (e *Engine) Release(ctx context.Context, eventTarget runtime.Object, obj cl
 		annotations[limbov1alpha1.AnnotationDeletionTimestamp] = FormatStamp(d.Stamp)
 	}
 	labels := map[string]any{limbov1alpha1.LabelPendingDeletion: "true"}
+	// The owner references go with the adopter's shard label, if any: the
+	// object moves to the adopter's shard released, not still this Bundle's.
+	handOver := map[string]any{"ownerReferences": refs}
 	if adopter != nil && adopter.Status.ObservedGeneration > 0 {
 		// Only into the shard of an adopter some controller has passed: one
 		// that none runs (a shard label's typo, a selector's value no
@@ -520,7 +523,11 @@ func (e *Engine) Release(ctx context.Context, eventTarget runtime.Object, obj cl
 		// nor its reaper, would show it again — in limbo for good, in no
 		// Bundle's status. Kept in this shard, the reaper holds it while the
 		// adopter declares it, and the adopter, once run, finds it in its way.
-		e.Shard.PatchLabels(adopter.Labels, labels)
+		shardLabels := map[string]any{}
+		e.Shard.PatchLabels(adopter.Labels, shardLabels)
+		if len(shardLabels) > 0 {
+			handOver["labels"] = shardLabels
+		}
 	}
 	// Two writes, each guarded by the resourceVersion it decided on: the
 	// marks first, kept in the answer or the release fails, and then the
@@ -537,10 +544,8 @@ func (e *Engine) Release(ctx context.Context, eventTarget runtime.Object, obj cl
 	}}); err != nil {
 		return err
 	}
-	if err := e.patch(ctx, obj, map[string]any{"metadata": map[string]any{
-		"ownerReferences": refs,
-		"resourceVersion": obj.GetResourceVersion(),
-	}}); err != nil {
+	handOver["resourceVersion"] = obj.GetResourceVersion()
+	if err := e.patch(ctx, obj, map[string]any{"metadata": handOver}); err != nil {
 		return err
 	}
 	if d.Action == ActionRestamp {
