@@ -9,6 +9,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/util/retry"
 
 	"github.com/limbo-dev/limbo/it/testenv"
@@ -43,14 +44,32 @@ func TestTeardownFinalizerKeptThroughPut(t *testing.T) {
 	// The manifest again, as a PUT: no finalizers, and the annotations it was
 	// created with — a copy's limbo.dev/tornDown, taken from a Bundle whose
 	// teardown had ended, which names that Bundle's UID.
-	var cur *limbov1alpha1.Bundle
+	// A manifest has no uid (kubectl replace -f, a Helm render; kubectl takes
+	// the live resourceVersion for a body without one): the API server's
+	// mutating admission sees none either.
+	var manifest *unstructured.Unstructured
 	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		cur = getBundle(t, b) // the resourceVersion a PUT of kubectl replace sends: the live one
-		cur.Finalizers = nil
-		cur.Annotations = map[string]string{limbov1alpha1.AnnotationTornDown: "uid-of-the-bundle-it-was-copied-from"}
-		return env.Client.Update(context.Background(), cur)
+		live := getBundle(t, b)
+		manifest = &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": limbov1alpha1.GroupVersion.String(), "kind": "Bundle",
+			"metadata": map[string]any{"namespace": ns, "name": live.Name,
+				"annotations": map[string]any{limbov1alpha1.AnnotationTornDown: "uid-of-the-bundle-it-was-copied-from"}},
+			"spec": func() map[string]any {
+				spec, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&live.Spec)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return spec
+			}(),
+		}}
+		manifest.SetResourceVersion(live.ResourceVersion)
+		return env.Client.Update(context.Background(), manifest)
 	}); err != nil {
 		t.Fatalf("PUT the Bundle: %v", err)
+	}
+	cur := &limbov1alpha1.Bundle{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(manifest.Object, cur); err != nil {
+		t.Fatal(err)
 	}
 	if !slices.Contains(cur.Finalizers, limbov1alpha1.FinalizerTeardown) {
 		t.Errorf("the PUT's answer has finalizers %v, want %s kept", cur.Finalizers, limbov1alpha1.FinalizerTeardown)

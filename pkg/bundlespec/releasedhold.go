@@ -112,13 +112,22 @@ func MayGenerateAgain(b *limbov1alpha1.Bundle, resource string) bool {
 }
 
 // DeclaredInLimbo reports whether obj, an object of kind gk that b controls,
-// counts down while a template of b's spec that can be read declares it, or
+// counts down (not by a release of b's teardown) while a template of b's spec
+// that can be read declares it, or
 // while the generator that made it may make it again (MayGenerateAgain: put
 // back into its spec, its plan not run since). A teardown of b takes such an
 // object out of limbo and releases it with a countdown from b's deletion:
 // released with its old stamp, long due, the reaper deleted it at once.
 func DeclaredInLimbo(b *limbov1alpha1.Bundle, gk schema.GroupKind, obj metav1.Object) bool {
 	if _, stamped := obj.GetAnnotations()[limbov1alpha1.AnnotationDeletionTimestamp]; !stamped {
+		return false
+	}
+	if _, released := obj.GetAnnotations()[limbov1alpha1.AnnotationReleased]; released {
+		// Half released by this teardown (its marks landed, the owner
+		// reference not yet gone: a policy dropped a mark, a conflict, a
+		// crash): its stamp is the teardown's, which the release keeps.
+		// Cancelled, it was released anew and cancelled again, pass after
+		// pass, each with a false DeletionCancelled.
 		return false
 	}
 	if MayGenerateAgain(b, obj.GetAnnotations()[limbov1alpha1.AnnotationGeneratedBy]) {

@@ -508,7 +508,14 @@ func (e *Engine) Release(ctx context.Context, eventTarget runtime.Object, obj cl
 		return uid == owner.GetUID() || isDoomed
 	})
 	d := Decide(e.Clock.Now(), StateOf(obj, false))
-	annotations := map[string]any{limbov1alpha1.AnnotationReleased: FormatStamp(e.Clock.Now())}
+	// A release retried after its marks half landed (a policy dropped one)
+	// keeps the time it first wrote: the retry rewrites nothing, and its
+	// failure wakes no pass.
+	released := FormatStamp(e.Clock.Now())
+	if at, ok := obj.GetAnnotations()[limbov1alpha1.AnnotationReleased]; ok && at != "" {
+		released = at
+	}
+	annotations := map[string]any{limbov1alpha1.AnnotationReleased: released}
 	if d.Action == ActionStamp || d.Action == ActionRestamp {
 		annotations[limbov1alpha1.AnnotationDeletionTimestamp] = FormatStamp(d.Stamp)
 	}
@@ -536,7 +543,8 @@ func (e *Engine) Release(ctx context.Context, eventTarget runtime.Object, obj cl
 	// left the object owned by nobody and unmarked — the evidence of a
 	// --cascade=orphan delete, which ended the teardown deleting nothing
 	// more. Between the two, a controlled object with the marks is released
-	// again by the next pass, its stamp kept.
+	// again by the next pass, its stamp kept (a teardown does not take such
+	// an object for one its spec declares again: declaredInLimbo).
 	if err := e.patch(ctx, obj, map[string]any{"metadata": map[string]any{
 		"annotations":     annotations,
 		"labels":          labels,
@@ -545,8 +553,11 @@ func (e *Engine) Release(ctx context.Context, eventTarget runtime.Object, obj cl
 		return err
 	}
 	handOver["resourceVersion"] = obj.GetResourceVersion()
-	if err := e.patch(ctx, obj, map[string]any{"metadata": handOver}); err != nil {
-		return err
+	// A shard label not kept fails the release after the owner references
+	// went: released all the same, it is announced, and the error returned.
+	handedOver := e.patch(ctx, obj, map[string]any{"metadata": handOver})
+	if handedOver != nil && !errors.Is(handedOver, ErrMarksNotKept) {
+		return handedOver
 	}
 	if d.Action == ActionRestamp {
 		e.Recorder.Eventf(eventTarget, corev1.EventTypeWarning, limbov1alpha1.EventInvalidStamp, "%s: %v", describe(obj), d.Err)
@@ -570,7 +581,7 @@ func (e *Engine) Release(ctx context.Context, eventTarget runtime.Object, obj cl
 			"%s released to limbo for %v: deleted at %s", describe(obj), d.Delay, d.Deadline.UTC().Format(time.RFC3339))
 		auditLog(ctx, eventTarget, obj, "stamped", d.Deadline)
 	}
-	return nil
+	return handedOver
 }
 
 // KeptDelayManager is the field manager of KeepDelay's writes. The delay it

@@ -6,8 +6,10 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	testingclock "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -67,5 +69,41 @@ func TestReleaseWhoseMarksAreDroppedKeepsTheOwner(t *testing.T) {
 	}
 	if live := h.live(t, "db"); !metav1.IsControlledBy(live, b) {
 		t.Errorf("owner references %v: the object is no longer its Bundle's", live.GetOwnerReferences())
+	}
+}
+
+// A release retried after its marks half landed (a policy dropped the
+// pending-deletion label, not the annotations) rewrites nothing: the released
+// time it wrote first stays, so that the retry is no write that wakes the
+// next pass at once — a pass a second for as long as the policy stands.
+func TestReleaseRetriedKeepsItsTime(t *testing.T) {
+	b := bundle()
+	u := cm("db", map[string]string{delayKey: "1h"}, map[string]string{bundleKey: "shop"})
+	u.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: limbov1alpha1.GroupVersion.String(), Kind: "Bundle", Name: "shop", UID: b.UID, Controller: ptr.To(true)}})
+	h := newHarness(t, u)
+	clk := testingclock.NewFakePassiveClock(now)
+	h.engine.Clock = clk
+	h.engine.Client = interceptor.NewClient(h.client.(client.WithWatch), interceptor.Funcs{Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+		data, err := patch.Data(obj)
+		if err != nil {
+			return err
+		}
+		stripped := strings.Replace(string(data), `"limbo.dev/pending-deletion":"true"`, `"x-pending":"true"`, 1)
+		return c.Patch(ctx, obj, client.RawPatch(patch.Type(), []byte(stripped)), opts...)
+	}})
+	if err := h.engine.Release(context.Background(), b, h.live(t, "db"), b, nil); !errors.Is(err, softdelete.ErrMarksNotKept) {
+		t.Fatalf("first Release: %v, want the label not kept", err)
+	}
+	first := h.live(t, "db")
+	firstVersion, firstReleased := first.GetResourceVersion(), first.GetAnnotations()[limbov1alpha1.AnnotationReleased]
+	clk.SetTime(now.Add(time.Minute))
+	if err := h.engine.Release(context.Background(), b, first, b, nil); !errors.Is(err, softdelete.ErrMarksNotKept) {
+		t.Fatalf("second Release: %v, want the label not kept", err)
+	}
+	// The API server turns a patch that changes nothing into no write (the
+	// fake client here counts a new resourceVersion all the same).
+	if again := h.live(t, "db"); again.GetAnnotations()[limbov1alpha1.AnnotationReleased] != firstReleased {
+		t.Errorf("the retry wrote the object anew (resourceVersion %s → %s): released %q → %q", firstVersion, again.GetResourceVersion(),
+			firstReleased, again.GetAnnotations()[limbov1alpha1.AnnotationReleased])
 	}
 }
