@@ -122,7 +122,7 @@ func DeclaredInLimbo(b *limbov1alpha1.Bundle, gk schema.GroupKind, obj metav1.Ob
 	if _, stamped := obj.GetAnnotations()[limbov1alpha1.AnnotationDeletionTimestamp]; !stamped {
 		return false
 	}
-	if _, released := obj.GetAnnotations()[limbov1alpha1.AnnotationReleased]; released {
+	if releasedByTeardownOf(b, obj) {
 		// Half released by this teardown (its marks landed, the owner
 		// reference not yet gone: a policy dropped a mark, a conflict, a
 		// crash): its stamp is the teardown's, which the release keeps.
@@ -135,6 +135,20 @@ func DeclaredInLimbo(b *limbov1alpha1.Bundle, gk schema.GroupKind, obj metav1.Ob
 	}
 	declared, _ := DeclaresReadably(b, gk, obj.GetName())
 	return declared != NotDeclared
+}
+
+// releasedByTeardownOf tells whether obj's limbo.dev/released was written by
+// the teardown of b, being deleted: no earlier than b's deletion (less
+// CopySlack, the clocks' skew; a retried release keeps the time it first
+// wrote). An earlier one is another's — a release to b as adopter whose
+// cancel did not land when b adopted it —, and its stamp may be long due.
+func releasedByTeardownOf(b *limbov1alpha1.Bundle, obj metav1.Object) bool {
+	value, released := obj.GetAnnotations()[limbov1alpha1.AnnotationReleased]
+	if !released || b.DeletionTimestamp == nil {
+		return false
+	}
+	at, err := time.Parse(time.RFC3339, value)
+	return err == nil && !at.Before(b.DeletionTimestamp.Add(-softdelete.CopySlack))
 }
 
 // HasPlugin tells whether b has a plugin resource.

@@ -84,13 +84,15 @@ func TestReleasedHold(t *testing.T) {
 // A teardown takes out of limbo, to release it anew, an object its spec
 // declares again or its generator may make again — but not one this
 // teardown's own release half wrote (its marks landed, the owner reference not
-// yet gone): cancelled, it was released and cancelled again pass after pass.
+// yet gone, its released time no earlier than the deletion): cancelled, it was
+// released and cancelled again pass after pass.
 func TestDeclaredInLimbo(t *testing.T) {
 	cmGK := schema.GroupKind{Kind: "ConfigMap"}
-	b := &limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "team", Generation: 2},
+	deleted := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	b := &limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "team", Generation: 2, DeletionTimestamp: &metav1.Time{Time: deleted}},
 		Spec: limbov1alpha1.BundleSpec{Resources: []limbov1alpha1.Resource{{Name: "data", Object: &runtime.RawExtension{Raw: []byte(
 			`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"data"}}`)}}}},
-		Status: limbov1alpha1.BundleStatus{ObservedGeneration: 2}}
+		Status: limbov1alpha1.BundleStatus{ObservedGeneration: 1}}
 	for _, tc := range []struct {
 		name        string
 		annotations map[string]string
@@ -99,7 +101,13 @@ func TestDeclaredInLimbo(t *testing.T) {
 		{"declared, not stamped", nil, false},
 		{"declared and stamped", map[string]string{limbov1alpha1.AnnotationDeletionTimestamp: "2026-03-01T12:00:00Z"}, true},
 		{"declared, stamped by a release that half landed", map[string]string{limbov1alpha1.AnnotationDeletionTimestamp: "2026-03-01T12:00:00Z",
-			limbov1alpha1.AnnotationReleased: "2026-03-01T12:00:00Z"}, false},
+			limbov1alpha1.AnnotationReleased: "2026-03-01T12:00:01Z"}, false},
+		// Released to this Bundle as adopter hours before its deletion, the
+		// adoption's cancel lost: its stamp is long due, not the teardown's.
+		{"declared, released to it before its deletion", map[string]string{limbov1alpha1.AnnotationDeletionTimestamp: "2026-03-01T09:00:00Z",
+			limbov1alpha1.AnnotationReleased: "2026-03-01T09:00:00Z"}, true},
+		{"declared, released at a time that does not parse", map[string]string{limbov1alpha1.AnnotationDeletionTimestamp: "2026-03-01T12:00:00Z",
+			limbov1alpha1.AnnotationReleased: "soon"}, true},
 	} {
 		obj := &metav1.ObjectMeta{Name: "data", Namespace: "team", Annotations: tc.annotations}
 		if got := DeclaredInLimbo(b, cmGK, obj); got != tc.want {
