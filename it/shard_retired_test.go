@@ -14,6 +14,7 @@ import (
 	"github.com/limbo-dev/limbo/it/testenv"
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 	"github.com/limbo-dev/limbo/pkg/controllerprocess"
+	"github.com/limbo-dev/limbo/pkg/softdelete"
 )
 
 // Retiring a shard (install.md "Retiring a shard"): an object a deleted Bundle of
@@ -32,8 +33,9 @@ func TestReleasedObjectOfARetiredShardRelabelled(t *testing.T) {
 	b := waitReady(t, createLabelledBundle(t, ns, "web", map[string]string{shardLabel: "a"}, x))
 	deleteBundle(t, b, metav1.DeletePropagationBackground)
 	released := waitObject(t, configMapGVK, ns, "x", func(u *unstructured.Unstructured) error {
-		if _, ok := u.GetAnnotations()[limbov1alpha1.AnnotationReleased]; !ok {
-			return fmt.Errorf("x is not released yet")
+		// Released: marked, and then owned by nobody (a release's second write).
+		if !softdelete.Released(u) {
+			return fmt.Errorf("x is not released yet: annotations %v, owners %v", u.GetAnnotations(), u.GetOwnerReferences())
 		}
 		if u.GetAnnotations()[limbov1alpha1.AnnotationDeletionTimestamp] == "" {
 			return fmt.Errorf("x is not stamped yet")

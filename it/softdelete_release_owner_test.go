@@ -12,6 +12,7 @@ import (
 
 	"github.com/limbo-dev/limbo/it/testenv"
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+	"github.com/limbo-dev/limbo/pkg/softdelete"
 )
 
 // A released object waits its delay even when its template names an owner among
@@ -151,8 +152,10 @@ func TestHandedOverObjectOutlivesItsOwner(t *testing.T) {
 	})
 	updateBundle(t, old, keep)
 	handedOver := waitObject(t, configMapGVK, ns, "db", func(u *unstructured.Unstructured) error {
-		if u.GetAnnotations()[limbov1alpha1.AnnotationReleased] == "" {
-			return fmt.Errorf("db is not handed over yet: %v", u.GetAnnotations())
+		// Handed over: marked, and then controlled by nobody (a release's
+		// second write).
+		if !softdelete.Released(u) {
+			return fmt.Errorf("db is not handed over yet: %v, owners %v", u.GetAnnotations(), u.GetOwnerReferences())
 		}
 		return nil
 	})
