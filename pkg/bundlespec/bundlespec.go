@@ -216,14 +216,26 @@ func DeclaresReadably(b *limbov1alpha1.Bundle, gk schema.GroupKind, name string)
 	return NotDeclared, unreadable
 }
 
-// DeclaredDelay is the limbo.dev/deletionDelay of b's readable template that
-// declares the object of kind gk named name; "" when none declares it or the
-// template has no delay.
-func DeclaredDelay(b *limbov1alpha1.Bundle, gk schema.GroupKind, name string) string {
+// DeclaredDelay is the limbo.dev/deletionDelay b's spec declares for obj, an
+// object of kind gk that b controls: that of the readable template that
+// declares it or, for an object a plugin resource of the spec generated
+// (AnnotationGeneratedBy) and that is not in limbo, the resource's
+// deletionDelay; "" when none declares it or with no delay. A plugin may give
+// an object a delay of its own, which only its plan tells: the resource's
+// stands for it, and is only written where it lengthens a countdown
+// (softdelete.Lengthens). An object in limbo that a generator made was
+// dropped by its plan: its countdown is decided.
+func DeclaredDelay(b *limbov1alpha1.Bundle, gk schema.GroupKind, obj metav1.Object) string {
 	for _, res := range b.Spec.Resources {
-		if h, ok, err := HeaderOf(res); ok && err == nil && h.Name == name && h.GVK.GroupKind() == gk {
+		if h, ok, err := HeaderOf(res); ok && err == nil && h.Name == obj.GetName() && h.GVK.GroupKind() == gk {
 			return h.Annotations[limbov1alpha1.AnnotationDeletionDelay]
 		}
+	}
+	if _, stamped := obj.GetAnnotations()[limbov1alpha1.AnnotationDeletionTimestamp]; stamped {
+		return ""
+	}
+	if res := b.PluginResource(obj.GetAnnotations()[limbov1alpha1.AnnotationGeneratedBy]); res != nil {
+		return res.Plugin.DeletionDelay
 	}
 	return ""
 }

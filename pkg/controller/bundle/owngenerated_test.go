@@ -35,7 +35,7 @@ func TestOwnGeneratedDelay(t *testing.T) {
 			obj.SetKind("ConfigMap")
 			obj.SetName("app-settings")
 			obj.SetAnnotations(tc.annotations)
-			got, err := p.ownGenerated(obj, res)
+			got, err := p.ownGenerated(declaredGenerated(obj, res), res)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -49,6 +49,9 @@ func TestOwnGeneratedDelay(t *testing.T) {
 			}
 			if a[limbov1alpha1.AnnotationGeneratedBy] != "settings" {
 				t.Errorf("%s = %q, want the resource settings", limbov1alpha1.AnnotationGeneratedBy, a[limbov1alpha1.AnnotationGeneratedBy])
+			}
+			if _, changed := obj.GetAnnotations()[limbov1alpha1.AnnotationDeletionDelay]; changed && tc.annotations[limbov1alpha1.AnnotationDeletionDelay] == "" {
+				t.Error("the plugin's object was changed: the declared object is a copy")
 			}
 			for k, v := range tc.annotations {
 				if a[k] != v {

@@ -531,7 +531,7 @@ func (p *pass) syncOne(ctx context.Context, name string, tmpl *unstructured.Unst
 	// template declares: a removal that follows is decided on the live one.
 	notApplied := func() {
 		if live != nil && !adopting {
-			p.keepDeclaredDelay(ctx, tmpl, live)
+			p.keepDeclaredDelay(ctx, tmpl.GetAnnotations()[limbov1alpha1.AnnotationDeletionDelay], live)
 		}
 	}
 	if len(waiting) > 0 {
@@ -721,15 +721,15 @@ func (p *pass) cancel(ctx context.Context, live *unstructured.Unstructured, isSe
 	return err
 }
 
-// keepDeclaredDelay writes the delay tmpl declares on live, the Bundle's
-// object that this pass does not apply, when it lengthens live's countdown
-// (softdelete.Lengthens). Users are told to put a delay on before they remove
-// an object; without it, a delay added while the resource was Blocked or its
-// apply refused never reached the object, and the removal that followed
-// deleted it at once (a teardown, in its wave). A shorter delay, or none,
-// waits for the apply: the safe direction.
-func (p *pass) keepDeclaredDelay(ctx context.Context, tmpl, live *unstructured.Unstructured) {
-	declared := tmpl.GetAnnotations()[limbov1alpha1.AnnotationDeletionDelay]
+// keepDeclaredDelay writes declared, the delay the spec declares for live,
+// the Bundle's object that this pass does not apply (a template's, or its
+// generator resource's deletionDelay: declaredGenerated), when it lengthens
+// live's countdown (softdelete.Lengthens). Users are told to put a delay on
+// before they remove an object; without it, a delay added while the resource
+// was Blocked or its apply refused never reached the object, and the removal
+// that followed deleted it at once (a teardown, in its wave). A shorter delay,
+// or none, waits for the apply: the safe direction.
+func (p *pass) keepDeclaredDelay(ctx context.Context, declared string, live *unstructured.Unstructured) {
 	if !softdelete.Lengthens(live.GetAnnotations(), declared) || !p.stillInShard(ctx) {
 		return
 	}
@@ -951,13 +951,10 @@ func metadataTyped(obj *unstructured.Unstructured) error {
 	return nil
 }
 
-// ownGenerated is own for an object the plugin resource res generated: it also
-// names that resource (AnnotationGeneratedBy), so that a teardown deletes the
-// object in the resource's wave, and carries the resource's deletionDelay unless
-// the plugin gave the object its own: the delay is "stamped on every orphan the
-// plugin finds", and an object it no longer generates is one. The delay of an
-// object of the Bundle is read from the live object when it is orphaned (as a
-// template's is), so it has to be on the object before then.
+// ownGenerated is own for obj, an object the plugin resource res generated as
+// the spec declares it (declaredGenerated): it also names that resource
+// (AnnotationGeneratedBy), so that a teardown deletes the object in the
+// resource's wave.
 func (p *pass) ownGenerated(obj *unstructured.Unstructured, res *bundlespec.Resource) (*unstructured.Unstructured, error) {
 	if err := metadataTyped(obj); err != nil {
 		return nil, err
@@ -967,11 +964,30 @@ func (p *pass) ownGenerated(obj *unstructured.Unstructured, res *bundlespec.Reso
 		annotations = map[string]string{}
 	}
 	annotations[limbov1alpha1.AnnotationGeneratedBy] = res.Name
-	if _, own := annotations[limbov1alpha1.AnnotationDeletionDelay]; !own && res.Plugin.DeletionDelay != "" {
-		annotations[limbov1alpha1.AnnotationDeletionDelay] = res.Plugin.DeletionDelay
-	}
 	obj.SetAnnotations(annotations)
 	return p.ownTyped(obj)
+}
+
+// declaredGenerated is obj, an object the plugin resource res generated, as
+// the spec declares it: with the resource's deletionDelay unless the plugin
+// gave the object its own. The delay is "stamped on every orphan the plugin
+// finds", and an object it no longer generates is one; the delay of an object
+// of the Bundle is read from the live object when it is orphaned (as a
+// template's is), so it has to be on the object before then: in what the pass
+// applies (ownGenerated), and kept on the object while the pass cannot apply
+// it (keepDeclaredDelay).
+func declaredGenerated(obj *unstructured.Unstructured, res *bundlespec.Resource) *unstructured.Unstructured {
+	if _, own := obj.GetAnnotations()[limbov1alpha1.AnnotationDeletionDelay]; own || res.Plugin.DeletionDelay == "" {
+		return obj
+	}
+	obj = obj.DeepCopy()
+	annotations := obj.GetAnnotations()
+	if annotations == nil {
+		annotations = map[string]string{}
+	}
+	annotations[limbov1alpha1.AnnotationDeletionDelay] = res.Plugin.DeletionDelay
+	obj.SetAnnotations(annotations)
+	return obj
 }
 
 func (p *pass) unreadyDependencies(name string) []string {

@@ -36,7 +36,7 @@ func (p *pass) decideObjectOrphans(ctx context.Context) (ready, listed bool) {
 		return false, false
 	}
 	orphans = slices.DeleteFunc(orphans, p.heldByAResource)
-	orphans = p.notIdleGenerated(orphans)
+	orphans = p.notIdleGenerated(ctx, orphans)
 	ready = p.guardEmpty(orphans, p.allReady())
 	if !ready {
 		if p.emptyGuard {
@@ -230,7 +230,7 @@ func (p *pass) decideUnseenOrphans(ctx context.Context, ready bool) {
 			p.fail(err)
 		}
 	}
-	orphans = p.notIdleGenerated(orphans)
+	orphans = p.notIdleGenerated(ctx, orphans)
 	if !p.guardEmpty(orphans, ready) {
 		p.holdAll(orphans)
 		return

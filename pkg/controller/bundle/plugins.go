@@ -178,7 +178,8 @@ func (p *pass) syncPlugin(ctx context.Context, res *bundlespec.Resource) (limbov
 		}
 		p.declared[key] = res.Name
 		p.kinds[obj.GroupVersionKind()] = true
-		out := p.syncOne(ctx, res.Name, obj, false, nil, func() (*unstructured.Unstructured, error) { return p.ownGenerated(obj.DeepCopy(), res) })
+		declared := declaredGenerated(obj, res)
+		out := p.syncOne(ctx, res.Name, declared, false, nil, func() (*unstructured.Unstructured, error) { return p.ownGenerated(declared.DeepCopy(), res) })
 		objSt := out.status
 		if objSt.AppliedDigest != "" {
 			digests = append(digests, objSt.AppliedDigest)
@@ -249,12 +250,20 @@ func (p *pass) idleHolder(o metav1.Object) string {
 // (idleHolder), which it records as that generator's declarations, their kinds
 // the Bundle's (status.managedKinds). An object in limbo stays an orphan: a
 // plan of its generator dropped it, and an idle generator says nothing new.
-func (p *pass) notIdleGenerated(orphans []*unstructured.Unstructured) []*unstructured.Unstructured {
+// A held object gets the generator resource's deletionDelay when it lengthens
+// its countdown, as an object of a Blocked template gets the template's
+// (keepDeclaredDelay): the delay is put on before the generator is removed.
+// The plugin may have given the object a shorter delay of its own, which only
+// its plan tells; the longer one stands for it until the next apply.
+func (p *pass) notIdleGenerated(ctx context.Context, orphans []*unstructured.Unstructured) []*unstructured.Unstructured {
 	out := orphans[:0:0]
 	for _, o := range orphans {
 		if holder := p.idleHolder(o); holder != "" && !softdelete.HasLimboMark(o) {
 			p.declared[objectKey(o)] = holder
 			p.kinds[o.GroupVersionKind()] = true
+			if res := p.bundle.PluginResource(holder); res != nil {
+				p.keepDeclaredDelay(ctx, res.Plugin.DeletionDelay, o)
+			}
 			continue
 		}
 		out = append(out, o)

@@ -203,7 +203,7 @@ func (r *Reconciler) nextWave(ctx context.Context, b *limbov1alpha1.Bundle, orde
 				settled = false
 				continue
 			}
-			if delay := bundlespec.DeclaredDelay(b, o.GetObjectKind().GroupVersionKind().GroupKind(), o.GetName()); softdelete.Lengthens(o.GetAnnotations(), delay) {
+			if delay := bundlespec.DeclaredDelay(b, o.GetObjectKind().GroupVersionKind().GroupKind(), o); softdelete.Lengthens(o.GetAnnotations(), delay) {
 				// Its template declares a delay no pass wrote on it (its
 				// resource Blocked, or its apply refused, until the Bundle
 				// went): written first (as a pass does: keepDeclaredDelay),
