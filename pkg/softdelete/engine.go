@@ -213,6 +213,7 @@ func (e *Engine) act(ctx context.Context, eventTarget runtime.Object, obj client
 		out = e.stamp(ctx, eventTarget, e.objectSubject(eventTarget, obj), d, now)
 	case ActionWait:
 		out.WakeAt = now.Add(d.RequeueAfter)
+		out.Err = e.keepPendingLabel(ctx, obj)
 	case ActionInvalid:
 		e.Recorder.Eventf(eventTarget, corev1.EventTypeWarning, limbov1alpha1.ReasonInvalidDeletionDelay, "%s is never deleted: %v", describe(obj), d.Err)
 	case ActionDelete:
@@ -223,6 +224,29 @@ func (e *Engine) act(ctx context.Context, eventTarget runtime.Object, obj client
 	}
 	out.Pending = pendingEntry(obj, d, out.Err)
 	return out
+}
+
+// keepPendingLabel puts the pending-deletion label back on obj, an orphan whose
+// countdown runs, when another writer removed it (a GitOps tool that owns the
+// object's labels, a kubectl label): the stamp still counts, but kubectl limbo
+// pending lists by the label, and the reaper, once a teardown releases obj,
+// finds it by the label alone. The write is guarded by obj's resourceVersion:
+// a concurrent change (or obj gone) is decided on the next read.
+func (e *Engine) keepPendingLabel(ctx context.Context, obj client.Object) error {
+	if _, labelled := obj.GetLabels()[limbov1alpha1.LabelPendingDeletion]; labelled {
+		return nil
+	}
+	err := patchWith(ctx, e.Client, obj, map[string]any{"metadata": map[string]any{
+		"labels":          map[string]any{limbov1alpha1.LabelPendingDeletion: "true"},
+		"resourceVersion": obj.GetResourceVersion(),
+	}})
+	switch {
+	case apiconflict.Is(err), apierrors.IsNotFound(err):
+		return nil
+	case err == nil:
+		log.FromContext(ctx).Info("put back the pending-deletion label another writer removed from an object in limbo", "object", describe(obj))
+	}
+	return err
 }
 
 // subject is an orphan as the engine writes to it and reports about it: an

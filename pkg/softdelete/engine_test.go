@@ -367,6 +367,22 @@ func TestEngineOrphan(t *testing.T) {
 			wantLive: func(*unstructured.Unstructured) error { return nil },
 		},
 		{
+			// Another writer (a kubectl label --overwrite of the object's labels, a
+			// GitOps tool that owns them) removed the label: kubectl limbo pending
+			// and the reaper, once the object is released, find it by the label.
+			name:        "waiting, its pending-deletion label removed: the label is put back, guarded by the resourceVersion",
+			annotations: map[string]string{delayKey: "30m46250ms", stampKey: "2025-03-14T12:00:00Z"},
+			wantCalls:   []string{`PATCH ConfigMap team-a/db application/merge-patch+json {"metadata":{"labels":{"limbo.dev/pending-deletion":"true"},"resourceVersion":"999"}}`},
+			want: softdelete.Outcome{WakeAt: now.Add(time.Second),
+				Pending: entry(mt(at("2025-03-14T12:00:00Z")), mt(at("2025-03-14T12:30:47Z")), "")},
+			wantLive: func(u *unstructured.Unstructured) error {
+				if u.GetLabels()[pendingKey] != "true" {
+					return fmt.Errorf("the label is not back: %v", u.GetLabels())
+				}
+				return nil
+			},
+		},
+		{
 			name:        "invalid delay: never deleted, nothing written, Warning",
 			annotations: map[string]string{delayKey: "forever"},
 			wantEvents:  []string{`Warning InvalidDeletionDelay ConfigMap team-a/db is never deleted: invalid limbo.dev/deletionDelay "forever": not a duration (Go syntax: 10m, 24h, 1h30m)`},
