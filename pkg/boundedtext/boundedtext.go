@@ -14,6 +14,17 @@ import (
 // it, does.
 func Cut(s string, n int) string { return Join([]string{s}, "", n) }
 
+// CutMiddle is s if it fits in n bytes, else its longest prefix and suffix
+// that, with "…" between them, do (the prefix gets the odd byte): for a text
+// whose readers match both its start and its end.
+func CutMiddle(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	room := max(n-len("…"), 0)
+	return prefix(s, room-room/2) + "…" + suffix(s, room/2)
+}
+
 // Join joins items with sep, as strings.Join does, as long as the result fits in
 // budget bytes. Otherwise it keeps the first items that fit and ends with sep +
 // "… and N more", N the items left out, cutting nothing but a first item that
@@ -57,4 +68,17 @@ func prefix(s string, n int) string {
 		n--
 	}
 	return s[:n]
+}
+
+// suffix is the longest suffix of s of at most n bytes that does not split a
+// UTF-8 sequence.
+func suffix(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	start := len(s) - n
+	for start < len(s) && !utf8.RuneStart(s[start]) {
+		start++
+	}
+	return s[start:]
 }

@@ -27,6 +27,28 @@ func TestCut(t *testing.T) {
 	}
 }
 
+// CutMiddle keeps both ends of what does not fit — what readers match at the
+// start and at the end of a message — and cuts its middle at UTF-8
+// boundaries, saying so.
+func TestCutMiddle(t *testing.T) {
+	for _, tc := range []struct {
+		s    string
+		n    int
+		want string
+	}{
+		{"", 4, ""},
+		{"abcdefgh", 8, "abcdefgh"},
+		{"abcdefghi", 8, "abc…hi"}, // "…" is 3 bytes; the head gets the odd byte
+		{"abcdefghij", 9, "abc…hij"},
+		{"ééééé", 9, "é…é"}, // not half an é at either end
+		{"abcde", 3, "…"},
+	} {
+		if got := boundedtext.CutMiddle(tc.s, tc.n); got != tc.want || len(got) > tc.n {
+			t.Errorf("CutMiddle(%q, %d) = %q, want %q", tc.s, tc.n, got, tc.want)
+		}
+	}
+}
+
 // Join keeps the items that fit, never goes past its budget, and says how many
 // it left out (bundlespec's TestJoinBounded has the messages' cases).
 func TestJoin(t *testing.T) {

@@ -218,7 +218,7 @@ func setPending(st *limbov1alpha1.BundleStatus, pending []limbov1alpha1.PendingD
 	}
 	for i := range st.PendingDeletions { // copies: pending is not changed
 		pd := &st.PendingDeletions[i]
-		pd.Message = boundedtext.Cut(pd.Message, limbov1alpha1.MaxPendingDeletionMessage)
+		pd.Message = boundedtext.CutMiddle(pd.Message, limbov1alpha1.MaxPendingDeletionMessage)
 	}
 	st.NextDeletion = nil
 	if len(sorted) > 0 && sorted[0].DeleteAfter != nil {

@@ -275,6 +275,30 @@ func TestPendingDeletionsCut(t *testing.T) {
 		t.Error("setPending changed its input's message")
 	}
 
+	// Cut in the middle: what the entry's readers match at either end stays
+	// (PendingDeletion.Held and InvalidDelay, kubectl limbo pending). A
+	// Tombstone's held entry ends with the hold after its last error; its
+	// invalid delay comes after its item's name (an endpoint of up to 2 KiB).
+	for _, tc := range []struct {
+		message string
+		check   func(limbov1alpha1.PendingDeletion) bool
+	}{
+		{`NeutronRoute "r": attempt 3 failed: ` + long + limbov1alpha1.PendingMessageHeld + limbov1alpha1.PendingMessageWaitingForReady,
+			func(e limbov1alpha1.PendingDeletion) bool { return e.Held() }},
+		{"StorageOSNamespace " + strings.Repeat("h", 2<<10) + `: invalid limbo.dev/deletionDelay "1d": not a duration (Go syntax: 10m, 24h, 1h30m); never deleted until fixed`,
+			func(e limbov1alpha1.PendingDeletion) bool { return e.InvalidDelay() }},
+	} {
+		in := []limbov1alpha1.PendingDeletion{{APIVersion: "v1", Kind: "ConfigMap", Name: "one", Message: tc.message}}
+		if !tc.check(in[0]) {
+			t.Fatalf("the uncut entry does not match: %.80q", tc.message)
+		}
+		var one limbov1alpha1.BundleStatus
+		setPending(&one, in)
+		if got := one.PendingDeletions[0]; len(got.Message) > limbov1alpha1.MaxPendingDeletionMessage || !tc.check(got) || got.Message[:10] != tc.message[:10] {
+			t.Errorf("cut to %d bytes, the entry no longer says what it did: %q", len(got.Message), got.Message)
+		}
+	}
+
 	secret := limbov1alpha1.ManagedKind{APIVersion: "v1", Kind: "Secret"} // the kind of an entry left out
 	p := &pass{kinds: map[schema.GroupVersionKind]bool{}, bundle: &limbov1alpha1.Bundle{Status: st}}
 	p.bundle.Status.ManagedKinds = []limbov1alpha1.ManagedKind{{APIVersion: "v1", Kind: "ConfigMap"}, secret}
