@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -11,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -284,6 +286,15 @@ func (e *Engine) ProcessItems(ctx context.Context, eventTarget runtime.Object, s
 	groups := map[string][]decidedItem{}
 	ownersGone := map[client.ObjectKey]bool{}
 	for _, it := range set.Items {
+		if b := bundleManaging(it.Object); b != "" && set.Cluster == nil {
+			if !it.Desired {
+				// No countdown of the plugin's runs: the entry names none.
+				p := pendingEntry(it.Object, Decision{}, nil)
+				p.Message = fmt.Sprintf("an object of Bundle %q, which decides it; not the plugin's to delete", b)
+				out.Pending = append(out.Pending, set.pending(p))
+			}
+			continue
+		}
 		if owner := it.Object.GetAnnotations()[limbov1alpha1.AnnotationPluginResource]; owner != "" && owner != set.Owner && !e.ownerGone(ctx, eventTarget, owner, ownersGone) {
 			if !it.Desired {
 				p := pendingEntry(it.Object, Decide(now, StateOf(it.Object, false)), nil)
@@ -314,6 +325,25 @@ func (e *Engine) ProcessItems(ctx context.Context, eventTarget runtime.Object, s
 		e.processGroup(ctx, eventTarget, set, g, groups[g], &out)
 	}
 	return out
+}
+
+// bundleManaging is the Bundle that manages obj, an object of the engine's own
+// cluster: the one its limbo.dev/bundle label names, or its controller if that
+// is a Bundle; "" for none. Such an object is never a plugin's item, whatever
+// the plugin's inventory says: a plugin whose listing covers the namespace
+// (every PVC a Pod mounts) would cancel its Bundle's countdown, and its delay
+// with it (the next pass deleted it at once), or stamp it with the resource's
+// delay instead of its own. A released object keeps the label: the reaper's.
+func bundleManaging(obj metav1.Object) string {
+	if b := obj.GetLabels()[limbov1alpha1.LabelBundle]; b != "" {
+		return b
+	}
+	if c := metav1.GetControllerOf(obj); c != nil {
+		if gv, err := schema.ParseGroupVersion(c.APIVersion); err == nil && gv.WithKind(c.Kind).GroupKind() == limbov1alpha1.BundleGVK.GroupKind() {
+			return c.Name
+		}
+	}
+	return ""
 }
 
 // ownerGone reports whether owner, an item's limbo.dev/pluginResource naming

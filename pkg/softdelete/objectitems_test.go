@@ -9,8 +9,10 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
@@ -663,5 +665,48 @@ func TestProcessItemsOwnerGone(t *testing.T) {
 	}
 	if got := messages(out.Pending); !strings.Contains(got["orphan"], "left to it") {
 		t.Errorf("pending = %q, want the orphan left to its owner", got)
+	}
+}
+
+// An object a Bundle manages (its limbo.dev/bundle label, or a Bundle its
+// controller) is its Bundle's to decide, never a plugin's item: a plugin whose
+// inventory covers the namespace (every PVC a Pod mounts is desired) listed
+// one of them as desired and its cancel took the Bundle's countdown and its
+// delay away — the next pass deleted it at once; listed as an orphan, its
+// delay was overwritten with the resource's. Neither is written; an orphan's
+// entry says why it is left. In another cluster a Bundle's label names none
+// of this one's, and the items are decided as always.
+func TestProcessItemsLeaveABundlesObjects(t *testing.T) {
+	inLimbo := map[string]string{delayKey: "24h", stampKey: "2025-03-14T12:00:00Z"}
+	controlled := cm("controlled", nil, nil)
+	controlled.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: limbov1alpha1.GroupVersion.String(), Kind: "Bundle", Name: "web", UID: "uid-web", Controller: ptr.To(true)}})
+	h := newHarness(t, cm("data", inLimbo, map[string]string{pendingKey: "true", bundleKey: "web"}),
+		cm("config", map[string]string{delayKey: "1h"}, map[string]string{bundleKey: "web"}), controlled)
+	out := h.engine.ProcessItems(context.Background(), bundle(), softdelete.ItemSet{Owner: owner, Delay: "10m",
+		Items: []softdelete.Item{h.item(t, "data", true, "n1", 0), h.item(t, "config", false, "n1", 0), h.item(t, "controlled", false, "n1", 0)}})
+	if len(h.calls) != 0 {
+		t.Errorf("API calls %q, want none", h.calls)
+	}
+	if got := messages(out.Pending); len(got) != 2 || !strings.Contains(got["config"], `Bundle "web"`) || !strings.Contains(got["controlled"], `Bundle "web"`) {
+		t.Errorf("pending = %q, want the two orphans, left to Bundle web", got)
+	}
+	for _, p := range out.Pending {
+		if p.DeleteAfter != nil || p.DeletionTimestamp != nil {
+			t.Errorf("%s's entry names a countdown the plugin does not run: %+v", p.Name, p)
+		}
+	}
+	if ev := h.events(); len(ev) != 0 {
+		t.Errorf("events %q, want none", ev)
+	}
+	if live := h.live(t, "data").GetAnnotations(); live[delayKey] != "24h" || live[stampKey] == "" {
+		t.Errorf("the Bundle's object in limbo was changed: %v", live)
+	}
+
+	remote := newHarness(t, cm("config", map[string]string{delayKey: "1h"}, map[string]string{bundleKey: "web"}))
+	out = newHarness(t).engine.ProcessItems(context.Background(), bundle(), softdelete.ItemSet{Owner: owner, Delay: "10m",
+		Cluster: &softdelete.Cluster{Name: "workload-kubeconfig", Client: remote.client},
+		Items:   []softdelete.Item{remote.item(t, "config", false, "n1", 0)}})
+	if len(remote.calls) != 1 || !strings.HasPrefix(remote.calls[0], "PATCH ConfigMap team-a/config") {
+		t.Errorf("calls to the other cluster %q, want its stamp", remote.calls)
 	}
 }
