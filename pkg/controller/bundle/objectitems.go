@@ -106,14 +106,22 @@ func (p *pass) processUnjudgedItems(ctx context.Context) {
 	for _, pd := range p.pending {
 		listed[pendingKey(pd)] = true
 	}
-	kinds := itemLookup(&p.bundle.Status, func(pd limbov1alpha1.PendingDeletion) bool { return !listed[pendingKey(pd)] })
+	unlisted := func(pd limbov1alpha1.PendingDeletion) bool { return !listed[pendingKey(pd)] }
+	kinds := itemLookup(&p.bundle.Status, unlisted)
 	if len(kinds) == 0 {
 		return
 	}
 	// From the API server's watch cache (resourceVersion 0): entries of managed
 	// objects deleted in this pass land here too, and a full read of their kinds
-	// on each would cost etcd a scan; a stale answer only defers to the next pass.
+	// on each would cost etcd a scan. The cache may not show an item's stamp
+	// yet: an entry it leaves out, that is not an object this pass saw go, is
+	// looked up again from etcd, once — dropped, the entry of a resource that
+	// left was nobody's to look for again, and the item kept its stamp for good
+	// (a resource of that name added again found it long due).
 	items, err := p.r.objectItemsInLimbo(ctx, p.bundle, kinds, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: "0"}})
+	if err == nil {
+		items, err = p.itemsTheWatchCacheMissed(ctx, items, unlisted)
+	}
 	if err != nil {
 		p.after(retryInterval)
 		p.keepPreviousPending() // visible meanwhile, and looked for again
@@ -152,6 +160,48 @@ func (p *pass) processUnjudgedItems(ctx context.Context) {
 		p.pending = append(p.pending, *p.r.Engine.Pending(item,
 			fmt.Sprintf("not judged by resource %q in this pass (its plan failed, is still running, or left it out): the countdown is kept, and %s", resource, limbov1alpha1.PendingMessageNotJudged)))
 	}
+}
+
+// itemsTheWatchCacheMissed is items, the Bundle's object items in limbo as the
+// API server's watch cache answered, with the kinds of the previous status's
+// entries that want keeps and that answer left out listed again from etcd:
+// unless the status's list is cut (every kind is then looked up, and a miss
+// tells nothing), and but for the objects of the Bundle this pass saw go or
+// declares (p.gone, p.declared: its own deletions and cancels, the common
+// case, cost nothing more).
+func (p *pass) itemsTheWatchCacheMissed(ctx context.Context, items []*metav1.PartialObjectMetadata, want func(limbov1alpha1.PendingDeletion) bool) ([]*metav1.PartialObjectMetadata, error) {
+	if p.bundle.Status.PendingDeletionsCut() {
+		return items, nil
+	}
+	found := map[string]bool{}
+	for _, item := range items {
+		found[objectPendingKey(item)] = true
+	}
+	var missed []limbov1alpha1.PendingDeletion
+	for _, pd := range p.bundle.Status.PendingDeletions {
+		gvk := schema.FromAPIVersionAndKind(pd.APIVersion, pd.Kind)
+		if pd.Cluster != "" || gvk == limbov1alpha1.TombstoneGVK || !want(pd) || found[pendingKey(pd)] {
+			continue
+		}
+		if key := entryObjectKey(pd); pd.Namespace == p.bundle.Namespace && (p.gone[key] || p.declared[key] != "") {
+			continue
+		}
+		missed = append(missed, pd)
+	}
+	if len(missed) == 0 {
+		return items, nil
+	}
+	kinds := kindsOfEntries(missed)
+	again, err := p.r.objectItemsInLimbo(ctx, p.bundle, kinds)
+	if err != nil {
+		return nil, err
+	}
+	relisted := map[schema.GroupKind]bool{} // a kind may be listed at another version than an entry names
+	for _, gvk := range kinds {
+		relisted[gvk.GroupKind()] = true
+	}
+	out := slices.DeleteFunc(items, func(item *metav1.PartialObjectMetadata) bool { return relisted[item.GroupVersionKind().GroupKind()] })
+	return append(out, again...), nil
 }
 
 // cancelObjectItems takes b's object items out of limbo at its teardown, never

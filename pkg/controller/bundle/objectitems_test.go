@@ -258,3 +258,46 @@ func TestPassCancelsUnvouchedItemsOfAResourceThatLeft(t *testing.T) {
 		}
 	}
 }
+
+// The items of a plugin resource that left the Bundle are looked up in the API
+// server's watch cache (resourceVersion 0), which may not show their stamp
+// yet: an item missing from that answer is looked up again from etcd before
+// its entry is dropped. It was dropped: nothing looked for it again, it kept
+// its stamp for good, and a resource of that name added again found it long
+// due and deleted it at once.
+func TestPassLooksUpAnItemTheWatchCacheMissed(t *testing.T) {
+	owner := "shop/web/sweep" // the Bundle has no resource "sweep" any more
+	status := limbov1alpha1.BundleStatus{ObservedGeneration: 1,
+		ManagedKinds: []limbov1alpha1.ManagedKind{{APIVersion: "v1", Kind: "ConfigMap"}}}
+	setPending(&status, []limbov1alpha1.PendingDeletion{
+		{APIVersion: "v1", Kind: "ConfigMap", Namespace: "workload", Name: "vol", Resource: "sweep"},
+	})
+	b := &limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", UID: "b-uid", Generation: 2},
+		Spec: limbov1alpha1.BundleSpec{Resources: []limbov1alpha1.Resource{configMapResource(t, "app")}}, Status: status}
+	f := newTeardownFixture(t, b, nil, itemInLimbo("workload", "vol", owner))
+	var stale, fresh int
+	f.r.APIReader = interceptor.NewClient(f.c.(client.WithWatch), interceptor.Funcs{
+		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+			var o client.ListOptions
+			o.ApplyOptions(opts)
+			if o.Raw != nil && o.Raw.ResourceVersion == "0" && list.GetObjectKind().GroupVersionKind().Kind == "ConfigMapList" {
+				stale++
+				return nil // the watch cache, before the stamp: nothing in limbo
+			}
+			if list.GetObjectKind().GroupVersionKind().Kind == "ConfigMapList" {
+				fresh++
+			}
+			return c.List(ctx, list, opts...)
+		},
+	})
+
+	if _, err := f.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(b)}); err != nil {
+		t.Fatalf("Reconcile: %v", err)
+	}
+	if stale == 0 || fresh == 0 {
+		t.Errorf("listings of ConfigMaps in limbo: %d from the watch cache, %d from etcd; want the second after the first", stale, fresh)
+	}
+	if f.inLimbo(t, "workload", "vol") {
+		t.Errorf("the item of the resource that left was not cancelled")
+	}
+}
