@@ -656,6 +656,11 @@ func (r *Reconciler) forgetAnotherBundlesTeardown(ctx context.Context, b *limbov
 	return nil
 }
 
+// maxTeardownState is the largest teardown state a plugin may keep on its
+// Bundle (an annotation): the API server takes 256 KiB of a Bundle's
+// annotations in all, its last-applied-configuration among them.
+const maxTeardownState = 32 << 10
+
 // teardownPlugin runs one Teardown call of the plugin resource name, beside the
 // pass, and keeps the state a finished call returned on the Bundle. kept are the
 // Bundle's annotations as the API server has them (the state and done marks
@@ -706,6 +711,21 @@ func (r *Reconciler) teardownPlugin(ctx context.Context, b *limbov1alpha1.Bundle
 			out.err = errors.New("the plugin returned no result")
 		}
 		return out
+	}
+	if out.result.Done && len(out.result.Items) > 0 {
+		// Done, and still handing over items: not done until they are gone.
+		// Marked done, the teardown was never called again, and nothing
+		// listed the items again: stamped, never deleted, the Bundle gone.
+		// (The result is the calls' own: changed on a copy.)
+		result := *out.result
+		result.Done = false
+		result.Message = fmt.Sprintf("%s; waiting for its %d item(s) to be deleted", result.Message, len(result.Items))
+		out.result = &result
+	}
+	if n := len(out.result.State); n > maxTeardownState {
+		// Written, the API server refused the Bundle's annotations as too
+		// large at every pass, for good: the plugin's error, not acted on.
+		return callOutcome[*plugin.TeardownResult]{err: errors.Join(out.err, fmt.Errorf("the plugin's teardown state is %d bytes, more than the %d a Bundle keeps (the pass is not acted on and is retried)", n, maxTeardownState)), current: true}
 	}
 	if out.result.State != req.TeardownState || out.result.Done {
 		annotations := map[string]any{}

@@ -1,0 +1,131 @@
+package bundle
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+	"github.com/limbo-dev/limbo/pkg/plugin"
+)
+
+// hastySweeper's teardown says it is done while it still hands over items:
+// every claim of the namespace.
+type hastySweeper struct{}
+
+func (hastySweeper) Describe() plugin.Description { return plugin.Description{Name: "hasty-sweeper"} }
+
+func (hastySweeper) Plan(context.Context, plugin.Request) (*plugin.Result, error) {
+	return &plugin.Result{}, nil
+}
+
+func (hastySweeper) Teardown(ctx context.Context, req plugin.Request) (*plugin.TeardownResult, error) {
+	claims := &unstructured.UnstructuredList{}
+	claims.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("PersistentVolumeClaimList"))
+	if err := req.Reader.List(ctx, claims, client.InNamespace(req.Bundle.Namespace)); err != nil {
+		return nil, err
+	}
+	out := &plugin.TeardownResult{Done: true, Message: "swept"}
+	for i := range claims.Items {
+		out.Items = append(out.Items, plugin.ObjectItem{Object: &claims.Items[i]})
+	}
+	return out, nil
+}
+
+// A plugin teardown that reports Done together with items (which the guide
+// does not forbid) is not done until they are gone: its items were stamped,
+// the done mark written, and no call listed them again — the Bundle went and
+// the claim stayed marked in limbo for good, never deleted.
+func TestTeardownDoneWithItemsWaitsForThem(t *testing.T) {
+	registry, err := plugin.NewRegistry(hastySweeper{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	claim := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "data"}}
+	resources := []limbov1alpha1.Resource{{Name: "sweep", Plugin: &limbov1alpha1.PluginResource{Name: "hasty-sweeper", DeletionDelay: "1h"}}}
+	status := limbov1alpha1.BundleStatus{ObservedGeneration: 1,
+		Resources: []limbov1alpha1.ResourceStatus{{Name: "sweep", State: limbov1alpha1.ResourceReady}}}
+	f := newTeardownFixture(t, deletedBundle(resources, status), registry, claim)
+	stamped := func() bool {
+		var cur corev1.PersistentVolumeClaim
+		err := f.c.Get(context.Background(), client.ObjectKeyFromObject(claim), &cur)
+		_, ok := cur.Annotations[limbov1alpha1.AnnotationDeletionTimestamp]
+		return err == nil && ok
+	}
+	f.reconcileUntil(t, "the claim is not stamped", stamped)
+	for range 3 {
+		f.reconcile(t)
+	}
+	var b limbov1alpha1.Bundle
+	if err := f.c.Get(context.Background(), client.ObjectKeyFromObject(f.bundle), &b); err != nil || !slices.Contains(b.Finalizers, limbov1alpha1.FinalizerTeardown) {
+		t.Fatalf("the Bundle was let go with its plugin's item in limbo: %v, finalizers %v", err, b.Finalizers)
+	}
+	if _, done := b.Annotations[limbov1alpha1.AnnotationTeardownDonePrefix+"sweep"]; done {
+		t.Errorf("the teardown is marked done with its item still there")
+	}
+
+	// The claim goes (its deadline): the teardown is done, and the Bundle goes.
+	if err := f.c.Delete(context.Background(), claim); err != nil {
+		t.Fatal(err)
+	}
+	f.reconcileUntil(t, "the Bundle is not let go once its plugin's item is gone", func() bool {
+		var cur limbov1alpha1.Bundle
+		err := f.c.Get(context.Background(), client.ObjectKeyFromObject(f.bundle), &cur)
+		return apierrors.IsNotFound(err) || err == nil && !slices.Contains(cur.Finalizers, limbov1alpha1.FinalizerTeardown)
+	})
+}
+
+// bloatedTeardown keeps a state larger than a Bundle's annotations may be.
+type bloatedTeardown struct{}
+
+func (bloatedTeardown) Describe() plugin.Description { return plugin.Description{Name: "bloated"} }
+
+func (bloatedTeardown) Plan(context.Context, plugin.Request) (*plugin.Result, error) {
+	return &plugin.Result{}, nil
+}
+
+func (bloatedTeardown) Teardown(context.Context, plugin.Request) (*plugin.TeardownResult, error) {
+	return &plugin.TeardownResult{Message: "working", State: strings.Repeat("x", 300<<10)}, nil
+}
+
+// A teardown state too large to keep on the Bundle (the API server takes
+// 256 KiB of annotations in all) is the plugin's error, named in
+// DeletionFailure: written, it was refused at every pass as "the pass is not
+// acted on and is retried", with the API server's size error, for good.
+func TestTeardownStateTooLargeIsThePluginsError(t *testing.T) {
+	registry, err := plugin.NewRegistry(bloatedTeardown{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resources := []limbov1alpha1.Resource{{Name: "sweep", Plugin: &limbov1alpha1.PluginResource{Name: "bloated"}}}
+	status := limbov1alpha1.BundleStatus{ObservedGeneration: 1,
+		Resources: []limbov1alpha1.ResourceStatus{{Name: "sweep", State: limbov1alpha1.ResourceReady}}}
+	f := newTeardownFixture(t, deletedBundle(resources, status), registry)
+	var writes int
+	f.r.Client = interceptor.NewClient(f.c.(client.WithWatch), interceptor.Funcs{
+		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+			if _, ok := obj.(*limbov1alpha1.Bundle); ok {
+				if data, _ := patch.Data(obj); strings.Contains(string(data), limbov1alpha1.AnnotationTeardownStatePrefix) {
+					writes++
+				}
+			}
+			return c.Patch(ctx, obj, patch, opts...)
+		},
+	})
+	f.reconcileUntil(t, "DeletionFailure does not name the state's size", func() bool {
+		c := meta.FindStatusCondition(f.status(t).Conditions, limbov1alpha1.ConditionDeletionFailure)
+		return c != nil && strings.Contains(c.Message, "teardown state")
+	})
+	if writes != 0 {
+		t.Errorf("the state was written %d times", writes)
+	}
+}
