@@ -129,6 +129,11 @@ func StoredKind(gk schema.GroupKind) schema.GroupKind {
 	return gk
 }
 
+// SameKind reports whether objects of kinds a and b are the same objects
+// (StoredKind): an Event declared under one group is the Event listed under
+// the other. The reaper, a teardown and the adopters' lookup list under either.
+func SameKind(a, b schema.GroupKind) bool { return StoredKind(a) == StoredKind(b) }
+
 // ObjectKey is the ObjectKey of r's template ("" for a plugin resource).
 func (r *Resource) ObjectKey() string {
 	if r.Template == nil {
@@ -203,7 +208,7 @@ func DeclaresReadably(b *limbov1alpha1.Bundle, gk schema.GroupKind, name string)
 			if unreadable == nil {
 				unreadable = fmt.Errorf("the template of resource %q cannot be read: %w", res.Name, err)
 			}
-		case h.Name == name && h.GVK.GroupKind() == gk:
+		case h.Name == name && SameKind(h.GVK.GroupKind(), gk):
 			if h.Annotations[limbov1alpha1.AnnotationAdopt] == "true" {
 				return DeclaredToAdopt, nil
 			}
@@ -227,7 +232,7 @@ func DeclaresReadably(b *limbov1alpha1.Bundle, gk schema.GroupKind, name string)
 // dropped by its plan: its countdown is decided.
 func DeclaredDelay(b *limbov1alpha1.Bundle, gk schema.GroupKind, obj metav1.Object) string {
 	for _, res := range b.Spec.Resources {
-		if h, ok, err := HeaderOf(res); ok && err == nil && h.Name == obj.GetName() && h.GVK.GroupKind() == gk {
+		if h, ok, err := HeaderOf(res); ok && err == nil && h.Name == obj.GetName() && SameKind(h.GVK.GroupKind(), gk) {
 			return h.Annotations[limbov1alpha1.AnnotationDeletionDelay]
 		}
 	}
@@ -269,10 +274,9 @@ func AdoptionKeys(b *limbov1alpha1.Bundle) []string {
 	return keys
 }
 
-// AdoptionKey names the object of kind gk named name in AdoptionKeys.
-func AdoptionKey(gk schema.GroupKind, name string) string {
-	return gk.String() + "/" + name
-}
+// AdoptionKey names the object of kind gk named name in AdoptionKeys: by its
+// StoredKind, as ObjectKey does.
+func AdoptionKey(gk schema.GroupKind, name string) string { return ObjectKey(gk, name) }
 
 // Plan is a validated Bundle spec.
 type Plan struct {

@@ -513,10 +513,12 @@ func TestAdoptionKeysAndDeclares(t *testing.T) {
 		object(`{"apiVersion":"v1","kind":"PersistentVolumeClaim","metadata":{"name":"data","annotations":{"limbo.dev/adopt":"true"}}}`),
 		object(`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"app","annotations":{"limbo.dev/adopt":"false"}}}`),
 		object(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"settings"}}`),
+		object(`{"apiVersion":"v1","kind":"Event","metadata":{"name":"audit","annotations":{"limbo.dev/adopt":"true"}}}`),
+		object(`{"apiVersion":"events.k8s.io/v1","kind":"Event","metadata":{"name":"note"}}`),
 		{Name: "gc", Plugin: &limbov1alpha1.PluginResource{Name: "namespace-gc"}},
 	}}}
 	pvc := schema.GroupKind{Kind: "PersistentVolumeClaim"}
-	if got, want := AdoptionKeys(b), []string{AdoptionKey(pvc, "data")}; !reflect.DeepEqual(got, want) {
+	if got, want := AdoptionKeys(b), []string{AdoptionKey(pvc, "data"), AdoptionKey(schema.GroupKind{Kind: "Event"}, "audit")}; !reflect.DeepEqual(got, want) {
 		t.Errorf("AdoptionKeys = %q, want %q", got, want)
 	}
 	for _, tc := range []struct {
@@ -529,6 +531,9 @@ func TestAdoptionKeysAndDeclares(t *testing.T) {
 		{schema.GroupKind{Kind: "ConfigMap"}, "settings", DeclaredOnly},
 		{schema.GroupKind{Kind: "ConfigMap"}, "other", NotDeclared},
 		{schema.GroupKind{Group: "apps", Kind: "StatefulSet"}, "app", NotDeclared},
+		// One stored object under two groups: listed under one, declared under the other.
+		{schema.GroupKind{Group: "events.k8s.io", Kind: "Event"}, "audit", DeclaredToAdopt},
+		{schema.GroupKind{Kind: "Event"}, "note", DeclaredOnly},
 	} {
 		if got := Declares(b, tc.gk, tc.name); got != tc.want {
 			t.Errorf("Declares(%v, %q) = %v, want %v", tc.gk, tc.name, got, tc.want)
@@ -575,6 +580,7 @@ func TestDeclaredDelay(t *testing.T) {
 		{Name: "plain", Object: &runtime.RawExtension{Raw: []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"plain"}}`)}},
 		{Name: "settings", Plugin: &limbov1alpha1.PluginResource{Name: "configmap", DeletionDelay: "2h"}},
 		{Name: "undelayed", Plugin: &limbov1alpha1.PluginResource{Name: "configmap"}},
+		{Name: "audit", Object: &runtime.RawExtension{Raw: []byte(`{"apiVersion":"v1","kind":"Event","metadata":{"name":"audit","annotations":{"limbo.dev/deletionDelay":"2h"}}}`)}},
 	}}}
 	configMap := schema.GroupKind{Kind: "ConfigMap"}
 	object := func(name string, annotations map[string]string) metav1.Object {
@@ -597,6 +603,7 @@ func TestDeclaredDelay(t *testing.T) {
 		{"generated, in limbo: dropped by a plan", configMap, object("gen", map[string]string{limbov1alpha1.AnnotationGeneratedBy: "settings",
 			limbov1alpha1.AnnotationDeletionTimestamp: "2026-12-01T00:00:00Z"}), ""},
 		{"generated, now a template's", configMap, object("db", map[string]string{limbov1alpha1.AnnotationGeneratedBy: "settings"}), "1h"},
+		{"an Event listed under the other group", schema.GroupKind{Group: "events.k8s.io", Kind: "Event"}, object("audit", nil), "2h"},
 	} {
 		if got := DeclaredDelay(b, tc.gk, tc.obj); got != tc.want {
 			t.Errorf("%s: DeclaredDelay = %q, want %q", tc.name, got, tc.want)
