@@ -3,11 +3,13 @@ package bundle
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -123,6 +125,44 @@ type Reconciler struct {
 	inTheWay objectsInTheWay
 	// onboarded are the Bundles a sharded controller looked for everything of.
 	onboarded onboardedBundles
+	// quickRetries pace the passes that come back at once, again and again.
+	quickRetries quickRetries
+}
+
+// quickRetries counts, per Bundle, the passes in a row that asked to come back
+// within conflictRetry: a Conflict on the Bundle, an object's write on a copy
+// the cache had not caught up with (ReadAgain), a claim deferred on a Bundle
+// read ahead of it. Each means "a newer version is on its way to the cache";
+// one that does not come (a watch lagging behind an API server under load)
+// made a full pass, and its writes, every 100 ms for as long as it lagged.
+// After maxQuickRetries in a row the wait doubles each time, up to
+// maxQuickRetryWait; a pass that asks for no quick retry ends the run.
+type quickRetries struct {
+	mu sync.Mutex
+	n  map[types.NamespacedName]int
+}
+
+const (
+	maxQuickRetries   = 5
+	maxQuickRetryWait = 10 * time.Second
+)
+
+// pace is the wait before key's next pass, which asked for after.
+func (q *quickRetries) pace(key types.NamespacedName, after time.Duration) time.Duration {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if after <= 0 || after > conflictRetry {
+		delete(q.n, key)
+		return after
+	}
+	if q.n == nil {
+		q.n = map[types.NamespacedName]int{}
+	}
+	q.n[key]++
+	if over := q.n[key] - maxQuickRetries; over > 0 {
+		return min(conflictRetry<<min(over, 10), maxQuickRetryWait)
+	}
+	return after
 }
 
 // Reconcile runs one pass over a Bundle, or one step of its teardown. A Conflict
@@ -133,8 +173,9 @@ type Reconciler struct {
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	result, err := r.reconcile(ctx, req)
 	if conflictOnBundle(err) {
-		return ctrl.Result{RequeueAfter: conflictRetry}, nil
+		result, err = ctrl.Result{RequeueAfter: conflictRetry}, nil
 	}
+	result.RequeueAfter = r.quickRetries.pace(req.NamespacedName, result.RequeueAfter)
 	if r.alarms != nil {
 		if err != nil && result.RequeueAfter > 0 {
 			r.alarms.set(req.NamespacedName, result.RequeueAfter)

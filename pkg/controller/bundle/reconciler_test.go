@@ -6,11 +6,15 @@ import (
 	"fmt"
 	"reflect"
 	"testing"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 	"github.com/limbo-dev/limbo/pkg/plugin"
@@ -103,5 +107,64 @@ func TestOnSpecPassedOncePerGeneration(t *testing.T) {
 	f.reconcile(t)
 	if want := []client.ObjectKey{key, key}; !reflect.DeepEqual(told, want) {
 		t.Errorf("told after a pass of the changed spec: %v, want %v", told, want)
+	}
+}
+
+// A Conflict on the Bundle is retried soon (a newer version is on its way to
+// the cache), but not for ever at that pace: a cache that does not catch up
+// (its watch lagging behind an API server under load) made a full pass and a
+// write every 100 ms, for as long as it lagged, against an API server already
+// short of breath. After a few quick retries in a row, the next come later and
+// later; a pass that needs none ends the run.
+func TestQuickRetriesBackOff(t *testing.T) {
+	b := &limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", UID: "b-uid", Generation: 2},
+		Spec: limbov1alpha1.BundleSpec{Resources: []limbov1alpha1.Resource{configMapResource(t, "app")}}}
+	f := newTeardownFixture(t, b, nil)
+	conflicting := true
+	f.r.Client = interceptor.NewClient(f.c.(client.WithWatch), interceptor.Funcs{
+		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+			if conflicting {
+				return apierrors.NewConflict(schema.GroupResource{Group: "limbo.dev", Resource: "bundles"}, obj.GetName(), errors.New("the object has been modified"))
+			}
+			return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
+		},
+		SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+			if conflicting {
+				return apierrors.NewConflict(schema.GroupResource{Group: "limbo.dev", Resource: "bundles"}, obj.GetName(), errors.New("the object has been modified"))
+			}
+			return c.SubResource(sub).Update(ctx, obj, opts...)
+		},
+	})
+	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(b)}
+	var afters []time.Duration
+	for range 10 {
+		res, err := f.r.Reconcile(context.Background(), req)
+		if err != nil {
+			t.Fatalf("Reconcile: %v", err)
+		}
+		afters = append(afters, res.RequeueAfter)
+	}
+	if afters[0] != conflictRetry {
+		t.Errorf("the first retry after %v, want conflictRetry (%v)", afters[0], conflictRetry)
+	}
+	for i := 1; i < len(afters); i++ {
+		if afters[i] < afters[i-1] {
+			t.Errorf("retry %d after %v, sooner than the one before (%v): %v", i, afters[i], afters[i-1], afters)
+		}
+	}
+	if last := afters[len(afters)-1]; last < 10*conflictRetry {
+		t.Errorf("after ten Conflicts in a row the next retry comes after %v, want at least %v: %v", last, 10*conflictRetry, afters)
+	}
+
+	conflicting = false
+	if _, err := f.r.Reconcile(context.Background(), req); err != nil {
+		t.Fatalf("Reconcile: %v", err)
+	}
+	conflicting = true
+	f.editResources(t, func(r []limbov1alpha1.Resource) []limbov1alpha1.Resource {
+		return append(r, configMapResource(t, "more"))
+	})
+	if res, err := f.r.Reconcile(context.Background(), req); err != nil || res.RequeueAfter != conflictRetry {
+		t.Errorf("the first Conflict after a pass that needed no retry: retry after %v (%v), want conflictRetry again", res.RequeueAfter, err)
 	}
 }
