@@ -9,6 +9,7 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -235,25 +236,35 @@ var ErrEmptyDesired = errors.New("refusing to compute orphans: the listing of wh
 var ErrItemTooLong = errors.New("an item's kind, ID or name is longer than a Tombstone holds")
 
 // Orphans returns the existing items that should not exist, enforcing the safety
-// rule on the desired side's listing and the bounds of an item's fields.
+// rule on the desired side's listing and the bounds of an item's fields. An item
+// listed both as desired and not (an object of the same kind, namespace and name,
+// an external item of the same Kind and ID) is desired: were it both, its desired
+// listing would cancel the countdown its orphan listing starts, on every pass, or
+// nothing would stop a delete without a delay.
 func (inv *Inventory) Orphans() ([]ObjectItem, []ExternalItem, error) {
 	if inv == nil {
 		return nil, nil, nil
 	}
 	var objects []ObjectItem
-	var external []ExternalItem
-	for _, o := range inv.Objects {
+	for _, o := range inv.ObjectItems() {
 		if !o.Desired {
 			objects = append(objects, o)
 		}
 	}
+	desired := map[externalItemKey]bool{}
+	for _, e := range inv.External {
+		if e.Desired {
+			desired[externalItemKeyOf(e)] = true
+		}
+	}
+	var external []ExternalItem
 	for _, e := range inv.External {
 		if len(e.Kind) > limbov1alpha1.MaxItemKind || len(e.ID) > limbov1alpha1.MaxItemID || len(e.Name) > limbov1alpha1.MaxItemName {
 			return nil, nil, fmt.Errorf("%w (%d, %d and %d bytes at most): %s item %q",
 				ErrItemTooLong, limbov1alpha1.MaxItemKind, limbov1alpha1.MaxItemID, limbov1alpha1.MaxItemName,
 				boundedtext.Cut(e.Kind, 64), boundedtext.Cut(e.ID, 128))
 		}
-		if !e.Desired {
+		if !e.Desired && !desired[externalItemKeyOf(e)] {
 			external = append(external, e)
 		}
 	}
@@ -261,6 +272,51 @@ func (inv *Inventory) Orphans() ([]ObjectItem, []ExternalItem, error) {
 		return nil, nil, ErrEmptyDesired
 	}
 	return objects, external, nil
+}
+
+// ObjectItems returns the object items for the engine to judge (the Items of a
+// softdelete.ItemSet), in inventory order: every item listed as desired, and
+// every orphan that is not also listed as desired (see Orphans).
+func (inv *Inventory) ObjectItems() []ObjectItem {
+	if inv == nil {
+		return nil
+	}
+	desired := map[objectItemKey]bool{}
+	for _, o := range inv.Objects {
+		if o.Desired {
+			desired[objectItemKeyOf(o)] = true
+		}
+	}
+	items := make([]ObjectItem, 0, len(inv.Objects))
+	for _, o := range inv.Objects {
+		if o.Desired || !desired[objectItemKeyOf(o)] {
+			items = append(items, o)
+		}
+	}
+	return items
+}
+
+// objectItemKey identifies an object item: by group and kind, not version, since
+// the same object may be listed through two versions of its API.
+type objectItemKey struct {
+	kind            schema.GroupKind
+	namespace, name string
+}
+
+// objectItemKeyOf is o's key; an item without an object, a plugin's bug, has the
+// zero key rather than a panic here.
+func objectItemKeyOf(o ObjectItem) objectItemKey {
+	if o.Object == nil {
+		return objectItemKey{}
+	}
+	return objectItemKey{kind: o.Object.GetObjectKind().GroupVersionKind().GroupKind(), namespace: o.Object.GetNamespace(), name: o.Object.GetName()}
+}
+
+// externalItemKey identifies an external item, as its Tombstone's name does.
+type externalItemKey struct{ kind, id string }
+
+func externalItemKeyOf(e ExternalItem) externalItemKey {
+	return externalItemKey{kind: e.Kind, id: e.ID}
 }
 
 // Desired returns the items that should exist (to cancel their countdowns).
@@ -287,11 +343,17 @@ func (inv *Inventory) Desired() ([]ObjectItem, []ExternalItem) {
 // external system never blocks a worker.
 const CallTimeout = 30 * time.Second
 
+// CallGrace is how long WithTimeout waits for a call once the call's context
+// ended, so that a plugin that honours its context returns its own error (which
+// names what it was doing). A call still running then ignores its context, and is
+// abandoned.
+const CallGrace = 5 * time.Second
+
 // CallWait is how long a worker waits for a plugin call it started before it
 // goes on without the result: the call finishes in the background and triggers
-// the object it was made for. A slow or hanging plugin (up to CallTimeout)
-// never holds a worker, so it never delays another resource's or another
-// Bundle's deadline.
+// the object it was made for. A slow or hanging plugin (up to CallTimeout and
+// CallGrace) never holds a worker, so it never delays another resource's or
+// another Bundle's deadline.
 const CallWait = 2 * time.Second
 
 // AwaitCall waits until finished is closed (true), or wait has passed or ctx
@@ -319,25 +381,55 @@ func Trigger(done chan<- event.GenericEvent, obj client.Object) {
 	}
 }
 
+// ErrIgnoredContext is wrapped by the error of a plugin call that had not
+// returned CallGrace after its context ended (see WithTimeout).
+var ErrIgnoredContext = errors.New("the plugin ignored its context")
+
 // WithTimeout runs f under CallTimeout, with responselimit.CallBudget for all
 // the answers f reads from the endpoints a Bundle names (a server's endless
 // pages stop there; each answer has its own bound too). A panic of f is its
 // error, a *PanicError (see Recover): the Bundle and Tombstone controllers run
 // every plugin call through it, most in goroutines of their own.
+//
+// f runs in a goroutine of its own, so that a plugin that ignores its context (a
+// request made without it, a sleep, a lock) cannot hold its caller for ever:
+// CallGrace after the context ended, WithTimeout returns an error wrapping
+// ErrIgnoredContext and the context's error. Go cannot stop a goroutine: the
+// abandoned call runs on until the plugin returns, its result then dropped and
+// its panic recovered, and meanwhile the caller may call the plugin again.
 func WithTimeout[T any](ctx context.Context, f func(context.Context) (T, error)) (T, error) {
 	ctx, cancel := context.WithTimeout(ctx, CallTimeout)
 	defer cancel()
 	ctx = responselimit.WithBudget(ctx, responselimit.CallBudget)
-	var v T
-	var err error
-	if perr := Recover(ctx, func() { v, err = f(ctx) }); perr != nil {
-		var zero T
-		return zero, perr
+	type answer struct {
+		v   T
+		err error
 	}
-	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return v, fmt.Errorf("timed out after %v: %w", CallTimeout, err)
+	// Buffered: an abandoned call's late answer is dropped, not waited for.
+	answered := make(chan answer, 1)
+	go func() {
+		var a answer
+		if perr := Recover(ctx, func() { a.v, a.err = f(ctx) }); perr != nil {
+			a = answer{err: perr}
+		}
+		answered <- a
+	}()
+	var a answer
+	select {
+	case a = <-answered:
+	case <-ctx.Done():
+		timer := time.NewTimer(CallGrace)
+		defer timer.Stop()
+		select {
+		case a = <-answered:
+		case <-timer.C:
+			a.err = fmt.Errorf("%w: no answer %v after its end, the call is abandoned: %w", ErrIgnoredContext, CallGrace, ctx.Err())
+		}
 	}
-	return v, err
+	if a.err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return a.v, fmt.Errorf("timed out after %v: %w", CallTimeout, a.err)
+	}
+	return a.v, a.err
 }
 
 // PanicError is the error of a plugin call that panicked: a bug of the plugin

@@ -9,12 +9,18 @@ import (
 	"net/http/httptest"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
+
+	"github.com/go-logr/logr/funcr"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 	"github.com/limbo-dev/limbo/pkg/plugin"
@@ -23,6 +29,16 @@ import (
 
 func cm(name string) *corev1.ConfigMap {
 	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns"}}
+}
+
+// item is an object item of the given apiVersion, kind, namespace and name.
+func item(apiVersion, kind, namespace, name string, desired bool) plugin.ObjectItem {
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion(apiVersion)
+	u.SetKind(kind)
+	u.SetNamespace(namespace)
+	u.SetName(name)
+	return plugin.ObjectItem{Object: u, Desired: desired}
 }
 
 func ext(id string, desired bool) plugin.ExternalItem {
@@ -80,6 +96,36 @@ func TestInventoryOrphans(t *testing.T) {
 				ext("1", true), ext("3", false), ext("2", false),
 			}},
 			wantExt: []string{"3", "2"},
+		},
+		{
+			name: "objects: an item listed both ways is desired, whichever comes first",
+			inv: &plugin.Inventory{DesiredListed: 1, Objects: []plugin.ObjectItem{
+				item("v1", "ConfigMap", "ns", "a", false), item("v1", "ConfigMap", "ns", "a", true),
+				item("v1", "ConfigMap", "ns", "b", true), item("v1", "ConfigMap", "ns", "b", false),
+				item("v1", "ConfigMap", "ns", "c", false),
+			}},
+			wantObjects: []string{"c"},
+		},
+		{
+			name: "objects: the same name of another kind or namespace is another item",
+			inv: &plugin.Inventory{DesiredListed: 1, Objects: []plugin.ObjectItem{
+				item("v1", "ConfigMap", "ns", "a", true), item("v1", "Secret", "ns", "a", false), item("v1", "ConfigMap", "other", "a", false),
+			}},
+			wantObjects: []string{"a", "a"},
+		},
+		{
+			name: "objects: the same object listed under another version is the same item",
+			inv: &plugin.Inventory{DesiredListed: 1, Objects: []plugin.ObjectItem{
+				item("apps/v1", "Deployment", "ns", "web", true), item("apps/v1beta2", "Deployment", "ns", "web", false),
+			}},
+		},
+		{
+			name: "external: an item listed both ways is desired, whichever comes first",
+			inv: &plugin.Inventory{DesiredListed: 1, External: []plugin.ExternalItem{
+				ext("1", false), ext("1", true), ext("2", true), ext("2", false), ext("3", false),
+				{ExternalItem: limbov1alpha1.ExternalItem{Kind: "Other", ID: "1", Name: "other-1"}},
+			}},
+			wantExt: []string{"3", "1"},
 		},
 		{
 			name: "every existing item stale, listing healthy: all orphans",
@@ -170,6 +216,49 @@ func TestErrEmptyDesiredMessage(t *testing.T) {
 	const want = "refusing to compute orphans: the listing of what should exist is empty, which more likely means it could not be listed"
 	if err == nil || err.Error() != want {
 		t.Errorf("err = %v, want %q", err, want)
+	}
+}
+
+// ObjectItems is the inventory's objects for the engine to judge: each desired
+// item, and each orphan that is not also listed as desired (desired wins), in
+// inventory order.
+func TestInventoryObjectItems(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		inv  *plugin.Inventory
+		want []string // "name desired|orphan"
+	}{
+		{name: "nil inventory", inv: nil},
+		{
+			name: "each item listed once: all of them",
+			inv: &plugin.Inventory{Objects: []plugin.ObjectItem{
+				item("v1", "ConfigMap", "ns", "a", false), item("v1", "ConfigMap", "ns", "b", true),
+			}},
+			want: []string{"a orphan", "b desired"},
+		},
+		{
+			name: "an item listed both ways: its desired listing only",
+			inv: &plugin.Inventory{Objects: []plugin.ObjectItem{
+				item("v1", "ConfigMap", "ns", "a", false), item("v1", "ConfigMap", "ns", "a", true),
+				item("v1", "ConfigMap", "ns", "b", true), item("v1", "ConfigMap", "ns", "b", false),
+				item("v1", "Secret", "ns", "a", false),
+			}},
+			want: []string{"a desired", "b desired", "a orphan"},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []string
+			for _, o := range tc.inv.ObjectItems() {
+				judged := "orphan"
+				if o.Desired {
+					judged = "desired"
+				}
+				got = append(got, o.Object.GetName()+" "+judged)
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("ObjectItems = %q, want %q", got, tc.want)
+			}
+		})
 	}
 }
 
@@ -314,6 +403,134 @@ func TestWithTimeout(t *testing.T) {
 			t.Errorf("err = %v, want context.Canceled, not named a timeout", err)
 		}
 	})
+}
+
+// A call that ignores its context (a request without it, a sleep, a lock) is
+// abandoned CallGrace after its context ended: WithTimeout returns then with
+// ErrIgnoredContext, and what the call returns later is dropped; a late panic is
+// recovered and logged, not the end of the process. A call that ends within the
+// grace is waited for, its own answer kept. The bubble's clock is fake: the
+// durations are exact, and the test takes no time.
+func TestWithTimeoutAbandonsACallThatIgnoresItsContext(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// parent is the context WithTimeout is given.
+		parent func() (context.Context, context.CancelFunc)
+		// call is what the plugin does once its context ended: ignored for
+		// the call's whole life, it runs only once WithTimeout returned.
+		call      func(ctx context.Context) (int, error)
+		ignores   bool
+		wantAfter time.Duration
+		wantV     int
+		want      string
+		wantIs    []error
+		wantLog   string // "" = nothing logged
+	}{
+		{
+			name:      "CallTimeout passed",
+			parent:    func() (context.Context, context.CancelFunc) { return context.WithCancel(context.Background()) },
+			call:      func(context.Context) (int, error) { return 42, nil },
+			ignores:   true,
+			wantAfter: plugin.CallTimeout + plugin.CallGrace,
+			want:      "timed out after 30s: the plugin ignored its context: no answer 5s after its end, the call is abandoned: context deadline exceeded",
+			wantIs:    []error{plugin.ErrIgnoredContext, context.DeadlineExceeded},
+		},
+		{
+			name: "the parent's shorter deadline passed",
+			parent: func() (context.Context, context.CancelFunc) {
+				return context.WithTimeout(context.Background(), time.Second)
+			},
+			call:      func(context.Context) (int, error) { return 42, nil },
+			ignores:   true,
+			wantAfter: time.Second + plugin.CallGrace,
+			want:      "timed out after 30s: the plugin ignored its context: no answer 5s after its end, the call is abandoned: context deadline exceeded",
+			wantIs:    []error{plugin.ErrIgnoredContext, context.DeadlineExceeded},
+		},
+		{
+			name: "the parent cancelled: not a timeout",
+			parent: func() (context.Context, context.CancelFunc) {
+				ctx, cancel := context.WithCancel(context.Background())
+				cancel()
+				return ctx, cancel
+			},
+			call:      func(context.Context) (int, error) { return 42, nil },
+			ignores:   true,
+			wantAfter: plugin.CallGrace,
+			want:      "the plugin ignored its context: no answer 5s after its end, the call is abandoned: context canceled",
+			wantIs:    []error{plugin.ErrIgnoredContext, context.Canceled},
+		},
+		{
+			name:      "a late panic is recovered",
+			parent:    func() (context.Context, context.CancelFunc) { return context.WithCancel(context.Background()) },
+			call:      func(context.Context) (int, error) { panic("late boom") },
+			ignores:   true,
+			wantAfter: plugin.CallTimeout + plugin.CallGrace,
+			want:      "timed out after 30s: the plugin ignored its context: no answer 5s after its end, the call is abandoned: context deadline exceeded",
+			wantIs:    []error{plugin.ErrIgnoredContext, context.DeadlineExceeded},
+			wantLog:   "late boom",
+		},
+		{
+			name:   "an answer within the grace is kept",
+			parent: func() (context.Context, context.CancelFunc) { return context.WithCancel(context.Background()) },
+			call: func(ctx context.Context) (int, error) {
+				time.Sleep(plugin.CallGrace - time.Millisecond) // a slow but honest wind-down
+				return 7, fmt.Errorf("list things: %w", ctx.Err())
+			},
+			wantAfter: plugin.CallTimeout + plugin.CallGrace - time.Millisecond,
+			wantV:     7,
+			want:      "timed out after 30s: list things: context deadline exceeded",
+			wantIs:    []error{context.DeadlineExceeded},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var mu sync.Mutex
+				var logged []string
+				logger := funcr.New(func(_, args string) {
+					mu.Lock()
+					defer mu.Unlock()
+					logged = append(logged, args)
+				}, funcr.Options{})
+				parent, cancel := tc.parent()
+				defer cancel()
+				parent = log.IntoContext(parent, logger)
+
+				release := make(chan struct{})
+				start := time.Now()
+				v, err := plugin.WithTimeout(parent, func(ctx context.Context) (int, error) {
+					if tc.ignores {
+						<-release
+					} else {
+						<-ctx.Done()
+					}
+					return tc.call(ctx)
+				})
+				if took := time.Since(start); took != tc.wantAfter {
+					t.Errorf("WithTimeout returned after %v, want %v", took, tc.wantAfter)
+				}
+				if v != tc.wantV || err == nil || err.Error() != tc.want {
+					t.Errorf("WithTimeout = %v, %v\nwant %v, %s", v, err, tc.wantV, tc.want)
+				}
+				for _, target := range tc.wantIs {
+					if !errors.Is(err, target) {
+						t.Errorf("err %v does not wrap %v", err, target)
+					}
+				}
+				// The abandoned call returns (or panics) now: nothing of it reaches
+				// the caller any more, and its goroutine ends.
+				close(release)
+				synctest.Wait()
+				mu.Lock()
+				defer mu.Unlock()
+				switch {
+				case tc.wantLog == "" && len(logged) > 0:
+					t.Errorf("logged %q, want nothing", logged)
+				case tc.wantLog != "" && (len(logged) != 1 || !strings.Contains(logged[0], "plugin call panicked") || !strings.Contains(logged[0], tc.wantLog)):
+					t.Errorf("logged %q, want the panic %q once", logged, tc.wantLog)
+				}
+			})
+		})
+	}
 }
 
 // ResourceStates gives each Bundle resource its own state, the same one on every

@@ -1,6 +1,7 @@
 package plugin
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -157,7 +158,16 @@ func (r *Registry) ValidateSpec(name string, spec *apiextensionsv1.JSON, unresol
 	if !hasCheck || len(unresolved) > 0 {
 		return nil
 	}
-	return specCheckError(checker.CheckSpec(raw))
+	// The plugin's code, recovered as its other calls are: a panic (a nil
+	// pointer of a field the spec omits) is the spec's error, shown on the
+	// Bundle, rather than the end of the pass, or of the teardown, that parses
+	// the spec. ValidateSpec has no context: the panic is logged through the
+	// controller's root logger.
+	var err error
+	if perr := Recover(context.Background(), func() { err = checker.CheckSpec(raw) }); perr != nil {
+		err = perr
+	}
+	return specCheckError(err)
 }
 
 // withoutFields drops from errs those of fields.

@@ -15,7 +15,7 @@ import (
 )
 
 // checkedPlugin is a plugin with a SpecChecker: a CIDR in cidr, and names
-// that make the check fail in each of the shapes it may return.
+// that make the check fail in each of the shapes it may return, or panic.
 type checkedPlugin struct {
 	fakePlugin
 	seen *[]string // the specs CheckSpec was called with
@@ -30,6 +30,8 @@ func (c checkedPlugin) CheckSpec(raw []byte) error {
 	switch spec.Name {
 	case "plain":
 		return errors.New("not usable")
+	case "panic":
+		panic("boom")
 	case "two":
 		// Out of order: the registry sorts them (a plugin's errors from a map).
 		return field.ErrorList{field.Required(field.NewPath("spec", "b"), ""), field.Required(field.NewPath("spec", "a"), "")}.ToAggregate()
@@ -73,6 +75,10 @@ func TestRegistryValidateSpecChecksWithSpecChecker(t *testing.T) {
 			want: `spec: Invalid value: not usable`, checked: `{"name":"plain"}`},
 		{name: "several field errors", plugin: "checked", spec: &apiextensionsv1.JSON{Raw: []byte(`{"name":"two"}`)},
 			want: `[spec.a: Required value, spec.b: Required value]`, checked: `{"name":"two"}`},
+		// A bug of the check (a nil pointer of an omitted field) is the spec's
+		// error, not the end of the pass or of the webhook's request.
+		{name: "a panic", plugin: "checked", spec: &apiextensionsv1.JSON{Raw: []byte(`{"name":"panic"}`)},
+			want: `spec: Invalid value: the plugin panicked (a bug; the stack is in the controller's log): boom`, checked: `{"name":"panic"}`},
 		{name: "schema first", plugin: "checked", spec: &apiextensionsv1.JSON{Raw: []byte(`{"cidr":"nonsense"}`)},
 			want: `spec.name: Required value`},
 		{name: "unresolved reference", plugin: "checked", spec: &apiextensionsv1.JSON{Raw: []byte(`{"name":"a","cidr":"!{cidr}"}`)},

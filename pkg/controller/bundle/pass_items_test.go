@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -375,5 +376,41 @@ func TestPassIdleGeneratorsObjectsAreNotPending(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// twoFaced lists the ConfigMap debris twice: as an orphan, then as desired (a
+// volume seen on a live node and on a removed one).
+type twoFaced struct{}
+
+func (twoFaced) Describe() plugin.Description { return plugin.Description{Name: "two-faced"} }
+
+func (twoFaced) Plan(ctx context.Context, req plugin.Request) (*plugin.Result, error) {
+	debris := &unstructured.Unstructured{}
+	debris.SetGroupVersionKind(configMapGVK)
+	if err := req.Reader.Get(ctx, client.ObjectKey{Namespace: req.Bundle.Namespace, Name: "debris"}, debris); err != nil {
+		return nil, err
+	}
+	return &plugin.Result{Ready: true, Inventory: &plugin.Inventory{
+		Objects:       []plugin.ObjectItem{{Object: debris}, {Object: debris.DeepCopy(), Desired: true}},
+		DesiredListed: 1,
+	}}, nil
+}
+
+// An object item a plan lists both as an orphan and as desired is desired:
+// without a delay, it was deleted at once (with one, stamped and cancelled
+// at every pass).
+func TestPassItemListedBothWaysIsDesired(t *testing.T) {
+	registry, err := plugin.NewRegistry(twoFaced{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := livingBundle(limbov1alpha1.Resource{Name: "sweep", Plugin: &limbov1alpha1.PluginResource{Name: "two-faced"}})
+	f := newTeardownFixture(t, b, registry, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "debris"}})
+	f.r.plans.wait = 10 * time.Millisecond
+	f.reconcileUntil(t, "sweep not Ready", f.resourceReady(t, "sweep"))
+	f.reconcile(t)
+	if f.liveConfigMap(t, "debris") == nil {
+		t.Fatal("debris, listed as desired too, was deleted")
 	}
 }
