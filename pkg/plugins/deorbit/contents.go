@@ -10,8 +10,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -59,23 +59,50 @@ type contents struct {
 // volumeSnapshotCRD names the CustomResourceDefinition that serves VolumeSnapshots.
 const volumeSnapshotCRD = "volumesnapshots.snapshot.storage.k8s.io"
 
-// snapshotsGone is notFound, the 404 of the VolumeSnapshot listing, when the
-// CRD that serves them is gone; otherwise an error that is not NotFound. The
+// snapshotsAbsent is notServed, the VolumeSnapshot listing's 404 or NoMatch,
+// when the CRD that serves them is gone; otherwise an error that is neither. The
 // API server answers 404 for a served custom resource for a moment at times (its
 // storage restarting, in a dying cluster likely): taken for "not installed", the
 // snapshots a teardown stamped counted as deleted, deorbit reported done, and
-// they stayed.
-func snapshotsGone(ctx context.Context, r client.Reader, notFound error) error {
-	crd := &metav1.PartialObjectMetadata{}
-	crd.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"))
-	switch err := r.Get(ctx, client.ObjectKey{Name: volumeSnapshotCRD}, crd); {
-	case apierrors.IsNotFound(err):
-		return notFound
+// they stayed. A NoMatch says only that no v1 VolumeSnapshots are served: a CRD
+// that serves v1beta1 alone (an external-snapshotter older than 4.0, in an old
+// workload cluster) or sets v1 served: false still holds snapshots, and taken
+// for "not installed" they were skipped, the claims deleted and DeorbitDone
+// reported while the snapshots, and their cloud snapshots, stayed.
+func snapshotsAbsent(ctx context.Context, r client.Reader, notServed error) error {
+	// Unstructured: a remote target's client knows client-go's kinds only.
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"))
+	switch err := r.Get(ctx, client.ObjectKey{Name: volumeSnapshotCRD}, u); {
+	case restmappings.NotServed(err): // the CRD gone, or no CRDs served at all
+		return notServed
 	case err != nil:
-		return fmt.Errorf("answered 404 (%v), and its CustomResourceDefinition %s could not be read to tell whether it is gone: %w", notFound, volumeSnapshotCRD, err)
-	default:
-		return fmt.Errorf("answered 404 while its CustomResourceDefinition %s exists (its storage restarting?): retried", volumeSnapshotCRD)
+		return fmt.Errorf("%v, and the CustomResourceDefinition %s could not be read to tell whether VolumeSnapshots are installed: %w", notServed, volumeSnapshotCRD, err)
 	}
+	var crd apiextensionsv1.CustomResourceDefinition
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &crd); err != nil {
+		return fmt.Errorf("%v, and the CustomResourceDefinition %s does not read: %w", notServed, volumeSnapshotCRD, err)
+	}
+	var served []string
+	for _, v := range crd.Spec.Versions {
+		if v.Served {
+			served = append(served, v.Name)
+		}
+	}
+	switch {
+	case apierrors.IsNotFound(notServed):
+		return fmt.Errorf("answered 404 while its CustomResourceDefinition %s exists (its storage restarting?): retried", volumeSnapshotCRD)
+	case slices.Contains(served, VolumeSnapshotGVK.Version):
+		// Discovery lags a CRD just created or edited.
+		return fmt.Errorf("%v while its CustomResourceDefinition %s exists and serves %s (being established?): retried", notServed, volumeSnapshotCRD, VolumeSnapshotGVK.Version)
+	}
+	versions := "in no version"
+	if len(served) > 0 {
+		versions = "as " + strings.Join(served, ", ")
+	}
+	return fmt.Errorf("VolumeSnapshots are served %[1]s, not %[2]s (CustomResourceDefinition %[3]s): deorbit deletes %[2]s VolumeSnapshots only, and skips them only when their CRD is absent; "+
+		"upgrade the snapshot CRDs to serve %[2]s (external-snapshotter 4.0 or later), or set volumeSnapshots: false to leave the snapshots behind",
+		versions, VolumeSnapshotGVK.Version, volumeSnapshotCRD)
 }
 
 // list reads the target's contents from its API server: VolumeSnapshots (unless
@@ -96,8 +123,8 @@ func list(ctx context.Context, r client.Reader, cfg config) (*contents, error) {
 				c.snapshots = append(c.snapshots, &l.Items[i])
 			}
 		})
-		if apierrors.IsNotFound(err) {
-			err = snapshotsGone(ctx, r, err)
+		if restmappings.NotServed(err) {
+			err = snapshotsAbsent(ctx, r, err)
 		}
 		switch {
 		case restmappings.NotServed(err):

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+	"github.com/limbo-dev/limbo/pkg/boundedtext"
 	"github.com/limbo-dev/limbo/pkg/plugin"
 	"github.com/limbo-dev/limbo/pkg/remotecluster"
 	"github.com/limbo-dev/limbo/pkg/softdelete"
@@ -79,6 +80,8 @@ type Spec struct {
 	// long (default 2m): every pass failing as remotecluster.IsUnreachable with
 	// nothing answered during it. A target that answers some requests while
 	// others time out is slow, not unreachable: it is retried until Timeout.
+	// This cluster (no KubeConfigSecretRef) is never unreachable: its passes
+	// are retried until Timeout.
 	APIUnavailableTimeout *string `json:"apiUnavailableTimeout,omitempty" schema:"duration"`
 }
 
@@ -157,8 +160,6 @@ func (p *Plugin) Describe() plugin.Description {
 // target is the cluster deorbit acts on.
 type target struct {
 	reader client.Reader // from the API server, never a cache
-	// local records when this cluster answered; nil for another cluster.
-	local *answering
 	// cluster is the other cluster the items live in, and clients its clients;
 	// nil: this one.
 	cluster *softdelete.Cluster
@@ -172,8 +173,7 @@ type target struct {
 
 func (p *Plugin) target(ctx context.Context, req plugin.Request, cfg config) (target, error) {
 	if cfg.KubeConfigSecretRef == nil {
-		local := &answering{Reader: req.Reader}
-		return target{reader: local, local: local, name: "this cluster", identity: "this cluster"}, nil
+		return target{reader: req.Reader, name: "this cluster", identity: "this cluster"}, nil
 	}
 	clients, err := p.clusters.Clients(ctx, req.SecretsReader(), req.Bundle.Namespace, *cfg.KubeConfigSecretRef)
 	if err != nil {
@@ -254,8 +254,13 @@ func (p *Plugin) Plan(ctx context.Context, req plugin.Request) (*plugin.Result, 
 }
 
 // read finds the target and lists its contents, counting a failure by its step.
-// A failure to talk to the target is an *unreachableError only if the target
-// answered nothing meanwhile (target.answered).
+// A failure to talk to the target is an *unreachableError only if the target is
+// another cluster and answered nothing meanwhile (target.answered). This
+// cluster is never unreachable: its API server is the one the teardown's state
+// is written to, so a pass whose request to it failed or timed out (a listing
+// slower than the call while that server is overloaded) is retried until
+// timeout; counted unreachable, it gave up after apiUnavailableTimeout, and the
+// claims and load balancers it had not deleted were left to the cloud.
 func (p *Plugin) read(ctx context.Context, req plugin.Request, cfg config, accept func(target) error) (target, *contents, error) {
 	began := time.Now() // LastAnswer's clock: req.Now may be another (tests set it)
 	t, err := p.target(ctx, req, cfg)
@@ -273,6 +278,9 @@ func (p *Plugin) read(ctx context.Context, req plugin.Request, cfg config, accep
 	case err == nil:
 	case errors.As(err, &secretErr):
 		p.opts.Metrics.Failures.WithLabelValues(StepKubeconfig).Inc()
+	case remotecluster.IsUnreachable(err) && cfg.KubeConfigSecretRef == nil:
+		p.opts.Metrics.Failures.WithLabelValues(StepList).Inc()
+		err = fmt.Errorf("%s: a request timed out or failed (limbo's own API server is retried until timeout, never given up as unreachable): %w", t.name, err)
 	case remotecluster.IsUnreachable(err) && !t.answered(ctx, began):
 		p.opts.Metrics.Failures.WithLabelValues(StepUnreachable).Inc()
 		err = &unreachableError{target: t.name, err: err}
@@ -286,54 +294,17 @@ func (p *Plugin) read(ctx context.Context, req plugin.Request, cfg config, accep
 	return t, c, err
 }
 
-// answered reports whether the target's API server answered a request since
-// began (remotecluster.Clients.LastAnswer): a request of a dying cluster's
-// overloaded server may time out (a large listing) while the others are
-// answered. When nothing was, the failed request may have been the pass's only
-// one: the server is asked for its version, whose answer LastAnswer records.
-// This cluster's reads are recorded by the answering reader the target wraps
-// them in (remote clients record theirs in LastAnswer).
+// answered reports whether another cluster's API server answered a request
+// since began (remotecluster.Clients.LastAnswer): a request of a dying
+// cluster's overloaded server may time out (a large listing) while the others
+// are answered. When nothing was, the failed request may have been the pass's
+// only one: the server is asked for its version, whose answer LastAnswer
+// records.
 func (t target) answered(ctx context.Context, began time.Time) bool {
-	if t.clients == nil {
-		return t.local != nil && !t.local.last().Before(began)
-	}
 	if t.clients.LastAnswer().Before(began) {
 		_ = t.clients.Discovery.RESTClient().Get().AbsPath("/version").Do(ctx).Error() // only whether it answers matters
 	}
 	return !t.clients.LastAnswer().Before(began)
-}
-
-// answering is a reader of this cluster that records when it last answered (a
-// read that succeeded or that the API server refused with a status): a pass
-// whose claims' listing timed out after the volumes' was answered is slow, not
-// unreachable, as for another cluster (remotecluster.Clients.LastAnswer).
-type answering struct {
-	client.Reader
-	at atomic.Pointer[time.Time] // the last answer (with its monotonic reading)
-}
-
-func (a *answering) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-	return a.record(a.Reader.Get(ctx, key, obj, opts...))
-}
-
-func (a *answering) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
-	return a.record(a.Reader.List(ctx, list, opts...))
-}
-
-func (a *answering) record(err error) error {
-	if err == nil || !remotecluster.IsUnreachable(err) {
-		now := time.Now()
-		a.at.Store(&now)
-	}
-	return err
-}
-
-// last is when the reader last answered; the zero time if it never did.
-func (a *answering) last() time.Time {
-	if t := a.at.Load(); t != nil {
-		return *t
-	}
-	return time.Time{}
 }
 
 // unreachableError is a read of a target that answered nothing during it: what
@@ -369,7 +340,8 @@ type state struct {
 	// Debris is what the last successful pass saw remaining ("none" for
 	// nothing); empty while no pass has listed the target.
 	Debris string `json:"debris,omitempty"`
-	// LastError is the last failure evented, so that a failure is evented once.
+	// LastError is the last failure evented (its first maxLastError bytes), so
+	// that a failure is evented once.
 	LastError string `json:"lastError,omitempty"`
 	// Target is the cluster the teardown began on (target.identity): a later
 	// pass acts on that one only.
@@ -383,6 +355,9 @@ type state struct {
 // maxFound bounds a count of state.Found: far more items of a kind than any
 // cluster holds (each is an object of the API server's).
 const maxFound = 1 << 20
+
+// maxLastError bounds state.LastError.
+const maxLastError = 1 << 10
 
 // decodeState reads the state kept on the Bundle. The annotation is writable by
 // whoever may edit the Bundle, so the state is checked, not trusted: one that
@@ -555,8 +530,10 @@ func (r *pass) failed(err error) {
 		r.giveUp(StepTimeout, fmt.Sprintf("%s; last error: %v", r.timeoutPassed(), err))
 		return
 	}
-	if err.Error() != r.st.LastError {
-		r.st.LastError = err.Error()
+	// Kept in the teardown state, which the Bundle's annotations hold: bounded
+	// (an endpoint's error may quote its whole answer).
+	if last := boundedtext.Cut(err.Error(), maxLastError); last != r.st.LastError {
+		r.st.LastError = last
 		r.event(corev1.EventTypeWarning, EventDeorbitFailed, "%v", err)
 	}
 	r.res.Message = err.Error()

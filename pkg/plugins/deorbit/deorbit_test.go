@@ -326,6 +326,9 @@ type teardownHarness struct {
 	bundle  *limbov1alpha1.Bundle
 	state   string
 	now     time.Time
+	// callTimeout bounds each pass, as plugin.CallTimeout bounds a Teardown
+	// call; zero: no bound.
+	callTimeout time.Duration
 }
 
 func newTeardownHarness(t *testing.T, spec string, reader client.Reader) *teardownHarness {
@@ -337,9 +340,31 @@ func newTeardownHarness(t *testing.T, spec string, reader client.Reader) *teardo
 	return &teardownHarness{t: t, plugin: New(Options{Metrics: NewMetrics(reg)}), metrics: reg, reader: reader, bundle: b, now: now}
 }
 
+// newRemoteTeardownHarness runs Teardown passes against another cluster,
+// targetServer's, holding objs and answering as answer says: reached through
+// kubeconfig Secret "target" (spec names it), and told from this cluster by
+// their kube-system Namespaces.
+func newRemoteTeardownHarness(t *testing.T, spec string, answer func(path string) int, objs ...client.Object) *teardownHarness {
+	srv := targetServer(t, answer, objs...)
+	return newTeardownHarness(t, spec, fakeCluster(t, false, remotecluster.NewKubeconfigSecret("team", "target", kubeconfigOf(srv)),
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "kube-system", UID: "this-cluster-uid"}}))
+}
+
+// targetAnswer is a targetServer answer that a test switches: every request is
+// answered with its status (0: served).
+type targetAnswer struct{ status atomic.Int32 }
+
+func (a *targetAnswer) answer(string) int { return int(a.status.Load()) }
+
 func (h *teardownHarness) pass() (*plugin.TeardownResult, error) {
 	h.t.Helper()
-	res, err := h.plugin.Teardown(context.Background(), plugin.Request{Bundle: h.bundle, Resource: "deorbit",
+	ctx := context.Background()
+	if h.callTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, h.callTimeout)
+		defer cancel()
+	}
+	res, err := h.plugin.Teardown(ctx, plugin.Request{Bundle: h.bundle, Resource: "deorbit",
 		Spec: h.bundle.Spec.Resources[0].Plugin.Spec.Raw, Reader: h.reader, Now: h.now, TeardownState: h.state})
 	if res == nil {
 		h.t.Fatalf("no result (error %v)", err)
@@ -547,20 +572,20 @@ func (r errReader) Get(context.Context, client.ObjectKey, client.Object, ...clie
 }
 func (r errReader) List(context.Context, client.ObjectList, ...client.ListOption) error { return r.err }
 
-// An unreachable target (a connection error, not an API status) is retried until
-// it has been unreachable for apiUnavailableTimeout; then deorbit gives up with
-// DeorbitTimedOut naming the debris it last saw. Another error gives up only
-// after timeout. Each counts as a failure of its step.
+// An unreachable target (another cluster answering nothing but that it is
+// unavailable) is retried until it has been unreachable for
+// apiUnavailableTimeout; then deorbit gives up with DeorbitTimedOut naming the
+// debris it last saw. Another error gives up only after timeout. Each counts as
+// a failure of its step.
 func TestTeardownGivesUp(t *testing.T) {
-	refused := &url.Error{Op: "Get", URL: "https://10.0.0.1:6443/api", Err: syscall.ECONNREFUSED}
-	claim := pvc("data", "pv-data", corev1.ClaimBound)
-	target := fakeCluster(t, false, claim, pv("pv-data", cinder, true, claim, corev1.VolumeBound))
-	h := newTeardownHarness(t, `{"apiUnavailableTimeout":"2m","timeout":"1h"}`, target)
+	var target targetAnswer
+	h := newRemoteTeardownHarness(t, `{"kubeConfigSecretRef":{"name":"target"},"volumeSnapshots":false,"apiUnavailableTimeout":"2m","timeout":"1h"}`,
+		target.answer, boundClaimObjects()...)
 	if res, err := h.pass(); err != nil || res.Done {
 		t.Fatalf("first pass: %+v, %v", res, err)
 	}
 
-	h.reader = errReader{refused}
+	target.status.Store(http.StatusServiceUnavailable)
 	h.now = now.Add(time.Minute)
 	res, err := h.pass()
 	if err == nil || res.Done || strings.Join(reasons(res.Events), ",") != "Warning DeorbitFailed" {
@@ -606,22 +631,26 @@ func TestTeardownGivesUp(t *testing.T) {
 // The unreachable time is of the current run of unreachable passes: a pass that
 // reads the target, or fails otherwise, ends the run, and the next starts anew.
 func TestTeardownUnreachableRunStartsAnew(t *testing.T) {
-	refused := &url.Error{Op: "Get", URL: "https://10.0.0.1:6443/api", Err: syscall.ECONNREFUSED}
-	claim := pvc("data", "pv-data", corev1.ClaimBound)
-	target := fakeCluster(t, false, claim, pv("pv-data", cinder, true, claim, corev1.VolumeBound))
 	for _, tc := range []struct {
 		name    string
-		between client.Reader
+		between int32 // the target's answer to the second pass's requests
 	}{
-		{"a pass that read the target", target},
-		{"a pass that failed otherwise", errReader{errors.New("forbidden")}},
+		{"a pass that read the target", 0},
+		{"a pass that failed otherwise", http.StatusForbidden},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h := newTeardownHarness(t, `{"apiUnavailableTimeout":"2m","timeout":"1h"}`, errReader{refused})
-			for i, reader := range []client.Reader{errReader{refused}, tc.between, errReader{refused}, errReader{refused}} {
-				h.reader, h.now = reader, now.Add(time.Duration(i)*time.Minute)
-				if res, _ := h.pass(); res.Done {
+			var target targetAnswer
+			h := newRemoteTeardownHarness(t, `{"kubeConfigSecretRef":{"name":"target"},"volumeSnapshots":false,"apiUnavailableTimeout":"2m","timeout":"1h"}`,
+				target.answer, boundClaimObjects()...)
+			for i, status := range []int32{http.StatusServiceUnavailable, tc.between, http.StatusServiceUnavailable, http.StatusServiceUnavailable} {
+				target.status.Store(status)
+				h.now = now.Add(time.Duration(i) * time.Minute)
+				res, err := h.pass()
+				if res.Done {
 					t.Fatalf("gave up at pass %d, unreachable for 1m at most: %s", i, res.Warning)
+				}
+				if unreachable := err != nil && strings.Contains(err.Error(), "is unreachable"); unreachable != (status == http.StatusServiceUnavailable) {
+					t.Fatalf("pass %d, the target answering %d: %v; unreachable %v", i, status, err, unreachable)
 				}
 			}
 		})
@@ -637,34 +666,37 @@ func TestTeardownUnreachableRunStartsAnew(t *testing.T) {
 // apiUnavailableTimeout, as always. A state kept by an older limbo, without
 // the first pass, still counts from the deletion.
 func TestTeardownFirstPassPastTheTimeout(t *testing.T) {
-	refused := &url.Error{Op: "Get", URL: "https://10.0.0.1:6443/api", Err: syscall.ECONNREFUSED}
+	const limits = `"timeout":"24h","apiUnavailableTimeout":"2m"`
+	thisCluster := func(t *testing.T) *teardownHarness { return newTeardownHarness(t, `{`+limits+`}`, boundClaim(t)) }
 	type pass struct {
 		at      time.Duration // after the deletion
 		items   int
 		warning string // the give-up's, a part; "" not given up
 	}
 	for _, tc := range []struct {
-		name   string
-		state  string
-		target func(t *testing.T) client.Reader
-		passes []pass
+		name    string
+		state   string
+		harness func(t *testing.T) *teardownHarness
+		passes  []pass
 	}{
-		{name: "the target listed", target: boundClaim, passes: []pass{
+		{name: "the target listed", harness: thisCluster, passes: []pass{
 			{at: 25 * time.Hour, items: 1},
 			{at: 49*time.Hour - time.Second, items: 1},
 			{at: 49 * time.Hour, warning: "timeout 24h0m0s passed since deorbit's first pass, at 2026-03-15T13:00:00Z; debris left behind: 1 PVC (app/data)"},
 		}},
-		{name: "the target unreachable", target: func(*testing.T) client.Reader { return errReader{refused} }, passes: []pass{
+		{name: "the target unreachable", harness: func(t *testing.T) *teardownHarness {
+			return newRemoteTeardownHarness(t, `{"kubeConfigSecretRef":{"name":"target"},`+limits+`}`, func(string) int { return http.StatusServiceUnavailable })
+		}, passes: []pass{
 			{at: 25 * time.Hour},
 			{at: 25*time.Hour + time.Minute},
 			{at: 25*time.Hour + 2*time.Minute, warning: "the target was unreachable for 2m0s"},
 		}},
-		{name: "a state kept by an older limbo", state: `{"found":{"PVCs":1}}`, target: boundClaim, passes: []pass{
+		{name: "a state kept by an older limbo", state: `{"found":{"PVCs":1}}`, harness: thisCluster, passes: []pass{
 			{at: 25 * time.Hour, warning: "timeout 24h0m0s passed since the Bundle's deletion; debris left behind: 1 PVC (app/data)"},
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h := newTeardownHarness(t, `{"timeout":"24h","apiUnavailableTimeout":"2m"}`, tc.target(t))
+			h := tc.harness(t)
 			h.state = tc.state
 			for _, p := range tc.passes {
 				h.now = now.Add(p.at)
@@ -679,20 +711,34 @@ func TestTeardownFirstPassPastTheTimeout(t *testing.T) {
 	}
 }
 
-// boundClaim is a target holding a Bound claim of a CSI PV.
-func boundClaim(t *testing.T) client.Reader {
+// boundClaimObjects are a Bound claim of a CSI PV, and the PV.
+func boundClaimObjects() []client.Object {
 	claim := pvc("data", "pv-data", corev1.ClaimBound)
-	return fakeCluster(t, false, claim, pv("pv-data", cinder, true, claim, corev1.VolumeBound))
+	return []client.Object{claim, pv("pv-data", cinder, true, claim, corev1.VolumeBound)}
 }
 
-// targetServer serves, over HTTP, the API of an empty target cluster: discovery
-// of v1 (no API group, so no VolumeSnapshot CRD), empty lists of PVs, PVCs and
-// Services, its kube-system Namespace (UID targetClusterUID), and its version. answer overrides it per request path: a status to
-// answer with (0: none), or hangs to hold the request until the client gives up.
-func targetServer(t *testing.T, answer func(path string) int) *httptest.Server {
+// boundClaim is a target holding boundClaimObjects.
+func boundClaim(t *testing.T) client.Reader { return fakeCluster(t, false, boundClaimObjects()...) }
+
+// targetServer serves, over HTTP, the API of a target cluster holding objs (PVs,
+// PVCs and Services): discovery of v1 (no API group, so no VolumeSnapshot CRD),
+// the lists of PVs, PVCs and Services, its kube-system Namespace (UID
+// targetClusterUID), and its version. answer overrides it per request path: a
+// status to answer with (0: none), or hangs to hold the request until the client
+// gives up.
+func targetServer(t *testing.T, answer func(path string) int, objs ...client.Object) *httptest.Server {
 	t.Helper()
+	held := fakeCluster(t, false, objs...)
+	listOf := func(ctx context.Context, l client.ObjectList, kind string) (any, error) {
+		if err := held.List(ctx, l); err != nil {
+			return nil, err
+		}
+		l.GetObjectKind().SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind(kind))
+		return l, nil
+	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var body any
+		var err error
 		switch code := answer(r.URL.Path); {
 		case code == hangs:
 			<-r.Context().Done()
@@ -716,15 +762,19 @@ func targetServer(t *testing.T, answer func(path string) int) *httptest.Server {
 				{Name: "services", Namespaced: true, Kind: "Service", Verbs: metav1.Verbs{"list"}},
 			}}
 		case "/api/v1/persistentvolumes":
-			body = corev1.PersistentVolumeList{TypeMeta: metav1.TypeMeta{Kind: "PersistentVolumeList", APIVersion: "v1"}}
+			body, err = listOf(r.Context(), &corev1.PersistentVolumeList{}, "PersistentVolumeList")
 		case "/api/v1/persistentvolumeclaims":
-			body = corev1.PersistentVolumeClaimList{TypeMeta: metav1.TypeMeta{Kind: "PersistentVolumeClaimList", APIVersion: "v1"}}
+			body, err = listOf(r.Context(), &corev1.PersistentVolumeClaimList{}, "PersistentVolumeClaimList")
 		case "/api/v1/services":
-			body = corev1.ServiceList{TypeMeta: metav1.TypeMeta{Kind: "ServiceList", APIVersion: "v1"}}
+			body, err = listOf(r.Context(), &corev1.ServiceList{}, "ServiceList")
 		case "/api/v1/namespaces/kube-system":
 			body = corev1.Namespace{TypeMeta: metav1.TypeMeta{Kind: "Namespace", APIVersion: "v1"}, ObjectMeta: metav1.ObjectMeta{Name: "kube-system", UID: targetClusterUID}}
 		default:
 			w.WriteHeader(http.StatusNotFound)
+			return
+		}
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
@@ -996,9 +1046,9 @@ func TestTeardownStateTimes(t *testing.T) {
 	}
 
 	// A pass whose state cannot be encoded fails, keeps the state it started
-	// from, and hands nothing out.
-	refused := &url.Error{Op: "Get", URL: "https://10.0.0.1:6443/api", Err: syscall.ECONNREFUSED}
-	h = newTeardownHarness(t, `{}`, errReader{refused})
+	// from, and hands nothing out: here a Bundle deleted a minute before year
+	// 10000, whose LoadBalancer Service's wait ends past it.
+	h = newTeardownHarness(t, `{}`, fakeCluster(t, false, service("lb", corev1.ServiceTypeLoadBalancer)))
 	deleted := metav1.NewTime(past.Add(-time.Minute))
 	h.bundle.DeletionTimestamp, h.now, h.state = &deleted, past, `{"found":{"PVCs":1}}`
 	res, err := h.pass()
@@ -1008,31 +1058,75 @@ func TestTeardownStateTimes(t *testing.T) {
 	}
 }
 
-// Without a kubeConfigSecretRef the target is this cluster: a listing of it that
-// times out in a pass where it answered another request is slow, not
-// unreachable, and is retried until timeout, not given up after
-// apiUnavailableTimeout with its volumes left behind.
-func TestTeardownThisClusterAnsweringIsSlow(t *testing.T) {
-	timedOut := &url.Error{Op: "Get", URL: "https://10.96.0.1:443/api/v1/persistentvolumeclaims?limit=500", Err: context.DeadlineExceeded}
+// Without a kubeConfigSecretRef the target is limbo's own cluster, whose API
+// server the teardown's state is written to: a pass whose request to it fails
+// or times out, however (refused, 503, a listing slower than the call under
+// load, alone in its pass or beside requests that were answered), is retried
+// until timeout, never counted unreachable and given up after
+// apiUnavailableTimeout with its volumes and load balancers left behind.
+func TestTeardownThisClusterIsNeverUnreachable(t *testing.T) {
 	claim := pvc("data", "pv-data", corev1.ClaimBound)
 	target := fakeCluster(t, false, claim, pv("pv-data", cinder, true, claim, corev1.VolumeBound))
-	slow := interceptor.NewClient(target, interceptor.Funcs{List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+	claimsTimeOut := interceptor.NewClient(target, interceptor.Funcs{List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
 		if _, ok := list.(*corev1.PersistentVolumeClaimList); ok {
-			return timedOut
+			return &url.Error{Op: "Get", URL: "https://10.96.0.1:443/api/v1/persistentvolumeclaims?limit=500", Err: context.DeadlineExceeded}
 		}
 		return c.List(ctx, list, opts...)
 	}})
-	h := newTeardownHarness(t, `{"apiUnavailableTimeout":"2m","timeout":"24h"}`, slow)
-	for _, at := range []time.Duration{0, time.Minute, 3 * time.Minute} {
-		h.now = now.Add(at)
-		res, err := h.pass()
-		if res.Done {
-			t.Fatalf("gave up %v after the deletion on this cluster: %s", at, res.Warning)
-		}
-		if err == nil || strings.Contains(err.Error(), "is unreachable") {
-			t.Errorf("pass %v after the deletion: %v, want the listing's failure, not unreachable", at, err)
-		}
+	for _, tc := range []struct {
+		name   string
+		reader client.Reader
+		// callTimeout bounds each pass, as plugin.CallTimeout does; zero: none.
+		callTimeout time.Duration
+	}{
+		{name: "a listing times out, the others answer", reader: claimsTimeOut},
+		{name: "every request is refused", reader: errReader{&url.Error{Op: "Get", URL: "https://10.96.0.1:443/api", Err: syscall.ECONNREFUSED}}},
+		{name: "every answer is 503", reader: errReader{apierrors.NewServiceUnavailable("the API server is shutting down")}},
+		{name: "the first listing outlasts the call", reader: hangingReader{}, callTimeout: 50 * time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newTeardownHarness(t, `{"apiUnavailableTimeout":"2m","timeout":"1h"}`, tc.reader)
+			h.callTimeout = tc.callTimeout
+			for _, at := range []time.Duration{0, time.Minute, 3 * time.Minute} {
+				h.now = now.Add(at)
+				res, err := h.pass()
+				if res.Done {
+					t.Fatalf("gave up %v after the deletion on this cluster: %s", at, res.Warning)
+				}
+				if err == nil || strings.Contains(err.Error(), "is unreachable") {
+					t.Errorf("pass %v after the deletion: %v, want the request's failure, not unreachable", at, err)
+				}
+				for _, e := range res.Events {
+					if e.Reason != EventDeorbitFailed {
+						t.Errorf("pass %v after the deletion: event %+v, want %s only", at, e, EventDeorbitFailed)
+					}
+				}
+			}
+			for _, step := range []string{StepUnreachable, StepAPIUnavailable} {
+				if got := testutil.ToFloat64(h.plugin.opts.Metrics.Failures.WithLabelValues(step)); got != 0 {
+					t.Errorf("%s failures %v, want none on this cluster", step, got)
+				}
+			}
+			h.now = now.Add(time.Hour)
+			if res, _ := h.pass(); !res.Done || !strings.Contains(res.Warning, "timeout 1h0m0s passed") {
+				t.Errorf("past the timeout: %+v; want a give-up for the timeout", res)
+			}
+		})
 	}
+}
+
+// hangingReader holds every read until its context ends, as client-go's
+// requests to an API server that does not answer in time.
+type hangingReader struct{}
+
+func (hangingReader) Get(ctx context.Context, _ client.ObjectKey, _ client.Object, _ ...client.GetOption) error {
+	<-ctx.Done()
+	return &url.Error{Op: "Get", URL: "https://10.96.0.1:443/api", Err: ctx.Err()}
+}
+
+func (hangingReader) List(ctx context.Context, _ client.ObjectList, _ ...client.ListOption) error {
+	<-ctx.Done()
+	return &url.Error{Op: "Get", URL: "https://10.96.0.1:443/api", Err: ctx.Err()}
 }
 
 // A forged state with several bad counts is discarded with the same event text

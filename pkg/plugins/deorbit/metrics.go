@@ -21,10 +21,12 @@ const (
 const (
 	// StepKubeconfig: the kubeconfig Secret is missing or unusable.
 	StepKubeconfig = "kubeconfig"
-	// StepUnreachable: the target's API server answered nothing.
+	// StepUnreachable: another cluster's API server answered nothing.
 	StepUnreachable = "unreachable"
-	// StepList: the target answered a listing with an error, or answered other
-	// requests while a listing timed out (a slow target).
+	// StepList: the target answered a listing with an error, or another
+	// cluster answered other requests while a listing timed out (a slow
+	// target), or a request to this cluster failed in any way (it is never
+	// unreachable).
 	StepList = "list"
 	// StepTimeout and StepAPIUnavailable: deorbit gave up, leaving debris.
 	StepTimeout        = "timeout"

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -14,11 +15,21 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 )
 
-// volumeSnapshotCRDObject is the CustomResourceDefinition that serves VolumeSnapshots.
-func volumeSnapshotCRDObject() *unstructured.Unstructured {
+// volumeSnapshotCRDObject is the CustomResourceDefinition that serves
+// VolumeSnapshots, with versions (none: a CRD read for its existence only).
+func volumeSnapshotCRDObject(versions ...apiextensionsv1.CustomResourceDefinitionVersion) *unstructured.Unstructured {
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"})
 	u.SetName(volumeSnapshotCRD)
+	var spec []any
+	for _, v := range versions {
+		spec = append(spec, map[string]any{"name": v.Name, "served": v.Served, "storage": v.Storage})
+	}
+	if spec != nil {
+		if err := unstructured.SetNestedSlice(u.Object, spec, "spec", "versions"); err != nil {
+			panic(err) // a test's own literal
+		}
+	}
 	return u
 }
 
