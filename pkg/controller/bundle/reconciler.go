@@ -3,9 +3,11 @@ package bundle
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -311,7 +313,22 @@ func (r *Reconciler) serviceAccountOf(b *limbov1alpha1.Bundle) string {
 
 // writeStatus writes status when it differs from what the Bundle has.
 func (r *Reconciler) writeStatus(ctx context.Context, b *limbov1alpha1.Bundle, status limbov1alpha1.BundleStatus) error {
-	return client.IgnoreNotFound(r.statuses.Patch(ctx, r.Client, b, &b.Status, &status))
+	err := client.IgnoreNotFound(r.statuses.Patch(ctx, r.Client, b, &b.Status, &status))
+	if !statusTooLarge(err) {
+		return err
+	}
+	// Not written, the last status stood: the Tombstone controller's gate and
+	// the reaper believe its resources' states (a Bundle shown Ready while a
+	// resource is not had its plugin's Tombstones executed), and only the log
+	// said why. The error stays: the pass is retried with backoff.
+	reduced := reducedStatus(status, err)
+	if rerr := client.IgnoreNotFound(r.statuses.Patch(ctx, r.Client, b, &b.Status, &reduced)); rerr != nil {
+		return errors.Join(err, fmt.Errorf("write the status reduced: %w", rerr))
+	}
+	r.Recorder.Eventf(b, corev1.EventTypeWarning, limbov1alpha1.EventStatusTooLarge,
+		"the API server refuses the Bundle's status as too large (%v): written without the resources' messages and with %d of %d pendingDeletions entries; split the Bundle",
+		err, len(reduced.PendingDeletions), reduced.PendingDeletionCount)
+	return err
 }
 
 // bundleLeft forgets, on the event, what the Reconciler remembers of a Bundle

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -263,3 +265,43 @@ func (p *pass) managedKinds() []limbov1alpha1.ManagedKind {
 func invalidSpecMessage(errs bundlespec.Errors) string {
 	return "invalid spec: " + errs.Error()
 }
+
+// statusTooLarge reports whether err is the API server's refusal of a write
+// as too large: its own limit on a request's body (413), or etcd's (a 500 whose
+// message etcd's error fills).
+func statusTooLarge(err error) bool {
+	return err != nil && (apierrors.IsRequestEntityTooLargeError(err) ||
+		apierrors.IsInternalError(err) && strings.Contains(err.Error(), "request is too large"))
+}
+
+// reducedStatusEntries is how many pendingDeletions entries a reduced status
+// keeps (the soonest; PendingDeletionCount keeps the whole count).
+const reducedStatusEntries = 100
+
+// reducedStatus is status without what makes it large and nothing decides on:
+// the resources' messages and applied digests (a restarted controller applies
+// again what it then cannot tell is applied), all but the soonest
+// pendingDeletions entries, and conditions' messages past a bound. The
+// resources' states, the generation, the pending count and the managed kinds,
+// which the gates and the teardowns read, stay; Ready's message says why
+// the rest is missing.
+func reducedStatus(status limbov1alpha1.BundleStatus, why error) limbov1alpha1.BundleStatus {
+	st := *status.DeepCopy()
+	for i := range st.Resources {
+		st.Resources[i].Message, st.Resources[i].AppliedDigest = "", ""
+	}
+	if len(st.PendingDeletions) > reducedStatusEntries {
+		st.PendingDeletions = st.PendingDeletions[:reducedStatusEntries]
+	}
+	for i := range st.Conditions {
+		c := &st.Conditions[i]
+		c.Message = boundedtext.Cut(c.Message, reducedConditionMessage)
+		if c.Type == limbov1alpha1.ConditionReady {
+			c.Message = boundedtext.Cut(fmt.Sprintf("the full status is too large for the API server (%v); the resources' messages are left out: %s", why, c.Message), reducedConditionMessage)
+		}
+	}
+	return st
+}
+
+// reducedConditionMessage bounds a reduced status's condition messages.
+const reducedConditionMessage = 1 << 10

@@ -113,6 +113,10 @@ const (
 	// of its plugin's object items out of limbo (its ServiceAccount may not write
 	// it): the item keeps limbo's marks, and nothing deletes it.
 	EventCancelFailed = "CancelFailed"
+	// EventStatusTooLarge says that the API server refused a Bundle's status as
+	// too large, and that limbo wrote it reduced: the resources' states and the
+	// pending count, without their messages and most pendingDeletions entries.
+	EventStatusTooLarge = "StatusTooLarge"
 	// EventAPIWarning passes on a warning the API server answered the requests
 	// about a resource's object with (a deprecated API, a PodSecurity warning).
 	EventAPIWarning = "APIWarning"
