@@ -312,12 +312,20 @@ func (e *Engine) stampAndAnnounce(ctx context.Context, eventTarget runtime.Objec
 		"labels":          map[string]any{limbov1alpha1.LabelPendingDeletion: "true"},
 		"resourceVersion": s.obj.GetResourceVersion(),
 	}})
+	stamp := FormatStamp(d.Stamp)
 	switch {
 	case apiconflict.Is(err), apierrors.IsNotFound(err):
 		// NotFound: deleted by someone else since it was read, which the next
 		// read shows; no failure.
 		return true, nil
-	case errors.Is(err, ErrMarksNotKept) && s.obj.GetAnnotations()[limbov1alpha1.AnnotationDeletionTimestamp] == FormatStamp(d.Stamp):
+	case err != nil && writeTookEffect(ctx, s.reader, s.obj, err, func(m metav1.Object) bool {
+		_, labelled := m.GetLabels()[limbov1alpha1.LabelPendingDeletion]
+		return labelled && m.GetAnnotations()[limbov1alpha1.AnnotationDeletionTimestamp] == stamp
+	}):
+		// Made, its answer lost: the countdown runs, and is announced.
+		log.FromContext(ctx).Info("the answer to a stamp was lost; a read showed it took effect", "object", s.ref, "error", err.Error())
+		err = nil
+	case errors.Is(err, ErrMarksNotKept) && s.obj.GetAnnotations()[limbov1alpha1.AnnotationDeletionTimestamp] == stamp:
 		// The stamp landed (a policy dropped another mark): the countdown
 		// runs, and is announced, failing all the same.
 	case err != nil:
@@ -422,6 +430,29 @@ func answerLost(err error) bool {
 		return false
 	}
 	return true
+}
+
+// writeTookEffect tells, by a read from obj's API server through reader,
+// whether a write of obj that failed with err took effect all the same: its
+// answer lost (answerLost), and obj, still the same object, now as made
+// says. Announced as failed, a stamp or a cancel that was made left the
+// events without its DeletionScheduled or DeletionCancelled, and the next pass
+// found the countdown running, or gone, without a word. A failed read tells
+// nothing: the write failed, as far as anyone knows.
+func writeTookEffect(ctx context.Context, reader client.Reader, obj client.Object, err error, made func(metav1.Object) bool) bool {
+	if errors.Is(err, ErrMarksNotKept) || !answerLost(err) || apiconflict.Is(err) || apierrors.IsNotFound(err) {
+		return false
+	}
+	current, gone, rerr := readAgain(ctx, reader, obj)
+	return rerr == nil && !gone && made(current)
+}
+
+// outOfLimbo reports whether m carries none of limbo's countdown marks: a
+// cancel took effect.
+func outOfLimbo(m metav1.Object) bool {
+	_, stamped := m.GetAnnotations()[limbov1alpha1.AnnotationDeletionTimestamp]
+	_, labelled := m.GetLabels()[limbov1alpha1.LabelPendingDeletion]
+	return !stamped && !labelled
 }
 
 // deleteTookEffect tells, by a read from obj's API server through reader,
@@ -768,8 +799,10 @@ func (e *Engine) cancelObject(ctx context.Context, eventTarget runtime.Object, o
 // with message. It reports whether it cancelled: an object gone meanwhile has no
 // countdown left to cancel, which is no error.
 func (e *Engine) cancel(ctx context.Context, eventTarget runtime.Object, s subject, patch map[string]any, message, why string) (bool, error) {
-	if err := patchWith(ctx, s.client, s.obj, patch); err != nil {
+	if err := patchWith(ctx, s.client, s.obj, patch); err != nil && !writeTookEffect(ctx, s.reader, s.obj, err, outOfLimbo) {
 		return false, client.IgnoreNotFound(err)
+	} else if err != nil {
+		log.FromContext(ctx).Info("the answer to a cancel was lost; a read showed it took effect", "object", s.ref, "error", err.Error())
 	}
 	e.cancelled(ctx, eventTarget, s, message, why)
 	return true, nil

@@ -60,6 +60,9 @@ type harness struct {
 	deleteLost error
 	// patchErr, when set, is what every Patch returns (the object is not changed).
 	patchErr error
+	// patchLost, when set, is what every Patch returns after patching the
+	// object: its answer was lost.
+	patchLost error
 }
 
 func newHarness(t *testing.T, objs ...client.Object) *harness {
@@ -82,6 +85,12 @@ func newHarness(t *testing.T, objs ...client.Object) *harness {
 				h.calls = append(h.calls, fmt.Sprintf("PATCH %s %s/%s %s %s", kindOf(c, obj), obj.GetNamespace(), obj.GetName(), patch.Type(), data))
 				if h.patchErr != nil {
 					return h.patchErr
+				}
+				if h.patchLost != nil {
+					if err := c.Patch(ctx, obj, patch, opts...); err != nil {
+						return err
+					}
+					return h.patchLost
 				}
 				return c.Patch(ctx, obj, patch, opts...)
 			},

@@ -132,3 +132,42 @@ func TestProcessItemsDeleteFailedInAnotherCluster(t *testing.T) {
 		t.Errorf("events:\n%s\nwant a DeleteFailed, no Deleted", events)
 	}
 }
+
+// A stamp or a cancel whose answer was lost after the API server made it is
+// read back: made, it is announced (its DeletionScheduled, its
+// DeletionCancelled) as any other, not a failure after which the next pass
+// finds the countdown running — or gone — without a word in the events.
+func TestEngineMarksWhoseAnswerWasLost(t *testing.T) {
+	timeout := apierrors.NewTimeoutError("request did not complete within the allotted timeout", 0)
+	t.Run("stamp", func(t *testing.T) {
+		h := newHarness(t, cm("db", map[string]string{delayKey: "1h"}, nil))
+		h.patchLost = timeout
+		out := h.engine.Orphan(context.Background(), bundle(), h.live(t, "db"), nil)
+		if out.Err != nil || out.Pending == nil || out.Pending.DeleteAfter == nil {
+			t.Errorf("outcome %+v: want the countdown, no error", out)
+		}
+		if events := h.events(); len(events) != 1 || !strings.HasPrefix(events[0], "Normal DeletionScheduled ConfigMap team-a/db is in limbo for 1h0m0s") {
+			t.Errorf("events %q, want the DeletionScheduled", events)
+		}
+	})
+	t.Run("stamp not made", func(t *testing.T) {
+		h := newHarness(t, cm("db", map[string]string{delayKey: "1h"}, nil))
+		h.patchErr = timeout
+		if out := h.engine.Orphan(context.Background(), bundle(), h.live(t, "db"), nil); out.Err == nil {
+			t.Errorf("outcome %+v: want the error", out)
+		}
+		if events := h.events(); len(events) != 0 {
+			t.Errorf("events %q, want none", events)
+		}
+	})
+	t.Run("cancel", func(t *testing.T) {
+		h := newHarness(t, cm("db", map[string]string{delayKey: "1h", stampKey: "2025-03-14T12:00:00Z"}, map[string]string{pendingKey: "true"}))
+		h.patchLost = timeout
+		if cancelled, err := h.engine.Desired(context.Background(), bundle(), h.live(t, "db")); !cancelled || err != nil {
+			t.Errorf("Desired = %v, %v; want cancelled, no error", cancelled, err)
+		}
+		if events := h.events(); len(events) != 1 || !strings.HasPrefix(events[0], "Normal DeletionCancelled ConfigMap team-a/db") {
+			t.Errorf("events %q, want the DeletionCancelled", events)
+		}
+	})
+}
