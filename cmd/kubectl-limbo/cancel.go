@@ -81,7 +81,7 @@ same reason.`,
 			}
 			fmt.Fprintf(o.Out, "%s: deletion cancelled; removed %s.\n", t, strings.Join(result.Removed, ", "))
 			if k := result.Keeper; k.Bundle == (client.ObjectKey{}) {
-				if adopter := adopterOf(cmd.Context(), c, t); adopter != nil {
+				if adopter := adopterOf(cmd.Context(), c, t, ""); adopter != nil {
 					fmt.Fprintf(o.Out, "Bundle %s declares it to adopt it (%s): its next pass adopts it and applies its template over it; to keep the object as it is, remove it from that Bundle's spec.\n",
 						client.ObjectKeyFromObject(adopter), limbov1alpha1.AnnotationAdopt)
 				} else {
@@ -100,9 +100,10 @@ same reason.`,
 	}
 }
 
-// adopterOf is the Bundle of t's namespace that declares t to adopt it, nil when
-// none does or the Bundles cannot be listed (nothing more to say then).
-func adopterOf(ctx context.Context, c client.Client, t target) *limbov1alpha1.Bundle {
+// adopterOf is the Bundle of t's namespace, other than the one named except,
+// that declares t to adopt it, nil when none does or the Bundles cannot be
+// listed (nothing more to say then).
+func adopterOf(ctx context.Context, c client.Client, t target, except string) *limbov1alpha1.Bundle {
 	if t.namespace == "" {
 		return nil // a Bundle declares objects of its own namespace only
 	}
@@ -110,7 +111,7 @@ func adopterOf(ctx context.Context, c client.Client, t target) *limbov1alpha1.Bu
 	if err != nil {
 		return nil
 	}
-	return bundlespec.Adopter(bundles, t.mapping.GroupVersionKind.GroupKind(), t.name, "")
+	return bundlespec.Adopter(bundles, t.mapping.GroupVersionKind.GroupKind(), t.name, except)
 }
 
 // cancelResult is what cancelDeletion removed, and the Bundle that keeps the

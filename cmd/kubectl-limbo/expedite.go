@@ -61,9 +61,14 @@ controller, a Bundle (whose next pass would cancel the countdown).`,
 			// Due is not deleted yet: the deletion may be held (its Bundle not
 			// Ready, a released object kept for an adopter, a plugin's gate),
 			// which only the controller decides; its Bundle's report may say.
-			fmt.Fprintf(o.Out, "%s expedited: %s set to %s (delay %s), deadline %s: due now; "+
-				"the controller deletes it at its next pass unless something holds it (kubectl limbo pending shows what)\n",
-				t, limbov1alpha1.AnnotationDeletionTimestamp, result.Stamp, result.Delay, result.Deadline.Format(time.RFC3339))
+			// An orphan another Bundle declares to adopt is handed over to it.
+			next := "the controller deletes it at its next pass unless something holds it (kubectl limbo pending shows what)"
+			if adopter := handedOverTo(cmd.Context(), c, t, result.Object); adopter != "" {
+				next = fmt.Sprintf("the controller hands it over to Bundle %s, which declares it to adopt it (%s), at its next pass instead of deleting it",
+					adopter, limbov1alpha1.AnnotationAdopt)
+			}
+			fmt.Fprintf(o.Out, "%s expedited: %s set to %s (delay %s), deadline %s: due now; %s\n",
+				t, limbov1alpha1.AnnotationDeletionTimestamp, result.Stamp, result.Delay, result.Deadline.Format(time.RFC3339), next)
 			if bundle, report := bundleReport(cmd.Context(), c, t, result.Object); report != "" {
 				fmt.Fprintf(o.Out, "Bundle %s reports: %s\n", bundle, report)
 			}
@@ -343,6 +348,21 @@ func holdSuffix(ctx context.Context, c client.Client, t target, obj metav1.Objec
 func readReaperHold(ctx context.Context, c client.Client, t target, obj metav1.Object, now time.Time) (reaperHold, bool) {
 	h, ok, err := reaperHoldOf(ctx, c, t, obj, now)
 	return h, ok && err == nil
+}
+
+// handedOverTo is the Bundle, other than the one that controls obj, that
+// declares obj to adopt it: the pass at obj's deadline hands it over to that
+// Bundle, not delete it. "" for none, and for an object no Bundle controls
+// (a released one: the reaper's hold says) or a Tombstone.
+func handedOverTo(ctx context.Context, c client.Client, t target, obj metav1.Object) string {
+	owner := metav1.GetControllerOf(obj)
+	if owner == nil || owner.Kind != limbov1alpha1.BundleGVK.Kind || isTombstone(t.mapping.GroupVersionKind.GroupKind()) {
+		return ""
+	}
+	if b := adopterOf(ctx, c, t, owner.Name); b != nil {
+		return b.Name
+	}
+	return ""
 }
 
 // reaperHoldOf reads the Bundles of obj's namespace and tells whether the reaper

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -527,5 +528,24 @@ func TestExpediteKeepsTheTimeInLimbo(t *testing.T) {
 	}
 	if from, ok := cm.Annotations[limbov1alpha1.AnnotationExpeditedFrom]; ok {
 		t.Errorf("cancel left %s=%s", limbov1alpha1.AnnotationExpeditedFrom, from)
+	}
+}
+
+// An orphan another Bundle of its namespace declares to adopt is handed over
+// to that Bundle at its deadline, not deleted: expedite says so. It said the
+// controller deletes it.
+func TestExpediteOfAnObjectAnotherBundleAdopts(t *testing.T) {
+	cm := &corev1.ConfigMap{ObjectMeta: inLimbo("team-a", "db-config", "shop", "24h", stampAgo(time.Hour))}
+	adopter := &limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "shop-v2", UID: uid("shop-v2")},
+		Spec: limbov1alpha1.BundleSpec{Resources: []limbov1alpha1.Resource{{Name: "db-config", Object: &runtime.RawExtension{
+			Raw: []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"db-config","annotations":{"limbo.dev/adopt":"true"}}}`)}}}}}
+	f := newFixture(t, nil, cm, adopter)
+	code, out, errOut := f.run("expedite", "configmap/db-config", "-n", "team-a")
+	if code != 0 || errOut != "" {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+	if !strings.Contains(out, "due now; the controller hands it over to Bundle shop-v2, which declares it to adopt it (limbo.dev/adopt), at its next pass instead of deleting it") ||
+		strings.Contains(out, "the controller deletes it") {
+		t.Errorf("stdout %q; want the hand-over to shop-v2", out)
 	}
 }
