@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -76,6 +77,17 @@ func snapshotsAbsent(ctx context.Context, r client.Reader, notServed error) erro
 	switch err := r.Get(ctx, client.ObjectKey{Name: volumeSnapshotCRD}, u); {
 	case restmappings.NotServed(err): // the CRD gone, or no CRDs served at all
 		return notServed
+	case err != nil && apierrors.IsForbidden(err) && meta.IsNoMatchError(notServed):
+		// An identity that may not read CRDs (the docs ask for it, but a
+		// target without the snapshot CRD never needed it before): the
+		// client's discovery tells which versions are served, if any.
+		if served, ok := discoveredVersions(r); ok {
+			if len(served) == 0 {
+				return notServed
+			}
+			return notServedAsV1(served)
+		}
+		fallthrough
 	case err != nil:
 		return fmt.Errorf("%v, and the CustomResourceDefinition %s could not be read to tell whether VolumeSnapshots are installed: %w", notServed, volumeSnapshotCRD, err)
 	}
@@ -96,6 +108,12 @@ func snapshotsAbsent(ctx context.Context, r client.Reader, notServed error) erro
 		// Discovery lags a CRD just created or edited.
 		return fmt.Errorf("%v while its CustomResourceDefinition %s exists and serves %s (being established?): retried", notServed, volumeSnapshotCRD, VolumeSnapshotGVK.Version)
 	}
+	return notServedAsV1(served)
+}
+
+// notServedAsV1 is the error of VolumeSnapshots served as the versions served
+// (maybe none), and not as v1.
+func notServedAsV1(served []string) error {
 	versions := "in no version"
 	if len(served) > 0 {
 		versions = "as " + strings.Join(served, ", ")
@@ -103,6 +121,27 @@ func snapshotsAbsent(ctx context.Context, r client.Reader, notServed error) erro
 	return fmt.Errorf("VolumeSnapshots are served %[1]s, not %[2]s (CustomResourceDefinition %[3]s): deorbit deletes %[2]s VolumeSnapshots only, and skips them only when their CRD is absent; "+
 		"upgrade the snapshot CRDs to serve %[2]s (external-snapshotter 4.0 or later), or set volumeSnapshots: false to leave the snapshots behind",
 		versions, VolumeSnapshotGVK.Version, volumeSnapshotCRD)
+}
+
+// discoveredVersions is the versions of VolumeSnapshots that r's RESTMapper
+// (the API server's discovery) finds served; ok is false when r has none to ask
+// or it could not tell.
+func discoveredVersions(r client.Reader) (served []string, ok bool) {
+	m, has := r.(interface{ RESTMapper() meta.RESTMapper })
+	if !has {
+		return nil, false
+	}
+	mappings, err := m.RESTMapper().RESTMappings(VolumeSnapshotGVK.GroupKind())
+	switch {
+	case meta.IsNoMatchError(err):
+		return nil, true
+	case err != nil:
+		return nil, false
+	}
+	for _, mapping := range mappings {
+		served = append(served, mapping.GroupVersionKind.Version)
+	}
+	return served, true
 }
 
 // list reads the target's contents from its API server: VolumeSnapshots (unless

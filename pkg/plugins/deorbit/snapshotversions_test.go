@@ -31,6 +31,9 @@ func TestListSnapshotsNotServedAsV1(t *testing.T) {
 		crd  client.Object // nil: none
 		// crdRead fails the CRD's read, if set.
 		crdRead error
+		// discovered are the versions of VolumeSnapshots the target's
+		// RESTMapper finds served.
+		discovered []string
 		// skipped is the armed report of a CRD not installed; err, else, is in
 		// the read's error.
 		skipped, err string
@@ -46,8 +49,14 @@ func TestListSnapshotsNotServedAsV1(t *testing.T) {
 			err: "list VolumeSnapshots: VolumeSnapshots are served in no version, not v1 (CustomResourceDefinition volumesnapshots.snapshot.storage.k8s.io)"},
 		{name: "v1 served, not discovered yet", crd: volumeSnapshotCRDObject(version("v1", true)),
 			err: "while its CustomResourceDefinition volumesnapshots.snapshot.storage.k8s.io exists and serves v1"},
-		{name: "the CRD unreadable", crdRead: forbidden,
+		{name: "the CRD unreadable, its read refused for another reason", crdRead: apierrors.NewServiceUnavailable("etcd"),
 			err: "the CustomResourceDefinition volumesnapshots.snapshot.storage.k8s.io could not be read to tell whether VolumeSnapshots are installed"},
+		// An identity that may not read CRDs (a target without the snapshot
+		// CRD never needed it): discovery tells.
+		{name: "the CRD's read forbidden, no VolumeSnapshots discovered: skipped", crdRead: forbidden,
+			skipped: "armed: 1 PVC, 0 LoadBalancer Services, VolumeSnapshots skipped (the VolumeSnapshot CRD is not installed)"},
+		{name: "the CRD's read forbidden, VolumeSnapshots discovered as v1beta1", crdRead: forbidden, discovered: []string{"v1beta1"},
+			err: "list VolumeSnapshots: VolumeSnapshots are served as v1beta1, not v1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			claim := pvc("data", "pv-data", corev1.ClaimBound)
@@ -56,7 +65,16 @@ func TestListSnapshotsNotServedAsV1(t *testing.T) {
 				objs = append(objs, tc.crd)
 			}
 			// No v1 VolumeSnapshots served: the listing is a NoMatch.
-			target := interceptor.NewClient(fakeCluster(t, false, objs...), interceptor.Funcs{
+			cluster := fakeCluster(t, false, objs...)
+			var versions []schema.GroupVersion // preferred first, as discovery orders them
+			for _, v := range tc.discovered {
+				versions = append(versions, schema.GroupVersion{Group: VolumeSnapshotGVK.Group, Version: v})
+			}
+			mapper := meta.NewDefaultRESTMapper(versions)
+			for _, v := range tc.discovered {
+				mapper.Add(VolumeSnapshotGVK.GroupKind().WithVersion(v), meta.RESTScopeNamespace)
+			}
+			target := interceptor.NewClient(withMapper{cluster, meta.MultiRESTMapper{cluster.RESTMapper(), mapper}}, interceptor.Funcs{
 				Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 					if tc.crdRead != nil && key.Name == volumeSnapshotCRD {
 						return tc.crdRead
@@ -84,3 +102,12 @@ func TestListSnapshotsNotServedAsV1(t *testing.T) {
 		})
 	}
 }
+
+// withMapper is a client whose RESTMapper is mapper: discovery as the test
+// would have the target serve it.
+type withMapper struct {
+	client.WithWatch
+	mapper meta.RESTMapper
+}
+
+func (c withMapper) RESTMapper() meta.RESTMapper { return c.mapper }
