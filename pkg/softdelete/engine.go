@@ -233,7 +233,7 @@ func (e *Engine) act(ctx context.Context, eventTarget runtime.Object, obj client
 // finds it by the label alone. The write is guarded by obj's resourceVersion:
 // a concurrent change (or obj gone) is decided on the next read.
 func (e *Engine) keepPendingLabel(ctx context.Context, obj client.Object) error {
-	if _, labelled := obj.GetLabels()[limbov1alpha1.LabelPendingDeletion]; labelled {
+	if obj.GetLabels()[limbov1alpha1.LabelPendingDeletion] == "true" { // as the reaper and pending select it
 		return nil
 	}
 	err := patchWith(ctx, e.Client, obj, map[string]any{"metadata": map[string]any{
@@ -242,6 +242,12 @@ func (e *Engine) keepPendingLabel(ctx context.Context, obj client.Object) error 
 	}})
 	switch {
 	case apiconflict.Is(err), apierrors.IsNotFound(err):
+		return nil
+	case errors.Is(err, ErrMarksNotKept):
+		// A policy that drops limbo's labels: the countdown runs all the same
+		// (the stamp counts), and failing every pass of its days would only
+		// retry what the policy undoes.
+		log.FromContext(ctx).V(1).Info("could not put back the pending-deletion label of an object in limbo", "object", describe(obj), "error", err.Error())
 		return nil
 	case err == nil:
 		log.FromContext(ctx).Info("put back the pending-deletion label another writer removed from an object in limbo", "object", describe(obj))

@@ -107,3 +107,50 @@ func TestReleaseRetriedKeepsItsTime(t *testing.T) {
 			firstReleased, again.GetAnnotations()[limbov1alpha1.AnnotationReleased])
 	}
 }
+
+// The pending-deletion label put back on an orphan counting down is no
+// failure when a policy drops it from every write (the countdown runs all
+// the same; failing each pass of its days retried what the policy undoes),
+// and a label of another value is put back as "true", which the reaper and
+// kubectl limbo pending select.
+func TestKeepPendingLabel(t *testing.T) {
+	const countingDown = "30m46250ms"
+	for _, tc := range []struct {
+		name      string
+		label     string // the object's pending-deletion label; "" for none
+		stripped  bool   // a policy drops the label from the write's answer
+		wantCalls int
+	}{
+		{name: "labelled: nothing written", label: "true"},
+		{name: "another value: put back", label: "no", wantCalls: 1},
+		{name: "dropped by a policy: no failure", stripped: true, wantCalls: 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var labels map[string]string
+			if tc.label != "" {
+				labels = map[string]string{pendingKey: tc.label}
+			}
+			h := newHarness(t, cm("db", map[string]string{delayKey: countingDown, stampKey: "2025-03-14T12:00:00Z"}, labels))
+			if tc.stripped {
+				inner := h.engine.Client
+				h.engine.Client = interceptor.NewClient(inner.(client.WithWatch), interceptor.Funcs{
+					Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+						if err := inner.Patch(ctx, obj, patch, opts...); err != nil {
+							return err
+						}
+						l := obj.GetLabels()
+						delete(l, pendingKey)
+						obj.SetLabels(l)
+						return nil
+					}})
+			}
+			out := h.engine.Orphan(context.Background(), bundle(), h.live(t, "db"), nil)
+			if out.Err != nil {
+				t.Errorf("outcome error %v, want none", out.Err)
+			}
+			if len(h.calls) != tc.wantCalls {
+				t.Errorf("calls %q, want %d", h.calls, tc.wantCalls)
+			}
+		})
+	}
+}

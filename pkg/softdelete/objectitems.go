@@ -76,6 +76,12 @@ type ItemSet struct {
 	// Cluster, when set, is the cluster the items live in when it is not the
 	// engine's own (a plugin acting on a workload cluster).
 	Cluster *Cluster
+	// LeaveBundlesObjects leaves the objects a Bundle manages (bundleManaging)
+	// of the engine's own cluster to their Bundle: set for a plan's items,
+	// which the plugin judges against a desired side, and not for a
+	// teardown's, which deletes what it lists (deorbit aimed at limbo's own
+	// cluster: every claim and load balancer, whoever manages them).
+	LeaveBundlesObjects bool
 	// NotBefore, when set, is an instant no countdown of Owner's ends before:
 	// the start of what decides the items (a Bundle's creation, its teardown).
 	// Owner names a Bundle by name only, and stamps stay on items a Bundle left
@@ -286,7 +292,7 @@ func (e *Engine) ProcessItems(ctx context.Context, eventTarget runtime.Object, s
 	groups := map[string][]decidedItem{}
 	ownersGone := map[client.ObjectKey]bool{}
 	for _, it := range set.Items {
-		if b := bundleManaging(it.Object); b != "" && set.Cluster == nil {
+		if b := bundleManaging(it.Object); b != "" && set.LeaveBundlesObjects && set.Cluster == nil {
 			if !it.Desired {
 				// No countdown of the plugin's runs: the entry names none.
 				p := pendingEntry(it.Object, Decision{}, nil)
@@ -565,7 +571,11 @@ func (e *Engine) cancelItem(ctx context.Context, eventTarget runtime.Object, set
 	sub := set.subject(e, eventTarget, obj)
 	metadata := OutOfLimboPatch()
 	annotations := metadata["annotations"].(map[string]any)
-	annotations[limbov1alpha1.AnnotationDeletionDelay] = nil
+	// The delay of an object a Bundle manages may be its own, which its
+	// Bundle reads when it orphans it: removed, the object went at once.
+	if set.Cluster != nil || bundleManaging(obj) == "" {
+		annotations[limbov1alpha1.AnnotationDeletionDelay] = nil
+	}
 	annotations[limbov1alpha1.AnnotationPluginResource] = nil
 	metadata["resourceVersion"] = obj.GetResourceVersion()
 	_, err := e.cancel(ctx, eventTarget, sub, map[string]any{"metadata": metadata}, cancelledBecause(sub.ref, why), why)

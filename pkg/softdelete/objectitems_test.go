@@ -682,7 +682,7 @@ func TestProcessItemsLeaveABundlesObjects(t *testing.T) {
 	controlled.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: limbov1alpha1.GroupVersion.String(), Kind: "Bundle", Name: "web", UID: "uid-web", Controller: ptr.To(true)}})
 	h := newHarness(t, cm("data", inLimbo, map[string]string{pendingKey: "true", bundleKey: "web"}),
 		cm("config", map[string]string{delayKey: "1h"}, map[string]string{bundleKey: "web"}), controlled)
-	out := h.engine.ProcessItems(context.Background(), bundle(), softdelete.ItemSet{Owner: owner, Delay: "10m",
+	out := h.engine.ProcessItems(context.Background(), bundle(), softdelete.ItemSet{Owner: owner, Delay: "10m", LeaveBundlesObjects: true,
 		Items: []softdelete.Item{h.item(t, "data", true, "n1", 0), h.item(t, "config", false, "n1", 0), h.item(t, "controlled", false, "n1", 0)}})
 	if len(h.calls) != 0 {
 		t.Errorf("API calls %q, want none", h.calls)
@@ -702,11 +702,38 @@ func TestProcessItemsLeaveABundlesObjects(t *testing.T) {
 		t.Errorf("the Bundle's object in limbo was changed: %v", live)
 	}
 
+	// A teardown deletes what it lists (deorbit aimed at limbo's own cluster).
+	h = newHarness(t, cm("config", map[string]string{delayKey: "1h"}, map[string]string{bundleKey: "web"}))
+	h.engine.ProcessItems(context.Background(), bundle(), softdelete.ItemSet{Owner: owner, Delay: "10m",
+		Items: []softdelete.Item{h.item(t, "config", false, "n1", 0)}})
+	if len(h.calls) != 1 || !strings.HasPrefix(h.calls[0], "PATCH ConfigMap team-a/config") {
+		t.Errorf("a teardown's calls %q, want its stamp", h.calls)
+	}
+
 	remote := newHarness(t, cm("config", map[string]string{delayKey: "1h"}, map[string]string{bundleKey: "web"}))
-	out = newHarness(t).engine.ProcessItems(context.Background(), bundle(), softdelete.ItemSet{Owner: owner, Delay: "10m",
+	out = newHarness(t).engine.ProcessItems(context.Background(), bundle(), softdelete.ItemSet{Owner: owner, Delay: "10m", LeaveBundlesObjects: true,
 		Cluster: &softdelete.Cluster{Name: "workload-kubeconfig", Client: remote.client},
 		Items:   []softdelete.Item{remote.item(t, "config", false, "n1", 0)}})
 	if len(remote.calls) != 1 || !strings.HasPrefix(remote.calls[0], "PATCH ConfigMap team-a/config") {
 		t.Errorf("calls to the other cluster %q, want its stamp", remote.calls)
+	}
+}
+
+// A plugin's cancel of an object a Bundle manages (stamped by a plugin before
+// the engine left such objects to their Bundle) takes limbo's marks away but
+// not the delay, which may be the object's own: its Bundle reads it when it
+// orphans the object, and without it deleted it at once.
+func TestCancelItemKeepsABundlesObjectsDelay(t *testing.T) {
+	h := newHarness(t, cm("data", map[string]string{delayKey: "24h", stampKey: "2025-03-14T12:00:00Z", ownerKey: owner},
+		map[string]string{pendingKey: "true", bundleKey: "web"}))
+	if err := h.engine.CancelItem(context.Background(), bundle(), h.live(t, "data"), "resource left"); err != nil {
+		t.Fatal(err)
+	}
+	live := h.live(t, "data")
+	if live.GetAnnotations()[delayKey] != "24h" {
+		t.Errorf("annotations %v: the delay was removed", live.GetAnnotations())
+	}
+	if _, ok := live.GetAnnotations()[ownerKey]; ok {
+		t.Errorf("annotations %v: the plugin's owner is still there", live.GetAnnotations())
 	}
 }

@@ -47,7 +47,7 @@ func (p *pass) processObjectItems(ctx context.Context, out pluginOutcome, ready 
 	// of an earlier Bundle of its name whose teardown did not take it out of
 	// limbo (its finalizer removed by hand): its countdown starts again.
 	set := softdelete.ItemSet{Owner: softdelete.ItemOwner(client.ObjectKeyFromObject(p.bundle), out.res.Name), Delay: out.res.Plugin.DeletionDelay, Items: out.inventory.ObjectItems(),
-		NotBefore: p.bundle.CreationTimestamp.Time}
+		NotBefore: p.bundle.CreationTimestamp.Time, LeaveBundlesObjects: true}
 	if !ready {
 		set.Hold = limbov1alpha1.PendingMessageWaitingForReady
 	}

@@ -414,3 +414,39 @@ func TestPassItemListedBothWaysIsDesired(t *testing.T) {
 		t.Fatal("debris, listed as desired too, was deleted")
 	}
 }
+
+// sweepsTheirs lists the ConfigMap theirs, another Bundle's, as an orphan.
+type sweepsTheirs struct{}
+
+func (sweepsTheirs) Describe() plugin.Description { return plugin.Description{Name: "sweeps-theirs"} }
+
+func (sweepsTheirs) Plan(ctx context.Context, req plugin.Request) (*plugin.Result, error) {
+	theirs := &unstructured.Unstructured{}
+	theirs.SetGroupVersionKind(configMapGVK)
+	if err := req.Reader.Get(ctx, client.ObjectKey{Namespace: req.Bundle.Namespace, Name: "theirs"}, theirs); err != nil {
+		return nil, err
+	}
+	return &plugin.Result{Ready: true, Inventory: &plugin.Inventory{Objects: []plugin.ObjectItem{{Object: theirs}}, DesiredListed: 1}}, nil
+}
+
+// A plan's item that another Bundle manages is left to that Bundle: not
+// stamped with the resource's delay, not deleted.
+func TestPassLeavesAnotherBundlesObjectToIt(t *testing.T) {
+	registry, err := plugin.NewRegistry(sweepsTheirs{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := livingBundle(limbov1alpha1.Resource{Name: "sweep", Plugin: &limbov1alpha1.PluginResource{Name: "sweeps-theirs"}})
+	theirs := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "theirs", Labels: map[string]string{limbov1alpha1.LabelBundle: "other"}}}
+	f := newTeardownFixture(t, b, registry, theirs)
+	f.r.plans.wait = 10 * time.Millisecond
+	f.reconcileUntil(t, "sweep not Ready", f.resourceReady(t, "sweep"))
+	f.reconcile(t)
+	cm := f.liveConfigMap(t, "theirs")
+	if cm == nil {
+		t.Fatal("another Bundle's ConfigMap was deleted")
+	}
+	if _, stamped := cm.Annotations[limbov1alpha1.AnnotationDeletionTimestamp]; stamped {
+		t.Errorf("another Bundle's ConfigMap was stamped: %v", cm.Annotations)
+	}
+}
