@@ -81,6 +81,8 @@ type pass struct {
 	// (zero: none): a failed pass keeps it (Reconciler.alarms), not its retries,
 	// which back off with the error.
 	deadlineAt time.Time
+	// quick: the pass asked to come back within conflictRetry (quickRetries).
+	quick bool
 	// errs are transient failures (reads, writes, plugin calls): the pass
 	// returns them to the work queue, whose rate limiter backs off.
 	errs []error
@@ -117,6 +119,7 @@ func (p *pass) after(d time.Duration) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.requeueAt = softdelete.Earliest(p.requeueAt, p.r.Clock.Now().Add(d))
+	p.quick = p.quick || d <= conflictRetry
 }
 
 // atDeadline asks to come back at the end of a countdown, at; unlike other
@@ -176,6 +179,16 @@ func (p *pass) readLive(ctx context.Context, gvk schema.GroupVersionKind, namesp
 
 func (p *pass) result() ctrl.Result {
 	return p.requeueTo(p.requeueAt)
+}
+
+// paced is result for the nth quick retry in a row (quickRetries): past
+// maxQuickRetries, the retry comes later and later, but never after the
+// pass's earliest countdown's end.
+func (p *pass) paced(n int) ctrl.Result {
+	if n <= maxQuickRetries {
+		return p.result()
+	}
+	return p.requeueTo(softdelete.Earliest(p.r.Clock.Now().Add(quickRetryWait(n)), p.deadlineAt))
 }
 
 // failedResult is the result of a pass that failed: only its deadline, for the

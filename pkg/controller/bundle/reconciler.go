@@ -132,13 +132,14 @@ type Reconciler struct {
 }
 
 // quickRetries counts, per Bundle, the passes in a row that asked to come back
-// within conflictRetry: a Conflict on the Bundle, an object's write on a copy
-// the cache had not caught up with (ReadAgain), a claim deferred on a Bundle
-// read ahead of it. Each means "a newer version is on its way to the cache";
-// one that does not come (a watch lagging behind an API server under load)
-// made a full pass, and its writes, every 100 ms for as long as it lagged.
-// After maxQuickRetries in a row the wait doubles each time, up to
-// maxQuickRetryWait; a pass that asks for no quick retry ends the run.
+// within conflictRetry (pass.quick): a Conflict on the Bundle's status, an
+// object's write on a copy the cache had not caught up with (ReadAgain), a
+// claim deferred on a Bundle read ahead of it. Each means "a newer version is
+// on its way to the cache"; one that does not come (a watch lagging behind an
+// API server under load) made a full pass, and its writes, every 100 ms for as
+// long as it lagged. After maxQuickRetries in a row the wait doubles each time,
+// up to maxQuickRetryWait — never past a countdown's end (pass.paced); any
+// other pass ends the run.
 type quickRetries struct {
 	mu sync.Mutex
 	n  map[types.NamespacedName]int
@@ -149,22 +150,28 @@ const (
 	maxQuickRetryWait = 10 * time.Second
 )
 
-// pace is the wait before key's next pass, which asked for after.
-func (q *quickRetries) pace(key types.NamespacedName, after time.Duration) time.Duration {
+// count records whether key's pass asked for a quick retry, and returns how
+// many did in a row, this one included (0 when it did not).
+func (q *quickRetries) count(key types.NamespacedName, quick bool) int {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if after <= 0 || after > conflictRetry {
+	if !quick {
 		delete(q.n, key)
-		return after
+		return 0
 	}
 	if q.n == nil {
 		q.n = map[types.NamespacedName]int{}
 	}
 	q.n[key]++
-	if over := q.n[key] - maxQuickRetries; over > 0 {
+	return q.n[key]
+}
+
+// quickRetryWait is the wait before the nth quick retry in a row.
+func quickRetryWait(n int) time.Duration {
+	if over := n - maxQuickRetries; over > 0 {
 		return min(conflictRetry<<min(over, 10), maxQuickRetryWait)
 	}
-	return after
+	return conflictRetry
 }
 
 // Reconcile runs one pass over a Bundle, or one step of its teardown. A Conflict
@@ -175,9 +182,8 @@ func (q *quickRetries) pace(key types.NamespacedName, after time.Duration) time.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	result, err := r.reconcile(ctx, req)
 	if conflictOnBundle(err) {
-		result, err = ctrl.Result{RequeueAfter: conflictRetry}, nil
+		return ctrl.Result{RequeueAfter: conflictRetry}, nil
 	}
-	result.RequeueAfter = r.quickRetries.pace(req.NamespacedName, result.RequeueAfter)
 	if r.alarms != nil {
 		if err != nil && result.RequeueAfter > 0 {
 			r.alarms.set(req.NamespacedName, result.RequeueAfter)
@@ -231,6 +237,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	// as its ServiceAccount (limbo's own kinds stay limbo's: see impersonation).
 	ctx = impersonation.WithServiceAccount(ctx, b.Namespace, r.serviceAccountOf(&b))
 	if !b.DeletionTimestamp.IsZero() {
+		r.quickRetries.count(req.NamespacedName, false)
 		res, err := r.teardown(ctx, &b)
 		r.teardownFailed(ctx, &b, err)
 		return res, err
@@ -264,10 +271,17 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	generatorReady := pluginBecameReady(&b, &b.Status, &status)
 	specPassed := status.ObservedGeneration != b.Status.ObservedGeneration
 	if err := r.writeStatus(ctx, &b, status); err != nil {
+		if conflictOnBundle(err) && len(p.errs) == 0 {
+			// A newer version is on its way to the cache: soon, paced.
+			p.after(conflictRetry)
+			return p.paced(r.quickRetries.count(req.NamespacedName, true)), nil
+		}
+		r.quickRetries.count(req.NamespacedName, false)
 		// The pass's deadlines go with the error, for Reconcile's alarm: what it
 		// stamped is due then, whatever its status says.
 		return p.failedResult(), err
 	}
+	quick := r.quickRetries.count(req.NamespacedName, p.quick && len(p.errs) == 0)
 	if generatorReady && r.OnHoldEnded != nil {
 		r.OnHoldEnded() // released objects it generated may be held no more (bundlespec.ReleasedHold)
 	}
@@ -292,7 +306,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// CRD that starts serving a kind it names: see bundlesNamingKindOf).
 		return ctrl.Result{}, reconcile.TerminalError(p.specErrs)
 	}
-	return p.result(), nil
+	return p.paced(quick), nil
 }
 
 // pluginBecameReady tells whether a plugin resource of b is Ready in after and
