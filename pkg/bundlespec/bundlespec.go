@@ -224,10 +224,12 @@ func DeclaresReadably(b *limbov1alpha1.Bundle, gk schema.GroupKind, name string)
 // DeclaredDelay is the limbo.dev/deletionDelay b's spec declares for obj, an
 // object of kind gk that b controls: that of the readable template that
 // declares it or, for an object a plugin resource of the spec generated
-// (AnnotationGeneratedBy) and that is not in limbo, the resource's
-// deletionDelay; "" when none declares it or with no delay. A plugin may give
-// an object a delay of its own, which only its plan tells: the resource's
-// stands for it, and is only written where it lengthens a countdown
+// (AnnotationGeneratedBy), that is not in limbo and whose generator has not
+// applied it in a pass of the current spec (MayGenerateAgain: Blocked, failed,
+// still planning), the resource's deletionDelay; "" when none declares it or
+// with no delay. A plugin may give an object a delay of its own, which only
+// its plan tells: the resource's stands for it where the generator could not
+// apply it, and is only written where it lengthens a countdown
 // (softdelete.Lengthens). An object in limbo that a generator made was
 // dropped by its plan: its countdown is decided.
 func DeclaredDelay(b *limbov1alpha1.Bundle, gk schema.GroupKind, obj metav1.Object) string {
@@ -239,8 +241,10 @@ func DeclaredDelay(b *limbov1alpha1.Bundle, gk schema.GroupKind, obj metav1.Obje
 	if _, stamped := obj.GetAnnotations()[limbov1alpha1.AnnotationDeletionTimestamp]; stamped {
 		return ""
 	}
-	if res := b.PluginResource(obj.GetAnnotations()[limbov1alpha1.AnnotationGeneratedBy]); res != nil {
-		return res.Plugin.DeletionDelay
+	// A generator Ready in a pass of the current spec applied its objects with
+	// the delays it chose (its resource's or their own): they are on them.
+	if gen := obj.GetAnnotations()[limbov1alpha1.AnnotationGeneratedBy]; MayGenerateAgain(b, gen) {
+		return b.PluginResource(gen).Plugin.DeletionDelay
 	}
 	return ""
 }

@@ -225,6 +225,10 @@ type ItemsOutcome struct {
 	ReadAgain bool
 	// Err joins the failed writes and deletes; the caller retries.
 	Err error
+	// Remaining counts the set's orphans still there: those it counts down,
+	// holds or could not act on — not the items left to another owner or to a
+	// Bundle (LeaveBundlesObjects), which are no countdown of the set's.
+	Remaining int
 }
 
 // at asks to come back at t (the earliest request wins).
@@ -421,10 +425,12 @@ func (e *Engine) processGroup(ctx context.Context, eventTarget runtime.Object, s
 			out.Pending = append(out.Pending, set.pending(heldEntry(x.Object, x.d, MsgItemsDeferred)))
 			out.ReadAgain = true
 			level = append(level, set.ref(x.Object))
+			out.Remaining++
 			continue
 		}
 		if !e.processOrphanItem(ctx, eventTarget, set, x, hold, lower, out) {
 			level = append(level, set.ref(x.Object))
+			out.Remaining++
 		}
 	}
 }

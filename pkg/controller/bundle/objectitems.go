@@ -180,7 +180,9 @@ func (p *pass) itemsTheWatchCacheMissed(ctx context.Context, items []*metav1.Par
 	var missed []limbov1alpha1.PendingDeletion
 	for _, pd := range p.bundle.Status.PendingDeletions {
 		gvk := schema.FromAPIVersionAndKind(pd.APIVersion, pd.Kind)
-		if pd.Cluster != "" || gvk == limbov1alpha1.TombstoneGVK || !want(pd) || found[pendingKey(pd)] {
+		// Only a stamped item carries the label the listing selects: an
+		// entry without a countdown (held, left to another) is in no listing.
+		if pd.Cluster != "" || gvk == limbov1alpha1.TombstoneGVK || pd.DeletionTimestamp == nil || !want(pd) || found[pendingKey(pd)] {
 			continue
 		}
 		if key := entryObjectKey(pd); pd.Namespace == p.bundle.Namespace && (p.gone[key] || p.declared[key] != "") {

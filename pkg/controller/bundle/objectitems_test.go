@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -269,13 +270,16 @@ func TestPassLooksUpAnItemTheWatchCacheMissed(t *testing.T) {
 	owner := "shop/web/sweep" // the Bundle has no resource "sweep" any more
 	status := limbov1alpha1.BundleStatus{ObservedGeneration: 1,
 		ManagedKinds: []limbov1alpha1.ManagedKind{{APIVersion: "v1", Kind: "ConfigMap"}}}
+	stamp := metav1.NewTime(time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC))
 	setPending(&status, []limbov1alpha1.PendingDeletion{
-		{APIVersion: "v1", Kind: "ConfigMap", Namespace: "workload", Name: "vol", Resource: "sweep"},
+		{APIVersion: "v1", Kind: "ConfigMap", Namespace: "workload", Name: "vol", Resource: "sweep", DeletionTimestamp: &stamp},
+		// Held, never stamped: in no listing by the label, not looked for again.
+		{APIVersion: "v1", Kind: "Secret", Namespace: "workload", Name: "held", Resource: "sweep", Message: limbov1alpha1.PendingMessageWaitingForReady},
 	})
 	b := &limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", UID: "b-uid", Generation: 2},
 		Spec: limbov1alpha1.BundleSpec{Resources: []limbov1alpha1.Resource{configMapResource(t, "app")}}, Status: status}
 	f := newTeardownFixture(t, b, nil, itemInLimbo("workload", "vol", owner))
-	var stale, fresh int
+	var stale, fresh, freshSecrets int
 	f.r.APIReader = interceptor.NewClient(f.c.(client.WithWatch), interceptor.Funcs{
 		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
 			var o client.ListOptions
@@ -284,8 +288,13 @@ func TestPassLooksUpAnItemTheWatchCacheMissed(t *testing.T) {
 				stale++
 				return nil // the watch cache, before the stamp: nothing in limbo
 			}
-			if list.GetObjectKind().GroupVersionKind().Kind == "ConfigMapList" {
+			switch list.GetObjectKind().GroupVersionKind().Kind {
+			case "ConfigMapList":
 				fresh++
+			case "SecretList": // in limbo, from etcd
+				if (o.Raw == nil || o.Raw.ResourceVersion != "0") && o.LabelSelector != nil && strings.Contains(o.LabelSelector.String(), limbov1alpha1.LabelPendingDeletion) {
+					freshSecrets++
+				}
 			}
 			return c.List(ctx, list, opts...)
 		},
@@ -299,5 +308,8 @@ func TestPassLooksUpAnItemTheWatchCacheMissed(t *testing.T) {
 	}
 	if f.inLimbo(t, "workload", "vol") {
 		t.Errorf("the item of the resource that left was not cancelled")
+	}
+	if freshSecrets != 0 {
+		t.Errorf("Secrets listed %d times from etcd for an entry no listing holds", freshSecrets)
 	}
 }

@@ -270,7 +270,16 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	r.recordStatus(req.String(), status, int(status.PendingDeletionCount)) // everything a pass finds in limbo is the Bundle's
 	generatorReady := pluginBecameReady(&b, &b.Status, &status)
 	specPassed := status.ObservedGeneration != b.Status.ObservedGeneration
-	if err := r.writeStatus(ctx, &b, status); err != nil {
+	err := r.writeStatus(ctx, &b, status)
+	if err == nil || errors.Is(err, errStatusReduced) {
+		if generatorReady && r.OnHoldEnded != nil {
+			r.OnHoldEnded() // released objects it generated may be held no more (bundlespec.ReleasedHold)
+		}
+		if specPassed && r.OnSpecPassed != nil {
+			r.OnSpecPassed(req.NamespacedName) // what the reaper leaves to the Bundle may be the reaper's again
+		}
+	}
+	if err != nil {
 		if conflictOnBundle(err) && len(p.errs) == 0 {
 			// A newer version is on its way to the cache: soon, paced.
 			p.after(conflictRetry)
@@ -282,12 +291,6 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return p.failedResult(), err
 	}
 	quick := r.quickRetries.count(req.NamespacedName, p.quick && len(p.errs) == 0)
-	if generatorReady && r.OnHoldEnded != nil {
-		r.OnHoldEnded() // released objects it generated may be held no more (bundlespec.ReleasedHold)
-	}
-	if specPassed && r.OnSpecPassed != nil {
-		r.OnSpecPassed(req.NamespacedName) // what the reaper leaves to the Bundle may be the reaper's again
-	}
 	switch {
 	case len(p.errs) > 0:
 		// Transient: the work queue's rate limiter backs off, and
@@ -342,8 +345,12 @@ func (r *Reconciler) writeStatus(ctx context.Context, b *limbov1alpha1.Bundle, s
 	r.Recorder.Eventf(b, corev1.EventTypeWarning, limbov1alpha1.EventStatusTooLarge,
 		"the API server refuses the Bundle's status as too large (%v): written without the resources' messages and with %d of %d pendingDeletions entries; split the Bundle",
 		err, len(reduced.PendingDeletions), reduced.PendingDeletionCount)
-	return err
+	return fmt.Errorf("%w: %w", errStatusReduced, err)
 }
+
+// errStatusReduced is wrapped by writeStatus's error when the status was
+// written reduced: what decides deletions was written.
+var errStatusReduced = errors.New("the status was written reduced")
 
 // bundleLeft forgets, on the event, what the Reconciler remembers of a Bundle
 // that left its cache — deleted, or moved to another shard — and lets every

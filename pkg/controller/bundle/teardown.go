@@ -575,6 +575,7 @@ func (r *Reconciler) teardownPlugins(ctx context.Context, b *limbov1alpha1.Bundl
 			continue
 		}
 		result, err := call.result, call.err
+		remaining := 0 // the items it hands over that the set counts down
 		if result != nil {
 			for _, ev := range result.Events {
 				r.Recorder.Event(b, ev.Type, ev.Reason, ev.Message)
@@ -599,6 +600,7 @@ func (r *Reconciler) teardownPlugins(ctx context.Context, b *limbov1alpha1.Bundl
 				ictx, cancel := context.WithTimeout(ctx, itemsBudget)
 				items := r.Engine.ProcessItems(ictx, b, set)
 				cancel()
+				remaining = items.Remaining
 				for _, pd := range items.Pending {
 					pd.Resource = name
 					out.pending = append(out.pending, pd)
@@ -620,6 +622,10 @@ func (r *Reconciler) teardownPlugins(ctx context.Context, b *limbov1alpha1.Bundl
 			out.failures = append(out.failures, fmt.Sprintf("plugin resource %q teardown: %v", name, err))
 		case !result.Done:
 			out.remaining = append(out.remaining, fmt.Sprintf("plugin resource %s (%s)", name, result.Message))
+		case remaining > 0:
+			// Done while still handing over items: not done until they are
+			// gone. Those left to another owner are no countdown of its.
+			out.remaining = append(out.remaining, fmt.Sprintf("plugin resource %s (%s; waiting for its %d item(s) to be deleted)", name, result.Message, remaining))
 		}
 	}
 	return out
@@ -712,28 +718,23 @@ func (r *Reconciler) teardownPlugin(ctx context.Context, b *limbov1alpha1.Bundle
 		}
 		return out
 	}
-	if out.result.Done && len(out.result.Items) > 0 {
-		// Done, and still handing over items: not done until they are gone.
-		// Marked done, the teardown was never called again, and nothing
-		// listed the items again: stamped, never deleted, the Bundle gone.
-		// (The result is the calls' own: changed on a copy.)
-		result := *out.result
-		result.Done = false
-		result.Message = fmt.Sprintf("%s; waiting for its %d item(s) to be deleted", result.Message, len(result.Items))
-		out.result = &result
-	}
 	if n := len(out.result.State); n > maxTeardownState {
 		// Written, the API server refused the Bundle's annotations as too
 		// large at every pass, for good: the plugin's error, not acted on.
 		return callOutcome[*plugin.TeardownResult]{err: errors.Join(out.err, fmt.Errorf("the plugin's teardown state is %d bytes, more than the %d a Bundle keeps (the pass is not acted on and is retried)", n, maxTeardownState)), current: true}
 	}
-	if out.result.State != req.TeardownState || out.result.Done {
+	// Done, and still handing over items, it is not marked done: marked, the
+	// teardown was never called again, nothing listed the items again, and
+	// they stayed stamped, never deleted (teardownPlugins waits for those it
+	// counts down).
+	markDone := out.result.Done && len(out.result.Items) == 0
+	if out.result.State != req.TeardownState || markDone {
 		annotations := map[string]any{}
 		if out.result.State != req.TeardownState {
 			annotations[key] = out.result.State
 		}
 		annotations[limbov1alpha1.AnnotationTeardownOf] = string(b.UID)
-		if out.result.Done {
+		if markDone {
 			annotations[doneKey] = "true"
 			if out.result.Warning != "" {
 				annotations[warningKey] = bundlespec.Bound(out.result.Warning)

@@ -129,3 +129,31 @@ func TestTeardownStateTooLargeIsThePluginsError(t *testing.T) {
 		t.Errorf("the state was written %d times", writes)
 	}
 }
+
+// A teardown done while it still lists an item that is no countdown of its —
+// one in limbo for another Bundle's plugin resource, left to it — is done:
+// waiting for that item, the Bundle stayed Terminating for good.
+func TestTeardownDoneWithItemsOfAnotherOwner(t *testing.T) {
+	registry, err := plugin.NewRegistry(hastySweeper{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	claim := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "data",
+		Labels: map[string]string{limbov1alpha1.LabelPendingDeletion: "true"},
+		Annotations: map[string]string{limbov1alpha1.AnnotationPluginResource: "other/x/sweep", limbov1alpha1.AnnotationDeletionDelay: "1h",
+			limbov1alpha1.AnnotationDeletionTimestamp: "2026-12-01T00:00:00Z"}}}
+	owner := &limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: "other", Name: "x", UID: "x-uid"}}
+	resources := []limbov1alpha1.Resource{{Name: "sweep", Plugin: &limbov1alpha1.PluginResource{Name: "hasty-sweeper", DeletionDelay: "1h"}}}
+	status := limbov1alpha1.BundleStatus{ObservedGeneration: 1,
+		Resources: []limbov1alpha1.ResourceStatus{{Name: "sweep", State: limbov1alpha1.ResourceReady}}}
+	f := newTeardownFixture(t, deletedBundle(resources, status), registry, claim, owner)
+	f.reconcileUntil(t, "the Bundle is not let go", func() bool {
+		var cur limbov1alpha1.Bundle
+		err := f.c.Get(context.Background(), client.ObjectKeyFromObject(f.bundle), &cur)
+		return apierrors.IsNotFound(err) || err == nil && !slices.Contains(cur.Finalizers, limbov1alpha1.FinalizerTeardown)
+	})
+	var cur corev1.PersistentVolumeClaim
+	if err := f.c.Get(context.Background(), client.ObjectKeyFromObject(claim), &cur); err != nil || cur.Annotations[limbov1alpha1.AnnotationPluginResource] != "other/x/sweep" {
+		t.Errorf("the other owner's item: %v, annotations %v; want it left as it was", err, cur.Annotations)
+	}
+}
