@@ -78,9 +78,10 @@ type ItemSet struct {
 	Cluster *Cluster
 	// LeaveBundlesObjects leaves the objects a Bundle manages (bundleManaging)
 	// of the engine's own cluster to their Bundle: set for a plan's items,
-	// which the plugin judges against a desired side, and not for a
-	// teardown's, which deletes what it lists (deorbit aimed at limbo's own
-	// cluster: every claim and load balancer, whoever manages them).
+	// which the plugin judges against a desired side. A teardown's, unset,
+	// deletes what it lists (deorbit aimed at limbo's own cluster: every
+	// claim and load balancer) but the objects of a Bundle that lives on
+	// (bundleLives).
 	LeaveBundlesObjects bool
 	// NotBefore, when set, is an instant no countdown of Owner's ends before:
 	// the start of what decides the items (a Bundle's creation, its teardown).
@@ -295,8 +296,9 @@ func (e *Engine) ProcessItems(ctx context.Context, eventTarget runtime.Object, s
 	var out ItemsOutcome
 	groups := map[string][]decidedItem{}
 	ownersGone := map[client.ObjectKey]bool{}
+	live := map[client.ObjectKey]bool{}
 	for _, it := range set.Items {
-		if b := bundleManaging(it.Object); b != "" && set.LeaveBundlesObjects && set.Cluster == nil {
+		if b := bundleManaging(it.Object); b != "" && set.Cluster == nil && (set.LeaveBundlesObjects || e.bundleLives(ctx, client.ObjectKey{Namespace: it.Object.GetNamespace(), Name: b}, live)) {
 			if !it.Desired {
 				// No countdown of the plugin's runs: the entry names none.
 				p := pendingEntry(it.Object, Decision{}, nil)
@@ -354,6 +356,24 @@ func bundleManaging(obj metav1.Object) string {
 		}
 	}
 	return ""
+}
+
+// bundleLives reports whether the Bundle key exists and is not being deleted,
+// as the API server tells (memo keeps the answers of one ProcessItems); a read
+// that fails says it does (the safe side: its objects are left to it). A
+// teardown's items (deorbit aimed at limbo's own cluster) are deleted whoever
+// manages them, but for a Bundle that lives on: stamped, its pass cancelled the
+// countdown, the teardown stamped again, until deorbit gave up; without a
+// delay, the Bundle made the object again, and the teardown deleted it again.
+func (e *Engine) bundleLives(ctx context.Context, key client.ObjectKey, memo map[client.ObjectKey]bool) bool {
+	if lives, asked := memo[key]; asked {
+		return lives
+	}
+	b := &metav1.PartialObjectMetadata{}
+	b.SetGroupVersionKind(limbov1alpha1.BundleGVK)
+	err := e.Reader.Get(ctx, key, b)
+	memo[key] = !apierrors.IsNotFound(err) && (err != nil || b.DeletionTimestamp == nil)
+	return memo[key]
 }
 
 // ownerGone reports whether owner, an item's limbo.dev/pluginResource naming

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -702,12 +703,25 @@ func TestProcessItemsLeaveABundlesObjects(t *testing.T) {
 		t.Errorf("the Bundle's object in limbo was changed: %v", live)
 	}
 
-	// A teardown deletes what it lists (deorbit aimed at limbo's own cluster).
-	h = newHarness(t, cm("config", map[string]string{delayKey: "1h"}, map[string]string{bundleKey: "web"}))
-	h.engine.ProcessItems(context.Background(), bundle(), softdelete.ItemSet{Owner: owner, Delay: "10m",
-		Items: []softdelete.Item{h.item(t, "config", false, "n1", 0)}})
-	if len(h.calls) != 1 || !strings.HasPrefix(h.calls[0], "PATCH ConfigMap team-a/config") {
-		t.Errorf("a teardown's calls %q, want its stamp", h.calls)
+	// A teardown deletes what it lists (deorbit aimed at limbo's own cluster),
+	// whoever manages it — but a Bundle that lives on: it would make the object
+	// again, or cancel the countdown, at every pass.
+	deleting := bundleNamed("team-a", "going")
+	deleting.DeletionTimestamp, deleting.Finalizers = &metav1.Time{Time: now}, []string{limbov1alpha1.FinalizerTeardown}
+	h = newHarness(t, cm("config", map[string]string{delayKey: "1h"}, map[string]string{bundleKey: "web"}),
+		cm("gone", nil, map[string]string{bundleKey: "gone"}), cm("going", nil, map[string]string{bundleKey: "going"}),
+		bundleNamed("team-a", "web"), deleting)
+	out = h.engine.ProcessItems(context.Background(), bundle(), softdelete.ItemSet{Owner: owner, Delay: "10m",
+		Items: []softdelete.Item{h.item(t, "config", false, "n1", 0), h.item(t, "gone", false, "n1", 0), h.item(t, "going", false, "n1", 0)}})
+	var stamped []string
+	for _, c := range h.calls {
+		stamped = append(stamped, strings.Fields(c)[2])
+	}
+	if !slices.Equal(stamped, []string{"team-a/going", "team-a/gone"}) {
+		t.Errorf("a teardown's calls %q, want the stamps of the objects of Bundles gone or going, not of web's", h.calls)
+	}
+	if got := messages(out.Pending); !strings.Contains(got["config"], `Bundle "web"`) {
+		t.Errorf("pending = %q, want config left to web", got)
 	}
 
 	remote := newHarness(t, cm("config", map[string]string{delayKey: "1h"}, map[string]string{bundleKey: "web"}))
