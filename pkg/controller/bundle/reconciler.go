@@ -182,7 +182,14 @@ func quickRetryWait(n int) time.Duration {
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	result, err := r.reconcile(ctx, req)
 	if conflictOnBundle(err) {
-		return ctrl.Result{RequeueAfter: conflictRetry}, nil
+		// A write of the Bundle outside a pass's status (its finalizer, a
+		// teardown's): soon, paced as a pass's quick retries are, never past
+		// the deadline that came with the error.
+		after := quickRetryWait(r.quickRetries.count(req.NamespacedName, true))
+		if result.RequeueAfter > 0 {
+			after = min(after, result.RequeueAfter)
+		}
+		return ctrl.Result{RequeueAfter: after}, nil
 	}
 	if r.alarms != nil {
 		if err != nil && result.RequeueAfter > 0 {
@@ -217,6 +224,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	var b limbov1alpha1.Bundle
 	if err := r.Client.Get(ctx, req.NamespacedName, &b); err != nil {
 		if apierrors.IsNotFound(err) {
+			r.quickRetries.count(req.NamespacedName, false)
 			r.forgetStatus(req.String())
 			r.statuses.Forget(req.NamespacedName)
 			r.inTheWay.forget(req.NamespacedName)
@@ -237,8 +245,10 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	// as its ServiceAccount (limbo's own kinds stay limbo's: see impersonation).
 	ctx = impersonation.WithServiceAccount(ctx, b.Namespace, r.serviceAccountOf(&b))
 	if !b.DeletionTimestamp.IsZero() {
-		r.quickRetries.count(req.NamespacedName, false)
 		res, err := r.teardown(ctx, &b)
+		if !conflictOnBundle(err) { // Reconcile paces those
+			r.quickRetries.count(req.NamespacedName, false)
+		}
 		r.teardownFailed(ctx, &b, err)
 		return res, err
 	}
@@ -264,6 +274,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// Not this shard's any more, or changed since the cache showed it:
 		// the status, and what the pass would announce, are the other
 		// shard's, or the next pass's.
+		r.quickRetries.count(req.NamespacedName, false)
 		return ctrl.Result{RequeueAfter: leftShardRetry}, errors.Join(p.errs...)
 	}
 	p.emitAnnouncements()
@@ -286,6 +297,11 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			return p.paced(r.quickRetries.count(req.NamespacedName, true)), nil
 		}
 		r.quickRetries.count(req.NamespacedName, false)
+		if conflictOnBundle(err) {
+			// The pass's own errors back off, as they would have had the
+			// status been written; the next pass writes it.
+			return p.failedResult(), errors.Join(p.errs...)
+		}
 		// The pass's deadlines go with the error, for Reconcile's alarm: what it
 		// stamped is due then, whatever its status says.
 		return p.failedResult(), err

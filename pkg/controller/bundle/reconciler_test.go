@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -197,5 +198,58 @@ func TestQuickRetriesKeepDeadlines(t *testing.T) {
 		if left := time.Until(due) + time.Second; res.RequeueAfter > left {
 			t.Fatalf("retry %d after %v, past the orphan's deadline (%v away)", i, res.RequeueAfter, left)
 		}
+	}
+}
+
+// A pass that failed (an apply refused) and whose status write met a Conflict
+// backs off with its errors: it came back every 100 ms, unpaced, its errors
+// dropped, for as long as the cache lagged.
+func TestQuickRetriesOfAFailedPass(t *testing.T) {
+	b := &limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", UID: "b-uid", Generation: 2},
+		Spec: limbov1alpha1.BundleSpec{Resources: []limbov1alpha1.Resource{configMapResource(t, "app")}}}
+	f := newTeardownFixture(t, b, nil)
+	conflict := apierrors.NewConflict(schema.GroupResource{Group: "limbo.dev", Resource: "bundles"}, "web", errors.New("the object has been modified"))
+	f.r.Client = interceptor.NewClient(f.c.(client.WithWatch), interceptor.Funcs{
+		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+			if _, ok := obj.(*limbov1alpha1.Bundle); !ok {
+				return apierrors.NewInternalError(errors.New("etcdserver: request timed out"))
+			}
+			return c.Patch(ctx, obj, patch, opts...)
+		},
+		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+			return conflict
+		},
+		SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+			return conflict
+		},
+	})
+	if _, err := f.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(b)}); err == nil || !strings.Contains(err.Error(), "request timed out") {
+		t.Errorf("Reconcile error %v, want the pass's own error (the work queue backs off)", err)
+	}
+}
+
+// A teardown's Conflicts on the Bundle (its finalizer's removal on a cached
+// copy the API server has moved past) are paced as a pass's quick retries.
+func TestQuickRetriesOfATeardown(t *testing.T) {
+	f := newTeardownFixture(t, deletedBundle(nil, limbov1alpha1.BundleStatus{ObservedGeneration: 1}), nil)
+	conflict := apierrors.NewConflict(schema.GroupResource{Group: "limbo.dev", Resource: "bundles"}, "web", errors.New("the object has been modified"))
+	f.r.Client = interceptor.NewClient(f.c.(client.WithWatch), interceptor.Funcs{
+		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+			if _, ok := obj.(*limbov1alpha1.Bundle); ok {
+				return conflict
+			}
+			return c.Patch(ctx, obj, patch, opts...)
+		},
+	})
+	var last time.Duration
+	for range 10 {
+		res, err := f.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(f.bundle)})
+		if err != nil {
+			t.Fatalf("Reconcile: %v", err)
+		}
+		last = res.RequeueAfter
+	}
+	if last < 10*conflictRetry {
+		t.Errorf("after ten Conflicts in a row the teardown comes back after %v, want at least %v", last, 10*conflictRetry)
 	}
 }
