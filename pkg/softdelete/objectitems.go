@@ -310,7 +310,7 @@ func (e *Engine) ProcessItems(ctx context.Context, eventTarget runtime.Object, s
 		if owner := it.Object.GetAnnotations()[limbov1alpha1.AnnotationPluginResource]; owner != "" && owner != set.Owner && !e.ownerGone(ctx, eventTarget, owner, ownersGone) {
 			if !it.Desired {
 				p := pendingEntry(it.Object, Decide(now, StateOf(it.Object, false)), nil)
-				p.Message = "in limbo for plugin resource " + owner + "; left to it"
+				p.Message = "in limbo for plugin resource " + owner + MsgLeftToOwner
 				out.Pending = append(out.Pending, set.pending(p))
 			}
 			continue
@@ -454,6 +454,10 @@ func (e *Engine) processGroup(ctx context.Context, eventTarget runtime.Object, s
 		}
 	}
 }
+
+// MsgLeftToOwner ends the entry of an item in limbo for another plugin
+// resource, which ProcessItems leaves to it: its countdown is not the set's.
+const MsgLeftToOwner = "; left to it"
 
 // MsgItemsDeferred is the pendingDeletions message of an item that a pass left
 // for the next one: ProcessItems stops acting once its context is done, so that

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -180,9 +181,11 @@ func (p *pass) itemsTheWatchCacheMissed(ctx context.Context, items []*metav1.Par
 	var missed []limbov1alpha1.PendingDeletion
 	for _, pd := range p.bundle.Status.PendingDeletions {
 		gvk := schema.FromAPIVersionAndKind(pd.APIVersion, pd.Kind)
-		// Only a stamped item carries the label the listing selects: an
-		// entry without a countdown (held, left to another) is in no listing.
-		if pd.Cluster != "" || gvk == limbov1alpha1.TombstoneGVK || pd.DeletionTimestamp == nil || !want(pd) || found[pendingKey(pd)] {
+		// Only an item the Bundle stamped is in the listing: an entry
+		// without a countdown (held, left to a Bundle) or with another
+		// owner's (MsgLeftToOwner) is in none.
+		if pd.Cluster != "" || gvk == limbov1alpha1.TombstoneGVK || pd.DeletionTimestamp == nil || strings.HasSuffix(pd.Message, softdelete.MsgLeftToOwner) ||
+			!want(pd) || found[pendingKey(pd)] {
 			continue
 		}
 		if key := entryObjectKey(pd); pd.Namespace == p.bundle.Namespace && (p.gone[key] || p.declared[key] != "") {

@@ -275,6 +275,9 @@ func TestPassLooksUpAnItemTheWatchCacheMissed(t *testing.T) {
 		{APIVersion: "v1", Kind: "ConfigMap", Namespace: "workload", Name: "vol", Resource: "sweep", DeletionTimestamp: &stamp},
 		// Held, never stamped: in no listing by the label, not looked for again.
 		{APIVersion: "v1", Kind: "Secret", Namespace: "workload", Name: "held", Resource: "sweep", Message: limbov1alpha1.PendingMessageWaitingForReady},
+		// Another owner's countdown: in no listing of this Bundle's items.
+		{APIVersion: "v1", Kind: "Secret", Namespace: "workload", Name: "theirs", Resource: "sweep", DeletionTimestamp: &stamp,
+			Message: "in limbo for plugin resource other/x/sweep" + softdelete.MsgLeftToOwner},
 	})
 	b := &limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", UID: "b-uid", Generation: 2},
 		Spec: limbov1alpha1.BundleSpec{Resources: []limbov1alpha1.Resource{configMapResource(t, "app")}}, Status: status}
