@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -299,12 +298,9 @@ func (e *Engine) ProcessItems(ctx context.Context, eventTarget runtime.Object, s
 	live := map[client.ObjectKey]bool{}
 	for _, it := range set.Items {
 		if b := bundleManaging(it.Object); b != "" && set.Cluster == nil && (set.LeaveBundlesObjects || e.bundleLives(ctx, client.ObjectKey{Namespace: it.Object.GetNamespace(), Name: b}, live)) {
-			if !it.Desired {
-				// No countdown of the plugin's runs: the entry names none.
-				p := pendingEntry(it.Object, Decision{}, nil)
-				p.Message = fmt.Sprintf("an object of Bundle %q, which decides it; not the plugin's to delete", b)
-				out.Pending = append(out.Pending, set.pending(p))
-			}
+			// No entry: the object is in no limbo of the set's (listed, it
+			// read as one in kubectl limbo pending, under the wrong Bundle).
+			log.FromContext(ctx).V(1).Info("left to the Bundle that manages it: not a plugin's item", "object", describe(it.Object), "bundle", b)
 			continue
 		}
 		if owner := it.Object.GetAnnotations()[limbov1alpha1.AnnotationPluginResource]; owner != "" && owner != set.Owner && !e.ownerGone(ctx, eventTarget, owner, ownersGone) {

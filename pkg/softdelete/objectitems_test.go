@@ -674,9 +674,9 @@ func TestProcessItemsOwnerGone(t *testing.T) {
 // inventory covers the namespace (every PVC a Pod mounts is desired) listed
 // one of them as desired and its cancel took the Bundle's countdown and its
 // delay away — the next pass deleted it at once; listed as an orphan, its
-// delay was overwritten with the resource's. Neither is written; an orphan's
-// entry says why it is left. In another cluster a Bundle's label names none
-// of this one's, and the items are decided as always.
+// delay was overwritten with the resource's. Neither is written, nor listed.
+// In another cluster a Bundle's label names none of this one's, and the items
+// are decided as always.
 func TestProcessItemsLeaveABundlesObjects(t *testing.T) {
 	inLimbo := map[string]string{delayKey: "24h", stampKey: "2025-03-14T12:00:00Z"}
 	controlled := cm("controlled", nil, nil)
@@ -688,13 +688,10 @@ func TestProcessItemsLeaveABundlesObjects(t *testing.T) {
 	if len(h.calls) != 0 {
 		t.Errorf("API calls %q, want none", h.calls)
 	}
-	if got := messages(out.Pending); len(got) != 2 || !strings.Contains(got["config"], `Bundle "web"`) || !strings.Contains(got["controlled"], `Bundle "web"`) {
-		t.Errorf("pending = %q, want the two orphans, left to Bundle web", got)
-	}
-	for _, p := range out.Pending {
-		if p.DeleteAfter != nil || p.DeletionTimestamp != nil {
-			t.Errorf("%s's entry names a countdown the plugin does not run: %+v", p.Name, p)
-		}
+	// No entry: listed, kubectl limbo pending showed the Bundle's live object
+	// as in limbo, under the plugin's Bundle.
+	if len(out.Pending) != 0 {
+		t.Errorf("pending = %+v, want none", out.Pending)
 	}
 	if ev := h.events(); len(ev) != 0 {
 		t.Errorf("events %q, want none", ev)
@@ -720,8 +717,8 @@ func TestProcessItemsLeaveABundlesObjects(t *testing.T) {
 	if !slices.Equal(stamped, []string{"team-a/going", "team-a/gone"}) {
 		t.Errorf("a teardown's calls %q, want the stamps of the objects of Bundles gone or going, not of web's", h.calls)
 	}
-	if got := messages(out.Pending); !strings.Contains(got["config"], `Bundle "web"`) {
-		t.Errorf("pending = %q, want config left to web", got)
+	if got := messages(out.Pending); got["config"] != "" {
+		t.Errorf("pending = %q, want no entry of web's config", got)
 	}
 
 	remote := newHarness(t, cm("config", map[string]string{delayKey: "1h"}, map[string]string{bundleKey: "web"}))
