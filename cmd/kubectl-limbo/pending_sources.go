@@ -388,7 +388,7 @@ func collectPending(ctx context.Context, src pendingSources, namespace string, s
 		// Objects of this cluster's namespaces are listed by their labels anyway;
 		// what only a status tells (other clusters, cluster-scoped kinds, held
 		// entries' reasons) is shown for the entries it lists.
-		fmt.Fprintf(warnings, "Warning: the status of %s lists only the soonest of its entries in limbo; items of other clusters and cluster-scoped ones past them are not shown\n", strings.Join(cut, ", "))
+		fmt.Fprintf(warnings, "Warning: the status of %s lists only the soonest of its entries in limbo; items of other clusters and cluster-scoped ones past them are not shown, nor its orphans held before their countdown or with an invalid delay, and the others' rows may not show their hold\n", strings.Join(cut, ", "))
 	}
 	warnNotShown(warnings, namespace, listedElsewhere(ctx, src.Reader, notShown, selector))
 	sortPending(items)

@@ -708,7 +708,7 @@ func TestPendingWarnsOfACutStatus(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "in cluster workload-kubeconfig") {
 		t.Fatalf("exit %d, output %q", code, out)
 	}
-	const want = "Warning: the status of clusters/workload (1 of 4000) lists only the soonest of its entries in limbo; items of other clusters and cluster-scoped ones past them are not shown\n"
+	const want = "Warning: the status of clusters/workload (1 of 4000) lists only the soonest of its entries in limbo; items of other clusters and cluster-scoped ones past them are not shown, nor its orphans held before their countdown or with an invalid delay, and the others' rows may not show their hold\n"
 	if errOut != want {
 		t.Errorf("stderr %q, want %q", errOut, want)
 	}
