@@ -575,7 +575,10 @@ func (r *pass) giveUp(step, why string) {
 	if debris == "" { // no pass listed the target: "none" would read as a cluster found empty
 		debris = "unknown (the target cluster was never listed)"
 	}
-	msg := fmt.Sprintf("gave up: %s; debris left behind: %s", why, debris)
+	// Kept in the teardown state (Finished, Warning), which the Bundle's
+	// annotations hold: why may end with an endpoint's whole answer, and a
+	// state too large to keep made every pass give up again, never kept.
+	msg := fmt.Sprintf("gave up: %s; debris left behind: %s", boundedtext.Cut(why, maxLastError), debris)
 	r.p.opts.Metrics.Failures.WithLabelValues(step).Inc()
 	r.p.opts.Metrics.PhaseDuration.WithLabelValues(PhaseTotal).Observe(r.req.Now.Sub(r.start).Seconds())
 	r.event(corev1.EventTypeWarning, EventDeorbitTimedOut, "%s", msg)

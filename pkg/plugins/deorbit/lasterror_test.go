@@ -33,3 +33,18 @@ func TestLastErrorIsBounded(t *testing.T) {
 		t.Errorf("%d events of the same error in two passes, want 1", events)
 	}
 }
+
+// A give-up past the timeout quotes the last error, bounded too: the whole of a
+// long one made a state too large to keep, and every pass gave up again.
+func TestGiveUpMessageIsBounded(t *testing.T) {
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	st := &state{}
+	r := &pass{p: New(Options{}), req: plugin.Request{Now: now}, cfg: config{timeout: time.Hour}, st: st, res: &plugin.TeardownResult{}, start: now.Add(-2 * time.Hour)}
+	r.failed(errors.New(strings.Repeat("x", 100<<10)))
+	if !r.res.Done {
+		t.Fatal("the pass past the timeout did not give up")
+	}
+	if n := len(st.Finished) + len(st.Warning) + len(r.res.Warning); n > 8<<10 {
+		t.Errorf("the give-up keeps %d bytes of messages, want at most 8 KiB", n)
+	}
+}
