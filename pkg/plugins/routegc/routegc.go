@@ -155,6 +155,9 @@ type Plugin struct {
 type resourceState struct {
 	// pass admits one pass (or removal) at a time.
 	pass chan struct{}
+	// planWaiting holds a plan waiting for pass: removals let it go first
+	// (acquireRemoval).
+	planWaiting chan struct{}
 	// spec is the spec of the cached result; result is nil when the next plan
 	// must poll.
 	spec     string
@@ -166,13 +169,17 @@ type resourceState struct {
 	paged bool
 }
 
+func newResourceState() *resourceState {
+	return &resourceState{pass: make(chan struct{}, 1), planWaiting: make(chan struct{}, 1), orphans: map[string]bool{}}
+}
+
 // New returns the plugin.
 func New(opts Options) *Plugin {
 	if opts.Metrics == nil {
 		opts.Metrics = NewMetrics(nil)
 	}
 	return &Plugin{opts: opts, state: plugin.ResourceStates[resourceState]{New: func() *resourceState {
-		return &resourceState{pass: make(chan struct{}, 1), orphans: map[string]bool{}}
+		return newResourceState()
 	}}}
 }
 
@@ -199,7 +206,7 @@ func (p *Plugin) Plan(ctx context.Context, req plugin.Request) (*plugin.Result, 
 		return nil, err
 	}
 	st := p.state.Of(req)
-	if err := st.acquire(ctx); err != nil {
+	if err := st.acquirePlan(ctx); err != nil {
 		return nil, err
 	}
 	defer st.release()
@@ -318,7 +325,7 @@ func (p *Plugin) DeleteExternal(ctx context.Context, req plugin.Request, item li
 		return err
 	}
 	st := p.state.Of(req)
-	if err := st.acquire(ctx); err != nil {
+	if err := st.acquireRemoval(ctx); err != nil {
 		return err
 	}
 	defer st.release()
@@ -536,3 +543,38 @@ func (st *resourceState) acquire(ctx context.Context) error {
 }
 
 func (st *resourceState) release() { <-st.pass }
+
+// acquirePlan is acquire for a plan, which removals let go first: queued
+// behind removals of routes that come due together (each a Nova listing and a
+// router update, seconds on a busy cloud), a plan's 30 s ran out, and the
+// resource was in Error, its Bundle no longer Ready and its due Tombstones
+// held — again with each batch, for the whole cleanup.
+func (st *resourceState) acquirePlan(ctx context.Context) error {
+	select {
+	case st.planWaiting <- struct{}{}:
+	case <-ctx.Done():
+		return fmt.Errorf("another pass of this resource is still running: %w", ctx.Err())
+	}
+	defer func() { <-st.planWaiting }()
+	return st.acquire(ctx)
+}
+
+// acquireRemoval is acquire for a route's removal: one that gets the turn
+// while a plan waits gives it up, and waits for the plan to have it.
+func (st *resourceState) acquireRemoval(ctx context.Context) error {
+	for {
+		select { // no plan waiting
+		case st.planWaiting <- struct{}{}:
+			<-st.planWaiting
+		case <-ctx.Done():
+			return fmt.Errorf("another pass of this resource is still running: %w", ctx.Err())
+		}
+		if err := st.acquire(ctx); err != nil {
+			return err
+		}
+		if len(st.planWaiting) == 0 {
+			return nil
+		}
+		st.release()
+	}
+}
