@@ -178,9 +178,7 @@ func New(opts Options) *Plugin {
 	if opts.Metrics == nil {
 		opts.Metrics = NewMetrics(nil)
 	}
-	return &Plugin{opts: opts, state: plugin.ResourceStates[resourceState]{New: func() *resourceState {
-		return newResourceState()
-	}}}
+	return &Plugin{opts: opts, state: plugin.ResourceStates[resourceState]{New: newResourceState}}
 }
 
 // ForgetBundle drops what the plugin remembers of a Bundle that is gone.
