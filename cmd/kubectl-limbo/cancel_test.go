@@ -469,7 +469,7 @@ func recordPatches(forbidBundles bool) (*interceptor.Funcs, *[]string) {
 // its Bundle would leave the Bundle reporting it NotOwned. A Bundle being deleted
 // keeps nothing; one that cannot be read fails the cancel.
 func TestCancelKeptByTheBundleThatDeclaresIt(t *testing.T) {
-	const outOfLimbo = `{"metadata":{"annotations":{"limbo.dev/deletionTimestamp":null,"limbo.dev/expeditedFrom":null,"limbo.dev/released":null},"labels":{"limbo.dev/pending-deletion":null},`
+	const outOfLimbo = `{"metadata":{"annotations":{"limbo.dev/deletionTimestamp":null,"limbo.dev/expeditedFrom":null,"limbo.dev/pluginResource":null,"limbo.dev/released":null},"labels":{"limbo.dev/pending-deletion":null},`
 	otherOwner := metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: "anchor", UID: uid("anchor")}
 	controlled := func() metav1.ObjectMeta {
 		m := inLimbo("team-a", "keep", "shop", "24h", stampAgo(time.Hour))
@@ -524,13 +524,13 @@ func TestCancelKeptByTheBundleThatDeclaresIt(t *testing.T) {
 		{name: "controller declares it but is being deleted", meta: controlled(), bundle: deleting,
 			wantOut: `configmap/keep: deletion cancelled; removed owner reference to Bundle "shop", annotation limbo.dev/deletionTimestamp, label limbo.dev/pending-deletion=true, label limbo.dev/bundle=shop.` + "\n" +
 				`No Bundle manages it now; to bring it back under a Bundle, declare it there with the annotation limbo.dev/adopt: "true".` + "\n",
-			wantPatch: `{"metadata":{"annotations":{"limbo.dev/deletionTimestamp":null,"limbo.dev/expeditedFrom":null,"limbo.dev/released":null},"labels":{"limbo.dev/bundle":null,"limbo.dev/pending-deletion":null},` +
+			wantPatch: `{"metadata":{"annotations":{"limbo.dev/deletionTimestamp":null,"limbo.dev/expeditedFrom":null,"limbo.dev/pluginResource":null,"limbo.dev/released":null},"labels":{"limbo.dev/bundle":null,"limbo.dev/pending-deletion":null},` +
 				`"ownerReferences":[{"apiVersion":"v1","kind":"ConfigMap","name":"anchor","uid":"uid-anchor"}],"resourceVersion":"999"}}`,
 			wantOwners: []metav1.OwnerReference{otherOwner}},
 		{name: "released, its Bundle being deleted", meta: released(), bundle: deleting,
 			wantOut: "configmap/keep: deletion cancelled; removed annotation limbo.dev/deletionTimestamp, annotation limbo.dev/released, label limbo.dev/pending-deletion=true, label limbo.dev/bundle=shop.\n" +
 				`No Bundle manages it now; to bring it back under a Bundle, declare it there with the annotation limbo.dev/adopt: "true".` + "\n",
-			wantPatch: `{"metadata":{"annotations":{"limbo.dev/deletionTimestamp":null,"limbo.dev/expeditedFrom":null,"limbo.dev/released":null},"labels":{"limbo.dev/bundle":null,"limbo.dev/pending-deletion":null},"resourceVersion":"999"}}`},
+			wantPatch: `{"metadata":{"annotations":{"limbo.dev/deletionTimestamp":null,"limbo.dev/expeditedFrom":null,"limbo.dev/pluginResource":null,"limbo.dev/released":null},"labels":{"limbo.dev/bundle":null,"limbo.dev/pending-deletion":null},"resourceVersion":"999"}}`},
 		{name: "controller cannot be read", meta: controlled(), bundle: shopDeclaring(t, []string{"keep"}), forbid: true,
 			wantErr: "error: cannot cancel configmap/keep: its controller, Bundle team-a/shop, cannot be read to tell whether it declares it again: " +
 				`bundles.limbo.dev "shop" is forbidden: no` + "\n"},

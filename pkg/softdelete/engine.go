@@ -756,10 +756,14 @@ var (
 
 // limboNotes are annotations that tell of a countdown without marking anything
 // in limbo: limbo.dev/expeditedFrom, which kubectl limbo expedite writes and
-// the controller never reads. A cancel removes them with the marks, so that
-// nothing of limbo's is left on the object; an object that carries a note alone
-// is not in limbo (HasLimboMark, Decide), so a note never causes a write.
-var limboNotes = []string{limbov1alpha1.AnnotationExpeditedFrom}
+// the controller never reads, and limbo.dev/pluginResource, the plugin
+// resource whose item's countdown it was. A cancel removes them with the
+// marks, so that nothing of limbo's is left on the object (a Bundle's object
+// a plugin stamped before plugins left Bundles' objects alone kept it after
+// its Bundle's cancel, and kubectl limbo cancel then refused it as a plugin's
+// item); an object that carries a note alone is not in limbo (HasLimboMark,
+// Decide), so a note never causes a write.
+var limboNotes = []string{limbov1alpha1.AnnotationExpeditedFrom, limbov1alpha1.AnnotationPluginResource}
 
 // OutOfLimboPatch is the metadata of the JSON merge patch that takes an object
 // out of limbo: every limbo mark goes, and every note of the countdown (a null

@@ -579,7 +579,7 @@ func TestEngineDisown(t *testing.T) {
 		{name: "no countdown", obj: owned("db", nil, nil),
 			wantPatch: `{"metadata":{"ownerReferences":[],"resourceVersion":"999"}}`},
 		{name: "in limbo", obj: owned("db", stampedDB, map[string]string{pendingKey: "true"}),
-			wantPatch:  `{"metadata":{"annotations":{"limbo.dev/deletionTimestamp":null,"limbo.dev/expeditedFrom":null,"limbo.dev/released":null},"labels":{"limbo.dev/pending-deletion":null},"ownerReferences":[],"resourceVersion":"999"}}`,
+			wantPatch:  `{"metadata":{"annotations":{"limbo.dev/deletionTimestamp":null,"limbo.dev/expeditedFrom":null,"limbo.dev/pluginResource":null,"limbo.dev/released":null},"labels":{"limbo.dev/pending-deletion":null},"ownerReferences":[],"resourceVersion":"999"}}`,
 			wantEvents: []string{"Normal DeletionCancelled ConfigMap team-a/db: deletion cancelled (why)"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -887,7 +887,7 @@ func unwrapAll(err error) error {
 }
 
 func TestEngineDesired(t *testing.T) {
-	const cancelPatch = `PATCH ConfigMap team-a/db application/merge-patch+json {"metadata":{"annotations":{"limbo.dev/deletionTimestamp":null,"limbo.dev/expeditedFrom":null,"limbo.dev/released":null},"labels":{"limbo.dev/pending-deletion":null}}}`
+	const cancelPatch = `PATCH ConfigMap team-a/db application/merge-patch+json {"metadata":{"annotations":{"limbo.dev/deletionTimestamp":null,"limbo.dev/expeditedFrom":null,"limbo.dev/pluginResource":null,"limbo.dev/released":null},"labels":{"limbo.dev/pending-deletion":null}}}`
 	tests := []struct {
 		name          string
 		annotations   map[string]string

@@ -591,8 +591,8 @@ func (e *Engine) CancelItem(ctx context.Context, eventTarget runtime.Object, obj
 
 // cancelItem is CancelItem of an item of set, in set's cluster.
 //
-// The patch is OutOfLimboPatch's, plus the delay and the owner, which the
-// engine wrote on the item too (an object's own delay is its user's).
+// The patch is OutOfLimboPatch's (the owner, limbo.dev/pluginResource, is one
+// of its notes), plus the delay, which the engine wrote on the item too.
 func (e *Engine) cancelItem(ctx context.Context, eventTarget runtime.Object, set ItemSet, obj client.Object, why string) error {
 	sub := set.subject(e, eventTarget, obj)
 	metadata := OutOfLimboPatch()
@@ -602,7 +602,6 @@ func (e *Engine) cancelItem(ctx context.Context, eventTarget runtime.Object, set
 	if set.Cluster != nil || bundleManaging(obj) == "" {
 		annotations[limbov1alpha1.AnnotationDeletionDelay] = nil
 	}
-	annotations[limbov1alpha1.AnnotationPluginResource] = nil
 	metadata["resourceVersion"] = obj.GetResourceVersion()
 	_, err := e.cancel(ctx, eventTarget, sub, map[string]any{"metadata": metadata}, cancelledBecause(sub.ref, why), why)
 	return err
