@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"time"
 
@@ -626,6 +627,14 @@ func (r *Reconciler) teardownPlugins(ctx context.Context, b *limbov1alpha1.Bundl
 			// Done while still handing over items: not done until they are
 			// gone. Those left to another owner are no countdown of its.
 			out.remaining = append(out.remaining, fmt.Sprintf("plugin resource %s (%s; waiting for its %d item(s) to be deleted)", name, result.Message, remaining))
+		case len(result.Items) > 0:
+			// Done, and none of its items is left to count down: marked done
+			// now, so that the next passes do not resolve its spec again (its
+			// references may name what the waves delete).
+			if err := r.keepTeardown(ctx, b, teardownDoneMarks(name, result.Warning)); err != nil {
+				out.remaining = append(out.remaining, fmt.Sprintf("plugin resource %s", name))
+				out.failures = append(out.failures, fmt.Sprintf("plugin resource %q teardown: mark it done: %v", name, err))
+			}
 		}
 	}
 	return out
@@ -660,6 +669,27 @@ func (r *Reconciler) forgetAnotherBundlesTeardown(ctx context.Context, b *limbov
 	}
 	log.FromContext(ctx).Info("removed the teardown marks of the Bundle this one is a copy of", "of", of)
 	return nil
+}
+
+// teardownDoneMarks are the annotations that mark the teardown of plugin
+// resource name done, with the warning it ended with.
+func teardownDoneMarks(name, warning string) map[string]any {
+	marks := map[string]any{limbov1alpha1.AnnotationTeardownDonePrefix + name: "true"}
+	if warning != "" {
+		marks[limbov1alpha1.AnnotationTeardownWarningPrefix+name] = bundlespec.Bound(warning)
+	}
+	return marks
+}
+
+// keepTeardown writes annotations, a plugin teardown's state or done marks, on
+// b, with the mark that they are b's (AnnotationTeardownOf).
+func (r *Reconciler) keepTeardown(ctx context.Context, b *limbov1alpha1.Bundle, annotations map[string]any) error {
+	annotations[limbov1alpha1.AnnotationTeardownOf] = string(b.UID)
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": annotations}})
+	if err != nil {
+		return err
+	}
+	return r.Client.Patch(ctx, b, client.RawPatch(types.MergePatchType, patch))
 }
 
 // maxTeardownState is the largest teardown state a plugin may keep on its
@@ -727,28 +757,23 @@ func (r *Reconciler) teardownPlugin(ctx context.Context, b *limbov1alpha1.Bundle
 	// teardown was never called again, nothing listed the items again, and
 	// they stayed stamped, never deleted (teardownPlugins waits for those it
 	// counts down).
-	markDone := out.result.Done && len(out.result.Items) == 0
-	if out.result.State != req.TeardownState || markDone {
-		annotations := map[string]any{}
-		if out.result.State != req.TeardownState {
-			annotations[key] = out.result.State
-		}
-		annotations[limbov1alpha1.AnnotationTeardownOf] = string(b.UID)
-		if markDone {
-			annotations[doneKey] = "true"
-			if out.result.Warning != "" {
-				annotations[warningKey] = bundlespec.Bound(out.result.Warning)
-			}
-		}
-		patch, merr := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": annotations}})
-		if merr == nil {
-			merr = r.Client.Patch(ctx, b, client.RawPatch(types.MergePatchType, patch))
-		}
-		if merr != nil {
+	state := map[string]any{}
+	if out.result.State != req.TeardownState {
+		state[key] = out.result.State
+	}
+	// Done while still handing over items, it is marked done only once none
+	// is left to count down (teardownPlugins): marked at once, the teardown was
+	// never called again, nothing listed the items again, and they stayed
+	// stamped, never deleted.
+	if out.result.Done && len(out.result.Items) == 0 {
+		maps.Copy(state, teardownDoneMarks(name, out.result.Warning))
+	}
+	if len(state) > 0 {
+		if err := r.keepTeardown(ctx, b, state); err != nil {
 			// Not kept, the result is not acted on: its items, events and end
 			// are the next call's, from the state before it (deorbit: a
 			// load-balancer wait lost would end the deorbit early).
-			return callOutcome[*plugin.TeardownResult]{err: errors.Join(out.err, fmt.Errorf("keep the teardown state (the pass is not acted on and is retried): %w", merr)), current: true}
+			return callOutcome[*plugin.TeardownResult]{err: errors.Join(out.err, fmt.Errorf("keep the teardown state (the pass is not acted on and is retried): %w", err)), current: true}
 		}
 	}
 	return out

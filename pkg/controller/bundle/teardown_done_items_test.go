@@ -146,12 +146,18 @@ func TestTeardownDoneWithItemsOfAnotherOwner(t *testing.T) {
 	resources := []limbov1alpha1.Resource{{Name: "sweep", Plugin: &limbov1alpha1.PluginResource{Name: "hasty-sweeper", DeletionDelay: "1h"}}}
 	status := limbov1alpha1.BundleStatus{ObservedGeneration: 1,
 		Resources: []limbov1alpha1.ResourceStatus{{Name: "sweep", State: limbov1alpha1.ResourceReady}}}
-	f := newTeardownFixture(t, deletedBundle(resources, status), registry, claim, owner)
+	// Another finalizer keeps the Bundle: its marks can be read once let go.
+	f := newTeardownFixture(t, deletedBundle(resources, status, "example.com/keep"), registry, claim, owner)
+	var let limbov1alpha1.Bundle
 	f.reconcileUntil(t, "the Bundle is not let go", func() bool {
-		var cur limbov1alpha1.Bundle
-		err := f.c.Get(context.Background(), client.ObjectKeyFromObject(f.bundle), &cur)
-		return apierrors.IsNotFound(err) || err == nil && !slices.Contains(cur.Finalizers, limbov1alpha1.FinalizerTeardown)
+		err := f.c.Get(context.Background(), client.ObjectKeyFromObject(f.bundle), &let)
+		return err == nil && !slices.Contains(let.Finalizers, limbov1alpha1.FinalizerTeardown)
 	})
+	// Marked done: the next passes do not call the plugin again, nor resolve
+	// its spec, whose references may name what the waves deleted.
+	if _, done := let.Annotations[limbov1alpha1.AnnotationTeardownDonePrefix+"sweep"]; !done {
+		t.Errorf("the teardown, done with nothing left to count down, is not marked done: %v", let.Annotations)
+	}
 	var cur corev1.PersistentVolumeClaim
 	if err := f.c.Get(context.Background(), client.ObjectKeyFromObject(claim), &cur); err != nil || cur.Annotations[limbov1alpha1.AnnotationPluginResource] != "other/x/sweep" {
 		t.Errorf("the other owner's item: %v, annotations %v; want it left as it was", err, cur.Annotations)
