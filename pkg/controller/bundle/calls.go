@@ -18,7 +18,8 @@ import (
 
 // backgroundCalls runs plugin calls of one kind (plans, teardowns) beside the
 // passes. At most one call per plugin resource runs at a time (a poll never
-// overlaps the previous one). The pass that starts a call waits for it up to
+// overlaps the previous one), but for a call plugin.WithTimeout abandoned for
+// ignoring its context, which runs on beside the next. The pass that starts a call waits for it up to
 // plugin.CallWait; a call that outlasts that finishes in the background, is kept, and
 // triggers its Bundle, whose next pass takes it. A pass that finds a call still
 // running does not wait at all.

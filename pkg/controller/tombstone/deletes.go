@@ -22,8 +22,9 @@ import (
 // holds a worker, and the deletes of other backends go on.
 //
 // Each plugin resource (a Bundle's resource: one backend and its credentials)
-// has at most perResource deletes running at a time, so that a backend that is
-// slow but alive is never sent a herd. A Tombstone that finds no free turn
+// has at most perResource deletes running at a time (not counting calls
+// plugin.WithTimeout abandoned for ignoring their context), so that a backend
+// that is slow but alive is never sent a herd. A Tombstone that finds no free turn
 // queues; a turn that frees wakes the first in the queue, and a woken Tombstone
 // that does not take the turn (cancelled meanwhile, or no longer due) passes it
 // on to the next, so that a free turn never waits for a requeue.
