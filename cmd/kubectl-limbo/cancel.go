@@ -237,10 +237,10 @@ func cancelKeeper(ctx context.Context, c client.Client, t target, obj *metav1.Pa
 		return keeper{}, err
 	}
 	check := declarationCheck{ctx: ctx, c: c, t: t, verb: "cancel"}
+	generator := obj.GetAnnotations()[limbov1alpha1.AnnotationGeneratedBy]
 	var controller *limbov1alpha1.Bundle
 	if owner := bundleControllerOf(obj); owner != nil {
 		key, b, declared, err := check.controller(obj, owner)
-		generator := obj.GetAnnotations()[limbov1alpha1.AnnotationGeneratedBy]
 		switch {
 		case err != nil:
 			return keeper{}, err
@@ -282,6 +282,13 @@ func cancelKeeper(ctx context.Context, c client.Client, t target, obj *metav1.Pa
 	case declared:
 		return keeper{}, fmt.Errorf("cannot cancel %s: Bundle %s, which its label %s names, declares it: its next pass adopts it, which ends the countdown, and until then it is not deleted (kubectl limbo pending shows why it waits); to keep it out of that Bundle instead, remove it from the Bundle's spec and cancel again",
 			t, key, limbov1alpha1.LabelBundle)
+	case named.DeletionTimestamp.IsZero() && bundlespec.MayGenerateAgain(named, generator):
+		// Cancelled, it lost the label: a generated object is never adopted,
+		// and the one its generator makes again was in the Bundle's way for
+		// good (NotOwned), the Bundle never Ready. The reaper holds it
+		// meanwhile (ReleasedHold), and the pass adopts it by its label.
+		return keeper{}, fmt.Errorf("cannot cancel %s: Bundle %s, which its label %s names, may make it again (plugin resource %q has not been Ready in a pass of its spec): its pass adopts it if it does, which ends the countdown, and until then it is not deleted (kubectl limbo pending shows why it waits)",
+			t, key, limbov1alpha1.LabelBundle, generator)
 	}
 	return keeper{}, nil
 }

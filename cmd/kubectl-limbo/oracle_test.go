@@ -1,6 +1,7 @@
 package main
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -84,5 +85,31 @@ Bundle team-a/shop may make it again (plugin resource "gen" has not been Ready i
 	}
 	if len(got.OwnerReferences) != 1 || got.Labels[limbov1alpha1.LabelBundle] != "shop" || got.Annotations[limbov1alpha1.AnnotationDeletionTimestamp] != "" {
 		t.Errorf("left: owners %v, labels %v, annotations %v", got.OwnerReferences, got.Labels, got.Annotations)
+	}
+}
+
+// A released generated object that the Bundle its label names may make again
+// (a Bundle of that name re-created, its generator not run yet) is not
+// cancelled: cancelled, it lost the label, and the generator's object was in
+// the Bundle's way for good (NotOwned: generated objects are never adopted),
+// the Bundle never Ready. Held by the reaper meanwhile, it is adopted once the
+// generator runs, which ends the countdown.
+func TestCancelOfAReleasedObjectAGeneratorMayMakeAgain(t *testing.T) {
+	made := releasedBy(inLimbo("team-a", "made", "shop", "1h", stampAgo(2*time.Hour)), stampAgo(2*time.Hour))
+	made.Annotations[limbov1alpha1.AnnotationGeneratedBy] = "gen"
+	shop := shopDeclaring(t, nil, "gen")
+	shop.Generation, shop.Status.ObservedGeneration = 2, 1
+	cm := &corev1.ConfigMap{ObjectMeta: made}
+	f := newFixture(t, nil, cm, shop)
+	code, _, errOut := f.run("cancel", "-n", "team-a", "cm/made")
+	if code == 0 || !strings.Contains(errOut, `may make it again (plugin resource "gen"`) {
+		t.Fatalf("exit %d, stderr %q; want the cancel refused: Bundle shop may make it again", code, errOut)
+	}
+	var got corev1.ConfigMap
+	if err := f.client.Get(t.Context(), client.ObjectKeyFromObject(cm), &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Labels[limbov1alpha1.LabelBundle] != "shop" || got.Annotations[limbov1alpha1.AnnotationDeletionTimestamp] == "" {
+		t.Errorf("changed: labels %v, annotations %v", got.Labels, got.Annotations)
 	}
 }
