@@ -350,7 +350,7 @@ func (p *pass) stillOrphan(ctx context.Context, o client.Object, ready bool) sof
 // good.) A failed lookup or release keeps o, with the error in its entry (a
 // release the Bundle's ServiceAccount may not make is refused for good, until
 // someone grants it delete or the adopter goes); a Conflict, o changed since it
-// was read, is decided again.
+// was read, is decided again, as is a fresh read that is no longer due.
 func (p *pass) handOver(ctx context.Context, o client.Object, fresh metav1.Object) (softdelete.ClaimVerdict, error) {
 	gvk := o.GetObjectKind().GroupVersionKind()
 	adopter, err := p.adopters.of(ctx, o)
@@ -358,7 +358,13 @@ func (p *pass) handOver(ctx context.Context, o client.Object, fresh metav1.Objec
 	case err != nil:
 		return softdelete.ClaimDeferred, err
 	case adopter == nil:
-		return softdelete.Claimed, nil
+		return softdelete.Claimed, nil // the engine decides again on the fresh read
+	case fresh.GetDeletionTimestamp() != nil || !softdelete.Due(p.r.Clock.Now(), fresh):
+		// The claim runs before the engine decides again on the fresh read:
+		// a delay put on or raised (or made invalid) since the cache showed o
+		// due, or a deletion under way, is decided by the next pass, not
+		// handed over early (or with a countdown that never ends).
+		return softdelete.ClaimDeferred, nil
 	}
 	obj, ok := fresh.(client.Object)
 	if !ok {

@@ -411,6 +411,32 @@ func TestPassOrphanClaims(t *testing.T) {
 		adopter: true,
 		want:    "released",
 	}, {
+		// A delay put on (24h) just before the deletion: the fresh read is no longer
+		// due, and a hand-over would give x away early (or with a delay
+		// that never ends), the reaper deleting it if the adopter drops it.
+		name:    "another Bundle declares x to adopt it, a delay put on just before: x is kept",
+		adopter: true,
+		engineReader: &interceptor.Funcs{Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			err := c.Get(ctx, key, obj, opts...)
+			if key.Name == "x" {
+				obj.SetAnnotations(map[string]string{limbov1alpha1.AnnotationDeletionDelay: "24h"})
+			}
+			return err
+		}},
+		want: "kept",
+	}, {
+		// An invalid delay put on just before the deletion: never deleted.
+		name:    "another Bundle declares x to adopt it, an invalid delay put on just before: x is kept",
+		adopter: true,
+		engineReader: &interceptor.Funcs{Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			err := c.Get(ctx, key, obj, opts...)
+			if key.Name == "x" {
+				obj.SetAnnotations(map[string]string{limbov1alpha1.AnnotationDeletionDelay: "banana"})
+			}
+			return err
+		}},
+		want: "kept",
+	}, {
 		name: "the adopters cannot be listed: x is kept",
 		client: &interceptor.Funcs{List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
 			if _, ok := list.(*limbov1alpha1.BundleList); ok {
