@@ -88,6 +88,9 @@ same reason.`,
 					fmt.Fprintf(o.Out, "No Bundle manages it now; to bring it back under a Bundle, declare it there with the annotation %s: \"true\".\n",
 						limbov1alpha1.AnnotationAdopt)
 				}
+			} else if k.ByLabel {
+				fmt.Fprintf(o.Out, "Bundle %s may make it again (plugin resource %q has not been Ready in a pass of its spec): the label %s=%s is kept, by which its pass adopts it if the plugin makes it again; if not, nothing deletes it.\n",
+					k.Bundle, k.Generator, limbov1alpha1.LabelBundle, k.Bundle.Name)
 			} else if k.Generator != "" {
 				fmt.Fprintf(o.Out, "Bundle %s may make it again (plugin resource %q has not been Ready in a pass of its spec) and keeps managing it: its owner reference and the label %s=%s are kept; if the plugin does not make it again, the Bundle's next pass starts a new countdown.\n",
 					k.Bundle, k.Generator, limbov1alpha1.LabelBundle, k.Bundle.Name)
@@ -133,6 +136,9 @@ type keeper struct {
 	// Generator is the plugin resource of Bundle that may make the object
 	// again ("" when Bundle's template declares it).
 	Generator string
+	// ByLabel: Bundle does not control the object (a teardown released it)
+	// and keeps it by its limbo.dev/bundle label alone.
+	ByLabel bool
 }
 
 // cancelDeletion takes t out of limbo: it removes the limbo marks that
@@ -283,12 +289,14 @@ func cancelKeeper(ctx context.Context, c client.Client, t target, obj *metav1.Pa
 		return keeper{}, fmt.Errorf("cannot cancel %s: Bundle %s, which its label %s names, declares it: its next pass adopts it, which ends the countdown, and until then it is not deleted (kubectl limbo pending shows why it waits); to keep it out of that Bundle instead, remove it from the Bundle's spec and cancel again",
 			t, key, limbov1alpha1.LabelBundle)
 	case named.DeletionTimestamp.IsZero() && bundlespec.MayGenerateAgain(named, generator):
-		// Cancelled, it lost the label: a generated object is never adopted,
+		// Kept by its label: without it, a generated object is never adopted,
 		// and the one its generator makes again was in the Bundle's way for
-		// good (NotOwned), the Bundle never Ready. The reaper holds it
-		// meanwhile (ReleasedHold), and the pass adopts it by its label.
-		return keeper{}, fmt.Errorf("cannot cancel %s: Bundle %s, which its label %s names, may make it again (plugin resource %q has not been Ready in a pass of its spec): its pass adopts it if it does, which ends the countdown, and until then it is not deleted (kubectl limbo pending shows why it waits)",
-			t, key, limbov1alpha1.LabelBundle, generator)
+		// good (NotOwned), the Bundle never Ready. With it, the pass adopts it
+		// if the generator makes it again; if not, labelled, without
+		// controller or limbo mark, nothing deletes it. (Refused, the cancel
+		// could not be made before the reaper deleted it, long due, the
+		// moment the generator was Ready without it.)
+		return keeper{Bundle: key, Generator: generator, ByLabel: true}, nil
 	}
 	return keeper{}, nil
 }

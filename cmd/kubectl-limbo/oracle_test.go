@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+	"github.com/limbo-dev/limbo/pkg/softdelete"
 )
 
 // What expedite and cancel say is what the controller then does. Each row
@@ -89,11 +90,11 @@ Bundle team-a/shop may make it again (plugin resource "gen" has not been Ready i
 }
 
 // A released generated object that the Bundle its label names may make again
-// (a Bundle of that name re-created, its generator not run yet) is not
-// cancelled: cancelled, it lost the label, and the generator's object was in
-// the Bundle's way for good (NotOwned: generated objects are never adopted),
-// the Bundle never Ready. Held by the reaper meanwhile, it is adopted once the
-// generator runs, which ends the countdown.
+// (a Bundle of that name re-created, its generator not run yet) keeps its
+// label when cancelled: without it, a generated object is never adopted, and
+// the generator's object was in the Bundle's way for good (NotOwned), the
+// Bundle never Ready. Kept by its label, the pass adopts it if the generator
+// makes it again; if not, nothing deletes it (no controller, no mark).
 func TestCancelOfAReleasedObjectAGeneratorMayMakeAgain(t *testing.T) {
 	made := releasedBy(inLimbo("team-a", "made", "shop", "1h", stampAgo(2*time.Hour)), stampAgo(2*time.Hour))
 	made.Annotations[limbov1alpha1.AnnotationGeneratedBy] = "gen"
@@ -101,15 +102,15 @@ func TestCancelOfAReleasedObjectAGeneratorMayMakeAgain(t *testing.T) {
 	shop.Generation, shop.Status.ObservedGeneration = 2, 1
 	cm := &corev1.ConfigMap{ObjectMeta: made}
 	f := newFixture(t, nil, cm, shop)
-	code, _, errOut := f.run("cancel", "-n", "team-a", "cm/made")
-	if code == 0 || !strings.Contains(errOut, `may make it again (plugin resource "gen"`) {
-		t.Fatalf("exit %d, stderr %q; want the cancel refused: Bundle shop may make it again", code, errOut)
+	code, out, errOut := f.run("cancel", "-n", "team-a", "cm/made")
+	if code != 0 || errOut != "" || !strings.Contains(out, `Bundle team-a/shop may make it again (plugin resource "gen" has not been Ready in a pass of its spec): the label limbo.dev/bundle=shop is kept`) {
+		t.Fatalf("exit %d, stderr %q, stdout %q; want the cancel, the label kept", code, errOut, out)
 	}
 	var got corev1.ConfigMap
 	if err := f.client.Get(t.Context(), client.ObjectKeyFromObject(cm), &got); err != nil {
 		t.Fatal(err)
 	}
-	if got.Labels[limbov1alpha1.LabelBundle] != "shop" || got.Annotations[limbov1alpha1.AnnotationDeletionTimestamp] == "" {
-		t.Errorf("changed: labels %v, annotations %v", got.Labels, got.Annotations)
+	if got.Labels[limbov1alpha1.LabelBundle] != "shop" || softdelete.HasLimboMark(&got) || softdelete.Released(&got) {
+		t.Errorf("left: labels %v, annotations %v; want the label kept, no limbo mark", got.Labels, got.Annotations)
 	}
 }
