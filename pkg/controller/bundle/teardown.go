@@ -576,7 +576,8 @@ func (r *Reconciler) teardownPlugins(ctx context.Context, b *limbov1alpha1.Bundl
 			continue
 		}
 		result, err := call.result, call.err
-		remaining := 0 // the items it hands over that the set counts down
+		remaining := 0       // the items it hands over that the set counts down
+		itemsSettled := true // and every write about them made (a desired item's cancel)
 		if result != nil {
 			for _, ev := range result.Events {
 				r.Recorder.Event(b, ev.Type, ev.Reason, ev.Message)
@@ -601,7 +602,7 @@ func (r *Reconciler) teardownPlugins(ctx context.Context, b *limbov1alpha1.Bundl
 				ictx, cancel := context.WithTimeout(ctx, itemsBudget)
 				items := r.Engine.ProcessItems(ictx, b, set)
 				cancel()
-				remaining = items.Remaining
+				remaining, itemsSettled = items.Remaining, items.Err == nil && !items.ReadAgain
 				for _, pd := range items.Pending {
 					pd.Resource = name
 					out.pending = append(out.pending, pd)
@@ -627,10 +628,12 @@ func (r *Reconciler) teardownPlugins(ctx context.Context, b *limbov1alpha1.Bundl
 			// Done while still handing over items: not done until they are
 			// gone. Those left to another owner are no countdown of its.
 			out.remaining = append(out.remaining, fmt.Sprintf("plugin resource %s (%s; waiting for its %d item(s) to be deleted)", name, result.Message, remaining))
-		case len(result.Items) > 0:
+		case len(result.Items) > 0 && itemsSettled:
 			// Done, and none of its items is left to count down: marked done
 			// now, so that the next passes do not resolve its spec again (its
-			// references may name what the waves delete).
+			// references may name what the waves delete). Not while a write
+			// about them failed (a desired item's cancel): marked, nothing
+			// would try it again.
 			if err := r.keepTeardown(ctx, b, teardownDoneMarks(name, result.Warning)); err != nil {
 				out.remaining = append(out.remaining, fmt.Sprintf("plugin resource %s", name))
 				out.failures = append(out.failures, fmt.Sprintf("plugin resource %q teardown: mark it done: %v", name, err))

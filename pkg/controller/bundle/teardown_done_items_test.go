@@ -2,6 +2,7 @@ package bundle
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -161,5 +162,61 @@ func TestTeardownDoneWithItemsOfAnotherOwner(t *testing.T) {
 	var cur corev1.PersistentVolumeClaim
 	if err := f.c.Get(context.Background(), client.ObjectKeyFromObject(claim), &cur); err != nil || cur.Annotations[limbov1alpha1.AnnotationPluginResource] != "other/x/sweep" {
 		t.Errorf("the other owner's item: %v, annotations %v; want it left as it was", err, cur.Annotations)
+	}
+}
+
+// doneKeeping's teardown is done and lists the claim keep as desired.
+type doneKeeping struct{}
+
+func (doneKeeping) Describe() plugin.Description { return plugin.Description{Name: "done-keeping"} }
+
+func (doneKeeping) Plan(context.Context, plugin.Request) (*plugin.Result, error) {
+	return &plugin.Result{}, nil
+}
+
+func (doneKeeping) Teardown(ctx context.Context, req plugin.Request) (*plugin.TeardownResult, error) {
+	keep := &unstructured.Unstructured{}
+	keep.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("PersistentVolumeClaim"))
+	if err := req.Reader.Get(ctx, client.ObjectKey{Namespace: req.Bundle.Namespace, Name: "keep"}, keep); err != nil {
+		return nil, err
+	}
+	return &plugin.TeardownResult{Done: true, Message: "done", Items: []plugin.ObjectItem{{Object: keep, Desired: true}}}, nil
+}
+
+// A teardown done that lists a stamped item as desired is not marked done
+// while that item's cancel fails: marked, it was never called again, and the
+// item kept limbo's marks for good.
+func TestTeardownDoneNotMarkedWhileACancelFails(t *testing.T) {
+	registry, err := plugin.NewRegistry(doneKeeping{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	keep := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "keep",
+		Labels: map[string]string{limbov1alpha1.LabelPendingDeletion: "true"},
+		Annotations: map[string]string{limbov1alpha1.AnnotationPluginResource: "shop/web/sweep", limbov1alpha1.AnnotationDeletionDelay: "1h",
+			limbov1alpha1.AnnotationDeletionTimestamp: "2026-12-01T00:00:00Z"}}}
+	resources := []limbov1alpha1.Resource{{Name: "sweep", Plugin: &limbov1alpha1.PluginResource{Name: "done-keeping", DeletionDelay: "1h"}}}
+	status := limbov1alpha1.BundleStatus{ObservedGeneration: 1,
+		Resources: []limbov1alpha1.ResourceStatus{{Name: "sweep", State: limbov1alpha1.ResourceReady}}}
+	f := newTeardownFixture(t, deletedBundle(resources, status, "example.com/keep"), registry, keep)
+	f.r.Engine.Client = interceptor.NewClient(f.c.(client.WithWatch), interceptor.Funcs{
+		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+			if obj.GetName() == "keep" {
+				return apierrors.NewInternalError(errors.New("etcdserver: leader changed"))
+			}
+			return c.Patch(ctx, obj, patch, opts...)
+		},
+	})
+	calls := 0
+	f.reconcileUntil(t, "the teardown is not called", func() bool {
+		calls++
+		return calls > 3
+	})
+	var cur limbov1alpha1.Bundle
+	if err := f.c.Get(context.Background(), client.ObjectKeyFromObject(f.bundle), &cur); err != nil {
+		t.Fatal(err)
+	}
+	if _, done := cur.Annotations[limbov1alpha1.AnnotationTeardownDonePrefix+"sweep"]; done {
+		t.Errorf("the teardown is marked done while its item's cancel fails")
 	}
 }
