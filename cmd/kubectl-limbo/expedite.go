@@ -355,8 +355,8 @@ func readReaperHold(ctx context.Context, c client.Client, t target, obj metav1.O
 // Bundle, not delete it. "" for none, and for an object no Bundle controls
 // (a released one: the reaper's hold says) or a Tombstone.
 func handedOverTo(ctx context.Context, c client.Client, t target, obj metav1.Object) string {
-	owner := metav1.GetControllerOf(obj)
-	if owner == nil || owner.Kind != limbov1alpha1.BundleGVK.Kind || isTombstone(t.mapping.GroupVersionKind.GroupKind()) {
+	owner := bundleControllerOf(obj)
+	if owner == nil || isTombstone(t.mapping.GroupVersionKind.GroupKind()) {
 		return ""
 	}
 	if b := adopterOf(ctx, c, t, owner.Name); b != nil {

@@ -453,14 +453,6 @@ func writeTookEffect(ctx context.Context, reader client.Reader, obj client.Objec
 	return rerr == nil && !gone && made(current)
 }
 
-// outOfLimbo reports whether m carries none of limbo's countdown marks: a
-// cancel took effect.
-func outOfLimbo(m metav1.Object) bool {
-	_, stamped := m.GetAnnotations()[limbov1alpha1.AnnotationDeletionTimestamp]
-	_, labelled := m.GetLabels()[limbov1alpha1.LabelPendingDeletion]
-	return !stamped && !labelled
-}
-
 // deleteTookEffect tells, by a read from obj's API server through reader,
 // whether a delete of obj whose answer was lost (answerLost) deleted it all the
 // same: obj is gone, another object has its name, or it is terminating (obj,
@@ -809,7 +801,7 @@ func (e *Engine) cancelObject(ctx context.Context, eventTarget runtime.Object, o
 // with message. It reports whether it cancelled: an object gone meanwhile has no
 // countdown left to cancel, which is no error.
 func (e *Engine) cancel(ctx context.Context, eventTarget runtime.Object, s subject, patch map[string]any, message, why string) (bool, error) {
-	if err := patchWith(ctx, s.client, s.obj, patch); err != nil && !writeTookEffect(ctx, s.reader, s.obj, err, outOfLimbo) {
+	if err := patchWith(ctx, s.client, s.obj, patch); err != nil && !writeTookEffect(ctx, s.reader, s.obj, err, func(m metav1.Object) bool { return !HasLimboMark(m) }) {
 		return false, client.IgnoreNotFound(err)
 	} else if err != nil {
 		log.FromContext(ctx).Info("the answer to a cancel was lost; a read showed it took effect", "object", s.ref, "error", err.Error())
