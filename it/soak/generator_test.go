@@ -349,14 +349,18 @@ func (g *generator) step(ctx context.Context, s *slot) bool {
 			(keptNotReady == 0 && ((o.name == "mark-unready" && s.gated) || (o.name == "remove" && s.gateUnready))) ||
 			(o.name == "hand-over" && len(missingVariants(handOvers)) > 0) ||
 			(o.name == "move-shard" && len(missingMoves(moves)) > 0) ||
-			(o.name == "mark-unready" && givingAway && handOvers[handOverGiverNotReady] == 0) {
+			(o.name == "mark-unready" && givingAway && handOvers[handOverGiverNotReady] == 0) ||
+			(o.name == "invalid-live-delay" && done["fix-live-delay"] == 0) {
 			// Not done yet in the run (or no teardown in waves yet, and this
 			// Bundle has dependencies; or no orphan kept by a gate not Ready
 			// yet, and this Bundle has a gate; or a variant of hand-over not
 			// done yet, or no object adopted yet, or none handed over by a
-			// Bundle not Ready, and this one gives one away): picked more
-			// often, so that even the short form does every operation (see
-			// expectedOps, notCovered).
+			// Bundle not Ready, and this one gives one away; or no invalid
+			// delay fixed yet — fix-live-delay needs an object whose delay
+			// is invalid in this slot, and a re-add, cancel or deletion
+			// often takes the one made before it is picked, seed
+			// 768164610): picked more often, so that even the short form
+			// does every operation (see expectedOps, notCovered).
 			o.weight *= 4
 		}
 		ops = append(ops, o)
