@@ -23,27 +23,6 @@ import (
 // for about 3 s, which a user at a prompt still waits for.
 var conflictBackoff = wait.Backoff{Steps: 10, Duration: 10 * time.Millisecond, Factor: 2, Jitter: 0.1, Cap: time.Second}
 
-// bundleControllerOf is obj's controller owner reference when it is a limbo.dev
-// Bundle, else nil.
-func bundleControllerOf(obj metav1.Object) *metav1.OwnerReference {
-	for _, ref := range obj.GetOwnerReferences() {
-		if isBundleController(ref) {
-			return &ref
-		}
-	}
-	return nil
-}
-
-// isBundleController tells whether ref is the controller reference to a
-// limbo.dev Bundle.
-func isBundleController(ref metav1.OwnerReference) bool {
-	if ref.Controller == nil || !*ref.Controller {
-		return false
-	}
-	gv, err := schema.ParseGroupVersion(ref.APIVersion)
-	return err == nil && gv.Group == limbov1alpha1.GroupVersion.Group && ref.Kind == limbov1alpha1.BundleGVK.Kind
-}
-
 // reportingBundle is the Bundle whose status.pendingDeletions reports obj when it
 // is in limbo: the one whose plugin resource it is an item of, else its
 // controller, else the one its limbo.dev/bundle label names (an object a
@@ -52,7 +31,7 @@ func reportingBundle(obj metav1.Object) (client.ObjectKey, bool) {
 	if key, _, ok := softdelete.SplitItemOwner(obj.GetAnnotations()[limbov1alpha1.AnnotationPluginResource]); ok {
 		return key, true
 	}
-	if owner := bundleControllerOf(obj); owner != nil {
+	if owner := softdelete.BundleControllerOf(obj); owner != nil {
 		return client.ObjectKey{Namespace: obj.GetNamespace(), Name: owner.Name}, true
 	}
 	if name := obj.GetLabels()[limbov1alpha1.LabelBundle]; name != "" {

@@ -9,27 +9,6 @@ import (
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 )
 
-// Only limbo's Bundle, as controller, is a Bundle controller: "Bundle" is a
-// common kind name (another operator's Bundle keeps its reference through a
-// cancel), and a mere owner reference does not control.
-func TestIsBundleController(t *testing.T) {
-	for _, tc := range []struct {
-		ref  metav1.OwnerReference
-		want bool
-	}{
-		{metav1.OwnerReference{APIVersion: "limbo.dev/v1alpha1", Kind: "Bundle", Name: "shop", Controller: ptr(true)}, true},
-		{metav1.OwnerReference{APIVersion: "limbo.dev/v1", Kind: "Bundle", Name: "shop", Controller: ptr(true)}, true},
-		{metav1.OwnerReference{APIVersion: "limbo.dev/v1alpha1", Kind: "Bundle", Name: "shop", Controller: ptr(false)}, false},
-		{metav1.OwnerReference{APIVersion: "limbo.dev/v1alpha1", Kind: "Bundle", Name: "shop"}, false},
-		{metav1.OwnerReference{APIVersion: "fleet.cattle.io/v1alpha1", Kind: "Bundle", Name: "shop", Controller: ptr(true)}, false},
-		{metav1.OwnerReference{APIVersion: "limbo.dev/v1alpha1", Kind: "Tombstone", Name: "shop", Controller: ptr(true)}, false},
-	} {
-		if got := isBundleController(tc.ref); got != tc.want {
-			t.Errorf("isBundleController(%s %s controller=%v) = %v, want %v", tc.ref.APIVersion, tc.ref.Kind, tc.ref.Controller != nil && *tc.ref.Controller, got, tc.want)
-		}
-	}
-}
-
 // Only limbo's Tombstone is refused as one: a Tombstone kind of another API
 // group is an ordinary object.
 func TestIsTombstone(t *testing.T) {

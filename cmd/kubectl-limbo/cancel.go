@@ -245,7 +245,7 @@ func cancelKeeper(ctx context.Context, c client.Client, t target, obj *metav1.Pa
 	check := declarationCheck{ctx: ctx, c: c, t: t, verb: "cancel"}
 	generator := obj.GetAnnotations()[limbov1alpha1.AnnotationGeneratedBy]
 	var controller *limbov1alpha1.Bundle
-	if owner := bundleControllerOf(obj); owner != nil {
+	if owner := softdelete.BundleControllerOf(obj); owner != nil {
 		key, b, declared, err := check.controller(obj, owner)
 		switch {
 		case err != nil:
@@ -375,7 +375,7 @@ func (d declarationCheck) controller(obj metav1.Object, owner *metav1.OwnerRefer
 // leaves it (its release conflicts, its fresh read finds it not the Bundle's).
 func refuseUnlessInLimbo(ctx context.Context, c client.Client, t target, obj *metav1.PartialObjectMetadata) (tornDown bool, err error) {
 	unmarked := fmt.Sprintf("it has neither the %s annotation nor the %s label", limbov1alpha1.AnnotationDeletionTimestamp, limbov1alpha1.LabelPendingDeletion)
-	owner := bundleControllerOf(obj)
+	owner := softdelete.BundleControllerOf(obj)
 	if owner == nil {
 		return false, fmt.Errorf("%s is not in limbo: %s, so there is no deletion to cancel", t, unmarked)
 	}
@@ -430,7 +430,7 @@ func cancelPatch(obj *metav1.PartialObjectMetadata, k keeper, doomed map[types.U
 		owners := obj.GetOwnerReferences()
 		others := make([]metav1.OwnerReference, 0, len(owners))
 		for _, ref := range owners {
-			if isBundleController(ref) {
+			if softdelete.IsBundleController(ref) {
 				removed = append(removed, fmt.Sprintf("owner reference to Bundle %q", ref.Name))
 				continue
 			}

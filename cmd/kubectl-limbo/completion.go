@@ -201,7 +201,7 @@ func namesToCancel(ctx context.Context, c client.Client, t target) ([]string, er
 	offered := make([]bool, len(statusOnly))
 	fanout.Each(concurrentReads, len(statusOnly), func(i int) {
 		obj, err := getMetadata(ctx, c, target{mapping: t.mapping, namespace: t.namespace, name: statusOnly[i]})
-		offered[i] = err == nil && refuseToCancel(t, obj) == nil && (softdelete.HasLimboMark(obj) || bundleControllerOf(obj) != nil)
+		offered[i] = err == nil && refuseToCancel(t, obj) == nil && (softdelete.HasLimboMark(obj) || softdelete.BundleControllerOf(obj) != nil)
 	})
 	for i, name := range statusOnly {
 		if offered[i] {

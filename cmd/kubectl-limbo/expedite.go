@@ -289,7 +289,7 @@ func laterStamp(a, b string) bool {
 // be, does not refuse: expedite needs no right on Bundles, and an object
 // expedited in vain is deleted by no one.
 func refuseDeclaredAgain(ctx context.Context, c client.Client, t target, obj *metav1.PartialObjectMetadata) error {
-	owner := bundleControllerOf(obj)
+	owner := softdelete.BundleControllerOf(obj)
 	if owner == nil {
 		return nil
 	}
@@ -355,7 +355,7 @@ func readReaperHold(ctx context.Context, c client.Client, t target, obj metav1.O
 // Bundle, not delete it. "" for none, and for an object no Bundle controls
 // (a released one: the reaper's hold says) or a Tombstone.
 func handedOverTo(ctx context.Context, c client.Client, t target, obj metav1.Object) string {
-	owner := bundleControllerOf(obj)
+	owner := softdelete.BundleControllerOf(obj)
 	if owner == nil || isTombstone(t.mapping.GroupVersionKind.GroupKind()) {
 		return ""
 	}

@@ -47,10 +47,10 @@ func DoomedOwners(ctx context.Context, reader client.Reader, mapper meta.RESTMap
 		doomed[uid] = why
 	}
 	for _, ref := range obj.GetOwnerReferences() {
-		gvk := schema.FromAPIVersionAndKind(ref.APIVersion, ref.Kind)
-		if gvk.GroupKind() == limbov1alpha1.BundleGVK.GroupKind() {
+		if refersToBundle(ref) {
 			continue
 		}
+		gvk := schema.FromAPIVersionAndKind(ref.APIVersion, ref.Kind)
 		if _, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version); meta.IsNoMatchError(err) {
 			continue
 		}

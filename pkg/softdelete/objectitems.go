@@ -11,7 +11,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -346,10 +345,8 @@ func bundleManaging(obj metav1.Object) string {
 	if b := obj.GetLabels()[limbov1alpha1.LabelBundle]; b != "" {
 		return b
 	}
-	if c := metav1.GetControllerOf(obj); c != nil {
-		if gv, err := schema.ParseGroupVersion(c.APIVersion); err == nil && gv.WithKind(c.Kind).GroupKind() == limbov1alpha1.BundleGVK.GroupKind() {
-			return c.Name
-		}
+	if c := BundleControllerOf(obj); c != nil {
+		return c.Name
 	}
 	return ""
 }
