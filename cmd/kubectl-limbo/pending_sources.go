@@ -715,9 +715,9 @@ func teardownOfItem(b *limbov1alpha1.Bundle, resource string) string {
 	if resource == "" {
 		return msgCancelledByTeardown
 	}
-	if _, done := b.Annotations[limbov1alpha1.AnnotationTeardownDonePrefix+resource]; done {
+	if warning, ended := limbov1alpha1.TeardownEnded(b.Annotations, resource); ended {
 		why := fmt.Sprintf("the teardown of resource %q ended", resource)
-		if warning := b.Annotations[limbov1alpha1.AnnotationTeardownWarningPrefix+resource]; warning != "" {
+		if warning != "" {
 			why += " (" + warning + ")"
 		}
 		return why + ": nothing deletes it"

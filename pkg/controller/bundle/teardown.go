@@ -675,7 +675,8 @@ func (r *Reconciler) forgetAnotherBundlesTeardown(ctx context.Context, b *limbov
 }
 
 // teardownDoneMarks are the annotations that mark the teardown of plugin
-// resource name done, with the warning it ended with.
+// resource name done, with the warning it ended with; TeardownEnded reads
+// them.
 func teardownDoneMarks(name, warning string) map[string]any {
 	marks := map[string]any{limbov1alpha1.AnnotationTeardownDonePrefix + name: "true"}
 	if warning != "" {
@@ -706,15 +707,13 @@ const maxTeardownState = 32 << 10
 // the last pass kept). The outcome is current when there is a finished call to
 // act on.
 func (r *Reconciler) teardownPlugin(ctx context.Context, b *limbov1alpha1.Bundle, kept map[string]string, name, pluginName string, tearDowner plugin.TearDowner) callOutcome[*plugin.TeardownResult] {
-	doneKey := limbov1alpha1.AnnotationTeardownDonePrefix + name
-	warningKey := limbov1alpha1.AnnotationTeardownWarningPrefix + name
-	if kept[doneKey] != "" { // "true"; any value, as a mark written otherwise still says done
+	if warning, ended := limbov1alpha1.TeardownEnded(kept, name); ended {
 		// Done: its spec's references may name objects the waves have deleted
 		// since, and a spec that no longer resolves must not hold the Bundle.
 		// The warning the teardown ended with (a deorbit that gave up, naming
 		// the debris) is kept beside the mark: DeletionFailure shows it for the
 		// rest of the teardown, not only in the pass it ended.
-		result := &plugin.TeardownResult{Done: true, Message: "done", Warning: kept[warningKey]}
+		result := &plugin.TeardownResult{Done: true, Message: "done", Warning: warning}
 		return callOutcome[*plugin.TeardownResult]{result: result, current: true}
 	}
 	spec, err := plugin.ResolveSpecFromStatus(ctx, r.APIReader, b, name)
@@ -756,10 +755,6 @@ func (r *Reconciler) teardownPlugin(ctx context.Context, b *limbov1alpha1.Bundle
 		// large at every pass, for good: the plugin's error, not acted on.
 		return callOutcome[*plugin.TeardownResult]{err: errors.Join(out.err, fmt.Errorf("the plugin's teardown state is %d bytes, more than the %d a Bundle keeps (the pass is not acted on and is retried)", n, maxTeardownState)), current: true}
 	}
-	// Done, and still handing over items, it is not marked done: marked, the
-	// teardown was never called again, nothing listed the items again, and
-	// they stayed stamped, never deleted (teardownPlugins waits for those it
-	// counts down).
 	state := map[string]any{}
 	if out.result.State != req.TeardownState {
 		state[key] = out.result.State

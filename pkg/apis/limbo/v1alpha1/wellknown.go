@@ -79,3 +79,16 @@ const (
 // it is no mark itself. It counts only while it is later than the stamp (a
 // countdown started again since is later than it).
 const AnnotationExpeditedFrom = "limbo.dev/expeditedFrom"
+
+// TeardownEnded reports whether annotations, a Bundle's, mark the teardown of
+// its plugin resource done (AnnotationTeardownDonePrefix), with the warning it
+// ended with (AnnotationTeardownWarningPrefix). A mark of any value but ""
+// says done: one written otherwise than "true" still does. The controller,
+// which then never calls the plugin again, and kubectl limbo, which then says
+// nothing deletes the resource's items, read the marks by this one rule.
+func TeardownEnded(annotations map[string]string, resource string) (warning string, ended bool) {
+	if annotations[AnnotationTeardownDonePrefix+resource] == "" {
+		return "", false
+	}
+	return annotations[AnnotationTeardownWarningPrefix+resource], true
+}
