@@ -150,20 +150,47 @@ const (
 	maxQuickRetryWait = 10 * time.Second
 )
 
-// count records whether key's pass asked for a quick retry, and returns how
-// many did in a row, this one included (0 when it did not).
-func (q *quickRetries) count(key types.NamespacedName, quick bool) int {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if !quick {
-		delete(q.n, key)
-		return 0
+// start begins counting one Reconcile of key: a run of quick retries goes on
+// only if it asks for one (quickRetry.retry), and ends, whatever path it
+// returns by, otherwise (quickRetry.end).
+func (q *quickRetries) start(key types.NamespacedName) *quickRetry {
+	return &quickRetry{q: q, key: key}
+}
+
+// quickRetry is one Reconcile's part in its Bundle's run of quick retries.
+type quickRetry struct {
+	q     *quickRetries
+	key   types.NamespacedName
+	asked bool
+	n     int
+}
+
+// retry records that the Reconcile asks for a quick retry, and returns how
+// many did in a row, this one included; asked again, it counts once.
+func (r *quickRetry) retry() int {
+	if r.asked {
+		return r.n
 	}
-	if q.n == nil {
-		q.n = map[types.NamespacedName]int{}
+	r.asked = true
+	r.q.mu.Lock()
+	defer r.q.mu.Unlock()
+	if r.q.n == nil {
+		r.q.n = map[types.NamespacedName]int{}
 	}
-	q.n[key]++
-	return q.n[key]
+	r.q.n[r.key]++
+	r.n = r.q.n[r.key]
+	return r.n
+}
+
+// end ends the Bundle's run of quick retries unless this Reconcile asked for
+// one.
+func (r *quickRetry) end() {
+	if r.asked {
+		return
+	}
+	r.q.mu.Lock()
+	defer r.q.mu.Unlock()
+	delete(r.q.n, r.key)
 }
 
 // quickRetryWait is the wait before the nth quick retry in a row.
@@ -180,12 +207,14 @@ func quickRetryWait(n int) time.Duration {
 // Conflict: the work queue backs off, where a flat requeue would retry one that
 // persists ten times a second for good.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	result, err := r.reconcile(ctx, req)
+	quick := r.quickRetries.start(req.NamespacedName)
+	defer quick.end()
+	result, err := r.reconcile(ctx, req, quick)
 	if conflictOnBundle(err) {
 		// A write of the Bundle outside a pass's status (its finalizer, a
 		// teardown's): soon, paced as a pass's quick retries are, never past
 		// the deadline that came with the error.
-		after := quickRetryWait(r.quickRetries.count(req.NamespacedName, true))
+		after := quickRetryWait(quick.retry())
 		if result.RequeueAfter > 0 {
 			after = min(after, result.RequeueAfter)
 		}
@@ -220,11 +249,12 @@ func conflictOnBundle(err error) bool {
 	return d != nil && d.Group == limbov1alpha1.GroupVersion.Group && d.Kind == "bundles"
 }
 
-func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+// reconcile is one pass over the Bundle of req, or one step of its teardown; a
+// pass that asks to come back at once says so to quick.
+func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request, quick *quickRetry) (ctrl.Result, error) {
 	var b limbov1alpha1.Bundle
 	if err := r.Client.Get(ctx, req.NamespacedName, &b); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.quickRetries.count(req.NamespacedName, false)
 			r.forgetStatus(req.String())
 			r.statuses.Forget(req.NamespacedName)
 			r.inTheWay.forget(req.NamespacedName)
@@ -245,10 +275,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	// as its ServiceAccount (limbo's own kinds stay limbo's: see impersonation).
 	ctx = impersonation.WithServiceAccount(ctx, b.Namespace, r.serviceAccountOf(&b))
 	if !b.DeletionTimestamp.IsZero() {
-		res, err := r.teardown(ctx, &b)
-		if !conflictOnBundle(err) { // Reconcile paces those
-			r.quickRetries.count(req.NamespacedName, false)
-		}
+		res, err := r.teardown(ctx, &b) // Reconcile paces its Conflicts on the Bundle
 		r.teardownFailed(ctx, &b, err)
 		return res, err
 	}
@@ -274,7 +301,6 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// Not this shard's any more, or changed since the cache showed it:
 		// the status, and what the pass would announce, are the other
 		// shard's, or the next pass's.
-		r.quickRetries.count(req.NamespacedName, false)
 		return ctrl.Result{RequeueAfter: leftShardRetry}, errors.Join(p.errs...)
 	}
 	p.emitAnnouncements()
@@ -294,9 +320,8 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if conflictOnBundle(err) && len(p.errs) == 0 {
 			// A newer version is on its way to the cache: soon, paced.
 			p.after(conflictRetry)
-			return p.paced(r.quickRetries.count(req.NamespacedName, true)), nil
+			return p.paced(quick.retry()), nil
 		}
-		r.quickRetries.count(req.NamespacedName, false)
 		if conflictOnBundle(err) {
 			// The pass's own errors back off, as they would have had the
 			// status been written; the next pass writes it.
@@ -306,7 +331,10 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// stamped is due then, whatever its status says.
 		return p.failedResult(), err
 	}
-	quick := r.quickRetries.count(req.NamespacedName, p.quick && len(p.errs) == 0)
+	quickRetries := 0
+	if p.quick && len(p.errs) == 0 {
+		quickRetries = quick.retry()
+	}
 	switch {
 	case len(p.errs) > 0:
 		// Transient: the work queue's rate limiter backs off, and
@@ -325,7 +353,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// CRD that starts serving a kind it names: see bundlesNamingKindOf).
 		return ctrl.Result{}, reconcile.TerminalError(p.specErrs)
 	}
-	return p.paced(quick), nil
+	return p.paced(quickRetries), nil
 }
 
 // pluginBecameReady tells whether a plugin resource of b is Ready in after and

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -251,5 +252,34 @@ func TestQuickRetriesOfATeardown(t *testing.T) {
 	}
 	if last < 10*conflictRetry {
 		t.Errorf("after ten Conflicts in a row the teardown comes back after %v, want at least %v", last, 10*conflictRetry)
+	}
+}
+
+// One Reconcile counts once in its Bundle's run of quick retries, however many
+// times it asks; one that does not ask ends the run, whatever path it returned
+// by; other Bundles' runs are their own.
+func TestQuickRetryCounting(t *testing.T) {
+	var q quickRetries
+	web, shop := types.NamespacedName{Namespace: "a", Name: "web"}, types.NamespacedName{Namespace: "a", Name: "shop"}
+	reconcile := func(key types.NamespacedName, asks int) int {
+		r := q.start(key)
+		defer r.end()
+		n := 0
+		for range asks {
+			n = r.retry()
+		}
+		return n
+	}
+	for i, tc := range []struct {
+		key  types.NamespacedName
+		asks int
+		want int
+	}{
+		{web, 1, 1}, {web, 2, 2}, {shop, 1, 1}, {web, 1, 3},
+		{web, 0, 0}, {web, 1, 1}, {shop, 1, 2},
+	} {
+		if got := reconcile(tc.key, tc.asks); got != tc.want {
+			t.Errorf("step %d: %s asked %d times: count %d, want %d", i, tc.key, tc.asks, got, tc.want)
+		}
 	}
 }
