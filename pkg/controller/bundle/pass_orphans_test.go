@@ -416,25 +416,13 @@ func TestPassOrphanClaims(t *testing.T) {
 		// that never ends), the reaper deleting it if the adopter drops it.
 		name:    "another Bundle declares x to adopt it, a delay put on just before: x is kept",
 		adopter: true,
-		engineReader: &interceptor.Funcs{Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-			err := c.Get(ctx, key, obj, opts...)
-			if key.Name == "x" {
-				obj.SetAnnotations(map[string]string{limbov1alpha1.AnnotationDeletionDelay: "24h"})
-			}
-			return err
-		}},
+		engineReader: freshDelay("24h"),
 		want: "kept",
 	}, {
 		// An invalid delay put on just before the deletion: never deleted.
 		name:    "another Bundle declares x to adopt it, an invalid delay put on just before: x is kept",
 		adopter: true,
-		engineReader: &interceptor.Funcs{Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-			err := c.Get(ctx, key, obj, opts...)
-			if key.Name == "x" {
-				obj.SetAnnotations(map[string]string{limbov1alpha1.AnnotationDeletionDelay: "banana"})
-			}
-			return err
-		}},
+		engineReader: freshDelay("banana"),
 		want: "kept",
 	}, {
 		name: "the adopters cannot be listed: x is kept",
