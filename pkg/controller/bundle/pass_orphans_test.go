@@ -332,6 +332,17 @@ func TestPassOrphanClaims(t *testing.T) {
 		m, ok := obj.(*metav1.PartialObjectMetadata)
 		return m, ok && m.Kind == "Bundle"
 	}
+	// freshDelay makes the engine's fresh read of x show delay, put on just
+	// before the deletion.
+	freshDelay := func(delay string) *interceptor.Funcs {
+		return &interceptor.Funcs{Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			err := c.Get(ctx, key, obj, opts...)
+			if key.Name == "x" {
+				obj.SetAnnotations(map[string]string{limbov1alpha1.AnnotationDeletionDelay: delay})
+			}
+			return err
+		}}
+	}
 	// next is another Bundle of shop that declares x, to adopt it.
 	next := livingBundle(cmResource(t, "x", map[string]string{limbov1alpha1.AnnotationAdopt: "true"}))
 	next.Name, next.UID = "next", "next-uid"
@@ -414,16 +425,16 @@ func TestPassOrphanClaims(t *testing.T) {
 		// A delay put on (24h) just before the deletion: the fresh read is no longer
 		// due, and a hand-over would give x away early (or with a delay
 		// that never ends), the reaper deleting it if the adopter drops it.
-		name:    "another Bundle declares x to adopt it, a delay put on just before: x is kept",
-		adopter: true,
+		name:         "another Bundle declares x to adopt it, a delay put on just before: x is kept",
+		adopter:      true,
 		engineReader: freshDelay("24h"),
-		want: "kept",
+		want:         "kept",
 	}, {
 		// An invalid delay put on just before the deletion: never deleted.
-		name:    "another Bundle declares x to adopt it, an invalid delay put on just before: x is kept",
-		adopter: true,
+		name:         "another Bundle declares x to adopt it, an invalid delay put on just before: x is kept",
+		adopter:      true,
 		engineReader: freshDelay("banana"),
-		want: "kept",
+		want:         "kept",
 	}, {
 		name: "the adopters cannot be listed: x is kept",
 		client: &interceptor.Funcs{List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
