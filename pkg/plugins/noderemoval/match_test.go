@@ -1,6 +1,7 @@
 package noderemoval
 
 import (
+	"cmp"
 	"context"
 	"strings"
 	"testing"
@@ -307,23 +308,41 @@ func TestGateHoldsWhileTheNodeIsBack(t *testing.T) {
 
 // The gate read fresh for a group: a pod bound to any name the node went by
 // holds it (a recorded name need not be the hostname under a domain), and a
-// Node that cannot be read is an error, never taken for gone.
+// Node that cannot be read is an error, never taken for gone. With
+// nodePodNamespace, only a pod of that namespace holds: a tenant who may create
+// pods in its own namespace, labelled as csi-baremetal's and bound to the
+// removed node's name (the API server checks neither), held the node's
+// resources for good otherwise.
 func TestMayDeleteOfAGroup(t *testing.T) {
 	const spec = `{"nodePodSelector":{"matchLabels":{"app":"csi-baremetal-node"}}}`
+	const inCSI = `{"nodePodSelector":{"matchLabels":{"app":"csi-baremetal-node"}},"nodePodNamespace":"csi"}`
+	tenantPod := nodePod("fake", "storage-a", "csi-baremetal-node")
+	tenantPod.Namespace = "team-b"
 	for _, tc := range []struct {
 		name     string
+		spec     string // default spec
 		group    string
 		pod      *corev1.Pod
 		failGet  string // the Node whose read fails
 		wantHold string
 		wantErr  bool
 	}{
-		{"a node pod bound to the recorded name", "w3,storage-a/w3-uuid", nodePod("csi-node", "storage-a", "csi-baremetal-node"), "",
-			"pod csi/csi-node (nodePodSelector) is still bound to node storage-a", false},
-		{"no node pod", "w3,storage-a/w3-uuid", nodePod("csi-node", "w9", "csi-baremetal-node"), "", "", false},
-		{"the Node of the hostname unreadable", "w3,storage-a/w3-uuid", nodePod("csi-node", "w9", "csi-baremetal-node"), "w3", "", true},
-		{"the Node of the recorded name unreadable", "w3,storage-a/w3-uuid", nodePod("csi-node", "w9", "csi-baremetal-node"), "storage-a", "", true},
-		{"a node pod on the hostname under a domain, that Node unreadable", "w3/w3-uuid", nodePod("csi-node", "w3.example.com", "csi-baremetal-node"), "w3.example.com", "", true},
+		{name: "nodePodNamespace: a tenant's pod bound to the recorded name does not hold", spec: inCSI,
+			group: "w3,storage-a/w3-uuid", pod: tenantPod},
+		{name: "nodePodNamespace: a node pod of that namespace holds", spec: inCSI,
+			group: "w3,storage-a/w3-uuid", pod: nodePod("csi-node", "storage-a", "csi-baremetal-node"),
+			wantHold: "pod csi/csi-node (nodePodSelector) is still bound to node storage-a"},
+		{name: "no nodePodNamespace: a pod of any namespace holds", group: "w3,storage-a/w3-uuid", pod: tenantPod,
+			wantHold: "pod team-b/fake (nodePodSelector) is still bound to node storage-a"},
+		{name: "a node pod bound to the recorded name", group: "w3,storage-a/w3-uuid", pod: nodePod("csi-node", "storage-a", "csi-baremetal-node"),
+			wantHold: "pod csi/csi-node (nodePodSelector) is still bound to node storage-a"},
+		{name: "no node pod", group: "w3,storage-a/w3-uuid", pod: nodePod("csi-node", "w9", "csi-baremetal-node")},
+		{name: "the Node of the hostname unreadable", group: "w3,storage-a/w3-uuid", pod: nodePod("csi-node", "w9", "csi-baremetal-node"),
+			failGet: "w3", wantErr: true},
+		{name: "the Node of the recorded name unreadable", group: "w3,storage-a/w3-uuid", pod: nodePod("csi-node", "w9", "csi-baremetal-node"),
+			failGet: "storage-a", wantErr: true},
+		{name: "a node pod on the hostname under a domain, that Node unreadable", group: "w3/w3-uuid",
+			pod: nodePod("csi-node", "w3.example.com", "csi-baremetal-node"), failGet: "w3.example.com", wantErr: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			base := fakeCluster(tc.pod, kubeNode("stays", "10.0.0.100", false))
@@ -335,6 +354,7 @@ func TestMayDeleteOfAGroup(t *testing.T) {
 					return c.Get(ctx, key, obj, opts...)
 				},
 			})
+			spec := cmp.Or(tc.spec, spec)
 			hold, err := New(Options{}).MayDelete(context.Background(), testRequest(c, spec), tc.group)
 			if hold != tc.wantHold || (err != nil) != tc.wantErr {
 				t.Errorf("MayDelete(%q) = %q, %v; want %q, error %v", tc.group, hold, err, tc.wantHold, tc.wantErr)

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -88,6 +89,12 @@ type Spec struct {
 	// NodePodSelector selects pods that must be gone from a removed node before its
 	// resources are deleted (csi-baremetal's node DaemonSet pods); optional.
 	NodePodSelector *metav1.LabelSelector `json:"nodePodSelector,omitempty"`
+	// NodePodNamespace is the namespace of those pods (csi-baremetal's);
+	// default every namespace. Set it: a pod of any namespace that matches the
+	// selector and names a removed node holds its resources, and whoever may
+	// create a pod may create one (the API server checks neither its labels
+	// nor that its node exists).
+	NodePodNamespace string `json:"nodePodNamespace,omitempty"`
 	// RemoveUndrained also removes the resources of a Node deleted without the
 	// drain label.
 	RemoveUndrained bool `json:"removeUndrained,omitempty"`
@@ -217,6 +224,11 @@ func parse(raw []byte) (config, error) {
 	if c.NodePodSelector != nil {
 		if c.pods, err = parseSelector(field.NewPath("spec", "nodePodSelector"), c.NodePodSelector); err != nil {
 			return c, err
+		}
+	}
+	if c.NodePodNamespace != "" {
+		if msgs := validation.IsDNS1123Label(c.NodePodNamespace); len(msgs) > 0 {
+			return c, field.Invalid(field.NewPath("spec", "nodePodNamespace"), c.NodePodNamespace, strings.Join(msgs, "; "))
 		}
 	}
 	c.taint = DefaultDrainTaint
@@ -388,7 +400,7 @@ func (p *Plugin) MayDelete(ctx context.Context, req plugin.Request, group string
 		return "", nil
 	}
 	var pods corev1.PodList
-	if err := req.Reader.List(ctx, &pods, client.MatchingLabelsSelector{Selector: cfg.pods}); err != nil {
+	if err := req.Reader.List(ctx, &pods, client.MatchingLabelsSelector{Selector: cfg.pods}, client.InNamespace(cfg.NodePodNamespace)); err != nil {
 		return "", fmt.Errorf("list pods (nodePodSelector): %w", err)
 	}
 	bound := map[string][]*corev1.Pod{} // by node name
