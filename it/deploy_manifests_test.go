@@ -62,8 +62,9 @@ func dryRunApply(t testing.TB, dir string) string {
 }
 
 // The optional monitoring component (build/deploy/monitoring) builds on top of
-// the install: a metrics Service, a PodMonitor and the Grafana dashboard's
-// ConfigMap; the Service is accepted by a real API server.
+// the install: a metrics Service, a PodMonitor, the alerts' PrometheusRule and
+// the Grafana dashboard's ConfigMap; the Service is accepted by a real API
+// server.
 func TestMonitoringComponent(t *testing.T) {
 	t.Parallel()
 	ctx := testenv.Context(t, testenv.DefaultTimeout)
@@ -97,7 +98,7 @@ func TestMonitoringComponent(t *testing.T) {
 		}
 		objects[u.GetKind()+"/"+u.GetName()] = u
 	}
-	for _, want := range []string{"Deployment/limbo-controller", "Service/limbo-controller-metrics", "PodMonitor/limbo-controller", "ConfigMap/limbo-grafana-dashboard"} {
+	for _, want := range []string{"Deployment/limbo-controller", "Service/limbo-controller-metrics", "PodMonitor/limbo-controller", "PrometheusRule/limbo", "ConfigMap/limbo-grafana-dashboard"} {
 		u := objects[want]
 		if u == nil {
 			t.Fatalf("the build has no %s", want)

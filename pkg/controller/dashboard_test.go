@@ -46,17 +46,8 @@ func TestDashboardMetricsAreExported(t *testing.T) {
 			t.Errorf("panel %q has no query", p.Title)
 		}
 		for _, target := range p.Targets {
-			// Every shard's leader exports its own totals (limbo_bundle_resources,
-			// workqueue_depth): a max over them shows the larger shard's, not the
-			// install's. Only series of one object (by Bundle or Tombstone), which
-			// one process exports at a time, may be taken by max.
-			for _, by := range maxBy.FindAllStringSubmatch(target.Expr, -1) {
-				if labels := strings.Split(by[1], ","); !slices.ContainsFunc(labels, func(l string) bool {
-					l = strings.TrimSpace(l)
-					return l == "bundle" || l == "tombstone"
-				}) {
-					t.Errorf("panel %q: %q takes the max of per-process totals; sum them (one series per shard)", p.Title, target.Expr)
-				}
+			if maxOfTotals(target.Expr) {
+				t.Errorf("panel %q: %q takes the max of per-process totals; sum them (one series per shard)", p.Title, target.Expr)
 			}
 			names := metricNames(target.Expr)
 			if len(names) == 0 {
@@ -80,6 +71,13 @@ func TestDashboardMetricsAreExported(t *testing.T) {
 	if _, ok := queried["limbo_pending_deletions"]; !ok {
 		t.Error("no panel shows limbo_pending_deletions, the only count of the objects the reaper holds")
 	}
+	expectExported(t, queried)
+}
+
+// expectExported fails t for each metric of queried (name -> where it is
+// queried) that the controller does not export.
+func expectExported(t *testing.T, queried map[string][]string) {
+	t.Helper()
 	// /metrics serves controller-runtime's registry: controller-runtime's own
 	// metrics, registered when its packages are imported, and limbo's, which the
 	// manager registers when it is built (here on a registry of their own).
@@ -102,6 +100,83 @@ func TestDashboardMetricsAreExported(t *testing.T) {
 			t.Errorf("%s (queried by %s) is not exported by the controller", name, strings.Join(where, ", "))
 		}
 	}
+}
+
+// maxOfTotals reports a `max by` of expr whose labels name no single object
+// (bundle or tombstone). Every shard's leader exports its own totals
+// (limbo_bundle_resources, workqueue_depth): a max over them shows the larger
+// shard's, not the install's. Only series of one object, which one process
+// exports at a time, may be taken by max.
+func maxOfTotals(expr string) bool {
+	for _, by := range maxBy.FindAllStringSubmatch(expr, -1) {
+		if labels := strings.Split(by[1], ","); !slices.ContainsFunc(labels, func(l string) bool {
+			l = strings.TrimSpace(l)
+			return l == "bundle" || l == "tombstone"
+		}) {
+			return true
+		}
+	}
+	return false
+}
+
+const rulesPath = "../../build/deploy/monitoring/prometheusrule.yaml"
+
+// Every alert of the shipped PrometheusRule queries metrics the controller
+// exports, takes no max of per-process totals, says what to look at, and has a
+// severity; LimboNoLeader also fires with no replica at all (absent).
+func TestAlertRulesQueryExportedMetrics(t *testing.T) {
+	raw, err := os.ReadFile(rulesPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rule struct {
+		Kind string `json:"kind"`
+		Spec struct {
+			Groups []struct {
+				Rules []struct {
+					Alert       string            `json:"alert"`
+					Expr        string            `json:"expr"`
+					Labels      map[string]string `json:"labels"`
+					Annotations map[string]string `json:"annotations"`
+				} `json:"rules"`
+			} `json:"groups"`
+		} `json:"spec"`
+	}
+	if err := yaml.Unmarshal(raw, &rule); err != nil {
+		t.Fatal(err)
+	}
+	if rule.Kind != "PrometheusRule" {
+		t.Fatalf("kind %q, want PrometheusRule", rule.Kind)
+	}
+	queried := map[string][]string{}
+	alerts := map[string]string{}
+	for _, g := range rule.Spec.Groups {
+		for _, r := range g.Rules {
+			alerts[r.Alert] = r.Expr
+			if maxOfTotals(r.Expr) {
+				t.Errorf("alert %s: %q takes the max of per-process totals; sum them (one series per shard)", r.Alert, r.Expr)
+			}
+			if r.Labels["severity"] == "" || r.Annotations["summary"] == "" || r.Annotations["description"] == "" {
+				t.Errorf("alert %s: wants a severity label, a summary and a description", r.Alert)
+			}
+			names := metricNames(r.Expr)
+			if len(names) == 0 {
+				t.Errorf("alert %s: no metric in %q", r.Alert, r.Expr)
+			}
+			for _, name := range names {
+				queried[name] = append(queried[name], "alert "+r.Alert)
+			}
+		}
+	}
+	for _, want := range []string{"LimboNoLeader", "LimboDeletionsFailing", "LimboDeletionOverdue"} {
+		if _, ok := alerts[want]; !ok {
+			t.Errorf("no alert %s", want)
+		}
+	}
+	if !strings.Contains(alerts["LimboNoLeader"], "absent(") {
+		t.Errorf("LimboNoLeader %q does not fire with every replica down (no series: absent)", alerts["LimboNoLeader"])
+	}
+	expectExported(t, queried)
 }
 
 var maxBy = regexp.MustCompile(`max by \(([^)]*)\)`)
