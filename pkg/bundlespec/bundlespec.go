@@ -252,9 +252,13 @@ func DeclaredDelay(b *limbov1alpha1.Bundle, gk schema.GroupKind, obj metav1.Obje
 // Adopter is the first of bundles, other than the one named except and not being
 // deleted, that declares the object of kind gk named name to adopt it
 // (limbo.dev/adopt); nil when none does. A Bundle being deleted never adopts.
+// The lookup scans every Bundle of a namespace (the reaper's, at each due
+// released object; a sharded pass's, at each orphan): only a Bundle whose
+// templates mention the annotation is decoded.
 func Adopter(bundles []limbov1alpha1.Bundle, gk schema.GroupKind, name, except string) *limbov1alpha1.Bundle {
 	for i := range bundles {
-		if b := &bundles[i]; b.Name != except && b.DeletionTimestamp.IsZero() && Declares(b, gk, name) == DeclaredToAdopt {
+		if b := &bundles[i]; b.Name != except && b.DeletionTimestamp.IsZero() && slices.ContainsFunc(b.Spec.Resources, mentionsAdopt) &&
+			Declares(b, gk, name) == DeclaredToAdopt {
 			return b
 		}
 	}
@@ -268,7 +272,7 @@ func Adopter(bundles []limbov1alpha1.Bundle, gk schema.GroupKind, name, except s
 func AdoptionKeys(b *limbov1alpha1.Bundle) []string {
 	var keys []string
 	for _, res := range b.Spec.Resources {
-		if res.Object == nil || !bytes.Contains(res.Object.Raw, []byte(limbov1alpha1.AnnotationAdopt)) {
+		if !mentionsAdopt(res) {
 			continue
 		}
 		if h, ok, err := HeaderOf(res); ok && err == nil && h.Annotations[limbov1alpha1.AnnotationAdopt] == "true" {
@@ -276,6 +280,13 @@ func AdoptionKeys(b *limbov1alpha1.Bundle) []string {
 		}
 	}
 	return keys
+}
+
+// mentionsAdopt reports whether res is a template whose text mentions
+// limbo.dev/adopt: one that does not cannot declare an object to adopt, and is
+// not decoded to find out.
+func mentionsAdopt(res limbov1alpha1.Resource) bool {
+	return res.Object != nil && bytes.Contains(res.Object.Raw, []byte(limbov1alpha1.AnnotationAdopt))
 }
 
 // AdoptionKey names the object of kind gk named name in AdoptionKeys: by its
