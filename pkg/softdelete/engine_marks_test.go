@@ -3,16 +3,19 @@ package softdelete_test
 import (
 	"context"
 	"errors"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr/funcr"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	testingclock "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 	"github.com/limbo-dev/limbo/pkg/softdelete"
@@ -22,24 +25,59 @@ import (
 // pending-deletion label) starts a countdown all the same: it is announced —
 // the object is deleted at its deadline — and the write fails, saying why.
 // Failed without a word, the deletion came with no DeletionScheduled and no
-// "stamped" line in the audit trail.
+// "stamped" line in the audit trail. A stamp the policy dropped itself starts
+// none: announced, at every pass, it named a deadline nobody keeps.
 func TestStampAnnouncedWhenOnlyTheLabelIsDropped(t *testing.T) {
-	h := newHarness(t, cm("db", map[string]string{delayKey: "1h"}, nil))
-	h.engine.Client = interceptor.NewClient(h.client.(client.WithWatch), interceptor.Funcs{Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
-		if err := c.Patch(ctx, obj, patch, opts...); err != nil {
-			return err
-		}
-		labels := obj.GetLabels()
-		delete(labels, limbov1alpha1.LabelPendingDeletion)
-		obj.SetLabels(labels)
-		return nil
-	}})
-	out := h.engine.Orphan(context.Background(), bundle(), h.live(t, "db"), nil)
-	if !errors.Is(out.Err, softdelete.ErrMarksNotKept) || !strings.Contains(out.Err.Error(), "has no label "+limbov1alpha1.LabelPendingDeletion) {
-		t.Errorf("Err = %v, want the label not kept", out.Err)
-	}
-	if events := h.events(); !slices.ContainsFunc(events, func(e string) bool { return strings.Contains(e, limbov1alpha1.EventDeletionScheduled) }) {
-		t.Errorf("events %q, want %s", events, limbov1alpha1.EventDeletionScheduled)
+	for _, tc := range []struct {
+		name        string
+		drop        func(obj client.Object) // what the policy takes from the answer
+		wantErr     string
+		wantEvents  []string
+		wantStamped bool // a "stamped" line in the audit trail
+	}{
+		{
+			name: "the label dropped: the countdown runs, announced",
+			drop: func(obj client.Object) {
+				labels := obj.GetLabels()
+				delete(labels, limbov1alpha1.LabelPendingDeletion)
+				obj.SetLabels(labels)
+			},
+			wantErr:     "has no label " + limbov1alpha1.LabelPendingDeletion,
+			wantEvents:  []string{"Normal DeletionScheduled ConfigMap team-a/db is in limbo for 1h0m0s: deleted at 2025-03-14T13:30:45Z"},
+			wantStamped: true,
+		},
+		{
+			name: "the stamp dropped: no countdown, nothing announced",
+			drop: func(obj client.Object) {
+				annotations := obj.GetAnnotations()
+				delete(annotations, limbov1alpha1.AnnotationDeletionTimestamp)
+				obj.SetAnnotations(annotations)
+			},
+			wantErr: "has no annotation " + limbov1alpha1.AnnotationDeletionTimestamp,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, cm("db", map[string]string{delayKey: "1h"}, nil))
+			h.engine.Client = interceptor.NewClient(h.client.(client.WithWatch), interceptor.Funcs{Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+				if err := c.Patch(ctx, obj, patch, opts...); err != nil {
+					return err
+				}
+				tc.drop(obj)
+				return nil
+			}})
+			var lines []string
+			logger := funcr.New(func(_, args string) { lines = append(lines, args) }, funcr.Options{})
+			out := h.engine.Orphan(log.IntoContext(context.Background(), logger), bundle(), h.live(t, "db"), nil)
+			if !errors.Is(out.Err, softdelete.ErrMarksNotKept) || !strings.Contains(out.Err.Error(), tc.wantErr) {
+				t.Errorf("Err = %v, want the marks not kept, saying %q", out.Err, tc.wantErr)
+			}
+			if got := h.events(); !reflect.DeepEqual(got, tc.wantEvents) {
+				t.Errorf("events %q, want %q", got, tc.wantEvents)
+			}
+			if stamped := slices.ContainsFunc(lines, func(l string) bool { return strings.Contains(l, `"msg"="stamped"`) }); stamped != tc.wantStamped {
+				t.Errorf("log lines:\n%s\nwant a \"stamped\" line: %v", strings.Join(lines, "\n"), tc.wantStamped)
+			}
+		})
 	}
 }
 

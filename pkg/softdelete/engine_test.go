@@ -269,6 +269,7 @@ func TestEngineOrphan(t *testing.T) {
 		name        string
 		annotations map[string]string
 		labels      map[string]string
+		created     time.Time // the object's creationTimestamp; zero for none
 		deleteErr   error
 		wantCalls   []string
 		wantEvents  []string
@@ -429,10 +430,34 @@ func TestEngineOrphan(t *testing.T) {
 				return nil
 			},
 		},
+		{
+			// A copy of an object in limbo (restored from a backup, re-created
+			// from its manifest) carries its original's stamp, long due: the
+			// deadline is that of an object gone, not this one's.
+			name:        "a copy's stamp, its countdown ended before the copy was made: re-stamped now, with a Warning, not deleted",
+			annotations: map[string]string{delayKey: "1h", stampKey: "2025-03-13T09:00:00Z"},
+			labels:      map[string]string{pendingKey: "true"},
+			created:     at("2025-03-14T11:30:45Z"),
+			wantCalls:   []string{stampPatch("2025-03-14T12:30:45Z")},
+			wantEvents: []string{
+				`Warning InvalidDeletionTimestamp ConfigMap team-a/db: limbo.dev/deletionTimestamp "2025-03-13T09:00:00Z": its countdown ended at 2025-03-13T10:00:00Z, before this object was created at 2025-03-14T11:30:45Z; a copy of an object that was in limbo (restored from a backup, or re-created from its manifest) counts down anew`,
+				"Normal DeletionScheduled ConfigMap team-a/db is in limbo for 1h0m0s: deleted at 2025-03-14T13:30:45Z",
+			},
+			want: softdelete.Outcome{WakeAt: now.Add(time.Hour - 250*time.Millisecond),
+				Pending: entry(mt(nowSecond), mt(nowSecond.Add(time.Hour)), "")},
+			wantLive: func(u *unstructured.Unstructured) error {
+				if got := u.GetAnnotations()[stampKey]; got != "2025-03-14T12:30:45Z" {
+					return fmt.Errorf("stamp %q", got)
+				}
+				return nil
+			},
+		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			h := newHarness(t, cm("db", tc.annotations, tc.labels))
+			obj := cm("db", tc.annotations, tc.labels)
+			obj.SetCreationTimestamp(metav1.NewTime(tc.created))
+			h := newHarness(t, obj)
 			h.deleteErr = tc.deleteErr
 			out := h.engine.Orphan(context.Background(), bundle(), h.live(t, "db"), nil)
 
@@ -613,6 +638,10 @@ func TestReleased(t *testing.T) {
 		{name: "no Bundle label (kubectl limbo cancel, a plugin's item)", annotations: released},
 		{name: "no released mark (orphaned by the garbage collector)", labels: labelled},
 		{name: "controlled (adopted)", annotations: released, labels: labelled, controlled: true},
+		// A label that names no Bundle that can exist (written by hand, never by
+		// limbo): no Bundle of its name can be read to decide its holds.
+		{name: "an empty Bundle label", annotations: released, labels: map[string]string{bundleKey: ""}},
+		{name: "a Bundle label that is no object name", annotations: released, labels: map[string]string{bundleKey: "Shop_1"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			obj := cm("db", tc.annotations, tc.labels)
@@ -655,6 +684,36 @@ func TestStampWakesAtTheDeadlineHoweverLongTheWrite(t *testing.T) {
 			t.Errorf("outcome %+v, want WakeAt %v", out, deadline)
 		}
 	})
+}
+
+// OrphanAt decides at the caller's instant, not at a later reading of the
+// clock: the reaper judges an object's holds at now (an adopter is looked for
+// only when it is due then), and an object whose deadline falls between that
+// judgement and the decision was not checked for an adopter at all. Decided at
+// the clock, it was taken for due — a fresh read on the way to a delete — and
+// it woke the caller late by as long as the hold's read took.
+func TestOrphanAtDecidesAtTheCallersInstant(t *testing.T) {
+	h := newHarness(t, cm("db", map[string]string{delayKey: "1h", stampKey: "2025-03-14T11:30:05Z", limbov1alpha1.AnnotationReleased: "2025-03-14T11:30:05Z"},
+		map[string]string{pendingKey: "true", bundleKey: "shop"}))
+	h.engine.Clock = testingclock.NewFakePassiveClock(at("2025-03-14T12:30:10Z")) // the deadline, 12:30:05, passed meanwhile
+	h.engine.Reader = interceptor.NewClient(h.client.(client.WithWatch), interceptor.Funcs{Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+		h.calls = append(h.calls, fmt.Sprintf("GET %s %s", kindOf(c, obj), key))
+		return c.Get(ctx, key, obj, opts...)
+	}})
+	obj := h.live(t, "db")
+	out := h.engine.OrphanAt(context.Background(), obj, obj, softdelete.ClaimReleased, at("2025-03-14T12:30:00Z"))
+	if out.Err != nil || out.Decision.Action != softdelete.ActionWait || !out.WakeAt.Equal(at("2025-03-14T12:30:05Z")) {
+		t.Errorf("Err/Action/WakeAt = %v/%s/%v, want nil/Wait/2025-03-14T12:30:05Z", out.Err, out.Decision.Action, out.WakeAt)
+	}
+	if len(h.calls) != 0 {
+		t.Errorf("API calls %q, want none: not due at the caller's instant", h.calls)
+	}
+	if ev := h.events(); len(ev) != 0 {
+		t.Errorf("events %q, want none", ev)
+	}
+	if h.get(t, "db") == nil {
+		t.Error("db was deleted")
+	}
 }
 
 // An object the engine deleted is counted once: a pass that decides again on a
@@ -1115,6 +1174,41 @@ func TestEngineRelease(t *testing.T) {
 		}
 	})
 
+	// The owner references went with the write that lost the shard label: no
+	// later pass releases the object again, so its release is announced now or
+	// never, and the failure returned says why it stayed in this shard.
+	t.Run("sharded, the adopter's shard label dropped by a policy: released, announced, and failing", func(t *testing.T) {
+		sel, err := shard.Parse("limbo.dev/shard=a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		adopter := &limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "new", Labels: map[string]string{"limbo.dev/shard": "b"}},
+			Status: limbov1alpha1.BundleStatus{ObservedGeneration: 1}}
+		live := owned(map[string]string{delayKey: "1h"})
+		live.SetLabels(map[string]string{bundleKey: "shop", "limbo.dev/shard": "a"})
+		h := newHarness(t, live, parent())
+		h.engine.Shard = sel
+		h.engine.Client = interceptor.NewClient(h.client.(client.WithWatch), interceptor.Funcs{Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+			data, err := patch.Data(obj)
+			if err != nil {
+				return err
+			}
+			// The policy: the shard label the write sets goes.
+			stripped := strings.Replace(string(data), `"labels":{"limbo.dev/shard":"b"},`, "", 1)
+			return c.Patch(ctx, obj, client.RawPatch(patch.Type(), []byte(stripped)), opts...)
+		}})
+		err = h.engine.Release(context.Background(), b, h.live(t, "db"), b, adopter)
+		if !errors.Is(err, softdelete.ErrMarksNotKept) || !strings.Contains(err.Error(), `has label limbo.dev/shard "a", not "b"`) {
+			t.Errorf("Release: %v, want the shard label not kept", err)
+		}
+		if got, want := h.events(), []string{`Normal DeletionScheduled ConfigMap team-a/db released to limbo for Bundle "new", which declares it to adopt it: deleted if no Bundle does any more (deadline 2025-03-14T13:30:45Z)`}; !reflect.DeepEqual(got, want) {
+			t.Errorf("events %q, want %q", got, want)
+		}
+		if live := h.live(t, "db"); !softdelete.Released(live) || live.GetLabels()["limbo.dev/shard"] != "a" {
+			t.Errorf("released object: %v, want it released, still in shard a", live.Object["metadata"])
+		}
+	})
+
 	t.Run("invalid delay: released unstamped with a warning, the reaper's to stamp once fixed", func(t *testing.T) {
 		h := newHarness(t, owned(map[string]string{delayKey: "forever"}), parent())
 		if err := h.engine.Release(context.Background(), b, h.live(t, "db"), b, nil); err != nil {
@@ -1436,6 +1530,54 @@ func TestEngineTombstones(t *testing.T) {
 		}
 	})
 
+	// `kubectl delete tombstone` while its Bundle is gone: a forced delete the
+	// Tombstone controller turns into a cancel. Its finalizer still holds it,
+	// so it is no cancel made already: the finalizer goes, and with it the
+	// Tombstone; kept, the Tombstone controller would delete the item after
+	// all. One being deleted without its finalizer was cancelled already, and
+	// is not announced again.
+	t.Run("cancel of a Tombstone being deleted", func(t *testing.T) {
+		for _, tc := range []struct {
+			name       string
+			finalizers []string
+			wantCalls  []string
+			wantEvents []string
+			wantGone   bool
+		}{
+			{name: "still holding its finalizer (forced): the finalizer goes, and the Tombstone with it", finalizers: []string{limbov1alpha1.FinalizerHardDelete},
+				wantCalls:  []string{`PATCH Tombstone team-a/` + name + ` application/merge-patch+json {"metadata":{"finalizers":null,"resourceVersion":"999"}}`},
+				wantEvents: []string{`Normal DeletionCancelled StorageOSNamespace "old-team": deletion cancelled (its Bundle is gone)`},
+				wantGone:   true},
+			{name: "held by another controller's finalizer only: cancelled already, nothing written", finalizers: []string{"example.com/audit"}},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				ts := &limbov1alpha1.Tombstone{
+					ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: "uid-ts", Finalizers: tc.finalizers, DeletionTimestamp: mt(now.Add(-time.Minute)),
+						Labels: map[string]string{bundleKey: "shop", pendingKey: "true"}},
+					Spec: limbov1alpha1.TombstoneSpec{Plugin: "namespace-gc", Resource: "storage-ns-gc", Item: item},
+				}
+				h := newHarness(t, ts)
+				var live limbov1alpha1.Tombstone
+				if err := h.client.Get(context.Background(), client.ObjectKeyFromObject(ts), &live); err != nil {
+					t.Fatal(err)
+				}
+				if err := h.engine.CancelTombstone(context.Background(), &live, &live, "its Bundle is gone"); err != nil {
+					t.Fatal(err)
+				}
+				if !reflect.DeepEqual(h.calls, tc.wantCalls) {
+					t.Errorf("API calls:\n%q\nwant:\n%q", h.calls, tc.wantCalls)
+				}
+				if got := h.events(); !reflect.DeepEqual(got, tc.wantEvents) {
+					t.Errorf("events %q, want %q", got, tc.wantEvents)
+				}
+				err := h.client.Get(context.Background(), client.ObjectKeyFromObject(ts), &live)
+				if gone := apierrors.IsNotFound(err); gone != tc.wantGone {
+					t.Errorf("Tombstone gone: %v (err %v), want %v", gone, err, tc.wantGone)
+				}
+			})
+		}
+	})
+
 	t.Run("cancel of a Tombstone already gone: success", func(t *testing.T) {
 		h := newHarness(t)
 		ts := &limbov1alpha1.Tombstone{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, ResourceVersion: "5", Finalizers: []string{limbov1alpha1.FinalizerHardDelete}},
@@ -1629,9 +1771,10 @@ func TestRemoveTombstone(t *testing.T) {
 // An orphan deleted by hand before a pass stamped it, held by a finalizer, is
 // listed as being deleted without a countdown: none ran, and an invented one
 // (its deletionTimestamp plus the delay) became the Bundle's NEXT-DELETION. A
-// stamped one keeps its own.
+// stamped one keeps its own. Nor is it written to or announced: it goes
+// whatever its delay says, and a stamp now, with its DeletionScheduled, would
+// name a deadline that nothing keeps.
 func TestTerminatingEntryShowsOnlyARealCountdown(t *testing.T) {
-	e := &softdelete.Engine{Recorder: record.NewFakeRecorder(10), Clock: testingclock.NewFakePassiveClock(now), Metrics: softdelete.NewMetrics(prometheus.NewRegistry())}
 	for _, tc := range []struct {
 		name  string
 		delay string // "" for 24h
@@ -1654,10 +1797,21 @@ func TestTerminatingEntryShowsOnlyARealCountdown(t *testing.T) {
 			if tc.stamp != "" {
 				pvc.Annotations[stampKey] = tc.stamp
 			}
-			pvc.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("PersistentVolumeClaim"))
-			out := e.Orphan(context.Background(), nil, pvc, nil)
+			h := newHarness(t, pvc)
+			live := &corev1.PersistentVolumeClaim{}
+			if err := h.client.Get(context.Background(), client.ObjectKeyFromObject(pvc), live); err != nil {
+				t.Fatal(err)
+			}
+			live.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("PersistentVolumeClaim"))
+			out := h.engine.Orphan(context.Background(), bundle(), live, nil)
 			if !pendingEqual(out.Pending, tc.want) {
 				t.Errorf("Pending = %+v, want %+v", out.Pending, tc.want)
+			}
+			if len(h.calls) != 0 {
+				t.Errorf("API calls %q, want none: it is being deleted", h.calls)
+			}
+			if ev := h.events(); len(ev) != 0 {
+				t.Errorf("events %q, want none", ev)
 			}
 		})
 	}

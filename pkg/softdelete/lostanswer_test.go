@@ -170,4 +170,22 @@ func TestEngineMarksWhoseAnswerWasLost(t *testing.T) {
 			t.Errorf("events %q, want the DeletionCancelled", events)
 		}
 	})
+	// The read-back finds another object of the name (deleted and made again
+	// meanwhile), without marks: that is not the cancel made, and the object
+	// cancelled no longer exists. Announced, the cancel's failure was lost for
+	// good: no error, nothing retried.
+	t.Run("cancel not made, the name made again meanwhile", func(t *testing.T) {
+		again := cm("db", nil, nil)
+		again.SetUID("uid-db-again")
+		h := newHarness(t, again)
+		h.patchErr = timeout
+		old := cm("db", map[string]string{delayKey: "1h", stampKey: "2025-03-14T12:00:00Z"}, map[string]string{pendingKey: "true"})
+		old.SetResourceVersion("998")
+		if cancelled, err := h.engine.Desired(context.Background(), bundle(), old); cancelled || !errors.Is(err, timeout) {
+			t.Errorf("Desired = %v, %v; want not cancelled, the timeout", cancelled, err)
+		}
+		if events := h.events(); len(events) != 0 {
+			t.Errorf("events %q, want none", events)
+		}
+	})
 }

@@ -496,6 +496,7 @@ func TestProcessItemsNotBefore(t *testing.T) {
 		notBefore string // "": none
 		want      []string
 		deadline  string // of the item's pendingDeletions entry; "": no entry
+		warning   string // the event before a restamp's DeletionScheduled; "": none
 	}{
 		{name: "no NotBefore: an old stamp is due, as ever", stamp: "2025-03-11T12:10:00Z",
 			want: []string{deleted}},
@@ -515,6 +516,11 @@ func TestProcessItemsNotBefore(t *testing.T) {
 			want: []string{deleted}},
 		{name: "an unstamped item, the clock behind NotBefore: stamped at NotBefore", notBefore: "2025-03-14T12:30:47Z",
 			want: []string{stampAt("2025-03-14T12:30:47Z")}, deadline: "2025-03-14T12:40:47Z"},
+		// A restamp is a new countdown too: at now, 30 s before NotBefore, its
+		// deadline came up to the clocks' skew early.
+		{name: "an unparsable stamp, the clock behind NotBefore: restamped at NotBefore", stamp: "banana", notBefore: "2025-03-14T12:31:15Z",
+			want: []string{stampAt("2025-03-14T12:31:15Z")}, deadline: "2025-03-14T12:41:15Z",
+			warning: `Warning InvalidDeletionTimestamp ConfigMap team-a/x: invalid limbo.dev/deletionTimestamp "banana": not an RFC 3339 time; the countdown restarts`},
 		{name: "desired again, with an earlier owner's stamp and no label: cancelled", stamp: "2025-03-11T12:10:00Z", unlabeled: true, desired: true, notBefore: "2025-03-14T12:30:00Z",
 			want: []string{`PATCH ConfigMap team-a/x application/merge-patch+json {"metadata":{"annotations":{"limbo.dev/deletionDelay":null,"limbo.dev/deletionTimestamp":null,"limbo.dev/expeditedFrom":null,"limbo.dev/pluginResource":null,"limbo.dev/released":null},"labels":{"limbo.dev/pending-deletion":null},"resourceVersion":"999"}}`}},
 	} {
@@ -547,8 +553,13 @@ func TestProcessItemsNotBefore(t *testing.T) {
 				t.Errorf("wake at %v, want %s", out.WakeAt, tc.deadline)
 			}
 			if restamped := len(tc.want) == 1 && strings.Contains(tc.want[0], `"limbo.dev/pending-deletion":"true"`); restamped {
-				if ev := h.events(); len(ev) != 1 || !strings.HasPrefix(ev[0], "Normal DeletionScheduled ConfigMap team-a/x is in limbo for 10m0s: deleted at "+tc.deadline) {
-					t.Errorf("events %q, want DeletionScheduled as for any stamp", ev)
+				var want []string
+				if tc.warning != "" {
+					want = append(want, tc.warning)
+				}
+				want = append(want, "Normal DeletionScheduled ConfigMap team-a/x is in limbo for 10m0s: deleted at "+tc.deadline)
+				if ev := h.events(); !reflect.DeepEqual(ev, want) {
+					t.Errorf("events %q, want %q: DeletionScheduled as for any stamp", ev, want)
 				}
 			}
 		})
@@ -721,6 +732,36 @@ func TestProcessItemsLeaveABundlesObjects(t *testing.T) {
 		t.Errorf("pending = %q, want no entry of web's config", got)
 	}
 
+	// The Bundle cannot be read (a timeout, a 429, a 5xx): it may live on, and
+	// its object is left to it. Taken for an orphan, a teardown without a delay
+	// deleted the living Bundle's object at once.
+	h = newHarness(t, cm("config", map[string]string{delayKey: "1h"}, map[string]string{bundleKey: "web"}), bundleNamed("team-a", "web"))
+	var reads []string
+	h.engine.Reader = interceptor.NewClient(h.client.(client.WithWatch), interceptor.Funcs{Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+		if obj.GetObjectKind().GroupVersionKind().Kind == "Bundle" {
+			reads = append(reads, key.String())
+			return apierrors.NewInternalError(errors.New("etcdserver: request timed out"))
+		}
+		return c.Get(ctx, key, obj, opts...)
+	}})
+	out = h.engine.ProcessItems(context.Background(), bundle(), softdelete.ItemSet{Owner: owner,
+		Items: []softdelete.Item{h.item(t, "config", false, "n1", 0)}})
+	if !slices.Equal(reads, []string{"team-a/web"}) {
+		t.Errorf("reads of Bundles %q, want web's", reads)
+	}
+	if len(h.calls) != 0 {
+		t.Errorf("a teardown's calls %q with web unreadable, want none", h.calls)
+	}
+	if len(out.Pending) != 0 || out.Remaining != 0 {
+		t.Errorf("pending = %+v, remaining %d; want no entry of web's config", out.Pending, out.Remaining)
+	}
+	if ev := h.events(); len(ev) != 0 {
+		t.Errorf("events %q, want none", ev)
+	}
+	if h.get(t, "config") == nil {
+		t.Error("web's config was deleted")
+	}
+
 	remote := newHarness(t, cm("config", map[string]string{delayKey: "1h"}, map[string]string{bundleKey: "web"}))
 	out = newHarness(t).engine.ProcessItems(context.Background(), bundle(), softdelete.ItemSet{Owner: owner, Delay: "10m", LeaveBundlesObjects: true,
 		Cluster: &softdelete.Cluster{Name: "workload-kubeconfig", Client: remote.client},
@@ -733,18 +774,40 @@ func TestProcessItemsLeaveABundlesObjects(t *testing.T) {
 // A plugin's cancel of an object a Bundle manages (stamped by a plugin before
 // the engine left such objects to their Bundle) takes limbo's marks away but
 // not the delay, which may be the object's own: its Bundle reads it when it
-// orphans the object, and without it deleted it at once.
+// orphans it, and without it deleted it at once. In another cluster a Bundle's
+// label names none of this one's: the delay is limbo's, and goes with the marks.
 func TestCancelItemKeepsABundlesObjectsDelay(t *testing.T) {
-	h := newHarness(t, cm("data", map[string]string{delayKey: "24h", stampKey: "2025-03-14T12:00:00Z", ownerKey: owner},
-		map[string]string{pendingKey: "true", bundleKey: "web"}))
-	if err := h.engine.CancelItem(context.Background(), bundle(), h.live(t, "data"), "resource left"); err != nil {
-		t.Fatal(err)
-	}
-	live := h.live(t, "data")
-	if live.GetAnnotations()[delayKey] != "24h" {
-		t.Errorf("annotations %v: the delay was removed", live.GetAnnotations())
-	}
-	if _, ok := live.GetAnnotations()[ownerKey]; ok {
-		t.Errorf("annotations %v: the plugin's owner is still there", live.GetAnnotations())
+	for _, tc := range []struct {
+		name      string
+		cluster   bool   // an item of another cluster, desired again in its plugin's pass
+		wantDelay string // "": removed
+	}{
+		{name: "in this cluster: the delay stays", wantDelay: "24h"},
+		{name: "in another cluster: the delay goes", cluster: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, cm("data", map[string]string{delayKey: "24h", stampKey: "2025-03-14T12:00:00Z", ownerKey: owner},
+				map[string]string{pendingKey: "true", bundleKey: "web"}))
+			if tc.cluster {
+				out := newHarness(t).engine.ProcessItems(context.Background(), bundle(), softdelete.ItemSet{Owner: owner, Delay: "10m",
+					Cluster: &softdelete.Cluster{Name: "workload-kubeconfig", Client: h.client},
+					Items:   []softdelete.Item{h.item(t, "data", true, "n1", 0)}})
+				if out.Err != nil {
+					t.Fatal(out.Err)
+				}
+			} else if err := h.engine.CancelItem(context.Background(), bundle(), h.live(t, "data"), "resource left"); err != nil {
+				t.Fatal(err)
+			}
+			live := h.live(t, "data")
+			if delay, ok := live.GetAnnotations()[delayKey]; delay != tc.wantDelay || ok != (tc.wantDelay != "") {
+				t.Errorf("annotations %v: delay %q, want %q", live.GetAnnotations(), delay, tc.wantDelay)
+			}
+			if _, ok := live.GetAnnotations()[ownerKey]; ok {
+				t.Errorf("annotations %v: the plugin's owner is still there", live.GetAnnotations())
+			}
+			if _, ok := live.GetLabels()[pendingKey]; ok {
+				t.Errorf("labels %v: still in limbo", live.GetLabels())
+			}
+		})
 	}
 }

@@ -197,6 +197,16 @@ func TestDecide(t *testing.T) {
 				Deadline: nowSecond, RequeueAfter: 0},
 		},
 		{
+			// The first stamp, as a restamp (below): by a clock behind the API
+			// server's, a stamp at now would end before the creation, and the
+			// next pass would restart the countdown as a copy's.
+			name:  "stamp by a clock behind the API server's: from its creation",
+			now:   at("2025-03-14T11:55:00.5Z"),
+			state: softdelete.State{Created: at("2025-03-14T12:00:00Z"), Annotations: annotations(delayKey, "1m")},
+			want: softdelete.Decision{Action: softdelete.ActionStamp, Delay: time.Minute, Stamp: at("2025-03-14T12:00:00Z"),
+				Deadline: at("2025-03-14T12:01:00Z"), RequeueAfter: 6*time.Minute - 500*time.Millisecond},
+		},
+		{
 			name:  "sub-second delay already due after truncation",
 			state: softdelete.State{Annotations: annotations(delayKey, "100ms")},
 			want: softdelete.Decision{Action: softdelete.ActionStamp, Delay: 100 * time.Millisecond, Stamp: nowSecond,
