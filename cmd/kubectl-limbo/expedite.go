@@ -375,6 +375,6 @@ func reaperHoldOf(ctx context.Context, c client.Client, t target, obj metav1.Obj
 	if err != nil {
 		return reaperHold{}, false, err
 	}
-	h, ok := releasedHold(obj, t.mapping.GroupVersionKind.GroupKind(), bundles, now)
+	h, ok := releasedHold(obj, t.mapping.GroupVersionKind.GroupKind(), indexBundles(bundles), now)
 	return h, ok, nil
 }

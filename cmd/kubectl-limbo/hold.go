@@ -2,11 +2,12 @@ package main
 
 import (
 	"fmt"
-	"slices"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 	"github.com/limbo-dev/limbo/pkg/bundlespec"
@@ -24,22 +25,69 @@ type reaperHold struct {
 	Why string
 }
 
+// bundleIndex is a listing of Bundles indexed for what is asked of each object
+// in limbo: the Bundles of its namespace, the one its label names, whether the
+// one that controls it is being torn down. pending -A has the Bundles of every
+// namespace, and a copy or a scan of the listing for each object made it cost
+// objects × Bundles (6.3 ms an object at 10k Bundles).
+type bundleIndex struct {
+	// inNamespace holds the Bundles of each namespace in the listing's order:
+	// the first that declares an object to adopt it is its adopter
+	// (bundlespec.Adopter).
+	inNamespace map[string][]limbov1alpha1.Bundle
+	// byKey points into inNamespace.
+	byKey map[client.ObjectKey]*limbov1alpha1.Bundle
+	// tornDown holds the UIDs of the Bundles being deleted: an owner reference
+	// names its Bundle by UID.
+	tornDown map[types.UID]bool
+}
+
+// indexBundles indexes bundles, a listing, which names each Bundle once.
+func indexBundles(bundles []limbov1alpha1.Bundle) bundleIndex {
+	x := bundleIndex{
+		inNamespace: map[string][]limbov1alpha1.Bundle{},
+		byKey:       make(map[client.ObjectKey]*limbov1alpha1.Bundle, len(bundles)),
+		tornDown:    map[types.UID]bool{},
+	}
+	for i := range bundles {
+		b := &bundles[i]
+		x.inNamespace[b.Namespace] = append(x.inNamespace[b.Namespace], *b)
+		if !b.DeletionTimestamp.IsZero() {
+			x.tornDown[b.UID] = true
+		}
+	}
+	// Only now that each namespace's slice is complete: an append may move it.
+	for _, inNamespace := range x.inNamespace {
+		for i := range inNamespace {
+			x.byKey[client.ObjectKeyFromObject(&inNamespace[i])] = &inNamespace[i]
+		}
+	}
+	return x
+}
+
+// namespace is the Bundles of namespace, in the listing's order.
+func (x bundleIndex) namespace(namespace string) []limbov1alpha1.Bundle {
+	return x.inNamespace[namespace]
+}
+
+// named is the Bundle of key; nil when the listing has none.
+func (x bundleIndex) named(key client.ObjectKey) *limbov1alpha1.Bundle {
+	return x.byKey[key]
+}
+
 // releasedHold tells whether the reaper holds obj, of kind gk, at now, and
-// for which Bundle; bundles are the Bundles of obj's namespace (others are
-// ignored). Only an object the reaper acts on (softdelete.Released: a
-// teardown or a hand-over released it) is held, as the reaper decides
+// for which Bundle; bundles index the Bundles of obj's namespace (those of
+// others are ignored). Only an object the reaper acts on (softdelete.Released:
+// a teardown or a hand-over released it) is held, as the reaper decides
 // (bundlespec.ReleasedHold).
-func releasedHold(obj metav1.Object, gk schema.GroupKind, bundles []limbov1alpha1.Bundle, now time.Time) (reaperHold, bool) {
+func releasedHold(obj metav1.Object, gk schema.GroupKind, bundles bundleIndex, now time.Time) (reaperHold, bool) {
 	if !softdelete.Released(obj) {
 		return reaperHold{}, false
 	}
-	namespace, label := obj.GetNamespace(), obj.GetLabels()[limbov1alpha1.LabelBundle]
-	inNamespace := slices.DeleteFunc(slices.Clone(bundles), func(b limbov1alpha1.Bundle) bool { return b.Namespace != namespace })
-	var named *limbov1alpha1.Bundle
-	if i := slices.IndexFunc(inNamespace, func(b limbov1alpha1.Bundle) bool { return b.Name == label }); i >= 0 {
-		named = &inNamespace[i]
-	}
-	hold, by, _ := bundlespec.ReleasedHold(obj, gk, named, func() ([]limbov1alpha1.Bundle, error) { return inNamespace, nil }, now)
+	namespace := obj.GetNamespace()
+	named := bundles.named(client.ObjectKey{Namespace: namespace, Name: obj.GetLabels()[limbov1alpha1.LabelBundle]})
+	inNamespace := func() ([]limbov1alpha1.Bundle, error) { return bundles.namespace(namespace), nil }
+	hold, by, _ := bundlespec.ReleasedHold(obj, gk, named, inNamespace, now)
 	var why string
 	switch hold {
 	case bundlespec.NotHeld:

@@ -263,10 +263,11 @@ func collectPending(ctx context.Context, src pendingSources, namespace string, s
 		// readable one by one.
 		bundles = append(bundles, reportingBundles(ctx, src.Reader, namespace, objects, warnings)...)
 	}
+	indexed := indexBundles(bundles)
 	for _, item := range objects {
-		holdReleased(&item, bundles, now)
-		holdUncontrolled(&item, bundles)
-		tellTeardown(&item, bundles)
+		holdReleased(&item, indexed, now)
+		holdUncontrolled(&item, indexed)
+		tellTeardown(&item, indexed)
 		add(item)
 	}
 
@@ -607,7 +608,7 @@ func plural(n int, thing string) string {
 // which Bundle: its countdown, if any, is shown, but it is not deleted while the
 // hold lasts. An invalid delay stays "never"; an object being deleted stays
 // "deleting": no hold stops that.
-func holdReleased(item *pendingItem, bundles []limbov1alpha1.Bundle, now time.Time) {
+func holdReleased(item *pendingItem, bundles bundleIndex, now time.Time) {
 	if item.object == nil || item.countdown == countdownNever || item.countdown == countdownDeleting {
 		return // no hold to tell of: the hold ending would change nothing
 	}
@@ -628,28 +629,23 @@ const msgCancelledByTeardown = "its Bundle is being deleted: the deletion is can
 // releases to the reaper with its countdown (after the Bundle's plugin
 // teardowns, deorbit's, which may take hours), or deletes at once if it has
 // no delay. A released object is the reaper's already (holdReleased).
-func tellTeardown(item *pendingItem, bundles []limbov1alpha1.Bundle) {
+func tellTeardown(item *pendingItem, bundles bundleIndex) {
 	obj := item.object
 	if obj == nil || item.countdown == countdownDeleting || softdelete.Released(obj) {
 		return
 	}
 	owner, resource, isItem := softdelete.SplitItemOwner(obj.Annotations[limbov1alpha1.AnnotationPluginResource])
-	for i := range bundles {
-		b := &bundles[i]
-		if b.DeletionTimestamp.IsZero() {
-			continue
-		}
-		switch {
-		case isItem && owner == client.ObjectKeyFromObject(b):
+	if isItem {
+		if b := bundles.named(owner); b != nil && !b.DeletionTimestamp.IsZero() {
 			if why := teardownOfItem(b, resource); why != "" {
 				item.hold()
 				item.addMessage(why)
 			}
-			return
-		case !isItem && metav1.IsControlledBy(obj, b):
-			item.addMessage("its Bundle is being torn down: the teardown releases it to the reaper with this countdown, once the Bundle's plugin teardowns are done")
-			return
 		}
+		return
+	}
+	if controller := metav1.GetControllerOfNoCopy(obj); controller != nil && bundles.tornDown[controller.UID] {
+		item.addMessage("its Bundle is being torn down: the teardown releases it to the reaper with this countdown, once the Bundle's plugin teardowns are done")
 	}
 }
 
@@ -657,17 +653,12 @@ func tellTeardown(item *pendingItem, bundles []limbov1alpha1.Bundle) {
 // (noBundleDecides). The Bundles of the object's namespace are all listed (a
 // user who may not list every namespace's lists the namespace's, where the
 // objects are).
-func holdUncontrolled(item *pendingItem, bundles []limbov1alpha1.Bundle) {
+func holdUncontrolled(item *pendingItem, bundles bundleIndex) {
 	obj := item.object
 	if obj == nil || item.countdown == countdownNever || item.countdown == countdownDeleting {
 		return
 	}
-	var named *limbov1alpha1.Bundle
-	for i := range bundles {
-		if b := &bundles[i]; b.Namespace == obj.Namespace && b.Name == obj.Labels[limbov1alpha1.LabelBundle] {
-			named = b
-		}
-	}
+	named := bundles.named(client.ObjectKey{Namespace: obj.Namespace, Name: obj.Labels[limbov1alpha1.LabelBundle]})
 	if why, held, undecided := noBundleDecides(obj, named); undecided {
 		if held {
 			item.hold()
