@@ -24,6 +24,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2/pagination"
 
 	"github.com/limbo-dev/limbo/pkg/boundedtext"
+	"github.com/limbo-dev/limbo/pkg/refusedlogin"
 	"github.com/limbo-dev/limbo/pkg/responselimit"
 )
 
@@ -56,7 +57,7 @@ var (
 	// another revision (412): read it again and retry.
 	ErrRevisionMismatch = errors.New("openstack: the router changed since it was read (revision mismatch)")
 	// ErrUnauthorized: Keystone refused the credentials (401 to the
-	// authentication).
+	// authentication, or to a re-authentication after a 401).
 	ErrUnauthorized = errors.New("openstack: Keystone refused the credentials")
 )
 
@@ -82,7 +83,8 @@ type Config struct {
 	Credentials Credentials
 	// Timeout bounds each HTTP request; zero means DefaultTimeout.
 	Timeout time.Duration
-	// Now is the clock of MicroversionRecheck; nil means time.Now.
+	// Now is the clock of MicroversionRecheck and of a refused
+	// re-authentication (refusedlogin.Retry); nil means time.Now.
 	Now func() time.Time
 }
 
@@ -112,6 +114,10 @@ type Client struct {
 	project string
 
 	now func() time.Time
+
+	// refused remembers Keystone's refusal of a re-authentication, which
+	// answers the re-authentications of the next refusedlogin.Retry.
+	refused refusedlogin.Memory
 
 	// mu guards microversion and olderAt: a Client is shared by every Bundle that
 	// uses the same cloud and credentials.
@@ -219,7 +225,29 @@ func newClient(ctx context.Context, cfg Config) (*Client, error) {
 	if now == nil {
 		now = time.Now
 	}
-	return &Client{network: network, compute: compute, project: project, now: now}, nil
+	client := &Client{network: network, compute: compute, project: project, now: now, refused: refusedlogin.Memory{Now: now}}
+	reauthenticate := provider.ReauthFunc
+	provider.ReauthFunc = func(ctx context.Context) error { return client.reauthenticate(ctx, reauthenticate) }
+	return client, nil
+}
+
+// reauthenticate is the provider's ReauthFunc, which gophercloud calls after a
+// 401 to log in again with the same credentials (login), unless Keystone refused
+// them less than refusedlogin.Retry ago: then that refusal is the answer.
+// Once Keystone revoked the token (a password changed, an application
+// credential deleted or expired), every call re-authenticated and was refused,
+// each a failed login: a dozen in the first ten seconds, then one per pass and
+// per Tombstone attempt, enough for Keystone's lockout_failure_attempts to lock
+// the account — which plugin.ClientCache prevents only for the first login.
+func (c *Client) reauthenticate(ctx context.Context, login func(context.Context) error) error {
+	if err := c.refused.Recent(); err != nil {
+		return err
+	}
+	err := login(ctx)
+	if gophercloud.ResponseCodeIs(err, http.StatusUnauthorized) {
+		c.refused.Remember(err)
+	}
+	return err
 }
 
 // A rate-limited request (429, or 498) is sent again after the Retry-After the
@@ -389,7 +417,7 @@ func (c *Client) HasExtension(ctx context.Context, alias string) (bool, error) {
 	case gophercloud.ResponseCodeIs(err, http.StatusNotFound):
 		return false, nil
 	}
-	return false, bounded(fmt.Errorf("get extension %s: %w", alias, err))
+	return false, bounded(fmt.Errorf("get extension %s: %w", alias, refusedReauthentication(err)))
 }
 
 // RemoveRoutes removes routes atomically (extraroute-atomic); routes that are
@@ -427,7 +455,7 @@ func (c *Client) SetRoutes(ctx context.Context, routerID string, routes []Route,
 func (c *Client) ListServers(ctx context.Context) (Servers, error) {
 	compute, err := c.computeForListing(ctx)
 	if err != nil {
-		return Servers{}, bounded(fmt.Errorf("list Nova servers: %w", err))
+		return Servers{}, bounded(fmt.Errorf("list Nova servers: %w", refusedReauthentication(err)))
 	}
 	out := Servers{Addresses: map[netip.Addr]string{}}
 	var addressless []servers.Server
@@ -470,7 +498,7 @@ func (c *Client) ListServers(ctx context.Context) (Servers, error) {
 		return true, nil
 	})
 	if err != nil {
-		return Servers{}, bounded(fmt.Errorf("list Nova servers: %w", err))
+		return Servers{}, bounded(fmt.Errorf("list Nova servers: %w", refusedReauthentication(err)))
 	}
 	if emptyNext {
 		out.Pages++
@@ -680,6 +708,18 @@ func classify(err error) error {
 		return fmt.Errorf("%w: %w", ErrNotFound, err)
 	case gophercloud.ResponseCodeIs(err, http.StatusPreconditionFailed):
 		return fmt.Errorf("%w: %w", ErrRevisionMismatch, err)
+	}
+	return refusedReauthentication(err)
+}
+
+// refusedReauthentication is err, matching ErrUnauthorized when it is a call's
+// 401 whose re-authentication Keystone refused (401 to it, or remembered:
+// reauthenticate). gophercloud's error of a failed re-authentication does not
+// unwrap to it: the refusal is its ErrReauth.
+func refusedReauthentication(err error) error {
+	var reauth *gophercloud.ErrUnableToReauthenticate
+	if errors.As(err, &reauth) && gophercloud.ResponseCodeIs(reauth.ErrReauth, http.StatusUnauthorized) {
+		return fmt.Errorf("%w: %w", ErrUnauthorized, err)
 	}
 	return err
 }

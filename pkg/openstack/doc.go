@@ -9,7 +9,8 @@
 //
 //   - POST {authURL}/auth/tokens; the token comes back in X-Subject-Token, the
 //     service catalog in the body; every other call sends X-Auth-Token. A 401
-//     re-authenticates once (gophercloud's AllowReauth).
+//     re-authenticates once (gophercloud's AllowReauth); one Keystone refused
+//     (401) is not sent again for refusedlogin.Retry.
 //   - Neutron: the catalog's "network" endpoint serves its version document at
 //     its root (read once by gophercloud to check that v2 is there), then
 //     GET /v2.0/extensions/{alias} (404: not enabled),
@@ -37,7 +38,9 @@
 // # Errors
 //
 // HTTP errors are gophercloud's; ErrNotFound and ErrRevisionMismatch are
-// matched with errors.Is for the codes callers act on (404, 412). A 404 on a
+// matched with errors.Is for the codes callers act on (404, 412), and
+// ErrUnauthorized for Keystone's refusal of the credentials, at the first login
+// or at a re-authentication (or its refusal remembered). A 404 on a
 // router says "not found or not visible to these credentials": Neutron answers
 // it for a router the token may not see as for one that is gone. Every call
 // runs under the caller's context and each HTTP request under Config.Timeout.

@@ -9,6 +9,8 @@ import (
 
 	"k8s.io/utils/clock"
 	"k8s.io/utils/lru"
+
+	"github.com/limbo-dev/limbo/pkg/refusedlogin"
 )
 
 // ClientCache keeps one API client per identity (an endpoint and a user, say),
@@ -52,7 +54,7 @@ const clientSweepInterval = time.Minute
 // FailedClientRetry is how long a ClientCache returns the error of a client
 // whose credentials were refused, its identity and secrets unchanged, before it
 // tries again.
-const FailedClientRetry = 30 * time.Second
+const FailedClientRetry = refusedlogin.Retry
 
 // ErrCredentialsRefused marks the error of a client whose backend refused its
 // credentials (a 401 to its login): see ClientCache.

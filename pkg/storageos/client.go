@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/limbo-dev/limbo/pkg/refusedlogin"
 	"github.com/limbo-dev/limbo/pkg/responselimit"
 	"k8s.io/utils/clock"
 )
@@ -61,17 +62,10 @@ type Config struct {
 	Timeout time.Duration
 	// Metrics, if not nil, records every HTTP request.
 	Metrics *Metrics
-	// Clock tells the time of a refused login (LoginRetry); nil: the real
+	// Clock tells the time of a refused login (refusedlogin.Retry); nil: the real
 	// clock.
 	Clock clock.PassiveClock
 }
-
-// LoginRetry is how long after StorageOS refused the credentials (401 to the
-// login) a Client answers every call with that refusal rather than logging in
-// again: each failed pass retried the login at once, a dozen times in the first
-// ten seconds of a wrong password, enough to lock an account where failed
-// logins are counted.
-const LoginRetry = 30 * time.Second
 
 // Namespace is a StorageOS namespace as returned by GET /v2/namespaces.
 type Namespace struct {
@@ -98,14 +92,12 @@ type Client struct {
 	timeout  time.Duration
 	metrics  *Metrics
 
-	clock clock.PassiveClock
+	// refused remembers StorageOS's refusal of the credentials (401 to a
+	// login), which answers the logins of the next refusedlogin.Retry.
+	refused refusedlogin.Memory
 
 	mu    sync.Mutex
 	token string // bare JWT, without "Bearer "
-	// refused is the error of the last login, when StorageOS refused the
-	// credentials (401), at refusedAt; nil after a login that succeeded.
-	refused   error
-	refusedAt time.Time
 
 	// loginSem serialises logins (capacity 1), so that concurrent calls
 	// hitting the same expired token share one re-login.
@@ -150,7 +142,7 @@ func New(cfg Config) (*Client, error) {
 		hc:       hc,
 		timeout:  timeout,
 		metrics:  cfg.Metrics,
-		clock:    clk,
+		refused:  refusedlogin.Memory{Now: clk.Now},
 		loginSem: make(chan struct{}, 1),
 	}, nil
 }
@@ -358,14 +350,11 @@ func (c *Client) acquireLogin(ctx context.Context) error {
 func (c *Client) releaseLogin() { <-c.loginSem }
 
 // loginLocked performs POST /v2/auth/login, unless StorageOS refused the
-// credentials less than LoginRetry ago: then that refusal is the answer. The
+// credentials less than refusedlogin.Retry ago: then that refusal is the answer. The
 // caller holds loginSem.
 func (c *Client) loginLocked(ctx context.Context) (string, error) {
-	c.mu.Lock()
-	refused, at := c.refused, c.refusedAt
-	c.mu.Unlock()
-	if refused != nil && c.clock.Now().Sub(at) < LoginRetry {
-		return "", refused
+	if err := c.refused.Recent(); err != nil {
+		return "", err
 	}
 	body, err := json.Marshal(struct {
 		Username string `json:"username"`
@@ -381,9 +370,7 @@ func (c *Client) loginLocked(ctx context.Context) (string, error) {
 	if !success(resp.status) {
 		err := newAPIError(OpLogin, resp)
 		if resp.status == http.StatusUnauthorized {
-			c.mu.Lock()
-			c.refused, c.refusedAt = err, c.clock.Now()
-			c.mu.Unlock()
+			c.refused.Remember(err)
 		}
 		return "", err
 	}
@@ -395,7 +382,7 @@ func (c *Client) loginLocked(ctx context.Context) (string, error) {
 		return "", ErrNoAuthToken
 	}
 	c.mu.Lock()
-	c.token, c.refused = token, nil
+	c.token = token
 	c.mu.Unlock()
 	return token, nil
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/limbo-dev/limbo/pkg/refusedlogin"
 	"github.com/limbo-dev/limbo/pkg/responselimit"
 	"github.com/limbo-dev/limbo/pkg/storageos"
 	"github.com/limbo-dev/limbo/pkg/storageos/storageossim"
@@ -419,6 +420,7 @@ func TestListNamespacesEmptyAndBadJSON(t *testing.T) {
 func TestDeleteNamespace(t *testing.T) {
 	tests := []struct {
 		name string
+		opts []harnessOpt
 		// setup prepares the sim and returns the id and version to delete.
 		setup       func(t *testing.T, sim *storageossim.Server) (id, version string)
 		wantErr     error // sentinel, nil for success
@@ -473,6 +475,19 @@ func TestDeleteNamespace(t *testing.T) {
 			wantErr: storageos.ErrStaleVersion, wantStatus: 412, wantMessage: storageossim.MsgStale,
 		},
 		{
+			// StorageOS's OpenAPI document says 409 for a stale version too.
+			name: "stale version answered 409 is ErrStaleVersion",
+			opts: []harnessOpt{withSimConfig(storageossim.Config{Username: user, Password: pass, StaleVersionConflict: true})},
+			setup: func(t *testing.T, sim *storageossim.Server) (string, string) {
+				ns := sim.AddNamespace("team-a")
+				if _, err := sim.SetLabels("team-a", map[string]string{"k": "v"}); err != nil {
+					t.Fatal(err)
+				}
+				return ns.ID, ns.Version
+			},
+			wantErr: storageos.ErrStaleVersion, wantStatus: 409, wantMessage: storageossim.MsgStale,
+		},
+		{
 			name: "outage is a plain *APIError",
 			setup: func(t *testing.T, sim *storageossim.Server) (string, string) {
 				ns := sim.AddNamespace("team-a")
@@ -484,7 +499,7 @@ func TestDeleteNamespace(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h := newHarness(t)
+			h := newHarness(t, tt.opts...)
 			h.logIn(t)
 			id, version := tt.setup(t, h.sim)
 			err := h.client.DeleteNamespace(context.Background(), id, version)
@@ -784,18 +799,24 @@ func TestAPIErrorText(t *testing.T) {
 	}
 }
 
-// A 404 means "already gone" and a 409 "still holds volumes" only to a
+// A 404 means "already gone" and a 409 "in use" "still holds volumes" only to a
 // namespace delete: to a login or a listing a 404 is a wrong endpoint (or a
 // proxy's page), which no caller may take for success, and a 409 "already
 // exists"; so only DeleteNamespace's match ErrNotFound and ErrNamespaceNotEmpty.
+// Another 409 to a delete is a stale version (ErrStaleVersion).
 func TestNotFoundIsOnlyTheDeletes(t *testing.T) {
 	for _, status := range []struct {
 		code     int
+		body     string
 		sentinel error
-	}{{http.StatusNotFound, storageos.ErrNotFound}, {http.StatusConflict, storageos.ErrNamespaceNotEmpty}} {
+	}{
+		{http.StatusNotFound, "Not Found", storageos.ErrNotFound},
+		{http.StatusConflict, `{"error":"in use"}`, storageos.ErrNamespaceNotEmpty},
+		{http.StatusConflict, "Conflict", storageos.ErrStaleVersion},
+	} {
 		for _, tc := range []struct {
 			name string
-			path string // answered status.code (a plain-text page); the rest by the simulator
+			path string // answered status.code with status.body; the rest by the simulator
 			call func(c *storageos.Client, ns storageossim.Namespace) error
 			want bool
 		}{
@@ -811,11 +832,12 @@ func TestNotFoundIsOnlyTheDeletes(t *testing.T) {
 				return c.DeleteNamespace(context.Background(), ns.ID, ns.Version)
 			}, true},
 		} {
-			t.Run(fmt.Sprintf("%s %d", tc.name, status.code), func(t *testing.T) {
+			t.Run(fmt.Sprintf("%s %d %s", tc.name, status.code, status.body), func(t *testing.T) {
 				h := newHarness(t, withWrap(func(next http.Handler) http.Handler {
 					return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 						if r.URL.Path == tc.path || strings.HasSuffix(tc.path, "/") && strings.HasPrefix(r.URL.Path, tc.path) {
-							http.Error(w, http.StatusText(status.code), status.code)
+							w.WriteHeader(status.code)
+							_, _ = io.WriteString(w, status.body)
 							return
 						}
 						next.ServeHTTP(w, r)
@@ -910,7 +932,7 @@ func TestRedirectNotFollowed(t *testing.T) {
 	}
 }
 
-// Credentials StorageOS refused are not sent again for LoginRetry: each call
+// Credentials StorageOS refused are not sent again for refusedlogin.Retry: each call
 // answers with the refusal. Every failed pass logged in again, a dozen times in
 // the first ten seconds of a wrong password.
 func TestRefusedLoginNotRetriedAtOnce(t *testing.T) {
@@ -929,9 +951,9 @@ func TestRefusedLoginNotRetriedAtOnce(t *testing.T) {
 		}
 	}
 	if n := sim.Calls(storageossim.OpLogin); n != 1 {
-		t.Errorf("%d logins for three calls within %v, want 1", n, storageos.LoginRetry)
+		t.Errorf("%d logins for three calls within %v, want 1", n, refusedlogin.Retry)
 	}
-	clk.SetTime(clk.Now().Add(storageos.LoginRetry))
+	clk.SetTime(clk.Now().Add(refusedlogin.Retry))
 	if _, err := c.ListNamespaces(ctx); !errors.Is(err, storageos.ErrUnauthorized) {
 		t.Fatalf("ListNamespaces = %v, want ErrUnauthorized", err)
 	}

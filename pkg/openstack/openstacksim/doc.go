@@ -11,7 +11,9 @@
 //	                                      {"token":{…,"catalog":[identity, network, compute]}}, each
 //	                                      in Config.Region, or in Config.CatalogRegions (another
 //	                                      region's endpoints under /regions/<region>/…);
-//	                                      400 malformed; 401 bad credentials
+//	                                      400 malformed; 401 bad credentials (SetCredentials and
+//	                                      SetApplicationCredentialSecret change them, and revoke
+//	                                      every token issued)
 //	Neutron (/network)
 //	GET  /network/                        version document {"versions":[{"id":"v2.0",…}]}
 //	GET  /network/v2.0/extensions         {"extensions":[…]}
@@ -50,6 +52,6 @@
 // answer names the version it served in both headers.
 //
 // Test controls (AddRouter, SetRoutes, SetRouterProject, AddServer, DeleteServer, SetAtomic,
-// SetCellDown, SetOutage, Inject, Before, ExpireTokens, Calls, …) are safe for
+// SetCellDown, SetOutage, Inject, Before, ExpireTokens, SetCredentials, Calls, …) are safe for
 // concurrent use with request handling.
 package openstacksim

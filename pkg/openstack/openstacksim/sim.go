@@ -257,8 +257,13 @@ func New(cfg Config) *Server {
 }
 
 // Config returns the effective configuration (defaults filled in): the
-// credentials to use.
-func (s *Server) Config() Config { return s.cfg }
+// credentials to use, as SetCredentials and SetApplicationCredentialSecret left
+// them.
+func (s *Server) Config() Config {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cfg
+}
 
 // Start serves the simulator on addr ("" is a free local port) and returns its
 // base URL (Keystone is at base+"/identity/v3") and a stop function, which
@@ -430,6 +435,30 @@ func (s *Server) Before(op string, hook func()) {
 func (s *Server) ExpireTokens() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	clear(s.tokens)
+}
+
+// SetCredentials changes the accepted user name and password (a password
+// rotated in Keystone, or reset by an admin) and revokes every issued token, as
+// Keystone revokes a user's tokens when its password changes: a client still
+// holding the old password gets 401 to its next call and to its
+// re-authentication.
+func (s *Server) SetCredentials(username, password string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.cfg.Username, s.cfg.Password = username, password
+	clear(s.tokens)
+}
+
+// SetApplicationCredentialSecret changes the accepted application credential's
+// secret and revokes every issued token. Keystone cannot change a secret: this
+// stands for the application credential deleted (or expired) and one made anew,
+// whose tokens Keystone revokes with it; a client still holding the old secret
+// gets 401 to its next call and to its re-authentication.
+func (s *Server) SetApplicationCredentialSecret(secret string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.cfg.ApplicationCredentialSecret = secret
 	clear(s.tokens)
 }
 
@@ -653,6 +682,9 @@ func (s *Server) handleCreateToken(w http.ResponseWriter, r *http.Request, _, _ 
 	}
 	id := req.Auth.Identity
 	method := id.Methods[0]
+	// The credentials as the test left them (SetCredentials,
+	// SetApplicationCredentialSecret).
+	cfg := s.Config()
 	ok := false
 	switch method {
 	case "password":
@@ -661,12 +693,12 @@ func (s *Server) handleCreateToken(w http.ResponseWriter, r *http.Request, _, _ 
 			return
 		}
 		u := id.Password.User
-		userOK := u.ID == s.userID || (u.Name == s.cfg.Username && u.Domain != nil && (u.Domain.Name == s.cfg.UserDomainName || u.Domain.ID == strings.ToLower(s.cfg.UserDomainName)))
-		scopeOK := req.Auth.Scope != nil && req.Auth.Scope.Project != nil && req.Auth.Scope.Project.ID == s.cfg.ProjectID
-		ok = userOK && u.Password == s.cfg.Password && scopeOK
+		userOK := u.ID == s.userID || (u.Name == cfg.Username && u.Domain != nil && (u.Domain.Name == cfg.UserDomainName || u.Domain.ID == strings.ToLower(cfg.UserDomainName)))
+		scopeOK := req.Auth.Scope != nil && req.Auth.Scope.Project != nil && req.Auth.Scope.Project.ID == cfg.ProjectID
+		ok = userOK && u.Password == cfg.Password && scopeOK
 	case "application_credential":
 		ac := id.ApplicationCredential
-		ok = ac != nil && ac.ID == s.cfg.ApplicationCredentialID && ac.Secret == s.cfg.ApplicationCredentialSecret
+		ok = ac != nil && ac.ID == cfg.ApplicationCredentialID && ac.Secret == cfg.ApplicationCredentialSecret
 	default:
 		writeServiceError(w, ServiceIdentity, http.StatusBadRequest, "Unsupported authentication method: "+method)
 		return
@@ -685,7 +717,7 @@ func (s *Server) handleCreateToken(w http.ResponseWriter, r *http.Request, _, _ 
 	domain := map[string]string{"id": strings.ToLower(s.cfg.UserDomainName), "name": s.cfg.UserDomainName}
 	body := map[string]any{
 		"methods":    []string{method},
-		"user":       map[string]any{"id": s.userID, "name": s.cfg.Username, "domain": domain, "password_expires_at": nil},
+		"user":       map[string]any{"id": s.userID, "name": cfg.Username, "domain": domain, "password_expires_at": nil},
 		"audit_ids":  []string{hex.EncodeToString(simhttp.RandomBytes(8))},
 		"issued_at":  now.Format("2006-01-02T15:04:05.000000Z"),
 		"expires_at": expires.Format("2006-01-02T15:04:05.000000Z"),

@@ -59,7 +59,15 @@ type fixture struct {
 
 func newFixture(t *testing.T, opts namespacegc.Options, k8sNamespaces ...string) *fixture {
 	t.Helper()
-	f := &fixture{t: t, sim: storageossim.New(storageossim.Config{Username: "admin", Password: "s3cret"}), plugin: namespacegc.New(opts)}
+	return newFixtureOf(t, storageossim.Config{}, opts, k8sNamespaces...)
+}
+
+// newFixtureOf is newFixture with a simulator configured as sim says, but for
+// its credentials, which are the Secret's.
+func newFixtureOf(t *testing.T, sim storageossim.Config, opts namespacegc.Options, k8sNamespaces ...string) *fixture {
+	t.Helper()
+	sim.Username, sim.Password = "admin", "s3cret"
+	f := &fixture{t: t, sim: storageossim.New(sim), plugin: namespacegc.New(opts)}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		f.mu.Lock()
 		hook, answer := f.beforeDelete, f.answer
@@ -974,48 +982,57 @@ func TestDeleteExternalInUse(t *testing.T) {
 }
 
 // 412: the namespace changed since it was listed; list again and retry with the
-// new version.
+// new version. A 409 that is not "in use" is the same: StorageOS's OpenAPI
+// document says 409 for a stale version too (in its version parameter's text).
 func TestDeleteExternalStaleVersion(t *testing.T) {
-	t.Run("once", func(t *testing.T) {
-		f := newFixture(t, namespacegc.Options{}, "default")
-		f.sim.AddNamespace("a")
-		var once sync.Once
-		f.onDelete(func(*http.Request) {
-			once.Do(func() {
-				if _, err := f.sim.SetLabels("a", map[string]string{"changed": "true"}); err != nil {
+	for _, answer := range []struct {
+		name string
+		sim  storageossim.Config
+	}{
+		{"412", storageossim.Config{}},
+		{"409", storageossim.Config{StaleVersionConflict: true}},
+	} {
+		t.Run(answer.name+"/once", func(t *testing.T) {
+			f := newFixtureOf(t, answer.sim, namespacegc.Options{}, "default")
+			f.sim.AddNamespace("a")
+			var once sync.Once
+			f.onDelete(func(*http.Request) {
+				once.Do(func() {
+					if _, err := f.sim.SetLabels("a", map[string]string{"changed": "true"}); err != nil {
+						t.Error(err)
+					}
+				})
+			})
+			if err := f.deleteExternal(f.spec(""), "a"); err != nil {
+				t.Fatalf("DeleteExternal = %v, want success after a re-list", err)
+			}
+			if _, ok := f.sim.Namespace("a"); ok {
+				t.Error("still exists")
+			}
+			if l, d := f.sim.Calls(storageossim.OpListNamespaces), f.sim.Calls(storageossim.OpDeleteNamespace); l != 2 || d != 2 {
+				t.Errorf("%d lists and %d DELETEs, want 2 and 2", l, d)
+			}
+		})
+		t.Run(answer.name+"/always", func(t *testing.T) {
+			f := newFixtureOf(t, answer.sim, namespacegc.Options{}, "default")
+			f.sim.AddNamespace("a")
+			f.onDelete(func(*http.Request) {
+				if _, err := f.sim.SetLabels("a", map[string]string{"at": time.Now().String()}); err != nil {
 					t.Error(err)
 				}
 			})
-		})
-		if err := f.deleteExternal(f.spec(""), "a"); err != nil {
-			t.Fatalf("DeleteExternal = %v, want success after a re-list", err)
-		}
-		if _, ok := f.sim.Namespace("a"); ok {
-			t.Error("still exists")
-		}
-		if l, d := f.sim.Calls(storageossim.OpListNamespaces), f.sim.Calls(storageossim.OpDeleteNamespace); l != 2 || d != 2 {
-			t.Errorf("%d lists and %d DELETEs, want 2 and 2", l, d)
-		}
-	})
-	t.Run("always", func(t *testing.T) {
-		f := newFixture(t, namespacegc.Options{}, "default")
-		f.sim.AddNamespace("a")
-		f.onDelete(func(*http.Request) {
-			if _, err := f.sim.SetLabels("a", map[string]string{"at": time.Now().String()}); err != nil {
-				t.Error(err)
+			err := f.deleteExternal(f.spec(""), "a")
+			if !errors.Is(err, storageos.ErrStaleVersion) || err.Error() != `StorageOS namespace "a" kept changing: storageos: stale version` {
+				t.Fatalf("error = %v, want it to wrap storageos.ErrStaleVersion", err)
+			}
+			if d := f.sim.Calls(storageossim.OpDeleteNamespace); d != 3 {
+				t.Errorf("%d DELETEs, want 3 (bounded)", d)
+			}
+			if _, ok := f.sim.Namespace("a"); !ok {
+				t.Error("deleted")
 			}
 		})
-		err := f.deleteExternal(f.spec(""), "a")
-		if !errors.Is(err, storageos.ErrStaleVersion) || err.Error() != `StorageOS namespace "a" kept changing: storageos: stale version` {
-			t.Fatalf("error = %v, want it to wrap storageos.ErrStaleVersion", err)
-		}
-		if d := f.sim.Calls(storageossim.OpDeleteNamespace); d != 3 {
-			t.Errorf("%d DELETEs, want 3 (bounded)", d)
-		}
-		if _, ok := f.sim.Namespace("a"); !ok {
-			t.Error("deleted")
-		}
-	})
+	}
 }
 
 // The last check before the delete: a Kubernetes Namespace of the same name that

@@ -224,7 +224,7 @@ func (p *Plugin) Plan(ctx context.Context, req plugin.Request) (*plugin.Result, 
 	}
 	if err != nil {
 		p.opts.Metrics.Failures.WithLabelValues(OpGetRouter).Inc()
-		return nil, err
+		return nil, credentialsRefused(err)
 	}
 	servers, err := p.serverAddresses(ctx, api)
 	if err != nil {
@@ -346,7 +346,7 @@ func (p *Plugin) DeleteExternal(ctx context.Context, req plugin.Request, item li
 	removed, err := removeRoute(ctx, api, cfg.RouterID, route)
 	if err != nil {
 		p.opts.Metrics.Failures.WithLabelValues(OpRemoveRoute).Inc()
-		return err
+		return credentialsRefused(err)
 	}
 	if removed {
 		p.opts.Metrics.Removed.Inc()
@@ -440,7 +440,7 @@ func (p *Plugin) serverAddresses(ctx context.Context, api *openstack.Client) (op
 	}
 	if err != nil {
 		p.opts.Metrics.Failures.WithLabelValues(OpListServers).Inc()
-		return openstack.Servers{}, err
+		return openstack.Servers{}, credentialsRefused(err)
 	}
 	return list, nil
 }
@@ -523,11 +523,20 @@ func (p *Plugin) client(ctx context.Context, req plugin.Request, spec Spec) (*op
 		if err != nil {
 			p.opts.Metrics.Failures.WithLabelValues(OpAuthenticate).Inc()
 		}
-		if errors.Is(err, openstack.ErrUnauthorized) { // not tried again at once (ClientCache)
-			err = fmt.Errorf("%w: %w", plugin.ErrCredentialsRefused, err)
-		}
-		return c, err
+		return c, credentialsRefused(err) // not tried again at once (ClientCache)
 	})
+}
+
+// credentialsRefused marks Keystone's refusal of the credentials
+// (openstack.ErrUnauthorized: to the first login, or to a re-authentication once
+// the token was revoked or expired, which the client does not send again for
+// plugin.FailedClientRetry) plugin.ErrCredentialsRefused; any other error is
+// returned as it is.
+func credentialsRefused(err error) error {
+	if errors.Is(err, openstack.ErrUnauthorized) {
+		return fmt.Errorf("%w: %w", plugin.ErrCredentialsRefused, err)
+	}
+	return err
 }
 
 // acquire waits for the resource's running pass, if any, to end.

@@ -13,7 +13,8 @@
 //	DELETE /v2/namespaces/{id}?version=<v>[&ignore-version=true]
 //	                                   → 200; 400 version missing (also with
 //	                                     ignore-version); 404 unknown id;
-//	                                     412 stale version; 409 {"error":"in use"} while it holds volumes
+//	                                     412 stale version (409 with Config.StaleVersionConflict);
+//	                                     409 {"error":"in use"} while it holds volumes
 //
 // Every call except login returns 401 {"error":"authentication required"}
 // without a valid "Authorization: Bearer <jwt>" header. The bare token is

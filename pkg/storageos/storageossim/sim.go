@@ -60,6 +60,11 @@ type Config struct {
 	// as the bare JWT instead of "Bearer <jwt>", to exercise clients that
 	// must handle both.
 	OmitBearerPrefix bool
+	// StaleVersionConflict answers a DELETE with a stale version 409 Conflict
+	// {"error":"attempting to write stale object"} instead of 412. StorageOS's
+	// OpenAPI document says both for DELETE /namespaces/{id}: 409 in the text of
+	// its version parameter, 412 in its responses (409 there is "in use").
+	StaleVersionConflict bool
 	// Now is the clock, used for token expiry and timestamps. Default:
 	// time.Now.
 	Now func() time.Time
@@ -515,6 +520,8 @@ func (s *Server) handleDelete(w http.ResponseWriter, r *http.Request, id string)
 	switch {
 	case !ok:
 		writeError(w, http.StatusNotFound, MsgNotFound)
+	case !ignoreVersion && version != ns.Version && s.cfg.StaleVersionConflict:
+		writeError(w, http.StatusConflict, MsgStale)
 	case !ignoreVersion && version != ns.Version:
 		writeError(w, http.StatusPreconditionFailed, MsgStale)
 	case ns.Volumes > 0:

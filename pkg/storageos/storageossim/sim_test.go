@@ -318,6 +318,25 @@ func TestDelete(t *testing.T) {
 	}
 }
 
+// With StaleVersionConflict a stale version is answered 409, as the text of the
+// API's version parameter says, with the stale message; a namespace in use is
+// still 409 "in use", and ignore-version still deletes.
+func TestDeleteStaleVersionConflict(t *testing.T) {
+	s, c := newT(t, Config{StaleVersionConflict: true})
+	auth := c.login()
+	del := func(id, query string) result {
+		return c.do("DELETE", "/v2/namespaces/"+url.PathEscape(id)+query, auth, "")
+	}
+	ns := s.AddNamespace("a")
+	wantError(t, del(ns.ID, "?version=stale"), 409, MsgStale)
+	_ = s.SetVolumes("a", 1)
+	wantError(t, del(ns.ID, "?version="+url.QueryEscape(ns.Version)), 409, MsgInUse)
+	_ = s.SetVolumes("a", 0)
+	if r := del(ns.ID, "?version=stale&ignore-version=true"); r.status != 200 {
+		t.Fatalf("ignore-version delete: %d %s", r.status, r.body)
+	}
+}
+
 func TestCreateAndGet(t *testing.T) {
 	s, c := newT(t, Config{})
 	auth := c.login()
