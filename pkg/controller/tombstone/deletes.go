@@ -115,6 +115,22 @@ func (d *externalDeletes) reserve(ts *limbov1alpha1.Tombstone) bool {
 	return false
 }
 
+// busy reports whether every turn of ts's resource is taken, as reserve would
+// find it; ts is then queued as reserve queues it, and woken when a turn frees.
+func (d *externalDeletes) busy(ts *limbov1alpha1.Tombstone) bool {
+	key, res := types.NamespacedName{Namespace: ts.Namespace, Name: ts.Name}, resourceOf(ts)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.running[res] < d.perResource {
+		return false
+	}
+	delete(d.woken, key)
+	if !slices.Contains(d.queued[res], key) {
+		d.queued[res] = append(d.queued[res], key)
+	}
+	return true
+}
+
 // release gives a turn of ts's resource back, unused.
 func (d *externalDeletes) release(ts *limbov1alpha1.Tombstone) {
 	d.mu.Lock()

@@ -189,6 +189,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return result, err
 	}
 
+	if wait := r.waitsAnyway(ctx, &cached); wait > 0 {
+		// Its turn, or its Bundle's readiness, is what it waits for: the
+		// fresh reads below are for a delete, and made once it may happen.
+		return ctrl.Result{RequeueAfter: wait}, nil
+	}
+
 	// Due, or forced: decide again on fresh reads.
 	var ts limbov1alpha1.Tombstone
 	if err := r.Reader.Get(ctx, req.NamespacedName, &ts); err != nil {
@@ -466,6 +472,29 @@ func (r *Reconciler) deleteItem(ctx context.Context, ts *limbov1alpha1.Tombstone
 // resource Ready: the gate of its orphans' deletions, which its Tombstones'
 // deletes go through too. A status behind the spec (a pass yet to run, or whose
 // status write failed) is not Ready.
+// waitsAnyway is how long ts, due, waits whatever its fresh reads say (0: it
+// does not): every turn of its plugin resource is taken (it is queued, a turn
+// that frees wakes it, the requeue is the safety net), or, not forced, its
+// Bundle as the cache shows it is not Ready (rechecked). Thousands of due Tombstones queued behind
+// one turn read themselves, two CRDs, their namespace and their whole Bundle
+// from the API server at every requeue: hundreds of reads a second, the
+// workers busy with nothing else. Waiting deletes nothing, so a cache behind
+// the API server only delays; what may delete is decided on fresh reads.
+func (r *Reconciler) waitsAnyway(ctx context.Context, ts *limbov1alpha1.Tombstone) time.Duration {
+	if r.deletes.busy(ts) {
+		return plugin.CallTimeout
+	}
+	if !ts.DeletionTimestamp.IsZero() {
+		return 0 // forced: no Bundle holds it
+	}
+	var b limbov1alpha1.Bundle
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: ts.Namespace, Name: ts.Labels[limbov1alpha1.LabelBundle]}, &b)
+	if err == nil && b.DeletionTimestamp.IsZero() && ownedBy(ts, &b) && !bundleReady(&b) {
+		return recheckInterval
+	}
+	return 0
+}
+
 func bundleReady(b *limbov1alpha1.Bundle) bool {
 	if b.Status.ObservedGeneration != b.Generation {
 		return false

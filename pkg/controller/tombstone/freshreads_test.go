@@ -1,0 +1,89 @@
+package tombstone
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
+	"github.com/limbo-dev/limbo/pkg/plugin"
+)
+
+// countFreshReads makes h's reconciler count its reads from the API server.
+func countFreshReads(h *harness) *atomic.Int32 {
+	var n atomic.Int32
+	h.r.Reader = interceptor.NewClient(h.client.(client.WithWatch), interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			n.Add(1)
+			return c.Get(ctx, key, obj, opts...)
+		},
+	})
+	return &n
+}
+
+// A due Tombstone that will wait anyway — every turn of its backend taken, or
+// its Bundle, as the cache shows it, not Ready — waits before its fresh reads
+// (itself, two CRDs, its namespace, its whole Bundle): thousands of due route
+// Tombstones queued behind one turn made them every 30 s each, and every 5 s
+// while their Bundle was not Ready, hundreds of reads a second, the Tombstone
+// workers busy with nothing else while other Bundles' deletions waited.
+func TestDueTombstoneThatWaitsReadsNothingFresh(t *testing.T) {
+	t.Run("every turn taken", func(t *testing.T) {
+		ctx := context.Background()
+		h := newHarness(t, 0)
+		h.plugin.gate = make(chan struct{})
+		defer close(h.plugin.gate)
+		h.r.deletes.wait = 10 * time.Millisecond
+		second := h.tombstone()
+		second.Name, second.UID, second.ResourceVersion = "shop-items-43", "tombstone-uid-43", ""
+		second.Spec.Item.ID = "43"
+		if err := h.client.Create(ctx, second); err != nil {
+			t.Fatal(err)
+		}
+		secondKey := client.ObjectKeyFromObject(second)
+		for _, key := range []client.ObjectKey{h.key, secondKey} { // the countdowns
+			if _, err := h.r.Reconcile(ctx, ctrl.Request{NamespacedName: key}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		h.clock.Step(time.Minute)
+		h.reconcile() // the first delete starts, and hangs
+		reads := countFreshReads(h)
+		res, err := h.r.Reconcile(ctx, ctrl.Request{NamespacedName: secondKey})
+		if err != nil || res.RequeueAfter != plugin.CallTimeout || h.plugin.calls.Load() != 1 {
+			t.Errorf("the second Tombstone: %+v, %v, %d deletes; want no delete, a requeue after %v", res, err, h.plugin.calls.Load(), plugin.CallTimeout)
+		}
+		if n := reads.Load(); n != 0 {
+			t.Errorf("%d reads from the API server while no turn is free, want none", n)
+		}
+	})
+	t.Run("its Bundle not Ready", func(t *testing.T) {
+		ctx := context.Background()
+		h := newHarness(t, 0)
+		var b limbov1alpha1.Bundle
+		if err := h.client.Get(ctx, types.NamespacedName{Namespace: "team", Name: "shop"}, &b); err != nil {
+			t.Fatal(err)
+		}
+		b.Generation = 1
+		b.Status = limbov1alpha1.BundleStatus{ObservedGeneration: 1, Resources: []limbov1alpha1.ResourceStatus{{Name: "items", State: limbov1alpha1.ResourceInProgress}}}
+		if err := h.client.Update(ctx, &b); err != nil { // the harness's Bundle has no status subresource
+			t.Fatal(err)
+		}
+		h.reconcile() // the countdown
+		h.clock.Step(2 * time.Minute)
+		reads := countFreshReads(h)
+		res := h.reconcile()
+		if h.plugin.calls.Load() != 0 || res.RequeueAfter <= 0 || res.RequeueAfter > recheckInterval {
+			t.Errorf("Reconcile = %+v, %d deletes; want none, a recheck within %v", res, h.plugin.calls.Load(), recheckInterval)
+		}
+		if n := reads.Load(); n != 0 {
+			t.Errorf("%d reads from the API server while the cache shows the Bundle not Ready, want none", n)
+		}
+	})
+}
