@@ -110,7 +110,7 @@ type Resource struct {
 
 // ObjectKey names an object among a Bundle's: its kind's group and kind
 // (StoredKind) and its name (a Bundle's objects are in its namespace).
-func ObjectKey(gk schema.GroupKind, name string) string { return StoredKind(gk).String() + "/" + name }
+func ObjectKey(gk schema.GroupKind, name string) string { return ObjectIDOf(gk, name).String() }
 
 // sameObjects maps a kind the API server serves under a second group to its
 // first: both groups serve the same stored objects.
@@ -182,71 +182,21 @@ const (
 	DeclaredToAdopt
 )
 
-// Declares reports whether one of b's templates is the object of kind gk named
-// name, and whether it adopts it. A template that cannot be read counts as
-// DeclaredOnly (it might be that object): the safe reading for deleting, since
-// nothing is deleted on a broken spec's account.
+// Declares is Declarations.Declares of b's templates, for one object (a
+// lookup of many reads them once: DeclarationsOf).
 func Declares(b *limbov1alpha1.Bundle, gk schema.GroupKind, name string) Declaration {
-	d, unreadable := DeclaresReadably(b, gk, name)
-	if unreadable != nil {
-		return max(d, DeclaredOnly)
-	}
-	return d
+	return DeclarationsOf(b).Declares(gk, name)
 }
 
-// DeclaresReadably is Declares by the templates of b that can be read, and the
-// error of the first that cannot, when no readable one names the object: for
-// keeping an object, which an unreadable template must not decide.
+// DeclaresReadably is Declarations.DeclaresReadably of b's templates, for one
+// object.
 func DeclaresReadably(b *limbov1alpha1.Bundle, gk schema.GroupKind, name string) (Declaration, error) {
-	found := NotDeclared
-	var unreadable error
-	for _, res := range b.Spec.Resources {
-		h, ok, err := HeaderOf(res)
-		switch {
-		case !ok:
-		case err != nil:
-			if unreadable == nil {
-				unreadable = fmt.Errorf("the template of resource %q cannot be read: %w", res.Name, err)
-			}
-		case h.Name == name && SameKind(h.GVK.GroupKind(), gk):
-			if h.Annotations[limbov1alpha1.AnnotationAdopt] == "true" {
-				return DeclaredToAdopt, nil
-			}
-			found = DeclaredOnly
-		}
-	}
-	if found != NotDeclared {
-		return found, nil
-	}
-	return NotDeclared, unreadable
+	return DeclarationsOf(b).DeclaresReadably(gk, name)
 }
 
-// DeclaredDelay is the limbo.dev/deletionDelay b's spec declares for obj, an
-// object of kind gk that b controls: that of the readable template that
-// declares it or, for an object a plugin resource of the spec generated
-// (AnnotationGeneratedBy), that is not in limbo and whose generator has not
-// applied it in a pass of the current spec (MayGenerateAgain: Blocked, failed,
-// still planning), the resource's deletionDelay; "" when none declares it or
-// with no delay. A plugin may give an object a delay of its own, which only
-// its plan tells: the resource's stands for it where the generator could not
-// apply it, and is only written where it lengthens a countdown
-// (softdelete.Lengthens). An object in limbo that a generator made was
-// dropped by its plan: its countdown is decided.
+// DeclaredDelay is Declarations.Delay of b's spec, for one object.
 func DeclaredDelay(b *limbov1alpha1.Bundle, gk schema.GroupKind, obj metav1.Object) string {
-	for _, res := range b.Spec.Resources {
-		if h, ok, err := HeaderOf(res); ok && err == nil && h.Name == obj.GetName() && SameKind(h.GVK.GroupKind(), gk) {
-			return h.Annotations[limbov1alpha1.AnnotationDeletionDelay]
-		}
-	}
-	if _, stamped := obj.GetAnnotations()[limbov1alpha1.AnnotationDeletionTimestamp]; stamped {
-		return ""
-	}
-	// A generator Ready in a pass of the current spec applied its objects with
-	// the delays it chose (its resource's or their own): they are on them.
-	if gen := obj.GetAnnotations()[limbov1alpha1.AnnotationGeneratedBy]; MayGenerateAgain(b, gen) {
-		return b.PluginResource(gen).Plugin.DeletionDelay
-	}
-	return ""
+	return DeclarationsOf(b).Delay(gk, obj)
 }
 
 // Adopter is the first of bundles, other than the one named except and not being

@@ -111,30 +111,9 @@ func MayGenerateAgain(b *limbov1alpha1.Bundle, resource string) bool {
 	return generatorNotReady(b, resource)
 }
 
-// DeclaredInLimbo reports whether obj, an object of kind gk that b controls,
-// counts down (not by a release of b's teardown) while a template of b's spec
-// that can be read declares it, or
-// while the generator that made it may make it again (MayGenerateAgain: put
-// back into its spec, its plan not run since). A teardown of b takes such an
-// object out of limbo and releases it with a countdown from b's deletion:
-// released with its old stamp, long due, the reaper deleted it at once.
+// DeclaredInLimbo is Declarations.InLimbo of b's spec, for one object.
 func DeclaredInLimbo(b *limbov1alpha1.Bundle, gk schema.GroupKind, obj metav1.Object) bool {
-	if _, stamped := obj.GetAnnotations()[limbov1alpha1.AnnotationDeletionTimestamp]; !stamped {
-		return false
-	}
-	if releasedByTeardownOf(b, obj) {
-		// Half released by this teardown (its marks landed, the owner
-		// reference not yet gone: a policy dropped a mark, a conflict, a
-		// crash): its stamp is the teardown's, which the release keeps.
-		// Cancelled, it was released anew and cancelled again, pass after
-		// pass, each with a false DeletionCancelled.
-		return false
-	}
-	if MayGenerateAgain(b, obj.GetAnnotations()[limbov1alpha1.AnnotationGeneratedBy]) {
-		return true
-	}
-	declared, _ := DeclaresReadably(b, gk, obj.GetName())
-	return declared != NotDeclared
+	return DeclarationsOf(b).InLimbo(gk, obj)
 }
 
 // releasedByTeardownOf tells whether obj's limbo.dev/released was written by

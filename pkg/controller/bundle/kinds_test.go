@@ -293,9 +293,9 @@ func TestPendingKey(t *testing.T) {
 	}
 }
 
-// lastResourceOf is the resource that last declared an object: from the last
+// lastResources names the resource that last declared an object: from the last
 // status's resources, else from the pending deletion that carried it on.
-func TestLastResourceOf(t *testing.T) {
+func TestLastResources(t *testing.T) {
 	b := &limbov1alpha1.Bundle{Status: limbov1alpha1.BundleStatus{
 		Resources: []limbov1alpha1.ResourceStatus{
 			{Name: "gc"},
@@ -323,8 +323,8 @@ func TestLastResourceOf(t *testing.T) {
 		{testObject(schema.GroupVersionKind{Group: "cert-manager.io", Version: "v1", Kind: "Certificate"}, "web"), "cert"},
 		{testObject(schema.GroupVersionKind{Group: "cert-manager.io", Version: "v1beta1", Kind: "Certificate"}, "api"), "cert-api"},
 	} {
-		if got := lastResourceOf(b, tc.obj); got != tc.want {
-			t.Errorf("lastResourceOf(%s %s) = %q, want %q", tc.obj.GetKind(), tc.obj.GetName(), got, tc.want)
+		if got := lastResourcesOf(b).of(tc.obj); got != tc.want {
+			t.Errorf("lastResources.of(%s %s) = %q, want %q", tc.obj.GetKind(), tc.obj.GetName(), got, tc.want)
 		}
 	}
 }

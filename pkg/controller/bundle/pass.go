@@ -61,6 +61,12 @@ type pass struct {
 	// them: the API server could not tell (decideUnseenOrphans).
 	keptKinds []schema.GroupVersionKind
 	adopters  *adopters // the adopters of the orphans handed over
+	// resourceUIDs are the UIDs of the objects of the pass's resources
+	// (heldByAResource), and lastResources the resources that last declared
+	// the objects of the previous status (orphanAll): each built at its first
+	// use, by a step that runs alone, and looked up for every orphan.
+	resourceUIDs  map[string]bool
+	lastResources lastResources
 
 	// Outputs.
 	resources []limbov1alpha1.ResourceStatus

@@ -60,10 +60,15 @@ func (p *pass) decideObjectOrphans(ctx context.Context) (ready, listed bool) {
 // deleted by the pass that applied it, and made again by the next, each pass
 // in turn.
 func (p *pass) heldByAResource(o *unstructured.Unstructured) bool {
-	uid := string(o.GetUID())
-	return uid != "" && slices.ContainsFunc(p.resources, func(st limbov1alpha1.ResourceStatus) bool {
-		return st.Object != nil && st.Object.UID == uid
-	})
+	if p.resourceUIDs == nil {
+		p.resourceUIDs = map[string]bool{}
+		for _, st := range p.resources {
+			if st.Object != nil && st.Object.UID != "" {
+				p.resourceUIDs[st.Object.UID] = true
+			}
+		}
+	}
+	return p.resourceUIDs[string(o.GetUID())]
 }
 
 // adoptedOrphans splits orphans into those another Bundle of the namespace
@@ -276,11 +281,14 @@ func (p *pass) orphanAll(ctx context.Context, orphans []*unstructured.Unstructur
 	if len(orphans) == 0 || !p.stillInShard(ctx) {
 		return
 	}
+	if p.lastResources == nil {
+		p.lastResources = lastResourcesOf(p.bundle)
+	}
 	resources := make([]string, len(orphans))
 	outcomes := make([]softdelete.Outcome, len(orphans))
 	p.concurrently(len(orphans), func(i int) {
 		o := orphans[i]
-		resources[i] = lastResourceOf(p.bundle, o)
+		resources[i] = p.lastResources.of(o)
 		octx := log.IntoContext(ctx, log.FromContext(ctx).WithValues("resource", resources[i]))
 		outcomes[i] = p.r.Engine.Orphan(octx, p.bundle, o, p.stillOrphan(octx, o, ready))
 	})
@@ -383,26 +391,45 @@ func (p *pass) handOver(ctx context.Context, o client.Object, fresh metav1.Objec
 	return softdelete.NotClaimed, nil
 }
 
-// lastResourceOf is the resource that last declared obj, from b's last status:
-// its resources, or the pending deletion that carried the name on since the
-// resource left the spec; else, for a generated object (a generator's status
-// names its first object only), the generator its limbo.dev/generatedBy names.
-// An object is matched by group, kind and name (any version): two resources may
-// declare objects of one kind and name in two groups.
-func lastResourceOf(b *limbov1alpha1.Bundle, obj client.Object) string {
-	gk := bundlespec.StoredKind(obj.GetObjectKind().GroupVersionKind().GroupKind())
-	is := func(apiVersion, kind string) bool {
-		return bundlespec.StoredKind(schema.FromAPIVersionAndKind(apiVersion, kind).GroupKind()) == gk
+// lastResources maps each object a Bundle's last status names to the resource
+// that last declared it: its resources, or the pending deletion that carried the
+// name on since the resource left the spec. An object is matched by its
+// StoredKind and name (any version): two resources may declare objects of one
+// kind and name in two groups. A pass and a teardown wave build it once and
+// look up each of their objects in it: a scan of the status for each made a
+// pass quadratic in the Bundle's size (0.9 s at 5,000 orphans).
+type lastResources map[bundlespec.ObjectID]string
+
+// lastResourcesOf is the lastResources of b's last status. The first resource
+// to name an object is its resource, else the first pending deletion that names
+// it with a resource.
+func lastResourcesOf(b *limbov1alpha1.Bundle) lastResources {
+	last := lastResources{}
+	record := func(apiVersion, kind, name, resource string) {
+		id := bundlespec.ObjectIDOf(schema.FromAPIVersionAndKind(apiVersion, kind).GroupKind(), name)
+		if _, named := last[id]; !named {
+			last[id] = resource
+		}
 	}
 	for _, st := range b.Status.Resources {
-		if st.Object != nil && is(st.Object.APIVersion, st.Object.Kind) && st.Object.Name == obj.GetName() {
-			return st.Name
+		if st.Object != nil {
+			record(st.Object.APIVersion, st.Object.Kind, st.Object.Name, st.Name)
 		}
 	}
 	for _, pd := range b.Status.PendingDeletions {
-		if pd.Cluster == "" && is(pd.APIVersion, pd.Kind) && pd.Name == obj.GetName() && pd.Resource != "" {
-			return pd.Resource
+		if pd.Cluster == "" && pd.Resource != "" {
+			record(pd.APIVersion, pd.Kind, pd.Name, pd.Resource)
 		}
+	}
+	return last
+}
+
+// of is the resource that last declared obj; else, for a generated object (a
+// generator's status names its first object only), the generator its
+// limbo.dev/generatedBy names.
+func (last lastResources) of(obj client.Object) string {
+	if resource, named := last[bundlespec.ObjectIDOf(obj.GetObjectKind().GroupVersionKind().GroupKind(), obj.GetName())]; named {
+		return resource
 	}
 	return obj.GetAnnotations()[limbov1alpha1.AnnotationGeneratedBy]
 }

@@ -175,6 +175,9 @@ func (r *Reconciler) teardown(ctx context.Context, b *limbov1alpha1.Bundle) (ctr
 func (r *Reconciler) nextWave(ctx context.Context, b *limbov1alpha1.Bundle, order *bundlespec.Plan, objects []*unstructured.Unstructured, unseen map[string]bool, plugins pluginTeardowns) (_ ctrl.Result, acted bool, _ error) {
 	held := heldBy(objects)
 	adopters := r.adopters(b)
+	// Looked up for every object of the wave: the templates are decoded, and
+	// the status indexed, once.
+	declarations, last := bundlespec.DeclarationsOf(b), lastResourcesOf(b)
 	for _, wave := range teardownWaves(order, objects, recordedKeys(b)) {
 		if len(wave) == 0 {
 			continue
@@ -190,8 +193,8 @@ func (r *Reconciler) nextWave(ctx context.Context, b *limbov1alpha1.Bundle, orde
 			settled = settled && unseen[objectKey(o)]
 			var err error
 			// The audit trail names the resource the object was (the pass's does too).
-			octx := log.IntoContext(ctx, log.FromContext(ctx).WithValues("resource", lastResourceOf(b, o)))
-			if bundlespec.DeclaredInLimbo(b, o.GetObjectKind().GroupVersionKind().GroupKind(), o) {
+			octx := log.IntoContext(ctx, log.FromContext(ctx).WithValues("resource", last.of(o)))
+			if declarations.InLimbo(o.GetObjectKind().GroupVersionKind().GroupKind(), o) {
 				// Its countdown is from before the spec declared it again: no
 				// pass took it back (the Bundle deleted first, or a spec error
 				// stopping every pass). Taken out of limbo, it is released by
@@ -204,7 +207,7 @@ func (r *Reconciler) nextWave(ctx context.Context, b *limbov1alpha1.Bundle, orde
 				settled = false
 				continue
 			}
-			if delay := bundlespec.DeclaredDelay(b, o.GetObjectKind().GroupVersionKind().GroupKind(), o); softdelete.Lengthens(o.GetAnnotations(), delay) {
+			if delay := declarations.Delay(o.GetObjectKind().GroupVersionKind().GroupKind(), o); softdelete.Lengthens(o.GetAnnotations(), delay) {
 				// Its template declares a delay no pass wrote on it (its
 				// resource Blocked, or its apply refused, until the Bundle
 				// went): written first (as a pass does: keepDeclaredDelay),

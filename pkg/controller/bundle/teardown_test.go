@@ -249,14 +249,14 @@ type teardownFixture struct {
 	bundle *limbov1alpha1.Bundle
 }
 
-func newTeardownFixture(t *testing.T, b *limbov1alpha1.Bundle, plugins *plugin.Registry, objects ...client.Object) *teardownFixture {
+func newTeardownFixture(t testing.TB, b *limbov1alpha1.Bundle, plugins *plugin.Registry, objects ...client.Object) *teardownFixture {
 	t.Helper()
 	return newTeardownFixtureServing(t, []schema.GroupVersionKind{configMapGVK, corev1.SchemeGroupVersion.WithKind("PersistentVolumeClaim")}, b, plugins, objects...)
 }
 
 // newTeardownFixtureServing is newTeardownFixture with an API server that
 // serves kinds (namespaced, all watched).
-func newTeardownFixtureServing(t *testing.T, kinds []schema.GroupVersionKind, b *limbov1alpha1.Bundle, plugins *plugin.Registry, objects ...client.Object) *teardownFixture {
+func newTeardownFixtureServing(t testing.TB, kinds []schema.GroupVersionKind, b *limbov1alpha1.Bundle, plugins *plugin.Registry, objects ...client.Object) *teardownFixture {
 	t.Helper()
 	scheme := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{limbov1alpha1.AddToScheme, corev1.AddToScheme} {
