@@ -129,11 +129,6 @@ func StoredKind(gk schema.GroupKind) schema.GroupKind {
 	return gk
 }
 
-// SameKind reports whether objects of kinds a and b are the same objects
-// (StoredKind): an Event declared under one group is the Event listed under
-// the other. The reaper, a teardown and the adopters' lookup list under either.
-func SameKind(a, b schema.GroupKind) bool { return StoredKind(a) == StoredKind(b) }
-
 // ObjectKey is the ObjectKey of r's template ("" for a plugin resource).
 func (r *Resource) ObjectKey() string {
 	if r.Template == nil {
