@@ -803,7 +803,9 @@ func TestAPIErrorText(t *testing.T) {
 // namespace delete: to a login or a listing a 404 is a wrong endpoint (or a
 // proxy's page), which no caller may take for success, and a 409 "already
 // exists"; so only DeleteNamespace's match ErrNotFound and ErrNamespaceNotEmpty.
-// Another 409 to a delete is a stale version (ErrStaleVersion).
+// A 409 to a delete that says its version is stale is ErrStaleVersion; any other
+// (its wording unknown) is "still holds volumes", as before such a 409 was
+// known of.
 func TestNotFoundIsOnlyTheDeletes(t *testing.T) {
 	for _, status := range []struct {
 		code     int
@@ -812,7 +814,9 @@ func TestNotFoundIsOnlyTheDeletes(t *testing.T) {
 	}{
 		{http.StatusNotFound, "Not Found", storageos.ErrNotFound},
 		{http.StatusConflict, `{"error":"in use"}`, storageos.ErrNamespaceNotEmpty},
-		{http.StatusConflict, "Conflict", storageos.ErrStaleVersion},
+		{http.StatusConflict, "Conflict", storageos.ErrNamespaceNotEmpty},
+		{http.StatusConflict, `{"error":"namespace has volumes"}`, storageos.ErrNamespaceNotEmpty},
+		{http.StatusConflict, `{"error":"Attempting to write stale object"}`, storageos.ErrStaleVersion},
 	} {
 		for _, tc := range []struct {
 			name string
