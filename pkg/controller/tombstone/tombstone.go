@@ -472,20 +472,23 @@ func (r *Reconciler) deleteItem(ctx context.Context, ts *limbov1alpha1.Tombstone
 // resource Ready: the gate of its orphans' deletions, which its Tombstones'
 // deletes go through too. A status behind the spec (a pass yet to run, or whose
 // status write failed) is not Ready.
-// waitsAnyway is how long ts, due, waits whatever its fresh reads say (0: it
-// does not): every turn of its plugin resource is taken (it is queued, a turn
-// that frees wakes it, the requeue is the safety net), or, not forced, its
+// waitsAnyway is how long ts, due and not forced, waits whatever its fresh
+// reads say (0: it does not): every turn of its plugin resource is taken (it
+// is queued, a turn that frees wakes it, the requeue is the safety net), or its
 // Bundle as the cache shows it is not Ready (rechecked). Thousands of due Tombstones queued behind
 // one turn read themselves, two CRDs, their namespace and their whole Bundle
 // from the API server at every requeue: hundreds of reads a second, the
 // workers busy with nothing else. Waiting deletes nothing, so a cache behind
 // the API server only delays; what may delete is decided on fresh reads.
 func (r *Reconciler) waitsAnyway(ctx context.Context, ts *limbov1alpha1.Tombstone) time.Duration {
+	if !ts.DeletionTimestamp.IsZero() {
+		// Forced: no Bundle holds it, and its fresh reads may cancel it at
+		// once (its namespace, its Bundle or limbo's CRDs going) rather than
+		// after a turn.
+		return 0
+	}
 	if r.deletes.busy(ts) {
 		return plugin.CallTimeout
-	}
-	if !ts.DeletionTimestamp.IsZero() {
-		return 0 // forced: no Bundle holds it
 	}
 	var b limbov1alpha1.Bundle
 	err := r.Client.Get(ctx, client.ObjectKey{Namespace: ts.Namespace, Name: ts.Labels[limbov1alpha1.LabelBundle]}, &b)
