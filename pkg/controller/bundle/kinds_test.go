@@ -301,12 +301,22 @@ func TestLastResources(t *testing.T) {
 			{Name: "gc"},
 			{Name: "db", Object: &limbov1alpha1.ObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "db"}},
 			{Name: "cert", Object: &limbov1alpha1.ObjectReference{APIVersion: "cert-manager.io/v1", Kind: "Certificate", Name: "web"}},
+			{Name: "shared", Object: &limbov1alpha1.ObjectReference{APIVersion: "v1", Kind: "ConfigMap", Name: "shared"}},
+			{Name: "shared-again", Object: &limbov1alpha1.ObjectReference{APIVersion: "v1", Kind: "ConfigMap", Name: "shared"}},
+			{Name: "audit", Object: &limbov1alpha1.ObjectReference{APIVersion: "events.k8s.io/v1", Kind: "Event", Name: "audit"}},
 		},
 		PendingDeletions: []limbov1alpha1.PendingDeletion{
 			{APIVersion: "v1", Kind: "ConfigMap", Name: "old", Resource: "config"},
 			{APIVersion: "cert-manager.io/v1", Kind: "Certificate", Name: "api", Resource: "cert-api"},
+			{APIVersion: "v1", Kind: "ConfigMap", Name: "shared", Resource: "was-shared"}, // a resource names it first
+			{APIVersion: "v1", Kind: "ConfigMap", Name: "remote", Cluster: "c1", Resource: "deorbit"},
+			{APIVersion: "v1", Kind: "ConfigMap", Name: "later", Resource: ""},
+			{APIVersion: "v1", Kind: "ConfigMap", Name: "later", Resource: "later"},
+			{APIVersion: "v1", Kind: "ConfigMap", Name: "made", Resource: ""},
 		},
 	}}
+	generated := testObject(configMapGVK, "made")
+	generated.SetAnnotations(map[string]string{limbov1alpha1.AnnotationGeneratedBy: "generator"})
 	// Two kinds of one name in two groups: each is its own resource's.
 	acmeCert := schema.GroupVersionKind{Group: "acme.example.com", Version: "v1", Kind: "Certificate"}
 	for _, tc := range []struct {
@@ -322,6 +332,15 @@ func TestLastResources(t *testing.T) {
 		{testObject(acmeCert.GroupKind().WithVersion("v2"), "web"), ""},
 		{testObject(schema.GroupVersionKind{Group: "cert-manager.io", Version: "v1", Kind: "Certificate"}, "web"), "cert"},
 		{testObject(schema.GroupVersionKind{Group: "cert-manager.io", Version: "v1beta1", Kind: "Certificate"}, "api"), "cert-api"},
+		// The first resource that names an object, before any pending deletion.
+		{testObject(configMapGVK, "shared"), "shared"},
+		// Another cluster's item of the same kind and name is not this object.
+		{testObject(configMapGVK, "remote"), ""},
+		// An entry without a resource does not stand for one; a later one does.
+		{testObject(configMapGVK, "later"), "later"},
+		{generated, "generator"},
+		// An Event under either group is one object (StoredKind).
+		{testObject(schema.GroupVersionKind{Version: "v1", Kind: "Event"}, "audit"), "audit"},
 	} {
 		if got := lastResourcesOf(b).of(tc.obj); got != tc.want {
 			t.Errorf("lastResources.of(%s %s) = %q, want %q", tc.obj.GetKind(), tc.obj.GetName(), got, tc.want)
