@@ -82,6 +82,16 @@ No Bundle manages it now; to bring it back under a Bundle, declare it there with
 		t.Errorf("pending -o wide has no row for stamped with DELAY 1h and IN-LIMBO in seconds:\n%s", wide)
 	}
 	stampedUID := string(getObject(t, configMapGVK, ns, "stamped").GetUID())
+	// The pass that the expedite started lists stamped as due, and held: the
+	// wait below starts once that pass has decided, not before it runs.
+	waitBundle(t, b, func(cur *limbov1alpha1.Bundle) error {
+		for _, pd := range cur.Status.PendingDeletions {
+			if pd.Kind == "ConfigMap" && pd.Name == "stamped" && (pd.DeleteAfter == nil || time.Now().Before(pd.DeleteAfter.Time)) {
+				return fmt.Errorf("stamped is not listed as due yet: %+v", pd)
+			}
+		}
+		return listedWithMessage(cur, "ConfigMap", "stamped", held)
+	})
 	testenv.Consistently(t, 2*time.Second, existsWithUID(t, configMapGVK, ns, "stamped", stampedUID))
 
 	setGadgetPhase(t, ns, "engine", "Running")

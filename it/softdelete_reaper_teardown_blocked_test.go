@@ -1,10 +1,11 @@
 package it
 
 import (
-	"fmt"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/limbo-dev/limbo/it/testenv"
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
@@ -24,13 +25,19 @@ func TestReaperReleasedWhileTeardownBlocked(t *testing.T) {
 	waitReady(t, b)
 	holdConfigMap(t, ns, "mid")
 
+	gone := watchConfigMapDeletion(t, ns, "top")
 	deleteBundle(t, b, metav1.DeletePropagationBackground)
-	testenv.Eventually(t, testenv.DefaultTimeout, func() error {
-		if err := noObject(configMapGVK, ns, "top")(); err != nil {
-			return fmt.Errorf("released with a 2s delay: %w", err)
-		}
-		return nil
-	})
+	released := waitObject(t, configMapGVK, ns, "top", func(u *unstructured.Unstructured) error { return isReleased(u, b) })
+	stamp, err := time.Parse(time.RFC3339, released.GetAnnotations()[limbov1alpha1.AnnotationDeletionTimestamp])
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := stamp.Add(2 * time.Second)
+	// Timed by the watch: a wait for top to be gone would pass a teardown that
+	// deleted it at once, its delay ignored.
+	if at := gone.wait(t, testenv.DefaultTimeout); at.Before(deadline) {
+		t.Errorf("top deleted at %s, before its deadline %s", at.Format(time.RFC3339Nano), deadline)
+	}
 	if mid := getObject(t, configMapGVK, ns, "mid"); mid == nil || mid.GetDeletionTimestamp() == nil {
 		t.Fatal("ConfigMap mid is not held in Terminating: the teardown was not blocked")
 	}

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -71,6 +72,11 @@ type Domain struct {
 	// waiting maps each call held now to its kind and the time it began to wait.
 	waiting map[int]heldCall
 	calls   int
+	// planCalls and deleteCalls (by item) are when each call ran (once let
+	// through, if held): counts alone cannot tell a delete at its deadline
+	// from one before it, nor retries with backoff from retries at once.
+	planCalls   []time.Time
+	deleteCalls map[string][]time.Time
 }
 
 type heldCall struct {
@@ -101,7 +107,7 @@ func (p *Plugin) Domain(name string) *Domain {
 	defer p.mu.Unlock()
 	d, ok := p.domains[name]
 	if !ok {
-		d = &Domain{items: map[string]bool{}, deletes: map[string]int{}}
+		d = &Domain{items: map[string]bool{}, deletes: map[string]int{}, deleteCalls: map[string][]time.Time{}}
 		p.domains[name] = d
 	}
 	return d
@@ -127,6 +133,22 @@ func (d *Domain) Deletes(id string) int {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.deletes[id]
+}
+
+// DeleteCalls are the times of the delete calls for an item, whatever their
+// outcome, oldest first.
+func (d *Domain) DeleteCalls(id string) []time.Time {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return slices.Clone(d.deleteCalls[id])
+}
+
+// PlanCalls are the times of the domain's Plan calls, whatever their outcome,
+// oldest first.
+func (d *Domain) PlanCalls() []time.Time {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return slices.Clone(d.planCalls)
 }
 
 // FailDeletes makes deletes fail with err (nil: succeed).
@@ -271,6 +293,7 @@ func (p *Plugin) Plan(ctx context.Context, req plugin.Request) (*plugin.Result, 
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	d.planCalls = append(d.planCalls, time.Now())
 	if d.planErr != nil {
 		return nil, d.planErr
 	}
@@ -314,6 +337,7 @@ func (p *Plugin) DeleteExternal(ctx context.Context, req plugin.Request, item li
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.deletes[item.ID]++
+	d.deleteCalls[item.ID] = append(d.deleteCalls[item.ID], time.Now())
 	if d.failing != nil {
 		return d.failing
 	}

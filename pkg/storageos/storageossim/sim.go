@@ -113,6 +113,9 @@ type Server struct {
 	stopOnce   sync.Once
 	createdAt  time.Time
 	tokenCount uint64
+	// firstCalls is when each operation's first request came: a count alone
+	// cannot tell a delete at its deadline from one before it.
+	firstCalls map[string]time.Time
 }
 
 // New returns a simulator holding only the "default" namespace.
@@ -142,6 +145,7 @@ func New(cfg Config) *Server {
 		stopped:  make(chan struct{}),
 	}
 	s.createdAt = s.now()
+	s.firstCalls = map[string]time.Time{}
 	s.mu.Lock()
 	s.addLocked(DefaultNamespace, nil)
 	s.mu.Unlock()
@@ -270,11 +274,21 @@ func (s *Server) Calls(op string) int {
 	return s.calls[op]
 }
 
-// ResetCalls zeroes all call counters.
+// FirstCall is when the operation's first request came (see the Op constants),
+// whatever its outcome, by the simulator's clock; zero if none has since the
+// start or the last ResetCalls.
+func (s *Server) FirstCall(op string) time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.firstCalls[op]
+}
+
+// ResetCalls zeroes all call counters and forgets the first calls.
 func (s *Server) ResetCalls() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	clear(s.calls)
+	clear(s.firstCalls)
 }
 
 // ---- HTTP ----
@@ -291,6 +305,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 	s.mu.Lock()
 	s.calls[rt.op]++
+	if _, ok := s.firstCalls[rt.op]; !ok {
+		s.firstCalls[rt.op] = s.now()
+	}
 	block := s.block
 	s.mu.Unlock()
 
