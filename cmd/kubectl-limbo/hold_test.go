@@ -108,8 +108,9 @@ func TestObjectHoldsWithManyBundles(t *testing.T) {
 		}
 	})
 	// The templates of the Bundle an object's label names are decoded, and a
-	// message written; no listing is copied.
-	const bound = 10 << 10
+	// message written; no listing is copied (about 450 KB an object, copied;
+	// 1.2 KB, and 15 KB under the race detector, which allocates for itself).
+	const bound = 64 << 10
 	if perObject := result.AllocedBytesPerOp() / int64(len(items)); perObject > bound {
 		t.Errorf("holds of an object among %d Bundles: %d bytes allocated, want at most %d", len(bundles), perObject, bound)
 	}
