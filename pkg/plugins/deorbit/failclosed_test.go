@@ -52,7 +52,9 @@ func TestThisClustersReadFailed(t *testing.T) {
 func TestBeganAheadIsClamped(t *testing.T) {
 	h := newTeardownHarness(t, `{"timeout":"1h"}`, errReader{errors.New("forbidden")})
 	h.state = `{"began":"2100-01-01T00:00:00Z"}`
-	h.pass()
+	if res, err := h.pass(); err == nil || res.Done {
+		t.Fatalf("the first pass against a failing target: %+v, %v; want its error, not done", res, err)
+	}
 	h.now = now.Add(time.Hour)
 	if res, _ := h.pass(); !res.Done || !strings.Contains(res.Warning, "timeout 1h0m0s passed") {
 		t.Fatalf("an hour after the first pass: %+v; want the give-up", res)
