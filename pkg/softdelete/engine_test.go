@@ -423,12 +423,7 @@ func TestEngineOrphan(t *testing.T) {
 			},
 			want: softdelete.Outcome{WakeAt: now.Add(time.Hour - 250*time.Millisecond),
 				Pending: entry(mt(nowSecond), mt(nowSecond.Add(time.Hour)), "")},
-			wantLive: func(u *unstructured.Unstructured) error {
-				if got := u.GetAnnotations()[stampKey]; got != "2025-03-14T12:30:45Z" {
-					return fmt.Errorf("stamp %q", got)
-				}
-				return nil
-			},
+			wantLive: liveStamp("2025-03-14T12:30:45Z"),
 		},
 		{
 			// A copy of an object in limbo (restored from a backup, re-created
@@ -445,12 +440,7 @@ func TestEngineOrphan(t *testing.T) {
 			},
 			want: softdelete.Outcome{WakeAt: now.Add(time.Hour - 250*time.Millisecond),
 				Pending: entry(mt(nowSecond), mt(nowSecond.Add(time.Hour)), "")},
-			wantLive: func(u *unstructured.Unstructured) error {
-				if got := u.GetAnnotations()[stampKey]; got != "2025-03-14T12:30:45Z" {
-					return fmt.Errorf("stamp %q", got)
-				}
-				return nil
-			},
+			wantLive: liveStamp("2025-03-14T12:30:45Z"),
 		},
 	}
 	for _, tc := range tests {
@@ -495,6 +485,16 @@ func TestEngineOrphan(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// liveStamp checks that the live object carries the stamp want.
+func liveStamp(want string) func(*unstructured.Unstructured) error {
+	return func(u *unstructured.Unstructured) error {
+		if got := u.GetAnnotations()[stampKey]; got != want {
+			return fmt.Errorf("stamp %q, want %q", got, want)
+		}
+		return nil
 	}
 }
 

@@ -361,6 +361,26 @@ func TestExternalDeletePanics(t *testing.T) {
 func TestReconcileWaitsForATurn(t *testing.T) {
 	ctx := context.Background()
 	h := newHarness(t, 0)
+	secondKey := h.secondDueBehindAHangingDelete(t)
+	res, err := h.r.Reconcile(ctx, ctrl.Request{NamespacedName: secondKey})
+	if err != nil || res.RequeueAfter != plugin.CallTimeout || h.plugin.calls.Load() != 1 {
+		t.Errorf("the second Tombstone: %+v, %v, %d deletes; want no delete, a requeue after %v", res, err, h.plugin.calls.Load(), plugin.CallTimeout)
+	}
+	close(h.plugin.gate)
+	// The first delete's end triggers it; the turn it frees wakes the second.
+	woken := map[string]bool{triggered(t, h.done): true, triggered(t, h.done): true}
+	if !woken[h.key.Name] || !woken[secondKey.Name] {
+		t.Errorf("triggered %v, want both Tombstones", woken)
+	}
+}
+
+// secondDueBehindAHangingDelete makes a second Tombstone of h's plugin
+// resource (item 43), lets both countdowns end, and starts the first's delete,
+// which hangs on h.plugin.gate and holds the resource's only turn; the second's
+// key.
+func (h *harness) secondDueBehindAHangingDelete(t *testing.T) client.ObjectKey {
+	t.Helper()
+	ctx := context.Background()
 	h.plugin.gate = make(chan struct{})
 	h.r.deletes.wait = 10 * time.Millisecond
 	second := h.tombstone()
@@ -377,16 +397,7 @@ func TestReconcileWaitsForATurn(t *testing.T) {
 	}
 	h.clock.Step(time.Minute)
 	h.reconcile() // the first delete starts, and hangs
-	res, err := h.r.Reconcile(ctx, ctrl.Request{NamespacedName: secondKey})
-	if err != nil || res.RequeueAfter != plugin.CallTimeout || h.plugin.calls.Load() != 1 {
-		t.Errorf("the second Tombstone: %+v, %v, %d deletes; want no delete, a requeue after %v", res, err, h.plugin.calls.Load(), plugin.CallTimeout)
-	}
-	close(h.plugin.gate)
-	// The first delete's end triggers it; the turn it frees wakes the second.
-	woken := map[string]bool{triggered(t, h.done): true, triggered(t, h.done): true}
-	if !woken[h.key.Name] || !woken[secondKey.Name] {
-		t.Errorf("triggered %v, want both Tombstones", woken)
-	}
+	return secondKey
 }
 
 // A delete already sent when its Tombstone is cancelled cannot be called back:

@@ -47,23 +47,8 @@ func TestDueTombstoneThatWaitsReadsNothingFresh(t *testing.T) {
 		ctx := context.Background()
 		h := newHarness(t, 0)
 		reads := countFreshReads(h)
-		h.plugin.gate = make(chan struct{})
+		secondKey := h.secondDueBehindAHangingDelete(t)
 		defer close(h.plugin.gate)
-		h.r.deletes.wait = 10 * time.Millisecond
-		second := h.tombstone()
-		second.Name, second.UID, second.ResourceVersion = "shop-items-43", "tombstone-uid-43", ""
-		second.Spec.Item.ID = "43"
-		if err := h.client.Create(ctx, second); err != nil {
-			t.Fatal(err)
-		}
-		secondKey := client.ObjectKeyFromObject(second)
-		for _, key := range []client.ObjectKey{h.key, secondKey} { // the countdowns
-			if _, err := h.r.Reconcile(ctx, ctrl.Request{NamespacedName: key}); err != nil {
-				t.Fatal(err)
-			}
-		}
-		h.clock.Step(time.Minute)
-		h.reconcile() // the first delete starts, and hangs
 		reads.counting.Store(true)
 		res, err := h.r.Reconcile(ctx, ctrl.Request{NamespacedName: secondKey})
 		if err != nil || res.RequeueAfter != plugin.CallTimeout || h.plugin.calls.Load() != 1 {
