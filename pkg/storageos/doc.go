@@ -24,8 +24,8 @@
 //     a namespace known by its id alone is read first). 200 means deleted,
 //     404 {"error":"not found"}, 409 {"error":"in use"} (the namespace still
 //     holds volumes; the server enforces "only if empty"), and 412 means a
-//     stale version; so does a 409 that is not "in use", which the API's
-//     document names for it as well.
+//     stale version; so does a 409 whose error says the version is stale,
+//     which the API's document names for it as well.
 //   - Every other call sends "Authorization: Bearer <jwt>".
 //   - Error bodies are {"error":"<short description>"}.
 //
@@ -37,8 +37,8 @@
 // errors.Is:
 //
 //	404 (Delete/GetNamespace)          ErrNotFound           probably already gone; list again to be sure
-//	409 "in use" (DeleteNamespace)     ErrNamespaceNotEmpty  the namespace still has volumes; retry later
-//	412, other 409s (DeleteNamespace)  ErrStaleVersion       list again and retry with the new version
+//	other 409s (DeleteNamespace)       ErrNamespaceNotEmpty  the namespace still has volumes; retry later
+//	412, 409 "stale" (DeleteNamespace) ErrStaleVersion       list again and retry with the new version
 //	401 (after one re-login)           ErrUnauthorized
 //	403                                ErrForbidden
 //

@@ -20,11 +20,13 @@ var (
 	// version lacks) looks the same, so a caller confirms by listing again.
 	ErrNotFound = errors.New("storageos: not found")
 
-	// ErrNamespaceNotEmpty: DeleteNamespace got 409 {"error":"in use"}. The
-	// namespace still holds volumes. Retry later with backoff.
+	// ErrNamespaceNotEmpty: DeleteNamespace got 409 {"error":"in use"} (or
+	// any 409 that does not say its version is stale). The namespace still
+	// holds volumes. Retry later with backoff.
 	ErrNamespaceNotEmpty = errors.New("storageos: namespace still has volumes")
 
-	// ErrStaleVersion: DeleteNamespace got 412, or a 409 that is not "in use".
+	// ErrStaleVersion: DeleteNamespace got 412, or a 409 whose error says the
+	// version is stale.
 	// The namespace changed after its version was read. List again and retry
 	// with the new version.
 	ErrStaleVersion = errors.New("storageos: stale version")

@@ -227,8 +227,14 @@ func parse(raw []byte) (config, error) {
 		}
 	}
 	if c.NodePodNamespace != "" {
+		path := field.NewPath("spec", "nodePodNamespace")
 		if msgs := validation.IsDNS1123Label(c.NodePodNamespace); len(msgs) > 0 {
-			return c, field.Invalid(field.NewPath("spec", "nodePodNamespace"), c.NodePodNamespace, strings.Join(msgs, "; "))
+			return c, field.Invalid(path, c.NodePodNamespace, strings.Join(msgs, "; "))
+		}
+		// Alone it would be ignored: a user who meant a pod check would
+		// have none, and be told nothing.
+		if c.NodePodSelector == nil {
+			return c, field.Forbidden(path, "nodePodNamespace without nodePodSelector selects no pods: set nodePodSelector too, or drop it")
 		}
 	}
 	c.taint = DefaultDrainTaint

@@ -42,7 +42,9 @@ func TestSchema(t *testing.T) {
 		{Spec: `{}`},
 		{Spec: `{"nodeSelector":{"matchLabels":{"pool":"storage"}},"drainTaint":{"key":"k","value":"v","effect":"NoExecute"},` +
 			`"nodePodSelector":{"matchExpressions":[{"key":"app","operator":"In","values":["csi-baremetal-node"]}]},"nodePodNamespace":"csi-baremetal","removeUndrained":true}`},
-		{Spec: `{"nodePodNamespace":"CSI"}`,
+		{Spec: `{"nodePodNamespace":"csi"}`,
+			Want: `spec.nodePodNamespace: Forbidden: nodePodNamespace without nodePodSelector selects no pods: set nodePodSelector too, or drop it`},
+		{Spec: `{"nodePodSelector":{"matchLabels":{"app":"csi-baremetal-node"}},"nodePodNamespace":"CSI"}`,
 			Want: `spec.nodePodNamespace: Invalid value: "CSI": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')`},
 		{Spec: `{"drainTaint":{"key":"k","effect":"Sometimes"}}`, Want: `spec.drainTaint.effect: Unsupported value: "Sometimes": supported values: "NoSchedule", "PreferNoSchedule", "NoExecute"`},
 		{Spec: `{"drainTaint":{"value":"v","effect":"NoSchedule"}}`, Want: `spec.drainTaint.key: Required value`},
