@@ -35,8 +35,16 @@ func TestTombstoneForcedThenResourceRemoved(t *testing.T) {
 	})
 
 	updateBundle(t, b, keep)
-	// Deletes go through from now on: an item still there at the end was kept,
-	// not spared by a failing backend.
+	// Once a pass has seen the resource gone, every attempt reads the Bundle
+	// without it (the fence); one that read it before has long sent its
+	// failing delete. Deletes go through from now on: an item still there at
+	// the end was kept, not spared by a failing backend.
+	waitBundle(t, b, func(cur *limbov1alpha1.Bundle) error {
+		if cur.Status.ObservedGeneration != cur.Generation {
+			return fmt.Errorf("generation %d not observed yet (%d)", cur.Generation, cur.Status.ObservedGeneration)
+		}
+		return nil
+	})
 	sent := e.domain.Deletes("orphan")
 	e.domain.FailDeletes(nil)
 	testenv.Eventually(t, testenv.DefaultTimeout, noTombstones(t, e.ns))

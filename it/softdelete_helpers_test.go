@@ -79,6 +79,9 @@ func noPendingDeletions(t testing.TB, b *limbov1alpha1.Bundle) *limbov1alpha1.Bu
 type configMapDeletion struct {
 	w    watch.Interface
 	done chan time.Time
+	// last is the ConfigMap's last state, as the Deleted event carries it:
+	// written before done is sent.
+	last *corev1.ConfigMap
 }
 
 func watchConfigMapDeletion(t testing.TB, ns, name string) *configMapDeletion {
@@ -89,6 +92,7 @@ func watchConfigMapDeletion(t testing.TB, ns, name string) *configMapDeletion {
 		for ev := range w.ResultChan() {
 			if ev.Type == watch.Deleted {
 				if cm, ok := ev.Object.(*corev1.ConfigMap); ok && cm.Name == name {
+					d.last = cm
 					d.done <- time.Now()
 					return
 				}

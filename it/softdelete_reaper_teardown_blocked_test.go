@@ -6,6 +6,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/limbo-dev/limbo/it/testenv"
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
@@ -27,15 +28,23 @@ func TestReaperReleasedWhileTeardownBlocked(t *testing.T) {
 
 	gone := watchConfigMapDeletion(t, ns, "top")
 	deleteBundle(t, b, metav1.DeletePropagationBackground)
-	released := waitObject(t, configMapGVK, ns, "top", func(u *unstructured.Unstructured) error { return isReleased(u, b) })
+	// Timed by the watch, and judged by the state the deletion found (released
+	// for a second or two only, a poll could miss it): a wait for top to be
+	// gone would pass a teardown that deleted it at once, its delay ignored.
+	at := gone.wait(t, testenv.DefaultTimeout)
+	last, err := runtime.DefaultUnstructuredConverter.ToUnstructured(gone.last)
+	if err != nil {
+		t.Fatal(err)
+	}
+	released := &unstructured.Unstructured{Object: last}
+	if err := isReleased(released, b); err != nil {
+		t.Fatalf("deleted, not released first: %v", err)
+	}
 	stamp, err := time.Parse(time.RFC3339, released.GetAnnotations()[limbov1alpha1.AnnotationDeletionTimestamp])
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := stamp.Add(2 * time.Second)
-	// Timed by the watch: a wait for top to be gone would pass a teardown that
-	// deleted it at once, its delay ignored.
-	if at := gone.wait(t, testenv.DefaultTimeout); at.Before(deadline) {
+	if deadline := stamp.Add(2 * time.Second); at.Before(deadline) {
 		t.Errorf("top deleted at %s, before its deadline %s", at.Format(time.RFC3339Nano), deadline)
 	}
 	if mid := getObject(t, configMapGVK, ns, "mid"); mid == nil || mid.GetDeletionTimestamp() == nil {

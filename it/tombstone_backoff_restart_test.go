@@ -1,12 +1,16 @@
 package it
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
 
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	"github.com/limbo-dev/limbo/it/testenv"
 	"github.com/limbo-dev/limbo/it/testplugin"
+	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 )
 
 // The backoff of failed external deletes lives in the cluster, not in the
@@ -17,7 +21,7 @@ import (
 func TestTombstoneBackoffSurvivesRestart(t *testing.T) {
 	e := newExternalItems(t)
 	e.domain.FailDeletes(testplugin.ErrInjected)
-	e.orphan(t, "ext-backoff-restart", "1s")
+	_, ts := e.orphan(t, "ext-backoff-restart", "1s")
 
 	// After the fourth failure the next try is 8s away.
 	const failures = 4
@@ -31,11 +35,22 @@ func TestTombstoneBackoffSurvivesRestart(t *testing.T) {
 	if len(calls) > failures {
 		t.Skipf("the backoff moved on while the test waited (%d delete calls)", len(calls))
 	}
-	// The backoff counts from the attempt's start, which the Tombstone's status
-	// keeps to the second: the retry comes 7s after the fourth call at the
-	// soonest.
+	// The backoff counts from the fourth attempt's start, as the Tombstone's
+	// status keeps it (to the second, written before the call): the retry
+	// comes 8s after it at the soonest.
 	failedAt := calls[failures-1]
-	retryFrom := failedAt.Add(7 * time.Second)
+	var retryFrom time.Time
+	testenv.Eventually(t, testenv.DefaultTimeout, func() error {
+		var cur limbov1alpha1.Tombstone
+		if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(&ts), &cur); err != nil {
+			return err
+		}
+		if cur.Status.Attempts != failures || cur.Status.LastAttemptTime == nil {
+			return fmt.Errorf("status.attempts %d, want %d", cur.Status.Attempts, failures)
+		}
+		retryFrom = cur.Status.LastAttemptTime.Add(8 * time.Second)
+		return nil
+	})
 
 	var plans int
 	if err := env.RestartController(func() { plans = len(e.domain.PlanCalls()) }); err != nil {
