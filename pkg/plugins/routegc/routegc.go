@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"weak"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -139,7 +140,10 @@ func (*Plugin) CheckSpec(raw []byte) error {
 type Options struct {
 	// Metrics receive the counters; nil counts into unregistered ones.
 	Metrics *Metrics
-	// Now is the clients' clock (openstack.Config.Now); nil means time.Now.
+	// Now is the plugin's clock: the clients' (openstack.Config.Now), and
+	// the one that orders a removal's request and the start of a server
+	// listing (serversAskedBefore), whose readings must never go back (time.Now's
+	// do not: they are monotonic); nil means time.Now.
 	Now func() time.Time
 }
 
@@ -167,6 +171,31 @@ type resourceState struct {
 	// paged: the last poll's server listing took more than one page (told
 	// once, by an EventServersPaged, until a listing fits one page again).
 	paged bool
+	// listing is the last server listing, nil when it failed: the removals
+	// that were waiting for the turn when it started use it instead of
+	// listing again (serversAskedBefore).
+	listing *serverListing
+}
+
+// serverListing is a successful server listing of a plan or a removal.
+type serverListing struct {
+	servers openstack.Servers
+	// started is when its request started (Options.Now).
+	started time.Time
+	// client is the client it was made with: its cloud, region, credentials
+	// and project. Weak: a client the ClientCache dropped (idle, or its
+	// credentials changed) is not kept alive, with its password, by the last
+	// listing of a resource that polls once a year.
+	client weak.Pointer[openstack.Client]
+}
+
+// servesRemoval reports whether l can stand for the server listing of a
+// removal asked for at asked, to be made with api: it started after the removal
+// was asked for, so it is at least as fresh as the decision to remove (a server
+// made before that is in it), and was made with the same client (another
+// project's listing would not show the route's server).
+func (l *serverListing) servesRemoval(api *openstack.Client, asked time.Time) bool {
+	return l != nil && l.client == weak.Make(api) && l.started.After(asked)
 }
 
 func newResourceState() *resourceState {
@@ -177,6 +206,9 @@ func newResourceState() *resourceState {
 func New(opts Options) *Plugin {
 	if opts.Metrics == nil {
 		opts.Metrics = NewMetrics(nil)
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
 	}
 	return &Plugin{opts: opts, state: plugin.ResourceStates[resourceState]{New: newResourceState}}
 }
@@ -226,7 +258,7 @@ func (p *Plugin) Plan(ctx context.Context, req plugin.Request) (*plugin.Result, 
 		p.opts.Metrics.Failures.WithLabelValues(OpGetRouter).Inc()
 		return nil, credentialsRefused(err)
 	}
-	servers, err := p.serverAddresses(ctx, api)
+	servers, err := p.listServers(ctx, st, api)
 	if err != nil {
 		return nil, err
 	}
@@ -303,7 +335,10 @@ const pagedCaveat = "Nova shows a down cell's servers on the first page only, an
 // next hop is checked again first: a route whose server came back is refused
 // (plugin.ErrNotResponsible: its Tombstone is cancelled, also a forced one), one
 // that cannot be judged (no server listed, or a down cell's) is not removed and
-// retried.
+// retried. The check uses the last listing of the resource if it started after
+// the removal was asked for (serversAskedBefore): the removals queued behind a
+// running one share one listing, instead of each listing every server in turn
+// and the later ones running out of their 30 s.
 func (p *Plugin) DeleteExternal(ctx context.Context, req plugin.Request, item limbov1alpha1.ExternalItem) error {
 	cfg, err := parse(req.Spec)
 	if err != nil {
@@ -323,6 +358,7 @@ func (p *Plugin) DeleteExternal(ctx context.Context, req plugin.Request, item li
 		return err
 	}
 	st := p.state.Of(req)
+	asked := p.opts.Now() // before waiting for the turn: a listing started while it waits will do
 	if err := st.acquireRemoval(ctx); err != nil {
 		return err
 	}
@@ -331,7 +367,7 @@ func (p *Plugin) DeleteExternal(ctx context.Context, req plugin.Request, item li
 	if err != nil {
 		return err
 	}
-	servers, err := p.serverAddresses(ctx, api)
+	servers, err := p.serversAskedBefore(ctx, st, api, asked)
 	if err != nil {
 		return fmt.Errorf("not removing route %s: %w", item.ID, err)
 	}
@@ -423,9 +459,25 @@ func sameProject(api *openstack.Client, router *openstack.Router) error {
 	return fmt.Errorf("router %s belongs to project %q, but the credentials are scoped to project %q: %w", router.ID, router.ProjectID, api.ProjectID(), ErrOtherProject)
 }
 
-// serverAddresses lists the servers' addresses; a failed, empty or incomplete
-// (a down cell's servers in it) listing is an error (and counted).
-func (p *Plugin) serverAddresses(ctx context.Context, api *openstack.Client) (openstack.Servers, error) {
+// serversAskedBefore returns the servers' addresses as listed with api after
+// asked: the resource's last listing if it started after asked
+// (serverListing.servesRemoval), otherwise a new one (listServers). The
+// caller holds the resource's turn.
+func (p *Plugin) serversAskedBefore(ctx context.Context, st *resourceState, api *openstack.Client, asked time.Time) (openstack.Servers, error) {
+	if st.listing.servesRemoval(api, asked) {
+		return st.listing.servers, nil
+	}
+	return p.listServers(ctx, st, api)
+}
+
+// listServers lists the servers' addresses; a failed, empty or incomplete
+// (a down cell's servers in it) listing is an error (and counted). It is kept
+// as the resource's last listing, for the removals waiting meanwhile; a failed
+// one forgets the last: what the servers are is unknown now, and the
+// removals waiting list again (and are refused as long as it stays unknown).
+// The caller holds the resource's turn.
+func (p *Plugin) listServers(ctx context.Context, st *resourceState, api *openstack.Client) (openstack.Servers, error) {
+	started := p.opts.Now()
 	list, err := api.ListServers(ctx)
 	switch {
 	case err != nil:
@@ -439,9 +491,11 @@ func (p *Plugin) serverAddresses(ctx context.Context, api *openstack.Client) (op
 			list.Unreadable, list.Count, strings.Join(list.UnreadableServers, ", "), ErrIncompleteServers)
 	}
 	if err != nil {
+		st.listing = nil
 		p.opts.Metrics.Failures.WithLabelValues(OpListServers).Inc()
 		return openstack.Servers{}, credentialsRefused(err)
 	}
+	st.listing = &serverListing{servers: list, started: started, client: weak.Make(api)}
 	return list, nil
 }
 
