@@ -40,14 +40,18 @@ type bundleIndex struct {
 	// tornDown holds the UIDs of the Bundles being deleted: an owner reference
 	// names its Bundle by UID.
 	tornDown map[types.UID]bool
+	// declarations are the templates of the Bundles the holds of the objects
+	// in limbo ask about, each Bundle's decoded once a command.
+	declarations *bundlespec.DeclarationsMemo
 }
 
 // indexBundles indexes bundles, a listing, which names each Bundle once.
 func indexBundles(bundles []limbov1alpha1.Bundle) bundleIndex {
 	x := bundleIndex{
-		inNamespace: map[string][]limbov1alpha1.Bundle{},
-		byKey:       make(map[client.ObjectKey]*limbov1alpha1.Bundle, len(bundles)),
-		tornDown:    map[types.UID]bool{},
+		inNamespace:  map[string][]limbov1alpha1.Bundle{},
+		byKey:        make(map[client.ObjectKey]*limbov1alpha1.Bundle, len(bundles)),
+		tornDown:     map[types.UID]bool{},
+		declarations: &bundlespec.DeclarationsMemo{},
 	}
 	for i := range bundles {
 		b := &bundles[i]
@@ -87,7 +91,7 @@ func releasedHold(obj metav1.Object, gk schema.GroupKind, bundles bundleIndex, n
 	namespace := obj.GetNamespace()
 	named := bundles.named(client.ObjectKey{Namespace: namespace, Name: obj.GetLabels()[limbov1alpha1.LabelBundle]})
 	inNamespace := func() ([]limbov1alpha1.Bundle, error) { return bundles.namespace(namespace), nil }
-	hold, by, _ := bundlespec.ReleasedHold(obj, gk, named, inNamespace, now)
+	hold, by, _ := bundlespec.ReleasedHold(obj, gk, named, bundles.declarations, inNamespace, now)
 	var why string
 	switch hold {
 	case bundlespec.NotHeld:

@@ -201,9 +201,15 @@ func DeclaredDelay(b *limbov1alpha1.Bundle, gk schema.GroupKind, obj metav1.Obje
 // released object; a sharded pass's, at each orphan): only a Bundle whose
 // templates mention the annotation is decoded.
 func Adopter(bundles []limbov1alpha1.Bundle, gk schema.GroupKind, name, except string) *limbov1alpha1.Bundle {
+	return (*DeclarationsMemo)(nil).Adopter(bundles, gk, name, except)
+}
+
+// Adopter is the package's Adopter, each Bundle decoded at most once for all
+// the lookups of m (a reaper wake's due released objects).
+func (m *DeclarationsMemo) Adopter(bundles []limbov1alpha1.Bundle, gk schema.GroupKind, name, except string) *limbov1alpha1.Bundle {
 	for i := range bundles {
 		if b := &bundles[i]; b.Name != except && b.DeletionTimestamp.IsZero() && slices.ContainsFunc(b.Spec.Resources, mentionsAdopt) &&
-			Declares(b, gk, name) == DeclaredToAdopt {
+			m.Of(b).Declares(gk, name) == DeclaredToAdopt {
 			return b
 		}
 	}

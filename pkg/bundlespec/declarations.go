@@ -5,6 +5,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 )
@@ -67,6 +68,48 @@ func DeclarationsOf(b *limbov1alpha1.Bundle) *Declarations {
 			d.objects[id] = o
 		}
 	}
+	return d
+}
+
+// DeclarationsMemo holds the Declarations of the Bundles that the decisions on
+// many released objects ask about (ReleasedHold): a reaper wake's, a kubectl
+// limbo command's. Each Bundle's templates are decoded once, however many of
+// its objects are decided: decoded for each, a Bundle that released 1,000
+// objects and has 200 templates cost 200,000 template decodes a wake.
+//
+// A Bundle is known by its UID and resourceVersion, which name one content of
+// it: read again unchanged, it is not decoded again; changed since (a new
+// resourceVersion), or deleted and created again (a new UID), it is. A Bundle
+// without both (built by hand, not read from the API server) is decoded each
+// time: nothing tells it unchanged. One memo serves one wake or command, so
+// that it does not keep the Bundles deleted since. The zero value is ready; a
+// nil memo decodes each time. Not safe for concurrent use: the reaper decides
+// a wake's objects one by one, as kubectl limbo does.
+type DeclarationsMemo struct {
+	byUID map[types.UID]memoized
+}
+
+// memoized are the Declarations of one resourceVersion of a Bundle.
+type memoized struct {
+	resourceVersion string
+	declarations    *Declarations
+}
+
+// Of is DeclarationsOf(b), built at most once for each resourceVersion of b.
+func (m *DeclarationsMemo) Of(b *limbov1alpha1.Bundle) *Declarations {
+	if m == nil || b.UID == "" || b.ResourceVersion == "" {
+		return DeclarationsOf(b)
+	}
+	if known, ok := m.byUID[b.UID]; ok && known.resourceVersion == b.ResourceVersion {
+		return known.declarations
+	}
+	d := DeclarationsOf(b)
+	if m.byUID == nil {
+		m.byUID = map[types.UID]memoized{}
+	}
+	// Only the latest: a Bundle changed during a long wake is not kept in
+	// every resourceVersion it had.
+	m.byUID[b.UID] = memoized{resourceVersion: b.ResourceVersion, declarations: d}
 	return d
 }
 

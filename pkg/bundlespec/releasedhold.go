@@ -42,21 +42,23 @@ const (
 // ReleasedHold is the reaper's decision on obj, a released object of kind gk
 // (softdelete.Released), at now: whether a Bundle decides it instead, and which
 // (by name, in obj's namespace). named is the Bundle obj's limbo.dev/bundle
-// label names (nil: there is none); namespaceBundles lists the Bundles of obj's
+// label names (nil: there is none); declarations decodes its templates, and
+// those of the adopters looked up, once for all the objects a reaper wake or a
+// kubectl limbo command decides (nil: decoded for obj alone); namespaceBundles lists the Bundles of obj's
 // namespace, called only when obj is due and named does not hold it. A Bundle
 // being deleted holds nothing: a teardown never adopts, and it decides only what
 // it still controls. An object named does not declare is the reaper's at once,
 // whatever named's progress: a spec edited again and again (each edit a new
 // generation) does not keep it waiting. The reaper and kubectl-limbo (which
 // shows the hold) decide with it.
-func ReleasedHold(obj metav1.Object, gk schema.GroupKind, named *limbov1alpha1.Bundle, namespaceBundles func() ([]limbov1alpha1.Bundle, error), now time.Time) (HoldReason, string, error) {
+func ReleasedHold(obj metav1.Object, gk schema.GroupKind, named *limbov1alpha1.Bundle, declarations *DeclarationsMemo, namespaceBundles func() ([]limbov1alpha1.Bundle, error), now time.Time) (HoldReason, string, error) {
 	except := ""
 	if named != nil {
 		except = named.Name
 		passed := named.Status.ObservedGeneration >= named.Generation
 		switch {
 		case !named.DeletionTimestamp.IsZero():
-		case Declares(named, gk, obj.GetName()) != NotDeclared:
+		case declarations.Of(named).Declares(gk, obj.GetName()) != NotDeclared:
 			if passed {
 				return HeldDeclaredNotAdopted, named.Name, nil
 			}
@@ -74,7 +76,7 @@ func ReleasedHold(obj metav1.Object, gk schema.GroupKind, named *limbov1alpha1.B
 	if err != nil {
 		return NotHeld, "", err
 	}
-	if adopter := Adopter(bundles, gk, obj.GetName(), except); adopter != nil {
+	if adopter := declarations.Adopter(bundles, gk, obj.GetName(), except); adopter != nil {
 		return HeldForAdopter, adopter.Name, nil
 	}
 	return NotHeld, "", nil

@@ -7,6 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 
 	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 )
@@ -14,7 +15,8 @@ import (
 // The reaper's decision on a released ConfigMap "data" (due: no delay): held
 // by the Bundle its label names while that Bundle declares it or may make it
 // again, by another Bundle of its namespace that adopts it, and by no Bundle
-// being deleted.
+// being deleted. Asked with no memo, and twice with one (the second answer
+// from the Declarations the first built): the same decision.
 func TestReleasedHold(t *testing.T) {
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	cmGK := schema.GroupKind{Kind: "ConfigMap"}
@@ -26,7 +28,7 @@ func TestReleasedHold(t *testing.T) {
 	// bundle is a Bundle of generation 2, its pass of it done or not, being
 	// deleted or not, with resources, the plugin resource gen Ready or not.
 	bundle := func(name string, passed, deleting, genReady bool, resources ...limbov1alpha1.Resource) *limbov1alpha1.Bundle {
-		b := &limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "team", Generation: 2},
+		b := &limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "team", UID: types.UID("uid-" + name), ResourceVersion: "1", Generation: 2},
 			Spec: limbov1alpha1.BundleSpec{Resources: resources}}
 		if passed {
 			b.Status.ObservedGeneration = 2
@@ -73,9 +75,15 @@ func TestReleasedHold(t *testing.T) {
 			if tc.named != nil {
 				bundles = append(bundles, *tc.named)
 			}
-			got, by, err := ReleasedHold(obj, cmGK, tc.named, func() ([]limbov1alpha1.Bundle, error) { return bundles, nil }, now)
-			if got != tc.want || by != tc.wantBy || err != nil {
-				t.Errorf("ReleasedHold = %v, %q, %v; want %v, %q", got, by, err, tc.want, tc.wantBy)
+			memo := &DeclarationsMemo{}
+			for _, ask := range []struct {
+				name string
+				memo *DeclarationsMemo
+			}{{"no memo", nil}, {"a memo", memo}, {"the memo again", memo}} {
+				got, by, err := ReleasedHold(obj, cmGK, tc.named, ask.memo, func() ([]limbov1alpha1.Bundle, error) { return bundles, nil }, now)
+				if got != tc.want || by != tc.wantBy || err != nil {
+					t.Errorf("%s: ReleasedHold = %v, %q, %v; want %v, %q", ask.name, got, by, err, tc.want, tc.wantBy)
+				}
 			}
 		})
 	}

@@ -538,7 +538,7 @@ func (r *Reaper) heldByBundle(ctx context.Context, gvk schema.GroupVersionKind, 
 		seen.byNamespace[ns] = timedRead[[]limbov1alpha1.Bundle]{value: list.Items, at: at}
 		return list.Items, nil
 	}
-	hold, holder, err := bundlespec.ReleasedHold(obj, gvk.GroupKind(), b, namespaceBundles, now)
+	hold, holder, err := bundlespec.ReleasedHold(obj, gvk.GroupKind(), b, &seen.declarations, namespaceBundles, now)
 	if hold != bundlespec.NotHeld {
 		seen.holders[client.ObjectKey{Namespace: obj.GetNamespace(), Name: holder}] = true
 	}
@@ -563,6 +563,9 @@ type passReads struct {
 	byNamespace map[string]timedRead[[]limbov1alpha1.Bundle]
 	// holders: the Bundles the pass left an object to (Reaper.holders).
 	holders map[client.ObjectKey]bool
+	// declarations: the templates of the Bundles of byKey, decoded once a
+	// pass, and once more only for a Bundle read again changed.
+	declarations bundlespec.DeclarationsMemo
 }
 
 // timedRead is an answer of the API server and when it was read.

@@ -488,13 +488,13 @@ func pendingGauge(t *testing.T, reg *prometheus.Registry) float64 {
 
 // newReaper is a reaper of objects on a fake client that serves ConfigMaps (and
 // kinds it cannot list), at now.
-func newReaper(t *testing.T, objects ...client.Object) (*Reaper, client.Client) {
+func newReaper(t testing.TB, objects ...client.Object) (*Reaper, client.Client) {
 	t.Helper()
 	return newReaperIntercepted(t, interceptor.Funcs{}, objects...)
 }
 
 // newReaperIntercepted is newReaper with funcs intercepting the client's calls.
-func newReaperIntercepted(t *testing.T, funcs interceptor.Funcs, objects ...client.Object) (*Reaper, client.Client) {
+func newReaperIntercepted(t testing.TB, funcs interceptor.Funcs, objects ...client.Object) (*Reaper, client.Client) {
 	t.Helper()
 	scheme := runtime.NewScheme()
 	if err := corev1.AddToScheme(scheme); err != nil {
