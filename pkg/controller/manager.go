@@ -210,7 +210,7 @@ func NewManager(cfg *rest.Config, opts Options) (manager.Manager, error) {
 	reap.Shard = shardSelector
 	bundles, err := bundle.SetupWithManager(mgr, bundle.Options{Workers: opts.Workers, ApplyConcurrency: opts.ApplyConcurrency, Engine: engine, Plugins: registry, OnManagedObjectEvent: reap.Observe, OnHoldEnded: reap.Poke, OnSpecPassed: reap.SpecPassed, Shard: shardSelector,
 		Client: writer, PluginClient: pluginClient, DefaultServiceAccount: opts.DefaultServiceAccount, Metrics: metrics.Bundles, Discovery: disco, Namespaces: opts.Namespaces,
-		PluginWatches: &bundle.PluginWatches{Served: watches, Missing: missing}})
+		PluginWatches: &bundle.PluginWatches{Served: watches, Missing: missing}, PluginEventInterval: opts.PluginEventInterval})
 	if err != nil {
 		return nil, err
 	}

@@ -90,6 +90,8 @@ func TestOptionsValidate(t *testing.T) {
 		{"a trailing comma in the namespaces (every namespace)", func(o *Options) { o.Namespaces = []string{"team-a", ""} }, `--namespaces team-a,: "" is not a namespace name`},
 		{"a namespace that is no name", func(o *Options) { o.Namespaces = []string{"Team_A"} }, `--namespaces Team_A: "Team_A" is not a namespace name`},
 		{"negative GC delay", func(o *Options) { o.NamespaceGCDelay = -time.Second }, "--namespace-delete-gc-delay -1s"},
+		{"no plugin event pacing", func(o *Options) { o.PluginEventInterval = 0 }, ""},
+		{"negative plugin event interval", func(o *Options) { o.PluginEventInterval = -time.Second }, "--plugin-event-interval -1s: must not be negative"},
 		{"a default ServiceAccount that is no name", func(o *Options) { o.DefaultServiceAccount = "Deployer!" }, "--default-service-account Deployer!"},
 		{"renew deadline not above the retry period", func(o *Options) { o.RenewDeadline = o.RetryPeriod }, "--leader-election-renew-deadline 2s"},
 		{"lease not above renew deadline plus retry period (two leaders for a moment)", func(o *Options) {

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/tools/leaderelection"
 
+	"github.com/limbo-dev/limbo/pkg/controller/bundle"
 	"github.com/limbo-dev/limbo/pkg/plugin"
 	"github.com/limbo-dev/limbo/pkg/plugins/namespacegc"
 )
@@ -51,6 +52,10 @@ type Options struct {
 	// gcInterval and gcDelay.
 	NamespaceGCInterval time.Duration
 	NamespaceGCDelay    time.Duration
+	// PluginEventInterval is the shortest time between two passes of a Bundle
+	// that events of a kind its plugins watch bring (every Node's status
+	// update, for node-removal); 0 runs a pass at every event.
+	PluginEventInterval time.Duration
 	// Plugins replaces the compiled-in plugin registry (tests add plugins).
 	Plugins *plugin.Registry
 }
@@ -79,6 +84,7 @@ func DefaultOptions() Options {
 		ResyncPeriod:        30 * time.Minute,
 		NamespaceGCInterval: time.Hour,
 		NamespaceGCDelay:    20 * time.Second,
+		PluginEventInterval: bundle.DefaultPluginEventInterval,
 	}
 }
 
@@ -100,6 +106,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.ResyncPeriod, "resync-period", o.ResyncPeriod, "Periodic full resync, a safety net: reconciles are event-driven and countdowns requeue at their deadline. Every Bundle is reconciled and every kind scanned for released objects this often (at least 1m); 0s turns it off (the scan still runs at start, and again soon after one that could not list every kind).")
 	fs.DurationVar(&o.NamespaceGCInterval, "namespace-delete-gc-interval", o.NamespaceGCInterval, "namespace-gc: default period of the full garbage collection (gcInterval); 0s disables it.")
 	fs.DurationVar(&o.NamespaceGCDelay, "namespace-delete-gc-delay", o.NamespaceGCDelay, "namespace-gc: default delay before the first full garbage collection (gcDelay).")
+	fs.DurationVar(&o.PluginEventInterval, "plugin-event-interval", o.PluginEventInterval, "Shortest time between two passes of a Bundle that events of a kind its plugins watch bring (Nodes for node-removal, Namespaces for namespace-gc): the first event after a quiet interval runs a pass at once, the rest within the interval one pass at its end. 0s runs a pass at every event.")
 	fs.StringVar(&o.WatchLabelSelector, "watch-label-selector", o.WatchLabelSelector, "Handle only the Bundles this label selector matches (for example limbo.dev/shard=a, or !limbo.dev/shard for the rest), and their objects and Tombstones: one shard of a sharded install. Empty handles every Bundle.")
 	fs.StringVar(&o.DefaultServiceAccount, "default-service-account", o.DefaultServiceAccount, "ServiceAccount (in each Bundle's namespace) to impersonate for the Bundles that set no spec.serviceAccountName: for multi-tenant installs. Empty: limbo writes as itself.")
 	fs.StringSliceVar(&o.Namespaces, "namespaces", o.Namespaces, "Namespaces to watch (comma-separated); empty watches all.")
@@ -131,6 +138,7 @@ func (o Options) Validate() error {
 		{"namespace-delete-gc-interval", o.NamespaceGCInterval, o.NamespaceGCInterval < 0 || o.NamespaceGCInterval > 0 && o.NamespaceGCInterval < namespacegc.MinGCInterval,
 			fmt.Sprintf("must be 0s (the periodic collection off) or at least %v", namespacegc.MinGCInterval)},
 		{"namespace-delete-gc-delay", o.NamespaceGCDelay, o.NamespaceGCDelay < 0, "must not be negative"},
+		{"plugin-event-interval", o.PluginEventInterval, o.PluginEventInterval < 0, "must not be negative"},
 	} {
 		if c.invalid {
 			bad(c.flag, c.value, c.why)

@@ -77,6 +77,10 @@ type Options struct {
 	// served their kinds when the manager's cache was built (which caches the
 	// served ones whole); nil: split here.
 	PluginWatches *PluginWatches
+	// PluginEventInterval is the shortest time between two passes of a Bundle
+	// that events of its plugins' watched kinds bring (see pluginEventPacer); 0
+	// runs a pass at every event.
+	PluginEventInterval time.Duration
 }
 
 // PluginWatches are plugin.Registry.ServedWatches' answer.
@@ -181,8 +185,9 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) (*Reconciler, error) {
 			split.Served, split.Missing = opts.Plugins.ServedWatches(mgr.GetScheme(), mgr.GetRESTMapper())
 		}
 		watches, missing := split.Served, split.Missing
+		pacer := newPluginEventPacer(opts.PluginEventInterval)
 		byPlugins := func(plugins []string) handler.EventHandler {
-			return handler.EnqueueRequestsFromMapFunc(r.bundlesUsing(plugins))
+			return pacer.handler(r.bundlesUsing(plugins))
 		}
 		for _, w := range watches {
 			if err := c.Watch(source.Kind[client.Object](mgr.GetCache(), w.Object, byPlugins(w.Plugins))); err != nil {
