@@ -23,8 +23,11 @@ const DefaultPluginEventInterval = 5 * time.Second
 // them all. A plugin watches kinds it does not manage (node-removal every Node
 // and csi-baremetal resource, namespace-gc every Namespace); on a cluster of
 // 1,000 Nodes their status updates come several times a second, and a pass per
-// event kept a core planning, to find the same inventory. A Bundle's own
-// events, its objects' and its deadlines are not paced.
+// event kept a core planning, to find the same inventory. A Bundle's
+// Tombstones' events are paced too: they only report progress (attempts,
+// errors, gone), and each brought a pass that planned again, several a second
+// in a mass deletion. A Bundle's own events, its objects' and its deadlines
+// are not paced: they carry a user's change or a deadline.
 type pluginEventPacer struct {
 	// interval is the shortest time between two paced passes of a Bundle; 0
 	// paces nothing.
@@ -90,7 +93,7 @@ func (p *pluginEventPacer) sweep(now time.Time) {
 
 // handler maps every event through bundles, as
 // handler.EnqueueRequestsFromMapFunc does, and queues each Bundle through the
-// pacer.
+// pacer; it drops the resync's updates.
 func (p *pluginEventPacer) handler(bundles handler.MapFunc) handler.EventHandler {
 	enqueue := func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request], objs ...client.Object) {
 		seen := map[reconcile.Request]bool{}
@@ -108,6 +111,12 @@ func (p *pluginEventPacer) handler(bundles handler.MapFunc) handler.EventHandler
 			enqueue(ctx, q, e.Object)
 		},
 		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			if e.ObjectOld.GetResourceVersion() == e.ObjectNew.GetResourceVersion() {
+				// The informer's periodic resync, nothing changed: the Bundles'
+				// own resync (the same --resync-period) runs each of them, once,
+				// not once per Node, Namespace and Tombstone.
+				return
+			}
 			enqueue(ctx, q, e.ObjectOld, e.ObjectNew)
 		},
 		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {

@@ -1,16 +1,24 @@
 package bundle
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"testing"
 	"testing/synctest"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
 )
 
 // recordingQueue records the calls that queue a request.
@@ -136,4 +144,69 @@ func TestPluginEventPacerPassAfterAMergedAdd(t *testing.T) {
 			t.Fatalf("%d Bundles queued at the end of the interval, want the one of the events after its pass began", q.Len())
 		}
 	})
+}
+
+// The paced handler maps each event once per Bundle, and drops the informer's
+// resync (an update that changes nothing): the Bundles' own resync runs each of
+// them, where every Node, Namespace and Tombstone of the cluster ran them again.
+func TestPluginEventPacerHandler(t *testing.T) {
+	bundle := func(context.Context, client.Object) []reconcile.Request {
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "nodes"}}}
+	}
+	node := func(rv string) *corev1.Node {
+		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", ResourceVersion: rv}}
+	}
+	for _, tc := range []struct {
+		name  string
+		event func(handler.EventHandler, workqueue.TypedRateLimitingInterface[reconcile.Request])
+		want  []string
+	}{
+		{"an update", func(h handler.EventHandler, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			h.Update(context.Background(), event.UpdateEvent{ObjectOld: node("1"), ObjectNew: node("2")}, q)
+		}, []string{"Add nodes"}},
+		{"the resync", func(h handler.EventHandler, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			h.Update(context.Background(), event.UpdateEvent{ObjectOld: node("2"), ObjectNew: node("2")}, q)
+		}, nil},
+		{"a create", func(h handler.EventHandler, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			h.Create(context.Background(), event.CreateEvent{Object: node("1")}, q)
+		}, []string{"Add nodes"}},
+		{"a delete", func(h handler.EventHandler, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			h.Delete(context.Background(), event.DeleteEvent{Object: node("1")}, q)
+		}, []string{"Add nodes"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			q := &recordingQueue{}
+			tc.event(newPluginEventPacer(5*time.Second).handler(bundle), q)
+			if !slices.Equal(q.calls, tc.want) {
+				t.Errorf("calls = %q, want %q", q.calls, tc.want)
+			}
+		})
+	}
+}
+
+// A Tombstone's events go to the Bundle that controls it, as
+// controller-runtime's Owns sent them.
+func TestBundleOfTombstone(t *testing.T) {
+	ref := func(apiVersion, kind string, controller bool) metav1.OwnerReference {
+		return metav1.OwnerReference{APIVersion: apiVersion, Kind: kind, Name: "shop", UID: "b", Controller: &controller}
+	}
+	for _, tc := range []struct {
+		name   string
+		owners []metav1.OwnerReference
+		want   []reconcile.Request
+	}{
+		{"its Bundle", []metav1.OwnerReference{ref("limbo.dev/v1alpha1", "Bundle", true)},
+			[]reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "shop"}}}},
+		{"a Bundle that is no controller", []metav1.OwnerReference{ref("limbo.dev/v1alpha1", "Bundle", false)}, nil},
+		{"a Bundle of another group", []metav1.OwnerReference{ref("other.example.com/v1", "Bundle", true)}, nil},
+		{"another kind", []metav1.OwnerReference{ref("limbo.dev/v1alpha1", "Tombstone", true)}, nil},
+		{"no owner", nil, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ts := &limbov1alpha1.Tombstone{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "t", OwnerReferences: tc.owners}}
+			if got := bundleOfTombstone(context.Background(), ts); !slices.Equal(got, tc.want) {
+				t.Errorf("requests = %v, want %v", got, tc.want)
+			}
+		})
+	}
 }

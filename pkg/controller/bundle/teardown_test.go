@@ -273,6 +273,7 @@ func newTeardownFixtureServing(t testing.TB, kinds []schema.GroupVersionKind, b 
 	builder := fake.NewClientBuilder().WithScheme(scheme).WithRESTMapper(mapper).
 		WithStatusSubresource(&limbov1alpha1.Bundle{}).
 		WithIndex(&limbov1alpha1.Bundle{}, adoptionIndex, adoptionKeys).
+		WithIndex(&limbov1alpha1.Bundle{}, pluginIndex, pluginNames).
 		// The API server's field selector, which a teardown's read of the
 		// Bundle's history uses (cascadeInHistory): the fake client's version
 		// of it answers with the Bundle as it is now.
