@@ -1283,7 +1283,7 @@ func TestPlanEmptyListingForgetsNoDeletion(t *testing.T) {
 func TestPlanListsNamespacesWithoutCopies(t *testing.T) {
 	f := newFixture(t, namespacegc.Options{}, "team")
 	copied := true
-	f.k8s = interceptor.NewClient(f.k8s.(client.WithWatch), interceptor.Funcs{List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+	f.k8s = interceptor.NewClient(f.k8s, interceptor.Funcs{List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
 		if _, ok := list.(*corev1.NamespaceList); ok {
 			o := &client.ListOptions{}
 			o.ApplyOptions(opts)
