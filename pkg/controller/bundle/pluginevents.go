@@ -7,7 +7,9 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -73,7 +75,7 @@ func (p *pluginEventPacer) enqueue(q workqueue.TypedRateLimitingInterface[reconc
 		// The timer queues a pass after this event: it sees it.
 	default:
 		p.last[req.NamespacedName] = next
-		p.afterFunc(next.Sub(now), func() { q.Add(req) })
+		p.afterFunc(next.Sub(now), func() { addAtNormalPriority(q, req) })
 	}
 }
 
@@ -126,4 +128,17 @@ func (p *pluginEventPacer) handler(bundles handler.MapFunc) handler.EventHandler
 			enqueue(ctx, q, e.Object)
 		},
 	}
+}
+
+// addAtNormalPriority queues req at the priority of an ordinary event. The
+// queue a handler is given adds at a low priority for the events of an
+// informer's initial listing (controller-runtime's handler.Funcs): the timer's
+// pass stands for every event of its interval, a deleted Node's included,
+// and at a low priority it waited behind every Bundle's start-up pass.
+func addAtNormalPriority(q workqueue.TypedRateLimitingInterface[reconcile.Request], req reconcile.Request) {
+	if pq, ok := q.(priorityqueue.PriorityQueue[reconcile.Request]); ok {
+		pq.AddWithOpts(priorityqueue.AddOpts{Priority: ptr.To(0)}, req)
+		return
+	}
+	q.Add(req)
 }

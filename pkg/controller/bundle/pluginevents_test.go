@@ -210,3 +210,35 @@ func TestBundleOfTombstone(t *testing.T) {
 		})
 	}
 }
+
+// The timer's pass stands for every event of its interval, and comes at an
+// ordinary event's priority: begun by the events of an informer's initial
+// listing, which controller-runtime queues at a low priority, it carried that
+// priority to a deleted Node's pass, which then waited behind the start-up pass
+// of every Bundle.
+func TestPluginEventPacerTimerPassAtNormalPriority(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		q := priorityqueue.New[reconcile.Request]("test")
+		defer q.ShutDown()
+		req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "nodes"}}
+		h := newPluginEventPacer(5*time.Second).handler(func(context.Context, client.Object) []reconcile.Request { return []reconcile.Request{req} })
+		node := func(name string) *corev1.Node { return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, ResourceVersion: "1"}} }
+
+		h.Create(context.Background(), event.CreateEvent{Object: node("w1"), IsInInitialList: true}, q) // at once, low
+		h.Create(context.Background(), event.CreateEvent{Object: node("w2"), IsInInitialList: true}, q) // the timer
+		if item, priority, _ := q.GetWithPriority(); priority != handler.LowPriority {
+			t.Fatalf("the first pass, of the initial listing: %v at priority %d, want %d", item, priority, handler.LowPriority)
+		} else {
+			q.Done(item)
+		}
+		h.Delete(context.Background(), event.DeleteEvent{Object: node("w3")}, q) // the timer's pass sees it
+		time.Sleep(5 * time.Second)
+		synctest.Wait()
+		if q.Len() != 1 {
+			t.Fatalf("%d Bundles queued at the end of the interval, want 1", q.Len())
+		}
+		if _, priority, _ := q.GetWithPriority(); priority != 0 {
+			t.Errorf("the timer's pass, which the Node's deletion waits for, at priority %d, want 0", priority)
+		}
+	})
+}

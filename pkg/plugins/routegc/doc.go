@@ -28,7 +28,7 @@
 //     server listing: one whose request started after the removal was asked
 //     for, with the same client — the removals queued behind a running one
 //     (routes that fall due together) share one, a plan's or the first
-//     removal's, never an older or a failed one. A 404 on the router is an
+//     removal's, never an older, a failed or one more than 10 s old. A 404 on the router is an
 //     error, retried, never "the route is gone": Neutron answers it for a
 //     router the token may not see.
 //   - Routes outside the cluster CIDR, or whose destination does not parse, are

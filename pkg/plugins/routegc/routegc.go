@@ -189,13 +189,21 @@ type serverListing struct {
 	client weak.Pointer[openstack.Client]
 }
 
-// servesRemoval reports whether l can stand for the server listing of a
-// removal asked for at asked, to be made with api: it started after the removal
-// was asked for, so it is at least as fresh as the decision to remove (a server
-// made before that is in it), and was made with the same client (another
-// project's listing would not show the route's server).
-func (l *serverListing) servesRemoval(api *openstack.Client, asked time.Time) bool {
-	return l != nil && l.client == weak.Make(api) && l.started.After(asked)
+// maxSharedListingAge bounds how old a listing a removal shares may be when
+// it acts: removals queued far behind each other (each a router read and
+// update) would otherwise act on a listing of up to their 30 s: a node pool
+// scaled down and straight back up, a new server with a removed one's address
+// made meanwhile, could lose its route to the last of them.
+const maxSharedListingAge = 10 * time.Second
+
+// servesRemoval reports whether l can stand, at now, for the server listing
+// of a removal asked for at asked, to be made with api: it started after the
+// removal was asked for, so it is at least as fresh as the decision to remove
+// (a server made before that is in it), at most maxSharedListingAge ago, and
+// was made with the same client (another project's listing would not show the
+// route's server).
+func (l *serverListing) servesRemoval(api *openstack.Client, asked, now time.Time) bool {
+	return l != nil && l.client == weak.Make(api) && l.started.After(asked) && now.Sub(l.started) <= maxSharedListingAge
 }
 
 func newResourceState() *resourceState {
@@ -464,7 +472,7 @@ func sameProject(api *openstack.Client, router *openstack.Router) error {
 // (serverListing.servesRemoval), otherwise a new one (listServers). The
 // caller holds the resource's turn.
 func (p *Plugin) serversAskedBefore(ctx context.Context, st *resourceState, api *openstack.Client, asked time.Time) (openstack.Servers, error) {
-	if st.listing.servesRemoval(api, asked) {
+	if st.listing.servesRemoval(api, asked, p.opts.Now()) {
 		return st.listing.servers, nil
 	}
 	return p.listServers(ctx, st, api)

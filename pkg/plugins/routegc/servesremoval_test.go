@@ -1,6 +1,7 @@
 package routegc
 
 import (
+	"cmp"
 	"testing"
 	"time"
 	"weak"
@@ -9,8 +10,8 @@ import (
 )
 
 // A listing stands for a removal's own only if it started after the removal
-// was asked for — the same instant is no proof of that — and with the same
-// client.
+// was asked for — the same instant is no proof of that —, at most
+// maxSharedListingAge before the removal acts, and with the same client.
 func TestServesRemoval(t *testing.T) {
 	asked := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	api, other := new(openstack.Client), new(openstack.Client)
@@ -20,15 +21,19 @@ func TestServesRemoval(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		listing *serverListing
+		acts    time.Duration // after asked; 1s when 0
 		want    bool
 	}{
-		{"none", nil, false},
-		{"started after", listing(asked.Add(time.Nanosecond), api), true},
-		{"started at the same instant", listing(asked, api), false},
-		{"started before", listing(asked.Add(-time.Nanosecond), api), false},
-		{"another client's", listing(asked.Add(time.Second), other), false},
+		{"none", nil, 0, false},
+		{"started after", listing(asked.Add(time.Nanosecond), api), 0, true},
+		{"started at the same instant", listing(asked, api), 0, false},
+		{"started before", listing(asked.Add(-time.Nanosecond), api), 0, false},
+		{"another client's", listing(asked.Add(time.Second), other), 0, false},
+		{"the removal acts its maximum age after it started", listing(asked.Add(time.Second), api), time.Second + maxSharedListingAge, true},
+		{"the removal acts later", listing(asked.Add(time.Second), api), time.Second + maxSharedListingAge + time.Nanosecond, false},
 	} {
-		if got := tc.listing.servesRemoval(api, asked); got != tc.want {
+		acts := asked.Add(cmp.Or(tc.acts, time.Second))
+		if got := tc.listing.servesRemoval(api, asked, acts); got != tc.want {
 			t.Errorf("%s: servesRemoval = %v, want %v", tc.name, got, tc.want)
 		}
 	}
