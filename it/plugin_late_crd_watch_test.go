@@ -1,10 +1,6 @@
 package it
 
-import (
-	"testing"
-
-	limbov1alpha1 "github.com/limbo-dev/limbo/pkg/apis/limbo/v1alpha1"
-)
+import "testing"
 
 // A kind a plugin watches whose CRD is installed after the controller started
 // (csi-baremetal's after limbo, for node-removal) is watched from the moment its
@@ -14,19 +10,12 @@ import (
 // the item the plugin now lists would never show).
 func TestPluginKindServedAfterTheStartIsWatched(t *testing.T) {
 	t.Parallel()
-	ns := env.Namespace(t)
-	domain := external.Domain(ns)
-	b := createBundle(t, ns, "late", pluginResource("items", ns, ""))
-	waitBundle(t, b, func(cur *limbov1alpha1.Bundle) error {
-		return resourceMessageIs(cur, "items", limbov1alpha1.ResourceReady, "", "0 items")
-	})
+	ns, domain, b := signalledBundle(t, "late")
 
 	// The plugin's domain changes, which tells nobody; then the CRD of the kind
 	// it watches is installed, and an object of it created.
 	domain.Set("a", true)
 	installSignalCRD(t)
 	createSignal(t, ns, "go")
-	waitBundle(t, b, func(cur *limbov1alpha1.Bundle) error {
-		return resourceMessageIs(cur, "items", limbov1alpha1.ResourceReady, "", "1 items")
-	})
+	waitItems(t, b, 1)
 }

@@ -21,12 +21,7 @@ import (
 // whatever changed. The last event is still seen, within the interval.
 func TestPluginWatchEventsArePaced(t *testing.T) {
 	t.Parallel()
-	ns := env.Namespace(t)
-	domain := external.Domain(ns)
-	b := createBundle(t, ns, "paced", pluginResource("items", ns, ""))
-	waitBundle(t, b, func(cur *limbov1alpha1.Bundle) error {
-		return resourceMessageIs(cur, "items", limbov1alpha1.ResourceReady, "", "0 items")
-	})
+	ns, domain, b := signalledBundle(t, "paced")
 	installSignalCRD(t)
 	createSignal(t, ns, "first")
 	// The first signal's pass has planned: the watch of the kind runs.
@@ -46,9 +41,7 @@ func TestPluginWatchEventsArePaced(t *testing.T) {
 	}
 	domain.Set("a", true) // which only the next plan shows
 	createSignal(t, ns, "last")
-	waitBundle(t, b, func(cur *limbov1alpha1.Bundle) error {
-		return resourceMessageIs(cur, "items", limbov1alpha1.ResourceReady, "", "1 items")
-	})
+	waitItems(t, b, 1)
 	plans := len(domain.PlanCalls()) - before
 	t.Logf("%d signals ran %d plans in %v", signals+1, plans, time.Since(start).Round(time.Millisecond))
 	// One pass may have started before the burst, and one pass the status
@@ -57,6 +50,26 @@ func TestPluginWatchEventsArePaced(t *testing.T) {
 	if most := 2 + int(time.Since(start)/interval) + 1; plans > most {
 		t.Errorf("%d signals ran %d plans in %v, want at most %d (one per %v)", signals+1, plans, time.Since(start).Round(time.Millisecond), most, interval)
 	}
+}
+
+// signalledBundle creates Bundle name in a new namespace with the test plugin's
+// resource "items" on an empty domain of the namespace's name, and waits until
+// its first plan shows no items.
+func signalledBundle(t testing.TB, name string) (string, *testplugin.Domain, *limbov1alpha1.Bundle) {
+	t.Helper()
+	ns := env.Namespace(t)
+	domain := external.Domain(ns)
+	b := createBundle(t, ns, name, pluginResource("items", ns, ""))
+	waitItems(t, b, 0)
+	return ns, domain, b
+}
+
+// waitItems waits until b's resource "items" is Ready with n items.
+func waitItems(t testing.TB, b *limbov1alpha1.Bundle, n int) {
+	t.Helper()
+	waitBundle(t, b, func(cur *limbov1alpha1.Bundle) error {
+		return resourceMessageIs(cur, "items", limbov1alpha1.ResourceReady, "", fmt.Sprintf("%d items", n))
+	})
 }
 
 // installSignalCRD installs the CRD of testplugin.SignalKind, the kind the test

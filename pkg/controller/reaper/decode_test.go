@@ -24,15 +24,28 @@ func releasedOfOneBundle(tb testing.TB, objects, templates int) []client.Object 
 	tb.Helper()
 	shop := &limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Name: "shop", Namespace: "ns", UID: "b-shop", Generation: 2},
 		Status: limbov1alpha1.BundleStatus{ObservedGeneration: 1}}
-	for i := range templates {
+	shop.Spec.Resources = append(configMapTemplates(templates, `"limbo.dev/deletionDelay":"1h"`),
+		limbov1alpha1.Resource{Name: "gen", Plugin: &limbov1alpha1.PluginResource{Name: "configmap"}})
+	return append([]client.Object{shop}, dueReleased(objects)...)
+}
+
+// configMapTemplates is n templates of ConfigMaps "cm-0000" on, with
+// annotations (JSON members).
+func configMapTemplates(n int, annotations string) []limbov1alpha1.Resource {
+	var out []limbov1alpha1.Resource
+	for i := range n {
 		name := fmt.Sprintf("cm-%04d", i)
-		shop.Spec.Resources = append(shop.Spec.Resources, limbov1alpha1.Resource{Name: name, Object: &runtime.RawExtension{Raw: []byte(
-			`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"` + name + `","annotations":{"limbo.dev/deletionDelay":"1h"}}}`)}})
+		out = append(out, limbov1alpha1.Resource{Name: name, Object: &runtime.RawExtension{Raw: []byte(
+			`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"` + name + `","annotations":{` + annotations + `}}}`)}})
 	}
-	shop.Spec.Resources = append(shop.Spec.Resources, limbov1alpha1.Resource{Name: "gen", Plugin: &limbov1alpha1.PluginResource{Name: "configmap"}})
-	out := []client.Object{shop}
-	for i := range objects {
-		out = append(out, inLimbo(fmt.Sprintf("cm-%04d", i), "2026-11-22T08:00:00Z", "1h", false)) // due
+	return out
+}
+
+// dueReleased is n released ConfigMaps "cm-0000" on of Bundle shop, due.
+func dueReleased(n int) []client.Object {
+	var out []client.Object
+	for i := range n {
+		out = append(out, inLimbo(fmt.Sprintf("cm-%04d", i), "2026-11-22T08:00:00Z", "1h", false))
 	}
 	return out
 }
@@ -45,16 +58,8 @@ func releasedForAnAdopter(tb testing.TB, objects, templates int) []client.Object
 	tb.Helper()
 	taker := &limbov1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Name: "taker", Namespace: "ns", UID: "b-taker", Generation: 1},
 		Status: limbov1alpha1.BundleStatus{ObservedGeneration: 1}}
-	for i := range templates {
-		name := fmt.Sprintf("cm-%04d", i)
-		taker.Spec.Resources = append(taker.Spec.Resources, limbov1alpha1.Resource{Name: name, Object: &runtime.RawExtension{Raw: []byte(
-			`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"` + name + `","annotations":{"limbo.dev/adopt":"true"}}}`)}})
-	}
-	out := []client.Object{taker}
-	for i := range objects {
-		out = append(out, inLimbo(fmt.Sprintf("cm-%04d", i), "2026-11-22T08:00:00Z", "1h", false)) // due
-	}
-	return out
+	taker.Spec.Resources = configMapTemplates(templates, `"limbo.dev/adopt":"true"`)
+	return append([]client.Object{taker}, dueReleased(objects)...)
 }
 
 // A wake decodes the templates of the Bundle its released objects name, and of

@@ -91,11 +91,7 @@ func TestRemovalAskedAfterAListingStartedListsAgain(t *testing.T) {
 
 	f.sim.Before(openstacksim.OpRemoveExtraRoutes, func() {}) // the running removal's
 	updating, releaseUpdate := f.hold(openstacksim.OpRemoveExtraRoutes)
-	arrived, release := f.hold(openstacksim.OpListServers)
-	running := f.removeAsync(itemID(orphans[0]))
-	wait(t, arrived, "the running removal's listing")
-	queued := []<-chan error{f.removeAsync(itemID(orphans[1])), f.removeAsync(itemID(orphans[2]))}
-	waitForTurns(t, "acquireRemoval", 2)
+	running, queued, release := f.twoQueuedBehindAListing(t, orphans)
 	release()
 	// The first queued removal listed, and removes its route.
 	wait(t, updating, "the first queued removal's update")
@@ -131,11 +127,7 @@ func TestFailedListingNotShared(t *testing.T) {
 		f.sim.AddRouter(routerID, "cluster", orphans...)
 		f.sim.AddServerAt("node-1", "10.180.0.3")
 
-		arrived, release := f.hold(openstacksim.OpListServers)
-		running := f.removeAsync(itemID(orphans[0]))
-		wait(t, arrived, "the running removal's listing")
-		queued := []<-chan error{f.removeAsync(itemID(orphans[1])), f.removeAsync(itemID(orphans[2]))}
-		waitForTurns(t, "acquireRemoval", 2)
+		running, queued, release := f.twoQueuedBehindAListing(t, orphans)
 		f.sim.Inject(openstacksim.OpListServers, openstacksim.Fault{Status: 500, Times: 1}) // the next listing
 		release()
 
@@ -172,11 +164,7 @@ func TestFailedListingNotShared(t *testing.T) {
 
 		f.sim.Before(openstacksim.OpRemoveExtraRoutes, func() {}) // the running removal's
 		updating, releaseUpdate := f.hold(openstacksim.OpRemoveExtraRoutes)
-		arrived, release := f.hold(openstacksim.OpListServers)
-		running := f.removeAsync(itemID(orphans[0]))
-		wait(t, arrived, "the running removal's listing")
-		queued := []<-chan error{f.removeAsync(itemID(orphans[1])), f.removeAsync(itemID(orphans[2]))}
-		waitForTurns(t, "acquireRemoval", 2)
+		running, queued, release := f.twoQueuedBehindAListing(t, orphans)
 		release()
 		wait(t, updating, "the first queued removal's update") // it listed after both were asked for
 		planned := make(chan error, 1)
@@ -225,11 +213,7 @@ func TestListingNotSharedAcrossCredentials(t *testing.T) {
 
 	f.sim.Before(openstacksim.OpRemoveExtraRoutes, func() {}) // the running removal's
 	updating, releaseUpdate := f.hold(openstacksim.OpRemoveExtraRoutes)
-	arrived, release := f.hold(openstacksim.OpListServers)
-	running := f.removeAsync(itemID(orphans[0]))
-	wait(t, arrived, "the running removal's listing")
-	queued := []<-chan error{f.removeAsync(itemID(orphans[1])), f.removeAsync(itemID(orphans[2]))}
-	waitForTurns(t, "acquireRemoval", 2)
+	running, queued, release := f.twoQueuedBehindAListing(t, orphans)
 	release()
 	wait(t, updating, "the first queued removal's update") // it listed after both were asked for
 	c := f.sim.Config()
@@ -248,6 +232,19 @@ func TestListingNotSharedAcrossCredentials(t *testing.T) {
 	if n := f.sim.Count(openstacksim.OpListServers); n != 3 {
 		t.Errorf("%d server listings, want 3: the running removal's, the first queued removal's, and the new client's", n)
 	}
+}
+
+// twoQueuedBehindAListing starts the removal of orphans[0] and holds its
+// server listing, then asks for the removals of orphans[1] and orphans[2],
+// which queue for the resource's turn. release lets the listing go on.
+func (f *fixture) twoQueuedBehindAListing(t *testing.T, orphans []openstacksim.Route) (running <-chan error, queued []<-chan error, release func()) {
+	t.Helper()
+	arrived, release := f.hold(openstacksim.OpListServers)
+	running = f.removeAsync(itemID(orphans[0]))
+	wait(t, arrived, "the running removal's listing")
+	queued = []<-chan error{f.removeAsync(itemID(orphans[1])), f.removeAsync(itemID(orphans[2]))}
+	waitForTurns(t, "acquireRemoval", 2)
+	return running, queued, release
 }
 
 // newSharingFixture is a fixture whose plugin's clock moves on with every
