@@ -93,18 +93,36 @@ func (b *lockedBuffer) String() string {
 
 // startLimboDev starts limbo dev in the repository's root with its state in
 // dataDir, the simulators on free ports, and waits until its controller is ready.
+// A start that lost its health probe's port to another process between the
+// test's choice of it and limbo dev's listen (the tests' control planes take
+// free ports all the while) is tried again on another.
 func startLimboDev(t *testing.T, bin, dataDir string) *limboDev {
 	t.Helper()
-	ports, err := localcluster.FreePorts(2)
+	for attempt := 1; ; attempt++ {
+		d := tryLimboDev(t, bin, dataDir)
+		if d != nil {
+			return d
+		}
+		if attempt == 3 {
+			t.Fatal("limbo dev found its health probe's port taken three times")
+		}
+	}
+}
+
+// tryLimboDev is one try of startLimboDev: nil when limbo dev exited because
+// the port it was given was taken.
+func tryLimboDev(t *testing.T, bin, dataDir string) *limboDev {
+	t.Helper()
+	ports, err := localcluster.FreePorts(1)
 	if err != nil {
 		t.Fatal(err)
 	}
 	d := &limboDev{exited: make(chan struct{}), stdout: &lockedBuffer{}, stderr: &lockedBuffer{},
-		kubeconfig: filepath.Join(dataDir, "kubeconfig"), probeAddr: "127.0.0.1:" + strconv.Itoa(ports[1])}
+		kubeconfig: filepath.Join(dataDir, "kubeconfig"), probeAddr: "127.0.0.1:" + strconv.Itoa(ports[0])}
 	d.cmd = exec.Command(bin, "dev", "--simulators", "--data-dir", dataDir,
 		"--bin-dir", filepath.Join(env.RepoRoot, "bin"),
 		"--storageos-sim-addr", "127.0.0.1:0", "--openstack-sim-addr", "127.0.0.1:0",
-		"--metrics-bind-address", "127.0.0.1:"+strconv.Itoa(ports[0]), "--health-probe-bind-address", d.probeAddr,
+		"--metrics-bind-address", "0", "--health-probe-bind-address", d.probeAddr,
 		"--pprof-bind-address", "0")
 	d.cmd.Dir = env.RepoRoot
 	d.cmd.Stdout, d.cmd.Stderr = d.stdout, d.stderr
@@ -115,6 +133,7 @@ func startLimboDev(t *testing.T, bin, dataDir string) *limboDev {
 		d.err = d.cmd.Wait()
 		close(d.exited)
 	}()
+	portTaken := false
 	t.Cleanup(func() {
 		select {
 		case <-d.exited:
@@ -127,13 +146,17 @@ func startLimboDev(t *testing.T, bin, dataDir string) *limboDev {
 				<-d.exited
 			}
 		}
-		if t.Failed() {
+		if t.Failed() && !portTaken {
 			t.Logf("limbo dev stdout:\n%s\nstderr (last lines):\n%s", d.output(), lastLines(d.errors(), 40))
 		}
 	})
 	testenv.Eventually(t, 3*time.Minute, func() error {
 		select {
 		case <-d.exited:
+			if strings.Contains(d.errors(), d.probeAddr+": bind: address already in use") {
+				portTaken = true
+				return nil
+			}
 			t.Fatalf("limbo dev exited before its controller was ready: %v", d.err)
 		default:
 		}
@@ -150,6 +173,10 @@ func startLimboDev(t *testing.T, bin, dataDir string) *limboDev {
 		}
 		return nil
 	})
+	if portTaken {
+		t.Logf("limbo dev found its health probe's port %s taken; trying another", d.probeAddr)
+		return nil
+	}
 	return d
 }
 
