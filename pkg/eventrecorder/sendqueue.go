@@ -3,6 +3,7 @@ package eventrecorder
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"sync"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	restclient "k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
 )
@@ -55,6 +57,10 @@ type sendQueue struct {
 	pending  []write
 	closed   bool
 	wake     chan struct{}
+	// renamed maps the name the recorder gave an event that another event of
+	// its object had taken to the name it was created under, for the
+	// correlator's patches of it. Only the sending goroutine uses it.
+	renamed map[types.NamespacedName]string
 	// ctx ends a pause between tries once the queue is closed and its grace
 	// has passed; done closes when the sending goroutine returns.
 	ctx  context.Context
@@ -74,7 +80,7 @@ type write struct {
 func newSendQueue(sink record.EventSink, log logr.Logger, dropped func(), limit int, pause time.Duration) *sendQueue {
 	ctx, stop := context.WithCancel(context.Background())
 	q := &sendQueue{sink: sink, log: log, limit: limit, pause: pause, tries: maxTriesPerEvent, dropped: dropped,
-		wake: make(chan struct{}, 1), ctx: ctx, stop: stop, done: make(chan struct{})}
+		wake: make(chan struct{}, 1), ctx: ctx, stop: stop, done: make(chan struct{}), renamed: map[types.NamespacedName]string{}}
 	go q.run()
 	return q
 }
@@ -169,7 +175,7 @@ func (q *sendQueue) run() {
 // reached, at most q.tries times.
 func (q *sendQueue) send(w write) {
 	for try := 1; ; try++ {
-		err := q.write(w)
+		err := q.write(w, try == 1)
 		if err == nil || !retriable(err) {
 			switch {
 			case err == nil || apierrors.IsAlreadyExists(err):
@@ -203,7 +209,11 @@ func (q *sendQueue) send(w write) {
 	}
 }
 
-func (q *sendQueue) write(w write) error {
+func (q *sendQueue) write(w write, first bool) error {
+	given := types.NamespacedName{Namespace: w.event.Namespace, Name: w.event.Name}
+	if name, ok := q.renamed[given]; ok {
+		w.event.Name = name // w.event is the queue's own copy
+	}
 	if w.patch != nil {
 		_, err := q.sink.Patch(w.event, w.patch)
 		if !apierrors.IsNotFound(err) {
@@ -213,8 +223,35 @@ func (q *sendQueue) write(w write) error {
 	}
 	w.event.ResourceVersion = ""
 	_, err := q.sink.Create(w.event)
+	if !apierrors.IsAlreadyExists(err) || !first || w.patch != nil {
+		// Already there at a later try: the try before made it, its answer
+		// lost.
+		return err
+	}
+	// A new event whose name is taken: the recorder names an event after its
+	// object and the instant in nanoseconds, and two events of one object
+	// made in the same nanosecond (concurrent stamps of one Bundle's orphans)
+	// share a name. Taken for success as client-go does, the second was lost
+	// without a word, a stamp missing from the audit trail.
+	for n := 1; apierrors.IsAlreadyExists(err) && n <= maxRenames; n++ {
+		w.event.Name = fmt.Sprintf("%s.%d", given.Name, n)
+		_, err = q.sink.Create(w.event)
+	}
+	if err == nil {
+		if len(q.renamed) >= maxRenamed {
+			clear(q.renamed) // rare; a patch of an older one then makes a new event
+		}
+		q.renamed[given] = w.event.Name
+	}
 	return err
 }
+
+// maxRenames bounds the other names tried for an event whose name is taken;
+// maxRenamed how many renamed events the queue remembers for their patches.
+const (
+	maxRenames = 5
+	maxRenamed = 4096
+)
 
 // retriable is client-go's rule: an answer of the API server, or a request
 // that could not be built, will be the same next time.
