@@ -221,8 +221,10 @@ func TestPluginEventPacerTimerPassAtNormalPriority(t *testing.T) {
 		q := priorityqueue.New[reconcile.Request]("test")
 		defer q.ShutDown()
 		req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "nodes"}}
-		h := newPluginEventPacer(5*time.Second).handler(func(context.Context, client.Object) []reconcile.Request { return []reconcile.Request{req} })
-		node := func(name string) *corev1.Node { return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, ResourceVersion: "1"}} }
+		h := newPluginEventPacer(5 * time.Second).handler(func(context.Context, client.Object) []reconcile.Request { return []reconcile.Request{req} })
+		node := func(name string) *corev1.Node {
+			return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, ResourceVersion: "1"}}
+		}
 
 		h.Create(context.Background(), event.CreateEvent{Object: node("w1"), IsInInitialList: true}, q) // at once, low
 		h.Create(context.Background(), event.CreateEvent{Object: node("w2"), IsInInitialList: true}, q) // the timer
