@@ -27,14 +27,14 @@ func TestNamespaceGCPendingDeletionIsListed(t *testing.T) {
 		waitListedOnce(t, b, ts, never)
 	})
 	// A deletion orphan: the Namespace's termination re-runs the Bundle a few
-	// times.
+	// times, the last of them up to --plugin-event-interval after its events.
 	t.Run("deletion orphan", func(t *testing.T) {
 		t.Parallel()
 		f := newNSGCFixture(t)
 		app, b, ts := f.deletedApp(t, "nsgc-pending-", 0, "1h")
 		waitListedOnce(t, b, ts, app)
 		waitK8sNamespaceGone(t, app)
-		testenv.Consistently(t, 3*time.Second, func() error { return listedOnce(getBundle(t, b), ts, app) })
+		testenv.Consistently(t, env.ControllerOptions().PluginEventInterval+2*time.Second, func() error { return listedOnce(getBundle(t, b), ts, app) })
 	})
 }
 

@@ -60,8 +60,9 @@ func TestNodeRemovalIPReuse(t *testing.T) {
 	if want, got := counts+"; removed (in limbo): "+w3.name, resourceStatus(cur, nrResource).Message; got != want {
 		t.Errorf("resource %s: message %q, want %q", nrResource, got, want)
 	}
-	// And so do the runs that follow: nothing of w3 comes back.
-	testenv.Consistently(t, 3*time.Second, func() error {
+	// And so do the runs that follow (paced: up to --plugin-event-interval after
+	// the events that bring them): nothing of w3 comes back.
+	testenv.Consistently(t, env.ControllerOptions().PluginEventInterval+2*time.Second, func() error {
 		for i, u := range w3.live(t) {
 			if u == nil {
 				return fmt.Errorf("%s %s was deleted", w3.objects[i].GetKind(), w3.objects[i].GetName())

@@ -53,8 +53,8 @@ type Options struct {
 	NamespaceGCInterval time.Duration
 	NamespaceGCDelay    time.Duration
 	// PluginEventInterval is the shortest time between two passes of a Bundle
-	// that events of a kind its plugins watch bring (every Node's status
-	// update, for node-removal); 0 runs a pass at every event.
+	// that events of a kind its plugins watch (every Node's status update, for
+	// node-removal) or of its Tombstones bring; 0 runs a pass at every event.
 	PluginEventInterval time.Duration
 	// Plugins replaces the compiled-in plugin registry (tests add plugins).
 	Plugins *plugin.Registry
@@ -106,7 +106,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.ResyncPeriod, "resync-period", o.ResyncPeriod, "Periodic full resync, a safety net: reconciles are event-driven and countdowns requeue at their deadline. Every Bundle is reconciled and every kind scanned for released objects this often (at least 1m); 0s turns it off (the scan still runs at start, and again soon after one that could not list every kind).")
 	fs.DurationVar(&o.NamespaceGCInterval, "namespace-delete-gc-interval", o.NamespaceGCInterval, "namespace-gc: default period of the full garbage collection (gcInterval); 0s disables it.")
 	fs.DurationVar(&o.NamespaceGCDelay, "namespace-delete-gc-delay", o.NamespaceGCDelay, "namespace-gc: default delay before the first full garbage collection (gcDelay).")
-	fs.DurationVar(&o.PluginEventInterval, "plugin-event-interval", o.PluginEventInterval, "Shortest time between two passes of a Bundle that events of a kind its plugins watch bring (Nodes for node-removal, Namespaces for namespace-gc): the first event after a quiet interval runs a pass at once, the rest within the interval one pass at its end. 0s runs a pass at every event.")
+	fs.DurationVar(&o.PluginEventInterval, "plugin-event-interval", o.PluginEventInterval, "Shortest time between two passes of a Bundle that events of a kind its plugins watch (Nodes for node-removal, Namespaces for namespace-gc) or of its Tombstones bring: the first event after a quiet interval runs a pass at once, the rest within the interval one pass at its end. 0s runs a pass at every event.")
 	fs.StringVar(&o.WatchLabelSelector, "watch-label-selector", o.WatchLabelSelector, "Handle only the Bundles this label selector matches (for example limbo.dev/shard=a, or !limbo.dev/shard for the rest), and their objects and Tombstones: one shard of a sharded install. Empty handles every Bundle.")
 	fs.StringVar(&o.DefaultServiceAccount, "default-service-account", o.DefaultServiceAccount, "ServiceAccount (in each Bundle's namespace) to impersonate for the Bundles that set no spec.serviceAccountName: for multi-tenant installs. Empty: limbo writes as itself.")
 	fs.StringSliceVar(&o.Namespaces, "namespaces", o.Namespaces, "Namespaces to watch (comma-separated); empty watches all.")
