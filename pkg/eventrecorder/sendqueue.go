@@ -179,6 +179,9 @@ func (q *sendQueue) send(w write) {
 		if err == nil || !retriable(err) {
 			switch {
 			case err == nil || apierrors.IsAlreadyExists(err):
+				// AlreadyExists: a later try of a create that landed, its
+				// answer lost (write renames a new event whose name another
+				// took).
 			case apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
 				// Expected while a namespace goes, and not an error of limbo's;
 				// but a Warning there (a deorbit that gave up, a cancel refused,
