@@ -101,34 +101,33 @@ func (d *externalDeletes) pending(ts *limbov1alpha1.Tombstone) (call *deleteCall
 // reserve takes a turn of ts's resource for a delete; false when every turn is
 // taken: ts is queued, and woken when a turn frees.
 func (d *externalDeletes) reserve(ts *limbov1alpha1.Tombstone) bool {
-	key, res := types.NamespacedName{Namespace: ts.Namespace, Name: ts.Name}, resourceOf(ts)
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	delete(d.woken, key)
-	if d.running[res] < d.perResource {
-		d.running[res]++
-		return true
-	}
-	if !slices.Contains(d.queued[res], key) {
-		d.queued[res] = append(d.queued[res], key)
-	}
-	return false
+	return d.turnFree(ts, true)
 }
 
 // busy reports whether every turn of ts's resource is taken, as reserve would
 // find it; ts is then queued as reserve queues it, and woken when a turn frees.
 func (d *externalDeletes) busy(ts *limbov1alpha1.Tombstone) bool {
+	return !d.turnFree(ts, false)
+}
+
+// turnFree reports whether a turn of ts's resource is free, and takes it if
+// take; when none is, ts is queued, and woken when a turn frees.
+func (d *externalDeletes) turnFree(ts *limbov1alpha1.Tombstone, take bool) bool {
 	key, res := types.NamespacedName{Namespace: ts.Namespace, Name: ts.Name}, resourceOf(ts)
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.running[res] < d.perResource {
-		return false
+		if take {
+			delete(d.woken, key)
+			d.running[res]++
+		}
+		return true
 	}
 	delete(d.woken, key)
 	if !slices.Contains(d.queued[res], key) {
 		d.queued[res] = append(d.queued[res], key)
 	}
-	return true
+	return false
 }
 
 // release gives a turn of ts's resource back, unused.
