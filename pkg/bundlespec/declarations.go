@@ -84,9 +84,9 @@ func DeclarationsOf(b *limbov1alpha1.Bundle) *Declarations {
 // time: nothing tells it unchanged. One memo serves one wake or command, so
 // that it does not keep the Bundles deleted since. The zero value is ready; a
 // nil memo decodes each time. Not safe for concurrent use: the reaper decides
-// a wake's objects one by one, as kubectl limbo does. The Declarations keep the
-// first Bundle object of a resourceVersion: ask them of the spec (Declares),
-// whose content the resourceVersion names.
+// a wake's objects one by one, as kubectl limbo does. A resourceVersion names
+// the whole object, status included: the Declarations of the first copy read
+// answer for every copy of it (Delay and InLimbo read its status too).
 type DeclarationsMemo struct {
 	byUID map[types.UID]memoized
 }
